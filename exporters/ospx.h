@@ -1,0 +1,194 @@
+/* ospx.h — libospexport: raw profile → symbols → model → speedscope, cpuprofile, folded,
+ * profile.json and the terminal report.
+ *
+ * Pipeline (each stage owns its output; free with the matching *_free):
+ *   ospx_raw_read()      raw JSON file       → struct ospx_raw        (raw.c)
+ *   ospx_symbolize()     struct ospx_raw     → struct ospx_symbols    (symbolize.c)
+ *   ospx_model_build()   raw + symbols       → struct ospx_model      (model.c)
+ *   ospx_write_*()       model               → files, written atomically (writers)
+ *   ospx_report_print()  model               → terminal report        (report.c)
+ *   ospx_process()       all of the above, as `osprey report` runs it  (process.c)
+ *
+ * Errors: functions return 0 or a negative errno; on failure they fill an optional
+ * struct ospx_error (first error wins) that the CLI prints as "file:line:col: text" or
+ * "file: text" when line is 0.
+ */
+#ifndef OSPX_H
+#define OSPX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define OSPX_RAW_VERSION 1
+
+struct ospx_error {
+    char file[1024]; /* file the error is about ("" when none) */
+    int line;        /* 1-based; 0 when no position applies */
+    int column;      /* 1-based; 0 when no position applies */
+    char text[512];  /* what is wrong, one line, no trailing period needed */
+};
+
+/* Record an error unless one is already recorded (first error wins). err may be NULL.
+ * Returns -code (code is a positive errno) so callers can `return ospx_error_set(...)`. */
+int ospx_error_set(struct ospx_error *err, int code, const char *file, int line, int column,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Format as "file:line:col: text" / "file: text" / "text" into buf. */
+void ospx_error_format(const struct ospx_error *err, char *buf, size_t size);
+
+/* ---- raw profile, version 1 (proto/raw-format.md) ---- */
+
+struct ospx_image {
+    char *path;
+    uint64_t base, slide, text, text_size;
+    char *arch; /* "" when not reported */
+};
+
+struct ospx_thread {
+    int64_t fiber;
+    char *label;
+};
+
+struct ospx_stack {
+    uint64_t *pcs; /* leaf first: pcs[0] is the precise pc, the rest return addresses */
+    size_t depth;  /* >= 1 */
+};
+
+struct ospx_sample {
+    uint64_t t_rel_ns;
+    uint32_t thread; /* index into threads */
+    uint32_t stack;  /* index into stacks */
+    uint8_t state;   /* 0 on-CPU, 1 waiting */
+};
+
+/* How the target ended, from the optional "exit" object. */
+struct ospx_exit {
+    int known;  /* 0 when the raw file has no "exit" object */
+    int normal; /* 1: the program exited through exit()/return from main */
+    int signal; /* > 0: the program was killed by this signal */
+};
+
+struct ospx_raw {
+    char *source_path; /* the file it was read from */
+    int version;
+    int64_t pid;
+    char *exe;
+    uint32_t rate_hz;
+    char *platform;
+    uint64_t start_unix_ns, end_unix_ns;
+    struct ospx_image *images;   size_t image_count;
+    struct ospx_thread *threads; size_t thread_count;
+    struct ospx_stack *stacks;   size_t stack_count;
+    struct ospx_sample *samples; size_t sample_count;
+    uint64_t dropped;
+    struct ospx_exit exit;
+};
+
+int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err);
+void ospx_raw_free(struct ospx_raw *raw);
+
+/* ---- symbols ---- */
+
+/* One source-level frame. An address with inlined calls expands to several frames. */
+struct ospx_frame {
+    char *name;    /* function name; "0x7f12…" (hex address) when unknown */
+    char *file;    /* source file; "" when unknown */
+    int line;      /* 1-based; 0 when unknown */
+    int column;    /* 1-based; 0 when unknown */
+    char *image;   /* path of the image the address belongs to; "" when none */
+    uint64_t address; /* the raw pc as recorded */
+};
+
+/* Symbols for a raw profile: a table of distinct frames and, per raw stack, the expanded
+ * list of frame indices. */
+struct ospx_symbols {
+    struct ospx_frame *frames; size_t frame_count; /* interned: equal frames share an index */
+    /* stack_frames[i] lists the frames of raw stack i, LEAF FIRST, inline frames expanded
+     * (innermost inline first, as llvm-symbolizer prints them). */
+    uint32_t **stack_frames; size_t *stack_frame_counts; size_t stack_count;
+    /* per raw stack, parallel to stack_frames[i]: the source line of the frame in THIS
+     * stack position (the same function is one frame, its lines differ per sample) */
+    int **stack_lines;
+};
+
+struct ospx_symbolize_options {
+    const char *binary;        /* --binary: substitute for the main image only; NULL for none */
+    const char *symbolizer;    /* llvm-symbolizer to run; NULL: look on PATH */
+    int progress;              /* 1: show progress on stderr (the CLI sets it on a tty) */
+    FILE *warnings;            /* where one-line warnings go; NULL: stderr */
+};
+
+int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_options *options,
+                   struct ospx_symbols *out, struct ospx_error *err);
+void ospx_symbols_free(struct ospx_symbols *symbols);
+
+/* ---- model ---- */
+
+struct ospx_function_stat {
+    uint32_t frame;      /* index into symbols.frames of a representative frame */
+    const char *name;
+    const char *file;
+    int line;            /* the function's first sampled line (lowest), 0 unknown */
+    uint64_t self;       /* samples with this function as leaf */
+    uint64_t total;      /* samples with this function anywhere on the stack, once each */
+};
+
+struct ospx_line_stat {
+    const char *file;
+    int line;
+    uint64_t samples;    /* samples attributing time to this line (self or on the path) */
+    uint64_t self;       /* samples where this line is the leaf position */
+};
+
+struct ospx_fiber_stat {
+    int64_t fiber;
+    const char *label;
+    uint64_t on_cpu;
+    uint64_t waiting;
+};
+
+struct ospx_model {
+    const struct ospx_raw *raw;         /* borrowed; outlives the model */
+    const struct ospx_symbols *symbols; /* borrowed; outlives the model */
+    uint64_t total_samples, on_cpu_samples, waiting_samples, dropped;
+    double wall_seconds;                /* end - start */
+    double cpu_seconds;                 /* on-CPU samples / rate */
+    struct ospx_fiber_stat *fibers; size_t fiber_count;             /* one per raw thread */
+    struct ospx_function_stat *functions; size_t function_count;    /* sorted: self desc */
+    struct ospx_line_stat *lines; size_t line_count;                /* sorted: samples desc */
+};
+
+int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symbols,
+                     struct ospx_model *out, struct ospx_error *err);
+void ospx_model_free(struct ospx_model *model);
+
+/* ---- writers: each writes to a temporary file beside `path` and renames it ---- */
+
+int ospx_write_speedscope(const struct ospx_model *model, const char *path, struct ospx_error *err);
+int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, struct ospx_error *err);
+int ospx_write_folded(const struct ospx_model *model, const char *path, struct ospx_error *err);
+int ospx_write_profile_json(const struct ospx_model *model, const char *path,
+                            struct ospx_error *err);
+
+struct ospx_report_options {
+    int color;              /* 1: ANSI colour (caller decides: tty and no NO_COLOR) */
+    int width;              /* terminal columns; 0: 100 */
+    const char *const *written_paths; size_t written_count; /* listed at the end */
+};
+int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
+                      FILE *out);
+
+/* ---- the whole post-processing, as `osprey report` and `osprey FILE --profile` run it ---- */
+
+struct ospx_process_options {
+    const char *raw_path;
+    const char *stem;       /* outputs: <stem>.speedscope.json, .cpuprofile, .folded,
+                               .profile.json */
+    const char *binary;     /* --binary, or NULL */
+    FILE *report;           /* the terminal report goes here; NULL: no report */
+    int color;              /* for the report */
+    int progress;           /* symbolization progress on stderr */
+};
+int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
+
+#endif /* OSPX_H */

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install what building and testing Osprey needs on Debian 12, skipping what is present.
+# Runs apt-get as root (directly, or through sudo when not root).
+set -euo pipefail
+
+packages=(
+  meson ninja-build pkg-config gcc clang lld llvm
+  libuv1-dev libjansson-dev check valgrind
+  gcc-mingw-w64-x86-64 wasi-libc
+  nodejs npm chromium
+  linux-perf google-perftools libgoogle-perftools-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+# Node from another source (nodesource, nvm) also does; only ask Debian when node is absent.
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  filtered=()
+  for p in "${missing[@]}"; do
+    case "$p" in nodejs|npm) ;; *) filtered+=("$p") ;; esac
+  done
+  missing=("${filtered[@]+"${filtered[@]}"}")
+fi
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+
+echo "installing: ${missing[*]}" >&2
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

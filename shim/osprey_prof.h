@@ -1,0 +1,48 @@
+/* osprey_prof.h — the public API of the Osprey profiler shim (libospreyprof).
+ *
+ * The profiler is off unless OSPREY_PROFILE=<path> is set when the process starts; then a
+ * sampler thread samples every registered thread and ospreyd writes the raw profile to <path>
+ * when the process exits. When the profiler is inactive — the variable is unset, the platform
+ * has no collector (Windows, Wasm), or activation failed — every call here is a no-op.
+ *
+ * Link the static archive into a runtime and call these from its thread entry points, or
+ * LD_PRELOAD the shared library to profile any native binary without recompiling it (it
+ * registers the main thread and every thread started with pthread_create by itself).
+ */
+#ifndef OSPREY_PROF_H
+#define OSPREY_PROF_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define OSP_PROF_API __declspec(dllexport)
+#else
+#define OSP_PROF_API __attribute__((visibility("default")))
+#endif
+
+/* Read OSPREY_PROFILE and OSPREY_PROFILE_HZ once and, when asked to, start the sampler and
+ * ospreyd. Idempotent; the shared library calls it from a constructor. A runtime linking the
+ * static archive calls it first thing in main (its constructor also calls it). */
+OSP_PROF_API void osp_prof_boot(void);
+
+/* Nonzero when this process is being profiled. */
+OSP_PROF_API int osp_prof_active(void);
+
+/* Register the calling thread for sampling under a fiber id and a label ("main", "fiber",
+ * "effect", ...; truncated to 64 bytes). A thread registers once; a second call is ignored.
+ * No-op when inactive. */
+OSP_PROF_API void osp_prof_thread_register(int64_t fiber_id, const char *label);
+
+/* Stop sampling the calling thread. When it returns the sampler no longer touches the
+ * thread. No-op when inactive or not registered. */
+OSP_PROF_API void osp_prof_thread_unregister(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OSPREY_PROF_H */
