@@ -16,11 +16,12 @@
 
 #include "ospx_internal.h"
 
-#define TOP_FUNCTIONS   10
-#define MAX_FIBER_LINES 8
-#define BAR_CELLS       8 /* a full gutter is 100% */
-#define LOW_CONFIDENCE  100
-#define DEFAULT_WIDTH   100
+#define TOP_FUNCTIONS      10
+#define MAX_FIBER_LINES    8
+#define FIBER_NAME_COLUMNS 28
+#define BAR_CELLS          8 /* a full gutter is 100% */
+#define LOW_CONFIDENCE     100
+#define DEFAULT_WIDTH      100
 
 #define COLOR_HOT   "\033[1;31m" /* self >= 5%: red, bold */
 #define COLOR_WARM  "\033[33m"   /* self >= 0.5%: yellow */
@@ -49,9 +50,12 @@ static size_t column_offset(const char *text, size_t column)
     return i;
 }
 
-/* Copy `text` into `out` (size bytes) fitted to `width` columns: cut with `…` at the end (or, with
- * keep_end, at the start) when too wide; control characters become spaces. */
-static void fit(char *out, size_t size, const char *text, size_t width, int keep_end)
+enum cut { CUT_END, CUT_START, CUT_MIDDLE };
+
+/* Copy `text` into `out` (size bytes) fitted to `width` columns: when too wide, cut with `…` at
+ * the end, at the start (paths: the file name is the useful part) or in the middle (function
+ * names: long names often differ only at their end). Control characters become spaces. */
+static void fit(char *out, size_t size, const char *text, size_t width, enum cut cut)
 {
     char clean[1024];
     snprintf(clean, sizeof clean, "%s", ospx__str(text));
@@ -63,8 +67,12 @@ static void fit(char *out, size_t size, const char *text, size_t width, int keep
         snprintf(out, size, "%s", clean);
     } else if (width == 0) {
         out[0] = '\0';
-    } else if (keep_end) {
+    } else if (cut == CUT_START) {
         snprintf(out, size, "…%s", clean + column_offset(clean, have - (width - 1)));
+    } else if (cut == CUT_MIDDLE && width >= 8) {
+        size_t tail = (width - 1) / 3, head = width - 1 - tail;
+        snprintf(out, size, "%.*s…%s", (int)column_offset(clean, head), clean,
+                 clean + column_offset(clean, have - tail));
     } else {
         snprintf(out, size, "%.*s…", (int)column_offset(clean, width - 1), clean);
     }
@@ -74,11 +82,28 @@ static void fit(char *out, size_t size, const char *text, size_t width, int keep
 static void emit(FILE *out, size_t width, const char *color, const char *text)
 {
     char line[4096];
-    fit(line, sizeof line, text, width, 0);
+    fit(line, sizeof line, text, width, CUT_END);
     if (color != NULL)
         fprintf(out, "%s%s%s\n", color, line, COLOR_RESET);
     else
         fprintf(out, "%s\n", line);
+}
+
+/* Print "first; second" on one line, or on two (the second indented) when one would be wider
+ * than the width. */
+static void emit_pair(FILE *out, size_t width, const char *color, const char *first,
+                      const char *second)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "%s; %s", first, second);
+    if (columns(line) <= width) {
+        emit(out, width, color, line);
+        return;
+    }
+    snprintf(line, sizeof line, "%s;", first);
+    emit(out, width, color, line);
+    snprintf(line, sizeof line, "  %s", second);
+    emit(out, width, color, line);
 }
 
 /* Seconds as a short duration: 12.3s, 1.70s, 350ms, 4.0ms. */
@@ -178,17 +203,26 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
         sorted[i] = &model->fibers[i];
     qsort(sorted, model->fiber_count, sizeof *sorted, compare_fiber_samples);
     size_t shown = model->fiber_count <= MAX_FIBER_LINES + 1 ? model->fiber_count : MAX_FIBER_LINES;
-    char line[1024], name[640];
+    /* Names are padded to the widest shown (at most FIBER_NAME_COLUMNS); the sample count is
+     * left off a line that would not fit the width. */
+    char line[1024], names[MAX_FIBER_LINES + 1][FIBER_NAME_COLUMNS * 4 + 8];
+    size_t name_width = 0;
+    for (size_t i = 0; i < shown; i++) {
+        char name[640];
+        snprintf(name, sizeof name, "fiber %lld (%s)", (long long)sorted[i]->fiber,
+                 sorted[i]->label);
+        fit(names[i], sizeof names[i], name, FIBER_NAME_COLUMNS, CUT_END);
+        name_width = columns(names[i]) > name_width ? columns(names[i]) : name_width;
+    }
     for (size_t i = 0; i < shown; i++) {
         const struct ospx_fiber_stat *fiber = sorted[i];
         uint64_t all = fiber->on_cpu + fiber->waiting;
-        snprintf(name, sizeof name, "fiber %lld (%s)", (long long)fiber->fiber, fiber->label);
-        char fitted[700];
-        fit(fitted, sizeof fitted, name, 28, 0);
-        snprintf(line, sizeof line, "  %-*s running %5.1f%%  waiting %5.1f%%  (%llu samples)",
-                 (int)(28 + strlen(fitted) - columns(fitted)), fitted,
-                 percent_of(fiber->on_cpu, all), percent_of(fiber->waiting, all),
-                 (unsigned long long)all);
+        int length = snprintf(line, sizeof line, "  %-*s  running %5.1f%%  waiting %5.1f%%",
+                              (int)(name_width + strlen(names[i]) - columns(names[i])), names[i],
+                              percent_of(fiber->on_cpu, all), percent_of(fiber->waiting, all));
+        if (length > 0 && (size_t)length < sizeof line && columns(line) + 24 <= width)
+            snprintf(line + length, sizeof line - (size_t)length, "  (%llu samples)",
+                     (unsigned long long)all);
         emit(out, width, NULL, line);
     }
     if (shown < model->fiber_count) {
@@ -206,7 +240,7 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
 }
 
 /* Columns before FUNCTION: bar, SELF%, TOTAL%, SELF, TOTAL and their separators. */
-#define FIXED_COLUMNS (BAR_CELLS + 1 + 6 + 2 + 6 + 1 + 7 + 1 + 7 + 2)
+#define FIXED_COLUMNS (BAR_CELLS + 1 + 6 + 1 + 6 + 1 + 6 + 1 + 6 + 2)
 
 static void print_table(FILE *out, size_t width, const struct ospx_model *model, int color)
 {
@@ -241,7 +275,7 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
     }
 
     char line[4096], function[1024], location[1024];
-    snprintf(line, sizeof line, "%*s %6s  %6s %7s %7s  %-*s  %s", BAR_CELLS, "", "SELF%", "TOTAL%",
+    snprintf(line, sizeof line, "%*s %6s %6s %6s %6s  %-*s  %s", BAR_CELLS, "", "SELF%", "TOTAL%",
              "SELF", "TOTAL", (int)function_width, "FUNCTION", "LOCATION");
     emit(out, width, NULL, line);
     for (size_t r = 0; r < row_count; r++) {
@@ -255,11 +289,11 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
         double rate = model->raw->rate_hz > 0 ? model->raw->rate_hz : 1;
         format_duration(self, sizeof self, (double)fn->self / rate);
         format_duration(total, sizeof total, (double)fn->total / rate);
-        fit(function, sizeof function, fn->name, function_width, 0);
-        fit(location, sizeof location, locations[r], location_width, 1);
+        fit(function, sizeof function, fn->name, function_width, CUT_MIDDLE);
+        fit(location, sizeof location, locations[r], location_width, CUT_START);
         /* %-*s pads by bytes: widen by the bytes the multi-byte characters add. */
         int pad = (int)(function_width + strlen(function) - columns(function));
-        snprintf(line, sizeof line, "%s %6s  %6s %7s %7s  %-*s  %s", bar, self_pct_text,
+        snprintf(line, sizeof line, "%s %6s %6s %6s %6s  %-*s  %s", bar, self_pct_text,
                  total_pct_text, self, total, pad, function, location);
         const char *row_color = NULL;
         if (color && self_pct >= 5.0)
@@ -290,24 +324,23 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
     } else {
         print_table(out, width, model, options->color);
         if (model->on_cpu_samples < LOW_CONFIDENCE) {
-            snprintf(line, sizeof line,
-                     "low confidence: only %llu samples; run longer or raise OSPREY_PROFILE_HZ",
+            snprintf(line, sizeof line, "low confidence: only %llu samples",
                      (unsigned long long)model->on_cpu_samples);
-            emit(out, width, warn, line);
+            emit_pair(out, width, warn, line, "run longer or raise OSPREY_PROFILE_HZ");
         }
     }
     if (model->dropped > 0) {
-        snprintf(line, sizeof line,
-                 "dropped: %llu samples could not be recorded; the figures undercount",
+        snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",
                  (unsigned long long)model->dropped);
-        emit(out, width, warn, line);
+        emit_pair(out, width, warn, line, "the figures undercount");
     }
     if (options->written_count > 0) {
         fputc('\n', out);
         emit(out, width, NULL, "written:");
         for (size_t i = 0; i < options->written_count; i++) {
             char path[1300], fitted[1200];
-            fit(fitted, sizeof fitted, options->written_paths[i], width > 2 ? width - 2 : 0, 1);
+            fit(fitted, sizeof fitted, options->written_paths[i], width > 2 ? width - 2 : 0,
+                CUT_START);
             snprintf(path, sizeof path, "  %s", fitted);
             emit(out, width, NULL, path);
         }
