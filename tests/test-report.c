@@ -4,6 +4,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ospx-fixture.h"
 #include "ospx.h"
@@ -144,6 +145,27 @@ START_TEST(short_names_are_not_cut)
     ck_assert_ptr_null(strstr(text, "…"));
     ck_assert_ptr_nonnull(line_with(text, "f0 "));
     ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "x.c:10"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+START_TEST(location_is_relative_to_the_working_directory_or_a_base_name)
+{
+    char cwd[512], inside[700];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(inside, sizeof inside, "%s/build/./../src/x.c", strcmp(cwd, "/") == 0 ? "" : cwd);
+    static const unsigned self[] = {10};
+    struct built built;
+    build(&built, profile_text("f", inside, 1, self, 100, 0));
+    char *text = render(&built.model, 0, 200);
+    ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "  src/x.c:10"));
+    free(text);
+    release(&built);
+
+    build(&built, profile_text("f", "/nowhere/near/here/y.c", 1, self, 100, 0));
+    text = render(&built.model, 0, 200);
+    ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "  y.c:10"));
     free(text);
     release(&built);
 }
@@ -310,6 +332,7 @@ Suite *report_suite(void)
     TCase *tc = tcase_create("report");
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     tcase_add_test(tc, short_names_are_not_cut);
+    tcase_add_test(tc, location_is_relative_to_the_working_directory_or_a_base_name);
     tcase_add_test(tc, header_names_the_columns_and_the_run);
     tcase_add_test(tc, bars_are_eighth_blocks_proportional_to_self);
     tcase_add_test(tc, colour_only_when_asked);
