@@ -102,6 +102,25 @@ json_t *ospx__json_string(const char *text)
     return string;
 }
 
+char *ospx__json_quote(const char *text)
+{
+    json_t *string = ospx__json_string(text);
+    char *quoted = string != NULL ? json_dumps(string, JSON_ENCODE_ANY) : NULL;
+    json_decref(string);
+    return quoted;
+}
+
+void ospx__put_uint(FILE *stream, uint64_t value)
+{
+    char digits[24];
+    size_t n = sizeof digits;
+    do {
+        digits[--n] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    fwrite(digits + n, 1, sizeof digits - n, stream);
+}
+
 int ospx__write_json(json_t *root, const char *path, size_t flags, struct ospx_error *err)
 {
     if (root == NULL)

@@ -18,23 +18,66 @@ enum node_kind { NODE_ROOT, NODE_FIBER, NODE_FUNCTION, NODE_WAITING };
 struct node {
     enum node_kind kind;
     uint32_t value; /* fiber index or function index */
+    uint32_t parent;
     uint32_t first_child, last_child, next_sibling;
     uint64_t hits;
     uint32_t id; /* 1-based, pre-order */
 };
 
+/* The call tree, with an open-addressing index from (parent, kind, value) to the child node:
+ * a node can have thousands of children (every function main calls), so no list walks. */
 struct tree {
     struct node *nodes;
     size_t count, capacity;
+    uint32_t *slots;   /* node indices; NO_NODE marks a free slot */
+    size_t slot_count; /* a power of two, kept above twice the node count */
 };
+
+static size_t slot_of(const struct tree *tree, uint32_t parent, enum node_kind kind, uint32_t value)
+{
+    uint64_t h = ((uint64_t)parent << 32 | value) * UINT64_C(0x9e3779b97f4a7c15);
+    h ^= (uint64_t)kind * UINT64_C(0xc2b2ae3d27d4eb4f);
+    return (size_t)(h >> 17) & (tree->slot_count - 1);
+}
+
+static int tree_rehash(struct tree *tree, size_t slot_count)
+{
+    uint32_t *slots = malloc(slot_count * sizeof *slots);
+    if (slots == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < slot_count; i++)
+        slots[i] = NO_NODE;
+    free(tree->slots);
+    tree->slots = slots;
+    tree->slot_count = slot_count;
+    for (uint32_t n = 1; n < tree->count; n++) { /* the root is nobody's child */
+        const struct node *node = &tree->nodes[n];
+        size_t slot = slot_of(tree, node->parent, node->kind, node->value);
+        while (tree->slots[slot] != NO_NODE)
+            slot = (slot + 1) & (tree->slot_count - 1);
+        tree->slots[slot] = n;
+    }
+    return 0;
+}
+
+static int tree_init(struct tree *tree)
+{
+    *tree = (struct tree){malloc(64 * sizeof(struct node)), 1, 64, NULL, 0};
+    if (tree->nodes == NULL || tree_rehash(tree, 256) != 0)
+        return -ENOMEM;
+    tree->nodes[0] = (struct node){NODE_ROOT, 0, NO_NODE, NO_NODE, NO_NODE, NO_NODE, 0, 0};
+    return 0;
+}
 
 /* The child of `parent` for (kind, value), created when missing; NO_NODE when out of memory. */
 static uint32_t child_of(struct tree *tree, uint32_t parent, enum node_kind kind, uint32_t value)
 {
-    for (uint32_t c = tree->nodes[parent].first_child; c != NO_NODE;
-         c = tree->nodes[c].next_sibling)
-        if (tree->nodes[c].kind == kind && tree->nodes[c].value == value)
-            return c;
+    size_t slot = slot_of(tree, parent, kind, value);
+    for (; tree->slots[slot] != NO_NODE; slot = (slot + 1) & (tree->slot_count - 1)) {
+        const struct node *node = &tree->nodes[tree->slots[slot]];
+        if (node->parent == parent && node->kind == kind && node->value == value)
+            return tree->slots[slot];
+    }
     if (tree->count == tree->capacity) {
         size_t capacity = tree->capacity * 2;
         struct node *nodes = realloc(tree->nodes, capacity * sizeof *nodes);
@@ -44,12 +87,15 @@ static uint32_t child_of(struct tree *tree, uint32_t parent, enum node_kind kind
         tree->capacity = capacity;
     }
     uint32_t c = (uint32_t)tree->count++;
-    tree->nodes[c] = (struct node){kind, value, NO_NODE, NO_NODE, NO_NODE, 0, 0};
+    tree->nodes[c] = (struct node){kind, value, parent, NO_NODE, NO_NODE, NO_NODE, 0, 0};
     if (tree->nodes[parent].last_child == NO_NODE)
         tree->nodes[parent].first_child = c;
     else
         tree->nodes[tree->nodes[parent].last_child].next_sibling = c;
     tree->nodes[parent].last_child = c;
+    tree->slots[slot] = c;
+    if (tree->count * 2 > tree->slot_count && tree_rehash(tree, tree->slot_count * 2) != 0)
+        return NO_NODE;
     return c;
 }
 
@@ -127,66 +173,140 @@ static uint32_t *script_ids(const struct ospx_model *model)
     return ids;
 }
 
-static json_t *call_frame(const char *name, const char *file, uint32_t script, int line)
-{
-    char script_id[16];
-    snprintf(script_id, sizeof script_id, "%u", script);
-    json_t *frame = json_object();
-    json_object_set_new(frame, "functionName", ospx__json_string(name));
-    json_object_set_new(frame, "scriptId", json_string(script_id));
-    json_object_set_new(frame, "url", ospx__json_string(file));
-    json_object_set_new(frame, "lineNumber", json_integer(line > 0 ? line - 1 : -1));
-    json_object_set_new(frame, "columnNumber", json_integer(-1));
-    return frame;
-}
+/* Quoted JSON strings per function, made once: a function appears in many nodes. */
+struct quoted_functions {
+    char **names, **urls;
+    size_t count;
+};
 
-static json_t *node_json(const struct tree *tree, const struct node *node,
-                         const struct ospx_model *model, const uint32_t *scripts)
+static void quoted_free(struct quoted_functions *quoted)
 {
-    json_t *frame;
-    if (node->kind == NODE_ROOT) {
-        frame = call_frame("(root)", "", 0, 0);
-    } else if (node->kind == NODE_FIBER) {
-        const struct ospx_fiber_stat *fiber = &model->fibers[node->value];
-        char name[512];
-        snprintf(name, sizeof name, "fiber %lld (%s)", (long long)fiber->fiber, fiber->label);
-        frame = call_frame(name, "", 0, 0);
-    } else if (node->kind == NODE_WAITING) {
-        frame = call_frame(OSPX_WAITING_FRAME, "", 0, 0);
-    } else {
-        const struct ospx_function_stat *fn = &model->functions[node->value];
-        frame = call_frame(fn->name, fn->file, scripts[node->value], fn->line);
+    for (size_t i = 0; i < quoted->count; i++) {
+        free(quoted->names[i]);
+        free(quoted->urls[i]);
     }
-    json_t *children = json_array();
-    for (uint32_t c = node->first_child; c != NO_NODE; c = tree->nodes[c].next_sibling)
-        json_array_append_new(children, json_integer(tree->nodes[c].id));
-    json_t *object = json_object();
-    json_object_set_new(object, "id", json_integer(node->id));
-    json_object_set_new(object, "callFrame", frame);
-    json_object_set_new(object, "hitCount", json_integer((json_int_t)node->hits));
-    json_object_set_new(object, "children", children);
-    return object;
+    free(quoted->names);
+    free(quoted->urls);
 }
 
-/* Append the nodes to `array` in pre-order (the order of their ids). */
-static int append_nodes(json_t *array, const struct tree *tree, const struct ospx_model *model,
-                        const uint32_t *scripts)
+static int quote_functions(const struct ospx_model *model, struct quoted_functions *quoted)
 {
-    uint32_t *by_id = malloc(tree->count * sizeof *by_id);
-    if (by_id == NULL)
+    quoted->count = 0;
+    quoted->names = calloc(model->function_count + 1, sizeof *quoted->names);
+    quoted->urls = calloc(model->function_count + 1, sizeof *quoted->urls);
+    if (quoted->names == NULL || quoted->urls == NULL)
         return -ENOMEM;
+    for (; quoted->count < model->function_count; quoted->count++) {
+        const struct ospx_function_stat *fn = &model->functions[quoted->count];
+        quoted->names[quoted->count] = ospx__json_quote(fn->name);
+        quoted->urls[quoted->count] = ospx__json_quote(fn->file);
+        if (quoted->names[quoted->count] == NULL || quoted->urls[quoted->count] == NULL) {
+            quoted->count++;
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static void write_node(FILE *stream, const struct tree *tree, const struct node *node,
+                       const struct ospx_model *model, const uint32_t *scripts,
+                       const struct quoted_functions *quoted)
+{
+    char fiber_name[512], *fiber_quoted = NULL;
+    const char *name = "\"(root)\"", *url = "\"\"";
+    uint32_t script = 0;
+    int line = -1;
+    if (node->kind == NODE_FIBER) {
+        const struct ospx_fiber_stat *fiber = &model->fibers[node->value];
+        snprintf(fiber_name, sizeof fiber_name, "fiber %lld (%s)", (long long)fiber->fiber,
+                 fiber->label);
+        fiber_quoted = ospx__json_quote(fiber_name);
+        name = fiber_quoted != NULL ? fiber_quoted : "\"fiber\"";
+    } else if (node->kind == NODE_WAITING) {
+        name = "\"" OSPX_WAITING_FRAME "\"";
+    } else if (node->kind == NODE_FUNCTION) {
+        name = quoted->names[node->value];
+        url = quoted->urls[node->value];
+        script = scripts[node->value];
+        line = model->functions[node->value].line - 1; /* 0-based; unknown (0) gives -1 */
+    }
+    fputs("{\"id\":", stream);
+    ospx__put_uint(stream, node->id);
+    fprintf(stream,
+            ",\"callFrame\":{\"functionName\":%s,\"scriptId\":\"%u\",\"url\":%s,"
+            "\"lineNumber\":%d,\"columnNumber\":-1},\"hitCount\":",
+            name, script, url, line);
+    ospx__put_uint(stream, node->hits);
+    fputs(",\"children\":[", stream);
+    for (uint32_t c = node->first_child; c != NO_NODE; c = tree->nodes[c].next_sibling) {
+        ospx__put_uint(stream, tree->nodes[c].id);
+        if (tree->nodes[c].next_sibling != NO_NODE)
+            fputc(',', stream);
+    }
+    fputs("]}", stream);
+    free(fiber_quoted);
+}
+
+/* The whole profile: nodes in pre-order (the order of their ids), then the samples. */
+static int write_profile(FILE *stream, const struct tree *tree, const struct ospx_model *model,
+                         const uint32_t *scripts, const size_t *order, const uint32_t *leaves)
+{
+    const struct ospx_raw *raw = model->raw;
+    struct quoted_functions quoted;
+    uint32_t *by_id = malloc(tree->count * sizeof *by_id);
+    int rc = quote_functions(model, &quoted);
+    if (by_id == NULL || rc != 0) {
+        free(by_id);
+        quoted_free(&quoted);
+        return -ENOMEM;
+    }
     for (uint32_t n = 0; n < tree->count; n++)
         by_id[tree->nodes[n].id - 1] = n;
-    for (size_t i = 0; i < tree->count; i++)
-        json_array_append_new(array, node_json(tree, &tree->nodes[by_id[i]], model, scripts));
+    fputs("{\"nodes\":[", stream);
+    for (size_t i = 0; i < tree->count; i++) {
+        if (i > 0)
+            fputc(',', stream);
+        write_node(stream, tree, &tree->nodes[by_id[i]], model, scripts, &quoted);
+    }
     free(by_id);
+    quoted_free(&quoted);
+
+    /* Absolute microseconds per sample; each delta is the difference of two of them, so
+     * rounding never accumulates. */
+    uint64_t start_us = raw->start_unix_ns / 1000, last_us = start_us;
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        uint64_t at_us = (raw->start_unix_ns + raw->samples[order[i]].t_rel_ns) / 1000;
+        last_us = at_us > last_us ? at_us : last_us;
+    }
+    uint64_t end_us = raw->end_unix_ns / 1000 > last_us ? raw->end_unix_ns / 1000 : last_us;
+    fputs("],\"startTime\":", stream);
+    ospx__put_uint(stream, start_us);
+    fputs(",\"endTime\":", stream);
+    ospx__put_uint(stream, end_us);
+    fputs(",\"samples\":[", stream);
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        if (i > 0)
+            fputc(',', stream);
+        ospx__put_uint(stream, tree->nodes[leaves[i]].id);
+    }
+    fputs("],\"timeDeltas\":[", stream);
+    uint64_t previous_us = start_us;
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        uint64_t at_us = (raw->start_unix_ns + raw->samples[order[i]].t_rel_ns) / 1000;
+        if (i > 0)
+            fputc(',', stream);
+        ospx__put_uint(stream, at_us - previous_us);
+        previous_us = at_us;
+    }
+    fputs("]}\n", stream);
     return 0;
 }
 
 int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, struct ospx_error *err)
 {
     const struct ospx_raw *raw = model->raw;
-    struct tree tree = {malloc(64 * sizeof(struct node)), 1, 64};
+    struct tree tree;
+    int tree_rc = tree_init(&tree);
     uint32_t *function_of = ospx__frame_functions(model);
     uint32_t *scripts = script_ids(model);
     size_t *order = ospx__samples_in_time_order(raw);
@@ -196,12 +316,10 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
         uint32_t thread, node;
         uint8_t state;
     } *cache = calloc(raw->stack_count + 1, sizeof *cache);
-    json_t *root = NULL, *nodes = NULL, *samples = NULL, *deltas = NULL;
     int rc = -ENOMEM;
-    if (tree.nodes == NULL || function_of == NULL || scripts == NULL || leaves == NULL ||
-        cache == NULL || (order == NULL && raw->sample_count > 0))
+    if (tree_rc != 0 || function_of == NULL || scripts == NULL || leaves == NULL || cache == NULL ||
+        (order == NULL && raw->sample_count > 0))
         goto out;
-    tree.nodes[0] = (struct node){NODE_ROOT, 0, NO_NODE, NO_NODE, NO_NODE, 0, 0};
     for (size_t s = 0; s < raw->stack_count; s++)
         cache[s].node = NO_NODE;
     for (size_t i = 0; i < raw->sample_count; i++) {
@@ -222,43 +340,24 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
     if (number_nodes(&tree) != 0)
         goto out;
 
-    nodes = json_array();
-    samples = json_array();
-    deltas = json_array();
-    root = json_object();
-    json_object_set_new(root, "nodes", nodes);
-    if (append_nodes(nodes, &tree, model, scripts) != 0)
+    struct ospx__atomic_file file;
+    rc = ospx__atomic_open(&file, path, err);
+    if (rc != 0)
         goto out;
-    /* Absolute microseconds per sample; each delta is the difference of two of them, so
-     * rounding never accumulates. */
-    uint64_t start_us = raw->start_unix_ns / 1000, previous_us = start_us;
-    for (size_t i = 0; i < raw->sample_count; i++) {
-        uint64_t at_us = (raw->start_unix_ns + raw->samples[order[i]].t_rel_ns) / 1000;
-        json_array_append_new(samples, json_integer(tree.nodes[leaves[i]].id));
-        json_array_append_new(deltas, json_integer((json_int_t)(at_us - previous_us)));
-        previous_us = at_us;
-    }
-    uint64_t end_us = raw->end_unix_ns / 1000;
-    if (end_us < previous_us)
-        end_us = previous_us;
-    json_object_set_new(root, "startTime", json_integer((json_int_t)start_us));
-    json_object_set_new(root, "endTime", json_integer((json_int_t)end_us));
-    json_object_set_new(root, "samples", samples);
-    json_object_set_new(root, "timeDeltas", deltas);
-    samples = deltas = NULL;
-    rc = 0;
+    rc = write_profile(file.stream, &tree, model, scripts, order, leaves);
+    if (rc == 0)
+        rc = ospx__atomic_commit(&file, err);
+    else
+        ospx__atomic_abort(&file);
 out:
-    json_decref(samples);
-    json_decref(deltas);
+    if (rc == -ENOMEM)
+        ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     free(cache);
     free(tree.nodes);
+    free(tree.slots);
     free(function_of);
     free(scripts);
     free(order);
     free(leaves);
-    if (rc != 0) {
-        json_decref(root);
-        return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
-    }
-    return ospx__write_json(root, path, JSON_COMPACT, err);
+    return rc;
 }

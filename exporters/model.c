@@ -392,3 +392,26 @@ size_t *ospx__samples_in_time_order(const struct ospx_raw *raw)
     qsort_r(order, raw->sample_count, sizeof *order, compare_sample_times, raw->samples);
     return order;
 }
+
+int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first)
+{
+    size_t *by_time = ospx__samples_in_time_order(raw);
+    *order = malloc((raw->sample_count + 1) * sizeof **order);
+    *first = calloc(raw->thread_count + 2, sizeof **first);
+    if ((by_time == NULL && raw->sample_count > 0) || *order == NULL || *first == NULL) {
+        free(by_time);
+        free(*order);
+        free(*first);
+        *order = *first = NULL;
+        return -ENOMEM;
+    }
+    /* A counting sort by thread keeps the time order within each thread. */
+    for (size_t i = 0; i < raw->sample_count; i++)
+        (*first)[raw->samples[i].thread + 2]++;
+    for (size_t t = 2; t < raw->thread_count + 2; t++)
+        (*first)[t] += (*first)[t - 1];
+    for (size_t i = 0; i < raw->sample_count; i++)
+        (*order)[(*first)[raw->samples[by_time[i]].thread + 1]++] = by_time[i];
+    free(by_time);
+    return 0;
+}

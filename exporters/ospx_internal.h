@@ -41,6 +41,10 @@ int ospx__atomic_commit(struct ospx__atomic_file *file, struct ospx_error *err);
 void ospx__atomic_abort(struct ospx__atomic_file *file);
 /* A JSON string for `text`; bytes that are not valid UTF-8 become '?' (jansson refuses them). */
 json_t *ospx__json_string(const char *text);
+/* `text` as a quoted, escaped JSON string (malloc'd), for writers that stream their output. */
+char *ospx__json_quote(const char *text);
+/* Unsigned integer `value` written in decimal, quickly (the big arrays are millions of them). */
+void ospx__put_uint(FILE *stream, uint64_t value);
 /* Dump `root` (stolen, even on failure) to `path` atomically, followed by a newline. */
 int ospx__write_json(json_t *root, const char *path, size_t flags, struct ospx_error *err);
 
@@ -61,6 +65,11 @@ static inline const uint32_t *ospx__stack_frames(const struct ospx_model *model,
 /* Sample indices ordered by t_rel_ns (ties keep file order). Caller frees; NULL on failure
  * or when there are no samples. */
 size_t *ospx__samples_in_time_order(const struct ospx_raw *raw);
+
+/* The same, grouped by thread: thread t's samples, in time order, are
+ * order[first[t]] .. order[first[t + 1] - 1]. `first` has thread_count + 1 entries. Both
+ * malloc'd; returns 0 or -ENOMEM. */
+int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
 
 /* Round to one decimal, as every percentage and millisecond value in the outputs is. */
 double ospx__round1(double value);

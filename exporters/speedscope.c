@@ -2,9 +2,13 @@
  * (https://www.speedscope.app/file-format-schema.json): one "sampled" profile per fiber over a
  * shared frame table, stacks root first, weights in milliseconds. A frame is a function
  * (name, file, the function's lowest sampled line); a waiting sample gets the synthetic leaf
- * `(waiting)`, so blocked time shows in the flame graph without mixing with CPU time. */
+ * `(waiting)`, so blocked time shows in the flame graph without mixing with CPU time.
+ *
+ * The frame table is built with jansson; the per-sample arrays, which hold one number per frame
+ * of every sample (tens of millions for a long run), are streamed straight to the file. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ospx_internal.h"
 
@@ -29,71 +33,95 @@ static json_t *frame_table(const struct ospx_model *model, int with_waiting)
     return frames;
 }
 
-/* The root-first stack of frame indices of one sample. */
-static json_t *sample_stack(const struct ospx_model *model, const uint32_t *function_of,
-                            const struct ospx_sample *sample)
+/* Everything before the profiles' contents: `{"$schema":…,"shared":{"frames":[…]},"profiles":[`. */
+static int write_head(FILE *stream, const struct ospx_model *model)
 {
-    size_t depth;
-    const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
-    json_t *stack = json_array();
-    for (size_t k = depth; k-- > 0;)
-        json_array_append_new(stack, json_integer(function_of[frames[k]]));
-    if (sample->state != 0)
-        json_array_append_new(stack, json_integer((json_int_t)model->function_count));
-    return stack;
+    json_t *shared = json_object();
+    json_object_set_new(shared, "frames", frame_table(model, model->waiting_samples > 0));
+    json_t *head = json_object();
+    json_object_set_new(head, "$schema",
+                        json_string("https://www.speedscope.app/file-format-schema.json"));
+    json_object_set_new(head, "exporter", json_string(OSPX_EXPORTER_NAME));
+    json_object_set_new(head, "name", ospx__json_string(ospx__basename(model->raw->exe)));
+    json_object_set_new(head, "activeProfileIndex", json_integer(0));
+    json_object_set_new(head, "shared", shared);
+    char *text = json_dumps(head, JSON_COMPACT);
+    json_decref(head);
+    if (text == NULL)
+        return -ENOMEM;
+    /* Reopen the object: drop its closing brace and continue with the profiles. */
+    text[strlen(text) - 1] = '\0';
+    fprintf(stream, "%s,\"profiles\":[", text);
+    free(text);
+    return 0;
+}
+
+static void write_profile(FILE *stream, const struct ospx_model *model, size_t thread,
+                          const uint32_t *function_of, const size_t *order, size_t count)
+{
+    const struct ospx_raw *raw = model->raw;
+    const struct ospx_fiber_stat *fiber = &model->fibers[thread];
+    double weight = raw->rate_hz > 0 ? 1000.0 / raw->rate_hz : 0;
+    /* The view spans the run; a fiber's samples never extend it past their own weight. */
+    double wall_ms = model->wall_seconds * 1000.0, fiber_ms = (double)count * weight;
+    char name[512];
+    snprintf(name, sizeof name, "fiber %lld (%s)", (long long)fiber->fiber, fiber->label);
+    char *quoted = ospx__json_quote(name);
+    fprintf(stream,
+            "{\"type\":\"sampled\",\"name\":%s,\"unit\":\"milliseconds\",\"startValue\":0,"
+            "\"endValue\":%.15g,\"samples\":[",
+            quoted != NULL ? quoted : "\"fiber\"",
+            ospx__round1(wall_ms > fiber_ms ? wall_ms : fiber_ms));
+    free(quoted);
+    for (size_t i = 0; i < count; i++) {
+        const struct ospx_sample *sample = &raw->samples[order[i]];
+        size_t depth;
+        const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
+        fputs(i == 0 ? "[" : ",[", stream);
+        for (size_t k = depth; k-- > 0;) {
+            ospx__put_uint(stream, function_of[frames[k]]);
+            if (k > 0)
+                fputc(',', stream);
+        }
+        if (sample->state != 0) {
+            fputs(depth > 0 ? "," : "", stream);
+            ospx__put_uint(stream, model->function_count); /* the (waiting) frame */
+        }
+        fputc(']', stream);
+    }
+    fputs("],\"weights\":[", stream);
+    for (size_t i = 0; i < count; i++)
+        fprintf(stream, i == 0 ? "%.15g" : ",%.15g", weight);
+    fputs("]}", stream);
 }
 
 int ospx_write_speedscope(const struct ospx_model *model, const char *path, struct ospx_error *err)
 {
-    const struct ospx_raw *raw = model->raw;
     uint32_t *function_of = ospx__frame_functions(model);
-    size_t *order = ospx__samples_in_time_order(raw);
-    if (function_of == NULL || (order == NULL && raw->sample_count > 0)) {
+    size_t *order = NULL, *first = NULL;
+    if (function_of == NULL || ospx__samples_by_thread(model->raw, &order, &first) != 0) {
         free(function_of);
-        free(order);
         return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     }
-    double weight = raw->rate_hz > 0 ? 1000.0 / raw->rate_hz : 0;
-    double wall_ms = model->wall_seconds * 1000.0;
-
-    json_t *profiles = json_array();
-    for (size_t t = 0; t < model->fiber_count; t++) {
-        const struct ospx_fiber_stat *fiber = &model->fibers[t];
-        json_t *samples = json_array(), *weights = json_array();
-        for (size_t i = 0; i < raw->sample_count; i++) {
-            const struct ospx_sample *sample = &raw->samples[order[i]];
-            if (sample->thread != t)
-                continue;
-            json_array_append_new(samples, sample_stack(model, function_of, sample));
-            json_array_append_new(weights, json_real(weight));
+    struct ospx__atomic_file file;
+    int rc = ospx__atomic_open(&file, path, err);
+    if (rc == 0)
+        rc = write_head(file.stream, model);
+    if (rc == 0) {
+        for (size_t t = 0; t < model->fiber_count; t++) {
+            if (t > 0)
+                fputc(',', file.stream);
+            write_profile(file.stream, model, t, function_of, order + first[t],
+                          first[t + 1] - first[t]);
         }
-        /* The view spans the run; a fiber's samples never extend it past their own weight. */
-        double fiber_ms = (double)(fiber->on_cpu + fiber->waiting) * weight;
-        char name[512];
-        snprintf(name, sizeof name, "fiber %lld (%s)", (long long)fiber->fiber, fiber->label);
-        json_t *profile = json_object();
-        json_object_set_new(profile, "type", json_string("sampled"));
-        json_object_set_new(profile, "name", ospx__json_string(name));
-        json_object_set_new(profile, "unit", json_string("milliseconds"));
-        json_object_set_new(profile, "startValue", json_real(0));
-        json_object_set_new(profile, "endValue",
-                            json_real(ospx__round1(wall_ms > fiber_ms ? wall_ms : fiber_ms)));
-        json_object_set_new(profile, "samples", samples);
-        json_object_set_new(profile, "weights", weights);
-        json_array_append_new(profiles, profile);
+        fputs("]}\n", file.stream);
+        rc = ospx__atomic_commit(&file, err);
+    } else if (file.stream != NULL) {
+        ospx__atomic_abort(&file);
+        rc = ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     }
-
-    json_t *shared = json_object();
-    json_object_set_new(shared, "frames", frame_table(model, model->waiting_samples > 0));
-    json_t *root = json_object();
-    json_object_set_new(root, "$schema",
-                        json_string("https://www.speedscope.app/file-format-schema.json"));
-    json_object_set_new(root, "exporter", json_string(OSPX_EXPORTER_NAME));
-    json_object_set_new(root, "name", ospx__json_string(ospx__basename(raw->exe)));
-    json_object_set_new(root, "activeProfileIndex", json_integer(0));
-    json_object_set_new(root, "shared", shared);
-    json_object_set_new(root, "profiles", profiles);
     free(function_of);
     free(order);
-    return ospx__write_json(root, path, JSON_COMPACT | JSON_REAL_PRECISION(15), err);
+    free(first);
+    return rc;
 }

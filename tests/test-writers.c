@@ -407,6 +407,32 @@ START_TEST(profile_json_totals_and_percentages)
 }
 END_TEST
 
+/* A run that ended before the first sample still gives four well-formed files. */
+START_TEST(empty_profile_writes_valid_files)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    fixture_model(&fixture, "thread 0 main\nthread 5 worker\n", &model);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        const char *path = write_output(&model, &writers[w]);
+        if (writers[w].write == ospx_write_folded) {
+            char *text = read_text(path);
+            ck_assert_str_eq(text, "");
+            free(text);
+        } else {
+            json_decref(load_json(path));
+        }
+    }
+    json_t *root = load_json(write_output(&model, &writers[0]));
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "profiles")), 2);
+    json_decref(root);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
 static size_t files_in_scratch(void)
 {
     size_t n = 0;
@@ -485,6 +511,7 @@ Suite *writers_suite(void)
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
     tcase_add_test(tc, folded_names_lose_separators);
     tcase_add_test(tc, profile_json_totals_and_percentages);
+    tcase_add_test(tc, empty_profile_writes_valid_files);
     tcase_add_test(tc, failed_write_names_the_path_and_leaves_nothing);
     tcase_add_test(tc, write_replaces_an_existing_file_whole);
     suite_add_tcase(suite, tc);
