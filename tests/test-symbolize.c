@@ -36,6 +36,8 @@ static void fixture_open(struct fixture *fixture, const char *path_variable)
     setenv("OSPREY_FAKE_LOG", fixture->log, 1);
     unsetenv("OSPREY_FAKE_INLINE");
     unsetenv("OSPREY_FAKE_UNKNOWN");
+    unsetenv("OSPREY_FAKE_GARBAGE");
+    unsetenv("OSPREY_FAKE_EXIT_AFTER");
     const char *old_path = getenv("PATH");
     fixture->saved_path = strdup(old_path != NULL ? old_path : "");
     setenv("PATH", path_variable, 1);
@@ -435,6 +437,41 @@ START_TEST(test_missing_objects_one_warning)
 }
 END_TEST
 
+/* A symbolizer that dies, or answers with something that is not its JSON, costs the names of
+ * the addresses it did not answer — hex, with one warning line — and nothing else. */
+START_TEST(test_tool_failure_mid_image)
+{
+    for (int garbage = 0; garbage <= 1; garbage++) {
+        struct fixture fixture;
+        fixture_open(&fixture, FAKE_TOOLS "/llvm");
+        setenv(garbage ? "OSPREY_FAKE_GARBAGE" : "OSPREY_FAKE_EXIT_AFTER", garbage ? "0x1200" : "1",
+               1);
+        setenv("OSPREY_FAKE_UNKNOWN", "0x1100", 1);
+        char a[128];
+        struct test_raw test;
+        init_raw(&test, "/app/main");
+        add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000,
+                  0x1000, "");
+        uint64_t stack[] = {0x1100, 0x1201, 0x1301};
+        add_stack(&test, stack, 3);
+        struct ospx_symbols symbols;
+        run_symbolize(&test, &fixture, &symbols);
+        /* 0x1100: answered, but nothing known */
+        ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
+        ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, a);
+        ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x1201");
+        ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x1301");
+        const char *warnings = fixture_warnings(&fixture, 1);
+        char expected[512];
+        snprintf(expected, sizeof expected, "osprey: %s: %s; 2 addresses stay hex\n", a,
+                 garbage ? "unexpected answer from the symbolizer" : "the symbolizer exited early");
+        ck_assert_str_eq(warnings, expected);
+        ospx_symbols_free(&symbols);
+        fixture_close(&fixture);
+    }
+}
+END_TEST
+
 /* options->symbolizer names the tool to run, whatever PATH holds. */
 START_TEST(test_explicit_symbolizer)
 {
@@ -686,6 +723,7 @@ Suite *symbolize_suite(void)
     tcase_add_test(fake, test_no_tool_hex_and_one_warning);
     tcase_add_test(fake, test_missing_objects_one_warning);
     tcase_add_test(fake, test_explicit_symbolizer);
+    tcase_add_test(fake, test_tool_failure_mid_image);
     tcase_add_test(fake, test_progress_only_when_asked);
     suite_add_tcase(suite, fake);
     TCase *real = tcase_create("llvm-symbolizer");
