@@ -39,8 +39,9 @@
 extern char **environ;
 
 /* A symbolizer that says nothing for this long is presumed hung: it is killed and the
- * image's remaining addresses stay hex. */
-#define SYMBOLIZER_SILENCE_MS 60000
+ * image's remaining addresses stay hex. Generous, because the first answer for a large
+ * binary waits for llvm-symbolizer to index all of its DWARF. */
+#define SYMBOLIZER_SILENCE_MS 300000
 /* atos takes its addresses as arguments; this many per invocation keeps argv small. */
 #define ATOS_ADDRESSES_PER_RUN 256
 /* No image: the lookup's image index. */
@@ -530,7 +531,7 @@ static int symbolize_image_atos(struct symbolize_state *state, const struct ospx
         argv[argc++] = state->tool_path;
         argv[argc++] = "-o";
         argv[argc++] = (char *)object;
-        if (image->arch[0] != '\0') {
+        if (image->arch != NULL && image->arch[0] != '\0') {
             argv[argc++] = "-arch";
             argv[argc++] = image->arch;
         }
