@@ -3,8 +3,12 @@
  * fake tools (tests/fake-tools/) that log what they were asked; then the real llvm-symbolizer
  * on programs compiled here, including split debug information. */
 #include <check.h>
+#include <elf.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -665,6 +669,103 @@ START_TEST(test_libc_debug_by_build_id)
 }
 END_TEST
 
+/* ---- this process's own stack, described the way ospreyd describes a target ---- */
+
+struct own_images {
+    struct test_raw *test;
+    char paths[4][PATH_MAX];
+};
+
+/* One loaded object as an images entry: base = the ELF load base, slide = the load bias,
+ * text/text_size = the span of the executable PT_LOAD segments. */
+static int add_own_image(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct own_images *own = data;
+    struct test_raw *test = own->test;
+    if (test->raw.image_count == 4)
+        return 1;
+    uint64_t lowest = UINT64_MAX, text_start = UINT64_MAX, text_end = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *header = &info->dlpi_phdr[i];
+        if (header->p_type != PT_LOAD)
+            continue;
+        if (header->p_vaddr < lowest)
+            lowest = header->p_vaddr;
+        if (header->p_flags & PF_X) {
+            if (header->p_vaddr < text_start)
+                text_start = header->p_vaddr;
+            if (header->p_vaddr + header->p_memsz > text_end)
+                text_end = header->p_vaddr + header->p_memsz;
+        }
+    }
+    if (text_end == 0)
+        return 0;
+    char *path = own->paths[test->raw.image_count];
+    if (info->dlpi_name[0] == '\0') {
+        ssize_t length = readlink("/proc/self/exe", path, PATH_MAX - 1);
+        ck_assert_int_gt(length, 0);
+        path[length] = '\0';
+    } else {
+        snprintf(path, PATH_MAX, "%s", info->dlpi_name);
+    }
+    add_image(test, path, info->dlpi_addr + lowest, info->dlpi_addr, info->dlpi_addr + text_start,
+              text_end - text_start, "x86_64");
+    return 0;
+}
+
+/* Read at run time, so the compiler cannot specialise capture_stack_here into a clone with
+ * another name. */
+static volatile size_t capture_capacity = 32;
+/* Written by capture_stack_here, so that its call is a statement of its own whose next
+ * instruction belongs to the next line: unadjusted, the return address names that line. */
+static volatile size_t captured_depth;
+static uint64_t captured_pcs[32];
+
+/* The return addresses above this call, leaf first, as a frame-pointer walk would record. */
+static __attribute__((noinline)) void capture_stack_here(size_t capacity)
+{
+    void *frames[32];
+    int depth = backtrace(frames, 32);
+    size_t count = 0;
+    for (int i = 0; i < depth && count < capacity && count < 32; i++)
+        captured_pcs[count++] = (uint64_t)(uintptr_t)frames[i];
+    captured_depth = count;
+}
+
+/* This test's own stack, captured live with a load bias, symbolized with the real tool:
+ * the caller's frame is this function, at the line of the call (the return address moved
+ * back into the call instruction), in this file. */
+START_TEST(test_real_own_stack)
+{
+    struct fixture fixture;
+    const char *path = getenv("PATH");
+    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    int call_line = __LINE__ + 1;
+    capture_stack_here(capture_capacity);
+    size_t depth = captured_depth;
+    ck_assert_uint_ge(depth, 2);
+
+    struct test_raw test;
+    struct own_images own = {.test = &test};
+    init_raw(&test, "");
+    dl_iterate_phdr(add_own_image, &own);
+    test.raw.exe = own.paths[0];
+    add_stack(&test, captured_pcs, depth);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "capture_stack_here");
+    const struct ospx_frame *caller = frame_at(&symbols, 0, 1);
+    ck_assert_str_eq(caller->name, "test_real_own_stack_fn");
+    ck_assert_str_eq(caller->image, own.paths[0]);
+    const char *file = strrchr(caller->file, '/');
+    ck_assert_str_eq(file != NULL ? file + 1 : caller->file, "test-symbolize.c");
+    ck_assert_int_eq(symbols.stack_lines[0][1], call_line);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
 /* Progress goes to stderr only when asked for, and is cleared at the end. */
 START_TEST(test_progress_only_when_asked)
 {
@@ -731,6 +832,7 @@ Suite *symbolize_suite(void)
     tcase_add_test(real, test_real_llvm_symbolizer);
     tcase_add_test(real, test_split_debug_info);
     tcase_add_test(real, test_libc_debug_by_build_id);
+    tcase_add_test(real, test_real_own_stack);
     suite_add_tcase(suite, real);
     return suite;
 }
