@@ -184,7 +184,7 @@ static int raw_read_images(struct raw_reader *reader, const json_t *images, stru
             return entry_rc;
         struct ospx_image *image = &out->images[i];
         out->image_count = i + 1; /* so ospx_raw_free releases what this entry holds */
-        json_int_t base, slide, text, text_size;
+        json_int_t base = 0, slide = 0, text = 0, text_size = 0;
         int rc = raw_string(reader, entry, path, "path", 1, &image->path);
         if (rc == 0)
             rc = raw_integer(reader, entry, path, "base", 0, INT64_MAX, &base);
@@ -226,7 +226,7 @@ static int raw_read_threads(struct raw_reader *reader, const json_t *threads, st
             return entry_rc;
         struct ospx_thread *thread = &out->threads[i];
         out->thread_count = i + 1;
-        json_int_t fiber, tid;
+        json_int_t fiber = 0, tid = 0;
         json_t *tid_value;
         int rc = raw_integer(reader, entry, path, "fiber", INT64_MIN, INT64_MAX, &fiber);
         if (rc == 0)
@@ -270,7 +270,7 @@ static int raw_read_stacks(struct raw_reader *reader, const json_t *stacks, stru
         for (size_t k = 0; k < depth; k++) {
             char pc_path[96];
             snprintf(pc_path, sizeof pc_path, "%s[%zu]", path, k);
-            json_int_t pc;
+            json_int_t pc = 0;
             int rc =
                 raw_integer_value(reader, json_array_get(entry, k), pc_path, 0, INT64_MAX, &pc);
             if (rc < 0)
@@ -354,7 +354,7 @@ static int raw_read_exit(struct raw_reader *reader, const json_t *exit_object, s
         return rc;
     out->exit.known = 1;
     if (signal_value != NULL) {
-        json_int_t signal_number;
+        json_int_t signal_number = 0;
         rc = raw_integer_value(reader, signal_value, "exit.signal", 1, 1024, &signal_number);
         if (rc < 0)
             return rc;
@@ -376,7 +376,7 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
     if (!json_is_object(root))
         return raw_fail(reader, "", "expected a JSON object at the top, found %s",
                         json_type_name(root));
-    json_int_t version, pid, rate_hz, start_ns, end_ns, dropped;
+    json_int_t version = 0, pid = 0, rate_hz = 0, start_ns = 0, end_ns = 0, dropped = 0;
     int rc = raw_integer(reader, root, "", "version", INT64_MIN, INT64_MAX, &version);
     if (rc < 0)
         return rc;

@@ -758,9 +758,12 @@ START_TEST(test_real_own_stack)
     const struct ospx_frame *caller = frame_at(&symbols, 0, 1);
     ck_assert_str_eq(caller->name, "test_real_own_stack_fn");
     ck_assert_str_eq(caller->image, own.paths[0]);
-    const char *file = strrchr(caller->file, '/');
-    ck_assert_str_eq(file != NULL ? file + 1 : caller->file, "test-symbolize.c");
-    ck_assert_int_eq(symbols.stack_lines[0][1], call_line);
+    /* A build without -g (buildtype=release) has symbols but no line table to check. */
+    if (caller->line != 0) {
+        const char *file = strrchr(caller->file, '/');
+        ck_assert_str_eq(file != NULL ? file + 1 : caller->file, "test-symbolize.c");
+        ck_assert_int_eq(symbols.stack_lines[0][1], call_line);
+    }
     ospx_symbols_free(&symbols);
     fixture_close(&fixture);
 }
