@@ -669,6 +669,35 @@ START_TEST(test_libc_debug_by_build_id)
 }
 END_TEST
 
+/* An object llvm-symbolizer cannot read: hex names and one warning naming it and the reason. */
+START_TEST(test_real_unreadable_object)
+{
+    struct fixture fixture;
+    const char *path = getenv("PATH");
+    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    char object[128];
+    snprintf(object, sizeof object, "%s/not-an-object.so", fixture.dir);
+    write_file(object, "this is text, not ELF\n");
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, object, 0x1000, 0, 0x1000, 0x1000, "x86_64");
+    uint64_t stack[] = {0x1100, 0x1201};
+    add_stack(&test, stack, 2);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x1201");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, object);
+    const char *warnings = fixture_warnings(&fixture, 1);
+    char expected[256];
+    snprintf(expected, sizeof expected, "osprey: %s: ", object);
+    ck_assert_msg(strncmp(warnings, expected, strlen(expected)) == 0, "%s", warnings);
+    ck_assert_msg(strstr(warnings, "frames are shown as hex addresses") != NULL, "%s", warnings);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
 /* ---- this process's own stack, described the way ospreyd describes a target ---- */
 
 struct own_images {
@@ -836,6 +865,7 @@ Suite *symbolize_suite(void)
     tcase_add_test(real, test_split_debug_info);
     tcase_add_test(real, test_libc_debug_by_build_id);
     tcase_add_test(real, test_real_own_stack);
+    tcase_add_test(real, test_real_unreadable_object);
     suite_add_tcase(suite, real);
     return suite;
 }
