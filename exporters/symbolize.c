@@ -42,6 +42,8 @@ extern char **environ;
  * image's remaining addresses stay hex. Generous, because the first answer for a large
  * binary waits for llvm-symbolizer to index all of its DWARF. */
 #define SYMBOLIZER_SILENCE_MS 300000
+/* How long a tool may take to exit once its input is closed. */
+#define SYMBOLIZER_EXIT_MS 10000
 /* atos takes its addresses as arguments; this many per invocation keeps argv small. */
 #define ATOS_ADDRESSES_PER_RUN 256
 /* No image: the lookup's image index. */
@@ -242,16 +244,39 @@ static int tool_start(char *const argv[], int with_input, struct tool_process *p
     return 0;
 }
 
-/* Close the pipes and reap the child; kill it first when `kill_it`. */
+/* Close the pipes and reap the child; kill it first when `kill_it`, or when it has not
+ * exited (its stdout reaching end of file) a while after its input closed: a tool must never
+ * hang the caller. */
 static void tool_finish(struct tool_process *process, int kill_it)
 {
     if (process->input >= 0)
         close(process->input);
+    struct pollfd poll_fd = {.fd = process->output, .events = POLLIN};
+    char discard[4096];
+    while (!kill_it) {
+        int ready = poll(&poll_fd, 1, SYMBOLIZER_EXIT_MS);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0)
+            kill_it = 1;
+        else if (read(process->output, discard, sizeof discard) <= 0)
+            break;
+    }
     close(process->output);
     if (kill_it)
         kill(process->pid, SIGKILL);
     while (waitpid(process->pid, NULL, 0) < 0 && errno == EINTR)
         ;
+}
+
+/* Wait until fd has something to read. Returns 1, or 0 when the tool stayed silent too long. */
+static int tool_wait_readable(int fd)
+{
+    struct pollfd poll_fd = {.fd = fd, .events = POLLIN};
+    int ready;
+    while ((ready = poll(&poll_fd, 1, SYMBOLIZER_SILENCE_MS)) < 0 && errno == EINTR)
+        ;
+    return ready > 0;
 }
 
 /* A growable buffer of the tool's output, consumed a line at a time. */
@@ -556,7 +581,8 @@ static int symbolize_image_atos(struct symbolize_state *state, const struct ospx
         size_t consumed = 0, answered = 0;
         char *line;
         ssize_t got;
-        while (answered < count && (got = line_buffer_fill(&buffer, process.output)) > 0) {
+        while (answered < count && tool_wait_readable(process.output) &&
+               (got = line_buffer_fill(&buffer, process.output)) > 0) {
             while (answered < count && line_buffer_take(&buffer, &line, &consumed)) {
                 rc = parse_atos_answer(line, &work->answers[first + answered]);
                 if (rc < 0)
