@@ -74,7 +74,6 @@ enum symbolizer_kind { SYMBOLIZER_NONE, SYMBOLIZER_LLVM, SYMBOLIZER_ATOS };
 struct symbolize_state {
     const struct ospx_raw *raw;
     const struct ospx_symbolize_options *options;
-    struct ospx_error *err;
     enum symbolizer_kind kind;
     char *tool_path;
     struct image_work *work; /* one per raw image */
@@ -862,7 +861,7 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
                    struct ospx_symbols *out, struct ospx_error *err)
 {
     memset(out, 0, sizeof *out);
-    struct symbolize_state state = {.raw = raw, .options = options, .err = err};
+    struct symbolize_state state = {.raw = raw, .options = options};
     state.work = calloc(raw->image_count > 0 ? raw->image_count : 1, sizeof *state.work);
     int rc = state.work != NULL ? collect_addresses(&state) : -ENOMEM;
     if (rc == 0 && state.addresses_total > 0) {
