@@ -78,7 +78,7 @@ static char *read_text(const char *path)
 static void load_case(const char *name, struct fixture *fixture, struct ospx_model *model)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/writers/%s/input", OSP_TEST_DATA_DIR, name);
+    snprintf(path, sizeof path, "%s/writers/%s/input", OSP_TEST_SOURCE_DIR "/data", name);
     fixture_load(fixture, path);
     struct ospx_error err = {0};
     ck_assert_msg(ospx_model_build(&fixture->raw, &fixture->symbols, model, &err) == 0, "%s: %s",
@@ -117,8 +117,8 @@ START_TEST(outputs_match_golden_files)
         char *actual = read_text(path);
         ck_assert_ptr_nonnull(actual);
         char golden[512];
-        snprintf(golden, sizeof golden, "%s/writers/%s/expected.%s", OSP_TEST_DATA_DIR, name,
-                 writers[w].extension);
+        snprintf(golden, sizeof golden, "%s/writers/%s/expected.%s", OSP_TEST_SOURCE_DIR "/data",
+                 name, writers[w].extension);
         if (update != NULL && strcmp(update, "1") == 0) {
             FILE *file = fopen(golden, "wb");
             ck_assert_ptr_nonnull(file);
