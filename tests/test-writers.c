@@ -5,8 +5,11 @@
  * line grammar, and the atomic write (no temporary file left, the error names the path). */
 #include <check.h>
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <jansson.h>
+#include <link.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -500,6 +503,114 @@ START_TEST(write_replaces_an_existing_file_whole)
 }
 END_TEST
 
+/* ---- ospx_process: the whole pipeline on a raw profile of this very test program ---- */
+
+static __attribute__((noinline)) int process_hot_function(int x)
+{
+    return x * 3 + 1;
+}
+
+struct own_image {
+    uintptr_t base, text, text_size;
+};
+
+static int find_own_text(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct own_image *image = data;
+    uintptr_t hot = (uintptr_t)&process_hot_function;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *phdr = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + phdr->p_vaddr;
+        if (phdr->p_type == PT_LOAD && (phdr->p_flags & PF_X) && hot >= start &&
+            hot < start + phdr->p_memsz) {
+            *image = (struct own_image){info->dlpi_addr, start, phdr->p_memsz};
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A raw profile of this program: 150 on-CPU samples in process_hot_function. */
+static void write_own_raw(const char *path)
+{
+    struct own_image image = {0};
+    ck_assert_int_eq(dl_iterate_phdr(find_own_text, &image), 1);
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert_int_gt(n, 0);
+    exe[n] = '\0';
+    FILE *raw = fopen(path, "w");
+    ck_assert_ptr_nonnull(raw);
+    fprintf(raw,
+            "{\"version\":1,\"pid\":1,\"exe\":\"%s\",\"rate_hz\":1000,"
+            "\"platform\":\"linux-x86_64\",\"start_unix_ns\":1000000000,"
+            "\"end_unix_ns\":1200000000,\"images\":[{\"path\":\"%s\",\"base\":%llu,"
+            "\"slide\":%llu,\"text\":%llu,\"text_size\":%llu,\"arch\":\"\"}],"
+            "\"threads\":[{\"fiber\":0,\"label\":\"main\"}],\"stacks\":[[%llu]],\"samples\":[",
+            exe, exe, (unsigned long long)image.base, (unsigned long long)image.base,
+            (unsigned long long)image.text, (unsigned long long)image.text_size,
+            (unsigned long long)(uintptr_t)&process_hot_function);
+    for (int i = 0; i < 150; i++)
+        fprintf(raw, "%s[%d,0,0,0]", i == 0 ? "" : ",", (i + 1) * 1000000);
+    fprintf(raw, "],\"dropped\":0}\n");
+    fclose(raw);
+}
+
+START_TEST(process_writes_four_files_and_the_report)
+{
+    make_scratch();
+    char raw[512], stem[512], path[600];
+    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
+    snprintf(stem, sizeof stem, "%s/run", scratch);
+    write_own_raw(raw);
+    char *report = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&report, &size);
+    struct ospx_process_options options = {raw, stem, NULL, out, 0, 0};
+    struct ospx_error err = {0};
+    int rc = ospx_process(&options, &err);
+    fclose(out);
+    ck_assert_msg(rc == 0, "%s: %s", err.file, err.text);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        snprintf(path, sizeof path, "%s.%s", stem, writers[w].extension);
+        ck_assert_msg(access(path, R_OK) == 0, "%s missing", path);
+        ck_assert_ptr_nonnull(strstr(report, path));
+    }
+    ck_assert_ptr_nonnull(strstr(report, "150 samples"));
+    ck_assert_ptr_nonnull(strstr(report, "100.0%"));
+    ck_assert_ptr_null(strstr(report, "low confidence"));
+    snprintf(path, sizeof path, "%s.folded", stem);
+    char *folded = read_text(path);
+    ck_assert_str_eq(folded, "fiber-0;process_hot_function 150\n");
+    free(folded);
+    free(report);
+    remove_scratch();
+}
+END_TEST
+
+START_TEST(process_stops_at_the_first_error)
+{
+    make_scratch();
+    char raw[512], stem[512];
+    snprintf(raw, sizeof raw, "%s/missing.raw.json", scratch);
+    snprintf(stem, sizeof stem, "%s/run", scratch);
+    struct ospx_process_options options = {raw, stem, NULL, NULL, 0, 0};
+    struct ospx_error err = {0};
+    ck_assert_int_lt(ospx_process(&options, &err), 0);
+    ck_assert_str_eq(err.file, raw);
+
+    /* a good raw file, an output directory that does not exist */
+    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
+    write_own_raw(raw);
+    snprintf(stem, sizeof stem, "%s/no/such/dir/run", scratch);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(ospx_process(&options, &err), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(err.file, "/no/such/dir/run.speedscope.json"));
+    remove_scratch();
+}
+END_TEST
+
 Suite *writers_suite(void)
 {
     Suite *suite = suite_create("writers");
@@ -515,5 +626,10 @@ Suite *writers_suite(void)
     tcase_add_test(tc, failed_write_names_the_path_and_leaves_nothing);
     tcase_add_test(tc, write_replaces_an_existing_file_whole);
     suite_add_tcase(suite, tc);
+    TCase *process = tcase_create("process");
+    tcase_add_test(process, process_writes_four_files_and_the_report);
+    tcase_add_test(process, process_stops_at_the_first_error);
+    tcase_set_timeout(process, 60);
+    suite_add_tcase(suite, process);
     return suite;
 }
