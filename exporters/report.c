@@ -255,6 +255,12 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
     for (size_t i = 0; i < shown; i++) {
         const struct ospx_fiber_stat *fiber = sorted[i];
         uint64_t all = fiber->on_cpu + fiber->waiting;
+        if (all == 0) {
+            snprintf(line, sizeof line, "  %-*s  no samples",
+                     (int)(name_width + strlen(names[i]) - columns(names[i])), names[i]);
+            emit(out, width, NULL, line);
+            continue;
+        }
         int length = snprintf(line, sizeof line, "  %-*s  running %5.1f%%  waiting %5.1f%%",
                               (int)(name_width + strlen(names[i]) - columns(names[i])), names[i],
                               percent_of(fiber->on_cpu, all), percent_of(fiber->waiting, all));

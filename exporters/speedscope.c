@@ -56,6 +56,15 @@ static int write_head(FILE *stream, const struct ospx_model *model)
     return 0;
 }
 
+/* A JSON number for `value`, whatever LC_NUMERIC says the decimal separator is. */
+static void format_number(char *out, size_t size, double value)
+{
+    snprintf(out, size, "%.15g", value);
+    for (char *p = out; *p != '\0'; p++)
+        if (*p == ',')
+            *p = '.';
+}
+
 static void write_profile(FILE *stream, const struct ospx_model *model, size_t thread,
                           const uint32_t *function_of, const size_t *order, size_t count)
 {
@@ -66,12 +75,14 @@ static void write_profile(FILE *stream, const struct ospx_model *model, size_t t
     double wall_ms = model->wall_seconds * 1000.0, fiber_ms = (double)count * weight;
     char name[512];
     snprintf(name, sizeof name, "fiber %lld (%s)", (long long)fiber->fiber, fiber->label);
-    char *quoted = ospx__json_quote(name);
+    char *quoted = ospx__json_quote(name), end_value[64], weight_text[64];
+    format_number(end_value, sizeof end_value,
+                  ospx__round1(wall_ms > fiber_ms ? wall_ms : fiber_ms));
+    format_number(weight_text, sizeof weight_text, weight);
     fprintf(stream,
             "{\"type\":\"sampled\",\"name\":%s,\"unit\":\"milliseconds\",\"startValue\":0,"
-            "\"endValue\":%.15g,\"samples\":[",
-            quoted != NULL ? quoted : "\"fiber\"",
-            ospx__round1(wall_ms > fiber_ms ? wall_ms : fiber_ms));
+            "\"endValue\":%s,\"samples\":[",
+            quoted != NULL ? quoted : "\"fiber\"", end_value);
     free(quoted);
     for (size_t i = 0; i < count; i++) {
         const struct ospx_sample *sample = &raw->samples[order[i]];
@@ -90,8 +101,11 @@ static void write_profile(FILE *stream, const struct ospx_model *model, size_t t
         fputc(']', stream);
     }
     fputs("],\"weights\":[", stream);
-    for (size_t i = 0; i < count; i++)
-        fprintf(stream, i == 0 ? "%.15g" : ",%.15g", weight);
+    for (size_t i = 0; i < count; i++) {
+        if (i > 0)
+            fputc(',', stream);
+        fputs(weight_text, stream);
+    }
     fputs("]}", stream);
 }
 

@@ -316,9 +316,12 @@ END_TEST
 START_TEST(only_waiting_samples_says_so)
 {
     struct built built;
-    fixture_model(&built.fixture, "thread 0 main\nframe wait /w/x.c\nstack 0@3\nsample 1 0 0 1\n",
+    fixture_model(&built.fixture,
+                  "thread 0 main\nthread 3 idle\nframe wait /w/x.c\nstack 0@3\nsample 1 0 0 1\n",
                   &built.model);
     char *text = render(&built.model, 0, 80);
+    ck_assert_ptr_nonnull(strstr(line_with(text, "fiber 0 (main)"), "waiting 100.0%"));
+    ck_assert_ptr_nonnull(strstr(line_with(text, "fiber 3 (idle)"), "no samples"));
     ck_assert_ptr_nonnull(line_with(text, "no on-CPU samples"));
     ck_assert_ptr_null(line_with(text, "FUNCTION"));
     free(text);
