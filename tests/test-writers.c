@@ -321,6 +321,59 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
 }
 END_TEST
 
+/* Samples of all fibers merged in time order; lines 0-based; a scriptId per file. */
+START_TEST(cpuprofile_merges_fibers_in_time_order)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case("two-fibers", &fixture, &model);
+    json_t *root = load_json(write_output(&model, &writers[1]));
+    json_t *nodes = json_object_get(root, "nodes");
+    size_t count = json_array_size(nodes);
+    /* fiber_of[id - 1]: the name of the fiber subtree a node belongs to */
+    const char **fiber_of = calloc(count + 1, sizeof *fiber_of);
+    size_t i;
+    json_t *node;
+    json_array_foreach(nodes, i, node)
+    {
+        json_t *call = json_object_get(node, "callFrame");
+        const char *name = json_string_value(json_object_get(call, "functionName"));
+        if (strncmp(name, "fiber ", 6) == 0)
+            fiber_of[i] = name;
+        size_t c;
+        json_t *child;
+        json_array_foreach(json_object_get(node, "children"), c, child)
+            fiber_of[json_integer_value(child) - 1] = fiber_of[i];
+        if (strcmp(name, "checksum_block") == 0) {
+            ck_assert_int_eq(json_integer_value(json_object_get(call, "lineNumber")), 25);
+            ck_assert_str_eq(json_string_value(json_object_get(call, "scriptId")), "1");
+            ck_assert_str_eq(json_string_value(json_object_get(call, "url")), "/w/hotspot.c");
+        }
+        if (strncmp(name, "0x", 2) == 0) {
+            ck_assert_int_eq(json_integer_value(json_object_get(call, "lineNumber")), -1);
+            ck_assert_str_eq(json_string_value(json_object_get(call, "scriptId")), "0");
+        }
+    }
+    /* The fixture lists its samples in time order (ties: file order). */
+    json_t *samples = json_object_get(root, "samples");
+    for (i = 0; i < fixture.raw.sample_count; i++) {
+        const char *expected =
+            fixture.raw.samples[i].thread == 0 ? "fiber 0 (main)" : "fiber 4243 (thread)";
+        const char *actual = fiber_of[json_integer_value(json_array_get(samples, i)) - 1];
+        ck_assert_ptr_nonnull(actual);
+        ck_assert_str_eq(actual, expected);
+    }
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(root, "timeDeltas"), 0)),
+                     1000);
+    free(fiber_of);
+    json_decref(root);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
 /* Every folded line is `fiber-<id>;frame;… <count>` with no stray `;` or newline from a name,
  * and the counts add up to the samples. */
 START_TEST(folded_lines_follow_the_grammar)
@@ -619,6 +672,7 @@ Suite *writers_suite(void)
     tcase_add_loop_test(tc, speedscope_follows_the_file_format_schema, 0, CASE_COUNT);
     tcase_add_test(tc, speedscope_stacks_are_root_first);
     tcase_add_loop_test(tc, cpuprofile_tree_and_samples_are_consistent, 0, CASE_COUNT);
+    tcase_add_test(tc, cpuprofile_merges_fibers_in_time_order);
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
     tcase_add_test(tc, folded_names_lose_separators);
     tcase_add_test(tc, profile_json_totals_and_percentages);
