@@ -305,8 +305,9 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
         row_count++;
     }
 
-    /* Share what the width leaves between FUNCTION and LOCATION; LOCATION gets at least 2/5 of
-     * it when both do not fit, FUNCTION the rest. */
+    /* Share what the width leaves between FUNCTION and LOCATION: when both do not fit,
+     * LOCATION gets up to 2/5 of it and FUNCTION the rest (LOCATION takes back what FUNCTION
+     * does not need). */
     size_t available = width > FIXED_COLUMNS + 2 + 2 ? width - FIXED_COLUMNS - 2 : 2;
     if (function_width + location_width > available) {
         size_t location_share = available * 2 / 5 > 1 ? available * 2 / 5 : 1;
