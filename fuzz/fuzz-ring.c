@@ -4,7 +4,8 @@
  * The input describes a ring the target wrote, hostile or broken, little-endian:
  *
  *   offset  size
- *   0       1     data area size: 64 << (byte % 7), 64..4096 bytes (always a valid size)
+ *   0       1     data area size: 64 << (byte % 9), 64 bytes..16 KiB (always a valid size;
+ *                 16 KiB holds the longest image record)
  *   1       1     flags: bit 0 head steps are raw bytes (else multiples of 8, always aligned);
  *                 bit 1 a small memory limit for the collector's tables, 1 KiB << bits 2..5
  *                 (the "over budget" paths)
@@ -163,7 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size)
 {
     if (size < PREFIX_SIZE)
         return 0;
-    uint64_t data_size = UINT64_C(64) << (input[0] % 7);
+    uint64_t data_size = UINT64_C(64) << (input[0] % 9);
     uint8_t flags = input[1];
 
     /* The whole shared object: header page, then the data area, as ospreyd maps it. The data

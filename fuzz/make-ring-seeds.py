@@ -108,6 +108,10 @@ def main():
             sample(mono, 9, 1, 0, stack_a), repeat(mono, 9, 1),
             rec(THREAD_START, struct.pack("<IIqiI", 0, 1, 0, 1, 6) + b"m\xffa\xc3\0n"),
             repeat(mono, 0, 1), sample(mono - 5, 0, 1, 0, [2**63 + 1, 0x1234])]),
+        # The longest image path the ABI allows, in a 16 KiB data area.
+        "seed-long-path": ring(8, 0, mono, 0, [
+            image(0x400000, 0, 0x401000, 0x1000, "aarch64", True, "/" + "p" * 4095),
+            thread_start(0, 1, 0, 4242, "main"), sample(mono + 10, 0, 1, 0, [0x401010])]),
         # Many distinct stacks under an 8 KiB memory limit (flags: 2 | 3 << 2).
         "seed-memory-limit": ring(6, 2 | 3 << 2, mono, 0, [thread_start(0, 1, 0, 1, "main")] +
                                   [sample(mono + i, 0, 1, i % 2, [0x1000 + i, 0x2000])
