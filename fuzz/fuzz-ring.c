@@ -46,16 +46,24 @@ static uint64_t load_le(const uint8_t *p, size_t bytes)
     return value;
 }
 
-/* A directory of its own for the round-trip files, made once per process. */
+/* A directory of its own for the round-trip files, made once per process and removed at exit
+ * (each round trip unlinks its file). */
+static char scratch[64];
+
+static void remove_scratch_directory(void)
+{
+    rmdir(scratch);
+}
+
 static const char *scratch_directory(void)
 {
-    static char directory[64];
-    if (directory[0] == '\0') {
+    if (scratch[0] == '\0') {
         const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-        snprintf(directory, sizeof directory, "%s/osprey-fuzz-XXXXXX", base);
-        FUZZ_CHECK(mkdtemp(directory) != NULL, "cannot create a scratch directory in %s", base);
+        snprintf(scratch, sizeof scratch, "%s/osprey-fuzz-XXXXXX", base);
+        FUZZ_CHECK(mkdtemp(scratch) != NULL, "cannot create a scratch directory in %s", base);
+        atexit(remove_scratch_directory);
     }
-    return directory;
+    return scratch;
 }
 
 /* 1 when s is valid UTF-8 (what the raw writer hands to jansson). */
