@@ -1,0 +1,251 @@
+/* osp_shim.h — internal interfaces between the Linux units of the shim. Nothing here is
+ * exported from the shared library (it is built with hidden visibility); the unit tests link
+ * the units directly and use these to plant frame chains, fill rings and drive a registry.
+ *
+ *   unwind.c        pure frame-pointer walk and the blocked-thread stack scan
+ *   thread_ring.c   per-thread SPSC ring: SIGPROF handler -> sampler
+ *   event_ring.c    writer side of the shared-memory event ring
+ *   registry.c      thread slots, generations, THREAD_START/THREAD_END records
+ *   images.c        loaded objects (dl_iterate_phdr) -> IMAGE records
+ *   sampler.c       the sampler thread and the SIGPROF handler
+ *   boot.c          activation, shared memory, ospreyd, exit and fork handling
+ *   preload.c       constructor and pthread_create interposition
+ */
+#ifndef OSP_SHIM_H
+#define OSP_SHIM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "osp_ring.h"
+
+/* ---- unwind.c ---------------------------------------------------------------------------- */
+
+/* Largest distance between two consecutive frame records the walk accepts. */
+#define OSP__MAX_FRAME_BYTES (1u << 20)
+/* How far above a blocked thread's sp the sampler looks for its first frame record. */
+#define OSP__SCAN_BYTES 8192u
+
+/* Walk a frame-pointer chain: out[0] = pc, then one return address per frame record, until a
+ * check fails or `cap` addresses are stored. Each frame pointer must be 8-byte aligned, inside
+ * [lo, hi) with its 16-byte record, strictly above the previous one and at most
+ * OSP__MAX_FRAME_BYTES above it; a zero return address ends the walk. Returns the depth (>= 1
+ * when cap >= 1). A pure function of its arguments and the memory it reads in [lo, hi).
+ * Async-signal-safe. */
+uint32_t osp__unwind_walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out,
+                          uint32_t cap);
+
+/* The aarch64 form: pc, then the link register (when nonzero), then the chain from fp; the
+ * first chained return address is dropped when it equals lr (a function that saved lr in its
+ * frame record would otherwise appear twice). Addresses are expected PAC-stripped.
+ * Async-signal-safe. */
+uint32_t osp__unwind_walk_lr(uint64_t pc, uint64_t lr, uint64_t fp, uint64_t lo, uint64_t hi,
+                             uint64_t *out, uint32_t cap);
+
+/* Nonzero when addr lies in the executable text of a loaded image (a text-range predicate). */
+typedef int (*osp__text_pred)(void *ctx, uint64_t addr);
+
+/* Capture a blocked thread's stack from outside it: frames = [pc], then scan upward from sp
+ * (at most OSP__SCAN_BYTES, within [lo, hi)) for the first 8-aligned address a with [a] == 0
+ * or a plausible higher frame pointer, and [a + 8] accepted by is_text; from there an
+ * ordinary osp__unwind_walk. Returns the depth (1 when no frame record is found). */
+uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
+                          osp__text_pred is_text, void *ctx, uint64_t *out, uint32_t cap);
+
+/* Strip pointer-authentication bits from a code address (identity off aarch64).
+ * Async-signal-safe. */
+uint64_t osp__strip_pac(uint64_t addr);
+
+/* ---- thread_ring.c ----------------------------------------------------------------------- */
+
+#define OSP__THREAD_RING_ENTRIES 8u /* power of two */
+
+struct osp__sample_entry {
+    uint64_t t_ns;
+    uint32_t state; /* enum osp_thread_state */
+    uint32_t depth;
+    uint64_t pcs[OSP_MAX_DEPTH];
+};
+
+/* Private to one thread: producer its SIGPROF handler, consumer whoever holds the registry
+ * lock (the sampler, or the thread itself when it unregisters). */
+struct osp__thread_ring {
+    alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t head; /* producer */
+    alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t tail; /* consumer */
+    _Atomic uint32_t drops;                             /* producer increments, consumer takes */
+    struct osp__sample_entry entries[OSP__THREAD_RING_ENTRIES];
+};
+
+void osp__thread_ring_reset(struct osp__thread_ring *r);
+/* Producer. The entry to fill, or NULL (and a drop counted) when the ring is full.
+ * Async-signal-safe. */
+struct osp__sample_entry *osp__thread_ring_reserve(struct osp__thread_ring *r);
+/* Producer: publish the entry returned by the last reserve. Async-signal-safe. */
+void osp__thread_ring_publish(struct osp__thread_ring *r);
+/* Consumer: the oldest unread entry, or NULL. */
+const struct osp__sample_entry *osp__thread_ring_peek(struct osp__thread_ring *r);
+/* Consumer: release the entry returned by peek. */
+void osp__thread_ring_consume(struct osp__thread_ring *r);
+/* Consumer: take (and zero) the drop count. */
+uint32_t osp__thread_ring_take_drops(struct osp__thread_ring *r);
+
+/* ---- event_ring.c ------------------------------------------------------------------------ */
+
+/* The producer's view of the shared event ring. One producer at a time: every writer holds
+ * the registry lock (see registry.c), so the mutex orders successive producers and the
+ * producer's own head may be read relaxed. */
+struct osp__event_ring {
+    struct osp_ring_header *header;
+    uint8_t *data;
+    uint64_t size; /* header->data_size, cached (the daemon never writes it) */
+};
+
+/* Fill a fresh header (identity, sizes, pid, rate, clocks, platform, RUNNING) for a data area
+ * of data_size bytes (a power of two) right after it. */
+void osp__event_ring_init_header(struct osp_ring_header *h, uint64_t data_size, uint32_t rate_hz,
+                                 uint64_t start_unix_ns, uint64_t start_mono_ns);
+void osp__event_ring_attach(struct osp__event_ring *w, struct osp_ring_header *h);
+/* Reserve `size` bytes (a multiple of 8) for one record, writing a PAD record first when the
+ * record would cross the end of the data area. Returns where to write it, or NULL when the
+ * unread bytes leave no room (nothing is overwritten). Follow with osp__event_ring_commit. */
+void *osp__event_ring_reserve(struct osp__event_ring *w, uint32_t size, uint64_t *new_head);
+/* Publish everything up to new_head (pad included): (B). */
+void osp__event_ring_commit(struct osp__event_ring *w, uint64_t new_head);
+/* Write one whole record (the record header is filled in here). Returns 0 or -ENOSPC. */
+int osp__event_ring_write(struct osp__event_ring *w, uint32_t type, const void *body,
+                          uint32_t body_len, const void *tail, uint32_t tail_len);
+/* Count lost samples in header->dropped. */
+void osp__event_ring_count_drops(struct osp__event_ring *w, uint64_t n);
+
+/* ---- registry.c -------------------------------------------------------------------------- */
+
+struct osp__slot {
+    /* Fixed at slot creation. */
+    uint32_t index;
+    /* Valid while active; written under the registry lock before the slot is published. */
+    int active;
+    uint32_t generation;
+    int64_t fiber;
+    int32_t tid;
+    uint32_t label_len;
+    char label[OSP_MAX_LABEL + 1];
+    pthread_t thread;
+    clockid_t cpu_clock;
+    uint64_t stack_lo, stack_hi;
+    /* Sampler bookkeeping (registry lock). */
+    uint64_t last_cpu_ns;
+    int cpu_valid;
+    int wait_captured;  /* a waiting stack has been emitted in the current wait */
+    int wait_signalled; /* a signal was sent to capture the current wait */
+    /* State the sampler asks the handler to record: relaxed store before pthread_kill,
+     * relaxed load in the handler (the kill syscall orders them in practice, and a stale
+     * value only mislabels one sample). */
+    _Atomic uint32_t signal_state;
+    /* The thread's CPU clock when its handler last finished (relaxed both ways: a time
+     * stamp the sampler uses to discount the CPU time our own signal cost the thread). */
+    _Atomic uint64_t handler_cpu_ns;
+    struct osp__thread_ring ring;
+};
+
+struct osp__registry {
+    pthread_mutex_t lock;
+    struct osp__event_ring *ring; /* NULL: bookkeeping only, no records */
+    int stopped;                  /* exit record published: no more records */
+    struct osp__slot **slots;
+    uint32_t count, capacity;
+};
+
+/* The calling thread's slot, read by the SIGPROF handler; initial-exec so that reading it
+ * never allocates TLS inside the handler. */
+extern __thread struct osp__slot *osp__tls_slot __attribute__((tls_model("initial-exec")));
+
+int osp__registry_init(struct osp__registry *reg, struct osp__event_ring *ring, uint32_t capacity);
+void osp__registry_destroy(struct osp__registry *reg);
+/* Register the calling thread (re-registering it if it already is). Returns 0 or -errno. */
+int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char *label);
+/* Unregister the calling thread; when it returns nothing touches the thread any more. */
+void osp__registry_unregister(struct osp__registry *reg);
+/* Called with the registry lock held: move a slot's per-thread ring into SAMPLE records. */
+void osp__registry_drain_slot(struct osp__registry *reg, struct osp__slot *s);
+/* Called with the registry lock held: write one SAMPLE record. */
+void osp__registry_emit_sample(struct osp__registry *reg, struct osp__slot *s, uint64_t t_ns,
+                               uint32_t state, const uint64_t *pcs, uint32_t depth);
+
+/* ---- images.c ---------------------------------------------------------------------------- */
+
+struct osp__image {
+    uint64_t base, slide, text, text_size;
+    uint32_t flags;
+    int sent;
+    int seen; /* present in the latest scan */
+    char *path;
+};
+
+struct osp__images {
+    struct osp__image *items;
+    size_t count, capacity;
+    unsigned long long adds, subs; /* dlpi_adds/dlpi_subs of the latest scan */
+    char exe_path[OSP_MAX_PATH + 1];
+};
+
+int osp__images_init(struct osp__images *im);
+void osp__images_destroy(struct osp__images *im);
+/* Cheap check: have objects been loaded or unloaded since the latest scan? */
+int osp__images_changed(struct osp__images *im);
+/* Rescan the loaded objects (dl_iterate_phdr; never call with the registry lock held). */
+int osp__images_scan(struct osp__images *im);
+/* Called with the registry lock held: write IMAGE records for images not yet sent. */
+void osp__images_emit(struct osp__images *im, struct osp__event_ring *w);
+/* Text-range predicate over the scanned images (an osp__text_pred). */
+int osp__images_is_text(void *images, uint64_t addr);
+
+/* ---- sampler.c --------------------------------------------------------------------------- */
+
+struct osp__sampler_config {
+    struct osp__registry *registry;
+    struct osp__images *images;
+    struct osp_ring_header *header; /* heartbeat */
+    uint32_t rate_hz;
+};
+
+int osp__sigprof_install(void);
+/* Nonzero when SIGPROF's handler is something other than ours, SIG_DFL or SIG_IGN. */
+int osp__sigprof_foreign(void);
+int osp__sampler_start(const struct osp__sampler_config *cfg);
+void osp__sampler_stop(void);
+
+enum osp__signal_verdict { OSP__SIGNAL_OK, OSP__SIGNAL_UNSAFE, OSP__SIGNAL_UNKNOWN };
+/* Parse /proc/self/task/<tid>/syscall content: may SIGPROF be delivered without making a
+ * syscall return early? On OSP__SIGNAL_UNSAFE, *sp and *pc hold the user registers. */
+enum osp__signal_verdict osp__syscall_verdict(const char *text, uint64_t *sp, uint64_t *pc);
+
+/* ---- boot.c ------------------------------------------------------------------------------ */
+
+extern struct osp__registry osp__the_registry;
+/* Nonzero while sampling (set after boot succeeds, cleared at exit and in a forked child). */
+int osp__is_active(void);
+/* Insert ".<pid>" before the basename's extension; writes into out (size outsz). */
+int osp__per_pid_path(const char *path, long pid, const char *extra, char *out, size_t outsz);
+/* Parse OSPREY_PROFILE_HZ: clamped to 10..10000, default 997; *bad set for a non-number. */
+uint32_t osp__parse_rate(const char *text, int *bad);
+uint64_t osp__mono_ns(void);
+/* One line on stderr, prefixed "osprey: " (write(2), no stdio buffering). */
+void osp__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- preload.c --------------------------------------------------------------------------- */
+
+/* The real pthread_create (the next definition after ours). */
+typedef int (*osp__pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+                                      void *);
+osp__pthread_create_fn osp__real_pthread_create(void);
+/* Register the calling thread under its name (or "thread") and its kernel tid, and arrange
+ * for it to be unregistered when it ends. */
+void osp__auto_register(const char *creator_name);
+int osp__thread_key_init(void);
+/* Arrange for the calling (registered) thread to be unregistered when it ends. */
+void osp__thread_key_mark(void);
+
+#endif /* OSP_SHIM_H */

@@ -1,0 +1,116 @@
+/* preload.c — what makes the shim work without the program's help: the constructor that
+ * boots it, and the interposed pthread_create that registers every new thread.
+ *
+ * Owns the pthread_create wrapper (the real one comes from dlsym(RTLD_NEXT)), the thread
+ * trampoline that registers a new thread under its name (or "thread") and kernel tid, and the
+ * pthread key whose destructor unregisters a thread when it ends — by returning, by
+ * pthread_exit or by cancellation alike.
+ *
+ * Built into both the shared library (LD_PRELOAD) and the static archive (linked with
+ * --whole-archive, so the executable's own pthread_create is this one). When the profiler is
+ * inactive the wrapper calls straight through.
+ *
+ * dlopen is deliberately not interposed: glibc resolves a dlopen'd name against the RUNPATH
+ * of the *calling* object, so a wrapper would change which library a program loads. New
+ * objects are found instead by the sampler's check of dlpi_adds every 50 ms, and the exit
+ * handler records the final image list.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "osp_shim.h"
+#include "osprey_prof.h"
+
+static _Atomic(osp__pthread_create_fn) real_create;
+static pthread_key_t thread_key;
+static int thread_key_ready;
+
+osp__pthread_create_fn osp__real_pthread_create(void)
+{
+    /* Relaxed: every thread that looks it up stores the same value. */
+    osp__pthread_create_fn fn = atomic_load_explicit(&real_create, memory_order_relaxed);
+    if (fn == NULL) {
+        void *sym = dlsym(RTLD_NEXT, "pthread_create");
+        memcpy(&fn, &sym, sizeof(fn));
+        atomic_store_explicit(&real_create, fn, memory_order_relaxed);
+    }
+    return fn;
+}
+
+static void thread_ends(void *value)
+{
+    (void)value;
+    osp_prof_thread_unregister();
+}
+
+int osp__thread_key_init(void)
+{
+    if (thread_key_ready)
+        return 0;
+    int err = pthread_key_create(&thread_key, thread_ends);
+    if (err)
+        return -err;
+    thread_key_ready = 1;
+    return 0;
+}
+
+void osp__thread_key_mark(void)
+{
+    if (thread_key_ready)
+        pthread_setspecific(thread_key, (void *)1);
+}
+
+void osp__auto_register(const char *creator_name)
+{
+    char name[16] = "";
+    const char *label = "thread";
+    /* A new thread inherits its creator's name; only a name of its own is a label. */
+    if (pthread_getname_np(pthread_self(), name, sizeof(name)) == 0 && name[0] != '\0' &&
+        strcmp(name, creator_name) != 0)
+        label = name;
+    osp_prof_thread_register((int64_t)gettid(), label);
+}
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+    char creator_name[16];
+};
+
+static void *trampoline(void *p)
+{
+    struct start st = *(struct start *)p;
+    free(p);
+    if (osp__is_active())
+        osp__auto_register(st.creator_name);
+    return st.fn(st.arg);
+}
+
+__attribute__((visibility("default"))) int
+pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    osp__pthread_create_fn real = osp__real_pthread_create();
+    if (real == NULL)
+        return EAGAIN;
+    if (!osp__is_active())
+        return real(thread, attr, fn, arg);
+    struct start *st = malloc(sizeof(*st));
+    if (st == NULL)
+        return real(thread, attr, fn, arg); /* runs unprofiled rather than not at all */
+    st->fn = fn;
+    st->arg = arg;
+    if (pthread_getname_np(pthread_self(), st->creator_name, sizeof(st->creator_name)) != 0)
+        st->creator_name[0] = '\0';
+    int err = real(thread, attr, trampoline, st);
+    if (err)
+        free(st);
+    return err;
+}
+
+__attribute__((constructor)) static void preload_boot(void)
+{
+    osp_prof_boot();
+}

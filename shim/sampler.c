@@ -1,0 +1,433 @@
+/* sampler.c — the sampler thread and the SIGPROF handler.
+ *
+ * Owns the tick loop (jittered ticks to absolute deadlines), the per-thread decision "signal,
+ * capture from outside, repeat, or leave alone", the SIGPROF handler that walks the
+ * interrupted thread's stack into its per-thread ring, the heartbeat, and the periodic check
+ * for newly loaded images.
+ *
+ * DESIGN. Each tick, under the registry lock, for every active slot: drain its per-thread
+ * ring into SAMPLE records, then read the thread's CPU clock.
+ *   - CPU time since the last tick: the thread ran, it gets an ON_CPU sample.
+ *   - No CPU time: it is waiting. The first tick of a wait captures its stack once (a
+ *     WAITING sample); later ticks of the same wait write a REPEAT record (no signal).
+ * The program must never see EINTR because of us. signal(7): nanosleep, clock_nanosleep,
+ * poll, select, epoll_wait, pause, sigsuspend, sigtimedwait, semtimedop, futex waits with a
+ * timeout, ... are never restarted after a handler runs, SA_RESTART or not, so a SIGPROF that
+ * lands while a thread sits in one of them would make its sleep() return early. So a thread
+ * is signalled directly only when it used at least 90% of the tick on the CPU (it is
+ * running). Otherwise the sampler reads /proc/self/task/<tid>/syscall first: it signals only
+ * when that says `running`, that the thread is not in a syscall, or that the syscall is one
+ * SA_RESTART restarts transparently (read, write, futex wait without a timeout, ...; see
+ * restartable()). For any other syscall it captures the stack itself without signalling: the
+ * user pc and sp from that file, then a scan upward from sp for the first plausible frame
+ * record and an ordinary frame-pointer walk from there (osp__unwind_scan). Reading the
+ * blocked thread's stack is safe because the thread stays registered — so its stack stays
+ * mapped — while the sampler holds the registry lock.
+ *
+ * The handler is async-signal-safe: it reads its slot through an initial-exec TLS pointer,
+ * calls only clock_gettime (async-signal-safe per POSIX) and the pure walk, writes a
+ * preallocated ring entry, and saves and restores errno.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "osp_shim.h"
+
+#define OSP__IMAGE_CHECK_NS 50000000u /* look for newly loaded objects every 50 ms */
+#define OSP__SAMPLER_STACK  (256u << 10)
+/* CPU time in a tick below which a thread counts as waiting: the kernel's signal delivery
+ * and return around our handler, which the handler's stamp cannot cover. */
+#define OSP__MIN_RUN_NS 5000u
+
+static struct osp__sampler_config sampler_cfg;
+static pthread_t sampler_thread;
+static int sampler_started;
+/* Set by osp__sampler_stop, read by the sampler each tick: release/acquire so the sampler
+ * that sees it also sees everything the exit path wrote before. */
+static _Atomic int sampler_stop_flag;
+
+/* Async-signal-safe. */
+static uint64_t mono_ns_signal_safe(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe: POSIX.1-2008 XSH 2.4.3 */
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Async-signal-safe. */
+static void sigprof_handler(int sig, siginfo_t *info, void *context)
+{
+    (void)sig;
+    (void)info;
+    int saved_errno = errno;
+    struct osp__slot *s = osp__tls_slot;
+    if (s != NULL && context != NULL) {
+        struct osp__sample_entry *e = osp__thread_ring_reserve(&s->ring);
+        if (e != NULL) {
+            const ucontext_t *uc = context;
+            uint64_t pc = 0, fp = 0, sp = 0, lr = 0;
+#if defined(__x86_64__)
+            pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+            fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
+            sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+            pc = uc->uc_mcontext.pc;
+            fp = uc->uc_mcontext.regs[29];
+            lr = osp__strip_pac(uc->uc_mcontext.regs[30]);
+            sp = uc->uc_mcontext.sp;
+#endif
+            e->t_ns = mono_ns_signal_safe();
+            /* Relaxed: see struct osp__slot. */
+            e->state = atomic_load_explicit(&s->signal_state, memory_order_relaxed);
+            if (sp >= s->stack_lo && sp < s->stack_hi) {
+                /* [sp, hi) is mapped; the walk reads nothing below sp. */
+                e->depth =
+                    lr ? osp__unwind_walk_lr(pc, lr, fp, sp, s->stack_hi, e->pcs, OSP_MAX_DEPTH)
+                       : osp__unwind_walk(pc, fp, sp, s->stack_hi, e->pcs, OSP_MAX_DEPTH);
+            } else {
+                e->pcs[0] = pc; /* on another stack (sigaltstack): the pc alone */
+                e->depth = 1;
+            }
+            osp__thread_ring_publish(&s->ring);
+        }
+        /* Handling our signal costs the thread CPU time; without this stamp a thread
+         * waiting in a restartable syscall would look on-CPU after every signal. */
+        struct timespec cpu;
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) /* async-signal-safe */
+            atomic_store_explicit(&s->handler_cpu_ns,
+                                  (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec,
+                                  memory_order_relaxed);
+    }
+    errno = saved_errno;
+}
+
+static struct sigaction installed_action;
+
+int osp__sigprof_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = sigprof_handler;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGPROF, &sa, NULL) != 0)
+        return -errno;
+    installed_action = sa;
+    return 0;
+}
+
+int osp__sigprof_foreign(void)
+{
+    struct sigaction cur;
+    if (sigaction(SIGPROF, NULL, &cur) != 0)
+        return 0;
+    if (cur.sa_flags & SA_SIGINFO)
+        return cur.sa_sigaction != sigprof_handler;
+    return cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
+}
+
+/* Is a signal delivered during syscall `nr` (with these arguments) invisible to the
+ * program — restarted transparently under SA_RESTART? */
+static int restartable(long nr, const uint64_t *args)
+{
+    switch (nr) {
+    case SYS_read:
+    case SYS_readv:
+    case SYS_pread64:
+    case SYS_write:
+    case SYS_writev:
+    case SYS_pwrite64:
+    case SYS_wait4:
+    case SYS_waitid:
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_recvfrom:
+    case SYS_recvmsg:
+    case SYS_sendto:
+    case SYS_sendmsg:
+    case SYS_flock:
+    case SYS_fcntl:
+    case SYS_openat:
+#ifdef SYS_open
+    case SYS_open:
+#endif
+        return 1;
+    case SYS_futex: {
+        /* A futex wait without a timeout is restarted; with one it returns EINTR. */
+        uint64_t cmd = args[1] & ~(uint64_t)(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
+        return (cmd == FUTEX_WAIT || cmd == FUTEX_WAIT_BITSET || cmd == FUTEX_LOCK_PI) &&
+               args[3] == 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+enum osp__signal_verdict osp__syscall_verdict(const char *text, uint64_t *sp, uint64_t *pc)
+{
+    if (strncmp(text, "running", 7) == 0)
+        return OSP__SIGNAL_OK;
+    char *end;
+    errno = 0;
+    long nr = strtol(text, &end, 10);
+    if (end == text || errno != 0)
+        return OSP__SIGNAL_UNKNOWN;
+    if (nr < 0)
+        return OSP__SIGNAL_OK; /* blocked, but not in a syscall (a page fault, preemption) */
+    uint64_t fields[8];
+    const char *p = end;
+    for (int i = 0; i < 8; i++) {
+        errno = 0;
+        fields[i] = strtoull(p, &end, 0);
+        if (end == p || errno != 0)
+            return OSP__SIGNAL_UNKNOWN;
+        p = end;
+    }
+    if (restartable(nr, fields))
+        return OSP__SIGNAL_OK;
+    *sp = fields[6];
+    *pc = fields[7];
+    return OSP__SIGNAL_UNSAFE;
+}
+
+/* Read /proc/self/task/<tid>/syscall without allocating (the registry lock is held). */
+static enum osp__signal_verdict thread_verdict(int32_t tid, uint64_t *sp, uint64_t *pc)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return OSP__SIGNAL_UNKNOWN;
+    ssize_t n;
+    do
+        n = read(fd, buf, sizeof(buf) - 1);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n <= 0)
+        return OSP__SIGNAL_UNKNOWN;
+    buf[n] = '\0';
+    return osp__syscall_verdict(buf, sp, pc);
+}
+
+static uint64_t clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Called with the registry lock held. */
+static void signal_slot(struct osp__slot *s, uint32_t state)
+{
+    /* Relaxed: see struct osp__slot. */
+    atomic_store_explicit(&s->signal_state, state, memory_order_relaxed);
+    pthread_kill(s->thread, SIGPROF);
+}
+
+/* Called with the registry lock held: capture a thread blocked in a syscall that a signal
+ * would cut short, from the sampler thread (see DESIGN). */
+static void capture_blocked(struct osp__registry *reg, struct osp__slot *s, uint64_t now,
+                            uint32_t state, uint64_t sp, uint64_t pc)
+{
+    uint64_t pcs[OSP_MAX_DEPTH];
+    uint32_t depth = osp__unwind_scan(pc, sp, s->stack_lo, s->stack_hi, osp__images_is_text,
+                                      sampler_cfg.images, pcs, OSP_MAX_DEPTH);
+    osp__registry_emit_sample(reg, s, now, state, pcs, depth);
+}
+
+/* Called with the registry lock held. */
+static void emit_repeat(struct osp__registry *reg, struct osp__slot *s, uint64_t now)
+{
+    if (reg->ring == NULL || reg->stopped)
+        return;
+    struct osp_rec_repeat rec = {
+        .t_ns = now,
+        .slot = s->index,
+        .generation = s->generation,
+        .state = OSP_STATE_WAITING,
+    };
+    if (osp__event_ring_write(reg->ring, OSP_REC_REPEAT, &rec, sizeof(rec), NULL, 0) != 0)
+        osp__event_ring_count_drops(reg->ring, 1);
+}
+
+/* Called with the registry lock held: a thread that is not plainly running gets a signal
+ * only when /proc says one cannot cut a syscall short; otherwise its stack is captured from
+ * here. Returns 1 when a signal was sent. */
+static int sample_unless_unsafe(struct osp__registry *reg, struct osp__slot *s, uint64_t now,
+                                uint32_t state)
+{
+    uint64_t sp = 0, pc = 0;
+    switch (thread_verdict(s->tid, &sp, &pc)) {
+    case OSP__SIGNAL_OK:
+        signal_slot(s, state);
+        return 1;
+    case OSP__SIGNAL_UNSAFE:
+        capture_blocked(reg, s, now, state, sp, pc);
+        return 0;
+    case OSP__SIGNAL_UNKNOWN:
+        return 0; /* cannot tell: leave the thread alone */
+    }
+    return 0;
+}
+
+/* Called with the registry lock held: one tick for one active slot. */
+static void tick_slot(struct osp__registry *reg, struct osp__slot *s, uint64_t now,
+                      uint64_t elapsed)
+{
+    uint64_t cpu = clock_ns(s->cpu_clock);
+    if (cpu == 0)
+        return;
+    uint64_t delta = cpu > s->last_cpu_ns ? cpu - s->last_cpu_ns : 0;
+    /* CPU time of the program's own, after our handler last finished on the thread. */
+    uint64_t since = s->last_cpu_ns;
+    uint64_t stamp = atomic_load_explicit(&s->handler_cpu_ns, memory_order_relaxed);
+    if (stamp > since)
+        since = stamp;
+    uint64_t own = cpu > since ? cpu - since : 0;
+    s->last_cpu_ns = cpu;
+    if (own > OSP__MIN_RUN_NS) {
+        s->wait_captured = 0;
+        s->wait_signalled = 0;
+        if (delta * 10 >= elapsed * 9) {
+            signal_slot(s, OSP_STATE_ON_CPU); /* running: no syscall to interrupt */
+            return;
+        }
+        sample_unless_unsafe(reg, s, now, OSP_STATE_ON_CPU);
+        return;
+    }
+    if (s->wait_captured) {
+        emit_repeat(reg, s, now);
+        return;
+    }
+    if (s->wait_signalled) {
+        /* The capture signal is in flight; give it a few ticks before asking again. */
+        if (++s->wait_signalled <= 3)
+            return;
+        s->wait_signalled = 0;
+    }
+    if (sample_unless_unsafe(reg, s, now, OSP_STATE_WAITING))
+        s->wait_signalled = 1;
+}
+
+/* xorshift64*: the jitter only needs to be unpredictable to the program's own periodicity. */
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * UINT64_C(2685821657736338717);
+}
+
+static void *sampler_main(void *arg)
+{
+    (void)arg;
+    struct osp__registry *reg = sampler_cfg.registry;
+    sigset_t prof;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    pthread_sigmask(SIG_UNBLOCK, &prof, NULL); /* osp__sampler_stop wakes us with SIGPROF */
+    pthread_setname_np(pthread_self(), "osprey-sampler");
+
+    uint64_t rng = 0;
+    if (getrandom(&rng, sizeof(rng), GRND_NONBLOCK) != (ssize_t)sizeof(rng) || rng == 0)
+        rng = osp__mono_ns() | 1;
+    uint64_t period = 1000000000u / sampler_cfg.rate_hz;
+    uint64_t deadline = osp__mono_ns();
+    uint64_t last_tick = deadline;
+    uint64_t last_image_check = deadline;
+    int foreign_warned = 0;
+
+    /* Acquire: pairs with the release store in osp__sampler_stop. */
+    while (!atomic_load_explicit(&sampler_stop_flag, memory_order_acquire)) {
+        /* Uniform in [0.7, 1.3) periods. */
+        uint64_t jitter = (next_random(&rng) >> 11) % (period * 6 / 10 + 1);
+        deadline += period * 7 / 10 + jitter;
+        struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
+                              .tv_nsec = (long)(deadline % 1000000000u)};
+        int err = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        if (err == EINTR)
+            continue; /* woken to stop (or a stray signal): recheck the flag */
+        uint64_t now = osp__mono_ns();
+        if (now > deadline + 10 * period)
+            deadline = now; /* after a stall (SIGSTOP, suspend), do not burst to catch up */
+        uint64_t elapsed = now - last_tick;
+        last_tick = now;
+        if (sampler_cfg.header)
+            /* Relaxed: informational (osp_ring.h). */
+            atomic_store_explicit(&sampler_cfg.header->heartbeat_ns, now, memory_order_relaxed);
+
+        int images_pending = 0;
+        if (sampler_cfg.images && now - last_image_check >= OSP__IMAGE_CHECK_NS) {
+            last_image_check = now;
+            if (osp__images_changed(sampler_cfg.images)) {
+                osp__images_scan(sampler_cfg.images); /* not under the registry lock */
+                images_pending = 1;
+            }
+        }
+        /* A program that installs its own SIGPROF handler after us keeps it: stop signalling
+         * (the check runs right before the signals of each tick). */
+        int foreign = osp__sigprof_foreign();
+        if (foreign && !foreign_warned) {
+            foreign_warned = 1;
+            osp__warn("the program installed its own SIGPROF handler; sampling stopped");
+        }
+
+        pthread_mutex_lock(&reg->lock);
+        if (images_pending && reg->ring && !reg->stopped)
+            osp__images_emit(sampler_cfg.images, reg->ring);
+        for (uint32_t i = 0; i < reg->count; i++) {
+            struct osp__slot *s = reg->slots[i];
+            if (!s->active)
+                continue;
+            osp__registry_drain_slot(reg, s);
+            if (!foreign)
+                tick_slot(reg, s, now, elapsed);
+        }
+        pthread_mutex_unlock(&reg->lock);
+    }
+    return NULL;
+}
+
+int osp__sampler_start(const struct osp__sampler_config *cfg)
+{
+    sampler_cfg = *cfg;
+    atomic_store_explicit(&sampler_stop_flag, 0, memory_order_relaxed);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, OSP__SAMPLER_STACK);
+    /* The sampler must never take the program's signals: block them all while creating it
+     * (it inherits the mask), then it unblocks SIGPROF alone. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int err = osp__real_pthread_create()(&sampler_thread, &attr, sampler_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (err)
+        return -err;
+    sampler_started = 1;
+    return 0;
+}
+
+void osp__sampler_stop(void)
+{
+    if (!sampler_started)
+        return;
+    sampler_started = 0;
+    /* Release: pairs with the sampler's acquire load. */
+    atomic_store_explicit(&sampler_stop_flag, 1, memory_order_release);
+    pthread_kill(sampler_thread, SIGPROF); /* cut the sleep short; the handler ignores it */
+    pthread_join(sampler_thread, NULL);
+}
