@@ -180,6 +180,7 @@ static int write_summary(const char *path, struct osp_ring_header *h)
         samples += threads[i].samples;
         repeats += threads[i].repeats;
     }
+    fprintf(f, "pid %d\n", (int)h->pid);
     fprintf(f, "rate_hz %u\n", h->rate_hz);
     fprintf(f, "platform %s\n", h->platform);
     fprintf(f, "samples %llu\n", (unsigned long long)samples);

@@ -11,16 +11,23 @@
  *                         and still called
  *   tasks                 prints how many threads the process has and its /dev/shm objects
  *   named                 a named thread spins briefly
+ *   spawn                 runs itself ("print 0") as a child through exec, waits for it
+ *   fork                  forks a child that spins and exits through exit(7)
+ *
+ * With TARGET_SIGPROF_EARLY=1 in the environment a constructor that runs before the shim's
+ * installs the program's SIGPROF handler (for the static-archive build of this program).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -148,7 +155,8 @@ static void own_handler(int sig)
 
 static int mode_sigprof(void)
 {
-    signal(SIGPROF, own_handler);
+    if (getenv("TARGET_SIGPROF_EARLY") == NULL)
+        signal(SIGPROF, own_handler);
     spin_for(200000000); /* give a profiler every chance to interfere */
     struct sigaction cur;
     sigaction(SIGPROF, NULL, &cur);
@@ -202,6 +210,42 @@ static int mode_named(void)
     return 0;
 }
 
+extern char **environ;
+
+static int mode_spawn(void)
+{
+    char *argv[] = {"test-shim-target", "print", "0", NULL};
+    pid_t pid;
+    if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ) != 0)
+        return 1;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("child %d status %d\n", (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
+
+static int mode_fork(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        spin_for(50000000);
+        exit(7);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    spin_for(20000000);
+    printf("forked child status %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
+
+__attribute__((constructor(101))) static void early_sigprof(void)
+{
+    const char *early = getenv("TARGET_SIGPROF_EARLY");
+    if (early && strcmp(early, "1") == 0)
+        signal(SIGPROF, own_handler);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -223,5 +267,9 @@ int main(int argc, char **argv)
         return mode_tasks();
     if (strcmp(mode, "named") == 0)
         return mode_named();
+    if (strcmp(mode, "spawn") == 0)
+        return mode_spawn();
+    if (strcmp(mode, "fork") == 0)
+        return mode_fork();
     return 2;
 }

@@ -1,0 +1,443 @@
+/* test-shim_e2e.c — the shim in real processes: test-shim-target run plain, under the
+ * preloaded libospreyprof.so, and as a static-archive build, with test-shim-consumer standing
+ * in for ospreyd. Asserts what a user relies on: the program's output and exit status do not
+ * change, sleeps are not cut short, threads come and go safely, off means off, a program's
+ * own SIGPROF handler is kept, and the ring carries well-formed records for every thread. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char dir[PATH_MAX]; /* build/tests */
+static char so[PATH_MAX];  /* build/shim/libospreyprof.so */
+static char scratch[PATH_MAX];
+
+static void find_paths(void)
+{
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+    ck_assert_int_gt(n, 0);
+    dir[n] = '\0';
+    *strrchr(dir, '/') = '\0';
+    ck_assert_int_lt(snprintf(so, sizeof(so), "%s/../shim/libospreyprof.so", dir), (int)sizeof(so));
+    ck_assert_int_eq(access(so, R_OK), 0);
+    snprintf(scratch, sizeof(scratch), "/tmp/osprey-shim-e2e-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+static void remove_scratch(void)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+struct run {
+    char out[1 << 16];
+    char err[1 << 16];
+    int status; /* exit status, or 128 + signal */
+};
+
+/* Run build/tests/<program> with argv, in the test's environment minus LD_PRELOAD and
+ * OSPREY_*, plus `extra` (NULL-terminated "NAME=value" list). Kills it after 120 s. */
+static void run(struct run *r, const char *program, const char *const *args,
+                const char *const *extra)
+{
+    char path[PATH_MAX];
+    ck_assert_int_lt(snprintf(path, sizeof(path), "%s/%s", dir, program), (int)sizeof(path));
+    char *argv[16];
+    int argc = 0;
+    argv[argc++] = (char *)program;
+    for (; args[argc - 1] && argc < 15; argc++)
+        argv[argc] = (char *)args[argc - 1];
+    argv[argc] = NULL;
+    char *envp[512];
+    int envc = 0;
+    for (char **e = environ; *e && envc < 480; e++)
+        if (strncmp(*e, "LD_PRELOAD=", 11) != 0 && strncmp(*e, "OSPREY_", 7) != 0 &&
+            strncmp(*e, "TARGET_", 7) != 0)
+            envp[envc++] = *e;
+    for (; extra && *extra; extra++)
+        envp[envc++] = (char *)*extra;
+    envp[envc] = NULL;
+
+    int out[2], err[2];
+    ck_assert_int_eq(pipe(out), 0);
+    ck_assert_int_eq(pipe(err), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    posix_spawn_file_actions_addclose(&fa, err[0]);
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, path, &fa, NULL, argv, envp), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    close(err[1]);
+    size_t nout = 0, nerr = 0;
+    struct pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    time_t start = time(NULL);
+    int open_fds = 2;
+    while (open_fds > 0) {
+        if (time(NULL) - start > 120) {
+            kill(pid, SIGKILL);
+            break;
+        }
+        if (poll(fds, 2, 1000) <= 0)
+            continue;
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP)))
+                continue;
+            char *buf = i == 0 ? r->out : r->err;
+            size_t *n = i == 0 ? &nout : &nerr;
+            ssize_t got = read(fds[i].fd, buf + *n, sizeof(r->out) - 1 - *n);
+            if (got <= 0) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                open_fds--;
+            } else {
+                *n += (size_t)got;
+            }
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (fds[i].fd >= 0)
+            close(fds[i].fd);
+    r->out[nout] = '\0';
+    r->err[nerr] = '\0';
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static char env_preload[PATH_MAX + 16], env_profile[PATH_MAX + 32], env_daemon[PATH_MAX + 32];
+
+/* The environment of a profiled run: preload, profile path (in scratch), consumer, rate. */
+static const char **profiled_env(const char *profile_name, const char *hz, int daemon)
+{
+    static const char *env[8];
+    static char env_hz[32];
+    int n = 0;
+    snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", so);
+    snprintf(env_profile, sizeof(env_profile), "OSPREY_PROFILE=%s/%s", scratch, profile_name);
+    if (daemon)
+        ck_assert_int_lt(
+            snprintf(env_daemon, sizeof(env_daemon), "OSPREY_DAEMON=%s/test-shim-consumer", dir),
+            (int)sizeof(env_daemon));
+    else
+        snprintf(env_daemon, sizeof(env_daemon), "OSPREY_DAEMON=/nonexistent");
+    env[n++] = env_preload;
+    env[n++] = env_profile;
+    env[n++] = env_daemon;
+    if (hz) {
+        snprintf(env_hz, sizeof(env_hz), "OSPREY_PROFILE_HZ=%s", hz);
+        env[n++] = env_hz;
+    }
+    env[n] = NULL;
+    return env;
+}
+
+/* The consumer's summary of a run. */
+static char summary[1 << 20];
+
+static void read_summary(const char *name)
+{
+    char path[PATH_MAX];
+    ck_assert_int_lt(snprintf(path, sizeof(path), "%s/%s", scratch, name), (int)sizeof(path));
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "no profile summary at %s", path);
+    size_t n = fread(summary, 1, sizeof(summary) - 1, f);
+    summary[n] = '\0';
+    fclose(f);
+}
+
+static long long summary_value(const char *key)
+{
+    char pattern[64];
+    snprintf(pattern, sizeof(pattern), "\n%s ", key);
+    char *at = strstr(summary, pattern);
+    if (at == NULL && strncmp(summary, pattern + 1, strlen(pattern) - 1) == 0)
+        at = summary - 1;
+    ck_assert_msg(at != NULL, "summary has no %s", key);
+    return atoll(at + strlen(pattern));
+}
+
+struct thread_line {
+    long long fiber;
+    char label[80];
+    long long samples, waiting, repeats;
+};
+
+/* The n-th "thread" line with this label, or 0. */
+static int summary_thread(const char *label, int nth, struct thread_line *t)
+{
+    const char *p = summary;
+    while ((p = strstr(p, "\nthread ")) != NULL) {
+        p++;
+        unsigned slot, gen;
+        unsigned long long first, last;
+        if (sscanf(p, "thread %u %u %lld %79s %lld %lld %lld %llu %llu", &slot, &gen, &t->fiber,
+                   t->label, &t->samples, &t->waiting, &t->repeats, &first, &last) == 9 &&
+            strcmp(t->label, label) == 0 && nth-- == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void assert_well_formed(void)
+{
+    ck_assert_int_eq(summary_value("errors"), 0);
+    ck_assert_int_eq(summary_value("unknown_samples"), 0);
+    ck_assert_int_eq(summary_value("exit_records"), 1);
+    ck_assert_int_eq(summary_value("main_images"), 1);
+    ck_assert_int_ge(summary_value("images"), 3);
+}
+
+static int shm_objects(const char *prefix)
+{
+    DIR *d = opendir("/dev/shm");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static int count_lines(const char *text)
+{
+    int n = 0;
+    for (; *text; text++)
+        n += *text == '\n';
+    return n;
+}
+
+START_TEST(preload_keeps_stdout_and_exit_status)
+{
+    static struct run plain, profiled;
+    const char *args[] = {"print", "3", NULL};
+    run(&plain, "test-shim-target", args, NULL);
+    ck_assert_int_eq(plain.status, 3);
+    ck_assert_str_eq(plain.err, "");
+    run(&profiled, "test-shim-target", args, profiled_env("p.txt", NULL, 0));
+    ck_assert_str_eq(profiled.out, plain.out);
+    ck_assert_int_eq(profiled.status, 3);
+    /* No daemon: the only difference is one warning line. */
+    ck_assert_int_eq(count_lines(profiled.err), 1);
+    ck_assert_msg(strncmp(profiled.err, "osprey: ", 8) == 0, "stderr: %s", profiled.err);
+}
+END_TEST
+
+START_TEST(profile_records_every_thread)
+{
+    static struct run r;
+    const char *args[] = {"print", "0", NULL};
+    run(&r, "test-shim-target", args, profiled_env("p.txt", NULL, 1));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.err, "");
+    read_summary("p.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("rate_hz"), 997);
+    ck_assert_int_eq(summary_value("thread_starts"), 2);
+    ck_assert_int_eq(summary_value("thread_ends"), 1);
+    ck_assert_int_ge(summary_value("max_depth"), 3); /* frame-pointer walks got past frame 0 */
+    struct thread_line t;
+    ck_assert(summary_thread("main", 0, &t));
+    ck_assert_int_eq(t.fiber, 0);
+    ck_assert_int_gt(t.samples, 0);
+    ck_assert(summary_thread("thread", 0, &t));
+    ck_assert_int_gt(t.fiber, 0); /* its kernel tid */
+    ck_assert_int_gt(t.samples, 0);
+    /* The main image is the program itself, by its real path. */
+    char self[PATH_MAX], want[PATH_MAX + 16];
+    ck_assert_int_lt(snprintf(self, sizeof(self), "%s/test-shim-target", dir), (int)sizeof(self));
+    ck_assert_ptr_nonnull(realpath(self, want + 11));
+    memcpy(want, "main_image ", 11);
+    ck_assert_msg(strstr(summary, want) != NULL, "%s", summary);
+    /* The consumer unlinked the shared-memory name; nothing is left behind. */
+    char shm[64];
+    snprintf(shm, sizeof(shm), "osprey-%lld-", summary_value("pid"));
+    ck_assert_int_eq(shm_objects(shm), 0);
+}
+END_TEST
+
+START_TEST(sleeping_thread_is_not_woken_early)
+{
+    static struct run r;
+    const char *args[] = {"sleep", "300", NULL};
+    run(&r, "test-shim-target", args, profiled_env("s.txt", "10000", 1));
+    ck_assert_str_eq(r.out, "slept the whole time\n");
+    ck_assert_int_eq(r.status, 0);
+    read_summary("s.txt");
+    assert_well_formed();
+    struct thread_line t;
+    ck_assert(summary_thread("main", 0, &t));
+    ck_assert_int_gt(t.waiting, 0); /* its sleeping stack was captured ... */
+    ck_assert_int_gt(t.repeats, 0); /* ... and repeated while it slept */
+}
+END_TEST
+
+START_TEST(thread_churn_at_10khz_completes)
+{
+    static struct run plain, profiled;
+    const char *args[] = {"churn", "400", NULL};
+    run(&plain, "test-shim-target", args, NULL);
+    run(&profiled, "test-shim-target", args, profiled_env("c.txt", "10000", 1));
+    ck_assert_int_eq(profiled.status, 0);
+    ck_assert_str_eq(profiled.out, plain.out);
+    read_summary("c.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("thread_starts"), 401);
+    ck_assert_int_eq(summary_value("thread_ends"), 400);
+}
+END_TEST
+
+START_TEST(off_means_off)
+{
+    static struct run r;
+    const char *args[] = {"tasks", NULL};
+    char preload[PATH_MAX + 16];
+    snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", so);
+    const char *env[] = {preload, NULL};
+    run(&r, "test-shim-target", args, env);
+    ck_assert_str_eq(r.out, "tasks 1 shm 0 sigprof-default 1\n");
+    ck_assert_str_eq(r.err, "");
+    run(&r, "test-shim-target-static", args, NULL);
+    ck_assert_str_eq(r.out, "tasks 1 shm 0 sigprof-default 1\n");
+    /* The same probe sees the profiler when it is on. */
+    run(&r, "test-shim-target", args, profiled_env("o.txt", NULL, 0));
+    ck_assert_str_eq(r.out, "tasks 2 shm 1 sigprof-default 0\n");
+}
+END_TEST
+
+START_TEST(program_sigprof_handler_is_kept)
+{
+    static struct run r;
+    const char *args[] = {"sigprof", NULL};
+    /* Installed after the shim started (in main): the shim backs off. */
+    run(&r, "test-shim-target", args, profiled_env("h.txt", "10000", 1));
+    ck_assert_str_eq(r.out, "handler kept 1, own signals seen 2\n");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.err, "osprey: the program installed its own SIGPROF handler"));
+    /* Installed before the shim boots: the shim stays off. */
+    const char **env = profiled_env("h2.txt", NULL, 1);
+    const char *env2[8];
+    int n = 0;
+    for (; env[n]; n++)
+        env2[n] = env[n];
+    env2[n++] = "TARGET_SIGPROF_EARLY=1";
+    env2[n] = NULL;
+    run(&r, "test-shim-target-static", args, env2 + 1); /* no LD_PRELOAD */
+    ck_assert_str_eq(r.out, "handler kept 1, own signals seen 2\n");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.err,
+                     "osprey: the program already has a SIGPROF handler; profiling is off\n");
+}
+END_TEST
+
+START_TEST(static_archive_profiles_like_the_preload)
+{
+    static struct run r;
+    const char *args[] = {"print", "4", NULL};
+    const char **env = profiled_env("a.txt", NULL, 1);
+    run(&r, "test-shim-target-static", args, env + 1); /* no LD_PRELOAD */
+    ck_assert_int_eq(r.status, 4);
+    read_summary("a.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("thread_starts"), 2);
+}
+END_TEST
+
+START_TEST(descendants_write_beside_and_forked_children_do_not)
+{
+    static struct run r;
+    const char *args[] = {"spawn", NULL};
+    run(&r, "test-shim-target", args, profiled_env("d.txt", NULL, 1));
+    ck_assert_int_eq(r.status, 0);
+    int child = 0;
+    ck_assert_ptr_nonnull(strstr(r.out, "child "));
+    sscanf(strstr(r.out, "child "), "child %d", &child);
+    char name[64];
+    snprintf(name, sizeof(name), "d.%d.txt", child);
+    read_summary(name); /* the exec'd child's own profile */
+    assert_well_formed();
+    read_summary("d.txt"); /* the parent's, not overwritten */
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("pid") != child, 1);
+
+    const char *fork_args[] = {"fork", NULL};
+    run(&r, "test-shim-target", fork_args, profiled_env("f.txt", NULL, 1));
+    ck_assert_str_eq(r.out, "forked child status 7\n");
+    ck_assert_str_eq(r.err, "");
+    read_summary("f.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("thread_starts"), 1);
+}
+END_TEST
+
+START_TEST(bad_rate_warns_once_and_uses_default)
+{
+    static struct run r;
+    const char *args[] = {"print", "0", NULL};
+    run(&r, "test-shim-target", args, profiled_env("r.txt", "lots", 1));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.err, "osprey: OSPREY_PROFILE_HZ=lots is not a number; sampling at 997 Hz\n");
+    read_summary("r.txt");
+    ck_assert_int_eq(summary_value("rate_hz"), 997);
+}
+END_TEST
+
+/* Nothing dropped with many busy threads (per-thread rings sized for a late tick, the event
+ * ring drained by a consumer). */
+START_TEST(busy_threads_lose_no_samples)
+{
+    static struct run r;
+    const char *a64[] = {"busy", "64", "1000", NULL};
+    run(&r, "test-shim-target", a64, profiled_env("b64.txt", "997", 1));
+    ck_assert_int_eq(r.status, 0);
+    read_summary("b64.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("thread_starts"), 65);
+    ck_assert_int_eq(summary_value("dropped"), 0);
+    const char *a8[] = {"busy", "8", "1000", NULL};
+    run(&r, "test-shim-target", a8, profiled_env("b8.txt", "10000", 1));
+    ck_assert_int_eq(r.status, 0);
+    read_summary("b8.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("dropped"), 0);
+}
+END_TEST
+
+Suite *shim_e2e_suite(void)
+{
+    Suite *s = suite_create("shim_e2e");
+    TCase *tc = tcase_create("process");
+    tcase_add_checked_fixture(tc, find_paths, remove_scratch);
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, preload_keeps_stdout_and_exit_status);
+    tcase_add_test(tc, profile_records_every_thread);
+    tcase_add_test(tc, sleeping_thread_is_not_woken_early);
+    tcase_add_test(tc, thread_churn_at_10khz_completes);
+    tcase_add_test(tc, off_means_off);
+    tcase_add_test(tc, program_sigprof_handler_is_kept);
+    tcase_add_test(tc, static_archive_profiles_like_the_preload);
+    tcase_add_test(tc, descendants_write_beside_and_forked_children_do_not);
+    tcase_add_test(tc, bad_rate_warns_once_and_uses_default);
+    tcase_add_test(tc, busy_threads_lose_no_samples);
+    suite_add_tcase(s, tc);
+    return s;
+}
