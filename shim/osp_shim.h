@@ -127,6 +127,7 @@ struct osp__slot {
     uint32_t index;
     /* Valid while active; written under the registry lock before the slot is published. */
     int active;
+    int automatic; /* registered by the preload path under the thread's name or "thread" */
     uint32_t generation;
     int64_t fiber;
     int32_t tid;
@@ -166,6 +167,11 @@ int osp__registry_init(struct osp__registry *reg, struct osp__event_ring *ring, 
 void osp__registry_destroy(struct osp__registry *reg);
 /* Register the calling thread (re-registering it if it already is). Returns 0 or -errno. */
 int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char *label);
+/* Mark the calling thread's registration automatic: a later pthread_setname_np renames it. */
+void osp__registry_mark_automatic(struct osp__registry *reg);
+/* An automatically registered thread was named: end its generation and start the next one
+ * under the new label (a runtime's explicit label is never replaced). Returns 1 if renamed. */
+int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char *label);
 /* Unregister the calling thread; when it returns nothing touches the thread any more. */
 void osp__registry_unregister(struct osp__registry *reg);
 /* Called with the registry lock held: move a slot's per-thread ring into SAMPLE records. */

@@ -1,7 +1,8 @@
 /* preload.c — what makes the shim work without the program's help: the constructor that
  * boots it, and the interposed pthread_create that registers every new thread.
  *
- * Owns the pthread_create wrapper (the real one comes from dlsym(RTLD_NEXT)), the thread
+ * Owns the pthread_create and pthread_setname_np wrappers (the real ones come from
+ * dlsym(RTLD_NEXT)), the thread
  * trampoline that registers a new thread under its name (or "thread") and kernel tid, and the
  * pthread key whose destructor unregisters a thread when it ends — by returning, by
  * pthread_exit or by cancellation alike.
@@ -72,6 +73,7 @@ void osp__auto_register(const char *creator_name)
         strcmp(name, creator_name) != 0)
         label = name;
     osp_prof_thread_register((int64_t)gettid(), label);
+    osp__registry_mark_automatic(&osp__the_registry);
 }
 
 struct start {
@@ -107,6 +109,27 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *
     int err = real(thread, attr, trampoline, st);
     if (err)
         free(st);
+    return err;
+}
+
+/* A thread named after it started (by itself or by its creator) is relabelled, unless a
+ * runtime labelled it explicitly. */
+__attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread, const char *name)
+{
+    static _Atomic(int (*)(pthread_t, const char *)) real_setname;
+    /* Relaxed: every thread that looks it up stores the same value. */
+    int (*real)(pthread_t, const char *) =
+        atomic_load_explicit(&real_setname, memory_order_relaxed);
+    if (real == NULL) {
+        void *sym = dlsym(RTLD_NEXT, "pthread_setname_np");
+        if (sym == NULL)
+            return ENOSYS;
+        memcpy(&real, &sym, sizeof(real));
+        atomic_store_explicit(&real_setname, real, memory_order_relaxed);
+    }
+    int err = real(thread, name);
+    if (err == 0 && osp__is_active())
+        osp__registry_rename(&osp__the_registry, thread, name);
     return err;
 }
 

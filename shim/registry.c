@@ -95,6 +95,41 @@ static struct osp__slot *slot_free(struct osp__registry *reg)
     return NULL;
 }
 
+static void set_label(struct osp__slot *s, const char *label)
+{
+    if (label == NULL)
+        label = "";
+    size_t len = strnlen(label, OSP_MAX_LABEL);
+    memcpy(s->label, label, len);
+    s->label[len] = '\0';
+    s->label_len = (uint32_t)len;
+}
+
+/* Called with the registry lock held. */
+static void emit_thread_start(struct osp__registry *reg, struct osp__slot *s)
+{
+    if (reg->ring == NULL || reg->stopped)
+        return;
+    struct osp_rec_thread_start rec = {
+        .slot = s->index,
+        .generation = s->generation,
+        .fiber = s->fiber,
+        .tid = s->tid,
+        .label_len = s->label_len,
+    };
+    osp__event_ring_write(reg->ring, OSP_REC_THREAD_START, &rec, sizeof(rec), s->label,
+                          s->label_len);
+}
+
+/* Called with the registry lock held. */
+static void emit_thread_end(struct osp__registry *reg, struct osp__slot *s)
+{
+    if (reg->ring == NULL || reg->stopped)
+        return;
+    struct osp_rec_thread_end rec = {.slot = s->index, .generation = s->generation};
+    osp__event_ring_write(reg->ring, OSP_REC_THREAD_END, &rec, sizeof(rec), NULL, 0);
+}
+
 int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char *label)
 {
     if (osp__tls_slot != NULL)
@@ -130,12 +165,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->generation++;
     s->fiber = fiber;
     s->tid = (int32_t)gettid();
-    if (label == NULL)
-        label = "";
-    size_t len = strnlen(label, OSP_MAX_LABEL);
-    memcpy(s->label, label, len);
-    s->label[len] = '\0';
-    s->label_len = (uint32_t)len;
+    set_label(s, label);
     s->thread = pthread_self();
     s->cpu_clock = cpu_clock;
     s->stack_lo = lo;
@@ -147,17 +177,8 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->wait_signalled = 0;
     atomic_store_explicit(&s->signal_state, OSP_STATE_ON_CPU, memory_order_relaxed);
     osp__thread_ring_reset(&s->ring);
-    if (reg->ring && !reg->stopped) {
-        struct osp_rec_thread_start rec = {
-            .slot = s->index,
-            .generation = s->generation,
-            .fiber = fiber,
-            .tid = s->tid,
-            .label_len = s->label_len,
-        };
-        osp__event_ring_write(reg->ring, OSP_REC_THREAD_START, &rec, sizeof(rec), s->label,
-                              s->label_len);
-    }
+    s->automatic = 0;
+    emit_thread_start(reg, s);
     s->active = 1;
     pthread_mutex_unlock(&reg->lock);
     free(spare);
@@ -181,13 +202,42 @@ void osp__registry_unregister(struct osp__registry *reg)
     pthread_mutex_lock(&reg->lock);
     if (s->active) {
         osp__registry_drain_slot(reg, s);
-        if (reg->ring && !reg->stopped) {
-            struct osp_rec_thread_end rec = {.slot = s->index, .generation = s->generation};
-            osp__event_ring_write(reg->ring, OSP_REC_THREAD_END, &rec, sizeof(rec), NULL, 0);
-        }
+        emit_thread_end(reg, s);
         s->active = 0;
     }
     pthread_mutex_unlock(&reg->lock);
+}
+
+void osp__registry_mark_automatic(struct osp__registry *reg)
+{
+    struct osp__slot *s = osp__tls_slot;
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&reg->lock);
+    s->automatic = 1;
+    pthread_mutex_unlock(&reg->lock);
+}
+
+int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char *label)
+{
+    int renamed = 0;
+    pthread_mutex_lock(&reg->lock);
+    for (uint32_t i = 0; i < reg->count && !renamed; i++) {
+        struct osp__slot *s = reg->slots[i];
+        if (!s->active || !s->automatic || !pthread_equal(s->thread, thread))
+            continue;
+        /* Samples taken so far belong to the old name's generation. */
+        osp__registry_drain_slot(reg, s);
+        emit_thread_end(reg, s);
+        s->generation++;
+        set_label(s, label);
+        s->wait_captured = 0; /* a REPEAT needs a stack of its own generation */
+        s->wait_signalled = 0;
+        emit_thread_start(reg, s);
+        renamed = 1;
+    }
+    pthread_mutex_unlock(&reg->lock);
+    return renamed;
 }
 
 /* Called with the registry lock held. */

@@ -454,6 +454,32 @@ START_TEST(registry_registers_and_reuses_slots_with_new_generations)
 }
 END_TEST
 
+START_TEST(registry_renames_only_automatic_registrations)
+{
+    uint64_t tail = 0;
+    ck_assert_int_eq(osp__registry_register(&reg, 0, "main"), 0);
+    ring_next(&reg_ring, &tail);
+    /* An explicit label is the runtime's: a thread name does not replace it. */
+    ck_assert_int_eq(osp__registry_rename(&reg, pthread_self(), "renamed"), 0);
+    ck_assert_ptr_null(ring_next(&reg_ring, &tail));
+    ck_assert_int_eq(osp__registry_register(&reg, 77, "thread"), 0);
+    osp__registry_mark_automatic(&reg);
+    ring_next(&reg_ring, &tail); /* THREAD_END of the explicit registration */
+    ring_next(&reg_ring, &tail); /* THREAD_START, generation 2 */
+    ck_assert_int_eq(osp__registry_rename(&reg, pthread_self(), "cruncher"), 1);
+    const struct osp_rec_thread_end *en = (const void *)ring_next(&reg_ring, &tail);
+    ck_assert_uint_eq(en->h.type, OSP_REC_THREAD_END);
+    ck_assert_uint_eq(en->generation, 2);
+    const struct osp_rec_thread_start *st = (const void *)ring_next(&reg_ring, &tail);
+    ck_assert_uint_eq(st->h.type, OSP_REC_THREAD_START);
+    ck_assert_uint_eq(st->generation, 3);
+    ck_assert_int_eq(st->fiber, 77);
+    ck_assert_uint_eq(st->label_len, 8);
+    ck_assert_mem_eq((const char *)(st + 1), "cruncher", 8);
+    osp__registry_unregister(&reg);
+}
+END_TEST
+
 struct worker {
     pthread_barrier_t *registered, *release;
     struct osp__slot *slot;
@@ -663,6 +689,7 @@ Suite *shim_suite(void)
     TCase *registry = tcase_create("registry");
     tcase_add_checked_fixture(registry, registry_setup, registry_teardown);
     tcase_add_test(registry, registry_registers_and_reuses_slots_with_new_generations);
+    tcase_add_test(registry, registry_renames_only_automatic_registrations);
     tcase_add_test(registry, registry_gives_concurrent_threads_distinct_slots_up_to_capacity);
     tcase_add_test(registry, registry_drains_thread_ring_into_sample_records);
     tcase_add_test(registry, registry_counts_samples_lost_to_a_full_event_ring);

@@ -389,6 +389,21 @@ START_TEST(descendants_write_beside_and_forked_children_do_not)
 }
 END_TEST
 
+START_TEST(thread_named_after_start_is_relabelled)
+{
+    static struct run r;
+    const char *args[] = {"named", NULL};
+    run(&r, "test-shim-target", args, profiled_env("n.txt", NULL, 1));
+    ck_assert_int_eq(r.status, 0);
+    read_summary("n.txt");
+    assert_well_formed();
+    struct thread_line t;
+    ck_assert(summary_thread("cruncher", 0, &t));
+    ck_assert_int_gt(t.samples, 0);
+    ck_assert_int_gt(t.fiber, 0);
+}
+END_TEST
+
 START_TEST(bad_rate_warns_once_and_uses_default)
 {
     static struct run r;
@@ -436,6 +451,7 @@ Suite *shim_e2e_suite(void)
     tcase_add_test(tc, program_sigprof_handler_is_kept);
     tcase_add_test(tc, static_archive_profiles_like_the_preload);
     tcase_add_test(tc, descendants_write_beside_and_forked_children_do_not);
+    tcase_add_test(tc, thread_named_after_start_is_relabelled);
     tcase_add_test(tc, bad_rate_warns_once_and_uses_default);
     tcase_add_test(tc, busy_threads_lose_no_samples);
     suite_add_tcase(s, tc);
