@@ -381,6 +381,16 @@ static void wait_for_daemon(void)
     }
 }
 
+/* The registry lock, waiting at most a second: exit() may run in a signal handler that
+ * interrupted the lock's holder on this very thread. */
+static int lock_bounded(pthread_mutex_t *lock)
+{
+    struct timespec limit;
+    clock_gettime(CLOCK_REALTIME, &limit);
+    limit.tv_sec += 1;
+    return pthread_mutex_timedlock(lock, &limit);
+}
+
 /* atexit: stop sampling, flush, publish the EXIT record, wait for ospreyd (bounded). Never
  * changes the exit status; a forked child's exit does nothing. */
 static void at_exit(void)
@@ -388,7 +398,12 @@ static void at_exit(void)
     if (getpid() != boot_pid || !osp__is_active())
         return;
     atomic_store_explicit(&active_flag, 0, memory_order_release);
-    osp__sampler_stop();
+    if (osp__sampler_stop() != 0) {
+        /* The sampler is stuck behind the registry lock (see osp__sampler_stop): the ring
+         * cannot be written safely. ospreyd keeps what it has drained. */
+        osp__warn("could not stop the sampler; the profile at %s may be incomplete", out_path);
+        return;
+    }
     osp__images_scan(&images); /* the loader lock, never under the registry lock */
 
     struct osp__registry *reg = &osp__the_registry;
@@ -396,7 +411,12 @@ static void at_exit(void)
     int attached = atomic_load_explicit(&ring_header->daemon_state, memory_order_acquire) ==
                    OSP_DAEMON_ATTACHED;
     for (int attempt = 0;; attempt++) {
-        pthread_mutex_lock(&reg->lock);
+        if (lock_bounded(&reg->lock) != 0) {
+            osp__warn("the profiler's registry is locked at exit; the profile at %s may be "
+                      "incomplete",
+                      out_path);
+            return;
+        }
         if (attempt == 0) {
             for (uint32_t i = 0; i < reg->count; i++)
                 if (reg->slots[i]->active)

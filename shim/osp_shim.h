@@ -221,7 +221,8 @@ int osp__sigprof_install(void);
 /* Nonzero when SIGPROF's handler is something other than ours, SIG_DFL or SIG_IGN. */
 int osp__sigprof_foreign(void);
 int osp__sampler_start(const struct osp__sampler_config *cfg);
-void osp__sampler_stop(void);
+/* Stop and join the sampler (waiting at most a second). Returns 0 or -ETIMEDOUT. */
+int osp__sampler_stop(void);
 
 enum osp__signal_verdict { OSP__SIGNAL_OK, OSP__SIGNAL_UNSAFE, OSP__SIGNAL_UNKNOWN };
 /* Parse /proc/self/task/<tid>/syscall content: may SIGPROF be delivered without making a

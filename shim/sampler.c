@@ -421,13 +421,21 @@ int osp__sampler_start(const struct osp__sampler_config *cfg)
     return 0;
 }
 
-void osp__sampler_stop(void)
+int osp__sampler_stop(void)
 {
     if (!sampler_started)
-        return;
+        return 0;
     sampler_started = 0;
     /* Release: pairs with the sampler's acquire load. */
     atomic_store_explicit(&sampler_stop_flag, 1, memory_order_release);
-    pthread_kill(sampler_thread, SIGPROF); /* cut the sleep short; the handler ignores it */
-    pthread_join(sampler_thread, NULL);
+    /* Cut the sleep short (our handler ignores a thread without a slot) — unless the program
+     * has its own SIGPROF handler by now, which must not see our signals. */
+    if (!osp__sigprof_foreign())
+        pthread_kill(sampler_thread, SIGPROF);
+    /* Bounded: exit() called from a signal handler that interrupted a registry-lock holder
+     * would otherwise leave the sampler, and us, waiting for ever. */
+    struct timespec limit;
+    clock_gettime(CLOCK_REALTIME, &limit);
+    limit.tv_sec += 1;
+    return -pthread_timedjoin_np(sampler_thread, NULL, &limit);
 }
