@@ -10,6 +10,11 @@
  * loader's lock, so it is never called with the registry lock held (a thread inside dlopen
  * could be waiting for the registry). An image is sent once; one that is unloaded and another
  * that appears at the same address with a different path or range is a new image.
+ *
+ * It also answers, for the sampler's scan of a blocked thread's stack, whether a word found
+ * there can be a return address: inside an image's executable text, right after a call
+ * instruction. Those code bytes are mapped (they are in a PF_X PT_LOAD segment of an object
+ * still loaded: the table is rescanned only by its owner, between uses).
  */
 #include <elf.h>
 #include <errno.h>
@@ -189,13 +194,42 @@ void osp__images_emit(struct osp__images *im, struct osp__event_ring *w)
     }
 }
 
-int osp__images_is_text(void *images, uint64_t addr)
+/* Does the code just before `ret` (all of it inside [text, ret)) end with a call? */
+static int follows_call(uint64_t text, uint64_t ret)
+{
+    const uint8_t *code = (const uint8_t *)(uintptr_t)ret;
+    uint64_t room = ret - text;
+#if defined(__x86_64__)
+    if (room >= 5 && code[-5] == 0xe8)
+        return 1; /* call rel32 */
+    /* call r/m64: FF /2, 2..7 bytes long (register, [reg], [reg+disp8], [rip+disp32], ...) */
+    for (uint64_t k = 2; k <= 7 && k <= room; k++)
+        if (code[-(ptrdiff_t)k] == 0xff && ((code[-(ptrdiff_t)k + 1] >> 3) & 7) == 2)
+            return 1;
+    return 0;
+#elif defined(__aarch64__)
+    if (room < 4 || (ret & 3))
+        return 0;
+    uint32_t insn;
+    memcpy(&insn, code - 4, 4);
+    return (insn & 0xfc000000u) == 0x94000000u || /* bl */
+           (insn & 0xfffffc1fu) == 0xd63f0000u || /* blr */
+           (insn & 0xfffffc1fu) == 0xd63f081fu || /* blraaz, blrabz */
+           (insn & 0xfefff800u) == 0xd63f0800u;   /* blraa, blrab */
+#else
+    (void)code;
+    (void)room;
+    return 1;
+#endif
+}
+
+int osp__images_is_return_address(void *images, uint64_t addr)
 {
     const struct osp__images *im = images;
     for (size_t i = 0; i < im->count; i++) {
         const struct osp__image *img = &im->items[i];
-        if (img->seen && addr >= img->text && addr - img->text < img->text_size)
-            return 1;
+        if (img->seen && addr > img->text && addr - img->text < img->text_size)
+            return follows_call(img->text, addr);
     }
     return 0;
 }

@@ -45,13 +45,15 @@ uint32_t osp__unwind_walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, ui
 uint32_t osp__unwind_walk_lr(uint64_t pc, uint64_t lr, uint64_t fp, uint64_t lo, uint64_t hi,
                              uint64_t *out, uint32_t cap);
 
-/* Nonzero when addr lies in the executable text of a loaded image (a text-range predicate). */
+/* Nonzero when addr can be a return address (inside a loaded image's text, after a call). */
 typedef int (*osp__text_pred)(void *ctx, uint64_t addr);
 
 /* Capture a blocked thread's stack from outside it: frames = [pc], then scan upward from sp
  * (at most OSP__SCAN_BYTES, within [lo, hi)) for the first 8-aligned address a with [a] == 0
  * or a plausible higher frame pointer, and [a + 8] accepted by is_text; from there an
- * ordinary osp__unwind_walk. Returns the depth (1 when no frame record is found). */
+ * ordinary frame-pointer walk with the same checks, which also ends at the first return
+ * address is_text rejects (nothing from a stale slot is trusted further). Returns the depth
+ * (1 when no frame record is found). */
 uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
                           osp__text_pred is_text, void *ctx, uint64_t *out, uint32_t cap);
 
@@ -205,8 +207,9 @@ int osp__images_changed(struct osp__images *im);
 int osp__images_scan(struct osp__images *im);
 /* Called with the registry lock held: write IMAGE records for images not yet sent. */
 void osp__images_emit(struct osp__images *im, struct osp__event_ring *w);
-/* Text-range predicate over the scanned images (an osp__text_pred). */
-int osp__images_is_text(void *images, uint64_t addr);
+/* An osp__text_pred over the scanned images: addr is inside an image's executable text and
+ * the instruction before it is a call (so it can be a return address). */
+int osp__images_is_return_address(void *images, uint64_t addr);
 
 /* ---- sampler.c --------------------------------------------------------------------------- */
 

@@ -240,8 +240,9 @@ static void capture_blocked(struct osp__registry *reg, struct osp__slot *s, uint
                             uint32_t state, uint64_t sp, uint64_t pc)
 {
     uint64_t pcs[OSP_MAX_DEPTH];
-    uint32_t depth = osp__unwind_scan(pc, sp, s->stack_lo, s->stack_hi, osp__images_is_text,
-                                      sampler_cfg.images, pcs, OSP_MAX_DEPTH);
+    uint32_t depth =
+        osp__unwind_scan(pc, sp, s->stack_lo, s->stack_hi, osp__images_is_return_address,
+                         sampler_cfg.images, pcs, OSP_MAX_DEPTH);
     osp__registry_emit_sample(reg, s, now, state, pcs, depth);
 }
 

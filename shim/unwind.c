@@ -20,9 +20,10 @@
 
 #include "osp_shim.h"
 
-/* Async-signal-safe: reads only memory inside [lo, hi). */
-uint32_t osp__unwind_walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out,
-                          uint32_t cap)
+/* The walk, with an optional check of each return address. Async-signal-safe when is_text
+ * is NULL: then it reads only memory inside [lo, hi). */
+static uint32_t walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, osp__text_pred is_text,
+                     void *ctx, uint64_t *out, uint32_t cap)
 {
     if (cap == 0)
         return 0;
@@ -41,11 +42,20 @@ uint32_t osp__unwind_walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, ui
         uint64_t ret = osp__strip_pac(record[1]);
         if (ret == 0)
             break; /* the outermost frame */
+        if (is_text && !is_text(ctx, ret))
+            break; /* not code: this is no frame record */
         out[depth++] = ret;
         prev = fp;
         fp = next;
     }
     return depth;
+}
+
+/* Async-signal-safe: reads only memory inside [lo, hi). */
+uint32_t osp__unwind_walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out,
+                          uint32_t cap)
+{
+    return walk(pc, fp, lo, hi, NULL, NULL, out, cap);
 }
 
 /* Async-signal-safe. */
@@ -111,7 +121,7 @@ uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
         end = lo + OSP__SCAN_BYTES;
     for (; a <= end && hi >= 16; a += 8) {
         if (plausible_record(a, lo, hi, is_text, ctx))
-            return osp__unwind_walk(pc, a, lo, hi, out, cap);
+            return walk(pc, a, lo, hi, is_text, ctx, out, cap);
     }
     return 1;
 }

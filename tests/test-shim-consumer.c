@@ -8,6 +8,10 @@
  *
  * Summary lines: "key value" for totals, then one "thread" line per registration:
  *   thread <slot> <generation> <fiber> <label> <samples> <waiting> <repeats> <first_ns> <last_ns>
+ * one line per image:
+ *   image <base> <slide> <text> <text_size> <arch> <path>
+ * and the first few stacks of each state:
+ *   stack <on-cpu|waiting> <slot> <generation> <pc> <pc> ...
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +41,35 @@ static int nthreads;
 static uint64_t pads, images, main_images, exit_records, exit_dropped, errors, starts, ends,
     unknown_samples, max_depth;
 static char main_image[OSP_MAX_PATH + 1];
+static char image_lines[64][640];
+static int nimage_lines;
+/* Executable ranges of the images seen so far, to count pcs that fall outside all of them. */
+static uint64_t text_lo[1024], text_hi[1024];
+static int ntext;
+static uint64_t stray_pcs, deep_waiting;
+
+static int in_text(uint64_t pc)
+{
+    for (int i = 0; i < ntext; i++)
+        if (pc >= text_lo[i] && pc < text_hi[i])
+            return 1;
+    return 0;
+}
+/* The first few stacks of each state, for tests that check what the walk found. */
+#define KEPT_STACKS 4
+static char kept[2][KEPT_STACKS][OSP_MAX_DEPTH * 19 + 64];
+static int nkept[2];
+
+static void keep_stack(const struct osp_rec_sample *r, const uint64_t *pcs)
+{
+    uint32_t state = r->state == OSP_STATE_WAITING;
+    if (nkept[state] >= KEPT_STACKS)
+        return;
+    char *line = kept[state][nkept[state]++];
+    int n = sprintf(line, "stack %s %u %u", state ? "waiting" : "on-cpu", r->slot, r->generation);
+    for (uint32_t i = 0; i < r->depth; i++)
+        n += sprintf(line + n, " 0x%llx", (unsigned long long)pcs[i]);
+}
 
 static struct thread_info *find_thread(uint32_t slot, uint32_t generation)
 {
@@ -127,6 +160,12 @@ static int drain(struct osp_ring_header *h, const uint8_t *data)
             if (r.depth > max_depth)
                 max_depth = r.depth;
             sample_seen(r.slot, r.generation, r.t_ns, r.state == OSP_STATE_WAITING, 0);
+            uint64_t pcs[OSP_MAX_DEPTH];
+            memcpy(pcs, rec + sizeof(r), r.depth * 8u);
+            keep_stack(&r, pcs);
+            for (uint32_t i = 0; i < r.depth; i++)
+                stray_pcs += !in_text(pcs[i]);
+            deep_waiting += r.state == OSP_STATE_WAITING && r.depth >= 2;
             break;
         }
         case OSP_REC_REPEAT: {
@@ -143,6 +182,16 @@ static int drain(struct osp_ring_header *h, const uint8_t *data)
                 break;
             }
             images++;
+            if (ntext < 1024) {
+                text_lo[ntext] = r.text;
+                text_hi[ntext++] = r.text + r.text_size;
+            }
+            if (nimage_lines < 64)
+                snprintf(image_lines[nimage_lines++], sizeof(image_lines[0]),
+                         "image 0x%llx 0x%llx 0x%llx 0x%llx %s %.*s", (unsigned long long)r.base,
+                         (unsigned long long)r.slide, (unsigned long long)r.text,
+                         (unsigned long long)r.text_size, r.arch,
+                         (int)(r.path_len < 512 ? r.path_len : 512), rec + sizeof(r));
             if (r.flags & OSP_IMAGE_MAIN) {
                 main_images++;
                 memcpy(main_image, rec + sizeof(r), r.path_len);
@@ -197,6 +246,8 @@ static int write_summary(const char *path, struct osp_ring_header *h)
     fprintf(f, "unknown_samples %llu\n", (unsigned long long)unknown_samples);
     fprintf(f, "max_depth %llu\n", (unsigned long long)max_depth);
     fprintf(f, "errors %llu\n", (unsigned long long)errors);
+    fprintf(f, "stray_pcs %llu\n", (unsigned long long)stray_pcs);
+    fprintf(f, "deep_waiting %llu\n", (unsigned long long)deep_waiting);
     for (int i = 0; i < nthreads; i++) {
         struct thread_info *t = &threads[i];
         fprintf(f, "thread %u %u %lld %s %llu %llu %llu %llu %llu\n", t->slot, t->generation,
@@ -204,6 +255,11 @@ static int write_summary(const char *path, struct osp_ring_header *h)
                 (unsigned long long)t->waiting, (unsigned long long)t->repeats,
                 (unsigned long long)t->first_ns, (unsigned long long)t->last_ns);
     }
+    for (int i = 0; i < nimage_lines; i++)
+        fprintf(f, "%s\n", image_lines[i]);
+    for (int state = 0; state < 2; state++)
+        for (int i = 0; i < nkept[state]; i++)
+            fprintf(f, "%s\n", kept[state][i]);
     if (fclose(f) != 0)
         return -1;
     return rename(tmp, path);

@@ -198,6 +198,12 @@ START_TEST(scan_finds_first_plausible_frame_record)
     ck_assert_uint_eq(out[0], 0xfeed);
     ck_assert_uint_eq(out[1], 0x1500);
     ck_assert_uint_eq(out[2], 0x1600);
+    /* The walk that follows ends at the first return address that is not code. */
+    plant(120, addr_of(130), 0x1600);
+    plant(130, 0, 0x9999);
+    ck_assert_uint_eq(osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),
+                                       text_between_0x1000_and_0x2000, NULL, out, OSP_MAX_DEPTH),
+                      3);
     /* Nothing plausible within reach: the pc alone. */
     memset(fake, 0, sizeof(fake));
     ck_assert_uint_eq(osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),

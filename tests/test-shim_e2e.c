@@ -201,6 +201,7 @@ static void assert_well_formed(void)
 {
     ck_assert_int_eq(summary_value("errors"), 0);
     ck_assert_int_eq(summary_value("unknown_samples"), 0);
+    ck_assert_int_ge(summary_value("samples"), 1);
     ck_assert_int_eq(summary_value("exit_records"), 1);
     ck_assert_int_eq(summary_value("main_images"), 1);
     ck_assert_int_ge(summary_value("images"), 3);
@@ -286,8 +287,9 @@ START_TEST(sleeping_thread_is_not_woken_early)
     assert_well_formed();
     struct thread_line t;
     ck_assert(summary_thread("main", 0, &t));
-    ck_assert_int_gt(t.waiting, 0); /* its sleeping stack was captured ... */
-    ck_assert_int_gt(t.repeats, 0); /* ... and repeated while it slept */
+    ck_assert_int_gt(t.waiting, 0);                     /* its sleeping stack was captured ... */
+    ck_assert_int_gt(summary_value("deep_waiting"), 0); /* ... past the syscall's pc ... */
+    ck_assert_int_gt(t.repeats, 0);                     /* ... and repeated while it slept */
 }
 END_TEST
 
