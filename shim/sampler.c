@@ -31,11 +31,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -231,7 +233,9 @@ static void signal_slot(struct osp__slot *s, uint32_t state)
 {
     /* Relaxed: see struct osp__slot. */
     atomic_store_explicit(&s->signal_state, state, memory_order_relaxed);
-    pthread_kill(s->thread, SIGPROF);
+    /* tgkill rather than pthread_kill (which adds two sigprocmask calls): the tid cannot be
+     * stale, the thread is registered and unregistering needs the lock we hold. */
+    syscall(SYS_tgkill, (pid_t)getpid(), (pid_t)s->tid, SIGPROF);
 }
 
 /* Called with the registry lock held: capture a thread blocked in a syscall that a signal
@@ -320,6 +324,31 @@ static void tick_slot(struct osp__registry *reg, struct osp__slot *s, uint64_t n
         s->wait_signalled = 1;
 }
 
+/* Ask the scheduler for a short time slice (Linux >= 6.12, EEVDF: sched_attr.sched_runtime
+ * of a SCHED_OTHER thread is its slice request). A woken sampler then gets an early virtual
+ * deadline and runs promptly even among many CPU-bound threads, instead of waiting out their
+ * slices; it never runs longer than a tick's work anyway. Needs no privilege; older kernels
+ * ignore it. The thread's nice value is kept. */
+static void request_short_slice(void)
+{
+    struct {
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime, deadline, period;
+    } attr = {.size = 48, .policy = 0 /* SCHED_OTHER */};
+    if (sched_getscheduler(0) != SCHED_OTHER)
+        return; /* keep a real-time or batch policy inherited from the program */
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)gettid());
+    if (errno != 0)
+        return;
+    attr.nice = nice;
+    attr.runtime = 100000; /* 100 us, the shortest slice the kernel accepts */
+    syscall(SYS_sched_setattr, gettid(), &attr, 0u);
+}
+
 /* xorshift64*: the jitter only needs to be unpredictable to the program's own periodicity. */
 static uint64_t next_random(uint64_t *state)
 {
@@ -340,6 +369,7 @@ static void *sampler_main(void *arg)
     sigaddset(&prof, SIGPROF);
     pthread_sigmask(SIG_UNBLOCK, &prof, NULL); /* osp__sampler_stop wakes us with SIGPROF */
     pthread_setname_np(pthread_self(), "osprey-sampler");
+    request_short_slice();
 
     uint64_t rng = 0;
     if (getrandom(&rng, sizeof(rng), GRND_NONBLOCK) != (ssize_t)sizeof(rng) || rng == 0)
