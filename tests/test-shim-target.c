@@ -13,11 +13,14 @@
  *   named                 a named thread spins briefly
  *   spawn                 runs itself ("print 0") as a child through exec, waits for it
  *   fork                  forks a child that spins and exits through exit(7)
+ *   dlopen                loads test-shim-plugin.so (beside this program), spins in it,
+ *                         unloads it, spins a little more
  *
  * With TARGET_SIGPROF_EARLY=1 in the environment a constructor that runs before the shim's
  * installs the program's SIGPROF handler (for the static-archive build of this program).
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -239,6 +242,27 @@ static int mode_fork(void)
     return 0;
 }
 
+static int mode_dlopen(void)
+{
+    char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 32);
+    if (n <= 0)
+        return 1;
+    path[n] = '\0';
+    strcpy(strrchr(path, '/') + 1, "test-shim-plugin.so");
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL)
+        return 1;
+    uint64_t (*spin)(uint64_t);
+    void *sym = dlsym(handle, "plugin_spin");
+    memcpy(&spin, &sym, sizeof(spin));
+    sink = spin(200000000);
+    dlclose(handle);
+    spin_for(50000000);
+    printf("plugin unloaded\n");
+    return 0;
+}
+
 __attribute__((constructor(101))) static void early_sigprof(void)
 {
     const char *early = getenv("TARGET_SIGPROF_EARLY");
@@ -271,5 +295,7 @@ int main(int argc, char **argv)
         return mode_spawn();
     if (strcmp(mode, "fork") == 0)
         return mode_fork();
+    if (strcmp(mode, "dlopen") == 0)
+        return mode_dlopen();
     return 2;
 }

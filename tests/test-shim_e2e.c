@@ -406,6 +406,20 @@ START_TEST(thread_named_after_start_is_relabelled)
 }
 END_TEST
 
+START_TEST(objects_loaded_later_reach_the_image_list)
+{
+    static struct run r;
+    const char *args[] = {"dlopen", NULL};
+    run(&r, "test-shim-target", args, profiled_env("l.txt", NULL, 1));
+    ck_assert_str_eq(r.out, "plugin unloaded\n");
+    ck_assert_int_eq(r.status, 0);
+    read_summary("l.txt");
+    assert_well_formed();
+    /* Loaded and unloaded again before exit: only the periodic check can have seen it. */
+    ck_assert_msg(strstr(summary, "/test-shim-plugin.so\n") != NULL, "%s", summary);
+}
+END_TEST
+
 START_TEST(bad_rate_warns_once_and_uses_default)
 {
     static struct run r;
@@ -454,6 +468,7 @@ Suite *shim_e2e_suite(void)
     tcase_add_test(tc, static_archive_profiles_like_the_preload);
     tcase_add_test(tc, descendants_write_beside_and_forked_children_do_not);
     tcase_add_test(tc, thread_named_after_start_is_relabelled);
+    tcase_add_test(tc, objects_loaded_later_reach_the_image_list);
     tcase_add_test(tc, bad_rate_warns_once_and_uses_default);
     tcase_add_test(tc, busy_threads_lose_no_samples);
     suite_add_tcase(s, tc);
