@@ -498,7 +498,7 @@ static void boot(void)
         pthread_mutex_lock(&osp__the_registry.lock);
         osp__images_emit(&images, &event_ring);
         pthread_mutex_unlock(&osp__the_registry.lock);
-        err = osp__sigprof_install();
+        err = osp__sigprof_install(osp__sigprof_handler);
     }
     if (err) {
         osp__warn("cannot start profiling: %s; profiling is off", strerror(-err));

@@ -15,6 +15,7 @@
 #define OSP_SHIM_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -220,9 +221,8 @@ struct osp__sampler_config {
     uint32_t rate_hz;
 };
 
-int osp__sigprof_install(void);
-/* Nonzero when SIGPROF's handler is something other than ours, SIG_DFL or SIG_IGN. */
-int osp__sigprof_foreign(void);
+/* The SIGPROF handler (sampler.c). */
+void osp__sigprof_handler(int sig, siginfo_t *info, void *context);
 int osp__sampler_start(const struct osp__sampler_config *cfg);
 /* Stop and join the sampler (waiting at most a second). Returns 0 or -ETIMEDOUT. */
 int osp__sampler_stop(void);
@@ -231,6 +231,21 @@ enum osp__signal_verdict { OSP__SIGNAL_OK, OSP__SIGNAL_UNSAFE, OSP__SIGNAL_UNKNO
 /* Parse /proc/self/task/<tid>/syscall content: may SIGPROF be delivered without making a
  * syscall return early? On OSP__SIGNAL_UNSAFE, *sp and *pc hold the user registers. */
 enum osp__signal_verdict osp__syscall_verdict(const char *text, uint64_t *sp, uint64_t *pc);
+
+/* ---- signals.c --------------------------------------------------------------------------- */
+
+/* Install the handler (SA_RESTART | SA_SIGINFO); the previous disposition becomes the
+ * program's shadow disposition. Returns 0 or -errno. */
+int osp__sigprof_install(void (*handler)(int, siginfo_t *, void *));
+/* Nonzero when the kernel's SIGPROF handler is neither ours nor SIG_DFL/SIG_IGN (before
+ * install: the program has a handler; after: it replaced ours behind libc's back). */
+int osp__sigprof_foreign(void);
+/* Send SIGPROF to thread `tid` of this process, tagged as ours. Returns 0 or -errno. */
+int osp__sigprof_send(pid_t tid);
+/* Is this delivery one of ours? Async-signal-safe. */
+int osp__sigprof_is_ours(const siginfo_t *info);
+/* Hand a delivery that is not ours to the program's disposition. Async-signal-safe. */
+void osp__sigprof_forward(int sig, siginfo_t *info, void *context);
 
 /* ---- boot.c ------------------------------------------------------------------------------ */
 

@@ -52,6 +52,9 @@
 
 static struct osp__sampler_config sampler_cfg;
 static pthread_t sampler_thread;
+/* The sampler's tid, for the wake-up signal at stop: set by the sampler before its first
+ * sleep, read by the stopping thread (release/acquire). */
+static _Atomic pid_t sampler_tid;
 static int sampler_started;
 /* Set by osp__sampler_stop, read by the sampler each tick: release/acquire so the sampler
  * that sees it also sees everything the exit path wrote before. */
@@ -66,10 +69,12 @@ static uint64_t mono_ns_signal_safe(void)
 }
 
 /* Async-signal-safe. */
-static void sigprof_handler(int sig, siginfo_t *info, void *context)
+void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
 {
-    (void)sig;
-    (void)info;
+    if (!osp__sigprof_is_ours(info)) {
+        osp__sigprof_forward(sig, info, context); /* the program's, not ours (signals.c) */
+        return;
+    }
     int saved_errno = errno;
     struct osp__slot *s = osp__tls_slot;
     if (s != NULL && context != NULL) {
@@ -110,31 +115,6 @@ static void sigprof_handler(int sig, siginfo_t *info, void *context)
                                   memory_order_relaxed);
     }
     errno = saved_errno;
-}
-
-static struct sigaction installed_action;
-
-int osp__sigprof_install(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = sigprof_handler;
-    sa.sa_flags = SA_RESTART | SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGPROF, &sa, NULL) != 0)
-        return -errno;
-    installed_action = sa;
-    return 0;
-}
-
-int osp__sigprof_foreign(void)
-{
-    struct sigaction cur;
-    if (sigaction(SIGPROF, NULL, &cur) != 0)
-        return 0;
-    if (cur.sa_flags & SA_SIGINFO)
-        return cur.sa_sigaction != sigprof_handler;
-    return cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
 }
 
 /* Is a signal delivered during syscall `nr` (with these arguments) invisible to the
@@ -233,9 +213,9 @@ static void signal_slot(struct osp__slot *s, uint32_t state)
 {
     /* Relaxed: see struct osp__slot. */
     atomic_store_explicit(&s->signal_state, state, memory_order_relaxed);
-    /* tgkill rather than pthread_kill (which adds two sigprocmask calls): the tid cannot be
-     * stale, the thread is registered and unregistering needs the lock we hold. */
-    syscall(SYS_tgkill, (pid_t)getpid(), (pid_t)s->tid, SIGPROF);
+    /* By tid rather than pthread_kill: the tid cannot be stale, the thread is registered and
+     * unregistering needs the lock we hold. Tagged as ours (signals.c). */
+    osp__sigprof_send(s->tid);
 }
 
 /* Called with the registry lock held: capture a thread blocked in a syscall that a signal
@@ -368,6 +348,7 @@ static void *sampler_main(void *arg)
     sigemptyset(&prof);
     sigaddset(&prof, SIGPROF);
     pthread_sigmask(SIG_UNBLOCK, &prof, NULL); /* osp__sampler_stop wakes us with SIGPROF */
+    atomic_store_explicit(&sampler_tid, gettid(), memory_order_release);
     pthread_setname_np(pthread_self(), "osprey-sampler");
     request_short_slice();
 
@@ -435,6 +416,7 @@ int osp__sampler_start(const struct osp__sampler_config *cfg)
 {
     sampler_cfg = *cfg;
     atomic_store_explicit(&sampler_stop_flag, 0, memory_order_relaxed);
+    atomic_store_explicit(&sampler_tid, 0, memory_order_relaxed);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, OSP__SAMPLER_STACK);
@@ -461,8 +443,9 @@ int osp__sampler_stop(void)
     atomic_store_explicit(&sampler_stop_flag, 1, memory_order_release);
     /* Cut the sleep short (our handler ignores a thread without a slot) — unless the program
      * has its own SIGPROF handler by now, which must not see our signals. */
-    if (!osp__sigprof_foreign())
-        pthread_kill(sampler_thread, SIGPROF);
+    pid_t tid = atomic_load_explicit(&sampler_tid, memory_order_acquire);
+    if (tid > 0 && !osp__sigprof_foreign())
+        osp__sigprof_send(tid);
     /* Bounded: exit() called from a signal handler that interrupted a registry-lock holder
      * would otherwise leave the sampler, and us, waiting for ever. */
     struct timespec limit;

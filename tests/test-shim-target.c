@@ -9,6 +9,9 @@
  *   churn N               N short threads, a few at a time, some ending by pthread_exit
  *   sigprof               installs its own SIGPROF handler, then checks it is still there
  *                         and still called
+ *   itimer                its own SIGPROF handler driven by setitimer(ITIMER_PROF); says
+ *                         whether the timer's signals arrived
+ *   killed                no handler; SIGPROF from itself kills it (the default action)
  *   tasks                 prints how many threads the process has and its /dev/shm objects
  *   named                 a named thread spins briefly
  *   spawn                 runs itself ("print 0") as a child through exec, waits for it
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -171,6 +175,32 @@ static int mode_sigprof(void)
     return kept && own_hits == 2 ? 0 : 1;
 }
 
+static int mode_itimer(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = own_handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPROF, &sa, NULL);
+    struct itimerval every_ms = {{0, 1000}, {0, 1000}}, off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_PROF, &every_ms, NULL);
+    spin_for(300000000);
+    setitimer(ITIMER_PROF, &off, NULL);
+    printf("timer signals arrived: %s\n", own_hits > 20 ? "yes" : "no");
+    return 0;
+}
+
+static int mode_killed(void)
+{
+    spin_for(50000000);
+    printf("about to be killed\n");
+    fflush(stdout);
+    raise(SIGPROF);
+    printf("still alive\n");
+    return 0;
+}
+
 static int count_dir(const char *path, const char *prefix)
 {
     DIR *d = opendir(path);
@@ -295,6 +325,10 @@ int main(int argc, char **argv)
         return mode_spawn();
     if (strcmp(mode, "fork") == 0)
         return mode_fork();
+    if (strcmp(mode, "itimer") == 0)
+        return mode_itimer();
+    if (strcmp(mode, "killed") == 0)
+        return mode_killed();
     if (strcmp(mode, "dlopen") == 0)
         return mode_dlopen();
     return 2;

@@ -320,21 +320,41 @@ START_TEST(off_means_off)
     ck_assert_str_eq(r.err, "");
     run(&r, "test-shim-target-static", args, NULL);
     ck_assert_str_eq(r.out, "tasks 1 shm 0 sigprof-default 1\n");
-    /* The same probe sees the profiler when it is on. */
+    /* The same probe sees the profiler when it is on (the program's own view of SIGPROF is
+     * kept even then). */
     run(&r, "test-shim-target", args, profiled_env("o.txt", NULL, 0));
-    ck_assert_str_eq(r.out, "tasks 2 shm 1 sigprof-default 0\n");
+    ck_assert_str_eq(r.out, "tasks 2 shm 1 sigprof-default 1\n");
 }
 END_TEST
 
 START_TEST(program_sigprof_handler_is_kept)
 {
-    static struct run r;
+    static struct run plain, r;
     const char *args[] = {"sigprof", NULL};
-    /* Installed after the shim started (in main): the shim backs off. */
+    /* Installed after the shim started (in main): the program sees its own handler, gets its
+     * own signals and none of ours, and is still profiled. */
     run(&r, "test-shim-target", args, profiled_env("h.txt", "10000", 1));
     ck_assert_str_eq(r.out, "handler kept 1, own signals seen 2\n");
     ck_assert_int_eq(r.status, 0);
-    ck_assert_ptr_nonnull(strstr(r.err, "osprey: the program installed its own SIGPROF handler"));
+    ck_assert_str_eq(r.err, "");
+    read_summary("h.txt");
+    assert_well_formed();
+    ck_assert_int_gt(summary_value("samples"), 100);
+
+    /* Its own profiling timer keeps working beside ours. */
+    const char *itimer[] = {"itimer", NULL};
+    run(&r, "test-shim-target", itimer, profiled_env("i.txt", "10000", 1));
+    ck_assert_str_eq(r.out, "timer signals arrived: yes\n");
+    ck_assert_int_eq(r.status, 0);
+
+    /* Without a handler, a SIGPROF that is not ours still has its default action. */
+    const char *killed[] = {"killed", NULL};
+    run(&plain, "test-shim-target", killed, NULL);
+    run(&r, "test-shim-target", killed, profiled_env("k.txt", NULL, 1));
+    ck_assert_int_eq(plain.status, 128 + SIGPROF);
+    ck_assert_int_eq(r.status, plain.status);
+    ck_assert_str_eq(r.out, plain.out);
+
     /* Installed before the shim boots: the shim stays off. */
     const char **env = profiled_env("h2.txt", NULL, 1);
     const char *env2[8];

@@ -1,0 +1,268 @@
+/* signals.c — SIGPROF: ours to send, the program's to keep.
+ *
+ * Owns the SIGPROF disposition while the profiler runs: installing our handler, telling our
+ * own signals apart from everybody else's, and keeping the program's view of SIGPROF intact —
+ * the interposed sigaction, signal, bsd_signal and sysv_signal record a handler the program
+ * installs for SIGPROF (its "shadow" disposition) instead of replacing ours, answer queries
+ * with it, and signals that are not ours are forwarded to it (or get its default action).
+ *
+ * DESIGN. Our signals are sent with rt_tgsigqueueinfo carrying si_code SI_QUEUE, our pid, and
+ * the address of a private cookie in si_value, so the handler can tell them from the
+ * program's own (setitimer(ITIMER_PROF), raise, kill from outside). Without this, a program
+ * that installs a SIGPROF handler after we started — GNU sort installs one to clean up its
+ * temporary files, then dies — could be handed one of our signals. The shadow disposition is
+ * read by the handler, so it is published under a sequence counter (a seqlock): a writer
+ * blocks SIGPROF on its own thread (a handler cannot interrupt it there) and makes the count
+ * odd while it copies, readers retry until they see the same even count before and after.
+ * A program that bypasses libc (a raw rt_sigaction syscall) replaces our handler for real;
+ * the sampler notices (osp__sigprof_foreign) and stops signalling.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "osp_shim.h"
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef void (*handler_fn)(int, siginfo_t *, void *);
+
+static sigaction_fn real_sigaction_ptr;
+/* Our handler, once installed (then the wrappers keep the program's SIGPROF in the shadow for
+ * the rest of the process's life, forked children included). Written once at boot before any
+ * other thread can care; relaxed. */
+static _Atomic(handler_fn) installed;
+static const char cookie = 'o';
+
+static struct sigaction shadow;
+/* Even: shadow is stable; odd: a writer is copying. Release after writing, acquire before
+ * reading, so a reader that sees the same even count twice read a complete copy. */
+static _Atomic uint32_t shadow_seq;
+static pthread_mutex_t shadow_writers = PTHREAD_MUTEX_INITIALIZER;
+
+/* The C library's sigaction (ours interposes it). NULL only if the loader cannot find it. */
+static sigaction_fn real_sigaction(void)
+{
+    if (real_sigaction_ptr == NULL) {
+        void *sym = dlsym(RTLD_NEXT, "sigaction");
+        memcpy(&real_sigaction_ptr, &sym, sizeof(sym));
+    }
+    return real_sigaction_ptr;
+}
+
+/* Async-signal-safe. */
+static void shadow_read(struct sigaction *out)
+{
+    for (;;) {
+        uint32_t before = atomic_load_explicit(&shadow_seq, memory_order_acquire);
+        if (before & 1u)
+            continue; /* a writer on another thread is mid-copy */
+        memcpy(out, &shadow, sizeof(*out));
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&shadow_seq, memory_order_relaxed) == before)
+            return;
+    }
+}
+
+/* Async-signal-safe when called from the SIGPROF handler (SIGPROF is blocked there). */
+static void shadow_write_blocked(const struct sigaction *in)
+{
+    uint32_t seq = atomic_load_explicit(&shadow_seq, memory_order_relaxed);
+    atomic_store_explicit(&shadow_seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    memcpy(&shadow, in, sizeof(shadow));
+    atomic_store_explicit(&shadow_seq, seq + 2, memory_order_release);
+}
+
+static void shadow_write(const struct sigaction *in)
+{
+    sigset_t prof, old;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    pthread_mutex_lock(&shadow_writers);
+    pthread_sigmask(SIG_BLOCK, &prof, &old);
+    shadow_write_blocked(in);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_mutex_unlock(&shadow_writers);
+}
+
+int osp__sigprof_foreign(void)
+{
+    sigaction_fn real = real_sigaction();
+    struct sigaction cur;
+    if (real == NULL || real(SIGPROF, NULL, &cur) != 0)
+        return 0;
+    handler_fn ours = atomic_load_explicit(&installed, memory_order_relaxed);
+    if (cur.sa_flags & SA_SIGINFO)
+        return cur.sa_sigaction != ours;
+    return cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
+}
+
+int osp__sigprof_install(handler_fn handler)
+{
+    sigaction_fn real = real_sigaction();
+    if (real == NULL)
+        return -ENOSYS;
+    struct sigaction sa, before;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = handler;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    if (real(SIGPROF, &sa, &before) != 0)
+        return -errno;
+    shadow_write(&before); /* SIG_DFL or SIG_IGN: boot refuses to run over a handler */
+    atomic_store_explicit(&installed, handler, memory_order_relaxed);
+    return 0;
+}
+
+int osp__sigprof_send(pid_t tid)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    info.si_signo = SIGPROF;
+    info.si_code = SI_QUEUE;
+    info.si_pid = getpid();
+    info.si_uid = getuid();
+    info.si_value.sival_ptr = (void *)&cookie;
+    if (syscall(SYS_rt_tgsigqueueinfo, info.si_pid, tid, SIGPROF, &info) != 0)
+        return -errno;
+    return 0;
+}
+
+/* Async-signal-safe. */
+int osp__sigprof_is_ours(const siginfo_t *info)
+{
+    return info != NULL && info->si_code == SI_QUEUE && info->si_pid == getpid() &&
+           info->si_value.sival_ptr == (void *)&cookie;
+}
+
+/* Async-signal-safe: sigprocmask/pthread_sigmask, sigaction and the tgkill syscall are. */
+void osp__sigprof_forward(int sig, siginfo_t *info, void *context)
+{
+    struct sigaction act;
+    shadow_read(&act);
+    int siginfo = (act.sa_flags & SA_SIGINFO) != 0;
+    if (!siginfo && act.sa_handler == SIG_IGN)
+        return;
+    if (!siginfo && act.sa_handler == SIG_DFL) {
+        /* The default action (terminate), as if we had never been here: it happens when
+         * this handler returns and SIGPROF is unblocked. */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof(dfl));
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        sigaction_fn real = real_sigaction();
+        if (real)
+            real(SIGPROF, &dfl, NULL);
+        syscall(SYS_tgkill, getpid(), gettid(), sig);
+        return;
+    }
+    if (act.sa_flags & SA_RESETHAND) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof(dfl));
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        shadow_write_blocked(&dfl);
+    }
+    sigset_t mask = act.sa_mask, old;
+    if (act.sa_flags & SA_NODEFER)
+        sigdelset(&mask, SIGPROF);
+    else
+        sigaddset(&mask, SIGPROF);
+    pthread_sigmask(SIG_BLOCK, &mask, &old);
+    if (act.sa_flags & SA_NODEFER) {
+        sigset_t prof;
+        sigemptyset(&prof);
+        sigaddset(&prof, SIGPROF);
+        pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
+    }
+    if (siginfo)
+        act.sa_sigaction(sig, info, context);
+    else
+        act.sa_handler(sig);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- the program's side --------------------------------------------------------------- */
+
+__attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction *act,
+                                                     struct sigaction *old)
+{
+    sigaction_fn real = real_sigaction();
+    if (sig != SIGPROF || atomic_load_explicit(&installed, memory_order_relaxed) == NULL) {
+        if (real == NULL) {
+            errno = ENOSYS;
+            return -1;
+        }
+        return real(sig, act, old);
+    }
+    struct sigaction previous;
+    shadow_read(&previous);
+    if (act != NULL)
+        shadow_write(act);
+    if (old != NULL)
+        *old = previous;
+    return 0;
+}
+
+static sighandler_t set_simple(int sig, sighandler_t handler, int flags)
+{
+    struct sigaction act, old;
+    memset(&act, 0, sizeof(act));
+    act.sa_handler = handler;
+    act.sa_flags = flags;
+    sigemptyset(&act.sa_mask);
+    if (handler == SIG_ERR || sig <= 0 || sig >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    if (sigaction(sig, &act, &old) != 0)
+        return SIG_ERR;
+    if (old.sa_flags & SA_SIGINFO) {
+        sighandler_t h;
+        memcpy(&h, &old.sa_sigaction, sizeof(h));
+        return h;
+    }
+    return old.sa_handler;
+}
+
+static sighandler_t (*real_simple(const char *name))(int, sighandler_t)
+{
+    sighandler_t (*fn)(int, sighandler_t);
+    void *sym = dlsym(RTLD_NEXT, name);
+    memcpy(&fn, &sym, sizeof(fn));
+    return fn;
+}
+
+/* Signals other than SIGPROF, and SIGPROF before we own it, go to the C library untouched. */
+static sighandler_t simple(const char *name, int sig, sighandler_t handler, int flags)
+{
+    if (sig != SIGPROF || atomic_load_explicit(&installed, memory_order_relaxed) == NULL) {
+        sighandler_t (*real)(int, sighandler_t) = real_simple(name);
+        if (real == NULL) {
+            errno = ENOSYS;
+            return SIG_ERR;
+        }
+        return real(sig, handler);
+    }
+    return set_simple(sig, handler, flags);
+}
+
+/* glibc's signal() has BSD semantics: the handler stays, interrupted calls restart. */
+__attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler)
+{
+    return simple("signal", sig, handler, SA_RESTART);
+}
+
+__attribute__((visibility("default"))) sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+    return simple("bsd_signal", sig, handler, SA_RESTART);
+}
+
+/* System V semantics: one-shot, not blocked while it runs, no restart. */
+__attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+    return simple("sysv_signal", sig, handler, SA_RESETHAND | SA_NODEFER);
+}
