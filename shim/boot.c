@@ -61,6 +61,11 @@ static char out_path[PATH_MAX];
 static int daemon_spawned;
 static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
 
+pid_t osp__boot_pid(void)
+{
+    return boot_pid;
+}
+
 int osp__is_active(void)
 {
     return atomic_load_explicit(&active_flag, memory_order_acquire);
@@ -139,14 +144,47 @@ int osp__per_pid_path(const char *path, long pid, const char *extra, char *out, 
     return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
 }
 
-/* The raw profile's path: absolute, and per process for descendants (see osprey_prof.h). */
-static int resolve_out_path(const char *requested, uint64_t random_bits)
+/* The environment, read once at boot before anything is set (a program may bring its own
+ * getenv/setenv — bash does — so nothing is read after the first setenv). */
+struct boot_env {
+    char profile[PATH_MAX];
+    char hz[32];
+    char daemon[PATH_MAX];
+    long root_pid; /* OSPREY_PROFILE_ROOT_PID, 0 when unset */
+    long last_pid; /* OSPREY_PROFILE_LAST_PID: the latest process image that booted here */
+    int has_profile, has_hz, has_daemon;
+};
+
+static int copy_env(const char *name, char *out, size_t outsz)
+{
+    const char *v = getenv(name);
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    snprintf(out, outsz, "%s", v);
+    return 1;
+}
+
+static void read_env(struct boot_env *env)
+{
+    memset(env, 0, sizeof(*env));
+    env->has_profile = copy_env("OSPREY_PROFILE", env->profile, sizeof(env->profile));
+    env->has_hz = copy_env("OSPREY_PROFILE_HZ", env->hz, sizeof(env->hz));
+    env->has_daemon = copy_env("OSPREY_DAEMON", env->daemon, sizeof(env->daemon));
+    const char *root = getenv("OSPREY_PROFILE_ROOT_PID");
+    env->root_pid = root ? atol(root) : 0;
+    const char *last = getenv("OSPREY_PROFILE_LAST_PID");
+    env->last_pid = last ? atol(last) : 0;
+}
+
+/* The raw profile's path: absolute; in a descendant, ".<pid>" goes before the extension; in
+ * a process image that replaced a profiled one by exec (same pid), ".<pid>-<random>" — so no
+ * profile ever overwrites another. */
+static int resolve_out_path(const struct boot_env *env, uint64_t random_bits)
 {
     char absolute[PATH_MAX];
+    const char *requested = env->profile;
     if (requested[0] == '/') {
-        if (strlen(requested) >= sizeof(absolute))
-            return -ENAMETOOLONG;
-        strcpy(absolute, requested);
+        snprintf(absolute, sizeof(absolute), "%s", requested);
     } else {
         char cwd[PATH_MAX];
         if (getcwd(cwd, sizeof(cwd)) == NULL)
@@ -155,31 +193,29 @@ static int resolve_out_path(const char *requested, uint64_t random_bits)
         if (n < 0 || (size_t)n >= sizeof(absolute))
             return -ENAMETOOLONG;
     }
-    const char *root = getenv("OSPREY_PROFILE_ROOT_PID");
     long pid = (long)getpid();
-    if (root == NULL || root[0] == '\0') {
-        if (strlen(absolute) >= sizeof(out_path))
-            return -ENAMETOOLONG;
-        strcpy(out_path, absolute);
-    } else if (atol(root) != pid) {
-        int err = osp__per_pid_path(absolute, pid, NULL, out_path, sizeof(out_path));
-        if (err)
-            return err;
-    } else {
-        /* The root process exec'd itself: same pid, so tell the profiles apart. */
+    int err = 0;
+    if (env->last_pid == pid) {
         char extra[16];
         snprintf(extra, sizeof(extra), "%08x", (unsigned)random_bits);
-        int err = osp__per_pid_path(absolute, pid, extra, out_path, sizeof(out_path));
-        if (err)
-            return err;
+        err = osp__per_pid_path(absolute, pid, extra, out_path, sizeof(out_path));
+    } else if (env->root_pid != 0 && env->root_pid != pid) {
+        err = osp__per_pid_path(absolute, pid, NULL, out_path, sizeof(out_path));
+    } else if (strlen(absolute) >= sizeof(out_path)) {
+        err = -ENAMETOOLONG;
+    } else {
+        strcpy(out_path, absolute);
     }
+    if (err)
+        return err;
     /* Descendants that exec with this environment find these and write beside us. */
-    if (root == NULL || root[0] == '\0') {
-        char pidtext[24];
-        snprintf(pidtext, sizeof(pidtext), "%ld", pid);
+    char pidtext[24];
+    snprintf(pidtext, sizeof(pidtext), "%ld", pid);
+    if (env->root_pid == 0) {
         setenv("OSPREY_PROFILE_ROOT_PID", pidtext, 1);
         setenv("OSPREY_PROFILE", absolute, 1);
     }
+    setenv("OSPREY_PROFILE_LAST_PID", pidtext, 1);
     return 0;
 }
 
@@ -243,11 +279,10 @@ static int executable(const char *path)
 
 /* Where ospreyd is: $OSPREY_DAEMON; beside the shim (<dir>/../daemon/ospreyd, the build
  * tree); the install path. */
-static int find_daemon(char *out, size_t outsz)
+static int find_daemon(const struct boot_env *env, char *out, size_t outsz)
 {
-    const char *env = getenv("OSPREY_DAEMON");
-    if (env && env[0]) {
-        snprintf(out, outsz, "%s", env);
+    if (env->has_daemon) {
+        snprintf(out, outsz, "%s", env->daemon);
         return 0;
     }
     Dl_info info;
@@ -295,10 +330,10 @@ static char **daemon_environment(void)
 
 /* Start ospreyd --attach-ring NAME --out PATH --detach and reap its short-lived intermediate
  * right away, so the daemon is never the program's child. Does not wait for the daemon. */
-static int spawn_daemon(void)
+static int spawn_daemon(const struct boot_env *env)
 {
     char daemon[PATH_MAX];
-    if (find_daemon(daemon, sizeof(daemon)) != 0) {
+    if (find_daemon(env, daemon, sizeof(daemon)) != 0) {
         osp__warn("cannot find ospreyd (set OSPREY_DAEMON); no profile will be written to %s",
                   out_path);
         return -ENOENT;
@@ -312,6 +347,9 @@ static int spawn_daemon(void)
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    /* Not even stderr: a daemon holding the program's pipes open would keep whoever reads
+     * them waiting after the program is gone. ospreyd reports failure in daemon_error. */
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     posix_spawnattr_init(&attr);
     sigset_t none, all;
@@ -463,23 +501,24 @@ static void at_fork_child(void)
 
 static void boot(void)
 {
-    const char *requested = getenv("OSPREY_PROFILE");
-    if (requested == NULL || requested[0] == '\0')
+    static struct boot_env env; /* static: PATH_MAX buffers, and boot runs once */
+    read_env(&env);
+    if (!env.has_profile)
         return;
     if (osp__sigprof_foreign()) {
         osp__warn("the program already has a SIGPROF handler; profiling is off");
         return;
     }
-    const char *hz_text = getenv("OSPREY_PROFILE_HZ");
     int bad = 0;
-    uint32_t rate = osp__parse_rate(hz_text, &bad);
+    uint32_t rate = osp__parse_rate(env.has_hz ? env.hz : NULL, &bad);
     if (bad)
-        osp__warn("OSPREY_PROFILE_HZ=%s is not a number; sampling at %u Hz", hz_text, rate);
+        osp__warn("OSPREY_PROFILE_HZ=%s is not a number; sampling at %u Hz", env.hz, rate);
 
     uint64_t random_bits = random64();
-    int err = resolve_out_path(requested, random_bits);
+    int err = resolve_out_path(&env, random_bits);
     if (err) {
-        osp__warn("cannot use OSPREY_PROFILE=%s: %s; profiling is off", requested, strerror(-err));
+        osp__warn("cannot use OSPREY_PROFILE=%s: %s; profiling is off", env.profile,
+                  strerror(-err));
         return;
     }
     err = ring_create(rate, random_bits);
@@ -525,7 +564,7 @@ static void boot(void)
         shm_unlink(shm_name);
         return;
     }
-    daemon_spawned = spawn_daemon() == 0;
+    daemon_spawned = spawn_daemon(&env) == 0;
     atexit(at_exit);
 }
 

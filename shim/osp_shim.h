@@ -224,6 +224,11 @@ struct osp__sampler_config {
 /* The SIGPROF handler (sampler.c). */
 void osp__sigprof_handler(int sig, siginfo_t *info, void *context);
 int osp__sampler_start(const struct osp__sampler_config *cfg);
+/* Before execve: stop signalling this process and take our SIGPROFs still pending on the
+ * calling thread (they would outlive execve and kill the new program). */
+void osp__exec_begin(void);
+/* execve failed: signal again. */
+void osp__exec_failed(void);
 /* Stop and join the sampler (waiting at most a second). Returns 0 or -ETIMEDOUT. */
 int osp__sampler_stop(void);
 
@@ -252,6 +257,8 @@ void osp__sigprof_forward(int sig, siginfo_t *info, void *context);
 extern struct osp__registry osp__the_registry;
 /* Nonzero while sampling (set after boot succeeds, cleared at exit and in a forked child). */
 int osp__is_active(void);
+/* The pid that booted the profiler (0 before). */
+pid_t osp__boot_pid(void);
 /* Insert ".<pid>" before the basename's extension; writes into out (size outsz). */
 int osp__per_pid_path(const char *path, long pid, const char *extra, char *out, size_t outsz);
 /* Parse OSPREY_PROFILE_HZ: clamped to 10..10000, default 997; *bad set for a non-number. */

@@ -11,6 +11,9 @@
  * --whole-archive, so the executable's own pthread_create is this one). When the profiler is
  * inactive the wrapper calls straight through.
  *
+ * The exec family is wrapped too: a SIGPROF of ours still pending on a thread that calls
+ * execve would outlive it and kill the new program, whose SIGPROF is back to SIG_DFL.
+ *
  * dlopen is deliberately not interposed: glibc resolves a dlopen'd name against the RUNPATH
  * of the *calling* object, so a wrapper would change which library a program loads. New
  * objects are found instead by the sampler's check of dlpi_adds every 50 ms, and the exit
@@ -18,6 +21,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -131,6 +135,128 @@ __attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread, 
     if (err == 0 && osp__is_active())
         osp__registry_rename(&osp__the_registry, thread, name);
     return err;
+}
+
+/* ---- the exec family: see osp__exec_begin ---------------------------------------------- */
+
+static void *real_symbol(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execvp_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+
+#define OSP__CALL_REAL(type, name, ...)                                                            \
+    do {                                                                                           \
+        type real;                                                                                 \
+        void *sym = real_symbol(name);                                                             \
+        if (sym == NULL) {                                                                         \
+            errno = ENOSYS;                                                                        \
+            return -1;                                                                             \
+        }                                                                                          \
+        memcpy(&real, &sym, sizeof(real));                                                         \
+        osp__exec_begin();                                                                         \
+        int ret = real(__VA_ARGS__);                                                               \
+        int saved = errno;                                                                         \
+        osp__exec_failed();                                                                        \
+        errno = saved;                                                                             \
+        return ret;                                                                                \
+    } while (0)
+
+__attribute__((visibility("default"))) int execve(const char *path, char *const argv[],
+                                                  char *const envp[])
+{
+    OSP__CALL_REAL(execve_fn, "execve", path, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execv(const char *path, char *const argv[])
+{
+    OSP__CALL_REAL(execvp_fn, "execv", path, argv);
+}
+
+__attribute__((visibility("default"))) int execvp(const char *file, char *const argv[])
+{
+    OSP__CALL_REAL(execvp_fn, "execvp", file, argv);
+}
+
+__attribute__((visibility("default"))) int execvpe(const char *file, char *const argv[],
+                                                   char *const envp[])
+{
+    OSP__CALL_REAL(execve_fn, "execvpe", file, argv, envp);
+}
+
+__attribute__((visibility("default"))) int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    OSP__CALL_REAL(fexecve_fn, "fexecve", fd, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execveat(int dirfd, const char *path, char *const argv[],
+                                                    char *const envp[], int flags)
+{
+    OSP__CALL_REAL(execveat_fn, "execveat", dirfd, path, argv, envp, flags);
+}
+
+/* The list forms gather their arguments and take the vector forms above. */
+static char **gather(const char *first, va_list ap, char ***envp)
+{
+    va_list count;
+    va_copy(count, ap);
+    size_t n = 1;
+    while (va_arg(count, const char *) != NULL)
+        n++;
+    va_end(count);
+    char **argv = malloc((n + 1) * sizeof(*argv));
+    if (argv == NULL)
+        return NULL;
+    argv[0] = (char *)first;
+    for (size_t i = 1; i <= n; i++)
+        argv[i] = va_arg(ap, char *);
+    if (envp)
+        *envp = va_arg(ap, char **);
+    return argv;
+}
+
+__attribute__((visibility("default"))) int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **argv = gather(arg, ap, NULL);
+    va_end(ap);
+    if (argv == NULL)
+        return -1;
+    int ret = execv(path, argv);
+    free(argv);
+    return ret;
+}
+
+__attribute__((visibility("default"))) int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **argv = gather(arg, ap, NULL);
+    va_end(ap);
+    if (argv == NULL)
+        return -1;
+    int ret = execvp(file, argv);
+    free(argv);
+    return ret;
+}
+
+__attribute__((visibility("default"))) int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **envp = NULL;
+    char **argv = gather(arg, ap, &envp);
+    va_end(ap);
+    if (argv == NULL)
+        return -1;
+    int ret = execve(path, argv, envp);
+    free(argv);
+    return ret;
 }
 
 __attribute__((constructor)) static void preload_boot(void)

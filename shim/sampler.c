@@ -59,6 +59,9 @@ static int sampler_started;
 /* Set by osp__sampler_stop, read by the sampler each tick: release/acquire so the sampler
  * that sees it also sees everything the exit path wrote before. */
 static _Atomic int sampler_stop_flag;
+/* Threads of this process inside execve (see osp__exec_begin). Sequentially consistent with
+ * the registry lock hand-off: a tick that starts after the increment sends nothing. */
+static _Atomic int execs_in_flight;
 
 /* Async-signal-safe. */
 static uint64_t mono_ns_signal_safe(void)
@@ -404,12 +407,43 @@ static void *sampler_main(void *arg)
             if (!s->active)
                 continue;
             osp__registry_drain_slot(reg, s);
-            if (!foreign)
+            if (!foreign && atomic_load_explicit(&execs_in_flight, memory_order_seq_cst) == 0)
                 tick_slot(reg, s, now, elapsed);
         }
         pthread_mutex_unlock(&reg->lock);
     }
     return NULL;
+}
+
+void osp__exec_begin(void)
+{
+    if (!osp__is_active() || getpid() != osp__boot_pid())
+        return; /* inactive, a forked child, or a vfork child sharing our memory */
+    atomic_fetch_add_explicit(&execs_in_flight, 1, memory_order_seq_cst);
+    /* Wait out a tick in progress: every later tick sees the count and signals nobody. */
+    pthread_mutex_lock(&sampler_cfg.registry->lock);
+    pthread_mutex_unlock(&sampler_cfg.registry->lock);
+    /* A signal of ours still pending on this thread would survive execve and kill the new
+     * program (its SIGPROF is SIG_DFL again). Take them; re-send any that are not ours. */
+    sigset_t prof, old;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    pthread_sigmask(SIG_BLOCK, &prof, &old);
+    struct timespec zero = {0, 0};
+    siginfo_t info;
+    int theirs = 0;
+    while (sigtimedwait(&prof, &info, &zero) == SIGPROF)
+        theirs += !osp__sigprof_is_ours(&info);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    while (theirs-- > 0)
+        syscall(SYS_tgkill, getpid(), gettid(), SIGPROF);
+}
+
+void osp__exec_failed(void)
+{
+    if (!osp__is_active() || getpid() != osp__boot_pid())
+        return;
+    atomic_fetch_sub_explicit(&execs_in_flight, 1, memory_order_seq_cst);
 }
 
 int osp__sampler_start(const struct osp__sampler_config *cfg)

@@ -321,6 +321,15 @@ int main(int argc, char **argv)
             drain(h, data);
             break;
         }
+        /* A heartbeat that stopped: the target exec'd away from this ring (its pid lives on). */
+        uint64_t beat = atomic_load_explicit(&h->heartbeat_ns, memory_order_relaxed);
+        struct timespec mono;
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        uint64_t now = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+        if (beat != 0 && now > beat + 2000000000u) {
+            drain(h, data);
+            break;
+        }
         struct timespec nap = {0, 2000000};
         nanosleep(&nap, NULL);
     }

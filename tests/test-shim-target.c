@@ -15,6 +15,7 @@
  *   tasks                 prints how many threads the process has and its /dev/shm objects
  *   named                 a named thread spins briefly
  *   spawn                 runs itself ("print 0") as a child through exec, waits for it
+ *   exec                  spins, then replaces itself (execv) with itself running "print 0"
  *   fork                  forks a child that spins and exits through exit(7)
  *   dlopen                loads test-shim-plugin.so (beside this program), spins in it,
  *                         unloads it, spins a little more
@@ -257,6 +258,14 @@ static int mode_spawn(void)
     return 0;
 }
 
+static int mode_exec(void)
+{
+    spin_for(100000000);
+    char *argv[] = {"test-shim-target", "print", "0", NULL};
+    execv("/proc/self/exe", argv);
+    return 1;
+}
+
 static int mode_fork(void)
 {
     fflush(stdout);
@@ -325,6 +334,8 @@ int main(int argc, char **argv)
         return mode_spawn();
     if (strcmp(mode, "fork") == 0)
         return mode_fork();
+    if (strcmp(mode, "exec") == 0)
+        return mode_exec();
     if (strcmp(mode, "itimer") == 0)
         return mode_itimer();
     if (strcmp(mode, "killed") == 0)

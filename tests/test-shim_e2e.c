@@ -207,9 +207,9 @@ static void assert_well_formed(void)
     ck_assert_int_ge(summary_value("images"), 3);
 }
 
-static int shm_objects(const char *prefix)
+static int entries(const char *dirpath, const char *prefix)
 {
-    DIR *d = opendir("/dev/shm");
+    DIR *d = opendir(dirpath);
     ck_assert_ptr_nonnull(d);
     int n = 0;
     struct dirent *e;
@@ -272,7 +272,7 @@ START_TEST(profile_records_every_thread)
     /* The consumer unlinked the shared-memory name; nothing is left behind. */
     char shm[64];
     snprintf(shm, sizeof(shm), "osprey-%lld-", summary_value("pid"));
-    ck_assert_int_eq(shm_objects(shm), 0);
+    ck_assert_int_eq(entries("/dev/shm", shm), 0);
 }
 END_TEST
 
@@ -440,6 +440,32 @@ START_TEST(objects_loaded_later_reach_the_image_list)
 }
 END_TEST
 
+/* The profiles in scratch whose names start with prefix. */
+static int profiles(const char *prefix)
+{
+    return entries(scratch, prefix);
+}
+
+START_TEST(exec_replacing_a_profiled_image_survives_and_writes_beside)
+{
+    static struct run plain, r;
+    const char *args[] = {"exec", NULL};
+    run(&plain, "test-shim-target", args, NULL);
+    /* At 10 kHz a signal of ours is likely pending when execv runs; it must not kill the new
+     * image (whose SIGPROF is the default again). */
+    for (int i = 0; i < 5; i++) {
+        run(&r, "test-shim-target", args, profiled_env("e.txt", "10000", 1));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_str_eq(r.out, plain.out);
+    }
+    /* Same pid, two images: the second writes e.<pid>-<random>.txt, never over e.txt. */
+    ck_assert_int_eq(profiles("e.txt"), 1);
+    ck_assert_int_eq(profiles("e."), 1 + 5);
+    read_summary("e.txt");
+    ck_assert_int_gt(summary_value("samples"), 0);
+}
+END_TEST
+
 START_TEST(bad_rate_warns_once_and_uses_default)
 {
     static struct run r;
@@ -489,6 +515,7 @@ Suite *shim_e2e_suite(void)
     tcase_add_test(tc, descendants_write_beside_and_forked_children_do_not);
     tcase_add_test(tc, thread_named_after_start_is_relabelled);
     tcase_add_test(tc, objects_loaded_later_reach_the_image_list);
+    tcase_add_test(tc, exec_replacing_a_profiled_image_survives_and_writes_beside);
     tcase_add_test(tc, bad_rate_warns_once_and_uses_default);
     tcase_add_test(tc, busy_threads_lose_no_samples);
     suite_add_tcase(s, tc);
