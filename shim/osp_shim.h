@@ -9,7 +9,9 @@
  *   images.c        loaded objects (dl_iterate_phdr) -> IMAGE records
  *   sampler.c       the sampler thread and the SIGPROF handler
  *   boot.c          activation, shared memory, ospreyd, exit and fork handling
- *   preload.c       constructor and pthread_create interposition
+ *   preload.c       constructor, pthread_create/setname and exec interposition
+ *   signals.c       our SIGPROF vs the program's (tagging, shadow disposition)
+ *   guard.c         blocking calls that a signal would cut short, guarded
  */
 #ifndef OSP_SHIM_H
 #define OSP_SHIM_H
@@ -251,6 +253,9 @@ int osp__sigprof_send(pid_t tid);
 int osp__sigprof_is_ours(const siginfo_t *info);
 /* Hand a delivery that is not ours to the program's disposition. Async-signal-safe. */
 void osp__sigprof_forward(int sig, siginfo_t *info, void *context);
+
+/* Has the program installed a SIGPROF handler of its own (our shadow of it)? */
+int osp__sigprof_program_handles(void);
 
 /* ---- boot.c ------------------------------------------------------------------------------ */
 

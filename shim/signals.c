@@ -185,6 +185,17 @@ void osp__sigprof_forward(int sig, siginfo_t *info, void *context)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+int osp__sigprof_program_handles(void)
+{
+    if (atomic_load_explicit(&installed, memory_order_relaxed) == NULL)
+        return 0;
+    struct sigaction act;
+    shadow_read(&act);
+    if (act.sa_flags & SA_SIGINFO)
+        return 1;
+    return act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN;
+}
+
 /* ---- the program's side --------------------------------------------------------------- */
 
 __attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction *act,
