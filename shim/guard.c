@@ -64,9 +64,19 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
     return copy;
 }
 
-static void *next(const char *name)
+/* The next definition of `name` after ours, looked up once into *cache; NULL (errno ENOSYS)
+ * when there is none. */
+static void *resolve(_Atomic(void *) *cache, const char *name)
 {
-    return dlsym(RTLD_NEXT, name);
+    /* Relaxed: every thread that resolves it stores the same value. */
+    void *sym = atomic_load_explicit(cache, memory_order_relaxed);
+    if (sym == NULL) {
+        sym = dlsym(RTLD_NEXT, name);
+        if (sym == NULL)
+            errno = ENOSYS;
+        atomic_store_explicit(cache, sym, memory_order_relaxed);
+    }
+    return sym;
 }
 
 /* Define a wrapper: resolve the real function once, guard the call when `blocks` holds. */
@@ -74,16 +84,9 @@ static void *next(const char *name)
     __attribute__((visibility("default"))) ret name params                                         \
     {                                                                                              \
         static _Atomic(void *) real_sym;                                                           \
-        /* Relaxed: every thread that resolves it stores the same value. */                        \
-        void *sym = atomic_load_explicit(&real_sym, memory_order_relaxed);                         \
-        if (sym == NULL) {                                                                         \
-            sym = next(#name);                                                                     \
-            if (sym == NULL) {                                                                     \
-                errno = ENOSYS;                                                                    \
-                return fail;                                                                       \
-            }                                                                                      \
-            atomic_store_explicit(&real_sym, sym, memory_order_relaxed);                           \
-        }                                                                                          \
+        void *sym = resolve(&real_sym, #name);                                                     \
+        if (sym == NULL)                                                                           \
+            return fail;                                                                           \
         ret(*real) params;                                                                         \
         memcpy(&real, &sym, sizeof(real));                                                         \
         sigset_t old;                                                                              \
@@ -123,16 +126,9 @@ OSP__GUARDED(int, epoll_wait, (int fd, struct epoll_event *events, int max, int 
     __attribute__((visibility("default"))) int name params                                         \
     {                                                                                              \
         static _Atomic(void *) real_sym;                                                           \
-        /* Relaxed: every thread that resolves it stores the same value. */                        \
-        void *sym = atomic_load_explicit(&real_sym, memory_order_relaxed);                         \
-        if (sym == NULL) {                                                                         \
-            sym = next(#name);                                                                     \
-            if (sym == NULL) {                                                                     \
-                errno = ENOSYS;                                                                    \
-                return -1;                                                                         \
-            }                                                                                      \
-            atomic_store_explicit(&real_sym, sym, memory_order_relaxed);                           \
-        }                                                                                          \
+        void *sym = resolve(&real_sym, #name);                                                     \
+        if (sym == NULL)                                                                           \
+            return -1;                                                                             \
         int(*real) params;                                                                         \
         memcpy(&real, &sym, sizeof(real));                                                         \
         sigset_t old, copy;                                                                        \
