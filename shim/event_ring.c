@@ -10,8 +10,10 @@
  *   (B) the writer stores head with release after writing the record bytes, so ospreyd never
  *       reads a record before it is complete (pairs with ospreyd's (C)).
  * A record that does not fit in the free space is not written at all; samples lost that way
- * are counted in header->dropped by the caller (osp__event_ring_count_drops). The ring has one
- * producer at a time: every caller holds the registry lock, which also orders one producer's
+ * are counted in header->dropped by the caller (osp__event_ring_count_drops). Samples stop
+ * short of a full ring (OSP__CONTROL_HEADROOM stays free), so that when ospreyd falls behind
+ * it loses samples, never the thread, image and exit records that give them meaning. The ring has
+ * one producer at a time: every caller holds the registry lock, which also orders one producer's
  * head store before the next producer's relaxed load of it.
  */
 #include <errno.h>
@@ -51,7 +53,8 @@ void osp__event_ring_attach(struct osp__event_ring *w, struct osp_ring_header *h
     w->size = h->data_size;
 }
 
-void *osp__event_ring_reserve(struct osp__event_ring *w, uint32_t size, uint64_t *new_head)
+static void *reserve(struct osp__event_ring *w, uint32_t size, uint64_t headroom,
+                     uint64_t *new_head)
 {
     if (size < sizeof(struct osp_rec_header) || (size & 7u) || size > w->size)
         return NULL;
@@ -60,7 +63,7 @@ void *osp__event_ring_reserve(struct osp__event_ring *w, uint32_t size, uint64_t
     uint64_t offset = head & (w->size - 1);
     uint64_t to_end = w->size - offset;
     uint64_t pad = size > to_end ? to_end : 0;
-    if (head - tail > w->size || w->size - (head - tail) < pad + size)
+    if (head - tail > w->size || w->size - (head - tail) < pad + size + headroom)
         return NULL; /* full (or a consumer that ran ahead: write nothing) */
     if (pad) {
         struct osp_rec_header *p = (struct osp_rec_header *)(w->data + offset);
@@ -71,6 +74,17 @@ void *osp__event_ring_reserve(struct osp__event_ring *w, uint32_t size, uint64_t
     }
     *new_head = head + size;
     return w->data + offset;
+}
+
+void *osp__event_ring_reserve(struct osp__event_ring *w, uint32_t size, uint64_t *new_head)
+{
+    return reserve(w, size, 0, new_head);
+}
+
+void *osp__event_ring_reserve_sample(struct osp__event_ring *w, uint32_t size, uint64_t *new_head)
+{
+    uint64_t headroom = w->size / 4 < OSP__CONTROL_HEADROOM ? w->size / 4 : OSP__CONTROL_HEADROOM;
+    return reserve(w, size, headroom, new_head);
 }
 
 void osp__event_ring_commit(struct osp__event_ring *w, uint64_t new_head)

@@ -117,6 +117,11 @@ void osp__event_ring_attach(struct osp__event_ring *w, struct osp_ring_header *h
  * record would cross the end of the data area. Returns where to write it, or NULL when the
  * unread bytes leave no room (nothing is overwritten). Follow with osp__event_ring_commit. */
 void *osp__event_ring_reserve(struct osp__event_ring *w, uint32_t size, uint64_t *new_head);
+/* Bytes samples leave free for control records (or a quarter of a smaller ring). */
+#define OSP__CONTROL_HEADROOM (64u << 10)
+/* Reserve for a SAMPLE or REPEAT record: like osp__event_ring_reserve, but fails while less
+ * than the control headroom would remain free. */
+void *osp__event_ring_reserve_sample(struct osp__event_ring *w, uint32_t size, uint64_t *new_head);
 /* Publish everything up to new_head (pad included): (B). */
 void osp__event_ring_commit(struct osp__event_ring *w, uint64_t new_head);
 /* Write one whole record (the record header is filled in here). Returns 0 or -ENOSPC. */

@@ -250,7 +250,7 @@ void osp__registry_emit_sample(struct osp__registry *reg, struct osp__slot *s, u
         depth = OSP_MAX_DEPTH;
     uint32_t size = (uint32_t)sizeof(struct osp_rec_sample) + depth * 8u;
     uint64_t new_head;
-    struct osp_rec_sample *rec = osp__event_ring_reserve(reg->ring, size, &new_head);
+    struct osp_rec_sample *rec = osp__event_ring_reserve_sample(reg->ring, size, &new_head);
     if (rec == NULL) {
         osp__event_ring_count_drops(reg->ring, 1);
         return;

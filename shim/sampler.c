@@ -238,14 +238,20 @@ static void emit_repeat(struct osp__registry *reg, struct osp__slot *s, uint64_t
 {
     if (reg->ring == NULL || reg->stopped)
         return;
-    struct osp_rec_repeat rec = {
+    uint64_t new_head;
+    struct osp_rec_repeat *rec = osp__event_ring_reserve_sample(reg->ring, sizeof(*rec), &new_head);
+    if (rec == NULL) {
+        osp__event_ring_count_drops(reg->ring, 1);
+        return;
+    }
+    *rec = (struct osp_rec_repeat){
+        .h = {.type = OSP_REC_REPEAT, .size = sizeof(*rec)},
         .t_ns = now,
         .slot = s->index,
         .generation = s->generation,
         .state = OSP_STATE_WAITING,
     };
-    if (osp__event_ring_write(reg->ring, OSP_REC_REPEAT, &rec, sizeof(rec), NULL, 0) != 0)
-        osp__event_ring_count_drops(reg->ring, 1);
+    osp__event_ring_commit(reg->ring, new_head);
 }
 
 /* Called with the registry lock held: a thread that is not plainly running gets a signal

@@ -591,14 +591,25 @@ START_TEST(registry_counts_samples_lost_to_a_full_event_ring)
     /* The per-thread ring's own drops move to the header too. */
     for (unsigned i = 0; i <= OSP__THREAD_RING_ENTRIES; i++)
         if (osp__thread_ring_reserve(&s->ring)) {
-            s->ring.entries[i % OSP__THREAD_RING_ENTRIES].depth = 1;
+            s->ring.entries[i % OSP__THREAD_RING_ENTRIES].depth = OSP_MAX_DEPTH;
             osp__thread_ring_publish(&s->ring);
         }
     osp__registry_drain_slot(&reg, s);
     pthread_mutex_unlock(&reg.lock);
-    ck_assert_int_eq(n, (1 << 16) / (32 + OSP_MAX_DEPTH * 8) + 1);
+    /* Samples stopped while a quarter of the ring was still free ... */
+    uint64_t used = osp_ring_load_head_own(reg_ring.h);
+    ck_assert_uint_ge((1 << 16) - used, (1 << 16) / 4);
+    ck_assert_uint_lt((1 << 16) - used, (1 << 16) / 4 + 32 + OSP_MAX_DEPTH * 8);
+    ck_assert_int_eq(n, (int)((used - 40) / (32 + OSP_MAX_DEPTH * 8)) + 1);
     ck_assert_uint_eq(atomic_load(&reg_ring.h->dropped), 1 + 1 + OSP__THREAD_RING_ENTRIES);
+    /* ... so the thread's end still gets through. */
     osp__registry_unregister(&reg);
+    uint64_t tail = 0;
+    const struct osp_rec_header *r, *last = NULL;
+    while ((r = ring_next(&reg_ring, &tail)) != NULL)
+        last = r;
+    ck_assert_ptr_nonnull(last);
+    ck_assert_uint_eq(last->type, OSP_REC_THREAD_END);
 }
 END_TEST
 
