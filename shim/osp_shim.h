@@ -149,8 +149,9 @@ struct osp__slot {
     /* Sampler bookkeeping (registry lock). */
     uint64_t last_cpu_ns;
     int cpu_valid;
-    int wait_captured;  /* a waiting stack has been emitted in the current wait */
-    int wait_signalled; /* a signal was sent to capture the current wait */
+    int wait_captured;     /* a waiting stack has been emitted in the current wait */
+    uint32_t signals_sent; /* our signals sent to this registration */
+    uint64_t last_signal_ns;
     /* State the sampler asks the handler to record: relaxed store before pthread_kill,
      * relaxed load in the handler (the kill syscall orders them in practice, and a stale
      * value only mislabels one sample). */
@@ -158,6 +159,9 @@ struct osp__slot {
     /* The thread's CPU clock when its handler last finished (relaxed both ways: a time
      * stamp the sampler uses to discount the CPU time our own signal cost the thread). */
     _Atomic uint64_t handler_cpu_ns;
+    /* Our signals handled by the thread (its handler increments; relaxed: a count compared
+     * with signals_sent to tell whether one is still in flight). */
+    _Atomic uint32_t signals_handled;
     struct osp__thread_ring ring;
 };
 

@@ -174,7 +174,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->cpu_valid = 1;
     atomic_store_explicit(&s->handler_cpu_ns, 0, memory_order_relaxed);
     s->wait_captured = 0;
-    s->wait_signalled = 0;
+    s->signals_sent = atomic_load_explicit(&s->signals_handled, memory_order_relaxed);
     atomic_store_explicit(&s->signal_state, OSP_STATE_ON_CPU, memory_order_relaxed);
     osp__thread_ring_reset(&s->ring);
     s->automatic = 0;
@@ -232,7 +232,6 @@ int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char
         s->generation++;
         set_label(s, label);
         s->wait_captured = 0; /* a REPEAT needs a stack of its own generation */
-        s->wait_signalled = 0;
         emit_thread_start(reg, s);
         renamed = 1;
     }

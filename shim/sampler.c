@@ -49,6 +49,11 @@
 /* CPU time in a tick below which a thread counts as waiting: the kernel's signal delivery
  * and return around our handler, which the handler's stamp cannot cover. */
 #define OSP__MIN_RUN_NS 5000u
+/* A signal of ours not handled within this long is taken as lost (blocked, or taken by the
+ * exec guard) and the thread may be signalled again. */
+#define OSP__SIGNAL_STALE_NS 100000000u
+/* How much the sampler raises its own priority when it may (nice steps). */
+#define OSP__SAMPLER_NICE_BOOST 10
 
 static struct osp__sampler_config sampler_cfg;
 static pthread_t sampler_thread;
@@ -109,6 +114,8 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             }
             osp__thread_ring_publish(&s->ring);
         }
+        /* Relaxed: a count (see struct osp__slot). */
+        atomic_fetch_add_explicit(&s->signals_handled, 1, memory_order_relaxed);
         /* Handling our signal costs the thread CPU time; without this stamp a thread
          * waiting in a restartable syscall would look on-CPU after every signal. */
         struct timespec cpu;
@@ -211,9 +218,19 @@ static uint64_t clock_ns(clockid_t clock)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Called with the registry lock held. */
-static void signal_slot(struct osp__slot *s, uint32_t state)
+/* Called with the registry lock held: is a signal of ours on its way to the thread (sent,
+ * not yet handled)? One that has not arrived within OSP__SIGNAL_STALE_NS counts as lost. */
+static int signal_in_flight(const struct osp__slot *s, uint64_t now)
 {
+    uint32_t handled = atomic_load_explicit(&s->signals_handled, memory_order_relaxed);
+    return handled != s->signals_sent && now - s->last_signal_ns < OSP__SIGNAL_STALE_NS;
+}
+
+/* Called with the registry lock held. */
+static void signal_slot(struct osp__slot *s, uint32_t state, uint64_t now)
+{
+    s->signals_sent++;
+    s->last_signal_ns = now;
     /* Relaxed: see struct osp__slot. */
     atomic_store_explicit(&s->signal_state, state, memory_order_relaxed);
     /* By tid rather than pthread_kill: the tid cannot be stale, the thread is registered and
@@ -263,7 +280,7 @@ static int sample_unless_unsafe(struct osp__registry *reg, struct osp__slot *s, 
     uint64_t sp = 0, pc = 0;
     switch (thread_verdict(s->tid, &sp, &pc)) {
     case OSP__SIGNAL_OK:
-        signal_slot(s, state);
+        signal_slot(s, state, now);
         return 1;
     case OSP__SIGNAL_UNSAFE:
         capture_blocked(reg, s, now, state, sp, pc);
@@ -291,9 +308,10 @@ static void tick_slot(struct osp__registry *reg, struct osp__slot *s, uint64_t n
     s->last_cpu_ns = cpu;
     if (own > OSP__MIN_RUN_NS) {
         s->wait_captured = 0;
-        s->wait_signalled = 0;
+        if (signal_in_flight(s, now))
+            return; /* a second signal would only merge with the pending one */
         if (delta * 10 >= elapsed * 9) {
-            signal_slot(s, OSP_STATE_ON_CPU); /* running: no syscall to interrupt */
+            signal_slot(s, OSP_STATE_ON_CPU, now); /* running: no syscall to interrupt */
             return;
         }
         sample_unless_unsafe(reg, s, now, OSP_STATE_ON_CPU);
@@ -303,14 +321,10 @@ static void tick_slot(struct osp__registry *reg, struct osp__slot *s, uint64_t n
         emit_repeat(reg, s, now);
         return;
     }
-    if (s->wait_signalled) {
-        /* The capture signal is in flight; give it a few ticks before asking again. */
-        if (++s->wait_signalled <= 3)
-            return;
-        s->wait_signalled = 0;
-    }
-    if (sample_unless_unsafe(reg, s, now, OSP_STATE_WAITING))
-        s->wait_signalled = 1;
+    /* Waiting, stack not yet captured: once, unless the capture signal is still on its way
+     * (a thread that is runnable but not running handles it only when it next runs). */
+    if (!signal_in_flight(s, now))
+        sample_unless_unsafe(reg, s, now, OSP_STATE_WAITING);
 }
 
 /* Ask the scheduler for a short time slice (Linux >= 6.12, EEVDF: sched_attr.sched_runtime
@@ -333,9 +347,14 @@ static void request_short_slice(void)
     int nice = getpriority(PRIO_PROCESS, (id_t)gettid());
     if (errno != 0)
         return;
-    attr.nice = nice;
     attr.runtime = 100000; /* 100 us, the shortest slice the kernel accepts */
-    syscall(SYS_sched_setattr, gettid(), &attr, 0u);
+    /* Where allowed (CAP_SYS_NICE, or RLIMIT_NICE), also a higher weight: among many busy
+     * threads a fair share is too little for a tick's work, and ticks would be skipped. */
+    attr.nice = nice - OSP__SAMPLER_NICE_BOOST < -20 ? -20 : nice - OSP__SAMPLER_NICE_BOOST;
+    if (syscall(SYS_sched_setattr, gettid(), &attr, 0u) != 0) {
+        attr.nice = nice;
+        syscall(SYS_sched_setattr, gettid(), &attr, 0u);
+    }
 }
 
 /* xorshift64*: the jitter only needs to be unpredictable to the program's own periodicity. */
