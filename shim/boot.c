@@ -52,6 +52,9 @@ struct osp__registry osp__the_registry;
  * child (relaxed there: the child is single-threaded). */
 static _Atomic int active_flag;
 static pid_t boot_pid;
+/* The registry is initialised and usable (stays so after exit; cleared in a forked child,
+ * whose copy of the registry lock may be held by a thread that does not exist there). */
+static _Atomic int registry_ready;
 static struct osp_ring_header *ring_header;
 static size_t ring_bytes;
 static struct osp__event_ring event_ring;
@@ -491,6 +494,7 @@ static void at_exit(void)
 static void at_fork_child(void)
 {
     atomic_store_explicit(&active_flag, 0, memory_order_relaxed);
+    atomic_store_explicit(&registry_ready, 0, memory_order_relaxed);
     osp__tls_slot = NULL;
     if (ring_header) {
         munmap(ring_header, ring_bytes);
@@ -546,6 +550,7 @@ static void boot(void)
     }
     boot_pid = getpid();
     pthread_atfork(NULL, NULL, at_fork_child);
+    atomic_store_explicit(&registry_ready, 1, memory_order_release);
     /* Release: a thread that sees the flag sees the registry and ring set up above. */
     atomic_store_explicit(&active_flag, 1, memory_order_release);
     if (gettid() == getpid())
@@ -588,7 +593,10 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label)
 
 void osp_prof_thread_unregister(void)
 {
-    if (!osp__is_active())
+    /* Not osp__is_active(): between the exit handler clearing it and the sampler stopping,
+     * a thread that ends must still leave the registry, or the sampler could read the stack
+     * of a thread that is gone. Acquire: pairs with the release in boot. */
+    if (!atomic_load_explicit(&registry_ready, memory_order_acquire))
         return;
     osp__registry_unregister(&osp__the_registry);
 }
