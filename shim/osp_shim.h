@@ -240,6 +240,9 @@ int osp__sampler_start(const struct osp__sampler_config *cfg);
 void osp__exec_begin(void);
 /* execve failed: signal again. */
 void osp__exec_failed(void);
+/* The program is about to send SIGPROF itself: wait (bounded) until no signal of ours is in
+ * flight. The sampler has stopped signalling by then (osp__sigprof_program_signals). */
+void osp__sigprof_back_off(void);
 /* Stop and join the sampler (waiting at most a second). Returns 0 or -ETIMEDOUT. */
 int osp__sampler_stop(void);
 
@@ -265,6 +268,10 @@ void osp__sigprof_forward(int sig, siginfo_t *info, void *context);
 
 /* Has the program installed a SIGPROF handler of its own (our shadow of it)? */
 int osp__sigprof_program_handles(void);
+/* Has the program sent, armed or received a SIGPROF of its own? Then we send no more. */
+int osp__sigprof_program_signals(void);
+/* 1 for the first caller only: that caller writes the warning line about it. */
+int osp__sigprof_claim_warning(void);
 
 /* ---- boot.c ------------------------------------------------------------------------------ */
 

@@ -416,12 +416,18 @@ static void *sampler_main(void *arg)
                 images_pending = 1;
             }
         }
-        /* A program that installs its own SIGPROF handler after us keeps it: stop signalling
+        /* A program that replaced our handler behind libc's back, or that sends or receives
+         * SIGPROF itself (signals.c), must not get ours mixed with its own: stop signalling
          * (the check runs right before the signals of each tick). */
         int foreign = osp__sigprof_foreign();
         if (foreign && !foreign_warned) {
             foreign_warned = 1;
             osp__warn("the program installed its own SIGPROF handler; sampling stopped");
+        }
+        if (!foreign && osp__sigprof_program_signals()) {
+            foreign = 1;
+            if (osp__sigprof_claim_warning())
+                osp__warn("the program uses SIGPROF itself; sampling stopped");
         }
 
         pthread_mutex_lock(&reg->lock);
@@ -462,6 +468,28 @@ void osp__exec_begin(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     while (theirs-- > 0)
         syscall(SYS_tgkill, getpid(), gettid(), SIGPROF);
+}
+
+void osp__sigprof_back_off(void)
+{
+    if (!osp__is_active() || getpid() != osp__boot_pid())
+        return;
+    struct osp__registry *reg = sampler_cfg.registry;
+    /* Wait out a tick in progress (later ticks see the flag signals.c has set), then, for at
+     * most 100 ms, for signals of ours still on their way: none may merge with the
+     * program's own SIGPROF (standard signals do not queue). */
+    for (int waited = 0; waited < 100; waited++) {
+        uint64_t now = osp__mono_ns();
+        int in_flight = 0;
+        pthread_mutex_lock(&reg->lock);
+        for (uint32_t i = 0; i < reg->count && !in_flight; i++)
+            in_flight = reg->slots[i]->active && signal_in_flight(reg->slots[i], now);
+        pthread_mutex_unlock(&reg->lock);
+        if (!in_flight)
+            return;
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
 }
 
 void osp__exec_failed(void)

@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "osp_shim.h"
@@ -35,6 +36,12 @@ static sigaction_fn real_sigaction_ptr;
  * other thread can care; relaxed. */
 static _Atomic(handler_fn) installed;
 static const char cookie = 'o';
+/* Set once the program sends, arms (ITIMER_PROF) or receives a SIGPROF of its own; from then
+ * on the sampler sends none (they could merge with the program's: standard signals do not
+ * queue). Relaxed: a one-way flag, checked every tick. */
+static _Atomic int program_signals;
+/* Whether the one warning line about it has been written (whoever exchanges it first). */
+static _Atomic int program_signals_warned;
 
 static struct sigaction shadow;
 /* Even: shadow is stable; odd: a writer is copying. Release after writing, acquire before
@@ -138,9 +145,32 @@ int osp__sigprof_is_ours(const siginfo_t *info)
            info->si_value.sival_ptr == (void *)&cookie;
 }
 
+int osp__sigprof_program_signals(void)
+{
+    return atomic_load_explicit(&program_signals, memory_order_relaxed);
+}
+
+/* The program is about to send or arm SIGPROF: stop ours first. */
+static void program_will_signal(int sig)
+{
+    if (sig != SIGPROF || atomic_load_explicit(&installed, memory_order_relaxed) == NULL)
+        return;
+    if (atomic_exchange_explicit(&program_signals, 1, memory_order_relaxed) == 0)
+        osp__sigprof_back_off();
+    if (osp__is_active() && osp__sigprof_claim_warning())
+        osp__warn("the program uses SIGPROF itself; sampling stopped");
+}
+
+int osp__sigprof_claim_warning(void)
+{
+    /* Relaxed: a one-way flag; only which caller writes the line depends on it. */
+    return atomic_exchange_explicit(&program_signals_warned, 1, memory_order_relaxed) == 0;
+}
+
 /* Async-signal-safe: sigprocmask/pthread_sigmask, sigaction and the tgkill syscall are. */
 void osp__sigprof_forward(int sig, siginfo_t *info, void *context)
 {
+    atomic_store_explicit(&program_signals, 1, memory_order_relaxed);
     struct sigaction act;
     shadow_read(&act);
     int siginfo = (act.sa_flags & SA_SIGINFO) != 0;
@@ -259,6 +289,67 @@ static sighandler_t simple(const char *name, int sig, sighandler_t handler, int 
         return real(sig, handler);
     }
     return set_simple(sig, handler, flags);
+}
+
+/* The next definition of `name` into *fn (a function pointer); -1 with errno ENOSYS if none. */
+static int load_next(const char *name, void *fn, size_t size)
+{
+    void *sym = dlsym(RTLD_NEXT, name);
+    if (sym == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    memcpy(fn, &sym, size);
+    return 0;
+}
+
+/* The ways a program sends or arms SIGPROF: ours stop first (program_will_signal). */
+__attribute__((visibility("default"))) int raise(int sig)
+{
+    int (*real)(int);
+    if (load_next("raise", &real, sizeof(real)) != 0)
+        return -1;
+    program_will_signal(sig);
+    return real(sig);
+}
+
+__attribute__((visibility("default"))) int kill(pid_t pid, int sig)
+{
+    int (*real)(pid_t, int);
+    if (load_next("kill", &real, sizeof(real)) != 0)
+        return -1;
+    program_will_signal(sig);
+    return real(pid, sig);
+}
+
+__attribute__((visibility("default"))) int pthread_kill(pthread_t thread, int sig)
+{
+    int (*real)(pthread_t, int);
+    if (load_next("pthread_kill", &real, sizeof(real)) != 0)
+        return ENOSYS;
+    program_will_signal(sig);
+    return real(thread, sig);
+}
+
+__attribute__((visibility("default"))) int sigqueue(pid_t pid, int sig, const union sigval value)
+{
+    int (*real)(pid_t, int, const union sigval);
+    if (load_next("sigqueue", &real, sizeof(real)) != 0)
+        return -1;
+    program_will_signal(sig);
+    return real(pid, sig, value);
+}
+
+__attribute__((visibility("default"))) int
+setitimer(__itimer_which_t which, const struct itimerval *value, struct itimerval *old)
+{
+    int (*real)(__itimer_which_t, const struct itimerval *, struct itimerval *);
+    if (load_next("setitimer", &real, sizeof(real)) != 0)
+        return -1;
+    if (which == ITIMER_PROF && value != NULL &&
+        (value->it_value.tv_sec != 0 || value->it_value.tv_usec != 0))
+        program_will_signal(SIGPROF);
+    return real(which, value, old);
 }
 
 /* glibc's signal() has BSD semantics: the handler stays, interrupted calls restart. */
