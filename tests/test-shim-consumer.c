@@ -4,7 +4,8 @@
  * way ospreyd does (fork; the intermediate exits at once; the grandchild calls setsid), maps
  * the ring, marks itself ATTACHED and unlinks the name, drains every record with the checks
  * a consumer must make, and when the shim has published EXITED (or the target is gone) writes
- * a plain-text summary to PATH (temp file + rename) and stores DONE.
+ * a plain-text summary to PATH (temp file + rename) and stores DONE — or, with
+ * SHIM_CONSUMER_FAIL=1 in its environment, writes daemon_error and stores FAILED.
  *
  * Summary lines: "key value" for totals, then one "thread" line per registration:
  *   thread <slot> <generation> <fiber> <label> <samples> <waiting> <repeats> <first_ns> <last_ns>
@@ -333,7 +334,9 @@ int main(int argc, char **argv)
         struct timespec nap = {0, 2000000};
         nanosleep(&nap, NULL);
     }
-    if (write_summary(out, h) != 0) {
+    /* SHIM_CONSUMER_FAIL=1: fail the way ospreyd reports failure (tests of the shim's side). */
+    const char *fail = getenv("SHIM_CONSUMER_FAIL");
+    if ((fail && strcmp(fail, "1") == 0) || write_summary(out, h) != 0) {
         snprintf(h->daemon_error, sizeof(h->daemon_error), "cannot write %s", out);
         atomic_store_explicit(&h->daemon_state, OSP_DAEMON_FAILED, memory_order_release);
         return 1;

@@ -15,6 +15,7 @@
  *   tasks                 prints how many threads the process has and its /dev/shm objects
  *   named                 a named thread spins briefly
  *   spawn                 runs itself ("print 0") as a child through exec, waits for it
+ *   chdir                 changes to / and spins
  *   exec                  spins, then replaces itself (execv) with itself running "print 0"
  *   fork                  forks a child that spins and exits through exit(7)
  *   dlopen                loads test-shim-plugin.so (beside this program), spins in it,
@@ -260,6 +261,15 @@ static int mode_spawn(void)
     return 0;
 }
 
+static int mode_chdir(void)
+{
+    if (chdir("/") != 0)
+        return 1;
+    spin_for(50000000);
+    printf("moved\n");
+    return 0;
+}
+
 static int mode_exec(void)
 {
     spin_for(100000000);
@@ -338,6 +348,8 @@ int main(int argc, char **argv)
         return mode_fork();
     if (strcmp(mode, "exec") == 0)
         return mode_exec();
+    if (strcmp(mode, "chdir") == 0)
+        return mode_chdir();
     if (strcmp(mode, "itimer") == 0)
         return mode_itimer();
     if (strcmp(mode, "killed") == 0)

@@ -52,6 +52,9 @@ struct run {
 
 /* Run build/tests/<program> with argv, in the test's environment minus LD_PRELOAD and
  * OSPREY_*, plus `extra` (NULL-terminated "NAME=value" list). Kills it after 120 s. */
+/* The working directory of the next run (NULL: the test's own); reset by every run. */
+static const char *run_cwd;
+
 static void run(struct run *r, const char *program, const char *const *args,
                 const char *const *extra)
 {
@@ -82,6 +85,9 @@ static void run(struct run *r, const char *program, const char *const *args,
     posix_spawn_file_actions_adddup2(&fa, err[1], 2);
     posix_spawn_file_actions_addclose(&fa, out[0]);
     posix_spawn_file_actions_addclose(&fa, err[0]);
+    if (run_cwd)
+        posix_spawn_file_actions_addchdir_np(&fa, run_cwd);
+    run_cwd = NULL;
     pid_t pid;
     ck_assert_int_eq(posix_spawn(&pid, path, &fa, NULL, argv, envp), 0);
     posix_spawn_file_actions_destroy(&fa);
@@ -148,6 +154,23 @@ static const char **profiled_env(const char *profile_name, const char *hz, int d
     }
     env[n] = NULL;
     return env;
+}
+
+/* env with `entry` ("NAME=value") in place of the NAME= entry, or added. Static storage. */
+static const char **with_env(const char **env, const char *entry)
+{
+    static const char *out[12];
+    size_t name_len = strchr(entry, '=') - entry + 1;
+    int n = 0, replaced = 0;
+    for (; env[n] && n < 10; n++) {
+        int same = strncmp(env[n], entry, name_len) == 0;
+        out[n] = same ? entry : env[n];
+        replaced |= same;
+    }
+    if (!replaced)
+        out[n++] = entry;
+    out[n] = NULL;
+    return out;
 }
 
 /* The consumer's summary of a run. */
@@ -366,14 +389,8 @@ START_TEST(program_sigprof_handler_is_kept)
     ck_assert_str_eq(r.out, plain.out);
 
     /* Installed before the shim boots: the shim stays off. */
-    const char **env = profiled_env("h2.txt", NULL, 1);
-    const char *env2[8];
-    int n = 0;
-    for (; env[n]; n++)
-        env2[n] = env[n];
-    env2[n++] = "TARGET_SIGPROF_EARLY=1";
-    env2[n] = NULL;
-    run(&r, "test-shim-target-static", args, env2 + 1); /* no LD_PRELOAD */
+    const char **env = with_env(profiled_env("h2.txt", NULL, 1), "TARGET_SIGPROF_EARLY=1");
+    run(&r, "test-shim-target-static", args, env + 1); /* no LD_PRELOAD */
     ck_assert_str_eq(r.out, "handler kept 1, own signals seen 2\n");
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(r.err,
@@ -487,6 +504,45 @@ START_TEST(exec_replacing_a_profiled_image_survives_and_writes_beside)
 }
 END_TEST
 
+START_TEST(relative_profile_path_is_resolved_at_start)
+{
+    static struct run r;
+    const char *args[] = {"chdir", NULL};
+    run_cwd = scratch;
+    run(&r, "test-shim-target", args,
+        with_env(profiled_env("unused", NULL, 1), "OSPREY_PROFILE=rel.txt"));
+    ck_assert_str_eq(r.out, "moved\n");
+    read_summary("rel.txt"); /* in the starting directory, not in / */
+    assert_well_formed();
+}
+END_TEST
+
+START_TEST(daemon_failure_or_absence_is_one_line_and_never_a_hang)
+{
+    static struct run plain, r;
+    const char *args[] = {"print", "5", NULL};
+    run(&plain, "test-shim-target", args, NULL);
+    /* ospreyd reports FAILED: its message, prefixed. */
+    run(&r, "test-shim-target", args,
+        with_env(profiled_env("f.txt", NULL, 1), "SHIM_CONSUMER_FAIL=1"));
+    ck_assert_int_eq(r.status, 5);
+    ck_assert_str_eq(r.out, plain.out);
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof(want), "osprey: cannot write %s/f.txt\n", scratch);
+    ck_assert_str_eq(r.err, want);
+    /* A "daemon" that never attaches: the program waits at most daemon_wait_ms, says so in
+     * one line and exits as it would have. */
+    run(&r, "test-shim-target", args,
+        with_env(profiled_env("g.txt", NULL, 1), "OSPREY_DAEMON=/bin/true"));
+    ck_assert_int_eq(r.status, 5);
+    ck_assert_str_eq(r.out, plain.out);
+    ck_assert_int_eq(count_lines(r.err), 1);
+    ck_assert_msg(strstr(r.err, "osprey: ospreyd did not finish writing ") == r.err, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "/g.txt within "));
+    ck_assert_ptr_nonnull(strstr(r.err, "; the profile may be missing\n"));
+}
+END_TEST
+
 START_TEST(bad_rate_warns_once_and_uses_default)
 {
     static struct run r;
@@ -537,6 +593,8 @@ Suite *shim_e2e_suite(void)
     tcase_add_test(tc, thread_named_after_start_is_relabelled);
     tcase_add_test(tc, objects_loaded_later_reach_the_image_list);
     tcase_add_test(tc, exec_replacing_a_profiled_image_survives_and_writes_beside);
+    tcase_add_test(tc, relative_profile_path_is_resolved_at_start);
+    tcase_add_test(tc, daemon_failure_or_absence_is_one_line_and_never_a_hang);
     tcase_add_test(tc, bad_rate_warns_once_and_uses_default);
     tcase_add_test(tc, busy_threads_lose_no_samples);
     suite_add_tcase(s, tc);
