@@ -13,8 +13,8 @@
  *
  * It also answers, for the sampler's scan of a blocked thread's stack, whether a word found
  * there can be a return address: inside an image's executable text, right after a call
- * instruction. Those code bytes are mapped (they are in a PF_X PT_LOAD segment of an object
- * still loaded: the table is rescanned only by its owner, between uses).
+ * instruction. The code bytes are read with process_vm_readv, which fails instead of faulting
+ * if the object was unloaded since the latest scan.
  */
 #include <elf.h>
 #include <errno.h>
@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "osp_shim.h"
@@ -194,30 +195,41 @@ void osp__images_emit(struct osp__images *im, struct osp__event_ring *w)
     }
 }
 
+/* Copy n bytes of our own memory at addr without risking a fault: the object they belong to
+ * may have been unloaded since the latest scan. Returns 0 when all n were read. */
+static int read_code(uint64_t addr, uint8_t *out, size_t n)
+{
+    struct iovec local = {out, n};
+    struct iovec remote = {(void *)(uintptr_t)addr, n};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
 /* Does the code just before `ret` (all of it inside [text, ret)) end with a call? */
 static int follows_call(uint64_t text, uint64_t ret)
 {
-    const uint8_t *code = (const uint8_t *)(uintptr_t)ret;
     uint64_t room = ret - text;
 #if defined(__x86_64__)
-    if (room >= 5 && code[-5] == 0xe8)
+    uint8_t before[8];
+    size_t n = room < sizeof(before) ? (size_t)room : sizeof(before);
+    if (n < 2 || read_code(ret - n, before, n) != 0)
+        return 0;
+    const uint8_t *code = before + n; /* code[-k]: the k-th byte before ret */
+    if (n >= 5 && code[-5] == 0xe8)
         return 1; /* call rel32 */
     /* call r/m64: FF /2, 2..7 bytes long (register, [reg], [reg+disp8], [rip+disp32], ...) */
-    for (uint64_t k = 2; k <= 7 && k <= room; k++)
+    for (size_t k = 2; k <= 7 && k <= n; k++)
         if (code[-(ptrdiff_t)k] == 0xff && ((code[-(ptrdiff_t)k + 1] >> 3) & 7) == 2)
             return 1;
     return 0;
 #elif defined(__aarch64__)
-    if (room < 4 || (ret & 3))
-        return 0;
     uint32_t insn;
-    memcpy(&insn, code - 4, 4);
+    if (room < 4 || (ret & 3) || read_code(ret - 4, (uint8_t *)&insn, 4) != 0)
+        return 0;
     return (insn & 0xfc000000u) == 0x94000000u || /* bl */
            (insn & 0xfffffc1fu) == 0xd63f0000u || /* blr */
            (insn & 0xfffffc1fu) == 0xd63f081fu || /* blraaz, blrabz */
            (insn & 0xfefff800u) == 0xd63f0800u;   /* blraa, blrab */
 #else
-    (void)code;
     (void)room;
     return 1;
 #endif
