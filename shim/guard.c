@@ -64,27 +64,12 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
     return copy;
 }
 
-/* The next definition of `name` after ours, looked up once into *cache; NULL (errno ENOSYS)
- * when there is none. */
-static void *resolve(_Atomic(void *) *cache, const char *name)
-{
-    /* Relaxed: every thread that resolves it stores the same value. */
-    void *sym = atomic_load_explicit(cache, memory_order_relaxed);
-    if (sym == NULL) {
-        sym = dlsym(RTLD_NEXT, name);
-        if (sym == NULL)
-            errno = ENOSYS;
-        atomic_store_explicit(cache, sym, memory_order_relaxed);
-    }
-    return sym;
-}
-
 /* Define a wrapper: resolve the real function once, guard the call when `blocks` holds. */
 #define OSP__GUARDED(ret, name, params, args, blocks, fail)                                        \
     __attribute__((visibility("default"))) ret name params                                         \
     {                                                                                              \
         static _Atomic(void *) real_sym;                                                           \
-        void *sym = resolve(&real_sym, #name);                                                     \
+        void *sym = osp__next_symbol(&real_sym, #name);                                            \
         if (sym == NULL)                                                                           \
             return fail;                                                                           \
         ret(*real) params;                                                                         \
@@ -126,7 +111,7 @@ OSP__GUARDED(int, epoll_wait, (int fd, struct epoll_event *events, int max, int 
     __attribute__((visibility("default"))) int name params                                         \
     {                                                                                              \
         static _Atomic(void *) real_sym;                                                           \
-        void *sym = resolve(&real_sym, #name);                                                     \
+        void *sym = osp__next_symbol(&real_sym, #name);                                            \
         if (sym == NULL)                                                                           \
             return -1;                                                                             \
         int(*real) params;                                                                         \

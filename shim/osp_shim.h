@@ -290,6 +290,9 @@ void osp__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- preload.c --------------------------------------------------------------------------- */
 
+/* The next definition of `name` after ours (the C library's), looked up once into *cache;
+ * NULL with errno ENOSYS when there is none. */
+void *osp__next_symbol(_Atomic(void *) *cache, const char *name);
 /* The real pthread_create (the next definition after ours). */
 typedef int (*osp__pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
                                       void *);

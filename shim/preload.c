@@ -30,6 +30,19 @@
 #include "osprey_prof.h"
 
 static _Atomic(osp__pthread_create_fn) real_create;
+
+void *osp__next_symbol(_Atomic(void *) *cache, const char *name)
+{
+    /* Relaxed: every thread that resolves it stores the same value. */
+    void *sym = atomic_load_explicit(cache, memory_order_relaxed);
+    if (sym == NULL) {
+        sym = dlsym(RTLD_NEXT, name);
+        if (sym == NULL)
+            errno = ENOSYS;
+        atomic_store_explicit(cache, sym, memory_order_relaxed);
+    }
+    return sym;
+}
 static pthread_key_t thread_key;
 static int thread_key_ready;
 

@@ -291,14 +291,13 @@ static sighandler_t simple(const char *name, int sig, sighandler_t handler, int 
     return set_simple(sig, handler, flags);
 }
 
-/* The next definition of `name` into *fn (a function pointer); -1 with errno ENOSYS if none. */
-static int load_next(const char *name, void *fn, size_t size)
+/* The next definition of `name` into *fn (a function pointer), looked up once into *cache;
+ * -1 with errno ENOSYS if there is none. */
+static int load_next(_Atomic(void *) *cache, const char *name, void *fn, size_t size)
 {
-    void *sym = dlsym(RTLD_NEXT, name);
-    if (sym == NULL) {
-        errno = ENOSYS;
+    void *sym = osp__next_symbol(cache, name);
+    if (sym == NULL)
         return -1;
-    }
     memcpy(fn, &sym, size);
     return 0;
 }
@@ -307,7 +306,8 @@ static int load_next(const char *name, void *fn, size_t size)
 __attribute__((visibility("default"))) int raise(int sig)
 {
     int (*real)(int);
-    if (load_next("raise", &real, sizeof(real)) != 0)
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "raise", &real, sizeof(real)) != 0)
         return -1;
     program_will_signal(sig);
     return real(sig);
@@ -316,7 +316,8 @@ __attribute__((visibility("default"))) int raise(int sig)
 __attribute__((visibility("default"))) int kill(pid_t pid, int sig)
 {
     int (*real)(pid_t, int);
-    if (load_next("kill", &real, sizeof(real)) != 0)
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "kill", &real, sizeof(real)) != 0)
         return -1;
     program_will_signal(sig);
     return real(pid, sig);
@@ -325,7 +326,8 @@ __attribute__((visibility("default"))) int kill(pid_t pid, int sig)
 __attribute__((visibility("default"))) int pthread_kill(pthread_t thread, int sig)
 {
     int (*real)(pthread_t, int);
-    if (load_next("pthread_kill", &real, sizeof(real)) != 0)
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "pthread_kill", &real, sizeof(real)) != 0)
         return ENOSYS;
     program_will_signal(sig);
     return real(thread, sig);
@@ -334,7 +336,8 @@ __attribute__((visibility("default"))) int pthread_kill(pthread_t thread, int si
 __attribute__((visibility("default"))) int sigqueue(pid_t pid, int sig, const union sigval value)
 {
     int (*real)(pid_t, int, const union sigval);
-    if (load_next("sigqueue", &real, sizeof(real)) != 0)
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "sigqueue", &real, sizeof(real)) != 0)
         return -1;
     program_will_signal(sig);
     return real(pid, sig, value);
@@ -344,7 +347,8 @@ __attribute__((visibility("default"))) int
 setitimer(__itimer_which_t which, const struct itimerval *value, struct itimerval *old)
 {
     int (*real)(__itimer_which_t, const struct itimerval *, struct itimerval *);
-    if (load_next("setitimer", &real, sizeof(real)) != 0)
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "setitimer", &real, sizeof(real)) != 0)
         return -1;
     if (which == ITIMER_PROF && value != NULL &&
         (value->it_value.tv_sec != 0 || value->it_value.tv_usec != 0))
