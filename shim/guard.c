@@ -35,10 +35,10 @@ static int guard_begin(sigset_t *old)
     sigset_t prof;
     sigemptyset(&prof);
     sigaddset(&prof, SIGPROF);
-    if (pthread_sigmask(SIG_BLOCK, &prof, old) != 0)
+    if (osp__sigmask_raw(SIG_BLOCK, &prof, old) != 0) /* raw: not a mask the program set */
         return 0;
     if (sigismember(old, SIGPROF)) {
-        pthread_sigmask(SIG_SETMASK, old, NULL);
+        osp__sigmask_raw(SIG_SETMASK, old, NULL);
         return 0;
     }
     return 1;
@@ -49,7 +49,7 @@ static void guard_end(int guarded, const sigset_t *old)
     if (!guarded)
         return;
     int saved = errno;
-    pthread_sigmask(SIG_SETMASK, old, NULL);
+    osp__sigmask_raw(SIG_SETMASK, old, NULL);
     errno = saved;
 }
 

@@ -162,6 +162,9 @@ struct osp__slot {
     /* Our signals handled by the thread (its handler increments; relaxed: a count compared
      * with signals_sent to tell whether one is still in flight). */
     _Atomic uint32_t signals_handled;
+    /* The thread has SIGPROF blocked (its own pthread_sigmask/sigprocmask calls, tracked by
+     * signals.c): it gets no signal of ours. */
+    _Atomic int prof_blocked;
     struct osp__thread_ring ring;
 };
 
@@ -240,6 +243,9 @@ int osp__sampler_start(const struct osp__sampler_config *cfg);
 void osp__exec_begin(void);
 /* execve failed: signal again. */
 void osp__exec_failed(void);
+/* Wait out a tick in progress, then take the SIGPROFs of ours pending on the calling thread
+ * (the program's own are sent again). */
+void osp__take_pending_sigprof(void);
 /* The program is about to send SIGPROF itself: wait (bounded) until no signal of ours is in
  * flight. The sampler has stopped signalling by then (osp__sigprof_program_signals). */
 void osp__sigprof_back_off(void);
@@ -248,7 +254,7 @@ int osp__sampler_stop(void);
 
 enum osp__signal_verdict { OSP__SIGNAL_OK, OSP__SIGNAL_UNSAFE, OSP__SIGNAL_UNKNOWN };
 /* Parse /proc/self/task/<tid>/syscall content: may SIGPROF be delivered without making a
- * syscall return early? On OSP__SIGNAL_UNSAFE, *sp and *pc hold the user registers. */
+ * syscall return early? *sp and *pc receive the user registers when the line has them. */
 enum osp__signal_verdict osp__syscall_verdict(const char *text, uint64_t *sp, uint64_t *pc);
 
 /* ---- signals.c --------------------------------------------------------------------------- */
@@ -266,6 +272,13 @@ int osp__sigprof_is_ours(const siginfo_t *info);
 /* Hand a delivery that is not ours to the program's disposition. Async-signal-safe. */
 void osp__sigprof_forward(int sig, siginfo_t *info, void *context);
 
+/* Change the calling thread's signal mask with the raw syscall: for the shim's own, brief
+ * mask changes, which the program's interposed pthread_sigmask must not see. Returns 0 or
+ * -errno. Async-signal-safe. */
+int osp__sigmask_raw(int how, const sigset_t *set, sigset_t *old);
+/* The C library's pthread_sigmask, bypassing ours (it never blocks the library's internal
+ * signals, which setuid and cancellation need). Returns 0 or -errno. */
+int osp__sigmask_libc(int how, const sigset_t *set, sigset_t *old);
 /* Has the program installed a SIGPROF handler of its own (our shadow of it)? */
 int osp__sigprof_program_handles(void);
 /* Has the program sent, armed or received a SIGPROF of its own? Then we send no more. */

@@ -173,8 +173,21 @@ enum osp__signal_verdict osp__syscall_verdict(const char *text, uint64_t *sp, ui
     long nr = strtol(text, &end, 10);
     if (end == text || errno != 0)
         return OSP__SIGNAL_UNKNOWN;
-    if (nr < 0)
-        return OSP__SIGNAL_OK; /* blocked, but not in a syscall (a page fault, preemption) */
+    if (nr < 0) {
+        /* Blocked, but not in a syscall (a page fault, preemption): "-1 sp pc". */
+        const char *q = end;
+        uint64_t v[2];
+        for (int i = 0; i < 2; i++) {
+            errno = 0;
+            v[i] = strtoull(q, &end, 0);
+            if (end == q || errno != 0)
+                return OSP__SIGNAL_OK;
+            q = end;
+        }
+        *sp = v[0];
+        *pc = v[1];
+        return OSP__SIGNAL_OK;
+    }
     uint64_t fields[8];
     const char *p = end;
     for (int i = 0; i < 8; i++) {
@@ -184,11 +197,9 @@ enum osp__signal_verdict osp__syscall_verdict(const char *text, uint64_t *sp, ui
             return OSP__SIGNAL_UNKNOWN;
         p = end;
     }
-    if (restartable(nr, fields))
-        return OSP__SIGNAL_OK;
     *sp = fields[6];
     *pc = fields[7];
-    return OSP__SIGNAL_UNSAFE;
+    return restartable(nr, fields) ? OSP__SIGNAL_OK : OSP__SIGNAL_UNSAFE;
 }
 
 /* Read /proc/self/task/<tid>/syscall without allocating (the registry lock is held). */
@@ -224,6 +235,13 @@ static int signal_in_flight(const struct osp__slot *s, uint64_t now)
 {
     uint32_t handled = atomic_load_explicit(&s->signals_handled, memory_order_relaxed);
     return handled != s->signals_sent && now - s->last_signal_ns < OSP__SIGNAL_STALE_NS;
+}
+
+/* Called with the registry lock held. */
+static int sigprof_blocked(const struct osp__slot *s)
+{
+    /* Relaxed: the thread's wrapper waits for the lock we hold after setting it. */
+    return atomic_load_explicit(&s->prof_blocked, memory_order_relaxed);
 }
 
 /* Called with the registry lock held. */
@@ -280,6 +298,13 @@ static int sample_unless_unsafe(struct osp__registry *reg, struct osp__slot *s, 
     uint64_t sp = 0, pc = 0;
     switch (thread_verdict(s->tid, &sp, &pc)) {
     case OSP__SIGNAL_OK:
+        if (sigprof_blocked(s)) {
+            /* Our signal would stay pending where the program's sigwait or signalfd could
+             * see it: capture from here if the thread sits in a syscall, else skip. */
+            if (sp != 0)
+                capture_blocked(reg, s, now, state, sp, pc);
+            return 0;
+        }
         signal_slot(s, state, now);
         return 1;
     case OSP__SIGNAL_UNSAFE:
@@ -310,7 +335,7 @@ static void tick_slot(struct osp__registry *reg, struct osp__slot *s, uint64_t n
         s->wait_captured = 0;
         if (signal_in_flight(s, now))
             return; /* a second signal would only merge with the pending one */
-        if (delta * 10 >= elapsed * 9) {
+        if (delta * 10 >= elapsed * 9 && !sigprof_blocked(s)) {
             signal_slot(s, OSP_STATE_ON_CPU, now); /* running: no syscall to interrupt */
             return;
         }
@@ -375,7 +400,7 @@ static void *sampler_main(void *arg)
     sigset_t prof;
     sigemptyset(&prof);
     sigaddset(&prof, SIGPROF);
-    pthread_sigmask(SIG_UNBLOCK, &prof, NULL); /* osp__sampler_stop wakes us with SIGPROF */
+    osp__sigmask_libc(SIG_UNBLOCK, &prof, NULL); /* osp__sampler_stop wakes us with SIGPROF */
     atomic_store_explicit(&sampler_tid, gettid(), memory_order_release);
     pthread_setname_np(pthread_self(), "osprey-sampler");
     request_short_slice();
@@ -446,28 +471,35 @@ static void *sampler_main(void *arg)
     return NULL;
 }
 
-void osp__exec_begin(void)
+void osp__take_pending_sigprof(void)
 {
-    if (!osp__is_active() || getpid() != osp__boot_pid())
-        return; /* inactive, a forked child, or a vfork child sharing our memory */
-    atomic_fetch_add_explicit(&execs_in_flight, 1, memory_order_seq_cst);
-    /* Wait out a tick in progress: every later tick sees the count and signals nobody. */
-    pthread_mutex_lock(&sampler_cfg.registry->lock);
-    pthread_mutex_unlock(&sampler_cfg.registry->lock);
-    /* A signal of ours still pending on this thread would survive execve and kill the new
-     * program (its SIGPROF is SIG_DFL again). Take them; re-send any that are not ours. */
+    /* Wait out a tick in progress: later ticks see the caller's flag and send nothing. */
+    if (sampler_cfg.registry != NULL) {
+        pthread_mutex_lock(&sampler_cfg.registry->lock);
+        pthread_mutex_unlock(&sampler_cfg.registry->lock);
+    }
     sigset_t prof, old;
     sigemptyset(&prof);
     sigaddset(&prof, SIGPROF);
-    pthread_sigmask(SIG_BLOCK, &prof, &old);
+    osp__sigmask_raw(SIG_BLOCK, &prof, &old);
     struct timespec zero = {0, 0};
     siginfo_t info;
     int theirs = 0;
     while (sigtimedwait(&prof, &info, &zero) == SIGPROF)
         theirs += !osp__sigprof_is_ours(&info);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    osp__sigmask_raw(SIG_SETMASK, &old, NULL);
     while (theirs-- > 0)
-        syscall(SYS_tgkill, getpid(), gettid(), SIGPROF);
+        syscall(SYS_tgkill, getpid(), gettid(), SIGPROF); /* the program's own, given back */
+}
+
+void osp__exec_begin(void)
+{
+    if (!osp__is_active() || getpid() != osp__boot_pid())
+        return; /* inactive, a forked child, or a vfork child sharing our memory */
+    atomic_fetch_add_explicit(&execs_in_flight, 1, memory_order_seq_cst);
+    /* A signal of ours still pending on this thread would survive execve and kill the new
+     * program (its SIGPROF is SIG_DFL again). */
+    osp__take_pending_sigprof();
 }
 
 void osp__sigprof_back_off(void)
@@ -511,9 +543,9 @@ int osp__sampler_start(const struct osp__sampler_config *cfg)
      * (it inherits the mask), then it unblocks SIGPROF alone. */
     sigset_t all, old;
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    osp__sigmask_libc(SIG_SETMASK, &all, &old); /* libc's: never blocks its own signals */
     int err = osp__real_pthread_create()(&sampler_thread, &attr, sampler_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    osp__sigmask_libc(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (err)
         return -err;

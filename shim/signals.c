@@ -49,6 +49,25 @@ static struct sigaction shadow;
 static _Atomic uint32_t shadow_seq;
 static pthread_mutex_t shadow_writers = PTHREAD_MUTEX_INITIALIZER;
 
+int osp__sigmask_raw(int how, const sigset_t *set, sigset_t *old)
+{
+    /* The kernel's mask is the first _NSIG bits of sigset_t. */
+    if (syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8) != 0)
+        return -errno;
+    return 0;
+}
+
+int osp__sigmask_libc(int how, const sigset_t *set, sigset_t *old)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "pthread_sigmask");
+    if (sym == NULL)
+        return -ENOSYS;
+    int (*real)(int, const sigset_t *, sigset_t *);
+    memcpy(&real, &sym, sizeof(real));
+    return -real(how, set, old);
+}
+
 /* The C library's sigaction (ours interposes it). NULL only if the loader cannot find it. */
 static sigaction_fn real_sigaction(void)
 {
@@ -89,9 +108,9 @@ static void shadow_write(const struct sigaction *in)
     sigemptyset(&prof);
     sigaddset(&prof, SIGPROF);
     pthread_mutex_lock(&shadow_writers);
-    pthread_sigmask(SIG_BLOCK, &prof, &old);
+    osp__sigmask_raw(SIG_BLOCK, &prof, &old);
     shadow_write_blocked(in);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    osp__sigmask_raw(SIG_SETMASK, &old, NULL);
     pthread_mutex_unlock(&shadow_writers);
 }
 
@@ -201,18 +220,18 @@ void osp__sigprof_forward(int sig, siginfo_t *info, void *context)
         sigdelset(&mask, SIGPROF);
     else
         sigaddset(&mask, SIGPROF);
-    pthread_sigmask(SIG_BLOCK, &mask, &old);
+    osp__sigmask_raw(SIG_BLOCK, &mask, &old);
     if (act.sa_flags & SA_NODEFER) {
         sigset_t prof;
         sigemptyset(&prof);
         sigaddset(&prof, SIGPROF);
-        pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
+        osp__sigmask_raw(SIG_UNBLOCK, &prof, NULL);
     }
     if (siginfo)
         act.sa_sigaction(sig, info, context);
     else
         act.sa_handler(sig);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    osp__sigmask_raw(SIG_SETMASK, &old, NULL);
 }
 
 int osp__sigprof_program_handles(void)
@@ -354,6 +373,53 @@ setitimer(__itimer_which_t which, const struct itimerval *value, struct itimerva
         (value->it_value.tv_sec != 0 || value->it_value.tv_usec != 0))
         program_will_signal(SIGPROF);
     return real(which, value, old);
+}
+
+/* A thread that blocks SIGPROF gets no signal of ours from then on: one left pending would
+ * be visible to its sigwait, sigtimedwait or signalfd. The sampler reads the flag under the
+ * registry lock; after setting it, wait out a tick in progress and take any of ours that
+ * arrived before. */
+static void track_sigprof_mask(void)
+{
+    struct osp__slot *slot = osp__tls_slot;
+    if (slot == NULL || !osp__is_active())
+        return;
+    sigset_t cur;
+    if (osp__sigmask_raw(SIG_BLOCK, NULL, &cur) != 0)
+        return;
+    int blocked = sigismember(&cur, SIGPROF) == 1;
+    /* Relaxed: the registry lock hand-off below orders it against the sampler's tick. */
+    int was = atomic_exchange_explicit(&slot->prof_blocked, blocked, memory_order_relaxed);
+    if (blocked && !was)
+        osp__take_pending_sigprof();
+}
+
+__attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset_t *set,
+                                                           sigset_t *old)
+{
+    int (*real)(int, const sigset_t *, sigset_t *);
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "pthread_sigmask", &real, sizeof(real)) != 0)
+        return ENOSYS;
+    int err = real(how, set, old);
+    if (err == 0 && set != NULL)
+        track_sigprof_mask();
+    return err;
+}
+
+__attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    int (*real)(int, const sigset_t *, sigset_t *);
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "sigprocmask", &real, sizeof(real)) != 0)
+        return -1;
+    int r = real(how, set, old);
+    if (r == 0 && set != NULL) {
+        int saved = errno;
+        track_sigprof_mask();
+        errno = saved;
+    }
+    return r;
 }
 
 /* glibc's signal() has BSD semantics: the handler stays, interrupted calls restart. */

@@ -16,6 +16,8 @@
  *   named                 a named thread spins briefly
  *   spawn                 runs itself ("print 0") as a child through exec, waits for it
  *   chdir                 changes to / and spins
+ *   masked                a thread blocks SIGPROF, spins, then looks for a pending one (what
+ *                         its sigwait or signalfd would see)
  *   exec                  spins, then replaces itself (execv) with itself running "print 0"
  *   fork                  forks a child that spins and exits through exit(7)
  *   dlopen                loads test-shim-plugin.so (beside this program), spins in it,
@@ -261,6 +263,28 @@ static int mode_spawn(void)
     return 0;
 }
 
+static void *masked(void *arg)
+{
+    sigset_t prof, pending;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    pthread_sigmask(SIG_BLOCK, &prof, NULL);
+    spin_for(200000000);
+    sigpending(&pending);
+    *(int *)arg = sigismember(&pending, SIGPROF);
+    return NULL;
+}
+
+static int mode_masked(void)
+{
+    int pending = -1;
+    pthread_t t;
+    pthread_create(&t, NULL, masked, &pending);
+    pthread_join(t, NULL);
+    printf("SIGPROF pending in a thread that blocks it: %s\n", pending ? "yes" : "no");
+    return pending != 0;
+}
+
 static int mode_chdir(void)
 {
     if (chdir("/") != 0)
@@ -350,6 +374,8 @@ int main(int argc, char **argv)
         return mode_exec();
     if (strcmp(mode, "chdir") == 0)
         return mode_chdir();
+    if (strcmp(mode, "masked") == 0)
+        return mode_masked();
     if (strcmp(mode, "itimer") == 0)
         return mode_itimer();
     if (strcmp(mode, "killed") == 0)

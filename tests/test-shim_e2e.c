@@ -543,6 +543,18 @@ START_TEST(daemon_failure_or_absence_is_one_line_and_never_a_hang)
 }
 END_TEST
 
+START_TEST(thread_that_blocks_sigprof_never_finds_ours_pending)
+{
+    static struct run r;
+    const char *args[] = {"masked", NULL};
+    for (int i = 0; i < 3; i++) {
+        run(&r, "test-shim-target", args, profiled_env("m.txt", "10000", 1));
+        ck_assert_str_eq(r.out, "SIGPROF pending in a thread that blocks it: no\n");
+        ck_assert_int_eq(r.status, 0);
+    }
+}
+END_TEST
+
 START_TEST(bad_rate_warns_once_and_uses_default)
 {
     static struct run r;
@@ -595,6 +607,7 @@ Suite *shim_e2e_suite(void)
     tcase_add_test(tc, exec_replacing_a_profiled_image_survives_and_writes_beside);
     tcase_add_test(tc, relative_profile_path_is_resolved_at_start);
     tcase_add_test(tc, daemon_failure_or_absence_is_one_line_and_never_a_hang);
+    tcase_add_test(tc, thread_that_blocks_sigprof_never_finds_ours_pending);
     tcase_add_test(tc, bad_rate_warns_once_and_uses_default);
     tcase_add_test(tc, busy_threads_lose_no_samples);
     suite_add_tcase(s, tc);
