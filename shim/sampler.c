@@ -164,6 +164,20 @@ static int restartable(long nr, const uint64_t *args)
     }
 }
 
+/* Parse n numbers (0x-prefixed or decimal) from text. Returns 0 when all n were there. */
+static int parse_numbers(const char *text, uint64_t *out, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char *end;
+        errno = 0;
+        out[i] = strtoull(text, &end, 0);
+        if (end == text || errno != 0)
+            return -1;
+        text = end;
+    }
+    return 0;
+}
+
 enum osp__signal_verdict osp__syscall_verdict(const char *text, uint64_t *sp, uint64_t *pc)
 {
     if (strncmp(text, "running", 7) == 0)
@@ -175,28 +189,16 @@ enum osp__signal_verdict osp__syscall_verdict(const char *text, uint64_t *sp, ui
         return OSP__SIGNAL_UNKNOWN;
     if (nr < 0) {
         /* Blocked, but not in a syscall (a page fault, preemption): "-1 sp pc". */
-        const char *q = end;
-        uint64_t v[2];
-        for (int i = 0; i < 2; i++) {
-            errno = 0;
-            v[i] = strtoull(q, &end, 0);
-            if (end == q || errno != 0)
-                return OSP__SIGNAL_OK;
-            q = end;
+        uint64_t regs[2];
+        if (parse_numbers(end, regs, 2) == 0) {
+            *sp = regs[0];
+            *pc = regs[1];
         }
-        *sp = v[0];
-        *pc = v[1];
         return OSP__SIGNAL_OK;
     }
-    uint64_t fields[8];
-    const char *p = end;
-    for (int i = 0; i < 8; i++) {
-        errno = 0;
-        fields[i] = strtoull(p, &end, 0);
-        if (end == p || errno != 0)
-            return OSP__SIGNAL_UNKNOWN;
-        p = end;
-    }
+    uint64_t fields[8]; /* six arguments, sp, pc */
+    if (parse_numbers(end, fields, 8) != 0)
+        return OSP__SIGNAL_UNKNOWN;
     *sp = fields[6];
     *pc = fields[7];
     return restartable(nr, fields) ? OSP__SIGNAL_OK : OSP__SIGNAL_UNSAFE;
