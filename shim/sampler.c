@@ -22,11 +22,18 @@
  * user pc and sp from that file, then a scan upward from sp for the first plausible frame
  * record and an ordinary frame-pointer walk from there (osp__unwind_scan). Reading the
  * blocked thread's stack is safe because the thread stays registered — so its stack stays
- * mapped — while the sampler holds the registry lock.
+ * mapped — while the sampler holds the registry lock. The sampler cannot see the future (a
+ * thread signalled while running may fall asleep before the signal lands): guard.c closes
+ * that gap.
  *
- * The handler is async-signal-safe: it reads its slot through an initial-exec TLS pointer,
- * calls only clock_gettime (async-signal-safe per POSIX) and the pure walk, writes a
- * preallocated ring entry, and saves and restores errno.
+ * No thread gets a second signal while one is in flight (sent, not yet handled), nor any
+ * while it has SIGPROF blocked (signals.c tracks that), nor any once the program uses SIGPROF
+ * itself or during an execve (see osp__exec_begin).
+ *
+ * The handler is async-signal-safe: signals that are not ours go to the program's disposition
+ * (signals.c); for ours it reads its slot through an initial-exec TLS pointer, calls only
+ * clock_gettime (async-signal-safe per POSIX) and the pure walk, writes a preallocated ring
+ * entry, and saves and restores errno.
  */
 #include <errno.h>
 #include <fcntl.h>
