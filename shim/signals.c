@@ -382,7 +382,8 @@ setitimer(__itimer_which_t which, const struct itimerval *value, struct itimerva
 static void track_sigprof_mask(void)
 {
     struct osp__slot *slot = osp__tls_slot;
-    if (slot == NULL || !osp__is_active())
+    /* The pid check: a vfork child shares our memory and our thread's TLS, not its mask. */
+    if (slot == NULL || !osp__is_active() || getpid() != osp__boot_pid())
         return;
     sigset_t cur;
     if (osp__sigmask_raw(SIG_BLOCK, NULL, &cur) != 0)
