@@ -29,18 +29,67 @@
 #include "osp_shim.h"
 #include "osprey_prof.h"
 
-static _Atomic(osp__pthread_create_fn) real_create;
+/* Every function the shim interposes, looked up once from the constructor: a wrapper that
+ * first runs inside a signal handler (raise and kill are async-signal-safe, crash handlers
+ * call them) must not be the one to call dlsym. */
+static const char *const interposed[] = {
+    "pthread_create",
+    "pthread_setname_np",
+    "sigaction",
+    "signal",
+    "bsd_signal",
+    "sysv_signal",
+    "raise",
+    "kill",
+    "pthread_kill",
+    "sigqueue",
+    "setitimer",
+    "pthread_sigmask",
+    "sigprocmask",
+    "execve",
+    "execv",
+    "execvp",
+    "execvpe",
+    "fexecve",
+    "execveat",
+    "nanosleep",
+    "clock_nanosleep",
+    "usleep",
+    "sleep",
+    "pause",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect",
+    "epoll_wait",
+    "epoll_pwait",
+};
+#define OSP__INTERPOSED (sizeof(interposed) / sizeof(interposed[0]))
+/* Written by the constructor before the program's main runs; read-only afterwards. */
+static void *interposed_next[OSP__INTERPOSED];
 
+static void resolve_interposed(void)
+{
+    for (size_t i = 0; i < OSP__INTERPOSED; i++)
+        interposed_next[i] = dlsym(RTLD_NEXT, interposed[i]);
+}
+
+/* Async-signal-safe once the constructor has run (a table lookup, no dlsym). */
 void *osp__next_symbol(_Atomic(void *) *cache, const char *name)
 {
     /* Relaxed: every thread that resolves it stores the same value. */
     void *sym = atomic_load_explicit(cache, memory_order_relaxed);
-    if (sym == NULL) {
-        sym = dlsym(RTLD_NEXT, name);
-        if (sym == NULL)
-            errno = ENOSYS;
+    if (sym != NULL)
+        return sym;
+    for (size_t i = 0; i < OSP__INTERPOSED && sym == NULL; i++)
+        if (strcmp(interposed[i], name) == 0)
+            sym = interposed_next[i];
+    if (sym == NULL)
+        sym = dlsym(RTLD_NEXT, name); /* before the constructor, or not in the table */
+    if (sym == NULL)
+        errno = ENOSYS;
+    else
         atomic_store_explicit(cache, sym, memory_order_relaxed);
-    }
     return sym;
 }
 static pthread_key_t thread_key;
@@ -48,13 +97,10 @@ static int thread_key_ready;
 
 osp__pthread_create_fn osp__real_pthread_create(void)
 {
-    /* Relaxed: every thread that looks it up stores the same value. */
-    osp__pthread_create_fn fn = atomic_load_explicit(&real_create, memory_order_relaxed);
-    if (fn == NULL) {
-        void *sym = dlsym(RTLD_NEXT, "pthread_create");
-        memcpy(&fn, &sym, sizeof(fn));
-        atomic_store_explicit(&real_create, fn, memory_order_relaxed);
-    }
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "pthread_create");
+    osp__pthread_create_fn fn;
+    memcpy(&fn, &sym, sizeof(fn));
     return fn;
 }
 
@@ -133,17 +179,12 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *
  * runtime labelled it explicitly. */
 __attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread, const char *name)
 {
-    static _Atomic(int (*)(pthread_t, const char *)) real_setname;
-    /* Relaxed: every thread that looks it up stores the same value. */
-    int (*real)(pthread_t, const char *) =
-        atomic_load_explicit(&real_setname, memory_order_relaxed);
-    if (real == NULL) {
-        void *sym = dlsym(RTLD_NEXT, "pthread_setname_np");
-        if (sym == NULL)
-            return ENOSYS;
-        memcpy(&real, &sym, sizeof(real));
-        atomic_store_explicit(&real_setname, real, memory_order_relaxed);
-    }
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "pthread_setname_np");
+    if (sym == NULL)
+        return ENOSYS;
+    int (*real)(pthread_t, const char *);
+    memcpy(&real, &sym, sizeof(real));
     int err = real(thread, name);
     if (err == 0 && osp__is_active())
         osp__registry_rename(&osp__the_registry, thread, name);
@@ -151,11 +192,6 @@ __attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread, 
 }
 
 /* ---- the exec family: see osp__exec_begin ---------------------------------------------- */
-
-static void *real_symbol(const char *name)
-{
-    return dlsym(RTLD_NEXT, name);
-}
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execvp_fn)(const char *, char *const[]);
@@ -165,7 +201,8 @@ typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int)
 #define OSP__CALL_REAL(type, name, ...)                                                            \
     do {                                                                                           \
         type real;                                                                                 \
-        void *sym = real_symbol(name);                                                             \
+        static _Atomic(void *) cache;                                                              \
+        void *sym = osp__next_symbol(&cache, name);                                                \
         if (sym == NULL) {                                                                         \
             errno = ENOSYS;                                                                        \
             return -1;                                                                             \
@@ -274,5 +311,6 @@ __attribute__((visibility("default"))) int execle(const char *path, const char *
 
 __attribute__((constructor)) static void preload_boot(void)
 {
+    resolve_interposed();
     osp_prof_boot();
 }

@@ -480,13 +480,32 @@ static void *sampler_main(void *arg)
     return NULL;
 }
 
+/* Nap without our own interposed sleep. Async-signal-safe. */
+static void nap_us(long us)
+{
+    struct timespec t = {0, us * 1000};
+    syscall(SYS_nanosleep, &t, NULL);
+}
+
+/* Take the registry lock, waiting at most ~50 ms. These paths can run inside the program's
+ * signal handlers (sigprocmask, raise and kill are async-signal-safe), possibly on a thread
+ * interrupted while it held the lock: they must give up rather than deadlock.
+ * Returns 0 with the lock held. Async-signal-safe (trylock never blocks). */
+static int lock_briefly(struct osp__registry *reg)
+{
+    for (int tries = 0; tries < 500; tries++) {
+        if (pthread_mutex_trylock(&reg->lock) == 0)
+            return 0;
+        nap_us(100);
+    }
+    return -1;
+}
+
 void osp__take_pending_sigprof(void)
 {
     /* Wait out a tick in progress: later ticks see the caller's flag and send nothing. */
-    if (sampler_cfg.registry != NULL) {
-        pthread_mutex_lock(&sampler_cfg.registry->lock);
+    if (sampler_cfg.registry != NULL && lock_briefly(sampler_cfg.registry) == 0)
         pthread_mutex_unlock(&sampler_cfg.registry->lock);
-    }
     sigset_t prof, old;
     sigemptyset(&prof);
     sigaddset(&prof, SIGPROF);
@@ -522,14 +541,14 @@ void osp__sigprof_back_off(void)
     for (int waited = 0; waited < 100; waited++) {
         uint64_t now = osp__mono_ns();
         int in_flight = 0;
-        pthread_mutex_lock(&reg->lock);
+        if (lock_briefly(reg) != 0)
+            return;
         for (uint32_t i = 0; i < reg->count && !in_flight; i++)
             in_flight = reg->slots[i]->active && signal_in_flight(reg->slots[i], now);
         pthread_mutex_unlock(&reg->lock);
         if (!in_flight)
             return;
-        struct timespec nap = {0, 1000000};
-        nanosleep(&nap, NULL);
+        nap_us(1000);
     }
 }
 

@@ -30,7 +30,6 @@
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef void (*handler_fn)(int, siginfo_t *, void *);
 
-static sigaction_fn real_sigaction_ptr;
 /* Our handler, once installed (then the wrappers keep the program's SIGPROF in the shadow for
  * the rest of the process's life, forked children included). Written once at boot before any
  * other thread can care; relaxed. */
@@ -71,11 +70,11 @@ int osp__sigmask_libc(int how, const sigset_t *set, sigset_t *old)
 /* The C library's sigaction (ours interposes it). NULL only if the loader cannot find it. */
 static sigaction_fn real_sigaction(void)
 {
-    if (real_sigaction_ptr == NULL) {
-        void *sym = dlsym(RTLD_NEXT, "sigaction");
-        memcpy(&real_sigaction_ptr, &sym, sizeof(sym));
-    }
-    return real_sigaction_ptr;
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "sigaction");
+    sigaction_fn fn;
+    memcpy(&fn, &sym, sizeof(fn));
+    return fn;
 }
 
 /* Async-signal-safe. */
@@ -288,19 +287,20 @@ static sighandler_t set_simple(int sig, sighandler_t handler, int flags)
     return old.sa_handler;
 }
 
-static sighandler_t (*real_simple(const char *name))(int, sighandler_t)
+static sighandler_t (*real_simple(_Atomic(void *) *cache, const char *name))(int, sighandler_t)
 {
     sighandler_t (*fn)(int, sighandler_t);
-    void *sym = dlsym(RTLD_NEXT, name);
+    void *sym = osp__next_symbol(cache, name);
     memcpy(&fn, &sym, sizeof(fn));
     return fn;
 }
 
 /* Signals other than SIGPROF, and SIGPROF before we own it, go to the C library untouched. */
-static sighandler_t simple(const char *name, int sig, sighandler_t handler, int flags)
+static sighandler_t simple(_Atomic(void *) *cache, const char *name, int sig, sighandler_t handler,
+                           int flags)
 {
     if (sig != SIGPROF || atomic_load_explicit(&installed, memory_order_relaxed) == NULL) {
-        sighandler_t (*real)(int, sighandler_t) = real_simple(name);
+        sighandler_t (*real)(int, sighandler_t) = real_simple(cache, name);
         if (real == NULL) {
             errno = ENOSYS;
             return SIG_ERR;
@@ -426,16 +426,19 @@ __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t *
 /* glibc's signal() has BSD semantics: the handler stays, interrupted calls restart. */
 __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler)
 {
-    return simple("signal", sig, handler, SA_RESTART);
+    static _Atomic(void *) cache;
+    return simple(&cache, "signal", sig, handler, SA_RESTART);
 }
 
 __attribute__((visibility("default"))) sighandler_t bsd_signal(int sig, sighandler_t handler)
 {
-    return simple("bsd_signal", sig, handler, SA_RESTART);
+    static _Atomic(void *) cache;
+    return simple(&cache, "bsd_signal", sig, handler, SA_RESTART);
 }
 
 /* System V semantics: one-shot, not blocked while it runs, no restart. */
 __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighandler_t handler)
 {
-    return simple("sysv_signal", sig, handler, SA_RESETHAND | SA_NODEFER);
+    static _Atomic(void *) cache;
+    return simple(&cache, "sysv_signal", sig, handler, SA_RESETHAND | SA_NODEFER);
 }
