@@ -372,7 +372,7 @@ START_TEST(program_sigprof_handler_is_kept)
     }
     read_summary("h.txt");
     assert_well_formed();
-    ck_assert_int_gt(summary_value("samples"), 100);
+    ck_assert_int_gt(summary_value("samples"), 10);
 
     /* Its own profiling timer keeps working beside ours. */
     const char *itimer[] = {"itimer", NULL};
