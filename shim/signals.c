@@ -16,8 +16,14 @@
  * odd while it copies, readers retry until they see the same even count before and after.
  * A program that bypasses libc (a raw rt_sigaction syscall) replaces our handler for real;
  * the sampler notices (osp__sigprof_foreign) and stops signalling.
+ *
+ * Standard signals do not queue: one of ours pending when the program's own SIGPROF arrives
+ * would swallow it. So once the program sends or arms SIGPROF (interposed raise, kill,
+ * pthread_kill, sigqueue, setitimer(ITIMER_PROF)) or receives one, we send no more, after
+ * waiting (bounded) for ours in flight. And a thread that blocks SIGPROF (interposed
+ * pthread_sigmask, sigprocmask) gets none of ours: one left pending would be visible to its
+ * sigwait, sigtimedwait or signalfd.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
