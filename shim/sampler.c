@@ -472,7 +472,10 @@ static void *sampler_main(void *arg)
             if (!s->active)
                 continue;
             osp__registry_drain_slot(reg, s);
-            if (!foreign && atomic_load_explicit(&execs_in_flight, memory_order_seq_cst) == 0)
+            /* Checked under the lock, slot by slot: a thread that sets either flag then takes
+             * the lock (osp__exec_begin, osp__sigprof_back_off) gets no signal after it. */
+            if (!foreign && atomic_load_explicit(&execs_in_flight, memory_order_seq_cst) == 0 &&
+                !osp__sigprof_program_signals())
                 tick_slot(reg, s, now, elapsed);
         }
         pthread_mutex_unlock(&reg->lock);

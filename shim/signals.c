@@ -171,6 +171,7 @@ int osp__sigprof_is_ours(const siginfo_t *info)
 
 int osp__sigprof_program_signals(void)
 {
+    /* Relaxed: read under the registry lock, which the setter takes after setting it. */
     return atomic_load_explicit(&program_signals, memory_order_relaxed);
 }
 
