@@ -18,6 +18,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,47 @@ struct ospd_daemon {
     bool finished;
     int exit_code; /* of ospreyd itself */
 };
+
+/* The ring mapping, for the SIGBUS handler. */
+static uintptr_t ring_map_start, ring_map_end;
+static long page_size;
+/* Set by the SIGBUS handler, read by drain(); lock-free atomics are async-signal-safe. */
+static atomic_int ring_truncated;
+
+/* SIGBUS: the target shrank the shared-memory object under our mapping, and touching a page
+ * past its new end faulted. Put a page of zeros there (the parser rejects what it then reads)
+ * and note it, so the ring is rejected with the real reason instead of the daemon dying. Any
+ * other SIGBUS takes the default action. mmap is not on POSIX's async-signal-safe list, but on
+ * Linux it is a bare system call that touches no user-space state. */
+static void on_sigbus(int signum, siginfo_t *info, void *context)
+{
+    (void)context;
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    if (addr >= ring_map_start && addr < ring_map_end) {
+        void *page = (void *)(addr & ~((uintptr_t)page_size - 1));
+        if (mmap(page, (size_t)page_size, PROT_READ | PROT_WRITE,
+                 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
+            /* Relaxed: the flag is read by the same thread after the faulting access. */
+            atomic_store_explicit(&ring_truncated, 1, memory_order_relaxed);
+            return;
+        }
+    }
+    signal(signum, SIG_DFL);
+    raise(signum);
+}
+
+static void install_sigbus_handler(const void *map, size_t size)
+{
+    page_size = sysconf(_SC_PAGESIZE);
+    ring_map_start = (uintptr_t)map;
+    ring_map_end = ring_map_start + size;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
 
 static uint64_t clock_ns(clockid_t clock)
 {
@@ -119,6 +161,7 @@ static int attach(struct ospd_daemon *d)
         fprintf(stderr, "osprey: ospreyd: cannot map ring %s: %s\n", d->ring_name, strerror(errno));
         return -1;
     }
+    install_sigbus_handler(map, (size_t)size);
     struct osp_ring_header *h = map;
     char err[OSPD_ERROR_SIZE];
     if (ospd_ring_validate(h, size, err, sizeof err) != 0) {
@@ -265,6 +308,12 @@ static bool drain(struct ospd_daemon *d)
     int rc = ospd_parse(&d->collector, d->data, h->data_size, tail, head, &new_tail);
     if (new_tail != tail)
         osp_ring_store_tail_release(h, new_tail); /* (D) pairs with (A) */
+    /* Relaxed: set by a signal handler on this same thread. */
+    if (atomic_load_explicit(&ring_truncated, memory_order_relaxed)) {
+        snprintf(d->collector.error, sizeof d->collector.error,
+                 "the shared memory object was truncated under the mapping");
+        rc = -EPROTO;
+    }
     if (rc != 0) {
         finish(d, OSPD_EXIT_RING_REJECTED);
         return true;

@@ -863,6 +863,7 @@ struct shm_ring {
     struct osp_ring_header *header;
     struct ring ring;
     size_t size;
+    int fd; /* kept open: a test may resize the object after the name is gone */
 };
 
 static void shm_ring_create(struct shm_ring *s, uint64_t data_size)
@@ -876,7 +877,7 @@ static void shm_ring_create(struct shm_ring *s, uint64_t data_size)
     ck_assert_int_eq(ftruncate(fd, (off_t)s->size), 0);
     void *map = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ck_assert_ptr_ne(map, MAP_FAILED);
-    close(fd);
+    s->fd = fd;
     s->header = map;
     s->ring = (struct ring){.data = (uint8_t *)map + OSP_RING_HEADER_SIZE, .size = data_size};
 }
@@ -971,6 +972,7 @@ static void e2e_begin(struct e2e *e, const char *out_name, pid_t pid)
 
 static void e2e_end(struct e2e *e)
 {
+    close(e->s.fd);
     munmap(e->s.header, e->s.size);
     free(e->out);
     remove_dir(e->dir);
@@ -986,12 +988,19 @@ static uint32_t e2e_exit(struct e2e *e)
     return wait_daemon_final(e->s.header);
 }
 
+/* Begin a case whose target is this process, start the daemon (the intermediate process
+ * exits 0 at once) and post post_program's records. */
+static void e2e_start(struct e2e *e, const char *out_name)
+{
+    e2e_begin(e, out_name, getpid());
+    ck_assert_int_eq(spawn_daemon(e->s.name, e->out, true), 0);
+    post_program(&e->s);
+}
+
 START_TEST(daemon_collects_until_the_exit_record)
 {
     struct e2e e;
-    e2e_begin(&e, "raw.json", getpid());
-    ck_assert_int_eq(spawn_daemon(e.s.name, e.out, true), 0); /* the intermediate exits 0 */
-    post_program(&e.s);
+    e2e_start(&e, "raw.json");
     ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_DONE);
     ck_assert_int_gt(atomic_load_explicit(&e.s.header->daemon_pid, memory_order_relaxed), 0);
     ck_assert_uint_eq(osp_ring_load_tail_acquire(e.s.header), e.s.ring.head);
@@ -1016,21 +1025,31 @@ START_TEST(daemon_collects_until_the_exit_record)
 }
 END_TEST
 
+/* Fork a producer that, like a profiled program, fills the header with its own pid, starts
+ * the daemon and posts post_program's records. Returns the child's pid in the parent and 0 in
+ * the child, which goes on with the caller's ending. */
+static pid_t fork_producer(struct e2e *e)
+{
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        shm_ring_init_header(&e->s, getpid());
+        if (spawn_daemon(e->s.name, e->out, true) != 0)
+            _exit(3);
+        post_program(&e->s);
+    }
+    return child;
+}
+
 START_TEST(daemon_writes_what_it_has_when_the_target_is_killed)
 {
     struct e2e e;
     e2e_begin(&e, "raw.json", 0);
     int ready[2];
     ck_assert_int_eq(pipe(ready), 0);
-    pid_t child = fork();
-    ck_assert_int_ge(child, 0);
+    pid_t child = fork_producer(&e);
     if (child == 0) {
-        /* The producer: sets up the header with its own pid, starts the daemon, posts
-         * records, and is killed before it can post an exit record. */
-        shm_ring_init_header(&e.s, getpid());
-        if (spawn_daemon(e.s.name, e.out, true) != 0)
-            _exit(3);
-        post_program(&e.s);
+        /* killed before it can post an exit record */
         (void)!write(ready[1], "x", 1);
         for (;;)
             pause();
@@ -1079,9 +1098,7 @@ END_TEST
 START_TEST(daemon_reports_an_unwritable_output)
 {
     struct e2e e;
-    e2e_begin(&e, "missing/raw.json", getpid());
-    ck_assert_int_eq(spawn_daemon(e.s.name, e.out, true), 0);
-    post_program(&e.s);
+    e2e_start(&e, "missing/raw.json");
     ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_FAILED);
     ck_assert_ptr_nonnull(strstr(e.s.header->daemon_error, e.out));
     ck_assert_ptr_nonnull(strstr(e.s.header->daemon_error, strerror(ENOENT)));
@@ -1089,12 +1106,23 @@ START_TEST(daemon_reports_an_unwritable_output)
 }
 END_TEST
 
+/* The daemon rejected the ring, said why (mentioning `what`) and still wrote the 200 samples
+ * post_program posted before the fault. */
+static void expect_ring_rejected(struct e2e *e, const char *what)
+{
+    ck_assert_uint_eq(wait_daemon_final(e->s.header), OSP_DAEMON_FAILED);
+    ck_assert_ptr_nonnull(strstr(e->s.header->daemon_error, what));
+    json_t *root = load_json(e->out);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(root, "exit"), "status")),
+                     "ring-rejected");
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 200);
+    json_decref(root);
+}
+
 START_TEST(daemon_rejects_a_corrupt_ring_but_keeps_what_it_had)
 {
     struct e2e e;
-    e2e_begin(&e, "raw.json", getpid());
-    ck_assert_int_eq(spawn_daemon(e.s.name, e.out, true), 0);
-    post_program(&e.s);
+    e2e_start(&e, "raw.json");
     uint64_t bad[] = {1};
     put_sample(&e.s.ring, 5, 0, 1, 0, 1, bad);
     uint8_t *at = e.s.ring.data + ((e.s.ring.head - 40) & (e.s.ring.size - 1));
@@ -1103,13 +1131,62 @@ START_TEST(daemon_rejects_a_corrupt_ring_but_keeps_what_it_had)
     rec.depth = 0;
     memcpy(at, &rec, sizeof rec);
     publish(&e.s);
-    ck_assert_uint_eq(wait_daemon_final(e.s.header), OSP_DAEMON_FAILED);
-    ck_assert_ptr_nonnull(strstr(e.s.header->daemon_error, "depth 0"));
+    expect_ring_rejected(&e, "depth 0");
+    e2e_end(&e);
+}
+END_TEST
+
+/* The target shrinks the shared-memory object under the daemon's mapping: reading the lost
+ * pages would be SIGBUS; the daemon rejects the ring instead and still writes what it had. */
+START_TEST(daemon_survives_a_truncated_ring)
+{
+    struct e2e e;
+    e2e_start(&e, "raw.json");
+    while (osp_ring_load_tail_acquire(e.s.header) != e.s.ring.head) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL); /* until the daemon has taken the first records */
+    }
+    uint64_t pcs[] = {0x401000};
+    put_sample(&e.s.ring, 5, 0, 1, 0, 1, pcs); /* written, then cut off */
+    ck_assert_int_eq(ftruncate(e.s.fd, OSP_RING_HEADER_SIZE), 0);
+    publish(&e.s);
+    expect_ring_rejected(&e, "truncated");
+    e2e_end(&e);
+}
+END_TEST
+
+/* The target execs another program without an exit record: its heartbeat stops, the ring
+ * leaves its memory map, and the daemon ends the profile as "vanished". */
+START_TEST(daemon_notices_a_target_that_execs_away)
+{
+    struct e2e e;
+    e2e_begin(&e, "raw.json", 0);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t child = fork_producer(&e);
+    if (child == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        atomic_store_explicit(&e.s.header->heartbeat_ns,
+                              (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+                              memory_order_relaxed);
+        dup2(ready[0], STDIN_FILENO);
+        close(ready[1]);
+        execl("/bin/sh", "sh", "-c", "read line", (char *)NULL); /* waits for the pipe */
+        _exit(4);
+    }
+    close(ready[0]);
+    ck_assert_uint_eq(wait_daemon_final(e.s.header), OSP_DAEMON_DONE);
     json_t *root = load_json(e.out);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(root, "exit"), "status")),
-                     "ring-rejected");
+    json_t *exit_obj = json_object_get(root, "exit");
+    ck_assert_str_eq(json_string_value(json_object_get(exit_obj, "status")), "vanished");
+    ck_assert_ptr_null(json_object_get(exit_obj, "code")); /* it did not exit: it is running */
     ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 200);
     json_decref(root);
+    ck_assert_int_eq(waitpid(child, NULL, WNOHANG), 0);
+    close(ready[1]); /* the shell's read sees end of file and it exits */
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
     e2e_end(&e);
 }
 END_TEST
@@ -1205,6 +1282,8 @@ Suite *daemon_suite(void)
     tcase_add_test(binary, daemon_rejects_a_bad_header_and_says_why);
     tcase_add_test(binary, daemon_reports_an_unwritable_output);
     tcase_add_test(binary, daemon_rejects_a_corrupt_ring_but_keeps_what_it_had);
+    tcase_add_test(binary, daemon_survives_a_truncated_ring);
+    tcase_add_test(binary, daemon_notices_a_target_that_execs_away);
     tcase_set_timeout(binary, 120);
     suite_add_tcase(s, binary);
     return s;
