@@ -30,6 +30,15 @@ void ospd_collector_init(struct ospd_collector *c)
     memset(c, 0, sizeof *c);
     ospd_interner_init(&c->stacks);
     c->exit_code = -1;
+    c->memory_limit = OSPD_DEFAULT_MEMORY_LIMIT;
+}
+
+/* Bytes held by the growing tables: samples, and the interner's pool, index and hash table. */
+static uint64_t table_bytes(const struct ospd_collector *c)
+{
+    const struct ospd_interner *in = &c->stacks;
+    return c->samples_cap * sizeof *c->samples + in->pool_cap * sizeof *in->pool +
+           (uint64_t)in->stacks_cap * sizeof *in->stacks + (uint64_t)in->slots_cap * 4u;
 }
 
 void ospd_collector_free(struct ospd_collector *c)
@@ -175,7 +184,8 @@ static struct ospd_slot *sample_slot(struct ospd_collector *c, uint32_t slot, ui
 static void add_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread, uint32_t stack,
                        uint32_t state)
 {
-    if (c->sample_count >= OSPD_MAX_SAMPLES ||
+    bool must_grow = c->sample_count == c->samples_cap;
+    if (c->sample_count >= OSPD_MAX_SAMPLES || (must_grow && table_bytes(c) >= c->memory_limit) ||
         ospd_grow((void **)&c->samples, &c->samples_cap, c->sample_count + 1, sizeof *c->samples) !=
             0) {
         c->lost++;
@@ -270,7 +280,9 @@ static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size
         c->lost++;
         return 0;
     }
-    int64_t stack = ospd_intern(&c->stacks, pcs, depth);
+    /* Over budget, only stacks already known can still be used. */
+    int64_t stack = table_bytes(c) >= c->memory_limit ? ospd_intern_lookup(&c->stacks, pcs, depth)
+                                                      : ospd_intern(&c->stacks, pcs, depth);
     if (stack < 0) {
         c->lost++;
         return 0;

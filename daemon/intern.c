@@ -92,18 +92,33 @@ int ospd_grow(void **array, uint64_t *cap, uint64_t need, size_t size)
     return 0;
 }
 
+/* The index of the stack with this hash and these pcs, or -ENOENT. */
+static int64_t find(const struct ospd_interner *in, uint32_t hash, const uint64_t *pcs,
+                    uint32_t depth)
+{
+    if (in->slots_cap == 0)
+        return -ENOENT;
+    uint32_t mask = in->slots_cap - 1;
+    for (uint32_t i = hash & mask; in->slots[i] != 0; i = (i + 1) & mask) {
+        const struct ospd_stack *s = &in->stacks[in->slots[i] - 1];
+        if (s->hash == hash && s->depth == depth &&
+            memcmp(in->pool + s->first, pcs, (size_t)depth * sizeof *pcs) == 0)
+            return in->slots[i] - 1;
+    }
+    return -ENOENT;
+}
+
+int64_t ospd_intern_lookup(const struct ospd_interner *in, const uint64_t *pcs, uint32_t depth)
+{
+    return find(in, hash_pcs(pcs, depth), pcs, depth);
+}
+
 int64_t ospd_intern(struct ospd_interner *in, const uint64_t *pcs, uint32_t depth)
 {
     uint32_t hash = hash_pcs(pcs, depth);
-    if (in->slots_cap) {
-        uint32_t mask = in->slots_cap - 1;
-        for (uint32_t i = hash & mask; in->slots[i] != 0; i = (i + 1) & mask) {
-            const struct ospd_stack *s = &in->stacks[in->slots[i] - 1];
-            if (s->hash == hash && s->depth == depth &&
-                memcmp(in->pool + s->first, pcs, (size_t)depth * sizeof *pcs) == 0)
-                return in->slots[i] - 1;
-        }
-    }
+    int64_t found = find(in, hash, pcs, depth);
+    if (found >= 0)
+        return found;
 
     /* New stack: make room everywhere first, so a failure changes nothing visible. */
     if (in->count >= OSPD_MAX_STACKS)

@@ -22,6 +22,10 @@
 #define OSPD_MAX_STACKS  (1u << 30)          /* distinct stacks kept (indices fit 31 bits) */
 #define OSPD_MAX_SAMPLES (UINT64_C(1) << 32) /* samples kept */
 #define OSPD_ERROR_SIZE  256u                /* bytes of a rejection message, NUL included */
+/* Default budget for the samples and stacks tables. Growth stops once their capacity reaches
+ * it (one doubling may overshoot it), and later samples are dropped and counted: 512 MiB keeps
+ * about 30 million samples, over an hour of 8 busy threads at the default rate. */
+#define OSPD_DEFAULT_MEMORY_LIMIT (UINT64_C(512) << 20)
 
 /* Grow `*array` (of `*cap` elements of `size` bytes) so it holds at least `need` elements,
  * doubling. Returns 0 or -ENOMEM, leaving the array as it was. */
@@ -52,6 +56,8 @@ void ospd_interner_free(struct ospd_interner *in);
  * Returns -ENOMEM when it is new and memory (or OSPD_MAX_STACKS) ran out; the interner is
  * unchanged then. */
 int64_t ospd_intern(struct ospd_interner *in, const uint64_t *pcs, uint32_t depth);
+/* The index of the stack `pcs[0..depth)` if it is already interned, else -ENOENT. */
+int64_t ospd_intern_lookup(const struct ospd_interner *in, const uint64_t *pcs, uint32_t depth);
 /* The pcs of stack `index` (< in->count); *depth receives its length. */
 const uint64_t *ospd_stack_pcs(const struct ospd_interner *in, uint32_t index, uint32_t *depth);
 
@@ -115,7 +121,8 @@ struct ospd_collector {
     uint64_t sample_count, samples_cap;
 
     /* Counters. */
-    uint64_t lost;           /* samples the daemon could not keep (memory, limits) */
+    uint64_t memory_limit; /* bytes for samples and stacks; ospd_collector_init sets the default */
+    uint64_t lost;         /* samples the daemon could not keep (memory, limits) */
     uint64_t orphan_repeats; /* REPEATs for a slot with no earlier sample (also in lost) */
     uint64_t unknown_thread; /* samples naming no live registration (also in lost) */
     uint64_t shim_dropped;   /* header.dropped, or the exit record's count */

@@ -276,6 +276,13 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     if (dropped > c->shim_dropped)
         c->shim_dropped = dropped;
 
+    uint64_t kept_out = c->lost - c->orphan_repeats - c->unknown_thread;
+    if (kept_out > 0)
+        fprintf(stderr,
+                "osprey: ospreyd: %" PRIu64 " samples could not be kept (memory budget or "
+                "limits); they are counted in \"dropped\"\n",
+                kept_out);
+
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH];
     int rc = ospd_raw_write(c, d->out_path, err, sizeof err);
     if (rc != 0) {

@@ -355,6 +355,29 @@ START_TEST(interning_is_stable_across_growth)
 }
 END_TEST
 
+/* Past the memory budget, known stacks still count, new ones and growth are dropped. */
+START_TEST(memory_budget_drops_and_counts)
+{
+    struct ring r = ring_new(65536, 0);
+    uint64_t known[] = {0x401000, 0x402000};
+    uint64_t novel[] = {0x403000};
+    put_thread_start(&r, 0, 1, 0, 1, "main");
+    for (int i = 0; i < 300; i++)
+        put_sample(&r, 10, 0, 1, 0, 2, known);
+    put_sample(&r, 11, 0, 1, 0, 1, novel);
+    struct ospd_collector c;
+    collector_new(&c);
+    c.memory_limit = 1; /* only the first allocation of each table is allowed */
+    parse_ok(&c, &r, 0);
+    ck_assert_uint_eq(c.sample_count, c.samples_cap);
+    ck_assert_uint_eq(c.stacks.count, 1);
+    ck_assert_uint_eq(c.lost, 301 - c.sample_count);
+    ck_assert_uint_gt(c.lost, 1);
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
 START_TEST(addresses_beyond_user_space_end_the_stack)
 {
     struct ring r = ring_new(1024, 0);
@@ -1257,6 +1280,7 @@ Suite *daemon_suite(void)
     tcase_add_test(parse, exit_record_ends_the_stream);
     tcase_add_test(parse, interning_is_stable_across_growth);
     tcase_add_test(parse, addresses_beyond_user_space_end_the_stack);
+    tcase_add_test(parse, memory_budget_drops_and_counts);
     tcase_add_test(parse, labels_become_valid_utf8);
     suite_add_tcase(s, parse);
 
