@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ struct ospd_daemon {
     const char *out_path;
     struct osp_ring_header *header;
     const uint8_t *data;
+    uint64_t data_size; /* validated at attach; never reread from the shared header */
     size_t map_size;
     struct ospd_collector collector;
 
@@ -163,10 +165,14 @@ static int attach(struct ospd_daemon *d)
     }
     install_sigbus_handler(map, (size_t)size);
     struct osp_ring_header *h = map;
+    /* Check and use a private copy of the identity fields: the target can rewrite the shared
+     * header at any time, so nothing validated is ever read from it again. */
+    static struct osp_ring_header identity;
+    memcpy(&identity, h, offsetof(struct osp_ring_header, shim_state));
     char err[OSPD_ERROR_SIZE];
-    if (ospd_ring_validate(h, size, err, sizeof err) != 0) {
+    if (ospd_ring_validate(&identity, size, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: ospreyd: ring %s rejected: %s\n", d->ring_name, err);
-        if (h->magic == OSP_RING_MAGIC) {
+        if (identity.magic == OSP_RING_MAGIC) {
             shm_unlink(d->ring_name);
             publish_failure(h, err);
         }
@@ -176,9 +182,10 @@ static int attach(struct ospd_daemon *d)
     /* Attached: from now on only the two mappings keep the object alive. */
     shm_unlink(d->ring_name);
     d->header = h;
-    d->data = (const uint8_t *)map + h->data_offset;
+    d->data = (const uint8_t *)map + identity.data_offset;
+    d->data_size = identity.data_size;
     d->map_size = (size_t)size;
-    ospd_collector_set_identity(&d->collector, h);
+    ospd_collector_set_identity(&d->collector, &identity);
     /* Informational only: nothing synchronises on it, so relaxed. */
     atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
     /* Release: the pid store above is visible to a shim that acquires ATTACHED. */
@@ -312,7 +319,7 @@ static bool drain(struct ospd_daemon *d)
     uint64_t head = osp_ring_load_head_acquire(h); /* (C) pairs with (B) */
     uint64_t tail = osp_ring_load_tail_own(h);
     uint64_t new_tail;
-    int rc = ospd_parse(&d->collector, d->data, h->data_size, tail, head, &new_tail);
+    int rc = ospd_parse(&d->collector, d->data, d->data_size, tail, head, &new_tail);
     if (new_tail != tail)
         osp_ring_store_tail_release(h, new_tail); /* (D) pairs with (A) */
     /* Relaxed: set by a signal handler on this same thread. */
