@@ -328,23 +328,25 @@ static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
     if (r.base >= ADDRESS_LIMIT || r.text >= ADDRESS_LIMIT || r.text_size >= ADDRESS_LIMIT)
         return 0; /* not a user-space image; nothing can be attributed to it */
 
-    const char *raw_path = (const char *)rec + sizeof r;
+    char *path = ospd_utf8_sanitize((const char *)rec + sizeof r, r.path_len);
+    if (path == NULL)
+        return 0;
     for (uint32_t i = 0; i < c->image_count; i++) {
         struct ospd_image *im = &c->images[i];
-        if (im->base == r.base && strlen(im->path) == r.path_len &&
-            memcmp(im->path, raw_path, r.path_len) == 0) {
+        if (im->base == r.base && strcmp(im->path, path) == 0) {
             im->main = im->main || (r.flags & OSP_IMAGE_MAIN);
+            free(path);
             return 0;
         }
     }
     uint64_t cap = c->images_cap;
     if (c->image_count >= OSPD_MAX_IMAGES ||
-        ospd_grow((void **)&c->images, &cap, (uint64_t)c->image_count + 1, sizeof *c->images) != 0)
+        ospd_grow((void **)&c->images, &cap, (uint64_t)c->image_count + 1, sizeof *c->images) !=
+            0) {
+        free(path);
         return 0;
+    }
     c->images_cap = (uint32_t)cap;
-    char *path = ospd_utf8_sanitize(raw_path, r.path_len);
-    if (path == NULL)
-        return 0;
     struct ospd_image *im = &c->images[c->image_count++];
     *im = (struct ospd_image){.base = r.base,
                               .slide = r.slide,
