@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -236,6 +237,29 @@ static char read_proc_state(int32_t pid, int *exit_code)
     return state;
 }
 
+/* PIDFD_GET_INFO (Linux 6.15 and later): a pidfd keeps the wait status of its process after
+ * the process is reaped, which closes the race with a parent that reaps its child before
+ * /proc can be read. Declared here because older kernel headers do not have it. */
+struct ospd_pidfd_info {
+    uint64_t mask, cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t exit_code;
+};
+_Static_assert(sizeof(struct ospd_pidfd_info) == 64, "PIDFD_INFO_SIZE_VER0");
+#define OSPD_PIDFD_INFO_EXIT (UINT64_C(1) << 3)
+#define OSPD_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct ospd_pidfd_info)
+
+/* The wait status the pidfd knows, or -1 (old kernel, or not known yet). */
+static int pidfd_wait_status(int pidfd)
+{
+    if (pidfd < 0)
+        return -1;
+    struct ospd_pidfd_info info = {.mask = OSPD_PIDFD_INFO_EXIT};
+    if (ioctl(pidfd, OSPD_PIDFD_GET_INFO, &info) != 0 || !(info.mask & OSPD_PIDFD_INFO_EXIT))
+        return -1;
+    return info.exit_code;
+}
+
 /* Whether the target's memory map still holds our ring (false when it exec'd away). When
  * the maps file cannot be read the answer is "yes": only positive evidence ends a profile. */
 static bool target_maps_ring(const struct ospd_daemon *d)
@@ -352,12 +376,14 @@ static void target_gone(struct ospd_daemon *d)
         drain(d))
         return;
     struct ospd_collector *c = &d->collector;
-    if (state == 'Z' && wait_status >= 0 && WIFSIGNALED(wait_status)) {
+    if (state != 'Z')
+        wait_status = pidfd_wait_status(d->pidfd); /* already reaped: ask the pidfd */
+    if (wait_status >= 0 && WIFSIGNALED(wait_status)) {
         c->exit_signal = WTERMSIG(wait_status);
         finish(d, OSPD_EXIT_KILLED);
         return;
     }
-    if (state == 'Z' && wait_status >= 0 && WIFEXITED(wait_status))
+    if (wait_status >= 0 && WIFEXITED(wait_status))
         c->exit_code = WEXITSTATUS(wait_status);
     finish(d, OSPD_EXIT_VANISHED);
 }
