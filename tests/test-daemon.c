@@ -1020,6 +1020,15 @@ static void e2e_start(struct e2e *e, const char *out_name)
     post_program(&e->s);
 }
 
+/* Wait until the daemon has consumed everything published so far. */
+static void wait_drained(struct e2e *e)
+{
+    while (osp_ring_load_tail_acquire(e->s.header) != e->s.ring.head) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 START_TEST(daemon_collects_until_the_exit_record)
 {
     struct e2e e;
@@ -1165,10 +1174,7 @@ START_TEST(daemon_survives_a_truncated_ring)
 {
     struct e2e e;
     e2e_start(&e, "raw.json");
-    while (osp_ring_load_tail_acquire(e.s.header) != e.s.ring.head) {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL); /* until the daemon has taken the first records */
-    }
+    wait_drained(&e);
     uint64_t pcs[] = {0x401000};
     put_sample(&e.s.ring, 5, 0, 1, 0, 1, pcs); /* written, then cut off */
     ck_assert_int_eq(ftruncate(e.s.fd, OSP_RING_HEADER_SIZE), 0);
@@ -1210,6 +1216,47 @@ START_TEST(daemon_notices_a_target_that_execs_away)
     close(ready[1]); /* the shell's read sees end of file and it exits */
     int status;
     ck_assert_int_eq(waitpid(child, &status, 0), child);
+    e2e_end(&e);
+}
+END_TEST
+
+/* The target is gone before the daemon even attaches (pidfd_open fails): the liveness check
+ * notices, and the records it left are still written. */
+START_TEST(daemon_handles_a_target_already_gone)
+{
+    pid_t gone = fork();
+    ck_assert_int_ge(gone, 0);
+    if (gone == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(gone, NULL, 0), gone);
+    struct e2e e;
+    e2e_begin(&e, "raw.json", gone);
+    post_program(&e.s);
+    ck_assert_int_eq(spawn_daemon(e.s.name, e.out, true), 0);
+    ck_assert_uint_eq(wait_daemon_final(e.s.header), OSP_DAEMON_DONE);
+    json_t *root = load_json(e.out);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(root, "exit"), "status")),
+                     "vanished");
+    ck_assert_int_eq(int_at(root, "pid"), gone);
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 200);
+    json_decref(root);
+    e2e_end(&e);
+}
+END_TEST
+
+/* Asked to stop (SIGTERM), the daemon writes what it has rather than losing it. */
+START_TEST(daemon_writes_what_it_has_on_sigterm)
+{
+    struct e2e e;
+    e2e_start(&e, "raw.json");
+    wait_drained(&e);
+    pid_t daemon = atomic_load_explicit(&e.s.header->daemon_pid, memory_order_relaxed);
+    ck_assert_int_gt(daemon, 0);
+    ck_assert_int_eq(kill(daemon, SIGTERM), 0);
+    ck_assert_uint_eq(wait_daemon_final(e.s.header), OSP_DAEMON_DONE);
+    json_t *root = load_json(e.out);
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 200);
+    json_decref(root);
     e2e_end(&e);
 }
 END_TEST
@@ -1308,6 +1355,8 @@ Suite *daemon_suite(void)
     tcase_add_test(binary, daemon_rejects_a_corrupt_ring_but_keeps_what_it_had);
     tcase_add_test(binary, daemon_survives_a_truncated_ring);
     tcase_add_test(binary, daemon_notices_a_target_that_execs_away);
+    tcase_add_test(binary, daemon_handles_a_target_already_gone);
+    tcase_add_test(binary, daemon_writes_what_it_has_on_sigterm);
     tcase_set_timeout(binary, 120);
     suite_add_tcase(s, binary);
     return s;
