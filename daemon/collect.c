@@ -87,7 +87,7 @@ int ospd_ring_validate(const struct osp_ring_header *h, uint64_t object_size, ch
 {
     /* The caller mapped at least OSP_RING_HEADER_SIZE bytes; read each field once. */
     uint64_t magic = h->magic, data_offset = h->data_offset, data_size = h->data_size;
-    uint32_t abi = h->abi_version, header_size = h->header_size;
+    uint32_t abi = h->abi_version, header_size = h->header_size, rate_hz = h->rate_hz;
     int32_t pid = h->pid;
     if (object_size < OSP_RING_HEADER_SIZE)
         snprintf(err, err_size, "shared memory is %" PRIu64 " bytes, smaller than a ring header",
@@ -112,6 +112,8 @@ int ospd_ring_validate(const struct osp_ring_header *h, uint64_t object_size, ch
                  "data area [%" PRIu64 ", %" PRIu64 ") exceeds the %" PRIu64
                  "-byte shared memory object",
                  data_offset, data_offset + data_size, object_size);
+    else if (rate_hz == 0)
+        snprintf(err, err_size, "rate_hz is 0");
     else if (pid <= 0)
         snprintf(err, err_size, "target pid %" PRId32 " is not a process id", pid);
     else

@@ -94,7 +94,9 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     rc = rc ? rc : put_field(f, false, "rate_hz", json_integer(c->rate_hz));
     rc = rc ? rc : put_field(f, false, "platform", json_string(c->platform));
     rc = rc ? rc : put_field(f, false, "start_unix_ns", json_u64(c->start_unix_ns));
-    rc = rc ? rc : put_field(f, false, "end_unix_ns", json_u64(c->end_unix_ns));
+    /* A wall clock stepped back during the run must not make the end precede the start. */
+    uint64_t end = c->end_unix_ns < c->start_unix_ns ? c->start_unix_ns : c->end_unix_ns;
+    rc = rc ? rc : put_field(f, false, "end_unix_ns", json_u64(end));
     if (rc != 0)
         return rc;
 

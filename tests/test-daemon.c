@@ -619,7 +619,8 @@ START_TEST(header_validation)
                                    .header_size = OSP_RING_HEADER_SIZE,
                                    .data_offset = OSP_RING_HEADER_SIZE,
                                    .data_size = 65536,
-                                   .pid = 1};
+                                   .pid = 1,
+                                   .rate_hz = 997};
     memcpy(&h, &good, sizeof h);
     ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), 0);
 
@@ -648,6 +649,10 @@ START_TEST(header_validation)
     memcpy(&h, &good, sizeof h);
     h.header_size = 64;
     ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
+    memcpy(&h, &good, sizeof h);
+    h.rate_hz = 0;
+    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(err, "rate_hz"));
     memcpy(&h, &good, sizeof h);
     ck_assert_int_eq(ospd_ring_validate(&h, 100, err, sizeof err), -EPROTO);
 }
@@ -813,8 +818,10 @@ START_TEST(exit_objects_say_how_it_ended)
 
     c.exit_status = OSPD_EXIT_KILLED;
     c.exit_signal = 9;
+    c.end_unix_ns = c.start_unix_ns - 5; /* the wall clock stepped back */
     ck_assert_int_eq(ospd_raw_write(&c, path, err, sizeof err), 0);
     json_t *root = load_json(path);
+    ck_assert_int_eq(int_at(root, "end_unix_ns"), int_at(root, "start_unix_ns"));
     json_t *e = json_object_get(root, "exit");
     ck_assert_str_eq(json_string_value(json_object_get(e, "status")), "killed");
     ck_assert_int_eq(int_at(e, "signal"), 9);
