@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ospd.h"
+#include "ospx.h"
 
 extern char **environ;
 
@@ -731,6 +732,16 @@ static json_int_t int_at(json_t *root, const char *key)
     return json_integer_value(v);
 }
 
+/* The exporters' reader accepts the file; returns what it read (free with ospx_raw_free). */
+static struct ospx_raw read_with_exporters(const char *path)
+{
+    struct ospx_raw raw;
+    struct ospx_error err = {0};
+    int rc = ospx_raw_read(path, &raw, &err);
+    ck_assert_msg(rc == 0, "%s:%d:%d: %s", err.file, err.line, err.column, err.text);
+    return raw;
+}
+
 START_TEST(raw_profile_is_valid_json_version_1)
 {
     struct ring r = ring_new(8192, 0);
@@ -799,8 +810,19 @@ START_TEST(raw_profile_is_valid_json_version_1)
                              expected[i][k]);
     json_t *exit_obj = json_object_get(root, "exit");
     ck_assert_str_eq(json_string_value(json_object_get(exit_obj, "status")), "exited");
-
     json_decref(root);
+
+    /* and the exporters read it the same way */
+    struct ospx_raw raw = read_with_exporters(path);
+    ck_assert_uint_eq(raw.sample_count, 3);
+    ck_assert_uint_eq(raw.stack_count, 2);
+    ck_assert_uint_eq(raw.thread_count, 2);
+    ck_assert_uint_eq(raw.image_count, 2);
+    ck_assert_uint_eq(raw.dropped, 5);
+    ck_assert_int_eq(raw.exit.normal, 1);
+    ck_assert_uint_eq(raw.samples[2].t_rel_ns, 1600000);
+    ck_assert_uint_eq(raw.stacks[1].pcs[1], 0x555555555789);
+    ospx_raw_free(&raw);
     ospd_collector_free(&c);
     free(r.data);
     free(path);
@@ -830,6 +852,9 @@ START_TEST(exit_objects_say_how_it_ended)
     ck_assert_uint_eq(json_array_size(json_object_get(root, "stacks")), 0);
     ck_assert_str_eq(json_string_value(json_object_get(root, "exe")), "");
     json_decref(root);
+    struct ospx_raw raw = read_with_exporters(path);
+    ck_assert_int_eq(raw.exit.signal, 9);
+    ospx_raw_free(&raw);
 
     c.exit_status = OSPD_EXIT_VANISHED;
     ck_assert_int_eq(ospd_raw_write(&c, path, err, sizeof err), 0); /* replaces the old file */
@@ -846,6 +871,9 @@ START_TEST(exit_objects_say_how_it_ended)
     ck_assert_str_eq(json_string_value(json_object_get(e, "status")), "ring-rejected");
     ck_assert_str_eq(json_string_value(json_object_get(e, "error")), c.error);
     json_decref(root);
+    raw = read_with_exporters(path);
+    ck_assert_int_eq(raw.exit.normal, 0);
+    ospx_raw_free(&raw);
     ck_assert_int_eq(count_entries(dir), 1);
 
     ospd_collector_free(&c);
