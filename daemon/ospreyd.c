@@ -48,6 +48,7 @@ struct ospd_daemon {
     struct osp_ring_header *header;
     const uint8_t *data;
     uint64_t data_size; /* validated at attach; never reread from the shared header */
+    uint64_t tail;      /* our consumer index; the shared copy is only ever written */
     size_t map_size;
     struct ospd_collector collector;
 
@@ -186,6 +187,7 @@ static int attach(struct ospd_daemon *d)
     d->data = (const uint8_t *)map + identity.data_offset;
     d->data_size = identity.data_size;
     d->map_size = (size_t)size;
+    d->tail = osp_ring_load_tail_own(h); /* 0 unless a previous consumer left it elsewhere */
     ospd_collector_set_identity(&d->collector, &identity);
     /* Informational only: nothing synchronises on it, so relaxed. */
     atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
@@ -341,11 +343,12 @@ static bool drain(struct ospd_daemon *d)
         return true;
     struct osp_ring_header *h = d->header;
     uint64_t head = osp_ring_load_head_acquire(h); /* (C) pairs with (B) */
-    uint64_t tail = osp_ring_load_tail_own(h);
     uint64_t new_tail;
-    int rc = ospd_parse(&d->collector, d->data, d->data_size, tail, head, &new_tail);
-    if (new_tail != tail)
+    int rc = ospd_parse(&d->collector, d->data, d->data_size, d->tail, head, &new_tail);
+    if (new_tail != d->tail) {
+        d->tail = new_tail;
         osp_ring_store_tail_release(h, new_tail); /* (D) pairs with (A) */
+    }
     /* Relaxed: set by a signal handler on this same thread. */
     if (atomic_load_explicit(&ring_truncated, memory_order_relaxed)) {
         snprintf(d->collector.error, sizeof d->collector.error,
