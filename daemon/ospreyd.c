@@ -13,6 +13,7 @@
  * In every case the raw file is written with what was collected; daemon_state then says DONE
  * (file in place) or FAILED (daemon_error says why).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -474,10 +475,31 @@ static int run(struct ospd_daemon *d)
     return d->exit_code;
 }
 
+/* Close every descriptor above stderr that the program let us inherit (pipes, sockets), so
+ * the daemon never holds a reader's end of file back after the program is gone. */
+static void close_inherited_fds(void)
+{
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0)
+        return;
+#endif
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir == NULL)
+        return;
+    int own = dirfd(dir);
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        int fd = atoi(e->d_name);
+        if (fd > STDERR_FILENO && fd != own)
+            close(fd);
+    }
+    closedir(dir);
+}
+
 /* Fork into the background: the parent exits 0 at once (its caller waits for it), the child
  * leaves the caller's session and directories. stderr stays so warnings reach the user. */
 static int detach(void)
 {
+    close_inherited_fds();
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "osprey: ospreyd: cannot fork: %s\n", strerror(errno));

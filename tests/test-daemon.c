@@ -1064,6 +1064,24 @@ static void wait_drained(struct e2e *e)
     }
 }
 
+/* A descriptor the program let the daemon inherit (here a pipe's write end) is closed by the
+ * daemon, so the pipe's reader sees end of file as soon as the program closes its own end. */
+START_TEST(daemon_does_not_hold_inherited_descriptors)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0); /* not close-on-exec: inherited */
+    struct e2e e;
+    e2e_start(&e, "raw.json");
+    close(fds[1]);
+    ck_assert_int_eq(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+    char byte;
+    ck_assert_int_eq(read(fds[0], &byte, 1), 0); /* EOF, not EAGAIN: no writer is left */
+    close(fds[0]);
+    ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_DONE);
+    e2e_end(&e);
+}
+END_TEST
+
 START_TEST(daemon_collects_until_the_exit_record)
 {
     struct e2e e;
@@ -1391,6 +1409,7 @@ Suite *daemon_suite(void)
     tcase_add_test(binary, daemon_survives_a_truncated_ring);
     tcase_add_test(binary, daemon_notices_a_target_that_execs_away);
     tcase_add_test(binary, daemon_handles_a_target_already_gone);
+    tcase_add_test(binary, daemon_does_not_hold_inherited_descriptors);
     tcase_add_test(binary, daemon_writes_what_it_has_on_sigterm);
     tcase_set_timeout(binary, 120);
     suite_add_tcase(s, binary);
