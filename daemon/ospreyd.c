@@ -317,18 +317,22 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
                 "limits); they are counted in \"dropped\"\n",
                 kept_out);
 
-    char err[OSPD_ERROR_SIZE + OSP_MAX_PATH];
+    /* One line says what went wrong, in daemon_error for the shim (which prints it when it
+     * is waiting at exit) and on stderr when nothing else will print it: the program did
+     * not reach its exit handler, or the ring broke while it ran. */
+    char err[OSPD_ERROR_SIZE + OSP_MAX_PATH], line[sizeof err + 512];
     int rc = ospd_raw_write(c, d->out_path, err, sizeof err);
-    if (rc != 0) {
-        fprintf(stderr, "osprey: ospreyd: cannot write the profile: %s\n", err);
-        publish_failure(d->header, err);
-        d->exit_code = 1;
-    } else if (status == OSPD_EXIT_RING_REJECTED) {
-        fprintf(stderr,
-                "osprey: ospreyd: ring rejected: %s; the %" PRIu64
-                " samples collected before it are in %s\n",
-                c->error, c->sample_count, d->out_path);
-        publish_failure(d->header, c->error);
+    if (rc != 0)
+        snprintf(line, sizeof line, "ospreyd could not write the profile: %s", err);
+    else if (status == OSPD_EXIT_RING_REJECTED)
+        snprintf(line, sizeof line,
+                 "ospreyd rejected the ring: %s; the %" PRIu64
+                 " samples collected before it are in %s",
+                 c->error, c->sample_count, d->out_path);
+    if (rc != 0 || status == OSPD_EXIT_RING_REJECTED) {
+        if (status != OSPD_EXIT_EXITED)
+            fprintf(stderr, "osprey: %s\n", line);
+        publish_failure(d->header, line);
         d->exit_code = 1;
     } else {
         /* Release: pairs with the shim's acquire load; the file is renamed into place. */
