@@ -57,6 +57,20 @@ static int put_element(FILE *f, bool first, json_t *value)
     return put_json(f, first ? "\n" : ",\n", NULL, value);
 }
 
+/* Write v in decimal at p; returns the end (at most 20 digits, no NUL). */
+static char *format_u64(char *p, uint64_t v)
+{
+    char digits[20];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n > 0)
+        *p++ = digits[--n];
+    return p;
+}
+
 static const char *exe_path(const struct ospd_collector *c)
 {
     for (uint32_t i = 0; i < c->image_count; i++)
@@ -129,21 +143,43 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     if (rc != 0)
         return rc;
 
-    /* The big arrays: straight from the compact tables. */
+    /* The big arrays: straight from the compact tables, each row formatted into a small
+     * buffer and written at once (printf per number costs more than the rest together). */
     fputs("],\n\"stacks\":[", f);
+    char row[OSP_MAX_DEPTH * 21 + 8];
     for (uint32_t i = 0; i < c->stacks.count; i++) {
         uint32_t depth;
         const uint64_t *pcs = ospd_stack_pcs(&c->stacks, i, &depth);
-        fputs(i == 0 ? "\n[" : ",\n[", f);
-        for (uint32_t k = 0; k < depth; k++)
-            fprintf(f, k == 0 ? "%" PRIu64 : ",%" PRIu64, pcs[k]);
-        fputc(']', f);
+        char *p = row;
+        *p++ = i == 0 ? '\n' : ',';
+        if (i != 0)
+            *p++ = '\n';
+        *p++ = '[';
+        for (uint32_t k = 0; k < depth; k++) {
+            if (k != 0)
+                *p++ = ',';
+            p = format_u64(p, pcs[k]);
+        }
+        *p++ = ']';
+        fwrite(row, 1, (size_t)(p - row), f);
     }
     fputs("],\n\"samples\":[", f);
     for (uint64_t i = 0; i < c->sample_count; i++) {
         const struct ospd_sample *s = &c->samples[i];
-        fprintf(f, "%s[%" PRIu64 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 "]", i == 0 ? "\n" : ",\n",
-                s->t_rel_ns, s->thread, s->stack_state >> 1, s->stack_state & 1);
+        char *p = row;
+        if (i != 0)
+            *p++ = ',';
+        *p++ = '\n';
+        *p++ = '[';
+        p = format_u64(p, s->t_rel_ns);
+        *p++ = ',';
+        p = format_u64(p, s->thread);
+        *p++ = ',';
+        p = format_u64(p, s->stack_state >> 1);
+        *p++ = ',';
+        *p++ = (char)('0' + (s->stack_state & 1));
+        *p++ = ']';
+        fwrite(row, 1, (size_t)(p - row), f);
     }
     fputs("]", f);
     rc = rc ? rc : put_field(f, false, "dropped", json_u64(ospd_dropped_total(c)));
