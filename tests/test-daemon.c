@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1368,6 +1369,131 @@ START_TEST(command_line)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------------------------ */
+/* A real program under the preload shim: a busy worker thread and a main thread waiting for
+ * it (examples/hotspot). */
+
+/* Run hotspot with extra environment entries; returns its exit status, its output in out. */
+static int run_hotspot(char *const extra_env[], char *out, size_t out_size)
+{
+    size_t n = 0, extra = 0;
+    while (environ[n] != NULL)
+        n++;
+    while (extra_env[extra] != NULL)
+        extra++;
+    char **env = calloc(n + extra + 1, sizeof *env);
+    ck_assert_ptr_nonnull(env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "OSPREY_", 7) != 0 && strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+            env[k++] = environ[i];
+    for (size_t i = 0; i < extra; i++)
+        env[k++] = extra_env[i];
+    env[k] = NULL;
+
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    char *argv[] = {OSPREY_BUILD_ROOT "/examples/hotspot", "4000", NULL};
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, env), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    close(fds[1]);
+    size_t len = 0;
+    for (ssize_t got;
+         len + 1 < out_size && (got = read(fds[0], out + len, out_size - 1 - len)) > 0;)
+        len += (size_t)got;
+    out[len] = '\0';
+    close(fds[0]);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* Whether pc lies in the executable span of one of the images. */
+static bool pc_in_images(json_t *images, json_int_t pc)
+{
+    size_t i;
+    json_t *im;
+    json_array_foreach(images, i, im)
+    {
+        json_int_t text = int_at(im, "text"), size = int_at(im, "text_size");
+        if (pc >= text && pc < text + size)
+            return true;
+    }
+    return false;
+}
+
+START_TEST(real_program_under_the_preload_shim)
+{
+    char plain[256], profiled[256];
+    char *no_env[] = {NULL};
+    int status = run_hotspot(no_env, plain, sizeof plain);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    char *dir = temp_dir();
+    char *out = join(dir, "hotspot.json");
+    char profile_env[4200];
+    snprintf(profile_env, sizeof profile_env, "OSPREY_PROFILE=%s", out);
+    char *env[] = {profile_env, "LD_PRELOAD=" OSPREY_BUILD_ROOT "/shim/libospreyprof.so",
+                   "OSPREY_DAEMON=" OSPREYD_PATH, NULL};
+    status = run_hotspot(env, profiled, sizeof profiled);
+    /* The program is untouched: same exit status, same output. */
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_str_eq(profiled, plain);
+
+    json_t *root = load_json(out);
+    ck_assert_int_eq(int_at(root, "version"), 1);
+    const char *exe = json_string_value(json_object_get(root, "exe"));
+    ck_assert_ptr_nonnull(exe);
+    ck_assert_ptr_nonnull(strstr(exe, "/examples/hotspot"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(root, "exit"), "status")),
+                     "exited");
+    ck_assert_int_ge(int_at(root, "end_unix_ns"), int_at(root, "start_unix_ns"));
+    json_t *images = json_object_get(root, "images");
+    json_t *threads = json_object_get(root, "threads");
+    json_t *stacks = json_object_get(root, "stacks");
+    json_t *samples = json_object_get(root, "samples");
+    ck_assert_uint_ge(json_array_size(images), 2);
+    ck_assert_uint_ge(json_array_size(threads), 2);
+    ck_assert_uint_gt(json_array_size(samples), 10);
+
+    /* Every leaf pc is inside an image's executable span. */
+    size_t i;
+    json_t *stack;
+    json_array_foreach(stacks, i, stack)
+    {
+        ck_assert_uint_ge(json_array_size(stack), 1);
+        json_int_t leaf = json_integer_value(json_array_get(stack, 0));
+        ck_assert_msg(pc_in_images(images, leaf), "leaf pc 0x%llx of stack %zu is in no image",
+                      (long long)leaf, i);
+    }
+    /* Both states are present, samples name valid threads and stacks, time moves forward. */
+    size_t states[2] = {0, 0};
+    json_t *sample;
+    json_array_foreach(samples, i, sample)
+    {
+        ck_assert_uint_eq(json_array_size(sample), 4);
+        ck_assert_int_ge(json_integer_value(json_array_get(sample, 0)), 0);
+        ck_assert_int_lt(json_integer_value(json_array_get(sample, 1)),
+                         (json_int_t)json_array_size(threads));
+        ck_assert_int_lt(json_integer_value(json_array_get(sample, 2)),
+                         (json_int_t)json_array_size(stacks));
+        json_int_t state = json_integer_value(json_array_get(sample, 3));
+        ck_assert(state == 0 || state == 1);
+        states[state]++;
+    }
+    ck_assert_uint_gt(states[0], 0);
+    ck_assert_uint_gt(states[1], 0);
+    json_decref(root);
+    free(out);
+    remove_dir(dir);
+}
+END_TEST
+
 Suite *daemon_suite(void)
 {
     Suite *s = suite_create("daemon");
@@ -1413,5 +1539,10 @@ Suite *daemon_suite(void)
     tcase_add_test(binary, daemon_writes_what_it_has_on_sigterm);
     tcase_set_timeout(binary, 120);
     suite_add_tcase(s, binary);
+
+    TCase *real = tcase_create("real");
+    tcase_add_test(real, real_program_under_the_preload_shim);
+    tcase_set_timeout(real, 120);
+    suite_add_tcase(s, real);
     return s;
 }
