@@ -743,6 +743,52 @@ static struct ospx_raw read_with_exporters(const char *path)
     return raw;
 }
 
+/* The whole content of a file, NUL-terminated (free it). */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t cap = 0;
+    *len = 0;
+    for (;;) {
+        if (*len + 4096 + 1 > cap) {
+            cap = cap * 2 + 8192;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+        size_t got = fread(buf + *len, 1, 4096, f);
+        *len += got;
+        if (got == 0)
+            break;
+    }
+    fclose(f);
+    buf[*len] = '\0';
+    return buf;
+}
+
+/* The raw file matches tests/data/daemon/<name>/expected byte for byte (the format is a
+ * contract; a change to it must show up as a change to the golden file).
+ * OSP_UPDATE_GOLDEN=1 rewrites the golden file instead. */
+static void expect_golden(const char *path, const char *name)
+{
+    char golden[1024];
+    snprintf(golden, sizeof golden, "%s/data/daemon/%s/expected", OSP_TEST_SOURCE_DIR, name);
+    size_t got_len, want_len;
+    char *got = slurp(path, &got_len);
+    if (getenv("OSP_UPDATE_GOLDEN") != NULL) {
+        FILE *f = fopen(golden, "wb");
+        ck_assert_ptr_nonnull(f);
+        fwrite(got, 1, got_len, f);
+        fclose(f);
+    }
+    char *want = slurp(golden, &want_len);
+    ck_assert_msg(got_len == want_len && memcmp(got, want, got_len) == 0, "%s differs from %s:\n%s",
+                  path, golden, got);
+    free(got);
+    free(want);
+}
+
 START_TEST(raw_profile_is_valid_json_version_1)
 {
     struct ring r = ring_new(8192, 0);
@@ -767,6 +813,7 @@ START_TEST(raw_profile_is_valid_json_version_1)
     char err[512];
     ck_assert_int_eq(ospd_raw_write(&c, path, err, sizeof err), 0);
     ck_assert_int_eq(count_entries(dir), 1); /* no temp file left */
+    expect_golden(path, "two-threads");
 
     json_t *root = load_json(path);
     ck_assert_int_eq(int_at(root, "version"), 1);
