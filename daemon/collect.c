@@ -214,6 +214,10 @@ static int on_thread_start(struct ospd_collector *c, const uint8_t *rec, uint32_
                       size, r.label_len);
     if (r.slot >= OSPD_MAX_SLOTS)
         return reject(c, "thread-start slot %" PRIu32 " exceeds %u", r.slot, OSPD_MAX_SLOTS);
+    /* The shim writes gettid(); a negative one is a corrupt record, and the raw format (and
+     * so the exporters' reader) has no room for it. */
+    if (r.tid < 0)
+        return reject(c, "thread-start tid %" PRId32 " is not a thread id", r.tid);
 
     if (r.slot >= c->slots_cap) {
         uint64_t cap = c->slots_cap;
