@@ -331,7 +331,11 @@ static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
     if (size != osp_rec_align((uint32_t)sizeof r + r.path_len))
         return reject(c, "image record of %" PRIu32 " bytes for a %" PRIu32 "-byte path", size,
                       r.path_len);
-    if (r.base >= ADDRESS_LIMIT || r.text >= ADDRESS_LIMIT || r.text_size >= ADDRESS_LIMIT)
+    /* The text range must end below ADDRESS_LIMIT as a whole, not just start there: the raw
+     * format holds text + text_size as a JSON integer, and the exporters refuse a range that
+     * overflows it. */
+    if (r.base >= ADDRESS_LIMIT || r.text >= ADDRESS_LIMIT ||
+        r.text_size > ADDRESS_LIMIT - 1 - r.text)
         return 0; /* not a user-space image; nothing can be attributed to it */
 
     char *path = ospd_utf8_sanitize((const char *)rec + sizeof r, r.path_len);
