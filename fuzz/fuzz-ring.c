@@ -133,6 +133,11 @@ static int drain(struct ospd_collector *c, const uint8_t *data, uint64_t data_si
     } else {
         FUZZ_CHECK(c->error[0] != '\0', "rejected without a reason");
         FUZZ_CHECK(strchr(c->error, '\n') == NULL, "reason spans lines: %s", c->error);
+        /* A rejected ring stays rejected: the next timer tick consumes nothing. */
+        uint64_t again = new_tail;
+        FUZZ_CHECK(ospd_parse(c, data, data_size, new_tail, head, &again) == -EPROTO &&
+                       again == new_tail,
+                   "a rejected ring was parsed again");
     }
     check_collector(c);
     *tail = new_tail;

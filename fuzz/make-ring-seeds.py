@@ -112,6 +112,13 @@ def main():
         "seed-long-path": ring(8, 0, mono, 0, [
             image(0x400000, 0, 0x401000, 0x1000, "aarch64", True, "/" + "p" * 4095),
             thread_start(0, 1, 0, 4242, "main"), sample(mono + 10, 0, 1, 0, [0x401010])]),
+        # The image list posted again at exit, as the shim does: the daemon keeps each once.
+        "seed-images-again": ring(5, 0, mono, 0, [
+            main_image, libc, thread_start(0, 1, 0, 4242, "main"),
+            sample(mono + 1000, 0, 1, 0, stack_a), main_image, libc,
+            exit_record(1764410001830000000, 0)]),
+        # A sample record of 4400 bytes, longer than any valid record, in an 8 KiB data area.
+        "seed-oversized-record": ring(7, 0, mono, 0, [rec(SAMPLE, bytes(4392))]),
         # Many distinct stacks under an 8 KiB memory limit (flags: 2 | 3 << 2).
         "seed-memory-limit": ring(6, 2 | 3 << 2, mono, 0, [thread_start(0, 1, 0, 1, "main")] +
                                   [sample(mono + i, 0, 1, i % 2, [0x1000 + i, 0x2000])
