@@ -16,6 +16,7 @@
 
 #include "osprey_cli.h"
 
+extern char **environ;
 static char error[1024];
 
 static int parse(struct osprey_options *options, char **argv)
@@ -209,6 +210,29 @@ START_TEST(classify_bare_name_searches_path)
 }
 END_TEST
 
+START_TEST(static_executables_are_recognised)
+{
+    /* A dynamic executable, a script, and a missing file are not static. */
+    ck_assert_int_eq(osprey_is_static_elf("/bin/sh"), 0);
+    write_file("script", "#!/bin/sh\n", 0755);
+    ck_assert_int_eq(osprey_is_static_elf(in_scratch("script")), 0);
+    ck_assert_int_eq(osprey_is_static_elf(in_scratch("absent")), 0);
+
+    char clang[512];
+    if (osprey_find_on_path("clang", clang, sizeof clang) != 0)
+        return; /* no compiler to make a static executable with */
+    write_file("static.c", "int main(void) { return 0; }\n", 0644);
+    char *argv[] = {
+        "clang", "-static", (char *)in_scratch("static.c"), "-o", (char *)in_scratch("static"),
+        NULL};
+    int status;
+    ck_assert_int_eq(osprey_run_child(clang, argv, environ, &status), 0);
+    if (osprey_exit_code(status) != 0)
+        return; /* no static libc installed */
+    ck_assert_int_eq(osprey_is_static_elf(in_scratch("static")), 1);
+}
+END_TEST
+
 START_TEST(default_stems)
 {
     char stem[256];
@@ -295,8 +319,6 @@ START_TEST(environment_for_the_program)
     osprey_env_free(fresh);
 }
 END_TEST
-
-extern char **environ;
 
 static int run_shell(const char *script, int *status)
 {
@@ -423,6 +445,7 @@ Suite *cli_suite(void)
     tcase_add_test(running, run_reports_what_cannot_start);
     tcase_add_test(running, run_forwards_sigterm_to_the_child);
     tcase_add_test(running, compile_success_and_failure);
+    tcase_add_test(running, static_executables_are_recognised);
     suite_add_tcase(suite, running);
     return suite;
 }

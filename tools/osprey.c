@@ -212,6 +212,13 @@ static int command_run(const struct osprey_options *options)
         return OSPREY_EXIT_USAGE;
     }
 
+    if (options->profile && !source && osprey_is_static_elf(program))
+        fprintf(stderr,
+                "osprey: warning: %s is statically linked: the preload library cannot load "
+                "into it, so it runs unprofiled (link it dynamically, or with "
+                "libospreyprof.a)\n",
+                options->file);
+
     char scratch[PATH_MAX];
     int result = make_scratch(scratch, sizeof scratch);
     if (result != 0) {

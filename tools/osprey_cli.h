@@ -52,6 +52,11 @@ enum osprey_file_kind {
 int osprey_classify_file(const char *file, enum osprey_file_kind *kind, char *resolved,
                          size_t resolved_size, char *error, size_t error_size);
 
+/* 1 when path is a 64-bit ELF executable without a program interpreter: statically
+ * linked, so LD_PRELOAD cannot load the profiler into it. 0 otherwise (also for scripts,
+ * and for anything it cannot read). */
+int osprey_is_static_elf(const char *path);
+
 /* Look a bare command name up on PATH, like execvp would. Returns 0 and the path in
  * resolved when an executable regular file is found, -ENOENT otherwise. */
 int osprey_find_on_path(const char *name, char *resolved, size_t size);
