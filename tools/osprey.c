@@ -266,7 +266,7 @@ static int command_run(const struct osprey_options *options)
         }
     }
 
-    char scratch_raw[PATH_MAX + 16];
+    char scratch_raw[PATH_MAX + 32];
     snprintf(scratch_raw, sizeof scratch_raw, "%s/profile.raw.json", scratch);
     if (options->profile) {
         environment = profile_environment(&paths, scratch_raw, !source);
