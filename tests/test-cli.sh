@@ -154,12 +154,17 @@ expect_one_line err "^osprey: nothing-here.raw.json: No such file or directory$"
 cat >leaf.c <<'EOF'
 #include <stdint.h>
 #include <stdio.h>
-/* A leaf: calls nothing, so only a frame pointer in it keeps its caller on the stack. */
+static volatile uint64_t seed = 88172645463325252ULL;
+/* A leaf: calls nothing, so only a frame pointer in it keeps its caller on the stack.
+ * xorshift, which no compiler folds into a closed form. */
 __attribute__((noinline)) static uint64_t leaf_spin(uint64_t n)
 {
-    uint64_t x = n;
-    for (uint64_t i = 0; i < n; i++)
-        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint64_t x = seed;
+    for (uint64_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
     return x;
 }
 __attribute__((noinline)) static uint64_t named_caller(uint64_t n)
@@ -171,7 +176,7 @@ int main(void)
 {
     uint64_t sum = 0;
     for (int i = 0; i < 40; i++)
-        sum += named_caller(5000000);
+        sum += named_caller(10000000);
     printf("%llu\n", (unsigned long long)(sum & 1));
     return 0;
 }
