@@ -27,23 +27,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GPERF_LIB = "/usr/lib/x86_64-linux-gnu/libprofiler.so.0"
 
 
-def run(cmd, env=None, capture=True):
-    """Run cmd under /usr/bin/time; return (wall_s, user_s, sys_s, maxrss_kb, stdout).
-    env holds only the variables to add, and they reach cmd alone (through env(1)), never
-    /usr/bin/time itself: a preloaded profiler must profile the workload, not the timer."""
-    fmt = "%e %U %S %M"
-    extra = [f"{k}={v}" for k, v in (env or {}).items()]
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as timing:
-        full = ["/usr/bin/time", "-o", timing.name, "-f", fmt, "env"] + extra + cmd
+def run(cmd, env=None):
+    """Run cmd with the variables in env added; return (wall_s, user_s, sys_s, maxrss_kb,
+    stdout). Times and peak RSS come from wait4() on the direct child, so no wrapper process
+    stands between the profiler and the workload (a preloaded profiler would profile it)."""
+    with tempfile.TemporaryFile("w+") as errors:
         start = time.monotonic()
-        proc = subprocess.run(full, stdout=subprocess.PIPE if capture else None,
-                              stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd, env=dict(os.environ, **(env or {})),
+                                stdout=subprocess.PIPE, stderr=errors, text=True)
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
         wall = time.monotonic() - start
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr[-500:]}")
-        fields = timing.read().split()
-        _, user, sys_, rss = fields[-4:]
-        return wall, float(user), float(sys_), int(rss), proc.stdout
+        errors.seek(0)
+        err = errors.read()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err[-500:]}")
+    return wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss, out
 
 
 def build_workloads(build_dir):
@@ -186,7 +186,7 @@ def main():
             cpus.append(user + sys_)
             _, _, collector = tool.samples(out)
             if tool.name == "perf":
-                collector, rss = rss, None  # /usr/bin/time measured perf itself
+                collector, rss = rss, None  # wait4 measured perf itself, the program's parent
             rsss.append(rss)
             collectors.append(collector)
         program_rss = [r for r in rsss if r]
