@@ -190,6 +190,87 @@ static char **profile_environment(const struct osprey_paths *paths, const char *
     return with_preload;
 }
 
+/* Build a source into program (in the scratch directory). Returns 0, or the exit code for a
+ * build that failed, after saying why on stderr. */
+static int build_source(const struct osprey_options *options, enum osprey_file_kind kind,
+                        const struct osprey_paths *paths, const char *program)
+{
+    struct stat include_info;
+    const char *include_dir =
+        stat(paths->include_dir, &include_info) == 0 ? paths->include_dir : NULL;
+    int clang_exit;
+    int result =
+        osprey_compile(kind, options->file, program, options->profile ? paths->shim_archive : NULL,
+                       include_dir, &clang_exit);
+    if (result == -ENOENT) {
+        fprintf(stderr, "osprey: %s not found on PATH; it builds %s (apt-get install clang)\n",
+                kind == OSPREY_FILE_CXX_SOURCE ? "clang++" : "clang", options->file);
+        return OSPREY_EXIT_USAGE;
+    }
+    if (result != 0) {
+        fprintf(stderr, "osprey: %s: cannot start clang: %s\n", options->file, strerror(-result));
+        return OSPREY_EXIT_FAILURE;
+    }
+    if (clang_exit != 0) {
+        fprintf(stderr, "osprey: %s: build failed (clang exited with status %d)\n", options->file,
+                clang_exit);
+        return OSPREY_EXIT_FAILURE;
+    }
+    return 0;
+}
+
+/* Run program (argv[0] named program_name) with the options' arguments, profiled when asked,
+ * and post-process. Returns the program's exit code, as a shell would report it, or
+ * OSPREY_EXIT_USAGE when it could not be started. */
+static int run_program(const struct osprey_options *options, const struct osprey_paths *paths,
+                       int preload, const char *program, const char *program_name,
+                       const char *scratch)
+{
+    char scratch_raw[PATH_MAX + 32];
+    snprintf(scratch_raw, sizeof scratch_raw, "%s/profile.raw.json", scratch);
+    char **environment = NULL;
+    if (options->profile) {
+        environment = profile_environment(paths, scratch_raw, preload);
+        if (environment == NULL) {
+            fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
+            return OSPREY_EXIT_FAILURE;
+        }
+        /* The daemon outlives the program when the program is killed; as a subreaper we can
+         * wait for it to finish the raw file. */
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    char **argv = calloc((size_t)options->program_argc + 2, sizeof *argv);
+    if (argv == NULL) {
+        fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
+        osprey_env_free(environment);
+        return OSPREY_EXIT_FAILURE;
+    }
+    argv[0] = (char *)program_name;
+    for (int i = 0; i < options->program_argc; i++)
+        argv[i + 1] = options->program_args[i];
+
+    extern char **environ;
+    int status;
+    int result =
+        osprey_run_child(program, argv, environment != NULL ? environment : environ, &status);
+    free(argv);
+    osprey_env_free(environment);
+    if (result != 0) {
+        fprintf(stderr, "osprey: %s: cannot run: %s\n", options->file, strerror(-result));
+        return OSPREY_EXIT_USAGE;
+    }
+    int exit_code = osprey_exit_code(status);
+    if (options->profile) {
+        char stem[PATH_MAX];
+        osprey_output_stem(options, stem, sizeof stem);
+        finish_profile(scratch_raw, stem);
+    }
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "osprey: %s was killed by signal %d (%s); exit status %d\n", options->file,
+                WTERMSIG(status), strsignal(WTERMSIG(status)), exit_code);
+    return exit_code;
+}
+
 static int command_run(const struct osprey_options *options)
 {
     char error[PATH_MAX + 256];
@@ -211,7 +292,6 @@ static int command_run(const struct osprey_options *options)
         fprintf(stderr, "osprey: %s\n", error);
         return OSPREY_EXIT_USAGE;
     }
-
     if (options->profile && !source && osprey_is_static_elf(program))
         fprintf(stderr,
                 "osprey: warning: %s is statically linked: the preload library cannot load "
@@ -227,86 +307,21 @@ static int command_run(const struct osprey_options *options)
         return OSPREY_EXIT_FAILURE;
     }
 
-    char stem[PATH_MAX];
-    osprey_output_stem(options, stem, sizeof stem);
+    /* A built program is named after its source; an executable as the user named it. */
     char default_stem[PATH_MAX];
     osprey_default_run_stem(options->file, default_stem, sizeof default_stem);
-    const char *program_name = default_stem + 2; /* skip "./" */
-
-    int exit_code = OSPREY_EXIT_FAILURE;
-    char **environment = NULL;
-    char **argv = NULL;
-    if (source) {
-        if (snprintf(program, sizeof program, "%s/%s", scratch, program_name) >=
-            (int)sizeof program) {
-            fprintf(stderr, "osprey: %s: %s\n", scratch, strerror(ENAMETOOLONG));
-            goto done;
-        }
-        struct stat include_info;
-        const char *include_dir =
-            stat(paths.include_dir, &include_info) == 0 ? paths.include_dir : NULL;
-        int clang_exit;
-        result =
-            osprey_compile(kind, options->file, program,
-                           options->profile ? paths.shim_archive : NULL, include_dir, &clang_exit);
-        if (result == -ENOENT) {
-            fprintf(stderr, "osprey: %s not found on PATH; it builds %s (apt-get install clang)\n",
-                    kind == OSPREY_FILE_CXX_SOURCE ? "clang++" : "clang", options->file);
-            exit_code = OSPREY_EXIT_USAGE;
-            goto done;
-        }
-        if (result != 0 || clang_exit != 0) {
-            if (result != 0)
-                fprintf(stderr, "osprey: %s: cannot start clang: %s\n", options->file,
-                        strerror(-result));
-            else
-                fprintf(stderr, "osprey: %s: build failed (clang exited with status %d)\n",
-                        options->file, clang_exit);
-            goto done;
-        }
+    const char *program_name = source ? default_stem + 2 /* skip "./" */ : options->file;
+    int exit_code = 0;
+    if (source &&
+        snprintf(program, sizeof program, "%s/%s", scratch, program_name) >= (int)sizeof program) {
+        fprintf(stderr, "osprey: %s: %s\n", scratch, strerror(ENAMETOOLONG));
+        exit_code = OSPREY_EXIT_FAILURE;
     }
+    if (source && exit_code == 0)
+        exit_code = build_source(options, kind, &paths, program);
+    if (exit_code == 0)
+        exit_code = run_program(options, &paths, !source, program, program_name, scratch);
 
-    char scratch_raw[PATH_MAX + 32];
-    snprintf(scratch_raw, sizeof scratch_raw, "%s/profile.raw.json", scratch);
-    if (options->profile) {
-        environment = profile_environment(&paths, scratch_raw, !source);
-        if (environment == NULL) {
-            fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
-            goto done;
-        }
-        /* The daemon outlives the program when the program is killed; as a subreaper we can
-         * wait for it to finish the raw file. */
-        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    }
-
-    argv = calloc((size_t)options->program_argc + 2, sizeof *argv);
-    if (argv == NULL) {
-        fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
-        goto done;
-    }
-    argv[0] = source ? (char *)program_name : (char *)options->file;
-    for (int i = 0; i < options->program_argc; i++)
-        argv[i + 1] = options->program_args[i];
-
-    extern char **environ;
-    int status;
-    result = osprey_run_child(program, argv, environment != NULL ? environment : environ, &status);
-    if (result != 0) {
-        fprintf(stderr, "osprey: %s: cannot run: %s\n", options->file, strerror(-result));
-        exit_code = OSPREY_EXIT_USAGE;
-        goto done;
-    }
-    exit_code = osprey_exit_code(status);
-
-    if (options->profile)
-        finish_profile(scratch_raw, stem);
-    if (WIFSIGNALED(status))
-        fprintf(stderr, "osprey: %s was killed by signal %d (%s); exit status %d\n", options->file,
-                WTERMSIG(status), strsignal(WTERMSIG(status)), exit_code);
-
-done:
-    free(argv);
-    osprey_env_free(environment);
     result = osprey_remove_tree(scratch);
     if (result != 0)
         fprintf(stderr, "osprey: warning: cannot remove %s: %s\n", scratch, strerror(-result));
