@@ -109,7 +109,21 @@ for mode in --run --profile; do
     done
   fi
 done
-[ ! -e "echo3--run.raw.json" ] || fail "--run without --profile wrote a profile"
+
+# --- the program's environment: untouched by --run; --profile adds the profiler's -------------
+# shellcheck disable=SC2016 # the $ expand in the script, not here
+printf '#!/bin/sh\necho "profile=${OSPREY_PROFILE:-unset}"\necho "preload=${LD_PRELOAD:-unset}"\n' \
+  >show-env
+chmod +x show-env
+env -u OSPREY_PROFILE LD_PRELOAD=libm.so.6 "$osprey" ./show-env --run >out 2>err
+expect_status 0 $? "environment under --run"
+printf 'profile=unset\npreload=libm.so.6\n' | cmp -s - out ||
+  fail "--run changed the program's environment: $(cat out)"
+env -u OSPREY_PROFILE LD_PRELOAD=libm.so.6 "$osprey" ./show-env --profile -o show-env >out 2>err
+expect_status 0 $? "environment under --profile"
+grep -Eq "^profile=/.+\.json$" out || fail "--profile: no OSPREY_PROFILE for the program: $(cat out)"
+grep -Eq "^preload=/.*/libospreyprof\.so:libm\.so\.6$" out ||
+  fail "--profile: the preload shim is not ahead of the program's LD_PRELOAD: $(cat out)"
 
 # --- a program killed by a signal -----------------------------------------------------------
 cat >suicide.c <<'EOF'
