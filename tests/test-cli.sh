@@ -232,7 +232,7 @@ for _ in $(seq 1 200); do
   grep -q started out 2>/dev/null && break
   sleep 0.05
 done
-sleep 0.5
+sleep 1
 kill -INT "$osprey_pid"
 for _ in $(seq 1 600); do
   kill -0 "$osprey_pid" 2>/dev/null || break
