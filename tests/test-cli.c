@@ -408,6 +408,25 @@ START_TEST(file_helpers)
     fclose(file);
     ck_assert_str_eq(line, "{\"version\":1}\n");
 
+    /* Across file systems (a scratch directory on tmpfs): copied, then the source removed. */
+    struct stat shm_info, scratch_info;
+    if (stat("/dev/shm", &shm_info) == 0 && stat(scratch, &scratch_info) == 0 &&
+        shm_info.st_dev != scratch_info.st_dev) {
+        char elsewhere[64];
+        snprintf(elsewhere, sizeof elsewhere, "/dev/shm/osprey-test-%ld.raw.json", (long)getpid());
+        FILE *other = fopen(elsewhere, "w");
+        ck_assert_ptr_nonnull(other);
+        fputs("{\"version\":2}\n", other);
+        fclose(other);
+        ck_assert_int_eq(osprey_move_file(elsewhere, in_scratch("a/b/kept.raw.json")), 0);
+        ck_assert_int_ne(access(elsewhere, F_OK), 0);
+        file = fopen(in_scratch("a/b/kept.raw.json"), "r");
+        ck_assert_ptr_nonnull(file);
+        ck_assert_ptr_nonnull(fgets(line, sizeof line, file));
+        fclose(file);
+        ck_assert_str_eq(line, "{\"version\":2}\n");
+    }
+
     /* The file appears (or exists): found at once. Missing with nobody left to write it. */
     ck_assert_int_eq(osprey_wait_for_file(in_scratch("a/b/kept.raw.json"), 1000), 0);
     ck_assert_int_eq(osprey_wait_for_file(in_scratch("never.raw.json"), 60000), -ENOENT);
