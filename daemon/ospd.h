@@ -136,6 +136,11 @@ struct ospd_collector {
     int exit_signal;             /* with OSPD_EXIT_KILLED */
     int exit_code;               /* -1 unknown; else the code of a normal exit seen in /proc */
     char error[OSPD_ERROR_SIZE]; /* why the ring was rejected */
+
+    /* ospreyd's own cost, written as "collector" when peak_rss_kb > 0 (ospreyd sets both
+     * from getrusage just before writing; tests leave them 0 and get no such field). */
+    uint64_t peak_rss_kb;
+    uint64_t cpu_ms;
 };
 
 void ospd_collector_init(struct ospd_collector *c);

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -320,6 +321,12 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     /* One line says what went wrong, in daemon_error for the shim (which prints it when it
      * is waiting at exit) and on stderr when nothing else will print it: the program did
      * not reach its exit handler, or the ring broke while it ran. */
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) == 0) {
+        c->peak_rss_kb = (uint64_t)usage.ru_maxrss;
+        c->cpu_ms = (uint64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000 +
+                    (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
+    }
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH], line[sizeof err + 512];
     int rc = ospd_raw_write(c, d->out_path, err, sizeof err);
     if (rc != 0)

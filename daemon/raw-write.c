@@ -184,6 +184,11 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     fputs("]", f);
     rc = rc ? rc : put_field(f, false, "dropped", json_u64(ospd_dropped_total(c)));
     rc = rc ? rc : put_field(f, false, "exit", exit_object(c));
+    if (c->peak_rss_kb > 0)
+        rc = rc ? rc
+                : put_field(f, false, "collector",
+                            json_pack("{s:o, s:o}", "peak_rss_kb", json_u64(c->peak_rss_kb),
+                                      "cpu_ms", json_u64(c->cpu_ms)));
     fputs("}\n", f);
     return rc;
 }
