@@ -1,0 +1,156 @@
+/*
+ * Running the Osprey CLI: `<cli> <file> --run --profile -o <stem>`, streaming its output,
+ * cancellable, and turning every way it can fail into one message carrying the CLI's own
+ * words (the last lines it wrote to stderr). Node only, no editor API, so it is tested with
+ * a stand-in CLI.
+ *
+ * The CLI starts in its own process group (detached) so cancelling reaches the profiled
+ * program and anything it started too: SIGTERM to the group, SIGKILL after a grace period.
+ */
+
+import { spawn } from 'child_process';
+
+export interface RunOptions {
+  cli: string;
+  file: string;
+  /** Output stem: the CLI writes `<stem>.speedscope.json`, `<stem>.profile.json`, … */
+  stem: string;
+  cwd?: string;
+  signal?: AbortSignal;
+  /** Every chunk the CLI writes, as it arrives. */
+  onOutput?: (text: string, stream: 'stdout' | 'stderr') => void;
+  /** Milliseconds between SIGTERM and SIGKILL on cancel. */
+  killGraceMs?: number;
+}
+
+export interface RunResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  cancelled: boolean;
+  /** The last non-empty lines of stderr (at most STDERR_TAIL_LINES). */
+  stderrTail: string[];
+}
+
+export const STDERR_TAIL_LINES = 8;
+
+/** The CLI could not be started at all (not found, not executable). */
+export class CliStartError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+    this.name = 'CliStartError';
+  }
+}
+
+export function profileArguments(file: string, stem: string): string[] {
+  return [file, '--run', '--profile', '-o', stem];
+}
+
+/* Keeps the last `limit` non-empty lines of a stream fed in arbitrary chunks. */
+export class LineTail {
+  private partial = '';
+  private readonly lines: string[] = [];
+  constructor(private readonly limit: number) {}
+
+  push(text: string): void {
+    const parts = (this.partial + text).split(/\r?\n/);
+    this.partial = parts.pop() ?? '';
+    for (const line of parts) this.add(line);
+  }
+
+  private add(line: string): void {
+    if (line.trim() === '') return;
+    this.lines.push(line);
+    if (this.lines.length > this.limit) this.lines.shift();
+  }
+
+  finish(): string[] {
+    if (this.partial !== '') this.add(this.partial);
+    this.partial = '';
+    return [...this.lines];
+  }
+}
+
+/* Runs the CLI to completion (or cancellation). Rejects only with CliStartError. */
+export function runProfiler(options: RunOptions): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    if (options.signal?.aborted) {
+      resolve({ exitCode: null, signal: null, cancelled: true, stderrTail: [] });
+      return;
+    }
+    const child = spawn(options.cli, profileArguments(options.file, options.stem), {
+      cwd: options.cwd,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const tail = new LineTail(STDERR_TAIL_LINES);
+    let cancelled = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    let settled = false;
+
+    const killGroup = (signal: NodeJS.Signals) => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        // ESRCH: the group is already gone.
+      }
+    };
+    const onAbort = () => {
+      cancelled = true;
+      killGroup('SIGTERM');
+      killTimer = setTimeout(() => killGroup('SIGKILL'), options.killGraceMs ?? 2000);
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (text: string) => options.onOutput?.(text, 'stdout'));
+    child.stderr.on('data', (text: string) => {
+      tail.push(text);
+      options.onOutput?.(text, 'stderr');
+    });
+
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      if (settled) return;
+      settled = true;
+      options.signal?.removeEventListener('abort', onAbort);
+      if (killTimer) clearTimeout(killTimer);
+      if (error.code === 'ENOENT') {
+        reject(
+          new CliStartError(
+            `Osprey CLI not found: "${options.cli}" (set osprey.cliPath to the osprey executable)`,
+            error.code,
+          ),
+        );
+      } else {
+        reject(new CliStartError(`Cannot run the Osprey CLI "${options.cli}": ${error.message}`, error.code));
+      }
+    });
+
+    child.on('close', (exitCode, signal) => {
+      if (settled) return;
+      settled = true;
+      options.signal?.removeEventListener('abort', onAbort);
+      if (cancelled) {
+        // The CLI is gone; make sure nothing it left in its group outlives the cancel.
+        killGroup('SIGKILL');
+      }
+      if (killTimer) clearTimeout(killTimer);
+      resolve({ exitCode, signal, cancelled, stderrTail: tail.finish() });
+    });
+  });
+}
+
+/* One message for a run that did not succeed, undefined for success (exit 0). The CLI's own
+ * last stderr lines carry the detail (compile errors, crashes, bad input). */
+export function describeFailure(result: RunResult, file: string): string | undefined {
+  if (result.cancelled) return `Profiling ${file} was cancelled.`;
+  if (result.exitCode === 0) return undefined;
+  const how =
+    result.signal !== null ? `was killed by ${result.signal}` : `exited with status ${result.exitCode}`;
+  const detail = result.stderrTail.slice(-4).join(' | ');
+  return `Osprey: profiling ${file} failed: the CLI ${how}${detail ? `: ${detail}` : ' (no error output)'}`;
+}
