@@ -160,7 +160,8 @@ async function openResults(context: vscode.ExtensionContext, speedscopePath: str
 
 class FlamePanel {
   private readonly webviewPanel: vscode.WebviewPanel;
-  private pending: LoadMessage | undefined;
+  /** The profile on show; sent again whenever the page (re)announces it is ready. */
+  private current: LoadMessage | undefined;
   private ready = false;
 
   constructor(context: vscode.ExtensionContext, onDispose: () => void) {
@@ -191,17 +192,14 @@ class FlamePanel {
   }
 
   show(message: LoadMessage): void {
-    this.pending = message;
+    this.current = message;
     this.webviewPanel.title = message.title;
     this.webviewPanel.reveal(undefined, true);
     this.flush();
   }
 
   private flush(): void {
-    if (this.ready && this.pending) {
-      void this.webviewPanel.webview.postMessage(this.pending);
-      this.pending = undefined;
-    }
+    if (this.ready && this.current) void this.webviewPanel.webview.postMessage(this.current);
   }
 
   dispose(): void {

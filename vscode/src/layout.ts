@@ -173,20 +173,25 @@ export function layoutView(samples: Samples, view: ViewKind, ranks: Int32Array):
   return view === 'left-heavy' ? layoutLeftHeavy(samples, ranks) : layoutTimeOrder(samples);
 }
 
+/* Index of the first rectangle of a row (sorted, non-overlapping) that ends after x;
+ * row.length when none does. */
+export function firstRectEndingAfter(row: readonly Rect[], x: number): number {
+  let low = 0;
+  let high = row.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (row[middle].start + row[middle].width <= x) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
 /* The rectangle covering x (ms) at a depth, or undefined. */
 export function rectAt(layout: Layout, depth: number, x: number): Rect | undefined {
   const row = layout.byDepth[depth];
   if (!row) return undefined;
-  let low = 0;
-  let high = row.length - 1;
-  while (low <= high) {
-    const middle = (low + high) >> 1;
-    const rect = row[middle];
-    if (x < rect.start) high = middle - 1;
-    else if (x >= rect.start + rect.width) low = middle + 1;
-    else return rect;
-  }
-  return undefined;
+  const rect = row[firstRectEndingAfter(row, x)];
+  return rect && rect.start <= x ? rect : undefined;
 }
 
 /* Frames whose name contains the query, case-insensitively; undefined for an empty query. */

@@ -5,6 +5,7 @@ import { frameRanks } from '../colour';
 import {
   ALL_FIBERS,
   countMatchingSamples,
+  firstRectEndingAfter,
   hotFunctionsFromSamples,
   layoutLeftHeavy,
   layoutTimeOrder,
@@ -134,6 +135,16 @@ test('hit testing finds the rectangle under a point', () => {
   assert.equal(rectAt(layout, 4, 85 * W), undefined);
   assert.equal(rectAt(layout, 9, 1), undefined);
   assert.equal(rectAt(layout, 0, 100 * W + 1), undefined);
+});
+
+test('the first rectangle of a row that reaches a point', () => {
+  const row = layoutTimeOrder(selectSamples(document, THREAD)).byDepth[3];
+  assert.equal(firstRectEndingAfter(row, 0), 0);
+  assert.equal(firstRectEndingAfter(row, 3 * W - 1e-6), 0);
+  assert.equal(firstRectEndingAfter(row, 3 * W + 1e-6), 1);
+  assert.equal(firstRectEndingAfter(row, 95 * W), 19);
+  assert.equal(firstRectEndingAfter(row, 100 * W + 1e-6), row.length);
+  assert.equal(firstRectEndingAfter([], 1), 0);
 });
 
 test('search matches names case-insensitively and reports the share of samples', () => {

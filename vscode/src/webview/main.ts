@@ -14,6 +14,7 @@ import { formatMs, formatPercent, formatSamples, percentOf } from '../format';
 import {
   ALL_FIBERS,
   countMatchingSamples,
+  firstRectEndingAfter,
   hotFunctionsFromSamples,
   layoutView,
   matchFrames,
@@ -159,24 +160,40 @@ function draw(): void {
   const scale = width / (state.viewEnd - state.viewStart);
   context.font = `12px ${cssVariable('--osprey-font', 'sans-serif')}`;
   context.textBaseline = 'middle';
-  for (const rect of layout.rects) {
-    const x = (rect.start - state.viewStart) * scale;
-    const w = rect.width * scale;
-    if (x + w < 0 || x > width || w < 0.5) continue;
-    const y = rect.depth * ROW_HEIGHT;
-    const dimmed = state.matches !== undefined && state.matches[rect.frame] !== 1;
-    context.globalAlpha = dimmed ? DIMMED_ALPHA : 1;
-    context.fillStyle = state.colours[rect.frame];
-    const left = Math.max(x, 0);
-    const right = Math.min(x + w, width);
-    context.fillRect(left, y, Math.max(right - left - 1, 0.5), ROW_HEIGHT - 1);
-    if (right - left > 24) {
-      context.fillStyle = '#1b1b1b';
-      const label = fitText(context, profile.frames[rect.frame].name, right - left - 2 * TEXT_PADDING);
-      if (label) context.fillText(label, left + TEXT_PADDING, y + ROW_HEIGHT / 2);
+  // Rows are sorted and non-overlapping: start each at the first rect reaching the view.
+  for (const row of layout.byDepth) {
+    for (let index = firstRectEndingAfter(row, state.viewStart); index < row.length; index++) {
+      const rect = row[index];
+      const x = (rect.start - state.viewStart) * scale;
+      if (x > width) break;
+      const w = rect.width * scale;
+      if (w < 0.5) continue;
+      paintRect(context, profile, rect, x, w, width);
     }
   }
   context.globalAlpha = 1;
+}
+
+function paintRect(
+  context: CanvasRenderingContext2D,
+  profile: FlameDocument,
+  rect: Rect,
+  x: number,
+  w: number,
+  width: number,
+): void {
+  const y = rect.depth * ROW_HEIGHT;
+  const dimmed = state.matches !== undefined && state.matches[rect.frame] !== 1;
+  context.globalAlpha = dimmed ? DIMMED_ALPHA : 1;
+  context.fillStyle = state.colours[rect.frame];
+  const left = Math.max(x, 0);
+  const right = Math.min(x + w, width);
+  context.fillRect(left, y, Math.max(right - left - 1, 0.5), ROW_HEIGHT - 1);
+  if (right - left > 24) {
+    context.fillStyle = '#1b1b1b';
+    const label = fitText(context, profile.frames[rect.frame].name, right - left - 2 * TEXT_PADDING);
+    if (label) context.fillText(label, left + TEXT_PADDING, y + ROW_HEIGHT / 2);
+  }
 }
 
 function fitText(context: CanvasRenderingContext2D, text: string, room: number): string {
