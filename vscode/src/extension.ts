@@ -24,6 +24,8 @@ import { makeNonce, renderWebviewHtml } from './webviewHtml';
 let output: vscode.OutputChannel;
 let heat: HeatDecorations;
 let panel: FlamePanel | undefined;
+/** The latest run's temporary directory; removed when the next run starts or on deactivate. */
+let lastOutputDirectory: string | undefined;
 
 export function activate(context: vscode.ExtensionContext): void {
   output = vscode.window.createOutputChannel('Osprey');
@@ -36,8 +38,14 @@ export function activate(context: vscode.ExtensionContext): void {
   );
 }
 
-export function deactivate(): void {
+export async function deactivate(): Promise<void> {
   panel?.dispose();
+  await removeLastOutput();
+}
+
+async function removeLastOutput(): Promise<void> {
+  if (lastOutputDirectory) await fs.rm(lastOutputDirectory, { recursive: true, force: true });
+  lastOutputDirectory = undefined;
 }
 
 /* ---------- Osprey: Profile Current File ---------- */
@@ -55,7 +63,10 @@ async function profileCurrentFile(context: vscode.ExtensionContext): Promise<voi
   }
   const file = document.uri.fsPath;
   const cli = vscode.workspace.getConfiguration('osprey').get<string>('cliPath', 'osprey') || 'osprey';
+  // Everything the viewer needs is read into memory, so the previous run's files can go.
+  await removeLastOutput();
   const outputDirectory = await fs.mkdtemp(path.join(os.tmpdir(), 'osprey-'));
+  lastOutputDirectory = outputDirectory;
   const stem = path.join(outputDirectory, path.parse(file).name);
   const name = path.basename(file);
 

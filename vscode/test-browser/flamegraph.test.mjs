@@ -24,6 +24,7 @@ const results = join(root, 'test-results');
 
 let context;
 let page;
+let userDataDir;
 const pageErrors = [];
 
 before(async () => {
@@ -34,8 +35,7 @@ before(async () => {
   }
   const { chromium } = await import('playwright-core');
   mkdirSync(results, { recursive: true });
-  const userDataDir = mkdtempSync(join(tmpdir(), 'osprey-chromium-'));
-  after(() => rmSync(userDataDir, { recursive: true, force: true }));
+  userDataDir = mkdtempSync(join(tmpdir(), 'osprey-chromium-'));
   context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
@@ -91,6 +91,7 @@ before(async () => {
 
 after(async () => {
   await context?.close();
+  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
 });
 
 async function canvasBox() {
