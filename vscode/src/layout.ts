@@ -142,23 +142,22 @@ export function layoutLeftHeavy(samples: Samples, ranks: Int32Array): Layout {
  * at its depth when every frame from the root down to it is the same. */
 export function layoutTimeOrder(samples: Samples): Layout {
   const rects: Rect[] = [];
-  let open: Rect[] = [];
+  const open: Rect[] = [];
   let x = 0;
   for (let i = 0; i < samples.stacks.length; i++) {
     const stack = samples.stacks[i];
     const weight = samples.weights[i];
     let shared = 0;
     while (shared < stack.length && shared < open.length && open[shared].frame === stack[shared]) shared++;
-    open = open.slice(0, shared);
-    for (let depth = 0; depth < stack.length; depth++) {
-      let rect = open[depth];
-      if (depth >= shared) {
-        rect = { frame: stack[depth], depth, start: x, width: 0, self: 0, samples: 0, selfSamples: 0 };
-        rects.push(rect);
-        open.push(rect);
-      }
-      rect.width += weight;
-      rect.samples += 1;
+    while (open.length > shared) open.pop();
+    for (let depth = 0; depth < shared; depth++) {
+      open[depth].width += weight;
+      open[depth].samples += 1;
+    }
+    for (let depth = shared; depth < stack.length; depth++) {
+      const rect = { frame: stack[depth], depth, start: x, width: weight, self: 0, samples: 1, selfSamples: 0 };
+      rects.push(rect);
+      open.push(rect);
     }
     if (stack.length > 0) {
       open[stack.length - 1].self += weight;

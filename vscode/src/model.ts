@@ -165,6 +165,15 @@ function parseJson(text: string, fileName: string): Json {
   }
 }
 
+/* True when value is an array of integer frame indices in [0, frameCount). */
+function isStack(value: Json, frameCount: number): value is number[] {
+  if (!Array.isArray(value)) return false;
+  for (const index of value) {
+    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index >= frameCount) return false;
+  }
+  return true;
+}
+
 /* speedscope allows other time units; everything downstream works in milliseconds. */
 const MILLISECONDS_PER_UNIT: Record<string, number> = {
   nanoseconds: 1e-6,
@@ -205,14 +214,16 @@ export function parseSpeedscope(text: string, fileName: string): FlameDocument {
     const samples = profileReader
       .field('samples')
       .array()
-      .map((stackReader) =>
-        stackReader.array().map((indexReader) => {
+      .map((stackReader) => {
+        // Fast path: profiles hold millions of indices; name the culprit only on failure.
+        if (isStack(stackReader.value, frames.length)) return stackReader.value;
+        return stackReader.array().map((indexReader) => {
           const index = indexReader.integer(0);
           if (index >= frames.length)
             indexReader.fail(`frame index ${index} out of range (${frames.length} frames)`);
           return index;
-        }),
-      );
+        });
+      });
     const weightsReader = profileReader.field('weights');
     const weights = weightsReader.array().map((weight) => weight.nonNegative() * scale);
     if (weights.length !== samples.length)

@@ -102,9 +102,9 @@ function load(message: ToWebview): void {
   state.colours = frameColours(profile.frames);
   state.ranks = frameRanks(profile.frames);
   fiberSelect.replaceChildren();
-  if (profile.profiles.length > 1) fiberSelect.append(new Option('All fibers', String(ALL_FIBERS)));
+  fiberSelect.append(new Option('All fibers', String(ALL_FIBERS)));
   profile.profiles.forEach((fiberProfile, index) => fiberSelect.append(new Option(fiberProfile.name, String(index))));
-  state.fiber = profile.profiles.length > 1 ? ALL_FIBERS : 0;
+  state.fiber = ALL_FIBERS;
   fiberSelect.value = String(state.fiber);
   document.title = message.title;
   relayout();
