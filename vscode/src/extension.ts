@@ -14,6 +14,7 @@ import {
   parseProfileSummary,
   parseSpeedscope,
   siblingSummaryPath,
+  speedscopePathFor,
   type FlameDocument,
   type ProfileSummary,
 } from './model';
@@ -143,7 +144,7 @@ async function openProfileCommand(context: vscode.ExtensionContext): Promise<voi
     filters: { 'Speedscope profile': ['json'] },
   });
   if (!chosen || chosen.length === 0) return;
-  await openResults(context, chosen[0].fsPath);
+  await openResults(context, speedscopePathFor(chosen[0].fsPath));
 }
 
 /* Reads `<stem>.speedscope.json` and, if present, the sibling `<stem>.profile.json`; shows the

@@ -311,9 +311,18 @@ export function parseProfileSummary(text: string, fileName: string): ProfileSumm
   };
 }
 
+const SPEEDSCOPE_SUFFIX = '.speedscope.json';
+const SUMMARY_SUFFIX = '.profile.json';
+
 /* `<stem>.speedscope.json` → `<stem>.profile.json`; undefined when the name is not a stem's. */
 export function siblingSummaryPath(speedscopePath: string): string | undefined {
-  const suffix = '.speedscope.json';
-  if (!speedscopePath.endsWith(suffix)) return undefined;
-  return speedscopePath.slice(0, -suffix.length) + '.profile.json';
+  if (!speedscopePath.endsWith(SPEEDSCOPE_SUFFIX)) return undefined;
+  return speedscopePath.slice(0, -SPEEDSCOPE_SUFFIX.length) + SUMMARY_SUFFIX;
+}
+
+/* The flame-graph file for a path the user picked: itself, or for `<stem>.profile.json` its
+ * sibling `<stem>.speedscope.json`. */
+export function speedscopePathFor(chosenPath: string): string {
+  if (!chosenPath.endsWith(SUMMARY_SUFFIX)) return chosenPath;
+  return chosenPath.slice(0, -SUMMARY_SUFFIX.length) + SPEEDSCOPE_SUFFIX;
 }

@@ -268,6 +268,9 @@ test('the hot table sorts by self or total and opens source', async () => {
   const messages = await posted();
   assert.equal(messages.length, before + 1);
   assert.deepEqual(messages.at(-1), { type: 'openSource', file: '/w/hotspot.c', line: 21 });
+  await page.locator('#hot-body tr').first().focus();
+  await page.keyboard.press('Enter');
+  assert.deepEqual((await posted()).at(-1), { type: 'openSource', file: '/w/hotspot.c', line: 12 });
   assert.match(await page.locator('#hot-caption').textContent(), /on-CPU samples, all fibers \(105 samples\)/);
   assert.deepEqual(pageErrors, []);
 });

@@ -183,6 +183,22 @@ test('a bad profile file is one error naming it', async () => {
   assert.match(fake.recorded.errors[0], /^Osprey: \/.*\/hotspot\.speedscope\.json: profiles\[0\]\.type: "evented" profiles are not supported/);
 });
 
+test('Open Profile… reads a picked profile pair, from either of its files', async () => {
+  fake.recorded.errors.length = 0;
+  const panel = fake.recorded.panels[0];
+  fake.recorded.openDialogAnswer = [fake.Uri.file(SUMMARY_FIXTURE)];
+  const before = panel.posted.length;
+  await runCommand('osprey.openProfile');
+  fake.recorded.openDialogAnswer = undefined;
+  assert.deepEqual(fake.recorded.errors, []);
+  assert.equal(panel.posted.length, before + 1);
+  const load = panel.posted.at(-1) as { document: { name: string }; summary?: { totals: { on_cpu: number } } };
+  assert.equal(load.document.name, 'hotspot');
+  assert.equal(load.summary?.totals.on_cpu, 105);
+  await runCommand('osprey.openProfile'); // dialog dismissed: nothing happens
+  assert.equal(panel.posted.length, before + 1);
+});
+
 test('each run replaces the previous run\'s temporary directory; deactivate removes the last', async () => {
   fake.recorded.settings.set('osprey.cliPath', goodCli);
   const outputDirectory = () => /-o (\/\S+)\/hotspot\n/.exec(fake.recorded.output.join(''))![1];

@@ -110,6 +110,8 @@ export const recorded = {
   shownDocuments: [] as { file: string; line: number }[],
   settings: new Map<string, unknown>(),
   cancelNextRun: false,
+  /** What the next Open dialog answers. */
+  openDialogAnswer: undefined as Uri[] | undefined,
 };
 
 const visibleEditorsChanged = new Emitter<FakeEditor[]>();
@@ -177,7 +179,7 @@ export const window = {
   showTextDocument: async (document: FakeDocument, options: { selection: Range }) => {
     recorded.shownDocuments.push({ file: document.uri.fsPath, line: options.selection.start.line });
   },
-  showOpenDialog: async () => undefined,
+  showOpenDialog: async () => recorded.openDialogAnswer,
 };
 
 export const workspace = {

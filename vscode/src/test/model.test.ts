@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { parseProfileSummary, parseSpeedscope, ProfileFormatError, siblingSummaryPath } from '../model';
+import {
+  parseProfileSummary,
+  parseSpeedscope,
+  ProfileFormatError,
+  siblingSummaryPath,
+  speedscopePathFor,
+} from '../model';
 import { SPEEDSCOPE_FIXTURE, SUMMARY_FIXTURE } from './fixtures';
 
 const speedscopeText = readFileSync(SPEEDSCOPE_FIXTURE, 'utf8');
@@ -104,4 +110,7 @@ test('rejects malformed profile.json files', () => {
 test('the summary sits beside the speedscope file under the same stem', () => {
   assert.equal(siblingSummaryPath('/tmp/o/hot.speedscope.json'), '/tmp/o/hot.profile.json');
   assert.equal(siblingSummaryPath('/tmp/o/hot.json'), undefined);
+  assert.equal(speedscopePathFor('/tmp/o/hot.profile.json'), '/tmp/o/hot.speedscope.json');
+  assert.equal(speedscopePathFor('/tmp/o/hot.speedscope.json'), '/tmp/o/hot.speedscope.json');
+  assert.equal(speedscopePathFor('/tmp/o/other.json'), '/tmp/o/other.json');
 });

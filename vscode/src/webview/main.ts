@@ -432,7 +432,13 @@ function renderHotTable(): void {
     });
     tr.dataset.file = row.file;
     tr.dataset.line = String(row.line);
-    if (row.file) tr.addEventListener('click', () => openSource(row.file, row.line));
+    if (row.file) {
+      tr.tabIndex = 0;
+      tr.addEventListener('click', () => openSource(row.file, row.line));
+      tr.addEventListener('keydown', (event) => {
+        if (event.key === 'Enter') openSource(row.file, row.line);
+      });
+    }
     body.push(tr);
   }
   hotBody.replaceChildren(...body);
