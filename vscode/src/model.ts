@@ -155,6 +155,12 @@ class Reader {
     if (!Number.isInteger(value) || value < min) this.fail(`expected an integer >= ${min}, got ${value}`);
     return value;
   }
+
+  anyInteger(): number {
+    const value = this.number();
+    if (!Number.isInteger(value)) this.fail(`expected an integer, got ${value}`);
+    return value;
+  }
 }
 
 function parseJson(text: string, fileName: string): Json {
@@ -267,7 +273,7 @@ export function parseProfileSummary(text: string, fileName: string): ProfileSumm
   const fibersReader = root.optionalField('fibers');
   const fibers = (fibersReader ? fibersReader.array() : []).map(
     (fiber): FiberSummary => ({
-      fiber: fiber.field('fiber').integer(0),
+      fiber: fiber.field('fiber').anyInteger(),
       label: fiber.field('label').string(),
       on_cpu: fiber.field('on_cpu').integer(0),
       waiting: fiber.field('waiting').integer(0),

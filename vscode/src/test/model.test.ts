@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import {
   parseProfileSummary,
@@ -8,7 +9,7 @@ import {
   siblingSummaryPath,
   speedscopePathFor,
 } from '../model';
-import { SPEEDSCOPE_FIXTURE, SUMMARY_FIXTURE } from './fixtures';
+import { FIXTURES, SPEEDSCOPE_FIXTURE, SUMMARY_FIXTURE } from './fixtures';
 
 const speedscopeText = readFileSync(SPEEDSCOPE_FIXTURE, 'utf8');
 const summaryText = readFileSync(SUMMARY_FIXTURE, 'utf8');
@@ -113,4 +114,27 @@ test('the summary sits beside the speedscope file under the same stem', () => {
   assert.equal(speedscopePathFor('/tmp/o/hot.profile.json'), '/tmp/o/hot.speedscope.json');
   assert.equal(speedscopePathFor('/tmp/o/hot.speedscope.json'), '/tmp/o/hot.speedscope.json');
   assert.equal(speedscopePathFor('/tmp/o/other.json'), '/tmp/o/other.json');
+});
+
+test('reads the exporter\'s own golden outputs', () => {
+  const pair = (name: string) => {
+    const base = join(FIXTURES, `exporter-${name}`);
+    return {
+      document: parseSpeedscope(readFileSync(`${base}.speedscope.json`, 'utf8'), `${base}.speedscope.json`),
+      summary: parseProfileSummary(readFileSync(`${base}.profile.json`, 'utf8'), `${base}.profile.json`),
+    };
+  };
+  const odd = pair('odd-names');
+  assert.deepEqual(odd.summary.fibers.map((fiber) => fiber.fiber), [0, -1]);
+  assert.deepEqual(odd.document.profiles.map((p) => p.name), ['fiber 0 (main)', 'fiber -1 (effect)']);
+  assert.equal(odd.document.frames[1].name, 'two\nlines');
+  assert.deepEqual(odd.document.profiles[1].samples[1], [2, 1, 3]);
+  assert.equal(odd.document.frames[3].file, undefined);
+
+  const recursion = pair('recursion-inline');
+  assert.deepEqual(recursion.document.profiles[0].samples[0], [3, 0, 0, 0]);
+  assert.equal(recursion.summary.functions.length, 4);
+
+  const twoFibers = pair('two-fibers');
+  assert.equal(twoFibers.document.profiles.length, twoFibers.summary.fibers.length);
 });
