@@ -107,12 +107,14 @@ async function profileCurrentFile(context: vscode.ExtensionContext): Promise<voi
         : `[exit status ${result.exitCode}]`,
   );
   const failure = describeFailure(result, name);
-  if (result.cancelled) {
-    void vscode.window.showInformationMessage(failure!);
-    return;
-  }
   const speedscopePath = `${stem}.speedscope.json`;
   const haveProfile = await exists(speedscopePath);
+  if (result.cancelled) {
+    // The CLI writes the profile of what ran when stopped; show it if it got that far.
+    void vscode.window.showInformationMessage(failure!);
+    if (haveProfile) await openResults(context, speedscopePath);
+    return;
+  }
   if (failure) {
     // A program that crashed or exited non-zero may still have a profile worth reading.
     void vscode.window.showErrorMessage(failure, 'Show Output').then((choice) => {

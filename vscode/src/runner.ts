@@ -9,6 +9,7 @@
  */
 
 import { spawn } from 'child_process';
+import { constants } from 'os';
 
 export interface RunOptions {
   cli: string;
@@ -101,7 +102,7 @@ export function runProfiler(options: RunOptions): Promise<RunResult> {
     const onAbort = () => {
       cancelled = true;
       killGroup('SIGTERM');
-      killTimer = setTimeout(() => killGroup('SIGKILL'), options.killGraceMs ?? 2000);
+      killTimer = setTimeout(() => killGroup('SIGKILL'), options.killGraceMs ?? 5000);
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -150,7 +151,18 @@ export function describeFailure(result: RunResult, file: string): string | undef
   if (result.cancelled) return `Profiling ${file} was cancelled.`;
   if (result.exitCode === 0) return undefined;
   const how =
-    result.signal !== null ? `was killed by ${result.signal}` : `exited with status ${result.exitCode}`;
+    result.signal !== null
+      ? `was killed by ${result.signal}`
+      : `exited with status ${result.exitCode}${programSignalNote(result.exitCode)}`;
   const detail = result.stderrTail.slice(-4).join(' | ');
   return `Osprey: profiling ${file} failed: the CLI ${how}${detail ? `: ${detail}` : ' (no error output)'}`;
+}
+
+/* The CLI passes on the program's exit code, and a program killed by signal N as 128+N (as a
+ * shell reports it): name the signal when the status reads that way. */
+function programSignalNote(exitCode: number | null): string {
+  if (exitCode === null || exitCode <= 128) return '';
+  const number = exitCode - 128;
+  const name = Object.entries(constants.signals).find(([, value]) => value === number)?.[0];
+  return name ? ` (the program was killed by ${name})` : '';
 }

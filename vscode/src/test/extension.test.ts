@@ -157,7 +157,7 @@ test('a crash that still left a profile reports the crash and opens the profile'
   );
   await runCommand('osprey.profileCurrentFile');
   assert.equal(fake.recorded.errors.length, 1);
-  assert.match(fake.recorded.errors[0], /exited with status 139: Segmentation fault$/);
+  assert.match(fake.recorded.errors[0], /exited with status 139 \(the program was killed by SIGSEGV\): Segmentation fault$/);
   assert.equal(panel.posted.length, before + 1);
 });
 
@@ -165,11 +165,28 @@ test('cancel stops the run and says so', async () => {
   fake.recorded.errors.length = 0;
   fake.recorded.infos.length = 0;
   fake.recorded.settings.set('osprey.cliPath', fakeCli('osprey-slow', 'sleep 1000'));
-  fake.recorded.cancelNextRun = true;
+  fake.recorded.cancelWhen = () => true;
   await runCommand('osprey.profileCurrentFile');
-  fake.recorded.cancelNextRun = false;
   assert.deepEqual(fake.recorded.infos, ['Profiling hotspot.c was cancelled.']);
   assert.deepEqual(fake.recorded.errors, []);
+});
+
+test('a cancelled run that still wrote the profile of what ran shows it', async () => {
+  fake.recorded.infos.length = 0;
+  const panel = fake.recorded.panels[0];
+  const before = panel.posted.length;
+  const ready = join(scratch, 'stoppable.ready');
+  fake.recorded.settings.set(
+    'osprey.cliPath',
+    fakeCli(
+      'osprey-stoppable',
+      `trap 'cp "${SPEEDSCOPE_FIXTURE}" "$5.speedscope.json"; exit 143' TERM\ntouch '${ready}'\nsleep 1000 & wait`,
+    ),
+  );
+  fake.recorded.cancelWhen = () => existsSync(ready);
+  await runCommand('osprey.profileCurrentFile');
+  assert.deepEqual(fake.recorded.infos, ['Profiling hotspot.c was cancelled.']);
+  assert.equal(panel.posted.length, before + 1);
 });
 
 test('a bad profile file is one error naming it', async () => {

@@ -109,7 +109,8 @@ export const recorded = {
   panels: [] as FakePanel[],
   shownDocuments: [] as { file: string; line: number }[],
   settings: new Map<string, unknown>(),
-  cancelNextRun: false,
+  /** When set, the next progress task's cancel button is pressed once this returns true. */
+  cancelWhen: undefined as (() => boolean) | undefined,
   /** What the next Open dialog answers. */
   openDialogAnswer: undefined as Uri[] | undefined,
 };
@@ -139,7 +140,16 @@ export const window = {
   withProgress: async (_options: unknown, task: (progress: unknown, token: unknown) => Promise<unknown>) => {
     const cancel = new Emitter<void>();
     const running = task({ report: () => undefined }, { onCancellationRequested: cancel.event });
-    if (recorded.cancelNextRun) setTimeout(() => cancel.fire(), 50);
+    const cancelWhen = recorded.cancelWhen;
+    recorded.cancelWhen = undefined;
+    if (cancelWhen) {
+      const poll = setInterval(() => {
+        if (!cancelWhen()) return;
+        clearInterval(poll);
+        cancel.fire();
+      }, 10);
+      running.finally(() => clearInterval(poll));
+    }
     return running;
   },
   createWebviewPanel: () => {

@@ -78,6 +78,13 @@ test('a crash is reported with the signal', async () => {
   assert.match(describeFailure(result, 'a.c')!, /the CLI was killed by SIGSEGV: Segmentation fault$/);
 });
 
+test('a status of 128+N names the signal that killed the program', async () => {
+  const result = await runProfiler({ cli: fakeCli('status-139', 'echo "Segmentation fault" >&2; exit 139'), file: '/w/a.c', stem: '/tmp/a' });
+  assert.match(describeFailure(result, 'a.c')!, /exited with status 139 \(the program was killed by SIGSEGV\): Segmentation fault$/);
+  const plain = await runProfiler({ cli: fakeCli('status-2', 'exit 2'), file: '/w/a.c', stem: '/tmp/a' });
+  assert.match(describeFailure(plain, 'a.c')!, /exited with status 2 \(no error output\)$/);
+});
+
 test('a silent failure still says so', async () => {
   const result = await runProfiler({ cli: fakeCli('silent', 'exit 1'), file: '/w/a.c', stem: '/tmp/a' });
   assert.match(describeFailure(result, 'a.c')!, /exited with status 1 \(no error output\)$/);
