@@ -222,8 +222,15 @@ class FlamePanel {
 }
 
 async function openSource(file: string, line: number): Promise<void> {
+  // Debug info may name files relative to a build directory that is not here (libc's
+  // "./nptl/…") or with "..": normalise, and say plainly when the source is not on disk.
+  const resolved = path.resolve(file);
+  if (!(await exists(resolved))) {
+    void vscode.window.showWarningMessage(`Osprey: source not found on this machine: ${file}:${line}`);
+    return;
+  }
   try {
-    const document = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.file(resolved));
     const position = new vscode.Position(Math.max(0, Math.min(line - 1, document.lineCount - 1)), 0);
     await vscode.window.showTextDocument(document, {
       viewColumn: vscode.ViewColumn.One,

@@ -41,6 +41,12 @@ const goodCli = fakeCli(
 const hotspot = fake.fakeEditor(fake.fakeDocument(source, 70));
 const other = fake.fakeEditor(fake.fakeDocument(join(sources, 'unrelated.c'), 10));
 
+/* Message handlers run asynchronously: wait (without a deadline that could fail a slow machine
+ * spuriously, but bounded) until the condition holds. */
+async function waitFor(condition: () => boolean): Promise<void> {
+  for (let attempt = 0; attempt < 2000 && !condition(); attempt++) await new Promise((r) => setTimeout(r, 10));
+}
+
 async function runCommand(id: string): Promise<void> {
   const handler = fake.recorded.commands.get(id);
   assert.ok(handler, `${id} is registered`);
@@ -95,10 +101,13 @@ test('Profile Current File runs the CLI, shows output, opens the flame graph and
   assert.equal(load.document.frames.length, 9);
   assert.ok(load.summary, 'the sibling profile.json is sent along');
 
-  panel.receive({ type: 'openSource', file: source, line: 21 });
+  writeFileSync(source, '/* hotspot */\n');
+  panel.receive({ type: 'openSource', file: `${sources}/../w/hotspot.c`, line: 21 });
   panel.receive({ type: 'openSource', file: source, line: 0 }); // invalid: ignored
-  await new Promise((resolve) => setImmediate(resolve));
+  panel.receive({ type: 'openSource', file: './nptl/pthread_create.c', line: 442 });
+  await waitFor(() => fake.recorded.shownDocuments.length > 0 && fake.recorded.warnings.length > 0);
   assert.deepEqual(fake.recorded.shownDocuments, [{ file: source, line: 20 }]);
+  assert.deepEqual(fake.recorded.warnings, ['Osprey: source not found on this machine: ./nptl/pthread_create.c:442']);
 
   assert.deepEqual(heatOf(hotspot), {
     'rgba(229, 83, 61, 0.9)': [

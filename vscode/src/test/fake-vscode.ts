@@ -105,6 +105,7 @@ export const recorded = {
   commands: new Map<string, (...args: unknown[]) => unknown>(),
   errors: [] as string[],
   infos: [] as string[],
+  warnings: [] as string[],
   output: [] as string[],
   panels: [] as FakePanel[],
   shownDocuments: [] as { file: string; line: number }[],
@@ -131,6 +132,10 @@ export const window = {
   }),
   showErrorMessage: async (message: string) => {
     recorded.errors.push(message);
+    return undefined;
+  },
+  showWarningMessage: async (message: string) => {
+    recorded.warnings.push(message);
     return undefined;
   },
   showInformationMessage: async (message: string) => {
