@@ -83,11 +83,12 @@ export function renderWebviewHtml(options: WebviewHtmlOptions): string {
   #flame canvas { display: block; cursor: default; }
   #hot { width: 34%; min-width: 260px; max-width: 480px; overflow: auto;
          border-left: 1px solid var(--osprey-border); }
-  #hot table { border-collapse: collapse; width: 100%; }
+  #hot table { border-collapse: collapse; width: 100%; table-layout: fixed; }
+  #hot col.name { width: 40%; } #hot col.number { width: 15%; } #hot col.location { width: 30%; }
   #hot caption { text-align: left; padding: 6px; color: var(--osprey-muted); }
-  #hot th, #hot td { padding: 2px 6px; text-align: right; white-space: nowrap; }
-  #hot th:first-child, #hot td:first-child { text-align: left; max-width: 16em; overflow: hidden;
-                                             text-overflow: ellipsis; }
+  #hot th, #hot td { padding: 2px 6px; text-align: right; white-space: nowrap; overflow: hidden;
+                     text-overflow: ellipsis; }
+  #hot th:first-child, #hot td:first-child { text-align: left; }
   #hot th { position: sticky; top: 0; background: var(--osprey-bg); cursor: pointer; user-select: none; }
   #hot th[aria-sort="descending"]::after { content: " \\25BE"; }
   #hot tbody tr { cursor: pointer; }
@@ -115,6 +116,7 @@ export function renderWebviewHtml(options: WebviewHtmlOptions): string {
   <div id="hot">
     <table id="hot-table">
       <caption id="hot-caption">Hot functions</caption>
+      <colgroup><col class="name"><col class="number"><col class="number"><col class="location"></colgroup>
       <thead><tr><th scope="col">Function</th><th scope="col" id="sort-self" aria-sort="descending">Self</th><th scope="col" id="sort-total" aria-sort="none">Total</th><th scope="col">Location</th></tr></thead>
       <tbody id="hot-body"></tbody>
     </table>

@@ -257,11 +257,13 @@ test('Time Order draws samples in recorded order', async () => {
 
 test('the hot table sorts by self or total and opens source', async () => {
   const firstRow = async () => page.locator('#hot-body tr').first().locator('td').allTextContents();
-  assert.deepEqual(await firstRow(), ['mix', '38.1% (40)', '38.1% (40)', 'hotspot.c:12']);
+  assert.deepEqual(await firstRow(), ['mix', '38.1%', '38.1%', 'hotspot.c:12']);
+  const titles = await page.locator('#hot-body tr').first().locator('td').evaluateAll((cells) => cells.map((cell) => cell.title));
+  assert.deepEqual(titles, ['mix', '40 samples', '40 samples', '/w/hotspot.c:12']);
   await page.click('#sort-total');
   assert.equal(await page.locator('#sort-total').getAttribute('aria-sort'), 'descending');
   // Equal totals: then self, then name — clone3 (a runtime frame, no file) comes first.
-  assert.deepEqual(await firstRow(), ['clone3', '0.0% (0)', '95.2% (100)', '']);
+  assert.deepEqual(await firstRow(), ['clone3', '0.0%', '95.2%', '']);
   await page.click('#sort-self');
   const before = (await posted()).length;
   await page.locator('#hot-body tr').nth(1).click(); // checksum_block (self 30, total 70)
@@ -272,5 +274,30 @@ test('the hot table sorts by self or total and opens source', async () => {
   await page.keyboard.press('Enter');
   assert.deepEqual((await posted()).at(-1), { type: 'openSource', file: '/w/hotspot.c', line: 12 });
   assert.match(await page.locator('#hot-caption').textContent(), /on-CPU samples, all fibers \(105 samples\)/);
+  assert.deepEqual(pageErrors, []);
+});
+
+test('a real profile of examples/hotspot.c renders and searches', async () => {
+  const { countMatchingSamples, matchFrames, selectSamples, ALL_FIBERS } = require(join(root, 'out/layout.js'));
+  const speedscopePath = join(root, 'fixtures/real-hotspot.speedscope.json');
+  const summaryPath = join(root, 'fixtures/real-hotspot.profile.json');
+  const document = parseSpeedscope(readFileSync(speedscopePath, 'utf8'), speedscopePath);
+  const message = {
+    type: 'load',
+    title: 'Osprey: hotspot',
+    document,
+    summary: parseProfileSummary(readFileSync(summaryPath, 'utf8'), summaryPath),
+  };
+  const before = await canvasImage();
+  await page.evaluate((data) => window.dispatchEvent(new MessageEvent('message', { data })), message);
+  assert.notEqual(await canvasImage(), before);
+  const samples = selectSamples(document, ALL_FIBERS);
+  const expected = (100 * countMatchingSamples(samples, matchFrames(document.frames, 'checksum'))) / samples.stacks.length;
+  await page.fill('#search', 'checksum');
+  assert.equal(await page.locator('#match-summary').textContent(), `${expected.toFixed(1)}% of samples match`);
+  assert.ok(expected > 40, `checksum_block in ${expected}% of all samples`);
+  await page.screenshot({ path: join(results, 'flamegraph-hotspot.png') });
+  await page.fill('#search', '');
+  assert.equal(await page.locator('#hot-body tr').first().locator('td').first().textContent(), 'mix');
   assert.deepEqual(pageErrors, []);
 });

@@ -414,20 +414,18 @@ function renderHotTable(): void {
   const body: HTMLTableRowElement[] = [];
   for (const row of sortHotFunctions(rows, state.hotSort)) {
     const tr = document.createElement('tr');
-    const cells = [
-      row.name,
-      `${formatPercent(row.selfPercent)} (${row.self})`,
-      `${formatPercent(row.totalPercent)} (${row.total})`,
-      row.file ? `${row.file.split('/').pop()}:${row.line}` : '',
+    // [text, hover title]: percentages in the cells, sample counts and full paths on hover.
+    const cells: [string, string][] = [
+      [row.name, row.name],
+      [formatPercent(row.selfPercent), formatSamples(row.self)],
+      [formatPercent(row.totalPercent), formatSamples(row.total)],
+      [row.file ? `${row.file.split('/').pop()}:${row.line}` : '', row.file ? `${row.file}:${row.line}` : ''],
     ];
-    cells.forEach((text, index) => {
+    cells.forEach(([text, title], index) => {
       const td = document.createElement('td');
       td.textContent = text;
-      if (index === 3) {
-        td.className = 'location';
-        td.title = row.file ? `${row.file}:${row.line}` : '';
-      }
-      if (index === 0) td.title = row.name;
+      td.title = title;
+      if (index === 3) td.className = 'location';
       tr.append(td);
     });
     tr.dataset.file = row.file;
