@@ -154,6 +154,35 @@ test('renders the profile with frames on the theme background', async () => {
   assert.deepEqual(pageErrors, []);
 });
 
+test('a theme change redraws with the new editor background', async () => {
+  const light = [250, 250, 240];
+  await page.evaluate((colour) => {
+    document.documentElement.style.setProperty('--vscode-editor-background', `rgb(${colour.join(', ')})`);
+    document.body.className = 'vscode-light';
+  }, light);
+  await page.waitForFunction(
+    (colour) => {
+      const canvas = document.getElementById('canvas');
+      const pixel = canvas.getContext('2d').getImageData(5, canvas.height - 5, 1, 1).data;
+      return pixel[0] === colour[0] && pixel[1] === colour[1] && pixel[2] === colour[2];
+    },
+    light,
+    { timeout: 10000 },
+  );
+  await page.evaluate((colour) => {
+    document.documentElement.style.setProperty('--vscode-editor-background', `rgb(${colour.join(', ')})`);
+    document.body.className = '';
+  }, BACKGROUND);
+  await page.waitForFunction(
+    (colour) => {
+      const canvas = document.getElementById('canvas');
+      return canvas.getContext('2d').getImageData(5, canvas.height - 5, 1, 1).data[0] === colour[0];
+    },
+    BACKGROUND,
+    { timeout: 10000 },
+  );
+});
+
 test('the fiber filter lists every fiber plus All fibers and changes the drawing', async () => {
   const options = await page.locator('#fiber option').allTextContents();
   assert.deepEqual(options, ['All fibers', 'fiber 0 (main)', 'fiber 4243 (thread)']);

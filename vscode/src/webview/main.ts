@@ -454,6 +454,10 @@ sortTotal.addEventListener('click', () => {
 /* ---------- wiring ---------- */
 
 window.addEventListener('resize', () => draw());
+// VS Code switches themes by rewriting the CSS variables on <html> and the classes on <body>.
+const themeObserver = new MutationObserver(() => draw());
+themeObserver.observe(document.documentElement, { attributes: true, attributeFilter: ['style', 'class'] });
+themeObserver.observe(document.body, { attributes: true, attributeFilter: ['class'] });
 window.addEventListener('message', (event: MessageEvent) => {
   const message = event.data as ToWebview;
   if (message && message.type === 'load') load(message);
