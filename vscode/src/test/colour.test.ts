@@ -97,3 +97,29 @@ test('colours come from the fixed ramp; the waiting leaf is grey', () => {
   });
   assert.deepEqual(frameColours(frames), colours);
 });
+
+test('the comparator stays a total order on many colliding frames (seeded samples)', () => {
+  // Few files and names, so most frames collide on file, name or both; some have no file.
+  let seed = 12345;
+  const next = (bound: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % bound;
+  };
+  const files = [undefined, '', '/w/a', '/w/a b.osp', '/w/A', '/w/é.c'];
+  const names = ['z', 'b.osp z', 'main', 'Main', 'mix', '(waiting)'];
+  const many: Frame[] = Array.from({ length: 300 }, () => {
+    const file = files[next(files.length)];
+    return file === undefined ? { name: names[next(names.length)] } : { name: names[next(names.length)], file };
+  });
+  const order = (a: number, b: number) => compareFrames(many, a, b);
+  for (let trial = 0; trial < 20000; trial++) {
+    const a = next(many.length);
+    const b = next(many.length);
+    const c = next(many.length);
+    assert.ok(Math.sign(order(a, b)) === -Math.sign(order(b, a)), `antisymmetry: ${a}, ${b}`);
+    assert.equal(order(a, b) === 0, a === b, `equal only for the same frame: ${a}, ${b}`);
+    if (order(a, b) <= 0 && order(b, c) <= 0) assert.ok(order(a, c) <= 0, `transitivity: ${a}, ${b}, ${c}`);
+  }
+  const ranks = frameRanks(many);
+  assert.equal(new Set(ranks).size, many.length, 'every frame has its own rank');
+});

@@ -173,3 +173,16 @@ test('hot functions from samples: self at the leaf, total once per sample', () =
   assert.deepEqual(byTotal.slice(0, 4).map((row) => row.total), [100, 100, 100, 100]);
   assert.deepEqual(byTotal.slice(0, 4).map((row) => row.name), ['main', 'clone3', 'start_thread', 'worker']);
 });
+
+test('an empty selection lays out to nothing without dividing by zero', () => {
+  const empty = { stacks: [], weights: [] };
+  for (const layout of [layoutLeftHeavy(empty, ranks), layoutTimeOrder(empty)]) {
+    assert.equal(layout.rects.length, 0);
+    assert.equal(layout.totalWeight, 0);
+    assert.equal(rectAt(layout, 0, 0), undefined);
+  }
+  assert.deepEqual(hotFunctionsFromSamples(document.frames, empty), []);
+  // A sample with an empty stack takes time in Time Order but draws nothing.
+  const gap = layoutTimeOrder({ stacks: [[0], [], [0]], weights: [1, 1, 1] });
+  assert.deepEqual(gap.rects.map((rect) => [rect.start, rect.width]), [[0, 1], [2, 1]]);
+});
