@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import {
@@ -138,3 +138,23 @@ test('reads the exporter\'s own golden outputs', () => {
   const twoFibers = pair('two-fibers');
   assert.equal(twoFibers.document.profiles.length, twoFibers.summary.fibers.length);
 });
+
+/* Every golden pair the writers' tests keep in the repository (tests/data/writers/<case>/), so
+ * a change of output format on the C side fails here too. */
+const writerGoldens = join(FIXTURES, '..', '..', 'tests', 'data', 'writers');
+test(
+  'reads every golden pair of the writers\' tests in the repository',
+  { skip: existsSync(writerGoldens) ? false : `${writerGoldens} is not in this checkout` },
+  () => {
+    const cases = readdirSync(writerGoldens).filter((name) =>
+      existsSync(join(writerGoldens, name, 'expected.speedscope.json')),
+    );
+    assert.ok(cases.length > 0);
+    for (const name of cases) {
+      const base = join(writerGoldens, name, 'expected');
+      const document = parseSpeedscope(readFileSync(`${base}.speedscope.json`, 'utf8'), `${base}.speedscope.json`);
+      const summary = parseProfileSummary(readFileSync(`${base}.profile.json`, 'utf8'), `${base}.profile.json`);
+      assert.equal(document.profiles.length, summary.fibers.length, name);
+    }
+  },
+);
