@@ -27,6 +27,8 @@ let heat: HeatDecorations;
 let panel: FlamePanel | undefined;
 /** The latest run's temporary directory; removed when the next run starts or on deactivate. */
 let lastOutputDirectory: string | undefined;
+/** One run at a time: a second would remove the first one's output directory. */
+let runInProgress = false;
 
 export function activate(context: vscode.ExtensionContext): void {
   output = vscode.window.createOutputChannel('Osprey');
@@ -52,6 +54,19 @@ async function removeLastOutput(): Promise<void> {
 /* ---------- Osprey: Profile Current File ---------- */
 
 async function profileCurrentFile(context: vscode.ExtensionContext): Promise<void> {
+  if (runInProgress) {
+    void vscode.window.showErrorMessage('Osprey: a profiling run is already in progress.');
+    return;
+  }
+  runInProgress = true;
+  try {
+    await profileActiveEditor(context);
+  } finally {
+    runInProgress = false;
+  }
+}
+
+async function profileActiveEditor(context: vscode.ExtensionContext): Promise<void> {
   const editor = vscode.window.activeTextEditor;
   if (!editor || editor.document.uri.scheme !== 'file') {
     void vscode.window.showErrorMessage('Osprey: open a C source file (saved on disk) to profile it.');

@@ -83,6 +83,8 @@ export function runProfiler(options: RunOptions): Promise<RunResult> {
     }
     const child = spawn(options.cli, profileArguments(options.file, options.stem), {
       cwd: options.cwd,
+      // The CLI colours its report only on a terminal; say so anyway, this is a pipe.
+      env: { ...process.env, NO_COLOR: '1' },
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

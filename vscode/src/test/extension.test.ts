@@ -180,6 +180,22 @@ test('cancel stops the run and says so', async () => {
   assert.deepEqual(fake.recorded.errors, []);
 });
 
+test('one run at a time', async () => {
+  fake.recorded.errors.length = 0;
+  fake.recorded.infos.length = 0;
+  const started = join(scratch, 'long.started');
+  fake.recorded.settings.set('osprey.cliPath', fakeCli('osprey-long', `touch '${started}'\nexec sleep 1000`));
+  let secondDone = false;
+  fake.recorded.cancelWhen = () => secondDone;
+  const first = runCommand('osprey.profileCurrentFile');
+  await waitFor(() => existsSync(started));
+  await runCommand('osprey.profileCurrentFile');
+  assert.deepEqual(fake.recorded.errors, ['Osprey: a profiling run is already in progress.']);
+  secondDone = true;
+  await first;
+  assert.deepEqual(fake.recorded.infos, ['Profiling hotspot.c was cancelled.']);
+});
+
 test('a cancelled run that still wrote the profile of what ran shows it', async () => {
   fake.recorded.infos.length = 0;
   const panel = fake.recorded.panels[0];

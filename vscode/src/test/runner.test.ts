@@ -34,7 +34,7 @@ async function waitFor(condition: () => boolean, what: string): Promise<void> {
 }
 
 test('runs `<cli> <file> --run --profile -o <stem>` and streams its output', async () => {
-  const cli = fakeCli('ok', 'for a in "$@"; do echo "arg:$a"; done; echo "to stderr" >&2; echo done');
+  const cli = fakeCli('ok', 'for a in "$@"; do echo "arg:$a"; done; echo "to stderr" >&2; echo "NO_COLOR=$NO_COLOR"');
   const chunks: string[] = [];
   const result = await runProfiler({
     cli,
@@ -44,7 +44,7 @@ test('runs `<cli> <file> --run --profile -o <stem>` and streams its output', asy
   });
   assert.deepEqual(result, { exitCode: 0, signal: null, cancelled: false, stderrTail: ['to stderr'] });
   const stdout = chunks.filter((c) => c.startsWith('stdout:')).map((c) => c.slice(7)).join('');
-  assert.equal(stdout, 'arg:/w/hot spot.c\narg:--run\narg:--profile\narg:-o\narg:/tmp/o/hot spot\ndone\n');
+  assert.equal(stdout, 'arg:/w/hot spot.c\narg:--run\narg:--profile\narg:-o\narg:/tmp/o/hot spot\nNO_COLOR=1\n');
   assert.equal(describeFailure(result, 'hot spot.c'), undefined);
 });
 
