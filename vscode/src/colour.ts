@@ -57,8 +57,7 @@ export const WAITING_FRAME_NAME = '(waiting)';
 export const WAITING_COLOUR = '#9a9a9a';
 
 /* Colour for every frame of a document, indexed like frames. */
-export function frameColours(frames: readonly Frame[]): string[] {
-  const ranks = frameRanks(frames);
+export function frameColours(frames: readonly Frame[], ranks: Int32Array = frameRanks(frames)): string[] {
   return frames.map((frame, index) =>
     frame.name === WAITING_FRAME_NAME && frame.file === undefined ? WAITING_COLOUR : rankColour(ranks[index]),
   );

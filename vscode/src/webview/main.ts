@@ -39,6 +39,7 @@ const TEXT_PADDING = 4;
 const DIMMED_ALPHA = 0.18;
 /** A click that moved more than this many pixels was a drag. */
 const DRAG_THRESHOLD = 4;
+const MAX_CANVAS_PIXELS = 32000;
 
 const vscode = acquireVsCodeApi();
 
@@ -99,8 +100,8 @@ function load(message: ToWebview): void {
   const profile = message.document;
   state.profile = profile;
   state.summary = message.summary;
-  state.colours = frameColours(profile.frames);
   state.ranks = frameRanks(profile.frames);
+  state.colours = frameColours(profile.frames, state.ranks);
   fiberSelect.replaceChildren();
   fiberSelect.append(new Option('All fibers', String(ALL_FIBERS)));
   profile.profiles.forEach((fiberProfile, index) => fiberSelect.append(new Option(fiberProfile.name, String(index))));
@@ -135,8 +136,10 @@ function resetZoom(): void {
 function resizeCanvas(): { width: number; height: number } {
   const depth = state.layout ? state.layout.byDepth.length : 0;
   const width = flame.clientWidth;
-  const height = Math.max(flame.clientHeight, depth * ROW_HEIGHT + ROW_HEIGHT);
   const ratio = window.devicePixelRatio || 1;
+  // Browsers refuse canvases much taller than 32k device pixels; stacks deeper than that
+  // (thousands of frames of recursion) are cut off at the bottom.
+  const height = Math.min(Math.max(flame.clientHeight, depth * ROW_HEIGHT + ROW_HEIGHT), MAX_CANVAS_PIXELS / ratio);
   if (canvas.width !== Math.round(width * ratio) || canvas.height !== Math.round(height * ratio)) {
     canvas.width = Math.round(width * ratio);
     canvas.height = Math.round(height * ratio);
