@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   meson ninja-build pkg-config gcc clang lld llvm
-  libuv1-dev libjansson-dev check valgrind
+  libuv1-dev libjansson-dev check valgrind python3 jq
   gcc-mingw-w64-x86-64 wasi-libc
   nodejs npm chromium
   linux-perf google-perftools libgoogle-perftools-dev

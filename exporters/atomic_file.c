@@ -1,0 +1,141 @@
+/* atomic_file.c — how every output of the exporters reaches the disk: written to a temporary
+ * file in the destination's own directory (mkstemp), flushed and fsync'd, then renamed over the
+ * destination. A reader therefore sees the old file or the complete new one, never half of it;
+ * on any failure the temporary file is removed and the error names the destination. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ospx_internal.h"
+
+int ospx__atomic_open(struct ospx__atomic_file *file, const char *path, struct ospx_error *err)
+{
+    file->stream = NULL;
+    file->temp_path = NULL;
+    file->path = path;
+    if (path == NULL || path[0] == '\0')
+        return ospx_error_set(err, EINVAL, "", 0, 0, "no output path given");
+
+    /* The temporary name sits beside the destination so rename() never crosses a file system. */
+    size_t length = strlen(path);
+    file->temp_path = malloc(length + sizeof ".tmp.XXXXXX");
+    if (file->temp_path == NULL)
+        return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
+    memcpy(file->temp_path, path, length);
+    memcpy(file->temp_path + length, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+
+    int fd = mkstemp(file->temp_path);
+    if (fd < 0) {
+        int code = errno;
+        free(file->temp_path);
+        file->temp_path = NULL;
+        return ospx_error_set(err, code, path, 0, 0, "cannot create a temporary file beside it: %s",
+                              strerror(code));
+    }
+    /* mkstemp creates 0600; outputs are ordinary documents others may read. */
+    (void)fchmod(fd, 0644);
+    file->stream = fdopen(fd, "w");
+    if (file->stream == NULL) {
+        int code = errno;
+        close(fd);
+        unlink(file->temp_path);
+        free(file->temp_path);
+        file->temp_path = NULL;
+        return ospx_error_set(err, code, path, 0, 0, "cannot open for writing: %s", strerror(code));
+    }
+    return 0;
+}
+
+void ospx__atomic_abort(struct ospx__atomic_file *file)
+{
+    if (file->stream != NULL)
+        fclose(file->stream);
+    file->stream = NULL;
+    if (file->temp_path != NULL) {
+        unlink(file->temp_path);
+        free(file->temp_path);
+    }
+    file->temp_path = NULL;
+}
+
+int ospx__atomic_commit(struct ospx__atomic_file *file, struct ospx_error *err)
+{
+    int code = 0;
+    if (file->stream == NULL || file->temp_path == NULL)
+        return ospx_error_set(err, EINVAL, file->path, 0, 0, "output was not opened");
+    if (fflush(file->stream) != 0 || ferror(file->stream))
+        code = errno != 0 ? errno : EIO;
+    else if (fsync(fileno(file->stream)) != 0)
+        code = errno;
+    int closed = fclose(file->stream);
+    file->stream = NULL;
+    if (code == 0 && closed != 0)
+        code = errno != 0 ? errno : EIO;
+    if (code == 0 && rename(file->temp_path, file->path) != 0)
+        code = errno;
+    if (code != 0) {
+        ospx__atomic_abort(file);
+        return ospx_error_set(err, code, file->path, 0, 0, "cannot write: %s", strerror(code));
+    }
+    free(file->temp_path);
+    file->temp_path = NULL;
+    return 0;
+}
+
+json_t *ospx__json_string(const char *text)
+{
+    json_t *string = json_string(ospx__str(text));
+    if (string != NULL)
+        return string;
+    char *copy = strdup(text);
+    if (copy == NULL)
+        return NULL;
+    /* Keep ASCII, replace every other byte: good enough to show a path that is not UTF-8. */
+    for (char *p = copy; *p != '\0'; p++)
+        if ((unsigned char)*p >= 0x80)
+            *p = '?';
+    string = json_string(copy);
+    free(copy);
+    return string;
+}
+
+char *ospx__json_quote(const char *text)
+{
+    json_t *string = ospx__json_string(text);
+    char *quoted = string != NULL ? json_dumps(string, JSON_ENCODE_ANY) : NULL;
+    json_decref(string);
+    return quoted;
+}
+
+void ospx__put_uint(FILE *stream, uint64_t value)
+{
+    char digits[24];
+    size_t n = sizeof digits;
+    do {
+        digits[--n] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    fwrite(digits + n, 1, sizeof digits - n, stream);
+}
+
+int ospx__write_json(json_t *root, const char *path, size_t flags, struct ospx_error *err)
+{
+    if (root == NULL)
+        return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory while building the output");
+    struct ospx__atomic_file file;
+    int rc = ospx__atomic_open(&file, path, err);
+    if (rc == 0) {
+        if (json_dumpf(root, file.stream, flags) != 0 || fputc('\n', file.stream) == EOF) {
+            int code = errno != 0 ? errno : EIO;
+            ospx__atomic_abort(&file);
+            rc = ospx_error_set(err, code, path, 0, 0, "cannot write: %s", strerror(code));
+        } else {
+            rc = ospx__atomic_commit(&file, err);
+        }
+    }
+    json_decref(root);
+    return rc;
+}

@@ -1,0 +1,363 @@
+/* cpuprofile.c — `<stem>.cpuprofile`, the V8/Chrome DevTools CPU profile: a call tree of nodes
+ * (ids 1..N in pre-order, `(root)` first), each with its callFrame and hitCount (samples whose
+ * leaf it is), then every sample's leaf node in time order across all fibers, with the gaps
+ * between them in integer microseconds. Each fiber is a synthetic child of the root named
+ * `fiber <id> (<label>)`; a waiting sample ends in a `(waiting)` leaf. Lines and columns are
+ * 0-based (-1 unknown); scriptId is "0" for frames without a file, else the file's position in
+ * the sorted list of files, so it is the same for the same profile every time. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ospx_internal.h"
+
+enum node_kind { NODE_ROOT, NODE_FIBER, NODE_FUNCTION, NODE_WAITING };
+
+#define NO_NODE UINT32_MAX
+
+struct node {
+    enum node_kind kind;
+    uint32_t value; /* fiber index or function index */
+    uint32_t parent;
+    uint32_t first_child, last_child, next_sibling;
+    uint64_t hits;
+    uint32_t id; /* 1-based, pre-order */
+};
+
+/* The call tree, with an open-addressing index from (parent, kind, value) to the child node:
+ * a node can have thousands of children (every function main calls), so no list walks. */
+struct tree {
+    struct node *nodes;
+    size_t count, capacity;
+    uint32_t *slots;   /* node indices; NO_NODE marks a free slot */
+    size_t slot_count; /* a power of two, kept above twice the node count */
+};
+
+static size_t slot_of(const struct tree *tree, uint32_t parent, enum node_kind kind, uint32_t value)
+{
+    uint64_t h = ((uint64_t)parent << 32 | value) * UINT64_C(0x9e3779b97f4a7c15);
+    h ^= (uint64_t)kind * UINT64_C(0xc2b2ae3d27d4eb4f);
+    return (size_t)(h >> 17) & (tree->slot_count - 1);
+}
+
+static int tree_rehash(struct tree *tree, size_t slot_count)
+{
+    uint32_t *slots = malloc(slot_count * sizeof *slots);
+    if (slots == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < slot_count; i++)
+        slots[i] = NO_NODE;
+    free(tree->slots);
+    tree->slots = slots;
+    tree->slot_count = slot_count;
+    for (uint32_t n = 1; n < tree->count; n++) { /* the root is nobody's child */
+        const struct node *node = &tree->nodes[n];
+        size_t slot = slot_of(tree, node->parent, node->kind, node->value);
+        while (tree->slots[slot] != NO_NODE)
+            slot = (slot + 1) & (tree->slot_count - 1);
+        tree->slots[slot] = n;
+    }
+    return 0;
+}
+
+static int tree_init(struct tree *tree)
+{
+    *tree = (struct tree){malloc(64 * sizeof(struct node)), 1, 64, NULL, 0};
+    if (tree->nodes == NULL || tree_rehash(tree, 256) != 0)
+        return -ENOMEM;
+    tree->nodes[0] = (struct node){NODE_ROOT, 0, NO_NODE, NO_NODE, NO_NODE, NO_NODE, 0, 0};
+    return 0;
+}
+
+/* The child of `parent` for (kind, value), created when missing; NO_NODE when out of memory. */
+static uint32_t child_of(struct tree *tree, uint32_t parent, enum node_kind kind, uint32_t value)
+{
+    size_t slot = slot_of(tree, parent, kind, value);
+    for (; tree->slots[slot] != NO_NODE; slot = (slot + 1) & (tree->slot_count - 1)) {
+        const struct node *node = &tree->nodes[tree->slots[slot]];
+        if (node->parent == parent && node->kind == kind && node->value == value)
+            return tree->slots[slot];
+    }
+    if (tree->count == tree->capacity) {
+        size_t capacity = tree->capacity * 2;
+        struct node *nodes = realloc(tree->nodes, capacity * sizeof *nodes);
+        if (nodes == NULL)
+            return NO_NODE;
+        tree->nodes = nodes;
+        tree->capacity = capacity;
+    }
+    uint32_t c = (uint32_t)tree->count++;
+    tree->nodes[c] = (struct node){kind, value, parent, NO_NODE, NO_NODE, NO_NODE, 0, 0};
+    if (tree->nodes[parent].last_child == NO_NODE)
+        tree->nodes[parent].first_child = c;
+    else
+        tree->nodes[tree->nodes[parent].last_child].next_sibling = c;
+    tree->nodes[parent].last_child = c;
+    tree->slots[slot] = c;
+    if (tree->count * 2 > tree->slot_count && tree_rehash(tree, tree->slot_count * 2) != 0)
+        return NO_NODE;
+    return c;
+}
+
+/* The leaf node of one sample, creating its path from the root. */
+static uint32_t sample_leaf(struct tree *tree, const struct ospx_model *model,
+                            const uint32_t *function_of, const struct ospx_sample *sample)
+{
+    uint32_t node = child_of(tree, 0, NODE_FIBER, sample->thread);
+    size_t depth;
+    const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
+    for (size_t k = depth; k-- > 0 && node != NO_NODE;)
+        node = child_of(tree, node, NODE_FUNCTION, function_of[frames[k]]);
+    if (sample->state != 0 && node != NO_NODE)
+        node = child_of(tree, node, NODE_WAITING, 0);
+    return node;
+}
+
+/* Number the nodes 1..N in pre-order. */
+static int number_nodes(struct tree *tree)
+{
+    uint32_t *pending = malloc(tree->count * sizeof *pending);
+    if (pending == NULL)
+        return -ENOMEM;
+    size_t top = 0;
+    uint32_t next_id = 1;
+    pending[top++] = 0;
+    while (top > 0) {
+        uint32_t n = pending[--top];
+        tree->nodes[n].id = next_id++;
+        /* Push children in reverse so the first child is numbered first. */
+        size_t first = top;
+        for (uint32_t c = tree->nodes[n].first_child; c != NO_NODE; c = tree->nodes[c].next_sibling)
+            pending[top++] = c;
+        for (size_t a = first, b = top; a + 1 < b; a++, b--) {
+            uint32_t swap = pending[a];
+            pending[a] = pending[b - 1];
+            pending[b - 1] = swap;
+        }
+    }
+    free(pending);
+    return 0;
+}
+
+static int compare_files(const void *a, const void *b, void *context)
+{
+    const struct ospx_function_stat *functions = context;
+    return strcmp(functions[*(const uint32_t *)a].file, functions[*(const uint32_t *)b].file);
+}
+
+/* Per function, its scriptId: 0 without a file, else 1 + the file's rank among the files. */
+static uint32_t *script_ids(const struct ospx_model *model)
+{
+    uint32_t *order = malloc((model->function_count + 1) * sizeof *order);
+    uint32_t *ids = malloc((model->function_count + 1) * sizeof *ids);
+    if (order == NULL || ids == NULL) {
+        free(order);
+        free(ids);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < model->function_count; i++)
+        order[i] = i;
+    qsort_r(order, model->function_count, sizeof *order, compare_files, model->functions);
+    uint32_t rank = 0;
+    for (size_t i = 0; i < model->function_count; i++) {
+        const char *file = model->functions[order[i]].file;
+        if (file[0] == '\0') {
+            ids[order[i]] = 0;
+            continue;
+        }
+        if (rank == 0 || strcmp(model->functions[order[i - 1]].file, file) != 0)
+            rank++;
+        ids[order[i]] = rank;
+    }
+    free(order);
+    return ids;
+}
+
+/* Quoted JSON strings per function, made once: a function appears in many nodes. */
+struct quoted_functions {
+    char **names, **urls;
+    size_t count;
+};
+
+static void quoted_free(struct quoted_functions *quoted)
+{
+    for (size_t i = 0; i < quoted->count; i++) {
+        free(quoted->names[i]);
+        free(quoted->urls[i]);
+    }
+    free(quoted->names);
+    free(quoted->urls);
+}
+
+static int quote_functions(const struct ospx_model *model, struct quoted_functions *quoted)
+{
+    quoted->count = 0;
+    quoted->names = calloc(model->function_count + 1, sizeof *quoted->names);
+    quoted->urls = calloc(model->function_count + 1, sizeof *quoted->urls);
+    if (quoted->names == NULL || quoted->urls == NULL)
+        return -ENOMEM;
+    for (; quoted->count < model->function_count; quoted->count++) {
+        const struct ospx_function_stat *fn = &model->functions[quoted->count];
+        quoted->names[quoted->count] = ospx__json_quote(fn->name);
+        quoted->urls[quoted->count] = ospx__json_quote(fn->file);
+        if (quoted->names[quoted->count] == NULL || quoted->urls[quoted->count] == NULL) {
+            quoted->count++;
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static void write_node(FILE *stream, const struct tree *tree, const struct node *node,
+                       const struct ospx_model *model, const uint32_t *scripts,
+                       const struct quoted_functions *quoted)
+{
+    char fiber_name[512], *fiber_quoted = NULL;
+    const char *name = "\"(root)\"", *url = "\"\"";
+    uint32_t script = 0;
+    int line = -1;
+    if (node->kind == NODE_FIBER) {
+        const struct ospx_fiber_stat *fiber = &model->fibers[node->value];
+        snprintf(fiber_name, sizeof fiber_name, "fiber %lld (%s)", (long long)fiber->fiber,
+                 fiber->label);
+        fiber_quoted = ospx__json_quote(fiber_name);
+        name = fiber_quoted != NULL ? fiber_quoted : "\"fiber\"";
+    } else if (node->kind == NODE_WAITING) {
+        name = "\"" OSPX_WAITING_FRAME "\"";
+    } else if (node->kind == NODE_FUNCTION) {
+        name = quoted->names[node->value];
+        url = quoted->urls[node->value];
+        script = scripts[node->value];
+        line = model->functions[node->value].line - 1; /* 0-based; unknown (0) gives -1 */
+    }
+    fputs("{\"id\":", stream);
+    ospx__put_uint(stream, node->id);
+    fprintf(stream,
+            ",\"callFrame\":{\"functionName\":%s,\"scriptId\":\"%u\",\"url\":%s,"
+            "\"lineNumber\":%d,\"columnNumber\":-1},\"hitCount\":",
+            name, script, url, line);
+    ospx__put_uint(stream, node->hits);
+    fputs(",\"children\":[", stream);
+    for (uint32_t c = node->first_child; c != NO_NODE; c = tree->nodes[c].next_sibling) {
+        ospx__put_uint(stream, tree->nodes[c].id);
+        if (tree->nodes[c].next_sibling != NO_NODE)
+            fputc(',', stream);
+    }
+    fputs("]}", stream);
+    free(fiber_quoted);
+}
+
+/* The whole profile: nodes in pre-order (the order of their ids), then the samples. */
+static int write_profile(FILE *stream, const struct tree *tree, const struct ospx_model *model,
+                         const uint32_t *scripts, const size_t *order, const uint32_t *leaves)
+{
+    const struct ospx_raw *raw = model->raw;
+    struct quoted_functions quoted;
+    uint32_t *by_id = malloc(tree->count * sizeof *by_id);
+    int rc = quote_functions(model, &quoted);
+    if (by_id == NULL || rc != 0) {
+        free(by_id);
+        quoted_free(&quoted);
+        return -ENOMEM;
+    }
+    for (uint32_t n = 0; n < tree->count; n++)
+        by_id[tree->nodes[n].id - 1] = n;
+    fputs("{\"nodes\":[", stream);
+    for (size_t i = 0; i < tree->count; i++) {
+        if (i > 0)
+            fputc(',', stream);
+        write_node(stream, tree, &tree->nodes[by_id[i]], model, scripts, &quoted);
+    }
+    free(by_id);
+    quoted_free(&quoted);
+
+    /* Absolute microseconds per sample; each delta is the difference of two of them, so
+     * rounding never accumulates. */
+    uint64_t start_us = raw->start_unix_ns / 1000, last_us = start_us;
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        uint64_t at_us = (raw->start_unix_ns + raw->samples[order[i]].t_rel_ns) / 1000;
+        last_us = at_us > last_us ? at_us : last_us;
+    }
+    uint64_t end_us = raw->end_unix_ns / 1000 > last_us ? raw->end_unix_ns / 1000 : last_us;
+    fputs("],\"startTime\":", stream);
+    ospx__put_uint(stream, start_us);
+    fputs(",\"endTime\":", stream);
+    ospx__put_uint(stream, end_us);
+    fputs(",\"samples\":[", stream);
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        if (i > 0)
+            fputc(',', stream);
+        ospx__put_uint(stream, tree->nodes[leaves[i]].id);
+    }
+    fputs("],\"timeDeltas\":[", stream);
+    uint64_t previous_us = start_us;
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        uint64_t at_us = (raw->start_unix_ns + raw->samples[order[i]].t_rel_ns) / 1000;
+        if (i > 0)
+            fputc(',', stream);
+        ospx__put_uint(stream, at_us - previous_us);
+        previous_us = at_us;
+    }
+    fputs("]}\n", stream);
+    return 0;
+}
+
+int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, struct ospx_error *err)
+{
+    const struct ospx_raw *raw = model->raw;
+    struct tree tree;
+    int tree_rc = tree_init(&tree);
+    uint32_t *function_of = ospx__frame_functions(model);
+    uint32_t *scripts = script_ids(model);
+    size_t *order = ospx__samples_in_time_order(raw);
+    uint32_t *leaves = malloc((raw->sample_count + 1) * sizeof *leaves);
+    /* Samples on the same stack, thread and state share a leaf: remember the last one per stack. */
+    struct leaf_cache {
+        uint32_t thread, node;
+        uint8_t state;
+    } *cache = calloc(raw->stack_count + 1, sizeof *cache);
+    int rc = -ENOMEM;
+    if (tree_rc != 0 || function_of == NULL || scripts == NULL || leaves == NULL || cache == NULL ||
+        (order == NULL && raw->sample_count > 0))
+        goto out;
+    for (size_t s = 0; s < raw->stack_count; s++)
+        cache[s].node = NO_NODE;
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        const struct ospx_sample *sample = &raw->samples[order[i]];
+        uint32_t leaf = cache[sample->stack].node;
+        if (leaf == NO_NODE || cache[sample->stack].thread != sample->thread ||
+            cache[sample->stack].state != sample->state) {
+            leaf = sample_leaf(&tree, model, function_of, sample);
+            if (leaf == NO_NODE)
+                goto out;
+            cache[sample->stack].thread = sample->thread;
+            cache[sample->stack].state = sample->state;
+            cache[sample->stack].node = leaf;
+        }
+        tree.nodes[leaf].hits++;
+        leaves[i] = leaf;
+    }
+    if (number_nodes(&tree) != 0)
+        goto out;
+
+    struct ospx__atomic_file file;
+    rc = ospx__atomic_open(&file, path, err);
+    if (rc != 0)
+        goto out;
+    rc = write_profile(file.stream, &tree, model, scripts, order, leaves);
+    if (rc == 0)
+        rc = ospx__atomic_commit(&file, err);
+    else
+        ospx__atomic_abort(&file);
+out:
+    if (rc == -ENOMEM)
+        ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
+    free(cache);
+    free(tree.nodes);
+    free(tree.slots);
+    free(function_of);
+    free(scripts);
+    free(order);
+    free(leaves);
+    return rc;
+}

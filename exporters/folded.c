@@ -1,0 +1,134 @@
+/* folded.c — `<stem>.folded`, collapsed stacks as flamegraph.pl and inferno read them: one line
+ * per distinct stack, root first, frames joined by `;`, then a space and the integer sample
+ * count. The fiber is a synthetic root frame `fiber-<id>` with the id printed as a decimal
+ * number (fiber -1 is `fiber--1`); a waiting sample ends in `(waiting)`. In names, `;` becomes
+ * `:` and line breaks become spaces, so a name can never split a frame or a line. Lines are
+ * sorted bytewise, so the same profile always gives the same file. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ospx_internal.h"
+
+struct buffer {
+    char *data;
+    size_t length, capacity;
+};
+
+static int buffer_append(struct buffer *buffer, const char *text, int sanitize)
+{
+    size_t length = strlen(text);
+    if (buffer->length + length + 1 > buffer->capacity) {
+        size_t capacity = buffer->capacity * 2 + length + 64;
+        char *data = realloc(buffer->data, capacity);
+        if (data == NULL)
+            return -ENOMEM;
+        buffer->data = data;
+        buffer->capacity = capacity;
+    }
+    char *to = buffer->data + buffer->length;
+    for (size_t i = 0; i < length; i++) {
+        char c = text[i];
+        if (sanitize && c == ';')
+            c = ':';
+        else if (sanitize && (c == '\n' || c == '\r'))
+            c = ' ';
+        to[i] = c;
+    }
+    buffer->length += length;
+    buffer->data[buffer->length] = '\0';
+    return 0;
+}
+
+/* One distinct (thread, stack, state) and how many samples it had. */
+struct folded_line {
+    char *text; /* the stack, without the count */
+    uint64_t count;
+};
+
+static int compare_folded(const void *a, const void *b)
+{
+    return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
+}
+
+static char *fold(const struct ospx_model *model, const uint32_t *function_of,
+                  const struct ospx_sample *sample)
+{
+    struct buffer buffer = {NULL, 0, 0};
+    char fiber[32];
+    snprintf(fiber, sizeof fiber, "fiber-%lld", (long long)model->fibers[sample->thread].fiber);
+    int rc = buffer_append(&buffer, fiber, 0);
+    size_t depth;
+    const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
+    for (size_t k = depth; k-- > 0 && rc == 0;) {
+        rc = buffer_append(&buffer, ";", 0);
+        if (rc == 0)
+            rc = buffer_append(&buffer, model->functions[function_of[frames[k]]].name, 1);
+    }
+    if (rc == 0 && sample->state != 0)
+        rc = buffer_append(&buffer, ";" OSPX_WAITING_FRAME, 0);
+    if (rc != 0) {
+        free(buffer.data);
+        return NULL;
+    }
+    return buffer.data;
+}
+
+static int compare_samples(const void *a, const void *b)
+{
+    const struct ospx_sample *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    if (x->stack != y->stack)
+        return x->stack < y->stack ? -1 : 1;
+    return (x->state > y->state) - (x->state < y->state);
+}
+
+int ospx_write_folded(const struct ospx_model *model, const char *path, struct ospx_error *err)
+{
+    const struct ospx_raw *raw = model->raw;
+    uint32_t *function_of = ospx__frame_functions(model);
+    /* Group the samples by (thread, stack, state) first: the lines are built once per group. */
+    struct ospx_sample *sorted = malloc((raw->sample_count + 1) * sizeof *sorted);
+    struct folded_line *lines = calloc(raw->sample_count + 1, sizeof *lines);
+    size_t line_count = 0;
+    int rc = -ENOMEM;
+    if (function_of == NULL || sorted == NULL || lines == NULL)
+        goto out;
+    if (raw->sample_count > 0)
+        memcpy(sorted, raw->samples, raw->sample_count * sizeof *sorted);
+    qsort(sorted, raw->sample_count, sizeof *sorted, compare_samples);
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        if (i > 0 && compare_samples(&sorted[i - 1], &sorted[i]) == 0) {
+            lines[line_count - 1].count++;
+            continue;
+        }
+        lines[line_count].text = fold(model, function_of, &sorted[i]);
+        if (lines[line_count].text == NULL)
+            goto out;
+        lines[line_count++].count = 1;
+    }
+    /* Different raw stacks can fold to the same text (the same functions at other addresses). */
+    qsort(lines, line_count, sizeof *lines, compare_folded);
+
+    struct ospx__atomic_file file;
+    rc = ospx__atomic_open(&file, path, err);
+    if (rc != 0)
+        goto out;
+    for (size_t i = 0; i < line_count; i++) {
+        uint64_t count = lines[i].count;
+        while (i + 1 < line_count && strcmp(lines[i].text, lines[i + 1].text) == 0)
+            count += lines[++i].count;
+        fprintf(file.stream, "%s %llu\n", lines[i].text, (unsigned long long)count);
+    }
+    rc = ospx__atomic_commit(&file, err);
+out:
+    if (rc == -ENOMEM)
+        ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
+    for (size_t i = 0; i < line_count; i++)
+        free(lines[i].text);
+    free(lines);
+    free(sorted);
+    free(function_of);
+    return rc;
+}

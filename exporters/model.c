@@ -1,0 +1,417 @@
+/* model.c — the profile model every output is drawn from: per fiber, on-CPU against waiting
+ * samples; per function (identity: name + file), self and total samples; per source line,
+ * samples and self. Function and line figures count ON-CPU samples only, each sample at most
+ * once per function and once per line, so a recursive function's total never exceeds the number
+ * of samples. Also the small helpers the writers share (frame → function map, time order).
+ *
+ * DESIGN: the work is done per distinct raw stack, weighted by how many on-CPU samples landed
+ * on it, not per sample: profiles repeat a few thousand stacks across many more samples. Frames
+ * are grouped into functions by sorting frame indices on (name, file); lines by sorting every
+ * (file, line, stack, position) occurrence, so no hash table is needed. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ospx_internal.h"
+
+double ospx__round1(double value)
+{
+    return round(value * 10.0) / 10.0;
+}
+
+const char *ospx__basename(const char *path)
+{
+    const char *slash = strrchr(ospx__str(path), '/');
+    return slash != NULL && slash[1] != '\0' ? slash + 1 : ospx__str(path);
+}
+
+static int compare_name_file(const struct ospx_frame *a, const struct ospx_frame *b)
+{
+    int c = strcmp(ospx__str(a->name), ospx__str(b->name));
+    return c != 0 ? c : strcmp(ospx__str(a->file), ospx__str(b->file));
+}
+
+static int compare_frame_indices(const void *a, const void *b, void *context)
+{
+    const struct ospx_frame *frames = context;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    int c = compare_name_file(&frames[x], &frames[y]);
+    return c != 0 ? c : (x > y) - (x < y);
+}
+
+static int compare_functions(const void *a, const void *b)
+{
+    const struct ospx_function_stat *x = a, *y = b;
+    if (x->self != y->self)
+        return x->self > y->self ? -1 : 1;
+    if (x->total != y->total)
+        return x->total > y->total ? -1 : 1;
+    int c = strcmp(x->name, y->name);
+    return c != 0 ? c : strcmp(x->file, y->file);
+}
+
+static int compare_lines(const void *a, const void *b)
+{
+    const struct ospx_line_stat *x = a, *y = b;
+    if (x->samples != y->samples)
+        return x->samples > y->samples ? -1 : 1;
+    if (x->self != y->self)
+        return x->self > y->self ? -1 : 1;
+    int c = strcmp(x->file, y->file);
+    return c != 0 ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/* One place a source line occurs: raw stack `stack`, position `position` (0 = leaf). */
+struct line_occurrence {
+    const char *file;
+    int line;
+    uint32_t stack;
+    uint32_t position;
+};
+
+static int compare_occurrences(const void *a, const void *b)
+{
+    const struct line_occurrence *x = a, *y = b;
+    int c = strcmp(x->file, y->file);
+    if (c != 0)
+        return c;
+    if (x->line != y->line)
+        return (x->line > y->line) - (x->line < y->line);
+    if (x->stack != y->stack)
+        return (x->stack > y->stack) - (x->stack < y->stack);
+    return (x->position > y->position) - (x->position < y->position);
+}
+
+/* The source line of position k of stack s: the per-stack line when the symbolizer gave one,
+ * else the frame's own. */
+static int position_line(const struct ospx_symbols *symbols, uint32_t s, size_t k)
+{
+    if (symbols->stack_lines != NULL && symbols->stack_lines[s] != NULL)
+        return symbols->stack_lines[s][k];
+    return symbols->frames[symbols->stack_frames[s][k]].line;
+}
+
+/* Every index the model follows must be in range: a bad one is a bug upstream, reported rather
+ * than read out of bounds. */
+static int validate(const struct ospx_raw *raw, const struct ospx_symbols *symbols,
+                    struct ospx_error *err)
+{
+    const char *source = ospx__str(raw->source_path);
+    if (symbols->stack_count < raw->stack_count)
+        return ospx_error_set(err, EINVAL, source, 0, 0,
+                              "symbols cover %zu stacks but the profile has %zu",
+                              symbols->stack_count, raw->stack_count);
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        const struct ospx_sample *sample = &raw->samples[i];
+        if (sample->thread >= raw->thread_count || sample->stack >= raw->stack_count)
+            return ospx_error_set(err, EINVAL, source, 0, 0,
+                                  "sample %zu refers to thread %u / stack %u, out of range", i,
+                                  sample->thread, sample->stack);
+        if (sample->state > 1)
+            return ospx_error_set(err, EINVAL, source, 0, 0, "sample %zu has unknown state %u", i,
+                                  sample->state);
+    }
+    for (size_t s = 0; s < raw->stack_count; s++)
+        for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++)
+            if (symbols->stack_frames[s][k] >= symbols->frame_count)
+                return ospx_error_set(err, EINVAL, source, 0, 0,
+                                      "stack %zu refers to frame %u, out of range", s,
+                                      symbols->stack_frames[s][k]);
+    return 0;
+}
+
+/* Per function group while counting. */
+struct group_count {
+    uint32_t frame; /* representative: the lowest frame index of the group */
+    int used;       /* on some sampled stack, in any state */
+    int line;       /* lowest sampled line, 0 unknown */
+    uint64_t self, total;
+    size_t stamp; /* stack index + 1 that last counted toward total */
+};
+
+static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_stack,
+                           const uint8_t *stack_used)
+{
+    const struct ospx_symbols *symbols = model->symbols;
+    size_t frame_count = symbols->frame_count;
+    uint32_t *order = malloc((frame_count + 1) * sizeof *order);
+    uint32_t *group_of = malloc((frame_count + 1) * sizeof *group_of);
+    struct group_count *groups = calloc(frame_count + 1, sizeof *groups);
+    int rc = -ENOMEM;
+    if (order == NULL || group_of == NULL || groups == NULL)
+        goto out;
+
+    for (uint32_t f = 0; f < frame_count; f++)
+        order[f] = f;
+    qsort_r(order, frame_count, sizeof *order, compare_frame_indices, symbols->frames);
+    size_t group_count = 0;
+    for (size_t i = 0; i < frame_count; i++) {
+        if (i == 0 ||
+            compare_name_file(&symbols->frames[order[i - 1]], &symbols->frames[order[i]]) != 0)
+            groups[group_count++].frame = order[i];
+        group_of[order[i]] = (uint32_t)(group_count - 1);
+    }
+
+    for (uint32_t s = 0; s < model->raw->stack_count; s++) {
+        if (!stack_used[s])
+            continue;
+        uint64_t weight = on_cpu_per_stack[s];
+        for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++) {
+            struct group_count *g = &groups[group_of[symbols->stack_frames[s][k]]];
+            int line = position_line(symbols, s, k);
+            g->used = 1;
+            if (line > 0 && (g->line == 0 || line < g->line))
+                g->line = line;
+            if (weight == 0)
+                continue;
+            if (k == 0)
+                g->self += weight;
+            if (g->stamp != (size_t)s + 1) {
+                g->total += weight;
+                g->stamp = (size_t)s + 1;
+            }
+        }
+    }
+
+    size_t used = 0;
+    for (size_t i = 0; i < group_count; i++)
+        used += groups[i].used != 0;
+    model->functions = calloc(used + 1, sizeof *model->functions);
+    if (model->functions == NULL)
+        goto out;
+    for (size_t i = 0; i < group_count; i++) {
+        if (!groups[i].used)
+            continue;
+        struct ospx_function_stat *fn = &model->functions[model->function_count++];
+        const struct ospx_frame *frame = &symbols->frames[groups[i].frame];
+        fn->frame = groups[i].frame;
+        fn->name = ospx__str(frame->name);
+        fn->file = ospx__str(frame->file);
+        fn->line = groups[i].line;
+        fn->self = groups[i].self;
+        fn->total = groups[i].total;
+    }
+    qsort(model->functions, model->function_count, sizeof *model->functions, compare_functions);
+    rc = 0;
+out:
+    free(order);
+    free(group_of);
+    free(groups);
+    return rc;
+}
+
+static int build_lines(struct ospx_model *model, const uint64_t *on_cpu_per_stack)
+{
+    const struct ospx_symbols *symbols = model->symbols;
+    size_t count = 0;
+    for (uint32_t s = 0; s < model->raw->stack_count; s++)
+        if (on_cpu_per_stack[s] > 0)
+            count += symbols->stack_frame_counts[s];
+    struct line_occurrence *occurrences = malloc((count + 1) * sizeof *occurrences);
+    if (occurrences == NULL)
+        return -ENOMEM;
+    size_t n = 0;
+    for (uint32_t s = 0; s < model->raw->stack_count; s++) {
+        if (on_cpu_per_stack[s] == 0)
+            continue;
+        for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++) {
+            const char *file = ospx__str(symbols->frames[symbols->stack_frames[s][k]].file);
+            int line = position_line(symbols, s, k);
+            if (file[0] == '\0' || line <= 0)
+                continue;
+            occurrences[n++] = (struct line_occurrence){file, line, s, (uint32_t)k};
+        }
+    }
+    qsort(occurrences, n, sizeof *occurrences, compare_occurrences);
+
+    size_t distinct = 0;
+    for (size_t i = 0; i < n; i++)
+        distinct += i == 0 || strcmp(occurrences[i - 1].file, occurrences[i].file) != 0 ||
+                    occurrences[i - 1].line != occurrences[i].line;
+    model->lines = calloc(distinct + 1, sizeof *model->lines);
+    if (model->lines == NULL) {
+        free(occurrences);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct line_occurrence *o = &occurrences[i];
+        int new_line = i == 0 || strcmp(occurrences[i - 1].file, o->file) != 0 ||
+                       occurrences[i - 1].line != o->line;
+        if (new_line) {
+            struct ospx_line_stat *stat = &model->lines[model->line_count++];
+            stat->file = o->file;
+            stat->line = o->line;
+        }
+        struct ospx_line_stat *stat = &model->lines[model->line_count - 1];
+        /* Occurrences of one line are sorted by stack, then position: the first one of each
+         * stack counts the stack's samples once, and it is the leaf one if any is. */
+        if (new_line || occurrences[i - 1].stack != o->stack) {
+            stat->samples += on_cpu_per_stack[o->stack];
+            if (o->position == 0)
+                stat->self += on_cpu_per_stack[o->stack];
+        }
+    }
+    free(occurrences);
+    qsort(model->lines, model->line_count, sizeof *model->lines, compare_lines);
+    return 0;
+}
+
+int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symbols,
+                     struct ospx_model *out, struct ospx_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->raw = raw;
+    out->symbols = symbols;
+    int rc = validate(raw, symbols, err);
+    if (rc != 0)
+        return rc;
+
+    uint64_t *on_cpu_per_stack = calloc(raw->stack_count + 1, sizeof *on_cpu_per_stack);
+    uint8_t *stack_used = calloc(raw->stack_count + 1, 1);
+    out->fibers = calloc(raw->thread_count + 1, sizeof *out->fibers);
+    rc = -ENOMEM;
+    if (on_cpu_per_stack == NULL || stack_used == NULL || out->fibers == NULL)
+        goto out;
+
+    out->fiber_count = raw->thread_count;
+    for (size_t t = 0; t < raw->thread_count; t++) {
+        out->fibers[t].fiber = raw->threads[t].fiber;
+        out->fibers[t].label = ospx__str(raw->threads[t].label);
+    }
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        const struct ospx_sample *sample = &raw->samples[i];
+        stack_used[sample->stack] = 1;
+        if (sample->state == 0) {
+            out->fibers[sample->thread].on_cpu++;
+            on_cpu_per_stack[sample->stack]++;
+            out->on_cpu_samples++;
+        } else {
+            out->fibers[sample->thread].waiting++;
+            out->waiting_samples++;
+        }
+    }
+    out->total_samples = raw->sample_count;
+    out->dropped = raw->dropped;
+    out->wall_seconds =
+        raw->end_unix_ns > raw->start_unix_ns ? (raw->end_unix_ns - raw->start_unix_ns) / 1e9 : 0;
+    out->cpu_seconds = raw->rate_hz > 0 ? (double)out->on_cpu_samples / raw->rate_hz : 0;
+
+    rc = build_functions(out, on_cpu_per_stack, stack_used);
+    if (rc == 0)
+        rc = build_lines(out, on_cpu_per_stack);
+out:
+    free(on_cpu_per_stack);
+    free(stack_used);
+    if (rc != 0) {
+        ospx_model_free(out);
+        out->raw = raw;
+        out->symbols = symbols;
+        if (rc == -ENOMEM)
+            ospx_error_set(err, ENOMEM, ospx__str(raw->source_path), 0, 0,
+                           "out of memory while building the profile model");
+    }
+    return rc;
+}
+
+void ospx_model_free(struct ospx_model *model)
+{
+    if (model == NULL)
+        return;
+    free(model->fibers);
+    free(model->functions);
+    free(model->lines);
+    memset(model, 0, sizeof *model);
+}
+
+static int compare_function_refs(const void *a, const void *b, void *context)
+{
+    const struct ospx_function_stat *functions = context;
+    const struct ospx_function_stat *x = &functions[*(const uint32_t *)a];
+    const struct ospx_function_stat *y = &functions[*(const uint32_t *)b];
+    int c = strcmp(x->name, y->name);
+    return c != 0 ? c : strcmp(x->file, y->file);
+}
+
+uint32_t *ospx__frame_functions(const struct ospx_model *model)
+{
+    const struct ospx_symbols *symbols = model->symbols;
+    uint32_t *map = malloc((symbols->frame_count + 1) * sizeof *map);
+    uint32_t *by_name = malloc((model->function_count + 1) * sizeof *by_name);
+    if (map == NULL || by_name == NULL) {
+        free(map);
+        free(by_name);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < model->function_count; i++)
+        by_name[i] = i;
+    qsort_r(by_name, model->function_count, sizeof *by_name, compare_function_refs,
+            model->functions);
+    for (size_t f = 0; f < symbols->frame_count; f++) {
+        const struct ospx_frame *frame = &symbols->frames[f];
+        map[f] = OSPX_NO_FUNCTION;
+        size_t lo = 0, hi = model->function_count;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            const struct ospx_function_stat *fn = &model->functions[by_name[mid]];
+            int c = strcmp(ospx__str(frame->name), fn->name);
+            if (c == 0)
+                c = strcmp(ospx__str(frame->file), fn->file);
+            if (c == 0) {
+                map[f] = by_name[mid];
+                break;
+            }
+            if (c < 0)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+    }
+    free(by_name);
+    return map;
+}
+
+static int compare_sample_times(const void *a, const void *b, void *context)
+{
+    const struct ospx_sample *samples = context;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    if (samples[x].t_rel_ns != samples[y].t_rel_ns)
+        return samples[x].t_rel_ns < samples[y].t_rel_ns ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+size_t *ospx__samples_in_time_order(const struct ospx_raw *raw)
+{
+    if (raw->sample_count == 0)
+        return NULL;
+    size_t *order = malloc(raw->sample_count * sizeof *order);
+    if (order == NULL)
+        return NULL;
+    for (size_t i = 0; i < raw->sample_count; i++)
+        order[i] = i;
+    qsort_r(order, raw->sample_count, sizeof *order, compare_sample_times, raw->samples);
+    return order;
+}
+
+int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first)
+{
+    size_t *by_time = ospx__samples_in_time_order(raw);
+    *order = malloc((raw->sample_count + 1) * sizeof **order);
+    *first = calloc(raw->thread_count + 2, sizeof **first);
+    if ((by_time == NULL && raw->sample_count > 0) || *order == NULL || *first == NULL) {
+        free(by_time);
+        free(*order);
+        free(*first);
+        *order = *first = NULL;
+        return -ENOMEM;
+    }
+    /* A counting sort by thread keeps the time order within each thread. */
+    for (size_t i = 0; i < raw->sample_count; i++)
+        (*first)[raw->samples[i].thread + 2]++;
+    for (size_t t = 2; t < raw->thread_count + 2; t++)
+        (*first)[t] += (*first)[t - 1];
+    for (size_t i = 0; i < raw->sample_count; i++)
+        (*order)[(*first)[raw->samples[by_time[i]].thread + 1]++] = by_time[i];
+    free(by_time);
+    return 0;
+}

@@ -1,0 +1,80 @@
+/* ospx_internal.h — helpers shared by the model, the writers and the report; not part of the
+ * library's public API (ospx.h). */
+#ifndef OSPX_INTERNAL_H
+#define OSPX_INTERNAL_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ospx.h"
+
+#ifndef OSPREY_VERSION
+#define OSPREY_VERSION "0.1.0"
+#endif
+#define OSPX_EXPORTER_NAME "osprey " OSPREY_VERSION
+
+/* The synthetic leaf frame the flame-graph exports give a waiting sample. */
+#define OSPX_WAITING_FRAME "(waiting)"
+#define OSPX_NO_FUNCTION   UINT32_MAX
+
+/* NULL-tolerant view of a borrowed string. */
+static inline const char *ospx__str(const char *s)
+{
+    return s != NULL ? s : "";
+}
+
+/* ---- atomic_file.c ---- */
+
+/* A file being written: `stream` writes a temporary file beside `path`; commit makes it `path`
+ * (fsync, then rename), abort removes it. */
+struct ospx__atomic_file {
+    FILE *stream;
+    char *temp_path;
+    const char *path; /* borrowed; must outlive the atomic file */
+};
+
+int ospx__atomic_open(struct ospx__atomic_file *file, const char *path, struct ospx_error *err);
+/* Flush, fsync, close and rename into place. On failure the temporary file is removed. */
+int ospx__atomic_commit(struct ospx__atomic_file *file, struct ospx_error *err);
+/* Close and remove the temporary file; safe to call after a failed commit. */
+void ospx__atomic_abort(struct ospx__atomic_file *file);
+/* A JSON string for `text`; bytes that are not valid UTF-8 become '?' (jansson refuses them). */
+json_t *ospx__json_string(const char *text);
+/* `text` as a quoted, escaped JSON string (malloc'd), for writers that stream their output. */
+char *ospx__json_quote(const char *text);
+/* Unsigned integer `value` written in decimal, quickly (the big arrays are millions of them). */
+void ospx__put_uint(FILE *stream, uint64_t value);
+/* Dump `root` (stolen, even on failure) to `path` atomically, followed by a newline. */
+int ospx__write_json(json_t *root, const char *path, size_t flags, struct ospx_error *err);
+
+/* ---- model.c ---- */
+
+/* For each frame of model->symbols, the index of its function in model->functions
+ * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure. */
+uint32_t *ospx__frame_functions(const struct ospx_model *model);
+
+/* The frames of raw stack `stack`, leaf first, and how many. */
+static inline const uint32_t *ospx__stack_frames(const struct ospx_model *model, uint32_t stack,
+                                                 size_t *count)
+{
+    *count = model->symbols->stack_frame_counts[stack];
+    return model->symbols->stack_frames[stack];
+}
+
+/* Sample indices ordered by t_rel_ns (ties keep file order). Caller frees; NULL on failure
+ * or when there are no samples. */
+size_t *ospx__samples_in_time_order(const struct ospx_raw *raw);
+
+/* The same, grouped by thread: thread t's samples, in time order, are
+ * order[first[t]] .. order[first[t + 1] - 1]. `first` has thread_count + 1 entries. Both
+ * malloc'd; returns 0 or -ENOMEM. */
+int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
+
+/* Round to one decimal, as every percentage and millisecond value in the outputs is. */
+double ospx__round1(double value);
+
+/* The base name of a path ("" stays ""). */
+const char *ospx__basename(const char *path);
+
+#endif /* OSPX_INTERNAL_H */

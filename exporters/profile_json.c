@@ -1,0 +1,80 @@
+/* profile_json.c — `<stem>.profile.json`, the summary editors read (schema in README.md):
+ * totals, the per-fiber state split, hot functions (self/total) and hot lines. Keys keep the
+ * documented order; percentages and milliseconds are rounded to 0.1; function and line figures
+ * are over on-CPU samples. Functions that only ever waited (total 0) are left out. */
+#include "ospx_internal.h"
+
+static double percent(uint64_t part, uint64_t whole)
+{
+    return whole > 0 ? ospx__round1(100.0 * (double)part / (double)whole) : 0.0;
+}
+
+static json_t *totals(const struct ospx_model *model)
+{
+    json_t *object = json_object();
+    json_object_set_new(object, "wall_ms", json_real(ospx__round1(model->wall_seconds * 1000.0)));
+    json_object_set_new(object, "cpu_ms", json_real(ospx__round1(model->cpu_seconds * 1000.0)));
+    json_object_set_new(object, "samples", json_integer((json_int_t)model->total_samples));
+    json_object_set_new(object, "on_cpu", json_integer((json_int_t)model->on_cpu_samples));
+    json_object_set_new(object, "waiting", json_integer((json_int_t)model->waiting_samples));
+    json_object_set_new(object, "rate_hz", json_integer(model->raw->rate_hz));
+    json_object_set_new(object, "dropped", json_integer((json_int_t)model->dropped));
+    return object;
+}
+
+int ospx_write_profile_json(const struct ospx_model *model, const char *path,
+                            struct ospx_error *err)
+{
+    json_t *fibers = json_array();
+    for (size_t i = 0; i < model->fiber_count; i++) {
+        const struct ospx_fiber_stat *fiber = &model->fibers[i];
+        json_t *object = json_object();
+        json_object_set_new(object, "fiber", json_integer(fiber->fiber));
+        json_object_set_new(object, "label", ospx__json_string(fiber->label));
+        json_object_set_new(object, "on_cpu", json_integer((json_int_t)fiber->on_cpu));
+        json_object_set_new(object, "waiting", json_integer((json_int_t)fiber->waiting));
+        json_array_append_new(fibers, object);
+    }
+
+    json_t *functions = json_array();
+    for (size_t i = 0; i < model->function_count; i++) {
+        const struct ospx_function_stat *fn = &model->functions[i];
+        if (fn->total == 0)
+            continue;
+        json_t *object = json_object();
+        json_object_set_new(object, "name", ospx__json_string(fn->name));
+        json_object_set_new(object, "file", ospx__json_string(fn->file));
+        json_object_set_new(object, "line", json_integer(fn->line));
+        json_object_set_new(object, "self", json_integer((json_int_t)fn->self));
+        json_object_set_new(object, "total", json_integer((json_int_t)fn->total));
+        json_object_set_new(object, "self_pct",
+                            json_real(percent(fn->self, model->on_cpu_samples)));
+        json_object_set_new(object, "total_pct",
+                            json_real(percent(fn->total, model->on_cpu_samples)));
+        json_array_append_new(functions, object);
+    }
+
+    json_t *lines = json_array();
+    for (size_t i = 0; i < model->line_count; i++) {
+        const struct ospx_line_stat *line = &model->lines[i];
+        json_t *object = json_object();
+        json_object_set_new(object, "file", ospx__json_string(line->file));
+        json_object_set_new(object, "line", json_integer(line->line));
+        json_object_set_new(object, "samples", json_integer((json_int_t)line->samples));
+        json_object_set_new(object, "self", json_integer((json_int_t)line->self));
+        json_object_set_new(object, "percent",
+                            json_real(percent(line->samples, model->on_cpu_samples)));
+        json_array_append_new(lines, object);
+    }
+
+    json_t *root = json_object();
+    json_object_set_new(root, "version", json_integer(1));
+    json_object_set_new(root, "exe", ospx__json_string(model->raw->exe));
+    json_object_set_new(root, "pid", json_integer(model->raw->pid));
+    json_object_set_new(root, "totals", totals(model));
+    json_object_set_new(root, "fibers", fibers);
+    json_object_set_new(root, "functions", functions);
+    json_object_set_new(root, "lines", lines);
+    /* Indented: people read this file too, and the golden tests diff it line by line. */
+    return ospx__write_json(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(15), err);
+}

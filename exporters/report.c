@@ -1,0 +1,394 @@
+/* report.c — the terminal report printed after a profiled run: a header line (wall, CPU,
+ * samples, rate, fibers), the per-fiber state split, the top-10 functions by self time with
+ * eighth-block bars in the self gutter, a low-confidence line below 100 on-CPU samples, a line
+ * for dropped samples, and the paths written. Function figures are over on-CPU samples.
+ *
+ * Width: no line is wider than options->width display columns. Widths are counted in code
+ * points (every character the report itself prints is one column wide; a name with East Asian
+ * wide characters may overshoot). FUNCTION is cut at its end and LOCATION at its start (the
+ * file name and line are the useful part), each marked with `…`. Colour (escape sequences that
+ * take no columns) only when options->color. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ospx_internal.h"
+
+#define TOP_FUNCTIONS      10
+#define MAX_FIBER_LINES    8
+#define FIBER_NAME_COLUMNS 28
+#define BAR_CELLS          8 /* a full gutter is 100% */
+#define LOW_CONFIDENCE     100
+#define DEFAULT_WIDTH      100
+
+#define COLOR_HOT   "\033[1;31m" /* self >= 5%: red, bold */
+#define COLOR_WARM  "\033[33m"   /* self >= 0.5%: yellow */
+#define COLOR_RESET "\033[0m"
+
+/* Display columns of UTF-8 text: one per code point. */
+static size_t columns(const char *text)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++)
+        n += (*p & 0xC0) != 0x80;
+    return n;
+}
+
+/* Byte offset where column `column` starts. */
+static size_t column_offset(const char *text, size_t column)
+{
+    size_t n = 0, i = 0;
+    for (; text[i] != '\0'; i++) {
+        if (((unsigned char)text[i] & 0xC0) != 0x80) {
+            if (n == column)
+                return i;
+            n++;
+        }
+    }
+    return i;
+}
+
+enum cut { CUT_END, CUT_START, CUT_MIDDLE };
+
+/* Copy `text` into `out` (size bytes) fitted to `width` columns: when too wide, cut with `…` at
+ * the end, at the start (paths: the file name is the useful part) or in the middle (function
+ * names: long names often differ only at their end). Control characters become spaces. */
+static void fit(char *out, size_t size, const char *text, size_t width, enum cut cut)
+{
+    char clean[1024];
+    snprintf(clean, sizeof clean, "%s", ospx__str(text));
+    for (char *p = clean; *p != '\0'; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+    size_t have = columns(clean);
+    if (have <= width) {
+        snprintf(out, size, "%s", clean);
+    } else if (width == 0) {
+        out[0] = '\0';
+    } else if (cut == CUT_START) {
+        snprintf(out, size, "…%s", clean + column_offset(clean, have - (width - 1)));
+    } else if (cut == CUT_MIDDLE && width >= 8) {
+        size_t tail = (width - 1) / 3, head = width - 1 - tail;
+        snprintf(out, size, "%.*s…%s", (int)column_offset(clean, head), clean,
+                 clean + column_offset(clean, have - tail));
+    } else {
+        snprintf(out, size, "%.*s…", (int)column_offset(clean, width - 1), clean);
+    }
+}
+
+/* Print one line, cut to the width, optionally coloured. */
+static void emit(FILE *out, size_t width, const char *color, const char *text)
+{
+    char line[4096];
+    fit(line, sizeof line, text, width, CUT_END);
+    if (color != NULL)
+        fprintf(out, "%s%s%s\n", color, line, COLOR_RESET);
+    else
+        fprintf(out, "%s\n", line);
+}
+
+/* Print "first; second" on one line, or on two (the second indented) when one would be wider
+ * than the width. */
+static void emit_pair(FILE *out, size_t width, const char *color, const char *first,
+                      const char *second)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "%s; %s", first, second);
+    if (columns(line) <= width) {
+        emit(out, width, color, line);
+        return;
+    }
+    snprintf(line, sizeof line, "%s;", first);
+    emit(out, width, color, line);
+    snprintf(line, sizeof line, "  %s", second);
+    emit(out, width, color, line);
+}
+
+/* Seconds as a short duration: 12.3s, 1.70s, 350ms, 4.0ms. */
+static void format_duration(char *out, size_t size, double seconds)
+{
+    if (seconds <= 0)
+        snprintf(out, size, "0s");
+    else if (seconds >= 100)
+        snprintf(out, size, "%.0fs", seconds);
+    else if (seconds >= 10)
+        snprintf(out, size, "%.1fs", seconds);
+    else if (seconds >= 0.9995)
+        snprintf(out, size, "%.2fs", seconds);
+    else if (seconds >= 0.00995)
+        snprintf(out, size, "%.0fms", seconds * 1000);
+    else
+        snprintf(out, size, "%.1fms", seconds * 1000);
+}
+
+static double percent_of(uint64_t part, uint64_t whole)
+{
+    return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* The self gutter: BAR_CELLS cells of eighth blocks, proportional to `percent` (a full gutter is
+ * 100%); a function with any self time gets at least one eighth. Always BAR_CELLS columns. */
+static void format_bar(char *out, size_t size, double percent, int any)
+{
+    static const char *const eighths[] = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
+    long units = lround(percent / 100.0 * BAR_CELLS * 8);
+    if (units > BAR_CELLS * 8)
+        units = BAR_CELLS * 8;
+    if (units == 0 && any)
+        units = 1;
+    size_t used = 0, cells = 0;
+    out[0] = '\0';
+    for (; cells < (size_t)units / 8; cells++)
+        used += (size_t)snprintf(out + used, size - used, "█");
+    if (units % 8 != 0) {
+        used += (size_t)snprintf(out + used, size - used, "%s", eighths[units % 8]);
+        cells++;
+    }
+    for (; cells < BAR_CELLS; cells++)
+        used += (size_t)snprintf(out + used, size - used, " ");
+}
+
+/* `path` with "." and "dir/.." components removed, lexically (debug info often records
+ * "/w/build/../src/x.c"); relative paths and ones that climb above the root stay as they are. */
+static void normalize_path(char *out, size_t size, const char *path)
+{
+    snprintf(out, size, "%s", path);
+    if (path[0] != '/')
+        return;
+    size_t length = 0; /* of the normalized prefix in out, without a trailing slash */
+    const char *component = path;
+    while (*component != '\0') {
+        while (*component == '/')
+            component++;
+        size_t n = strcspn(component, "/");
+        if (n == 0)
+            break;
+        if (n == 1 && component[0] == '.') {
+            /* skip */
+        } else if (n == 2 && component[0] == '.' && component[1] == '.') {
+            if (length == 0) {
+                snprintf(out, size, "%s", path);
+                return;
+            }
+            while (length > 0 && out[length] != '/')
+                length--;
+        } else if (length + 1 + n < size) {
+            out[length++] = '/';
+            memcpy(out + length, component, n);
+            length += n;
+        }
+        out[length] = '\0';
+        component += n;
+    }
+    if (length == 0)
+        snprintf(out, size, "/");
+}
+
+/* file:line, with the file relative to the working directory when inside it, else its base
+ * name; frames without a file show the image they belong to. */
+static void format_location(char *out, size_t size, const struct ospx_model *model,
+                            const struct ospx_function_stat *fn, const char *cwd)
+{
+    if (fn->file[0] == '\0') {
+        const char *image = ospx__str(model->symbols->frames[fn->frame].image);
+        snprintf(out, size, "%s", image[0] != '\0' ? ospx__basename(image) : "?");
+        return;
+    }
+    char normalized[1024];
+    normalize_path(normalized, sizeof normalized, fn->file);
+    const char *file = normalized;
+    size_t cwd_length = cwd != NULL ? strlen(cwd) : 0;
+    if (cwd_length > 1 && strncmp(file, cwd, cwd_length) == 0 && file[cwd_length] == '/')
+        file += cwd_length + 1;
+    else
+        file = ospx__basename(file);
+    if (fn->line > 0)
+        snprintf(out, size, "%s:%d", file, fn->line);
+    else
+        snprintf(out, size, "%s", file);
+}
+
+static void print_header(FILE *out, size_t width, const struct ospx_model *model)
+{
+    char wall[32], cpu[32], line[512];
+    format_duration(wall, sizeof wall, model->wall_seconds);
+    format_duration(cpu, sizeof cpu, model->cpu_seconds);
+    snprintf(line, sizeof line, "osprey: %s wall, %s CPU, %llu samples, %u Hz, %zu %s", wall, cpu,
+             (unsigned long long)model->total_samples, model->raw->rate_hz, model->fiber_count,
+             model->fiber_count == 1 ? "fiber" : "fibers");
+    emit(out, width, NULL, line);
+}
+
+static int compare_fiber_samples(const void *a, const void *b)
+{
+    const struct ospx_fiber_stat *x = *(const struct ospx_fiber_stat *const *)a;
+    const struct ospx_fiber_stat *y = *(const struct ospx_fiber_stat *const *)b;
+    uint64_t nx = x->on_cpu + x->waiting, ny = y->on_cpu + y->waiting;
+    if (nx != ny)
+        return nx > ny ? -1 : 1;
+    return (x->fiber > y->fiber) - (x->fiber < y->fiber);
+}
+
+/* One line per fiber, busiest first; past MAX_FIBER_LINES the rest share one summary line. */
+static void print_fibers(FILE *out, size_t width, const struct ospx_model *model)
+{
+    const struct ospx_fiber_stat **sorted = malloc((model->fiber_count + 1) * sizeof *sorted);
+    if (sorted == NULL)
+        return;
+    for (size_t i = 0; i < model->fiber_count; i++)
+        sorted[i] = &model->fibers[i];
+    qsort(sorted, model->fiber_count, sizeof *sorted, compare_fiber_samples);
+    size_t shown = model->fiber_count <= MAX_FIBER_LINES + 1 ? model->fiber_count : MAX_FIBER_LINES;
+    /* Names are padded to the widest shown (at most FIBER_NAME_COLUMNS); the sample count is
+     * left off a line that would not fit the width. */
+    char line[1024], names[MAX_FIBER_LINES + 1][FIBER_NAME_COLUMNS * 4 + 8];
+    size_t name_width = 0;
+    for (size_t i = 0; i < shown; i++) {
+        char name[640];
+        snprintf(name, sizeof name, "fiber %lld (%s)", (long long)sorted[i]->fiber,
+                 sorted[i]->label);
+        fit(names[i], sizeof names[i], name, FIBER_NAME_COLUMNS, CUT_END);
+        name_width = columns(names[i]) > name_width ? columns(names[i]) : name_width;
+    }
+    for (size_t i = 0; i < shown; i++) {
+        const struct ospx_fiber_stat *fiber = sorted[i];
+        uint64_t all = fiber->on_cpu + fiber->waiting;
+        if (all == 0) {
+            snprintf(line, sizeof line, "  %-*s  no samples",
+                     (int)(name_width + strlen(names[i]) - columns(names[i])), names[i]);
+            emit(out, width, NULL, line);
+            continue;
+        }
+        int length = snprintf(line, sizeof line, "  %-*s  running %5.1f%%  waiting %5.1f%%",
+                              (int)(name_width + strlen(names[i]) - columns(names[i])), names[i],
+                              percent_of(fiber->on_cpu, all), percent_of(fiber->waiting, all));
+        if (length > 0 && (size_t)length < sizeof line && columns(line) + 24 <= width)
+            snprintf(line + length, sizeof line - (size_t)length, "  (%llu samples)",
+                     (unsigned long long)all);
+        emit(out, width, NULL, line);
+    }
+    if (shown < model->fiber_count) {
+        uint64_t on_cpu = 0, waiting = 0;
+        for (size_t i = shown; i < model->fiber_count; i++) {
+            on_cpu += sorted[i]->on_cpu;
+            waiting += sorted[i]->waiting;
+        }
+        snprintf(line, sizeof line, "  … %zu more fibers: running %.1f%%  waiting %.1f%%",
+                 model->fiber_count - shown, percent_of(on_cpu, on_cpu + waiting),
+                 percent_of(waiting, on_cpu + waiting));
+        emit(out, width, NULL, line);
+    }
+    free(sorted);
+}
+
+/* Columns before FUNCTION: bar, SELF%, TOTAL%, SELF, TOTAL and their separators. */
+#define FIXED_COLUMNS (BAR_CELLS + 1 + 6 + 1 + 6 + 1 + 6 + 1 + 6 + 2)
+
+static void print_table(FILE *out, size_t width, const struct ospx_model *model, int color)
+{
+    const struct ospx_function_stat *rows[TOP_FUNCTIONS];
+    char locations[TOP_FUNCTIONS][512];
+    size_t row_count = 0, function_width = strlen("FUNCTION"), location_width = strlen("LOCATION");
+    char cwd[1024];
+    const char *here = getcwd(cwd, sizeof cwd);
+    for (size_t i = 0; i < model->function_count && row_count < TOP_FUNCTIONS; i++) {
+        if (model->functions[i].total == 0)
+            continue;
+        rows[row_count] = &model->functions[i];
+        format_location(locations[row_count], sizeof locations[row_count], model, rows[row_count],
+                        here);
+        size_t f = columns(rows[row_count]->name), l = columns(locations[row_count]);
+        function_width = f > function_width ? f : function_width;
+        location_width = l > location_width ? l : location_width;
+        row_count++;
+    }
+
+    /* Share what the width leaves between FUNCTION and LOCATION: when both do not fit,
+     * LOCATION gets up to 2/5 of it and FUNCTION the rest (LOCATION takes back what FUNCTION
+     * does not need). */
+    size_t available = width > FIXED_COLUMNS + 2 + 2 ? width - FIXED_COLUMNS - 2 : 2;
+    if (function_width + location_width > available) {
+        size_t location_share = available * 2 / 5 > 1 ? available * 2 / 5 : 1;
+        if (location_width > location_share)
+            location_width = location_share;
+        if (function_width > available - location_width)
+            function_width = available - location_width;
+        else
+            location_width = available - function_width;
+    }
+
+    char line[4096], function[1024], location[1024];
+    snprintf(line, sizeof line, "%*s %6s %6s %6s %6s  %-*s  %s", BAR_CELLS, "", "SELF%", "TOTAL%",
+             "SELF", "TOTAL", (int)function_width, "FUNCTION", "LOCATION");
+    emit(out, width, NULL, line);
+    for (size_t r = 0; r < row_count; r++) {
+        const struct ospx_function_stat *fn = rows[r];
+        double self_pct = percent_of(fn->self, model->on_cpu_samples);
+        double total_pct = percent_of(fn->total, model->on_cpu_samples);
+        char bar[64], self_pct_text[16], total_pct_text[16], self[32], total[32];
+        format_bar(bar, sizeof bar, self_pct, fn->self > 0);
+        snprintf(self_pct_text, sizeof self_pct_text, "%.1f%%", self_pct);
+        snprintf(total_pct_text, sizeof total_pct_text, "%.1f%%", total_pct);
+        double rate = model->raw->rate_hz > 0 ? model->raw->rate_hz : 1;
+        format_duration(self, sizeof self, (double)fn->self / rate);
+        format_duration(total, sizeof total, (double)fn->total / rate);
+        fit(function, sizeof function, fn->name, function_width, CUT_MIDDLE);
+        fit(location, sizeof location, locations[r], location_width, CUT_START);
+        /* %-*s pads by bytes: widen by the bytes the multi-byte characters add. */
+        int pad = (int)(function_width + strlen(function) - columns(function));
+        snprintf(line, sizeof line, "%s %6s %6s %6s %6s  %-*s  %s", bar, self_pct_text,
+                 total_pct_text, self, total, pad, function, location);
+        const char *row_color = NULL;
+        if (color && self_pct >= 5.0)
+            row_color = COLOR_HOT;
+        else if (color && self_pct >= 0.5)
+            row_color = COLOR_WARM;
+        emit(out, width, row_color, line);
+    }
+}
+
+int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
+                      FILE *out)
+{
+    struct ospx_report_options defaults = {0, 0, NULL, 0};
+    if (options == NULL)
+        options = &defaults;
+    size_t width = options->width > 0 ? (size_t)options->width : DEFAULT_WIDTH;
+    const char *warn = options->color ? COLOR_WARM : NULL;
+    char line[512];
+
+    print_header(out, width, model);
+    print_fibers(out, width, model);
+    fputc('\n', out);
+    if (model->on_cpu_samples == 0) {
+        emit(out, width, warn,
+             "no on-CPU samples: the program waited all the time or ended "
+             "before the first sample");
+    } else {
+        print_table(out, width, model, options->color);
+        if (model->on_cpu_samples < LOW_CONFIDENCE) {
+            snprintf(line, sizeof line, "low confidence: only %llu samples",
+                     (unsigned long long)model->on_cpu_samples);
+            emit_pair(out, width, warn, line, "run longer or raise OSPREY_PROFILE_HZ");
+        }
+    }
+    if (model->dropped > 0) {
+        snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",
+                 (unsigned long long)model->dropped);
+        emit_pair(out, width, warn, line, "the figures undercount");
+    }
+    if (options->written_count > 0) {
+        fputc('\n', out);
+        emit(out, width, NULL, "written:");
+        for (size_t i = 0; i < options->written_count; i++) {
+            char path[1300], fitted[1200];
+            fit(fitted, sizeof fitted, options->written_paths[i], width > 2 ? width - 2 : 0,
+                CUT_START);
+            snprintf(path, sizeof path, "  %s", fitted);
+            emit(out, width, NULL, path);
+        }
+    }
+    return ferror(out) ? -EIO : 0;
+}

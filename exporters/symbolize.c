@@ -1,0 +1,928 @@
+/* symbolize.c — turns the raw pcs of a profile into source-level frames: function, file, line,
+ * column, with inlined calls expanded.
+ *
+ * It owns the mapping of a pc to its image (the image whose executable range [text,
+ * text + text_size) holds it; the greatest base at or below the pc only among images that
+ * reported no range), the unsliding (file address = pc - slide, after the -1 that moves a
+ * return address back into its call instruction), and the conversation with the external
+ * symbolizer: one long-lived `llvm-symbolizer` per image fed addresses through a socket and
+ * answering one JSON line per address; `atos` (macOS) pinned to the image's recorded arch and
+ * given the recorded path unchanged; raw hex addresses when neither can describe the image.
+ * A missing tool or object is a warning line, never a failure. Separate debug information
+ * (a .gnu_debuglink file beside the object, in its .debug/ folder or under
+ * /usr/lib/debug/<dir>/, or /usr/lib/debug/.build-id/xx/rest.debug) is found by
+ * llvm-symbolizer itself, the way gdb and perf find it.
+ *
+ * DESIGN: each distinct (image, file address) is asked once. Every stack position first
+ * becomes a lookup (image, file address); per image the addresses are sorted and made unique,
+ * symbolized in one pass, and the answers are found again by binary search. Frames are
+ * interned in a hash table keyed by (name, file, line, column, image).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ospx.h"
+
+extern char **environ;
+
+/* A symbolizer that says nothing for this long is presumed hung: it is killed and the
+ * image's remaining addresses stay hex. Generous, because the first answer for a large
+ * binary waits for llvm-symbolizer to index all of its DWARF. */
+#define SYMBOLIZER_SILENCE_MS 300000
+/* How long a tool may take to exit once its input is closed. */
+#define SYMBOLIZER_EXIT_MS 10000
+/* atos takes its addresses as arguments; this many per invocation keeps argv small. */
+#define ATOS_ADDRESSES_PER_RUN 256
+/* No image: the lookup's image index. */
+#define NO_IMAGE UINT32_MAX
+
+/* One source location of an answer: an inline level, innermost first. */
+struct symbol_location {
+    char *name; /* NULL when the symbolizer knew no function */
+    char *file; /* "" when unknown */
+    int line, column;
+};
+
+/* The answer for one file address: its inline chain, or count 0 when nothing is known. */
+struct symbol_answer {
+    struct symbol_location *chain;
+    size_t count;
+};
+
+/* Per image: the distinct file addresses asked for, sorted, and their answers. */
+struct image_work {
+    uint64_t *addresses;
+    size_t count, capacity;
+    struct symbol_answer *answers;
+};
+
+enum symbolizer_kind { SYMBOLIZER_NONE, SYMBOLIZER_LLVM, SYMBOLIZER_ATOS };
+
+struct symbolize_state {
+    const struct ospx_raw *raw;
+    const struct ospx_symbolize_options *options;
+    enum symbolizer_kind kind;
+    char *tool_path;
+    struct image_work *work; /* one per raw image */
+    /* progress */
+    size_t addresses_total, addresses_done, progress_shown;
+    int progress_visible;
+    /* objects that were not there, reported in one line at the end */
+    size_t missing_objects;
+    const char *first_missing_object;
+};
+
+/* Interned frames. */
+struct frame_table {
+    struct ospx_symbols *symbols;
+    size_t frame_capacity;
+    uint32_t *slots; /* open addressing: frame index + 1, 0 empty */
+    size_t slot_count;
+};
+
+__attribute__((format(printf, 2, 3))) static void symbolize_warn(struct symbolize_state *state,
+                                                                 const char *fmt, ...)
+{
+    FILE *out = state->options != NULL && state->options->warnings != NULL
+                    ? state->options->warnings
+                    : stderr;
+    if (state->progress_visible) {
+        fprintf(stderr, "\r\033[K");
+        state->progress_visible = 0;
+    }
+    va_list args;
+    va_start(args, fmt);
+    fputs("osprey: ", out);
+    vfprintf(out, fmt, args);
+    fputc('\n', out);
+    va_end(args);
+    fflush(out);
+}
+
+/* Called after each answer; redraws the progress line now and then when asked to. */
+static void symbolize_progress(struct symbolize_state *state, int final)
+{
+    if (state->options == NULL || !state->options->progress || state->addresses_total == 0)
+        return;
+    if (final) {
+        if (state->progress_visible)
+            fprintf(stderr, "\r\033[K");
+        state->progress_visible = 0;
+        return;
+    }
+    if (state->addresses_done - state->progress_shown < 500 &&
+        state->addresses_done != state->addresses_total && state->progress_visible)
+        return;
+    state->progress_shown = state->addresses_done;
+    fprintf(stderr, "\rosprey: symbolizing %zu/%zu addresses", state->addresses_done,
+            state->addresses_total);
+    fflush(stderr);
+    state->progress_visible = 1;
+}
+
+/* ---- tools ---- */
+
+/* The full path of an executable `name` (a path when it holds a '/', else looked up on
+ * PATH), malloc'd; NULL when there is none. */
+static char *find_executable(const char *name)
+{
+    struct stat info;
+    if (strchr(name, '/') != NULL) {
+        if (stat(name, &info) == 0 && S_ISREG(info.st_mode) && access(name, X_OK) == 0)
+            return strdup(name);
+        return NULL;
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path != '\0') {
+        size_t length = strcspn(path, ":");
+        char candidate[4096];
+        if (length == 0)
+            snprintf(candidate, sizeof candidate, "./%s", name);
+        else
+            snprintf(candidate, sizeof candidate, "%.*s/%s", (int)length, path, name);
+        if (stat(candidate, &info) == 0 && S_ISREG(info.st_mode) && access(candidate, X_OK) == 0)
+            return strdup(candidate);
+        path += length;
+        if (*path == ':')
+            path++;
+    }
+    return NULL;
+}
+
+/* Choose the tool: the one the options name, else llvm-symbolizer (plain or versioned) on
+ * PATH, else atos, else none. */
+static void choose_symbolizer(struct symbolize_state *state)
+{
+    const char *requested = state->options != NULL ? state->options->symbolizer : NULL;
+    if (requested != NULL) {
+        state->tool_path = find_executable(requested);
+        if (state->tool_path != NULL) {
+            state->kind = SYMBOLIZER_LLVM;
+            return;
+        }
+        symbolize_warn(state, "symbolizer %s not found; looking for llvm-symbolizer on PATH",
+                       requested);
+    }
+    state->tool_path = find_executable("llvm-symbolizer");
+    for (int version = 20; state->tool_path == NULL && version >= 10; version--) {
+        char name[32];
+        snprintf(name, sizeof name, "llvm-symbolizer-%d", version);
+        state->tool_path = find_executable(name);
+    }
+    if (state->tool_path != NULL) {
+        state->kind = SYMBOLIZER_LLVM;
+        return;
+    }
+    state->tool_path = find_executable("atos");
+    if (state->tool_path != NULL) {
+        state->kind = SYMBOLIZER_ATOS;
+        return;
+    }
+    state->kind = SYMBOLIZER_NONE;
+}
+
+/* A running symbolizer: its pid, the socket its stdin reads (NULL for atos) and the pipe its
+ * stdout writes. */
+struct tool_process {
+    pid_t pid;
+    int input; /* -1 when none */
+    int output;
+};
+
+/* Start argv[0] with stdout on a pipe, stderr on /dev/null and stdin on a socket (with_input)
+ * or /dev/null. Returns 0 or a negative errno. */
+static int tool_start(char *const argv[], int with_input, struct tool_process *process)
+{
+    int output_pipe[2], input_pair[2] = {-1, -1};
+    if (pipe2(output_pipe, O_CLOEXEC) != 0)
+        return -errno;
+    /* A socket rather than a pipe for the tool's stdin: send(MSG_NOSIGNAL) then reports a
+     * dead tool as EPIPE instead of raising SIGPIPE in the caller's process. */
+    if (with_input && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, input_pair) != 0) {
+        int code = errno;
+        close(output_pipe[0]);
+        close(output_pipe[1]);
+        return -code;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (with_input)
+        posix_spawn_file_actions_adddup2(&actions, input_pair[1], STDIN_FILENO);
+    else
+        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, output_pipe[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    int rc = posix_spawn(&process->pid, argv[0], &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(output_pipe[1]);
+    if (with_input)
+        close(input_pair[1]);
+    if (rc != 0) {
+        close(output_pipe[0]);
+        if (with_input)
+            close(input_pair[0]);
+        return -rc;
+    }
+    process->input = input_pair[0];
+    process->output = output_pipe[0];
+    return 0;
+}
+
+/* Close the pipes and reap the child; kill it first when `kill_it`, or when it has not
+ * exited (its stdout reaching end of file) a while after its input closed: a tool must never
+ * hang the caller. */
+static void tool_finish(struct tool_process *process, int kill_it)
+{
+    if (process->input >= 0)
+        close(process->input);
+    struct pollfd poll_fd = {.fd = process->output, .events = POLLIN};
+    char discard[4096];
+    while (!kill_it) {
+        int ready = poll(&poll_fd, 1, SYMBOLIZER_EXIT_MS);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0)
+            kill_it = 1;
+        else if (read(process->output, discard, sizeof discard) <= 0)
+            break;
+    }
+    close(process->output);
+    if (kill_it)
+        kill(process->pid, SIGKILL);
+    while (waitpid(process->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* Wait until fd has something to read. Returns 1, or 0 when the tool stayed silent too long. */
+static int tool_wait_readable(int fd)
+{
+    struct pollfd poll_fd = {.fd = fd, .events = POLLIN};
+    int ready;
+    while ((ready = poll(&poll_fd, 1, SYMBOLIZER_SILENCE_MS)) < 0 && errno == EINTR)
+        ;
+    return ready > 0;
+}
+
+/* A growable buffer of the tool's output, consumed a line at a time. */
+struct line_buffer {
+    char *data;
+    size_t length, capacity;
+};
+
+/* Read what is available from fd into the buffer. Returns bytes read, 0 at end of file, or a
+ * negative errno. */
+static ssize_t line_buffer_fill(struct line_buffer *buffer, int fd)
+{
+    if (buffer->capacity - buffer->length < 4096) {
+        size_t capacity = buffer->capacity > 0 ? buffer->capacity * 2 : 65536;
+        char *data = realloc(buffer->data, capacity);
+        if (data == NULL)
+            return -ENOMEM;
+        buffer->data = data;
+        buffer->capacity = capacity;
+    }
+    ssize_t got = read(fd, buffer->data + buffer->length, buffer->capacity - buffer->length - 1);
+    if (got < 0)
+        return errno == EINTR || errno == EAGAIN ? 1 : -errno;
+    buffer->length += (size_t)got;
+    return got;
+}
+
+/* Take the first complete line out of the buffer into line (NUL-terminated, without its
+ * newline). Returns 1 when a line was taken, 0 when none is complete yet. */
+static int line_buffer_take(struct line_buffer *buffer, char **line, size_t *consumed)
+{
+    char *start = buffer->data + *consumed;
+    char *newline = memchr(start, '\n', buffer->length - *consumed);
+    if (newline == NULL)
+        return 0;
+    *newline = '\0';
+    *line = start;
+    *consumed = (size_t)(newline - buffer->data) + 1;
+    return 1;
+}
+
+/* Drop the consumed bytes from the front of the buffer. */
+static void line_buffer_compact(struct line_buffer *buffer, size_t *consumed)
+{
+    memmove(buffer->data, buffer->data + *consumed, buffer->length - *consumed);
+    buffer->length -= *consumed;
+    *consumed = 0;
+}
+
+/* ---- answers ---- */
+
+static void answer_free(struct symbol_answer *answer)
+{
+    for (size_t i = 0; i < answer->count; i++) {
+        free(answer->chain[i].name);
+        free(answer->chain[i].file);
+    }
+    free(answer->chain);
+    answer->chain = NULL;
+    answer->count = 0;
+}
+
+/* Append one location to an answer; name may be NULL or "" (unknown), file NULL (""). */
+static int answer_add(struct symbol_answer *answer, const char *name, const char *file, int line,
+                      int column)
+{
+    struct symbol_location *chain =
+        realloc(answer->chain, (answer->count + 1) * sizeof *answer->chain);
+    if (chain == NULL)
+        return -ENOMEM;
+    answer->chain = chain;
+    struct symbol_location *location = &chain[answer->count];
+    location->name = name != NULL && name[0] != '\0' ? strdup(name) : NULL;
+    location->file = strdup(file != NULL ? file : "");
+    location->line = line > 0 ? line : 0;
+    location->column = column > 0 ? column : 0;
+    answer->count++;
+    if (location->file == NULL || (name != NULL && name[0] != '\0' && location->name == NULL))
+        return -ENOMEM;
+    return 0;
+}
+
+/* One JSON line of llvm-symbolizer --output-style=JSON for `address`. A line about another
+ * address means the conversation is out of step: returns -EPROTO. An "Error" answer, or no
+ * function and no file, leaves the answer empty and sets *tool_error to the message. */
+static int parse_llvm_answer(const char *line, uint64_t address, struct symbol_answer *answer,
+                             char *tool_error, size_t tool_error_size)
+{
+    json_t *root = json_loads(line, 0, NULL);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return -EPROTO;
+    }
+    const char *echoed = json_string_value(json_object_get(root, "Address"));
+    if (echoed == NULL || strtoull(echoed, NULL, 16) != address) {
+        json_decref(root);
+        return -EPROTO;
+    }
+    json_t *error = json_object_get(root, "Error");
+    if (error != NULL) {
+        const char *message = json_string_value(json_object_get(error, "Message"));
+        snprintf(tool_error, tool_error_size, "%s", message != NULL ? message : "error");
+    }
+    int rc = 0;
+    json_t *symbols = json_object_get(root, "Symbol");
+    size_t index;
+    json_t *symbol;
+    json_array_foreach(symbols, index, symbol)
+    {
+        const char *name = json_string_value(json_object_get(symbol, "FunctionName"));
+        const char *file = json_string_value(json_object_get(symbol, "FileName"));
+        if ((name == NULL || name[0] == '\0') && (file == NULL || file[0] == '\0'))
+            continue;
+        rc =
+            answer_add(answer, name, file, (int)json_integer_value(json_object_get(symbol, "Line")),
+                       (int)json_integer_value(json_object_get(symbol, "Column")));
+        if (rc < 0)
+            break;
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* Ask a running llvm-symbolizer about every address of `work`, writing while it reads so
+ * that neither side can fill a pipe and wait on the other. Answers go to work->answers.
+ * Returns 0, or a negative errno with a warning already given for the image. */
+static int converse_llvm(struct symbolize_state *state, struct tool_process *process,
+                         struct image_work *work, const char *object)
+{
+    char pending[8192];
+    size_t pending_length = 0, pending_sent = 0, next_to_write = 0, answered = 0;
+    struct line_buffer buffer = {0};
+    size_t consumed = 0;
+    char tool_error[256] = "";
+    int rc = 0;
+    int input_open = 1;
+    while (answered < work->count) {
+        if (input_open && pending_sent == pending_length && next_to_write < work->count) {
+            pending_length = 0;
+            pending_sent = 0;
+            while (next_to_write < work->count && pending_length + 24 < sizeof pending)
+                pending_length +=
+                    (size_t)snprintf(pending + pending_length, sizeof pending - pending_length,
+                                     "0x%" PRIx64 "\n", work->addresses[next_to_write++]);
+        }
+        int want_write = input_open && pending_sent < pending_length;
+        struct pollfd fds[2] = {{.fd = process->output, .events = POLLIN},
+                                {.fd = process->input, .events = POLLOUT}};
+        int ready = poll(fds, want_write ? 2 : 1, SYMBOLIZER_SILENCE_MS);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0) {
+            symbolize_warn(state, "%s: the symbolizer stopped answering; %zu addresses stay hex",
+                           object, work->count - answered);
+            rc = -ETIMEDOUT;
+            break;
+        }
+        if (want_write && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t sent = send(process->input, pending + pending_sent,
+                                pending_length - pending_sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (sent > 0)
+                pending_sent += (size_t)sent;
+            else if (sent < 0 && errno != EAGAIN && errno != EINTR)
+                input_open = 0; /* the tool is gone; its output will say how far it got */
+        }
+        if (fds[0].revents == 0)
+            continue;
+        ssize_t got = line_buffer_fill(&buffer, process->output);
+        if (got < 0) {
+            rc = (int)got;
+            break;
+        }
+        if (got == 0) {
+            symbolize_warn(state, "%s: the symbolizer exited early; %zu addresses stay hex", object,
+                           work->count - answered);
+            rc = -EPIPE;
+            break;
+        }
+        char *line;
+        while (answered < work->count && line_buffer_take(&buffer, &line, &consumed)) {
+            rc = parse_llvm_answer(line, work->addresses[answered], &work->answers[answered],
+                                   tool_error, sizeof tool_error);
+            if (rc < 0)
+                break;
+            answered++;
+            state->addresses_done++;
+            symbolize_progress(state, 0);
+        }
+        if (rc == -EPROTO)
+            symbolize_warn(state,
+                           "%s: unexpected answer from the symbolizer; %zu addresses "
+                           "stay hex",
+                           object, work->count - answered);
+        if (rc < 0)
+            break;
+        line_buffer_compact(&buffer, &consumed);
+    }
+    free(buffer.data);
+    if (rc == 0 && tool_error[0] != '\0')
+        symbolize_warn(state, "%s: %s; its frames are shown as hex addresses", object, tool_error);
+    state->addresses_done += work->count - answered;
+    return rc;
+}
+
+/* Symbolize one image with llvm-symbolizer: one process for all its addresses. */
+static int symbolize_image_llvm(struct symbolize_state *state, const struct ospx_image *image,
+                                struct image_work *work, const char *object)
+{
+    /* A recorded path that is not absolute names a pseudo image ("[vdso]",
+     * "linux-vdso.so.1"): no file describes it, and that is no news worth a warning. */
+    int pseudo_image = object[0] != '/' && object == image->path;
+    if (pseudo_image || access(object, R_OK) != 0) {
+        if (!pseudo_image && state->missing_objects++ == 0)
+            state->first_missing_object = object;
+        state->addresses_done += work->count;
+        return 0;
+    }
+    char obj_argument[4200];
+    snprintf(obj_argument, sizeof obj_argument, "--obj=%s", object);
+    char *argv[] = {state->tool_path, "--output-style=JSON", "--inlining", "--functions=linkage",
+                    "--demangle",     obj_argument,          NULL};
+    struct tool_process process;
+    int rc = tool_start(argv, 1, &process);
+    if (rc < 0) {
+        symbolize_warn(state, "cannot run %s: %s; frames are shown as hex addresses",
+                       state->tool_path, strerror(-rc));
+        state->addresses_done += work->count;
+        return 0;
+    }
+    rc = converse_llvm(state, &process, work, object);
+    tool_finish(&process, rc < 0);
+    return rc == -ENOMEM ? rc : 0;
+}
+
+/* One line of atos output: "NAME (in IMAGE) (FILE:LINE)", "NAME (in IMAGE) + OFFSET", or a
+ * bare hex address when atos knows nothing. */
+static int parse_atos_answer(char *line, struct symbol_answer *answer)
+{
+    if (strncmp(line, "0x", 2) == 0 || line[0] == '\0')
+        return 0;
+    char *file = NULL;
+    int line_number = 0;
+    size_t length = strlen(line);
+    if (length > 0 && line[length - 1] == ')') {
+        char *open = strrchr(line, '(');
+        char *colon = open != NULL ? strrchr(open, ':') : NULL;
+        if (colon != NULL && open > line) {
+            line_number = atoi(colon + 1);
+            *colon = '\0';
+            file = open + 1;
+            open[-1] = '\0';
+        }
+    }
+    char *in = strstr(line, " (in ");
+    if (in != NULL)
+        *in = '\0';
+    else
+        line[strcspn(line, " ")] = '\0';
+    return answer_add(answer, line, file, line_number, 0);
+}
+
+/* Symbolize one image with atos: the recorded path handed over unchanged (a dylib of the
+ * shared cache has no file of its own), pinned to the recorded arch, with the recorded load
+ * address, so atos slides the addresses itself. */
+static int symbolize_image_atos(struct symbolize_state *state, const struct ospx_image *image,
+                                struct image_work *work, const char *object)
+{
+    for (size_t first = 0; first < work->count; first += ATOS_ADDRESSES_PER_RUN) {
+        size_t count = work->count - first;
+        if (count > ATOS_ADDRESSES_PER_RUN)
+            count = ATOS_ADDRESSES_PER_RUN;
+        char load_address[32];
+        snprintf(load_address, sizeof load_address, "0x%" PRIx64, image->base);
+        char *argv[ATOS_ADDRESSES_PER_RUN + 10];
+        char addresses[ATOS_ADDRESSES_PER_RUN][24];
+        size_t argc = 0;
+        argv[argc++] = state->tool_path;
+        argv[argc++] = "-o";
+        argv[argc++] = (char *)object;
+        if (image->arch != NULL && image->arch[0] != '\0') {
+            argv[argc++] = "-arch";
+            argv[argc++] = image->arch;
+        }
+        argv[argc++] = "-l";
+        argv[argc++] = load_address;
+        for (size_t i = 0; i < count; i++) {
+            /* atos wants the address as it was in the process: file address + slide. */
+            snprintf(addresses[i], sizeof addresses[i], "0x%" PRIx64,
+                     work->addresses[first + i] + image->slide);
+            argv[argc++] = addresses[i];
+        }
+        argv[argc] = NULL;
+        struct tool_process process;
+        int rc = tool_start(argv, 0, &process);
+        if (rc < 0) {
+            symbolize_warn(state, "cannot run %s: %s; frames are shown as hex addresses",
+                           state->tool_path, strerror(-rc));
+            state->addresses_done += work->count - first;
+            return 0;
+        }
+        struct line_buffer buffer = {0};
+        size_t consumed = 0, answered = 0;
+        char *line;
+        ssize_t got;
+        while (answered < count && tool_wait_readable(process.output) &&
+               (got = line_buffer_fill(&buffer, process.output)) > 0) {
+            while (answered < count && line_buffer_take(&buffer, &line, &consumed)) {
+                rc = parse_atos_answer(line, &work->answers[first + answered]);
+                if (rc < 0)
+                    break;
+                answered++;
+            }
+            if (rc < 0)
+                break;
+            line_buffer_compact(&buffer, &consumed);
+        }
+        free(buffer.data);
+        tool_finish(&process, answered < count);
+        state->addresses_done += count;
+        symbolize_progress(state, 0);
+        if (rc < 0)
+            return rc;
+        if (answered < count)
+            symbolize_warn(state, "%s: atos answered %zu of %zu addresses; the rest stay hex",
+                           object, answered, count);
+    }
+    return 0;
+}
+
+/* ---- mapping pcs to images ---- */
+
+/* The image a pc belongs to: the one whose text range holds it, else, among images with no
+ * range, the one with the greatest base at or below it. NO_IMAGE when none. */
+static uint32_t image_of(const struct ospx_raw *raw, uint64_t pc)
+{
+    uint32_t fallback = NO_IMAGE;
+    for (size_t i = 0; i < raw->image_count; i++) {
+        const struct ospx_image *image = &raw->images[i];
+        if (image->text_size > 0) {
+            if (pc >= image->text && pc - image->text < image->text_size)
+                return (uint32_t)i;
+        } else if (image->base <= pc &&
+                   (fallback == NO_IMAGE || image->base > raw->images[fallback].base)) {
+            fallback = (uint32_t)i;
+        }
+    }
+    return fallback;
+}
+
+/* The address looked up for stack position k: return addresses (k >= 1) point after their
+ * call instruction, so one byte back lands in the call and attributes to the call's line. */
+static uint64_t lookup_pc(const struct ospx_stack *stack, size_t k)
+{
+    return k > 0 && stack->pcs[k] > 0 ? stack->pcs[k] - 1 : stack->pcs[k];
+}
+
+static int compare_addresses(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Collect each image's distinct file addresses, sorted. */
+static int collect_addresses(struct symbolize_state *state)
+{
+    const struct ospx_raw *raw = state->raw;
+    for (size_t i = 0; i < raw->stack_count; i++) {
+        const struct ospx_stack *stack = &raw->stacks[i];
+        for (size_t k = 0; k < stack->depth; k++) {
+            uint64_t pc = lookup_pc(stack, k);
+            uint32_t image = image_of(raw, pc);
+            if (image == NO_IMAGE)
+                continue;
+            struct image_work *work = &state->work[image];
+            if (work->count == work->capacity) {
+                size_t capacity = work->capacity > 0 ? work->capacity * 2 : 64;
+                uint64_t *addresses = realloc(work->addresses, capacity * sizeof *addresses);
+                if (addresses == NULL)
+                    return -ENOMEM;
+                work->addresses = addresses;
+                work->capacity = capacity;
+            }
+            work->addresses[work->count++] = pc - raw->images[image].slide;
+        }
+    }
+    for (size_t i = 0; i < raw->image_count; i++) {
+        struct image_work *work = &state->work[i];
+        if (work->count == 0)
+            continue;
+        qsort(work->addresses, work->count, sizeof *work->addresses, compare_addresses);
+        size_t unique = 1;
+        for (size_t k = 1; k < work->count; k++)
+            if (work->addresses[k] != work->addresses[unique - 1])
+                work->addresses[unique++] = work->addresses[k];
+        work->count = unique;
+        work->answers = calloc(unique, sizeof *work->answers);
+        if (work->answers == NULL)
+            return -ENOMEM;
+        state->addresses_total += unique;
+    }
+    return 0;
+}
+
+static const struct symbol_answer *find_answer(const struct image_work *work, uint64_t address)
+{
+    size_t low = 0, high = work->count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (work->addresses[middle] < address)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low < work->count && work->addresses[low] == address ? &work->answers[low] : NULL;
+}
+
+/* ---- interning frames ---- */
+
+static uint64_t hash_bytes(uint64_t hash, const void *data, size_t size)
+{
+    const unsigned char *bytes = data;
+    for (size_t i = 0; i < size; i++) {
+        hash ^= bytes[i];
+        hash *= 1099511628211ULL; /* FNV-1a */
+    }
+    return hash;
+}
+
+static uint64_t hash_frame(const char *name, const char *file, int line, int column,
+                           const char *image)
+{
+    uint64_t hash = 14695981039346656037ULL;
+    hash = hash_bytes(hash, name, strlen(name) + 1);
+    hash = hash_bytes(hash, file, strlen(file) + 1);
+    hash = hash_bytes(hash, image, strlen(image) + 1);
+    hash = hash_bytes(hash, &line, sizeof line);
+    return hash_bytes(hash, &column, sizeof column);
+}
+
+static int frame_table_grow(struct frame_table *table)
+{
+    size_t slot_count = table->slot_count > 0 ? table->slot_count * 2 : 1024;
+    uint32_t *slots = calloc(slot_count, sizeof *slots);
+    if (slots == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < table->symbols->frame_count; i++) {
+        const struct ospx_frame *frame = &table->symbols->frames[i];
+        uint64_t hash =
+            hash_frame(frame->name, frame->file, frame->line, frame->column, frame->image);
+        size_t slot = (size_t)hash & (slot_count - 1);
+        while (slots[slot] != 0)
+            slot = (slot + 1) & (slot_count - 1);
+        slots[slot] = (uint32_t)i + 1;
+    }
+    free(table->slots);
+    table->slots = slots;
+    table->slot_count = slot_count;
+    return 0;
+}
+
+/* The index of the frame (name, file, line, column, image), added when new. */
+static int intern_frame(struct frame_table *table, const char *name, const char *file, int line,
+                        int column, const char *image, uint64_t address, uint32_t *index)
+{
+    struct ospx_symbols *symbols = table->symbols;
+    if ((symbols->frame_count + 1) * 2 > table->slot_count && frame_table_grow(table) < 0)
+        return -ENOMEM;
+    uint64_t hash = hash_frame(name, file, line, column, image);
+    size_t slot = (size_t)hash & (table->slot_count - 1);
+    while (table->slots[slot] != 0) {
+        const struct ospx_frame *frame = &symbols->frames[table->slots[slot] - 1];
+        if (frame->line == line && frame->column == column && strcmp(frame->name, name) == 0 &&
+            strcmp(frame->file, file) == 0 && strcmp(frame->image, image) == 0) {
+            *index = table->slots[slot] - 1;
+            return 0;
+        }
+        slot = (slot + 1) & (table->slot_count - 1);
+    }
+    if (symbols->frame_count == table->frame_capacity) {
+        size_t capacity = table->frame_capacity > 0 ? table->frame_capacity * 2 : 256;
+        struct ospx_frame *frames = realloc(symbols->frames, capacity * sizeof *frames);
+        if (frames == NULL)
+            return -ENOMEM;
+        symbols->frames = frames;
+        table->frame_capacity = capacity;
+    }
+    struct ospx_frame *frame = &symbols->frames[symbols->frame_count];
+    *frame = (struct ospx_frame){.name = strdup(name),
+                                 .file = strdup(file),
+                                 .line = line,
+                                 .column = column,
+                                 .image = strdup(image),
+                                 .address = address};
+    symbols->frame_count++;
+    if (frame->name == NULL || frame->file == NULL || frame->image == NULL)
+        return -ENOMEM;
+    table->slots[slot] = (uint32_t)symbols->frame_count;
+    *index = (uint32_t)symbols->frame_count - 1;
+    return 0;
+}
+
+/* Expand raw stack i into frames, leaf first, inline levels innermost first. */
+static int build_stack(struct symbolize_state *state, struct frame_table *table, size_t i)
+{
+    const struct ospx_raw *raw = state->raw;
+    const struct ospx_stack *stack = &raw->stacks[i];
+    struct ospx_symbols *symbols = table->symbols;
+    size_t capacity = stack->depth, count = 0;
+    uint32_t *frames = malloc(capacity * sizeof *frames);
+    int *lines = malloc(capacity * sizeof *lines);
+    symbols->stack_frames[i] = frames;
+    symbols->stack_lines[i] = lines;
+    if (frames == NULL || lines == NULL)
+        return -ENOMEM;
+    for (size_t k = 0; k < stack->depth; k++) {
+        uint64_t pc = lookup_pc(stack, k);
+        uint32_t image = image_of(raw, pc);
+        const char *image_path = image != NO_IMAGE ? raw->images[image].path : "";
+        const struct symbol_answer *answer =
+            image != NO_IMAGE ? find_answer(&state->work[image], pc - raw->images[image].slide)
+                              : NULL;
+        size_t levels = answer != NULL && answer->count > 0 ? answer->count : 1;
+        if (count + levels > capacity) {
+            capacity = (count + levels) * 2;
+            frames = realloc(symbols->stack_frames[i], capacity * sizeof *frames);
+            if (frames != NULL)
+                symbols->stack_frames[i] = frames;
+            lines = realloc(symbols->stack_lines[i], capacity * sizeof *lines);
+            if (lines != NULL)
+                symbols->stack_lines[i] = lines;
+            if (frames == NULL || lines == NULL)
+                return -ENOMEM;
+        }
+        char hex[24];
+        snprintf(hex, sizeof hex, "0x%" PRIx64, stack->pcs[k]);
+        for (size_t level = 0; level < levels; level++) {
+            const struct symbol_location *location =
+                answer != NULL && answer->count > 0 ? &answer->chain[level] : NULL;
+            const char *name = location != NULL && location->name != NULL ? location->name : hex;
+            const char *file = location != NULL ? location->file : "";
+            int line = location != NULL ? location->line : 0;
+            int column = location != NULL ? location->column : 0;
+            int rc = intern_frame(table, name, file, line, column, image_path, stack->pcs[k],
+                                  &frames[count]);
+            if (rc < 0)
+                return rc;
+            lines[count++] = line;
+        }
+        symbols->stack_frame_counts[i] = count;
+    }
+    return 0;
+}
+
+static int build_symbols(struct symbolize_state *state, struct ospx_symbols *out)
+{
+    const struct ospx_raw *raw = state->raw;
+    size_t stacks = raw->stack_count > 0 ? raw->stack_count : 1;
+    out->stack_frames = calloc(stacks, sizeof *out->stack_frames);
+    out->stack_frame_counts = calloc(stacks, sizeof *out->stack_frame_counts);
+    out->stack_lines = calloc(stacks, sizeof *out->stack_lines);
+    if (out->stack_frames == NULL || out->stack_frame_counts == NULL || out->stack_lines == NULL)
+        return -ENOMEM;
+    out->stack_count = raw->stack_count;
+    struct frame_table table = {.symbols = out};
+    int rc = 0;
+    for (size_t i = 0; i < raw->stack_count && rc == 0; i++)
+        rc = build_stack(state, &table, i);
+    free(table.slots);
+    return rc;
+}
+
+/* The object that describes image i: --binary for the main image, else its own path. */
+static const char *object_of(const struct symbolize_state *state, size_t i)
+{
+    const struct ospx_image *image = &state->raw->images[i];
+    const char *binary = state->options != NULL ? state->options->binary : NULL;
+    if (binary != NULL && state->raw->exe != NULL && strcmp(image->path, state->raw->exe) == 0)
+        return binary;
+    return image->path;
+}
+
+int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_options *options,
+                   struct ospx_symbols *out, struct ospx_error *err)
+{
+    memset(out, 0, sizeof *out);
+    struct symbolize_state state = {.raw = raw, .options = options};
+    state.work = calloc(raw->image_count > 0 ? raw->image_count : 1, sizeof *state.work);
+    int rc = state.work != NULL ? collect_addresses(&state) : -ENOMEM;
+    if (rc == 0 && state.addresses_total > 0) {
+        choose_symbolizer(&state);
+        if (state.kind == SYMBOLIZER_NONE)
+            symbolize_warn(&state, "no llvm-symbolizer or atos found on PATH; frames are shown "
+                                   "as hex addresses (install llvm to get names and lines)");
+    }
+    for (size_t i = 0; rc == 0 && i < raw->image_count; i++) {
+        if (state.work[i].count == 0)
+            continue;
+        if (state.kind == SYMBOLIZER_LLVM)
+            rc =
+                symbolize_image_llvm(&state, &raw->images[i], &state.work[i], object_of(&state, i));
+        else if (state.kind == SYMBOLIZER_ATOS)
+            rc =
+                symbolize_image_atos(&state, &raw->images[i], &state.work[i], object_of(&state, i));
+    }
+    symbolize_progress(&state, 1);
+    if (rc == 0 && state.missing_objects > 0)
+        symbolize_warn(&state,
+                       "%zu object file%s not found (first: %s); %s frames are shown as hex "
+                       "addresses",
+                       state.missing_objects, state.missing_objects == 1 ? "" : "s",
+                       state.first_missing_object, state.missing_objects == 1 ? "its" : "their");
+    if (rc == 0)
+        rc = build_symbols(&state, out);
+
+    for (size_t i = 0; state.work != NULL && i < raw->image_count; i++) {
+        for (size_t k = 0; state.work[i].answers != NULL && k < state.work[i].count; k++)
+            answer_free(&state.work[i].answers[k]);
+        free(state.work[i].answers);
+        free(state.work[i].addresses);
+    }
+    free(state.work);
+    free(state.tool_path);
+    if (rc < 0) {
+        ospx_symbols_free(out);
+        return ospx_error_set(err, -rc, raw->source_path, 0, 0, "symbolizing: %s", strerror(-rc));
+    }
+    return 0;
+}
+
+void ospx_symbols_free(struct ospx_symbols *symbols)
+{
+    if (symbols == NULL)
+        return;
+    for (size_t i = 0; i < symbols->frame_count; i++) {
+        free(symbols->frames[i].name);
+        free(symbols->frames[i].file);
+        free(symbols->frames[i].image);
+    }
+    for (size_t i = 0; i < symbols->stack_count; i++) {
+        if (symbols->stack_frames != NULL)
+            free(symbols->stack_frames[i]);
+        if (symbols->stack_lines != NULL)
+            free(symbols->stack_lines[i]);
+    }
+    free(symbols->frames);
+    free(symbols->stack_frames);
+    free(symbols->stack_frame_counts);
+    free(symbols->stack_lines);
+    memset(symbols, 0, sizeof *symbols);
+}

@@ -1,0 +1,190 @@
+/* ospx-fixture.h — small hand-written profiles for the exporter tests: a raw profile and its
+ * symbols described in a few lines of text, so a test reads like the case it checks. Included
+ * by the tests of the model, the writers and the report.
+ *
+ *   exe /w/demo                  pid 42          rate 1000        dropped 3
+ *   start 1764410000000000000    end 1764410000010000000          (unix ns)
+ *   thread 1 main                fiber id, label
+ *   frame fib /w/demo.c          name, file ('-' none), optional image; in names \s is a
+ *                                space, \n a newline, \\ a backslash
+ *   stack 1@12 1@14 0@61         frames LEAF FIRST as frame-index@line (0: unknown line)
+ *   sample 1000000 0 0 0         t_rel_ns thread stack state (0 on-CPU, 1 waiting)
+ *   # a comment
+ */
+#ifndef OSPX_FIXTURE_H
+#define OSPX_FIXTURE_H
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ospx.h"
+
+struct fixture {
+    struct ospx_raw raw;
+    struct ospx_symbols symbols;
+};
+
+static inline void *fixture_grow(void *array, size_t count, size_t element)
+{
+    void *grown = realloc(array, (count + 1) * element);
+    ck_assert_ptr_nonnull(grown);
+    memset((char *)grown + count * element, 0, element);
+    return grown;
+}
+
+/* A copy of a fixture word with its escapes resolved; "-" is the empty string. */
+static inline char *fixture_word(const char *word)
+{
+    char *copy = strdup(strcmp(word, "-") == 0 ? "" : word);
+    ck_assert_ptr_nonnull(copy);
+    char *to = copy;
+    for (const char *from = copy; *from != '\0'; from++) {
+        if (*from == '\\' && from[1] != '\0') {
+            from++;
+            *to++ = *from == 's' ? ' ' : *from == 'n' ? '\n' : *from;
+        } else {
+            *to++ = *from;
+        }
+    }
+    *to = '\0';
+    return copy;
+}
+
+static inline void fixture_parse(struct fixture *fixture, const char *text)
+{
+    memset(fixture, 0, sizeof *fixture);
+    struct ospx_raw *raw = &fixture->raw;
+    struct ospx_symbols *symbols = &fixture->symbols;
+    raw->version = 1;
+    raw->rate_hz = 1000;
+    raw->source_path = strdup("fixture.json");
+    raw->exe = strdup("/w/demo");
+    raw->platform = strdup("linux-x86_64");
+    char *copy = strdup(text), *save_line = NULL;
+    for (char *line = strtok_r(copy, "\n", &save_line); line != NULL;
+         line = strtok_r(NULL, "\n", &save_line)) {
+        char *save = NULL, *key = strtok_r(line, " \t", &save);
+        if (key == NULL || key[0] == '#')
+            continue;
+        char *words[256];
+        size_t n = 0;
+        for (char *w = strtok_r(NULL, " \t", &save); w != NULL && n < 256;
+             w = strtok_r(NULL, " \t", &save))
+            words[n++] = w;
+        if (strcmp(key, "exe") == 0) {
+            free(raw->exe);
+            raw->exe = fixture_word(words[0]);
+        } else if (strcmp(key, "pid") == 0) {
+            raw->pid = strtoll(words[0], NULL, 10);
+        } else if (strcmp(key, "rate") == 0) {
+            raw->rate_hz = (uint32_t)strtoul(words[0], NULL, 10);
+        } else if (strcmp(key, "dropped") == 0) {
+            raw->dropped = strtoull(words[0], NULL, 10);
+        } else if (strcmp(key, "start") == 0) {
+            raw->start_unix_ns = strtoull(words[0], NULL, 10);
+        } else if (strcmp(key, "end") == 0) {
+            raw->end_unix_ns = strtoull(words[0], NULL, 10);
+        } else if (strcmp(key, "thread") == 0) {
+            raw->threads = fixture_grow(raw->threads, raw->thread_count, sizeof *raw->threads);
+            raw->threads[raw->thread_count].fiber = strtoll(words[0], NULL, 10);
+            raw->threads[raw->thread_count++].label = fixture_word(n > 1 ? words[1] : "-");
+        } else if (strcmp(key, "frame") == 0) {
+            symbols->frames =
+                fixture_grow(symbols->frames, symbols->frame_count, sizeof *symbols->frames);
+            struct ospx_frame *frame = &symbols->frames[symbols->frame_count];
+            frame->name = fixture_word(words[0]);
+            frame->file = fixture_word(n > 1 ? words[1] : "-");
+            frame->image = fixture_word(n > 2 ? words[2] : "-");
+            frame->address = 0x1000 + 16 * symbols->frame_count++;
+        } else if (strcmp(key, "stack") == 0) {
+            size_t s = raw->stack_count;
+            raw->stacks = fixture_grow(raw->stacks, s, sizeof *raw->stacks);
+            symbols->stack_frames = fixture_grow(symbols->stack_frames, s, sizeof(uint32_t *));
+            symbols->stack_lines = fixture_grow(symbols->stack_lines, s, sizeof(int *));
+            symbols->stack_frame_counts =
+                fixture_grow(symbols->stack_frame_counts, s, sizeof *symbols->stack_frame_counts);
+            raw->stacks[s].pcs = calloc(n + 1, sizeof(uint64_t));
+            raw->stacks[s].depth = n > 0 ? n : 1;
+            symbols->stack_frames[s] = calloc(n + 1, sizeof(uint32_t));
+            symbols->stack_lines[s] = calloc(n + 1, sizeof(int));
+            for (size_t k = 0; k < n; k++) {
+                char *at = strchr(words[k], '@');
+                symbols->stack_frames[s][k] = (uint32_t)strtoul(words[k], NULL, 10);
+                symbols->stack_lines[s][k] = at != NULL ? atoi(at + 1) : 0;
+                raw->stacks[s].pcs[k] = 0x1000 + 16 * symbols->stack_frames[s][k];
+            }
+            symbols->stack_frame_counts[s] = n;
+            raw->stack_count = symbols->stack_count = s + 1;
+        } else if (strcmp(key, "sample") == 0) {
+            raw->samples = fixture_grow(raw->samples, raw->sample_count, sizeof *raw->samples);
+            struct ospx_sample *sample = &raw->samples[raw->sample_count++];
+            sample->t_rel_ns = strtoull(words[0], NULL, 10);
+            sample->thread = (uint32_t)strtoul(words[1], NULL, 10);
+            sample->stack = (uint32_t)strtoul(words[2], NULL, 10);
+            sample->state = (uint8_t)strtoul(words[3], NULL, 10);
+        } else {
+            ck_abort_msg("fixture: unknown key '%s'", key);
+        }
+    }
+    free(copy);
+}
+
+/* Read a fixture from a file (aborts the test when it cannot). */
+static inline void fixture_load(struct fixture *fixture, const char *path)
+{
+    FILE *file = fopen(path, "r");
+    ck_assert_msg(file != NULL, "cannot open %s", path);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *memory = open_memstream(&text, &size);
+    int c;
+    while ((c = fgetc(file)) != EOF)
+        fputc(c, memory);
+    fclose(memory);
+    fclose(file);
+    fixture_parse(fixture, text);
+    free(text);
+}
+
+static inline void fixture_free(struct fixture *fixture)
+{
+    struct ospx_raw *raw = &fixture->raw;
+    struct ospx_symbols *symbols = &fixture->symbols;
+    for (size_t i = 0; i < raw->thread_count; i++)
+        free(raw->threads[i].label);
+    for (size_t i = 0; i < raw->stack_count; i++) {
+        free(raw->stacks[i].pcs);
+        free(symbols->stack_frames[i]);
+        free(symbols->stack_lines[i]);
+    }
+    for (size_t i = 0; i < symbols->frame_count; i++) {
+        free(symbols->frames[i].name);
+        free(symbols->frames[i].file);
+        free(symbols->frames[i].image);
+    }
+    free(raw->threads);
+    free(raw->stacks);
+    free(raw->samples);
+    free(raw->source_path);
+    free(raw->exe);
+    free(raw->platform);
+    free(symbols->frames);
+    free(symbols->stack_frames);
+    free(symbols->stack_lines);
+    free(symbols->stack_frame_counts);
+    memset(fixture, 0, sizeof *fixture);
+}
+
+/* Parse `text` and build its model; the model borrows from the fixture. */
+static inline void fixture_model(struct fixture *fixture, const char *text,
+                                 struct ospx_model *model)
+{
+    fixture_parse(fixture, text);
+    struct ospx_error err = {0};
+    int rc = ospx_model_build(&fixture->raw, &fixture->symbols, model, &err);
+    ck_assert_msg(rc == 0, "model: %s", err.text);
+}
+
+#endif /* OSPX_FIXTURE_H */

@@ -1,0 +1,254 @@
+/* test-model.c — the profile model: the state split per fiber, self/total per function (a
+ * recursive function counts once per sample), samples/self per line, over on-CPU samples only,
+ * and the orders the outputs rely on. Fixtures are built by hand (ospx-fixture.h). */
+#include <check.h>
+#include <string.h>
+
+#include "ospx-fixture.h"
+#include "ospx.h"
+
+static const struct ospx_function_stat *function_named(const struct ospx_model *model,
+                                                       const char *name, const char *file)
+{
+    for (size_t i = 0; i < model->function_count; i++)
+        if (strcmp(model->functions[i].name, name) == 0 &&
+            strcmp(model->functions[i].file, file) == 0)
+            return &model->functions[i];
+    ck_abort_msg("no function %s (%s)", name, file);
+    return NULL;
+}
+
+static const struct ospx_line_stat *line_at(const struct ospx_model *model, const char *file,
+                                            int line)
+{
+    for (size_t i = 0; i < model->line_count; i++)
+        if (strcmp(model->lines[i].file, file) == 0 && model->lines[i].line == line)
+            return &model->lines[i];
+    return NULL;
+}
+
+/* main → fib → fib → fib: fib recursive, three deep. */
+static const char recursion[] = "rate 100\n"
+                                "start 1000000000\n"
+                                "end 3500000000\n"
+                                "thread 0 main\n"
+                                "frame main /w/a.c\n"
+                                "frame fib /w/a.c\n"
+                                "stack 1@12 1@14 1@14 0@61\n"
+                                "stack 0@62\n"
+                                "sample 10 0 0 0\n"
+                                "sample 20 0 0 0\n"
+                                "sample 30 0 0 0\n"
+                                "sample 40 0 1 0\n"
+                                "sample 50 0 1 1\n";
+
+START_TEST(recursive_function_counts_once_per_sample)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture, recursion, &model);
+    const struct ospx_function_stat *fib = function_named(&model, "fib", "/w/a.c");
+    const struct ospx_function_stat *main_fn = function_named(&model, "main", "/w/a.c");
+    ck_assert_uint_eq(fib->self, 3);
+    ck_assert_uint_eq(fib->total, 3); /* not 9: three frames, three samples */
+    ck_assert_uint_eq(main_fn->self, 1);
+    ck_assert_uint_eq(main_fn->total, 4); /* the waiting sample does not count */
+    ck_assert_int_eq(fib->line, 12);      /* lowest sampled line */
+    ck_assert_int_eq(main_fn->line, 61);
+    ck_assert_uint_eq(model.on_cpu_samples, 4);
+    ck_assert_uint_eq(model.waiting_samples, 1);
+    ck_assert_uint_eq(model.total_samples, 5);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+START_TEST(lines_count_once_per_sample_and_self_at_the_leaf)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture, recursion, &model);
+    const struct ospx_line_stat *line12 = line_at(&model, "/w/a.c", 12);
+    const struct ospx_line_stat *line14 = line_at(&model, "/w/a.c", 14);
+    const struct ospx_line_stat *line62 = line_at(&model, "/w/a.c", 62);
+    ck_assert_ptr_nonnull(line12);
+    ck_assert_ptr_nonnull(line14);
+    ck_assert_ptr_nonnull(line62);
+    ck_assert_uint_eq(line12->samples, 3);
+    ck_assert_uint_eq(line12->self, 3);
+    ck_assert_uint_eq(line14->samples, 3); /* twice on the stack, three samples */
+    ck_assert_uint_eq(line14->self, 0);
+    ck_assert_uint_eq(line62->samples, 1); /* its waiting sample does not count */
+    ck_assert_uint_eq(line62->self, 1);
+    /* sorted by samples desc, then self desc */
+    ck_assert_int_eq(model.lines[0].line, 12);
+    ck_assert_int_eq(model.lines[model.line_count - 1].line, 62);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+START_TEST(wall_and_cpu_time)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture, recursion, &model);
+    ck_assert_double_eq_tol(model.wall_seconds, 2.5, 1e-9);
+    ck_assert_double_eq_tol(model.cpu_seconds, 0.04, 1e-9); /* 4 on-CPU samples at 100 Hz */
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+START_TEST(fibers_split_running_and_waiting)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture,
+                  "thread 0 main\nthread -1 effect\nthread 7 idle\n"
+                  "frame work /w/a.c\nstack 0@3\n"
+                  "sample 1 0 0 0\nsample 2 1 0 1\nsample 3 1 0 1\nsample 4 1 0 0\n",
+                  &model);
+    ck_assert_uint_eq(model.fiber_count, 3);
+    ck_assert_int_eq(model.fibers[0].fiber, 0);
+    ck_assert_str_eq(model.fibers[0].label, "main");
+    ck_assert_uint_eq(model.fibers[0].on_cpu, 1);
+    ck_assert_uint_eq(model.fibers[0].waiting, 0);
+    ck_assert_int_eq(model.fibers[1].fiber, -1);
+    ck_assert_uint_eq(model.fibers[1].on_cpu, 1);
+    ck_assert_uint_eq(model.fibers[1].waiting, 2);
+    ck_assert_uint_eq(model.fibers[2].on_cpu + model.fibers[2].waiting, 0);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+START_TEST(function_identity_is_name_and_file)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    /* frames 0 and 2 are the same function (say, inlined at two sites); frame 1 shares the
+     * name but lives in another file. */
+    fixture_model(&fixture,
+                  "thread 0 main\n"
+                  "frame helper /w/a.c\nframe helper /w/b.c\nframe helper /w/a.c\n"
+                  "frame main /w/a.c\n"
+                  "stack 0@5 3@40\nstack 2@7 3@41\nstack 1@9 3@42\n"
+                  "sample 1 0 0 0\nsample 2 0 1 0\nsample 3 0 2 0\n",
+                  &model);
+    ck_assert_uint_eq(model.function_count, 3);
+    const struct ospx_function_stat *a = function_named(&model, "helper", "/w/a.c");
+    const struct ospx_function_stat *b = function_named(&model, "helper", "/w/b.c");
+    ck_assert_uint_eq(a->self, 2);
+    ck_assert_int_eq(a->line, 5);
+    ck_assert_uint_eq(b->self, 1);
+    ck_assert_uint_eq(model.functions[0].self, 2); /* sorted by self desc */
+    ck_assert_str_eq(model.functions[0].file, "/w/a.c");
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+START_TEST(inline_frames_take_self_at_the_innermost)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    /* mix (2) is inlined into hash (1), called from main (0): leaf first, innermost first */
+    fixture_model(&fixture,
+                  "thread 0 main\n"
+                  "frame main /w/a.c\nframe hash /w/h.c\nframe mix /w/h.h\n"
+                  "stack 2@4 1@20 0@30\nsample 1 0 0 0\nsample 2 0 0 0\n",
+                  &model);
+    ck_assert_uint_eq(function_named(&model, "mix", "/w/h.h")->self, 2);
+    ck_assert_uint_eq(function_named(&model, "hash", "/w/h.c")->self, 0);
+    ck_assert_uint_eq(function_named(&model, "hash", "/w/h.c")->total, 2);
+    ck_assert_uint_eq(line_at(&model, "/w/h.c", 20)->samples, 2);
+    ck_assert_uint_eq(line_at(&model, "/w/h.c", 20)->self, 0);
+    ck_assert_uint_eq(line_at(&model, "/w/h.h", 4)->self, 2);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+START_TEST(frames_without_file_have_functions_but_no_lines)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture,
+                  "thread 0 main\nframe 0x7f0012 - /lib/libc.so.6\nframe main /w/a.c\n"
+                  "stack 0 1@9\nsample 1 0 0 0\n",
+                  &model);
+    ck_assert_uint_eq(function_named(&model, "0x7f0012", "")->self, 1);
+    ck_assert_int_eq(function_named(&model, "0x7f0012", "")->line, 0);
+    ck_assert_uint_eq(model.line_count, 1);
+    ck_assert_int_eq(model.lines[0].line, 9);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+START_TEST(functions_sort_by_self_then_total_then_name)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture,
+                  "thread 0 main\nframe b /w/a.c\nframe a /w/a.c\nframe c /w/a.c\n"
+                  "frame top /w/a.c\n"
+                  "stack 0@1 3@9\nstack 1@2 3@9\nstack 2@3 1@2 3@9\n"
+                  "sample 1 0 0 0\nsample 2 0 1 0\nsample 3 0 2 0\n",
+                  &model);
+    /* c, b: self 1 total 1; a: self 1 total 2; top: self 0 total 3 */
+    ck_assert_str_eq(model.functions[0].name, "a");
+    ck_assert_str_eq(model.functions[1].name, "b");
+    ck_assert_str_eq(model.functions[2].name, "c");
+    ck_assert_str_eq(model.functions[3].name, "top");
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+START_TEST(out_of_range_indices_are_an_error_naming_the_file)
+{
+    struct fixture fixture;
+    fixture_parse(&fixture, "thread 0 main\nframe a /w/a.c\nstack 0@1\nsample 1 3 0 0\n");
+    struct ospx_model model;
+    struct ospx_error err = {0};
+    ck_assert_int_lt(ospx_model_build(&fixture.raw, &fixture.symbols, &model, &err), 0);
+    ck_assert_str_eq(err.file, "fixture.json");
+    ck_assert_ptr_nonnull(strstr(err.text, "thread 3"));
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+START_TEST(empty_profile_builds)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture, "thread 0 main\n", &model);
+    ck_assert_uint_eq(model.total_samples, 0);
+    ck_assert_uint_eq(model.function_count, 0);
+    ck_assert_uint_eq(model.line_count, 0);
+    ck_assert_double_eq(model.cpu_seconds, 0);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+Suite *model_suite(void)
+{
+    Suite *suite = suite_create("model");
+    TCase *tc = tcase_create("model");
+    tcase_add_test(tc, recursive_function_counts_once_per_sample);
+    tcase_add_test(tc, lines_count_once_per_sample_and_self_at_the_leaf);
+    tcase_add_test(tc, wall_and_cpu_time);
+    tcase_add_test(tc, fibers_split_running_and_waiting);
+    tcase_add_test(tc, function_identity_is_name_and_file);
+    tcase_add_test(tc, inline_frames_take_self_at_the_innermost);
+    tcase_add_test(tc, frames_without_file_have_functions_but_no_lines);
+    tcase_add_test(tc, functions_sort_by_self_then_total_then_name);
+    tcase_add_test(tc, out_of_range_indices_are_an_error_naming_the_file);
+    tcase_add_test(tc, empty_profile_builds);
+    suite_add_tcase(suite, tc);
+    return suite;
+}

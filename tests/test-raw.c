@@ -1,0 +1,235 @@
+/* test-raw.c — the raw profile reader: valid files read field by field, and one golden error
+ * line for every kind of malformed input (tests/data/raw/<case>/{input,expected}). */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ospx.h"
+
+#define RAW_DATA_DIR OSP_TEST_SOURCE_DIR "/data/raw"
+
+static void read_case(const char *name, struct ospx_raw *raw, struct ospx_error *err, int *rc)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/input", RAW_DATA_DIR, name);
+    memset(err, 0, sizeof *err);
+    *rc = ospx_raw_read(path, raw, err);
+}
+
+START_TEST(test_valid_fields)
+{
+    struct ospx_raw raw;
+    struct ospx_error err;
+    int rc;
+    read_case("valid", &raw, &err, &rc);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+    ck_assert_int_eq(raw.version, 1);
+    ck_assert_int_eq(raw.pid, 4242);
+    ck_assert_str_eq(raw.exe, "/home/u/hotspot");
+    ck_assert_uint_eq(raw.rate_hz, 997);
+    ck_assert_str_eq(raw.platform, "linux-x86_64");
+    ck_assert_uint_eq(raw.start_unix_ns, 1764410000000000000ULL);
+    ck_assert_uint_eq(raw.end_unix_ns, 1764410001830000000ULL);
+    ck_assert_str_eq(raw.source_path, RAW_DATA_DIR "/valid/input");
+
+    ck_assert_uint_eq(raw.image_count, 2);
+    ck_assert_str_eq(raw.images[0].path, "/home/u/hotspot");
+    ck_assert_uint_eq(raw.images[0].base, 93824992231424ULL);
+    ck_assert_uint_eq(raw.images[0].slide, 93824992231424ULL);
+    ck_assert_uint_eq(raw.images[0].text, 93824992235520ULL);
+    ck_assert_uint_eq(raw.images[0].text_size, 2385);
+    ck_assert_str_eq(raw.images[0].arch, "x86_64");
+    ck_assert_str_eq(raw.images[1].path, "/lib/x86_64-linux-gnu/libc.so.6");
+    ck_assert_uint_eq(raw.images[1].text_size, 1540096);
+
+    ck_assert_uint_eq(raw.thread_count, 3);
+    ck_assert_int_eq(raw.threads[0].fiber, 0);
+    ck_assert_str_eq(raw.threads[0].label, "main");
+    ck_assert_int_eq(raw.threads[1].fiber, 4243);
+    ck_assert_str_eq(raw.threads[1].label, "thread");
+    ck_assert_int_eq(raw.threads[2].fiber, -1);
+    ck_assert_str_eq(raw.threads[2].label, "effect");
+
+    ck_assert_uint_eq(raw.stack_count, 2);
+    ck_assert_uint_eq(raw.stacks[0].depth, 3);
+    ck_assert_uint_eq(raw.stacks[0].pcs[0], 93824992236001ULL);
+    ck_assert_uint_eq(raw.stacks[0].pcs[1], 93824992236500ULL);
+    ck_assert_uint_eq(raw.stacks[0].pcs[2], 139800000200000ULL);
+    ck_assert_uint_eq(raw.stacks[1].depth, 1);
+    ck_assert_uint_eq(raw.stacks[1].pcs[0], 93824992236100ULL);
+
+    ck_assert_uint_eq(raw.sample_count, 3);
+    ck_assert_uint_eq(raw.samples[0].t_rel_ns, 1003000);
+    ck_assert_uint_eq(raw.samples[0].thread, 1);
+    ck_assert_uint_eq(raw.samples[0].stack, 0);
+    ck_assert_uint_eq(raw.samples[0].state, 0);
+    ck_assert_uint_eq(raw.samples[1].t_rel_ns, 1004100);
+    ck_assert_uint_eq(raw.samples[1].thread, 0);
+    ck_assert_uint_eq(raw.samples[1].stack, 1);
+    ck_assert_uint_eq(raw.samples[1].state, 1);
+    ck_assert_uint_eq(raw.samples[2].thread, 2);
+
+    ck_assert_uint_eq(raw.dropped, 7);
+    ck_assert_int_eq(raw.exit.known, 1);
+    ck_assert_int_eq(raw.exit.normal, 1);
+    ck_assert_int_eq(raw.exit.signal, 0);
+    ospx_raw_free(&raw);
+}
+END_TEST
+
+START_TEST(test_valid_minimal)
+{
+    struct ospx_raw raw;
+    struct ospx_error err;
+    int rc;
+    read_case("valid-minimal", &raw, &err, &rc);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+    ck_assert_int_eq(raw.pid, 0);
+    ck_assert_uint_eq(raw.rate_hz, 10);
+    ck_assert_uint_eq(raw.image_count, 0);
+    ck_assert_uint_eq(raw.thread_count, 0);
+    ck_assert_uint_eq(raw.stack_count, 0);
+    ck_assert_uint_eq(raw.sample_count, 0);
+    ck_assert_int_eq(raw.exit.known, 0);
+    ospx_raw_free(&raw);
+}
+END_TEST
+
+START_TEST(test_valid_killed)
+{
+    struct ospx_raw raw;
+    struct ospx_error err;
+    int rc;
+    read_case("valid-killed", &raw, &err, &rc);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+    ck_assert_int_eq(raw.exit.known, 1);
+    ck_assert_int_eq(raw.exit.normal, 0);
+    ck_assert_int_eq(raw.exit.signal, 9);
+    ck_assert_uint_eq(raw.start_unix_ns, 5);
+    ck_assert_uint_eq(raw.end_unix_ns, 9);
+    ospx_raw_free(&raw);
+}
+END_TEST
+
+/* Read a golden file's first line without its newline. */
+static void read_expected(const char *path, char *buf, size_t size)
+{
+    FILE *file = fopen(path, "r");
+    ck_assert_msg(file != NULL, "cannot open %s", path);
+    if (fgets(buf, (int)size, file) == NULL)
+        buf[0] = '\0';
+    fclose(file);
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* Every tests/data/raw/<case>/ with an `expected` file: reading `input` fails with a negative
+ * errno, leaves nothing allocated, and formats exactly the expected line (the input's path
+ * written as "input"). */
+START_TEST(test_golden_errors)
+{
+    DIR *dir = opendir(RAW_DATA_DIR);
+    ck_assert_ptr_nonnull(dir);
+    int cases = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] == '.')
+            continue;
+        char expected_path[1024], input_path[1024];
+        snprintf(expected_path, sizeof expected_path, "%s/%s/expected", RAW_DATA_DIR,
+                 entry->d_name);
+        snprintf(input_path, sizeof input_path, "%s/%s/input", RAW_DATA_DIR, entry->d_name);
+        if (access(expected_path, R_OK) != 0)
+            continue;
+        char expected[1024];
+        read_expected(expected_path, expected, sizeof expected);
+
+        struct ospx_raw raw;
+        struct ospx_error err;
+        memset(&err, 0, sizeof err);
+        int rc = ospx_raw_read(input_path, &raw, &err);
+        ck_assert_msg(rc < 0, "%s: read succeeded", entry->d_name);
+        ck_assert_ptr_null(raw.images);
+        ck_assert_ptr_null(raw.exe);
+        ck_assert_str_eq(err.file, input_path);
+        char formatted[2048];
+        ospx_error_format(&err, formatted, sizeof formatted);
+        size_t prefix = strlen(input_path);
+        ck_assert_msg(strncmp(formatted, input_path, prefix) == 0, "%s: %s", entry->d_name,
+                      formatted);
+        char actual[2048];
+        snprintf(actual, sizeof actual, "input%s", formatted + prefix);
+        ck_assert_msg(strcmp(actual, expected) == 0, "%s:\n  actual:   %s\n  expected: %s",
+                      entry->d_name, actual, expected);
+        cases++;
+    }
+    closedir(dir);
+    ck_assert_int_ge(cases, 30);
+}
+END_TEST
+
+START_TEST(test_error_codes)
+{
+    struct ospx_raw raw;
+    struct ospx_error err;
+    int rc;
+    read_case("missing", &raw, &err, &rc);
+    ck_assert_int_eq(rc, -ENOENT);
+    read_case("directory", &raw, &err, &rc);
+    ck_assert_int_eq(rc, -EISDIR);
+    read_case("wrong-version", &raw, &err, &rc);
+    ck_assert_int_eq(rc, -ENOTSUP);
+    read_case("thread-out-of-range", &raw, &err, &rc);
+    ck_assert_int_eq(rc, -EINVAL);
+    /* A NULL error record is allowed. */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/truncated/input", RAW_DATA_DIR);
+    ck_assert_int_eq(ospx_raw_read(path, &raw, NULL), -EINVAL);
+}
+END_TEST
+
+/* A file above the size limit is refused before jansson reads it; a sparse file stands in
+ * for a real several-GiB profile. */
+START_TEST(test_huge_file_refused)
+{
+    char dir_template[] = "/tmp/osprey-test-raw-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir_template));
+    char path[256];
+    snprintf(path, sizeof path, "%s/huge.json", dir_template);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, 5LL << 30), 0);
+    close(fd);
+
+    struct ospx_raw raw;
+    struct ospx_error err;
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(ospx_raw_read(path, &raw, &err), -EFBIG);
+    char formatted[2048], expected[2048];
+    ospx_error_format(&err, formatted, sizeof formatted);
+    snprintf(expected, sizeof expected,
+             "%s: file is 5.0 GiB (5368709120 bytes), above the reader's limit of 2 GiB", path);
+    ck_assert_str_eq(formatted, expected);
+    unlink(path);
+    rmdir(dir_template);
+}
+END_TEST
+
+Suite *raw_suite(void)
+{
+    Suite *suite = suite_create("raw");
+    TCase *tcase = tcase_create("reader");
+    tcase_add_test(tcase, test_valid_fields);
+    tcase_add_test(tcase, test_valid_minimal);
+    tcase_add_test(tcase, test_valid_killed);
+    tcase_add_test(tcase, test_golden_errors);
+    tcase_add_test(tcase, test_error_codes);
+    tcase_add_test(tcase, test_huge_file_refused);
+    suite_add_tcase(suite, tcase);
+    return suite;
+}

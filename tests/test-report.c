@@ -1,0 +1,357 @@
+/* test-report.c — the terminal report: no line wider than the width (display columns), the
+ * eighth-block bars, colour only when asked, the low-confidence and dropped lines exactly when
+ * they apply, the top-10 cap, the durations and the written paths. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ospx-fixture.h"
+#include "ospx.h"
+
+/* A profile text: `count` functions, function i with self[i] on-CPU samples under main. */
+static char *profile_text(const char *names_prefix, const char *file, size_t count,
+                          const unsigned *self, unsigned rate, unsigned dropped)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    fprintf(out, "rate %u\nstart 0\nend 2500000000\ndropped %u\n", rate, dropped);
+    fprintf(out, "thread 0 main\nthread 12 worker\nframe main /w/main.c\n");
+    for (size_t i = 0; i < count; i++) {
+        fprintf(out, "frame %s%zu %s\n", names_prefix, i, file);
+        fprintf(out, "stack %zu@%zu 0@5\n", i + 1, 10 + i);
+    }
+    unsigned long long t = 0;
+    for (size_t i = 0; i < count; i++)
+        for (unsigned n = 0; n < self[i]; n++)
+            fprintf(out, "sample %llu %zu %zu 0\n", t += 1000, i % 2, i);
+    fprintf(out, "sample %llu 0 0 1\n", t + 1000); /* one waiting sample */
+    fclose(out);
+    return text;
+}
+
+/* The report as a string (malloc'd). Written through a temporary file, so the string never
+ * aliases a stream's buffer. */
+static char *render(const struct ospx_model *model, int color, int width)
+{
+    static const char *const paths[] = {"/tmp/out/hotspot.speedscope.json",
+                                        "/tmp/out/hotspot.folded"};
+    struct ospx_report_options options = {color, width, paths, 2};
+    FILE *out = tmpfile();
+    ck_assert_ptr_nonnull(out);
+    ck_assert_int_eq(ospx_report_print(model, &options, out), 0);
+    long size = ftell(out);
+    ck_assert_int_ge(size, 0);
+    char *text = malloc((size_t)size + 1);
+    ck_assert_ptr_nonnull(text);
+    rewind(out);
+    ck_assert_uint_eq(fread(text, 1, (size_t)size, out), (size_t)size);
+    text[size] = '\0';
+    fclose(out);
+    return text;
+}
+
+/* Display columns of one line: code points, not counting ANSI escape sequences. */
+static size_t display_columns(const char *line, size_t length)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < length; i++) {
+        if (line[i] == '\033') {
+            while (i < length && line[i] != 'm')
+                i++;
+            continue;
+        }
+        n += ((unsigned char)line[i] & 0xC0) != 0x80;
+    }
+    return n;
+}
+
+static size_t widest_line(const char *text)
+{
+    size_t widest = 0;
+    for (const char *line = text; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t length = end != NULL ? (size_t)(end - line) : strlen(line);
+        size_t columns = display_columns(line, length);
+        widest = columns > widest ? columns : widest;
+        line += length + (end != NULL);
+    }
+    return widest;
+}
+
+/* The report line that mentions `needle`, copied (static buffer), or NULL. */
+static const char *line_with(const char *text, const char *needle)
+{
+    static char line[4096];
+    const char *at = strstr(text, needle);
+    if (at == NULL)
+        return NULL;
+    const char *start = at;
+    while (start > text && start[-1] != '\n')
+        start--;
+    const char *end = strchr(at, '\n');
+    snprintf(line, sizeof line, "%.*s", (int)(end != NULL ? end - start : (long)strlen(start)),
+             start);
+    return line;
+}
+
+static size_t count_lines_with(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *at = strstr(text, needle); at != NULL; at = strstr(at + 1, needle))
+        n++;
+    return n;
+}
+
+struct built {
+    struct fixture fixture;
+    struct ospx_model model;
+};
+
+static void build(struct built *built, char *text)
+{
+    fixture_model(&built->fixture, text, &built->model);
+    free(text);
+}
+
+static void release(struct built *built)
+{
+    ospx_model_free(&built->model);
+    fixture_free(&built->fixture);
+}
+
+static const int widths[] = {60, 80, 120};
+
+START_TEST(no_line_is_wider_than_the_width)
+{
+    static const unsigned self[] = {400, 300, 120, 90, 40, 20, 9, 5, 3, 2, 1, 1};
+    struct built built;
+    build(&built,
+          profile_text(
+              "a_rather_long_function_name_with_template_arguments_and_a_namespace_prefix_number_",
+              "/a/very/deeply/nested/source/tree/with/a/long/file_name.c", 12, self, 997, 4));
+    for (int color = 0; color <= 1; color++) {
+        char *text = render(&built.model, color, widths[_i]);
+        if (getenv("OSPX_SHOW_REPORT") != NULL)
+            fputs(text, stderr);
+        ck_assert_msg(widest_line(text) <= (size_t)widths[_i], "width %d:\n%s", widths[_i], text);
+        ck_assert_ptr_nonnull(strstr(text, "…")); /* names were cut, visibly */
+        ck_assert_ptr_nonnull(line_with(text, "SELF%"));
+        free(text);
+    }
+    release(&built);
+}
+END_TEST
+
+START_TEST(short_names_are_not_cut)
+{
+    static const unsigned self[] = {150, 50};
+    struct built built;
+    build(&built, profile_text("f", "/w/x.c", 2, self, 100, 0));
+    char *text = render(&built.model, 0, 80);
+    ck_assert_ptr_null(strstr(text, "…"));
+    ck_assert_ptr_nonnull(line_with(text, "f0 "));
+    ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "x.c:10"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+START_TEST(location_is_relative_to_the_working_directory_or_a_base_name)
+{
+    char cwd[512], inside[700];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(inside, sizeof inside, "%s/build/./../src/x.c", strcmp(cwd, "/") == 0 ? "" : cwd);
+    static const unsigned self[] = {10};
+    struct built built;
+    build(&built, profile_text("f", inside, 1, self, 100, 0));
+    char *text = render(&built.model, 0, 200);
+    ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "  src/x.c:10"));
+    free(text);
+    release(&built);
+
+    build(&built, profile_text("f", "/nowhere/near/here/y.c", 1, self, 100, 0));
+    text = render(&built.model, 0, 200);
+    ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "  y.c:10"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+START_TEST(header_names_the_columns_and_the_run)
+{
+    static const unsigned self[] = {170, 35};
+    struct built built;
+    build(&built, profile_text("f", "/w/x.c", 2, self, 100, 0));
+    char *text = render(&built.model, 0, 100);
+    const char *header = line_with(text, "osprey:");
+    ck_assert_ptr_nonnull(header);
+    ck_assert_ptr_nonnull(strstr(header, "2.50s wall"));
+    ck_assert_ptr_nonnull(strstr(header, "2.05s CPU"));
+    ck_assert_ptr_nonnull(strstr(header, "206 samples"));
+    ck_assert_ptr_nonnull(strstr(header, "100 Hz"));
+    ck_assert_ptr_nonnull(strstr(header, "2 fibers"));
+    /* columns in order, no calls column */
+    const char *columns = line_with(text, "SELF%");
+    const char *order[] = {"SELF%", "TOTAL%", "SELF ", "TOTAL ", "FUNCTION", "LOCATION"};
+    const char *at = columns;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        at = strstr(at, order[i]);
+        ck_assert_msg(at != NULL, "column %s missing in: %s", order[i], columns);
+    }
+    ck_assert_ptr_null(strstr(text, "CALLS"));
+    /* durations from samples / rate */
+    ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "1.70s"));
+    ck_assert_ptr_nonnull(strstr(line_with(text, "f1 "), "350ms"));
+    /* the state split */
+    ck_assert_ptr_nonnull(strstr(line_with(text, "fiber 0 (main)"), "waiting"));
+    ck_assert_ptr_nonnull(strstr(line_with(text, "fiber 12 (worker)"), "running 100.0%"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+START_TEST(bars_are_eighth_blocks_proportional_to_self)
+{
+    /* 64 on-CPU samples: a full gutter (8 cells) is 100%, one eighth of a cell 1/64. */
+    static const unsigned self[] = {32, 20, 8, 3, 1};
+    struct built built;
+    build(&built, profile_text("g", "/w/x.c", 5, self, 1000, 0));
+    char *text = render(&built.model, 0, 100);
+    static const char *const expected[] = {"████     ", "██▌      ", "█        ", "▍        ",
+                                           "▏        "};
+    for (size_t i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "g%zu ", i);
+        const char *row = line_with(text, name);
+        ck_assert_ptr_nonnull(row);
+        ck_assert_msg(strncmp(row, expected[i], strlen(expected[i])) == 0, "row %zu: '%s'", i, row);
+    }
+    free(text);
+    release(&built);
+}
+END_TEST
+
+START_TEST(colour_only_when_asked)
+{
+    /* g0 is 95% (hot), g1 4% (warm), g2 1 sample of 1000 = 0.1% (plain) */
+    static const unsigned self[] = {950, 40, 1, 9};
+    struct built built;
+    build(&built, profile_text("g", "/w/x.c", 4, self, 1000, 0));
+    char *plain = render(&built.model, 0, 100);
+    ck_assert_ptr_null(strstr(plain, "\033["));
+    char *coloured = render(&built.model, 1, 100);
+    ck_assert_ptr_nonnull(strstr(line_with(coloured, "g0 "), "\033[1;31m"));
+    ck_assert_ptr_nonnull(strstr(line_with(coloured, "g1 "), "\033[33m"));
+    ck_assert_ptr_null(strstr(line_with(coloured, "g2 "), "\033["));
+    ck_assert_ptr_nonnull(strstr(line_with(coloured, "g0 "), "\033[0m"));
+    free(plain);
+    free(coloured);
+    release(&built);
+}
+END_TEST
+
+START_TEST(low_confidence_below_one_hundred_samples)
+{
+    static const unsigned few[] = {30, 7};
+    struct built built;
+    build(&built, profile_text("f", "/w/x.c", 2, few, 997, 0));
+    char *text = render(&built.model, 0, 100);
+    const char *line = line_with(text, "low confidence");
+    ck_assert_ptr_nonnull(line);
+    ck_assert_ptr_nonnull(strstr(line, "only 37 samples"));
+    ck_assert_ptr_nonnull(strstr(line, "OSPREY_PROFILE_HZ"));
+    free(text);
+    release(&built);
+
+    static const unsigned enough[] = {60, 40};
+    build(&built, profile_text("f", "/w/x.c", 2, enough, 997, 0));
+    text = render(&built.model, 0, 100);
+    ck_assert_ptr_null(line_with(text, "low confidence"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+START_TEST(dropped_line_only_when_samples_were_dropped)
+{
+    static const unsigned self[] = {100};
+    struct built built;
+    build(&built, profile_text("f", "/w/x.c", 1, self, 997, 17));
+    char *text = render(&built.model, 0, 100);
+    ck_assert_ptr_nonnull(line_with(text, "dropped: 17 samples"));
+    free(text);
+    release(&built);
+
+    build(&built, profile_text("f", "/w/x.c", 1, self, 997, 0));
+    text = render(&built.model, 0, 100);
+    ck_assert_ptr_null(line_with(text, "dropped"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+START_TEST(table_stops_at_ten_functions)
+{
+    static const unsigned self[] = {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
+    struct built built;
+    build(&built, profile_text("fn_", "/w/x.c", 15, self, 997, 0));
+    char *text = render(&built.model, 0, 100);
+    ck_assert_uint_eq(count_lines_with(text, "x.c:"), 10);
+    ck_assert_ptr_nonnull(line_with(text, "fn_9 "));
+    ck_assert_ptr_null(line_with(text, "fn_10 "));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+START_TEST(written_paths_come_last)
+{
+    static const unsigned self[] = {100};
+    struct built built;
+    build(&built, profile_text("f", "/w/x.c", 1, self, 997, 0));
+    char *text = render(&built.model, 0, 100);
+    const char *speedscope = strstr(text, "/tmp/out/hotspot.speedscope.json");
+    ck_assert_ptr_nonnull(speedscope);
+    ck_assert_ptr_nonnull(strstr(speedscope, "/tmp/out/hotspot.folded\n"));
+    ck_assert_ptr_nonnull(strstr(text, "x.c:10") < speedscope ? speedscope : NULL);
+    free(text);
+    release(&built);
+}
+END_TEST
+
+START_TEST(only_waiting_samples_says_so)
+{
+    struct built built;
+    fixture_model(&built.fixture,
+                  "thread 0 main\nthread 3 idle\nframe wait /w/x.c\nstack 0@3\nsample 1 0 0 1\n",
+                  &built.model);
+    char *text = render(&built.model, 0, 80);
+    ck_assert_ptr_nonnull(strstr(line_with(text, "fiber 0 (main)"), "waiting 100.0%"));
+    ck_assert_ptr_nonnull(strstr(line_with(text, "fiber 3 (idle)"), "no samples"));
+    ck_assert_ptr_nonnull(line_with(text, "no on-CPU samples"));
+    ck_assert_ptr_null(line_with(text, "FUNCTION"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+Suite *report_suite(void)
+{
+    Suite *suite = suite_create("report");
+    TCase *tc = tcase_create("report");
+    tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
+    tcase_add_test(tc, short_names_are_not_cut);
+    tcase_add_test(tc, location_is_relative_to_the_working_directory_or_a_base_name);
+    tcase_add_test(tc, header_names_the_columns_and_the_run);
+    tcase_add_test(tc, bars_are_eighth_blocks_proportional_to_self);
+    tcase_add_test(tc, colour_only_when_asked);
+    tcase_add_test(tc, low_confidence_below_one_hundred_samples);
+    tcase_add_test(tc, dropped_line_only_when_samples_were_dropped);
+    tcase_add_test(tc, table_stops_at_ten_functions);
+    tcase_add_test(tc, written_paths_come_last);
+    tcase_add_test(tc, only_waiting_samples_says_so);
+    suite_add_tcase(suite, tc);
+    return suite;
+}

@@ -1,0 +1,871 @@
+/* test-symbolize.c — the symbolizer: pc-to-image mapping, unsliding, the -1 on return
+ * addresses, inline expansion, --binary, the tool fallbacks and their warnings, all against
+ * fake tools (tests/fake-tools/) that log what they were asked; then the real llvm-symbolizer
+ * on programs compiled here, including split debug information. */
+#include <check.h>
+#include <elf.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ospx.h"
+
+#define FAKE_TOOLS OSP_TEST_SOURCE_DIR "/fake-tools"
+
+/* A scratch directory with a log file for the fake tools, PATH set for the test. */
+struct fixture {
+    char dir[64];
+    char log[128];
+    char *saved_path;
+    char *warnings;
+    size_t warnings_size;
+    FILE *warnings_stream;
+    struct ospx_symbolize_options options;
+};
+
+static void fixture_open(struct fixture *fixture, const char *path_variable)
+{
+    memset(fixture, 0, sizeof *fixture);
+    snprintf(fixture->dir, sizeof fixture->dir, "/tmp/osprey-test-symbolize-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(fixture->dir));
+    snprintf(fixture->log, sizeof fixture->log, "%s/tool.log", fixture->dir);
+    setenv("OSPREY_FAKE_LOG", fixture->log, 1);
+    unsetenv("OSPREY_FAKE_INLINE");
+    unsetenv("OSPREY_FAKE_UNKNOWN");
+    unsetenv("OSPREY_FAKE_GARBAGE");
+    unsetenv("OSPREY_FAKE_EXIT_AFTER");
+    const char *old_path = getenv("PATH");
+    fixture->saved_path = strdup(old_path != NULL ? old_path : "");
+    setenv("PATH", path_variable, 1);
+    fixture->warnings_stream = open_memstream(&fixture->warnings, &fixture->warnings_size);
+    fixture->options.warnings = fixture->warnings_stream;
+}
+
+/* A file standing for an object (the fake tools never read it). Returns its path. */
+static const char *fixture_object(struct fixture *fixture, const char *name, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/%s", fixture->dir, name);
+    FILE *file = fopen(buf, "w");
+    ck_assert_ptr_nonnull(file);
+    fclose(file);
+    return buf;
+}
+
+/* The fake tool's log so far (malloc'd, "" when it never ran). */
+static char *fixture_log(const struct fixture *fixture)
+{
+    FILE *file = fopen(fixture->log, "r");
+    if (file == NULL)
+        return strdup("");
+    char *text = NULL;
+    size_t size = 0;
+    FILE *copy = open_memstream(&text, &size);
+    int c;
+    while ((c = fgetc(file)) != EOF)
+        fputc(c, copy);
+    fclose(copy);
+    fclose(file);
+    return text;
+}
+
+/* Check that the fake tool's log holds (present) or lacks (!present) a text, printf-style. */
+__attribute__((format(printf, 3, 4))) static void fixture_log_has(const struct fixture *fixture,
+                                                                  int present, const char *fmt, ...)
+{
+    char text[1024];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(text, sizeof text, fmt, args);
+    va_end(args);
+    char *log = fixture_log(fixture);
+    ck_assert_msg((strstr(log, text) != NULL) == present, "%s \"%s\" in the log:\n%s",
+                  present ? "no" : "unexpected", text, log);
+    free(log);
+}
+
+/* Check that exactly `expected_lines` warning lines were written; returns them. */
+static const char *fixture_warnings(struct fixture *fixture, int expected_lines)
+{
+    fflush(fixture->warnings_stream);
+    int lines = 0;
+    for (size_t i = 0; i < fixture->warnings_size; i++)
+        lines += fixture->warnings[i] == '\n';
+    ck_assert_msg(lines == expected_lines, "%d warning lines, not %d:\n%s", lines, expected_lines,
+                  fixture->warnings);
+    return fixture->warnings;
+}
+
+/* Check whether the fake tool's log holds `text` (printf-style). */
+__attribute__((format(printf, 3, 4))) static void
+fixture_log_has(const struct fixture *fixture, int present, const char *fmt, ...);
+
+static void fixture_close(struct fixture *fixture)
+{
+    setenv("PATH", fixture->saved_path, 1);
+    char command[256];
+    snprintf(command, sizeof command, "rm -rf '%s'", fixture->dir);
+    ck_assert_int_eq(system(command), 0);
+    free(fixture->saved_path);
+    fclose(fixture->warnings_stream);
+    free(fixture->warnings);
+    unsetenv("OSPREY_FAKE_LOG");
+}
+
+/* A raw profile built in memory: images and stacks given by the test. */
+struct test_raw {
+    struct ospx_raw raw;
+    struct ospx_image images[4];
+    struct ospx_stack stacks[4];
+};
+
+static void add_image(struct test_raw *test, const char *path, uint64_t base, uint64_t slide,
+                      uint64_t text, uint64_t text_size, const char *arch)
+{
+    test->raw.images = test->images;
+    test->images[test->raw.image_count++] = (struct ospx_image){.path = (char *)path,
+                                                                .base = base,
+                                                                .slide = slide,
+                                                                .text = text,
+                                                                .text_size = text_size,
+                                                                .arch = (char *)arch};
+}
+
+static void add_stack(struct test_raw *test, uint64_t *pcs, size_t depth)
+{
+    test->raw.stacks = test->stacks;
+    test->stacks[test->raw.stack_count++] = (struct ospx_stack){.pcs = pcs, .depth = depth};
+}
+
+static void init_raw(struct test_raw *test, const char *exe)
+{
+    memset(test, 0, sizeof *test);
+    test->raw.version = 1;
+    test->raw.exe = (char *)exe;
+    test->raw.source_path = "test.raw.json";
+    test->raw.rate_hz = 997;
+}
+
+static const struct ospx_frame *frame_at(const struct ospx_symbols *symbols, size_t stack,
+                                         size_t position)
+{
+    ck_assert_uint_lt(stack, symbols->stack_count);
+    ck_assert_uint_lt(position, symbols->stack_frame_counts[stack]);
+    return &symbols->frames[symbols->stack_frames[stack][position]];
+}
+
+static void run_symbolize(struct test_raw *test, struct fixture *fixture,
+                          struct ospx_symbols *symbols)
+{
+    struct ospx_error err;
+    memset(&err, 0, sizeof err);
+    int rc = ospx_symbolize(&test->raw, &fixture->options, symbols, &err);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+}
+
+/* The dyld shared cache case: image A's header is below B's, but A's code is above B's. A pc
+ * in A's text must go to A, unslid with A's slide — not to B, the greatest base below it. */
+START_TEST(test_text_range_not_header_order)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    char a[128], b[128];
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x10000, 0x1000, 0x900000,
+              0x1000, "");
+    add_image(&test, fixture_object(&fixture, "libB.so", b, sizeof b), 0x20000, 0x2000, 0x800000,
+              0x1000, "");
+    uint64_t stack[] = {0x900010, 0x800101};
+    add_stack(&test, stack, 2);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+
+    /* leaf: 0x900010 - 0x1000; caller: 0x800101 - 1 - 0x2000 */
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x8ff010");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, a);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "/src/libA.so.c");
+    ck_assert_int_eq(frame_at(&symbols, 0, 0)->line, 0x8ff010 % 1000 + 1);
+    ck_assert_int_eq(frame_at(&symbols, 0, 0)->column, 3);
+    ck_assert_uint_eq(frame_at(&symbols, 0, 0)->address, 0x900010);
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libB.so:0x7fe100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, b);
+    ck_assert_uint_eq(frame_at(&symbols, 0, 1)->address, 0x800101);
+
+    fixture_log_has(&fixture, 1, "--obj=%s\naddress: 0x8ff010\n", a);
+    fixture_log_has(&fixture, 1, "--output-style=JSON");
+    fixture_log_has(&fixture, 1, "--inlining");
+    fixture_warnings(&fixture, 0);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* The greatest base at or below the pc applies only among images that reported no text
+ * range; a pc outside every range and below every such base has no image. */
+START_TEST(test_text_size_zero_fallback)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    char c[128], d[128];
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, fixture_object(&fixture, "libC.so", c, sizeof c), 0x500000, 0x500000, 0, 0,
+              "");
+    add_image(&test, fixture_object(&fixture, "libD.so", d, sizeof d), 0x400000, 0x400000, 0x400000,
+              0x10, "");
+    uint64_t in_c[] = {0x500100};
+    uint64_t beside_d[] = {0x450000};
+    add_stack(&test, in_c, 1);
+    add_stack(&test, beside_d, 1);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libC.so:0x100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, c);
+    /* D has a range that does not hold the pc, and is no fallback: no image, hex name. */
+    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "0x450000");
+    ck_assert_str_eq(frame_at(&symbols, 1, 0)->image, "");
+    ck_assert_str_eq(frame_at(&symbols, 1, 0)->file, "");
+    ck_assert_int_eq(frame_at(&symbols, 1, 0)->line, 0);
+    fixture_log_has(&fixture, 0, "libD.so");
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* The leaf is looked up as recorded; every return address one byte back. */
+START_TEST(test_return_address_adjustment)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    char a[128];
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
+              "");
+    uint64_t stack[] = {0x1100, 0x1200, 0x1300};
+    add_stack(&test, stack, 3);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_uint_eq(symbols.stack_frame_counts[0], 3);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x11ff");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "libA.so:0x12ff");
+    ck_assert_int_eq(symbols.stack_lines[0][1], 0x11ff % 1000 + 1);
+    fixture_log_has(&fixture, 1, "address: 0x1100\naddress: 0x11ff\naddress: 0x12ff\n");
+    fixture_log_has(&fixture, 0, "0x1200");
+    fixture_log_has(&fixture, 0, "0x10ff");
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* An address with an inlined call becomes two frames, innermost first, each with its own
+ * line; equal frames are interned once; every distinct address is asked once. */
+START_TEST(test_inline_expansion_and_interning)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    setenv("OSPREY_FAKE_INLINE", "0x1100", 1);
+    char a[128];
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
+              "");
+    uint64_t first[] = {0x1100, 0x1201};
+    uint64_t second[] = {0x1050, 0x1201};
+    add_stack(&test, first, 2);
+    add_stack(&test, second, 2);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+
+    ck_assert_uint_eq(symbols.stack_count, 2);
+    ck_assert_uint_eq(symbols.stack_frame_counts[0], 3);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "inlined_0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "/src/inline.h");
+    ck_assert_int_eq(symbols.stack_lines[0][0], 7);
+    ck_assert_int_eq(frame_at(&symbols, 0, 0)->column, 9);
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x1100");
+    ck_assert_int_eq(symbols.stack_lines[0][1], 0x1100 % 1000 + 1);
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "libA.so:0x1200");
+    ck_assert_uint_eq(symbols.stack_frame_counts[1], 2);
+    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so:0x1050");
+    /* the shared caller is one frame */
+    ck_assert_uint_eq(symbols.stack_frames[0][2], symbols.stack_frames[1][1]);
+    ck_assert_uint_eq(symbols.frame_count, 4);
+
+    char *log = fixture_log(&fixture);
+    const char *once = strstr(log, "address: 0x1200\n");
+    ck_assert_ptr_nonnull(once);
+    ck_assert_ptr_null(strstr(once + 1, "address: 0x1200\n"));
+    /* one process for the image */
+    ck_assert_ptr_null(strstr(strstr(log, "argv:") + 1, "argv:"));
+    free(log);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* --binary stands in for the main image only; another image is read from its own path,
+ * and frames keep the recorded image path. */
+START_TEST(test_binary_substitutes_main_image_only)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    char main_path[128], moved[128], other[128];
+    fixture_object(&fixture, "main", main_path, sizeof main_path);
+    fixture_object(&fixture, "moved-main", moved, sizeof moved);
+    fixture_object(&fixture, "other.so", other, sizeof other);
+    struct test_raw test;
+    init_raw(&test, main_path);
+    add_image(&test, main_path, 0x1000, 0, 0x1000, 0x1000, "");
+    add_image(&test, other, 0x9000, 0, 0x9000, 0x1000, "");
+    uint64_t stack[] = {0x9100, 0x1201};
+    add_stack(&test, stack, 2);
+    fixture.options.binary = moved;
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "other.so:0x9100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, other);
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "moved-main:0x1200");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, main_path);
+    fixture_log_has(&fixture, 1, "--obj=%s\n", moved);
+    fixture_log_has(&fixture, 1, "--obj=%s\n", other);
+    fixture_log_has(&fixture, 0, "--obj=%s\n", main_path);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* Without llvm-symbolizer, atos: pinned to each image's recorded arch, given the recorded
+ * path unchanged although no such file exists here, with the load address; its answers
+ * parsed into name, file and line; an address atos does not know stays hex. */
+START_TEST(test_atos_arch_pinning)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, FAKE_TOOLS "/atos");
+    setenv("OSPREY_FAKE_UNKNOWN", "0x180002010", 1);
+    struct test_raw test;
+    init_raw(&test, "/Users/u/app");
+    add_image(&test, "/usr/lib/system/libsystem_kernel.dylib", 0x180000000, 0x100000, 0x180001000,
+              0x8000, "arm64e");
+    add_image(&test, "/Users/u/app", 0x100000000, 0x0, 0x100004000, 0x4000, "arm64");
+    uint64_t stack[] = {0x180001100, 0x100004101, 0x180002011};
+    add_stack(&test, stack, 3);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "atos_0x180001100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "libsystem_kernel.dylib.c");
+    ck_assert_int_eq(frame_at(&symbols, 0, 0)->line, 0x180001100 % 1000 + 1);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, "/usr/lib/system/libsystem_kernel.dylib");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "atos_0x100004100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x180002011");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->image, "/usr/lib/system/libsystem_kernel.dylib");
+
+    fixture_log_has(&fixture, 1,
+                    "argv: -o /usr/lib/system/libsystem_kernel.dylib -arch arm64e "
+                    "-l 0x180000000 0x180001100 0x180002010\n");
+    fixture_log_has(&fixture, 1, "argv: -o /Users/u/app -arch arm64 -l 0x100000000 0x100004100\n");
+    fixture_warnings(&fixture, 0);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* No tool at all: hex names, the image still named, and exactly one warning line. */
+START_TEST(test_no_tool_hex_and_one_warning)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, "/nonexistent-osprey-test-dir");
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, "/app/main", 0x1000, 0, 0x1000, 0x1000, "");
+    add_image(&test, "/lib/libz.so", 0x9000, 0, 0x9000, 0x1000, "");
+    uint64_t stack[] = {0x1100, 0x9201, 0x20};
+    add_stack(&test, stack, 3);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, "/app/main");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x9201");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, "/lib/libz.so");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x20");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->image, "");
+    const char *warnings = fixture_warnings(&fixture, 1);
+    ck_assert_msg(strncmp(warnings, "osprey: no llvm-symbolizer or atos", 34) == 0, "%s", warnings);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* llvm-symbolizer present, objects missing: the tool is not asked about them, their frames
+ * are hex, and one warning line covers them all. A pseudo image ([vdso]) is not warned of. */
+START_TEST(test_missing_objects_one_warning)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    char a[128];
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, "/nonexistent/one.so", 0x1000, 0, 0x1000, 0x1000, "");
+    add_image(&test, "/nonexistent/two.so", 0x3000, 0, 0x3000, 0x1000, "");
+    add_image(&test, "[vdso]", 0x5000, 0, 0x5000, 0x1000, "");
+    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x9000, 0, 0x9000, 0x1000,
+              "");
+    uint64_t stack[] = {0x1100, 0x3201, 0x5001, 0x9101};
+    add_stack(&test, stack, 4);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x3201");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x5001");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->image, "[vdso]");
+    ck_assert_str_eq(frame_at(&symbols, 0, 3)->name, "libA.so:0x9100");
+    const char *warnings = fixture_warnings(&fixture, 1);
+    ck_assert_str_eq(warnings, "osprey: 2 object files not found (first: /nonexistent/one.so); "
+                               "their frames are shown as hex addresses\n");
+    fixture_log_has(&fixture, 0, "nonexistent");
+    fixture_log_has(&fixture, 0, "vdso");
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* A symbolizer that dies, or answers with something that is not its JSON, costs the names of
+ * the addresses it did not answer — hex, with one warning line — and nothing else. */
+START_TEST(test_tool_failure_mid_image)
+{
+    for (int garbage = 0; garbage <= 1; garbage++) {
+        struct fixture fixture;
+        fixture_open(&fixture, FAKE_TOOLS "/llvm");
+        setenv(garbage ? "OSPREY_FAKE_GARBAGE" : "OSPREY_FAKE_EXIT_AFTER", garbage ? "0x1200" : "1",
+               1);
+        setenv("OSPREY_FAKE_UNKNOWN", "0x1100", 1);
+        char a[128];
+        struct test_raw test;
+        init_raw(&test, "/app/main");
+        add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000,
+                  0x1000, "");
+        uint64_t stack[] = {0x1100, 0x1201, 0x1301};
+        add_stack(&test, stack, 3);
+        struct ospx_symbols symbols;
+        run_symbolize(&test, &fixture, &symbols);
+        /* 0x1100: answered, but nothing known */
+        ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
+        ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, a);
+        ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x1201");
+        ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x1301");
+        const char *warnings = fixture_warnings(&fixture, 1);
+        char expected[512];
+        snprintf(expected, sizeof expected, "osprey: %s: %s; 2 addresses stay hex\n", a,
+                 garbage ? "unexpected answer from the symbolizer" : "the symbolizer exited early");
+        ck_assert_str_eq(warnings, expected);
+        ospx_symbols_free(&symbols);
+        fixture_close(&fixture);
+    }
+}
+END_TEST
+
+/* options->symbolizer names the tool to run, whatever PATH holds. */
+START_TEST(test_explicit_symbolizer)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, "/nonexistent-osprey-test-dir");
+    fixture.options.symbolizer = FAKE_TOOLS "/llvm/llvm-symbolizer";
+    char a[128];
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
+              "");
+    uint64_t stack[] = {0x1100};
+    add_stack(&test, stack, 1);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x1100");
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* ---- the real llvm-symbolizer ---- */
+
+/* Run a shell command and return the first line of its output (malloc'd), or NULL. */
+static char *command_output(const char *command)
+{
+    FILE *pipe = popen(command, "r");
+    ck_assert_ptr_nonnull(pipe);
+    char line[1024];
+    char *result = fgets(line, sizeof line, pipe) != NULL ? strdup(line) : NULL;
+    pclose(pipe);
+    if (result != NULL)
+        result[strcspn(result, "\n")] = '\0';
+    return result;
+}
+
+/* The address of a symbol in an ELF file, from nm. */
+static uint64_t symbol_address(const char *object, const char *symbol)
+{
+    char command[1024];
+    snprintf(command, sizeof command, "nm '%s' | awk '$3 == \"%s\" { print $1 }'", object, symbol);
+    char *output = command_output(command);
+    ck_assert_msg(output != NULL, "no %s in %s", symbol, object);
+    uint64_t address = strtoull(output, NULL, 16);
+    free(output);
+    return address;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *file = fopen(path, "w");
+    ck_assert_ptr_nonnull(file);
+    fputs(text, file);
+    fclose(file);
+}
+
+static const char known_program[] = "#include <stdio.h>\n"                           /* 1 */
+                                    "\n"                                             /* 2 */
+                                    "__attribute__((noinline)) int\n"                /* 3 */
+                                    "known_function(int x)\n"                        /* 4 */
+                                    "{\n"                                            /* 5 */
+                                    "    return x * 7 + 1;\n"                        /* 6 */
+                                    "}\n"                                            /* 7 */
+                                    "\n"                                             /* 8 */
+                                    "int main(int argc, char **argv)\n"              /* 9 */
+                                    "{\n"                                            /* 10 */
+                                    "    (void)argv;\n"                              /* 11 */
+                                    "    printf(\"%d\\n\", known_function(argc));\n" /* 12 */
+                                    "    return 0;\n"                                /* 13 */
+                                    "}\n";
+
+/* A program compiled here with clang -g: its function is named with file and line, through
+ * a slide, with the real tool found on PATH. */
+START_TEST(test_real_llvm_symbolizer)
+{
+    struct fixture fixture;
+    const char *path = getenv("PATH");
+    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    char source[128], program[128], command[512];
+    snprintf(source, sizeof source, "%s/known.c", fixture.dir);
+    snprintf(program, sizeof program, "%s/known", fixture.dir);
+    write_file(source, known_program);
+    snprintf(command, sizeof command, "clang -g -O0 -o '%s' '%s'", program, source);
+    ck_assert_int_eq(system(command), 0);
+    uint64_t function = symbol_address(program, "known_function");
+    uint64_t slide = 0x555555554000ULL;
+
+    struct test_raw test;
+    init_raw(&test, program);
+    add_image(&test, program, slide, slide, slide + (function & ~0xfffULL), 0x2000, "x86_64");
+    uint64_t stack[] = {slide + function};
+    add_stack(&test, stack, 1);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    const struct ospx_frame *frame = frame_at(&symbols, 0, 0);
+    ck_assert_str_eq(frame->name, "known_function");
+    ck_assert_str_eq(frame->file, source);
+    ck_assert_int_eq(frame->line, 5);
+    ck_assert_str_eq(frame->image, program);
+    fixture_warnings(&fixture, 0);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* A shared library whose debug information was split off (objcopy --only-keep-debug, strip,
+ * --add-gnu-debuglink): its static function is named from the .debug file beside it, and
+ * without that file it is not. */
+START_TEST(test_split_debug_info)
+{
+    struct fixture fixture;
+    const char *path = getenv("PATH");
+    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    char source[128], library[128], debug[128], command[1024];
+    snprintf(source, sizeof source, "%s/split.c", fixture.dir);
+    snprintf(library, sizeof library, "%s/libsplit.so", fixture.dir);
+    snprintf(debug, sizeof debug, "%s/libsplit.so.debug", fixture.dir);
+    write_file(source, "static int __attribute__((noinline)) hidden_helper(int x)\n"
+                       "{\n"
+                       "    return x * 3 + 1;\n"
+                       "}\n"
+                       "int exported_entry(int x) { return hidden_helper(x) + 2; }\n");
+    snprintf(command, sizeof command,
+             "cd '%s' && cc -g -O1 -fPIC -shared -o libsplit.so split.c && "
+             "objcopy --only-keep-debug libsplit.so libsplit.so.debug && "
+             "strip --strip-all libsplit.so && "
+             "objcopy --add-gnu-debuglink=libsplit.so.debug libsplit.so",
+             fixture.dir);
+    ck_assert_int_eq(system(command), 0);
+    uint64_t helper = symbol_address(debug, "hidden_helper");
+    /* stripped: the object alone does not know the name */
+    snprintf(command, sizeof command, "nm '%s' 2>/dev/null | grep -c hidden_helper", library);
+    char *count = command_output(command);
+    ck_assert_str_eq(count, "0");
+    free(count);
+
+    uint64_t base = 0x7f0000000000ULL;
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, library, base, base, base + (helper & ~0xfffULL), 0x1000, "x86_64");
+    uint64_t stack[] = {base + helper};
+    add_stack(&test, stack, 1);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "hidden_helper");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, source);
+    /* lines 1-3 are the function; which one its first instruction carries is the
+     * compiler's choice */
+    ck_assert_int_ge(frame_at(&symbols, 0, 0)->line, 1);
+    ck_assert_int_le(frame_at(&symbols, 0, 0)->line, 3);
+    ospx_symbols_free(&symbols);
+
+    ck_assert_int_eq(unlink(debug), 0);
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_str_ne(frame_at(&symbols, 0, 0)->name, "hidden_helper");
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* The C library's internal functions, named from Debian's libc6-dbg through the build-id
+ * tree in /usr/lib/debug. Skipped where that package is not installed. */
+START_TEST(test_libc_debug_by_build_id)
+{
+    const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    char *build_id = command_output(
+        "readelf -n /lib/x86_64-linux-gnu/libc.so.6 2>/dev/null | awk '/Build ID/ { print $3 }'");
+    char debug[256] = "";
+    if (build_id != NULL && strlen(build_id) > 2)
+        snprintf(debug, sizeof debug, "/usr/lib/debug/.build-id/%.2s/%s.debug", build_id,
+                 build_id + 2);
+    free(build_id);
+    if (debug[0] == '\0' || access(debug, R_OK) != 0)
+        return; /* no libc6-dbg here: nothing to check */
+    struct fixture fixture;
+    const char *path = getenv("PATH");
+    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    uint64_t cleanup = symbol_address(debug, "_IO_cleanup");
+    uint64_t base = 0x7f1000000000ULL;
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, libc, base, base, base, 0x1000000, "x86_64");
+    uint64_t stack[] = {base + cleanup + 1};
+    add_stack(&test, stack, 1);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "_IO_cleanup");
+    ck_assert_int_gt(frame_at(&symbols, 0, 0)->line, 0);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* An object llvm-symbolizer cannot read: hex names and one warning naming it and the reason. */
+START_TEST(test_real_unreadable_object)
+{
+    struct fixture fixture;
+    const char *path = getenv("PATH");
+    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    char object[128];
+    snprintf(object, sizeof object, "%s/not-an-object.so", fixture.dir);
+    write_file(object, "this is text, not ELF\n");
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, object, 0x1000, 0, 0x1000, 0x1000, "x86_64");
+    uint64_t stack[] = {0x1100, 0x1201};
+    add_stack(&test, stack, 2);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x1201");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, object);
+    const char *warnings = fixture_warnings(&fixture, 1);
+    char expected[256];
+    snprintf(expected, sizeof expected, "osprey: %s: ", object);
+    ck_assert_msg(strncmp(warnings, expected, strlen(expected)) == 0, "%s", warnings);
+    ck_assert_msg(strstr(warnings, "frames are shown as hex addresses") != NULL, "%s", warnings);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* ---- this process's own stack, described the way ospreyd describes a target ---- */
+
+struct own_images {
+    struct test_raw *test;
+    char paths[4][PATH_MAX];
+};
+
+/* One loaded object as an images entry: base = the ELF load base, slide = the load bias,
+ * text/text_size = the span of the executable PT_LOAD segments. */
+static int add_own_image(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct own_images *own = data;
+    struct test_raw *test = own->test;
+    if (test->raw.image_count == 4)
+        return 1;
+    uint64_t lowest = UINT64_MAX, text_start = UINT64_MAX, text_end = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *header = &info->dlpi_phdr[i];
+        if (header->p_type != PT_LOAD)
+            continue;
+        if (header->p_vaddr < lowest)
+            lowest = header->p_vaddr;
+        if (header->p_flags & PF_X) {
+            if (header->p_vaddr < text_start)
+                text_start = header->p_vaddr;
+            if (header->p_vaddr + header->p_memsz > text_end)
+                text_end = header->p_vaddr + header->p_memsz;
+        }
+    }
+    if (text_end == 0)
+        return 0;
+    char *path = own->paths[test->raw.image_count];
+    if (info->dlpi_name[0] == '\0') {
+        ssize_t length = readlink("/proc/self/exe", path, PATH_MAX - 1);
+        ck_assert_int_gt(length, 0);
+        path[length] = '\0';
+    } else {
+        snprintf(path, PATH_MAX, "%s", info->dlpi_name);
+    }
+    add_image(test, path, info->dlpi_addr + lowest, info->dlpi_addr, info->dlpi_addr + text_start,
+              text_end - text_start, "x86_64");
+    return 0;
+}
+
+/* Read at run time, so the compiler cannot specialise capture_stack_here into a clone with
+ * another name. */
+static volatile size_t capture_capacity = 32;
+/* Written by capture_stack_here, so that its call is a statement of its own whose next
+ * instruction belongs to the next line: unadjusted, the return address names that line. */
+static volatile size_t captured_depth;
+static uint64_t captured_pcs[32];
+
+/* The return addresses above this call, leaf first, as a frame-pointer walk would record. */
+static __attribute__((noinline)) void capture_stack_here(size_t capacity)
+{
+    void *frames[32];
+    int depth = backtrace(frames, 32);
+    size_t count = 0;
+    for (int i = 0; i < depth && count < capacity && count < 32; i++)
+        captured_pcs[count++] = (uint64_t)(uintptr_t)frames[i];
+    captured_depth = count;
+}
+
+/* This test's own stack, captured live with a load bias, symbolized with the real tool:
+ * the caller's frame is this function, at the line of the call (the return address moved
+ * back into the call instruction), in this file. */
+START_TEST(test_real_own_stack)
+{
+    struct fixture fixture;
+    const char *path = getenv("PATH");
+    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    int call_line = __LINE__ + 1;
+    capture_stack_here(capture_capacity);
+    size_t depth = captured_depth;
+    ck_assert_uint_ge(depth, 2);
+
+    struct test_raw test;
+    struct own_images own = {.test = &test};
+    init_raw(&test, "");
+    dl_iterate_phdr(add_own_image, &own);
+    test.raw.exe = own.paths[0];
+    add_stack(&test, captured_pcs, depth);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "capture_stack_here");
+    const struct ospx_frame *caller = frame_at(&symbols, 0, 1);
+    ck_assert_str_eq(caller->name, "test_real_own_stack_fn");
+    ck_assert_str_eq(caller->image, own.paths[0]);
+    /* A build without -g (buildtype=release) has symbols but no line table to check. */
+    if (caller->line != 0) {
+        const char *file = strrchr(caller->file, '/');
+        ck_assert_str_eq(file != NULL ? file + 1 : caller->file, "test-symbolize.c");
+        ck_assert_int_eq(symbols.stack_lines[0][1], call_line);
+    }
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* Progress goes to stderr only when asked for, and is cleared at the end. */
+START_TEST(test_progress_only_when_asked)
+{
+    for (int progress = 0; progress <= 1; progress++) {
+        struct fixture fixture;
+        fixture_open(&fixture, FAKE_TOOLS "/llvm");
+        fixture.options.progress = progress;
+        char a[128], captured[128];
+        struct test_raw test;
+        init_raw(&test, "/app/main");
+        add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000,
+                  0x1000, "");
+        uint64_t stack[] = {0x1100, 0x1201};
+        add_stack(&test, stack, 2);
+        snprintf(captured, sizeof captured, "%s/stderr", fixture.dir);
+        fflush(stderr);
+        int saved = dup(STDERR_FILENO);
+        ck_assert(freopen(captured, "w", stderr) != NULL);
+        struct ospx_symbols symbols;
+        struct ospx_error err;
+        memset(&err, 0, sizeof err);
+        int rc = ospx_symbolize(&test.raw, &fixture.options, &symbols, &err);
+        fflush(stderr);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+        ck_assert_int_eq(rc, 0);
+        struct stat info;
+        ck_assert_int_eq(stat(captured, &info), 0);
+        if (progress) {
+            FILE *file = fopen(captured, "r");
+            char text[512] = "";
+            size_t got = fread(text, 1, sizeof text - 1, file);
+            text[got] = '\0';
+            fclose(file);
+            ck_assert_msg(strstr(text, "\rosprey: symbolizing 2/2 addresses") != NULL, "%s", text);
+            ck_assert_msg(got >= 4 && strcmp(text + got - 4, "\r\033[K") == 0, "not cleared");
+        } else {
+            ck_assert_int_eq(info.st_size, 0);
+        }
+        ospx_symbols_free(&symbols);
+        fixture_close(&fixture);
+    }
+}
+END_TEST
+
+Suite *symbolize_suite(void)
+{
+    Suite *suite = suite_create("symbolize");
+    TCase *fake = tcase_create("fake-tools");
+    tcase_add_test(fake, test_text_range_not_header_order);
+    tcase_add_test(fake, test_text_size_zero_fallback);
+    tcase_add_test(fake, test_return_address_adjustment);
+    tcase_add_test(fake, test_inline_expansion_and_interning);
+    tcase_add_test(fake, test_binary_substitutes_main_image_only);
+    tcase_add_test(fake, test_atos_arch_pinning);
+    tcase_add_test(fake, test_no_tool_hex_and_one_warning);
+    tcase_add_test(fake, test_missing_objects_one_warning);
+    tcase_add_test(fake, test_explicit_symbolizer);
+    tcase_add_test(fake, test_tool_failure_mid_image);
+    tcase_add_test(fake, test_progress_only_when_asked);
+    suite_add_tcase(suite, fake);
+    TCase *real = tcase_create("llvm-symbolizer");
+    tcase_set_timeout(real, 120);
+    tcase_add_test(real, test_real_llvm_symbolizer);
+    tcase_add_test(real, test_split_debug_info);
+    tcase_add_test(real, test_libc_debug_by_build_id);
+    tcase_add_test(real, test_real_own_stack);
+    tcase_add_test(real, test_real_unreadable_object);
+    suite_add_tcase(suite, real);
+    return suite;
+}

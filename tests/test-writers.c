@@ -1,0 +1,689 @@
+/* test-writers.c — the four file outputs. Golden files per case
+ * (tests/data/writers/<case>/expected.*; OSPX_UPDATE_GOLDEN=1 rewrites them), plus checks that
+ * hold for every case whatever the golden files say: speedscope against the required keys and
+ * types of its file-format schema, the V8 profile's tree and sample invariants, the folded
+ * line grammar, and the atomic write (no temporary file left, the error names the path). */
+#include <check.h>
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <jansson.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ospx-fixture.h"
+#include "ospx.h"
+
+static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names"};
+#define CASE_COUNT (sizeof cases / sizeof cases[0])
+
+struct writer {
+    const char *extension;
+    int (*write)(const struct ospx_model *, const char *, struct ospx_error *);
+};
+
+static const struct writer writers[] = {
+    {"speedscope.json", ospx_write_speedscope},
+    {"cpuprofile", ospx_write_cpuprofile},
+    {"folded", ospx_write_folded},
+    {"profile.json", ospx_write_profile_json},
+};
+#define WRITER_COUNT (sizeof writers / sizeof writers[0])
+
+/* A scratch directory per test, removed with everything in it. */
+static char scratch[64];
+
+static void make_scratch(void)
+{
+    snprintf(scratch, sizeof scratch, "/tmp/ospx-writers-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+static void remove_scratch(void)
+{
+    DIR *dir = opendir(scratch);
+    if (dir == NULL)
+        return;
+    struct dirent *entry;
+    char path[512];
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] == '.' && (entry->d_name[1] == '\0' || entry->d_name[1] == '.'))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", scratch, entry->d_name);
+        if (unlink(path) != 0)
+            rmdir(path);
+    }
+    closedir(dir);
+    rmdir(scratch);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *file = fopen(path, "rb");
+    if (file == NULL)
+        return NULL;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *memory = open_memstream(&text, &size);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, file)) > 0)
+        fwrite(chunk, 1, n, memory);
+    fclose(memory);
+    fclose(file);
+    return text;
+}
+
+static void load_case(const char *name, struct fixture *fixture, struct ospx_model *model)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/writers/%s/input", OSP_TEST_SOURCE_DIR "/data", name);
+    fixture_load(fixture, path);
+    struct ospx_error err = {0};
+    ck_assert_msg(ospx_model_build(&fixture->raw, &fixture->symbols, model, &err) == 0, "%s: %s",
+                  name, err.text);
+}
+
+/* Write one output of a case into the scratch directory; returns its path (static buffer). */
+static const char *write_output(const struct ospx_model *model, const struct writer *writer)
+{
+    static char path[512];
+    snprintf(path, sizeof path, "%s/out.%s", scratch, writer->extension);
+    struct ospx_error err = {0};
+    int rc = writer->write(model, path, &err);
+    ck_assert_msg(rc == 0, "%s: %s", path, err.text);
+    return path;
+}
+
+static json_t *load_json(const char *path)
+{
+    json_error_t error;
+    json_t *root = json_load_file(path, 0, &error);
+    ck_assert_msg(root != NULL, "%s:%d: %s", path, error.line, error.text);
+    return root;
+}
+
+START_TEST(outputs_match_golden_files)
+{
+    const char *name = cases[_i];
+    const char *update = getenv("OSPX_UPDATE_GOLDEN");
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(name, &fixture, &model);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        const char *path = write_output(&model, &writers[w]);
+        char *actual = read_text(path);
+        ck_assert_ptr_nonnull(actual);
+        char golden[512];
+        snprintf(golden, sizeof golden, "%s/writers/%s/expected.%s", OSP_TEST_SOURCE_DIR "/data",
+                 name, writers[w].extension);
+        if (update != NULL && strcmp(update, "1") == 0) {
+            FILE *file = fopen(golden, "wb");
+            ck_assert_ptr_nonnull(file);
+            fputs(actual, file);
+            fclose(file);
+        }
+        char *expected = read_text(golden);
+        ck_assert_msg(expected != NULL, "missing %s (run with OSPX_UPDATE_GOLDEN=1)", golden);
+        ck_assert_msg(strcmp(actual, expected) == 0, "%s differs from %s", path, golden);
+        free(actual);
+        free(expected);
+    }
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+static int is_speedscope_unit(const char *unit)
+{
+    static const char *const units[] = {"none",         "nanoseconds", "microseconds",
+                                        "milliseconds", "seconds",     "bytes"};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(unit, units[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The required keys and types of https://www.speedscope.app/file-format-schema.json for a
+ * file of sampled profiles, and that every sample of the raw profile is there exactly once. */
+START_TEST(speedscope_follows_the_file_format_schema)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(cases[_i], &fixture, &model);
+    json_t *root = load_json(write_output(&model, &writers[0]));
+
+    ck_assert_str_eq(json_string_value(json_object_get(root, "$schema")),
+                     "https://www.speedscope.app/file-format-schema.json");
+    json_t *frames = json_object_get(json_object_get(root, "shared"), "frames");
+    ck_assert(json_is_array(frames));
+    size_t index;
+    json_t *frame;
+    json_array_foreach(frames, index, frame)
+    {
+        ck_assert(json_is_string(json_object_get(frame, "name")));
+        json_t *file = json_object_get(frame, "file"), *line = json_object_get(frame, "line");
+        ck_assert(file == NULL || json_is_string(file));
+        ck_assert(line == NULL || (json_is_integer(line) && json_integer_value(line) >= 1));
+    }
+    json_t *profiles = json_object_get(root, "profiles");
+    ck_assert(json_is_array(profiles));
+    ck_assert_uint_eq(json_array_size(profiles), fixture.raw.thread_count);
+    json_t *active = json_object_get(root, "activeProfileIndex");
+    ck_assert(active == NULL || json_integer_value(active) < (json_int_t)json_array_size(profiles));
+
+    size_t total_samples = 0, waiting_leaves = 0, p;
+    json_t *profile;
+    json_array_foreach(profiles, p, profile)
+    {
+        ck_assert_str_eq(json_string_value(json_object_get(profile, "type")), "sampled");
+        ck_assert(json_is_string(json_object_get(profile, "name")));
+        ck_assert(is_speedscope_unit(json_string_value(json_object_get(profile, "unit"))));
+        ck_assert(json_is_number(json_object_get(profile, "startValue")));
+        ck_assert(json_is_number(json_object_get(profile, "endValue")));
+        ck_assert(json_number_value(json_object_get(profile, "endValue")) >=
+                  json_number_value(json_object_get(profile, "startValue")));
+        json_t *samples = json_object_get(profile, "samples");
+        json_t *weights = json_object_get(profile, "weights");
+        ck_assert(json_is_array(samples) && json_is_array(weights));
+        ck_assert_uint_eq(json_array_size(samples), json_array_size(weights));
+        size_t s;
+        json_t *stack;
+        json_array_foreach(samples, s, stack)
+        {
+            ck_assert(json_is_array(stack));
+            ck_assert(json_is_number(json_array_get(weights, s)));
+            size_t k;
+            json_t *frame_index;
+            json_array_foreach(stack, k, frame_index)
+            {
+                ck_assert(json_is_integer(frame_index));
+                json_int_t value = json_integer_value(frame_index);
+                ck_assert(value >= 0 && value < (json_int_t)json_array_size(frames));
+            }
+            size_t depth = json_array_size(stack);
+            json_t *leaf = json_array_get(
+                frames, (size_t)json_integer_value(json_array_get(stack, depth - 1)));
+            waiting_leaves +=
+                strcmp(json_string_value(json_object_get(leaf, "name")), "(waiting)") == 0;
+        }
+        total_samples += json_array_size(samples);
+    }
+    ck_assert_uint_eq(total_samples, fixture.raw.sample_count);
+    ck_assert_uint_eq(waiting_leaves, model.waiting_samples);
+    json_decref(root);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+/* Stacks are root first: the two-fibers worker's samples start at `worker`. */
+START_TEST(speedscope_stacks_are_root_first)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case("two-fibers", &fixture, &model);
+    json_t *root = load_json(write_output(&model, &writers[0]));
+    json_t *frames = json_object_get(json_object_get(root, "shared"), "frames");
+    json_t *worker = json_array_get(json_object_get(root, "profiles"), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(worker, "name")), "fiber 4243 (thread)");
+    json_t *first = json_array_get(json_object_get(worker, "samples"), 0);
+    ck_assert_uint_eq(json_array_size(first), 2);
+    json_t *frame = json_array_get(frames, (size_t)json_integer_value(json_array_get(first, 0)));
+    ck_assert_str_eq(json_string_value(json_object_get(frame, "name")), "worker");
+    frame = json_array_get(frames, (size_t)json_integer_value(json_array_get(first, 1)));
+    ck_assert_str_eq(json_string_value(json_object_get(frame, "name")), "checksum_block");
+    ck_assert_int_eq(json_integer_value(json_object_get(frame, "line")), 26); /* lowest line */
+    json_decref(root);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+/* V8 profile invariants: ids 1..N in pre-order with (root) first, children after their parent,
+ * hitCount = samples naming the node, deltas non-negative and summing within the run. */
+START_TEST(cpuprofile_tree_and_samples_are_consistent)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(cases[_i], &fixture, &model);
+    json_t *root = load_json(write_output(&model, &writers[1]));
+    json_t *nodes = json_object_get(root, "nodes");
+    size_t count = json_array_size(nodes);
+    ck_assert_uint_gt(count, 0);
+    json_t *first = json_array_get(nodes, 0);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(first, "callFrame"), "functionName")),
+        "(root)");
+    json_int_t *hits = calloc(count + 1, sizeof *hits);
+    size_t i, fibers = 0;
+    json_t *node;
+    json_array_foreach(nodes, i, node)
+    {
+        ck_assert_int_eq(json_integer_value(json_object_get(node, "id")), (json_int_t)i + 1);
+        json_t *call = json_object_get(node, "callFrame");
+        ck_assert(json_is_string(json_object_get(call, "functionName")));
+        ck_assert(json_is_string(json_object_get(call, "scriptId")));
+        ck_assert(json_is_string(json_object_get(call, "url")));
+        ck_assert_int_ge(json_integer_value(json_object_get(call, "lineNumber")), -1);
+        ck_assert(json_is_integer(json_object_get(call, "columnNumber")));
+        size_t c;
+        json_t *child;
+        json_array_foreach(json_object_get(node, "children"), c, child)
+        {
+            ck_assert_int_gt(json_integer_value(child), (json_int_t)i + 1);
+            ck_assert_int_le(json_integer_value(child), (json_int_t)count);
+            if (i == 0)
+                fibers +=
+                    strncmp(
+                        json_string_value(json_object_get(
+                            json_object_get(json_array_get(nodes, json_integer_value(child) - 1),
+                                            "callFrame"),
+                            "functionName")),
+                        "fiber ", 6) == 0;
+        }
+    }
+    ck_assert_uint_eq(fibers, json_array_size(json_object_get(first, "children")));
+
+    json_t *samples = json_object_get(root, "samples"),
+           *deltas = json_object_get(root, "timeDeltas");
+    ck_assert_uint_eq(json_array_size(samples), fixture.raw.sample_count);
+    ck_assert_uint_eq(json_array_size(deltas), json_array_size(samples));
+    json_int_t at = json_integer_value(json_object_get(root, "startTime"));
+    json_t *sample;
+    json_array_foreach(samples, i, sample)
+    {
+        json_int_t id = json_integer_value(sample);
+        ck_assert(id >= 1 && id <= (json_int_t)count);
+        hits[id - 1]++;
+        ck_assert_int_ge(json_integer_value(json_array_get(deltas, i)), 0);
+        at += json_integer_value(json_array_get(deltas, i));
+    }
+    ck_assert_int_le(at, json_integer_value(json_object_get(root, "endTime")));
+    json_array_foreach(nodes, i, node)
+        ck_assert_int_eq(json_integer_value(json_object_get(node, "hitCount")), hits[i]);
+    free(hits);
+    json_decref(root);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+/* Samples of all fibers merged in time order; lines 0-based; a scriptId per file. */
+START_TEST(cpuprofile_merges_fibers_in_time_order)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case("two-fibers", &fixture, &model);
+    json_t *root = load_json(write_output(&model, &writers[1]));
+    json_t *nodes = json_object_get(root, "nodes");
+    size_t count = json_array_size(nodes);
+    /* fiber_of[id - 1]: the name of the fiber subtree a node belongs to */
+    const char **fiber_of = calloc(count + 1, sizeof *fiber_of);
+    size_t i;
+    json_t *node;
+    json_array_foreach(nodes, i, node)
+    {
+        json_t *call = json_object_get(node, "callFrame");
+        const char *name = json_string_value(json_object_get(call, "functionName"));
+        if (strncmp(name, "fiber ", 6) == 0)
+            fiber_of[i] = name;
+        size_t c;
+        json_t *child;
+        json_array_foreach(json_object_get(node, "children"), c, child)
+            fiber_of[json_integer_value(child) - 1] = fiber_of[i];
+        if (strcmp(name, "checksum_block") == 0) {
+            ck_assert_int_eq(json_integer_value(json_object_get(call, "lineNumber")), 25);
+            ck_assert_str_eq(json_string_value(json_object_get(call, "scriptId")), "1");
+            ck_assert_str_eq(json_string_value(json_object_get(call, "url")), "/w/hotspot.c");
+        }
+        if (strncmp(name, "0x", 2) == 0) {
+            ck_assert_int_eq(json_integer_value(json_object_get(call, "lineNumber")), -1);
+            ck_assert_str_eq(json_string_value(json_object_get(call, "scriptId")), "0");
+        }
+    }
+    /* The fixture lists its samples in time order (ties: file order). */
+    json_t *samples = json_object_get(root, "samples");
+    for (i = 0; i < fixture.raw.sample_count; i++) {
+        const char *expected =
+            fixture.raw.samples[i].thread == 0 ? "fiber 0 (main)" : "fiber 4243 (thread)";
+        const char *actual = fiber_of[json_integer_value(json_array_get(samples, i)) - 1];
+        ck_assert_ptr_nonnull(actual);
+        ck_assert_str_eq(actual, expected);
+    }
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(root, "timeDeltas"), 0)),
+                     1000);
+    free(fiber_of);
+    json_decref(root);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+/* Every folded line is `fiber-<id>;frame;… <count>` with no stray `;` or newline from a name,
+ * and the counts add up to the samples. */
+START_TEST(folded_lines_follow_the_grammar)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(cases[_i], &fixture, &model);
+    char *text = read_text(write_output(&model, &writers[2]));
+    ck_assert_ptr_nonnull(text);
+    unsigned long long total = 0;
+    size_t expected_frames = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        ck_assert_msg(strncmp(line, "fiber-", 6) == 0, "line: %s", line);
+        char *space = strrchr(line, ' ');
+        ck_assert_ptr_nonnull(space);
+        char *end;
+        unsigned long long count = strtoull(space + 1, &end, 10);
+        ck_assert_msg(*end == '\0' && count > 0, "count in: %s", line);
+        total += count;
+        for (char *p = line; p < space; p++)
+            expected_frames += *p == ';';
+    }
+    ck_assert_uint_eq(total, fixture.raw.sample_count);
+    ck_assert_uint_gt(expected_frames, 0);
+    free(text);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+START_TEST(folded_names_lose_separators)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case("odd-names", &fixture, &model);
+    char *text = read_text(write_output(&model, &writers[2]));
+    ck_assert_ptr_nonnull(strstr(text, "fiber-0;main;operator: weird 2\n"));
+    ck_assert_ptr_nonnull(strstr(text, "fiber--1;main;two lines 1\n"));
+    ck_assert_ptr_nonnull(strstr(text, "fiber--1;main;two lines;(waiting) 1\n"));
+    free(text);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+/* profile.json: figures over on-CPU samples, percentages rounded to 0.1, documented key order. */
+START_TEST(profile_json_totals_and_percentages)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case("two-fibers", &fixture, &model);
+    json_t *root = load_json(write_output(&model, &writers[3]));
+    static const char *const keys[] = {"version", "exe",       "pid",  "totals",
+                                       "fibers",  "functions", "lines"};
+    size_t k = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach(root, key, value)
+    {
+        ck_assert_uint_lt(k, sizeof keys / sizeof keys[0]);
+        ck_assert_str_eq(key, keys[k++]);
+    }
+    json_t *totals = json_object_get(root, "totals");
+    ck_assert_int_eq(json_integer_value(json_object_get(totals, "samples")), 11);
+    ck_assert_int_eq(json_integer_value(json_object_get(totals, "on_cpu")), 6);
+    ck_assert_int_eq(json_integer_value(json_object_get(totals, "waiting")), 5);
+    ck_assert_double_eq(json_real_value(json_object_get(totals, "wall_ms")), 12.0);
+    ck_assert_double_eq(json_real_value(json_object_get(totals, "cpu_ms")), 6.0);
+    json_t *hottest = json_array_get(json_object_get(root, "functions"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(hottest, "name")), "checksum_block");
+    ck_assert_int_eq(json_integer_value(json_object_get(hottest, "self")), 4);
+    ck_assert_double_eq(json_real_value(json_object_get(hottest, "self_pct")), 66.7);
+    json_t *line = json_array_get(json_object_get(root, "lines"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(line, "line")), 40);
+    ck_assert_double_eq(json_real_value(json_object_get(line, "percent")), 66.7);
+    json_decref(root);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+/* A run that ended before the first sample still gives four well-formed files. */
+START_TEST(empty_profile_writes_valid_files)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    fixture_model(&fixture, "thread 0 main\nthread 5 worker\n", &model);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        const char *path = write_output(&model, &writers[w]);
+        if (writers[w].write == ospx_write_folded) {
+            char *text = read_text(path);
+            ck_assert_str_eq(text, "");
+            free(text);
+        } else {
+            json_decref(load_json(path));
+        }
+    }
+    json_t *root = load_json(write_output(&model, &writers[0]));
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "profiles")), 2);
+    json_decref(root);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+static size_t files_in_scratch(void)
+{
+    size_t n = 0;
+    DIR *dir = opendir(scratch);
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL)
+        n += entry->d_name[0] != '.';
+    closedir(dir);
+    return n;
+}
+
+START_TEST(failed_write_names_the_path_and_leaves_nothing)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case("two-fibers", &fixture, &model);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        /* The destination is a directory: the temporary file is written, the rename fails. */
+        char path[512];
+        snprintf(path, sizeof path, "%s/taken.%s", scratch, writers[w].extension);
+        ck_assert_int_eq(mkdir(path, 0755), 0);
+        struct ospx_error err = {0};
+        ck_assert_int_lt(writers[w].write(&model, path, &err), 0);
+        ck_assert_str_eq(err.file, path);
+        ck_assert_uint_eq(files_in_scratch(), w + 1); /* only the directories */
+
+        /* A directory that does not exist. */
+        memset(&err, 0, sizeof err);
+        snprintf(path, sizeof path, "%s/missing/out.%s", scratch, writers[w].extension);
+        ck_assert_int_eq(writers[w].write(&model, path, &err), -ENOENT);
+        ck_assert_str_eq(err.file, path);
+        ck_assert_ptr_nonnull(strstr(err.text, "No such file"));
+    }
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+START_TEST(write_replaces_an_existing_file_whole)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case("odd-names", &fixture, &model);
+    char path[512];
+    snprintf(path, sizeof path, "%s/out.folded", scratch);
+    FILE *old = fopen(path, "w");
+    for (int i = 0; i < 1000; i++)
+        fputs("an older and much longer profile line 1\n", old);
+    fclose(old);
+    struct ospx_error err = {0};
+    ck_assert_int_eq(ospx_write_folded(&model, path, &err), 0);
+    char *text = read_text(path);
+    ck_assert_ptr_null(strstr(text, "older"));
+    ck_assert_uint_eq(files_in_scratch(), 1);
+    struct stat info;
+    ck_assert_int_eq(stat(path, &info), 0);
+    ck_assert_int_eq(info.st_mode & 0777, 0644);
+    free(text);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+/* ---- ospx_process: the whole pipeline on a raw profile of this very test program ---- */
+
+static __attribute__((noinline)) int process_hot_function(int x)
+{
+    return x * 3 + 1;
+}
+
+struct own_image {
+    uintptr_t base, text, text_size;
+};
+
+static int find_own_text(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct own_image *image = data;
+    uintptr_t hot = (uintptr_t)&process_hot_function;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *phdr = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + phdr->p_vaddr;
+        if (phdr->p_type == PT_LOAD && (phdr->p_flags & PF_X) && hot >= start &&
+            hot < start + phdr->p_memsz) {
+            *image = (struct own_image){info->dlpi_addr, start, phdr->p_memsz};
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A raw profile of this program: 150 on-CPU samples in process_hot_function. */
+static void write_own_raw(const char *path)
+{
+    struct own_image image = {0};
+    ck_assert_int_eq(dl_iterate_phdr(find_own_text, &image), 1);
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ck_assert_int_gt(n, 0);
+    exe[n] = '\0';
+    FILE *raw = fopen(path, "w");
+    ck_assert_ptr_nonnull(raw);
+    fprintf(raw,
+            "{\"version\":1,\"pid\":1,\"exe\":\"%s\",\"rate_hz\":1000,"
+            "\"platform\":\"linux-x86_64\",\"start_unix_ns\":1000000000,"
+            "\"end_unix_ns\":1200000000,\"images\":[{\"path\":\"%s\",\"base\":%llu,"
+            "\"slide\":%llu,\"text\":%llu,\"text_size\":%llu,\"arch\":\"\"}],"
+            "\"threads\":[{\"fiber\":0,\"label\":\"main\"}],\"stacks\":[[%llu]],\"samples\":[",
+            exe, exe, (unsigned long long)image.base, (unsigned long long)image.base,
+            (unsigned long long)image.text, (unsigned long long)image.text_size,
+            (unsigned long long)(uintptr_t)&process_hot_function);
+    for (int i = 0; i < 150; i++)
+        fprintf(raw, "%s[%d,0,0,0]", i == 0 ? "" : ",", (i + 1) * 1000000);
+    fprintf(raw, "],\"dropped\":0}\n");
+    fclose(raw);
+}
+
+START_TEST(process_writes_four_files_and_the_report)
+{
+    make_scratch();
+    char raw[512], stem[512], path[600];
+    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
+    snprintf(stem, sizeof stem, "%s/run", scratch);
+    write_own_raw(raw);
+    char *report = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&report, &size);
+    struct ospx_process_options options = {raw, stem, NULL, out, 0, 0};
+    struct ospx_error err = {0};
+    int rc = ospx_process(&options, &err);
+    fclose(out);
+    ck_assert_msg(rc == 0, "%s: %s", err.file, err.text);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        snprintf(path, sizeof path, "%s.%s", stem, writers[w].extension);
+        ck_assert_msg(access(path, R_OK) == 0, "%s missing", path);
+        ck_assert_ptr_nonnull(strstr(report, path));
+    }
+    ck_assert_ptr_nonnull(strstr(report, "150 samples"));
+    ck_assert_ptr_nonnull(strstr(report, "100.0%"));
+    ck_assert_ptr_null(strstr(report, "low confidence"));
+    snprintf(path, sizeof path, "%s.folded", stem);
+    char *folded = read_text(path);
+    ck_assert_str_eq(folded, "fiber-0;process_hot_function 150\n");
+    free(folded);
+    free(report);
+    remove_scratch();
+}
+END_TEST
+
+START_TEST(process_stops_at_the_first_error)
+{
+    make_scratch();
+    char raw[512], stem[512];
+    snprintf(raw, sizeof raw, "%s/missing.raw.json", scratch);
+    snprintf(stem, sizeof stem, "%s/run", scratch);
+    struct ospx_process_options options = {raw, stem, NULL, NULL, 0, 0};
+    struct ospx_error err = {0};
+    ck_assert_int_lt(ospx_process(&options, &err), 0);
+    ck_assert_str_eq(err.file, raw);
+
+    /* a good raw file, an output directory that does not exist */
+    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
+    write_own_raw(raw);
+    snprintf(stem, sizeof stem, "%s/no/such/dir/run", scratch);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(ospx_process(&options, &err), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(err.file, "/no/such/dir/run.speedscope.json"));
+    remove_scratch();
+}
+END_TEST
+
+Suite *writers_suite(void)
+{
+    Suite *suite = suite_create("writers");
+    TCase *tc = tcase_create("writers");
+    tcase_add_loop_test(tc, outputs_match_golden_files, 0, CASE_COUNT);
+    tcase_add_loop_test(tc, speedscope_follows_the_file_format_schema, 0, CASE_COUNT);
+    tcase_add_test(tc, speedscope_stacks_are_root_first);
+    tcase_add_loop_test(tc, cpuprofile_tree_and_samples_are_consistent, 0, CASE_COUNT);
+    tcase_add_test(tc, cpuprofile_merges_fibers_in_time_order);
+    tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
+    tcase_add_test(tc, folded_names_lose_separators);
+    tcase_add_test(tc, profile_json_totals_and_percentages);
+    tcase_add_test(tc, empty_profile_writes_valid_files);
+    tcase_add_test(tc, failed_write_names_the_path_and_leaves_nothing);
+    tcase_add_test(tc, write_replaces_an_existing_file_whole);
+    suite_add_tcase(suite, tc);
+    TCase *process = tcase_create("process");
+    tcase_add_test(process, process_writes_four_files_and_the_report);
+    tcase_add_test(process, process_stops_at_the_first_error);
+    tcase_set_timeout(process, 60);
+    suite_add_tcase(suite, process);
+    return suite;
+}
