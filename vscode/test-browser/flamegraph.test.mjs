@@ -311,22 +311,24 @@ test('a real profile of examples/hotspot.c renders and searches', async () => {
   const speedscopePath = join(root, 'fixtures/real-hotspot.speedscope.json');
   const summaryPath = join(root, 'fixtures/real-hotspot.profile.json');
   const document = parseSpeedscope(readFileSync(speedscopePath, 'utf8'), speedscopePath);
-  const message = {
-    type: 'load',
-    title: 'Osprey: hotspot',
-    document,
-    summary: parseProfileSummary(readFileSync(summaryPath, 'utf8'), summaryPath),
-  };
+  const summary = parseProfileSummary(readFileSync(summaryPath, 'utf8'), summaryPath);
+  const message = { type: 'load', title: 'Osprey: hotspot', document, summary };
   const before = await canvasImage();
   await page.evaluate((data) => window.dispatchEvent(new MessageEvent('message', { data })), message);
   assert.notEqual(await canvasImage(), before);
-  const samples = selectSamples(document, ALL_FIBERS);
-  const expected = (100 * countMatchingSamples(samples, matchFrames(document.frames, 'checksum'))) / samples.stacks.length;
+  const share = (fiber) => {
+    const samples = selectSamples(document, fiber);
+    return (100 * countMatchingSamples(samples, matchFrames(document.frames, 'checksum'))) / samples.stacks.length;
+  };
   await page.fill('#search', 'checksum');
-  assert.equal(await page.locator('#match-summary').textContent(), `${expected.toFixed(1)}% of samples match`);
-  assert.ok(expected > 40, `checksum_block in ${expected}% of all samples`);
+  assert.equal(await page.locator('#match-summary').textContent(), `${share(ALL_FIBERS).toFixed(1)}% of samples match`);
+  const thread = document.profiles.findIndex((profile) => profile.name.endsWith('(thread)'));
+  await page.selectOption('#fiber', String(thread));
+  assert.equal(await page.locator('#match-summary').textContent(), `${share(thread).toFixed(1)}% of samples match`);
+  assert.ok(share(thread) > 50, `checksum_block in ${share(thread)}% of the worker's samples`);
   await page.screenshot({ path: join(results, 'flamegraph-hotspot.png') });
   await page.fill('#search', '');
-  assert.equal(await page.locator('#hot-body tr').first().locator('td').first().textContent(), 'mix');
+  assert.equal(await page.locator('#hot-body tr').first().locator('td').first().textContent(), 'checksum_block');
+  assert.equal(summary.functions[0].name, 'checksum_block');
   assert.deepEqual(pageErrors, []);
 });
