@@ -33,7 +33,10 @@ OSP_PROF_API void osp_prof_boot(void);
 OSP_PROF_API int osp_prof_active(void);
 
 /* Register the calling thread for sampling under a fiber id and a label ("main", "fiber",
- * "effect", ...; truncated to 64 bytes). A thread registers once; a second call is ignored.
+ * "effect", ...; truncated to 64 bytes). Registering an already registered thread ends its
+ * current registration and starts a new one under the new fiber id and label, so a runtime
+ * that labels its own threads wins over the automatic registration of the preload library.
+ * The thread is unregistered automatically when it ends (return, pthread_exit, cancel).
  * No-op when inactive. */
 OSP_PROF_API void osp_prof_thread_register(int64_t fiber_id, const char *label);
 

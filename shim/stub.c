@@ -4,7 +4,10 @@
 
 void osp_prof_boot(void) {}
 
-int osp_prof_active(void) { return 0; }
+int osp_prof_active(void)
+{
+    return 0;
+}
 
 void osp_prof_thread_register(int64_t fiber_id, const char *label)
 {

@@ -1,0 +1,602 @@
+/* boot.c — activation and the end of a profiled run.
+ *
+ * Owns the public entry points (osp_prof_boot, osp_prof_active, osp_prof_thread_register,
+ * osp_prof_thread_unregister), reading OSPREY_PROFILE / OSPREY_PROFILE_HZ once, the shared
+ * memory object and its header, starting ospreyd, the exit handler that publishes the EXIT
+ * record and waits (bounded) for ospreyd, and what happens across fork and exec.
+ *
+ * Off means off: without OSPREY_PROFILE nothing here creates a thread, installs a handler,
+ * maps memory or starts a process. When activation fails half-way the shim says so in one
+ * line on stderr, undoes what it can, and the program runs on unprofiled.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include "osp_shim.h"
+#include "osprey_prof.h"
+
+#ifndef OSPREY_DAEMON_WAIT_MS
+#define OSPREY_DAEMON_WAIT_MS 5000
+#endif
+#ifndef OSPREY_INSTALL_DAEMON
+#define OSPREY_INSTALL_DAEMON "/usr/local/bin/ospreyd"
+#endif
+
+#define OSP__DEFAULT_RATE  997u
+#define OSP__MIN_RATE      10u
+#define OSP__MAX_RATE      10000u
+#define OSP__MAX_SLOTS     16384u
+#define OSP__SPAWN_REAP_MS 2000 /* how long boot waits for ospreyd's intermediate to exit */
+
+extern char **environ;
+
+struct osp__registry osp__the_registry;
+
+/* Nonzero while the process is profiled. Release on activation (everything boot set up is
+ * visible to a thread that sees it), acquire on every check; cleared at exit and in a forked
+ * child (relaxed there: the child is single-threaded). */
+static _Atomic int active_flag;
+static pid_t boot_pid;
+/* The registry is initialised and usable (stays so after exit; cleared in a forked child,
+ * whose copy of the registry lock may be held by a thread that does not exist there). */
+static _Atomic int registry_ready;
+static struct osp_ring_header *ring_header;
+static size_t ring_bytes;
+static struct osp__event_ring event_ring;
+static struct osp__images images;
+static char shm_name[64];
+static char out_path[PATH_MAX];
+static int daemon_spawned;
+static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
+
+pid_t osp__boot_pid(void)
+{
+    return boot_pid;
+}
+
+int osp__is_active(void)
+{
+    return atomic_load_explicit(&active_flag, memory_order_acquire);
+}
+
+uint64_t osp__mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t unix_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void osp__warn(const char *fmt, ...)
+{
+    char line[512];
+    int n = snprintf(line, sizeof(line), "osprey: ");
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof(line) - 2)
+        len = sizeof(line) - 2;
+    line[len++] = '\n';
+    int saved = errno;
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(STDERR_FILENO, line + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    errno = saved;
+}
+
+uint32_t osp__parse_rate(const char *text, int *bad)
+{
+    *bad = 0;
+    if (text == NULL || text[0] == '\0')
+        return OSP__DEFAULT_RATE;
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    while (*end == ' ' || *end == '\t')
+        end++;
+    if (end == text || *end != '\0') {
+        *bad = 1;
+        return OSP__DEFAULT_RATE;
+    }
+    if (errno == ERANGE)
+        v = v < 0 ? OSP__MIN_RATE : OSP__MAX_RATE;
+    if (v < OSP__MIN_RATE)
+        return OSP__MIN_RATE;
+    if (v > OSP__MAX_RATE)
+        return OSP__MAX_RATE;
+    return (uint32_t)v;
+}
+
+int osp__per_pid_path(const char *path, long pid, const char *extra, char *out, size_t outsz)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    if (dot == base || dot == NULL)
+        dot = base + strlen(base); /* no extension (a leading dot is not one) */
+    int n = snprintf(out, outsz, "%.*s.%ld%s%s%s", (int)(dot - path), path, pid, extra ? "-" : "",
+                     extra ? extra : "", dot);
+    return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
+}
+
+/* The environment, read once at boot before anything is set (a program may bring its own
+ * getenv/setenv — bash does — so nothing is read after the first setenv). */
+struct boot_env {
+    char profile[PATH_MAX];
+    char hz[32];
+    char daemon[PATH_MAX];
+    long root_pid; /* OSPREY_PROFILE_ROOT_PID, 0 when unset */
+    long last_pid; /* OSPREY_PROFILE_LAST_PID: the latest process image that booted here */
+    int has_profile, has_hz, has_daemon;
+};
+
+static int copy_env(const char *name, char *out, size_t outsz)
+{
+    const char *v = getenv(name);
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    snprintf(out, outsz, "%s", v);
+    return 1;
+}
+
+static void read_env(struct boot_env *env)
+{
+    memset(env, 0, sizeof(*env));
+    env->has_profile = copy_env("OSPREY_PROFILE", env->profile, sizeof(env->profile));
+    env->has_hz = copy_env("OSPREY_PROFILE_HZ", env->hz, sizeof(env->hz));
+    env->has_daemon = copy_env("OSPREY_DAEMON", env->daemon, sizeof(env->daemon));
+    const char *root = getenv("OSPREY_PROFILE_ROOT_PID");
+    env->root_pid = root ? atol(root) : 0;
+    const char *last = getenv("OSPREY_PROFILE_LAST_PID");
+    env->last_pid = last ? atol(last) : 0;
+}
+
+/* The raw profile's path: absolute; in a descendant, ".<pid>" goes before the extension; in
+ * a process image that replaced a profiled one by exec (same pid), ".<pid>-<random>" — so no
+ * profile ever overwrites another. */
+static int resolve_out_path(const struct boot_env *env, uint64_t random_bits)
+{
+    char absolute[PATH_MAX];
+    const char *requested = env->profile;
+    if (requested[0] == '/') {
+        snprintf(absolute, sizeof(absolute), "%s", requested);
+    } else {
+        char cwd[PATH_MAX];
+        if (getcwd(cwd, sizeof(cwd)) == NULL)
+            return -errno;
+        int n = snprintf(absolute, sizeof(absolute), "%s/%s", cwd, requested);
+        if (n < 0 || (size_t)n >= sizeof(absolute))
+            return -ENAMETOOLONG;
+    }
+    long pid = (long)getpid();
+    int err = 0;
+    if (env->last_pid == pid) {
+        char extra[16];
+        snprintf(extra, sizeof(extra), "%08x", (unsigned)random_bits);
+        err = osp__per_pid_path(absolute, pid, extra, out_path, sizeof(out_path));
+    } else if (env->root_pid != 0 && env->root_pid != pid) {
+        err = osp__per_pid_path(absolute, pid, NULL, out_path, sizeof(out_path));
+    } else if (strlen(absolute) >= sizeof(out_path)) {
+        err = -ENAMETOOLONG;
+    } else {
+        strcpy(out_path, absolute);
+    }
+    if (err)
+        return err;
+    /* Descendants that exec with this environment find these and write beside us. */
+    char pidtext[24];
+    snprintf(pidtext, sizeof(pidtext), "%ld", pid);
+    if (env->root_pid == 0) {
+        setenv("OSPREY_PROFILE_ROOT_PID", pidtext, 1);
+        setenv("OSPREY_PROFILE", absolute, 1);
+    }
+    setenv("OSPREY_PROFILE_LAST_PID", pidtext, 1);
+    return 0;
+}
+
+static uint64_t random64(void)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+        /* No entropy yet (very early boot): mix what differs between processes. */
+        r = osp__mono_ns() ^ (unix_ns() << 17) ^ ((uint64_t)getpid() << 40) ^
+            (uint64_t)(uintptr_t)&r;
+    }
+    return r;
+}
+
+static int ring_create(uint32_t rate_hz, uint64_t random_bits)
+{
+    snprintf(shm_name, sizeof(shm_name), "/osprey-%d-%016llx", (int)getpid(),
+             (unsigned long long)random_bits);
+    int fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    ring_bytes = OSP_RING_HEADER_SIZE + OSP_RING_DEFAULT_DATA_SIZE;
+    int err = 0;
+    if (ftruncate(fd, (off_t)ring_bytes) != 0)
+        err = -errno;
+    void *map = MAP_FAILED;
+    if (err == 0) {
+        map = mmap(NULL, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED)
+            err = -errno;
+    }
+    close(fd);
+    if (err) {
+        shm_unlink(shm_name);
+        shm_name[0] = '\0';
+        return err;
+    }
+    ring_header = map;
+    osp__event_ring_init_header(ring_header, OSP_RING_DEFAULT_DATA_SIZE, rate_hz, unix_ns(),
+                                osp__mono_ns());
+    osp__event_ring_attach(&event_ring, ring_header);
+    return 0;
+}
+
+static void ring_destroy(void)
+{
+    if (ring_header) {
+        munmap(ring_header, ring_bytes);
+        ring_header = NULL;
+    }
+    if (shm_name[0]) {
+        shm_unlink(shm_name);
+        shm_name[0] = '\0';
+    }
+}
+
+static int executable(const char *path)
+{
+    return access(path, X_OK) == 0;
+}
+
+/* Where ospreyd is: $OSPREY_DAEMON; beside the shim (<dir>/../daemon/ospreyd, the build
+ * tree); the install path. */
+static int find_daemon(const struct boot_env *env, char *out, size_t outsz)
+{
+    if (env->has_daemon) {
+        snprintf(out, outsz, "%s", env->daemon);
+        return 0;
+    }
+    Dl_info info;
+    struct link_map *map = NULL;
+    char self[PATH_MAX] = "";
+    if (dladdr1((void *)osp_prof_boot, &info, (void **)&map, RTLD_DL_LINKMAP) != 0) {
+        if (map != NULL && map->l_name != NULL && map->l_name[0] != '\0') {
+            snprintf(self, sizeof(self), "%s", map->l_name);
+        } else {
+            ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+            self[n > 0 ? n : 0] = '\0';
+        }
+    }
+    char *slash = strrchr(self, '/');
+    if (slash) {
+        *slash = '\0';
+        snprintf(out, outsz, "%s/../daemon/ospreyd", self);
+        if (executable(out))
+            return 0;
+    }
+    snprintf(out, outsz, "%s", OSPREY_INSTALL_DAEMON);
+    if (executable(out))
+        return 0;
+    return -ENOENT;
+}
+
+/* The program's environment without LD_PRELOAD and OSPREY_*: ospreyd is not profiled. */
+static char **daemon_environment(void)
+{
+    size_t n = 0;
+    for (char **e = environ; e && *e; e++)
+        n++;
+    char **env = calloc(n + 1, sizeof(*env));
+    if (env == NULL)
+        return NULL;
+    size_t k = 0;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "LD_PRELOAD=", 11) == 0 || strncmp(*e, "OSPREY_", 7) == 0)
+            continue;
+        env[k++] = *e;
+    }
+    env[k] = NULL;
+    return env;
+}
+
+/* Start ospreyd --attach-ring NAME --out PATH --detach and reap its short-lived intermediate
+ * right away, so the daemon is never the program's child. Does not wait for the daemon. */
+static int spawn_daemon(const struct boot_env *env)
+{
+    char daemon[PATH_MAX];
+    if (find_daemon(env, daemon, sizeof(daemon)) != 0) {
+        osp__warn("cannot find ospreyd (set OSPREY_DAEMON); no profile will be written to %s",
+                  out_path);
+        return -ENOENT;
+    }
+    char *argv[] = {"ospreyd", "--attach-ring", shm_name, "--out", out_path, "--detach", NULL};
+    char **envp = daemon_environment();
+    if (envp == NULL)
+        return -ENOMEM;
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    /* Not even stderr: a daemon holding the program's pipes open would keep whoever reads
+     * them waiting after the program is gone. ospreyd reports failure in daemon_error. */
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    posix_spawnattr_init(&attr);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    pid_t pid;
+    int err = posix_spawn(&pid, daemon, &actions, &attr, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    free(envp);
+    if (err) {
+        osp__warn("cannot start %s: %s; no profile will be written to %s", daemon, strerror(err),
+                  out_path);
+        return -err;
+    }
+    /* With --detach the intermediate exits at once; reap exactly it (bounded, so a daemon
+     * that does not detach cannot hang the program). */
+    for (int waited = 0; waited < OSP__SPAWN_REAP_MS; waited++) {
+        pid_t r = waitpid(pid, NULL, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR))
+            return 0;
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    osp__warn("%s did not detach (pid %d)", daemon, (int)pid);
+    return 0;
+}
+
+static void wait_for_daemon(void)
+{
+    uint64_t limit = (uint64_t)OSPREY_DAEMON_WAIT_MS * 1000000u;
+    uint64_t start = osp__mono_ns();
+    for (;;) {
+        /* Acquire: pairs with ospreyd's release store after the file is renamed or
+         * daemon_error is written. */
+        uint32_t state = atomic_load_explicit(&ring_header->daemon_state, memory_order_acquire);
+        if (state == OSP_DAEMON_DONE)
+            return;
+        if (state == OSP_DAEMON_FAILED) {
+            char line[sizeof(ring_header->daemon_error)];
+            memcpy(line, ring_header->daemon_error, sizeof(line));
+            line[sizeof(line) - 1] = '\0';
+            for (char *c = line; *c; c++)
+                if (*c == '\n' || *c == '\r')
+                    *c = ' ';
+            osp__warn("%s", line);
+            return;
+        }
+        int32_t dpid = atomic_load_explicit(&ring_header->daemon_pid, memory_order_relaxed);
+        int gone = state == OSP_DAEMON_ATTACHED && dpid > 0 && kill(dpid, 0) != 0 && errno == ESRCH;
+        if (gone || osp__mono_ns() - start >= limit) {
+            if (OSPREY_DAEMON_WAIT_MS % 1000 == 0)
+                osp__warn("ospreyd did not finish writing %s within %d s; the profile may be "
+                          "missing",
+                          out_path, OSPREY_DAEMON_WAIT_MS / 1000);
+            else
+                osp__warn("ospreyd did not finish writing %s within %d ms; the profile may be "
+                          "missing",
+                          out_path, OSPREY_DAEMON_WAIT_MS);
+            return;
+        }
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* The registry lock, waiting at most a second: exit() may run in a signal handler that
+ * interrupted the lock's holder on this very thread. */
+static int lock_bounded(pthread_mutex_t *lock)
+{
+    struct timespec limit;
+    clock_gettime(CLOCK_REALTIME, &limit);
+    limit.tv_sec += 1;
+    return pthread_mutex_timedlock(lock, &limit);
+}
+
+/* atexit: stop sampling, flush, publish the EXIT record, wait for ospreyd (bounded). Never
+ * changes the exit status; a forked child's exit does nothing. */
+static void at_exit(void)
+{
+    if (getpid() != boot_pid || !osp__is_active())
+        return;
+    atomic_store_explicit(&active_flag, 0, memory_order_release);
+    if (osp__sampler_stop() != 0) {
+        /* The sampler is stuck behind the registry lock (see osp__sampler_stop): the ring
+         * cannot be written safely. ospreyd keeps what it has drained. */
+        osp__warn("could not stop the sampler; the profile at %s may be incomplete", out_path);
+        return;
+    }
+    osp__images_scan(&images); /* the loader lock, never under the registry lock */
+
+    struct osp__registry *reg = &osp__the_registry;
+    /* Acquire: pairs with ospreyd's release store of its state. */
+    int attached = atomic_load_explicit(&ring_header->daemon_state, memory_order_acquire) ==
+                   OSP_DAEMON_ATTACHED;
+    for (int attempt = 0;; attempt++) {
+        if (lock_bounded(&reg->lock) != 0) {
+            osp__warn("the profiler's registry is locked at exit; the profile at %s may be "
+                      "incomplete",
+                      out_path);
+            return;
+        }
+        if (attempt == 0) {
+            for (uint32_t i = 0; i < reg->count; i++)
+                if (reg->slots[i]->active)
+                    osp__registry_drain_slot(reg, reg->slots[i]);
+            osp__images_emit(&images, &event_ring);
+        }
+        struct osp_rec_exit rec = {
+            .end_unix_ns = unix_ns(),
+            .dropped = atomic_load_explicit(&ring_header->dropped, memory_order_relaxed),
+        };
+        int err = osp__event_ring_write(&event_ring, OSP_REC_EXIT, &rec, sizeof(rec), NULL, 0);
+        if (err == 0 || attempt >= 200 || !attached) {
+            reg->stopped = 1; /* nothing follows the exit record */
+            pthread_mutex_unlock(&reg->lock);
+            break;
+        }
+        pthread_mutex_unlock(&reg->lock);
+        /* The ring is full and ospreyd is draining it: give it a moment. */
+        attached = atomic_load_explicit(&ring_header->daemon_state, memory_order_acquire) ==
+                   OSP_DAEMON_ATTACHED;
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+    /* Release: the exit record's head store (B) happens before; ospreyd loads acquire. */
+    atomic_store_explicit(&ring_header->shim_state, OSP_SHIM_EXITED, memory_order_release);
+    if (daemon_spawned)
+        wait_for_daemon();
+    /* ospreyd unlinks the name when it attaches; if it never did, nothing must leak. */
+    shm_unlink(shm_name);
+}
+
+/* pthread_atfork child: the child of a profiled process is not sampled and never touches
+ * the parent's ring. Only this (now single) thread exists. */
+static void at_fork_child(void)
+{
+    atomic_store_explicit(&active_flag, 0, memory_order_relaxed);
+    atomic_store_explicit(&registry_ready, 0, memory_order_relaxed);
+    osp__tls_slot = NULL;
+    if (ring_header) {
+        munmap(ring_header, ring_bytes);
+        ring_header = NULL;
+    }
+    event_ring.header = NULL;
+}
+
+static void boot(void)
+{
+    static struct boot_env env; /* static: PATH_MAX buffers, and boot runs once */
+    read_env(&env);
+    if (!env.has_profile)
+        return;
+    if (osp__sigprof_foreign()) {
+        osp__warn("the program already has a SIGPROF handler; profiling is off");
+        return;
+    }
+    int bad = 0;
+    uint32_t rate = osp__parse_rate(env.has_hz ? env.hz : NULL, &bad);
+    if (bad)
+        osp__warn("OSPREY_PROFILE_HZ=%s is not a number; sampling at %u Hz", env.hz, rate);
+
+    uint64_t random_bits = random64();
+    int err = resolve_out_path(&env, random_bits);
+    if (err) {
+        osp__warn("cannot use OSPREY_PROFILE=%s: %s; profiling is off", env.profile,
+                  strerror(-err));
+        return;
+    }
+    err = ring_create(rate, random_bits);
+    if (err) {
+        osp__warn("cannot create the shared-memory ring: %s; profiling is off", strerror(-err));
+        return;
+    }
+    err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
+    if (err == 0)
+        err = osp__thread_key_init();
+    if (err == 0)
+        err = osp__images_init(&images);
+    if (err == 0)
+        err = osp__images_scan(&images);
+    if (err == 0) {
+        pthread_mutex_lock(&osp__the_registry.lock);
+        osp__images_emit(&images, &event_ring);
+        pthread_mutex_unlock(&osp__the_registry.lock);
+        err = osp__sigprof_install(osp__sigprof_handler);
+    }
+    if (err) {
+        osp__warn("cannot start profiling: %s; profiling is off", strerror(-err));
+        ring_destroy();
+        return;
+    }
+    boot_pid = getpid();
+    pthread_atfork(NULL, NULL, at_fork_child);
+    atomic_store_explicit(&registry_ready, 1, memory_order_release);
+    /* Release: a thread that sees the flag sees the registry and ring set up above. */
+    atomic_store_explicit(&active_flag, 1, memory_order_release);
+    if (gettid() == getpid())
+        osp_prof_thread_register(0, "main");
+
+    struct osp__sampler_config cfg = {
+        .registry = &osp__the_registry,
+        .images = &images,
+        .header = ring_header,
+        .rate_hz = rate,
+    };
+    err = osp__sampler_start(&cfg);
+    if (err) {
+        atomic_store_explicit(&active_flag, 0, memory_order_release);
+        osp__warn("cannot start the sampler thread: %s; profiling is off", strerror(-err));
+        shm_unlink(shm_name);
+        return;
+    }
+    daemon_spawned = spawn_daemon(&env) == 0;
+    atexit(at_exit);
+}
+
+void osp_prof_boot(void)
+{
+    pthread_once(&boot_once, boot);
+}
+
+int osp_prof_active(void)
+{
+    return osp__is_active();
+}
+
+void osp_prof_thread_register(int64_t fiber_id, const char *label)
+{
+    if (!osp__is_active())
+        return;
+    if (osp__registry_register(&osp__the_registry, fiber_id, label) == 0)
+        osp__thread_key_mark();
+}
+
+void osp_prof_thread_unregister(void)
+{
+    /* Not osp__is_active(): between the exit handler clearing it and the sampler stopping,
+     * a thread that ends must still leave the registry, or the sampler could read the stack
+     * of a thread that is gone. Acquire: pairs with the release in boot. */
+    if (!atomic_load_explicit(&registry_ready, memory_order_acquire))
+        return;
+    osp__registry_unregister(&osp__the_registry);
+}

@@ -1,0 +1,119 @@
+/* event_ring.c — the producer side of the shared-memory event ring (proto/osp_ring.h).
+ *
+ * Owns the header's initial contents and every write to the data area: variable-length,
+ * 8-byte-aligned records, a PAD record in front of any record that would cross the end of the
+ * data area, and the head index.
+ *
+ * DESIGN. The orderings are the ones osp_ring.h draws:
+ *   (A) the writer loads tail with acquire before deciding there is room, so it never
+ *       overwrites bytes ospreyd has not finished reading (pairs with ospreyd's (D));
+ *   (B) the writer stores head with release after writing the record bytes, so ospreyd never
+ *       reads a record before it is complete (pairs with ospreyd's (C)).
+ * A record that does not fit in the free space is not written at all; samples lost that way
+ * are counted in header->dropped by the caller (osp__event_ring_count_drops). Samples stop
+ * short of a full ring (OSP__CONTROL_HEADROOM stays free), so that when ospreyd falls behind
+ * it loses samples, never the thread, image and exit records that give them meaning. The ring has
+ * one producer at a time: every caller holds the registry lock, which also orders one producer's
+ * head store before the next producer's relaxed load of it.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "osp_shim.h"
+
+void osp__event_ring_init_header(struct osp_ring_header *h, uint64_t data_size, uint32_t rate_hz,
+                                 uint64_t start_unix_ns, uint64_t start_mono_ns)
+{
+    memset(h, 0, OSP_RING_HEADER_SIZE);
+    h->magic = OSP_RING_MAGIC;
+    h->abi_version = OSP_RING_ABI_VERSION;
+    h->header_size = OSP_RING_HEADER_SIZE;
+    h->data_offset = OSP_RING_HEADER_SIZE;
+    h->data_size = data_size;
+    h->pid = (int32_t)getpid();
+    h->rate_hz = rate_hz;
+    h->start_unix_ns = start_unix_ns;
+    h->start_mono_ns = start_mono_ns;
+#if defined(__x86_64__)
+    strcpy(h->platform, "linux-x86_64");
+#elif defined(__aarch64__)
+    strcpy(h->platform, "linux-aarch64");
+#else
+    strcpy(h->platform, "linux");
+#endif
+    /* The header is complete before ospreyd is started (posix_spawn orders it); relaxed. */
+    atomic_store_explicit(&h->shim_state, OSP_SHIM_RUNNING, memory_order_relaxed);
+}
+
+void osp__event_ring_attach(struct osp__event_ring *w, struct osp_ring_header *h)
+{
+    w->header = h;
+    w->data = (uint8_t *)h + h->data_offset;
+    w->size = h->data_size;
+}
+
+static void *reserve(struct osp__event_ring *w, uint32_t size, uint64_t headroom,
+                     uint64_t *new_head)
+{
+    if (size < sizeof(struct osp_rec_header) || (size & 7u) || size > w->size)
+        return NULL;
+    uint64_t head = osp_ring_load_head_own(w->header);
+    uint64_t tail = osp_ring_load_tail_acquire(w->header); /* (A) */
+    uint64_t offset = head & (w->size - 1);
+    uint64_t to_end = w->size - offset;
+    uint64_t pad = size > to_end ? to_end : 0;
+    if (head - tail > w->size || w->size - (head - tail) < pad + size + headroom)
+        return NULL; /* full (or a consumer that ran ahead: write nothing) */
+    if (pad) {
+        struct osp_rec_header *p = (struct osp_rec_header *)(w->data + offset);
+        p->type = OSP_REC_PAD;
+        p->size = (uint32_t)pad;
+        head += pad;
+        offset = 0;
+    }
+    *new_head = head + size;
+    return w->data + offset;
+}
+
+void *osp__event_ring_reserve(struct osp__event_ring *w, uint32_t size, uint64_t *new_head)
+{
+    return reserve(w, size, 0, new_head);
+}
+
+void *osp__event_ring_reserve_sample(struct osp__event_ring *w, uint32_t size, uint64_t *new_head)
+{
+    uint64_t headroom = w->size / 4 < OSP__CONTROL_HEADROOM ? w->size / 4 : OSP__CONTROL_HEADROOM;
+    return reserve(w, size, headroom, new_head);
+}
+
+void osp__event_ring_commit(struct osp__event_ring *w, uint64_t new_head)
+{
+    osp_ring_store_head_release(w->header, new_head); /* (B) */
+}
+
+int osp__event_ring_write(struct osp__event_ring *w, uint32_t type, const void *body,
+                          uint32_t body_len, const void *tail, uint32_t tail_len)
+{
+    uint32_t size = osp_rec_align(body_len + tail_len);
+    uint64_t new_head;
+    uint8_t *rec = osp__event_ring_reserve(w, size, &new_head);
+    if (rec == NULL)
+        return -ENOSPC;
+    memcpy(rec, body, body_len);
+    if (tail_len)
+        memcpy(rec + body_len, tail, tail_len);
+    memset(rec + body_len + tail_len, 0, size - body_len - tail_len);
+    struct osp_rec_header *h = (struct osp_rec_header *)rec;
+    h->type = type;
+    h->size = size;
+    osp__event_ring_commit(w, new_head);
+    return 0;
+}
+
+void osp__event_ring_count_drops(struct osp__event_ring *w, uint64_t n)
+{
+    /* A count, not a synchronisation point (osp_ring.h): relaxed. */
+    if (n)
+        atomic_fetch_add_explicit(&w->header->dropped, n, memory_order_relaxed);
+}

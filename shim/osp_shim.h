@@ -1,0 +1,322 @@
+/* osp_shim.h — internal interfaces between the Linux units of the shim. Nothing here is
+ * exported from the shared library (it is built with hidden visibility); the unit tests link
+ * the units directly and use these to plant frame chains, fill rings and drive a registry.
+ *
+ *   unwind.c        pure frame-pointer walk and the blocked-thread stack scan
+ *   thread_ring.c   per-thread SPSC ring: SIGPROF handler -> sampler
+ *   event_ring.c    writer side of the shared-memory event ring
+ *   registry.c      thread slots, generations, THREAD_START/THREAD_END records
+ *   images.c        loaded objects (dl_iterate_phdr) -> IMAGE records
+ *   sampler.c       the sampler thread and the SIGPROF handler
+ *   boot.c          activation, shared memory, ospreyd, exit and fork handling
+ *   preload.c       constructor, pthread_create/setname and exec interposition
+ *   signals.c       our SIGPROF vs the program's (tagging, shadow disposition)
+ *   guard.c         blocking calls that a signal would cut short, guarded
+ */
+#ifndef OSP_SHIM_H
+#define OSP_SHIM_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "osp_ring.h"
+
+/* ---- unwind.c ---------------------------------------------------------------------------- */
+
+/* Largest distance between two consecutive frame records the walk accepts. */
+#define OSP__MAX_FRAME_BYTES (1u << 20)
+/* How far above a blocked thread's sp the sampler looks for its first frame record. */
+#define OSP__SCAN_BYTES 8192u
+
+/* Walk a frame-pointer chain: out[0] = pc, then one return address per frame record, until a
+ * check fails or `cap` addresses are stored. Each frame pointer must be 8-byte aligned, inside
+ * [lo, hi) with its 16-byte record, strictly above the previous one and at most
+ * OSP__MAX_FRAME_BYTES above it; a zero return address ends the walk. Returns the depth (>= 1
+ * when cap >= 1). A pure function of its arguments and the memory it reads in [lo, hi).
+ * Async-signal-safe. */
+uint32_t osp__unwind_walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out,
+                          uint32_t cap);
+
+/* The aarch64 form: pc, then the link register (when nonzero), then the chain from fp; the
+ * first chained return address is dropped when it equals lr (a function that saved lr in its
+ * frame record would otherwise appear twice). Addresses are expected PAC-stripped.
+ * Async-signal-safe. */
+uint32_t osp__unwind_walk_lr(uint64_t pc, uint64_t lr, uint64_t fp, uint64_t lo, uint64_t hi,
+                             uint64_t *out, uint32_t cap);
+
+/* Nonzero when addr can be a return address (inside a loaded image's text, after a call). */
+typedef int (*osp__text_pred)(void *ctx, uint64_t addr);
+
+/* Capture a blocked thread's stack from outside it: frames = [pc], then scan upward from sp
+ * (at most OSP__SCAN_BYTES, within [lo, hi)) for the first 8-aligned address a with [a] == 0
+ * or a plausible higher frame pointer, and [a + 8] accepted by is_text; from there an
+ * ordinary frame-pointer walk with the same checks, which also ends at the first return
+ * address is_text rejects (nothing from a stale slot is trusted further). Returns the depth
+ * (1 when no frame record is found). */
+uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
+                          osp__text_pred is_text, void *ctx, uint64_t *out, uint32_t cap);
+
+/* Strip pointer-authentication bits from a code address (identity off aarch64).
+ * Async-signal-safe. */
+uint64_t osp__strip_pac(uint64_t addr);
+
+/* ---- thread_ring.c ----------------------------------------------------------------------- */
+
+#define OSP__THREAD_RING_ENTRIES 8u /* power of two */
+
+struct osp__sample_entry {
+    uint64_t t_ns;
+    uint32_t state; /* enum osp_thread_state */
+    uint32_t depth;
+    uint64_t pcs[OSP_MAX_DEPTH];
+};
+
+/* Private to one thread: producer its SIGPROF handler, consumer whoever holds the registry
+ * lock (the sampler, or the thread itself when it unregisters). */
+struct osp__thread_ring {
+    alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t head; /* producer */
+    alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t tail; /* consumer */
+    _Atomic uint32_t drops;                             /* producer increments, consumer takes */
+    struct osp__sample_entry entries[OSP__THREAD_RING_ENTRIES];
+};
+
+void osp__thread_ring_reset(struct osp__thread_ring *r);
+/* Producer. The entry to fill, or NULL (and a drop counted) when the ring is full.
+ * Async-signal-safe. */
+struct osp__sample_entry *osp__thread_ring_reserve(struct osp__thread_ring *r);
+/* Producer: publish the entry returned by the last reserve. Async-signal-safe. */
+void osp__thread_ring_publish(struct osp__thread_ring *r);
+/* Consumer: the oldest unread entry, or NULL. */
+const struct osp__sample_entry *osp__thread_ring_peek(struct osp__thread_ring *r);
+/* Consumer: release the entry returned by peek. */
+void osp__thread_ring_consume(struct osp__thread_ring *r);
+/* Consumer: take (and zero) the drop count. */
+uint32_t osp__thread_ring_take_drops(struct osp__thread_ring *r);
+
+/* ---- event_ring.c ------------------------------------------------------------------------ */
+
+/* The producer's view of the shared event ring. One producer at a time: every writer holds
+ * the registry lock (see registry.c), so the mutex orders successive producers and the
+ * producer's own head may be read relaxed. */
+struct osp__event_ring {
+    struct osp_ring_header *header;
+    uint8_t *data;
+    uint64_t size; /* header->data_size, cached (the daemon never writes it) */
+};
+
+/* Fill a fresh header (identity, sizes, pid, rate, clocks, platform, RUNNING) for a data area
+ * of data_size bytes (a power of two) right after it. */
+void osp__event_ring_init_header(struct osp_ring_header *h, uint64_t data_size, uint32_t rate_hz,
+                                 uint64_t start_unix_ns, uint64_t start_mono_ns);
+void osp__event_ring_attach(struct osp__event_ring *w, struct osp_ring_header *h);
+/* Reserve `size` bytes (a multiple of 8) for one record, writing a PAD record first when the
+ * record would cross the end of the data area. Returns where to write it, or NULL when the
+ * unread bytes leave no room (nothing is overwritten). Follow with osp__event_ring_commit. */
+void *osp__event_ring_reserve(struct osp__event_ring *w, uint32_t size, uint64_t *new_head);
+/* Bytes samples leave free for control records (or a quarter of a smaller ring). */
+#define OSP__CONTROL_HEADROOM (64u << 10)
+/* Reserve for a SAMPLE or REPEAT record: like osp__event_ring_reserve, but fails while less
+ * than the control headroom would remain free. */
+void *osp__event_ring_reserve_sample(struct osp__event_ring *w, uint32_t size, uint64_t *new_head);
+/* Publish everything up to new_head (pad included): (B). */
+void osp__event_ring_commit(struct osp__event_ring *w, uint64_t new_head);
+/* Write one whole record (the record header is filled in here). Returns 0 or -ENOSPC. */
+int osp__event_ring_write(struct osp__event_ring *w, uint32_t type, const void *body,
+                          uint32_t body_len, const void *tail, uint32_t tail_len);
+/* Count lost samples in header->dropped. */
+void osp__event_ring_count_drops(struct osp__event_ring *w, uint64_t n);
+
+/* ---- registry.c -------------------------------------------------------------------------- */
+
+struct osp__slot {
+    /* Fixed at slot creation. */
+    uint32_t index;
+    /* Valid while active; written under the registry lock before the slot is published. */
+    int active;
+    int automatic; /* registered by the preload path under the thread's name or "thread" */
+    uint32_t generation;
+    int64_t fiber;
+    int32_t tid;
+    uint32_t label_len;
+    char label[OSP_MAX_LABEL + 1];
+    pthread_t thread;
+    clockid_t cpu_clock;
+    uint64_t stack_lo, stack_hi;
+    /* Sampler bookkeeping (registry lock). */
+    uint64_t last_cpu_ns;
+    int cpu_valid;
+    int wait_captured;     /* a waiting stack has been emitted in the current wait */
+    uint32_t signals_sent; /* our signals sent to this registration */
+    uint64_t last_signal_ns;
+    /* State the sampler asks the handler to record: relaxed store before pthread_kill,
+     * relaxed load in the handler (the kill syscall orders them in practice, and a stale
+     * value only mislabels one sample). */
+    _Atomic uint32_t signal_state;
+    /* The thread's CPU clock when its handler last finished (relaxed both ways: a time
+     * stamp the sampler uses to discount the CPU time our own signal cost the thread). */
+    _Atomic uint64_t handler_cpu_ns;
+    /* Our signals handled by the thread (its handler increments; relaxed: a count compared
+     * with signals_sent to tell whether one is still in flight). */
+    _Atomic uint32_t signals_handled;
+    /* The thread has SIGPROF blocked (its own pthread_sigmask/sigprocmask calls, tracked by
+     * signals.c): it gets no signal of ours. */
+    _Atomic int prof_blocked;
+    struct osp__thread_ring ring;
+};
+
+struct osp__registry {
+    pthread_mutex_t lock;
+    struct osp__event_ring *ring; /* NULL: bookkeeping only, no records */
+    int stopped;                  /* exit record published: no more records */
+    struct osp__slot **slots;
+    uint32_t count, capacity;
+};
+
+/* The calling thread's slot, read by the SIGPROF handler; initial-exec so that reading it
+ * never allocates TLS inside the handler. */
+extern __thread struct osp__slot *osp__tls_slot __attribute__((tls_model("initial-exec")));
+
+int osp__registry_init(struct osp__registry *reg, struct osp__event_ring *ring, uint32_t capacity);
+void osp__registry_destroy(struct osp__registry *reg);
+/* Register the calling thread (re-registering it if it already is). Returns 0 or -errno. */
+int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char *label);
+/* Mark the calling thread's registration automatic: a later pthread_setname_np renames it. */
+void osp__registry_mark_automatic(struct osp__registry *reg);
+/* An automatically registered thread was named: end its generation and start the next one
+ * under the new label (a runtime's explicit label is never replaced). Returns 1 if renamed. */
+int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char *label);
+/* Unregister the calling thread; when it returns nothing touches the thread any more. */
+void osp__registry_unregister(struct osp__registry *reg);
+/* Called with the registry lock held: move a slot's per-thread ring into SAMPLE records. */
+void osp__registry_drain_slot(struct osp__registry *reg, struct osp__slot *s);
+/* Called with the registry lock held: write one SAMPLE record. */
+void osp__registry_emit_sample(struct osp__registry *reg, struct osp__slot *s, uint64_t t_ns,
+                               uint32_t state, const uint64_t *pcs, uint32_t depth);
+
+/* ---- images.c ---------------------------------------------------------------------------- */
+
+struct osp__image {
+    uint64_t base, slide, text, text_size;
+    uint32_t flags;
+    int sent;
+    int seen; /* present in the latest scan */
+    char *path;        /* absolute: what the IMAGE record carries */
+    char *loader_name; /* the name as the loader reports it, which identifies the object in
+                          later scans even after the program changes directory */
+};
+
+struct osp__images {
+    struct osp__image *items;
+    size_t count, capacity;
+    unsigned long long adds, subs; /* dlpi_adds/dlpi_subs of the latest scan */
+    char exe_path[OSP_MAX_PATH + 1];
+};
+
+int osp__images_init(struct osp__images *im);
+void osp__images_destroy(struct osp__images *im);
+/* Cheap check: have objects been loaded or unloaded since the latest scan? */
+int osp__images_changed(struct osp__images *im);
+/* Rescan the loaded objects (dl_iterate_phdr; never call with the registry lock held). */
+int osp__images_scan(struct osp__images *im);
+/* Called with the registry lock held: write IMAGE records for images not yet sent. */
+void osp__images_emit(struct osp__images *im, struct osp__event_ring *w);
+/* An osp__text_pred over the scanned images: addr is inside an image's executable text and
+ * the instruction before it is a call (so it can be a return address). */
+int osp__images_is_return_address(void *images, uint64_t addr);
+
+/* ---- sampler.c --------------------------------------------------------------------------- */
+
+struct osp__sampler_config {
+    struct osp__registry *registry;
+    struct osp__images *images;
+    struct osp_ring_header *header; /* heartbeat */
+    uint32_t rate_hz;
+};
+
+/* The SIGPROF handler (sampler.c). */
+void osp__sigprof_handler(int sig, siginfo_t *info, void *context);
+int osp__sampler_start(const struct osp__sampler_config *cfg);
+/* Before execve: stop signalling this process and take our SIGPROFs still pending on the
+ * calling thread (they would outlive execve and kill the new program). */
+void osp__exec_begin(void);
+/* execve failed: signal again. */
+void osp__exec_failed(void);
+/* Wait out a tick in progress, then take the SIGPROFs of ours pending on the calling thread
+ * (the program's own are sent again). */
+void osp__take_pending_sigprof(void);
+/* The program is about to send SIGPROF itself: wait (bounded) until no signal of ours is in
+ * flight. The sampler has stopped signalling by then (osp__sigprof_program_signals). */
+void osp__sigprof_back_off(void);
+/* Stop and join the sampler (waiting at most a second). Returns 0 or -ETIMEDOUT. */
+int osp__sampler_stop(void);
+
+enum osp__signal_verdict { OSP__SIGNAL_OK, OSP__SIGNAL_UNSAFE, OSP__SIGNAL_UNKNOWN };
+/* Parse /proc/self/task/<tid>/syscall content: may SIGPROF be delivered without making a
+ * syscall return early? *sp and *pc receive the user registers when the line has them. */
+enum osp__signal_verdict osp__syscall_verdict(const char *text, uint64_t *sp, uint64_t *pc);
+
+/* ---- signals.c --------------------------------------------------------------------------- */
+
+/* Install the handler (SA_RESTART | SA_SIGINFO); the previous disposition becomes the
+ * program's shadow disposition. Returns 0 or -errno. */
+int osp__sigprof_install(void (*handler)(int, siginfo_t *, void *));
+/* Nonzero when the kernel's SIGPROF handler is neither ours nor SIG_DFL/SIG_IGN (before
+ * install: the program has a handler; after: it replaced ours behind libc's back). */
+int osp__sigprof_foreign(void);
+/* Send SIGPROF to thread `tid` of this process, tagged as ours. Returns 0 or -errno. */
+int osp__sigprof_send(pid_t tid);
+/* Is this delivery one of ours? Async-signal-safe. */
+int osp__sigprof_is_ours(const siginfo_t *info);
+/* Hand a delivery that is not ours to the program's disposition. Async-signal-safe. */
+void osp__sigprof_forward(int sig, siginfo_t *info, void *context);
+
+/* Change the calling thread's signal mask with the raw syscall: for the shim's own, brief
+ * mask changes, which the program's interposed pthread_sigmask must not see. Returns 0 or
+ * -errno. Async-signal-safe. */
+int osp__sigmask_raw(int how, const sigset_t *set, sigset_t *old);
+/* The C library's pthread_sigmask, bypassing ours (it never blocks the library's internal
+ * signals, which setuid and cancellation need). Returns 0 or -errno. */
+int osp__sigmask_libc(int how, const sigset_t *set, sigset_t *old);
+/* Has the program installed a SIGPROF handler of its own (our shadow of it)? */
+int osp__sigprof_program_handles(void);
+/* Has the program sent, armed or received a SIGPROF of its own? Then we send no more. */
+int osp__sigprof_program_signals(void);
+/* 1 for the first caller only: that caller writes the warning line about it. */
+int osp__sigprof_claim_warning(void);
+
+/* ---- boot.c ------------------------------------------------------------------------------ */
+
+extern struct osp__registry osp__the_registry;
+/* Nonzero while sampling (set after boot succeeds, cleared at exit and in a forked child). */
+int osp__is_active(void);
+/* The pid that booted the profiler (0 before). */
+pid_t osp__boot_pid(void);
+/* Insert ".<pid>" before the basename's extension; writes into out (size outsz). */
+int osp__per_pid_path(const char *path, long pid, const char *extra, char *out, size_t outsz);
+/* Parse OSPREY_PROFILE_HZ: clamped to 10..10000, default 997; *bad set for a non-number. */
+uint32_t osp__parse_rate(const char *text, int *bad);
+uint64_t osp__mono_ns(void);
+/* One line on stderr, prefixed "osprey: " (write(2), no stdio buffering). */
+void osp__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- preload.c --------------------------------------------------------------------------- */
+
+/* The next definition of `name` after ours (the C library's), looked up once into *cache;
+ * NULL with errno ENOSYS when there is none. */
+void *osp__next_symbol(_Atomic(void *) *cache, const char *name);
+/* The real pthread_create (the next definition after ours). */
+typedef int (*osp__pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+                                      void *);
+osp__pthread_create_fn osp__real_pthread_create(void);
+/* Register the calling thread under its name (or "thread") and its kernel tid, and arrange
+ * for it to be unregistered when it ends. */
+void osp__auto_register(const char *creator_name);
+int osp__thread_key_init(void);
+/* Arrange for the calling (registered) thread to be unregistered when it ends. */
+void osp__thread_key_mark(void);
+
+#endif /* OSP_SHIM_H */

@@ -1,0 +1,316 @@
+/* preload.c — what makes the shim work without the program's help: the constructor that
+ * boots it, and the interposed pthread_create that registers every new thread.
+ *
+ * Owns the pthread_create and pthread_setname_np wrappers (the real ones come from
+ * dlsym(RTLD_NEXT)), the thread
+ * trampoline that registers a new thread under its name (or "thread") and kernel tid, and the
+ * pthread key whose destructor unregisters a thread when it ends — by returning, by
+ * pthread_exit or by cancellation alike.
+ *
+ * Built into both the shared library (LD_PRELOAD) and the static archive (linked with
+ * --whole-archive, so the executable's own pthread_create is this one). When the profiler is
+ * inactive the wrapper calls straight through.
+ *
+ * The exec family is wrapped too: a SIGPROF of ours still pending on a thread that calls
+ * execve would outlive it and kill the new program, whose SIGPROF is back to SIG_DFL.
+ *
+ * dlopen is deliberately not interposed: glibc resolves a dlopen'd name against the RUNPATH
+ * of the *calling* object, so a wrapper would change which library a program loads. New
+ * objects are found instead by the sampler's check of dlpi_adds every 50 ms, and the exit
+ * handler records the final image list.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "osp_shim.h"
+#include "osprey_prof.h"
+
+/* Every function the shim interposes, looked up once from the constructor: a wrapper that
+ * first runs inside a signal handler (raise and kill are async-signal-safe, crash handlers
+ * call them) must not be the one to call dlsym. */
+static const char *const interposed[] = {
+    "pthread_create",
+    "pthread_setname_np",
+    "sigaction",
+    "signal",
+    "bsd_signal",
+    "sysv_signal",
+    "raise",
+    "kill",
+    "pthread_kill",
+    "sigqueue",
+    "setitimer",
+    "pthread_sigmask",
+    "sigprocmask",
+    "execve",
+    "execv",
+    "execvp",
+    "execvpe",
+    "fexecve",
+    "execveat",
+    "nanosleep",
+    "clock_nanosleep",
+    "usleep",
+    "sleep",
+    "pause",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect",
+    "epoll_wait",
+    "epoll_pwait",
+};
+#define OSP__INTERPOSED (sizeof(interposed) / sizeof(interposed[0]))
+/* Written by the constructor before the program's main runs; read-only afterwards. */
+static void *interposed_next[OSP__INTERPOSED];
+
+static void resolve_interposed(void)
+{
+    for (size_t i = 0; i < OSP__INTERPOSED; i++)
+        interposed_next[i] = dlsym(RTLD_NEXT, interposed[i]);
+}
+
+/* Async-signal-safe once the constructor has run (a table lookup, no dlsym). */
+void *osp__next_symbol(_Atomic(void *) *cache, const char *name)
+{
+    /* Relaxed: every thread that resolves it stores the same value. */
+    void *sym = atomic_load_explicit(cache, memory_order_relaxed);
+    if (sym != NULL)
+        return sym;
+    for (size_t i = 0; i < OSP__INTERPOSED && sym == NULL; i++)
+        if (strcmp(interposed[i], name) == 0)
+            sym = interposed_next[i];
+    if (sym == NULL)
+        sym = dlsym(RTLD_NEXT, name); /* before the constructor, or not in the table */
+    if (sym == NULL)
+        errno = ENOSYS;
+    else
+        atomic_store_explicit(cache, sym, memory_order_relaxed);
+    return sym;
+}
+static pthread_key_t thread_key;
+static int thread_key_ready;
+
+osp__pthread_create_fn osp__real_pthread_create(void)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "pthread_create");
+    osp__pthread_create_fn fn;
+    memcpy(&fn, &sym, sizeof(fn));
+    return fn;
+}
+
+static void thread_ends(void *value)
+{
+    (void)value;
+    osp_prof_thread_unregister();
+}
+
+int osp__thread_key_init(void)
+{
+    if (thread_key_ready)
+        return 0;
+    int err = pthread_key_create(&thread_key, thread_ends);
+    if (err)
+        return -err;
+    thread_key_ready = 1;
+    return 0;
+}
+
+void osp__thread_key_mark(void)
+{
+    if (thread_key_ready)
+        pthread_setspecific(thread_key, (void *)1);
+}
+
+void osp__auto_register(const char *creator_name)
+{
+    char name[16] = "";
+    const char *label = "thread";
+    /* A new thread inherits its creator's name; only a name of its own is a label. */
+    if (pthread_getname_np(pthread_self(), name, sizeof(name)) == 0 && name[0] != '\0' &&
+        strcmp(name, creator_name) != 0)
+        label = name;
+    osp_prof_thread_register((int64_t)gettid(), label);
+    osp__registry_mark_automatic(&osp__the_registry);
+}
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+    char creator_name[16];
+};
+
+static void *osp__thread_trampoline(void *p)
+{
+    struct start st = *(struct start *)p;
+    free(p);
+    if (osp__is_active())
+        osp__auto_register(st.creator_name);
+    return st.fn(st.arg);
+}
+
+__attribute__((visibility("default"))) int
+pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    osp__pthread_create_fn real = osp__real_pthread_create();
+    if (real == NULL)
+        return EAGAIN;
+    if (!osp__is_active())
+        return real(thread, attr, fn, arg);
+    struct start *st = malloc(sizeof(*st));
+    if (st == NULL)
+        return real(thread, attr, fn, arg); /* runs unprofiled rather than not at all */
+    st->fn = fn;
+    st->arg = arg;
+    if (pthread_getname_np(pthread_self(), st->creator_name, sizeof(st->creator_name)) != 0)
+        st->creator_name[0] = '\0';
+    int err = real(thread, attr, osp__thread_trampoline, st);
+    if (err)
+        free(st);
+    return err;
+}
+
+/* A thread named after it started (by itself or by its creator) is relabelled, unless a
+ * runtime labelled it explicitly. */
+__attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread, const char *name)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "pthread_setname_np");
+    if (sym == NULL)
+        return ENOSYS;
+    int (*real)(pthread_t, const char *);
+    memcpy(&real, &sym, sizeof(real));
+    int err = real(thread, name);
+    if (err == 0 && osp__is_active())
+        osp__registry_rename(&osp__the_registry, thread, name);
+    return err;
+}
+
+/* ---- the exec family: see osp__exec_begin ---------------------------------------------- */
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execvp_fn)(const char *, char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+
+#define OSP__CALL_REAL(type, name, ...)                                                            \
+    do {                                                                                           \
+        type real;                                                                                 \
+        static _Atomic(void *) cache;                                                              \
+        void *sym = osp__next_symbol(&cache, name);                                                \
+        if (sym == NULL) {                                                                         \
+            errno = ENOSYS;                                                                        \
+            return -1;                                                                             \
+        }                                                                                          \
+        memcpy(&real, &sym, sizeof(real));                                                         \
+        osp__exec_begin();                                                                         \
+        int ret = real(__VA_ARGS__);                                                               \
+        int saved = errno;                                                                         \
+        osp__exec_failed();                                                                        \
+        errno = saved;                                                                             \
+        return ret;                                                                                \
+    } while (0)
+
+__attribute__((visibility("default"))) int execve(const char *path, char *const argv[],
+                                                  char *const envp[])
+{
+    OSP__CALL_REAL(execve_fn, "execve", path, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execv(const char *path, char *const argv[])
+{
+    OSP__CALL_REAL(execvp_fn, "execv", path, argv);
+}
+
+__attribute__((visibility("default"))) int execvp(const char *file, char *const argv[])
+{
+    OSP__CALL_REAL(execvp_fn, "execvp", file, argv);
+}
+
+__attribute__((visibility("default"))) int execvpe(const char *file, char *const argv[],
+                                                   char *const envp[])
+{
+    OSP__CALL_REAL(execve_fn, "execvpe", file, argv, envp);
+}
+
+__attribute__((visibility("default"))) int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    OSP__CALL_REAL(fexecve_fn, "fexecve", fd, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execveat(int dirfd, const char *path, char *const argv[],
+                                                    char *const envp[], int flags)
+{
+    OSP__CALL_REAL(execveat_fn, "execveat", dirfd, path, argv, envp, flags);
+}
+
+/* The list forms gather their arguments and take the vector forms above. */
+static char **gather(const char *first, va_list ap, char ***envp)
+{
+    va_list count;
+    va_copy(count, ap);
+    size_t n = 1;
+    while (va_arg(count, const char *) != NULL)
+        n++;
+    va_end(count);
+    char **argv = malloc((n + 1) * sizeof(*argv));
+    if (argv == NULL)
+        return NULL;
+    argv[0] = (char *)first;
+    for (size_t i = 1; i <= n; i++)
+        argv[i] = va_arg(ap, char *);
+    if (envp)
+        *envp = va_arg(ap, char **);
+    return argv;
+}
+
+__attribute__((visibility("default"))) int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **argv = gather(arg, ap, NULL);
+    va_end(ap);
+    if (argv == NULL)
+        return -1;
+    int ret = execv(path, argv);
+    free(argv);
+    return ret;
+}
+
+__attribute__((visibility("default"))) int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **argv = gather(arg, ap, NULL);
+    va_end(ap);
+    if (argv == NULL)
+        return -1;
+    int ret = execvp(file, argv);
+    free(argv);
+    return ret;
+}
+
+__attribute__((visibility("default"))) int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    char **envp = NULL;
+    char **argv = gather(arg, ap, &envp);
+    va_end(ap);
+    if (argv == NULL)
+        return -1;
+    int ret = execve(path, argv, envp);
+    free(argv);
+    return ret;
+}
+
+__attribute__((constructor)) static void preload_boot(void)
+{
+    resolve_interposed();
+    osp_prof_boot();
+}

@@ -1,0 +1,127 @@
+/* unwind.c — stack capture by frame-pointer walk, and nothing else.
+ *
+ * Owns the two ways the shim turns a thread's registers into a list of code addresses:
+ * the walk the SIGPROF handler runs on its own stack (osp__unwind_walk, and the aarch64 form
+ * that also records lr), and the scan the sampler runs over a thread that sits in a syscall
+ * which a signal would cut short (osp__unwind_scan; see sampler.c for why that thread is not
+ * signalled).
+ *
+ * DESIGN. A frame record is two words: [fp] = the caller's frame pointer, [fp + 8] = the
+ * return address into the caller (x86_64 `push rbp; mov rbp, rsp`; aarch64 `stp x29, x30`).
+ * Nothing read from the stack is trusted: every frame pointer is checked before it is
+ * dereferenced — 8-byte aligned, its 16-byte record inside [lo, hi), strictly above the
+ * previous one, at most OSP__MAX_FRAME_BYTES above it — and the walk ends at the first check
+ * that fails or after `cap` addresses. The callers pass lo = max(stack low bound, the
+ * interrupted sp): everything in [sp, hi) is mapped (the main thread's stack mapping grows
+ * down to cover sp; pthread stacks are mapped whole), so no read can fault. The functions are
+ * pure in their arguments so tests can plant frame chains in an array.
+ */
+#include <stdint.h>
+
+#include "osp_shim.h"
+
+/* The walk, with an optional check of each return address. Async-signal-safe when is_text
+ * is NULL: then it reads only memory inside [lo, hi). */
+static uint32_t walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, osp__text_pred is_text,
+                     void *ctx, uint64_t *out, uint32_t cap)
+{
+    if (cap == 0)
+        return 0;
+    uint32_t depth = 0;
+    out[depth++] = pc;
+    uint64_t prev = 0;
+    while (depth < cap) {
+        if (fp & 7u)
+            break; /* misaligned */
+        if (fp < lo || hi < 16 || fp > hi - 16)
+            break; /* record not inside the stack */
+        if (prev != 0 && (fp <= prev || fp - prev > OSP__MAX_FRAME_BYTES))
+            break; /* not strictly increasing, or an implausibly large frame */
+        const uint64_t *record = (const uint64_t *)(uintptr_t)fp;
+        uint64_t next = record[0];
+        uint64_t ret = osp__strip_pac(record[1]);
+        if (ret == 0)
+            break; /* the outermost frame */
+        if (is_text && !is_text(ctx, ret))
+            break; /* not code: this is no frame record */
+        out[depth++] = ret;
+        prev = fp;
+        fp = next;
+    }
+    return depth;
+}
+
+/* Async-signal-safe: reads only memory inside [lo, hi). */
+uint32_t osp__unwind_walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out,
+                          uint32_t cap)
+{
+    return walk(pc, fp, lo, hi, NULL, NULL, out, cap);
+}
+
+/* Async-signal-safe. */
+uint32_t osp__unwind_walk_lr(uint64_t pc, uint64_t lr, uint64_t fp, uint64_t lo, uint64_t hi,
+                             uint64_t *out, uint32_t cap)
+{
+    if (cap == 0)
+        return 0;
+    if (lr == 0 || cap == 1)
+        return osp__unwind_walk(pc, fp, lo, hi, out, cap);
+    /* out[0] = pc, out[1] = lr, then the chain's return addresses from out[2] on. The walk
+     * writes its own "pc" slot, so walk into out + 1 with lr in that slot. */
+    uint32_t depth = 1 + osp__unwind_walk(lr, fp, lo, hi, out + 1, cap - 1);
+    out[0] = pc;
+    if (depth >= 3 && out[2] == lr) {
+        for (uint32_t i = 2; i + 1 < depth; i++)
+            out[i] = out[i + 1];
+        depth--;
+    }
+    return depth;
+}
+
+/* Async-signal-safe. */
+uint64_t osp__strip_pac(uint64_t addr)
+{
+#if defined(__aarch64__)
+    /* XPACLRI (hint #7) strips the PAC from x30; a no-op on cores without PAuth. */
+    register uint64_t x30 __asm__("x30") = addr;
+    __asm__("hint #7" : "+r"(x30));
+    return x30;
+#else
+    return addr;
+#endif
+}
+
+/* A plausible frame record at a: [a] is 0 (the outermost frame) or a higher, aligned
+ * address inside the stack within one frame's reach, and [a + 8] is code. */
+static int plausible_record(uint64_t a, uint64_t lo, uint64_t hi, osp__text_pred is_text, void *ctx)
+{
+    const uint64_t *record = (const uint64_t *)(uintptr_t)a;
+    uint64_t next = record[0];
+    uint64_t ret = osp__strip_pac(record[1]);
+    if (next != 0) {
+        if ((next & 7u) || next <= a || next - a > OSP__MAX_FRAME_BYTES || next < lo ||
+            next > hi - 16)
+            return 0;
+    }
+    return ret != 0 && is_text(ctx, ret);
+}
+
+uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
+                          osp__text_pred is_text, void *ctx, uint64_t *out, uint32_t cap)
+{
+    if (cap == 0)
+        return 0;
+    out[0] = pc;
+    if (sp < lo || sp >= hi)
+        return 1; /* not on its registered stack (an alternate signal stack, say) */
+    lo = sp;
+    uint64_t a = (lo + 7u) & ~(uint64_t)7u;
+    uint64_t end = hi < 16 ? 0 : hi - 16;
+    if (lo + OSP__SCAN_BYTES < end)
+        end = lo + OSP__SCAN_BYTES;
+    for (; a <= end && hi >= 16; a += 8) {
+        if (plausible_record(a, lo, hi, is_text, ctx))
+            return walk(pc, a, lo, hi, is_text, ctx, out, cap);
+    }
+    return 1;
+}

@@ -1,0 +1,346 @@
+/* test-shim-consumer.c — a minimal stand-in for ospreyd, for the shim's end-to-end tests.
+ *
+ * Accepts the daemon's command line (--attach-ring NAME --out PATH --detach), detaches the
+ * way ospreyd does (fork; the intermediate exits at once; the grandchild calls setsid), maps
+ * the ring, marks itself ATTACHED and unlinks the name, drains every record with the checks
+ * a consumer must make, and when the shim has published EXITED (or the target is gone) writes
+ * a plain-text summary to PATH (temp file + rename) and stores DONE — or, with
+ * SHIM_CONSUMER_FAIL=1 in its environment, writes daemon_error and stores FAILED.
+ *
+ * Summary lines: "key value" for totals, then one "thread" line per registration:
+ *   thread <slot> <generation> <fiber> <label> <samples> <waiting> <repeats> <first_ns> <last_ns>
+ * one line per image:
+ *   image <base> <slide> <text> <text_size> <arch> <path>
+ * and the first few stacks of each state:
+ *   stack <on-cpu|waiting> <slot> <generation> <pc> <pc> ...
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "osp_ring.h"
+
+#define MAX_THREADS 8192
+
+struct thread_info {
+    uint32_t slot, generation;
+    int64_t fiber;
+    char label[OSP_MAX_LABEL + 1];
+    uint64_t samples, waiting, repeats, first_ns, last_ns;
+    int ended;
+};
+
+static struct thread_info threads[MAX_THREADS];
+static int nthreads;
+static uint64_t pads, images, main_images, exit_records, exit_dropped, errors, starts, ends,
+    unknown_samples, max_depth;
+static char main_image[OSP_MAX_PATH + 1];
+static char image_lines[64][640];
+static int nimage_lines;
+/* Executable ranges of the images seen so far, to count pcs that fall outside all of them. */
+static uint64_t text_lo[1024], text_hi[1024];
+static int ntext;
+static uint64_t stray_pcs, deep_waiting;
+
+static int in_text(uint64_t pc)
+{
+    for (int i = 0; i < ntext; i++)
+        if (pc >= text_lo[i] && pc < text_hi[i])
+            return 1;
+    return 0;
+}
+/* The first few stacks of each state, for tests that check what the walk found. */
+#define KEPT_STACKS 4
+static char kept[2][KEPT_STACKS][OSP_MAX_DEPTH * 19 + 64];
+static int nkept[2];
+
+static void keep_stack(const struct osp_rec_sample *r, const uint64_t *pcs)
+{
+    uint32_t state = r->state == OSP_STATE_WAITING;
+    if (nkept[state] >= KEPT_STACKS)
+        return;
+    char *line = kept[state][nkept[state]++];
+    int n = sprintf(line, "stack %s %u %u", state ? "waiting" : "on-cpu", r->slot, r->generation);
+    for (uint32_t i = 0; i < r->depth; i++)
+        n += sprintf(line + n, " 0x%llx", (unsigned long long)pcs[i]);
+}
+
+static struct thread_info *find_thread(uint32_t slot, uint32_t generation)
+{
+    for (int i = nthreads - 1; i >= 0; i--)
+        if (threads[i].slot == slot && threads[i].generation == generation && !threads[i].ended)
+            return &threads[i];
+    return NULL;
+}
+
+static void sample_seen(uint32_t slot, uint32_t generation, uint64_t t_ns, int waiting, int repeat)
+{
+    struct thread_info *t = find_thread(slot, generation);
+    if (t == NULL) {
+        unknown_samples++;
+        return;
+    }
+    if (repeat)
+        t->repeats++;
+    else
+        t->samples++;
+    if (waiting && !repeat)
+        t->waiting++;
+    if (t->first_ns == 0)
+        t->first_ns = t_ns;
+    t->last_ns = t_ns;
+}
+
+/* Consume every complete record below head. Returns 1 after the EXIT record. */
+static int drain(struct osp_ring_header *h, const uint8_t *data)
+{
+    uint64_t size = h->data_size;
+    uint64_t tail = osp_ring_load_tail_own(h);
+    uint64_t head = osp_ring_load_head_acquire(h); /* (C) */
+    int done = 0;
+    while (tail < head && !done) {
+        uint64_t off = tail & (size - 1);
+        if (head - tail < 8 || size - off < 8) {
+            errors++;
+            return 1;
+        }
+        struct osp_rec_header rh;
+        memcpy(&rh, data + off, sizeof(rh));
+        if (rh.size < 8 || (rh.size & 7u) || rh.size > head - tail || rh.size > size - off) {
+            errors++;
+            return 1;
+        }
+        const uint8_t *rec = data + off;
+        switch (rh.type) {
+        case OSP_REC_PAD:
+            pads++;
+            break;
+        case OSP_REC_THREAD_START: {
+            struct osp_rec_thread_start r;
+            memcpy(&r, rec, sizeof(r));
+            starts++;
+            if (r.label_len > OSP_MAX_LABEL || sizeof(r) + r.label_len > rh.size) {
+                errors++;
+                break;
+            }
+            if (nthreads < MAX_THREADS) {
+                struct thread_info *t = &threads[nthreads++];
+                memset(t, 0, sizeof(*t));
+                t->slot = r.slot;
+                t->generation = r.generation;
+                t->fiber = r.fiber;
+                memcpy(t->label, rec + sizeof(r), r.label_len);
+            }
+            break;
+        }
+        case OSP_REC_THREAD_END: {
+            struct osp_rec_thread_end r;
+            memcpy(&r, rec, sizeof(r));
+            ends++;
+            struct thread_info *t = find_thread(r.slot, r.generation);
+            if (t)
+                t->ended = 1;
+            else
+                errors++;
+            break;
+        }
+        case OSP_REC_SAMPLE: {
+            struct osp_rec_sample r;
+            memcpy(&r, rec, sizeof(r));
+            if (r.depth < 1 || r.depth > OSP_MAX_DEPTH || sizeof(r) + r.depth * 8u != rh.size) {
+                errors++;
+                break;
+            }
+            if (r.depth > max_depth)
+                max_depth = r.depth;
+            sample_seen(r.slot, r.generation, r.t_ns, r.state == OSP_STATE_WAITING, 0);
+            uint64_t pcs[OSP_MAX_DEPTH];
+            memcpy(pcs, rec + sizeof(r), r.depth * 8u);
+            keep_stack(&r, pcs);
+            for (uint32_t i = 0; i < r.depth; i++)
+                stray_pcs += !in_text(pcs[i]);
+            deep_waiting += r.state == OSP_STATE_WAITING && r.depth >= 2;
+            break;
+        }
+        case OSP_REC_REPEAT: {
+            struct osp_rec_repeat r;
+            memcpy(&r, rec, sizeof(r));
+            sample_seen(r.slot, r.generation, r.t_ns, 1, 1);
+            break;
+        }
+        case OSP_REC_IMAGE: {
+            struct osp_rec_image r;
+            memcpy(&r, rec, sizeof(r));
+            if (r.path_len > OSP_MAX_PATH || sizeof(r) + r.path_len > rh.size) {
+                errors++;
+                break;
+            }
+            images++;
+            if (ntext < 1024) {
+                text_lo[ntext] = r.text;
+                text_hi[ntext++] = r.text + r.text_size;
+            }
+            if (nimage_lines < 64)
+                snprintf(image_lines[nimage_lines++], sizeof(image_lines[0]),
+                         "image 0x%llx 0x%llx 0x%llx 0x%llx %s %.*s", (unsigned long long)r.base,
+                         (unsigned long long)r.slide, (unsigned long long)r.text,
+                         (unsigned long long)r.text_size, r.arch,
+                         (int)(r.path_len < 512 ? r.path_len : 512), rec + sizeof(r));
+            if (r.flags & OSP_IMAGE_MAIN) {
+                main_images++;
+                memcpy(main_image, rec + sizeof(r), r.path_len);
+                main_image[r.path_len] = '\0';
+            }
+            break;
+        }
+        case OSP_REC_EXIT: {
+            struct osp_rec_exit r;
+            memcpy(&r, rec, sizeof(r));
+            exit_records++;
+            exit_dropped = r.dropped;
+            done = 1;
+            break;
+        }
+        default:
+            errors++;
+            break;
+        }
+        tail += rh.size;
+    }
+    osp_ring_store_tail_release(h, tail); /* (D) */
+    return done;
+}
+
+static int write_summary(const char *path, struct osp_ring_header *h)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL)
+        return -1;
+    uint64_t samples = 0, repeats = 0;
+    for (int i = 0; i < nthreads; i++) {
+        samples += threads[i].samples;
+        repeats += threads[i].repeats;
+    }
+    fprintf(f, "pid %d\n", (int)h->pid);
+    fprintf(f, "rate_hz %u\n", h->rate_hz);
+    fprintf(f, "platform %s\n", h->platform);
+    fprintf(f, "samples %llu\n", (unsigned long long)samples);
+    fprintf(f, "repeats %llu\n", (unsigned long long)repeats);
+    fprintf(f, "dropped %llu\n", (unsigned long long)exit_dropped);
+    fprintf(f, "header_dropped %llu\n",
+            (unsigned long long)atomic_load_explicit(&h->dropped, memory_order_relaxed));
+    fprintf(f, "exit_records %llu\n", (unsigned long long)exit_records);
+    fprintf(f, "images %llu\n", (unsigned long long)images);
+    fprintf(f, "main_images %llu\n", (unsigned long long)main_images);
+    fprintf(f, "main_image %s\n", main_image);
+    fprintf(f, "thread_starts %llu\n", (unsigned long long)starts);
+    fprintf(f, "thread_ends %llu\n", (unsigned long long)ends);
+    fprintf(f, "unknown_samples %llu\n", (unsigned long long)unknown_samples);
+    fprintf(f, "max_depth %llu\n", (unsigned long long)max_depth);
+    fprintf(f, "errors %llu\n", (unsigned long long)errors);
+    fprintf(f, "stray_pcs %llu\n", (unsigned long long)stray_pcs);
+    fprintf(f, "deep_waiting %llu\n", (unsigned long long)deep_waiting);
+    for (int i = 0; i < nthreads; i++) {
+        struct thread_info *t = &threads[i];
+        fprintf(f, "thread %u %u %lld %s %llu %llu %llu %llu %llu\n", t->slot, t->generation,
+                (long long)t->fiber, t->label[0] ? t->label : "-", (unsigned long long)t->samples,
+                (unsigned long long)t->waiting, (unsigned long long)t->repeats,
+                (unsigned long long)t->first_ns, (unsigned long long)t->last_ns);
+    }
+    for (int i = 0; i < nimage_lines; i++)
+        fprintf(f, "%s\n", image_lines[i]);
+    for (int state = 0; state < 2; state++)
+        for (int i = 0; i < nkept[state]; i++)
+            fprintf(f, "%s\n", kept[state][i]);
+    if (fclose(f) != 0)
+        return -1;
+    return rename(tmp, path);
+}
+
+int main(int argc, char **argv)
+{
+    const char *ring = NULL, *out = NULL;
+    int detach = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--attach-ring") == 0 && i + 1 < argc)
+            ring = argv[++i];
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else if (strcmp(argv[i], "--detach") == 0)
+            detach = 1;
+    }
+    if (ring == NULL || out == NULL) {
+        fprintf(stderr, "usage: %s --attach-ring NAME --out PATH [--detach]\n", argv[0]);
+        return 2;
+    }
+    if (detach) {
+        pid_t pid = fork();
+        if (pid < 0)
+            return 1;
+        if (pid > 0)
+            _exit(0);
+        setsid();
+    }
+    int fd = shm_open(ring, O_RDWR, 0);
+    if (fd < 0)
+        return 1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < OSP_RING_HEADER_SIZE)
+        return 1;
+    uint8_t *map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return 1;
+    struct osp_ring_header *h = (struct osp_ring_header *)map;
+    if (h->magic != OSP_RING_MAGIC || h->abi_version != OSP_RING_ABI_VERSION ||
+        h->data_offset != OSP_RING_HEADER_SIZE ||
+        h->data_offset + h->data_size != (uint64_t)st.st_size ||
+        (h->data_size & (h->data_size - 1)) != 0)
+        return 1;
+    atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
+    atomic_store_explicit(&h->daemon_state, OSP_DAEMON_ATTACHED, memory_order_release);
+    shm_unlink(ring);
+    const uint8_t *data = map + h->data_offset;
+    for (;;) {
+        uint32_t state = atomic_load_explicit(&h->shim_state, memory_order_acquire);
+        if (drain(h, data))
+            break;
+        if (state == OSP_SHIM_EXITED) {
+            drain(h, data);
+            break;
+        }
+        if (kill(h->pid, 0) != 0 && errno == ESRCH) {
+            drain(h, data);
+            break;
+        }
+        /* A heartbeat that stopped: the target exec'd away from this ring (its pid lives on). */
+        uint64_t beat = atomic_load_explicit(&h->heartbeat_ns, memory_order_relaxed);
+        struct timespec mono;
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        uint64_t now = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+        if (beat != 0 && now > beat + 2000000000u) {
+            drain(h, data);
+            break;
+        }
+        struct timespec nap = {0, 2000000};
+        nanosleep(&nap, NULL);
+    }
+    /* SHIM_CONSUMER_FAIL=1: fail the way ospreyd reports failure (tests of the shim's side). */
+    const char *fail = getenv("SHIM_CONSUMER_FAIL");
+    if ((fail && strcmp(fail, "1") == 0) || write_summary(out, h) != 0) {
+        snprintf(h->daemon_error, sizeof(h->daemon_error), "cannot write %s", out);
+        atomic_store_explicit(&h->daemon_state, OSP_DAEMON_FAILED, memory_order_release);
+        return 1;
+    }
+    atomic_store_explicit(&h->daemon_state, OSP_DAEMON_DONE, memory_order_release);
+    return 0;
+}

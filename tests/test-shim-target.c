@@ -1,0 +1,392 @@
+/* test-shim-target.c — a small program the shim's end-to-end tests run with and without the
+ * preloaded shim. Every mode prints a result that does not depend on timing (so a profiled
+ * and a plain run print the same), and exits with a known status.
+ *
+ *   print CODE            print some lines from a worker thread and main; exit CODE
+ *   busy THREADS MS       THREADS threads spin for MS milliseconds each
+ *   sleep MS              nanosleep MS ms and a few other interruptible waits; says whether
+ *                         any returned early or with EINTR
+ *   churn N               N short threads, a few at a time, some ending by pthread_exit
+ *   sigprof               installs its own SIGPROF handler, then checks it is still there
+ *                         and still called
+ *   itimer                its own SIGPROF handler driven by setitimer(ITIMER_PROF); says
+ *                         whether the timer's signals arrived
+ *   killed                no handler; SIGPROF from itself kills it (the default action)
+ *   tasks                 prints how many threads the process has and its /dev/shm objects
+ *   named                 a named thread spins briefly
+ *   spawn                 runs itself ("print 0") as a child through exec, waits for it
+ *   chdir                 changes to / and spins
+ *   masked                a thread blocks SIGPROF, spins, then looks for a pending one (what
+ *                         its sigwait or signalfd would see)
+ *   exec                  spins, then replaces itself (execv) with itself running "print 0"
+ *   fork                  forks a child that spins and exits through exit(7)
+ *   dlopen                loads test-shim-plugin.so (beside this program), spins in it,
+ *                         unloads it, spins a little more
+ *
+ * With TARGET_SIGPROF_EARLY=1 in the environment a constructor that runs before the shim's
+ * installs the program's SIGPROF handler (for the static-archive build of this program).
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static volatile uint64_t sink;
+
+static __attribute__((noinline)) void spin_for(uint64_t ns)
+{
+    uint64_t end = now_ns() + ns;
+    uint64_t x = 1;
+    while (now_ns() < end)
+        for (int i = 0; i < 1000; i++)
+            x = x * 6364136223846793005u + 1442695040888963407u;
+    sink = x;
+}
+
+static void *printer(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 5; i++)
+        printf("worker line %d\n", i);
+    fflush(stdout);
+    spin_for(50000000);
+    return NULL;
+}
+
+static int mode_print(int code)
+{
+    printf("hello from the target\n");
+    fflush(stdout);
+    pthread_t t;
+    pthread_create(&t, NULL, printer, NULL);
+    pthread_join(t, NULL);
+    spin_for(50000000);
+    printf("bye %d\n", code);
+    return code;
+}
+
+static uint64_t busy_ms;
+
+static void *busy(void *arg)
+{
+    (void)arg;
+    spin_for(busy_ms * 1000000u);
+    return NULL;
+}
+
+static int mode_busy(int n, int ms)
+{
+    busy_ms = (uint64_t)ms;
+    pthread_t *t = calloc((size_t)n, sizeof(*t));
+    for (int i = 0; i < n; i++)
+        pthread_create(&t[i], NULL, busy, NULL);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+    printf("busy done\n");
+    return 0;
+}
+
+static int mode_sleep(int ms)
+{
+    int early = 0;
+    spin_for(20000000); /* get sampled on the CPU first */
+    uint64_t t0 = now_ns();
+    struct timespec req = {ms / 1000, (long)(ms % 1000) * 1000000};
+    if (nanosleep(&req, NULL) != 0)
+        early = 1; /* EINTR would land here */
+    if (now_ns() - t0 < (uint64_t)ms * 1000000u)
+        early = 1;
+    spin_for(5000000); /* running right up to each wait: the hardest case */
+    t0 = now_ns();
+    if (poll(NULL, 0, ms) != 0)
+        early = 1;
+    if (now_ns() - t0 < (uint64_t)ms * 1000000u)
+        early = 1;
+    spin_for(5000000);
+    t0 = now_ns();
+    if (usleep((useconds_t)ms * 1000u) != 0)
+        early = 1;
+    if (now_ns() - t0 < (uint64_t)ms * 1000000u)
+        early = 1;
+    printf(early ? "woke early\n" : "slept the whole time\n");
+    return early;
+}
+
+static void *short_thread(void *arg)
+{
+    uintptr_t i = (uintptr_t)arg;
+    spin_for(200000);
+    if (i % 3 == 0)
+        pthread_exit((void *)(i + 1));
+    return (void *)(i + 1);
+}
+
+static int mode_churn(int n)
+{
+    uintptr_t total = 0;
+    for (int i = 0; i < n; i += 4) {
+        pthread_t t[4];
+        int k = 0;
+        for (; k < 4 && i + k < n; k++)
+            pthread_create(&t[k], NULL, short_thread, (void *)(uintptr_t)(i + k));
+        for (int j = 0; j < k; j++) {
+            void *ret;
+            pthread_join(t[j], &ret);
+            total += (uintptr_t)ret;
+        }
+    }
+    printf("churn total %lu\n", (unsigned long)total);
+    return 0;
+}
+
+static volatile sig_atomic_t own_hits;
+
+static void own_handler(int sig)
+{
+    (void)sig;
+    own_hits++;
+}
+
+static int mode_sigprof(void)
+{
+    if (getenv("TARGET_SIGPROF_EARLY") == NULL)
+        signal(SIGPROF, own_handler);
+    spin_for(200000000); /* give a profiler every chance to interfere */
+    struct sigaction cur;
+    sigaction(SIGPROF, NULL, &cur);
+    int kept = cur.sa_handler == own_handler;
+    own_hits = 0;
+    raise(SIGPROF);
+    raise(SIGPROF);
+    printf("handler kept %d, own signals seen %d\n", kept, (int)own_hits);
+    return kept && own_hits == 2 ? 0 : 1;
+}
+
+static int mode_itimer(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = own_handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPROF, &sa, NULL);
+    struct itimerval every_ms = {{0, 1000}, {0, 1000}}, off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_PROF, &every_ms, NULL);
+    /* Until 20 have arrived, or 2 s of CPU time without them (the timer counts CPU time, so
+     * a loaded machine only makes this take longer). */
+    struct timespec cpu = {0, 0};
+    while (own_hits <= 20 && cpu.tv_sec < 2) {
+        spin_for(1000000);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+    }
+    setitimer(ITIMER_PROF, &off, NULL);
+    printf("timer signals arrived: %s\n", own_hits > 20 ? "yes" : "no");
+    return 0;
+}
+
+static int mode_killed(void)
+{
+    spin_for(50000000);
+    printf("about to be killed\n");
+    fflush(stdout);
+    raise(SIGPROF);
+    printf("still alive\n");
+    return 0;
+}
+
+static int count_dir(const char *path, const char *prefix)
+{
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.' && strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+static int mode_tasks(void)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "osprey-%d-", (int)getpid());
+    struct sigaction cur;
+    sigaction(SIGPROF, NULL, &cur);
+    printf("tasks %d shm %d sigprof-default %d\n", count_dir("/proc/self/task", ""),
+           count_dir("/dev/shm", prefix), cur.sa_handler == SIG_DFL);
+    return 0;
+}
+
+static void *named(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "cruncher");
+    spin_for(100000000);
+    return NULL;
+}
+
+static int mode_named(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, named, NULL);
+    pthread_join(t, NULL);
+    printf("named done\n");
+    return 0;
+}
+
+extern char **environ;
+
+static int mode_spawn(void)
+{
+    char *argv[] = {"test-shim-target", "print", "0", NULL};
+    pid_t pid;
+    if (posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ) != 0)
+        return 1;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("child %d status %d\n", (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
+
+static void *masked(void *arg)
+{
+    sigset_t prof, pending;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    pthread_sigmask(SIG_BLOCK, &prof, NULL);
+    spin_for(200000000);
+    sigpending(&pending);
+    *(int *)arg = sigismember(&pending, SIGPROF);
+    return NULL;
+}
+
+static int mode_masked(void)
+{
+    int pending = -1;
+    pthread_t t;
+    pthread_create(&t, NULL, masked, &pending);
+    pthread_join(t, NULL);
+    printf("SIGPROF pending in a thread that blocks it: %s\n", pending ? "yes" : "no");
+    return pending != 0;
+}
+
+static int mode_chdir(void)
+{
+    if (chdir("/") != 0)
+        return 1;
+    spin_for(50000000);
+    printf("moved\n");
+    return 0;
+}
+
+static int mode_exec(void)
+{
+    spin_for(100000000);
+    char *argv[] = {"test-shim-target", "print", "0", NULL};
+    execv("/proc/self/exe", argv);
+    return 1;
+}
+
+static int mode_fork(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        spin_for(50000000);
+        exit(7);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    spin_for(20000000);
+    printf("forked child status %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
+
+static int mode_dlopen(void)
+{
+    char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 32);
+    if (n <= 0)
+        return 1;
+    path[n] = '\0';
+    strcpy(strrchr(path, '/') + 1, "test-shim-plugin.so");
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL)
+        return 1;
+    uint64_t (*spin)(uint64_t);
+    void *sym = dlsym(handle, "plugin_spin");
+    memcpy(&spin, &sym, sizeof(spin));
+    sink = spin(200000000);
+    dlclose(handle);
+    spin_for(50000000);
+    printf("plugin unloaded\n");
+    return 0;
+}
+
+__attribute__((constructor(101))) static void early_sigprof(void)
+{
+    const char *early = getenv("TARGET_SIGPROF_EARLY");
+    if (early && strcmp(early, "1") == 0)
+        signal(SIGPROF, own_handler);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return 2;
+    const char *mode = argv[1];
+    int a = argc > 2 ? atoi(argv[2]) : 0;
+    int b = argc > 3 ? atoi(argv[3]) : 0;
+    if (strcmp(mode, "print") == 0)
+        return mode_print(a);
+    if (strcmp(mode, "busy") == 0)
+        return mode_busy(a, b);
+    if (strcmp(mode, "sleep") == 0)
+        return mode_sleep(a);
+    if (strcmp(mode, "churn") == 0)
+        return mode_churn(a);
+    if (strcmp(mode, "sigprof") == 0)
+        return mode_sigprof();
+    if (strcmp(mode, "tasks") == 0)
+        return mode_tasks();
+    if (strcmp(mode, "named") == 0)
+        return mode_named();
+    if (strcmp(mode, "spawn") == 0)
+        return mode_spawn();
+    if (strcmp(mode, "fork") == 0)
+        return mode_fork();
+    if (strcmp(mode, "exec") == 0)
+        return mode_exec();
+    if (strcmp(mode, "chdir") == 0)
+        return mode_chdir();
+    if (strcmp(mode, "masked") == 0)
+        return mode_masked();
+    if (strcmp(mode, "itimer") == 0)
+        return mode_itimer();
+    if (strcmp(mode, "killed") == 0)
+        return mode_killed();
+    if (strcmp(mode, "dlopen") == 0)
+        return mode_dlopen();
+    return 2;
+}

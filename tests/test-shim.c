@@ -1,0 +1,721 @@
+/* test-shim.c — unit tests of the shim's Linux units: the frame-pointer walk over planted
+ * frame chains and every check that ends it, the blocked-thread stack scan, the per-thread
+ * ring and the event-ring writer (wrap, pad, overflow), the registry's slots and generations,
+ * and the small parsers (rate, per-process path, /proc syscall line). */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "osp_shim.h"
+
+/* ---- frame-pointer walk --------------------------------------------------------------- */
+
+/* A fake stack: 64-bit words; frame records are planted at word indices. */
+#define STACK_WORDS 1024
+static uint64_t fake[STACK_WORDS];
+
+static uint64_t addr_of(size_t word)
+{
+    return (uint64_t)(uintptr_t)&fake[word];
+}
+
+/* Plant a record at word w: [w] = next frame pointer, [w+1] = return address. */
+static void plant(size_t w, uint64_t next, uint64_t ret)
+{
+    fake[w] = next;
+    fake[w + 1] = ret;
+}
+
+static uint64_t lo_of(void)
+{
+    return addr_of(0);
+}
+static uint64_t hi_of(void)
+{
+    return addr_of(STACK_WORDS);
+}
+
+START_TEST(walk_follows_planted_chain)
+{
+    memset(fake, 0, sizeof(fake));
+    plant(10, addr_of(20), 0x1111);
+    plant(20, addr_of(40), 0x2222);
+    plant(40, 0, 0x3333);
+    uint64_t out[OSP_MAX_DEPTH];
+    uint32_t depth = osp__unwind_walk(0xabc, addr_of(10), lo_of(), hi_of(), out, OSP_MAX_DEPTH);
+    /* The last record's next pointer is 0: the walk stops when it checks it. */
+    ck_assert_uint_eq(depth, 4);
+    ck_assert_uint_eq(out[0], 0xabc);
+    ck_assert_uint_eq(out[1], 0x1111);
+    ck_assert_uint_eq(out[2], 0x2222);
+    ck_assert_uint_eq(out[3], 0x3333);
+}
+END_TEST
+
+START_TEST(walk_stops_at_zero_return_address)
+{
+    memset(fake, 0, sizeof(fake));
+    plant(10, addr_of(20), 0x1111);
+    plant(20, addr_of(30), 0);
+    plant(30, 0, 0x3333);
+    uint64_t out[OSP_MAX_DEPTH];
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(10), lo_of(), hi_of(), out, OSP_MAX_DEPTH), 2);
+}
+END_TEST
+
+START_TEST(walk_stops_at_misaligned_frame_pointer)
+{
+    memset(fake, 0, sizeof(fake));
+    plant(10, addr_of(20) + 4, 0x1111);
+    plant(20, 0, 0x2222);
+    uint64_t out[OSP_MAX_DEPTH];
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(10), lo_of(), hi_of(), out, OSP_MAX_DEPTH), 2);
+    /* A misaligned first frame pointer: the pc alone. */
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(10) + 1, lo_of(), hi_of(), out, OSP_MAX_DEPTH),
+                      1);
+}
+END_TEST
+
+START_TEST(walk_stops_when_not_increasing)
+{
+    memset(fake, 0, sizeof(fake));
+    plant(10, addr_of(20), 0x1111);
+    plant(20, addr_of(20), 0x2222); /* points at itself */
+    uint64_t out[OSP_MAX_DEPTH];
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(10), lo_of(), hi_of(), out, OSP_MAX_DEPTH), 3);
+    memset(fake, 0, sizeof(fake));
+    plant(10, addr_of(20), 0x1111);
+    plant(20, addr_of(14), 0x2222); /* points downward */
+    plant(14, addr_of(30), 0x4444);
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(10), lo_of(), hi_of(), out, OSP_MAX_DEPTH), 3);
+}
+END_TEST
+
+START_TEST(walk_stops_outside_stack_bounds)
+{
+    memset(fake, 0, sizeof(fake));
+    plant(10, addr_of(20), 0x1111);
+    plant(20, addr_of(STACK_WORDS - 1), 0x2222); /* its record would end past hi */
+    fake[STACK_WORDS - 1] = 0x9999;
+    uint64_t out[OSP_MAX_DEPTH];
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(10), lo_of(), hi_of(), out, OSP_MAX_DEPTH), 3);
+    /* A first frame pointer below lo. */
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(10), addr_of(11), hi_of(), out, OSP_MAX_DEPTH),
+                      1);
+    /* A chain that leaves [lo, hi) upward: hi below the second record. */
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(10), lo_of(), addr_of(21), out, OSP_MAX_DEPTH),
+                      2);
+    /* A record that fits exactly below hi is still read. */
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(20), lo_of(), addr_of(22), out, 2), 2);
+    /* Empty bounds: nothing but the pc. */
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(10), 0, 0, out, OSP_MAX_DEPTH), 1);
+}
+END_TEST
+
+START_TEST(walk_stops_at_oversized_frame)
+{
+    size_t words = (OSP__MAX_FRAME_BYTES / 8) * 2 + 64;
+    uint64_t *big = calloc(words, 8);
+    ck_assert_ptr_nonnull(big);
+    uint64_t lo = (uint64_t)(uintptr_t)big, hi = lo + words * 8;
+    size_t far = 8 + OSP__MAX_FRAME_BYTES / 8 + 2; /* just over 1 MiB above word 8 */
+    big[8] = lo + far * 8;
+    big[9] = 0x1111;
+    big[far] = 0;
+    big[far + 1] = 0x2222;
+    uint64_t out[OSP_MAX_DEPTH];
+    ck_assert_uint_eq(osp__unwind_walk(1, lo + 64, lo, hi, out, OSP_MAX_DEPTH), 2);
+    /* Exactly the limit is accepted. */
+    size_t edge = 8 + OSP__MAX_FRAME_BYTES / 8;
+    big[8] = lo + edge * 8;
+    big[edge] = 0;
+    big[edge + 1] = 0x3333;
+    ck_assert_uint_eq(osp__unwind_walk(1, lo + 64, lo, hi, out, OSP_MAX_DEPTH), 3);
+    ck_assert_uint_eq(out[2], 0x3333);
+    free(big);
+}
+END_TEST
+
+START_TEST(walk_stops_at_depth_cap)
+{
+    memset(fake, 0, sizeof(fake));
+    for (size_t w = 2; w + 4 < STACK_WORDS; w += 4)
+        plant(w, addr_of(w + 4), 0x1000 + w);
+    uint64_t out[OSP_MAX_DEPTH + 8];
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(2), lo_of(), hi_of(), out, OSP_MAX_DEPTH),
+                      OSP_MAX_DEPTH);
+    ck_assert_uint_eq(out[OSP_MAX_DEPTH - 1], 0x1000 + 2 + 4 * (OSP_MAX_DEPTH - 2));
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(2), lo_of(), hi_of(), out, 5), 5);
+    ck_assert_uint_eq(osp__unwind_walk(1, addr_of(2), lo_of(), hi_of(), out, 0), 0);
+}
+END_TEST
+
+START_TEST(walk_with_link_register_drops_duplicate)
+{
+    memset(fake, 0, sizeof(fake));
+    plant(10, addr_of(20), 0x1111);
+    plant(20, 0, 0x2222);
+    uint64_t out[OSP_MAX_DEPTH];
+    /* lr equals the first chained return address: recorded once. */
+    uint32_t d = osp__unwind_walk_lr(0xa, 0x1111, addr_of(10), lo_of(), hi_of(), out, 16);
+    ck_assert_uint_eq(d, 3);
+    ck_assert_uint_eq(out[0], 0xa);
+    ck_assert_uint_eq(out[1], 0x1111);
+    ck_assert_uint_eq(out[2], 0x2222);
+    /* A leaf that has not saved lr yet: lr is the caller, then the chain. */
+    d = osp__unwind_walk_lr(0xa, 0x5555, addr_of(10), lo_of(), hi_of(), out, 16);
+    ck_assert_uint_eq(d, 4);
+    ck_assert_uint_eq(out[1], 0x5555);
+    ck_assert_uint_eq(out[2], 0x1111);
+}
+END_TEST
+
+static int text_between_0x1000_and_0x2000(void *ctx, uint64_t addr)
+{
+    (void)ctx;
+    return addr >= 0x1000 && addr < 0x2000;
+}
+
+START_TEST(scan_finds_first_plausible_frame_record)
+{
+    memset(fake, 0, sizeof(fake));
+    /* Noise above sp: a stack address without code next to it, code without a plausible
+     * frame pointer before it. */
+    fake[100] = addr_of(200);
+    fake[101] = 0x7777;
+    fake[103] = 0x1234;
+    fake[102] = 42;
+    plant(110, addr_of(120), 0x1500);
+    plant(120, 0, 0x1600);
+    uint64_t out[OSP_MAX_DEPTH];
+    uint32_t d = osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),
+                                  text_between_0x1000_and_0x2000, NULL, out, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(d, 3);
+    ck_assert_uint_eq(out[0], 0xfeed);
+    ck_assert_uint_eq(out[1], 0x1500);
+    ck_assert_uint_eq(out[2], 0x1600);
+    /* The walk that follows ends at the first return address that is not code. */
+    plant(120, addr_of(130), 0x1600);
+    plant(130, 0, 0x9999);
+    ck_assert_uint_eq(osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),
+                                       text_between_0x1000_and_0x2000, NULL, out, OSP_MAX_DEPTH),
+                      3);
+    /* Nothing plausible within reach: the pc alone. */
+    memset(fake, 0, sizeof(fake));
+    ck_assert_uint_eq(osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),
+                                       text_between_0x1000_and_0x2000, NULL, out, OSP_MAX_DEPTH),
+                      1);
+    /* An sp outside the stack (an alternate signal stack): the pc alone. */
+    plant(110, 0, 0x1500);
+    ck_assert_uint_eq(osp__unwind_scan(0xfeed, hi_of() + 64, lo_of(), hi_of(),
+                                       text_between_0x1000_and_0x2000, NULL, out, OSP_MAX_DEPTH),
+                      1);
+}
+END_TEST
+
+/* ---- per-thread ring --------------------------------------------------------------------- */
+
+START_TEST(thread_ring_fills_counts_drops_and_wraps)
+{
+    struct osp__thread_ring *r = aligned_alloc(64, sizeof(*r));
+    osp__thread_ring_reset(r);
+    uint64_t next = 0, expect = 0;
+    for (int round = 0; round < 5; round++) {
+        for (unsigned i = 0; i < OSP__THREAD_RING_ENTRIES; i++) {
+            struct osp__sample_entry *e = osp__thread_ring_reserve(r);
+            ck_assert_ptr_nonnull(e);
+            e->t_ns = next++;
+            e->depth = 1;
+            osp__thread_ring_publish(r);
+        }
+        ck_assert_ptr_null(osp__thread_ring_reserve(r));
+        ck_assert_ptr_null(osp__thread_ring_reserve(r));
+        ck_assert_uint_eq(osp__thread_ring_take_drops(r), 2);
+        ck_assert_uint_eq(osp__thread_ring_take_drops(r), 0);
+        /* Consume a few, refill them: the indices wrap around the array. */
+        for (int i = 0; i < 3; i++) {
+            const struct osp__sample_entry *e = osp__thread_ring_peek(r);
+            ck_assert_ptr_nonnull(e);
+            ck_assert_uint_eq(e->t_ns, expect++);
+            osp__thread_ring_consume(r);
+        }
+        const struct osp__sample_entry *e;
+        while ((e = osp__thread_ring_peek(r)) != NULL) {
+            ck_assert_uint_eq(e->t_ns, expect++);
+            osp__thread_ring_consume(r);
+        }
+    }
+    ck_assert_uint_eq(expect, next);
+    free(r);
+}
+END_TEST
+
+/* ---- event ring -------------------------------------------------------------------------- */
+
+struct test_ring {
+    struct osp_ring_header *h;
+    struct osp__event_ring w;
+};
+
+static void ring_open(struct test_ring *t, uint64_t data_size)
+{
+    t->h = aligned_alloc(64, OSP_RING_HEADER_SIZE + data_size);
+    ck_assert_ptr_nonnull(t->h);
+    osp__event_ring_init_header(t->h, data_size, 997, 1, 2);
+    osp__event_ring_attach(&t->w, t->h);
+}
+
+static int pads_seen;
+
+/* The consumer side, as ospreyd does it: next record at tail (PADs skipped), or NULL. */
+static const struct osp_rec_header *ring_next(struct test_ring *t, uint64_t *tail)
+{
+    uint64_t head = osp_ring_load_head_acquire(t->h);
+    while (*tail < head) {
+        const struct osp_rec_header *r =
+            (const void *)(t->w.data + (*tail & (t->h->data_size - 1)));
+        ck_assert_uint_ge(r->size, 8);
+        ck_assert_uint_eq(r->size % 8, 0);
+        ck_assert_uint_le((*tail & (t->h->data_size - 1)) + r->size, t->h->data_size);
+        *tail += r->size;
+        if (r->type != OSP_REC_PAD)
+            return r;
+        pads_seen++;
+    }
+    return NULL;
+}
+
+static int write_repeat(struct test_ring *t, uint32_t slot)
+{
+    struct osp_rec_repeat rec = {.slot = slot};
+    return osp__event_ring_write(&t->w, OSP_REC_REPEAT, &rec, sizeof(rec), NULL, 0);
+}
+
+START_TEST(event_ring_round_trips_records)
+{
+    struct test_ring t;
+    ring_open(&t, 4096);
+    ck_assert_uint_eq(t.h->magic, OSP_RING_MAGIC);
+    ck_assert_uint_eq(t.h->data_offset, OSP_RING_HEADER_SIZE);
+    ck_assert_uint_eq(atomic_load(&t.h->shim_state), OSP_SHIM_RUNNING);
+#if defined(__x86_64__)
+    ck_assert_str_eq(t.h->platform, "linux-x86_64");
+#endif
+    struct osp_rec_thread_start start = {.slot = 3, .generation = 7, .fiber = -1, .label_len = 6};
+    ck_assert_int_eq(
+        osp__event_ring_write(&t.w, OSP_REC_THREAD_START, &start, sizeof(start), "effect", 6), 0);
+    uint64_t tail = 0;
+    const struct osp_rec_header *r = ring_next(&t, &tail);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_eq(r->type, OSP_REC_THREAD_START);
+    ck_assert_uint_eq(r->size, osp_rec_align(sizeof(start) + 6));
+    const struct osp_rec_thread_start *s = (const void *)r;
+    ck_assert_uint_eq(s->slot, 3);
+    ck_assert_uint_eq(s->generation, 7);
+    ck_assert_int_eq(s->fiber, -1);
+    ck_assert_mem_eq((const char *)(s + 1), "effect", 6);
+    ck_assert_ptr_null(ring_next(&t, &tail));
+    free(t.h);
+}
+END_TEST
+
+START_TEST(event_ring_pads_at_the_end_and_wraps)
+{
+    struct test_ring t;
+    ring_open(&t, 256);
+    uint64_t tail = 0;
+    uint32_t written = 0, read = 0;
+    pads_seen = 0;
+    /* 32-byte records into 256 bytes, with a 24-byte record now and then so records stop
+     * lining up with the end: every wrap then needs a PAD. */
+    for (int i = 0; i < 200; i++) {
+        if (i % 3 == 0) {
+            struct osp_rec_thread_end e = {.slot = 1000 + (uint32_t)i};
+            ck_assert_int_eq(
+                osp__event_ring_write(&t.w, OSP_REC_THREAD_END, &e, sizeof(e), "12345678", 8), 0);
+        } else {
+            ck_assert_int_eq(write_repeat(&t, (uint32_t)i), 0);
+        }
+        written++;
+        const struct osp_rec_header *r = ring_next(&t, &tail);
+        ck_assert_ptr_nonnull(r);
+        read++;
+        if (i % 3 == 0) {
+            ck_assert_uint_eq(r->type, OSP_REC_THREAD_END);
+            ck_assert_uint_eq(((const struct osp_rec_thread_end *)r)->slot, 1000 + (uint32_t)i);
+        } else {
+            ck_assert_uint_eq(r->type, OSP_REC_REPEAT);
+            ck_assert_uint_eq(((const struct osp_rec_repeat *)r)->slot, (uint32_t)i);
+        }
+        osp_ring_store_tail_release(t.h, tail);
+    }
+    ck_assert_uint_eq(written, read);
+    ck_assert_int_gt(pads_seen, 10);
+    ck_assert_uint_gt(osp_ring_load_head_own(t.h), 256 * 10); /* it wrapped many times */
+    free(t.h);
+}
+END_TEST
+
+START_TEST(event_ring_full_drops_and_never_overwrites)
+{
+    struct test_ring t;
+    ring_open(&t, 256);
+    int ok = 0;
+    while (write_repeat(&t, (uint32_t)ok) == 0)
+        ok++;
+    ck_assert_int_eq(ok, 256 / 32);
+    ck_assert_int_eq(write_repeat(&t, 99), -ENOSPC);
+    uint64_t new_head;
+    ck_assert_ptr_null(osp__event_ring_reserve(&t.w, 8, &new_head));
+    osp__event_ring_count_drops(&t.w, 2);
+    ck_assert_uint_eq(atomic_load(&t.h->dropped), 2);
+    /* The unread records are intact. */
+    uint64_t tail = 0;
+    for (int i = 0; i < ok; i++) {
+        const struct osp_rec_header *r = ring_next(&t, &tail);
+        ck_assert_uint_eq(((const struct osp_rec_repeat *)r)->slot, (uint32_t)i);
+    }
+    /* Free one 32-byte record's worth: a 40-byte record does not fit, and is not written. */
+    osp_ring_store_tail_release(t.h, 32);
+    struct osp_rec_thread_start e = {.label_len = 8};
+    ck_assert_int_eq(
+        osp__event_ring_write(&t.w, OSP_REC_THREAD_START, &e, sizeof(e), "12345678", 8), -ENOSPC);
+    ck_assert_int_eq(write_repeat(&t, 8), 0);
+    /* Oversized or misaligned sizes are refused. */
+    ck_assert_ptr_null(osp__event_ring_reserve(&t.w, 12, &new_head));
+    ck_assert_ptr_null(osp__event_ring_reserve(&t.w, 512, &new_head));
+    free(t.h);
+}
+END_TEST
+
+/* ---- registry ---------------------------------------------------------------------------- */
+
+static struct test_ring reg_ring;
+static struct osp__registry reg;
+
+static void registry_setup(void)
+{
+    ring_open(&reg_ring, 1 << 16);
+    ck_assert_int_eq(osp__registry_init(&reg, &reg_ring.w, 4), 0);
+}
+
+static void registry_teardown(void)
+{
+    osp__registry_destroy(&reg);
+    free(reg_ring.h);
+    osp__tls_slot = NULL;
+}
+
+START_TEST(registry_registers_and_reuses_slots_with_new_generations)
+{
+    uint64_t tail = 0;
+    ck_assert_int_eq(osp__registry_register(&reg, 0, "main"), 0);
+    struct osp__slot *s = osp__tls_slot;
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(s->active, 1);
+    ck_assert_uint_gt(s->stack_hi, s->stack_lo);
+    uint64_t here = (uint64_t)(uintptr_t)&tail;
+    ck_assert(here >= s->stack_lo && here < s->stack_hi); /* bounds hold this frame */
+    const struct osp_rec_thread_start *st = (const void *)ring_next(&reg_ring, &tail);
+    ck_assert_uint_eq(st->h.type, OSP_REC_THREAD_START);
+    ck_assert_uint_eq(st->slot, 0);
+    ck_assert_uint_eq(st->generation, 1);
+    ck_assert_int_eq(st->fiber, 0);
+    ck_assert_uint_eq(st->label_len, 4);
+    ck_assert_int_eq(st->tid, gettid());
+
+    osp__registry_unregister(&reg);
+    ck_assert_ptr_null(osp__tls_slot);
+    ck_assert_int_eq(s->active, 0);
+    const struct osp_rec_thread_end *en = (const void *)ring_next(&reg_ring, &tail);
+    ck_assert_uint_eq(en->h.type, OSP_REC_THREAD_END);
+    ck_assert_uint_eq(en->slot, 0);
+    ck_assert_uint_eq(en->generation, 1);
+    osp__registry_unregister(&reg); /* not registered: nothing */
+    ck_assert_ptr_null(ring_next(&reg_ring, &tail));
+
+    /* The slot is reused under the next generation. */
+    ck_assert_int_eq(osp__registry_register(&reg, 5, "fiber"), 0);
+    ck_assert_ptr_eq(osp__tls_slot, s);
+    st = (const void *)ring_next(&reg_ring, &tail);
+    ck_assert_uint_eq(st->slot, 0);
+    ck_assert_uint_eq(st->generation, 2);
+
+    /* Registering again re-registers: the old generation ends, a new one starts with the
+     * new label (a runtime's own label wins over the automatic one). */
+    ck_assert_int_eq(osp__registry_register(&reg, -1, "effect"), 0);
+    en = (const void *)ring_next(&reg_ring, &tail);
+    ck_assert_uint_eq(en->h.type, OSP_REC_THREAD_END);
+    ck_assert_uint_eq(en->generation, 2);
+    st = (const void *)ring_next(&reg_ring, &tail);
+    ck_assert_uint_eq(st->h.type, OSP_REC_THREAD_START);
+    ck_assert_uint_eq(st->generation, 3);
+    ck_assert_int_eq(st->fiber, -1);
+    ck_assert_mem_eq((const char *)(st + 1), "effect", 6);
+    osp__registry_unregister(&reg);
+}
+END_TEST
+
+START_TEST(registry_renames_only_automatic_registrations)
+{
+    uint64_t tail = 0;
+    ck_assert_int_eq(osp__registry_register(&reg, 0, "main"), 0);
+    ring_next(&reg_ring, &tail);
+    /* An explicit label is the runtime's: a thread name does not replace it. */
+    ck_assert_int_eq(osp__registry_rename(&reg, pthread_self(), "renamed"), 0);
+    ck_assert_ptr_null(ring_next(&reg_ring, &tail));
+    ck_assert_int_eq(osp__registry_register(&reg, 77, "thread"), 0);
+    osp__registry_mark_automatic(&reg);
+    ring_next(&reg_ring, &tail); /* THREAD_END of the explicit registration */
+    ring_next(&reg_ring, &tail); /* THREAD_START, generation 2 */
+    ck_assert_int_eq(osp__registry_rename(&reg, pthread_self(), "cruncher"), 1);
+    const struct osp_rec_thread_end *en = (const void *)ring_next(&reg_ring, &tail);
+    ck_assert_uint_eq(en->h.type, OSP_REC_THREAD_END);
+    ck_assert_uint_eq(en->generation, 2);
+    const struct osp_rec_thread_start *st = (const void *)ring_next(&reg_ring, &tail);
+    ck_assert_uint_eq(st->h.type, OSP_REC_THREAD_START);
+    ck_assert_uint_eq(st->generation, 3);
+    ck_assert_int_eq(st->fiber, 77);
+    ck_assert_uint_eq(st->label_len, 8);
+    ck_assert_mem_eq((const char *)(st + 1), "cruncher", 8);
+    osp__registry_unregister(&reg);
+}
+END_TEST
+
+struct worker {
+    pthread_barrier_t *registered, *release;
+    struct osp__slot *slot;
+    int err;
+};
+
+static void *register_and_wait(void *arg)
+{
+    struct worker *w = arg;
+    w->err = osp__registry_register(&reg, gettid(), "thread");
+    w->slot = osp__tls_slot;
+    pthread_barrier_wait(w->registered);
+    pthread_barrier_wait(w->release);
+    osp__registry_unregister(&reg);
+    return NULL;
+}
+
+START_TEST(registry_gives_concurrent_threads_distinct_slots_up_to_capacity)
+{
+    enum { N = 5 }; /* capacity is 4 */
+    pthread_barrier_t registered, release;
+    pthread_barrier_init(&registered, NULL, N + 1);
+    pthread_barrier_init(&release, NULL, N + 1);
+    struct worker w[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = (struct worker){&registered, &release, NULL, 0};
+        pthread_create(&t[i], NULL, register_and_wait, &w[i]);
+    }
+    pthread_barrier_wait(&registered);
+    int ok = 0, full = 0;
+    for (int i = 0; i < N; i++) {
+        if (w[i].err == 0) {
+            ok++;
+            for (int j = 0; j < i; j++)
+                ck_assert(w[j].err != 0 || w[j].slot != w[i].slot);
+        } else {
+            ck_assert_int_eq(w[i].err, -ENOSPC);
+            ck_assert_ptr_null(w[i].slot);
+            full++;
+        }
+    }
+    ck_assert_int_eq(ok, 4);
+    ck_assert_int_eq(full, 1);
+    pthread_barrier_wait(&release);
+    for (int i = 0; i < N; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_uint_eq(reg.count, 4);
+    for (uint32_t i = 0; i < reg.count; i++)
+        ck_assert_int_eq(reg.slots[i]->active, 0);
+    pthread_barrier_destroy(&registered);
+    pthread_barrier_destroy(&release);
+}
+END_TEST
+
+START_TEST(registry_drains_thread_ring_into_sample_records)
+{
+    uint64_t tail = 0;
+    ck_assert_int_eq(osp__registry_register(&reg, 0, "main"), 0);
+    struct osp__slot *s = osp__tls_slot;
+    ring_next(&reg_ring, &tail); /* THREAD_START */
+    for (int i = 0; i < 3; i++) {
+        struct osp__sample_entry *e = osp__thread_ring_reserve(&s->ring);
+        e->t_ns = 100 + (uint64_t)i;
+        e->state = i == 2 ? OSP_STATE_WAITING : OSP_STATE_ON_CPU;
+        e->depth = 2;
+        e->pcs[0] = 0x10;
+        e->pcs[1] = 0x20 + (uint64_t)i;
+        osp__thread_ring_publish(&s->ring);
+    }
+    pthread_mutex_lock(&reg.lock);
+    osp__registry_drain_slot(&reg, s);
+    pthread_mutex_unlock(&reg.lock);
+    for (int i = 0; i < 3; i++) {
+        const struct osp_rec_sample *r = (const void *)ring_next(&reg_ring, &tail);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_uint_eq(r->h.type, OSP_REC_SAMPLE);
+        ck_assert_uint_eq(r->h.size, sizeof(*r) + 16);
+        ck_assert_uint_eq(r->t_ns, 100 + (uint64_t)i);
+        ck_assert_uint_eq(r->slot, s->index);
+        ck_assert_uint_eq(r->generation, s->generation);
+        ck_assert_uint_eq(r->depth, 2);
+        const uint64_t *pcs = (const uint64_t *)(r + 1);
+        ck_assert_uint_eq(pcs[1], 0x20 + (uint64_t)i);
+    }
+    ck_assert_int_eq(s->wait_captured, 1); /* the waiting stack was emitted */
+    ck_assert_ptr_null(osp__thread_ring_peek(&s->ring));
+    osp__registry_unregister(&reg);
+}
+END_TEST
+
+START_TEST(registry_counts_samples_lost_to_a_full_event_ring)
+{
+    ck_assert_int_eq(osp__registry_register(&reg, 0, "main"), 0);
+    struct osp__slot *s = osp__tls_slot;
+    uint64_t pcs[OSP_MAX_DEPTH] = {1};
+    pthread_mutex_lock(&reg.lock);
+    int n = 0;
+    while (atomic_load(&reg_ring.h->dropped) == 0 && n < 10000) {
+        osp__registry_emit_sample(&reg, s, 1, OSP_STATE_ON_CPU, pcs, OSP_MAX_DEPTH);
+        n++;
+    }
+    /* The per-thread ring's own drops move to the header too. */
+    for (unsigned i = 0; i <= OSP__THREAD_RING_ENTRIES; i++)
+        if (osp__thread_ring_reserve(&s->ring)) {
+            s->ring.entries[i % OSP__THREAD_RING_ENTRIES].depth = OSP_MAX_DEPTH;
+            osp__thread_ring_publish(&s->ring);
+        }
+    osp__registry_drain_slot(&reg, s);
+    pthread_mutex_unlock(&reg.lock);
+    /* Samples stopped while a quarter of the ring was still free ... */
+    uint64_t used = osp_ring_load_head_own(reg_ring.h);
+    ck_assert_uint_ge((1 << 16) - used, (1 << 16) / 4);
+    ck_assert_uint_lt((1 << 16) - used, (1 << 16) / 4 + 32 + OSP_MAX_DEPTH * 8);
+    ck_assert_int_eq(n, (int)((used - 40) / (32 + OSP_MAX_DEPTH * 8)) + 1);
+    ck_assert_uint_eq(atomic_load(&reg_ring.h->dropped), 1 + 1 + OSP__THREAD_RING_ENTRIES);
+    /* ... so the thread's end still gets through. */
+    osp__registry_unregister(&reg);
+    uint64_t tail = 0;
+    const struct osp_rec_header *r, *last = NULL;
+    while ((r = ring_next(&reg_ring, &tail)) != NULL)
+        last = r;
+    ck_assert_ptr_nonnull(last);
+    ck_assert_uint_eq(last->type, OSP_REC_THREAD_END);
+}
+END_TEST
+
+/* ---- parsers ----------------------------------------------------------------------------- */
+
+START_TEST(rate_is_clamped_and_defaults)
+{
+    int bad;
+    ck_assert_uint_eq(osp__parse_rate(NULL, &bad), 997);
+    ck_assert_int_eq(bad, 0);
+    ck_assert_uint_eq(osp__parse_rate("", &bad), 997);
+    ck_assert_uint_eq(osp__parse_rate("250", &bad), 250);
+    ck_assert_uint_eq(osp__parse_rate("3", &bad), 10);
+    ck_assert_uint_eq(osp__parse_rate("-5", &bad), 10);
+    ck_assert_uint_eq(osp__parse_rate("20000", &bad), 10000);
+    ck_assert_uint_eq(osp__parse_rate("99999999999999999999999", &bad), 10000);
+    ck_assert_int_eq(bad, 0);
+    ck_assert_uint_eq(osp__parse_rate("fast", &bad), 997);
+    ck_assert_int_eq(bad, 1);
+    ck_assert_uint_eq(osp__parse_rate("100x", &bad), 997);
+    ck_assert_int_eq(bad, 1);
+}
+END_TEST
+
+START_TEST(per_pid_path_inserts_before_extension)
+{
+    char out[256];
+    ck_assert_int_eq(osp__per_pid_path("/tmp/out.json", 42, NULL, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/tmp/out.42.json");
+    ck_assert_int_eq(osp__per_pid_path("/tmp/out", 42, NULL, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/tmp/out.42");
+    ck_assert_int_eq(osp__per_pid_path("/a.b/out", 7, NULL, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/a.b/out.7");
+    ck_assert_int_eq(osp__per_pid_path("/tmp/.hidden", 7, NULL, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/tmp/.hidden.7");
+    ck_assert_int_eq(osp__per_pid_path("/tmp/x.tar.gz", 7, "ab", out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "/tmp/x.tar.7-ab.gz");
+    ck_assert_int_eq(osp__per_pid_path("/tmp/out.json", 42, NULL, out, 8), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(syscall_line_decides_whether_to_signal)
+{
+    uint64_t sp = 0, pc = 0;
+    ck_assert_int_eq(osp__syscall_verdict("running\n", &sp, &pc), OSP__SIGNAL_OK);
+    ck_assert_int_eq(osp__syscall_verdict("-1 0x7ffd0 0x401000\n", &sp, &pc), OSP__SIGNAL_OK);
+    char line[256];
+    /* read(2): restarted under SA_RESTART. */
+    snprintf(line, sizeof(line), "%d 0x3 0x7ffd 0x10 0x0 0x0 0x0 0x7ffc0 0x401000\n", SYS_read);
+    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_OK);
+    /* clock_nanosleep(2): never restarted; sp and pc come back for the outside capture. */
+    snprintf(line, sizeof(line), "%d 0x1 0x0 0x7ffd 0x0 0x0 0x0 0x7ffc0 0x401000\n",
+             SYS_clock_nanosleep);
+    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_UNSAFE);
+    ck_assert_uint_eq(sp, 0x7ffc0);
+    ck_assert_uint_eq(pc, 0x401000);
+    /* futex wait: without a timeout it restarts, with one it does not. */
+    snprintf(line, sizeof(line), "%d 0x7f00 0x80 0x2 0x0 0x0 0x0 0x7ffc0 0x401000\n", SYS_futex);
+    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_OK);
+    snprintf(line, sizeof(line), "%d 0x7f00 0x189 0x2 0x7ffd 0x0 0xffffffff 0x7ffc0 0x401000\n",
+             SYS_futex);
+    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_UNSAFE);
+    snprintf(line, sizeof(line), "%d 0x7f00 0x81 0x1 0x0 0x0 0x0 0x7ffc0 0x401000\n", SYS_futex);
+    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_UNSAFE); /* a wake */
+    snprintf(line, sizeof(line), "%d 0x0 0x0 0x0 0x0 0x0 0x0 0x7ffc0 0x401000\n", SYS_ppoll);
+    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_UNSAFE);
+    ck_assert_int_eq(osp__syscall_verdict("", &sp, &pc), OSP__SIGNAL_UNKNOWN);
+    ck_assert_int_eq(osp__syscall_verdict("7 0x1", &sp, &pc), OSP__SIGNAL_UNKNOWN);
+}
+END_TEST
+
+Suite *shim_suite(void)
+{
+    Suite *s = suite_create("shim");
+    TCase *unwind = tcase_create("unwind");
+    tcase_add_test(unwind, walk_follows_planted_chain);
+    tcase_add_test(unwind, walk_stops_at_zero_return_address);
+    tcase_add_test(unwind, walk_stops_at_misaligned_frame_pointer);
+    tcase_add_test(unwind, walk_stops_when_not_increasing);
+    tcase_add_test(unwind, walk_stops_outside_stack_bounds);
+    tcase_add_test(unwind, walk_stops_at_oversized_frame);
+    tcase_add_test(unwind, walk_stops_at_depth_cap);
+    tcase_add_test(unwind, walk_with_link_register_drops_duplicate);
+    tcase_add_test(unwind, scan_finds_first_plausible_frame_record);
+    suite_add_tcase(s, unwind);
+
+    TCase *rings = tcase_create("rings");
+    tcase_add_test(rings, thread_ring_fills_counts_drops_and_wraps);
+    tcase_add_test(rings, event_ring_round_trips_records);
+    tcase_add_test(rings, event_ring_pads_at_the_end_and_wraps);
+    tcase_add_test(rings, event_ring_full_drops_and_never_overwrites);
+    suite_add_tcase(s, rings);
+
+    TCase *registry = tcase_create("registry");
+    tcase_add_checked_fixture(registry, registry_setup, registry_teardown);
+    tcase_add_test(registry, registry_registers_and_reuses_slots_with_new_generations);
+    tcase_add_test(registry, registry_renames_only_automatic_registrations);
+    tcase_add_test(registry, registry_gives_concurrent_threads_distinct_slots_up_to_capacity);
+    tcase_add_test(registry, registry_drains_thread_ring_into_sample_records);
+    tcase_add_test(registry, registry_counts_samples_lost_to_a_full_event_ring);
+    suite_add_tcase(s, registry);
+
+    TCase *parsers = tcase_create("parsers");
+    tcase_add_test(parsers, rate_is_clamped_and_defaults);
+    tcase_add_test(parsers, per_pid_path_inserts_before_extension);
+    tcase_add_test(parsers, syscall_line_decides_whether_to_signal);
+    suite_add_tcase(s, parsers);
+    return s;
+}

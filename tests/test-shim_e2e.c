@@ -1,0 +1,615 @@
+/* test-shim_e2e.c — the shim in real processes: test-shim-target run plain, under the
+ * preloaded libospreyprof.so, and as a static-archive build, with test-shim-consumer standing
+ * in for ospreyd. Asserts what a user relies on: the program's output and exit status do not
+ * change, sleeps are not cut short, threads come and go safely, off means off, a program's
+ * own SIGPROF handler is kept, and the ring carries well-formed records for every thread. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char dir[PATH_MAX]; /* build/tests */
+static char so[PATH_MAX];  /* build/shim/libospreyprof.so */
+static char scratch[PATH_MAX];
+
+static void find_paths(void)
+{
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+    ck_assert_int_gt(n, 0);
+    dir[n] = '\0';
+    *strrchr(dir, '/') = '\0';
+    ck_assert_int_lt(snprintf(so, sizeof(so), "%s/../shim/libospreyprof.so", dir), (int)sizeof(so));
+    ck_assert_int_eq(access(so, R_OK), 0);
+    snprintf(scratch, sizeof(scratch), "/tmp/osprey-shim-e2e-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+static void remove_scratch(void)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+struct run {
+    char out[1 << 16];
+    char err[1 << 16];
+    int status; /* exit status, or 128 + signal */
+};
+
+/* Run build/tests/<program> with argv, in the test's environment minus LD_PRELOAD and
+ * OSPREY_*, plus `extra` (NULL-terminated "NAME=value" list). Kills it after 120 s. */
+/* The working directory of the next run (NULL: the test's own); reset by every run. */
+static const char *run_cwd;
+
+static void run(struct run *r, const char *program, const char *const *args,
+                const char *const *extra)
+{
+    char path[PATH_MAX];
+    ck_assert_int_lt(snprintf(path, sizeof(path), "%s/%s", dir, program), (int)sizeof(path));
+    char *argv[16];
+    int argc = 0;
+    argv[argc++] = (char *)program;
+    for (; args[argc - 1] && argc < 15; argc++)
+        argv[argc] = (char *)args[argc - 1];
+    argv[argc] = NULL;
+    char *envp[512];
+    int envc = 0;
+    for (char **e = environ; *e && envc < 480; e++)
+        if (strncmp(*e, "LD_PRELOAD=", 11) != 0 && strncmp(*e, "OSPREY_", 7) != 0 &&
+            strncmp(*e, "TARGET_", 7) != 0)
+            envp[envc++] = *e;
+    for (; extra && *extra; extra++)
+        envp[envc++] = (char *)*extra;
+    envp[envc] = NULL;
+
+    int out[2], err[2];
+    ck_assert_int_eq(pipe(out), 0);
+    ck_assert_int_eq(pipe(err), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    posix_spawn_file_actions_addclose(&fa, err[0]);
+    if (run_cwd)
+        posix_spawn_file_actions_addchdir_np(&fa, run_cwd);
+    run_cwd = NULL;
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, path, &fa, NULL, argv, envp), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    close(err[1]);
+    size_t nout = 0, nerr = 0;
+    struct pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    time_t start = time(NULL);
+    int open_fds = 2;
+    while (open_fds > 0) {
+        if (time(NULL) - start > 120) {
+            kill(pid, SIGKILL);
+            break;
+        }
+        if (poll(fds, 2, 1000) <= 0)
+            continue;
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP)))
+                continue;
+            char *buf = i == 0 ? r->out : r->err;
+            size_t *n = i == 0 ? &nout : &nerr;
+            ssize_t got = read(fds[i].fd, buf + *n, sizeof(r->out) - 1 - *n);
+            if (got <= 0) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                open_fds--;
+            } else {
+                *n += (size_t)got;
+            }
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (fds[i].fd >= 0)
+            close(fds[i].fd);
+    r->out[nout] = '\0';
+    r->err[nerr] = '\0';
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static char env_preload[PATH_MAX + 16], env_profile[PATH_MAX + 32], env_daemon[PATH_MAX + 32];
+
+/* The environment of a profiled run: preload, profile path (in scratch), consumer, rate. */
+static const char **profiled_env(const char *profile_name, const char *hz, int daemon)
+{
+    static const char *env[8];
+    static char env_hz[32];
+    int n = 0;
+    snprintf(env_preload, sizeof(env_preload), "LD_PRELOAD=%s", so);
+    snprintf(env_profile, sizeof(env_profile), "OSPREY_PROFILE=%s/%s", scratch, profile_name);
+    if (daemon)
+        ck_assert_int_lt(
+            snprintf(env_daemon, sizeof(env_daemon), "OSPREY_DAEMON=%s/test-shim-consumer", dir),
+            (int)sizeof(env_daemon));
+    else
+        snprintf(env_daemon, sizeof(env_daemon), "OSPREY_DAEMON=/nonexistent");
+    env[n++] = env_preload;
+    env[n++] = env_profile;
+    env[n++] = env_daemon;
+    if (hz) {
+        snprintf(env_hz, sizeof(env_hz), "OSPREY_PROFILE_HZ=%s", hz);
+        env[n++] = env_hz;
+    }
+    env[n] = NULL;
+    return env;
+}
+
+/* env with `entry` ("NAME=value") in place of the NAME= entry, or added. Static storage. */
+static const char **with_env(const char **env, const char *entry)
+{
+    static const char *out[12];
+    size_t name_len = strchr(entry, '=') - entry + 1;
+    int n = 0, replaced = 0;
+    for (; env[n] && n < 10; n++) {
+        int same = strncmp(env[n], entry, name_len) == 0;
+        out[n] = same ? entry : env[n];
+        replaced |= same;
+    }
+    if (!replaced)
+        out[n++] = entry;
+    out[n] = NULL;
+    return out;
+}
+
+/* The consumer's summary of a run. */
+static char summary[1 << 20];
+
+static void read_summary(const char *name)
+{
+    char path[PATH_MAX];
+    ck_assert_int_lt(snprintf(path, sizeof(path), "%s/%s", scratch, name), (int)sizeof(path));
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "no profile summary at %s", path);
+    size_t n = fread(summary, 1, sizeof(summary) - 1, f);
+    summary[n] = '\0';
+    fclose(f);
+}
+
+static long long summary_value(const char *key)
+{
+    char pattern[64];
+    snprintf(pattern, sizeof(pattern), "\n%s ", key);
+    char *at = strstr(summary, pattern);
+    if (at == NULL && strncmp(summary, pattern + 1, strlen(pattern) - 1) == 0)
+        at = summary - 1;
+    ck_assert_msg(at != NULL, "summary has no %s", key);
+    return atoll(at + strlen(pattern));
+}
+
+struct thread_line {
+    long long fiber;
+    char label[80];
+    long long samples, waiting, repeats;
+};
+
+/* The n-th "thread" line with this label, or 0. */
+static int summary_thread(const char *label, int nth, struct thread_line *t)
+{
+    const char *p = summary;
+    while ((p = strstr(p, "\nthread ")) != NULL) {
+        p++;
+        unsigned slot, gen;
+        unsigned long long first, last;
+        if (sscanf(p, "thread %u %u %lld %79s %lld %lld %lld %llu %llu", &slot, &gen, &t->fiber,
+                   t->label, &t->samples, &t->waiting, &t->repeats, &first, &last) == 9 &&
+            strcmp(t->label, label) == 0 && nth-- == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void assert_well_formed(void)
+{
+    ck_assert_int_eq(summary_value("errors"), 0);
+    ck_assert_int_eq(summary_value("unknown_samples"), 0);
+    ck_assert_int_ge(summary_value("samples"), 1);
+    ck_assert_int_eq(summary_value("exit_records"), 1);
+    ck_assert_int_eq(summary_value("main_images"), 1);
+    ck_assert_int_ge(summary_value("images"), 3);
+}
+
+static int entries(const char *dirpath, const char *prefix)
+{
+    DIR *d = opendir(dirpath);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static int count_lines(const char *text)
+{
+    int n = 0;
+    for (; *text; text++)
+        n += *text == '\n';
+    return n;
+}
+
+START_TEST(preload_keeps_stdout_and_exit_status)
+{
+    static struct run plain, profiled;
+    const char *args[] = {"print", "3", NULL};
+    run(&plain, "test-shim-target", args, NULL);
+    ck_assert_int_eq(plain.status, 3);
+    ck_assert_str_eq(plain.err, "");
+    run(&profiled, "test-shim-target", args, profiled_env("p.txt", NULL, 0));
+    ck_assert_str_eq(profiled.out, plain.out);
+    ck_assert_int_eq(profiled.status, 3);
+    /* No daemon: the only difference is one warning line. */
+    ck_assert_int_eq(count_lines(profiled.err), 1);
+    ck_assert_msg(strncmp(profiled.err, "osprey: ", 8) == 0, "stderr: %s", profiled.err);
+}
+END_TEST
+
+START_TEST(profile_records_every_thread)
+{
+    static struct run r;
+    const char *args[] = {"print", "0", NULL};
+    run(&r, "test-shim-target", args, profiled_env("p.txt", NULL, 1));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.err, "");
+    read_summary("p.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("rate_hz"), 997);
+    ck_assert_int_eq(summary_value("thread_starts"), 2);
+    ck_assert_int_eq(summary_value("thread_ends"), 1);
+    ck_assert_int_ge(summary_value("max_depth"), 3); /* frame-pointer walks got past frame 0 */
+    struct thread_line t;
+    ck_assert(summary_thread("main", 0, &t));
+    ck_assert_int_eq(t.fiber, 0);
+    ck_assert_int_gt(t.samples, 0);
+    ck_assert(summary_thread("thread", 0, &t));
+    ck_assert_int_gt(t.fiber, 0); /* its kernel tid */
+    ck_assert_int_gt(t.samples, 0);
+    /* The main image is the program itself, by its real path. */
+    char self[PATH_MAX], want[PATH_MAX + 16];
+    ck_assert_int_lt(snprintf(self, sizeof(self), "%s/test-shim-target", dir), (int)sizeof(self));
+    ck_assert_ptr_nonnull(realpath(self, want + 11));
+    memcpy(want, "main_image ", 11);
+    ck_assert_msg(strstr(summary, want) != NULL, "%s", summary);
+    /* The consumer unlinked the shared-memory name; nothing is left behind. */
+    char shm[64];
+    snprintf(shm, sizeof(shm), "osprey-%lld-", summary_value("pid"));
+    ck_assert_int_eq(entries("/dev/shm", shm), 0);
+}
+END_TEST
+
+START_TEST(sleeping_thread_is_not_woken_early)
+{
+    static struct run r;
+    /* Each wait follows a busy spell, so a signal sent while the thread ran is often still
+     * in flight when it starts to sleep: the guard (guard.c) must hold it back. */
+    const char *short_args[] = {"sleep", "20", NULL};
+    for (int i = 0; i < 10; i++) {
+        run(&r, "test-shim-target", short_args, profiled_env("s.txt", "10000", 1));
+        ck_assert_str_eq(r.out, "slept the whole time\n");
+    }
+    const char *args[] = {"sleep", "300", NULL};
+    run(&r, "test-shim-target", args, profiled_env("s.txt", "10000", 1));
+    ck_assert_str_eq(r.out, "slept the whole time\n");
+    ck_assert_int_eq(r.status, 0);
+    read_summary("s.txt");
+    assert_well_formed();
+    struct thread_line t;
+    ck_assert(summary_thread("main", 0, &t));
+    ck_assert_int_gt(t.waiting, 0);                     /* its sleeping stack was captured ... */
+    ck_assert_int_gt(summary_value("deep_waiting"), 0); /* ... past the syscall's pc ... */
+    ck_assert_int_gt(t.repeats, 0);                     /* ... and repeated while it slept */
+}
+END_TEST
+
+START_TEST(thread_churn_at_10khz_completes)
+{
+    static struct run plain, profiled;
+    const char *args[] = {"churn", "400", NULL};
+    run(&plain, "test-shim-target", args, NULL);
+    run(&profiled, "test-shim-target", args, profiled_env("c.txt", "10000", 1));
+    ck_assert_int_eq(profiled.status, 0);
+    ck_assert_str_eq(profiled.out, plain.out);
+    read_summary("c.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("thread_starts"), 401);
+    ck_assert_int_eq(summary_value("thread_ends"), 400);
+}
+END_TEST
+
+START_TEST(off_means_off)
+{
+    static struct run r;
+    const char *args[] = {"tasks", NULL};
+    char preload[PATH_MAX + 16];
+    snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", so);
+    const char *env[] = {preload, NULL};
+    run(&r, "test-shim-target", args, env);
+    ck_assert_str_eq(r.out, "tasks 1 shm 0 sigprof-default 1\n");
+    ck_assert_str_eq(r.err, "");
+    run(&r, "test-shim-target-static", args, NULL);
+    ck_assert_str_eq(r.out, "tasks 1 shm 0 sigprof-default 1\n");
+    /* The same probe sees the profiler when it is on (the program's own view of SIGPROF is
+     * kept even then). */
+    run(&r, "test-shim-target", args, profiled_env("o.txt", NULL, 0));
+    ck_assert_str_eq(r.out, "tasks 2 shm 1 sigprof-default 1\n");
+}
+END_TEST
+
+START_TEST(program_sigprof_handler_is_kept)
+{
+    static struct run plain, r;
+    const char *args[] = {"sigprof", NULL};
+    /* Installed after the shim started (in main): the program sees its own handler and gets
+     * its own signals, none of ours, none merged with ours; it was profiled until it sent
+     * SIGPROF itself. */
+    for (int i = 0; i < 5; i++) {
+        run(&r, "test-shim-target", args, profiled_env("h.txt", "10000", 1));
+        ck_assert_str_eq(r.out, "handler kept 1, own signals seen 2\n");
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_str_eq(r.err, "osprey: the program uses SIGPROF itself; sampling stopped\n");
+    }
+    read_summary("h.txt");
+    assert_well_formed();
+    ck_assert_int_gt(summary_value("samples"), 10);
+
+    /* Its own profiling timer keeps working beside ours. */
+    const char *itimer[] = {"itimer", NULL};
+    run(&r, "test-shim-target", itimer, profiled_env("i.txt", "10000", 1));
+    ck_assert_str_eq(r.out, "timer signals arrived: yes\n");
+    ck_assert_int_eq(r.status, 0);
+
+    /* Without a handler, a SIGPROF that is not ours still has its default action. */
+    const char *killed[] = {"killed", NULL};
+    run(&plain, "test-shim-target", killed, NULL);
+    run(&r, "test-shim-target", killed, profiled_env("k.txt", NULL, 1));
+    ck_assert_int_eq(plain.status, 128 + SIGPROF);
+    ck_assert_int_eq(r.status, plain.status);
+    ck_assert_str_eq(r.out, plain.out);
+
+    /* Installed before the shim boots: the shim stays off. */
+    const char **env = with_env(profiled_env("h2.txt", NULL, 1), "TARGET_SIGPROF_EARLY=1");
+    run(&r, "test-shim-target-static", args, env + 1); /* no LD_PRELOAD */
+    ck_assert_str_eq(r.out, "handler kept 1, own signals seen 2\n");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.err,
+                     "osprey: the program already has a SIGPROF handler; profiling is off\n");
+}
+END_TEST
+
+START_TEST(static_archive_profiles_like_the_preload)
+{
+    static struct run r;
+    const char *args[] = {"print", "4", NULL};
+    const char **env = profiled_env("a.txt", NULL, 1);
+    run(&r, "test-shim-target-static", args, env + 1); /* no LD_PRELOAD */
+    ck_assert_int_eq(r.status, 4);
+    read_summary("a.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("thread_starts"), 2);
+}
+END_TEST
+
+START_TEST(descendants_write_beside_and_forked_children_do_not)
+{
+    static struct run r;
+    const char *args[] = {"spawn", NULL};
+    run(&r, "test-shim-target", args, profiled_env("d.txt", NULL, 1));
+    ck_assert_int_eq(r.status, 0);
+    int child = 0;
+    ck_assert_ptr_nonnull(strstr(r.out, "child "));
+    sscanf(strstr(r.out, "child "), "child %d", &child);
+    char name[64];
+    snprintf(name, sizeof(name), "d.%d.txt", child);
+    read_summary(name); /* the exec'd child's own profile */
+    assert_well_formed();
+    read_summary("d.txt"); /* the parent's, not overwritten */
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("pid") != child, 1);
+
+    const char *fork_args[] = {"fork", NULL};
+    run(&r, "test-shim-target", fork_args, profiled_env("f.txt", NULL, 1));
+    ck_assert_str_eq(r.out, "forked child status 7\n");
+    ck_assert_str_eq(r.err, "");
+    read_summary("f.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("thread_starts"), 1);
+}
+END_TEST
+
+START_TEST(thread_named_after_start_is_relabelled)
+{
+    static struct run r;
+    const char *args[] = {"named", NULL};
+    run(&r, "test-shim-target", args, profiled_env("n.txt", NULL, 1));
+    ck_assert_int_eq(r.status, 0);
+    read_summary("n.txt");
+    assert_well_formed();
+    struct thread_line t;
+    ck_assert(summary_thread("cruncher", 0, &t));
+    ck_assert_int_gt(t.samples, 0);
+    ck_assert_int_gt(t.fiber, 0);
+}
+END_TEST
+
+START_TEST(objects_loaded_later_reach_the_image_list)
+{
+    static struct run r;
+    const char *args[] = {"dlopen", NULL};
+    run(&r, "test-shim-target", args, profiled_env("l.txt", NULL, 1));
+    ck_assert_str_eq(r.out, "plugin unloaded\n");
+    ck_assert_int_eq(r.status, 0);
+    read_summary("l.txt");
+    assert_well_formed();
+    /* Loaded and unloaded again before exit: only the periodic check can have seen it. */
+    ck_assert_msg(strstr(summary, "/test-shim-plugin.so\n") != NULL, "%s", summary);
+}
+END_TEST
+
+/* The profiles in scratch whose names start with prefix. */
+static int profiles(const char *prefix)
+{
+    return entries(scratch, prefix);
+}
+
+START_TEST(exec_replacing_a_profiled_image_survives_and_writes_beside)
+{
+    static struct run plain, r;
+    const char *args[] = {"exec", NULL};
+    run(&plain, "test-shim-target", args, NULL);
+    /* At 10 kHz a signal of ours is likely pending when execv runs; it must not kill the new
+     * image (whose SIGPROF is the default again). */
+    for (int i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "e%d.txt", i);
+        run(&r, "test-shim-target", args, profiled_env(name, "10000", 1));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_str_eq(r.out, plain.out);
+    }
+    /* Same pid, two images: the second writes e<i>.<pid>-<random>.txt, never over e<i>.txt.
+     * The first image's profile is finished by its consumer once it sees the heartbeat stop,
+     * after the program is gone: wait (bounded) for it. */
+    for (int i = 0; i < 5; i++) {
+        char first[16], second[16];
+        snprintf(first, sizeof(first), "e%d.txt", i);
+        snprintf(second, sizeof(second), "e%d.", i);
+        for (int waited = 0; waited < 100 && profiles(first) == 0; waited++)
+            usleep(100000);
+        ck_assert_int_eq(profiles(first), 1);
+        ck_assert_int_eq(profiles(second), 2);
+    }
+    read_summary("e0.txt");
+    ck_assert_int_gt(summary_value("samples"), 0);
+}
+END_TEST
+
+START_TEST(relative_profile_path_is_resolved_at_start)
+{
+    static struct run r;
+    const char *args[] = {"chdir", NULL};
+    run_cwd = scratch;
+    run(&r, "test-shim-target", args,
+        with_env(profiled_env("unused", NULL, 1), "OSPREY_PROFILE=rel.txt"));
+    ck_assert_str_eq(r.out, "moved\n");
+    read_summary("rel.txt"); /* in the starting directory, not in / */
+    assert_well_formed();
+}
+END_TEST
+
+START_TEST(daemon_failure_or_absence_is_one_line_and_never_a_hang)
+{
+    static struct run plain, r;
+    const char *args[] = {"print", "5", NULL};
+    run(&plain, "test-shim-target", args, NULL);
+    /* ospreyd reports FAILED: its message, prefixed. */
+    run(&r, "test-shim-target", args,
+        with_env(profiled_env("f.txt", NULL, 1), "SHIM_CONSUMER_FAIL=1"));
+    ck_assert_int_eq(r.status, 5);
+    ck_assert_str_eq(r.out, plain.out);
+    char want[PATH_MAX + 64];
+    snprintf(want, sizeof(want), "osprey: cannot write %s/f.txt\n", scratch);
+    ck_assert_str_eq(r.err, want);
+    /* A "daemon" that never attaches: the program waits at most daemon_wait_ms, says so in
+     * one line and exits as it would have. */
+    run(&r, "test-shim-target", args,
+        with_env(profiled_env("g.txt", NULL, 1), "OSPREY_DAEMON=/bin/true"));
+    ck_assert_int_eq(r.status, 5);
+    ck_assert_str_eq(r.out, plain.out);
+    ck_assert_int_eq(count_lines(r.err), 1);
+    ck_assert_msg(strstr(r.err, "osprey: ospreyd did not finish writing ") == r.err, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "/g.txt within "));
+    ck_assert_ptr_nonnull(strstr(r.err, "; the profile may be missing\n"));
+}
+END_TEST
+
+START_TEST(thread_that_blocks_sigprof_never_finds_ours_pending)
+{
+    static struct run r;
+    const char *args[] = {"masked", NULL};
+    for (int i = 0; i < 3; i++) {
+        run(&r, "test-shim-target", args, profiled_env("m.txt", "10000", 1));
+        ck_assert_str_eq(r.out, "SIGPROF pending in a thread that blocks it: no\n");
+        ck_assert_int_eq(r.status, 0);
+    }
+}
+END_TEST
+
+START_TEST(bad_rate_warns_once_and_uses_default)
+{
+    static struct run r;
+    const char *args[] = {"print", "0", NULL};
+    run(&r, "test-shim-target", args, profiled_env("r.txt", "lots", 1));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.err, "osprey: OSPREY_PROFILE_HZ=lots is not a number; sampling at 997 Hz\n");
+    read_summary("r.txt");
+    ck_assert_int_eq(summary_value("rate_hz"), 997);
+}
+END_TEST
+
+/* Nothing dropped with many busy threads (per-thread rings sized for a late tick, the event
+ * ring drained by a consumer). */
+START_TEST(busy_threads_lose_no_samples)
+{
+    static struct run r;
+    const char *a64[] = {"busy", "64", "1000", NULL};
+    run(&r, "test-shim-target", a64, profiled_env("b64.txt", "997", 1));
+    ck_assert_int_eq(r.status, 0);
+    read_summary("b64.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("thread_starts"), 65);
+    ck_assert_int_eq(summary_value("dropped"), 0);
+    const char *a8[] = {"busy", "8", "1000", NULL};
+    run(&r, "test-shim-target", a8, profiled_env("b8.txt", "10000", 1));
+    ck_assert_int_eq(r.status, 0);
+    read_summary("b8.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("dropped"), 0);
+}
+END_TEST
+
+Suite *shim_e2e_suite(void)
+{
+    Suite *s = suite_create("shim_e2e");
+    TCase *tc = tcase_create("process");
+    tcase_add_checked_fixture(tc, find_paths, remove_scratch);
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, preload_keeps_stdout_and_exit_status);
+    tcase_add_test(tc, profile_records_every_thread);
+    tcase_add_test(tc, sleeping_thread_is_not_woken_early);
+    tcase_add_test(tc, thread_churn_at_10khz_completes);
+    tcase_add_test(tc, off_means_off);
+    tcase_add_test(tc, program_sigprof_handler_is_kept);
+    tcase_add_test(tc, static_archive_profiles_like_the_preload);
+    tcase_add_test(tc, descendants_write_beside_and_forked_children_do_not);
+    tcase_add_test(tc, thread_named_after_start_is_relabelled);
+    tcase_add_test(tc, objects_loaded_later_reach_the_image_list);
+    tcase_add_test(tc, exec_replacing_a_profiled_image_survives_and_writes_beside);
+    tcase_add_test(tc, relative_profile_path_is_resolved_at_start);
+    tcase_add_test(tc, daemon_failure_or_absence_is_one_line_and_never_a_hang);
+    tcase_add_test(tc, thread_that_blocks_sigprof_never_finds_ours_pending);
+    tcase_add_test(tc, bad_rate_warns_once_and_uses_default);
+    tcase_add_test(tc, busy_threads_lose_no_samples);
+    suite_add_tcase(s, tc);
+    return s;
+}
