@@ -30,6 +30,8 @@ export interface RunResult {
   cancelled: boolean;
   /** The last non-empty lines of stderr (at most STDERR_TAIL_LINES). */
   stderrTail: string[];
+  /** The first stderr line that reads like a diagnostic (`…: error: …`), if any. */
+  firstError?: string;
 }
 
 export const STDERR_TAIL_LINES = 8;
@@ -49,10 +51,15 @@ export function profileArguments(file: string, stem: string): string[] {
   return [file, '--run', '--profile', '-o', stem];
 }
 
-/* Keeps the last `limit` non-empty lines of a stream fed in arbitrary chunks. */
+const DIAGNOSTIC = /(^|:\s*)(fatal )?error:/i;
+
+/* Keeps the last `limit` non-empty lines of a stream fed in arbitrary chunks, and the first
+ * line that reads like a compiler diagnostic (the one that names the real problem; a build
+ * failure's last lines are carets, counts and the CLI's summary). */
 export class LineTail {
   private partial = '';
   private readonly lines: string[] = [];
+  firstError: string | undefined;
   constructor(private readonly limit: number) {}
 
   push(text: string): void {
@@ -63,6 +70,7 @@ export class LineTail {
 
   private add(line: string): void {
     if (line.trim() === '') return;
+    if (this.firstError === undefined && DIAGNOSTIC.test(line)) this.firstError = line.trim();
     this.lines.push(line);
     if (this.lines.length > this.limit) this.lines.shift();
   }
@@ -142,7 +150,8 @@ export function runProfiler(options: RunOptions): Promise<RunResult> {
         killGroup('SIGKILL');
       }
       if (killTimer) clearTimeout(killTimer);
-      resolve({ exitCode, signal, cancelled, stderrTail: tail.finish() });
+      const stderrTail = tail.finish();
+      resolve({ exitCode, signal, cancelled, stderrTail, firstError: tail.firstError });
     });
   });
 }
@@ -156,7 +165,9 @@ export function describeFailure(result: RunResult, file: string): string | undef
     result.signal !== null
       ? `was killed by ${result.signal}`
       : `exited with status ${result.exitCode}${programSignalNote(result.exitCode)}`;
-  const detail = result.stderrTail.slice(-4).join(' | ');
+  const last = result.stderrTail.slice(-2).map((line) => line.trim());
+  const lines = result.firstError && !last.includes(result.firstError) ? [result.firstError, ...last] : last;
+  const detail = lines.join(' | ');
   return `Osprey: profiling ${file} failed: the CLI ${how}${detail ? `: ${detail}` : ' (no error output)'}`;
 }
 

@@ -42,7 +42,7 @@ test('runs `<cli> <file> --run --profile -o <stem>` and streams its output', asy
     stem: '/tmp/o/hot spot',
     onOutput: (text, stream) => chunks.push(`${stream}:${text}`),
   });
-  assert.deepEqual(result, { exitCode: 0, signal: null, cancelled: false, stderrTail: ['to stderr'] });
+  assert.deepEqual(result, { exitCode: 0, signal: null, cancelled: false, stderrTail: ['to stderr'], firstError: undefined });
   const stdout = chunks.filter((c) => c.startsWith('stdout:')).map((c) => c.slice(7)).join('');
   assert.equal(stdout, 'arg:/w/hot spot.c\narg:--run\narg:--profile\narg:-o\narg:/tmp/o/hot spot\nNO_COLOR=1\n');
   assert.equal(describeFailure(result, 'hot spot.c'), undefined);
@@ -70,6 +70,28 @@ test('a failing run reports the CLI\'s last stderr lines', async () => {
   const message = describeFailure(result, 'a.c')!;
   assert.match(message, /^Osprey: profiling a\.c failed: the CLI exited with status 3: /);
   assert.match(message, /noise 19 \| osprey: \/w\/a\.c:3:9: error: expected ';' after expression$/);
+});
+
+test('a compile error names the first diagnostic, then how the CLI ended', async () => {
+  const clang = [
+    "/w/bad.c:1:25: error: use of undeclared identifier 'x'",
+    'int main(void) { return x }',
+    '                        ^',
+    "/w/bad.c:1:26: error: expected ';' after return statement",
+    'int main(void) { return x }',
+    '                         ^',
+    '                         ;',
+    '2 errors generated.',
+    'osprey: /w/bad.c: build failed (clang exited with status 1)',
+  ];
+  const script = clang.map((line) => `printf '%s\\n' "${line.replace(/"/g, '\\"')}" >&2`).join('\n');
+  const result = await runProfiler({ cli: fakeCli('clang-error', `${script}\nexit 1`), file: '/w/bad.c', stem: '/tmp/bad' });
+  assert.equal(result.firstError, "/w/bad.c:1:25: error: use of undeclared identifier 'x'");
+  assert.equal(
+    describeFailure(result, 'bad.c'),
+    "Osprey: profiling bad.c failed: the CLI exited with status 1: /w/bad.c:1:25: error: use of undeclared identifier 'x' | " +
+      '2 errors generated. | osprey: /w/bad.c: build failed (clang exited with status 1)',
+  );
 });
 
 test('a crash is reported with the signal', async () => {
