@@ -7,7 +7,12 @@
  *
  * DESIGN. Each tick, under the registry lock, for every active slot: drain its per-thread
  * ring into SAMPLE records, then read the thread's CPU clock.
- *   - CPU time since the last tick: the thread ran, it gets an ON_CPU sample.
+ *   - CPU time since the last tick: the thread ran. It gets an ON_CPU sample for each full
+ *     sampling period of CPU time it has used (a per-thread credit; at most one sample per
+ *     tick), the way perf's cpu-clock event fires per period of task CPU time — so a thread
+ *     that shares a core, or wakes for a few microseconds per tick, is not counted as if it
+ *     had run the whole tick. A tick whose CPU time does not complete a period gives a
+ *     WAITING sample with a fresh stack instead (the thread was mostly not running).
  *   - No CPU time: it is waiting. The first tick of a wait captures its stack once (a
  *     WAITING sample); later ticks of the same wait write a REPEAT record (no signal).
  * The program must never see EINTR because of us. signal(7): nanosleep, clock_nanosleep,
@@ -56,6 +61,10 @@
 /* CPU time in a tick below which a thread counts as waiting: the kernel's signal delivery
  * and return around our handler, which the handler's stamp cannot cover. */
 #define OSP__MIN_RUN_NS 5000u
+/* CPU time a thread may run ahead of its ON_CPU samples, in sampling periods: enough that
+ * the ±30% tick jitter does not cost a busy thread samples (it keeps > 99% of them), small
+ * enough that a sampler delayed for long does not pay old CPU time at a later stack. */
+#define OSP__CPU_CREDIT_PERIODS 4u
 /* A signal of ours not handled within this long is taken as lost (blocked, or taken by the
  * exec guard) and the thread may be signalled again. */
 #define OSP__SIGNAL_STALE_NS 100000000u
@@ -340,17 +349,30 @@ static void tick_slot(struct osp__registry *reg, struct osp__slot *s, uint64_t n
         since = stamp;
     uint64_t own = cpu > since ? cpu - since : 0;
     s->last_cpu_ns = cpu;
+    uint64_t period = 1000000000u / sampler_cfg.rate_hz;
     if (own > OSP__MIN_RUN_NS) {
         s->wait_captured = 0;
+        s->cpu_credit_ns += own;
         if (signal_in_flight(s, now))
             return; /* a second signal would only merge with the pending one */
-        if (delta * 10 >= elapsed * 9 && !sigprof_blocked(s)) {
+        uint32_t state = OSP_STATE_WAITING;
+        if (s->cpu_credit_ns >= period) {
+            state = OSP_STATE_ON_CPU;
+            s->cpu_credit_ns -= period;
+            if (s->cpu_credit_ns > OSP__CPU_CREDIT_PERIODS * period)
+                s->cpu_credit_ns = OSP__CPU_CREDIT_PERIODS * period;
+        }
+        if (state == OSP_STATE_ON_CPU && delta * 10 >= elapsed * 9 && !sigprof_blocked(s)) {
             signal_slot(s, OSP_STATE_ON_CPU, now); /* running: no syscall to interrupt */
             return;
         }
-        sample_unless_unsafe(reg, s, now, OSP_STATE_ON_CPU);
+        sample_unless_unsafe(reg, s, now, state);
         return;
     }
+    /* Not running: whole periods of credit belong to stacks of the past; the fraction stays,
+     * as perf's period counter does across a sleep. */
+    if (s->cpu_credit_ns >= period)
+        s->cpu_credit_ns = period - 1;
     if (s->wait_captured) {
         emit_repeat(reg, s, now);
         return;
