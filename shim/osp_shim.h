@@ -149,9 +149,9 @@ struct osp__slot {
     /* Sampler bookkeeping (registry lock). */
     uint64_t last_cpu_ns;
     int cpu_valid;
-    int wait_captured;      /* a waiting stack has been emitted in the current wait */
-    uint64_t cpu_credit_ns; /* CPU time not yet paid for by an ON_CPU sample (tick_slot) */
-    uint32_t signals_sent;  /* our signals sent to this registration */
+    int wait_captured;     /* a waiting stack has been emitted in the current wait */
+    int64_t cpu_credit_ns; /* CPU time not yet paid for by ON_CPU samples (tick_slot) */
+    uint32_t signals_sent; /* our signals sent to this registration */
     uint64_t last_signal_ns;
     /* State the sampler asks the handler to record: relaxed store before pthread_kill,
      * relaxed load in the handler (the kill syscall orders them in practice, and a stale

@@ -63,7 +63,9 @@
 #define OSP__MIN_RUN_NS 5000u
 /* CPU time a thread may run ahead of its ON_CPU samples, in sampling periods: enough that
  * the ±30% tick jitter does not cost a busy thread samples (it keeps > 99% of them), small
- * enough that a sampler delayed for long does not pay old CPU time at a later stack. */
+ * enough that a sampler delayed for long does not pay old CPU time at a later stack. The
+ * credit is paid from half a period on (rounding, not truncation), so a thread that lives
+ * for two periods gets two samples on average, not one and a half rounded down. */
 #define OSP__CPU_CREDIT_PERIODS 4u
 /* A signal of ours not handled within this long is taken as lost (blocked, or taken by the
  * exec guard) and the thread may be signalled again. */
@@ -352,15 +354,15 @@ static void tick_slot(struct osp__registry *reg, struct osp__slot *s, uint64_t n
     uint64_t period = 1000000000u / sampler_cfg.rate_hz;
     if (own > OSP__MIN_RUN_NS) {
         s->wait_captured = 0;
-        s->cpu_credit_ns += own;
+        s->cpu_credit_ns += (int64_t)own;
         if (signal_in_flight(s, now))
             return; /* a second signal would only merge with the pending one */
         uint32_t state = OSP_STATE_WAITING;
-        if (s->cpu_credit_ns >= period) {
+        if (s->cpu_credit_ns >= (int64_t)period / 2) {
             state = OSP_STATE_ON_CPU;
-            s->cpu_credit_ns -= period;
-            if (s->cpu_credit_ns > OSP__CPU_CREDIT_PERIODS * period)
-                s->cpu_credit_ns = OSP__CPU_CREDIT_PERIODS * period;
+            s->cpu_credit_ns -= (int64_t)period;
+            if (s->cpu_credit_ns > (int64_t)(OSP__CPU_CREDIT_PERIODS * period))
+                s->cpu_credit_ns = (int64_t)(OSP__CPU_CREDIT_PERIODS * period);
         }
         if (state == OSP_STATE_ON_CPU && delta * 10 >= elapsed * 9 && !sigprof_blocked(s)) {
             signal_slot(s, OSP_STATE_ON_CPU, now); /* running: no syscall to interrupt */
@@ -371,8 +373,8 @@ static void tick_slot(struct osp__registry *reg, struct osp__slot *s, uint64_t n
     }
     /* Not running: whole periods of credit belong to stacks of the past; the fraction stays,
      * as perf's period counter does across a sleep. */
-    if (s->cpu_credit_ns >= period)
-        s->cpu_credit_ns = period - 1;
+    if (s->cpu_credit_ns >= (int64_t)period / 2)
+        s->cpu_credit_ns = (int64_t)period / 2 - 1;
     if (s->wait_captured) {
         emit_repeat(reg, s, now);
         return;
