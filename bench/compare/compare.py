@@ -53,7 +53,11 @@ PROGRAMS = {
     "dlplugin": ["dlplugin.c"],
     "exit_code": ["exit_code.c"],
     "killed": ["killed.c"],
+    "clock_calls": ["clock_calls.c"],
+    "thread_churn": ["thread_churn.c"],
 }
+# name: flags added to FLAGS (a non-PIE build of a program above, same sources)
+VARIANTS = {"smallfuncs_nopie": ("smallfuncs", ["-no-pie", "-fno-pie"])}
 
 
 def build(out_dir):
@@ -65,6 +69,11 @@ def build(out_dir):
     for name, sources in PROGRAMS.items():
         exe = os.path.join(out_dir, name)
         subprocess.run(["clang"] + FLAGS + [os.path.join(src, s) for s in sources] +
+                       ["-o", exe, "-ldl"], check=True)
+        exes[name] = exe
+    for name, (base, flags) in VARIANTS.items():
+        exe = os.path.join(out_dir, name)
+        subprocess.run(["clang"] + FLAGS + flags + [os.path.join(src, s) for s in PROGRAMS[base]] +
                        ["-o", exe, "-ldl"], check=True)
         exes[name] = exe
     return exes
@@ -255,12 +264,14 @@ def compare(name, runs, perf, osprey, warnings, threshold, lines):
     names = set()
     for counts, total in ((perf["self"], perf["samples"]), (osprey["self"], osprey["samples"])):
         names.update(n for n, c in counts.most_common(8) if pct(c, total) >= 1.0)
+    for counts, total in ((perf["total"], perf["samples"]), (osprey["total"], osprey["samples"])):
+        names.update(n for n, c in counts.most_common(12) if 1.0 <= pct(c, total) < 99.5)
     rows = []
     for n in names:
         ps, os_ = pct(perf["self"][n], perf["samples"]), pct(osprey["self"][n], osprey["samples"])
         pt, ot = pct(perf["total"][n], perf["samples"]), pct(osprey["total"][n], osprey["samples"])
         rows.append((max(ps, os_), n, ps, os_, pt, ot))
-    rows.sort(key=lambda r: (-r[0], r[1]))
+    rows.sort(key=lambda r: (-r[0], -max(r[4], r[5]), r[1]))
     say("")
     say("| function | perf self% | osprey self% | diff | perf total% | osprey total% | diff |")
     say("|---|---:|---:|---:|---:|---:|---:|")
