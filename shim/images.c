@@ -47,8 +47,10 @@ int osp__images_init(struct osp__images *im)
 
 void osp__images_destroy(struct osp__images *im)
 {
-    for (size_t i = 0; i < im->count; i++)
+    for (size_t i = 0; i < im->count; i++) {
         free(im->items[i].path);
+        free(im->items[i].loader_name);
+    }
     free(im->items);
     memset(im, 0, sizeof(*im));
 }
@@ -77,9 +79,21 @@ struct scan_ctx {
 };
 
 static int same_image(const struct osp__image *a, uint64_t base, uint64_t text, uint64_t size,
-                      const char *path)
+                      const char *loader_name)
 {
-    return a->base == base && a->text == text && a->text_size == size && strcmp(a->path, path) == 0;
+    return a->base == base && a->text == text && a->text_size == size &&
+           strcmp(a->loader_name, loader_name) == 0;
+}
+
+/* The path an IMAGE record carries: absolute, because the exporters open it later from
+ * another directory. A relative name (LD_PRELOAD=build/x.so, dlopen("./x.so")) is resolved
+ * against the working directory now, when the object is first seen. Returns a malloc'd copy. */
+static char *absolute_path(const char *name)
+{
+    if (name[0] == '/' || name[0] == '[')
+        return strdup(name);
+    char *resolved = realpath(name, NULL);
+    return resolved != NULL ? resolved : strdup(name);
 }
 
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
@@ -146,8 +160,11 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
         im->items = items;
         im->capacity = cap;
     }
-    char *copy = strdup(path);
-    if (copy == NULL) {
+    char *copy = absolute_path(path);
+    char *loader_name = strdup(path);
+    if (copy == NULL || loader_name == NULL) {
+        free(copy);
+        free(loader_name);
         ctx->err = -ENOMEM;
         return 1;
     }
@@ -159,6 +176,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
         .flags = flags,
         .seen = 1,
         .path = copy,
+        .loader_name = loader_name,
     };
     return 0;
 }

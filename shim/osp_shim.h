@@ -205,7 +205,9 @@ struct osp__image {
     uint32_t flags;
     int sent;
     int seen; /* present in the latest scan */
-    char *path;
+    char *path;        /* absolute: what the IMAGE record carries */
+    char *loader_name; /* the name as the loader reports it, which identifies the object in
+                          later scans even after the program changes directory */
 };
 
 struct osp__images {

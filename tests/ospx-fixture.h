@@ -150,30 +150,8 @@ static inline void fixture_load(struct fixture *fixture, const char *path)
 
 static inline void fixture_free(struct fixture *fixture)
 {
-    struct ospx_raw *raw = &fixture->raw;
-    struct ospx_symbols *symbols = &fixture->symbols;
-    for (size_t i = 0; i < raw->thread_count; i++)
-        free(raw->threads[i].label);
-    for (size_t i = 0; i < raw->stack_count; i++) {
-        free(raw->stacks[i].pcs);
-        free(symbols->stack_frames[i]);
-        free(symbols->stack_lines[i]);
-    }
-    for (size_t i = 0; i < symbols->frame_count; i++) {
-        free(symbols->frames[i].name);
-        free(symbols->frames[i].file);
-        free(symbols->frames[i].image);
-    }
-    free(raw->threads);
-    free(raw->stacks);
-    free(raw->samples);
-    free(raw->source_path);
-    free(raw->exe);
-    free(raw->platform);
-    free(symbols->frames);
-    free(symbols->stack_frames);
-    free(symbols->stack_lines);
-    free(symbols->stack_frame_counts);
+    ospx_raw_free(&fixture->raw);
+    ospx_symbols_free(&fixture->symbols);
     memset(fixture, 0, sizeof *fixture);
 }
 

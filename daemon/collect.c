@@ -1,0 +1,470 @@
+/* collect.c — the collector and the event-ring parser: checks a ring header, walks the
+ * records between tail and head, and turns them into threads, images, interned stacks and
+ * compact samples. A pure function over (header, data): no system calls, so the tests drive
+ * it with hand-built and deliberately corrupted rings.
+ *
+ * The ring lives in memory the target can write at any time, so nothing read from it is
+ * trusted: each record header is copied out and checked (size >= 8, a multiple of 8, inside
+ * the data area, not past head) before the record body is copied into a local buffer and
+ * checked field by field (exact size for its type, depth, lengths, slot numbers, state).
+ * A structural violation rejects the ring (ospd_parse returns -EPROTO with one line in
+ * c->error); a record the daemon merely cannot keep (memory, limits, a sample naming no live
+ * registration) is counted as lost and parsing goes on.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ospd.h"
+
+/* The largest record body any valid type can have: an image with the longest path. */
+#define RECORD_BUFFER_SIZE (sizeof(struct osp_rec_image) + OSP_MAX_PATH + 8)
+/* A user-space code address is below 2^63 on every 64-bit Linux target. */
+#define ADDRESS_LIMIT (UINT64_C(1) << 63)
+
+void ospd_collector_init(struct ospd_collector *c)
+{
+    memset(c, 0, sizeof *c);
+    ospd_interner_init(&c->stacks);
+    c->exit_code = -1;
+    c->memory_limit = OSPD_DEFAULT_MEMORY_LIMIT;
+}
+
+/* Bytes held by the growing tables: samples, and the interner's pool, index and hash table. */
+static uint64_t table_bytes(const struct ospd_collector *c)
+{
+    const struct ospd_interner *in = &c->stacks;
+    return c->samples_cap * sizeof *c->samples + in->pool_cap * sizeof *in->pool +
+           (uint64_t)in->stacks_cap * sizeof *in->stacks + (uint64_t)in->slots_cap * 4u;
+}
+
+void ospd_collector_free(struct ospd_collector *c)
+{
+    for (uint32_t i = 0; i < c->thread_count; i++)
+        free(c->threads[i].label);
+    for (uint32_t i = 0; i < c->image_count; i++)
+        free(c->images[i].path);
+    free(c->threads);
+    free(c->slots);
+    free(c->images);
+    free(c->samples);
+    free(c->exe_fallback);
+    ospd_interner_free(&c->stacks);
+    memset(c, 0, sizeof *c);
+}
+
+/* Copy a NUL-padded fixed-size field into dst as printable ASCII ('?' for anything else). */
+static void copy_ascii_field(char *dst, const char *src, size_t size)
+{
+    size_t i = 0;
+    for (; i + 1 < size && src[i] != '\0'; i++)
+        dst[i] = (src[i] >= 0x20 && src[i] < 0x7f) ? src[i] : '?';
+    dst[i] = '\0';
+}
+
+void ospd_collector_set_identity(struct ospd_collector *c, const struct osp_ring_header *h)
+{
+    c->pid = h->pid;
+    c->rate_hz = h->rate_hz;
+    c->start_unix_ns = h->start_unix_ns;
+    c->start_mono_ns = h->start_mono_ns;
+    char platform[OSP_PLATFORM_SIZE];
+    memcpy(platform, h->platform, sizeof platform); /* one read of shared bytes */
+    copy_ascii_field(c->platform, platform, sizeof c->platform);
+}
+
+uint64_t ospd_dropped_total(const struct ospd_collector *c)
+{
+    uint64_t total = c->shim_dropped + c->lost;
+    return total < c->lost ? UINT64_MAX : total;
+}
+
+int ospd_ring_validate(const struct osp_ring_header *h, uint64_t object_size, char *err,
+                       size_t err_size)
+{
+    /* The caller mapped at least OSP_RING_HEADER_SIZE bytes; read each field once. */
+    uint64_t magic = h->magic, data_offset = h->data_offset, data_size = h->data_size;
+    uint32_t abi = h->abi_version, header_size = h->header_size, rate_hz = h->rate_hz;
+    int32_t pid = h->pid;
+    if (object_size < OSP_RING_HEADER_SIZE)
+        snprintf(err, err_size, "shared memory is %" PRIu64 " bytes, smaller than a ring header",
+                 object_size);
+    else if (magic != OSP_RING_MAGIC)
+        snprintf(err, err_size, "bad magic 0x%016" PRIx64 " (not an osprey ring)", magic);
+    else if (abi != OSP_RING_ABI_VERSION)
+        snprintf(err, err_size, "ring ABI version %" PRIu32 ", this ospreyd speaks %u", abi,
+                 OSP_RING_ABI_VERSION);
+    else if (header_size != OSP_RING_HEADER_SIZE)
+        snprintf(err, err_size, "header_size %" PRIu32 ", expected %u", header_size,
+                 OSP_RING_HEADER_SIZE);
+    else if (data_offset != OSP_RING_HEADER_SIZE)
+        snprintf(err, err_size, "data_offset %" PRIu64 ", expected %u", data_offset,
+                 OSP_RING_HEADER_SIZE);
+    else if (data_size < 64 || data_size > OSP_RING_MAX_DATA_SIZE ||
+             (data_size & (data_size - 1)) != 0)
+        snprintf(err, err_size, "data_size %" PRIu64 " is not a power of two in 64..%u", data_size,
+                 OSP_RING_MAX_DATA_SIZE);
+    else if (data_offset + data_size > object_size)
+        snprintf(err, err_size,
+                 "data area [%" PRIu64 ", %" PRIu64 ") exceeds the %" PRIu64
+                 "-byte shared memory object",
+                 data_offset, data_offset + data_size, object_size);
+    else if (rate_hz == 0)
+        snprintf(err, err_size, "rate_hz is 0");
+    else if (pid <= 0)
+        snprintf(err, err_size, "target pid %" PRId32 " is not a process id", pid);
+    else
+        return 0;
+    return -EPROTO;
+}
+
+/* Record why the ring is rejected (first reason wins) and return -EPROTO. */
+__attribute__((format(printf, 2, 3))) static int reject(struct ospd_collector *c, const char *fmt,
+                                                        ...)
+{
+    if (c->error[0] == '\0') {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->error, sizeof c->error, fmt, ap);
+        va_end(ap);
+    }
+    return -EPROTO;
+}
+
+char *ospd_utf8_sanitize(const char *bytes, size_t len)
+{
+    static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+    const unsigned char *s = (const unsigned char *)bytes;
+    char *out = malloc(len * 3 + 1);
+    if (out == NULL)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        unsigned char b = s[i];
+        size_t n = 0; /* length of a well-formed sequence starting at i, 0 if none */
+        if (b >= 0x01 && b <= 0x7f) {
+            n = 1;
+        } else if (b >= 0xc2 && b <= 0xdf) {
+            n = (i + 1 < len && (s[i + 1] & 0xc0) == 0x80) ? 2 : 0;
+        } else if (b >= 0xe0 && b <= 0xef && i + 2 < len) {
+            unsigned char lo = b == 0xe0 ? 0xa0 : 0x80, hi = b == 0xed ? 0x9f : 0xbf;
+            n = (s[i + 1] >= lo && s[i + 1] <= hi && (s[i + 2] & 0xc0) == 0x80) ? 3 : 0;
+        } else if (b >= 0xf0 && b <= 0xf4 && i + 3 < len) {
+            unsigned char lo = b == 0xf0 ? 0x90 : 0x80, hi = b == 0xf4 ? 0x8f : 0xbf;
+            n = (s[i + 1] >= lo && s[i + 1] <= hi && (s[i + 2] & 0xc0) == 0x80 &&
+                 (s[i + 3] & 0xc0) == 0x80)
+                    ? 4
+                    : 0;
+        }
+        if (n == 0) {
+            memcpy(out + o, replacement, 3);
+            o += 3;
+            i += 1;
+        } else {
+            memcpy(out + o, s + i, n);
+            o += n;
+            i += n;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* The registration a sample names, or NULL (counted as lost) when none is live. */
+static struct ospd_slot *sample_slot(struct ospd_collector *c, uint32_t slot, uint32_t generation)
+{
+    if (slot < c->slots_cap && c->slots[slot].used && c->slots[slot].generation == generation)
+        return &c->slots[slot];
+    c->unknown_thread++;
+    c->lost++;
+    return NULL;
+}
+
+static void add_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread, uint32_t stack,
+                       uint32_t state)
+{
+    bool must_grow = c->sample_count == c->samples_cap;
+    if (c->sample_count >= OSPD_MAX_SAMPLES || (must_grow && table_bytes(c) >= c->memory_limit) ||
+        ospd_grow((void **)&c->samples, &c->samples_cap, c->sample_count + 1, sizeof *c->samples) !=
+            0) {
+        c->lost++;
+        return;
+    }
+    uint64_t t_rel = t_ns > c->start_mono_ns ? t_ns - c->start_mono_ns : 0;
+    if (t_rel >= ADDRESS_LIMIT)
+        t_rel = ADDRESS_LIMIT - 1; /* keep it a JSON integer any reader takes */
+    c->samples[c->sample_count++] = (struct ospd_sample){
+        .t_rel_ns = t_rel, .thread = thread, .stack_state = stack << 1 | state};
+}
+
+static int on_thread_start(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
+{
+    struct osp_rec_thread_start r;
+    if (size < sizeof r)
+        return reject(c, "thread-start record of %" PRIu32 " bytes, shorter than its header", size);
+    memcpy(&r, rec, sizeof r);
+    if (r.label_len > OSP_MAX_LABEL)
+        return reject(c, "thread-start label_len %" PRIu32 " exceeds %u", r.label_len,
+                      OSP_MAX_LABEL);
+    if (size != osp_rec_align((uint32_t)sizeof r + r.label_len))
+        return reject(c, "thread-start record of %" PRIu32 " bytes for a %" PRIu32 "-byte label",
+                      size, r.label_len);
+    if (r.slot >= OSPD_MAX_SLOTS)
+        return reject(c, "thread-start slot %" PRIu32 " exceeds %u", r.slot, OSPD_MAX_SLOTS);
+
+    if (r.slot >= c->slots_cap) {
+        uint64_t cap = c->slots_cap;
+        if (ospd_grow((void **)&c->slots, &cap, (uint64_t)r.slot + 1, sizeof *c->slots) != 0)
+            return 0; /* its samples will name no registration and count as lost */
+        memset(c->slots + c->slots_cap, 0, (size_t)(cap - c->slots_cap) * sizeof *c->slots);
+        c->slots_cap = (uint32_t)cap;
+    }
+    struct ospd_slot *slot = &c->slots[r.slot];
+    slot->used = false; /* a new registration replaces the slot's previous one */
+
+    uint64_t threads_cap = c->threads_cap;
+    if (c->thread_count >= OSPD_MAX_THREADS ||
+        ospd_grow((void **)&c->threads, &threads_cap, (uint64_t)c->thread_count + 1,
+                  sizeof *c->threads) != 0)
+        return 0;
+    c->threads_cap = (uint32_t)threads_cap;
+    char *label = ospd_utf8_sanitize((const char *)rec + sizeof r, r.label_len);
+    if (label == NULL)
+        return 0;
+    c->threads[c->thread_count] = (struct ospd_thread){
+        .fiber = r.fiber, .tid = r.tid, .slot = r.slot, .generation = r.generation, .label = label};
+    *slot = (struct ospd_slot){
+        .generation = r.generation, .thread = c->thread_count, .last_stack = -1, .used = true};
+    c->thread_count++;
+    return 0;
+}
+
+static int on_thread_end(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
+{
+    struct osp_rec_thread_end r;
+    if (size != sizeof r)
+        return reject(c, "thread-end record of %" PRIu32 " bytes, expected %zu", size, sizeof r);
+    memcpy(&r, rec, sizeof r);
+    if (r.slot >= OSPD_MAX_SLOTS)
+        return reject(c, "thread-end slot %" PRIu32 " exceeds %u", r.slot, OSPD_MAX_SLOTS);
+    /* The registration stays known: samples the sampler captured before the thread left may
+     * still follow, and they belong to it. The next thread-start of the slot replaces it. */
+    return 0;
+}
+
+static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
+{
+    struct osp_rec_sample r;
+    if (size < sizeof r)
+        return reject(c, "sample record of %" PRIu32 " bytes, shorter than its header", size);
+    memcpy(&r, rec, sizeof r);
+    if (r.depth < 1 || r.depth > OSP_MAX_DEPTH)
+        return reject(c, "sample depth %" PRIu32 " outside 1..%u", r.depth, OSP_MAX_DEPTH);
+    if (size != sizeof r + (size_t)r.depth * sizeof(uint64_t))
+        return reject(c, "sample record of %" PRIu32 " bytes for depth %" PRIu32, size, r.depth);
+    if (r.state > OSP_STATE_WAITING)
+        return reject(c, "sample state %" PRIu32 " is neither on-CPU nor waiting", r.state);
+    if (r.slot >= OSPD_MAX_SLOTS)
+        return reject(c, "sample slot %" PRIu32 " exceeds %u", r.slot, OSPD_MAX_SLOTS);
+    struct ospd_slot *slot = sample_slot(c, r.slot, r.generation);
+    if (slot == NULL)
+        return 0;
+
+    uint64_t pcs[OSP_MAX_DEPTH];
+    memcpy(pcs, rec + sizeof r, (size_t)r.depth * sizeof *pcs);
+    uint32_t depth = 0;
+    while (depth < r.depth && pcs[depth] < ADDRESS_LIMIT)
+        depth++; /* a frame no user-space code can live at ends the walk there */
+    if (depth == 0) {
+        c->lost++;
+        return 0;
+    }
+    /* Over budget, only stacks already known can still be used. */
+    int64_t stack = table_bytes(c) >= c->memory_limit ? ospd_intern_lookup(&c->stacks, pcs, depth)
+                                                      : ospd_intern(&c->stacks, pcs, depth);
+    if (stack < 0) {
+        c->lost++;
+        return 0;
+    }
+    slot->last_stack = stack;
+    add_sample(c, r.t_ns, slot->thread, (uint32_t)stack, r.state);
+    return 0;
+}
+
+static int on_repeat(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
+{
+    struct osp_rec_repeat r;
+    if (size != sizeof r)
+        return reject(c, "repeat record of %" PRIu32 " bytes, expected %zu", size, sizeof r);
+    memcpy(&r, rec, sizeof r);
+    if (r.state > OSP_STATE_WAITING)
+        return reject(c, "repeat state %" PRIu32 " is neither on-CPU nor waiting", r.state);
+    if (r.slot >= OSPD_MAX_SLOTS)
+        return reject(c, "repeat slot %" PRIu32 " exceeds %u", r.slot, OSPD_MAX_SLOTS);
+    struct ospd_slot *slot = sample_slot(c, r.slot, r.generation);
+    if (slot == NULL)
+        return 0;
+    if (slot->last_stack < 0) {
+        c->orphan_repeats++;
+        c->lost++;
+        return 0;
+    }
+    add_sample(c, r.t_ns, slot->thread, (uint32_t)slot->last_stack, r.state);
+    return 0;
+}
+
+static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
+{
+    struct osp_rec_image r;
+    if (size < sizeof r)
+        return reject(c, "image record of %" PRIu32 " bytes, shorter than its header", size);
+    memcpy(&r, rec, sizeof r);
+    if (r.path_len > OSP_MAX_PATH)
+        return reject(c, "image path_len %" PRIu32 " exceeds %u", r.path_len, OSP_MAX_PATH);
+    if (size != osp_rec_align((uint32_t)sizeof r + r.path_len))
+        return reject(c, "image record of %" PRIu32 " bytes for a %" PRIu32 "-byte path", size,
+                      r.path_len);
+    if (r.base >= ADDRESS_LIMIT || r.text >= ADDRESS_LIMIT || r.text_size >= ADDRESS_LIMIT)
+        return 0; /* not a user-space image; nothing can be attributed to it */
+
+    char *path = ospd_utf8_sanitize((const char *)rec + sizeof r, r.path_len);
+    if (path == NULL)
+        return 0;
+    for (uint32_t i = 0; i < c->image_count; i++) {
+        struct ospd_image *im = &c->images[i];
+        if (im->base == r.base && strcmp(im->path, path) == 0) {
+            im->main = im->main || (r.flags & OSP_IMAGE_MAIN);
+            free(path);
+            return 0;
+        }
+    }
+    uint64_t cap = c->images_cap;
+    if (c->image_count >= OSPD_MAX_IMAGES ||
+        ospd_grow((void **)&c->images, &cap, (uint64_t)c->image_count + 1, sizeof *c->images) !=
+            0) {
+        free(path);
+        return 0;
+    }
+    c->images_cap = (uint32_t)cap;
+    struct ospd_image *im = &c->images[c->image_count++];
+    *im = (struct ospd_image){.base = r.base,
+                              .slide = r.slide,
+                              .text = r.text,
+                              .text_size = r.text_size,
+                              .path = path,
+                              .main = (r.flags & OSP_IMAGE_MAIN) != 0};
+    copy_ascii_field(im->arch, r.arch, sizeof im->arch);
+    return 0;
+}
+
+static int on_exit_record(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
+{
+    struct osp_rec_exit r;
+    if (size != sizeof r)
+        return reject(c, "exit record of %" PRIu32 " bytes, expected %zu", size, sizeof r);
+    memcpy(&r, rec, sizeof r);
+    c->exit_seen = true;
+    c->end_unix_ns = r.end_unix_ns;
+    if (r.dropped > c->shim_dropped)
+        c->shim_dropped = r.dropped;
+    return 0;
+}
+
+int ospd_parse(struct ospd_collector *c, const uint8_t *data, uint64_t data_size, uint64_t tail,
+               uint64_t head, uint64_t *new_tail)
+{
+    _Alignas(8) uint8_t buffer[RECORD_BUFFER_SIZE];
+    uint64_t mask = data_size - 1;
+    *new_tail = tail;
+    if (c->error[0] != '\0')
+        return -EPROTO; /* a rejected ring stays rejected */
+    if (head < c->last_head)
+        return reject(c, "head moved backwards from %" PRIu64 " to %" PRIu64, c->last_head, head);
+    if (head < tail)
+        return reject(c, "head %" PRIu64 " is behind tail %" PRIu64, head, tail);
+    if (head - tail > data_size)
+        return reject(c,
+                      "head %" PRIu64 " is %" PRIu64 " bytes ahead of tail %" PRIu64
+                      ", more than the %" PRIu64 "-byte data area",
+                      head, head - tail, tail, data_size);
+    if ((head | tail) % 8 != 0)
+        return reject(c, "head %" PRIu64 " or tail %" PRIu64 " is not 8-byte aligned", head, tail);
+    c->last_head = head;
+
+    uint64_t pos = tail;
+    int rc = 0;
+    while (pos < head && !c->exit_seen && rc == 0) {
+        uint64_t offset = pos & mask, to_end = data_size - offset;
+        struct osp_rec_header rh;
+        if (head - pos < sizeof rh) {
+            rc = reject(c, "record at %" PRIu64 " is cut off by head %" PRIu64, pos, head);
+            break;
+        }
+        memcpy(&rh, data + offset, sizeof rh); /* offset is 8-aligned, data_size >= 64 */
+        if (rh.size < sizeof rh || rh.size % 8 != 0) {
+            rc = reject(
+                c, "record at %" PRIu64 " has size %" PRIu32 " (not a multiple of 8 of at least 8)",
+                pos, rh.size);
+            break;
+        }
+        if (rh.size > to_end) {
+            rc = reject(c,
+                        "record at %" PRIu64 " of %" PRIu32 " bytes crosses the end of the "
+                        "data area",
+                        pos, rh.size);
+            break;
+        }
+        if (rh.size > head - pos) {
+            rc = reject(c, "record at %" PRIu64 " of %" PRIu32 " bytes runs past head %" PRIu64,
+                        pos, rh.size, head);
+            break;
+        }
+        if (rh.type == OSP_REC_PAD) {
+            pos += rh.size;
+            c->records++;
+            continue;
+        }
+        if (rh.size > sizeof buffer) {
+            rc = reject(c,
+                        "record at %" PRIu64 " of type %" PRIu32 " is %" PRIu32
+                        " bytes, larger than any valid record",
+                        pos, rh.type, rh.size);
+            break;
+        }
+        /* Copy once, then work only on the copy: the writer may change the ring under us. */
+        memcpy(buffer, data + offset, rh.size);
+        memcpy(buffer, &rh, sizeof rh);
+        switch (rh.type) {
+        case OSP_REC_THREAD_START:
+            rc = on_thread_start(c, buffer, rh.size);
+            break;
+        case OSP_REC_THREAD_END:
+            rc = on_thread_end(c, buffer, rh.size);
+            break;
+        case OSP_REC_SAMPLE:
+            rc = on_sample(c, buffer, rh.size);
+            break;
+        case OSP_REC_REPEAT:
+            rc = on_repeat(c, buffer, rh.size);
+            break;
+        case OSP_REC_IMAGE:
+            rc = on_image(c, buffer, rh.size);
+            break;
+        case OSP_REC_EXIT:
+            rc = on_exit_record(c, buffer, rh.size);
+            break;
+        default:
+            rc = reject(c, "record at %" PRIu64 " has unknown type %" PRIu32, pos, rh.type);
+            break;
+        }
+        if (rc != 0)
+            break;
+        pos += rh.size;
+        c->records++;
+    }
+    *new_tail = pos;
+    return rc;
+}

@@ -1,0 +1,182 @@
+/* ospd.h — the internals of ospreyd that do not touch the operating system: the collector
+ * (threads, images, interned stacks, samples), the event-ring parser that feeds it, and the
+ * raw-profile writer. ospreyd.c wires them to shared memory, libuv and the target's pid; the
+ * tests drive them directly with hand-built rings.
+ *
+ * Everything here is single-threaded: one collector belongs to one caller.
+ */
+#ifndef OSPD_H
+#define OSPD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "osp_ring.h"
+
+/* Limits the daemon imposes on what it keeps. A record beyond a structural limit
+ * (OSPD_MAX_SLOTS) rejects the ring; beyond a capacity limit it is dropped and counted. */
+#define OSPD_MAX_SLOTS   (1u << 16)          /* highest registry slot number accepted, exclusive */
+#define OSPD_MAX_THREADS (1u << 20)          /* registrations kept */
+#define OSPD_MAX_IMAGES  (1u << 13)          /* distinct images kept */
+#define OSPD_MAX_STACKS  (1u << 30)          /* distinct stacks kept (indices fit 31 bits) */
+#define OSPD_MAX_SAMPLES (UINT64_C(1) << 32) /* samples kept */
+#define OSPD_ERROR_SIZE  256u                /* bytes of a rejection message, NUL included */
+/* Default budget for the samples and stacks tables. Growth stops once their capacity reaches
+ * it (one doubling may overshoot it), and later samples are dropped and counted: 512 MiB keeps
+ * about 30 million samples, over an hour of 8 busy threads at the default rate. */
+#define OSPD_DEFAULT_MEMORY_LIMIT (UINT64_C(512) << 20)
+
+/* Grow `*array` (of `*cap` elements of `size` bytes) so it holds at least `need` elements,
+ * doubling. Returns 0 or -ENOMEM, leaving the array as it was. */
+int ospd_grow(void **array, uint64_t *cap, uint64_t need, size_t size);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Stack interner (intern.c). */
+
+/* One distinct pc sequence. Its pcs live in the interner's pool at [first, first + depth). */
+struct ospd_stack {
+    uint64_t first;
+    uint32_t depth;
+    uint32_t hash;
+};
+
+struct ospd_interner {
+    uint64_t *pool;              /* every distinct stack's pcs, back to back */
+    uint64_t pool_len, pool_cap; /* in pcs */
+    struct ospd_stack *stacks;   /* stack index -> where its pcs are */
+    uint32_t count, stacks_cap;
+    uint32_t *slots;    /* open-addressing table: stack index + 1, 0 = empty */
+    uint32_t slots_cap; /* a power of two, or 0 before the first insertion */
+};
+
+void ospd_interner_init(struct ospd_interner *in);
+void ospd_interner_free(struct ospd_interner *in);
+/* Return the index of the stack `pcs[0..depth)` (depth >= 1), adding it if it is new.
+ * Returns -ENOMEM when it is new and memory (or OSPD_MAX_STACKS) ran out; the interner is
+ * unchanged then. */
+int64_t ospd_intern(struct ospd_interner *in, const uint64_t *pcs, uint32_t depth);
+/* The index of the stack `pcs[0..depth)` if it is already interned, else -ENOENT. */
+int64_t ospd_intern_lookup(const struct ospd_interner *in, const uint64_t *pcs, uint32_t depth);
+/* The pcs of stack `index` (< in->count); *depth receives its length. */
+const uint64_t *ospd_stack_pcs(const struct ospd_interner *in, uint32_t index, uint32_t *depth);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Collector (collect.c). */
+
+struct ospd_thread {
+    int64_t fiber;
+    int32_t tid;
+    uint32_t slot, generation;
+    char *label; /* valid UTF-8, NUL-terminated */
+};
+
+struct ospd_image {
+    uint64_t base, slide, text, text_size;
+    char *path;               /* valid UTF-8, NUL-terminated */
+    char arch[OSP_ARCH_SIZE]; /* NUL-terminated */
+    bool main;
+};
+
+/* One sample, compactly: 16 bytes. */
+struct ospd_sample {
+    uint64_t t_rel_ns;
+    uint32_t thread;      /* index into threads */
+    uint32_t stack_state; /* stack index << 1 | state */
+};
+
+/* What the current registration of a slot refers to. */
+struct ospd_slot {
+    uint32_t generation;
+    uint32_t thread;    /* index into threads; valid when `used` */
+    int64_t last_stack; /* the slot's last sampled stack for REPEAT, -1 when none */
+    bool used;
+};
+
+/* How the target ended, as far as the daemon knows. */
+enum ospd_exit_status {
+    OSPD_EXIT_UNKNOWN = 0,  /* still running */
+    OSPD_EXIT_EXITED,       /* the shim posted its exit record */
+    OSPD_EXIT_KILLED,       /* died by a signal, learnt from /proc while it was a zombie */
+    OSPD_EXIT_VANISHED,     /* ended without an exit record; how is unknown */
+    OSPD_EXIT_RING_REJECTED /* the ring broke the protocol; collection stopped */
+};
+
+struct ospd_collector {
+    /* Identity, copied from the ring header at attach (or set by a test). */
+    int32_t pid;
+    uint32_t rate_hz;
+    uint64_t start_unix_ns, start_mono_ns;
+    char platform[OSP_PLATFORM_SIZE]; /* NUL-terminated */
+    char *exe_fallback; /* exe when no image is flagged main (e.g. /proc/<pid>/exe), or NULL */
+
+    struct ospd_thread *threads;
+    uint32_t thread_count, threads_cap;
+    struct ospd_slot *slots; /* indexed by slot number */
+    uint32_t slots_cap;
+    struct ospd_image *images;
+    uint32_t image_count, images_cap;
+    struct ospd_interner stacks;
+    struct ospd_sample *samples;
+    uint64_t sample_count, samples_cap;
+
+    /* Counters. */
+    uint64_t memory_limit; /* bytes for samples and stacks; ospd_collector_init sets the default */
+    uint64_t lost;         /* samples the daemon could not keep (memory, limits) */
+    uint64_t orphan_repeats; /* REPEATs for a slot with no earlier sample (also in lost) */
+    uint64_t unknown_thread; /* samples naming no live registration (also in lost) */
+    uint64_t shim_dropped;   /* header.dropped, or the exit record's count */
+    uint64_t records;        /* records parsed */
+
+    /* Ring position and end of stream. */
+    uint64_t last_head; /* highest head seen, to check that head only moves forward */
+    bool exit_seen;
+    uint64_t end_unix_ns; /* from the exit record, else set when the end is noticed */
+    enum ospd_exit_status exit_status;
+    int exit_signal;             /* with OSPD_EXIT_KILLED */
+    int exit_code;               /* -1 unknown; else the code of a normal exit seen in /proc */
+    char error[OSPD_ERROR_SIZE]; /* why the ring was rejected */
+
+    /* ospreyd's own cost, written as "collector" when peak_rss_kb > 0 (ospreyd sets both
+     * from getrusage just before writing; tests leave them 0 and get no such field). */
+    uint64_t peak_rss_kb;
+    uint64_t cpu_ms;
+};
+
+void ospd_collector_init(struct ospd_collector *c);
+void ospd_collector_free(struct ospd_collector *c);
+/* Copy the identity fields from a ring header the caller has validated. */
+void ospd_collector_set_identity(struct ospd_collector *c, const struct osp_ring_header *h);
+
+/* Check a ring header before anything else is read through it. `object_size` is the size of
+ * the shared-memory object. Returns 0, or -EPROTO with a one-line reason in err. */
+int ospd_ring_validate(const struct osp_ring_header *h, uint64_t object_size, char *err,
+                       size_t err_size);
+
+/* Parse the records in data[tail .. head) (free-running byte counters, the byte at counter
+ * x lives at data[x & (data_size - 1)]) into the collector, stopping after an EXIT record.
+ * data_size must be a power of two (ospd_ring_validate checked it). The bytes may be shared
+ * with a hostile writer: each record is copied out before it is checked and used.
+ *
+ * Returns 0 with *new_tail the counter after the last record consumed (store it as the
+ * ring's tail), or -EPROTO when the ring broke the protocol: c->error says what, *new_tail
+ * is where parsing stopped, and the records before it are kept. */
+int ospd_parse(struct ospd_collector *c, const uint8_t *data, uint64_t data_size, uint64_t tail,
+               uint64_t head, uint64_t *new_tail);
+
+/* Total samples lost: those counted by the shim plus those the daemon could not keep. */
+uint64_t ospd_dropped_total(const struct ospd_collector *c);
+
+/* Copy `len` bytes into a new NUL-terminated string that is valid UTF-8: every byte that is
+ * not part of a well-formed sequence (and every NUL) becomes U+FFFD. NULL when out of memory. */
+char *ospd_utf8_sanitize(const char *bytes, size_t len);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Raw profile writer (raw-write.c). */
+
+/* Write the collector as a version 1 raw profile to `path`, atomically: a temp file in the
+ * same directory, fsync, rename. Returns 0, or a negative errno with one line in err naming
+ * the path; no temp file is left behind either way. */
+int ospd_raw_write(const struct ospd_collector *c, const char *path, char *err, size_t err_size);
+
+#endif /* OSPD_H */

@@ -1,0 +1,621 @@
+/* ospreyd.c — the collector process: command line, detaching, attaching to the target's
+ * shared-memory ring, the libuv loop that drains it, watching the target, and deciding when
+ * and how the profile ends. Parsing, interning and writing live in the ospd library
+ * (collect.c, intern.c, raw-write.c); this file owns everything that talks to the system.
+ *
+ * Lifecycle: attach (validate the header, unlink the name, publish ATTACHED) → drain every
+ * few milliseconds → finish once one of these happens:
+ *   1. the shim's exit record arrives                       → "exited"
+ *   2. the target's pidfd turns readable (it died)          → "killed" with the signal read
+ *      from /proc/<pid>/stat while it is a zombie, else "vanished"
+ *   3. the heartbeat is stale and the target no longer maps the ring (it exec'd) → "vanished"
+ *   4. the ring breaks the protocol                         → "ring-rejected"
+ * In every case the raw file is written with what was collected; daemon_state then says DONE
+ * (file in place) or FAILED (daemon_error says why).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "ospd.h"
+
+#ifndef OSPREY_VERSION
+#define OSPREY_VERSION "unknown"
+#endif
+
+#define DRAIN_INTERVAL_MS    5             /* how often the ring is drained */
+#define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
+#define HEARTBEAT_STALE_NS   2000000000ull /* a heartbeat older than this is suspicious */
+
+struct ospd_daemon {
+    const char *ring_name;
+    const char *out_path;
+    struct osp_ring_header *header;
+    const uint8_t *data;
+    uint64_t data_size; /* validated at attach; never reread from the shared header */
+    uint64_t tail;      /* our consumer index; the shared copy is only ever written */
+    size_t map_size;
+    struct ospd_collector collector;
+
+    uv_loop_t *loop;
+    uv_timer_t timer;
+    uv_poll_t pidfd_poll;
+    uv_signal_t sigterm;
+    int pidfd;
+    uint64_t attach_mono_ns;
+    uint64_t next_liveness_ns;
+    bool finished;
+    int exit_code; /* of ospreyd itself */
+};
+
+/* The ring mapping, for the SIGBUS handler. */
+static uintptr_t ring_map_start, ring_map_end;
+static long page_size;
+/* Set by the SIGBUS handler, read by drain(); lock-free atomics are async-signal-safe. */
+static atomic_int ring_truncated;
+
+/* SIGBUS: the target shrank the shared-memory object under our mapping, and touching a page
+ * past its new end faulted. Put a page of zeros there (the parser rejects what it then reads)
+ * and note it, so the ring is rejected with the real reason instead of the daemon dying. Any
+ * other SIGBUS takes the default action. mmap is not on POSIX's async-signal-safe list, but on
+ * Linux it is a bare system call that touches no user-space state. */
+static void on_sigbus(int signum, siginfo_t *info, void *context)
+{
+    (void)context;
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    if (addr >= ring_map_start && addr < ring_map_end) {
+        void *page = (void *)(addr & ~((uintptr_t)page_size - 1));
+        if (mmap(page, (size_t)page_size, PROT_READ | PROT_WRITE,
+                 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
+            /* Relaxed: the flag is read by the same thread after the faulting access. */
+            atomic_store_explicit(&ring_truncated, 1, memory_order_relaxed);
+            return;
+        }
+    }
+    signal(signum, SIG_DFL);
+    raise(signum);
+}
+
+static void install_sigbus_handler(const void *map, size_t size)
+{
+    page_size = sysconf(_SC_PAGESIZE);
+    ring_map_start = (uintptr_t)map;
+    ring_map_end = ring_map_start + size;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+static uint64_t clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ospreyd --attach-ring NAME --out PATH [--detach]\n"
+               "Collect the samples a profiled program posts to the shared-memory ring NAME\n"
+               "and write its raw profile to PATH when the program ends.\n"
+               "  --attach-ring NAME  the ring's POSIX shared-memory name (\"/osprey-...\")\n"
+               "  --out PATH          where to write the raw profile (JSON, version 1)\n"
+               "  --detach            run in the background, in a session of its own\n"
+               "  --help, --version\n");
+}
+
+/* Publish a failure to the shim: daemon_error first, then FAILED with release ordering so a
+ * shim that acquires FAILED also sees the whole message. */
+static void publish_failure(struct osp_ring_header *h, const char *message)
+{
+    if (h == NULL)
+        return;
+    size_t n = strnlen(message, sizeof h->daemon_error - 1);
+    memcpy(h->daemon_error, message, n);
+    h->daemon_error[n] = '\0';
+    atomic_store_explicit(&h->daemon_state, OSP_DAEMON_FAILED, memory_order_release);
+}
+
+/* Map and check the ring. Returns 0, or -1 after one line on stderr (and daemon_error when
+ * the object is recognisably an osprey ring). */
+static int attach(struct ospd_daemon *d)
+{
+    int fd = shm_open(d->ring_name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) {
+        fprintf(stderr, "osprey: ospreyd: cannot open ring %s: %s\n", d->ring_name,
+                strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        fprintf(stderr, "osprey: ospreyd: ring %s: %s\n", d->ring_name, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if ((uint64_t)st.st_size < OSP_RING_HEADER_SIZE) {
+        fprintf(stderr, "osprey: ospreyd: ring %s: %jd bytes, smaller than a ring header\n",
+                d->ring_name, (intmax_t)st.st_size);
+        close(fd);
+        return -1;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    if (size > (uint64_t)OSP_RING_HEADER_SIZE + OSP_RING_MAX_DATA_SIZE)
+        size = (uint64_t)OSP_RING_HEADER_SIZE + OSP_RING_MAX_DATA_SIZE;
+    void *map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        fprintf(stderr, "osprey: ospreyd: cannot map ring %s: %s\n", d->ring_name, strerror(errno));
+        return -1;
+    }
+    install_sigbus_handler(map, (size_t)size);
+    struct osp_ring_header *h = map;
+    /* Check and use a private copy of the identity fields: the target can rewrite the shared
+     * header at any time, so nothing validated is ever read from it again. */
+    static struct osp_ring_header identity;
+    memcpy(&identity, h, offsetof(struct osp_ring_header, shim_state));
+    char err[OSPD_ERROR_SIZE];
+    if (ospd_ring_validate(&identity, size, err, sizeof err) != 0) {
+        fprintf(stderr, "osprey: ospreyd: ring %s rejected: %s\n", d->ring_name, err);
+        if (identity.magic == OSP_RING_MAGIC) {
+            shm_unlink(d->ring_name);
+            publish_failure(h, err);
+        }
+        munmap(map, (size_t)size);
+        return -1;
+    }
+    /* Attached: from now on only the two mappings keep the object alive. */
+    shm_unlink(d->ring_name);
+    d->header = h;
+    d->data = (const uint8_t *)map + identity.data_offset;
+    d->data_size = identity.data_size;
+    d->map_size = (size_t)size;
+    d->tail = osp_ring_load_tail_own(h); /* 0 unless a previous consumer left it elsewhere */
+    ospd_collector_set_identity(&d->collector, &identity);
+    /* Informational only: nothing synchronises on it, so relaxed. */
+    atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
+    /* Release: the pid store above is visible to a shim that acquires ATTACHED. */
+    atomic_store_explicit(&h->daemon_state, OSP_DAEMON_ATTACHED, memory_order_release);
+    return 0;
+}
+
+/* The target's exe from /proc, used when no image is flagged main. */
+static void read_exe_fallback(struct ospd_daemon *d)
+{
+    char link[64], buf[OSP_MAX_PATH + 1];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)d->collector.pid);
+    ssize_t n = readlink(link, buf, sizeof buf - 1);
+    if (n > 0)
+        d->collector.exe_fallback = ospd_utf8_sanitize(buf, (size_t)n);
+}
+
+/* Read /proc/<pid>/stat. Returns the state letter ('R', 'S', 'Z', ...) or 0 when the process
+ * is gone; *exit_code receives field 52 (waitpid encoding) or -1. */
+static char read_proc_state(int32_t pid, int *exit_code)
+{
+    char path[64], buf[4096];
+    *exit_code = -1;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* comm may itself contain ')' */
+    if (p == NULL || p[1] != ' ' || p[2] == '\0')
+        return 0;
+    char state = p[2];
+    /* Fields after comm start at field 3 (state); field 52 is the 50th of them. */
+    int field = 3;
+    for (char *q = p + 2; *q != '\0'; q++) {
+        if (*q == ' ' && ++field == 52) {
+            char *end;
+            long v = strtol(q + 1, &end, 10);
+            if (end != q + 1 && v >= 0 && v <= 0xffff)
+                *exit_code = (int)v;
+            break;
+        }
+    }
+    return state;
+}
+
+/* PIDFD_GET_INFO (Linux 6.15 and later): a pidfd keeps the wait status of its process after
+ * the process is reaped, which closes the race with a parent that reaps its child before
+ * /proc can be read. Declared here because older kernel headers do not have it. */
+struct ospd_pidfd_info {
+    uint64_t mask, cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t exit_code;
+};
+_Static_assert(sizeof(struct ospd_pidfd_info) == 64, "PIDFD_INFO_SIZE_VER0");
+#define OSPD_PIDFD_INFO_EXIT (UINT64_C(1) << 3)
+#define OSPD_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct ospd_pidfd_info)
+
+/* The wait status the pidfd knows, or -1 (old kernel, or not known yet). */
+static int pidfd_wait_status(int pidfd)
+{
+    if (pidfd < 0)
+        return -1;
+    struct ospd_pidfd_info info = {.mask = OSPD_PIDFD_INFO_EXIT};
+    if (ioctl(pidfd, OSPD_PIDFD_GET_INFO, &info) != 0 || !(info.mask & OSPD_PIDFD_INFO_EXIT))
+        return -1;
+    return info.exit_code;
+}
+
+/* Whether the target's memory map still holds our ring (false when it exec'd away). When
+ * the maps file cannot be read the answer is "yes": only positive evidence ends a profile. */
+static bool target_maps_ring(const struct ospd_daemon *d)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)d->collector.pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return true;
+    const char *name = d->ring_name[0] == '/' ? d->ring_name + 1 : d->ring_name;
+    char line[OSP_MAX_PATH + 256];
+    bool found = false, any = false;
+    while (!found && fgets(line, sizeof line, f) != NULL) {
+        any = true;
+        found = strstr(line, name) != NULL;
+    }
+    fclose(f);
+    return found || !any;
+}
+
+static void close_handles(struct ospd_daemon *d)
+{
+    uv_timer_stop(&d->timer);
+    uv_close((uv_handle_t *)&d->timer, NULL);
+    uv_signal_stop(&d->sigterm);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+    if (d->pidfd >= 0) {
+        uv_poll_stop(&d->pidfd_poll);
+        uv_close((uv_handle_t *)&d->pidfd_poll, NULL);
+    }
+}
+
+/* Write the raw file and tell the shim how it went. Runs once. */
+static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
+{
+    if (d->finished)
+        return;
+    d->finished = true;
+    struct ospd_collector *c = &d->collector;
+    c->exit_status = status;
+    if (!c->exit_seen || c->end_unix_ns == 0)
+        c->end_unix_ns = clock_ns(CLOCK_REALTIME);
+    /* A count, not a synchronisation point: relaxed (see osp_ring.h). */
+    uint64_t dropped = atomic_load_explicit(&d->header->dropped, memory_order_relaxed);
+    if (dropped > c->shim_dropped)
+        c->shim_dropped = dropped;
+
+    uint64_t kept_out = c->lost - c->orphan_repeats - c->unknown_thread;
+    if (kept_out > 0)
+        fprintf(stderr,
+                "osprey: ospreyd: %" PRIu64 " samples could not be kept (memory budget or "
+                "limits); they are counted in \"dropped\"\n",
+                kept_out);
+
+    /* One line says what went wrong, in daemon_error for the shim (which prints it when it
+     * is waiting at exit) and on stderr when nothing else will print it: the program did
+     * not reach its exit handler, or the ring broke while it ran. */
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) == 0) {
+        c->peak_rss_kb = (uint64_t)usage.ru_maxrss;
+        c->cpu_ms = (uint64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000 +
+                    (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
+    }
+    char err[OSPD_ERROR_SIZE + OSP_MAX_PATH], line[sizeof err + 512];
+    int rc = ospd_raw_write(c, d->out_path, err, sizeof err);
+    if (rc != 0)
+        snprintf(line, sizeof line, "ospreyd could not write the profile: %s", err);
+    else if (status == OSPD_EXIT_RING_REJECTED)
+        snprintf(line, sizeof line,
+                 "ospreyd rejected the ring: %s; the %" PRIu64
+                 " samples collected before it are in %s",
+                 c->error, c->sample_count, d->out_path);
+    if (rc != 0 || status == OSPD_EXIT_RING_REJECTED) {
+        if (status != OSPD_EXIT_EXITED)
+            fprintf(stderr, "osprey: %s\n", line);
+        publish_failure(d->header, line);
+        d->exit_code = 1;
+    } else {
+        /* Release: pairs with the shim's acquire load; the file is renamed into place. */
+        atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
+    }
+    close_handles(d);
+}
+
+/* Consume everything the shim has published. Returns true when the profile has finished. */
+static bool drain(struct ospd_daemon *d)
+{
+    if (d->finished)
+        return true;
+    struct osp_ring_header *h = d->header;
+    uint64_t head = osp_ring_load_head_acquire(h); /* (C) pairs with (B) */
+    uint64_t new_tail;
+    int rc = ospd_parse(&d->collector, d->data, d->data_size, d->tail, head, &new_tail);
+    if (new_tail != d->tail) {
+        d->tail = new_tail;
+        osp_ring_store_tail_release(h, new_tail); /* (D) pairs with (A) */
+    }
+    /* Relaxed: set by a signal handler on this same thread. */
+    if (atomic_load_explicit(&ring_truncated, memory_order_relaxed)) {
+        snprintf(d->collector.error, sizeof d->collector.error,
+                 "the shared memory object was truncated under the mapping");
+        rc = -EPROTO;
+    }
+    if (rc != 0) {
+        finish(d, OSPD_EXIT_RING_REJECTED);
+        return true;
+    }
+    if (d->collector.exit_seen) {
+        finish(d, OSPD_EXIT_EXITED);
+        return true;
+    }
+    return false;
+}
+
+/* The target is gone (its pidfd fired, or /proc says so). */
+static void target_gone(struct ospd_daemon *d)
+{
+    int wait_status;
+    /* Read before anything else: the zombie's exit code is there only until it is reaped. */
+    char state = read_proc_state(d->collector.pid, &wait_status);
+    if (drain(d))
+        return;
+    /* Acquire: pairs with the shim's release store of EXITED after its last head store. */
+    if (atomic_load_explicit(&d->header->shim_state, memory_order_acquire) == OSP_SHIM_EXITED &&
+        drain(d))
+        return;
+    struct ospd_collector *c = &d->collector;
+    if (state != 'Z')
+        wait_status = pidfd_wait_status(d->pidfd); /* already reaped: ask the pidfd */
+    if (wait_status >= 0 && WIFSIGNALED(wait_status)) {
+        c->exit_signal = WTERMSIG(wait_status);
+        finish(d, OSPD_EXIT_KILLED);
+        return;
+    }
+    if (wait_status >= 0 && WIFEXITED(wait_status))
+        c->exit_code = WEXITSTATUS(wait_status);
+    finish(d, OSPD_EXIT_VANISHED);
+}
+
+static void on_pidfd(uv_poll_t *poll, int status, int events)
+{
+    (void)status;
+    (void)events;
+    target_gone(poll->data);
+}
+
+/* Once a second: is the target still there, and still ours? */
+static void check_liveness(struct ospd_daemon *d, uint64_t now)
+{
+    int wait_status;
+    char state = read_proc_state(d->collector.pid, &wait_status);
+    if (state == 0 || state == 'Z' || state == 'X') {
+        target_gone(d); /* also covers kernels without pidfd_open */
+        return;
+    }
+    /* Relaxed: a timestamp compared against a threshold, ordering nothing. */
+    uint64_t beat = atomic_load_explicit(&d->header->heartbeat_ns, memory_order_relaxed);
+    if (beat < d->attach_mono_ns)
+        beat = d->attach_mono_ns;
+    if (now > beat && now - beat > HEARTBEAT_STALE_NS && !target_maps_ring(d)) {
+        drain(d);
+        finish(d, OSPD_EXIT_VANISHED); /* exec'd away from the ring */
+    }
+}
+
+static void on_timer(uv_timer_t *timer)
+{
+    struct ospd_daemon *d = timer->data;
+    if (drain(d))
+        return;
+    /* Acquire: pairs with the shim's release store of EXITED after its last head store, so a
+     * second drain sees the exit record. */
+    if (atomic_load_explicit(&d->header->shim_state, memory_order_acquire) == OSP_SHIM_EXITED) {
+        if (!drain(d))
+            finish(d, OSPD_EXIT_EXITED); /* EXITED without an exit record: end here anyway */
+        return;
+    }
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    if (now >= d->next_liveness_ns) {
+        d->next_liveness_ns = now + LIVENESS_INTERVAL_NS;
+        check_liveness(d, now);
+    }
+}
+
+static void on_sigterm(uv_signal_t *handle, int signum)
+{
+    (void)signum;
+    struct ospd_daemon *d = handle->data;
+    if (!drain(d))
+        finish(d, OSPD_EXIT_VANISHED);
+}
+
+static int run(struct ospd_daemon *d)
+{
+    d->loop = uv_default_loop();
+    d->attach_mono_ns = clock_ns(CLOCK_MONOTONIC);
+    d->next_liveness_ns = d->attach_mono_ns + LIVENESS_INTERVAL_NS;
+    uv_timer_init(d->loop, &d->timer);
+    d->timer.data = d;
+    uv_signal_init(d->loop, &d->sigterm);
+    d->sigterm.data = d;
+    uv_signal_start(&d->sigterm, on_sigterm, SIGTERM);
+
+    d->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)d->collector.pid, 0u);
+    if (d->pidfd >= 0) {
+        if (uv_poll_init(d->loop, &d->pidfd_poll, d->pidfd) == 0) {
+            d->pidfd_poll.data = d;
+            uv_poll_start(&d->pidfd_poll, UV_READABLE, on_pidfd);
+        } else {
+            close(d->pidfd);
+            d->pidfd = -1;
+        }
+    }
+    /* Without a pidfd (old kernel, or the target already gone) the liveness check notices. */
+    uv_timer_start(&d->timer, on_timer, 0, DRAIN_INTERVAL_MS);
+    uv_run(d->loop, UV_RUN_DEFAULT);
+    if (d->pidfd >= 0)
+        close(d->pidfd);
+    uv_loop_close(d->loop);
+    return d->exit_code;
+}
+
+/* Close every descriptor above stderr that the program let us inherit (pipes, sockets), so
+ * the daemon never holds a reader's end of file back after the program is gone. */
+static void close_inherited_fds(void)
+{
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0)
+        return;
+#endif
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir == NULL)
+        return;
+    int own = dirfd(dir);
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        int fd = atoi(e->d_name);
+        if (fd > STDERR_FILENO && fd != own)
+            close(fd);
+    }
+    closedir(dir);
+}
+
+/* Fork into the background: the parent exits 0 at once (its caller waits for it), the child
+ * leaves the caller's session and directories. stderr stays so warnings reach the user. */
+static int detach(void)
+{
+    close_inherited_fds();
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "osprey: ospreyd: cannot fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid > 0)
+        _exit(0);
+    setsid();
+    if (chdir("/") != 0)
+        return -1;
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        if (null > STDERR_FILENO)
+            close(null);
+    }
+    return 0;
+}
+
+/* `path` made absolute against the current directory (the daemon chdirs to / when it
+ * detaches). NULL when out of memory or the directory is unknown. */
+static char *absolute_path(const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    char *cwd = getcwd(NULL, 0);
+    if (cwd == NULL)
+        return NULL;
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *out = malloc(n);
+    if (out != NULL)
+        snprintf(out, n, "%s/%s", cwd, path);
+    free(cwd);
+    return out;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"attach-ring", required_argument, NULL, 'r'},
+        {"out", required_argument, NULL, 'o'},
+        {"detach", no_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    struct ospd_daemon d = {.pidfd = -1};
+    bool detached = false;
+    const char *out = NULL;
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+        switch (opt) {
+        case 'r':
+            d.ring_name = optarg;
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        case 'd':
+            detached = true;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("ospreyd %s\n", OSPREY_VERSION);
+            return 0;
+        case ':':
+            fprintf(stderr, "ospreyd: %s needs an argument (try --help)\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "ospreyd: unknown option %s (try --help)\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ospreyd: unexpected argument %s (try --help)\n", argv[optind]);
+        return 2;
+    }
+    if (d.ring_name == NULL || out == NULL || d.ring_name[0] == '\0' || out[0] == '\0') {
+        fprintf(stderr, "ospreyd: --attach-ring NAME and --out PATH are required (try --help)\n");
+        return 2;
+    }
+    char *out_path = absolute_path(out);
+    if (out_path == NULL) {
+        fprintf(stderr, "ospreyd: cannot make %s absolute: %s\n", out, strerror(errno));
+        return 2;
+    }
+    d.out_path = out_path;
+    signal(SIGPIPE, SIG_IGN);
+    if (detached && detach() != 0) {
+        free(out_path);
+        return 1;
+    }
+
+    ospd_collector_init(&d.collector);
+    int rc = 1;
+    if (attach(&d) == 0) {
+        read_exe_fallback(&d);
+        rc = run(&d);
+        munmap(d.header, d.map_size);
+    }
+    ospd_collector_free(&d.collector);
+    free(out_path);
+    return rc;
+}

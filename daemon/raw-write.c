@@ -1,0 +1,265 @@
+/* raw-write.c — writes a collector as a version 1 raw profile (proto/raw-format.md).
+ *
+ * The small parts (identity fields, images, threads, the exit object) are built with jansson's
+ * reference-stealing `_new` calls and dumped one value at a time; the big `stacks` and
+ * `samples` arrays are streamed with fprintf straight from the collector's compact arrays, so
+ * writing costs no memory proportional to the profile beyond what the collector already holds.
+ * The file appears atomically: a temp file beside the target path, fsync, rename; on any
+ * failure the temp file is removed and nothing is left half-written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ospd.h"
+
+/* A uint64 as a JSON integer; the values written are below 2^63 (addresses, nanoseconds),
+ * anything larger is clamped rather than wrapped negative. */
+static json_t *json_u64(uint64_t v)
+{
+    return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+/* Write `separator` then `"key":value` (or just the value when key is NULL), value stolen.
+ * Returns 0 or -ENOMEM. */
+static int put_json(FILE *f, const char *separator, const char *key, json_t *value)
+{
+    if (value == NULL)
+        return -ENOMEM;
+    char *text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(value);
+    if (text == NULL)
+        return -ENOMEM;
+    if (key != NULL)
+        fprintf(f, "%s\"%s\":%s", separator, key, text);
+    else
+        fprintf(f, "%s%s", separator, text);
+    free(text);
+    return 0;
+}
+
+/* Write one field of the top-level object. */
+static int put_field(FILE *f, bool first, const char *key, json_t *value)
+{
+    return put_json(f, first ? "" : ",\n", key, value);
+}
+
+/* Write one element of a streamed array. */
+static int put_element(FILE *f, bool first, json_t *value)
+{
+    return put_json(f, first ? "\n" : ",\n", NULL, value);
+}
+
+/* Write v in decimal at p; returns the end (at most 20 digits, no NUL). */
+static char *format_u64(char *p, uint64_t v)
+{
+    char digits[20];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n > 0)
+        *p++ = digits[--n];
+    return p;
+}
+
+static const char *exe_path(const struct ospd_collector *c)
+{
+    for (uint32_t i = 0; i < c->image_count; i++)
+        if (c->images[i].main)
+            return c->images[i].path;
+    return c->exe_fallback ? c->exe_fallback : "";
+}
+
+static json_t *exit_object(const struct ospd_collector *c)
+{
+    switch (c->exit_status) {
+    case OSPD_EXIT_EXITED:
+        return json_pack("{s:s}", "status", "exited");
+    case OSPD_EXIT_KILLED:
+        return json_pack("{s:s, s:i}", "status", "killed", "signal", c->exit_signal);
+    case OSPD_EXIT_RING_REJECTED:
+        return json_pack("{s:s, s:s}", "status", "ring-rejected", "error", c->error);
+    case OSPD_EXIT_VANISHED:
+    case OSPD_EXIT_UNKNOWN:
+        break;
+    }
+    if (c->exit_code >= 0)
+        return json_pack("{s:s, s:i}", "status", "vanished", "code", c->exit_code);
+    return json_pack("{s:s}", "status", "vanished");
+}
+
+/* Stream the whole profile to f. Returns 0 or -ENOMEM (I/O errors show in ferror(f)). */
+static int write_profile(FILE *f, const struct ospd_collector *c)
+{
+    int rc = 0;
+    fputc('{', f);
+    rc = rc ? rc : put_field(f, true, "version", json_integer(1));
+    rc = rc ? rc : put_field(f, false, "pid", json_integer(c->pid));
+    rc = rc ? rc : put_field(f, false, "exe", json_string(exe_path(c)));
+    rc = rc ? rc : put_field(f, false, "rate_hz", json_integer(c->rate_hz));
+    rc = rc ? rc : put_field(f, false, "platform", json_string(c->platform));
+    rc = rc ? rc : put_field(f, false, "start_unix_ns", json_u64(c->start_unix_ns));
+    /* A wall clock stepped back during the run must not make the end precede the start. */
+    uint64_t end = c->end_unix_ns < c->start_unix_ns ? c->start_unix_ns : c->end_unix_ns;
+    rc = rc ? rc : put_field(f, false, "end_unix_ns", json_u64(end));
+    if (rc != 0)
+        return rc;
+
+    fputs(",\n\"images\":[", f);
+    for (uint32_t i = 0; i < c->image_count && rc == 0; i++) {
+        const struct ospd_image *im = &c->images[i];
+        json_t *o = json_object();
+        if (o == NULL)
+            return -ENOMEM;
+        json_object_set_new(o, "path", json_string(im->path));
+        json_object_set_new(o, "base", json_u64(im->base));
+        /* The load bias may be negative (an image loaded below its link address). */
+        json_object_set_new(o, "slide", json_integer((json_int_t)im->slide));
+        json_object_set_new(o, "text", json_u64(im->text));
+        json_object_set_new(o, "text_size", json_u64(im->text_size));
+        json_object_set_new(o, "arch", json_string(im->arch));
+        if (json_object_size(o) != 6) {
+            json_decref(o);
+            return -ENOMEM;
+        }
+        rc = put_element(f, i == 0, o);
+    }
+    fputs("],\n\"threads\":[", f);
+    for (uint32_t i = 0; i < c->thread_count && rc == 0; i++) {
+        const struct ospd_thread *t = &c->threads[i];
+        rc = put_element(f, i == 0,
+                         json_pack("{s:I, s:s, s:i}", "fiber", (json_int_t)t->fiber, "label",
+                                   t->label, "tid", t->tid));
+    }
+    if (rc != 0)
+        return rc;
+
+    /* The big arrays: straight from the compact tables, each row formatted into a small
+     * buffer and written at once (printf per number costs more than the rest together). */
+    fputs("],\n\"stacks\":[", f);
+    char row[OSP_MAX_DEPTH * 21 + 8];
+    for (uint32_t i = 0; i < c->stacks.count; i++) {
+        uint32_t depth;
+        const uint64_t *pcs = ospd_stack_pcs(&c->stacks, i, &depth);
+        char *p = row;
+        *p++ = i == 0 ? '\n' : ',';
+        if (i != 0)
+            *p++ = '\n';
+        *p++ = '[';
+        for (uint32_t k = 0; k < depth; k++) {
+            if (k != 0)
+                *p++ = ',';
+            p = format_u64(p, pcs[k]);
+        }
+        *p++ = ']';
+        fwrite(row, 1, (size_t)(p - row), f);
+    }
+    fputs("],\n\"samples\":[", f);
+    for (uint64_t i = 0; i < c->sample_count; i++) {
+        const struct ospd_sample *s = &c->samples[i];
+        char *p = row;
+        if (i != 0)
+            *p++ = ',';
+        *p++ = '\n';
+        *p++ = '[';
+        p = format_u64(p, s->t_rel_ns);
+        *p++ = ',';
+        p = format_u64(p, s->thread);
+        *p++ = ',';
+        p = format_u64(p, s->stack_state >> 1);
+        *p++ = ',';
+        *p++ = (char)('0' + (s->stack_state & 1));
+        *p++ = ']';
+        fwrite(row, 1, (size_t)(p - row), f);
+    }
+    fputs("]", f);
+    rc = rc ? rc : put_field(f, false, "dropped", json_u64(ospd_dropped_total(c)));
+    rc = rc ? rc : put_field(f, false, "exit", exit_object(c));
+    if (c->peak_rss_kb > 0)
+        rc = rc ? rc
+                : put_field(f, false, "collector",
+                            json_pack("{s:o, s:o}", "peak_rss_kb", json_u64(c->peak_rss_kb),
+                                      "cpu_ms", json_u64(c->cpu_ms)));
+    fputs("}\n", f);
+    return rc;
+}
+
+/* fsync the directory holding `path`, so the rename itself survives a crash. Best effort. */
+static void sync_directory(const char *path)
+{
+    char *copy = strdup(path);
+    if (copy == NULL)
+        return;
+    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(copy);
+}
+
+int ospd_raw_write(const struct ospd_collector *c, const char *path, char *err, size_t err_size)
+{
+    size_t len = strlen(path);
+    char *tmp = malloc(len + sizeof ".tmp-XXXXXX");
+    if (tmp == NULL) {
+        snprintf(err, err_size, "%s: %s", path, strerror(ENOMEM));
+        return -ENOMEM;
+    }
+    memcpy(tmp, path, len);
+    memcpy(tmp + len, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, err_size, "%s: %s", path, strerror(e));
+        free(tmp);
+        return -e;
+    }
+    /* mkstemp makes the file 0600; give the profile the mode a plain create would. Reading the
+     * umask means setting it: put it straight back (the writer is single-threaded). */
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+
+    int rc = 0;
+    const char *what = NULL;
+    FILE *f = fdopen(fd, "w");
+    if (f == NULL) {
+        rc = -errno;
+        close(fd);
+    } else {
+        rc = write_profile(f, c);
+        if (rc == 0 && fflush(f) != 0)
+            rc = -errno;
+        if (rc == 0 && ferror(f))
+            rc = -EIO;
+        if (rc == 0 && fsync(fileno(f)) != 0)
+            rc = -errno;
+        if (fclose(f) != 0 && rc == 0)
+            rc = -errno;
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = -errno;
+        what = "cannot rename the temp file into place";
+    }
+    if (rc != 0) {
+        unlink(tmp);
+        if (what != NULL)
+            snprintf(err, err_size, "%s: %s: %s", path, what, strerror(-rc));
+        else
+            snprintf(err, err_size, "%s: %s", path, strerror(-rc));
+    } else {
+        sync_directory(path);
+    }
+    free(tmp);
+    return rc;
+}

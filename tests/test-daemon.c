@@ -1,0 +1,1595 @@
+/* test-daemon.c — ospreyd: the event-ring parser over hand-built rings (threads, samples,
+ * repeats, images, padding and wrap-around, interning), its rejection of corrupt and hostile
+ * rings, the raw-profile writer (valid JSON version 1, atomic, clear errors), and the daemon
+ * binary end to end against a ring built exactly as the shim builds it. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ospd.h"
+#include "ospx.h"
+
+extern char **environ;
+
+/* ------------------------------------------------------------------------------------------ */
+/* A ring writer that lays records out the way the shim does: 8-byte aligned, a PAD record
+ * before a record that would cross the end of the data area. */
+
+struct ring {
+    uint8_t *data;
+    uint64_t size; /* power of two */
+    uint64_t head;
+};
+
+static void ring_put(struct ring *r, const void *rec, uint32_t size)
+{
+    uint64_t offset = r->head & (r->size - 1);
+    if (offset + size > r->size) {
+        struct osp_rec_header pad = {.type = OSP_REC_PAD, .size = (uint32_t)(r->size - offset)};
+        memcpy(r->data + offset, &pad, sizeof pad);
+        r->head += pad.size;
+        offset = 0;
+    }
+    memcpy(r->data + offset, rec, size);
+    r->head += size;
+}
+
+/* Put a fixed record followed by `len` payload bytes, padded to 8; sets the record's header
+ * (the first 8 bytes of `rec`) to `type` and the padded size. */
+static void put_with_payload(struct ring *r, uint32_t type, void *rec, size_t rec_size,
+                             const void *payload, size_t len)
+{
+    static uint8_t buf[sizeof(struct osp_rec_image) + OSP_MAX_PATH + 8];
+    struct osp_rec_header h = {type, osp_rec_align((uint32_t)(rec_size + len))};
+    memcpy(rec, &h, sizeof h);
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, rec, rec_size);
+    memcpy(buf + rec_size, payload, len);
+    ring_put(r, buf, h.size);
+}
+
+static void put_thread_start(struct ring *r, uint32_t slot, uint32_t generation, int64_t fiber,
+                             int32_t tid, const char *label)
+{
+    struct osp_rec_thread_start rec = {.slot = slot,
+                                       .generation = generation,
+                                       .fiber = fiber,
+                                       .tid = tid,
+                                       .label_len = (uint32_t)strlen(label)};
+    put_with_payload(r, OSP_REC_THREAD_START, &rec, sizeof rec, label, rec.label_len);
+}
+
+static void put_thread_end(struct ring *r, uint32_t slot, uint32_t generation)
+{
+    struct osp_rec_thread_end rec = {
+        .h = {OSP_REC_THREAD_END, sizeof rec}, .slot = slot, .generation = generation};
+    ring_put(r, &rec, sizeof rec);
+}
+
+static void put_sample(struct ring *r, uint64_t t_ns, uint32_t slot, uint32_t generation,
+                       uint32_t state, uint32_t depth, const uint64_t *pcs)
+{
+    struct osp_rec_sample rec = {
+        .t_ns = t_ns, .slot = slot, .generation = generation, .state = state, .depth = depth};
+    put_with_payload(r, OSP_REC_SAMPLE, &rec, sizeof rec, pcs, depth * 8u);
+}
+
+static void put_repeat(struct ring *r, uint64_t t_ns, uint32_t slot, uint32_t generation)
+{
+    struct osp_rec_repeat rec = {.h = {OSP_REC_REPEAT, sizeof rec},
+                                 .t_ns = t_ns,
+                                 .slot = slot,
+                                 .generation = generation,
+                                 .state = OSP_STATE_WAITING};
+    ring_put(r, &rec, sizeof rec);
+}
+
+static void put_image(struct ring *r, uint64_t base, uint64_t text, uint64_t text_size,
+                      uint32_t flags, const char *path)
+{
+    struct osp_rec_image rec = {.base = base,
+                                .slide = base,
+                                .text = text,
+                                .text_size = text_size,
+                                .arch = "x86_64",
+                                .flags = flags,
+                                .path_len = (uint32_t)strlen(path)};
+    put_with_payload(r, OSP_REC_IMAGE, &rec, sizeof rec, path, rec.path_len);
+}
+
+static void put_exit(struct ring *r, uint64_t end_unix_ns, uint64_t dropped)
+{
+    struct osp_rec_exit rec = {
+        .h = {OSP_REC_EXIT, sizeof rec}, .end_unix_ns = end_unix_ns, .dropped = dropped};
+    ring_put(r, &rec, sizeof rec);
+}
+
+/* A heap ring of `size` bytes whose counters start at `start` (to exercise wrap-around and
+ * free-running counters). */
+static struct ring ring_new(uint64_t size, uint64_t start)
+{
+    struct ring r = {.data = calloc(1, size), .size = size, .head = start};
+    ck_assert_ptr_nonnull(r.data);
+    return r;
+}
+
+static void collector_new(struct ospd_collector *c)
+{
+    ospd_collector_init(c);
+    c->pid = 4242;
+    c->rate_hz = 997;
+    c->start_unix_ns = UINT64_C(1700000000000000000);
+    c->start_mono_ns = 1000000;
+    strcpy(c->platform, "linux-x86_64");
+}
+
+/* Parse everything in the ring, expecting success; returns the new tail. */
+static uint64_t parse_ok(struct ospd_collector *c, const struct ring *r, uint64_t tail)
+{
+    uint64_t new_tail = 0;
+    int rc = ospd_parse(c, r->data, r->size, tail, r->head, &new_tail);
+    ck_assert_msg(rc == 0, "parse failed: %s", c->error);
+    return new_tail;
+}
+
+static uint32_t sample_stack(const struct ospd_collector *c, uint64_t i)
+{
+    return c->samples[i].stack_state >> 1;
+}
+static uint32_t sample_state(const struct ospd_collector *c, uint64_t i)
+{
+    return c->samples[i].stack_state & 1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Parsing. */
+
+START_TEST(threads_samples_and_repeats)
+{
+    struct ring r = ring_new(4096, 0);
+    uint64_t busy[] = {0x401010, 0x401200, 0x401300};
+    uint64_t idle[] = {0x7f0000001000, 0x401400};
+    put_thread_start(&r, 0, 1, 0, 100, "main");
+    put_thread_start(&r, 1, 1, 101, 101, "worker");
+    put_sample(&r, 2000000, 1, 1, OSP_STATE_ON_CPU, 3, busy);
+    put_sample(&r, 2000000, 0, 1, OSP_STATE_WAITING, 2, idle);
+    put_repeat(&r, 3000000, 0, 1);
+    put_sample(&r, 3000000, 1, 1, OSP_STATE_ON_CPU, 3, busy);
+    put_thread_end(&r, 1, 1);
+
+    struct ospd_collector c;
+    collector_new(&c);
+    ck_assert_uint_eq(parse_ok(&c, &r, 0), r.head);
+    ck_assert_uint_eq(c.thread_count, 2);
+    ck_assert_str_eq(c.threads[0].label, "main");
+    ck_assert_int_eq(c.threads[0].fiber, 0);
+    ck_assert_str_eq(c.threads[1].label, "worker");
+    ck_assert_int_eq(c.threads[1].tid, 101);
+    ck_assert_uint_eq(c.sample_count, 4);
+    ck_assert_uint_eq(c.stacks.count, 2);
+    /* sample 0: worker, busy stack, on-CPU, 1 ms after start */
+    ck_assert_uint_eq(c.samples[0].t_rel_ns, 1000000);
+    ck_assert_uint_eq(c.samples[0].thread, 1);
+    ck_assert_uint_eq(sample_state(&c, 0), 0);
+    /* the repeat reuses main's waiting stack */
+    ck_assert_uint_eq(c.samples[2].thread, 0);
+    ck_assert_uint_eq(sample_stack(&c, 2), sample_stack(&c, 1));
+    ck_assert_uint_eq(sample_state(&c, 2), 1);
+    ck_assert_uint_eq(c.samples[2].t_rel_ns, 2000000);
+    /* the same pc sequence is the same stack */
+    ck_assert_uint_eq(sample_stack(&c, 3), sample_stack(&c, 0));
+    uint32_t depth;
+    const uint64_t *pcs = ospd_stack_pcs(&c.stacks, sample_stack(&c, 0), &depth);
+    ck_assert_uint_eq(depth, 3);
+    ck_assert_mem_eq(pcs, busy, sizeof busy);
+    ck_assert_uint_eq(c.lost, 0);
+    ck_assert(!c.exit_seen);
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
+START_TEST(repeat_without_sample_is_dropped)
+{
+    struct ring r = ring_new(1024, 0);
+    uint64_t pcs[] = {0x401000};
+    put_thread_start(&r, 3, 7, 0, 1, "main");
+    put_repeat(&r, 5, 3, 7);
+    put_sample(&r, 6, 9, 1, 0, 1, pcs); /* slot 9 never registered */
+    put_sample(&r, 7, 3, 6, 0, 1, pcs); /* stale generation */
+    put_sample(&r, 8, 3, 7, 0, 1, pcs);
+    put_repeat(&r, 9, 3, 7);
+
+    struct ospd_collector c;
+    collector_new(&c);
+    parse_ok(&c, &r, 0);
+    ck_assert_uint_eq(c.orphan_repeats, 1);
+    ck_assert_uint_eq(c.unknown_thread, 2);
+    ck_assert_uint_eq(c.lost, 3);
+    ck_assert_uint_eq(c.sample_count, 2);
+    c.shim_dropped = 5;
+    ck_assert_uint_eq(ospd_dropped_total(&c), 8);
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
+START_TEST(slot_reuse_makes_a_new_thread)
+{
+    struct ring r = ring_new(1024, 0);
+    uint64_t pcs[] = {0x401000};
+    put_thread_start(&r, 0, 1, 5, 50, "fiber");
+    put_sample(&r, 10, 0, 1, 0, 1, pcs);
+    put_thread_end(&r, 0, 1);
+    put_sample(&r, 11, 0, 1, 0, 1, pcs); /* captured before the thread left: still its own */
+    put_thread_start(&r, 0, 2, 6, 60, "fiber");
+    put_repeat(&r, 12, 0, 2); /* the new registration has no stack yet */
+    put_sample(&r, 13, 0, 2, 0, 1, pcs);
+    put_sample(&r, 14, 0, 1, 0, 1, pcs); /* the old generation is gone now */
+
+    struct ospd_collector c;
+    collector_new(&c);
+    parse_ok(&c, &r, 0);
+    ck_assert_uint_eq(c.thread_count, 2);
+    ck_assert_int_eq(c.threads[1].fiber, 6);
+    ck_assert_uint_eq(c.sample_count, 3);
+    ck_assert_uint_eq(c.samples[1].thread, 0);
+    ck_assert_uint_eq(c.samples[2].thread, 1);
+    ck_assert_uint_eq(c.lost, 2);
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
+START_TEST(images_dedupe_and_main_names_exe)
+{
+    struct ring r = ring_new(8192, 0);
+    put_image(&r, 0x7f0000000000, 0x7f0000001000, 0x1000, 0, "/lib/libc.so.6");
+    put_image(&r, 0x555555554000, 0x555555555000, 0x2000, OSP_IMAGE_MAIN, "/usr/bin/prog");
+    put_image(&r, 0x7f0000000000, 0x7f0000001000, 0x1000, 0, "/lib/libc.so.6"); /* again */
+    put_image(&r, 0x7e0000000000, 0x7e0000001000, 0x1000, 0, "/lib/libc.so.6"); /* reloaded */
+
+    struct ospd_collector c;
+    collector_new(&c);
+    parse_ok(&c, &r, 0);
+    ck_assert_uint_eq(c.image_count, 3);
+    ck_assert(c.images[1].main);
+    ck_assert_str_eq(c.images[1].path, "/usr/bin/prog");
+    ck_assert_str_eq(c.images[1].arch, "x86_64");
+    ck_assert_uint_eq(c.images[1].text_size, 0x2000);
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
+/* Records that wrap around the end of a small ring, parsed in several drains with the
+ * counters far beyond 2^32, come out exactly as written. */
+START_TEST(pad_and_wrap_across_the_end)
+{
+    uint64_t start = (UINT64_C(5) << 32) + 256 - 40; /* 40 bytes before the end of the area */
+    struct ring r = ring_new(256, start);
+    struct ospd_collector c;
+    collector_new(&c);
+    uint64_t tail = start;
+    put_thread_start(&r, 0, 1, 0, 1, "main"); /* 40 bytes: exactly up to the end */
+    tail = parse_ok(&c, &r, tail);
+    uint64_t expected_samples = 0;
+    for (uint64_t round = 0; round < 50; round++) {
+        uint64_t pcs[5] = {0x401000 + round % 7, 0x402000, 0x403000, 0x404000, 0x405000};
+        uint32_t depth = 1 + (uint32_t)(round % 5);
+        put_sample(&r, 1000000 + round, 0, 1, (uint32_t)(round & 1), depth, pcs);
+        put_repeat(&r, 1000000 + round, 0, 1);
+        expected_samples += 2;
+        tail = parse_ok(&c, &r, tail);
+        ck_assert_uint_eq(tail, r.head);
+        ck_assert_uint_eq(c.sample_count, expected_samples);
+        uint32_t got_depth;
+        const uint64_t *got =
+            ospd_stack_pcs(&c.stacks, sample_stack(&c, c.sample_count - 2), &got_depth);
+        ck_assert_uint_eq(got_depth, depth);
+        ck_assert_mem_eq(got, pcs, depth * 8u);
+        ck_assert_uint_eq(sample_stack(&c, c.sample_count - 1),
+                          sample_stack(&c, c.sample_count - 2));
+    }
+    ck_assert_uint_gt(r.head - start, 4 * 256); /* it really wrapped several times */
+    ck_assert_uint_eq(c.lost, 0);
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
+START_TEST(exit_record_ends_the_stream)
+{
+    struct ring r = ring_new(1024, 0);
+    uint64_t pcs[] = {0x401000};
+    put_thread_start(&r, 0, 1, 0, 1, "main");
+    put_exit(&r, 1700000001000000000, 17);
+    uint64_t after_exit = r.head;
+    put_sample(&r, 10, 0, 1, 0, 1, pcs); /* nothing follows an exit record */
+
+    struct ospd_collector c;
+    collector_new(&c);
+    ck_assert_uint_eq(parse_ok(&c, &r, 0), after_exit);
+    ck_assert(c.exit_seen);
+    ck_assert_uint_eq(c.end_unix_ns, 1700000001000000000);
+    ck_assert_uint_eq(c.shim_dropped, 17);
+    ck_assert_uint_eq(c.sample_count, 0);
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
+START_TEST(interning_is_stable_across_growth)
+{
+    struct ospd_interner in;
+    ospd_interner_init(&in);
+    enum { N = 20000 };
+    for (uint32_t i = 0; i < N; i++) {
+        uint64_t pcs[3] = {0x400000 + i, 0x500000 + i % 13, 0x600000};
+        ck_assert_int_eq(ospd_intern(&in, pcs, 1 + i % 3), (int64_t)i);
+    }
+    ck_assert_uint_eq(in.count, N);
+    for (uint32_t i = 0; i < N; i += 7) {
+        uint64_t pcs[3] = {0x400000 + i, 0x500000 + i % 13, 0x600000};
+        ck_assert_int_eq(ospd_intern(&in, pcs, 1 + i % 3), (int64_t)i);
+        uint64_t other[3] = {0x400000 + i, 0x500000 + i % 13, 0x600001};
+        if (i % 3 == 2) /* same prefix, different last frame: a different stack */
+            ck_assert_int_eq(ospd_intern(&in, other, 3), (int64_t)in.count - 1);
+    }
+    /* a prefix is not the same stack as the whole */
+    uint64_t pcs[3] = {0x400002, 0x500002, 0x600000};
+    ck_assert_int_ne(ospd_intern(&in, pcs, 2), 2);
+    ospd_interner_free(&in);
+}
+END_TEST
+
+/* Past the memory budget, known stacks still count, new ones and growth are dropped. */
+START_TEST(memory_budget_drops_and_counts)
+{
+    struct ring r = ring_new(65536, 0);
+    uint64_t known[] = {0x401000, 0x402000};
+    uint64_t novel[] = {0x403000};
+    put_thread_start(&r, 0, 1, 0, 1, "main");
+    for (int i = 0; i < 300; i++)
+        put_sample(&r, 10, 0, 1, 0, 2, known);
+    put_sample(&r, 11, 0, 1, 0, 1, novel);
+    struct ospd_collector c;
+    collector_new(&c);
+    c.memory_limit = 1; /* only the first allocation of each table is allowed */
+    parse_ok(&c, &r, 0);
+    ck_assert_uint_eq(c.sample_count, c.samples_cap);
+    ck_assert_uint_eq(c.stacks.count, 1);
+    ck_assert_uint_eq(c.lost, 301 - c.sample_count);
+    ck_assert_uint_gt(c.lost, 1);
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
+START_TEST(addresses_beyond_user_space_end_the_stack)
+{
+    struct ring r = ring_new(1024, 0);
+    uint64_t pcs[] = {0x401000, 0x402000, UINT64_C(0xffffffffff600000), 0x403000};
+    uint64_t kernel[] = {UINT64_C(0xffffffff81000000)};
+    put_thread_start(&r, 0, 1, 0, 1, "main");
+    put_sample(&r, 10, 0, 1, 0, 4, pcs);
+    put_sample(&r, 11, 0, 1, 0, 1, kernel);
+    struct ospd_collector c;
+    collector_new(&c);
+    parse_ok(&c, &r, 0);
+    ck_assert_uint_eq(c.sample_count, 1);
+    uint32_t depth;
+    ospd_stack_pcs(&c.stacks, 0, &depth);
+    ck_assert_uint_eq(depth, 2);
+    ck_assert_uint_eq(c.lost, 1);
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* Corrupt and hostile rings. */
+
+/* Parse a ring expected to be rejected with a message containing `what`. */
+static void expect_rejected(const struct ring *r, uint64_t tail, const char *what)
+{
+    struct ospd_collector c;
+    collector_new(&c);
+    uint64_t new_tail = UINT64_MAX;
+    int rc = ospd_parse(&c, r->data, r->size, tail, r->head, &new_tail);
+    ck_assert_int_eq(rc, -EPROTO);
+    ck_assert_msg(strstr(c.error, what) != NULL, "error \"%s\" does not mention \"%s\"", c.error,
+                  what);
+    ck_assert_ptr_null(strchr(c.error, '\n'));
+    /* the tail stays put, or moves past whole records only */
+    ck_assert(new_tail == tail || (new_tail > tail && new_tail <= r->head));
+    /* rejected stays rejected */
+    ck_assert_int_eq(ospd_parse(&c, r->data, r->size, new_tail, r->head, &new_tail), -EPROTO);
+    ospd_collector_free(&c);
+}
+
+/* A ring with a thread registered, then the raw bytes of one record. */
+static struct ring ring_with_raw(const void *rec, uint32_t size, uint32_t claimed_size)
+{
+    struct ring r = ring_new(4096, 0);
+    put_thread_start(&r, 0, 1, 0, 1, "main");
+    uint64_t at = r.head;
+    ring_put(&r, rec, size);
+    struct osp_rec_header h;
+    memcpy(&h, r.data + at, sizeof h);
+    h.size = claimed_size;
+    memcpy(r.data + at, &h, sizeof h);
+    return r;
+}
+
+START_TEST(corrupt_record_sizes_are_rejected)
+{
+    struct osp_rec_sample s = {.h = {OSP_REC_SAMPLE, 40}, .slot = 0, .generation = 1, .depth = 1};
+    uint8_t buf[64] = {0};
+    memcpy(buf, &s, sizeof s);
+    struct {
+        uint32_t claimed;
+        const char *what;
+    } cases[] = {
+        {0, "size 0"},
+        {4, "size 4"},
+        {12, "size 12"},
+        {48, "runs past head"},
+        {1u << 20, "crosses the end"},
+        {3968, "runs past head"},
+        {UINT32_MAX - 7, "crosses the end"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct ring r = ring_with_raw(buf, 40, cases[i].claimed);
+        expect_rejected(&r, 0, cases[i].what);
+        free(r.data);
+    }
+    /* a well-formed 48-byte record whose depth says it should be 40 */
+    struct ring r = ring_with_raw(buf, 48, 48);
+    expect_rejected(&r, 0, "48 bytes for depth 1");
+    free(r.data);
+}
+END_TEST
+
+START_TEST(corrupt_depths_lengths_and_fields_are_rejected)
+{
+    uint8_t buf[sizeof(struct osp_rec_image) + 64] = {0};
+    struct osp_rec_sample s = {.h = {OSP_REC_SAMPLE, 40}, .generation = 1, .depth = 0};
+    memcpy(buf, &s, sizeof s);
+    struct ring r = ring_with_raw(buf, 40, 40);
+    expect_rejected(&r, 0, "depth 0");
+    free(r.data);
+
+    s.depth = 1000;
+    memcpy(buf, &s, sizeof s);
+    r = ring_with_raw(buf, 40, 40);
+    expect_rejected(&r, 0, "depth 1000");
+    free(r.data);
+
+    s.depth = 1;
+    s.state = 7;
+    memcpy(buf, &s, sizeof s);
+    r = ring_with_raw(buf, 40, 40);
+    expect_rejected(&r, 0, "state 7");
+    free(r.data);
+
+    s.state = 0;
+    s.slot = OSPD_MAX_SLOTS + 5;
+    memcpy(buf, &s, sizeof s);
+    r = ring_with_raw(buf, 40, 40);
+    expect_rejected(&r, 0, "slot");
+    free(r.data);
+
+    struct osp_rec_thread_start t = {.h = {OSP_REC_THREAD_START, 32}, .label_len = 65};
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, &t, sizeof t);
+    r = ring_with_raw(buf, 32, 32);
+    expect_rejected(&r, 0, "label_len 65");
+    free(r.data);
+
+    t.label_len = 9; /* needs 40 bytes, claims 32 */
+    memcpy(buf, &t, sizeof t);
+    r = ring_with_raw(buf, 32, 32);
+    expect_rejected(&r, 0, "9-byte label");
+    free(r.data);
+
+    struct osp_rec_image im = {.h = {OSP_REC_IMAGE, sizeof im}, .path_len = 5000};
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, &im, sizeof im);
+    r = ring_with_raw(buf, sizeof im, sizeof im);
+    expect_rejected(&r, 0, "path_len 5000");
+    free(r.data);
+
+    struct osp_rec_header unknown = {.type = 99, .size = 8};
+    r = ring_with_raw(&unknown, 8, 8);
+    expect_rejected(&r, 0, "unknown type 99");
+    free(r.data);
+
+    struct osp_rec_exit e = {.h = {OSP_REC_EXIT, 16}};
+    r = ring_with_raw(&e, 16, 16);
+    expect_rejected(&r, 0, "exit record of 16 bytes");
+    free(r.data);
+}
+END_TEST
+
+START_TEST(corrupt_head_and_tail_are_rejected)
+{
+    struct ring r = ring_new(1024, 4096);
+    put_thread_start(&r, 0, 1, 0, 1, "main");
+    uint64_t head = r.head;
+
+    r.head = 4096 - 8; /* head behind tail */
+    expect_rejected(&r, 4096, "behind tail");
+    r.head = 4096 + 1024 + 8; /* more than the data area ahead */
+    expect_rejected(&r, 4096, "more than the 1024-byte data area");
+    r.head = UINT64_MAX - 7;
+    expect_rejected(&r, 4096, "ahead of tail");
+    r.head = head + 4; /* misaligned */
+    expect_rejected(&r, 4096, "not 8-byte aligned");
+
+    /* head moving backwards between drains */
+    r.head = head;
+    struct ospd_collector c;
+    collector_new(&c);
+    uint64_t tail = parse_ok(&c, &r, 4096);
+    ck_assert_int_eq(ospd_parse(&c, r.data, r.size, tail, head - 8, &tail), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(c.error, "backwards"));
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
+/* Small deterministic generator for the fuzz cases. */
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t x = (*state += UINT64_C(0x9e3779b97f4a7c15));
+    x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return x ^ (x >> 31);
+}
+
+/* Random bytes, and valid rings with random bytes flipped, with random counters: the parser
+ * either accepts or rejects with a message; it never reads outside the data area (valgrind
+ * and the sanitizers watch the heap block) and never loops forever. */
+START_TEST(fuzzed_rings_never_crash)
+{
+    uint64_t seed = 12345;
+    unsigned accepted = 0, rejected = 0;
+    for (int iteration = 0; iteration < 3000; iteration++) {
+        uint64_t size = UINT64_C(64) << (next_random(&seed) % 6);
+        struct ring r = ring_new(size, (next_random(&seed) % 4096) * 8);
+        uint64_t tail = r.head;
+        if (iteration % 2 == 0) {
+            for (uint64_t i = 0; i < size; i++)
+                r.data[i] = (uint8_t)next_random(&seed);
+            r.head += (next_random(&seed) % (size / 8 + 2)) * 8;
+        } else {
+            uint64_t pcs[8] = {0x401000, 0x402000, 0x403000, 0x404000, 5, 6, 7, 8};
+            put_thread_start(&r, 0, 1, 0, 1, "main");
+            while (r.head - tail + 96 <= size) {
+                if (next_random(&seed) % 3 == 0)
+                    put_repeat(&r, 9, 0, 1);
+                else
+                    put_sample(&r, 9, 0, 1, 0, 1 + (uint32_t)(next_random(&seed) % 8), pcs);
+            }
+            for (int flips = 0; flips < 4; flips++)
+                r.data[next_random(&seed) % size] ^= (uint8_t)(1u << (next_random(&seed) % 8));
+        }
+        if (iteration % 7 == 0)
+            r.head = tail + next_random(&seed); /* counters that make no sense */
+        struct ospd_collector c;
+        collector_new(&c);
+        uint64_t new_tail;
+        int rc = ospd_parse(&c, r.data, r.size, tail, r.head, &new_tail);
+        if (rc == 0) {
+            accepted++;
+            ck_assert_uint_eq(new_tail, c.exit_seen ? new_tail : r.head);
+        } else {
+            rejected++;
+            ck_assert_int_eq(rc, -EPROTO);
+            ck_assert_uint_gt(strlen(c.error), 0);
+        }
+        ospd_collector_free(&c);
+        free(r.data);
+    }
+    ck_assert_uint_gt(accepted, 0);
+    ck_assert_uint_gt(rejected, 0);
+}
+END_TEST
+
+START_TEST(header_validation)
+{
+    static struct osp_ring_header h;
+    char err[OSPD_ERROR_SIZE];
+    uint64_t object = OSP_RING_HEADER_SIZE + 65536;
+    struct osp_ring_header good = {.magic = OSP_RING_MAGIC,
+                                   .abi_version = OSP_RING_ABI_VERSION,
+                                   .header_size = OSP_RING_HEADER_SIZE,
+                                   .data_offset = OSP_RING_HEADER_SIZE,
+                                   .data_size = 65536,
+                                   .pid = 1,
+                                   .rate_hz = 997};
+    memcpy(&h, &good, sizeof h);
+    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), 0);
+
+    h.magic = 0x1234;
+    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(err, "magic"));
+    memcpy(&h, &good, sizeof h);
+    h.abi_version = 2;
+    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(err, "ABI version 2"));
+    memcpy(&h, &good, sizeof h);
+    h.data_size = 65536 + 8;
+    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(err, "power of two"));
+    memcpy(&h, &good, sizeof h);
+    h.data_size = UINT64_C(1) << 40;
+    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
+    memcpy(&h, &good, sizeof h);
+    h.data_size = 131072; /* does not fit the object */
+    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(err, "exceeds"));
+    memcpy(&h, &good, sizeof h);
+    h.data_offset = 8;
+    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(err, "data_offset"));
+    memcpy(&h, &good, sizeof h);
+    h.header_size = 64;
+    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
+    memcpy(&h, &good, sizeof h);
+    h.rate_hz = 0;
+    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(err, "rate_hz"));
+    memcpy(&h, &good, sizeof h);
+    ck_assert_int_eq(ospd_ring_validate(&h, 100, err, sizeof err), -EPROTO);
+}
+END_TEST
+
+START_TEST(labels_become_valid_utf8)
+{
+    char *s = ospd_utf8_sanitize("ok\xff\xc3\xa9\xed\xa0\x80\0z", 10);
+    ck_assert_str_eq(s, "ok\xef\xbf\xbd\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz");
+    free(s);
+    s = ospd_utf8_sanitize("\xf0\x9f\x98\x80\xe2\x82", 6); /* emoji, then a truncated sequence */
+    ck_assert_str_eq(s, "\xf0\x9f\x98\x80\xef\xbf\xbd\xef\xbf\xbd");
+    free(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* Raw profile. */
+
+static char *temp_dir(void)
+{
+    char *dir = strdup("/tmp/osprey-test-daemon-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    return dir;
+}
+
+static char *join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+static void remove_dir(char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char *p = join(dir, e->d_name);
+            unlink(p);
+            free(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+    free(dir);
+}
+
+static json_t *load_json(const char *path)
+{
+    json_error_t error;
+    json_t *root = json_load_file(path, 0, &error);
+    ck_assert_msg(root != NULL, "%s:%d:%d: %s", path, error.line, error.column, error.text);
+    ck_assert(json_is_object(root));
+    return root;
+}
+
+static json_int_t int_at(json_t *root, const char *key)
+{
+    json_t *v = json_object_get(root, key);
+    ck_assert_msg(json_is_integer(v), "%s is not an integer", key);
+    return json_integer_value(v);
+}
+
+/* The exporters' reader accepts the file; returns what it read (free with ospx_raw_free). */
+static struct ospx_raw read_with_exporters(const char *path)
+{
+    struct ospx_raw raw;
+    struct ospx_error err = {0};
+    int rc = ospx_raw_read(path, &raw, &err);
+    ck_assert_msg(rc == 0, "%s:%d:%d: %s", err.file, err.line, err.column, err.text);
+    return raw;
+}
+
+/* The whole content of a file, NUL-terminated (free it). */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t cap = 0;
+    *len = 0;
+    for (;;) {
+        if (*len + 4096 + 1 > cap) {
+            cap = cap * 2 + 8192;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+        size_t got = fread(buf + *len, 1, 4096, f);
+        *len += got;
+        if (got == 0)
+            break;
+    }
+    fclose(f);
+    buf[*len] = '\0';
+    return buf;
+}
+
+/* The raw file matches tests/data/daemon/<name>/expected byte for byte (the format is a
+ * contract; a change to it must show up as a change to the golden file).
+ * OSP_UPDATE_GOLDEN=1 rewrites the golden file instead. */
+static void expect_golden(const char *path, const char *name)
+{
+    char golden[1024];
+    snprintf(golden, sizeof golden, "%s/data/daemon/%s/expected", OSP_TEST_SOURCE_DIR, name);
+    size_t got_len, want_len;
+    char *got = slurp(path, &got_len);
+    if (getenv("OSP_UPDATE_GOLDEN") != NULL) {
+        FILE *f = fopen(golden, "wb");
+        ck_assert_ptr_nonnull(f);
+        fwrite(got, 1, got_len, f);
+        fclose(f);
+    }
+    char *want = slurp(golden, &want_len);
+    ck_assert_msg(got_len == want_len && memcmp(got, want, got_len) == 0, "%s differs from %s:\n%s",
+                  path, golden, got);
+    free(got);
+    free(want);
+}
+
+START_TEST(raw_profile_is_valid_json_version_1)
+{
+    struct ring r = ring_new(8192, 0);
+    uint64_t busy[] = {0x555555555123, 0x555555555456};
+    uint64_t wait[] = {0x7f0000001100, 0x555555555789};
+    put_image(&r, 0x555555554000, 0x555555555000, 0x1000, OSP_IMAGE_MAIN, "/usr/bin/prog");
+    put_image(&r, 0x7f0000000000, 0x7f0000001000, 0x2000, 0, "/lib/x86_64-linux-gnu/libc.so.6");
+    put_thread_start(&r, 0, 1, 0, 10, "main");
+    put_thread_start(&r, 1, 1, 11, 11, "work\"er\xff");
+    put_sample(&r, 1500000, 1, 1, 0, 2, busy);
+    put_sample(&r, 1600000, 0, 1, 1, 2, wait);
+    put_repeat(&r, 2600000, 0, 1);
+    put_exit(&r, UINT64_C(1700000002000000000), 3);
+
+    struct ospd_collector c;
+    collector_new(&c);
+    parse_ok(&c, &r, 0);
+    c.exit_status = OSPD_EXIT_EXITED;
+    c.lost = 2;
+    char *dir = temp_dir();
+    char *path = join(dir, "raw.json");
+    char err[512];
+    ck_assert_int_eq(ospd_raw_write(&c, path, err, sizeof err), 0);
+    ck_assert_int_eq(count_entries(dir), 1); /* no temp file left */
+    expect_golden(path, "two-threads");
+
+    json_t *root = load_json(path);
+    ck_assert_int_eq(int_at(root, "version"), 1);
+    ck_assert_int_eq(int_at(root, "pid"), 4242);
+    ck_assert_str_eq(json_string_value(json_object_get(root, "exe")), "/usr/bin/prog");
+    ck_assert_int_eq(int_at(root, "rate_hz"), 997);
+    ck_assert_str_eq(json_string_value(json_object_get(root, "platform")), "linux-x86_64");
+    ck_assert_int_eq(int_at(root, "start_unix_ns"), 1700000000000000000);
+    ck_assert_int_eq(int_at(root, "end_unix_ns"), 1700000002000000000);
+    ck_assert_int_eq(int_at(root, "dropped"), 5);
+
+    json_t *images = json_object_get(root, "images");
+    ck_assert_uint_eq(json_array_size(images), 2);
+    json_t *im = json_array_get(images, 0);
+    ck_assert_int_eq(int_at(im, "base"), 0x555555554000);
+    ck_assert_int_eq(int_at(im, "slide"), 0x555555554000);
+    ck_assert_int_eq(int_at(im, "text"), 0x555555555000);
+    ck_assert_int_eq(int_at(im, "text_size"), 0x1000);
+    ck_assert_str_eq(json_string_value(json_object_get(im, "arch")), "x86_64");
+    ck_assert_str_eq(json_string_value(json_object_get(im, "path")), "/usr/bin/prog");
+
+    json_t *threads = json_object_get(root, "threads");
+    ck_assert_uint_eq(json_array_size(threads), 2);
+    ck_assert_int_eq(int_at(json_array_get(threads, 1), "fiber"), 11);
+    ck_assert_int_eq(int_at(json_array_get(threads, 1), "tid"), 11);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(threads, 1), "label")),
+                     "work\"er\xef\xbf\xbd");
+
+    json_t *stacks = json_object_get(root, "stacks");
+    ck_assert_uint_eq(json_array_size(stacks), 2);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(stacks, 0), 0)),
+                     0x555555555123);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(stacks, 1), 1)),
+                     0x555555555789);
+
+    json_t *samples = json_object_get(root, "samples");
+    ck_assert_uint_eq(json_array_size(samples), 3);
+    json_int_t expected[3][4] = {{500000, 1, 0, 0}, {600000, 0, 1, 1}, {1600000, 0, 1, 1}};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t k = 0; k < 4; k++)
+            ck_assert_int_eq(json_integer_value(json_array_get(json_array_get(samples, i), k)),
+                             expected[i][k]);
+    json_t *exit_obj = json_object_get(root, "exit");
+    ck_assert_str_eq(json_string_value(json_object_get(exit_obj, "status")), "exited");
+    json_decref(root);
+
+    /* and the exporters read it the same way */
+    struct ospx_raw raw = read_with_exporters(path);
+    ck_assert_uint_eq(raw.sample_count, 3);
+    ck_assert_uint_eq(raw.stack_count, 2);
+    ck_assert_uint_eq(raw.thread_count, 2);
+    ck_assert_uint_eq(raw.image_count, 2);
+    ck_assert_uint_eq(raw.dropped, 5);
+    ck_assert_int_eq(raw.exit.normal, 1);
+    ck_assert_uint_eq(raw.samples[2].t_rel_ns, 1600000);
+    ck_assert_uint_eq(raw.stacks[1].pcs[1], 0x555555555789);
+    ospx_raw_free(&raw);
+    ospd_collector_free(&c);
+    free(r.data);
+    free(path);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(exit_objects_say_how_it_ended)
+{
+    char *dir = temp_dir();
+    char *path = join(dir, "raw.json");
+    char err[512];
+    struct ospd_collector c;
+    collector_new(&c);
+
+    c.exit_status = OSPD_EXIT_KILLED;
+    c.exit_signal = 9;
+    c.end_unix_ns = c.start_unix_ns - 5; /* the wall clock stepped back */
+    ck_assert_int_eq(ospd_raw_write(&c, path, err, sizeof err), 0);
+    json_t *root = load_json(path);
+    ck_assert_int_eq(int_at(root, "end_unix_ns"), int_at(root, "start_unix_ns"));
+    json_t *e = json_object_get(root, "exit");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "status")), "killed");
+    ck_assert_int_eq(int_at(e, "signal"), 9);
+    /* an empty profile is still a complete one */
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 0);
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "stacks")), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(root, "exe")), "");
+    json_decref(root);
+    struct ospx_raw raw = read_with_exporters(path);
+    ck_assert_int_eq(raw.exit.signal, 9);
+    ospx_raw_free(&raw);
+
+    c.exit_status = OSPD_EXIT_VANISHED;
+    ck_assert_int_eq(ospd_raw_write(&c, path, err, sizeof err), 0); /* replaces the old file */
+    root = load_json(path);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(root, "exit"), "status")),
+                     "vanished");
+    json_decref(root);
+
+    c.exit_status = OSPD_EXIT_RING_REJECTED;
+    strcpy(c.error, "sample depth 0 outside 1..128");
+    ck_assert_int_eq(ospd_raw_write(&c, path, err, sizeof err), 0);
+    root = load_json(path);
+    e = json_object_get(root, "exit");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "status")), "ring-rejected");
+    ck_assert_str_eq(json_string_value(json_object_get(e, "error")), c.error);
+    json_decref(root);
+    raw = read_with_exporters(path);
+    ck_assert_int_eq(raw.exit.normal, 0);
+    ospx_raw_free(&raw);
+    ck_assert_int_eq(count_entries(dir), 1);
+
+    ospd_collector_free(&c);
+    free(path);
+    remove_dir(dir);
+}
+END_TEST
+
+START_TEST(unwritable_path_is_a_clear_error)
+{
+    struct ospd_collector c;
+    collector_new(&c);
+    char err[512];
+    char *dir = temp_dir();
+    char *missing = join(dir, "no/such/dir/raw.json");
+    ck_assert_int_eq(ospd_raw_write(&c, missing, err, sizeof err), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(err, missing));
+    ck_assert_ptr_nonnull(strstr(err, strerror(ENOENT)));
+    ck_assert_ptr_null(strchr(err, '\n'));
+
+    /* a directory in the way of the rename: the temp file is removed */
+    char *blocked = join(dir, "blocked");
+    ck_assert_int_eq(mkdir(blocked, 0700), 0);
+    char *inside = join(blocked, "x");
+    ck_assert_int_eq(mkdir(inside, 0700), 0);
+    ck_assert_int_lt(ospd_raw_write(&c, blocked, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(err, blocked));
+    ck_assert_int_eq(count_entries(dir), 1);
+    rmdir(inside);
+    rmdir(blocked);
+
+    free(inside);
+    free(blocked);
+    free(missing);
+    ospd_collector_free(&c);
+    remove_dir(dir);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* The daemon binary, against a ring made exactly as the shim makes it. */
+
+struct shm_ring {
+    char name[64];
+    struct osp_ring_header *header;
+    struct ring ring;
+    size_t size;
+    int fd; /* kept open: a test may resize the object after the name is gone */
+};
+
+static void shm_ring_create(struct shm_ring *s, uint64_t data_size)
+{
+    static unsigned counter;
+    snprintf(s->name, sizeof s->name, "/osprey-test-%d-%u-%lx", (int)getpid(), counter++,
+             (unsigned long)time(NULL));
+    int fd = shm_open(s->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    s->size = OSP_RING_HEADER_SIZE + data_size;
+    ck_assert_int_eq(ftruncate(fd, (off_t)s->size), 0);
+    void *map = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(map, MAP_FAILED);
+    s->fd = fd;
+    s->header = map;
+    s->ring = (struct ring){.data = (uint8_t *)map + OSP_RING_HEADER_SIZE, .size = data_size};
+}
+
+/* Fill the header as the shim does before it starts ospreyd. */
+static void shm_ring_init_header(struct shm_ring *s, pid_t pid)
+{
+    struct osp_ring_header *h = s->header;
+    h->magic = OSP_RING_MAGIC;
+    h->abi_version = OSP_RING_ABI_VERSION;
+    h->header_size = OSP_RING_HEADER_SIZE;
+    h->data_offset = OSP_RING_HEADER_SIZE;
+    h->data_size = s->ring.size;
+    h->pid = pid;
+    h->rate_hz = 997;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    h->start_unix_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    h->start_mono_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    strcpy(h->platform, "linux-x86_64");
+    atomic_store_explicit(&h->shim_state, OSP_SHIM_RUNNING, memory_order_release);
+}
+
+/* Start ospreyd as the shim does (posix_spawn, wait for the intermediate). Returns the exit
+ * status of the process spawned. */
+static int spawn_daemon(const char *ring, const char *out, bool detach)
+{
+    char *argv[] = {OSPREYD_PATH, "--attach-ring", (char *)ring,
+                    "--out",      (char *)out,     detach ? "--detach" : NULL,
+                    NULL};
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, OSPREYD_PATH, NULL, NULL, argv, environ), 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* Wait (bounded, as a safety net only) until daemon_state leaves NONE/ATTACHED. */
+static uint32_t wait_daemon_final(struct osp_ring_header *h)
+{
+    for (int i = 0; i < 6000; i++) {
+        uint32_t st = atomic_load_explicit(&h->daemon_state, memory_order_acquire);
+        if (st == OSP_DAEMON_DONE || st == OSP_DAEMON_FAILED)
+            return st;
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load_explicit(&h->daemon_state, memory_order_acquire);
+}
+
+static void publish(struct shm_ring *s)
+{
+    osp_ring_store_head_release(s->header, s->ring.head); /* (B) */
+}
+
+/* Records a small two-thread program would post. */
+static void post_program(struct shm_ring *s)
+{
+    uint64_t now = s->header->start_mono_ns;
+    uint64_t busy[] = {0x401123, 0x401456, 0x401789};
+    uint64_t wait[] = {0x7f0000001100, 0x401999};
+    put_image(&s->ring, 0x400000, 0x401000, 0x1000, OSP_IMAGE_MAIN, "/usr/bin/prog");
+    put_thread_start(&s->ring, 0, 1, 0, (int32_t)s->header->pid, "main");
+    put_thread_start(&s->ring, 1, 1, 77, 77, "worker");
+    publish(s);
+    for (int i = 0; i < 100; i++) {
+        put_sample(&s->ring, now + 1000000u * (uint64_t)i, 1, 1, 0, 3, busy);
+        if (i == 0)
+            put_sample(&s->ring, now + 1000000u * (uint64_t)i, 0, 1, 1, 2, wait);
+        else
+            put_repeat(&s->ring, now + 1000000u * (uint64_t)i, 0, 1);
+        publish(s);
+    }
+}
+
+/* One end-to-end case: a temp directory, the output path in it, and a shared-memory ring
+ * whose header says `pid` is the target. */
+struct e2e {
+    char *dir, *out;
+    struct shm_ring s;
+};
+
+static void e2e_begin(struct e2e *e, const char *out_name, pid_t pid)
+{
+    e->dir = temp_dir();
+    e->out = join(e->dir, out_name);
+    shm_ring_create(&e->s, 65536);
+    if (pid > 0)
+        shm_ring_init_header(&e->s, pid);
+}
+
+static void e2e_end(struct e2e *e)
+{
+    close(e->s.fd);
+    munmap(e->s.header, e->s.size);
+    free(e->out);
+    remove_dir(e->dir);
+}
+
+/* Post the exit record, then EXITED (release, after the exit record's head store, as the
+ * shim does), and wait for the daemon's verdict. */
+static uint32_t e2e_exit(struct e2e *e)
+{
+    put_exit(&e->s.ring, UINT64_C(1800000000000000000), 4);
+    publish(&e->s);
+    atomic_store_explicit(&e->s.header->shim_state, OSP_SHIM_EXITED, memory_order_release);
+    return wait_daemon_final(e->s.header);
+}
+
+/* Begin a case whose target is this process, start the daemon (the intermediate process
+ * exits 0 at once) and post post_program's records. */
+static void e2e_start(struct e2e *e, const char *out_name)
+{
+    e2e_begin(e, out_name, getpid());
+    ck_assert_int_eq(spawn_daemon(e->s.name, e->out, true), 0);
+    post_program(&e->s);
+}
+
+/* Wait until the daemon has consumed everything published so far. */
+static void wait_drained(struct e2e *e)
+{
+    while (osp_ring_load_tail_acquire(e->s.header) != e->s.ring.head) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* A descriptor the program let the daemon inherit (here a pipe's write end) is closed by the
+ * daemon, so the pipe's reader sees end of file as soon as the program closes its own end. */
+START_TEST(daemon_does_not_hold_inherited_descriptors)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0); /* not close-on-exec: inherited */
+    struct e2e e;
+    e2e_start(&e, "raw.json");
+    close(fds[1]);
+    ck_assert_int_eq(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+    char byte;
+    ck_assert_int_eq(read(fds[0], &byte, 1), 0); /* EOF, not EAGAIN: no writer is left */
+    close(fds[0]);
+    ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_DONE);
+    e2e_end(&e);
+}
+END_TEST
+
+START_TEST(daemon_collects_until_the_exit_record)
+{
+    struct e2e e;
+    e2e_start(&e, "raw.json");
+    ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_DONE);
+    ck_assert_int_gt(atomic_load_explicit(&e.s.header->daemon_pid, memory_order_relaxed), 0);
+    ck_assert_uint_eq(osp_ring_load_tail_acquire(e.s.header), e.s.ring.head);
+    /* the name was unlinked at attach */
+    ck_assert_int_eq(shm_open(e.s.name, O_RDWR, 0), -1);
+    ck_assert_int_eq(errno, ENOENT);
+
+    json_t *root = load_json(e.out);
+    ck_assert_int_eq(int_at(root, "version"), 1);
+    ck_assert_int_eq(int_at(root, "pid"), getpid());
+    ck_assert_str_eq(json_string_value(json_object_get(root, "exe")), "/usr/bin/prog");
+    ck_assert_int_eq(int_at(root, "end_unix_ns"), 1800000000000000000);
+    ck_assert_int_eq(int_at(root, "dropped"), 4);
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "threads")), 2);
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "stacks")), 2);
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(root, "exit"), "status")),
+                     "exited");
+    json_decref(root);
+    ck_assert_int_eq(count_entries(e.dir), 1);
+    e2e_end(&e);
+}
+END_TEST
+
+/* Fork a producer that, like a profiled program, fills the header with its own pid, starts
+ * the daemon and posts post_program's records. Returns the child's pid in the parent and 0 in
+ * the child, which goes on with the caller's ending. */
+static pid_t fork_producer(struct e2e *e)
+{
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        shm_ring_init_header(&e->s, getpid());
+        if (spawn_daemon(e->s.name, e->out, true) != 0)
+            _exit(3);
+        post_program(&e->s);
+    }
+    return child;
+}
+
+START_TEST(daemon_writes_what_it_has_when_the_target_is_killed)
+{
+    struct e2e e;
+    e2e_begin(&e, "raw.json", 0);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t child = fork_producer(&e);
+    if (child == 0) {
+        /* killed before it can post an exit record */
+        (void)!write(ready[1], "x", 1);
+        for (;;)
+            pause();
+    }
+    close(ready[1]);
+    char byte;
+    ck_assert_int_eq(read(ready[0], &byte, 1), 1);
+    close(ready[0]);
+    kill(child, SIGKILL);
+    /* The child stays a zombie (not reaped) until the daemon is done. */
+    ck_assert_uint_eq(wait_daemon_final(e.s.header), OSP_DAEMON_DONE);
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert(WIFSIGNALED(status));
+
+    json_t *root = load_json(e.out);
+    ck_assert_int_eq(int_at(root, "pid"), child);
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 200);
+    json_t *exit_obj = json_object_get(root, "exit");
+    const char *st = json_string_value(json_object_get(exit_obj, "status"));
+    ck_assert_msg(strcmp(st, "killed") == 0 || strcmp(st, "vanished") == 0, "status %s", st);
+    if (strcmp(st, "killed") == 0)
+        ck_assert_int_eq(int_at(exit_obj, "signal"), SIGKILL);
+    ck_assert_int_gt(int_at(root, "end_unix_ns"), int_at(root, "start_unix_ns"));
+    json_decref(root);
+    e2e_end(&e);
+}
+END_TEST
+
+START_TEST(daemon_rejects_a_bad_header_and_says_why)
+{
+    struct e2e e;
+    e2e_begin(&e, "raw.json", getpid());
+    e.s.header->abi_version = 9;
+    int status = spawn_daemon(e.s.name, e.out, false);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+    ck_assert_uint_eq(atomic_load_explicit(&e.s.header->daemon_state, memory_order_acquire),
+                      OSP_DAEMON_FAILED);
+    ck_assert_ptr_nonnull(strstr(e.s.header->daemon_error, "ABI version 9"));
+    ck_assert_int_eq(count_entries(e.dir), 0);
+    shm_unlink(e.s.name);
+    e2e_end(&e);
+}
+END_TEST
+
+START_TEST(daemon_reports_an_unwritable_output)
+{
+    struct e2e e;
+    e2e_start(&e, "missing/raw.json");
+    ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_FAILED);
+    ck_assert_ptr_nonnull(strstr(e.s.header->daemon_error, e.out));
+    ck_assert_ptr_nonnull(strstr(e.s.header->daemon_error, strerror(ENOENT)));
+    e2e_end(&e);
+}
+END_TEST
+
+/* The daemon rejected the ring, said why (mentioning `what`) and still wrote the 200 samples
+ * post_program posted before the fault. */
+static void expect_ring_rejected(struct e2e *e, const char *what)
+{
+    ck_assert_uint_eq(wait_daemon_final(e->s.header), OSP_DAEMON_FAILED);
+    ck_assert_ptr_nonnull(strstr(e->s.header->daemon_error, what));
+    json_t *root = load_json(e->out);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(root, "exit"), "status")),
+                     "ring-rejected");
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 200);
+    json_decref(root);
+}
+
+START_TEST(daemon_rejects_a_corrupt_ring_but_keeps_what_it_had)
+{
+    struct e2e e;
+    e2e_start(&e, "raw.json");
+    uint64_t bad[] = {1};
+    put_sample(&e.s.ring, 5, 0, 1, 0, 1, bad);
+    uint8_t *at = e.s.ring.data + ((e.s.ring.head - 40) & (e.s.ring.size - 1));
+    struct osp_rec_sample rec;
+    memcpy(&rec, at, sizeof rec);
+    rec.depth = 0;
+    memcpy(at, &rec, sizeof rec);
+    publish(&e.s);
+    expect_ring_rejected(&e, "depth 0");
+    e2e_end(&e);
+}
+END_TEST
+
+/* The target shrinks the shared-memory object under the daemon's mapping: reading the lost
+ * pages would be SIGBUS; the daemon rejects the ring instead and still writes what it had. */
+START_TEST(daemon_survives_a_truncated_ring)
+{
+    struct e2e e;
+    e2e_start(&e, "raw.json");
+    wait_drained(&e);
+    uint64_t pcs[] = {0x401000};
+    put_sample(&e.s.ring, 5, 0, 1, 0, 1, pcs); /* written, then cut off */
+    ck_assert_int_eq(ftruncate(e.s.fd, OSP_RING_HEADER_SIZE), 0);
+    publish(&e.s);
+    expect_ring_rejected(&e, "truncated");
+    e2e_end(&e);
+}
+END_TEST
+
+/* The target execs another program without an exit record: its heartbeat stops, the ring
+ * leaves its memory map, and the daemon ends the profile as "vanished". */
+START_TEST(daemon_notices_a_target_that_execs_away)
+{
+    struct e2e e;
+    e2e_begin(&e, "raw.json", 0);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t child = fork_producer(&e);
+    if (child == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        atomic_store_explicit(&e.s.header->heartbeat_ns,
+                              (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+                              memory_order_relaxed);
+        dup2(ready[0], STDIN_FILENO);
+        close(ready[1]);
+        execl("/bin/sh", "sh", "-c", "read line", (char *)NULL); /* waits for the pipe */
+        _exit(4);
+    }
+    close(ready[0]);
+    ck_assert_uint_eq(wait_daemon_final(e.s.header), OSP_DAEMON_DONE);
+    json_t *root = load_json(e.out);
+    json_t *exit_obj = json_object_get(root, "exit");
+    ck_assert_str_eq(json_string_value(json_object_get(exit_obj, "status")), "vanished");
+    ck_assert_ptr_null(json_object_get(exit_obj, "code")); /* it did not exit: it is running */
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 200);
+    json_decref(root);
+    ck_assert_int_eq(waitpid(child, NULL, WNOHANG), 0);
+    close(ready[1]); /* the shell's read sees end of file and it exits */
+    int status;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    e2e_end(&e);
+}
+END_TEST
+
+/* The target is gone before the daemon even attaches (pidfd_open fails): the liveness check
+ * notices, and the records it left are still written. */
+START_TEST(daemon_handles_a_target_already_gone)
+{
+    pid_t gone = fork();
+    ck_assert_int_ge(gone, 0);
+    if (gone == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(gone, NULL, 0), gone);
+    struct e2e e;
+    e2e_begin(&e, "raw.json", gone);
+    post_program(&e.s);
+    ck_assert_int_eq(spawn_daemon(e.s.name, e.out, true), 0);
+    ck_assert_uint_eq(wait_daemon_final(e.s.header), OSP_DAEMON_DONE);
+    json_t *root = load_json(e.out);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(root, "exit"), "status")),
+                     "vanished");
+    ck_assert_int_eq(int_at(root, "pid"), gone);
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 200);
+    json_decref(root);
+    e2e_end(&e);
+}
+END_TEST
+
+/* Asked to stop (SIGTERM), the daemon writes what it has rather than losing it. */
+START_TEST(daemon_writes_what_it_has_on_sigterm)
+{
+    struct e2e e;
+    e2e_start(&e, "raw.json");
+    wait_drained(&e);
+    pid_t daemon = atomic_load_explicit(&e.s.header->daemon_pid, memory_order_relaxed);
+    ck_assert_int_gt(daemon, 0);
+    ck_assert_int_eq(kill(daemon, SIGTERM), 0);
+    ck_assert_uint_eq(wait_daemon_final(e.s.header), OSP_DAEMON_DONE);
+    json_t *root = load_json(e.out);
+    ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 200);
+    json_decref(root);
+    e2e_end(&e);
+}
+END_TEST
+
+/* Run ospreyd with arguments; returns its exit status and its first output line. */
+static int run_daemon(char *const argv[], char *line, size_t line_size)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, OSPREYD_PATH, &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    line[0] = '\0';
+    if (fgets(line, (int)line_size, f) == NULL)
+        line[0] = '\0';
+    while (fgetc(f) != EOF) {
+    }
+    fclose(f);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+START_TEST(command_line)
+{
+    char line[512];
+    char *version[] = {OSPREYD_PATH, "--version", NULL};
+    ck_assert_int_eq(run_daemon(version, line, sizeof line), 0);
+    ck_assert_ptr_nonnull(strstr(line, "ospreyd "));
+    char *help[] = {OSPREYD_PATH, "--help", NULL};
+    ck_assert_int_eq(run_daemon(help, line, sizeof line), 0);
+    ck_assert_ptr_nonnull(strstr(line, "usage: ospreyd"));
+    char *none[] = {OSPREYD_PATH, NULL};
+    ck_assert_int_eq(run_daemon(none, line, sizeof line), 2);
+    ck_assert_ptr_nonnull(strstr(line, "required"));
+    char *unknown[] = {OSPREYD_PATH, "--frobnicate", NULL};
+    ck_assert_int_eq(run_daemon(unknown, line, sizeof line), 2);
+    ck_assert_ptr_nonnull(strstr(line, "--frobnicate"));
+    char *missing_arg[] = {OSPREYD_PATH, "--out", NULL};
+    ck_assert_int_eq(run_daemon(missing_arg, line, sizeof line), 2);
+    ck_assert_ptr_nonnull(strstr(line, "--out"));
+    char *extra[] = {OSPREYD_PATH, "--attach-ring", "/x", "--out", "/tmp/x", "stray", NULL};
+    ck_assert_int_eq(run_daemon(extra, line, sizeof line), 2);
+    ck_assert_ptr_nonnull(strstr(line, "stray"));
+    char *no_ring[] = {OSPREYD_PATH, "--attach-ring", "/osprey-no-such-ring",
+                       "--out",      "/tmp/x",        NULL};
+    ck_assert_int_eq(run_daemon(no_ring, line, sizeof line), 1);
+    ck_assert_ptr_nonnull(strstr(line, "/osprey-no-such-ring"));
+}
+END_TEST
+
+/* ------------------------------------------------------------------------------------------ */
+/* A real program under the preload shim: a busy worker thread and a main thread waiting for
+ * it (examples/hotspot). */
+
+/* Run hotspot with extra environment entries; returns its exit status, its output in out. */
+static int run_hotspot(char *const extra_env[], char *out, size_t out_size)
+{
+    size_t n = 0, extra = 0;
+    while (environ[n] != NULL)
+        n++;
+    while (extra_env[extra] != NULL)
+        extra++;
+    char **env = calloc(n + extra + 1, sizeof *env);
+    ck_assert_ptr_nonnull(env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "OSPREY_", 7) != 0 && strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+            env[k++] = environ[i];
+    for (size_t i = 0; i < extra; i++)
+        env[k++] = extra_env[i];
+    env[k] = NULL;
+
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    char *argv[] = {OSPREY_BUILD_ROOT "/examples/hotspot", "4000", NULL};
+    pid_t pid;
+    ck_assert_int_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, env), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    close(fds[1]);
+    size_t len = 0;
+    for (ssize_t got;
+         len + 1 < out_size && (got = read(fds[0], out + len, out_size - 1 - len)) > 0;)
+        len += (size_t)got;
+    out[len] = '\0';
+    close(fds[0]);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* Whether pc lies in the executable span of one of the images. */
+static bool pc_in_images(json_t *images, json_int_t pc)
+{
+    size_t i;
+    json_t *im;
+    json_array_foreach(images, i, im)
+    {
+        json_int_t text = int_at(im, "text"), size = int_at(im, "text_size");
+        if (pc >= text && pc < text + size)
+            return true;
+    }
+    return false;
+}
+
+START_TEST(real_program_under_the_preload_shim)
+{
+    char plain[256], profiled[256];
+    char *no_env[] = {NULL};
+    int status = run_hotspot(no_env, plain, sizeof plain);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    char *dir = temp_dir();
+    char *out = join(dir, "hotspot.json");
+    char profile_env[4200];
+    snprintf(profile_env, sizeof profile_env, "OSPREY_PROFILE=%s", out);
+    char *env[] = {profile_env, "LD_PRELOAD=" OSPREY_BUILD_ROOT "/shim/libospreyprof.so",
+                   "OSPREY_DAEMON=" OSPREYD_PATH, NULL};
+    status = run_hotspot(env, profiled, sizeof profiled);
+    /* The program is untouched: same exit status, same output. */
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_str_eq(profiled, plain);
+
+    json_t *root = load_json(out);
+    ck_assert_int_eq(int_at(root, "version"), 1);
+    const char *exe = json_string_value(json_object_get(root, "exe"));
+    ck_assert_ptr_nonnull(exe);
+    ck_assert_ptr_nonnull(strstr(exe, "/examples/hotspot"));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(root, "exit"), "status")),
+                     "exited");
+    ck_assert_int_ge(int_at(root, "end_unix_ns"), int_at(root, "start_unix_ns"));
+    json_t *images = json_object_get(root, "images");
+    json_t *threads = json_object_get(root, "threads");
+    json_t *stacks = json_object_get(root, "stacks");
+    json_t *samples = json_object_get(root, "samples");
+    ck_assert_uint_ge(json_array_size(images), 2);
+    ck_assert_uint_ge(json_array_size(threads), 2);
+    ck_assert_uint_gt(json_array_size(samples), 10);
+
+    /* Every leaf pc is inside an image's executable span. */
+    size_t i;
+    json_t *stack;
+    json_array_foreach(stacks, i, stack)
+    {
+        ck_assert_uint_ge(json_array_size(stack), 1);
+        json_int_t leaf = json_integer_value(json_array_get(stack, 0));
+        ck_assert_msg(pc_in_images(images, leaf), "leaf pc 0x%llx of stack %zu is in no image",
+                      (long long)leaf, i);
+    }
+    /* Both states are present, samples name valid threads and stacks, time moves forward. */
+    size_t states[2] = {0, 0};
+    json_t *sample;
+    json_array_foreach(samples, i, sample)
+    {
+        ck_assert_uint_eq(json_array_size(sample), 4);
+        ck_assert_int_ge(json_integer_value(json_array_get(sample, 0)), 0);
+        ck_assert_int_lt(json_integer_value(json_array_get(sample, 1)),
+                         (json_int_t)json_array_size(threads));
+        ck_assert_int_lt(json_integer_value(json_array_get(sample, 2)),
+                         (json_int_t)json_array_size(stacks));
+        json_int_t state = json_integer_value(json_array_get(sample, 3));
+        ck_assert(state == 0 || state == 1);
+        states[state]++;
+    }
+    ck_assert_uint_gt(states[0], 0);
+    ck_assert_uint_gt(states[1], 0);
+    json_decref(root);
+    free(out);
+    remove_dir(dir);
+}
+END_TEST
+
+Suite *daemon_suite(void)
+{
+    Suite *s = suite_create("daemon");
+    TCase *parse = tcase_create("parse");
+    tcase_add_test(parse, threads_samples_and_repeats);
+    tcase_add_test(parse, repeat_without_sample_is_dropped);
+    tcase_add_test(parse, slot_reuse_makes_a_new_thread);
+    tcase_add_test(parse, images_dedupe_and_main_names_exe);
+    tcase_add_test(parse, pad_and_wrap_across_the_end);
+    tcase_add_test(parse, exit_record_ends_the_stream);
+    tcase_add_test(parse, interning_is_stable_across_growth);
+    tcase_add_test(parse, addresses_beyond_user_space_end_the_stack);
+    tcase_add_test(parse, memory_budget_drops_and_counts);
+    tcase_add_test(parse, labels_become_valid_utf8);
+    suite_add_tcase(s, parse);
+
+    TCase *hostile = tcase_create("hostile");
+    tcase_add_test(hostile, corrupt_record_sizes_are_rejected);
+    tcase_add_test(hostile, corrupt_depths_lengths_and_fields_are_rejected);
+    tcase_add_test(hostile, corrupt_head_and_tail_are_rejected);
+    tcase_add_test(hostile, fuzzed_rings_never_crash);
+    tcase_add_test(hostile, header_validation);
+    tcase_set_timeout(hostile, 120);
+    suite_add_tcase(s, hostile);
+
+    TCase *raw = tcase_create("raw");
+    tcase_add_test(raw, raw_profile_is_valid_json_version_1);
+    tcase_add_test(raw, exit_objects_say_how_it_ended);
+    tcase_add_test(raw, unwritable_path_is_a_clear_error);
+    suite_add_tcase(s, raw);
+
+    TCase *binary = tcase_create("binary");
+    tcase_add_test(binary, command_line);
+    tcase_add_test(binary, daemon_collects_until_the_exit_record);
+    tcase_add_test(binary, daemon_writes_what_it_has_when_the_target_is_killed);
+    tcase_add_test(binary, daemon_rejects_a_bad_header_and_says_why);
+    tcase_add_test(binary, daemon_reports_an_unwritable_output);
+    tcase_add_test(binary, daemon_rejects_a_corrupt_ring_but_keeps_what_it_had);
+    tcase_add_test(binary, daemon_survives_a_truncated_ring);
+    tcase_add_test(binary, daemon_notices_a_target_that_execs_away);
+    tcase_add_test(binary, daemon_handles_a_target_already_gone);
+    tcase_add_test(binary, daemon_does_not_hold_inherited_descriptors);
+    tcase_add_test(binary, daemon_writes_what_it_has_on_sigterm);
+    tcase_set_timeout(binary, 120);
+    suite_add_tcase(s, binary);
+
+    TCase *real = tcase_create("real");
+    tcase_add_test(real, real_program_under_the_preload_shim);
+    tcase_set_timeout(real, 120);
+    suite_add_tcase(s, real);
+    return s;
+}
