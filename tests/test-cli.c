@@ -1,0 +1,470 @@
+/* test-cli.c — the `osprey` command's pieces: argument parsing, what FILE is, default stems,
+ * locating the shim and daemon, the program's environment, running a child (exit codes,
+ * signals, forwarding), building with clang, and the file helpers. The whole command, with
+ * the profiler, is exercised end to end by tests/test-cli.sh and tests/e2e-profile.sh.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "osprey_cli.h"
+
+extern char **environ;
+static char error[1024];
+
+static int parse(struct osprey_options *options, char **argv)
+{
+    int argc = 0;
+    while (argv[argc] != NULL)
+        argc++;
+    error[0] = '\0';
+    return osprey_parse_args(argc, argv, options, error, sizeof error);
+}
+
+START_TEST(parse_run_with_everything)
+{
+    char *argv[] = {"osprey", "--profile", "prog.c", "-o", "out/p", "--", "-x", "--help", NULL};
+    struct osprey_options options;
+    ck_assert_int_eq(parse(&options, argv), 0);
+    ck_assert_int_eq(options.command, OSPREY_COMMAND_RUN);
+    ck_assert_str_eq(options.file, "prog.c");
+    ck_assert_int_eq(options.profile, 1);
+    ck_assert_str_eq(options.stem, "out/p");
+    ck_assert_int_eq(options.program_argc, 2);
+    ck_assert_str_eq(options.program_args[0], "-x");
+    ck_assert_str_eq(options.program_args[1], "--help"); /* the program's, not ours */
+    ck_assert_ptr_null(options.program_args[2]);
+}
+END_TEST
+
+START_TEST(parse_option_spellings)
+{
+    struct osprey_options options;
+    char *joined[] = {"osprey", "a.c", "-ostem", NULL};
+    ck_assert_int_eq(parse(&options, joined), 0);
+    ck_assert_str_eq(options.stem, "stem");
+    char *equals[] = {"osprey", "--output=s2", "--run", "a.c", NULL};
+    ck_assert_int_eq(parse(&options, equals), 0);
+    ck_assert_str_eq(options.stem, "s2");
+    ck_assert_int_eq(options.profile, 0);
+    ck_assert_int_eq(options.program_argc, 0);
+    ck_assert_ptr_null(options.program_args[0]);
+}
+END_TEST
+
+START_TEST(parse_help_and_version)
+{
+    struct osprey_options options;
+    char *help[] = {"osprey", "a.c", "--help", NULL};
+    ck_assert_int_eq(parse(&options, help), 0);
+    ck_assert_int_eq(options.command, OSPREY_COMMAND_HELP);
+    char *version[] = {"osprey", "-V", NULL};
+    ck_assert_int_eq(parse(&options, version), 0);
+    ck_assert_int_eq(options.command, OSPREY_COMMAND_VERSION);
+}
+END_TEST
+
+START_TEST(parse_report)
+{
+    struct osprey_options options;
+    char *argv[] = {"osprey", "report", "x.raw.json", "--binary", "bin/x", NULL};
+    ck_assert_int_eq(parse(&options, argv), 0);
+    ck_assert_int_eq(options.command, OSPREY_COMMAND_REPORT);
+    ck_assert_str_eq(options.file, "x.raw.json");
+    ck_assert_str_eq(options.binary, "bin/x");
+}
+END_TEST
+
+START_TEST(parse_errors_name_the_problem)
+{
+    struct osprey_options options;
+    char *unknown[] = {"osprey", "a.c", "--frobnicate", NULL};
+    ck_assert_int_eq(parse(&options, unknown), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "unknown option '--frobnicate'"));
+
+    char *missing[] = {"osprey", "--profile", NULL};
+    ck_assert_int_eq(parse(&options, missing), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "missing FILE"));
+
+    char *extra[] = {"osprey", "a.c", "b.c", NULL};
+    ck_assert_int_eq(parse(&options, extra), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "'b.c'"));
+
+    char *no_value[] = {"osprey", "a.c", "-o", NULL};
+    ck_assert_int_eq(parse(&options, no_value), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "needs a STEM"));
+
+    char *binary_on_run[] = {"osprey", "a.c", "--binary", "x", NULL};
+    ck_assert_int_eq(parse(&options, binary_on_run), -EINVAL);
+
+    char *run_on_report[] = {"osprey", "report", "r.json", "--profile", NULL};
+    ck_assert_int_eq(parse(&options, run_on_report), -EINVAL);
+
+    char *report_without_raw[] = {"osprey", "report", NULL};
+    ck_assert_int_eq(parse(&options, report_without_raw), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "missing RAW"));
+    ck_assert_ptr_null(strchr(error, '\n'));
+}
+END_TEST
+
+/* A scratch directory per test, removed at the end. */
+static char scratch[256];
+
+static void scratch_setup(void)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(scratch, sizeof scratch, "%s/osprey-test-XXXXXX",
+             tmpdir != NULL && tmpdir[0] != '\0' ? tmpdir : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+static void scratch_teardown(void)
+{
+    osprey_remove_tree(scratch);
+}
+
+static void write_file(const char *name, const char *text, mode_t mode)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", scratch, name);
+    FILE *file = fopen(path, "w");
+    ck_assert_ptr_nonnull(file);
+    fputs(text, file);
+    fclose(file);
+    ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static const char *in_scratch(const char *name)
+{
+    static char paths[4][512];
+    static int next;
+    char *path = paths[next++ % 4];
+    snprintf(path, sizeof paths[0], "%s/%s", scratch, name);
+    return path;
+}
+
+START_TEST(classify_files)
+{
+    write_file("prog.c", "int main(void) { return 0; }\n", 0644);
+    write_file("prog.cpp", "int main() { return 0; }\n", 0644);
+    write_file("tool", "#!/bin/sh\nexit 0\n", 0755);
+    write_file("notes.txt", "hello\n", 0644);
+    ck_assert_int_eq(mkdir(in_scratch("dir"), 0755), 0);
+
+    enum osprey_file_kind kind;
+    char resolved[512];
+    ck_assert_int_eq(osprey_classify_file(in_scratch("prog.c"), &kind, resolved, sizeof resolved,
+                                          error, sizeof error),
+                     0);
+    ck_assert_int_eq(kind, OSPREY_FILE_C_SOURCE);
+    ck_assert_int_eq(osprey_classify_file(in_scratch("prog.cpp"), &kind, resolved, sizeof resolved,
+                                          error, sizeof error),
+                     0);
+    ck_assert_int_eq(kind, OSPREY_FILE_CXX_SOURCE);
+    ck_assert_int_eq(osprey_classify_file(in_scratch("tool"), &kind, resolved, sizeof resolved,
+                                          error, sizeof error),
+                     0);
+    ck_assert_int_eq(kind, OSPREY_FILE_EXECUTABLE);
+    ck_assert_str_eq(resolved, in_scratch("tool"));
+
+    ck_assert_int_eq(osprey_classify_file(in_scratch("notes.txt"), &kind, resolved, sizeof resolved,
+                                          error, sizeof error),
+                     -EACCES);
+    ck_assert_ptr_nonnull(strstr(error, "notes.txt: not a C source (.c) and not executable"));
+    ck_assert_int_eq(osprey_classify_file(in_scratch("dir"), &kind, resolved, sizeof resolved,
+                                          error, sizeof error),
+                     -EISDIR);
+    ck_assert_ptr_nonnull(strstr(error, "is a directory"));
+    ck_assert_int_eq(osprey_classify_file(in_scratch("absent.c"), &kind, resolved, sizeof resolved,
+                                          error, sizeof error),
+                     -ENOENT);
+    ck_assert_ptr_nonnull(strstr(error, "absent.c: No such file or directory"));
+}
+END_TEST
+
+START_TEST(classify_bare_name_searches_path)
+{
+    enum osprey_file_kind kind;
+    char resolved[512];
+    char *old_path = getenv("PATH") != NULL ? strdup(getenv("PATH")) : NULL;
+    write_file("my-tool-on-path", "#!/bin/sh\n", 0755);
+    setenv("PATH", scratch, 1);
+    ck_assert_int_eq(osprey_classify_file("my-tool-on-path", &kind, resolved, sizeof resolved,
+                                          error, sizeof error),
+                     0);
+    ck_assert_int_eq(kind, OSPREY_FILE_EXECUTABLE);
+    ck_assert_str_eq(resolved, in_scratch("my-tool-on-path"));
+    ck_assert_int_eq(osprey_classify_file("not-there-anywhere", &kind, resolved, sizeof resolved,
+                                          error, sizeof error),
+                     -ENOENT);
+    if (old_path != NULL)
+        setenv("PATH", old_path, 1);
+    free(old_path);
+}
+END_TEST
+
+START_TEST(static_executables_are_recognised)
+{
+    /* A dynamic executable, a script, and a missing file are not static. */
+    ck_assert_int_eq(osprey_is_static_elf("/bin/sh"), 0);
+    write_file("script", "#!/bin/sh\n", 0755);
+    ck_assert_int_eq(osprey_is_static_elf(in_scratch("script")), 0);
+    ck_assert_int_eq(osprey_is_static_elf(in_scratch("absent")), 0);
+
+    char clang[512];
+    if (osprey_find_on_path("clang", clang, sizeof clang) != 0)
+        return; /* no compiler to make a static executable with */
+    write_file("static.c", "int main(void) { return 0; }\n", 0644);
+    char *argv[] = {
+        "clang", "-static", (char *)in_scratch("static.c"), "-o", (char *)in_scratch("static"),
+        NULL};
+    int status;
+    ck_assert_int_eq(osprey_run_child(clang, argv, environ, &status), 0);
+    if (osprey_exit_code(status) != 0)
+        return; /* no static libc installed */
+    ck_assert_int_eq(osprey_is_static_elf(in_scratch("static")), 1);
+}
+END_TEST
+
+START_TEST(default_stems)
+{
+    char stem[256];
+    osprey_default_run_stem("examples/hotspot.c", stem, sizeof stem);
+    ck_assert_str_eq(stem, "./hotspot");
+    osprey_default_run_stem("/usr/bin/sort", stem, sizeof stem);
+    ck_assert_str_eq(stem, "./sort");
+    osprey_default_run_stem("x.cpp", stem, sizeof stem);
+    ck_assert_str_eq(stem, "./x");
+    osprey_default_report_stem("out/hot.raw.json", stem, sizeof stem);
+    ck_assert_str_eq(stem, "out/hot");
+    osprey_default_report_stem("hot.json", stem, sizeof stem);
+    ck_assert_str_eq(stem, "hot");
+    osprey_default_report_stem("profile", stem, sizeof stem);
+    ck_assert_str_eq(stem, "profile");
+
+    struct osprey_options options;
+    char *report[] = {"osprey", "report", "d/x.raw.json", NULL};
+    ck_assert_int_eq(parse(&options, report), 0);
+    osprey_output_stem(&options, stem, sizeof stem);
+    ck_assert_str_eq(stem, "d/x");
+    char *run[] = {"osprey", "d/x.c", "-o", "elsewhere/y", NULL};
+    ck_assert_int_eq(parse(&options, run), 0);
+    osprey_output_stem(&options, stem, sizeof stem);
+    ck_assert_str_eq(stem, "elsewhere/y");
+}
+END_TEST
+
+START_TEST(locate_in_build_tree_and_installed)
+{
+    ck_assert_int_eq(mkdir(in_scratch("tools"), 0755), 0);
+    ck_assert_int_eq(mkdir(in_scratch("shim"), 0755), 0);
+    struct osprey_paths paths;
+
+    /* Without the archive beside it, this is not a build tree: installed paths. */
+    osprey_locate(in_scratch("tools/osprey"), &paths);
+    ck_assert_int_eq(paths.build_tree, 0);
+    ck_assert_ptr_nonnull(strstr(paths.shim_archive, "libospreyprof.a"));
+    ck_assert_ptr_null(strstr(paths.shim_archive, scratch));
+
+    write_file("shim/libospreyprof.a", "!<arch>\n", 0644);
+    osprey_locate(in_scratch("tools/osprey"), &paths);
+    ck_assert_int_eq(paths.build_tree, 1);
+    ck_assert_str_eq(paths.shim_archive, in_scratch("shim/libospreyprof.a"));
+    ck_assert_str_eq(paths.shim_preload, in_scratch("shim/libospreyprof.so"));
+    ck_assert_str_eq(paths.daemon, in_scratch("daemon/ospreyd"));
+
+    /* The preload library and daemon are missing: the check names what is missing. */
+    ck_assert_int_eq(osprey_paths_check(&paths, 1, 1, error, sizeof error), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(error, "libospreyprof.so"));
+    ck_assert_int_eq(osprey_paths_check(&paths, 1, 0, error, sizeof error), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(error, "ospreyd"));
+}
+END_TEST
+
+static const char *env_lookup(char **envp, const char *name)
+{
+    size_t length = strlen(name);
+    const char *found = NULL;
+    for (size_t i = 0; envp[i] != NULL; i++)
+        if (strncmp(envp[i], name, length) == 0 && envp[i][length] == '=') {
+            ck_assert_ptr_null(found); /* defined once */
+            found = envp[i] + length + 1;
+        }
+    return found;
+}
+
+START_TEST(environment_for_the_program)
+{
+    char *base[] = {"HOME=/root", "LD_PRELOAD=/lib/other.so", "OSPREY_PROFILE=old", NULL};
+    char **set = osprey_env_set(base, "OSPREY_PROFILE", "/tmp/s/raw.json", 0);
+    ck_assert_ptr_nonnull(set);
+    ck_assert_str_eq(env_lookup(set, "OSPREY_PROFILE"), "/tmp/s/raw.json");
+    ck_assert_str_eq(env_lookup(set, "HOME"), "/root");
+
+    char **preload = osprey_env_set(set, "LD_PRELOAD", "/b/libospreyprof.so", 1);
+    ck_assert_str_eq(env_lookup(preload, "LD_PRELOAD"), "/b/libospreyprof.so:/lib/other.so");
+    osprey_env_free(preload);
+    osprey_env_free(set);
+
+    char *empty[] = {NULL};
+    char **fresh = osprey_env_set(empty, "LD_PRELOAD", "/b/libospreyprof.so", 1);
+    ck_assert_str_eq(env_lookup(fresh, "LD_PRELOAD"), "/b/libospreyprof.so");
+    osprey_env_free(fresh);
+}
+END_TEST
+
+static int run_shell(const char *script, int *status)
+{
+    char *argv[] = {"sh", "-c", (char *)script, NULL};
+    return osprey_run_child("/bin/sh", argv, environ, status);
+}
+
+START_TEST(run_passes_exit_codes_through)
+{
+    int status;
+    ck_assert_int_eq(run_shell("exit 3", &status), 0);
+    ck_assert_int_eq(osprey_exit_code(status), 3);
+    ck_assert_int_eq(run_shell("exit 0", &status), 0);
+    ck_assert_int_eq(osprey_exit_code(status), 0);
+    ck_assert_int_eq(run_shell("kill -9 $$", &status), 0);
+    ck_assert(WIFSIGNALED(status));
+    ck_assert_int_eq(osprey_exit_code(status), 137);
+}
+END_TEST
+
+START_TEST(run_reports_what_cannot_start)
+{
+    int status;
+    char *argv[] = {"x", NULL};
+    ck_assert_int_eq(osprey_run_child(in_scratch("absent"), argv, environ, &status), -ENOENT);
+    write_file("plain", "not a program\n", 0644);
+    ck_assert_int_eq(osprey_run_child(in_scratch("plain"), argv, environ, &status), -EACCES);
+}
+END_TEST
+
+START_TEST(run_forwards_sigterm_to_the_child)
+{
+    /* The child asks its parent (us, waiting in osprey_run_child) to terminate; we survive
+     * and pass the signal on, and the child's own handler decides the exit code. */
+    struct sigaction before, after;
+    sigaction(SIGTERM, NULL, &before);
+    int status;
+    ck_assert_int_eq(
+        run_shell("trap 'exit 42' TERM; kill -TERM $PPID; sleep 3 & wait $!; exit 7", &status), 0);
+    ck_assert_int_eq(osprey_exit_code(status), 42);
+    /* Our own disposition is back to what it was. */
+    sigaction(SIGTERM, NULL, &after);
+    ck_assert_ptr_eq((void *)after.sa_handler, (void *)before.sa_handler);
+}
+END_TEST
+
+START_TEST(compile_success_and_failure)
+{
+    write_file("good.c", "#include <stdio.h>\nint main(void) { puts(\"built\"); return 5; }\n",
+               0644);
+    write_file("bad.c", "int main(void) { return undeclared_name; }\n", 0644);
+    int exit_code = -1;
+    int result = osprey_compile(OSPREY_FILE_C_SOURCE, in_scratch("good.c"), in_scratch("good"),
+                                NULL, NULL, &exit_code);
+    if (result == -ENOENT)
+        return; /* no clang on this machine: nothing to check here */
+    ck_assert_int_eq(result, 0);
+    ck_assert_int_eq(exit_code, 0);
+    int status;
+    char *argv[] = {"good", NULL};
+    ck_assert_int_eq(osprey_run_child(in_scratch("good"), argv, environ, &status), 0);
+    ck_assert_int_eq(osprey_exit_code(status), 5);
+
+    ck_assert_int_eq(osprey_compile(OSPREY_FILE_C_SOURCE, in_scratch("bad.c"), in_scratch("bad"),
+                                    NULL, NULL, &exit_code),
+                     0);
+    ck_assert_int_ne(exit_code, 0);
+    ck_assert_int_ne(access(in_scratch("bad"), F_OK), 0);
+}
+END_TEST
+
+START_TEST(file_helpers)
+{
+    ck_assert_int_eq(osprey_make_parent_dirs(in_scratch("a/b/c/stem")), 0);
+    struct stat info;
+    ck_assert_int_eq(stat(in_scratch("a/b/c"), &info), 0);
+    ck_assert(S_ISDIR(info.st_mode));
+    ck_assert_int_eq(osprey_make_parent_dirs("stem-in-cwd"), 0);
+
+    write_file("raw.json", "{\"version\":1}\n", 0600);
+    ck_assert_int_eq(osprey_move_file(in_scratch("raw.json"), in_scratch("a/b/kept.raw.json")), 0);
+    ck_assert_int_ne(access(in_scratch("raw.json"), F_OK), 0);
+    FILE *file = fopen(in_scratch("a/b/kept.raw.json"), "r");
+    ck_assert_ptr_nonnull(file);
+    char line[64] = "";
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, file));
+    fclose(file);
+    ck_assert_str_eq(line, "{\"version\":1}\n");
+
+    /* Across file systems (a scratch directory on tmpfs): copied, then the source removed. */
+    struct stat shm_info, scratch_info;
+    if (stat("/dev/shm", &shm_info) == 0 && stat(scratch, &scratch_info) == 0 &&
+        shm_info.st_dev != scratch_info.st_dev) {
+        char elsewhere[64];
+        snprintf(elsewhere, sizeof elsewhere, "/dev/shm/osprey-test-%ld.raw.json", (long)getpid());
+        FILE *other = fopen(elsewhere, "w");
+        ck_assert_ptr_nonnull(other);
+        fputs("{\"version\":2}\n", other);
+        fclose(other);
+        ck_assert_int_eq(osprey_move_file(elsewhere, in_scratch("a/b/kept.raw.json")), 0);
+        ck_assert_int_ne(access(elsewhere, F_OK), 0);
+        file = fopen(in_scratch("a/b/kept.raw.json"), "r");
+        ck_assert_ptr_nonnull(file);
+        ck_assert_ptr_nonnull(fgets(line, sizeof line, file));
+        fclose(file);
+        ck_assert_str_eq(line, "{\"version\":2}\n");
+    }
+
+    /* The file appears (or exists): found at once. Missing with nobody left to write it. */
+    ck_assert_int_eq(osprey_wait_for_file(in_scratch("a/b/kept.raw.json"), 1000), 0);
+    ck_assert_int_eq(osprey_wait_for_file(in_scratch("never.raw.json"), 60000), -ENOENT);
+
+    ck_assert_int_eq(osprey_remove_tree(in_scratch("a")), 0);
+    ck_assert_int_ne(access(in_scratch("a"), F_OK), 0);
+}
+END_TEST
+
+Suite *cli_suite(void)
+{
+    Suite *suite = suite_create("cli");
+    TCase *parsing = tcase_create("parsing");
+    tcase_add_test(parsing, parse_run_with_everything);
+    tcase_add_test(parsing, parse_option_spellings);
+    tcase_add_test(parsing, parse_help_and_version);
+    tcase_add_test(parsing, parse_report);
+    tcase_add_test(parsing, parse_errors_name_the_problem);
+    tcase_add_test(parsing, default_stems);
+    suite_add_tcase(suite, parsing);
+
+    TCase *files = tcase_create("files");
+    tcase_add_checked_fixture(files, scratch_setup, scratch_teardown);
+    tcase_add_test(files, classify_files);
+    tcase_add_test(files, classify_bare_name_searches_path);
+    tcase_add_test(files, locate_in_build_tree_and_installed);
+    tcase_add_test(files, file_helpers);
+    suite_add_tcase(suite, files);
+
+    TCase *running = tcase_create("running");
+    tcase_add_checked_fixture(running, scratch_setup, scratch_teardown);
+    tcase_set_timeout(running, 120);
+    tcase_add_test(running, environment_for_the_program);
+    tcase_add_test(running, run_passes_exit_codes_through);
+    tcase_add_test(running, run_reports_what_cannot_start);
+    tcase_add_test(running, run_forwards_sigterm_to_the_child);
+    tcase_add_test(running, compile_success_and_failure);
+    tcase_add_test(running, static_executables_are_recognised);
+    suite_add_tcase(suite, running);
+    return suite;
+}

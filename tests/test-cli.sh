@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# End-to-end tests of the `osprey` command: usage and errors, building a C file, the
+# program's stdin/stdout/stderr/exit code passing through with and without --profile, a
+# program killed by a signal, `osprey report` on a bad raw file, Ctrl-C forwarding, and a
+# leaf function's caller staying on the sampled stacks.
+# Usage: test-cli.sh path/to/osprey
+set -uo pipefail
+
+osprey=$(realpath "${1:?usage: test-cli.sh path/to/osprey}")
+work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cli-test.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+# expect_status WANT GOT WHAT
+expect_status() {
+  if [ "$2" -ne "$1" ]; then fail "$3: exit status $2, expected $1"; fi
+}
+# expect_one_line FILE PATTERN WHAT: FILE holds exactly one line, matching PATTERN (ERE).
+expect_one_line() {
+  local lines
+  lines=$(wc -l <"$1")
+  if [ "$lines" -ne 1 ] || ! grep -Eq "$2" "$1"; then
+    fail "$3: expected one line matching '$2', got:"
+    cat "$1" >&2
+  fi
+}
+
+# --- usage, version, errors --------------------------------------------------------------
+"$osprey" --help >out 2>err
+expect_status 0 $? "--help"
+grep -q "^usage: osprey FILE" out || fail "--help does not print the usage"
+grep -q "osprey report RAW" out || fail "--help does not mention 'osprey report'"
+
+"$osprey" --version >out 2>err
+expect_status 0 $? "--version"
+grep -Eq "^osprey [0-9]+\.[0-9]+\.[0-9]+$" out || fail "--version prints '$(cat out)'"
+
+"$osprey" --no-such-flag prog.c >out 2>err
+expect_status 2 $? "unknown flag"
+expect_one_line err "^osprey: unknown option '--no-such-flag'" "unknown flag"
+
+"$osprey" >out 2>err
+expect_status 2 $? "no FILE"
+expect_one_line err "^osprey: missing FILE" "no FILE"
+
+"$osprey" missing.c --run >out 2>err
+expect_status 2 $? "missing file"
+expect_one_line err "^osprey: missing.c: No such file or directory$" "missing file"
+
+echo "just text" >notes.txt
+"$osprey" notes.txt --run >out 2>err
+expect_status 2 $? "non-executable file"
+expect_one_line err "^osprey: notes.txt: not a C source" "non-executable file"
+
+mkdir adir
+"$osprey" adir --profile >out 2>err
+expect_status 2 $? "directory"
+expect_one_line err "^osprey: adir: is a directory" "directory"
+
+# --- a C file that does not compile --------------------------------------------------------
+cat >broken.c <<'EOF'
+int main(void)
+{
+    return undeclared_variable;
+}
+EOF
+"$osprey" broken.c --profile >out 2>err
+status=$?
+[ "$status" -ne 0 ] || fail "compile error: exit status 0"
+grep -q "broken.c:3:12: error: use of undeclared identifier 'undeclared_variable'" err ||
+  fail "compile error: clang's diagnostic is not shown"
+if [ "$(grep -c '^osprey: ' err)" -ne 1 ] || ! grep -q "^osprey: broken.c: build failed" err; then
+  fail "compile error: no one-line summary"
+fi
+ls ./broken* >listing
+[ "$(wc -l <listing)" -eq 1 ] || fail "compile error: files were left behind: $(cat listing)"
+
+# --- output and exit code pass through ----------------------------------------------------
+cat >echo3.c <<'EOF'
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    char line[256];
+    if (fgets(line, sizeof line, stdin) != NULL)
+        printf("stdin: %s", line);
+    for (int i = 1; i < argc; i++)
+        printf("arg %d: [%s]\n", i, argv[i]);
+    fprintf(stderr, "to stderr\n");
+    return 3;
+}
+EOF
+printf 'stdin: hello there\narg 1: [a b]\narg 2: [--help]\n' >expected-out
+for mode in --run --profile; do
+  echo "hello there" | "$osprey" echo3.c "$mode" -o "echo3$mode" -- "a b" --help >out 2>err
+  expect_status 3 $? "exit code under $mode"
+  if [ "$mode" = --run ]; then
+    cmp -s out expected-out || fail "stdout under --run differs: $(cat out)"
+    [ "$(cat err)" = "to stderr" ] || fail "stderr under --run differs: $(cat err)"
+  else
+    head -n 3 out | cmp -s - expected-out || fail "stdout under --profile differs: $(cat out)"
+    [ "$(head -n 1 err)" = "to stderr" ] || fail "stderr under --profile differs: $(cat err)"
+    for ext in raw.json speedscope.json cpuprofile folded profile.json; do
+      [ -s "echo3--profile.$ext" ] || fail "--profile did not write echo3--profile.$ext"
+    done
+  fi
+done
+
+# --- the program's environment: untouched by --run; --profile adds the profiler's -------------
+# shellcheck disable=SC2016 # the $ expand in the script, not here
+printf '#!/bin/sh\necho "profile=${OSPREY_PROFILE:-unset}"\necho "preload=${LD_PRELOAD:-unset}"\n' \
+  >show-env
+chmod +x show-env
+env -u OSPREY_PROFILE LD_PRELOAD=libm.so.6 "$osprey" ./show-env --run >out 2>err
+expect_status 0 $? "environment under --run"
+printf 'profile=unset\npreload=libm.so.6\n' | cmp -s - out ||
+  fail "--run changed the program's environment: $(cat out)"
+env -u OSPREY_PROFILE LD_PRELOAD=libm.so.6 "$osprey" ./show-env --profile -o show-env >out 2>err
+expect_status 0 $? "environment under --profile"
+grep -Eq "^profile=/.+\.json$" out || fail "--profile: no OSPREY_PROFILE for the program: $(cat out)"
+grep -Eq "^preload=/.*/libospreyprof\.so:libm\.so\.6$" out ||
+  fail "--profile: the preload shim is not ahead of the program's LD_PRELOAD: $(cat out)"
+
+# --- a program killed by a signal -----------------------------------------------------------
+cat >suicide.c <<'EOF'
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void)
+{
+    volatile unsigned long spin = 0;
+    for (unsigned long i = 0; i < 50000000UL; i++)
+        spin += i;
+    printf("about to die\n");
+    fflush(stdout);
+    kill(getpid(), SIGKILL);
+    return 0;
+}
+EOF
+for mode in --run --profile; do
+  "$osprey" suicide.c "$mode" -o "suicide$mode" >out 2>err
+  expect_status 137 $? "killed program under $mode"
+  [ "$(head -n 1 out)" = "about to die" ] || fail "killed program under $mode: stdout $(cat out)"
+  grep -q "^osprey: suicide.c was killed by signal 9" err ||
+    fail "killed program under $mode: no message on stderr: $(cat err)"
+done
+# The daemon outlives the program and writes what it had.
+[ -s "suicide--profile.raw.json" ] || fail "killed program: no raw profile kept"
+
+# --- osprey report on a bad raw file -----------------------------------------------------------
+printf '{"version": 1,\n "pid": 12,\n "exe": [oops\n' >bad.raw.json
+"$osprey" report bad.raw.json >out 2>err
+status=$?
+[ "$status" -ne 0 ] || fail "report on a bad raw file: exit status 0"
+expect_one_line err "^bad\.raw\.json:[0-9]+:[0-9]+: " "report on a bad raw file"
+[ ! -e bad.speedscope.json ] || fail "report on a bad raw file wrote outputs"
+
+"$osprey" report nothing-here.raw.json >out 2>err
+expect_status 2 $? "report on a missing file"
+expect_one_line err "^osprey: nothing-here.raw.json: No such file or directory$" \
+  "report on a missing file"
+
+# --- the caller of a leaf function is on the stacks ---------------------------------------------
+cat >leaf.c <<'EOF'
+#include <stdint.h>
+#include <stdio.h>
+static volatile uint64_t seed = 88172645463325252ULL;
+/* A leaf: calls nothing, so only a frame pointer in it keeps its caller on the stack.
+ * xorshift, which no compiler folds into a closed form. */
+__attribute__((noinline)) static uint64_t leaf_spin(uint64_t n)
+{
+    uint64_t x = seed;
+    for (uint64_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    return x;
+}
+__attribute__((noinline)) static uint64_t named_caller(uint64_t n)
+{
+    uint64_t total = leaf_spin(n);
+    return total ^ (total >> 7);
+}
+int main(void)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < 40; i++)
+        sum += named_caller(10000000);
+    printf("%llu\n", (unsigned long long)(sum & 1));
+    return 0;
+}
+EOF
+"$osprey" leaf.c --profile -o leaf >out 2>err
+expect_status 0 $? "leaf program"
+if ! grep -q "named_caller;leaf_spin " leaf.folded; then
+  fail "leaf program: no 'named_caller;leaf_spin' stack in leaf.folded"
+  head -n 5 leaf.folded >&2
+fi
+if grep -Eq "(^|;)main;leaf_spin " leaf.folded; then
+  fail "leaf program: stacks skip named_caller (main;leaf_spin)"
+fi
+
+# --- Ctrl-C: the program stops, the profile up to that point is kept -------------------------
+cat >forever.c <<'EOF'
+#include <stdio.h>
+__attribute__((noinline)) static unsigned long forever_work(void)
+{
+    volatile unsigned long x = 0;
+    for (;;)
+        x++;
+    return x;
+}
+int main(void)
+{
+    printf("started\n");
+    fflush(stdout);
+    return (int)forever_work();
+}
+EOF
+# Job control on: a background job of a script would otherwise start with SIGINT ignored,
+# and a program started with SIGINT ignored rightly keeps ignoring it.
+set -m
+"$osprey" forever.c --profile -o forever >out 2>err &
+osprey_pid=$!
+set +m
+for _ in $(seq 1 200); do
+  grep -q started out 2>/dev/null && break
+  sleep 0.05
+done
+sleep 1
+kill -INT "$osprey_pid"
+for _ in $(seq 1 600); do
+  kill -0 "$osprey_pid" 2>/dev/null || break
+  sleep 0.05
+done
+if kill -0 "$osprey_pid" 2>/dev/null; then
+  fail "interrupted program: osprey still running 30 s after SIGINT"
+  kill -KILL -- "-$osprey_pid" # its own process group: osprey and the program
+fi
+wait "$osprey_pid"
+expect_status 130 $? "interrupted program"
+grep -q "^osprey: forever.c was killed by signal 2" err || fail "interrupted: $(cat err)"
+grep -q "forever_work" forever.folded 2>/dev/null ||
+  fail "interrupted program: no forever_work in forever.folded"
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all osprey CLI checks passed"

@@ -1,0 +1,118 @@
+/* args.c — the `osprey` command line: which command, which file, which options, and the
+ * program's own arguments after `--`. Options may come before or after the file; anything
+ * after `--` belongs to the program and is never interpreted. Every mistake is reported as
+ * one line the caller prefixes with "osprey: ".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "osprey_cli.h"
+
+static int usage_error(char *error, size_t size, const char *fmt, const char *what)
+{
+    snprintf(error, size, fmt, what);
+    return -EINVAL;
+}
+
+/* Match "--name VALUE" or "--name=VALUE" (and "-o VALUE" / "-oVALUE" for the short form).
+ * Returns 1 and sets *value when argv[*index] is this option, advancing *index past a
+ * separate value; 0 when it is another option; -EINVAL when the value is missing. */
+static int option_with_value(int argc, char **argv, int *index, const char *long_name,
+                             const char *short_name, const char **value)
+{
+    const char *arg = argv[*index];
+    size_t long_length = strlen(long_name);
+    if (strncmp(arg, long_name, long_length) == 0 && arg[long_length] == '=') {
+        *value = arg + long_length + 1;
+        return **value != '\0' ? 1 : -EINVAL;
+    }
+    if (short_name != NULL && strncmp(arg, short_name, 2) == 0 && arg[2] != '\0') {
+        *value = arg + 2;
+        return 1;
+    }
+    if (strcmp(arg, long_name) != 0 && (short_name == NULL || strcmp(arg, short_name) != 0))
+        return 0;
+    if (*index + 1 >= argc)
+        return -EINVAL;
+    *index += 1;
+    *value = argv[*index];
+    return 1;
+}
+
+int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *error,
+                      size_t error_size)
+{
+    memset(out, 0, sizeof *out);
+    out->command = OSPREY_COMMAND_RUN;
+    int first = 1;
+    if (argc > 1 && strcmp(argv[1], "report") == 0) {
+        out->command = OSPREY_COMMAND_REPORT;
+        first = 2;
+    }
+    int report = out->command == OSPREY_COMMAND_REPORT;
+
+    for (int i = first; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *value = NULL;
+        int matched;
+        if (strcmp(arg, "--") == 0) {
+            if (report)
+                return usage_error(error, error_size,
+                                   "'osprey report' takes no program arguments after '%s'", arg);
+            out->program_args = argv + i + 1;
+            out->program_argc = argc - i - 1;
+            break;
+        }
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            out->command = OSPREY_COMMAND_HELP;
+            return 0;
+        }
+        if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0) {
+            out->command = OSPREY_COMMAND_VERSION;
+            return 0;
+        }
+        if ((matched = option_with_value(argc, argv, &i, "--output", "-o", &value)) != 0) {
+            if (matched < 0)
+                return usage_error(error, error_size, "option '%s' needs a STEM", arg);
+            out->stem = value;
+            continue;
+        }
+        if ((matched = option_with_value(argc, argv, &i, "--binary", NULL, &value)) != 0) {
+            if (matched < 0)
+                return usage_error(error, error_size, "option '%s' needs a PATH", arg);
+            if (!report)
+                return usage_error(error, error_size,
+                                   "'%s' belongs to 'osprey report RAW --binary PATH'", "--binary");
+            out->binary = value;
+            continue;
+        }
+        /* Running is what `osprey FILE` does anyway: --run only says so explicitly. */
+        if (strcmp(arg, "--run") == 0 || strcmp(arg, "--profile") == 0) {
+            if (report)
+                return usage_error(error, error_size, "'osprey report' has no option '%s'", arg);
+            if (strcmp(arg, "--profile") == 0)
+                out->profile = 1;
+            continue;
+        }
+        if (arg[0] == '-' && arg[1] != '\0')
+            return usage_error(error, error_size, "unknown option '%s' (try 'osprey --help')", arg);
+        if (out->file != NULL)
+            return usage_error(error, error_size,
+                               report ? "unexpected argument '%s': 'osprey report' takes one RAW "
+                                        "file"
+                                      : "unexpected argument '%s' (program arguments go after "
+                                        "'--')",
+                               arg);
+        out->file = arg;
+    }
+
+    if (out->file == NULL)
+        return usage_error(error, error_size, "missing %s (try 'osprey --help')",
+                           report ? "RAW file" : "FILE");
+    if (out->program_args == NULL) {
+        out->program_args = argv + argc; /* argv[argc] is NULL */
+        out->program_argc = 0;
+    }
+    return 0;
+}

@@ -1,0 +1,299 @@
+/* files.c — the file-system side of the `osprey` command: deciding what FILE is (a source to
+ * build, an executable to run, or something it cannot use), the default output stems, the
+ * scratch directory's removal, and keeping the raw profile beside the outputs (copied to a
+ * temporary file in the destination directory, then renamed, so a reader never sees half a
+ * file).
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "osprey_cli.h"
+
+static int has_suffix(const char *text, const char *suffix)
+{
+    size_t text_length = strlen(text), suffix_length = strlen(suffix);
+    return text_length > suffix_length && strcmp(text + text_length - suffix_length, suffix) == 0;
+}
+
+static const char *const cxx_suffixes[] = {".cc", ".cpp", ".cxx", ".C"};
+
+int osprey_find_on_path(const char *name, char *resolved, size_t size)
+{
+    const char *path = getenv("PATH");
+    if (path == NULL || *path == '\0')
+        return -ENOENT;
+    while (*path != '\0') {
+        const char *end = strchr(path, ':');
+        size_t length = end != NULL ? (size_t)(end - path) : strlen(path);
+        int written = length == 0 ? snprintf(resolved, size, "./%s", name)
+                                  : snprintf(resolved, size, "%.*s/%s", (int)length, path, name);
+        struct stat info;
+        if (written > 0 && (size_t)written < size && stat(resolved, &info) == 0 &&
+            S_ISREG(info.st_mode) && access(resolved, X_OK) == 0)
+            return 0;
+        if (end == NULL)
+            break;
+        path = end + 1;
+    }
+    return -ENOENT;
+}
+
+int osprey_classify_file(const char *file, enum osprey_file_kind *kind, char *resolved,
+                         size_t resolved_size, char *error, size_t error_size)
+{
+    struct stat info;
+    if (snprintf(resolved, resolved_size, "%s", file) >= (int)resolved_size) {
+        snprintf(error, error_size, "%s: %s", file, strerror(ENAMETOOLONG));
+        return -ENAMETOOLONG;
+    }
+    if (stat(file, &info) != 0) {
+        int code = errno;
+        if (code == ENOENT && strchr(file, '/') == NULL &&
+            osprey_find_on_path(file, resolved, resolved_size) == 0) {
+            *kind = OSPREY_FILE_EXECUTABLE;
+            return 0;
+        }
+        snprintf(error, error_size, "%s: %s", file, strerror(code));
+        return -code;
+    }
+    if (S_ISDIR(info.st_mode)) {
+        snprintf(error, error_size, "%s: is a directory, not a C source or an executable", file);
+        return -EISDIR;
+    }
+    if (!S_ISREG(info.st_mode)) {
+        snprintf(error, error_size, "%s: not a regular file", file);
+        return -EINVAL;
+    }
+    if (has_suffix(file, ".c")) {
+        *kind = OSPREY_FILE_C_SOURCE;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof cxx_suffixes / sizeof cxx_suffixes[0]; i++) {
+        if (has_suffix(file, cxx_suffixes[i])) {
+            *kind = OSPREY_FILE_CXX_SOURCE;
+            return 0;
+        }
+    }
+    if (access(file, X_OK) != 0) {
+        snprintf(error, error_size, "%s: not a C source (.c) and not executable", file);
+        return -EACCES;
+    }
+    /* A bare name that exists in the current directory is run from there, as the user
+     * named it, not searched on PATH. */
+    if (strchr(file, '/') == NULL &&
+        snprintf(resolved, resolved_size, "./%s", file) >= (int)resolved_size) {
+        snprintf(error, error_size, "%s: %s", file, strerror(ENAMETOOLONG));
+        return -ENAMETOOLONG;
+    }
+    *kind = OSPREY_FILE_EXECUTABLE;
+    return 0;
+}
+
+int osprey_is_static_elf(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    Elf64_Ehdr header;
+    int is_static = 0;
+    if (pread(fd, &header, sizeof header, 0) == (ssize_t)sizeof header &&
+        memcmp(header.e_ident, ELFMAG, SELFMAG) == 0 && header.e_ident[EI_CLASS] == ELFCLASS64 &&
+        (header.e_type == ET_EXEC || header.e_type == ET_DYN) &&
+        header.e_phentsize == sizeof(Elf64_Phdr) && header.e_phnum < 4096) {
+        int has_interpreter = 0, complete = 1;
+        for (unsigned i = 0; i < header.e_phnum; i++) {
+            Elf64_Phdr program_header;
+            off_t offset = (off_t)(header.e_phoff + (uint64_t)i * sizeof program_header);
+            if (pread(fd, &program_header, sizeof program_header, offset) !=
+                (ssize_t)sizeof program_header) {
+                complete = 0;
+                break;
+            }
+            if (program_header.p_type == PT_INTERP)
+                has_interpreter = 1;
+        }
+        is_static = complete && !has_interpreter;
+    }
+    close(fd);
+    return is_static;
+}
+
+void osprey_default_run_stem(const char *file, char *stem, size_t size)
+{
+    const char *slash = strrchr(file, '/');
+    const char *name = slash != NULL ? slash + 1 : file;
+    size_t length = strlen(name);
+    static const char *const source_suffixes[] = {".c", ".cc", ".cpp", ".cxx", ".C"};
+    for (size_t i = 0; i < sizeof source_suffixes / sizeof source_suffixes[0]; i++) {
+        if (has_suffix(name, source_suffixes[i])) {
+            length -= strlen(source_suffixes[i]);
+            break;
+        }
+    }
+    snprintf(stem, size, "./%.*s", (int)length, name);
+}
+
+void osprey_default_report_stem(const char *raw, char *stem, size_t size)
+{
+    size_t length = strlen(raw);
+    if (has_suffix(raw, ".raw.json"))
+        length -= strlen(".raw.json");
+    else if (has_suffix(raw, ".json"))
+        length -= strlen(".json");
+    snprintf(stem, size, "%.*s", (int)length, raw);
+}
+
+void osprey_output_stem(const struct osprey_options *options, char *stem, size_t size)
+{
+    if (options->stem != NULL)
+        snprintf(stem, size, "%s", options->stem);
+    else if (options->command == OSPREY_COMMAND_REPORT)
+        osprey_default_report_stem(options->file, stem, size);
+    else
+        osprey_default_run_stem(options->file, stem, size);
+}
+
+int osprey_make_parent_dirs(const char *path)
+{
+    char buffer[PATH_MAX];
+    if (snprintf(buffer, sizeof buffer, "%s", path) >= (int)sizeof buffer)
+        return -ENAMETOOLONG;
+    char *last = strrchr(buffer, '/');
+    if (last == NULL || last == buffer)
+        return 0;
+    *last = '\0';
+    for (char *p = buffer + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(buffer, 0777) != 0 && errno != EEXIST)
+            return -errno;
+        *p = saved;
+        if (saved == '\0')
+            break;
+    }
+    struct stat info;
+    if (stat(buffer, &info) != 0)
+        return -errno;
+    return S_ISDIR(info.st_mode) ? 0 : -ENOTDIR;
+}
+
+static int copy_contents(int from, int to)
+{
+    char buffer[65536];
+    for (;;) {
+        ssize_t got = read(from, buffer, sizeof buffer);
+        if (got == 0)
+            return 0;
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        for (ssize_t done = 0; done < got;) {
+            ssize_t put = write(to, buffer + done, (size_t)(got - done));
+            if (put < 0) {
+                if (errno == EINTR)
+                    continue;
+                return -errno;
+            }
+            done += put;
+        }
+    }
+}
+
+int osprey_move_file(const char *source, const char *destination)
+{
+    if (rename(source, destination) == 0)
+        return 0;
+    if (errno != EXDEV)
+        return -errno;
+
+    char temporary[PATH_MAX];
+    if (snprintf(temporary, sizeof temporary, "%s.tmp-XXXXXX", destination) >=
+        (int)sizeof temporary)
+        return -ENAMETOOLONG;
+    int from = open(source, O_RDONLY | O_CLOEXEC);
+    if (from < 0)
+        return -errno;
+    int to = mkostemp(temporary, O_CLOEXEC);
+    if (to < 0) {
+        int code = -errno;
+        close(from);
+        return code;
+    }
+    int result = copy_contents(from, to);
+    close(from);
+    if (result == 0 && fchmod(to, 0644) != 0)
+        result = -errno;
+    if (close(to) != 0 && result == 0)
+        result = -errno;
+    if (result == 0 && rename(temporary, destination) != 0)
+        result = -errno;
+    if (result != 0)
+        unlink(temporary);
+    else
+        unlink(source);
+    return result;
+}
+
+int osprey_remove_tree(const char *path)
+{
+    DIR *directory = opendir(path);
+    if (directory == NULL)
+        return -errno;
+    int result = 0;
+    struct dirent *entry;
+    while ((entry = readdir(directory)) != NULL) {
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+            continue;
+        char child[PATH_MAX];
+        if (snprintf(child, sizeof child, "%s/%s", path, entry->d_name) >= (int)sizeof child) {
+            result = -ENAMETOOLONG;
+            continue;
+        }
+        struct stat info;
+        if (lstat(child, &info) == 0 && S_ISDIR(info.st_mode)) {
+            int removed = osprey_remove_tree(child);
+            if (removed != 0)
+                result = removed;
+        } else if (unlink(child) != 0 && errno != ENOENT) {
+            result = -errno;
+        }
+    }
+    closedir(directory);
+    if (rmdir(path) != 0 && result == 0)
+        result = -errno;
+    return result;
+}
+
+int osprey_wait_for_file(const char *path, int timeout_ms)
+{
+    const int step_ms = 20;
+    for (int waited = 0;; waited += step_ms) {
+        if (access(path, F_OK) == 0)
+            return 0;
+        /* Reap whatever was re-parented to us; once nothing is left, nobody can still be
+         * writing the file. */
+        int status;
+        pid_t reaped;
+        while ((reaped = waitpid(-1, &status, WNOHANG)) > 0)
+            ;
+        if (reaped < 0 && errno == ECHILD)
+            return access(path, F_OK) == 0 ? 0 : -ENOENT;
+        if (waited >= timeout_ms)
+            return -ETIMEDOUT;
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = step_ms * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+}

@@ -1,0 +1,352 @@
+/* osprey.c — the `osprey` command: main(), and the two pipelines it runs.
+ *
+ *   osprey FILE [--run] [--profile] [-o STEM] [-- ARGS...]
+ *     build FILE if it is a source (clang, profile build mode) into a scratch directory, run
+ *     it (under the preload shim if it is an executable and we profile), pass its output and
+ *     exit code through, then turn the raw profile into the outputs and the report.
+ *   osprey report RAW [--binary PATH] [-o STEM]
+ *     the same post-processing for a raw profile made elsewhere.
+ *
+ * The program is what matters: whatever goes wrong in the profiling, its exit code comes
+ * back unchanged, and what was lost is one "osprey: warning:" line.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "osprey_cli.h"
+#include "osprey_config.h"
+#include "ospx.h"
+
+/* How long to wait, after the program ended, for ospreyd to finish the raw file while it
+ * is still running (it writes what it has when the program was killed). */
+#define RAW_WAIT_MS 15000
+
+static const char usage_text[] =
+    "usage: osprey FILE [--run] [--profile] [-o STEM] [-- ARGS...]\n"
+    "       osprey report RAW [--binary PATH] [-o STEM]\n"
+    "\n"
+    "Sampling CPU profiler for native programs.\n"
+    "\n"
+    "FILE is a C source (.c; C++: .cc .cpp .cxx) or an executable. A source is built with\n"
+    "clang at -O2 -g with frame pointers in every function into a scratch directory that is\n"
+    "removed afterwards. The program's stdin, stdout, stderr and exit code pass through\n"
+    "unchanged (killed by signal N: exit 128+N). Ctrl-C stops the program and still writes\n"
+    "the profile of what ran.\n"
+    "\n"
+    "  --run          build (if a source) and run FILE, without profiling; this is also\n"
+    "                 what `osprey FILE` without options does\n"
+    "  --profile      run FILE with the profiler on (implies --run), then write the outputs\n"
+    "                 and print the top-10 report; an executable is profiled through\n"
+    "                 LD_PRELOAD without rebuilding it\n"
+    "  -o, --output STEM\n"
+    "                 output stem (default: ./NAME for FILE, RAW without .raw.json for\n"
+    "                 report); missing directories are created\n"
+    "  --binary PATH  report: symbolize the main image from PATH (the program moved, or\n"
+    "                 was a scratch build)\n"
+    "  -- ARGS...     arguments for the program\n"
+    "  -h, --help     this text\n"
+    "  -V, --version  the version\n"
+    "\n"
+    "Outputs of --profile and report:\n"
+    "  STEM.speedscope.json  speedscope (https://www.speedscope.app, or npx speedscope FILE)\n"
+    "  STEM.cpuprofile       Chrome DevTools, Performance panel: Load profile\n"
+    "  STEM.folded           folded stacks for flamegraph.pl\n"
+    "  STEM.profile.json     summary for the VS Code extension\n"
+    "  STEM.raw.json         the raw profile, for `osprey report` (--profile only)\n"
+    "\n"
+    "Environment: OSPREY_PROFILE_HZ=N samples per second (10..10000, default 997);\n"
+    "NO_COLOR disables colour in the report.\n"
+    "Exit status: the program's; 2 for a usage error; 1 when building or `osprey report`\n"
+    "fails.\n";
+
+static int report_color(void)
+{
+    const char *no_color = getenv("NO_COLOR");
+    return isatty(STDOUT_FILENO) && (no_color == NULL || no_color[0] == '\0');
+}
+
+/* Post-process raw into the outputs at stem and the report on stdout. Returns 0, or
+ * -errno with the problem formatted into message. */
+static int post_process(const char *raw, const char *stem, const char *binary, char *message,
+                        size_t message_size)
+{
+    int result = osprey_make_parent_dirs(stem);
+    if (result != 0) {
+        snprintf(message, message_size, "%s: cannot create its directory: %s", stem,
+                 strerror(-result));
+        return result;
+    }
+    struct ospx_process_options options = {
+        .raw_path = raw,
+        .stem = stem,
+        .binary = binary,
+        .report = stdout,
+        .color = report_color(),
+        .progress = isatty(STDERR_FILENO),
+    };
+    struct ospx_error error;
+    memset(&error, 0, sizeof error);
+    fflush(stdout);
+    result = ospx_process(&options, &error);
+    fflush(stdout);
+    if (result != 0) {
+        if (error.text[0] == '\0')
+            snprintf(error.text, sizeof error.text, "%s", strerror(-result));
+        ospx_error_format(&error, message, message_size);
+    }
+    return result;
+}
+
+static int command_report(const struct osprey_options *options)
+{
+    struct stat info;
+    if (stat(options->file, &info) != 0) {
+        fprintf(stderr, "osprey: %s: %s\n", options->file, strerror(errno));
+        return OSPREY_EXIT_USAGE;
+    }
+    if (!S_ISREG(info.st_mode)) {
+        fprintf(stderr, "osprey: %s: not a raw profile file\n", options->file);
+        return OSPREY_EXIT_USAGE;
+    }
+    if (options->binary != NULL && access(options->binary, R_OK) != 0) {
+        fprintf(stderr, "osprey: %s: %s\n", options->binary, strerror(errno));
+        return OSPREY_EXIT_USAGE;
+    }
+    char stem[PATH_MAX];
+    osprey_output_stem(options, stem, sizeof stem);
+
+    char message[2048];
+    if (post_process(options->file, stem, options->binary, message, sizeof message) != 0) {
+        /* A positioned error starts with the file it is about, as a compiler's does. */
+        fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
+        return OSPREY_EXIT_FAILURE;
+    }
+    return 0;
+}
+
+/* After a profiled run: keep the raw file as <stem>.raw.json and post-process it. Nothing
+ * here changes the exit code; a failure is one warning line. */
+static void finish_profile(const char *scratch_raw, const char *stem)
+{
+    int found = osprey_wait_for_file(scratch_raw, RAW_WAIT_MS);
+    if (found != 0) {
+        fprintf(stderr, "osprey: warning: no profile was written (%s)\n",
+                found == -ETIMEDOUT ? "the collector did not finish in time"
+                                    : "the collector did not run or was lost; see the "
+                                      "warnings above");
+        return;
+    }
+    char kept[PATH_MAX + 16];
+    snprintf(kept, sizeof kept, "%s.raw.json", stem);
+    const char *raw = scratch_raw;
+    int result = osprey_make_parent_dirs(kept);
+    if (result == 0)
+        result = osprey_move_file(scratch_raw, kept);
+    if (result == 0)
+        raw = kept;
+    else
+        fprintf(stderr, "osprey: warning: %s: cannot keep the raw profile: %s\n", kept,
+                strerror(-result));
+
+    char message[2048];
+    if (post_process(raw, stem, NULL, message, sizeof message) != 0)
+        fprintf(stderr, "osprey: warning: post-processing failed: %s\n", message);
+}
+
+/* Make the scratch directory under $TMPDIR (or /tmp). */
+static int make_scratch(char *scratch, size_t size)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    if (tmpdir == NULL || tmpdir[0] == '\0')
+        tmpdir = "/tmp";
+    if (snprintf(scratch, size, "%s/osprey-XXXXXX", tmpdir) >= (int)size)
+        return -ENAMETOOLONG;
+    return mkdtemp(scratch) != NULL ? 0 : -errno;
+}
+
+/* The environment of a profiled program: the raw file, the daemon, and for an executable
+ * the preload shim ahead of any LD_PRELOAD it already had. */
+static char **profile_environment(const struct osprey_paths *paths, const char *raw, int preload)
+{
+    extern char **environ;
+    char **with_profile = osprey_env_set(environ, "OSPREY_PROFILE", raw, 0);
+    if (with_profile == NULL)
+        return NULL;
+    const char *daemon = getenv("OSPREY_DAEMON");
+    char **with_daemon =
+        osprey_env_set(with_profile, "OSPREY_DAEMON",
+                       daemon != NULL && daemon[0] != '\0' ? daemon : paths->daemon, 0);
+    osprey_env_free(with_profile);
+    if (with_daemon == NULL || !preload)
+        return with_daemon;
+    char **with_preload = osprey_env_set(with_daemon, "LD_PRELOAD", paths->shim_preload, 1);
+    osprey_env_free(with_daemon);
+    return with_preload;
+}
+
+/* Build a source into program (in the scratch directory). Returns 0, or the exit code for a
+ * build that failed, after saying why on stderr. */
+static int build_source(const struct osprey_options *options, enum osprey_file_kind kind,
+                        const struct osprey_paths *paths, const char *program)
+{
+    struct stat include_info;
+    const char *include_dir =
+        stat(paths->include_dir, &include_info) == 0 ? paths->include_dir : NULL;
+    int clang_exit;
+    int result =
+        osprey_compile(kind, options->file, program, options->profile ? paths->shim_archive : NULL,
+                       include_dir, &clang_exit);
+    if (result == -ENOENT) {
+        fprintf(stderr, "osprey: %s not found on PATH; it builds %s (apt-get install clang)\n",
+                kind == OSPREY_FILE_CXX_SOURCE ? "clang++" : "clang", options->file);
+        return OSPREY_EXIT_USAGE;
+    }
+    if (result != 0) {
+        fprintf(stderr, "osprey: %s: cannot start clang: %s\n", options->file, strerror(-result));
+        return OSPREY_EXIT_FAILURE;
+    }
+    if (clang_exit != 0) {
+        fprintf(stderr, "osprey: %s: build failed (clang exited with status %d)\n", options->file,
+                clang_exit);
+        return OSPREY_EXIT_FAILURE;
+    }
+    return 0;
+}
+
+/* Run program (argv[0] named program_name) with the options' arguments, profiled when asked,
+ * and post-process. Returns the program's exit code, as a shell would report it, or
+ * OSPREY_EXIT_USAGE when it could not be started. */
+static int run_program(const struct osprey_options *options, const struct osprey_paths *paths,
+                       int preload, const char *program, const char *program_name,
+                       const char *scratch)
+{
+    char scratch_raw[PATH_MAX + 32];
+    snprintf(scratch_raw, sizeof scratch_raw, "%s/profile.raw.json", scratch);
+    char **environment = NULL;
+    if (options->profile) {
+        environment = profile_environment(paths, scratch_raw, preload);
+        if (environment == NULL) {
+            fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
+            return OSPREY_EXIT_FAILURE;
+        }
+        /* The daemon outlives the program when the program is killed; as a subreaper we can
+         * wait for it to finish the raw file. */
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    char **argv = calloc((size_t)options->program_argc + 2, sizeof *argv);
+    if (argv == NULL) {
+        fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
+        osprey_env_free(environment);
+        return OSPREY_EXIT_FAILURE;
+    }
+    argv[0] = (char *)program_name;
+    for (int i = 0; i < options->program_argc; i++)
+        argv[i + 1] = options->program_args[i];
+
+    extern char **environ;
+    int status;
+    int result =
+        osprey_run_child(program, argv, environment != NULL ? environment : environ, &status);
+    free(argv);
+    osprey_env_free(environment);
+    if (result != 0) {
+        fprintf(stderr, "osprey: %s: cannot run: %s\n", options->file, strerror(-result));
+        return OSPREY_EXIT_USAGE;
+    }
+    int exit_code = osprey_exit_code(status);
+    if (options->profile) {
+        char stem[PATH_MAX];
+        osprey_output_stem(options, stem, sizeof stem);
+        finish_profile(scratch_raw, stem);
+    }
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "osprey: %s was killed by signal %d (%s); exit status %d\n", options->file,
+                WTERMSIG(status), strsignal(WTERMSIG(status)), exit_code);
+    return exit_code;
+}
+
+static int command_run(const struct osprey_options *options)
+{
+    char error[PATH_MAX + 256];
+    char program[PATH_MAX];
+    enum osprey_file_kind kind;
+    if (osprey_classify_file(options->file, &kind, program, sizeof program, error, sizeof error) !=
+        0) {
+        fprintf(stderr, "osprey: %s\n", error);
+        return OSPREY_EXIT_USAGE;
+    }
+    int source = kind != OSPREY_FILE_EXECUTABLE;
+
+    char self[PATH_MAX];
+    ssize_t self_length = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[self_length > 0 ? self_length : 0] = '\0';
+    struct osprey_paths paths;
+    osprey_locate(self, &paths);
+    if (options->profile && osprey_paths_check(&paths, source, !source, error, sizeof error) != 0) {
+        fprintf(stderr, "osprey: %s\n", error);
+        return OSPREY_EXIT_USAGE;
+    }
+    if (options->profile && !source && osprey_is_static_elf(program))
+        fprintf(stderr,
+                "osprey: warning: %s is statically linked: the preload library cannot load "
+                "into it, so it runs unprofiled (link it dynamically, or with "
+                "libospreyprof.a)\n",
+                options->file);
+
+    char scratch[PATH_MAX];
+    int result = make_scratch(scratch, sizeof scratch);
+    if (result != 0) {
+        fprintf(stderr, "osprey: cannot make a scratch directory in %s: %s\n",
+                getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp", strerror(-result));
+        return OSPREY_EXIT_FAILURE;
+    }
+
+    /* A built program is named after its source; an executable as the user named it. */
+    char default_stem[PATH_MAX];
+    osprey_default_run_stem(options->file, default_stem, sizeof default_stem);
+    const char *program_name = source ? default_stem + 2 /* skip "./" */ : options->file;
+    int exit_code = 0;
+    if (source &&
+        snprintf(program, sizeof program, "%s/%s", scratch, program_name) >= (int)sizeof program) {
+        fprintf(stderr, "osprey: %s: %s\n", scratch, strerror(ENAMETOOLONG));
+        exit_code = OSPREY_EXIT_FAILURE;
+    }
+    if (source && exit_code == 0)
+        exit_code = build_source(options, kind, &paths, program);
+    if (exit_code == 0)
+        exit_code = run_program(options, &paths, !source, program, program_name, scratch);
+
+    result = osprey_remove_tree(scratch);
+    if (result != 0)
+        fprintf(stderr, "osprey: warning: cannot remove %s: %s\n", scratch, strerror(-result));
+    return exit_code;
+}
+
+int main(int argc, char **argv)
+{
+    struct osprey_options options;
+    char error[1024];
+    if (osprey_parse_args(argc, argv, &options, error, sizeof error) != 0) {
+        fprintf(stderr, "osprey: %s\n", error);
+        return OSPREY_EXIT_USAGE;
+    }
+    switch (options.command) {
+    case OSPREY_COMMAND_HELP:
+        fputs(usage_text, stdout);
+        return 0;
+    case OSPREY_COMMAND_VERSION:
+        printf("osprey %s\n", OSPREY_VERSION);
+        return 0;
+    case OSPREY_COMMAND_REPORT:
+        return command_report(&options);
+    case OSPREY_COMMAND_RUN:
+        break;
+    }
+    return command_run(&options);
+}

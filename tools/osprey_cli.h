@@ -1,0 +1,136 @@
+/* osprey_cli.h — the pieces of the `osprey` command, kept apart from main() so the unit suite
+ * (tests/test-cli.c) can drive them: argument parsing, locating the shim and the daemon,
+ * building a C file for profiling, running a child with signals forwarded, and the small
+ * file helpers the pipeline needs.
+ *
+ * Errors: functions return 0 or a negative errno; where a message is useful they also fill
+ * a caller's buffer with one line (no "osprey: " prefix, no trailing newline).
+ */
+#ifndef OSPREY_CLI_H
+#define OSPREY_CLI_H
+
+#include <limits.h>
+#include <stddef.h>
+
+/* Exit codes of the CLI itself (the program's own exit code passes through otherwise). */
+#define OSPREY_EXIT_FAILURE 1 /* post-processing of `osprey report` failed, build failed */
+#define OSPREY_EXIT_USAGE   2 /* bad arguments, a file that cannot be built or run */
+
+enum osprey_command {
+    OSPREY_COMMAND_RUN,     /* osprey FILE [--run] [--profile] [-o STEM] [-- ARGS...] */
+    OSPREY_COMMAND_REPORT,  /* osprey report RAW [--binary PATH] [-o STEM] */
+    OSPREY_COMMAND_HELP,    /* --help / -h */
+    OSPREY_COMMAND_VERSION, /* --version / -V */
+};
+
+struct osprey_options {
+    enum osprey_command command;
+    const char *file;    /* FILE (run) or RAW (report); borrowed from argv */
+    int profile;         /* --profile (implies running) */
+    const char *stem;    /* -o STEM; NULL: the default stem */
+    const char *binary;  /* --binary PATH (report only); NULL: none */
+    char **program_args; /* arguments after `--`, borrowed from argv; NULL-terminated */
+    int program_argc;
+};
+
+/* Parse argv (argv[0] is the CLI's own name). On success fills *out and returns 0; on a
+ * usage error returns -EINVAL and writes one line into error. */
+int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *error,
+                      size_t error_size);
+
+/* What `osprey FILE` was given. */
+enum osprey_file_kind {
+    OSPREY_FILE_C_SOURCE,   /* .c: built with clang */
+    OSPREY_FILE_CXX_SOURCE, /* .cc .cpp .cxx: built with clang++ */
+    OSPREY_FILE_EXECUTABLE, /* a regular file we may execute */
+};
+
+/* Classify file. A name without a slash that is not in the current directory is looked up
+ * on PATH, like a shell would; the path to use is written into resolved. Returns 0, or
+ * -errno with one line in error ("FILE: is a directory", "FILE: not a C source (.c) and
+ * not executable", ...). */
+int osprey_classify_file(const char *file, enum osprey_file_kind *kind, char *resolved,
+                         size_t resolved_size, char *error, size_t error_size);
+
+/* 1 when path is a 64-bit ELF executable without a program interpreter: statically
+ * linked, so LD_PRELOAD cannot load the profiler into it. 0 otherwise (also for scripts,
+ * and for anything it cannot read). */
+int osprey_is_static_elf(const char *path);
+
+/* Look a bare command name up on PATH, like execvp would. Returns 0 and the path in
+ * resolved when an executable regular file is found, -ENOENT otherwise. */
+int osprey_find_on_path(const char *name, char *resolved, size_t size);
+
+/* Where the installed or built pieces live. */
+struct osprey_paths {
+    char shim_archive[PATH_MAX]; /* libospreyprof.a: linked into built C files */
+    char shim_preload[PATH_MAX]; /* libospreyprof.so: LD_PRELOAD for executables */
+    char daemon[PATH_MAX];       /* ospreyd */
+    char include_dir[PATH_MAX];  /* holds osprey_prof.h */
+    int build_tree;              /* 1: found relative to a build tree, 0: installed paths */
+};
+
+/* Locate the pieces from the CLI's own executable path: in a build tree
+ * (<build>/tools/osprey) they sit at <build>/shim/ and <build>/daemon/ and the header in the
+ * source tree; otherwise the configured install paths are used. Never fails: the caller
+ * checks the pieces it needs with osprey_paths_check(). */
+void osprey_locate(const char *self_exe, struct osprey_paths *out);
+
+/* Check that what a run needs exists: the archive when building with the shim, the preload
+ * library when preloading, the daemon whenever profiling. Returns 0 or -ENOENT with a line
+ * naming the missing file in error. */
+int osprey_paths_check(const struct osprey_paths *paths, int need_archive, int need_preload,
+                       char *error, size_t error_size);
+
+/* Build a C or C++ source into output with clang in the profile build mode (-O2 -g, frame
+ * pointers in every function including leaves, -pthread), linking the shim archive with
+ * --whole-archive when shim_archive is not NULL. clang's diagnostics go to our stderr. On
+ * return *exit_code is clang's exit code (128+N when it died by signal N). Returns 0 when
+ * clang ran, -errno when it could not be started (-ENOENT: not installed). */
+int osprey_compile(enum osprey_file_kind kind, const char *source, const char *output,
+                   const char *shim_archive, const char *include_dir, int *exit_code);
+
+/* Spawn path with argv and envp, stdio inherited, and wait for it. While waiting, SIGINT and
+ * SIGTERM sent to this process by another process are forwarded to the child (a Ctrl-C from
+ * the terminal already reaches the child through the process group and is not repeated).
+ * Returns 0 and the raw wait status in *wait_status, or -errno when the child could not be
+ * started (-ENOENT, -EACCES, -ENOEXEC...). */
+int osprey_run_child(const char *path, char *const argv[], char *const envp[], int *wait_status);
+
+/* The exit code a shell would report for a wait status: the exit code, or 128+N when the
+ * child was killed by signal N. */
+int osprey_exit_code(int wait_status);
+
+/* A copy of envp with name set to value (replacing an earlier definition). When prepend is
+ * non-zero and name is already set, the result is "value:old" (for LD_PRELOAD). Returns a
+ * NULL-terminated array owned by the caller (osprey_env_free), or NULL when out of memory. */
+char **osprey_env_set(char *const envp[], const char *name, const char *value, int prepend);
+void osprey_env_free(char **envp);
+
+/* After the program exited: wait until path exists (ospreyd writes it with a rename, so it
+ * exists only when complete). While it is missing, reap descendants that were re-parented
+ * to us (we are a child subreaper) and stop early once none are left. Returns 0 when the
+ * file exists, -ENOENT when no writer is left, -ETIMEDOUT after timeout_ms. */
+int osprey_wait_for_file(const char *path, int timeout_ms);
+
+/* Default output stem for `osprey FILE`: "./<name>" where name is FILE's basename without a
+ * source extension. For `osprey report RAW`: RAW without ".raw.json" or ".json". */
+void osprey_default_run_stem(const char *file, char *stem, size_t size);
+void osprey_default_report_stem(const char *raw, char *stem, size_t size);
+
+/* The stem the outputs are written to: -o STEM, or the command's default. */
+void osprey_output_stem(const struct osprey_options *options, char *stem, size_t size);
+
+/* Create the parent directories of path (like mkdir -p on its dirname). Returns 0 or
+ * -errno. */
+int osprey_make_parent_dirs(const char *path);
+
+/* Copy (or, on the same file system, move) source to destination atomically: a temporary
+ * file beside destination, then rename. Returns 0 or -errno. */
+int osprey_move_file(const char *source, const char *destination);
+
+/* Remove a directory and everything inside it (one level of nesting is all a scratch
+ * directory holds, but deeper trees are handled). Returns 0 or -errno. */
+int osprey_remove_tree(const char *path);
+
+#endif /* OSPREY_CLI_H */
