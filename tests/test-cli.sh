@@ -248,6 +248,42 @@ grep -q "^osprey: forever.c was killed by signal 2" err || fail "interrupted: $(
 grep -q "forever_work" forever.folded 2>/dev/null ||
   fail "interrupted program: no forever_work in forever.folded"
 
+# A program that forks and execs itself: the exec'd descendant writes its own profile, which
+# is kept beside the program's as <stem>.raw.<pid>.json (not lost with the scratch directory).
+cat >spawner.c <<'EOF'
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "child") == 0) {
+        puts("child");
+        return 0;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/proc/self/exe", argv[0], "child", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    puts("parent");
+    return 0;
+}
+EOF
+"$osprey" spawner.c --profile -o spawner >out 2>err
+expect_status 0 $? "forking program"
+kept=$(ls spawner.raw.*.json 2>/dev/null | head -n 1)
+[ -n "$kept" ] || fail "forking program: no descendant profile kept ($(ls spawner.*))"
+grep -q "^osprey: a descendant process wrote its own profile: .*$kept" err ||
+  fail "forking program: no line naming the descendant's profile: $(cat err)"
+if [ -n "$kept" ]; then
+  "$osprey" report "$kept" -o descendant >/dev/null 2>err ||
+    fail "forking program: osprey report of the descendant's profile failed: $(cat err)"
+fi
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed" >&2
   exit 1
