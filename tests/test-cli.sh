@@ -252,25 +252,19 @@ grep -q "forever_work" forever.folded 2>/dev/null ||
 # is kept beside the program's as <stem>.raw.<pid>.json (not lost with the scratch directory).
 cat >spawner.c <<'EOF'
 #include <stdio.h>
-#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "child") == 0) {
-        puts("child");
-        return 0;
-    }
+    char *again[] = {argv[0], "--descendant", NULL};
+    if (argc > 1)
+        return puts(argv[1]) < 0;
     fflush(stdout);
     pid_t pid = fork();
-    if (pid == 0) {
-        execl("/proc/self/exe", argv[0], "child", (char *)NULL);
-        _exit(127);
-    }
+    if (pid == 0)
+        _exit(execv("/proc/self/exe", again) == 0 ? 0 : 127);
     int status = 0;
-    waitpid(pid, &status, 0);
-    puts("parent");
-    return 0;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 EOF
 "$osprey" spawner.c --profile -o spawner >out 2>err
