@@ -227,7 +227,11 @@ def osprey_profile(exe, args, workdir, tools):
         total_counts[fn["name"]] = max(total_counts[fn["name"]], fn["total"])
     others = sorted(p for p in os.listdir(workdir)
                     if p.endswith(".json") and p.startswith("osprey.raw.") and p != "osprey.raw.json")
+    main_fiber = profile["fibers"][0] if profile["fibers"] else {"on_cpu": 0, "waiting": 0}
+    ticks = profile["totals"]["wall_ms"] * profile["totals"]["rate_hz"] / 1000.0
     return out, rc, {"samples": profile["totals"]["on_cpu"],
+                     "main_ticks": main_fiber["on_cpu"] + main_fiber["waiting"],
+                     "expected_ticks": ticks,
                      "waiting": profile["totals"]["waiting"],
                      "dropped": profile["totals"].get("dropped", 0),
                      "exit": raw_doc.get("exit"), "self": self_counts, "total": total_counts,
@@ -238,6 +242,15 @@ def osprey_profile(exe, args, workdir, tools):
 
 def pct(count, total):
     return 100.0 * count / total if total else 0.0
+
+
+def noise_pp(p1, n1, p2, n2):
+    """Standard error, in percentage points, of the difference of two sample proportions
+    (p in percent): what two honest samplers of the same program disagree by by chance."""
+    p = (p1 * n1 + p2 * n2) / (n1 + n2) / 100.0 if n1 + n2 else 0.0
+    if n1 == 0 or n2 == 0:
+        return 0.0
+    return 100.0 * (p * (1 - p) * (1.0 / n1 + 1.0 / n2)) ** 0.5
 
 
 def compare(name, runs, perf, osprey, warnings, threshold, lines):
@@ -259,6 +272,10 @@ def compare(name, runs, perf, osprey, warnings, threshold, lines):
         perf["samples"], pct(perf["kernel"], perf["samples"]), osprey["samples"],
         osprey["waiting"], osprey["dropped"],
         ", exit %s" % json.dumps(osprey["exit"]) if osprey["exit"] else ""))
+    if osprey["expected_ticks"] > 0:
+        say("- osprey sampler: main thread sampled on %d of %.0f ticks (%.0f%%)" % (
+            osprey["main_ticks"], osprey["expected_ticks"],
+            pct(osprey["main_ticks"], osprey["expected_ticks"])))
     if osprey["other_profiles"]:
         say("- other osprey profiles (descendants): %s" % ", ".join(osprey["other_profiles"]))
     names = set()
@@ -276,10 +293,18 @@ def compare(name, runs, perf, osprey, warnings, threshold, lines):
     say("| function | perf self% | osprey self% | diff | perf total% | osprey total% | diff |")
     say("|---|---:|---:|---:|---:|---:|---:|")
     flagged = 0
+    n_perf, n_osprey = perf["samples"], osprey["samples"]
+
+    def flag(a, b):
+        # ⚑: beyond the threshold and beyond 3 standard errors (not sampling noise);
+        # ~: beyond the threshold but within 3 standard errors.
+        if abs(b - a) <= threshold:
+            return ""
+        return " ⚑" if abs(b - a) > 3 * noise_pp(a, n_perf, b, n_osprey) else " ~"
+
     for _, n, ps, os_, pt, ot in rows:
-        flag_s = " ⚑" if abs(os_ - ps) > threshold else ""
-        flag_t = " ⚑" if abs(ot - pt) > threshold else ""
-        flagged += bool(flag_s or flag_t)
+        flag_s, flag_t = flag(ps, os_), flag(pt, ot)
+        flagged += "⚑" in flag_s + flag_t
         say("| %s | %.1f | %.1f | %+.1f%s | %.1f | %.1f | %+.1f%s |" % (
             n[:48], ps, os_, os_ - ps, flag_s, pt, ot, ot - pt, flag_t))
     say("")
@@ -325,7 +350,9 @@ def main():
         runs = {"plain": (p_out, p_rc), "osprey": (o_out, o_rc)}
         issues += compare(name, runs, perf, osprey, warnings, args.threshold, lines)
         print("\n".join(lines[before:]), flush=True)
-    lines.append("%d program(s) with a flagged difference or a changed run" % issues)
+    lines.append("%d program(s) with a flagged difference (⚑: beyond %.1f pp and 3 standard "
+                 "errors; ~: beyond %.1f pp, within sampling noise) or a changed run" % (
+                     issues, args.threshold, args.threshold))
     print(lines[-1])
     if args.markdown:
         with open(args.markdown + ".tmp", "w") as f:
