@@ -112,6 +112,10 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
             fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
             sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+            /* In a prologue or at a ret, the caller is found on the stack, not through rbp:
+             * recorded like aarch64's lr (and dropped if the chain repeats it). */
+            if (sp >= s->stack_lo && sp < s->stack_hi)
+                lr = osp__unwind_x86_frameless_return(pc, sp, s->stack_hi);
 #elif defined(__aarch64__)
             pc = uc->uc_mcontext.pc;
             fp = uc->uc_mcontext.regs[29];

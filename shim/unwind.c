@@ -91,6 +91,38 @@ uint64_t osp__strip_pac(uint64_t addr)
 #endif
 }
 
+/* Do the n bytes at code + offset match expected, reading only inside code's page? */
+static int code_matches(uint64_t code, long offset, const unsigned char *expected, unsigned n)
+{
+    uint64_t page = code & ~(uint64_t)4095;
+    uint64_t first = code + (uint64_t)offset;
+    if (first < page || first + n > page + 4096)
+        return 0; /* another page: not known to be mapped */
+    const unsigned char *bytes = (const unsigned char *)(uintptr_t)first;
+    for (unsigned i = 0; i < n; i++)
+        if (bytes[i] != expected[i])
+            return 0;
+    return 1;
+}
+
+/* Async-signal-safe. */
+uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
+{
+    static const unsigned char ret[] = {0xc3};
+    static const unsigned char prologue[] = {0x55, 0x48, 0x89, 0xe5}; /* push; mov rsp,rbp */
+    static const unsigned char endbr64[] = {0xf3, 0x0f, 0x1e, 0xfa};
+    long slot = -1; /* where the return address is, in words above sp */
+    if (code_matches(pc, 0, ret, 1) || code_matches(pc, 0, prologue, 4))
+        slot = 0;
+    else if (code_matches(pc, 0, endbr64, 4) && code_matches(pc, 4, prologue, 4))
+        slot = 0;
+    else if (code_matches(pc, -1, prologue, 4))
+        slot = 1; /* at the mov: the push has run */
+    if (slot < 0 || sp & 7u || sp >= hi || hi - sp < 8u * (uint64_t)(slot + 1))
+        return 0;
+    return ((const uint64_t *)(uintptr_t)sp)[slot];
+}
+
 /* A plausible frame record at a: [a] is 0 (the outermost frame) or a higher, aligned
  * address inside the stack within one frame's reach, and [a + 8] is code. */
 static int plausible_record(uint64_t a, uint64_t lo, uint64_t hi, osp__text_pred is_text, void *ctx)
