@@ -104,9 +104,11 @@ for mode in --run --profile; do
   else
     head -n 3 out | cmp -s - expected-out || fail "stdout under --profile differs: $(cat out)"
     [ "$(head -n 1 err)" = "to stderr" ] || fail "stderr under --profile differs: $(cat err)"
-    for ext in raw.json speedscope.json cpuprofile folded profile.json; do
+    for ext in raw.json speedscope.json cpuprofile profile.json; do
       [ -s "echo3--profile.$ext" ] || fail "--profile did not write echo3--profile.$ext"
     done
+    # One line per distinct stack: empty when the program ended before the first tick.
+    [ -e "echo3--profile.folded" ] || fail "--profile did not write echo3--profile.folded"
   fi
 done
 
