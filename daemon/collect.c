@@ -214,6 +214,10 @@ static int on_thread_start(struct ospd_collector *c, const uint8_t *rec, uint32_
                       size, r.label_len);
     if (r.slot >= OSPD_MAX_SLOTS)
         return reject(c, "thread-start slot %" PRIu32 " exceeds %u", r.slot, OSPD_MAX_SLOTS);
+    /* The shim writes gettid(); a negative one is a corrupt record, and the raw format (and
+     * so the exporters' reader) has no room for it. */
+    if (r.tid < 0)
+        return reject(c, "thread-start tid %" PRId32 " is not a thread id", r.tid);
 
     if (r.slot >= c->slots_cap) {
         uint64_t cap = c->slots_cap;
@@ -327,7 +331,11 @@ static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
     if (size != osp_rec_align((uint32_t)sizeof r + r.path_len))
         return reject(c, "image record of %" PRIu32 " bytes for a %" PRIu32 "-byte path", size,
                       r.path_len);
-    if (r.base >= ADDRESS_LIMIT || r.text >= ADDRESS_LIMIT || r.text_size >= ADDRESS_LIMIT)
+    /* The text range must end below ADDRESS_LIMIT as a whole, not just start there: the raw
+     * format holds text + text_size as a JSON integer, and the exporters refuse a range that
+     * overflows it. */
+    if (r.base >= ADDRESS_LIMIT || r.text >= ADDRESS_LIMIT ||
+        r.text_size > ADDRESS_LIMIT - 1 - r.text)
         return 0; /* not a user-space image; nothing can be attributed to it */
 
     char *path = ospd_utf8_sanitize((const char *)rec + sizeof r, r.path_len);

@@ -920,6 +920,11 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             const struct symbol_location *location =
                 answer != NULL && answer->count > 0 ? &answer->chain[level] : NULL;
             const char *name = location != NULL && location->name != NULL ? location->name : hex;
+            /* The profiler's own plumbing between the program's frames (the thread-start
+             * trampoline of the preload library) is not the program's time: its functions
+             * carry the osp__ prefix and are left out of every position but the leaf. */
+            if (k > 0 && strncmp(name, "osp__", 5) == 0)
+                continue;
             const char *file = location != NULL ? location->file : "";
             int line = location != NULL ? location->line : 0;
             int column = location != NULL ? location->column : 0;

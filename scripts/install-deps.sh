@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   meson ninja-build pkg-config gcc clang lld llvm
+  libclang-rt-14-dev  # the sanitizer and libFuzzer runtimes; clang only recommends them
   libuv1-dev libjansson-dev check valgrind python3 jq
   gcc-mingw-w64-x86-64 wasi-libc
   nodejs npm chromium

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run every test: C unit and end-to-end suites, the valgrind setup on the unit suites,
-# the Windows and Wasm stub cross-builds, and the VS Code extension's tests.
+# Run every test: C unit and end-to-end suites, the valgrind setup on the unit suites, the
+# unit suites under ASan and UBSan, the Windows and Wasm stub cross-builds, and the VS Code
+# extension's tests.
 # Installs what is missing first (Debian 12).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,23 @@ meson setup build-test "${werror[@]}" >/dev/null
 ninja -C build-test
 meson test -C build-test --print-errorlogs
 meson test -C build-test --setup=valgrind --suite unit --print-errorlogs
+
+echo "== unit suites under AddressSanitizer and UndefinedBehaviorSanitizer (clang)"
+# Unit suites only: an e2e test preloads the shim into an uninstrumented program, which the
+# ASan runtime refuses (it must be the first library loaded). Of the symbolize suite only the
+# fake-tools case runs here: test_real_own_stack (llvm-symbolizer case) takes its stack with
+# backtrace(), which ASan intercepts, so the interceptor itself becomes the leaf frame.
+rm -rf build-asan
+CC=clang meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
+  "${werror[@]}" >/dev/null
+ninja -C build-asan
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
+mapfile -t asan_tests < <(meson test -C build-asan --suite unit --list 2>/dev/null |
+  sed -n 's|^[^ ]* / ||p' | grep -vx symbolize)
+meson test -C build-asan --print-errorlogs "${asan_tests[@]}"
+CK_RUN_CASE=fake-tools meson test -C build-asan --print-errorlogs symbolize
+unset ASAN_OPTIONS UBSAN_OPTIONS
 
 echo "== cross-compiling the inactive stubs"
 rm -rf build-mingw build-wasm

@@ -145,7 +145,7 @@ struct start {
     char creator_name[16];
 };
 
-static void *trampoline(void *p)
+static void *osp__thread_trampoline(void *p)
 {
     struct start st = *(struct start *)p;
     free(p);
@@ -169,7 +169,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *
     st->arg = arg;
     if (pthread_getname_np(pthread_self(), st->creator_name, sizeof(st->creator_name)) != 0)
         st->creator_name[0] = '\0';
-    int err = real(thread, attr, trampoline, st);
+    int err = real(thread, attr, osp__thread_trampoline, st);
     if (err)
         free(st);
     return err;

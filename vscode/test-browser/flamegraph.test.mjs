@@ -1,0 +1,334 @@
+// The flame-graph webview in headless Chromium (Debian's /usr/bin/chromium driven by
+// playwright-core): the real HTML (with its content-security policy) and the real bundled
+// script, with acquireVsCodeApi stubbed to record what the page posts. The fixture profile
+// is the one the unit tests use; geometry below follows from it (fiber "thread": 100 samples,
+// checksum_block 70 of them on the left at depth 3, fill_block 30 on the right).
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const CHROMIUM = '/usr/bin/chromium';
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(import.meta.url);
+const { parseSpeedscope, parseProfileSummary } = require(join(root, 'out/model.js'));
+const { renderWebviewHtml, makeNonce } = require(join(root, 'out/webviewHtml.js'));
+
+const ROW_HEIGHT = 18;
+const BACKGROUND = [10, 20, 30];
+const THREAD_FIBER = '1';
+const results = join(root, 'test-results');
+
+let context;
+let page;
+let userDataDir;
+const pageErrors = [];
+
+before(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `${CHROMIUM} is missing: the webview tests need Debian's chromium (apt-get install chromium)`,
+    );
+  }
+  const { chromium } = await import('playwright-core');
+  mkdirSync(results, { recursive: true });
+  userDataDir = mkdtempSync(join(tmpdir(), 'osprey-chromium-'));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    viewport: { width: 1200, height: 600 },
+    deviceScaleFactor: 1,
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.on('pageerror', (error) => pageErrors.push(`pageerror: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error' || /Content Security Policy/i.test(message.text())) {
+      pageErrors.push(`console: ${message.text()}`);
+    }
+  });
+  // What VS Code provides: the messaging API and the theme's CSS variables on <html>.
+  await page.addInitScript((background) => {
+    window.__posted = [];
+    window.acquireVsCodeApi = () => ({ postMessage: (message) => window.__posted.push(message) });
+    document.addEventListener('DOMContentLoaded', () =>
+      document.documentElement.style.setProperty('--vscode-editor-background', `rgb(${background.join(', ')})`),
+    );
+  }, BACKGROUND);
+
+  const html = renderWebviewHtml({
+    cspSource: 'file:',
+    nonce: makeNonce(),
+    scriptUri: pathToFileURL(join(root, 'out/webview/flamegraph.js')).href,
+    title: 'test',
+  });
+  const htmlPath = join(results, 'flamegraph.html');
+  writeFileSync(htmlPath, html);
+  await page.goto(pathToFileURL(htmlPath).href);
+  await page.waitForFunction(() => window.__posted.some((message) => message.type === 'ready'));
+
+  const speedscopePath = join(root, 'fixtures/hotspot.speedscope.json');
+  const summaryPath = join(root, 'fixtures/hotspot.profile.json');
+  const message = {
+    type: 'load',
+    title: 'Osprey: hotspot',
+    document: parseSpeedscope(readFileSync(speedscopePath, 'utf8'), speedscopePath),
+    summary: parseProfileSummary(readFileSync(summaryPath, 'utf8'), summaryPath),
+  };
+  await page.evaluate((data) => window.dispatchEvent(new MessageEvent('message', { data })), message);
+});
+
+after(async () => {
+  await context?.close();
+  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+});
+
+async function canvasBox() {
+  const box = await page.locator('#canvas').boundingBox();
+  assert.ok(box, 'canvas is laid out');
+  return box;
+}
+
+/* A point on the canvas: fraction of the width, middle of a depth row. */
+async function point(fraction, depth) {
+  const box = await canvasBox();
+  return { x: box.x + fraction * box.width, y: box.y + (depth + 0.5) * ROW_HEIGHT };
+}
+
+async function pixel(fraction, depth) {
+  const { x, y } = await point(fraction, depth);
+  const box = await canvasBox();
+  return page.evaluate(
+    ([px, py]) => [...document.getElementById('canvas').getContext('2d').getImageData(px, py, 1, 1).data],
+    [Math.round(x - box.x), Math.round(y - box.y)],
+  );
+}
+
+async function canvasImage() {
+  return page.evaluate(() => document.getElementById('canvas').toDataURL());
+}
+
+async function posted() {
+  return page.evaluate(() => window.__posted.filter((message) => message.type === 'openSource'));
+}
+
+async function clickAndExpectSource(fraction, depth) {
+  const before = (await posted()).length;
+  const { x, y } = await point(fraction, depth);
+  await page.mouse.click(x, y);
+  const after = await posted();
+  assert.equal(after.length, before + 1, `a click at ${fraction}, depth ${depth} posts one message`);
+  return after.at(-1);
+}
+
+const sameRgb = (a, b) => a[0] === b[0] && a[1] === b[1] && a[2] === b[2];
+
+test('renders the profile with frames on the theme background', async () => {
+  const counts = await page.evaluate((background) => {
+    const canvas = document.getElementById('canvas');
+    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let painted = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if (data[i] !== background[0] || data[i + 1] !== background[1] || data[i + 2] !== background[2]) painted++;
+    }
+    return { painted, total: data.length / 4 };
+  }, BACKGROUND);
+  assert.ok(counts.painted > counts.total * 0.02, `only ${counts.painted} of ${counts.total} pixels painted`);
+  const box = await canvasBox();
+  assert.ok(box.width > 400 && box.height > 100);
+  // Below the deepest stack the canvas shows the editor background.
+  assert.deepEqual((await pixel(0.5, 15)).slice(0, 3), BACKGROUND);
+  assert.equal(await page.locator('#status').textContent(), '200 samples · 200.6 ms');
+  await page.screenshot({ path: join(results, 'flamegraph.png') });
+  assert.deepEqual(pageErrors, []);
+});
+
+test('a theme change redraws with the new editor background', async () => {
+  const light = [250, 250, 240];
+  await page.evaluate((colour) => {
+    document.documentElement.style.setProperty('--vscode-editor-background', `rgb(${colour.join(', ')})`);
+    document.body.className = 'vscode-light';
+  }, light);
+  await page.waitForFunction(
+    (colour) => {
+      const canvas = document.getElementById('canvas');
+      const pixel = canvas.getContext('2d').getImageData(5, canvas.height - 5, 1, 1).data;
+      return pixel[0] === colour[0] && pixel[1] === colour[1] && pixel[2] === colour[2];
+    },
+    light,
+    { timeout: 10000 },
+  );
+  await page.evaluate((colour) => {
+    document.documentElement.style.setProperty('--vscode-editor-background', `rgb(${colour.join(', ')})`);
+    document.body.className = '';
+  }, BACKGROUND);
+  await page.waitForFunction(
+    (colour) => {
+      const canvas = document.getElementById('canvas');
+      return canvas.getContext('2d').getImageData(5, canvas.height - 5, 1, 1).data[0] === colour[0];
+    },
+    BACKGROUND,
+    { timeout: 10000 },
+  );
+});
+
+test('the fiber filter lists every fiber plus All fibers and changes the drawing', async () => {
+  const options = await page.locator('#fiber option').allTextContents();
+  assert.deepEqual(options, ['All fibers', 'fiber 0 (main)', 'fiber 4243 (thread)']);
+  const all = await canvasImage();
+  await page.selectOption('#fiber', THREAD_FIBER);
+  assert.notEqual(await canvasImage(), all);
+  assert.equal(await page.locator('#status').textContent(), '100 samples · 100.3 ms');
+});
+
+test('hover shows name, location, self and total in ms and %, and samples', async () => {
+  const { x, y } = await point(0.35, 3);
+  await page.mouse.move(x, y);
+  const tooltip = page.locator('#tooltip');
+  assert.equal(await tooltip.isVisible(), true);
+  const text = await tooltip.innerText();
+  assert.match(text, /checksum_block/);
+  assert.match(text, /\/w\/hotspot\.c:21/);
+  assert.match(text, /Total: 70\.2 ms \(70\.0%\)/);
+  assert.match(text, /Self: 30\.1 ms \(30\.0%\)/);
+  assert.match(text, /70 samples \(30 samples self\)/);
+  await page.mouse.move(x, (await canvasBox()).y + 15 * ROW_HEIGHT);
+  assert.equal(await tooltip.isVisible(), false);
+});
+
+test('a click on a frame posts openSource with its file and line', async () => {
+  assert.deepEqual(await clickAndExpectSource(0.35, 3), { type: 'openSource', file: '/w/hotspot.c', line: 21 });
+  assert.deepEqual(await clickAndExpectSource(0.85, 3), { type: 'openSource', file: '/w/hotspot.c', line: 31 });
+  assert.deepEqual(await clickAndExpectSource(0.2, 4), { type: 'openSource', file: '/w/hotspot.c', line: 12 });
+  // Frames without a file (clone3 at the root) have no source to open.
+  const before = (await posted()).length;
+  const { x, y } = await point(0.5, 0);
+  await page.mouse.click(x, y);
+  assert.equal((await posted()).length, before);
+});
+
+test('search dims non-matching frames and reports the matching share', async () => {
+  const checksumBefore = await pixel(0.35, 3);
+  const fillBefore = await pixel(0.85, 3);
+  await page.fill('#search', 'FILL');
+  assert.equal(await page.locator('#match-summary').textContent(), '30.0% of samples match');
+  const checksumAfter = await pixel(0.35, 3);
+  const fillAfter = await pixel(0.85, 3);
+  assert.ok(!sameRgb(checksumBefore, checksumAfter), 'checksum_block is dimmed');
+  assert.ok(sameRgb(fillBefore, fillAfter), 'fill_block keeps its colour');
+  // Dimmed means closer to the background.
+  const distance = (p) => Math.abs(p[0] - BACKGROUND[0]) + Math.abs(p[1] - BACKGROUND[1]) + Math.abs(p[2] - BACKGROUND[2]);
+  assert.ok(distance(checksumAfter) < distance(checksumBefore));
+  await page.selectOption('#fiber', '0');
+  assert.equal(await page.locator('#match-summary').textContent(), '0.0% of samples match');
+  await page.selectOption('#fiber', THREAD_FIBER);
+  await page.locator('#search').press('Escape');
+  assert.equal(await page.locator('#match-summary').textContent(), '');
+  assert.ok(sameRgb(await pixel(0.35, 3), checksumBefore), 'clearing the search restores the colours');
+});
+
+test('double-click zooms to a frame, 0 resets', async () => {
+  const { x, y } = await point(0.85, 3);
+  await page.mouse.dblclick(x, y);
+  // fill_block now spans the width: its left part is where checksum_block was.
+  assert.equal((await clickAndExpectSource(0.1, 3)).line, 31);
+  await page.keyboard.press('0');
+  assert.equal((await clickAndExpectSource(0.1, 3)).line, 21);
+});
+
+test('wheel zooms around the cursor, Escape resets, drag pans without opening source', async () => {
+  const { x, y } = await point(0.35, 3);
+  await page.mouse.move(x, y);
+  await page.mouse.wheel(0, -700); // zoom in about 4x around 35%
+  // 72% was fill_block; zoomed in around 35% it now shows checksum_block.
+  assert.equal((await clickAndExpectSource(0.72, 3)).line, 21);
+  assert.equal((await clickAndExpectSource(0.35, 3)).line, 21, 'the frame under the cursor stays');
+  await page.keyboard.press('Escape');
+  assert.equal((await clickAndExpectSource(0.72, 3)).line, 31);
+
+  await page.mouse.move(x, y);
+  await page.mouse.wheel(0, -700);
+  const before = (await posted()).length;
+  const image = await canvasImage();
+  const box = await canvasBox();
+  await page.mouse.move(x, y);
+  await page.mouse.down();
+  await page.mouse.move(x - box.width * 0.3, y, { steps: 5 });
+  await page.mouse.up();
+  assert.equal((await posted()).length, before, 'a drag is not a click');
+  assert.notEqual(await canvasImage(), image, 'the drag moved the view');
+  await page.keyboard.press('0');
+});
+
+test('Time Order draws samples in recorded order', async () => {
+  const leftHeavy = await canvasImage();
+  await page.click('#view-time-order');
+  assert.equal(await page.locator('#view-time-order').getAttribute('aria-pressed'), 'true');
+  assert.notEqual(await canvasImage(), leftHeavy);
+  // The thread starts with three fill_block samples, then checksum_block.
+  assert.equal((await clickAndExpectSource(0.01, 3)).line, 31);
+  assert.equal((await clickAndExpectSource(0.05, 3)).line, 21);
+  await page.screenshot({ path: join(results, 'flamegraph-time-order.png') });
+  await page.click('#view-left-heavy');
+  assert.equal(await canvasImage(), leftHeavy, 'switching back restores the Left Heavy drawing');
+});
+
+test('the hot table sorts by self or total and opens source', async () => {
+  const firstRow = async () => page.locator('#hot-body tr').first().locator('td').allTextContents();
+  assert.deepEqual(await firstRow(), ['mix', '38.1%', '38.1%', 'hotspot.c:12']);
+  const titles = await page.locator('#hot-body tr').first().locator('td').evaluateAll((cells) => cells.map((cell) => cell.title));
+  assert.deepEqual(titles, ['mix', '40 samples', '40 samples', '/w/hotspot.c:12']);
+  await page.click('#sort-total');
+  assert.equal(await page.locator('#sort-total').getAttribute('aria-sort'), 'descending');
+  // Equal totals: then self, then name — clone3 (a runtime frame, no file) comes first.
+  assert.deepEqual(await firstRow(), ['clone3', '0.0%', '95.2%', '']);
+  await page.click('#sort-self');
+  const before = (await posted()).length;
+  await page.locator('#hot-body tr').nth(1).click(); // checksum_block (self 30, total 70)
+  const messages = await posted();
+  assert.equal(messages.length, before + 1);
+  assert.deepEqual(messages.at(-1), { type: 'openSource', file: '/w/hotspot.c', line: 21 });
+  await page.locator('#hot-body tr').first().focus();
+  await page.keyboard.press('Enter');
+  assert.deepEqual((await posted()).at(-1), { type: 'openSource', file: '/w/hotspot.c', line: 12 });
+  assert.match(await page.locator('#hot-caption').textContent(), /on-CPU samples, all fibers \(105 samples\)/);
+  assert.deepEqual(pageErrors, []);
+});
+
+test('a real profile of examples/hotspot.c renders and searches', async () => {
+  const { countMatchingSamples, matchFrames, selectSamples, ALL_FIBERS } = require(join(root, 'out/layout.js'));
+  const speedscopePath = join(root, 'fixtures/real-hotspot.speedscope.json');
+  const summaryPath = join(root, 'fixtures/real-hotspot.profile.json');
+  const document = parseSpeedscope(readFileSync(speedscopePath, 'utf8'), speedscopePath);
+  const summary = parseProfileSummary(readFileSync(summaryPath, 'utf8'), summaryPath);
+  const message = { type: 'load', title: 'Osprey: hotspot', document, summary };
+  const before = await canvasImage();
+  await page.evaluate((data) => window.dispatchEvent(new MessageEvent('message', { data })), message);
+  assert.notEqual(await canvasImage(), before);
+  const share = (fiber) => {
+    const samples = selectSamples(document, fiber);
+    return (100 * countMatchingSamples(samples, matchFrames(document.frames, 'checksum'))) / samples.stacks.length;
+  };
+  await page.fill('#search', 'checksum');
+  assert.equal(await page.locator('#match-summary').textContent(), `${share(ALL_FIBERS).toFixed(1)}% of samples match`);
+  const thread = document.profiles.findIndex((profile) => profile.name.endsWith('(thread)'));
+  await page.selectOption('#fiber', String(thread));
+  assert.equal(await page.locator('#match-summary').textContent(), `${share(thread).toFixed(1)}% of samples match`);
+  assert.ok(share(thread) > 50, `checksum_block in ${share(thread)}% of the worker's samples`);
+  await page.screenshot({ path: join(results, 'flamegraph-hotspot.png') });
+  await page.fill('#search', '');
+  assert.equal(await page.locator('#hot-body tr').first().locator('td').first().textContent(), 'checksum_block');
+  assert.equal(summary.functions[0].name, 'checksum_block');
+  assert.deepEqual(pageErrors, []);
+});
