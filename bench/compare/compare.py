@@ -254,7 +254,7 @@ def noise_pp(p1, n1, p2, n2):
 
 
 def compare(name, runs, perf, osprey, warnings, threshold, lines):
-    """Append the section for one program to lines; return how many things were flagged.
+    """Append the section for one program to lines; return 1 when something is flagged.
     runs: {"plain": (stdout, rc), "osprey": (stdout, rc)}."""
     say = lines.append
     say("### %s" % name)
@@ -308,7 +308,7 @@ def compare(name, runs, perf, osprey, warnings, threshold, lines):
         say("| %s | %.1f | %.1f | %+.1f%s | %.1f | %.1f | %+.1f%s |" % (
             n[:48], ps, os_, os_ - ps, flag_s, pt, ot, ot - pt, flag_t))
     say("")
-    return flagged + (0 if same else 1)
+    return int(flagged > 0 or not same)
 
 
 def main():
@@ -350,6 +350,7 @@ def main():
         runs = {"plain": (p_out, p_rc), "osprey": (o_out, o_rc)}
         issues += compare(name, runs, perf, osprey, warnings, args.threshold, lines)
         print("\n".join(lines[before:]), flush=True)
+    lines.append("---")
     lines.append("%d program(s) with a flagged difference (⚑: beyond %.1f pp and 3 standard "
                  "errors; ~: beyond %.1f pp, within sampling noise) or a changed run" % (
                      issues, args.threshold, args.threshold))
