@@ -107,15 +107,16 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         struct osp__sample_entry *e = osp__thread_ring_reserve(&s->ring);
         if (e != NULL) {
             const ucontext_t *uc = context;
-            uint64_t pc = 0, fp = 0, sp = 0, lr = 0;
+            uint64_t pc = 0, fp = 0, sp = 0, lr = 0, caller = 0;
 #if defined(__x86_64__)
             pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
             fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
             sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
-            /* In a prologue or at a ret, the caller is found on the stack, not through rbp:
-             * recorded like aarch64's lr (and dropped if the chain repeats it). */
+            /* In a prologue or at a ret, the caller is found on the stack, not through rbp
+             * (whose record is the caller's own: no duplicate to drop, unlike aarch64's lr,
+             * and a recursive call from the same site is a real second frame). */
             if (sp >= s->stack_lo && sp < s->stack_hi)
-                lr = osp__unwind_x86_frameless_return(pc, sp, s->stack_hi);
+                caller = osp__unwind_x86_frameless_return(pc, sp, s->stack_hi);
 #elif defined(__aarch64__)
             pc = uc->uc_mcontext.pc;
             fp = uc->uc_mcontext.regs[29];
@@ -127,9 +128,15 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             e->state = atomic_load_explicit(&s->signal_state, memory_order_relaxed);
             if (sp >= s->stack_lo && sp < s->stack_hi) {
                 /* [sp, hi) is mapped; the walk reads nothing below sp. */
-                e->depth =
-                    lr ? osp__unwind_walk_lr(pc, lr, fp, sp, s->stack_hi, e->pcs, OSP_MAX_DEPTH)
-                       : osp__unwind_walk(pc, fp, sp, s->stack_hi, e->pcs, OSP_MAX_DEPTH);
+                if (caller != 0) {
+                    e->pcs[0] = pc; /* then the caller, then the chain from rbp */
+                    e->depth = 1 + osp__unwind_walk(caller, fp, sp, s->stack_hi, e->pcs + 1,
+                                                    OSP_MAX_DEPTH - 1);
+                } else {
+                    e->depth =
+                        lr ? osp__unwind_walk_lr(pc, lr, fp, sp, s->stack_hi, e->pcs, OSP_MAX_DEPTH)
+                           : osp__unwind_walk(pc, fp, sp, s->stack_hi, e->pcs, OSP_MAX_DEPTH);
+                }
             } else {
                 e->pcs[0] = pc; /* on another stack (sigaltstack): the pc alone */
                 e->depth = 1;
