@@ -53,8 +53,8 @@ uint32_t osp__unwind_walk_lr(uint64_t pc, uint64_t lr, uint64_t fp, uint64_t lo,
  * endbr64), at the `mov %rsp,%rbp` that follows it, or at a `ret` — return the function's
  * return address ([sp], or [sp + 8] after the push), which the walk from rbp would skip (rbp
  * still holds the caller's frame, so the caller itself is lost). 0 otherwise, or when the
- * slot is not inside [sp, hi). Code bytes are read only at pc and within pc's own page (the
- * page holding the instruction about to run), so no read can fault. Async-signal-safe. */
+ * slot is not inside [sp, hi). Code bytes around pc, within pc's own page, are read with
+ * process_vm_readv (no fault on an execute-only page). Async-signal-safe. */
 uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi);
 
 /* Nonzero when addr can be a return address (inside a loaded image's text, after a call). */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -211,6 +212,12 @@ START_TEST(frameless_return_in_prologue_and_at_ret)
     memcpy(code_page + sizeof code_page - 2, function + 4, 2); /* push, 0x48 | next page */
     uint64_t last = (uint64_t)(uintptr_t)(code_page + sizeof code_page - 2);
     ck_assert_uint_eq(osp__unwind_x86_frameless_return(last, sp, hi_of()), 0);
+    /* A pc whose page is gone: nothing read, no fault. */
+    void *gone = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(gone, MAP_FAILED);
+    munmap(gone, 4096);
+    ck_assert_uint_eq(osp__unwind_x86_frameless_return((uint64_t)(uintptr_t)gone + 16, sp, hi_of()),
+                      0);
 }
 END_TEST
 
