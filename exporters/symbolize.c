@@ -8,7 +8,9 @@
  * symbolizer: one long-lived `llvm-symbolizer` per image fed addresses through a socket and
  * answering one JSON line per address; `atos` (macOS) pinned to the image's recorded arch and
  * given the recorded path unchanged; raw hex addresses when neither can describe the image.
- * A missing tool or object is a warning line, never a failure. Separate debug information
+ * A missing tool or object is a warning line, never a failure. The "[vdso]" pseudo image has
+ * no file; when the profile was recorded by the running kernel, a copy of this process's own
+ * vDSO describes it (see local_vdso_copy). Separate debug information
  * (a .gnu_debuglink file beside the object, in its .debug/ folder or under
  * /usr/lib/debug/<dir>/, or /usr/lib/debug/.build-id/xx/rest.debug) is found by
  * llvm-symbolizer itself, the way gdb and perf find it.
@@ -18,10 +20,12 @@
  * symbolized in one pass, and the answers are found again by binary search. Frames are
  * interned in a hash table keyed by (name, file, line, column, image).
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <link.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -29,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -480,13 +485,113 @@ static int converse_llvm(struct symbolize_state *state, struct tool_process *pro
     return rc;
 }
 
+static int symbolize_object_llvm(struct symbolize_state *state, struct image_work *work,
+                                 const char *object, int pseudo_image);
+
+/* When this machine booted, in ns since the epoch (/proc/stat btime); 0 when unknown. */
+static uint64_t boot_time_ns(void)
+{
+    FILE *stat_file = fopen("/proc/stat", "r");
+    if (stat_file == NULL)
+        return 0;
+    char line[256];
+    unsigned long long seconds = 0;
+    while (fgets(line, sizeof line, stat_file) != NULL)
+        if (sscanf(line, "btime %llu", &seconds) == 1)
+            break;
+    fclose(stat_file);
+    return (uint64_t)seconds * 1000000000u;
+}
+
+/* The vDSO has no file on disk, but every process of one running kernel maps the same one.
+ * When the profile was recorded since this machine booted (so by this kernel) and the
+ * executable span of our own vDSO has the recorded size, copy our vDSO into a temporary file
+ * at path (created with mkstemp; the caller unlinks it) so that llvm-symbolizer can name its
+ * functions (__vdso_clock_gettime, ...), as perf does from its own copy. File addresses are
+ * vDSO offsets on both sides (the recorded slide is its load address). Returns 0, or
+ * -ENOENT when our vDSO cannot describe the image, or a negative errno. */
+static int local_vdso_copy(const struct ospx_raw *raw, const struct ospx_image *image, char *path,
+                           size_t size)
+{
+    uint64_t booted = boot_time_ns();
+    const unsigned char *start = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+    if (booted == 0 || raw->start_unix_ns < booted || start == NULL || image->text_size == 0)
+        return -ENOENT;
+    const ElfW(Ehdr) *header = (const ElfW(Ehdr) *)start;
+    if (memcmp(header->e_ident, ELFMAG, SELFMAG) != 0)
+        return -ENOENT;
+    const ElfW(Phdr) *segments = (const ElfW(Phdr) *)(start + header->e_phoff);
+    uint64_t text_lo = UINT64_MAX, text_hi = 0, length = 0;
+    for (int i = 0; i < header->e_phnum; i++) {
+        if (segments[i].p_type != PT_LOAD)
+            continue;
+        if (segments[i].p_offset + segments[i].p_filesz > length)
+            length = segments[i].p_offset + segments[i].p_filesz;
+        if ((segments[i].p_flags & PF_X) == 0)
+            continue;
+        if (segments[i].p_vaddr < text_lo)
+            text_lo = segments[i].p_vaddr;
+        if (segments[i].p_vaddr + segments[i].p_memsz > text_hi)
+            text_hi = segments[i].p_vaddr + segments[i].p_memsz;
+    }
+    if (text_lo == UINT64_MAX || text_hi - text_lo != image->text_size)
+        return -ENOENT; /* another kernel's vDSO, or a producer that measured differently */
+    /* The section headers (the symbol table's way in) sit inside the mapped image too. */
+    uint64_t sections_end = header->e_shoff + (uint64_t)header->e_shnum * header->e_shentsize;
+    if (sections_end > length)
+        length = sections_end;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, size, "%s/osprey-vdso-XXXXXX", tmp != NULL && tmp[0] == '/' ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        path[0] = '\0';
+        return -errno;
+    }
+    size_t written = 0;
+    while (written < length) {
+        ssize_t n = write(fd, start + written, length - written);
+        if (n <= 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        written += (size_t)n;
+    }
+    int rc = written == length ? 0 : -EIO;
+    if (close(fd) != 0 && rc == 0)
+        rc = -EIO;
+    if (rc != 0) {
+        unlink(path);
+        path[0] = '\0';
+    }
+    return rc;
+}
+
 /* Symbolize one image with llvm-symbolizer: one process for all its addresses. */
 static int symbolize_image_llvm(struct symbolize_state *state, const struct ospx_image *image,
                                 struct image_work *work, const char *object)
 {
     /* A recorded path that is not absolute names a pseudo image ("[vdso]",
-     * "linux-vdso.so.1"): no file describes it, and that is no news worth a warning. */
+     * "linux-vdso.so.1"): no file describes it, and that is no news worth a warning —
+     * except the vDSO of the running kernel, which a copy of our own can describe. */
     int pseudo_image = object[0] != '/' && object == image->path;
+    char vdso_copy[4200] = "";
+    if (pseudo_image &&
+        (strcmp(image->path, "[vdso]") == 0 || strcmp(image->path, "linux-vdso.so.1") == 0)) {
+        if (local_vdso_copy(state->raw, image, vdso_copy, sizeof vdso_copy) == 0) {
+            object = vdso_copy;
+            pseudo_image = 0;
+        }
+    }
+    int rc = symbolize_object_llvm(state, work, object, pseudo_image);
+    if (vdso_copy[0] != '\0')
+        unlink(vdso_copy);
+    return rc;
+}
+
+/* symbolize_image_llvm for an object file (or a pseudo image: its addresses stay hex). */
+static int symbolize_object_llvm(struct symbolize_state *state, struct image_work *work,
+                                 const char *object, int pseudo_image)
+{
     if (pseudo_image || access(object, R_OK) != 0) {
         if (!pseudo_image && state->missing_objects++ == 0)
             state->first_missing_object = object;

@@ -48,6 +48,15 @@ uint32_t osp__unwind_walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, ui
 uint32_t osp__unwind_walk_lr(uint64_t pc, uint64_t lr, uint64_t fp, uint64_t lo, uint64_t hi,
                              uint64_t *out, uint32_t cap);
 
+/* x86_64: when pc sits where the interrupted function's frame record is not in rbp — at the
+ * `push %rbp` of a frame-pointer prologue (`push %rbp; mov %rsp,%rbp`, optionally after
+ * endbr64), at the `mov %rsp,%rbp` that follows it, or at a `ret` — return the function's
+ * return address ([sp], or [sp + 8] after the push), which the walk from rbp would skip (rbp
+ * still holds the caller's frame, so the caller itself is lost). 0 otherwise, or when the
+ * slot is not inside [sp, hi). Code bytes around pc, within pc's own page, are read with
+ * process_vm_readv (no fault on an execute-only page). Async-signal-safe. */
+uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi);
+
 /* Nonzero when addr can be a return address (inside a loaded image's text, after a call). */
 typedef int (*osp__text_pred)(void *ctx, uint64_t addr);
 
@@ -150,6 +159,7 @@ struct osp__slot {
     uint64_t last_cpu_ns;
     int cpu_valid;
     int wait_captured;     /* a waiting stack has been emitted in the current wait */
+    int64_t cpu_credit_ns; /* CPU time not yet paid for by ON_CPU samples (tick_slot) */
     uint32_t signals_sent; /* our signals sent to this registration */
     uint64_t last_signal_ns;
     /* State the sampler asks the handler to record: relaxed store before pthread_kill,
@@ -203,7 +213,7 @@ struct osp__image {
     uint64_t base, slide, text, text_size;
     uint32_t flags;
     int sent;
-    int seen; /* present in the latest scan */
+    int seen;          /* present in the latest scan */
     char *path;        /* absolute: what the IMAGE record carries */
     char *loader_name; /* the name as the loader reports it, which identifies the object in
                           later scans even after the program changes directory */

@@ -174,6 +174,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->cpu_valid = 1;
     atomic_store_explicit(&s->handler_cpu_ns, 0, memory_order_relaxed);
     s->wait_captured = 0;
+    s->cpu_credit_ns = 0;
     s->signals_sent = atomic_load_explicit(&s->signals_handled, memory_order_relaxed);
     sigset_t mask;
     int blocked = osp__sigmask_raw(SIG_BLOCK, NULL, &mask) == 0 && sigismember(&mask, SIGPROF) == 1;

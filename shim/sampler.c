@@ -7,7 +7,12 @@
  *
  * DESIGN. Each tick, under the registry lock, for every active slot: drain its per-thread
  * ring into SAMPLE records, then read the thread's CPU clock.
- *   - CPU time since the last tick: the thread ran, it gets an ON_CPU sample.
+ *   - CPU time since the last tick: the thread ran. It gets an ON_CPU sample for each full
+ *     sampling period of CPU time it has used (a per-thread credit; at most one sample per
+ *     tick), the way perf's cpu-clock event fires per period of task CPU time — so a thread
+ *     that shares a core, or wakes for a few microseconds per tick, is not counted as if it
+ *     had run the whole tick. A tick whose CPU time does not complete a period gives a
+ *     WAITING sample with a fresh stack instead (the thread was mostly not running).
  *   - No CPU time: it is waiting. The first tick of a wait captures its stack once (a
  *     WAITING sample); later ticks of the same wait write a REPEAT record (no signal).
  * The program must never see EINTR because of us. signal(7): nanosleep, clock_nanosleep,
@@ -56,6 +61,12 @@
 /* CPU time in a tick below which a thread counts as waiting: the kernel's signal delivery
  * and return around our handler, which the handler's stamp cannot cover. */
 #define OSP__MIN_RUN_NS 5000u
+/* CPU time a thread may run ahead of its ON_CPU samples, in sampling periods: enough that
+ * the ±30% tick jitter does not cost a busy thread samples (it keeps > 99% of them), small
+ * enough that a sampler delayed for long does not pay old CPU time at a later stack. The
+ * credit is paid from half a period on (rounding, not truncation), so a thread that lives
+ * for two periods gets two samples on average, not one and a half rounded down. */
+#define OSP__CPU_CREDIT_PERIODS 4u
 /* A signal of ours not handled within this long is taken as lost (blocked, or taken by the
  * exec guard) and the thread may be signalled again. */
 #define OSP__SIGNAL_STALE_NS 100000000u
@@ -96,11 +107,16 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         struct osp__sample_entry *e = osp__thread_ring_reserve(&s->ring);
         if (e != NULL) {
             const ucontext_t *uc = context;
-            uint64_t pc = 0, fp = 0, sp = 0, lr = 0;
+            uint64_t pc = 0, fp = 0, sp = 0, lr = 0, caller = 0;
 #if defined(__x86_64__)
             pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
             fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
             sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+            /* In a prologue or at a ret, the caller is found on the stack, not through rbp
+             * (whose record is the caller's own: no duplicate to drop, unlike aarch64's lr,
+             * and a recursive call from the same site is a real second frame). */
+            if (sp >= s->stack_lo && sp < s->stack_hi)
+                caller = osp__unwind_x86_frameless_return(pc, sp, s->stack_hi);
 #elif defined(__aarch64__)
             pc = uc->uc_mcontext.pc;
             fp = uc->uc_mcontext.regs[29];
@@ -112,9 +128,15 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             e->state = atomic_load_explicit(&s->signal_state, memory_order_relaxed);
             if (sp >= s->stack_lo && sp < s->stack_hi) {
                 /* [sp, hi) is mapped; the walk reads nothing below sp. */
-                e->depth =
-                    lr ? osp__unwind_walk_lr(pc, lr, fp, sp, s->stack_hi, e->pcs, OSP_MAX_DEPTH)
-                       : osp__unwind_walk(pc, fp, sp, s->stack_hi, e->pcs, OSP_MAX_DEPTH);
+                if (caller != 0) {
+                    e->pcs[0] = pc; /* then the caller, then the chain from rbp */
+                    e->depth = 1 + osp__unwind_walk(caller, fp, sp, s->stack_hi, e->pcs + 1,
+                                                    OSP_MAX_DEPTH - 1);
+                } else {
+                    e->depth =
+                        lr ? osp__unwind_walk_lr(pc, lr, fp, sp, s->stack_hi, e->pcs, OSP_MAX_DEPTH)
+                           : osp__unwind_walk(pc, fp, sp, s->stack_hi, e->pcs, OSP_MAX_DEPTH);
+                }
             } else {
                 e->pcs[0] = pc; /* on another stack (sigaltstack): the pc alone */
                 e->depth = 1;
@@ -340,17 +362,30 @@ static void tick_slot(struct osp__registry *reg, struct osp__slot *s, uint64_t n
         since = stamp;
     uint64_t own = cpu > since ? cpu - since : 0;
     s->last_cpu_ns = cpu;
+    uint64_t period = 1000000000u / sampler_cfg.rate_hz;
     if (own > OSP__MIN_RUN_NS) {
         s->wait_captured = 0;
+        s->cpu_credit_ns += (int64_t)own;
         if (signal_in_flight(s, now))
             return; /* a second signal would only merge with the pending one */
-        if (delta * 10 >= elapsed * 9 && !sigprof_blocked(s)) {
+        uint32_t state = OSP_STATE_WAITING;
+        if (s->cpu_credit_ns >= (int64_t)period / 2) {
+            state = OSP_STATE_ON_CPU;
+            s->cpu_credit_ns -= (int64_t)period;
+            if (s->cpu_credit_ns > (int64_t)(OSP__CPU_CREDIT_PERIODS * period))
+                s->cpu_credit_ns = (int64_t)(OSP__CPU_CREDIT_PERIODS * period);
+        }
+        if (state == OSP_STATE_ON_CPU && delta * 10 >= elapsed * 9 && !sigprof_blocked(s)) {
             signal_slot(s, OSP_STATE_ON_CPU, now); /* running: no syscall to interrupt */
             return;
         }
-        sample_unless_unsafe(reg, s, now, OSP_STATE_ON_CPU);
+        sample_unless_unsafe(reg, s, now, state);
         return;
     }
+    /* Not running: whole periods of credit belong to stacks of the past; the fraction stays,
+     * as perf's period counter does across a sleep. */
+    if (s->cpu_credit_ns >= (int64_t)period / 2)
+        s->cpu_credit_ns = (int64_t)period / 2 - 1;
     if (s->wait_captured) {
         emit_repeat(reg, s, now);
         return;

@@ -14,9 +14,12 @@
  * that fails or after `cap` addresses. The callers pass lo = max(stack low bound, the
  * interrupted sp): everything in [sp, hi) is mapped (the main thread's stack mapping grows
  * down to cover sp; pthread stacks are mapped whole), so no read can fault. The functions are
- * pure in their arguments so tests can plant frame chains in an array.
+ * pure in their arguments so tests can plant frame chains in an array. Code bytes (x86_64
+ * prologue and ret detection) are read with process_vm_readv, which fails rather than faults.
  */
 #include <stdint.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "osp_shim.h"
 
@@ -89,6 +92,49 @@ uint64_t osp__strip_pac(uint64_t addr)
 #else
     return addr;
 #endif
+}
+
+/* Do the n bytes at window[at] match expected, all inside the window? */
+static int code_matches(const unsigned char *window, long window_size, long at,
+                        const unsigned char *expected, unsigned n)
+{
+    if (at < 0 || at + (long)n > window_size)
+        return 0;
+    for (unsigned i = 0; i < n; i++)
+        if (window[at + (long)i] != expected[i])
+            return 0;
+    return 1;
+}
+
+/* Async-signal-safe: getpid and process_vm_readv are plain system calls (the caller saves
+ * errno). The code bytes are read with process_vm_readv, which fails instead of faulting:
+ * pc's page may be execute-only (x86 protection keys make PROT_EXEC alone unreadable). */
+uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
+{
+    static const unsigned char ret[] = {0xc3};
+    static const unsigned char prologue[] = {0x55, 0x48, 0x89, 0xe5}; /* push; mov rsp,rbp */
+    static const unsigned char endbr64[] = {0xf3, 0x0f, 0x1e, 0xfa};
+    /* window[0] is the byte before pc: [pc - 1, pc + 8), clipped to pc's page */
+    unsigned char window[9];
+    uint64_t page = pc & ~(uint64_t)4095;
+    uint64_t first = pc > page ? pc - 1 : pc;
+    uint64_t end = pc + 8 < page + 4096 ? pc + 8 : page + 4096;
+    struct iovec local = {window, (size_t)(end - first)};
+    struct iovec remote = {(void *)(uintptr_t)first, (size_t)(end - first)};
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)(end - first))
+        return 0;
+    long size = (long)(end - first), at = (long)(pc - first); /* pc's byte in the window */
+    long slot = -1; /* where the return address is, in words above sp */
+    if (code_matches(window, size, at, ret, 1) || code_matches(window, size, at, prologue, 4))
+        slot = 0;
+    else if (code_matches(window, size, at, endbr64, 4) &&
+             code_matches(window, size, at + 4, prologue, 4))
+        slot = 0;
+    else if (code_matches(window, size, at - 1, prologue, 4))
+        slot = 1; /* at the mov: the push has run */
+    if (slot < 0 || sp & 7u || sp >= hi || hi - sp < 8u * (uint64_t)(slot + 1))
+        return 0;
+    return ((const uint64_t *)(uintptr_t)sp)[slot];
 }
 
 /* A plausible frame record at a: [a] is 0 (the outermost frame) or a higher, aligned

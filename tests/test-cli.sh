@@ -104,9 +104,11 @@ for mode in --run --profile; do
   else
     head -n 3 out | cmp -s - expected-out || fail "stdout under --profile differs: $(cat out)"
     [ "$(head -n 1 err)" = "to stderr" ] || fail "stderr under --profile differs: $(cat err)"
-    for ext in raw.json speedscope.json cpuprofile folded profile.json; do
+    for ext in raw.json speedscope.json cpuprofile profile.json; do
       [ -s "echo3--profile.$ext" ] || fail "--profile did not write echo3--profile.$ext"
     done
+    # One line per distinct stack: empty when the program ended before the first tick.
+    [ -e "echo3--profile.folded" ] || fail "--profile did not write echo3--profile.folded"
   fi
 done
 
@@ -247,6 +249,36 @@ expect_status 130 $? "interrupted program"
 grep -q "^osprey: forever.c was killed by signal 2" err || fail "interrupted: $(cat err)"
 grep -q "forever_work" forever.folded 2>/dev/null ||
   fail "interrupted program: no forever_work in forever.folded"
+
+# A program that forks and execs itself: the exec'd descendant writes its own profile, which
+# is kept beside the program's as <stem>.raw.<pid>.json (not lost with the scratch directory).
+cat >spawner.c <<'EOF'
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+    char *again[] = {argv[0], "--descendant", NULL};
+    if (argc > 1)
+        return puts(argv[1]) < 0;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(execv("/proc/self/exe", again) == 0 ? 0 : 127);
+    int status = 0;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+EOF
+"$osprey" spawner.c --profile -o spawner >out 2>err
+expect_status 0 $? "forking program"
+kept=$(ls spawner.raw.*.json 2>/dev/null | head -n 1)
+[ -n "$kept" ] || fail "forking program: no descendant profile kept ($(ls spawner.*))"
+grep -q "^osprey: a descendant process wrote its own profile: .*$kept" err ||
+  fail "forking program: no line naming the descendant's profile: $(cat err)"
+if [ -n "$kept" ]; then
+  "$osprey" report "$kept" -o descendant >/dev/null 2>err ||
+    fail "forking program: osprey report of the descendant's profile failed: $(cat err)"
+fi
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures check(s) failed" >&2

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -171,6 +172,52 @@ START_TEST(walk_with_link_register_drops_duplicate)
     ck_assert_uint_eq(d, 4);
     ck_assert_uint_eq(out[1], 0x5555);
     ck_assert_uint_eq(out[2], 0x1111);
+}
+END_TEST
+
+/* A page of "code" to point pc at: the prologue and ret byte patterns are planted in it. */
+static _Alignas(4096) unsigned char code_page[4096];
+
+/* x86_64 prologue/epilogue: the return address comes from the stack ([sp] at the push, at a
+ * ret, after endbr64; [sp + 8] at the mov), nowhere else; and no byte outside pc's page is
+ * read (a prologue that would straddle the page is not recognised). */
+START_TEST(frameless_return_in_prologue_and_at_ret)
+{
+    static const unsigned char function[] = {
+        0xf3, 0x0f, 0x1e, 0xfa, /* 0: endbr64 */
+        0x55,                   /* 4: push %rbp */
+        0x48, 0x89, 0xe5,       /* 5: mov %rsp,%rbp */
+        0x48, 0x31, 0xf7,       /* 8: xor %rsi,%rdi */
+        0x5d,                   /* 11: pop %rbp */
+        0xc3,                   /* 12: ret */
+    };
+    memset(code_page, 0x90, sizeof code_page);
+    memcpy(code_page + 64, function, sizeof function);
+    uint64_t code = (uint64_t)(uintptr_t)(code_page + 64);
+    memset(fake, 0, sizeof(fake));
+    fake[40] = 0x1234; /* [sp] */
+    fake[41] = 0x5678; /* [sp + 8] */
+    uint64_t sp = addr_of(40);
+    ck_assert_uint_eq(osp__unwind_x86_frameless_return(code + 0, sp, hi_of()), 0x1234);
+    ck_assert_uint_eq(osp__unwind_x86_frameless_return(code + 4, sp, hi_of()), 0x1234);
+    ck_assert_uint_eq(osp__unwind_x86_frameless_return(code + 5, sp, hi_of()), 0x5678);
+    ck_assert_uint_eq(osp__unwind_x86_frameless_return(code + 12, sp, hi_of()), 0x1234);
+    /* In the body and at the pop the frame record is in rbp: nothing from the stack. */
+    ck_assert_uint_eq(osp__unwind_x86_frameless_return(code + 8, sp, hi_of()), 0);
+    ck_assert_uint_eq(osp__unwind_x86_frameless_return(code + 11, sp, hi_of()), 0);
+    /* The slot must lie inside [sp, hi), and sp be aligned. */
+    ck_assert_uint_eq(osp__unwind_x86_frameless_return(code + 5, sp, sp + 8), 0);
+    ck_assert_uint_eq(osp__unwind_x86_frameless_return(code + 4, sp + 1, hi_of()), 0);
+    /* A prologue cut by the end of pc's page is not read across it. */
+    memcpy(code_page + sizeof code_page - 2, function + 4, 2); /* push, 0x48 | next page */
+    uint64_t last = (uint64_t)(uintptr_t)(code_page + sizeof code_page - 2);
+    ck_assert_uint_eq(osp__unwind_x86_frameless_return(last, sp, hi_of()), 0);
+    /* A pc whose page is gone: nothing read, no fault. */
+    void *gone = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(gone, MAP_FAILED);
+    munmap(gone, 4096);
+    ck_assert_uint_eq(osp__unwind_x86_frameless_return((uint64_t)(uintptr_t)gone + 16, sp, hi_of()),
+                      0);
 }
 END_TEST
 
@@ -693,6 +740,7 @@ Suite *shim_suite(void)
     tcase_add_test(unwind, walk_stops_at_oversized_frame);
     tcase_add_test(unwind, walk_stops_at_depth_cap);
     tcase_add_test(unwind, walk_with_link_register_drops_duplicate);
+    tcase_add_test(unwind, frameless_return_in_prologue_and_at_ret);
     tcase_add_test(unwind, scan_finds_first_plausible_frame_record);
     suite_add_tcase(s, unwind);
 

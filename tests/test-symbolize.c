@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ospx.h"
@@ -700,6 +702,55 @@ START_TEST(test_libc_debug_by_build_id)
 }
 END_TEST
 
+/* The running kernel's vDSO ([vdso]: no file on disk) is named from a copy of this process's
+ * own, when the profile was recorded since boot and the executable span matches; a profile
+ * from before this boot keeps hex addresses (another kernel's vDSO may differ). */
+START_TEST(test_real_vdso)
+{
+    const unsigned char *vdso = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+    if (vdso == NULL)
+        return; /* no vDSO on this machine: nothing to name */
+    const ElfW(Ehdr) *header = (const ElfW(Ehdr) *)vdso;
+    const ElfW(Phdr) *segments = (const ElfW(Phdr) *)(vdso + header->e_phoff);
+    uint64_t text_lo = UINT64_MAX, text_hi = 0;
+    for (int i = 0; i < header->e_phnum; i++) {
+        if (segments[i].p_type != PT_LOAD || (segments[i].p_flags & PF_X) == 0)
+            continue;
+        if (segments[i].p_vaddr < text_lo)
+            text_lo = segments[i].p_vaddr;
+        if (segments[i].p_vaddr + segments[i].p_memsz > text_hi)
+            text_hi = segments[i].p_vaddr + segments[i].p_memsz;
+    }
+    ck_assert_uint_ne(text_lo, UINT64_MAX);
+    struct fixture fixture;
+    const char *path = getenv("PATH");
+    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    uint64_t base = (uint64_t)(uintptr_t)vdso;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    for (int recent = 1; recent >= 0; recent--) {
+        struct test_raw test;
+        init_raw(&test, "/app/main");
+        test.raw.start_unix_ns = recent ? (uint64_t)now.tv_sec * 1000000000u : 0;
+        add_image(&test, "[vdso]", base, base, base + text_lo, text_hi - text_lo, "");
+        /* the middle of the text: inside one of its functions */
+        uint64_t stack[] = {base + text_lo + (text_hi - text_lo) / 2};
+        add_stack(&test, stack, 1);
+        struct ospx_symbols symbols;
+        run_symbolize(&test, &fixture, &symbols);
+        const struct ospx_frame *frame = frame_at(&symbols, 0, 0);
+        ck_assert_str_eq(frame->image, "[vdso]");
+        if (recent)
+            ck_assert_msg(strncmp(frame->name, "0x", 2) != 0, "vdso frame: %s", frame->name);
+        else
+            ck_assert_msg(strncmp(frame->name, "0x", 2) == 0, "vdso frame: %s", frame->name);
+        fixture_warnings(&fixture, 0);
+        ospx_symbols_free(&symbols);
+    }
+    fixture_close(&fixture);
+}
+END_TEST
+
 /* An object llvm-symbolizer cannot read: hex names and one warning naming it and the reason. */
 START_TEST(test_real_unreadable_object)
 {
@@ -898,6 +949,7 @@ Suite *symbolize_suite(void)
     tcase_add_test(real, test_libc_debug_by_build_id);
     tcase_add_test(real, test_real_own_stack);
     tcase_add_test(real, test_real_unreadable_object);
+    tcase_add_test(real, test_real_vdso);
     suite_add_tcase(suite, real);
     return suite;
 }

@@ -10,6 +10,7 @@
  * The program is what matters: whatever goes wrong in the profiling, its exit code comes
  * back unchanged, and what was lost is one "osprey: warning:" line.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,46 @@ static int command_report(const struct osprey_options *options)
     return 0;
 }
 
+/* Descendants of the program that exec'd with its environment wrote profiles of their own
+ * beside the scratch raw file (profile.raw.<pid>.json, profile.raw.<pid>-<hex>.json): keep
+ * each as <stem>.raw.<pid…>.json, one line each, before the scratch directory goes. */
+static void keep_descendant_profiles(const char *scratch_raw, const char *stem)
+{
+    char directory[PATH_MAX + 32]; /* the size of the scratch raw path */
+    snprintf(directory, sizeof directory, "%s", scratch_raw);
+    char *slash = strrchr(directory, '/');
+    if (slash == NULL)
+        return;
+    *slash = '\0';
+    const char *prefix = "profile.raw.", *suffix = ".json";
+    size_t prefix_length = strlen(prefix), suffix_length = strlen(suffix);
+    DIR *listing = opendir(directory);
+    if (listing == NULL)
+        return;
+    struct dirent *entry;
+    while ((entry = readdir(listing)) != NULL) {
+        size_t length = strlen(entry->d_name);
+        if (length <= prefix_length + suffix_length ||
+            strncmp(entry->d_name, prefix, prefix_length) != 0 ||
+            strcmp(entry->d_name + length - suffix_length, suffix) != 0)
+            continue;
+        char source[sizeof directory + sizeof entry->d_name + 1];
+        char kept[PATH_MAX + sizeof entry->d_name + 8];
+        snprintf(source, sizeof source, "%s/%s", directory, entry->d_name);
+        snprintf(kept, sizeof kept, "%s.raw.%s", stem, entry->d_name + prefix_length);
+        int result = osprey_move_file(source, kept);
+        if (result == 0)
+            fprintf(stderr,
+                    "osprey: a descendant process wrote its own profile: %s "
+                    "(osprey report %s)\n",
+                    kept, kept);
+        else
+            fprintf(stderr, "osprey: warning: %s: cannot keep a descendant's profile: %s\n", kept,
+                    strerror(-result));
+    }
+    closedir(listing);
+}
+
 /* After a profiled run: keep the raw file as <stem>.raw.json and post-process it. Nothing
  * here changes the exit code; a failure is one warning line. */
 static void finish_profile(const char *scratch_raw, const char *stem)
@@ -148,6 +189,8 @@ static void finish_profile(const char *scratch_raw, const char *stem)
     int result = osprey_make_parent_dirs(kept);
     if (result == 0)
         result = osprey_move_file(scratch_raw, kept);
+    if (result == 0)
+        keep_descendant_profiles(scratch_raw, stem);
     if (result == 0)
         raw = kept;
     else

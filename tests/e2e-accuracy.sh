@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# End-to-end accuracy of the numbers, on programs of bench/compare/programs/ whose answer is
+# known from their construction (bench/compare/compare.py measures the same beside perf):
+#   threads       two workers with a 2:1 work split, a thread that sleeps in 10 ms steps and
+#                 one blocked on a condvar: on-CPU time splits ~2:1 between hot_a and hot_b,
+#                 and the sleeper's brief wakeups are not counted as CPU time;
+#   leafloop      a tiny leaf called in a loop: its caller is on the stack of every sample,
+#                 prologue and ret included;
+#   clock_calls   time in the vDSO: named, not a hex address.
+# Bounds are wide (sampling is statistical; the machine is shared): they catch the systematic
+# errors these programs were written to expose, not noise.
+# Usage: e2e-accuracy.sh path/to/osprey path/to/bench/compare/programs
+set -uo pipefail
+
+osprey=${1:?usage: e2e-accuracy.sh OSPREY PROGRAMS_DIR}
+programs=${2:?usage: e2e-accuracy.sh OSPREY PROGRAMS_DIR}
+work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-accuracy.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+for name in threads leafloop clock_calls; do
+  "$osprey" "$programs/$name.c" --profile -o "$work/$name" >"$work/$name.out" 2>"$work/$name.err" ||
+    fail "$name: osprey exited $? ($(tail -n 3 "$work/$name.err"))"
+done
+
+python3 - "$work" <<'PY' || fail "profile.json numbers out of bounds (see above)"
+import json, os, sys
+
+work = sys.argv[1]
+problems = []
+
+def functions(name):
+    with open(os.path.join(work, name + ".profile.json")) as f:
+        profile = json.load(f)
+    table = {}
+    for fn in profile["functions"]:
+        row = table.setdefault(fn["name"], {"self_pct": 0.0, "total_pct": 0.0})
+        row["self_pct"] += fn["self_pct"]
+        row["total_pct"] = max(row["total_pct"], fn["total_pct"])
+    return profile, table
+
+def check(condition, message):
+    if not condition:
+        problems.append(message)
+
+profile, table = functions("threads")
+a = table.get("hot_a", {}).get("self_pct", 0.0)
+b = table.get("hot_b", {}).get("self_pct", 0.0)
+check(a + b >= 90, "threads: hot_a + hot_b = %.1f%% of on-CPU samples (expected ~100%%)" % (a + b))
+check(a + b > 0 and 0.55 <= a / (a + b) <= 0.78,
+      "threads: hot_a's share of hot_a + hot_b is %.2f (the work split is 2/3)" % (a / (a + b) if a + b else 0))
+sleep = table.get("clock_nanosleep", {}).get("self_pct", 0.0)
+check(sleep <= 1.5, "threads: %.1f%% on-CPU self time in clock_nanosleep for a thread that "
+      "sleeps (its wakeups last microseconds)" % sleep)
+
+profile, table = functions("leafloop")
+caller = table.get("scan_buffer", {}).get("total_pct", 0.0)
+check(caller >= 99.0, "leafloop: scan_buffer on %.1f%% of stacks (it calls the leaf in "
+      "every sample)" % caller)
+
+profile, table = functions("clock_calls")
+vdso = table.get("__vdso_clock_gettime", {}).get("self_pct", 0.0)
+hex_self = sum(row["self_pct"] for n, row in table.items() if n.startswith("0x"))
+check(vdso >= 20, "clock_calls: __vdso_clock_gettime has %.1f%% self (expected ~60%%)" % vdso)
+check(hex_self <= 5, "clock_calls: %.1f%% self time in unnamed (hex) frames" % hex_self)
+
+for p in problems:
+    print("FAIL: " + p, file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all accuracy checks passed"
