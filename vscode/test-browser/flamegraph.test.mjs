@@ -332,3 +332,27 @@ test('a real profile of examples/hotspot.c renders and searches', async () => {
   assert.equal(summary.functions[0].name, 'checksum_block');
   assert.deepEqual(pageErrors, []);
 });
+
+test('a real profile of examples/mixed.c renders every fiber (the README screenshot)', async () => {
+  const speedscopePath = join(root, 'fixtures/real-mixed.speedscope.json');
+  const summaryPath = join(root, 'fixtures/real-mixed.profile.json');
+  const document = parseSpeedscope(readFileSync(speedscopePath, 'utf8'), speedscopePath);
+  const summary = parseProfileSummary(readFileSync(summaryPath, 'utf8'), summaryPath);
+  const message = { type: 'load', title: 'Osprey: mixed', document, summary };
+  await page.evaluate((data) => window.dispatchEvent(new MessageEvent('message', { data })), message);
+  await page.fill('#search', '');
+  await page.selectOption('#fiber', { index: 0 });
+  const allFibers = await canvasImage();
+  // Three fibers: each one alone draws something different from all of them together.
+  for (let fiber = 0; fiber < document.profiles.length; fiber++) {
+    await page.selectOption('#fiber', String(fiber));
+    assert.notEqual(await canvasImage(), allFibers, `fiber ${fiber} alone looks like all fibers`);
+  }
+  await page.selectOption('#fiber', { index: 0 });
+  assert.equal(await canvasImage(), allFibers);
+  assert.equal(await page.locator('#hot-body tr').first().locator('td').first().textContent(),
+    summary.functions[0].name);
+  assert.equal(summary.functions[0].name, 'partition');
+  await page.screenshot({ path: join(results, 'flamegraph-mixed.png') });
+  assert.deepEqual(pageErrors, []);
+});
