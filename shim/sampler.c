@@ -365,7 +365,11 @@ static void tick_slot(struct osp__registry *reg, struct osp__slot *s, uint64_t n
     uint64_t period = 1000000000u / sampler_cfg.rate_hz;
     if (own > OSP__MIN_RUN_NS) {
         s->wait_captured = 0;
-        s->cpu_credit_ns += (int64_t)own;
+        /* Whether it ran is decided on its own CPU time (our handler's alone is not running);
+         * how much it ran counts all of it, as the thread's CPU clock and perf's cpu-clock
+         * do: at high rates the handler's share is real time the thread spent on the CPU,
+         * and leaving it out would deliver fewer samples per second than asked for. */
+        s->cpu_credit_ns += (int64_t)delta;
         if (signal_in_flight(s, now))
             return; /* a second signal would only merge with the pending one */
         uint32_t state = OSP_STATE_WAITING;
