@@ -249,8 +249,10 @@ __attribute__((visibility("default"))) int execveat(int dirfd, const char *path,
     OSP__CALL_REAL(execveat_fn, "execveat", dirfd, path, argv, envp, flags);
 }
 
-/* The list forms gather their arguments and take the vector forms above. */
-static char **gather(const char *first, va_list ap, char ***envp)
+/* The list forms gather their arguments on the stack, as glibc's own do, and take the
+ * vector forms above. No malloc: they are called in the child of a fork of a threaded
+ * program, where the allocator's lock may be held by a thread that no longer exists. */
+static size_t count_arguments(va_list ap)
 {
     va_list count;
     va_copy(count, ap);
@@ -258,55 +260,37 @@ static char **gather(const char *first, va_list ap, char ***envp)
     while (va_arg(count, const char *) != NULL)
         n++;
     va_end(count);
-    char **argv = malloc((n + 1) * sizeof(*argv));
-    if (argv == NULL)
-        return NULL;
-    argv[0] = (char *)first;
-    for (size_t i = 1; i <= n; i++)
-        argv[i] = va_arg(ap, char *);
-    if (envp)
-        *envp = va_arg(ap, char **);
-    return argv;
+    return n;
 }
+
+#define OSP__LIST_EXEC(call, first, with_envp)                                                     \
+    do {                                                                                           \
+        va_list ap;                                                                                \
+        va_start(ap, first);                                                                       \
+        size_t n = count_arguments(ap);                                                            \
+        char *argv[n + 1];                                                                         \
+        argv[0] = (char *)(first);                                                                 \
+        for (size_t i = 1; i <= n; i++) /* the last one read is the terminating NULL */            \
+            argv[i] = va_arg(ap, char *);                                                          \
+        char **envp = (with_envp) ? va_arg(ap, char **) : NULL;                                    \
+        va_end(ap);                                                                                \
+        (void)envp;                                                                                \
+        return call;                                                                               \
+    } while (0)
 
 __attribute__((visibility("default"))) int execl(const char *path, const char *arg, ...)
 {
-    va_list ap;
-    va_start(ap, arg);
-    char **argv = gather(arg, ap, NULL);
-    va_end(ap);
-    if (argv == NULL)
-        return -1;
-    int ret = execv(path, argv);
-    free(argv);
-    return ret;
+    OSP__LIST_EXEC(execv(path, argv), arg, 0);
 }
 
 __attribute__((visibility("default"))) int execlp(const char *file, const char *arg, ...)
 {
-    va_list ap;
-    va_start(ap, arg);
-    char **argv = gather(arg, ap, NULL);
-    va_end(ap);
-    if (argv == NULL)
-        return -1;
-    int ret = execvp(file, argv);
-    free(argv);
-    return ret;
+    OSP__LIST_EXEC(execvp(file, argv), arg, 0);
 }
 
 __attribute__((visibility("default"))) int execle(const char *path, const char *arg, ...)
 {
-    va_list ap;
-    va_start(ap, arg);
-    char **envp = NULL;
-    char **argv = gather(arg, ap, &envp);
-    va_end(ap);
-    if (argv == NULL)
-        return -1;
-    int ret = execve(path, argv, envp);
-    free(argv);
-    return ret;
+    OSP__LIST_EXEC(execve(path, argv, envp), arg, 1);
 }
 
 __attribute__((constructor)) static void preload_boot(void)
