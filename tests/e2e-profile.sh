@@ -123,12 +123,14 @@ expected=$("$hotspot_exe" "$blocks")
 "$osprey" "$hotspot_c" --profile -o "$work/out/hotspot" -- "$blocks" >"$work/stdout" 2>"$work/stderr"
 status=$?
 [ "$status" -eq 0 ] || { fail "osprey hotspot.c --profile: exit $status"; cat "$work/stderr" >&2; }
-[ "$(head -n 1 "$work/stdout")" = "$expected" ] ||
-  fail "the program's output changed under the profiler: $(head -n 1 "$work/stdout")"
+# stdout is not a terminal here: it carries the program's bytes alone, the report goes to
+# stderr.
+[ "$(cat "$work/stdout")" = "$expected" ] ||
+  fail "the program's output changed under the profiler: $(cat "$work/stdout")"
 for ext in raw.json speedscope.json cpuprofile folded profile.json; do
   [ -s "$work/out/hotspot.$ext" ] || fail "missing output hotspot.$ext"
 done
-check_report "$work/stdout" "hotspot.c --profile"
+check_report "$work/stderr" "hotspot.c --profile"
 check_exports "$work/out/hotspot" "hotspot.c --profile"
 
 # --- `osprey report` on the kept raw file ----------------------------------------------------
@@ -149,9 +151,9 @@ done
   2>"$work/stderr"
 status=$?
 [ "$status" -eq 0 ] || { fail "osprey HOTSPOT_EXE --profile: exit $status"; cat "$work/stderr" >&2; }
-[ "$(head -n 1 "$work/stdout")" = "$expected" ] ||
+[ "$(cat "$work/stdout")" = "$expected" ] ||
   fail "the executable's output changed under the preload shim"
-check_report "$work/stdout" "executable --profile"
+check_report "$work/stderr" "executable --profile"
 check_exports "$work/pre/hotspot" "executable --profile"
 
 # The raw file of the executable names a binary that still exists: `osprey report` on it

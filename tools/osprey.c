@@ -43,8 +43,9 @@ static const char usage_text[] =
     "  --run          build (if a source) and run FILE, without profiling; this is also\n"
     "                 what `osprey FILE` without options does\n"
     "  --profile      run FILE with the profiler on (implies --run), then write the outputs\n"
-    "                 and print the top-10 report; an executable is profiled through\n"
-    "                 LD_PRELOAD without rebuilding it\n"
+    "                 and print the top-10 report (on stdout when it is a terminal, else\n"
+    "                 on stderr, so the program's stdout stays its own); an executable is\n"
+    "                 profiled through LD_PRELOAD without rebuilding it\n"
     "  -o, --output STEM\n"
     "                 output stem (default: ./NAME for FILE, RAW without .raw.json for\n"
     "                 report); missing directories are created\n"
@@ -66,16 +67,25 @@ static const char usage_text[] =
     "Exit status: the program's; 2 for a usage error; 1 when building or `osprey report`\n"
     "fails.\n";
 
-static int report_color(void)
+/* Colour for a report written to `stream`: a terminal, and NO_COLOR unset or empty. */
+static int report_color(FILE *stream)
 {
     const char *no_color = getenv("NO_COLOR");
-    return isatty(STDOUT_FILENO) && (no_color == NULL || no_color[0] == '\0');
+    return isatty(fileno(stream)) && (no_color == NULL || no_color[0] == '\0');
 }
 
-/* Post-process raw into the outputs at stem and the report on stdout. Returns 0, or
+/* Where the report of a profiled run goes: stdout when it is a terminal, where the user reads
+ * it; otherwise stderr, so a redirected or piped stdout carries the program's bytes and
+ * nothing else (`osprey ./gzip --profile -- -c f > f.gz` must give a valid f.gz). */
+static FILE *run_report_stream(void)
+{
+    return isatty(STDOUT_FILENO) ? stdout : stderr;
+}
+
+/* Post-process raw into the outputs at stem and the report on `report`. Returns 0, or
  * -errno with the problem formatted into message. */
-static int post_process(const char *raw, const char *stem, const char *binary, char *message,
-                        size_t message_size)
+static int post_process(const char *raw, const char *stem, const char *binary, FILE *report,
+                        char *message, size_t message_size)
 {
     int result = osprey_make_parent_dirs(stem);
     if (result != 0) {
@@ -87,15 +97,15 @@ static int post_process(const char *raw, const char *stem, const char *binary, c
         .raw_path = raw,
         .stem = stem,
         .binary = binary,
-        .report = stdout,
-        .color = report_color(),
+        .report = report,
+        .color = report_color(report),
         .progress = isatty(STDERR_FILENO),
     };
     struct ospx_error error;
     memset(&error, 0, sizeof error);
     fflush(stdout);
     result = ospx_process(&options, &error);
-    fflush(stdout);
+    fflush(report);
     if (result != 0) {
         if (error.text[0] == '\0')
             snprintf(error.text, sizeof error.text, "%s", strerror(-result));
@@ -123,7 +133,8 @@ static int command_report(const struct osprey_options *options)
     osprey_output_stem(options, stem, sizeof stem);
 
     char message[2048];
-    if (post_process(options->file, stem, options->binary, message, sizeof message) != 0) {
+    if (post_process(options->file, stem, options->binary, stdout, message, sizeof message) !=
+        0) {
         /* A positioned error starts with the file it is about, as a compiler's does. */
         fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
         return OSPREY_EXIT_FAILURE;
@@ -198,7 +209,7 @@ static void finish_profile(const char *scratch_raw, const char *stem)
                 strerror(-result));
 
     char message[2048];
-    if (post_process(raw, stem, NULL, message, sizeof message) != 0)
+    if (post_process(raw, stem, NULL, run_report_stream(), message, sizeof message) != 0)
         fprintf(stderr, "osprey: warning: post-processing failed: %s\n", message);
 }
 
