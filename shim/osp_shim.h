@@ -31,6 +31,7 @@
 #define OSP__MAX_FRAME_BYTES (1u << 20)
 /* How far above a blocked thread's sp the sampler looks for its first frame record. */
 #define OSP__SCAN_BYTES 8192u
+#define OSP__SCAN_CANDIDATES 32u /* plausible frame records a blocked-stack scan tries */
 
 /* Walk a frame-pointer chain: out[0] = pc, then one return address per frame record, until a
  * check fails or `cap` addresses are stored. Each frame pointer must be 8-byte aligned, inside
@@ -61,11 +62,12 @@ uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
 typedef int (*osp__text_pred)(void *ctx, uint64_t addr);
 
 /* Capture a blocked thread's stack from outside it: frames = [pc], then scan upward from sp
- * (at most OSP__SCAN_BYTES, within [lo, hi)) for the first 8-aligned address a with [a] == 0
- * or a plausible higher frame pointer, and [a + 8] accepted by is_text; from there an
- * ordinary frame-pointer walk with the same checks, which also ends at the first return
- * address is_text rejects (nothing from a stale slot is trusted further). Returns the depth
- * (1 when no frame record is found). */
+ * (at most OSP__SCAN_BYTES, within [lo, hi)) for 8-aligned addresses a with [a] == 0 or a
+ * plausible higher frame pointer, and [a + 8] accepted by is_text; from each of the first
+ * OSP__SCAN_CANDIDATES of them an ordinary frame-pointer walk with the same checks, which also
+ * ends at the first return address is_text rejects (nothing from a stale slot is trusted
+ * further). The longest walk is kept (the innermost on a tie). Returns the depth (1 when no
+ * frame record is found). */
 uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
                           osp__text_pred is_text, void *ctx, uint64_t *out, uint32_t cap);
 

@@ -165,9 +165,24 @@ uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
     uint64_t end = hi < 16 ? 0 : hi - 16;
     if (lo + OSP__SCAN_BYTES < end)
         end = lo + OSP__SCAN_BYTES;
-    for (; a <= end && hi >= 16; a += 8) {
-        if (plausible_record(a, lo, hi, is_text, ctx))
-            return walk(pc, a, lo, hi, is_text, ctx, out, cap);
+    /* Code without frame pointers (glibc's) leaves words below the real chain that look like
+     * a frame record but lead nowhere: a saved register next to a return address. Of the
+     * first few plausible records, keep the one whose walk goes furthest; a record deeper in
+     * the real chain walks a suffix of it, so the innermost real record wins, and on a tie
+     * the innermost candidate does. */
+    uint64_t candidate[OSP_MAX_DEPTH];
+    uint32_t best = 1, tried = 0;
+    for (; a <= end && hi >= 16 && tried < OSP__SCAN_CANDIDATES; a += 8) {
+        if (!plausible_record(a, lo, hi, is_text, ctx))
+            continue;
+        tried++;
+        uint32_t depth = walk(pc, a, lo, hi, is_text, ctx, candidate,
+                              cap < OSP_MAX_DEPTH ? cap : OSP_MAX_DEPTH);
+        if (depth > best) {
+            best = depth;
+            for (uint32_t i = 0; i < depth; i++)
+                out[i] = candidate[i];
+        }
     }
-    return 1;
+    return best;
 }

@@ -264,6 +264,31 @@ START_TEST(scan_finds_first_plausible_frame_record)
 }
 END_TEST
 
+/* Code without frame pointers leaves a saved register beside a return address: a record that
+ * looks plausible but leads nowhere. The scan keeps the candidate whose walk goes furthest. */
+START_TEST(scan_prefers_the_record_that_walks_furthest)
+{
+    memset(fake, 0, sizeof(fake));
+    plant(104, addr_of(108), 0x1400); /* spurious: [108] is no frame record */
+    fake[108] = 5;
+    fake[109] = 0x7777;
+    plant(110, addr_of(120), 0x1500); /* the real chain */
+    plant(120, addr_of(130), 0x1600);
+    plant(130, 0, 0x1700);
+    uint64_t out[OSP_MAX_DEPTH];
+    uint32_t d = osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),
+                                  text_between_0x1000_and_0x2000, NULL, out, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(d, 4);
+    ck_assert_uint_eq(out[1], 0x1500);
+    ck_assert_uint_eq(out[2], 0x1600);
+    ck_assert_uint_eq(out[3], 0x1700);
+    /* The cap still holds. */
+    ck_assert_uint_eq(osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),
+                                       text_between_0x1000_and_0x2000, NULL, out, 2),
+                      2);
+}
+END_TEST
+
 /* ---- per-thread ring --------------------------------------------------------------------- */
 
 START_TEST(thread_ring_fills_counts_drops_and_wraps)
@@ -742,6 +767,7 @@ Suite *shim_suite(void)
     tcase_add_test(unwind, walk_with_link_register_drops_duplicate);
     tcase_add_test(unwind, frameless_return_in_prologue_and_at_ret);
     tcase_add_test(unwind, scan_finds_first_plausible_frame_record);
+    tcase_add_test(unwind, scan_prefers_the_record_that_walks_furthest);
     suite_add_tcase(s, unwind);
 
     TCase *rings = tcase_create("rings");
