@@ -20,12 +20,14 @@
  * timeout, ... are never restarted after a handler runs, SA_RESTART or not, so a SIGPROF that
  * lands while a thread sits in one of them would make its sleep() return early. So a thread
  * is signalled directly only when it used at least 90% of the tick on the CPU (it is
- * running). Otherwise the sampler reads /proc/self/task/<tid>/syscall first: it signals only
- * when that says `running`, that the thread is not in a syscall, or that the syscall is one
- * SA_RESTART restarts transparently (read, write, futex wait without a timeout, ...; see
- * restartable()). For any other syscall it captures the stack itself without signalling: the
- * user pc and sp from that file, then a scan upward from sp for the first plausible frame
- * record and an ordinary frame-pointer walk from there (osp__unwind_scan). Reading the
+ * running). Otherwise the sampler reads /proc/self/task/<tid>/syscall first and signals only
+ * when that says `running` (in user space, no syscall to interrupt). A thread in the kernel
+ * has its stack captured by the sampler itself, without a signal: the user pc and sp from
+ * that file, then a scan upward from sp for plausible frame records and an ordinary
+ * frame-pointer walk from the one that goes furthest (osp__unwind_scan). That is done even
+ * for syscalls SA_RESTART would restart transparently (restartable() still tells them apart
+ * in the verdict): the scan reads through the frameless libc code the thread is blocked in,
+ * where a handler's walk from rbp stops, and nothing is interrupted at all. Reading the
  * blocked thread's stack is safe because the thread stays registered — so its stack stays
  * mapped — while the sampler holds the registry lock. The sampler cannot see the future (a
  * thread signalled while running may fall asleep before the signal lands): guard.c closes
@@ -329,13 +331,16 @@ static int sample_unless_unsafe(struct osp__registry *reg, struct osp__slot *s, 
     uint64_t sp = 0, pc = 0;
     switch (thread_verdict(s->tid, &sp, &pc)) {
     case OSP__SIGNAL_OK:
-        if (sigprof_blocked(s)) {
-            /* Our signal would stay pending where the program's sigwait or signalfd could
-             * see it: capture from here if the thread sits in a syscall, else skip. */
-            if (sp != 0)
-                capture_blocked(reg, s, now, state, sp, pc);
+        if (sp != 0) {
+            /* In the kernel with a known user sp and pc: captured from here even where a
+             * signal would be harmless. The scan reads through the frameless libc code the
+             * thread is blocked in (a handler's walk from rbp stops there), no syscall is
+             * interrupted, and a thread that blocks SIGPROF is never left a pending signal. */
+            capture_blocked(reg, s, now, state, sp, pc);
             return 0;
         }
+        if (sigprof_blocked(s))
+            return 0; /* our signal would stay pending where sigwait or signalfd could see it */
         signal_slot(s, state, now);
         return 1;
     case OSP__SIGNAL_UNSAFE:
