@@ -204,16 +204,13 @@ REPORT_HEADER = re.compile(r"^osprey: \S+ wall, ", re.M)
 
 
 def osprey_profile(exe, args, workdir, tools):
-    """`osprey EXE --profile -o STEM`, as a user runs it. The CLI prints its report on stdout
-    after the program's own output; the program's part is what comes before the report."""
+    """`osprey EXE --profile -o STEM`, as a user runs it. stdout is a pipe here, so the CLI
+    prints its report on stderr and stdout holds the program's own output alone."""
     stem = os.path.join(workdir, "osprey")
     out, rc, err, cpu = run([tools["cli"], exe, "--profile", "-o", stem, "--"] + args)
     warnings = [l for l in err.splitlines() if l.startswith("osprey")]
-    headers = list(REPORT_HEADER.finditer(out))
-    if headers:
-        out = out[:headers[-1].start()]
-    else:
-        warnings.append("no report on stdout")
+    if not REPORT_HEADER.search(err):
+        warnings.append("no report on stderr")
     if not os.path.exists(stem + ".profile.json"):
         return out, rc, None, warnings + ["no profile.json written"]
     with open(stem + ".profile.json") as f:
