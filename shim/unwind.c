@@ -23,8 +23,22 @@
 
 #include "osp_shim.h"
 
+/* These functions read stack memory that belongs to frames they do not own (another
+ * thread's, or their own callers' beyond any object): under AddressSanitizer those words are
+ * redzones and every read would be reported. The checks above are what keep the reads in
+ * bounds; the sanitizer is told to stay out of them. */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+#define OSP__READS_FOREIGN_STACK __attribute__((no_sanitize("address", "hwaddress")))
+#endif
+#endif
+#ifndef OSP__READS_FOREIGN_STACK
+#define OSP__READS_FOREIGN_STACK
+#endif
+
 /* The walk, with an optional check of each return address. Async-signal-safe when is_text
  * is NULL: then it reads only memory inside [lo, hi). */
+OSP__READS_FOREIGN_STACK
 static uint32_t walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, osp__text_pred is_text,
                      void *ctx, uint64_t *out, uint32_t cap)
 {
@@ -109,6 +123,7 @@ static int code_matches(const unsigned char *window, long window_size, long at,
 /* Async-signal-safe: getpid and process_vm_readv are plain system calls (the caller saves
  * errno). The code bytes are read with process_vm_readv, which fails instead of faulting:
  * pc's page may be execute-only (x86 protection keys make PROT_EXEC alone unreadable). */
+OSP__READS_FOREIGN_STACK
 uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
 {
     static const unsigned char ret[] = {0xc3};
@@ -139,6 +154,7 @@ uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
 
 /* A plausible frame record at a: [a] is 0 (the outermost frame) or a higher, aligned
  * address inside the stack within one frame's reach, and [a + 8] is code. */
+OSP__READS_FOREIGN_STACK
 static int plausible_record(uint64_t a, uint64_t lo, uint64_t hi, osp__text_pred is_text, void *ctx)
 {
     const uint64_t *record = (const uint64_t *)(uintptr_t)a;
@@ -152,6 +168,7 @@ static int plausible_record(uint64_t a, uint64_t lo, uint64_t hi, osp__text_pred
     return ret != 0 && is_text(ctx, ret);
 }
 
+OSP__READS_FOREIGN_STACK
 uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
                           osp__text_pred is_text, void *ctx, uint64_t *out, uint32_t cap)
 {
