@@ -144,7 +144,11 @@ static int command_report(const struct osprey_options *options)
 
 /* Descendants of the program that exec'd with its environment wrote profiles of their own
  * beside the scratch raw file (profile.raw.<pid>.json, profile.raw.<pid>-<hex>.json): keep
- * each as <stem>.raw.<pid…>.json, one line each, before the scratch directory goes. */
+ * each as <stem>.raw.<pid…>.json before the scratch directory goes. The first few are named
+ * one line each; a program that starts many (a shell script, a build) gets one more line
+ * that counts the rest, not a screenful. */
+#define NAMED_DESCENDANTS 3
+
 static void keep_descendant_profiles(const char *scratch_raw, const char *stem)
 {
     char directory[PATH_MAX + 32]; /* the size of the scratch raw path */
@@ -159,6 +163,7 @@ static void keep_descendant_profiles(const char *scratch_raw, const char *stem)
     if (listing == NULL)
         return;
     struct dirent *entry;
+    size_t kept_count = 0;
     while ((entry = readdir(listing)) != NULL) {
         size_t length = strlen(entry->d_name);
         if (length <= prefix_length + suffix_length ||
@@ -170,16 +175,21 @@ static void keep_descendant_profiles(const char *scratch_raw, const char *stem)
         snprintf(source, sizeof source, "%s/%s", directory, entry->d_name);
         snprintf(kept, sizeof kept, "%s.raw.%s", stem, entry->d_name + prefix_length);
         int result = osprey_move_file(source, kept);
-        if (result == 0)
+        if (result == 0 && ++kept_count <= NAMED_DESCENDANTS)
             fprintf(stderr,
                     "osprey: a descendant process wrote its own profile: %s "
                     "(osprey report %s)\n",
                     kept, kept);
-        else
+        else if (result != 0)
             fprintf(stderr, "osprey: warning: %s: cannot keep a descendant's profile: %s\n", kept,
                     strerror(-result));
     }
     closedir(listing);
+    if (kept_count > NAMED_DESCENDANTS)
+        fprintf(stderr,
+                "osprey: %zu more descendant processes wrote profiles of their own, kept as "
+                "%s.raw.<pid>….json\n",
+                kept_count - NAMED_DESCENDANTS, stem);
 }
 
 /* After a profiled run: keep the raw file as <stem>.raw.json and post-process it. Nothing
