@@ -42,6 +42,9 @@
 #define OSP__MAX_RATE      10000u
 #define OSP__MAX_SLOTS     16384u
 #define OSP__SPAWN_REAP_MS 2000 /* how long boot waits for ospreyd's intermediate to exit */
+/* The event ring carries thread, image and exit records, and the waits still open at exit;
+ * samples go to each thread's own slot ring. */
+#define OSP__EVENT_RING_SIZE (1u << 20)
 
 extern char **environ;
 
@@ -240,10 +243,19 @@ static int ring_create(uint32_t rate_hz, uint64_t random_bits)
     int fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
-    ring_bytes = OSP_RING_HEADER_SIZE + OSP_RING_DEFAULT_DATA_SIZE;
-    int err = 0;
-    if (ftruncate(fd, (off_t)ring_bytes) != 0)
-        err = -errno;
+    uint64_t slots_offset = OSP_RING_HEADER_SIZE + OSP__EVENT_RING_SIZE;
+    ring_bytes = slots_offset + (size_t)OSP_DEFAULT_SLOTS * osp_slot_stride(OSP_SLOT_RING_SIZE);
+    /* Reserve every page now: memory touched later in a full /dev/shm would kill the program
+     * with SIGBUS. */
+    int err = -posix_fallocate(fd, 0, (off_t)ring_bytes);
+    if (err == -ENOSPC || err == -ENOMEM) {
+        osp__warn("cannot reserve %zu KiB of shared memory in /dev/shm (%s); profiling is off",
+                  ring_bytes >> 10, strerror(-err));
+        close(fd);
+        shm_unlink(shm_name);
+        shm_name[0] = '\0';
+        return -ECANCELED;
+    }
     void *map = MAP_FAILED;
     if (err == 0) {
         map = mmap(NULL, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -257,8 +269,12 @@ static int ring_create(uint32_t rate_hz, uint64_t random_bits)
         return err;
     }
     ring_header = map;
-    osp__event_ring_init_header(ring_header, OSP_RING_DEFAULT_DATA_SIZE, rate_hz, unix_ns(),
+    osp__event_ring_init_header(ring_header, OSP__EVENT_RING_SIZE, rate_hz, unix_ns(),
                                 osp__mono_ns());
+    ring_header->slots_offset = slots_offset;
+    ring_header->slot_count = OSP_DEFAULT_SLOTS;
+    ring_header->slot_ring_size = OSP_SLOT_RING_SIZE;
+    ring_header->signal_cookie = (uint64_t)(uintptr_t)osp__sigprof_cookie();
     osp__event_ring_attach(&event_ring, ring_header);
     return 0;
 }
@@ -439,12 +455,7 @@ static void at_exit(void)
     if (getpid() != boot_pid || !osp__is_active())
         return;
     atomic_store_explicit(&active_flag, 0, memory_order_release);
-    if (osp__sampler_stop() != 0) {
-        /* The sampler is stuck behind the registry lock (see osp__sampler_stop): the ring
-         * cannot be written safely. ospreyd keeps what it has drained. */
-        osp__warn("could not stop the sampler; the profile at %s may be incomplete", out_path);
-        return;
-    }
+    osp__cpu_timers_disarm_all();
     osp__images_scan(&images); /* the loader lock, never under the registry lock */
 
     struct osp__registry *reg = &osp__the_registry;
@@ -459,9 +470,7 @@ static void at_exit(void)
             return;
         }
         if (attempt == 0) {
-            for (uint32_t i = 0; i < reg->count; i++)
-                if (reg->slots[i]->active)
-                    osp__registry_drain_slot(reg, reg->slots[i]);
+            osp__registry_flush_waits(reg, osp__mono_ns());
             osp__images_emit(&images, &event_ring);
         }
         struct osp_rec_exit rec = {
@@ -496,6 +505,7 @@ static void at_fork_child(void)
     atomic_store_explicit(&active_flag, 0, memory_order_relaxed);
     atomic_store_explicit(&registry_ready, 0, memory_order_relaxed);
     osp__tls_slot = NULL;
+    osp__header = NULL;
     if (ring_header) {
         munmap(ring_header, ring_bytes);
         ring_header = NULL;
@@ -531,6 +541,11 @@ static void boot(void)
         return;
     }
     err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
+    if (err == 0) {
+        osp__registry_set_table(&osp__the_registry, ring_header);
+        osp__handler_set_rate(rate);
+        osp__header = ring_header;
+    }
     if (err == 0)
         err = osp__thread_key_init();
     if (err == 0)
@@ -555,20 +570,6 @@ static void boot(void)
     atomic_store_explicit(&active_flag, 1, memory_order_release);
     if (gettid() == getpid())
         osp_prof_thread_register(0, "main");
-
-    struct osp__sampler_config cfg = {
-        .registry = &osp__the_registry,
-        .images = &images,
-        .header = ring_header,
-        .rate_hz = rate,
-    };
-    err = osp__sampler_start(&cfg);
-    if (err) {
-        atomic_store_explicit(&active_flag, 0, memory_order_release);
-        osp__warn("cannot start the sampler thread: %s; profiling is off", strerror(-err));
-        shm_unlink(shm_name);
-        return;
-    }
     daemon_spawned = spawn_daemon(&env) == 0;
     atexit(at_exit);
 }
@@ -589,13 +590,24 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label)
         return;
     if (osp__registry_register(&osp__the_registry, fiber_id, label) == 0)
         osp__thread_key_mark();
+    osp__images_refresh();
+}
+
+void osp__images_refresh(void)
+{
+    if (!osp__is_active() || getpid() != boot_pid || !osp__images_changed(&images))
+        return;
+    osp__images_scan(&images); /* the loader lock, never under the registry lock */
+    pthread_mutex_lock(&osp__the_registry.lock);
+    if (!osp__the_registry.stopped)
+        osp__images_emit(&images, &event_ring);
+    pthread_mutex_unlock(&osp__the_registry.lock);
 }
 
 void osp_prof_thread_unregister(void)
 {
-    /* Not osp__is_active(): between the exit handler clearing it and the sampler stopping,
-     * a thread that ends must still leave the registry, or the sampler could read the stack
-     * of a thread that is gone. Acquire: pairs with the release in boot. */
+    /* Not osp__is_active(): after the exit handler cleared it, a thread that ends must still
+     * leave the registry (its timer, its slot). Acquire: pairs with the release in boot. */
     if (!atomic_load_explicit(&registry_ready, memory_order_acquire))
         return;
     osp__registry_unregister(&osp__the_registry);
