@@ -39,7 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ospx.h"
+#include "ospx_internal.h"
 
 extern char **environ;
 
@@ -108,12 +108,13 @@ __attribute__((format(printf, 2, 3))) static void symbolize_warn(struct symboliz
         fprintf(stderr, "\r\033[K");
         state->progress_visible = 0;
     }
+    char text[2048];
     va_list args;
     va_start(args, fmt);
-    fputs("osprey: ", out);
-    vfprintf(out, fmt, args);
-    fputc('\n', out);
+    vsnprintf(text, sizeof text, fmt, args);
     va_end(args);
+    ospx__printable(text); /* paths in warnings come from the profile */
+    fprintf(out, "osprey: %s\n", text);
     fflush(out);
 }
 
@@ -882,6 +883,16 @@ static int intern_frame(struct frame_table *table, const char *name, const char 
     return 0;
 }
 
+/* A frame of the profiler itself: a function of the shim (osp__* internals, the osp_prof_*
+ * API) wherever it was linked, or anything in the preload library libospreyprof*. */
+static int is_profiler_frame(const char *name, const char *image_path)
+{
+    const char *slash = strrchr(image_path, '/');
+    const char *base = slash != NULL ? slash + 1 : image_path;
+    return strncmp(name, "osp__", 5) == 0 || strncmp(name, "osp_prof_", 9) == 0 ||
+           strncmp(base, "libospreyprof", 13) == 0;
+}
+
 /* Expand raw stack i into frames, leaf first, inline levels innermost first. */
 static int build_stack(struct symbolize_state *state, struct frame_table *table, size_t i)
 {
@@ -920,10 +931,9 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             const struct symbol_location *location =
                 answer != NULL && answer->count > 0 ? &answer->chain[level] : NULL;
             const char *name = location != NULL && location->name != NULL ? location->name : hex;
-            /* The profiler's own plumbing between the program's frames (the thread-start
-             * trampoline of the preload library) is not the program's time: its functions
-             * carry the osp__ prefix and are left out of every position but the leaf. */
-            if (k > 0 && strncmp(name, "osp__", 5) == 0)
+            /* The profiler's own frames are not the program's: left out at every position,
+             * so a wrapper's time goes to its caller and the shim's start-up never shows. */
+            if (is_profiler_frame(name, image_path))
                 continue;
             const char *file = location != NULL ? location->file : "";
             int line = location != NULL ? location->line : 0;

@@ -270,23 +270,27 @@ START_TEST(test_return_address_adjustment)
 }
 END_TEST
 
-/* The profiler's own plumbing (functions named osp__*, like the preload library's thread
- * trampoline) is left out between the program's frames, but kept where it is the leaf:
- * time spent there is real. */
-START_TEST(test_profiler_plumbing_left_out_of_callers)
+/* The profiler's own frames (functions named osp__* or osp_prof_*, anything in the preload
+ * library libospreyprof*) are left out at every position, leaf included: a wrapper's time is
+ * its caller's, and the shim's start-up is no frame of the program. */
+START_TEST(test_profiler_frames_left_out)
 {
     struct fixture fixture;
     fixture_open(&fixture, FAKE_TOOLS "/llvm");
     setenv("OSPREY_FAKE_PLUMBING", "0x11ff", 1);
-    char a[128];
+    char a[128], shim[128];
     struct test_raw test;
     init_raw(&test, "/app/main");
     add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
               "");
+    add_image(&test, fixture_object(&fixture, "libospreyprof.so", shim, sizeof shim), 0x9000, 0,
+              0x9000, 0x1000, "");
     uint64_t through[] = {0x1100, 0x1200, 0x1300};
     uint64_t inside[] = {0x11ff, 0x1300};
+    uint64_t wrapper[] = {0x9100, 0x9200, 0x1300}; /* libc call in a shim wrapper, say */
     add_stack(&test, through, 3);
     add_stack(&test, inside, 2);
+    add_stack(&test, wrapper, 3);
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
     unsetenv("OSPREY_FAKE_PLUMBING");
@@ -294,8 +298,12 @@ START_TEST(test_profiler_plumbing_left_out_of_callers)
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x12ff");
     ck_assert_int_eq(symbols.stack_lines[0][1], 0x12ff % 1000 + 1);
-    ck_assert_uint_eq(symbols.stack_frame_counts[1], 2);
-    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "osp__plumbing");
+    ck_assert_uint_eq(symbols.stack_frame_counts[1], 1);
+    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so:0x12ff");
+    ck_assert_uint_eq(symbols.stack_frame_counts[2], 1);
+    ck_assert_str_eq(frame_at(&symbols, 2, 0)->name, "libA.so:0x12ff");
+    for (size_t f = 0; f < symbols.frame_count; f++)
+        ck_assert_msg(strstr(symbols.frames[f].name, "osp") == NULL, "%s", symbols.frames[f].name);
     ospx_symbols_free(&symbols);
     fixture_close(&fixture);
 }
@@ -933,7 +941,7 @@ Suite *symbolize_suite(void)
     tcase_add_test(fake, test_text_size_zero_fallback);
     tcase_add_test(fake, test_return_address_adjustment);
     tcase_add_test(fake, test_inline_expansion_and_interning);
-    tcase_add_test(fake, test_profiler_plumbing_left_out_of_callers);
+    tcase_add_test(fake, test_profiler_frames_left_out);
     tcase_add_test(fake, test_binary_substitutes_main_image_only);
     tcase_add_test(fake, test_atos_arch_pinning);
     tcase_add_test(fake, test_no_tool_hex_and_one_warning);
