@@ -1,11 +1,22 @@
 /* cpuprofile.c — `<stem>.cpuprofile`, the V8/Chrome DevTools CPU profile: a call tree of nodes
- * (ids 1..N in pre-order, `(root)` first), each with its callFrame and hitCount (samples whose
- * leaf it is), then every sample's leaf node in time order across all fibers, with the gaps
- * between them in integer microseconds. Each fiber is a synthetic child of the root named
- * `fiber <id> (<label>)`; a waiting sample ends in a `(waiting)` leaf. Lines and columns are
- * 0-based (-1 unknown); scriptId is "0" for frames without a file, else the file's position in
- * the sorted list of files, so it is the same for the same profile every time. */
+ * (ids 1..N in pre-order, `(root)` first), each with its callFrame and hitCount, then every
+ * sample's leaf node with the gaps between samples in integer microseconds. Each fiber is a
+ * synthetic child of the root named `fiber <id> (<label>)`; every waiting sample is the one
+ * `(idle)` node under the root, V8's own name for time no code ran, which DevTools leaves out of
+ * its CPU figures. Lines and columns are 0-based (-1 unknown); scriptId is "0" for frames
+ * without a file, else the file's position in the sorted list of files, so it is the same for
+ * the same profile every time.
+ *
+ * DESIGN: every reader of this format (DevTools, speedscope, cpupro, flamebearer) gives a sample
+ * the time up to the next sample, and DevTools' trees give a node hitCount times the profile's
+ * mean interval. V8 profiles one thread; interleaving several fibers' samples by wall time would
+ * make each one's time depend on the phase between the threads. So the time axis here is
+ * sampling periods, not wall time: fiber after fiber (in raw-profile order), each fiber's
+ * samples in their time order, each sample lasting its weight in periods (1/rate_hz s), and
+ * hitCount the sum of the weights. Every reader then gives each function exactly its sampled
+ * time. The real timeline is `<stem>.trace.json`. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,13 +114,13 @@ static uint32_t child_of(struct tree *tree, uint32_t parent, enum node_kind kind
 static uint32_t sample_leaf(struct tree *tree, const struct ospx_model *model,
                             const uint32_t *function_of, const struct ospx_sample *sample)
 {
+    if (sample->state != 0)
+        return child_of(tree, 0, NODE_WAITING, 0);
     uint32_t node = child_of(tree, 0, NODE_FIBER, sample->thread);
     size_t depth;
     const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
     for (size_t k = depth; k-- > 0 && node != NO_NODE;)
         node = child_of(tree, node, NODE_FUNCTION, function_of[frames[k]]);
-    if (sample->state != 0 && node != NO_NODE)
-        node = child_of(tree, node, NODE_WAITING, 0);
     return node;
 }
 
@@ -223,7 +234,7 @@ static void write_node(FILE *stream, const struct tree *tree, const struct node 
         fiber_quoted = ospx__json_quote(fiber_name);
         name = fiber_quoted != NULL ? fiber_quoted : "\"fiber\"";
     } else if (node->kind == NODE_WAITING) {
-        name = "\"" OSPX_WAITING_FRAME "\"";
+        name = "\"(idle)\"";
     } else if (node->kind == NODE_FUNCTION) {
         name = quoted->names[node->value];
         url = quoted->urls[node->value];
@@ -271,18 +282,17 @@ static int write_profile(FILE *stream, const struct tree *tree, const struct osp
     free(by_id);
     quoted_free(&quoted);
 
-    /* Absolute microseconds per sample; each delta is the difference of two of them, so
+    /* The time axis counts sampling periods (see DESIGN): sample i starts after the weights of
+     * samples 0..i-1. Positions are rounded to whole microseconds from the exact sum, so the
      * rounding never accumulates. */
-    uint64_t start_us = raw->start_unix_ns / 1000, last_us = start_us;
-    for (size_t i = 0; i < raw->sample_count; i++) {
-        uint64_t at_us = (raw->start_unix_ns + raw->samples[order[i]].t_rel_ns) / 1000;
-        last_us = at_us > last_us ? at_us : last_us;
-    }
-    uint64_t end_us = raw->end_unix_ns / 1000 > last_us ? raw->end_unix_ns / 1000 : last_us;
+    double period_us = raw->rate_hz > 0 ? 1e6 / raw->rate_hz : 0;
+    uint64_t start_us = raw->start_unix_ns / 1000, periods = 0;
+    for (size_t i = 0; i < raw->sample_count; i++)
+        periods += raw->samples[order[i]].weight;
     fputs("],\"startTime\":", stream);
     ospx__put_uint(stream, start_us);
     fputs(",\"endTime\":", stream);
-    ospx__put_uint(stream, end_us);
+    ospx__put_uint(stream, start_us + (uint64_t)llround((double)periods * period_us));
     fputs(",\"samples\":[", stream);
     for (size_t i = 0; i < raw->sample_count; i++) {
         if (i > 0)
@@ -290,13 +300,15 @@ static int write_profile(FILE *stream, const struct tree *tree, const struct osp
         ospx__put_uint(stream, tree->nodes[leaves[i]].id);
     }
     fputs("],\"timeDeltas\":[", stream);
-    uint64_t previous_us = start_us;
+    uint64_t previous_us = 0;
+    periods = 0;
     for (size_t i = 0; i < raw->sample_count; i++) {
-        uint64_t at_us = (raw->start_unix_ns + raw->samples[order[i]].t_rel_ns) / 1000;
+        uint64_t at_us = (uint64_t)llround((double)periods * period_us);
         if (i > 0)
             fputc(',', stream);
         ospx__put_uint(stream, at_us - previous_us);
         previous_us = at_us;
+        periods += raw->samples[order[i]].weight;
     }
     fputs("]}\n", stream);
     return 0;
@@ -309,7 +321,8 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
     int tree_rc = tree_init(&tree);
     uint32_t *function_of = ospx__frame_functions(model);
     uint32_t *scripts = script_ids(model);
-    size_t *order = ospx__samples_in_time_order(raw);
+    size_t *order = NULL, *first = NULL;
+    int order_rc = ospx__samples_by_thread(raw, &order, &first);
     uint32_t *leaves = malloc((raw->sample_count + 1) * sizeof *leaves);
     /* Samples on the same stack, thread and state share a leaf: remember the last one per stack. */
     struct leaf_cache {
@@ -317,8 +330,8 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
         uint8_t state;
     } *cache = calloc(raw->stack_count + 1, sizeof *cache);
     int rc = -ENOMEM;
-    if (tree_rc != 0 || function_of == NULL || scripts == NULL || leaves == NULL || cache == NULL ||
-        (order == NULL && raw->sample_count > 0))
+    if (tree_rc != 0 || order_rc != 0 || function_of == NULL || scripts == NULL || leaves == NULL ||
+        cache == NULL)
         goto out;
     for (size_t s = 0; s < raw->stack_count; s++)
         cache[s].node = NO_NODE;
@@ -334,7 +347,7 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
             cache[sample->stack].state = sample->state;
             cache[sample->stack].node = leaf;
         }
-        tree.nodes[leaf].hits++;
+        tree.nodes[leaf].hits += sample->weight;
         leaves[i] = leaf;
     }
     if (number_nodes(&tree) != 0)
@@ -358,6 +371,7 @@ out:
     free(function_of);
     free(scripts);
     free(order);
+    free(first);
     free(leaves);
     return rc;
 }

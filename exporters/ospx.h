@@ -47,6 +47,7 @@ struct ospx_image {
 struct ospx_thread {
     int64_t fiber;
     char *label;
+    int64_t cpu_ns; /* the thread's CPU time over the run; -1 when the raw file does not say */
 };
 
 struct ospx_stack {
@@ -59,6 +60,17 @@ struct ospx_sample {
     uint32_t thread; /* index into threads */
     uint32_t stack;  /* index into stacks */
     uint8_t state;   /* 0 on-CPU, 1 waiting */
+    /* sampling periods the row stands for (>= 1; 1 when the row has no 5th element). On-CPU:
+     * that many periods of the thread's CPU time, paid at t_rel_ns with this stack. Waiting:
+     * one wait of that many periods starting at t_rel_ns. Every count in every output sums
+     * weights, never rows. */
+    uint64_t weight;
+};
+
+/* Why samples were lost: one reason of the optional "drops" object. */
+struct ospx_drop {
+    char *reason; /* short snake_case word: "ring_full", "collector_memory", ... */
+    uint64_t count;
 };
 
 /* How the target ended, from the optional "exit" object. */
@@ -76,11 +88,18 @@ struct ospx_raw {
     uint32_t rate_hz;
     char *platform;
     uint64_t start_unix_ns, end_unix_ns;
-    struct ospx_image *images;   size_t image_count;
-    struct ospx_thread *threads; size_t thread_count;
-    struct ospx_stack *stacks;   size_t stack_count;
-    struct ospx_sample *samples; size_t sample_count;
+    struct ospx_image *images;
+    size_t image_count;
+    struct ospx_thread *threads;
+    size_t thread_count;
+    struct ospx_stack *stacks;
+    size_t stack_count;
+    struct ospx_sample *samples;
+    size_t sample_count;
     uint64_t dropped;
+    struct ospx_drop *drops;
+    size_t drop_count;      /* optional breakdown of `dropped` */
+    int64_t process_cpu_ns; /* the process's CPU time over the run; -1 when not recorded */
     struct ospx_exit exit;
 };
 
@@ -91,31 +110,34 @@ void ospx_raw_free(struct ospx_raw *raw);
 
 /* One source-level frame. An address with inlined calls expands to several frames. */
 struct ospx_frame {
-    char *name;    /* function name; "0x7f12…" (hex address) when unknown */
-    char *file;    /* source file; "" when unknown */
-    int line;      /* 1-based; 0 when unknown */
-    int column;    /* 1-based; 0 when unknown */
-    char *image;   /* path of the image the address belongs to; "" when none */
+    char *name;       /* function name; "0x7f12…" (hex address) when unknown */
+    char *file;       /* source file; "" when unknown */
+    int line;         /* 1-based; 0 when unknown */
+    int column;       /* 1-based; 0 when unknown */
+    char *image;      /* path of the image the address belongs to; "" when none */
     uint64_t address; /* the raw pc as recorded */
 };
 
 /* Symbols for a raw profile: a table of distinct frames and, per raw stack, the expanded
  * list of frame indices. */
 struct ospx_symbols {
-    struct ospx_frame *frames; size_t frame_count; /* interned: equal frames share an index */
+    struct ospx_frame *frames;
+    size_t frame_count; /* interned: equal frames share an index */
     /* stack_frames[i] lists the frames of raw stack i, LEAF FIRST, inline frames expanded
      * (innermost inline first, as llvm-symbolizer prints them). */
-    uint32_t **stack_frames; size_t *stack_frame_counts; size_t stack_count;
+    uint32_t **stack_frames;
+    size_t *stack_frame_counts;
+    size_t stack_count;
     /* per raw stack, parallel to stack_frames[i]: the source line of the frame in THIS
      * stack position (the same function is one frame, its lines differ per sample) */
     int **stack_lines;
 };
 
 struct ospx_symbolize_options {
-    const char *binary;        /* --binary: substitute for the main image only; NULL for none */
-    const char *symbolizer;    /* llvm-symbolizer to run; NULL: look on PATH */
-    int progress;              /* 1: show progress on stderr (the CLI sets it on a tty) */
-    FILE *warnings;            /* where one-line warnings go; NULL: stderr */
+    const char *binary;     /* --binary: substitute for the main image only; NULL for none */
+    const char *symbolizer; /* llvm-symbolizer to run; NULL: look on PATH */
+    int progress;           /* 1: show progress on stderr (the CLI sets it on a tty) */
+    FILE *warnings;         /* where one-line warnings go; NULL: stderr */
 };
 
 int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_options *options,
@@ -125,19 +147,19 @@ void ospx_symbols_free(struct ospx_symbols *symbols);
 /* ---- model ---- */
 
 struct ospx_function_stat {
-    uint32_t frame;      /* index into symbols.frames of a representative frame */
+    uint32_t frame; /* index into symbols.frames of a representative frame */
     const char *name;
     const char *file;
-    int line;            /* the function's first sampled line (lowest), 0 unknown */
-    uint64_t self;       /* samples with this function as leaf */
-    uint64_t total;      /* samples with this function anywhere on the stack, once each */
+    int line;       /* the function's first sampled line (lowest), 0 unknown */
+    uint64_t self;  /* samples with this function as leaf */
+    uint64_t total; /* samples with this function anywhere on the stack, once each */
 };
 
 struct ospx_line_stat {
     const char *file;
     int line;
-    uint64_t samples;    /* samples attributing time to this line (self or on the path) */
-    uint64_t self;       /* samples where this line is the leaf position */
+    uint64_t samples; /* samples attributing time to this line (self or on the path) */
+    uint64_t self;    /* samples where this line is the leaf position */
 };
 
 struct ospx_fiber_stat {
@@ -150,12 +172,20 @@ struct ospx_fiber_stat {
 struct ospx_model {
     const struct ospx_raw *raw;         /* borrowed; outlives the model */
     const struct ospx_symbols *symbols; /* borrowed; outlives the model */
+    /* sums of sample weights (sampling periods), never of rows */
     uint64_t total_samples, on_cpu_samples, waiting_samples, dropped;
-    double wall_seconds;                /* end - start */
-    double cpu_seconds;                 /* on-CPU samples / rate */
-    struct ospx_fiber_stat *fibers; size_t fiber_count;             /* one per raw thread */
-    struct ospx_function_stat *functions; size_t function_count;    /* sorted: self desc */
-    struct ospx_line_stat *lines; size_t line_count;                /* sorted: samples desc */
+    double wall_seconds; /* end - start */
+    double cpu_seconds;  /* on-CPU samples / rate */
+    /* CPU time the collector measured (raw process_cpu_ns, else the sum of every thread's
+     * cpu_ns); -1 when the raw file does not say. on_cpu_samples / (this / 1e9) is the rate
+     * the sampling achieved. */
+    int64_t measured_cpu_ns;
+    struct ospx_fiber_stat *fibers;
+    size_t fiber_count; /* one per raw thread */
+    struct ospx_function_stat *functions;
+    size_t function_count; /* sorted: self desc */
+    struct ospx_line_stat *lines;
+    size_t line_count; /* sorted: samples desc */
 };
 
 int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symbols,
@@ -167,13 +197,16 @@ void ospx_model_free(struct ospx_model *model);
 int ospx_write_speedscope(const struct ospx_model *model, const char *path, struct ospx_error *err);
 int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, struct ospx_error *err);
 int ospx_write_folded(const struct ospx_model *model, const char *path, struct ospx_error *err);
+int ospx_write_offcpu_folded(const struct ospx_model *model, const char *path,
+                             struct ospx_error *err);
 int ospx_write_profile_json(const struct ospx_model *model, const char *path,
                             struct ospx_error *err);
 
 struct ospx_report_options {
-    int color;              /* 1: ANSI colour (caller decides: tty and no NO_COLOR) */
-    int width;              /* terminal columns; 0: 100 */
-    const char *const *written_paths; size_t written_count; /* listed at the end */
+    int color; /* 1: ANSI colour (caller decides: tty and no NO_COLOR) */
+    int width; /* terminal columns; 0: 100 */
+    const char *const *written_paths;
+    size_t written_count; /* listed at the end */
 };
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out);
@@ -182,12 +215,12 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
 
 struct ospx_process_options {
     const char *raw_path;
-    const char *stem;       /* outputs: <stem>.speedscope.json, .cpuprofile, .folded,
-                               .profile.json */
-    const char *binary;     /* --binary, or NULL */
-    FILE *report;           /* the terminal report goes here; NULL: no report */
-    int color;              /* for the report */
-    int progress;           /* symbolization progress on stderr */
+    const char *stem;   /* outputs: <stem>.speedscope.json, .cpuprofile, .folded,
+                           .profile.json */
+    const char *binary; /* --binary, or NULL */
+    FILE *report;       /* the terminal report goes here; NULL: no report */
+    int color;          /* for the report */
+    int progress;       /* symbolization progress on stderr */
 };
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
 

@@ -24,6 +24,12 @@ static inline const char *ospx__str(const char *s)
     return s != NULL ? s : "";
 }
 
+/* ---- error.c ---- */
+
+/* Replace, in place, every control character of `text` (C0, DEL and the UTF-8 encoded C1
+ * range) with '?', so text taken from a profile cannot drive the terminal it is printed on. */
+void ospx__printable(char *text);
+
 /* ---- atomic_file.c ---- */
 
 /* A file being written: `stream` writes a temporary file beside `path`; commit makes it `path`

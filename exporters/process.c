@@ -20,6 +20,7 @@ static const struct output outputs[] = {
     {".speedscope.json", ospx_write_speedscope},
     {".cpuprofile", ospx_write_cpuprofile},
     {".folded", ospx_write_folded},
+    {".offcpu.folded", ospx_write_offcpu_folded},
     {".profile.json", ospx_write_profile_json},
 };
 #define OUTPUT_COUNT (sizeof outputs / sizeof outputs[0])

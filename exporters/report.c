@@ -22,6 +22,7 @@
 #define BAR_CELLS          8 /* a full gutter is 100% */
 #define LOW_CONFIDENCE     100
 #define DEFAULT_WIDTH      100
+#define ACHIEVED_WARN      90.0 /* percent of the requested rate */
 
 #define COLOR_HOT   "\033[1;31m" /* self >= 5%: red, bold */
 #define COLOR_WARM  "\033[33m"   /* self >= 0.5%: yellow */
@@ -59,9 +60,7 @@ static void fit(char *out, size_t size, const char *text, size_t width, enum cut
 {
     char clean[1024];
     snprintf(clean, sizeof clean, "%s", ospx__str(text));
-    for (char *p = clean; *p != '\0'; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';
+    ospx__printable(clean);
     size_t have = columns(clean);
     if (have <= width) {
         snprintf(out, size, "%s", clean);
@@ -349,6 +348,33 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
     }
 }
 
+/* "sampling: achieved N samples/s of M requested": on-CPU periods over the CPU time the
+ * collector measured, when it measured one. Below ACHIEVED_WARN of the rate asked for, a
+ * warning: the CPU figures (times, not shares) then undercount. */
+static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model *model,
+                                const char *warn)
+{
+    if (model->measured_cpu_ns <= 0 || model->raw->rate_hz == 0)
+        return;
+    double cpu = (double)model->measured_cpu_ns / 1e9;
+    double achieved = (double)model->on_cpu_samples / cpu;
+    double share = 100.0 * achieved / model->raw->rate_hz;
+    char measured[32], line[512];
+    format_duration(measured, sizeof measured, cpu);
+    snprintf(line, sizeof line,
+             "sampling: achieved %.0f samples/s of %u requested (%.1f%%) over %s CPU measured",
+             achieved, model->raw->rate_hz, share, measured);
+    if (share >= ACHIEVED_WARN) {
+        emit(out, width, NULL, line);
+        return;
+    }
+    snprintf(line, sizeof line, "warning: achieved %.0f samples/s of %u requested (%.1f%%)",
+             achieved, model->raw->rate_hz, share);
+    char second[256];
+    snprintf(second, sizeof second, "CPU times undercount (%s measured); shares hold", measured);
+    emit_pair(out, width, warn, line, second);
+}
+
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out)
 {
@@ -374,9 +400,17 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
             emit_pair(out, width, warn, line, "run longer or raise OSPREY_PROFILE_HZ");
         }
     }
+    print_achieved_rate(out, width, model, warn);
     if (model->dropped > 0) {
-        snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",
-                 (unsigned long long)model->dropped);
+        const struct ospx_raw *raw = model->raw;
+        int used = snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",
+                            (unsigned long long)model->dropped);
+        for (size_t i = 0; i < raw->drop_count && used > 0 && (size_t)used < sizeof line; i++)
+            used +=
+                snprintf(line + used, sizeof line - (size_t)used, "%s%s %llu", i == 0 ? " (" : ", ",
+                         raw->drops[i].reason, (unsigned long long)raw->drops[i].count);
+        if (raw->drop_count > 0 && used > 0 && (size_t)used < sizeof line)
+            snprintf(line + used, sizeof line - (size_t)used, ")");
         emit_pair(out, width, warn, line, "the figures undercount");
     }
     if (options->written_count > 0) {

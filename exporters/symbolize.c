@@ -34,12 +34,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ospx.h"
+#include "ospx_internal.h"
 
 extern char **environ;
 
@@ -47,6 +48,9 @@ extern char **environ;
  * image's remaining addresses stay hex. Generous, because the first answer for a large
  * binary waits for llvm-symbolizer to index all of its DWARF. */
 #define SYMBOLIZER_SILENCE_MS 300000
+/* The symbolizer's limits (see bound_tool). */
+#define SYMBOLIZER_MEMORY_BASE (UINT64_C(2) << 30)
+#define SYMBOLIZER_CPU_SECONDS 600
 /* How long a tool may take to exit once its input is closed. */
 #define SYMBOLIZER_EXIT_MS 10000
 /* atos takes its addresses as arguments; this many per invocation keeps argv small. */
@@ -108,12 +112,13 @@ __attribute__((format(printf, 2, 3))) static void symbolize_warn(struct symboliz
         fprintf(stderr, "\r\033[K");
         state->progress_visible = 0;
     }
+    char text[2048];
     va_list args;
     va_start(args, fmt);
-    fputs("osprey: ", out);
-    vfprintf(out, fmt, args);
-    fputc('\n', out);
+    vsnprintf(text, sizeof text, fmt, args);
     va_end(args);
+    ospx__printable(text); /* paths in warnings come from the profile */
+    fprintf(out, "osprey: %s\n", text);
     fflush(out);
 }
 
@@ -588,6 +593,47 @@ static int symbolize_image_llvm(struct symbolize_state *state, const struct ospx
     return rc;
 }
 
+/* An image path comes from the profile, and a profile may come from anywhere: before a path
+ * goes to a symbolizer it must name a regular file (not a FIFO, which blocks its reader, nor a
+ * device like /dev/zero, which never ends) starting with an ELF header. Opened without
+ * blocking, checked on the open descriptor. Returns 0 and the file's size, or -1 with `why`. */
+static int check_elf_object(const char *path, off_t *size, char *why, size_t why_size)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_size, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat info;
+    unsigned char header[EI_NIDENT];
+    int rc = -1;
+    if (fstat(fd, &info) != 0)
+        snprintf(why, why_size, "cannot stat: %s", strerror(errno));
+    else if (!S_ISREG(info.st_mode))
+        snprintf(why, why_size, "not a regular file");
+    else if (pread(fd, header, sizeof header, 0) != (ssize_t)sizeof header ||
+             memcmp(header, ELFMAG, SELFMAG) != 0)
+        snprintf(why, why_size, "not an ELF file");
+    else
+        rc = 0;
+    *size = rc == 0 ? info.st_size : 0;
+    close(fd);
+    return rc;
+}
+
+/* Limits on a symbolizer process, so that no object, however odd, takes the machine: address
+ * space SYMBOLIZER_MEMORY_BASE plus four times the object (it maps the file and builds its
+ * indexes beside it), and SYMBOLIZER_CPU_SECONDS of CPU time. */
+static void bound_tool(pid_t pid, off_t object_size)
+{
+    uint64_t memory = SYMBOLIZER_MEMORY_BASE + 4 * (uint64_t)object_size;
+    struct rlimit address_space = {memory, memory};
+    struct rlimit cpu = {SYMBOLIZER_CPU_SECONDS, SYMBOLIZER_CPU_SECONDS};
+    /* Best effort: without the limits the silence timeout still ends a hung tool. */
+    (void)prlimit(pid, RLIMIT_AS, &address_space, NULL);
+    (void)prlimit(pid, RLIMIT_CPU, &cpu, NULL);
+}
+
 /* symbolize_image_llvm for an object file (or a pseudo image: its addresses stay hex). */
 static int symbolize_object_llvm(struct symbolize_state *state, struct image_work *work,
                                  const char *object, int pseudo_image)
@@ -595,6 +641,13 @@ static int symbolize_object_llvm(struct symbolize_state *state, struct image_wor
     if (pseudo_image || access(object, R_OK) != 0) {
         if (!pseudo_image && state->missing_objects++ == 0)
             state->first_missing_object = object;
+        state->addresses_done += work->count;
+        return 0;
+    }
+    char why[160];
+    off_t object_size = 0;
+    if (check_elf_object(object, &object_size, why, sizeof why) != 0) {
+        symbolize_warn(state, "%s: %s; its frames are shown as hex addresses", object, why);
         state->addresses_done += work->count;
         return 0;
     }
@@ -610,6 +663,8 @@ static int symbolize_object_llvm(struct symbolize_state *state, struct image_wor
         state->addresses_done += work->count;
         return 0;
     }
+    /* Before the first address is sent, so before it reads the object: bound the tool. */
+    bound_tool(process.pid, object_size);
     rc = converse_llvm(state, &process, work, object);
     tool_finish(&process, rc < 0);
     return rc == -ENOMEM ? rc : 0;
@@ -882,6 +937,16 @@ static int intern_frame(struct frame_table *table, const char *name, const char 
     return 0;
 }
 
+/* A frame of the profiler itself: a function of the shim (osp__* internals, the osp_prof_*
+ * API) wherever it was linked, or anything in the preload library libospreyprof*. */
+static int is_profiler_frame(const char *name, const char *image_path)
+{
+    const char *slash = strrchr(image_path, '/');
+    const char *base = slash != NULL ? slash + 1 : image_path;
+    return strncmp(name, "osp__", 5) == 0 || strncmp(name, "osp_prof_", 9) == 0 ||
+           strncmp(base, "libospreyprof", 13) == 0;
+}
+
 /* Expand raw stack i into frames, leaf first, inline levels innermost first. */
 static int build_stack(struct symbolize_state *state, struct frame_table *table, size_t i)
 {
@@ -920,10 +985,9 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             const struct symbol_location *location =
                 answer != NULL && answer->count > 0 ? &answer->chain[level] : NULL;
             const char *name = location != NULL && location->name != NULL ? location->name : hex;
-            /* The profiler's own plumbing between the program's frames (the thread-start
-             * trampoline of the preload library) is not the program's time: its functions
-             * carry the osp__ prefix and are left out of every position but the leaf. */
-            if (k > 0 && strncmp(name, "osp__", 5) == 0)
+            /* The profiler's own frames are not the program's: left out at every position,
+             * so a wrapper's time goes to its caller and the shim's start-up never shows. */
+            if (is_profiler_frame(name, image_path))
                 continue;
             const char *file = location != NULL ? location->file : "";
             int line = location != NULL ? location->line : 0;

@@ -18,7 +18,11 @@
 #include "ospx-fixture.h"
 #include "ospx.h"
 
-static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names"};
+/* ospx_internal.h's thread grouping, which the cpuprofile writer orders its samples by. */
+int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
+#define ospx__samples_by_thread_for_test ospx__samples_by_thread
+
+static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names", "weighted"};
 #define CASE_COUNT (sizeof cases / sizeof cases[0])
 
 struct writer {
@@ -31,6 +35,7 @@ static const struct writer writers[] = {
     {"cpuprofile", ospx_write_cpuprofile},
     {"folded", ospx_write_folded},
     {"profile.json", ospx_write_profile_json},
+    {"offcpu.folded", ospx_write_offcpu_folded},
 };
 #define WRITER_COUNT (sizeof writers / sizeof writers[0])
 
@@ -211,8 +216,11 @@ START_TEST(speedscope_follows_the_file_format_schema)
             size_t depth = json_array_size(stack);
             json_t *leaf = json_array_get(
                 frames, (size_t)json_integer_value(json_array_get(stack, depth - 1)));
-            waiting_leaves +=
-                strcmp(json_string_value(json_object_get(leaf, "name")), "(waiting)") == 0;
+            /* weights are milliseconds: the row's periods times 1000 / rate */
+            double periods = json_number_value(json_array_get(weights, s)) *
+                             fixture.raw.rate_hz / 1000.0;
+            if (strcmp(json_string_value(json_object_get(leaf, "name")), "(waiting)") == 0)
+                waiting_leaves += (size_t)(periods + 0.5);
         }
         total_samples += json_array_size(samples);
     }
@@ -294,7 +302,9 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
                         "fiber ", 6) == 0;
         }
     }
-    ck_assert_uint_eq(fibers, json_array_size(json_object_get(first, "children")));
+    /* The root's children: one node per fiber with on-CPU samples, and (idle) when any waited. */
+    ck_assert_uint_eq(fibers + (model.waiting_samples > 0),
+                      json_array_size(json_object_get(first, "children")));
 
     json_t *samples = json_object_get(root, "samples"),
            *deltas = json_object_get(root, "timeDeltas");
@@ -302,15 +312,25 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
     ck_assert_uint_eq(json_array_size(deltas), json_array_size(samples));
     json_int_t at = json_integer_value(json_object_get(root, "startTime"));
     json_t *sample;
+    /* hitCount is the sum of weights (sampling periods), and the axis one period per weight. */
+    uint64_t periods = 0;
+    size_t *order = NULL, *by_thread = NULL;
+    ck_assert_int_eq(ospx__samples_by_thread_for_test(&fixture.raw, &order, &by_thread), 0);
     json_array_foreach(samples, i, sample)
     {
         json_int_t id = json_integer_value(sample);
         ck_assert(id >= 1 && id <= (json_int_t)count);
-        hits[id - 1]++;
+        hits[id - 1] += (json_int_t)fixture.raw.samples[order[i]].weight;
+        periods += fixture.raw.samples[order[i]].weight;
         ck_assert_int_ge(json_integer_value(json_array_get(deltas, i)), 0);
         at += json_integer_value(json_array_get(deltas, i));
     }
+    free(order);
+    free(by_thread);
     ck_assert_int_le(at, json_integer_value(json_object_get(root, "endTime")));
+    ck_assert_int_eq(json_integer_value(json_object_get(root, "endTime")) -
+                         json_integer_value(json_object_get(root, "startTime")),
+                     (json_int_t)(periods * 1000000 / fixture.raw.rate_hz));
     json_array_foreach(nodes, i, node)
         ck_assert_int_eq(json_integer_value(json_object_get(node, "hitCount")), hits[i]);
     free(hits);
@@ -321,8 +341,11 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
 }
 END_TEST
 
-/* Samples of all fibers merged in time order; lines 0-based; a scriptId per file. */
-START_TEST(cpuprofile_merges_fibers_in_time_order)
+/* Each fiber's samples form one block of the time axis, in their own time order, and each
+ * sample lasts its weight in sampling periods: whatever the phase between the threads, a
+ * reader that gives a sample the time to the next one gives each fiber exactly its sampled
+ * time. Waiting samples are V8's (idle). Lines 0-based; a scriptId per file. */
+START_TEST(cpuprofile_gives_each_fiber_its_own_time)
 {
     struct fixture fixture;
     struct ospx_model model;
@@ -331,7 +354,7 @@ START_TEST(cpuprofile_merges_fibers_in_time_order)
     json_t *root = load_json(write_output(&model, &writers[1]));
     json_t *nodes = json_object_get(root, "nodes");
     size_t count = json_array_size(nodes);
-    /* fiber_of[id - 1]: the name of the fiber subtree a node belongs to */
+    /* fiber_of[id - 1]: the name of the fiber subtree a node belongs to, or "(idle)" */
     const char **fiber_of = calloc(count + 1, sizeof *fiber_of);
     size_t i;
     json_t *node;
@@ -339,8 +362,10 @@ START_TEST(cpuprofile_merges_fibers_in_time_order)
     {
         json_t *call = json_object_get(node, "callFrame");
         const char *name = json_string_value(json_object_get(call, "functionName"));
-        if (strncmp(name, "fiber ", 6) == 0)
+        if (strncmp(name, "fiber ", 6) == 0 || strcmp(name, "(idle)") == 0)
             fiber_of[i] = name;
+        if (strcmp(name, "(idle)") == 0)
+            ck_assert_uint_eq(json_array_size(json_object_get(node, "children")), 0);
         size_t c;
         json_t *child;
         json_array_foreach(json_object_get(node, "children"), c, child)
@@ -355,17 +380,38 @@ START_TEST(cpuprofile_merges_fibers_in_time_order)
             ck_assert_str_eq(json_string_value(json_object_get(call, "scriptId")), "0");
         }
     }
-    /* The fixture lists its samples in time order (ties: file order). */
-    json_t *samples = json_object_get(root, "samples");
-    for (i = 0; i < fixture.raw.sample_count; i++) {
-        const char *expected =
-            fixture.raw.samples[i].thread == 0 ? "fiber 0 (main)" : "fiber 4243 (thread)";
-        const char *actual = fiber_of[json_integer_value(json_array_get(samples, i)) - 1];
-        ck_assert_ptr_nonnull(actual);
-        ck_assert_str_eq(actual, expected);
+    /* Durations as every reader computes them: up to the next sample, the last up to endTime. */
+    json_t *samples = json_object_get(root, "samples"),
+           *deltas = json_object_get(root, "timeDeltas");
+    size_t n = json_array_size(samples);
+    json_int_t at = json_integer_value(json_object_get(root, "startTime"));
+    json_int_t main_us = 0, thread_us = 0, idle_us = 0;
+    const char *previous_fiber = NULL;
+    int blocks = 0;
+    for (i = 0; i < n; i++) {
+        at += json_integer_value(json_array_get(deltas, i));
+        json_int_t next = i + 1 < n ? at + json_integer_value(json_array_get(deltas, i + 1))
+                                    : json_integer_value(json_object_get(root, "endTime"));
+        const char *fiber = fiber_of[json_integer_value(json_array_get(samples, i)) - 1];
+        ck_assert_ptr_nonnull(fiber);
+        json_int_t duration = next - at;
+        if (strcmp(fiber, "fiber 0 (main)") == 0)
+            main_us += duration;
+        else if (strcmp(fiber, "fiber 4243 (thread)") == 0)
+            thread_us += duration;
+        else
+            idle_us += duration;
+        if (strcmp(fiber, "(idle)") != 0 &&
+            (previous_fiber == NULL || strcmp(fiber, previous_fiber) != 0)) {
+            blocks++;
+            previous_fiber = fiber;
+        }
     }
-    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(root, "timeDeltas"), 0)),
-                     1000);
+    ck_assert_int_eq(blocks, 2);
+    double period_us = 1e6 / fixture.raw.rate_hz;
+    ck_assert_int_eq(main_us, (json_int_t)(model.fibers[0].on_cpu * period_us));
+    ck_assert_int_eq(thread_us, (json_int_t)(model.fibers[1].on_cpu * period_us));
+    ck_assert_int_eq(idle_us, (json_int_t)(model.waiting_samples * period_us));
     free(fiber_of);
     json_decref(root);
     ospx_model_free(&model);
@@ -399,7 +445,7 @@ START_TEST(folded_lines_follow_the_grammar)
         for (char *p = line; p < space; p++)
             expected_frames += *p == ';';
     }
-    ck_assert_uint_eq(total, fixture.raw.sample_count);
+    ck_assert_uint_eq(total, model.on_cpu_samples);
     ck_assert_uint_gt(expected_frames, 0);
     free(text);
     ospx_model_free(&model);
@@ -417,8 +463,11 @@ START_TEST(folded_names_lose_separators)
     char *text = read_text(write_output(&model, &writers[2]));
     ck_assert_ptr_nonnull(strstr(text, "fiber-0;main;operator: weird 2\n"));
     ck_assert_ptr_nonnull(strstr(text, "fiber--1;main;two lines 1\n"));
-    ck_assert_ptr_nonnull(strstr(text, "fiber--1;main;two lines;(waiting) 1\n"));
+    ck_assert_ptr_null(strstr(text, "(waiting)"));
     free(text);
+    /* The waiting sample is in the off-CPU file, the stack it blocked in without a marker. */
+    text = read_text(write_output(&model, &writers[4]));
+    ck_assert_str_eq(text, "fiber--1;main;two lines 1\n");
     ospx_model_free(&model);
     fixture_free(&fixture);
     remove_scratch();
@@ -472,7 +521,7 @@ START_TEST(empty_profile_writes_valid_files)
     fixture_model(&fixture, "thread 0 main\nthread 5 worker\n", &model);
     for (size_t w = 0; w < WRITER_COUNT; w++) {
         const char *path = write_output(&model, &writers[w]);
-        if (writers[w].write == ospx_write_folded) {
+        if (writers[w].write == ospx_write_folded || writers[w].write == ospx_write_offcpu_folded) {
             char *text = read_text(path);
             ck_assert_str_eq(text, "");
             free(text);
@@ -672,7 +721,7 @@ Suite *writers_suite(void)
     tcase_add_loop_test(tc, speedscope_follows_the_file_format_schema, 0, CASE_COUNT);
     tcase_add_test(tc, speedscope_stacks_are_root_first);
     tcase_add_loop_test(tc, cpuprofile_tree_and_samples_are_consistent, 0, CASE_COUNT);
-    tcase_add_test(tc, cpuprofile_merges_fibers_in_time_order);
+    tcase_add_test(tc, cpuprofile_gives_each_fiber_its_own_time);
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
     tcase_add_test(tc, folded_names_lose_separators);
     tcase_add_test(tc, profile_json_totals_and_percentages);
