@@ -985,6 +985,11 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             const struct symbol_location *location =
                 answer != NULL && answer->count > 0 ? &answer->chain[level] : NULL;
             const char *name = location != NULL && location->name != NULL ? location->name : hex;
+            /* vDSO code no symbol covers (a kernel's local clock-read helper): still the
+             * vDSO's time, named as perf names its module, not a bare address. */
+            if (name == hex && (strcmp(image_path, "[vdso]") == 0 ||
+                                strcmp(image_path, "linux-vdso.so.1") == 0))
+                name = "[vdso]";
             /* The profiler's own frames are not the program's: left out at every position,
              * so a wrapper's time goes to its caller and the shim's start-up never shows. */
             if (is_profiler_frame(name, image_path))
