@@ -536,6 +536,8 @@ static void boot(void)
         return;
     }
     err = ring_create(rate, random_bits);
+    if (err == -ECANCELED)
+        return; /* ring_create said why */
     if (err) {
         osp__warn("cannot create the shared-memory ring: %s; profiling is off", strerror(-err));
         return;

@@ -57,9 +57,12 @@ static void guard_end(int guarded, const sigset_t *old)
     if (!guarded)
         return;
     int saved = errno;
-    if (osp__tls_slot != NULL)
-        osp__guard_wait_end(osp__tls_slot);
+    struct osp__slot *s = osp__tls_slot;
+    if (s != NULL)
+        osp__guard_wait_end(s);
     osp__sigmask_raw(SIG_SETMASK, old, NULL);
+    if (s != NULL)
+        s->guard_leaving = 0;
     errno = saved;
 }
 

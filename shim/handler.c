@@ -125,6 +125,25 @@ int osp__context_in_syscall(const void *context)
 #endif
 }
 
+/* Was the thread interrupted on its way out of a system call (pc right after one)?
+ * Async-signal-safe. */
+static int at_syscall_return(const void *context)
+{
+    const ucontext_t *uc = context;
+#if defined(__x86_64__)
+    uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    unsigned char code[2];
+    return pc >= 2 && read_code(pc - 2, code, 2) == 0 && code[0] == 0x0f && code[1] == 0x05;
+#elif defined(__aarch64__)
+    uint64_t pc = uc->uc_mcontext.pc;
+    uint32_t insn;
+    return read_code(pc - 4, &insn, 4) == 0 && insn == 0xd4000001u;
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
 /* The interrupted thread's stack, leaf first. Async-signal-safe. */
 static uint32_t capture(const struct osp__slot *s, const void *context, uint64_t *pcs)
 {
@@ -222,18 +241,40 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             publish(s, OSP_SLOT_BLOCKED, UINT64_MAX);
         } else {
             osp__close_wait(&s->ring, s, now, cpu);
-            uint32_t weight = osp__credit_take(&s->credit, cpu, period_ns, &needed);
+            /* Not every delivery is a running instant of the program's own:
+             * - a signal held back during a guarded call lands as SIGPROF is unblocked, in our
+             *   own code;
+             * - one of ospreyd's that waited long for the thread (it was blocked, then woken,
+             *   then waiting for a CPU) lands where the thread resumes: on the way out of the
+             *   system call it slept in, where the CPU time it is owed was not spent.
+             * Then the credit waits: the CPU-time timer fires at the next kernel tick at which
+             * the thread is running, a truly running instant. */
+            int resumed = info->si_code == SI_QUEUE && s->shared != NULL &&
+                          now - atomic_load_explicit(&s->shared->last_signal_ns,
+                                                     memory_order_relaxed) > period_ns / 2 &&
+                          at_syscall_return(context);
+            int defer = s->guard_leaving || resumed;
+            uint32_t weight =
+                defer ? 0 : osp__credit_take(&s->credit, cpu, period_ns, &needed);
             if (weight > 0) {
                 uint64_t pcs[OSP_MAX_DEPTH];
                 uint32_t depth = capture(s, context, pcs);
                 osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth);
             }
-            /* Its recent share of a CPU says when the next sample will be due. */
-            uint64_t wall = now - s->last_run_ns, used = cpu - s->last_cpu_ns;
-            uint32_t share = wall > 0 && used < wall ? (uint32_t)(used * 1024u / wall) : 1024u;
-            publish(s, OSP_SLOT_RUNNING, osp__due_time(now, needed, share));
-            /* A net under ospreyd: the timer fires if two more periods pass unsampled. */
-            arm_timer(s, needed + 2 * period_ns);
+            if (defer) {
+                int64_t credit = (int64_t)(cpu - s->credit.paid_ns);
+                needed = credit < (int64_t)(period_ns / 2) ? period_ns / 2 - (uint64_t)credit : 0;
+                publish(s, OSP_SLOT_RUNNING, UINT64_MAX); /* the timer takes it from here */
+                arm_timer(s, needed);
+            } else {
+                /* Its recent share of a CPU says when the next sample will be due. */
+                uint64_t wall = now - s->last_run_ns, used = cpu - s->last_cpu_ns;
+                uint32_t share =
+                    wall > 0 && used < wall ? (uint32_t)(used * 1024u / wall) : 1024u;
+                publish(s, OSP_SLOT_RUNNING, osp__due_time(now, needed, share));
+                /* A net under ospreyd: the timer fires if two more periods pass unsampled. */
+                arm_timer(s, needed + 2 * period_ns);
+            }
         }
         s->last_run_ns = now;
         s->last_cpu_ns = cpu;
@@ -276,6 +317,7 @@ void osp__guard_wait_end(struct osp__slot *s)
     /* Running again; ospreyd signals it when its next sample is due (now: the credit rule
      * decides whether that signal gives a sample). */
     s->last_run_ns = now;
+    s->guard_leaving = 1; /* cleared by guard.c once SIGPROF is unblocked */
     publish(s, OSP_SLOT_RUNNING, now);
 }
 

@@ -141,6 +141,7 @@ struct osp__slot {
     struct osp__credit credit;
     uint64_t last_run_ns, last_cpu_ns; /* when the handler last ran, and the CPU clock then */
     int wait_open;                     /* a wait has been captured and not yet written */
+    int guard_leaving; /* between a guarded call's return and SIGPROF's unblocking */
     uint64_t wait_t_ns, wait_cpu_ns;   /* when it was captured, and the CPU clock then */
     uint32_t wait_depth;
     uint64_t wait_pcs[OSP_MAX_DEPTH];

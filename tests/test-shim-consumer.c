@@ -47,7 +47,7 @@ static int nimage_lines;
 /* Executable ranges of the images seen so far, to count pcs that fall outside all of them. */
 static uint64_t text_lo[1024], text_hi[1024];
 static int ntext;
-static uint64_t stray_pcs, deep_waiting;
+static uint64_t stray_pcs, deep_waiting, sample_records;
 
 static int in_text(uint64_t pc)
 {
@@ -94,10 +94,12 @@ static void sample_seen(uint32_t slot, uint32_t generation, uint64_t t_ns, int w
             unknown_samples++;
         return;
     }
-    if (repeat)
+    if (repeat) {
         t->repeats++;
-    else
+    } else {
         t->samples += weight;
+        sample_records++;
+    }
     if (waiting && !repeat)
         t->waiting += weight;
     if (t->first_ns == 0)
@@ -308,6 +310,7 @@ static int write_summary(const char *path, struct osp_ring_header *h)
     fprintf(f, "platform %s\n", h->platform);
     fprintf(f, "samples %llu\n", (unsigned long long)samples);
     fprintf(f, "repeats %llu\n", (unsigned long long)repeats);
+    fprintf(f, "sample_records %llu\n", (unsigned long long)sample_records);
     fprintf(f, "dropped %llu\n", (unsigned long long)exit_dropped);
     fprintf(f, "header_dropped %llu\n",
             (unsigned long long)atomic_load_explicit(&h->dropped, memory_order_relaxed));
