@@ -375,20 +375,33 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
                     (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
     }
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH], line[sizeof err + 512];
-    int rc = ospd_raw_write(c, d->out_path, err, sizeof err);
+    /* Another profiled process (the other end of a pipeline, started with the same
+     * OSPREY_PROFILE) wrote this path since this one started: keep both profiles. */
+    const char *out_path = d->out_path;
+    static char beside[OSP_MAX_PATH + 64];
+    struct stat st;
+    if (stat(out_path, &st) == 0 &&
+        (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec >=
+            c->start_unix_ns &&
+        osp_per_pid_path(out_path, c->pid, NULL, beside, sizeof beside) == 0) {
+        out_path = beside;
+        atomic_store_explicit(&d->header->wrote_beside, 1, memory_order_relaxed);
+    }
+    int rc = ospd_raw_write(c, out_path, err, sizeof err);
     if (rc != 0)
         snprintf(line, sizeof line, "ospreyd could not write the profile: %s", err);
     else if (status == OSPD_EXIT_RING_REJECTED)
         snprintf(line, sizeof line,
                  "ospreyd rejected the ring: %s; the %" PRIu64
                  " samples collected before it are in %s",
-                 c->error, c->sample_count, d->out_path);
+                 c->error, c->sample_count, out_path);
     if (rc != 0 || status == OSPD_EXIT_RING_REJECTED) {
         if (status != OSPD_EXIT_EXITED)
             fprintf(stderr, "osprey: %s\n", line);
         publish_failure(d->header, line);
         d->exit_code = 1;
     } else {
+        atomic_store_explicit(&d->header->daemon_dropped, c->lost, memory_order_relaxed);
         /* Release: pairs with the shim's acquire load; the file is renamed into place. */
         atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
     }

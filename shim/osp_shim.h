@@ -135,14 +135,15 @@ struct osp__slot {
     char label[OSP_MAX_LABEL + 1];
     pthread_t thread;
     uint64_t stack_lo, stack_hi;
-    int timer; /* kernel id of the thread's CPU-time timer, -1 when none */
+    int timer;                    /* kernel id of the thread's CPU-time timer, -1 when none */
+    uint64_t timer_expiry_cpu_ns; /* the thread CPU time it is armed for, 0 when not armed */
     /* The handler's own state: only the thread touches it (handler, or its code with SIGPROF
      * blocked), except at exit (see boot.c). */
     struct osp__credit credit;
     uint64_t last_run_ns, last_cpu_ns; /* when the handler last ran, and the CPU clock then */
     int wait_open;                     /* a wait has been captured and not yet written */
-    int guard_leaving; /* between a guarded call's return and SIGPROF's unblocking */
-    uint64_t wait_t_ns, wait_cpu_ns;   /* when it was captured, and the CPU clock then */
+    int guard_leaving;               /* between a guarded call's return and SIGPROF's unblocking */
+    uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     uint32_t wait_depth;
     uint64_t wait_pcs[OSP_MAX_DEPTH];
 };
@@ -305,8 +306,6 @@ extern struct osp__registry osp__the_registry;
 int osp__is_active(void);
 /* The pid that booted the profiler (0 before). */
 pid_t osp__boot_pid(void);
-/* Insert ".<pid>" before the basename's extension; writes into out (size outsz). */
-int osp__per_pid_path(const char *path, long pid, const char *extra, char *out, size_t outsz);
 /* Parse OSPREY_PROFILE_HZ: clamped to 10..10000, default 997; *bad set for a non-number. */
 uint32_t osp__parse_rate(const char *text, int *bad);
 uint64_t osp__mono_ns(void);

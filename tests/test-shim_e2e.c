@@ -707,6 +707,40 @@ START_TEST(small_dev_shm_means_unprofiled_with_one_line)
 }
 END_TEST
 
+/* The program put a data file on fd 2: the shim's warning (here: the daemon failed) must not
+ * land in it. */
+START_TEST(warnings_never_go_into_a_data_file_on_fd_2)
+{
+    static struct run r;
+    char data[PATH_MAX + 16], fail[] = "SHIM_CONSUMER_FAIL=1";
+    snprintf(data, sizeof data, "%s/data.txt", scratch);
+    const char *args[] = {"stderrfile", data, NULL};
+    run(&r, "test-shim-target", args, with_env(profiled_env("f.txt", NULL, 1), fail));
+    ck_assert_int_eq(r.status, 0);
+    FILE *f = fopen(data, "r");
+    ck_assert_ptr_nonnull(f);
+    char text[256] = "";
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    ck_assert_str_eq(text, "data\n");
+}
+END_TEST
+
+/* Two processes of a pipeline started with the same OSPREY_PROFILE (both roots): both
+ * profiles are kept, the second beside the first. */
+START_TEST(two_roots_with_one_path_keep_both_profiles)
+{
+    char cmd[8 * PATH_MAX];
+    snprintf(cmd, sizeof cmd,
+             "export LD_PRELOAD=%s OSPREY_PROFILE=%s/pipe.json OSPREY_DAEMON=%s/../daemon/ospreyd; "
+             "%s/test-shim-target busy 1 200 | %s/test-shim-target busy 1 300 >/dev/null 2>&1",
+             so, scratch, dir, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(profiles("pipe."), 2);
+}
+END_TEST
+
 Suite *shim_e2e_suite(void)
 {
     Suite *s = suite_create("shim_e2e");
@@ -735,6 +769,8 @@ Suite *shim_e2e_suite(void)
     tcase_add_test(tc, raw_execve_is_never_killed_by_a_leftover_signal);
     tcase_add_test(tc, idle_threads_cost_a_record_per_wait);
     tcase_add_test(tc, small_dev_shm_means_unprofiled_with_one_line);
+    tcase_add_test(tc, warnings_never_go_into_a_data_file_on_fd_2);
+    tcase_add_test(tc, two_roots_with_one_path_keep_both_profiles);
     suite_add_tcase(s, tc);
     return s;
 }
