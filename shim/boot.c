@@ -226,14 +226,13 @@ static int resolve_out_path(const struct boot_env *env, uint64_t random_bits)
     }
     if (err)
         return err;
-    /* Descendants that exec with this environment find these and write beside us. */
-    char pidtext[24];
-    snprintf(pidtext, sizeof(pidtext), "%ld", pid);
-    if (env->root_pid == 0) {
-        setenv("OSPREY_PROFILE_ROOT_PID", pidtext, 1);
-        setenv("OSPREY_PROFILE", absolute, 1);
-    }
-    setenv("OSPREY_PROFILE_LAST_PID", pidtext, 1);
+    /* Descendants find these and write beside us. They are kept out of the environment the
+     * program sees and added only to what it hands to a new image (preload.c). */
+    if (env->root_pid == 0)
+        setenv("OSPREY_PROFILE", absolute, 1); /* the user's own variable, made absolute */
+    osp__bookkeeping_set(env->root_pid != 0 ? env->root_pid : pid, pid);
+    unsetenv("OSPREY_PROFILE_ROOT_PID");
+    unsetenv("OSPREY_PROFILE_LAST_PID");
     return 0;
 }
 

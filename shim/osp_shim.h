@@ -317,6 +317,19 @@ void osp__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * registration and dlclose. */
 void osp__images_refresh(void);
 
+/* The bookkeeping a new image of a descendant needs ("OSPREY_PROFILE_ROOT_PID=...",
+ * "OSPREY_PROFILE_LAST_PID=..."), kept out of the program's environment (preload.c). */
+void osp__bookkeeping_set(long root_pid, long last_pid);
+size_t osp__env_count(char *const envp[]);
+/* envp with the bookkeeping entries, built in `store` (n + 3 entries, on the caller's stack:
+ * no malloc in a forked child), when the new image will be profiled; else envp itself. */
+char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **store);
+/* Declare `name`: envp plus the bookkeeping, on this stack frame. */
+#define OSP__ENV(name, envp)                                                                       \
+    size_t name##_n = osp__env_count(envp);                                                        \
+    char *name##_store[name##_n + 3];                                                              \
+    char *const *name = osp__env_with_bookkeeping(envp, name##_n, name##_store)
+
 /* ---- preload.c --------------------------------------------------------------------------- */
 
 /* The next definition of `name` after ours (the C library's), looked up once into *cache;
