@@ -131,6 +131,10 @@ struct ospx_symbols {
     /* per raw stack, parallel to stack_frames[i]: the source line of the frame in THIS
      * stack position (the same function is one frame, its lines differ per sample) */
     int **stack_lines;
+    /* per raw stack, parallel to stack_frames[i]: the index into raw stacks[i].pcs the frame
+     * came from (inline levels of one pc share it). NULL (or a NULL entry) when unknown: then
+     * each frame counts as its own position. */
+    uint32_t **stack_positions;
 };
 
 struct ospx_symbolize_options {
@@ -199,6 +203,8 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
 int ospx_write_folded(const struct ospx_model *model, const char *path, struct ospx_error *err);
 int ospx_write_offcpu_folded(const struct ospx_model *model, const char *path,
                              struct ospx_error *err);
+/* <stem>.pb.gz: the pprof profile (profile.proto, gzip), on-CPU samples only. */
+int ospx_write_pprof(const struct ospx_model *model, const char *path, struct ospx_error *err);
 int ospx_write_profile_json(const struct ospx_model *model, const char *path,
                             struct ospx_error *err);
 

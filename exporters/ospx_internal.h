@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "ospx.h"
 
@@ -29,6 +30,21 @@ static inline const char *ospx__str(const char *s)
 /* Replace, in place, every control character of `text` (C0, DEL and the UTF-8 encoded C1
  * range) with '?', so text taken from a profile cannot drive the terminal it is printed on. */
 void ospx__printable(char *text);
+
+/* ---- symbolize.c ---- */
+
+/* The image raw pc `pc` belongs to (the one whose text range holds it, else among images with
+ * no range the greatest base at or below it); UINT32_MAX when none. */
+uint32_t ospx__image_of(const struct ospx_raw *raw, uint64_t pc);
+
+/* ---- elf.c ---- */
+
+/* 0 when `path` opens without blocking as a regular file that starts with an ELF
+ * identification, and its size in *size; else -1 and why not, one short phrase, in `why`. */
+int ospx__elf_check(const char *path, off_t *size, char *why, size_t why_size);
+/* The GNU build id of the ELF object at `path` in lowercase hex; 0, or -1 ("" in out) when it
+ * has none or is no readable 64-bit little-endian ELF file. */
+int ospx__elf_build_id(const char *path, char *out, size_t out_size);
 
 /* ---- atomic_file.c ---- */
 

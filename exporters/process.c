@@ -22,6 +22,7 @@ static const struct output outputs[] = {
     {".folded", ospx_write_folded},
     {".offcpu.folded", ospx_write_offcpu_folded},
     {".profile.json", ospx_write_profile_json},
+    {".pb.gz", ospx_write_pprof},
 };
 #define OUTPUT_COUNT (sizeof outputs / sizeof outputs[0])
 

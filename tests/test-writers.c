@@ -15,8 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "ospx-fixture.h"
 #include "ospx.h"
+#include "pprof_profile.pb-c.h"
 
 /* ospx_internal.h's thread grouping, which the cpuprofile writer orders its samples by. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
@@ -36,6 +39,7 @@ static const struct writer writers[] = {
     {"folded", ospx_write_folded},
     {"profile.json", ospx_write_profile_json},
     {"offcpu.folded", ospx_write_offcpu_folded},
+    {"pb.gz", ospx_write_pprof},
 };
 #define WRITER_COUNT (sizeof writers / sizeof writers[0])
 
@@ -112,6 +116,30 @@ static json_t *load_json(const char *path)
     return root;
 }
 
+/* The .pb.gz, gunzipped and decoded with protobuf-c: its samples add up to the model's on-CPU
+ * periods (and periods × 1e9 / rate nanoseconds), each function's self (the leaf location's
+ * innermost line) is the model's, and every sample carries its fiber and thread labels. */
+static Perftools__Profiles__Profile *load_pprof(const char *path)
+{
+    gzFile file = gzopen(path, "rb");
+    ck_assert_ptr_nonnull(file);
+    uint8_t *data = NULL;
+    size_t size = 0;
+    int n;
+    uint8_t chunk[65536];
+    while ((n = gzread(file, chunk, sizeof chunk)) > 0) {
+        data = realloc(data, size + (size_t)n);
+        memcpy(data + size, chunk, (size_t)n);
+        size += (size_t)n;
+    }
+    ck_assert_int_eq(n, 0);
+    gzclose(file);
+    Perftools__Profiles__Profile *profile = perftools__profiles__profile__unpack(NULL, size, data);
+    ck_assert_ptr_nonnull(profile);
+    free(data);
+    return profile;
+}
+
 START_TEST(outputs_match_golden_files)
 {
     const char *name = cases[_i];
@@ -121,6 +149,8 @@ START_TEST(outputs_match_golden_files)
     make_scratch();
     load_case(name, &fixture, &model);
     for (size_t w = 0; w < WRITER_COUNT; w++) {
+        if (writers[w].write == ospx_write_pprof)
+            continue; /* binary: pprof_agrees_with_the_model decodes it instead */
         const char *path = write_output(&model, &writers[w]);
         char *actual = read_text(path);
         ck_assert_ptr_nonnull(actual);
@@ -217,8 +247,8 @@ START_TEST(speedscope_follows_the_file_format_schema)
             json_t *leaf = json_array_get(
                 frames, (size_t)json_integer_value(json_array_get(stack, depth - 1)));
             /* weights are milliseconds: the row's periods times 1000 / rate */
-            double periods = json_number_value(json_array_get(weights, s)) *
-                             fixture.raw.rate_hz / 1000.0;
+            double periods =
+                json_number_value(json_array_get(weights, s)) * fixture.raw.rate_hz / 1000.0;
             if (strcmp(json_string_value(json_object_get(leaf, "name")), "(waiting)") == 0)
                 waiting_leaves += (size_t)(periods + 0.5);
         }
@@ -468,6 +498,59 @@ START_TEST(folded_names_lose_separators)
     /* The waiting sample is in the off-CPU file, the stack it blocked in without a marker. */
     text = read_text(write_output(&model, &writers[4]));
     ck_assert_str_eq(text, "fiber--1;main;two lines 1\n");
+    free(text);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+START_TEST(pprof_agrees_with_the_model)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(cases[_i], &fixture, &model);
+    Perftools__Profiles__Profile *profile = load_pprof(write_output(&model, &writers[5]));
+    char **strings = profile->string_table;
+    ck_assert_str_eq(strings[0], "");
+    ck_assert_uint_eq(profile->n_sample_type, 2);
+    ck_assert_str_eq(strings[profile->sample_type[0]->type], "samples");
+    ck_assert_str_eq(strings[profile->sample_type[0]->unit], "count");
+    ck_assert_str_eq(strings[profile->sample_type[1]->type], "cpu");
+    ck_assert_str_eq(strings[profile->sample_type[1]->unit], "nanoseconds");
+    ck_assert_int_eq(profile->period, 1000000000 / fixture.raw.rate_hz);
+    uint64_t *self = calloc(profile->n_function + 1, sizeof *self);
+    int64_t periods = 0, nanoseconds = 0;
+    for (size_t i = 0; i < profile->n_sample; i++) {
+        const Perftools__Profiles__Sample *sample = profile->sample[i];
+        ck_assert_uint_eq(sample->n_value, 2);
+        periods += sample->value[0];
+        nanoseconds += sample->value[1];
+        ck_assert_uint_eq(sample->n_label, 2);
+        ck_assert_str_eq(strings[sample->label[0]->key], "fiber");
+        ck_assert_str_eq(strings[sample->label[1]->key], "thread");
+        if (sample->n_location_id == 0)
+            continue;
+        uint64_t leaf = sample->location_id[0];
+        ck_assert(leaf >= 1 && leaf <= profile->n_location);
+        const Perftools__Profiles__Location *location = profile->location[leaf - 1];
+        ck_assert_uint_eq(location->id, leaf);
+        ck_assert_uint_gt(location->n_line, 0);
+        self[location->line[0]->function_id - 1] += (uint64_t)sample->value[0];
+    }
+    ck_assert_int_eq(periods, (int64_t)model.on_cpu_samples);
+    ck_assert_int_eq(nanoseconds, (int64_t)model.on_cpu_samples * profile->period);
+    ck_assert_uint_eq(profile->n_function, model.function_count);
+    for (size_t f = 0; f < profile->n_function; f++) {
+        const Perftools__Profiles__Function *function = profile->function[f];
+        ck_assert_uint_eq(function->id, f + 1);
+        ck_assert_str_eq(strings[function->name], model.functions[f].name);
+        ck_assert_str_eq(strings[function->filename], model.functions[f].file);
+        ck_assert_uint_eq(self[f], model.functions[f].self);
+    }
+    free(self);
+    perftools__profiles__profile__free_unpacked(profile, NULL);
     ospx_model_free(&model);
     fixture_free(&fixture);
     remove_scratch();
@@ -525,6 +608,10 @@ START_TEST(empty_profile_writes_valid_files)
             char *text = read_text(path);
             ck_assert_str_eq(text, "");
             free(text);
+        } else if (writers[w].write == ospx_write_pprof) {
+            Perftools__Profiles__Profile *profile = load_pprof(path);
+            ck_assert_uint_eq(profile->n_sample, 0);
+            perftools__profiles__profile__free_unpacked(profile, NULL);
         } else {
             json_decref(load_json(path));
         }
@@ -723,6 +810,7 @@ Suite *writers_suite(void)
     tcase_add_loop_test(tc, cpuprofile_tree_and_samples_are_consistent, 0, CASE_COUNT);
     tcase_add_test(tc, cpuprofile_gives_each_fiber_its_own_time);
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
+    tcase_add_loop_test(tc, pprof_agrees_with_the_model, 0, CASE_COUNT);
     tcase_add_test(tc, folded_names_lose_separators);
     tcase_add_test(tc, profile_json_totals_and_percentages);
     tcase_add_test(tc, empty_profile_writes_valid_files);
