@@ -203,6 +203,8 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
 int ospx_write_folded(const struct ospx_model *model, const char *path, struct ospx_error *err);
 int ospx_write_offcpu_folded(const struct ospx_model *model, const char *path,
                              struct ospx_error *err);
+/* <stem>.trace.json: Chrome trace events, one thread track per fiber on real timestamps. */
+int ospx_write_trace(const struct ospx_model *model, const char *path, struct ospx_error *err);
 /* <stem>.pb.gz: the pprof profile (profile.proto, gzip), on-CPU samples only. */
 int ospx_write_pprof(const struct ospx_model *model, const char *path, struct ospx_error *err);
 int ospx_write_profile_json(const struct ospx_model *model, const char *path,

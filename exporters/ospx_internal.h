@@ -70,6 +70,42 @@ void ospx__put_uint(FILE *stream, uint64_t value);
 /* Dump `root` (stolen, even on failure) to `path` atomically, followed by a newline. */
 int ospx__write_json(json_t *root, const char *path, size_t flags, struct ospx_error *err);
 
+/* ---- calltree.c ---- */
+
+enum ospx__node_kind { OSPX_NODE_ROOT, OSPX_NODE_FIBER, OSPX_NODE_FUNCTION, OSPX_NODE_WAITING };
+
+#define OSPX_NO_NODE UINT32_MAX
+
+struct ospx__node {
+    enum ospx__node_kind kind;
+    uint32_t value; /* fiber index or function index */
+    uint32_t parent;
+    uint32_t first_child, last_child, next_sibling;
+    uint64_t hits;
+    uint32_t id; /* 1-based, pre-order */
+};
+
+/* The call tree (calltree.c). */
+struct ospx__tree {
+    struct ospx__node *nodes;
+    size_t count, capacity;
+    uint32_t *slots;   /* node indices; OSPX_NO_NODE marks a free slot */
+    size_t slot_count; /* a power of two, kept above twice the node count */
+};
+
+int ospx__tree_init(struct ospx__tree *tree);
+/* The child of `parent` for (kind, value), created when missing; OSPX_NO_NODE when out of
+ * memory. */
+uint32_t ospx__tree_child(struct ospx__tree *tree, uint32_t parent, enum ospx__node_kind kind,
+                          uint32_t value);
+void ospx__tree_free(struct ospx__tree *tree);
+
+/* ---- cpuprofile.c ---- */
+
+/* Per model function, its V8 scriptId: 0 without a file, else 1 + the file's rank among the
+ * profile's sorted files. Caller frees; NULL when out of memory. */
+uint32_t *ospx__script_ids(const struct ospx_model *model);
+
 /* ---- model.c ---- */
 
 /* For each frame of model->symbols, the index of its function in model->functions

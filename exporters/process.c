@@ -23,6 +23,7 @@ static const struct output outputs[] = {
     {".offcpu.folded", ospx_write_offcpu_folded},
     {".profile.json", ospx_write_profile_json},
     {".pb.gz", ospx_write_pprof},
+    {".trace.json", ospx_write_trace},
 };
 #define OUTPUT_COUNT (sizeof outputs / sizeof outputs[0])
 

@@ -40,6 +40,7 @@ static const struct writer writers[] = {
     {"profile.json", ospx_write_profile_json},
     {"offcpu.folded", ospx_write_offcpu_folded},
     {"pb.gz", ospx_write_pprof},
+    {"trace.json", ospx_write_trace},
 };
 #define WRITER_COUNT (sizeof writers / sizeof writers[0])
 
@@ -557,6 +558,88 @@ START_TEST(pprof_agrees_with_the_model)
 }
 END_TEST
 
+/* trace.json: per fiber a Profile and ProfileChunks whose samples sit on the real timestamps
+ * (the chunk deltas add up to each sample's t_rel in µs), waits as (idle) samples, and one
+ * "waiting in" complete event per wait whose durations add up to the waiting periods. */
+START_TEST(trace_puts_samples_on_real_time)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(cases[_i], &fixture, &model);
+    json_t *root = load_json(write_output(&model, &writers[6]));
+    json_t *events = json_object_get(root, "traceEvents");
+    ck_assert(json_is_array(events));
+    size_t *order = NULL, *first = NULL;
+    ck_assert_int_eq(ospx__samples_by_thread_for_test(&fixture.raw, &order, &first), 0);
+    double wait_us = 0;
+    size_t i, profiles = 0;
+    json_t *event;
+    for (size_t t = 0; t < fixture.raw.thread_count; t++) {
+        json_int_t tid = (json_int_t)t + 1, at = -1;
+        size_t seen = 0, thread_names = 0;
+        json_t *nodes = NULL;
+        json_array_foreach(events, i, event)
+        {
+            if (json_integer_value(json_object_get(event, "tid")) != tid)
+                continue;
+            const char *name = json_string_value(json_object_get(event, "name"));
+            json_t *data = json_object_get(json_object_get(event, "args"), "data");
+            if (strcmp(name, "thread_name") == 0)
+                thread_names++;
+            if (strcmp(name, "Profile") == 0) {
+                profiles++;
+                at = json_integer_value(json_object_get(data, "startTime"));
+            }
+            if (strcmp(name, "ProfileChunk") == 0) {
+                json_t *profile = json_object_get(data, "cpuProfile");
+                if (json_object_get(profile, "nodes") != NULL)
+                    nodes = json_object_get(profile, "nodes");
+                json_t *samples = json_object_get(profile, "samples");
+                json_t *deltas = json_object_get(data, "timeDeltas");
+                ck_assert_uint_eq(json_array_size(samples), json_array_size(deltas));
+                for (size_t k = 0; k < json_array_size(samples); k++) {
+                    at += json_integer_value(json_array_get(deltas, k));
+                    const struct ospx_sample *sample = &fixture.raw.samples[order[first[t] + seen]];
+                    ck_assert_int_eq(at, (json_int_t)(sample->t_rel_ns / 1000));
+                    /* a waiting sample is the (idle) node */
+                    json_int_t id = json_integer_value(json_array_get(samples, k));
+                    size_t n;
+                    json_t *node;
+                    int idle = 0;
+                    json_array_foreach(
+                        nodes, n, node) if (json_integer_value(json_object_get(node, "id")) == id)
+                        idle = strcmp(json_string_value(json_object_get(
+                                          json_object_get(node, "callFrame"), "functionName")),
+                                      "(idle)") == 0;
+                    ck_assert_int_eq(idle, sample->state != 0);
+                    seen++;
+                }
+            }
+            if (strcmp(json_string_value(json_object_get(event, "ph")), "X") == 0) {
+                ck_assert_str_eq(json_string_value(json_object_get(event, "cat")),
+                                 "osprey.waiting");
+                ck_assert(strncmp(name, "waiting in ", 11) == 0);
+                wait_us += (double)json_integer_value(json_object_get(event, "dur"));
+            }
+        }
+        ck_assert_uint_eq(thread_names, 1);
+        ck_assert_uint_eq(seen, first[t + 1] - first[t]);
+    }
+    /* Waits are cut at the thread's next sample, so they are at most the waiting periods. */
+    ck_assert(wait_us <= model.waiting_samples * 1e6 / fixture.raw.rate_hz + 1);
+    if (model.waiting_samples > 0)
+        ck_assert(wait_us > 0);
+    ck_assert_uint_ge(profiles, 1);
+    free(order);
+    free(first);
+    json_decref(root);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
 /* profile.json: figures over on-CPU samples, percentages rounded to 0.1, documented key order. */
 START_TEST(profile_json_totals_and_percentages)
 {
@@ -811,6 +894,7 @@ Suite *writers_suite(void)
     tcase_add_test(tc, cpuprofile_gives_each_fiber_its_own_time);
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
     tcase_add_loop_test(tc, pprof_agrees_with_the_model, 0, CASE_COUNT);
+    tcase_add_loop_test(tc, trace_puts_samples_on_real_time, 0, CASE_COUNT);
     tcase_add_test(tc, folded_names_lose_separators);
     tcase_add_test(tc, profile_json_totals_and_percentages);
     tcase_add_test(tc, empty_profile_writes_valid_files);
