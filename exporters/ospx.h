@@ -221,15 +221,29 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
 
 /* ---- the whole post-processing, as `osprey report` and `osprey FILE --profile` run it ---- */
 
+/* The output formats, by the names a formats list uses: "speedscope" <stem>.speedscope.json,
+ * "cpuprofile" <stem>.cpuprofile, "folded" <stem>.folded and <stem>.offcpu.folded, "profile"
+ * <stem>.profile.json, "pprof" <stem>.pb.gz, "trace" <stem>.trace.json; "all" is every one. */
+#define OSPX_FORMATS "speedscope, cpuprofile, folded, profile, pprof, trace, all"
+
 struct ospx_process_options {
     const char *raw_path;
-    const char *stem;   /* outputs: <stem>.speedscope.json, .cpuprofile, .folded,
-                           .profile.json */
-    const char *binary; /* --binary, or NULL */
-    FILE *report;       /* the terminal report goes here; NULL: no report */
-    int color;          /* for the report */
-    int progress;       /* symbolization progress on stderr */
+    const char *stem;    /* outputs: <stem> + the suffixes of the chosen formats */
+    const char *binary;  /* --binary, or NULL */
+    FILE *report;        /* the terminal report goes here; NULL: no report */
+    int color;           /* for the report */
+    int progress;        /* symbolization progress on stderr */
+    const char *formats; /* comma-separated format names (OSPX_FORMATS); NULL or "": all */
 };
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
+
+/* What ospreyd calls after a run (OSPREY_EXPORT): read the raw profile at raw_path, symbolize
+ * it and write the outputs `formats` names (a comma list of OSPX_FORMATS names, or "all"; NULL
+ * is all) beside `stem`, each atomically; no report, no progress line, nothing on stdout or
+ * stderr but the symbolizer's one-line warnings. Returns 0, or a negative errno with `err`
+ * filled ("unknown output format 'x'", the raw file's error, the output path that failed).
+ * Not thread-safe with itself only through the warnings stream; it holds no global state. */
+int ospx_export_files(const char *raw_path, const char *stem, const char *formats,
+                      struct ospx_error *err);
 
 #endif /* OSPX_H */

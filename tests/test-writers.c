@@ -839,7 +839,7 @@ START_TEST(process_writes_four_files_and_the_report)
     char *report = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&report, &size);
-    struct ospx_process_options options = {raw, stem, NULL, out, 0, 0};
+    struct ospx_process_options options = {raw, stem, NULL, out, 0, 0, NULL};
     struct ospx_error err = {0};
     int rc = ospx_process(&options, &err);
     fclose(out);
@@ -861,13 +861,43 @@ START_TEST(process_writes_four_files_and_the_report)
 }
 END_TEST
 
+/* The daemon's entry point: exactly the formats asked for, nothing on an unknown one. */
+START_TEST(export_files_writes_the_formats_asked_for)
+{
+    make_scratch();
+    char raw[512], stem[512], path[600];
+    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
+    snprintf(stem, sizeof stem, "%s/run", scratch);
+    write_own_raw(raw);
+    struct ospx_error err = {0};
+    ck_assert_int_eq(ospx_export_files(raw, stem, "speedscope,pprof", &err), 0);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        snprintf(path, sizeof path, "%s.%s", stem, writers[w].extension);
+        int wanted =
+            writers[w].write == ospx_write_speedscope || writers[w].write == ospx_write_pprof;
+        ck_assert_msg((access(path, F_OK) == 0) == wanted, "%s", path);
+    }
+    ck_assert_int_eq(ospx_export_files(raw, stem, "folded,bogus", &err), -EINVAL);
+    ck_assert_str_eq(err.text, "unknown output format 'bogus' (known: " OSPX_FORMATS ")");
+    snprintf(path, sizeof path, "%s.folded", stem);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(ospx_export_files(raw, stem, "all", &err), 0);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        snprintf(path, sizeof path, "%s.%s", stem, writers[w].extension);
+        ck_assert_msg(access(path, F_OK) == 0, "%s", path);
+    }
+    remove_scratch();
+}
+END_TEST
+
 START_TEST(process_stops_at_the_first_error)
 {
     make_scratch();
     char raw[512], stem[512];
     snprintf(raw, sizeof raw, "%s/missing.raw.json", scratch);
     snprintf(stem, sizeof stem, "%s/run", scratch);
-    struct ospx_process_options options = {raw, stem, NULL, NULL, 0, 0};
+    struct ospx_process_options options = {raw, stem, NULL, NULL, 0, 0, NULL};
     struct ospx_error err = {0};
     ck_assert_int_lt(ospx_process(&options, &err), 0);
     ck_assert_str_eq(err.file, raw);
@@ -904,6 +934,7 @@ Suite *writers_suite(void)
     TCase *process = tcase_create("process");
     tcase_add_test(process, process_writes_four_files_and_the_report);
     tcase_add_test(process, process_stops_at_the_first_error);
+    tcase_add_test(process, export_files_writes_the_formats_asked_for);
     tcase_set_timeout(process, 60);
     suite_add_tcase(suite, process);
     return suite;
