@@ -3,14 +3,17 @@
  * thread track per fiber, named `fiber <id> (<label>)`, carrying
  *   - its samples on their real timestamps, as V8 writes them into a trace: one "Profile"
  *     event and "ProfileChunk" events holding a call tree (`cpuProfile.nodes`), the samples'
- *     leaf nodes and the gaps between them (`timeDeltas`, µs). A waiting sample is the
- *     thread's `(idle)` node, so a reader never counts a wait as CPU time;
+ *     leaf nodes and the gaps between them (`timeDeltas`, µs). Each on-CPU row lasts the CPU
+ *     periods it paid for, ending at its time; the rest of the time (waits, and gaps where the
+ *     thread was not on a CPU) is the thread's `(idle)` node, so the time a reader sums per
+ *     function is the sampled CPU time, and a wait is never counted as CPU;
  *   - one complete event (`"ph":"X"`, category `osprey.waiting`) per wait, named
  *     `waiting in <function>` with the blocked stack in its args: consecutive waiting rows of
  *     one stack are one wait.
  * Timestamps are µs after the run's start. Keys of the format: the Trace Event Format document
  * (docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU). */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,16 +99,58 @@ static void write_nodes(FILE *stream, const struct ospx__tree *tree, uint32_t fi
     free(pending);
 }
 
+/* One point of a thread's sample stream: from `at_us` on, the thread is in `node`. */
+struct point {
+    uint64_t at_us;
+    uint32_t node;
+};
+
+/* Thread t's rows as a V8 sample stream on real time, where each sample lasts until the next:
+ * an on-CPU row of weight w covers the w periods of CPU it paid for, ending at its time (from
+ * max(t - w periods, the previous point)); the thread is (idle) from the end of that until
+ * its next row, and from a waiting row until its next row. So the CPU time a reader sums per
+ * function is the report's, and the gaps (preempted, blocked) are idle. Returns the count. */
+static size_t sample_points(const struct ospx_model *model, const size_t *order, size_t count,
+                            const uint32_t *leaves, uint32_t idle, struct point *points)
+{
+    const struct ospx_raw *raw = model->raw;
+    double period_ns = raw->rate_hz > 0 ? 1e9 / raw->rate_hz : 0;
+    double limit_ns = model->wall_seconds > 0 ? model->wall_seconds * 1e9 : 0;
+    double previous_ns = 0; /* where the last point's time ends */
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct ospx_sample *sample = &raw->samples[order[i]];
+        double t = (double)sample->t_rel_ns;
+        if (limit_ns > 0 && t > limit_ns)
+            t = limit_ns; /* a broken collector's time */
+        if (sample->state != 0) {
+            /* idle from the end of the last CPU sample on (the wait starts no earlier) */
+            if (n == 0)
+                previous_ns = t;
+            if (n == 0 || points[n - 1].node != idle)
+                points[n++] = (struct point){(uint64_t)llround(previous_ns / 1000.0), idle};
+            continue;
+        }
+        double length = (double)sample->weight * period_ns;
+        double start = t - length > previous_ns ? t - length : previous_ns;
+        if (n > 0 && start > previous_ns && points[n - 1].node != idle)
+            points[n++] = (struct point){(uint64_t)llround(previous_ns / 1000.0), idle};
+        points[n++] = (struct point){(uint64_t)llround(start / 1000.0), leaves[i]};
+        previous_ns = start + length;
+    }
+    if (n > 0 && points[n - 1].node != idle)
+        points[n++] = (struct point){(uint64_t)llround(previous_ns / 1000.0), idle};
+    return n;
+}
+
 /* Thread t's Profile and ProfileChunk events. */
 static void write_samples(FILE *stream, const struct ospx_model *model, size_t t, uint64_t pid,
                           const struct ospx__tree *tree, uint32_t fiber_node,
-                          const uint32_t *scripts, const size_t *order, size_t count,
-                          const uint32_t *leaves)
+                          const uint32_t *scripts, const struct point *points, size_t count)
 {
     if (count == 0)
         return;
-    const struct ospx_raw *raw = model->raw;
-    uint64_t start = sample_us(model, &raw->samples[order[0]]), previous = start;
+    uint64_t start = points[0].at_us, previous = start;
     fprintf(stream,
             ",\n{\"ph\":\"P\",\"pid\":%llu,\"tid\":%zu,\"ts\":%llu,\"name\":\"Profile\",\"id\":"
             "\"0x%zx\",\"cat\":\"disabled-by-default-v8.cpu_profiler\",\"args\":{\"data\":{"
@@ -114,12 +159,11 @@ static void write_samples(FILE *stream, const struct ospx_model *model, size_t t
             (unsigned long long)start);
     for (size_t first = 0; first < count; first += CHUNK_SAMPLES) {
         size_t end = first + CHUNK_SAMPLES < count ? first + CHUNK_SAMPLES : count;
-        uint64_t chunk_ts = sample_us(model, &raw->samples[order[first]]);
         fprintf(stream,
                 ",\n{\"ph\":\"P\",\"pid\":%llu,\"tid\":%zu,\"ts\":%llu,\"name\":\"ProfileChunk\","
                 "\"id\":\"0x%zx\",\"cat\":\"disabled-by-default-v8.cpu_profiler\",\"args\":{"
                 "\"data\":{\"cpuProfile\":{",
-                (unsigned long long)pid, t + 1, (unsigned long long)chunk_ts, t + 1);
+                (unsigned long long)pid, t + 1, (unsigned long long)points[first].at_us, t + 1);
         if (first == 0) {
             fputs("\"nodes\":[", stream);
             write_nodes(stream, tree, fiber_node, model, scripts);
@@ -129,15 +173,14 @@ static void write_samples(FILE *stream, const struct ospx_model *model, size_t t
         for (size_t i = first; i < end; i++) {
             if (i > first)
                 fputc(',', stream);
-            ospx__put_uint(stream, leaves[i] + 1);
+            ospx__put_uint(stream, points[i].node + 1);
         }
         fputs("]},\"timeDeltas\":[", stream);
         for (size_t i = first; i < end; i++) {
-            uint64_t at = sample_us(model, &raw->samples[order[i]]);
             if (i > first)
                 fputc(',', stream);
-            ospx__put_uint(stream, at - previous);
-            previous = at;
+            ospx__put_uint(stream, points[i].at_us - previous);
+            previous = points[i].at_us;
         }
         fputs("]}}}", stream);
     }
@@ -207,22 +250,28 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     uint32_t *scripts = ospx__script_ids(model);
     uint32_t *fiber_nodes = malloc((raw->thread_count + 1) * sizeof *fiber_nodes);
     uint32_t *leaves = malloc((raw->sample_count + 1) * sizeof *leaves);
+    uint32_t *idle_nodes = malloc((raw->thread_count + 1) * sizeof *idle_nodes);
+    /* at most two points per row (a sample and the idle gap before it), and a last idle */
+    struct point *points = malloc((2 * raw->sample_count + 1) * sizeof *points);
     size_t *order = NULL, *first = NULL;
     int rc = ospx__samples_by_thread(raw, &order, &first);
     if (tree_rc != 0 || function_of == NULL || scripts == NULL || fiber_nodes == NULL ||
-        leaves == NULL)
+        leaves == NULL || idle_nodes == NULL || points == NULL)
         rc = -ENOMEM;
     /* The tree: root → one node per fiber → its functions, and its (idle). */
     for (size_t t = 0; rc == 0 && t < raw->thread_count; t++) {
         fiber_nodes[t] = ospx__tree_child(&tree, 0, OSPX_NODE_FIBER, (uint32_t)t);
-        if (fiber_nodes[t] == OSPX_NO_NODE)
+        idle_nodes[t] = fiber_nodes[t] != OSPX_NO_NODE
+                            ? ospx__tree_child(&tree, fiber_nodes[t], OSPX_NODE_WAITING, 0)
+                            : OSPX_NO_NODE;
+        if (idle_nodes[t] == OSPX_NO_NODE)
             rc = -ENOMEM;
     }
     for (size_t i = 0; rc == 0 && i < raw->sample_count; i++) {
         const struct ospx_sample *sample = &raw->samples[order[i]];
         uint32_t node = fiber_nodes[sample->thread];
         if (sample->state != 0) {
-            node = ospx__tree_child(&tree, node, OSPX_NODE_WAITING, 0);
+            node = idle_nodes[sample->thread];
         } else {
             size_t depth;
             const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
@@ -241,8 +290,10 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
             fputs("{\"traceEvents\":[\n", file.stream);
             write_metadata(file.stream, model, pid);
             for (size_t t = 0; t < raw->thread_count; t++) {
-                write_samples(file.stream, model, t, pid, &tree, fiber_nodes[t], scripts,
-                              order + first[t], first[t + 1] - first[t], leaves + first[t]);
+                size_t n = sample_points(model, order + first[t], first[t + 1] - first[t],
+                                         leaves + first[t], idle_nodes[t], points);
+                write_samples(file.stream, model, t, pid, &tree, fiber_nodes[t], scripts, points,
+                              n);
                 write_waits(file.stream, model, t, pid, function_of, order + first[t],
                             first[t + 1] - first[t]);
             }
@@ -263,6 +314,8 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     free(scripts);
     free(fiber_nodes);
     free(leaves);
+    free(idle_nodes);
+    free(points);
     free(order);
     free(first);
     return rc;
