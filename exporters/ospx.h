@@ -148,6 +148,20 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
                    struct ospx_symbols *out, struct ospx_error *err);
 void ospx_symbols_free(struct ospx_symbols *symbols);
 
+/* ---- which samples to look at (filter.c) ---- */
+
+struct ospx_filter {
+    const char *fiber;  /* keep one fiber: its id ("0", "-1", "4243") or its label; NULL all */
+    const char *focus;  /* POSIX extended regex: keep rows with a matching function; NULL */
+    const char *ignore; /* POSIX extended regex: drop rows with a matching function; NULL */
+};
+
+/* Keep only the rows of raw->samples the filter selects (in place, order kept). Returns 0, or
+ * -EINVAL with `err` filled for a bad regular expression or a fiber the profile does not
+ * have. */
+int ospx_filter_samples(struct ospx_raw *raw, const struct ospx_symbols *symbols,
+                        const struct ospx_filter *filter, struct ospx_error *err);
+
 /* ---- model ---- */
 
 struct ospx_function_stat {
@@ -215,6 +229,10 @@ struct ospx_report_options {
     int width; /* terminal columns; 0: 100 */
     const char *const *written_paths;
     size_t written_count; /* listed at the end */
+    size_t top;           /* rows of the table; 0: 10 */
+    int inverted;         /* 1: under each row, the callers its self time came from */
+    const char *list;     /* regex: instead of the table, the source lines of the matching
+                             functions with their self and total time (pprof -list) */
 };
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out);
@@ -228,12 +246,16 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
 
 struct ospx_process_options {
     const char *raw_path;
-    const char *stem;    /* outputs: <stem> + the suffixes of the chosen formats */
-    const char *binary;  /* --binary, or NULL */
-    FILE *report;        /* the terminal report goes here; NULL: no report */
-    int color;           /* for the report */
-    int progress;        /* symbolization progress on stderr */
-    const char *formats; /* comma-separated format names (OSPX_FORMATS); NULL or "": all */
+    const char *stem;          /* outputs: <stem> + the suffixes of the chosen formats */
+    const char *binary;        /* --binary, or NULL */
+    FILE *report;              /* the terminal report goes here; NULL: no report */
+    int color;                 /* for the report */
+    int progress;              /* symbolization progress on stderr */
+    const char *formats;       /* comma-separated format names (OSPX_FORMATS); NULL or "": all */
+    struct ospx_filter filter; /* which samples (every output and the report) */
+    size_t top;                /* report: rows; 0: 10 */
+    int inverted;              /* report: callers under each row */
+    const char *list;          /* report: source listing of the matching functions */
 };
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
 
@@ -245,5 +267,16 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
  * Not thread-safe with itself only through the warnings stream; it holds no global state. */
 int ospx_export_files(const char *raw_path, const char *stem, const char *formats,
                       struct ospx_error *err);
+
+/* ---- two profiles side by side (diff.c) ---- */
+
+struct ospx_diff_options {
+    const char *base_path, *new_path; /* raw profiles */
+    const char *stem;                 /* writes <stem>.{base,new}.{speedscope.json,pb.gz} */
+    const char *binary;               /* --binary for both, or NULL */
+    FILE *report;                     /* the functions whose self share moved most; NULL: none */
+    size_t top;                       /* rows; 0: 10 */
+};
+int ospx_diff(const struct ospx_diff_options *options, struct ospx_error *err);
 
 #endif /* OSPX_H */

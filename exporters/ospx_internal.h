@@ -46,6 +46,26 @@ int ospx__elf_check(const char *path, off_t *size, char *why, size_t why_size);
  * has none or is no readable 64-bit little-endian ELF file. */
 int ospx__elf_build_id(const char *path, char *out, size_t out_size);
 
+/* ---- listing.c: the report's --inverted and --list ---- */
+
+struct ospx__callers;
+struct ospx__caller {
+    uint32_t function; /* index into model->functions; OSPX_NO_FUNCTION: the stack ends */
+    uint64_t self;     /* periods of the leaf's self time that came through it */
+};
+/* Who called each leaf function, per model. NULL when out of memory. */
+struct ospx__callers *ospx__callers_build(const struct ospx_model *model);
+/* The callers of model function `function`, most self time first, at most `max`. */
+size_t ospx__callers_of(const struct ospx__callers *callers, uint32_t function,
+                        struct ospx__caller *out, size_t max);
+void ospx__callers_free(struct ospx__callers *callers);
+/* 0 when `expression` compiles as a POSIX extended regex; else -EINVAL with `err`. */
+int ospx__listing_check(const char *expression, struct ospx_error *err);
+/* pprof -list: the source lines of the functions matching `expression`, with their flat and
+ * cumulative time. Returns 0 or a negative errno. */
+int ospx__print_listing(FILE *out, size_t width, const struct ospx_model *model,
+                        const char *expression);
+
 /* ---- atomic_file.c ---- */
 
 /* A file being written: `stream` writes a temporary file beside `path`; commit makes it `path`
@@ -111,6 +131,10 @@ uint32_t *ospx__script_ids(const struct ospx_model *model);
 /* For each frame of model->symbols, the index of its function in model->functions
  * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure. */
 uint32_t *ospx__frame_functions(const struct ospx_model *model);
+
+/* The source line of position k of stack s: the per-stack line when the symbolizer gave one,
+ * else the frame's own. */
+int ospx__position_line(const struct ospx_symbols *symbols, uint32_t s, size_t k);
 
 /* The frames of raw stack `stack`, leaf first, and how many. */
 static inline const uint32_t *ospx__stack_frames(const struct ospx_model *model, uint32_t stack,

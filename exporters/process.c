@@ -102,8 +102,13 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
             rc = outputs[i].write(model, path, err);
     }
     if (rc == 0 && options->report != NULL) {
-        struct ospx_report_options report = {options->color, report_width(options->report),
-                                             (const char *const *)paths, written};
+        struct ospx_report_options report = {options->color,
+                                             report_width(options->report),
+                                             (const char *const *)paths,
+                                             written,
+                                             options->top,
+                                             options->inverted,
+                                             options->list};
         ospx_report_print(model, &report, options->report);
         fflush(options->report);
     }
@@ -120,6 +125,8 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
 
     unsigned mask;
     int rc = select_outputs(options->formats, &mask, err);
+    if (rc == 0 && options->list != NULL)
+        rc = ospx__listing_check(options->list, err);
     if (rc != 0)
         return rc;
     struct ospx_raw raw;
@@ -134,6 +141,8 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
         return rc;
     struct ospx_symbolize_options symbolize = {options->binary, NULL, options->progress, NULL};
     rc = ospx_symbolize(&raw, &symbolize, &symbols, err);
+    if (rc == 0)
+        rc = ospx_filter_samples(&raw, &symbols, &options->filter, err);
     if (rc == 0)
         rc = ospx_model_build(&raw, &symbols, &model, err);
     if (rc == 0)

@@ -847,7 +847,7 @@ START_TEST(process_writes_four_files_and_the_report)
     char *report = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&report, &size);
-    struct ospx_process_options options = {raw, stem, NULL, out, 0, 0, NULL};
+    struct ospx_process_options options = {.raw_path = raw, .stem = stem, .report = out};
     struct ospx_error err = {0};
     int rc = ospx_process(&options, &err);
     fclose(out);
@@ -905,7 +905,7 @@ START_TEST(process_stops_at_the_first_error)
     char raw[512], stem[512];
     snprintf(raw, sizeof raw, "%s/missing.raw.json", scratch);
     snprintf(stem, sizeof stem, "%s/run", scratch);
-    struct ospx_process_options options = {raw, stem, NULL, NULL, 0, 0, NULL};
+    struct ospx_process_options options = {.raw_path = raw, .stem = stem};
     struct ospx_error err = {0};
     ck_assert_int_lt(ospx_process(&options, &err), 0);
     ck_assert_str_eq(err.file, raw);
