@@ -22,6 +22,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -76,6 +77,7 @@ struct image_work {
     uint64_t *addresses;
     size_t count, capacity;
     struct symbol_answer *answers;
+    bool running_vdso; /* described by a copy of the running kernel's vDSO */
 };
 
 enum symbolizer_kind { SYMBOLIZER_NONE, SYMBOLIZER_LLVM, SYMBOLIZER_ATOS };
@@ -585,6 +587,7 @@ static int symbolize_image_llvm(struct symbolize_state *state, const struct ospx
         if (local_vdso_copy(state->raw, image, vdso_copy, sizeof vdso_copy) == 0) {
             object = vdso_copy;
             pseudo_image = 0;
+            work->running_vdso = true;
         }
     }
     int rc = symbolize_object_llvm(state, work, object, pseudo_image);
@@ -964,6 +967,10 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             const struct symbol_location *location =
                 answer != NULL && answer->count > 0 ? &answer->chain[level] : NULL;
             const char *name = location != NULL && location->name != NULL ? location->name : hex;
+            /* Code of the running kernel's vDSO that no symbol covers (a local clock-read
+             * helper): still the vDSO's time, named as perf names its module. */
+            if (name == hex && image != NO_IMAGE && state->work[image].running_vdso)
+                name = "[vdso]";
             /* The profiler's own frames are not the program's: left out at every position,
              * so a wrapper's time goes to its caller and the shim's start-up never shows. */
             if (is_profiler_frame(name, image_path))

@@ -16,8 +16,8 @@
  *
  * dlopen is deliberately not interposed: glibc resolves a dlopen'd name against the RUNPATH
  * of the *calling* object, so a wrapper would change which library a program loads. New
- * objects are found instead by the sampler's check of dlpi_adds every 50 ms, and the exit
- * handler records the final image list.
+ * objects are recorded instead when a thread registers, before any dlclose (interposed: it
+ * resolves nothing), and by the exit handler's final scan.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -291,6 +291,20 @@ __attribute__((visibility("default"))) int execlp(const char *file, const char *
 __attribute__((visibility("default"))) int execle(const char *path, const char *arg, ...)
 {
     OSP__LIST_EXEC(execve(path, argv, envp), arg, 1);
+}
+
+/* Before an object is unloaded, record it if it is new: samples taken in it must still be
+ * symbolizable. (dlopen itself is not interposed: see the file's comment.) */
+__attribute__((visibility("default"))) int dlclose(void *handle)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "dlclose");
+    if (sym == NULL)
+        return -1;
+    int (*real)(void *);
+    memcpy(&real, &sym, sizeof(real));
+    osp__images_refresh();
+    return real(handle);
 }
 
 __attribute__((constructor)) static void preload_boot(void)
