@@ -36,6 +36,7 @@
 #include <uv.h>
 
 #include "ospd.h"
+#include "ospx.h"
 
 #ifndef OSPREY_VERSION
 #define OSPREY_VERSION "unknown"
@@ -47,6 +48,8 @@
 struct ospd_daemon {
     const char *ring_name;
     const char *out_path;
+    const char *export_formats; /* --export: outputs to write after the raw file, or NULL */
+    char written_path[OSP_MAX_PATH + 64]; /* where the raw file went */
     struct osp_ring_header *header;
     const uint8_t *data;
     uint64_t data_size; /* validated at attach; never reread from the shared header */
@@ -122,12 +125,15 @@ static uint64_t clock_ns(clockid_t clock)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ospreyd --attach-ring NAME --out PATH [--detach]\n"
+    fprintf(f, "usage: ospreyd --attach-ring NAME --out PATH [--detach] [--export LIST]\n"
                "Collect the samples a profiled program posts to the shared-memory ring NAME\n"
                "and write its raw profile to PATH when the program ends.\n"
                "  --attach-ring NAME  the ring's POSIX shared-memory name (\"/osprey-...\")\n"
                "  --out PATH          where to write the raw profile (JSON, version 1)\n"
                "  --detach            run in the background, in a session of its own\n"
+               "  --export LIST       then write these outputs beside PATH (comma list of\n"
+               "                      speedscope,cpuprofile,folded,profile,pprof,trace,html\n"
+               "                      or all), as `osprey report` would\n"
                "  --help, --version\n");
 }
 
@@ -388,6 +394,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         atomic_store_explicit(&d->header->wrote_beside, 1, memory_order_relaxed);
     }
     int rc = ospd_raw_write(c, out_path, err, sizeof err);
+    snprintf(d->written_path, sizeof d->written_path, "%s", out_path);
     if (rc != 0)
         snprintf(line, sizeof line, "ospreyd could not write the profile: %s", err);
     else if (status == OSPD_EXIT_RING_REJECTED)
@@ -406,6 +413,29 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
     }
     close_handles(d);
+}
+
+/* After the program has been let go (DONE): the outputs OSPREY_EXPORT asked for, beside the
+ * raw file (its path without ".json", and without ".raw" before it). One line on stderr when
+ * they cannot be written; the raw file stays either way. */
+static void export_outputs(struct ospd_daemon *d)
+{
+    if (d->export_formats == NULL || d->written_path[0] == '\0' || d->exit_code != 0)
+        return;
+    char stem[sizeof d->written_path];
+    snprintf(stem, sizeof stem, "%s", d->written_path);
+    size_t n = strlen(stem);
+    if (n > 5 && strcmp(stem + n - 5, ".json") == 0)
+        stem[n -= 5] = '\0';
+    if (n > 4 && strcmp(stem + n - 4, ".raw") == 0)
+        stem[n -= 4] = '\0';
+    struct ospx_error err;
+    memset(&err, 0, sizeof err);
+    if (ospx_export_files(d->written_path, stem, d->export_formats, &err) != 0) {
+        fprintf(stderr, "osprey: ospreyd: exporting %s: %s%s%s\n", d->written_path,
+                err.file[0] ? err.file : "", err.file[0] ? ": " : "", err.text);
+        d->exit_code = 1;
+    }
 }
 
 static struct osp_slot *slot_at(const struct ospd_daemon *d, uint32_t i)
@@ -720,6 +750,7 @@ int main(int argc, char **argv)
         {"attach-ring", required_argument, NULL, 'r'},
         {"out", required_argument, NULL, 'o'},
         {"detach", no_argument, NULL, 'd'},
+        {"export", required_argument, NULL, 'e'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -739,6 +770,9 @@ int main(int argc, char **argv)
             break;
         case 'd':
             detached = true;
+            break;
+        case 'e':
+            d.export_formats = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -780,6 +814,9 @@ int main(int argc, char **argv)
         read_exe_fallback(&d);
         rc = run(&d);
         munmap(d.header, d.map_size);
+        export_outputs(&d);
+        if (d.exit_code != 0)
+            rc = d.exit_code;
     }
     ospd_collector_free(&d.collector);
     free(out_path);

@@ -756,6 +756,32 @@ START_TEST(bookkeeping_stays_out_of_the_program_environment)
 }
 END_TEST
 
+/* OSPREY_EXPORT: ospreyd writes the outputs asked for beside the raw file once the program is
+ * gone (the program's exit waits for the raw file only). */
+START_TEST(ospreyd_writes_the_outputs_asked_for)
+{
+    static struct run r;
+    const char *args[] = {"busy", "1", "200", NULL};
+    char daemon[PATH_MAX + 32], exports[] = "OSPREY_EXPORT=folded,profile";
+    snprintf(daemon, sizeof daemon, "OSPREY_DAEMON=%s/../daemon/ospreyd", dir);
+    run(&r, "test-shim-target", args,
+        with_env(with_env(profiled_env("exp.raw.json", NULL, 1), daemon), exports));
+    ck_assert_int_eq(r.status, 0);
+    char folded[PATH_MAX + 32], summary_path[PATH_MAX + 32];
+    snprintf(folded, sizeof folded, "%s/exp.folded", scratch);
+    snprintf(summary_path, sizeof summary_path, "%s/exp.profile.json", scratch);
+    for (int waited = 0; waited < 300 && (access(folded, F_OK) || access(summary_path, F_OK));
+         waited++) {
+        struct timespec nap = {0, 100000000};
+        nanosleep(&nap, NULL);
+    }
+    ck_assert_int_eq(access(folded, F_OK), 0);
+    ck_assert_int_eq(access(summary_path, F_OK), 0);
+    /* the raw file and the two asked for (folded comes with its off-CPU companion) */
+    ck_assert_int_eq(profiles("exp."), 4);
+}
+END_TEST
+
 Suite *shim_e2e_suite(void)
 {
     Suite *s = suite_create("shim_e2e");
@@ -787,6 +813,7 @@ Suite *shim_e2e_suite(void)
     tcase_add_test(tc, warnings_never_go_into_a_data_file_on_fd_2);
     tcase_add_test(tc, two_roots_with_one_path_keep_both_profiles);
     tcase_add_test(tc, bookkeeping_stays_out_of_the_program_environment);
+    tcase_add_test(tc, ospreyd_writes_the_outputs_asked_for);
     suite_add_tcase(s, tc);
     return s;
 }
