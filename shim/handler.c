@@ -213,6 +213,18 @@ static void publish(struct osp__slot *s, uint32_t state, uint64_t due_ns)
         return;
     atomic_store_explicit(&s->shared->next_due_ns, due_ns, memory_order_relaxed);
     atomic_store_explicit(&s->shared->state, state, memory_order_relaxed);
+    if (state == OSP_SLOT_RUNNING)
+        osp__slot_wants_attention(s);
+}
+
+void osp__slot_wants_attention(const struct osp__slot *s)
+{
+    struct osp_ring_header *h = osp__header;
+    if (h == NULL || s->index >= OSP_ATTENTION_WORDS * 64)
+        return;
+    /* Release: ospreyd, whose exchange of the word is acquire, sees the state stored above. */
+    atomic_fetch_or_explicit(&h->attention[s->index / 64], UINT64_C(1) << (s->index % 64),
+                             memory_order_release);
 }
 
 /* Async-signal-safe. */

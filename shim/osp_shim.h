@@ -233,6 +233,8 @@ uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024)
  * will restart, or one that returns EINTR)? Reads the code bytes at the pc with
  * process_vm_readv. Async-signal-safe. */
 int osp__context_in_syscall(const void *ucontext);
+/* Ask ospreyd to look at this slot again (proto/osp_ring.h, attention). Async-signal-safe. */
+void osp__slot_wants_attention(const struct osp__slot *s);
 /* The SIGPROF handler. */
 void osp__sigprof_handler(int sig, siginfo_t *info, void *context);
 /* The sampling period in ns, set once at boot. */
