@@ -185,7 +185,7 @@ static void arm_timer(struct osp__slot *s, uint64_t cpu_ns)
     s->timer_expiry_cpu_ns = s->last_cpu_ns + cpu_ns;
     struct itimerspec its = {
         .it_value = {(time_t)(cpu_ns / 1000000000u), (long)(cpu_ns % 1000000000u)}};
-    syscall(SYS_timer_settime, s->timer, 0, &its, NULL); /* async-signal-safe: XSH 2.4.3 */
+    osp__sys(SYS_timer_settime, s->timer, 0, (long)&its, 0, 0); /* async-signal-safe: XSH 2.4.3 */
 }
 
 void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
@@ -349,7 +349,7 @@ int osp__cpu_timer_create(void)
     int timer = -1;
     /* The raw call: the C library's timer_create starts a helper thread for SIGEV_THREAD, and
      * we want nothing of it. */
-    if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &timer) != 0)
+    if (osp__sys(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, (long)&sev, (long)&timer, 0, 0) != 0)
         return -1;
     return timer;
 }
@@ -357,5 +357,5 @@ int osp__cpu_timer_create(void)
 void osp__cpu_timer_delete(int timer)
 {
     if (timer >= 0)
-        syscall(SYS_timer_delete, timer);
+        osp__sys(SYS_timer_delete, timer, 0, 0, 0, 0);
 }
