@@ -204,6 +204,9 @@ struct ospx_model {
     size_t function_count; /* sorted: self desc */
     struct ospx_line_stat *lines;
     size_t line_count; /* sorted: samples desc */
+    /* the samples grouped by thread in time order, made on first use by the writers that
+     * need it (ospx__model_thread_order); freed with the model */
+    size_t *thread_order, *thread_first;
 };
 
 int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symbols,

@@ -131,8 +131,8 @@ static void write_profile(FILE *stream, const struct ospx_model *model, size_t t
 int ospx_write_speedscope(const struct ospx_model *model, const char *path, struct ospx_error *err)
 {
     uint32_t *function_of = ospx__frame_functions(model);
-    size_t *order = NULL, *first = NULL;
-    if (function_of == NULL || ospx__samples_by_thread(model->raw, &order, &first) != 0) {
+    const size_t *order = NULL, *first = NULL;
+    if (function_of == NULL || ospx__model_thread_order(model, &order, &first) != 0) {
         free(function_of);
         return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     }
@@ -154,7 +154,5 @@ int ospx_write_speedscope(const struct ospx_model *model, const char *path, stru
         rc = ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     }
     free(function_of);
-    free(order);
-    free(first);
     return rc;
 }

@@ -22,7 +22,6 @@
  */
 #include <elf.h>
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -31,6 +30,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +80,14 @@ struct image_work {
     bool running_vdso; /* described by a copy of the running kernel's vDSO */
 };
 
+/* A running symbolizer: its pid, the socket its stdin reads (NULL for atos) and the pipe its
+ * stdout writes. */
+struct tool_process {
+    pid_t pid;
+    int input; /* -1 when none */
+    int output;
+};
+
 enum symbolizer_kind { SYMBOLIZER_NONE, SYMBOLIZER_LLVM, SYMBOLIZER_ATOS };
 
 struct symbolize_state {
@@ -91,6 +99,11 @@ struct symbolize_state {
     /* progress */
     size_t addresses_total, addresses_done, progress_shown;
     int progress_visible;
+    /* the one llvm-symbolizer all images share (started on first use; each line it reads
+     * names its object), and the address-space limit it runs under */
+    struct tool_process llvm;
+    int llvm_running;
+    uint64_t objects_size;
     /* objects that were not there, reported in one line at the end */
     size_t missing_objects;
     const char *first_missing_object;
@@ -207,14 +220,6 @@ static void choose_symbolizer(struct symbolize_state *state)
     }
     state->kind = SYMBOLIZER_NONE;
 }
-
-/* A running symbolizer: its pid, the socket its stdin reads (NULL for atos) and the pipe its
- * stdout writes. */
-struct tool_process {
-    pid_t pid;
-    int input; /* -1 when none */
-    int output;
-};
 
 /* Start argv[0] with stdout on a pipe, stderr on /dev/null and stdin on a socket (with_input)
  * or /dev/null. Returns 0 or a negative errno. */
@@ -417,7 +422,7 @@ static int parse_llvm_answer(const char *line, uint64_t address, struct symbol_a
 static int converse_llvm(struct symbolize_state *state, struct tool_process *process,
                          struct image_work *work, const char *object)
 {
-    char pending[8192];
+    char pending[65536];
     size_t pending_length = 0, pending_sent = 0, next_to_write = 0, answered = 0;
     struct line_buffer buffer = {0};
     size_t consumed = 0;
@@ -428,10 +433,12 @@ static int converse_llvm(struct symbolize_state *state, struct tool_process *pro
         if (input_open && pending_sent == pending_length && next_to_write < work->count) {
             pending_length = 0;
             pending_sent = 0;
-            while (next_to_write < work->count && pending_length + 24 < sizeof pending)
-                pending_length +=
-                    (size_t)snprintf(pending + pending_length, sizeof pending - pending_length,
-                                     "0x%" PRIx64 "\n", work->addresses[next_to_write++]);
+            /* One line per address, naming its object: "OBJECT" 0xADDRESS. */
+            size_t line_size = strlen(object) + 24;
+            while (next_to_write < work->count && pending_length + line_size < sizeof pending)
+                pending_length += (size_t)snprintf(
+                    pending + pending_length, sizeof pending - pending_length,
+                    "\"%s\" 0x%" PRIx64 "\n", object, work->addresses[next_to_write++]);
         }
         int want_write = input_open && pending_sent < pending_length;
         struct pollfd fds[2] = {{.fd = process->output, .events = POLLIN},
@@ -628,22 +635,39 @@ static int symbolize_object_llvm(struct symbolize_state *state, struct image_wor
         state->addresses_done += work->count;
         return 0;
     }
-    char obj_argument[4200];
-    snprintf(obj_argument, sizeof obj_argument, "--obj=%s", object);
-    char *argv[] = {state->tool_path, "--output-style=JSON", "--inlining", "--functions=linkage",
-                    "--demangle",     obj_argument,          NULL};
-    struct tool_process process;
-    int rc = tool_start(argv, 1, &process);
-    if (rc < 0) {
-        symbolize_warn(state, "cannot run %s: %s; frames are shown as hex addresses",
-                       state->tool_path, strerror(-rc));
+    /* The object is named on each input line, quoted: a path with a quote or a line break
+     * cannot be said that way. */
+    if (strpbrk(object, "\"\n\r") != NULL) {
+        symbolize_warn(state,
+                       "%s: a path with a quote or line break; its frames are shown as "
+                       "hex addresses",
+                       object);
         state->addresses_done += work->count;
         return 0;
     }
-    /* Before the first address is sent, so before it reads the object: bound the tool. */
-    bound_tool(process.pid, object_size);
-    rc = converse_llvm(state, &process, work, object);
-    tool_finish(&process, rc < 0);
+    if (!state->llvm_running) {
+        /* Starting llvm-symbolizer costs about half a second here (it loads all of LLVM): one
+         * process serves every image. */
+        char *argv[] = {state->tool_path,      "--output-style=JSON", "--inlining",
+                        "--functions=linkage", "--demangle",          NULL};
+        int rc = tool_start(argv, 1, &state->llvm);
+        if (rc < 0) {
+            symbolize_warn(state, "cannot run %s: %s; frames are shown as hex addresses",
+                           state->tool_path, strerror(-rc));
+            state->addresses_done += work->count;
+            return 0;
+        }
+        /* Before the first address is sent, so before it reads an object: bound the tool. */
+        bound_tool(state->llvm.pid,
+                   (off_t)(state->objects_size > (uint64_t)object_size ? state->objects_size
+                                                                       : (uint64_t)object_size));
+        state->llvm_running = 1;
+    }
+    int rc = converse_llvm(state, &state->llvm, work, object);
+    if (rc < 0) { /* a tool that broke the conversation is not asked again */
+        tool_finish(&state->llvm, 1);
+        state->llvm_running = 0;
+    }
     return rc == -ENOMEM ? rc : 0;
 }
 
@@ -1033,6 +1057,14 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
             symbolize_warn(&state, "no llvm-symbolizer or atos found on PATH; frames are shown "
                                    "as hex addresses (install llvm to get names and lines)");
     }
+    /* The shared llvm-symbolizer maps every object it reads: its memory limit counts them all. */
+    for (size_t i = 0; rc == 0 && state.kind == SYMBOLIZER_LLVM && i < raw->image_count; i++) {
+        char why[160];
+        off_t size = 0;
+        if (state.work[i].count > 0 &&
+            ospx__elf_check(object_of(&state, i), &size, why, sizeof why) == 0)
+            state.objects_size += (uint64_t)size;
+    }
     for (size_t i = 0; rc == 0 && i < raw->image_count; i++) {
         if (state.work[i].count == 0)
             continue;
@@ -1043,6 +1075,8 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
             rc =
                 symbolize_image_atos(&state, &raw->images[i], &state.work[i], object_of(&state, i));
     }
+    if (state.llvm_running)
+        tool_finish(&state.llvm, 0);
     symbolize_progress(&state, 1);
     if (rc == 0 && state.missing_objects > 0)
         symbolize_warn(&state,
