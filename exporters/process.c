@@ -225,11 +225,16 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
 
     struct stage_clock clock;
     stage_start(&clock);
+    /* llvm-symbolizer loads for half a second: let it do so while the raw file is read. */
+    struct ospx_prestarted_symbolizer *prestarted = ospx_symbolizer_prestart();
     rc = ospx_raw_read(options->raw_path, &raw, err);
-    if (rc != 0)
+    if (rc != 0) {
+        ospx_symbolizer_prestart_free(prestarted);
         return rc;
+    }
     stage_done(&clock, "read");
-    struct ospx_symbolize_options symbolize = {options->binary, NULL, options->progress, NULL};
+    struct ospx_symbolize_options symbolize = {options->binary, NULL, options->progress, NULL, 0,
+                                               prestarted};
     rc = ospx_symbolize(&raw, &symbolize, &symbols, err);
     stage_done(&clock, "symbolize");
     if (rc == 0)

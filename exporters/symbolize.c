@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ospx_internal.h"
@@ -97,12 +98,13 @@ struct symbolize_state {
     char *tool_path;
     struct image_work *work; /* one per raw image */
     /* progress */
+    struct timespec started;
     size_t addresses_total, addresses_done, progress_shown;
     int progress_visible;
     /* the one llvm-symbolizer all images share (started on first use; each line it reads
      * names its object), and the address-space limit it runs under */
     struct tool_process llvm;
-    int llvm_running;
+    int llvm_running, llvm_bounded;
     uint64_t objects_size;
     /* objects that were not there, reported in one line at the end */
     size_t missing_objects;
@@ -142,6 +144,17 @@ static void symbolize_progress(struct symbolize_state *state, int final)
 {
     if (state->options == NULL || !state->options->progress || state->addresses_total == 0)
         return;
+    if (!final && !state->progress_visible) {
+        /* Only a wait worth saying: nothing for a profile symbolized in under a second. */
+        int delay =
+            state->options->progress_delay_ms == 0 ? 1000 : state->options->progress_delay_ms;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double elapsed_ms = (double)(now.tv_sec - state->started.tv_sec) * 1e3 +
+                            (double)(now.tv_nsec - state->started.tv_nsec) / 1e6;
+        if (delay > 0 && elapsed_ms < delay)
+            return;
+    }
     if (final) {
         if (state->progress_visible)
             fprintf(stderr, "\r\033[K");
@@ -616,6 +629,62 @@ static void bound_tool(pid_t pid, off_t object_size)
     (void)prlimit(pid, RLIMIT_CPU, &cpu, NULL);
 }
 
+/* Start the one llvm-symbolizer: JSON answers with inline levels, each input line naming its
+ * object. */
+static int llvm_start(char *tool_path, struct tool_process *process)
+{
+    char *argv[] = {
+        tool_path, "--output-style=JSON", "--inlining", "--functions=linkage", "--demangle", NULL};
+    return tool_start(argv, 1, process);
+}
+
+struct ospx_prestarted_symbolizer {
+    char *tool_path;
+    struct tool_process process;
+};
+
+struct ospx_prestarted_symbolizer *ospx_symbolizer_prestart(void)
+{
+    struct symbolize_state probe = {0};
+    choose_symbolizer(&probe);
+    struct ospx_prestarted_symbolizer *started = calloc(1, sizeof *started);
+    if (probe.kind != SYMBOLIZER_LLVM || started == NULL ||
+        llvm_start(probe.tool_path, &started->process) != 0) {
+        free(probe.tool_path);
+        free(started);
+        return NULL;
+    }
+    started->tool_path = probe.tool_path;
+    return started;
+}
+
+void ospx_symbolizer_prestart_free(struct ospx_prestarted_symbolizer *started)
+{
+    if (started == NULL)
+        return;
+    tool_finish(&started->process, 1);
+    free(started->tool_path);
+    free(started);
+}
+
+/* Take over a prestarted symbolizer when it is the one this run chose; else end it. */
+static void adopt_prestarted(struct symbolize_state *state,
+                             struct ospx_prestarted_symbolizer *started)
+{
+    if (started == NULL)
+        return;
+    if (state->kind == SYMBOLIZER_LLVM && state->tool_path != NULL && !state->llvm_running &&
+        strcmp(state->tool_path, started->tool_path) == 0) {
+        state->llvm = started->process;
+        state->llvm_running = 1;
+        state->llvm_bounded = 0;
+        free(started->tool_path);
+        free(started);
+        return;
+    }
+    ospx_symbolizer_prestart_free(started);
+}
+
 /* symbolize_image_llvm for an object file (or a pseudo image: its addresses stay hex). */
 static int symbolize_object_llvm(struct symbolize_state *state, struct image_work *work,
                                  const char *object, int pseudo_image)
@@ -648,20 +717,22 @@ static int symbolize_object_llvm(struct symbolize_state *state, struct image_wor
     if (!state->llvm_running) {
         /* Starting llvm-symbolizer costs about half a second here (it loads all of LLVM): one
          * process serves every image. */
-        char *argv[] = {state->tool_path,      "--output-style=JSON", "--inlining",
-                        "--functions=linkage", "--demangle",          NULL};
-        int rc = tool_start(argv, 1, &state->llvm);
+        int rc = llvm_start(state->tool_path, &state->llvm);
         if (rc < 0) {
             symbolize_warn(state, "cannot run %s: %s; frames are shown as hex addresses",
                            state->tool_path, strerror(-rc));
             state->addresses_done += work->count;
             return 0;
         }
+        state->llvm_running = 1;
+        state->llvm_bounded = 0;
+    }
+    if (!state->llvm_bounded) {
         /* Before the first address is sent, so before it reads an object: bound the tool. */
         bound_tool(state->llvm.pid,
                    (off_t)(state->objects_size > (uint64_t)object_size ? state->objects_size
                                                                        : (uint64_t)object_size));
-        state->llvm_running = 1;
+        state->llvm_bounded = 1;
     }
     int rc = converse_llvm(state, &state->llvm, work, object);
     if (rc < 0) { /* a tool that broke the conversation is not asked again */
@@ -1049,6 +1120,7 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
 {
     memset(out, 0, sizeof *out);
     struct symbolize_state state = {.raw = raw, .options = options};
+    clock_gettime(CLOCK_MONOTONIC, &state.started);
     state.work = calloc(raw->image_count > 0 ? raw->image_count : 1, sizeof *state.work);
     int rc = state.work != NULL ? collect_addresses(&state) : -ENOMEM;
     if (rc == 0 && state.addresses_total > 0) {
@@ -1057,6 +1129,7 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
             symbolize_warn(&state, "no llvm-symbolizer or atos found on PATH; frames are shown "
                                    "as hex addresses (install llvm to get names and lines)");
     }
+    adopt_prestarted(&state, options != NULL ? options->prestarted : NULL);
     /* The shared llvm-symbolizer maps every object it reads: its memory limit counts them all. */
     for (size_t i = 0; rc == 0 && state.kind == SYMBOLIZER_LLVM && i < raw->image_count; i++) {
         char why[160];
