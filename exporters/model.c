@@ -26,6 +26,42 @@ const char *ospx__basename(const char *path)
     return slash != NULL && slash[1] != '\0' ? slash + 1 : ospx__str(path);
 }
 
+/* `path` with "." and "dir/.." components removed, lexically (debug info often records
+ * "/w/build/../src/x.c"); relative paths and ones that climb above the root stay as they are. */
+void ospx__normalize_path(char *out, size_t size, const char *path)
+{
+    snprintf(out, size, "%s", path);
+    if (path[0] != '/')
+        return;
+    size_t length = 0; /* of the normalized prefix in out, without a trailing slash */
+    const char *component = path;
+    while (*component != '\0') {
+        while (*component == '/')
+            component++;
+        size_t n = strcspn(component, "/");
+        if (n == 0)
+            break;
+        if (n == 1 && component[0] == '.') {
+            /* skip */
+        } else if (n == 2 && component[0] == '.' && component[1] == '.') {
+            if (length == 0) {
+                snprintf(out, size, "%s", path);
+                return;
+            }
+            while (length > 0 && out[length] != '/')
+                length--;
+        } else if (length + 1 + n < size) {
+            out[length++] = '/';
+            memcpy(out + length, component, n);
+            length += n;
+        }
+        out[length] = '\0';
+        component += n;
+    }
+    if (length == 0)
+        snprintf(out, size, "/");
+}
+
 static int compare_name_file(const struct ospx_frame *a, const struct ospx_frame *b)
 {
     int c = strcmp(ospx__str(a->name), ospx__str(b->name));

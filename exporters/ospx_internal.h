@@ -178,6 +178,11 @@ int ospx__group_samples(const struct ospx_raw *raw, uint8_t state, struct ospx__
 /* Round to one decimal, as every percentage and millisecond value in the outputs is. */
 double ospx__round1(double value);
 
+/* `path` with "." and "dir/.." components removed, lexically, into out (debug info often
+ * records "/w/build/../src/x.c"); relative paths and ones that climb above the root are copied
+ * as they are. */
+void ospx__normalize_path(char *out, size_t size, const char *path);
+
 /* The base name of a path ("" stays ""). */
 const char *ospx__basename(const char *path);
 

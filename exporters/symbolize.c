@@ -1011,12 +1011,28 @@ static int intern_frame(struct frame_table *table, const char *name, const char 
 
 /* A frame of the profiler itself: a function of the shim (osp__* internals, the osp_prof_*
  * API) wherever it was linked, or anything in the preload library libospreyprof*. */
-static int is_profiler_frame(const char *name, const char *image_path)
+static int is_profiler_frame(const char *name, const char *image_path, const char *file)
 {
     const char *slash = strrchr(image_path, '/');
     const char *base = slash != NULL ? slash + 1 : image_path;
-    return strncmp(name, "osp__", 5) == 0 || strncmp(name, "osp_prof_", 9) == 0 ||
-           strncmp(base, "libospreyprof", 13) == 0;
+    if (strncmp(name, "osp__", 5) == 0 || strncmp(name, "osp_prof_", 9) == 0 ||
+        strncmp(base, "libospreyprof", 13) == 0)
+        return 1;
+#ifdef OSPX_SHIM_SOURCE_DIR
+    /* Linked into the program (the static archive `osprey FILE.c` builds with), the shim's
+     * frames are in the program's image, and its static helpers and interposed wrappers
+     * (`nanosleep` at shim/guard.c) carry no prefix: its debug info names its own sources. */
+    if (file != NULL && file[0] == '/') {
+        char normalized[4096];
+        ospx__normalize_path(normalized, sizeof normalized, file);
+        size_t length = strlen(OSPX_SHIM_SOURCE_DIR);
+        if (strncmp(normalized, OSPX_SHIM_SOURCE_DIR, length) == 0 && normalized[length] == '/')
+            return 1;
+    }
+#else
+    (void)file;
+#endif
+    return 0;
 }
 
 /* Expand raw stack i into frames, leaf first, inline levels innermost first. */
@@ -1068,7 +1084,7 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
                 name = "[vdso]";
             /* The profiler's own frames are not the program's: left out at every position,
              * so a wrapper's time goes to its caller and the shim's start-up never shows. */
-            if (is_profiler_frame(name, image_path))
+            if (is_profiler_frame(name, image_path, location != NULL ? location->file : NULL))
                 continue;
             const char *file = location != NULL ? location->file : "";
             int line = location != NULL ? location->line : 0;

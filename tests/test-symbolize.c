@@ -316,6 +316,33 @@ START_TEST(test_profiler_frames_left_out)
 }
 END_TEST
 
+/* Linked into the program from the static archive, the shim's frames are in the program's
+ * image and its wrappers carry libc's names (`nanosleep`): its own source files give it away. */
+START_TEST(test_frames_from_shim_sources_left_out)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    setenv("OSPREY_FAKE_SHIM_ADDRESS", "0x11ff", 1);
+    /* as debug info often spells it: through the build directory */
+    setenv("OSPREY_FAKE_SHIM_FILE", OSP_TEST_SOURCE_DIR "/../build/../shim/guard.c", 1);
+    char a[128];
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, fixture_object(&fixture, "main", a, sizeof a), 0x1000, 0, 0x1000, 0x1000, "");
+    uint64_t stack[] = {0x1100, 0x1200, 0x1300}; /* leaf, the wrapper, its caller */
+    add_stack(&test, stack, 3);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    unsetenv("OSPREY_FAKE_SHIM_ADDRESS");
+    unsetenv("OSPREY_FAKE_SHIM_FILE");
+    ck_assert_uint_eq(symbols.stack_frame_counts[0], 2);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "main:0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "main:0x12ff");
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
 /* An image path from the profile goes to the symbolizer only when it names a regular ELF
  * file: a FIFO (which would block the tool), a device like /dev/zero (which never ends) and a
  * file of another kind get one warning each and hex frames, and the tool never sees them. */
@@ -1014,6 +1041,7 @@ Suite *symbolize_suite(void)
     tcase_add_test(fake, test_inline_expansion_and_interning);
     tcase_add_test(fake, test_profiler_frames_left_out);
     tcase_add_test(fake, test_only_regular_elf_files_are_symbolized);
+    tcase_add_test(fake, test_frames_from_shim_sources_left_out);
     tcase_add_test(fake, test_binary_substitutes_main_image_only);
     tcase_add_test(fake, test_atos_arch_pinning);
     tcase_add_test(fake, test_no_tool_hex_and_one_warning);
