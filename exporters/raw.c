@@ -432,8 +432,11 @@ static const char *scan_integer(const char *p, const char *end, json_int_t *valu
     p += negative;
     const char *digits = p;
     json_int_t number = 0;
-    while (p < end && *p >= '0' && *p <= '9')
+    while (p < end && *p >= '0' && *p <= '9') {
+        if (p - digits == 18)
+            return NULL; /* longer than any value this path takes: jansson decides */
         number = number * 10 + (*p++ - '0');
+    }
     size_t length = (size_t)(p - digits);
     if (length == 0 || length > 18 || (length > 1 && *digits == '0'))
         return NULL;
