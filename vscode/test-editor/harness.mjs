@@ -143,18 +143,24 @@ export async function startEditor({ vsix, workspace, settings = {}, viewport = {
 }
 
 /* Runs a command by its palette title (F1, type, Enter). */
+async function quickInputClosed(page) {
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => {});
+}
+
 export async function runCommand(page, title) {
+  await quickInputClosed(page);
   await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
   await input.fill(`>${title}`);
   const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
-  await row.waitFor({ state: 'visible', timeout: 15_000 });
-  await input.press('Enter');
+  await row.waitFor({ state: 'visible', timeout: 30_000 });
+  await row.click();
 }
 
 /* Opens a workspace file through Quick Open and waits for its editor. */
 export async function openFile(page, name) {
+  await quickInputClosed(page);
   await page.keyboard.press('Control+P');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
@@ -162,6 +168,7 @@ export async function openFile(page, name) {
   await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor();
   await input.press('Enter');
   await page.locator(`.tab.active[aria-label*="${name}"]`).first().waitFor({ timeout: 15_000 });
+  await quickInputClosed(page);
 }
 
 /* The webview's inner frame (the one that runs the extension's page). */
