@@ -23,6 +23,7 @@
 #include "osprey_cli.h"
 #include "osprey_config.h"
 #include "ospx.h"
+#include "ospx_html.h"
 
 /* How long to wait, after the program ended, for ospreyd to finish the raw file while it
  * is still running (it writes what it has when the program was killed). */
@@ -60,6 +61,7 @@ static const char usage_text[] =
     "  STEM.cpuprofile       Chrome DevTools, Performance panel: Load profile\n"
     "  STEM.folded           folded stacks for flamegraph.pl\n"
     "  STEM.profile.json     summary for the VS Code extension\n"
+    "  STEM.html             the flame graph as one offline page (any browser)\n"
     "  STEM.raw.json         the raw profile, for `osprey report` (--profile only)\n"
     "\n"
     "Environment: OSPREY_PROFILE_HZ=N samples per second (10..10000, default 997);\n"
@@ -105,6 +107,13 @@ static int post_process(const char *raw, const char *stem, const char *binary, F
     memset(&error, 0, sizeof error);
     fflush(stdout);
     result = ospx_process(&options, &error);
+    if (result == 0) {
+        /* The flame graph as one offline page, beside the other outputs (the report's
+         * "written:" list above ends with the paths; this one joins it). */
+        result = ospx_html_write(stem, &error);
+        if (result == 0 && report != NULL)
+            fprintf(report, "  %s.html\n", stem);
+    }
     fflush(report);
     if (result != 0) {
         if (error.text[0] == '\0')
