@@ -114,6 +114,17 @@ int ospd_ring_validate(const struct osp_ring_header *h, uint64_t object_size, ch
                  data_offset, data_offset + data_size, object_size);
     else if (rate_hz == 0)
         snprintf(err, err_size, "rate_hz is 0");
+    else if (h->slot_count > 0 &&
+             (h->slot_count > OSPD_MAX_SLOTS || h->slot_ring_size < 64 ||
+              h->slot_ring_size > OSP_MAX_SLOT_RING ||
+              (h->slot_ring_size & (h->slot_ring_size - 1)) != 0 ||
+              h->slots_offset != data_offset + data_size ||
+              h->slots_offset + (uint64_t)h->slot_count * osp_slot_stride(h->slot_ring_size) >
+                  object_size))
+        snprintf(err, err_size,
+                 "slot table (%" PRIu32 " slots of %" PRIu32 " bytes at %" PRIu64
+                 ") does not fit the %" PRIu64 "-byte shared memory object",
+                 h->slot_count, h->slot_ring_size, h->slots_offset, object_size);
     else if (pid <= 0)
         snprintf(err, err_size, "target pid %" PRId32 " is not a process id", pid);
     else
@@ -178,26 +189,35 @@ static struct ospd_slot *sample_slot(struct ospd_collector *c, uint32_t slot, ui
 {
     if (slot < c->slots_cap && c->slots[slot].used && c->slots[slot].generation == generation)
         return &c->slots[slot];
+    if (c->slot_mode) {
+        /* A newer registration than the one known: its THREAD_START comes later. */
+        bool known = slot < c->slots_cap && c->slots[slot].used;
+        if (!known || (int32_t)(generation - c->slots[slot].generation) > 0) {
+            c->deferred = true;
+            return NULL;
+        }
+    }
     c->unknown_thread++;
     c->lost++;
     return NULL;
 }
 
 static void add_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread, uint32_t stack,
-                       uint32_t state)
+                       uint32_t state, uint32_t weight)
 {
     bool must_grow = c->sample_count == c->samples_cap;
     if (c->sample_count >= OSPD_MAX_SAMPLES || (must_grow && table_bytes(c) >= c->memory_limit) ||
         ospd_grow((void **)&c->samples, &c->samples_cap, c->sample_count + 1, sizeof *c->samples) !=
             0) {
-        c->lost++;
+        c->lost += weight;
+        c->memory_lost += weight;
         return;
     }
     uint64_t t_rel = t_ns > c->start_mono_ns ? t_ns - c->start_mono_ns : 0;
     if (t_rel >= ADDRESS_LIMIT)
         t_rel = ADDRESS_LIMIT - 1; /* keep it a JSON integer any reader takes */
     c->samples[c->sample_count++] = (struct ospd_sample){
-        .t_rel_ns = t_rel, .thread = thread, .stack_state = stack << 1 | state};
+        .t_rel_ns = t_rel, .thread = thread, .stack_state = stack << 1 | state, .weight = weight};
 }
 
 static int on_thread_start(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
@@ -254,20 +274,41 @@ static int on_thread_end(struct ospd_collector *c, const uint8_t *rec, uint32_t 
     memcpy(&r, rec, sizeof r);
     if (r.slot >= OSPD_MAX_SLOTS)
         return reject(c, "thread-end slot %" PRIu32 " exceeds %u", r.slot, OSPD_MAX_SLOTS);
-    /* The registration stays known: samples the sampler captured before the thread left may
-     * still follow, and they belong to it. The next thread-start of the slot replaces it. */
+    /* The registration stays known: samples the thread wrote before it left may still be in
+     * its slot ring, and they belong to it. The next thread-start of the slot replaces it. */
+    if (c->on_thread_end != NULL && !c->slot_mode)
+        c->on_thread_end(c->ctx, r.slot, r.generation);
     return 0;
 }
 
 static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
 {
     struct osp_rec_sample r;
-    if (size < sizeof r)
-        return reject(c, "sample record of %" PRIu32 " bytes, shorter than its header", size);
-    memcpy(&r, rec, sizeof r);
+    uint32_t weight = 1;
+    size_t header = sizeof r;
+    if (((const struct osp_rec_header *)rec)->type == OSP_REC_SAMPLE_WEIGHTED) {
+        struct osp_rec_sample_weighted w;
+        if (size < sizeof w)
+            return reject(c, "sample record of %" PRIu32 " bytes, shorter than its header", size);
+        memcpy(&w, rec, sizeof w);
+        r = (struct osp_rec_sample){.h = w.h,
+                                    .t_ns = w.t_ns,
+                                    .slot = w.slot,
+                                    .generation = w.generation,
+                                    .state = w.state,
+                                    .depth = w.depth};
+        weight = w.weight;
+        header = sizeof w;
+        if (weight == 0)
+            return reject(c, "sample weight 0");
+    } else {
+        if (size < sizeof r)
+            return reject(c, "sample record of %" PRIu32 " bytes, shorter than its header", size);
+        memcpy(&r, rec, sizeof r);
+    }
     if (r.depth < 1 || r.depth > OSP_MAX_DEPTH)
         return reject(c, "sample depth %" PRIu32 " outside 1..%u", r.depth, OSP_MAX_DEPTH);
-    if (size != sizeof r + (size_t)r.depth * sizeof(uint64_t))
+    if (size != header + (size_t)r.depth * sizeof(uint64_t))
         return reject(c, "sample record of %" PRIu32 " bytes for depth %" PRIu32, size, r.depth);
     if (r.state > OSP_STATE_WAITING)
         return reject(c, "sample state %" PRIu32 " is neither on-CPU nor waiting", r.state);
@@ -278,23 +319,24 @@ static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size
         return 0;
 
     uint64_t pcs[OSP_MAX_DEPTH];
-    memcpy(pcs, rec + sizeof r, (size_t)r.depth * sizeof *pcs);
+    memcpy(pcs, rec + header, (size_t)r.depth * sizeof *pcs);
     uint32_t depth = 0;
     while (depth < r.depth && pcs[depth] < ADDRESS_LIMIT)
         depth++; /* a frame no user-space code can live at ends the walk there */
     if (depth == 0) {
-        c->lost++;
+        c->lost += weight;
         return 0;
     }
     /* Over budget, only stacks already known can still be used. */
     int64_t stack = table_bytes(c) >= c->memory_limit ? ospd_intern_lookup(&c->stacks, pcs, depth)
                                                       : ospd_intern(&c->stacks, pcs, depth);
     if (stack < 0) {
-        c->lost++;
+        c->lost += weight;
+        c->memory_lost += weight;
         return 0;
     }
     slot->last_stack = stack;
-    add_sample(c, r.t_ns, slot->thread, (uint32_t)stack, r.state);
+    add_sample(c, r.t_ns, slot->thread, (uint32_t)stack, r.state, weight);
     return 0;
 }
 
@@ -316,7 +358,7 @@ static int on_repeat(struct ospd_collector *c, const uint8_t *rec, uint32_t size
         c->lost++;
         return 0;
     }
-    add_sample(c, r.t_ns, slot->thread, (uint32_t)slot->last_stack, r.state);
+    add_sample(c, r.t_ns, slot->thread, (uint32_t)slot->last_stack, r.state, 1);
     return 0;
 }
 
@@ -453,6 +495,7 @@ int ospd_parse(struct ospd_collector *c, const uint8_t *data, uint64_t data_size
             rc = on_thread_end(c, buffer, rh.size);
             break;
         case OSP_REC_SAMPLE:
+        case OSP_REC_SAMPLE_WEIGHTED:
             rc = on_sample(c, buffer, rh.size);
             break;
         case OSP_REC_REPEAT:
@@ -468,11 +511,31 @@ int ospd_parse(struct ospd_collector *c, const uint8_t *data, uint64_t data_size
             rc = reject(c, "record at %" PRIu64 " has unknown type %" PRIu32, pos, rh.type);
             break;
         }
-        if (rc != 0)
+        if (rc != 0 || c->deferred)
             break;
         pos += rh.size;
         c->records++;
     }
     *new_tail = pos;
+    return rc;
+}
+
+int ospd_parse_slot(struct ospd_collector *c, const uint8_t *data, uint64_t data_size,
+                    uint64_t tail, uint64_t head, uint64_t *new_tail)
+{
+    /* The event ring's position checks use last_head; a slot ring has its own, so keep it. */
+    uint64_t saved_head = c->last_head;
+    bool saved_exit = c->exit_seen;
+    c->last_head = 0;
+    c->exit_seen = false;
+    c->slot_mode = true;
+    c->deferred = false;
+    int rc = ospd_parse(c, data, data_size, tail, head, new_tail);
+    if (rc == 0 && c->exit_seen)
+        rc = reject(c, "an exit record in a slot's ring");
+    c->slot_mode = false;
+    c->deferred = false;
+    c->last_head = saved_head;
+    c->exit_seen = saved_exit;
     return rc;
 }

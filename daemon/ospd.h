@@ -78,11 +78,12 @@ struct ospd_image {
     bool main;
 };
 
-/* One sample, compactly: 16 bytes. */
+/* One sample, compactly. */
 struct ospd_sample {
     uint64_t t_rel_ns;
     uint32_t thread;      /* index into threads */
     uint32_t stack_state; /* stack index << 1 | state */
+    uint32_t weight;      /* sampling periods it stands for, >= 1 */
 };
 
 /* What the current registration of a slot refers to. */
@@ -125,8 +126,20 @@ struct ospd_collector {
     uint64_t lost;         /* samples the daemon could not keep (memory, limits) */
     uint64_t orphan_repeats; /* REPEATs for a slot with no earlier sample (also in lost) */
     uint64_t unknown_thread; /* samples naming no live registration (also in lost) */
-    uint64_t shim_dropped;   /* header.dropped, or the exit record's count */
-    uint64_t records;        /* records parsed */
+    uint64_t memory_lost;    /* samples lost to the memory budget or limits (also in lost) */
+    uint64_t ring_full;      /* of shim_dropped: samples lost to a full ring in the target */
+    uint64_t process_cpu_ns; /* the target's CPU time at its end, 0 when unknown */
+
+    /* Parsing a slot's ring (ospd_parse_slot): a sample of a registration not known yet
+     * (its THREAD_START is still in the event ring) ends the parse instead of being lost. */
+    bool slot_mode;
+    bool deferred;
+    /* Called when a THREAD_END record is parsed, before anything after it: ospreyd reads the
+     * slot's ring up to here and acknowledges the end. NULL in tests. */
+    void (*on_thread_end)(void *ctx, uint32_t slot, uint32_t generation);
+    void *ctx;
+    uint64_t shim_dropped; /* header.dropped, or the exit record's count */
+    uint64_t records;      /* records parsed */
 
     /* Ring position and end of stream. */
     uint64_t last_head; /* highest head seen, to check that head only moves forward */
@@ -164,12 +177,26 @@ int ospd_ring_validate(const struct osp_ring_header *h, uint64_t object_size, ch
 int ospd_parse(struct ospd_collector *c, const uint8_t *data, uint64_t data_size, uint64_t tail,
                uint64_t head, uint64_t *new_tail);
 
+/* Parse one slot's sample ring (same record format): stops early, without an error, at a
+ * sample whose registration has not been seen yet. */
+int ospd_parse_slot(struct ospd_collector *c, const uint8_t *data, uint64_t data_size,
+                    uint64_t tail, uint64_t head, uint64_t *new_tail);
+
 /* Total samples lost: those counted by the shim plus those the daemon could not keep. */
 uint64_t ospd_dropped_total(const struct ospd_collector *c);
 
 /* Copy `len` bytes into a new NUL-terminated string that is valid UTF-8: every byte that is
  * not part of a well-formed sequence (and every NUL) becomes U+FFFD. NULL when out of memory. */
 char *ospd_utf8_sanitize(const char *bytes, size_t len);
+
+/* ------------------------------------------------------------------------------------------ */
+/* The sampling tick (tick.c). */
+
+/* One round: SIGPROF (tagged with `cookie`) to every thread of process `pid` whose slot in the
+ * table says it is running and due (osp_slot_due), then tick_seq + 1. Nothing while the shim
+ * has paused signals or is no longer running. Returns how many slots said RUNNING. */
+uint32_t ospd_signal_round(struct osp_ring_header *h, uint8_t *slots, uint32_t slot_count,
+                           uint32_t slot_ring_size, int32_t pid, uint64_t cookie, uint64_t now);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Raw profile writer (raw-write.c). */

@@ -8,7 +8,7 @@
  *   1. the shim's exit record arrives                       → "exited"
  *   2. the target's pidfd turns readable (it died)          → "killed" with the signal read
  *      from /proc/<pid>/stat while it is a zombie, else "vanished"
- *   3. the heartbeat is stale and the target no longer maps the ring (it exec'd) → "vanished"
+ *   3. the target no longer maps the ring (it exec'd)                      → "vanished"
  *   4. the ring breaks the protocol                         → "ring-rejected"
  * In every case the raw file is written with what was collected; daemon_state then says DONE
  * (file in place) or FAILED (daemon_error says why).
@@ -29,24 +29,27 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "ospd.h"
+#include "ospx.h"
 
 #ifndef OSPREY_VERSION
 #define OSPREY_VERSION "unknown"
 #endif
 
-#define DRAIN_INTERVAL_MS    5             /* how often the ring is drained */
+#define IDLE_TICK_NS         4000000ull    /* the tick when no thread is running */
 #define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
-#define HEARTBEAT_STALE_NS   2000000000ull /* a heartbeat older than this is suspicious */
 
 struct ospd_daemon {
     const char *ring_name;
     const char *out_path;
+    const char *export_formats; /* --export: outputs to write after the raw file, or NULL */
+    char written_path[OSP_MAX_PATH + 64]; /* where the raw file went */
     struct osp_ring_header *header;
     const uint8_t *data;
     uint64_t data_size; /* validated at attach; never reread from the shared header */
@@ -55,7 +58,14 @@ struct ospd_daemon {
     struct ospd_collector collector;
 
     uv_loop_t *loop;
-    uv_timer_t timer;
+    uv_poll_t tick; /* on timer_fd: the sampling tick */
+    int timer_fd;
+    uint64_t deadline_ns; /* the tick's next absolute deadline */
+    uint64_t rng;         /* jitter */
+    uint64_t period_ns;
+    uint8_t *slots; /* the slot table, or NULL */
+    uint32_t slot_count, slot_ring_size;
+    uint64_t signal_cookie;
     uv_poll_t pidfd_poll;
     uv_signal_t sigterm;
     int pidfd;
@@ -115,12 +125,15 @@ static uint64_t clock_ns(clockid_t clock)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ospreyd --attach-ring NAME --out PATH [--detach]\n"
+    fprintf(f, "usage: ospreyd --attach-ring NAME --out PATH [--detach] [--export LIST]\n"
                "Collect the samples a profiled program posts to the shared-memory ring NAME\n"
                "and write its raw profile to PATH when the program ends.\n"
                "  --attach-ring NAME  the ring's POSIX shared-memory name (\"/osprey-...\")\n"
                "  --out PATH          where to write the raw profile (JSON, version 1)\n"
                "  --detach            run in the background, in a session of its own\n"
+               "  --export LIST       then write these outputs beside PATH (comma list of\n"
+               "                      speedscope,cpuprofile,folded,profile,pprof,trace,html\n"
+               "                      or all), as `osprey report` would\n"
                "  --help, --version\n");
 }
 
@@ -159,8 +172,10 @@ static int attach(struct ospd_daemon *d)
         return -1;
     }
     uint64_t size = (uint64_t)st.st_size;
-    if (size > (uint64_t)OSP_RING_HEADER_SIZE + OSP_RING_MAX_DATA_SIZE)
-        size = (uint64_t)OSP_RING_HEADER_SIZE + OSP_RING_MAX_DATA_SIZE;
+    uint64_t largest = (uint64_t)OSP_RING_HEADER_SIZE + OSP_RING_MAX_DATA_SIZE +
+                       (uint64_t)OSPD_MAX_SLOTS * osp_slot_stride(OSP_MAX_SLOT_RING);
+    if (size > largest)
+        size = largest;
     void *map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (map == MAP_FAILED) {
@@ -190,6 +205,12 @@ static int attach(struct ospd_daemon *d)
     d->data_size = identity.data_size;
     d->map_size = (size_t)size;
     d->tail = osp_ring_load_tail_own(h); /* 0 unless a previous consumer left it elsewhere */
+    if (identity.slot_count > 0) {
+        d->slots = (uint8_t *)map + identity.slots_offset;
+        d->slot_count = identity.slot_count;
+        d->slot_ring_size = identity.slot_ring_size;
+        d->signal_cookie = identity.signal_cookie;
+    }
     ospd_collector_set_identity(&d->collector, &identity);
     /* Informational only: nothing synchronises on it, so relaxed. */
     atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
@@ -264,6 +285,37 @@ static int pidfd_wait_status(int pidfd)
     return info.exit_code;
 }
 
+/* Whether a thread of the process other than a zombie main thread is still alive (a main
+ * thread that called pthread_exit stays a zombie while the others run). */
+static bool threads_alive(int32_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    if (dir == NULL)
+        return false;
+    bool alive = false;
+    for (struct dirent *e; !alive && (e = readdir(dir)) != NULL;) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0 || tid == pid)
+            continue;
+        char stat[96], buf[512];
+        snprintf(stat, sizeof stat, "/proc/%d/task/%d/stat", (int)pid, tid);
+        int fd = open(stat, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        char *p = strrchr(buf, ')');
+        alive = p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+    }
+    closedir(dir);
+    return alive;
+}
+
 /* Whether the target's memory map still holds our ring (false when it exec'd away). When
  * the maps file cannot be read the answer is "yes": only positive evidence ends a profile. */
 static bool target_maps_ring(const struct ospd_daemon *d)
@@ -286,8 +338,8 @@ static bool target_maps_ring(const struct ospd_daemon *d)
 
 static void close_handles(struct ospd_daemon *d)
 {
-    uv_timer_stop(&d->timer);
-    uv_close((uv_handle_t *)&d->timer, NULL);
+    uv_poll_stop(&d->tick);
+    uv_close((uv_handle_t *)&d->tick, NULL);
     uv_signal_stop(&d->sigterm);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     if (d->pidfd >= 0) {
@@ -310,6 +362,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     uint64_t dropped = atomic_load_explicit(&d->header->dropped, memory_order_relaxed);
     if (dropped > c->shim_dropped)
         c->shim_dropped = dropped;
+    c->ring_full = atomic_load_explicit(&d->header->ring_full_drops, memory_order_relaxed);
 
     uint64_t kept_out = c->lost - c->orphan_repeats - c->unknown_thread;
     if (kept_out > 0)
@@ -328,24 +381,103 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
                     (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
     }
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH], line[sizeof err + 512];
-    int rc = ospd_raw_write(c, d->out_path, err, sizeof err);
+    /* Another profiled process (the other end of a pipeline, started with the same
+     * OSPREY_PROFILE) wrote this path since this one started: keep both profiles. */
+    const char *out_path = d->out_path;
+    static char beside[OSP_MAX_PATH + 64];
+    struct stat st;
+    if (stat(out_path, &st) == 0 &&
+        (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec >=
+            c->start_unix_ns &&
+        osp_per_pid_path(out_path, c->pid, NULL, beside, sizeof beside) == 0) {
+        out_path = beside;
+        atomic_store_explicit(&d->header->wrote_beside, 1, memory_order_relaxed);
+    }
+    int rc = ospd_raw_write(c, out_path, err, sizeof err);
+    snprintf(d->written_path, sizeof d->written_path, "%s", out_path);
     if (rc != 0)
         snprintf(line, sizeof line, "ospreyd could not write the profile: %s", err);
     else if (status == OSPD_EXIT_RING_REJECTED)
         snprintf(line, sizeof line,
                  "ospreyd rejected the ring: %s; the %" PRIu64
                  " samples collected before it are in %s",
-                 c->error, c->sample_count, d->out_path);
+                 c->error, c->sample_count, out_path);
     if (rc != 0 || status == OSPD_EXIT_RING_REJECTED) {
         if (status != OSPD_EXIT_EXITED)
             fprintf(stderr, "osprey: %s\n", line);
         publish_failure(d->header, line);
         d->exit_code = 1;
     } else {
+        atomic_store_explicit(&d->header->daemon_dropped, c->lost, memory_order_relaxed);
         /* Release: pairs with the shim's acquire load; the file is renamed into place. */
         atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
     }
     close_handles(d);
+}
+
+/* After the program has been let go (DONE): the outputs OSPREY_EXPORT asked for, beside the
+ * raw file (its path without ".json", and without ".raw" before it). One line on stderr when
+ * they cannot be written; the raw file stays either way. */
+static void export_outputs(struct ospd_daemon *d)
+{
+    if (d->export_formats == NULL || d->written_path[0] == '\0' || d->exit_code != 0)
+        return;
+    char stem[sizeof d->written_path];
+    snprintf(stem, sizeof stem, "%s", d->written_path);
+    size_t n = strlen(stem);
+    if (n > 5 && strcmp(stem + n - 5, ".json") == 0)
+        stem[n -= 5] = '\0';
+    if (n > 4 && strcmp(stem + n - 4, ".raw") == 0)
+        stem[n -= 4] = '\0';
+    struct ospx_error err;
+    memset(&err, 0, sizeof err);
+    if (ospx_export_files(d->written_path, stem, d->export_formats, &err) != 0) {
+        fprintf(stderr, "osprey: ospreyd: exporting %s: %s%s%s\n", d->written_path,
+                err.file[0] ? err.file : "", err.file[0] ? ": " : "", err.text);
+        d->exit_code = 1;
+    }
+}
+
+static struct osp_slot *slot_at(const struct ospd_daemon *d, uint32_t i)
+{
+    return (struct osp_slot *)(d->slots + (uint64_t)i * osp_slot_stride(d->slot_ring_size));
+}
+
+/* Consume what slot i's ring holds. Returns the parser's result. */
+static int drain_slot(struct ospd_daemon *d, uint32_t i)
+{
+    struct osp_slot *s = slot_at(d, i);
+    uint64_t tail = osp_index_load_own(&s->tail);
+    uint64_t head = osp_index_load_acquire(&s->head); /* (C) pairs with the thread's (B) */
+    if (head == tail)
+        return 0;
+    uint64_t new_tail;
+    int rc = ospd_parse_slot(&d->collector, (const uint8_t *)(s + 1), d->slot_ring_size, tail, head,
+                             &new_tail);
+    if (new_tail != tail)
+        osp_index_store_release(&s->tail, new_tail); /* (D) pairs with the thread's (A) */
+    return rc;
+}
+
+/* A THREAD_END was parsed: read the slot's ring up to it, then let the shim reuse the slot. */
+static void on_thread_end(void *ctx, uint32_t slot, uint32_t generation)
+{
+    struct ospd_daemon *d = ctx;
+    if (d->slots == NULL || slot >= d->slot_count)
+        return;
+    drain_slot(d, slot);
+    /* Release: pairs with the shim's acquire before it hands the slot out again. */
+    atomic_store_explicit(&slot_at(d, slot)->drained_generation, generation, memory_order_release);
+}
+
+/* The slots in use: below the shim's high-water mark, bounded by the table. */
+static uint32_t slots_in_use(const struct ospd_daemon *d)
+{
+    if (d->slots == NULL)
+        return 0;
+    /* Acquire: pairs with the shim's release after it set a new slot up. */
+    uint32_t n = atomic_load_explicit(&d->header->slot_high_water, memory_order_acquire);
+    return n < d->slot_count ? n : d->slot_count;
 }
 
 /* Consume everything the shim has published. Returns true when the profile has finished. */
@@ -354,6 +486,10 @@ static bool drain(struct ospd_daemon *d)
     if (d->finished)
         return true;
     struct osp_ring_header *h = d->header;
+    int slot_rc = 0;
+    uint32_t used = slots_in_use(d);
+    for (uint32_t i = 0; i < used && slot_rc == 0; i++)
+        slot_rc = drain_slot(d, i);
     uint64_t head = osp_ring_load_head_acquire(h); /* (C) pairs with (B) */
     uint64_t new_tail;
     int rc = ospd_parse(&d->collector, d->data, d->data_size, d->tail, head, &new_tail);
@@ -361,6 +497,12 @@ static bool drain(struct ospd_daemon *d)
         d->tail = new_tail;
         osp_ring_store_tail_release(h, new_tail); /* (D) pairs with (A) */
     }
+    /* Samples of threads whose start was only now parsed, and those written after the
+     * first pass. */
+    for (uint32_t i = 0; i < used && slot_rc == 0 && rc == 0; i++)
+        slot_rc = drain_slot(d, i);
+    if (rc == 0)
+        rc = slot_rc;
     /* Relaxed: set by a signal handler on this same thread. */
     if (atomic_load_explicit(&ring_truncated, memory_order_relaxed)) {
         snprintf(d->collector.error, sizeof d->collector.error,
@@ -372,6 +514,11 @@ static bool drain(struct ospd_daemon *d)
         return true;
     }
     if (d->collector.exit_seen) {
+        /* The target waits for us: its CPU clock still answers. */
+        clockid_t clock;
+        struct timespec ts;
+        if (clock_getcpuclockid(d->collector.pid, &clock) == 0 && clock_gettime(clock, &ts) == 0)
+            d->collector.process_cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
         finish(d, OSPD_EXIT_EXITED);
         return true;
     }
@@ -407,31 +554,69 @@ static void on_pidfd(uv_poll_t *poll, int status, int events)
 {
     (void)status;
     (void)events;
-    target_gone(poll->data);
+    struct ospd_daemon *d = poll->data;
+    if (threads_alive(d->collector.pid)) {
+        /* Only the main thread ended (pthread_exit from main): its other threads run on.
+         * The liveness check notices the real end. */
+        uv_poll_stop(&d->pidfd_poll);
+        return;
+    }
+    target_gone(d);
 }
 
 /* Once a second: is the target still there, and still ours? */
 static void check_liveness(struct ospd_daemon *d, uint64_t now)
 {
+    (void)now;
     int wait_status;
     char state = read_proc_state(d->collector.pid, &wait_status);
-    if (state == 0 || state == 'Z' || state == 'X') {
+    if (state == 0 || state == 'X' || (state == 'Z' && !threads_alive(d->collector.pid))) {
         target_gone(d); /* also covers kernels without pidfd_open */
         return;
     }
-    /* Relaxed: a timestamp compared against a threshold, ordering nothing. */
-    uint64_t beat = atomic_load_explicit(&d->header->heartbeat_ns, memory_order_relaxed);
-    if (beat < d->attach_mono_ns)
-        beat = d->attach_mono_ns;
-    if (now > beat && now - beat > HEARTBEAT_STALE_NS && !target_maps_ring(d)) {
+    if (!target_maps_ring(d)) {
         drain(d);
         finish(d, OSPD_EXIT_VANISHED); /* exec'd away from the ring */
     }
 }
 
-static void on_timer(uv_timer_t *timer)
+/* xorshift64*: the jitter only needs to be unpredictable to the program's own periodicity. */
+static uint64_t next_random(uint64_t *state)
 {
-    struct ospd_daemon *d = timer->data;
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * UINT64_C(2685821657736338717);
+}
+
+/* Arm the tick for its next absolute deadline: one period jittered uniformly by ±30%, or a
+ * longer nap while no thread is running (their CPU-time timers wake their sampling). */
+static void arm_tick(struct ospd_daemon *d, uint64_t now, bool idle)
+{
+    uint64_t period = idle ? IDLE_TICK_NS : d->period_ns;
+    uint64_t jitter = (next_random(&d->rng) >> 11) % (period * 6 / 10 + 1);
+    d->deadline_ns += period * 7 / 10 + jitter;
+    if (d->deadline_ns + 10 * period < now)
+        d->deadline_ns = now; /* after a stall, do not burst to catch up */
+    struct itimerspec its = {
+        .it_value = {(time_t)(d->deadline_ns / 1000000000u), (long)(d->deadline_ns % 1000000000u)}};
+    timerfd_settime(d->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void on_tick(uv_poll_t *poll, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct ospd_daemon *d = poll->data;
+    uint64_t expirations;
+    if (read(d->timer_fd, &expirations, sizeof expirations) < 0 && errno == EAGAIN)
+        return;
+    uint64_t tick_now = clock_ns(CLOCK_MONOTONIC);
+    uint32_t running = ospd_signal_round(d->header, d->slots, d->slot_count, d->slot_ring_size,
+                                         d->collector.pid, d->signal_cookie, tick_now);
+    arm_tick(d, tick_now, running == 0);
     if (drain(d))
         return;
     /* Acquire: pairs with the shim's release store of EXITED after its last head store, so a
@@ -461,8 +646,16 @@ static int run(struct ospd_daemon *d)
     d->loop = uv_default_loop();
     d->attach_mono_ns = clock_ns(CLOCK_MONOTONIC);
     d->next_liveness_ns = d->attach_mono_ns + LIVENESS_INTERVAL_NS;
-    uv_timer_init(d->loop, &d->timer);
-    d->timer.data = d;
+    d->period_ns = 1000000000u / d->collector.rate_hz;
+    d->rng = clock_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15u;
+    d->collector.on_thread_end = on_thread_end;
+    d->collector.ctx = d;
+    d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (d->timer_fd < 0 || uv_poll_init(d->loop, &d->tick, d->timer_fd) != 0) {
+        fprintf(stderr, "osprey: ospreyd: cannot create the sampling timer: %s\n", strerror(errno));
+        return 1;
+    }
+    d->tick.data = d;
     uv_signal_init(d->loop, &d->sigterm);
     d->sigterm.data = d;
     uv_signal_start(&d->sigterm, on_sigterm, SIGTERM);
@@ -478,11 +671,14 @@ static int run(struct ospd_daemon *d)
         }
     }
     /* Without a pidfd (old kernel, or the target already gone) the liveness check notices. */
-    uv_timer_start(&d->timer, on_timer, 0, DRAIN_INTERVAL_MS);
+    d->deadline_ns = clock_ns(CLOCK_MONOTONIC);
+    arm_tick(d, d->deadline_ns, false);
+    uv_poll_start(&d->tick, UV_READABLE, on_tick);
     uv_run(d->loop, UV_RUN_DEFAULT);
     if (d->pidfd >= 0)
         close(d->pidfd);
     uv_loop_close(d->loop);
+    close(d->timer_fd);
     return d->exit_code;
 }
 
@@ -554,6 +750,7 @@ int main(int argc, char **argv)
         {"attach-ring", required_argument, NULL, 'r'},
         {"out", required_argument, NULL, 'o'},
         {"detach", no_argument, NULL, 'd'},
+        {"export", required_argument, NULL, 'e'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -573,6 +770,9 @@ int main(int argc, char **argv)
             break;
         case 'd':
             detached = true;
+            break;
+        case 'e':
+            d.export_formats = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -614,6 +814,9 @@ int main(int argc, char **argv)
         read_exe_fallback(&d);
         rc = run(&d);
         munmap(d.header, d.map_size);
+        export_outputs(&d);
+        if (d.exit_code != 0)
+            rc = d.exit_code;
     }
     ospd_collector_free(&d.collector);
     free(out_path);

@@ -178,11 +178,36 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         p = format_u64(p, s->stack_state >> 1);
         *p++ = ',';
         *p++ = (char)('0' + (s->stack_state & 1));
+        if (s->weight > 1) { /* raw v1's optional fifth column; absent means 1 */
+            *p++ = ',';
+            p = format_u64(p, s->weight);
+        }
         *p++ = ']';
         fwrite(row, 1, (size_t)(p - row), f);
     }
     fputs("]", f);
     rc = rc ? rc : put_field(f, false, "dropped", json_u64(ospd_dropped_total(c)));
+    if (ospd_dropped_total(c) > 0) {
+        /* Why: the reasons add up to "dropped". */
+        uint64_t ring = c->ring_full < c->shim_dropped ? c->ring_full : c->shim_dropped;
+        json_t *drops = json_object();
+        if (ring > 0)
+            json_object_set_new(drops, "ring_full", json_u64(ring));
+        if (c->shim_dropped > ring)
+            json_object_set_new(drops, "target_other", json_u64(c->shim_dropped - ring));
+        if (c->memory_lost > 0)
+            json_object_set_new(drops, "collector_memory", json_u64(c->memory_lost));
+        if (c->unknown_thread > 0)
+            json_object_set_new(drops, "unknown_thread", json_u64(c->unknown_thread));
+        if (c->orphan_repeats > 0)
+            json_object_set_new(drops, "repeat_without_stack", json_u64(c->orphan_repeats));
+        uint64_t other = c->lost - c->memory_lost - c->unknown_thread - c->orphan_repeats;
+        if (other > 0)
+            json_object_set_new(drops, "invalid_stack", json_u64(other));
+        rc = rc ? rc : put_field(f, false, "drops", drops);
+    }
+    if (c->process_cpu_ns > 0)
+        rc = rc ? rc : put_field(f, false, "process_cpu_ns", json_u64(c->process_cpu_ns));
     rc = rc ? rc : put_field(f, false, "exit", exit_object(c));
     if (c->peak_rss_kb > 0)
         rc = rc ? rc

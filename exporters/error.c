@@ -1,11 +1,24 @@
 /* error.c — the exporters' error record: the first error wins, and it carries the file and,
- * where one applies, the line and column the CLI prints as "file:line:col: text". */
+ * where one applies, the line and column the CLI prints as "file:line:col: text". Also the one
+ * rule for text that reaches a terminal: names and paths come from the profiled program (an
+ * image path, a thread label), so their control characters are made visible, never sent. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "ospx.h"
+#include "ospx_internal.h"
+
+void ospx__printable(char *text)
+{
+    unsigned char *p = (unsigned char *)text;
+    for (; *p != '\0'; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            *p = '?';
+        else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* C1 controls, U+0080..U+009F */
+            p[0] = '?', p[1] = '?';
+    }
+}
 
 int ospx_error_set(struct ospx_error *err, int code, const char *file, int line, int column,
                    const char *fmt, ...)
@@ -21,10 +34,13 @@ int ospx_error_set(struct ospx_error *err, int code, const char *file, int line,
     va_start(args, fmt);
     vsnprintf(err->text, sizeof err->text, fmt, args);
     va_end(args);
-    /* One line: a message that carried a newline would break the "file:line:col: text" form. */
+    /* One line: a message that carried a newline would break the "file:line:col: text" form;
+     * and no escape sequence from a name in the profile reaches the terminal. */
     for (char *p = err->text; *p != '\0'; p++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
+    ospx__printable(err->text);
+    ospx__printable(err->file);
     return -code;
 }
 

@@ -1,9 +1,12 @@
-/* folded.c — `<stem>.folded`, collapsed stacks as flamegraph.pl and inferno read them: one line
- * per distinct stack, root first, frames joined by `;`, then a space and the integer sample
- * count. The fiber is a synthetic root frame `fiber-<id>` with the id printed as a decimal
- * number (fiber -1 is `fiber--1`); a waiting sample ends in `(waiting)`. In names, `;` becomes
- * `:` and line breaks become spaces, so a name can never split a frame or a line. Lines are
- * sorted bytewise, so the same profile always gives the same file. */
+/* folded.c — `<stem>.folded` and `<stem>.offcpu.folded`, collapsed stacks as flamegraph.pl and
+ * inferno read them: one line per distinct stack, root first, frames joined by `;`, then a
+ * space and the count in sampling periods (the sum of the rows' weights). `.folded` holds the
+ * on-CPU samples only, so a flame graph drawn from it is a CPU flame graph whose widths match
+ * the report; `.offcpu.folded` holds the waiting ones (the stack each wait blocked in), the
+ * off-CPU flame graph of the same run. The fiber is a synthetic root frame `fiber-<id>` with the
+ * id printed as a decimal number (fiber -1 is `fiber--1`). In names, `;` becomes `:` and line
+ * breaks become spaces, so a name can never split a frame or a line. Lines are sorted bytewise,
+ * so the same profile always gives the same file. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,8 +68,6 @@ static char *fold(const struct ospx_model *model, const uint32_t *function_of,
         if (rc == 0)
             rc = buffer_append(&buffer, model->functions[function_of[frames[k]]].name, 1);
     }
-    if (rc == 0 && sample->state != 0)
-        rc = buffer_append(&buffer, ";" OSPX_WAITING_FRAME, 0);
     if (rc != 0) {
         free(buffer.data);
         return NULL;
@@ -84,7 +85,9 @@ static int compare_samples(const void *a, const void *b)
     return (x->state > y->state) - (x->state < y->state);
 }
 
-int ospx_write_folded(const struct ospx_model *model, const char *path, struct ospx_error *err)
+/* The folded stacks of the samples in `state` (0 on-CPU, 1 waiting). */
+static int write_folded(const struct ospx_model *model, const char *path, uint8_t state,
+                        struct ospx_error *err)
 {
     const struct ospx_raw *raw = model->raw;
     uint32_t *function_of = ospx__frame_functions(model);
@@ -95,18 +98,20 @@ int ospx_write_folded(const struct ospx_model *model, const char *path, struct o
     int rc = -ENOMEM;
     if (function_of == NULL || sorted == NULL || lines == NULL)
         goto out;
-    if (raw->sample_count > 0)
-        memcpy(sorted, raw->samples, raw->sample_count * sizeof *sorted);
-    qsort(sorted, raw->sample_count, sizeof *sorted, compare_samples);
-    for (size_t i = 0; i < raw->sample_count; i++) {
+    size_t sorted_count = 0;
+    for (size_t i = 0; i < raw->sample_count; i++)
+        if (raw->samples[i].state == state)
+            sorted[sorted_count++] = raw->samples[i];
+    qsort(sorted, sorted_count, sizeof *sorted, compare_samples);
+    for (size_t i = 0; i < sorted_count; i++) {
         if (i > 0 && compare_samples(&sorted[i - 1], &sorted[i]) == 0) {
-            lines[line_count - 1].count++;
+            lines[line_count - 1].count += sorted[i].weight;
             continue;
         }
         lines[line_count].text = fold(model, function_of, &sorted[i]);
         if (lines[line_count].text == NULL)
             goto out;
-        lines[line_count++].count = 1;
+        lines[line_count++].count = sorted[i].weight;
     }
     /* Different raw stacks can fold to the same text (the same functions at other addresses). */
     qsort(lines, line_count, sizeof *lines, compare_folded);
@@ -131,4 +136,15 @@ out:
     free(sorted);
     free(function_of);
     return rc;
+}
+
+int ospx_write_folded(const struct ospx_model *model, const char *path, struct ospx_error *err)
+{
+    return write_folded(model, path, 0, err);
+}
+
+int ospx_write_offcpu_folded(const struct ospx_model *model, const char *path,
+                             struct ospx_error *err)
+{
+    return write_folded(model, path, 1, err);
 }

@@ -85,7 +85,7 @@ static int compare_occurrences(const void *a, const void *b)
 
 /* The source line of position k of stack s: the per-stack line when the symbolizer gave one,
  * else the frame's own. */
-static int position_line(const struct ospx_symbols *symbols, uint32_t s, size_t k)
+int ospx__position_line(const struct ospx_symbols *symbols, uint32_t s, size_t k)
 {
     if (symbols->stack_lines != NULL && symbols->stack_lines[s] != NULL)
         return symbols->stack_lines[s][k];
@@ -119,6 +119,28 @@ static int validate(const struct ospx_raw *raw, const struct ospx_symbols *symbo
                                       "stack %zu refers to frame %u, out of range", s,
                                       symbols->stack_frames[s][k]);
     return 0;
+}
+
+/* Wall-clock times after this (2100-01-01, in ns since the epoch) are no time a run ended at:
+ * a collector that never learned the end writes such a value (2^63 - 1, say). */
+#define LATEST_UNIX_NS UINT64_C(4102444800000000000)
+
+/* The run's wall time: end - start, unless the end is not a plausible time; then how far the
+ * samples reach (the last one, a waiting row's wait included). */
+static double wall_seconds(const struct ospx_raw *raw)
+{
+    if (raw->end_unix_ns < LATEST_UNIX_NS && raw->start_unix_ns < raw->end_unix_ns)
+        return (double)(raw->end_unix_ns - raw->start_unix_ns) / 1e9;
+    double period_ns = raw->rate_hz > 0 ? 1e9 / raw->rate_hz : 0, reach = 0;
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        const struct ospx_sample *sample = &raw->samples[i];
+        double end = (double)sample->t_rel_ns +
+                     (sample->state != 0 ? (double)sample->weight * period_ns : 0);
+        /* A sample time from a broken collector is no better than the end it replaces. */
+        if (end < (double)(LATEST_UNIX_NS - raw->start_unix_ns) && end > reach)
+            reach = end;
+    }
+    return reach / 1e9;
 }
 
 /* Per function group while counting. */
@@ -159,7 +181,7 @@ static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_
         uint64_t weight = on_cpu_per_stack[s];
         for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++) {
             struct group_count *g = &groups[group_of[symbols->stack_frames[s][k]]];
-            int line = position_line(symbols, s, k);
+            int line = ospx__position_line(symbols, s, k);
             g->used = 1;
             if (line > 0 && (g->line == 0 || line < g->line))
                 g->line = line;
@@ -217,7 +239,7 @@ static int build_lines(struct ospx_model *model, const uint64_t *on_cpu_per_stac
             continue;
         for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++) {
             const char *file = ospx__str(symbols->frames[symbols->stack_frames[s][k]].file);
-            int line = position_line(symbols, s, k);
+            int line = ospx__position_line(symbols, s, k);
             if (file[0] == '\0' || line <= 0)
                 continue;
             occurrences[n++] = (struct line_occurrence){file, line, s, (uint32_t)k};
@@ -283,18 +305,26 @@ int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symb
         const struct ospx_sample *sample = &raw->samples[i];
         stack_used[sample->stack] = 1;
         if (sample->state == 0) {
-            out->fibers[sample->thread].on_cpu++;
-            on_cpu_per_stack[sample->stack]++;
-            out->on_cpu_samples++;
+            out->fibers[sample->thread].on_cpu += sample->weight;
+            on_cpu_per_stack[sample->stack] += sample->weight;
+            out->on_cpu_samples += sample->weight;
         } else {
-            out->fibers[sample->thread].waiting++;
-            out->waiting_samples++;
+            out->fibers[sample->thread].waiting += sample->weight;
+            out->waiting_samples += sample->weight;
         }
     }
-    out->total_samples = raw->sample_count;
+    out->total_samples = out->on_cpu_samples + out->waiting_samples;
+    /* The CPU time measured beside the samples: the process's own clock, else the sum of the
+     * threads' clocks when every thread has one. */
+    out->measured_cpu_ns = raw->process_cpu_ns;
+    if (out->measured_cpu_ns < 0 && raw->thread_count > 0) {
+        int64_t sum = 0;
+        for (size_t t = 0; t < raw->thread_count && sum >= 0; t++)
+            sum = raw->threads[t].cpu_ns >= 0 ? sum + raw->threads[t].cpu_ns : -1;
+        out->measured_cpu_ns = sum;
+    }
     out->dropped = raw->dropped;
-    out->wall_seconds =
-        raw->end_unix_ns > raw->start_unix_ns ? (raw->end_unix_ns - raw->start_unix_ns) / 1e9 : 0;
+    out->wall_seconds = wall_seconds(raw);
     out->cpu_seconds = raw->rate_hz > 0 ? (double)out->on_cpu_samples / raw->rate_hz : 0;
 
     rc = build_functions(out, on_cpu_per_stack, stack_used);

@@ -47,6 +47,7 @@ struct ospx_image {
 struct ospx_thread {
     int64_t fiber;
     char *label;
+    int64_t cpu_ns; /* the thread's CPU time over the run; -1 when the raw file does not say */
 };
 
 struct ospx_stack {
@@ -59,6 +60,17 @@ struct ospx_sample {
     uint32_t thread; /* index into threads */
     uint32_t stack;  /* index into stacks */
     uint8_t state;   /* 0 on-CPU, 1 waiting */
+    /* sampling periods the row stands for (>= 1; 1 when the row has no 5th element). On-CPU:
+     * that many periods of the thread's CPU time, paid at t_rel_ns with this stack. Waiting:
+     * one wait of that many periods starting at t_rel_ns. Every count in every output sums
+     * weights, never rows. */
+    uint64_t weight;
+};
+
+/* Why samples were lost: one reason of the optional "drops" object. */
+struct ospx_drop {
+    char *reason; /* short snake_case word: "ring_full", "collector_memory", ... */
+    uint64_t count;
 };
 
 /* How the target ended, from the optional "exit" object. */
@@ -76,11 +88,18 @@ struct ospx_raw {
     uint32_t rate_hz;
     char *platform;
     uint64_t start_unix_ns, end_unix_ns;
-    struct ospx_image *images;   size_t image_count;
-    struct ospx_thread *threads; size_t thread_count;
-    struct ospx_stack *stacks;   size_t stack_count;
-    struct ospx_sample *samples; size_t sample_count;
+    struct ospx_image *images;
+    size_t image_count;
+    struct ospx_thread *threads;
+    size_t thread_count;
+    struct ospx_stack *stacks;
+    size_t stack_count;
+    struct ospx_sample *samples;
+    size_t sample_count;
     uint64_t dropped;
+    struct ospx_drop *drops;
+    size_t drop_count;      /* optional breakdown of `dropped` */
+    int64_t process_cpu_ns; /* the process's CPU time over the run; -1 when not recorded */
     struct ospx_exit exit;
 };
 
@@ -91,53 +110,74 @@ void ospx_raw_free(struct ospx_raw *raw);
 
 /* One source-level frame. An address with inlined calls expands to several frames. */
 struct ospx_frame {
-    char *name;    /* function name; "0x7f12…" (hex address) when unknown */
-    char *file;    /* source file; "" when unknown */
-    int line;      /* 1-based; 0 when unknown */
-    int column;    /* 1-based; 0 when unknown */
-    char *image;   /* path of the image the address belongs to; "" when none */
+    char *name;       /* function name; "0x7f12…" (hex address) when unknown */
+    char *file;       /* source file; "" when unknown */
+    int line;         /* 1-based; 0 when unknown */
+    int column;       /* 1-based; 0 when unknown */
+    char *image;      /* path of the image the address belongs to; "" when none */
     uint64_t address; /* the raw pc as recorded */
 };
 
 /* Symbols for a raw profile: a table of distinct frames and, per raw stack, the expanded
  * list of frame indices. */
 struct ospx_symbols {
-    struct ospx_frame *frames; size_t frame_count; /* interned: equal frames share an index */
+    struct ospx_frame *frames;
+    size_t frame_count; /* interned: equal frames share an index */
     /* stack_frames[i] lists the frames of raw stack i, LEAF FIRST, inline frames expanded
      * (innermost inline first, as llvm-symbolizer prints them). */
-    uint32_t **stack_frames; size_t *stack_frame_counts; size_t stack_count;
+    uint32_t **stack_frames;
+    size_t *stack_frame_counts;
+    size_t stack_count;
     /* per raw stack, parallel to stack_frames[i]: the source line of the frame in THIS
      * stack position (the same function is one frame, its lines differ per sample) */
     int **stack_lines;
+    /* per raw stack, parallel to stack_frames[i]: the index into raw stacks[i].pcs the frame
+     * came from (inline levels of one pc share it). NULL (or a NULL entry) when unknown: then
+     * each frame counts as its own position. */
+    uint32_t **stack_positions;
 };
 
 struct ospx_symbolize_options {
-    const char *binary;        /* --binary: substitute for the main image only; NULL for none */
-    const char *symbolizer;    /* llvm-symbolizer to run; NULL: look on PATH */
-    int progress;              /* 1: show progress on stderr (the CLI sets it on a tty) */
-    FILE *warnings;            /* where one-line warnings go; NULL: stderr */
+    const char *binary;     /* --binary: substitute for the main image only; NULL for none */
+    const char *symbolizer; /* llvm-symbolizer to run; NULL: look on PATH */
+    int progress;           /* 1: show progress on stderr (the CLI sets it on a tty) */
+    FILE *warnings;         /* where one-line warnings go; NULL: stderr */
 };
 
 int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_options *options,
                    struct ospx_symbols *out, struct ospx_error *err);
 void ospx_symbols_free(struct ospx_symbols *symbols);
 
+/* ---- which samples to look at (filter.c) ---- */
+
+struct ospx_filter {
+    const char *fiber;  /* keep one fiber: its id ("0", "-1", "4243") or its label; NULL all */
+    const char *focus;  /* POSIX extended regex: keep rows with a matching function; NULL */
+    const char *ignore; /* POSIX extended regex: drop rows with a matching function; NULL */
+};
+
+/* Keep only the rows of raw->samples the filter selects (in place, order kept). Returns 0, or
+ * -EINVAL with `err` filled for a bad regular expression or a fiber the profile does not
+ * have. */
+int ospx_filter_samples(struct ospx_raw *raw, const struct ospx_symbols *symbols,
+                        const struct ospx_filter *filter, struct ospx_error *err);
+
 /* ---- model ---- */
 
 struct ospx_function_stat {
-    uint32_t frame;      /* index into symbols.frames of a representative frame */
+    uint32_t frame; /* index into symbols.frames of a representative frame */
     const char *name;
     const char *file;
-    int line;            /* the function's first sampled line (lowest), 0 unknown */
-    uint64_t self;       /* samples with this function as leaf */
-    uint64_t total;      /* samples with this function anywhere on the stack, once each */
+    int line;       /* the function's first sampled line (lowest), 0 unknown */
+    uint64_t self;  /* samples with this function as leaf */
+    uint64_t total; /* samples with this function anywhere on the stack, once each */
 };
 
 struct ospx_line_stat {
     const char *file;
     int line;
-    uint64_t samples;    /* samples attributing time to this line (self or on the path) */
-    uint64_t self;       /* samples where this line is the leaf position */
+    uint64_t samples; /* samples attributing time to this line (self or on the path) */
+    uint64_t self;    /* samples where this line is the leaf position */
 };
 
 struct ospx_fiber_stat {
@@ -150,12 +190,20 @@ struct ospx_fiber_stat {
 struct ospx_model {
     const struct ospx_raw *raw;         /* borrowed; outlives the model */
     const struct ospx_symbols *symbols; /* borrowed; outlives the model */
+    /* sums of sample weights (sampling periods), never of rows */
     uint64_t total_samples, on_cpu_samples, waiting_samples, dropped;
-    double wall_seconds;                /* end - start */
-    double cpu_seconds;                 /* on-CPU samples / rate */
-    struct ospx_fiber_stat *fibers; size_t fiber_count;             /* one per raw thread */
-    struct ospx_function_stat *functions; size_t function_count;    /* sorted: self desc */
-    struct ospx_line_stat *lines; size_t line_count;                /* sorted: samples desc */
+    double wall_seconds; /* end - start */
+    double cpu_seconds;  /* on-CPU samples / rate */
+    /* CPU time the collector measured (raw process_cpu_ns, else the sum of every thread's
+     * cpu_ns); -1 when the raw file does not say. on_cpu_samples / (this / 1e9) is the rate
+     * the sampling achieved. */
+    int64_t measured_cpu_ns;
+    struct ospx_fiber_stat *fibers;
+    size_t fiber_count; /* one per raw thread */
+    struct ospx_function_stat *functions;
+    size_t function_count; /* sorted: self desc */
+    struct ospx_line_stat *lines;
+    size_t line_count; /* sorted: samples desc */
 };
 
 int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symbols,
@@ -167,28 +215,68 @@ void ospx_model_free(struct ospx_model *model);
 int ospx_write_speedscope(const struct ospx_model *model, const char *path, struct ospx_error *err);
 int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, struct ospx_error *err);
 int ospx_write_folded(const struct ospx_model *model, const char *path, struct ospx_error *err);
+int ospx_write_offcpu_folded(const struct ospx_model *model, const char *path,
+                             struct ospx_error *err);
+/* <stem>.trace.json: Chrome trace events, one thread track per fiber on real timestamps. */
+int ospx_write_trace(const struct ospx_model *model, const char *path, struct ospx_error *err);
+/* <stem>.pb.gz: the pprof profile (profile.proto, gzip), on-CPU samples only. */
+int ospx_write_pprof(const struct ospx_model *model, const char *path, struct ospx_error *err);
 int ospx_write_profile_json(const struct ospx_model *model, const char *path,
                             struct ospx_error *err);
 
 struct ospx_report_options {
-    int color;              /* 1: ANSI colour (caller decides: tty and no NO_COLOR) */
-    int width;              /* terminal columns; 0: 100 */
-    const char *const *written_paths; size_t written_count; /* listed at the end */
+    int color; /* 1: ANSI colour (caller decides: tty and no NO_COLOR) */
+    int width; /* terminal columns; 0: 100 */
+    const char *const *written_paths;
+    size_t written_count; /* listed at the end */
+    size_t top;           /* rows of the table; 0: 10 */
+    int inverted;         /* 1: under each row, the callers its self time came from */
+    const char *list;     /* regex: instead of the table, the source lines of the matching
+                             functions with their self and total time (pprof -list) */
 };
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out);
 
 /* ---- the whole post-processing, as `osprey report` and `osprey FILE --profile` run it ---- */
 
+/* The output formats, by the names a formats list uses: "speedscope" <stem>.speedscope.json,
+ * "cpuprofile" <stem>.cpuprofile, "folded" <stem>.folded and <stem>.offcpu.folded, "profile"
+ * <stem>.profile.json, "pprof" <stem>.pb.gz, "trace" <stem>.trace.json; "all" is every one. */
+#define OSPX_FORMATS "speedscope, cpuprofile, folded, profile, pprof, trace, all"
+
 struct ospx_process_options {
     const char *raw_path;
-    const char *stem;       /* outputs: <stem>.speedscope.json, .cpuprofile, .folded,
-                               .profile.json */
-    const char *binary;     /* --binary, or NULL */
-    FILE *report;           /* the terminal report goes here; NULL: no report */
-    int color;              /* for the report */
-    int progress;           /* symbolization progress on stderr */
+    const char *stem;          /* outputs: <stem> + the suffixes of the chosen formats */
+    const char *binary;        /* --binary, or NULL */
+    FILE *report;              /* the terminal report goes here; NULL: no report */
+    int color;                 /* for the report */
+    int progress;              /* symbolization progress on stderr */
+    const char *formats;       /* comma-separated format names (OSPX_FORMATS); NULL or "": all */
+    struct ospx_filter filter; /* which samples (every output and the report) */
+    size_t top;                /* report: rows; 0: 10 */
+    int inverted;              /* report: callers under each row */
+    const char *list;          /* report: source listing of the matching functions */
 };
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
+
+/* What ospreyd calls after a run (OSPREY_EXPORT): read the raw profile at raw_path, symbolize
+ * it and write the outputs `formats` names (a comma list of OSPX_FORMATS names, or "all"; NULL
+ * is all) beside `stem`, each atomically; no report, no progress line, nothing on stdout or
+ * stderr but the symbolizer's one-line warnings. Returns 0, or a negative errno with `err`
+ * filled ("unknown output format 'x'", the raw file's error, the output path that failed).
+ * Not thread-safe with itself only through the warnings stream; it holds no global state. */
+int ospx_export_files(const char *raw_path, const char *stem, const char *formats,
+                      struct ospx_error *err);
+
+/* ---- two profiles side by side (diff.c) ---- */
+
+struct ospx_diff_options {
+    const char *base_path, *new_path; /* raw profiles */
+    const char *stem;                 /* writes <stem>.{base,new}.{speedscope.json,pb.gz} */
+    const char *binary;               /* --binary for both, or NULL */
+    FILE *report;                     /* the functions whose self share moved most; NULL: none */
+    size_t top;                       /* rows; 0: 10 */
+};
+int ospx_diff(const struct ospx_diff_options *options, struct ospx_error *err);
 
 #endif /* OSPX_H */

@@ -23,6 +23,10 @@
  * times the file's size, so a bigger file is refused before it is read. */
 #define OSPX_RAW_MAX_BYTES (2ULL << 30)
 
+/* The most sampling periods one row may stand for: more than three years at 10 kHz, and small
+ * enough that no sum of weights a file can hold overflows 64 bits. */
+#define OSPX_RAW_MAX_WEIGHT (INT64_C(1) << 40)
+
 /* What the reader is working on, so that each check can name the file. */
 struct raw_reader {
     const char *path;
@@ -134,6 +138,19 @@ static int raw_integer(struct raw_reader *reader, const json_t *object, const ch
     return raw_integer_value(reader, member, path, min, max, out);
 }
 
+/* An optional non-negative integer member; *out keeps its value when the member is absent. */
+static int raw_optional_integer(struct raw_reader *reader, const json_t *object,
+                                const char *object_path, const char *key, json_int_t *out)
+{
+    json_t *member;
+    int rc = raw_member(reader, object, object_path, key, JSON_INTEGER, 0, &member);
+    if (rc < 0 || member == NULL)
+        return rc;
+    char path[256];
+    snprintf(path, sizeof path, "%s%s%s", object_path, object_path[0] ? "." : "", key);
+    return raw_integer_value(reader, member, path, 0, INT64_MAX, out);
+}
+
 /* A string member, duplicated into *out (owned by the caller). Absent and optional: "". */
 static int raw_string(struct raw_reader *reader, const json_t *object, const char *object_path,
                       const char *key, int required, char **out)
@@ -226,22 +243,19 @@ static int raw_read_threads(struct raw_reader *reader, const json_t *threads, st
             return entry_rc;
         struct ospx_thread *thread = &out->threads[i];
         out->thread_count = i + 1;
-        json_int_t fiber = 0, tid = 0;
-        json_t *tid_value;
+        json_int_t fiber = 0, tid = 0, cpu_ns = -1;
         int rc = raw_integer(reader, entry, path, "fiber", INT64_MIN, INT64_MAX, &fiber);
         if (rc == 0)
             rc = raw_string(reader, entry, path, "label", 1, &thread->label);
         /* tid is optional and not kept, but a present one must still be a thread id. */
         if (rc == 0)
-            rc = raw_member(reader, entry, path, "tid", JSON_INTEGER, 0, &tid_value);
-        if (rc == 0 && tid_value != NULL) {
-            char tid_path[80];
-            snprintf(tid_path, sizeof tid_path, "%s.tid", path);
-            rc = raw_integer_value(reader, tid_value, tid_path, 0, INT64_MAX, &tid);
-        }
+            rc = raw_optional_integer(reader, entry, path, "tid", &tid);
+        if (rc == 0)
+            rc = raw_optional_integer(reader, entry, path, "cpu_ns", &cpu_ns);
         if (rc < 0)
             return rc;
         thread->fiber = fiber;
+        thread->cpu_ns = cpu_ns;
     }
     return 0;
 }
@@ -295,12 +309,14 @@ static int raw_read_samples(struct raw_reader *reader, const json_t *samples, st
             raw_entry(reader, samples, "samples", i, JSON_ARRAY, path, sizeof path, &row);
         if (entry_rc < 0)
             return entry_rc;
-        if (json_array_size(row) != 4)
+        size_t elements = json_array_size(row);
+        if (elements != 4 && elements != 5)
             return raw_fail(reader, path,
-                            "expected 4 elements [t_rel_ns, thread, stack, state], found %zu",
-                            json_array_size(row));
-        json_int_t values[4];
-        for (size_t k = 0; k < 4; k++) {
+                            "expected 4 or 5 elements [t_rel_ns, thread, stack, state, weight], "
+                            "found %zu",
+                            elements);
+        json_int_t values[5] = {0, 0, 0, 0, 1};
+        for (size_t k = 0; k < elements; k++) {
             char element_path[96];
             snprintf(element_path, sizeof element_path, "%s[%zu]", path, k);
             json_t *element = json_array_get(row, k);
@@ -332,10 +348,20 @@ static int raw_read_samples(struct raw_reader *reader, const json_t *samples, st
                             "state %" JSON_INTEGER_FORMAT " is neither 0 (on-CPU) nor 1 (waiting)",
                             values[3]);
         }
+        if (values[4] < 1 || values[4] > OSPX_RAW_MAX_WEIGHT) {
+            snprintf(element_path, sizeof element_path, "%s[4]", path);
+            return raw_fail(reader, element_path,
+                            values[4] < 1 ? "weight %" JSON_INTEGER_FORMAT
+                                            " below 1 (a row stands for at least one period)"
+                                          : "weight %" JSON_INTEGER_FORMAT
+                                            " above 2^40 sampling periods",
+                            values[4]);
+        }
         out->samples[i] = (struct ospx_sample){.t_rel_ns = (uint64_t)values[0],
                                                .thread = (uint32_t)values[1],
                                                .stack = (uint32_t)values[2],
-                                               .state = (uint8_t)values[3]};
+                                               .state = (uint8_t)values[3],
+                                               .weight = (uint64_t)values[4]};
         out->sample_count = i + 1;
     }
     return 0;
@@ -370,6 +396,33 @@ static int raw_read_exit(struct raw_reader *reader, const json_t *exit_object, s
     return 0;
 }
 
+/* The optional "drops" object: {"<reason>": count, ...}, why samples were lost. */
+static int raw_read_drops(struct raw_reader *reader, const json_t *drops, struct ospx_raw *out)
+{
+    size_t count = json_object_size(drops);
+    out->drops = raw_table(reader, count, sizeof *out->drops);
+    if (out->drops == NULL)
+        return -ENOMEM;
+    const char *reason;
+    json_t *value;
+    json_object_foreach((json_t *)drops, reason, value)
+    {
+        char path[160];
+        snprintf(path, sizeof path, "drops.%.100s", reason);
+        json_int_t number = 0;
+        int rc = raw_integer_value(reader, value, path, 0, INT64_MAX, &number);
+        if (rc < 0)
+            return rc;
+        struct ospx_drop *drop = &out->drops[out->drop_count];
+        drop->reason = strdup(reason);
+        if (drop->reason == NULL)
+            return raw_out_of_memory(reader);
+        drop->count = (uint64_t)number;
+        out->drop_count++;
+    }
+    return 0;
+}
+
 /* Everything after parsing: the document's fields into *out. */
 static int raw_read_document(struct raw_reader *reader, const json_t *root, struct ospx_raw *out)
 {
@@ -387,7 +440,8 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
                               version, OSPX_RAW_VERSION);
     out->version = (int)version;
 
-    json_t *images, *threads, *stacks, *samples, *exit_object;
+    json_t *images, *threads, *stacks, *samples, *exit_object, *drops;
+    json_int_t process_cpu_ns = -1;
     rc = raw_integer(reader, root, "", "pid", 0, INT64_MAX, &pid);
     if (rc == 0)
         rc = raw_string(reader, root, "", "exe", 1, &out->exe);
@@ -411,6 +465,11 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
         rc = raw_integer(reader, root, "", "dropped", 0, INT64_MAX, &dropped);
     if (rc == 0)
         rc = raw_member(reader, root, "", "exit", JSON_OBJECT, 0, &exit_object);
+    if (rc == 0)
+        rc = raw_member(reader, root, "", "drops", JSON_OBJECT, 0, &drops);
+    if (rc == 0)
+        rc = raw_optional_integer(reader, root, "", "process_cpu_ns", &process_cpu_ns);
+    out->process_cpu_ns = process_cpu_ns;
     if (rc < 0)
         return rc;
     if (end_ns < start_ns)
@@ -432,6 +491,8 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
         rc = raw_read_samples(reader, samples, out);
     if (rc == 0 && exit_object != NULL)
         rc = raw_read_exit(reader, exit_object, out);
+    if (rc == 0 && drops != NULL)
+        rc = raw_read_drops(reader, drops, out);
     return rc;
 }
 
@@ -502,6 +563,9 @@ void ospx_raw_free(struct ospx_raw *raw)
         free(raw->threads[i].label);
     for (size_t i = 0; i < raw->stack_count; i++)
         free(raw->stacks[i].pcs);
+    for (size_t i = 0; i < raw->drop_count; i++)
+        free(raw->drops[i].reason);
+    free(raw->drops);
     free(raw->images);
     free(raw->threads);
     free(raw->stacks);

@@ -1,6 +1,7 @@
 /* speedscope.c — `<stem>.speedscope.json` in speedscope's own file format
  * (https://www.speedscope.app/file-format-schema.json): one "sampled" profile per fiber over a
- * shared frame table, stacks root first, weights in milliseconds. A frame is a function
+ * shared frame table, stacks root first, weights in milliseconds (a row's weight in sampling
+ * periods times the period), opening on the busiest fiber. A frame is a function
  * (name, file, the function's lowest sampled line); a waiting sample gets the synthetic leaf
  * `(waiting)`, so blocked time shows in the flame graph without mixing with CPU time.
  *
@@ -33,6 +34,17 @@ static json_t *frame_table(const struct ospx_model *model, int with_waiting)
     return frames;
 }
 
+/* The fiber speedscope opens on: the one with the most on-CPU time (the first on a tie), so
+ * a program whose main thread only waits opens on the thread doing the work. */
+static size_t busiest_fiber(const struct ospx_model *model)
+{
+    size_t busiest = 0;
+    for (size_t t = 1; t < model->fiber_count; t++)
+        if (model->fibers[t].on_cpu > model->fibers[busiest].on_cpu)
+            busiest = t;
+    return busiest;
+}
+
 /* Everything before the profiles' contents: `{"$schema":…,"shared":{"frames":[…]},"profiles":[`. */
 static int write_head(FILE *stream, const struct ospx_model *model)
 {
@@ -43,7 +55,7 @@ static int write_head(FILE *stream, const struct ospx_model *model)
                         json_string("https://www.speedscope.app/file-format-schema.json"));
     json_object_set_new(head, "exporter", json_string(OSPX_EXPORTER_NAME));
     json_object_set_new(head, "name", ospx__json_string(ospx__basename(model->raw->exe)));
-    json_object_set_new(head, "activeProfileIndex", json_integer(0));
+    json_object_set_new(head, "activeProfileIndex", json_integer((json_int_t)busiest_fiber(model)));
     json_object_set_new(head, "shared", shared);
     char *text = json_dumps(head, JSON_COMPACT);
     json_decref(head);
@@ -70,15 +82,17 @@ static void write_profile(FILE *stream, const struct ospx_model *model, size_t t
 {
     const struct ospx_raw *raw = model->raw;
     const struct ospx_fiber_stat *fiber = &model->fibers[thread];
-    double weight = raw->rate_hz > 0 ? 1000.0 / raw->rate_hz : 0;
+    double period_ms = raw->rate_hz > 0 ? 1000.0 / raw->rate_hz : 0;
     /* The view spans the run; a fiber's samples never extend it past their own weight. */
-    double wall_ms = model->wall_seconds * 1000.0, fiber_ms = (double)count * weight;
+    double wall_ms = model->wall_seconds * 1000.0,
+           fiber_ms = (double)(fiber->on_cpu + fiber->waiting) * period_ms;
     char name[512];
     snprintf(name, sizeof name, "fiber %lld (%s)", (long long)fiber->fiber, fiber->label);
     char *quoted = ospx__json_quote(name), end_value[64], weight_text[64];
+    uint64_t weight_shown = 1; /* the weight weight_text holds */
     format_number(end_value, sizeof end_value,
                   ospx__round1(wall_ms > fiber_ms ? wall_ms : fiber_ms));
-    format_number(weight_text, sizeof weight_text, weight);
+    format_number(weight_text, sizeof weight_text, period_ms);
     fprintf(stream,
             "{\"type\":\"sampled\",\"name\":%s,\"unit\":\"milliseconds\",\"startValue\":0,"
             "\"endValue\":%s,\"samples\":[",
@@ -104,6 +118,11 @@ static void write_profile(FILE *stream, const struct ospx_model *model, size_t t
     for (size_t i = 0; i < count; i++) {
         if (i > 0)
             fputc(',', stream);
+        uint64_t weight = raw->samples[order[i]].weight;
+        if (weight != weight_shown) {
+            format_number(weight_text, sizeof weight_text, (double)weight * period_ms);
+            weight_shown = weight;
+        }
         fputs(weight_text, stream);
     }
     fputs("]}", stream);

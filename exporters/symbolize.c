@@ -22,6 +22,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -34,12 +35,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ospx.h"
+#include "ospx_internal.h"
 
 extern char **environ;
 
@@ -47,6 +49,9 @@ extern char **environ;
  * image's remaining addresses stay hex. Generous, because the first answer for a large
  * binary waits for llvm-symbolizer to index all of its DWARF. */
 #define SYMBOLIZER_SILENCE_MS 300000
+/* The symbolizer's limits (see bound_tool). */
+#define SYMBOLIZER_MEMORY_BASE (UINT64_C(2) << 30)
+#define SYMBOLIZER_CPU_SECONDS 600
 /* How long a tool may take to exit once its input is closed. */
 #define SYMBOLIZER_EXIT_MS 10000
 /* atos takes its addresses as arguments; this many per invocation keeps argv small. */
@@ -72,6 +77,7 @@ struct image_work {
     uint64_t *addresses;
     size_t count, capacity;
     struct symbol_answer *answers;
+    bool running_vdso; /* described by a copy of the running kernel's vDSO */
 };
 
 enum symbolizer_kind { SYMBOLIZER_NONE, SYMBOLIZER_LLVM, SYMBOLIZER_ATOS };
@@ -108,12 +114,13 @@ __attribute__((format(printf, 2, 3))) static void symbolize_warn(struct symboliz
         fprintf(stderr, "\r\033[K");
         state->progress_visible = 0;
     }
+    char text[2048];
     va_list args;
     va_start(args, fmt);
-    fputs("osprey: ", out);
-    vfprintf(out, fmt, args);
-    fputc('\n', out);
+    vsnprintf(text, sizeof text, fmt, args);
     va_end(args);
+    ospx__printable(text); /* paths in warnings come from the profile */
+    fprintf(out, "osprey: %s\n", text);
     fflush(out);
 }
 
@@ -580,12 +587,26 @@ static int symbolize_image_llvm(struct symbolize_state *state, const struct ospx
         if (local_vdso_copy(state->raw, image, vdso_copy, sizeof vdso_copy) == 0) {
             object = vdso_copy;
             pseudo_image = 0;
+            work->running_vdso = true;
         }
     }
     int rc = symbolize_object_llvm(state, work, object, pseudo_image);
     if (vdso_copy[0] != '\0')
         unlink(vdso_copy);
     return rc;
+}
+
+/* Limits on a symbolizer process, so that no object, however odd, takes the machine: address
+ * space SYMBOLIZER_MEMORY_BASE plus four times the object (it maps the file and builds its
+ * indexes beside it), and SYMBOLIZER_CPU_SECONDS of CPU time. */
+static void bound_tool(pid_t pid, off_t object_size)
+{
+    uint64_t memory = SYMBOLIZER_MEMORY_BASE + 4 * (uint64_t)object_size;
+    struct rlimit address_space = {memory, memory};
+    struct rlimit cpu = {SYMBOLIZER_CPU_SECONDS, SYMBOLIZER_CPU_SECONDS};
+    /* Best effort: without the limits the silence timeout still ends a hung tool. */
+    (void)prlimit(pid, RLIMIT_AS, &address_space, NULL);
+    (void)prlimit(pid, RLIMIT_CPU, &cpu, NULL);
 }
 
 /* symbolize_image_llvm for an object file (or a pseudo image: its addresses stay hex). */
@@ -595,6 +616,15 @@ static int symbolize_object_llvm(struct symbolize_state *state, struct image_wor
     if (pseudo_image || access(object, R_OK) != 0) {
         if (!pseudo_image && state->missing_objects++ == 0)
             state->first_missing_object = object;
+        state->addresses_done += work->count;
+        return 0;
+    }
+    /* An image path comes from the profile, and a profile may come from anywhere: a FIFO
+     * would block the tool, a device like /dev/zero would never end. */
+    char why[160];
+    off_t object_size = 0;
+    if (ospx__elf_check(object, &object_size, why, sizeof why) != 0) {
+        symbolize_warn(state, "%s: %s; its frames are shown as hex addresses", object, why);
         state->addresses_done += work->count;
         return 0;
     }
@@ -610,6 +640,8 @@ static int symbolize_object_llvm(struct symbolize_state *state, struct image_wor
         state->addresses_done += work->count;
         return 0;
     }
+    /* Before the first address is sent, so before it reads the object: bound the tool. */
+    bound_tool(process.pid, object_size);
     rc = converse_llvm(state, &process, work, object);
     tool_finish(&process, rc < 0);
     return rc == -ENOMEM ? rc : 0;
@@ -714,7 +746,7 @@ static int symbolize_image_atos(struct symbolize_state *state, const struct ospx
 
 /* The image a pc belongs to: the one whose text range holds it, else, among images with no
  * range, the one with the greatest base at or below it. NO_IMAGE when none. */
-static uint32_t image_of(const struct ospx_raw *raw, uint64_t pc)
+uint32_t ospx__image_of(const struct ospx_raw *raw, uint64_t pc)
 {
     uint32_t fallback = NO_IMAGE;
     for (size_t i = 0; i < raw->image_count; i++) {
@@ -751,7 +783,7 @@ static int collect_addresses(struct symbolize_state *state)
         const struct ospx_stack *stack = &raw->stacks[i];
         for (size_t k = 0; k < stack->depth; k++) {
             uint64_t pc = lookup_pc(stack, k);
-            uint32_t image = image_of(raw, pc);
+            uint32_t image = ospx__image_of(raw, pc);
             if (image == NO_IMAGE)
                 continue;
             struct image_work *work = &state->work[image];
@@ -882,6 +914,16 @@ static int intern_frame(struct frame_table *table, const char *name, const char 
     return 0;
 }
 
+/* A frame of the profiler itself: a function of the shim (osp__* internals, the osp_prof_*
+ * API) wherever it was linked, or anything in the preload library libospreyprof*. */
+static int is_profiler_frame(const char *name, const char *image_path)
+{
+    const char *slash = strrchr(image_path, '/');
+    const char *base = slash != NULL ? slash + 1 : image_path;
+    return strncmp(name, "osp__", 5) == 0 || strncmp(name, "osp_prof_", 9) == 0 ||
+           strncmp(base, "libospreyprof", 13) == 0;
+}
+
 /* Expand raw stack i into frames, leaf first, inline levels innermost first. */
 static int build_stack(struct symbolize_state *state, struct frame_table *table, size_t i)
 {
@@ -891,13 +933,15 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
     size_t capacity = stack->depth, count = 0;
     uint32_t *frames = malloc(capacity * sizeof *frames);
     int *lines = malloc(capacity * sizeof *lines);
+    uint32_t *positions = malloc(capacity * sizeof *positions);
     symbols->stack_frames[i] = frames;
     symbols->stack_lines[i] = lines;
-    if (frames == NULL || lines == NULL)
+    symbols->stack_positions[i] = positions;
+    if (frames == NULL || lines == NULL || positions == NULL)
         return -ENOMEM;
     for (size_t k = 0; k < stack->depth; k++) {
         uint64_t pc = lookup_pc(stack, k);
-        uint32_t image = image_of(raw, pc);
+        uint32_t image = ospx__image_of(raw, pc);
         const char *image_path = image != NO_IMAGE ? raw->images[image].path : "";
         const struct symbol_answer *answer =
             image != NO_IMAGE ? find_answer(&state->work[image], pc - raw->images[image].slide)
@@ -911,7 +955,10 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             lines = realloc(symbols->stack_lines[i], capacity * sizeof *lines);
             if (lines != NULL)
                 symbols->stack_lines[i] = lines;
-            if (frames == NULL || lines == NULL)
+            positions = realloc(symbols->stack_positions[i], capacity * sizeof *positions);
+            if (positions != NULL)
+                symbols->stack_positions[i] = positions;
+            if (frames == NULL || lines == NULL || positions == NULL)
                 return -ENOMEM;
         }
         char hex[24];
@@ -920,10 +967,13 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             const struct symbol_location *location =
                 answer != NULL && answer->count > 0 ? &answer->chain[level] : NULL;
             const char *name = location != NULL && location->name != NULL ? location->name : hex;
-            /* The profiler's own plumbing between the program's frames (the thread-start
-             * trampoline of the preload library) is not the program's time: its functions
-             * carry the osp__ prefix and are left out of every position but the leaf. */
-            if (k > 0 && strncmp(name, "osp__", 5) == 0)
+            /* Code of the running kernel's vDSO that no symbol covers (a local clock-read
+             * helper): still the vDSO's time, named as perf names its module. */
+            if (name == hex && image != NO_IMAGE && state->work[image].running_vdso)
+                name = "[vdso]";
+            /* The profiler's own frames are not the program's: left out at every position,
+             * so a wrapper's time goes to its caller and the shim's start-up never shows. */
+            if (is_profiler_frame(name, image_path))
                 continue;
             const char *file = location != NULL ? location->file : "";
             int line = location != NULL ? location->line : 0;
@@ -932,6 +982,7 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
                                   &frames[count]);
             if (rc < 0)
                 return rc;
+            positions[count] = (uint32_t)k;
             lines[count++] = line;
         }
         symbols->stack_frame_counts[i] = count;
@@ -946,7 +997,9 @@ static int build_symbols(struct symbolize_state *state, struct ospx_symbols *out
     out->stack_frames = calloc(stacks, sizeof *out->stack_frames);
     out->stack_frame_counts = calloc(stacks, sizeof *out->stack_frame_counts);
     out->stack_lines = calloc(stacks, sizeof *out->stack_lines);
-    if (out->stack_frames == NULL || out->stack_frame_counts == NULL || out->stack_lines == NULL)
+    out->stack_positions = calloc(stacks, sizeof *out->stack_positions);
+    if (out->stack_frames == NULL || out->stack_frame_counts == NULL || out->stack_lines == NULL ||
+        out->stack_positions == NULL)
         return -ENOMEM;
     out->stack_count = raw->stack_count;
     struct frame_table table = {.symbols = out};
@@ -1029,10 +1082,13 @@ void ospx_symbols_free(struct ospx_symbols *symbols)
             free(symbols->stack_frames[i]);
         if (symbols->stack_lines != NULL)
             free(symbols->stack_lines[i]);
+        if (symbols->stack_positions != NULL)
+            free(symbols->stack_positions[i]);
     }
     free(symbols->frames);
     free(symbols->stack_frames);
     free(symbols->stack_frame_counts);
     free(symbols->stack_lines);
+    free(symbols->stack_positions);
     memset(symbols, 0, sizeof *symbols);
 }

@@ -39,23 +39,26 @@
 #ifndef OSP_RING_H
 #define OSP_RING_H
 
+#include <errno.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
-#define OSP_RING_MAGIC UINT64_C(0x31474e495250534f) /* "OSPRING1" as little-endian bytes */
-#define OSP_RING_ABI_VERSION 1u
-#define OSP_RING_HEADER_SIZE 4096u
-#define OSP_RING_CACHE_LINE 64u
+#define OSP_RING_MAGIC             UINT64_C(0x31474e495250534f) /* "OSPRING1" as little-endian bytes */
+#define OSP_RING_ABI_VERSION       1u
+#define OSP_RING_HEADER_SIZE       4096u
+#define OSP_RING_CACHE_LINE        64u
 #define OSP_RING_DEFAULT_DATA_SIZE (8u << 20) /* 8 MiB */
-#define OSP_RING_MAX_DATA_SIZE (1u << 30)
+#define OSP_RING_MAX_DATA_SIZE     (1u << 30)
 
-#define OSP_MAX_DEPTH 128u     /* frame cap of a sample ([PROF-COLLECT-UNWIND]) */
-#define OSP_MAX_LABEL 64u      /* bytes of a thread label, NUL not included */
-#define OSP_MAX_PATH 4096u     /* bytes of an image path, NUL not included */
-#define OSP_ARCH_SIZE 16u      /* arch name field, NUL-padded */
-#define OSP_PLATFORM_SIZE 32u  /* platform field, NUL-padded */
+#define OSP_MAX_DEPTH     128u  /* frame cap of a sample ([PROF-COLLECT-UNWIND]) */
+#define OSP_MAX_LABEL     64u   /* bytes of a thread label, NUL not included */
+#define OSP_MAX_PATH      4096u /* bytes of an image path, NUL not included */
+#define OSP_ARCH_SIZE     16u   /* arch name field, NUL-padded */
+#define OSP_PLATFORM_SIZE 32u   /* platform field, NUL-padded */
 
 /* shim_state: written by the shim only. */
 enum osp_shim_state {
@@ -73,39 +76,63 @@ enum osp_daemon_state {
 
 struct osp_ring_header {
     /* --- identity and sizes: written once by the shim before ospreyd is started --- */
-    uint64_t magic;        /* OSP_RING_MAGIC */
-    uint32_t abi_version;  /* OSP_RING_ABI_VERSION */
-    uint32_t header_size;  /* OSP_RING_HEADER_SIZE */
-    uint64_t data_offset;  /* == OSP_RING_HEADER_SIZE */
-    uint64_t data_size;    /* power of two, <= OSP_RING_MAX_DATA_SIZE */
-    int32_t pid;           /* target process id */
-    uint32_t rate_hz;      /* requested per-thread sampling rate after clamping */
-    uint64_t start_unix_ns;/* CLOCK_REALTIME at activation */
-    uint64_t start_mono_ns;/* CLOCK_MONOTONIC at activation; sample t_ns are on this clock */
+    uint64_t magic;         /* OSP_RING_MAGIC */
+    uint32_t abi_version;   /* OSP_RING_ABI_VERSION */
+    uint32_t header_size;   /* OSP_RING_HEADER_SIZE */
+    uint64_t data_offset;   /* == OSP_RING_HEADER_SIZE */
+    uint64_t data_size;     /* power of two, <= OSP_RING_MAX_DATA_SIZE */
+    int32_t pid;            /* target process id */
+    uint32_t rate_hz;       /* requested per-thread sampling rate after clamping */
+    uint64_t start_unix_ns; /* CLOCK_REALTIME at activation */
+    uint64_t start_mono_ns; /* CLOCK_MONOTONIC at activation; sample t_ns are on this clock */
     char platform[OSP_PLATFORM_SIZE]; /* e.g. "linux-x86_64", NUL-padded */
-    uint8_t reserved0[40];
+    /* The slot table (see "Slots" below); slot_count 0 means none (no sampling requests). */
+    uint64_t slots_offset;   /* == data_offset + data_size */
+    uint32_t slot_count;     /* slots in the table */
+    uint32_t slot_ring_size; /* bytes of each slot's sample ring, a power of two */
+    uint64_t signal_cookie;  /* si_value of every SIGPROF of ours (rt_tgsigqueueinfo, SI_QUEUE) */
+    uint8_t reserved0[8];
 
     /* --- state words (cache line 2) --- */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t shim_state; /* enum osp_shim_state; the
         store of OSP_SHIM_EXITED is release, after the exit record's head store; ospreyd
         loads it acquire. */
-    _Atomic uint32_t daemon_state;  /* enum osp_daemon_state; ospreyd stores release after
-        the file is renamed (DONE) or daemon_error is written (FAILED); the shim loads acquire. */
-    _Atomic int32_t daemon_pid;     /* written by ospreyd at attach (relaxed; informational) */
+    _Atomic uint32_t daemon_state; /* enum osp_daemon_state; ospreyd stores release after
+       the file is renamed (DONE) or daemon_error is written (FAILED); the shim loads acquire. */
+    _Atomic int32_t daemon_pid;    /* written by ospreyd at attach (relaxed; informational) */
     uint32_t reserved1;
-    _Atomic uint64_t dropped;       /* samples lost inside the target (per-thread ring full,
-        event ring full, interning/allocation failure). Written by the shim's sampler
-        (relaxed increments); ospreyd reads it relaxed after acquiring shim_state or after the
-        target has died: a count, not a synchronisation point. */
-    _Atomic uint64_t heartbeat_ns;  /* CLOCK_MONOTONIC of the sampler's last tick (relaxed);
-        lets ospreyd tell a live target from one that exec'd away from this ring. */
-    char daemon_error[256];         /* ospreyd: one NUL-terminated line, valid when FAILED */
+    _Atomic uint64_t dropped;      /* samples lost inside the target (per-thread ring full,
+       event ring full, interning/allocation failure). Written by the shim's sampler
+       (relaxed increments); ospreyd reads it relaxed after acquiring shim_state or after the
+       target has died: a count, not a synchronisation point. */
+    _Atomic uint64_t heartbeat_ns; /* CLOCK_MONOTONIC of the sampler's last tick (relaxed);
+       lets ospreyd tell a live target from one that exec'd away from this ring. */
+    char daemon_error[256];        /* ospreyd: one NUL-terminated line, valid when FAILED */
 
     /* --- producer index: its own cache line --- */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint64_t head; /* written by the shim: (B) */
     /* --- consumer index: its own cache line --- */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint64_t tail; /* written by ospreyd: (D) */
     alignas(OSP_RING_CACHE_LINE) uint8_t reserved2[OSP_RING_CACHE_LINE];
+
+    /* --- sampling control (cache line 7) --- */
+    /* Nonzero while nobody may send the target a SIGPROF of ours: a thread is inside execve
+     * (a pending one would kill the new image) or the program uses SIGPROF itself. Written
+     * by the shim (seq_cst increments and stores); ospreyd loads it acquire before each round
+     * of signals, and after a round stores tick_seq release. A shim that raised it waits for
+     * tick_seq to move twice: no round that could have missed it is still under way. */
+    alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t signals_paused;
+    _Atomic uint32_t slot_high_water; /* shim: slots in use are below this (release) */
+    _Atomic uint64_t tick_seq;        /* ospreyd: rounds of signals done (release) */
+    _Atomic uint64_t signals_sent;    /* ospreyd: SIGPROFs sent (relaxed, informational) */
+    _Atomic uint64_t
+        ring_full_drops; /* shim: samples lost to a full ring (relaxed; also in dropped) */
+    /* ospreyd: samples it could not keep, stored before DONE (relaxed: the release store of
+     * DONE orders it for a shim that acquires DONE). */
+    _Atomic uint64_t daemon_dropped;
+    /* ospreyd: 1 when it wrote the profile beside the asked-for path (osp_per_pid_path), which
+     * another profiled process had just written; stored before DONE (same ordering). */
+    _Atomic uint32_t wrote_beside;
 };
 
 _Static_assert(sizeof(struct osp_ring_header) <= OSP_RING_HEADER_SIZE, "header fits its page");
@@ -113,18 +140,21 @@ _Static_assert(offsetof(struct osp_ring_header, magic) == 0, "magic first");
 _Static_assert(offsetof(struct osp_ring_header, abi_version) == 8, "ABI version second");
 _Static_assert(offsetof(struct osp_ring_header, shim_state) == 128, "state words on line 2");
 _Static_assert(offsetof(struct osp_ring_header, head) % OSP_RING_CACHE_LINE == 0, "head alone");
-_Static_assert(offsetof(struct osp_ring_header, tail) - offsetof(struct osp_ring_header, head)
-                   >= OSP_RING_CACHE_LINE, "head and tail on separate cache lines");
+_Static_assert(offsetof(struct osp_ring_header, slots_offset) == 88, "slot table fields");
+_Static_assert(offsetof(struct osp_ring_header, tail) - offsetof(struct osp_ring_header, head) >=
+                   OSP_RING_CACHE_LINE,
+               "head and tail on separate cache lines");
 
 /* Record types. */
 enum osp_rec_type {
-    OSP_REC_PAD = 0,          /* filler up to the end of the data area; skip `size` bytes */
-    OSP_REC_THREAD_START = 1, /* struct osp_rec_thread_start + label bytes */
-    OSP_REC_THREAD_END = 2,   /* struct osp_rec_thread_end */
-    OSP_REC_SAMPLE = 3,       /* struct osp_rec_sample + depth * uint64_t pcs (leaf first) */
-    OSP_REC_REPEAT = 4,       /* struct osp_rec_repeat: reuse the slot's last sample stack */
-    OSP_REC_IMAGE = 5,        /* struct osp_rec_image + path bytes */
-    OSP_REC_EXIT = 6,         /* struct osp_rec_exit; the last record */
+    OSP_REC_PAD = 0,             /* filler up to the end of the data area; skip `size` bytes */
+    OSP_REC_THREAD_START = 1,    /* struct osp_rec_thread_start + label bytes */
+    OSP_REC_THREAD_END = 2,      /* struct osp_rec_thread_end */
+    OSP_REC_SAMPLE = 3,          /* struct osp_rec_sample + depth * uint64_t pcs (leaf first) */
+    OSP_REC_REPEAT = 4,          /* struct osp_rec_repeat: reuse the slot's last sample stack */
+    OSP_REC_IMAGE = 5,           /* struct osp_rec_image + path bytes */
+    OSP_REC_EXIT = 6,            /* struct osp_rec_exit; the last record */
+    OSP_REC_SAMPLE_WEIGHTED = 7, /* struct osp_rec_sample_weighted + depth * uint64_t pcs */
 };
 
 struct osp_rec_header {
@@ -138,9 +168,9 @@ struct osp_rec_thread_start {
     struct osp_rec_header h;
     uint32_t slot;
     uint32_t generation;
-    int64_t fiber;       /* fiber id; the preload library uses the kernel tid, main is 0 */
-    int32_t tid;         /* kernel thread id */
-    uint32_t label_len;  /* <= OSP_MAX_LABEL; label bytes follow, not NUL-terminated */
+    int64_t fiber;      /* fiber id; the preload library uses the kernel tid, main is 0 */
+    int32_t tid;        /* kernel thread id */
+    uint32_t label_len; /* <= OSP_MAX_LABEL; label bytes follow, not NUL-terminated */
     /* char label[label_len]; padding to 8 */
 };
 
@@ -154,12 +184,26 @@ enum osp_thread_state { OSP_STATE_ON_CPU = 0, OSP_STATE_WAITING = 1 };
 
 struct osp_rec_sample {
     struct osp_rec_header h;
-    uint64_t t_ns;       /* CLOCK_MONOTONIC; minus header.start_mono_ns gives t_rel_ns */
+    uint64_t t_ns; /* CLOCK_MONOTONIC; minus header.start_mono_ns gives t_rel_ns */
     uint32_t slot;
     uint32_t generation;
-    uint32_t state;      /* enum osp_thread_state */
-    uint32_t depth;      /* 1..OSP_MAX_DEPTH */
+    uint32_t state; /* enum osp_thread_state */
+    uint32_t depth; /* 1..OSP_MAX_DEPTH */
     /* uint64_t pcs[depth]; leaf first; pcs[0] is the precise pc, the rest return addresses */
+};
+
+/* A sample that stands for `weight` sampling periods: ON_CPU, `weight` periods of the
+ * thread's CPU time paid at once; WAITING, one wait of `weight` periods starting at t_ns. */
+struct osp_rec_sample_weighted {
+    struct osp_rec_header h;
+    uint64_t t_ns;
+    uint32_t slot;
+    uint32_t generation;
+    uint32_t state;  /* enum osp_thread_state */
+    uint32_t depth;  /* 1..OSP_MAX_DEPTH */
+    uint32_t weight; /* >= 1 */
+    uint32_t reserved;
+    /* uint64_t pcs[depth]; */
 };
 
 struct osp_rec_repeat {
@@ -167,19 +211,19 @@ struct osp_rec_repeat {
     uint64_t t_ns;
     uint32_t slot;
     uint32_t generation;
-    uint32_t state;      /* always OSP_STATE_WAITING today */
+    uint32_t state; /* always OSP_STATE_WAITING today */
     uint32_t reserved;
 };
 
 struct osp_rec_image {
     struct osp_rec_header h;
-    uint64_t base;       /* ELF load base (address of the ELF header in memory) */
-    uint64_t slide;      /* load bias: runtime address minus link-time address */
-    uint64_t text;       /* start of the span of PF_X PT_LOAD segments (runtime address) */
-    uint64_t text_size;  /* its length in bytes; 0 when unknown */
+    uint64_t base;            /* ELF load base (address of the ELF header in memory) */
+    uint64_t slide;           /* load bias: runtime address minus link-time address */
+    uint64_t text;            /* start of the span of PF_X PT_LOAD segments (runtime address) */
+    uint64_t text_size;       /* its length in bytes; 0 when unknown */
     char arch[OSP_ARCH_SIZE]; /* ELF machine name ("x86_64", "aarch64"), NUL-padded */
-    uint32_t flags;      /* OSP_IMAGE_MAIN for the main executable */
-    uint32_t path_len;   /* <= OSP_MAX_PATH; path bytes follow, not NUL-terminated */
+    uint32_t flags;           /* OSP_IMAGE_MAIN for the main executable */
+    uint32_t path_len;        /* <= OSP_MAX_PATH; path bytes follow, not NUL-terminated */
     /* char path[path_len]; padding to 8 */
 };
 #define OSP_IMAGE_MAIN 1u
@@ -195,38 +239,153 @@ _Static_assert(sizeof(struct osp_rec_thread_start) % 8 == 0, "aligned");
 _Static_assert(sizeof(struct osp_rec_thread_end) % 8 == 0, "aligned");
 _Static_assert(sizeof(struct osp_rec_sample) == 32, "sample record");
 _Static_assert(sizeof(struct osp_rec_repeat) == 32, "repeat record");
+_Static_assert(sizeof(struct osp_rec_sample_weighted) == 40, "weighted sample record");
 _Static_assert(sizeof(struct osp_rec_image) % 8 == 0, "aligned");
 _Static_assert(sizeof(struct osp_rec_exit) == 24, "exit record");
 
-/* Round a record length up to the 8-byte record alignment. */
-static inline uint32_t osp_rec_align(uint32_t n) { return (n + 7u) & ~7u; }
+/* ---- Slots -------------------------------------------------------------------------------
+ *
+ * The tick lives in ospreyd, not in the target: no thread of ours runs inside the program.
+ * Each registered thread owns one slot: a control block and a sample ring of
+ * header.slot_ring_size bytes right after it (the same record format and (A)..(D) orderings as
+ * the event ring; producer: that thread alone — its SIGPROF handler, or its own code with
+ * SIGPROF blocked; consumer: ospreyd). Slot i starts at slots_offset + i * osp_slot_stride().
+ *
+ *   thread (handler)                                ospreyd (every tick)
+ *   ----------------                                --------------------
+ *   store(next_due_ns, state, relaxed)              load(state), load(next_due_ns)
+ *   store(signals_handled + 1, release)  (E) ---->  load(signals_handled, acquire)  (F)
+ *                                                   rt_tgsigqueueinfo(pid, tid, SIGPROF)
+ *                                                   store(signals_sent + 1, relaxed)
+ *
+ *   (E) pairs with (F): a daemon that sees the signal handled also sees when the next one is
+ *       due. Everything else in a slot is advisory: a stale value costs one early or late
+ *       signal, which the handler's own CPU-time credit turns into the right sample anyway.
+ *
+ * A slot is reused only after ospreyd has drained its ring past the thread's end: ospreyd
+ * stores drained_generation (release) after it has consumed the THREAD_END record and every
+ * sample of that generation; the shim loads it acquire before handing the slot out again.
+ */
+enum osp_slot_state {
+    OSP_SLOT_FREE = 0,    /* no thread */
+    OSP_SLOT_RUNNING = 1, /* last seen running: ospreyd signals it when its next sample is due */
+    OSP_SLOT_BLOCKED = 2, /* found blocked: no signal; its CPU-time timer says when it runs */
+    OSP_SLOT_GUARDED = 3, /* inside a blocking call with SIGPROF blocked: no signal */
+};
+#define OSP_SLOT_PROF_BLOCKED 1u /* flags: the program blocked SIGPROF on this thread */
 
-/* The only accessors of head and tail. See the diagram above for (A)..(D). */
+struct osp_slot {
+    /* --- written by the thread (registration, handler, guard) --- */
+    _Atomic uint32_t generation; /* of the registration using the slot */
+    _Atomic uint32_t state;      /* enum osp_slot_state */
+    _Atomic int32_t tid;
+    _Atomic uint32_t flags;           /* OSP_SLOT_PROF_BLOCKED */
+    _Atomic uint64_t next_due_ns;     /* CLOCK_MONOTONIC when a sample will be due */
+    _Atomic uint32_t signals_handled; /* (E) */
+    uint32_t reserved0;
+    /* --- written by ospreyd --- */
+    alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t signals_sent;
+    _Atomic uint32_t drained_generation;
+    _Atomic uint64_t last_signal_ns;
+    /* --- the slot ring's indices, as in the header: head by the thread (B), tail by
+     * ospreyd (D) --- */
+    alignas(OSP_RING_CACHE_LINE) _Atomic uint64_t head;
+    alignas(OSP_RING_CACHE_LINE) _Atomic uint64_t tail;
+    /* uint8_t ring[slot_ring_size] follows */
+};
+_Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control block");
+
+#define OSP_SLOT_RING_SIZE 4096u /* default bytes of a slot's ring */
+#define OSP_DEFAULT_SLOTS  1024u /* default slots: threads registered at one time */
+#define OSP_MAX_SLOT_RING  (1u << 20)
+/* A signal of ours not handled within this long counts as lost; the thread may get another. */
+#define OSP_SIGNAL_STALE_NS 100000000u
+
+static inline uint64_t osp_slot_stride(uint32_t slot_ring_size)
+{
+    return sizeof(struct osp_slot) + slot_ring_size;
+}
+
+/* ospreyd's rule, one slot at one tick: signal a running thread whose next sample is due and
+ * that has no signal of ours in flight. */
+static inline int osp_slot_due(struct osp_slot *s, uint64_t now_ns)
+{
+    if (atomic_load_explicit(&s->state, memory_order_relaxed) != OSP_SLOT_RUNNING ||
+        (atomic_load_explicit(&s->flags, memory_order_relaxed) & OSP_SLOT_PROF_BLOCKED))
+        return 0;
+    uint32_t handled = atomic_load_explicit(&s->signals_handled, memory_order_acquire); /* (F) */
+    uint32_t sent = atomic_load_explicit(&s->signals_sent, memory_order_relaxed);
+    uint64_t last = atomic_load_explicit(&s->last_signal_ns, memory_order_relaxed);
+    if (handled != sent && now_ns - last < OSP_SIGNAL_STALE_NS)
+        return 0; /* one is on its way: a second would only merge with it */
+    return now_ns >= atomic_load_explicit(&s->next_due_ns, memory_order_relaxed);
+}
+
+/* The naming rule both sides share: `path` with ".<pid>" (and "-<extra>" when given) before
+ * its basename's extension (a leading dot is not one): out.json -> out.42.json. Used for a
+ * descendant's profile, and by ospreyd when another profiled process has just written `path`
+ * (two processes of a pipeline, both started with the same OSPREY_PROFILE). Returns 0, or
+ * -ENAMETOOLONG when it does not fit outsz. */
+static inline int osp_per_pid_path(const char *path, long pid, const char *extra, char *out,
+                                   size_t outsz)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    if (dot == base || dot == NULL)
+        dot = base + strlen(base);
+    int n = snprintf(out, outsz, "%.*s.%ld%s%s%s", (int)(dot - path), path, pid, extra ? "-" : "",
+                     extra ? extra : "", dot);
+    return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
+}
+
+/* Round a record length up to the 8-byte record alignment. */
+static inline uint32_t osp_rec_align(uint32_t n)
+{
+    return (n + 7u) & ~7u;
+}
+
+/* The only accessors of a ring's indices (the header's head and tail, or a slot's). See the
+ * diagram above for (A)..(D). */
+static inline uint64_t osp_index_load_acquire(_Atomic uint64_t *index)
+{
+    return atomic_load_explicit(index, memory_order_acquire); /* (A) or (C) */
+}
+static inline void osp_index_store_release(_Atomic uint64_t *index, uint64_t v)
+{
+    atomic_store_explicit(index, v, memory_order_release); /* (B) or (D) */
+}
+/* An index read by its only writer: relaxed is enough. */
+static inline uint64_t osp_index_load_own(_Atomic uint64_t *index)
+{
+    return atomic_load_explicit(index, memory_order_relaxed);
+}
+
 static inline uint64_t osp_ring_load_tail_acquire(struct osp_ring_header *h)
 {
-    return atomic_load_explicit(&h->tail, memory_order_acquire); /* (A) pairs with (D) */
+    return osp_index_load_acquire(&h->tail); /* (A) pairs with (D) */
 }
 static inline void osp_ring_store_head_release(struct osp_ring_header *h, uint64_t v)
 {
-    atomic_store_explicit(&h->head, v, memory_order_release); /* (B) pairs with (C) */
+    osp_index_store_release(&h->head, v); /* (B) pairs with (C) */
 }
 static inline uint64_t osp_ring_load_head_acquire(struct osp_ring_header *h)
 {
-    return atomic_load_explicit(&h->head, memory_order_acquire); /* (C) pairs with (B) */
+    return osp_index_load_acquire(&h->head); /* (C) pairs with (B) */
 }
 static inline void osp_ring_store_tail_release(struct osp_ring_header *h, uint64_t v)
 {
-    atomic_store_explicit(&h->tail, v, memory_order_release); /* (D) pairs with (A) */
+    osp_index_store_release(&h->tail, v); /* (D) pairs with (A) */
 }
 /* The producer's own head, and the consumer's own tail: only their writer reads these,
  * so relaxed is enough (no other thread stores them). */
 static inline uint64_t osp_ring_load_head_own(struct osp_ring_header *h)
 {
-    return atomic_load_explicit(&h->head, memory_order_relaxed);
+    return osp_index_load_own(&h->head);
 }
 static inline uint64_t osp_ring_load_tail_own(struct osp_ring_header *h)
 {
-    return atomic_load_explicit(&h->tail, memory_order_relaxed);
+    return osp_index_load_own(&h->tail);
 }
 
 #endif /* OSP_RING_H */

@@ -11,6 +11,8 @@ packages=(
   nodejs npm chromium
   libkrb5-dev  # code-server's kerberos module, built for the real-editor test (vscode/test-editor)
   linux-perf google-perftools libgoogle-perftools-dev
+  libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # the pprof output
+  golang-go  # go tool pprof, a reader the tests load the pprof output into
 )
 
 missing=()

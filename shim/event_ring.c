@@ -15,6 +15,10 @@
  * it loses samples, never the thread, image and exit records that give them meaning. The ring has
  * one producer at a time: every caller holds the registry lock, which also orders one producer's
  * head store before the next producer's relaxed load of it.
+ *
+ * The same writer serves each slot's sample ring (osp__slot_ring_attach): there the one
+ * producer is the slot's own thread (its SIGPROF handler, or its own code with SIGPROF
+ * blocked), so no lock is needed and every function here is async-signal-safe.
  */
 #include <errno.h>
 #include <string.h>
@@ -49,8 +53,20 @@ void osp__event_ring_init_header(struct osp_ring_header *h, uint64_t data_size, 
 void osp__event_ring_attach(struct osp__event_ring *w, struct osp_ring_header *h)
 {
     w->header = h;
+    w->head = &h->head;
+    w->tail = &h->tail;
     w->data = (uint8_t *)h + h->data_offset;
     w->size = h->data_size;
+}
+
+void osp__slot_ring_attach(struct osp__event_ring *w, struct osp_ring_header *h,
+                           struct osp_slot *slot)
+{
+    w->header = h;
+    w->head = &slot->head;
+    w->tail = &slot->tail;
+    w->data = (uint8_t *)(slot + 1);
+    w->size = h->slot_ring_size;
 }
 
 static void *reserve(struct osp__event_ring *w, uint32_t size, uint64_t headroom,
@@ -58,8 +74,8 @@ static void *reserve(struct osp__event_ring *w, uint32_t size, uint64_t headroom
 {
     if (size < sizeof(struct osp_rec_header) || (size & 7u) || size > w->size)
         return NULL;
-    uint64_t head = osp_ring_load_head_own(w->header);
-    uint64_t tail = osp_ring_load_tail_acquire(w->header); /* (A) */
+    uint64_t head = osp_index_load_own(w->head);
+    uint64_t tail = osp_index_load_acquire(w->tail); /* (A) */
     uint64_t offset = head & (w->size - 1);
     uint64_t to_end = w->size - offset;
     uint64_t pad = size > to_end ? to_end : 0;
@@ -87,9 +103,10 @@ void *osp__event_ring_reserve_sample(struct osp__event_ring *w, uint32_t size, u
     return reserve(w, size, headroom, new_head);
 }
 
+/* Async-signal-safe (lock-free atomics and plain stores only), as is reserve. */
 void osp__event_ring_commit(struct osp__event_ring *w, uint64_t new_head)
 {
-    osp_ring_store_head_release(w->header, new_head); /* (B) */
+    osp_index_store_release(w->head, new_head); /* (B) */
 }
 
 int osp__event_ring_write(struct osp__event_ring *w, uint32_t type, const void *body,
@@ -114,6 +131,8 @@ int osp__event_ring_write(struct osp__event_ring *w, uint32_t type, const void *
 void osp__event_ring_count_drops(struct osp__event_ring *w, uint64_t n)
 {
     /* A count, not a synchronisation point (osp_ring.h): relaxed. */
-    if (n)
+    if (n) {
         atomic_fetch_add_explicit(&w->header->dropped, n, memory_order_relaxed);
+        atomic_fetch_add_explicit(&w->header->ring_full_drops, n, memory_order_relaxed);
+    }
 }

@@ -2,9 +2,9 @@
  *
  * Owns the interposed blocking calls that signal(7) says are never restarted after a signal
  * handler (nanosleep, clock_nanosleep, usleep, sleep, pause, poll, ppoll, select, pselect,
- * epoll_wait, epoll_pwait). The sampler never signals a thread it sees sitting in one of
- * them (sampler.c), but it cannot see the future: a thread it signals because it was running
- * may enter a sleep before the signal lands, and the sleep would return early with EINTR.
+ * epoll_wait, epoll_pwait). While a thread is inside one, its slot says GUARDED and ospreyd
+ * sends it nothing; but ospreyd cannot see the future: a thread it signals because it was
+ * running may enter a sleep before the signal lands, and the sleep would return early.
  * So while a registered thread is inside one of these calls, SIGPROF is blocked on that
  * thread: a signal of ours sent just before stays pending and is handled when the call
  * returns, as a sample of the code after it.
@@ -17,10 +17,17 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/msg.h>
 #include <sys/select.h>
+#include <sys/sem.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,6 +48,7 @@ static int guard_begin(sigset_t *old)
         osp__sigmask_raw(SIG_SETMASK, old, NULL);
         return 0;
     }
+    osp__guard_wait_begin(osp__tls_slot);
     return 1;
 }
 
@@ -49,7 +57,12 @@ static void guard_end(int guarded, const sigset_t *old)
     if (!guarded)
         return;
     int saved = errno;
+    struct osp__slot *s = osp__tls_slot;
+    if (s != NULL)
+        osp__guard_wait_end(s);
     osp__sigmask_raw(SIG_SETMASK, old, NULL);
+    if (s != NULL)
+        s->guard_leaving = 0;
     errno = saved;
 }
 
@@ -136,3 +149,136 @@ OSP__GUARDED_MASK(pselect,
 OSP__GUARDED_MASK(epoll_pwait,
                   (int fd, struct epoll_event *events, int max, int timeout, const sigset_t *mask),
                   (fd, events, max, timeout, use), timeout != 0, mask)
+
+/* Fortified builds (-D_FORTIFY_SOURCE, Debian's default) call these instead. */
+OSP__GUARDED(int, __poll_chk, (struct pollfd * fds, nfds_t n, int timeout, size_t fdslen),
+             (fds, n, timeout, fdslen), timeout != 0, -1)
+OSP__GUARDED_MASK(__ppoll_chk,
+                  (struct pollfd * fds, nfds_t n, const struct timespec *timeout,
+                   const sigset_t *mask, size_t fdslen),
+                  (fds, n, timeout, use, fdslen), timespec_blocks(timeout), mask)
+OSP__GUARDED_MASK(epoll_pwait2,
+                  (int fd, struct epoll_event *events, int max, const struct timespec *timeout,
+                   const sigset_t *mask),
+                  (fd, events, max, timeout, use), timespec_blocks(timeout), mask)
+
+/* Waiting for signals: the mask given replaces the thread's, so SIGPROF goes into it. */
+OSP__GUARDED_MASK(sigsuspend, (const sigset_t *mask), (use), 1, mask)
+OSP__GUARDED(int, sigtimedwait, (const sigset_t *set, siginfo_t *info, const struct timespec *t),
+             (set, info, t), timespec_blocks(t), -1)
+OSP__GUARDED(int, sigwaitinfo, (const sigset_t *set, siginfo_t *info), (set, info), 1, -1)
+
+/* C11 and POSIX sleeps and semaphores built on calls the kernel never restarts. */
+OSP__GUARDED(int, thrd_sleep, (const struct timespec *req, struct timespec *rem), (req, rem),
+             timespec_blocks(req), -2)
+OSP__GUARDED(int, sem_wait, (sem_t * sem), (sem), 1, -1)
+OSP__GUARDED(int, sem_timedwait, (sem_t * sem, const struct timespec *t), (sem, t), 1, -1)
+OSP__GUARDED(int, sem_clockwait, (sem_t * sem, clockid_t clock, const struct timespec *t),
+             (sem, clock, t), 1, -1)
+
+/* System V IPC. */
+OSP__GUARDED(int, semop, (int id, struct sembuf *ops, size_t n), (id, ops, n), 1, -1)
+OSP__GUARDED(int, semtimedop, (int id, struct sembuf *ops, size_t n, const struct timespec *t),
+             (id, ops, n, t), 1, -1)
+OSP__GUARDED(ssize_t, msgrcv, (int id, void *msg, size_t size, long type, int flags),
+             (id, msg, size, type, flags), !(flags & IPC_NOWAIT), -1)
+OSP__GUARDED(int, msgsnd, (int id, const void *msg, size_t size, int flags), (id, msg, size, flags),
+             !(flags & IPC_NOWAIT), -1)
+
+/* Sockets: with SO_RCVTIMEO or SO_SNDTIMEO set they return EINTR instead of restarting. */
+OSP__GUARDED(int, accept, (int fd, struct sockaddr *addr, socklen_t *len), (fd, addr, len), 1, -1)
+OSP__GUARDED(int, accept4, (int fd, struct sockaddr *addr, socklen_t *len, int flags),
+             (fd, addr, len, flags), 1, -1)
+OSP__GUARDED(int, connect, (int fd, const struct sockaddr *addr, socklen_t len), (fd, addr, len), 1,
+             -1)
+OSP__GUARDED(ssize_t, recv, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags),
+             !(flags & MSG_DONTWAIT), -1)
+OSP__GUARDED(ssize_t, recvfrom,
+             (int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *len),
+             (fd, buf, n, flags, addr, len), !(flags & MSG_DONTWAIT), -1)
+OSP__GUARDED(ssize_t, recvmsg, (int fd, struct msghdr *msg, int flags), (fd, msg, flags),
+             !(flags & MSG_DONTWAIT), -1)
+OSP__GUARDED(int, recvmmsg,
+             (int fd, struct mmsghdr *msgs, unsigned int n, int flags, struct timespec *t),
+             (fd, msgs, n, flags, t), !(flags & MSG_DONTWAIT), -1)
+OSP__GUARDED(ssize_t, send, (int fd, const void *buf, size_t n, int flags), (fd, buf, n, flags),
+             !(flags & MSG_DONTWAIT), -1)
+OSP__GUARDED(ssize_t, sendto,
+             (int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
+              socklen_t len),
+             (fd, buf, n, flags, addr, len), !(flags & MSG_DONTWAIT), -1)
+OSP__GUARDED(ssize_t, sendmsg, (int fd, const struct msghdr *msg, int flags), (fd, msg, flags),
+             !(flags & MSG_DONTWAIT), -1)
+
+/* A system call the kernel never restarts after a handler, made through syscall(2). */
+static int syscall_never_restarted(long nr, const long *a)
+{
+    switch (nr) {
+    case SYS_nanosleep:
+    case SYS_clock_nanosleep:
+    case SYS_poll:
+    case SYS_ppoll:
+    case SYS_select:
+    case SYS_pselect6:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+#endif
+    case SYS_pause:
+    case SYS_rt_sigsuspend:
+    case SYS_rt_sigtimedwait:
+    case SYS_semop:
+    case SYS_semtimedop:
+    case SYS_msgrcv:
+    case SYS_msgsnd:
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_connect:
+    case SYS_recvfrom:
+    case SYS_recvmsg:
+    case SYS_recvmmsg:
+    case SYS_sendto:
+    case SYS_sendmsg:
+    case SYS_io_getevents:
+        return 1;
+    case SYS_futex:
+        return a[3] != 0; /* a wait with a timeout */
+    default:
+        return 0;
+    }
+}
+
+__attribute__((visibility("default"))) long syscall(long nr, ...)
+{
+    static _Atomic(void *) real_sym;
+    void *sym = osp__next_symbol(&real_sym, "syscall");
+    va_list ap;
+    va_start(ap, nr);
+    long a[6];
+    for (int i = 0; i < 6; i++)
+        a[i] = va_arg(ap, long);
+    va_end(ap);
+    if (sym == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    long (*real)(long, ...);
+    memcpy(&real, &sym, sizeof(real));
+    if (nr == SYS_execve || nr == SYS_execveat) {
+        int at = nr == SYS_execve ? 2 : 3; /* which argument is envp */
+        OSP__ENV(env, (char *const *)a[at]);
+        a[at] = (long)env;
+        osp__exec_begin();
+        long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+        int saved = errno;
+        osp__exec_failed();
+        errno = saved;
+        return r;
+    }
+    sigset_t old;
+    int guarded = syscall_never_restarted(nr, a) ? guard_begin(&old) : 0;
+    long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+    guard_end(guarded, &old);
+    return r;
+}

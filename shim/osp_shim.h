@@ -3,11 +3,11 @@
  * the units directly and use these to plant frame chains, fill rings and drive a registry.
  *
  *   unwind.c        pure frame-pointer walk and the blocked-thread stack scan
- *   thread_ring.c   per-thread SPSC ring: SIGPROF handler -> sampler
- *   event_ring.c    writer side of the shared-memory event ring
+ *   event_ring.c    writer side of the shared event ring and of each slot's sample ring
  *   registry.c      thread slots, generations, THREAD_START/THREAD_END records
  *   images.c        loaded objects (dl_iterate_phdr) -> IMAGE records
- *   sampler.c       the sampler thread and the SIGPROF handler
+ *   handler.c       the SIGPROF handler and its CPU-time credit rule
+ *   control.c       pausing ospreyd's signals around execve and the program's own SIGPROF
  *   boot.c          activation, shared memory, ospreyd, exit and fork handling
  *   preload.c       constructor, pthread_create/setname and exec interposition
  *   signals.c       our SIGPROF vs the program's (tagging, shadow disposition)
@@ -30,7 +30,7 @@
 /* Largest distance between two consecutive frame records the walk accepts. */
 #define OSP__MAX_FRAME_BYTES (1u << 20)
 /* How far above a blocked thread's sp the sampler looks for its first frame record. */
-#define OSP__SCAN_BYTES 8192u
+#define OSP__SCAN_BYTES      8192u
 #define OSP__SCAN_CANDIDATES 32u /* plausible frame records a blocked-stack scan tries */
 
 /* Walk a frame-pointer chain: out[0] = pc, then one return address per frame record, until a
@@ -75,48 +75,16 @@ uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
  * Async-signal-safe. */
 uint64_t osp__strip_pac(uint64_t addr);
 
-/* ---- thread_ring.c ----------------------------------------------------------------------- */
-
-#define OSP__THREAD_RING_ENTRIES 8u /* power of two */
-
-struct osp__sample_entry {
-    uint64_t t_ns;
-    uint32_t state; /* enum osp_thread_state */
-    uint32_t depth;
-    uint64_t pcs[OSP_MAX_DEPTH];
-};
-
-/* Private to one thread: producer its SIGPROF handler, consumer whoever holds the registry
- * lock (the sampler, or the thread itself when it unregisters). */
-struct osp__thread_ring {
-    alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t head; /* producer */
-    alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t tail; /* consumer */
-    _Atomic uint32_t drops;                             /* producer increments, consumer takes */
-    struct osp__sample_entry entries[OSP__THREAD_RING_ENTRIES];
-};
-
-void osp__thread_ring_reset(struct osp__thread_ring *r);
-/* Producer. The entry to fill, or NULL (and a drop counted) when the ring is full.
- * Async-signal-safe. */
-struct osp__sample_entry *osp__thread_ring_reserve(struct osp__thread_ring *r);
-/* Producer: publish the entry returned by the last reserve. Async-signal-safe. */
-void osp__thread_ring_publish(struct osp__thread_ring *r);
-/* Consumer: the oldest unread entry, or NULL. */
-const struct osp__sample_entry *osp__thread_ring_peek(struct osp__thread_ring *r);
-/* Consumer: release the entry returned by peek. */
-void osp__thread_ring_consume(struct osp__thread_ring *r);
-/* Consumer: take (and zero) the drop count. */
-uint32_t osp__thread_ring_take_drops(struct osp__thread_ring *r);
-
 /* ---- event_ring.c ------------------------------------------------------------------------ */
 
 /* The producer's view of the shared event ring. One producer at a time: every writer holds
  * the registry lock (see registry.c), so the mutex orders successive producers and the
  * producer's own head may be read relaxed. */
 struct osp__event_ring {
-    struct osp_ring_header *header;
+    struct osp_ring_header *header; /* for the drop counters */
+    _Atomic uint64_t *head, *tail;  /* the header's, or a slot's */
     uint8_t *data;
-    uint64_t size; /* header->data_size, cached (the daemon never writes it) */
+    uint64_t size; /* data bytes, cached (the daemon never writes it) */
 };
 
 /* Fill a fresh header (identity, sizes, pid, rate, clocks, platform, RUNNING) for a data area
@@ -124,6 +92,9 @@ struct osp__event_ring {
 void osp__event_ring_init_header(struct osp_ring_header *h, uint64_t data_size, uint32_t rate_hz,
                                  uint64_t start_unix_ns, uint64_t start_mono_ns);
 void osp__event_ring_attach(struct osp__event_ring *w, struct osp_ring_header *h);
+/* The writer of one slot's sample ring (proto/osp_ring.h, "Slots"). */
+void osp__slot_ring_attach(struct osp__event_ring *w, struct osp_ring_header *h,
+                           struct osp_slot *slot);
 /* Reserve `size` bytes (a multiple of 8) for one record, writing a PAD record first when the
  * record would cross the end of the data area. Returns where to write it, or NULL when the
  * unread bytes leave no room (nothing is overwritten). Follow with osp__event_ring_commit. */
@@ -143,9 +114,17 @@ void osp__event_ring_count_drops(struct osp__event_ring *w, uint64_t n);
 
 /* ---- registry.c -------------------------------------------------------------------------- */
 
+/* One ON_CPU sample per sampling period of the thread's CPU time, as perf's cpu-clock counts:
+ * a credit of CPU time not yet paid for by samples. */
+struct osp__credit {
+    uint64_t paid_ns; /* CPU time covered by ON_CPU samples so far (the thread's CPU clock) */
+};
+
 struct osp__slot {
     /* Fixed at slot creation. */
     uint32_t index;
+    struct osp_slot *shared;     /* the control block ospreyd reads; NULL without a ring */
+    struct osp__event_ring ring; /* this slot's sample ring (producer: the thread itself) */
     /* Valid while active; written under the registry lock before the slot is published. */
     int active;
     int automatic; /* registered by the preload path under the thread's name or "thread" */
@@ -155,35 +134,27 @@ struct osp__slot {
     uint32_t label_len;
     char label[OSP_MAX_LABEL + 1];
     pthread_t thread;
-    clockid_t cpu_clock;
     uint64_t stack_lo, stack_hi;
-    /* Sampler bookkeeping (registry lock). */
-    uint64_t last_cpu_ns;
-    int cpu_valid;
-    int wait_captured;     /* a waiting stack has been emitted in the current wait */
-    int64_t cpu_credit_ns; /* CPU time not yet paid for by ON_CPU samples (tick_slot) */
-    uint32_t signals_sent; /* our signals sent to this registration */
-    uint64_t last_signal_ns;
-    /* State the sampler asks the handler to record: relaxed store before pthread_kill,
-     * relaxed load in the handler (the kill syscall orders them in practice, and a stale
-     * value only mislabels one sample). */
-    _Atomic uint32_t signal_state;
-    /* The thread's CPU clock when its handler last finished (relaxed both ways: a time
-     * stamp the sampler uses to discount the CPU time our own signal cost the thread). */
-    _Atomic uint64_t handler_cpu_ns;
-    /* Our signals handled by the thread (its handler increments; relaxed: a count compared
-     * with signals_sent to tell whether one is still in flight). */
-    _Atomic uint32_t signals_handled;
-    /* The thread has SIGPROF blocked (its own pthread_sigmask/sigprocmask calls, tracked by
-     * signals.c): it gets no signal of ours. */
-    _Atomic int prof_blocked;
-    struct osp__thread_ring ring;
+    int timer;                    /* kernel id of the thread's CPU-time timer, -1 when none */
+    uint64_t timer_expiry_cpu_ns; /* the thread CPU time it is armed for, 0 when not armed */
+    /* The handler's own state: only the thread touches it (handler, or its code with SIGPROF
+     * blocked), except at exit (see boot.c). */
+    struct osp__credit credit;
+    uint64_t last_run_ns, last_cpu_ns; /* when the handler last ran, and the CPU clock then */
+    int wait_open;                     /* a wait has been captured and not yet written */
+    int guard_leaving;               /* between a guarded call's return and SIGPROF's unblocking */
+    uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
+    uint32_t wait_depth;
+    uint64_t wait_pcs[OSP_MAX_DEPTH];
 };
 
 struct osp__registry {
     pthread_mutex_t lock;
-    struct osp__event_ring *ring; /* NULL: bookkeeping only, no records */
-    int stopped;                  /* exit record published: no more records */
+    struct osp__event_ring *ring;   /* NULL: bookkeeping only, no records */
+    struct osp_ring_header *header; /* the shared slot table, or NULL */
+    uint32_t rate_hz;
+    uint32_t full_warned;
+    int stopped; /* exit record published: no more records */
     struct osp__slot **slots;
     uint32_t count, capacity;
 };
@@ -203,11 +174,15 @@ void osp__registry_mark_automatic(struct osp__registry *reg);
 int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char *label);
 /* Unregister the calling thread; when it returns nothing touches the thread any more. */
 void osp__registry_unregister(struct osp__registry *reg);
-/* Called with the registry lock held: move a slot's per-thread ring into SAMPLE records. */
-void osp__registry_drain_slot(struct osp__registry *reg, struct osp__slot *s);
-/* Called with the registry lock held: write one SAMPLE record. */
-void osp__registry_emit_sample(struct osp__registry *reg, struct osp__slot *s, uint64_t t_ns,
-                               uint32_t state, const uint64_t *pcs, uint32_t depth);
+/* Write one SAMPLE_WEIGHTED record to `w` for slot s (a full ring counts a drop).
+ * Async-signal-safe. */
+void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
+                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth);
+/* Slots a shared table has room for; the table itself (NULL: bookkeeping only). */
+void osp__registry_set_table(struct osp__registry *reg, struct osp_ring_header *header);
+/* At exit: write every other thread's open wait to the event ring. Called with the registry
+ * lock held. */
+void osp__registry_flush_waits(struct osp__registry *reg, uint64_t now_ns);
 
 /* ---- images.c ---------------------------------------------------------------------------- */
 
@@ -240,36 +215,60 @@ void osp__images_emit(struct osp__images *im, struct osp__event_ring *w);
  * the instruction before it is a call (so it can be a return address). */
 int osp__images_is_return_address(void *images, uint64_t addr);
 
-/* ---- sampler.c --------------------------------------------------------------------------- */
+/* ---- handler.c --------------------------------------------------------------------------- */
 
-struct osp__sampler_config {
-    struct osp__registry *registry;
-    struct osp__images *images;
-    struct osp_ring_header *header; /* heartbeat */
-    uint32_t rate_hz;
-};
-
-/* The SIGPROF handler (sampler.c). */
+/* Most periods one sample may stand for; older CPU time beyond it is dropped rather than
+ * charged to a stack that did not spend it. */
+#define OSP__MAX_WEIGHT 16u
+/* The credit rule: with the thread's CPU clock at cpu_ns, how many periods are due now (0 when
+ * less than half a period is unpaid; rounding, so a thread that lives two periods gets two
+ * samples on average). Pays them. *needed_ns receives the CPU time until the next one is due.
+ * A pure function. Async-signal-safe. */
+uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t period_ns,
+                          uint64_t *needed_ns);
+/* When a thread with this share of a CPU (parts per 1024, 1..1024) will have used needed_ns of
+ * CPU time, from now_ns. A pure function. */
+uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024);
+/* Does this context show a thread interrupted inside a blocking system call (one the kernel
+ * will restart, or one that returns EINTR)? Reads the code bytes at the pc with
+ * process_vm_readv. Async-signal-safe. */
+int osp__context_in_syscall(const void *ucontext);
+/* The SIGPROF handler. */
 void osp__sigprof_handler(int sig, siginfo_t *info, void *context);
-int osp__sampler_start(const struct osp__sampler_config *cfg);
-/* Before execve: stop signalling this process and take our SIGPROFs still pending on the
- * calling thread (they would outlive execve and kill the new program). */
+/* The sampling period in ns, set once at boot. */
+void osp__handler_set_rate(uint32_t rate_hz);
+/* A registered thread's guard (guard.c): it blocks now in a call with SIGPROF blocked. */
+void osp__guard_wait_begin(struct osp__slot *s);
+/* ... and the call returned: write its wait when it lasted long enough. SIGPROF still blocked. */
+void osp__guard_wait_end(struct osp__slot *s);
+/* Write the thread's open wait, if any, ending at now_ns, to `w`. */
+void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
+                     uint64_t cpu_ns);
+/* Create / delete the calling thread's CPU-time timer (SIGPROF to itself, tagged as ours). */
+int osp__cpu_timer_create(void);
+void osp__cpu_timer_delete(int timer);
+/* Disarm every registered thread's timer (timers are process-wide ids). */
+void osp__cpu_timers_disarm_all(void);
+
+/* ---- control.c --------------------------------------------------------------------------- */
+
+/* Before execve: stop ospreyd's signals and every CPU-time timer, wait until no round of
+ * signals can still be under way, and take our SIGPROFs still pending on the calling thread
+ * (they would outlive execve and kill the new program). */
 void osp__exec_begin(void);
 /* execve failed: signal again. */
 void osp__exec_failed(void);
-/* Wait out a tick in progress, then take the SIGPROFs of ours pending on the calling thread
- * (the program's own are sent again). */
+/* Take the SIGPROFs of ours pending on the calling thread (the program's own are sent again). */
 void osp__take_pending_sigprof(void);
-/* The program is about to send SIGPROF itself: wait (bounded) until no signal of ours is in
- * flight. The sampler has stopped signalling by then (osp__sigprof_program_signals). */
+/* The program is about to send SIGPROF itself: pause our signals for good and wait (bounded)
+ * until none of ours is in flight. */
 void osp__sigprof_back_off(void);
-/* Stop and join the sampler (waiting at most a second). Returns 0 or -ETIMEDOUT. */
-int osp__sampler_stop(void);
-
-enum osp__signal_verdict { OSP__SIGNAL_OK, OSP__SIGNAL_UNSAFE, OSP__SIGNAL_UNKNOWN };
-/* Parse /proc/self/task/<tid>/syscall content: may SIGPROF be delivered without making a
- * syscall return early? *sp and *pc receive the user registers when the line has them. */
-enum osp__signal_verdict osp__syscall_verdict(const char *text, uint64_t *sp, uint64_t *pc);
+/* Wait (at most ~50 ms) until ospreyd has finished two rounds of signals since the call: no
+ * round that began before the caller's change of state can still be sending. Returns at once
+ * when ospreyd is not attached. */
+void osp__wait_for_round(void);
+/* The shared header (set at boot, NULL when inactive). */
+extern struct osp_ring_header *osp__header;
 
 /* ---- signals.c --------------------------------------------------------------------------- */
 
@@ -279,8 +278,8 @@ int osp__sigprof_install(void (*handler)(int, siginfo_t *, void *));
 /* Nonzero when the kernel's SIGPROF handler is neither ours nor SIG_DFL/SIG_IGN (before
  * install: the program has a handler; after: it replaced ours behind libc's back). */
 int osp__sigprof_foreign(void);
-/* Send SIGPROF to thread `tid` of this process, tagged as ours. Returns 0 or -errno. */
-int osp__sigprof_send(pid_t tid);
+/* The si_value every SIGPROF of ours carries (ospreyd's and the CPU-time timers'). */
+void *osp__sigprof_cookie(void);
 /* Is this delivery one of ours? Async-signal-safe. */
 int osp__sigprof_is_ours(const siginfo_t *info);
 /* Hand a delivery that is not ours to the program's disposition. Async-signal-safe. */
@@ -307,13 +306,29 @@ extern struct osp__registry osp__the_registry;
 int osp__is_active(void);
 /* The pid that booted the profiler (0 before). */
 pid_t osp__boot_pid(void);
-/* Insert ".<pid>" before the basename's extension; writes into out (size outsz). */
-int osp__per_pid_path(const char *path, long pid, const char *extra, char *out, size_t outsz);
 /* Parse OSPREY_PROFILE_HZ: clamped to 10..10000, default 997; *bad set for a non-number. */
 uint32_t osp__parse_rate(const char *text, int *bad);
 uint64_t osp__mono_ns(void);
 /* One line on stderr, prefixed "osprey: " (write(2), no stdio buffering). */
 void osp__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Record objects loaded since the last look (dl_iterate_phdr; never with the registry lock
+ * held). Runs on the program's own threads at moments they are in our code anyway: thread
+ * registration and dlclose. */
+void osp__images_refresh(void);
+
+/* The bookkeeping a new image of a descendant needs ("OSPREY_PROFILE_ROOT_PID=...",
+ * "OSPREY_PROFILE_LAST_PID=..."), kept out of the program's environment (preload.c). */
+void osp__bookkeeping_set(long root_pid, long last_pid);
+size_t osp__env_count(char *const envp[]);
+/* envp with the bookkeeping entries, built in `store` (n + 3 entries, on the caller's stack:
+ * no malloc in a forked child), when the new image will be profiled; else envp itself. */
+char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **store);
+/* Declare `name`: envp plus the bookkeeping, on this stack frame. */
+#define OSP__ENV(name, envp)                                                                       \
+    size_t name##_n = osp__env_count(envp);                                                        \
+    char *name##_store[name##_n + 3];                                                              \
+    char *const *name = osp__env_with_bookkeeping(envp, name##_n, name##_store)
 
 /* ---- preload.c --------------------------------------------------------------------------- */
 

@@ -1,22 +1,21 @@
 /* registry.c — the thread registry: which threads are sampled, under which fiber id and label.
  *
  * Owns the slots (one per registered thread, reused), their generation counters, the
- * THREAD_START / THREAD_END records, and the hand-over of a slot's per-thread ring into
- * SAMPLE records.
+ * THREAD_START / THREAD_END records, each thread's CPU-time timer, and the writing of SAMPLE
+ * records into a slot's ring.
  *
- * DESIGN. A slot is allocated once and never freed while the profiler runs; it holds the
- * thread's identity, stack bounds, CPU clock and its per-thread ring, so the SIGPROF handler
- * finds everything through one initial-exec TLS pointer without allocating. A registration is
- * (slot, generation): unregistering ends the generation and frees the slot for the next
- * thread, which gets generation + 1, so ospreyd can tell the two apart.
+ * DESIGN. Slot i of the registry is slot i of the shared table (proto/osp_ring.h, "Slots"):
+ * a private part here (identity, stack bounds, the handler's credit and wait) and a shared
+ * control block and sample ring ospreyd reads. The SIGPROF handler finds its slot through one
+ * initial-exec TLS pointer, without allocating. A registration is (slot, generation):
+ * unregistering ends the generation; the slot is handed out again, with generation + 1, only
+ * once ospreyd has drained its ring past the end (drained_generation), so samples of two
+ * threads never share a ring.
  *
- * One mutex, the registry lock, guards the slot table and every slot's bookkeeping, and
- * serialises every writer of the event ring (so the ring has one producer at a time). The
- * sampler takes it for a whole tick: it revalidates `active` and the generation, drains, and
- * signals under it; unregister takes it before returning, so once unregister returns the
- * sampler can no longer signal the thread or read its stack. Lock order: registry, then
- * allocator — and no code allocates while it holds the registry lock (new slots are allocated
- * before it is taken), so a thread stopped inside malloc can never block the sampler.
+ * One mutex, the registry lock, guards the slot table and serialises every writer of the
+ * event ring (so that ring has one producer at a time). A slot's own ring has one producer,
+ * its thread. Lock order: registry, then allocator — no code allocates while it holds the
+ * registry lock (new slots are allocated before it is taken).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,6 +41,22 @@ int osp__registry_init(struct osp__registry *reg, struct osp__event_ring *ring, 
     reg->ring = ring;
     reg->capacity = capacity;
     return 0;
+}
+
+void osp__registry_set_table(struct osp__registry *reg, struct osp_ring_header *header)
+{
+    reg->header = header;
+    if (header != NULL && header->slot_count < reg->capacity)
+        reg->capacity = header->slot_count;
+    reg->rate_hz = header != NULL ? header->rate_hz : 0;
+}
+
+/* The shared control block of slot `index`. */
+static struct osp_slot *shared_slot(struct osp__registry *reg, uint32_t index)
+{
+    uint8_t *base = (uint8_t *)reg->header + reg->header->slots_offset;
+    return (struct osp_slot *)(base +
+                               (uint64_t)index * osp_slot_stride(reg->header->slot_ring_size));
 }
 
 void osp__registry_destroy(struct osp__registry *reg)
@@ -77,6 +92,19 @@ static uint64_t clock_ns(clockid_t clock)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Called with the registry lock held: may slot s be handed out again? Not while ospreyd may
+ * still read samples of its last generation from its ring. */
+static int reusable(const struct osp__slot *s)
+{
+    if (s->active)
+        return 0;
+    if (s->shared == NULL)
+        return 1;
+    /* Acquire: pairs with ospreyd's release store after it drained the slot. */
+    return atomic_load_explicit(&s->shared->drained_generation, memory_order_acquire) ==
+           s->generation;
+}
+
 static struct osp__slot *slot_new(void)
 {
     size_t size = (sizeof(struct osp__slot) + OSP_RING_CACHE_LINE - 1) & ~(OSP_RING_CACHE_LINE - 1);
@@ -90,7 +118,7 @@ static struct osp__slot *slot_new(void)
 static struct osp__slot *slot_free(struct osp__registry *reg)
 {
     for (uint32_t i = 0; i < reg->count; i++)
-        if (!reg->slots[i]->active)
+        if (reusable(reg->slots[i]))
             return reg->slots[i];
     return NULL;
 }
@@ -138,9 +166,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     /* Everything that may allocate or take other locks happens before the registry lock. */
     uint64_t lo, hi;
     stack_bounds(&lo, &hi);
-    clockid_t cpu_clock;
-    if (pthread_getcpuclockid(pthread_self(), &cpu_clock) != 0)
-        cpu_clock = CLOCK_THREAD_CPUTIME_ID;
+    int timer = reg->header != NULL ? osp__cpu_timer_create() : -1;
     struct osp__slot *spare = NULL;
 
     pthread_mutex_lock(&reg->lock);
@@ -154,12 +180,28 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
             s = spare;
             spare = NULL;
             s->index = reg->count;
+            s->timer = -1;
+            if (reg->header != NULL) {
+                s->shared = shared_slot(reg, s->index);
+                osp__slot_ring_attach(&s->ring, reg->header, s->shared);
+            }
             reg->slots[reg->count++] = s;
+            if (reg->header != NULL)
+                /* Release: ospreyd that sees the mark sees the slot's pointers set. */
+                atomic_store_explicit(&reg->header->slot_high_water, reg->count,
+                                      memory_order_release);
         }
     }
     if (s == NULL) {
+        int warn = !reg->full_warned;
+        reg->full_warned = 1;
+        uint32_t cap = reg->capacity;
         pthread_mutex_unlock(&reg->lock);
         free(spare);
+        osp__cpu_timer_delete(timer);
+        if (warn)
+            osp__warn("more than %u threads at once: threads started beyond that are not profiled",
+                      cap);
         return -ENOSPC;
     }
     s->generation++;
@@ -167,22 +209,30 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->tid = (int32_t)gettid();
     set_label(s, label);
     s->thread = pthread_self();
-    s->cpu_clock = cpu_clock;
     s->stack_lo = lo;
     s->stack_hi = hi;
-    s->last_cpu_ns = clock_ns(cpu_clock);
-    s->cpu_valid = 1;
-    atomic_store_explicit(&s->handler_cpu_ns, 0, memory_order_relaxed);
-    s->wait_captured = 0;
-    s->cpu_credit_ns = 0;
-    s->signals_sent = atomic_load_explicit(&s->signals_handled, memory_order_relaxed);
-    sigset_t mask;
-    int blocked = osp__sigmask_raw(SIG_BLOCK, NULL, &mask) == 0 && sigismember(&mask, SIGPROF) == 1;
-    atomic_store_explicit(&s->prof_blocked, blocked, memory_order_relaxed);
-    atomic_store_explicit(&s->signal_state, OSP_STATE_ON_CPU, memory_order_relaxed);
-    osp__thread_ring_reset(&s->ring);
+    s->timer = timer;
+    s->timer_expiry_cpu_ns = 0;
+    s->last_run_ns = clock_ns(CLOCK_MONOTONIC);
+    s->last_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    s->credit.paid_ns = s->last_cpu_ns; /* CPU time before registration is not ours to count */
+    s->wait_open = 0;
     s->automatic = 0;
     emit_thread_start(reg, s);
+    if (s->shared != NULL) {
+        struct osp_slot *c = s->shared;
+        sigset_t mask;
+        int blocked =
+            osp__sigmask_raw(SIG_BLOCK, NULL, &mask) == 0 && sigismember(&mask, SIGPROF) == 1;
+        atomic_store_explicit(&c->flags, blocked ? OSP_SLOT_PROF_BLOCKED : 0u,
+                              memory_order_relaxed);
+        atomic_store_explicit(&c->tid, s->tid, memory_order_relaxed);
+        atomic_store_explicit(&c->generation, s->generation, memory_order_relaxed);
+        /* Relaxed: ospreyd signals a RUNNING slot; the handler ignores a signal that finds
+         * no slot, so no ordering is needed. Due at once: the first signal sets the pace. */
+        atomic_store_explicit(&c->next_due_ns, 0, memory_order_relaxed);
+        atomic_store_explicit(&c->state, OSP_SLOT_RUNNING, memory_order_relaxed);
+    }
     s->active = 1;
     pthread_mutex_unlock(&reg->lock);
     free(spare);
@@ -202,10 +252,16 @@ void osp__registry_unregister(struct osp__registry *reg)
      * this thread right now (it would have to finish before this code continues). */
     osp__tls_slot = NULL;
     atomic_signal_fence(memory_order_seq_cst);
+    osp__cpu_timer_delete(s->timer);
+    s->timer = -1;
+    /* The handler no longer runs for this slot: its ring and wait are ours to finish. */
+    if (!reg->stopped && s->shared != NULL)
+        osp__close_wait(&s->ring, s, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_THREAD_CPUTIME_ID));
 
     pthread_mutex_lock(&reg->lock);
     if (s->active) {
-        osp__registry_drain_slot(reg, s);
+        if (s->shared != NULL)
+            atomic_store_explicit(&s->shared->state, OSP_SLOT_FREE, memory_order_relaxed);
         emit_thread_end(reg, s);
         s->active = 0;
     }
@@ -230,56 +286,65 @@ int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char
         struct osp__slot *s = reg->slots[i];
         if (!s->active || !s->automatic || !pthread_equal(s->thread, thread))
             continue;
-        /* Samples taken so far belong to the old name's generation. */
-        osp__registry_drain_slot(reg, s);
+        /* Samples taken so far belong to the old name's generation (ospreyd reads the slot
+         * ring up to the THREAD_END record; later samples name the new generation). */
         emit_thread_end(reg, s);
         s->generation++;
         set_label(s, label);
-        s->wait_captured = 0; /* a REPEAT needs a stack of its own generation */
         emit_thread_start(reg, s);
+        if (s->shared != NULL)
+            atomic_store_explicit(&s->shared->generation, s->generation, memory_order_relaxed);
         renamed = 1;
     }
     pthread_mutex_unlock(&reg->lock);
     return renamed;
 }
 
-/* Called with the registry lock held. */
-void osp__registry_emit_sample(struct osp__registry *reg, struct osp__slot *s, uint64_t t_ns,
-                               uint32_t state, const uint64_t *pcs, uint32_t depth)
+void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
+                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth)
 {
-    if (reg->ring == NULL || reg->stopped || depth == 0)
+    if (w->data == NULL || depth == 0 || weight == 0)
         return;
     if (depth > OSP_MAX_DEPTH)
         depth = OSP_MAX_DEPTH;
-    uint32_t size = (uint32_t)sizeof(struct osp_rec_sample) + depth * 8u;
+    uint32_t size = (uint32_t)sizeof(struct osp_rec_sample_weighted) + depth * 8u;
     uint64_t new_head;
-    struct osp_rec_sample *rec = osp__event_ring_reserve_sample(reg->ring, size, &new_head);
+    /* The event ring keeps room for control records; a slot ring holds samples alone. */
+    struct osp_rec_sample_weighted *rec = w->header != NULL && w->head == &w->header->head
+                                              ? osp__event_ring_reserve_sample(w, size, &new_head)
+                                              : osp__event_ring_reserve(w, size, &new_head);
     if (rec == NULL) {
-        osp__event_ring_count_drops(reg->ring, 1);
+        osp__event_ring_count_drops(w, weight);
         return;
     }
-    rec->h.type = OSP_REC_SAMPLE;
+    rec->h.type = OSP_REC_SAMPLE_WEIGHTED;
     rec->h.size = size;
     rec->t_ns = t_ns;
     rec->slot = s->index;
     rec->generation = s->generation;
     rec->state = state;
     rec->depth = depth;
+    rec->weight = weight;
+    rec->reserved = 0;
     memcpy(rec + 1, pcs, depth * 8u);
-    osp__event_ring_commit(reg->ring, new_head);
-    if (state == OSP_STATE_WAITING)
-        s->wait_captured = 1; /* later samples of this wait may be REPEAT records */
+    osp__event_ring_commit(w, new_head);
 }
 
-/* Called with the registry lock held. */
-void osp__registry_drain_slot(struct osp__registry *reg, struct osp__slot *s)
+void osp__registry_flush_waits(struct osp__registry *reg, uint64_t now_ns)
 {
-    const struct osp__sample_entry *e;
-    while ((e = osp__thread_ring_peek(&s->ring)) != NULL) {
-        osp__registry_emit_sample(reg, s, e->t_ns, e->state, e->pcs, e->depth);
-        osp__thread_ring_consume(&s->ring);
+    if (reg->ring == NULL || reg->stopped)
+        return;
+    for (uint32_t i = 0; i < reg->count; i++) {
+        struct osp__slot *s = reg->slots[i];
+        if (!s->active || !s->wait_open)
+            continue;
+        if (s == osp__tls_slot) {
+            /* The exiting thread itself: it runs now, so its wait ended at its last CPU use. */
+            osp__close_wait(reg->ring, s, now_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID));
+            continue;
+        }
+        /* Another thread's wait, read while that thread is blocked (its handler does not run
+         * on a blocked thread; a stale read costs one wait's record). */
+        osp__close_wait(reg->ring, s, now_ns, s->wait_cpu_ns);
     }
-    uint32_t drops = osp__thread_ring_take_drops(&s->ring);
-    if (drops && reg->ring)
-        osp__event_ring_count_drops(reg->ring, drops);
 }

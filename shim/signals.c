@@ -148,24 +148,16 @@ int osp__sigprof_install(handler_fn handler)
     return 0;
 }
 
-int osp__sigprof_send(pid_t tid)
+void *osp__sigprof_cookie(void)
 {
-    siginfo_t info;
-    memset(&info, 0, sizeof(info));
-    info.si_signo = SIGPROF;
-    info.si_code = SI_QUEUE;
-    info.si_pid = getpid();
-    info.si_uid = getuid();
-    info.si_value.sival_ptr = (void *)&cookie;
-    if (syscall(SYS_rt_tgsigqueueinfo, info.si_pid, tid, SIGPROF, &info) != 0)
-        return -errno;
-    return 0;
+    return (void *)&cookie;
 }
 
-/* Async-signal-safe. */
+/* Async-signal-safe. Ours: ospreyd's (rt_tgsigqueueinfo, SI_QUEUE) and the threads' CPU-time
+ * timers' (SI_TIMER), both carrying the cookie's address, which nobody else knows. */
 int osp__sigprof_is_ours(const siginfo_t *info)
 {
-    return info != NULL && info->si_code == SI_QUEUE && info->si_pid == getpid() &&
+    return info != NULL && (info->si_code == SI_QUEUE || info->si_code == SI_TIMER) &&
            info->si_value.sival_ptr == (void *)&cookie;
 }
 
@@ -396,10 +388,25 @@ static void track_sigprof_mask(void)
     if (osp__sigmask_raw(SIG_BLOCK, NULL, &cur) != 0)
         return;
     int blocked = sigismember(&cur, SIGPROF) == 1;
-    /* Relaxed: the registry lock hand-off below orders it against the sampler's tick. */
-    int was = atomic_exchange_explicit(&slot->prof_blocked, blocked, memory_order_relaxed);
-    if (blocked && !was)
+    if (slot->shared == NULL)
+        return;
+    /* Relaxed: ospreyd reads it each tick; one signal sent before it saw the flag is taken
+     * back below. */
+    uint32_t was = atomic_fetch_or_explicit(&slot->shared->flags, 0, memory_order_relaxed) &
+                   OSP_SLOT_PROF_BLOCKED;
+    if (blocked)
+        atomic_fetch_or_explicit(&slot->shared->flags, OSP_SLOT_PROF_BLOCKED, memory_order_relaxed);
+    else
+        atomic_fetch_and_explicit(&slot->shared->flags, ~OSP_SLOT_PROF_BLOCKED,
+                                  memory_order_relaxed);
+    if (blocked && !was) {
+        struct itimerspec off = {{0, 0}, {0, 0}};
+        if (slot->timer >= 0)
+            syscall(SYS_timer_settime, slot->timer, 0, &off, NULL);
+        /* Wait out a round of signals that may not have seen the flag, then take ours. */
+        osp__wait_for_round();
         osp__take_pending_sigprof();
+    }
 }
 
 __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset_t *set,

@@ -193,8 +193,8 @@ uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
         if (!plausible_record(a, lo, hi, is_text, ctx))
             continue;
         tried++;
-        uint32_t depth = walk(pc, a, lo, hi, is_text, ctx, candidate,
-                              cap < OSP_MAX_DEPTH ? cap : OSP_MAX_DEPTH);
+        uint32_t depth =
+            walk(pc, a, lo, hi, is_text, ctx, candidate, cap < OSP_MAX_DEPTH ? cap : OSP_MAX_DEPTH);
         if (depth > best) {
             best = depth;
             for (uint32_t i = 0; i < depth; i++)

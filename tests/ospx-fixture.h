@@ -4,11 +4,14 @@
  *
  *   exe /w/demo                  pid 42          rate 1000        dropped 3
  *   start 1764410000000000000    end 1764410000010000000          (unix ns)
- *   thread 1 main                fiber id, label
+ *   thread 1 main 5000000        fiber id, label, optional cpu_ns
  *   frame fib /w/demo.c          name, file ('-' none), optional image; in names \s is a
  *                                space, \n a newline, \\ a backslash
  *   stack 1@12 1@14 0@61         frames LEAF FIRST as frame-index@line (0: unknown line)
  *   sample 1000000 0 0 0         t_rel_ns thread stack state (0 on-CPU, 1 waiting)
+ *   sample 1000000 0 0 1 40      ... and an optional weight (sampling periods; default 1)
+ *   process_cpu_ns 9000000       the raw file's process_cpu_ns (default: not recorded)
+ *   drop ring_full 2             one reason of the raw file's "drops"
  *   # a comment
  */
 #ifndef OSPX_FIXTURE_H
@@ -59,6 +62,7 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
     struct ospx_symbols *symbols = &fixture->symbols;
     raw->version = 1;
     raw->rate_hz = 1000;
+    raw->process_cpu_ns = -1;
     raw->source_path = strdup("fixture.json");
     raw->exe = strdup("/w/demo");
     raw->platform = strdup("linux-x86_64");
@@ -80,6 +84,12 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
             raw->pid = strtoll(words[0], NULL, 10);
         } else if (strcmp(key, "rate") == 0) {
             raw->rate_hz = (uint32_t)strtoul(words[0], NULL, 10);
+        } else if (strcmp(key, "process_cpu_ns") == 0) {
+            raw->process_cpu_ns = strtoll(words[0], NULL, 10);
+        } else if (strcmp(key, "drop") == 0) {
+            raw->drops = fixture_grow(raw->drops, raw->drop_count, sizeof *raw->drops);
+            raw->drops[raw->drop_count].reason = fixture_word(words[0]);
+            raw->drops[raw->drop_count++].count = strtoull(words[1], NULL, 10);
         } else if (strcmp(key, "dropped") == 0) {
             raw->dropped = strtoull(words[0], NULL, 10);
         } else if (strcmp(key, "start") == 0) {
@@ -89,6 +99,7 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
         } else if (strcmp(key, "thread") == 0) {
             raw->threads = fixture_grow(raw->threads, raw->thread_count, sizeof *raw->threads);
             raw->threads[raw->thread_count].fiber = strtoll(words[0], NULL, 10);
+            raw->threads[raw->thread_count].cpu_ns = n > 2 ? strtoll(words[2], NULL, 10) : -1;
             raw->threads[raw->thread_count++].label = fixture_word(n > 1 ? words[1] : "-");
         } else if (strcmp(key, "frame") == 0) {
             symbols->frames =
@@ -124,6 +135,7 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
             sample->thread = (uint32_t)strtoul(words[1], NULL, 10);
             sample->stack = (uint32_t)strtoul(words[2], NULL, 10);
             sample->state = (uint8_t)strtoul(words[3], NULL, 10);
+            sample->weight = n > 4 ? strtoull(words[4], NULL, 10) : 1;
         } else {
             ck_abort_msg("fixture: unknown key '%s'", key);
         }

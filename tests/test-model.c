@@ -235,6 +235,91 @@ START_TEST(empty_profile_builds)
 }
 END_TEST
 
+/* A row of weight w counts as w rows of weight 1 everywhere in the model; a file without
+ * weights reads as before. */
+START_TEST(weights_count_as_repeated_rows)
+{
+    static const char common[] = "rate 1000\nstart 1000000000\nend 1100000000\n"
+                                 "thread 0 main\nthread 7 worker\n"
+                                 "frame main /w/a.c\nframe spin /w/a.c\n"
+                                 "stack 1@5 0@20\nstack 0@21\n";
+    char weighted[1024], expanded[4096];
+    snprintf(weighted, sizeof weighted,
+             "%ssample 1000 1 0 0 7\nsample 1000 0 1 1 30\nsample 9000 1 0 0\n", common);
+    size_t used = (size_t)snprintf(expanded, sizeof expanded, "%s", common);
+    for (int i = 0; i < 8; i++)
+        used += (size_t)snprintf(expanded + used, sizeof expanded - used, "sample %d 1 0 0\n",
+                                 1000 + i);
+    for (int i = 0; i < 30; i++)
+        used += (size_t)snprintf(expanded + used, sizeof expanded - used, "sample %d 0 1 1\n",
+                                 1000 + i * 1000);
+    struct fixture a, b;
+    struct ospx_model x, y;
+    fixture_model(&a, weighted, &x);
+    fixture_model(&b, expanded, &y);
+    ck_assert_uint_eq(x.on_cpu_samples, 8);
+    ck_assert_uint_eq(x.waiting_samples, 30);
+    ck_assert_uint_eq(x.total_samples, y.total_samples);
+    ck_assert_uint_eq(x.on_cpu_samples, y.on_cpu_samples);
+    ck_assert_double_eq(x.cpu_seconds, y.cpu_seconds);
+    for (size_t t = 0; t < 2; t++) {
+        ck_assert_uint_eq(x.fibers[t].on_cpu, y.fibers[t].on_cpu);
+        ck_assert_uint_eq(x.fibers[t].waiting, y.fibers[t].waiting);
+    }
+    ck_assert_uint_eq(x.function_count, y.function_count);
+    for (size_t i = 0; i < x.function_count; i++) {
+        ck_assert_str_eq(x.functions[i].name, y.functions[i].name);
+        ck_assert_uint_eq(x.functions[i].self, y.functions[i].self);
+        ck_assert_uint_eq(x.functions[i].total, y.functions[i].total);
+    }
+    ck_assert_uint_eq(x.line_count, y.line_count);
+    for (size_t i = 0; i < x.line_count; i++)
+        ck_assert_uint_eq(x.lines[i].samples, y.lines[i].samples);
+    ck_assert_int_eq(x.measured_cpu_ns, -1);
+    ospx_model_free(&x);
+    ospx_model_free(&y);
+    fixture_free(&a);
+    fixture_free(&b);
+}
+END_TEST
+
+/* The measured CPU time: the process's clock, else the sum of the threads' when all have one. */
+START_TEST(measured_cpu_time)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture, "thread 0 main 3000\nthread 1 w 4000\n", &model);
+    ck_assert_int_eq(model.measured_cpu_ns, 7000);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    fixture_model(&fixture, "thread 0 main 3000\nthread 1 w\n", &model);
+    ck_assert_int_eq(model.measured_cpu_ns, -1);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    fixture_model(&fixture, "process_cpu_ns 9000\nthread 0 main 3000\n", &model);
+    ck_assert_int_eq(model.measured_cpu_ns, 9000);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+/* An end time no clock gives (2^63 - 1, from a collector that never learned the end) does not
+ * make a nine-billion-second wall time: the samples' reach stands in for it. */
+START_TEST(implausible_end_time_falls_back_to_the_samples)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture,
+                  "rate 1000\nstart 1764410000000000000\nend 9223372036854775807\n"
+                  "thread 0 main\nframe main /w/a.c\nstack 0@1\n"
+                  "sample 1000000 0 0 0\nsample 2000000 0 0 1 500\n",
+                  &model);
+    ck_assert_double_eq_tol(model.wall_seconds, 0.502, 1e-9);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
 Suite *model_suite(void)
 {
     Suite *suite = suite_create("model");
@@ -249,6 +334,9 @@ Suite *model_suite(void)
     tcase_add_test(tc, functions_sort_by_self_then_total_then_name);
     tcase_add_test(tc, out_of_range_indices_are_an_error_naming_the_file);
     tcase_add_test(tc, empty_profile_builds);
+    tcase_add_test(tc, weights_count_as_repeated_rows);
+    tcase_add_test(tc, measured_cpu_time);
+    tcase_add_test(tc, implausible_end_time_falls_back_to_the_samples);
     suite_add_tcase(suite, tc);
     return suite;
 }

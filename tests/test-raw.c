@@ -83,6 +83,44 @@ START_TEST(test_valid_fields)
 }
 END_TEST
 
+/* The compatible extension: a 5th sample element (weight), "drops", cpu_ns and process_cpu_ns;
+ * a file without them reads as weight 1 and "not recorded". */
+START_TEST(test_valid_weighted)
+{
+    struct ospx_raw raw;
+    struct ospx_error err;
+    int rc;
+    read_case("valid-weighted", &raw, &err, &rc);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+    ck_assert_uint_eq(raw.sample_count, 3);
+    ck_assert_uint_eq(raw.samples[0].weight, 1990);
+    ck_assert_uint_eq(raw.samples[0].state, 1);
+    ck_assert_uint_eq(raw.samples[1].weight, 1);
+    ck_assert_uint_eq(raw.samples[2].weight, 3);
+    ck_assert_int_eq(raw.process_cpu_ns, 1210000000);
+    ck_assert_int_eq(raw.threads[0].cpu_ns, 10000000);
+    ck_assert_int_eq(raw.threads[1].cpu_ns, 1200000000);
+    ck_assert_uint_eq(raw.drop_count, 2);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < raw.drop_count; i++) {
+        sum += raw.drops[i].count;
+        ck_assert(strcmp(raw.drops[i].reason, "ring_full") == 0 ? raw.drops[i].count == 10
+                                                                : raw.drops[i].count == 2);
+    }
+    ck_assert_uint_eq(sum, raw.dropped);
+    ospx_raw_free(&raw);
+
+    read_case("valid", &raw, &err, &rc);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+    for (size_t i = 0; i < raw.sample_count; i++)
+        ck_assert_uint_eq(raw.samples[i].weight, 1);
+    ck_assert_int_eq(raw.process_cpu_ns, -1);
+    ck_assert_int_eq(raw.threads[0].cpu_ns, -1);
+    ck_assert_uint_eq(raw.drop_count, 0);
+    ospx_raw_free(&raw);
+}
+END_TEST
+
 START_TEST(test_valid_minimal)
 {
     struct ospx_raw raw;
@@ -225,6 +263,7 @@ Suite *raw_suite(void)
     Suite *suite = suite_create("raw");
     TCase *tcase = tcase_create("reader");
     tcase_add_test(tcase, test_valid_fields);
+    tcase_add_test(tcase, test_valid_weighted);
     tcase_add_test(tcase, test_valid_minimal);
     tcase_add_test(tcase, test_valid_killed);
     tcase_add_test(tcase, test_golden_errors);

@@ -37,7 +37,7 @@ static char *render(const struct ospx_model *model, int color, int width)
 {
     static const char *const paths[] = {"/tmp/out/hotspot.speedscope.json",
                                         "/tmp/out/hotspot.folded"};
-    struct ospx_report_options options = {color, width, paths, 2};
+    struct ospx_report_options options = {color, width, paths, 2, 0, 0, NULL};
     FILE *out = tmpfile();
     ck_assert_ptr_nonnull(out);
     ck_assert_int_eq(ospx_report_print(model, &options, out), 0);
@@ -292,6 +292,78 @@ START_TEST(dropped_line_only_when_samples_were_dropped)
 }
 END_TEST
 
+/* The reasons the collector gave ride on the dropped line. */
+START_TEST(dropped_line_names_the_reasons)
+{
+    static const unsigned self[] = {100};
+    struct built built;
+    char *text = profile_text("f", "/w/x.c", 1, self, 997, 17);
+    char *with_reasons = malloc(strlen(text) + 64);
+    sprintf(with_reasons, "%sdrop ring_full 15\ndrop collector_memory 2\n", text);
+    free(text);
+    build(&built, with_reasons);
+    text = render(&built.model, 0, 120);
+    ck_assert_ptr_nonnull(line_with(text,
+                                    "dropped: 17 samples could not be recorded (ring_full 15, "
+                                    "collector_memory 2)"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+/* "achieved N samples/s of M requested" when the CPU time was measured; a warning below 90%. */
+START_TEST(achieved_rate_against_the_measured_cpu_time)
+{
+    static const char profile[] = "rate 1000\nstart 0\nend 2000000000\n"
+                                  "process_cpu_ns %s\nthread 0 main\n"
+                                  "frame main /w/main.c\nstack 0@5\nsample 1000 0 0 0 950\n";
+    char text[512];
+    struct built built;
+    snprintf(text, sizeof text, profile, "1000000000");
+    build(&built, strdup(text));
+    char *report = render(&built.model, 0, 120);
+    ck_assert_ptr_nonnull(line_with(report, "sampling: achieved 950 samples/s of 1000 requested "
+                                            "(95.0%) over 1.00s CPU measured"));
+    ck_assert_ptr_null(line_with(report, "warning"));
+    free(report);
+    release(&built);
+
+    snprintf(text, sizeof text, profile, "2000000000"); /* half the periods were sampled */
+    build(&built, strdup(text));
+    report = render(&built.model, 0, 120);
+    ck_assert_ptr_nonnull(
+        line_with(report, "warning: achieved 475 samples/s of 1000 requested (47.5%)"));
+    ck_assert_ptr_nonnull(line_with(report, "CPU times undercount (2.00s measured)"));
+    free(report);
+    release(&built);
+
+    snprintf(text, sizeof text, "%s",
+             "rate 1000\nthread 0 main\nframe main /w/main.c\n"
+             "stack 0@5\nsample 1000 0 0 0\n");
+    build(&built, strdup(text));
+    report = render(&built.model, 0, 120);
+    ck_assert_ptr_null(line_with(report, "achieved"));
+    free(report);
+    release(&built);
+}
+END_TEST
+
+/* Names from the profile never put an escape sequence on the terminal. */
+START_TEST(escape_sequences_in_names_are_not_printed)
+{
+    struct built built;
+    build(&built, strdup("rate 1000\nthread 0 \033]0;owned\007\n"
+                         "frame 0x1234 - /lib/\033[2Jevil.so\nstack 0\n"
+                         "sample 1000 0 0 0\ndropped 1\ndrop \033[31mred 1\n"));
+    char *report = render(&built.model, 0, 120);
+    ck_assert_ptr_null(strchr(report, '\033'));
+    ck_assert_ptr_null(strchr(report, '\007'));
+    ck_assert_ptr_nonnull(strstr(report, "?[2Jevil.so"));
+    free(report);
+    release(&built);
+}
+END_TEST
+
 START_TEST(table_stops_at_ten_functions)
 {
     static const unsigned self[] = {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
@@ -349,6 +421,9 @@ Suite *report_suite(void)
     tcase_add_test(tc, colour_only_when_asked);
     tcase_add_test(tc, low_confidence_below_one_hundred_samples);
     tcase_add_test(tc, dropped_line_only_when_samples_were_dropped);
+    tcase_add_test(tc, dropped_line_names_the_reasons);
+    tcase_add_test(tc, achieved_rate_against_the_measured_cpu_time);
+    tcase_add_test(tc, escape_sequences_in_names_are_not_printed);
     tcase_add_test(tc, table_stops_at_ten_functions);
     tcase_add_test(tc, written_paths_come_last);
     tcase_add_test(tc, only_waiting_samples_says_so);

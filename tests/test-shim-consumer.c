@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "osp_ring.h"
+#include "ospd.h"
 
 #define MAX_THREADS 8192
 
@@ -47,7 +47,7 @@ static int nimage_lines;
 /* Executable ranges of the images seen so far, to count pcs that fall outside all of them. */
 static uint64_t text_lo[1024], text_hi[1024];
 static int ntext;
-static uint64_t stray_pcs, deep_waiting;
+static uint64_t stray_pcs, deep_waiting, sample_records;
 
 static int in_text(uint64_t pc)
 {
@@ -80,32 +80,77 @@ static struct thread_info *find_thread(uint32_t slot, uint32_t generation)
     return NULL;
 }
 
-static void sample_seen(uint32_t slot, uint32_t generation, uint64_t t_ns, int waiting, int repeat)
+/* Parsing a slot's ring: a sample of a registration whose start is not parsed yet waits. */
+static int slot_mode, deferred;
+
+static void sample_seen(uint32_t slot, uint32_t generation, uint64_t t_ns, int waiting, int repeat,
+                        uint32_t weight)
 {
     struct thread_info *t = find_thread(slot, generation);
     if (t == NULL) {
-        unknown_samples++;
+        if (slot_mode)
+            deferred = 1;
+        else
+            unknown_samples++;
         return;
     }
-    if (repeat)
+    if (repeat) {
         t->repeats++;
-    else
-        t->samples++;
+    } else {
+        t->samples += weight;
+        sample_records++;
+    }
     if (waiting && !repeat)
-        t->waiting++;
+        t->waiting += weight;
     if (t->first_ns == 0)
         t->first_ns = t_ns;
     t->last_ns = t_ns;
 }
 
+static uint8_t *slot_table;
+static uint32_t slot_count, slot_ring_size;
+
+static struct osp_slot *slot_at(uint32_t i)
+{
+    return (struct osp_slot *)(slot_table + (uint64_t)i * osp_slot_stride(slot_ring_size));
+}
+
+static int drain_ring(struct osp_ring_header *h, _Atomic uint64_t *head_index,
+                      _Atomic uint64_t *tail_index, const uint8_t *data, uint64_t size);
+
+static void drain_slot(struct osp_ring_header *h, uint32_t i)
+{
+    struct osp_slot *s = slot_at(i);
+    slot_mode = 1;
+    deferred = 0;
+    drain_ring(h, &s->head, &s->tail, (const uint8_t *)(s + 1), slot_ring_size);
+    slot_mode = 0;
+    deferred = 0;
+}
+
+static void drain_slots(struct osp_ring_header *h)
+{
+    uint32_t used = atomic_load_explicit(&h->slot_high_water, memory_order_acquire);
+    for (uint32_t i = 0; i < used && i < slot_count; i++)
+        drain_slot(h, i);
+}
+
 /* Consume every complete record below head. Returns 1 after the EXIT record. */
 static int drain(struct osp_ring_header *h, const uint8_t *data)
 {
-    uint64_t size = h->data_size;
-    uint64_t tail = osp_ring_load_tail_own(h);
-    uint64_t head = osp_ring_load_head_acquire(h); /* (C) */
+    drain_slots(h);
+    int done = drain_ring(h, &h->head, &h->tail, data, h->data_size);
+    drain_slots(h);
+    return done;
+}
+
+static int drain_ring(struct osp_ring_header *h, _Atomic uint64_t *head_index,
+                      _Atomic uint64_t *tail_index, const uint8_t *data, uint64_t size)
+{
+    uint64_t tail = osp_index_load_own(tail_index);
+    uint64_t head = osp_index_load_acquire(head_index); /* (C) */
     int done = 0;
-    while (tail < head && !done) {
+    while (tail < head && !done && !deferred) {
         uint64_t off = tail & (size - 1);
         if (head - tail < 8 || size - off < 8) {
             errors++;
@@ -144,11 +189,39 @@ static int drain(struct osp_ring_header *h, const uint8_t *data)
             struct osp_rec_thread_end r;
             memcpy(&r, rec, sizeof(r));
             ends++;
+            if (slot_table != NULL && r.slot < slot_count) {
+                drain_slot(h, r.slot); /* its samples, up to its end */
+                atomic_store_explicit(&slot_at(r.slot)->drained_generation, r.generation,
+                                      memory_order_release);
+            }
             struct thread_info *t = find_thread(r.slot, r.generation);
             if (t)
                 t->ended = 1;
             else
                 errors++;
+            break;
+        }
+        case OSP_REC_SAMPLE_WEIGHTED: {
+            struct osp_rec_sample_weighted w;
+            memcpy(&w, rec, sizeof(w));
+            if (w.depth < 1 || w.depth > OSP_MAX_DEPTH || sizeof(w) + w.depth * 8u != rh.size ||
+                w.weight == 0) {
+                errors++;
+                break;
+            }
+            if (w.depth > max_depth)
+                max_depth = w.depth;
+            sample_seen(w.slot, w.generation, w.t_ns, w.state == OSP_STATE_WAITING, 0, w.weight);
+            if (deferred)
+                break;
+            struct osp_rec_sample r = {
+                .slot = w.slot, .generation = w.generation, .state = w.state, .depth = w.depth};
+            uint64_t pcs[OSP_MAX_DEPTH];
+            memcpy(pcs, rec + sizeof(w), w.depth * 8u);
+            keep_stack(&r, pcs);
+            for (uint32_t i = 0; i < w.depth; i++)
+                stray_pcs += !in_text(pcs[i]);
+            deep_waiting += w.state == OSP_STATE_WAITING && w.depth >= 2;
             break;
         }
         case OSP_REC_SAMPLE: {
@@ -160,7 +233,7 @@ static int drain(struct osp_ring_header *h, const uint8_t *data)
             }
             if (r.depth > max_depth)
                 max_depth = r.depth;
-            sample_seen(r.slot, r.generation, r.t_ns, r.state == OSP_STATE_WAITING, 0);
+            sample_seen(r.slot, r.generation, r.t_ns, r.state == OSP_STATE_WAITING, 0, 1);
             uint64_t pcs[OSP_MAX_DEPTH];
             memcpy(pcs, rec + sizeof(r), r.depth * 8u);
             keep_stack(&r, pcs);
@@ -172,7 +245,7 @@ static int drain(struct osp_ring_header *h, const uint8_t *data)
         case OSP_REC_REPEAT: {
             struct osp_rec_repeat r;
             memcpy(&r, rec, sizeof(r));
-            sample_seen(r.slot, r.generation, r.t_ns, 1, 1);
+            sample_seen(r.slot, r.generation, r.t_ns, 1, 1, 1);
             break;
         }
         case OSP_REC_IMAGE: {
@@ -212,9 +285,11 @@ static int drain(struct osp_ring_header *h, const uint8_t *data)
             errors++;
             break;
         }
+        if (deferred)
+            break; /* read this record again once its thread's start is known */
         tail += rh.size;
     }
-    osp_ring_store_tail_release(h, tail); /* (D) */
+    osp_index_store_release(tail_index, tail); /* (D) */
     return done;
 }
 
@@ -235,6 +310,7 @@ static int write_summary(const char *path, struct osp_ring_header *h)
     fprintf(f, "platform %s\n", h->platform);
     fprintf(f, "samples %llu\n", (unsigned long long)samples);
     fprintf(f, "repeats %llu\n", (unsigned long long)repeats);
+    fprintf(f, "sample_records %llu\n", (unsigned long long)sample_records);
     fprintf(f, "dropped %llu\n", (unsigned long long)exit_dropped);
     fprintf(f, "header_dropped %llu\n",
             (unsigned long long)atomic_load_explicit(&h->dropped, memory_order_relaxed));
@@ -264,6 +340,23 @@ static int write_summary(const char *path, struct osp_ring_header *h)
     if (fclose(f) != 0)
         return -1;
     return rename(tmp, path);
+}
+
+/* Does process pid still map the ring called name? (Yes when its maps cannot be read.) */
+static int maps_ring(int32_t pid, const char *name)
+{
+    char path[64], line[4352];
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return 1;
+    int found = 0, any = 0;
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        any = 1;
+        found = strstr(line, name + 1) != NULL;
+    }
+    fclose(f);
+    return found || !any;
 }
 
 int main(int argc, char **argv)
@@ -301,16 +394,30 @@ int main(int argc, char **argv)
     if (map == MAP_FAILED)
         return 1;
     struct osp_ring_header *h = (struct osp_ring_header *)map;
-    if (h->magic != OSP_RING_MAGIC || h->abi_version != OSP_RING_ABI_VERSION ||
-        h->data_offset != OSP_RING_HEADER_SIZE ||
-        h->data_offset + h->data_size != (uint64_t)st.st_size ||
-        (h->data_size & (h->data_size - 1)) != 0)
+    char why[OSPD_ERROR_SIZE];
+    if (ospd_ring_validate(h, (uint64_t)st.st_size, why, sizeof why) != 0) {
+        fprintf(stderr, "test-shim-consumer: %s\n", why);
         return 1;
+    }
+    if (h->slot_count > 0) {
+        slot_table = map + h->slots_offset;
+        slot_count = h->slot_count;
+        slot_ring_size = h->slot_ring_size;
+    }
+    uint64_t period = 1000000000u / h->rate_hz;
     atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
     atomic_store_explicit(&h->daemon_state, OSP_DAEMON_ATTACHED, memory_order_release);
     shm_unlink(ring);
     const uint8_t *data = map + h->data_offset;
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    uint64_t deadline = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+    uint64_t next_map_check = deadline + 500000000u;
     for (;;) {
+        /* The tick, as ospreyd runs it (without jitter). */
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        uint64_t now = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+        ospd_signal_round(h, slot_table, slot_count, slot_ring_size, h->pid, h->signal_cookie, now);
         uint32_t state = atomic_load_explicit(&h->shim_state, memory_order_acquire);
         if (drain(h, data))
             break;
@@ -322,17 +429,19 @@ int main(int argc, char **argv)
             drain(h, data);
             break;
         }
-        /* A heartbeat that stopped: the target exec'd away from this ring (its pid lives on). */
-        uint64_t beat = atomic_load_explicit(&h->heartbeat_ns, memory_order_relaxed);
-        struct timespec mono;
-        clock_gettime(CLOCK_MONOTONIC, &mono);
-        uint64_t now = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
-        if (beat != 0 && now > beat + 2000000000u) {
-            drain(h, data);
-            break;
+        /* The target exec'd away from this ring (its pid lives on). */
+        if (now > next_map_check) {
+            next_map_check = now + 500000000u;
+            if (!maps_ring(h->pid, ring)) {
+                drain(h, data);
+                break;
+            }
         }
-        struct timespec nap = {0, 2000000};
-        nanosleep(&nap, NULL);
+        deadline += period;
+        if (deadline < now)
+            deadline = now;
+        struct timespec at = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL);
     }
     /* SHIM_CONSUMER_FAIL=1: fail the way ospreyd reports failure (tests of the shim's side). */
     const char *fail = getenv("SHIM_CONSUMER_FAIL");

@@ -22,6 +22,16 @@
  *   fork                  forks a child that spins and exits through exit(7)
  *   dlopen                loads test-shim-plugin.so (beside this program), spins in it,
  *                         unloads it, spins a little more
+ *   single                a program that never starts a thread: prints what glibc's
+ *                         __libc_single_threaded says before and after some work
+ *   unshare               unshare(CLONE_NEWUSER) after some work: "unshare ok" or the error
+ *   mainexit              main starts a worker and ends with pthread_exit; the worker spins
+ *                         300 ms, prints, and the process exits 0 when it returns
+ *   rawexec               spins, then execve through syscall(2) into "print 0"
+ *   idle N MS             N threads wait on one condition variable for MS ms
+ *   stderrfile PATH       puts a data file on fd 2, writes one line to it, exits
+ *   environment          prints whether any OSPREY_PROFILE_* bookkeeping is in its environment,
+ *                         then runs itself ("print 0") through system(3)
  *
  * With TARGET_SIGPROF_EARLY=1 in the environment a constructor that runs before the shim's
  * installs the program's SIGPROF handler (for the static-archive build of this program).
@@ -29,14 +39,17 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -300,6 +313,113 @@ static int mode_chdir(void)
     return 0;
 }
 
+extern char __libc_single_threaded;
+
+static int mode_single(void)
+{
+    int before = __libc_single_threaded;
+    spin_for(50000000);
+    char *p = malloc(1000);
+    free(p);
+    printf("single-threaded %d %d\n", before, __libc_single_threaded);
+    return 0;
+}
+
+static int mode_unshare(void)
+{
+    spin_for(30000000);
+    if (unshare(CLONE_NEWUSER) != 0)
+        printf("unshare failed: %s\n", strerror(errno));
+    else
+        printf("unshare ok\n");
+    return 0;
+}
+
+static void *late_worker(void *arg)
+{
+    (void)arg;
+    spin_for(300000000);
+    printf("worker done\n");
+    fflush(stdout);
+    return NULL;
+}
+
+static int mode_mainexit(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, late_worker, NULL);
+    pthread_exit(NULL);
+}
+
+static int mode_rawexec(void)
+{
+    spin_for(50000000);
+    char *argv[] = {"test-shim-target", "print", "0", NULL};
+    extern char **environ;
+    syscall(SYS_execve, "/proc/self/exe", argv, environ);
+    return 1;
+}
+
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle_cond = PTHREAD_COND_INITIALIZER;
+static int idle_go;
+
+static void *idle_waiter(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&idle_lock);
+    while (!idle_go)
+        pthread_cond_wait(&idle_cond, &idle_lock);
+    pthread_mutex_unlock(&idle_lock);
+    return NULL;
+}
+
+static int mode_idle(int n, int ms)
+{
+    pthread_t *t = calloc((size_t)n, sizeof *t);
+    int started = 0;
+    for (int i = 0; i < n; i++)
+        started += pthread_create(&t[i], NULL, idle_waiter, NULL) == 0;
+    struct timespec nap = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&nap, NULL);
+    pthread_mutex_lock(&idle_lock);
+    idle_go = 1;
+    pthread_cond_broadcast(&idle_cond);
+    pthread_mutex_unlock(&idle_lock);
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+    printf("idle %d\n", started);
+    return 0;
+}
+
+static int mode_stderrfile(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, 2) != 2)
+        return 1;
+    close(fd);
+    if (write(2, "data\n", 5) != 5)
+        return 1;
+    spin_for(20000000);
+    return 0;
+}
+
+static int mode_environment(void)
+{
+    int seen = 0;
+    for (char **e = environ; *e != NULL; e++)
+        seen += strncmp(*e, "OSPREY_PROFILE_", 15) == 0;
+    printf("bookkeeping visible %d\n", seen);
+    fflush(stdout);
+    char cmd[4200];
+    ssize_t n = readlink("/proc/self/exe", cmd, 4000);
+    if (n <= 0)
+        return 1;
+    strcpy(cmd + n, " print 0 >/dev/null");
+    return system(cmd) == 0 ? 0 : 1;
+}
+
 static int mode_exec(void)
 {
     spin_for(100000000);
@@ -388,5 +508,19 @@ int main(int argc, char **argv)
         return mode_killed();
     if (strcmp(mode, "dlopen") == 0)
         return mode_dlopen();
+    if (strcmp(mode, "single") == 0)
+        return mode_single();
+    if (strcmp(mode, "unshare") == 0)
+        return mode_unshare();
+    if (strcmp(mode, "mainexit") == 0)
+        return mode_mainexit();
+    if (strcmp(mode, "rawexec") == 0)
+        return mode_rawexec();
+    if (strcmp(mode, "idle") == 0)
+        return mode_idle(a, b);
+    if (strcmp(mode, "environment") == 0)
+        return mode_environment();
+    if (strcmp(mode, "stderrfile") == 0 && argc > 2)
+        return mode_stderrfile(argv[2]);
     return 2;
 }

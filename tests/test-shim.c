@@ -291,41 +291,6 @@ END_TEST
 
 /* ---- per-thread ring --------------------------------------------------------------------- */
 
-START_TEST(thread_ring_fills_counts_drops_and_wraps)
-{
-    struct osp__thread_ring *r = aligned_alloc(64, sizeof(*r));
-    osp__thread_ring_reset(r);
-    uint64_t next = 0, expect = 0;
-    for (int round = 0; round < 5; round++) {
-        for (unsigned i = 0; i < OSP__THREAD_RING_ENTRIES; i++) {
-            struct osp__sample_entry *e = osp__thread_ring_reserve(r);
-            ck_assert_ptr_nonnull(e);
-            e->t_ns = next++;
-            e->depth = 1;
-            osp__thread_ring_publish(r);
-        }
-        ck_assert_ptr_null(osp__thread_ring_reserve(r));
-        ck_assert_ptr_null(osp__thread_ring_reserve(r));
-        ck_assert_uint_eq(osp__thread_ring_take_drops(r), 2);
-        ck_assert_uint_eq(osp__thread_ring_take_drops(r), 0);
-        /* Consume a few, refill them: the indices wrap around the array. */
-        for (int i = 0; i < 3; i++) {
-            const struct osp__sample_entry *e = osp__thread_ring_peek(r);
-            ck_assert_ptr_nonnull(e);
-            ck_assert_uint_eq(e->t_ns, expect++);
-            osp__thread_ring_consume(r);
-        }
-        const struct osp__sample_entry *e;
-        while ((e = osp__thread_ring_peek(r)) != NULL) {
-            ck_assert_uint_eq(e->t_ns, expect++);
-            osp__thread_ring_consume(r);
-        }
-    }
-    ck_assert_uint_eq(expect, next);
-    free(r);
-}
-END_TEST
-
 /* ---- event ring -------------------------------------------------------------------------- */
 
 struct test_ring {
@@ -613,38 +578,37 @@ START_TEST(registry_gives_concurrent_threads_distinct_slots_up_to_capacity)
 }
 END_TEST
 
-START_TEST(registry_drains_thread_ring_into_sample_records)
+START_TEST(samples_go_to_the_slot_ring_with_their_weight)
 {
-    uint64_t tail = 0;
+    /* A registration's samples are written to a ring of its own, as weighted records. */
     ck_assert_int_eq(osp__registry_register(&reg, 0, "main"), 0);
     struct osp__slot *s = osp__tls_slot;
-    ring_next(&reg_ring, &tail); /* THREAD_START */
-    for (int i = 0; i < 3; i++) {
-        struct osp__sample_entry *e = osp__thread_ring_reserve(&s->ring);
-        e->t_ns = 100 + (uint64_t)i;
-        e->state = i == 2 ? OSP_STATE_WAITING : OSP_STATE_ON_CPU;
-        e->depth = 2;
-        e->pcs[0] = 0x10;
-        e->pcs[1] = 0x20 + (uint64_t)i;
-        osp__thread_ring_publish(&s->ring);
-    }
-    pthread_mutex_lock(&reg.lock);
-    osp__registry_drain_slot(&reg, s);
-    pthread_mutex_unlock(&reg.lock);
-    for (int i = 0; i < 3; i++) {
-        const struct osp_rec_sample *r = (const void *)ring_next(&reg_ring, &tail);
-        ck_assert_ptr_nonnull(r);
-        ck_assert_uint_eq(r->h.type, OSP_REC_SAMPLE);
-        ck_assert_uint_eq(r->h.size, sizeof(*r) + 16);
-        ck_assert_uint_eq(r->t_ns, 100 + (uint64_t)i);
-        ck_assert_uint_eq(r->slot, s->index);
-        ck_assert_uint_eq(r->generation, s->generation);
-        ck_assert_uint_eq(r->depth, 2);
-        const uint64_t *pcs = (const uint64_t *)(r + 1);
-        ck_assert_uint_eq(pcs[1], 0x20 + (uint64_t)i);
-    }
-    ck_assert_int_eq(s->wait_captured, 1); /* the waiting stack was emitted */
-    ck_assert_ptr_null(osp__thread_ring_peek(&s->ring));
+    uint8_t *area = aligned_alloc(64, sizeof(struct osp_slot) + 4096);
+    memset(area, 0, sizeof(struct osp_slot) + 4096);
+    struct osp_slot *shared = (struct osp_slot *)area;
+    reg_ring.h->slot_ring_size = 4096;
+    struct osp__event_ring w;
+    osp__slot_ring_attach(&w, reg_ring.h, shared);
+    uint64_t pcs[2] = {0x10, 0x20};
+    osp__emit_sample(&w, s, 100, OSP_STATE_ON_CPU, 3, pcs, 2);
+    osp__emit_sample(&w, s, 200, OSP_STATE_WAITING, 40, pcs, 1);
+    const struct osp_rec_sample_weighted *r = (const void *)(area + sizeof(struct osp_slot));
+    ck_assert_uint_eq(r->h.type, OSP_REC_SAMPLE_WEIGHTED);
+    ck_assert_uint_eq(r->h.size, sizeof(*r) + 16);
+    ck_assert_uint_eq(r->weight, 3);
+    ck_assert_uint_eq(r->slot, s->index);
+    ck_assert_uint_eq(r->generation, s->generation);
+    const struct osp_rec_sample_weighted *r2 = (const void *)((const uint8_t *)r + r->h.size);
+    ck_assert_uint_eq(r2->state, OSP_STATE_WAITING);
+    ck_assert_uint_eq(r2->weight, 40);
+    ck_assert_uint_eq(r2->t_ns, 200);
+    ck_assert_uint_eq(osp_index_load_own(&shared->head), r->h.size + r2->h.size);
+    /* Full: samples stop short of the end, each lost period counted. */
+    while (atomic_load(&reg_ring.h->dropped) == 0)
+        osp__emit_sample(&w, s, 300, OSP_STATE_ON_CPU, 2, pcs, 2);
+    ck_assert_uint_eq(atomic_load(&reg_ring.h->dropped), 2);
+    ck_assert_uint_eq(atomic_load(&reg_ring.h->ring_full_drops), 2);
+    free(area);
     osp__registry_unregister(&reg);
 }
 END_TEST
@@ -657,23 +621,15 @@ START_TEST(registry_counts_samples_lost_to_a_full_event_ring)
     pthread_mutex_lock(&reg.lock);
     int n = 0;
     while (atomic_load(&reg_ring.h->dropped) == 0 && n < 10000) {
-        osp__registry_emit_sample(&reg, s, 1, OSP_STATE_ON_CPU, pcs, OSP_MAX_DEPTH);
+        osp__emit_sample(reg.ring, s, 1, OSP_STATE_ON_CPU, 1, pcs, OSP_MAX_DEPTH);
         n++;
     }
-    /* The per-thread ring's own drops move to the header too. */
-    for (unsigned i = 0; i <= OSP__THREAD_RING_ENTRIES; i++)
-        if (osp__thread_ring_reserve(&s->ring)) {
-            s->ring.entries[i % OSP__THREAD_RING_ENTRIES].depth = OSP_MAX_DEPTH;
-            osp__thread_ring_publish(&s->ring);
-        }
-    osp__registry_drain_slot(&reg, s);
     pthread_mutex_unlock(&reg.lock);
     /* Samples stopped while a quarter of the ring was still free ... */
     uint64_t used = osp_ring_load_head_own(reg_ring.h);
     ck_assert_uint_ge((1 << 16) - used, (1 << 16) / 4);
-    ck_assert_uint_lt((1 << 16) - used, (1 << 16) / 4 + 32 + OSP_MAX_DEPTH * 8);
-    ck_assert_int_eq(n, (int)((used - 40) / (32 + OSP_MAX_DEPTH * 8)) + 1);
-    ck_assert_uint_eq(atomic_load(&reg_ring.h->dropped), 1 + 1 + OSP__THREAD_RING_ENTRIES);
+    ck_assert_uint_lt((1 << 16) - used, (1 << 16) / 4 + 40 + OSP_MAX_DEPTH * 8);
+    ck_assert_uint_eq(atomic_load(&reg_ring.h->dropped), 1);
     /* ... so the thread's end still gets through. */
     osp__registry_unregister(&reg);
     uint64_t tail = 0;
@@ -709,49 +665,84 @@ END_TEST
 START_TEST(per_pid_path_inserts_before_extension)
 {
     char out[256];
-    ck_assert_int_eq(osp__per_pid_path("/tmp/out.json", 42, NULL, out, sizeof(out)), 0);
+    ck_assert_int_eq(osp_per_pid_path("/tmp/out.json", 42, NULL, out, sizeof(out)), 0);
     ck_assert_str_eq(out, "/tmp/out.42.json");
-    ck_assert_int_eq(osp__per_pid_path("/tmp/out", 42, NULL, out, sizeof(out)), 0);
+    ck_assert_int_eq(osp_per_pid_path("/tmp/out", 42, NULL, out, sizeof(out)), 0);
     ck_assert_str_eq(out, "/tmp/out.42");
-    ck_assert_int_eq(osp__per_pid_path("/a.b/out", 7, NULL, out, sizeof(out)), 0);
+    ck_assert_int_eq(osp_per_pid_path("/a.b/out", 7, NULL, out, sizeof(out)), 0);
     ck_assert_str_eq(out, "/a.b/out.7");
-    ck_assert_int_eq(osp__per_pid_path("/tmp/.hidden", 7, NULL, out, sizeof(out)), 0);
+    ck_assert_int_eq(osp_per_pid_path("/tmp/.hidden", 7, NULL, out, sizeof(out)), 0);
     ck_assert_str_eq(out, "/tmp/.hidden.7");
-    ck_assert_int_eq(osp__per_pid_path("/tmp/x.tar.gz", 7, "ab", out, sizeof(out)), 0);
+    ck_assert_int_eq(osp_per_pid_path("/tmp/x.tar.gz", 7, "ab", out, sizeof(out)), 0);
     ck_assert_str_eq(out, "/tmp/x.tar.7-ab.gz");
-    ck_assert_int_eq(osp__per_pid_path("/tmp/out.json", 42, NULL, out, 8), -ENAMETOOLONG);
+    volatile size_t small = 8; /* too small (volatile: the check is at run time) */
+    ck_assert_int_eq(osp_per_pid_path("/tmp/out.json", 42, NULL, out, small), -ENAMETOOLONG);
 }
 END_TEST
 
-START_TEST(syscall_line_decides_whether_to_signal)
+START_TEST(credit_rule_pays_whole_periods_of_cpu_time)
 {
-    uint64_t sp = 0, pc = 0;
-    ck_assert_int_eq(osp__syscall_verdict("running\n", &sp, &pc), OSP__SIGNAL_OK);
-    ck_assert_int_eq(osp__syscall_verdict("-1 0x7ffd0 0x401000\n", &sp, &pc), OSP__SIGNAL_OK);
-    char line[256];
-    /* read(2): restarted under SA_RESTART. */
-    snprintf(line, sizeof(line), "%d 0x3 0x7ffd 0x10 0x0 0x0 0x0 0x7ffc0 0x401000\n", SYS_read);
-    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_OK);
-    /* clock_nanosleep(2): never restarted; sp and pc come back for the outside capture. */
-    snprintf(line, sizeof(line), "%d 0x1 0x0 0x7ffd 0x0 0x0 0x0 0x7ffc0 0x401000\n",
-             SYS_clock_nanosleep);
-    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_UNSAFE);
-    ck_assert_uint_eq(sp, 0x7ffc0);
-    ck_assert_uint_eq(pc, 0x401000);
-    /* futex wait: without a timeout it restarts, with one it does not. */
-    snprintf(line, sizeof(line), "%d 0x7f00 0x80 0x2 0x0 0x0 0x0 0x7ffc0 0x401000\n", SYS_futex);
-    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_OK);
-    snprintf(line, sizeof(line), "%d 0x7f00 0x189 0x2 0x7ffd 0x0 0xffffffff 0x7ffc0 0x401000\n",
-             SYS_futex);
-    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_UNSAFE);
-    snprintf(line, sizeof(line), "%d 0x7f00 0x81 0x1 0x0 0x0 0x0 0x7ffc0 0x401000\n", SYS_futex);
-    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_UNSAFE); /* a wake */
-    snprintf(line, sizeof(line), "%d 0x0 0x0 0x0 0x0 0x0 0x0 0x7ffc0 0x401000\n", SYS_ppoll);
-    ck_assert_int_eq(osp__syscall_verdict(line, &sp, &pc), OSP__SIGNAL_UNSAFE);
-    ck_assert_int_eq(osp__syscall_verdict("", &sp, &pc), OSP__SIGNAL_UNKNOWN);
-    ck_assert_int_eq(osp__syscall_verdict("7 0x1", &sp, &pc), OSP__SIGNAL_UNKNOWN);
+    const uint64_t period = 1000000; /* 1 ms */
+    struct osp__credit c = {.paid_ns = 0};
+    uint64_t needed;
+    /* Less than half a period: nothing yet; the rest is what is needed. */
+    ck_assert_uint_eq(osp__credit_take(&c, 400000, period, &needed), 0);
+    ck_assert_uint_eq(needed, 100000);
+    /* Half a period rounds up to one sample, and the next is due a whole period later. */
+    ck_assert_uint_eq(osp__credit_take(&c, 500000, period, &needed), 1);
+    ck_assert_uint_eq(c.paid_ns, 1000000);
+    ck_assert_uint_eq(needed, 1000000);
+    /* A thread found late pays every period it ran, at once. */
+    ck_assert_uint_eq(osp__credit_take(&c, 4600000, period, &needed), 4);
+    ck_assert_uint_eq(c.paid_ns, 5000000);
+    /* Over the lifetime, samples = CPU time / period, rounded. */
+    struct osp__credit d = {0};
+    uint32_t total = 0;
+    for (uint64_t cpu = 0; cpu <= 100 * period; cpu += 370000)
+        total += osp__credit_take(&d, cpu, period, &needed);
+    ck_assert_int_ge(total, 99);
+    ck_assert_int_le(total, 100);
+    /* A backlog beyond the cap is not charged to this stack. */
+    struct osp__credit e = {0};
+    ck_assert_uint_eq(osp__credit_take(&e, 1000 * period, period, &needed), OSP__MAX_WEIGHT);
+    ck_assert_uint_eq(e.paid_ns, 1000 * period);
 }
 END_TEST
+
+START_TEST(due_time_follows_the_share_of_a_cpu)
+{
+    ck_assert_uint_eq(osp__due_time(1000, 500, 1024), 1500);       /* a whole CPU */
+    ck_assert_uint_eq(osp__due_time(1000, 500, 32), 1000 + 16000); /* a 32nd of one */
+    ck_assert_uint_eq(osp__due_time(1000, 0, 1), 1000);            /* due now */
+    ck_assert_uint_eq(osp__due_time(0, 1, 0), 1024);               /* share 0 counts as 1 */
+}
+END_TEST
+
+#if defined(__x86_64__)
+#include <ucontext.h>
+START_TEST(context_at_a_rewound_syscall_is_blocked)
+{
+    /* A pc at `syscall` with a syscall number in rax: the kernel rewound it for a restart. */
+    static const unsigned char code[] = {0x90, 0x0f, 0x05, 0x90};
+    ucontext_t uc;
+    memset(&uc, 0, sizeof uc);
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)(code + 1);
+    uc.uc_mcontext.gregs[REG_RAX] = 0; /* SYS_read */
+    ck_assert_int_eq(osp__context_in_syscall(&uc), 1);
+    /* Just after it, with -EINTR: interrupted for good. */
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)(code + 3);
+    uc.uc_mcontext.gregs[REG_RAX] = -EINTR;
+    ck_assert_int_eq(osp__context_in_syscall(&uc), 1);
+    /* Anywhere else: running. */
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)code;
+    uc.uc_mcontext.gregs[REG_RAX] = 0;
+    ck_assert_int_eq(osp__context_in_syscall(&uc), 0);
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)(code + 1);
+    uc.uc_mcontext.gregs[REG_RAX] = 0x7f0000001234; /* a pointer, not a syscall number */
+    ck_assert_int_eq(osp__context_in_syscall(&uc), 0);
+}
+END_TEST
+#endif
 
 Suite *shim_suite(void)
 {
@@ -771,7 +762,6 @@ Suite *shim_suite(void)
     suite_add_tcase(s, unwind);
 
     TCase *rings = tcase_create("rings");
-    tcase_add_test(rings, thread_ring_fills_counts_drops_and_wraps);
     tcase_add_test(rings, event_ring_round_trips_records);
     tcase_add_test(rings, event_ring_pads_at_the_end_and_wraps);
     tcase_add_test(rings, event_ring_full_drops_and_never_overwrites);
@@ -782,14 +772,18 @@ Suite *shim_suite(void)
     tcase_add_test(registry, registry_registers_and_reuses_slots_with_new_generations);
     tcase_add_test(registry, registry_renames_only_automatic_registrations);
     tcase_add_test(registry, registry_gives_concurrent_threads_distinct_slots_up_to_capacity);
-    tcase_add_test(registry, registry_drains_thread_ring_into_sample_records);
+    tcase_add_test(registry, samples_go_to_the_slot_ring_with_their_weight);
     tcase_add_test(registry, registry_counts_samples_lost_to_a_full_event_ring);
     suite_add_tcase(s, registry);
 
     TCase *parsers = tcase_create("parsers");
     tcase_add_test(parsers, rate_is_clamped_and_defaults);
     tcase_add_test(parsers, per_pid_path_inserts_before_extension);
-    tcase_add_test(parsers, syscall_line_decides_whether_to_signal);
+    tcase_add_test(parsers, credit_rule_pays_whole_periods_of_cpu_time);
+    tcase_add_test(parsers, due_time_follows_the_share_of_a_cpu);
+#if defined(__x86_64__)
+    tcase_add_test(parsers, context_at_a_rewound_syscall_is_blocked);
+#endif
     suite_add_tcase(s, parsers);
     return s;
 }

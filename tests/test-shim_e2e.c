@@ -317,9 +317,11 @@ START_TEST(sleeping_thread_is_not_woken_early)
     assert_well_formed();
     struct thread_line t;
     ck_assert(summary_thread("main", 0, &t));
-    ck_assert_int_gt(t.waiting, 0);                     /* its sleeping stack was captured ... */
-    ck_assert_int_gt(summary_value("deep_waiting"), 0); /* ... past the syscall's pc ... */
-    ck_assert_int_gt(t.repeats, 0);                     /* ... and repeated while it slept */
+    ck_assert_int_gt(summary_value("deep_waiting"), 0); /* its sleeping stack was captured ... */
+    /* ... once per wait, weighted by the wait's length: three sleeps of 300 ms at 10 kHz. */
+    ck_assert_int_ge(t.waiting, 3 * 3000 * 9 / 10);
+    ck_assert_int_le(t.waiting, 3 * 3000 * 12 / 10);
+    ck_assert_int_eq(t.repeats, 0);
 }
 END_TEST
 
@@ -350,10 +352,10 @@ START_TEST(off_means_off)
     ck_assert_str_eq(r.err, "");
     run(&r, "test-shim-target-static", args, NULL);
     ck_assert_str_eq(r.out, "tasks 1 shm 0 sigprof-default 1\n");
-    /* The same probe sees the profiler when it is on (the program's own view of SIGPROF is
-     * kept even then). */
+    /* When it is on, the probe sees the shared memory, and still no thread of ours: the
+     * tick lives in ospreyd (the program's own view of SIGPROF is kept too). */
     run(&r, "test-shim-target", args, profiled_env("o.txt", NULL, 0));
-    ck_assert_str_eq(r.out, "tasks 2 shm 1 sigprof-default 1\n");
+    ck_assert_str_eq(r.out, "tasks 1 shm 1 sigprof-default 1\n");
 }
 END_TEST
 
@@ -462,7 +464,7 @@ START_TEST(objects_loaded_later_reach_the_image_list)
     ck_assert_int_eq(r.status, 0);
     read_summary("l.txt");
     assert_well_formed();
-    /* Loaded and unloaded again before exit: only the periodic check can have seen it. */
+    /* Loaded and unloaded again before exit: seen when it was unloaded (dlclose). */
     ck_assert_msg(strstr(summary, "/test-shim-plugin.so\n") != NULL, "%s", summary);
 }
 END_TEST
@@ -588,6 +590,198 @@ START_TEST(busy_threads_lose_no_samples)
 }
 END_TEST
 
+/* Every blocking call the kernel never restarts, fortified forms and syscall(2) included,
+ * entered right after a busy spell, at the default rate and at 10 kHz: none returns early. */
+START_TEST(blocking_calls_never_return_early)
+{
+    static struct run plain, r;
+    const char *args[] = {"20", NULL};
+    run(&plain, "test-shim-blocking", args, NULL);
+    ck_assert_msg(strstr(plain.out, "\nearly 0\n") != NULL, "%s", plain.out);
+    const char *rates[] = {"997", "10000"};
+    for (int i = 0; i < 2; i++) {
+        run(&r, "test-shim-blocking", args, profiled_env("k.txt", rates[i], 1));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_msg(strstr(r.out, "\nearly 0\n") != NULL, "at %s Hz:\n%s", rates[i], r.out);
+        read_summary("k.txt");
+        assert_well_formed();
+    }
+}
+END_TEST
+
+/* No thread of ours: glibc's single-thread fast paths stay on in a program that never
+ * starts a thread, and the kernel lets it enter a user namespace. */
+START_TEST(single_threaded_program_stays_single_threaded)
+{
+    static struct run plain, r;
+    const char *single[] = {"single", NULL};
+    run(&r, "test-shim-target", single, profiled_env("1.txt", "997", 1));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.out, "single-threaded 1 1\n");
+    read_summary("1.txt");
+    assert_well_formed();
+    const char *unshare_args[] = {"unshare", NULL};
+    run(&plain, "test-shim-target", unshare_args, NULL);
+    run(&r, "test-shim-target", unshare_args, profiled_env("u.txt", "997", 1));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.out, plain.out);
+}
+END_TEST
+
+/* main ends with pthread_exit: the process ends when its worker does, exit handlers run,
+ * and the worker's samples after main's end are in the profile. */
+START_TEST(pthread_exit_from_main_ends_with_the_last_thread)
+{
+    static struct run r;
+    const char *args[] = {"mainexit", NULL};
+    run(&r, "test-shim-target", args, profiled_env("m.txt", "997", 1));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.out, "worker done\n");
+    read_summary("m.txt");
+    assert_well_formed();
+    struct thread_line t;
+    ck_assert(summary_thread("thread", 0, &t));
+    ck_assert_int_gt(t.samples, 5); /* 300 ms of spinning (wall time) after main ended */
+}
+END_TEST
+
+/* execve through syscall(2) right after a busy spell at 10 kHz: no signal of ours is left to
+ * kill the new image. */
+START_TEST(raw_execve_is_never_killed_by_a_leftover_signal)
+{
+    static struct run r;
+    const char *args[] = {"rawexec", NULL};
+    for (int i = 0; i < 20; i++) {
+        run(&r, "test-shim-target", args, profiled_env("x.txt", "10000", 1));
+        ck_assert_msg(r.status == 0 && strstr(r.out, "bye 0\n") != NULL, "run %d: status %d", i,
+                      r.status);
+    }
+}
+END_TEST
+
+/* Waiting threads cost a record per wait, not one per tick: 200 threads waiting 2 s. */
+START_TEST(idle_threads_cost_a_record_per_wait)
+{
+    static struct run r;
+    const char *args[] = {"idle", "200", "2000", NULL};
+    run(&r, "test-shim-target", args, profiled_env("i.txt", "997", 1));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.out, "idle 200\n");
+    read_summary("i.txt");
+    assert_well_formed();
+    ck_assert_int_eq(summary_value("dropped"), 0);
+    /* ~2000 periods of waiting per thread, in a handful of records each. */
+    ck_assert_int_le(summary_value("sample_records"), 201 * 5);
+    ck_assert_int_ge(summary_value("samples"), 200 * 1994 * 8 / 10);
+}
+END_TEST
+
+/* A /dev/shm too small for the shared memory: the program runs unprofiled, one line says why
+ * (as root, in a mount namespace of its own with a 1 MiB /dev/shm). */
+START_TEST(small_dev_shm_means_unprofiled_with_one_line)
+{
+    if (geteuid() != 0)
+        return; /* needs a mount namespace */
+    char cmd[8 * PATH_MAX];
+    snprintf(cmd, sizeof cmd,
+             "unshare -m sh -c 'mount --make-rprivate / && mount -t tmpfs -o size=1m tmpfs "
+             "/dev/shm && LD_PRELOAD=%s OSPREY_PROFILE=%s/shm.txt "
+             "OSPREY_DAEMON=%s/test-shim-consumer %s/test-shim-target print 0' >%s/shm.out "
+             "2>%s/shm.err",
+             so, scratch, dir, dir, scratch, scratch);
+    int status = system(cmd);
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/shm.err", scratch);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char err[4096] = "";
+    size_t n = fread(err, 1, sizeof err - 1, f);
+    err[n] = '\0';
+    fclose(f);
+    if (strstr(err, "unshare:") != NULL || strstr(err, "mount:") != NULL)
+        return; /* no mount namespaces here */
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d, stderr: %s", status,
+                  err);
+    ck_assert_int_eq(count_lines(err), 1);
+    ck_assert_msg(strncmp(err, "osprey: cannot reserve ", 23) == 0, "stderr: %s", err);
+}
+END_TEST
+
+/* The program put a data file on fd 2: the shim's warning (here: the daemon failed) must not
+ * land in it. */
+START_TEST(warnings_never_go_into_a_data_file_on_fd_2)
+{
+    static struct run r;
+    char data[PATH_MAX + 16], fail[] = "SHIM_CONSUMER_FAIL=1";
+    snprintf(data, sizeof data, "%s/data.txt", scratch);
+    const char *args[] = {"stderrfile", data, NULL};
+    run(&r, "test-shim-target", args, with_env(profiled_env("f.txt", NULL, 1), fail));
+    ck_assert_int_eq(r.status, 0);
+    FILE *f = fopen(data, "r");
+    ck_assert_ptr_nonnull(f);
+    char text[256] = "";
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    ck_assert_str_eq(text, "data\n");
+}
+END_TEST
+
+/* Two processes of a pipeline started with the same OSPREY_PROFILE (both roots): both
+ * profiles are kept, the second beside the first. */
+START_TEST(two_roots_with_one_path_keep_both_profiles)
+{
+    char cmd[8 * PATH_MAX];
+    snprintf(cmd, sizeof cmd,
+             "export LD_PRELOAD=%s OSPREY_PROFILE=%s/pipe.json OSPREY_DAEMON=%s/../daemon/ospreyd; "
+             "%s/test-shim-target busy 1 200 | %s/test-shim-target busy 1 300 >/dev/null 2>&1",
+             so, scratch, dir, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(profiles("pipe."), 2);
+}
+END_TEST
+
+/* The shim's bookkeeping stays out of the environment the program sees, yet a child started
+ * through system(3) still writes its profile beside ours. */
+START_TEST(bookkeeping_stays_out_of_the_program_environment)
+{
+    static struct run r;
+    const char *args[] = {"environment", NULL};
+    char daemon[PATH_MAX + 32];
+    snprintf(daemon, sizeof daemon, "OSPREY_DAEMON=%s/../daemon/ospreyd", dir);
+    run(&r, "test-shim-target", args, with_env(profiled_env("env.json", NULL, 1), daemon));
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.out, "bookkeeping visible 0\n");
+    ck_assert_int_eq(profiles("env."), 3); /* ours, the shell's, the child's */
+}
+END_TEST
+
+/* OSPREY_EXPORT: ospreyd writes the outputs asked for beside the raw file once the program is
+ * gone (the program's exit waits for the raw file only). */
+START_TEST(ospreyd_writes_the_outputs_asked_for)
+{
+    static struct run r;
+    const char *args[] = {"busy", "1", "200", NULL};
+    char daemon[PATH_MAX + 32], exports[] = "OSPREY_EXPORT=folded,profile";
+    snprintf(daemon, sizeof daemon, "OSPREY_DAEMON=%s/../daemon/ospreyd", dir);
+    run(&r, "test-shim-target", args,
+        with_env(with_env(profiled_env("exp.raw.json", NULL, 1), daemon), exports));
+    ck_assert_int_eq(r.status, 0);
+    char folded[PATH_MAX + 32], summary_path[PATH_MAX + 32];
+    snprintf(folded, sizeof folded, "%s/exp.folded", scratch);
+    snprintf(summary_path, sizeof summary_path, "%s/exp.profile.json", scratch);
+    for (int waited = 0; waited < 300 && (access(folded, F_OK) || access(summary_path, F_OK));
+         waited++) {
+        struct timespec nap = {0, 100000000};
+        nanosleep(&nap, NULL);
+    }
+    ck_assert_int_eq(access(folded, F_OK), 0);
+    ck_assert_int_eq(access(summary_path, F_OK), 0);
+    /* the raw file and the two asked for (folded comes with its off-CPU companion) */
+    ck_assert_int_eq(profiles("exp."), 4);
+}
+END_TEST
+
 Suite *shim_e2e_suite(void)
 {
     Suite *s = suite_create("shim_e2e");
@@ -610,6 +804,16 @@ Suite *shim_e2e_suite(void)
     tcase_add_test(tc, thread_that_blocks_sigprof_never_finds_ours_pending);
     tcase_add_test(tc, bad_rate_warns_once_and_uses_default);
     tcase_add_test(tc, busy_threads_lose_no_samples);
+    tcase_add_test(tc, blocking_calls_never_return_early);
+    tcase_add_test(tc, single_threaded_program_stays_single_threaded);
+    tcase_add_test(tc, pthread_exit_from_main_ends_with_the_last_thread);
+    tcase_add_test(tc, raw_execve_is_never_killed_by_a_leftover_signal);
+    tcase_add_test(tc, idle_threads_cost_a_record_per_wait);
+    tcase_add_test(tc, small_dev_shm_means_unprofiled_with_one_line);
+    tcase_add_test(tc, warnings_never_go_into_a_data_file_on_fd_2);
+    tcase_add_test(tc, two_roots_with_one_path_keep_both_profiles);
+    tcase_add_test(tc, bookkeeping_stays_out_of_the_program_environment);
+    tcase_add_test(tc, ospreyd_writes_the_outputs_asked_for);
     suite_add_tcase(s, tc);
     return s;
 }

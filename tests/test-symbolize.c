@@ -57,6 +57,9 @@ static const char *fixture_object(struct fixture *fixture, const char *name, cha
     snprintf(buf, size, "%s/%s", fixture->dir, name);
     FILE *file = fopen(buf, "w");
     ck_assert_ptr_nonnull(file);
+    /* An ELF identification, which is all the symbolizer checks before it hands a path on. */
+    static const unsigned char ident[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+    fwrite(ident, 1, sizeof ident, file);
     fclose(file);
     return buf;
 }
@@ -270,23 +273,27 @@ START_TEST(test_return_address_adjustment)
 }
 END_TEST
 
-/* The profiler's own plumbing (functions named osp__*, like the preload library's thread
- * trampoline) is left out between the program's frames, but kept where it is the leaf:
- * time spent there is real. */
-START_TEST(test_profiler_plumbing_left_out_of_callers)
+/* The profiler's own frames (functions named osp__* or osp_prof_*, anything in the preload
+ * library libospreyprof*) are left out at every position, leaf included: a wrapper's time is
+ * its caller's, and the shim's start-up is no frame of the program. */
+START_TEST(test_profiler_frames_left_out)
 {
     struct fixture fixture;
     fixture_open(&fixture, FAKE_TOOLS "/llvm");
     setenv("OSPREY_FAKE_PLUMBING", "0x11ff", 1);
-    char a[128];
+    char a[128], shim[128];
     struct test_raw test;
     init_raw(&test, "/app/main");
     add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
               "");
+    add_image(&test, fixture_object(&fixture, "libospreyprof.so", shim, sizeof shim), 0x9000, 0,
+              0x9000, 0x1000, "");
     uint64_t through[] = {0x1100, 0x1200, 0x1300};
     uint64_t inside[] = {0x11ff, 0x1300};
+    uint64_t wrapper[] = {0x9100, 0x9200, 0x1300}; /* libc call in a shim wrapper, say */
     add_stack(&test, through, 3);
     add_stack(&test, inside, 2);
+    add_stack(&test, wrapper, 3);
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
     unsetenv("OSPREY_FAKE_PLUMBING");
@@ -294,8 +301,53 @@ START_TEST(test_profiler_plumbing_left_out_of_callers)
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x12ff");
     ck_assert_int_eq(symbols.stack_lines[0][1], 0x12ff % 1000 + 1);
-    ck_assert_uint_eq(symbols.stack_frame_counts[1], 2);
-    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "osp__plumbing");
+    ck_assert_uint_eq(symbols.stack_frame_counts[1], 1);
+    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so:0x12ff");
+    ck_assert_uint_eq(symbols.stack_frame_counts[2], 1);
+    ck_assert_str_eq(frame_at(&symbols, 2, 0)->name, "libA.so:0x12ff");
+    for (size_t f = 0; f < symbols.frame_count; f++)
+        ck_assert_msg(strstr(symbols.frames[f].name, "osp") == NULL, "%s", symbols.frames[f].name);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
+/* An image path from the profile goes to the symbolizer only when it names a regular ELF
+ * file: a FIFO (which would block the tool), a device like /dev/zero (which never ends) and a
+ * file of another kind get one warning each and hex frames, and the tool never sees them. */
+START_TEST(test_only_regular_elf_files_are_symbolized)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    char fifo[160], text[160], good[128];
+    snprintf(fifo, sizeof fifo, "%s/pipe.so", fixture.dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    snprintf(text, sizeof text, "%s/notes.so", fixture.dir);
+    FILE *file = fopen(text, "w");
+    fputs("not an object file at all\n", file);
+    fclose(file);
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, fifo, 0x1000, 0, 0x1000, 0x1000, "");
+    add_image(&test, "/dev/zero", 0x3000, 0, 0x3000, 0x1000, "");
+    add_image(&test, text, 0x5000, 0, 0x5000, 0x1000, "");
+    add_image(&test, fixture_object(&fixture, "libA.so", good, sizeof good), 0x7000, 0, 0x7000,
+              0x1000, "");
+    uint64_t stack[] = {0x1100, 0x3100, 0x5100, 0x7100};
+    add_stack(&test, stack, 4);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x3100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x5100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 3)->name, "libA.so:0x70ff");
+    const char *warnings = fixture_warnings(&fixture, 3);
+    ck_assert_ptr_nonnull(strstr(warnings, "pipe.so: not a regular file"));
+    ck_assert_ptr_nonnull(strstr(warnings, "/dev/zero: not a regular file"));
+    ck_assert_ptr_nonnull(strstr(warnings, "notes.so: not an ELF file"));
+    fixture_log_has(&fixture, 0, "pipe.so");
+    fixture_log_has(&fixture, 0, "/dev/zero");
+    fixture_log_has(&fixture, 0, "notes.so");
     ospx_symbols_free(&symbols);
     fixture_close(&fixture);
 }
@@ -933,7 +985,8 @@ Suite *symbolize_suite(void)
     tcase_add_test(fake, test_text_size_zero_fallback);
     tcase_add_test(fake, test_return_address_adjustment);
     tcase_add_test(fake, test_inline_expansion_and_interning);
-    tcase_add_test(fake, test_profiler_plumbing_left_out_of_callers);
+    tcase_add_test(fake, test_profiler_frames_left_out);
+    tcase_add_test(fake, test_only_regular_elf_files_are_symbolized);
     tcase_add_test(fake, test_binary_substitutes_main_image_only);
     tcase_add_test(fake, test_atos_arch_pinning);
     tcase_add_test(fake, test_no_tool_hex_and_one_warning);

@@ -9,16 +9,24 @@
 #include <errno.h>
 #include <jansson.h>
 #include <link.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "ospx-fixture.h"
 #include "ospx.h"
+#include "pprof_profile.pb-c.h"
 
-static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names"};
+/* ospx_internal.h's thread grouping, which the cpuprofile writer orders its samples by. */
+int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
+#define ospx__samples_by_thread_for_test ospx__samples_by_thread
+
+static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names", "weighted"};
 #define CASE_COUNT (sizeof cases / sizeof cases[0])
 
 struct writer {
@@ -31,6 +39,9 @@ static const struct writer writers[] = {
     {"cpuprofile", ospx_write_cpuprofile},
     {"folded", ospx_write_folded},
     {"profile.json", ospx_write_profile_json},
+    {"offcpu.folded", ospx_write_offcpu_folded},
+    {"pb.gz", ospx_write_pprof},
+    {"trace.json", ospx_write_trace},
 };
 #define WRITER_COUNT (sizeof writers / sizeof writers[0])
 
@@ -107,6 +118,30 @@ static json_t *load_json(const char *path)
     return root;
 }
 
+/* The .pb.gz, gunzipped and decoded with protobuf-c: its samples add up to the model's on-CPU
+ * periods (and periods × 1e9 / rate nanoseconds), each function's self (the leaf location's
+ * innermost line) is the model's, and every sample carries its fiber and thread labels. */
+static Perftools__Profiles__Profile *load_pprof(const char *path)
+{
+    gzFile file = gzopen(path, "rb");
+    ck_assert_ptr_nonnull(file);
+    uint8_t *data = NULL;
+    size_t size = 0;
+    int n;
+    uint8_t chunk[65536];
+    while ((n = gzread(file, chunk, sizeof chunk)) > 0) {
+        data = realloc(data, size + (size_t)n);
+        memcpy(data + size, chunk, (size_t)n);
+        size += (size_t)n;
+    }
+    ck_assert_int_eq(n, 0);
+    gzclose(file);
+    Perftools__Profiles__Profile *profile = perftools__profiles__profile__unpack(NULL, size, data);
+    ck_assert_ptr_nonnull(profile);
+    free(data);
+    return profile;
+}
+
 START_TEST(outputs_match_golden_files)
 {
     const char *name = cases[_i];
@@ -116,6 +151,8 @@ START_TEST(outputs_match_golden_files)
     make_scratch();
     load_case(name, &fixture, &model);
     for (size_t w = 0; w < WRITER_COUNT; w++) {
+        if (writers[w].write == ospx_write_pprof)
+            continue; /* binary: pprof_agrees_with_the_model decodes it instead */
         const char *path = write_output(&model, &writers[w]);
         char *actual = read_text(path);
         ck_assert_ptr_nonnull(actual);
@@ -211,8 +248,11 @@ START_TEST(speedscope_follows_the_file_format_schema)
             size_t depth = json_array_size(stack);
             json_t *leaf = json_array_get(
                 frames, (size_t)json_integer_value(json_array_get(stack, depth - 1)));
-            waiting_leaves +=
-                strcmp(json_string_value(json_object_get(leaf, "name")), "(waiting)") == 0;
+            /* weights are milliseconds: the row's periods times 1000 / rate */
+            double periods =
+                json_number_value(json_array_get(weights, s)) * fixture.raw.rate_hz / 1000.0;
+            if (strcmp(json_string_value(json_object_get(leaf, "name")), "(waiting)") == 0)
+                waiting_leaves += (size_t)(periods + 0.5);
         }
         total_samples += json_array_size(samples);
     }
@@ -294,7 +334,9 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
                         "fiber ", 6) == 0;
         }
     }
-    ck_assert_uint_eq(fibers, json_array_size(json_object_get(first, "children")));
+    /* The root's children: one node per fiber with on-CPU samples, and (idle) when any waited. */
+    ck_assert_uint_eq(fibers + (model.waiting_samples > 0),
+                      json_array_size(json_object_get(first, "children")));
 
     json_t *samples = json_object_get(root, "samples"),
            *deltas = json_object_get(root, "timeDeltas");
@@ -302,15 +344,25 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
     ck_assert_uint_eq(json_array_size(deltas), json_array_size(samples));
     json_int_t at = json_integer_value(json_object_get(root, "startTime"));
     json_t *sample;
+    /* hitCount is the sum of weights (sampling periods), and the axis one period per weight. */
+    uint64_t periods = 0;
+    size_t *order = NULL, *by_thread = NULL;
+    ck_assert_int_eq(ospx__samples_by_thread_for_test(&fixture.raw, &order, &by_thread), 0);
     json_array_foreach(samples, i, sample)
     {
         json_int_t id = json_integer_value(sample);
         ck_assert(id >= 1 && id <= (json_int_t)count);
-        hits[id - 1]++;
+        hits[id - 1] += (json_int_t)fixture.raw.samples[order[i]].weight;
+        periods += fixture.raw.samples[order[i]].weight;
         ck_assert_int_ge(json_integer_value(json_array_get(deltas, i)), 0);
         at += json_integer_value(json_array_get(deltas, i));
     }
+    free(order);
+    free(by_thread);
     ck_assert_int_le(at, json_integer_value(json_object_get(root, "endTime")));
+    ck_assert_int_eq(json_integer_value(json_object_get(root, "endTime")) -
+                         json_integer_value(json_object_get(root, "startTime")),
+                     (json_int_t)(periods * 1000000 / fixture.raw.rate_hz));
     json_array_foreach(nodes, i, node)
         ck_assert_int_eq(json_integer_value(json_object_get(node, "hitCount")), hits[i]);
     free(hits);
@@ -321,8 +373,11 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
 }
 END_TEST
 
-/* Samples of all fibers merged in time order; lines 0-based; a scriptId per file. */
-START_TEST(cpuprofile_merges_fibers_in_time_order)
+/* Each fiber's samples form one block of the time axis, in their own time order, and each
+ * sample lasts its weight in sampling periods: whatever the phase between the threads, a
+ * reader that gives a sample the time to the next one gives each fiber exactly its sampled
+ * time. Waiting samples are V8's (idle). Lines 0-based; a scriptId per file. */
+START_TEST(cpuprofile_gives_each_fiber_its_own_time)
 {
     struct fixture fixture;
     struct ospx_model model;
@@ -331,7 +386,7 @@ START_TEST(cpuprofile_merges_fibers_in_time_order)
     json_t *root = load_json(write_output(&model, &writers[1]));
     json_t *nodes = json_object_get(root, "nodes");
     size_t count = json_array_size(nodes);
-    /* fiber_of[id - 1]: the name of the fiber subtree a node belongs to */
+    /* fiber_of[id - 1]: the name of the fiber subtree a node belongs to, or "(idle)" */
     const char **fiber_of = calloc(count + 1, sizeof *fiber_of);
     size_t i;
     json_t *node;
@@ -339,8 +394,10 @@ START_TEST(cpuprofile_merges_fibers_in_time_order)
     {
         json_t *call = json_object_get(node, "callFrame");
         const char *name = json_string_value(json_object_get(call, "functionName"));
-        if (strncmp(name, "fiber ", 6) == 0)
+        if (strncmp(name, "fiber ", 6) == 0 || strcmp(name, "(idle)") == 0)
             fiber_of[i] = name;
+        if (strcmp(name, "(idle)") == 0)
+            ck_assert_uint_eq(json_array_size(json_object_get(node, "children")), 0);
         size_t c;
         json_t *child;
         json_array_foreach(json_object_get(node, "children"), c, child)
@@ -355,17 +412,38 @@ START_TEST(cpuprofile_merges_fibers_in_time_order)
             ck_assert_str_eq(json_string_value(json_object_get(call, "scriptId")), "0");
         }
     }
-    /* The fixture lists its samples in time order (ties: file order). */
-    json_t *samples = json_object_get(root, "samples");
-    for (i = 0; i < fixture.raw.sample_count; i++) {
-        const char *expected =
-            fixture.raw.samples[i].thread == 0 ? "fiber 0 (main)" : "fiber 4243 (thread)";
-        const char *actual = fiber_of[json_integer_value(json_array_get(samples, i)) - 1];
-        ck_assert_ptr_nonnull(actual);
-        ck_assert_str_eq(actual, expected);
+    /* Durations as every reader computes them: up to the next sample, the last up to endTime. */
+    json_t *samples = json_object_get(root, "samples"),
+           *deltas = json_object_get(root, "timeDeltas");
+    size_t n = json_array_size(samples);
+    json_int_t at = json_integer_value(json_object_get(root, "startTime"));
+    json_int_t main_us = 0, thread_us = 0, idle_us = 0;
+    const char *previous_fiber = NULL;
+    int blocks = 0;
+    for (i = 0; i < n; i++) {
+        at += json_integer_value(json_array_get(deltas, i));
+        json_int_t next = i + 1 < n ? at + json_integer_value(json_array_get(deltas, i + 1))
+                                    : json_integer_value(json_object_get(root, "endTime"));
+        const char *fiber = fiber_of[json_integer_value(json_array_get(samples, i)) - 1];
+        ck_assert_ptr_nonnull(fiber);
+        json_int_t duration = next - at;
+        if (strcmp(fiber, "fiber 0 (main)") == 0)
+            main_us += duration;
+        else if (strcmp(fiber, "fiber 4243 (thread)") == 0)
+            thread_us += duration;
+        else
+            idle_us += duration;
+        if (strcmp(fiber, "(idle)") != 0 &&
+            (previous_fiber == NULL || strcmp(fiber, previous_fiber) != 0)) {
+            blocks++;
+            previous_fiber = fiber;
+        }
     }
-    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(root, "timeDeltas"), 0)),
-                     1000);
+    ck_assert_int_eq(blocks, 2);
+    double period_us = 1e6 / fixture.raw.rate_hz;
+    ck_assert_int_eq(main_us, (json_int_t)(model.fibers[0].on_cpu * period_us));
+    ck_assert_int_eq(thread_us, (json_int_t)(model.fibers[1].on_cpu * period_us));
+    ck_assert_int_eq(idle_us, (json_int_t)(model.waiting_samples * period_us));
     free(fiber_of);
     json_decref(root);
     ospx_model_free(&model);
@@ -399,7 +477,7 @@ START_TEST(folded_lines_follow_the_grammar)
         for (char *p = line; p < space; p++)
             expected_frames += *p == ';';
     }
-    ck_assert_uint_eq(total, fixture.raw.sample_count);
+    ck_assert_uint_eq(total, model.on_cpu_samples);
     ck_assert_uint_gt(expected_frames, 0);
     free(text);
     ospx_model_free(&model);
@@ -417,8 +495,153 @@ START_TEST(folded_names_lose_separators)
     char *text = read_text(write_output(&model, &writers[2]));
     ck_assert_ptr_nonnull(strstr(text, "fiber-0;main;operator: weird 2\n"));
     ck_assert_ptr_nonnull(strstr(text, "fiber--1;main;two lines 1\n"));
-    ck_assert_ptr_nonnull(strstr(text, "fiber--1;main;two lines;(waiting) 1\n"));
+    ck_assert_ptr_null(strstr(text, "(waiting)"));
     free(text);
+    /* The waiting sample is in the off-CPU file, the stack it blocked in without a marker. */
+    text = read_text(write_output(&model, &writers[4]));
+    ck_assert_str_eq(text, "fiber--1;main;two lines 1\n");
+    free(text);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+START_TEST(pprof_agrees_with_the_model)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(cases[_i], &fixture, &model);
+    Perftools__Profiles__Profile *profile = load_pprof(write_output(&model, &writers[5]));
+    char **strings = profile->string_table;
+    ck_assert_str_eq(strings[0], "");
+    ck_assert_uint_eq(profile->n_sample_type, 2);
+    ck_assert_str_eq(strings[profile->sample_type[0]->type], "samples");
+    ck_assert_str_eq(strings[profile->sample_type[0]->unit], "count");
+    ck_assert_str_eq(strings[profile->sample_type[1]->type], "cpu");
+    ck_assert_str_eq(strings[profile->sample_type[1]->unit], "nanoseconds");
+    ck_assert_int_eq(profile->period, 1000000000 / fixture.raw.rate_hz);
+    uint64_t *self = calloc(profile->n_function + 1, sizeof *self);
+    int64_t periods = 0, nanoseconds = 0;
+    for (size_t i = 0; i < profile->n_sample; i++) {
+        const Perftools__Profiles__Sample *sample = profile->sample[i];
+        ck_assert_uint_eq(sample->n_value, 2);
+        periods += sample->value[0];
+        nanoseconds += sample->value[1];
+        ck_assert_uint_eq(sample->n_label, 2);
+        ck_assert_str_eq(strings[sample->label[0]->key], "fiber");
+        ck_assert_str_eq(strings[sample->label[1]->key], "thread");
+        if (sample->n_location_id == 0)
+            continue;
+        uint64_t leaf = sample->location_id[0];
+        ck_assert(leaf >= 1 && leaf <= profile->n_location);
+        const Perftools__Profiles__Location *location = profile->location[leaf - 1];
+        ck_assert_uint_eq(location->id, leaf);
+        ck_assert_uint_gt(location->n_line, 0);
+        self[location->line[0]->function_id - 1] += (uint64_t)sample->value[0];
+    }
+    ck_assert_int_eq(periods, (int64_t)model.on_cpu_samples);
+    ck_assert_int_eq(nanoseconds, (int64_t)model.on_cpu_samples * profile->period);
+    ck_assert_uint_eq(profile->n_function, model.function_count);
+    for (size_t f = 0; f < profile->n_function; f++) {
+        const Perftools__Profiles__Function *function = profile->function[f];
+        ck_assert_uint_eq(function->id, f + 1);
+        ck_assert_str_eq(strings[function->name], model.functions[f].name);
+        ck_assert_str_eq(strings[function->filename], model.functions[f].file);
+        ck_assert_uint_eq(self[f], model.functions[f].self);
+    }
+    free(self);
+    perftools__profiles__profile__free_unpacked(profile, NULL);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+/* trace.json: per fiber a Profile and ProfileChunks on the run's timeline, in which the time a
+ * reader gives the non-idle samples (each lasting until the next) is the fiber's on-CPU
+ * periods, and one "waiting in" complete event per wait, their durations at most the waiting
+ * periods. */
+START_TEST(trace_puts_samples_on_real_time)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(cases[_i], &fixture, &model);
+    json_t *root = load_json(write_output(&model, &writers[6]));
+    json_t *events = json_object_get(root, "traceEvents");
+    ck_assert(json_is_array(events));
+    double wait_us = 0, period_us = 1e6 / fixture.raw.rate_hz;
+    size_t i, profiles = 0;
+    json_t *event;
+    for (size_t t = 0; t < fixture.raw.thread_count; t++) {
+        json_int_t tid = (json_int_t)t + 1, at = -1, previous = -1, busy_us = 0;
+        int previous_idle = 1;
+        size_t points = 0, thread_names = 0;
+        json_t *nodes = NULL;
+        json_array_foreach(events, i, event)
+        {
+            if (json_integer_value(json_object_get(event, "tid")) != tid)
+                continue;
+            const char *name = json_string_value(json_object_get(event, "name"));
+            json_t *data = json_object_get(json_object_get(event, "args"), "data");
+            if (strcmp(name, "thread_name") == 0)
+                thread_names++;
+            if (strcmp(name, "Profile") == 0) {
+                profiles++;
+                at = json_integer_value(json_object_get(data, "startTime"));
+            }
+            if (strcmp(name, "ProfileChunk") == 0) {
+                json_t *profile = json_object_get(data, "cpuProfile");
+                if (json_object_get(profile, "nodes") != NULL)
+                    nodes = json_object_get(profile, "nodes");
+                json_t *samples = json_object_get(profile, "samples");
+                json_t *deltas = json_object_get(data, "timeDeltas");
+                ck_assert_uint_eq(json_array_size(samples), json_array_size(deltas));
+                for (size_t k = 0; k < json_array_size(samples); k++) {
+                    ck_assert_int_ge(json_integer_value(json_array_get(deltas, k)), 0);
+                    at += json_integer_value(json_array_get(deltas, k));
+                    if (!previous_idle)
+                        busy_us += at - previous;
+                    json_int_t id = json_integer_value(json_array_get(samples, k));
+                    size_t n;
+                    json_t *node;
+                    int found = 0;
+                    json_array_foreach(nodes, n, node)
+                    {
+                        if (json_integer_value(json_object_get(node, "id")) != id)
+                            continue;
+                        found = 1;
+                        previous_idle =
+                            strcmp(json_string_value(json_object_get(
+                                       json_object_get(node, "callFrame"), "functionName")),
+                                   "(idle)") == 0;
+                    }
+                    ck_assert(found);
+                    previous = at;
+                    points++;
+                }
+            }
+            if (strcmp(json_string_value(json_object_get(event, "ph")), "X") == 0) {
+                ck_assert_str_eq(json_string_value(json_object_get(event, "cat")),
+                                 "osprey.waiting");
+                ck_assert(strncmp(name, "waiting in ", 11) == 0);
+                wait_us += (double)json_integer_value(json_object_get(event, "dur"));
+            }
+        }
+        ck_assert_uint_eq(thread_names, 1);
+        ck_assert(previous_idle); /* every stream ends idle: the last sample has an end */
+        /* each boundary is rounded to a whole µs */
+        double expected_us = (double)model.fibers[t].on_cpu * period_us;
+        ck_assert_msg(fabs((double)busy_us - expected_us) <= (double)points + 1,
+                      "fiber %zu: %lld µs busy, %f expected", t, (long long)busy_us, expected_us);
+    }
+    ck_assert(wait_us <= model.waiting_samples * period_us + 1);
+    if (model.waiting_samples > 0)
+        ck_assert(wait_us > 0);
+    ck_assert_uint_ge(profiles, 1);
+    json_decref(root);
     ospx_model_free(&model);
     fixture_free(&fixture);
     remove_scratch();
@@ -472,10 +695,14 @@ START_TEST(empty_profile_writes_valid_files)
     fixture_model(&fixture, "thread 0 main\nthread 5 worker\n", &model);
     for (size_t w = 0; w < WRITER_COUNT; w++) {
         const char *path = write_output(&model, &writers[w]);
-        if (writers[w].write == ospx_write_folded) {
+        if (writers[w].write == ospx_write_folded || writers[w].write == ospx_write_offcpu_folded) {
             char *text = read_text(path);
             ck_assert_str_eq(text, "");
             free(text);
+        } else if (writers[w].write == ospx_write_pprof) {
+            Perftools__Profiles__Profile *profile = load_pprof(path);
+            ck_assert_uint_eq(profile->n_sample, 0);
+            perftools__profiles__profile__free_unpacked(profile, NULL);
         } else {
             json_decref(load_json(path));
         }
@@ -620,7 +847,7 @@ START_TEST(process_writes_four_files_and_the_report)
     char *report = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&report, &size);
-    struct ospx_process_options options = {raw, stem, NULL, out, 0, 0};
+    struct ospx_process_options options = {.raw_path = raw, .stem = stem, .report = out};
     struct ospx_error err = {0};
     int rc = ospx_process(&options, &err);
     fclose(out);
@@ -642,13 +869,43 @@ START_TEST(process_writes_four_files_and_the_report)
 }
 END_TEST
 
+/* The daemon's entry point: exactly the formats asked for, nothing on an unknown one. */
+START_TEST(export_files_writes_the_formats_asked_for)
+{
+    make_scratch();
+    char raw[512], stem[512], path[600];
+    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
+    snprintf(stem, sizeof stem, "%s/run", scratch);
+    write_own_raw(raw);
+    struct ospx_error err = {0};
+    ck_assert_int_eq(ospx_export_files(raw, stem, "speedscope,pprof", &err), 0);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        snprintf(path, sizeof path, "%s.%s", stem, writers[w].extension);
+        int wanted =
+            writers[w].write == ospx_write_speedscope || writers[w].write == ospx_write_pprof;
+        ck_assert_msg((access(path, F_OK) == 0) == wanted, "%s", path);
+    }
+    ck_assert_int_eq(ospx_export_files(raw, stem, "folded,bogus", &err), -EINVAL);
+    ck_assert_str_eq(err.text, "unknown output format 'bogus' (known: " OSPX_FORMATS ")");
+    snprintf(path, sizeof path, "%s.folded", stem);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(ospx_export_files(raw, stem, "all", &err), 0);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        snprintf(path, sizeof path, "%s.%s", stem, writers[w].extension);
+        ck_assert_msg(access(path, F_OK) == 0, "%s", path);
+    }
+    remove_scratch();
+}
+END_TEST
+
 START_TEST(process_stops_at_the_first_error)
 {
     make_scratch();
     char raw[512], stem[512];
     snprintf(raw, sizeof raw, "%s/missing.raw.json", scratch);
     snprintf(stem, sizeof stem, "%s/run", scratch);
-    struct ospx_process_options options = {raw, stem, NULL, NULL, 0, 0};
+    struct ospx_process_options options = {.raw_path = raw, .stem = stem};
     struct ospx_error err = {0};
     ck_assert_int_lt(ospx_process(&options, &err), 0);
     ck_assert_str_eq(err.file, raw);
@@ -672,8 +929,10 @@ Suite *writers_suite(void)
     tcase_add_loop_test(tc, speedscope_follows_the_file_format_schema, 0, CASE_COUNT);
     tcase_add_test(tc, speedscope_stacks_are_root_first);
     tcase_add_loop_test(tc, cpuprofile_tree_and_samples_are_consistent, 0, CASE_COUNT);
-    tcase_add_test(tc, cpuprofile_merges_fibers_in_time_order);
+    tcase_add_test(tc, cpuprofile_gives_each_fiber_its_own_time);
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
+    tcase_add_loop_test(tc, pprof_agrees_with_the_model, 0, CASE_COUNT);
+    tcase_add_loop_test(tc, trace_puts_samples_on_real_time, 0, CASE_COUNT);
     tcase_add_test(tc, folded_names_lose_separators);
     tcase_add_test(tc, profile_json_totals_and_percentages);
     tcase_add_test(tc, empty_profile_writes_valid_files);
@@ -683,6 +942,7 @@ Suite *writers_suite(void)
     TCase *process = tcase_create("process");
     tcase_add_test(process, process_writes_four_files_and_the_report);
     tcase_add_test(process, process_stops_at_the_first_error);
+    tcase_add_test(process, export_files_writes_the_formats_asked_for);
     tcase_set_timeout(process, 60);
     suite_add_tcase(suite, process);
     return suite;

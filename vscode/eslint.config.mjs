@@ -11,7 +11,7 @@ export default tseslint.config(
     languageOptions: {
       globals: {
         console: 'readonly', process: 'readonly', window: 'readonly', document: 'readonly', setTimeout: 'readonly',
-        clearTimeout: 'readonly', fetch: 'readonly', __dirname: 'readonly', URL: 'readonly', MessageEvent: 'readonly',
+        clearTimeout: 'readonly', fetch: 'readonly', __dirname: 'readonly', URL: 'readonly', MessageEvent: 'readonly', getComputedStyle: 'readonly',
       },
     },
     rules: {

@@ -1,0 +1,54 @@
+/* tick.c — one round of ospreyd's sampling tick: which threads of the target get a SIGPROF.
+ *
+ * Owns the signalling half of the collector: for every slot the shim has set up
+ * (proto/osp_ring.h, "Slots"), the rule osp_slot_due (a running thread whose next sample is
+ * due and that has no signal of ours in flight), the tagged signal itself
+ * (rt_tgsigqueueinfo with SI_QUEUE and the shim's cookie, which its handler recognises), and
+ * the round counter the shim waits on before execve. Nothing here is trusted beyond a value
+ * handed to the kernel: a hostile slot can at most make us signal its own process.
+ */
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ospd.h"
+
+uint32_t ospd_signal_round(struct osp_ring_header *h, uint8_t *slots, uint32_t slot_count,
+                           uint32_t slot_ring_size, int32_t pid, uint64_t cookie, uint64_t now)
+{
+    uint32_t running = 0;
+    /* Acquire: pairs with the shim's seq_cst increment before it waits for our rounds. */
+    if (slots != NULL && atomic_load_explicit(&h->signals_paused, memory_order_acquire) == 0 &&
+        atomic_load_explicit(&h->shim_state, memory_order_acquire) == OSP_SHIM_RUNNING) {
+        /* Acquire: pairs with the shim's release after it set a new slot up. */
+        uint32_t used = atomic_load_explicit(&h->slot_high_water, memory_order_acquire);
+        if (used > slot_count)
+            used = slot_count;
+        uint64_t stride = osp_slot_stride(slot_ring_size);
+        for (uint32_t i = 0; i < used; i++) {
+            struct osp_slot *s = (struct osp_slot *)(slots + (uint64_t)i * stride);
+            if (atomic_load_explicit(&s->state, memory_order_relaxed) == OSP_SLOT_RUNNING)
+                running++;
+            if (!osp_slot_due(s, now))
+                continue;
+            int32_t tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
+            siginfo_t info;
+            memset(&info, 0, sizeof info);
+            info.si_signo = SIGPROF;
+            info.si_code = SI_QUEUE;
+            info.si_pid = getpid();
+            info.si_uid = getuid();
+            info.si_value.sival_ptr = (void *)(uintptr_t)cookie;
+            if (tid <= 0 ||
+                syscall(SYS_rt_tgsigqueueinfo, (pid_t)pid, (pid_t)tid, SIGPROF, &info) != 0)
+                continue; /* gone (ESRCH): its end record is on its way */
+            atomic_store_explicit(&s->last_signal_ns, now, memory_order_relaxed);
+            atomic_fetch_add_explicit(&s->signals_sent, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&h->signals_sent, 1, memory_order_relaxed);
+        }
+    }
+    /* Release: a shim that sees the round counted sees no signal of it still to come. */
+    atomic_fetch_add_explicit(&h->tick_seq, 1, memory_order_release);
+    return running;
+}

@@ -1,0 +1,349 @@
+/* handler.c — the SIGPROF handler: the only code of ours that runs on the program's threads
+ * while they run.
+ *
+ * Owns what happens when a SIGPROF of ours lands on a registered thread: whether the thread
+ * was running or blocked in the kernel at that instant, the CPU-time credit rule that turns
+ * running instants into ON_CPU samples, the wait a blocked instant opens, the thread's
+ * CPU-time timer, and what ospreyd reads to decide when to signal it next.
+ *
+ * DESIGN. No thread of ours lives in the program: ospreyd ticks (jittered, to absolute
+ * deadlines) and signals the threads whose slot says RUNNING and whose next sample is due
+ * (proto/osp_ring.h, "Slots"). Each thread also owns a timer on its own CPU clock
+ * (timer_create(CLOCK_THREAD_CPUTIME_ID) with SIGEV_THREAD_ID), which the kernel fires only
+ * while the thread runs: it wakes the sampling of a thread that ospreyd left alone because it
+ * was blocked, and it keeps a busy thread sampled if ospreyd falls behind. A thread that only
+ * sleeps therefore costs nothing at all: no signal, no record, no wake-up.
+ *
+ * When a signal lands, the handler reads the thread's CPU clock and looks at the interrupted
+ * context. A pc sitting at a `syscall` instruction the kernel rewound for a restart (or just
+ * after one that returns EINTR) means the thread was blocked in the kernel: that instant is
+ * not on-CPU time. Its stack is kept as the stack of a wait (once per wait), the slot says
+ * BLOCKED, and the CPU timer is armed for when the thread has used the CPU time its next
+ * sample needs. Any other instant is a running one: an open wait is written as one WAITING
+ * sample whose weight is the wait's length in periods (wall time minus CPU time used), and the
+ * credit rule pays whole periods of CPU time used since the last sample as one ON_CPU sample
+ * of that weight. ospreyd is told when the next sample will be due, from the thread's recent
+ * share of a CPU, so a thread sharing a core with 31 others is signalled every 32 ticks, not
+ * every tick.
+ *
+ * Async-signal-safe throughout: clock_gettime, timer_settime and process_vm_readv are plain
+ * system calls (clock_gettime and timer_settime are on POSIX's list, XSH 2.4.3); the walk is a
+ * pure function; records go to the thread's own slot ring; errno is saved and restored.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "osp_shim.h"
+
+static uint64_t period_ns = 1000000000u / 997u;
+
+void osp__handler_set_rate(uint32_t rate_hz)
+{
+    period_ns = 1000000000u / (rate_hz ? rate_hz : 997u);
+}
+
+uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t period,
+                          uint64_t *needed_ns)
+{
+    uint32_t weight = 0;
+    int64_t credit = (int64_t)(cpu_ns - c->paid_ns);
+    if (credit >= (int64_t)(period / 2)) {
+        uint64_t w = ((uint64_t)credit + period / 2) / period;
+        if (w > OSP__MAX_WEIGHT) {
+            /* Older CPU time than OSP__MAX_WEIGHT periods: not this stack's. */
+            c->paid_ns = cpu_ns - OSP__MAX_WEIGHT * period;
+            w = OSP__MAX_WEIGHT;
+        }
+        weight = (uint32_t)w;
+        c->paid_ns += w * period;
+        credit = (int64_t)(cpu_ns - c->paid_ns);
+    }
+    /* The next sample is due when the credit reaches half a period again. */
+    int64_t needed = (int64_t)(period / 2) - credit;
+    *needed_ns = needed > 0 ? (uint64_t)needed : 0;
+    return weight;
+}
+
+uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024)
+{
+    if (share_1024 == 0)
+        share_1024 = 1;
+    if (share_1024 > 1024)
+        share_1024 = 1024;
+    return now_ns + needed_ns * 1024u / share_1024;
+}
+
+/* Async-signal-safe. */
+static uint64_t clock_now(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts); /* async-signal-safe: POSIX.1-2008 XSH 2.4.3 */
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Read n code bytes at addr without faulting. Async-signal-safe. */
+static int read_code(uint64_t addr, void *out, size_t n)
+{
+    struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+int osp__context_in_syscall(const void *context)
+{
+    const ucontext_t *uc = context;
+#if defined(__x86_64__)
+    uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    uint64_t ax = (uint64_t)uc->uc_mcontext.gregs[REG_RAX];
+    unsigned char code[2];
+    /* A restart: the kernel put the syscall number back in rax and rewound rip by the two
+     * bytes of `syscall` (0f 05). */
+    if (ax < 4096 && read_code(pc, code, 2) == 0 && code[0] == 0x0f && code[1] == 0x05)
+        return 1;
+    /* Interrupted for good: rax is -EINTR right after a `syscall`. */
+    if (ax == (uint64_t)-EINTR && pc >= 2 && read_code(pc - 2, code, 2) == 0 && code[0] == 0x0f &&
+        code[1] == 0x05)
+        return 1;
+    return 0;
+#elif defined(__aarch64__)
+    uint64_t pc = uc->uc_mcontext.pc;
+    uint64_t x0 = uc->uc_mcontext.regs[0];
+    uint32_t insn;
+    if (read_code(pc, &insn, 4) == 0 && insn == 0xd4000001u) /* svc #0, rewound for a restart */
+        return 1;
+    if (x0 == (uint64_t)-EINTR && read_code(pc - 4, &insn, 4) == 0 && insn == 0xd4000001u)
+        return 1;
+    return 0;
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+/* Was the thread interrupted on its way out of a system call (pc right after one)?
+ * Async-signal-safe. */
+static int at_syscall_return(const void *context)
+{
+    const ucontext_t *uc = context;
+#if defined(__x86_64__)
+    uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    unsigned char code[2];
+    return pc >= 2 && read_code(pc - 2, code, 2) == 0 && code[0] == 0x0f && code[1] == 0x05;
+#elif defined(__aarch64__)
+    uint64_t pc = uc->uc_mcontext.pc;
+    uint32_t insn;
+    return read_code(pc - 4, &insn, 4) == 0 && insn == 0xd4000001u;
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+/* The interrupted thread's stack, leaf first. Async-signal-safe. */
+static uint32_t capture(const struct osp__slot *s, const void *context, uint64_t *pcs)
+{
+    const ucontext_t *uc = context;
+    uint64_t pc = 0, fp = 0, sp = 0, lr = 0, caller = 0;
+#if defined(__x86_64__)
+    pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
+    sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+    /* In a prologue or at a ret, the caller is found on the stack, not through rbp. */
+    if (sp >= s->stack_lo && sp < s->stack_hi)
+        caller = osp__unwind_x86_frameless_return(pc, sp, s->stack_hi);
+#elif defined(__aarch64__)
+    pc = uc->uc_mcontext.pc;
+    fp = uc->uc_mcontext.regs[29];
+    lr = osp__strip_pac(uc->uc_mcontext.regs[30]);
+    sp = uc->uc_mcontext.sp;
+#endif
+    if (sp < s->stack_lo || sp >= s->stack_hi) {
+        pcs[0] = pc; /* on another stack (sigaltstack): the pc alone */
+        return 1;
+    }
+    if (caller != 0) {
+        pcs[0] = pc;
+        return 1 + osp__unwind_walk(caller, fp, sp, s->stack_hi, pcs + 1, OSP_MAX_DEPTH - 1);
+    }
+    return lr ? osp__unwind_walk_lr(pc, lr, fp, sp, s->stack_hi, pcs, OSP_MAX_DEPTH)
+              : osp__unwind_walk(pc, fp, sp, s->stack_hi, pcs, OSP_MAX_DEPTH);
+}
+
+/* Arm the thread's CPU-time timer to fire after `cpu_ns` more of its CPU time.
+ * Async-signal-safe. */
+static void arm_timer(struct osp__slot *s, uint64_t cpu_ns)
+{
+    if (s->timer < 0)
+        return;
+    if (cpu_ns < 1000)
+        cpu_ns = 1000;
+    s->timer_expiry_cpu_ns = s->last_cpu_ns + cpu_ns;
+    struct itimerspec its = {
+        .it_value = {(time_t)(cpu_ns / 1000000000u), (long)(cpu_ns % 1000000000u)}};
+    syscall(SYS_timer_settime, s->timer, 0, &its, NULL); /* async-signal-safe: XSH 2.4.3 */
+}
+
+void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
+                     uint64_t cpu_ns)
+{
+    if (!s->wait_open)
+        return;
+    s->wait_open = 0;
+    uint64_t wall = now_ns > s->wait_t_ns ? now_ns - s->wait_t_ns : 0;
+    uint64_t used = cpu_ns > s->wait_cpu_ns ? cpu_ns - s->wait_cpu_ns : 0;
+    uint64_t waited = wall > used ? wall - used : 0;
+    uint64_t weight = (waited + period_ns / 2) / period_ns;
+    if (weight == 0)
+        return;
+    if (weight > UINT32_MAX)
+        weight = UINT32_MAX;
+    osp__emit_sample(w, s, s->wait_t_ns, OSP_STATE_WAITING, (uint32_t)weight, s->wait_pcs,
+                     s->wait_depth);
+}
+
+/* Async-signal-safe. */
+static void publish(struct osp__slot *s, uint32_t state, uint64_t due_ns)
+{
+    if (s->shared == NULL)
+        return;
+    atomic_store_explicit(&s->shared->next_due_ns, due_ns, memory_order_relaxed);
+    atomic_store_explicit(&s->shared->state, state, memory_order_relaxed);
+}
+
+/* Async-signal-safe. */
+void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
+{
+    if (!osp__sigprof_is_ours(info)) {
+        osp__sigprof_forward(sig, info, context); /* the program's, not ours (signals.c) */
+        return;
+    }
+    int saved_errno = errno;
+    struct osp__slot *s = osp__tls_slot;
+    if (s != NULL && s->shared != NULL && context != NULL) {
+        uint64_t now = clock_now(CLOCK_MONOTONIC);
+        uint64_t cpu = clock_now(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t needed = 0;
+        uint64_t prev_run_ns = s->last_run_ns, prev_cpu_ns = s->last_cpu_ns;
+        s->last_run_ns = now;
+        s->last_cpu_ns = cpu;
+        if (info->si_code == SI_TIMER)
+            s->timer_expiry_cpu_ns = 0; /* it fired: no longer armed */
+        if (osp__context_in_syscall(context)) {
+            /* Blocked in the kernel: no on-CPU time here. The wait's stack, once. */
+            if (!s->wait_open) {
+                s->wait_depth = capture(s, context, s->wait_pcs);
+                s->wait_t_ns = now;
+                s->wait_cpu_ns = cpu;
+                s->wait_open = 1;
+            }
+            int64_t credit = (int64_t)(cpu - s->credit.paid_ns);
+            needed = credit < (int64_t)(period_ns / 2) ? period_ns / 2 - (uint64_t)credit : 0;
+            arm_timer(s, needed);
+            publish(s, OSP_SLOT_BLOCKED, UINT64_MAX);
+        } else {
+            osp__close_wait(&s->ring, s, now, cpu);
+            /* Not every delivery is a running instant of the program's own:
+             * - a signal held back during a guarded call lands as SIGPROF is unblocked, in our
+             *   own code;
+             * - one of ospreyd's that waited long for the thread (it was blocked, then woken,
+             *   then waiting for a CPU) lands where the thread resumes: on the way out of the
+             *   system call it slept in, where the CPU time it is owed was not spent.
+             * Then the credit waits: the CPU-time timer fires at the next kernel tick at which
+             * the thread is running, a truly running instant. */
+            int resumed =
+                info->si_code == SI_QUEUE && s->shared != NULL &&
+                now - atomic_load_explicit(&s->shared->last_signal_ns, memory_order_relaxed) >
+                    period_ns / 2 &&
+                at_syscall_return(context);
+            int defer = s->guard_leaving || resumed;
+            uint32_t weight = defer ? 0 : osp__credit_take(&s->credit, cpu, period_ns, &needed);
+            if (weight > 0) {
+                uint64_t pcs[OSP_MAX_DEPTH];
+                uint32_t depth = capture(s, context, pcs);
+                osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth);
+            }
+            if (defer) {
+                int64_t credit = (int64_t)(cpu - s->credit.paid_ns);
+                needed = credit < (int64_t)(period_ns / 2) ? period_ns / 2 - (uint64_t)credit : 0;
+                publish(s, OSP_SLOT_RUNNING, UINT64_MAX); /* the timer takes it from here */
+                arm_timer(s, needed);
+            } else {
+                /* Its recent share of a CPU says when the next sample will be due. */
+                uint64_t wall = now - prev_run_ns, used = cpu - prev_cpu_ns;
+                uint32_t share = wall > 0 && used < wall ? (uint32_t)(used * 1024u / wall) : 1024u;
+                publish(s, OSP_SLOT_RUNNING, osp__due_time(now, needed, share));
+                /* A net under ospreyd: the timer fires if several periods pass unsampled.
+                 * Moved forward only now and then: a system call saved on most samples. */
+                if (s->timer_expiry_cpu_ns < cpu + needed + 2 * period_ns)
+                    arm_timer(s, needed + 6 * period_ns);
+            }
+        }
+        if (info->si_code == SI_QUEUE) /* ospreyd's, not the timer's */
+            /* Release (E): pairs with ospreyd's acquire (F); next_due_ns is seen with it. */
+            atomic_fetch_add_explicit(&s->shared->signals_handled, 1, memory_order_release);
+    }
+    errno = saved_errno;
+}
+
+void osp__guard_wait_begin(struct osp__slot *s)
+{
+    if (s->shared == NULL)
+        return;
+    /* SIGPROF is blocked: the handler cannot run on this thread until guard_wait_end. */
+    if (!s->wait_open) {
+        uint64_t pcs[OSP_MAX_DEPTH];
+        uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+        uint64_t sp = (uint64_t)(uintptr_t)&pcs[0];
+        /* Our own frames (this function and the interposer) are left out: the wait belongs
+         * to whoever called the blocking function. */
+        uint32_t depth = osp__unwind_walk(0, fp, sp < s->stack_lo ? s->stack_lo : sp, s->stack_hi,
+                                          pcs, OSP_MAX_DEPTH);
+        uint32_t skip = depth > 2 ? 2 : 0;
+        memcpy(s->wait_pcs, pcs + skip, (depth - skip) * sizeof(uint64_t));
+        s->wait_depth = depth - skip;
+        s->wait_t_ns = clock_now(CLOCK_MONOTONIC);
+        s->wait_cpu_ns = clock_now(CLOCK_THREAD_CPUTIME_ID);
+        s->wait_open = s->wait_depth > 0;
+    }
+    publish(s, OSP_SLOT_GUARDED, UINT64_MAX);
+}
+
+void osp__guard_wait_end(struct osp__slot *s)
+{
+    if (s->shared == NULL)
+        return;
+    uint64_t now = clock_now(CLOCK_MONOTONIC);
+    osp__close_wait(&s->ring, s, now, clock_now(CLOCK_THREAD_CPUTIME_ID));
+    /* Running again; ospreyd signals it when its next sample is due (now: the credit rule
+     * decides whether that signal gives a sample). */
+    s->last_run_ns = now;
+    s->guard_leaving = 1; /* cleared by guard.c once SIGPROF is unblocked */
+    publish(s, OSP_SLOT_RUNNING, now);
+}
+
+int osp__cpu_timer_create(void)
+{
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SIGPROF;
+    sev.sigev_value.sival_ptr = osp__sigprof_cookie();
+    sev._sigev_un._tid = gettid();
+    int timer = -1;
+    /* The raw call: the C library's timer_create starts a helper thread for SIGEV_THREAD, and
+     * we want nothing of it. */
+    if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &timer) != 0)
+        return -1;
+    return timer;
+}
+
+void osp__cpu_timer_delete(int timer)
+{
+    if (timer >= 0)
+        syscall(SYS_timer_delete, timer);
+}
