@@ -79,12 +79,9 @@ static const char usage_text[] =
     "  STEM.folded           on-CPU folded stacks for flamegraph.pl\n"
     "  STEM.offcpu.folded    off-CPU (waiting) folded stacks\n"
     "  STEM.profile.json     summary for the VS Code extension\n"
-<<<<<<< HEAD
-    "  STEM.html             the flame graph as one offline page (any browser)\n"
-=======
     "  STEM.pb.gz            pprof: go tool pprof -http=: STEM.pb.gz\n"
     "  STEM.trace.json       timeline: Chrome DevTools Performance panel or ui.perfetto.dev\n"
->>>>>>> main
+    "  STEM.html             the flame graph as one offline page (any browser)\n"
     "  STEM.raw.json         the raw profile, for `osprey report` (--profile only)\n"
     "\n"
     "Environment: OSPREY_PROFILE_HZ=N samples per second (10..10000, default 997);\n"
