@@ -223,7 +223,7 @@ test('the profiler\'s own osp__ frames are dropped from every stack', () => {
 
 /* One source for all numbers: the table of a real run, all fibers, is the exporter's own
  * profile.json (which the terminal report prints): same functions, counts and percentages. */
-for (const stem of ['real-hotspot', 'real-mixed']) {
+for (const stem of ['real-hotspot', 'real-mixed', 'real-mixed-weighted']) {
   test(`${stem}: the hot table is profile.json's functions, number for number`, () => {
     const flamePath = path.join(FIXTURES, `${stem}.speedscope.json`);
     const summaryPath = path.join(FIXTURES, `${stem}.profile.json`);
