@@ -52,6 +52,9 @@ before(async () => {
   // Where the README's build puts the CLI; no osprey on PATH and no setting.
   mkdirSync(join(workspace, 'build/tools'), { recursive: true });
   symlinkSync(cli, join(workspace, 'build/tools/osprey'));
+  // First a setting that points nowhere (removed again before the real run).
+  mkdirSync(join(workspace, '.vscode'));
+  writeFileSync(join(workspace, '.vscode/settings.json'), JSON.stringify({ 'osprey.cliPath': '/no/such/osprey' }));
   editor = await startEditor({ vsix, workspace });
   page = editor.page;
 });
@@ -64,6 +67,23 @@ after(async () => {
 
 test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout: 600_000 }, async (t) => {
   await openFile(page, 'hotspot.c');
+
+  await t.test('a CLI that is not there: one message, and a button to the setting', async () => {
+    await runCommand(page, 'Osprey: Profile Current File');
+    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'Osprey: the osprey CLI was not found' });
+    await toast.waitFor({ timeout: 30_000 });
+    assert.match(await toast.innerText(), /\/no\/such\/osprey/);
+    await toast.getByRole('button', { name: 'Open Setting' }).click();
+    await page.locator('.settings-editor').waitFor({ timeout: 15_000 });
+    await page.locator('.settings-editor .setting-item-contents', { hasText: 'Cli Path' }).first().waitFor({ timeout: 15_000 });
+    await page.keyboard.press('Control+W');
+    // Back to the defaults: the README's build/tools/osprey is found without a setting.
+    rmSync(join(workspace, '.vscode'), { recursive: true });
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: '.vscode' }).waitFor({ state: 'detached', timeout: 30_000 });
+    await page.waitForTimeout(1000);
+    await openFile(page, 'hotspot.c');
+  });
+
   await runCommand(page, 'Osprey: Profile Current File');
 
   await t.test('a progress notification while the CLI runs', async () => {
