@@ -69,19 +69,29 @@ static const char *const SPEEDSCOPE =
     "{\"shared\":{\"frames\":[{\"name\":\"</script><b>x\"}]},\"profiles\":[{\"type\":\"sampled\","
     "\"name\":\"fiber 1 (main)\",\"unit\":\"milliseconds\",\"samples\":[[0]],\"weights\":[1]}]}";
 
-START_TEST(fills_title_and_profile_with_no_raw_less_than)
+/* Writes `<dir>/<name>.speedscope.json` (and `.profile.json` unless NULL), makes the page and
+ * returns its text. */
+static char *page_for(const char *name, const char *speedscope, const char *summary)
 {
     char stem[256], path[300];
-    snprintf(stem, sizeof stem, "%s/a&b", dir);
+    snprintf(stem, sizeof stem, "%s/%s", dir, name);
     snprintf(path, sizeof path, "%s.speedscope.json", stem);
-    write_file(path, SPEEDSCOPE);
-    snprintf(path, sizeof path, "%s.profile.json", stem);
-    write_file(path, "{\"version\":1,\"note\":\"<!--\"}");
+    write_file(path, speedscope);
+    if (summary != NULL) {
+        snprintf(path, sizeof path, "%s.profile.json", stem);
+        write_file(path, summary);
+    }
     struct ospx_error error = {0};
     ck_assert_int_eq(ospx_html_write(stem, &error), 0);
     snprintf(path, sizeof path, "%s.html", stem);
     char *page = read_file(path);
     ck_assert_ptr_nonnull(page);
+    return page;
+}
+
+START_TEST(fills_title_and_profile_with_no_raw_less_than)
+{
+    char *page = page_for("a&b", SPEEDSCOPE, "{\"version\":1,\"note\":\"<!--\"}");
     ck_assert_ptr_null(strstr(page, "@OSPREY_DATA@"));
     ck_assert_ptr_null(strstr(page, "@OSPREY_TITLE@"));
     ck_assert_ptr_nonnull(strstr(page, "<title>Osprey: a&amp;b</title>"));
@@ -101,14 +111,7 @@ END_TEST
 
 START_TEST(no_profile_json_is_null)
 {
-    char stem[256], path[300];
-    snprintf(stem, sizeof stem, "%s/only", dir);
-    snprintf(path, sizeof path, "%s.speedscope.json", stem);
-    write_file(path, SPEEDSCOPE);
-    struct ospx_error error = {0};
-    ck_assert_int_eq(ospx_html_write(stem, &error), 0);
-    snprintf(path, sizeof path, "%s.html", stem);
-    char *page = read_file(path);
+    char *page = page_for("only", SPEEDSCOPE, NULL);
     json_t *data = embedded_data(page);
     ck_assert(json_is_null(json_object_get(data, "summary")));
     json_decref(data);
