@@ -104,6 +104,22 @@ static FILE *run_report_stream(void)
     return isatty(STDOUT_FILENO) ? stdout : stderr;
 }
 
+/* True when a --format list (NULL or "": all) includes the speedscope output, which
+ * <stem>.html is made from. */
+static int writes_speedscope(const char *formats)
+{
+    if (formats == NULL || formats[0] == '\0')
+        return 1;
+    for (const char *at = formats; *at != '\0';) {
+        size_t length = strcspn(at, ",");
+        if ((length == 3 && strncmp(at, "all", 3) == 0) ||
+            (length == 10 && strncmp(at, "speedscope", 10) == 0))
+            return 1;
+        at += length + (at[length] == ',');
+    }
+    return 0;
+}
+
 /* Post-process raw into the outputs at stem and the report on `report`. Returns 0, or
  * -errno with the problem formatted into message. */
 static int post_process(const char *raw, const char *stem, const struct osprey_options *view,
@@ -132,9 +148,9 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
     memset(&error, 0, sizeof error);
     fflush(stdout);
     result = ospx_process(&options, &error);
-    if (result == 0) {
-        /* The flame graph as one offline page, beside the other outputs (the report's
-         * "written:" list above ends with the paths; this one joins it). */
+    if (result == 0 && writes_speedscope(view->formats)) {
+        /* The flame graph as one offline page, built from the speedscope file just written
+         * (the report's "written:" list above ends with the paths; this one joins it). */
         result = ospx_html_write(stem, &error);
         if (result == 0 && report != NULL)
             fprintf(report, "  %s.html\n", stem);

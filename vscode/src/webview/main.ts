@@ -191,6 +191,7 @@ function draw(): void {
   const scale = width / (state.viewEnd - state.viewStart);
   context.font = `12px ${cssFont()}`;
   context.textBaseline = 'middle';
+  const matchColour = state.matches ? cssVariable('--osprey-match', '#1e90ff') : '';
   // Rows are sorted and non-overlapping: start each at the first rect reaching the view.
   for (const row of layout.byDepth) {
     for (let index = firstRectEndingAfter(row, state.viewStart); index < row.length; index++) {
@@ -201,7 +202,7 @@ function draw(): void {
       const matched = state.matches !== undefined && state.matches[rect.frame] === 1;
       if (matched && w < MIN_MATCH_WIDTH) w = MIN_MATCH_WIDTH;
       else if (w < 0.5) continue;
-      paintRect(context, profile, rect, x, w, width, matched);
+      paintRect(context, profile, rect, x, w, width, matched ? matchColour : undefined);
     }
   }
   context.globalAlpha = 1;
@@ -222,13 +223,15 @@ function paintRect(
   x: number,
   w: number,
   width: number,
-  matched: boolean,
+  /** The match colour when this frame matches the search. */
+  matchColour: string | undefined,
 ): void {
   const y = rect.depth * ROW_HEIGHT;
+  const matched = matchColour !== undefined;
   const dimmed = state.matches !== undefined && !matched;
   context.globalAlpha = dimmed ? DIMMED_ALPHA : 1;
   // A match too narrow to read is drawn in the match colour so it cannot be missed.
-  context.fillStyle = matched && w < 6 ? cssVariable('--osprey-match', '#1e90ff') : state.colours[rect.frame];
+  context.fillStyle = matched && w < 6 ? matchColour : state.colours[rect.frame];
   const left = Math.max(x, 0);
   const right = Math.min(x + w, width);
   if (matched && w < 6) {
