@@ -18,12 +18,14 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -65,6 +67,7 @@ struct ospd_daemon {
     uint64_t period_ns;
     uint8_t *slots; /* the slot table, or NULL */
     uint32_t slot_count, slot_ring_size;
+    uint64_t watch[OSP_ATTENTION_WORDS]; /* slots to look at: running, or holding samples */
     uint64_t signal_cookie;
     uv_poll_t pidfd_poll;
     uv_signal_t sigterm;
@@ -385,6 +388,16 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
      * OSPREY_PROFILE) wrote this path since this one started: keep both profiles. */
     const char *out_path = d->out_path;
     static char beside[OSP_MAX_PATH + 64];
+    /* Two daemons finishing at once must not both find the path free: they take turns on a
+     * lock of its directory, only around this check and the rename. */
+    int dir_lock = -1;
+    char *dir_copy = strdup(out_path);
+    if (dir_copy != NULL) {
+        dir_lock = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        free(dir_copy);
+        if (dir_lock >= 0)
+            flock(dir_lock, LOCK_EX);
+    }
     struct stat st;
     if (stat(out_path, &st) == 0 &&
         (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec >=
@@ -394,6 +407,8 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         atomic_store_explicit(&d->header->wrote_beside, 1, memory_order_relaxed);
     }
     int rc = ospd_raw_write(c, out_path, err, sizeof err);
+    if (dir_lock >= 0)
+        close(dir_lock); /* and its lock */
     snprintf(d->written_path, sizeof d->written_path, "%s", out_path);
     if (rc != 0)
         snprintf(line, sizeof line, "ospreyd could not write the profile: %s", err);
@@ -480,16 +495,37 @@ static uint32_t slots_in_use(const struct ospd_daemon *d)
     return n < d->slot_count ? n : d->slot_count;
 }
 
+/* Drain the slots on the watch list (every slot in use when `all`). Returns the first
+ * parser error, or 0. */
+static int drain_slots(struct ospd_daemon *d, bool all)
+{
+    uint32_t used = slots_in_use(d);
+    int rc = 0;
+    if (all) {
+        for (uint32_t i = 0; i < used && rc == 0; i++)
+            rc = drain_slot(d, i);
+        return rc;
+    }
+    if (d->slots != NULL)
+        ospd_watch_take(d->header, d->watch);
+    for (uint32_t w = 0; w < OSP_ATTENTION_WORDS && rc == 0; w++)
+        for (uint64_t bits = d->watch[w]; bits != 0 && rc == 0; bits &= bits - 1) {
+            uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
+            if (i < used)
+                rc = drain_slot(d, i);
+        }
+    return rc;
+}
+
 /* Consume everything the shim has published. Returns true when the profile has finished. */
 static bool drain(struct ospd_daemon *d)
 {
     if (d->finished)
         return true;
     struct osp_ring_header *h = d->header;
-    int slot_rc = 0;
-    uint32_t used = slots_in_use(d);
-    for (uint32_t i = 0; i < used && slot_rc == 0; i++)
-        slot_rc = drain_slot(d, i);
+    /* Acquire: after the shim's EXITED, every ring is read to the end, watched or not. */
+    bool all = atomic_load_explicit(&h->shim_state, memory_order_acquire) == OSP_SHIM_EXITED;
+    int slot_rc = drain_slots(d, all);
     uint64_t head = osp_ring_load_head_acquire(h); /* (C) pairs with (B) */
     uint64_t new_tail;
     int rc = ospd_parse(&d->collector, d->data, d->data_size, d->tail, head, &new_tail);
@@ -499,10 +535,12 @@ static bool drain(struct ospd_daemon *d)
     }
     /* Samples of threads whose start was only now parsed, and those written after the
      * first pass. */
-    for (uint32_t i = 0; i < used && slot_rc == 0 && rc == 0; i++)
-        slot_rc = drain_slot(d, i);
+    if (slot_rc == 0 && rc == 0)
+        slot_rc = drain_slots(d, all || d->collector.exit_seen);
     if (rc == 0)
         rc = slot_rc;
+    if (d->slots != NULL)
+        ospd_watch_settle(d->slots, d->slot_ring_size, d->watch);
     /* Relaxed: set by a signal handler on this same thread. */
     if (atomic_load_explicit(&ring_truncated, memory_order_relaxed)) {
         snprintf(d->collector.error, sizeof d->collector.error,
@@ -615,7 +653,7 @@ static void on_tick(uv_poll_t *poll, int status, int events)
         return;
     uint64_t tick_now = clock_ns(CLOCK_MONOTONIC);
     uint32_t running = ospd_signal_round(d->header, d->slots, d->slot_count, d->slot_ring_size,
-                                         d->collector.pid, d->signal_cookie, tick_now);
+                                         d->collector.pid, d->signal_cookie, tick_now, d->watch);
     arm_tick(d, tick_now, running == 0);
     if (drain(d))
         return;

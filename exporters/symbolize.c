@@ -22,7 +22,6 @@
  */
 #include <elf.h>
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -31,6 +30,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -185,7 +185,7 @@ static void arm_timer(struct osp__slot *s, uint64_t cpu_ns)
     s->timer_expiry_cpu_ns = s->last_cpu_ns + cpu_ns;
     struct itimerspec its = {
         .it_value = {(time_t)(cpu_ns / 1000000000u), (long)(cpu_ns % 1000000000u)}};
-    syscall(SYS_timer_settime, s->timer, 0, &its, NULL); /* async-signal-safe: XSH 2.4.3 */
+    osp__sys(SYS_timer_settime, s->timer, 0, (long)&its, 0, 0); /* async-signal-safe: XSH 2.4.3 */
 }
 
 void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
@@ -213,6 +213,18 @@ static void publish(struct osp__slot *s, uint32_t state, uint64_t due_ns)
         return;
     atomic_store_explicit(&s->shared->next_due_ns, due_ns, memory_order_relaxed);
     atomic_store_explicit(&s->shared->state, state, memory_order_relaxed);
+    if (state == OSP_SLOT_RUNNING)
+        osp__slot_wants_attention(s);
+}
+
+void osp__slot_wants_attention(const struct osp__slot *s)
+{
+    struct osp_ring_header *h = osp__header;
+    if (h == NULL || s->index >= OSP_ATTENTION_WORDS * 64)
+        return;
+    /* Release: ospreyd, whose exchange of the word is acquire, sees the state stored above. */
+    atomic_fetch_or_explicit(&h->attention[s->index / 64], UINT64_C(1) << (s->index % 64),
+                             memory_order_release);
 }
 
 /* Async-signal-safe. */
@@ -337,7 +349,7 @@ int osp__cpu_timer_create(void)
     int timer = -1;
     /* The raw call: the C library's timer_create starts a helper thread for SIGEV_THREAD, and
      * we want nothing of it. */
-    if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &timer) != 0)
+    if (osp__sys(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, (long)&sev, (long)&timer, 0, 0) != 0)
         return -1;
     return timer;
 }
@@ -345,5 +357,5 @@ int osp__cpu_timer_create(void)
 void osp__cpu_timer_delete(int timer)
 {
     if (timer >= 0)
-        syscall(SYS_timer_delete, timer);
+        osp__sys(SYS_timer_delete, timer, 0, 0, 0, 0);
 }

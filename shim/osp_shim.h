@@ -16,6 +16,7 @@
 #ifndef OSP_SHIM_H
 #define OSP_SHIM_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,6 +25,40 @@
 #include <time.h>
 
 #include "osp_ring.h"
+
+/* ---- system calls ------------------------------------------------------------------------ */
+
+/* A system call made directly, never through the C library's syscall(), which the shim
+ * interposes (guard.c): inside the handler that would be a symbol lookup in a signal handler,
+ * and every call a detour. Returns the result, or -1 with errno set. Async-signal-safe. */
+static inline long osp__sys(long nr, long a, long b, long c, long d, long e)
+{
+    long ret;
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+                     : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = nr;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    register long x4 __asm__("x4") = e;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+    ret = x0;
+#else
+#error "osp__sys: x86_64 and aarch64 only"
+#endif
+    if (ret < 0 && ret > -4096) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return ret;
+}
 
 /* ---- unwind.c ---------------------------------------------------------------------------- */
 
@@ -233,6 +268,8 @@ uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024)
  * will restart, or one that returns EINTR)? Reads the code bytes at the pc with
  * process_vm_readv. Async-signal-safe. */
 int osp__context_in_syscall(const void *ucontext);
+/* Ask ospreyd to look at this slot again (proto/osp_ring.h, attention). Async-signal-safe. */
+void osp__slot_wants_attention(const struct osp__slot *s);
 /* The SIGPROF handler. */
 void osp__sigprof_handler(int sig, siginfo_t *info, void *context);
 /* The sampling period in ns, set once at boot. */

@@ -26,8 +26,8 @@ extern "C" {
 #endif
 
 /* Read OSPREY_PROFILE and OSPREY_PROFILE_HZ once and, when asked to, set up the shared memory
- * and start ospreyd. Idempotent; the shared library calls it from a constructor. A runtime linking the
- * static archive calls it first thing in main (its constructor also calls it). */
+ * and start ospreyd. Idempotent; the shared library calls it from a constructor. A runtime linking
+ * the static archive calls it first thing in main (its constructor also calls it). */
 OSP_PROF_API void osp_prof_boot(void);
 
 /* Nonzero when this process is being profiled. */

@@ -752,7 +752,9 @@ START_TEST(bookkeeping_stays_out_of_the_program_environment)
     run(&r, "test-shim-target", args, with_env(profiled_env("env.json", NULL, 1), daemon));
     ck_assert_int_eq(r.status, 0);
     ck_assert_str_eq(r.out, "bookkeeping visible 0\n");
-    ck_assert_int_eq(profiles("env."), 3); /* ours, the shell's, the child's */
+    /* ours and the child's beside it (the shell's too, once its ospreyd sees it exec'd away);
+     * without the bookkeeping the child would take our path */
+    ck_assert_int_ge(profiles("env."), 2);
 }
 END_TEST
 
