@@ -22,110 +22,22 @@
 
 #include "ospx_internal.h"
 
-enum node_kind { NODE_ROOT, NODE_FIBER, NODE_FUNCTION, NODE_WAITING };
-
-#define NO_NODE UINT32_MAX
-
-struct node {
-    enum node_kind kind;
-    uint32_t value; /* fiber index or function index */
-    uint32_t parent;
-    uint32_t first_child, last_child, next_sibling;
-    uint64_t hits;
-    uint32_t id; /* 1-based, pre-order */
-};
-
-/* The call tree, with an open-addressing index from (parent, kind, value) to the child node:
- * a node can have thousands of children (every function main calls), so no list walks. */
-struct tree {
-    struct node *nodes;
-    size_t count, capacity;
-    uint32_t *slots;   /* node indices; NO_NODE marks a free slot */
-    size_t slot_count; /* a power of two, kept above twice the node count */
-};
-
-static size_t slot_of(const struct tree *tree, uint32_t parent, enum node_kind kind, uint32_t value)
-{
-    uint64_t h = ((uint64_t)parent << 32 | value) * UINT64_C(0x9e3779b97f4a7c15);
-    h ^= (uint64_t)kind * UINT64_C(0xc2b2ae3d27d4eb4f);
-    return (size_t)(h >> 17) & (tree->slot_count - 1);
-}
-
-static int tree_rehash(struct tree *tree, size_t slot_count)
-{
-    uint32_t *slots = malloc(slot_count * sizeof *slots);
-    if (slots == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < slot_count; i++)
-        slots[i] = NO_NODE;
-    free(tree->slots);
-    tree->slots = slots;
-    tree->slot_count = slot_count;
-    for (uint32_t n = 1; n < tree->count; n++) { /* the root is nobody's child */
-        const struct node *node = &tree->nodes[n];
-        size_t slot = slot_of(tree, node->parent, node->kind, node->value);
-        while (tree->slots[slot] != NO_NODE)
-            slot = (slot + 1) & (tree->slot_count - 1);
-        tree->slots[slot] = n;
-    }
-    return 0;
-}
-
-static int tree_init(struct tree *tree)
-{
-    *tree = (struct tree){malloc(64 * sizeof(struct node)), 1, 64, NULL, 0};
-    if (tree->nodes == NULL || tree_rehash(tree, 256) != 0)
-        return -ENOMEM;
-    tree->nodes[0] = (struct node){NODE_ROOT, 0, NO_NODE, NO_NODE, NO_NODE, NO_NODE, 0, 0};
-    return 0;
-}
-
-/* The child of `parent` for (kind, value), created when missing; NO_NODE when out of memory. */
-static uint32_t child_of(struct tree *tree, uint32_t parent, enum node_kind kind, uint32_t value)
-{
-    size_t slot = slot_of(tree, parent, kind, value);
-    for (; tree->slots[slot] != NO_NODE; slot = (slot + 1) & (tree->slot_count - 1)) {
-        const struct node *node = &tree->nodes[tree->slots[slot]];
-        if (node->parent == parent && node->kind == kind && node->value == value)
-            return tree->slots[slot];
-    }
-    if (tree->count == tree->capacity) {
-        size_t capacity = tree->capacity * 2;
-        struct node *nodes = realloc(tree->nodes, capacity * sizeof *nodes);
-        if (nodes == NULL)
-            return NO_NODE;
-        tree->nodes = nodes;
-        tree->capacity = capacity;
-    }
-    uint32_t c = (uint32_t)tree->count++;
-    tree->nodes[c] = (struct node){kind, value, parent, NO_NODE, NO_NODE, NO_NODE, 0, 0};
-    if (tree->nodes[parent].last_child == NO_NODE)
-        tree->nodes[parent].first_child = c;
-    else
-        tree->nodes[tree->nodes[parent].last_child].next_sibling = c;
-    tree->nodes[parent].last_child = c;
-    tree->slots[slot] = c;
-    if (tree->count * 2 > tree->slot_count && tree_rehash(tree, tree->slot_count * 2) != 0)
-        return NO_NODE;
-    return c;
-}
-
 /* The leaf node of one sample, creating its path from the root. */
-static uint32_t sample_leaf(struct tree *tree, const struct ospx_model *model,
+static uint32_t sample_leaf(struct ospx__tree *tree, const struct ospx_model *model,
                             const uint32_t *function_of, const struct ospx_sample *sample)
 {
     if (sample->state != 0)
-        return child_of(tree, 0, NODE_WAITING, 0);
-    uint32_t node = child_of(tree, 0, NODE_FIBER, sample->thread);
+        return ospx__tree_child(tree, 0, OSPX_NODE_WAITING, 0);
+    uint32_t node = ospx__tree_child(tree, 0, OSPX_NODE_FIBER, sample->thread);
     size_t depth;
     const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
-    for (size_t k = depth; k-- > 0 && node != NO_NODE;)
-        node = child_of(tree, node, NODE_FUNCTION, function_of[frames[k]]);
+    for (size_t k = depth; k-- > 0 && node != OSPX_NO_NODE;)
+        node = ospx__tree_child(tree, node, OSPX_NODE_FUNCTION, function_of[frames[k]]);
     return node;
 }
 
 /* Number the nodes 1..N in pre-order. */
-static int number_nodes(struct tree *tree)
+static int number_nodes(struct ospx__tree *tree)
 {
     uint32_t *pending = malloc(tree->count * sizeof *pending);
     if (pending == NULL)
@@ -138,7 +50,8 @@ static int number_nodes(struct tree *tree)
         tree->nodes[n].id = next_id++;
         /* Push children in reverse so the first child is numbered first. */
         size_t first = top;
-        for (uint32_t c = tree->nodes[n].first_child; c != NO_NODE; c = tree->nodes[c].next_sibling)
+        for (uint32_t c = tree->nodes[n].first_child; c != OSPX_NO_NODE;
+             c = tree->nodes[c].next_sibling)
             pending[top++] = c;
         for (size_t a = first, b = top; a + 1 < b; a++, b--) {
             uint32_t swap = pending[a];
@@ -157,7 +70,7 @@ static int compare_files(const void *a, const void *b, void *context)
 }
 
 /* Per function, its scriptId: 0 without a file, else 1 + the file's rank among the files. */
-static uint32_t *script_ids(const struct ospx_model *model)
+uint32_t *ospx__script_ids(const struct ospx_model *model)
 {
     uint32_t *order = malloc((model->function_count + 1) * sizeof *order);
     uint32_t *ids = malloc((model->function_count + 1) * sizeof *ids);
@@ -219,7 +132,7 @@ static int quote_functions(const struct ospx_model *model, struct quoted_functio
     return 0;
 }
 
-static void write_node(FILE *stream, const struct tree *tree, const struct node *node,
+static void write_node(FILE *stream, const struct ospx__tree *tree, const struct ospx__node *node,
                        const struct ospx_model *model, const uint32_t *scripts,
                        const struct quoted_functions *quoted)
 {
@@ -227,15 +140,15 @@ static void write_node(FILE *stream, const struct tree *tree, const struct node 
     const char *name = "\"(root)\"", *url = "\"\"";
     uint32_t script = 0;
     int line = -1;
-    if (node->kind == NODE_FIBER) {
+    if (node->kind == OSPX_NODE_FIBER) {
         const struct ospx_fiber_stat *fiber = &model->fibers[node->value];
         snprintf(fiber_name, sizeof fiber_name, "fiber %lld (%s)", (long long)fiber->fiber,
                  fiber->label);
         fiber_quoted = ospx__json_quote(fiber_name);
         name = fiber_quoted != NULL ? fiber_quoted : "\"fiber\"";
-    } else if (node->kind == NODE_WAITING) {
+    } else if (node->kind == OSPX_NODE_WAITING) {
         name = "\"(idle)\"";
-    } else if (node->kind == NODE_FUNCTION) {
+    } else if (node->kind == OSPX_NODE_FUNCTION) {
         name = quoted->names[node->value];
         url = quoted->urls[node->value];
         script = scripts[node->value];
@@ -249,9 +162,9 @@ static void write_node(FILE *stream, const struct tree *tree, const struct node 
             name, script, url, line);
     ospx__put_uint(stream, node->hits);
     fputs(",\"children\":[", stream);
-    for (uint32_t c = node->first_child; c != NO_NODE; c = tree->nodes[c].next_sibling) {
+    for (uint32_t c = node->first_child; c != OSPX_NO_NODE; c = tree->nodes[c].next_sibling) {
         ospx__put_uint(stream, tree->nodes[c].id);
-        if (tree->nodes[c].next_sibling != NO_NODE)
+        if (tree->nodes[c].next_sibling != OSPX_NO_NODE)
             fputc(',', stream);
     }
     fputs("]}", stream);
@@ -259,8 +172,9 @@ static void write_node(FILE *stream, const struct tree *tree, const struct node 
 }
 
 /* The whole profile: nodes in pre-order (the order of their ids), then the samples. */
-static int write_profile(FILE *stream, const struct tree *tree, const struct ospx_model *model,
-                         const uint32_t *scripts, const size_t *order, const uint32_t *leaves)
+static int write_profile(FILE *stream, const struct ospx__tree *tree,
+                         const struct ospx_model *model, const uint32_t *scripts,
+                         const size_t *order, const uint32_t *leaves)
 {
     const struct ospx_raw *raw = model->raw;
     struct quoted_functions quoted;
@@ -317,10 +231,10 @@ static int write_profile(FILE *stream, const struct tree *tree, const struct osp
 int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, struct ospx_error *err)
 {
     const struct ospx_raw *raw = model->raw;
-    struct tree tree;
-    int tree_rc = tree_init(&tree);
+    struct ospx__tree tree;
+    int tree_rc = ospx__tree_init(&tree);
     uint32_t *function_of = ospx__frame_functions(model);
-    uint32_t *scripts = script_ids(model);
+    uint32_t *scripts = ospx__script_ids(model);
     size_t *order = NULL, *first = NULL;
     int order_rc = ospx__samples_by_thread(raw, &order, &first);
     uint32_t *leaves = malloc((raw->sample_count + 1) * sizeof *leaves);
@@ -334,14 +248,14 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
         cache == NULL)
         goto out;
     for (size_t s = 0; s < raw->stack_count; s++)
-        cache[s].node = NO_NODE;
+        cache[s].node = OSPX_NO_NODE;
     for (size_t i = 0; i < raw->sample_count; i++) {
         const struct ospx_sample *sample = &raw->samples[order[i]];
         uint32_t leaf = cache[sample->stack].node;
-        if (leaf == NO_NODE || cache[sample->stack].thread != sample->thread ||
+        if (leaf == OSPX_NO_NODE || cache[sample->stack].thread != sample->thread ||
             cache[sample->stack].state != sample->state) {
             leaf = sample_leaf(&tree, model, function_of, sample);
-            if (leaf == NO_NODE)
+            if (leaf == OSPX_NO_NODE)
                 goto out;
             cache[sample->stack].thread = sample->thread;
             cache[sample->stack].state = sample->state;
@@ -366,8 +280,7 @@ out:
     if (rc == -ENOMEM)
         ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     free(cache);
-    free(tree.nodes);
-    free(tree.slots);
+    ospx__tree_free(&tree);
     free(function_of);
     free(scripts);
     free(order);

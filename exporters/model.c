@@ -85,7 +85,7 @@ static int compare_occurrences(const void *a, const void *b)
 
 /* The source line of position k of stack s: the per-stack line when the symbolizer gave one,
  * else the frame's own. */
-static int position_line(const struct ospx_symbols *symbols, uint32_t s, size_t k)
+int ospx__position_line(const struct ospx_symbols *symbols, uint32_t s, size_t k)
 {
     if (symbols->stack_lines != NULL && symbols->stack_lines[s] != NULL)
         return symbols->stack_lines[s][k];
@@ -181,7 +181,7 @@ static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_
         uint64_t weight = on_cpu_per_stack[s];
         for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++) {
             struct group_count *g = &groups[group_of[symbols->stack_frames[s][k]]];
-            int line = position_line(symbols, s, k);
+            int line = ospx__position_line(symbols, s, k);
             g->used = 1;
             if (line > 0 && (g->line == 0 || line < g->line))
                 g->line = line;
@@ -239,7 +239,7 @@ static int build_lines(struct ospx_model *model, const uint64_t *on_cpu_per_stac
             continue;
         for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++) {
             const char *file = ospx__str(symbols->frames[symbols->stack_frames[s][k]].file);
-            int line = position_line(symbols, s, k);
+            int line = ospx__position_line(symbols, s, k);
             if (file[0] == '\0' || line <= 0)
                 continue;
             occurrences[n++] = (struct line_occurrence){file, line, s, (uint32_t)k};

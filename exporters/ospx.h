@@ -131,6 +131,10 @@ struct ospx_symbols {
     /* per raw stack, parallel to stack_frames[i]: the source line of the frame in THIS
      * stack position (the same function is one frame, its lines differ per sample) */
     int **stack_lines;
+    /* per raw stack, parallel to stack_frames[i]: the index into raw stacks[i].pcs the frame
+     * came from (inline levels of one pc share it). NULL (or a NULL entry) when unknown: then
+     * each frame counts as its own position. */
+    uint32_t **stack_positions;
 };
 
 struct ospx_symbolize_options {
@@ -143,6 +147,20 @@ struct ospx_symbolize_options {
 int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_options *options,
                    struct ospx_symbols *out, struct ospx_error *err);
 void ospx_symbols_free(struct ospx_symbols *symbols);
+
+/* ---- which samples to look at (filter.c) ---- */
+
+struct ospx_filter {
+    const char *fiber;  /* keep one fiber: its id ("0", "-1", "4243") or its label; NULL all */
+    const char *focus;  /* POSIX extended regex: keep rows with a matching function; NULL */
+    const char *ignore; /* POSIX extended regex: drop rows with a matching function; NULL */
+};
+
+/* Keep only the rows of raw->samples the filter selects (in place, order kept). Returns 0, or
+ * -EINVAL with `err` filled for a bad regular expression or a fiber the profile does not
+ * have. */
+int ospx_filter_samples(struct ospx_raw *raw, const struct ospx_symbols *symbols,
+                        const struct ospx_filter *filter, struct ospx_error *err);
 
 /* ---- model ---- */
 
@@ -199,6 +217,10 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
 int ospx_write_folded(const struct ospx_model *model, const char *path, struct ospx_error *err);
 int ospx_write_offcpu_folded(const struct ospx_model *model, const char *path,
                              struct ospx_error *err);
+/* <stem>.trace.json: Chrome trace events, one thread track per fiber on real timestamps. */
+int ospx_write_trace(const struct ospx_model *model, const char *path, struct ospx_error *err);
+/* <stem>.pb.gz: the pprof profile (profile.proto, gzip), on-CPU samples only. */
+int ospx_write_pprof(const struct ospx_model *model, const char *path, struct ospx_error *err);
 int ospx_write_profile_json(const struct ospx_model *model, const char *path,
                             struct ospx_error *err);
 
@@ -207,21 +229,54 @@ struct ospx_report_options {
     int width; /* terminal columns; 0: 100 */
     const char *const *written_paths;
     size_t written_count; /* listed at the end */
+    size_t top;           /* rows of the table; 0: 10 */
+    int inverted;         /* 1: under each row, the callers its self time came from */
+    const char *list;     /* regex: instead of the table, the source lines of the matching
+                             functions with their self and total time (pprof -list) */
 };
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out);
 
 /* ---- the whole post-processing, as `osprey report` and `osprey FILE --profile` run it ---- */
 
+/* The output formats, by the names a formats list uses: "speedscope" <stem>.speedscope.json,
+ * "cpuprofile" <stem>.cpuprofile, "folded" <stem>.folded and <stem>.offcpu.folded, "profile"
+ * <stem>.profile.json, "pprof" <stem>.pb.gz, "trace" <stem>.trace.json; "all" is every one. */
+#define OSPX_FORMATS "speedscope, cpuprofile, folded, profile, pprof, trace, all"
+
 struct ospx_process_options {
     const char *raw_path;
-    const char *stem;   /* outputs: <stem>.speedscope.json, .cpuprofile, .folded,
-                           .profile.json */
-    const char *binary; /* --binary, or NULL */
-    FILE *report;       /* the terminal report goes here; NULL: no report */
-    int color;          /* for the report */
-    int progress;       /* symbolization progress on stderr */
+    const char *stem;          /* outputs: <stem> + the suffixes of the chosen formats */
+    const char *binary;        /* --binary, or NULL */
+    FILE *report;              /* the terminal report goes here; NULL: no report */
+    int color;                 /* for the report */
+    int progress;              /* symbolization progress on stderr */
+    const char *formats;       /* comma-separated format names (OSPX_FORMATS); NULL or "": all */
+    struct ospx_filter filter; /* which samples (every output and the report) */
+    size_t top;                /* report: rows; 0: 10 */
+    int inverted;              /* report: callers under each row */
+    const char *list;          /* report: source listing of the matching functions */
 };
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
+
+/* What ospreyd calls after a run (OSPREY_EXPORT): read the raw profile at raw_path, symbolize
+ * it and write the outputs `formats` names (a comma list of OSPX_FORMATS names, or "all"; NULL
+ * is all) beside `stem`, each atomically; no report, no progress line, nothing on stdout or
+ * stderr but the symbolizer's one-line warnings. Returns 0, or a negative errno with `err`
+ * filled ("unknown output format 'x'", the raw file's error, the output path that failed).
+ * Not thread-safe with itself only through the warnings stream; it holds no global state. */
+int ospx_export_files(const char *raw_path, const char *stem, const char *formats,
+                      struct ospx_error *err);
+
+/* ---- two profiles side by side (diff.c) ---- */
+
+struct ospx_diff_options {
+    const char *base_path, *new_path; /* raw profiles */
+    const char *stem;                 /* writes <stem>.{base,new}.{speedscope.json,pb.gz} */
+    const char *binary;               /* --binary for both, or NULL */
+    FILE *report;                     /* the functions whose self share moved most; NULL: none */
+    size_t top;                       /* rows; 0: 10 */
+};
+int ospx_diff(const struct ospx_diff_options *options, struct ospx_error *err);
 
 #endif /* OSPX_H */

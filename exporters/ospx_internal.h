@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "ospx.h"
 
@@ -29,6 +30,41 @@ static inline const char *ospx__str(const char *s)
 /* Replace, in place, every control character of `text` (C0, DEL and the UTF-8 encoded C1
  * range) with '?', so text taken from a profile cannot drive the terminal it is printed on. */
 void ospx__printable(char *text);
+
+/* ---- symbolize.c ---- */
+
+/* The image raw pc `pc` belongs to (the one whose text range holds it, else among images with
+ * no range the greatest base at or below it); UINT32_MAX when none. */
+uint32_t ospx__image_of(const struct ospx_raw *raw, uint64_t pc);
+
+/* ---- elf.c ---- */
+
+/* 0 when `path` opens without blocking as a regular file that starts with an ELF
+ * identification, and its size in *size; else -1 and why not, one short phrase, in `why`. */
+int ospx__elf_check(const char *path, off_t *size, char *why, size_t why_size);
+/* The GNU build id of the ELF object at `path` in lowercase hex; 0, or -1 ("" in out) when it
+ * has none or is no readable 64-bit little-endian ELF file. */
+int ospx__elf_build_id(const char *path, char *out, size_t out_size);
+
+/* ---- listing.c: the report's --inverted and --list ---- */
+
+struct ospx__callers;
+struct ospx__caller {
+    uint32_t function; /* index into model->functions; OSPX_NO_FUNCTION: the stack ends */
+    uint64_t self;     /* periods of the leaf's self time that came through it */
+};
+/* Who called each leaf function, per model. NULL when out of memory. */
+struct ospx__callers *ospx__callers_build(const struct ospx_model *model);
+/* The callers of model function `function`, most self time first, at most `max`. */
+size_t ospx__callers_of(const struct ospx__callers *callers, uint32_t function,
+                        struct ospx__caller *out, size_t max);
+void ospx__callers_free(struct ospx__callers *callers);
+/* 0 when `expression` compiles as a POSIX extended regex; else -EINVAL with `err`. */
+int ospx__listing_check(const char *expression, struct ospx_error *err);
+/* pprof -list: the source lines of the functions matching `expression`, with their flat and
+ * cumulative time. Returns 0 or a negative errno. */
+int ospx__print_listing(FILE *out, size_t width, const struct ospx_model *model,
+                        const char *expression);
 
 /* ---- atomic_file.c ---- */
 
@@ -54,11 +90,51 @@ void ospx__put_uint(FILE *stream, uint64_t value);
 /* Dump `root` (stolen, even on failure) to `path` atomically, followed by a newline. */
 int ospx__write_json(json_t *root, const char *path, size_t flags, struct ospx_error *err);
 
+/* ---- calltree.c ---- */
+
+enum ospx__node_kind { OSPX_NODE_ROOT, OSPX_NODE_FIBER, OSPX_NODE_FUNCTION, OSPX_NODE_WAITING };
+
+#define OSPX_NO_NODE UINT32_MAX
+
+struct ospx__node {
+    enum ospx__node_kind kind;
+    uint32_t value; /* fiber index or function index */
+    uint32_t parent;
+    uint32_t first_child, last_child, next_sibling;
+    uint64_t hits;
+    uint32_t id; /* 1-based, pre-order */
+};
+
+/* The call tree (calltree.c). */
+struct ospx__tree {
+    struct ospx__node *nodes;
+    size_t count, capacity;
+    uint32_t *slots;   /* node indices; OSPX_NO_NODE marks a free slot */
+    size_t slot_count; /* a power of two, kept above twice the node count */
+};
+
+int ospx__tree_init(struct ospx__tree *tree);
+/* The child of `parent` for (kind, value), created when missing; OSPX_NO_NODE when out of
+ * memory. */
+uint32_t ospx__tree_child(struct ospx__tree *tree, uint32_t parent, enum ospx__node_kind kind,
+                          uint32_t value);
+void ospx__tree_free(struct ospx__tree *tree);
+
+/* ---- cpuprofile.c ---- */
+
+/* Per model function, its V8 scriptId: 0 without a file, else 1 + the file's rank among the
+ * profile's sorted files. Caller frees; NULL when out of memory. */
+uint32_t *ospx__script_ids(const struct ospx_model *model);
+
 /* ---- model.c ---- */
 
 /* For each frame of model->symbols, the index of its function in model->functions
  * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure. */
 uint32_t *ospx__frame_functions(const struct ospx_model *model);
+
+/* The source line of position k of stack s: the per-stack line when the symbolizer gave one,
+ * else the frame's own. */
+int ospx__position_line(const struct ospx_symbols *symbols, uint32_t s, size_t k);
 
 /* The frames of raw stack `stack`, leaf first, and how many. */
 static inline const uint32_t *ospx__stack_frames(const struct ospx_model *model, uint32_t stack,

@@ -22,6 +22,7 @@
 #define BAR_CELLS          8 /* a full gutter is 100% */
 #define LOW_CONFIDENCE     100
 #define DEFAULT_WIDTH      100
+#define CALLER_LINES       3    /* --inverted: callers shown under each row */
 #define ACHIEVED_WARN      90.0 /* percent of the requested rate */
 
 #define COLOR_HOT   "\033[1;31m" /* self >= 5%: red, bold */
@@ -282,17 +283,46 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
     free(sorted);
 }
 
+/* --inverted: under a row, the callers its self time came from, most first (at most
+ * CALLER_LINES), as the share of the row's self time: "  ← 92.1%  quicksort  mixed.c:54". */
+static void print_callers(FILE *out, size_t width, const struct ospx_model *model,
+                          const struct ospx__callers *callers, const struct ospx_function_stat *fn,
+                          const char *here)
+{
+    uint32_t function = (uint32_t)(fn - model->functions);
+    struct ospx__caller top[CALLER_LINES];
+    size_t count = ospx__callers_of(callers, function, top, CALLER_LINES);
+    for (size_t i = 0; i < count; i++) {
+        char line[1200], location[512] = "";
+        const char *name = "(no caller: the stack ends here)";
+        if (top[i].function != OSPX_NO_FUNCTION) {
+            name = model->functions[top[i].function].name;
+            format_location(location, sizeof location, model, &model->functions[top[i].function],
+                            here);
+        }
+        snprintf(line, sizeof line, "%*s ← %5.1f%%  %s  %s", BAR_CELLS, "",
+                 percent_of(top[i].self, fn->self), name, location);
+        emit(out, width, NULL, line);
+    }
+}
+
 /* Columns before FUNCTION: bar, SELF%, TOTAL%, SELF, TOTAL and their separators. */
 #define FIXED_COLUMNS (BAR_CELLS + 1 + 6 + 1 + 6 + 1 + 6 + 1 + 6 + 2)
 
-static void print_table(FILE *out, size_t width, const struct ospx_model *model, int color)
+static void print_table(FILE *out, size_t width, const struct ospx_model *model, int color,
+                        size_t top, const struct ospx__callers *callers)
 {
-    const struct ospx_function_stat *rows[TOP_FUNCTIONS];
-    char locations[TOP_FUNCTIONS][512];
+    const struct ospx_function_stat **rows = calloc(top + 1, sizeof *rows);
+    char(*locations)[512] = calloc(top + 1, sizeof *locations);
+    if (rows == NULL || locations == NULL) {
+        free(rows);
+        free(locations);
+        return;
+    }
     size_t row_count = 0, function_width = strlen("FUNCTION"), location_width = strlen("LOCATION");
     char cwd[1024];
     const char *here = getcwd(cwd, sizeof cwd);
-    for (size_t i = 0; i < model->function_count && row_count < TOP_FUNCTIONS; i++) {
+    for (size_t i = 0; i < model->function_count && row_count < top; i++) {
         if (model->functions[i].total == 0)
             continue;
         rows[row_count] = &model->functions[i];
@@ -345,7 +375,11 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
         else if (color && self_pct >= 0.5)
             row_color = COLOR_WARM;
         emit(out, width, row_color, line);
+        if (callers != NULL)
+            print_callers(out, width, model, callers, fn, here);
     }
+    free(rows);
+    free(locations);
 }
 
 /* "sampling: achieved N samples/s of M requested": on-CPU periods over the CPU time the
@@ -378,7 +412,7 @@ static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out)
 {
-    struct ospx_report_options defaults = {0, 0, NULL, 0};
+    struct ospx_report_options defaults = {0, 0, NULL, 0, 0, 0, NULL};
     if (options == NULL)
         options = &defaults;
     size_t width = options->width > 0 ? (size_t)options->width : DEFAULT_WIDTH;
@@ -392,8 +426,15 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
         emit(out, width, warn,
              "no on-CPU samples: the program waited all the time or ended "
              "before the first sample");
+    } else if (options->list != NULL) {
+        int rc = ospx__print_listing(out, width, model, options->list);
+        if (rc != 0)
+            return rc;
     } else {
-        print_table(out, width, model, options->color);
+        struct ospx__callers *callers = options->inverted ? ospx__callers_build(model) : NULL;
+        print_table(out, width, model, options->color,
+                    options->top > 0 ? options->top : TOP_FUNCTIONS, callers);
+        ospx__callers_free(callers);
         if (model->on_cpu_samples < LOW_CONFIDENCE) {
             snprintf(line, sizeof line, "low confidence: only %llu samples",
                      (unsigned long long)model->on_cpu_samples);

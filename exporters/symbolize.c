@@ -596,34 +596,6 @@ static int symbolize_image_llvm(struct symbolize_state *state, const struct ospx
     return rc;
 }
 
-/* An image path comes from the profile, and a profile may come from anywhere: before a path
- * goes to a symbolizer it must name a regular file (not a FIFO, which blocks its reader, nor a
- * device like /dev/zero, which never ends) starting with an ELF header. Opened without
- * blocking, checked on the open descriptor. Returns 0 and the file's size, or -1 with `why`. */
-static int check_elf_object(const char *path, off_t *size, char *why, size_t why_size)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, why_size, "cannot open: %s", strerror(errno));
-        return -1;
-    }
-    struct stat info;
-    unsigned char header[EI_NIDENT];
-    int rc = -1;
-    if (fstat(fd, &info) != 0)
-        snprintf(why, why_size, "cannot stat: %s", strerror(errno));
-    else if (!S_ISREG(info.st_mode))
-        snprintf(why, why_size, "not a regular file");
-    else if (pread(fd, header, sizeof header, 0) != (ssize_t)sizeof header ||
-             memcmp(header, ELFMAG, SELFMAG) != 0)
-        snprintf(why, why_size, "not an ELF file");
-    else
-        rc = 0;
-    *size = rc == 0 ? info.st_size : 0;
-    close(fd);
-    return rc;
-}
-
 /* Limits on a symbolizer process, so that no object, however odd, takes the machine: address
  * space SYMBOLIZER_MEMORY_BASE plus four times the object (it maps the file and builds its
  * indexes beside it), and SYMBOLIZER_CPU_SECONDS of CPU time. */
@@ -647,9 +619,11 @@ static int symbolize_object_llvm(struct symbolize_state *state, struct image_wor
         state->addresses_done += work->count;
         return 0;
     }
+    /* An image path comes from the profile, and a profile may come from anywhere: a FIFO
+     * would block the tool, a device like /dev/zero would never end. */
     char why[160];
     off_t object_size = 0;
-    if (check_elf_object(object, &object_size, why, sizeof why) != 0) {
+    if (ospx__elf_check(object, &object_size, why, sizeof why) != 0) {
         symbolize_warn(state, "%s: %s; its frames are shown as hex addresses", object, why);
         state->addresses_done += work->count;
         return 0;
@@ -772,7 +746,7 @@ static int symbolize_image_atos(struct symbolize_state *state, const struct ospx
 
 /* The image a pc belongs to: the one whose text range holds it, else, among images with no
  * range, the one with the greatest base at or below it. NO_IMAGE when none. */
-static uint32_t image_of(const struct ospx_raw *raw, uint64_t pc)
+uint32_t ospx__image_of(const struct ospx_raw *raw, uint64_t pc)
 {
     uint32_t fallback = NO_IMAGE;
     for (size_t i = 0; i < raw->image_count; i++) {
@@ -809,7 +783,7 @@ static int collect_addresses(struct symbolize_state *state)
         const struct ospx_stack *stack = &raw->stacks[i];
         for (size_t k = 0; k < stack->depth; k++) {
             uint64_t pc = lookup_pc(stack, k);
-            uint32_t image = image_of(raw, pc);
+            uint32_t image = ospx__image_of(raw, pc);
             if (image == NO_IMAGE)
                 continue;
             struct image_work *work = &state->work[image];
@@ -959,13 +933,15 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
     size_t capacity = stack->depth, count = 0;
     uint32_t *frames = malloc(capacity * sizeof *frames);
     int *lines = malloc(capacity * sizeof *lines);
+    uint32_t *positions = malloc(capacity * sizeof *positions);
     symbols->stack_frames[i] = frames;
     symbols->stack_lines[i] = lines;
-    if (frames == NULL || lines == NULL)
+    symbols->stack_positions[i] = positions;
+    if (frames == NULL || lines == NULL || positions == NULL)
         return -ENOMEM;
     for (size_t k = 0; k < stack->depth; k++) {
         uint64_t pc = lookup_pc(stack, k);
-        uint32_t image = image_of(raw, pc);
+        uint32_t image = ospx__image_of(raw, pc);
         const char *image_path = image != NO_IMAGE ? raw->images[image].path : "";
         const struct symbol_answer *answer =
             image != NO_IMAGE ? find_answer(&state->work[image], pc - raw->images[image].slide)
@@ -979,7 +955,10 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             lines = realloc(symbols->stack_lines[i], capacity * sizeof *lines);
             if (lines != NULL)
                 symbols->stack_lines[i] = lines;
-            if (frames == NULL || lines == NULL)
+            positions = realloc(symbols->stack_positions[i], capacity * sizeof *positions);
+            if (positions != NULL)
+                symbols->stack_positions[i] = positions;
+            if (frames == NULL || lines == NULL || positions == NULL)
                 return -ENOMEM;
         }
         char hex[24];
@@ -1003,6 +982,7 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
                                   &frames[count]);
             if (rc < 0)
                 return rc;
+            positions[count] = (uint32_t)k;
             lines[count++] = line;
         }
         symbols->stack_frame_counts[i] = count;
@@ -1017,7 +997,9 @@ static int build_symbols(struct symbolize_state *state, struct ospx_symbols *out
     out->stack_frames = calloc(stacks, sizeof *out->stack_frames);
     out->stack_frame_counts = calloc(stacks, sizeof *out->stack_frame_counts);
     out->stack_lines = calloc(stacks, sizeof *out->stack_lines);
-    if (out->stack_frames == NULL || out->stack_frame_counts == NULL || out->stack_lines == NULL)
+    out->stack_positions = calloc(stacks, sizeof *out->stack_positions);
+    if (out->stack_frames == NULL || out->stack_frame_counts == NULL || out->stack_lines == NULL ||
+        out->stack_positions == NULL)
         return -ENOMEM;
     out->stack_count = raw->stack_count;
     struct frame_table table = {.symbols = out};
@@ -1100,10 +1082,13 @@ void ospx_symbols_free(struct ospx_symbols *symbols)
             free(symbols->stack_frames[i]);
         if (symbols->stack_lines != NULL)
             free(symbols->stack_lines[i]);
+        if (symbols->stack_positions != NULL)
+            free(symbols->stack_positions[i]);
     }
     free(symbols->frames);
     free(symbols->stack_frames);
     free(symbols->stack_frame_counts);
     free(symbols->stack_lines);
+    free(symbols->stack_positions);
     memset(symbols, 0, sizeof *symbols);
 }

@@ -39,10 +39,13 @@
 #ifndef OSP_RING_H
 #define OSP_RING_H
 
+#include <errno.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #define OSP_RING_MAGIC             UINT64_C(0x31474e495250534f) /* "OSPRING1" as little-endian bytes */
 #define OSP_RING_ABI_VERSION       1u
@@ -51,11 +54,12 @@
 #define OSP_RING_DEFAULT_DATA_SIZE (8u << 20) /* 8 MiB */
 #define OSP_RING_MAX_DATA_SIZE     (1u << 30)
 
-#define OSP_MAX_DEPTH     128u  /* frame cap of a sample ([PROF-COLLECT-UNWIND]) */
-#define OSP_MAX_LABEL     64u   /* bytes of a thread label, NUL not included */
-#define OSP_MAX_PATH      4096u /* bytes of an image path, NUL not included */
-#define OSP_ARCH_SIZE     16u   /* arch name field, NUL-padded */
-#define OSP_PLATFORM_SIZE 32u   /* platform field, NUL-padded */
+#define OSP_MAX_DEPTH       128u  /* frame cap of a sample ([PROF-COLLECT-UNWIND]) */
+#define OSP_MAX_LABEL       64u   /* bytes of a thread label, NUL not included */
+#define OSP_MAX_PATH        4096u /* bytes of an image path, NUL not included */
+#define OSP_ARCH_SIZE       16u   /* arch name field, NUL-padded */
+#define OSP_PLATFORM_SIZE   32u   /* platform field, NUL-padded */
+#define OSP_ATTENTION_WORDS 64u   /* 64-bit words of the attention bitmap: slot_count <= 4096 */
 
 /* shim_state: written by the shim only. */
 enum osp_shim_state {
@@ -124,6 +128,18 @@ struct osp_ring_header {
     _Atomic uint64_t signals_sent;    /* ospreyd: SIGPROFs sent (relaxed, informational) */
     _Atomic uint64_t
         ring_full_drops; /* shim: samples lost to a full ring (relaxed; also in dropped) */
+    /* ospreyd: samples it could not keep, stored before DONE (relaxed: the release store of
+     * DONE orders it for a shim that acquires DONE). */
+    _Atomic uint64_t daemon_dropped;
+    /* ospreyd: 1 when it wrote the profile beside the asked-for path (osp_per_pid_path), which
+     * another profiled process had just written; stored before DONE (same ordering). */
+    _Atomic uint32_t wrote_beside;
+    /* Slots ospreyd should look at (bit i of word i / 64): set by the shim (release) when a
+     * thread is registered or found running again; ospreyd takes the words (exchange to 0,
+     * acquire) each tick into a watch list of its own and drops a slot from it once it is
+     * neither running nor holding samples. So a tick costs ospreyd the running threads, not
+     * the registered ones: a thousand sleeping threads are never looked at. */
+    alignas(OSP_RING_CACHE_LINE) _Atomic uint64_t attention[OSP_ATTENTION_WORDS];
 };
 
 _Static_assert(sizeof(struct osp_ring_header) <= OSP_RING_HEADER_SIZE, "header fits its page");
@@ -310,6 +326,24 @@ static inline int osp_slot_due(struct osp_slot *s, uint64_t now_ns)
     if (handled != sent && now_ns - last < OSP_SIGNAL_STALE_NS)
         return 0; /* one is on its way: a second would only merge with it */
     return now_ns >= atomic_load_explicit(&s->next_due_ns, memory_order_relaxed);
+}
+
+/* The naming rule both sides share: `path` with ".<pid>" (and "-<extra>" when given) before
+ * its basename's extension (a leading dot is not one): out.json -> out.42.json. Used for a
+ * descendant's profile, and by ospreyd when another profiled process has just written `path`
+ * (two processes of a pipeline, both started with the same OSPREY_PROFILE). Returns 0, or
+ * -ENAMETOOLONG when it does not fit outsz. */
+static inline int osp_per_pid_path(const char *path, long pid, const char *extra, char *out,
+                                   size_t outsz)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    if (dot == base || dot == NULL)
+        dot = base + strlen(base);
+    int n = snprintf(out, outsz, "%.*s.%ld%s%s%s", (int)(dot - path), path, pid, extra ? "-" : "",
+                     extra ? extra : "", dot);
+    return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
 }
 
 /* Round a record length up to the 8-byte record alignment. */

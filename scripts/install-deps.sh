@@ -10,6 +10,8 @@ packages=(
   gcc-mingw-w64-x86-64 wasi-libc
   nodejs npm chromium
   linux-perf google-perftools libgoogle-perftools-dev
+  libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # the pprof output
+  golang-go  # go tool pprof, a reader the tests load the pprof output into
 )
 
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test: C unit and end-to-end suites, the valgrind setup on the unit suites, the
-# unit suites under ASan and UBSan, the Windows and Wasm stub cross-builds, and the VS Code
-# extension's tests.
+# unit suites under ASan and UBSan, the Windows and Wasm stub cross-builds, the reader tests
+# (tests/readers: outputs of a real run in DevTools' model, go tool pprof, speedscope) and the
+# VS Code extension's tests.
 # Installs what is missing first (Debian 12).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,9 @@ meson setup build-mingw --cross-file cross/mingw-w64.ini "${werror[@]}" >/dev/nu
 ninja -C build-mingw
 meson setup build-wasm --cross-file cross/wasm32-wasi.ini "${werror[@]}" >/dev/null
 ninja -C build-wasm
+
+echo "== the outputs of a real profiled run in the tools that read them"
+bash tests/readers/run.sh build-test/tools/osprey
 
 if [ -f vscode/package.json ]; then
   echo "== vscode extension"

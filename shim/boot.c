@@ -91,8 +91,32 @@ static uint64_t unix_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The stderr the program started with (device and inode), or st_ino 0 when unknown. */
+static struct stat warn_stream;
+
+/* Called at boot: remember what fd 2 is. */
+static void remember_stderr(void)
+{
+    if (fstat(STDERR_FILENO, &warn_stream) != 0)
+        warn_stream.st_ino = 0;
+}
+
+/* May a warning go to fd 2? Not when the program has put something else there (a data file
+ * it writes): our line would corrupt it. */
+static int stderr_is_ours(void)
+{
+    struct stat now;
+    if (fstat(STDERR_FILENO, &now) != 0)
+        return 0;
+    if (warn_stream.st_ino == 0) /* before boot looked: only a terminal, pipe or socket */
+        return S_ISCHR(now.st_mode) || S_ISFIFO(now.st_mode) || S_ISSOCK(now.st_mode);
+    return now.st_dev == warn_stream.st_dev && now.st_ino == warn_stream.st_ino;
+}
+
 void osp__warn(const char *fmt, ...)
 {
+    if (!stderr_is_ours())
+        return;
     char line[512];
     int n = snprintf(line, sizeof(line), "osprey: ");
     va_list ap;
@@ -138,27 +162,16 @@ uint32_t osp__parse_rate(const char *text, int *bad)
     return (uint32_t)v;
 }
 
-int osp__per_pid_path(const char *path, long pid, const char *extra, char *out, size_t outsz)
-{
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    const char *dot = strrchr(base, '.');
-    if (dot == base || dot == NULL)
-        dot = base + strlen(base); /* no extension (a leading dot is not one) */
-    int n = snprintf(out, outsz, "%.*s.%ld%s%s%s", (int)(dot - path), path, pid, extra ? "-" : "",
-                     extra ? extra : "", dot);
-    return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
-}
-
 /* The environment, read once at boot before anything is set (a program may bring its own
  * getenv/setenv — bash does — so nothing is read after the first setenv). */
 struct boot_env {
     char profile[PATH_MAX];
     char hz[32];
     char daemon[PATH_MAX];
-    long root_pid; /* OSPREY_PROFILE_ROOT_PID, 0 when unset */
+    char export_formats[256]; /* OSPREY_EXPORT: outputs ospreyd writes beside the raw file */
+    long root_pid;            /* OSPREY_PROFILE_ROOT_PID, 0 when unset */
     long last_pid; /* OSPREY_PROFILE_LAST_PID: the latest process image that booted here */
-    int has_profile, has_hz, has_daemon;
+    int has_profile, has_hz, has_daemon, has_export;
 };
 
 static int copy_env(const char *name, char *out, size_t outsz)
@@ -176,6 +189,7 @@ static void read_env(struct boot_env *env)
     env->has_profile = copy_env("OSPREY_PROFILE", env->profile, sizeof(env->profile));
     env->has_hz = copy_env("OSPREY_PROFILE_HZ", env->hz, sizeof(env->hz));
     env->has_daemon = copy_env("OSPREY_DAEMON", env->daemon, sizeof(env->daemon));
+    env->has_export = copy_env("OSPREY_EXPORT", env->export_formats, sizeof(env->export_formats));
     const char *root = getenv("OSPREY_PROFILE_ROOT_PID");
     env->root_pid = root ? atol(root) : 0;
     const char *last = getenv("OSPREY_PROFILE_LAST_PID");
@@ -204,9 +218,9 @@ static int resolve_out_path(const struct boot_env *env, uint64_t random_bits)
     if (env->last_pid == pid) {
         char extra[16];
         snprintf(extra, sizeof(extra), "%08x", (unsigned)random_bits);
-        err = osp__per_pid_path(absolute, pid, extra, out_path, sizeof(out_path));
+        err = osp_per_pid_path(absolute, pid, extra, out_path, sizeof(out_path));
     } else if (env->root_pid != 0 && env->root_pid != pid) {
-        err = osp__per_pid_path(absolute, pid, NULL, out_path, sizeof(out_path));
+        err = osp_per_pid_path(absolute, pid, NULL, out_path, sizeof(out_path));
     } else if (strlen(absolute) >= sizeof(out_path)) {
         err = -ENAMETOOLONG;
     } else {
@@ -214,14 +228,13 @@ static int resolve_out_path(const struct boot_env *env, uint64_t random_bits)
     }
     if (err)
         return err;
-    /* Descendants that exec with this environment find these and write beside us. */
-    char pidtext[24];
-    snprintf(pidtext, sizeof(pidtext), "%ld", pid);
-    if (env->root_pid == 0) {
-        setenv("OSPREY_PROFILE_ROOT_PID", pidtext, 1);
-        setenv("OSPREY_PROFILE", absolute, 1);
-    }
-    setenv("OSPREY_PROFILE_LAST_PID", pidtext, 1);
+    /* Descendants find these and write beside us. They are kept out of the environment the
+     * program sees and added only to what it hands to a new image (preload.c). */
+    if (env->root_pid == 0)
+        setenv("OSPREY_PROFILE", absolute, 1); /* the user's own variable, made absolute */
+    osp__bookkeeping_set(env->root_pid != 0 ? env->root_pid : pid, pid);
+    unsetenv("OSPREY_PROFILE_ROOT_PID");
+    unsetenv("OSPREY_PROFILE_LAST_PID");
     return 0;
 }
 
@@ -357,7 +370,15 @@ static int spawn_daemon(const struct boot_env *env)
                   out_path);
         return -ENOENT;
     }
-    char *argv[] = {"ospreyd", "--attach-ring", shm_name, "--out", out_path, "--detach", NULL};
+    char *argv[] = {"ospreyd",
+                    "--attach-ring",
+                    shm_name,
+                    "--out",
+                    out_path,
+                    "--detach",
+                    env->has_export ? "--export" : NULL,
+                    (char *)env->export_formats,
+                    NULL};
     char **envp = daemon_environment();
     if (envp == NULL)
         return -ENOMEM;
@@ -422,7 +443,11 @@ static void wait_for_daemon(void)
         }
         int32_t dpid = atomic_load_explicit(&ring_header->daemon_pid, memory_order_relaxed);
         int gone = state == OSP_DAEMON_ATTACHED && dpid > 0 && kill(dpid, 0) != 0 && errno == ESRCH;
-        if (gone || osp__mono_ns() - start >= limit) {
+        if (gone) {
+            osp__warn("ospreyd ended before writing %s; the profile is missing", out_path);
+            return;
+        }
+        if (osp__mono_ns() - start >= limit) {
             if (OSPREY_DAEMON_WAIT_MS % 1000 == 0)
                 osp__warn("ospreyd did not finish writing %s within %d s; the profile may be "
                           "missing",
@@ -494,6 +519,22 @@ static void at_exit(void)
     atomic_store_explicit(&ring_header->shim_state, OSP_SHIM_EXITED, memory_order_release);
     if (daemon_spawned)
         wait_for_daemon();
+    /* Relaxed: stored before DONE, whose acquire wait_for_daemon made. */
+    if (atomic_load_explicit(&ring_header->wrote_beside, memory_order_relaxed)) {
+        char beside[PATH_MAX + 32];
+        if (osp_per_pid_path(out_path, (long)getpid(), NULL, beside, sizeof beside) == 0)
+            osp__warn("%s was written by another profiled process meanwhile; this profile is %s",
+                      out_path, beside);
+    }
+    /* Relaxed: counts read once at the end. */
+    uint64_t lost = atomic_load_explicit(&ring_header->dropped, memory_order_relaxed) +
+                    atomic_load_explicit(&ring_header->daemon_dropped, memory_order_relaxed);
+    if (lost > 0)
+        osp__warn("%llu sampling periods could not be recorded (%s); the profile undercounts",
+                  (unsigned long long)lost,
+                  atomic_load_explicit(&ring_header->daemon_dropped, memory_order_relaxed) > 0
+                      ? "ospreyd's memory budget"
+                      : "the shared rings were full: ospreyd fell behind");
     /* ospreyd unlinks the name when it attaches; if it never did, nothing must leak. */
     shm_unlink(shm_name);
 }
@@ -519,6 +560,7 @@ static void boot(void)
     read_env(&env);
     if (!env.has_profile)
         return;
+    remember_stderr();
     if (osp__sigprof_foreign()) {
         osp__warn("the program already has a SIGPROF handler; profiling is off");
         return;

@@ -266,6 +266,9 @@ __attribute__((visibility("default"))) long syscall(long nr, ...)
     long (*real)(long, ...);
     memcpy(&real, &sym, sizeof(real));
     if (nr == SYS_execve || nr == SYS_execveat) {
+        int at = nr == SYS_execve ? 2 : 3; /* which argument is envp */
+        OSP__ENV(env, (char *const *)a[at]);
+        a[at] = (long)env;
         osp__exec_begin();
         long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
         int saved = errno;

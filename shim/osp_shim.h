@@ -135,14 +135,15 @@ struct osp__slot {
     char label[OSP_MAX_LABEL + 1];
     pthread_t thread;
     uint64_t stack_lo, stack_hi;
-    int timer; /* kernel id of the thread's CPU-time timer, -1 when none */
+    int timer;                    /* kernel id of the thread's CPU-time timer, -1 when none */
+    uint64_t timer_expiry_cpu_ns; /* the thread CPU time it is armed for, 0 when not armed */
     /* The handler's own state: only the thread touches it (handler, or its code with SIGPROF
      * blocked), except at exit (see boot.c). */
     struct osp__credit credit;
     uint64_t last_run_ns, last_cpu_ns; /* when the handler last ran, and the CPU clock then */
     int wait_open;                     /* a wait has been captured and not yet written */
-    int guard_leaving; /* between a guarded call's return and SIGPROF's unblocking */
-    uint64_t wait_t_ns, wait_cpu_ns;   /* when it was captured, and the CPU clock then */
+    int guard_leaving;               /* between a guarded call's return and SIGPROF's unblocking */
+    uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     uint32_t wait_depth;
     uint64_t wait_pcs[OSP_MAX_DEPTH];
 };
@@ -232,6 +233,8 @@ uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024)
  * will restart, or one that returns EINTR)? Reads the code bytes at the pc with
  * process_vm_readv. Async-signal-safe. */
 int osp__context_in_syscall(const void *ucontext);
+/* Ask ospreyd to look at this slot again (proto/osp_ring.h, attention). Async-signal-safe. */
+void osp__slot_wants_attention(const struct osp__slot *s);
 /* The SIGPROF handler. */
 void osp__sigprof_handler(int sig, siginfo_t *info, void *context);
 /* The sampling period in ns, set once at boot. */
@@ -305,8 +308,6 @@ extern struct osp__registry osp__the_registry;
 int osp__is_active(void);
 /* The pid that booted the profiler (0 before). */
 pid_t osp__boot_pid(void);
-/* Insert ".<pid>" before the basename's extension; writes into out (size outsz). */
-int osp__per_pid_path(const char *path, long pid, const char *extra, char *out, size_t outsz);
 /* Parse OSPREY_PROFILE_HZ: clamped to 10..10000, default 997; *bad set for a non-number. */
 uint32_t osp__parse_rate(const char *text, int *bad);
 uint64_t osp__mono_ns(void);
@@ -317,6 +318,19 @@ void osp__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * held). Runs on the program's own threads at moments they are in our code anyway: thread
  * registration and dlclose. */
 void osp__images_refresh(void);
+
+/* The bookkeeping a new image of a descendant needs ("OSPREY_PROFILE_ROOT_PID=...",
+ * "OSPREY_PROFILE_LAST_PID=..."), kept out of the program's environment (preload.c). */
+void osp__bookkeeping_set(long root_pid, long last_pid);
+size_t osp__env_count(char *const envp[]);
+/* envp with the bookkeeping entries, built in `store` (n + 3 entries, on the caller's stack:
+ * no malloc in a forked child), when the new image will be profiled; else envp itself. */
+char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **store);
+/* Declare `name`: envp plus the bookkeeping, on this stack frame. */
+#define OSP__ENV(name, envp)                                                                       \
+    size_t name##_n = osp__env_count(envp);                                                        \
+    char *name##_store[name##_n + 3];                                                              \
+    char *const *name = osp__env_with_bookkeeping(envp, name##_n, name##_store)
 
 /* ---- preload.c --------------------------------------------------------------------------- */
 

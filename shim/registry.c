@@ -212,6 +212,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->stack_lo = lo;
     s->stack_hi = hi;
     s->timer = timer;
+    s->timer_expiry_cpu_ns = 0;
     s->last_run_ns = clock_ns(CLOCK_MONOTONIC);
     s->last_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
     s->credit.paid_ns = s->last_cpu_ns; /* CPU time before registration is not ours to count */
@@ -233,6 +234,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
         atomic_store_explicit(&c->state, OSP_SLOT_RUNNING, memory_order_relaxed);
     }
     s->active = 1;
+    osp__slot_wants_attention(s);
     pthread_mutex_unlock(&reg->lock);
     free(spare);
 

@@ -82,6 +82,51 @@ START_TEST(parse_report)
 }
 END_TEST
 
+START_TEST(parse_report_views_and_diff)
+{
+    struct osprey_options options;
+    char *argv[] = {"osprey",  "report",   "x.raw.json",  "--top", "3",          "--fiber=main",
+                    "--focus", "^a",       "--ignore",    "b$",    "--inverted", "--list",
+                    "hot",     "--format", "pprof,trace", NULL};
+    ck_assert_int_eq(parse(&options, argv), 0);
+    ck_assert_uint_eq(options.top, 3);
+    ck_assert_str_eq(options.fiber, "main");
+    ck_assert_str_eq(options.focus, "^a");
+    ck_assert_str_eq(options.ignore, "b$");
+    ck_assert_int_eq(options.inverted, 1);
+    ck_assert_str_eq(options.list, "hot");
+    ck_assert_str_eq(options.formats, "pprof,trace");
+
+    char *diff[] = {"osprey", "diff", "a.raw.json", "b.raw.json", "--top", "5", NULL};
+    ck_assert_int_eq(parse(&options, diff), 0);
+    ck_assert_int_eq(options.command, OSPREY_COMMAND_DIFF);
+    ck_assert_str_eq(options.file, "a.raw.json");
+    ck_assert_str_eq(options.file2, "b.raw.json");
+    ck_assert_uint_eq(options.top, 5);
+
+    char *run_format[] = {"osprey", "a.c", "--profile", "--format", "speedscope", NULL};
+    ck_assert_int_eq(parse(&options, run_format), 0);
+    ck_assert_str_eq(options.formats, "speedscope");
+
+    char *top_zero[] = {"osprey", "report", "x.raw.json", "--top", "0", NULL};
+    ck_assert_int_eq(parse(&options, top_zero), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "--top"));
+    char *view_on_run[] = {"osprey", "a.c", "--focus", "x", NULL};
+    ck_assert_int_eq(parse(&options, view_on_run), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "belongs to 'osprey report RAW'"));
+    char *view_on_diff[] = {"osprey", "diff", "a", "b", "--inverted", NULL};
+    ck_assert_int_eq(parse(&options, view_on_diff), -EINVAL);
+    char *diff_one[] = {"osprey", "diff", "a", NULL};
+    ck_assert_int_eq(parse(&options, diff_one), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "missing BASE and NEW"));
+    char *diff_three[] = {"osprey", "diff", "a", "b", "c", NULL};
+    ck_assert_int_eq(parse(&options, diff_three), -EINVAL);
+    char *list_without[] = {"osprey", "report", "x", "--list", NULL};
+    ck_assert_int_eq(parse(&options, list_without), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "'--list' needs"));
+}
+END_TEST
+
 START_TEST(parse_errors_name_the_problem)
 {
     struct osprey_options options;
@@ -444,6 +489,7 @@ Suite *cli_suite(void)
     tcase_add_test(parsing, parse_option_spellings);
     tcase_add_test(parsing, parse_help_and_version);
     tcase_add_test(parsing, parse_report);
+    tcase_add_test(parsing, parse_report_views_and_diff);
     tcase_add_test(parsing, parse_errors_name_the_problem);
     tcase_add_test(parsing, default_stems);
     suite_add_tcase(suite, parsing);

@@ -5,30 +5,13 @@
 # leaf function's caller staying on the sampled stacks.
 # Usage: test-cli.sh path/to/osprey
 set -uo pipefail
+. "$(dirname "$(realpath "$0")")/lib.sh"
 
 osprey=$(realpath "${1:?usage: test-cli.sh path/to/osprey}")
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cli-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-# expect_status WANT GOT WHAT
-expect_status() {
-  if [ "$2" -ne "$1" ]; then fail "$3: exit status $2, expected $1"; fi
-}
-# expect_one_line FILE PATTERN WHAT: FILE holds exactly one line, matching PATTERN (ERE).
-expect_one_line() {
-  local lines
-  lines=$(wc -l <"$1")
-  if [ "$lines" -ne 1 ] || ! grep -Eq "$2" "$1"; then
-    fail "$3: expected one line matching '$2', got:"
-    cat "$1" >&2
-  fi
-}
 
 # --- usage, version, errors --------------------------------------------------------------
 "$osprey" --help >out 2>err
@@ -281,8 +264,4 @@ if [ -n "$kept" ]; then
     fail "forking program: osprey report of the descendant's profile failed: $(cat err)"
 fi
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed" >&2
-  exit 1
-fi
-echo "all osprey CLI checks passed"
+finish "all osprey CLI checks passed"

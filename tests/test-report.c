@@ -37,7 +37,7 @@ static char *render(const struct ospx_model *model, int color, int width)
 {
     static const char *const paths[] = {"/tmp/out/hotspot.speedscope.json",
                                         "/tmp/out/hotspot.folded"};
-    struct ospx_report_options options = {color, width, paths, 2};
+    struct ospx_report_options options = {color, width, paths, 2, 0, 0, NULL};
     FILE *out = tmpfile();
     ck_assert_ptr_nonnull(out);
     ck_assert_int_eq(ospx_report_print(model, &options, out), 0);

@@ -9,14 +9,18 @@
 #include <errno.h>
 #include <jansson.h>
 #include <link.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "ospx-fixture.h"
 #include "ospx.h"
+#include "pprof_profile.pb-c.h"
 
 /* ospx_internal.h's thread grouping, which the cpuprofile writer orders its samples by. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
@@ -36,6 +40,8 @@ static const struct writer writers[] = {
     {"folded", ospx_write_folded},
     {"profile.json", ospx_write_profile_json},
     {"offcpu.folded", ospx_write_offcpu_folded},
+    {"pb.gz", ospx_write_pprof},
+    {"trace.json", ospx_write_trace},
 };
 #define WRITER_COUNT (sizeof writers / sizeof writers[0])
 
@@ -112,6 +118,30 @@ static json_t *load_json(const char *path)
     return root;
 }
 
+/* The .pb.gz, gunzipped and decoded with protobuf-c: its samples add up to the model's on-CPU
+ * periods (and periods × 1e9 / rate nanoseconds), each function's self (the leaf location's
+ * innermost line) is the model's, and every sample carries its fiber and thread labels. */
+static Perftools__Profiles__Profile *load_pprof(const char *path)
+{
+    gzFile file = gzopen(path, "rb");
+    ck_assert_ptr_nonnull(file);
+    uint8_t *data = NULL;
+    size_t size = 0;
+    int n;
+    uint8_t chunk[65536];
+    while ((n = gzread(file, chunk, sizeof chunk)) > 0) {
+        data = realloc(data, size + (size_t)n);
+        memcpy(data + size, chunk, (size_t)n);
+        size += (size_t)n;
+    }
+    ck_assert_int_eq(n, 0);
+    gzclose(file);
+    Perftools__Profiles__Profile *profile = perftools__profiles__profile__unpack(NULL, size, data);
+    ck_assert_ptr_nonnull(profile);
+    free(data);
+    return profile;
+}
+
 START_TEST(outputs_match_golden_files)
 {
     const char *name = cases[_i];
@@ -121,6 +151,8 @@ START_TEST(outputs_match_golden_files)
     make_scratch();
     load_case(name, &fixture, &model);
     for (size_t w = 0; w < WRITER_COUNT; w++) {
+        if (writers[w].write == ospx_write_pprof)
+            continue; /* binary: pprof_agrees_with_the_model decodes it instead */
         const char *path = write_output(&model, &writers[w]);
         char *actual = read_text(path);
         ck_assert_ptr_nonnull(actual);
@@ -217,8 +249,8 @@ START_TEST(speedscope_follows_the_file_format_schema)
             json_t *leaf = json_array_get(
                 frames, (size_t)json_integer_value(json_array_get(stack, depth - 1)));
             /* weights are milliseconds: the row's periods times 1000 / rate */
-            double periods = json_number_value(json_array_get(weights, s)) *
-                             fixture.raw.rate_hz / 1000.0;
+            double periods =
+                json_number_value(json_array_get(weights, s)) * fixture.raw.rate_hz / 1000.0;
             if (strcmp(json_string_value(json_object_get(leaf, "name")), "(waiting)") == 0)
                 waiting_leaves += (size_t)(periods + 0.5);
         }
@@ -468,6 +500,148 @@ START_TEST(folded_names_lose_separators)
     /* The waiting sample is in the off-CPU file, the stack it blocked in without a marker. */
     text = read_text(write_output(&model, &writers[4]));
     ck_assert_str_eq(text, "fiber--1;main;two lines 1\n");
+    free(text);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+START_TEST(pprof_agrees_with_the_model)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(cases[_i], &fixture, &model);
+    Perftools__Profiles__Profile *profile = load_pprof(write_output(&model, &writers[5]));
+    char **strings = profile->string_table;
+    ck_assert_str_eq(strings[0], "");
+    ck_assert_uint_eq(profile->n_sample_type, 2);
+    ck_assert_str_eq(strings[profile->sample_type[0]->type], "samples");
+    ck_assert_str_eq(strings[profile->sample_type[0]->unit], "count");
+    ck_assert_str_eq(strings[profile->sample_type[1]->type], "cpu");
+    ck_assert_str_eq(strings[profile->sample_type[1]->unit], "nanoseconds");
+    ck_assert_int_eq(profile->period, 1000000000 / fixture.raw.rate_hz);
+    uint64_t *self = calloc(profile->n_function + 1, sizeof *self);
+    int64_t periods = 0, nanoseconds = 0;
+    for (size_t i = 0; i < profile->n_sample; i++) {
+        const Perftools__Profiles__Sample *sample = profile->sample[i];
+        ck_assert_uint_eq(sample->n_value, 2);
+        periods += sample->value[0];
+        nanoseconds += sample->value[1];
+        ck_assert_uint_eq(sample->n_label, 2);
+        ck_assert_str_eq(strings[sample->label[0]->key], "fiber");
+        ck_assert_str_eq(strings[sample->label[1]->key], "thread");
+        if (sample->n_location_id == 0)
+            continue;
+        uint64_t leaf = sample->location_id[0];
+        ck_assert(leaf >= 1 && leaf <= profile->n_location);
+        const Perftools__Profiles__Location *location = profile->location[leaf - 1];
+        ck_assert_uint_eq(location->id, leaf);
+        ck_assert_uint_gt(location->n_line, 0);
+        self[location->line[0]->function_id - 1] += (uint64_t)sample->value[0];
+    }
+    ck_assert_int_eq(periods, (int64_t)model.on_cpu_samples);
+    ck_assert_int_eq(nanoseconds, (int64_t)model.on_cpu_samples * profile->period);
+    ck_assert_uint_eq(profile->n_function, model.function_count);
+    for (size_t f = 0; f < profile->n_function; f++) {
+        const Perftools__Profiles__Function *function = profile->function[f];
+        ck_assert_uint_eq(function->id, f + 1);
+        ck_assert_str_eq(strings[function->name], model.functions[f].name);
+        ck_assert_str_eq(strings[function->filename], model.functions[f].file);
+        ck_assert_uint_eq(self[f], model.functions[f].self);
+    }
+    free(self);
+    perftools__profiles__profile__free_unpacked(profile, NULL);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+/* trace.json: per fiber a Profile and ProfileChunks on the run's timeline, in which the time a
+ * reader gives the non-idle samples (each lasting until the next) is the fiber's on-CPU
+ * periods, and one "waiting in" complete event per wait, their durations at most the waiting
+ * periods. */
+START_TEST(trace_puts_samples_on_real_time)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(cases[_i], &fixture, &model);
+    json_t *root = load_json(write_output(&model, &writers[6]));
+    json_t *events = json_object_get(root, "traceEvents");
+    ck_assert(json_is_array(events));
+    double wait_us = 0, period_us = 1e6 / fixture.raw.rate_hz;
+    size_t i, profiles = 0;
+    json_t *event;
+    for (size_t t = 0; t < fixture.raw.thread_count; t++) {
+        json_int_t tid = (json_int_t)t + 1, at = -1, previous = -1, busy_us = 0;
+        int previous_idle = 1;
+        size_t points = 0, thread_names = 0;
+        json_t *nodes = NULL;
+        json_array_foreach(events, i, event)
+        {
+            if (json_integer_value(json_object_get(event, "tid")) != tid)
+                continue;
+            const char *name = json_string_value(json_object_get(event, "name"));
+            json_t *data = json_object_get(json_object_get(event, "args"), "data");
+            if (strcmp(name, "thread_name") == 0)
+                thread_names++;
+            if (strcmp(name, "Profile") == 0) {
+                profiles++;
+                at = json_integer_value(json_object_get(data, "startTime"));
+            }
+            if (strcmp(name, "ProfileChunk") == 0) {
+                json_t *profile = json_object_get(data, "cpuProfile");
+                if (json_object_get(profile, "nodes") != NULL)
+                    nodes = json_object_get(profile, "nodes");
+                json_t *samples = json_object_get(profile, "samples");
+                json_t *deltas = json_object_get(data, "timeDeltas");
+                ck_assert_uint_eq(json_array_size(samples), json_array_size(deltas));
+                for (size_t k = 0; k < json_array_size(samples); k++) {
+                    ck_assert_int_ge(json_integer_value(json_array_get(deltas, k)), 0);
+                    at += json_integer_value(json_array_get(deltas, k));
+                    if (!previous_idle)
+                        busy_us += at - previous;
+                    json_int_t id = json_integer_value(json_array_get(samples, k));
+                    size_t n;
+                    json_t *node;
+                    int found = 0;
+                    json_array_foreach(nodes, n, node)
+                    {
+                        if (json_integer_value(json_object_get(node, "id")) != id)
+                            continue;
+                        found = 1;
+                        previous_idle =
+                            strcmp(json_string_value(json_object_get(
+                                       json_object_get(node, "callFrame"), "functionName")),
+                                   "(idle)") == 0;
+                    }
+                    ck_assert(found);
+                    previous = at;
+                    points++;
+                }
+            }
+            if (strcmp(json_string_value(json_object_get(event, "ph")), "X") == 0) {
+                ck_assert_str_eq(json_string_value(json_object_get(event, "cat")),
+                                 "osprey.waiting");
+                ck_assert(strncmp(name, "waiting in ", 11) == 0);
+                wait_us += (double)json_integer_value(json_object_get(event, "dur"));
+            }
+        }
+        ck_assert_uint_eq(thread_names, 1);
+        ck_assert(previous_idle); /* every stream ends idle: the last sample has an end */
+        /* each boundary is rounded to a whole µs */
+        double expected_us = (double)model.fibers[t].on_cpu * period_us;
+        ck_assert_msg(fabs((double)busy_us - expected_us) <= (double)points + 1,
+                      "fiber %zu: %lld µs busy, %f expected", t, (long long)busy_us, expected_us);
+    }
+    ck_assert(wait_us <= model.waiting_samples * period_us + 1);
+    if (model.waiting_samples > 0)
+        ck_assert(wait_us > 0);
+    ck_assert_uint_ge(profiles, 1);
+    json_decref(root);
     ospx_model_free(&model);
     fixture_free(&fixture);
     remove_scratch();
@@ -525,6 +699,10 @@ START_TEST(empty_profile_writes_valid_files)
             char *text = read_text(path);
             ck_assert_str_eq(text, "");
             free(text);
+        } else if (writers[w].write == ospx_write_pprof) {
+            Perftools__Profiles__Profile *profile = load_pprof(path);
+            ck_assert_uint_eq(profile->n_sample, 0);
+            perftools__profiles__profile__free_unpacked(profile, NULL);
         } else {
             json_decref(load_json(path));
         }
@@ -669,7 +847,7 @@ START_TEST(process_writes_four_files_and_the_report)
     char *report = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&report, &size);
-    struct ospx_process_options options = {raw, stem, NULL, out, 0, 0};
+    struct ospx_process_options options = {.raw_path = raw, .stem = stem, .report = out};
     struct ospx_error err = {0};
     int rc = ospx_process(&options, &err);
     fclose(out);
@@ -691,13 +869,43 @@ START_TEST(process_writes_four_files_and_the_report)
 }
 END_TEST
 
+/* The daemon's entry point: exactly the formats asked for, nothing on an unknown one. */
+START_TEST(export_files_writes_the_formats_asked_for)
+{
+    make_scratch();
+    char raw[512], stem[512], path[600];
+    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
+    snprintf(stem, sizeof stem, "%s/run", scratch);
+    write_own_raw(raw);
+    struct ospx_error err = {0};
+    ck_assert_int_eq(ospx_export_files(raw, stem, "speedscope,pprof", &err), 0);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        snprintf(path, sizeof path, "%s.%s", stem, writers[w].extension);
+        int wanted =
+            writers[w].write == ospx_write_speedscope || writers[w].write == ospx_write_pprof;
+        ck_assert_msg((access(path, F_OK) == 0) == wanted, "%s", path);
+    }
+    ck_assert_int_eq(ospx_export_files(raw, stem, "folded,bogus", &err), -EINVAL);
+    ck_assert_str_eq(err.text, "unknown output format 'bogus' (known: " OSPX_FORMATS ")");
+    snprintf(path, sizeof path, "%s.folded", stem);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(ospx_export_files(raw, stem, "all", &err), 0);
+    for (size_t w = 0; w < WRITER_COUNT; w++) {
+        snprintf(path, sizeof path, "%s.%s", stem, writers[w].extension);
+        ck_assert_msg(access(path, F_OK) == 0, "%s", path);
+    }
+    remove_scratch();
+}
+END_TEST
+
 START_TEST(process_stops_at_the_first_error)
 {
     make_scratch();
     char raw[512], stem[512];
     snprintf(raw, sizeof raw, "%s/missing.raw.json", scratch);
     snprintf(stem, sizeof stem, "%s/run", scratch);
-    struct ospx_process_options options = {raw, stem, NULL, NULL, 0, 0};
+    struct ospx_process_options options = {.raw_path = raw, .stem = stem};
     struct ospx_error err = {0};
     ck_assert_int_lt(ospx_process(&options, &err), 0);
     ck_assert_str_eq(err.file, raw);
@@ -723,6 +931,8 @@ Suite *writers_suite(void)
     tcase_add_loop_test(tc, cpuprofile_tree_and_samples_are_consistent, 0, CASE_COUNT);
     tcase_add_test(tc, cpuprofile_gives_each_fiber_its_own_time);
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
+    tcase_add_loop_test(tc, pprof_agrees_with_the_model, 0, CASE_COUNT);
+    tcase_add_loop_test(tc, trace_puts_samples_on_real_time, 0, CASE_COUNT);
     tcase_add_test(tc, folded_names_lose_separators);
     tcase_add_test(tc, profile_json_totals_and_percentages);
     tcase_add_test(tc, empty_profile_writes_valid_files);
@@ -732,6 +942,7 @@ Suite *writers_suite(void)
     TCase *process = tcase_create("process");
     tcase_add_test(process, process_writes_four_files_and_the_report);
     tcase_add_test(process, process_stops_at_the_first_error);
+    tcase_add_test(process, export_files_writes_the_formats_asked_for);
     tcase_set_timeout(process, 60);
     suite_add_tcase(suite, process);
     return suite;

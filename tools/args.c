@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "osprey_cli.h"
@@ -49,17 +50,24 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
     if (argc > 1 && strcmp(argv[1], "report") == 0) {
         out->command = OSPREY_COMMAND_REPORT;
         first = 2;
+    } else if (argc > 1 && strcmp(argv[1], "diff") == 0) {
+        out->command = OSPREY_COMMAND_DIFF;
+        first = 2;
     }
-    int report = out->command == OSPREY_COMMAND_REPORT;
+    int report = out->command == OSPREY_COMMAND_REPORT || out->command == OSPREY_COMMAND_DIFF;
+    int diff = out->command == OSPREY_COMMAND_DIFF;
+    const char *command_name = diff ? "osprey diff" : "osprey report";
 
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
         const char *value = NULL;
         int matched;
         if (strcmp(arg, "--") == 0) {
-            if (report)
-                return usage_error(error, error_size,
-                                   "'osprey report' takes no program arguments after '%s'", arg);
+            if (report) {
+                snprintf(error, error_size, "'%s' takes no program arguments after '--'",
+                         command_name);
+                return -EINVAL;
+            }
             out->program_args = argv + i + 1;
             out->program_argc = argc - i - 1;
             break;
@@ -87,16 +95,74 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
             out->binary = value;
             continue;
         }
+        if ((matched = option_with_value(argc, argv, &i, "--format", NULL, &value)) != 0) {
+            if (matched < 0)
+                return usage_error(error, error_size,
+                                   "option '%s' needs a LIST (e.g. speedscope,pprof)", arg);
+            out->formats = value;
+            continue;
+        }
+        if ((matched = option_with_value(argc, argv, &i, "--top", NULL, &value)) != 0) {
+            char *end;
+            unsigned long top = matched > 0 ? strtoul(value, &end, 10) : 0;
+            if (matched < 0 || *value == '\0' || *end != '\0' || top == 0 || top > 100000)
+                return usage_error(error, error_size,
+                                   "option '%s' needs a number of rows (1 or more)", "--top");
+            if (!report)
+                return usage_error(error, error_size,
+                                   "'%s' belongs to 'osprey report' and 'osprey diff'", "--top");
+            out->top = top;
+            continue;
+        }
+        /* The report's view: which samples, and how the table is shown. */
+        static const struct {
+            const char *name, *what;
+        } views[] = {{"--fiber", "a fiber id or label"},
+                     {"--focus", "a REGEX"},
+                     {"--ignore", "a REGEX"},
+                     {"--list", "a FUNCTION regex"}};
+        const char **targets[] = {&out->fiber, &out->focus, &out->ignore, &out->list};
+        int viewed = 0;
+        for (size_t v = 0; v < sizeof views / sizeof views[0] && !viewed; v++) {
+            if ((matched = option_with_value(argc, argv, &i, views[v].name, NULL, &value)) == 0)
+                continue;
+            if (matched < 0) {
+                snprintf(error, error_size, "option '%s' needs %s", views[v].name, views[v].what);
+                return -EINVAL;
+            }
+            if (out->command != OSPREY_COMMAND_REPORT)
+                return usage_error(error, error_size, "'%s' belongs to 'osprey report RAW'",
+                                   views[v].name);
+            *targets[v] = value;
+            viewed = 1;
+        }
+        if (viewed)
+            continue;
+        if (strcmp(arg, "--inverted") == 0) {
+            if (out->command != OSPREY_COMMAND_REPORT)
+                return usage_error(error, error_size, "'%s' belongs to 'osprey report RAW'", arg);
+            out->inverted = 1;
+            continue;
+        }
         /* Running is what `osprey FILE` does anyway: --run only says so explicitly. */
         if (strcmp(arg, "--run") == 0 || strcmp(arg, "--profile") == 0) {
-            if (report)
-                return usage_error(error, error_size, "'osprey report' has no option '%s'", arg);
+            if (report) {
+                snprintf(error, error_size, "'%s' has no option '%s'", command_name, arg);
+                return -EINVAL;
+            }
             if (strcmp(arg, "--profile") == 0)
                 out->profile = 1;
             continue;
         }
         if (arg[0] == '-' && arg[1] != '\0')
             return usage_error(error, error_size, "unknown option '%s' (try 'osprey --help')", arg);
+        if (diff && out->file != NULL && out->file2 == NULL) {
+            out->file2 = arg;
+            continue;
+        }
+        if (diff && out->file2 != NULL)
+            return usage_error(error, error_size,
+                               "unexpected argument '%s': 'osprey diff' takes BASE and NEW", arg);
         if (out->file != NULL)
             return usage_error(error, error_size,
                                report ? "unexpected argument '%s': 'osprey report' takes one RAW "
@@ -107,9 +173,11 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         out->file = arg;
     }
 
-    if (out->file == NULL)
+    if (out->file == NULL || (diff && out->file2 == NULL))
         return usage_error(error, error_size, "missing %s (try 'osprey --help')",
-                           report ? "RAW file" : "FILE");
+                           diff     ? "BASE and NEW raw files"
+                           : report ? "RAW file"
+                                    : "FILE");
     if (out->program_args == NULL) {
         out->program_args = argv + argc; /* argv[argc] is NULL */
         out->program_argc = 0;

@@ -30,7 +30,10 @@
 
 static const char usage_text[] =
     "usage: osprey FILE [--run] [--profile] [-o STEM] [-- ARGS...]\n"
-    "       osprey report RAW [--binary PATH] [-o STEM]\n"
+    "       osprey report RAW [--binary PATH] [-o STEM] [--format LIST] [--top N]\n"
+    "                     [--fiber F] [--focus REGEX] [--ignore REGEX] [--inverted]\n"
+    "                     [--list REGEX]\n"
+    "       osprey diff BASE.raw.json NEW.raw.json [--binary PATH] [-o STEM] [--top N]\n"
     "\n"
     "Sampling CPU profiler for native programs.\n"
     "\n"
@@ -51,15 +54,32 @@ static const char usage_text[] =
     "                 report); missing directories are created\n"
     "  --binary PATH  report: symbolize the main image from PATH (the program moved, or\n"
     "                 was a scratch build)\n"
+    "  --format LIST  the outputs to write, a comma list of speedscope, cpuprofile,\n"
+    "                 folded, profile, pprof, trace, or all (the default)\n"
+    "  --top N        report: N rows in the table (default 10)\n"
+    "  --fiber F      report: only the fiber with this id or label\n"
+    "  --focus REGEX  report: only samples with a function matching REGEX on the stack\n"
+    "  --ignore REGEX report: drop samples with a function matching REGEX on the stack\n"
+    "                 (--fiber, --focus and --ignore apply to the outputs too)\n"
+    "  --inverted     report: under each function, the callers its self time came from\n"
+    "  --list REGEX   report: the source lines of the matching functions with their\n"
+    "                 self (flat) and total (cum) time, as pprof -list prints them\n"
     "  -- ARGS...     arguments for the program\n"
     "  -h, --help     this text\n"
     "  -V, --version  the version\n"
     "\n"
+    "osprey diff prints the functions whose share of the CPU time moved most and writes\n"
+    "STEM.{base,new}.{speedscope.json,pb.gz} (STEM: NEW's stem + .diff), for\n"
+    "go tool pprof -diff_base STEM.base.pb.gz STEM.new.pb.gz.\n"
+    "\n"
     "Outputs of --profile and report:\n"
     "  STEM.speedscope.json  speedscope (https://www.speedscope.app, or npx speedscope FILE)\n"
     "  STEM.cpuprofile       Chrome DevTools, Performance panel: Load profile\n"
-    "  STEM.folded           folded stacks for flamegraph.pl\n"
+    "  STEM.folded           on-CPU folded stacks for flamegraph.pl\n"
+    "  STEM.offcpu.folded    off-CPU (waiting) folded stacks\n"
     "  STEM.profile.json     summary for the VS Code extension\n"
+    "  STEM.pb.gz            pprof: go tool pprof -http=: STEM.pb.gz\n"
+    "  STEM.trace.json       timeline: Chrome DevTools Performance panel or ui.perfetto.dev\n"
     "  STEM.raw.json         the raw profile, for `osprey report` (--profile only)\n"
     "\n"
     "Environment: OSPREY_PROFILE_HZ=N samples per second (10..10000, default 997);\n"
@@ -84,8 +104,8 @@ static FILE *run_report_stream(void)
 
 /* Post-process raw into the outputs at stem and the report on `report`. Returns 0, or
  * -errno with the problem formatted into message. */
-static int post_process(const char *raw, const char *stem, const char *binary, FILE *report,
-                        char *message, size_t message_size)
+static int post_process(const char *raw, const char *stem, const struct osprey_options *view,
+                        FILE *report, char *message, size_t message_size)
 {
     int result = osprey_make_parent_dirs(stem);
     if (result != 0) {
@@ -96,10 +116,15 @@ static int post_process(const char *raw, const char *stem, const char *binary, F
     struct ospx_process_options options = {
         .raw_path = raw,
         .stem = stem,
-        .binary = binary,
+        .binary = view->binary,
         .report = report,
         .color = report_color(report),
         .progress = isatty(STDERR_FILENO),
+        .formats = view->formats,
+        .filter = {view->fiber, view->focus, view->ignore},
+        .top = view->top,
+        .inverted = view->inverted,
+        .list = view->list,
     };
     struct ospx_error error;
     memset(&error, 0, sizeof error);
@@ -110,6 +135,11 @@ static int post_process(const char *raw, const char *stem, const char *binary, F
         if (error.text[0] == '\0')
             snprintf(error.text, sizeof error.text, "%s", strerror(-result));
         ospx_error_format(&error, message, message_size);
+        if (error.file[0] == '\0') { /* about no file: say who speaks */
+            char text[sizeof error.text + 16];
+            snprintf(text, sizeof text, "osprey: %s", message);
+            snprintf(message, message_size, "%s", text);
+        }
     }
     return result;
 }
@@ -133,9 +163,54 @@ static int command_report(const struct osprey_options *options)
     osprey_output_stem(options, stem, sizeof stem);
 
     char message[2048];
-    if (post_process(options->file, stem, options->binary, stdout, message, sizeof message) !=
-        0) {
+    if (post_process(options->file, stem, options, stdout, message, sizeof message) != 0) {
         /* A positioned error starts with the file it is about, as a compiler's does. */
+        fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
+        return OSPREY_EXIT_FAILURE;
+    }
+    return 0;
+}
+
+/* A raw file named on the command line: a regular file, or one line and the usage status. */
+static int check_raw_argument(const char *path)
+{
+    struct stat info;
+    if (stat(path, &info) != 0) {
+        fprintf(stderr, "osprey: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(info.st_mode)) {
+        fprintf(stderr, "osprey: %s: not a raw profile file\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* osprey diff BASE NEW: outputs at STEM (default: NEW's stem + ".diff"), the table on stdout. */
+static int command_diff(const struct osprey_options *options)
+{
+    if (check_raw_argument(options->file) != 0 || check_raw_argument(options->file2) != 0)
+        return OSPREY_EXIT_USAGE;
+    char stem[PATH_MAX];
+    if (options->stem != NULL) {
+        snprintf(stem, sizeof stem, "%s", options->stem);
+    } else {
+        char new_stem[PATH_MAX - 8];
+        osprey_default_report_stem(options->file2, new_stem, sizeof new_stem);
+        snprintf(stem, sizeof stem, "%s.diff", new_stem);
+    }
+    int result = osprey_make_parent_dirs(stem);
+    if (result != 0) {
+        fprintf(stderr, "osprey: %s: cannot create its directory: %s\n", stem, strerror(-result));
+        return OSPREY_EXIT_FAILURE;
+    }
+    struct ospx_diff_options diff = {options->file,   options->file2, stem,
+                                     options->binary, stdout,         options->top};
+    struct ospx_error error;
+    memset(&error, 0, sizeof error);
+    if (ospx_diff(&diff, &error) != 0) {
+        char message[2048];
+        ospx_error_format(&error, message, sizeof message);
         fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
         return OSPREY_EXIT_FAILURE;
     }
@@ -194,7 +269,8 @@ static void keep_descendant_profiles(const char *scratch_raw, const char *stem)
 
 /* After a profiled run: keep the raw file as <stem>.raw.json and post-process it. Nothing
  * here changes the exit code; a failure is one warning line. */
-static void finish_profile(const char *scratch_raw, const char *stem)
+static void finish_profile(const char *scratch_raw, const char *stem,
+                           const struct osprey_options *options)
 {
     int found = osprey_wait_for_file(scratch_raw, RAW_WAIT_MS);
     if (found != 0) {
@@ -219,7 +295,7 @@ static void finish_profile(const char *scratch_raw, const char *stem)
                 strerror(-result));
 
     char message[2048];
-    if (post_process(raw, stem, NULL, run_report_stream(), message, sizeof message) != 0)
+    if (post_process(raw, stem, options, run_report_stream(), message, sizeof message) != 0)
         fprintf(stderr, "osprey: warning: post-processing failed: %s\n", message);
 }
 
@@ -327,7 +403,7 @@ static int run_program(const struct osprey_options *options, const struct osprey
     if (options->profile) {
         char stem[PATH_MAX];
         osprey_output_stem(options, stem, sizeof stem);
-        finish_profile(scratch_raw, stem);
+        finish_profile(scratch_raw, stem, options);
     }
     if (WIFSIGNALED(status))
         fprintf(stderr, "osprey: %s was killed by signal %d (%s); exit status %d\n", options->file,
@@ -409,6 +485,8 @@ int main(int argc, char **argv)
         return 0;
     case OSPREY_COMMAND_REPORT:
         return command_report(&options);
+    case OSPREY_COMMAND_DIFF:
+        return command_diff(&options);
     case OSPREY_COMMAND_RUN:
         break;
     }

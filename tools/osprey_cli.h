@@ -18,7 +18,8 @@
 
 enum osprey_command {
     OSPREY_COMMAND_RUN,     /* osprey FILE [--run] [--profile] [-o STEM] [-- ARGS...] */
-    OSPREY_COMMAND_REPORT,  /* osprey report RAW [--binary PATH] [-o STEM] */
+    OSPREY_COMMAND_REPORT,  /* osprey report RAW [--binary PATH] [-o STEM] [view options] */
+    OSPREY_COMMAND_DIFF,    /* osprey diff BASE NEW [--binary PATH] [-o STEM] [--top N] */
     OSPREY_COMMAND_HELP,    /* --help / -h */
     OSPREY_COMMAND_VERSION, /* --version / -V */
 };
@@ -31,6 +32,13 @@ struct osprey_options {
     const char *binary;  /* --binary PATH (report only); NULL: none */
     char **program_args; /* arguments after `--`, borrowed from argv; NULL-terminated */
     int program_argc;
+    const char *file2;   /* diff: NEW (file is BASE) */
+    const char *formats; /* --format LIST: the outputs to write; NULL: all */
+    /* report's view: --top N (0: 10), --fiber F, --focus RE, --ignore RE, --inverted,
+     * --list RE */
+    size_t top;
+    const char *fiber, *focus, *ignore, *list;
+    int inverted;
 };
 
 /* Parse argv (argv[0] is the CLI's own name). On success fills *out and returns 0; on a

@@ -1,0 +1,334 @@
+/* listing.c — the two deeper views of the terminal report: `--inverted`, the callers each hot
+ * function's self time came from, and `--list REGEX`, the source lines of the matching
+ * functions with the time spent on each, as `pprof -list` prints them. Both count on-CPU
+ * periods, like the table, and are computed per distinct raw stack. */
+#include <errno.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ospx_internal.h"
+
+#define LIST_FUNCTIONS  5   /* at most this many functions listed */
+#define LIST_CONTEXT    2   /* source lines shown around the sampled ones */
+#define LIST_MAX_SPAN   400 /* wider than this, only the sampled lines are shown */
+#define LIST_LINE_BYTES 4096
+
+/* On-CPU periods per raw stack. NULL when out of memory. */
+static uint64_t *on_cpu_per_stack(const struct ospx_model *model)
+{
+    const struct ospx_raw *raw = model->raw;
+    uint64_t *weights = calloc(raw->stack_count + 1, sizeof *weights);
+    if (weights == NULL)
+        return NULL;
+    for (size_t i = 0; i < raw->sample_count; i++)
+        if (raw->samples[i].state == 0)
+            weights[raw->samples[i].stack] += raw->samples[i].weight;
+    return weights;
+}
+
+/* ---- --inverted ---- */
+
+struct ospx__callers {
+    struct edge {
+        uint32_t leaf, caller;
+        uint64_t self;
+    } * edges;
+    size_t count;
+};
+
+static int compare_edges(const void *a, const void *b)
+{
+    const struct edge *x = a, *y = b;
+    if (x->leaf != y->leaf)
+        return x->leaf < y->leaf ? -1 : 1;
+    return (x->caller > y->caller) - (x->caller < y->caller);
+}
+
+struct ospx__callers *ospx__callers_build(const struct ospx_model *model)
+{
+    const struct ospx_raw *raw = model->raw;
+    struct ospx__callers *callers = calloc(1, sizeof *callers);
+    uint64_t *weights = on_cpu_per_stack(model);
+    uint32_t *function_of = ospx__frame_functions(model);
+    if (callers != NULL)
+        callers->edges = malloc((raw->stack_count + 1) * sizeof *callers->edges);
+    if (callers == NULL || callers->edges == NULL || weights == NULL || function_of == NULL) {
+        free(weights);
+        free(function_of);
+        ospx__callers_free(callers);
+        return NULL;
+    }
+    for (uint32_t s = 0; s < raw->stack_count; s++) {
+        size_t depth;
+        const uint32_t *frames = ospx__stack_frames(model, s, &depth);
+        if (weights[s] == 0 || depth == 0)
+            continue;
+        /* The caller: the first frame out from the leaf that is another function (inline
+         * levels and direct recursion of the leaf are the leaf itself). */
+        uint32_t leaf = function_of[frames[0]], caller = OSPX_NO_FUNCTION;
+        for (size_t k = 1; k < depth && caller == OSPX_NO_FUNCTION; k++)
+            if (function_of[frames[k]] != leaf)
+                caller = function_of[frames[k]];
+        callers->edges[callers->count++] = (struct edge){leaf, caller, weights[s]};
+    }
+    qsort(callers->edges, callers->count, sizeof *callers->edges, compare_edges);
+    size_t merged = 0;
+    for (size_t i = 0; i < callers->count; i++) {
+        if (merged > 0 && compare_edges(&callers->edges[merged - 1], &callers->edges[i]) == 0)
+            callers->edges[merged - 1].self += callers->edges[i].self;
+        else
+            callers->edges[merged++] = callers->edges[i];
+    }
+    callers->count = merged;
+    free(weights);
+    free(function_of);
+    return callers;
+}
+
+size_t ospx__callers_of(const struct ospx__callers *callers, uint32_t function,
+                        struct ospx__caller *out, size_t max)
+{
+    size_t count = 0;
+    for (size_t i = 0; callers != NULL && i < callers->count; i++) {
+        const struct edge *edge = &callers->edges[i];
+        if (edge->leaf != function)
+            continue;
+        /* keep the `max` largest, largest first (an insertion into a short list) */
+        size_t at = count < max ? count++ : max;
+        while (at > 0 && out[at - 1].self < edge->self) {
+            if (at < max)
+                out[at] = out[at - 1];
+            at--;
+        }
+        if (at < max)
+            out[at] = (struct ospx__caller){edge->caller, edge->self};
+    }
+    return count;
+}
+
+void ospx__callers_free(struct ospx__callers *callers)
+{
+    if (callers == NULL)
+        return;
+    free(callers->edges);
+    free(callers);
+}
+
+/* ---- --list ---- */
+
+int ospx__listing_check(const char *expression, struct ospx_error *err)
+{
+    regex_t pattern;
+    int rc = regcomp(&pattern, expression, REG_EXTENDED | REG_NOSUB);
+    if (rc == 0) {
+        regfree(&pattern);
+        return 0;
+    }
+    char why[200];
+    regerror(rc, &pattern, why, sizeof why);
+    return ospx_error_set(err, EINVAL, "", 0, 0, "--list '%s': %s", expression, why);
+}
+
+struct line_time {
+    int line;
+    uint32_t stack;
+    int leaf;
+};
+
+static int compare_line_times(const void *a, const void *b)
+{
+    const struct line_time *x = a, *y = b;
+    if (x->line != y->line)
+        return (x->line > y->line) - (x->line < y->line);
+    if (x->stack != y->stack)
+        return (x->stack > y->stack) - (x->stack < y->stack);
+    return y->leaf - x->leaf; /* the leaf occurrence of a (line, stack) first */
+}
+
+/* Per source line of function f: flat (periods with that line as the leaf position) and cum
+ * (periods with it anywhere on the stack, once per sample). */
+struct line_row {
+    int line;
+    uint64_t flat, cum;
+};
+
+static size_t line_rows(const struct ospx_model *model, const uint64_t *weights,
+                        const uint32_t *function_of, uint32_t f, struct line_row **rows)
+{
+    const struct ospx_raw *raw = model->raw;
+    size_t count = 0, capacity = 64;
+    struct line_time *times = malloc(capacity * sizeof *times);
+    *rows = NULL;
+    for (uint32_t s = 0; times != NULL && s < raw->stack_count; s++) {
+        size_t depth;
+        const uint32_t *frames = ospx__stack_frames(model, s, &depth);
+        for (size_t k = 0; weights[s] > 0 && k < depth; k++) {
+            int line = ospx__position_line(model->symbols, s, k);
+            if (function_of[frames[k]] != f || line <= 0)
+                continue;
+            if (count == capacity) {
+                struct line_time *grown = realloc(times, 2 * capacity * sizeof *times);
+                if (grown == NULL) {
+                    free(times);
+                    return 0;
+                }
+                times = grown;
+                capacity *= 2;
+            }
+            times[count++] = (struct line_time){line, s, k == 0};
+        }
+    }
+    if (times == NULL)
+        return 0;
+    qsort(times, count, sizeof *times, compare_line_times);
+    *rows = calloc(count + 1, sizeof **rows);
+    size_t n = 0;
+    for (size_t i = 0; *rows != NULL && i < count; i++) {
+        if (n == 0 || (*rows)[n - 1].line != times[i].line)
+            (*rows)[n++] = (struct line_row){times[i].line, 0, 0};
+        if (i > 0 && times[i - 1].line == times[i].line && times[i - 1].stack == times[i].stack)
+            continue; /* once per sample */
+        (*rows)[n - 1].cum += weights[times[i].stack];
+        if (times[i].leaf)
+            (*rows)[n - 1].flat += weights[times[i].stack];
+    }
+    free(times);
+    return *rows != NULL ? n : 0;
+}
+
+/* `text` with its tabs expanded to 8-column stops (malloc'd; NULL when out of memory). */
+static char *expand_tabs(const char *text)
+{
+    size_t tabs = 0;
+    for (const char *p = text; *p != '\0'; p++)
+        tabs += *p == '\t';
+    char *out = malloc(strlen(text) + 7 * tabs + 1);
+    if (out == NULL)
+        return NULL;
+    size_t column = 0, n = 0;
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p == '\t') {
+            do
+                out[n++] = ' ';
+            while (++column % 8 != 0);
+        } else {
+            out[n++] = *p;
+            column += ((unsigned char)*p & 0xC0) != 0x80;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/* The text of lines first..last of a source file (a regular file only), NULL where unknown. */
+static char **source_lines(const char *path, int first, int last)
+{
+    struct stat info;
+    if (path[0] == '\0' || stat(path, &info) != 0 || !S_ISREG(info.st_mode))
+        return NULL;
+    FILE *file = fopen(path, "r");
+    if (file == NULL)
+        return NULL;
+    char **lines = calloc((size_t)(last - first + 1), sizeof *lines);
+    char buffer[LIST_LINE_BYTES];
+    for (int number = 1; lines != NULL && number <= last && fgets(buffer, sizeof buffer, file);
+         number++) {
+        size_t length = strlen(buffer);
+        int whole = length > 0 && buffer[length - 1] == '\n';
+        buffer[strcspn(buffer, "\r\n")] = '\0';
+        if (number >= first)
+            lines[number - first] = expand_tabs(buffer);
+        /* the rest of an over-long line is not another line */
+        while (!whole && fgets(buffer, sizeof buffer, file) != NULL)
+            whole = buffer[strlen(buffer) - 1] == '\n';
+    }
+    fclose(file);
+    return lines;
+}
+
+static void format_time(char *out, size_t size, uint64_t periods, uint32_t rate)
+{
+    double seconds = rate > 0 ? (double)periods / rate : 0;
+    if (periods == 0)
+        snprintf(out, size, ".");
+    else if (seconds >= 1)
+        snprintf(out, size, "%.2fs", seconds);
+    else
+        snprintf(out, size, "%.0fms", seconds * 1000);
+}
+
+static void print_function_listing(FILE *out, const struct ospx_model *model,
+                                   const struct ospx_function_stat *fn, const struct line_row *rows,
+                                   size_t count)
+{
+    uint32_t rate = model->raw->rate_hz;
+    char flat[32], cum[32], text[LIST_LINE_BYTES + 64];
+    snprintf(text, sizeof text, "ROUTINE ======================== %s in %s", fn->name,
+             fn->file[0] != '\0' ? fn->file : "(no source file)");
+    ospx__printable(text);
+    fprintf(out, "%s\n", text);
+    format_time(flat, sizeof flat, fn->self, rate);
+    format_time(cum, sizeof cum, fn->total, rate);
+    fprintf(out, "%10s %10s (flat, cum) %.1f%% of CPU\n", flat, cum,
+            model->on_cpu_samples > 0 ? 100.0 * (double)fn->total / (double)model->on_cpu_samples
+                                      : 0.0);
+    if (count == 0)
+        return;
+    int first = rows[0].line - LIST_CONTEXT, last = rows[count - 1].line + LIST_CONTEXT;
+    first = first < 1 ? 1 : first;
+    int contiguous = last - first <= LIST_MAX_SPAN;
+    char **source = contiguous ? source_lines(fn->file, first, last) : NULL;
+    size_t r = 0;
+    for (int line = first; line <= last; line++) {
+        const struct line_row *row = r < count && rows[r].line == line ? &rows[r++] : NULL;
+        if (row == NULL && !(contiguous && source != NULL))
+            continue;
+        format_time(flat, sizeof flat, row != NULL ? row->flat : 0, rate);
+        format_time(cum, sizeof cum, row != NULL ? row->cum : 0, rate);
+        const char *code =
+            source != NULL && source[line - first] != NULL ? source[line - first] : "";
+        snprintf(text, sizeof text, "%10s %10s %6d: %s", flat, cum, line, code);
+        ospx__printable(text);
+        fprintf(out, "%s\n", text);
+        if (!contiguous && row == NULL)
+            break;
+    }
+    for (int line = first; source != NULL && line <= last; line++)
+        free(source[line - first]);
+    free(source);
+}
+
+int ospx__print_listing(FILE *out, size_t width, const struct ospx_model *model,
+                        const char *expression)
+{
+    (void)width; /* source lines are printed whole, as pprof does */
+    regex_t pattern;
+    if (regcomp(&pattern, expression, REG_EXTENDED | REG_NOSUB) != 0)
+        return -EINVAL;
+    uint64_t *weights = on_cpu_per_stack(model);
+    uint32_t *function_of = ospx__frame_functions(model);
+    int rc = weights != NULL && function_of != NULL ? 0 : -ENOMEM;
+    size_t listed = 0;
+    for (size_t i = 0; rc == 0 && i < model->function_count && listed < LIST_FUNCTIONS; i++) {
+        const struct ospx_function_stat *fn = &model->functions[i];
+        if (fn->total == 0 || regexec(&pattern, fn->name, 0, NULL, 0) != 0)
+            continue;
+        struct line_row *rows;
+        size_t count = line_rows(model, weights, function_of, (uint32_t)i, &rows);
+        print_function_listing(out, model, fn, rows, count);
+        free(rows);
+        listed++;
+    }
+    if (rc == 0 && listed == 0) {
+        char text[600];
+        snprintf(text, sizeof text, "--list: no function with CPU time matches '%s'", expression);
+        ospx__printable(text);
+        fprintf(out, "%s\n", text);
+    }
+    regfree(&pattern);
+    free(weights);
+    free(function_of);
+    return rc;
+}

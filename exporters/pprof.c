@@ -1,0 +1,597 @@
+/* pprof.c — `<stem>.pb.gz`, the pprof profile (profile.proto, gzip-compressed), what `go tool
+ * pprof`, Pyroscope, Parca and Google Cloud Profiler read. It holds the on-CPU samples (a CPU
+ * profile: waiting time is in the other outputs) with two values each, `samples/count` and
+ * `cpu/nanoseconds` (sampling periods and periods × 1e9 / rate), and `fiber` (its id, as a
+ * string) and `thread` (its label) labels; one mapping per image with its ELF build id when the
+ * file is here; one location per distinct (pc, leaf or return address) with a line record per
+ * inline level, innermost first; one function per model function (name, file).
+ *
+ * DESIGN: encoding is protobuf-c's, from exporters/pprof_profile.proto (compiled at build time
+ * by protoc-c), compression zlib's. Samples are aggregated per (thread, raw stack), locations
+ * are built once per raw stack and shared through a hash on (pc, leaf), strings are interned
+ * in a hash table, so the work grows with distinct stacks, not with samples. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "ospx_internal.h"
+#include "pprof_profile.pb-c.h"
+
+typedef Perftools__Profiles__Profile Profile;
+typedef Perftools__Profiles__ValueType ValueType;
+typedef Perftools__Profiles__Sample Sample;
+typedef Perftools__Profiles__Label Label;
+typedef Perftools__Profiles__Mapping Mapping;
+typedef Perftools__Profiles__Location Location;
+typedef Perftools__Profiles__Line Line;
+typedef Perftools__Profiles__Function Function;
+
+#define EMPTY_SLOT UINT32_MAX
+
+static uint64_t hash_mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    return h;
+}
+
+/* ---- the string table ---- */
+
+struct strings {
+    char **table; /* borrowed pointers, except `owned` ones */
+    uint8_t *owned;
+    size_t count, capacity;
+    uint32_t *slots;
+    size_t slot_count; /* a power of two, above twice count */
+};
+
+static uint64_t hash_string(const char *s)
+{
+    uint64_t h = UINT64_C(1469598103934665603);
+    for (; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+    return hash_mix(h);
+}
+
+static int strings_rehash(struct strings *strings, size_t slot_count)
+{
+    uint32_t *slots = malloc(slot_count * sizeof *slots);
+    if (slots == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < slot_count; i++)
+        slots[i] = EMPTY_SLOT;
+    for (size_t i = 0; i < strings->count; i++) {
+        size_t slot = hash_string(strings->table[i]) & (slot_count - 1);
+        while (slots[slot] != EMPTY_SLOT)
+            slot = (slot + 1) & (slot_count - 1);
+        slots[slot] = (uint32_t)i;
+    }
+    free(strings->slots);
+    strings->slots = slots;
+    strings->slot_count = slot_count;
+    return 0;
+}
+
+/* The index of `text` in the table, added when new (copied when `copy`, else borrowed and
+ * required to outlive the table). -1 when out of memory. */
+static int64_t string_index(struct strings *strings, const char *text, int copy)
+{
+    text = ospx__str(text);
+    size_t slot = hash_string(text) & (strings->slot_count - 1);
+    for (; strings->slots[slot] != EMPTY_SLOT; slot = (slot + 1) & (strings->slot_count - 1))
+        if (strcmp(strings->table[strings->slots[slot]], text) == 0)
+            return strings->slots[slot];
+    if (strings->count == strings->capacity) {
+        size_t capacity = strings->capacity * 2;
+        char **table = realloc(strings->table, capacity * sizeof *table);
+        if (table == NULL)
+            return -1;
+        strings->table = table;
+        uint8_t *owned = realloc(strings->owned, capacity);
+        if (owned == NULL)
+            return -1;
+        strings->owned = owned;
+        strings->capacity = capacity;
+    }
+    char *entry = copy ? strdup(text) : (char *)text;
+    if (entry == NULL)
+        return -1;
+    size_t index = strings->count++;
+    strings->table[index] = entry;
+    strings->owned[index] = (uint8_t)copy;
+    strings->slots[slot] = (uint32_t)index;
+    if (strings->count * 2 > strings->slot_count &&
+        strings_rehash(strings, strings->slot_count * 2) != 0)
+        return -1;
+    return (int64_t)index;
+}
+
+static int strings_init(struct strings *strings)
+{
+    *strings = (struct strings){malloc(256 * sizeof(char *)), malloc(256), 0, 256, NULL, 0};
+    if (strings->table == NULL || strings->owned == NULL || strings_rehash(strings, 1024) != 0)
+        return -ENOMEM;
+    return string_index(strings, "", 0) == 0 ? 0 : -ENOMEM; /* entry 0 is always "" */
+}
+
+static void strings_free(struct strings *strings)
+{
+    for (size_t i = 0; i < strings->count; i++)
+        if (strings->owned[i])
+            free(strings->table[i]);
+    free(strings->table);
+    free(strings->owned);
+    free(strings->slots);
+}
+
+/* ---- everything the profile points into, freed together ---- */
+
+struct pprof_build {
+    const struct ospx_model *model;
+    struct strings strings;
+    uint32_t *function_of; /* frame -> model function */
+    Function *functions;
+    Function **function_pointers;
+    Mapping *mappings;
+    Mapping **mapping_pointers;
+    int *mapping_used;
+    /* locations: a hash on (pc << 1 | is_return_address) over location indices */
+    Location **locations;
+    size_t location_count, location_capacity;
+    uint64_t *location_keys;
+    uint32_t *location_slots;
+    size_t location_slot_count;
+    /* per raw stack: its location ids, leaf first (NULL: not built yet) */
+    uint64_t **stack_locations;
+    size_t *stack_location_counts;
+    /* per thread: the two labels every sample of it carries */
+    Label *labels;
+    Label **label_pointers;
+    Sample *samples;
+    Sample **sample_pointers;
+    int64_t *values;
+    size_t sample_count;
+};
+
+static int location_rehash(struct pprof_build *build, size_t slot_count)
+{
+    uint32_t *slots = malloc(slot_count * sizeof *slots);
+    if (slots == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < slot_count; i++)
+        slots[i] = EMPTY_SLOT;
+    for (size_t i = 0; i < build->location_count; i++) {
+        size_t slot = hash_mix(build->location_keys[i]) & (slot_count - 1);
+        while (slots[slot] != EMPTY_SLOT)
+            slot = (slot + 1) & (slot_count - 1);
+        slots[slot] = (uint32_t)i;
+    }
+    free(build->location_slots);
+    build->location_slots = slots;
+    build->location_slot_count = slot_count;
+    return 0;
+}
+
+/* The location for frames [first, first + count) of raw stack `s` (one pc and its inline
+ * levels), created on first use. Returns its id (index + 1), 0 when out of memory. */
+static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first, size_t count,
+                             uint64_t key, uint64_t address)
+{
+    size_t slot = hash_mix(key) & (build->location_slot_count - 1);
+    for (; build->location_slots[slot] != EMPTY_SLOT;
+         slot = (slot + 1) & (build->location_slot_count - 1))
+        if (build->location_keys[build->location_slots[slot]] == key)
+            return build->location_slots[slot] + 1;
+    if (build->location_count == build->location_capacity) {
+        size_t capacity = build->location_capacity > 0 ? build->location_capacity * 2 : 1024;
+        Location **locations = realloc(build->locations, capacity * sizeof *locations);
+        if (locations == NULL)
+            return 0;
+        build->locations = locations;
+        uint64_t *keys = realloc(build->location_keys, capacity * sizeof *keys);
+        if (keys == NULL)
+            return 0;
+        build->location_keys = keys;
+        build->location_capacity = capacity;
+    }
+    /* One allocation: the location, its line pointers and its lines. */
+    Location *location = calloc(1, sizeof *location + count * (sizeof(Line *) + sizeof(Line)));
+    if (location == NULL)
+        return 0;
+    perftools__profiles__location__init(location);
+    Line **line_pointers = (Line **)(location + 1);
+    Line *lines = (Line *)(line_pointers + count);
+    const struct ospx_symbols *symbols = build->model->symbols;
+    for (size_t j = 0; j < count; j++) {
+        uint32_t frame = symbols->stack_frames[s][first + j];
+        perftools__profiles__line__init(&lines[j]);
+        lines[j].function_id = (uint64_t)build->function_of[frame] + 1;
+        lines[j].line = symbols->stack_lines != NULL && symbols->stack_lines[s] != NULL
+                            ? symbols->stack_lines[s][first + j]
+                            : symbols->frames[frame].line;
+        line_pointers[j] = &lines[j];
+    }
+    location->line = line_pointers;
+    location->n_line = count;
+    location->address = address;
+    /* A return address may be one past its image's code: look it up one byte back. */
+    uint64_t lookup = (key & 1) != 0 && address > 0 ? address - 1 : address;
+    uint32_t image = address != 0 ? ospx__image_of(build->model->raw, lookup) : UINT32_MAX;
+    if (image != UINT32_MAX) {
+        location->mapping_id = (uint64_t)image + 1;
+        build->mapping_used[image] = 1;
+        Mapping *mapping = &build->mappings[image];
+        if (address >= mapping->memory_limit)
+            mapping->memory_limit = address + 1;
+        if (address < mapping->memory_start)
+            mapping->memory_start = address;
+    }
+    size_t index = build->location_count++;
+    location->id = index + 1;
+    build->locations[index] = location;
+    build->location_keys[index] = key;
+    build->location_slots[slot] = (uint32_t)index;
+    if (build->location_count * 2 > build->location_slot_count &&
+        location_rehash(build, build->location_slot_count * 2) != 0)
+        return 0;
+    return index + 1;
+}
+
+/* The location ids of raw stack s, leaf first: one per pc (its inline levels are its lines).
+ * Without positions (hand-made symbols), each frame is its own location. */
+static int stack_locations(struct pprof_build *build, uint32_t s)
+{
+    if (build->stack_locations[s] != NULL)
+        return 0;
+    const struct ospx_symbols *symbols = build->model->symbols;
+    const struct ospx_stack *stack = &build->model->raw->stacks[s];
+    size_t depth = symbols->stack_frame_counts[s];
+    const uint32_t *positions =
+        symbols->stack_positions != NULL ? symbols->stack_positions[s] : NULL;
+    uint64_t *ids = malloc((depth + 1) * sizeof *ids);
+    if (ids == NULL)
+        return -ENOMEM;
+    size_t count = 0;
+    for (size_t k = 0; k < depth;) {
+        size_t end = k + 1;
+        uint64_t key, address;
+        if (positions != NULL) {
+            while (end < depth && positions[end] == positions[k])
+                end++;
+            address = stack->pcs[positions[k]];
+            /* A return address names the call's line, a leaf pc its own: two locations. */
+            key = address << 1 | (positions[k] > 0);
+        } else {
+            address = 0;
+            key = (uint64_t)symbols->stack_frames[s][k] << 1 | UINT64_C(1) << 63;
+        }
+        uint64_t id = location_for(build, s, k, end - k, key, address);
+        if (id == 0) {
+            free(ids);
+            return -ENOMEM;
+        }
+        ids[count++] = id;
+        k = end;
+    }
+    build->stack_locations[s] = ids;
+    build->stack_location_counts[s] = count;
+    return 0;
+}
+
+static int build_functions(struct pprof_build *build)
+{
+    const struct ospx_model *model = build->model;
+    build->function_of = ospx__frame_functions(model);
+    build->functions = calloc(model->function_count + 1, sizeof *build->functions);
+    build->function_pointers = calloc(model->function_count + 1, sizeof *build->function_pointers);
+    if (build->function_of == NULL || build->functions == NULL || build->function_pointers == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < model->function_count; i++) {
+        Function *function = &build->functions[i];
+        perftools__profiles__function__init(function);
+        function->id = i + 1;
+        function->name = string_index(&build->strings, model->functions[i].name, 0);
+        function->system_name = function->name;
+        function->filename = string_index(&build->strings, model->functions[i].file, 0);
+        if (function->name < 0 || function->filename < 0)
+            return -ENOMEM;
+        build->function_pointers[i] = function;
+    }
+    return 0;
+}
+
+static int build_mappings(struct pprof_build *build)
+{
+    const struct ospx_raw *raw = build->model->raw;
+    build->mappings = calloc(raw->image_count + 1, sizeof *build->mappings);
+    build->mapping_pointers = calloc(raw->image_count + 1, sizeof *build->mapping_pointers);
+    build->mapping_used = calloc(raw->image_count + 1, sizeof *build->mapping_used);
+    if (build->mappings == NULL || build->mapping_pointers == NULL || build->mapping_used == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < raw->image_count; i++) {
+        const struct ospx_image *image = &raw->images[i];
+        Mapping *mapping = &build->mappings[i];
+        perftools__profiles__mapping__init(mapping);
+        mapping->id = i + 1;
+        /* From the ELF header's address (file offset 0) to the end of the code. */
+        mapping->memory_start = image->base <= image->text ? image->base : image->text;
+        mapping->memory_limit = image->text + image->text_size;
+        mapping->file_offset = 0;
+        mapping->filename = string_index(&build->strings, image->path, 0);
+        if (mapping->filename < 0)
+            return -ENOMEM;
+        mapping->has_functions = mapping->has_filenames = mapping->has_line_numbers =
+            mapping->has_inline_frames = 1;
+    }
+    return 0;
+}
+
+/* Build ids only for the images samples reached: reading each file costs a little. */
+static int mapping_build_ids(struct pprof_build *build)
+{
+    const struct ospx_raw *raw = build->model->raw;
+    for (size_t i = 0; i < raw->image_count; i++) {
+        if (!build->mapping_used[i] || raw->images[i].path[0] != '/')
+            continue;
+        char id[160];
+        if (ospx__elf_build_id(raw->images[i].path, id, sizeof id) == 0) {
+            build->mappings[i].build_id = string_index(&build->strings, id, 1);
+            if (build->mappings[i].build_id < 0)
+                return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static int build_labels(struct pprof_build *build)
+{
+    const struct ospx_model *model = build->model;
+    size_t threads = model->fiber_count;
+    build->labels = calloc(threads * 2 + 1, sizeof *build->labels);
+    build->label_pointers = calloc(threads * 2 + 1, sizeof *build->label_pointers);
+    if (build->labels == NULL || build->label_pointers == NULL)
+        return -ENOMEM;
+    int64_t fiber_key = string_index(&build->strings, "fiber", 0);
+    int64_t thread_key = string_index(&build->strings, "thread", 0);
+    for (size_t t = 0; t < threads; t++) {
+        Label *fiber = &build->labels[2 * t], *thread = &build->labels[2 * t + 1];
+        perftools__profiles__label__init(fiber);
+        perftools__profiles__label__init(thread);
+        /* A string, not a number: proto3 leaves out a zero, and fiber 0 would lose its label. */
+        char id[32];
+        snprintf(id, sizeof id, "%lld", (long long)model->fibers[t].fiber);
+        fiber->key = fiber_key;
+        fiber->str = string_index(&build->strings, id, 1);
+        thread->key = thread_key;
+        thread->str = string_index(&build->strings, model->fibers[t].label, 0);
+        if (fiber_key < 0 || thread_key < 0 || fiber->str < 0 || thread->str < 0)
+            return -ENOMEM;
+        build->label_pointers[2 * t] = fiber;
+        build->label_pointers[2 * t + 1] = thread;
+    }
+    return 0;
+}
+
+/* On-CPU samples, grouped by (thread, stack). */
+struct group {
+    uint32_t thread, stack;
+    uint64_t periods;
+};
+
+static int compare_groups(const void *a, const void *b)
+{
+    const struct group *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return (x->stack > y->stack) - (x->stack < y->stack);
+}
+
+static int build_samples(struct pprof_build *build)
+{
+    const struct ospx_raw *raw = build->model->raw;
+    struct group *groups = malloc((raw->sample_count + 1) * sizeof *groups);
+    if (groups == NULL)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < raw->sample_count; i++)
+        if (raw->samples[i].state == 0)
+            groups[n++] = (struct group){raw->samples[i].thread, raw->samples[i].stack,
+                                         raw->samples[i].weight};
+    qsort(groups, n, sizeof *groups, compare_groups);
+    size_t distinct = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (distinct > 0 && compare_groups(&groups[distinct - 1], &groups[i]) == 0)
+            groups[distinct - 1].periods += groups[i].periods;
+        else
+            groups[distinct++] = groups[i];
+    }
+    build->samples = calloc(distinct + 1, sizeof *build->samples);
+    build->sample_pointers = calloc(distinct + 1, sizeof *build->sample_pointers);
+    build->values = calloc(2 * distinct + 1, sizeof *build->values);
+    int rc = build->samples != NULL && build->sample_pointers != NULL && build->values != NULL
+                 ? 0
+                 : -ENOMEM;
+    double period_ns = raw->rate_hz > 0 ? 1e9 / raw->rate_hz : 0;
+    for (size_t i = 0; i < distinct && rc == 0; i++) {
+        rc = stack_locations(build, groups[i].stack);
+        if (rc != 0)
+            break;
+        Sample *sample = &build->samples[i];
+        perftools__profiles__sample__init(sample);
+        sample->location_id = build->stack_locations[groups[i].stack];
+        sample->n_location_id = build->stack_location_counts[groups[i].stack];
+        sample->value = &build->values[2 * i];
+        sample->n_value = 2;
+        sample->value[0] = (int64_t)groups[i].periods;
+        sample->value[1] = (int64_t)llround((double)groups[i].periods * period_ns);
+        sample->label = &build->label_pointers[2 * groups[i].thread];
+        sample->n_label = 2;
+        build->sample_pointers[i] = sample;
+    }
+    build->sample_count = distinct;
+    free(groups);
+    return rc;
+}
+
+static void pprof_build_free(struct pprof_build *build)
+{
+    const struct ospx_raw *raw = build->model->raw;
+    strings_free(&build->strings);
+    free(build->function_of);
+    free(build->functions);
+    free(build->function_pointers);
+    free(build->mappings);
+    free(build->mapping_pointers);
+    free(build->mapping_used);
+    for (size_t i = 0; i < build->location_count; i++)
+        free(build->locations[i]);
+    free(build->locations);
+    free(build->location_keys);
+    free(build->location_slots);
+    for (size_t s = 0; build->stack_locations != NULL && s < raw->stack_count; s++)
+        free(build->stack_locations[s]);
+    free(build->stack_locations);
+    free(build->stack_location_counts);
+    free(build->labels);
+    free(build->label_pointers);
+    free(build->samples);
+    free(build->sample_pointers);
+    free(build->values);
+}
+
+/* gzip `data` into the stream. */
+static int write_gzip(FILE *stream, const uint8_t *data, size_t size)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    /* windowBits 15 + 16: a gzip header and trailer around the deflate stream */
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return -ENOMEM;
+    unsigned char out[65536];
+    int rc = 0, status;
+    z.next_in = (Bytef *)data;
+    do {
+        size_t chunk = size - (size_t)((const uint8_t *)z.next_in - data);
+        z.avail_in = chunk > UINT32_MAX ? UINT32_MAX : (uInt)chunk;
+        int flush = chunk > UINT32_MAX ? Z_NO_FLUSH : Z_FINISH;
+        do {
+            z.next_out = out;
+            z.avail_out = sizeof out;
+            status = deflate(&z, flush);
+            if (status == Z_STREAM_ERROR) {
+                rc = -EIO;
+                break;
+            }
+            size_t produced = sizeof out - z.avail_out;
+            if (fwrite(out, 1, produced, stream) != produced)
+                rc = -EIO;
+        } while (rc == 0 && z.avail_out == 0);
+    } while (rc == 0 && status != Z_STREAM_END);
+    deflateEnd(&z);
+    return rc;
+}
+
+int ospx_write_pprof(const struct ospx_model *model, const char *path, struct ospx_error *err)
+{
+    const struct ospx_raw *raw = model->raw;
+    struct pprof_build build = {.model = model};
+    build.stack_locations = calloc(raw->stack_count + 1, sizeof *build.stack_locations);
+    build.stack_location_counts = calloc(raw->stack_count + 1, sizeof *build.stack_location_counts);
+    int rc = build.stack_locations != NULL && build.stack_location_counts != NULL
+                 ? strings_init(&build.strings)
+                 : -ENOMEM;
+    if (rc == 0)
+        rc = location_rehash(&build, 1024);
+    if (rc == 0)
+        rc = build_functions(&build);
+    if (rc == 0)
+        rc = build_mappings(&build);
+    if (rc == 0)
+        rc = build_labels(&build);
+    if (rc == 0)
+        rc = build_samples(&build);
+    if (rc == 0)
+        rc = mapping_build_ids(&build);
+
+    ValueType types[2], period_type;
+    ValueType *type_pointers[2] = {&types[0], &types[1]};
+    int64_t comment = 0;
+    Profile profile;
+    perftools__profiles__profile__init(&profile);
+    for (int i = 0; i < 2; i++)
+        perftools__profiles__value_type__init(&types[i]);
+    perftools__profiles__value_type__init(&period_type);
+    if (rc == 0) {
+        types[0].type = string_index(&build.strings, "samples", 0);
+        types[0].unit = string_index(&build.strings, "count", 0);
+        types[1].type = string_index(&build.strings, "cpu", 0);
+        types[1].unit = string_index(&build.strings, "nanoseconds", 0);
+        period_type = types[1];
+        comment = string_index(&build.strings, OSPX_EXPORTER_NAME, 0);
+        if (types[0].type < 0 || types[0].unit < 0 || types[1].type < 0 || types[1].unit < 0 ||
+            comment < 0)
+            rc = -ENOMEM;
+    }
+    Mapping **mappings = NULL;
+    size_t mapping_count = 0;
+    if (rc == 0) {
+        /* Only the images some sample reached; ids stay the image's index + 1. */
+        mappings = calloc(raw->image_count + 1, sizeof *mappings);
+        if (mappings == NULL)
+            rc = -ENOMEM;
+        for (size_t i = 0; rc == 0 && i < raw->image_count; i++)
+            if (build.mapping_used[i])
+                mappings[mapping_count++] = &build.mappings[i];
+    }
+    uint8_t *packed = NULL;
+    size_t packed_size = 0;
+    if (rc == 0) {
+        profile.n_sample_type = 2;
+        profile.sample_type = type_pointers;
+        profile.n_sample = build.sample_count;
+        profile.sample = build.sample_pointers;
+        profile.n_mapping = mapping_count;
+        profile.mapping = mappings;
+        profile.n_location = build.location_count;
+        profile.location = build.locations;
+        profile.n_function = model->function_count;
+        profile.function = build.function_pointers;
+        profile.n_string_table = build.strings.count;
+        profile.string_table = build.strings.table;
+        profile.time_nanos = (int64_t)raw->start_unix_ns;
+        profile.duration_nanos = (int64_t)llround(model->wall_seconds * 1e9);
+        profile.period_type = &period_type;
+        profile.period = raw->rate_hz > 0 ? (int64_t)llround(1e9 / raw->rate_hz) : 0;
+        profile.n_comment = 1;
+        profile.comment = &comment;
+        profile.default_sample_type = types[1].type;
+        packed_size = perftools__profiles__profile__get_packed_size(&profile);
+        packed = malloc(packed_size + 1);
+        if (packed == NULL)
+            rc = -ENOMEM;
+        else
+            perftools__profiles__profile__pack(&profile, packed);
+    }
+    if (rc == 0) {
+        struct ospx__atomic_file file;
+        rc = ospx__atomic_open(&file, path, err);
+        if (rc == 0) {
+            if (write_gzip(file.stream, packed, packed_size) == 0) {
+                rc = ospx__atomic_commit(&file, err);
+            } else {
+                ospx__atomic_abort(&file);
+                rc = ospx_error_set(err, EIO, path, 0, 0, "cannot compress or write the profile");
+            }
+        }
+    } else {
+        ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
+    }
+    free(packed);
+    free(mappings);
+    pprof_build_free(&build);
+    return rc;
+}

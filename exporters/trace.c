@@ -1,0 +1,322 @@
+/* trace.c — `<stem>.trace.json`, the run as a timeline in the Chrome trace-event format, which
+ * the DevTools Performance panel ("Load profile") and Perfetto (ui.perfetto.dev) open: one
+ * thread track per fiber, named `fiber <id> (<label>)`, carrying
+ *   - its samples on their real timestamps, as V8 writes them into a trace: one "Profile"
+ *     event and "ProfileChunk" events holding a call tree (`cpuProfile.nodes`), the samples'
+ *     leaf nodes and the gaps between them (`timeDeltas`, µs). Each on-CPU row lasts the CPU
+ *     periods it paid for, ending at its time; the rest of the time (waits, and gaps where the
+ *     thread was not on a CPU) is the thread's `(idle)` node, so the time a reader sums per
+ *     function is the sampled CPU time, and a wait is never counted as CPU;
+ *   - one complete event (`"ph":"X"`, category `osprey.waiting`) per wait, named
+ *     `waiting in <function>` with the blocked stack in its args: consecutive waiting rows of
+ *     one stack are one wait.
+ * Timestamps are µs after the run's start. Keys of the format: the Trace Event Format document
+ * (docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ospx_internal.h"
+
+#define CHUNK_SAMPLES         10000
+#define STACK_ARGUMENT_FRAMES 64
+
+/* The sample's time in µs, never past the end of the run (a broken collector's time). */
+static uint64_t sample_us(const struct ospx_model *model, const struct ospx_sample *sample)
+{
+    double limit_ns = model->wall_seconds * 1e9;
+    double t = (double)sample->t_rel_ns;
+    return (uint64_t)((t < limit_ns || limit_ns <= 0 ? t : limit_ns) / 1000.0);
+}
+
+static void write_metadata(FILE *stream, const struct ospx_model *model, uint64_t pid)
+{
+    char name[600];
+    snprintf(name, sizeof name, "%s (pid %lld)", ospx__basename(model->raw->exe),
+             (long long)model->raw->pid);
+    char *quoted = ospx__json_quote(name);
+    fprintf(
+        stream,
+        "{\"ph\":\"M\",\"pid\":%llu,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":%s}}",
+        (unsigned long long)pid, quoted != NULL ? quoted : "\"\"");
+    free(quoted);
+    for (size_t t = 0; t < model->fiber_count; t++) {
+        snprintf(name, sizeof name, "fiber %lld (%s)", (long long)model->fibers[t].fiber,
+                 model->fibers[t].label);
+        quoted = ospx__json_quote(name);
+        fprintf(stream,
+                ",\n{\"ph\":\"M\",\"pid\":%llu,\"tid\":%zu,\"name\":\"thread_name\",\"args\":{"
+                "\"name\":%s}},\n{\"ph\":\"M\",\"pid\":%llu,\"tid\":%zu,\"name\":"
+                "\"thread_sort_index\",\"args\":{\"sort_index\":%zu}}",
+                (unsigned long long)pid, t + 1, quoted != NULL ? quoted : "\"\"",
+                (unsigned long long)pid, t + 1, t);
+        free(quoted);
+    }
+}
+
+/* The nodes of thread t's subtree (its fiber node stands as the profile's root). */
+static void write_nodes(FILE *stream, const struct ospx__tree *tree, uint32_t fiber_node,
+                        const struct ospx_model *model, const uint32_t *scripts)
+{
+    uint32_t *pending = malloc((tree->count + 1) * sizeof *pending);
+    if (pending == NULL)
+        return;
+    size_t top = 0;
+    int first = 1;
+    pending[top++] = fiber_node;
+    while (top > 0) {
+        uint32_t n = pending[--top];
+        const struct ospx__node *node = &tree->nodes[n];
+        const char *name = "\"(root)\"", *url = "\"\"";
+        char *quoted_name = NULL, *quoted_url = NULL;
+        uint32_t script = 0;
+        int line = -1;
+        if (node->kind == OSPX_NODE_WAITING) {
+            name = "\"(idle)\"";
+        } else if (node->kind == OSPX_NODE_FUNCTION) {
+            const struct ospx_function_stat *fn = &model->functions[node->value];
+            quoted_name = ospx__json_quote(fn->name);
+            quoted_url = ospx__json_quote(fn->file);
+            name = quoted_name != NULL ? quoted_name : "\"?\"";
+            url = quoted_url != NULL ? quoted_url : "\"\"";
+            script = scripts[node->value];
+            line = fn->line - 1;
+        }
+        fprintf(stream,
+                "%s{\"id\":%u,\"callFrame\":{\"functionName\":%s,\"scriptId\":\"%u\",\"url\":%s,"
+                "\"lineNumber\":%d,\"columnNumber\":-1}",
+                first ? "" : ",", n + 1, name, script, url, line);
+        if (n != fiber_node)
+            fprintf(stream, ",\"parent\":%u", node->parent + 1);
+        fputc('}', stream);
+        first = 0;
+        free(quoted_name);
+        free(quoted_url);
+        for (uint32_t c = node->first_child; c != OSPX_NO_NODE; c = tree->nodes[c].next_sibling)
+            pending[top++] = c;
+    }
+    free(pending);
+}
+
+/* One point of a thread's sample stream: from `at_us` on, the thread is in `node`. */
+struct point {
+    uint64_t at_us;
+    uint32_t node;
+};
+
+/* Thread t's rows as a V8 sample stream on real time, where each sample lasts until the next:
+ * an on-CPU row of weight w covers the w periods of CPU it paid for, ending at its time (from
+ * max(t - w periods, the previous point)); the thread is (idle) from the end of that until
+ * its next row, and from a waiting row until its next row. So the CPU time a reader sums per
+ * function is the report's, and the gaps (preempted, blocked) are idle. Returns the count. */
+static size_t sample_points(const struct ospx_model *model, const size_t *order, size_t count,
+                            const uint32_t *leaves, uint32_t idle, struct point *points)
+{
+    const struct ospx_raw *raw = model->raw;
+    double period_ns = raw->rate_hz > 0 ? 1e9 / raw->rate_hz : 0;
+    double limit_ns = model->wall_seconds > 0 ? model->wall_seconds * 1e9 : 0;
+    double previous_ns = 0; /* where the last point's time ends */
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct ospx_sample *sample = &raw->samples[order[i]];
+        double t = (double)sample->t_rel_ns;
+        if (limit_ns > 0 && t > limit_ns)
+            t = limit_ns; /* a broken collector's time */
+        if (sample->state != 0) {
+            /* idle from the end of the last CPU sample on (the wait starts no earlier) */
+            if (n == 0)
+                previous_ns = t;
+            if (n == 0 || points[n - 1].node != idle)
+                points[n++] = (struct point){(uint64_t)llround(previous_ns / 1000.0), idle};
+            continue;
+        }
+        double length = (double)sample->weight * period_ns;
+        double start = t - length > previous_ns ? t - length : previous_ns;
+        if (n > 0 && start > previous_ns && points[n - 1].node != idle)
+            points[n++] = (struct point){(uint64_t)llround(previous_ns / 1000.0), idle};
+        points[n++] = (struct point){(uint64_t)llround(start / 1000.0), leaves[i]};
+        previous_ns = start + length;
+    }
+    if (n > 0 && points[n - 1].node != idle)
+        points[n++] = (struct point){(uint64_t)llround(previous_ns / 1000.0), idle};
+    return n;
+}
+
+/* Thread t's Profile and ProfileChunk events. */
+static void write_samples(FILE *stream, const struct ospx_model *model, size_t t, uint64_t pid,
+                          const struct ospx__tree *tree, uint32_t fiber_node,
+                          const uint32_t *scripts, const struct point *points, size_t count)
+{
+    if (count == 0)
+        return;
+    uint64_t start = points[0].at_us, previous = start;
+    fprintf(stream,
+            ",\n{\"ph\":\"P\",\"pid\":%llu,\"tid\":%zu,\"ts\":%llu,\"name\":\"Profile\",\"id\":"
+            "\"0x%zx\",\"cat\":\"disabled-by-default-v8.cpu_profiler\",\"args\":{\"data\":{"
+            "\"startTime\":%llu}}}",
+            (unsigned long long)pid, t + 1, (unsigned long long)start, t + 1,
+            (unsigned long long)start);
+    for (size_t first = 0; first < count; first += CHUNK_SAMPLES) {
+        size_t end = first + CHUNK_SAMPLES < count ? first + CHUNK_SAMPLES : count;
+        fprintf(stream,
+                ",\n{\"ph\":\"P\",\"pid\":%llu,\"tid\":%zu,\"ts\":%llu,\"name\":\"ProfileChunk\","
+                "\"id\":\"0x%zx\",\"cat\":\"disabled-by-default-v8.cpu_profiler\",\"args\":{"
+                "\"data\":{\"cpuProfile\":{",
+                (unsigned long long)pid, t + 1, (unsigned long long)points[first].at_us, t + 1);
+        if (first == 0) {
+            fputs("\"nodes\":[", stream);
+            write_nodes(stream, tree, fiber_node, model, scripts);
+            fputs("],", stream);
+        }
+        fputs("\"samples\":[", stream);
+        for (size_t i = first; i < end; i++) {
+            if (i > first)
+                fputc(',', stream);
+            ospx__put_uint(stream, points[i].node + 1);
+        }
+        fputs("]},\"timeDeltas\":[", stream);
+        for (size_t i = first; i < end; i++) {
+            if (i > first)
+                fputc(',', stream);
+            ospx__put_uint(stream, points[i].at_us - previous);
+            previous = points[i].at_us;
+        }
+        fputs("]}}}", stream);
+    }
+}
+
+/* "waiting in <leaf>" spans of thread t: consecutive waiting rows of one stack are one wait,
+ * from the first row's time to the last one's end (its weight in periods, cut at the thread's
+ * next sample). */
+static void write_waits(FILE *stream, const struct ospx_model *model, size_t t, uint64_t pid,
+                        const uint32_t *function_of, const size_t *order, size_t count)
+{
+    const struct ospx_raw *raw = model->raw;
+    double period_us = raw->rate_hz > 0 ? 1e6 / raw->rate_hz : 0;
+    for (size_t i = 0; i < count;) {
+        const struct ospx_sample *sample = &raw->samples[order[i]];
+        if (sample->state == 0) {
+            i++;
+            continue;
+        }
+        uint64_t begin = sample_us(model, sample), end = begin;
+        size_t j = i;
+        for (; j < count; j++) {
+            const struct ospx_sample *row = &raw->samples[order[j]];
+            uint64_t at = sample_us(model, row);
+            if (row->state == 0 || row->stack != sample->stack ||
+                (j > i && (double)at > (double)end + period_us / 2))
+                break;
+            uint64_t row_end = at + (uint64_t)((double)row->weight * period_us);
+            if (j + 1 < count) {
+                uint64_t next = sample_us(model, &raw->samples[order[j + 1]]);
+                if (next < row_end && next >= at)
+                    row_end = next;
+            }
+            end = row_end > end ? row_end : end;
+        }
+        size_t depth;
+        const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
+        char name[600];
+        snprintf(name, sizeof name, "waiting in %s",
+                 depth > 0 ? model->functions[function_of[frames[0]]].name : "?");
+        char *quoted = ospx__json_quote(name);
+        fprintf(stream,
+                ",\n{\"ph\":\"X\",\"pid\":%llu,\"tid\":%zu,\"ts\":%llu,\"dur\":%llu,\"name\":%s,"
+                "\"cat\":\"osprey.waiting\",\"args\":{\"stack\":[",
+                (unsigned long long)pid, t + 1, (unsigned long long)begin,
+                (unsigned long long)(end - begin), quoted != NULL ? quoted : "\"waiting\"");
+        free(quoted);
+        /* root first, the outermost STACK_ARGUMENT_FRAMES at most */
+        size_t shown = depth < STACK_ARGUMENT_FRAMES ? depth : STACK_ARGUMENT_FRAMES;
+        for (size_t k = 0; k < shown; k++) {
+            char *frame =
+                ospx__json_quote(model->functions[function_of[frames[depth - 1 - k]]].name);
+            fprintf(stream, "%s%s", k > 0 ? "," : "", frame != NULL ? frame : "\"?\"");
+            free(frame);
+        }
+        fputs("]}}", stream);
+        i = j > i ? j : i + 1;
+    }
+}
+
+int ospx_write_trace(const struct ospx_model *model, const char *path, struct ospx_error *err)
+{
+    const struct ospx_raw *raw = model->raw;
+    struct ospx__tree tree;
+    int tree_rc = ospx__tree_init(&tree);
+    uint32_t *function_of = ospx__frame_functions(model);
+    uint32_t *scripts = ospx__script_ids(model);
+    uint32_t *fiber_nodes = malloc((raw->thread_count + 1) * sizeof *fiber_nodes);
+    uint32_t *leaves = malloc((raw->sample_count + 1) * sizeof *leaves);
+    uint32_t *idle_nodes = malloc((raw->thread_count + 1) * sizeof *idle_nodes);
+    /* at most two points per row (a sample and the idle gap before it), and a last idle */
+    struct point *points = malloc((2 * raw->sample_count + 1) * sizeof *points);
+    size_t *order = NULL, *first = NULL;
+    int rc = ospx__samples_by_thread(raw, &order, &first);
+    if (tree_rc != 0 || function_of == NULL || scripts == NULL || fiber_nodes == NULL ||
+        leaves == NULL || idle_nodes == NULL || points == NULL)
+        rc = -ENOMEM;
+    /* The tree: root → one node per fiber → its functions, and its (idle). */
+    for (size_t t = 0; rc == 0 && t < raw->thread_count; t++) {
+        fiber_nodes[t] = ospx__tree_child(&tree, 0, OSPX_NODE_FIBER, (uint32_t)t);
+        idle_nodes[t] = fiber_nodes[t] != OSPX_NO_NODE
+                            ? ospx__tree_child(&tree, fiber_nodes[t], OSPX_NODE_WAITING, 0)
+                            : OSPX_NO_NODE;
+        if (idle_nodes[t] == OSPX_NO_NODE)
+            rc = -ENOMEM;
+    }
+    for (size_t i = 0; rc == 0 && i < raw->sample_count; i++) {
+        const struct ospx_sample *sample = &raw->samples[order[i]];
+        uint32_t node = fiber_nodes[sample->thread];
+        if (sample->state != 0) {
+            node = idle_nodes[sample->thread];
+        } else {
+            size_t depth;
+            const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
+            for (size_t k = depth; k-- > 0 && node != OSPX_NO_NODE;)
+                node = ospx__tree_child(&tree, node, OSPX_NODE_FUNCTION, function_of[frames[k]]);
+        }
+        if (node == OSPX_NO_NODE)
+            rc = -ENOMEM;
+        leaves[i] = node;
+    }
+    if (rc == 0) {
+        struct ospx__atomic_file file;
+        rc = ospx__atomic_open(&file, path, err);
+        if (rc == 0) {
+            uint64_t pid = raw->pid > 0 ? (uint64_t)raw->pid : 1;
+            fputs("{\"traceEvents\":[\n", file.stream);
+            write_metadata(file.stream, model, pid);
+            for (size_t t = 0; t < raw->thread_count; t++) {
+                size_t n = sample_points(model, order + first[t], first[t + 1] - first[t],
+                                         leaves + first[t], idle_nodes[t], points);
+                write_samples(file.stream, model, t, pid, &tree, fiber_nodes[t], scripts, points,
+                              n);
+                write_waits(file.stream, model, t, pid, function_of, order + first[t],
+                            first[t + 1] - first[t]);
+            }
+            char *exe = ospx__json_quote(raw->exe);
+            fprintf(file.stream,
+                    "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"exporter\":\"%s\","
+                    "\"exe\":%s,\"rate_hz\":%u,\"start_unix_ns\":%llu}}\n",
+                    OSPX_EXPORTER_NAME, exe != NULL ? exe : "\"\"", raw->rate_hz,
+                    (unsigned long long)raw->start_unix_ns);
+            free(exe);
+            rc = ospx__atomic_commit(&file, err);
+        }
+    } else {
+        ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
+    }
+    ospx__tree_free(&tree);
+    free(function_of);
+    free(scripts);
+    free(fiber_nodes);
+    free(leaves);
+    free(idle_nodes);
+    free(points);
+    free(order);
+    free(first);
+    return rc;
+}

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# End-to-end tests of `osprey report`'s views and `osprey diff` on real profiles: --top,
+# --fiber, --focus/--ignore, --inverted, --list, --format, their errors, and the diff's table
+# and its speedscope/pprof pair. The program is built here (clang, frame pointers, -g) and kept,
+# so the reports can symbolize it again.
+# Usage: test-cli-report.sh path/to/osprey
+set -uo pipefail
+. "$(dirname "$(realpath "$0")")/lib.sh"
+
+osprey=$(realpath "${1:?usage: test-cli-report.sh path/to/osprey}")
+work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cli-report.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+
+# table_rows FILE: the function names of the report's table, in order.
+table_rows() {
+  sed -n '/SELF% TOTAL%/,/^$/p' "$1" | grep -E '[0-9.]+%' | grep -v '←' |
+    awk '{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+m?s$/ && $(i+1) ~ /^[0-9.]+m?s$/) { print $(i+2); break }}'
+}
+
+# main: leaf_hot through outer_a (3 parts) and outer_b (1 part); a worker thread in worker_spin.
+cat >shape.c <<'EOF2'
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+static volatile uint64_t sink;
+static __attribute__((noinline)) void leaf_hot(int n)
+{
+    uint64_t x = sink;
+    for (int i = 0; i < n; i++)
+        x = x * 6364136223846793005u + 1442695040888963407u;
+    sink = x;
+}
+static __attribute__((noinline)) void outer_a(void) { leaf_hot(3000000); }
+static __attribute__((noinline)) void outer_b(void) { leaf_hot(1000000); }
+static __attribute__((noinline)) void worker_spin(void)
+{
+    uint64_t x = 1;
+    for (long i = 0; i < 150000000L; i++)
+        x = x * 2862933555777941757u + 3037000493u;
+    sink = x;
+}
+static void *worker(void *arg) { (void)arg; worker_spin(); return NULL; }
+int main(int argc, char **argv)
+{
+    int rounds = argc > 1 ? atoi(argv[1]) : 60;
+    pthread_t thread;
+    pthread_create(&thread, NULL, worker, NULL);
+    for (int r = 0; r < rounds; r++) {
+        outer_a();
+        outer_b();
+    }
+    pthread_join(thread, NULL);
+    return 0;
+}
+EOF2
+clang -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread -o shape shape.c ||
+  { echo "FAIL: cannot build the test program" >&2; exit 1; }
+"$osprey" ./shape --profile -o run -- 60 >out 2>err
+expect_status 0 $? "profiling the program"
+[ -f run.raw.json ] || { echo "FAIL: no raw profile: $(cat err)" >&2; exit 1; }
+
+# --top N: N rows.
+"$osprey" report run.raw.json -o view --top 2 >out 2>err
+expect_status 0 $? "--top 2"
+[ "$(table_rows out | wc -l)" -eq 2 ] || fail "--top 2: $(table_rows out | tr '\n' ' ')"
+"$osprey" report run.raw.json -o view >out 2>err
+[ "$(table_rows out | wc -l)" -ge 3 ] || fail "default table: $(cat out)"
+
+# --fiber 0: the main thread only (no worker_spin); the outputs follow the selection.
+"$osprey" report run.raw.json -o view --fiber 0 >out 2>err
+expect_status 0 $? "--fiber 0"
+table_rows out | grep -qx leaf_hot || fail "--fiber 0: no leaf_hot: $(cat out)"
+table_rows out | grep -qx worker_spin && fail "--fiber 0: worker_spin shown: $(cat out)"
+grep -q worker_spin view.folded && fail "--fiber 0: worker_spin in the folded output"
+"$osprey" report run.raw.json -o view --fiber no-such-fiber >out 2>err
+expect_status 1 $? "--fiber unknown"
+grep -q "no such fiber (the profile has: 0 (main)" err || fail "--fiber unknown: $(cat err)"
+
+# --focus / --ignore
+"$osprey" report run.raw.json -o view --focus '^outer_a$' >out 2>err
+expect_status 0 $? "--focus"
+table_rows out | grep -qx leaf_hot || fail "--focus outer_a: no leaf_hot: $(cat out)"
+table_rows out | grep -qx worker_spin && fail "--focus outer_a: worker_spin shown"
+grep -q outer_b view.folded && fail "--focus outer_a: outer_b in the folded output"
+"$osprey" report run.raw.json -o view --ignore 'leaf_hot' >out 2>err
+expect_status 0 $? "--ignore"
+table_rows out | grep -qx leaf_hot && fail "--ignore leaf_hot: leaf_hot shown"
+table_rows out | grep -qx worker_spin || fail "--ignore leaf_hot: no worker_spin: $(cat out)"
+"$osprey" report run.raw.json -o view --focus '(' >out 2>err
+expect_status 1 $? "--focus bad regex"
+grep -q "^osprey: --focus '(': " err || fail "--focus bad regex: $(cat err)"
+
+# --inverted: leaf_hot's self time came 3:1 from outer_a and outer_b.
+"$osprey" report run.raw.json -o view --inverted >out 2>err
+expect_status 0 $? "--inverted"
+a=$(grep -A3 ' leaf_hot ' out | grep '← .*outer_a' | grep -Eo '[0-9.]+%' | head -n 1)
+b=$(grep -A3 ' leaf_hot ' out | grep '← .*outer_b' | grep -Eo '[0-9.]+%' | head -n 1)
+if [ -z "$a" ] || [ -z "$b" ]; then
+  fail "--inverted: no callers under leaf_hot: $(cat out)"
+else
+  awk -v a="${a%\%}" -v b="${b%\%}" 'BEGIN { exit !(a > 60 && a < 90 && b > 10 && b < 40) }' ||
+    fail "--inverted: outer_a $a, outer_b $b (expected about 75% and 25%)"
+fi
+
+# --list: the source lines of leaf_hot, the loop line with most of the time.
+"$osprey" report run.raw.json -o view --list '^leaf_hot$' >out 2>err
+expect_status 0 $? "--list"
+grep -q "^ROUTINE =* leaf_hot in .*shape.c" out || fail "--list: no ROUTINE line: $(cat out)"
+grep -Eq "^ +[0-9.]+m?s +[0-9.]+m?s +(8|9): " out || fail "--list: no timed loop line: $(cat out)"
+grep -Eq "^ +\. +\. +[0-9]+: +for \(int i = 0; i < n; i\+\+\)" out ||
+  fail "--list: no context line with its source text: $(cat out)"
+"$osprey" report run.raw.json -o view --list '^nothing_like_this$' >out 2>err
+grep -q "no function with CPU time matches" out || fail "--list no match: $(cat out)"
+
+# --format: only the outputs asked for.
+rm -f fmt.*
+"$osprey" report run.raw.json -o fmt --format pprof,folded >out 2>err
+expect_status 0 $? "--format"
+[ "$(ls fmt.* | tr '\n' ' ')" = "fmt.folded fmt.offcpu.folded fmt.pb.gz " ] ||
+  fail "--format pprof,folded wrote: $(ls fmt.*)"
+"$osprey" report run.raw.json -o fmt --format speedscope,bogus >out 2>err
+expect_status 1 $? "--format bogus"
+grep -q "^osprey: unknown output format 'bogus'" err || fail "--format bogus: $(cat err)"
+"$osprey" report run.raw.json --top 0 >out 2>err
+expect_status 2 $? "--top 0"
+
+# osprey diff: a run with outer_b's share raised (more rounds do not change shares, so the
+# second program is the first with outer_b three times heavier).
+sed 's/leaf_hot(1000000)/leaf_hot(9000000)/' shape.c >shape2.c
+clang -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread -o shape2 shape2.c
+"$osprey" ./shape2 --profile -o run2 -- 30 >out 2>err
+"$osprey" diff run.raw.json run2.raw.json -o cmp >out 2>err
+expect_status 0 $? "diff"
+grep -Eq "^ +BASE +NEW +DELTA +FUNCTION" out || fail "diff: no table: $(cat out)"
+for f in cmp.base.speedscope.json cmp.base.pb.gz cmp.new.speedscope.json cmp.new.pb.gz; do
+  [ -s "$f" ] || fail "diff: $f missing"
+done
+grep -q "go tool pprof -diff_base cmp.base.pb.gz cmp.new.pb.gz" out || fail "diff: $(cat out)"
+if command -v go >/dev/null 2>&1; then
+  HOME=${HOME:-$work} go tool pprof -top -diff_base cmp.base.pb.gz cmp.new.pb.gz >pprof.out 2>&1 ||
+    fail "go tool pprof -diff_base: $(cat pprof.out)"
+fi
+"$osprey" diff run.raw.json >out 2>err
+expect_status 2 $? "diff with one file"
+
+finish "all osprey report and diff checks passed"
