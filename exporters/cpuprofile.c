@@ -207,6 +207,12 @@ static int write_profile(FILE *stream, const struct ospx__tree *tree,
             fputc(',', stream);
         ospx__put_uint(stream, tree->nodes[leaves[i]].id);
     }
+    /* DevTools gives the last sample the profile's mean interval, not the time up to endTime:
+     * a closing (idle) sample at endTime keeps the last real one whole. */
+    if (raw->sample_count > 0) {
+        fputc(',', stream);
+        ospx__put_uint(stream, tree->nodes[leaves[raw->sample_count]].id);
+    }
     fputs("],\"timeDeltas\":[", stream);
     uint64_t previous_us = 0;
     periods = 0;
@@ -217,6 +223,10 @@ static int write_profile(FILE *stream, const struct ospx__tree *tree,
         ospx__put_uint(stream, at_us - previous_us);
         previous_us = at_us;
         periods += raw->samples[order[i]].weight;
+    }
+    if (raw->sample_count > 0) {
+        fputc(',', stream);
+        ospx__put_uint(stream, (uint64_t)llround((double)periods * period_us) - previous_us);
     }
     fputs("]}\n", stream);
     return 0;
@@ -258,6 +268,10 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
         tree.nodes[leaf].hits += sample->weight;
         leaves[i] = leaf;
     }
+    /* The closing sample (see write_profile): the (idle) node, made if no wait made it. */
+    leaves[raw->sample_count] = ospx__tree_child(&tree, 0, OSPX_NODE_WAITING, 0);
+    if (leaves[raw->sample_count] == OSPX_NO_NODE)
+        goto out;
     if (number_nodes(&tree) != 0)
         goto out;
 

@@ -55,10 +55,13 @@ uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t perio
     int64_t credit = (int64_t)(cpu_ns - c->paid_ns);
     if (credit >= (int64_t)(period / 2)) {
         uint64_t w = ((uint64_t)credit + period / 2) / period;
-        if (w > OSP__MAX_WEIGHT) {
-            /* Older CPU time than OSP__MAX_WEIGHT periods: not this stack's. */
-            c->paid_ns = cpu_ns - OSP__MAX_WEIGHT * period;
-            w = OSP__MAX_WEIGHT;
+        uint64_t cap = OSP__MAX_WEIGHT_NS / period;
+        if (cap < OSP__MAX_WEIGHT)
+            cap = OSP__MAX_WEIGHT;
+        if (w > cap) {
+            /* Older CPU time than the cap: not this stack's. */
+            c->paid_ns = cpu_ns - cap * period;
+            w = cap;
         }
         weight = (uint32_t)w;
         c->paid_ns += w * period;
@@ -329,7 +332,9 @@ void osp__guard_wait_begin(struct osp__slot *s)
         memcpy(s->wait_pcs, pcs + skip, (depth - skip) * sizeof(uint64_t));
         s->wait_depth = depth - skip;
         s->wait_t_ns = clock_now(CLOCK_MONOTONIC);
-        s->wait_cpu_ns = clock_now(CLOCK_THREAD_CPUTIME_ID);
+        /* The CPU a blocking call uses is next to nothing: its wait is its wall time (and the
+         * thread's CPU clock, a system call, is not read on every blocking call). */
+        s->wait_cpu_ns = 0;
         s->wait_open = s->wait_depth > 0;
     }
     publish(s, OSP_SLOT_GUARDED, UINT64_MAX);
@@ -340,12 +345,11 @@ void osp__guard_wait_end(struct osp__slot *s)
     if (s->shared == NULL)
         return;
     uint64_t now = clock_now(CLOCK_MONOTONIC);
-    osp__close_wait(&s->ring, s, now, clock_now(CLOCK_THREAD_CPUTIME_ID));
-    /* Running again; ospreyd signals it when its next sample is due (now: the credit rule
-     * decides whether that signal gives a sample). */
-    s->last_run_ns = now;
+    osp__close_wait(&s->ring, s, now, 0);
+    /* Running again. Its next sample is due once it has used the CPU time still owed, at the
+     * earliest: a thread that wakes briefly and sleeps again is not signalled for nothing. */
     s->guard_leaving = 1; /* cleared by guard.c once SIGPROF is unblocked */
-    publish(s, OSP_SLOT_RUNNING, now);
+    publish(s, OSP_SLOT_RUNNING, now + period_ns / 2);
 }
 
 int osp__cpu_timer_create(void)

@@ -252,9 +252,12 @@ int osp__images_is_return_address(void *images, uint64_t addr);
 
 /* ---- handler.c --------------------------------------------------------------------------- */
 
-/* Most periods one sample may stand for; older CPU time beyond it is dropped rather than
- * charged to a stack that did not spend it. */
-#define OSP__MAX_WEIGHT 16u
+/* Most CPU time one sample may stand for (in ns, and at least 16 periods); older CPU time
+ * beyond it is dropped rather than charged to a stack that did not spend it. The CPU-time
+ * timer catches a running thread within a few kernel ticks (4 ms each at 250 Hz), far inside
+ * it, so this drops CPU time only after a stall. */
+#define OSP__MAX_WEIGHT_NS 100000000u
+#define OSP__MAX_WEIGHT    16u
 /* The credit rule: with the thread's CPU clock at cpu_ns, how many periods are due now (0 when
  * less than half a period is unpaid; rounding, so a thread that lives two periods gets two
  * samples on average). Pays them. *needed_ns receives the CPU time until the next one is due.

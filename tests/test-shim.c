@@ -704,7 +704,8 @@ START_TEST(credit_rule_pays_whole_periods_of_cpu_time)
     ck_assert_int_le(total, 100);
     /* A backlog beyond the cap is not charged to this stack. */
     struct osp__credit e = {0};
-    ck_assert_uint_eq(osp__credit_take(&e, 1000 * period, period, &needed), OSP__MAX_WEIGHT);
+    ck_assert_uint_eq(osp__credit_take(&e, 1000 * period, period, &needed),
+                      OSP__MAX_WEIGHT_NS / period);
     ck_assert_uint_eq(e.paid_ns, 1000 * period);
 }
 END_TEST
