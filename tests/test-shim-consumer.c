@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -384,6 +385,9 @@ int main(int argc, char **argv)
             _exit(0);
         setsid();
     }
+    /* As ospreyd does where it may: a tick that waits behind busy threads lets rings fill. */
+    if (setpriority(PRIO_PROCESS, 0, -10) != 0)
+        errno = 0;
     int fd = shm_open(ring, O_RDWR, 0);
     if (fd < 0)
         return 1;
