@@ -97,13 +97,7 @@ uint32_t *ospx__script_ids(const struct ospx_model *model)
     return ids;
 }
 
-/* Quoted JSON strings per function, made once: a function appears in many nodes. */
-struct quoted_functions {
-    char **names, **urls;
-    size_t count;
-};
-
-static void quoted_free(struct quoted_functions *quoted)
+void ospx__quoted_free(struct ospx__quoted_functions *quoted)
 {
     for (size_t i = 0; i < quoted->count; i++) {
         free(quoted->names[i]);
@@ -113,7 +107,7 @@ static void quoted_free(struct quoted_functions *quoted)
     free(quoted->urls);
 }
 
-static int quote_functions(const struct ospx_model *model, struct quoted_functions *quoted)
+int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_functions *quoted)
 {
     quoted->count = 0;
     quoted->names = calloc(model->function_count + 1, sizeof *quoted->names);
@@ -134,7 +128,7 @@ static int quote_functions(const struct ospx_model *model, struct quoted_functio
 
 static void write_node(FILE *stream, const struct ospx__tree *tree, const struct ospx__node *node,
                        const struct ospx_model *model, const uint32_t *scripts,
-                       const struct quoted_functions *quoted)
+                       const struct ospx__quoted_functions *quoted)
 {
     char fiber_name[512], *fiber_quoted = NULL;
     const char *name = "\"(root)\"", *url = "\"\"";
@@ -177,12 +171,12 @@ static int write_profile(FILE *stream, const struct ospx__tree *tree,
                          const size_t *order, const uint32_t *leaves)
 {
     const struct ospx_raw *raw = model->raw;
-    struct quoted_functions quoted;
+    struct ospx__quoted_functions quoted;
     uint32_t *by_id = malloc(tree->count * sizeof *by_id);
-    int rc = quote_functions(model, &quoted);
+    int rc = ospx__quote_functions(model, &quoted);
     if (by_id == NULL || rc != 0) {
         free(by_id);
-        quoted_free(&quoted);
+        ospx__quoted_free(&quoted);
         return -ENOMEM;
     }
     for (uint32_t n = 0; n < tree->count; n++)
@@ -194,7 +188,7 @@ static int write_profile(FILE *stream, const struct ospx__tree *tree,
         write_node(stream, tree, &tree->nodes[by_id[i]], model, scripts, &quoted);
     }
     free(by_id);
-    quoted_free(&quoted);
+    ospx__quoted_free(&quoted);
 
     /* The time axis counts sampling periods (see DESIGN): sample i starts after the weights of
      * samples 0..i-1. Positions are rounded to whole microseconds from the exact sum, so the
@@ -235,8 +229,8 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
     int tree_rc = ospx__tree_init(&tree);
     uint32_t *function_of = ospx__frame_functions(model);
     uint32_t *scripts = ospx__script_ids(model);
-    size_t *order = NULL, *first = NULL;
-    int order_rc = ospx__samples_by_thread(raw, &order, &first);
+    const size_t *order = NULL, *first = NULL;
+    int order_rc = ospx__model_thread_order(model, &order, &first);
     uint32_t *leaves = malloc((raw->sample_count + 1) * sizeof *leaves);
     /* Samples on the same stack, thread and state share a leaf: remember the last one per stack. */
     struct leaf_cache {
@@ -283,8 +277,6 @@ out:
     ospx__tree_free(&tree);
     free(function_of);
     free(scripts);
-    free(order);
-    free(first);
     free(leaves);
     return rc;
 }

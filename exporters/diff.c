@@ -21,7 +21,7 @@ static int load(const char *path, const char *binary, struct loaded *loaded, str
 {
     memset(loaded, 0, sizeof *loaded);
     int rc = ospx_raw_read(path, &loaded->raw, err);
-    struct ospx_symbolize_options symbolize = {binary, NULL, 0, NULL};
+    struct ospx_symbolize_options symbolize = {binary, NULL, 0, NULL, 0, NULL};
     if (rc == 0)
         rc = ospx_symbolize(&loaded->raw, &symbolize, &loaded->symbols, err);
     if (rc == 0)

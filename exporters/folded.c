@@ -75,43 +75,29 @@ static char *fold(const struct ospx_model *model, const uint32_t *function_of,
     return buffer.data;
 }
 
-static int compare_samples(const void *a, const void *b)
-{
-    const struct ospx_sample *x = a, *y = b;
-    if (x->thread != y->thread)
-        return x->thread < y->thread ? -1 : 1;
-    if (x->stack != y->stack)
-        return x->stack < y->stack ? -1 : 1;
-    return (x->state > y->state) - (x->state < y->state);
-}
-
 /* The folded stacks of the samples in `state` (0 on-CPU, 1 waiting). */
 static int write_folded(const struct ospx_model *model, const char *path, uint8_t state,
                         struct ospx_error *err)
 {
     const struct ospx_raw *raw = model->raw;
     uint32_t *function_of = ospx__frame_functions(model);
-    /* Group the samples by (thread, stack, state) first: the lines are built once per group. */
-    struct ospx_sample *sorted = malloc((raw->sample_count + 1) * sizeof *sorted);
-    struct folded_line *lines = calloc(raw->sample_count + 1, sizeof *lines);
+    /* Group the rows by (thread, stack) first: the lines are built once per group. */
+    struct ospx__group *groups = NULL;
+    size_t group_count = 0;
+    struct folded_line *lines = NULL;
     size_t line_count = 0;
     int rc = -ENOMEM;
-    if (function_of == NULL || sorted == NULL || lines == NULL)
+    if (function_of == NULL || ospx__group_samples(raw, state, &groups, &group_count) != 0)
         goto out;
-    size_t sorted_count = 0;
-    for (size_t i = 0; i < raw->sample_count; i++)
-        if (raw->samples[i].state == state)
-            sorted[sorted_count++] = raw->samples[i];
-    qsort(sorted, sorted_count, sizeof *sorted, compare_samples);
-    for (size_t i = 0; i < sorted_count; i++) {
-        if (i > 0 && compare_samples(&sorted[i - 1], &sorted[i]) == 0) {
-            lines[line_count - 1].count += sorted[i].weight;
-            continue;
-        }
-        lines[line_count].text = fold(model, function_of, &sorted[i]);
+    lines = calloc(group_count + 1, sizeof *lines);
+    if (lines == NULL)
+        goto out;
+    for (size_t g = 0; g < group_count; g++) {
+        struct ospx_sample row = {.thread = groups[g].thread, .stack = groups[g].stack};
+        lines[line_count].text = fold(model, function_of, &row);
         if (lines[line_count].text == NULL)
             goto out;
-        lines[line_count++].count = sorted[i].weight;
+        lines[line_count++].count = groups[g].periods;
     }
     /* Different raw stacks can fold to the same text (the same functions at other addresses). */
     qsort(lines, line_count, sizeof *lines, compare_folded);
@@ -133,7 +119,7 @@ out:
     for (size_t i = 0; i < line_count; i++)
         free(lines[i].text);
     free(lines);
-    free(sorted);
+    free(groups);
     free(function_of);
     return rc;
 }

@@ -26,6 +26,42 @@ const char *ospx__basename(const char *path)
     return slash != NULL && slash[1] != '\0' ? slash + 1 : ospx__str(path);
 }
 
+/* `path` with "." and "dir/.." components removed, lexically (debug info often records
+ * "/w/build/../src/x.c"); relative paths and ones that climb above the root stay as they are. */
+void ospx__normalize_path(char *out, size_t size, const char *path)
+{
+    snprintf(out, size, "%s", path);
+    if (path[0] != '/')
+        return;
+    size_t length = 0; /* of the normalized prefix in out, without a trailing slash */
+    const char *component = path;
+    while (*component != '\0') {
+        while (*component == '/')
+            component++;
+        size_t n = strcspn(component, "/");
+        if (n == 0)
+            break;
+        if (n == 1 && component[0] == '.') {
+            /* skip */
+        } else if (n == 2 && component[0] == '.' && component[1] == '.') {
+            if (length == 0) {
+                snprintf(out, size, "%s", path);
+                return;
+            }
+            while (length > 0 && out[length] != '/')
+                length--;
+        } else if (length + 1 + n < size) {
+            out[length++] = '/';
+            memcpy(out + length, component, n);
+            length += n;
+        }
+        out[length] = '\0';
+        component += n;
+    }
+    if (length == 0)
+        snprintf(out, size, "/");
+}
+
 static int compare_name_file(const struct ospx_frame *a, const struct ospx_frame *b)
 {
     int c = strcmp(ospx__str(a->name), ospx__str(b->name));
@@ -351,6 +387,8 @@ void ospx_model_free(struct ospx_model *model)
     free(model->fibers);
     free(model->functions);
     free(model->lines);
+    free(model->thread_order);
+    free(model->thread_first);
     memset(model, 0, sizeof *model);
 }
 
@@ -425,23 +463,116 @@ size_t *ospx__samples_in_time_order(const struct ospx_raw *raw)
 
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first)
 {
-    size_t *by_time = ospx__samples_in_time_order(raw);
     *order = malloc((raw->sample_count + 1) * sizeof **order);
     *first = calloc(raw->thread_count + 2, sizeof **first);
-    if ((by_time == NULL && raw->sample_count > 0) || *order == NULL || *first == NULL) {
-        free(by_time);
+    if (*order == NULL || *first == NULL) {
         free(*order);
         free(*first);
         *order = *first = NULL;
         return -ENOMEM;
     }
-    /* A counting sort by thread keeps the time order within each thread. */
+    /* A counting sort by thread keeps the file order within each thread, which is the time
+     * order the collector writes; a thread whose rows are not in time order (ties keep file
+     * order) is then sorted on its own. */
     for (size_t i = 0; i < raw->sample_count; i++)
         (*first)[raw->samples[i].thread + 2]++;
     for (size_t t = 2; t < raw->thread_count + 2; t++)
         (*first)[t] += (*first)[t - 1];
     for (size_t i = 0; i < raw->sample_count; i++)
-        (*order)[(*first)[raw->samples[by_time[i]].thread + 1]++] = by_time[i];
-    free(by_time);
+        (*order)[(*first)[raw->samples[i].thread + 1]++] = i;
+    for (size_t t = 0; t < raw->thread_count; t++) {
+        size_t *slice = *order + (*first)[t], count = (*first)[t + 1] - (*first)[t];
+        for (size_t i = 1; i < count; i++) {
+            if (raw->samples[slice[i]].t_rel_ns < raw->samples[slice[i - 1]].t_rel_ns) {
+                qsort_r(slice, count, sizeof *slice, compare_sample_times, raw->samples);
+                break;
+            }
+        }
+    }
     return 0;
+}
+
+int ospx__model_thread_order(const struct ospx_model *model, const size_t **order,
+                             const size_t **first)
+{
+    struct ospx_model *cache = (struct ospx_model *)model; /* a cache, not a change */
+    if (cache->thread_order == NULL &&
+        ospx__samples_by_thread(model->raw, &cache->thread_order, &cache->thread_first) != 0)
+        return -ENOMEM;
+    *order = cache->thread_order;
+    *first = cache->thread_first;
+    return 0;
+}
+
+int ospx__group_samples(const struct ospx_raw *raw, uint8_t state, struct ospx__group **groups,
+                        size_t *count)
+{
+    /* An open-addressing table on (thread, stack): a profile has millions of rows over a few
+     * thousand distinct stacks, so grouping costs one probe a row, not a sort. */
+    size_t slot_count = 1024;
+    while (slot_count < 2 * (raw->stack_count + raw->thread_count) + 16)
+        slot_count *= 2;
+    uint32_t *slots = malloc(slot_count * sizeof *slots);
+    size_t capacity = 256, n = 0;
+    struct ospx__group *out = malloc(capacity * sizeof *out);
+    int rc = slots != NULL && out != NULL ? 0 : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < slot_count; i++)
+        slots[i] = UINT32_MAX;
+    for (size_t i = 0; rc == 0 && i < raw->sample_count; i++) {
+        const struct ospx_sample *sample = &raw->samples[i];
+        if (sample->state != state)
+            continue;
+        uint64_t key = (uint64_t)sample->thread << 32 | sample->stack;
+        size_t slot = (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & (slot_count - 1);
+        while (slots[slot] != UINT32_MAX && (out[slots[slot]].thread != sample->thread ||
+                                             out[slots[slot]].stack != sample->stack))
+            slot = (slot + 1) & (slot_count - 1);
+        if (slots[slot] != UINT32_MAX) {
+            out[slots[slot]].periods += sample->weight;
+            continue;
+        }
+        if (n == capacity) {
+            struct ospx__group *grown = realloc(out, 2 * capacity * sizeof *out);
+            if (grown == NULL) {
+                rc = -ENOMEM;
+                break;
+            }
+            out = grown;
+            capacity *= 2;
+        }
+        if (2 * (n + 1) > slot_count) { /* more (thread, stack) pairs than planned: rehash */
+            size_t bigger = slot_count * 2;
+            uint32_t *grown = malloc(bigger * sizeof *grown);
+            if (grown == NULL) {
+                rc = -ENOMEM;
+                break;
+            }
+            for (size_t k = 0; k < bigger; k++)
+                grown[k] = UINT32_MAX;
+            for (uint32_t g = 0; g < n; g++) {
+                uint64_t other = (uint64_t)out[g].thread << 32 | out[g].stack;
+                size_t at = (size_t)((other * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & (bigger - 1);
+                while (grown[at] != UINT32_MAX)
+                    at = (at + 1) & (bigger - 1);
+                grown[at] = g;
+            }
+            free(slots);
+            slots = grown;
+            slot_count = bigger;
+            slot = (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & (slot_count - 1);
+            while (slots[slot] != UINT32_MAX)
+                slot = (slot + 1) & (slot_count - 1);
+        }
+        out[n] = (struct ospx__group){sample->thread, sample->stack, sample->weight};
+        slots[slot] = (uint32_t)n++;
+    }
+    free(slots);
+    if (rc != 0) {
+        free(out);
+        out = NULL;
+        n = 0;
+    }
+    *groups = out;
+    *count = n;
+    return rc;
 }

@@ -142,7 +142,19 @@ struct ospx_symbolize_options {
     const char *symbolizer; /* llvm-symbolizer to run; NULL: look on PATH */
     int progress;           /* 1: show progress on stderr (the CLI sets it on a tty) */
     FILE *warnings;         /* where one-line warnings go; NULL: stderr */
+    int progress_delay_ms;  /* the progress line appears once symbolizing has taken this
+                               long; 0: 1000 ms, negative: at once */
+    /* an llvm-symbolizer started early (ospx_symbolizer_prestart), so that its start-up
+     * (half a second: it loads all of LLVM) overlaps reading the raw file; ospx_symbolize
+     * takes it over, or ends it when it chose another tool. NULL: none */
+    struct ospx_prestarted_symbolizer *prestarted;
 };
+
+/* Start llvm-symbolizer (as found on PATH) now, for a later ospx_symbolize. NULL when there is
+ * none or it cannot start (ospx_symbolize then starts its own). */
+struct ospx_prestarted_symbolizer *ospx_symbolizer_prestart(void);
+/* End a prestarted symbolizer that no ospx_symbolize took over (an error came first). */
+void ospx_symbolizer_prestart_free(struct ospx_prestarted_symbolizer *started);
 
 int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_options *options,
                    struct ospx_symbols *out, struct ospx_error *err);
@@ -204,6 +216,9 @@ struct ospx_model {
     size_t function_count; /* sorted: self desc */
     struct ospx_line_stat *lines;
     size_t line_count; /* sorted: samples desc */
+    /* the samples grouped by thread in time order, made on first use by the writers that
+     * need it (ospx__model_thread_order); freed with the model */
+    size_t *thread_order, *thread_first;
 };
 
 int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symbols,

@@ -125,6 +125,14 @@ void ospx__tree_free(struct ospx__tree *tree);
 /* Per model function, its V8 scriptId: 0 without a file, else 1 + the file's rank among the
  * profile's sorted files. Caller frees; NULL when out of memory. */
 uint32_t *ospx__script_ids(const struct ospx_model *model);
+/* Quoted JSON strings per model function (name, file), made once: a function appears in many
+ * nodes. ospx__quote_functions returns 0 or -ENOMEM; free with ospx__quoted_free either way. */
+struct ospx__quoted_functions {
+    char **names, **urls;
+    size_t count;
+};
+int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_functions *quoted);
+void ospx__quoted_free(struct ospx__quoted_functions *quoted);
 
 /* ---- model.c ---- */
 
@@ -153,8 +161,27 @@ size_t *ospx__samples_in_time_order(const struct ospx_raw *raw);
  * malloc'd; returns 0 or -ENOMEM. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
 
+/* ospx__samples_by_thread's answer for the model's raw profile, made once and kept in the
+ * model (borrowed: do not free). Returns 0 or -ENOMEM. */
+int ospx__model_thread_order(const struct ospx_model *model, const size_t **order,
+                             const size_t **first);
+
+/* The rows in `state` grouped by (thread, raw stack), with their summed weights, in the order
+ * each pair first appears. *groups is malloc'd. Returns 0 or -ENOMEM. */
+struct ospx__group {
+    uint32_t thread, stack;
+    uint64_t periods;
+};
+int ospx__group_samples(const struct ospx_raw *raw, uint8_t state, struct ospx__group **groups,
+                        size_t *count);
+
 /* Round to one decimal, as every percentage and millisecond value in the outputs is. */
 double ospx__round1(double value);
+
+/* `path` with "." and "dir/.." components removed, lexically, into out (debug info often
+ * records "/w/build/../src/x.c"); relative paths and ones that climb above the root are copied
+ * as they are. */
+void ospx__normalize_path(char *out, size_t size, const char *path);
 
 /* The base name of a path ("" stays ""). */
 const char *ospx__basename(const char *path);

@@ -376,15 +376,9 @@ static int build_labels(struct pprof_build *build)
     return 0;
 }
 
-/* On-CPU samples, grouped by (thread, stack). */
-struct group {
-    uint32_t thread, stack;
-    uint64_t periods;
-};
-
 static int compare_groups(const void *a, const void *b)
 {
-    const struct group *x = a, *y = b;
+    const struct ospx__group *x = a, *y = b;
     if (x->thread != y->thread)
         return x->thread < y->thread ? -1 : 1;
     return (x->stack > y->stack) - (x->stack < y->stack);
@@ -393,22 +387,11 @@ static int compare_groups(const void *a, const void *b)
 static int build_samples(struct pprof_build *build)
 {
     const struct ospx_raw *raw = build->model->raw;
-    struct group *groups = malloc((raw->sample_count + 1) * sizeof *groups);
-    if (groups == NULL)
-        return -ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < raw->sample_count; i++)
-        if (raw->samples[i].state == 0)
-            groups[n++] = (struct group){raw->samples[i].thread, raw->samples[i].stack,
-                                         raw->samples[i].weight};
-    qsort(groups, n, sizeof *groups, compare_groups);
+    struct ospx__group *groups = NULL;
     size_t distinct = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (distinct > 0 && compare_groups(&groups[distinct - 1], &groups[i]) == 0)
-            groups[distinct - 1].periods += groups[i].periods;
-        else
-            groups[distinct++] = groups[i];
-    }
+    if (ospx__group_samples(raw, 0, &groups, &distinct) != 0)
+        return -ENOMEM;
+    qsort(groups, distinct, sizeof *groups, compare_groups); /* the same profile, the same bytes */
     build->samples = calloc(distinct + 1, sizeof *build->samples);
     build->sample_pointers = calloc(distinct + 1, sizeof *build->sample_pointers);
     build->values = calloc(2 * distinct + 1, sizeof *build->values);

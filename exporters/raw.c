@@ -31,6 +31,9 @@
 struct raw_reader {
     const char *path;
     struct ospx_error *err;
+    /* the sample rows the fast path read (raw_scan_samples), NULL when it did not */
+    json_int_t (*fast_rows)[5];
+    size_t fast_count;
 };
 
 /* Record a semantic error at a JSON path: "FILE: PATH: text". Returns -EINVAL. */
@@ -296,8 +299,67 @@ static int raw_read_stacks(struct raw_reader *reader, const json_t *stacks, stru
     return 0;
 }
 
+/* Check one sample row (its `elements` values, the 5th defaulting to 1) and store it as
+ * out->samples[i]. */
+static int raw_store_sample(struct raw_reader *reader, struct ospx_raw *out, size_t i,
+                            const json_int_t values[5])
+{
+    char path[64], element_path[96];
+    snprintf(path, sizeof path, "samples[%zu]", i);
+    if (values[0] < 0) {
+        snprintf(element_path, sizeof element_path, "%s[0]", path);
+        return raw_fail(reader, element_path, "negative time %" JSON_INTEGER_FORMAT, values[0]);
+    }
+    if (values[1] < 0 || (uint64_t)values[1] >= out->thread_count) {
+        snprintf(element_path, sizeof element_path, "%s[1]", path);
+        return raw_fail(reader, element_path,
+                        "thread index %" JSON_INTEGER_FORMAT " out of range (%zu threads)",
+                        values[1], out->thread_count);
+    }
+    if (values[2] < 0 || (uint64_t)values[2] >= out->stack_count) {
+        snprintf(element_path, sizeof element_path, "%s[2]", path);
+        return raw_fail(reader, element_path,
+                        "stack index %" JSON_INTEGER_FORMAT " out of range (%zu stacks)", values[2],
+                        out->stack_count);
+    }
+    if (values[3] != 0 && values[3] != 1) {
+        snprintf(element_path, sizeof element_path, "%s[3]", path);
+        return raw_fail(reader, element_path,
+                        "state %" JSON_INTEGER_FORMAT " is neither 0 (on-CPU) nor 1 (waiting)",
+                        values[3]);
+    }
+    if (values[4] < 1 || values[4] > OSPX_RAW_MAX_WEIGHT) {
+        snprintf(element_path, sizeof element_path, "%s[4]", path);
+        return raw_fail(reader, element_path,
+                        values[4] < 1 ? "weight %" JSON_INTEGER_FORMAT
+                                        " below 1 (a row stands for at least one period)"
+                                      : "weight %" JSON_INTEGER_FORMAT
+                                        " above 2^40 sampling periods",
+                        values[4]);
+    }
+    out->samples[i] = (struct ospx_sample){.t_rel_ns = (uint64_t)values[0],
+                                           .thread = (uint32_t)values[1],
+                                           .stack = (uint32_t)values[2],
+                                           .state = (uint8_t)values[3],
+                                           .weight = (uint64_t)values[4]};
+    out->sample_count = i + 1;
+    return 0;
+}
+
 static int raw_read_samples(struct raw_reader *reader, const json_t *samples, struct ospx_raw *out)
 {
+    /* Read beforehand by the fast path (see raw_scan_samples)? */
+    if (reader->fast_rows != NULL) {
+        out->samples = raw_table(reader, reader->fast_count, sizeof *out->samples);
+        if (out->samples == NULL)
+            return -ENOMEM;
+        for (size_t i = 0; i < reader->fast_count; i++) {
+            int rc = raw_store_sample(reader, out, i, reader->fast_rows[i]);
+            if (rc < 0)
+                return rc;
+        }
+        return 0;
+    }
     size_t count = json_array_size(samples);
     out->samples = raw_table(reader, count, sizeof *out->samples);
     if (out->samples == NULL)
@@ -325,46 +387,164 @@ static int raw_read_samples(struct raw_reader *reader, const json_t *samples, st
                                 json_type_name(element));
             values[k] = json_integer_value(element);
         }
-        char element_path[96];
-        if (values[0] < 0) {
-            snprintf(element_path, sizeof element_path, "%s[0]", path);
-            return raw_fail(reader, element_path, "negative time %" JSON_INTEGER_FORMAT, values[0]);
-        }
-        if (values[1] < 0 || (uint64_t)values[1] >= out->thread_count) {
-            snprintf(element_path, sizeof element_path, "%s[1]", path);
-            return raw_fail(reader, element_path,
-                            "thread index %" JSON_INTEGER_FORMAT " out of range (%zu threads)",
-                            values[1], out->thread_count);
-        }
-        if (values[2] < 0 || (uint64_t)values[2] >= out->stack_count) {
-            snprintf(element_path, sizeof element_path, "%s[2]", path);
-            return raw_fail(reader, element_path,
-                            "stack index %" JSON_INTEGER_FORMAT " out of range (%zu stacks)",
-                            values[2], out->stack_count);
-        }
-        if (values[3] != 0 && values[3] != 1) {
-            snprintf(element_path, sizeof element_path, "%s[3]", path);
-            return raw_fail(reader, element_path,
-                            "state %" JSON_INTEGER_FORMAT " is neither 0 (on-CPU) nor 1 (waiting)",
-                            values[3]);
-        }
-        if (values[4] < 1 || values[4] > OSPX_RAW_MAX_WEIGHT) {
-            snprintf(element_path, sizeof element_path, "%s[4]", path);
-            return raw_fail(reader, element_path,
-                            values[4] < 1 ? "weight %" JSON_INTEGER_FORMAT
-                                            " below 1 (a row stands for at least one period)"
-                                          : "weight %" JSON_INTEGER_FORMAT
-                                            " above 2^40 sampling periods",
-                            values[4]);
-        }
-        out->samples[i] = (struct ospx_sample){.t_rel_ns = (uint64_t)values[0],
-                                               .thread = (uint32_t)values[1],
-                                               .stack = (uint32_t)values[2],
-                                               .state = (uint8_t)values[3],
-                                               .weight = (uint64_t)values[4]};
-        out->sample_count = i + 1;
+        int rc = raw_store_sample(reader, out, i, values);
+        if (rc < 0)
+            return rc;
     }
     return 0;
+}
+
+/* ---- the fast path for "samples" ----
+ *
+ * A long profile is mostly its sample rows, millions of small arrays that jansson would hold
+ * as millions of objects (about 250 bytes a row, and most of the reading time). So before
+ * jansson sees the text, the top-level "samples" array is read here directly, when it is in the
+ * plain form writers produce: arrays of 4 or 5 JSON integers. Then its text is blanked to
+ * `[]` (line breaks kept, so every position jansson reports stays the same) and jansson reads
+ * the rest. Anything else in that array (a real number, a string, a nested value, a leading
+ * zero, a number too long for 64 bits, a syntax error) leaves the text alone: jansson and the
+ * checks above then read it and report what is wrong exactly as before. */
+
+static const char *skip_space(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* A JSON string starting at p ('"'): the position after it, NULL when unterminated. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return NULL;
+}
+
+/* A JSON integer as jansson accepts it: -?(0|[1-9][0-9]*), at most 18 digits (so it fits), not
+ * followed by a fraction or an exponent. Returns the position after it, NULL otherwise. */
+static const char *scan_integer(const char *p, const char *end, json_int_t *value)
+{
+    int negative = p < end && *p == '-';
+    p += negative;
+    const char *digits = p;
+    json_int_t number = 0;
+    while (p < end && *p >= '0' && *p <= '9') {
+        if (p - digits == 18)
+            return NULL; /* longer than any value this path takes: jansson decides */
+        number = number * 10 + (*p++ - '0');
+    }
+    size_t length = (size_t)(p - digits);
+    if (length == 0 || length > 18 || (length > 1 && *digits == '0'))
+        return NULL;
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E'))
+        return NULL;
+    *value = negative ? -number : number;
+    return p;
+}
+
+/* Read the array at p ('[') as sample rows into reader->fast_rows. Returns the position after
+ * its ']', NULL (and no rows) when it is not in the plain form. */
+static const char *scan_rows(struct raw_reader *reader, const char *p, const char *end)
+{
+    size_t count = 0, capacity = 0;
+    json_int_t(*rows)[5] = NULL;
+    p = skip_space(p + 1, end);
+    if (p < end && *p == ']') {
+        reader->fast_rows = malloc(sizeof *rows);
+        reader->fast_count = 0;
+        return reader->fast_rows != NULL ? p + 1 : NULL;
+    }
+    while (p < end && *p == '[') {
+        if (count == capacity) {
+            capacity = capacity > 0 ? capacity * 2 : 4096;
+            void *grown = realloc(rows, capacity * sizeof *rows);
+            if (grown == NULL)
+                break;
+            rows = grown;
+        }
+        json_int_t *row = rows[count];
+        row[4] = 1;
+        size_t elements = 0;
+        p = skip_space(p + 1, end);
+        while (p != NULL && elements < 5) {
+            p = scan_integer(p, end, &row[elements++]);
+            if (p == NULL)
+                break;
+            p = skip_space(p, end);
+            if (p < end && *p == ',')
+                p = skip_space(p + 1, end);
+            else
+                break;
+        }
+        if (p == NULL || p >= end || *p != ']' || elements < 4)
+            break;
+        count++;
+        p = skip_space(p + 1, end);
+        if (p < end && *p == ',') {
+            p = skip_space(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == ']') {
+            reader->fast_rows = rows;
+            reader->fast_count = count;
+            return p + 1;
+        }
+        break;
+    }
+    free(rows);
+    return NULL;
+}
+
+/* Find the top-level "samples" member of the document in text[0, size), read its rows and
+ * blank its array. Leaves everything as it was when it cannot. */
+static void raw_scan_samples(struct raw_reader *reader, char *text, size_t size)
+{
+    const char *end = text + size, *p = skip_space(text, end);
+    if (p >= end || *p != '{')
+        return;
+    int depth = 0;
+    char *found = NULL;
+    int seen = 0;
+    for (; p < end; p++) {
+        char c = *p;
+        if (c == '"') {
+            const char *key_end = skip_string(p, end);
+            if (key_end == NULL)
+                return;
+            /* a key of the top object: the string is followed by ':' */
+            const char *after = skip_space(key_end, end);
+            if (depth == 1 && after < end && *after == ':' && key_end - p == 9 &&
+                memcmp(p, "\"samples\"", 9) == 0) {
+                if (seen++ > 0)
+                    return; /* a duplicate: jansson says so */
+                const char *value = skip_space(after + 1, end);
+                if (value < end && *value == '[')
+                    found = (char *)value;
+            }
+            p = key_end - 1;
+        } else if (c == '{' || c == '[') {
+            depth++;
+            if (depth == 2 && found == p) {
+                const char *close = scan_rows(reader, p, end);
+                if (close == NULL)
+                    return;
+                /* blank "[...]" to "[]" and spaces, line breaks kept */
+                for (char *q = (char *)p + 1; q < close - 1; q++)
+                    if (*q != '\n')
+                        *q = ' ';
+                *((char *)close - 1) = ' ';
+                ((char *)p)[1] = ']';
+                p = close - 1;
+                depth--;
+            }
+        } else if (c == '}' || c == ']') {
+            depth--;
+        }
+    }
 }
 
 /* The optional "exit" object: {"status":"exited"} | {"status":"killed","signal":N} |
@@ -528,13 +708,45 @@ int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err
                               OSPX_RAW_MAX_BYTES >> 30);
     }
 
-    json_error_t parse_error;
-    json_t *root = json_loadf(file, JSON_REJECT_DUPLICATES, &parse_error);
+    /* The whole text, so that the sample rows can be read before jansson sees the rest. */
+    size_t size = 0, capacity = S_ISREG(info.st_mode) ? (size_t)info.st_size + 1 : 65536;
+    char *text = malloc(capacity + 1);
+    size_t got;
+    while (text != NULL && (got = fread(text + size, 1, capacity - size, file)) > 0) {
+        size += got;
+        if (size == capacity && size < OSPX_RAW_MAX_BYTES) {
+            char *grown = realloc(text, capacity * 2 + 1);
+            if (grown == NULL) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = grown;
+            capacity *= 2;
+        }
+        if (size >= OSPX_RAW_MAX_BYTES)
+            break;
+    }
     int read_failed = ferror(file);
     fclose(file);
+    if (text == NULL)
+        return raw_out_of_memory(&reader);
+    if (read_failed) {
+        free(text);
+        return ospx_error_set(err, EIO, path, 0, 0, "read error: %s", strerror(EIO));
+    }
+    if (size >= OSPX_RAW_MAX_BYTES) {
+        free(text);
+        return ospx_error_set(err, EFBIG, path, 0, 0, "more than the reader's limit of %llu GiB",
+                              OSPX_RAW_MAX_BYTES >> 30);
+    }
+    raw_scan_samples(&reader, text, size);
+
+    json_error_t parse_error;
+    json_t *root = json_loadb(text, size, JSON_REJECT_DUPLICATES, &parse_error);
+    free(text);
     if (root == NULL) {
-        if (read_failed)
-            return ospx_error_set(err, EIO, path, 0, 0, "read error: %s", parse_error.text);
+        free(reader.fast_rows);
         /* jansson reports the column after the offending token; a message at column 0 (an
          * error at the very start of a line) keeps just the line. */
         return ospx_error_set(err, EINVAL, path, parse_error.line > 0 ? parse_error.line : 0,
@@ -546,6 +758,7 @@ int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err
     int rc = out->source_path != NULL ? raw_read_document(&reader, root, out)
                                       : raw_out_of_memory(&reader);
     json_decref(root);
+    free(reader.fast_rows);
     if (rc < 0)
         ospx_raw_free(out);
     return rc;

@@ -150,42 +150,6 @@ static void format_bar(char *out, size_t size, double percent, int any)
         used += (size_t)snprintf(out + used, size - used, " ");
 }
 
-/* `path` with "." and "dir/.." components removed, lexically (debug info often records
- * "/w/build/../src/x.c"); relative paths and ones that climb above the root stay as they are. */
-static void normalize_path(char *out, size_t size, const char *path)
-{
-    snprintf(out, size, "%s", path);
-    if (path[0] != '/')
-        return;
-    size_t length = 0; /* of the normalized prefix in out, without a trailing slash */
-    const char *component = path;
-    while (*component != '\0') {
-        while (*component == '/')
-            component++;
-        size_t n = strcspn(component, "/");
-        if (n == 0)
-            break;
-        if (n == 1 && component[0] == '.') {
-            /* skip */
-        } else if (n == 2 && component[0] == '.' && component[1] == '.') {
-            if (length == 0) {
-                snprintf(out, size, "%s", path);
-                return;
-            }
-            while (length > 0 && out[length] != '/')
-                length--;
-        } else if (length + 1 + n < size) {
-            out[length++] = '/';
-            memcpy(out + length, component, n);
-            length += n;
-        }
-        out[length] = '\0';
-        component += n;
-    }
-    if (length == 0)
-        snprintf(out, size, "/");
-}
-
 /* file:line, with the file relative to the working directory when inside it, else its base
  * name; frames without a file show the image they belong to. */
 static void format_location(char *out, size_t size, const struct ospx_model *model,
@@ -197,7 +161,7 @@ static void format_location(char *out, size_t size, const struct ospx_model *mod
         return;
     }
     char normalized[1024];
-    normalize_path(normalized, sizeof normalized, fn->file);
+    ospx__normalize_path(normalized, sizeof normalized, fn->file);
     const char *file = normalized;
     size_t cwd_length = cwd != NULL ? strlen(cwd) : 0;
     if (cwd_length > 1 && strncmp(file, cwd, cwd_length) == 0 && file[cwd_length] == '/')

@@ -77,8 +77,48 @@ static void format_number(char *out, size_t size, double value)
             *p = '.';
 }
 
+/* Each raw stack's frame list as speedscope wants it, root first and without brackets
+ * ("12,7,3"), made once: a million samples repeat a few thousand stacks. */
+struct stack_texts {
+    char **text;
+    size_t *length;
+    size_t count;
+};
+
+static void stack_texts_free(struct stack_texts *texts)
+{
+    for (size_t s = 0; texts->text != NULL && s < texts->count; s++)
+        free(texts->text[s]);
+    free(texts->text);
+    free(texts->length);
+}
+
+static int stack_texts_make(struct stack_texts *texts, const struct ospx_model *model,
+                            const uint32_t *function_of)
+{
+    size_t count = model->raw->stack_count;
+    texts->count = count;
+    texts->text = calloc(count + 1, sizeof *texts->text);
+    texts->length = calloc(count + 1, sizeof *texts->length);
+    if (texts->text == NULL || texts->length == NULL)
+        return -ENOMEM;
+    for (uint32_t s = 0; s < count; s++) {
+        size_t depth;
+        const uint32_t *frames = ospx__stack_frames(model, s, &depth);
+        char *text = malloc(depth * 11 + 1), *at = text;
+        if (text == NULL)
+            return -ENOMEM;
+        for (size_t k = depth; k-- > 0;)
+            at += sprintf(at, k > 0 ? "%u," : "%u", function_of[frames[k]]);
+        *at = '\0';
+        texts->text[s] = text;
+        texts->length[s] = (size_t)(at - text);
+    }
+    return 0;
+}
+
 static void write_profile(FILE *stream, const struct ospx_model *model, size_t thread,
-                          const uint32_t *function_of, const size_t *order, size_t count)
+                          const struct stack_texts *texts, const size_t *order, size_t count)
 {
     const struct ospx_raw *raw = model->raw;
     const struct ospx_fiber_stat *fiber = &model->fibers[thread];
@@ -100,19 +140,13 @@ static void write_profile(FILE *stream, const struct ospx_model *model, size_t t
     free(quoted);
     for (size_t i = 0; i < count; i++) {
         const struct ospx_sample *sample = &raw->samples[order[i]];
-        size_t depth;
-        const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
         fputs(i == 0 ? "[" : ",[", stream);
-        for (size_t k = depth; k-- > 0;) {
-            ospx__put_uint(stream, function_of[frames[k]]);
-            if (k > 0)
-                fputc(',', stream);
-        }
+        fwrite_unlocked(texts->text[sample->stack], 1, texts->length[sample->stack], stream);
         if (sample->state != 0) {
-            fputs(depth > 0 ? "," : "", stream);
+            fputs(texts->length[sample->stack] > 0 ? "," : "", stream);
             ospx__put_uint(stream, model->function_count); /* the (waiting) frame */
         }
-        fputc(']', stream);
+        putc_unlocked(']', stream);
     }
     fputs("],\"weights\":[", stream);
     for (size_t i = 0; i < count; i++) {
@@ -131,9 +165,12 @@ static void write_profile(FILE *stream, const struct ospx_model *model, size_t t
 int ospx_write_speedscope(const struct ospx_model *model, const char *path, struct ospx_error *err)
 {
     uint32_t *function_of = ospx__frame_functions(model);
-    size_t *order = NULL, *first = NULL;
-    if (function_of == NULL || ospx__samples_by_thread(model->raw, &order, &first) != 0) {
+    const size_t *order = NULL, *first = NULL;
+    struct stack_texts texts = {0};
+    if (function_of == NULL || ospx__model_thread_order(model, &order, &first) != 0 ||
+        stack_texts_make(&texts, model, function_of) != 0) {
         free(function_of);
+        stack_texts_free(&texts);
         return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     }
     struct ospx__atomic_file file;
@@ -144,8 +181,7 @@ int ospx_write_speedscope(const struct ospx_model *model, const char *path, stru
         for (size_t t = 0; t < model->fiber_count; t++) {
             if (t > 0)
                 fputc(',', file.stream);
-            write_profile(file.stream, model, t, function_of, order + first[t],
-                          first[t + 1] - first[t]);
+            write_profile(file.stream, model, t, &texts, order + first[t], first[t + 1] - first[t]);
         }
         fputs("]}\n", file.stream);
         rc = ospx__atomic_commit(&file, err);
@@ -154,7 +190,6 @@ int ospx_write_speedscope(const struct ospx_model *model, const char *path, stru
         rc = ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     }
     free(function_of);
-    free(order);
-    free(first);
+    stack_texts_free(&texts);
     return rc;
 }

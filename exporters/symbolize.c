@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ospx_internal.h"
@@ -80,6 +81,14 @@ struct image_work {
     bool running_vdso; /* described by a copy of the running kernel's vDSO */
 };
 
+/* A running symbolizer: its pid, the socket its stdin reads (NULL for atos) and the pipe its
+ * stdout writes. */
+struct tool_process {
+    pid_t pid;
+    int input; /* -1 when none */
+    int output;
+};
+
 enum symbolizer_kind { SYMBOLIZER_NONE, SYMBOLIZER_LLVM, SYMBOLIZER_ATOS };
 
 struct symbolize_state {
@@ -89,8 +98,14 @@ struct symbolize_state {
     char *tool_path;
     struct image_work *work; /* one per raw image */
     /* progress */
+    struct timespec started;
     size_t addresses_total, addresses_done, progress_shown;
     int progress_visible;
+    /* the one llvm-symbolizer all images share (started on first use; each line it reads
+     * names its object), and the address-space limit it runs under */
+    struct tool_process llvm;
+    int llvm_running, llvm_bounded;
+    uint64_t objects_size;
     /* objects that were not there, reported in one line at the end */
     size_t missing_objects;
     const char *first_missing_object;
@@ -129,6 +144,17 @@ static void symbolize_progress(struct symbolize_state *state, int final)
 {
     if (state->options == NULL || !state->options->progress || state->addresses_total == 0)
         return;
+    if (!final && !state->progress_visible) {
+        /* Only a wait worth saying: nothing for a profile symbolized in under a second. */
+        int delay =
+            state->options->progress_delay_ms == 0 ? 1000 : state->options->progress_delay_ms;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double elapsed_ms = (double)(now.tv_sec - state->started.tv_sec) * 1e3 +
+                            (double)(now.tv_nsec - state->started.tv_nsec) / 1e6;
+        if (delay > 0 && elapsed_ms < delay)
+            return;
+    }
     if (final) {
         if (state->progress_visible)
             fprintf(stderr, "\r\033[K");
@@ -207,14 +233,6 @@ static void choose_symbolizer(struct symbolize_state *state)
     }
     state->kind = SYMBOLIZER_NONE;
 }
-
-/* A running symbolizer: its pid, the socket its stdin reads (NULL for atos) and the pipe its
- * stdout writes. */
-struct tool_process {
-    pid_t pid;
-    int input; /* -1 when none */
-    int output;
-};
 
 /* Start argv[0] with stdout on a pipe, stderr on /dev/null and stdin on a socket (with_input)
  * or /dev/null. Returns 0 or a negative errno. */
@@ -417,7 +435,7 @@ static int parse_llvm_answer(const char *line, uint64_t address, struct symbol_a
 static int converse_llvm(struct symbolize_state *state, struct tool_process *process,
                          struct image_work *work, const char *object)
 {
-    char pending[8192];
+    char pending[65536];
     size_t pending_length = 0, pending_sent = 0, next_to_write = 0, answered = 0;
     struct line_buffer buffer = {0};
     size_t consumed = 0;
@@ -428,10 +446,12 @@ static int converse_llvm(struct symbolize_state *state, struct tool_process *pro
         if (input_open && pending_sent == pending_length && next_to_write < work->count) {
             pending_length = 0;
             pending_sent = 0;
-            while (next_to_write < work->count && pending_length + 24 < sizeof pending)
-                pending_length +=
-                    (size_t)snprintf(pending + pending_length, sizeof pending - pending_length,
-                                     "0x%" PRIx64 "\n", work->addresses[next_to_write++]);
+            /* One line per address, naming its object: "OBJECT" 0xADDRESS. */
+            size_t line_size = strlen(object) + 24;
+            while (next_to_write < work->count && pending_length + line_size < sizeof pending)
+                pending_length += (size_t)snprintf(
+                    pending + pending_length, sizeof pending - pending_length,
+                    "\"%s\" 0x%" PRIx64 "\n", object, work->addresses[next_to_write++]);
         }
         int want_write = input_open && pending_sent < pending_length;
         struct pollfd fds[2] = {{.fd = process->output, .events = POLLIN},
@@ -609,6 +629,62 @@ static void bound_tool(pid_t pid, off_t object_size)
     (void)prlimit(pid, RLIMIT_CPU, &cpu, NULL);
 }
 
+/* Start the one llvm-symbolizer: JSON answers with inline levels, each input line naming its
+ * object. */
+static int llvm_start(char *tool_path, struct tool_process *process)
+{
+    char *argv[] = {
+        tool_path, "--output-style=JSON", "--inlining", "--functions=linkage", "--demangle", NULL};
+    return tool_start(argv, 1, process);
+}
+
+struct ospx_prestarted_symbolizer {
+    char *tool_path;
+    struct tool_process process;
+};
+
+struct ospx_prestarted_symbolizer *ospx_symbolizer_prestart(void)
+{
+    struct symbolize_state probe = {0};
+    choose_symbolizer(&probe);
+    struct ospx_prestarted_symbolizer *started = calloc(1, sizeof *started);
+    if (probe.kind != SYMBOLIZER_LLVM || started == NULL ||
+        llvm_start(probe.tool_path, &started->process) != 0) {
+        free(probe.tool_path);
+        free(started);
+        return NULL;
+    }
+    started->tool_path = probe.tool_path;
+    return started;
+}
+
+void ospx_symbolizer_prestart_free(struct ospx_prestarted_symbolizer *started)
+{
+    if (started == NULL)
+        return;
+    tool_finish(&started->process, 1);
+    free(started->tool_path);
+    free(started);
+}
+
+/* Take over a prestarted symbolizer when it is the one this run chose; else end it. */
+static void adopt_prestarted(struct symbolize_state *state,
+                             struct ospx_prestarted_symbolizer *started)
+{
+    if (started == NULL)
+        return;
+    if (state->kind == SYMBOLIZER_LLVM && state->tool_path != NULL && !state->llvm_running &&
+        strcmp(state->tool_path, started->tool_path) == 0) {
+        state->llvm = started->process;
+        state->llvm_running = 1;
+        state->llvm_bounded = 0;
+        free(started->tool_path);
+        free(started);
+        return;
+    }
+    ospx_symbolizer_prestart_free(started);
+}
+
 /* symbolize_image_llvm for an object file (or a pseudo image: its addresses stay hex). */
 static int symbolize_object_llvm(struct symbolize_state *state, struct image_work *work,
                                  const char *object, int pseudo_image)
@@ -628,22 +704,41 @@ static int symbolize_object_llvm(struct symbolize_state *state, struct image_wor
         state->addresses_done += work->count;
         return 0;
     }
-    char obj_argument[4200];
-    snprintf(obj_argument, sizeof obj_argument, "--obj=%s", object);
-    char *argv[] = {state->tool_path, "--output-style=JSON", "--inlining", "--functions=linkage",
-                    "--demangle",     obj_argument,          NULL};
-    struct tool_process process;
-    int rc = tool_start(argv, 1, &process);
-    if (rc < 0) {
-        symbolize_warn(state, "cannot run %s: %s; frames are shown as hex addresses",
-                       state->tool_path, strerror(-rc));
+    /* The object is named on each input line, quoted: a path with a quote or a line break
+     * cannot be said that way. */
+    if (strpbrk(object, "\"\n\r") != NULL) {
+        symbolize_warn(state,
+                       "%s: a path with a quote or line break; its frames are shown as "
+                       "hex addresses",
+                       object);
         state->addresses_done += work->count;
         return 0;
     }
-    /* Before the first address is sent, so before it reads the object: bound the tool. */
-    bound_tool(process.pid, object_size);
-    rc = converse_llvm(state, &process, work, object);
-    tool_finish(&process, rc < 0);
+    if (!state->llvm_running) {
+        /* Starting llvm-symbolizer costs about half a second here (it loads all of LLVM): one
+         * process serves every image. */
+        int rc = llvm_start(state->tool_path, &state->llvm);
+        if (rc < 0) {
+            symbolize_warn(state, "cannot run %s: %s; frames are shown as hex addresses",
+                           state->tool_path, strerror(-rc));
+            state->addresses_done += work->count;
+            return 0;
+        }
+        state->llvm_running = 1;
+        state->llvm_bounded = 0;
+    }
+    if (!state->llvm_bounded) {
+        /* Before the first address is sent, so before it reads an object: bound the tool. */
+        bound_tool(state->llvm.pid,
+                   (off_t)(state->objects_size > (uint64_t)object_size ? state->objects_size
+                                                                       : (uint64_t)object_size));
+        state->llvm_bounded = 1;
+    }
+    int rc = converse_llvm(state, &state->llvm, work, object);
+    if (rc < 0) { /* a tool that broke the conversation is not asked again */
+        tool_finish(&state->llvm, 1);
+        state->llvm_running = 0;
+    }
     return rc == -ENOMEM ? rc : 0;
 }
 
@@ -916,12 +1011,28 @@ static int intern_frame(struct frame_table *table, const char *name, const char 
 
 /* A frame of the profiler itself: a function of the shim (osp__* internals, the osp_prof_*
  * API) wherever it was linked, or anything in the preload library libospreyprof*. */
-static int is_profiler_frame(const char *name, const char *image_path)
+static int is_profiler_frame(const char *name, const char *image_path, const char *file)
 {
     const char *slash = strrchr(image_path, '/');
     const char *base = slash != NULL ? slash + 1 : image_path;
-    return strncmp(name, "osp__", 5) == 0 || strncmp(name, "osp_prof_", 9) == 0 ||
-           strncmp(base, "libospreyprof", 13) == 0;
+    if (strncmp(name, "osp__", 5) == 0 || strncmp(name, "osp_prof_", 9) == 0 ||
+        strncmp(base, "libospreyprof", 13) == 0)
+        return 1;
+#ifdef OSPX_SHIM_SOURCE_DIR
+    /* Linked into the program (the static archive `osprey FILE.c` builds with), the shim's
+     * frames are in the program's image, and its static helpers and interposed wrappers
+     * (`nanosleep` at shim/guard.c) carry no prefix: its debug info names its own sources. */
+    if (file != NULL && file[0] == '/') {
+        char normalized[4096];
+        ospx__normalize_path(normalized, sizeof normalized, file);
+        size_t length = strlen(OSPX_SHIM_SOURCE_DIR);
+        if (strncmp(normalized, OSPX_SHIM_SOURCE_DIR, length) == 0 && normalized[length] == '/')
+            return 1;
+    }
+#else
+    (void)file;
+#endif
+    return 0;
 }
 
 /* Expand raw stack i into frames, leaf first, inline levels innermost first. */
@@ -973,7 +1084,7 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
                 name = "[vdso]";
             /* The profiler's own frames are not the program's: left out at every position,
              * so a wrapper's time goes to its caller and the shim's start-up never shows. */
-            if (is_profiler_frame(name, image_path))
+            if (is_profiler_frame(name, image_path, location != NULL ? location->file : NULL))
                 continue;
             const char *file = location != NULL ? location->file : "";
             int line = location != NULL ? location->line : 0;
@@ -1025,6 +1136,7 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
 {
     memset(out, 0, sizeof *out);
     struct symbolize_state state = {.raw = raw, .options = options};
+    clock_gettime(CLOCK_MONOTONIC, &state.started);
     state.work = calloc(raw->image_count > 0 ? raw->image_count : 1, sizeof *state.work);
     int rc = state.work != NULL ? collect_addresses(&state) : -ENOMEM;
     if (rc == 0 && state.addresses_total > 0) {
@@ -1032,6 +1144,15 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
         if (state.kind == SYMBOLIZER_NONE)
             symbolize_warn(&state, "no llvm-symbolizer or atos found on PATH; frames are shown "
                                    "as hex addresses (install llvm to get names and lines)");
+    }
+    adopt_prestarted(&state, options != NULL ? options->prestarted : NULL);
+    /* The shared llvm-symbolizer maps every object it reads: its memory limit counts them all. */
+    for (size_t i = 0; rc == 0 && state.kind == SYMBOLIZER_LLVM && i < raw->image_count; i++) {
+        char why[160];
+        off_t size = 0;
+        if (state.work[i].count > 0 &&
+            ospx__elf_check(object_of(&state, i), &size, why, sizeof why) == 0)
+            state.objects_size += (uint64_t)size;
     }
     for (size_t i = 0; rc == 0 && i < raw->image_count; i++) {
         if (state.work[i].count == 0)
@@ -1043,6 +1164,8 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
             rc =
                 symbolize_image_atos(&state, &raw->images[i], &state.work[i], object_of(&state, i));
     }
+    if (state.llvm_running)
+        tool_finish(&state.llvm, 0);
     symbolize_progress(&state, 1);
     if (rc == 0 && state.missing_objects > 0)
         symbolize_warn(&state,

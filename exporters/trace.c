@@ -57,7 +57,8 @@ static void write_metadata(FILE *stream, const struct ospx_model *model, uint64_
 
 /* The nodes of thread t's subtree (its fiber node stands as the profile's root). */
 static void write_nodes(FILE *stream, const struct ospx__tree *tree, uint32_t fiber_node,
-                        const struct ospx_model *model, const uint32_t *scripts)
+                        const struct ospx_model *model, const uint32_t *scripts,
+                        const struct ospx__quoted_functions *quoted)
 {
     uint32_t *pending = malloc((tree->count + 1) * sizeof *pending);
     if (pending == NULL)
@@ -69,19 +70,15 @@ static void write_nodes(FILE *stream, const struct ospx__tree *tree, uint32_t fi
         uint32_t n = pending[--top];
         const struct ospx__node *node = &tree->nodes[n];
         const char *name = "\"(root)\"", *url = "\"\"";
-        char *quoted_name = NULL, *quoted_url = NULL;
         uint32_t script = 0;
         int line = -1;
         if (node->kind == OSPX_NODE_WAITING) {
             name = "\"(idle)\"";
         } else if (node->kind == OSPX_NODE_FUNCTION) {
-            const struct ospx_function_stat *fn = &model->functions[node->value];
-            quoted_name = ospx__json_quote(fn->name);
-            quoted_url = ospx__json_quote(fn->file);
-            name = quoted_name != NULL ? quoted_name : "\"?\"";
-            url = quoted_url != NULL ? quoted_url : "\"\"";
+            name = quoted->names[node->value];
+            url = quoted->urls[node->value];
             script = scripts[node->value];
-            line = fn->line - 1;
+            line = model->functions[node->value].line - 1;
         }
         fprintf(stream,
                 "%s{\"id\":%u,\"callFrame\":{\"functionName\":%s,\"scriptId\":\"%u\",\"url\":%s,"
@@ -91,8 +88,6 @@ static void write_nodes(FILE *stream, const struct ospx__tree *tree, uint32_t fi
             fprintf(stream, ",\"parent\":%u", node->parent + 1);
         fputc('}', stream);
         first = 0;
-        free(quoted_name);
-        free(quoted_url);
         for (uint32_t c = node->first_child; c != OSPX_NO_NODE; c = tree->nodes[c].next_sibling)
             pending[top++] = c;
     }
@@ -146,7 +141,8 @@ static size_t sample_points(const struct ospx_model *model, const size_t *order,
 /* Thread t's Profile and ProfileChunk events. */
 static void write_samples(FILE *stream, const struct ospx_model *model, size_t t, uint64_t pid,
                           const struct ospx__tree *tree, uint32_t fiber_node,
-                          const uint32_t *scripts, const struct point *points, size_t count)
+                          const uint32_t *scripts, const struct ospx__quoted_functions *quoted,
+                          const struct point *points, size_t count)
 {
     if (count == 0)
         return;
@@ -166,7 +162,7 @@ static void write_samples(FILE *stream, const struct ospx_model *model, size_t t
                 (unsigned long long)pid, t + 1, (unsigned long long)points[first].at_us, t + 1);
         if (first == 0) {
             fputs("\"nodes\":[", stream);
-            write_nodes(stream, tree, fiber_node, model, scripts);
+            write_nodes(stream, tree, fiber_node, model, scripts, quoted);
             fputs("],", stream);
         }
         fputs("\"samples\":[", stream);
@@ -190,7 +186,8 @@ static void write_samples(FILE *stream, const struct ospx_model *model, size_t t
  * from the first row's time to the last one's end (its weight in periods, cut at the thread's
  * next sample). */
 static void write_waits(FILE *stream, const struct ospx_model *model, size_t t, uint64_t pid,
-                        const uint32_t *function_of, const size_t *order, size_t count)
+                        const uint32_t *function_of, const struct ospx__quoted_functions *quoted,
+                        const size_t *order, size_t count)
 {
     const struct ospx_raw *raw = model->raw;
     double period_us = raw->rate_hz > 0 ? 1e6 / raw->rate_hz : 0;
@@ -221,20 +218,19 @@ static void write_waits(FILE *stream, const struct ospx_model *model, size_t t, 
         char name[600];
         snprintf(name, sizeof name, "waiting in %s",
                  depth > 0 ? model->functions[function_of[frames[0]]].name : "?");
-        char *quoted = ospx__json_quote(name);
+        char *quoted_name = ospx__json_quote(name);
         fprintf(stream,
                 ",\n{\"ph\":\"X\",\"pid\":%llu,\"tid\":%zu,\"ts\":%llu,\"dur\":%llu,\"name\":%s,"
                 "\"cat\":\"osprey.waiting\",\"args\":{\"stack\":[",
                 (unsigned long long)pid, t + 1, (unsigned long long)begin,
-                (unsigned long long)(end - begin), quoted != NULL ? quoted : "\"waiting\"");
-        free(quoted);
+                (unsigned long long)(end - begin),
+                quoted_name != NULL ? quoted_name : "\"waiting\"");
+        free(quoted_name);
         /* root first, the outermost STACK_ARGUMENT_FRAMES at most */
         size_t shown = depth < STACK_ARGUMENT_FRAMES ? depth : STACK_ARGUMENT_FRAMES;
         for (size_t k = 0; k < shown; k++) {
-            char *frame =
-                ospx__json_quote(model->functions[function_of[frames[depth - 1 - k]]].name);
-            fprintf(stream, "%s%s", k > 0 ? "," : "", frame != NULL ? frame : "\"?\"");
-            free(frame);
+            fputs(k > 0 ? "," : "", stream);
+            fputs(quoted->names[function_of[frames[depth - 1 - k]]], stream);
         }
         fputs("]}}", stream);
         i = j > i ? j : i + 1;
@@ -253,8 +249,11 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     uint32_t *idle_nodes = malloc((raw->thread_count + 1) * sizeof *idle_nodes);
     /* at most two points per row (a sample and the idle gap before it), and a last idle */
     struct point *points = malloc((2 * raw->sample_count + 1) * sizeof *points);
-    size_t *order = NULL, *first = NULL;
-    int rc = ospx__samples_by_thread(raw, &order, &first);
+    const size_t *order = NULL, *first = NULL;
+    int rc = ospx__model_thread_order(model, &order, &first);
+    struct ospx__quoted_functions quoted;
+    if (ospx__quote_functions(model, &quoted) != 0)
+        rc = -ENOMEM;
     if (tree_rc != 0 || function_of == NULL || scripts == NULL || fiber_nodes == NULL ||
         leaves == NULL || idle_nodes == NULL || points == NULL)
         rc = -ENOMEM;
@@ -267,16 +266,28 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
         if (idle_nodes[t] == OSPX_NO_NODE)
             rc = -ENOMEM;
     }
+    /* A stack's leaf is found once per thread that ran it: remember the last one per stack. */
+    struct leaf_cache {
+        uint32_t thread, node;
+    } *cache = calloc(raw->stack_count + 1, sizeof *cache);
+    if (cache == NULL)
+        rc = -ENOMEM;
+    for (size_t s = 0; rc == 0 && s < raw->stack_count; s++)
+        cache[s].node = OSPX_NO_NODE;
     for (size_t i = 0; rc == 0 && i < raw->sample_count; i++) {
         const struct ospx_sample *sample = &raw->samples[order[i]];
         uint32_t node = fiber_nodes[sample->thread];
         if (sample->state != 0) {
             node = idle_nodes[sample->thread];
+        } else if (cache[sample->stack].node != OSPX_NO_NODE &&
+                   cache[sample->stack].thread == sample->thread) {
+            node = cache[sample->stack].node;
         } else {
             size_t depth;
             const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
             for (size_t k = depth; k-- > 0 && node != OSPX_NO_NODE;)
                 node = ospx__tree_child(&tree, node, OSPX_NODE_FUNCTION, function_of[frames[k]]);
+            cache[sample->stack] = (struct leaf_cache){sample->thread, node};
         }
         if (node == OSPX_NO_NODE)
             rc = -ENOMEM;
@@ -292,9 +303,9 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
             for (size_t t = 0; t < raw->thread_count; t++) {
                 size_t n = sample_points(model, order + first[t], first[t + 1] - first[t],
                                          leaves + first[t], idle_nodes[t], points);
-                write_samples(file.stream, model, t, pid, &tree, fiber_nodes[t], scripts, points,
-                              n);
-                write_waits(file.stream, model, t, pid, function_of, order + first[t],
+                write_samples(file.stream, model, t, pid, &tree, fiber_nodes[t], scripts, &quoted,
+                              points, n);
+                write_waits(file.stream, model, t, pid, function_of, &quoted, order + first[t],
                             first[t + 1] - first[t]);
             }
             char *exe = ospx__json_quote(raw->exe);
@@ -310,13 +321,13 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
         ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     }
     ospx__tree_free(&tree);
+    ospx__quoted_free(&quoted);
     free(function_of);
     free(scripts);
     free(fiber_nodes);
     free(leaves);
     free(idle_nodes);
     free(points);
-    free(order);
-    free(first);
+    free(cache);
     return rc;
 }

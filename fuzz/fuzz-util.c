@@ -100,7 +100,15 @@ void fuzz_check_raw_result(int rc, const struct ospx_raw *raw, const struct ospx
         FUZZ_CHECK(sample->stack < raw->stack_count, "samples[%zu]: stack %u of %zu", i,
                    sample->stack, raw->stack_count);
         FUZZ_CHECK(sample->state <= 1, "samples[%zu]: state %u", i, sample->state);
+        FUZZ_CHECK(sample->weight >= 1 && sample->weight <= (UINT64_C(1) << 40),
+                   "samples[%zu]: weight %llu", i, (unsigned long long)sample->weight);
     }
+    uint64_t dropped = 0;
+    for (size_t i = 0; i < raw->drop_count; i++) {
+        FUZZ_CHECK(raw->drops[i].reason != NULL, "drops[%zu] has no reason", i);
+        dropped += raw->drops[i].count;
+    }
+    (void)dropped;
     FUZZ_CHECK(!raw->exit.known || !raw->exit.normal || raw->exit.signal == 0,
                "a normal exit with signal %d", raw->exit.signal);
 }

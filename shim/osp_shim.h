@@ -264,10 +264,12 @@ uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t perio
 /* When a thread with this share of a CPU (parts per 1024, 1..1024) will have used needed_ns of
  * CPU time, from now_ns. A pure function. */
 uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024);
-/* Does this context show a thread interrupted inside a blocking system call (one the kernel
- * will restart, or one that returns EINTR)? Reads the code bytes at the pc with
- * process_vm_readv. Async-signal-safe. */
-int osp__context_in_syscall(const void *ucontext);
+/* What the interrupted context shows: a thread blocked inside a system call (the kernel
+ * rewound pc to restart it, or it returns EINTR), one on its way out of a system call, or one
+ * running anywhere else. Reads the code bytes around pc with process_vm_readv (one read in
+ * the common case). Async-signal-safe. */
+enum osp__instant { OSP__INSTANT_RUNNING, OSP__INSTANT_BLOCKED, OSP__INSTANT_SYSCALL_RETURN };
+enum osp__instant osp__context_instant(const void *ucontext);
 /* Ask ospreyd to look at this slot again (proto/osp_ring.h, attention). Async-signal-safe. */
 void osp__slot_wants_attention(const struct osp__slot *s);
 /* The SIGPROF handler. */

@@ -39,6 +39,12 @@ frames = speedscope["shared"]["frames"]
 check(len(frames) > 0, "speedscope: no frames")
 check(all(isinstance(f.get("name"), str) for f in frames), "speedscope: frame without a name")
 check(any(f["name"] == "checksum_block" for f in frames), "speedscope: no checksum_block frame")
+# The profiler's own frames are in no output: no shim source, no osp__/osp_prof_ function.
+import os.path
+own = [f["name"] + " " + f.get("file", "") for f in frames
+       if f["name"].startswith(("osp__", "osp_prof_"))
+       or "/shim/" in os.path.normpath(f.get("file", "/"))]
+check(not own, "speedscope: the profiler's own frames: %r" % own[:5])
 profiles = speedscope["profiles"]
 check(len(profiles) >= 2, "speedscope: expected a profile per thread (main and worker)")
 total_samples = 0
@@ -127,9 +133,10 @@ status=$?
 # stderr.
 [ "$(cat "$work/stdout")" = "$expected" ] ||
   fail "the program's output changed under the profiler: $(cat "$work/stdout")"
-for ext in raw.json speedscope.json cpuprofile folded profile.json; do
+for ext in raw.json speedscope.json cpuprofile folded profile.json pb.gz trace.json; do
   [ -s "$work/out/hotspot.$ext" ] || fail "missing output hotspot.$ext"
 done
+[ -f "$work/out/hotspot.offcpu.folded" ] || fail "missing output hotspot.offcpu.folded"
 check_report "$work/stderr" "hotspot.c --profile"
 check_exports "$work/out/hotspot" "hotspot.c --profile"
 

@@ -121,6 +121,50 @@ START_TEST(test_valid_weighted)
 }
 END_TEST
 
+/* The sample rows are read by a fast path when plain (arrays of integers), by jansson
+ * otherwise: both read the same rows. A key spelled with an escape ("sampl\u0065s") is the
+ * same key to JSON, but only jansson sees it as such, so it takes the other path. */
+START_TEST(test_fast_and_jansson_paths_agree)
+{
+    char plain_path[256], escaped_path[256];
+    snprintf(plain_path, sizeof plain_path, "%s/valid-weighted/input", RAW_DATA_DIR);
+    FILE *file = fopen(plain_path, "r");
+    ck_assert_ptr_nonnull(file);
+    char text[8192];
+    size_t size = fread(text, 1, sizeof text - 1, file);
+    fclose(file);
+    text[size] = '\0';
+    char *key = strstr(text, "\"samples\"");
+    ck_assert_ptr_nonnull(key);
+    char escaped[8300];
+    snprintf(escaped, sizeof escaped, "%.*s\"sampl\\u0065s\"%s", (int)(key - text), text,
+             key + strlen("\"samples\""));
+    snprintf(escaped_path, sizeof escaped_path, "/tmp/ospx-raw-escaped-%d.json", (int)getpid());
+    file = fopen(escaped_path, "w");
+    ck_assert_ptr_nonnull(file);
+    fputs(escaped, file);
+    fclose(file);
+
+    struct ospx_raw fast, slow;
+    struct ospx_error err;
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(ospx_raw_read(plain_path, &fast, &err), 0);
+    ck_assert_msg(ospx_raw_read(escaped_path, &slow, &err) == 0, "%s", err.text);
+    unlink(escaped_path);
+    ck_assert_uint_eq(fast.sample_count, slow.sample_count);
+    ck_assert_uint_gt(fast.sample_count, 0);
+    for (size_t i = 0; i < fast.sample_count; i++) {
+        ck_assert_uint_eq(fast.samples[i].t_rel_ns, slow.samples[i].t_rel_ns);
+        ck_assert_uint_eq(fast.samples[i].thread, slow.samples[i].thread);
+        ck_assert_uint_eq(fast.samples[i].stack, slow.samples[i].stack);
+        ck_assert_uint_eq(fast.samples[i].state, slow.samples[i].state);
+        ck_assert_uint_eq(fast.samples[i].weight, slow.samples[i].weight);
+    }
+    ospx_raw_free(&fast);
+    ospx_raw_free(&slow);
+}
+END_TEST
+
 START_TEST(test_valid_minimal)
 {
     struct ospx_raw raw;
@@ -264,6 +308,7 @@ Suite *raw_suite(void)
     TCase *tcase = tcase_create("reader");
     tcase_add_test(tcase, test_valid_fields);
     tcase_add_test(tcase, test_valid_weighted);
+    tcase_add_test(tcase, test_fast_and_jansson_paths_agree);
     tcase_add_test(tcase, test_valid_minimal);
     tcase_add_test(tcase, test_valid_killed);
     tcase_add_test(tcase, test_golden_errors);
