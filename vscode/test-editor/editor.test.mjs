@@ -1,11 +1,13 @@
 // The extension in a real VS Code (code-server, see harness.mjs), used as a new user would:
 // a workspace with examples/hotspot.c and the CLI where the README's build puts it
-// (build/tools/osprey, no setting), the command palette → Osprey: Profile Current File →
+// (build/tools/osprey). First a cliPath that points nowhere (one message, a button to the
+// setting); then, with no setting, the command palette → Osprey: Profile Current File →
 // progress → panel → table values (against the run's own profile.json, which the terminal
 // report prints) → fiber switch → heat text on the hot line → tooltip → search → select and
-// open the source → Profile Current File with the graph focused → a window reload restores
-// the panel → Open Profile… → High Contrast → a compile error in the Problems panel — with no
-// webview console or CSP errors. Needs the CLI built (build-test/ or build/, or $OSPREY_CLI).
+// open the source → Profile Current File with the graph focused → a window reload restores the
+// panel → with no editor open a source opens beside the graph → Open Profile… → High
+// Contrast → a compile error in the Problems panel — with no webview console or CSP errors.
+// Needs the CLI built (build-test/ or build/, or $OSPREY_CLI).
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -179,6 +181,17 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     const restored = await webviewFrame(page, { timeout: 90_000 });
     await restored.waitForFunction(() => document.querySelectorAll('#hot-body tr').length > 0, null, { timeout: 60_000 });
     assert.equal(await restored.locator('#hot-body tr').first().getAttribute('data-name'), 'checksum_block');
+  });
+
+  await t.test('with no editor open, a source opens beside the graph, not over it', async () => {
+    await runCommand(page, 'View: Focus First Editor Group');
+    await runCommand(page, 'View: Close All Editors in Group');
+    await page.locator('.tab', { hasText: 'hotspot.c' }).first().waitFor({ state: 'detached', timeout: 15_000 });
+    const panel = await webviewFrame(page);
+    await panel.locator('#hot-body tr[data-name="checksum_block"] a.location').click();
+    await page.locator('.tab.active', { hasText: 'hotspot.c' }).first().waitFor({ timeout: 15_000 });
+    assert.equal(await page.locator('.tab', { hasText: 'Osprey: hotspot' }).first().isVisible(), true, 'the graph stays in view');
+    assert.equal(await page.locator('.editor-group-container').count(), 2);
   });
 
   await t.test('Open Profile… shows another profile', async () => {
