@@ -115,8 +115,8 @@ int ospd_ring_validate(const struct osp_ring_header *h, uint64_t object_size, ch
     else if (rate_hz == 0)
         snprintf(err, err_size, "rate_hz is 0");
     else if (h->slot_count > 0 &&
-             (h->slot_count > OSPD_MAX_SLOTS || h->slot_ring_size < 64 ||
-              h->slot_ring_size > OSP_MAX_SLOT_RING ||
+             (h->slot_count > OSPD_MAX_SLOTS || h->slot_count > OSP_ATTENTION_WORDS * 64 ||
+              h->slot_ring_size < 64 || h->slot_ring_size > OSP_MAX_SLOT_RING ||
               (h->slot_ring_size & (h->slot_ring_size - 1)) != 0 ||
               h->slots_offset != data_offset + data_size ||
               h->slots_offset + (uint64_t)h->slot_count * osp_slot_stride(h->slot_ring_size) >

@@ -18,12 +18,14 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -36,6 +38,7 @@
 #include <uv.h>
 
 #include "ospd.h"
+#include "ospx.h"
 
 #ifndef OSPREY_VERSION
 #define OSPREY_VERSION "unknown"
@@ -47,6 +50,8 @@
 struct ospd_daemon {
     const char *ring_name;
     const char *out_path;
+    const char *export_formats; /* --export: outputs to write after the raw file, or NULL */
+    char written_path[OSP_MAX_PATH + 64]; /* where the raw file went */
     struct osp_ring_header *header;
     const uint8_t *data;
     uint64_t data_size; /* validated at attach; never reread from the shared header */
@@ -62,6 +67,7 @@ struct ospd_daemon {
     uint64_t period_ns;
     uint8_t *slots; /* the slot table, or NULL */
     uint32_t slot_count, slot_ring_size;
+    uint64_t watch[OSP_ATTENTION_WORDS]; /* slots to look at: running, or holding samples */
     uint64_t signal_cookie;
     uv_poll_t pidfd_poll;
     uv_signal_t sigterm;
@@ -122,12 +128,15 @@ static uint64_t clock_ns(clockid_t clock)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ospreyd --attach-ring NAME --out PATH [--detach]\n"
+    fprintf(f, "usage: ospreyd --attach-ring NAME --out PATH [--detach] [--export LIST]\n"
                "Collect the samples a profiled program posts to the shared-memory ring NAME\n"
                "and write its raw profile to PATH when the program ends.\n"
                "  --attach-ring NAME  the ring's POSIX shared-memory name (\"/osprey-...\")\n"
                "  --out PATH          where to write the raw profile (JSON, version 1)\n"
                "  --detach            run in the background, in a session of its own\n"
+               "  --export LIST       then write these outputs beside PATH (comma list of\n"
+               "                      speedscope,cpuprofile,folded,profile,pprof,trace,html\n"
+               "                      or all), as `osprey report` would\n"
                "  --help, --version\n");
 }
 
@@ -379,6 +388,16 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
      * OSPREY_PROFILE) wrote this path since this one started: keep both profiles. */
     const char *out_path = d->out_path;
     static char beside[OSP_MAX_PATH + 64];
+    /* Two daemons finishing at once must not both find the path free: they take turns on a
+     * lock of its directory, only around this check and the rename. */
+    int dir_lock = -1;
+    char *dir_copy = strdup(out_path);
+    if (dir_copy != NULL) {
+        dir_lock = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        free(dir_copy);
+        if (dir_lock >= 0)
+            flock(dir_lock, LOCK_EX);
+    }
     struct stat st;
     if (stat(out_path, &st) == 0 &&
         (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec >=
@@ -388,6 +407,9 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         atomic_store_explicit(&d->header->wrote_beside, 1, memory_order_relaxed);
     }
     int rc = ospd_raw_write(c, out_path, err, sizeof err);
+    if (dir_lock >= 0)
+        close(dir_lock); /* and its lock */
+    snprintf(d->written_path, sizeof d->written_path, "%s", out_path);
     if (rc != 0)
         snprintf(line, sizeof line, "ospreyd could not write the profile: %s", err);
     else if (status == OSPD_EXIT_RING_REJECTED)
@@ -406,6 +428,29 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
     }
     close_handles(d);
+}
+
+/* After the program has been let go (DONE): the outputs OSPREY_EXPORT asked for, beside the
+ * raw file (its path without ".json", and without ".raw" before it). One line on stderr when
+ * they cannot be written; the raw file stays either way. */
+static void export_outputs(struct ospd_daemon *d)
+{
+    if (d->export_formats == NULL || d->written_path[0] == '\0' || d->exit_code != 0)
+        return;
+    char stem[sizeof d->written_path];
+    snprintf(stem, sizeof stem, "%s", d->written_path);
+    size_t n = strlen(stem);
+    if (n > 5 && strcmp(stem + n - 5, ".json") == 0)
+        stem[n -= 5] = '\0';
+    if (n > 4 && strcmp(stem + n - 4, ".raw") == 0)
+        stem[n -= 4] = '\0';
+    struct ospx_error err;
+    memset(&err, 0, sizeof err);
+    if (ospx_export_files(d->written_path, stem, d->export_formats, &err) != 0) {
+        fprintf(stderr, "osprey: ospreyd: exporting %s: %s%s%s\n", d->written_path,
+                err.file[0] ? err.file : "", err.file[0] ? ": " : "", err.text);
+        d->exit_code = 1;
+    }
 }
 
 static struct osp_slot *slot_at(const struct ospd_daemon *d, uint32_t i)
@@ -450,16 +495,37 @@ static uint32_t slots_in_use(const struct ospd_daemon *d)
     return n < d->slot_count ? n : d->slot_count;
 }
 
+/* Drain the slots on the watch list (every slot in use when `all`). Returns the first
+ * parser error, or 0. */
+static int drain_slots(struct ospd_daemon *d, bool all)
+{
+    uint32_t used = slots_in_use(d);
+    int rc = 0;
+    if (all) {
+        for (uint32_t i = 0; i < used && rc == 0; i++)
+            rc = drain_slot(d, i);
+        return rc;
+    }
+    if (d->slots != NULL)
+        ospd_watch_take(d->header, d->watch);
+    for (uint32_t w = 0; w < OSP_ATTENTION_WORDS && rc == 0; w++)
+        for (uint64_t bits = d->watch[w]; bits != 0 && rc == 0; bits &= bits - 1) {
+            uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
+            if (i < used)
+                rc = drain_slot(d, i);
+        }
+    return rc;
+}
+
 /* Consume everything the shim has published. Returns true when the profile has finished. */
 static bool drain(struct ospd_daemon *d)
 {
     if (d->finished)
         return true;
     struct osp_ring_header *h = d->header;
-    int slot_rc = 0;
-    uint32_t used = slots_in_use(d);
-    for (uint32_t i = 0; i < used && slot_rc == 0; i++)
-        slot_rc = drain_slot(d, i);
+    /* Acquire: after the shim's EXITED, every ring is read to the end, watched or not. */
+    bool all = atomic_load_explicit(&h->shim_state, memory_order_acquire) == OSP_SHIM_EXITED;
+    int slot_rc = drain_slots(d, all);
     uint64_t head = osp_ring_load_head_acquire(h); /* (C) pairs with (B) */
     uint64_t new_tail;
     int rc = ospd_parse(&d->collector, d->data, d->data_size, d->tail, head, &new_tail);
@@ -469,10 +535,12 @@ static bool drain(struct ospd_daemon *d)
     }
     /* Samples of threads whose start was only now parsed, and those written after the
      * first pass. */
-    for (uint32_t i = 0; i < used && slot_rc == 0 && rc == 0; i++)
-        slot_rc = drain_slot(d, i);
+    if (slot_rc == 0 && rc == 0)
+        slot_rc = drain_slots(d, all || d->collector.exit_seen);
     if (rc == 0)
         rc = slot_rc;
+    if (d->slots != NULL)
+        ospd_watch_settle(d->slots, d->slot_ring_size, d->watch);
     /* Relaxed: set by a signal handler on this same thread. */
     if (atomic_load_explicit(&ring_truncated, memory_order_relaxed)) {
         snprintf(d->collector.error, sizeof d->collector.error,
@@ -585,7 +653,7 @@ static void on_tick(uv_poll_t *poll, int status, int events)
         return;
     uint64_t tick_now = clock_ns(CLOCK_MONOTONIC);
     uint32_t running = ospd_signal_round(d->header, d->slots, d->slot_count, d->slot_ring_size,
-                                         d->collector.pid, d->signal_cookie, tick_now);
+                                         d->collector.pid, d->signal_cookie, tick_now, d->watch);
     arm_tick(d, tick_now, running == 0);
     if (drain(d))
         return;
@@ -720,6 +788,7 @@ int main(int argc, char **argv)
         {"attach-ring", required_argument, NULL, 'r'},
         {"out", required_argument, NULL, 'o'},
         {"detach", no_argument, NULL, 'd'},
+        {"export", required_argument, NULL, 'e'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -739,6 +808,9 @@ int main(int argc, char **argv)
             break;
         case 'd':
             detached = true;
+            break;
+        case 'e':
+            d.export_formats = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -780,6 +852,9 @@ int main(int argc, char **argv)
         read_exe_fallback(&d);
         rc = run(&d);
         munmap(d.header, d.map_size);
+        export_outputs(&d);
+        if (d.exit_code != 0)
+            rc = d.exit_code;
     }
     ospd_collector_free(&d.collector);
     free(out_path);

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#define RECORDS 400000
+#define RECORDS    400000
 #define TABLE_SIZE (1 << 18) /* above the 100000 possible keys */
 
 struct record {
@@ -22,8 +22,7 @@ static uint32_t next_random(uint64_t *state)
     return (uint32_t)(*state >> 33);
 }
 
-static __attribute__((noinline)) void make_records(struct record *records, int count,
-                                                   uint64_t seed)
+static __attribute__((noinline)) void make_records(struct record *records, int count, uint64_t seed)
 {
     for (int i = 0; i < count; i++) {
         records[i].key = next_random(&seed) % 100000;

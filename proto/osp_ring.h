@@ -54,11 +54,12 @@
 #define OSP_RING_DEFAULT_DATA_SIZE (8u << 20) /* 8 MiB */
 #define OSP_RING_MAX_DATA_SIZE     (1u << 30)
 
-#define OSP_MAX_DEPTH     128u  /* frame cap of a sample ([PROF-COLLECT-UNWIND]) */
-#define OSP_MAX_LABEL     64u   /* bytes of a thread label, NUL not included */
-#define OSP_MAX_PATH      4096u /* bytes of an image path, NUL not included */
-#define OSP_ARCH_SIZE     16u   /* arch name field, NUL-padded */
-#define OSP_PLATFORM_SIZE 32u   /* platform field, NUL-padded */
+#define OSP_MAX_DEPTH       128u  /* frame cap of a sample ([PROF-COLLECT-UNWIND]) */
+#define OSP_MAX_LABEL       64u   /* bytes of a thread label, NUL not included */
+#define OSP_MAX_PATH        4096u /* bytes of an image path, NUL not included */
+#define OSP_ARCH_SIZE       16u   /* arch name field, NUL-padded */
+#define OSP_PLATFORM_SIZE   32u   /* platform field, NUL-padded */
+#define OSP_ATTENTION_WORDS 64u   /* 64-bit words of the attention bitmap: slot_count <= 4096 */
 
 /* shim_state: written by the shim only. */
 enum osp_shim_state {
@@ -133,6 +134,12 @@ struct osp_ring_header {
     /* ospreyd: 1 when it wrote the profile beside the asked-for path (osp_per_pid_path), which
      * another profiled process had just written; stored before DONE (same ordering). */
     _Atomic uint32_t wrote_beside;
+    /* Slots ospreyd should look at (bit i of word i / 64): set by the shim (release) when a
+     * thread is registered or found running again; ospreyd takes the words (exchange to 0,
+     * acquire) each tick into a watch list of its own and drops a slot from it once it is
+     * neither running nor holding samples. So a tick costs ospreyd the running threads, not
+     * the registered ones: a thousand sleeping threads are never looked at. */
+    alignas(OSP_RING_CACHE_LINE) _Atomic uint64_t attention[OSP_ATTENTION_WORDS];
 };
 
 _Static_assert(sizeof(struct osp_ring_header) <= OSP_RING_HEADER_SIZE, "header fits its page");

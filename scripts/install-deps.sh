@@ -9,6 +9,7 @@ packages=(
   libuv1-dev libjansson-dev check valgrind python3 jq
   gcc-mingw-w64-x86-64 wasi-libc
   nodejs npm chromium
+  libkrb5-dev  # code-server's kerberos module, built for the real-editor test (vscode/test-editor)
   linux-perf google-perftools libgoogle-perftools-dev
   libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # the pprof output
   golang-go  # go tool pprof, a reader the tests load the pprof output into

@@ -10,9 +10,27 @@ bash scripts/install-deps.sh
 
 werror=()
 if [ -n "${CI:-}" ]; then werror=(-Dwerror=true); fi
-rm -rf build-test
-meson setup build-test "${werror[@]}" >/dev/null
-ninja -C build-test
+
+# A build directory is set up once and reused (ninja rebuilds what changed); a fresh clone,
+# as in CI, sets each one up from scratch.
+setup() {
+  local dir=$1
+  shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" "$@" "${werror[@]}" >/dev/null
+  fi
+  ninja -C "$dir"
+}
+
+echo "== formatting (.clang-format)"
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  git ls-files -z '*.c' '*.h' ':!:vscode' | xargs -0 clang-format --dry-run -Werror
+else
+  find proto shim daemon exporters tools tests fuzz examples bench \( -name '*.c' -o -name '*.h' \) \
+    -print0 | xargs -0 clang-format --dry-run -Werror
+fi
+
+setup build-test
 meson test -C build-test --print-errorlogs
 meson test -C build-test --setup=valgrind --suite unit --print-errorlogs
 
@@ -21,10 +39,7 @@ echo "== unit suites under AddressSanitizer and UndefinedBehaviorSanitizer (clan
 # ASan runtime refuses (it must be the first library loaded). Of the symbolize suite only the
 # fake-tools case runs here: test_real_own_stack (llvm-symbolizer case) takes its stack with
 # backtrace(), which ASan intercepts, so the interceptor itself becomes the leaf frame.
-rm -rf build-asan
-CC=clang meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
-  "${werror[@]}" >/dev/null
-ninja -C build-asan
+CC=clang setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
 mapfile -t asan_tests < <(meson test -C build-asan --suite unit --list 2>/dev/null |
@@ -34,11 +49,8 @@ CK_RUN_CASE=fake-tools meson test -C build-asan --print-errorlogs symbolize
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 echo "== cross-compiling the inactive stubs"
-rm -rf build-mingw build-wasm
-meson setup build-mingw --cross-file cross/mingw-w64.ini "${werror[@]}" >/dev/null
-ninja -C build-mingw
-meson setup build-wasm --cross-file cross/wasm32-wasi.ini "${werror[@]}" >/dev/null
-ninja -C build-wasm
+setup build-mingw --cross-file cross/mingw-w64.ini
+setup build-wasm --cross-file cross/wasm32-wasi.ini
 
 echo "== the outputs of a real profiled run in the tools that read them"
 bash tests/readers/run.sh build-test/tools/osprey

@@ -168,9 +168,10 @@ struct boot_env {
     char profile[PATH_MAX];
     char hz[32];
     char daemon[PATH_MAX];
-    long root_pid; /* OSPREY_PROFILE_ROOT_PID, 0 when unset */
+    char export_formats[256]; /* OSPREY_EXPORT: outputs ospreyd writes beside the raw file */
+    long root_pid;            /* OSPREY_PROFILE_ROOT_PID, 0 when unset */
     long last_pid; /* OSPREY_PROFILE_LAST_PID: the latest process image that booted here */
-    int has_profile, has_hz, has_daemon;
+    int has_profile, has_hz, has_daemon, has_export;
 };
 
 static int copy_env(const char *name, char *out, size_t outsz)
@@ -188,6 +189,7 @@ static void read_env(struct boot_env *env)
     env->has_profile = copy_env("OSPREY_PROFILE", env->profile, sizeof(env->profile));
     env->has_hz = copy_env("OSPREY_PROFILE_HZ", env->hz, sizeof(env->hz));
     env->has_daemon = copy_env("OSPREY_DAEMON", env->daemon, sizeof(env->daemon));
+    env->has_export = copy_env("OSPREY_EXPORT", env->export_formats, sizeof(env->export_formats));
     const char *root = getenv("OSPREY_PROFILE_ROOT_PID");
     env->root_pid = root ? atol(root) : 0;
     const char *last = getenv("OSPREY_PROFILE_LAST_PID");
@@ -226,14 +228,13 @@ static int resolve_out_path(const struct boot_env *env, uint64_t random_bits)
     }
     if (err)
         return err;
-    /* Descendants that exec with this environment find these and write beside us. */
-    char pidtext[24];
-    snprintf(pidtext, sizeof(pidtext), "%ld", pid);
-    if (env->root_pid == 0) {
-        setenv("OSPREY_PROFILE_ROOT_PID", pidtext, 1);
-        setenv("OSPREY_PROFILE", absolute, 1);
-    }
-    setenv("OSPREY_PROFILE_LAST_PID", pidtext, 1);
+    /* Descendants find these and write beside us. They are kept out of the environment the
+     * program sees and added only to what it hands to a new image (preload.c). */
+    if (env->root_pid == 0)
+        setenv("OSPREY_PROFILE", absolute, 1); /* the user's own variable, made absolute */
+    osp__bookkeeping_set(env->root_pid != 0 ? env->root_pid : pid, pid);
+    unsetenv("OSPREY_PROFILE_ROOT_PID");
+    unsetenv("OSPREY_PROFILE_LAST_PID");
     return 0;
 }
 
@@ -369,7 +370,15 @@ static int spawn_daemon(const struct boot_env *env)
                   out_path);
         return -ENOENT;
     }
-    char *argv[] = {"ospreyd", "--attach-ring", shm_name, "--out", out_path, "--detach", NULL};
+    char *argv[] = {"ospreyd",
+                    "--attach-ring",
+                    shm_name,
+                    "--out",
+                    out_path,
+                    "--detach",
+                    env->has_export ? "--export" : NULL,
+                    (char *)env->export_formats,
+                    NULL};
     char **envp = daemon_environment();
     if (envp == NULL)
         return -ENOMEM;

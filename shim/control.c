@@ -20,7 +20,7 @@ struct osp_ring_header *osp__header;
 static void nap_us(long us)
 {
     struct timespec t = {0, us * 1000};
-    syscall(SYS_nanosleep, &t, NULL);
+    osp__sys(SYS_nanosleep, (long)&t, 0, 0, 0, 0);
 }
 
 void osp__wait_for_round(void)
@@ -59,7 +59,7 @@ void osp__cpu_timers_disarm_all(void)
     struct itimerspec off = {{0, 0}, {0, 0}};
     for (uint32_t i = 0; i < reg->count; i++)
         if (reg->slots[i]->active && reg->slots[i]->timer >= 0)
-            syscall(SYS_timer_settime, reg->slots[i]->timer, 0, &off, NULL);
+            osp__sys(SYS_timer_settime, reg->slots[i]->timer, 0, (long)&off, 0, 0);
     pthread_mutex_unlock(&reg->lock);
 }
 
@@ -76,7 +76,7 @@ void osp__take_pending_sigprof(void)
         theirs += !osp__sigprof_is_ours(&info);
     osp__sigmask_raw(SIG_SETMASK, &old, NULL);
     while (theirs-- > 0)
-        syscall(SYS_tgkill, getpid(), gettid(), SIGPROF); /* the program's own, given back */
+        osp__sys(SYS_tgkill, getpid(), gettid(), SIGPROF, 0, 0); /* the program's own, given back */
 }
 
 /* Pause ospreyd's signals and the timers; wait until no round can still be sending. */

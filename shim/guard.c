@@ -249,7 +249,15 @@ static int syscall_never_restarted(long nr, const long *a)
     }
 }
 
-__attribute__((visibility("default"))) long syscall(long nr, ...)
+/* Six arguments are read whatever the caller passed, as the C library's syscall() does: the
+ * words beyond them are the caller's, hence no AddressSanitizer here. */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+__attribute__((no_sanitize("address")))
+#endif
+#endif
+__attribute__((visibility("default"))) long
+syscall(long nr, ...)
 {
     static _Atomic(void *) real_sym;
     void *sym = osp__next_symbol(&real_sym, "syscall");
@@ -266,6 +274,9 @@ __attribute__((visibility("default"))) long syscall(long nr, ...)
     long (*real)(long, ...);
     memcpy(&real, &sym, sizeof(real));
     if (nr == SYS_execve || nr == SYS_execveat) {
+        int at = nr == SYS_execve ? 2 : 3; /* which argument is envp */
+        OSP__ENV(env, (char *const *)a[at]);
+        a[at] = (long)env;
         osp__exec_begin();
         long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
         int saved = errno;

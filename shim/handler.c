@@ -94,53 +94,61 @@ static int read_code(uint64_t addr, void *out, size_t n)
     return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
-int osp__context_in_syscall(const void *context)
-{
-    const ucontext_t *uc = context;
-#if defined(__x86_64__)
-    uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    uint64_t ax = (uint64_t)uc->uc_mcontext.gregs[REG_RAX];
-    unsigned char code[2];
-    /* A restart: the kernel put the syscall number back in rax and rewound rip by the two
-     * bytes of `syscall` (0f 05). */
-    if (ax < 4096 && read_code(pc, code, 2) == 0 && code[0] == 0x0f && code[1] == 0x05)
-        return 1;
-    /* Interrupted for good: rax is -EINTR right after a `syscall`. */
-    if (ax == (uint64_t)-EINTR && pc >= 2 && read_code(pc - 2, code, 2) == 0 && code[0] == 0x0f &&
-        code[1] == 0x05)
-        return 1;
-    return 0;
-#elif defined(__aarch64__)
-    uint64_t pc = uc->uc_mcontext.pc;
-    uint64_t x0 = uc->uc_mcontext.regs[0];
-    uint32_t insn;
-    if (read_code(pc, &insn, 4) == 0 && insn == 0xd4000001u) /* svc #0, rewound for a restart */
-        return 1;
-    if (x0 == (uint64_t)-EINTR && read_code(pc - 4, &insn, 4) == 0 && insn == 0xd4000001u)
-        return 1;
-    return 0;
+/* The instruction bytes around pc: [pc - W, pc + W) where readable. Each half is read on its
+ * own when pc starts a page, so an unmapped neighbouring page costs only that half.
+ * Async-signal-safe. */
+#if defined(__aarch64__)
+#define CODE_HALF 4
 #else
-    (void)uc;
-    return 0;
+#define CODE_HALF 2
 #endif
+static void read_around(uint64_t pc, unsigned char *before, int *have_before, unsigned char *at,
+                        int *have_at)
+{
+    uint64_t page = pc & ~(uint64_t)4095;
+    if (pc - page >= CODE_HALF) { /* both halves on pc's page: one read */
+        unsigned char both[2 * CODE_HALF];
+        if (read_code(pc - CODE_HALF, both, sizeof both) == 0) {
+            memcpy(before, both, CODE_HALF);
+            memcpy(at, both + CODE_HALF, CODE_HALF);
+            *have_before = *have_at = 1;
+            return;
+        }
+    }
+    *have_before = pc >= CODE_HALF && read_code(pc - CODE_HALF, before, CODE_HALF) == 0;
+    *have_at = read_code(pc, at, CODE_HALF) == 0;
 }
 
-/* Was the thread interrupted on its way out of a system call (pc right after one)?
- * Async-signal-safe. */
-static int at_syscall_return(const void *context)
+enum osp__instant osp__context_instant(const void *context)
 {
     const ucontext_t *uc = context;
 #if defined(__x86_64__)
+    static const unsigned char insn[2] = {0x0f, 0x05}; /* syscall */
     uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    unsigned char code[2];
-    return pc >= 2 && read_code(pc - 2, code, 2) == 0 && code[0] == 0x0f && code[1] == 0x05;
+    uint64_t result = (uint64_t)uc->uc_mcontext.gregs[REG_RAX];
+    /* A restart puts the system call's number back in rax (a small number); else rax holds
+     * what the call returned, or whatever the code put there. */
+    int restarted_number = result < 4096;
 #elif defined(__aarch64__)
+    static const unsigned char insn[4] = {0x01, 0x00, 0x00, 0xd4}; /* svc #0 */
     uint64_t pc = uc->uc_mcontext.pc;
-    uint32_t insn;
-    return read_code(pc - 4, &insn, 4) == 0 && insn == 0xd4000001u;
+    uint64_t result = uc->uc_mcontext.regs[0];
+    int restarted_number = 1; /* x0 is the first argument again: nothing to tell by */
 #else
     (void)uc;
-    return 0;
+    return OSP__INSTANT_RUNNING;
+#endif
+#if defined(__x86_64__) || defined(__aarch64__)
+    unsigned char before[CODE_HALF], at[CODE_HALF];
+    int have_before, have_at;
+    read_around(pc, before, &have_before, at, &have_at);
+    /* Blocked, and the kernel rewound pc onto the instruction to restart the call. */
+    if (restarted_number && have_at && memcmp(at, insn, CODE_HALF) == 0)
+        return OSP__INSTANT_BLOCKED;
+    if (have_before && memcmp(before, insn, CODE_HALF) == 0)
+        /* Blocked and interrupted for good (EINTR), or on the way out of a call. */
+        return result == (uint64_t)-EINTR ? OSP__INSTANT_BLOCKED : OSP__INSTANT_SYSCALL_RETURN;
+    return OSP__INSTANT_RUNNING;
 #endif
 }
 
@@ -185,7 +193,7 @@ static void arm_timer(struct osp__slot *s, uint64_t cpu_ns)
     s->timer_expiry_cpu_ns = s->last_cpu_ns + cpu_ns;
     struct itimerspec its = {
         .it_value = {(time_t)(cpu_ns / 1000000000u), (long)(cpu_ns % 1000000000u)}};
-    syscall(SYS_timer_settime, s->timer, 0, &its, NULL); /* async-signal-safe: XSH 2.4.3 */
+    osp__sys(SYS_timer_settime, s->timer, 0, (long)&its, 0, 0); /* async-signal-safe: XSH 2.4.3 */
 }
 
 void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
@@ -213,6 +221,18 @@ static void publish(struct osp__slot *s, uint32_t state, uint64_t due_ns)
         return;
     atomic_store_explicit(&s->shared->next_due_ns, due_ns, memory_order_relaxed);
     atomic_store_explicit(&s->shared->state, state, memory_order_relaxed);
+    if (state == OSP_SLOT_RUNNING)
+        osp__slot_wants_attention(s);
+}
+
+void osp__slot_wants_attention(const struct osp__slot *s)
+{
+    struct osp_ring_header *h = osp__header;
+    if (h == NULL || s->index >= OSP_ATTENTION_WORDS * 64)
+        return;
+    /* Release: ospreyd, whose exchange of the word is acquire, sees the state stored above. */
+    atomic_fetch_or_explicit(&h->attention[s->index / 64], UINT64_C(1) << (s->index % 64),
+                             memory_order_release);
 }
 
 /* Async-signal-safe. */
@@ -233,7 +253,8 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         s->last_cpu_ns = cpu;
         if (info->si_code == SI_TIMER)
             s->timer_expiry_cpu_ns = 0; /* it fired: no longer armed */
-        if (osp__context_in_syscall(context)) {
+        enum osp__instant instant = osp__context_instant(context);
+        if (instant == OSP__INSTANT_BLOCKED) {
             /* Blocked in the kernel: no on-CPU time here. The wait's stack, once. */
             if (!s->wait_open) {
                 s->wait_depth = capture(s, context, s->wait_pcs);
@@ -250,16 +271,17 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             /* Not every delivery is a running instant of the program's own:
              * - a signal held back during a guarded call lands as SIGPROF is unblocked, in our
              *   own code;
-             * - one of ospreyd's that waited long for the thread (it was blocked, then woken,
-             *   then waiting for a CPU) lands where the thread resumes: on the way out of the
-             *   system call it slept in, where the CPU time it is owed was not spent.
-             * Then the credit waits: the CPU-time timer fires at the next kernel tick at which
-             * the thread is running, a truly running instant. */
+             * - one of ospreyd's that lands on the way out of a system call long after it was
+             *   sent waited there while the thread slept (or, woken, waited for a CPU): that
+             *   is where the thread resumed, not where the CPU time it is owed was spent. One
+             *   that lands there at once found the thread working in the kernel on the
+             *   program's behalf, and that time is the call's (as perf counts it).
+             * Then the credit waits for the CPU-time timer, which the kernel fires at a tick
+             * that finds the thread running. */
+            uint64_t late = period_ns / 2 > 50000 ? period_ns / 2 : 50000;
             int resumed =
-                info->si_code == SI_QUEUE && s->shared != NULL &&
-                now - atomic_load_explicit(&s->shared->last_signal_ns, memory_order_relaxed) >
-                    period_ns / 2 &&
-                at_syscall_return(context);
+                info->si_code == SI_QUEUE && instant == OSP__INSTANT_SYSCALL_RETURN &&
+                now - atomic_load_explicit(&s->shared->last_signal_ns, memory_order_relaxed) > late;
             int defer = s->guard_leaving || resumed;
             uint32_t weight = defer ? 0 : osp__credit_take(&s->credit, cpu, period_ns, &needed);
             if (weight > 0) {
@@ -337,7 +359,7 @@ int osp__cpu_timer_create(void)
     int timer = -1;
     /* The raw call: the C library's timer_create starts a helper thread for SIGEV_THREAD, and
      * we want nothing of it. */
-    if (syscall(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, &sev, &timer) != 0)
+    if (osp__sys(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, (long)&sev, (long)&timer, 0, 0) != 0)
         return -1;
     return timer;
 }
@@ -345,5 +367,5 @@ int osp__cpu_timer_create(void)
 void osp__cpu_timer_delete(int timer)
 {
     if (timer >= 0)
-        syscall(SYS_timer_delete, timer);
+        osp__sys(SYS_timer_delete, timer, 0, 0, 0, 0);
 }

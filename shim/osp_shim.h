@@ -16,6 +16,7 @@
 #ifndef OSP_SHIM_H
 #define OSP_SHIM_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,6 +25,40 @@
 #include <time.h>
 
 #include "osp_ring.h"
+
+/* ---- system calls ------------------------------------------------------------------------ */
+
+/* A system call made directly, never through the C library's syscall(), which the shim
+ * interposes (guard.c): inside the handler that would be a symbol lookup in a signal handler,
+ * and every call a detour. Returns the result, or -1 with errno set. Async-signal-safe. */
+static inline long osp__sys(long nr, long a, long b, long c, long d, long e)
+{
+    long ret;
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+                     : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = nr;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    register long x4 __asm__("x4") = e;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+    ret = x0;
+#else
+#error "osp__sys: x86_64 and aarch64 only"
+#endif
+    if (ret < 0 && ret > -4096) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return ret;
+}
 
 /* ---- unwind.c ---------------------------------------------------------------------------- */
 
@@ -229,10 +264,14 @@ uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t perio
 /* When a thread with this share of a CPU (parts per 1024, 1..1024) will have used needed_ns of
  * CPU time, from now_ns. A pure function. */
 uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024);
-/* Does this context show a thread interrupted inside a blocking system call (one the kernel
- * will restart, or one that returns EINTR)? Reads the code bytes at the pc with
- * process_vm_readv. Async-signal-safe. */
-int osp__context_in_syscall(const void *ucontext);
+/* What the interrupted context shows: a thread blocked inside a system call (the kernel
+ * rewound pc to restart it, or it returns EINTR), one on its way out of a system call, or one
+ * running anywhere else. Reads the code bytes around pc with process_vm_readv (one read in
+ * the common case). Async-signal-safe. */
+enum osp__instant { OSP__INSTANT_RUNNING, OSP__INSTANT_BLOCKED, OSP__INSTANT_SYSCALL_RETURN };
+enum osp__instant osp__context_instant(const void *ucontext);
+/* Ask ospreyd to look at this slot again (proto/osp_ring.h, attention). Async-signal-safe. */
+void osp__slot_wants_attention(const struct osp__slot *s);
 /* The SIGPROF handler. */
 void osp__sigprof_handler(int sig, siginfo_t *info, void *context);
 /* The sampling period in ns, set once at boot. */
@@ -316,6 +355,19 @@ void osp__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * held). Runs on the program's own threads at moments they are in our code anyway: thread
  * registration and dlclose. */
 void osp__images_refresh(void);
+
+/* The bookkeeping a new image of a descendant needs ("OSPREY_PROFILE_ROOT_PID=...",
+ * "OSPREY_PROFILE_LAST_PID=..."), kept out of the program's environment (preload.c). */
+void osp__bookkeeping_set(long root_pid, long last_pid);
+size_t osp__env_count(char *const envp[]);
+/* envp with the bookkeeping entries, built in `store` (n + 3 entries, on the caller's stack:
+ * no malloc in a forked child), when the new image will be profiled; else envp itself. */
+char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **store);
+/* Declare `name`: envp plus the bookkeeping, on this stack frame. */
+#define OSP__ENV(name, envp)                                                                       \
+    size_t name##_n = osp__env_count(envp);                                                        \
+    char *name##_store[name##_n + 3];                                                              \
+    char *const *name = osp__env_with_bookkeeping(envp, name##_n, name##_store)
 
 /* ---- preload.c --------------------------------------------------------------------------- */
 

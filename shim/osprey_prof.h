@@ -1,8 +1,9 @@
 /* osprey_prof.h — the public API of the Osprey profiler shim (libospreyprof).
  *
- * The profiler is off unless OSPREY_PROFILE=<path> is set when the process starts; then a
- * sampler thread samples every registered thread and ospreyd writes the raw profile to <path>
- * when the process exits. When the profiler is inactive — the variable is unset, the platform
+ * The profiler is off unless OSPREY_PROFILE=<path> is set when the process starts; then
+ * ospreyd samples every registered thread (a SIGPROF whose handler records the thread's stack;
+ * no thread of the profiler runs in the process) and writes the raw profile to <path> when
+ * the process exits. When the profiler is inactive — the variable is unset, the platform
  * has no collector (Windows, Wasm), or activation failed — every call here is a no-op.
  *
  * Link the static archive into a runtime and call these from its thread entry points, or
@@ -24,9 +25,9 @@ extern "C" {
 #define OSP_PROF_API __attribute__((visibility("default")))
 #endif
 
-/* Read OSPREY_PROFILE and OSPREY_PROFILE_HZ once and, when asked to, start the sampler and
- * ospreyd. Idempotent; the shared library calls it from a constructor. A runtime linking the
- * static archive calls it first thing in main (its constructor also calls it). */
+/* Read OSPREY_PROFILE and OSPREY_PROFILE_HZ once and, when asked to, set up the shared memory
+ * and start ospreyd. Idempotent; the shared library calls it from a constructor. A runtime linking
+ * the static archive calls it first thing in main (its constructor also calls it). */
 OSP_PROF_API void osp_prof_boot(void);
 
 /* Nonzero when this process is being profiled. */
@@ -40,8 +41,8 @@ OSP_PROF_API int osp_prof_active(void);
  * No-op when inactive. */
 OSP_PROF_API void osp_prof_thread_register(int64_t fiber_id, const char *label);
 
-/* Stop sampling the calling thread. When it returns the sampler no longer touches the
- * thread. No-op when inactive or not registered. */
+/* Stop sampling the calling thread. When it returns no sample of the thread is taken any
+ * more. No-op when inactive or not registered. */
 OSP_PROF_API void osp_prof_thread_unregister(void);
 
 #ifdef __cplusplus

@@ -21,13 +21,17 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <spawn.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "osp_shim.h"
 #include "osprey_prof.h"
+
+extern char **environ;
 
 /* Every function the shim interposes, looked up once from the constructor: a wrapper that
  * first runs inside a signal handler (raise and kill are async-signal-safe, crash handlers
@@ -193,6 +197,64 @@ __attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread, 
 
 /* ---- the exec family: see osp__exec_begin ---------------------------------------------- */
 
+/* ---- The bookkeeping descendants need, outside the program's environment ----------------- */
+
+static char root_entry[48], last_entry[48]; /* static: still there in a forked child */
+
+void osp__bookkeeping_set(long root_pid, long last_pid)
+{
+    snprintf(root_entry, sizeof root_entry, "OSPREY_PROFILE_ROOT_PID=%ld", root_pid);
+    snprintf(last_entry, sizeof last_entry, "OSPREY_PROFILE_LAST_PID=%ld", last_pid);
+}
+
+size_t osp__env_count(char *const envp[])
+{
+    size_t n = 0;
+    while (envp != NULL && envp[n] != NULL)
+        n++;
+    return n;
+}
+
+/* envp with our bookkeeping entries, built in `store` (n + 3 entries, the caller's stack: no
+ * malloc in a forked child), when the new image will be profiled (OSPREY_PROFILE set);
+ * else envp itself. */
+char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **store)
+{
+    int profiled = 0;
+    for (size_t i = 0; i < n && !profiled; i++)
+        profiled = strncmp(envp[i], "OSPREY_PROFILE=", 15) == 0;
+    if (!profiled || root_entry[0] == '\0')
+        return envp;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(envp[i], "OSPREY_PROFILE_ROOT_PID=", 24) != 0 &&
+            strncmp(envp[i], "OSPREY_PROFILE_LAST_PID=", 24) != 0)
+            store[k++] = envp[i];
+    store[k++] = root_entry;
+    store[k++] = last_entry;
+    store[k] = NULL;
+    return store;
+}
+
+/* system() and popen() start their child through the C library's own posix_spawn, with the
+ * environment as it is: put the bookkeeping there for the call only. */
+static int bookkeeping_exported(void)
+{
+    if (root_entry[0] == '\0' || getenv("OSPREY_PROFILE") == NULL)
+        return 0;
+    putenv(root_entry);
+    putenv(last_entry);
+    return 1;
+}
+
+static void bookkeeping_withdrawn(int exported)
+{
+    if (exported) {
+        unsetenv("OSPREY_PROFILE_ROOT_PID");
+        unsetenv("OSPREY_PROFILE_LAST_PID");
+    }
+}
+
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execvp_fn)(const char *, char *const[]);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
@@ -219,34 +281,104 @@ typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int)
 __attribute__((visibility("default"))) int execve(const char *path, char *const argv[],
                                                   char *const envp[])
 {
-    OSP__CALL_REAL(execve_fn, "execve", path, argv, envp);
+    OSP__ENV(env, envp);
+    OSP__CALL_REAL(execve_fn, "execve", path, argv, env);
 }
 
 __attribute__((visibility("default"))) int execv(const char *path, char *const argv[])
 {
-    OSP__CALL_REAL(execvp_fn, "execv", path, argv);
+    OSP__ENV(env, environ);
+    OSP__CALL_REAL(execve_fn, "execve", path, argv, env);
 }
 
 __attribute__((visibility("default"))) int execvp(const char *file, char *const argv[])
 {
-    OSP__CALL_REAL(execvp_fn, "execvp", file, argv);
+    OSP__ENV(env, environ);
+    OSP__CALL_REAL(execve_fn, "execvpe", file, argv, env);
 }
 
 __attribute__((visibility("default"))) int execvpe(const char *file, char *const argv[],
                                                    char *const envp[])
 {
-    OSP__CALL_REAL(execve_fn, "execvpe", file, argv, envp);
+    OSP__ENV(env, envp);
+    OSP__CALL_REAL(execve_fn, "execvpe", file, argv, env);
 }
 
 __attribute__((visibility("default"))) int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    OSP__CALL_REAL(fexecve_fn, "fexecve", fd, argv, envp);
+    OSP__ENV(env, envp);
+    OSP__CALL_REAL(fexecve_fn, "fexecve", fd, argv, env);
 }
 
 __attribute__((visibility("default"))) int execveat(int dirfd, const char *path, char *const argv[],
                                                     char *const envp[], int flags)
 {
-    OSP__CALL_REAL(execveat_fn, "execveat", dirfd, path, argv, envp, flags);
+    OSP__ENV(env, envp);
+    OSP__CALL_REAL(execveat_fn, "execveat", dirfd, path, argv, env, flags);
+}
+
+typedef int (*posix_spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                              const posix_spawnattr_t *, char *const[], char *const[]);
+
+/* Not exec in this process: no pause of our signals, only the bookkeeping for the child. */
+#define OSP__SPAWN(name, pid, path, actions, attr, argv, envp)                                     \
+    do {                                                                                           \
+        static _Atomic(void *) cache;                                                              \
+        void *sym = osp__next_symbol(&cache, name);                                                \
+        if (sym == NULL)                                                                           \
+            return ENOSYS;                                                                         \
+        posix_spawn_fn real;                                                                       \
+        memcpy(&real, &sym, sizeof(real));                                                         \
+        OSP__ENV(env, envp);                                                                       \
+        return real(pid, path, actions, attr, argv, env);                                          \
+    } while (0)
+
+__attribute__((visibility("default"))) int posix_spawn(pid_t *pid, const char *path,
+                                                       const posix_spawn_file_actions_t *actions,
+                                                       const posix_spawnattr_t *attr,
+                                                       char *const argv[], char *const envp[])
+{
+    OSP__SPAWN("posix_spawn", pid, path, actions, attr, argv, envp);
+}
+
+__attribute__((visibility("default"))) int posix_spawnp(pid_t *pid, const char *file,
+                                                        const posix_spawn_file_actions_t *actions,
+                                                        const posix_spawnattr_t *attr,
+                                                        char *const argv[], char *const envp[])
+{
+    OSP__SPAWN("posix_spawnp", pid, file, actions, attr, argv, envp);
+}
+
+__attribute__((visibility("default"))) int system(const char *command)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "system");
+    if (sym == NULL)
+        return -1;
+    int (*real)(const char *);
+    memcpy(&real, &sym, sizeof(real));
+    int exported = command != NULL && bookkeeping_exported();
+    int status = real(command);
+    int saved = errno;
+    bookkeeping_withdrawn(exported);
+    errno = saved;
+    return status;
+}
+
+__attribute__((visibility("default"))) FILE *popen(const char *command, const char *mode)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "popen");
+    if (sym == NULL)
+        return NULL;
+    FILE *(*real)(const char *, const char *);
+    memcpy(&real, &sym, sizeof(real));
+    int exported = bookkeeping_exported();
+    FILE *f = real(command, mode);
+    int saved = errno;
+    bookkeeping_withdrawn(exported);
+    errno = saved;
+    return f;
 }
 
 /* The list forms gather their arguments on the stack, as glibc's own do, and take the

@@ -234,6 +234,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
         atomic_store_explicit(&c->state, OSP_SLOT_RUNNING, memory_order_relaxed);
     }
     s->active = 1;
+    osp__slot_wants_attention(s);
     pthread_mutex_unlock(&reg->lock);
     free(spare);
 

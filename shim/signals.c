@@ -57,7 +57,7 @@ static pthread_mutex_t shadow_writers = PTHREAD_MUTEX_INITIALIZER;
 int osp__sigmask_raw(int how, const sigset_t *set, sigset_t *old)
 {
     /* The kernel's mask is the first _NSIG bits of sigset_t. */
-    if (syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8) != 0)
+    if (osp__sys(SYS_rt_sigprocmask, how, (long)set, (long)old, _NSIG / 8, 0) != 0)
         return -errno;
     return 0;
 }
@@ -203,7 +203,7 @@ void osp__sigprof_forward(int sig, siginfo_t *info, void *context)
         sigaction_fn real = real_sigaction();
         if (real)
             real(SIGPROF, &dfl, NULL);
-        syscall(SYS_tgkill, getpid(), gettid(), sig);
+        osp__sys(SYS_tgkill, getpid(), gettid(), sig, 0, 0);
         return;
     }
     if (act.sa_flags & SA_RESETHAND) {
@@ -402,7 +402,7 @@ static void track_sigprof_mask(void)
     if (blocked && !was) {
         struct itimerspec off = {{0, 0}, {0, 0}};
         if (slot->timer >= 0)
-            syscall(SYS_timer_settime, slot->timer, 0, &off, NULL);
+            osp__sys(SYS_timer_settime, slot->timer, 0, (long)&off, 0, 0);
         /* Wait out a round of signals that may not have seen the flag, then take ours. */
         osp__wait_for_round();
         osp__take_pending_sigprof();

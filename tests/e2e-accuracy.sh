@@ -86,9 +86,10 @@ with open(os.path.join(work, "compute_read.folded")) as f:
 with open(os.path.join(work, "compute_read.out")) as f:
     system_pct = float(f.read().split("reader system time ")[1].split("%")[0])
 read_pct = 100.0 * read_leaf / reader if reader else 100.0
-# (Under profiling the reader's system time also holds the signal handler's own system calls,
-# so read's share may sit below it; it must not exceed it.)
-check(reader > 0 and read_pct <= system_pct + 1.0,
+# (Both numbers are statistical: getrusage's split of user and system time is itself sampled
+# at the kernel's tick, and on a loaded machine either moves by a few points from run to run;
+# the blocked time this guards against was half of the samples.)
+check(reader > 0 and read_pct <= max(system_pct, 1.0) + 5.0,
       "compute_read: read is the leaf of %.1f%% of the reader's on-CPU samples; its system "
       "time is %.1f%% (a blocked read is not on-CPU time)" % (read_pct, system_pct))
 

@@ -108,6 +108,7 @@ static void sample_seen(uint32_t slot, uint32_t generation, uint64_t t_ns, int w
 }
 
 static uint8_t *slot_table;
+static uint64_t watch[OSP_ATTENTION_WORDS]; /* slots the tick looks at (ospd_watch_take) */
 static uint32_t slot_count, slot_ring_size;
 
 static struct osp_slot *slot_at(uint32_t i)
@@ -417,7 +418,10 @@ int main(int argc, char **argv)
         /* The tick, as ospreyd runs it (without jitter). */
         clock_gettime(CLOCK_MONOTONIC, &mono);
         uint64_t now = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
-        ospd_signal_round(h, slot_table, slot_count, slot_ring_size, h->pid, h->signal_cookie, now);
+        ospd_signal_round(h, slot_table, slot_count, slot_ring_size, h->pid, h->signal_cookie, now,
+                          watch);
+        if (slot_table != NULL)
+            ospd_watch_settle(slot_table, slot_ring_size, watch);
         uint32_t state = atomic_load_explicit(&h->shim_state, memory_order_acquire);
         if (drain(h, data))
             break;

@@ -728,18 +728,21 @@ START_TEST(context_at_a_rewound_syscall_is_blocked)
     memset(&uc, 0, sizeof uc);
     uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)(code + 1);
     uc.uc_mcontext.gregs[REG_RAX] = 0; /* SYS_read */
-    ck_assert_int_eq(osp__context_in_syscall(&uc), 1);
+    ck_assert_int_eq(osp__context_instant(&uc), OSP__INSTANT_BLOCKED);
     /* Just after it, with -EINTR: interrupted for good. */
     uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)(code + 3);
     uc.uc_mcontext.gregs[REG_RAX] = -EINTR;
-    ck_assert_int_eq(osp__context_in_syscall(&uc), 1);
+    ck_assert_int_eq(osp__context_instant(&uc), OSP__INSTANT_BLOCKED);
+    /* Just after it with a result: on the way out of a call. */
+    uc.uc_mcontext.gregs[REG_RAX] = 1;
+    ck_assert_int_eq(osp__context_instant(&uc), OSP__INSTANT_SYSCALL_RETURN);
     /* Anywhere else: running. */
     uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)code;
     uc.uc_mcontext.gregs[REG_RAX] = 0;
-    ck_assert_int_eq(osp__context_in_syscall(&uc), 0);
+    ck_assert_int_eq(osp__context_instant(&uc), OSP__INSTANT_RUNNING);
     uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)(code + 1);
     uc.uc_mcontext.gregs[REG_RAX] = 0x7f0000001234; /* a pointer, not a syscall number */
-    ck_assert_int_eq(osp__context_in_syscall(&uc), 0);
+    ck_assert_int_eq(osp__context_instant(&uc), OSP__INSTANT_RUNNING);
 }
 END_TEST
 #endif

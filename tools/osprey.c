@@ -23,6 +23,7 @@
 #include "osprey_cli.h"
 #include "osprey_config.h"
 #include "ospx.h"
+#include "ospx_html.h"
 
 /* How long to wait, after the program ended, for ospreyd to finish the raw file while it
  * is still running (it writes what it has when the program was killed). */
@@ -80,6 +81,7 @@ static const char usage_text[] =
     "  STEM.profile.json     summary for the VS Code extension\n"
     "  STEM.pb.gz            pprof: go tool pprof -http=: STEM.pb.gz\n"
     "  STEM.trace.json       timeline: Chrome DevTools Performance panel or ui.perfetto.dev\n"
+    "  STEM.html             the flame graph as one offline page (any browser)\n"
     "  STEM.raw.json         the raw profile, for `osprey report` (--profile only)\n"
     "\n"
     "Environment: OSPREY_PROFILE_HZ=N samples per second (10..10000, default 997);\n"
@@ -100,6 +102,22 @@ static int report_color(FILE *stream)
 static FILE *run_report_stream(void)
 {
     return isatty(STDOUT_FILENO) ? stdout : stderr;
+}
+
+/* True when a --format list (NULL or "": all) includes the speedscope output, which
+ * <stem>.html is made from. */
+static int writes_speedscope(const char *formats)
+{
+    if (formats == NULL || formats[0] == '\0')
+        return 1;
+    for (const char *at = formats; *at != '\0';) {
+        size_t length = strcspn(at, ",");
+        if ((length == 3 && strncmp(at, "all", 3) == 0) ||
+            (length == 10 && strncmp(at, "speedscope", 10) == 0))
+            return 1;
+        at += length + (at[length] == ',');
+    }
+    return 0;
 }
 
 /* Post-process raw into the outputs at stem and the report on `report`. Returns 0, or
@@ -130,6 +148,13 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
     memset(&error, 0, sizeof error);
     fflush(stdout);
     result = ospx_process(&options, &error);
+    if (result == 0 && writes_speedscope(view->formats)) {
+        /* The flame graph as one offline page, built from the speedscope file just written
+         * (the report's "written:" list above ends with the paths; this one joins it). */
+        result = ospx_html_write(stem, &error);
+        if (result == 0 && report != NULL)
+            fprintf(report, "  %s.html\n", stem);
+    }
     fflush(report);
     if (result != 0) {
         if (error.text[0] == '\0')

@@ -37,6 +37,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+from perfscript import perf_samples  # noqa: E402  (bench/perfscript.py)
 FLAGS = ["-O2", "-g", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer", "-pthread"]
 
 # name: (sources, extra link args). plugin.so is built beside the binaries for dlplugin.
@@ -127,29 +129,7 @@ def perf_profile(exe, args, workdir, symbolizer):
     data = os.path.join(workdir, "perf.data")
     out, rc, err, cpu = run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "997", "-g",
                              "-o", data, "--", exe] + args)
-    script = subprocess.run(["perf", "script", "-i", data, "-F", "pid,tid,ip,sym,dso"],
-                            capture_output=True, text=True).stdout
-    samples = []  # (pid, [(ip, sym, dso), ...] leaf first)
-    current = None
-    for line in script.splitlines():
-        if not line.strip():
-            current = None
-            continue
-        if not line.startswith("\t"):  # a sample header: "  pid/tid" (pid padded)
-            pid = int(line.split("/")[0])
-            current = (pid, [])
-            samples.append(current)
-            continue
-        if current is None:
-            continue
-        text = line.strip()
-        ip_text, _, rest = text.partition(" ")
-        dso = rest[rest.rfind("(") + 1:-1] if rest.endswith(")") else ""
-        sym = rest[:rest.rfind("(")].strip() if "(" in rest else rest
-        try:
-            current[1].append((int(ip_text, 16), sym, dso))
-        except ValueError:
-            pass
+    samples = [(pid, frames) for _, pid, frames in perf_samples(data)]
     if not samples:
         return out, rc, None
     root = min(pid for pid, _ in samples)  # perf's child: the first process, lowest pid

@@ -1,11 +1,24 @@
 /* spin.c — benchmark workload: THREADS threads each burn CPU for SECONDS seconds in a known
- * call chain (worker → crunch → step). Usage: spin THREADS SECONDS. Prints a checksum so the
- * work cannot be optimised away; the output does not depend on timing. */
+ * call chain (worker → crunch → step). Usage: spin THREADS SECONDS [cpu]. Prints a checksum so
+ * the work cannot be optimised away; the output does not depend on timing. With `cpu`, also
+ * one line per worker, `thread TID CPU_NS`: its kernel thread id and its CPU time (its own
+ * CPU clock, read as it ends), the reference a sampler's per-thread counts are judged by. */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "chain.h"
+
+struct worker_result {
+    long tid;
+    long long cpu_ns;
+};
 
 static double seconds_to_run;
 
@@ -16,19 +29,7 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static __attribute__((noinline)) uint64_t step(uint64_t x)
-{
-    for (int i = 0; i < 1000; i++)
-        x = x * 6364136223846793005u + 1442695040888963407u;
-    return x;
-}
-
-static __attribute__((noinline)) uint64_t crunch(uint64_t x)
-{
-    for (int i = 0; i < 100; i++)
-        x = step(x);
-    return x;
-}
+static struct worker_result *results;
 
 static void *worker(void *arg)
 {
@@ -36,6 +37,11 @@ static void *worker(void *arg)
     double end = now() + seconds_to_run;
     while (now() < end)
         x = crunch(x);
+    struct timespec cpu;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    struct worker_result *mine = &results[(uintptr_t)arg - 1];
+    mine->tid = (long)syscall(SYS_gettid);
+    mine->cpu_ns = cpu.tv_sec * 1000000000LL + cpu.tv_nsec;
     return (void *)(uintptr_t)(x & 1);
 }
 
@@ -43,11 +49,13 @@ int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 1;
     seconds_to_run = argc > 2 ? atof(argv[2]) : 2.0;
-    if (threads < 1 || threads > 4096 || seconds_to_run <= 0) {
-        fprintf(stderr, "usage: spin THREADS SECONDS\n");
+    int show_cpu = argc > 3 && strcmp(argv[3], "cpu") == 0;
+    if (threads < 1 || threads > 4096 || seconds_to_run <= 0 || (argc > 3 && !show_cpu)) {
+        fprintf(stderr, "usage: spin THREADS SECONDS [cpu]\n");
         return 2;
     }
     pthread_t *ids = calloc((size_t)threads, sizeof *ids);
+    results = calloc((size_t)threads, sizeof *results);
     for (int t = 0; t < threads; t++)
         pthread_create(&ids[t], NULL, worker, (void *)(uintptr_t)(t + 1));
     unsigned ones = 0;
@@ -56,7 +64,10 @@ int main(int argc, char **argv)
         pthread_join(ids[t], &r);
         ones += (unsigned)(uintptr_t)r;
     }
-    free(ids);
     printf("%d threads done (%u odd)\n", threads, ones);
+    for (int t = 0; show_cpu && t < threads; t++)
+        printf("thread %ld %lld\n", results[t].tid, results[t].cpu_ns);
+    free(ids);
+    free(results);
     return 0;
 }

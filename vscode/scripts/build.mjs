@@ -1,17 +1,20 @@
 // Build: type-check and compile src/ (extension, pure modules, unit tests) to out/ with tsc,
-// then bundle the webview script (src/webview/main.ts and the pure modules it uses) into one
-// file, out/webview/flamegraph.js, that the webview loads under its content-security policy.
+// then bundle the renderer (src/webview/main.ts and the pure modules it uses) into one file,
+// out/webview/flamegraph.js, that the webview loads under its content-security policy, and
+// wrap the same bundle into the offline page template, out/viewer-template.html (one renderer,
+// two hosts). With --template the template is also written to exporters/viewer-template.html,
+// the copy `osprey` builds into <stem>.html; a test fails when that copy is stale.
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(import.meta.url);
 rmSync(join(root, 'out'), { recursive: true, force: true });
-const tsc = createRequire(import.meta.url).resolve('typescript/lib/tsc.js');
-execFileSync(process.execPath, [tsc, '-p', root], { stdio: 'inherit' });
+execFileSync(process.execPath, [require.resolve('typescript/lib/tsc.js'), '-p', root], { stdio: 'inherit' });
 await esbuild.build({
   entryPoints: [join(root, 'src/webview/main.ts')],
   outfile: join(root, 'out/webview/flamegraph.js'),
@@ -19,5 +22,16 @@ await esbuild.build({
   format: 'iife',
   platform: 'browser',
   target: 'es2020',
+  charset: 'utf8',
+  legalComments: 'none',
   logLevel: 'warning',
 });
+const { renderOfflineTemplate } = require(join(root, 'out/webviewHtml.js'));
+const template = renderOfflineTemplate(readFileSync(join(root, 'out/webview/flamegraph.js'), 'utf8'));
+writeFileSync(join(root, 'out/viewer-template.html'), template);
+if (process.argv.includes('--template')) {
+  const target = join(root, '..', 'exporters', 'viewer-template.html');
+  writeFileSync(`${target}.tmp`, template);
+  renameSync(`${target}.tmp`, target);
+  console.log(`wrote ${target}`);
+}

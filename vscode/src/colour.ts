@@ -1,7 +1,9 @@
 /*
- * Frame colours, a function of the profile alone. Frames are ranked by file path, then name,
- * then original index, and each rank picks one colour from a fixed ramp, so the same document
- * is drawn the same on every run and every machine.
+ * Frame colours and the frame order. A frame's colour is a function of its own identity — its
+ * name and the base name of its file — hashed onto a fixed ramp, so a function keeps its colour
+ * across runs of the same program (and across checkouts in other folders), whatever else the
+ * profile holds. The order on frames (file, then name, then index) is the deterministic total
+ * order the flame graph breaks ties with, so the same document is drawn the same everywhere.
  *
  * DESIGN. The comparator is a TOTAL order on frames: it answers 0 only for the same frame
  * (same index). Without the index term, two frames sharing file and name (one function
@@ -46,9 +48,26 @@ export const RAMP: readonly string[] = [
   '#f7c66b', '#cf6d3f', '#eb8f4a', '#d4b13c', '#e24f4f', '#f0a870',
 ];
 
-/* The colour for a frame's rank. */
-export function rankColour(rank: number): string {
-  return RAMP[rank % RAMP.length];
+/* FNV-1a over UTF-16 code units. */
+function fnv1a(text: string, hash: number): number {
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
+/* The identity a colour is drawn from: (base name of the file, name) as a PAIR — each part
+ * length-prefixed, so ("a b", "c") and ("a", "b c") hash as different keys. The folder is left
+ * out so the same program built in another checkout keeps its colours. */
+export function colourKey(frame: Frame): string {
+  const file = (frame.file ?? '').split('/').pop() ?? '';
+  return `${file.length}:${file}${frame.name.length}:${frame.name}`;
+}
+
+/* The ramp colour of one frame, from its identity alone. */
+export function identityColour(frame: Frame): string {
+  return RAMP[fnv1a(colourKey(frame), 0x811c9dc5) % RAMP.length];
 }
 
 /* The synthetic leaf the exporter adds under waiting samples; drawn grey so blocked time never
@@ -56,9 +75,11 @@ export function rankColour(rank: number): string {
 export const WAITING_FRAME_NAME = '(waiting)';
 export const WAITING_COLOUR = '#9a9a9a';
 
+export function isWaitingFrame(frame: Frame): boolean {
+  return frame.name === WAITING_FRAME_NAME && frame.file === undefined;
+}
+
 /* Colour for every frame of a document, indexed like frames. */
-export function frameColours(frames: readonly Frame[], ranks: Int32Array = frameRanks(frames)): string[] {
-  return frames.map((frame, index) =>
-    frame.name === WAITING_FRAME_NAME && frame.file === undefined ? WAITING_COLOUR : rankColour(ranks[index]),
-  );
+export function frameColours(frames: readonly Frame[]): string[] {
+  return frames.map((frame) => (isWaitingFrame(frame) ? WAITING_COLOUR : identityColour(frame)));
 }

@@ -10,10 +10,15 @@
  *   same depth of the previous sample when the whole stack above it is equal — adjacent equal
  *   stacks become one rectangle. It answers "what happened when".
  *
- * Also here: the search (which frames match, and what share of samples contains a match) and
- * the hot-function table derived from samples when no profile.json is at hand.
+ * Every number the view shows comes from here, computed from the selected samples: the hot
+ * table, the tooltip, the search share and the status line. Percentages are shares of ON-CPU
+ * time (a sample whose leaf is the exporter's `(waiting)` frame is waiting time), as in the
+ * terminal report and profile.json; waiting samples are left out of the selection unless asked
+ * for, and then counted as waiting, never as CPU. Frames named `osp__*` (the profiler's own)
+ * are dropped from every stack.
  */
 
+import { isWaitingFrame } from './colour';
 import type { FlameDocument, Frame } from './model';
 
 export type ViewKind = 'left-heavy' | 'time-order';
@@ -27,7 +32,21 @@ export interface Samples {
   stacks: number[][];
   /** Milliseconds per sample, parallel to stacks. */
   weights: number[];
+  /** 1 where the sample is waiting time (its leaf is `(waiting)`), parallel to stacks. */
+  waiting: Uint8Array;
+  /** Milliseconds of on-CPU samples. */
+  onCpuWeight: number;
+  /** Milliseconds of waiting samples (0 when they were left out). */
+  waitingWeight: number;
 }
+
+export interface SelectOptions {
+  /** Keep waiting samples (drawn grey, counted apart). Default false. */
+  includeWaiting?: boolean;
+}
+
+/** The profiler's own frames start with this; they are removed from every stack. */
+export const PROFILER_FRAME_PREFIX = 'osp__';
 
 export interface Rect {
   frame: number;
@@ -38,6 +57,8 @@ export interface Rect {
   width: number;
   /** Milliseconds of those samples in which this frame is the leaf. */
   self: number;
+  /** Milliseconds of width that are waiting samples. */
+  waiting: number;
   samples: number;
   selfSamples: number;
 }
@@ -47,46 +68,73 @@ export interface Layout {
   /** rects grouped by depth, each group sorted by start — for hit testing. */
   byDepth: Rect[][];
   totalWeight: number;
+  /** Milliseconds of on-CPU samples: the whole that percentages are of. */
+  onCpuWeight: number;
   totalSamples: number;
 }
 
-/* The samples of one fiber, or of every fiber one after another (profile order). */
-export function selectSamples(document: FlameDocument, fiber: FiberSelection): Samples {
-  if (fiber !== ALL_FIBERS) {
-    const profile = document.profiles[fiber];
-    if (!profile) throw new RangeError(`no fiber ${fiber}`);
-    return { stacks: profile.samples, weights: profile.weights };
-  }
+/* The samples of one fiber, or of every fiber one after another (profile order); waiting
+ * samples only when asked for, `osp__*` frames removed. */
+export function selectSamples(document: FlameDocument, fiber: FiberSelection, options: SelectOptions = {}): Samples {
+  const fibers = fiber === ALL_FIBERS ? document.profiles : [document.profiles[fiber]];
+  if (fibers[0] === undefined) throw new RangeError(`no fiber ${fiber}`);
+  const ignored = Uint8Array.from(document.frames, (frame) => (frame.name.startsWith(PROFILER_FRAME_PREFIX) ? 1 : 0));
+  const waitingLeaf = Uint8Array.from(document.frames, (frame) => (isWaitingFrame(frame) ? 1 : 0));
+  const anyIgnored = ignored.includes(1);
   const stacks: number[][] = [];
   const weights: number[] = [];
-  for (const profile of document.profiles) {
+  const waiting: number[] = [];
+  let onCpuWeight = 0;
+  let waitingWeight = 0;
+  for (const profile of fibers) {
     for (let i = 0; i < profile.samples.length; i++) {
-      stacks.push(profile.samples[i]);
+      let stack = profile.samples[i];
+      const isWaiting = stack.length > 0 && waitingLeaf[stack[stack.length - 1]] === 1;
+      if (isWaiting && !options.includeWaiting) continue;
+      if (anyIgnored) stack = stack.filter((frame) => ignored[frame] === 0);
+      stacks.push(stack);
       weights.push(profile.weights[i]);
+      waiting.push(isWaiting ? 1 : 0);
+      if (isWaiting) waitingWeight += profile.weights[i];
+      else onCpuWeight += profile.weights[i];
     }
   }
-  return { stacks, weights };
+  return { stacks, weights, waiting: Uint8Array.from(waiting), onCpuWeight, waitingWeight };
 }
 
-function finish(rects: Rect[], totalWeight: number, totalSamples: number): Layout {
+/* Milliseconds of one sampling period: the smallest weight in the document (a row stands for
+ * one or more periods). Turns milliseconds back into sample counts. */
+export function periodMs(document: FlameDocument): number {
+  let smallest = Infinity;
+  for (const profile of document.profiles) for (const weight of profile.weights) if (weight > 0 && weight < smallest) smallest = weight;
+  return Number.isFinite(smallest) ? smallest : 1;
+}
+
+/* Milliseconds as a count of sampling periods ("samples"). */
+export function toSamples(ms: number, period: number): number {
+  return Math.round(ms / period);
+}
+
+function finish(rects: Rect[], totalWeight: number, onCpuWeight: number, totalSamples: number): Layout {
   const byDepth: Rect[][] = [];
   for (const rect of rects) (byDepth[rect.depth] ??= []).push(rect);
   for (const row of byDepth) row?.sort((a, b) => a.start - b.start);
   for (let depth = 0; depth < byDepth.length; depth++) byDepth[depth] ??= [];
-  return { rects, byDepth, totalWeight, totalSamples };
+  return { rects, byDepth, totalWeight, onCpuWeight, totalSamples };
 }
 
 interface TreeNode {
   frame: number;
   weight: number;
   self: number;
+  waiting: number;
   samples: number;
   selfSamples: number;
   children: Map<number, TreeNode>;
 }
 
 function newNode(frame: number): TreeNode {
-  return { frame, weight: 0, self: 0, samples: 0, selfSamples: 0, children: new Map() };
+  return { frame, weight: 0, self: 0, waiting: 0, samples: 0, selfSamples: 0, children: new Map() };
 }
 
 /* Left Heavy: stacks merged into a tree; children heaviest first, ties by ascending rank. */
@@ -96,12 +144,14 @@ export function layoutLeftHeavy(samples: Samples, ranks: Int32Array): Layout {
   for (let i = 0; i < samples.stacks.length; i++) {
     const stack = samples.stacks[i];
     const weight = samples.weights[i];
+    const waiting = samples.waiting[i] === 1 ? weight : 0;
     totalWeight += weight;
     let node = root;
     for (const frame of stack) {
       let child = node.children.get(frame);
       if (!child) node.children.set(frame, (child = newNode(frame)));
       child.weight += weight;
+      child.waiting += waiting;
       child.samples += 1;
       node = child;
     }
@@ -122,6 +172,7 @@ export function layoutLeftHeavy(samples: Samples, ranks: Int32Array): Layout {
         start,
         width: node.weight,
         self: node.self,
+        waiting: node.waiting,
         samples: node.samples,
         selfSamples: node.selfSamples,
       });
@@ -135,7 +186,7 @@ export function layoutLeftHeavy(samples: Samples, ranks: Int32Array): Layout {
       childStart += child.weight;
     }
   }
-  return finish(rects, totalWeight, samples.stacks.length);
+  return finish(rects, totalWeight, samples.onCpuWeight, samples.stacks.length);
 }
 
 /* Time Order: samples in recorded order; a frame continues the previous sample's rectangle
@@ -147,15 +198,17 @@ export function layoutTimeOrder(samples: Samples): Layout {
   for (let i = 0; i < samples.stacks.length; i++) {
     const stack = samples.stacks[i];
     const weight = samples.weights[i];
+    const waiting = samples.waiting[i] === 1 ? weight : 0;
     let shared = 0;
     while (shared < stack.length && shared < open.length && open[shared].frame === stack[shared]) shared++;
     while (open.length > shared) open.pop();
     for (let depth = 0; depth < shared; depth++) {
       open[depth].width += weight;
+      open[depth].waiting += waiting;
       open[depth].samples += 1;
     }
     for (let depth = shared; depth < stack.length; depth++) {
-      const rect = { frame: stack[depth], depth, start: x, width: weight, self: 0, samples: 1, selfSamples: 0 };
+      const rect = { frame: stack[depth], depth, start: x, width: weight, self: 0, waiting, samples: 1, selfSamples: 0 };
       rects.push(rect);
       open.push(rect);
     }
@@ -165,7 +218,7 @@ export function layoutTimeOrder(samples: Samples): Layout {
     }
     x += weight;
   }
-  return finish(rects, x, samples.stacks.length);
+  return finish(rects, x, samples.onCpuWeight, samples.stacks.length);
 }
 
 export function layoutView(samples: Samples, view: ViewKind, ranks: Int32Array): Layout {
@@ -200,42 +253,49 @@ export function matchFrames(frames: readonly Frame[], query: string): Uint8Array
   return Uint8Array.from(frames, (frame) => (frame.name.toLowerCase().includes(needle) ? 1 : 0));
 }
 
-/* How many samples have at least one matching frame on their stack. */
-export function countMatchingSamples(samples: Samples, matches: Uint8Array): number {
-  let count = 0;
-  for (const stack of samples.stacks) if (stack.some((frame) => matches[frame] === 1)) count++;
-  return count;
+/* Milliseconds of ON-CPU samples with at least one matching frame on their stack. */
+export function matchingOnCpuWeight(samples: Samples, matches: Uint8Array): number {
+  let weight = 0;
+  samples.stacks.forEach((stack, index) => {
+    if (samples.waiting[index] === 0 && stack.some((frame) => matches[frame] === 1)) weight += samples.weights[index];
+  });
+  return weight;
 }
 
 export interface HotFunction {
   name: string;
   file: string;
   line: number;
-  /** Samples where the function is the leaf. */
+  /** On-CPU milliseconds where the function is the leaf. */
   self: number;
-  /** Samples where the function is anywhere on the stack (counted once per sample). */
+  /** On-CPU milliseconds where the function is anywhere on the stack (once per sample). */
   total: number;
+  /** Shares of the selection's on-CPU milliseconds, rounded to 0.1 as profile.json rounds. */
   selfPercent: number;
   totalPercent: number;
 }
 
-/* A self/total table computed from samples, one row per frame that appears, sorted by self
- * desc, then total desc, then name. Used when no profile.json sits beside the speedscope. */
-export function hotFunctionsFromSamples(frames: readonly Frame[], samples: Samples): HotFunction[] {
+/* The hot-function table of a selection: on-CPU samples only, one row per function that is on
+ * an on-CPU stack, sorted by self desc, then total desc, then name. A function is its frame:
+ * the exporter writes one frame per function, so these rows are profile.json's `functions`
+ * restricted to the selection. */
+export function hotFunctions(frames: readonly Frame[], samples: Samples): HotFunction[] {
   const self = new Float64Array(frames.length);
   const total = new Float64Array(frames.length);
   const seen = new Int32Array(frames.length).fill(-1);
   samples.stacks.forEach((stack, sampleIndex) => {
+    if (samples.waiting[sampleIndex] === 1) return;
+    const weight = samples.weights[sampleIndex];
     for (const frame of stack) {
       if (seen[frame] !== sampleIndex) {
         seen[frame] = sampleIndex;
-        total[frame] += 1;
+        total[frame] += weight;
       }
     }
-    if (stack.length > 0) self[stack[stack.length - 1]] += 1;
+    if (stack.length > 0) self[stack[stack.length - 1]] += weight;
   });
-  const count = samples.stacks.length;
-  const percent = (value: number) => (count === 0 ? 0 : Math.round((value / count) * 1000) / 10);
+  const whole = samples.onCpuWeight;
+  const percent = (value: number) => (whole === 0 ? 0 : Math.round((value / whole) * 1000) / 10);
   const rows: HotFunction[] = [];
   frames.forEach((frame, index) => {
     if (total[index] === 0) return;

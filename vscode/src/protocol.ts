@@ -1,5 +1,6 @@
 /*
- * Messages between the extension and the flame-graph webview.
+ * Messages between the extension and the flame-graph webview, and the state the webview keeps
+ * so a reloaded window can restore it.
  */
 
 import type { FlameDocument, ProfileSummary } from './model';
@@ -9,8 +10,18 @@ export interface LoadMessage {
   type: 'load';
   title: string;
   document: FlameDocument;
-  /** From `<stem>.profile.json` when present: the hot table uses its on-CPU numbers. */
+  /** From `<stem>.profile.json` when present (the run's rate and totals). */
   summary?: ProfileSummary;
+  /** The kept copy of the speedscope file, remembered for restoring after a reload. */
+  restorePath?: string;
+  /** The source file the profile came from, when it can be profiled again. */
+  source?: string;
+}
+
+/** What the webview keeps across a window reload (vscode.setState). */
+export interface WebviewState {
+  restorePath: string;
+  source?: string;
 }
 
 /** Webview → extension: the script is listening; send the profile. */
@@ -25,14 +36,20 @@ export interface OpenSourceMessage {
   line: number;
 }
 
+/** Webview → extension: profile the source of this profile again. */
+export interface ProfileAgainMessage {
+  type: 'profileAgain';
+}
+
 export type ToWebview = LoadMessage;
-export type FromWebview = ReadyMessage | OpenSourceMessage;
+export type FromWebview = ReadyMessage | OpenSourceMessage | ProfileAgainMessage;
 
 /* Validates a message from the webview (it is untrusted input to the extension). */
 export function parseFromWebview(message: unknown): FromWebview | undefined {
   if (typeof message !== 'object' || message === null) return undefined;
   const candidate = message as Record<string, unknown>;
   if (candidate.type === 'ready') return { type: 'ready' };
+  if (candidate.type === 'profileAgain') return { type: 'profileAgain' };
   if (
     candidate.type === 'openSource' &&
     typeof candidate.file === 'string' &&
@@ -44,4 +61,15 @@ export function parseFromWebview(message: unknown): FromWebview | undefined {
     return { type: 'openSource', file: candidate.file, line: candidate.line };
   }
   return undefined;
+}
+
+/* Validates restored webview state (it comes back from storage). */
+export function parseWebviewState(state: unknown): WebviewState | undefined {
+  if (typeof state !== 'object' || state === null) return undefined;
+  const candidate = state as Record<string, unknown>;
+  if (typeof candidate.restorePath !== 'string' || candidate.restorePath === '') return undefined;
+  return {
+    restorePath: candidate.restorePath,
+    source: typeof candidate.source === 'string' ? candidate.source : undefined,
+  };
 }

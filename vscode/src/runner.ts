@@ -9,7 +9,7 @@
  */
 
 import { spawn } from 'child_process';
-import { constants } from 'os';
+import { constants, tmpdir } from 'os';
 
 export interface RunOptions {
   cli: string;
@@ -132,12 +132,12 @@ export function runProfiler(options: RunOptions): Promise<RunResult> {
       if (error.code === 'ENOENT') {
         reject(
           new CliStartError(
-            `Osprey CLI not found: "${options.cli}" (set osprey.cliPath to the osprey executable)`,
+            `Osprey: the CLI "${options.cli}" was not found (set osprey.cliPath to the osprey executable)`,
             error.code,
           ),
         );
       } else {
-        reject(new CliStartError(`Cannot run the Osprey CLI "${options.cli}": ${error.message}`, error.code));
+        reject(new CliStartError(`Osprey: cannot run the CLI "${options.cli}": ${error.message}`, error.code));
       }
     });
 
@@ -157,9 +157,10 @@ export function runProfiler(options: RunOptions): Promise<RunResult> {
 }
 
 /* One message for a run that did not succeed, undefined for success (exit 0). The CLI's own
- * last stderr lines carry the detail (compile errors, crashes, bad input). */
-export function describeFailure(result: RunResult, file: string): string | undefined {
-  if (result.cancelled) return `Profiling ${file} was cancelled.`;
+ * last stderr lines carry the detail (compile errors, crashes, bad input); temporary paths in
+ * them (the run's output folder, the CLI's scratch build) are reduced to their file names. */
+export function describeFailure(result: RunResult, file: string, temporary: readonly string[] = []): string | undefined {
+  if (result.cancelled) return `Osprey: profiling ${file} was cancelled.`;
   if (result.exitCode === 0) return undefined;
   const how =
     result.signal !== null
@@ -167,8 +168,17 @@ export function describeFailure(result: RunResult, file: string): string | undef
       : `exited with status ${result.exitCode}${programSignalNote(result.exitCode)}`;
   const last = result.stderrTail.slice(-2).map((line) => line.trim());
   const lines = result.firstError && !last.includes(result.firstError) ? [result.firstError, ...last] : last;
-  const detail = lines.join(' | ');
+  const detail = hideTemporaryPaths(lines.join(' | '), temporary);
   return `Osprey: profiling ${file} failed: the CLI ${how}${detail ? `: ${detail}` : ' (no error output)'}`;
+}
+
+/* Paths under the given folders, or under a temporary folder the CLI makes
+ * (`$TMPDIR/osprey-…/`), lose their folders: `/tmp/osprey-Ab3/prog` → `prog`. */
+export function hideTemporaryPaths(text: string, temporary: readonly string[] = [], tmp = tmpdir()): string {
+  let result = text;
+  for (const folder of temporary) if (folder) result = result.split(`${folder.replace(/\/+$/, '')}/`).join('');
+  const escaped = tmp.replace(/\/+$/, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return result.replace(new RegExp(`${escaped}/osprey[^/\\s'"]*/(?:[^\\s'"]*/)?`, 'g'), '');
 }
 
 /* The CLI passes on the program's exit code, and a program killed by signal N as 128+N (as a

@@ -123,12 +123,15 @@ async function posted() {
   return page.evaluate(() => window.__posted.filter((message) => message.type === 'openSource'));
 }
 
+/* A click selects the frame (and opens nothing); Enter then opens its source. */
 async function clickAndExpectSource(fraction, depth) {
   const before = (await posted()).length;
   const { x, y } = await point(fraction, depth);
   await page.mouse.click(x, y);
+  assert.equal((await posted()).length, before, `a click at ${fraction}, depth ${depth} only selects`);
+  await page.keyboard.press('Enter');
   const after = await posted();
-  assert.equal(after.length, before + 1, `a click at ${fraction}, depth ${depth} posts one message`);
+  assert.equal(after.length, before + 1, `Enter after a click at ${fraction}, depth ${depth} posts one message`);
   return after.at(-1);
 }
 
@@ -149,7 +152,7 @@ test('renders the profile with frames on the theme background', async () => {
   assert.ok(box.width > 400 && box.height > 100);
   // Below the deepest stack the canvas shows the editor background.
   assert.deepEqual((await pixel(0.5, 15)).slice(0, 3), BACKGROUND);
-  assert.equal(await page.locator('#status').textContent(), '200 samples · 200.6 ms');
+  assert.equal(await page.locator('#status').textContent(), '105 samples on-CPU · 105.3 ms');
   await page.screenshot({ path: join(results, 'flamegraph.png') });
   assert.deepEqual(pageErrors, []);
 });
@@ -189,7 +192,7 @@ test('the fiber filter lists every fiber plus All fibers and changes the drawing
   const all = await canvasImage();
   await page.selectOption('#fiber', THREAD_FIBER);
   assert.notEqual(await canvasImage(), all);
-  assert.equal(await page.locator('#status').textContent(), '100 samples · 100.3 ms');
+  assert.equal(await page.locator('#status').textContent(), '100 samples on-CPU · 100.3 ms');
 });
 
 test('hover shows name, location, self and total in ms and %, and samples', async () => {
@@ -200,29 +203,38 @@ test('hover shows name, location, self and total in ms and %, and samples', asyn
   const text = await tooltip.innerText();
   assert.match(text, /checksum_block/);
   assert.match(text, /\/w\/hotspot\.c:21/);
-  assert.match(text, /Total: 70\.2 ms \(70\.0%\)/);
-  assert.match(text, /Self: 30\.1 ms \(30\.0%\)/);
-  assert.match(text, /70 samples \(30 samples self\)/);
+  assert.match(text, /On-CPU total: 70\.2 ms \(70\.0%\)/);
+  assert.match(text, /On-CPU self: 30\.1 ms \(30\.0%\)/);
+  assert.match(text, /70 samples/);
   await page.mouse.move(x, (await canvasBox()).y + 15 * ROW_HEIGHT);
   assert.equal(await tooltip.isVisible(), false);
 });
 
-test('a click on a frame posts openSource with its file and line', async () => {
+test('a click selects a frame; Enter or its location in the details line opens the source', async () => {
   assert.deepEqual(await clickAndExpectSource(0.35, 3), { type: 'openSource', file: '/w/hotspot.c', line: 21 });
   assert.deepEqual(await clickAndExpectSource(0.85, 3), { type: 'openSource', file: '/w/hotspot.c', line: 31 });
   assert.deepEqual(await clickAndExpectSource(0.2, 4), { type: 'openSource', file: '/w/hotspot.c', line: 12 });
-  // Frames without a file (clone3 at the root) have no source to open.
+  // The selection is described, with its location as a link.
+  assert.match(await page.locator('#details').innerText(), /mix[\s\S]*hotspot\.c:12/);
   const before = (await posted()).length;
+  await page.click('#details a.location');
+  assert.deepEqual((await posted()).at(-1), { type: 'openSource', file: '/w/hotspot.c', line: 12 });
+  assert.equal((await posted()).length, before + 1);
+  // Frames without a file (clone3 at the root) have no source to open.
   const { x, y } = await point(0.5, 0);
   await page.mouse.click(x, y);
-  assert.equal((await posted()).length, before);
+  await page.keyboard.press('Enter');
+  assert.equal((await posted()).length, before + 1);
+  // Focus stays with the graph: Escape clears the selection.
+  await page.keyboard.press('Escape');
+  assert.match(await page.locator('#details').innerText(), /^Click a frame/);
 });
 
 test('search dims non-matching frames and reports the matching share', async () => {
   const checksumBefore = await pixel(0.35, 3);
   const fillBefore = await pixel(0.85, 3);
   await page.fill('#search', 'FILL');
-  assert.equal(await page.locator('#match-summary').textContent(), '30.0% of samples match');
+  assert.equal(await page.locator('#match-summary').textContent(), '30.0% of on-CPU time matches');
   const checksumAfter = await pixel(0.35, 3);
   const fillAfter = await pixel(0.85, 3);
   assert.ok(!sameRgb(checksumBefore, checksumAfter), 'checksum_block is dimmed');
@@ -231,16 +243,18 @@ test('search dims non-matching frames and reports the matching share', async () 
   const distance = (p) => Math.abs(p[0] - BACKGROUND[0]) + Math.abs(p[1] - BACKGROUND[1]) + Math.abs(p[2] - BACKGROUND[2]);
   assert.ok(distance(checksumAfter) < distance(checksumBefore));
   await page.selectOption('#fiber', '0');
-  assert.equal(await page.locator('#match-summary').textContent(), '0.0% of samples match');
+  assert.equal(await page.locator('#match-summary').textContent(), '0.0% of on-CPU time matches');
   await page.selectOption('#fiber', THREAD_FIBER);
   await page.locator('#search').press('Escape');
   assert.equal(await page.locator('#match-summary').textContent(), '');
   assert.ok(sameRgb(await pixel(0.35, 3), checksumBefore), 'clearing the search restores the colours');
 });
 
-test('double-click zooms to a frame, 0 resets', async () => {
+test('double-click zooms to a frame without opening it, 0 resets', async () => {
   const { x, y } = await point(0.85, 3);
+  const before = (await posted()).length;
   await page.mouse.dblclick(x, y);
+  assert.equal((await posted()).length, before, 'a double click opens nothing');
   // fill_block now spans the width: its left part is where checksum_block was.
   assert.equal((await clickAndExpectSource(0.1, 3)).line, 31);
   await page.keyboard.press('0');
@@ -272,6 +286,7 @@ test('wheel zooms around the cursor, Escape resets, drag pans without opening so
 });
 
 test('Time Order draws samples in recorded order', async () => {
+  await page.keyboard.press('Escape');
   const leftHeavy = await canvasImage();
   await page.click('#view-time-order');
   assert.equal(await page.locator('#view-time-order').getAttribute('aria-pressed'), 'true');
@@ -281,33 +296,39 @@ test('Time Order draws samples in recorded order', async () => {
   assert.equal((await clickAndExpectSource(0.05, 3)).line, 21);
   await page.screenshot({ path: join(results, 'flamegraph-time-order.png') });
   await page.click('#view-left-heavy');
+  await page.keyboard.press('Escape');
   assert.equal(await canvasImage(), leftHeavy, 'switching back restores the Left Heavy drawing');
 });
 
-test('the hot table sorts by self or total and opens source', async () => {
+test('the hot table follows the fiber, sorts by self or total, and opens source explicitly', async () => {
+  assert.match(await page.locator('#hot-caption').textContent(), /on-CPU, fiber 4243 \(thread\) \(100 samples\)/);
+  assert.deepEqual(await page.locator('#hot-body tr').first().locator('td').allTextContents(), ['mix', '40.0%', '40.0%', 'hotspot.c:12']);
+  await page.selectOption('#fiber', '-1');
   const firstRow = async () => page.locator('#hot-body tr').first().locator('td').allTextContents();
   assert.deepEqual(await firstRow(), ['mix', '38.1%', '38.1%', 'hotspot.c:12']);
   const titles = await page.locator('#hot-body tr').first().locator('td').evaluateAll((cells) => cells.map((cell) => cell.title));
-  assert.deepEqual(titles, ['mix', '40 samples', '40 samples', '/w/hotspot.c:12']);
+  assert.deepEqual(titles, ['mix', '40 samples · 40.1 ms', '40 samples · 40.1 ms', '']);
   await page.click('#sort-total');
   assert.equal(await page.locator('#sort-total').getAttribute('aria-sort'), 'descending');
   // Equal totals: then self, then name — clone3 (a runtime frame, no file) comes first.
   assert.deepEqual(await firstRow(), ['clone3', '0.0%', '95.2%', '']);
   await page.click('#sort-self');
   const before = (await posted()).length;
-  await page.locator('#hot-body tr').nth(1).click(); // checksum_block (self 30, total 70)
-  const messages = await posted();
-  assert.equal(messages.length, before + 1);
-  assert.deepEqual(messages.at(-1), { type: 'openSource', file: '/w/hotspot.c', line: 21 });
-  await page.locator('#hot-body tr').first().focus();
+  await page.locator('#hot-body tr').nth(1).locator('td').first().click(); // checksum_block (self 30, total 70)
+  assert.equal((await posted()).length, before, 'a click on a row selects it');
+  assert.equal(await page.locator('#hot-body tr').nth(1).getAttribute('aria-selected'), 'true');
+  assert.match(await page.locator('#details').innerText(), /checksum_block/);
   await page.keyboard.press('Enter');
+  assert.deepEqual((await posted()).at(-1), { type: 'openSource', file: '/w/hotspot.c', line: 21 });
+  await page.locator('#hot-body tr').first().locator('a.location').click();
   assert.deepEqual((await posted()).at(-1), { type: 'openSource', file: '/w/hotspot.c', line: 12 });
-  assert.match(await page.locator('#hot-caption').textContent(), /on-CPU samples, all fibers \(105 samples\)/);
+  assert.equal((await posted()).length, before + 2);
+  assert.match(await page.locator('#hot-caption').textContent(), /on-CPU, all fibers \(105 samples\)/);
   assert.deepEqual(pageErrors, []);
 });
 
 test('a real profile of examples/hotspot.c renders and searches', async () => {
-  const { countMatchingSamples, matchFrames, selectSamples, ALL_FIBERS } = require(join(root, 'out/layout.js'));
+  const { matchingOnCpuWeight, matchFrames, selectSamples, ALL_FIBERS } = require(join(root, 'out/layout.js'));
   const speedscopePath = join(root, 'fixtures/real-hotspot.speedscope.json');
   const summaryPath = join(root, 'fixtures/real-hotspot.profile.json');
   const document = parseSpeedscope(readFileSync(speedscopePath, 'utf8'), speedscopePath);
@@ -318,15 +339,30 @@ test('a real profile of examples/hotspot.c renders and searches', async () => {
   assert.notEqual(await canvasImage(), before);
   const share = (fiber) => {
     const samples = selectSamples(document, fiber);
-    return (100 * countMatchingSamples(samples, matchFrames(document.frames, 'checksum'))) / samples.stacks.length;
+    return (100 * matchingOnCpuWeight(samples, matchFrames(document.frames, 'checksum'))) / samples.onCpuWeight;
   };
   await page.fill('#search', 'checksum');
-  assert.equal(await page.locator('#match-summary').textContent(), `${share(ALL_FIBERS).toFixed(1)}% of samples match`);
+  assert.equal(await page.locator('#match-summary').textContent(), `${share(ALL_FIBERS).toFixed(1)}% of on-CPU time matches`);
   const thread = document.profiles.findIndex((profile) => profile.name.endsWith('(thread)'));
   await page.selectOption('#fiber', String(thread));
-  assert.equal(await page.locator('#match-summary').textContent(), `${share(thread).toFixed(1)}% of samples match`);
+  assert.equal(await page.locator('#match-summary').textContent(), `${share(thread).toFixed(1)}% of on-CPU time matches`);
   assert.ok(share(thread) > 50, `checksum_block in ${share(thread)}% of the worker's samples`);
   await page.screenshot({ path: join(results, 'flamegraph-hotspot.png') });
+  // The hot table and the search agree: checksum_block's total share is the search share.
+  await page.selectOption('#fiber', '-1');
+  const checksumRow = page.locator('#hot-body tr[data-name="checksum_block"] td');
+  assert.equal(await checksumRow.nth(2).textContent(), `${share(ALL_FIBERS).toFixed(1)}%`);
+  assert.equal(await checksumRow.nth(1).textContent(), `${summary.functions[0].self_pct.toFixed(1)}%`);
+  // A match of one sample in two thousand is still drawn, in the match colour.
+  await page.fill('#search', 'clock_nanosleep');
+  const matchPixels = await page.evaluate(() => {
+    const canvas = document.getElementById('canvas');
+    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let count = 0;
+    for (let i = 0; i < data.length; i += 4) if (data[i] === 30 && data[i + 1] === 144 && data[i + 2] === 255) count++;
+    return count;
+  });
+  assert.ok(matchPixels >= 2 * 17, `the tiny match shows (${matchPixels} pixels in the match colour)`);
   await page.fill('#search', '');
   assert.equal(await page.locator('#hot-body tr').first().locator('td').first().textContent(), 'checksum_block');
   assert.equal(summary.functions[0].name, 'checksum_block');
@@ -356,3 +392,42 @@ test('a real profile of examples/mixed.c renders every fiber (the README screens
   await page.screenshot({ path: join(results, 'flamegraph-mixed.png') });
   assert.deepEqual(pageErrors, []);
 });
+
+test('waiting time is hidden by default, and shown grey and apart on demand', async () => {
+  const speedscopePath = join(root, 'fixtures/real-hotspot.speedscope.json');
+  const document = parseSpeedscope(readFileSync(speedscopePath, 'utf8'), speedscopePath);
+  await page.evaluate((data) => window.dispatchEvent(new MessageEvent('message', { data })), { type: 'load', title: 'x', document });
+  const grey = () => page.evaluate(() => {
+    const canvas = document.getElementById('canvas');
+    const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let count = 0;
+    for (let i = 0; i < data.length; i += 4) if (data[i] === 154 && data[i + 1] === 154 && data[i + 2] === 154) count++;
+    return count;
+  });
+  assert.equal(await grey(), 0, 'no waiting frame drawn by default');
+  assert.doesNotMatch(await page.locator('#status').textContent(), /waiting/);
+  await page.click('#show-waiting');
+  assert.equal(await page.locator('#show-waiting').getAttribute('aria-pressed'), 'true');
+  assert.ok((await grey()) > 1000, 'the main thread\'s waiting shows in grey');
+  assert.match(await page.locator('#status').textContent(), /on-CPU · .* waiting$/);
+  // The table does not change: waiting is never CPU time.
+  assert.equal(await page.locator('#hot-body tr').first().locator('td').first().textContent(), 'checksum_block');
+  await page.click('#show-waiting');
+});
+
+/* The editor's side-by-side width is 520-780 px: every number in the table must fit. */
+for (const width of [520, 650, 780, 1180]) {
+  test(`the hot table is readable at ${width} px`, async () => {
+    await page.setViewportSize({ width, height: 600 });
+    await page.waitForTimeout(50);
+    const cells = await page.locator('#hot-body tr td.number, #hot thead th').evaluateAll((list) =>
+      list.map((cell) => ({ text: cell.textContent, fits: cell.scrollWidth <= cell.clientWidth })),
+    );
+    assert.ok(cells.length > 8);
+    for (const cell of cells) assert.ok(cell.fits, `"${cell.text}" is cut off at ${width} px`);
+    const names = await page.locator('#hot-body tr td:first-child').evaluateAll((list) => list.slice(0, 3).map((cell) => cell.clientWidth));
+    for (const name of names) assert.ok(name >= 120, `the function column is ${name} px wide at ${width} px`);
+    if (width === 650) await page.screenshot({ path: join(results, 'flamegraph-650.png') });
+    await page.setViewportSize({ width: 1200, height: 600 });
+  });
+}

@@ -1,7 +1,8 @@
-/* compute_read.c — the shape of every event loop: compute for about a millisecond, then block
- * reading a pipe that another thread fills a millisecond later. The reader's on-CPU time is
- * almost all compute_ms; its time inside read is what the kernel spends copying a byte (its
- * system time, which it prints from getrusage), not the time it sleeps there. */
+/* compute_read.c — the shape of every event loop and client: compute for about a
+ * millisecond, send a request, then block reading the reply, which another thread sends a
+ * millisecond later. The reader is blocked half the time; its on-CPU time is almost all
+ * compute_ms, and its time inside read is what the kernel spends copying a byte (its system
+ * time, which it prints from getrusage), not the time it sleeps there. */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <pthread.h>
 #include <stdint.h>
@@ -10,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ROUNDS 1500
+#define ROUNDS 1000
 
-static int pipe_fds[2];
+static int pipe_fds[2], request_fds[2];
 static volatile uint64_t sink;
 
 static __attribute__((noinline)) void compute_ms(void)
@@ -32,7 +33,10 @@ static void *writer(void *arg)
 {
     (void)arg;
     struct timespec ms = {0, 1000000};
+    char c;
     for (int i = 0; i < ROUNDS; i++) {
+        if (read(request_fds[0], &c, 1) != 1)
+            break;
         nanosleep(&ms, NULL);
         if (write(pipe_fds[1], "x", 1) != 1)
             break;
@@ -42,14 +46,14 @@ static void *writer(void *arg)
 
 int main(void)
 {
-    if (pipe(pipe_fds) != 0)
+    if (pipe(pipe_fds) != 0 || pipe(request_fds) != 0)
         return 1;
     pthread_t t;
     pthread_create(&t, NULL, writer, NULL);
     char c;
     for (int i = 0; i < ROUNDS; i++) {
         compute_ms();
-        if (read(pipe_fds[0], &c, 1) != 1)
+        if (write(request_fds[1], "?", 1) != 1 || read(pipe_fds[0], &c, 1) != 1)
             return 1;
     }
     struct rusage ru;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { heatForFile, samePath } from '../heat';
-import { countMatchingSamples, selectSamples } from '../layout';
+import { ALL_FIBERS, hotFunctions, matchingOnCpuWeight, selectSamples, toSamples } from '../layout';
 import { parseProfileSummary, parseSpeedscope } from '../model';
 import { runProfiler } from '../runner';
 
@@ -53,7 +53,7 @@ test(
       assert.ok(thread >= 0, document.profiles.map((profile) => profile.name).join(', '));
       const checksum = Uint8Array.from(document.frames, (frame) => (frame.name === 'checksum_block' ? 1 : 0));
       const samples = selectSamples(document, thread);
-      assert.ok(countMatchingSamples(samples, checksum) > samples.stacks.length / 2);
+      assert.ok(matchingOnCpuWeight(samples, checksum) > samples.onCpuWeight / 2);
 
       // And the editor marks hot the line where the time is spent, inside checksum_block.
       const source = readFileSync(example, 'utf8').split('\n');
@@ -66,6 +66,20 @@ test(
       assert.ok(busiest.line - 1 > start && busiest.line - 1 < end, `busiest line ${busiest.line} outside checksum_block`);
       const heat = heatForFile(summary, example);
       assert.equal(heat.find((entry) => entry.line === busiest.line - 1)?.tier, 'hot', JSON.stringify(heat));
+
+      // One source for every number: the viewer's table of this run is the run's profile.json
+      // (what the terminal report prints), function for function.
+      const period = 1000 / summary.totals.rate_hz;
+      const all = selectSamples(document, ALL_FIBERS);
+      assert.equal(toSamples(all.onCpuWeight, period), summary.totals.on_cpu);
+      const table = hotFunctions(document.frames, all).map((row) => [row.name, row.file, toSamples(row.self, period), toSamples(row.total, period), row.selfPercent, row.totalPercent]);
+      const report = summary.functions.map((fn) => [fn.name, fn.file, fn.self, fn.total, fn.self_pct, fn.total_pct]);
+      const byName = (rows: unknown[][]) => new Map(rows.map((row) => [`${row[0]}\u0000${row[1]}`, row]));
+      assert.deepEqual(byName(table), byName(report));
+
+      // And the offline page is written beside the other outputs, the profile inside it.
+      const page = readFileSync(`${stem}.html`, 'utf8');
+      assert.ok(!page.includes('@OSPREY_DATA@') && page.includes('"speedscope":{'), 'hotspot.html holds the profile');
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compareFrames, frameColours, frameRanks, RAMP, WAITING_COLOUR } from '../colour';
+import { colourKey, compareFrames, frameColours, frameRanks, identityColour, RAMP, WAITING_COLOUR } from '../colour';
 import type { Frame } from '../model';
 
 /* Frames chosen to break weak orderings: shared file+name at several indices, no file at all,
@@ -122,4 +122,27 @@ test('the comparator stays a total order on many colliding frames (seeded sample
   }
   const ranks = frameRanks(many);
   assert.equal(new Set(ranks).size, many.length, 'every frame has its own rank');
+});
+
+test('a function keeps its colour across runs: other frames coming and going change nothing', () => {
+  const hot: Frame = { name: 'checksum_block', file: '/work/a/examples/hotspot.c', line: 20 };
+  const runA: Frame[] = [hot, { name: 'fill_block', file: '/work/a/examples/hotspot.c' }, { name: 'memcpy' }];
+  const runB: Frame[] = [
+    { name: 'clock_nanosleep', file: './time/clock_nanosleep.c' },
+    { name: 'aaa', file: '/a.c' },
+    { ...hot, line: 22 },
+    { name: 'start_thread', file: './nptl/pthread_create.c' },
+  ];
+  // The same program checked out elsewhere: the folder does not matter, the file name does.
+  const runC: Frame[] = [{ name: 'checksum_block', file: '/home/u/src/hotspot.c' }];
+  const colour = identityColour(hot);
+  assert.equal(frameColours(runA)[0], colour);
+  assert.equal(frameColours(runB)[2], colour);
+  assert.equal(frameColours(runC)[0], colour);
+  // The identity is the (file name, name) pair, not a spliced string.
+  assert.notEqual(colourKey({ name: 'z', file: '/w/a b' }), colourKey({ name: 'b z', file: '/w/a' }));
+  assert.notEqual(colourKey({ name: 'f' }), colourKey({ name: 'f', file: '/w/f' }));
+  // The ramp is used, not one colour for everything.
+  const names = ['main', 'worker', 'hash_key', 'quicksort', 'partition', 'count_distinct', 'sieve', 'nap'];
+  assert.ok(new Set(names.map((name) => identityColour({ name, file: '/w/mixed.c' }))).size >= 4);
 });

@@ -4,9 +4,11 @@ import { test } from 'node:test';
 import { frameRanks } from '../colour';
 import {
   ALL_FIBERS,
-  countMatchingSamples,
   firstRectEndingAfter,
-  hotFunctionsFromSamples,
+  hotFunctions,
+  matchingOnCpuWeight,
+  periodMs,
+  toSamples,
   layoutLeftHeavy,
   layoutTimeOrder,
   matchFrames,
@@ -16,8 +18,9 @@ import {
   type Layout,
   type Rect,
 } from '../layout';
-import { parseSpeedscope } from '../model';
-import { SPEEDSCOPE_FIXTURE } from './fixtures';
+import { parseProfileSummary, parseSpeedscope } from '../model';
+import { FIXTURES, SPEEDSCOPE_FIXTURE } from './fixtures';
+import * as path from 'path';
 
 const document = parseSpeedscope(readFileSync(SPEEDSCOPE_FIXTURE, 'utf8'), SPEEDSCOPE_FIXTURE);
 const ranks = frameRanks(document.frames);
@@ -35,7 +38,7 @@ function rectsOf(layout: Layout, name: string): Rect[] {
 
 test('selecting a fiber gives its samples; all fibers concatenates them in profile order', () => {
   assert.equal(selectSamples(document, THREAD).stacks.length, 100);
-  const all = selectSamples(document, ALL_FIBERS);
+  const all = selectSamples(document, ALL_FIBERS, { includeWaiting: true });
   assert.equal(all.stacks.length, 200);
   assert.deepEqual(all.stacks[0], document.profiles[0].samples[0]);
   assert.deepEqual(all.stacks[100], document.profiles[1].samples[0]);
@@ -70,7 +73,7 @@ test('Left Heavy merges stacks and puts the heaviest child first', () => {
 
 test('Left Heavy breaks weight ties by frame rank, not by document order', () => {
   // Both fibers weigh 100 samples: clone3 (no file, ranks first) goes left of main.
-  const layout = layoutLeftHeavy(selectSamples(document, ALL_FIBERS), ranks);
+  const layout = layoutLeftHeavy(selectSamples(document, ALL_FIBERS, { includeWaiting: true }), ranks);
   assert.deepEqual(
     layout.byDepth[0].map((rect) => document.frames[rect.frame].name),
     ['clone3', 'main'],
@@ -80,8 +83,8 @@ test('Left Heavy breaks weight ties by frame rank, not by document order', () =>
 
 test('children never stick out of their parent and siblings do not overlap', () => {
   for (const layout of [
-    layoutLeftHeavy(selectSamples(document, ALL_FIBERS), ranks),
-    layoutTimeOrder(selectSamples(document, ALL_FIBERS)),
+    layoutLeftHeavy(selectSamples(document, ALL_FIBERS, { includeWaiting: true }), ranks),
+    layoutTimeOrder(selectSamples(document, ALL_FIBERS, { includeWaiting: true })),
   ]) {
     for (let depth = 1; depth < layout.byDepth.length; depth++) {
       const row = layout.byDepth[depth];
@@ -121,7 +124,7 @@ test('Time Order keeps recorded order and merges adjacent equal stacks', () => {
 });
 
 test('Time Order does not merge equal frames whose callers differ', () => {
-  const layout = layoutTimeOrder({ stacks: [[0, 5], [4, 5], [4, 5], [0, 5]], weights: [1, 1, 1, 1] });
+  const layout = layoutTimeOrder({ stacks: [[0, 5], [4, 5], [4, 5], [0, 5]], weights: [1, 1, 1, 1], waiting: new Uint8Array(4), onCpuWeight: 4, waitingWeight: 0 });
   assert.deepEqual(
     layout.byDepth[1].map((rect) => [rect.start, rect.width]),
     [[0, 1], [1, 2], [3, 1]],
@@ -151,38 +154,87 @@ test('search matches names case-insensitively and reports the share of samples',
   assert.equal(matchFrames(document.frames, '   '), undefined);
   const matches = matchFrames(document.frames, 'MIX')!;
   assert.deepEqual([...matches].flatMap((m, i) => (m ? [document.frames[i].name] : [])), ['mix']);
-  assert.equal(countMatchingSamples(selectSamples(document, THREAD), matches), 40);
-  assert.equal(countMatchingSamples(selectSamples(document, ALL_FIBERS), matches), 40);
+  near(matchingOnCpuWeight(selectSamples(document, THREAD), matches), 40 * W, 'mix in thread');
+  near(matchingOnCpuWeight(selectSamples(document, ALL_FIBERS), matches), 40 * W, 'mix in all');
   const block = matchFrames(document.frames, '_block')!;
-  assert.equal(countMatchingSamples(selectSamples(document, THREAD), block), 100);
-  assert.equal(countMatchingSamples(selectSamples(document, 0), block), 0);
+  near(matchingOnCpuWeight(selectSamples(document, THREAD), block), 100 * W, 'block in thread');
+  assert.equal(matchingOnCpuWeight(selectSamples(document, 0), block), 0);
+  // Waiting samples never count as a match share, even when they are drawn.
+  const waits = matchFrames(document.frames, 'waiting')!;
+  assert.equal(matchingOnCpuWeight(selectSamples(document, ALL_FIBERS, { includeWaiting: true }), waits), 0);
 });
 
-test('hot functions from samples: self at the leaf, total once per sample', () => {
-  const rows = hotFunctionsFromSamples(document.frames, selectSamples(document, ALL_FIBERS));
-  assert.deepEqual(rows.slice(0, 4).map((row) => [row.name, row.self, row.total, row.selfPercent]), [
-    ['(waiting)', 95, 95, 47.5],
-    ['mix', 40, 40, 20],
-    ['checksum_block', 30, 70, 15],
-    ['fill_block', 30, 30, 15],
+test('hot functions: on-CPU only, self at the leaf, total once per sample, shares of on-CPU time', () => {
+  const all = selectSamples(document, ALL_FIBERS, { includeWaiting: true });
+  const rows = hotFunctions(document.frames, all).map((row) => ({ ...row, self: toSamples(row.self, W), total: toSamples(row.total, W) }));
+  assert.deepEqual(rows.slice(0, 3).map((row) => [row.name, row.self, row.total, row.selfPercent]), [
+    ['mix', 40, 40, 38.1],
+    ['checksum_block', 30, 70, 28.6],
+    ['fill_block', 30, 30, 28.6],
   ]);
-  const recursive = hotFunctionsFromSamples(document.frames, { stacks: [[0, 0, 0]], weights: [1] });
+  assert.ok(!rows.some((row) => row.name === '(waiting)'), 'waiting is not a hot function');
+  const recursive = hotFunctions(document.frames, { stacks: [[0, 0, 0]], weights: [1], waiting: Uint8Array.of(0), onCpuWeight: 1, waitingWeight: 0 });
   assert.deepEqual(recursive.map((row) => [row.name, row.self, row.total]), [['main', 1, 1]]);
   const byTotal = sortHotFunctions(rows, 'total');
-  // Equal totals fall back to self (main ran 5 samples itself), then to the name.
-  assert.deepEqual(byTotal.slice(0, 4).map((row) => row.total), [100, 100, 100, 100]);
-  assert.deepEqual(byTotal.slice(0, 4).map((row) => row.name), ['main', 'clone3', 'start_thread', 'worker']);
+  // Equal totals fall back to self, then to the name.
+  assert.deepEqual(byTotal.slice(0, 4).map((row) => [row.name, row.total]), [
+    ['clone3', 100],
+    ['start_thread', 100],
+    ['worker', 100],
+    ['checksum_block', 70],
+  ]);
 });
 
 test('an empty selection lays out to nothing without dividing by zero', () => {
-  const empty = { stacks: [], weights: [] };
+  const empty = { stacks: [], weights: [], waiting: new Uint8Array(0), onCpuWeight: 0, waitingWeight: 0 };
   for (const layout of [layoutLeftHeavy(empty, ranks), layoutTimeOrder(empty)]) {
     assert.equal(layout.rects.length, 0);
     assert.equal(layout.totalWeight, 0);
     assert.equal(rectAt(layout, 0, 0), undefined);
   }
-  assert.deepEqual(hotFunctionsFromSamples(document.frames, empty), []);
+  assert.deepEqual(hotFunctions(document.frames, empty), []);
   // A sample with an empty stack takes time in Time Order but draws nothing.
-  const gap = layoutTimeOrder({ stacks: [[0], [], [0]], weights: [1, 1, 1] });
+  const gap = layoutTimeOrder({ stacks: [[0], [], [0]], weights: [1, 1, 1], waiting: new Uint8Array(3), onCpuWeight: 3, waitingWeight: 0 });
   assert.deepEqual(gap.rects.map((rect) => [rect.start, rect.width]), [[0, 1], [2, 1]]);
 });
+
+test('waiting time is left out by default and counted apart when shown', () => {
+  const onCpu = selectSamples(document, ALL_FIBERS);
+  assert.equal(onCpu.stacks.length, 105);
+  near(onCpu.waitingWeight, 0, 'no waiting by default');
+  const shown = selectSamples(document, ALL_FIBERS, { includeWaiting: true });
+  near(shown.onCpuWeight, onCpu.onCpuWeight, 'on-CPU time does not change when waiting is shown');
+  near(shown.waitingWeight, 95 * W, 'waiting time');
+  const layout = layoutLeftHeavy(shown, ranks);
+  const main = rectsOf(layout, 'main')[0];
+  near(main.waiting, 95 * W, 'main waited 95 samples');
+  near(layout.onCpuWeight, 105 * W, 'the whole percentages are of');
+});
+
+test('the profiler\'s own osp__ frames are dropped from every stack', () => {
+  const withOwn = {
+    ...document,
+    frames: [...document.frames, { name: 'osp__sample_handler', file: '/w/shim/sample.c' }],
+    profiles: [{ name: 'x', samples: [[0, document.frames.length]], weights: [1] }],
+  };
+  const samples = selectSamples(withOwn, 0);
+  assert.deepEqual(samples.stacks, [[0]]);
+});
+
+/* One source for all numbers: the table of a real run, all fibers, is the exporter's own
+ * profile.json (which the terminal report prints): same functions, counts and percentages. */
+for (const stem of ['real-hotspot', 'real-mixed', 'real-mixed-weighted']) {
+  test(`${stem}: the hot table is profile.json's functions, number for number`, () => {
+    const flamePath = path.join(FIXTURES, `${stem}.speedscope.json`);
+    const summaryPath = path.join(FIXTURES, `${stem}.profile.json`);
+    const flame = parseSpeedscope(readFileSync(flamePath, 'utf8'), flamePath);
+    const summary = parseProfileSummary(readFileSync(summaryPath, 'utf8'), summaryPath);
+    const period = periodMs(flame);
+    const samples = selectSamples(flame, ALL_FIBERS);
+    assert.equal(toSamples(samples.onCpuWeight, period), summary.totals.on_cpu);
+    const ours = hotFunctions(flame.frames, samples).map((row) => [row.name, row.file, toSamples(row.self, period), toSamples(row.total, period), row.selfPercent, row.totalPercent]);
+    const theirs = summary.functions.map((fn) => [fn.name, fn.file, fn.self, fn.total, fn.self_pct, fn.total_pct]);
+    const key = (row: unknown[]) => `${row[0]}\u0000${row[1]}`;
+    assert.deepEqual(new Map(ours.map((row) => [key(row), row])), new Map(theirs.map((row) => [key(row), row])));
+  });
+}

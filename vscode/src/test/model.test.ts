@@ -97,6 +97,7 @@ test('parses the profile.json fixture', () => {
 
 test('rejects malformed profile.json files', () => {
   const good = JSON.parse(summaryText);
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- arbitrary mutations of parsed JSON
   const variant = (mutate: (value: any) => void) => {
     const copy = structuredClone(good);
     mutate(copy);

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { CliStartError, describeFailure, LineTail, runProfiler, STDERR_TAIL_LINES } from '../runner';
+import { CliStartError, describeFailure, hideTemporaryPaths, LineTail, runProfiler, STDERR_TAIL_LINES } from '../runner';
 
 const scratch = mkdtempSync(join(tmpdir(), 'osprey-runner-test-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -52,7 +52,7 @@ test('a missing CLI is a start error that names the setting', async () => {
   await assert.rejects(runProfiler({ cli: join(scratch, 'no-such-osprey'), file: '/w/a.c', stem: '/tmp/a' }), (error) => {
     assert.ok(error instanceof CliStartError);
     assert.equal(error.code, 'ENOENT');
-    assert.match(error.message, /Osprey CLI not found: ".*no-such-osprey" \(set osprey\.cliPath/);
+    assert.match(error.message, /^Osprey: the CLI ".*no-such-osprey" was not found \(set osprey\.cliPath/);
     return true;
   });
 });
@@ -124,7 +124,7 @@ test('cancel kills the whole process group, escalating to SIGKILL', async () => 
   abort.abort();
   const result = await running;
   assert.equal(result.cancelled, true);
-  assert.equal(describeFailure(result, 'a.c'), 'Profiling a.c was cancelled.');
+  assert.equal(describeFailure(result, 'a.c'), 'Osprey: profiling a.c was cancelled.');
   await waitFor(() => !alive(grandchild), 'the profiled program to die');
 });
 
@@ -143,4 +143,20 @@ test('the stderr tail keeps the last non-empty lines across chunk boundaries', (
   tail.push('o\n\n  \nthr');
   tail.push('ee');
   assert.deepEqual(tail.finish(), ['two', 'three']);
+});
+
+test('failure messages carry no temporary paths', () => {
+  const result = {
+    exitCode: 139,
+    signal: null,
+    cancelled: false,
+    stderrTail: ['osprey: /tmp/osprey-build-Xy12/hotspot was killed by signal 11', 'written: /tmp/osprey-Ab3/hotspot.speedscope.json'],
+  };
+  const message = describeFailure(result, 'hotspot.c', ['/tmp/osprey-Ab3'])!;
+  assert.ok(message.startsWith('Osprey: '), message);
+  assert.doesNotMatch(message, /\/tmp\//);
+  assert.match(message, /hotspot was killed by signal 11/);
+  assert.match(message, /written: hotspot\.speedscope\.json/);
+  assert.equal(hideTemporaryPaths('see /var/t/osprey-1/a/b.c:3', [], '/var/t'), 'see b.c:3');
+  assert.equal(hideTemporaryPaths('/home/me/src/a.c:3: error', [], '/tmp'), '/home/me/src/a.c:3: error');
 });

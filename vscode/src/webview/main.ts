@@ -1,28 +1,30 @@
 /*
- * The flame-graph webview: draws a profile on a <canvas> and handles the interaction —
- * wheel zoom around the cursor, drag to pan, double-click to zoom to a frame, `0`/Escape to
- * reset, hover tooltip, substring search with dimming, click to open source, Left Heavy /
- * Time Order, the fiber filter and the sortable hot-function table. Geometry, colours, search
- * and numbers come from the shared pure modules; this file only scales and paints.
- *
- * It receives {type:'load'} from the extension and posts {type:'ready'} and
- * {type:'openSource', file, line}.
+ * The flame-graph renderer, one for both hosts (the VS Code webview and the offline HTML page
+ * `osprey` writes; see host.ts): draws a profile on a <canvas> and handles the interaction —
+ * a click selects a frame, a double click zooms to it, Enter (or a click on the location in
+ * the details line or the table) opens its source, the wheel zooms around the cursor, a drag
+ * pans, `0`/Escape reset; hover tooltip, search with dimming (a match is never narrower than
+ * two pixels), Left Heavy / Time Order, the fiber filter, waiting time on demand and the
+ * sortable hot-function table. Every number comes from layout.ts over the selected samples,
+ * so the table, tooltip, search share and status line agree with each other and with the
+ * terminal report; this file only scales and paints.
  */
 
-import { frameColours, frameRanks } from '../colour';
+import { frameColours, frameRanks, isWaitingFrame } from '../colour';
 import { formatMs, formatPercent, formatSamples, percentOf } from '../format';
 import {
   ALL_FIBERS,
-  countMatchingSamples,
   firstRectEndingAfter,
-  hotFunctionsFromSamples,
+  hotFunctions,
   layoutView,
   matchFrames,
+  matchingOnCpuWeight,
+  periodMs,
   rectAt,
   selectSamples,
   sortHotFunctions,
+  toSamples,
   type FiberSelection,
-  type HotFunction,
   type HotSortKey,
   type Layout,
   type Rect,
@@ -30,9 +32,8 @@ import {
   type ViewKind,
 } from '../layout';
 import type { FlameDocument, ProfileSummary } from '../model';
-import type { FromWebview, ToWebview } from '../protocol';
-
-declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
+import type { ToWebview } from '../protocol';
+import { detectHost } from './host';
 
 const ROW_HEIGHT = 18;
 const TEXT_PADDING = 4;
@@ -40,8 +41,10 @@ const DIMMED_ALPHA = 0.18;
 /** A click that moved more than this many pixels was a drag. */
 const DRAG_THRESHOLD = 4;
 const MAX_CANVAS_PIXELS = 32000;
+/** A search match is drawn at least this wide, however small its share. */
+const MIN_MATCH_WIDTH = 2;
 
-const vscode = acquireVsCodeApi();
+const host = detectHost();
 
 function element<T extends HTMLElement>(id: string): T {
   const found = document.getElementById(id);
@@ -62,6 +65,9 @@ const hotBody = element<HTMLTableSectionElement>('hot-body');
 const hotCaption = element<HTMLTableCaptionElement>('hot-caption');
 const sortSelf = element<HTMLTableCellElement>('sort-self');
 const sortTotal = element<HTMLTableCellElement>('sort-total');
+const waitingButton = element<HTMLButtonElement>('show-waiting');
+const profileAgainButton = element<HTMLButtonElement>('profile-again');
+const details = element<HTMLDivElement>('details');
 
 interface State {
   profile?: FlameDocument;
@@ -73,6 +79,11 @@ interface State {
   samples?: Samples;
   layout?: Layout;
   matches?: Uint8Array;
+  /** Milliseconds of one sampling period (to show sample counts). */
+  period: number;
+  includeWaiting: boolean;
+  /** The selected frame (click), drawn outlined; its source opens on Enter. */
+  selected?: Rect;
   /** Visible x range in milliseconds. */
   viewStart: number;
   viewEnd: number;
@@ -87,11 +98,23 @@ const state: State = {
   viewStart: 0,
   viewEnd: 1,
   hotSort: 'self',
+  period: 1,
+  includeWaiting: false,
 };
 
+/* A theme colour as the canvas needs it: resolved through a probe element, so var() fallbacks
+ * and any colour syntax come back as rgb(). */
+const colourProbe = document.createElement('span');
+colourProbe.style.display = 'none';
+document.body.append(colourProbe);
 function cssVariable(name: string, fallback: string): string {
-  const value = getComputedStyle(document.body).getPropertyValue(name).trim();
-  return value || fallback;
+  colourProbe.style.color = fallback;
+  colourProbe.style.color = `var(${name})`;
+  return getComputedStyle(colourProbe).color || fallback;
+}
+
+function cssFont(): string {
+  return getComputedStyle(document.body).fontFamily || 'sans-serif';
 }
 
 /* ---------- model → layout ---------- */
@@ -101,28 +124,33 @@ function load(message: ToWebview): void {
   state.profile = profile;
   state.summary = message.summary;
   state.ranks = frameRanks(profile.frames);
-  state.colours = frameColours(profile.frames, state.ranks);
+  state.colours = frameColours(profile.frames);
+  state.period = message.summary && message.summary.totals.rate_hz > 0 ? 1000 / message.summary.totals.rate_hz : periodMs(profile);
   fiberSelect.replaceChildren();
   fiberSelect.append(new Option('All fibers', String(ALL_FIBERS)));
   profile.profiles.forEach((fiberProfile, index) => fiberSelect.append(new Option(fiberProfile.name, String(index))));
   state.fiber = ALL_FIBERS;
   fiberSelect.value = String(state.fiber);
   document.title = message.title;
+  profileAgainButton.hidden = !(host.editor && message.source);
+  if (message.restorePath) host.setState({ restorePath: message.restorePath, source: message.source });
   relayout();
-  renderHotTable();
 }
 
 function relayout(): void {
   if (!state.profile) return;
-  state.samples = selectSamples(state.profile, state.fiber);
+  state.samples = selectSamples(state.profile, state.fiber, { includeWaiting: state.includeWaiting });
   state.layout = layoutView(state.samples, state.view, state.ranks);
+  select(undefined);
   resetZoom();
   updateSearch();
-  const layout = state.layout;
-  status.textContent = `${formatSamples(layout.totalSamples)} · ${formatMs(layout.totalWeight)}`;
+  const samples = state.samples;
+  const onCpu = `${formatSamples(toSamples(samples.onCpuWeight, state.period))} on-CPU · ${formatMs(samples.onCpuWeight)}`;
+  status.textContent = state.includeWaiting ? `${onCpu} · ${formatMs(samples.waitingWeight)} waiting` : onCpu;
   leftHeavyButton.setAttribute('aria-pressed', String(state.view === 'left-heavy'));
   timeOrderButton.setAttribute('aria-pressed', String(state.view === 'time-order'));
-  if (!state.summary) renderHotTable();
+  waitingButton.setAttribute('aria-pressed', String(state.includeWaiting));
+  renderHotTable();
 }
 
 function resetZoom(): void {
@@ -161,20 +189,31 @@ function draw(): void {
   const profile = state.profile;
   if (!layout || !profile) return;
   const scale = width / (state.viewEnd - state.viewStart);
-  context.font = `12px ${cssVariable('--osprey-font', 'sans-serif')}`;
+  context.font = `12px ${cssFont()}`;
   context.textBaseline = 'middle';
+  const matchColour = state.matches ? cssVariable('--osprey-match', '#1e90ff') : '';
   // Rows are sorted and non-overlapping: start each at the first rect reaching the view.
   for (const row of layout.byDepth) {
     for (let index = firstRectEndingAfter(row, state.viewStart); index < row.length; index++) {
       const rect = row[index];
       const x = (rect.start - state.viewStart) * scale;
       if (x > width) break;
-      const w = rect.width * scale;
-      if (w < 0.5) continue;
-      paintRect(context, profile, rect, x, w, width);
+      let w = rect.width * scale;
+      const matched = state.matches !== undefined && state.matches[rect.frame] === 1;
+      if (matched && w < MIN_MATCH_WIDTH) w = MIN_MATCH_WIDTH;
+      else if (w < 0.5) continue;
+      paintRect(context, profile, rect, x, w, width, matched ? matchColour : undefined);
     }
   }
   context.globalAlpha = 1;
+  const selected = state.selected;
+  if (selected) {
+    const x = (selected.start - state.viewStart) * scale;
+    const w = Math.max(selected.width * scale, MIN_MATCH_WIDTH);
+    context.strokeStyle = cssVariable('--osprey-selection', '#007fd4');
+    context.lineWidth = 2;
+    context.strokeRect(Math.max(x, 0) + 1, selected.depth * ROW_HEIGHT + 1, Math.min(w, width) - 2, ROW_HEIGHT - 3);
+  }
 }
 
 function paintRect(
@@ -184,13 +223,23 @@ function paintRect(
   x: number,
   w: number,
   width: number,
+  /** The match colour when this frame matches the search. */
+  matchColour: string | undefined,
 ): void {
   const y = rect.depth * ROW_HEIGHT;
-  const dimmed = state.matches !== undefined && state.matches[rect.frame] !== 1;
+  const matched = matchColour !== undefined;
+  const dimmed = state.matches !== undefined && !matched;
   context.globalAlpha = dimmed ? DIMMED_ALPHA : 1;
-  context.fillStyle = state.colours[rect.frame];
+  // A match too narrow to read is drawn in the match colour so it cannot be missed.
+  context.fillStyle = matched && w < 6 ? matchColour : state.colours[rect.frame];
   const left = Math.max(x, 0);
   const right = Math.min(x + w, width);
+  if (matched && w < 6) {
+    // Whole pixels, kept inside the canvas: a sliver at the right edge still shows.
+    const narrow = Math.max(Math.round(right - left), MIN_MATCH_WIDTH);
+    context.fillRect(Math.min(Math.round(left), width - narrow), y, narrow, ROW_HEIGHT - 1);
+    return;
+  }
   context.fillRect(left, y, Math.max(right - left - 1, 0.5), ROW_HEIGHT - 1);
   if (right - left > 24) {
     context.fillStyle = '#1b1b1b';
@@ -235,13 +284,12 @@ function showTooltip(rect: Rect, clientX: number, clientY: number): void {
   const location = document.createElement('div');
   location.className = 'location';
   location.textContent = where;
-  const total = document.createElement('div');
-  total.textContent = `Total: ${formatMs(rect.width)} (${formatPercent(percentOf(rect.width, layout.totalWeight))})`;
-  const self = document.createElement('div');
-  self.textContent = `Self: ${formatMs(rect.self)} (${formatPercent(percentOf(rect.self, layout.totalWeight))})`;
-  const samples = document.createElement('div');
-  samples.textContent = `${formatSamples(rect.samples)} (${formatSamples(rect.selfSamples)} self)`;
-  tooltip.replaceChildren(name, location, total, self, samples);
+  const lines = describeRect(rect, layout).map((text) => {
+    const line = document.createElement('div');
+    line.textContent = text;
+    return line;
+  });
+  tooltip.replaceChildren(name, location, ...lines);
   tooltip.style.display = 'block';
   const margin = 12;
   const box = tooltip.getBoundingClientRect();
@@ -251,12 +299,71 @@ function showTooltip(rect: Rect, clientX: number, clientY: number): void {
   tooltip.style.top = `${Math.max(0, top)}px`;
 }
 
+/* The numbers of one rectangle: on-CPU shares of the view, waiting time apart. */
+function describeRect(rect: Rect, layout: Layout): string[] {
+  const frame = state.profile!.frames[rect.frame];
+  const samples = formatSamples(toSamples(rect.width, state.period));
+  if (isWaitingFrame(frame)) return [`Waiting: ${formatMs(rect.width)} (${samples}), not CPU time`];
+  const onCpu = rect.width - rect.waiting;
+  const lines = [
+    `On-CPU total: ${formatMs(onCpu)} (${formatPercent(percentOf(onCpu, layout.onCpuWeight))})`,
+    `On-CPU self: ${formatMs(rect.self)} (${formatPercent(percentOf(rect.self, layout.onCpuWeight))})`,
+  ];
+  if (rect.waiting > 0) lines.push(`Waiting below it: ${formatMs(rect.waiting)}`);
+  lines.push(samples);
+  return lines;
+}
+
 function hideTooltip(): void {
   tooltip.style.display = 'none';
 }
 
 function openSource(file: string, line: number): void {
-  if (file) vscode.postMessage({ type: 'openSource', file, line: line >= 1 ? line : 1 });
+  if (file && host.editor) host.post({ type: 'openSource', file, line: line >= 1 ? line : 1 });
+}
+
+function locationText(file: string, line: number | undefined): string {
+  return `${file.split('/').pop()}${line ? `:${line}` : ''}`;
+}
+
+/* A link-like element that opens a source location (in the editor; the page shows the path). */
+function locationLink(file: string, line: number | undefined): HTMLElement {
+  const link = document.createElement(host.editor ? 'a' : 'span');
+  link.className = 'location';
+  link.textContent = locationText(file, line);
+  link.title = `${file}${line ? `:${line}` : ''}${host.editor ? ' — open the source' : ''}`;
+  if (link instanceof HTMLAnchorElement) {
+    link.href = '#';
+    link.addEventListener('click', (event) => {
+      event.preventDefault();
+      event.stopPropagation();
+      openSource(file, line ?? 1);
+    });
+  }
+  return link;
+}
+
+/* Selects a frame (or nothing): outlined in the graph, described in the details line. */
+function select(rect: Rect | undefined): void {
+  state.selected = rect;
+  if (!rect || !state.profile || !state.layout) {
+    details.className = 'hint';
+    details.textContent = host.editor
+      ? 'Click a frame to select it, double-click to zoom; Enter or its location opens the source.'
+      : 'Click a frame to select it, double-click to zoom; 0 or Escape resets.';
+    return;
+  }
+  details.className = '';
+  const frame = state.profile.frames[rect.frame];
+  const name = document.createElement('span');
+  name.className = 'name';
+  name.textContent = frame.name;
+  const numbers = document.createElement('span');
+  numbers.textContent = describeRect(rect, state.layout).slice(0, 2).join(' · ');
+  const parts: HTMLElement[] = [name];
+  if (frame.file) parts.push(locationLink(frame.file, frame.line));
+  parts.push(numbers);
+  details.replaceChildren(...parts);
 }
 
 function clampView(start: number, span: number): void {
@@ -315,7 +422,7 @@ window.addEventListener('mousemove', (event) => {
   const rect = rectUnder(event.clientX, event.clientY);
   if (rect) showTooltip(rect, event.clientX, event.clientY);
   else hideTooltip();
-  canvas.style.cursor = rect && state.profile?.frames[rect.frame].file ? 'pointer' : 'default';
+  canvas.style.cursor = rect ? 'pointer' : 'default';
 });
 
 window.addEventListener('mouseup', (event) => {
@@ -323,10 +430,9 @@ window.addEventListener('mouseup', (event) => {
   drag = undefined;
   canvas.style.cursor = 'default';
   if (wasDrag || event.target !== canvas) return;
-  const rect = rectUnder(event.clientX, event.clientY);
-  if (!rect || !state.profile) return;
-  const frame = state.profile.frames[rect.frame];
-  if (frame.file) openSource(frame.file, frame.line ?? 1);
+  canvas.focus();
+  select(rectUnder(event.clientX, event.clientY));
+  draw();
 });
 
 canvas.addEventListener('mouseleave', hideTooltip);
@@ -334,6 +440,7 @@ canvas.addEventListener('mouseleave', hideTooltip);
 canvas.addEventListener('dblclick', (event) => {
   const rect = rectUnder(event.clientX, event.clientY);
   if (!rect) return;
+  select(rect);
   clampView(rect.start, rect.width);
   draw();
 });
@@ -347,8 +454,14 @@ document.addEventListener('keydown', (event) => {
     }
     return;
   }
+  if (event.target instanceof HTMLElement && event.target.closest('#hot')) return;
   if (event.key === '0' || event.key === 'Escape') {
+    if (event.key === 'Escape') select(undefined);
     resetZoom();
+    event.preventDefault();
+  } else if (event.key === 'Enter' && state.selected && state.profile) {
+    const frame = state.profile.frames[state.selected.frame];
+    if (frame.file) openSource(frame.file, frame.line ?? 1);
     event.preventDefault();
   }
 });
@@ -367,6 +480,11 @@ fiberSelect.addEventListener('change', () => {
   state.fiber = Number(fiberSelect.value);
   relayout();
 });
+waitingButton.addEventListener('click', () => {
+  state.includeWaiting = !state.includeWaiting;
+  relayout();
+});
+profileAgainButton.addEventListener('click', () => host.post({ type: 'profileAgain' }));
 
 /* ---------- search ---------- */
 
@@ -374,9 +492,9 @@ function updateSearch(): void {
   if (!state.profile || !state.samples) return;
   state.matches = matchFrames(state.profile.frames, searchInput.value);
   if (state.matches) {
-    const matched = countMatchingSamples(state.samples, state.matches);
-    const percent = percentOf(matched, state.samples.stacks.length);
-    matchSummary.textContent = `${formatPercent(percent)} of samples match`;
+    const matched = matchingOnCpuWeight(state.samples, state.matches);
+    const percent = percentOf(matched, state.samples.onCpuWeight);
+    matchSummary.textContent = `${formatPercent(percent)} of on-CPU time matches`;
   } else {
     matchSummary.textContent = '';
   }
@@ -387,62 +505,57 @@ searchInput.addEventListener('input', updateSearch);
 
 /* ---------- hot table ---------- */
 
-function hotRows(): { rows: HotFunction[]; caption: string } {
-  if (state.summary) {
-    return {
-      rows: state.summary.functions.map((fn) => ({
-        name: fn.name,
-        file: fn.file,
-        line: fn.line,
-        self: fn.self,
-        total: fn.total,
-        selfPercent: fn.self_pct,
-        totalPercent: fn.total_pct,
-      })),
-      caption: `Hot functions — on-CPU samples, all fibers (${formatSamples(state.summary.totals.on_cpu)})`,
-    };
-  }
-  if (!state.profile || !state.samples) return { rows: [], caption: 'Hot functions' };
-  return {
-    rows: hotFunctionsFromSamples(state.profile.frames, state.samples),
-    caption: `Hot functions — all samples of this selection (${formatSamples(state.samples.stacks.length)})`,
-  };
-}
-
 function renderHotTable(): void {
-  const { rows, caption } = hotRows();
-  hotCaption.textContent = caption;
+  if (!state.profile || !state.samples) return;
+  const samples = state.samples;
+  const fiber = state.fiber === ALL_FIBERS ? 'all fibers' : state.profile.profiles[state.fiber].name;
+  hotCaption.textContent = `Hot functions — on-CPU, ${fiber} (${formatSamples(toSamples(samples.onCpuWeight, state.period))})`;
   sortSelf.setAttribute('aria-sort', state.hotSort === 'self' ? 'descending' : 'none');
   sortTotal.setAttribute('aria-sort', state.hotSort === 'total' ? 'descending' : 'none');
   const body: HTMLTableRowElement[] = [];
-  for (const row of sortHotFunctions(rows, state.hotSort)) {
+  const rows = sortHotFunctions(hotFunctions(state.profile.frames, samples), state.hotSort);
+  for (const row of rows) {
     const tr = document.createElement('tr');
-    // [text, hover title]: percentages in the cells, sample counts and full paths on hover.
-    const cells: [string, string][] = [
-      [row.name, row.name],
-      [formatPercent(row.selfPercent), formatSamples(row.self)],
-      [formatPercent(row.totalPercent), formatSamples(row.total)],
-      [row.file ? `${row.file.split('/').pop()}:${row.line}` : '', row.file ? `${row.file}:${row.line}` : ''],
-    ];
-    cells.forEach(([text, title], index) => {
-      const td = document.createElement('td');
-      td.textContent = text;
-      td.title = title;
-      if (index === 3) td.className = 'location';
-      tr.append(td);
-    });
+    const name = document.createElement('td');
+    name.textContent = row.name;
+    name.title = row.name;
+    const self = document.createElement('td');
+    self.textContent = formatPercent(row.selfPercent);
+    self.title = `${formatSamples(toSamples(row.self, state.period))} · ${formatMs(row.self)}`;
+    const total = document.createElement('td');
+    total.textContent = formatPercent(row.totalPercent);
+    total.title = `${formatSamples(toSamples(row.total, state.period))} · ${formatMs(row.total)}`;
+    self.className = total.className = 'number';
+    const location = document.createElement('td');
+    location.className = 'location-cell';
+    if (row.file) location.append(locationLink(row.file, row.line || undefined));
+    tr.append(name, self, total, location);
     tr.dataset.file = row.file;
     tr.dataset.line = String(row.line);
-    if (row.file) {
-      tr.tabIndex = 0;
-      tr.addEventListener('click', () => openSource(row.file, row.line));
-      tr.addEventListener('keydown', (event) => {
-        if (event.key === 'Enter') openSource(row.file, row.line);
-      });
-    }
+    tr.dataset.name = row.name;
+    tr.tabIndex = 0;
+    tr.addEventListener('click', () => selectRow(tr));
+    tr.addEventListener('keydown', (event) => {
+      if (event.key === 'Enter' && row.file) openSource(row.file, row.line);
+      else if (event.key === 'ArrowDown' && tr.nextElementSibling) (tr.nextElementSibling as HTMLElement).focus();
+      else if (event.key === 'ArrowUp' && tr.previousElementSibling) (tr.previousElementSibling as HTMLElement).focus();
+      else return;
+      event.preventDefault();
+    });
     body.push(tr);
   }
   hotBody.replaceChildren(...body);
+}
+
+/* A click on a row selects it and, in the graph, the function's widest rectangle. */
+function selectRow(tr: HTMLTableRowElement): void {
+  hotBody.querySelectorAll('tr[aria-selected="true"]').forEach((other) => other.removeAttribute('aria-selected'));
+  tr.setAttribute('aria-selected', 'true');
+  tr.focus();
+  const frameIndex = state.profile?.frames.findIndex((frame) => frame.name === tr.dataset.name && (frame.file ?? '') === tr.dataset.file) ?? -1;
+  const widest = state.layout?.rects.filter((rect) => rect.frame === frameIndex).reduce<Rect | undefined>((a, b) => (a && a.width >= b.width ? a : b), undefined);
+  select(widest);
+  draw();
 }
 
 sortSelf.addEventListener('click', () => {
@@ -461,8 +574,6 @@ window.addEventListener('resize', () => draw());
 const themeObserver = new MutationObserver(() => draw());
 themeObserver.observe(document.documentElement, { attributes: true, attributeFilter: ['style', 'class'] });
 themeObserver.observe(document.body, { attributes: true, attributeFilter: ['class'] });
-window.addEventListener('message', (event: MessageEvent) => {
-  const message = event.data as ToWebview;
-  if (message && message.type === 'load') load(message);
+host.start(load, (problem) => {
+  status.textContent = `Osprey: ${problem}`;
 });
-vscode.postMessage({ type: 'ready' });

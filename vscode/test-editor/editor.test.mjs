@@ -1,0 +1,231 @@
+// The extension in a real VS Code (code-server, see harness.mjs), used as a new user would:
+// a workspace with examples/hotspot.c and the CLI where the README's build puts it
+// (build/tools/osprey, no setting), the command palette → Osprey: Profile Current File →
+// progress → panel → table values (against the run's own profile.json, which the terminal
+// report prints) → fiber switch → heat text on the hot line → tooltip → search → select and
+// open the source → Profile Current File with the graph focused → a window reload restores
+// the panel → Open Profile… → High Contrast → a compile error in the Problems panel — with no
+// webview console or CSP errors. Needs the CLI built (build-test/ or build/, or $OSPREY_CLI).
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { CHROMIUM, notifications, openFile, repoRoot, runCommand, startEditor, webviewFrame } from './harness.mjs';
+
+const vscodeDir = join(repoRoot, 'vscode');
+const vsix = join(vscodeDir, 'osprey-profiler.vsix');
+const results = join(vscodeDir, 'test-results');
+const candidates = [process.env.OSPREY_CLI, join(repoRoot, 'build-test/tools/osprey'), join(repoRoot, 'build/tools/osprey')].filter(Boolean);
+const cli = candidates.find((candidate) => existsSync(candidate));
+const skip = !cli && !process.env.CI ? `no osprey CLI built (looked at ${candidates.join(', ')})` : false;
+
+let editor;
+let page;
+let workspace;
+
+function keptSummary() {
+  // The profile the extension kept (globalStorage/<publisher.name>/profiles/<key>/hotspot.*).
+  const storage = join(editor.dirs.userData, 'User', 'globalStorage', 'osprey.osprey-profiler', 'profiles');
+  for (const key of readdirSync(storage)) {
+    const file = join(storage, key, 'hotspot.profile.json');
+    if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8'));
+  }
+  throw new Error(`no kept hotspot.profile.json under ${storage}`);
+}
+
+async function hotRow(frame, name) {
+  return frame.locator(`#hot-body tr[data-name="${name}"] td`).allTextContents();
+}
+
+before(async () => {
+  if (skip) return;
+  assert.ok(cli, `the real-editor test needs the osprey CLI (looked at ${candidates.join(', ')})`);
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing (apt-get install chromium)`);
+  assert.ok(existsSync(vsix), `${vsix} is missing (npm run package)`);
+  mkdirSync(results, { recursive: true });
+  workspace = mkdtempSync(join(tmpdir(), 'osprey-workspace-'));
+  copyFileSync(join(repoRoot, 'examples/hotspot.c'), join(workspace, 'hotspot.c'));
+  writeFileSync(join(workspace, 'broken.c'), 'int main(void)\n{\n    return missing_variable;\n}\n');
+  copyFileSync(join(vscodeDir, 'fixtures/real-mixed.speedscope.json'), join(workspace, 'mixed.speedscope.json'));
+  copyFileSync(join(vscodeDir, 'fixtures/real-mixed.profile.json'), join(workspace, 'mixed.profile.json'));
+  // Where the README's build puts the CLI; no osprey on PATH and no setting.
+  mkdirSync(join(workspace, 'build/tools'), { recursive: true });
+  symlinkSync(cli, join(workspace, 'build/tools/osprey'));
+  // First a setting that points nowhere (removed again before the real run).
+  mkdirSync(join(workspace, '.vscode'));
+  writeFileSync(join(workspace, '.vscode/settings.json'), JSON.stringify({ 'osprey.cliPath': '/no/such/osprey' }));
+  editor = await startEditor({ vsix, workspace });
+  page = editor.page;
+});
+
+after(async () => {
+  await page?.screenshot({ path: join(results, 'editor-last.png') }).catch(() => {});
+  await editor?.stop();
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+});
+
+test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout: 600_000 }, async (t) => {
+  await openFile(page, 'hotspot.c');
+
+  await t.test('a CLI that is not there: one message, and a button to the setting', async () => {
+    await runCommand(page, 'Osprey: Profile Current File');
+    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'Osprey: the osprey CLI was not found' });
+    await toast.waitFor({ timeout: 30_000 });
+    assert.match(await toast.innerText(), /\/no\/such\/osprey/);
+    await toast.getByRole('button', { name: 'Open Setting' }).click();
+    await page.locator('.settings-editor').waitFor({ timeout: 15_000 });
+    await page.locator('.settings-editor .setting-item-contents', { hasText: 'Cli Path' }).first().waitFor({ timeout: 15_000 });
+    await page.keyboard.press('Control+W');
+    // Back to the defaults: the README's build/tools/osprey is found without a setting.
+    rmSync(join(workspace, '.vscode'), { recursive: true });
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: '.vscode' }).waitFor({ state: 'detached', timeout: 30_000 });
+    await page.waitForTimeout(1000);
+    await openFile(page, 'hotspot.c');
+  });
+
+  await runCommand(page, 'Osprey: Profile Current File');
+
+  await t.test('a progress notification while the CLI runs', async () => {
+    await page.locator('.notifications-toasts', { hasText: 'Osprey: profiling hotspot.c' }).waitFor({ timeout: 60_000 });
+  });
+
+  const frame = await webviewFrame(page, { timeout: 180_000 });
+  await frame.waitForFunction(() => document.querySelectorAll('#hot-body tr').length > 0, null, { timeout: 180_000 });
+  const summary = keptSummary();
+
+  await t.test('the panel opens beside the source, titled after the program', async () => {
+    await page.locator('.tab', { hasText: 'Osprey: hotspot' }).first().waitFor();
+    assert.equal(await page.locator('.editor-group-container').count(), 2, 'two editor groups, no third column');
+  });
+
+  await t.test('the table shows the terminal report\'s on-CPU shares, readable at the default width', async () => {
+    const hot = summary.functions[0];
+    assert.equal(hot.name, 'checksum_block');
+    const row = await hotRow(frame, 'checksum_block');
+    assert.deepEqual(row.slice(0, 3), ['checksum_block', `${hot.self_pct.toFixed(1)}%`, `${hot.total_pct.toFixed(1)}%`]);
+    const width = await frame.evaluate(() => document.body.clientWidth);
+    assert.ok(width >= 400 && width <= 800, `the panel is ${width} px wide`);
+    const cut = await frame.locator('#hot-body td.number, #hot th').evaluateAll((cells) =>
+      cells.filter((cell) => cell.scrollWidth > cell.clientWidth).map((cell) => cell.textContent),
+    );
+    assert.deepEqual(cut, [], `cells cut off at ${width} px`);
+    await page.screenshot({ path: join(results, 'editor-default-width.png') });
+  });
+
+  await t.test('the table follows the fiber filter', async () => {
+    const fibers = await frame.locator('#fiber option').allTextContents();
+    const main = fibers.findIndex((name) => name.endsWith('(main)'));
+    const thread = fibers.findIndex((name) => name.endsWith('(thread)'));
+    assert.ok(main > 0 && thread > 0, fibers.join(', '));
+    await frame.selectOption('#fiber', { index: main });
+    assert.match(await frame.locator('#hot-caption').textContent(), /\(main\)/);
+    assert.equal(await frame.locator('#hot-body tr[data-name="checksum_block"]').count(), 0, 'the main thread never ran checksum_block');
+    await frame.selectOption('#fiber', { index: thread });
+    assert.equal((await frame.locator('#hot-body tr').first().locator('td').first().textContent()), 'checksum_block');
+    await frame.selectOption('#fiber', { index: 0 });
+  });
+
+  await t.test('heat text after the hot line of the source', async () => {
+    // The hottest line where the time is spent (self), inside checksum_block: on screen.
+    const hottest = summary.lines.filter((line) => line.file.endsWith('/hotspot.c') && line.self > 0).sort((a, b) => b.percent - a.percent)[0];
+    const texts = await page.locator('.monaco-editor .view-lines span[class*="ced-"]').evaluateAll((spans) =>
+      spans.map((span) => getComputedStyle(span, '::after').content).filter((content) => content && content !== 'none'),
+    );
+    const expected = `"${hottest.percent.toFixed(1)}% · ${hottest.samples.toLocaleString('en-US')} samples"`;
+    assert.ok(texts.includes(expected), `heat ${expected} not among ${texts.join(' | ')}`);
+  });
+
+  await t.test('the tooltip and the search give the table\'s numbers', async () => {
+    const box = await frame.locator('#canvas').boundingBox();
+    // Left Heavy, all fibers, on-CPU: start_thread → worker → checksum_block, heaviest first.
+    await frame.locator('#canvas').hover({ position: { x: 20, y: 2 * 18 + 9 } });
+    const tooltip = await frame.locator('#tooltip').innerText();
+    const total = summary.functions[0].total_pct.toFixed(1);
+    assert.match(tooltip, /checksum_block/);
+    assert.ok(tooltip.includes(`(${total}%)`), tooltip);
+    assert.ok(box.width > 100);
+    await frame.fill('#search', 'checksum');
+    assert.equal(await frame.locator('#match-summary').textContent(), `${total}% of on-CPU time matches`);
+    await frame.fill('#search', '');
+  });
+
+  await t.test('a click selects, Enter opens the source beside the graph', async () => {
+    const tabsBefore = await page.locator('.tab').count();
+    await frame.locator('#canvas').click({ position: { x: 20, y: 2 * 18 + 9 } });
+    assert.match(await frame.locator('#details').innerText(), /checksum_block/);
+    assert.equal(await page.locator('.tab').count(), tabsBefore, 'a click opens nothing');
+    await frame.locator('#canvas').press('Enter');
+    await page.locator('.editor-group-container .tab.active', { hasText: 'hotspot.c' }).first().waitFor();
+    const line = summary.functions[0].line;
+    await page.locator('.statusbar-item', { hasText: `Ln ${line},` }).first().waitFor({ timeout: 10_000 });
+    await page.locator('.tab', { hasText: 'Osprey: hotspot' }).first().waitFor({ state: 'visible' });
+    assert.equal(await page.locator('.editor-group-container').count(), 2);
+  });
+
+  await t.test('Profile Current File works with the flame graph focused', async () => {
+    await page.locator('.tab', { hasText: 'Osprey: hotspot' }).first().click();
+    await frame.locator('#canvas').click({ position: { x: 5, y: 5 } });
+    await runCommand(page, 'Osprey: Profile Current File');
+    await page.locator('.notifications-toasts', { hasText: 'Osprey: profiling hotspot.c' }).waitFor({ timeout: 30_000 });
+    await page.locator('.notifications-toasts', { hasText: 'Osprey: profiling hotspot.c' }).waitFor({ state: 'hidden', timeout: 180_000 });
+    const errors = (await notifications(page)).filter((text) => /open a C source/.test(text));
+    assert.deepEqual(errors, []);
+  });
+
+  await t.test('a window reload restores the panel and its profile', async () => {
+    await page.reload();
+    await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
+    const restored = await webviewFrame(page, { timeout: 90_000 });
+    await restored.waitForFunction(() => document.querySelectorAll('#hot-body tr').length > 0, null, { timeout: 60_000 });
+    assert.equal(await restored.locator('#hot-body tr').first().getAttribute('data-name'), 'checksum_block');
+  });
+
+  await t.test('Open Profile… shows another profile', async () => {
+    await runCommand(page, 'Osprey: Open Profile…');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(join(workspace, 'mixed.speedscope.json'));
+    // The simple file dialog checks the typed path before it accepts Enter.
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'mixed.speedscope.json' }).first().waitFor({ timeout: 15_000 }).catch(() => {});
+    await page.waitForTimeout(500);
+    await input.press('Enter');
+    await page.locator('.tab', { hasText: 'Osprey: mixed' }).first().waitFor({ timeout: 30_000 });
+    const panel = await webviewFrame(page);
+    await panel.waitForFunction(() => document.querySelectorAll('#fiber option').length === 4, null, { timeout: 30_000 });
+    assert.equal(await panel.locator('#hot-body tr').first().getAttribute('data-name'), 'partition');
+  });
+
+  await t.test('High Contrast: toggles read as on and off', async () => {
+    await page.keyboard.press('Escape');
+    await runCommand(page, 'Preferences: Color Theme');
+    const input = page.locator('.quick-input-widget input');
+    await page.waitForTimeout(500);
+    await input.fill('Dark High Contrast');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Dark High Contrast' }).first().waitFor();
+    await page.waitForTimeout(500);
+    await input.press('Enter');
+    const panel = await webviewFrame(page);
+    await panel.waitForFunction(() => document.body.classList.contains('vscode-high-contrast'), null, { timeout: 15_000 });
+    const [on, off] = await panel.evaluate(() =>
+      ['view-left-heavy', 'view-time-order'].map((id) => getComputedStyle(document.getElementById(id)).backgroundColor),
+    );
+    assert.equal(on, 'rgb(255, 255, 255)', 'the pressed toggle is white');
+    assert.equal(off, 'rgb(0, 0, 0)', 'the released toggle is black');
+    await page.screenshot({ path: join(results, 'editor-high-contrast.png') });
+  });
+
+  await t.test('a compile error lands in the Problems panel', async () => {
+    await openFile(page, 'broken.c');
+    await runCommand(page, 'Osprey: Profile Current File');
+    await page.locator('.notifications-toasts', { hasText: 'Osprey: profiling broken.c failed' }).waitFor({ timeout: 60_000 });
+    const message = (await notifications(page)).find((text) => text.includes('broken.c failed'));
+    assert.doesNotMatch(message, /\/tmp\//, 'no temporary path in the message');
+    await runCommand(page, 'View: Focus Problems');
+    await page.locator('.markers-panel', { hasText: 'missing_variable' }).first().waitFor({ timeout: 15_000 });
+  });
+
+  await t.test('no webview console or CSP errors', () => {
+    assert.deepEqual(editor.webviewErrors, []);
+  });
+});
