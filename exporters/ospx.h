@@ -256,8 +256,10 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
 
 /* The output formats, by the names a formats list uses: "speedscope" <stem>.speedscope.json,
  * "cpuprofile" <stem>.cpuprofile, "folded" <stem>.folded and <stem>.offcpu.folded, "profile"
- * <stem>.profile.json, "pprof" <stem>.pb.gz, "trace" <stem>.trace.json; "all" is every one. */
-#define OSPX_FORMATS "speedscope, cpuprofile, folded, profile, pprof, trace, all"
+ * <stem>.profile.json, "pprof" <stem>.pb.gz, "trace" <stem>.trace.json, "html" <stem>.html
+ * (the offline flame-graph page, made from the speedscope file, which it writes too); "all" is
+ * every one. */
+#define OSPX_FORMATS "speedscope, cpuprofile, folded, profile, pprof, trace, html, all"
 
 struct ospx_process_options {
     const char *raw_path;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ospx_html.h"
 #include "ospx_internal.h"
 
 struct output {
@@ -29,8 +30,12 @@ static const struct output outputs[] = {
     {"profile", ".profile.json", ospx_write_profile_json},
     {"pprof", ".pb.gz", ospx_write_pprof},
     {"trace", ".trace.json", ospx_write_trace},
+    /* last, once the others are on disk: it is made from the speedscope file (and
+     * profile.json when written), so asking for it writes the speedscope file too */
+    {"html", ".html", NULL},
 };
 #define OUTPUT_COUNT (sizeof outputs / sizeof outputs[0])
+#define HTML_OUTPUT  (OUTPUT_COUNT - 1)
 /* The outputs the first writer thread owns (speedscope, cpuprofile, pprof); the second has the
  * rest. About half the work each, measured on a million samples. */
 #define LANE_ONE ((1u << 0) | (1u << 1) | (1u << 5))
@@ -57,6 +62,8 @@ static int select_outputs(const char *formats, unsigned *mask, struct ospx_error
                 strncmp(at, outputs[i].format, length) == 0) {
                 *mask |= 1u << i;
                 known = 1;
+                if (outputs[i].write == NULL) /* html: from the speedscope file */
+                    *mask |= 1u << 0;
             }
         }
         if (!known && length > 0)
@@ -125,7 +132,7 @@ static void *run_lane(void *argument)
 {
     struct lane *lane = argument;
     for (size_t i = 0; i < OUTPUT_COUNT && lane->rc == 0; i++) {
-        if ((lane->owned & (1u << i)) == 0 || lane->paths[i] == NULL)
+        if ((lane->owned & (1u << i)) == 0 || lane->paths[i] == NULL || outputs[i].write == NULL)
             continue;
         struct timespec start, end;
         clock_gettime(CLOCK_MONOTONIC, &start);
@@ -190,6 +197,10 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
             if (err != NULL && err->text[0] == '\0')
                 *err = failed->err;
         }
+    }
+    if (rc == 0 && paths[HTML_OUTPUT] != NULL) {
+        rc = ospx_html_write(options->stem, err);
+        stage_done(clock, ".html");
     }
     if (rc == 0 && options->report != NULL) {
         struct ospx_report_options report = {options->color, report_width(options->report),

@@ -20,7 +20,7 @@
 #include "ospx_internal.h"
 
 #define CHUNK_SAMPLES         10000
-#define STACK_ARGUMENT_FRAMES 64
+#define STACK_ARGUMENT_FRAMES 16
 
 /* The sample's time in µs, never past the end of the run (a broken collector's time). */
 static uint64_t sample_us(const struct ospx_model *model, const struct ospx_sample *sample)
@@ -226,11 +226,11 @@ static void write_waits(FILE *stream, const struct ospx_model *model, size_t t, 
                 (unsigned long long)(end - begin),
                 quoted_name != NULL ? quoted_name : "\"waiting\"");
         free(quoted_name);
-        /* root first, the outermost STACK_ARGUMENT_FRAMES at most */
+        /* root first, the innermost STACK_ARGUMENT_FRAMES at most (where it blocked) */
         size_t shown = depth < STACK_ARGUMENT_FRAMES ? depth : STACK_ARGUMENT_FRAMES;
-        for (size_t k = 0; k < shown; k++) {
-            fputs(k > 0 ? "," : "", stream);
-            fputs(quoted->names[function_of[frames[depth - 1 - k]]], stream);
+        for (size_t k = shown; k-- > 0;) {
+            fputs(k + 1 < shown ? "," : "", stream);
+            fputs(quoted->names[function_of[frames[k]]], stream);
         }
         fputs("]}}", stream);
         i = j > i ? j : i + 1;

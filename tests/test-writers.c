@@ -894,6 +894,13 @@ START_TEST(export_files_writes_the_formats_asked_for)
             writers[w].write == ospx_write_speedscope || writers[w].write == ospx_write_pprof;
         ck_assert_msg((access(path, F_OK) == 0) == wanted, "%s", path);
     }
+    /* html is made from the speedscope file: asking for it alone writes both */
+    snprintf(path, sizeof path, "%s.speedscope.json", stem);
+    unlink(path);
+    ck_assert_int_eq(ospx_export_files(raw, stem, "html", &err), 0);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s.html", stem);
+    ck_assert_int_eq(access(path, F_OK), 0);
     ck_assert_int_eq(ospx_export_files(raw, stem, "folded,bogus", &err), -EINVAL);
     ck_assert_str_eq(err.text, "unknown output format 'bogus' (known: " OSPX_FORMATS ")");
     snprintf(path, sizeof path, "%s.folded", stem);

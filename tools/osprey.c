@@ -23,7 +23,6 @@
 #include "osprey_cli.h"
 #include "osprey_config.h"
 #include "ospx.h"
-#include "ospx_html.h"
 
 /* How long to wait, after the program ended, for ospreyd to finish the raw file while it
  * is still running (it writes what it has when the program was killed). */
@@ -56,7 +55,7 @@ static const char usage_text[] =
     "  --binary PATH  report: symbolize the main image from PATH (the program moved, or\n"
     "                 was a scratch build)\n"
     "  --format LIST  the outputs to write, a comma list of speedscope, cpuprofile,\n"
-    "                 folded, profile, pprof, trace, or all (the default)\n"
+    "                 folded, profile, pprof, trace, html, or all (the default)\n"
     "  --top N        report: N rows in the table (default 10)\n"
     "  --fiber F      report: only the fiber with this id or label\n"
     "  --focus REGEX  report: only samples with a function matching REGEX on the stack\n"
@@ -104,22 +103,6 @@ static FILE *run_report_stream(void)
     return isatty(STDOUT_FILENO) ? stdout : stderr;
 }
 
-/* True when a --format list (NULL or "": all) includes the speedscope output, which
- * <stem>.html is made from. */
-static int writes_speedscope(const char *formats)
-{
-    if (formats == NULL || formats[0] == '\0')
-        return 1;
-    for (const char *at = formats; *at != '\0';) {
-        size_t length = strcspn(at, ",");
-        if ((length == 3 && strncmp(at, "all", 3) == 0) ||
-            (length == 10 && strncmp(at, "speedscope", 10) == 0))
-            return 1;
-        at += length + (at[length] == ',');
-    }
-    return 0;
-}
-
 /* Post-process raw into the outputs at stem and the report on `report`. Returns 0, or
  * -errno with the problem formatted into message. */
 static int post_process(const char *raw, const char *stem, const struct osprey_options *view,
@@ -148,13 +131,6 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
     memset(&error, 0, sizeof error);
     fflush(stdout);
     result = ospx_process(&options, &error);
-    if (result == 0 && writes_speedscope(view->formats)) {
-        /* The flame graph as one offline page, built from the speedscope file just written
-         * (the report's "written:" list above ends with the paths; this one joins it). */
-        result = ospx_html_write(stem, &error);
-        if (result == 0 && report != NULL)
-            fprintf(report, "  %s.html\n", stem);
-    }
     fflush(report);
     if (result != 0) {
         if (error.text[0] == '\0')
