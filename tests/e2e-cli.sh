@@ -3,11 +3,11 @@
 # program's stdin/stdout/stderr/exit code passing through with and without --profile, a
 # program killed by a signal, `osprey report` on a bad raw file, Ctrl-C forwarding, and a
 # leaf function's caller staying on the sampled stacks.
-# Usage: test-cli.sh path/to/osprey
+# Usage: e2e-cli.sh path/to/osprey
 set -uo pipefail
 . "$(dirname "$(realpath "$0")")/lib.sh"
 
-osprey=$(realpath "${1:?usage: test-cli.sh path/to/osprey}")
+osprey=$(realpath "${1:?usage: e2e-cli.sh path/to/osprey}")
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cli-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1

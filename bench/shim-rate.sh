@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test-shim-rate.sh — measure the shim's sampling rate and drops (not a pass/fail test).
-# Usage: tests/test-shim-rate.sh BUILD_DIR THREADS HZ [MS]
+# shim-rate.sh — measure the sampling rate and drops (a benchmark, not a pass/fail test).
+# Usage: bench/shim-rate.sh BUILD_DIR THREADS HZ [MS]
 # Runs test-shim-target's busy mode (THREADS threads spinning MS ms) under the preloaded shim
 # with test-shim-consumer as the ring consumer, and prints per-thread SAMPLE records per
 # second (over each thread's first..last sample) and the drop count.

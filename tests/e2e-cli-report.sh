@@ -3,11 +3,11 @@
 # --fiber, --focus/--ignore, --inverted, --list, --format, their errors, and the diff's table
 # and its speedscope/pprof pair. The program is built here (clang, frame pointers, -g) and kept,
 # so the reports can symbolize it again.
-# Usage: test-cli-report.sh path/to/osprey
+# Usage: e2e-cli-report.sh path/to/osprey
 set -uo pipefail
 . "$(dirname "$(realpath "$0")")/lib.sh"
 
-osprey=$(realpath "${1:?usage: test-cli-report.sh path/to/osprey}")
+osprey=$(realpath "${1:?usage: e2e-cli-report.sh path/to/osprey}")
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cli-report.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1

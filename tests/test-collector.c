@@ -1,4 +1,4 @@
-/* test-shim_e2e.c — the shim in real processes: test-shim-target run plain, under the
+/* test-collector.c — the shim and its collector in real processes: test-shim-target run plain, under the
  * preloaded libospreyprof.so, and as a static-archive build, with test-shim-consumer standing
  * in for ospreyd. Asserts what a user relies on: the program's output and exit status do not
  * change, sleeps are not cut short, threads come and go safely, off means off, a program's
@@ -784,9 +784,9 @@ START_TEST(ospreyd_writes_the_outputs_asked_for)
 }
 END_TEST
 
-Suite *shim_e2e_suite(void)
+Suite *collector_suite(void)
 {
-    Suite *s = suite_create("shim_e2e");
+    Suite *s = suite_create("collector");
     TCase *tc = tcase_create("process");
     tcase_add_checked_fixture(tc, find_paths, remove_scratch);
     tcase_set_timeout(tc, 240);
