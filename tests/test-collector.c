@@ -1,8 +1,8 @@
-/* test-collector.c — the shim and its collector in real processes: test-shim-target run plain, under the
- * preloaded libospreyprof.so, and as a static-archive build, with test-shim-consumer standing
- * in for ospreyd. Asserts what a user relies on: the program's output and exit status do not
- * change, sleeps are not cut short, threads come and go safely, off means off, a program's
- * own SIGPROF handler is kept, and the ring carries well-formed records for every thread. */
+/* test-collector.c — the shim and its collector in real processes: test-shim-target run plain,
+ * under the preloaded libospreyprof.so, and as a static-archive build, with test-shim-consumer
+ * standing in for ospreyd. Asserts what a user relies on: the program's output and exit status do
+ * not change, sleeps are not cut short, threads come and go safely, off means off, a program's own
+ * SIGPROF handler is kept, and the ring carries well-formed records for every thread. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
