@@ -62,6 +62,9 @@ static struct osp_ring_header *ring_header;
 static size_t ring_bytes;
 static struct osp__event_ring event_ring;
 static struct osp__images images;
+/* Guards `images`: its scan and emit run on whichever program thread registers, unloads an
+ * object or exits. Taken before the registry lock, never while holding it. */
+static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
 static char shm_name[64];
 static char out_path[PATH_MAX];
 static int daemon_spawned;
@@ -79,9 +82,7 @@ int osp__is_active(void)
 
 uint64_t osp__mono_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return osp__clock_ns(CLOCK_MONOTONIC);
 }
 
 static uint64_t unix_ns(void)
@@ -481,7 +482,10 @@ static void at_exit(void)
         return;
     atomic_store_explicit(&active_flag, 0, memory_order_release);
     osp__cpu_timers_disarm_all();
-    osp__images_scan(&images); /* the loader lock, never under the registry lock */
+    /* Bounded, like the registry lock below: without it the final image list is skipped. */
+    int have_images = lock_bounded(&images_lock) == 0;
+    if (have_images)
+        osp__images_scan(&images); /* the loader lock, never under the registry lock */
 
     struct osp__registry *reg = &osp__the_registry;
     /* Acquire: pairs with ospreyd's release store of its state. */
@@ -489,6 +493,8 @@ static void at_exit(void)
                    OSP_DAEMON_ATTACHED;
     for (int attempt = 0;; attempt++) {
         if (lock_bounded(&reg->lock) != 0) {
+            if (have_images)
+                pthread_mutex_unlock(&images_lock);
             osp__warn("the profiler's registry is locked at exit; the profile at %s may be "
                       "incomplete",
                       out_path);
@@ -496,7 +502,8 @@ static void at_exit(void)
         }
         if (attempt == 0) {
             osp__registry_flush_waits(reg, osp__mono_ns());
-            osp__images_emit(&images, &event_ring);
+            if (have_images)
+                osp__images_emit(&images, &event_ring);
         }
         struct osp_rec_exit rec = {
             .end_unix_ns = unix_ns(),
@@ -515,6 +522,8 @@ static void at_exit(void)
         struct timespec nap = {0, 1000000};
         nanosleep(&nap, NULL);
     }
+    if (have_images)
+        pthread_mutex_unlock(&images_lock);
     /* Release: the exit record's head store (B) happens before; ospreyd loads acquire. */
     atomic_store_explicit(&ring_header->shim_state, OSP_SHIM_EXITED, memory_order_release);
     if (daemon_spawned)
@@ -639,13 +648,18 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label)
 
 void osp__images_refresh(void)
 {
-    if (!osp__is_active() || getpid() != boot_pid || !osp__images_changed(&images))
+    if (!osp__is_active() || getpid() != boot_pid)
         return;
-    osp__images_scan(&images); /* the loader lock, never under the registry lock */
-    pthread_mutex_lock(&osp__the_registry.lock);
-    if (!osp__the_registry.stopped)
-        osp__images_emit(&images, &event_ring);
-    pthread_mutex_unlock(&osp__the_registry.lock);
+    /* Threads register at once: the image table is one. Lock order: images, then registry. */
+    pthread_mutex_lock(&images_lock);
+    if (osp__images_changed(&images)) {
+        osp__images_scan(&images); /* the loader lock, never under the registry lock */
+        pthread_mutex_lock(&osp__the_registry.lock);
+        if (!osp__the_registry.stopped)
+            osp__images_emit(&images, &event_ring);
+        pthread_mutex_unlock(&osp__the_registry.lock);
+    }
+    pthread_mutex_unlock(&images_lock);
 }
 
 void osp_prof_thread_unregister(void)

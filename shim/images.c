@@ -5,16 +5,11 @@
  * path, the vDSO as "[vdso]"; other entries without a path are skipped), its ELF load base,
  * its load bias (dlpi_addr), and the span of its PF_X PT_LOAD segments.
  *
- * The table belongs to the sampler thread (and to boot before the sampler starts, and to the
- * exit handler after it has stopped): no lock guards it. dl_iterate_phdr takes the dynamic
- * loader's lock, so it is never called with the registry lock held (a thread inside dlopen
- * could be waiting for the registry). An image is sent once; one that is unloaded and another
- * that appears at the same address with a different path or range is a new image.
- *
- * It also answers, for the sampler's scan of a blocked thread's stack, whether a word found
- * there can be a return address: inside an image's executable text, right after a call
- * instruction. The code bytes are read with process_vm_readv, which fails instead of faulting
- * if the object was unloaded since the latest scan.
+ * The table is scanned and sent by whichever program thread registers, unloads an object or
+ * exits, under boot.c's images lock. dl_iterate_phdr takes the dynamic loader's lock, so it
+ * is never called with the registry lock held (a thread inside dlopen could be waiting for
+ * the registry). An image is sent once; one that is unloaded and another that appears at the
+ * same address with a different path or range is a new image.
  */
 #include <elf.h>
 #include <errno.h>
@@ -22,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "osp_shim.h"
@@ -211,55 +205,4 @@ void osp__images_emit(struct osp__images *im, struct osp__event_ring *w)
             0)
             img->sent = 1;
     }
-}
-
-/* Copy n bytes of our own memory at addr without risking a fault: the object they belong to
- * may have been unloaded since the latest scan. Returns 0 when all n were read. */
-static int read_code(uint64_t addr, uint8_t *out, size_t n)
-{
-    struct iovec local = {out, n};
-    struct iovec remote = {(void *)(uintptr_t)addr, n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
-}
-
-/* Does the code just before `ret` (all of it inside [text, ret)) end with a call? */
-static int follows_call(uint64_t text, uint64_t ret)
-{
-    uint64_t room = ret - text;
-#if defined(__x86_64__)
-    uint8_t before[8];
-    size_t n = room < sizeof(before) ? (size_t)room : sizeof(before);
-    if (n < 2 || read_code(ret - n, before, n) != 0)
-        return 0;
-    const uint8_t *code = before + n; /* code[-k]: the k-th byte before ret */
-    if (n >= 5 && code[-5] == 0xe8)
-        return 1; /* call rel32 */
-    /* call r/m64: FF /2, 2..7 bytes long (register, [reg], [reg+disp8], [rip+disp32], ...) */
-    for (size_t k = 2; k <= 7 && k <= n; k++)
-        if (code[-(ptrdiff_t)k] == 0xff && ((code[-(ptrdiff_t)k + 1] >> 3) & 7) == 2)
-            return 1;
-    return 0;
-#elif defined(__aarch64__)
-    uint32_t insn;
-    if (room < 4 || (ret & 3) || read_code(ret - 4, (uint8_t *)&insn, 4) != 0)
-        return 0;
-    return (insn & 0xfc000000u) == 0x94000000u || /* bl */
-           (insn & 0xfffffc1fu) == 0xd63f0000u || /* blr */
-           (insn & 0xfffffc1fu) == 0xd63f081fu || /* blraaz, blrabz */
-           (insn & 0xfefff800u) == 0xd63f0800u;   /* blraa, blrab */
-#else
-    (void)room;
-    return 1;
-#endif
-}
-
-int osp__images_is_return_address(void *images, uint64_t addr)
-{
-    const struct osp__images *im = images;
-    for (size_t i = 0; i < im->count; i++) {
-        const struct osp__image *img = &im->items[i];
-        if (img->seen && addr > img->text && addr - img->text < img->text_size)
-            return follows_call(img->text, addr);
-    }
-    return 0;
 }
