@@ -456,7 +456,7 @@ static void export_outputs(struct ospd_daemon *d)
 
 static struct osp_slot *slot_at(const struct ospd_daemon *d, uint32_t i)
 {
-    return (struct osp_slot *)(d->slots + (uint64_t)i * osp_slot_stride(d->slot_ring_size));
+    return osp_slot_at(d->slots, d->slot_ring_size, i);
 }
 
 /* Consume what slot i's ring holds. Returns the parser's result. */
@@ -486,21 +486,11 @@ static void on_thread_end(void *ctx, uint32_t slot, uint32_t generation)
     atomic_store_explicit(&slot_at(d, slot)->drained_generation, generation, memory_order_release);
 }
 
-/* The slots in use: below the shim's high-water mark, bounded by the table. */
-static uint32_t slots_in_use(const struct ospd_daemon *d)
-{
-    if (d->slots == NULL)
-        return 0;
-    /* Acquire: pairs with the shim's release after it set a new slot up. */
-    uint32_t n = atomic_load_explicit(&d->header->slot_high_water, memory_order_acquire);
-    return n < d->slot_count ? n : d->slot_count;
-}
-
 /* Drain the slots on the watch list (every slot in use when `all`). Returns the first
  * parser error, or 0. */
 static int drain_slots(struct ospd_daemon *d, bool all)
 {
-    uint32_t used = slots_in_use(d);
+    uint32_t used = d->slots != NULL ? osp_slots_in_use(d->header, d->slot_count) : 0;
     int rc = 0;
     if (all) {
         for (uint32_t i = 0; i < used && rc == 0; i++)

@@ -25,11 +25,10 @@ void ospd_watch_take(struct osp_ring_header *h, uint64_t *watch)
 
 void ospd_watch_settle(uint8_t *slots, uint32_t slot_ring_size, uint64_t *watch)
 {
-    uint64_t stride = osp_slot_stride(slot_ring_size);
     for (uint32_t w = 0; w < OSP_ATTENTION_WORDS; w++)
         for (uint64_t bits = watch[w]; bits != 0; bits &= bits - 1) {
             uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
-            struct osp_slot *s = (struct osp_slot *)(slots + (uint64_t)i * stride);
+            struct osp_slot *s = osp_slot_at(slots, slot_ring_size, i);
             /* Not running and nothing left to read: the shim raises its bit when it runs. */
             if (atomic_load_explicit(&s->state, memory_order_relaxed) != OSP_SLOT_RUNNING &&
                 osp_index_load_acquire(&s->head) == osp_index_load_own(&s->tail))
@@ -47,17 +46,13 @@ uint32_t ospd_signal_round(struct osp_ring_header *h, uint8_t *slots, uint32_t s
     /* Acquire: pairs with the shim's seq_cst increment before it waits for our rounds. */
     if (slots != NULL && atomic_load_explicit(&h->signals_paused, memory_order_acquire) == 0 &&
         atomic_load_explicit(&h->shim_state, memory_order_acquire) == OSP_SHIM_RUNNING) {
-        /* Acquire: pairs with the shim's release after it set a new slot up. */
-        uint32_t used = atomic_load_explicit(&h->slot_high_water, memory_order_acquire);
-        if (used > slot_count)
-            used = slot_count;
-        uint64_t stride = osp_slot_stride(slot_ring_size);
+        uint32_t used = osp_slots_in_use(h, slot_count);
         for (uint32_t w = 0; w < OSP_ATTENTION_WORDS; w++)
             for (uint64_t bits = watch[w]; bits != 0; bits &= bits - 1) {
                 uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
                 if (i >= used)
                     break;
-                struct osp_slot *s = (struct osp_slot *)(slots + (uint64_t)i * stride);
+                struct osp_slot *s = osp_slot_at(slots, slot_ring_size, i);
                 if (atomic_load_explicit(&s->state, memory_order_relaxed) == OSP_SLOT_RUNNING)
                     running++;
                 if (!osp_slot_due(s, now))

@@ -103,11 +103,11 @@ struct osp_ring_header {
     _Atomic int32_t daemon_pid;    /* written by ospreyd at attach (relaxed; informational) */
     uint32_t reserved1;
     _Atomic uint64_t dropped;      /* samples lost inside the target (per-thread ring full,
-       event ring full, interning/allocation failure). Written by the shim's sampler
+       event ring full, interning/allocation failure). Written by the shim's threads
        (relaxed increments); ospreyd reads it relaxed after acquiring shim_state or after the
        target has died: a count, not a synchronisation point. */
-    _Atomic uint64_t heartbeat_ns; /* CLOCK_MONOTONIC of the sampler's last tick (relaxed);
-       lets ospreyd tell a live target from one that exec'd away from this ring. */
+    _Atomic uint64_t heartbeat_ns; /* unused, 0: there is no sampler thread to beat any more
+       (ospreyd tells an exec'd-away target by its memory map); kept for the layout */
     char daemon_error[256];        /* ospreyd: one NUL-terminated line, valid when FAILED */
 
     /* --- producer index: its own cache line --- */
@@ -311,6 +311,20 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
 static inline uint64_t osp_slot_stride(uint32_t slot_ring_size)
 {
     return sizeof(struct osp_slot) + slot_ring_size;
+}
+
+/* Slot i of a table that starts at `table`. */
+static inline struct osp_slot *osp_slot_at(uint8_t *table, uint32_t slot_ring_size, uint32_t i)
+{
+    return (struct osp_slot *)(table + (uint64_t)i * osp_slot_stride(slot_ring_size));
+}
+
+/* The slots in use: below the shim's high-water mark, bounded by the table's size. */
+static inline uint32_t osp_slots_in_use(struct osp_ring_header *h, uint32_t slot_count)
+{
+    /* Acquire: pairs with the shim's release after it set a new slot up. */
+    uint32_t used = atomic_load_explicit(&h->slot_high_water, memory_order_acquire);
+    return used < slot_count ? used : slot_count;
 }
 
 /* ospreyd's rule, one slot at one tick: signal a running thread whose next sample is due and

@@ -34,7 +34,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -82,21 +81,6 @@ uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024)
     return now_ns + needed_ns * 1024u / share_1024;
 }
 
-/* Async-signal-safe. */
-static uint64_t clock_now(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts); /* async-signal-safe: POSIX.1-2008 XSH 2.4.3 */
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Read n code bytes at addr without faulting. Async-signal-safe. */
-static int read_code(uint64_t addr, void *out, size_t n)
-{
-    struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
-}
-
 /* The instruction bytes around pc: [pc - W, pc + W) where readable. Each half is read on its
  * own when pc starts a page, so an unmapped neighbouring page costs only that half.
  * Async-signal-safe. */
@@ -111,15 +95,15 @@ static void read_around(uint64_t pc, unsigned char *before, int *have_before, un
     uint64_t page = pc & ~(uint64_t)4095;
     if (pc - page >= CODE_HALF) { /* both halves on pc's page: one read */
         unsigned char both[2 * CODE_HALF];
-        if (read_code(pc - CODE_HALF, both, sizeof both) == 0) {
+        if (osp__read_code(pc - CODE_HALF, both, sizeof both) == 0) {
             memcpy(before, both, CODE_HALF);
             memcpy(at, both + CODE_HALF, CODE_HALF);
             *have_before = *have_at = 1;
             return;
         }
     }
-    *have_before = pc >= CODE_HALF && read_code(pc - CODE_HALF, before, CODE_HALF) == 0;
-    *have_at = read_code(pc, at, CODE_HALF) == 0;
+    *have_before = pc >= CODE_HALF && osp__read_code(pc - CODE_HALF, before, CODE_HALF) == 0;
+    *have_at = osp__read_code(pc, at, CODE_HALF) == 0;
 }
 
 enum osp__instant osp__context_instant(const void *context)
@@ -233,7 +217,9 @@ void osp__slot_wants_attention(const struct osp__slot *s)
     struct osp_ring_header *h = osp__header;
     if (h == NULL || s->index >= OSP_ATTENTION_WORDS * 64)
         return;
-    /* Release: ospreyd, whose exchange of the word is acquire, sees the state stored above. */
+    /* Release: ospreyd, whose exchange of the word is acquire, sees the state stored above.
+     * Always the read-modify-write, even when the bit looks up: skipping it could let ospreyd
+     * take the word, read the old state and drop the slot from its watch list. */
     atomic_fetch_or_explicit(&h->attention[s->index / 64], UINT64_C(1) << (s->index % 64),
                              memory_order_release);
 }
@@ -248,8 +234,8 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
     int saved_errno = errno;
     struct osp__slot *s = osp__tls_slot;
     if (s != NULL && s->shared != NULL && context != NULL) {
-        uint64_t now = clock_now(CLOCK_MONOTONIC);
-        uint64_t cpu = clock_now(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
+        uint64_t cpu = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
         uint64_t needed = 0;
         uint64_t prev_run_ns = s->last_run_ns, prev_cpu_ns = s->last_cpu_ns;
         s->last_run_ns = now;
@@ -331,7 +317,7 @@ void osp__guard_wait_begin(struct osp__slot *s)
         uint32_t skip = depth > 2 ? 2 : 0;
         memcpy(s->wait_pcs, pcs + skip, (depth - skip) * sizeof(uint64_t));
         s->wait_depth = depth - skip;
-        s->wait_t_ns = clock_now(CLOCK_MONOTONIC);
+        s->wait_t_ns = osp__clock_ns(CLOCK_MONOTONIC);
         /* The CPU a blocking call uses is next to nothing: its wait is its wall time (and the
          * thread's CPU clock, a system call, is not read on every blocking call). */
         s->wait_cpu_ns = 0;
@@ -344,7 +330,7 @@ void osp__guard_wait_end(struct osp__slot *s)
 {
     if (s->shared == NULL)
         return;
-    uint64_t now = clock_now(CLOCK_MONOTONIC);
+    uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
     osp__close_wait(&s->ring, s, now, 0);
     /* Running again. Its next sample is due once it has used the CPU time still owed, at the
      * earliest: a thread that wakes briefly and sleeps again is not signalled for nothing. */

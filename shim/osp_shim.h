@@ -60,13 +60,20 @@ static inline long osp__sys(long nr, long a, long b, long c, long d, long e)
     return ret;
 }
 
+/* A clock's reading in ns (0 when it cannot be read). Async-signal-safe: clock_gettime is on
+ * POSIX's list (XSH 2.4.3). */
+static inline uint64_t osp__clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* ---- unwind.c ---------------------------------------------------------------------------- */
 
 /* Largest distance between two consecutive frame records the walk accepts. */
 #define OSP__MAX_FRAME_BYTES (1u << 20)
-/* How far above a blocked thread's sp the sampler looks for its first frame record. */
-#define OSP__SCAN_BYTES      8192u
-#define OSP__SCAN_CANDIDATES 32u /* plausible frame records a blocked-stack scan tries */
 
 /* Walk a frame-pointer chain: out[0] = pc, then one return address per frame record, until a
  * check fails or `cap` addresses are stored. Each frame pointer must be 8-byte aligned, inside
@@ -93,18 +100,9 @@ uint32_t osp__unwind_walk_lr(uint64_t pc, uint64_t lr, uint64_t fp, uint64_t lo,
  * process_vm_readv (no fault on an execute-only page). Async-signal-safe. */
 uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi);
 
-/* Nonzero when addr can be a return address (inside a loaded image's text, after a call). */
-typedef int (*osp__text_pred)(void *ctx, uint64_t addr);
-
-/* Capture a blocked thread's stack from outside it: frames = [pc], then scan upward from sp
- * (at most OSP__SCAN_BYTES, within [lo, hi)) for 8-aligned addresses a with [a] == 0 or a
- * plausible higher frame pointer, and [a + 8] accepted by is_text; from each of the first
- * OSP__SCAN_CANDIDATES of them an ordinary frame-pointer walk with the same checks, which also
- * ends at the first return address is_text rejects (nothing from a stale slot is trusted
- * further). The longest walk is kept (the innermost on a tie). Returns the depth (1 when no
- * frame record is found). */
-uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
-                          osp__text_pred is_text, void *ctx, uint64_t *out, uint32_t cap);
+/* Read n code bytes at addr without faulting (process_vm_readv). Returns 0 or -1.
+ * Async-signal-safe. */
+int osp__read_code(uint64_t addr, void *out, size_t n);
 
 /* Strip pointer-authentication bits from a code address (identity off aarch64).
  * Async-signal-safe. */
@@ -246,9 +244,6 @@ int osp__images_changed(struct osp__images *im);
 int osp__images_scan(struct osp__images *im);
 /* Called with the registry lock held: write IMAGE records for images not yet sent. */
 void osp__images_emit(struct osp__images *im, struct osp__event_ring *w);
-/* An osp__text_pred over the scanned images: addr is inside an image's executable text and
- * the instruction before it is a call (so it can be a return address). */
-int osp__images_is_return_address(void *images, uint64_t addr);
 
 /* ---- handler.c --------------------------------------------------------------------------- */
 

@@ -54,9 +54,8 @@ void osp__registry_set_table(struct osp__registry *reg, struct osp_ring_header *
 /* The shared control block of slot `index`. */
 static struct osp_slot *shared_slot(struct osp__registry *reg, uint32_t index)
 {
-    uint8_t *base = (uint8_t *)reg->header + reg->header->slots_offset;
-    return (struct osp_slot *)(base +
-                               (uint64_t)index * osp_slot_stride(reg->header->slot_ring_size));
+    return osp_slot_at((uint8_t *)reg->header + reg->header->slots_offset,
+                       reg->header->slot_ring_size, index);
 }
 
 void osp__registry_destroy(struct osp__registry *reg)
@@ -82,14 +81,6 @@ static void stack_bounds(uint64_t *lo, uint64_t *hi)
         *hi = *lo + size;
     }
     pthread_attr_destroy(&attr);
-}
-
-static uint64_t clock_ns(clockid_t clock)
-{
-    struct timespec ts;
-    if (clock_gettime(clock, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Called with the registry lock held: may slot s be handed out again? Not while ospreyd may
@@ -213,8 +204,8 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->stack_hi = hi;
     s->timer = timer;
     s->timer_expiry_cpu_ns = 0;
-    s->last_run_ns = clock_ns(CLOCK_MONOTONIC);
-    s->last_cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    s->last_run_ns = osp__clock_ns(CLOCK_MONOTONIC);
+    s->last_cpu_ns = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
     s->credit.paid_ns = s->last_cpu_ns; /* CPU time before registration is not ours to count */
     s->wait_open = 0;
     s->automatic = 0;
@@ -257,7 +248,8 @@ void osp__registry_unregister(struct osp__registry *reg)
     s->timer = -1;
     /* The handler no longer runs for this slot: its ring and wait are ours to finish. */
     if (!reg->stopped && s->shared != NULL)
-        osp__close_wait(&s->ring, s, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_THREAD_CPUTIME_ID));
+        osp__close_wait(&s->ring, s, osp__clock_ns(CLOCK_MONOTONIC),
+                        osp__clock_ns(CLOCK_THREAD_CPUTIME_ID));
 
     pthread_mutex_lock(&reg->lock);
     if (s->active) {
@@ -341,7 +333,7 @@ void osp__registry_flush_waits(struct osp__registry *reg, uint64_t now_ns)
             continue;
         if (s == osp__tls_slot) {
             /* The exiting thread itself: it runs now, so its wait ended at its last CPU use. */
-            osp__close_wait(reg->ring, s, now_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID));
+            osp__close_wait(reg->ring, s, now_ns, osp__clock_ns(CLOCK_THREAD_CPUTIME_ID));
             continue;
         }
         /* Another thread's wait, read while that thread is blocked (its handler does not run

@@ -1,10 +1,8 @@
 /* unwind.c — stack capture by frame-pointer walk, and nothing else.
  *
- * Owns the two ways the shim turns a thread's registers into a list of code addresses:
- * the walk the SIGPROF handler runs on its own stack (osp__unwind_walk, and the aarch64 form
- * that also records lr), and the scan the sampler runs over a thread that sits in a syscall
- * which a signal would cut short (osp__unwind_scan; see sampler.c for why that thread is not
- * signalled).
+ * Owns how the SIGPROF handler turns its thread's registers into a list of code addresses:
+ * the walk (osp__unwind_walk, and the aarch64 form that also records lr), the x86_64 prologue
+ * and ret case, and reading code bytes without faulting (osp__read_code).
  *
  * DESIGN. A frame record is two words: [fp] = the caller's frame pointer, [fp + 8] = the
  * return address into the caller (x86_64 `push rbp; mov rbp, rsp`; aarch64 `stp x29, x30`).
@@ -36,11 +34,10 @@
 #define OSP__READS_FOREIGN_STACK
 #endif
 
-/* The walk, with an optional check of each return address. Async-signal-safe when is_text
- * is NULL: then it reads only memory inside [lo, hi). */
+/* The walk. Async-signal-safe: it reads only memory inside [lo, hi). */
 OSP__READS_FOREIGN_STACK
-static uint32_t walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, osp__text_pred is_text,
-                     void *ctx, uint64_t *out, uint32_t cap)
+static uint32_t walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out,
+                     uint32_t cap)
 {
     if (cap == 0)
         return 0;
@@ -59,8 +56,6 @@ static uint32_t walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, osp__te
         uint64_t ret = osp__strip_pac(record[1]);
         if (ret == 0)
             break; /* the outermost frame */
-        if (is_text && !is_text(ctx, ret))
-            break; /* not code: this is no frame record */
         out[depth++] = ret;
         prev = fp;
         fp = next;
@@ -72,7 +67,7 @@ static uint32_t walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, osp__te
 uint32_t osp__unwind_walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out,
                           uint32_t cap)
 {
-    return walk(pc, fp, lo, hi, NULL, NULL, out, cap);
+    return walk(pc, fp, lo, hi, out, cap);
 }
 
 /* Async-signal-safe. */
@@ -121,8 +116,15 @@ static int code_matches(const unsigned char *window, long window_size, long at,
 }
 
 /* Async-signal-safe: getpid and process_vm_readv are plain system calls (the caller saves
- * errno). The code bytes are read with process_vm_readv, which fails instead of faulting:
- * pc's page may be execute-only (x86 protection keys make PROT_EXEC alone unreadable). */
+ * errno). process_vm_readv fails instead of faulting: a page may be execute-only (x86
+ * protection keys make PROT_EXEC alone unreadable), or gone. */
+int osp__read_code(uint64_t addr, void *out, size_t n)
+{
+    struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/* Async-signal-safe (osp__read_code). */
 OSP__READS_FOREIGN_STACK
 uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
 {
@@ -134,9 +136,7 @@ uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
     uint64_t page = pc & ~(uint64_t)4095;
     uint64_t first = pc > page ? pc - 1 : pc;
     uint64_t end = pc + 8 < page + 4096 ? pc + 8 : page + 4096;
-    struct iovec local = {window, (size_t)(end - first)};
-    struct iovec remote = {(void *)(uintptr_t)first, (size_t)(end - first)};
-    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)(end - first))
+    if (osp__read_code(first, window, (size_t)(end - first)) != 0)
         return 0;
     long size = (long)(end - first), at = (long)(pc - first); /* pc's byte in the window */
     long slot = -1; /* where the return address is, in words above sp */
@@ -150,56 +150,4 @@ uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
     if (slot < 0 || sp & 7u || sp >= hi || hi - sp < 8u * (uint64_t)(slot + 1))
         return 0;
     return ((const uint64_t *)(uintptr_t)sp)[slot];
-}
-
-/* A plausible frame record at a: [a] is 0 (the outermost frame) or a higher, aligned
- * address inside the stack within one frame's reach, and [a + 8] is code. */
-OSP__READS_FOREIGN_STACK
-static int plausible_record(uint64_t a, uint64_t lo, uint64_t hi, osp__text_pred is_text, void *ctx)
-{
-    const uint64_t *record = (const uint64_t *)(uintptr_t)a;
-    uint64_t next = record[0];
-    uint64_t ret = osp__strip_pac(record[1]);
-    if (next != 0) {
-        if ((next & 7u) || next <= a || next - a > OSP__MAX_FRAME_BYTES || next < lo ||
-            next > hi - 16)
-            return 0;
-    }
-    return ret != 0 && is_text(ctx, ret);
-}
-
-OSP__READS_FOREIGN_STACK
-uint32_t osp__unwind_scan(uint64_t pc, uint64_t sp, uint64_t lo, uint64_t hi,
-                          osp__text_pred is_text, void *ctx, uint64_t *out, uint32_t cap)
-{
-    if (cap == 0)
-        return 0;
-    out[0] = pc;
-    if (sp < lo || sp >= hi)
-        return 1; /* not on its registered stack (an alternate signal stack, say) */
-    lo = sp;
-    uint64_t a = (lo + 7u) & ~(uint64_t)7u;
-    uint64_t end = hi < 16 ? 0 : hi - 16;
-    if (lo + OSP__SCAN_BYTES < end)
-        end = lo + OSP__SCAN_BYTES;
-    /* Code without frame pointers (glibc's) leaves words below the real chain that look like
-     * a frame record but lead nowhere: a saved register next to a return address. Of the
-     * first few plausible records, keep the one whose walk goes furthest; a record deeper in
-     * the real chain walks a suffix of it, so the innermost real record wins, and on a tie
-     * the innermost candidate does. */
-    uint64_t candidate[OSP_MAX_DEPTH];
-    uint32_t best = 1, tried = 0;
-    for (; a <= end && hi >= 16 && tried < OSP__SCAN_CANDIDATES; a += 8) {
-        if (!plausible_record(a, lo, hi, is_text, ctx))
-            continue;
-        tried++;
-        uint32_t depth =
-            walk(pc, a, lo, hi, is_text, ctx, candidate, cap < OSP_MAX_DEPTH ? cap : OSP_MAX_DEPTH);
-        if (depth > best) {
-            best = depth;
-            for (uint32_t i = 0; i < depth; i++)
-                out[i] = candidate[i];
-        }
-    }
-    return best;
 }

@@ -114,7 +114,7 @@ static uint32_t slot_count, slot_ring_size;
 
 static struct osp_slot *slot_at(uint32_t i)
 {
-    return (struct osp_slot *)(slot_table + (uint64_t)i * osp_slot_stride(slot_ring_size));
+    return osp_slot_at(slot_table, slot_ring_size, i);
 }
 
 static int drain_ring(struct osp_ring_header *h, _Atomic uint64_t *head_index,
@@ -132,8 +132,8 @@ static void drain_slot(struct osp_ring_header *h, uint32_t i)
 
 static void drain_slots(struct osp_ring_header *h)
 {
-    uint32_t used = atomic_load_explicit(&h->slot_high_water, memory_order_acquire);
-    for (uint32_t i = 0; i < used && i < slot_count; i++)
+    uint32_t used = osp_slots_in_use(h, slot_count);
+    for (uint32_t i = 0; i < used; i++)
         drain_slot(h, i);
 }
 

@@ -221,76 +221,6 @@ START_TEST(frameless_return_in_prologue_and_at_ret)
 }
 END_TEST
 
-static int text_between_0x1000_and_0x2000(void *ctx, uint64_t addr)
-{
-    (void)ctx;
-    return addr >= 0x1000 && addr < 0x2000;
-}
-
-START_TEST(scan_finds_first_plausible_frame_record)
-{
-    memset(fake, 0, sizeof(fake));
-    /* Noise above sp: a stack address without code next to it, code without a plausible
-     * frame pointer before it. */
-    fake[100] = addr_of(200);
-    fake[101] = 0x7777;
-    fake[103] = 0x1234;
-    fake[102] = 42;
-    plant(110, addr_of(120), 0x1500);
-    plant(120, 0, 0x1600);
-    uint64_t out[OSP_MAX_DEPTH];
-    uint32_t d = osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),
-                                  text_between_0x1000_and_0x2000, NULL, out, OSP_MAX_DEPTH);
-    ck_assert_uint_eq(d, 3);
-    ck_assert_uint_eq(out[0], 0xfeed);
-    ck_assert_uint_eq(out[1], 0x1500);
-    ck_assert_uint_eq(out[2], 0x1600);
-    /* The walk that follows ends at the first return address that is not code. */
-    plant(120, addr_of(130), 0x1600);
-    plant(130, 0, 0x9999);
-    ck_assert_uint_eq(osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),
-                                       text_between_0x1000_and_0x2000, NULL, out, OSP_MAX_DEPTH),
-                      3);
-    /* Nothing plausible within reach: the pc alone. */
-    memset(fake, 0, sizeof(fake));
-    ck_assert_uint_eq(osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),
-                                       text_between_0x1000_and_0x2000, NULL, out, OSP_MAX_DEPTH),
-                      1);
-    /* An sp outside the stack (an alternate signal stack): the pc alone. */
-    plant(110, 0, 0x1500);
-    ck_assert_uint_eq(osp__unwind_scan(0xfeed, hi_of() + 64, lo_of(), hi_of(),
-                                       text_between_0x1000_and_0x2000, NULL, out, OSP_MAX_DEPTH),
-                      1);
-}
-END_TEST
-
-/* Code without frame pointers leaves a saved register beside a return address: a record that
- * looks plausible but leads nowhere. The scan keeps the candidate whose walk goes furthest. */
-START_TEST(scan_prefers_the_record_that_walks_furthest)
-{
-    memset(fake, 0, sizeof(fake));
-    plant(104, addr_of(108), 0x1400); /* spurious: [108] is no frame record */
-    fake[108] = 5;
-    fake[109] = 0x7777;
-    plant(110, addr_of(120), 0x1500); /* the real chain */
-    plant(120, addr_of(130), 0x1600);
-    plant(130, 0, 0x1700);
-    uint64_t out[OSP_MAX_DEPTH];
-    uint32_t d = osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),
-                                  text_between_0x1000_and_0x2000, NULL, out, OSP_MAX_DEPTH);
-    ck_assert_uint_eq(d, 4);
-    ck_assert_uint_eq(out[1], 0x1500);
-    ck_assert_uint_eq(out[2], 0x1600);
-    ck_assert_uint_eq(out[3], 0x1700);
-    /* The cap still holds. */
-    ck_assert_uint_eq(osp__unwind_scan(0xfeed, addr_of(100), lo_of(), hi_of(),
-                                       text_between_0x1000_and_0x2000, NULL, out, 2),
-                      2);
-}
-END_TEST
-
-/* ---- per-thread ring --------------------------------------------------------------------- */
-
 /* ---- event ring -------------------------------------------------------------------------- */
 
 struct test_ring {
@@ -761,8 +691,6 @@ Suite *shim_suite(void)
     tcase_add_test(unwind, walk_stops_at_depth_cap);
     tcase_add_test(unwind, walk_with_link_register_drops_duplicate);
     tcase_add_test(unwind, frameless_return_in_prologue_and_at_ret);
-    tcase_add_test(unwind, scan_finds_first_plausible_frame_record);
-    tcase_add_test(unwind, scan_prefers_the_record_that_walks_furthest);
     suite_add_tcase(s, unwind);
 
     TCase *rings = tcase_create("rings");
