@@ -25,6 +25,19 @@ const skip = !cli && !process.env.CI ? `no osprey CLI built (looked at ${candida
 let editor;
 let page;
 let workspace;
+const failed = [];
+
+/* A step of the walk-through; a failure is remembered so that the run's logs are printed. */
+function step(t, name, body) {
+  return t.test(name, async (st) => {
+    try {
+      await body(st);
+    } catch (error) {
+      failed.push(name);
+      throw error;
+    }
+  });
+}
 
 function keptSummary() {
   // The profile the extension kept (globalStorage/<publisher.name>/profiles/<key>/hotspot.*).
@@ -62,15 +75,25 @@ before(async () => {
 });
 
 after(async () => {
+  if (failed.length && editor) console.error(`# the real-editor run failed (${failed.join('; ')}):\n${await editor.diagnose()}`);
   await page?.screenshot({ path: join(results, 'editor-last.png') }).catch(() => {});
   await editor?.stop();
   if (workspace) rmSync(workspace, { recursive: true, force: true });
 });
 
 test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout: 600_000 }, async (t) => {
+  try {
+    await walkThrough(t);
+  } catch (error) {
+    failed.push(error.message);
+    throw error;
+  }
+});
+
+async function walkThrough(t) {
   await openFile(page, 'hotspot.c');
 
-  await t.test('a CLI that is not there: one message, and a button to the setting', async () => {
+  await step(t, 'a CLI that is not there: one message, and a button to the setting', async () => {
     await runCommand(page, 'Osprey: Profile Current File');
     const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'Osprey: the osprey CLI was not found' });
     await toast.waitFor({ timeout: 30_000 });
@@ -88,7 +111,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
 
   await runCommand(page, 'Osprey: Profile Current File');
 
-  await t.test('a progress notification while the CLI runs', async () => {
+  await step(t, 'a progress notification while the CLI runs', async () => {
     await page.locator('.notifications-toasts', { hasText: 'Osprey: profiling hotspot.c' }).waitFor({ timeout: 60_000 });
   });
 
@@ -96,12 +119,12 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
   await frame.waitForFunction(() => document.querySelectorAll('#hot-body tr').length > 0, null, { timeout: 180_000 });
   const summary = keptSummary();
 
-  await t.test('the panel opens beside the source, titled after the program', async () => {
+  await step(t, 'the panel opens beside the source, titled after the program', async () => {
     await page.locator('.tab', { hasText: 'Osprey: hotspot' }).first().waitFor();
     assert.equal(await page.locator('.editor-group-container').count(), 2, 'two editor groups, no third column');
   });
 
-  await t.test('the table shows the terminal report\'s on-CPU shares, readable at the default width', async () => {
+  await step(t, 'the table shows the terminal report\'s on-CPU shares, readable at the default width', async () => {
     const hot = summary.functions[0];
     assert.equal(hot.name, 'checksum_block');
     const row = await hotRow(frame, 'checksum_block');
@@ -115,7 +138,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     await page.screenshot({ path: join(results, 'editor-default-width.png') });
   });
 
-  await t.test('the table follows the fiber filter', async () => {
+  await step(t, 'the table follows the fiber filter', async () => {
     const fibers = await frame.locator('#fiber option').allTextContents();
     const main = fibers.findIndex((name) => name.endsWith('(main)'));
     const thread = fibers.findIndex((name) => name.endsWith('(thread)'));
@@ -128,7 +151,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     await frame.selectOption('#fiber', { index: 0 });
   });
 
-  await t.test('heat text after the hot line of the source', async () => {
+  await step(t, 'heat text after the hot line of the source', async () => {
     // The hottest line where the time is spent (self), inside checksum_block: on screen.
     const hottest = summary.lines.filter((line) => line.file.endsWith('/hotspot.c') && line.self > 0).sort((a, b) => b.percent - a.percent)[0];
     const texts = await page.locator('.monaco-editor .view-lines span[class*="ced-"]').evaluateAll((spans) =>
@@ -138,7 +161,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     assert.ok(texts.includes(expected), `heat ${expected} not among ${texts.join(' | ')}`);
   });
 
-  await t.test('the tooltip and the search give the table\'s numbers', async () => {
+  await step(t, 'the tooltip and the search give the table\'s numbers', async () => {
     const box = await frame.locator('#canvas').boundingBox();
     // Left Heavy, all fibers, on-CPU: start_thread → worker → checksum_block, heaviest first.
     await frame.locator('#canvas').hover({ position: { x: 20, y: 2 * 18 + 9 } });
@@ -152,7 +175,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     await frame.fill('#search', '');
   });
 
-  await t.test('a click selects, Enter opens the source beside the graph', async () => {
+  await step(t, 'a click selects, Enter opens the source beside the graph', async () => {
     const tabsBefore = await page.locator('.tab').count();
     await frame.locator('#canvas').click({ position: { x: 20, y: 2 * 18 + 9 } });
     assert.match(await frame.locator('#details').innerText(), /checksum_block/);
@@ -165,7 +188,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     assert.equal(await page.locator('.editor-group-container').count(), 2);
   });
 
-  await t.test('Profile Current File works with the flame graph focused', async () => {
+  await step(t, 'Profile Current File works with the flame graph focused', async () => {
     await page.locator('.tab', { hasText: 'Osprey: hotspot' }).first().click();
     await frame.locator('#canvas').click({ position: { x: 5, y: 5 } });
     await runCommand(page, 'Osprey: Profile Current File');
@@ -175,7 +198,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     assert.deepEqual(errors, []);
   });
 
-  await t.test('a window reload restores the panel and its profile', async () => {
+  await step(t, 'a window reload restores the panel and its profile', async () => {
     await page.reload();
     await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
     const restored = await webviewFrame(page, { timeout: 90_000 });
@@ -183,7 +206,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     assert.equal(await restored.locator('#hot-body tr').first().getAttribute('data-name'), 'checksum_block');
   });
 
-  await t.test('with no editor open, a source opens beside the graph, not over it', async () => {
+  await step(t, 'with no editor open, a source opens beside the graph, not over it', async () => {
     await runCommand(page, 'View: Focus First Editor Group');
     await runCommand(page, 'View: Close All Editors in Group');
     await page.locator('.tab', { hasText: 'hotspot.c' }).first().waitFor({ state: 'detached', timeout: 15_000 });
@@ -194,7 +217,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     assert.equal(await page.locator('.editor-group-container').count(), 2);
   });
 
-  await t.test('Open Profile… shows another profile', async () => {
+  await step(t, 'Open Profile… shows another profile', async () => {
     await runCommand(page, 'Osprey: Open Profile…');
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible' });
@@ -219,7 +242,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     assert.equal(await panel.locator('#hot-body tr').first().getAttribute('data-name'), 'partition');
   });
 
-  await t.test('High Contrast: toggles read as on and off', async () => {
+  await step(t, 'High Contrast: toggles read as on and off', async () => {
     await page.keyboard.press('Escape');
     await runCommand(page, 'Preferences: Color Theme');
     const input = page.locator('.quick-input-widget input');
@@ -238,7 +261,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     await page.screenshot({ path: join(results, 'editor-high-contrast.png') });
   });
 
-  await t.test('a compile error lands in the Problems panel', async () => {
+  await step(t, 'a compile error lands in the Problems panel', async () => {
     await openFile(page, 'broken.c');
     await runCommand(page, 'Osprey: Profile Current File');
     await page.locator('.notifications-toasts', { hasText: 'Osprey: profiling broken.c failed' }).waitFor({ timeout: 60_000 });
@@ -248,7 +271,7 @@ test('a new user profiles examples/hotspot.c in a real VS Code', { skip, timeout
     await page.locator('.markers-panel', { hasText: 'missing_variable' }).first().waitFor({ timeout: 15_000 });
   });
 
-  await t.test('no webview console or CSP errors', () => {
+  await step(t, 'no webview console or CSP errors', () => {
     assert.deepEqual(editor.webviewErrors, []);
   });
-});
+}

@@ -3,7 +3,7 @@
 // folders under one temporary directory, the extension installed from its .vsix with
 // --install-extension, and Debian's Chromium driven by playwright-core. Only loopback is used.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -129,6 +129,20 @@ export async function startEditor({ vsix, workspace, settings = {}, viewport = {
     log,
     webviewErrors,
     writeSettings,
+    /* What a failed run leaves to read: the toasts on screen, code-server's own output and the
+     * extension host's logs (their last lines). */
+    async diagnose() {
+      const parts = [];
+      const toasts = await notifications(page).catch((error) => [`(could not read: ${error.message})`]);
+      parts.push(`notifications on screen: ${toasts.length ? toasts.map((text) => JSON.stringify(text)).join(' | ') : 'none'}`);
+      parts.push(`code-server output (last lines):\n${log.join('').split('\n').slice(-40).join('\n')}`);
+      for (const file of logFiles(join(dirs.userData, 'logs'))) {
+        if (!/exthost|osprey|remoteagent|output/i.test(file)) continue;
+        const text = readFileSync(file, 'utf8').trimEnd();
+        if (text) parts.push(`${file} (last lines):\n${text.split('\n').slice(-40).join('\n')}`);
+      }
+      return parts.join('\n\n');
+    },
     async stop() {
       await browser.close().catch(() => {});
       try {
@@ -140,6 +154,19 @@ export async function startEditor({ vsix, workspace, settings = {}, viewport = {
       rmSync(base, { recursive: true, force: true });
     },
   };
+}
+
+function logFiles(directory) {
+  let names = [];
+  try {
+    names = readdirSync(directory);
+  } catch {
+    return [];
+  }
+  return names.flatMap((name) => {
+    const path = join(directory, name);
+    return statSync(path).isDirectory() ? logFiles(path) : name.endsWith('.log') ? [path] : [];
+  });
 }
 
 /* Runs a command by its palette title (F1, type, Enter). */
