@@ -1,9 +1,11 @@
 /* boot.c — activation and the end of a profiled run.
  *
- * Owns the public entry points (osp_prof_boot, osp_prof_active, osp_prof_thread_register,
- * osp_prof_thread_unregister), reading OSPREY_PROFILE / OSPREY_PROFILE_HZ once, the shared
- * memory object and its header, starting ospreyd, the exit handler that publishes the EXIT
- * record and waits (bounded) for ospreyd, and what happens across fork and exec.
+ * Owns the constructor and the public entry points (osp_prof_boot, osp_prof_active,
+ * osp_prof_thread_register, osp_prof_thread_unregister), reading OSPREY_PROFILE /
+ * OSPREY_PROFILE_HZ once, the shared memory object and its header, the process's registry,
+ * event ring and image table, the pthread key that unregisters a thread when it ends,
+ * starting ospreyd, the exit handler that publishes the EXIT record and waits (bounded) for
+ * ospreyd, and what happens across fork.
  *
  * Off means off: without OSPREY_PROFILE nothing here creates a thread, installs a handler,
  * maps memory or starts a process. When activation fails half-way the shim says so in one
@@ -14,20 +16,24 @@
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <dlfcn.h>
 #include <link.h>
 
-#include "osp_shim.h"
+#include "osp_base.h"
+#include "osp_boot.h"
+#include "osp_core.h"
+#include "osp_handler.h"
+#include "osp_policy.h"
 #include "osprey_prof.h"
 
 #ifndef OSPREY_DAEMON_WAIT_MS
@@ -37,9 +43,6 @@
 #define OSPREY_INSTALL_DAEMON "/usr/local/bin/ospreyd"
 #endif
 
-#define OSP__DEFAULT_RATE  997u
-#define OSP__MIN_RATE      10u
-#define OSP__MAX_RATE      10000u
 #define OSP__MAX_SLOTS     16384u
 #define OSP__SPAWN_REAP_MS 2000 /* how long boot waits for ospreyd's intermediate to exit */
 /* The event ring carries thread, image and exit records, and the waits still open at exit;
@@ -69,6 +72,10 @@ static char shm_name[64];
 static char out_path[PATH_MAX];
 static int daemon_spawned;
 static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
+/* Its destructor unregisters a registered thread however it ends: by returning, by
+ * pthread_exit or by cancellation alike. */
+static pthread_key_t thread_key;
+static int thread_key_ready;
 
 pid_t osp__boot_pid(void)
 {
@@ -80,87 +87,11 @@ int osp__is_active(void)
     return atomic_load_explicit(&active_flag, memory_order_acquire);
 }
 
-uint64_t osp__mono_ns(void)
-{
-    return osp__clock_ns(CLOCK_MONOTONIC);
-}
-
 static uint64_t unix_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The stderr the program started with (device and inode), or st_ino 0 when unknown. */
-static struct stat warn_stream;
-
-/* Called at boot: remember what fd 2 is. */
-static void remember_stderr(void)
-{
-    if (fstat(STDERR_FILENO, &warn_stream) != 0)
-        warn_stream.st_ino = 0;
-}
-
-/* May a warning go to fd 2? Not when the program has put something else there (a data file
- * it writes): our line would corrupt it. */
-static int stderr_is_ours(void)
-{
-    struct stat now;
-    if (fstat(STDERR_FILENO, &now) != 0)
-        return 0;
-    if (warn_stream.st_ino == 0) /* before boot looked: only a terminal, pipe or socket */
-        return S_ISCHR(now.st_mode) || S_ISFIFO(now.st_mode) || S_ISSOCK(now.st_mode);
-    return now.st_dev == warn_stream.st_dev && now.st_ino == warn_stream.st_ino;
-}
-
-void osp__warn(const char *fmt, ...)
-{
-    if (!stderr_is_ours())
-        return;
-    char line[512];
-    int n = snprintf(line, sizeof(line), "osprey: ");
-    va_list ap;
-    va_start(ap, fmt);
-    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-    if (len > sizeof(line) - 2)
-        len = sizeof(line) - 2;
-    line[len++] = '\n';
-    int saved = errno;
-    for (size_t off = 0; off < len;) {
-        ssize_t w = write(STDERR_FILENO, line + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    errno = saved;
-}
-
-uint32_t osp__parse_rate(const char *text, int *bad)
-{
-    *bad = 0;
-    if (text == NULL || text[0] == '\0')
-        return OSP__DEFAULT_RATE;
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    while (*end == ' ' || *end == '\t')
-        end++;
-    if (end == text || *end != '\0') {
-        *bad = 1;
-        return OSP__DEFAULT_RATE;
-    }
-    if (errno == ERANGE)
-        v = v < 0 ? OSP__MIN_RATE : OSP__MAX_RATE;
-    if (v < OSP__MIN_RATE)
-        return OSP__MIN_RATE;
-    if (v > OSP__MAX_RATE)
-        return OSP__MAX_RATE;
-    return (uint32_t)v;
 }
 
 /* The environment, read once at boot before anything is set (a program may bring its own
@@ -361,6 +292,40 @@ static char **daemon_environment(void)
     return env;
 }
 
+/* Sleep with the C library's nanosleep, guarded as the program's own sleeps are (guard.c):
+ * boot's naps run on the program's thread, registered (the reap in spawn_daemon: a signal of
+ * ours cannot cut it short, and its wait is recorded as any guarded wait) or not (at exit: the
+ * guard stands aside once profiling is off). Not inlined: like guard.c's wrappers, one frame
+ * of ours between the wait and its caller, which the wait's stack leaves out. */
+__attribute__((noinline)) static void nap_guarded(const struct timespec *req)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "nanosleep");
+    if (sym == NULL)
+        return;
+    int (*real)(const struct timespec *, struct timespec *);
+    memcpy(&real, &sym, sizeof(real));
+    sigset_t old;
+    int guarded = osp__timespec_blocks(req) ? osp__guard_begin(&old) : 0;
+    real(req, NULL);
+    osp__guard_end(guarded, &old);
+}
+
+/* The C library's posix_spawn (the shim's own adds the bookkeeping for descendants, which
+ * ospreyd is not). */
+static int real_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "posix_spawn");
+    if (sym == NULL)
+        return ENOSYS;
+    int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                const posix_spawnattr_t *, char *const[], char *const[]);
+    memcpy(&real, &sym, sizeof(real));
+    return real(pid, path, actions, attr, argv, envp);
+}
+
 /* Start ospreyd --attach-ring NAME --out PATH --detach and reap its short-lived intermediate
  * right away, so the daemon is never the program's child. Does not wait for the daemon. */
 static int spawn_daemon(const struct boot_env *env)
@@ -400,7 +365,7 @@ static int spawn_daemon(const struct boot_env *env)
     posix_spawnattr_setsigdefault(&attr, &all);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid;
-    int err = posix_spawn(&pid, daemon, &actions, &attr, argv, envp);
+    int err = real_posix_spawn(&pid, daemon, &actions, &attr, argv, envp);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     free(envp);
@@ -416,7 +381,7 @@ static int spawn_daemon(const struct boot_env *env)
         if (r == pid || (r < 0 && errno != EINTR))
             return 0;
         struct timespec nap = {0, 1000000};
-        nanosleep(&nap, NULL);
+        nap_guarded(&nap);
     }
     osp__warn("%s did not detach (pid %d)", daemon, (int)pid);
     return 0;
@@ -443,7 +408,8 @@ static void wait_for_daemon(void)
             return;
         }
         int32_t dpid = atomic_load_explicit(&ring_header->daemon_pid, memory_order_relaxed);
-        int gone = state == OSP_DAEMON_ATTACHED && dpid > 0 && kill(dpid, 0) != 0 && errno == ESRCH;
+        int gone = state == OSP_DAEMON_ATTACHED && dpid > 0 &&
+                   osp__sys(SYS_kill, dpid, 0, 0, 0, 0) != 0 && errno == ESRCH;
         if (gone) {
             osp__warn("ospreyd ended before writing %s; the profile is missing", out_path);
             return;
@@ -460,7 +426,7 @@ static void wait_for_daemon(void)
             return;
         }
         struct timespec nap = {0, 1000000};
-        nanosleep(&nap, NULL);
+        nap_guarded(&nap);
     }
 }
 
@@ -481,7 +447,7 @@ static void at_exit(void)
     if (getpid() != boot_pid || !osp__is_active())
         return;
     atomic_store_explicit(&active_flag, 0, memory_order_release);
-    osp__cpu_timers_disarm_all();
+    osp__registry_disarm_timers(&osp__the_registry);
     /* Bounded, like the registry lock below: without it the final image list is skipped. */
     int have_images = lock_bounded(&images_lock) == 0;
     if (have_images)
@@ -520,7 +486,7 @@ static void at_exit(void)
         attached = atomic_load_explicit(&ring_header->daemon_state, memory_order_acquire) ==
                    OSP_DAEMON_ATTACHED;
         struct timespec nap = {0, 1000000};
-        nanosleep(&nap, NULL);
+        nap_guarded(&nap);
     }
     if (have_images)
         pthread_mutex_unlock(&images_lock);
@@ -548,6 +514,30 @@ static void at_exit(void)
     shm_unlink(shm_name);
 }
 
+static void thread_ends(void *value)
+{
+    (void)value;
+    osp_prof_thread_unregister();
+}
+
+static int thread_key_init(void)
+{
+    if (thread_key_ready)
+        return 0;
+    int err = pthread_key_create(&thread_key, thread_ends);
+    if (err)
+        return -err;
+    thread_key_ready = 1;
+    return 0;
+}
+
+/* Arrange for the calling (registered) thread to be unregistered when it ends. */
+static void thread_key_mark(void)
+{
+    if (thread_key_ready)
+        pthread_setspecific(thread_key, (void *)1);
+}
+
 /* pthread_atfork child: the child of a profiled process is not sampled and never touches
  * the parent's ring. Only this (now single) thread exists. */
 static void at_fork_child(void)
@@ -569,7 +559,7 @@ static void boot(void)
     read_env(&env);
     if (!env.has_profile)
         return;
-    remember_stderr();
+    osp__warn_remember_stderr();
     if (osp__sigprof_foreign()) {
         osp__warn("the program already has a SIGPROF handler; profiling is off");
         return;
@@ -596,11 +586,11 @@ static void boot(void)
     err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
     if (err == 0) {
         osp__registry_set_table(&osp__the_registry, ring_header);
-        osp__handler_set_rate(rate);
+        osp__set_period(rate);
         osp__header = ring_header;
     }
     if (err == 0)
-        err = osp__thread_key_init();
+        err = thread_key_init();
     if (err == 0)
         err = osp__images_init(&images);
     if (err == 0)
@@ -642,7 +632,7 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label)
     if (!osp__is_active())
         return;
     if (osp__registry_register(&osp__the_registry, fiber_id, label) == 0)
-        osp__thread_key_mark();
+        thread_key_mark();
     osp__images_refresh();
 }
 
@@ -669,4 +659,13 @@ void osp_prof_thread_unregister(void)
     if (!atomic_load_explicit(&registry_ready, memory_order_acquire))
         return;
     osp__registry_unregister(&osp__the_registry);
+}
+
+/* Both builds boot when loaded: the shared library (LD_PRELOAD) and the static archive (linked
+ * with --whole-archive). The real functions behind the interposers are looked up first, before
+ * the program's main runs (libc.c). */
+__attribute__((constructor)) static void boot_at_load(void)
+{
+    osp__libc_resolve_all();
+    osp_prof_boot();
 }

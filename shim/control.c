@@ -8,20 +8,14 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "osp_shim.h"
-
-struct osp_ring_header *osp__header;
-
-/* Nap without our own interposed sleep. Async-signal-safe. */
-static void nap_us(long us)
-{
-    struct timespec t = {0, us * 1000};
-    osp__sys(SYS_nanosleep, (long)&t, 0, 0, 0, 0);
-}
+#include "osp_base.h"
+#include "osp_boot.h"
+#include "osp_core.h"
 
 void osp__wait_for_round(void)
 {
@@ -34,33 +28,20 @@ void osp__wait_for_round(void)
     for (int waited = 0; waited < 250; waited++) {
         if (atomic_load_explicit(&h->tick_seq, memory_order_acquire) >= start + 2)
             return;
-        nap_us(200);
+        osp__nap_us(200);
     }
 }
 
-/* Take the registry lock, waiting at most ~50 ms: these paths can run inside the program's
- * signal handlers, possibly on a thread interrupted while it held the lock. Returns 0 with the
- * lock held. */
-static int lock_briefly(struct osp__registry *reg)
+/* The C library's sigtimedwait (the shim's own guards it). */
+static int real_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
 {
-    for (int tries = 0; tries < 500; tries++) {
-        if (pthread_mutex_trylock(&reg->lock) == 0)
-            return 0;
-        nap_us(100);
-    }
-    return -1;
-}
-
-void osp__cpu_timers_disarm_all(void)
-{
-    struct osp__registry *reg = &osp__the_registry;
-    if (reg->slots == NULL || lock_briefly(reg) != 0)
-        return;
-    struct itimerspec off = {{0, 0}, {0, 0}};
-    for (uint32_t i = 0; i < reg->count; i++)
-        if (reg->slots[i]->active && reg->slots[i]->timer >= 0)
-            osp__sys(SYS_timer_settime, reg->slots[i]->timer, 0, (long)&off, 0, 0);
-    pthread_mutex_unlock(&reg->lock);
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "sigtimedwait");
+    if (sym == NULL)
+        return -1;
+    int (*real)(const sigset_t *, siginfo_t *, const struct timespec *);
+    memcpy(&real, &sym, sizeof(real));
+    return real(set, info, timeout);
 }
 
 void osp__take_pending_sigprof(void)
@@ -72,7 +53,7 @@ void osp__take_pending_sigprof(void)
     struct timespec zero = {0, 0};
     siginfo_t info;
     int theirs = 0;
-    while (sigtimedwait(&prof, &info, &zero) == SIGPROF)
+    while (real_sigtimedwait(&prof, &info, &zero) == SIGPROF)
         theirs += !osp__sigprof_is_ours(&info);
     osp__sigmask_raw(SIG_SETMASK, &old, NULL);
     while (theirs-- > 0)
@@ -84,7 +65,7 @@ static void pause_signals(void)
 {
     /* Seq_cst: ordered before the wait below and ospreyd's acquire load of it. */
     atomic_fetch_add_explicit(&osp__header->signals_paused, 1, memory_order_seq_cst);
-    osp__cpu_timers_disarm_all();
+    osp__registry_disarm_timers(&osp__the_registry);
     osp__wait_for_round();
 }
 
@@ -115,7 +96,7 @@ void osp__sigprof_back_off(void)
     for (int waited = 0; waited < 100; waited++) {
         int in_flight = 0;
         uint64_t now = osp__mono_ns();
-        if (lock_briefly(reg) != 0)
+        if (osp__registry_lock_briefly(reg) != 0)
             return;
         for (uint32_t i = 0; i < reg->count && !in_flight; i++) {
             struct osp_slot *c = reg->slots[i]->shared;
@@ -129,6 +110,6 @@ void osp__sigprof_back_off(void)
         pthread_mutex_unlock(&reg->lock);
         if (!in_flight)
             return;
-        nap_us(1000);
+        osp__nap_us(1000);
     }
 }

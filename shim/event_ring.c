@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "osp_shim.h"
+#include "osp_core.h"
 
 void osp__event_ring_init_header(struct osp_ring_header *h, uint64_t data_size, uint32_t rate_hz,
                                  uint64_t start_unix_ns, uint64_t start_mono_ns)

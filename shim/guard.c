@@ -31,40 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "osp_shim.h"
-
-/* Block SIGPROF on this thread if the guard applies; *old receives the previous mask.
- * Returns 1 when the caller must restore it. */
-static int guard_begin(sigset_t *old)
-{
-    if (osp__tls_slot == NULL || !osp__is_active() || osp__sigprof_program_handles())
-        return 0;
-    sigset_t prof;
-    sigemptyset(&prof);
-    sigaddset(&prof, SIGPROF);
-    if (osp__sigmask_raw(SIG_BLOCK, &prof, old) != 0) /* raw: not a mask the program set */
-        return 0;
-    if (sigismember(old, SIGPROF)) {
-        osp__sigmask_raw(SIG_SETMASK, old, NULL);
-        return 0;
-    }
-    osp__guard_wait_begin(osp__tls_slot);
-    return 1;
-}
-
-static void guard_end(int guarded, const sigset_t *old)
-{
-    if (!guarded)
-        return;
-    int saved = errno;
-    struct osp__slot *s = osp__tls_slot;
-    if (s != NULL)
-        osp__guard_wait_end(s);
-    osp__sigmask_raw(SIG_SETMASK, old, NULL);
-    if (s != NULL)
-        s->guard_leaving = 0;
-    errno = saved;
-}
+#include "osp_base.h"
+#include "osp_boot.h"
+#include "osp_core.h"
 
 /* A mask argument (ppoll, pselect, epoll_pwait) replaces the thread's mask for the call:
  * guard it too. Returns the mask to pass. */
@@ -88,16 +57,11 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
         ret(*real) params;                                                                         \
         memcpy(&real, &sym, sizeof(real));                                                         \
         sigset_t old;                                                                              \
-        int guarded = (blocks) ? guard_begin(&old) : 0;                                            \
+        int guarded = (blocks) ? osp__guard_begin(&old) : 0;                                       \
         ret osp__result = real args;                                                               \
-        guard_end(guarded, &old);                                                                  \
+        osp__guard_end(guarded, &old);                                                             \
         return osp__result;                                                                        \
     }
-
-static int timespec_blocks(const struct timespec *t)
-{
-    return t == NULL || t->tv_sec != 0 || t->tv_nsec != 0;
-}
 
 static int timeval_blocks(const struct timeval *t)
 {
@@ -105,7 +69,7 @@ static int timeval_blocks(const struct timeval *t)
 }
 
 OSP__GUARDED(int, nanosleep, (const struct timespec *req, struct timespec *rem), (req, rem),
-             timespec_blocks(req), -1)
+             osp__timespec_blocks(req), -1)
 OSP__GUARDED(int, clock_nanosleep,
              (clockid_t clock, int flags, const struct timespec *req, struct timespec *rem),
              (clock, flags, req, rem), 1, ENOSYS)
@@ -130,22 +94,22 @@ OSP__GUARDED(int, epoll_wait, (int fd, struct epoll_event *events, int max, int 
         int(*real) params;                                                                         \
         memcpy(&real, &sym, sizeof(real));                                                         \
         sigset_t old, copy;                                                                        \
-        int guarded = (blocks) ? guard_begin(&old) : 0;                                            \
+        int guarded = (blocks) ? osp__guard_begin(&old) : 0;                                       \
         const sigset_t *use = guard_mask(guarded, mask_arg, &copy);                                \
         (void)use;                                                                                 \
         int osp__result = real call_args;                                                          \
-        guard_end(guarded, &old);                                                                  \
+        osp__guard_end(guarded, &old);                                                             \
         return osp__result;                                                                        \
     }
 
 OSP__GUARDED_MASK(ppoll,
                   (struct pollfd * fds, nfds_t n, const struct timespec *timeout,
                    const sigset_t *mask),
-                  (fds, n, timeout, use), timespec_blocks(timeout), mask)
+                  (fds, n, timeout, use), osp__timespec_blocks(timeout), mask)
 OSP__GUARDED_MASK(pselect,
                   (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *timeout,
                    const sigset_t *mask),
-                  (n, r, w, e, timeout, use), timespec_blocks(timeout), mask)
+                  (n, r, w, e, timeout, use), osp__timespec_blocks(timeout), mask)
 OSP__GUARDED_MASK(epoll_pwait,
                   (int fd, struct epoll_event *events, int max, int timeout, const sigset_t *mask),
                   (fd, events, max, timeout, use), timeout != 0, mask)
@@ -156,21 +120,21 @@ OSP__GUARDED(int, __poll_chk, (struct pollfd * fds, nfds_t n, int timeout, size_
 OSP__GUARDED_MASK(__ppoll_chk,
                   (struct pollfd * fds, nfds_t n, const struct timespec *timeout,
                    const sigset_t *mask, size_t fdslen),
-                  (fds, n, timeout, use, fdslen), timespec_blocks(timeout), mask)
+                  (fds, n, timeout, use, fdslen), osp__timespec_blocks(timeout), mask)
 OSP__GUARDED_MASK(epoll_pwait2,
                   (int fd, struct epoll_event *events, int max, const struct timespec *timeout,
                    const sigset_t *mask),
-                  (fd, events, max, timeout, use), timespec_blocks(timeout), mask)
+                  (fd, events, max, timeout, use), osp__timespec_blocks(timeout), mask)
 
 /* Waiting for signals: the mask given replaces the thread's, so SIGPROF goes into it. */
 OSP__GUARDED_MASK(sigsuspend, (const sigset_t *mask), (use), 1, mask)
 OSP__GUARDED(int, sigtimedwait, (const sigset_t *set, siginfo_t *info, const struct timespec *t),
-             (set, info, t), timespec_blocks(t), -1)
+             (set, info, t), osp__timespec_blocks(t), -1)
 OSP__GUARDED(int, sigwaitinfo, (const sigset_t *set, siginfo_t *info), (set, info), 1, -1)
 
 /* C11 and POSIX sleeps and semaphores built on calls the kernel never restarts. */
 OSP__GUARDED(int, thrd_sleep, (const struct timespec *req, struct timespec *rem), (req, rem),
-             timespec_blocks(req), -2)
+             osp__timespec_blocks(req), -2)
 OSP__GUARDED(int, sem_wait, (sem_t * sem), (sem), 1, -1)
 OSP__GUARDED(int, sem_timedwait, (sem_t * sem, const struct timespec *t), (sem, t), 1, -1)
 OSP__GUARDED(int, sem_clockwait, (sem_t * sem, clockid_t clock, const struct timespec *t),
@@ -285,8 +249,8 @@ syscall(long nr, ...)
         return r;
     }
     sigset_t old;
-    int guarded = syscall_never_restarted(nr, a) ? guard_begin(&old) : 0;
+    int guarded = syscall_never_restarted(nr, a) ? osp__guard_begin(&old) : 0;
     long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-    guard_end(guarded, &old);
+    osp__guard_end(guarded, &old);
     return r;
 }

@@ -1,10 +1,13 @@
 /* handler.c — the SIGPROF handler: the only code of ours that runs on the program's threads
- * while they run.
+ * while they run, and the whole of the shim's signal-safety audit surface.
  *
  * Owns what happens when a SIGPROF of ours lands on a registered thread: whether the thread
- * was running or blocked in the kernel at that instant, the CPU-time credit rule that turns
- * running instants into ON_CPU samples, the wait a blocked instant opens, the thread's
- * CPU-time timer, and what ospreyd reads to decide when to signal it next.
+ * was running or blocked in the kernel at that instant (osp__context_instant), the stack it
+ * captures, applying the credit rule (policy.c) that turns running instants into ON_CPU
+ * samples, the wait a blocked instant opens, arming the thread's CPU-time timer, and what
+ * ospreyd reads to decide when to signal it next. Everything it calls is in the layers below
+ * (osp_base.h, osp_policy.h, osp_core.h) and says "Async-signal-safe."; nothing in the shim
+ * calls into this file but boot, which installs the handler.
  *
  * DESIGN. No thread of ours lives in the program: ospreyd ticks (jittered, to absolute
  * deadlines) and signals the threads whose slot says RUNNING and whose next sample is due
@@ -38,48 +41,10 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "osp_shim.h"
-
-static uint64_t period_ns = 1000000000u / 997u;
-
-void osp__handler_set_rate(uint32_t rate_hz)
-{
-    period_ns = 1000000000u / (rate_hz ? rate_hz : 997u);
-}
-
-uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t period,
-                          uint64_t *needed_ns)
-{
-    uint32_t weight = 0;
-    int64_t credit = (int64_t)(cpu_ns - c->paid_ns);
-    if (credit >= (int64_t)(period / 2)) {
-        uint64_t w = ((uint64_t)credit + period / 2) / period;
-        uint64_t cap = OSP__MAX_WEIGHT_NS / period;
-        if (cap < OSP__MAX_WEIGHT)
-            cap = OSP__MAX_WEIGHT;
-        if (w > cap) {
-            /* Older CPU time than the cap: not this stack's. */
-            c->paid_ns = cpu_ns - cap * period;
-            w = cap;
-        }
-        weight = (uint32_t)w;
-        c->paid_ns += w * period;
-        credit = (int64_t)(cpu_ns - c->paid_ns);
-    }
-    /* The next sample is due when the credit reaches half a period again. */
-    int64_t needed = (int64_t)(period / 2) - credit;
-    *needed_ns = needed > 0 ? (uint64_t)needed : 0;
-    return weight;
-}
-
-uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024)
-{
-    if (share_1024 == 0)
-        share_1024 = 1;
-    if (share_1024 > 1024)
-        share_1024 = 1024;
-    return now_ns + needed_ns * 1024u / share_1024;
-}
+#include "osp_base.h"
+#include "osp_core.h"
+#include "osp_handler.h"
+#include "osp_policy.h"
 
 /* The instruction bytes around pc: [pc - W, pc + W) where readable. Each half is read on its
  * own when pc starts a page, so an unmapped neighbouring page costs only that half.
@@ -183,55 +148,15 @@ static void arm_timer(struct osp__slot *s, uint64_t cpu_ns)
     osp__sys(SYS_timer_settime, s->timer, 0, (long)&its, 0, 0); /* async-signal-safe: XSH 2.4.3 */
 }
 
-void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
-                     uint64_t cpu_ns)
-{
-    if (!s->wait_open)
-        return;
-    s->wait_open = 0;
-    uint64_t wall = now_ns > s->wait_t_ns ? now_ns - s->wait_t_ns : 0;
-    uint64_t used = cpu_ns > s->wait_cpu_ns ? cpu_ns - s->wait_cpu_ns : 0;
-    uint64_t waited = wall > used ? wall - used : 0;
-    uint64_t weight = (waited + period_ns / 2) / period_ns;
-    if (weight == 0)
-        return;
-    if (weight > UINT32_MAX)
-        weight = UINT32_MAX;
-    osp__emit_sample(w, s, s->wait_t_ns, OSP_STATE_WAITING, (uint32_t)weight, s->wait_pcs,
-                     s->wait_depth);
-}
-
-/* Async-signal-safe. */
-static void publish(struct osp__slot *s, uint32_t state, uint64_t due_ns)
-{
-    if (s->shared == NULL)
-        return;
-    atomic_store_explicit(&s->shared->next_due_ns, due_ns, memory_order_relaxed);
-    atomic_store_explicit(&s->shared->state, state, memory_order_relaxed);
-    if (state == OSP_SLOT_RUNNING)
-        osp__slot_wants_attention(s);
-}
-
-void osp__slot_wants_attention(const struct osp__slot *s)
-{
-    struct osp_ring_header *h = osp__header;
-    if (h == NULL || s->index >= OSP_ATTENTION_WORDS * 64)
-        return;
-    /* Release: ospreyd, whose exchange of the word is acquire, sees the state stored above.
-     * Always the read-modify-write, even when the bit looks up: skipping it could let ospreyd
-     * take the word, read the old state and drop the slot from its watch list. */
-    atomic_fetch_or_explicit(&h->attention[s->index / 64], UINT64_C(1) << (s->index % 64),
-                             memory_order_release);
-}
-
 /* Async-signal-safe. */
 void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
 {
     if (!osp__sigprof_is_ours(info)) {
-        osp__sigprof_forward(sig, info, context); /* the program's, not ours (signals.c) */
+        osp__sigprof_forward(sig, info, context); /* the program's, not ours */
         return;
     }
     int saved_errno = errno;
+    uint64_t period_ns = osp__period_ns;
     struct osp__slot *s = osp__tls_slot;
     if (s != NULL && s->shared != NULL && context != NULL) {
         uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
@@ -251,10 +176,9 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                 s->wait_cpu_ns = cpu;
                 s->wait_open = 1;
             }
-            int64_t credit = (int64_t)(cpu - s->credit.paid_ns);
-            needed = credit < (int64_t)(period_ns / 2) ? period_ns / 2 - (uint64_t)credit : 0;
+            needed = osp__credit_needed(&s->credit, cpu, period_ns);
             arm_timer(s, needed);
-            publish(s, OSP_SLOT_BLOCKED, UINT64_MAX);
+            osp__slot_publish(s, OSP_SLOT_BLOCKED, UINT64_MAX);
         } else {
             osp__close_wait(&s->ring, s, now, cpu);
             /* Not every delivery is a running instant of the program's own:
@@ -279,15 +203,14 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                 osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth);
             }
             if (defer) {
-                int64_t credit = (int64_t)(cpu - s->credit.paid_ns);
-                needed = credit < (int64_t)(period_ns / 2) ? period_ns / 2 - (uint64_t)credit : 0;
-                publish(s, OSP_SLOT_RUNNING, UINT64_MAX); /* the timer takes it from here */
+                needed = osp__credit_needed(&s->credit, cpu, period_ns);
+                osp__slot_publish(s, OSP_SLOT_RUNNING,
+                                  UINT64_MAX); /* the timer takes it from here */
                 arm_timer(s, needed);
             } else {
                 /* Its recent share of a CPU says when the next sample will be due. */
-                uint64_t wall = now - prev_run_ns, used = cpu - prev_cpu_ns;
-                uint32_t share = wall > 0 && used < wall ? (uint32_t)(used * 1024u / wall) : 1024u;
-                publish(s, OSP_SLOT_RUNNING, osp__due_time(now, needed, share));
+                uint32_t share = osp__cpu_share(now - prev_run_ns, cpu - prev_cpu_ns);
+                osp__slot_publish(s, OSP_SLOT_RUNNING, osp__due_time(now, needed, share));
                 /* A net under ospreyd: the timer fires if several periods pass unsampled.
                  * Moved forward only now and then: a system call saved on most samples. */
                 if (s->timer_expiry_cpu_ns < cpu + needed + 2 * period_ns)
@@ -299,63 +222,4 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             atomic_fetch_add_explicit(&s->shared->signals_handled, 1, memory_order_release);
     }
     errno = saved_errno;
-}
-
-void osp__guard_wait_begin(struct osp__slot *s)
-{
-    if (s->shared == NULL)
-        return;
-    /* SIGPROF is blocked: the handler cannot run on this thread until guard_wait_end. */
-    if (!s->wait_open) {
-        uint64_t pcs[OSP_MAX_DEPTH];
-        uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-        uint64_t sp = (uint64_t)(uintptr_t)&pcs[0];
-        /* Our own frames (this function and the interposer) are left out: the wait belongs
-         * to whoever called the blocking function. */
-        uint32_t depth = osp__unwind_walk(0, fp, sp < s->stack_lo ? s->stack_lo : sp, s->stack_hi,
-                                          pcs, OSP_MAX_DEPTH);
-        uint32_t skip = depth > 2 ? 2 : 0;
-        memcpy(s->wait_pcs, pcs + skip, (depth - skip) * sizeof(uint64_t));
-        s->wait_depth = depth - skip;
-        s->wait_t_ns = osp__clock_ns(CLOCK_MONOTONIC);
-        /* The CPU a blocking call uses is next to nothing: its wait is its wall time (and the
-         * thread's CPU clock, a system call, is not read on every blocking call). */
-        s->wait_cpu_ns = 0;
-        s->wait_open = s->wait_depth > 0;
-    }
-    publish(s, OSP_SLOT_GUARDED, UINT64_MAX);
-}
-
-void osp__guard_wait_end(struct osp__slot *s)
-{
-    if (s->shared == NULL)
-        return;
-    uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
-    osp__close_wait(&s->ring, s, now, 0);
-    /* Running again. Its next sample is due once it has used the CPU time still owed, at the
-     * earliest: a thread that wakes briefly and sleeps again is not signalled for nothing. */
-    s->guard_leaving = 1; /* cleared by guard.c once SIGPROF is unblocked */
-    publish(s, OSP_SLOT_RUNNING, now + period_ns / 2);
-}
-
-int osp__cpu_timer_create(void)
-{
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = SIGPROF;
-    sev.sigev_value.sival_ptr = osp__sigprof_cookie();
-    sev._sigev_un._tid = gettid();
-    int timer = -1;
-    /* The raw call: the C library's timer_create starts a helper thread for SIGEV_THREAD, and
-     * we want nothing of it. */
-    if (osp__sys(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, (long)&sev, (long)&timer, 0, 0) != 0)
-        return -1;
-    return timer;
-}
-
-void osp__cpu_timer_delete(int timer)
-{
-    if (timer >= 0)
-        osp__sys(SYS_timer_delete, timer, 0, 0, 0, 0);
 }

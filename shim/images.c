@@ -19,7 +19,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "osp_shim.h"
+#include "osp_core.h"
 
 #if defined(__aarch64__)
 #define OSP__ARCH "aarch64"

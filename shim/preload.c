@@ -1,18 +1,18 @@
-/* preload.c — what makes the shim work without the program's help: the constructor that
- * boots it, and the interposed pthread_create that registers every new thread.
+/* preload.c — the interposers that make the shim work without the program's help: every new
+ * thread registered, every new image given the bookkeeping it needs, every object recorded
+ * before it is unloaded. Called by nobody in the shim: the program's calls land here.
  *
- * Owns the pthread_create and pthread_setname_np wrappers (the real ones come from
- * dlsym(RTLD_NEXT)), the thread
- * trampoline that registers a new thread under its name (or "thread") and kernel tid, and the
- * pthread key whose destructor unregisters a thread when it ends — by returning, by
- * pthread_exit or by cancellation alike.
+ * Owns the pthread_create and pthread_setname_np wrappers (the real ones come from libc.c),
+ * the thread trampoline that registers a new thread under its name (or "thread") and kernel
+ * tid (boot's pthread key unregisters it when it ends — by returning, by pthread_exit or by
+ * cancellation alike), the exec and spawn family, system and popen, and dlclose.
  *
  * Built into both the shared library (LD_PRELOAD) and the static archive (linked with
  * --whole-archive, so the executable's own pthread_create is this one). When the profiler is
  * inactive the wrapper calls straight through.
  *
- * The exec family is wrapped too: a SIGPROF of ours still pending on a thread that calls
- * execve would outlive it and kill the new program, whose SIGPROF is back to SIG_DFL.
+ * The exec family is wrapped: a SIGPROF of ours still pending on a thread that calls execve
+ * would outlive it and kill the new program, whose SIGPROF is back to SIG_DFL (control.c).
  *
  * dlopen is deliberately not interposed: glibc resolves a dlopen'd name against the RUNPATH
  * of the *calling* object, so a wrapper would change which library a program loads. New
@@ -28,110 +28,28 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "osp_shim.h"
+#include "osp_base.h"
+#include "osp_boot.h"
+#include "osp_core.h"
 #include "osprey_prof.h"
 
 extern char **environ;
 
-/* Every function the shim interposes, looked up once from the constructor: a wrapper that
- * first runs inside a signal handler (raise and kill are async-signal-safe, crash handlers
- * call them) must not be the one to call dlsym. */
-static const char *const interposed[] = {
-    "pthread_create",
-    "pthread_setname_np",
-    "sigaction",
-    "signal",
-    "bsd_signal",
-    "sysv_signal",
-    "raise",
-    "kill",
-    "pthread_kill",
-    "sigqueue",
-    "setitimer",
-    "pthread_sigmask",
-    "sigprocmask",
-    "execve",
-    "execv",
-    "execvp",
-    "execvpe",
-    "fexecve",
-    "execveat",
-    "nanosleep",
-    "clock_nanosleep",
-    "usleep",
-    "sleep",
-    "pause",
-    "poll",
-    "ppoll",
-    "select",
-    "pselect",
-    "epoll_wait",
-    "epoll_pwait",
-};
-#define OSP__INTERPOSED (sizeof(interposed) / sizeof(interposed[0]))
-/* Written by the constructor before the program's main runs; read-only afterwards. */
-static void *interposed_next[OSP__INTERPOSED];
+/* The real pthread_create (the next definition after ours). */
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
-static void resolve_interposed(void)
-{
-    for (size_t i = 0; i < OSP__INTERPOSED; i++)
-        interposed_next[i] = dlsym(RTLD_NEXT, interposed[i]);
-}
-
-/* Async-signal-safe once the constructor has run (a table lookup, no dlsym). */
-void *osp__next_symbol(_Atomic(void *) *cache, const char *name)
-{
-    /* Relaxed: every thread that resolves it stores the same value. */
-    void *sym = atomic_load_explicit(cache, memory_order_relaxed);
-    if (sym != NULL)
-        return sym;
-    for (size_t i = 0; i < OSP__INTERPOSED && sym == NULL; i++)
-        if (strcmp(interposed[i], name) == 0)
-            sym = interposed_next[i];
-    if (sym == NULL)
-        sym = dlsym(RTLD_NEXT, name); /* before the constructor, or not in the table */
-    if (sym == NULL)
-        errno = ENOSYS;
-    else
-        atomic_store_explicit(cache, sym, memory_order_relaxed);
-    return sym;
-}
-static pthread_key_t thread_key;
-static int thread_key_ready;
-
-osp__pthread_create_fn osp__real_pthread_create(void)
+static pthread_create_fn real_pthread_create(void)
 {
     static _Atomic(void *) cache;
     void *sym = osp__next_symbol(&cache, "pthread_create");
-    osp__pthread_create_fn fn;
+    pthread_create_fn fn;
     memcpy(&fn, &sym, sizeof(fn));
     return fn;
 }
 
-static void thread_ends(void *value)
-{
-    (void)value;
-    osp_prof_thread_unregister();
-}
-
-int osp__thread_key_init(void)
-{
-    if (thread_key_ready)
-        return 0;
-    int err = pthread_key_create(&thread_key, thread_ends);
-    if (err)
-        return -err;
-    thread_key_ready = 1;
-    return 0;
-}
-
-void osp__thread_key_mark(void)
-{
-    if (thread_key_ready)
-        pthread_setspecific(thread_key, (void *)1);
-}
-
-void osp__auto_register(const char *creator_name)
+/* Register the calling thread under its name (or "thread") and its kernel tid; boot arranges
+ * for it to be unregistered when it ends. */
+static void auto_register(const char *creator_name)
 {
     char name[16] = "";
     const char *label = "thread";
@@ -149,19 +67,19 @@ struct start {
     char creator_name[16];
 };
 
-static void *osp__thread_trampoline(void *p)
+static void *thread_trampoline(void *p)
 {
     struct start st = *(struct start *)p;
     free(p);
     if (osp__is_active())
-        osp__auto_register(st.creator_name);
+        auto_register(st.creator_name);
     return st.fn(st.arg);
 }
 
 __attribute__((visibility("default"))) int
 pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-    osp__pthread_create_fn real = osp__real_pthread_create();
+    pthread_create_fn real = real_pthread_create();
     if (real == NULL)
         return EAGAIN;
     if (!osp__is_active())
@@ -173,7 +91,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *
     st->arg = arg;
     if (pthread_getname_np(pthread_self(), st->creator_name, sizeof(st->creator_name)) != 0)
         st->creator_name[0] = '\0';
-    int err = real(thread, attr, osp__thread_trampoline, st);
+    int err = real(thread, attr, thread_trampoline, st);
     if (err)
         free(st);
     return err;
@@ -193,66 +111,6 @@ __attribute__((visibility("default"))) int pthread_setname_np(pthread_t thread, 
     if (err == 0 && osp__is_active())
         osp__registry_rename(&osp__the_registry, thread, name);
     return err;
-}
-
-/* ---- the exec family: see osp__exec_begin ---------------------------------------------- */
-
-/* ---- The bookkeeping descendants need, outside the program's environment ----------------- */
-
-static char root_entry[48], last_entry[48]; /* static: still there in a forked child */
-
-void osp__bookkeeping_set(long root_pid, long last_pid)
-{
-    snprintf(root_entry, sizeof root_entry, "OSPREY_PROFILE_ROOT_PID=%ld", root_pid);
-    snprintf(last_entry, sizeof last_entry, "OSPREY_PROFILE_LAST_PID=%ld", last_pid);
-}
-
-size_t osp__env_count(char *const envp[])
-{
-    size_t n = 0;
-    while (envp != NULL && envp[n] != NULL)
-        n++;
-    return n;
-}
-
-/* envp with our bookkeeping entries, built in `store` (n + 3 entries, the caller's stack: no
- * malloc in a forked child), when the new image will be profiled (OSPREY_PROFILE set);
- * else envp itself. */
-char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **store)
-{
-    int profiled = 0;
-    for (size_t i = 0; i < n && !profiled; i++)
-        profiled = strncmp(envp[i], "OSPREY_PROFILE=", 15) == 0;
-    if (!profiled || root_entry[0] == '\0')
-        return envp;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(envp[i], "OSPREY_PROFILE_ROOT_PID=", 24) != 0 &&
-            strncmp(envp[i], "OSPREY_PROFILE_LAST_PID=", 24) != 0)
-            store[k++] = envp[i];
-    store[k++] = root_entry;
-    store[k++] = last_entry;
-    store[k] = NULL;
-    return store;
-}
-
-/* system() and popen() start their child through the C library's own posix_spawn, with the
- * environment as it is: put the bookkeeping there for the call only. */
-static int bookkeeping_exported(void)
-{
-    if (root_entry[0] == '\0' || getenv("OSPREY_PROFILE") == NULL)
-        return 0;
-    putenv(root_entry);
-    putenv(last_entry);
-    return 1;
-}
-
-static void bookkeeping_withdrawn(int exported)
-{
-    if (exported) {
-        unsetenv("OSPREY_PROFILE_ROOT_PID");
-        unsetenv("OSPREY_PROFILE_LAST_PID");
-    }
 }
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
@@ -357,10 +215,10 @@ __attribute__((visibility("default"))) int system(const char *command)
         return -1;
     int (*real)(const char *);
     memcpy(&real, &sym, sizeof(real));
-    int exported = command != NULL && bookkeeping_exported();
+    int exported = command != NULL && osp__bookkeeping_export();
     int status = real(command);
     int saved = errno;
-    bookkeeping_withdrawn(exported);
+    osp__bookkeeping_withdraw(exported);
     errno = saved;
     return status;
 }
@@ -373,10 +231,10 @@ __attribute__((visibility("default"))) FILE *popen(const char *command, const ch
         return NULL;
     FILE *(*real)(const char *, const char *);
     memcpy(&real, &sym, sizeof(real));
-    int exported = bookkeeping_exported();
+    int exported = osp__bookkeeping_export();
     FILE *f = real(command, mode);
     int saved = errno;
-    bookkeeping_withdrawn(exported);
+    osp__bookkeeping_withdraw(exported);
     errno = saved;
     return f;
 }
@@ -437,10 +295,4 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
     memcpy(&real, &sym, sizeof(real));
     osp__images_refresh();
     return real(handle);
-}
-
-__attribute__((constructor)) static void preload_boot(void)
-{
-    resolve_interposed();
-    osp_prof_boot();
 }

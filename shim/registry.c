@@ -1,8 +1,9 @@
 /* registry.c — the thread registry: which threads are sampled, under which fiber id and label.
  *
  * Owns the slots (one per registered thread, reused), their generation counters, the
- * THREAD_START / THREAD_END records, each thread's CPU-time timer, and the writing of SAMPLE
- * records into a slot's ring.
+ * THREAD_START / THREAD_END records, each thread's CPU-time timer (created at registration,
+ * deleted at its end, disarmed all at once before exec and at exit), and the open waits
+ * written at exit. What a thread writes into its own slot is slot.c's.
  *
  * DESIGN. Slot i of the registry is slot i of the shared table (proto/osp_ring.h, "Slots"):
  * a private part here (identity, stack bounds, the handler's credit and wait) and a shared
@@ -20,9 +21,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "osp_shim.h"
+#include "osp_base.h"
+#include "osp_core.h"
 
 __thread struct osp__slot *osp__tls_slot __attribute__((tls_model("initial-exec")));
 
@@ -81,6 +84,30 @@ static void stack_bounds(uint64_t *lo, uint64_t *hi)
         *hi = *lo + size;
     }
     pthread_attr_destroy(&attr);
+}
+
+/* Create the calling thread's CPU-time timer: SIGPROF to itself, tagged as ours. Returns its
+ * kernel id, or -1. */
+static int cpu_timer_create(void)
+{
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SIGPROF;
+    sev.sigev_value.sival_ptr = osp__sigprof_cookie();
+    sev._sigev_un._tid = gettid();
+    int timer = -1;
+    /* The raw call: the C library's timer_create starts a helper thread for SIGEV_THREAD, and
+     * we want nothing of it. */
+    if (osp__sys(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, (long)&sev, (long)&timer, 0, 0) != 0)
+        return -1;
+    return timer;
+}
+
+static void cpu_timer_delete(int timer)
+{
+    if (timer >= 0)
+        osp__sys(SYS_timer_delete, timer, 0, 0, 0, 0);
 }
 
 /* Called with the registry lock held: may slot s be handed out again? Not while ospreyd may
@@ -157,7 +184,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     /* Everything that may allocate or take other locks happens before the registry lock. */
     uint64_t lo, hi;
     stack_bounds(&lo, &hi);
-    int timer = reg->header != NULL ? osp__cpu_timer_create() : -1;
+    int timer = reg->header != NULL ? cpu_timer_create() : -1;
     struct osp__slot *spare = NULL;
 
     pthread_mutex_lock(&reg->lock);
@@ -189,7 +216,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
         uint32_t cap = reg->capacity;
         pthread_mutex_unlock(&reg->lock);
         free(spare);
-        osp__cpu_timer_delete(timer);
+        cpu_timer_delete(timer);
         if (warn)
             osp__warn("more than %u threads at once: threads started beyond that are not profiled",
                       cap);
@@ -244,7 +271,7 @@ void osp__registry_unregister(struct osp__registry *reg)
      * this thread right now (it would have to finish before this code continues). */
     osp__tls_slot = NULL;
     atomic_signal_fence(memory_order_seq_cst);
-    osp__cpu_timer_delete(s->timer);
+    cpu_timer_delete(s->timer);
     s->timer = -1;
     /* The handler no longer runs for this slot: its ring and wait are ours to finish. */
     if (!reg->stopped && s->shared != NULL)
@@ -293,36 +320,6 @@ int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char
     return renamed;
 }
 
-void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
-                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth)
-{
-    if (w->data == NULL || depth == 0 || weight == 0)
-        return;
-    if (depth > OSP_MAX_DEPTH)
-        depth = OSP_MAX_DEPTH;
-    uint32_t size = (uint32_t)sizeof(struct osp_rec_sample_weighted) + depth * 8u;
-    uint64_t new_head;
-    /* The event ring keeps room for control records; a slot ring holds samples alone. */
-    struct osp_rec_sample_weighted *rec = w->header != NULL && w->head == &w->header->head
-                                              ? osp__event_ring_reserve_sample(w, size, &new_head)
-                                              : osp__event_ring_reserve(w, size, &new_head);
-    if (rec == NULL) {
-        osp__event_ring_count_drops(w, weight);
-        return;
-    }
-    rec->h.type = OSP_REC_SAMPLE_WEIGHTED;
-    rec->h.size = size;
-    rec->t_ns = t_ns;
-    rec->slot = s->index;
-    rec->generation = s->generation;
-    rec->state = state;
-    rec->depth = depth;
-    rec->weight = weight;
-    rec->reserved = 0;
-    memcpy(rec + 1, pcs, depth * 8u);
-    osp__event_ring_commit(w, new_head);
-}
-
 void osp__registry_flush_waits(struct osp__registry *reg, uint64_t now_ns)
 {
     if (reg->ring == NULL || reg->stopped)
@@ -340,4 +337,25 @@ void osp__registry_flush_waits(struct osp__registry *reg, uint64_t now_ns)
          * on a blocked thread; a stale read costs one wait's record). */
         osp__close_wait(reg->ring, s, now_ns, s->wait_cpu_ns);
     }
+}
+
+int osp__registry_lock_briefly(struct osp__registry *reg)
+{
+    for (int tries = 0; tries < 500; tries++) {
+        if (pthread_mutex_trylock(&reg->lock) == 0)
+            return 0;
+        osp__nap_us(100);
+    }
+    return -1;
+}
+
+void osp__registry_disarm_timers(struct osp__registry *reg)
+{
+    if (reg->slots == NULL || osp__registry_lock_briefly(reg) != 0)
+        return;
+    struct itimerspec off = {{0, 0}, {0, 0}};
+    for (uint32_t i = 0; i < reg->count; i++)
+        if (reg->slots[i]->active && reg->slots[i]->timer >= 0)
+            osp__sys(SYS_timer_settime, reg->slots[i]->timer, 0, (long)&off, 0, 0);
+    pthread_mutex_unlock(&reg->lock);
 }

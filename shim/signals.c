@@ -1,28 +1,15 @@
-/* signals.c — SIGPROF: ours to send, the program's to keep.
+/* signals.c — the program's side of SIGPROF: its interposed sigaction, signal, bsd_signal and
+ * sysv_signal, the ways it sends or arms SIGPROF (raise, kill, pthread_kill, sigqueue,
+ * setitimer) and the ways it blocks it (pthread_sigmask, sigprocmask). Called by nobody in the
+ * shim: the program's calls land here.
  *
- * Owns the SIGPROF disposition while the profiler runs: installing our handler, telling our
- * own signals apart from everybody else's, and keeping the program's view of SIGPROF intact —
- * the interposed sigaction, signal, bsd_signal and sysv_signal record a handler the program
- * installs for SIGPROF (its "shadow" disposition) instead of replacing ours, answer queries
- * with it, and signals that are not ours are forwarded to it (or get its default action).
- *
- * DESIGN. Our signals are sent with rt_tgsigqueueinfo carrying si_code SI_QUEUE, our pid, and
- * the address of a private cookie in si_value, so the handler can tell them from the
- * program's own (setitimer(ITIMER_PROF), raise, kill from outside). Without this, a program
- * that installs a SIGPROF handler after we started — GNU sort installs one to clean up its
- * temporary files, then dies — could be handed one of our signals. The shadow disposition is
- * read by the handler, so it is published under a sequence counter (a seqlock): a writer
- * blocks SIGPROF on its own thread (a handler cannot interrupt it there) and makes the count
- * odd while it copies, readers retry until they see the same even count before and after.
- * A program that bypasses libc (a raw rt_sigaction syscall) replaces our handler for real;
- * the sampler notices (osp__sigprof_foreign) and stops signalling.
- *
- * Standard signals do not queue: one of ours pending when the program's own SIGPROF arrives
- * would swallow it. So once the program sends or arms SIGPROF (interposed raise, kill,
- * pthread_kill, sigqueue, setitimer(ITIMER_PROF)) or receives one, we send no more, after
- * waiting (bounded) for ours in flight. And a thread that blocks SIGPROF (interposed
- * pthread_sigmask, sigprocmask) gets none of ours: one left pending would be visible to its
- * sigwait, sigtimedwait or signalfd.
+ * A SIGPROF handler the program installs is recorded in the shadow disposition
+ * (disposition.c) instead of replacing ours, and queries are answered from it. Standard
+ * signals do not queue: one of ours pending when the program's own SIGPROF arrives would
+ * swallow it. So once the program sends or arms SIGPROF, or receives one, we send no more,
+ * after waiting (bounded) for ours in flight (control.c). And a thread that blocks SIGPROF
+ * gets none of ours: one left pending would be visible to its sigwait, sigtimedwait or
+ * signalfd.
  */
 #include <errno.h>
 #include <signal.h>
@@ -31,225 +18,17 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "osp_shim.h"
-
-typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
-typedef void (*handler_fn)(int, siginfo_t *, void *);
-
-/* Our handler, once installed (then the wrappers keep the program's SIGPROF in the shadow for
- * the rest of the process's life, forked children included). Written once at boot before any
- * other thread can care; relaxed. */
-static _Atomic(handler_fn) installed;
-static const char cookie = 'o';
-/* Set once the program sends, arms (ITIMER_PROF) or receives a SIGPROF of its own; from then
- * on the sampler sends none (they could merge with the program's: standard signals do not
- * queue). Relaxed: a one-way flag, checked every tick. */
-static _Atomic int program_signals;
-/* Whether the one warning line about it has been written (whoever exchanges it first). */
-static _Atomic int program_signals_warned;
-
-static struct sigaction shadow;
-/* Even: shadow is stable; odd: a writer is copying. Release after writing, acquire before
- * reading, so a reader that sees the same even count twice read a complete copy. */
-static _Atomic uint32_t shadow_seq;
-static pthread_mutex_t shadow_writers = PTHREAD_MUTEX_INITIALIZER;
-
-int osp__sigmask_raw(int how, const sigset_t *set, sigset_t *old)
-{
-    /* The kernel's mask is the first _NSIG bits of sigset_t. */
-    if (osp__sys(SYS_rt_sigprocmask, how, (long)set, (long)old, _NSIG / 8, 0) != 0)
-        return -errno;
-    return 0;
-}
-
-int osp__sigmask_libc(int how, const sigset_t *set, sigset_t *old)
-{
-    static _Atomic(void *) cache;
-    void *sym = osp__next_symbol(&cache, "pthread_sigmask");
-    if (sym == NULL)
-        return -ENOSYS;
-    int (*real)(int, const sigset_t *, sigset_t *);
-    memcpy(&real, &sym, sizeof(real));
-    return -real(how, set, old);
-}
-
-/* The C library's sigaction (ours interposes it). NULL only if the loader cannot find it. */
-static sigaction_fn real_sigaction(void)
-{
-    static _Atomic(void *) cache;
-    void *sym = osp__next_symbol(&cache, "sigaction");
-    sigaction_fn fn;
-    memcpy(&fn, &sym, sizeof(fn));
-    return fn;
-}
-
-/* Async-signal-safe. */
-static void shadow_read(struct sigaction *out)
-{
-    for (;;) {
-        uint32_t before = atomic_load_explicit(&shadow_seq, memory_order_acquire);
-        if (before & 1u)
-            continue; /* a writer on another thread is mid-copy */
-        memcpy(out, &shadow, sizeof(*out));
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&shadow_seq, memory_order_relaxed) == before)
-            return;
-    }
-}
-
-/* Async-signal-safe when called from the SIGPROF handler (SIGPROF is blocked there). */
-static void shadow_write_blocked(const struct sigaction *in)
-{
-    uint32_t seq = atomic_load_explicit(&shadow_seq, memory_order_relaxed);
-    atomic_store_explicit(&shadow_seq, seq + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    memcpy(&shadow, in, sizeof(shadow));
-    atomic_store_explicit(&shadow_seq, seq + 2, memory_order_release);
-}
-
-static void shadow_write(const struct sigaction *in)
-{
-    sigset_t prof, old;
-    sigemptyset(&prof);
-    sigaddset(&prof, SIGPROF);
-    pthread_mutex_lock(&shadow_writers);
-    osp__sigmask_raw(SIG_BLOCK, &prof, &old);
-    shadow_write_blocked(in);
-    osp__sigmask_raw(SIG_SETMASK, &old, NULL);
-    pthread_mutex_unlock(&shadow_writers);
-}
-
-int osp__sigprof_foreign(void)
-{
-    sigaction_fn real = real_sigaction();
-    struct sigaction cur;
-    if (real == NULL || real(SIGPROF, NULL, &cur) != 0)
-        return 0;
-    handler_fn ours = atomic_load_explicit(&installed, memory_order_relaxed);
-    if (cur.sa_flags & SA_SIGINFO)
-        return cur.sa_sigaction != ours;
-    return cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
-}
-
-int osp__sigprof_install(handler_fn handler)
-{
-    sigaction_fn real = real_sigaction();
-    if (real == NULL)
-        return -ENOSYS;
-    struct sigaction sa, before;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = handler;
-    sa.sa_flags = SA_RESTART | SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    if (real(SIGPROF, &sa, &before) != 0)
-        return -errno;
-    shadow_write(&before); /* SIG_DFL or SIG_IGN: boot refuses to run over a handler */
-    atomic_store_explicit(&installed, handler, memory_order_relaxed);
-    return 0;
-}
-
-void *osp__sigprof_cookie(void)
-{
-    return (void *)&cookie;
-}
-
-/* Async-signal-safe. Ours: ospreyd's (rt_tgsigqueueinfo, SI_QUEUE) and the threads' CPU-time
- * timers' (SI_TIMER), both carrying the cookie's address, which nobody else knows. */
-int osp__sigprof_is_ours(const siginfo_t *info)
-{
-    return info != NULL && (info->si_code == SI_QUEUE || info->si_code == SI_TIMER) &&
-           info->si_value.sival_ptr == (void *)&cookie;
-}
-
-int osp__sigprof_program_signals(void)
-{
-    /* Relaxed: read under the registry lock, which the setter takes after setting it. */
-    return atomic_load_explicit(&program_signals, memory_order_relaxed);
-}
-
-/* The program is about to send or arm SIGPROF: stop ours first. */
-static void program_will_signal(int sig)
-{
-    if (sig != SIGPROF || atomic_load_explicit(&installed, memory_order_relaxed) == NULL)
-        return;
-    if (atomic_exchange_explicit(&program_signals, 1, memory_order_relaxed) == 0)
-        osp__sigprof_back_off();
-    if (osp__is_active() && osp__sigprof_claim_warning())
-        osp__warn("the program uses SIGPROF itself; sampling stopped");
-}
-
-int osp__sigprof_claim_warning(void)
-{
-    /* Relaxed: a one-way flag; only which caller writes the line depends on it. */
-    return atomic_exchange_explicit(&program_signals_warned, 1, memory_order_relaxed) == 0;
-}
-
-/* Async-signal-safe: sigprocmask/pthread_sigmask, sigaction and the tgkill syscall are. */
-void osp__sigprof_forward(int sig, siginfo_t *info, void *context)
-{
-    atomic_store_explicit(&program_signals, 1, memory_order_relaxed);
-    struct sigaction act;
-    shadow_read(&act);
-    int siginfo = (act.sa_flags & SA_SIGINFO) != 0;
-    if (!siginfo && act.sa_handler == SIG_IGN)
-        return;
-    if (!siginfo && act.sa_handler == SIG_DFL) {
-        /* The default action (terminate), as if we had never been here: it happens when
-         * this handler returns and SIGPROF is unblocked. */
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof(dfl));
-        dfl.sa_handler = SIG_DFL;
-        sigemptyset(&dfl.sa_mask);
-        sigaction_fn real = real_sigaction();
-        if (real)
-            real(SIGPROF, &dfl, NULL);
-        osp__sys(SYS_tgkill, getpid(), gettid(), sig, 0, 0);
-        return;
-    }
-    if (act.sa_flags & SA_RESETHAND) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof(dfl));
-        dfl.sa_handler = SIG_DFL;
-        sigemptyset(&dfl.sa_mask);
-        shadow_write_blocked(&dfl);
-    }
-    sigset_t mask = act.sa_mask, old;
-    if (act.sa_flags & SA_NODEFER)
-        sigdelset(&mask, SIGPROF);
-    else
-        sigaddset(&mask, SIGPROF);
-    osp__sigmask_raw(SIG_BLOCK, &mask, &old);
-    if (act.sa_flags & SA_NODEFER) {
-        sigset_t prof;
-        sigemptyset(&prof);
-        sigaddset(&prof, SIGPROF);
-        osp__sigmask_raw(SIG_UNBLOCK, &prof, NULL);
-    }
-    if (siginfo)
-        act.sa_sigaction(sig, info, context);
-    else
-        act.sa_handler(sig);
-    osp__sigmask_raw(SIG_SETMASK, &old, NULL);
-}
-
-int osp__sigprof_program_handles(void)
-{
-    if (atomic_load_explicit(&installed, memory_order_relaxed) == NULL)
-        return 0;
-    struct sigaction act;
-    shadow_read(&act);
-    if (act.sa_flags & SA_SIGINFO)
-        return 1;
-    return act.sa_handler != SIG_DFL && act.sa_handler != SIG_IGN;
-}
+#include "osp_base.h"
+#include "osp_boot.h"
+#include "osp_core.h"
 
 /* ---- the program's side --------------------------------------------------------------- */
 
 __attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction *act,
                                                      struct sigaction *old)
 {
-    sigaction_fn real = real_sigaction();
-    if (sig != SIGPROF || atomic_load_explicit(&installed, memory_order_relaxed) == NULL) {
+    osp__sigaction_fn real = osp__libc_sigaction();
+    if (sig != SIGPROF || !osp__sigprof_installed()) {
         if (real == NULL) {
             errno = ENOSYS;
             return -1;
@@ -257,9 +36,9 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
         return real(sig, act, old);
     }
     struct sigaction previous;
-    shadow_read(&previous);
+    osp__sigprof_shadow_read(&previous);
     if (act != NULL)
-        shadow_write(act);
+        osp__sigprof_shadow_write(act);
     if (old != NULL)
         *old = previous;
     return 0;
@@ -298,7 +77,7 @@ static sighandler_t (*real_simple(_Atomic(void *) *cache, const char *name))(int
 static sighandler_t simple(_Atomic(void *) *cache, const char *name, int sig, sighandler_t handler,
                            int flags)
 {
-    if (sig != SIGPROF || atomic_load_explicit(&installed, memory_order_relaxed) == NULL) {
+    if (sig != SIGPROF || !osp__sigprof_installed()) {
         sighandler_t (*real)(int, sighandler_t) = real_simple(cache, name);
         if (real == NULL) {
             errno = ENOSYS;
@@ -318,6 +97,17 @@ static int load_next(_Atomic(void *) *cache, const char *name, void *fn, size_t 
         return -1;
     memcpy(fn, &sym, size);
     return 0;
+}
+
+/* The program is about to send or arm SIGPROF: stop ours first. */
+static void program_will_signal(int sig)
+{
+    if (sig != SIGPROF || !osp__sigprof_installed())
+        return;
+    if (osp__sigprof_mark_program_signals())
+        osp__sigprof_back_off();
+    if (osp__is_active() && osp__sigprof_claim_warning())
+        osp__warn("the program uses SIGPROF itself; sampling stopped");
 }
 
 /* The ways a program sends or arms SIGPROF: ours stop first (program_will_signal). */

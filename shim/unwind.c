@@ -1,8 +1,8 @@
 /* unwind.c — stack capture by frame-pointer walk, and nothing else.
  *
  * Owns how the SIGPROF handler turns its thread's registers into a list of code addresses:
- * the walk (osp__unwind_walk, and the aarch64 form that also records lr), the x86_64 prologue
- * and ret case, and reading code bytes without faulting (osp__read_code).
+ * the walk (osp__unwind_walk, and the aarch64 form that also records lr) and the x86_64 prologue
+ * and ret case (whose code bytes are read with base.c's osp__read_code).
  *
  * DESIGN. A frame record is two words: [fp] = the caller's frame pointer, [fp + 8] = the
  * return address into the caller (x86_64 `push rbp; mov rbp, rsp`; aarch64 `stp x29, x30`).
@@ -16,10 +16,9 @@
  * prologue and ret detection) are read with process_vm_readv, which fails rather than faults.
  */
 #include <stdint.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
-#include "osp_shim.h"
+#include "osp_base.h"
+#include "osp_core.h"
 
 /* These functions read stack memory that belongs to frames they do not own (another
  * thread's, or their own callers' beyond any object): under AddressSanitizer those words are
@@ -113,15 +112,6 @@ static int code_matches(const unsigned char *window, long window_size, long at,
         if (window[at + (long)i] != expected[i])
             return 0;
     return 1;
-}
-
-/* Async-signal-safe: getpid and process_vm_readv are plain system calls (the caller saves
- * errno). process_vm_readv fails instead of faulting: a page may be execute-only (x86
- * protection keys make PROT_EXEC alone unreadable), or gone. */
-int osp__read_code(uint64_t addr, void *out, size_t n)
-{
-    struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
 /* Async-signal-safe (osp__read_code). */

@@ -11,7 +11,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "osp_shim.h"
+#include "osp_core.h"
+#include "osp_handler.h"
+#include "osp_policy.h"
 
 /* ---- frame-pointer walk --------------------------------------------------------------- */
 

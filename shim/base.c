@@ -1,0 +1,87 @@
+/* base.c — the bottom of the shim: small utilities every other file may use, and which use
+ * nothing of the shim's.
+ *
+ * Owns reading code bytes without faulting (osp__read_code), the shim's own short naps and
+ * signal-mask changes (raw system calls, never the C library functions the shim interposes),
+ * and the warning line on stderr — written only while fd 2 is still the stderr the program
+ * started with. The raw system call itself and the clock readings are inline in osp_base.h.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "osp_base.h"
+
+/* Async-signal-safe: getpid and process_vm_readv are plain system calls (the caller saves
+ * errno). process_vm_readv fails instead of faulting: a page may be execute-only (x86
+ * protection keys make PROT_EXEC alone unreadable), or gone. */
+int osp__read_code(uint64_t addr, void *out, size_t n)
+{
+    struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+void osp__nap_us(long us)
+{
+    struct timespec t = {0, us * 1000};
+    osp__sys(SYS_nanosleep, (long)&t, 0, 0, 0, 0);
+}
+
+int osp__sigmask_raw(int how, const sigset_t *set, sigset_t *old)
+{
+    /* The kernel's mask is the first _NSIG bits of sigset_t. */
+    if (osp__sys(SYS_rt_sigprocmask, how, (long)set, (long)old, _NSIG / 8, 0) != 0)
+        return -errno;
+    return 0;
+}
+
+/* The stderr the program started with (device and inode), or st_ino 0 when unknown. */
+static struct stat warn_stream;
+
+void osp__warn_remember_stderr(void)
+{
+    if (fstat(STDERR_FILENO, &warn_stream) != 0)
+        warn_stream.st_ino = 0;
+}
+
+/* May a warning go to fd 2? Not when the program has put something else there (a data file
+ * it writes): our line would corrupt it. */
+static int stderr_is_ours(void)
+{
+    struct stat now;
+    if (fstat(STDERR_FILENO, &now) != 0)
+        return 0;
+    if (warn_stream.st_ino == 0) /* before boot looked: only a terminal, pipe or socket */
+        return S_ISCHR(now.st_mode) || S_ISFIFO(now.st_mode) || S_ISSOCK(now.st_mode);
+    return now.st_dev == warn_stream.st_dev && now.st_ino == warn_stream.st_ino;
+}
+
+void osp__warn(const char *fmt, ...)
+{
+    if (!stderr_is_ours())
+        return;
+    char line[512];
+    int n = snprintf(line, sizeof(line), "osprey: ");
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof(line) - 2)
+        len = sizeof(line) - 2;
+    line[len++] = '\n';
+    int saved = errno;
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(STDERR_FILENO, line + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    errno = saved;
+}

@@ -1,0 +1,66 @@
+/* descendants.c — what a descendant's new image needs to find the profile it belongs to.
+ *
+ * Owns OSPREY_PROFILE_ROOT_PID (the process that started profiling: descendants write
+ * "<out>.<pid>.json" beside its profile) and OSPREY_PROFILE_LAST_PID (the latest image that
+ * booted in this process: an image that replaces it by exec writes "<out>.<pid>-<random>.json").
+ * Boot takes both out of the program's environment, so the program never sees them; the exec
+ * and spawn interposers add them only to the environment they hand to a new image that will be
+ * profiled (OSPREY_PROFILE set in it), built on the caller's stack: exec runs in forked
+ * children of threaded programs, where malloc's lock may be held by a thread that is gone.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "osp_boot.h"
+
+static char root_entry[48], last_entry[48]; /* static: still there in a forked child */
+
+void osp__bookkeeping_set(long root_pid, long last_pid)
+{
+    snprintf(root_entry, sizeof root_entry, "OSPREY_PROFILE_ROOT_PID=%ld", root_pid);
+    snprintf(last_entry, sizeof last_entry, "OSPREY_PROFILE_LAST_PID=%ld", last_pid);
+}
+
+size_t osp__env_count(char *const envp[])
+{
+    size_t n = 0;
+    while (envp != NULL && envp[n] != NULL)
+        n++;
+    return n;
+}
+
+char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **store)
+{
+    int profiled = 0;
+    for (size_t i = 0; i < n && !profiled; i++)
+        profiled = strncmp(envp[i], "OSPREY_PROFILE=", 15) == 0;
+    if (!profiled || root_entry[0] == '\0')
+        return envp;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(envp[i], "OSPREY_PROFILE_ROOT_PID=", 24) != 0 &&
+            strncmp(envp[i], "OSPREY_PROFILE_LAST_PID=", 24) != 0)
+            store[k++] = envp[i];
+    store[k++] = root_entry;
+    store[k++] = last_entry;
+    store[k] = NULL;
+    return store;
+}
+
+int osp__bookkeeping_export(void)
+{
+    if (root_entry[0] == '\0' || getenv("OSPREY_PROFILE") == NULL)
+        return 0;
+    putenv(root_entry);
+    putenv(last_entry);
+    return 1;
+}
+
+void osp__bookkeeping_withdraw(int exported)
+{
+    if (exported) {
+        unsetenv("OSPREY_PROFILE_ROOT_PID");
+        unsetenv("OSPREY_PROFILE_LAST_PID");
+    }
+}

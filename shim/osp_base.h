@@ -1,0 +1,103 @@
+/* osp_base.h — layer 1 of the shim, the bottom: raw system calls, clocks, code reads, naps,
+ * signal-mask changes, warnings (base.c) and the real C library behind the interposers
+ * (libc.c). Uses nothing of the shim's; every other file may use it. The layers, bottom to
+ * top (each file includes only its own layer's header and those below; shim/README.md):
+ *
+ *   1 osp_base.h     base.c libc.c
+ *   2 osp_policy.h   policy.c
+ *   3 osp_core.h     event_ring.c unwind.c disposition.c slot.c registry.c images.c
+ *   4 osp_handler.h  handler.c
+ *   5 osp_boot.h     descendants.c boot.c control.c
+ *   6 (no header)    preload.c guard.c signals.c — the interposers, called by nobody here
+ *
+ * Nothing here is exported from the shared library (it is built with hidden visibility).
+ */
+#ifndef OSP_BASE_H
+#define OSP_BASE_H
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* ---- system calls and clocks (inline) ---------------------------------------------------- */
+
+/* A system call made directly, never through the C library's syscall(), which the shim
+ * interposes (guard.c): inside the handler that would be a symbol lookup in a signal handler,
+ * and every call a detour. Returns the result, or -1 with errno set. Async-signal-safe. */
+static inline long osp__sys(long nr, long a, long b, long c, long d, long e)
+{
+    long ret;
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+                     : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = nr;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    register long x4 __asm__("x4") = e;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+    ret = x0;
+#else
+#error "osp__sys: x86_64 and aarch64 only"
+#endif
+    if (ret < 0 && ret > -4096) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return ret;
+}
+
+/* A clock's reading in ns (0 when it cannot be read). Async-signal-safe: clock_gettime is on
+ * POSIX's list (XSH 2.4.3). */
+static inline uint64_t osp__clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    if (clock_gettime(clock, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC in ns. Async-signal-safe. */
+static inline uint64_t osp__mono_ns(void)
+{
+    return osp__clock_ns(CLOCK_MONOTONIC);
+}
+
+/* ---- base.c ------------------------------------------------------------------------------ */
+
+/* Read n code bytes at addr without faulting (process_vm_readv). Returns 0 or -1.
+ * Async-signal-safe. */
+int osp__read_code(uint64_t addr, void *out, size_t n);
+/* Sleep `us` microseconds (< 1 s) with the raw system call: never the interposed nanosleep.
+ * Async-signal-safe. */
+void osp__nap_us(long us);
+/* Change the calling thread's signal mask with the raw syscall: for the shim's own, brief
+ * mask changes, which the program's interposed pthread_sigmask must not see. Returns 0 or
+ * -errno. Async-signal-safe. */
+int osp__sigmask_raw(int how, const sigset_t *set, sigset_t *old);
+/* Remember what fd 2 is now (at boot): warnings go there only while it stays the same. */
+void osp__warn_remember_stderr(void);
+/* One line on stderr, prefixed "osprey: " (write(2), no stdio buffering). */
+void osp__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- libc.c ------------------------------------------------------------------------------ */
+
+/* Look up every interposed name once (the constructor, before main). */
+void osp__libc_resolve_all(void);
+/* The next definition of `name` after ours (the C library's), looked up once into *cache;
+ * NULL with errno ENOSYS when there is none. */
+void *osp__next_symbol(_Atomic(void *) *cache, const char *name);
+/* The C library's sigaction (the shim interposes it). NULL only if the loader cannot find it. */
+typedef int (*osp__sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+osp__sigaction_fn osp__libc_sigaction(void);
+
+#endif /* OSP_BASE_H */

@@ -1,0 +1,253 @@
+/* osp_core.h — layer 3 of the shim (see osp_base.h for the list): the state the handler and
+ * everything above work on, and the writers of the shared memory.
+ *
+ *   event_ring.c   writer side of the shared event ring and of each slot's sample ring
+ *   unwind.c       the pure frame-pointer walk
+ *   disposition.c  SIGPROF: our tag, our handler's installation, the program's disposition
+ *                  kept in a shadow, and forwarding a delivery that is not ours to it
+ *   slot.c         what a registered thread writes about itself: its samples, its waits, the
+ *                  state ospreyd reads (the shared header, the sampling period)
+ *   registry.c     which threads are sampled: slots, generations, THREAD_START/END, each
+ *                  thread's CPU-time timer
+ *   images.c       loaded objects (dl_iterate_phdr) -> IMAGE records
+ *
+ * Within the layer, calls go from later files in this list to earlier ones only. Uses layers
+ * 1 (osp_base.h) and 2 (osp_policy.h). The unit tests link these directly and use them to
+ * plant frame chains, fill rings and drive a registry.
+ */
+#ifndef OSP_CORE_H
+#define OSP_CORE_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "osp_base.h"
+#include "osp_policy.h"
+#include "osp_ring.h"
+
+/* ---- event_ring.c ------------------------------------------------------------------------ */
+
+/* The producer's view of the shared event ring. One producer at a time: every writer holds
+ * the registry lock (see registry.c), so the mutex orders successive producers and the
+ * producer's own head may be read relaxed. */
+struct osp__event_ring {
+    struct osp_ring_header *header; /* for the drop counters */
+    _Atomic uint64_t *head, *tail;  /* the header's, or a slot's */
+    uint8_t *data;
+    uint64_t size; /* data bytes, cached (the daemon never writes it) */
+};
+
+/* Fill a fresh header (identity, sizes, pid, rate, clocks, platform, RUNNING) for a data area
+ * of data_size bytes (a power of two) right after it. */
+void osp__event_ring_init_header(struct osp_ring_header *h, uint64_t data_size, uint32_t rate_hz,
+                                 uint64_t start_unix_ns, uint64_t start_mono_ns);
+void osp__event_ring_attach(struct osp__event_ring *w, struct osp_ring_header *h);
+/* The writer of one slot's sample ring (proto/osp_ring.h, "Slots"). */
+void osp__slot_ring_attach(struct osp__event_ring *w, struct osp_ring_header *h,
+                           struct osp_slot *slot);
+/* Reserve `size` bytes (a multiple of 8) for one record, writing a PAD record first when the
+ * record would cross the end of the data area. Returns where to write it, or NULL when the
+ * unread bytes leave no room (nothing is overwritten). Follow with osp__event_ring_commit. */
+void *osp__event_ring_reserve(struct osp__event_ring *w, uint32_t size, uint64_t *new_head);
+/* Bytes samples leave free for control records (or a quarter of a smaller ring). */
+#define OSP__CONTROL_HEADROOM (64u << 10)
+/* Reserve for a SAMPLE or REPEAT record: like osp__event_ring_reserve, but fails while less
+ * than the control headroom would remain free. */
+void *osp__event_ring_reserve_sample(struct osp__event_ring *w, uint32_t size, uint64_t *new_head);
+/* Publish everything up to new_head (pad included): (B). */
+void osp__event_ring_commit(struct osp__event_ring *w, uint64_t new_head);
+/* Write one whole record (the record header is filled in here). Returns 0 or -ENOSPC. */
+int osp__event_ring_write(struct osp__event_ring *w, uint32_t type, const void *body,
+                          uint32_t body_len, const void *tail, uint32_t tail_len);
+/* Count lost samples in header->dropped. */
+void osp__event_ring_count_drops(struct osp__event_ring *w, uint64_t n);
+
+/* ---- unwind.c ---------------------------------------------------------------------------- */
+
+/* Largest distance between two consecutive frame records the walk accepts. */
+#define OSP__MAX_FRAME_BYTES (1u << 20)
+
+/* Walk a frame-pointer chain: out[0] = pc, then one return address per frame record, until a
+ * check fails or `cap` addresses are stored. Each frame pointer must be 8-byte aligned, inside
+ * [lo, hi) with its 16-byte record, strictly above the previous one and at most
+ * OSP__MAX_FRAME_BYTES above it; a zero return address ends the walk. Returns the depth (>= 1
+ * when cap >= 1). A pure function of its arguments and the memory it reads in [lo, hi).
+ * Async-signal-safe. */
+uint32_t osp__unwind_walk(uint64_t pc, uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out,
+                          uint32_t cap);
+
+/* The aarch64 form: pc, then the link register (when nonzero), then the chain from fp; the
+ * first chained return address is dropped when it equals lr (a function that saved lr in its
+ * frame record would otherwise appear twice). Addresses are expected PAC-stripped.
+ * Async-signal-safe. */
+uint32_t osp__unwind_walk_lr(uint64_t pc, uint64_t lr, uint64_t fp, uint64_t lo, uint64_t hi,
+                             uint64_t *out, uint32_t cap);
+
+/* x86_64: when pc sits where the interrupted function's frame record is not in rbp — at the
+ * `push %rbp` of a frame-pointer prologue (`push %rbp; mov %rsp,%rbp`, optionally after
+ * endbr64), at the `mov %rsp,%rbp` that follows it, or at a `ret` — return the function's
+ * return address ([sp], or [sp + 8] after the push), which the walk from rbp would skip (rbp
+ * still holds the caller's frame, so the caller itself is lost). 0 otherwise, or when the
+ * slot is not inside [sp, hi). Code bytes around pc, within pc's own page, are read with
+ * process_vm_readv (no fault on an execute-only page). Async-signal-safe. */
+uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi);
+
+/* Strip pointer-authentication bits from a code address (identity off aarch64).
+ * Async-signal-safe. */
+uint64_t osp__strip_pac(uint64_t addr);
+
+/* ---- disposition.c ----------------------------------------------------------------------- */
+
+/* Install the handler (SA_RESTART | SA_SIGINFO); the previous disposition becomes the
+ * program's shadow disposition. Returns 0 or -errno. */
+int osp__sigprof_install(void (*handler)(int, siginfo_t *, void *));
+/* Nonzero once our handler is installed: from then on the program's SIGPROF lives in the
+ * shadow, for the rest of the process's life (forked children included). */
+int osp__sigprof_installed(void);
+/* Nonzero when the kernel's SIGPROF handler is neither ours nor SIG_DFL/SIG_IGN (before
+ * install: the program has a handler; after: it replaced ours behind libc's back). */
+int osp__sigprof_foreign(void);
+/* The si_value every SIGPROF of ours carries (ospreyd's and the CPU-time timers'). */
+void *osp__sigprof_cookie(void);
+/* Is this delivery one of ours? Async-signal-safe. */
+int osp__sigprof_is_ours(const siginfo_t *info);
+/* Hand a delivery that is not ours to the program's disposition. Async-signal-safe. */
+void osp__sigprof_forward(int sig, siginfo_t *info, void *context);
+/* The program's SIGPROF disposition as it sees it (the shadow). Async-signal-safe. */
+void osp__sigprof_shadow_read(struct sigaction *out);
+/* Replace the shadow (the program's sigaction, signal, ... for SIGPROF). */
+void osp__sigprof_shadow_write(const struct sigaction *in);
+/* Has the program installed a SIGPROF handler of its own (our shadow of it)? */
+int osp__sigprof_program_handles(void);
+/* The program sends, arms or received a SIGPROF of its own: from now on we send no more.
+ * Returns 1 for the first caller only, who stops ours. */
+int osp__sigprof_mark_program_signals(void);
+/* 1 for the first caller only: that caller writes the warning line about it. */
+int osp__sigprof_claim_warning(void);
+
+/* ---- slot.c ------------------------------------------------------------------------------ */
+
+struct osp__slot {
+    /* Fixed at slot creation. */
+    uint32_t index;
+    struct osp_slot *shared;     /* the control block ospreyd reads; NULL without a ring */
+    struct osp__event_ring ring; /* this slot's sample ring (producer: the thread itself) */
+    /* Valid while active; written under the registry lock before the slot is published. */
+    int active;
+    int automatic; /* registered by the preload path under the thread's name or "thread" */
+    uint32_t generation;
+    int64_t fiber;
+    int32_t tid;
+    uint32_t label_len;
+    char label[OSP_MAX_LABEL + 1];
+    pthread_t thread;
+    uint64_t stack_lo, stack_hi;
+    int timer;                    /* kernel id of the thread's CPU-time timer, -1 when none */
+    uint64_t timer_expiry_cpu_ns; /* the thread CPU time it is armed for, 0 when not armed */
+    /* The handler's own state: only the thread touches it (handler, or its code with SIGPROF
+     * blocked), except at exit (see boot.c). */
+    struct osp__credit credit;
+    uint64_t last_run_ns, last_cpu_ns; /* when the handler last ran, and the CPU clock then */
+    int wait_open;                     /* a wait has been captured and not yet written */
+    int guard_leaving;               /* between a guarded call's return and SIGPROF's unblocking */
+    uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
+    uint32_t wait_depth;
+    uint64_t wait_pcs[OSP_MAX_DEPTH];
+};
+
+/* The shared header (set at boot, NULL when inactive or in a forked child). */
+extern struct osp_ring_header *osp__header;
+/* The sampling period in ns (osp__period_of_rate of the run's rate), set once at boot. */
+extern uint64_t osp__period_ns;
+void osp__set_period(uint32_t rate_hz);
+
+/* Write one SAMPLE_WEIGHTED record to `w` for slot s (a full ring counts a drop).
+ * Async-signal-safe. */
+void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
+                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth);
+/* Write the thread's open wait, if any, ending at now_ns, to `w`. Async-signal-safe. */
+void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
+                     uint64_t cpu_ns);
+/* Tell ospreyd the slot's state and when its next sample is due (proto/osp_ring.h, "Slots").
+ * Async-signal-safe. */
+void osp__slot_publish(struct osp__slot *s, uint32_t state, uint64_t due_ns);
+/* Ask ospreyd to look at this slot again (proto/osp_ring.h, attention). Async-signal-safe. */
+void osp__slot_wants_attention(const struct osp__slot *s);
+/* A registered thread's guard (guard.c): it blocks now in a call with SIGPROF blocked. */
+void osp__guard_wait_begin(struct osp__slot *s);
+/* ... and the call returned: write its wait when it lasted long enough. SIGPROF still blocked. */
+void osp__guard_wait_end(struct osp__slot *s);
+
+/* ---- registry.c -------------------------------------------------------------------------- */
+
+struct osp__registry {
+    pthread_mutex_t lock;
+    struct osp__event_ring *ring;   /* NULL: bookkeeping only, no records */
+    struct osp_ring_header *header; /* the shared slot table, or NULL */
+    uint32_t rate_hz;
+    uint32_t full_warned;
+    int stopped; /* exit record published: no more records */
+    struct osp__slot **slots;
+    uint32_t count, capacity;
+};
+
+/* The calling thread's slot, read by the SIGPROF handler; initial-exec so that reading it
+ * never allocates TLS inside the handler. */
+extern __thread struct osp__slot *osp__tls_slot __attribute__((tls_model("initial-exec")));
+
+int osp__registry_init(struct osp__registry *reg, struct osp__event_ring *ring, uint32_t capacity);
+void osp__registry_destroy(struct osp__registry *reg);
+/* Register the calling thread (re-registering it if it already is). Returns 0 or -errno. */
+int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char *label);
+/* Mark the calling thread's registration automatic: a later pthread_setname_np renames it. */
+void osp__registry_mark_automatic(struct osp__registry *reg);
+/* An automatically registered thread was named: end its generation and start the next one
+ * under the new label (a runtime's explicit label is never replaced). Returns 1 if renamed. */
+int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char *label);
+/* Unregister the calling thread; when it returns nothing touches the thread any more. */
+void osp__registry_unregister(struct osp__registry *reg);
+/* Slots a shared table has room for; the table itself (NULL: bookkeeping only). */
+void osp__registry_set_table(struct osp__registry *reg, struct osp_ring_header *header);
+/* At exit: write every other thread's open wait to the event ring. Called with the registry
+ * lock held. */
+void osp__registry_flush_waits(struct osp__registry *reg, uint64_t now_ns);
+/* Take the registry lock, waiting at most ~50 ms: for paths that can run inside the program's
+ * signal handlers, possibly on a thread interrupted while it held the lock. Returns 0 with the
+ * lock held, -1 without. */
+int osp__registry_lock_briefly(struct osp__registry *reg);
+/* Disarm every registered thread's CPU-time timer (timers are process-wide ids); nothing when
+ * the lock cannot be had briefly. */
+void osp__registry_disarm_timers(struct osp__registry *reg);
+
+/* ---- images.c ---------------------------------------------------------------------------- */
+
+struct osp__image {
+    uint64_t base, slide, text, text_size;
+    uint32_t flags;
+    int sent;
+    int seen;          /* present in the latest scan */
+    char *path;        /* absolute: what the IMAGE record carries */
+    char *loader_name; /* the name as the loader reports it, which identifies the object in
+                          later scans even after the program changes directory */
+};
+
+struct osp__images {
+    struct osp__image *items;
+    size_t count, capacity;
+    unsigned long long adds, subs; /* dlpi_adds/dlpi_subs of the latest scan */
+    char exe_path[OSP_MAX_PATH + 1];
+};
+
+int osp__images_init(struct osp__images *im);
+void osp__images_destroy(struct osp__images *im);
+/* Cheap check: have objects been loaded or unloaded since the latest scan? */
+int osp__images_changed(struct osp__images *im);
+/* Rescan the loaded objects (dl_iterate_phdr; never call with the registry lock held). */
+int osp__images_scan(struct osp__images *im);
+/* Called with the registry lock held: write IMAGE records for images not yet sent. */
+void osp__images_emit(struct osp__images *im, struct osp__event_ring *w);
+
+#endif /* OSP_CORE_H */

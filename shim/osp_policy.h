@@ -1,0 +1,56 @@
+/* osp_policy.h — layer 2 of the shim (see osp_base.h for the list): the sampling policy, as
+ * pure functions of their arguments (policy.c). What rate a run samples at, how many sampling
+ * periods of CPU time a running instant pays for, how many periods a wait is worth, and when
+ * a thread's next sample is due. No state, no system call: unit-tested case by case
+ * (tests/test-shim.c). Uses nothing of the shim's.
+ */
+#ifndef OSP_POLICY_H
+#define OSP_POLICY_H
+
+#include <stdint.h>
+
+/* OSPREY_PROFILE_HZ: the default, and the clamp. */
+#define OSP__DEFAULT_RATE 997u
+#define OSP__MIN_RATE     10u
+#define OSP__MAX_RATE     10000u
+
+/* Parse OSPREY_PROFILE_HZ: clamped to 10..10000, default 997; *bad set for a non-number. */
+uint32_t osp__parse_rate(const char *text, int *bad);
+/* The sampling period in ns of a rate in Hz (0 stands for the default rate). */
+uint64_t osp__period_of_rate(uint32_t rate_hz);
+
+/* One ON_CPU sample per sampling period of the thread's CPU time, as perf's cpu-clock counts:
+ * a credit of CPU time not yet paid for by samples. */
+struct osp__credit {
+    uint64_t paid_ns; /* CPU time covered by ON_CPU samples so far (the thread's CPU clock) */
+};
+
+/* Most CPU time one sample may stand for (in ns, and at least 16 periods); older CPU time
+ * beyond it is dropped rather than charged to a stack that did not spend it. The CPU-time
+ * timer catches a running thread within a few kernel ticks (4 ms each at 250 Hz), far inside
+ * it, so this drops CPU time only after a stall. */
+#define OSP__MAX_WEIGHT_NS 100000000u
+#define OSP__MAX_WEIGHT    16u
+/* The credit rule: with the thread's CPU clock at cpu_ns, how many periods are due now (0 when
+ * less than half a period is unpaid; rounding, so a thread that lives two periods gets two
+ * samples on average). Pays them. *needed_ns receives the CPU time until the next one is due.
+ * Async-signal-safe. */
+uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t period_ns,
+                          uint64_t *needed_ns);
+/* The CPU time until the next sample is due (the credit reaches half a period), paying
+ * nothing: a CPU clock behind what is paid (a clock read before the payment) needs more.
+ * Async-signal-safe. */
+uint64_t osp__credit_needed(const struct osp__credit *c, uint64_t cpu_ns, uint64_t period_ns);
+/* A thread's recent share of a CPU, in parts per 1024 (1024 when it used all of the wall
+ * time, or when no wall time passed). Async-signal-safe. */
+uint32_t osp__cpu_share(uint64_t wall_ns, uint64_t used_ns);
+/* When a thread with this share of a CPU (parts per 1024, 1..1024) will have used needed_ns of
+ * CPU time, from now_ns. Async-signal-safe. */
+uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024);
+/* How many periods a wait from (t0_ns, cpu0_ns) to (t1_ns, cpu1_ns) stands for: its wall
+ * time minus the CPU time used meanwhile, rounded to whole periods (0: too short to record);
+ * clocks that went backwards count as no time. Async-signal-safe. */
+uint32_t osp__wait_weight(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns, uint64_t cpu1_ns,
+                          uint64_t period_ns);
+
+#endif /* OSP_POLICY_H */

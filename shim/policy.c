@@ -1,0 +1,95 @@
+/* policy.c — the sampling policy: pure functions, no state (osp_policy.h).
+ *
+ * Owns the numbers the handler applies: the rate (OSPREY_PROFILE_HZ, clamped), the credit
+ * rule that turns the CPU time a thread used into weighted ON_CPU samples (perf's cpu-clock
+ * counting: one sample per period of the thread's CPU time, paid when the thread is found
+ * running), the weight of a wait, and when the next sample of a thread with a given share of
+ * a CPU will be due. Every function here is async-signal-safe (arithmetic only) except
+ * osp__parse_rate.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "osp_policy.h"
+
+uint32_t osp__parse_rate(const char *text, int *bad)
+{
+    *bad = 0;
+    if (text == NULL || text[0] == '\0')
+        return OSP__DEFAULT_RATE;
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    while (*end == ' ' || *end == '\t')
+        end++;
+    if (end == text || *end != '\0') {
+        *bad = 1;
+        return OSP__DEFAULT_RATE;
+    }
+    if (errno == ERANGE)
+        v = v < 0 ? OSP__MIN_RATE : OSP__MAX_RATE;
+    if (v < OSP__MIN_RATE)
+        return OSP__MIN_RATE;
+    if (v > OSP__MAX_RATE)
+        return OSP__MAX_RATE;
+    return (uint32_t)v;
+}
+
+uint64_t osp__period_of_rate(uint32_t rate_hz)
+{
+    return 1000000000u / (rate_hz ? rate_hz : OSP__DEFAULT_RATE);
+}
+
+uint64_t osp__credit_needed(const struct osp__credit *c, uint64_t cpu_ns, uint64_t period)
+{
+    /* The next sample is due when the credit reaches half a period again. */
+    int64_t credit = (int64_t)(cpu_ns - c->paid_ns);
+    int64_t needed = (int64_t)(period / 2) - credit;
+    return needed > 0 ? (uint64_t)needed : 0;
+}
+
+uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t period,
+                          uint64_t *needed_ns)
+{
+    uint32_t weight = 0;
+    int64_t credit = (int64_t)(cpu_ns - c->paid_ns);
+    if (credit >= (int64_t)(period / 2)) {
+        uint64_t w = ((uint64_t)credit + period / 2) / period;
+        uint64_t cap = OSP__MAX_WEIGHT_NS / period;
+        if (cap < OSP__MAX_WEIGHT)
+            cap = OSP__MAX_WEIGHT;
+        if (w > cap) {
+            /* Older CPU time than the cap: not this stack's. */
+            c->paid_ns = cpu_ns - cap * period;
+            w = cap;
+        }
+        weight = (uint32_t)w;
+        c->paid_ns += w * period;
+    }
+    *needed_ns = osp__credit_needed(c, cpu_ns, period);
+    return weight;
+}
+
+uint32_t osp__cpu_share(uint64_t wall_ns, uint64_t used_ns)
+{
+    return wall_ns > 0 && used_ns < wall_ns ? (uint32_t)(used_ns * 1024u / wall_ns) : 1024u;
+}
+
+uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024)
+{
+    if (share_1024 == 0)
+        share_1024 = 1;
+    if (share_1024 > 1024)
+        share_1024 = 1024;
+    return now_ns + needed_ns * 1024u / share_1024;
+}
+
+uint32_t osp__wait_weight(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns, uint64_t cpu1_ns,
+                          uint64_t period)
+{
+    uint64_t wall = t1_ns > t0_ns ? t1_ns - t0_ns : 0;
+    uint64_t used = cpu1_ns > cpu0_ns ? cpu1_ns - cpu0_ns : 0;
+    uint64_t waited = wall > used ? wall - used : 0;
+    uint64_t weight = (waited + period / 2) / period;
+    return weight > UINT32_MAX ? UINT32_MAX : (uint32_t)weight;
+}

@@ -1,0 +1,130 @@
+/* slot.c — what a registered thread writes about itself: its samples, its waits, and the state
+ * ospreyd reads to decide when to signal it.
+ *
+ * Owns the SAMPLE_WEIGHTED records written into a slot's ring, a thread's open wait (opened by
+ * the handler at a blocked instant or by the guard around a blocking call; written as one
+ * WAITING sample weighted by its length when the thread runs again, when it unregisters, or at
+ * exit), the slot's published state and due time, and the attention bit that makes ospreyd
+ * look at a slot again. Also the two values fixed at boot that these need: the shared header
+ * and the sampling period.
+ *
+ * One producer per slot ring, the slot's own thread (its SIGPROF handler, or its own code with
+ * SIGPROF blocked), so no lock is taken and every function here is async-signal-safe.
+ */
+#include <string.h>
+
+#include "osp_base.h"
+#include "osp_core.h"
+#include "osp_policy.h"
+
+struct osp_ring_header *osp__header;
+uint64_t osp__period_ns = 1000000000u / OSP__DEFAULT_RATE;
+
+void osp__set_period(uint32_t rate_hz)
+{
+    osp__period_ns = osp__period_of_rate(rate_hz);
+}
+
+void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
+                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth)
+{
+    if (w->data == NULL || depth == 0 || weight == 0)
+        return;
+    if (depth > OSP_MAX_DEPTH)
+        depth = OSP_MAX_DEPTH;
+    uint32_t size = (uint32_t)sizeof(struct osp_rec_sample_weighted) + depth * 8u;
+    uint64_t new_head;
+    /* The event ring keeps room for control records; a slot ring holds samples alone. */
+    struct osp_rec_sample_weighted *rec = w->header != NULL && w->head == &w->header->head
+                                              ? osp__event_ring_reserve_sample(w, size, &new_head)
+                                              : osp__event_ring_reserve(w, size, &new_head);
+    if (rec == NULL) {
+        osp__event_ring_count_drops(w, weight);
+        return;
+    }
+    rec->h.type = OSP_REC_SAMPLE_WEIGHTED;
+    rec->h.size = size;
+    rec->t_ns = t_ns;
+    rec->slot = s->index;
+    rec->generation = s->generation;
+    rec->state = state;
+    rec->depth = depth;
+    rec->weight = weight;
+    rec->reserved = 0;
+    memcpy(rec + 1, pcs, depth * 8u);
+    osp__event_ring_commit(w, new_head);
+}
+
+/* Async-signal-safe. */
+void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
+                     uint64_t cpu_ns)
+{
+    if (!s->wait_open)
+        return;
+    s->wait_open = 0;
+    uint32_t weight =
+        osp__wait_weight(s->wait_t_ns, now_ns, s->wait_cpu_ns, cpu_ns, osp__period_ns);
+    if (weight == 0)
+        return;
+    osp__emit_sample(w, s, s->wait_t_ns, OSP_STATE_WAITING, weight, s->wait_pcs, s->wait_depth);
+}
+
+/* Async-signal-safe. */
+void osp__slot_publish(struct osp__slot *s, uint32_t state, uint64_t due_ns)
+{
+    if (s->shared == NULL)
+        return;
+    atomic_store_explicit(&s->shared->next_due_ns, due_ns, memory_order_relaxed);
+    atomic_store_explicit(&s->shared->state, state, memory_order_relaxed);
+    if (state == OSP_SLOT_RUNNING)
+        osp__slot_wants_attention(s);
+}
+
+void osp__slot_wants_attention(const struct osp__slot *s)
+{
+    struct osp_ring_header *h = osp__header;
+    if (h == NULL || s->index >= OSP_ATTENTION_WORDS * 64)
+        return;
+    /* Release: ospreyd, whose exchange of the word is acquire, sees the state stored above.
+     * Always the read-modify-write, even when the bit looks up: skipping it could let ospreyd
+     * take the word, read the old state and drop the slot from its watch list. */
+    atomic_fetch_or_explicit(&h->attention[s->index / 64], UINT64_C(1) << (s->index % 64),
+                             memory_order_release);
+}
+
+void osp__guard_wait_begin(struct osp__slot *s)
+{
+    if (s->shared == NULL)
+        return;
+    /* SIGPROF is blocked: the handler cannot run on this thread until guard_wait_end. */
+    if (!s->wait_open) {
+        uint64_t pcs[OSP_MAX_DEPTH];
+        uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+        uint64_t sp = (uint64_t)(uintptr_t)&pcs[0];
+        /* Our own frames (this function and the interposer) are left out: the wait belongs
+         * to whoever called the blocking function. */
+        uint32_t depth = osp__unwind_walk(0, fp, sp < s->stack_lo ? s->stack_lo : sp, s->stack_hi,
+                                          pcs, OSP_MAX_DEPTH);
+        uint32_t skip = depth > 2 ? 2 : 0;
+        memcpy(s->wait_pcs, pcs + skip, (depth - skip) * sizeof(uint64_t));
+        s->wait_depth = depth - skip;
+        s->wait_t_ns = osp__clock_ns(CLOCK_MONOTONIC);
+        /* The CPU a blocking call uses is next to nothing: its wait is its wall time (and the
+         * thread's CPU clock, a system call, is not read on every blocking call). */
+        s->wait_cpu_ns = 0;
+        s->wait_open = s->wait_depth > 0;
+    }
+    osp__slot_publish(s, OSP_SLOT_GUARDED, UINT64_MAX);
+}
+
+void osp__guard_wait_end(struct osp__slot *s)
+{
+    if (s->shared == NULL)
+        return;
+    uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
+    osp__close_wait(&s->ring, s, now, 0);
+    /* Running again. Its next sample is due once it has used the CPU time still owed, at the
+     * earliest: a thread that wakes briefly and sleeps again is not signalled for nothing. */
+    s->guard_leaving = 1; /* cleared by guard.c once SIGPROF is unblocked */
+    osp__slot_publish(s, OSP_SLOT_RUNNING, now + osp__period_ns / 2);
+}
