@@ -1,7 +1,9 @@
-/* test-shim.c — unit tests of the shim's Linux units: the frame-pointer walk over planted
- * frame chains and every check that ends it, the blocked-thread stack scan, the per-thread
- * ring and the event-ring writer (wrap, pad, overflow), the registry's slots and generations,
- * and the small parsers (rate, per-process path, /proc syscall line). */
+/* test-shim.c — unit tests of the shim's layers 1-4 (shim/README.md, "Layers"), linked without
+ * the boot layer and the interposers: the frame-pointer walk over planted frame chains and
+ * every check that ends it, the per-thread ring and the event-ring writer (wrap, pad,
+ * overflow), the registry's slots and generations, the sampling policy case by case (rate,
+ * credit rule, wait weight, due time), the per-process path and the handler's reading of an
+ * interrupted context. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
