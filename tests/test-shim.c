@@ -644,6 +644,135 @@ START_TEST(credit_rule_pays_whole_periods_of_cpu_time)
 }
 END_TEST
 
+START_TEST(credit_rule_first_sample_counts_only_cpu_time_since_registration)
+{
+    const uint64_t period = 1000000;
+    /* Registration sets paid_ns to the thread's CPU clock then: 5 s used before are not ours. */
+    struct osp__credit c = {.paid_ns = 5000000000u};
+    uint64_t needed;
+    ck_assert_uint_eq(osp__credit_take(&c, 5000000000u + 300000, period, &needed), 0);
+    ck_assert_uint_eq(needed, 200000);
+    ck_assert_uint_eq(c.paid_ns, 5000000000u); /* nothing paid */
+    ck_assert_uint_eq(osp__credit_take(&c, 5000000000u + 700000, period, &needed), 1);
+    ck_assert_uint_eq(c.paid_ns, 5000000000u + period);
+    ck_assert_uint_eq(needed, 800000); /* paid 0.3 ahead: half a period and that */
+}
+END_TEST
+
+START_TEST(credit_rule_rounds_periods_to_the_nearest)
+{
+    const uint64_t period = 1000000;
+    uint64_t needed;
+    /* Just under half a period: not yet, and 1 ns is what is missing. */
+    struct osp__credit c = {0};
+    ck_assert_uint_eq(osp__credit_take(&c, period / 2 - 1, period, &needed), 0);
+    ck_assert_uint_eq(needed, 1);
+    /* Less than a period but at least half: one. */
+    c.paid_ns = 0;
+    ck_assert_uint_eq(osp__credit_take(&c, 900000, period, &needed), 1);
+    ck_assert_uint_eq(needed, 600000);
+    /* 1.49 periods: one; 1.5: two. */
+    c.paid_ns = 0;
+    ck_assert_uint_eq(osp__credit_take(&c, 1490000, period, &needed), 1);
+    c.paid_ns = 0;
+    ck_assert_uint_eq(osp__credit_take(&c, 1500000, period, &needed), 2);
+    ck_assert_uint_eq(c.paid_ns, 2 * period);
+    ck_assert_uint_eq(needed, period); /* half a period ahead: the next one a period later */
+    /* Several periods at once, and the remainder stays owed. */
+    c.paid_ns = 0;
+    ck_assert_uint_eq(osp__credit_take(&c, 7200000, period, &needed), 7);
+    ck_assert_uint_eq(c.paid_ns, 7 * period);
+    ck_assert_uint_eq(needed, 300000);
+}
+END_TEST
+
+START_TEST(credit_rule_caps_a_backlog_at_100_ms_or_16_periods)
+{
+    uint64_t needed;
+    /* 1 kHz: 100 ms is 100 periods; a backlog of 1000 pays 100, and none is owed after. */
+    struct osp__credit c = {0};
+    ck_assert_uint_eq(osp__credit_take(&c, 1000 * 1000000u, 1000000, &needed), 100);
+    ck_assert_uint_eq(c.paid_ns, 1000 * 1000000u);
+    ck_assert_uint_eq(needed, 500000);
+    /* 10 kHz: 1000 periods of 100 us. */
+    c.paid_ns = 0;
+    ck_assert_uint_eq(osp__credit_take(&c, 5000 * 100000u, 100000, &needed), 1000);
+    ck_assert_uint_eq(c.paid_ns, 5000 * 100000u);
+    /* 100 Hz: 100 ms is only 10 periods; the cap is at least 16. */
+    c.paid_ns = 0;
+    ck_assert_uint_eq(osp__credit_take(&c, 100 * 10000000u, 10000000, &needed), 16);
+    ck_assert_uint_eq(c.paid_ns, 100 * 10000000u);
+    /* Exactly at the cap: everything paid, nothing dropped. */
+    c.paid_ns = 0;
+    ck_assert_uint_eq(osp__credit_take(&c, 16 * 10000000u, 10000000, &needed), 16);
+    ck_assert_uint_eq(c.paid_ns, 16 * 10000000u);
+}
+END_TEST
+
+START_TEST(credit_rule_pays_nothing_for_a_clock_behind_what_is_paid)
+{
+    const uint64_t period = 1000000;
+    uint64_t needed;
+    /* A CPU clock behind what is paid (read before the last payment, or a slot's credit left
+     * from another thread): no sample, nothing changes, and more CPU time is needed. */
+    struct osp__credit c = {.paid_ns = 10 * period};
+    ck_assert_uint_eq(osp__credit_take(&c, 3 * period, period, &needed), 0);
+    ck_assert_uint_eq(c.paid_ns, 10 * period);
+    ck_assert_uint_eq(needed, 7 * period + period / 2);
+    ck_assert_uint_eq(osp__credit_needed(&c, 3 * period, period), 7 * period + period / 2);
+    /* Once the clock is half a period past what is paid, samples resume. */
+    ck_assert_uint_eq(osp__credit_take(&c, 10 * period + period / 2, period, &needed), 1);
+    ck_assert_uint_eq(c.paid_ns, 11 * period);
+}
+END_TEST
+
+START_TEST(credit_needed_is_what_take_reports_without_paying)
+{
+    const uint64_t period = 1000000;
+    struct osp__credit c = {.paid_ns = 2 * period};
+    ck_assert_uint_eq(osp__credit_needed(&c, 2 * period, period), period / 2);
+    ck_assert_uint_eq(osp__credit_needed(&c, 2 * period + 400000, period), 100000);
+    ck_assert_uint_eq(osp__credit_needed(&c, 2 * period + period / 2, period), 0);
+    ck_assert_uint_eq(osp__credit_needed(&c, 9 * period, period), 0); /* overdue */
+    ck_assert_uint_eq(c.paid_ns, 2 * period);
+    uint64_t needed;
+    struct osp__credit d = c;
+    osp__credit_take(&d, 2 * period + 400000, period, &needed);
+    ck_assert_uint_eq(needed, osp__credit_needed(&c, 2 * period + 400000, period));
+}
+END_TEST
+
+START_TEST(wait_weight_is_wall_time_less_cpu_time_in_periods)
+{
+    const uint64_t p = 1000000;
+    ck_assert_uint_eq(osp__wait_weight(0, 10 * p, 0, 2 * p, p), 8);
+    ck_assert_uint_eq(osp__wait_weight(5, 5 + 400000, 0, 0, p), 0); /* too short to record */
+    ck_assert_uint_eq(osp__wait_weight(5, 5 + 500000, 0, 0, p), 1); /* half rounds up */
+    ck_assert_uint_eq(osp__wait_weight(0, 3 * p, 0, 4 * p, p), 0);  /* it ran all along */
+    /* A guarded call reads no CPU clock (0 at both ends): its wall time. */
+    ck_assert_uint_eq(osp__wait_weight(p, 4 * p, 0, 0, p), 3);
+    /* Clocks that went backwards count as no time. */
+    ck_assert_uint_eq(osp__wait_weight(10 * p, 2 * p, 0, 0, p), 0);
+    ck_assert_uint_eq(osp__wait_weight(0, 5 * p, 9 * p, 1 * p, p), 5);
+    /* A wait too long for the field is written as the most it can hold. */
+    ck_assert_uint_eq(osp__wait_weight(0, UINT64_MAX / 2, 0, 0, 1000), UINT32_MAX);
+}
+END_TEST
+
+START_TEST(cpu_share_and_period_of_rate)
+{
+    ck_assert_uint_eq(osp__cpu_share(0, 0), 1024);          /* no time passed: a whole CPU */
+    ck_assert_uint_eq(osp__cpu_share(1000, 1000), 1024);    /* all of it */
+    ck_assert_uint_eq(osp__cpu_share(1000, 2000), 1024);    /* more than all (clock skew) */
+    ck_assert_uint_eq(osp__cpu_share(1000, 500), 512);      /* half */
+    ck_assert_uint_eq(osp__cpu_share(32 * 1000, 1000), 32); /* a 32nd */
+    ck_assert_uint_eq(osp__cpu_share(1000000, 0), 0);       /* idle: osp__due_time takes 1 */
+    ck_assert_uint_eq(osp__period_of_rate(1000), 1000000);
+    ck_assert_uint_eq(osp__period_of_rate(0), 1000000000u / 997u); /* the default rate */
+    ck_assert_uint_eq(osp__period_of_rate(10000), 100000);
+}
+END_TEST
+
 START_TEST(due_time_follows_the_share_of_a_cpu)
 {
     ck_assert_uint_eq(osp__due_time(1000, 500, 1024), 1500);       /* a whole CPU */
@@ -717,6 +846,13 @@ Suite *shim_suite(void)
     tcase_add_test(parsers, per_pid_path_inserts_before_extension);
     tcase_add_test(parsers, credit_rule_pays_whole_periods_of_cpu_time);
     tcase_add_test(parsers, due_time_follows_the_share_of_a_cpu);
+    tcase_add_test(parsers, credit_rule_first_sample_counts_only_cpu_time_since_registration);
+    tcase_add_test(parsers, credit_rule_rounds_periods_to_the_nearest);
+    tcase_add_test(parsers, credit_rule_caps_a_backlog_at_100_ms_or_16_periods);
+    tcase_add_test(parsers, credit_rule_pays_nothing_for_a_clock_behind_what_is_paid);
+    tcase_add_test(parsers, credit_needed_is_what_take_reports_without_paying);
+    tcase_add_test(parsers, wait_weight_is_wall_time_less_cpu_time_in_periods);
+    tcase_add_test(parsers, cpu_share_and_period_of_rate);
 #if defined(__x86_64__)
     tcase_add_test(parsers, context_at_a_rewound_syscall_is_blocked);
 #endif
