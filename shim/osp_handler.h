@@ -1,7 +1,7 @@
 /* osp_handler.h — layer 4 of the shim (see osp_base.h for the list): the SIGPROF handler
  * (handler.c), alone in its file because it is the whole signal-safety audit surface: it calls
- * only what layers 1-3 mark "Async-signal-safe.", takes no lock and calls no other libc
- * function.
+ * only what layers 1-3 mark "Async-signal-safe." and, of the C library, only functions on
+ * POSIX's async-signal-safe list (clock_gettime, memcpy, memcmp); it takes no lock.
  */
 #ifndef OSP_HANDLER_H
 #define OSP_HANDLER_H
