@@ -2,10 +2,10 @@
  *
  * Owns the constructor and the public entry points (osp_prof_boot, osp_prof_active,
  * osp_prof_thread_register, osp_prof_thread_unregister), reading OSPREY_PROFILE /
- * OSPREY_PROFILE_HZ once, the shared memory object and its header, the process's registry,
- * event ring and image table, the pthread key that unregisters a thread when it ends,
- * starting ospreyd, the exit handler that publishes the EXIT record and waits (bounded) for
- * ospreyd, and what happens across fork.
+ * OSPREY_PROFILE_HZ once, the shared memory object and its header, the process's event ring
+ * and image table (its registry and state are run.c's, set here), the pthread key that
+ * unregisters a thread when it ends, starting ospreyd, the exit handler that publishes the
+ * EXIT record and waits (bounded) for ospreyd, and what happens across fork.
  *
  * Off means off: without OSPREY_PROFILE nothing here creates a thread, installs a handler,
  * maps memory or starts a process. When activation fails half-way the shim says so in one
@@ -51,13 +51,8 @@
 
 extern char **environ;
 
-struct osp__registry osp__the_registry;
-
-/* Nonzero while the process is profiled. Release on activation (everything boot set up is
- * visible to a thread that sees it), acquire on every check; cleared at exit and in a forked
- * child (relaxed there: the child is single-threaded). */
-static _Atomic int active_flag;
-static pid_t boot_pid;
+/* The process's registry, whether it is profiled and the pid that booted are run.c's (layer
+ * 3), written only here. */
 /* The registry is initialised and usable (stays so after exit; cleared in a forked child,
  * whose copy of the registry lock may be held by a thread that does not exist there). */
 static _Atomic int registry_ready;
@@ -76,16 +71,6 @@ static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
  * pthread_exit or by cancellation alike. */
 static pthread_key_t thread_key;
 static int thread_key_ready;
-
-pid_t osp__boot_pid(void)
-{
-    return boot_pid;
-}
-
-int osp__is_active(void)
-{
-    return atomic_load_explicit(&active_flag, memory_order_acquire);
-}
 
 static uint64_t unix_ns(void)
 {
@@ -444,9 +429,9 @@ static int lock_bounded(pthread_mutex_t *lock)
  * changes the exit status; a forked child's exit does nothing. */
 static void at_exit(void)
 {
-    if (getpid() != boot_pid || !osp__is_active())
+    if (getpid() != osp__booted_pid || !osp__is_active())
         return;
-    atomic_store_explicit(&active_flag, 0, memory_order_release);
+    atomic_store_explicit(&osp__active_flag, 0, memory_order_release);
     osp__registry_disarm_timers(&osp__the_registry);
     /* Bounded, like the registry lock below: without it the final image list is skipped. */
     int have_images = lock_bounded(&images_lock) == 0;
@@ -542,7 +527,7 @@ static void thread_key_mark(void)
  * the parent's ring. Only this (now single) thread exists. */
 static void at_fork_child(void)
 {
-    atomic_store_explicit(&active_flag, 0, memory_order_relaxed);
+    atomic_store_explicit(&osp__active_flag, 0, memory_order_relaxed);
     atomic_store_explicit(&registry_ready, 0, memory_order_relaxed);
     osp__tls_slot = NULL;
     osp__header = NULL;
@@ -606,11 +591,11 @@ static void boot(void)
         ring_destroy();
         return;
     }
-    boot_pid = getpid();
+    osp__booted_pid = getpid();
     pthread_atfork(NULL, NULL, at_fork_child);
     atomic_store_explicit(&registry_ready, 1, memory_order_release);
     /* Release: a thread that sees the flag sees the registry and ring set up above. */
-    atomic_store_explicit(&active_flag, 1, memory_order_release);
+    atomic_store_explicit(&osp__active_flag, 1, memory_order_release);
     if (gettid() == getpid())
         osp_prof_thread_register(0, "main");
     daemon_spawned = spawn_daemon(&env) == 0;
@@ -631,14 +616,16 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label)
 {
     if (!osp__is_active())
         return;
-    if (osp__registry_register(&osp__the_registry, fiber_id, label) == 0)
+    if (osp__registry_register(&osp__the_registry, fiber_id, label) == 0) {
         thread_key_mark();
+        osp__sigmask_adopt(0); /* sampled even where the program blocks every signal */
+    }
     osp__images_refresh();
 }
 
 void osp__images_refresh(void)
 {
-    if (!osp__is_active() || getpid() != boot_pid)
+    if (!osp__is_active() || getpid() != osp__booted_pid)
         return;
     /* Threads register at once: the image table is one. Lock order: images, then registry. */
     pthread_mutex_lock(&images_lock);

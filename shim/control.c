@@ -113,3 +113,13 @@ void osp__sigprof_back_off(void)
         osp__nap_us(1000);
     }
 }
+
+void osp__program_will_signal(int sig)
+{
+    if (sig != SIGPROF || !osp__sigprof_installed())
+        return;
+    if (osp__sigprof_mark_program_signals())
+        osp__sigprof_back_off();
+    if (osp__is_active() && osp__sigprof_claim_warning())
+        osp__warn("the program uses SIGPROF itself; sampling stopped");
+}

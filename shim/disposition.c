@@ -3,7 +3,10 @@
  *
  * Owns installing our handler, telling our own signals apart from everybody else's (the
  * cookie), the program's SIGPROF disposition kept in a shadow while ours is installed, handing
- * a delivery that is not ours to it, and the one-way flag that the program uses SIGPROF itself.
+ * a delivery that is not ours to it (or, where the program's view of the thread's mask blocks
+ * SIGPROF, putting it back as pending), and the one-way flag that the program uses SIGPROF
+ * itself. The program's view of the mask is kept by mask.c; its per-thread state lives here,
+ * where the handler reads it.
  *
  * DESIGN. Our signals are sent with rt_tgsigqueueinfo carrying si_code SI_QUEUE, our pid, and
  * the address of a private cookie in si_value (the CPU-time timers carry it too, with
@@ -20,6 +23,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "osp_base.h"
@@ -38,6 +42,9 @@ static const char cookie = 'o';
 static _Atomic int program_signals;
 /* Whether the one warning line about it has been written (whoever exchanges it first). */
 static _Atomic int program_signals_warned;
+
+__thread int osp__view_active __attribute__((tls_model("initial-exec")));
+__thread int osp__view_blocked __attribute__((tls_model("initial-exec")));
 
 static struct sigaction shadow;
 /* Even: shadow is stable; odd: a writer is copying. Release after writing, acquire before
@@ -128,6 +135,12 @@ int osp__sigprof_is_ours(const siginfo_t *info)
            info->si_value.sival_ptr == (void *)&cookie;
 }
 
+int osp__sigprof_program_signals(void)
+{
+    /* Relaxed: a one-way flag. */
+    return atomic_load_explicit(&program_signals, memory_order_relaxed);
+}
+
 int osp__sigprof_mark_program_signals(void)
 {
     /* Relaxed: a one-way flag; only which caller stops ours depends on it. */
@@ -144,6 +157,15 @@ int osp__sigprof_claim_warning(void)
 void osp__sigprof_forward(int sig, siginfo_t *info, void *context)
 {
     atomic_store_explicit(&program_signals, 1, memory_order_relaxed);
+    if (osp__view_active && osp__view_blocked && context != NULL && info != NULL) {
+        /* The program blocked SIGPROF here: it stays pending, as it would have, and blocked
+         * for real once this handler returns. */
+        sigaddset(&((ucontext_t *)context)->uc_sigmask, SIGPROF);
+        osp__view_active = 0;
+        siginfo_t again = *info;
+        osp__sys(SYS_rt_tgsigqueueinfo, getpid(), gettid(), sig, (long)&again, 0);
+        return;
+    }
     struct sigaction act;
     osp__sigprof_shadow_read(&act);
     int siginfo = (act.sa_flags & SA_SIGINFO) != 0;

@@ -2,11 +2,13 @@
  *
  *   descendants.c  the bookkeeping a descendant's new image needs, kept out of the program's
  *                  environment and added only to what it hands to exec and spawn
- *   boot.c         the constructor and the public API (osprey_prof.h): OSPREY_PROFILE, the
- *                  shared memory, ospreyd, the exit handler, fork; the process's registry,
- *                  event ring and image table; the guard's two halves (inline, below)
  *   control.c      pausing our signals around execve and for good once the program uses
  *                  SIGPROF itself
+ *   mask.c         the program's view of SIGPROF in its threads' masks: SIGPROF kept
+ *                  deliverable where the program blocks it, the program shown what it set
+ *   boot.c         the constructor and the public API (osprey_prof.h): OSPREY_PROFILE, the
+ *                  shared memory, ospreyd, the exit handler, fork; the process's event ring
+ *                  and image table; the guard's two halves (inline, below)
  *
  * Within the layer, calls go from later files in this list to earlier ones only. Uses layers
  * 1-4; used only by the interposers (preload.c, guard.c, signals.c), which have no header:
@@ -43,13 +45,52 @@ char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **stor
 int osp__bookkeeping_export(void);
 void osp__bookkeeping_withdraw(int exported);
 
+/* ---- control.c --------------------------------------------------------------------------- */
+
+/* Before execve: stop ospreyd's signals and every CPU-time timer, wait until no round of
+ * signals can still be under way, and take our SIGPROFs still pending on the calling thread
+ * (they would outlive execve and kill the new program). */
+void osp__exec_begin(void);
+/* execve failed: signal again. */
+void osp__exec_failed(void);
+/* Take the SIGPROFs of ours pending on the calling thread (the program's own are sent again). */
+void osp__take_pending_sigprof(void);
+/* The program is about to send SIGPROF itself: pause our signals for good and wait (bounded)
+ * until none of ours is in flight. */
+void osp__sigprof_back_off(void);
+/* The program is about to send or arm SIGPROF (or to wait for it): stop ours first, and say
+ * so in one line. */
+void osp__program_will_signal(int sig);
+/* Wait (at most ~50 ms) until ospreyd has finished two rounds of signals since the call: no
+ * round that began before the caller's change of state can still be sending. Returns at once
+ * when ospreyd is not attached. */
+void osp__wait_for_round(void);
+
+/* ---- mask.c ------------------------------------------------------------------------------ */
+
+/* A registered thread whose kernel mask blocks SIGPROF (at boot, or set by a runtime before
+ * it registers), or whose creator's program view blocked it (inherited_blocked), keeps it
+ * unblocked for real while the program sees it blocked. Called by the thread. */
+void osp__sigmask_adopt(int inherited_blocked);
+/* Does the program's view of the calling thread's mask block SIGPROF? */
+int osp__sigmask_shows_blocked(void);
+/* Around the program's pthread_sigmask/sigprocmask: before, the set the kernel is to get
+ * (SIGPROF left out where the program blocks it; copy is room for it), and in *shown the
+ * program's view of SIGPROF before the call (-1: the kernel's answer is already the program's
+ * view); after a call that succeeded, the old mask the program gets back. */
+const sigset_t *osp__sigmask_view_before(int how, const sigset_t *set, sigset_t *copy, int *shown);
+void osp__sigmask_view_after(sigset_t *old, int shown);
+/* Around an exec or a spawn: the kernel mask the child inherits is the program's view.
+ * begin returns whether it blocked SIGPROF; end takes that back (not in a vfork child). */
+int osp__sigmask_child_begin(void);
+void osp__sigmask_child_end(int blocked);
+/* The set a sigwait-like call may wait for: SIGPROF left out of a larger set while its kernel
+ * mask keeps SIGPROF unblocked (the call would take our signals for the program's); a set of
+ * SIGPROF alone means the program uses it (ours stop). Returns set or copy. */
+const sigset_t *osp__sigwait_set(const sigset_t *set, sigset_t *copy);
+
 /* ---- boot.c ------------------------------------------------------------------------------ */
 
-extern struct osp__registry osp__the_registry;
-/* Nonzero while sampling (set after boot succeeds, cleared at exit and in a forked child). */
-int osp__is_active(void);
-/* The pid that booted the profiler (0 before). */
-pid_t osp__boot_pid(void);
 /* Record objects loaded since the last look (dl_iterate_phdr; never with the registry lock
  * held). Runs on the program's own threads at moments they are in our code anyway: thread
  * registration and dlclose. */
@@ -99,23 +140,5 @@ static inline int osp__timespec_blocks(const struct timespec *t)
 {
     return t == NULL || t->tv_sec != 0 || t->tv_nsec != 0;
 }
-
-/* ---- control.c --------------------------------------------------------------------------- */
-
-/* Before execve: stop ospreyd's signals and every CPU-time timer, wait until no round of
- * signals can still be under way, and take our SIGPROFs still pending on the calling thread
- * (they would outlive execve and kill the new program). */
-void osp__exec_begin(void);
-/* execve failed: signal again. */
-void osp__exec_failed(void);
-/* Take the SIGPROFs of ours pending on the calling thread (the program's own are sent again). */
-void osp__take_pending_sigprof(void);
-/* The program is about to send SIGPROF itself: pause our signals for good and wait (bounded)
- * until none of ours is in flight. */
-void osp__sigprof_back_off(void);
-/* Wait (at most ~50 ms) until ospreyd has finished two rounds of signals since the call: no
- * round that began before the caller's change of state can still be sending. Returns at once
- * when ospreyd is not attached. */
-void osp__wait_for_round(void);
 
 #endif /* OSP_BOOT_H */

@@ -4,9 +4,12 @@
  *   event_ring.c   writer side of the shared event ring and of each slot's sample ring
  *   unwind.c       the pure frame-pointer walk
  *   disposition.c  SIGPROF: our tag, our handler's installation, the program's disposition
- *                  kept in a shadow, and forwarding a delivery that is not ours to it
+ *                  kept in a shadow, the program's view of SIGPROF in a thread's mask, and
+ *                  forwarding a delivery that is not ours
+ *   run.c          the run's process-wide state, set by boot: profiling on or off, the pid
+ *                  that booted, the process's registry, the shared header, the period
  *   slot.c         what a registered thread writes about itself: its samples, its waits, the
- *                  state ospreyd reads (the shared header, the sampling period)
+ *                  state ospreyd reads
  *   registry.c     which threads are sampled: slots, generations, THREAD_START/END, each
  *                  thread's CPU-time timer
  *   images.c       loaded objects (dl_iterate_phdr) -> IMAGE records
@@ -23,6 +26,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "osp_base.h"
 #include "osp_policy.h"
@@ -122,11 +126,39 @@ void osp__sigprof_shadow_read(struct sigaction *out);
 void osp__sigprof_shadow_write(const struct sigaction *in);
 /* Has the program installed a SIGPROF handler of its own (our shadow of it)? */
 int osp__sigprof_program_handles(void);
+/* Has the program sent, armed or received a SIGPROF of its own? Then we send no more. */
+int osp__sigprof_program_signals(void);
 /* The program sends, arms or received a SIGPROF of its own: from now on we send no more.
  * Returns 1 for the first caller only, who stops ours. */
 int osp__sigprof_mark_program_signals(void);
 /* 1 for the first caller only: that caller writes the warning line about it. */
 int osp__sigprof_claim_warning(void);
+/* The program's view of SIGPROF in the calling thread's mask (boot's mask.c keeps it): the
+ * kernel's mask differs from what the program asked for — SIGPROF unblocked where the program
+ * blocked it — while osp__view_active, and osp__view_blocked is what the program sees. Read by
+ * the handler (a delivery not ours lands where the program blocked SIGPROF: it is put back as
+ * pending), hence initial-exec. A vfork child shares them with its parent's thread: it only
+ * reads them. */
+extern __thread int osp__view_active __attribute__((tls_model("initial-exec")));
+extern __thread int osp__view_blocked __attribute__((tls_model("initial-exec")));
+
+/* ---- run.c ------------------------------------------------------------------------------- */
+
+/* Nonzero while the process is profiled: written by boot only (release on activation, so a
+ * thread that sees it sees everything boot set up; cleared at exit, and in a forked child,
+ * relaxed there: the child is single-threaded). */
+extern _Atomic int osp__active_flag;
+/* The pid that booted the profiler (0 before); written by boot only. */
+extern pid_t osp__booted_pid;
+/* Nonzero while sampling (acquire: pairs with boot's release). */
+int osp__is_active(void);
+/* The pid that booted the profiler (0 before). */
+pid_t osp__boot_pid(void);
+/* The shared header (set at boot, NULL when inactive or in a forked child). */
+extern struct osp_ring_header *osp__header;
+/* The sampling period in ns (osp__period_of_rate of the run's rate), set once at boot. */
+extern uint64_t osp__period_ns;
+void osp__set_period(uint32_t rate_hz);
 
 /* ---- slot.c ------------------------------------------------------------------------------ */
 
@@ -158,12 +190,6 @@ struct osp__slot {
     uint64_t wait_pcs[OSP_MAX_DEPTH];
 };
 
-/* The shared header (set at boot, NULL when inactive or in a forked child). */
-extern struct osp_ring_header *osp__header;
-/* The sampling period in ns (osp__period_of_rate of the run's rate), set once at boot. */
-extern uint64_t osp__period_ns;
-void osp__set_period(uint32_t rate_hz);
-
 /* Write one SAMPLE_WEIGHTED record to `w` for slot s (a full ring counts a drop).
  * Async-signal-safe. */
 void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
@@ -193,6 +219,9 @@ struct osp__registry {
     struct osp__slot **slots;
     uint32_t count, capacity;
 };
+
+/* The process's registry (run.c): boot initialises it. */
+extern struct osp__registry osp__the_registry;
 
 /* The calling thread's slot, read by the SIGPROF handler; initial-exec so that reading it
  * never allocates TLS inside the handler. */

@@ -1,15 +1,17 @@
 /* signals.c — the program's side of SIGPROF: its interposed sigaction, signal, bsd_signal and
  * sysv_signal, the ways it sends or arms SIGPROF (raise, kill, pthread_kill, sigqueue,
- * setitimer) and the ways it blocks it (pthread_sigmask, sigprocmask). Called by nobody in the
- * shim: the program's calls land here.
+ * setitimer), the ways it blocks it (pthread_sigmask, sigprocmask) and waits for it (sigwait,
+ * signalfd; sigtimedwait and sigwaitinfo are guard.c's). Called by nobody in the shim: the
+ * program's calls land here.
  *
  * A SIGPROF handler the program installs is recorded in the shadow disposition
  * (disposition.c) instead of replacing ours, and queries are answered from it. Standard
  * signals do not queue: one of ours pending when the program's own SIGPROF arrives would
  * swallow it. So once the program sends or arms SIGPROF, or receives one, we send no more,
- * after waiting (bounded) for ours in flight (control.c). And a thread that blocks SIGPROF
- * gets none of ours: one left pending would be visible to its sigwait, sigtimedwait or
- * signalfd.
+ * after waiting (bounded) for ours in flight (control.c). A thread that blocks every signal is
+ * still sampled: the program's view of SIGPROF in its mask is kept apart from the kernel's
+ * (mask.c). Once the program uses SIGPROF itself, a thread that then blocks SIGPROF gets none
+ * of ours: one left pending would be visible to its sigwait, sigtimedwait or signalfd.
  */
 #include <errno.h>
 #include <signal.h>
@@ -99,17 +101,6 @@ static int load_next(_Atomic(void *) *cache, const char *name, void *fn, size_t 
     return 0;
 }
 
-/* The program is about to send or arm SIGPROF: stop ours first. */
-static void program_will_signal(int sig)
-{
-    if (sig != SIGPROF || !osp__sigprof_installed())
-        return;
-    if (osp__sigprof_mark_program_signals())
-        osp__sigprof_back_off();
-    if (osp__is_active() && osp__sigprof_claim_warning())
-        osp__warn("the program uses SIGPROF itself; sampling stopped");
-}
-
 /* The ways a program sends or arms SIGPROF: ours stop first (program_will_signal). */
 __attribute__((visibility("default"))) int raise(int sig)
 {
@@ -117,7 +108,7 @@ __attribute__((visibility("default"))) int raise(int sig)
     static _Atomic(void *) cache;
     if (load_next(&cache, "raise", &real, sizeof(real)) != 0)
         return -1;
-    program_will_signal(sig);
+    osp__program_will_signal(sig);
     return real(sig);
 }
 
@@ -127,7 +118,7 @@ __attribute__((visibility("default"))) int kill(pid_t pid, int sig)
     static _Atomic(void *) cache;
     if (load_next(&cache, "kill", &real, sizeof(real)) != 0)
         return -1;
-    program_will_signal(sig);
+    osp__program_will_signal(sig);
     return real(pid, sig);
 }
 
@@ -137,7 +128,7 @@ __attribute__((visibility("default"))) int pthread_kill(pthread_t thread, int si
     static _Atomic(void *) cache;
     if (load_next(&cache, "pthread_kill", &real, sizeof(real)) != 0)
         return ENOSYS;
-    program_will_signal(sig);
+    osp__program_will_signal(sig);
     return real(thread, sig);
 }
 
@@ -147,7 +138,7 @@ __attribute__((visibility("default"))) int sigqueue(pid_t pid, int sig, const un
     static _Atomic(void *) cache;
     if (load_next(&cache, "sigqueue", &real, sizeof(real)) != 0)
         return -1;
-    program_will_signal(sig);
+    osp__program_will_signal(sig);
     return real(pid, sig, value);
 }
 
@@ -160,7 +151,7 @@ setitimer(__itimer_which_t which, const struct itimerval *value, struct itimerva
         return -1;
     if (which == ITIMER_PROF && value != NULL &&
         (value->it_value.tv_sec != 0 || value->it_value.tv_usec != 0))
-        program_will_signal(SIGPROF);
+        osp__program_will_signal(SIGPROF);
     return real(which, value, old);
 }
 
@@ -206,7 +197,11 @@ __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset
     static _Atomic(void *) cache;
     if (load_next(&cache, "pthread_sigmask", &real, sizeof(real)) != 0)
         return ENOSYS;
-    int err = real(how, set, old);
+    sigset_t copy;
+    int shown;
+    int err = real(how, osp__sigmask_view_before(how, set, &copy, &shown), old);
+    if (err == 0)
+        osp__sigmask_view_after(old, shown);
     if (err == 0 && set != NULL)
         track_sigprof_mask();
     return err;
@@ -218,13 +213,39 @@ __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t *
     static _Atomic(void *) cache;
     if (load_next(&cache, "sigprocmask", &real, sizeof(real)) != 0)
         return -1;
-    int r = real(how, set, old);
+    sigset_t copy;
+    int shown;
+    int r = real(how, osp__sigmask_view_before(how, set, &copy, &shown), old);
+    if (r == 0)
+        osp__sigmask_view_after(old, shown);
     if (r == 0 && set != NULL) {
         int saved = errno;
         track_sigprof_mask();
         errno = saved;
     }
     return r;
+}
+
+__attribute__((visibility("default"))) int sigwait(const sigset_t *set, int *sig)
+{
+    int (*real)(const sigset_t *, int *);
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "sigwait", &real, sizeof(real)) != 0)
+        return ENOSYS;
+    sigset_t copy;
+    return real(osp__sigwait_set(set, &copy), sig);
+}
+
+__attribute__((visibility("default"))) int signalfd(int fd, const sigset_t *mask, int flags)
+{
+    int (*real)(int, const sigset_t *, int);
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "signalfd", &real, sizeof(real)) != 0) {
+        errno = ENOSYS;
+        return -1;
+    }
+    sigset_t copy;
+    return real(fd, osp__sigwait_set(mask, &copy), flags);
 }
 
 /* glibc's signal() has BSD semantics: the handler stays, interrupted calls restart. */

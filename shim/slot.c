@@ -5,8 +5,7 @@
  * the handler at a blocked instant or by the guard around a blocking call; written as one
  * WAITING sample weighted by its length when the thread runs again, when it unregisters, or at
  * exit), the slot's published state and due time, and the attention bit that makes ospreyd
- * look at a slot again. Also the two values fixed at boot that these need: the shared header
- * and the sampling period.
+ * look at a slot again.
  *
  * One producer per slot ring, the slot's own thread (its SIGPROF handler, or its own code with
  * SIGPROF blocked), so no lock is taken and every function here is async-signal-safe.
@@ -16,14 +15,6 @@
 #include "osp_base.h"
 #include "osp_core.h"
 #include "osp_policy.h"
-
-struct osp_ring_header *osp__header;
-uint64_t osp__period_ns = 1000000000u / OSP__DEFAULT_RATE;
-
-void osp__set_period(uint32_t rate_hz)
-{
-    osp__period_ns = osp__period_of_rate(rate_hz);
-}
 
 void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
                       uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth)
