@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <signal.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,18 +31,6 @@ void osp__wait_for_round(void)
     }
 }
 
-/* The C library's sigtimedwait (the shim's own guards it). */
-static int real_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
-{
-    static _Atomic(void *) cache;
-    void *sym = osp__next_symbol(&cache, "sigtimedwait");
-    if (sym == NULL)
-        return -1;
-    int (*real)(const sigset_t *, siginfo_t *, const struct timespec *);
-    memcpy(&real, &sym, sizeof(real));
-    return real(set, info, timeout);
-}
-
 void osp__take_pending_sigprof(void)
 {
     sigset_t prof, old;
@@ -53,7 +40,10 @@ void osp__take_pending_sigprof(void)
     struct timespec zero = {0, 0};
     siginfo_t info;
     int theirs = 0;
-    while (real_sigtimedwait(&prof, &info, &zero) == SIGPROF)
+    /* The raw call, never the shim's own sigtimedwait (guard.c, above this layer), which would
+     * take this for the program's. */
+    while (osp__sys(SYS_rt_sigtimedwait, (long)&prof, (long)&info, (long)&zero, _NSIG / 8, 0) ==
+           SIGPROF)
         theirs += !osp__sigprof_is_ours(&info);
     osp__sigmask_raw(SIG_SETMASK, &old, NULL);
     while (theirs-- > 0)
