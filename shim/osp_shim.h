@@ -103,6 +103,9 @@ uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
 /* Read n code bytes at addr without faulting (process_vm_readv). Returns 0 or -1.
  * Async-signal-safe. */
 int osp__read_code(uint64_t addr, void *out, size_t n);
+/* Remember the process's id for osp__read_code (at boot, and in a forked child): one system
+ * call less per sample. */
+void osp__read_code_init(void);
 
 /* Strip pointer-authentication bits from a code address (identity off aarch64).
  * Async-signal-safe. */

@@ -15,6 +15,7 @@
  * pure in their arguments so tests can plant frame chains in an array. Code bytes (x86_64
  * prologue and ret detection) are read with process_vm_readv, which fails rather than faults.
  */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -115,13 +116,22 @@ static int code_matches(const unsigned char *window, long window_size, long at,
     return 1;
 }
 
-/* Async-signal-safe: getpid and process_vm_readv are plain system calls (the caller saves
- * errno). process_vm_readv fails instead of faulting: a page may be execute-only (x86
- * protection keys make PROT_EXEC alone unreadable), or gone. */
+/* The process's own id for process_vm_readv, set at boot and in a forked child (0: ask). */
+static _Atomic pid_t self_pid;
+
+void osp__read_code_init(void)
+{
+    atomic_store_explicit(&self_pid, getpid(), memory_order_relaxed);
+}
+
+/* Async-signal-safe: process_vm_readv (and getpid, before osp__read_code_init) are plain
+ * system calls (the caller saves errno). process_vm_readv fails instead of faulting: a page
+ * may be execute-only (x86 protection keys make PROT_EXEC alone unreadable), or gone. */
 int osp__read_code(uint64_t addr, void *out, size_t n)
 {
     struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+    pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    return process_vm_readv(pid ? pid : getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
 /* Async-signal-safe (osp__read_code). */
