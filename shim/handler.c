@@ -139,7 +139,7 @@ static void read_around(uint64_t pc, unsigned char *before, int *have_before, un
     uint64_t page = pc & ~(uint64_t)4095;
     if (pc - page >= CODE_HALF) { /* both halves on pc's page: one read */
         unsigned char both[2 * CODE_HALF];
-        if (osp__read_code(pc - CODE_HALF, both, sizeof both) == 0) {
+        if (osp__read_pc_code(pc, pc - CODE_HALF, both, sizeof both) == 0) {
             memcpy(before, both, CODE_HALF);
             memcpy(at, both + CODE_HALF, CODE_HALF);
             *have_before = *have_at = 1;
@@ -147,7 +147,7 @@ static void read_around(uint64_t pc, unsigned char *before, int *have_before, un
         }
     }
     *have_before = pc >= CODE_HALF && osp__read_code(pc - CODE_HALF, before, CODE_HALF) == 0;
-    *have_at = osp__read_code(pc, at, CODE_HALF) == 0;
+    *have_at = osp__read_pc_code(pc, pc, at, CODE_HALF) == 0;
 }
 
 enum osp__instant osp__context_instant(const void *context)
@@ -313,11 +313,11 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             /* Not every delivery is a running instant of the program's own:
              * - a signal held back during a guarded call lands as SIGPROF is unblocked, in our
              *   own code;
-             * - one of ospreyd's that lands on the way out of a system call long after it was
-             *   sent waited there while the thread slept (or, woken, waited for a CPU): that
-             *   is where the thread resumed, not where the CPU time it is owed was spent. One
-             *   that lands there at once found the thread working in the kernel on the
-             *   program's behalf, and that time is the call's (as perf counts it).
+             * - one of the sampling timer's that lands on the way out of a system call long
+             *   after it fired waited there while the thread slept (or, woken, waited for a
+             *   CPU): that is where the thread resumed, not where the CPU time it is owed was
+             *   spent. One that lands there at once found the thread working in the kernel on
+             *   the program's behalf, and that time is the call's (as perf counts it).
              * Then the credit waits for the CPU-time timer, which the kernel fires at a tick
              * that finds the thread running. */
             uint64_t late = period_ns / 2 > 50000 ? period_ns / 2 : 50000;
