@@ -1,13 +1,18 @@
 /* base.c — the bottom of the shim: small utilities every other file may use, and which use
  * nothing of the shim's.
  *
- * Owns reading code bytes without faulting (osp__read_code), the shim's own short naps and
+ * Owns reading code bytes without faulting (osp__read_code, and osp__read_pc_code for the
+ * page of an interrupted pc), the shim's own short naps and
  * signal-mask changes (raw system calls, never the C library functions the shim interposes),
  * and the warning line on stderr — written only while fd 2 is still the stderr the program
  * started with. The raw system call itself and the clock readings are inline in osp_base.h.
  */
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -16,13 +21,49 @@
 
 #include "osp_base.h"
 
-/* Async-signal-safe: getpid and process_vm_readv are plain system calls (the caller saves
- * errno). process_vm_readv fails instead of faulting: a page may be execute-only (x86
- * protection keys make PROT_EXEC alone unreadable), or gone. */
+/* The process's own id for process_vm_readv, set at boot and in a forked child (0: ask). */
+static _Atomic pid_t self_pid;
+/* 1 where code the CPU is running can be read directly: x86_64 without protection keys in
+ * use, where executable means readable. */
+static _Atomic int code_readable;
+
+void osp__read_code_init(void)
+{
+    atomic_store_explicit(&self_pid, getpid(), memory_order_relaxed);
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    /* CPUID.(EAX=7,ECX=0):ECX bit 4, OSPKE: the kernel enabled protection keys, with which a
+     * page can be executable and unreadable. */
+    int keys = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 4));
+    atomic_store_explicit(&code_readable, !keys, memory_order_relaxed);
+#endif
+}
+
+/* Async-signal-safe: process_vm_readv (and getpid, before osp__read_code_init) are plain
+ * system calls (the caller saves errno). process_vm_readv fails instead of faulting: a page
+ * may be execute-only (x86 protection keys make PROT_EXEC alone unreadable), or gone. */
 int osp__read_code(uint64_t addr, void *out, size_t n)
 {
     struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+    pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    return process_vm_readv(pid ? pid : getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/* Reads code the thread was running: not the program's memory to instrument. */
+__attribute__((no_sanitize("address", "hwaddress"))) int
+osp__read_pc_code(uint64_t pc, uint64_t addr, void *out, size_t n)
+{
+    uint64_t page = pc & ~(uint64_t)4095;
+    if (atomic_load_explicit(&code_readable, memory_order_relaxed) && addr >= page &&
+        addr + n <= page + 4096) {
+        /* pc's page is mapped and executable (the thread was running there): readable. */
+        const volatile unsigned char *from = (const volatile unsigned char *)(uintptr_t)addr;
+        unsigned char *to = out;
+        for (size_t i = 0; i < n; i++)
+            to[i] = from[i];
+        return 0;
+    }
+    return osp__read_code(addr, out, n);
 }
 
 void osp__nap_us(long us)

@@ -1,4 +1,4 @@
-/* control.c — keeping ospreyd's signals and the CPU-time timers away when they would do harm.
+/* control.c — keeping the threads' timers (and their signals) away when they would do harm.
  *
  * Owns the pause of our SIGPROFs: around execve (a SIGPROF of ours still pending when the new
  * image starts would kill it, its SIGPROF being SIG_DFL again), and for good once the program
@@ -50,7 +50,8 @@ void osp__take_pending_sigprof(void)
         osp__sys(SYS_tgkill, getpid(), gettid(), SIGPROF, 0, 0); /* the program's own, given back */
 }
 
-/* Pause ospreyd's signals and the timers; wait until no round can still be sending. */
+/* Pause our signals: no handler arms a timer again, every timer is disarmed; then wait for
+ * two of ospreyd's rounds. */
 static void pause_signals(void)
 {
     /* Seq_cst: ordered before the wait below and ospreyd's acquire load of it. */
@@ -71,8 +72,9 @@ void osp__exec_failed(void)
 {
     if (!osp__is_active() || getpid() != osp__boot_pid() || osp__header == NULL)
         return;
-    atomic_fetch_sub_explicit(&osp__header->signals_paused, 1, memory_order_seq_cst);
-    /* The timers are armed again by the next signal each thread handles. */
+    /* Seq_cst: the handlers that see the count at 0 arm their timers again. */
+    if (atomic_fetch_sub_explicit(&osp__header->signals_paused, 1, memory_order_seq_cst) == 1)
+        osp__registry_rearm_sampling(&osp__the_registry);
 }
 
 void osp__sigprof_back_off(void)

@@ -77,6 +77,15 @@ static inline uint64_t osp__mono_ns(void)
 /* Read n code bytes at addr without faulting (process_vm_readv). Returns 0 or -1.
  * Async-signal-safe. */
 int osp__read_code(uint64_t addr, void *out, size_t n);
+/* Remember the process's id for osp__read_code (at boot, and in a forked child): one system
+ * call less per sample; and whether code the CPU runs is readable as plain memory. */
+void osp__read_code_init(void);
+/* Read n code bytes at addr, for an interrupted pc: bytes on pc's own page are read directly
+ * where executable means readable (x86_64 without protection keys in use): the thread was
+ * running there, so the page is mapped. Anything else, or elsewhere: osp__read_code (a
+ * process_vm_readv costs 3-25 us on a virtual machine; most samples need two).
+ * Async-signal-safe. */
+int osp__read_pc_code(uint64_t pc, uint64_t addr, void *out, size_t n);
 /* Sleep `us` microseconds (< 1 s) with the raw system call: never the interposed nanosleep.
  * Async-signal-safe. */
 void osp__nap_us(long us);

@@ -179,6 +179,9 @@ struct osp__slot {
     uint64_t stack_lo, stack_hi;
     int timer;                    /* kernel id of the thread's CPU-time timer, -1 when none */
     uint64_t timer_expiry_cpu_ns; /* the thread CPU time it is armed for, 0 when not armed */
+    int wall_timer;        /* kernel id of the thread's sampling timer (CLOCK_MONOTONIC), or -1 */
+    uint64_t wall_due_ns;  /* the monotonic time it is armed for, 0 when not armed */
+    uint64_t jitter_state; /* xorshift state of the sampling timer's jitter */
     /* The handler's own state: only the thread touches it (handler, or its code with SIGPROF
      * blocked), except at exit (see boot.c). */
     struct osp__credit credit;
@@ -190,10 +193,10 @@ struct osp__slot {
     uint64_t wait_pcs[OSP_MAX_DEPTH];
 };
 
-/* Write one SAMPLE_WEIGHTED record to `w` for slot s (a full ring counts a drop).
- * Async-signal-safe. */
-void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
-                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth);
+/* Write one SAMPLE_WEIGHTED record to `w` for slot s. Returns 0, or -ENOSPC when the ring is
+ * full (the caller counts the drop, or carries the weight). Async-signal-safe. */
+int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
+                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth);
 /* Write the thread's open wait, if any, ending at now_ns, to `w`. Async-signal-safe. */
 void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
                      uint64_t cpu_ns);
@@ -202,6 +205,13 @@ void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t no
 void osp__slot_publish(struct osp__slot *s, uint32_t state, uint64_t due_ns);
 /* Ask ospreyd to look at this slot again (proto/osp_ring.h, attention). Async-signal-safe. */
 void osp__slot_wants_attention(const struct osp__slot *s);
+/* Arm the thread's sampling timer (one shot, CLOCK_MONOTONIC) for due_ns plus a jitter of up
+ * to 60% of a period; the thread itself calls it, so the kernel's timer sits on its CPU and
+ * interrupts it in place. Nothing while our signals are paused. Async-signal-safe. */
+void osp__slot_arm_sampling(struct osp__slot *s, uint64_t due_ns);
+/* Arm the thread's CPU-time timer to fire once it has used cpu_ns more CPU time (from
+ * last_cpu_ns). Nothing while our signals are paused. Async-signal-safe. */
+void osp__slot_arm_cpu_timer(struct osp__slot *s, uint64_t cpu_ns);
 /* A registered thread's guard (guard.c): it blocks now in a call with SIGPROF blocked. */
 void osp__guard_wait_begin(struct osp__slot *s);
 /* ... and the call returned: write its wait when it lasted long enough. SIGPROF still blocked. */
@@ -247,9 +257,13 @@ void osp__registry_flush_waits(struct osp__registry *reg, uint64_t now_ns);
  * signal handlers, possibly on a thread interrupted while it held the lock. Returns 0 with the
  * lock held, -1 without. */
 int osp__registry_lock_briefly(struct osp__registry *reg);
-/* Disarm every registered thread's CPU-time timer (timers are process-wide ids); nothing when
- * the lock cannot be had briefly. */
+/* Disarm every registered thread's timers (timers are process-wide ids); nothing when the
+ * lock cannot be had briefly. */
 void osp__registry_disarm_timers(struct osp__registry *reg);
+/* After a pause that ends (an exec that failed): every thread's sampling timer again, one
+ * period from now. Armed from here they fire on this CPU once; each thread's handler then arms
+ * its own on its own CPU. */
+void osp__registry_rearm_sampling(struct osp__registry *reg);
 
 /* ---- images.c ---------------------------------------------------------------------------- */
 

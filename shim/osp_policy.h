@@ -31,6 +31,9 @@ struct osp__credit {
  * it, so this drops CPU time only after a stall. */
 #define OSP__MAX_WEIGHT_NS 100000000u
 #define OSP__MAX_WEIGHT    16u
+/* The most periods one sample may stand for: OSP__MAX_WEIGHT_NS of CPU time, at least
+ * OSP__MAX_WEIGHT periods. A pure function. */
+uint64_t osp__credit_cap(uint64_t period_ns);
 /* The credit rule: with the thread's CPU clock at cpu_ns, how many periods are due now (0 when
  * less than half a period is unpaid; rounding, so a thread that lives two periods gets two
  * samples on average). Pays them. *needed_ns receives the CPU time until the next one is due.

@@ -40,6 +40,12 @@ uint64_t osp__period_of_rate(uint32_t rate_hz)
     return 1000000000u / (rate_hz ? rate_hz : OSP__DEFAULT_RATE);
 }
 
+uint64_t osp__credit_cap(uint64_t period)
+{
+    uint64_t cap = OSP__MAX_WEIGHT_NS / period;
+    return cap < OSP__MAX_WEIGHT ? OSP__MAX_WEIGHT : cap;
+}
+
 uint64_t osp__credit_needed(const struct osp__credit *c, uint64_t cpu_ns, uint64_t period)
 {
     /* The next sample is due when the credit reaches half a period again. */
@@ -55,9 +61,7 @@ uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t perio
     int64_t credit = (int64_t)(cpu_ns - c->paid_ns);
     if (credit >= (int64_t)(period / 2)) {
         uint64_t w = ((uint64_t)credit + period / 2) / period;
-        uint64_t cap = OSP__MAX_WEIGHT_NS / period;
-        if (cap < OSP__MAX_WEIGHT)
-            cap = OSP__MAX_WEIGHT;
+        uint64_t cap = osp__credit_cap(period);
         if (w > cap) {
             /* Older CPU time than the cap: not this stack's. */
             c->paid_ns = cpu_ns - cap * period;

@@ -86,9 +86,9 @@ static void stack_bounds(uint64_t *lo, uint64_t *hi)
     pthread_attr_destroy(&attr);
 }
 
-/* Create the calling thread's CPU-time timer: SIGPROF to itself, tagged as ours. Returns its
- * kernel id, or -1. */
-static int cpu_timer_create(void)
+/* Create a timer of the calling thread on `clock`: SIGPROF to itself, tagged as ours. Returns
+ * its kernel id, or -1. */
+static int thread_timer_create(clockid_t clock)
 {
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);
@@ -99,12 +99,12 @@ static int cpu_timer_create(void)
     int timer = -1;
     /* The raw call: the C library's timer_create starts a helper thread for SIGEV_THREAD, and
      * we want nothing of it. */
-    if (osp__sys(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, (long)&sev, (long)&timer, 0, 0) != 0)
+    if (osp__sys(SYS_timer_create, clock, (long)&sev, (long)&timer, 0, 0) != 0)
         return -1;
     return timer;
 }
 
-static void cpu_timer_delete(int timer)
+static void thread_timer_delete(int timer)
 {
     if (timer >= 0)
         osp__sys(SYS_timer_delete, timer, 0, 0, 0, 0);
@@ -184,7 +184,8 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     /* Everything that may allocate or take other locks happens before the registry lock. */
     uint64_t lo, hi;
     stack_bounds(&lo, &hi);
-    int timer = reg->header != NULL ? cpu_timer_create() : -1;
+    int timer = reg->header != NULL ? thread_timer_create(CLOCK_THREAD_CPUTIME_ID) : -1;
+    int wall_timer = reg->header != NULL ? thread_timer_create(CLOCK_MONOTONIC) : -1;
     struct osp__slot *spare = NULL;
 
     pthread_mutex_lock(&reg->lock);
@@ -199,6 +200,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
             spare = NULL;
             s->index = reg->count;
             s->timer = -1;
+            s->wall_timer = -1;
             if (reg->header != NULL) {
                 s->shared = shared_slot(reg, s->index);
                 osp__slot_ring_attach(&s->ring, reg->header, s->shared);
@@ -216,7 +218,8 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
         uint32_t cap = reg->capacity;
         pthread_mutex_unlock(&reg->lock);
         free(spare);
-        cpu_timer_delete(timer);
+        thread_timer_delete(timer);
+        thread_timer_delete(wall_timer);
         if (warn)
             osp__warn("more than %u threads at once: threads started beyond that are not profiled",
                       cap);
@@ -231,6 +234,8 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->stack_hi = hi;
     s->timer = timer;
     s->timer_expiry_cpu_ns = 0;
+    s->wall_timer = wall_timer;
+    s->wall_due_ns = 0;
     s->last_run_ns = osp__clock_ns(CLOCK_MONOTONIC);
     s->last_cpu_ns = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
     s->credit.paid_ns = s->last_cpu_ns; /* CPU time before registration is not ours to count */
@@ -259,6 +264,9 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     osp__tls_slot = s;
     /* The handler on this thread reads the pointer; a compiler fence is all it needs. */
     atomic_signal_fence(memory_order_seq_cst);
+    /* The first sample: half a period from now (the credit rule's first due time). */
+    s->jitter_state = (s->last_run_ns ^ ((uint64_t)(uint32_t)s->tid << 32)) | 1u;
+    osp__slot_arm_sampling(s, s->last_run_ns + osp__period_ns / 2);
     return 0;
 }
 
@@ -271,8 +279,10 @@ void osp__registry_unregister(struct osp__registry *reg)
      * this thread right now (it would have to finish before this code continues). */
     osp__tls_slot = NULL;
     atomic_signal_fence(memory_order_seq_cst);
-    cpu_timer_delete(s->timer);
+    thread_timer_delete(s->timer);
     s->timer = -1;
+    thread_timer_delete(s->wall_timer);
+    s->wall_timer = -1;
     /* The handler no longer runs for this slot: its ring and wait are ours to finish. */
     if (!reg->stopped && s->shared != NULL)
         osp__close_wait(&s->ring, s, osp__clock_ns(CLOCK_MONOTONIC),
@@ -354,8 +364,26 @@ void osp__registry_disarm_timers(struct osp__registry *reg)
     if (reg->slots == NULL || osp__registry_lock_briefly(reg) != 0)
         return;
     struct itimerspec off = {{0, 0}, {0, 0}};
-    for (uint32_t i = 0; i < reg->count; i++)
-        if (reg->slots[i]->active && reg->slots[i]->timer >= 0)
-            osp__sys(SYS_timer_settime, reg->slots[i]->timer, 0, (long)&off, 0, 0);
+    for (uint32_t i = 0; i < reg->count; i++) {
+        struct osp__slot *s = reg->slots[i];
+        if (s->active && s->timer >= 0)
+            osp__sys(SYS_timer_settime, s->timer, 0, (long)&off, 0, 0);
+        if (s->active && s->wall_timer >= 0)
+            osp__sys(SYS_timer_settime, s->wall_timer, 0, (long)&off, 0, 0);
+    }
+    pthread_mutex_unlock(&reg->lock);
+}
+
+void osp__registry_rearm_sampling(struct osp__registry *reg)
+{
+    if (reg->slots == NULL || osp__registry_lock_briefly(reg) != 0)
+        return;
+    uint64_t at = osp__clock_ns(CLOCK_MONOTONIC) + osp__period_ns;
+    struct itimerspec its = {{0, 0}, {(time_t)(at / 1000000000u), (long)(at % 1000000000u)}};
+    for (uint32_t i = 0; i < reg->count; i++) {
+        struct osp__slot *s = reg->slots[i];
+        if (s->active && s->wall_timer >= 0)
+            osp__sys(SYS_timer_settime, s->wall_timer, TIMER_ABSTIME, (long)&its, 0, 0);
+    }
     pthread_mutex_unlock(&reg->lock);
 }

@@ -1,26 +1,30 @@
-/* slot.c — what a registered thread writes about itself: its samples, its waits, and the state
- * ospreyd reads to decide when to signal it.
+/* slot.c — what a registered thread writes about itself: its samples, its waits, the state
+ * ospreyd reads to decide which rings to read, and its two timers.
  *
  * Owns the SAMPLE_WEIGHTED records written into a slot's ring, a thread's open wait (opened by
  * the handler at a blocked instant or by the guard around a blocking call; written as one
  * WAITING sample weighted by its length when the thread runs again, when it unregisters, or at
- * exit), the slot's published state and due time, and the attention bit that makes ospreyd
- * look at a slot again.
+ * exit), the slot's published state and due time, the attention bit that makes ospreyd look
+ * at a slot again, and the arming of the thread's sampling timer (CLOCK_MONOTONIC, jittered)
+ * and CPU-time timer (shim/README.md, "The design").
  *
  * One producer per slot ring, the slot's own thread (its SIGPROF handler, or its own code with
  * SIGPROF blocked), so no lock is taken and every function here is async-signal-safe.
  */
+#include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 
 #include "osp_base.h"
 #include "osp_core.h"
 #include "osp_policy.h"
 
-void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
-                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth)
+int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
+                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth)
 {
     if (w->data == NULL || depth == 0 || weight == 0)
-        return;
+        return 0;
     if (depth > OSP_MAX_DEPTH)
         depth = OSP_MAX_DEPTH;
     uint32_t size = (uint32_t)sizeof(struct osp_rec_sample_weighted) + depth * 8u;
@@ -29,10 +33,8 @@ void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint
     struct osp_rec_sample_weighted *rec = w->header != NULL && w->head == &w->header->head
                                               ? osp__event_ring_reserve_sample(w, size, &new_head)
                                               : osp__event_ring_reserve(w, size, &new_head);
-    if (rec == NULL) {
-        osp__event_ring_count_drops(w, weight);
-        return;
-    }
+    if (rec == NULL)
+        return -ENOSPC;
     rec->h.type = OSP_REC_SAMPLE_WEIGHTED;
     rec->h.size = size;
     rec->t_ns = t_ns;
@@ -44,6 +46,7 @@ void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint
     rec->reserved = 0;
     memcpy(rec + 1, pcs, depth * 8u);
     osp__event_ring_commit(w, new_head);
+    return 0;
 }
 
 /* Async-signal-safe. */
@@ -57,7 +60,45 @@ void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t no
         osp__wait_weight(s->wait_t_ns, now_ns, s->wait_cpu_ns, cpu_ns, osp__period_ns);
     if (weight == 0)
         return;
-    osp__emit_sample(w, s, s->wait_t_ns, OSP_STATE_WAITING, weight, s->wait_pcs, s->wait_depth);
+    if (osp__emit_sample(w, s, s->wait_t_ns, OSP_STATE_WAITING, weight, s->wait_pcs,
+                         s->wait_depth) != 0)
+        osp__event_ring_count_drops(w, weight);
+}
+
+/* Are our signals paused (an exec under way, or the program took SIGPROF)? Then no timer of
+ * ours is armed again. Async-signal-safe. */
+static int signals_paused(void)
+{
+    struct osp_ring_header *h = osp__header;
+    return h == NULL || atomic_load_explicit(&h->signals_paused, memory_order_relaxed) != 0;
+}
+
+void osp__slot_arm_sampling(struct osp__slot *s, uint64_t due_ns)
+{
+    if (s->wall_timer < 0 || signals_paused())
+        return;
+    uint64_t x = s->jitter_state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    s->jitter_state = x;
+    uint64_t at =
+        due_ns + ((x * UINT64_C(2685821657736338717)) >> 11) % (osp__period_ns * 6 / 10 + 1);
+    s->wall_due_ns = at;
+    struct itimerspec its = {.it_value = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)}};
+    osp__sys(SYS_timer_settime, s->wall_timer, TIMER_ABSTIME, (long)&its, 0, 0);
+}
+
+void osp__slot_arm_cpu_timer(struct osp__slot *s, uint64_t cpu_ns)
+{
+    if (s->timer < 0 || signals_paused())
+        return;
+    if (cpu_ns < 1000)
+        cpu_ns = 1000;
+    s->timer_expiry_cpu_ns = s->last_cpu_ns + cpu_ns;
+    struct itimerspec its = {
+        .it_value = {(time_t)(cpu_ns / 1000000000u), (long)(cpu_ns % 1000000000u)}};
+    osp__sys(SYS_timer_settime, s->timer, 0, (long)&its, 0, 0); /* async-signal-safe: XSH 2.4.3 */
 }
 
 /* Async-signal-safe. */

@@ -126,7 +126,7 @@ uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
     uint64_t page = pc & ~(uint64_t)4095;
     uint64_t first = pc > page ? pc - 1 : pc;
     uint64_t end = pc + 8 < page + 4096 ? pc + 8 : page + 4096;
-    if (osp__read_code(first, window, (size_t)(end - first)) != 0)
+    if (osp__read_pc_code(pc, first, window, (size_t)(end - first)) != 0)
         return 0;
     long size = (long)(end - first), at = (long)(pc - first); /* pc's byte in the window */
     long slot = -1; /* where the return address is, in words above sp */
