@@ -242,10 +242,10 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
     const size_t *order = NULL, *first = NULL;
     int order_rc = ospx__model_thread_order(model, &order, &first);
     uint32_t *leaves = malloc((raw->sample_count + 1) * sizeof *leaves);
-    /* Samples on the same stack, thread and state share a leaf: remember the last one per stack. */
+    /* On-CPU samples on the same stack and thread share a leaf: remember the last one per
+     * stack (waiting samples all hit the one (idle) node and leave it alone). */
     struct leaf_cache {
         uint32_t thread, node;
-        uint8_t state;
     } *cache = calloc(raw->stack_count + 1, sizeof *cache);
     int rc = -ENOMEM;
     if (tree_rc != 0 || order_rc != 0 || function_of == NULL || scripts == NULL || leaves == NULL ||
@@ -253,17 +253,19 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
         goto out;
     for (size_t s = 0; s < raw->stack_count; s++)
         cache[s].node = OSPX_NO_NODE;
+    uint32_t idle = OSPX_NO_NODE;
     for (size_t i = 0; i < raw->sample_count; i++) {
         const struct ospx_sample *sample = &raw->samples[order[i]];
-        uint32_t leaf = cache[sample->stack].node;
-        if (leaf == OSPX_NO_NODE || cache[sample->stack].thread != sample->thread ||
-            cache[sample->stack].state != sample->state) {
+        uint32_t leaf = sample->state != 0 ? idle : cache[sample->stack].node;
+        if (leaf == OSPX_NO_NODE ||
+            (sample->state == 0 && cache[sample->stack].thread != sample->thread)) {
             leaf = sample_leaf(&tree, model, function_of, sample);
             if (leaf == OSPX_NO_NODE)
                 goto out;
-            cache[sample->stack].thread = sample->thread;
-            cache[sample->stack].state = sample->state;
-            cache[sample->stack].node = leaf;
+            if (sample->state != 0)
+                idle = leaf;
+            else
+                cache[sample->stack] = (struct leaf_cache){sample->thread, leaf};
         }
         tree.nodes[leaf].hits += sample->weight;
         leaves[i] = leaf;

@@ -692,34 +692,51 @@ static size_t raw_scan_samples(struct raw_reader *reader, const char *text, size
     return span_count;
 }
 
-/* The text jansson reads: the document with each span's array replaced by "[]", then the span's
- * line breaks, then spaces up to its end's column, so that every line and column jansson
- * reports is the file's. Returns its length (malloc'd into *out), or 0 when out of memory. */
+/* Where jansson's positions move in the text it reads: on line `line`, columns after `column`
+ * are `shift` columns further right in the file. */
+struct raw_shift {
+    int line, column, shift;
+};
+
+/* The text jansson reads: the document with each span's array replaced by "[]" and the span's
+ * line breaks, so that lines stay the file's; the columns that move are recorded in shifts
+ * (one per span). Returns its length (malloc'd into *out), or 0 when out of memory. */
 static size_t raw_rest_text(const char *text, size_t size, const struct raw_span *spans,
-                            size_t span_count, char **out)
+                            size_t span_count, char **out, struct raw_shift *shifts)
 {
     /* each span gives back at most its own length, so `size` bounds the text */
     char *rest = malloc(size + 1), *at = rest;
     if (rest == NULL)
         return 0;
     size_t from = 0;
+    int line = 1;
+    const char *line_start = rest; /* in rest */
     for (size_t i = 0; i < span_count; i++) {
         memcpy(at, text + from, spans[i].start - from);
+        for (const char *nl = at;
+             (nl = memchr(nl, '\n', (size_t)(at + spans[i].start - from - nl))); nl++) {
+            line++;
+            line_start = nl + 1;
+        }
         at += spans[i].start - from;
         *at++ = '[';
         *at++ = ']';
-        const char *line_start = text + spans[i].start;
-        for (const char *nl = text + spans[i].start;
+        /* jansson counts columns in characters: the first bytes of UTF-8 sequences */
+        int column = 0;
+        for (const char *c = line_start; c < at; c++)
+            column += ((unsigned char)*c & 0xC0) != 0x80;
+        const char *last_line = text + spans[i].start; /* in text */
+        for (const char *nl = last_line;
              (nl = memchr(nl, '\n', (size_t)(text + spans[i].end - nl))) != NULL; nl++) {
             *at++ = '\n';
-            line_start = nl + 1;
+            line++;
+            line_start = at;
+            last_line = nl + 1;
         }
-        /* the columns of the span's last line, less the two brackets written on its first */
-        size_t columns = (size_t)(text + spans[i].end - line_start);
-        if (line_start == text + spans[i].start)
-            columns -= 2;
-        memset(at, ' ', columns);
-        at += columns;
+        if (last_line == text + spans[i].start) /* on one line: "[…]" became "[]" */
+            shifts[i] = (struct raw_shift){line, column, (int)(spans[i].end - spans[i].start - 2)};
+        else /* the span's last line lost its start */
+            shifts[i] = (struct raw_shift){line, 0, (int)(text + spans[i].end - last_line)};
         from = spans[i].end;
     }
     memcpy(at, text + from, size - from);
@@ -939,7 +956,9 @@ int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err
     struct raw_span spans[2];
     size_t span_count = raw_scan_samples(&reader, document, size, spans);
     char *rest = NULL;
-    size_t rest_size = span_count > 0 ? raw_rest_text(document, size, spans, span_count, &rest) : 0;
+    struct raw_shift shifts[2];
+    size_t rest_size =
+        span_count > 0 ? raw_rest_text(document, size, spans, span_count, &rest, shifts) : 0;
 
     if (span_count > 0 && rest == NULL) {
         free(text);
@@ -963,9 +982,12 @@ int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err
         free(reader.fast_stack_start);
         /* jansson reports the column after the offending token; a message at column 0 (an
          * error at the very start of a line) keeps just the line. */
+        int column = parse_error.column;
+        for (size_t i = 0; i < span_count; i++)
+            if (parse_error.line == shifts[i].line && parse_error.column > shifts[i].column)
+                column += shifts[i].shift;
         return ospx_error_set(err, EINVAL, path, parse_error.line > 0 ? parse_error.line : 0,
-                              parse_error.line > 0 ? parse_error.column : 0, "%s",
-                              parse_error.text);
+                              parse_error.line > 0 ? column : 0, "%s", parse_error.text);
     }
 
     out->source_path = strdup(path);
