@@ -107,6 +107,22 @@ void ospx__quoted_free(struct ospx__quoted_functions *quoted)
     free(quoted->urls);
 }
 
+void ospx__put_call_frame(FILE *stream, const char *name, uint32_t script, const char *url,
+                          int line)
+{
+    fputs_unlocked(",\"callFrame\":{\"functionName\":", stream);
+    fputs_unlocked(name, stream);
+    fputs_unlocked(",\"scriptId\":\"", stream);
+    ospx__put_uint(stream, script);
+    fputs_unlocked("\",\"url\":", stream);
+    fputs_unlocked(url, stream);
+    fputs_unlocked(",\"lineNumber\":", stream);
+    if (line < 0)
+        putc_unlocked('-', stream);
+    ospx__put_uint(stream, line < 0 ? -(uint64_t)line : (uint64_t)line);
+    fputs_unlocked(",\"columnNumber\":-1}", stream);
+}
+
 int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_functions *quoted)
 {
     quoted->count = 0;
@@ -148,20 +164,18 @@ static void write_node(FILE *stream, const struct ospx__tree *tree, const struct
         script = scripts[node->value];
         line = model->functions[node->value].line - 1; /* 0-based; unknown (0) gives -1 */
     }
-    fputs("{\"id\":", stream);
+    fputs_unlocked("{\"id\":", stream);
     ospx__put_uint(stream, node->id);
-    fprintf(stream,
-            ",\"callFrame\":{\"functionName\":%s,\"scriptId\":\"%u\",\"url\":%s,"
-            "\"lineNumber\":%d,\"columnNumber\":-1},\"hitCount\":",
-            name, script, url, line);
+    ospx__put_call_frame(stream, name, script, url, line);
+    fputs_unlocked(",\"hitCount\":", stream);
     ospx__put_uint(stream, node->hits);
-    fputs(",\"children\":[", stream);
+    fputs_unlocked(",\"children\":[", stream);
     for (uint32_t c = node->first_child; c != OSPX_NO_NODE; c = tree->nodes[c].next_sibling) {
         ospx__put_uint(stream, tree->nodes[c].id);
         if (tree->nodes[c].next_sibling != OSPX_NO_NODE)
-            fputc(',', stream);
+            putc_unlocked(',', stream);
     }
-    fputs("]}", stream);
+    fputs_unlocked("]}", stream);
     free(fiber_quoted);
 }
 

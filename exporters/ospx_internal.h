@@ -132,6 +132,10 @@ struct ospx__quoted_functions {
     size_t count;
 };
 int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_functions *quoted);
+/* `,"callFrame":{…}` of a V8 profile node: the quoted name and url as given, the scriptId, the
+ * 0-based line (-1 unknown), column -1. The `.cpuprofile` and the trace write one per node. */
+void ospx__put_call_frame(FILE *stream, const char *name, uint32_t script, const char *url,
+                          int line);
 void ospx__quoted_free(struct ospx__quoted_functions *quoted);
 
 /* ---- model.c ---- */

@@ -71,7 +71,11 @@ struct symbol_location {
 struct symbol_answer {
     struct symbol_location *chain;
     size_t count;
+    /* per level, the interned frame (SKIPPED_FRAME: the profiler's own), once a stack has used
+     * the answer and every level has a name; NULL before */
+    uint32_t *interned;
 };
+#define SKIPPED_FRAME UINT32_MAX
 
 /* Per image: the distinct file addresses asked for, sorted, and their answers. */
 struct image_work {
@@ -364,7 +368,9 @@ static void answer_free(struct symbol_answer *answer)
         free(answer->chain[i].file);
     }
     free(answer->chain);
+    free(answer->interned);
     answer->chain = NULL;
+    answer->interned = NULL;
     answer->count = 0;
 }
 
@@ -911,7 +917,7 @@ static int collect_addresses(struct symbolize_state *state)
     return 0;
 }
 
-static const struct symbol_answer *find_answer(const struct image_work *work, uint64_t address)
+static struct symbol_answer *find_answer(struct image_work *work, uint64_t address)
 {
     size_t low = 0, high = work->count;
     while (low < high) {
@@ -1054,7 +1060,7 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
         uint64_t pc = lookup_pc(stack, k);
         uint32_t image = ospx__image_of(raw, pc);
         const char *image_path = image != NO_IMAGE ? raw->images[image].path : "";
-        const struct symbol_answer *answer =
+        struct symbol_answer *answer =
             image != NO_IMAGE ? find_answer(&state->work[image], pc - raw->images[image].slide)
                               : NULL;
         size_t levels = answer != NULL && answer->count > 0 ? answer->count : 1;
@@ -1072,6 +1078,23 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             if (frames == NULL || lines == NULL || positions == NULL)
                 return -ENOMEM;
         }
+        /* An answer seen before gives the same frames (hundreds of stacks share a pc):
+         * interned once, not hashed and compared again per stack. */
+        if (answer != NULL && answer->interned != NULL) {
+            for (size_t level = 0; level < levels; level++) {
+                if (answer->interned[level] == SKIPPED_FRAME)
+                    continue;
+                frames[count] = answer->interned[level];
+                positions[count] = (uint32_t)k;
+                lines[count++] = answer->chain[level].line;
+            }
+            symbols->stack_frame_counts[i] = count;
+            continue;
+        }
+        int named = answer != NULL && answer->count > 0;
+        for (size_t level = 0; named && level < levels; level++)
+            named = answer->chain[level].name != NULL;
+        uint32_t *interned = named ? malloc(levels * sizeof *interned) : NULL;
         char hex[24];
         snprintf(hex, sizeof hex, "0x%" PRIx64, stack->pcs[k]);
         for (size_t level = 0; level < levels; level++) {
@@ -1084,18 +1107,27 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
                 name = "[vdso]";
             /* The profiler's own frames are not the program's: left out at every position,
              * so a wrapper's time goes to its caller and the shim's start-up never shows. */
-            if (is_profiler_frame(name, image_path, location != NULL ? location->file : NULL))
+            if (is_profiler_frame(name, image_path, location != NULL ? location->file : NULL)) {
+                if (interned != NULL)
+                    interned[level] = SKIPPED_FRAME;
                 continue;
+            }
             const char *file = location != NULL ? location->file : "";
             int line = location != NULL ? location->line : 0;
             int column = location != NULL ? location->column : 0;
             int rc = intern_frame(table, name, file, line, column, image_path, stack->pcs[k],
                                   &frames[count]);
-            if (rc < 0)
+            if (rc < 0) {
+                free(interned);
                 return rc;
+            }
+            if (interned != NULL)
+                interned[level] = frames[count];
             positions[count] = (uint32_t)k;
             lines[count++] = line;
         }
+        if (interned != NULL)
+            answer->interned = interned;
         symbols->stack_frame_counts[i] = count;
     }
     return 0;
