@@ -69,11 +69,14 @@ int ospx__print_listing(FILE *out, size_t width, const struct ospx_model *model,
 /* ---- atomic_file.c ---- */
 
 /* A file being written: `stream` writes a temporary file beside `path`; commit makes it `path`
- * (fsync, then rename), abort removes it. */
+ * (fsync, then rename), abort removes it. The struct must stay where it is while open (the
+ * stream points at it). */
 struct ospx__atomic_file {
     FILE *stream;
     char *temp_path;
     const char *path; /* borrowed; must outlive the atomic file */
+    int fd;
+    off_t written, flushed; /* bytes written, and how far writeback has been started */
 };
 
 int ospx__atomic_open(struct ospx__atomic_file *file, const char *path, struct ospx_error *err);
