@@ -105,18 +105,29 @@ void ospx__quoted_free(struct ospx__quoted_functions *quoted)
     }
     free(quoted->names);
     free(quoted->urls);
+    free(quoted->name_lengths);
+    free(quoted->url_lengths);
 }
 
-void ospx__put_call_frame(FILE *stream, const char *name, uint32_t script, const char *url,
-                          int line)
+void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
+                          const struct ospx__quoted_functions *quoted, const uint32_t *scripts,
+                          const struct ospx__node *node, const char *other_name)
 {
     fputs_unlocked(",\"callFrame\":{\"functionName\":", stream);
-    fputs_unlocked(name, stream);
+    if (node->kind != OSPX_NODE_FUNCTION) {
+        fputs_unlocked(other_name, stream);
+        fputs_unlocked(",\"scriptId\":\"0\",\"url\":\"\",\"lineNumber\":-1,\"columnNumber\":-1}",
+                       stream);
+        return;
+    }
+    uint32_t f = node->value;
+    fwrite_unlocked(quoted->names[f], 1, quoted->name_lengths[f], stream);
     fputs_unlocked(",\"scriptId\":\"", stream);
-    ospx__put_uint(stream, script);
+    ospx__put_uint(stream, scripts[f]);
     fputs_unlocked("\",\"url\":", stream);
-    fputs_unlocked(url, stream);
+    fwrite_unlocked(quoted->urls[f], 1, quoted->url_lengths[f], stream);
     fputs_unlocked(",\"lineNumber\":", stream);
+    int line = model->functions[f].line - 1; /* 0-based; unknown (0) gives -1 */
     if (line < 0)
         putc_unlocked('-', stream);
     ospx__put_uint(stream, line < 0 ? -(uint64_t)line : (uint64_t)line);
@@ -128,7 +139,10 @@ int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_fu
     quoted->count = 0;
     quoted->names = calloc(model->function_count + 1, sizeof *quoted->names);
     quoted->urls = calloc(model->function_count + 1, sizeof *quoted->urls);
-    if (quoted->names == NULL || quoted->urls == NULL)
+    quoted->name_lengths = calloc(model->function_count + 1, sizeof *quoted->name_lengths);
+    quoted->url_lengths = calloc(model->function_count + 1, sizeof *quoted->url_lengths);
+    if (quoted->names == NULL || quoted->urls == NULL || quoted->name_lengths == NULL ||
+        quoted->url_lengths == NULL)
         return -ENOMEM;
     for (; quoted->count < model->function_count; quoted->count++) {
         const struct ospx_function_stat *fn = &model->functions[quoted->count];
@@ -138,6 +152,8 @@ int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_fu
             quoted->count++;
             return -ENOMEM;
         }
+        quoted->name_lengths[quoted->count] = strlen(quoted->names[quoted->count]);
+        quoted->url_lengths[quoted->count] = strlen(quoted->urls[quoted->count]);
     }
     return 0;
 }
@@ -147,9 +163,7 @@ static void write_node(FILE *stream, const struct ospx__tree *tree, const struct
                        const struct ospx__quoted_functions *quoted)
 {
     char fiber_name[512], *fiber_quoted = NULL;
-    const char *name = "\"(root)\"", *url = "\"\"";
-    uint32_t script = 0;
-    int line = -1;
+    const char *name = "\"(root)\"";
     if (node->kind == OSPX_NODE_FIBER) {
         const struct ospx_fiber_stat *fiber = &model->fibers[node->value];
         snprintf(fiber_name, sizeof fiber_name, "fiber %lld (%s)", (long long)fiber->fiber,
@@ -158,15 +172,10 @@ static void write_node(FILE *stream, const struct ospx__tree *tree, const struct
         name = fiber_quoted != NULL ? fiber_quoted : "\"fiber\"";
     } else if (node->kind == OSPX_NODE_WAITING) {
         name = "\"(idle)\"";
-    } else if (node->kind == OSPX_NODE_FUNCTION) {
-        name = quoted->names[node->value];
-        url = quoted->urls[node->value];
-        script = scripts[node->value];
-        line = model->functions[node->value].line - 1; /* 0-based; unknown (0) gives -1 */
     }
     fputs_unlocked("{\"id\":", stream);
     ospx__put_uint(stream, node->id);
-    ospx__put_call_frame(stream, name, script, url, line);
+    ospx__put_call_frame(stream, model, quoted, scripts, node, name);
     fputs_unlocked(",\"hitCount\":", stream);
     ospx__put_uint(stream, node->hits);
     fputs_unlocked(",\"children\":[", stream);

@@ -25,6 +25,13 @@ static inline const char *ospx__str(const char *s)
     return s != NULL ? s : "";
 }
 
+/* ---- atomic_file.c (memory) ---- */
+
+/* Ask for transparent huge pages over the 2 MiB-aligned part of [memory, memory + size): the
+ * tables of a million samples are tens of megabytes, and a page fault per 4 KiB of them costs
+ * more than filling them. A hint only. */
+void ospx__huge_pages(void *memory, size_t size);
+
 /* ---- error.c ---- */
 
 /* Replace, in place, every control character of `text` (C0, DEL and the UTF-8 encoded C1
@@ -132,13 +139,16 @@ uint32_t *ospx__script_ids(const struct ospx_model *model);
  * nodes. ospx__quote_functions returns 0 or -ENOMEM; free with ospx__quoted_free either way. */
 struct ospx__quoted_functions {
     char **names, **urls;
+    size_t *name_lengths, *url_lengths;
     size_t count;
 };
 int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_functions *quoted);
-/* `,"callFrame":{…}` of a V8 profile node: the quoted name and url as given, the scriptId, the
- * 0-based line (-1 unknown), column -1. The `.cpuprofile` and the trace write one per node. */
-void ospx__put_call_frame(FILE *stream, const char *name, uint32_t script, const char *url,
-                          int line);
+/* `,"callFrame":{…}` of a V8 profile node: a function node's name, file (its url), scriptId
+ * and 0-based line (-1 unknown); any other node's `other_name` (quoted) with no script. The
+ * `.cpuprofile` and the trace write one per node. */
+void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
+                          const struct ospx__quoted_functions *quoted, const uint32_t *scripts,
+                          const struct ospx__node *node, const char *other_name);
 void ospx__quoted_free(struct ospx__quoted_functions *quoted);
 
 /* ---- model.c ---- */

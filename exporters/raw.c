@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "ospx.h"
+#include "ospx_internal.h"
 
 /* The largest raw file the reader loads. jansson holds the whole document in memory, several
  * times the file's size, so a bigger file is refused before it is read. */
@@ -514,6 +515,7 @@ static const char *scan_rows(struct raw_reader *reader, const char *p, const cha
     struct ospx_sample *rows = malloc(capacity * sizeof *rows);
     if (rows == NULL)
         return NULL;
+    ospx__huge_pages(rows, capacity * sizeof *rows);
     p = skip_space(p + 1, end);
     if (p < end && *p == ']') {
         reader->fast_rows = rows;

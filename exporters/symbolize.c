@@ -72,8 +72,11 @@ struct symbol_answer {
     struct symbol_location *chain;
     size_t count;
     /* per level, the interned frame (SKIPPED_FRAME: the profiler's own), once a stack has used
-     * the answer and every level has a name; NULL before */
+     * the answer; NULL before. A level without a name is named by the pc in hex: those frames
+     * hold for interned_pc only. */
     uint32_t *interned;
+    uint64_t interned_pc;
+    bool interned_named; /* every level has a name: the frames hold for any pc */
 };
 #define SKIPPED_FRAME UINT32_MAX
 
@@ -1080,21 +1083,27 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
         }
         /* An answer seen before gives the same frames (hundreds of stacks share a pc):
          * interned once, not hashed and compared again per stack. */
-        if (answer != NULL && answer->interned != NULL) {
+        if (answer != NULL && answer->interned != NULL &&
+            (answer->interned_named || answer->interned_pc == stack->pcs[k])) {
             for (size_t level = 0; level < levels; level++) {
                 if (answer->interned[level] == SKIPPED_FRAME)
                     continue;
                 frames[count] = answer->interned[level];
                 positions[count] = (uint32_t)k;
-                lines[count++] = answer->chain[level].line;
+                lines[count++] = answer->count > 0 ? answer->chain[level].line : 0;
             }
             symbols->stack_frame_counts[i] = count;
             continue;
         }
-        int named = answer != NULL && answer->count > 0;
+        bool named = answer != NULL && answer->count > 0;
         for (size_t level = 0; named && level < levels; level++)
             named = answer->chain[level].name != NULL;
-        uint32_t *interned = named ? malloc(levels * sizeof *interned) : NULL;
+        uint32_t *interned = NULL;
+        if (answer != NULL) {
+            free(answer->interned);
+            answer->interned = NULL;
+            interned = malloc(levels * sizeof *interned);
+        }
         char hex[24];
         snprintf(hex, sizeof hex, "0x%" PRIx64, stack->pcs[k]);
         for (size_t level = 0; level < levels; level++) {
@@ -1126,8 +1135,11 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             positions[count] = (uint32_t)k;
             lines[count++] = line;
         }
-        if (interned != NULL)
+        if (interned != NULL) {
             answer->interned = interned;
+            answer->interned_pc = stack->pcs[k];
+            answer->interned_named = named;
+        }
         symbols->stack_frame_counts[i] = count;
     }
     return 0;

@@ -69,20 +69,10 @@ static void write_nodes(FILE *stream, const struct ospx__tree *tree, uint32_t fi
     while (top > 0) {
         uint32_t n = pending[--top];
         const struct ospx__node *node = &tree->nodes[n];
-        const char *name = "\"(root)\"", *url = "\"\"";
-        uint32_t script = 0;
-        int line = -1;
-        if (node->kind == OSPX_NODE_WAITING) {
-            name = "\"(idle)\"";
-        } else if (node->kind == OSPX_NODE_FUNCTION) {
-            name = quoted->names[node->value];
-            url = quoted->urls[node->value];
-            script = scripts[node->value];
-            line = model->functions[node->value].line - 1;
-        }
         fputs_unlocked(first ? "{\"id\":" : ",{\"id\":", stream);
         ospx__put_uint(stream, n + 1);
-        ospx__put_call_frame(stream, name, script, url, line);
+        ospx__put_call_frame(stream, model, quoted, scripts, node,
+                             node->kind == OSPX_NODE_WAITING ? "\"(idle)\"" : "\"(root)\"");
         if (n != fiber_node) {
             fputs_unlocked(",\"parent\":", stream);
             ospx__put_uint(stream, node->parent + 1);
@@ -207,7 +197,7 @@ static const char *wait_text(struct wait_texts *texts, const struct ospx_model *
     size_t shown = depth < STACK_ARGUMENT_FRAMES ? depth : STACK_ARGUMENT_FRAMES;
     size_t length = strlen(quoted_name != NULL ? quoted_name : "\"waiting\"") + 64;
     for (size_t k = 0; k < shown; k++)
-        length += strlen(quoted->names[function_of[frames[k]]]) + 1;
+        length += quoted->name_lengths[function_of[frames[k]]] + 1;
     char *text = malloc(length), *at = text;
     if (text != NULL) {
         at += sprintf(at, "\"name\":%s,\"cat\":\"osprey.waiting\",\"args\":{\"stack\":[",
