@@ -6,6 +6,7 @@
  * fsync does not wait for a hundred megabytes at once. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -78,8 +79,10 @@ int ospx__atomic_open(struct ospx__atomic_file *file, const char *path, struct o
         file->temp_path = NULL;
         return ospx_error_set(err, code, path, 0, 0, "cannot open for writing: %s", strerror(code));
     }
-    /* The big outputs are hundreds of megabytes written a number at a time: 1 MiB writes. */
+    /* The big outputs are hundreds of megabytes written a number at a time: 1 MiB writes, and
+     * no lock taken per call (one thread writes each output). */
     (void)setvbuf(file->stream, NULL, _IOFBF, 1 << 20);
+    (void)__fsetlocking(file->stream, FSETLOCKING_BYCALLER);
     return 0;
 }
 

@@ -178,15 +178,18 @@ static void write_samples(FILE *stream, const struct ospx_model *model, size_t t
  * "cat":"osprey.waiting","args":{"stack":[<the innermost frames, root first>]}}`. */
 struct wait_texts {
     char **text;
+    size_t *length;
     size_t count;
 };
 
-static const char *wait_text(struct wait_texts *texts, const struct ospx_model *model,
-                             uint32_t stack, const uint32_t *function_of,
-                             const struct ospx__quoted_functions *quoted)
+static void put_wait_text(FILE *stream, struct wait_texts *texts, const struct ospx_model *model,
+                          uint32_t stack, const uint32_t *function_of,
+                          const struct ospx__quoted_functions *quoted)
 {
-    if (texts->text[stack] != NULL)
-        return texts->text[stack];
+    if (texts->text[stack] != NULL) {
+        fwrite_unlocked(texts->text[stack], 1, texts->length[stack], stream);
+        return;
+    }
     size_t depth;
     const uint32_t *frames = ospx__stack_frames(model, stack, &depth);
     char name[600];
@@ -204,11 +207,13 @@ static const char *wait_text(struct wait_texts *texts, const struct ospx_model *
                       quoted_name != NULL ? quoted_name : "\"waiting\"");
         for (size_t k = shown; k-- > 0;)
             at += sprintf(at, k + 1 < shown ? ",%s" : "%s", quoted->names[function_of[frames[k]]]);
-        strcpy(at, "]}}");
+        at = stpcpy(at, "]}}");
+        texts->length[stack] = (size_t)(at - text);
     }
     free(quoted_name);
     texts->text[stack] = text;
-    return text != NULL ? text : "\"name\":\"waiting\",\"cat\":\"osprey.waiting\"}";
+    fputs_unlocked(text != NULL ? text : "\"name\":\"waiting\",\"cat\":\"osprey.waiting\"}",
+                   stream);
 }
 
 /* "waiting in <leaf>" spans of thread t: consecutive waiting rows of one stack are one wait,
@@ -252,7 +257,7 @@ static void write_waits(FILE *stream, const struct ospx_model *model, size_t t, 
         fputs_unlocked(",\"dur\":", stream);
         ospx__put_uint(stream, end - begin);
         putc_unlocked(',', stream);
-        fputs_unlocked(wait_text(texts, model, sample->stack, function_of, quoted), stream);
+        put_wait_text(stream, texts, model, sample->stack, function_of, quoted);
         i = j > i ? j : i + 1;
     }
 }
@@ -269,14 +274,16 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     uint32_t *idle_nodes = malloc((raw->thread_count + 1) * sizeof *idle_nodes);
     /* at most two points per row (a sample and the idle gap before it), and a last idle */
     struct point *points = malloc((2 * raw->sample_count + 1) * sizeof *points);
-    struct wait_texts waits = {calloc(raw->stack_count + 1, sizeof(char *)), raw->stack_count};
+    struct wait_texts waits = {calloc(raw->stack_count + 1, sizeof(char *)),
+                               calloc(raw->stack_count + 1, sizeof(size_t)), raw->stack_count};
     const size_t *order = NULL, *first = NULL;
     int rc = ospx__model_thread_order(model, &order, &first);
     struct ospx__quoted_functions quoted;
     if (ospx__quote_functions(model, &quoted) != 0)
         rc = -ENOMEM;
     if (tree_rc != 0 || function_of == NULL || scripts == NULL || fiber_nodes == NULL ||
-        leaves == NULL || idle_nodes == NULL || points == NULL || waits.text == NULL)
+        leaves == NULL || idle_nodes == NULL || points == NULL || waits.text == NULL ||
+        waits.length == NULL)
         rc = -ENOMEM;
     /* The tree: root → one node per fiber → its functions, and its (idle). */
     for (size_t t = 0; rc == 0 && t < raw->thread_count; t++) {
@@ -353,5 +360,6 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     for (size_t k = 0; waits.text != NULL && k < waits.count; k++)
         free(waits.text[k]);
     free(waits.text);
+    free(waits.length);
     return rc;
 }
