@@ -123,7 +123,11 @@ struct ospx__tree {
     size_t slot_count; /* a power of two, kept above twice the node count */
 };
 
-int ospx__tree_init(struct ospx__tree *tree);
+/* An empty tree (its root) with room for `expected` nodes before it grows. */
+int ospx__tree_init(struct ospx__tree *tree, size_t expected);
+/* How many nodes a call tree of the model's samples may have: one per frame of every stack per
+ * thread running it (usually each stack is one thread's), the fibers and their (idle) nodes. */
+size_t ospx__tree_estimate(const struct ospx_model *model);
 /* The child of `parent` for (kind, value), created when missing; OSPX_NO_NODE when out of
  * memory. */
 uint32_t ospx__tree_child(struct ospx__tree *tree, uint32_t parent, enum ospx__node_kind kind,

@@ -266,7 +266,7 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
 {
     const struct ospx_raw *raw = model->raw;
     struct ospx__tree tree;
-    int tree_rc = ospx__tree_init(&tree);
+    int tree_rc = ospx__tree_init(&tree, ospx__tree_estimate(model));
     uint32_t *function_of = ospx__frame_functions(model);
     uint32_t *scripts = ospx__script_ids(model);
     uint32_t *fiber_nodes = malloc((raw->thread_count + 1) * sizeof *fiber_nodes);
