@@ -205,8 +205,12 @@ static void put_wait_text(FILE *stream, struct wait_texts *texts, const struct o
     if (text != NULL) {
         at += sprintf(at, "\"name\":%s,\"cat\":\"osprey.waiting\",\"args\":{\"stack\":[",
                       quoted_name != NULL ? quoted_name : "\"waiting\"");
-        for (size_t k = shown; k-- > 0;)
-            at += sprintf(at, k + 1 < shown ? ",%s" : "%s", quoted->names[function_of[frames[k]]]);
+        for (size_t k = shown; k-- > 0;) {
+            uint32_t f = function_of[frames[k]];
+            if (k + 1 < shown)
+                *at++ = ',';
+            at = mempcpy(at, quoted->names[f], quoted->name_lengths[f]);
+        }
         at = stpcpy(at, "]}}");
         texts->length[stack] = (size_t)(at - text);
     }
