@@ -36,6 +36,12 @@ void ospd_watch_settle(uint8_t *slots, uint32_t slot_ring_size, uint64_t *watch)
         }
 }
 
+/* Who sends: read once, at the first round (after ospreyd has detached), not per signal. */
+static struct {
+    pid_t pid;
+    uid_t uid;
+} sender;
+
 uint32_t ospd_signal_round(struct osp_ring_header *h, uint8_t *slots, uint32_t slot_count,
                            uint32_t slot_ring_size, int32_t pid, uint64_t cookie, uint64_t now,
                            uint64_t *watch)
@@ -47,6 +53,17 @@ uint32_t ospd_signal_round(struct osp_ring_header *h, uint8_t *slots, uint32_t s
     if (slots != NULL && atomic_load_explicit(&h->signals_paused, memory_order_acquire) == 0 &&
         atomic_load_explicit(&h->shim_state, memory_order_acquire) == OSP_SHIM_RUNNING) {
         uint32_t used = osp_slots_in_use(h, slot_count);
+        if (sender.pid == 0) {
+            sender.pid = getpid();
+            sender.uid = getuid();
+        }
+        siginfo_t info; /* the same for every thread of the round */
+        memset(&info, 0, sizeof info);
+        info.si_signo = SIGPROF;
+        info.si_code = SI_QUEUE;
+        info.si_pid = sender.pid;
+        info.si_uid = sender.uid;
+        info.si_value.sival_ptr = (void *)(uintptr_t)cookie;
         for (uint32_t w = 0; w < OSP_ATTENTION_WORDS; w++)
             for (uint64_t bits = watch[w]; bits != 0; bits &= bits - 1) {
                 uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
@@ -58,13 +75,6 @@ uint32_t ospd_signal_round(struct osp_ring_header *h, uint8_t *slots, uint32_t s
                 if (!osp_slot_due(s, now))
                     continue;
                 int32_t tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
-                siginfo_t info;
-                memset(&info, 0, sizeof info);
-                info.si_signo = SIGPROF;
-                info.si_code = SI_QUEUE;
-                info.si_pid = getpid();
-                info.si_uid = getuid();
-                info.si_value.sival_ptr = (void *)(uintptr_t)cookie;
                 if (tid <= 0 ||
                     syscall(SYS_rt_tgsigqueueinfo, (pid_t)pid, (pid_t)tid, SIGPROF, &info) != 0)
                     continue; /* gone (ESRCH): its end record is on its way */

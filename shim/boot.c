@@ -641,8 +641,10 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label)
 {
     if (!osp__is_active())
         return;
-    if (osp__registry_register(&osp__the_registry, fiber_id, label) == 0)
+    if (osp__registry_register(&osp__the_registry, fiber_id, label) == 0) {
         osp__thread_key_mark();
+        osp__sigmask_adopt(0); /* sampled even where the program blocks every signal */
+    }
     osp__images_refresh();
 }
 

@@ -72,7 +72,9 @@ void osp__take_pending_sigprof(void)
     struct timespec zero = {0, 0};
     siginfo_t info;
     int theirs = 0;
-    while (sigtimedwait(&prof, &info, &zero) == SIGPROF)
+    /* The raw call: the shim's own sigtimedwait would take this for the program's. */
+    while (osp__sys(SYS_rt_sigtimedwait, (long)&prof, (long)&info, (long)&zero, _NSIG / 8, 0) ==
+           SIGPROF)
         theirs += !osp__sigprof_is_ours(&info);
     osp__sigmask_raw(SIG_SETMASK, &old, NULL);
     while (theirs-- > 0)

@@ -119,8 +119,9 @@ OSP__GUARDED(int, select, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeva
 OSP__GUARDED(int, epoll_wait, (int fd, struct epoll_event *events, int max, int timeout),
              (fd, events, max, timeout), timeout != 0, -1)
 
-/* The forms with a signal mask argument. */
-#define OSP__GUARDED_MASK(name, params, call_args, blocks, mask_arg)                               \
+/* The forms with a signal set argument: `use` is the set the C library gets, computed once the
+ * guard is up (copy is room for a changed one). */
+#define OSP__GUARDED_SET(name, params, call_args, blocks, use_set)                                 \
     __attribute__((visibility("default"))) int name params                                         \
     {                                                                                              \
         static _Atomic(void *) real_sym;                                                           \
@@ -131,12 +132,16 @@ OSP__GUARDED(int, epoll_wait, (int fd, struct epoll_event *events, int max, int 
         memcpy(&real, &sym, sizeof(real));                                                         \
         sigset_t old, copy;                                                                        \
         int guarded = (blocks) ? guard_begin(&old) : 0;                                            \
-        const sigset_t *use = guard_mask(guarded, mask_arg, &copy);                                \
+        const sigset_t *use = (use_set);                                                           \
         (void)use;                                                                                 \
         int osp__result = real call_args;                                                          \
         guard_end(guarded, &old);                                                                  \
         return osp__result;                                                                        \
     }
+
+/* A mask that replaces the thread's for the call: SIGPROF stays blocked in it. */
+#define OSP__GUARDED_MASK(name, params, call_args, blocks, mask_arg)                               \
+    OSP__GUARDED_SET(name, params, call_args, blocks, guard_mask(guarded, mask_arg, &copy))
 
 OSP__GUARDED_MASK(ppoll,
                   (struct pollfd * fds, nfds_t n, const struct timespec *timeout,
@@ -164,9 +169,15 @@ OSP__GUARDED_MASK(epoll_pwait2,
 
 /* Waiting for signals: the mask given replaces the thread's, so SIGPROF goes into it. */
 OSP__GUARDED_MASK(sigsuspend, (const sigset_t *mask), (use), 1, mask)
-OSP__GUARDED(int, sigtimedwait, (const sigset_t *set, siginfo_t *info, const struct timespec *t),
-             (set, info, t), timespec_blocks(t), -1)
-OSP__GUARDED(int, sigwaitinfo, (const sigset_t *set, siginfo_t *info), (set, info), 1, -1)
+/* Waiting for a set of signals: SIGPROF, blocked by the guard, also leaves the set (ours would
+ * otherwise be taken for the program's; osp__sigwait_set). sigwait restarts on EINTR itself
+ * (signals.c). */
+#define OSP__GUARDED_WAIT(name, params, call_args, blocks, set_arg)                                \
+    OSP__GUARDED_SET(name, params, call_args, blocks, osp__sigwait_set(set_arg, &copy))
+
+OSP__GUARDED_WAIT(sigtimedwait, (const sigset_t *set, siginfo_t *info, const struct timespec *t),
+                  (use, info, t), timespec_blocks(t), set)
+OSP__GUARDED_WAIT(sigwaitinfo, (const sigset_t *set, siginfo_t *info), (use, info), 1, set)
 
 /* C11 and POSIX sleeps and semaphores built on calls the kernel never restarts. */
 OSP__GUARDED(int, thrd_sleep, (const struct timespec *req, struct timespec *rem), (req, rem),

@@ -329,6 +329,20 @@ int osp__sigmask_raw(int how, const sigset_t *set, sigset_t *old);
 /* The C library's pthread_sigmask, bypassing ours (it never blocks the library's internal
  * signals, which setuid and cancellation need). Returns 0 or -errno. */
 int osp__sigmask_libc(int how, const sigset_t *set, sigset_t *old);
+/* A registered thread whose kernel mask blocks SIGPROF (at boot, or set by a runtime before
+ * it registers), or whose creator's program view blocked it (inherited_blocked), keeps it
+ * unblocked for real while the program sees it blocked. Called by the thread. */
+void osp__sigmask_adopt(int inherited_blocked);
+/* Does the program's view of the calling thread's mask block SIGPROF? */
+int osp__sigmask_shows_blocked(void);
+/* Around an exec or a spawn: the kernel mask the child inherits is the program's view.
+ * begin returns whether it blocked SIGPROF; end takes that back (not in a vfork child). */
+int osp__sigmask_child_begin(void);
+void osp__sigmask_child_end(int blocked);
+/* The set a sigwait-like call may wait for: SIGPROF left out of a larger set while its kernel
+ * mask keeps SIGPROF unblocked (the call would take our signals for the program's); a set of
+ * SIGPROF alone means the program uses it (ours stop). Returns set or copy. */
+const sigset_t *osp__sigwait_set(const sigset_t *set, sigset_t *copy);
 /* Has the program installed a SIGPROF handler of its own (our shadow of it)? */
 int osp__sigprof_program_handles(void);
 /* Has the program sent, armed or received a SIGPROF of its own? Then we send no more. */

@@ -147,14 +147,17 @@ struct start {
     void *(*fn)(void *);
     void *arg;
     char creator_name[16];
+    int creator_blocked; /* the creator's mask, as the program sees it, blocks SIGPROF */
 };
 
 static void *osp__thread_trampoline(void *p)
 {
     struct start st = *(struct start *)p;
     free(p);
-    if (osp__is_active())
+    if (osp__is_active()) {
         osp__auto_register(st.creator_name);
+        osp__sigmask_adopt(st.creator_blocked); /* the mask a new thread inherits */
+    }
     return st.fn(st.arg);
 }
 
@@ -173,6 +176,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *
     st->arg = arg;
     if (pthread_getname_np(pthread_self(), st->creator_name, sizeof(st->creator_name)) != 0)
         st->creator_name[0] = '\0';
+    st->creator_blocked = osp__sigmask_shows_blocked();
     int err = real(thread, attr, osp__thread_trampoline, st);
     if (err)
         free(st);
@@ -271,8 +275,10 @@ typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int)
         }                                                                                          \
         memcpy(&real, &sym, sizeof(real));                                                         \
         osp__exec_begin();                                                                         \
+        int masked = osp__sigmask_child_begin();                                                   \
         int ret = real(__VA_ARGS__);                                                               \
         int saved = errno;                                                                         \
+        osp__sigmask_child_end(masked);                                                            \
         osp__exec_failed();                                                                        \
         errno = saved;                                                                             \
         return ret;                                                                                \
@@ -320,7 +326,8 @@ __attribute__((visibility("default"))) int execveat(int dirfd, const char *path,
 typedef int (*posix_spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
                               const posix_spawnattr_t *, char *const[], char *const[]);
 
-/* Not exec in this process: no pause of our signals, only the bookkeeping for the child. */
+/* Not exec in this process: no pause of our signals, only the bookkeeping for the child and
+ * the mask it inherits. */
 #define OSP__SPAWN(name, pid, path, actions, attr, argv, envp)                                     \
     do {                                                                                           \
         static _Atomic(void *) cache;                                                              \
@@ -330,7 +337,10 @@ typedef int (*posix_spawn_fn)(pid_t *, const char *, const posix_spawn_file_acti
         posix_spawn_fn real;                                                                       \
         memcpy(&real, &sym, sizeof(real));                                                         \
         OSP__ENV(env, envp);                                                                       \
-        return real(pid, path, actions, attr, argv, env);                                          \
+        int masked = osp__sigmask_child_begin();                                                   \
+        int err = real(pid, path, actions, attr, argv, env);                                       \
+        osp__sigmask_child_end(masked);                                                            \
+        return err;                                                                                \
     } while (0)
 
 __attribute__((visibility("default"))) int posix_spawn(pid_t *pid, const char *path,
@@ -358,8 +368,10 @@ __attribute__((visibility("default"))) int system(const char *command)
     int (*real)(const char *);
     memcpy(&real, &sym, sizeof(real));
     int exported = command != NULL && bookkeeping_exported();
+    int masked = osp__sigmask_child_begin();
     int status = real(command);
     int saved = errno;
+    osp__sigmask_child_end(masked);
     bookkeeping_withdrawn(exported);
     errno = saved;
     return status;
@@ -374,8 +386,10 @@ __attribute__((visibility("default"))) FILE *popen(const char *command, const ch
     FILE *(*real)(const char *, const char *);
     memcpy(&real, &sym, sizeof(real));
     int exported = bookkeeping_exported();
+    int masked = osp__sigmask_child_begin();
     FILE *f = real(command, mode);
     int saved = errno;
+    osp__sigmask_child_end(masked);
     bookkeeping_withdrawn(exported);
     errno = saved;
     return f;

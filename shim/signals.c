@@ -20,15 +20,29 @@
  * Standard signals do not queue: one of ours pending when the program's own SIGPROF arrives
  * would swallow it. So once the program sends or arms SIGPROF (interposed raise, kill,
  * pthread_kill, sigqueue, setitimer(ITIMER_PROF)) or receives one, we send no more, after
- * waiting (bounded) for ours in flight. And a thread that blocks SIGPROF (interposed
- * pthread_sigmask, sigprocmask) gets none of ours: one left pending would be visible to its
- * sigwait, sigtimedwait or signalfd.
+ * waiting (bounded) for ours in flight.
+ *
+ * A thread that blocks every signal is still sampled. Worker threads commonly start with all
+ * signals blocked (xz's and liblzma's, many thread pools), and perf samples them: so while we
+ * sample and the program has not taken SIGPROF for itself, SIGPROF stays unblocked in the
+ * kernel's mask of every registered thread, and the program sees the mask it asked for. The
+ * interposed pthread_sigmask and sigprocmask keep the program's view of SIGPROF per thread and
+ * report it back in the old mask; a thread that inherits a blocked SIGPROF is given the same
+ * treatment when it registers. A SIGPROF that is not ours and lands on a thread whose program
+ * blocked it is put back as pending on that thread, blocked for real from then on, as it would
+ * have been. The sigwait family and signalfd lose SIGPROF from a larger set (they would take
+ * our signals for the program's); a set of SIGPROF alone means the program uses it, and we
+ * stop. An exec or a spawned child inherits the mask the program asked for. Once the program
+ * uses SIGPROF itself, each thread's next mask call makes its real mask the program's again,
+ * and a thread that then blocks SIGPROF gets none of ours (a pending one would be visible to
+ * its sigwait, sigtimedwait or signalfd).
  */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "osp_shim.h"
@@ -167,6 +181,113 @@ int osp__sigprof_program_signals(void)
     return atomic_load_explicit(&program_signals, memory_order_relaxed);
 }
 
+/* ---- the program's view of SIGPROF in its signal mask (see DESIGN) ---------------------- */
+
+/* The thread's kernel mask differs from the program's view of it (SIGPROF unblocked where the
+ * program blocked it): view_active, and view_blocked is the program's view. Initial-exec: the
+ * handler reads them. A vfork child shares them with its parent's thread: it only reads. */
+static __thread int view_active __attribute__((tls_model("initial-exec")));
+static __thread int view_blocked __attribute__((tls_model("initial-exec")));
+
+static void prof_only(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGPROF);
+}
+
+/* Do we keep SIGPROF unblocked under the program's mask on this thread? */
+static int virtualizing(void)
+{
+    return osp__tls_slot != NULL && osp__is_active() &&
+           atomic_load_explicit(&installed, memory_order_relaxed) != NULL &&
+           !atomic_load_explicit(&program_signals, memory_order_relaxed) &&
+           getpid() == osp__boot_pid();
+}
+
+int osp__sigmask_shows_blocked(void)
+{
+    sigset_t cur;
+    if (view_active)
+        return view_blocked;
+    return osp__sigmask_raw(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, SIGPROF) == 1;
+}
+
+void osp__sigmask_adopt(int inherited_blocked)
+{
+    sigset_t cur, prof;
+    if (!virtualizing() || view_active || osp__sigmask_raw(SIG_BLOCK, NULL, &cur) != 0 ||
+        (!inherited_blocked && sigismember(&cur, SIGPROF) != 1))
+        return;
+    view_blocked = 1;
+    view_active = 1;
+    prof_only(&prof);
+    osp__sigmask_raw(SIG_UNBLOCK, &prof, NULL);
+}
+
+/* Before the C library's mask call: the set the kernel is to get (SIGPROF left out where the
+ * program blocks it), and in *shown the program's view of SIGPROF before the call, for the old
+ * mask it gets back (-1: the kernel's answer is already the program's view). */
+static const sigset_t *view_before(int how, const sigset_t *set, sigset_t *copy, int *shown)
+{
+    *shown = view_active ? view_blocked : -1;
+    if (!virtualizing()) {
+        if (view_active && getpid() == osp__boot_pid()) {
+            /* The program uses SIGPROF now: its mask becomes the real one again. */
+            sigset_t prof;
+            prof_only(&prof);
+            if (view_blocked)
+                osp__sigmask_raw(SIG_BLOCK, &prof, NULL);
+            view_active = 0;
+            *shown = -1;
+        }
+        return set;
+    }
+    if (set == NULL)
+        return set;
+    int listed = sigismember(set, SIGPROF) == 1;
+    if (how == SIG_SETMASK ? !listed : how == SIG_UNBLOCK ? listed : 0) {
+        view_blocked = 0;
+        return set;
+    }
+    if (!listed || how == SIG_UNBLOCK)
+        return set;
+    view_blocked = 1;
+    view_active = 1;
+    *copy = *set;
+    sigdelset(copy, SIGPROF);
+    return copy;
+}
+
+static void view_after(sigset_t *old, int shown)
+{
+    if (old == NULL || shown < 0)
+        return;
+    if (shown)
+        sigaddset(old, SIGPROF);
+    else
+        sigdelset(old, SIGPROF);
+}
+
+int osp__sigmask_child_begin(void)
+{
+    /* Reads only: a vfork child calls this too. */
+    if (!view_active || !view_blocked)
+        return 0;
+    sigset_t prof;
+    prof_only(&prof);
+    osp__sigmask_raw(SIG_BLOCK, &prof, NULL);
+    return 1;
+}
+
+void osp__sigmask_child_end(int blocked)
+{
+    if (!blocked || getpid() != osp__boot_pid())
+        return;
+    sigset_t prof;
+    prof_only(&prof);
+    osp__sigmask_raw(SIG_UNBLOCK, &prof, NULL);
+}
+
 /* The program is about to send or arm SIGPROF: stop ours first. */
 static void program_will_signal(int sig)
 {
@@ -188,6 +309,15 @@ int osp__sigprof_claim_warning(void)
 void osp__sigprof_forward(int sig, siginfo_t *info, void *context)
 {
     atomic_store_explicit(&program_signals, 1, memory_order_relaxed);
+    if (view_active && view_blocked && context != NULL && info != NULL) {
+        /* The program blocked SIGPROF here: it stays pending, as it would have, and blocked
+         * for real once this handler returns. */
+        sigaddset(&((ucontext_t *)context)->uc_sigmask, SIGPROF);
+        view_active = 0;
+        siginfo_t again = *info;
+        osp__sys(SYS_rt_tgsigqueueinfo, getpid(), gettid(), sig, (long)&again, 0);
+        return;
+    }
     struct sigaction act;
     shadow_read(&act);
     int siginfo = (act.sa_flags & SA_SIGINFO) != 0;
@@ -416,7 +546,11 @@ __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset
     static _Atomic(void *) cache;
     if (load_next(&cache, "pthread_sigmask", &real, sizeof(real)) != 0)
         return ENOSYS;
-    int err = real(how, set, old);
+    sigset_t copy;
+    int shown;
+    int err = real(how, view_before(how, set, &copy, &shown), old);
+    if (err == 0)
+        view_after(old, shown);
     if (err == 0 && set != NULL)
         track_sigprof_mask();
     return err;
@@ -428,13 +562,52 @@ __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t *
     static _Atomic(void *) cache;
     if (load_next(&cache, "sigprocmask", &real, sizeof(real)) != 0)
         return -1;
-    int r = real(how, set, old);
+    sigset_t copy;
+    int shown;
+    int r = real(how, view_before(how, set, &copy, &shown), old);
+    if (r == 0)
+        view_after(old, shown);
     if (r == 0 && set != NULL) {
         int saved = errno;
         track_sigprof_mask();
         errno = saved;
     }
     return r;
+}
+
+const sigset_t *osp__sigwait_set(const sigset_t *set, sigset_t *copy)
+{
+    if (set == NULL || sigismember(set, SIGPROF) != 1 || !virtualizing())
+        return set;
+    *copy = *set;
+    sigdelset(copy, SIGPROF);
+    if (sigisemptyset(copy)) {
+        program_will_signal(SIGPROF);
+        return set;
+    }
+    return copy;
+}
+
+__attribute__((visibility("default"))) int sigwait(const sigset_t *set, int *sig)
+{
+    int (*real)(const sigset_t *, int *);
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "sigwait", &real, sizeof(real)) != 0)
+        return ENOSYS;
+    sigset_t copy;
+    return real(osp__sigwait_set(set, &copy), sig);
+}
+
+__attribute__((visibility("default"))) int signalfd(int fd, const sigset_t *mask, int flags)
+{
+    int (*real)(int, const sigset_t *, int);
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "signalfd", &real, sizeof(real)) != 0) {
+        errno = ENOSYS;
+        return -1;
+    }
+    sigset_t copy;
+    return real(fd, osp__sigwait_set(mask, &copy), flags);
 }
 
 /* glibc's signal() has BSD semantics: the handler stays, interrupted calls restart. */

@@ -264,4 +264,15 @@ if [ -n "$kept" ]; then
     fail "forking program: osprey report of the descendant's profile failed: $(cat err)"
 fi
 
+# --- a wrapper that execs the program (a launcher script, env, pyenv's shims) -----------------
+clang -O2 -g -fno-omit-frame-pointer leaf.c -o leafbin || fail "wrapper: cannot build leafbin"
+printf '#!/bin/sh\nexec ./leafbin "$@"\n' >wrapper.sh
+chmod +x wrapper.sh
+"$osprey" ./wrapper.sh --profile -o wrapped >out 2>err
+expect_status 0 $? "wrapper that execs"
+grep -q "^osprey: the program replaced itself (exec); the report is of its last image, wrapped.raw.[0-9]*-[0-9a-f]*.json" err ||
+  fail "wrapper: no line naming the exec'd image's profile: $(cat err)"
+grep -q "named_caller;leaf_spin " wrapped.folded 2>/dev/null ||
+  fail "wrapper: the outputs are not of the exec'd program ($(head -n 3 wrapped.folded 2>&1))"
+
 finish "all osprey CLI checks passed"

@@ -557,6 +557,31 @@ START_TEST(thread_that_blocks_sigprof_never_finds_ours_pending)
 }
 END_TEST
 
+/* A worker that starts with every signal blocked (xz's do) is sampled as perf samples it,
+ * while the program still sees the masks it set and its sigtimedwait takes none of ours. */
+START_TEST(thread_that_blocks_every_signal_is_sampled)
+{
+    static struct run plain, r;
+    const char *args[] = {"allblocked", NULL};
+    run(&plain, "test-shim-target", args, NULL);
+    ck_assert_str_eq(plain.out, "worker: SIGPROF blocked yes, signals taken 0\n"
+                                "main: SIGPROF blocked yes\nmain restored: SIGPROF blocked no\n");
+    const char *rates[] = {"997", "10000"};
+    for (int i = 0; i < 2; i++) {
+        run(&r, "test-shim-target", args, profiled_env("a.txt", rates[i], 1));
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_str_eq(r.out, plain.out);
+        read_summary("a.txt");
+        assert_well_formed();
+        struct thread_line t;
+        ck_assert(summary_thread("thread", 0, &t));
+        /* 300 ms of its CPU time: about 300 periods at 997 Hz (3000 at 10 kHz). */
+        ck_assert_msg(t.samples >= (i == 0 ? 150 : 1500), "the worker has %lld samples at %s Hz",
+                      t.samples, rates[i]);
+    }
+}
+END_TEST
+
 START_TEST(bad_rate_warns_once_and_uses_default)
 {
     static struct run r;
@@ -804,6 +829,7 @@ Suite *collector_suite(void)
     tcase_add_test(tc, relative_profile_path_is_resolved_at_start);
     tcase_add_test(tc, daemon_failure_or_absence_is_one_line_and_never_a_hang);
     tcase_add_test(tc, thread_that_blocks_sigprof_never_finds_ours_pending);
+    tcase_add_test(tc, thread_that_blocks_every_signal_is_sampled);
     tcase_add_test(tc, bad_rate_warns_once_and_uses_default);
     tcase_add_test(tc, busy_threads_lose_no_samples);
     tcase_add_test(tc, blocking_calls_never_return_early);

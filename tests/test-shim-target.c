@@ -18,6 +18,9 @@
  *   chdir                 changes to / and spins
  *   masked                a thread blocks SIGPROF, spins, then looks for a pending one (what
  *                         its sigwait or signalfd would see)
+ *   allblocked            main blocks every signal, then a worker (inheriting that mask)
+ *                         spins 300 ms of CPU time, polling sigtimedwait for any signal; both
+ *                         say whether their mask shows SIGPROF blocked and what was taken
  *   exec                  spins, then replaces itself (execv) with itself running "print 0"
  *   fork                  forks a child that spins and exits through exit(7)
  *   dlopen                loads test-shim-plugin.so (beside this program), spins in it,
@@ -304,6 +307,53 @@ static int mode_masked(void)
     return pending != 0;
 }
 
+static uint64_t now_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int shows_sigprof_blocked(void)
+{
+    sigset_t cur;
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    return sigismember(&cur, SIGPROF) == 1;
+}
+
+static void *all_blocked(void *arg)
+{
+    sigset_t all;
+    sigfillset(&all);
+    struct timespec zero = {0, 0};
+    int taken = 0;
+    uint64_t start = now_cpu_ns();
+    while (now_cpu_ns() - start < 300000000u) {
+        spin_for(1000000);
+        siginfo_t info;
+        if (sigtimedwait(&all, &info, &zero) > 0)
+            taken++; /* a signal the program would have been handed */
+    }
+    printf("worker: SIGPROF blocked %s, signals taken %d\n", shows_sigprof_blocked() ? "yes" : "no",
+           taken);
+    (void)arg;
+    return NULL;
+}
+
+static int mode_all_blocked(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pthread_t t;
+    pthread_create(&t, NULL, all_blocked, NULL);
+    pthread_join(t, NULL);
+    printf("main: SIGPROF blocked %s\n", shows_sigprof_blocked() ? "yes" : "no");
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    printf("main restored: SIGPROF blocked %s\n", shows_sigprof_blocked() ? "yes" : "no");
+    return 0;
+}
+
 static int mode_chdir(void)
 {
     if (chdir("/") != 0)
@@ -502,6 +552,8 @@ int main(int argc, char **argv)
         return mode_chdir();
     if (strcmp(mode, "masked") == 0)
         return mode_masked();
+    if (strcmp(mode, "allblocked") == 0)
+        return mode_all_blocked();
     if (strcmp(mode, "itimer") == 0)
         return mode_itimer();
     if (strcmp(mode, "killed") == 0)

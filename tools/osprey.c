@@ -268,6 +268,46 @@ static void keep_descendant_profiles(const char *scratch_raw, const char *stem)
                 kept_count - NAMED_DESCENDANTS, stem);
 }
 
+/* The program replaced itself (exec: a wrapper script, `env`, a launcher) and its last image
+ * wrote <stem>.raw.<pid>-<hex>.json: that image is the program the user meant. Fills `last`
+ * with the newest such file and returns 1, or returns 0. */
+static int last_exec_image(const char *stem, pid_t pid, char *last, size_t size)
+{
+    char directory[PATH_MAX];
+    snprintf(directory, sizeof directory, "%s", stem);
+    char *slash = strrchr(directory, '/');
+    const char *base = slash != NULL ? slash + 1 : stem;
+    if (slash != NULL)
+        *slash = '\0';
+    char prefix[PATH_MAX + 32];
+    snprintf(prefix, sizeof prefix, "%s.raw.%ld-", base, (long)pid);
+    DIR *listing = opendir(slash != NULL ? (directory[0] != '\0' ? directory : "/") : ".");
+    if (listing == NULL)
+        return 0;
+    struct timespec newest = {0, 0};
+    int found = 0;
+    struct dirent *entry;
+    while ((entry = readdir(listing)) != NULL) {
+        size_t length = strlen(entry->d_name);
+        if (strncmp(entry->d_name, prefix, strlen(prefix)) != 0 || length < 5 ||
+            strcmp(entry->d_name + length - 5, ".json") != 0)
+            continue;
+        char path[PATH_MAX * 2 + 2];
+        snprintf(path, sizeof path, "%s%s%s", slash != NULL ? directory : "",
+                 slash != NULL ? "/" : "", entry->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0 || (found && (st.st_mtim.tv_sec < newest.tv_sec ||
+                                               (st.st_mtim.tv_sec == newest.tv_sec &&
+                                                st.st_mtim.tv_nsec <= newest.tv_nsec))))
+            continue;
+        newest = st.st_mtim;
+        snprintf(last, size, "%s", path);
+        found = 1;
+    }
+    closedir(listing);
+    return found;
+}
+
 /* After a profiled run: keep the raw file as <stem>.raw.json and post-process it. Nothing
  * here changes the exit code; a failure is one warning line. */
 static void finish_profile(const char *scratch_raw, const char *stem,
@@ -294,6 +334,14 @@ static void finish_profile(const char *scratch_raw, const char *stem,
     else
         fprintf(stderr, "osprey: warning: %s: cannot keep the raw profile: %s\n", kept,
                 strerror(-result));
+    char last[PATH_MAX * 2 + 2];
+    if (result == 0 && last_exec_image(stem, osprey_last_child(), last, sizeof last)) {
+        fprintf(stderr,
+                "osprey: the program replaced itself (exec); the report is of its last image, "
+                "%s (the first image's profile: %s)\n",
+                last, kept);
+        raw = last;
+    }
 
     char message[2048];
     if (post_process(raw, stem, options, run_report_stream(), message, sizeof message) != 0)

@@ -104,6 +104,8 @@ int osprey_compile(enum osprey_file_kind kind, const char *source, const char *o
  * Returns 0 and the raw wait status in *wait_status, or -errno when the child could not be
  * started (-ENOENT, -EACCES, -ENOEXEC...). */
 int osprey_run_child(const char *path, char *const argv[], char *const envp[], int *wait_status);
+/* The process id of the last child osprey_run_child started (0 before any). */
+pid_t osprey_last_child(void);
 
 /* The exit code a shell would report for a wait status: the exit code, or 128+N when the
  * child was killed by signal N. */

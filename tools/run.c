@@ -22,6 +22,8 @@
  * threads) and only while the signals are unblocked after the store: relaxed ordering is
  * enough because the signal mask change orders the store before any delivery. */
 static atomic_int forward_pid;
+/* The last child started, for osprey_last_child. */
+static pid_t last_child;
 
 /* Async-signal-safe: only kill(2) (POSIX lists it as async-signal-safe) and errno. */
 static void forward_signal(int signal_number, siginfo_t *info, void *context)
@@ -83,6 +85,7 @@ int osprey_run_child(const char *path, char *const argv[], char *const envp[], i
     int result = -spawn_error;
     if (spawn_error == 0) {
         atomic_store_explicit(&forward_pid, (int)pid, memory_order_relaxed);
+        last_child = pid;
         sigprocmask(SIG_SETMASK, &original_mask, NULL);
         for (;;) {
             pid_t waited = waitpid(pid, wait_status, 0);
@@ -101,6 +104,11 @@ int osprey_run_child(const char *path, char *const argv[], char *const envp[], i
         sigaction(forwarded_signals[i], &previous[i], NULL);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
     return result;
+}
+
+pid_t osprey_last_child(void)
+{
+    return last_child;
 }
 
 int osprey_exit_code(int wait_status)

@@ -5,7 +5,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -49,7 +48,9 @@ function freePort() {
 /* Starts code-server with the .vsix installed and a browser on `workspace`. Returns the page
  * and helpers; `stop()` ends both and removes the temporary folders. */
 export async function startEditor({ vsix, workspace, settings = {}, viewport = { width: 1400, height: 900 } }) {
-  const base = mkdtempSync(join(tmpdir(), 'osprey-editor-'));
+  // Short paths under /tmp whatever TMPDIR says: VS Code's IPC sockets live in these folders
+  // and a Unix socket's path must fit in 107 bytes.
+  const base = mkdtempSync('/tmp/osp-ed-');
   const dirs = {
     userData: join(base, 'user-data'),
     extensions: join(base, 'extensions'),
@@ -57,6 +58,7 @@ export async function startEditor({ vsix, workspace, settings = {}, viewport = {
     data: join(base, 'xdg-data'),
     cache: join(base, 'xdg-cache'),
     home: join(base, 'home'),
+    tmp: join(base, 'tmp'),
   };
   for (const dir of Object.values(dirs)) mkdirSync(dir, { recursive: true });
   mkdirSync(join(dirs.userData, 'User'), { recursive: true });
@@ -70,6 +72,8 @@ export async function startEditor({ vsix, workspace, settings = {}, viewport = {
     XDG_CONFIG_HOME: dirs.config,
     XDG_DATA_HOME: dirs.data,
     XDG_CACHE_HOME: dirs.cache,
+    XDG_RUNTIME_DIR: dirs.tmp,
+    TMPDIR: dirs.tmp,
   };
   delete env.NODE_OPTIONS;
   const common = ['--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
