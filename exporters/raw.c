@@ -21,8 +21,9 @@
 #include "ospx.h"
 #include "ospx_internal.h"
 
-/* The largest raw file the reader loads. jansson holds the whole document in memory, several
- * times the file's size, so a bigger file is refused before it is read. */
+/* The largest raw file the reader loads. A document whose rows are not in the plain form goes
+ * to jansson whole, several times the file's size in memory, so a bigger file is refused
+ * before it is read. */
 #define OSPX_RAW_MAX_BYTES (2ULL << 30)
 
 /* The most sampling periods one row may stand for: more than three years at 10 kHz, and small
