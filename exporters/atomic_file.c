@@ -9,7 +9,6 @@
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -180,13 +179,4 @@ int ospx__write_json(json_t *root, const char *path, size_t flags, struct ospx_e
     }
     json_decref(root);
     return rc;
-}
-
-void ospx__huge_pages(void *memory, size_t size)
-{
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t start = ((uintptr_t)memory + huge - 1) & ~(huge - 1);
-    uintptr_t end = ((uintptr_t)memory + size) & ~(huge - 1);
-    if (end > start)
-        (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
 }

@@ -25,13 +25,6 @@ static inline const char *ospx__str(const char *s)
     return s != NULL ? s : "";
 }
 
-/* ---- atomic_file.c (memory) ---- */
-
-/* Ask for transparent huge pages over the 2 MiB-aligned part of [memory, memory + size): the
- * tables of a million samples are tens of megabytes, and a page fault per 4 KiB of them costs
- * more than filling them. A hint only. */
-void ospx__huge_pages(void *memory, size_t size);
-
 /* ---- error.c ---- */
 
 /* Replace, in place, every control character of `text` (C0, DEL and the UTF-8 encoded C1
