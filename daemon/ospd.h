@@ -192,14 +192,12 @@ char *ospd_utf8_sanitize(const char *bytes, size_t len);
 /* ------------------------------------------------------------------------------------------ */
 /* The sampling tick (tick.c). */
 
-/* One round: SIGPROF (tagged with `cookie`) to every thread of process `pid` on the watch list
- * whose slot says it is running and due (osp_slot_due), then tick_seq + 1. Nothing while the shim
- * has paused signals or is no longer running. Returns how many slots said RUNNING. */
-uint32_t ospd_signal_round(struct osp_ring_header *h, uint8_t *slots, uint32_t slot_count,
-                           uint32_t slot_ring_size, int32_t pid, uint64_t cookie, uint64_t now,
-                           uint64_t *watch);
+/* One round: the watch list takes the slots the shim asked to be looked at, then
+ * tick_seq + 1. Returns how many watched slots say RUNNING. */
+uint32_t ospd_tick_round(struct osp_ring_header *h, uint8_t *slots, uint32_t slot_count,
+                         uint32_t slot_ring_size, uint64_t *watch);
 /* The caller's watch list (OSP_ATTENTION_WORDS words): add the slots the shim asked to be
- * looked at (ospd_signal_round does it first); drop those neither running nor holding
+ * looked at (ospd_tick_round does it first); drop those neither running nor holding
  * samples (after they were drained). */
 void ospd_watch_take(struct osp_ring_header *h, uint64_t *watch);
 void ospd_watch_settle(uint8_t *slots, uint32_t slot_ring_size, uint64_t *watch);

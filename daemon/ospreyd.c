@@ -45,6 +45,8 @@
 #endif
 
 #define IDLE_TICK_NS         4000000ull    /* the tick when no thread is running */
+#define DRAIN_MIN_NS         250000ull     /* the rings are read at most this often */
+#define DRAIN_MAX_NS         8000000ull    /* and at least this often */
 #define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
 
 struct ospd_daemon {
@@ -67,8 +69,9 @@ struct ospd_daemon {
     uint64_t period_ns;
     uint8_t *slots; /* the slot table, or NULL */
     uint32_t slot_count, slot_ring_size;
-    uint64_t watch[OSP_ATTENTION_WORDS];   /* slots to look at: running, or holding samples */
-    uint32_t drain_every, ticks_undrained; /* ticks between two reads of the rings */
+    uint64_t watch[OSP_ATTENTION_WORDS]; /* slots to look at: running, or holding samples */
+    uint64_t drain_ns, drain_max_ns;     /* the tick: how often the rings are read */
+    uint32_t fullest;                    /* the fullest ring at the last read, in 1/256ths */
     uint64_t signal_cookie;
     uv_poll_t pidfd_poll;
     uv_signal_t sigterm;
@@ -467,6 +470,9 @@ static int drain_slot(struct ospd_daemon *d, uint32_t i)
     uint64_t head = osp_index_load_acquire(&s->head); /* (C) pairs with the thread's (B) */
     if (head == tail)
         return 0;
+    uint64_t fill = (head - tail) * 256u / d->slot_ring_size;
+    if (fill > d->fullest)
+        d->fullest = fill > 256u ? 256u : (uint32_t)fill;
     uint64_t new_tail;
     int rc = ospd_parse_slot(&d->collector, (const uint8_t *)(s + 1), d->slot_ring_size, tail, head,
                              &new_tail);
@@ -620,11 +626,27 @@ static uint64_t next_random(uint64_t *state)
     return x * UINT64_C(2685821657736338717);
 }
 
-/* Arm the tick for its next absolute deadline: one period jittered uniformly by ±30%, or a
- * longer nap while no thread is running (their CPU-time timers wake their sampling). */
+/* How often the rings are read, from how full the fullest was: half full or more, twice as
+ * often (down to 250 us); under an eighth, half as often again, up to the interval in which
+ * a thread sampled at the rate fills a quarter of its ring with samples of 256 bytes (4 ms at
+ * the default rate, 0.4 ms at 10 kHz). */
+static void adapt_drain(struct ospd_daemon *d)
+{
+    if (d->fullest >= 128 && d->drain_ns > DRAIN_MIN_NS)
+        d->drain_ns = d->drain_ns / 2 > DRAIN_MIN_NS ? d->drain_ns / 2 : DRAIN_MIN_NS;
+    else if (d->fullest < 32 && d->drain_ns < d->drain_max_ns)
+        d->drain_ns = d->drain_ns * 2 < d->drain_max_ns ? d->drain_ns * 2 : d->drain_max_ns;
+    d->fullest = 0;
+}
+
+/* Arm the tick for its next absolute deadline: the drain interval jittered uniformly by ±30%,
+ * or a longer nap while no thread is running. The program's threads sample themselves (each
+ * arms its own timer); the tick only reads what they wrote. */
 static void arm_tick(struct ospd_daemon *d, uint64_t now, bool idle)
 {
-    uint64_t period = idle ? IDLE_TICK_NS : d->period_ns;
+    /* Idle: a thread that runs again fills its ring no faster than at the rate. */
+    uint64_t nap = IDLE_TICK_NS < 4 * d->drain_max_ns ? IDLE_TICK_NS : 4 * d->drain_max_ns;
+    uint64_t period = idle && nap > d->drain_ns ? nap : d->drain_ns;
     uint64_t jitter = (next_random(&d->rng) >> 11) % (period * 6 / 10 + 1);
     d->deadline_ns += period * 7 / 10 + jitter;
     if (d->deadline_ns + 10 * period < now)
@@ -643,18 +665,12 @@ static void on_tick(uv_poll_t *poll, int status, int events)
     if (read(d->timer_fd, &expirations, sizeof expirations) < 0 && errno == EAGAIN)
         return;
     uint64_t tick_now = clock_ns(CLOCK_MONOTONIC);
-    uint32_t running = ospd_signal_round(d->header, d->slots, d->slot_count, d->slot_ring_size,
-                                         d->collector.pid, d->signal_cookie, tick_now, d->watch);
-    arm_tick(d, tick_now, running == 0);
-    /* Rings are read about every half millisecond, not at every tick of a high rate: reading
-     * them is most of a tick's work, and a thread's ring holds more than that. */
-    bool exited =
-        atomic_load_explicit(&d->header->shim_state, memory_order_acquire) == OSP_SHIM_EXITED;
-    if (++d->ticks_undrained < d->drain_every && running > 0 && !exited)
-        return;
-    d->ticks_undrained = 0;
+    uint32_t running =
+        ospd_tick_round(d->header, d->slots, d->slot_count, d->slot_ring_size, d->watch);
     if (drain(d))
         return;
+    adapt_drain(d);
+    arm_tick(d, tick_now, running == 0);
     /* Acquire: pairs with the shim's release store of EXITED after its last head store, so a
      * second drain sees the exit record. */
     if (atomic_load_explicit(&d->header->shim_state, memory_order_acquire) == OSP_SHIM_EXITED) {
@@ -710,7 +726,13 @@ static int run(struct ospd_daemon *d)
     d->attach_mono_ns = clock_ns(CLOCK_MONOTONIC);
     d->next_liveness_ns = d->attach_mono_ns + LIVENESS_INTERVAL_NS;
     d->period_ns = 1000000000u / d->collector.rate_hz;
-    d->drain_every = d->collector.rate_hz / 2000 > 1 ? d->collector.rate_hz / 2000 : 1;
+    uint64_t quarter_ring = (uint64_t)d->slot_ring_size * 1000000000u / 4 / 256u;
+    d->drain_max_ns = d->slot_ring_size ? quarter_ring / d->collector.rate_hz : IDLE_TICK_NS;
+    if (d->drain_max_ns < DRAIN_MIN_NS)
+        d->drain_max_ns = DRAIN_MIN_NS;
+    if (d->drain_max_ns > DRAIN_MAX_NS)
+        d->drain_max_ns = DRAIN_MAX_NS;
+    d->drain_ns = d->drain_max_ns;
     d->rng = clock_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15u;
     d->collector.on_thread_end = on_thread_end;
     d->collector.ctx = d;

@@ -252,22 +252,24 @@ _Static_assert(sizeof(struct osp_rec_exit) == 24, "exit record");
 
 /* ---- Slots -------------------------------------------------------------------------------
  *
- * The tick lives in ospreyd, not in the target: no thread of ours runs inside the program.
- * Each registered thread owns one slot: a control block and a sample ring of
- * header.slot_ring_size bytes right after it (the same record format and (A)..(D) orderings as
- * the event ring; producer: that thread alone — its SIGPROF handler, or its own code with
- * SIGPROF blocked; consumer: ospreyd). Slot i starts at slots_offset + i * osp_slot_stride().
+ * No thread of ours runs inside the program, and no process signals it: each registered
+ * thread samples itself, with a one-shot timer on CLOCK_MONOTONIC that its SIGPROF handler
+ * arms for the thread's next sample (SIGEV_THREAD_ID, so the kernel interrupts the thread in
+ * place on its own CPU), and a timer on its own CPU clock that restarts the sampling of a
+ * thread that was found blocked once it runs again. Each thread owns one slot: a control
+ * block and a sample ring of header.slot_ring_size bytes right after it (the same record
+ * format and (A)..(D) orderings as the event ring; producer: that thread alone — its SIGPROF
+ * handler, or its own code with SIGPROF blocked; consumer: ospreyd, which reads the rings of
+ * the slots on its watch list as often as their fill asks).
  *
  *   thread (handler)                                ospreyd (every tick)
  *   ----------------                                --------------------
- *   store(next_due_ns, state, relaxed)              load(state), load(next_due_ns)
- *   store(signals_handled + 1, release)  (E) ---->  load(signals_handled, acquire)  (F)
- *                                                   rt_tgsigqueueinfo(pid, tid, SIGPROF)
- *                                                   store(signals_sent + 1, relaxed)
+ *   store(state, relaxed)                           load(state): keep the slot watched
+ *   fetch_or(attention bit, release)  ---------->   exchange(attention word, acquire)
  *
- *   (E) pairs with (F): a daemon that sees the signal handled also sees when the next one is
- *       due. Everything else in a slot is advisory: a stale value costs one early or late
- *       signal, which the handler's own CPU-time credit turns into the right sample anyway.
+ *   state, next_due_ns, signals_handled and the fields ospreyd once wrote to signal a thread
+ *   (signals_sent, last_signal_ns) are advisory: kept for the layout and for a consumer that
+ *   signals threads itself (SI_QUEUE with the cookie; the handler takes it like its timer's).
  *
  * A slot is reused only after ospreyd has drained its ring past the thread's end: ospreyd
  * stores drained_generation (release) after it has consumed the THREAD_END record and every
@@ -275,9 +277,9 @@ _Static_assert(sizeof(struct osp_rec_exit) == 24, "exit record");
  */
 enum osp_slot_state {
     OSP_SLOT_FREE = 0,    /* no thread */
-    OSP_SLOT_RUNNING = 1, /* last seen running: ospreyd signals it when its next sample is due */
-    OSP_SLOT_BLOCKED = 2, /* found blocked: no signal; its CPU-time timer says when it runs */
-    OSP_SLOT_GUARDED = 3, /* inside a blocking call with SIGPROF blocked: no signal */
+    OSP_SLOT_RUNNING = 1, /* last seen running: its ring is read every tick */
+    OSP_SLOT_BLOCKED = 2, /* found blocked: its CPU-time timer says when it runs again */
+    OSP_SLOT_GUARDED = 3, /* inside a blocking call with SIGPROF blocked */
 };
 #define OSP_SLOT_PROF_BLOCKED 1u /* flags: the program blocked SIGPROF on this thread */
 
@@ -305,7 +307,7 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
 #define OSP_SLOT_RING_SIZE 4096u /* default bytes of a slot's ring */
 #define OSP_DEFAULT_SLOTS  1024u /* default slots: threads registered at one time */
 #define OSP_MAX_SLOT_RING  (1u << 20)
-/* A signal of ours not handled within this long counts as lost; the thread may get another. */
+/* A signal of ours not handled within this long counts as lost (the shim's back-off wait). */
 #define OSP_SIGNAL_STALE_NS 100000000u
 
 static inline uint64_t osp_slot_stride(uint32_t slot_ring_size)
@@ -325,21 +327,6 @@ static inline uint32_t osp_slots_in_use(struct osp_ring_header *h, uint32_t slot
     /* Acquire: pairs with the shim's release after it set a new slot up. */
     uint32_t used = atomic_load_explicit(&h->slot_high_water, memory_order_acquire);
     return used < slot_count ? used : slot_count;
-}
-
-/* ospreyd's rule, one slot at one tick: signal a running thread whose next sample is due and
- * that has no signal of ours in flight. */
-static inline int osp_slot_due(struct osp_slot *s, uint64_t now_ns)
-{
-    if (atomic_load_explicit(&s->state, memory_order_relaxed) != OSP_SLOT_RUNNING ||
-        (atomic_load_explicit(&s->flags, memory_order_relaxed) & OSP_SLOT_PROF_BLOCKED))
-        return 0;
-    uint32_t handled = atomic_load_explicit(&s->signals_handled, memory_order_acquire); /* (F) */
-    uint32_t sent = atomic_load_explicit(&s->signals_sent, memory_order_relaxed);
-    uint64_t last = atomic_load_explicit(&s->last_signal_ns, memory_order_relaxed);
-    if (handled != sent && now_ns - last < OSP_SIGNAL_STALE_NS)
-        return 0; /* one is on its way: a second would only merge with it */
-    return now_ns >= atomic_load_explicit(&s->next_due_ns, memory_order_relaxed);
 }
 
 /* The naming rule both sides share: `path` with ".<pid>" (and "-<extra>" when given) before

@@ -552,6 +552,7 @@ static void at_exit(void)
  * the parent's ring. Only this (now single) thread exists. */
 static void at_fork_child(void)
 {
+    osp__read_code_init();
     atomic_store_explicit(&active_flag, 0, memory_order_relaxed);
     atomic_store_explicit(&registry_ready, 0, memory_order_relaxed);
     osp__tls_slot = NULL;
@@ -617,6 +618,7 @@ static void boot(void)
         return;
     }
     boot_pid = getpid();
+    osp__read_code_init();
     pthread_atfork(NULL, NULL, at_fork_child);
     atomic_store_explicit(&registry_ready, 1, memory_order_release);
     /* Release: a thread that sees the flag sees the registry and ring set up above. */

@@ -1,4 +1,4 @@
-/* control.c — keeping ospreyd's signals and the CPU-time timers away when they would do harm.
+/* control.c — keeping the threads' timers (and their signals) away when they would do harm.
  *
  * Owns the pause of our SIGPROFs: around execve (a SIGPROF of ours still pending when the new
  * image starts would kill it, its SIGPROF being SIG_DFL again), and for good once the program
@@ -57,9 +57,32 @@ void osp__cpu_timers_disarm_all(void)
     if (reg->slots == NULL || lock_briefly(reg) != 0)
         return;
     struct itimerspec off = {{0, 0}, {0, 0}};
-    for (uint32_t i = 0; i < reg->count; i++)
-        if (reg->slots[i]->active && reg->slots[i]->timer >= 0)
-            osp__sys(SYS_timer_settime, reg->slots[i]->timer, 0, (long)&off, 0, 0);
+    for (uint32_t i = 0; i < reg->count; i++) {
+        struct osp__slot *s = reg->slots[i];
+        if (s->active && s->timer >= 0)
+            osp__sys(SYS_timer_settime, s->timer, 0, (long)&off, 0, 0);
+        if (s->active && s->wall_timer >= 0)
+            osp__sys(SYS_timer_settime, s->wall_timer, 0, (long)&off, 0, 0);
+    }
+    pthread_mutex_unlock(&reg->lock);
+}
+
+/* After a pause that ends (an exec that failed): every thread's sampling timer again, one
+ * period from now. Armed from here, they fire on this CPU once; each thread's handler then
+ * arms its own on its own CPU. */
+static void timers_rearm_all(void)
+{
+    struct osp__registry *reg = &osp__the_registry;
+    if (reg->slots == NULL || lock_briefly(reg) != 0)
+        return;
+    uint64_t at =
+        osp__clock_ns(CLOCK_MONOTONIC) + 1000000000u / (reg->rate_hz ? reg->rate_hz : 997u);
+    struct itimerspec its = {{0, 0}, {(time_t)(at / 1000000000u), (long)(at % 1000000000u)}};
+    for (uint32_t i = 0; i < reg->count; i++) {
+        struct osp__slot *s = reg->slots[i];
+        if (s->active && s->wall_timer >= 0)
+            osp__sys(SYS_timer_settime, s->wall_timer, TIMER_ABSTIME, (long)&its, 0, 0);
+    }
     pthread_mutex_unlock(&reg->lock);
 }
 
@@ -81,7 +104,8 @@ void osp__take_pending_sigprof(void)
         osp__sys(SYS_tgkill, getpid(), gettid(), SIGPROF, 0, 0); /* the program's own, given back */
 }
 
-/* Pause ospreyd's signals and the timers; wait until no round can still be sending. */
+/* Pause our signals: no handler arms a timer again, every timer is disarmed; then wait for
+ * two of ospreyd's rounds. */
 static void pause_signals(void)
 {
     /* Seq_cst: ordered before the wait below and ospreyd's acquire load of it. */
@@ -102,8 +126,9 @@ void osp__exec_failed(void)
 {
     if (!osp__is_active() || getpid() != osp__boot_pid() || osp__header == NULL)
         return;
-    atomic_fetch_sub_explicit(&osp__header->signals_paused, 1, memory_order_seq_cst);
-    /* The timers are armed again by the next signal each thread handles. */
+    /* Seq_cst: the handlers that see the count at 0 arm their timers again. */
+    if (atomic_fetch_sub_explicit(&osp__header->signals_paused, 1, memory_order_seq_cst) == 1)
+        timers_rearm_all();
 }
 
 void osp__sigprof_back_off(void)

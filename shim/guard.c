@@ -2,12 +2,12 @@
  *
  * Owns the interposed blocking calls that signal(7) says are never restarted after a signal
  * handler (nanosleep, clock_nanosleep, usleep, sleep, pause, poll, ppoll, select, pselect,
- * epoll_wait, epoll_pwait). While a thread is inside one, its slot says GUARDED and ospreyd
- * sends it nothing; but ospreyd cannot see the future: a thread it signals because it was
- * running may enter a sleep before the signal lands, and the sleep would return early.
- * So while a registered thread is inside one of these calls, SIGPROF is blocked on that
- * thread: a signal of ours sent just before stays pending and is handled when the call
- * returns, as a sample of the code after it.
+ * epoll_wait, epoll_pwait, and the others listed in shim/README.md). A thread's sampling
+ * timer is armed while it runs and may fire after it entered such a sleep, which would then
+ * return early. So while a registered thread is inside one of these calls, its slot says
+ * GUARDED and SIGPROF is blocked on that thread: a signal of ours that fires meanwhile stays
+ * pending and is handled when the call returns (not as a sample: the credit waits for the
+ * thread's CPU-time timer).
  *
  * The guard stands aside when the program itself has a SIGPROF handler (its own signals must
  * interrupt as they always did), for unregistered threads (we never signal them), for calls

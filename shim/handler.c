@@ -3,16 +3,21 @@
  *
  * Owns what happens when a SIGPROF of ours lands on a registered thread: whether the thread
  * was running or blocked in the kernel at that instant, the CPU-time credit rule that turns
- * running instants into ON_CPU samples, the wait a blocked instant opens, the thread's
- * CPU-time timer, and what ospreyd reads to decide when to signal it next.
+ * running instants into ON_CPU samples, the wait a blocked instant opens, and the thread's two
+ * timers: the sampling timer and the CPU-time timer.
  *
- * DESIGN. No thread of ours lives in the program: ospreyd ticks (jittered, to absolute
- * deadlines) and signals the threads whose slot says RUNNING and whose next sample is due
- * (proto/osp_ring.h, "Slots"). Each thread also owns a timer on its own CPU clock
- * (timer_create(CLOCK_THREAD_CPUTIME_ID) with SIGEV_THREAD_ID), which the kernel fires only
- * while the thread runs: it wakes the sampling of a thread that ospreyd left alone because it
- * was blocked, and it keeps a busy thread sampled if ospreyd falls behind. A thread that only
- * sleeps therefore costs nothing at all: no signal, no record, no wake-up.
+ * DESIGN. No thread of ours lives in the program, and nobody else signals it: each thread
+ * samples itself. Its sampling timer (timer_create(CLOCK_MONOTONIC), SIGEV_THREAD_ID, one
+ * shot) is armed by the handler itself for when the next sample will be due, jittered, so the
+ * kernel's timer sits on the CPU the thread runs on and interrupts it in place. (Signals sent
+ * from another CPU arrive one interrupt between CPUs later: a thread that makes many short
+ * system calls is then found at the return of one far more often than it is inside them —
+ * SQLite's pwrite at 29% of its samples where perf says 10%.) The due time comes from the
+ * thread's recent share of a CPU, so a thread sharing a core with 31 others is interrupted
+ * about every 32 periods. Each thread also owns a timer on its own CPU clock
+ * (CLOCK_THREAD_CPUTIME_ID), which the kernel fires only while the thread runs: it restarts
+ * the sampling of a thread found blocked, once it has used the CPU time its next sample
+ * needs. A thread that only sleeps costs nothing: no signal, no record, no wake-up.
  *
  * When a signal lands, the handler reads the thread's CPU clock and looks at the interrupted
  * context. A pc sitting at a `syscall` instruction the kernel rewound for a restart (or just
@@ -22,9 +27,8 @@
  * sample needs. Any other instant is a running one: an open wait is written as one WAITING
  * sample whose weight is the wait's length in periods (wall time minus CPU time used), and the
  * credit rule pays whole periods of CPU time used since the last sample as one ON_CPU sample
- * of that weight. ospreyd is told when the next sample will be due, from the thread's recent
- * share of a CPU, so a thread sharing a core with 31 others is signalled every 32 ticks, not
- * every tick.
+ * of that weight; the sampling timer is armed for the next. A sample the thread's ring has no
+ * room for (ospreyd late) is carried: its CPU time goes to the thread's next sample.
  *
  * Async-signal-safe throughout: clock_gettime, timer_settime and process_vm_readv are plain
  * system calls (clock_gettime and timer_settime are on POSIX's list, XSH 2.4.3); the walk is a
@@ -47,6 +51,13 @@ void osp__handler_set_rate(uint32_t rate_hz)
     period_ns = 1000000000u / (rate_hz ? rate_hz : 997u);
 }
 
+/* The most periods one sample may stand for: 100 ms of CPU time (at least 16 periods). */
+static uint64_t credit_cap(uint64_t period)
+{
+    uint64_t cap = OSP__MAX_WEIGHT_NS / period;
+    return cap < OSP__MAX_WEIGHT ? OSP__MAX_WEIGHT : cap;
+}
+
 uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t period,
                           uint64_t *needed_ns)
 {
@@ -54,9 +65,7 @@ uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t perio
     int64_t credit = (int64_t)(cpu_ns - c->paid_ns);
     if (credit >= (int64_t)(period / 2)) {
         uint64_t w = ((uint64_t)credit + period / 2) / period;
-        uint64_t cap = OSP__MAX_WEIGHT_NS / period;
-        if (cap < OSP__MAX_WEIGHT)
-            cap = OSP__MAX_WEIGHT;
+        uint64_t cap = credit_cap(period);
         if (w > cap) {
             /* Older CPU time than the cap: not this stack's. */
             c->paid_ns = cpu_ns - cap * period;
@@ -81,6 +90,41 @@ uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024)
     return now_ns + needed_ns * 1024u / share_1024;
 }
 
+/* Are our signals paused (an exec under way, or the program took SIGPROF)? Then no timer of
+ * ours is armed again. Async-signal-safe. */
+static int signals_paused(void)
+{
+    struct osp_ring_header *h = osp__header;
+    return h == NULL || atomic_load_explicit(&h->signals_paused, memory_order_relaxed) != 0;
+}
+
+/* The sampling timer, one-shot, at due_ns plus a jitter of up to 60% of a period (the program's
+ * own periodicity never lines up with it). Armed by the thread itself, so the kernel's timer
+ * sits on the CPU the thread runs on and interrupts it in place: a signal sent from another
+ * CPU waits for an interrupt between CPUs, long enough for a thread that makes many short
+ * system calls to be found at the return of the next one far more often than it is in them.
+ * Async-signal-safe. */
+static void arm_wall(struct osp__slot *s, uint64_t due_ns)
+{
+    if (s->wall_timer < 0 || signals_paused())
+        return;
+    uint64_t x = s->jitter_state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    s->jitter_state = x;
+    uint64_t at = due_ns + ((x * UINT64_C(2685821657736338717)) >> 11) % (period_ns * 6 / 10 + 1);
+    s->wall_due_ns = at;
+    struct itimerspec its = {.it_value = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)}};
+    osp__sys(SYS_timer_settime, s->wall_timer, TIMER_ABSTIME, (long)&its, 0, 0);
+}
+
+void osp__sampling_start(struct osp__slot *s)
+{
+    s->jitter_state = (s->last_run_ns ^ ((uint64_t)(uint32_t)s->tid << 32)) | 1u;
+    arm_wall(s, s->last_run_ns + period_ns / 2);
+}
+
 /* The instruction bytes around pc: [pc - W, pc + W) where readable. Each half is read on its
  * own when pc starts a page, so an unmapped neighbouring page costs only that half.
  * Async-signal-safe. */
@@ -95,7 +139,7 @@ static void read_around(uint64_t pc, unsigned char *before, int *have_before, un
     uint64_t page = pc & ~(uint64_t)4095;
     if (pc - page >= CODE_HALF) { /* both halves on pc's page: one read */
         unsigned char both[2 * CODE_HALF];
-        if (osp__read_code(pc - CODE_HALF, both, sizeof both) == 0) {
+        if (osp__read_pc_code(pc, pc - CODE_HALF, both, sizeof both) == 0) {
             memcpy(before, both, CODE_HALF);
             memcpy(at, both + CODE_HALF, CODE_HALF);
             *have_before = *have_at = 1;
@@ -103,7 +147,7 @@ static void read_around(uint64_t pc, unsigned char *before, int *have_before, un
         }
     }
     *have_before = pc >= CODE_HALF && osp__read_code(pc - CODE_HALF, before, CODE_HALF) == 0;
-    *have_at = osp__read_code(pc, at, CODE_HALF) == 0;
+    *have_at = osp__read_pc_code(pc, pc, at, CODE_HALF) == 0;
 }
 
 enum osp__instant osp__context_instant(const void *context)
@@ -171,9 +215,11 @@ static uint32_t capture(const struct osp__slot *s, const void *context, uint64_t
 
 /* Arm the thread's CPU-time timer to fire after `cpu_ns` more of its CPU time.
  * Async-signal-safe. */
+static int signals_paused(void);
+
 static void arm_timer(struct osp__slot *s, uint64_t cpu_ns)
 {
-    if (s->timer < 0)
+    if (s->timer < 0 || signals_paused())
         return;
     if (cpu_ns < 1000)
         cpu_ns = 1000;
@@ -197,8 +243,9 @@ void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t no
         return;
     if (weight > UINT32_MAX)
         weight = UINT32_MAX;
-    osp__emit_sample(w, s, s->wait_t_ns, OSP_STATE_WAITING, (uint32_t)weight, s->wait_pcs,
-                     s->wait_depth);
+    if (osp__emit_sample(w, s, s->wait_t_ns, OSP_STATE_WAITING, (uint32_t)weight, s->wait_pcs,
+                         s->wait_depth) != 0)
+        osp__event_ring_count_drops(w, weight);
 }
 
 /* Async-signal-safe. */
@@ -240,7 +287,13 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         uint64_t prev_run_ns = s->last_run_ns, prev_cpu_ns = s->last_cpu_ns;
         s->last_run_ns = now;
         s->last_cpu_ns = cpu;
-        if (info->si_code == SI_TIMER)
+        /* Which of the thread's timers: the sampling timer (wall), or the CPU-time one. */
+        int from_wall =
+            info->si_code == SI_TIMER && s->wall_timer >= 0 && info->si_timerid == s->wall_timer;
+        uint64_t wall_due = s->wall_due_ns;
+        if (from_wall)
+            s->wall_due_ns = 0;
+        else if (info->si_code == SI_TIMER)
             s->timer_expiry_cpu_ns = 0; /* it fired: no longer armed */
         enum osp__instant instant = osp__context_instant(context);
         if (instant == OSP__INSTANT_BLOCKED) {
@@ -260,23 +313,32 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             /* Not every delivery is a running instant of the program's own:
              * - a signal held back during a guarded call lands as SIGPROF is unblocked, in our
              *   own code;
-             * - one of ospreyd's that lands on the way out of a system call long after it was
-             *   sent waited there while the thread slept (or, woken, waited for a CPU): that
-             *   is where the thread resumed, not where the CPU time it is owed was spent. One
-             *   that lands there at once found the thread working in the kernel on the
-             *   program's behalf, and that time is the call's (as perf counts it).
+             * - one of the sampling timer's that lands on the way out of a system call long
+             *   after it fired waited there while the thread slept (or, woken, waited for a
+             *   CPU): that is where the thread resumed, not where the CPU time it is owed was
+             *   spent. One that lands there at once found the thread working in the kernel on
+             *   the program's behalf, and that time is the call's (as perf counts it).
              * Then the credit waits for the CPU-time timer, which the kernel fires at a tick
              * that finds the thread running. */
             uint64_t late = period_ns / 2 > 50000 ? period_ns / 2 : 50000;
-            int resumed =
-                info->si_code == SI_QUEUE && instant == OSP__INSTANT_SYSCALL_RETURN &&
-                now - atomic_load_explicit(&s->shared->last_signal_ns, memory_order_relaxed) > late;
+            uint64_t sent =
+                from_wall ? wall_due
+                          : atomic_load_explicit(&s->shared->last_signal_ns, memory_order_relaxed);
+            int resumed = (from_wall || info->si_code == SI_QUEUE) &&
+                          instant == OSP__INSTANT_SYSCALL_RETURN && now - sent > late;
             int defer = s->guard_leaving || resumed;
             uint32_t weight = defer ? 0 : osp__credit_take(&s->credit, cpu, period_ns, &needed);
             if (weight > 0) {
                 uint64_t pcs[OSP_MAX_DEPTH];
                 uint32_t depth = capture(s, context, pcs);
-                osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth);
+                if (osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth) != 0) {
+                    /* The ring is full (ospreyd is late): the CPU time is carried to the next
+                     * sample, unless it has been waiting as long as one sample may stand for. */
+                    if (weight < credit_cap(period_ns))
+                        s->credit.paid_ns -= (uint64_t)weight * period_ns;
+                    else
+                        osp__event_ring_count_drops(&s->ring, weight);
+                }
             }
             if (defer) {
                 int64_t credit = (int64_t)(cpu - s->credit.paid_ns);
@@ -287,7 +349,9 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                 /* Its recent share of a CPU says when the next sample will be due. */
                 uint64_t wall = now - prev_run_ns, used = cpu - prev_cpu_ns;
                 uint32_t share = wall > 0 && used < wall ? (uint32_t)(used * 1024u / wall) : 1024u;
-                publish(s, OSP_SLOT_RUNNING, osp__due_time(now, needed, share));
+                uint64_t due = osp__due_time(now, needed, share);
+                publish(s, OSP_SLOT_RUNNING, due);
+                arm_wall(s, due);
                 /* A net under ospreyd: the timer fires if several periods pass unsampled.
                  * Moved forward only now and then: a system call saved on most samples. */
                 if (s->timer_expiry_cpu_ns < cpu + needed + 2 * period_ns)
@@ -338,7 +402,7 @@ void osp__guard_wait_end(struct osp__slot *s)
     publish(s, OSP_SLOT_RUNNING, now + period_ns / 2);
 }
 
-int osp__cpu_timer_create(void)
+int osp__thread_timer_create(clockid_t clock)
 {
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);
@@ -349,12 +413,12 @@ int osp__cpu_timer_create(void)
     int timer = -1;
     /* The raw call: the C library's timer_create starts a helper thread for SIGEV_THREAD, and
      * we want nothing of it. */
-    if (osp__sys(SYS_timer_create, CLOCK_THREAD_CPUTIME_ID, (long)&sev, (long)&timer, 0, 0) != 0)
+    if (osp__sys(SYS_timer_create, clock, (long)&sev, (long)&timer, 0, 0) != 0)
         return -1;
     return timer;
 }
 
-void osp__cpu_timer_delete(int timer)
+void osp__thread_timer_delete(int timer)
 {
     if (timer >= 0)
         osp__sys(SYS_timer_delete, timer, 0, 0, 0, 0);

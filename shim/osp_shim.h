@@ -103,6 +103,15 @@ uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
 /* Read n code bytes at addr without faulting (process_vm_readv). Returns 0 or -1.
  * Async-signal-safe. */
 int osp__read_code(uint64_t addr, void *out, size_t n);
+/* Remember the process's id for osp__read_code (at boot, and in a forked child): one system
+ * call less per sample; and whether code the CPU runs is readable as plain memory. */
+void osp__read_code_init(void);
+/* Read n code bytes at addr, for an interrupted pc: bytes on pc's own page are read directly
+ * where executable means readable (x86_64 without protection keys in use): the thread was
+ * running there, so the page is mapped. Anything else, or elsewhere: osp__read_code (a
+ * process_vm_readv costs 3-25 us on a virtual machine; most samples need two).
+ * Async-signal-safe. */
+int osp__read_pc_code(uint64_t pc, uint64_t addr, void *out, size_t n);
 
 /* Strip pointer-authentication bits from a code address (identity off aarch64).
  * Async-signal-safe. */
@@ -170,6 +179,9 @@ struct osp__slot {
     uint64_t stack_lo, stack_hi;
     int timer;                    /* kernel id of the thread's CPU-time timer, -1 when none */
     uint64_t timer_expiry_cpu_ns; /* the thread CPU time it is armed for, 0 when not armed */
+    int wall_timer;        /* kernel id of the thread's sampling timer (CLOCK_MONOTONIC), or -1 */
+    uint64_t wall_due_ns;  /* the monotonic time it is armed for, 0 when not armed */
+    uint64_t jitter_state; /* xorshift state of the sampling timer's jitter */
     /* The handler's own state: only the thread touches it (handler, or its code with SIGPROF
      * blocked), except at exit (see boot.c). */
     struct osp__credit credit;
@@ -207,10 +219,10 @@ void osp__registry_mark_automatic(struct osp__registry *reg);
 int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char *label);
 /* Unregister the calling thread; when it returns nothing touches the thread any more. */
 void osp__registry_unregister(struct osp__registry *reg);
-/* Write one SAMPLE_WEIGHTED record to `w` for slot s (a full ring counts a drop).
- * Async-signal-safe. */
-void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
-                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth);
+/* Write one SAMPLE_WEIGHTED record to `w` for slot s. Returns 0, or -ENOSPC when the ring is
+ * full (the caller counts the drop, or carries the weight). Async-signal-safe. */
+int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
+                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth);
 /* Slots a shared table has room for; the table itself (NULL: bookkeeping only). */
 void osp__registry_set_table(struct osp__registry *reg, struct osp_ring_header *header);
 /* At exit: write every other thread's open wait to the event ring. Called with the registry
@@ -282,8 +294,11 @@ void osp__guard_wait_end(struct osp__slot *s);
 void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
                      uint64_t cpu_ns);
 /* Create / delete the calling thread's CPU-time timer (SIGPROF to itself, tagged as ours). */
-int osp__cpu_timer_create(void);
-void osp__cpu_timer_delete(int timer);
+int osp__thread_timer_create(clockid_t clock);
+void osp__thread_timer_delete(int timer);
+/* Start sampling the calling thread: its sampling timer, armed on its own CPU for one period
+ * from now. Called by the thread once its slot is set up. */
+void osp__sampling_start(struct osp__slot *s);
 /* Disarm every registered thread's timer (timers are process-wide ids). */
 void osp__cpu_timers_disarm_all(void);
 

@@ -157,7 +157,8 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     /* Everything that may allocate or take other locks happens before the registry lock. */
     uint64_t lo, hi;
     stack_bounds(&lo, &hi);
-    int timer = reg->header != NULL ? osp__cpu_timer_create() : -1;
+    int timer = reg->header != NULL ? osp__thread_timer_create(CLOCK_THREAD_CPUTIME_ID) : -1;
+    int wall_timer = reg->header != NULL ? osp__thread_timer_create(CLOCK_MONOTONIC) : -1;
     struct osp__slot *spare = NULL;
 
     pthread_mutex_lock(&reg->lock);
@@ -172,6 +173,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
             spare = NULL;
             s->index = reg->count;
             s->timer = -1;
+            s->wall_timer = -1;
             if (reg->header != NULL) {
                 s->shared = shared_slot(reg, s->index);
                 osp__slot_ring_attach(&s->ring, reg->header, s->shared);
@@ -189,7 +191,8 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
         uint32_t cap = reg->capacity;
         pthread_mutex_unlock(&reg->lock);
         free(spare);
-        osp__cpu_timer_delete(timer);
+        osp__thread_timer_delete(timer);
+        osp__thread_timer_delete(wall_timer);
         if (warn)
             osp__warn("more than %u threads at once: threads started beyond that are not profiled",
                       cap);
@@ -204,6 +207,8 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->stack_hi = hi;
     s->timer = timer;
     s->timer_expiry_cpu_ns = 0;
+    s->wall_timer = wall_timer;
+    s->wall_due_ns = 0;
     s->last_run_ns = osp__clock_ns(CLOCK_MONOTONIC);
     s->last_cpu_ns = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
     s->credit.paid_ns = s->last_cpu_ns; /* CPU time before registration is not ours to count */
@@ -232,6 +237,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     osp__tls_slot = s;
     /* The handler on this thread reads the pointer; a compiler fence is all it needs. */
     atomic_signal_fence(memory_order_seq_cst);
+    osp__sampling_start(s);
     return 0;
 }
 
@@ -244,8 +250,10 @@ void osp__registry_unregister(struct osp__registry *reg)
      * this thread right now (it would have to finish before this code continues). */
     osp__tls_slot = NULL;
     atomic_signal_fence(memory_order_seq_cst);
-    osp__cpu_timer_delete(s->timer);
+    osp__thread_timer_delete(s->timer);
     s->timer = -1;
+    osp__thread_timer_delete(s->wall_timer);
+    s->wall_timer = -1;
     /* The handler no longer runs for this slot: its ring and wait are ours to finish. */
     if (!reg->stopped && s->shared != NULL)
         osp__close_wait(&s->ring, s, osp__clock_ns(CLOCK_MONOTONIC),
@@ -293,11 +301,11 @@ int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char
     return renamed;
 }
 
-void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
-                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth)
+int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
+                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth)
 {
     if (w->data == NULL || depth == 0 || weight == 0)
-        return;
+        return 0;
     if (depth > OSP_MAX_DEPTH)
         depth = OSP_MAX_DEPTH;
     uint32_t size = (uint32_t)sizeof(struct osp_rec_sample_weighted) + depth * 8u;
@@ -306,10 +314,8 @@ void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint
     struct osp_rec_sample_weighted *rec = w->header != NULL && w->head == &w->header->head
                                               ? osp__event_ring_reserve_sample(w, size, &new_head)
                                               : osp__event_ring_reserve(w, size, &new_head);
-    if (rec == NULL) {
-        osp__event_ring_count_drops(w, weight);
-        return;
-    }
+    if (rec == NULL)
+        return -ENOSPC;
     rec->h.type = OSP_REC_SAMPLE_WEIGHTED;
     rec->h.size = size;
     rec->t_ns = t_ns;
@@ -321,6 +327,7 @@ void osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint
     rec->reserved = 0;
     memcpy(rec + 1, pcs, depth * 8u);
     osp__event_ring_commit(w, new_head);
+    return 0;
 }
 
 void osp__registry_flush_waits(struct osp__registry *reg, uint64_t now_ns)

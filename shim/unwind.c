@@ -15,6 +15,10 @@
  * pure in their arguments so tests can plant frame chains in an array. Code bytes (x86_64
  * prologue and ret detection) are read with process_vm_readv, which fails rather than faults.
  */
+#include <stdatomic.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <stdint.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -115,13 +119,48 @@ static int code_matches(const unsigned char *window, long window_size, long at,
     return 1;
 }
 
-/* Async-signal-safe: getpid and process_vm_readv are plain system calls (the caller saves
- * errno). process_vm_readv fails instead of faulting: a page may be execute-only (x86
- * protection keys make PROT_EXEC alone unreadable), or gone. */
+/* The process's own id for process_vm_readv, set at boot and in a forked child (0: ask). */
+static _Atomic pid_t self_pid;
+/* 1 where code the CPU is running can be read directly: x86_64 without protection keys in
+ * use, where executable means readable. */
+static _Atomic int code_readable;
+
+void osp__read_code_init(void)
+{
+    atomic_store_explicit(&self_pid, getpid(), memory_order_relaxed);
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    /* CPUID.(EAX=7,ECX=0):ECX bit 4, OSPKE: the kernel enabled protection keys, with which a
+     * page can be executable and unreadable. */
+    int keys = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 4));
+    atomic_store_explicit(&code_readable, !keys, memory_order_relaxed);
+#endif
+}
+
+OSP__READS_FOREIGN_STACK
+int osp__read_pc_code(uint64_t pc, uint64_t addr, void *out, size_t n)
+{
+    uint64_t page = pc & ~(uint64_t)4095;
+    if (atomic_load_explicit(&code_readable, memory_order_relaxed) && addr >= page &&
+        addr + n <= page + 4096) {
+        /* pc's page is mapped and executable (the thread was running there): readable. */
+        const volatile unsigned char *from = (const volatile unsigned char *)(uintptr_t)addr;
+        unsigned char *to = out;
+        for (size_t i = 0; i < n; i++)
+            to[i] = from[i];
+        return 0;
+    }
+    return osp__read_code(addr, out, n);
+}
+
+/* Async-signal-safe: process_vm_readv (and getpid, before osp__read_code_init) are plain
+ * system calls (the caller saves errno). process_vm_readv fails instead of faulting: a page
+ * may be execute-only (x86 protection keys make PROT_EXEC alone unreadable), or gone. */
 int osp__read_code(uint64_t addr, void *out, size_t n)
 {
     struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
+    pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    return process_vm_readv(pid ? pid : getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
 /* Async-signal-safe (osp__read_code). */
@@ -136,7 +175,7 @@ uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
     uint64_t page = pc & ~(uint64_t)4095;
     uint64_t first = pc > page ? pc - 1 : pc;
     uint64_t end = pc + 8 < page + 4096 ? pc + 8 : page + 4096;
-    if (osp__read_code(first, window, (size_t)(end - first)) != 0)
+    if (osp__read_pc_code(pc, first, window, (size_t)(end - first)) != 0)
         return 0;
     long size = (long)(end - first), at = (long)(pc - first); /* pc's byte in the window */
     long slot = -1; /* where the return address is, in words above sp */

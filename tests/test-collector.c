@@ -359,6 +359,22 @@ START_TEST(off_means_off)
 }
 END_TEST
 
+/* err without its line about sampling periods lost to full rings, which a machine loaded
+ * enough to starve the consumer may add to any run (not what the caller tests). */
+static const char *without_drop_line(char *err)
+{
+    char *drop = strstr(err, " sampling periods could not be recorded (");
+    if (drop != NULL) {
+        char *start = drop;
+        while (start > err && start[-1] != '\n')
+            start--;
+        char *end = strchr(drop, '\n');
+        memmove(start, end != NULL ? end + 1 : drop + strlen(drop),
+                strlen(end != NULL ? end + 1 : drop + strlen(drop)) + 1);
+    }
+    return err;
+}
+
 START_TEST(program_sigprof_handler_is_kept)
 {
     static struct run plain, r;
@@ -370,7 +386,8 @@ START_TEST(program_sigprof_handler_is_kept)
         run(&r, "test-shim-target", args, profiled_env("h.txt", "10000", 1));
         ck_assert_str_eq(r.out, "handler kept 1, own signals seen 2\n");
         ck_assert_int_eq(r.status, 0);
-        ck_assert_str_eq(r.err, "osprey: the program uses SIGPROF itself; sampling stopped\n");
+        ck_assert_str_eq(without_drop_line(r.err),
+                         "osprey: the program uses SIGPROF itself; sampling stopped\n");
     }
     read_summary("h.txt");
     assert_well_formed();

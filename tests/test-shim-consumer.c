@@ -422,8 +422,7 @@ int main(int argc, char **argv)
         /* The tick, as ospreyd runs it (without jitter). */
         clock_gettime(CLOCK_MONOTONIC, &mono);
         uint64_t now = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
-        ospd_signal_round(h, slot_table, slot_count, slot_ring_size, h->pid, h->signal_cookie, now,
-                          watch);
+        ospd_tick_round(h, slot_table, slot_count, slot_ring_size, watch);
         if (slot_table != NULL)
             ospd_watch_settle(slot_table, slot_ring_size, watch);
         uint32_t state = atomic_load_explicit(&h->shim_state, memory_order_acquire);
