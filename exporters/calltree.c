@@ -35,10 +35,13 @@ static int tree_rehash(struct ospx__tree *tree, size_t slot_count)
     return 0;
 }
 
-int ospx__tree_init(struct ospx__tree *tree)
+int ospx__tree_init(struct ospx__tree *tree, size_t expected)
 {
-    *tree = (struct ospx__tree){malloc(64 * sizeof(struct ospx__node)), 1, 64, NULL, 0};
-    if (tree->nodes == NULL || tree_rehash(tree, 256) != 0)
+    size_t capacity = expected > 64 ? expected : 64, slots = 256;
+    while (slots < 2 * capacity + 2)
+        slots *= 2;
+    *tree = (struct ospx__tree){malloc(capacity * sizeof(struct ospx__node)), 1, capacity, NULL, 0};
+    if (tree->nodes == NULL || tree_rehash(tree, slots) != 0)
         return -ENOMEM;
     tree->nodes[0] = (struct ospx__node){
         OSPX_NODE_ROOT, 0, OSPX_NO_NODE, OSPX_NO_NODE, OSPX_NO_NODE, OSPX_NO_NODE, 0, 0};
@@ -84,4 +87,12 @@ void ospx__tree_free(struct ospx__tree *tree)
     free(tree->slots);
     tree->nodes = NULL;
     tree->slots = NULL;
+}
+
+size_t ospx__tree_estimate(const struct ospx_model *model)
+{
+    size_t frames = 0;
+    for (size_t s = 0; s < model->symbols->stack_count; s++)
+        frames += model->symbols->stack_frame_counts[s];
+    return frames + 2 * model->raw->thread_count + 2;
 }

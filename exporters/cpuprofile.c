@@ -105,6 +105,33 @@ void ospx__quoted_free(struct ospx__quoted_functions *quoted)
     }
     free(quoted->names);
     free(quoted->urls);
+    free(quoted->name_lengths);
+    free(quoted->url_lengths);
+}
+
+void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
+                          const struct ospx__quoted_functions *quoted, const uint32_t *scripts,
+                          const struct ospx__node *node, const char *other_name)
+{
+    fputs_unlocked(",\"callFrame\":{\"functionName\":", stream);
+    if (node->kind != OSPX_NODE_FUNCTION) {
+        fputs_unlocked(other_name, stream);
+        fputs_unlocked(",\"scriptId\":\"0\",\"url\":\"\",\"lineNumber\":-1,\"columnNumber\":-1}",
+                       stream);
+        return;
+    }
+    uint32_t f = node->value;
+    fwrite_unlocked(quoted->names[f], 1, quoted->name_lengths[f], stream);
+    fputs_unlocked(",\"scriptId\":\"", stream);
+    ospx__put_uint(stream, scripts[f]);
+    fputs_unlocked("\",\"url\":", stream);
+    fwrite_unlocked(quoted->urls[f], 1, quoted->url_lengths[f], stream);
+    fputs_unlocked(",\"lineNumber\":", stream);
+    int line = model->functions[f].line - 1; /* 0-based; unknown (0) gives -1 */
+    if (line < 0)
+        putc_unlocked('-', stream);
+    ospx__put_uint(stream, line < 0 ? -(uint64_t)line : (uint64_t)line);
+    fputs_unlocked(",\"columnNumber\":-1}", stream);
 }
 
 int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_functions *quoted)
@@ -112,7 +139,10 @@ int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_fu
     quoted->count = 0;
     quoted->names = calloc(model->function_count + 1, sizeof *quoted->names);
     quoted->urls = calloc(model->function_count + 1, sizeof *quoted->urls);
-    if (quoted->names == NULL || quoted->urls == NULL)
+    quoted->name_lengths = calloc(model->function_count + 1, sizeof *quoted->name_lengths);
+    quoted->url_lengths = calloc(model->function_count + 1, sizeof *quoted->url_lengths);
+    if (quoted->names == NULL || quoted->urls == NULL || quoted->name_lengths == NULL ||
+        quoted->url_lengths == NULL)
         return -ENOMEM;
     for (; quoted->count < model->function_count; quoted->count++) {
         const struct ospx_function_stat *fn = &model->functions[quoted->count];
@@ -122,6 +152,8 @@ int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_fu
             quoted->count++;
             return -ENOMEM;
         }
+        quoted->name_lengths[quoted->count] = strlen(quoted->names[quoted->count]);
+        quoted->url_lengths[quoted->count] = strlen(quoted->urls[quoted->count]);
     }
     return 0;
 }
@@ -131,9 +163,7 @@ static void write_node(FILE *stream, const struct ospx__tree *tree, const struct
                        const struct ospx__quoted_functions *quoted)
 {
     char fiber_name[512], *fiber_quoted = NULL;
-    const char *name = "\"(root)\"", *url = "\"\"";
-    uint32_t script = 0;
-    int line = -1;
+    const char *name = "\"(root)\"";
     if (node->kind == OSPX_NODE_FIBER) {
         const struct ospx_fiber_stat *fiber = &model->fibers[node->value];
         snprintf(fiber_name, sizeof fiber_name, "fiber %lld (%s)", (long long)fiber->fiber,
@@ -142,26 +172,19 @@ static void write_node(FILE *stream, const struct ospx__tree *tree, const struct
         name = fiber_quoted != NULL ? fiber_quoted : "\"fiber\"";
     } else if (node->kind == OSPX_NODE_WAITING) {
         name = "\"(idle)\"";
-    } else if (node->kind == OSPX_NODE_FUNCTION) {
-        name = quoted->names[node->value];
-        url = quoted->urls[node->value];
-        script = scripts[node->value];
-        line = model->functions[node->value].line - 1; /* 0-based; unknown (0) gives -1 */
     }
-    fputs("{\"id\":", stream);
+    fputs_unlocked("{\"id\":", stream);
     ospx__put_uint(stream, node->id);
-    fprintf(stream,
-            ",\"callFrame\":{\"functionName\":%s,\"scriptId\":\"%u\",\"url\":%s,"
-            "\"lineNumber\":%d,\"columnNumber\":-1},\"hitCount\":",
-            name, script, url, line);
+    ospx__put_call_frame(stream, model, quoted, scripts, node, name);
+    fputs_unlocked(",\"hitCount\":", stream);
     ospx__put_uint(stream, node->hits);
-    fputs(",\"children\":[", stream);
+    fputs_unlocked(",\"children\":[", stream);
     for (uint32_t c = node->first_child; c != OSPX_NO_NODE; c = tree->nodes[c].next_sibling) {
         ospx__put_uint(stream, tree->nodes[c].id);
         if (tree->nodes[c].next_sibling != OSPX_NO_NODE)
-            fputc(',', stream);
+            putc_unlocked(',', stream);
     }
-    fputs("]}", stream);
+    fputs_unlocked("]}", stream);
     free(fiber_quoted);
 }
 
@@ -236,16 +259,16 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
 {
     const struct ospx_raw *raw = model->raw;
     struct ospx__tree tree;
-    int tree_rc = ospx__tree_init(&tree);
+    int tree_rc = ospx__tree_init(&tree, ospx__tree_estimate(model));
     uint32_t *function_of = ospx__frame_functions(model);
     uint32_t *scripts = ospx__script_ids(model);
     const size_t *order = NULL, *first = NULL;
     int order_rc = ospx__model_thread_order(model, &order, &first);
     uint32_t *leaves = malloc((raw->sample_count + 1) * sizeof *leaves);
-    /* Samples on the same stack, thread and state share a leaf: remember the last one per stack. */
+    /* On-CPU samples on the same stack and thread share a leaf: remember the last one per
+     * stack (waiting samples all hit the one (idle) node and leave it alone). */
     struct leaf_cache {
         uint32_t thread, node;
-        uint8_t state;
     } *cache = calloc(raw->stack_count + 1, sizeof *cache);
     int rc = -ENOMEM;
     if (tree_rc != 0 || order_rc != 0 || function_of == NULL || scripts == NULL || leaves == NULL ||
@@ -253,17 +276,19 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
         goto out;
     for (size_t s = 0; s < raw->stack_count; s++)
         cache[s].node = OSPX_NO_NODE;
+    uint32_t idle = OSPX_NO_NODE;
     for (size_t i = 0; i < raw->sample_count; i++) {
         const struct ospx_sample *sample = &raw->samples[order[i]];
-        uint32_t leaf = cache[sample->stack].node;
-        if (leaf == OSPX_NO_NODE || cache[sample->stack].thread != sample->thread ||
-            cache[sample->stack].state != sample->state) {
+        uint32_t leaf = sample->state != 0 ? idle : cache[sample->stack].node;
+        if (leaf == OSPX_NO_NODE ||
+            (sample->state == 0 && cache[sample->stack].thread != sample->thread)) {
             leaf = sample_leaf(&tree, model, function_of, sample);
             if (leaf == OSPX_NO_NODE)
                 goto out;
-            cache[sample->stack].thread = sample->thread;
-            cache[sample->stack].state = sample->state;
-            cache[sample->stack].node = leaf;
+            if (sample->state != 0)
+                idle = leaf;
+            else
+                cache[sample->stack] = (struct leaf_cache){sample->thread, leaf};
         }
         tree.nodes[leaf].hits += sample->weight;
         leaves[i] = leaf;

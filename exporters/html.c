@@ -3,7 +3,10 @@
  * under a policy that fetches nothing), compiled in by embed.py; this file fills in its two
  * markers — the title, HTML-escaped, and the profile, a JSON object
  * {"title": …, "speedscope": <stem>.speedscope.json, "summary": <stem>.profile.json or null}
- * with every '<' written as \u003c so no file content can close the page's <script>. */
+ * with every '<' written as \u003c so no file content can close the page's <script>. The files
+ * are copied a megabyte at a time, never held whole (a long run's speedscope file is over a
+ * hundred megabytes); files of unknown origin are parsed once first, to refuse one that is not
+ * JSON, files the run has just written are not. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,54 +18,64 @@
 #define DATA_MARKER  "@OSPREY_DATA@"
 #define TITLE_MARKER "@OSPREY_TITLE@"
 
-/* Reads a whole file after checking it is JSON. Returns 0, -ENOENT when it does not exist and
- * `optional`, or -errno with `err` filled. */
-static int read_json_file(const char *path, int optional, char **text, size_t *length,
+/* Opens a JSON file, after checking it parses when `check` (a file this process did not just
+ * write). Returns 0, -ENOENT when it does not exist and `optional`, or -errno with `err`
+ * filled. */
+static int open_json_file(const char *path, int optional, int check, FILE **in,
                           struct ospx_error *err)
 {
-    *text = NULL;
-    FILE *in = fopen(path, "rb");
-    if (in == NULL) {
+    *in = fopen(path, "rb");
+    if (*in == NULL) {
         if (errno == ENOENT && optional)
             return -ENOENT;
         return ospx_error_set(err, errno, path, 0, 0, "%s", strerror(errno));
     }
+    if (!check)
+        return 0;
     json_error_t json_error;
-    json_t *root = json_loadf(in, JSON_DECODE_ANY, &json_error);
+    json_t *root = json_loadf(*in, JSON_DECODE_ANY, &json_error);
     if (root == NULL) {
-        fclose(in);
+        fclose(*in);
+        *in = NULL;
         return ospx_error_set(err, EINVAL, path, json_error.line, json_error.column, "%s",
                               json_error.text);
     }
     json_decref(root);
-    long size = fseek(in, 0, SEEK_END) == 0 ? ftell(in) : -1;
-    if (size < 0 || fseek(in, 0, SEEK_SET) != 0) {
+    if (fseek(*in, 0, SEEK_SET) != 0) {
         int code = errno;
-        fclose(in);
+        fclose(*in);
+        *in = NULL;
         return ospx_error_set(err, code, path, 0, 0, "%s", strerror(code));
     }
-    *text = malloc((size_t)size + 1);
-    if (*text == NULL) {
-        fclose(in);
-        return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
-    }
-    *length = fread(*text, 1, (size_t)size, in);
-    fclose(in);
     return 0;
 }
 
 /* JSON text with '<' as \u003c (outside strings JSON has no '<', so this is always valid). */
 static void put_script_safe(FILE *out, const char *text, size_t length)
 {
-    size_t start = 0;
-    for (size_t i = 0; i < length; i++) {
-        if (text[i] == '<') {
-            fwrite(text + start, 1, i - start, out);
-            fputs("\\u003c", out);
-            start = i + 1;
-        }
+    const char *end = text + length;
+    for (const char *less; (less = memchr(text, '<', (size_t)(end - text))) != NULL;
+         text = less + 1) {
+        fwrite(text, 1, (size_t)(less - text), out);
+        fputs("\\u003c", out);
     }
-    fwrite(text + start, 1, length - start, out);
+    fwrite(text, 1, (size_t)(end - text), out);
+}
+
+/* A whole file through put_script_safe, a megabyte at a time (the speedscope file of a long
+ * run is over a hundred). Returns 0 or -errno with `err` naming `path`. */
+static int copy_script_safe(FILE *out, FILE *in, const char *path, struct ospx_error *err)
+{
+    enum { CHUNK = 1 << 20 };
+    char *chunk = malloc(CHUNK);
+    if (chunk == NULL)
+        return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
+    size_t got;
+    while ((got = fread(chunk, 1, CHUNK, in)) > 0)
+        put_script_safe(out, chunk, got);
+    int failed = ferror(in);
+    free(chunk);
+    return failed ? ospx_error_set(err, EIO, path, 0, 0, "read error: %s", strerror(EIO)) : 0;
 }
 
 static void put_html_escaped(FILE *out, const char *text)
@@ -98,14 +111,17 @@ static int put_until(FILE *out, const char **cursor, const char *marker)
     return 0;
 }
 
-int ospx_html_write(const char *stem, struct ospx_error *err)
+/* The page for `stem`. `check`: parse both JSON files first (they come from elsewhere);
+ * `summary`: 1 embed `<stem>.profile.json` (it must exist), 0 embed null, -1 embed it when it
+ * exists. */
+static int html_write(const char *stem, int check, int summary, struct ospx_error *err)
 {
     size_t stem_length = strlen(stem);
     char *speedscope_path = malloc(stem_length + 32);
     char *summary_path = malloc(stem_length + 32);
     char *html_path = malloc(stem_length + 32);
-    char *speedscope = NULL, *summary = NULL, *title_json = NULL;
-    size_t speedscope_length = 0, summary_length = 0;
+    char *title_json = NULL;
+    FILE *speedscope = NULL, *summary_in = NULL;
     int result;
     if (speedscope_path == NULL || summary_path == NULL || html_path == NULL) {
         result = ospx_error_set(err, ENOMEM, stem, 0, 0, "out of memory");
@@ -114,12 +130,14 @@ int ospx_html_write(const char *stem, struct ospx_error *err)
     sprintf(speedscope_path, "%s.speedscope.json", stem);
     sprintf(summary_path, "%s.profile.json", stem);
     sprintf(html_path, "%s.html", stem);
-    result = read_json_file(speedscope_path, 0, &speedscope, &speedscope_length, err);
+    result = open_json_file(speedscope_path, 0, check, &speedscope, err);
     if (result != 0)
         goto done;
-    result = read_json_file(summary_path, 1, &summary, &summary_length, err);
-    if (result != 0 && result != -ENOENT)
-        goto done;
+    if (summary != 0) {
+        result = open_json_file(summary_path, summary < 0, check, &summary_in, err);
+        if (result != 0 && result != -ENOENT)
+            goto done;
+    }
     const char *slash = strrchr(stem, '/');
     const char *title = slash != NULL ? slash + 1 : stem;
     title_json = ospx__json_quote(title);
@@ -149,22 +167,38 @@ int ospx_html_write(const char *stem, struct ospx_error *err)
     fputs("{\"title\":", file.stream);
     put_script_safe(file.stream, title_json, strlen(title_json));
     fputs(",\"speedscope\":", file.stream);
-    put_script_safe(file.stream, speedscope, speedscope_length);
+    result = copy_script_safe(file.stream, speedscope, speedscope_path, err);
     fputs(",\"summary\":", file.stream);
-    if (summary != NULL)
-        put_script_safe(file.stream, summary, summary_length);
+    if (result == 0 && summary_in != NULL)
+        result = copy_script_safe(file.stream, summary_in, summary_path, err);
     else
         fputs("null", file.stream);
+    if (result != 0) {
+        ospx__atomic_abort(&file);
+        goto done;
+    }
     fputs("}", file.stream);
     fputs(cursor, file.stream);
     result = ospx__atomic_commit(&file, err);
 
 done:
+    if (speedscope != NULL)
+        fclose(speedscope);
+    if (summary_in != NULL)
+        fclose(summary_in);
     free(speedscope_path);
     free(summary_path);
     free(html_path);
-    free(speedscope);
-    free(summary);
     free(title_json);
     return result;
+}
+
+int ospx_html_write(const char *stem, struct ospx_error *err)
+{
+    return html_write(stem, 1, -1, err);
+}
+
+int ospx_html_write_fresh(const char *stem, int with_summary, struct ospx_error *err)
+{
+    return html_write(stem, 0, with_summary ? 1 : 0, err);
 }

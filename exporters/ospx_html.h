@@ -11,4 +11,10 @@
  * ("file:line:col: text" for a file that is not JSON). */
 int ospx_html_write(const char *stem, struct ospx_error *err);
 
+/* The same from files this process has just written (so not parsed again: the speedscope
+ * file of a long run is over a hundred megabytes): `<stem>.profile.json` is embedded when
+ * `with_summary`, else the summary is null (an older profile.json beside it is not this
+ * run's). */
+int ospx_html_write_fresh(const char *stem, int with_summary, struct ospx_error *err);
+
 #endif /* OSPX_HTML_H */

@@ -69,11 +69,14 @@ int ospx__print_listing(FILE *out, size_t width, const struct ospx_model *model,
 /* ---- atomic_file.c ---- */
 
 /* A file being written: `stream` writes a temporary file beside `path`; commit makes it `path`
- * (fsync, then rename), abort removes it. */
+ * (fsync, then rename), abort removes it. The struct must stay where it is while open (the
+ * stream points at it). */
 struct ospx__atomic_file {
     FILE *stream;
     char *temp_path;
     const char *path; /* borrowed; must outlive the atomic file */
+    int fd;
+    off_t written, flushed; /* bytes written, and how far writeback has been started */
 };
 
 int ospx__atomic_open(struct ospx__atomic_file *file, const char *path, struct ospx_error *err);
@@ -113,7 +116,11 @@ struct ospx__tree {
     size_t slot_count; /* a power of two, kept above twice the node count */
 };
 
-int ospx__tree_init(struct ospx__tree *tree);
+/* An empty tree (its root) with room for `expected` nodes before it grows. */
+int ospx__tree_init(struct ospx__tree *tree, size_t expected);
+/* How many nodes a call tree of the model's samples may have: one per frame of every stack per
+ * thread running it (usually each stack is one thread's), the fibers and their (idle) nodes. */
+size_t ospx__tree_estimate(const struct ospx_model *model);
 /* The child of `parent` for (kind, value), created when missing; OSPX_NO_NODE when out of
  * memory. */
 uint32_t ospx__tree_child(struct ospx__tree *tree, uint32_t parent, enum ospx__node_kind kind,
@@ -129,9 +136,16 @@ uint32_t *ospx__script_ids(const struct ospx_model *model);
  * nodes. ospx__quote_functions returns 0 or -ENOMEM; free with ospx__quoted_free either way. */
 struct ospx__quoted_functions {
     char **names, **urls;
+    size_t *name_lengths, *url_lengths;
     size_t count;
 };
 int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_functions *quoted);
+/* `,"callFrame":{…}` of a V8 profile node: a function node's name, file (its url), scriptId
+ * and 0-based line (-1 unknown); any other node's `other_name` (quoted) with no script. The
+ * `.cpuprofile` and the trace write one per node. */
+void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
+                          const struct ospx__quoted_functions *quoted, const uint32_t *scripts,
+                          const struct ospx__node *node, const char *other_name);
 void ospx__quoted_free(struct ospx__quoted_functions *quoted);
 
 /* ---- model.c ---- */

@@ -36,9 +36,9 @@ static const struct output outputs[] = {
 };
 #define OUTPUT_COUNT (sizeof outputs / sizeof outputs[0])
 #define HTML_OUTPUT  (OUTPUT_COUNT - 1)
-/* The outputs the first writer thread owns (speedscope, cpuprofile, pprof); the second has the
- * rest. About half the work each, measured on a million samples. */
-#define LANE_ONE ((1u << 0) | (1u << 1) | (1u << 5))
+/* The order the writer threads take the outputs in: the longest first, so that two threads
+ * finish close together; html last, as it reads the files of two others. */
+static const size_t work_order[] = {6, 1, 0, 2, 3, 4, 5, HTML_OUTPUT};
 
 /* Which outputs a formats list ("speedscope,pprof", "all"; NULL or "" is all) selects, as a
  * mask over outputs[]. Returns 0, or -EINVAL naming the first unknown format. */
@@ -79,26 +79,33 @@ static int select_outputs(const char *formats, unsigned *mask, struct ospx_error
 /* OSPREY_TIMING=1: one stderr line per stage with its wall time, for the benchmarks. */
 struct stage_clock {
     int on;
-    struct timespec last;
+    struct timespec last, last_cpu; /* wall, and this thread's CPU time */
 };
+
+static double seconds_since(const struct timespec *then, const struct timespec *now)
+{
+    return (double)(now->tv_sec - then->tv_sec) + (double)(now->tv_nsec - then->tv_nsec) / 1e9;
+}
 
 static void stage_start(struct stage_clock *clock)
 {
     const char *timing = getenv("OSPREY_TIMING");
     clock->on = timing != NULL && strcmp(timing, "1") == 0;
     clock_gettime(CLOCK_MONOTONIC, &clock->last);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &clock->last_cpu);
 }
 
 static void stage_done(struct stage_clock *clock, const char *stage)
 {
     if (!clock->on)
         return;
-    struct timespec now;
+    struct timespec now, now_cpu;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    fprintf(stderr, "osprey: timing: %-18s %7.3f s\n", stage,
-            (double)(now.tv_sec - clock->last.tv_sec) +
-                (double)(now.tv_nsec - clock->last.tv_nsec) / 1e9);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now_cpu);
+    fprintf(stderr, "osprey: timing: %-18s %7.3f s  (this thread's CPU %.3f s)\n", stage,
+            seconds_since(&clock->last, &now), seconds_since(&clock->last_cpu, &now_cpu));
     clock->last = now;
+    clock->last_cpu = now_cpu;
 }
 
 /* Columns of the terminal the report goes to: the tty's own width, else $COLUMNS, else 0 (the
@@ -117,40 +124,79 @@ static int report_width(FILE *report)
     return 0;
 }
 
-/* One of the two writer threads: the outputs it owns, in order, until one fails. */
-struct lane {
+/* What the writer threads share: the outputs to write, taken in work_order, and each one's
+ * result. */
+struct writers {
     const struct ospx_model *model;
+    const char *stem;
     char *const *paths; /* per output index; NULL: not selected */
-    unsigned owned;     /* mask over outputs[] */
     int timing;
-    int rc;
-    size_t failed; /* the output that failed */
-    struct ospx_error err;
+    pthread_mutex_t lock;
+    pthread_cond_t finished_one;
+    size_t next;          /* into work_order */
+    unsigned finished;    /* mask over outputs[] */
+    int rc[OUTPUT_COUNT]; /* each output's result */
+    struct ospx_error errors[OUTPUT_COUNT];
 };
 
-static void *run_lane(void *argument)
+/* Writes output i (html: once the speedscope file and profile.json, when selected, are done). */
+static int write_one(struct writers *writers, size_t i, struct ospx_error *err)
 {
-    struct lane *lane = argument;
-    for (size_t i = 0; i < OUTPUT_COUNT && lane->rc == 0; i++) {
-        if ((lane->owned & (1u << i)) == 0 || lane->paths[i] == NULL || outputs[i].write == NULL)
-            continue;
-        struct timespec start, end;
+    if (outputs[i].write != NULL)
+        return outputs[i].write(writers->model, writers->paths[i], err);
+    unsigned needs = 1u << 0 | (writers->paths[4] != NULL ? 1u << 4 : 0);
+    pthread_mutex_lock(&writers->lock);
+    while ((writers->finished & needs) != needs)
+        pthread_cond_wait(&writers->finished_one, &writers->lock);
+    int ready = writers->rc[0] == 0 && writers->rc[4] == 0;
+    pthread_mutex_unlock(&writers->lock);
+    if (!ready) /* the failure is reported for that output */
+        return ospx_error_set(err, EIO, writers->paths[i], 0, 0, "not written");
+    return ospx_html_write_fresh(writers->stem, writers->paths[4] != NULL, err);
+}
+
+/* One writer thread: the next output not yet taken, until none is left or one failed. */
+static void *run_writer(void *argument)
+{
+    struct writers *writers = argument;
+    for (;;) {
+        pthread_mutex_lock(&writers->lock);
+        int failed = 0;
+        for (size_t k = 0; k < OUTPUT_COUNT; k++)
+            failed |= writers->rc[k] != 0;
+        size_t i = OUTPUT_COUNT;
+        while (!failed && writers->next < OUTPUT_COUNT && i == OUTPUT_COUNT) {
+            size_t candidate = work_order[writers->next++];
+            if (writers->paths[candidate] != NULL)
+                i = candidate;
+        }
+        pthread_mutex_unlock(&writers->lock);
+        if (i == OUTPUT_COUNT) /* none left, or one failed */
+            return NULL;
+        struct timespec start, end, start_cpu, end_cpu;
         clock_gettime(CLOCK_MONOTONIC, &start);
-        lane->rc = outputs[i].write(lane->model, lane->paths[i], &lane->err);
-        lane->failed = i;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start_cpu);
+        struct ospx_error err = {0};
+        int rc = write_one(writers, i, &err);
         clock_gettime(CLOCK_MONOTONIC, &end);
-        if (lane->timing)
-            fprintf(stderr, "osprey: timing: %-18s %7.3f s (writer %d)\n", outputs[i].suffix,
-                    (double)(end.tv_sec - start.tv_sec) +
-                        (double)(end.tv_nsec - start.tv_nsec) / 1e9,
-                    (lane->owned & LANE_ONE) != 0 ? 1 : 2);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &end_cpu);
+        if (writers->timing)
+            fprintf(stderr, "osprey: timing: %-18s %7.3f s  (this thread's CPU %.3f s)\n",
+                    outputs[i].suffix, seconds_since(&start, &end),
+                    seconds_since(&start_cpu, &end_cpu));
+        pthread_mutex_lock(&writers->lock);
+        writers->rc[i] = rc;
+        writers->errors[i] = err;
+        writers->finished |= 1u << i;
+        pthread_cond_broadcast(&writers->finished_one);
+        pthread_mutex_unlock(&writers->lock);
     }
-    return NULL;
 }
 
 /* The outputs are independent readers of the model: two threads write them (one per core of
- * the machines this runs on), each output still atomically. A failure stops its thread; the
- * error reported is the one of the first output, in output order, that failed. */
+ * the machines this runs on), each output still atomically. A failure stops both threads
+ * taking more; the error reported is the one of the first output, in output order, that
+ * failed. */
 static int write_outputs(const struct ospx_model *model, const struct ospx_process_options *options,
                          unsigned mask, struct stage_clock *clock, struct ospx_error *err)
 {
@@ -176,31 +222,26 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
     int rc = ospx__model_thread_order(model, &order, &first) != 0
                  ? ospx_error_set(err, ENOMEM, options->stem, 0, 0, "out of memory")
                  : 0;
-    struct lane lanes[2] = {
-        {.model = model, .paths = paths, .owned = LANE_ONE, .timing = clock->on},
-        {.model = model, .paths = paths, .owned = ~LANE_ONE, .timing = clock->on}};
     if (rc == 0) {
+        struct writers writers = {.model = model,
+                                  .stem = options->stem,
+                                  .paths = paths,
+                                  .timing = clock->on,
+                                  .lock = PTHREAD_MUTEX_INITIALIZER,
+                                  .finished_one = PTHREAD_COND_INITIALIZER};
         pthread_t second;
-        int threaded = pthread_create(&second, NULL, run_lane, &lanes[1]) == 0;
-        run_lane(&lanes[0]);
+        int threaded = pthread_create(&second, NULL, run_writer, &writers) == 0;
+        run_writer(&writers);
         if (threaded)
             pthread_join(second, NULL);
-        else
-            run_lane(&lanes[1]);
         stage_done(clock, "outputs (both)");
-        struct lane *failed = NULL;
-        for (int l = 0; l < 2; l++)
-            if (lanes[l].rc != 0 && (failed == NULL || lanes[l].failed < failed->failed))
-                failed = &lanes[l];
-        if (failed != NULL) {
-            rc = failed->rc;
-            if (err != NULL && err->text[0] == '\0')
-                *err = failed->err;
+        for (size_t i = 0; i < OUTPUT_COUNT && rc == 0; i++) {
+            if (writers.rc[i] != 0) {
+                rc = writers.rc[i];
+                if (err != NULL)
+                    *err = writers.errors[i];
+            }
         }
-    }
-    if (rc == 0 && paths[HTML_OUTPUT] != NULL) {
-        rc = ospx_html_write(options->stem, err);
-        stage_done(clock, ".html");
     }
     if (rc == 0 && options->report != NULL) {
         struct ospx_report_options report = {options->color, report_width(options->report),

@@ -15,12 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "ospx.h"
 
-/* The largest raw file the reader loads. jansson holds the whole document in memory, several
- * times the file's size, so a bigger file is refused before it is read. */
+/* The largest raw file the reader loads. A document whose rows are not in the plain form goes
+ * to jansson whole, several times the file's size in memory, so a bigger file is refused
+ * before it is read. */
 #define OSPX_RAW_MAX_BYTES (2ULL << 30)
 
 /* The most sampling periods one row may stand for: more than three years at 10 kHz, and small
@@ -32,8 +34,13 @@ struct raw_reader {
     const char *path;
     struct ospx_error *err;
     /* the sample rows the fast path read (raw_scan_samples), NULL when it did not */
-    json_int_t (*fast_rows)[5];
+    struct ospx_sample *fast_rows;
     size_t fast_count;
+    /* the stacks it read (scan_stacks): stack i's pcs are fast_pcs[fast_stack_start[i]]
+     * .. fast_pcs[fast_stack_start[i + 1] - 1]; fast_stack_start NULL when it did not */
+    json_int_t *fast_pcs;
+    size_t *fast_stack_start;
+    size_t fast_stack_count;
 };
 
 /* Record a semantic error at a JSON path: "FILE: PATH: text". Returns -EINVAL. */
@@ -263,8 +270,51 @@ static int raw_read_threads(struct raw_reader *reader, const json_t *threads, st
     return 0;
 }
 
+/* Stack i of out, with room for `depth` pcs (freed with out); NULL when out of memory. */
+static struct ospx_stack *raw_new_stack(struct raw_reader *reader, struct ospx_raw *out, size_t i,
+                                        size_t depth)
+{
+    struct ospx_stack *stack = &out->stacks[i];
+    out->stack_count = i + 1;
+    stack->pcs = malloc(depth * sizeof *stack->pcs);
+    if (stack->pcs == NULL) {
+        raw_out_of_memory(reader);
+        return NULL;
+    }
+    stack->depth = depth;
+    return stack;
+}
+
+/* The stacks the fast path read (see scan_stacks), with the checks raw_read_stacks makes. */
+static int raw_store_fast_stacks(struct raw_reader *reader, struct ospx_raw *out)
+{
+    size_t count = reader->fast_stack_count;
+    out->stacks = raw_table(reader, count, sizeof *out->stacks);
+    if (out->stacks == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < count; i++) {
+        const json_int_t *pcs = reader->fast_pcs + reader->fast_stack_start[i];
+        size_t depth = reader->fast_stack_start[i + 1] - reader->fast_stack_start[i];
+        struct ospx_stack *stack = raw_new_stack(reader, out, i, depth);
+        if (stack == NULL)
+            return -ENOMEM;
+        for (size_t k = 0; k < depth; k++) {
+            if (pcs[k] < 0) {
+                char pc_path[96];
+                snprintf(pc_path, sizeof pc_path, "stacks[%zu][%zu]", i, k);
+                return raw_fail(reader, pc_path, "negative value %" JSON_INTEGER_FORMAT, pcs[k]);
+            }
+            stack->pcs[k] = (uint64_t)pcs[k];
+        }
+        stack->depth = depth;
+    }
+    return 0;
+}
+
 static int raw_read_stacks(struct raw_reader *reader, const json_t *stacks, struct ospx_raw *out)
 {
+    if (reader->fast_stack_start != NULL)
+        return raw_store_fast_stacks(reader, out);
     size_t count = json_array_size(stacks);
     out->stacks = raw_table(reader, count, sizeof *out->stacks);
     if (out->stacks == NULL)
@@ -279,11 +329,9 @@ static int raw_read_stacks(struct raw_reader *reader, const json_t *stacks, stru
         size_t depth = json_array_size(entry);
         if (depth == 0)
             return raw_fail(reader, path, "empty stack (a stack holds at least its leaf pc)");
-        struct ospx_stack *stack = &out->stacks[i];
-        out->stack_count = i + 1;
-        stack->pcs = malloc(depth * sizeof *stack->pcs);
-        if (stack->pcs == NULL)
-            return raw_out_of_memory(reader);
+        struct ospx_stack *stack = raw_new_stack(reader, out, i, depth);
+        if (stack == NULL)
+            return -ENOMEM;
         for (size_t k = 0; k < depth; k++) {
             char pc_path[96];
             snprintf(pc_path, sizeof pc_path, "%s[%zu]", path, k);
@@ -299,44 +347,47 @@ static int raw_read_stacks(struct raw_reader *reader, const json_t *stacks, stru
     return 0;
 }
 
+/* A failed check of element k of sample row i: "samples[i][k]: text". Returns -EINVAL. */
+__attribute__((format(printf, 4, 5))) static int
+raw_sample_fail(struct raw_reader *reader, size_t i, int k, const char *fmt, ...)
+{
+    char path[96], text[300];
+    snprintf(path, sizeof path, "samples[%zu][%d]", i, k);
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(text, sizeof text, fmt, args);
+    va_end(args);
+    return raw_fail(reader, path, "%s", text);
+}
+
 /* Check one sample row (its `elements` values, the 5th defaulting to 1) and store it as
- * out->samples[i]. */
+ * out->samples[i]. The paths of a message are made only when a check fails: this runs once
+ * per row, millions of times. */
 static int raw_store_sample(struct raw_reader *reader, struct ospx_raw *out, size_t i,
                             const json_int_t values[5])
 {
-    char path[64], element_path[96];
-    snprintf(path, sizeof path, "samples[%zu]", i);
-    if (values[0] < 0) {
-        snprintf(element_path, sizeof element_path, "%s[0]", path);
-        return raw_fail(reader, element_path, "negative time %" JSON_INTEGER_FORMAT, values[0]);
-    }
-    if (values[1] < 0 || (uint64_t)values[1] >= out->thread_count) {
-        snprintf(element_path, sizeof element_path, "%s[1]", path);
-        return raw_fail(reader, element_path,
-                        "thread index %" JSON_INTEGER_FORMAT " out of range (%zu threads)",
-                        values[1], out->thread_count);
-    }
-    if (values[2] < 0 || (uint64_t)values[2] >= out->stack_count) {
-        snprintf(element_path, sizeof element_path, "%s[2]", path);
-        return raw_fail(reader, element_path,
-                        "stack index %" JSON_INTEGER_FORMAT " out of range (%zu stacks)", values[2],
-                        out->stack_count);
-    }
-    if (values[3] != 0 && values[3] != 1) {
-        snprintf(element_path, sizeof element_path, "%s[3]", path);
-        return raw_fail(reader, element_path,
-                        "state %" JSON_INTEGER_FORMAT " is neither 0 (on-CPU) nor 1 (waiting)",
-                        values[3]);
-    }
-    if (values[4] < 1 || values[4] > OSPX_RAW_MAX_WEIGHT) {
-        snprintf(element_path, sizeof element_path, "%s[4]", path);
-        return raw_fail(reader, element_path,
-                        values[4] < 1 ? "weight %" JSON_INTEGER_FORMAT
-                                        " below 1 (a row stands for at least one period)"
-                                      : "weight %" JSON_INTEGER_FORMAT
-                                        " above 2^40 sampling periods",
-                        values[4]);
-    }
+    if (values[0] < 0)
+        return raw_sample_fail(reader, i, 0, "negative time %" JSON_INTEGER_FORMAT, values[0]);
+    if (values[1] < 0 || (uint64_t)values[1] >= out->thread_count)
+        return raw_sample_fail(reader, i, 1,
+                               "thread index %" JSON_INTEGER_FORMAT " out of range (%zu threads)",
+                               values[1], out->thread_count);
+    if (values[2] < 0 || (uint64_t)values[2] >= out->stack_count)
+        return raw_sample_fail(reader, i, 2,
+                               "stack index %" JSON_INTEGER_FORMAT " out of range (%zu stacks)",
+                               values[2], out->stack_count);
+    if (values[3] != 0 && values[3] != 1)
+        return raw_sample_fail(
+            reader, i, 3, "state %" JSON_INTEGER_FORMAT " is neither 0 (on-CPU) nor 1 (waiting)",
+            values[3]);
+    if (values[4] < 1)
+        return raw_sample_fail(reader, i, 4,
+                               "weight %" JSON_INTEGER_FORMAT
+                               " below 1 (a row stands for at least one period)",
+                               values[4]);
+    if (values[4] > OSPX_RAW_MAX_WEIGHT)
+        return raw_sample_fail(
+            reader, i, 4, "weight %" JSON_INTEGER_FORMAT " above 2^40 sampling periods", values[4]);
     out->samples[i] = (struct ospx_sample){.t_rel_ns = (uint64_t)values[0],
                                            .thread = (uint32_t)values[1],
                                            .stack = (uint32_t)values[2],
@@ -350,14 +401,18 @@ static int raw_read_samples(struct raw_reader *reader, const json_t *samples, st
 {
     /* Read beforehand by the fast path (see raw_scan_samples)? */
     if (reader->fast_rows != NULL) {
-        out->samples = raw_table(reader, reader->fast_count, sizeof *out->samples);
-        if (out->samples == NULL)
-            return -ENOMEM;
+        /* Times, states and weights were checked while scanning; the indexes need the tables. */
+        out->samples = reader->fast_rows;
+        reader->fast_rows = NULL;
         for (size_t i = 0; i < reader->fast_count; i++) {
-            int rc = raw_store_sample(reader, out, i, reader->fast_rows[i]);
-            if (rc < 0)
-                return rc;
+            const struct ospx_sample *sample = &out->samples[i];
+            if (sample->thread >= out->thread_count || sample->stack >= out->stack_count) {
+                json_int_t values[5] = {(json_int_t)sample->t_rel_ns, sample->thread, sample->stack,
+                                        sample->state, (json_int_t)sample->weight};
+                return raw_store_sample(reader, out, i, values);
+            }
         }
+        out->sample_count = reader->fast_count;
         return 0;
     }
     size_t count = json_array_size(samples);
@@ -394,16 +449,18 @@ static int raw_read_samples(struct raw_reader *reader, const json_t *samples, st
     return 0;
 }
 
-/* ---- the fast path for "samples" ----
+/* ---- the fast path for "samples" and "stacks" ----
  *
  * A long profile is mostly its sample rows, millions of small arrays that jansson would hold
- * as millions of objects (about 250 bytes a row, and most of the reading time). So before
- * jansson sees the text, the top-level "samples" array is read here directly, when it is in the
- * plain form writers produce: arrays of 4 or 5 JSON integers. Then its text is blanked to
- * `[]` (line breaks kept, so every position jansson reports stays the same) and jansson reads
- * the rest. Anything else in that array (a real number, a string, a nested value, a leading
- * zero, a number too long for 64 bits, a syntax error) leaves the text alone: jansson and the
- * checks above then read it and report what is wrong exactly as before. */
+ * as millions of objects (about 250 bytes a row, and most of the reading time), and then its
+ * stacks (hundreds of thousands of pcs). So before jansson sees the text, the top-level
+ * "samples" and "stacks" arrays are read here directly, when they are in the plain form
+ * writers produce: arrays of 4 or 5 JSON integers, non-empty arrays of JSON integers. Then
+ * their text is blanked to `[]` (line breaks kept, so every position jansson reports stays the
+ * same) and jansson reads the rest. Anything else in such an array (a real number, a string, a
+ * nested value, a leading zero, a number too long for 64 bits, an empty stack, a syntax error)
+ * leaves its text alone: jansson and the checks above then read it and report what is wrong
+ * exactly as before. */
 
 static const char *skip_space(const char *p, const char *end)
 {
@@ -446,28 +503,46 @@ static const char *scan_integer(const char *p, const char *end, json_int_t *valu
     return p;
 }
 
+/* Ask for transparent huge pages over the 2 MiB-aligned part of [memory, memory + size): the
+ * sample table of a million rows is 32 MB, and a page fault per 4 KiB of it cost a quarter of
+ * the scan. A hint only. */
+static void huge_pages(void *memory, size_t size)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t start = ((uintptr_t)memory + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)memory + size) & ~(huge - 1);
+    if (end > start)
+        (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
+}
+
 /* Read the array at p ('[') as sample rows into reader->fast_rows. Returns the position after
- * its ']', NULL (and no rows) when it is not in the plain form. */
+ * its ']', NULL (and no rows) when it is not in the plain form, or a row fails a check that
+ * needs no other table (time, state, weight; an index above 32 bits): the slow path then says
+ * which. */
 static const char *scan_rows(struct raw_reader *reader, const char *p, const char *end)
 {
-    size_t count = 0, capacity = 0;
-    json_int_t(*rows)[5] = NULL;
+    /* The shortest row, "[0,0,0,0]," is ten bytes: rarely more rows than that. Pages never
+     * written are never touched. */
+    size_t count = 0, capacity = (size_t)(end - p) / 10 + 1;
+    struct ospx_sample *rows = malloc(capacity * sizeof *rows);
+    if (rows == NULL)
+        return NULL;
+    huge_pages(rows, capacity * sizeof *rows);
     p = skip_space(p + 1, end);
     if (p < end && *p == ']') {
-        reader->fast_rows = malloc(sizeof *rows);
+        reader->fast_rows = rows;
         reader->fast_count = 0;
-        return reader->fast_rows != NULL ? p + 1 : NULL;
+        return p + 1;
     }
     while (p < end && *p == '[') {
         if (count == capacity) {
-            capacity = capacity > 0 ? capacity * 2 : 4096;
+            capacity *= 2;
             void *grown = realloc(rows, capacity * sizeof *rows);
             if (grown == NULL)
                 break;
             rows = grown;
         }
-        json_int_t *row = rows[count];
-        row[4] = 1;
+        json_int_t row[5] = {0, 0, 0, 0, 1};
         size_t elements = 0;
         p = skip_space(p + 1, end);
         while (p != NULL && elements < 5) {
@@ -482,14 +557,22 @@ static const char *scan_rows(struct raw_reader *reader, const char *p, const cha
         }
         if (p == NULL || p >= end || *p != ']' || elements < 4)
             break;
-        count++;
+        if (row[0] < 0 || row[1] < 0 || row[1] > UINT32_MAX || row[2] < 0 || row[2] > UINT32_MAX ||
+            (row[3] != 0 && row[3] != 1) || row[4] < 1 || row[4] > OSPX_RAW_MAX_WEIGHT)
+            break;
+        rows[count++] = (struct ospx_sample){.t_rel_ns = (uint64_t)row[0],
+                                             .thread = (uint32_t)row[1],
+                                             .stack = (uint32_t)row[2],
+                                             .state = (uint8_t)row[3],
+                                             .weight = (uint64_t)row[4]};
         p = skip_space(p + 1, end);
         if (p < end && *p == ',') {
             p = skip_space(p + 1, end);
             continue;
         }
         if (p < end && *p == ']') {
-            reader->fast_rows = rows;
+            struct ospx_sample *fitted = realloc(rows, (count + 1) * sizeof *rows);
+            reader->fast_rows = fitted != NULL ? fitted : rows;
             reader->fast_count = count;
             return p + 1;
         }
@@ -499,52 +582,182 @@ static const char *scan_rows(struct raw_reader *reader, const char *p, const cha
     return NULL;
 }
 
-/* Find the top-level "samples" member of the document in text[0, size), read its rows and
- * blank its array. Leaves everything as it was when it cannot. */
-static void raw_scan_samples(struct raw_reader *reader, char *text, size_t size)
+/* Read the array at p ('[') as stacks, non-empty arrays of integers, into reader->fast_pcs and
+ * fast_stack_start. Returns the position after its ']', NULL (and nothing kept) when it is not
+ * in that plain form (an empty stack included: jansson's path reports it). */
+static const char *scan_stacks(struct raw_reader *reader, const char *p, const char *end)
 {
+    size_t count = 0, starts_capacity = 1024, pc_count = 0, pcs_capacity = 16384;
+    size_t *starts = malloc(starts_capacity * sizeof *starts);
+    json_int_t *pcs = malloc(pcs_capacity * sizeof *pcs);
+    if (starts == NULL || pcs == NULL)
+        goto fail;
+    starts[0] = 0;
+    p = skip_space(p + 1, end);
+    if (p < end && *p == ']')
+        goto done;
+    while (p < end && *p == '[') {
+        p = skip_space(p + 1, end);
+        size_t depth = 0;
+        for (;;) {
+            if (pc_count == pcs_capacity) {
+                json_int_t *grown = realloc(pcs, 2 * pcs_capacity * sizeof *pcs);
+                if (grown == NULL)
+                    goto fail;
+                pcs = grown;
+                pcs_capacity *= 2;
+            }
+            p = scan_integer(p, end, &pcs[pc_count]);
+            if (p == NULL)
+                goto fail;
+            pc_count++;
+            depth++;
+            p = skip_space(p, end);
+            if (p < end && *p == ',') {
+                p = skip_space(p + 1, end);
+                continue;
+            }
+            break;
+        }
+        if (p >= end || *p != ']' || depth == 0)
+            goto fail;
+        if (count + 2 > starts_capacity) {
+            size_t *grown = realloc(starts, 2 * starts_capacity * sizeof *starts);
+            if (grown == NULL)
+                goto fail;
+            starts = grown;
+            starts_capacity *= 2;
+        }
+        starts[++count] = pc_count;
+        p = skip_space(p + 1, end);
+        if (p < end && *p == ',') {
+            p = skip_space(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == ']')
+            goto done;
+        break;
+    }
+fail:
+    free(starts);
+    free(pcs);
+    return NULL;
+done:
+    reader->fast_pcs = pcs;
+    reader->fast_stack_start = starts;
+    reader->fast_stack_count = count;
+    return p + 1;
+}
+
+/* An array the fast path read: text[start, end) is its "[...]". */
+struct raw_span {
+    size_t start, end;
+};
+
+/* Find the top-level "samples" and "stacks" members of the document in text[0, size) and read
+ * their rows; the arrays read go in spans (at most two, in text order). A member it cannot
+ * read is left to jansson. Returns the number of spans. */
+static size_t raw_scan_samples(struct raw_reader *reader, const char *text, size_t size,
+                               struct raw_span spans[2])
+{
+    size_t span_count = 0;
     const char *end = text + size, *p = skip_space(text, end);
     if (p >= end || *p != '{')
-        return;
+        return 0;
     int depth = 0;
-    char *found = NULL;
-    int seen = 0;
+    /* per member: its array's '[', and how often its key was seen */
+    const char *found[2] = {NULL, NULL};
+    static const char *const keys[2] = {"\"samples\"", "\"stacks\""};
+    int seen[2] = {0, 0};
     for (; p < end; p++) {
         char c = *p;
         if (c == '"') {
             const char *key_end = skip_string(p, end);
             if (key_end == NULL)
-                return;
+                return span_count;
             /* a key of the top object: the string is followed by ':' */
             const char *after = skip_space(key_end, end);
-            if (depth == 1 && after < end && *after == ':' && key_end - p == 9 &&
-                memcmp(p, "\"samples\"", 9) == 0) {
-                if (seen++ > 0)
-                    return; /* a duplicate: jansson says so */
+            for (int m = 0; m < 2 && depth == 1 && after < end && *after == ':'; m++) {
+                size_t length = strlen(keys[m]);
+                if ((size_t)(key_end - p) != length || memcmp(p, keys[m], length) != 0)
+                    continue;
+                if (seen[m]++ > 0)
+                    return span_count; /* a duplicate: jansson says so */
                 const char *value = skip_space(after + 1, end);
                 if (value < end && *value == '[')
-                    found = (char *)value;
+                    found[m] = value;
             }
             p = key_end - 1;
         } else if (c == '{' || c == '[') {
             depth++;
-            if (depth == 2 && found == p) {
-                const char *close = scan_rows(reader, p, end);
-                if (close == NULL)
-                    return;
-                /* blank "[...]" to "[]" and spaces, line breaks kept */
-                for (char *q = (char *)p + 1; q < close - 1; q++)
-                    if (*q != '\n')
-                        *q = ' ';
-                *((char *)close - 1) = ' ';
-                ((char *)p)[1] = ']';
-                p = close - 1;
-                depth--;
-            }
+            if (depth != 2 || (p != found[0] && p != found[1]))
+                continue;
+            const char *close =
+                p == found[0] ? scan_rows(reader, p, end) : scan_stacks(reader, p, end);
+            if (close == NULL)
+                continue; /* jansson reads it */
+            spans[span_count++] = (struct raw_span){(size_t)(p - text), (size_t)(close - text)};
+            p = close - 1;
+            depth--;
         } else if (c == '}' || c == ']') {
             depth--;
         }
     }
+    return span_count;
+}
+
+/* Where jansson's positions move in the text it reads: on line `line`, columns after `column`
+ * are `shift` columns further right in the file. */
+struct raw_shift {
+    int line, column, shift;
+};
+
+/* The text jansson reads: the document with each span's array replaced by "[]" and the span's
+ * line breaks, so that lines stay the file's; the columns that move are recorded in shifts
+ * (one per span). Returns its length (malloc'd into *out), or 0 when out of memory. */
+static size_t raw_rest_text(const char *text, size_t size, const struct raw_span *spans,
+                            size_t span_count, char **out, struct raw_shift *shifts)
+{
+    /* each span gives back at most its own length, so `size` bounds the text */
+    char *rest = malloc(size + 1), *at = rest;
+    if (rest == NULL)
+        return 0;
+    size_t from = 0;
+    int line = 1;
+    const char *line_start = rest; /* in rest */
+    for (size_t i = 0; i < span_count; i++) {
+        memcpy(at, text + from, spans[i].start - from);
+        for (const char *nl = at;
+             (nl = memchr(nl, '\n', (size_t)(at + spans[i].start - from - nl))); nl++) {
+            line++;
+            line_start = nl + 1;
+        }
+        at += spans[i].start - from;
+        *at++ = '[';
+        *at++ = ']';
+        /* jansson counts columns in characters: the first bytes of UTF-8 sequences */
+        int column = 0;
+        for (const char *c = line_start; c < at; c++)
+            column += ((unsigned char)*c & 0xC0) != 0x80;
+        const char *last_line = text + spans[i].start; /* in text */
+        for (const char *nl = last_line;
+             (nl = memchr(nl, '\n', (size_t)(text + spans[i].end - nl))) != NULL; nl++) {
+            *at++ = '\n';
+            line++;
+            line_start = at;
+            last_line = nl + 1;
+        }
+        if (last_line == text + spans[i].start) /* on one line: "[…]" became "[]" */
+            shifts[i] = (struct raw_shift){line, column, (int)(spans[i].end - spans[i].start - 2)};
+        else /* the span's last line lost its start */
+            shifts[i] = (struct raw_shift){line, 0, (int)(text + spans[i].end - last_line)};
+        from = spans[i].end;
+    }
+    memcpy(at, text + from, size - from);
+    at += size - from;
+    *at = '\0';
+    *out = rest;
+    return (size_t)(at - rest);
 }
 
 /* The optional "exit" object: {"status":"exited"} | {"status":"killed","signal":N} |
@@ -708,11 +921,24 @@ int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err
                               OSPX_RAW_MAX_BYTES >> 30);
     }
 
-    /* The whole text, so that the sample rows can be read before jansson sees the rest. */
-    size_t size = 0, capacity = S_ISREG(info.st_mode) ? (size_t)info.st_size + 1 : 65536;
-    char *text = malloc(capacity + 1);
+    /* The whole text, so that the sample rows can be read before jansson sees the rest: a
+     * regular file mapped (no copy; the pages are the page cache's), else read. */
+    size_t size = 0;
+    char *text = NULL, *mapped = NULL;
+    if (S_ISREG(info.st_mode)) {
+        void *map = mmap(NULL, (size_t)info.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
+                         fileno(file), 0);
+        if (map != MAP_FAILED) {
+            mapped = map;
+            size = (size_t)info.st_size;
+        }
+    }
+    size_t capacity = S_ISREG(info.st_mode) ? (size_t)info.st_size + 1 : 65536;
+    if (mapped == NULL)
+        text = malloc(capacity + 1);
     size_t got;
-    while (text != NULL && (got = fread(text + size, 1, capacity - size, file)) > 0) {
+    while (mapped == NULL && text != NULL &&
+           (got = fread(text + size, 1, capacity - size, file)) > 0) {
         size += got;
         if (size == capacity && size < OSPX_RAW_MAX_BYTES) {
             char *grown = realloc(text, capacity * 2 + 1);
@@ -729,7 +955,7 @@ int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err
     }
     int read_failed = ferror(file);
     fclose(file);
-    if (text == NULL)
+    if (text == NULL && mapped == NULL)
         return raw_out_of_memory(&reader);
     if (read_failed) {
         free(text);
@@ -740,18 +966,42 @@ int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err
         return ospx_error_set(err, EFBIG, path, 0, 0, "more than the reader's limit of %llu GiB",
                               OSPX_RAW_MAX_BYTES >> 30);
     }
-    raw_scan_samples(&reader, text, size);
+    const char *document = mapped != NULL ? mapped : text;
+    struct raw_span spans[2];
+    size_t span_count = raw_scan_samples(&reader, document, size, spans);
+    char *rest = NULL;
+    struct raw_shift shifts[2];
+    size_t rest_size =
+        span_count > 0 ? raw_rest_text(document, size, spans, span_count, &rest, shifts) : 0;
 
+    if (span_count > 0 && rest == NULL) {
+        free(text);
+        if (mapped != NULL)
+            munmap(mapped, size);
+        free(reader.fast_rows);
+        free(reader.fast_pcs);
+        free(reader.fast_stack_start);
+        return raw_out_of_memory(&reader);
+    }
     json_error_t parse_error;
-    json_t *root = json_loadb(text, size, JSON_REJECT_DUPLICATES, &parse_error);
+    json_t *root = json_loadb(rest != NULL ? rest : document, rest != NULL ? rest_size : size,
+                              JSON_REJECT_DUPLICATES, &parse_error);
+    free(rest);
     free(text);
+    if (mapped != NULL)
+        munmap(mapped, size);
     if (root == NULL) {
         free(reader.fast_rows);
+        free(reader.fast_pcs);
+        free(reader.fast_stack_start);
         /* jansson reports the column after the offending token; a message at column 0 (an
          * error at the very start of a line) keeps just the line. */
+        int column = parse_error.column;
+        for (size_t i = 0; i < span_count; i++)
+            if (parse_error.line == shifts[i].line && parse_error.column > shifts[i].column)
+                column += shifts[i].shift;
         return ospx_error_set(err, EINVAL, path, parse_error.line > 0 ? parse_error.line : 0,
-                              parse_error.line > 0 ? parse_error.column : 0, "%s",
-                              parse_error.text);
+                              parse_error.line > 0 ? column : 0, "%s", parse_error.text);
     }
 
     out->source_path = strdup(path);
@@ -759,6 +1009,8 @@ int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err
                                       : raw_out_of_memory(&reader);
     json_decref(root);
     free(reader.fast_rows);
+    free(reader.fast_pcs);
+    free(reader.fast_stack_start);
     if (rc < 0)
         ospx_raw_free(out);
     return rc;

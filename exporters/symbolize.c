@@ -71,7 +71,14 @@ struct symbol_location {
 struct symbol_answer {
     struct symbol_location *chain;
     size_t count;
+    /* per level, the interned frame (SKIPPED_FRAME: the profiler's own), once a stack has used
+     * the answer; NULL before. A level without a name is named by the pc in hex: those frames
+     * hold for interned_pc only. */
+    uint32_t *interned;
+    uint64_t interned_pc;
+    bool interned_named; /* every level has a name: the frames hold for any pc */
 };
+#define SKIPPED_FRAME UINT32_MAX
 
 /* Per image: the distinct file addresses asked for, sorted, and their answers. */
 struct image_work {
@@ -364,7 +371,9 @@ static void answer_free(struct symbol_answer *answer)
         free(answer->chain[i].file);
     }
     free(answer->chain);
+    free(answer->interned);
     answer->chain = NULL;
+    answer->interned = NULL;
     answer->count = 0;
 }
 
@@ -388,12 +397,277 @@ static int answer_add(struct symbol_answer *answer, const char *name, const char
     return 0;
 }
 
+/* ---- llvm-symbolizer's answer lines, read without a JSON library ----
+ * Tens of thousands of lines, each a small object whose names can be kilobytes long: jansson's
+ * document per line was half of this process's time while symbolizing. The reader below takes
+ * the answer's own shape (see parse_llvm_answer) and gives up — the line then goes to jansson —
+ * on anything else. Strings are decoded into `scratch` (as long as the line, never longer). */
+struct answer_reader {
+    const char *p;
+    char *scratch;
+};
+
+static void answer_skip_space(struct answer_reader *r)
+{
+    while (*r->p == ' ' || *r->p == '\t' || *r->p == '\r' || *r->p == '\n')
+        r->p++;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Four hex digits at p, or -1. */
+static long hex4(const char *p)
+{
+    long value = 0;
+    for (int i = 0; i < 4; i++) {
+        int digit = hex_digit(p[i]);
+        if (digit < 0)
+            return -1;
+        value = value * 16 + digit;
+    }
+    return value;
+}
+
+/* A JSON string at r->p, decoded (UTF-8, NUL-terminated) into the scratch space; NULL when it
+ * is none, or holds an escape this reader does not take (a NUL, a lone surrogate). */
+static const char *answer_string(struct answer_reader *r)
+{
+    answer_skip_space(r);
+    if (*r->p != '"')
+        return NULL;
+    const char *from = r->p + 1;
+    char *start = r->scratch, *to = r->scratch;
+    for (;;) {
+        char c = *from++;
+        if (c == '\0' || (unsigned char)c < 0x20)
+            return NULL;
+        if (c == '"')
+            break;
+        if (c != '\\') {
+            *to++ = c;
+            continue;
+        }
+        c = *from++;
+        const char *simple = strchr("\"\\/bfnrt", c);
+        if (c != '\0' && simple != NULL) {
+            *to++ = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
+            continue;
+        }
+        if (c != 'u')
+            return NULL;
+        long code = hex4(from);
+        if (code <= 0)
+            return NULL;
+        from += 4;
+        if (code >= 0xd800 && code <= 0xdbff) { /* a surrogate pair */
+            long low = from[0] == '\\' && from[1] == 'u' ? hex4(from + 2) : -1;
+            if (low < 0xdc00 || low > 0xdfff)
+                return NULL;
+            code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+            from += 6;
+        } else if (code >= 0xdc00 && code <= 0xdfff) {
+            return NULL;
+        }
+        /* UTF-8 is never longer than the escape it came from */
+        if (code < 0x80) {
+            *to++ = (char)code;
+        } else if (code < 0x800) {
+            *to++ = (char)(0xc0 | code >> 6);
+            *to++ = (char)(0x80 | (code & 0x3f));
+        } else if (code < 0x10000) {
+            *to++ = (char)(0xe0 | code >> 12);
+            *to++ = (char)(0x80 | (code >> 6 & 0x3f));
+            *to++ = (char)(0x80 | (code & 0x3f));
+        } else {
+            *to++ = (char)(0xf0 | code >> 18);
+            *to++ = (char)(0x80 | (code >> 12 & 0x3f));
+            *to++ = (char)(0x80 | (code >> 6 & 0x3f));
+            *to++ = (char)(0x80 | (code & 0x3f));
+        }
+    }
+    *to++ = '\0';
+    r->scratch = to;
+    r->p = from;
+    return start;
+}
+
+/* A JSON integer that fits an int (what Line and Column are); 0 and r->p unmoved otherwise. */
+static int answer_integer(struct answer_reader *r, int *value)
+{
+    answer_skip_space(r);
+    const char *p = r->p;
+    int negative = *p == '-';
+    p += negative;
+    if (*p < '0' || *p > '9')
+        return 0;
+    long long number = 0;
+    while (*p >= '0' && *p <= '9' && number < INT32_MAX)
+        number = number * 10 + (*p++ - '0');
+    if (number >= INT32_MAX || *p == '.' || *p == 'e' || *p == 'E')
+        return 0;
+    *value = (int)(negative ? -number : number);
+    r->p = p;
+    return 1;
+}
+
+/* ':' after a key, or ',' / the closing `close` after a value: 1 for ',', 2 for the close,
+ * 0 for anything else. */
+static int answer_next(struct answer_reader *r, char close)
+{
+    answer_skip_space(r);
+    if (*r->p == ',') {
+        r->p++;
+        return 1;
+    }
+    if (*r->p == close) {
+        r->p++;
+        return 2;
+    }
+    return 0;
+}
+
+static int answer_colon(struct answer_reader *r)
+{
+    answer_skip_space(r);
+    return *r->p++ == ':';
+}
+
+/* One element of "Symbol": its names, line and column (other members: numbers and strings). */
+static int answer_symbol(struct answer_reader *r, struct symbol_answer *answer, int *rc)
+{
+    answer_skip_space(r);
+    if (*r->p++ != '{')
+        return 0;
+    const char *name = NULL, *file = NULL;
+    int line = 0, column = 0;
+    for (int more = 1; more == 1;) {
+        const char *key = answer_string(r);
+        if (key == NULL || !answer_colon(r))
+            return 0;
+        if (strcmp(key, "FunctionName") == 0 || strcmp(key, "FileName") == 0 ||
+            strcmp(key, "StartFileName") == 0 || strcmp(key, "StartAddress") == 0) {
+            const char *text = answer_string(r);
+            if (text == NULL)
+                return 0;
+            if (key[0] == 'F' && key[1] == 'u')
+                name = text;
+            else if (key[0] == 'F')
+                file = text;
+        } else {
+            int number = 0;
+            if (!answer_integer(r, &number))
+                return 0;
+            if (strcmp(key, "Line") == 0)
+                line = number;
+            else if (strcmp(key, "Column") == 0)
+                column = number;
+        }
+        more = answer_next(r, '}');
+        if (more == 0)
+            return 0;
+    }
+    if ((name == NULL || name[0] == '\0') && (file == NULL || file[0] == '\0'))
+        return 1;
+    *rc = answer_add(answer, name, file, line, column);
+    return 1;
+}
+
+/* parse_llvm_answer without jansson: 1 when the line was read (*rc its result), 0 when it is
+ * not in the shape this reader takes (nothing was added to the answer). */
+static int parse_llvm_answer_fast(const char *line, uint64_t address, struct symbol_answer *answer,
+                                  char *tool_error, size_t tool_error_size, int *rc)
+{
+    char *scratch = malloc(strlen(line) + 1);
+    if (scratch == NULL)
+        return 0;
+    struct answer_reader r = {line, scratch};
+    struct symbol_answer found = {0};
+    const char *echoed = NULL, *error = NULL;
+    int ok = 0;
+    answer_skip_space(&r);
+    if (*r.p++ != '{')
+        goto done;
+    for (int more = 1; more == 1;) {
+        const char *key = answer_string(&r);
+        if (key == NULL || !answer_colon(&r))
+            goto done;
+        if (strcmp(key, "Address") == 0 || strcmp(key, "ModuleName") == 0) {
+            const char *text = answer_string(&r);
+            if (text == NULL)
+                goto done;
+            if (key[0] == 'A')
+                echoed = text;
+        } else if (strcmp(key, "Error") == 0) {
+            /* {"Message": "..."} */
+            answer_skip_space(&r);
+            if (*r.p++ != '{')
+                goto done;
+            const char *member = answer_string(&r);
+            if (member == NULL || strcmp(member, "Message") != 0 || !answer_colon(&r) ||
+                (error = answer_string(&r)) == NULL || answer_next(&r, '}') != 2)
+                goto done;
+        } else if (strcmp(key, "Symbol") == 0) {
+            answer_skip_space(&r);
+            if (*r.p++ != '[')
+                goto done;
+            answer_skip_space(&r);
+            if (*r.p == ']') {
+                r.p++;
+            } else {
+                for (int next = 1; next == 1;) {
+                    if (!answer_symbol(&r, &found, rc) || *rc < 0)
+                        goto done;
+                    next = answer_next(&r, ']');
+                    if (next == 0)
+                        goto done;
+                }
+            }
+        } else {
+            goto done;
+        }
+        more = answer_next(&r, '}');
+        if (more == 0)
+            goto done;
+    }
+    answer_skip_space(&r);
+    if (*r.p != '\0')
+        goto done;
+    ok = 1;
+    if (echoed == NULL || strtoull(echoed, NULL, 16) != address) {
+        *rc = -EPROTO;
+        goto done;
+    }
+    if (error != NULL)
+        snprintf(tool_error, tool_error_size, "%s", error);
+    for (size_t i = 0; i < found.count && *rc == 0; i++)
+        *rc = answer_add(answer, found.chain[i].name, found.chain[i].file, found.chain[i].line,
+                         found.chain[i].column);
+done:
+    if (!ok)
+        *rc = 0;
+    answer_free(&found);
+    free(scratch);
+    return ok;
+}
+
 /* One JSON line of llvm-symbolizer --output-style=JSON for `address`. A line about another
  * address means the conversation is out of step: returns -EPROTO. An "Error" answer, or no
  * function and no file, leaves the answer empty and sets *tool_error to the message. */
 static int parse_llvm_answer(const char *line, uint64_t address, struct symbol_answer *answer,
                              char *tool_error, size_t tool_error_size)
 {
+    int fast_rc = 0;
+    if (parse_llvm_answer_fast(line, address, answer, tool_error, tool_error_size, &fast_rc))
+        return fast_rc;
     json_t *root = json_loads(line, 0, NULL);
     if (!json_is_object(root)) {
         json_decref(root);
@@ -911,7 +1185,7 @@ static int collect_addresses(struct symbolize_state *state)
     return 0;
 }
 
-static const struct symbol_answer *find_answer(const struct image_work *work, uint64_t address)
+static struct symbol_answer *find_answer(struct image_work *work, uint64_t address)
 {
     size_t low = 0, high = work->count;
     while (low < high) {
@@ -1054,7 +1328,7 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
         uint64_t pc = lookup_pc(stack, k);
         uint32_t image = ospx__image_of(raw, pc);
         const char *image_path = image != NO_IMAGE ? raw->images[image].path : "";
-        const struct symbol_answer *answer =
+        struct symbol_answer *answer =
             image != NO_IMAGE ? find_answer(&state->work[image], pc - raw->images[image].slide)
                               : NULL;
         size_t levels = answer != NULL && answer->count > 0 ? answer->count : 1;
@@ -1072,6 +1346,29 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             if (frames == NULL || lines == NULL || positions == NULL)
                 return -ENOMEM;
         }
+        /* An answer seen before gives the same frames (hundreds of stacks share a pc):
+         * interned once, not hashed and compared again per stack. */
+        if (answer != NULL && answer->interned != NULL &&
+            (answer->interned_named || answer->interned_pc == stack->pcs[k])) {
+            for (size_t level = 0; level < levels; level++) {
+                if (answer->interned[level] == SKIPPED_FRAME)
+                    continue;
+                frames[count] = answer->interned[level];
+                positions[count] = (uint32_t)k;
+                lines[count++] = answer->count > 0 ? answer->chain[level].line : 0;
+            }
+            symbols->stack_frame_counts[i] = count;
+            continue;
+        }
+        bool named = answer != NULL && answer->count > 0;
+        for (size_t level = 0; named && level < levels; level++)
+            named = answer->chain[level].name != NULL;
+        uint32_t *interned = NULL;
+        if (answer != NULL) {
+            free(answer->interned);
+            answer->interned = NULL;
+            interned = malloc(levels * sizeof *interned);
+        }
         char hex[24];
         snprintf(hex, sizeof hex, "0x%" PRIx64, stack->pcs[k]);
         for (size_t level = 0; level < levels; level++) {
@@ -1084,17 +1381,29 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
                 name = "[vdso]";
             /* The profiler's own frames are not the program's: left out at every position,
              * so a wrapper's time goes to its caller and the shim's start-up never shows. */
-            if (is_profiler_frame(name, image_path, location != NULL ? location->file : NULL))
+            if (is_profiler_frame(name, image_path, location != NULL ? location->file : NULL)) {
+                if (interned != NULL)
+                    interned[level] = SKIPPED_FRAME;
                 continue;
+            }
             const char *file = location != NULL ? location->file : "";
             int line = location != NULL ? location->line : 0;
             int column = location != NULL ? location->column : 0;
             int rc = intern_frame(table, name, file, line, column, image_path, stack->pcs[k],
                                   &frames[count]);
-            if (rc < 0)
+            if (rc < 0) {
+                free(interned);
                 return rc;
+            }
+            if (interned != NULL)
+                interned[level] = frames[count];
             positions[count] = (uint32_t)k;
             lines[count++] = line;
+        }
+        if (interned != NULL) {
+            answer->interned = interned;
+            answer->interned_pc = stack->pcs[k];
+            answer->interned_named = named;
         }
         symbols->stack_frame_counts[i] = count;
     }

@@ -69,24 +69,15 @@ static void write_nodes(FILE *stream, const struct ospx__tree *tree, uint32_t fi
     while (top > 0) {
         uint32_t n = pending[--top];
         const struct ospx__node *node = &tree->nodes[n];
-        const char *name = "\"(root)\"", *url = "\"\"";
-        uint32_t script = 0;
-        int line = -1;
-        if (node->kind == OSPX_NODE_WAITING) {
-            name = "\"(idle)\"";
-        } else if (node->kind == OSPX_NODE_FUNCTION) {
-            name = quoted->names[node->value];
-            url = quoted->urls[node->value];
-            script = scripts[node->value];
-            line = model->functions[node->value].line - 1;
+        fputs_unlocked(first ? "{\"id\":" : ",{\"id\":", stream);
+        ospx__put_uint(stream, n + 1);
+        ospx__put_call_frame(stream, model, quoted, scripts, node,
+                             node->kind == OSPX_NODE_WAITING ? "\"(idle)\"" : "\"(root)\"");
+        if (n != fiber_node) {
+            fputs_unlocked(",\"parent\":", stream);
+            ospx__put_uint(stream, node->parent + 1);
         }
-        fprintf(stream,
-                "%s{\"id\":%u,\"callFrame\":{\"functionName\":%s,\"scriptId\":\"%u\",\"url\":%s,"
-                "\"lineNumber\":%d,\"columnNumber\":-1}",
-                first ? "" : ",", n + 1, name, script, url, line);
-        if (n != fiber_node)
-            fprintf(stream, ",\"parent\":%u", node->parent + 1);
-        fputc('}', stream);
+        putc_unlocked('}', stream);
         first = 0;
         for (uint32_t c = node->first_child; c != OSPX_NO_NODE; c = tree->nodes[c].next_sibling)
             pending[top++] = c;
@@ -168,13 +159,13 @@ static void write_samples(FILE *stream, const struct ospx_model *model, size_t t
         fputs("\"samples\":[", stream);
         for (size_t i = first; i < end; i++) {
             if (i > first)
-                fputc(',', stream);
+                putc_unlocked(',', stream);
             ospx__put_uint(stream, points[i].node + 1);
         }
         fputs("]},\"timeDeltas\":[", stream);
         for (size_t i = first; i < end; i++) {
             if (i > first)
-                fputc(',', stream);
+                putc_unlocked(',', stream);
             ospx__put_uint(stream, points[i].at_us - previous);
             previous = points[i].at_us;
         }
@@ -182,12 +173,60 @@ static void write_samples(FILE *stream, const struct ospx_model *model, size_t t
     }
 }
 
+/* What a wait's event says after its times, per raw stack (made the first time a wait blocks
+ * in it: a million rows wait in a few thousand stacks): `"name":"waiting in <leaf>",
+ * "cat":"osprey.waiting","args":{"stack":[<the innermost frames, root first>]}}`. */
+struct wait_texts {
+    char **text;
+    size_t *length;
+    size_t count;
+};
+
+static void put_wait_text(FILE *stream, struct wait_texts *texts, const struct ospx_model *model,
+                          uint32_t stack, const uint32_t *function_of,
+                          const struct ospx__quoted_functions *quoted)
+{
+    if (texts->text[stack] != NULL) {
+        fwrite_unlocked(texts->text[stack], 1, texts->length[stack], stream);
+        return;
+    }
+    size_t depth;
+    const uint32_t *frames = ospx__stack_frames(model, stack, &depth);
+    char name[600];
+    snprintf(name, sizeof name, "waiting in %s",
+             depth > 0 ? model->functions[function_of[frames[0]]].name : "?");
+    char *quoted_name = ospx__json_quote(name);
+    /* root first, the innermost STACK_ARGUMENT_FRAMES at most (where it blocked) */
+    size_t shown = depth < STACK_ARGUMENT_FRAMES ? depth : STACK_ARGUMENT_FRAMES;
+    size_t length = strlen(quoted_name != NULL ? quoted_name : "\"waiting\"") + 64;
+    for (size_t k = 0; k < shown; k++)
+        length += quoted->name_lengths[function_of[frames[k]]] + 1;
+    char *text = malloc(length), *at = text;
+    if (text != NULL) {
+        at += sprintf(at, "\"name\":%s,\"cat\":\"osprey.waiting\",\"args\":{\"stack\":[",
+                      quoted_name != NULL ? quoted_name : "\"waiting\"");
+        for (size_t k = shown; k-- > 0;) {
+            uint32_t f = function_of[frames[k]];
+            if (k + 1 < shown)
+                *at++ = ',';
+            at = mempcpy(at, quoted->names[f], quoted->name_lengths[f]);
+        }
+        at = stpcpy(at, "]}}");
+        texts->length[stack] = (size_t)(at - text);
+    }
+    free(quoted_name);
+    texts->text[stack] = text;
+    fputs_unlocked(text != NULL ? text : "\"name\":\"waiting\",\"cat\":\"osprey.waiting\"}",
+                   stream);
+}
+
 /* "waiting in <leaf>" spans of thread t: consecutive waiting rows of one stack are one wait,
  * from the first row's time to the last one's end (its weight in periods, cut at the thread's
  * next sample). */
 static void write_waits(FILE *stream, const struct ospx_model *model, size_t t, uint64_t pid,
-                        const uint32_t *function_of, const struct ospx__quoted_functions *quoted,
-                        const size_t *order, size_t count)
+                        struct wait_texts *texts, const uint32_t *function_of,
+                        const struct ospx__quoted_functions *quoted, const size_t *order,
+                        size_t count)
 {
     const struct ospx_raw *raw = model->raw;
     double period_us = raw->rate_hz > 0 ? 1e6 / raw->rate_hz : 0;
@@ -213,26 +252,16 @@ static void write_waits(FILE *stream, const struct ospx_model *model, size_t t, 
             }
             end = row_end > end ? row_end : end;
         }
-        size_t depth;
-        const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
-        char name[600];
-        snprintf(name, sizeof name, "waiting in %s",
-                 depth > 0 ? model->functions[function_of[frames[0]]].name : "?");
-        char *quoted_name = ospx__json_quote(name);
-        fprintf(stream,
-                ",\n{\"ph\":\"X\",\"pid\":%llu,\"tid\":%zu,\"ts\":%llu,\"dur\":%llu,\"name\":%s,"
-                "\"cat\":\"osprey.waiting\",\"args\":{\"stack\":[",
-                (unsigned long long)pid, t + 1, (unsigned long long)begin,
-                (unsigned long long)(end - begin),
-                quoted_name != NULL ? quoted_name : "\"waiting\"");
-        free(quoted_name);
-        /* root first, the innermost STACK_ARGUMENT_FRAMES at most (where it blocked) */
-        size_t shown = depth < STACK_ARGUMENT_FRAMES ? depth : STACK_ARGUMENT_FRAMES;
-        for (size_t k = shown; k-- > 0;) {
-            fputs(k + 1 < shown ? "," : "", stream);
-            fputs(quoted->names[function_of[frames[k]]], stream);
-        }
-        fputs("]}}", stream);
+        fputs_unlocked(",\n{\"ph\":\"X\",\"pid\":", stream);
+        ospx__put_uint(stream, pid);
+        fputs_unlocked(",\"tid\":", stream);
+        ospx__put_uint(stream, t + 1);
+        fputs_unlocked(",\"ts\":", stream);
+        ospx__put_uint(stream, begin);
+        fputs_unlocked(",\"dur\":", stream);
+        ospx__put_uint(stream, end - begin);
+        putc_unlocked(',', stream);
+        put_wait_text(stream, texts, model, sample->stack, function_of, quoted);
         i = j > i ? j : i + 1;
     }
 }
@@ -241,7 +270,7 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
 {
     const struct ospx_raw *raw = model->raw;
     struct ospx__tree tree;
-    int tree_rc = ospx__tree_init(&tree);
+    int tree_rc = ospx__tree_init(&tree, ospx__tree_estimate(model));
     uint32_t *function_of = ospx__frame_functions(model);
     uint32_t *scripts = ospx__script_ids(model);
     uint32_t *fiber_nodes = malloc((raw->thread_count + 1) * sizeof *fiber_nodes);
@@ -249,13 +278,16 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     uint32_t *idle_nodes = malloc((raw->thread_count + 1) * sizeof *idle_nodes);
     /* at most two points per row (a sample and the idle gap before it), and a last idle */
     struct point *points = malloc((2 * raw->sample_count + 1) * sizeof *points);
+    struct wait_texts waits = {calloc(raw->stack_count + 1, sizeof(char *)),
+                               calloc(raw->stack_count + 1, sizeof(size_t)), raw->stack_count};
     const size_t *order = NULL, *first = NULL;
     int rc = ospx__model_thread_order(model, &order, &first);
     struct ospx__quoted_functions quoted;
     if (ospx__quote_functions(model, &quoted) != 0)
         rc = -ENOMEM;
     if (tree_rc != 0 || function_of == NULL || scripts == NULL || fiber_nodes == NULL ||
-        leaves == NULL || idle_nodes == NULL || points == NULL)
+        leaves == NULL || idle_nodes == NULL || points == NULL || waits.text == NULL ||
+        waits.length == NULL)
         rc = -ENOMEM;
     /* The tree: root → one node per fiber → its functions, and its (idle). */
     for (size_t t = 0; rc == 0 && t < raw->thread_count; t++) {
@@ -305,8 +337,8 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
                                          leaves + first[t], idle_nodes[t], points);
                 write_samples(file.stream, model, t, pid, &tree, fiber_nodes[t], scripts, &quoted,
                               points, n);
-                write_waits(file.stream, model, t, pid, function_of, &quoted, order + first[t],
-                            first[t + 1] - first[t]);
+                write_waits(file.stream, model, t, pid, &waits, function_of, &quoted,
+                            order + first[t], first[t + 1] - first[t]);
             }
             char *exe = ospx__json_quote(raw->exe);
             fprintf(file.stream,
@@ -329,5 +361,9 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     free(idle_nodes);
     free(points);
     free(cache);
+    for (size_t k = 0; waits.text != NULL && k < waits.count; k++)
+        free(waits.text[k]);
+    free(waits.text);
+    free(waits.length);
     return rc;
 }

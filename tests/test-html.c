@@ -1,7 +1,8 @@
 /* test-html.c — `<stem>.html` (exporters/html.c): the template's markers are filled with the
  * title and the profile, every '<' of the profile is written \u003c so it cannot close the
  * page's <script>, a missing profile.json is `null`, and a speedscope file that is not JSON is
- * one error naming it with nothing left behind. The page itself is drawn in Chromium by
+ * one error naming it with nothing left behind; from a run's own files, its profile.json only
+ * when the run wrote one. The page itself is drawn in Chromium by
  * vscode/test-browser/offline-page.test.mjs. */
 #include <check.h>
 #include <errno.h>
@@ -119,6 +120,36 @@ START_TEST(no_profile_json_is_null)
 }
 END_TEST
 
+/* From the files a run has just written: profile.json only when this run wrote it (an older one
+ * beside it is another run's), and the speedscope file copied as it is. */
+START_TEST(fresh_page_takes_the_summary_only_when_written)
+{
+    char *page = page_for("fresh", SPEEDSCOPE, "{\"version\":1,\"note\":\"old\"}");
+    free(page);
+    char stem[256], path[300];
+    snprintf(stem, sizeof stem, "%s/fresh", dir);
+    snprintf(path, sizeof path, "%s.html", stem);
+    struct ospx_error error = {0};
+    ck_assert_int_eq(ospx_html_write_fresh(stem, 0, &error), 0);
+    page = read_file(path);
+    json_t *data = embedded_data(page);
+    ck_assert(json_is_null(json_object_get(data, "summary")));
+    json_t *frame = json_array_get(
+        json_object_get(json_object_get(json_object_get(data, "speedscope"), "shared"), "frames"),
+        0);
+    ck_assert_str_eq(json_string_value(json_object_get(frame, "name")), "</script><b>x");
+    json_decref(data);
+    free(page);
+    ck_assert_int_eq(ospx_html_write_fresh(stem, 1, &error), 0);
+    page = read_file(path);
+    data = embedded_data(page);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(data, "summary"), "note")),
+                     "old");
+    json_decref(data);
+    free(page);
+}
+END_TEST
+
 START_TEST(bad_speedscope_is_one_error_and_no_page)
 {
     char stem[256], path[300];
@@ -147,6 +178,7 @@ Suite *html_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, fills_title_and_profile_with_no_raw_less_than);
     tcase_add_test(tc, no_profile_json_is_null);
+    tcase_add_test(tc, fresh_page_takes_the_summary_only_when_written);
     tcase_add_test(tc, bad_speedscope_is_one_error_and_no_page);
     suite_add_tcase(suite, tc);
     return suite;

@@ -430,6 +430,49 @@ START_TEST(test_inline_expansion_and_interning)
 }
 END_TEST
 
+/* The answer lines are read without jansson: escapes decode as JSON says (a surrogate pair to
+ * one UTF-8 character), a line of another shape still reads (through jansson), and a pc the
+ * symbolizer knows nothing about is its own hex frame for each pc, even when a leaf and a
+ * return address look up the same address. */
+START_TEST(test_answer_lines_read_exactly)
+{
+    struct fixture fixture;
+    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    setenv("OSPREY_FAKE_ESCAPED", "0x1100", 1);
+    setenv("OSPREY_FAKE_EXTRA", "0x1200", 1);
+    setenv("OSPREY_FAKE_UNKNOWN", "0x1300", 1);
+    char a[128];
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
+              "");
+    uint64_t first[] = {0x1100, 0x1201, 0x1300};
+    uint64_t second[] = {0x1300, 0x1301};
+    add_stack(&test, first, 3);
+    add_stack(&test, second, 2);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    unsetenv("OSPREY_FAKE_ESCAPED");
+    unsetenv("OSPREY_FAKE_EXTRA");
+    unsetenv("OSPREY_FAKE_UNKNOWN");
+
+    ck_assert_uint_eq(symbols.stack_frame_counts[0], 3);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "op<< \"q\" \\ \xc3\xa9 \xf0\x9f\x98\x80");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "/src/\xc3\xa9.c");
+    ck_assert_int_eq(symbols.stack_lines[0][0], 5);
+    ck_assert_int_eq(frame_at(&symbols, 0, 0)->column, 2);
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x1200");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->file, "/src/libA.so.c");
+    /* 0x1300 as a return address looks up 0x12ff; in the second stack, 0x1301 looks up 0x1300
+     * like the leaf 0x1300 does, and is still named for itself */
+    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "0x1300");
+    ck_assert_str_eq(frame_at(&symbols, 1, 1)->name, "0x1301");
+    ck_assert_uint_ne(symbols.stack_frames[1][0], symbols.stack_frames[1][1]);
+    ospx_symbols_free(&symbols);
+    fixture_close(&fixture);
+}
+END_TEST
+
 /* --binary stands in for the main image only; another image is read from its own path,
  * and frames keep the recorded image path. */
 START_TEST(test_binary_substitutes_main_image_only)
@@ -1039,6 +1082,7 @@ Suite *symbolize_suite(void)
     tcase_add_test(fake, test_text_size_zero_fallback);
     tcase_add_test(fake, test_return_address_adjustment);
     tcase_add_test(fake, test_inline_expansion_and_interning);
+    tcase_add_test(fake, test_answer_lines_read_exactly);
     tcase_add_test(fake, test_profiler_frames_left_out);
     tcase_add_test(fake, test_only_regular_elf_files_are_symbolized);
     tcase_add_test(fake, test_frames_from_shim_sources_left_out);

@@ -90,7 +90,8 @@ def main():
         env = dict(os.environ, OSPREY_TIMING="1")
         osprey = repeat([args.osprey, "report", raw, "-o", os.path.join(work, "out", "big")],
                         args.runs, env=env)
-        stages = re.findall(r"osprey: timing: (.+?)\s+([\d.]+) s", osprey["stderr"])
+        stages = re.findall(r"osprey: timing: (.+?)\s+([\d.]+) s(?:\s+\(this thread's CPU ([\d.]+) s\))?",
+                            osprey["stderr"])
         outputs = sorted((f for f in os.listdir(os.path.join(work, "out"))),
                          key=lambda f: f)
         sizes = {f: os.path.getsize(os.path.join(work, "out", f)) for f in outputs}
@@ -120,7 +121,8 @@ def main():
                          f"{r['cpu']:.2f} s | {r['rss_mb']:.0f} MB |")
         lines += ["", f"osprey's stages in its best run (OSPREY_TIMING=1; the outputs are written "
                       f"by two threads at once):", ""]
-        lines += [f"- {name.strip()}: {seconds} s" for name, seconds in stages]
+        lines += [f"- {name.strip()}: {seconds} s" + (f" (CPU {cpu} s)" if cpu else "")
+                  for name, seconds, cpu in stages]
         lines += ["", "Output sizes: " + ", ".join(f"{f.replace('big', 'STEM', 1)} "
                                                     f"{sizes[f] / 1e6:.1f} MB" for f in outputs),
                   "", perf_line]
