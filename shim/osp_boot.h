@@ -47,11 +47,11 @@ void osp__bookkeeping_withdraw(int exported);
 
 /* ---- control.c --------------------------------------------------------------------------- */
 
-/* Before execve: stop ospreyd's signals and every CPU-time timer, wait until no round of
- * signals can still be under way, and take our SIGPROFs still pending on the calling thread
- * (they would outlive execve and kill the new program). */
+/* Before execve: pause our signals (no handler arms a timer again) and disarm every thread's
+ * timers, wait for two of ospreyd's rounds, and take our SIGPROFs still pending on the calling
+ * thread (they would outlive execve and kill the new program). */
 void osp__exec_begin(void);
-/* execve failed: signal again. */
+/* execve failed: every thread's sampling timer again. */
 void osp__exec_failed(void);
 /* Take the SIGPROFs of ours pending on the calling thread (the program's own are sent again). */
 void osp__take_pending_sigprof(void);

@@ -251,8 +251,8 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
                               memory_order_relaxed);
         atomic_store_explicit(&c->tid, s->tid, memory_order_relaxed);
         atomic_store_explicit(&c->generation, s->generation, memory_order_relaxed);
-        /* Relaxed: ospreyd signals a RUNNING slot; the handler ignores a signal that finds
-         * no slot, so no ordering is needed. Due at once: the first signal sets the pace. */
+        /* Relaxed: advisory for ospreyd, which reads a RUNNING slot's ring (the attention bit
+         * below orders it). The thread's sampling timer, armed below, sets the pace. */
         atomic_store_explicit(&c->next_due_ns, 0, memory_order_relaxed);
         atomic_store_explicit(&c->state, OSP_SLOT_RUNNING, memory_order_relaxed);
     }

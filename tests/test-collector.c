@@ -352,8 +352,8 @@ START_TEST(off_means_off)
     ck_assert_str_eq(r.err, "");
     run(&r, "test-shim-target-static", args, NULL);
     ck_assert_str_eq(r.out, "tasks 1 shm 0 sigprof-default 1\n");
-    /* When it is on, the probe sees the shared memory, and still no thread of ours: the
-     * tick lives in ospreyd (the program's own view of SIGPROF is kept too). */
+    /* When it is on, the probe sees the shared memory, and still no thread of ours: each
+     * thread samples itself with its own timers (the program's view of SIGPROF is kept). */
     run(&r, "test-shim-target", args, profiled_env("o.txt", NULL, 0));
     ck_assert_str_eq(r.out, "tasks 1 shm 1 sigprof-default 1\n");
 }
