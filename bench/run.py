@@ -159,6 +159,16 @@ class SignalFloor:
             return {"all": int(f.read())}, 0, None
 
 
+class TimerFloor(SignalFloor):
+    """The floor for a sampler whose threads sample themselves: the main thread's own periodic
+    timer interrupts it in place, to an empty handler (bench/floor/sigfloor.c, SIGFLOOR_TIMER)."""
+    name = "timer floor"
+
+    def command(self, argv, hz, out):
+        argv, env = super().command(argv, hz, out)
+        return argv, dict(env, SIGFLOOR_TIMER="1")
+
+
 class Gperftools:
     name = "gperftools"
 
@@ -328,7 +338,9 @@ def section_cost(progs, tools, reps, rounds, scratch, emit):
     floor = {hz: med.get(("signal floor", hz)) for hz in (997, 10000)}
     emit(f"## Cost: `fixed {rounds}` (one thread, a fixed amount of work), median of {reps}")
     emit()
-    emit("Program CPU is the program's own getrusage at the end of main (for the signal floor "
+    emit("The *signal floor* is a thread sending SIGPROF to an empty handler; the *timer floor* "
+         "the main thread's own periodic timer doing the same in place (bench/floor/sigfloor.c). "
+         "Program CPU is the program's own getrusage at the end of main (for the signal floor "
          "it includes its sender thread); total CPU adds the collector: ospreyd's "
          "`collector.cpu_ms`, perf's own process. Added = total − unprofiled total. "
          "*Signals*: SIGPROFs the program handled per second of its CPU time (Osprey: its raw "
@@ -340,6 +352,7 @@ def section_cost(progs, tools, reps, rounds, scratch, emit):
     emit("|---|---|---|---|---|---|---|---|---|---|")
     emit(f"| unprofiled | – | – | – | {base['program']:.3f} | 1.000 | {base['total']:.3f} "
          "| 1.000 | 0 | – |")
+    timer = {hz: med.get(("timer floor", hz)) for hz in (997, 10000)}
     for tool, hz in configs[1:]:
         m = med[(tool.name, hz)]
         added = m["total"] - base["total"]
@@ -352,11 +365,21 @@ def section_cost(progs, tools, reps, rounds, scratch, emit):
              f"| {m['total'] / base['total']:.3f} | {added * 1000:.0f} | {fmt(over_floor, 2)} |")
     emit()
     for hz in (997, 10000):
-        o, fl = med.get(("osprey", hz)), floor[hz]
+        o, fl, tf = med.get(("osprey", hz)), floor[hz], timer[hz]
         if o and fl:
             emit(f"- {hz} Hz: Osprey total ÷ signal floor total = "
                  f"{o['total'] / fl['total']:.3f}; Osprey's added CPU ÷ the floor's = "
                  f"{fmt((o['total'] - base['total']) / (fl['total'] - base['total']), 2)}")
+        if o and tf and tf["total"] > base["total"]:
+            emit(f"- {hz} Hz: Osprey's added CPU ÷ the timer floor's = "
+                 f"{fmt((o['total'] - base['total']) / (tf['total'] - base['total']), 2)} "
+                 f"(the timer floor handled {fmt(tf['signals'], 0)} signals per CPU-s, Osprey "
+                 f"{fmt(o['signals'], 0)})")
+        if o and fl and o["signals"] and fl["signals"]:
+            per_o = (o["total"] - base["total"]) / (o["signals"] * o["program"])
+            per_f = (fl["total"] - base["total"]) / (fl["signals"] * fl["program"])
+            emit(f"- {hz} Hz: added CPU per signal handled: Osprey {per_o * 1e6:.1f} µs, signal "
+                 f"floor {per_f * 1e6:.1f} µs ({fmt(per_o / per_f, 2)})")
     emit("- gperftools samples with ITIMER_PROF, which this kernel fires at most once per "
          "scheduler tick: its samples per CPU-second show the rate it really ran at.")
     emit()
@@ -656,7 +679,8 @@ def main():
     osprey = next((t for t in tools if isinstance(t, Osprey)), None)
     perf = next((t for t in tools if isinstance(t, Perf)), None)
     if "cost" in sections:
-        cost_tools = tools[:1] + [SignalFloor(progs["libsigfloor"])] + tools[1:]
+        cost_tools = (tools[:1] + [SignalFloor(progs["libsigfloor"]), TimerFloor(progs["libsigfloor"])]
+                      + tools[1:])
         section_cost(progs, cost_tools, 2 if args.quick else max(reps, 7),
                      40000 if args.quick else 120000, scratch, emit)
     if "idle" in sections and osprey:

@@ -11,7 +11,13 @@
  * floor for a sampler whose clock lives outside the program, as ospreyd's does. Whatever a real
  * sampler adds on top of this, on the same machine in the same run, is its own cost. A deadline
  * already passed is not made up for (the next one is a period from now), as a sampler that falls
- * behind would. */
+ * behind would.
+ *
+ * With SIGFLOOR_TIMER=1 there is no sender at all: the main thread's own periodic timer
+ * (timer_create(CLOCK_MONOTONIC) with SIGEV_THREAD_ID) interrupts it in place at the rate, the
+ * floor for a sampler whose threads sample themselves, as Osprey's do. Signals from a timer do
+ * not merge behind a sender that wakes late, so at 10 kHz this floor really delivers its rate
+ * where the sender's falls short. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -90,6 +96,19 @@ __attribute__((constructor)) static void sigfloor_start(void)
     sigemptyset(&prof);
     sigaddset(&prof, SIGPROF);
     pthread_sigmask(SIG_BLOCK, &prof, &old);
+    const char *timer = getenv("SIGFLOOR_TIMER");
+    if (timer && timer[0] == '1') {
+        struct sigevent ev = {0};
+        ev.sigev_notify = SIGEV_THREAD_ID;
+        ev.sigev_signo = SIGPROF;
+        ev._sigev_un._tid = target_tid;
+        timer_t id;
+        struct itimerspec every = {{0, period_ns}, {0, period_ns}};
+        if (timer_create(CLOCK_MONOTONIC, &ev, &id) == 0)
+            timer_settime(id, 0, &every, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return;
+    }
     const char *process = getenv("SIGFLOOR_PROCESS");
     if (process && process[0] == '1') {
         pid_t child = fork();
