@@ -186,6 +186,16 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     stack_bounds(&lo, &hi);
     int timer = reg->header != NULL ? thread_timer_create(CLOCK_THREAD_CPUTIME_ID) : -1;
     int wall_timer = reg->header != NULL ? thread_timer_create(CLOCK_MONOTONIC) : -1;
+    if (reg->header != NULL && (timer < 0 || wall_timer < 0)) {
+        /* Each timer holds a queued-signal slot of the user's RLIMIT_SIGPENDING: a user with
+         * very many timers or pending signals can run out. Said once; the thread runs on. */
+        int err = errno;
+        static _Atomic int warned;
+        if (!atomic_exchange_explicit(&warned, 1, memory_order_relaxed))
+            osp__warn("cannot create a thread's sampling timers (%s); such threads are %s",
+                      strerror(err),
+                      wall_timer < 0 ? "not sampled" : "not sampled after their first wait");
+    }
     struct osp__slot *spare = NULL;
 
     pthread_mutex_lock(&reg->lock);
