@@ -65,14 +65,11 @@ struct ospd_daemon {
     uv_poll_t tick; /* on timer_fd: the sampling tick */
     int timer_fd;
     uint64_t deadline_ns; /* the tick's next absolute deadline */
-    uint64_t rng;         /* jitter */
-    uint64_t period_ns;
-    uint8_t *slots; /* the slot table, or NULL */
+    uint8_t *slots;       /* the slot table, or NULL */
     uint32_t slot_count, slot_ring_size;
     uint64_t watch[OSP_ATTENTION_WORDS]; /* slots to look at: running, or holding samples */
     uint64_t drain_ns, drain_max_ns;     /* the tick: how often the rings are read */
     uint32_t fullest;                    /* the fullest ring at the last read, in 1/256ths */
-    uint64_t signal_cookie;
     uv_poll_t pidfd_poll;
     uv_signal_t sigterm;
     int pidfd;
@@ -216,7 +213,6 @@ static int attach(struct ospd_daemon *d)
         d->slots = (uint8_t *)map + identity.slots_offset;
         d->slot_count = identity.slot_count;
         d->slot_ring_size = identity.slot_ring_size;
-        d->signal_cookie = identity.signal_cookie;
     }
     ospd_collector_set_identity(&d->collector, &identity);
     /* Informational only: nothing synchronises on it, so relaxed. */
@@ -615,17 +611,6 @@ static void check_liveness(struct ospd_daemon *d, uint64_t now)
     }
 }
 
-/* xorshift64*: the jitter only needs to be unpredictable to the program's own periodicity. */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * UINT64_C(2685821657736338717);
-}
-
 /* How often the rings are read, from how full the fullest was: half full or more, twice as
  * often (down to 250 us); under an eighth, half as often again, up to the interval in which
  * a thread sampled at the rate fills a quarter of its ring with samples of 256 bytes (4 ms at
@@ -639,16 +624,15 @@ static void adapt_drain(struct ospd_daemon *d)
     d->fullest = 0;
 }
 
-/* Arm the tick for its next absolute deadline: the drain interval jittered uniformly by ±30%,
- * or a longer nap while no thread is running. The program's threads sample themselves (each
- * arms its own timer); the tick only reads what they wrote. */
+/* Arm the tick for its next absolute deadline: the drain interval, or a longer nap while no
+ * thread is running. The program's threads sample themselves (each arms its own timer, with
+ * its own jitter); the tick only reads what they wrote, so it needs no jitter of its own. */
 static void arm_tick(struct ospd_daemon *d, uint64_t now, bool idle)
 {
     /* Idle: a thread that runs again fills its ring no faster than at the rate. */
     uint64_t nap = IDLE_TICK_NS < 4 * d->drain_max_ns ? IDLE_TICK_NS : 4 * d->drain_max_ns;
     uint64_t period = idle && nap > d->drain_ns ? nap : d->drain_ns;
-    uint64_t jitter = (next_random(&d->rng) >> 11) % (period * 6 / 10 + 1);
-    d->deadline_ns += period * 7 / 10 + jitter;
+    d->deadline_ns += period;
     if (d->deadline_ns + 10 * period < now)
         d->deadline_ns = now; /* after a stall, do not burst to catch up */
     struct itimerspec its = {
@@ -725,7 +709,6 @@ static int run(struct ospd_daemon *d)
     d->loop = uv_default_loop();
     d->attach_mono_ns = clock_ns(CLOCK_MONOTONIC);
     d->next_liveness_ns = d->attach_mono_ns + LIVENESS_INTERVAL_NS;
-    d->period_ns = 1000000000u / d->collector.rate_hz;
     uint64_t quarter_ring = (uint64_t)d->slot_ring_size * 1000000000u / 4 / 256u;
     d->drain_max_ns = d->slot_ring_size ? quarter_ring / d->collector.rate_hz : IDLE_TICK_NS;
     if (d->drain_max_ns < DRAIN_MIN_NS)
@@ -733,7 +716,6 @@ static int run(struct ospd_daemon *d)
     if (d->drain_max_ns > DRAIN_MAX_NS)
         d->drain_max_ns = DRAIN_MAX_NS;
     d->drain_ns = d->drain_max_ns;
-    d->rng = clock_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15u;
     d->collector.on_thread_end = on_thread_end;
     d->collector.ctx = d;
     d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
