@@ -222,10 +222,13 @@ static int command_diff(const struct osprey_options *options)
  * beside the scratch raw file (profile.raw.<pid>.json, profile.raw.<pid>-<hex>.json): keep
  * each as <stem>.raw.<pid…>.json before the scratch directory goes. The first few are named
  * one line each; a program that starts many (a shell script, a build) gets one more line
- * that counts the rest, not a screenful. */
+ * that counts the rest, not a screenful. When the program itself (pid `root`) replaced itself
+ * by exec (a wrapper script, `env`, a launcher), its last image's kept file, the program the
+ * user meant, goes to last_image (left as it was when there is none). */
 #define NAMED_DESCENDANTS 3
 
-static void keep_descendant_profiles(const char *scratch_raw, const char *stem)
+static void keep_descendant_profiles(const char *scratch_raw, const char *stem, pid_t root,
+                                     char *last_image, size_t last_size)
 {
     char directory[PATH_MAX + 32]; /* the size of the scratch raw path */
     snprintf(directory, sizeof directory, "%s", scratch_raw);
@@ -240,6 +243,10 @@ static void keep_descendant_profiles(const char *scratch_raw, const char *stem)
         return;
     struct dirent *entry;
     size_t kept_count = 0;
+    /* The root's own later images (it exec'd: profile.raw.<root>-<hex>.json): the newest. */
+    char root_prefix[64];
+    snprintf(root_prefix, sizeof root_prefix, "%s%ld-", prefix, (long)root);
+    struct timespec newest = {0, 0};
     while ((entry = readdir(listing)) != NULL) {
         size_t length = strlen(entry->d_name);
         if (length <= prefix_length + suffix_length ||
@@ -250,7 +257,16 @@ static void keep_descendant_profiles(const char *scratch_raw, const char *stem)
         char kept[PATH_MAX + sizeof entry->d_name + 8];
         snprintf(source, sizeof source, "%s/%s", directory, entry->d_name);
         snprintf(kept, sizeof kept, "%s.raw.%s", stem, entry->d_name + prefix_length);
+        struct stat st;
+        int image = root > 0 && strncmp(entry->d_name, root_prefix, strlen(root_prefix)) == 0 &&
+                    stat(source, &st) == 0 &&
+                    (last_image[0] == '\0' || st.st_mtim.tv_sec > newest.tv_sec ||
+                     (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec > newest.tv_nsec));
         int result = osprey_move_file(source, kept);
+        if (result == 0 && image) {
+            newest = st.st_mtim;
+            snprintf(last_image, last_size, "%s", kept);
+        }
         if (result == 0 && ++kept_count <= NAMED_DESCENDANTS)
             fprintf(stderr,
                     "osprey: a descendant process wrote its own profile: %s "
@@ -266,46 +282,6 @@ static void keep_descendant_profiles(const char *scratch_raw, const char *stem)
                 "osprey: %zu more descendant processes wrote profiles of their own, kept as "
                 "%s.raw.<pid>….json\n",
                 kept_count - NAMED_DESCENDANTS, stem);
-}
-
-/* The program replaced itself (exec: a wrapper script, `env`, a launcher) and its last image
- * wrote <stem>.raw.<pid>-<hex>.json: that image is the program the user meant. Fills `last`
- * with the newest such file and returns 1, or returns 0. */
-static int last_exec_image(const char *stem, pid_t pid, char *last, size_t size)
-{
-    char directory[PATH_MAX];
-    snprintf(directory, sizeof directory, "%s", stem);
-    char *slash = strrchr(directory, '/');
-    const char *base = slash != NULL ? slash + 1 : stem;
-    if (slash != NULL)
-        *slash = '\0';
-    char prefix[PATH_MAX + 32];
-    snprintf(prefix, sizeof prefix, "%s.raw.%ld-", base, (long)pid);
-    DIR *listing = opendir(slash != NULL ? (directory[0] != '\0' ? directory : "/") : ".");
-    if (listing == NULL)
-        return 0;
-    struct timespec newest = {0, 0};
-    int found = 0;
-    struct dirent *entry;
-    while ((entry = readdir(listing)) != NULL) {
-        size_t length = strlen(entry->d_name);
-        if (strncmp(entry->d_name, prefix, strlen(prefix)) != 0 || length < 5 ||
-            strcmp(entry->d_name + length - 5, ".json") != 0)
-            continue;
-        char path[PATH_MAX * 2 + 2];
-        snprintf(path, sizeof path, "%s%s%s", slash != NULL ? directory : "",
-                 slash != NULL ? "/" : "", entry->d_name);
-        struct stat st;
-        if (stat(path, &st) != 0 || (found && (st.st_mtim.tv_sec < newest.tv_sec ||
-                                               (st.st_mtim.tv_sec == newest.tv_sec &&
-                                                st.st_mtim.tv_nsec <= newest.tv_nsec))))
-            continue;
-        newest = st.st_mtim;
-        snprintf(last, size, "%s", path);
-        found = 1;
-    }
-    closedir(listing);
-    return found;
 }
 
 /* After a profiled run: keep the raw file as <stem>.raw.json and post-process it. Nothing
@@ -327,15 +303,15 @@ static void finish_profile(const char *scratch_raw, const char *stem,
     int result = osprey_make_parent_dirs(kept);
     if (result == 0)
         result = osprey_move_file(scratch_raw, kept);
+    char last[PATH_MAX + 300] = "";
     if (result == 0)
-        keep_descendant_profiles(scratch_raw, stem);
+        keep_descendant_profiles(scratch_raw, stem, osprey_last_child(), last, sizeof last);
     if (result == 0)
         raw = kept;
     else
         fprintf(stderr, "osprey: warning: %s: cannot keep the raw profile: %s\n", kept,
                 strerror(-result));
-    char last[PATH_MAX * 2 + 2];
-    if (result == 0 && last_exec_image(stem, osprey_last_child(), last, sizeof last)) {
+    if (result == 0 && last[0] != '\0') {
         fprintf(stderr,
                 "osprey: the program replaced itself (exec); the report is of its last image, "
                 "%s (the first image's profile: %s)\n",
