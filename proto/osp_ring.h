@@ -307,8 +307,6 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
 #define OSP_SLOT_RING_SIZE 4096u /* default bytes of a slot's ring */
 #define OSP_DEFAULT_SLOTS  1024u /* default slots: threads registered at one time */
 #define OSP_MAX_SLOT_RING  (1u << 20)
-/* A signal of ours not handled within this long counts as lost (the shim's back-off wait). */
-#define OSP_SIGNAL_STALE_NS 100000000u
 
 static inline uint64_t osp_slot_stride(uint32_t slot_ring_size)
 {

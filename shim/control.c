@@ -81,29 +81,9 @@ void osp__sigprof_back_off(void)
 {
     if (!osp__is_active() || getpid() != osp__boot_pid() || osp__header == NULL)
         return;
-    pause_signals(); /* never resumed: the program's SIGPROFs are its own from now on */
-    /* Signals of ours still on their way (sent, not yet handled) must land before the
-     * program's own: wait for them, at most 100 ms. */
-    struct osp__registry *reg = &osp__the_registry;
-    for (int waited = 0; waited < 100; waited++) {
-        int in_flight = 0;
-        uint64_t now = osp__mono_ns();
-        if (osp__registry_lock_briefly(reg) != 0)
-            return;
-        for (uint32_t i = 0; i < reg->count && !in_flight; i++) {
-            struct osp_slot *c = reg->slots[i]->shared;
-            if (!reg->slots[i]->active || c == NULL)
-                continue;
-            uint32_t handled = atomic_load_explicit(&c->signals_handled, memory_order_relaxed);
-            uint32_t sent = atomic_load_explicit(&c->signals_sent, memory_order_relaxed);
-            uint64_t last = atomic_load_explicit(&c->last_signal_ns, memory_order_relaxed);
-            in_flight = handled != sent && now - last < OSP_SIGNAL_STALE_NS;
-        }
-        pthread_mutex_unlock(&reg->lock);
-        if (!in_flight)
-            return;
-        osp__nap_us(1000);
-    }
+    /* Never resumed: the program's SIGPROFs are its own from now on. One of our timers' that
+     * already fired is directed at its thread and cannot merge with the program's. */
+    pause_signals();
 }
 
 void osp__program_will_signal(int sig)

@@ -55,8 +55,8 @@ void osp__exec_begin(void);
 void osp__exec_failed(void);
 /* Take the SIGPROFs of ours pending on the calling thread (the program's own are sent again). */
 void osp__take_pending_sigprof(void);
-/* The program is about to send SIGPROF itself: pause our signals for good and wait (bounded)
- * until none of ours is in flight. */
+/* The program is about to send SIGPROF itself: pause our signals for good (every thread's
+ * timers disarmed, none armed again). */
 void osp__sigprof_back_off(void);
 /* The program is about to send or arm SIGPROF (or to wait for it): stop ours first, and say
  * so in one line. */

@@ -7,8 +7,8 @@
  * A SIGPROF handler the program installs is recorded in the shadow disposition
  * (disposition.c) instead of replacing ours, and queries are answered from it. Standard
  * signals do not queue: one of ours pending when the program's own SIGPROF arrives would
- * swallow it. So once the program sends or arms SIGPROF, or receives one, we send no more,
- * after waiting (bounded) for ours in flight (control.c). A thread that blocks every signal is
+ * swallow it. So once the program sends or arms SIGPROF, or receives one, we send no more
+ * (control.c). A thread that blocks every signal is
  * still sampled: the program's view of SIGPROF in its mask is kept apart from the kernel's
  * (mask.c). Once the program uses SIGPROF itself, a thread that then blocks SIGPROF gets none
  * of ours: one left pending would be visible to its sigwait, sigtimedwait or signalfd.
