@@ -154,6 +154,11 @@ struct ospd_collector {
      * from getrusage just before writing; tests leave them 0 and get no such field). */
     uint64_t peak_rss_kb;
     uint64_t cpu_ms;
+    /* The unwind tables ospreyd built (unwind-source.c), written in "collector" too: images
+     * with rows, images it could not read, rows, bytes of shared memory they take, and the
+     * longest time from an image's discovery to its rows being published. */
+    uint32_t unwind_images, unwind_failed;
+    uint64_t unwind_rows, unwind_bytes, unwind_longest_ms;
 };
 
 void ospd_collector_init(struct ospd_collector *c);

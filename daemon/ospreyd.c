@@ -38,6 +38,7 @@
 #include <uv.h>
 
 #include "ospd.h"
+#include "ospd_unwind_source.h"
 #include "ospx.h"
 
 #ifndef OSPREY_VERSION
@@ -60,6 +61,7 @@ struct ospd_daemon {
     uint64_t tail;      /* our consumer index; the shared copy is only ever written */
     size_t map_size;
     struct ospd_collector collector;
+    struct ospd_unwinder unwinder; /* the unwind tables for the target's frameless code */
 
     uv_loop_t *loop;
     uv_poll_t tick; /* on timer_fd: the sampling tick */
@@ -383,6 +385,12 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         c->cpu_ms = (uint64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000 +
                     (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
     }
+    c->unwind_images = d->unwinder.images_ready;
+    c->unwind_failed = d->unwinder.images_failed;
+    c->unwind_rows = d->unwinder.rows;
+    c->unwind_bytes = d->unwinder.region.used;
+    c->unwind_longest_ms = d->unwinder.longest_build_ms;
+    ospd_unwinder_close(&d->unwinder);
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH], line[sizeof err + 512];
     /* Another profiled process (the other end of a pipeline, started with the same
      * OSPREY_PROFILE) wrote this path since this one started: keep both profiles. */
@@ -526,6 +534,7 @@ static bool drain(struct ospd_daemon *d)
         d->tail = new_tail;
         osp_ring_store_tail_release(h, new_tail); /* (D) pairs with (A) */
     }
+    ospd_unwinder_check_stacks(&d->unwinder, &d->collector.stacks);
     /* Samples of threads whose start was only now parsed, and those written after the
      * first pass. */
     if (slot_rc == 0 && rc == 0)
@@ -716,6 +725,8 @@ static int run(struct ospd_daemon *d)
     if (d->drain_max_ns > DRAIN_MAX_NS)
         d->drain_max_ns = DRAIN_MAX_NS;
     d->drain_ns = d->drain_max_ns;
+    if (ospd_unwinder_attach(&d->unwinder, d->loop, d->ring_name, d->collector.pid) == 0)
+        ospd_unwinder_scan(&d->unwinder);
     d->collector.on_thread_end = on_thread_end;
     d->collector.ctx = d;
     d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);

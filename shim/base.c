@@ -7,9 +7,6 @@
  * and the warning line on stderr — written only while fd 2 is still the stderr the program
  * started with. The raw system call itself and the clock readings are inline in osp_base.h.
  */
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -30,13 +27,7 @@ static _Atomic int code_readable;
 void osp__read_code_init(void)
 {
     atomic_store_explicit(&self_pid, getpid(), memory_order_relaxed);
-#if defined(__x86_64__)
-    unsigned a, b, c, d;
-    /* CPUID.(EAX=7,ECX=0):ECX bit 4, OSPKE: the kernel enabled protection keys, with which a
-     * page can be executable and unreadable. */
-    int keys = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 4));
-    atomic_store_explicit(&code_readable, !keys, memory_order_relaxed);
-#endif
+    atomic_store_explicit(&code_readable, osp__cpu_code_readable(), memory_order_relaxed);
 }
 
 /* Async-signal-safe: process_vm_readv (and getpid, before osp__read_code_init) are plain

@@ -34,6 +34,7 @@
 #include "osp_core.h"
 #include "osp_handler.h"
 #include "osp_policy.h"
+#include "osp_unwind.h"
 #include "osprey_prof.h"
 
 #ifndef OSPREY_DAEMON_WAIT_MS
@@ -64,6 +65,8 @@ static struct osp__images images;
  * object or exits. Taken before the registry lock, never while holding it. */
 static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
 static char shm_name[64];
+static char unwind_name[64 + sizeof OSP_UNWIND_NAME_SUFFIX];
+static void *unwind_map = MAP_FAILED;
 static char out_path[PATH_MAX];
 static int daemon_spawned;
 static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
@@ -209,8 +212,62 @@ static int ring_create(uint32_t rate_hz, uint64_t random_bits)
     return 0;
 }
 
+/* The unwind tables' object (proto/osp_unwind.h): sparse, header written through the file,
+ * mapped read-only. Without it (no room for even the header, too little address space) the
+ * stacks come from frame pointers alone, and one line says so. */
+static void unwind_create(void)
+{
+    snprintf(unwind_name, sizeof unwind_name, "%s%s", shm_name, OSP_UNWIND_NAME_SUFFIX);
+    int fd = shm_open(unwind_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int err = fd < 0 ? -errno : 0;
+    struct osp_unwind_header h = {.magic = OSP_UNWIND_MAGIC,
+                                  .abi_version = OSP_UNWIND_ABI_VERSION,
+                                  .header_size = OSP_UNWIND_HEADER_SIZE,
+                                  .size = OSP_UNWIND_DEFAULT_SIZE,
+                                  .arch = OSP__CPU_ELF_MACHINE,
+                                  .row_size = sizeof(struct osp_unwind_row)};
+    if (err == 0 && ftruncate(fd, (off_t)OSP_UNWIND_DEFAULT_SIZE) != 0)
+        err = -errno;
+    /* The header's page is reserved: it is the one page the program reads before ospreyd
+     * writes anything. */
+    if (err == 0)
+        err = -posix_fallocate(fd, 0, OSP_UNWIND_HEADER_SIZE);
+    if (err == 0 && pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+        err = -EIO;
+    if (err == 0) {
+        unwind_map = mmap(NULL, OSP_UNWIND_DEFAULT_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+        if (unwind_map == MAP_FAILED)
+            err = -errno;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (err) {
+        osp__warn("cannot create the unwind tables (%s); stacks follow frame pointers only",
+                  strerror(-err));
+        if (fd >= 0)
+            shm_unlink(unwind_name);
+        unwind_name[0] = '\0';
+        return;
+    }
+    osp__unwind_set_tables(unwind_map, OSP_UNWIND_DEFAULT_SIZE);
+}
+
+static void unwind_destroy(void)
+{
+    osp__unwind_set_tables(NULL, 0);
+    if (unwind_map != MAP_FAILED) {
+        munmap(unwind_map, OSP_UNWIND_DEFAULT_SIZE);
+        unwind_map = MAP_FAILED;
+    }
+    if (unwind_name[0]) {
+        shm_unlink(unwind_name);
+        unwind_name[0] = '\0';
+    }
+}
+
 static void ring_destroy(void)
 {
+    unwind_destroy();
     if (ring_header) {
         munmap(ring_header, ring_bytes);
         ring_header = NULL;
@@ -495,8 +552,10 @@ static void at_exit(void)
                   atomic_load_explicit(&ring_header->daemon_dropped, memory_order_relaxed) > 0
                       ? "ospreyd's memory budget"
                       : "the shared rings were full: ospreyd fell behind");
-    /* ospreyd unlinks the name when it attaches; if it never did, nothing must leak. */
+    /* ospreyd unlinks the names when it attaches; if it never did, nothing must leak. */
     shm_unlink(shm_name);
+    if (unwind_name[0])
+        shm_unlink(unwind_name);
 }
 
 static void thread_ends(void *value)
@@ -537,6 +596,11 @@ static void at_fork_child(void)
         ring_header = NULL;
     }
     event_ring.header = NULL;
+    osp__unwind_set_tables(NULL, 0);
+    if (unwind_map != MAP_FAILED) {
+        munmap(unwind_map, OSP_UNWIND_DEFAULT_SIZE);
+        unwind_map = MAP_FAILED;
+    }
 }
 
 static void boot(void)
@@ -569,6 +633,7 @@ static void boot(void)
         osp__warn("cannot create the shared-memory ring: %s; profiling is off", strerror(-err));
         return;
     }
+    unwind_create();
     err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
     if (err == 0) {
         osp__registry_set_table(&osp__the_registry, ring_header);

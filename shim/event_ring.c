@@ -39,13 +39,7 @@ void osp__event_ring_init_header(struct osp_ring_header *h, uint64_t data_size, 
     h->rate_hz = rate_hz;
     h->start_unix_ns = start_unix_ns;
     h->start_mono_ns = start_mono_ns;
-#if defined(__x86_64__)
-    strcpy(h->platform, "linux-x86_64");
-#elif defined(__aarch64__)
-    strcpy(h->platform, "linux-aarch64");
-#else
-    strcpy(h->platform, "linux");
-#endif
+    strcpy(h->platform, OSP__CPU_PLATFORM);
     /* The header is complete before ospreyd is started (posix_spawn orders it); relaxed. */
     atomic_store_explicit(&h->shim_state, OSP_SHIM_RUNNING, memory_order_relaxed);
 }

@@ -50,14 +50,10 @@
 #include "osp_handler.h"
 #include "osp_policy.h"
 
-/* The instruction bytes around pc: [pc - W, pc + W) where readable. Each half is read on its
- * own when pc starts a page, so an unmapped neighbouring page costs only that half.
- * Async-signal-safe. */
-#if defined(__aarch64__)
-#define CODE_HALF 4
-#else
-#define CODE_HALF 2
-#endif
+/* The instruction bytes around pc: [pc - W, pc + W) where readable, W the size of the
+ * system-call instruction. Each half is read on its own when pc starts a page, so an unmapped
+ * neighbouring page costs only that half. Async-signal-safe. */
+#define CODE_HALF OSP__CPU_SYSCALL_INSN_SIZE
 static void read_around(uint64_t pc, unsigned char *before, int *have_before, unsigned char *at,
                         int *have_at)
 {
@@ -77,24 +73,10 @@ static void read_around(uint64_t pc, unsigned char *before, int *have_before, un
 
 enum osp__instant osp__context_instant(const void *context)
 {
-    const ucontext_t *uc = context;
-#if defined(__x86_64__)
-    static const unsigned char insn[2] = {0x0f, 0x05}; /* syscall */
-    uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    uint64_t result = (uint64_t)uc->uc_mcontext.gregs[REG_RAX];
-    /* A restart puts the system call's number back in rax (a small number); else rax holds
-     * what the call returned, or whatever the code put there. */
-    int restarted_number = result < 4096;
-#elif defined(__aarch64__)
-    static const unsigned char insn[4] = {0x01, 0x00, 0x00, 0xd4}; /* svc #0 */
-    uint64_t pc = uc->uc_mcontext.pc;
-    uint64_t result = uc->uc_mcontext.regs[0];
-    int restarted_number = 1; /* x0 is the first argument again: nothing to tell by */
-#else
-    (void)uc;
-    return OSP__INSTANT_RUNNING;
-#endif
-#if defined(__x86_64__) || defined(__aarch64__)
+    uint64_t pc, result;
+    int restarted_number;
+    osp__cpu_syscall_state(context, &pc, &result, &restarted_number);
+    const unsigned char *insn = osp__cpu_syscall_insn;
     unsigned char before[CODE_HALF], at[CODE_HALF];
     int have_before, have_at;
     read_around(pc, before, &have_before, at, &have_at);
@@ -105,37 +87,18 @@ enum osp__instant osp__context_instant(const void *context)
         /* Blocked and interrupted for good (EINTR), or on the way out of a call. */
         return result == (uint64_t)-EINTR ? OSP__INSTANT_BLOCKED : OSP__INSTANT_SYSCALL_RETURN;
     return OSP__INSTANT_RUNNING;
-#endif
 }
 
 /* The interrupted thread's stack, leaf first. Async-signal-safe. */
 static uint32_t capture(const struct osp__slot *s, const void *context, uint64_t *pcs)
 {
-    const ucontext_t *uc = context;
-    uint64_t pc = 0, fp = 0, sp = 0, lr = 0, caller = 0;
-#if defined(__x86_64__)
-    pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
-    sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
-    /* In a prologue or at a ret, the caller is found on the stack, not through rbp. */
-    if (sp >= s->stack_lo && sp < s->stack_hi)
-        caller = osp__unwind_x86_frameless_return(pc, sp, s->stack_hi);
-#elif defined(__aarch64__)
-    pc = uc->uc_mcontext.pc;
-    fp = uc->uc_mcontext.regs[29];
-    lr = osp__strip_pac(uc->uc_mcontext.regs[30]);
-    sp = uc->uc_mcontext.sp;
-#endif
-    if (sp < s->stack_lo || sp >= s->stack_hi) {
-        pcs[0] = pc; /* on another stack (sigaltstack): the pc alone */
+    struct osp__regs regs;
+    osp__cpu_regs(context, &regs);
+    if (regs.sp < s->stack_lo || regs.sp >= s->stack_hi) {
+        pcs[0] = regs.pc; /* on another stack (sigaltstack): the pc alone */
         return 1;
     }
-    if (caller != 0) {
-        pcs[0] = pc;
-        return 1 + osp__unwind_walk(caller, fp, sp, s->stack_hi, pcs + 1, OSP_MAX_DEPTH - 1);
-    }
-    return lr ? osp__unwind_walk_lr(pc, lr, fp, sp, s->stack_hi, pcs, OSP_MAX_DEPTH)
-              : osp__unwind_walk(pc, fp, sp, s->stack_hi, pcs, OSP_MAX_DEPTH);
+    return osp__unwind(&regs, 1, regs.sp, s->stack_hi, pcs, OSP_MAX_DEPTH);
 }
 
 /* Async-signal-safe. */

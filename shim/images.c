@@ -21,13 +21,7 @@
 
 #include "osp_core.h"
 
-#if defined(__aarch64__)
-#define OSP__ARCH "aarch64"
-#elif defined(__x86_64__)
-#define OSP__ARCH "x86_64"
-#else
-#define OSP__ARCH ""
-#endif
+#define OSP__ARCH OSP__CPU_NAME
 
 int osp__images_init(struct osp__images *im)
 {

@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "osp_cpu.h"
+
 /* ---- system calls and clocks (inline) ---------------------------------------------------- */
 
 /* A system call made directly, never through the C library's syscall(), which the shim
@@ -29,26 +31,7 @@
  * and every call a detour. Returns the result, or -1 with errno set. Async-signal-safe. */
 static inline long osp__sys(long nr, long a, long b, long c, long d, long e)
 {
-    long ret;
-#if defined(__x86_64__)
-    register long r10 __asm__("r10") = d;
-    register long r8 __asm__("r8") = e;
-    __asm__ volatile("syscall"
-                     : "=a"(ret)
-                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
-                     : "rcx", "r11", "memory");
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = nr;
-    register long x0 __asm__("x0") = a;
-    register long x1 __asm__("x1") = b;
-    register long x2 __asm__("x2") = c;
-    register long x3 __asm__("x3") = d;
-    register long x4 __asm__("x4") = e;
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
-    ret = x0;
-#else
-#error "osp__sys: x86_64 and aarch64 only"
-#endif
+    long ret = osp__cpu_syscall(nr, a, b, c, d, e);
     if (ret < 0 && ret > -4096) {
         errno = (int)-ret;
         return -1;

@@ -103,6 +103,25 @@ uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
  * Async-signal-safe. */
 uint64_t osp__strip_pac(uint64_t addr);
 
+/* The unwind tables ospreyd publishes (proto/osp_unwind.h), mapped read-only: set by boot
+ * before the first sample, or NULL for none (the frame-pointer walk alone). */
+void osp__unwind_set_tables(const void *map, uint64_t size);
+
+/* The stack from `regs`, leaf first, into out[0..cap): every frame by its unwind row where the
+ * tables have one for its pc, else by the frame-pointer chain (in a leaf, the x86_64 prologue
+ * and ret case; on aarch64 without tables, osp__unwind_walk_lr). `leaf`: regs are an
+ * interrupted instant's (pc precise, lr valid); 0 when regs->pc is a return address (a walk
+ * that starts in a caller's frame). Every stack word read lies in [lo, hi), and the stack
+ * pointer moves strictly up at each frame. Returns the depth. Async-signal-safe. */
+uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
+                     uint64_t *out, uint32_t cap);
+
+/* The stack of whoever called our own code: `own_frames` frame records of ours (built with
+ * frame pointers) are stepped over from `fp`, then osp__unwind goes on from the caller's
+ * return address. 0 when our own records fail the checks. Async-signal-safe. */
+uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
+                            uint64_t *out, uint32_t cap);
+
 /* ---- disposition.c ----------------------------------------------------------------------- */
 
 /* Install the handler (SA_RESTART | SA_SIGINFO); the previous disposition becomes the

@@ -135,11 +135,10 @@ void osp__guard_wait_begin(struct osp__slot *s)
         uint64_t sp = (uint64_t)(uintptr_t)&pcs[0];
         /* Our own frames (this function and the interposer) are left out: the wait belongs
          * to whoever called the blocking function. */
-        uint32_t depth = osp__unwind_walk(0, fp, sp < s->stack_lo ? s->stack_lo : sp, s->stack_hi,
-                                          pcs, OSP_MAX_DEPTH);
-        uint32_t skip = depth > 2 ? 2 : 0;
-        memcpy(s->wait_pcs, pcs + skip, (depth - skip) * sizeof(uint64_t));
-        s->wait_depth = depth - skip;
+        uint32_t depth = osp__unwind_caller(fp, 2, sp < s->stack_lo ? s->stack_lo : sp, s->stack_hi,
+                                            pcs, OSP_MAX_DEPTH);
+        memcpy(s->wait_pcs, pcs, depth * sizeof(uint64_t));
+        s->wait_depth = depth;
         s->wait_t_ns = osp__clock_ns(CLOCK_MONOTONIC);
         /* The CPU a blocking call uses is next to nothing: its wait is its wall time (and the
          * thread's CPU clock, a system call, is not read on every blocking call). */

@@ -1,24 +1,29 @@
-/* unwind.c — stack capture by frame-pointer walk, and nothing else.
+/* unwind.c — stack capture: the interrupted registers turned into a list of code addresses.
  *
- * Owns how the SIGPROF handler turns its thread's registers into a list of code addresses:
- * the walk (osp__unwind_walk, and the aarch64 form that also records lr) and the x86_64 prologue
- * and ret case (whose code bytes are read with base.c's osp__read_code).
+ * Owns the one entry point the handler and the guard use (osp__unwind), which walks each
+ * frame by the unwind row ospreyd published for its pc (proto/osp_unwind.h) and, where there
+ * is none — an image whose table is not ready yet, a pc no CFI covers, a rule the rows do not
+ * express — by the frame-pointer chain; and the frame-pointer walk on its own
+ * (osp__unwind_walk, and the aarch64 form that also records lr), kept for code that has
+ * frame pointers and no tables.
  *
- * DESIGN. A frame record is two words: [fp] = the caller's frame pointer, [fp + 8] = the
- * return address into the caller (x86_64 `push rbp; mov rbp, rsp`; aarch64 `stp x29, x30`).
- * Nothing read from the stack is trusted: every frame pointer is checked before it is
- * dereferenced — 8-byte aligned, its 16-byte record inside [lo, hi), strictly above the
- * previous one, at most OSP__MAX_FRAME_BYTES above it — and the walk ends at the first check
- * that fails or after `cap` addresses. The callers pass lo = max(stack low bound, the
- * interrupted sp): everything in [sp, hi) is mapped (the main thread's stack mapping grows
- * down to cover sp; pthread stacks are mapped whole), so no read can fault. The functions are
- * pure in their arguments so tests can plant frame chains in an array. Code bytes (x86_64
- * prologue and ret detection) are read with process_vm_readv, which fails rather than faults.
+ * DESIGN. Nothing read from the stack or from the tables is trusted. Each step must move the
+ * stack pointer strictly up, to at most OSP__MAX_FRAME_BYTES above the last, and every word
+ * read (a saved return address, a saved frame pointer, a frame record, the kernel's signal
+ * frame) must lie inside [lo, hi): the callers pass lo = max(stack low bound, the interrupted
+ * sp), and everything in [sp, hi) is mapped (the main thread's stack mapping grows down to
+ * cover sp; pthread stacks are mapped whole), so no read can fault. A frame pointer is
+ * 8-byte aligned, its 16-byte record inside [lo, hi) above the current sp. Every offset and
+ * count read from the tables is checked against the mapping's size. The walk ends at the
+ * first check that fails, at an outermost frame (the CFI says the return address is
+ * undefined, or a zero return address), or after `cap` addresses. The CPU's part (registers,
+ * the signal frame, the x86_64 prologue and PLT) is in shim/arch/<cpu>/osp_cpu.h.
  */
 #include <stdint.h>
 
 #include "osp_base.h"
 #include "osp_core.h"
+#include "osp_unwind.h"
 
 /* These functions read stack memory that belongs to frames they do not own (another
  * thread's, or their own callers' beyond any object): under AddressSanitizer those words are
@@ -92,52 +97,189 @@ uint32_t osp__unwind_walk_lr(uint64_t pc, uint64_t lr, uint64_t fp, uint64_t lo,
 /* Async-signal-safe. */
 uint64_t osp__strip_pac(uint64_t addr)
 {
-#if defined(__aarch64__)
-    /* XPACLRI (hint #7) strips the PAC from x30; a no-op on cores without PAuth. */
-    register uint64_t x30 __asm__("x30") = addr;
-    __asm__("hint #7" : "+r"(x30));
-    return x30;
-#else
-    return addr;
-#endif
+    return osp__cpu_strip_pac(addr);
 }
 
-/* Do the n bytes at window[at] match expected, all inside the window? */
-static int code_matches(const unsigned char *window, long window_size, long at,
-                        const unsigned char *expected, unsigned n)
-{
-    if (at < 0 || at + (long)n > window_size)
-        return 0;
-    for (unsigned i = 0; i < n; i++)
-        if (window[at + (long)i] != expected[i])
-            return 0;
-    return 1;
-}
-
-/* Async-signal-safe (osp__read_code). */
+/* Async-signal-safe (osp__read_pc_code). */
 OSP__READS_FOREIGN_STACK
 uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
 {
-    static const unsigned char ret[] = {0xc3};
-    static const unsigned char prologue[] = {0x55, 0x48, 0x89, 0xe5}; /* push; mov rsp,rbp */
-    static const unsigned char endbr64[] = {0xf3, 0x0f, 0x1e, 0xfa};
-    /* window[0] is the byte before pc: [pc - 1, pc + 8), clipped to pc's page */
-    unsigned char window[9];
-    uint64_t page = pc & ~(uint64_t)4095;
-    uint64_t first = pc > page ? pc - 1 : pc;
-    uint64_t end = pc + 8 < page + 4096 ? pc + 8 : page + 4096;
-    if (osp__read_pc_code(pc, first, window, (size_t)(end - first)) != 0)
-        return 0;
-    long size = (long)(end - first), at = (long)(pc - first); /* pc's byte in the window */
-    long slot = -1; /* where the return address is, in words above sp */
-    if (code_matches(window, size, at, ret, 1) || code_matches(window, size, at, prologue, 4))
-        slot = 0;
-    else if (code_matches(window, size, at, endbr64, 4) &&
-             code_matches(window, size, at + 4, prologue, 4))
-        slot = 0;
-    else if (code_matches(window, size, at - 1, prologue, 4))
-        slot = 1; /* at the mov: the push has run */
+    int slot = osp__cpu_frameless_return_slot(pc); /* where the return address is, in words */
     if (slot < 0 || sp & 7u || sp >= hi || hi - sp < 8u * (uint64_t)(slot + 1))
         return 0;
     return ((const uint64_t *)(uintptr_t)sp)[slot];
+}
+
+/* ---- the walk by unwind rows, with the frame-pointer chain where there are none ---------- */
+
+/* The tables ospreyd publishes: set once by boot, before any thread is sampled. */
+static const uint8_t *tables;
+static uint64_t tables_size;
+
+void osp__unwind_set_tables(const void *map, uint64_t size)
+{
+    tables = map;
+    tables_size = map != NULL ? size : 0;
+}
+
+/* The row for pc in the snapshot, or NULL. Async-signal-safe: reads only inside the mapping. */
+static const struct osp_unwind_row *find_row(const struct osp_unwind_index *ix, uint64_t pc)
+{
+    const struct osp_unwind_entry *e = osp_unwind_entries(ix);
+    uint32_t lo = 0, hi = ix->count; /* the last entry starting at or below pc */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (e[mid].start <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    const struct osp_unwind_entry *image = &e[lo - 1];
+    uint64_t offset = image->rows_offset, count = image->row_count;
+    if (pc >= image->end || image->end - image->start > UINT32_MAX || count == 0 ||
+        offset % OSP_UNWIND_ALIGN || offset > tables_size ||
+        (tables_size - offset) / sizeof(struct osp_unwind_row) < count)
+        return NULL;
+    const struct osp_unwind_row *rows = (const struct osp_unwind_row *)(tables + offset);
+    uint32_t at = (uint32_t)(pc - image->start);
+    uint64_t l = 0, h = count; /* the last row starting at or below `at` */
+    while (l < h) {
+        uint64_t mid = l + (h - l) / 2;
+        if (rows[mid].pc_offset <= at)
+            l = mid + 1;
+        else
+            h = mid;
+    }
+    return l == 0 ? NULL : &rows[l - 1];
+}
+
+/* The stack word at addr if [addr, addr + 8) is an aligned word inside [lo, hi). */
+OSP__READS_FOREIGN_STACK
+static int read_word(uint64_t addr, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    if (addr & 7u || addr < lo || hi < 8 || addr > hi - 8)
+        return -1;
+    *out = *(const uint64_t *)(uintptr_t)addr;
+    return 0;
+}
+
+enum step { STEP_FAILED = -1, STEP_OUTERMOST = 0, STEP_DONE = 1 };
+
+/* One frame by its row. `first`: r holds every register of the interrupted instant (the leaf,
+ * or the frame below a signal frame), so lr is valid. Async-signal-safe. */
+static enum step step_by_row(const struct osp_unwind_row *row, const struct osp__regs *r, int first,
+                             uint64_t lo, uint64_t hi, struct osp__regs *next)
+{
+    if (row->cfa_rule == OSP_CFA_END)
+        return STEP_OUTERMOST;
+    if (row->cfa_rule == OSP_CFA_SIGNAL) {
+        if (osp__cpu_signal_frame_regs(r->sp, hi, next) != 0 || next->sp <= r->sp || next->sp >= hi)
+            return STEP_FAILED;
+        next->lr = osp__cpu_strip_pac(next->lr);
+        return STEP_DONE;
+    }
+    uint64_t cfa;
+    if (row->cfa_rule == OSP_CFA_SP)
+        cfa = r->sp + (uint64_t)(int64_t)row->cfa_offset;
+    else if (row->cfa_rule == OSP_CFA_FP)
+        cfa = r->fp + (uint64_t)(int64_t)row->cfa_offset;
+    else if (row->cfa_rule == OSP_CFA_PLT)
+        cfa = r->sp + (uint64_t)(int64_t)row->cfa_offset +
+              osp__cpu_plt_extra(r->pc, row->plt_threshold);
+    else
+        return STEP_FAILED;
+    if (cfa <= r->sp || cfa > hi || cfa - r->sp > OSP__MAX_FRAME_BYTES || cfa & 7u)
+        return STEP_FAILED;
+    uint64_t ra;
+    if (row->ra_rule == OSP_RA_AT_CFA) {
+        if (read_word(cfa + (uint64_t)(int64_t)row->ra_offset, lo, hi, &ra) != 0)
+            return STEP_FAILED;
+    } else if (row->ra_rule == OSP_RA_IN_LR && first) {
+        ra = r->lr;
+    } else {
+        return STEP_FAILED;
+    }
+    next->fp = r->fp;
+    if (row->fp_rule == OSP_FP_AT_CFA &&
+        read_word(cfa + (uint64_t)(int64_t)row->fp_offset, lo, hi, &next->fp) != 0)
+        return STEP_FAILED;
+    next->sp = cfa;
+    next->pc = osp__cpu_strip_pac(ra);
+    next->lr = 0;
+    return next->pc != 0 ? STEP_DONE : STEP_OUTERMOST;
+}
+
+/* One frame by the frame-pointer chain. Async-signal-safe. */
+OSP__READS_FOREIGN_STACK
+static enum step step_by_fp(const struct osp__regs *r, int first, uint64_t lo, uint64_t hi,
+                            struct osp__regs *next)
+{
+    if (first) {
+        /* In a prologue or at a ret (x86_64), the caller is found on the stack, not through
+         * the frame pointer, which still holds the caller's frame. */
+        int slot = osp__cpu_frameless_return_slot(r->pc);
+        uint64_t ra;
+        if (slot >= 0 && read_word(r->sp + 8u * (uint64_t)slot, lo, hi, &ra) == 0) {
+            next->sp = r->sp + 8u * (uint64_t)(slot + 1);
+            next->fp = r->fp;
+            next->pc = ra;
+            next->lr = 0;
+            return ra != 0 ? STEP_DONE : STEP_OUTERMOST;
+        }
+    }
+    uint64_t fp = r->fp, ra, caller_fp;
+    if (fp < r->sp || fp - r->sp > OSP__MAX_FRAME_BYTES || read_word(fp, lo, hi, &caller_fp) != 0 ||
+        read_word(fp + 8, lo, hi, &ra) != 0)
+        return STEP_FAILED;
+    next->sp = fp + 16;
+    next->fp = caller_fp;
+    next->pc = osp__cpu_strip_pac(ra);
+    next->lr = 0;
+    return next->pc != 0 ? STEP_DONE : STEP_OUTERMOST;
+}
+
+/* Async-signal-safe. */
+uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
+                     uint64_t *out, uint32_t cap)
+{
+    if (cap == 0)
+        return 0;
+    const struct osp_unwind_index *ix = tables ? osp_unwind_snapshot(tables, tables_size) : NULL;
+    if (ix == NULL && regs->lr != 0 && leaf) /* aarch64 without tables: lr, then the chain */
+        return osp__unwind_walk_lr(regs->pc, regs->lr, regs->fp, lo, hi, out, cap);
+    struct osp__regs r = *regs;
+    int precise = leaf; /* r.pc is the instant's own pc, not a return address */
+    uint32_t depth = 0;
+    while (depth < cap && r.pc != 0) {
+        out[depth++] = r.pc;
+        if (depth == cap)
+            break;
+        const struct osp_unwind_row *row = ix ? find_row(ix, precise ? r.pc : r.pc - 1) : NULL;
+        struct osp__regs next;
+        enum step step = row != NULL && row->cfa_rule != OSP_CFA_UNKNOWN
+                             ? step_by_row(row, &r, precise, lo, hi, &next)
+                             : step_by_fp(&r, precise, lo, hi, &next);
+        if (step != STEP_DONE)
+            break;
+        /* Past the kernel's signal frame, the registers are an interrupted instant again. */
+        precise = row != NULL && row->cfa_rule == OSP_CFA_SIGNAL;
+        r = next;
+    }
+    return depth;
+}
+
+/* Async-signal-safe. */
+uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
+                            uint64_t *out, uint32_t cap)
+{
+    struct osp__regs r = {.pc = 0, .sp = lo, .fp = fp, .lr = 0};
+    for (uint32_t i = 0; i < own_frames; i++) {
+        struct osp__regs next;
+        if (step_by_fp(&r, 0, lo, hi, &next) != STEP_DONE)
+            return 0;
+        r = next;
+    }
+    return osp__unwind(&r, 0, lo, hi, out, cap);
 }

@@ -40,14 +40,24 @@ def read_layers(readme):
     return order
 
 
-def check_includes(shim_dir, layers, problems):
+def shim_files(shim_dir):
+    """(name, path) of the shim's sources: the folder's own, and each CPU's in arch/<cpu>/."""
     for name in sorted(os.listdir(shim_dir)):
+        yield name, os.path.join(shim_dir, name)
+    arch = os.path.join(shim_dir, "arch")
+    for cpu in sorted(os.listdir(arch)) if os.path.isdir(arch) else []:
+        for name in sorted(os.listdir(os.path.join(arch, cpu))):
+            yield name, os.path.join(arch, cpu, name)
+
+
+def check_includes(shim_dir, layers, problems):
+    for name, path in shim_files(shim_dir):
         if not name.endswith((".c", ".h")) or name == "stub.c":
             continue
         if name not in layers:
             problems.append(f"shim/{name}: not in the layer table of shim/README.md")
             continue
-        with open(os.path.join(shim_dir, name), encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             for number, line in enumerate(f, 1):
                 m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
                 if not m or m.group(1) not in layers:
@@ -74,6 +84,7 @@ def check_symbols(archive, layers, problems):
             continue
         kind, symbol = fields[-2], fields[-1]
         source = member[:-2] if member.endswith(".o") else member  # boot.c.o -> boot.c
+        source = re.sub(r"^arch_(?:x86_64|aarch64)_", "", source)  # arch_x86_64_cpu.c -> cpu.c
         if source not in layers:
             problems.append(f"{archive}: member {member} is not in the layer table")
             continue

@@ -1,0 +1,57 @@
+/* ospd_unwind_source.h — ospreyd's unwind tables for one target (unwind-source.c): the
+ * target's executable mappings found in /proc/PID/maps, their rows built on libuv's thread
+ * pool and published in the shared object the shim's handler reads.
+ */
+#ifndef OSPD_UNWIND_SOURCE_H
+#define OSPD_UNWIND_SOURCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "ospd.h"
+#include "ospd_unwind.h"
+
+#if defined(__x86_64__)
+#define OSPD_OWN_MACHINE 62u /* EM_X86_64 */
+#elif defined(__aarch64__)
+#define OSPD_OWN_MACHINE 183u /* EM_AARCH64 */
+#else
+#define OSPD_OWN_MACHINE 0u
+#endif
+
+struct ospd_unwind_range {
+    uint64_t start, end;
+};
+
+struct ospd_unwinder {
+    bool attached;
+    uv_loop_t *loop;
+    int32_t pid;
+    int fd;
+    void *map;
+    size_t map_size;
+    struct ospd_unwind_region region;
+    struct ospd_unwind_range *ranges; /* every range seen: published, building or failed */
+    uint32_t range_count, ranges_cap;
+    uint32_t stacks_checked; /* interned stacks already looked at */
+    uint32_t pending;        /* builds queued */
+    uint64_t last_scan_ns;
+    bool warned_full;
+    /* For the raw file's collector section. */
+    uint32_t images_ready, images_failed, scans;
+    uint64_t rows, longest_build_ms;
+};
+
+/* Map the shim's table object (the ring's name + OSP_UNWIND_NAME_SUFFIX) and unlink its
+ * name. Returns 0, or a negative errno (no tables: the stacks follow frame pointers). */
+int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, const char *ring_name,
+                         int32_t pid);
+/* Read the target's maps and queue a build for every executable mapping not seen before. */
+void ospd_unwinder_scan(struct ospd_unwinder *u);
+/* Look at the stacks interned since the last call; a pc in no known range rescans the maps
+ * (at most every 20 ms). */
+void ospd_unwinder_check_stacks(struct ospd_unwinder *u, const struct ospd_interner *stacks);
+void ospd_unwinder_close(struct ospd_unwinder *u);
+
+#endif /* OSPD_UNWIND_SOURCE_H */

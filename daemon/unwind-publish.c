@@ -1,0 +1,136 @@
+/* unwind-publish.c — ospreyd's writer of the shared unwind tables (proto/osp_unwind.h).
+ *
+ * Owns the object's allocation and its index snapshots. DESIGN: everything is written once,
+ * appended, and never changed: a new image's rows, then a whole new sorted snapshot of the
+ * ready images, then one release store of the snapshot's offset (U1). A handler that loaded an
+ * older offset keeps reading an older, consistent snapshot, so the reader needs no lock, no
+ * sequence count and no retry. Snapshots are rewritten only when an image is added (a boot
+ * and each dlopen), so the space they take stays small; rows of an unloaded image stay
+ * behind, unused, until the program exits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ospd.h"
+#include "ospd_unwind.h"
+
+#if defined(__x86_64__)
+#define OWN_MACHINE 62u /* EM_X86_64 */
+#elif defined(__aarch64__)
+#define OWN_MACHINE 183u /* EM_AARCH64 */
+#else
+#define OWN_MACHINE 0u
+#endif
+
+int ospd_unwind_region_init(struct ospd_unwind_region *r, void *map, uint64_t size, int fd,
+                            char *err, size_t errsz)
+{
+    memset(r, 0, sizeof *r);
+    const struct osp_unwind_header *h = map;
+    const char *why = NULL;
+    if (size < OSP_UNWIND_HEADER_SIZE)
+        why = "smaller than its header";
+    else if (h->magic != OSP_UNWIND_MAGIC)
+        why = "bad magic";
+    else if (h->abi_version != OSP_UNWIND_ABI_VERSION)
+        why = "unknown ABI version";
+    else if (h->header_size != OSP_UNWIND_HEADER_SIZE || h->size != size)
+        why = "sizes disagree with the object";
+    else if (h->row_size != sizeof(struct osp_unwind_row))
+        why = "row size differs";
+    else if (h->arch != OWN_MACHINE)
+        why = "rows for another architecture";
+    if (why) {
+        snprintf(err, errsz, "unwind tables rejected: %s", why);
+        return -EPROTO;
+    }
+    r->map = map;
+    r->size = size;
+    r->fd = fd;
+    r->used = OSP_UNWIND_HEADER_SIZE;
+    return 0;
+}
+
+void ospd_unwind_region_free(struct ospd_unwind_region *r)
+{
+    free(r->entries);
+    memset(r, 0, sizeof *r);
+    r->fd = -1;
+}
+
+/* n bytes of the object, reserved in /dev/shm first. NULL when it does not fit. */
+static uint8_t *allocate(struct ospd_unwind_region *r, uint64_t n)
+{
+    uint64_t at = (r->used + OSP_UNWIND_ALIGN - 1) & ~(uint64_t)(OSP_UNWIND_ALIGN - 1);
+    if (at > r->size || r->size - at < n)
+        return NULL;
+    if (r->fd >= 0 && posix_fallocate(r->fd, (off_t)at, (off_t)n) != 0)
+        return NULL; /* a full /dev/shm: writing would raise SIGBUS */
+    r->used = at + n;
+    struct osp_unwind_header *h = (struct osp_unwind_header *)r->map;
+    atomic_store_explicit(&h->used, r->used, memory_order_relaxed); /* informational */
+    return r->map + at;
+}
+
+int ospd_unwind_region_publish(struct ospd_unwind_region *r, uint64_t start,
+                               const struct ospd_unwind_rows *rows)
+{
+    struct osp_unwind_header *h = (struct osp_unwind_header *)r->map;
+    uint64_t length = rows->end_vaddr - rows->start_vaddr;
+    if (rows->count == 0 || start + length < start)
+        return -EINVAL;
+    uint64_t end = start + length;
+    /* The new set: the old entries that do not overlap [start, end), and the new one. */
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < r->count; i++)
+        if (r->entries[i].end <= start || r->entries[i].start >= end)
+            keep++;
+    if (keep + 1 > OSP_UNWIND_MAX_ENTRIES)
+        return -E2BIG;
+    uint64_t row_bytes = (uint64_t)rows->count * sizeof *rows->rows;
+    uint8_t *row_mem = allocate(r, row_bytes);
+    if (row_mem == NULL)
+        return -ENOSPC;
+    memcpy(row_mem, rows->rows, row_bytes);
+    struct osp_unwind_entry added = {.start = start,
+                                     .end = end,
+                                     .rows_offset = (uint64_t)(row_mem - r->map),
+                                     .row_count = rows->count};
+    struct osp_unwind_entry *next = malloc(((size_t)keep + 1) * sizeof *next);
+    if (next == NULL)
+        return -ENOMEM;
+    uint32_t n = 0;
+    bool placed = false;
+    for (uint32_t i = 0; i < r->count; i++) {
+        struct osp_unwind_entry e = r->entries[i];
+        if (!(e.end <= start || e.start >= end))
+            continue; /* unloaded: the new image took its place */
+        if (!placed && e.start > start) {
+            next[n++] = added;
+            placed = true;
+        }
+        next[n++] = e;
+    }
+    if (!placed)
+        next[n++] = added;
+    free(r->entries);
+    r->entries = next;
+    r->count = n;
+    uint64_t snapshot_bytes = sizeof(struct osp_unwind_index) + (uint64_t)n * sizeof *r->entries;
+    uint8_t *snap = allocate(r, snapshot_bytes);
+    if (snap == NULL)
+        return -ENOSPC;
+    struct osp_unwind_index ix = {.count = n, .generation = ++r->generation};
+    memcpy(snap, &ix, sizeof ix);
+    memcpy(snap + sizeof ix, r->entries, (size_t)n * sizeof *r->entries);
+    /* (U1) release: pairs with the handler's acquire (U2); the rows and the snapshot above
+     * are seen by any handler that sees this offset. */
+    atomic_store_explicit(&h->index_offset, (uint64_t)(snap - r->map), memory_order_release);
+    atomic_store_explicit(&h->images_ready, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->rows_published, rows->count, memory_order_relaxed);
+    return 0;
+}

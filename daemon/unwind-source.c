@@ -1,0 +1,256 @@
+/* unwind-source.c — ospreyd's unwind tables for one target: which images need rows, building
+ * them off the loop thread, publishing them (unwind-publish.c).
+ *
+ * DESIGN. The images come from the target's /proc/PID/maps, not from its IMAGE records: the
+ * executable mappings are all there at attach (the loader mapped every needed object before
+ * the shim's constructor ran), and a later dlopen shows up there without any help from the
+ * program (the shim cannot interpose dlopen: glibc resolves its name against the caller's
+ * RUNPATH). The maps are read again when a drained stack holds a pc in no known range,
+ * at most every RESCAN_NS. Each new range is built on libuv's thread pool (uv_queue_work:
+ * a 33 MB cc1 takes about 0.4 s, which must not hold the rings' reader) and published on the
+ * loop thread. The file is opened through /proc/PID/map_files/ when allowed, so the rows are
+ * those of the object mapped, even if its path was replaced since; the vDSO's rows come
+ * from ospreyd's own copy (one kernel, one vDSO).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <elf.h>
+#include <link.h>
+
+#include "ospd_unwind_source.h"
+
+#define RESCAN_NS 20000000ull /* the maps are read again at most this often */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct build_job {
+    uv_work_t req;
+    struct ospd_unwinder *u;
+    struct ospd_unwind_source src;
+    char path[OSP_MAX_PATH + 1];
+    char open_path[96];
+    struct ospd_unwind_rows rows;
+    int rc;
+    char err[OSPD_ERROR_SIZE];
+    uint64_t queued_ns, built_ns;
+};
+
+int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, const char *ring_name,
+                         int32_t pid)
+{
+    memset(u, 0, sizeof *u);
+    u->loop = loop;
+    u->pid = pid;
+    u->fd = -1;
+    char name[128];
+    snprintf(name, sizeof name, "%s%s", ring_name, OSP_UNWIND_NAME_SUFFIX);
+    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno; /* the shim made none: stacks follow frame pointers */
+    shm_unlink(name);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < OSP_UNWIND_HEADER_SIZE ||
+        (uint64_t)st.st_size > (UINT64_C(1) << 36)) {
+        close(fd);
+        return -EPROTO;
+    }
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    char err[OSPD_ERROR_SIZE];
+    if (ospd_unwind_region_init(&u->region, map, (uint64_t)st.st_size, fd, err, sizeof err) != 0) {
+        fprintf(stderr, "osprey: ospreyd: %s; stacks follow frame pointers only\n", err);
+        munmap(map, (size_t)st.st_size);
+        close(fd);
+        return -EPROTO;
+    }
+    u->fd = fd;
+    u->map = map;
+    u->map_size = (size_t)st.st_size;
+    u->attached = true;
+    return 0;
+}
+
+/* Is pc inside a range we know (published, being built, or failed)? */
+static bool known(const struct ospd_unwinder *u, uint64_t pc)
+{
+    for (uint32_t i = 0; i < u->range_count; i++)
+        if (pc >= u->ranges[i].start && pc < u->ranges[i].end)
+            return true;
+    return false;
+}
+
+static int remember(struct ospd_unwinder *u, uint64_t start, uint64_t end)
+{
+    uint64_t cap = u->ranges_cap;
+    if (ospd_grow((void **)&u->ranges, &cap, (uint64_t)u->range_count + 1, sizeof *u->ranges) != 0)
+        return -ENOMEM;
+    u->ranges_cap = (uint32_t)cap;
+    u->ranges[u->range_count++] = (struct ospd_unwind_range){start, end};
+    return 0;
+}
+
+static void build_work(uv_work_t *req)
+{
+    struct build_job *job = req->data;
+    job->rc = ospd_unwind_build(&job->src, &job->rows, job->err, sizeof job->err);
+    if (job->rc == -EACCES || job->rc == -EPERM || job->rc == -ENOENT) {
+        if (job->src.open_path != NULL) { /* map_files refused: the path, then */
+            job->src.open_path = NULL;
+            job->rc = ospd_unwind_build(&job->src, &job->rows, job->err, sizeof job->err);
+        }
+    }
+    job->built_ns = mono_ns();
+}
+
+static void build_done(uv_work_t *req, int status)
+{
+    struct build_job *job = req->data;
+    struct ospd_unwinder *u = job->u;
+    u->pending--;
+    if (status == 0 && job->rc == 0 && u->attached) {
+        uint64_t start = job->rows.bias + job->rows.start_vaddr;
+        int rc = ospd_unwind_region_publish(&u->region, start, &job->rows);
+        if (rc == 0) {
+            u->images_ready++;
+            u->rows += job->rows.count;
+            uint64_t ms = (mono_ns() - job->queued_ns) / 1000000u;
+            if (ms > u->longest_build_ms)
+                u->longest_build_ms = ms;
+            remember(u, start, job->rows.bias + job->rows.end_vaddr);
+        } else if (!u->warned_full) {
+            u->warned_full = true;
+            fprintf(stderr,
+                    "osprey: ospreyd: no room for the unwind rows of %s (%s); its "
+                    "stacks follow frame pointers\n",
+                    job->path, strerror(-rc));
+        }
+    } else if (job->rc != 0) {
+        u->images_failed++;
+        struct osp_unwind_header *h = (struct osp_unwind_header *)u->map;
+        if (u->attached)
+            atomic_fetch_add_explicit(&h->images_failed, 1, memory_order_relaxed);
+    }
+    ospd_unwind_rows_free(&job->rows);
+    free(job);
+}
+
+/* Queue the build of one executable mapping. */
+static void queue(struct ospd_unwinder *u, uint64_t start, uint64_t end, uint64_t offset,
+                  const char *path)
+{
+    if (remember(u, start, end) != 0)
+        return;
+    struct build_job *job = calloc(1, sizeof *job);
+    if (job == NULL)
+        return;
+    job->u = u;
+    job->req.data = job;
+    snprintf(job->path, sizeof job->path, "%s", path);
+    job->src.path = job->path;
+    job->src.machine = OSPD_OWN_MACHINE;
+    job->src.mapped = true;
+    job->src.map_start = start;
+    job->src.map_offset = offset;
+    if (strcmp(path, "[vdso]") == 0) {
+        /* One kernel, one vDSO: ours is the target's. */
+        const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)getauxval(AT_SYSINFO_EHDR);
+        if (eh == NULL) {
+            free(job);
+            return;
+        }
+        job->src.memory = eh;
+        job->src.memory_size = (size_t)eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+        job->src.map_offset = 0;
+    } else {
+        snprintf(job->open_path, sizeof job->open_path,
+                 "/proc/%" PRId32 "/map_files/%" PRIx64 "-%" PRIx64, u->pid, start, end);
+        job->src.open_path = job->open_path;
+    }
+    job->queued_ns = mono_ns();
+    if (uv_queue_work(u->loop, &job->req, build_work, build_done) != 0) {
+        free(job);
+        return;
+    }
+    u->pending++;
+}
+
+void ospd_unwinder_scan(struct ospd_unwinder *u)
+{
+    if (!u->attached)
+        return;
+    u->last_scan_ns = mono_ns();
+    u->scans++;
+    char maps[64];
+    snprintf(maps, sizeof maps, "/proc/%" PRId32 "/maps", u->pid);
+    FILE *f = fopen(maps, "re");
+    if (f == NULL)
+        return;
+    char line[OSP_MAX_PATH + 256];
+    while (fgets(line, sizeof line, f) != NULL) {
+        uint64_t start, end, offset;
+        char perms[8];
+        int path_at = 0;
+        if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &start, &end, perms,
+                   &offset, &path_at) != 4 ||
+            path_at == 0 || perms[2] != 'x')
+            continue;
+        char *path = line + path_at;
+        path[strcspn(path, "\n")] = '\0';
+        if (path[0] != '/' && strcmp(path, "[vdso]") != 0)
+            continue; /* anonymous code (a JIT's): no CFI to read */
+        if (known(u, start))
+            continue;
+        queue(u, start, end, offset, path);
+    }
+    fclose(f);
+}
+
+void ospd_unwinder_check_stacks(struct ospd_unwinder *u, const struct ospd_interner *stacks)
+{
+    if (!u->attached)
+        return;
+    bool unknown = false;
+    for (; u->stacks_checked < stacks->count && !unknown; u->stacks_checked++) {
+        uint32_t depth;
+        const uint64_t *pcs = ospd_stack_pcs(stacks, u->stacks_checked, &depth);
+        for (uint32_t i = 0; i < depth && !unknown; i++)
+            unknown = !known(u, pcs[i]);
+    }
+    u->stacks_checked = stacks->count;
+    /* A pc in no known range: maybe an object loaded since (dlopen). */
+    if (unknown && mono_ns() - u->last_scan_ns >= RESCAN_NS)
+        ospd_unwinder_scan(u);
+}
+
+void ospd_unwinder_close(struct ospd_unwinder *u)
+{
+    u->attached = false; /* builds still queued publish nothing */
+    if (u->map != NULL)
+        munmap(u->map, u->map_size);
+    if (u->fd >= 0)
+        close(u->fd);
+    u->map = NULL;
+    u->fd = -1;
+    ospd_unwind_region_free(&u->region);
+    free(u->ranges);
+    u->ranges = NULL;
+    u->range_count = u->ranges_cap = 0;
+}

@@ -1,0 +1,499 @@
+/* unwind-table.c — an image's call-frame information evaluated into flat unwind rows.
+ *
+ * Owns turning one ELF object's `.eh_frame` (or `.debug_frame`) into the sorted
+ * struct osp_unwind_row[] the shim's handler reads (proto/osp_unwind.h). The CFI itself is
+ * decoded and run by elfutils' libdw (dwarf_getcfi_elf, dwarf_cfi_addrframe): this file
+ * only enumerates the pc ranges and translates each row's rules into the few forms the
+ * handler knows; anything else becomes OSP_CFA_UNKNOWN, where the handler falls back to the
+ * frame-pointer walk.
+ *
+ * DESIGN. The FDEs' start addresses come from `.eh_frame_hdr`'s sorted search table (every
+ * object GNU ld or lld links with --eh-frame-hdr, the default), else from a walk of the
+ * section's entries. For each FDE, dwarf_cfi_addrframe at its start gives the first row and
+ * its [start, end); the next row is asked for at `end`, until the FDE's rows run out (libdw
+ * fails at a pc no FDE covers: a gap, written as an UNKNOWN row). Consecutive equal rows are
+ * merged. libdw runs an FDE's program from its start for each row, so the work is quadratic
+ * in the rows of one FDE, which are few; a 33 MB cc1 takes about a second, done off the
+ * daemon's loop thread (ospreyd.c).
+ */
+#include <dwarf.h>
+#include <elf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ospd.h"
+#include "ospd_unwind.h"
+
+/* The DWARF register numbers of the registers the rows speak of. */
+struct arch_regs {
+    uint16_t machine;
+    int sp, fp, ra; /* ra: the return-address column */
+    int lr;         /* the link register, -1 where there is none */
+};
+static const struct arch_regs arch_table[] = {
+    {EM_X86_64, 7, 6, 16, -1},
+    {EM_AARCH64, 31, 29, 30, 30},
+};
+
+static void set_error(char *err, size_t errsz, const char *fmt, ...)
+{
+    if (err == NULL || errsz == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errsz, fmt, ap);
+    va_end(ap);
+}
+
+static int push_row(struct ospd_unwind_rows *out, uint64_t *cap, const struct osp_unwind_row *row)
+{
+    if (out->count > 0) {
+        const struct osp_unwind_row *last = &out->rows[out->count - 1];
+        if (memcmp((const char *)last + 4, (const char *)row + 4, sizeof *row - 4) == 0)
+            return 0; /* the same rule continues */
+        if (last->pc_offset == row->pc_offset) {
+            out->rows[out->count - 1] = *row; /* an empty range: the later rule wins */
+            return 0;
+        }
+    }
+    if (out->count >= OSPD_UNWIND_MAX_ROWS)
+        return -E2BIG;
+    if (ospd_grow((void **)&out->rows, cap, (uint64_t)out->count + 1, sizeof *out->rows) != 0)
+        return -ENOMEM;
+    out->rows[out->count++] = *row;
+    return 0;
+}
+
+/* A DWARF register number from a single-register op, or -1. */
+static int op_register(const Dwarf_Op *op, int64_t *offset)
+{
+    if (op->atom >= DW_OP_breg0 && op->atom <= DW_OP_breg31) {
+        *offset = (int64_t)op->number;
+        return op->atom - DW_OP_breg0;
+    }
+    if (op->atom == DW_OP_bregx) {
+        *offset = (int64_t)op->number2;
+        return (int)op->number;
+    }
+    return -1;
+}
+
+/* The x86_64 lazy-binding PLT's CFA: rsp + 8, and 8 more once (rip & 15) >= N, N in 10..11:
+ * breg7 8; breg16 0; lit15; and; litN; ge; lit3; shl; plus. */
+static int match_plt(const Dwarf_Op *ops, size_t nops, int32_t *offset, uint8_t *threshold)
+{
+    if (nops != 9 || ops[0].atom != DW_OP_breg7 || ops[1].atom != DW_OP_breg16 ||
+        ops[1].number != 0 || ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and ||
+        ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit15 || ops[5].atom != DW_OP_ge ||
+        ops[6].atom != DW_OP_lit3 || ops[7].atom != DW_OP_shl || ops[8].atom != DW_OP_plus)
+        return 0;
+    *offset = (int32_t)(int64_t)ops[0].number;
+    *threshold = (uint8_t)(ops[4].atom - DW_OP_lit0);
+    return 1;
+}
+
+/* Where a register is saved, as CFA + offset: 1 and *offset; 0 when it is unchanged ("same
+ * value"); -1 when it is undefined; -2 for any other rule. */
+static int register_rule(Dwarf_Frame *frame, int regno, int64_t *offset)
+{
+    Dwarf_Op ops_mem[3], *ops = NULL;
+    size_t nops = 0;
+    if (dwarf_frame_register(frame, regno, ops_mem, &ops, &nops) != 0)
+        return -2;
+    if (nops == 0)
+        return ops == NULL ? 0 : -1;
+    /* offset(N): call_frame_cfa, then plus_uconst N (or nothing for N = 0). */
+    if (ops[0].atom != DW_OP_call_frame_cfa)
+        return -2;
+    if (nops == 1) {
+        *offset = 0;
+        return 1;
+    }
+    if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+        *offset = (int64_t)ops[1].number;
+        return 1;
+    }
+    if (nops == 3 && ops[1].atom == DW_OP_constu) { /* libdw: constu N; plus */
+        *offset = (int64_t)ops[1].number;
+        return ops[2].atom == DW_OP_plus ? 1 : -2;
+    }
+    if (nops == 3 && ops[1].atom == DW_OP_consts && ops[2].atom == DW_OP_plus) {
+        *offset = ops[1].number;
+        return 1;
+    }
+    return -2;
+}
+
+/* The row of `frame` at pc_offset. */
+static struct osp_unwind_row frame_row(Dwarf_Frame *frame, const struct arch_regs *arch,
+                                       uint32_t pc_offset, bool signal_frame)
+{
+    struct osp_unwind_row row = {.pc_offset = pc_offset, .cfa_rule = OSP_CFA_UNKNOWN};
+    if (signal_frame) {
+        row.cfa_rule = OSP_CFA_SIGNAL;
+        return row;
+    }
+    int64_t ra_offset = 0, fp_offset = 0;
+    int ra = register_rule(frame, arch->ra, &ra_offset);
+    if (ra == -1) {
+        row.cfa_rule = OSP_CFA_END;
+        return row;
+    }
+    Dwarf_Op *ops = NULL;
+    size_t nops = 0;
+    if (dwarf_frame_cfa(frame, &ops, &nops) != 0 || nops == 0)
+        return row;
+    int64_t cfa_offset = 0;
+    int reg = nops == 1 ? op_register(&ops[0], &cfa_offset) : -1;
+    int32_t plt_offset = 0;
+    uint8_t threshold = 0;
+    if (reg == arch->sp || reg == arch->fp) {
+        if (cfa_offset < INT32_MIN || cfa_offset > INT32_MAX)
+            return row;
+        row.cfa_rule = reg == arch->sp ? OSP_CFA_SP : OSP_CFA_FP;
+        row.cfa_offset = (int32_t)cfa_offset;
+    } else if (arch->machine == EM_X86_64 && match_plt(ops, nops, &plt_offset, &threshold)) {
+        row.cfa_rule = OSP_CFA_PLT;
+        row.cfa_offset = plt_offset;
+        row.plt_threshold = threshold;
+    } else {
+        return row; /* CFA in another register, or an expression */
+    }
+    if (ra == 1 && ra_offset >= INT16_MIN && ra_offset <= INT16_MAX) {
+        row.ra_rule = OSP_RA_AT_CFA;
+        row.ra_offset = (int16_t)ra_offset;
+    } else if (ra == 0 && arch->lr >= 0) {
+        row.ra_rule = OSP_RA_IN_LR; /* x30 not saved yet: the caller's address is in it */
+    } else {
+        row.cfa_rule = OSP_CFA_UNKNOWN;
+        return row;
+    }
+    int fp = register_rule(frame, arch->fp, &fp_offset);
+    if (fp == 1 && fp_offset >= INT16_MIN && fp_offset <= INT16_MAX) {
+        row.fp_rule = OSP_FP_AT_CFA;
+        row.fp_offset = (int16_t)fp_offset;
+    } else {
+        row.fp_rule = OSP_FP_SAME; /* unchanged, or not recoverable: the walk keeps its value */
+    }
+    return row;
+}
+
+/* Read a pointer of .eh_frame_hdr's encoding `enc` at *p (inside [*p, end)). Only the forms
+ * linkers write for the header: absptr, udata4/sdata4/udata8/sdata8, pcrel or datarel. */
+static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t pc_base,
+                        uint64_t data_base, uint64_t *value)
+{
+    uint64_t v;
+    switch (enc & 0x0f) {
+    case DW_EH_PE_absptr:
+    case DW_EH_PE_udata8:
+    case DW_EH_PE_sdata8:
+        if (end - *p < 8)
+            return -1;
+        memcpy(&v, *p, 8);
+        *p += 8;
+        break;
+    case DW_EH_PE_udata4: {
+        uint32_t u;
+        if (end - *p < 4)
+            return -1;
+        memcpy(&u, *p, 4);
+        *p += 4;
+        v = u;
+        break;
+    }
+    case DW_EH_PE_sdata4: {
+        int32_t s;
+        if (end - *p < 4)
+            return -1;
+        memcpy(&s, *p, 4);
+        *p += 4;
+        v = (uint64_t)(int64_t)s;
+        break;
+    }
+    default:
+        return -1;
+    }
+    switch (enc & 0x70) {
+    case 0:
+        break;
+    case DW_EH_PE_pcrel:
+        v += pc_base;
+        break;
+    case DW_EH_PE_datarel:
+        v += data_base;
+        break;
+    default:
+        return -1;
+    }
+    *value = v;
+    return 0;
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The FDEs' initial locations from .eh_frame_hdr, sorted. 0, or -ENOENT without a usable
+ * search table. */
+static int fde_starts_from_header(Elf *elf, uint64_t **starts, size_t *count)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return -ENOENT;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) == NULL)
+            continue;
+        const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+        if (name == NULL || strcmp(name, ".eh_frame_hdr") != 0 || sh.sh_type == SHT_NOBITS)
+            continue;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        if (data == NULL || data->d_size < 4)
+            return -ENOENT;
+        const uint8_t *base = data->d_buf, *end = base + data->d_size, *p = base + 4;
+        uint8_t version = base[0], ptr_enc = base[1], count_enc = base[2], table_enc = base[3];
+        uint64_t hdr = sh.sh_addr, eh_frame = 0, n = 0;
+        if (version != 1 || table_enc == DW_EH_PE_omit || count_enc == DW_EH_PE_omit)
+            return -ENOENT;
+        if (read_encoded(&p, end, ptr_enc, hdr + (uint64_t)(p - base), hdr, &eh_frame) != 0 ||
+            read_encoded(&p, end, count_enc, hdr + (uint64_t)(p - base), hdr, &n) != 0)
+            return -ENOENT;
+        if (n > (uint64_t)(end - p) / 8)
+            return -ENOENT; /* each entry is two 4-byte values at least */
+        uint64_t *out = malloc((n ? n : 1) * sizeof *out);
+        if (out == NULL)
+            return -ENOMEM;
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t loc, fde;
+            if (read_encoded(&p, end, table_enc, hdr + (uint64_t)(p - base), hdr, &loc) != 0 ||
+                read_encoded(&p, end, table_enc, hdr + (uint64_t)(p - base), hdr, &fde) != 0) {
+                free(out);
+                return -ENOENT;
+            }
+            out[i] = loc;
+        }
+        qsort(out, n, sizeof *out, compare_u64); /* the table is sorted; a hostile one not */
+        *starts = out;
+        *count = n;
+        return 0;
+    }
+    return -ENOENT;
+}
+
+/* The span of the PF_X PT_LOAD segments, in link-time addresses. */
+static int text_span(Elf *elf, uint64_t *lo, uint64_t *hi)
+{
+    size_t phnum;
+    if (elf_getphdrnum(elf, &phnum) != 0)
+        return -EINVAL;
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, (int)i, &ph) == NULL || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+            continue;
+        if (ph.p_vaddr < *lo)
+            *lo = ph.p_vaddr;
+        if (ph.p_vaddr + ph.p_memsz > *hi)
+            *hi = ph.p_vaddr + ph.p_memsz;
+    }
+    return *lo < *hi ? 0 : -ENOEXEC;
+}
+
+/* The rows of the FDEs starting at starts[0..n) inside [lo, hi). */
+static int rows_from_fdes(Dwarf_CFI *cfi, const struct arch_regs *arch, const uint64_t *starts,
+                          size_t n, uint64_t lo, uint64_t hi, struct ospd_unwind_rows *out)
+{
+    uint64_t cap = 0;
+    struct osp_unwind_row unknown = {.cfa_rule = OSP_CFA_UNKNOWN};
+    int rc = push_row(out, &cap, &unknown); /* below the first FDE */
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        uint64_t pc = starts[i];
+        uint64_t limit = i + 1 < n ? starts[i + 1] : hi;
+        if (pc < lo || pc >= hi || (i > 0 && pc == starts[i - 1]))
+            continue;
+        while (pc < limit && rc == 0) {
+            Dwarf_Frame *frame = NULL;
+            if (dwarf_cfi_addrframe(cfi, pc, &frame) != 0) {
+                unknown.pc_offset = (uint32_t)(pc - lo);
+                rc = push_row(out, &cap, &unknown); /* a gap until the next FDE */
+                break;
+            }
+            Dwarf_Addr start = 0, end = 0;
+            bool signal_frame = false;
+            dwarf_frame_info(frame, &start, &end, &signal_frame);
+            struct osp_unwind_row row = frame_row(frame, arch, (uint32_t)(pc - lo), signal_frame);
+            free(frame);
+            rc = push_row(out, &cap, &row);
+            if (end <= pc)
+                break; /* an empty or backward range: nothing more to learn here */
+            pc = end;
+        }
+    }
+    return rc;
+}
+
+/* The FDEs' starts without a search table (.debug_frame, or an .eh_frame without its header):
+ * each FDE is found by asking for the frame at the end of the previous one, and a gap is
+ * crossed by probing forward in 16-byte steps (functions are aligned), at most
+ * OSPD_UNWIND_MAX_PROBES lookups in all. */
+static int fde_starts_from_probes(Dwarf_CFI *cfi, uint64_t lo, uint64_t hi, uint64_t **starts,
+                                  size_t *count)
+{
+    uint64_t cap = 0, probes = 0;
+    size_t n = 0;
+    uint64_t *out = NULL;
+    uint64_t pc = lo;
+    while (pc < hi && probes < OSPD_UNWIND_MAX_PROBES) {
+        Dwarf_Frame *frame = NULL;
+        if (dwarf_cfi_addrframe(cfi, pc, &frame) != 0) {
+            pc = (pc + 16) & ~(uint64_t)15;
+            probes++;
+            continue;
+        }
+        Dwarf_Addr start = 0, end = 0;
+        dwarf_frame_info(frame, &start, &end, NULL);
+        free(frame);
+        if (ospd_grow((void **)&out, &cap, n + 1, sizeof *out) != 0) {
+            free(out);
+            return -ENOMEM;
+        }
+        out[n++] = pc;
+        pc = end > pc ? end : pc + 1;
+    }
+    *starts = out;
+    *count = n;
+    return 0;
+}
+
+/* The load bias of a mapping of the object: the PF_X PT_LOAD whose page holds map_offset. */
+static int mapping_bias(Elf *elf, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
+{
+    size_t phnum;
+    if (elf_getphdrnum(elf, &phnum) != 0)
+        return -EINVAL;
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, (int)i, &ph) == NULL || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+            continue;
+        uint64_t align = ph.p_align > 1 ? ph.p_align : 4096;
+        uint64_t page_offset = ph.p_offset & ~(uint64_t)4095;
+        if (page_offset != map_offset && (ph.p_offset & ~(align - 1)) != map_offset)
+            continue;
+        /* The mapping's first byte holds file offset map_offset, link-time address
+         * p_vaddr - (p_offset - map_offset). */
+        *bias = map_start - (ph.p_vaddr - (ph.p_offset - map_offset));
+        return 0;
+    }
+    return -ENOENT;
+}
+
+int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_rows *out, char *err,
+                      size_t errsz)
+{
+    memset(out, 0, sizeof *out);
+    const char *path = src->path;
+    const struct arch_regs *arch = NULL;
+    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
+        if (arch_table[i].machine == src->machine)
+            arch = &arch_table[i];
+    if (arch == NULL) {
+        set_error(err, errsz, "%s: no unwind rows for ELF machine %u", path, src->machine);
+        return -ENOTSUP;
+    }
+    elf_version(EV_CURRENT);
+    int fd = -1;
+    Elf *elf = NULL;
+    if (src->memory != NULL) {
+        elf = elf_memory((char *)src->memory, src->memory_size);
+    } else {
+        fd = open(src->open_path ? src->open_path : path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            set_error(err, errsz, "%s: %s", path, strerror(e));
+            return -e;
+        }
+        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    }
+    int rc = 0;
+    Dwarf *dwarf = NULL;
+    uint64_t *starts = NULL;
+    size_t nstarts = 0;
+    GElf_Ehdr eh;
+    uint64_t lo = 0, hi = 0;
+    if (elf == NULL || elf_kind(elf) != ELF_K_ELF || gelf_getehdr(elf, &eh) == NULL) {
+        set_error(err, errsz, "%s: not an ELF file", path);
+        rc = -ENOEXEC;
+        goto done;
+    }
+    if (eh.e_machine != src->machine) {
+        set_error(err, errsz, "%s: ELF machine %u, not %u", path, eh.e_machine, src->machine);
+        rc = -ENOEXEC;
+        goto done;
+    }
+    if (text_span(elf, &lo, &hi) != 0 || hi - lo > UINT32_MAX) {
+        set_error(err, errsz, "%s: no executable segment", path);
+        rc = -ENOEXEC;
+        goto done;
+    }
+    if (src->mapped && mapping_bias(elf, src->map_start, src->map_offset, &out->bias) != 0) {
+        set_error(err, errsz, "%s: no executable segment at file offset %#" PRIx64, path,
+                  src->map_offset);
+        rc = -ENOEXEC;
+        goto done;
+    }
+    Dwarf_CFI *cfi = dwarf_getcfi_elf(elf); /* .eh_frame */
+    bool from_eh_frame = cfi != NULL;
+    if (cfi == NULL) {
+        dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+        cfi = dwarf ? dwarf_getcfi(dwarf) : NULL; /* .debug_frame */
+    }
+    if (cfi == NULL) {
+        set_error(err, errsz, "%s: no .eh_frame or .debug_frame", path);
+        rc = -ENODATA;
+        goto done;
+    }
+    rc = from_eh_frame ? fde_starts_from_header(elf, &starts, &nstarts) : -ENOENT;
+    if (rc == -ENOENT)
+        rc = fde_starts_from_probes(cfi, lo, hi, &starts, &nstarts);
+    if (rc != 0) {
+        set_error(err, errsz, "%s: %s", path, strerror(-rc));
+        goto done;
+    }
+    rc = rows_from_fdes(cfi, arch, starts, nstarts, lo, hi, out);
+    if (rc != 0) {
+        set_error(err, errsz, "%s: %s", path,
+                  rc == -E2BIG ? "more unwind rows than a table holds" : strerror(-rc));
+        goto done;
+    }
+    out->start_vaddr = lo;
+    out->end_vaddr = hi;
+done:
+    free(starts);
+    if (dwarf)
+        dwarf_end(dwarf);
+    if (elf)
+        elf_end(elf);
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0)
+        ospd_unwind_rows_free(out);
+    return rc;
+}
+
+void ospd_unwind_rows_free(struct ospd_unwind_rows *rows)
+{
+    free(rows->rows);
+    memset(rows, 0, sizeof *rows);
+}

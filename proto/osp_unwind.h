@@ -1,0 +1,175 @@
+/* osp_unwind.h — the unwind tables ospreyd builds for the shim's SIGPROF handler.
+ *
+ * Code built without frame pointers (Debian's binaries and libraries, glibc included) can only
+ * be unwound from its call-frame information (`.eh_frame`, `.debug_frame`). Evaluating CFI —
+ * reading ELF files, decoding CIEs and FDEs, running their programs — is heavy, allocates and
+ * is not async-signal-safe, so none of it happens in the program: ospreyd evaluates each
+ * image's CFI once into flat rows (one per pc range: how to find the CFA, where the return
+ * address and the caller's frame pointer are) and publishes them here; the handler only
+ * binary-searches rows and reads the stack.
+ *
+ * One POSIX shared-memory object per profiled process, created by the shim at boot next to the
+ * ring (name: the ring's name + OSP_UNWIND_NAME_SUFFIX, O_CREAT|O_EXCL, mode 0600) and sized
+ * with ftruncate to header.size bytes, sparse: nothing is reserved until ospreyd writes it.
+ * The shim maps it PROT_READ and never writes it; ospreyd maps it read-write, reserves each
+ * range with posix_fallocate before writing it (a full /dev/shm is an error in ospreyd, never a
+ * SIGBUS anywhere), and unlinks the name once attached. The shim reads only what has been
+ * published, and a page never written reads as zeros, so a read of the mapping cannot fault.
+ *
+ * Layout:
+ *
+ *   offset 0                   struct osp_unwind_header (OSP_UNWIND_HEADER_SIZE bytes)
+ *   offset OSP_UNWIND_HEADER_SIZE and up: ospreyd's allocations, 16-byte aligned, each
+ *     written once and never changed or freed while the program runs:
+ *       - row tables: struct osp_unwind_row[row_count] per image, sorted by pc_offset;
+ *       - index snapshots: struct osp_unwind_index + entries[count], sorted by start, the
+ *         ranges disjoint.
+ *
+ *   ospreyd                                             handler (any thread, any time)
+ *   -------                                             -------------------------------
+ *   write the rows of a new image
+ *   write a new snapshot (all ready images)
+ *   store(index_offset, snapshot, release)   (U1) --->  off = load(index_offset, acquire) (U2)
+ *                                                       binary search the snapshot, its rows
+ *
+ *   (U1) pairs with (U2): a handler that sees a snapshot's offset sees the snapshot and every
+ *   row table it names. Since nothing published is ever rewritten, a handler that loaded an
+ *   older offset goes on reading a consistent older snapshot; nothing needs a lock or a retry.
+ *
+ * Untrusted both ways. The handler checks every offset and count it reads against header.size
+ * before using it (a corrupt table ends a walk, never the program), and every stack address a
+ * row leads it to against the thread's stack bounds. ospreyd never reads this mapping back.
+ *
+ * Rows are for one architecture (header.arch, the ELF machine number). The register rules:
+ *   x86_64:  CFA = rsp or rbp + cfa_offset; return address at CFA + ra_offset (always -8);
+ *            caller's rbp unchanged or at CFA + fp_offset.
+ *   aarch64: CFA = sp or x29 + cfa_offset; return address in x30 (the leaf, before it is
+ *            saved) or at CFA + ra_offset; caller's x29 unchanged or at CFA + fp_offset.
+ */
+#ifndef OSP_UNWIND_H
+#define OSP_UNWIND_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OSP_UNWIND_MAGIC       UINT64_C(0x31444e5750534f) /* "OSPWND1\0" as little-endian */
+#define OSP_UNWIND_ABI_VERSION 1u
+#define OSP_UNWIND_HEADER_SIZE 4096u
+#define OSP_UNWIND_NAME_SUFFIX "-unwind"
+/* The object's virtual size: address space only until ospreyd writes. */
+#define OSP_UNWIND_DEFAULT_SIZE (UINT64_C(256) << 20)
+#define OSP_UNWIND_ALIGN        16u
+
+struct osp_unwind_header {
+    /* --- written by the shim at boot, before ospreyd starts; read-only after --- */
+    uint64_t magic;        /* OSP_UNWIND_MAGIC */
+    uint32_t abi_version;  /* OSP_UNWIND_ABI_VERSION */
+    uint32_t header_size;  /* OSP_UNWIND_HEADER_SIZE */
+    uint64_t size;         /* bytes of the object, header included */
+    uint32_t arch;         /* ELF e_machine of the rows the shim can use (EM_X86_64, EM_AARCH64) */
+    uint32_t row_size;     /* sizeof(struct osp_unwind_row) */
+    uint8_t reserved0[32]; /* zero */
+    /* --- written by ospreyd --- */
+    alignas(64) _Atomic uint64_t index_offset; /* (U1)/(U2); 0: no snapshot yet */
+    _Atomic uint64_t used;           /* bytes allocated so far, header included (informational) */
+    _Atomic uint32_t images_ready;   /* images whose rows are published (informational) */
+    _Atomic uint32_t images_failed;  /* images ospreyd could not build rows for */
+    _Atomic uint64_t rows_published; /* rows over all published tables */
+    /* --- written by the shim's handler (relaxed, counters only): why walks ended early --- */
+    alignas(64) _Atomic uint64_t walks; /* stacks walked with a snapshot present */
+    _Atomic uint64_t frames_from_rows;  /* frames unwound by a row */
+    _Atomic uint64_t frames_from_fp;    /* frames unwound by the frame-pointer walk */
+    _Atomic uint64_t pcs_without_image; /* a pc in no published image */
+};
+_Static_assert(sizeof(struct osp_unwind_header) <= OSP_UNWIND_HEADER_SIZE, "header fits");
+_Static_assert(offsetof(struct osp_unwind_header, magic) == 0, "magic first");
+_Static_assert(offsetof(struct osp_unwind_header, abi_version) == 8, "ABI version second");
+_Static_assert(offsetof(struct osp_unwind_header, index_offset) == 64, "ospreyd's line");
+_Static_assert(offsetof(struct osp_unwind_header, walks) == 128, "handler's line");
+
+/* How a row finds the CFA (the caller's sp at the call, the base of this frame). */
+enum osp_unwind_cfa {
+    OSP_CFA_UNKNOWN = 0, /* no usable CFI for this pc: the frame-pointer walk takes over */
+    OSP_CFA_SP = 1,      /* CFA = sp + cfa_offset */
+    OSP_CFA_FP = 2,      /* CFA = fp + cfa_offset */
+    OSP_CFA_PLT =
+        3, /* x86_64 lazy PLT: CFA = sp + cfa_offset + ((pc & 15) >= ra_offset2 ? 8 : 0) */
+    OSP_CFA_SIGNAL = 4, /* the kernel's signal trampoline: the interrupted registers are in the
+                         * ucontext_t at sp (x86_64) or sp + 128 + 8 (aarch64 rt_sigframe) */
+    OSP_CFA_END = 5,    /* the return address is undefined: the outermost frame (_start,
+                         * a thread's first frame) */
+};
+
+/* Where the return address is. */
+enum osp_unwind_ra {
+    OSP_RA_AT_CFA = 0, /* at CFA + ra_offset */
+    OSP_RA_IN_LR = 1,  /* still in the link register (aarch64 before it is saved) */
+};
+
+/* Where the caller's frame pointer is. */
+enum osp_unwind_fp {
+    OSP_FP_SAME = 0,   /* unchanged by this frame */
+    OSP_FP_AT_CFA = 1, /* saved at CFA + fp_offset */
+};
+
+/* One row: the rule for pcs in [image start + pc_offset, the next row's pc_offset). */
+struct osp_unwind_row {
+    uint32_t pc_offset;    /* from the image entry's start */
+    int32_t cfa_offset;    /* enum osp_unwind_cfa's offset */
+    uint8_t cfa_rule;      /* enum osp_unwind_cfa */
+    uint8_t ra_rule;       /* enum osp_unwind_ra */
+    uint8_t fp_rule;       /* enum osp_unwind_fp */
+    uint8_t plt_threshold; /* OSP_CFA_PLT's (pc & 15) threshold; 0 otherwise */
+    int16_t ra_offset;     /* OSP_RA_AT_CFA: the return address at CFA + ra_offset */
+    int16_t fp_offset;     /* OSP_FP_AT_CFA: the caller's fp at CFA + fp_offset */
+};
+_Static_assert(sizeof(struct osp_unwind_row) == 16, "row");
+_Static_assert(offsetof(struct osp_unwind_row, cfa_rule) == 8, "rules after offsets");
+
+/* One image in a snapshot: its executable range and its rows. */
+struct osp_unwind_entry {
+    uint64_t start;       /* runtime address of the range (the lowest PF_X byte) */
+    uint64_t end;         /* exclusive */
+    uint64_t rows_offset; /* byte offset of its struct osp_unwind_row[] from the header */
+    uint32_t row_count;   /* >= 1 */
+    uint32_t flags;       /* reserved, zero */
+};
+_Static_assert(sizeof(struct osp_unwind_entry) == 32, "entry");
+
+struct osp_unwind_index {
+    uint32_t count;      /* entries that follow, sorted by start, disjoint */
+    uint32_t reserved;   /* zero */
+    uint64_t generation; /* increases with each snapshot (informational) */
+    /* struct osp_unwind_entry entries[count]; */
+};
+_Static_assert(sizeof(struct osp_unwind_index) == 16, "index");
+
+#define OSP_UNWIND_MAX_ENTRIES 4096u
+
+/* The published snapshot, or NULL: an acquire load (U2) pairing with ospreyd's release (U1),
+ * every offset checked against the object's size. `map` is the mapping's first byte and
+ * `size` the size the shim mapped (never the header's word alone). Async-signal-safe. */
+static inline const struct osp_unwind_index *osp_unwind_snapshot(const void *map, uint64_t size)
+{
+    const struct osp_unwind_header *h = (const struct osp_unwind_header *)map;
+    uint64_t off = atomic_load_explicit((_Atomic uint64_t *)&h->index_offset,
+                                        memory_order_acquire); /* (U2) pairs with (U1) */
+    if (off < OSP_UNWIND_HEADER_SIZE || off % OSP_UNWIND_ALIGN || off > size ||
+        size - off < sizeof(struct osp_unwind_index))
+        return NULL;
+    const struct osp_unwind_index *ix =
+        (const struct osp_unwind_index *)((const uint8_t *)map + off);
+    if (ix->count > OSP_UNWIND_MAX_ENTRIES ||
+        (size - off - sizeof *ix) / sizeof(struct osp_unwind_entry) < ix->count)
+        return NULL;
+    return ix;
+}
+
+static inline const struct osp_unwind_entry *osp_unwind_entries(const struct osp_unwind_index *ix)
+{
+    return (const struct osp_unwind_entry *)(ix + 1);
+}
+
+#endif /* OSP_UNWIND_H */

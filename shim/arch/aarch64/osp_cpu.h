@@ -1,0 +1,81 @@
+/* osp_cpu.h (aarch64) — what the shim must know of the CPU it runs on, in one place: the
+ * interrupted registers, the system-call instruction, the kernel's signal frame and pointer
+ * authentication. The unwinder, the handler and the raw system call reach the CPU only
+ * through this header (shim/arch/<cpu>/, chosen by meson).
+ */
+#ifndef OSP_CPU_H
+#define OSP_CPU_H
+
+#include <stdint.h>
+
+#define OSP__CPU_NAME        "aarch64"
+#define OSP__CPU_PLATFORM    "linux-aarch64"
+#define OSP__CPU_ELF_MACHINE 183u /* EM_AARCH64 */
+
+/* The registers an unwind needs: pc, sp, x29 and x30 (the link register). */
+struct osp__regs {
+    uint64_t pc, sp, fp, lr;
+};
+
+/* A system call with up to five arguments, made directly. Returns what the kernel returned
+ * (a negative errno on failure). Async-signal-safe. */
+static inline long osp__cpu_syscall(long nr, long a, long b, long c, long d, long e)
+{
+    register long x8 __asm__("x8") = nr;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
+    register long x4 __asm__("x4") = e;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+    return x0;
+}
+
+/* Strip pointer-authentication bits from a code address. XPACLRI (hint #7) strips the PAC
+ * from x30; a no-op on cores without PAuth. Async-signal-safe. */
+static inline uint64_t osp__cpu_strip_pac(uint64_t addr)
+{
+    register uint64_t x30 __asm__("x30") = addr;
+    __asm__("hint #7" : "+r"(x30));
+    return x30;
+}
+
+/* Code is never read as plain memory here: an execute-only page is possible. */
+static inline int osp__cpu_code_readable(void)
+{
+    return 0;
+}
+
+/* The interrupted registers from a signal's ucontext_t (lr PAC-stripped). Async-signal-safe. */
+void osp__cpu_regs(const void *context, struct osp__regs *out);
+
+#define OSP__CPU_SYSCALL_INSN_SIZE 4
+extern const unsigned char osp__cpu_syscall_insn[OSP__CPU_SYSCALL_INSN_SIZE];
+
+/* From a signal's context: the pc, the system-call result register (x0), and whether that
+ * register can hold a restarted call's number (aarch64 restores the first argument instead:
+ * nothing to tell by, so 1). Async-signal-safe. */
+void osp__cpu_syscall_state(const void *context, uint64_t *pc, uint64_t *result,
+                            int *restarted_number);
+
+/* The registers saved in the kernel's signal frame when pc is in the signal trampoline
+ * (__kernel_rt_sigreturn) with the stack at sp: struct rt_sigframe { siginfo_t (128 bytes);
+ * ucontext_t; }. Reads only [sp, hi). Returns 0 or -1. Async-signal-safe. */
+int osp__cpu_signal_frame_regs(uint64_t sp, uint64_t hi, struct osp__regs *out);
+
+/* No lazy PLT rule on aarch64. */
+static inline uint64_t osp__cpu_plt_extra(uint64_t pc, unsigned threshold)
+{
+    (void)pc;
+    (void)threshold;
+    return 0;
+}
+
+/* No prologue patterns on aarch64: the leaf's caller is in lr. */
+static inline int osp__cpu_frameless_return_slot(uint64_t pc)
+{
+    (void)pc;
+    return -1;
+}
+
+#endif /* OSP_CPU_H */

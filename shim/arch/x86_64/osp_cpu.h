@@ -1,0 +1,83 @@
+/* osp_cpu.h (x86_64) — what the shim must know of the CPU it runs on, in one place: the
+ * interrupted registers, the system-call instruction, the kernel's signal frame, the
+ * frame-pointer prologue and the lazy PLT. The unwinder, the handler and the raw system call
+ * reach the CPU only through this header (shim/arch/<cpu>/, chosen by meson).
+ */
+#ifndef OSP_CPU_H
+#define OSP_CPU_H
+
+#include <cpuid.h>
+#include <stdint.h>
+
+#define OSP__CPU_NAME        "x86_64"
+#define OSP__CPU_PLATFORM    "linux-x86_64"
+#define OSP__CPU_ELF_MACHINE 62u /* EM_X86_64 */
+
+/* The registers an unwind needs. lr is 0: x86_64 has no link register. */
+struct osp__regs {
+    uint64_t pc, sp, fp, lr;
+};
+
+/* A system call with up to five arguments, made directly. Returns what the kernel returned
+ * (a negative errno on failure). Async-signal-safe. */
+static inline long osp__cpu_syscall(long nr, long a, long b, long c, long d, long e)
+{
+    long ret;
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+/* 1 where code the CPU is running can be read as plain memory: executable means readable,
+ * unless the kernel enabled protection keys (CPUID.(EAX=7,ECX=0):ECX bit 4, OSPKE), with
+ * which a page can be executable and unreadable. */
+static inline int osp__cpu_code_readable(void)
+{
+    unsigned a, b, c, d;
+    int keys = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 4));
+    return !keys;
+}
+
+/* The interrupted registers from a signal's ucontext_t. Async-signal-safe. */
+void osp__cpu_regs(const void *context, struct osp__regs *out);
+
+/* The system-call instruction's bytes, and how many. */
+#define OSP__CPU_SYSCALL_INSN_SIZE 2
+extern const unsigned char osp__cpu_syscall_insn[OSP__CPU_SYSCALL_INSN_SIZE];
+
+/* From a signal's context: the pc, the system-call result register, and whether that
+ * register can hold a restarted call's number (1 on x86_64: rax holds the number again after
+ * the kernel rewinds a restartable call, a small nonnegative value). Async-signal-safe. */
+void osp__cpu_syscall_state(const void *context, uint64_t *pc, uint64_t *result,
+                            int *restarted_number);
+
+/* The registers saved in the kernel's signal frame when pc is in the signal trampoline
+ * (__restore_rt) with the stack at sp: the ucontext_t sits at sp. Reads only [sp, hi) after
+ * checking it holds the whole ucontext_t. Returns 0, or -1 when it does not fit.
+ * Async-signal-safe. */
+int osp__cpu_signal_frame_regs(uint64_t sp, uint64_t hi, struct osp__regs *out);
+
+/* The lazy PLT's CFA adjustment: 8 more once (pc & 15) >= threshold. */
+static inline uint64_t osp__cpu_plt_extra(uint64_t pc, unsigned threshold)
+{
+    return (pc & 15u) >= threshold ? 8u : 0u;
+}
+
+/* Strip pointer-authentication bits (none on x86_64). Async-signal-safe. */
+static inline uint64_t osp__cpu_strip_pac(uint64_t addr)
+{
+    return addr;
+}
+
+/* When pc sits where the interrupted function's frame record is not in rbp — at the
+ * `push %rbp` of a frame-pointer prologue (`push %rbp; mov %rsp,%rbp`, optionally after
+ * endbr64), at the `mov %rsp,%rbp` that follows it, or at a `ret` — return how many words
+ * above sp its return address is (0 or 1), else -1. Code bytes around pc, within pc's own
+ * page, are read without faulting. Async-signal-safe. */
+int osp__cpu_frameless_return_slot(uint64_t pc);
+
+#endif /* OSP_CPU_H */
