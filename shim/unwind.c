@@ -201,9 +201,12 @@ static enum step step_by_row(const struct osp_unwind_row *row, const struct osp_
     } else {
         return STEP_FAILED;
     }
+    /* A saved frame pointer below the current sp was restored already (an epilogue's pops
+     * come before the CFA rule changes, and the rule still names the old slot, which our own
+     * signal frame may have overwritten since): the register holds it. */
     next->fp = r->fp;
-    if (row->fp_rule == OSP_FP_AT_CFA &&
-        read_word(cfa + (uint64_t)(int64_t)row->fp_offset, lo, hi, &next->fp) != 0)
+    uint64_t fp_at = cfa + (uint64_t)(int64_t)row->fp_offset;
+    if (row->fp_rule == OSP_FP_AT_CFA && fp_at >= r->sp && read_word(fp_at, lo, hi, &next->fp) != 0)
         return STEP_FAILED;
     next->sp = cfa;
     next->pc = osp__cpu_strip_pac(ra);
@@ -211,12 +214,13 @@ static enum step step_by_row(const struct osp_unwind_row *row, const struct osp_
     return next->pc != 0 ? STEP_DONE : STEP_OUTERMOST;
 }
 
-/* One frame by the frame-pointer chain. Async-signal-safe. */
+/* One frame by the frame-pointer chain. `leaf`: r.pc is the interrupted pc itself, whose
+ * page is mapped (its code bytes may be read directly). Async-signal-safe. */
 OSP__READS_FOREIGN_STACK
-static enum step step_by_fp(const struct osp__regs *r, int first, uint64_t lo, uint64_t hi,
+static enum step step_by_fp(const struct osp__regs *r, int leaf, uint64_t lo, uint64_t hi,
                             struct osp__regs *next)
 {
-    if (first) {
+    if (leaf) {
         /* In a prologue or at a ret (x86_64), the caller is found on the stack, not through
          * the frame pointer, which still holds the caller's frame. */
         int slot = osp__cpu_frameless_return_slot(r->pc);
@@ -260,7 +264,7 @@ uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64
         struct osp__regs next;
         enum step step = row != NULL && row->cfa_rule != OSP_CFA_UNKNOWN
                              ? step_by_row(row, &r, precise, lo, hi, &next)
-                             : step_by_fp(&r, precise, lo, hi, &next);
+                             : step_by_fp(&r, leaf && depth == 1, lo, hi, &next);
         if (step != STEP_DONE)
             break;
         /* Past the kernel's signal frame, the registers are an interrupted instant again. */

@@ -16,6 +16,7 @@
 #include "osp_core.h"
 #include "osp_handler.h"
 #include "osp_policy.h"
+#include "osp_unwind.h"
 
 /* ---- frame-pointer walk --------------------------------------------------------------- */
 
@@ -224,6 +225,204 @@ START_TEST(frameless_return_in_prologue_and_at_ret)
                       0);
 }
 END_TEST
+
+/* ---- the walk by unwind rows (proto/osp_unwind.h) ------------------------------------- */
+
+/* A table object in memory, as ospreyd lays it out: header, one image's rows, one snapshot. */
+#define TABLE_SIZE (64u << 10)
+static _Alignas(4096) uint8_t table[TABLE_SIZE];
+#define IMAGE_START 0x10000u
+#define IMAGE_END   0x20000u
+
+static struct osp_unwind_row row(uint32_t pc_offset, uint8_t cfa_rule, int32_t cfa_offset,
+                                 uint8_t fp_rule, int16_t fp_offset)
+{
+    return (struct osp_unwind_row){.pc_offset = pc_offset,
+                                   .cfa_offset = cfa_offset,
+                                   .cfa_rule = cfa_rule,
+                                   .ra_rule = OSP_RA_AT_CFA,
+                                   .fp_rule = fp_rule,
+                                   .ra_offset = -8,
+                                   .fp_offset = fp_offset};
+}
+
+/* Publish rows[0..n) for [IMAGE_START, IMAGE_END) and hand the table to the unwinder. */
+static void publish_rows(const struct osp_unwind_row *rows, uint32_t n)
+{
+    memset(table, 0, sizeof table);
+    struct osp_unwind_header *h = (struct osp_unwind_header *)table;
+    h->magic = OSP_UNWIND_MAGIC;
+    h->size = TABLE_SIZE;
+    uint64_t rows_at = OSP_UNWIND_HEADER_SIZE, index_at = rows_at + 16u * 256u;
+    memcpy(table + rows_at, rows, n * sizeof *rows);
+    struct osp_unwind_index ix = {.count = 1, .generation = 1};
+    struct osp_unwind_entry e = {
+        .start = IMAGE_START, .end = IMAGE_END, .rows_offset = rows_at, .row_count = n};
+    memcpy(table + index_at, &ix, sizeof ix);
+    memcpy(table + index_at + sizeof ix, &e, sizeof e);
+    atomic_store_explicit(&h->index_offset, index_at, memory_order_release);
+    osp__unwind_set_tables(table, TABLE_SIZE);
+}
+
+static struct osp_unwind_entry *published_entry(void)
+{
+    struct osp_unwind_header *h = (struct osp_unwind_header *)table;
+    return (struct osp_unwind_entry *)(table + h->index_offset + sizeof(struct osp_unwind_index));
+}
+
+/* A frameless leaf (CFA = sp + 16), a caller with a frame pointer (CFA = fp + 16, its caller's
+ * fp saved at CFA - 16), and an outermost frame: three frames, the right return addresses, and
+ * the end where the CFI says the return address is undefined. */
+START_TEST(rows_walk_frameless_then_frame_pointer_frames_to_the_outermost)
+{
+    const struct osp_unwind_row rows[] = {
+        row(0x000, OSP_CFA_SP, 16, OSP_FP_SAME, 0),
+        row(0x100, OSP_CFA_FP, 16, OSP_FP_AT_CFA, -16),
+        row(0x200, OSP_CFA_END, 0, OSP_FP_SAME, 0),
+    };
+    publish_rows(rows, 3);
+    memset(fake, 0, sizeof fake);
+    fake[101] = IMAGE_START + 0x110;               /* the leaf's return address, at CFA - 8 */
+    plant(110, addr_of(120), IMAGE_START + 0x201); /* the caller's frame record */
+    struct osp__regs regs = {.pc = IMAGE_START + 0x10, .sp = addr_of(100), .fp = addr_of(110)};
+    uint64_t out[OSP_MAX_DEPTH];
+    uint32_t depth = osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(depth, 3);
+    ck_assert_uint_eq(out[0], IMAGE_START + 0x10);
+    ck_assert_uint_eq(out[1], IMAGE_START + 0x110);
+    ck_assert_uint_eq(out[2], IMAGE_START + 0x201);
+    /* A return address is looked up at address - 1: 0x200 ends the range of 0x100's row, so a
+     * return to IMAGE_START + 0x200 still unwinds by the caller's row (a call that ends its
+     * function, the next function's first byte after it). */
+    fake[101] = IMAGE_START + 0x200;
+    plant(110, addr_of(120), 0);
+    depth = osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(depth, 2);
+    ck_assert_uint_eq(out[1], IMAGE_START + 0x200);
+    osp__unwind_set_tables(NULL, 0);
+}
+END_TEST
+
+/* A pc in no published image, or an UNKNOWN row: the frame-pointer chain takes over, with its
+ * checks; past it, the rows again. */
+START_TEST(rows_fall_back_to_frame_pointers_and_back)
+{
+    const struct osp_unwind_row rows[] = {
+        row(0x000, OSP_CFA_SP, 16, OSP_FP_SAME, 0),
+        row(0x100, OSP_CFA_UNKNOWN, 0, OSP_FP_SAME, 0),
+        row(0x200, OSP_CFA_END, 0, OSP_FP_SAME, 0),
+    };
+    publish_rows(rows, 3);
+    memset(fake, 0, sizeof fake);
+    /* leaf outside the image, with a frame record: fp chain -> 0x10 (SP rule) -> END */
+    plant(104, addr_of(200), IMAGE_START + 0x10);
+    fake[107] = IMAGE_START + 0x150; /* CFA = (104 + 2) words + 16 bytes: [CFA - 8] */
+    plant(200, addr_of(300), IMAGE_START + 0x250);
+    struct osp__regs regs = {.pc = 0x999, .sp = addr_of(100), .fp = addr_of(104)};
+    uint64_t out[OSP_MAX_DEPTH];
+    uint32_t depth = osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH);
+    /* 0x999 (fp) -> +0x10 (row: sp + 16) -> +0x150 (UNKNOWN: fp chain from rbp = [104]) ->
+     * +0x250 (END) */
+    ck_assert_uint_eq(depth, 4);
+    ck_assert_uint_eq(out[1], IMAGE_START + 0x10);
+    ck_assert_uint_eq(out[2], IMAGE_START + 0x150);
+    ck_assert_uint_eq(out[3], IMAGE_START + 0x250);
+    osp__unwind_set_tables(NULL, 0);
+}
+END_TEST
+
+/* Hostile rows end the walk, never read outside [lo, hi): a CFA that does not move up, one past
+ * the stack, a saved register outside it, a frame too large. */
+START_TEST(rows_that_lead_off_the_stack_end_the_walk)
+{
+    uint64_t out[OSP_MAX_DEPTH];
+    struct osp__regs regs = {.pc = IMAGE_START + 0x10, .sp = addr_of(100), .fp = addr_of(110)};
+    memset(fake, 0, sizeof fake);
+    fake[101] = IMAGE_START + 0x10; /* would loop forever if the CFA did not have to rise */
+    const struct osp_unwind_row not_up[] = {row(0, OSP_CFA_SP, 0, OSP_FP_SAME, 0)};
+    publish_rows(not_up, 1);
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), 1);
+    const struct osp_unwind_row down[] = {row(0, OSP_CFA_SP, -64, OSP_FP_SAME, 0)};
+    publish_rows(down, 1);
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), 1);
+    const struct osp_unwind_row past[] = {row(0, OSP_CFA_SP, 8 * STACK_WORDS, OSP_FP_SAME, 0)};
+    publish_rows(past, 1);
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), 1);
+    const struct osp_unwind_row huge[] = {row(0, OSP_CFA_SP, 1 << 24, OSP_FP_SAME, 0)};
+    publish_rows(huge, 1);
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, UINT64_MAX - 8, out, OSP_MAX_DEPTH), 1);
+    struct osp_unwind_row fp_below = row(0, OSP_CFA_SP, 16, OSP_FP_AT_CFA, -4096);
+    publish_rows(&fp_below, 1);
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), 1);
+    /* A chain of good rows still stops at the depth cap. */
+    const struct osp_unwind_row good[] = {row(0, OSP_CFA_SP, 16, OSP_FP_SAME, 0)};
+    publish_rows(good, 1);
+    for (size_t w = 101; w < STACK_WORDS; w += 2)
+        fake[w] = IMAGE_START + 0x20;
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, 5), 5);
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), OSP_MAX_DEPTH);
+    osp__unwind_set_tables(NULL, 0);
+}
+END_TEST
+
+/* A corrupt table (offsets and counts outside the object, a snapshot not aligned) is no table:
+ * the frame-pointer walk alone, no read outside the mapping. */
+START_TEST(corrupt_tables_are_no_tables)
+{
+    const struct osp_unwind_row rows[] = {row(0, OSP_CFA_END, 0, OSP_FP_SAME, 0)};
+    uint64_t out[OSP_MAX_DEPTH];
+    memset(fake, 0, sizeof fake);
+    plant(110, 0, 0x4444);
+    struct osp__regs regs = {.pc = IMAGE_START + 0x10, .sp = addr_of(100), .fp = addr_of(110)};
+    publish_rows(rows, 1); /* sound: the END row stops the walk at the leaf */
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), 1);
+    published_entry()->rows_offset = TABLE_SIZE - 8; /* rows past the end */
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), 2);
+    publish_rows(rows, 1);
+    published_entry()->row_count = TABLE_SIZE; /* more rows than the object holds */
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), 2);
+    publish_rows(rows, 1);
+    struct osp_unwind_header *h = (struct osp_unwind_header *)table;
+    h->index_offset += 4; /* misaligned snapshot */
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), 2);
+    h->index_offset = TABLE_SIZE - 8; /* snapshot past the end */
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), 2);
+    osp__unwind_set_tables(NULL, 0);
+}
+END_TEST
+
+#if defined(__x86_64__)
+/* The kernel's signal trampoline: the interrupted registers come from the ucontext_t at sp,
+ * and the frame below it is unwound from its exact pc (not pc - 1). */
+START_TEST(rows_walk_through_a_signal_frame)
+{
+    const struct osp_unwind_row rows[] = {
+        row(0x000, OSP_CFA_SP, 16, OSP_FP_SAME, 0),
+        row(0x100, OSP_CFA_SIGNAL, 0, OSP_FP_SAME, 0),
+        row(0x101, OSP_CFA_SP, 16, OSP_FP_SAME, 0),
+        row(0x300, OSP_CFA_END, 0, OSP_FP_SAME, 0),
+    };
+    publish_rows(rows, 4);
+    memset(fake, 0, sizeof fake);
+    fake[101] = IMAGE_START + 0x101; /* a handler's return: into the trampoline (at 0x100) */
+    ucontext_t uc;
+    memset(&uc, 0, sizeof uc);
+    uc.uc_mcontext.gregs[REG_RIP] = IMAGE_START + 0x300; /* interrupted at 0x300 exactly */
+    uc.uc_mcontext.gregs[REG_RSP] = (greg_t)addr_of(400);
+    uc.uc_mcontext.gregs[REG_RBP] = 0;
+    memcpy(&fake[102], &uc, sizeof uc);
+    struct osp__regs regs = {.pc = IMAGE_START + 0x10, .sp = addr_of(100), .fp = 0};
+    uint64_t out[OSP_MAX_DEPTH];
+    uint32_t depth = osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(depth, 3);
+    ck_assert_uint_eq(out[1], IMAGE_START + 0x101);
+    ck_assert_uint_eq(out[2], IMAGE_START + 0x300); /* exact: its row is END, not 0x101's */
+    /* A signal frame that does not fit below hi ends the walk there. */
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, addr_of(110), out, OSP_MAX_DEPTH), 2);
+    osp__unwind_set_tables(NULL, 0);
+}
+END_TEST
+#endif
 
 /* ---- event ring -------------------------------------------------------------------------- */
 
@@ -827,6 +1026,13 @@ Suite *shim_suite(void)
     tcase_add_test(unwind, walk_stops_at_depth_cap);
     tcase_add_test(unwind, walk_with_link_register_drops_duplicate);
     tcase_add_test(unwind, frameless_return_in_prologue_and_at_ret);
+    tcase_add_test(unwind, rows_walk_frameless_then_frame_pointer_frames_to_the_outermost);
+    tcase_add_test(unwind, rows_fall_back_to_frame_pointers_and_back);
+    tcase_add_test(unwind, rows_that_lead_off_the_stack_end_the_walk);
+    tcase_add_test(unwind, corrupt_tables_are_no_tables);
+#if defined(__x86_64__)
+    tcase_add_test(unwind, rows_walk_through_a_signal_frame);
+#endif
     suite_add_tcase(s, unwind);
 
     TCase *rings = tcase_create("rings");

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# End-to-end: whole stacks through code without frame pointers, from the unwind tables ospreyd
+# builds out of .eh_frame (shim/README.md, "Stacks without frame pointers"). Programs from
+# tests/unwind/, built here the way distributions build (no frame pointers):
+#   frameless (gcc -O2; clang -O2 -fomit-frame-pointer), through the preload shim and linked
+#             with the archive: main -> run_for -> middle -> leaf_a / leaf_b (3:1), and a
+#             thread's worker -> run_for -> ...; >= 97% of samples reach main or the thread's
+#             start, and the split is the one built;
+#   plugin    the same program dlopens a frameless module mid-run: its samples reach main;
+#   throw     a C++ program throwing and catching at 10 kHz: its output and status unchanged;
+#   python3   Debian's interpreter on a pure-Python script: stacks reach Py_RunMain.
+# Usage: e2e-unwind.sh OSPREY SHIM_ARCHIVE OSPREYD SOURCE_DIR
+set -uo pipefail
+
+osprey=${1:?usage: e2e-unwind.sh OSPREY SHIM_ARCHIVE OSPREYD SOURCE_DIR}
+archive=${2:?}
+daemon=${3:?}
+src=${4:?}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.sh
+. "$here/lib.sh"
+work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-unwind.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+build() { # build OUT COMPILER FLAGS... -- SOURCES...
+  local out=$1 compiler=$2
+  shift 2
+  "$compiler" "$@" -o "$work/$out" 2>"$work/$out.build" || fail "$out: build failed: $(cat "$work/$out.build")"
+}
+build frameless-gcc gcc -O2 -g "$src/frameless.c" -lpthread -ldl
+build frameless-clang clang -O2 -g -fomit-frame-pointer "$src/frameless.c" -lpthread -ldl
+build frameless-archive gcc -O2 -g "$src/frameless.c" -Wl,--whole-archive "$archive" \
+  -Wl,--no-whole-archive -lpthread -ldl -lrt
+build plugin.so gcc -O2 -g -shared -fPIC "$src/plugin.c"
+build throw g++ -O2 -g "$src/throw.cpp"
+
+profile() { # profile NAME PROGRAM ARGS...: the preload shim, through the CLI
+  local name=$1 program=$2
+  shift 2
+  "$osprey" "$program" --profile -o "$work/$name" -- "$@" >"$work/$name.out" 2>"$work/$name.err" ||
+    fail "$name: osprey exited $? ($(tail -n 3 "$work/$name.err"))"
+}
+profile gcc "$work/frameless-gcc" 1.5
+profile clang "$work/frameless-clang" 1.5
+profile plugin "$work/frameless-gcc" plugin "$work/plugin.so" 1.5
+OSPREY_PROFILE_HZ=10000 profile throw "$work/throw"
+python=/usr/bin/python3
+[ -x "$python" ] || python=$(command -v python3)
+profile python "$python" "$src/script.py"
+
+# The archive form: the program boots the shim itself.
+OSPREY_DAEMON=$daemon OSPREY_PROFILE="$work/archive.raw.json" "$work/frameless-archive" 1.5 \
+  >"$work/archive.out" 2>"$work/archive.err" || fail "archive: exit status $?"
+"$osprey" report "$work/archive.raw.json" -o "$work/archive" >/dev/null 2>"$work/archive.err" ||
+  fail "archive: osprey report exited $? ($(tail -n 3 "$work/archive.err"))"
+
+# The program's own output is untouched.
+"$work/throw" >"$work/throw.plain" 2>&1
+cmp -s "$work/throw.plain" "$work/throw.out" ||
+  fail "throw: output differs under profiling: $(cat "$work/throw.out")"
+
+python3 - "$work" "$python" <<'PY' || fail "stacks cut or split wrong (see above)"
+import os, sys
+
+work, python = sys.argv[1], sys.argv[2]
+problems = []
+
+def folded(name):
+    rows = []
+    with open(os.path.join(work, name + ".folded")) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            frames = [fr.split(" ")[0] for fr in stack.split(";")[1:]]
+            rows.append((frames, int(count)))
+    return rows
+
+def share(rows, keep, where):
+    total = sum(c for fr, c in rows if keep(fr))
+    hit = sum(c for fr, c in rows if keep(fr) and where(fr))
+    return hit, total
+
+def check(ok, message):
+    print(("  ok: " if ok else "  FAIL: ") + message)
+    if not ok:
+        problems.append(message)
+
+def leaf_of(frames):
+    return frames[-1] if frames else ""
+
+for name in ("gcc", "clang", "archive"):
+    rows = folded(name)
+    ours = lambda fr: any(f in ("leaf_a", "leaf_b", "middle", "run_for") for f in fr)
+    rooted, total = share(rows, ours, lambda fr: "main" in fr or "worker" in fr)
+    check(total >= 500, "%s: %d on-CPU samples in the program's functions (want >= 500)" % (name, total))
+    check(total and rooted / total >= 0.97,
+          "%s: %.1f%% of samples in run_for/middle/leaves reach main or worker (want >= 97%%)"
+          % (name, 100.0 * rooted / total if total else 0))
+    chained, _ = share(rows, ours, lambda fr: "run_for;middle;leaf_" in ";".join(fr))
+    check(total and chained / total >= 0.9,
+          "%s: %.1f%% of samples show run_for;middle;leaf_*" % (name, 100.0 * chained / total if total else 0))
+    a = sum(c for fr, c in rows if leaf_of(fr) == "leaf_a")
+    b = sum(c for fr, c in rows if leaf_of(fr) == "leaf_b")
+    check(a + b and 0.67 <= a / (a + b) <= 0.83,
+          "%s: leaf_a has %.2f of leaf_a + leaf_b (built 0.75)" % (name, a / (a + b) if a + b else 0))
+    threads = set()
+    with open(os.path.join(work, name + ".folded")) as f:
+        for line in f:
+            if ";worker;" in line:
+                threads.add(line.split(";")[0])
+    check(threads, "%s: stacks of the worker thread reach its start routine" % name)
+
+rows = folded("plugin")
+in_plugin = lambda fr: "plugin_leaf" in fr or "plugin_work" in fr
+rooted, total = share(rows, in_plugin, lambda fr: "run_plugin" in fr and "main" in fr)
+check(total >= 300, "plugin: %d samples in the dlopen'd module (want >= 300)" % total)
+check(total and rooted / total >= 0.95,
+      "plugin: %.1f%% of the module's samples reach run_plugin and main" % (100.0 * rooted / total if total else 0))
+
+rows = folded("throw")
+rooted, total = share(rows, lambda fr: True, lambda fr: "main" in fr)
+check(total >= 1000, "throw: %d samples at 10 kHz (want >= 1000)" % total)
+check(total and rooted / total >= 0.9,
+      "throw: %.1f%% of samples reach main" % (100.0 * rooted / total if total else 0))
+
+rows = folded("python")
+rooted, total = share(rows, lambda fr: True, lambda fr: "Py_RunMain" in fr)
+check(total >= 500, "python: %d samples (want >= 500)" % total)
+check(total and rooted / total >= 0.95,
+      "python: %.1f%% of samples reach Py_RunMain (%s)" % (100.0 * rooted / total if total else 0, python))
+
+sys.exit(1 if problems else 0)
+PY
+
+finish "stacks through frameless code: gcc, clang, archive, dlopen'd plugin, C++ exceptions, python3"

@@ -1,0 +1,93 @@
+/* frameless.c — a program whose call chains and work split are known by construction, built
+ * without frame pointers (gcc -O2's default, or clang -O2 -fomit-frame-pointer) by
+ * tests/e2e-unwind.sh: main -> run_for -> middle -> leaf_a (3 parts) / leaf_b (1 part), and a
+ * thread worker -> middle -> the same leaves. Argument: seconds to run (default 1.5).
+ * With `plugin PATH`, it dlopens the frameless module at PATH after 0.2 s and spends the
+ * rest of the time in its plugin_work (main -> run_plugin -> plugin_work -> plugin_leaf). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile double sink;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static double leaf_a(double x)
+{
+    for (int i = 0; i < 20000; i++)
+        x = x * 1.0000001 + 0.5 / (x + 1.0);
+    return x;
+}
+
+__attribute__((noinline)) static double leaf_b(double x)
+{
+    for (int i = 0; i < 20000; i++)
+        x = x * 0.9999999 + 0.25 / (x + 2.0);
+    return x;
+}
+
+/* Three parts leaf_a, one part leaf_b; the sink after each call keeps them calls, not jumps. */
+__attribute__((noinline)) static double middle(double x)
+{
+    x = leaf_a(x);
+    sink = x;
+    x = leaf_a(x);
+    sink = x;
+    x = leaf_a(x);
+    sink = x;
+    x = leaf_b(x);
+    sink = x;
+    return x;
+}
+
+__attribute__((noinline)) static void run_for(double seconds)
+{
+    double end = now() + seconds, x = 1.0;
+    while (now() < end)
+        x = middle(x);
+    sink = x;
+}
+
+static void *worker(void *arg)
+{
+    run_for(*(double *)arg);
+    return NULL;
+}
+
+__attribute__((noinline)) static void run_plugin(const char *path, double seconds)
+{
+    run_for(0.2);
+    void *module = dlopen(path, RTLD_NOW);
+    if (module == NULL) {
+        fprintf(stderr, "frameless: %s\n", dlerror());
+        exit(2);
+    }
+    double (*work)(double, double) = (double (*)(double, double))dlsym(module, "plugin_work");
+    sink = work(1.0, seconds - 0.2);
+    dlclose(module);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "plugin") == 0) {
+        run_plugin(argv[2], argc >= 4 ? atof(argv[3]) : 1.5);
+        printf("plugin done\n");
+        return 0;
+    }
+    double seconds = argc >= 2 ? atof(argv[1]) : 1.5;
+    pthread_t thread;
+    double half = seconds / 2;
+    pthread_create(&thread, NULL, worker, &half);
+    run_for(seconds);
+    pthread_join(thread, NULL);
+    printf("done\n");
+    return 0;
+}
