@@ -428,6 +428,7 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
     }
     int rc = 0;
     Dwarf *dwarf = NULL;
+    Dwarf_CFI *eh_cfi = NULL;
     uint64_t *starts = NULL;
     size_t nstarts = 0;
     GElf_Ehdr eh;
@@ -453,8 +454,9 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
         rc = -ENOEXEC;
         goto done;
     }
-    Dwarf_CFI *cfi = dwarf_getcfi_elf(elf); /* .eh_frame */
+    Dwarf_CFI *cfi = dwarf_getcfi_elf(elf); /* .eh_frame: ours to end */
     bool from_eh_frame = cfi != NULL;
+    eh_cfi = cfi;
     if (cfi == NULL) {
         dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
         cfi = dwarf ? dwarf_getcfi(dwarf) : NULL; /* .debug_frame */
@@ -481,6 +483,8 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
     out->end_vaddr = hi;
 done:
     free(starts);
+    if (eh_cfi)
+        dwarf_cfi_end(eh_cfi);
     if (dwarf)
         dwarf_end(dwarf);
     if (elf)

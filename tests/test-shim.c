@@ -351,9 +351,18 @@ START_TEST(rows_that_lead_off_the_stack_end_the_walk)
     const struct osp_unwind_row huge[] = {row(0, OSP_CFA_SP, 1 << 24, OSP_FP_SAME, 0)};
     publish_rows(huge, 1);
     ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, UINT64_MAX - 8, out, OSP_MAX_DEPTH), 1);
-    struct osp_unwind_row fp_below = row(0, OSP_CFA_SP, 16, OSP_FP_AT_CFA, -4096);
-    publish_rows(&fp_below, 1);
+    struct osp_unwind_row fp_above = row(0, OSP_CFA_SP, 16, OSP_FP_AT_CFA, 16000);
+    publish_rows(&fp_above, 1); /* the saved frame pointer's slot is past the stack */
     ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), 1);
+    /* A slot below sp was popped already (an epilogue): the register itself is the value, and
+     * nothing below sp is read. */
+    struct osp_unwind_row fp_below[] = {row(0, OSP_CFA_SP, 16, OSP_FP_AT_CFA, -4096),
+                                        row(0x20, OSP_CFA_FP, 16, OSP_FP_SAME, 0)};
+    publish_rows(fp_below, 2);
+    fake[101] = IMAGE_START + 0x30;
+    plant(110, 0, IMAGE_START + 0x10040);
+    ck_assert_uint_eq(osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH), 3);
+    ck_assert_uint_eq(out[2], IMAGE_START + 0x10040);
     /* A chain of good rows still stops at the depth cap. */
     const struct osp_unwind_row good[] = {row(0, OSP_CFA_SP, 16, OSP_FP_SAME, 0)};
     publish_rows(good, 1);

@@ -1,0 +1,367 @@
+/* test-unwind.c — unit tests of ospreyd's unwind tables (daemon/unwind-table.c,
+ * daemon/unwind-publish.c): rows built from real objects (the C library, this test's own
+ * code) say what the CFI says at known places; a mapped object's load bias is the loader's;
+ * corrupt .eh_frame and .eh_frame_hdr bytes end in an error or in sorted rows, never a
+ * crash; a file that is not ELF is one line naming it; snapshots are published sorted,
+ * replace what an image unloaded left, and stay valid when the object is full. */
+#include <check.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ospd.h"
+#include "ospd_unwind.h"
+
+#if defined(__x86_64__)
+#define MACHINE EM_X86_64
+#else
+#define MACHINE EM_AARCH64
+#endif
+
+struct found {
+    const char *needle;
+    char path[4096];
+    uint64_t slide;
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct found *f = data;
+    if (info->dlpi_name && strstr(info->dlpi_name, f->needle)) {
+        snprintf(f->path, sizeof f->path, "%s", info->dlpi_name);
+        f->slide = info->dlpi_addr;
+        return 1;
+    }
+    return 0;
+}
+
+static struct found object(const char *needle)
+{
+    struct found f = {.needle = needle};
+    dl_iterate_phdr(find_object, &f);
+    return f;
+}
+
+/* The row in force at link-time address vaddr. */
+static const struct osp_unwind_row *row_at(const struct ospd_unwind_rows *r, uint64_t vaddr)
+{
+    const struct osp_unwind_row *best = NULL;
+    for (uint32_t i = 0; i < r->count; i++)
+        if (r->start_vaddr + r->rows[i].pc_offset <= vaddr)
+            best = &r->rows[i];
+    return best;
+}
+
+static void assert_sorted(const struct ospd_unwind_rows *r)
+{
+    for (uint32_t i = 1; i < r->count; i++)
+        ck_assert_uint_lt(r->rows[i - 1].pc_offset, r->rows[i].pc_offset);
+}
+
+START_TEST(libc_rows_follow_its_cfi)
+{
+    struct found libc = object("libc.so");
+    ck_assert_str_ne(libc.path, "");
+    struct ospd_unwind_source src = {.path = libc.path, .machine = MACHINE};
+    struct ospd_unwind_rows r;
+    char err[256] = "";
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    ck_assert_uint_gt(r.count, 5000);
+    assert_sorted(&r);
+    uint32_t signal_rows = 0, end_rows = 0, sp_rows = 0;
+    for (uint32_t i = 0; i < r.count; i++) {
+        signal_rows += r.rows[i].cfa_rule == OSP_CFA_SIGNAL;
+        end_rows += r.rows[i].cfa_rule == OSP_CFA_END;
+        sp_rows += r.rows[i].cfa_rule == OSP_CFA_SP;
+    }
+    ck_assert_uint_ge(signal_rows, 1); /* __restore_rt */
+    ck_assert_uint_ge(end_rows, 1);    /* clone3's child, the outermost frame of a thread */
+    ck_assert_uint_gt(sp_rows, r.count / 2);
+    /* At a function's first instruction the CFA is sp + 8 and the return address at CFA - 8
+     * (x86_64), or in the link register (aarch64). */
+    uint64_t getpid_vaddr = (uint64_t)(uintptr_t)dlsym(RTLD_DEFAULT, "getpid") - libc.slide;
+    const struct osp_unwind_row *entry = row_at(&r, getpid_vaddr);
+    ck_assert_ptr_nonnull(entry);
+    ck_assert_int_eq(entry->cfa_rule, OSP_CFA_SP);
+#if defined(__x86_64__)
+    ck_assert_int_eq(entry->cfa_offset, 8);
+    ck_assert_int_eq(entry->ra_rule, OSP_RA_AT_CFA);
+    ck_assert_int_eq(entry->ra_offset, -8);
+#else
+    ck_assert_int_eq(entry->cfa_offset, 0);
+    ck_assert_int_eq(entry->ra_rule, OSP_RA_IN_LR);
+#endif
+    ospd_unwind_rows_free(&r);
+}
+END_TEST
+
+/* A function of this file, built with a frame pointer: inside its body the CFA is the frame
+ * pointer + 16 and the caller's frame pointer is saved at CFA - 16. */
+__attribute__((noinline)) int with_frame_pointer(int x);
+__attribute__((noinline)) int with_frame_pointer(int x)
+{
+    volatile int v[4] = {x, x + 1, x + 2, x + 3};
+    return v[0] + v[3];
+}
+
+START_TEST(own_rows_see_the_frame_pointer_prologue)
+{
+    struct found self = {.needle = ""};
+    Dl_info info;
+    ck_assert_int_ne(dladdr((void *)with_frame_pointer, &info), 0);
+    ck_assert_int_gt(readlink("/proc/self/exe", self.path, sizeof self.path - 1), 0);
+    struct ospd_unwind_source src = {.path = self.path, .machine = MACHINE};
+    struct ospd_unwind_rows r;
+    char err[256] = "";
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    assert_sorted(&r);
+    uint64_t fn = (uint64_t)(uintptr_t)with_frame_pointer - (uint64_t)(uintptr_t)info.dli_fbase;
+    int saw_fp_rule = 0;
+    for (uint64_t at = fn; at < fn + 24; at++) {
+        const struct osp_unwind_row *row = row_at(&r, at);
+        ck_assert_ptr_nonnull(row);
+        if (row->cfa_rule == OSP_CFA_FP && row->cfa_offset == 16 && row->fp_rule == OSP_FP_AT_CFA &&
+            row->fp_offset == -16)
+            saw_fp_rule = 1;
+    }
+    ck_assert_int_eq(saw_fp_rule, 1);
+    ospd_unwind_rows_free(&r);
+}
+END_TEST
+
+/* Built from a mapping (as ospreyd does from /proc/PID/maps), the load bias is the loader's. */
+START_TEST(mapped_source_finds_the_load_bias)
+{
+    struct found libc = object("libc.so");
+    FILE *maps = fopen("/proc/self/maps", "r");
+    ck_assert_ptr_nonnull(maps);
+    char line[8192];
+    uint64_t start = 0, end = 0, offset = 0;
+    while (fgets(line, sizeof line, maps)) {
+        char perms[8], path[4096] = "";
+        unsigned long long s, e, o;
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &s, &e, perms, &o, path) >= 4 &&
+            perms[2] == 'x' && strstr(path, "libc.so")) {
+            start = s, end = e, offset = o;
+            break;
+        }
+    }
+    fclose(maps);
+    ck_assert_uint_ne(start, 0);
+    struct ospd_unwind_source src = {.path = libc.path,
+                                     .machine = MACHINE,
+                                     .mapped = true,
+                                     .map_start = start,
+                                     .map_offset = offset};
+    struct ospd_unwind_rows r;
+    char err[256] = "";
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    ck_assert_uint_eq(r.bias, libc.slide);
+    ck_assert_uint_ge(r.bias + r.start_vaddr, start);
+    ck_assert_uint_le(r.bias + r.end_vaddr, end);
+    ospd_unwind_rows_free(&r);
+}
+END_TEST
+
+START_TEST(not_an_object_is_one_line_naming_it)
+{
+    char path[] = "/tmp/osprey-unwind-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "not an ELF file\n", 16), 16);
+    close(fd);
+    struct ospd_unwind_source src = {.path = path, .machine = MACHINE};
+    struct ospd_unwind_rows r;
+    char err[256] = "";
+    ck_assert_int_lt(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(err, path));
+    ck_assert_ptr_null(strchr(err, '\n'));
+    ck_assert_ptr_null(r.rows);
+    src.path = "/nonexistent/osprey-object";
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/osprey-object"));
+    unlink(path);
+}
+END_TEST
+
+/* The file range [offset, offset + size) of a section, found by name. */
+static int section_range(const uint8_t *file, size_t size, const char *name, size_t *offset,
+                         size_t *length)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)file;
+    if (size < sizeof *eh || eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > size)
+        return -1;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(file + eh->e_shoff);
+    const char *names = (const char *)file + sh[eh->e_shstrndx].sh_offset;
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (strcmp(names + sh[i].sh_name, name) == 0) {
+            *offset = sh[i].sh_offset;
+            *length = sh[i].sh_size;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Random damage to .eh_frame and .eh_frame_hdr (a fixed seed, so a failure replays): every
+ * build ends, in an error or in sorted rows. */
+START_TEST(corrupt_call_frame_sections_never_crash)
+{
+    char self[4096] = "";
+    ck_assert_int_gt(readlink("/proc/self/exe", self, sizeof self - 1), 0);
+    FILE *f = fopen(self, "rb");
+    ck_assert_ptr_nonnull(f);
+    static uint8_t original[8 << 20];
+    size_t size = fread(original, 1, sizeof original, f);
+    fclose(f);
+    size_t frame_at, frame_len, hdr_at, hdr_len;
+    ck_assert_int_eq(section_range(original, size, ".eh_frame", &frame_at, &frame_len), 0);
+    ck_assert_int_eq(section_range(original, size, ".eh_frame_hdr", &hdr_at, &hdr_len), 0);
+    static uint8_t damaged[8 << 20];
+    char path[] = "/tmp/osprey-unwind-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    srand(20261201);
+    int rounds = getenv("OSPREY_UNDER_VALGRIND") ? 8 : 120, built = 0;
+    for (int round = 0; round < rounds; round++) {
+        memcpy(damaged, original, size);
+        int flips = 1 + rand() % 16;
+        for (int i = 0; i < flips; i++) {
+            int in_header = rand() % 3 == 0;
+            size_t at = in_header ? hdr_at + (size_t)rand() % hdr_len
+                                  : frame_at + (size_t)rand() % frame_len;
+            damaged[at] = (uint8_t)rand();
+        }
+        FILE *out = fopen(path, "wb");
+        ck_assert_ptr_nonnull(out);
+        ck_assert_uint_eq(fwrite(damaged, 1, size, out), size);
+        fclose(out);
+        struct ospd_unwind_source src = {.path = path, .machine = MACHINE};
+        struct ospd_unwind_rows r;
+        char err[256] = "";
+        if (ospd_unwind_build(&src, &r, err, sizeof err) == 0) {
+            assert_sorted(&r);
+            built++;
+            ospd_unwind_rows_free(&r);
+        } else {
+            ck_assert_ptr_nonnull(strstr(err, path));
+        }
+    }
+    unlink(path);
+    ck_assert_int_gt(built, 0); /* most damage leaves most FDEs readable */
+}
+END_TEST
+
+/* ---- publishing ---------------------------------------------------------------------------- */
+
+#define REGION_SIZE (OSP_UNWIND_HEADER_SIZE + 4096u)
+static _Alignas(4096) uint8_t region_mem[REGION_SIZE];
+
+static void region_setup(struct ospd_unwind_region *r)
+{
+    memset(region_mem, 0, sizeof region_mem);
+    struct osp_unwind_header *h = (struct osp_unwind_header *)region_mem;
+    h->magic = OSP_UNWIND_MAGIC;
+    h->abi_version = OSP_UNWIND_ABI_VERSION;
+    h->header_size = OSP_UNWIND_HEADER_SIZE;
+    h->size = REGION_SIZE;
+    h->arch = MACHINE;
+    h->row_size = sizeof(struct osp_unwind_row);
+    char err[256];
+    ck_assert_int_eq(ospd_unwind_region_init(r, region_mem, REGION_SIZE, -1, err, sizeof err), 0);
+}
+
+static struct ospd_unwind_rows two_rows(uint64_t length)
+{
+    static struct osp_unwind_row rows[2] = {
+        {.pc_offset = 0, .cfa_rule = OSP_CFA_SP, .cfa_offset = 8, .ra_offset = -8},
+        {.pc_offset = 4, .cfa_rule = OSP_CFA_SP, .cfa_offset = 16, .ra_offset = -8},
+    };
+    return (struct ospd_unwind_rows){
+        .rows = rows, .count = 2, .start_vaddr = 0x100, .end_vaddr = 0x100 + length};
+}
+
+START_TEST(snapshots_are_sorted_replace_unloaded_images_and_survive_a_full_object)
+{
+    struct ospd_unwind_region r;
+    region_setup(&r);
+    ck_assert_ptr_null(osp_unwind_snapshot(region_mem, REGION_SIZE)); /* nothing yet */
+    struct ospd_unwind_rows rows = two_rows(0x1000);
+    ck_assert_int_eq(ospd_unwind_region_publish(&r, 0x50000, &rows), 0);
+    ck_assert_int_eq(ospd_unwind_region_publish(&r, 0x10000, &rows), 0);
+    const struct osp_unwind_index *ix = osp_unwind_snapshot(region_mem, REGION_SIZE);
+    ck_assert_ptr_nonnull(ix);
+    ck_assert_uint_eq(ix->count, 2);
+    const struct osp_unwind_entry *e = osp_unwind_entries(ix);
+    ck_assert_uint_eq(e[0].start, 0x10000);
+    ck_assert_uint_eq(e[1].start, 0x50000);
+    ck_assert_uint_eq(e[1].end, 0x51000);
+    const struct osp_unwind_row *stored =
+        (const struct osp_unwind_row *)(region_mem + e[0].rows_offset);
+    ck_assert_int_eq(stored[1].cfa_offset, 16);
+    /* A new image where the first was (it was unloaded): it replaces it. */
+    ck_assert_int_eq(ospd_unwind_region_publish(&r, 0x10800, &rows), 0);
+    const struct osp_unwind_index *old = ix;
+    ix = osp_unwind_snapshot(region_mem, REGION_SIZE);
+    ck_assert_uint_eq(ix->count, 2);
+    ck_assert_uint_eq(osp_unwind_entries(ix)[0].start, 0x10800);
+    ck_assert_uint_eq(old->count, 2); /* the older snapshot is never rewritten */
+    ck_assert_uint_eq(osp_unwind_entries(old)[0].start, 0x10000);
+    /* Full: an error, and the published snapshot stays as it was. */
+    int rc = 0;
+    for (uint64_t at = 0x100000; rc == 0; at += 0x10000)
+        rc = ospd_unwind_region_publish(&r, at, &rows);
+    ck_assert_int_eq(rc, -ENOSPC);
+    ix = osp_unwind_snapshot(region_mem, REGION_SIZE);
+    ck_assert_ptr_nonnull(ix);
+    ck_assert_uint_ge(ix->count, 2);
+    ospd_unwind_region_free(&r);
+}
+END_TEST
+
+START_TEST(region_rejects_a_foreign_header)
+{
+    struct ospd_unwind_region r;
+    region_setup(&r);
+    ospd_unwind_region_free(&r);
+    char err[256] = "";
+    struct osp_unwind_header *h = (struct osp_unwind_header *)region_mem;
+    h->arch = 0xffff;
+    ck_assert_int_eq(ospd_unwind_region_init(&r, region_mem, REGION_SIZE, -1, err, sizeof err),
+                     -EPROTO);
+    ck_assert_ptr_nonnull(strstr(err, "architecture"));
+    h->arch = MACHINE;
+    h->size = REGION_SIZE * 2;
+    ck_assert_int_eq(ospd_unwind_region_init(&r, region_mem, REGION_SIZE, -1, err, sizeof err),
+                     -EPROTO);
+    h->magic = 0;
+    ck_assert_int_eq(ospd_unwind_region_init(&r, region_mem, REGION_SIZE, -1, err, sizeof err),
+                     -EPROTO);
+}
+END_TEST
+
+Suite *unwind_suite(void)
+{
+    Suite *s = suite_create("unwind");
+    TCase *build = tcase_create("build");
+    tcase_set_timeout(build, 120);
+    tcase_add_test(build, libc_rows_follow_its_cfi);
+    tcase_add_test(build, own_rows_see_the_frame_pointer_prologue);
+    tcase_add_test(build, mapped_source_finds_the_load_bias);
+    tcase_add_test(build, not_an_object_is_one_line_naming_it);
+    tcase_add_test(build, corrupt_call_frame_sections_never_crash);
+    suite_add_tcase(s, build);
+    TCase *publish = tcase_create("publish");
+    tcase_add_test(publish, snapshots_are_sorted_replace_unloaded_images_and_survive_a_full_object);
+    tcase_add_test(publish, region_rejects_a_foreign_header);
+    suite_add_tcase(s, publish);
+    return s;
+}
