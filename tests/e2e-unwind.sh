@@ -7,6 +7,8 @@
 #             thread's worker -> run_for -> ...; >= 97% of samples reach main or the thread's
 #             start, and the split is the one built;
 #   plugin    the same program dlopens a frameless module mid-run: its samples reach main;
+#   waits     pthread_join, pthread_cond_wait, pthread_mutex_lock and read inside glibc: each
+#             waiting stack reaches its site and main or the thread's start;
 #   throw     a C++ program throwing and catching at 10 kHz: its output and status unchanged;
 #   python3   Debian's interpreter on a pure-Python script: stacks reach Py_RunMain.
 # Usage: e2e-unwind.sh OSPREY SHIM_ARCHIVE OSPREYD SOURCE_DIR
@@ -33,6 +35,7 @@ build frameless-archive gcc -O2 -g "$src/frameless.c" -Wl,--whole-archive "$arch
   -Wl,--no-whole-archive -lpthread -ldl -lrt
 build plugin.so gcc -O2 -g -shared -fPIC "$src/plugin.c"
 build throw g++ -O2 -g "$src/throw.cpp"
+build waits gcc -O2 -g "$src/waits.c" -lpthread
 
 profile() { # profile NAME PROGRAM ARGS...: the preload shim, through the CLI
   local name=$1 program=$2
@@ -44,6 +47,7 @@ profile gcc "$work/frameless-gcc" 1.5
 profile clang "$work/frameless-clang" 1.5
 profile plugin "$work/frameless-gcc" plugin "$work/plugin.so" 1.5
 OSPREY_PROFILE_HZ=10000 profile throw "$work/throw"
+profile waits "$work/waits"
 python=/usr/bin/python3
 [ -x "$python" ] || python=$(command -v python3)
 profile python "$python" "$src/script.py"
@@ -65,9 +69,9 @@ import os, sys
 work, python = sys.argv[1], sys.argv[2]
 problems = []
 
-def folded(name):
+def folded(name, kind="folded"):
     rows = []
-    with open(os.path.join(work, name + ".folded")) as f:
+    with open(os.path.join(work, name + "." + kind)) as f:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
             frames = [fr.split(" ")[0] for fr in stack.split(";")[1:]]
@@ -115,6 +119,15 @@ rooted, total = share(rows, in_plugin, lambda fr: "run_plugin" in fr and "main" 
 check(total >= 300, "plugin: %d samples in the dlopen'd module (want >= 300)" % total)
 check(total and rooted / total >= 0.95,
       "plugin: %.1f%% of the module's samples reach run_plugin and main" % (100.0 * rooted / total if total else 0))
+
+rows = folded("waits", "offcpu.folded")
+for site, root in (("join_site", "main"), ("consumer_wait", "consumer"), ("read_site", "reader"),
+                   ("lock_site", "locker")):
+    waited = sum(c for fr, c in rows if site in fr)
+    rooted = sum(c for fr, c in rows if site in fr and root in fr and
+                 (fr[0] in ("_start", "clone3", "clone", "start_thread") or root == "main"))
+    check(waited >= 500 and rooted == waited,
+          "waits: %d periods waited in %s, %d of them under %s and the stack's root" % (waited, site, rooted, root))
 
 rows = folded("throw")
 rooted, total = share(rows, lambda fr: True, lambda fr: "main" in fr)
