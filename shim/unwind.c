@@ -256,7 +256,8 @@ uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64
     struct osp__regs r = *regs;
     int precise = leaf; /* r.pc is the instant's own pc, not a return address */
     uint32_t depth = 0;
-    while (depth < cap && r.pc != 0) {
+    /* The first address is stored whatever it is (a jump to 0 still has a leaf). */
+    while (depth < cap && (depth == 0 || r.pc != 0)) {
         out[depth++] = r.pc;
         if (depth == cap)
             break;

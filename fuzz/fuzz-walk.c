@@ -1,0 +1,95 @@
+/* fuzz-walk.c — fuzz target for the SIGPROF handler's stack walk (shim/unwind.c, osp__unwind)
+ * over hostile unwind tables and a hostile stack: the promise that a corrupt table or stack
+ * ends a walk and never makes it read outside the table mapping or the thread's stack.
+ *
+ * The input, little-endian:
+ *
+ *   offset  size
+ *   0       8     pc of the interrupted instant
+ *   8       2     sp, as a byte offset into the stack area (taken modulo its size)
+ *   10      2     fp, as a byte offset into the stack area (any value: may point outside)
+ *   12      1     flags: bit 0 the leaf's lr is set (aarch64's form), bit 1 regs are a
+ *                 caller's (leaf = 0)
+ *   13      S     the stack area, S = STACK_BYTES (zero-filled when the input ends early);
+ *                 a word whose top 16 bits are 0xfeed is rewritten to the stack's own address
+ *                 plus its low bits, so chains of frame records and CFAs inside the stack are
+ *                 easy to reach
+ *   13+S    T     the table object's first T bytes (the rest of TABLE_BYTES zero): header,
+ *                 index snapshot, entries, rows, at whatever offsets the input says
+ *
+ * Both areas sit in their own mappings between PROT_NONE guard pages, so a read past either
+ * faults (the walk's reads are exempt from AddressSanitizer: they read foreign frames). The
+ * walk must return a depth in 1..cap.
+ */
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+#include "osp_core.h"
+#include "osp_unwind.h"
+
+#define STACK_BYTES 4096u
+#define TABLE_BYTES 65536u
+#define PREFIX_SIZE 13u
+
+static uint8_t *guarded(size_t bytes)
+{
+    size_t page = 4096;
+    uint8_t *map = mmap(NULL, bytes + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    FUZZ_CHECK(map != MAP_FAILED, "mmap");
+    FUZZ_CHECK(mprotect(map + page, bytes, PROT_READ | PROT_WRITE) == 0, "mprotect");
+    return map + page;
+}
+
+static uint64_t little(const uint8_t *p, unsigned bytes)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < bytes; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static uint8_t *stack, *table;
+    if (stack == NULL) {
+        stack = guarded(STACK_BYTES);
+        table = guarded(TABLE_BYTES);
+    }
+    uint8_t prefix[PREFIX_SIZE] = {0};
+    memcpy(prefix, data, size < PREFIX_SIZE ? size : PREFIX_SIZE);
+    size_t rest = size > PREFIX_SIZE ? size - PREFIX_SIZE : 0;
+    const uint8_t *body = data + (size - rest);
+    memset(stack, 0, STACK_BYTES);
+    memcpy(stack, body, rest < STACK_BYTES ? rest : STACK_BYTES);
+    uint64_t base = (uint64_t)(uintptr_t)stack;
+    for (size_t at = 0; at + 8 <= STACK_BYTES; at += 8) {
+        uint64_t word;
+        memcpy(&word, stack + at, 8);
+        if (word >> 48 == 0xfeed) {
+            word = base + (word & 0xffff);
+            memcpy(stack + at, &word, 8);
+        }
+    }
+    size_t table_rest = rest > STACK_BYTES ? rest - STACK_BYTES : 0;
+    memset(table, 0, TABLE_BYTES);
+    memcpy(table, body + (rest - table_rest), table_rest < TABLE_BYTES ? table_rest : TABLE_BYTES);
+    osp__unwind_set_tables(table, TABLE_BYTES);
+
+    struct osp__regs regs = {
+        .pc = little(prefix, 8),
+        .sp = base + little(prefix + 8, 2) % STACK_BYTES,
+        .fp = base + little(prefix + 10, 2),
+        .lr = (prefix[12] & 1) ? little(prefix, 8) + 4 : 0,
+    };
+    regs.sp &= ~(uint64_t)7;
+    int leaf = !(prefix[12] & 2);
+    uint64_t out[OSP_MAX_DEPTH];
+    uint32_t depth = osp__unwind(&regs, leaf, regs.sp, base + STACK_BYTES, out, OSP_MAX_DEPTH);
+    FUZZ_CHECK(depth >= 1 && depth <= OSP_MAX_DEPTH, "depth %u", depth);
+    FUZZ_CHECK(out[0] == regs.pc, "the leaf is the pc");
+    osp__unwind_set_tables(NULL, 0);
+    return 0;
+}
