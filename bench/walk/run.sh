@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The handler's walk timed alone (walk.c): by unwind rows through frameless code, and by the
+# frame-pointer walk. Usage: bash bench/walk/run.sh [BUILD_DIR] [DEPTH] [WALKS]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+depth=${2:-30}
+walks=${3:-200000}
+work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-walk.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cpu=$(uname -m)
+# The frameless build (gcc -O2 omits frame pointers) and, for the frame-pointer walk's own
+# best case, the same with frame pointers.
+for variant in frameless fp; do
+  flags=()
+  [ "$variant" = fp ] && flags=(-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+  gcc -O2 -g "${flags[@]}" -D_GNU_SOURCE -I"$root/shim" -I"$root/shim/arch/$cpu" -I"$root/proto" \
+    -I"$root/daemon" "$here/walk.c" "$build/shim/libospreyprof-lower.a" "$build/daemon/libospd.a" \
+    -ldw -lelf -lpthread -lrt -o "$work/walk-$variant"
+  echo "== $variant (gcc -O2 ${flags[*]}), $depth frames deep"
+  "$work/walk-$variant" "$depth" "$walks"
+done

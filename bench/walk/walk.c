@@ -1,0 +1,146 @@
+/* walk.c — the SIGPROF handler's walk timed alone (shim/unwind.c, osp__unwind): a real stack
+ * of DEPTH frames of frameless code (gcc -O2), captured with getcontext at its deepest
+ * frame, walked again and again by the unwind rows ospreyd would publish for this process
+ * (built here with the daemon's own code from /proc/self/maps), and by the frame-pointer walk
+ * alone, each walk timed on its own. Prints the median and 99th percentile per walk, the
+ * frames found and the depth. Usage: walk [DEPTH] [WALKS]. Built and run by run.sh. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <ucontext.h>
+
+#include "osp_core.h"
+#include "osp_unwind.h"
+#include "ospd_unwind.h"
+
+static ucontext_t captured;
+static volatile int sink;
+static int (*volatile next)(int); /* through a pointer: the recursion stays calls */
+static void (*volatile at_bottom)(void);
+
+/* DEPTH frames, then the measurement from the deepest: the frames must be live when walked. */
+__attribute__((noinline)) static int descend(int n)
+{
+    if (n == 0) {
+        getcontext(&captured);
+        at_bottom();
+        return 1;
+    }
+    int r = next(n - 1);
+    sink = r;
+    return r + 1;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int compare(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Rows for every executable mapping of this process, as unwind-source.c builds them. */
+static uint64_t publish_own_tables(struct ospd_unwind_region *r, uint8_t *map, uint64_t size)
+{
+    struct osp_unwind_header *h = (struct osp_unwind_header *)map;
+    memset(h, 0, sizeof *h);
+    h->magic = OSP_UNWIND_MAGIC;
+    h->abi_version = OSP_UNWIND_ABI_VERSION;
+    h->header_size = OSP_UNWIND_HEADER_SIZE;
+    h->size = size;
+    h->arch = OSP__CPU_ELF_MACHINE;
+    h->row_size = sizeof(struct osp_unwind_row);
+    char err[256];
+    if (ospd_unwind_region_init(r, map, size, -1, err, sizeof err) != 0) {
+        fprintf(stderr, "walk: %s\n", err);
+        exit(1);
+    }
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[8192];
+    uint64_t rows = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long long start, end, offset;
+        char perms[8], path[4096] = "";
+        if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &start, &end, perms, &offset, path) <
+                5 ||
+            perms[2] != 'x' || path[0] != '/')
+            continue;
+        struct ospd_unwind_source src = {.path = path,
+                                         .machine = OSP__CPU_ELF_MACHINE,
+                                         .mapped = true,
+                                         .map_start = start,
+                                         .map_offset = offset};
+        struct ospd_unwind_rows out;
+        if (ospd_unwind_build(&src, &out, err, sizeof err) == 0) {
+            ospd_unwind_region_publish(r, out.bias + out.start_vaddr, &out);
+            rows += out.count;
+            ospd_unwind_rows_free(&out);
+        }
+    }
+    if (f)
+        fclose(f);
+    return rows;
+}
+
+static void measure(const char *what, const struct osp__regs *regs, uint64_t hi, int walks)
+{
+    uint64_t *times = malloc((size_t)walks * sizeof *times);
+    uint64_t out[OSP_MAX_DEPTH];
+    uint32_t depth = 0;
+    for (int i = 0; i < walks; i++) {
+        uint64_t t0 = now_ns();
+        depth = osp__unwind(regs, 1, regs->sp, hi, out, OSP_MAX_DEPTH);
+        times[i] = now_ns() - t0;
+    }
+    qsort(times, (size_t)walks, sizeof *times, compare);
+    printf("%-14s frames %3u  median %6.0f ns  p99 %6.0f ns  per frame %5.1f ns\n", what, depth,
+           (double)times[walks / 2], (double)times[walks * 99 / 100],
+           (double)times[walks / 2] / depth);
+    free(times);
+}
+
+static uint8_t *map;
+static uint64_t size = 64u << 20, stack_hi;
+static int walks;
+
+static void measure_here(void)
+{
+    struct osp__regs regs;
+    osp__cpu_regs(&captured, &regs);
+    osp__unwind_set_tables(map, size);
+    measure("rows", &regs, stack_hi, walks);
+    osp__unwind_set_tables(NULL, 0);
+    measure("frame pointer", &regs, stack_hi, walks);
+}
+
+int main(int argc, char **argv)
+{
+    int depth = argc > 1 ? atoi(argv[1]) : 30;
+    walks = argc > 2 ? atoi(argv[2]) : 200000;
+    osp__read_code_init(); /* as boot does: code bytes at pc read directly where allowed */
+    /* The stack's top: the end of the [stack] mapping. */
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[8192];
+    while (f && fgets(line, sizeof line, f))
+        if (strstr(line, "[stack]"))
+            sscanf(line, "%*x-%lx", &stack_hi);
+    if (f)
+        fclose(f);
+    map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct ospd_unwind_region region;
+    uint64_t t0 = now_ns();
+    uint64_t rows = publish_own_tables(&region, map, size);
+    printf("tables: %llu rows, %llu bytes, built in %.1f ms\n", (unsigned long long)rows,
+           (unsigned long long)region.used, (double)(now_ns() - t0) / 1e6);
+    next = descend;
+    at_bottom = measure_here;
+    descend(depth);
+    return 0;
+}
