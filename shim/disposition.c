@@ -113,7 +113,9 @@ int osp__sigprof_install(handler_fn handler)
     struct sigaction sa, before;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = handler;
-    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    /* SA_ONSTACK: on the signal stack the registry gives each thread without one (or the
+     * program's own), never on a small thread stack. */
+    sa.sa_flags = SA_RESTART | SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     if (real(SIGPROF, &sa, &before) != 0)
         return -errno;

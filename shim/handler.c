@@ -159,7 +159,7 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             int defer = s->guard_leaving || resumed;
             uint32_t weight = defer ? 0 : osp__credit_take(&s->credit, cpu, period_ns, &needed);
             if (weight > 0) {
-                uint64_t pcs[OSP_MAX_DEPTH];
+                uint64_t *pcs = s->sample_pcs;
                 uint32_t depth = capture(s, context, pcs);
                 if (osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth) != 0) {
                     /* The ring is full (ospreyd is late): the CPU time is carried to the next

@@ -210,6 +210,11 @@ struct osp__slot {
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     uint32_t wait_depth;
     uint64_t wait_pcs[OSP_MAX_DEPTH];
+    /* The handler's scratch for a sample's stack: here, not in its frame, so the handler
+     * needs little of a thread's stack (16 KiB thread stacks, coroutines). The handler does
+     * not nest on its thread (SIGPROF is blocked while it runs). */
+    uint64_t sample_pcs[OSP_MAX_DEPTH];
+    uint64_t start_pc; /* the start routine of a thread pthread_create started, else 0 */
 };
 
 /* Write one SAMPLE_WEIGHTED record to `w` for slot s. Returns 0, or -ENOSPC when the ring is
@@ -261,12 +266,17 @@ void osp__registry_destroy(struct osp__registry *reg);
 /* Register the calling thread (re-registering it if it already is). Returns 0 or -errno. */
 int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char *label);
 /* Mark the calling thread's registration automatic: a later pthread_setname_np renames it. */
-void osp__registry_mark_automatic(struct osp__registry *reg);
+void osp__registry_mark_automatic(struct osp__registry *reg, uint64_t start_pc);
 /* An automatically registered thread was named: end its generation and start the next one
  * under the new label (a runtime's explicit label is never replaced). Returns 1 if renamed. */
 int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char *label);
 /* Unregister the calling thread; when it returns nothing touches the thread any more. */
 void osp__registry_unregister(struct osp__registry *reg);
+/* The calling thread's signal stack from the registry (registered threads without one of
+ * their own get one, for our handler): is ss_sp its base? And: the program replaced it (its
+ * own sigaltstack call succeeded), so it is freed. */
+int osp__altstack_is_ours(const void *ss_sp);
+void osp__altstack_replaced(void);
 /* Slots a shared table has room for; the table itself (NULL: bookkeeping only). */
 void osp__registry_set_table(struct osp__registry *reg, struct osp_ring_header *header);
 /* At exit: write every other thread's open wait to the event ring. Called with the registry

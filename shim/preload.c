@@ -49,7 +49,7 @@ static pthread_create_fn real_pthread_create(void)
 
 /* Register the calling thread under its name (or "thread") and its kernel tid; boot arranges
  * for it to be unregistered when it ends. */
-static void auto_register(const char *creator_name)
+static void auto_register(const char *creator_name, void *(*fn)(void *))
 {
     char name[16] = "";
     const char *label = "thread";
@@ -58,7 +58,7 @@ static void auto_register(const char *creator_name)
         strcmp(name, creator_name) != 0)
         label = name;
     osp_prof_thread_register((int64_t)gettid(), label);
-    osp__registry_mark_automatic(&osp__the_registry);
+    osp__registry_mark_automatic(&osp__the_registry, (uint64_t)(uintptr_t)fn);
 }
 
 struct start {
@@ -73,7 +73,7 @@ static void *thread_trampoline(void *p)
     struct start st = *(struct start *)p;
     free(p);
     if (osp__is_active()) {
-        auto_register(st.creator_name);
+        auto_register(st.creator_name, st.fn);
         osp__sigmask_adopt(st.creator_blocked); /* the mask a new thread inherits */
     }
     return st.fn(st.arg);

@@ -269,3 +269,25 @@ __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighand
     static _Atomic(void *) cache;
     return simple(&cache, "sysv_signal", sig, handler, SA_RESETHAND | SA_NODEFER);
 }
+
+/* The signal stack the registry gave this thread for our handler is not the program's: its
+ * queries see none, and a stack it sets replaces ours as it would replace nothing. */
+__attribute__((visibility("default"))) int sigaltstack(const stack_t *ss, stack_t *old)
+{
+    int (*real)(const stack_t *, stack_t *);
+    static _Atomic(void *) cache;
+    if (load_next(&cache, "sigaltstack", &real, sizeof(real)) != 0)
+        return -1;
+    stack_t before;
+    int rc = real(ss, &before);
+    if (rc != 0)
+        return rc;
+    int ours = osp__altstack_is_ours(before.ss_sp) && !(before.ss_flags & SS_ONSTACK);
+    if (ours && ss != NULL)
+        osp__altstack_replaced();
+    if (ours)
+        before = (stack_t){.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    if (old != NULL)
+        *old = before;
+    return 0;
+}

@@ -130,15 +130,12 @@ void osp__guard_wait_begin(struct osp__slot *s)
         return;
     /* SIGPROF is blocked: the handler cannot run on this thread until guard_wait_end. */
     if (!s->wait_open) {
-        uint64_t pcs[OSP_MAX_DEPTH];
-        uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-        uint64_t sp = (uint64_t)(uintptr_t)&pcs[0];
         /* Our own frames (this function and the interposer) are left out: the wait belongs
-         * to whoever called the blocking function. */
-        uint32_t depth = osp__unwind_caller(fp, 2, sp < s->stack_lo ? s->stack_lo : sp, s->stack_hi,
-                                            pcs, OSP_MAX_DEPTH);
-        memcpy(s->wait_pcs, pcs, depth * sizeof(uint64_t));
-        s->wait_depth = depth;
+         * to whoever called the blocking function. The stack goes straight into the slot: a
+         * blocking call on a small thread stack needs no more of it than plain. */
+        uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+        s->wait_depth = osp__unwind_caller(fp, 2, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
+                                           s->wait_pcs, OSP_MAX_DEPTH);
         s->wait_t_ns = osp__clock_ns(CLOCK_MONOTONIC);
         /* The CPU a blocking call uses is next to nothing: its wait is its wall time (and the
          * thread's CPU clock, a system call, is not read on every blocking call). */

@@ -33,6 +33,12 @@
  *   rawexec               spins, then execve through syscall(2) into "print 0"
  *   idle N MS             N threads wait on one condition variable for MS ms
  *   stderrfile PATH       puts a data file on fd 2, writes one line to it, exits
+ *   smallstack            a thread on a PTHREAD_STACK_MIN stack uses all of it but 1.5 KiB (less
+ *                         than the kernel's signal frame) and spins 300 ms of CPU time
+ *   coroutine             the same on a 16 KiB makecontext stack
+ *   shortthreads N US     N threads, four at a time, each spinning US microseconds of CPU
+ *                         time; prints nothing timing-dependent, and on stderr the CPU time
+ *                         the threads used, their starts included ("threads_cpu_ns N")
  *   environment          prints whether any OSPREY_PROFILE_* bookkeeping is in its environment,
  *                         then runs itself ("print 0") through system(3)
  *
@@ -48,6 +54,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +63,7 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static uint64_t now_ns(void)
@@ -66,6 +74,13 @@ static uint64_t now_ns(void)
 }
 
 static volatile uint64_t sink;
+
+static uint64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static __attribute__((noinline)) void spin_for(uint64_t ns)
 {
@@ -514,6 +529,106 @@ static int mode_dlopen(void)
     return 0;
 }
 
+/* Spin on the stack left at `bytes` below here: a VLA that holds the rest. */
+__attribute__((noinline)) static void spin_on_little_stack(size_t bytes)
+{
+    volatile char pad[bytes];
+    memset((char *)pad, 1, bytes);
+    uint64_t t0 = cpu_ns();
+    while (cpu_ns() - t0 < 300000000u)
+        for (int i = 0; i < 1000; i++)
+            sink += (uint64_t)pad[(size_t)i % bytes];
+}
+
+/* All of a stack but `left` bytes, measured from the local's address down to its base. */
+static size_t all_but(const void *base, size_t left)
+{
+    char here;
+    size_t used_above = (size_t)(&here - (const char *)base);
+    return used_above > left + 512 ? used_above - left - 512 : 16;
+}
+
+static void *small_thread(void *arg)
+{
+    (void)arg;
+    pthread_attr_t attr;
+    void *base = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        pthread_attr_getstack(&attr, &base, &size);
+        pthread_attr_destroy(&attr);
+    }
+    spin_on_little_stack(all_but(base, 1536));
+    return NULL;
+}
+
+static int mode_small_stack(void)
+{
+    /* Resolved here, on the main stack: the lazy binder needs more stack than is left. */
+    spin_on_little_stack(64);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN);
+    pthread_t t;
+    if (pthread_create(&t, &attr, small_thread, NULL) != 0)
+        return 1;
+    pthread_join(t, NULL);
+    printf("smallstack ok\n");
+    return 0;
+}
+
+static ucontext_t main_context, coroutine_context;
+static char coroutine_stack[16384] __attribute__((aligned(16)));
+
+static void coroutine(void)
+{
+    spin_on_little_stack(all_but(coroutine_stack, 1536));
+}
+
+static int mode_coroutine(void)
+{
+    spin_on_little_stack(64);
+    getcontext(&coroutine_context);
+    coroutine_context.uc_stack.ss_sp = coroutine_stack;
+    coroutine_context.uc_stack.ss_size = sizeof coroutine_stack;
+    coroutine_context.uc_link = &main_context;
+    makecontext(&coroutine_context, coroutine, 0);
+    if (swapcontext(&main_context, &coroutine_context) != 0)
+        return 1;
+    printf("coroutine ok\n");
+    return 0;
+}
+
+static uint64_t short_us;
+static _Atomic uint64_t threads_cpu;
+static void *cpu_burner(void *arg)
+{
+    (void)arg;
+    uint64_t t0 = cpu_ns();
+    while (cpu_ns() - t0 < short_us * 1000u)
+        sink++;
+    atomic_fetch_add(&threads_cpu, cpu_ns()); /* all of its CPU time, its start included */
+    return NULL;
+}
+
+static int mode_short_threads(int n, int us)
+{
+    short_us = (uint64_t)us;
+    uint64_t used = 0;
+    for (int i = 0; i < n; i += 4) {
+        pthread_t t[4];
+        int started = 0;
+        for (int j = 0; j < 4 && i + j < n; j++)
+            started += pthread_create(&t[j], NULL, cpu_burner, NULL) == 0;
+        for (int j = 0; j < started; j++)
+            pthread_join(t[j], NULL);
+    }
+    used = atomic_load(&threads_cpu);
+    fprintf(stderr, "threads_cpu_ns %llu\n", (unsigned long long)used);
+    printf("shortthreads %d\n", n);
+    return 0;
+}
+
 __attribute__((constructor(101))) static void early_sigprof(void)
 {
     const char *early = getenv("TARGET_SIGPROF_EARLY");
@@ -570,6 +685,12 @@ int main(int argc, char **argv)
         return mode_rawexec();
     if (strcmp(mode, "idle") == 0)
         return mode_idle(a, b);
+    if (strcmp(mode, "smallstack") == 0)
+        return mode_small_stack();
+    if (strcmp(mode, "coroutine") == 0)
+        return mode_coroutine();
+    if (strcmp(mode, "shortthreads") == 0)
+        return mode_short_threads(a, b);
     if (strcmp(mode, "environment") == 0)
         return mode_environment();
     if (strcmp(mode, "stderrfile") == 0 && argc > 2)

@@ -648,7 +648,7 @@ START_TEST(registry_renames_only_automatic_registrations)
     ck_assert_int_eq(osp__registry_rename(&reg, pthread_self(), "renamed"), 0);
     ck_assert_ptr_null(ring_next(&reg_ring, &tail));
     ck_assert_int_eq(osp__registry_register(&reg, 77, "thread"), 0);
-    osp__registry_mark_automatic(&reg);
+    osp__registry_mark_automatic(&reg, 0);
     ring_next(&reg_ring, &tail); /* THREAD_END of the explicit registration */
     ring_next(&reg_ring, &tail); /* THREAD_START, generation 2 */
     ck_assert_int_eq(osp__registry_rename(&reg, pthread_self(), "cruncher"), 1);

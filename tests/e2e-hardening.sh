@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# End-to-end: the profiled program is not hurt, and what it does is recorded, in the corners a
+# hostile review found (tests/test-shim-target.c's modes, run plain and profiled with ospreyd):
+#   smallstack    a thread on a PTHREAD_STACK_MIN stack with 1.5 KiB left (less than the
+#                 kernel's signal frame): runs as plain (the handler has a signal stack);
+#   coroutine     the same on a 16 KiB makecontext stack;
+#   shortthreads  2000 threads of 300 us CPU and 500 of 1.5 ms: their CPU time recorded within
+#                 10% (each thread starts at a random phase of the period; what its timers
+#                 could not sample is paid when it ends).
+# Usage: e2e-hardening.sh TARGET SHIM_SO OSPREYD
+set -uo pipefail
+
+target=${1:?usage: e2e-hardening.sh TARGET SHIM_SO OSPREYD}
+shim=${2:?}
+daemon=${3:?}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.sh
+. "$here/lib.sh"
+work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-hardening.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+profiled() { # profiled NAME ARGS...: stdout, stderr and status of a profiled run
+  local name=$1
+  shift
+  OSPREY_DAEMON=$daemon OSPREY_PROFILE="$work/$name.raw.json" LD_PRELOAD=$shim "$target" "$@" \
+    >"$work/$name.out" 2>"$work/$name.err"
+  echo $? >"$work/$name.status"
+}
+plain() {
+  local name=$1
+  shift
+  "$target" "$@" >"$work/$name.plain" 2>/dev/null
+  echo $? >"$work/$name.plain-status"
+}
+same_as_plain() { # same_as_plain NAME ARGS...
+  local name=$1
+  plain "$name" "$@"
+  profiled "$name" "$@"
+  cmp -s "$work/$name.plain" "$work/$name.out" ||
+    fail "$name: output differs: plain '$(cat "$work/$name.plain")', profiled '$(cat "$work/$name.out")'"
+  cmp -s "$work/$name.plain-status" "$work/$name.status" ||
+    fail "$name: exit status $(cat "$work/$name.status"), plain $(cat "$work/$name.plain-status")"
+  [ -s "$work/$name.raw.json" ] || fail "$name: no profile written"
+}
+same_as_plain smallstack smallstack
+same_as_plain coroutine coroutine
+
+for spec in "2000 300" "500 1500"; do
+  read -r n us <<<"$spec"
+  name=short-$us
+  profiled "$name" shortthreads "$n" "$us"
+  python3 - "$work/$name.raw.json" "$work/$name.err" "$n" "$us" <<'PY' || fail "short threads of $us us: CPU time not recorded (above)"
+import json, sys
+raw, err, n, us = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+truth = None
+for line in open(err):
+    if line.startswith("threads_cpu_ns "):
+        truth = int(line.split()[1]) / 1e9
+profile = json.load(open(raw))
+period = 1.0 / profile["rate_hz"]
+threads = profile["threads"]
+recorded = 0.0
+for row in profile["samples"]:
+    if row[3] == 0 and threads[row[1]]["fiber"] != 0:
+        recorded += (row[4] if len(row) > 4 else 1) * period
+ok = truth is not None and abs(recorded - truth) <= 0.10 * truth
+print("  %s: %d threads of %d us: %.3f s recorded of %.3f s used" % ("ok" if ok else "FAIL", n, us, recorded, truth or 0))
+sys.exit(0 if ok else 1)
+PY
+done
+
+finish "small stacks, coroutines, short threads"
