@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -610,6 +611,15 @@ static void boot(void)
     if (!env.has_profile)
         return;
     osp__warn_remember_stderr();
+    /* Secure mode (setuid, setgid, file capabilities: AT_SECURE): the caller's environment is
+     * not to be trusted, as glibc ignores LD_PRELOAD there. OSPREY_DAEMON would run a program
+     * of the caller's choosing with the process's privileges, OSPREY_PROFILE write where the
+     * caller cannot. Nothing of ours starts; one line says why. */
+    if (getauxval(AT_SECURE)) {
+        osp__warn("a privileged (setuid, setgid or capability) program ignores OSPREY_*; "
+                  "profiling is off");
+        return;
+    }
     if (osp__sigprof_foreign()) {
         osp__warn("the program already has a SIGPROF handler; profiling is off");
         return;

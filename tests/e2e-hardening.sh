@@ -6,13 +6,17 @@
 #   coroutine     the same on a 16 KiB makecontext stack;
 #   shortthreads  2000 threads of 300 us CPU and 500 of 1.5 ms: their CPU time recorded within
 #                 10% (each thread starts at a random phase of the period; what its timers
-#                 could not sample is paid when it ends).
-# Usage: e2e-hardening.sh TARGET SHIM_SO OSPREYD
+#                 could not sample is paid when it ends);
+#   setuid        a setuid-root copy of the target built with the archive, run by nobody with
+#                 OSPREY_DAEMON naming a program and OSPREY_PROFILE a path: neither is used,
+#                 one line says so, nothing is left in /dev/shm (needs root; said when skipped).
+# Usage: e2e-hardening.sh TARGET SHIM_SO OSPREYD STATIC_TARGET
 set -uo pipefail
 
 target=${1:?usage: e2e-hardening.sh TARGET SHIM_SO OSPREYD}
 shim=${2:?}
 daemon=${3:?}
+static_target=${4:?}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
 . "$here/lib.sh"
@@ -69,4 +73,27 @@ sys.exit(0 if ok else 1)
 PY
 done
 
-finish "small stacks, coroutines, short threads"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  jail=$(mktemp -d /tmp/osprey-setuid.XXXXXX)
+  chmod 755 "$jail"
+  cp "$static_target" "$jail/target"
+  chown root:root "$jail/target"
+  chmod 4755 "$jail/target"
+  printf '#!/bin/sh\ntouch %s/ran-as-root\n' "$jail" >"$jail/evil"
+  chmod 755 "$jail/evil"
+  setpriv --reuid=65534 --regid=65534 --clear-groups \
+    env OSPREY_PROFILE="$jail/out.json" OSPREY_DAEMON="$jail/evil" "$jail/target" print 3 \
+    >"$work/setuid.out" 2>"$work/setuid.err"
+  status=$?
+  "$target" print 3 >"$work/setuid.plain" 2>/dev/null
+  expect_status 3 "$status" "setuid"
+  cmp -s "$work/setuid.plain" "$work/setuid.out" || fail "setuid: output differs"
+  expect_one_line "$work/setuid.err" 'privileged.*OSPREY_.*profiling is off' "setuid: stderr"
+  [ -e "$jail/ran-as-root" ] && fail "setuid: OSPREY_DAEMON ran with the program's privileges"
+  compgen -G "$jail/out*" >/dev/null && fail "setuid: OSPREY_PROFILE was written: $(ls "$jail")"
+  rm -rf "$jail"
+else
+  echo "setuid: skipped (needs root and setpriv)"
+fi
+
+finish "small stacks, coroutines, short threads, setuid"
