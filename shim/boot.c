@@ -487,7 +487,24 @@ static int lock_bounded(pthread_mutex_t *lock)
  * changes the exit status; a forked child's exit does nothing. */
 static void at_exit(void)
 {
-    if (getpid() != osp__booted_pid || !osp__is_active())
+    /* Inactive first: a forked child is, and the sandbox check before getpid, a system call
+     * a sandbox may forbid. */
+    if (!osp__is_active())
+        return;
+    if (atomic_load_explicit(&osp__sandboxed, memory_order_relaxed)) {
+        atomic_store_explicit(&osp__active_flag, 0, memory_order_release);
+        /* Inside a sandbox: the exit record alone (shared memory, no system call); ospreyd
+         * writes the profile on its own, and nobody waits for it. */
+        struct osp_rec_exit rec = {
+            .dropped = atomic_load_explicit(&ring_header->dropped, memory_order_relaxed)};
+        if (pthread_mutex_trylock(&osp__the_registry.lock) == 0) {
+            osp__event_ring_write(&event_ring, OSP_REC_EXIT, &rec, sizeof(rec), NULL, 0);
+            osp__the_registry.stopped = 1;
+            pthread_mutex_unlock(&osp__the_registry.lock);
+        }
+        return;
+    }
+    if (getpid() != osp__booted_pid)
         return;
     atomic_store_explicit(&osp__active_flag, 0, memory_order_release);
     osp__registry_disarm_timers(&osp__the_registry);

@@ -3,7 +3,9 @@
  * Owns the pause of our SIGPROFs: around execve (a SIGPROF of ours still pending when the new
  * image starts would kill it, its SIGPROF being SIG_DFL again), and for good once the program
  * uses SIGPROF itself (standard signals do not queue: one of ours pending would swallow the
- * program's). ospreyd checks header.signals_paused before each round of signals and counts
+ * program's), and for good before a seccomp sandbox (strict mode, or a filter) takes effect:
+ * the handler's clock reads and timer calls are system calls the sandbox may kill the program
+ * for. ospreyd checks header.signals_paused before each round of signals and counts
  * rounds in header.tick_seq; the CPU-time timers are process-wide ids any thread may disarm.
  */
 #include <errno.h>
@@ -94,4 +96,19 @@ void osp__program_will_signal(int sig)
         osp__sigprof_back_off();
     if (osp__is_active() && osp__sigprof_claim_warning())
         osp__warn("the program uses SIGPROF itself; sampling stopped");
+}
+
+void osp__sandbox_begin(void)
+{
+    if (!osp__is_active() || getpid() != osp__boot_pid() || osp__header == NULL ||
+        atomic_load_explicit(&osp__sandboxed, memory_order_relaxed))
+        return;
+    /* Before the sandbox takes effect, with every system call still allowed: no timer of ours
+     * fires again, and what was pending on this thread is taken back. A signal of ours that
+     * already fired on another thread finds the handler returning at once. */
+    pause_signals();
+    osp__take_pending_sigprof();
+    atomic_store_explicit(&osp__sandboxed, 1, memory_order_relaxed);
+    osp__warn("the program entered a seccomp sandbox: profiling stopped there (the profile "
+              "holds what ran before)");
 }

@@ -16,6 +16,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/msg.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/sem.h>
 #include <sys/socket.h>
@@ -259,6 +261,12 @@ syscall(long nr, ...)
         errno = saved;
         return r;
     }
+#ifdef SYS_seccomp
+    if (nr == SYS_seccomp && (a[0] == SECCOMP_SET_MODE_STRICT || a[0] == SECCOMP_SET_MODE_FILTER))
+        osp__sandbox_begin(); /* before it takes effect: control.c */
+#endif
+    if (nr == SYS_prctl && a[0] == PR_SET_SECCOMP)
+        osp__sandbox_begin();
     sigset_t old;
     int guarded = syscall_never_restarted(nr, a) ? osp__guard_begin(&old) : 0;
     long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);

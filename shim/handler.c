@@ -108,6 +108,10 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         osp__sigprof_forward(sig, info, context); /* the program's, not ours */
         return;
     }
+    /* Relaxed: a signal of ours already pending when the program entered its sandbox lands
+     * here afterwards; it must make no system call (clock reads, timers). */
+    if (atomic_load_explicit(&osp__sandboxed, memory_order_relaxed))
+        return;
     int saved_errno = errno;
     uint64_t period_ns = osp__period_ns;
     struct osp__slot *s = osp__tls_slot;

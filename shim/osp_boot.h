@@ -58,6 +58,9 @@ void osp__take_pending_sigprof(void);
 /* The program is about to send SIGPROF itself: pause our signals for good (every thread's
  * timers disarmed, none armed again). */
 void osp__sigprof_back_off(void);
+/* The program is about to enter a seccomp sandbox (prctl(PR_SET_SECCOMP), seccomp(2)):
+ * profiling stops for good first, with one line. */
+void osp__sandbox_begin(void);
 /* The program is about to send or arm SIGPROF (or to wait for it): stop ours first, and say
  * so in one line. */
 void osp__program_will_signal(int sig);

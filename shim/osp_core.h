@@ -167,6 +167,10 @@ extern __thread int osp__view_blocked __attribute__((tls_model("initial-exec")))
  * thread that sees it sees everything boot set up; cleared at exit, and in a forked child,
  * relaxed there: the child is single-threaded). */
 extern _Atomic int osp__active_flag;
+/* Set once the program enters a seccomp sandbox (control.c): from then on nothing of ours
+ * makes a system call the sandbox may forbid — the handler returns at once, the exit handler
+ * only writes the exit record. */
+extern _Atomic int osp__sandboxed;
 /* The pid that booted the profiler (0 before); written by boot only. */
 extern pid_t osp__booted_pid;
 /* Nonzero while sampling (acquire: pairs with boot's release). */

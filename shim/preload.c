@@ -5,7 +5,8 @@
  * Owns the pthread_create and pthread_setname_np wrappers (the real ones come from libc.c),
  * the thread trampoline that registers a new thread under its name (or "thread") and kernel
  * tid (boot's pthread key unregisters it when it ends — by returning, by pthread_exit or by
- * cancellation alike), the exec and spawn family, system and popen, and dlclose.
+ * cancellation alike), the exec and spawn family, system and popen, dlclose, and prctl
+ * (PR_SET_SECCOMP: profiling stops before a sandbox takes effect).
  *
  * Built into both the shared library (LD_PRELOAD) and the static archive (linked with
  * --whole-archive, so the executable's own pthread_create is this one). When the profiler is
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "osp_base.h"
@@ -309,4 +311,27 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
     memcpy(&real, &sym, sizeof(real));
     osp__images_refresh();
     return real(handle);
+}
+
+/* A seccomp sandbox (strict mode or a filter) may forbid the system calls our handler makes:
+ * profiling stops before it takes effect (control.c). */
+__attribute__((visibility("default"))) int prctl(int option, ...)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "prctl");
+    va_list ap;
+    va_start(ap, option);
+    unsigned long a[4];
+    for (int i = 0; i < 4; i++)
+        a[i] = va_arg(ap, unsigned long);
+    va_end(ap);
+    if (sym == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (option == PR_SET_SECCOMP)
+        osp__sandbox_begin();
+    int (*real)(int, ...);
+    memcpy(&real, &sym, sizeof(real));
+    return real(option, a[0], a[1], a[2], a[3]);
 }

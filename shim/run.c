@@ -1,13 +1,15 @@
 /* run.c — the run's process-wide state, which boot sets and every layer above this one reads.
  *
  * Owns whether the process is profiled now (on once boot succeeded; off after the exit handler
- * and in a forked child), the pid that booted, the process's registry (the one the public API
- * and the interposers register threads in), the shared header, and the sampling period. Here,
- * below the handler and boot, so that the code that reads them never has to call up.
+ * and in a forked child), whether the program entered a seccomp sandbox, the pid that booted, the
+ * process's registry (the one the public API and the interposers register threads in), the shared
+ * header, and the sampling period. Here, below the handler and boot, so that the code that reads
+ * them never has to call up.
  */
 #include "osp_core.h"
 
 _Atomic int osp__active_flag;
+_Atomic int osp__sandboxed;
 pid_t osp__booted_pid;
 struct osp__registry osp__the_registry;
 struct osp_ring_header *osp__header;

@@ -4,6 +4,8 @@
 #   smallstack    a thread on a PTHREAD_STACK_MIN stack with 1.5 KiB left (less than the
 #                 kernel's signal frame): runs as plain (the handler has a signal stack);
 #   coroutine     the same on a 16 KiB makecontext stack;
+#   seccomp       strict mode, and an allow-list filter that kills on anything else, entered
+#                 after start: profiling stops before either takes effect, one line says so;
 #   shortthreads  2000 threads of 300 us CPU and 500 of 1.5 ms: their CPU time recorded within
 #                 10% (each thread starts at a random phase of the period; what its timers
 #                 could not sample is paid when it ends);
@@ -36,10 +38,13 @@ plain() {
   "$target" "$@" >"$work/$name.plain" 2>/dev/null
   echo $? >"$work/$name.plain-status"
 }
-same_as_plain() { # same_as_plain NAME ARGS...
+same_as_plain() { # same_as_plain NAME ARGS...: the program's own status 0, the same profiled
   local name=$1
+  shift
   plain "$name" "$@"
   profiled "$name" "$@"
+  [ "$(cat "$work/$name.plain-status")" = 0 ] ||
+    fail "$name: the plain run itself ended with status $(cat "$work/$name.plain-status")"
   cmp -s "$work/$name.plain" "$work/$name.out" ||
     fail "$name: output differs: plain '$(cat "$work/$name.plain")', profiled '$(cat "$work/$name.out")'"
   cmp -s "$work/$name.plain-status" "$work/$name.status" ||
@@ -48,6 +53,11 @@ same_as_plain() { # same_as_plain NAME ARGS...
 }
 same_as_plain smallstack smallstack
 same_as_plain coroutine coroutine
+same_as_plain seccomp-strict seccomp strict
+same_as_plain seccomp-filter seccomp filter
+for kind in strict filter; do
+  expect_one_line "$work/seccomp-$kind.err" 'seccomp sandbox: profiling stopped' "seccomp $kind: stderr"
+done
 
 for spec in "2000 300" "500 1500"; do
   read -r n us <<<"$spec"

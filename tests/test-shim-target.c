@@ -39,6 +39,9 @@
  *   shortthreads N US     N threads, four at a time, each spinning US microseconds of CPU
  *                         time; prints nothing timing-dependent, and on stderr the CPU time
  *                         the threads used, their starts included ("threads_cpu_ns N")
+ *   seccomp strict|filter computes, enters a seccomp sandbox (strict mode; or an allow-list
+ *                         filter that kills the process on any other call), computes again,
+ *                         prints and exits as such a program can
  *   environment          prints whether any OSPREY_PROFILE_* bookkeeping is in its environment,
  *                         then runs itself ("print 0") through system(3)
  *
@@ -49,16 +52,20 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -629,6 +636,51 @@ static int mode_short_threads(int n, int us)
     return 0;
 }
 
+/* Work without any system call (a sandboxed thread may make none). */
+__attribute__((noinline)) static void compute(uint64_t rounds)
+{
+    uint64_t x = 1;
+    for (uint64_t i = 0; i < rounds; i++)
+        x = x * 6364136223846793005u + 1442695040888963407u;
+    sink = x;
+}
+
+static int mode_seccomp(const char *kind)
+{
+    compute(200000000);
+    if (strcmp(kind, "strict") == 0) {
+        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) != 0)
+            return 3;
+        compute(200000000);
+        static const char line[] = "strict ok\n";
+        if (write(1, line, sizeof line - 1) != (ssize_t)(sizeof line - 1))
+            syscall(SYS_exit, 4);
+        syscall(SYS_exit, 0); /* exit_group is not allowed in strict mode */
+    }
+    /* The calls this program makes from here on, and nothing else: the process is killed. */
+    static const int allowed[] = {SYS_read,         SYS_write,      SYS_exit,  SYS_exit_group,
+                                  SYS_rt_sigreturn, SYS_futex,      SYS_brk,   SYS_mmap,
+                                  SYS_munmap,       SYS_newfstatat, SYS_fstat, SYS_lseek,
+                                  SYS_getrandom};
+    struct sock_filter code[64];
+    unsigned n = 0;
+    code[n++] =
+        (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+    unsigned count = sizeof allowed / sizeof allowed[0];
+    for (unsigned i = 0; i < count; i++)
+        code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)allowed[i],
+                                                 count - i, 0);
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog prog = {.len = (unsigned short)n, .filter = code};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+        return 3;
+    compute(200000000);
+    printf("filter ok\n");
+    return 0;
+}
+
 __attribute__((constructor(101))) static void early_sigprof(void)
 {
     const char *early = getenv("TARGET_SIGPROF_EARLY");
@@ -691,6 +743,8 @@ int main(int argc, char **argv)
         return mode_coroutine();
     if (strcmp(mode, "shortthreads") == 0)
         return mode_short_threads(a, b);
+    if (strcmp(mode, "seccomp") == 0 && argc > 2)
+        return mode_seccomp(argv[2]);
     if (strcmp(mode, "environment") == 0)
         return mode_environment();
     if (strcmp(mode, "stderrfile") == 0 && argc > 2)
