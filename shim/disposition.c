@@ -116,7 +116,13 @@ int osp__sigprof_install(handler_fn handler)
     /* SA_ONSTACK: on the signal stack the registry gives each thread without one (or the
      * program's own), never on a small thread stack. */
     sa.sa_flags = SA_RESTART | SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
+    /* Every other signal waits the few microseconds the handler runs: a program's handler
+     * that ran inside ours would find SIGPROF blocked and take it for the program's own block
+     * (the mask tracker). The synchronous ones (a fault) cannot wait. */
+    sigfillset(&sa.sa_mask);
+    static const int synchronous[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof synchronous / sizeof synchronous[0]; i++)
+        sigdelset(&sa.sa_mask, synchronous[i]);
     if (real(SIGPROF, &sa, &before) != 0)
         return -errno;
     osp__sigprof_shadow_write(&before); /* SIG_DFL or SIG_IGN: boot refuses to run over a handler */

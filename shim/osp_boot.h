@@ -109,6 +109,8 @@ static inline int osp__guard_begin(sigset_t *old)
 {
     if (osp__tls_slot == NULL || !osp__is_active() || osp__sigprof_program_handles())
         return 0;
+    /* A guarded call this thread left by longjmp: its block of SIGPROF is undone first. */
+    osp__guard_repair_if_left(osp__tls_slot, (uint64_t)(uintptr_t)__builtin_frame_address(0));
     sigset_t prof;
     sigemptyset(&prof);
     sigaddset(&prof, SIGPROF);

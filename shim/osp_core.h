@@ -210,7 +210,9 @@ struct osp__slot {
     struct osp__credit credit;
     uint64_t last_run_ns, last_cpu_ns; /* when the handler last ran, and the CPU clock then */
     int wait_open;                     /* a wait has been captured and not yet written */
-    int guard_leaving;               /* between a guarded call's return and SIGPROF's unblocking */
+    int guard_leaving; /* between a guarded call's return and SIGPROF's unblocking */
+    int in_guard;      /* inside a guarded call (osp__guard_wait_begin .. _end) */
+    uint64_t guard_sp; /* the stack pointer there: a frame above it means the call is gone */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     uint32_t wait_depth;
     uint64_t wait_pcs[OSP_MAX_DEPTH];
@@ -225,6 +227,12 @@ struct osp__slot {
  * full (the caller counts the drop, or carries the weight). Async-signal-safe. */
 int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth);
+/* A guarded call left without its end (longjmp out of a signal handler, cancellation): the
+ * calling thread's code at stack pointer sp is above the call's frames while the slot still
+ * says it is inside. Then: its wait is written, SIGPROF (blocked by the guard, never by the
+ * program) unblocked, its sampling timer armed again; 1 when it did. A handler that runs
+ * during a guarded call is below those frames (or on another stack) and repairs nothing. */
+int osp__guard_repair_if_left(struct osp__slot *s, uint64_t sp);
 /* Write the thread's open wait, if any, ending at now_ns, to `w`. Async-signal-safe. */
 void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
                      uint64_t cpu_ns);

@@ -313,6 +313,8 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->last_cpu_ns = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
     s->credit.paid_ns = s->last_cpu_ns; /* CPU time before registration is not ours to count */
     s->wait_open = 0;
+    s->in_guard = 0;
+    s->guard_leaving = 0;
     s->automatic = 0;
     s->start_pc = 0;
     emit_thread_start(reg, s);

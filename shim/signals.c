@@ -162,8 +162,12 @@ setitimer(__itimer_which_t which, const struct itimerval *value, struct itimerva
 static void track_sigprof_mask(void)
 {
     struct osp__slot *slot = osp__tls_slot;
+    /* Inside a guarded call (a signal handler of the program's that runs during it): SIGPROF
+     * is blocked by the guard, not by the program, and the handler's mask ends with it. */
+    if (slot == NULL || slot->in_guard)
+        return;
     /* The pid check: a vfork child shares our memory and our thread's TLS, not its mask. */
-    if (slot == NULL || !osp__is_active() || getpid() != osp__boot_pid())
+    if (!osp__is_active() || getpid() != osp__boot_pid())
         return;
     sigset_t cur;
     if (osp__sigmask_raw(SIG_BLOCK, NULL, &cur) != 0)
@@ -180,6 +184,11 @@ static void track_sigprof_mask(void)
     else
         atomic_fetch_and_explicit(&slot->shared->flags, ~OSP_SLOT_PROF_BLOCKED,
                                   memory_order_relaxed);
+    if (!blocked && was) {
+        /* Unblocked again: sampling goes on (the timers were disarmed when it was blocked). */
+        uint64_t now = osp__mono_ns();
+        osp__slot_arm_sampling(slot, now + osp__period_ns / 2);
+    }
     if (blocked && !was) {
         struct itimerspec off = {{0, 0}, {0, 0}};
         if (slot->timer >= 0)
@@ -199,6 +208,9 @@ __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset
     static _Atomic(void *) cache;
     if (load_next(&cache, "pthread_sigmask", &real, sizeof(real)) != 0)
         return ENOSYS;
+    /* A guarded call this thread left by longjmp: the mask it sees is without the guard's
+     * block of SIGPROF. */
+    osp__guard_repair_if_left(osp__tls_slot, (uint64_t)(uintptr_t)__builtin_frame_address(0));
     sigset_t copy;
     int shown;
     int err = real(how, osp__sigmask_view_before(how, set, &copy, &shown), old);
@@ -215,6 +227,9 @@ __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t *
     static _Atomic(void *) cache;
     if (load_next(&cache, "sigprocmask", &real, sizeof(real)) != 0)
         return -1;
+    /* A guarded call this thread left by longjmp: the mask it sees is without the guard's
+     * block of SIGPROF. */
+    osp__guard_repair_if_left(osp__tls_slot, (uint64_t)(uintptr_t)__builtin_frame_address(0));
     sigset_t copy;
     int shown;
     int r = real(how, osp__sigmask_view_before(how, set, &copy, &shown), old);

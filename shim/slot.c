@@ -142,6 +142,8 @@ void osp__guard_wait_begin(struct osp__slot *s)
         s->wait_cpu_ns = 0;
         s->wait_open = s->wait_depth > 0;
     }
+    s->guard_sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+    s->in_guard = 1;
     osp__slot_publish(s, OSP_SLOT_GUARDED, UINT64_MAX);
 }
 
@@ -150,9 +152,29 @@ void osp__guard_wait_end(struct osp__slot *s)
     if (s->shared == NULL)
         return;
     uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
+    s->in_guard = 0;
     osp__close_wait(&s->ring, s, now, 0);
     /* Running again. Its next sample is due once it has used the CPU time still owed, at the
      * earliest: a thread that wakes briefly and sleeps again is not signalled for nothing. */
     s->guard_leaving = 1; /* cleared by guard.c once SIGPROF is unblocked */
     osp__slot_publish(s, OSP_SLOT_RUNNING, now + osp__period_ns / 2);
+}
+
+int osp__guard_repair_if_left(struct osp__slot *s, uint64_t sp)
+{
+    if (s == NULL || !s->in_guard || sp < s->stack_lo || sp >= s->stack_hi || sp <= s->guard_sp)
+        return 0;
+    s->in_guard = 0;
+    s->guard_leaving = 0;
+    if (s->shared != NULL) {
+        uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
+        osp__close_wait(&s->ring, s, now, 0);
+        osp__slot_publish(s, OSP_SLOT_RUNNING, now + osp__period_ns / 2);
+        osp__slot_arm_sampling(s, now + osp__period_ns / 2);
+    }
+    sigset_t prof;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    osp__sigmask_raw(SIG_UNBLOCK, &prof, NULL); /* the guard's block: never the program's */
+    return 1;
 }

@@ -42,6 +42,12 @@
  *   seccomp strict|filter computes, enters a seccomp sandbox (strict mode; or an allow-list
  *                         filter that kills the process on any other call), computes again,
  *                         prints and exits as such a program can
+ *   alarmpoll             an event loop (5 ms of work, then poll for 30 ms) with a 7 ms SIGALRM
+ *                         whose handler changes the mask, as shells' SIGCHLD handlers do;
+ *                         prints its iterations and, on stderr, its CPU time ("cpu_ns N")
+ *   longjmp               a SIGALRM handler longjmps out of pause() (the timeout idiom), then
+ *                         the program spins 300 ms of CPU; prints whether its mask shows
+ *                         SIGPROF blocked, and on stderr its CPU time
  *   environment          prints whether any OSPREY_PROFILE_* bookkeeping is in its environment,
  *                         then runs itself ("print 0") through system(3)
  *
@@ -57,6 +63,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
@@ -681,6 +688,74 @@ static int mode_seccomp(const char *kind)
     return 0;
 }
 
+static void on_alarm_change_mask(int sig)
+{
+    (void)sig;
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static void print_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    fprintf(stderr, "cpu_ns %llu\n",
+            (unsigned long long)ts.tv_sec * 1000000000u + (unsigned long long)ts.tv_nsec);
+}
+
+static int mode_alarm_poll(void)
+{
+    struct sigaction sa = {.sa_handler = on_alarm_change_mask};
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval every = {{0, 7000}, {0, 7000}};
+    setitimer(ITIMER_REAL, &every, NULL);
+    int fds[2];
+    if (pipe(fds) != 0)
+        return 1;
+    int iterations = 0;
+    for (; iterations < 20; iterations++) {
+        uint64_t t0 = cpu_ns();
+        while (cpu_ns() - t0 < 5000000u)
+            sink++;
+        struct pollfd p = {.fd = fds[0], .events = POLLIN};
+        poll(&p, 1, 30);
+    }
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    print_cpu();
+    printf("alarmpoll %d\n", iterations);
+    return 0;
+}
+
+static sigjmp_buf timeout_jump;
+static void on_alarm_jump(int sig)
+{
+    (void)sig;
+    longjmp(timeout_jump, 1); /* not siglongjmp: the handler's mask stays */
+}
+
+static int mode_longjmp(void)
+{
+    struct sigaction sa = {.sa_handler = on_alarm_jump};
+    sigaction(SIGALRM, &sa, NULL);
+    if (setjmp(timeout_jump) == 0) {
+        alarm(1);
+        pause();
+    }
+    sigset_t now;
+    sigprocmask(SIG_BLOCK, NULL, &now);
+    uint64_t t0 = cpu_ns();
+    while (cpu_ns() - t0 < 300000000u)
+        sink++;
+    print_cpu();
+    printf("longjmp sigprof-blocked %d sigalrm-blocked %d\n", sigismember(&now, SIGPROF),
+           sigismember(&now, SIGALRM));
+    return 0;
+}
+
 __attribute__((constructor(101))) static void early_sigprof(void)
 {
     const char *early = getenv("TARGET_SIGPROF_EARLY");
@@ -745,6 +820,10 @@ int main(int argc, char **argv)
         return mode_short_threads(a, b);
     if (strcmp(mode, "seccomp") == 0 && argc > 2)
         return mode_seccomp(argv[2]);
+    if (strcmp(mode, "alarmpoll") == 0)
+        return mode_alarm_poll();
+    if (strcmp(mode, "longjmp") == 0)
+        return mode_longjmp();
     if (strcmp(mode, "environment") == 0)
         return mode_environment();
     if (strcmp(mode, "stderrfile") == 0 && argc > 2)
