@@ -28,10 +28,17 @@ static void prof_only(sigset_t *set)
 }
 
 /* Do we keep SIGPROF unblocked under the program's mask on this thread? */
+/* No getpid here (a system call on every mask change): a forked child is inactive. A vfork
+ * child, which shares our memory, could only touch its parent thread's view. */
 static int virtualizing(void)
 {
     return osp__tls_slot != NULL && osp__is_active() && osp__sigprof_installed() &&
-           !osp__sigprof_program_signals() && getpid() == osp__boot_pid();
+           !osp__sigprof_program_signals();
+}
+
+int osp__sigmask_virtualizing(void)
+{
+    return virtualizing();
 }
 
 int osp__sigmask_shows_blocked(void)
@@ -58,7 +65,7 @@ const sigset_t *osp__sigmask_view_before(int how, const sigset_t *set, sigset_t 
 {
     *shown = osp__view_active ? osp__view_blocked : -1;
     if (!virtualizing()) {
-        if (osp__view_active && getpid() == osp__boot_pid()) {
+        if (osp__view_active && osp__is_active() && getpid() == osp__boot_pid()) {
             /* The program uses SIGPROF now: its mask becomes the real one again. */
             sigset_t prof;
             prof_only(&prof);

@@ -77,6 +77,10 @@ void osp__wait_for_round(void);
 void osp__sigmask_adopt(int inherited_blocked);
 /* Does the program's view of the calling thread's mask block SIGPROF? */
 int osp__sigmask_shows_blocked(void);
+/* Do we keep SIGPROF deliverable under the program's mask on this thread (mask.c)? Then a
+ * block of SIGPROF is the program's view only, never the kernel's, and nothing needs
+ * tracking. */
+int osp__sigmask_virtualizing(void);
 /* Around the program's pthread_sigmask/sigprocmask: before, the set the kernel is to get
  * (SIGPROF left out where the program blocks it; copy is room for it), and in *shown the
  * program's view of SIGPROF before the call (-1: the kernel's answer is already the program's

@@ -216,7 +216,7 @@ __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset
     int err = real(how, osp__sigmask_view_before(how, set, &copy, &shown), old);
     if (err == 0)
         osp__sigmask_view_after(old, shown);
-    if (err == 0 && set != NULL)
+    if (err == 0 && set != NULL && !osp__sigmask_virtualizing())
         track_sigprof_mask();
     return err;
 }
@@ -235,7 +235,7 @@ __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t *
     int r = real(how, osp__sigmask_view_before(how, set, &copy, &shown), old);
     if (r == 0)
         osp__sigmask_view_after(old, shown);
-    if (r == 0 && set != NULL) {
+    if (r == 0 && set != NULL && !osp__sigmask_virtualizing()) {
         int saved = errno;
         track_sigprof_mask();
         errno = saved;
