@@ -19,6 +19,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -74,6 +75,7 @@ struct ospd_daemon {
     uint32_t fullest;                    /* the fullest ring at the last read, in 1/256ths */
     uv_poll_t pidfd_poll;
     uv_signal_t sigterm;
+    uv_signal_t sigurg; /* the shim's "read the rings now" at exit */
     int pidfd;
     uint64_t attach_mono_ns;
     uint64_t next_liveness_ns;
@@ -145,6 +147,12 @@ static void usage(FILE *f)
 
 /* Publish a failure to the shim: daemon_error first, then FAILED with release ordering so a
  * shim that acquires FAILED also sees the whole message. */
+/* The shim waits on daemon_state as a futex (shared: both processes map it): wake it. */
+static void wake_shim(struct osp_ring_header *h)
+{
+    syscall(SYS_futex, &h->daemon_state, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
 static void publish_failure(struct osp_ring_header *h, const char *message)
 {
     if (h == NULL)
@@ -153,6 +161,7 @@ static void publish_failure(struct osp_ring_header *h, const char *message)
     memcpy(h->daemon_error, message, n);
     h->daemon_error[n] = '\0';
     atomic_store_explicit(&h->daemon_state, OSP_DAEMON_FAILED, memory_order_release);
+    wake_shim(h);
 }
 
 /* Map and check the ring. Returns 0, or -1 after one line on stderr (and daemon_error when
@@ -347,6 +356,8 @@ static void close_handles(struct ospd_daemon *d)
     uv_close((uv_handle_t *)&d->tick, NULL);
     uv_signal_stop(&d->sigterm);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_signal_stop(&d->sigurg);
+    uv_close((uv_handle_t *)&d->sigurg, NULL);
     if (d->pidfd >= 0) {
         uv_poll_stop(&d->pidfd_poll);
         uv_close((uv_handle_t *)&d->pidfd_poll, NULL);
@@ -434,6 +445,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         atomic_store_explicit(&d->header->daemon_dropped, c->lost, memory_order_relaxed);
         /* Release: pairs with the shim's acquire load; the file is renamed into place. */
         atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
+        wake_shim(d->header);
     }
     close_handles(d);
 }
@@ -678,6 +690,13 @@ static void on_tick(uv_poll_t *poll, int status, int events)
     }
 }
 
+/* The shim posted its exit record and waits: read the rings now, not at the next tick. */
+static void on_wake(uv_signal_t *handle, int signum)
+{
+    (void)signum;
+    drain(handle->data);
+}
+
 static void on_sigterm(uv_signal_t *handle, int signum)
 {
     (void)signum;
@@ -738,6 +757,9 @@ static int run(struct ospd_daemon *d)
     uv_signal_init(d->loop, &d->sigterm);
     d->sigterm.data = d;
     uv_signal_start(&d->sigterm, on_sigterm, SIGTERM);
+    uv_signal_init(d->loop, &d->sigurg);
+    d->sigurg.data = d;
+    uv_signal_start(&d->sigurg, on_wake, SIGURG);
 
     d->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)d->collector.pid, 0u);
     if (d->pidfd >= 0) {

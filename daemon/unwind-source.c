@@ -125,6 +125,9 @@ static void build_done(uv_work_t *req, int status)
     struct build_job *job = req->data;
     struct ospd_unwinder *u = job->u;
     u->pending--;
+    if (u->attached) /* relaxed: advisory for the shim (osp_unwind.h) */
+        atomic_store_explicit(&((struct osp_unwind_header *)u->map)->builds_pending, u->pending,
+                              memory_order_relaxed);
     if (status == 0 && job->rc == 0 && u->attached) {
         uint64_t start = job->rows.bias + job->rows.start_vaddr;
         int rc = ospd_unwind_region_publish(&u->region, start, &job->rows);
@@ -190,6 +193,8 @@ static void queue(struct ospd_unwinder *u, uint64_t start, uint64_t end, uint64_
         return;
     }
     u->pending++;
+    atomic_store_explicit(&((struct osp_unwind_header *)u->map)->builds_pending, u->pending,
+                          memory_order_relaxed);
 }
 
 void ospd_unwinder_scan(struct ospd_unwinder *u)

@@ -77,17 +77,16 @@ struct osp_unwind_header {
     _Atomic uint32_t images_ready;   /* images whose rows are published (informational) */
     _Atomic uint32_t images_failed;  /* images ospreyd could not build rows for */
     _Atomic uint64_t rows_published; /* rows over all published tables */
-    /* --- written by the shim's handler (relaxed, counters only): why walks ended early --- */
-    alignas(64) _Atomic uint64_t walks; /* stacks walked with a snapshot present */
-    _Atomic uint64_t frames_from_rows;  /* frames unwound by a row */
-    _Atomic uint64_t frames_from_fp;    /* frames unwound by the frame-pointer walk */
-    _Atomic uint64_t pcs_without_image; /* a pc in no published image */
+    _Atomic uint32_t builds_pending; /* images being built now (relaxed): while it is not 0, a
+                                      * wait's stack captured without their rows is taken
+                                      * again (shim/README.md) */
+    uint32_t reserved1;
+    uint8_t reserved2[64]; /* zero */
 };
 _Static_assert(sizeof(struct osp_unwind_header) <= OSP_UNWIND_HEADER_SIZE, "header fits");
 _Static_assert(offsetof(struct osp_unwind_header, magic) == 0, "magic first");
 _Static_assert(offsetof(struct osp_unwind_header, abi_version) == 8, "ABI version second");
 _Static_assert(offsetof(struct osp_unwind_header, index_offset) == 64, "ospreyd's line");
-_Static_assert(offsetof(struct osp_unwind_header, walks) == 128, "handler's line");
 
 /* How a row finds the CFA (the caller's sp at the call, the base of this frame). */
 enum osp_unwind_cfa {

@@ -14,8 +14,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +46,7 @@
 #define OSPREY_INSTALL_DAEMON "/usr/local/bin/ospreyd"
 #endif
 
-#define OSP__MAX_SLOTS     16384u
-#define OSP__SPAWN_REAP_MS 2000 /* how long boot waits for ospreyd's intermediate to exit */
+#define OSP__MAX_SLOTS 16384u
 /* The event ring carries thread, image and exit records, and the waits still open at exit;
  * samples go to each thread's own slot ring. */
 #define OSP__EVENT_RING_SIZE (1u << 20)
@@ -354,23 +354,51 @@ __attribute__((noinline)) static void nap_guarded(const struct timespec *req)
     osp__guard_end(guarded, &old);
 }
 
-/* The C library's posix_spawn (the shim's own adds the bookkeeping for descendants, which
- * ospreyd is not). */
-static int real_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
-                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+/* What the spawning child needs, prepared before it runs (it may not allocate). */
+struct daemon_spawn {
+    const char *path;
+    char **argv, **envp;
+};
+
+/* Runs in a vfork child (it shares the program's memory, on a stack of its own): it forks
+ * once more with the raw system call (no pthread_atfork handler of the program runs) and
+ * exits at once, so the program is held only for two process creations, not for ospreyd's
+ * own start (exec, dynamic linking: 5-9 ms here). The grandchild, with a memory of its own,
+ * gets /dev/null on 0-2 (a daemon holding the program's pipes open would keep their reader
+ * waiting after the program is gone), no other descriptor, default dispositions and an empty
+ * mask, and becomes ospreyd, which detaches into a session of its own. */
+static int spawn_child(void *p)
 {
-    static _Atomic(void *) cache;
-    void *sym = osp__next_symbol(&cache, "posix_spawn");
-    if (sym == NULL)
-        return ENOSYS;
-    int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-                const posix_spawnattr_t *, char *const[], char *const[]);
-    memcpy(&real, &sym, sizeof(real));
-    return real(pid, path, actions, attr, argv, envp);
+    const struct daemon_spawn *spawn = p;
+    long pid = osp__sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (pid != 0)
+        osp__sys(SYS_exit, pid < 0 ? 127 : 0, 0, 0, 0, 0);
+    long null = osp__sys(SYS_openat, AT_FDCWD, (long)"/dev/null", O_RDWR, 0, 0);
+    for (long fd = 0; null >= 0 && fd <= 2; fd++)
+        if (fd != null)
+            osp__sys(SYS_dup3, null, fd, 0, 0, 0);
+    if (osp__sys(SYS_close_range, 3, ~0u, 0, 0, 0) != 0)
+        for (long fd = 3; fd < 1024; fd++)
+            osp__sys(SYS_close, fd, 0, 0, 0, 0);
+    struct {
+        void *handler;
+        unsigned long flags;
+        void *restorer;
+        uint64_t mask;
+    } dfl = {SIG_DFL, 0, NULL, 0};
+    for (long sig = 1; sig < 65; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            osp__sys(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0);
+    uint64_t empty = 0;
+    osp__sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&empty, 0, 8, 0);
+    osp__sys(SYS_execve, (long)spawn->path, (long)spawn->argv, (long)spawn->envp, 0, 0);
+    osp__sys(SYS_exit, 127, 0, 0, 0, 0);
+    return 127;
 }
 
-/* Start ospreyd --attach-ring NAME --out PATH --detach and reap its short-lived intermediate
- * right away, so the daemon is never the program's child. Does not wait for the daemon. */
+/* Start ospreyd --attach-ring NAME --out PATH --detach from a grandchild (spawn_child) and
+ * reap the short-lived child right away, so the daemon is never the program's child. Does
+ * not wait for the daemon. */
 static int spawn_daemon(const struct boot_env *env)
 {
     char daemon[PATH_MAX];
@@ -378,6 +406,12 @@ static int spawn_daemon(const struct boot_env *env)
         osp__warn("cannot find ospreyd (set OSPREY_DAEMON); no profile will be written to %s",
                   out_path);
         return -ENOENT;
+    }
+    if (access(daemon, X_OK) != 0) {
+        int err = errno;
+        osp__warn("cannot start %s: %s; no profile will be written to %s", daemon, strerror(err),
+                  out_path);
+        return -err;
     }
     char *argv[] = {"ospreyd",
                     "--attach-ring",
@@ -391,42 +425,26 @@ static int spawn_daemon(const struct boot_env *env)
     char **envp = daemon_environment();
     if (envp == NULL)
         return -ENOMEM;
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    /* Not even stderr: a daemon holding the program's pipes open would keep whoever reads
-     * them waiting after the program is gone. ospreyd reports failure in daemon_error. */
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-    posix_spawnattr_init(&attr);
-    sigset_t none, all;
-    sigemptyset(&none);
+    struct daemon_spawn spawn = {daemon, argv, envp};
+    /* No signal may run a handler of the program's in the child, which shares its memory. */
+    sigset_t all, old;
     sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    pid_t pid;
-    int err = real_posix_spawn(&pid, daemon, &actions, &attr, argv, envp);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
+    osp__sigmask_raw(SIG_SETMASK, &all, &old);
+    static char child_stack[16384] __attribute__((aligned(16)));
+    pid_t pid = clone(spawn_child, child_stack + sizeof child_stack,
+                      CLONE_VM | CLONE_VFORK | SIGCHLD, &spawn);
+    int err = pid < 0 ? errno : 0;
+    int status = 0;
+    /* The child has exited by now (CLONE_VFORK): reap exactly it. */
+    while (pid > 0 && waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
+        ;
+    osp__sigmask_raw(SIG_SETMASK, &old, NULL);
     free(envp);
-    if (err) {
-        osp__warn("cannot start %s: %s; no profile will be written to %s", daemon, strerror(err),
-                  out_path);
-        return -err;
+    if (err || (WIFEXITED(status) && WEXITSTATUS(status) != 0)) {
+        osp__warn("cannot start %s: %s; no profile will be written to %s", daemon,
+                  strerror(err ? err : EAGAIN), out_path);
+        return err ? -err : -EAGAIN;
     }
-    /* With --detach the intermediate exits at once; reap exactly it (bounded, so a daemon
-     * that does not detach cannot hang the program). */
-    for (int waited = 0; waited < OSP__SPAWN_REAP_MS; waited++) {
-        pid_t r = waitpid(pid, NULL, WNOHANG);
-        if (r == pid || (r < 0 && errno != EINTR))
-            return 0;
-        struct timespec nap = {0, 1000000};
-        nap_guarded(&nap);
-    }
-    osp__warn("%s did not detach (pid %d)", daemon, (int)pid);
     return 0;
 }
 
@@ -468,8 +486,11 @@ static void wait_for_daemon(void)
                           out_path, OSPREY_DAEMON_WAIT_MS);
             return;
         }
+        /* Until ospreyd's state changes (it wakes this futex after each store), or 1 ms. A
+         * shared futex: the word is in memory both processes map. */
         struct timespec nap = {0, 1000000};
-        nap_guarded(&nap);
+        osp__sys(SYS_futex, (long)&ring_header->daemon_state, FUTEX_WAIT, (long)state, (long)&nap,
+                 0);
     }
 }
 
@@ -552,8 +573,14 @@ static void at_exit(void)
         pthread_mutex_unlock(&images_lock);
     /* Release: the exit record's head store (B) happens before; ospreyd loads acquire. */
     atomic_store_explicit(&ring_header->shim_state, OSP_SHIM_EXITED, memory_order_release);
-    if (daemon_spawned)
+    if (daemon_spawned) {
+        /* ospreyd reads the rings on a tick: wake it now rather than at its next one (SIGURG,
+         * whose default action is to ignore it, so an ospreyd still starting is not hurt). */
+        int32_t dpid = atomic_load_explicit(&ring_header->daemon_pid, memory_order_relaxed);
+        if (dpid > 0)
+            osp__sys(SYS_kill, dpid, SIGURG, 0, 0, 0);
         wait_for_daemon();
+    }
     /* Relaxed: stored before DONE, whose acquire wait_for_daemon made. */
     if (atomic_load_explicit(&ring_header->wrote_beside, memory_order_relaxed)) {
         char beside[PATH_MAX + 32];

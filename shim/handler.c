@@ -133,14 +133,24 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         enum osp__instant instant = osp__context_instant(context);
         if (instant == OSP__INSTANT_BLOCKED) {
             /* Blocked in the kernel: no on-CPU time here. The wait's stack, once. */
+            uint64_t generation = osp__unwind_generation();
             if (!s->wait_open) {
                 s->wait_depth = capture(s, context, s->wait_pcs);
+                s->wait_generation = generation;
                 s->wait_t_ns = now;
                 s->wait_cpu_ns = cpu;
                 s->wait_open = 1;
+            } else if (s->wait_generation != generation) {
+                /* Rows were published since its stack was taken: the same wait, seen whole
+                 * (a main thread that joins at once waits where libc has no frame pointers). */
+                s->wait_depth = capture(s, context, s->wait_pcs);
+                s->wait_generation = generation;
             }
             needed = osp__credit_needed(&s->credit, cpu, period_ns);
             osp__slot_arm_cpu_timer(s, needed);
+            /* While ospreyd is still building rows, look at the wait again in 10 ms. */
+            if (osp__unwind_settling())
+                osp__slot_arm_sampling(s, now + 10000000u);
             osp__slot_publish(s, OSP_SLOT_BLOCKED, UINT64_MAX);
         } else {
             osp__close_wait(&s->ring, s, now, cpu);
@@ -179,6 +189,10 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                 osp__slot_publish(s, OSP_SLOT_RUNNING,
                                   UINT64_MAX); /* the timer takes it from here */
                 osp__slot_arm_cpu_timer(s, needed);
+                /* And the sampling timer a period on: a thread that blocks again before it has
+                 * used that CPU time gets no CPU-time signal, and its wait would never be
+                 * seen (a main thread that goes from a deferred delivery into pthread_join). */
+                osp__slot_arm_sampling(s, now + (needed > period_ns ? needed : period_ns));
             } else {
                 /* Its recent share of a CPU says when the next sample will be due. */
                 uint32_t share = osp__cpu_share(now - prev_run_ns, cpu - prev_cpu_ns);

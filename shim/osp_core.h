@@ -107,6 +107,12 @@ uint64_t osp__strip_pac(uint64_t addr);
  * before the first sample, or NULL for none (the frame-pointer walk alone). */
 void osp__unwind_set_tables(const void *map, uint64_t size);
 
+/* The published snapshot's generation (0: none yet); and whether ospreyd is still building
+ * rows (no snapshot yet, or builds under way), when a stack taken now may be cut where a
+ * later one is not. Async-signal-safe. */
+uint64_t osp__unwind_generation(void);
+int osp__unwind_settling(void);
+
 /* The stack from `regs`, leaf first, into out[0..cap): every frame by its unwind row where the
  * tables have one for its pc, else by the frame-pointer chain (in a leaf, the x86_64 prologue
  * and ret case; on aarch64 without tables, osp__unwind_walk_lr). `leaf`: regs are an
@@ -215,6 +221,7 @@ struct osp__slot {
     uint64_t guard_sp; /* the stack pointer there: a frame above it means the call is gone */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     uint32_t wait_depth;
+    uint64_t wait_generation; /* of the unwind snapshot its stack was taken with */
     uint64_t wait_pcs[OSP_MAX_DEPTH];
     /* The handler's scratch for a sample's stack: here, not in its frame, so the handler
      * needs little of a thread's stack (16 KiB thread stacks, coroutines). The handler does

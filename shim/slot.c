@@ -136,6 +136,7 @@ void osp__guard_wait_begin(struct osp__slot *s)
         uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
         s->wait_depth = osp__unwind_caller(fp, 2, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
                                            s->wait_pcs, OSP_MAX_DEPTH);
+        s->wait_generation = osp__unwind_generation();
         s->wait_t_ns = osp__clock_ns(CLOCK_MONOTONIC);
         /* The CPU a blocking call uses is next to nothing: its wait is its wall time (and the
          * thread's CPU clock, a system call, is not read on every blocking call). */
@@ -153,6 +154,17 @@ void osp__guard_wait_end(struct osp__slot *s)
         return;
     uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
     s->in_guard = 0;
+    if (s->wait_open && s->wait_generation != osp__unwind_generation()) {
+        /* Rows were published during the call: its caller's stack taken again, whole. The
+         * frames are the same as at its start (this function, then the interposer). */
+        uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+        uint32_t depth = osp__unwind_caller(fp, 2, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
+                                            s->sample_pcs, OSP_MAX_DEPTH);
+        if (depth > s->wait_depth) {
+            memcpy(s->wait_pcs, s->sample_pcs, depth * sizeof(uint64_t));
+            s->wait_depth = depth;
+        }
+    }
     osp__close_wait(&s->ring, s, now, 0);
     /* Running again. Its next sample is due once it has used the CPU time still owed, at the
      * earliest: a thread that wakes briefly and sleeps again is not signalled for nothing. */

@@ -122,6 +122,24 @@ void osp__unwind_set_tables(const void *map, uint64_t size)
     tables_size = map != NULL ? size : 0;
 }
 
+/* Async-signal-safe. */
+uint64_t osp__unwind_generation(void)
+{
+    const struct osp_unwind_index *ix = tables ? osp_unwind_snapshot(tables, tables_size) : NULL;
+    return ix != NULL ? ix->generation : 0;
+}
+
+/* Async-signal-safe. */
+int osp__unwind_settling(void)
+{
+    if (tables == NULL)
+        return 0;
+    const struct osp_unwind_header *h = (const struct osp_unwind_header *)tables;
+    /* Relaxed: advisory; the snapshot itself is read with (U2). */
+    return osp_unwind_snapshot(tables, tables_size) == NULL ||
+           atomic_load_explicit((_Atomic uint32_t *)&h->builds_pending, memory_order_relaxed) != 0;
+}
+
 /* The row for pc in the snapshot, or NULL. Async-signal-safe: reads only inside the mapping. */
 static const struct osp_unwind_row *find_row(const struct osp_unwind_index *ix, uint64_t pc)
 {
