@@ -6,7 +6,8 @@
  * the thread trampoline that registers a new thread under its name (or "thread") and kernel
  * tid (boot's pthread key unregisters it when it ends — by returning, by pthread_exit or by
  * cancellation alike), the exec and spawn family, system and popen, dlclose, and prctl
- * (PR_SET_SECCOMP: profiling stops before a sandbox takes effect).
+ * (PR_SET_SECCOMP: profiling stops before a sandbox takes effect), and timer_create
+ * (a SIGEV_THREAD callback's thread registers).
  *
  * Built into both the shared library (LD_PRELOAD) and the static archive (linked with
  * --whole-archive, so the executable's own pthread_create is this one). When the profiler is
@@ -22,12 +23,14 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "osp_base.h"
@@ -334,4 +337,49 @@ __attribute__((visibility("default"))) int prctl(int option, ...)
     int (*real)(int, ...);
     memcpy(&real, &sym, sizeof(real));
     return real(option, a[0], a[1], a[2], a[3]);
+}
+
+/* A SIGEV_THREAD timer's callback runs on a thread the C library starts for it with its own
+ * internal pthread_create, which no interposer sees: the callback is wrapped so that thread
+ * registers (and, being automatic, leaves the registry when it ends). The wrapper's record
+ * lives as long as the process: a timer's callback may run until the timer is deleted. */
+struct timer_callback {
+    void (*fn)(union sigval);
+    union sigval value;
+};
+
+static void timer_trampoline(union sigval v)
+{
+    const struct timer_callback *cb = v.sival_ptr;
+    if (osp__is_active() && osp__tls_slot == NULL)
+        auto_register("", (void *(*)(void *))(void (*)(void))cb->fn);
+    cb->fn(cb->value);
+}
+
+__attribute__((visibility("default"))) int timer_create(clockid_t clock, struct sigevent *sevp,
+                                                        timer_t *timer)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "timer_create");
+    if (sym == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int (*real)(clockid_t, struct sigevent *, timer_t *);
+    memcpy(&real, &sym, sizeof(real));
+    if (sevp == NULL || sevp->sigev_notify != SIGEV_THREAD || sevp->sigev_notify_function == NULL ||
+        !osp__is_active())
+        return real(clock, sevp, timer);
+    struct timer_callback *cb = malloc(sizeof *cb);
+    if (cb == NULL)
+        return real(clock, sevp, timer); /* unprofiled rather than not at all */
+    cb->fn = sevp->sigev_notify_function;
+    cb->value = sevp->sigev_value;
+    struct sigevent wrapped = *sevp;
+    wrapped.sigev_notify_function = timer_trampoline;
+    wrapped.sigev_value.sival_ptr = cb;
+    int rc = real(clock, &wrapped, timer);
+    if (rc != 0)
+        free(cb);
+    return rc;
 }

@@ -9,6 +9,7 @@
 #   alarmpoll     an event loop whose SIGALRM handler changes the mask during a guarded poll;
 #   longjmp       a SIGALRM handler that longjmps out of a guarded pause(): the mask the
 #                 program sees and the CPU time after it as plain;
+#   sigevthread   a SIGEV_THREAD timer's callback burning 0.3 s: its CPU time recorded;
 #   shortthreads  2000 threads of 300 us CPU and 500 of 1.5 ms: their CPU time recorded within
 #                 10% (each thread starts at a random phase of the period; what its timers
 #                 could not sample is paid when it ends);
@@ -63,8 +64,9 @@ for kind in strict filter; do
 done
 
 # A program's handler that changes the mask during a guarded call, and one that longjmps out
-# of it: their CPU time is still recorded (before: 5 periods of 5.7 s; 0 of 0.3 s).
-for mode in alarmpoll longjmp; do
+# of it: their CPU time is still recorded (before: 5 periods of 5.7 s; 0 of 0.3 s). A
+# SIGEV_THREAD timer's callback, on a thread the C library starts: recorded (before: absent).
+for mode in alarmpoll longjmp sigevthread; do
   same_as_plain "$mode" "$mode"
   python3 - "$work/$mode.raw.json" "$work/$mode.err" "$mode" <<'PY' || fail "$mode: CPU time not recorded (above)"
 import json, sys

@@ -48,6 +48,9 @@
  *   longjmp               a SIGALRM handler longjmps out of pause() (the timeout idiom), then
  *                         the program spins 300 ms of CPU; prints whether its mask shows
  *                         SIGPROF blocked, and on stderr its CPU time
+ *   sigevthread           a SIGEV_THREAD timer whose callback (on a thread the C library starts)
+ *                         spins 300 ms of CPU time; main waits for it; on stderr the CPU time
+ *                         of the callback ("cpu_ns N")
  *   environment          prints whether any OSPREY_PROFILE_* bookkeeping is in its environment,
  *                         then runs itself ("print 0") through system(3)
  *
@@ -63,6 +66,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
@@ -756,6 +760,35 @@ static int mode_longjmp(void)
     return 0;
 }
 
+static sem_t callback_done;
+static _Atomic uint64_t callback_cpu;
+static void timer_callback(union sigval v)
+{
+    (void)v;
+    uint64_t t0 = cpu_ns();
+    while (cpu_ns() - t0 < 300000000u)
+        sink++;
+    atomic_store(&callback_cpu, cpu_ns());
+    sem_post(&callback_done);
+}
+
+static int mode_sigev_thread(void)
+{
+    sem_init(&callback_done, 0, 0);
+    struct sigevent sev = {.sigev_notify = SIGEV_THREAD, .sigev_notify_function = timer_callback};
+    timer_t timer;
+    if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0)
+        return 1;
+    struct itimerspec once = {.it_value = {0, 10000000}};
+    timer_settime(timer, 0, &once, NULL);
+    while (sem_wait(&callback_done) != 0)
+        ;
+    timer_delete(timer);
+    fprintf(stderr, "cpu_ns %llu\n", (unsigned long long)atomic_load(&callback_cpu));
+    printf("sigevthread done\n");
+    return 0;
+}
+
 __attribute__((constructor(101))) static void early_sigprof(void)
 {
     const char *early = getenv("TARGET_SIGPROF_EARLY");
@@ -824,6 +857,8 @@ int main(int argc, char **argv)
         return mode_alarm_poll();
     if (strcmp(mode, "longjmp") == 0)
         return mode_longjmp();
+    if (strcmp(mode, "sigevthread") == 0)
+        return mode_sigev_thread();
     if (strcmp(mode, "environment") == 0)
         return mode_environment();
     if (strcmp(mode, "stderrfile") == 0 && argc > 2)
