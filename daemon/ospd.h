@@ -155,9 +155,10 @@ struct ospd_collector {
     uint64_t peak_rss_kb;
     uint64_t cpu_ms;
     /* The unwind tables ospreyd built (unwind-source.c), written in "collector" too: images
-     * with rows, images it could not read, rows, bytes of shared memory they take, and the
+     * with rows, images it could not read, images whose rows came from the cache, rows, bytes
+     * of shared memory they take, and the
      * longest time from an image's discovery to its rows being published. */
-    uint32_t unwind_images, unwind_failed;
+    uint32_t unwind_images, unwind_failed, unwind_cached;
     uint64_t unwind_rows, unwind_bytes, unwind_longest_ms;
 };
 

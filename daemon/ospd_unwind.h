@@ -21,6 +21,7 @@ struct ospd_unwind_rows {
     uint32_t count;
     uint64_t start_vaddr, end_vaddr; /* the PF_X span, link-time addresses */
     uint64_t bias;                   /* runtime minus link-time address (mapped sources) */
+    bool from_cache;                 /* read back from the cache, not built */
 };
 
 /* Where an image's CFI comes from: a file, or a copy in memory (the vDSO). */
@@ -32,6 +33,7 @@ struct ospd_unwind_source {
     uint16_t machine; /* ELF e_machine the rows are for */
     bool mapped;      /* map_start/map_offset describe the executable mapping: set bias */
     uint64_t map_start, map_offset;
+    const char *cache_dir; /* rows kept between runs by build id here, or NULL */
 };
 
 /* Evaluate the CFI of an ELF object into *out (and its load bias, for a mapped source).

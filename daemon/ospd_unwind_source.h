@@ -39,7 +39,8 @@ struct ospd_unwinder {
     uint64_t last_scan_ns;
     bool warned_full;
     /* For the raw file's collector section. */
-    uint32_t images_ready, images_failed, scans;
+    uint32_t images_ready, images_failed, images_cached, scans;
+    char cache_dir[4096]; /* where rows are kept between runs, or "" */
     uint64_t rows, longest_build_ms;
 };
 

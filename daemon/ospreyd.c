@@ -398,6 +398,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     }
     c->unwind_images = d->unwinder.images_ready;
     c->unwind_failed = d->unwinder.images_failed;
+    c->unwind_cached = d->unwinder.images_cached;
     c->unwind_rows = d->unwinder.rows;
     c->unwind_bytes = d->unwinder.region.used;
     c->unwind_longest_ms = d->unwinder.longest_build_ms;

@@ -212,9 +212,10 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     if (c->peak_rss_kb > 0)
         rc = rc ? rc
                 : put_field(f, false, "collector",
-                            json_pack("{s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o}}", "peak_rss_kb",
+                            json_pack("{s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o}}", "peak_rss_kb",
                                       json_u64(c->peak_rss_kb), "cpu_ms", json_u64(c->cpu_ms),
-                                      "unwind", "images", json_u64(c->unwind_images), "failed",
+                                      "unwind", "images", json_u64(c->unwind_images), "cached",
+                                      json_u64(c->unwind_cached), "failed",
                                       json_u64(c->unwind_failed), "rows", json_u64(c->unwind_rows),
                                       "bytes", json_u64(c->unwind_bytes), "longest_ms",
                                       json_u64(c->unwind_longest_ms)));

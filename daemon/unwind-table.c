@@ -16,6 +16,7 @@
  * in the rows of one FDE, which are few; a 33 MB cc1 takes about a second, done off the
  * daemon's loop thread (ospreyd.c).
  */
+#include <dirent.h>
 #include <dwarf.h>
 #include <elf.h>
 #include <elfutils/libdw.h>
@@ -23,10 +24,13 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ospd.h"
@@ -377,6 +381,166 @@ static int fde_starts_from_probes(Dwarf_CFI *cfi, uint64_t lo, uint64_t hi, uint
     return 0;
 }
 
+/* ---- the rows of an object kept between runs, by build id ------------------------------- */
+
+#define CACHE_MAGIC   UINT64_C(0x3153574f5250534f) /* "OSPROWS1" */
+#define CACHE_VERSION 1u
+#define CACHE_LIMIT   (UINT64_C(256) << 20) /* the cache directory's size bound */
+
+struct cache_header {
+    uint64_t magic;
+    uint32_t version, row_size;
+    uint64_t start_vaddr, end_vaddr;
+    uint32_t count, machine;
+};
+
+/* The object's GNU build id as lowercase hex, or "" (returns 0 when found). */
+static int build_id(Elf *elf, char *out, size_t outsz)
+{
+    out[0] = '\0';
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_NOTE)
+            continue;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        size_t off = 0, name_off, desc_off;
+        GElf_Nhdr nh;
+        while (data != NULL && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+            if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+                memcmp((const char *)data->d_buf + name_off, "GNU", 4) != 0 || nh.n_descsz == 0 ||
+                nh.n_descsz * 2 + 1 > outsz)
+                continue;
+            const uint8_t *id = (const uint8_t *)data->d_buf + desc_off;
+            for (size_t i = 0; i < nh.n_descsz; i++)
+                snprintf(out + 2 * i, 3, "%02x", id[i]);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
+/* Rows read back from the cache: 0 when the file is there and whole (sizes, count, order). */
+static int cache_load(const char *path, uint16_t machine, struct ospd_unwind_rows *out)
+{
+    FILE *f = fopen(path, "rbe");
+    if (f == NULL)
+        return -errno;
+    struct cache_header h;
+    int rc = -EPROTO;
+    if (fread(&h, sizeof h, 1, f) == 1 && h.magic == CACHE_MAGIC && h.version == CACHE_VERSION &&
+        h.row_size == sizeof(struct osp_unwind_row) && h.machine == machine && h.count > 0 &&
+        h.count <= OSPD_UNWIND_MAX_ROWS && h.end_vaddr > h.start_vaddr &&
+        h.end_vaddr - h.start_vaddr <= UINT32_MAX) {
+        out->rows = malloc((size_t)h.count * sizeof *out->rows);
+        if (out->rows == NULL) {
+            rc = -ENOMEM;
+        } else if (fread(out->rows, sizeof *out->rows, h.count, f) == h.count && fgetc(f) == EOF) {
+            rc = 0;
+            for (uint32_t i = 1; i < h.count && rc == 0; i++)
+                if (out->rows[i].pc_offset <= out->rows[i - 1].pc_offset)
+                    rc = -EPROTO;
+        }
+        if (rc == 0) {
+            out->count = h.count;
+            out->start_vaddr = h.start_vaddr;
+            out->end_vaddr = h.end_vaddr;
+        } else {
+            free(out->rows);
+            out->rows = NULL;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+/* The oldest files go first once the directory holds more than CACHE_LIMIT. Best effort. */
+static void cache_prune(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return;
+    struct entry {
+        char name[96];
+        time_t mtime;
+        off_t size;
+    } *entries = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        struct stat st;
+        if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof entries->name ||
+            fstatat(dirfd(d), e->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (n == cap) {
+            struct entry *grown = realloc(entries, (cap ? cap * 2 : 64) * sizeof *entries);
+            if (grown == NULL)
+                break;
+            entries = grown;
+            cap = cap ? cap * 2 : 64;
+        }
+        snprintf(entries[n].name, sizeof entries[n].name, "%s", e->d_name);
+        entries[n].mtime = st.st_mtime;
+        entries[n].size = st.st_size;
+        total += (uint64_t)st.st_size;
+        n++;
+    }
+    while (total > CACHE_LIMIT && n > 0) {
+        size_t oldest = 0;
+        for (size_t i = 1; i < n; i++)
+            if (entries[i].mtime < entries[oldest].mtime)
+                oldest = i;
+        unlinkat(dirfd(d), entries[oldest].name, 0);
+        total -= (uint64_t)entries[oldest].size;
+        entries[oldest] = entries[--n];
+    }
+    free(entries);
+    closedir(d);
+}
+
+/* Keep rows for the next run: a temporary file renamed into place (a cache: no fsync). */
+static void cache_store(const char *dir, const char *path, uint16_t machine,
+                        const struct ospd_unwind_rows *rows)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
+        return;
+    FILE *f = fopen(tmp, "wbe");
+    if (f == NULL)
+        return;
+    struct cache_header h = {CACHE_MAGIC,
+                             CACHE_VERSION,
+                             sizeof(struct osp_unwind_row),
+                             rows->start_vaddr,
+                             rows->end_vaddr,
+                             rows->count,
+                             machine};
+    int ok = fwrite(&h, sizeof h, 1, f) == 1 &&
+             fwrite(rows->rows, sizeof *rows->rows, rows->count, f) == rows->count;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return;
+    }
+    cache_prune(dir);
+}
+
+/* mkdir -p for the cache directory (0700: what ran is nobody else's business). */
+static int make_dirs(const char *dir)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
+        return -ENAMETOOLONG;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    return mkdir(buf, 0700) != 0 && errno != EEXIST ? -errno : 0;
+}
+
 /* The load bias of a mapping of the object: the PF_X PT_LOAD whose page holds map_offset. */
 static int mapping_bias(Elf *elf, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
 {
@@ -454,6 +618,20 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
         rc = -ENOEXEC;
         goto done;
     }
+    char id[2 * 64 + 1], cached[PATH_MAX] = "";
+    if (src->cache_dir != NULL && build_id(elf, id, sizeof id) == 0 &&
+        snprintf(cached, sizeof cached, "%s/%s.rows", src->cache_dir, id) < (int)sizeof cached) {
+        if (cache_load(cached, src->machine, out) == 0 && out->start_vaddr == lo &&
+            out->end_vaddr == hi) {
+            out->from_cache = true;
+            goto done;
+        }
+        ospd_unwind_rows_free(out);
+        if (src->mapped && mapping_bias(elf, src->map_start, src->map_offset, &out->bias) != 0)
+            out->bias = 0; /* computed again below */
+    } else {
+        cached[0] = '\0';
+    }
     Dwarf_CFI *cfi = dwarf_getcfi_elf(elf); /* .eh_frame: ours to end */
     bool from_eh_frame = cfi != NULL;
     eh_cfi = cfi;
@@ -481,6 +659,8 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
     }
     out->start_vaddr = lo;
     out->end_vaddr = hi;
+    if (cached[0] != '\0' && make_dirs(src->cache_dir) == 0)
+        cache_store(src->cache_dir, cached, src->machine, out);
 done:
     free(starts);
     if (eh_cfi)

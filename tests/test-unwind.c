@@ -1,6 +1,7 @@
 /* test-unwind.c — unit tests of ospreyd's unwind tables (daemon/unwind-table.c,
  * daemon/unwind-publish.c): rows built from real objects (the C library, this test's own
  * code) say what the CFI says at known places; a mapped object's load bias is the loader's;
+ * rows kept between runs by build id come back the same, a damaged cache file is built again;
  * corrupt .eh_frame and .eh_frame_hdr bytes end in an error or in sorted rows, never a
  * crash; a file that is not ELF is one line naming it; snapshots are published sorted,
  * replace what an image unloaded left, and stay valid when the object is full. */
@@ -167,6 +168,40 @@ START_TEST(mapped_source_finds_the_load_bias)
     ck_assert_uint_ge(r.bias + r.start_vaddr, start);
     ck_assert_uint_le(r.bias + r.end_vaddr, end);
     ospd_unwind_rows_free(&r);
+}
+END_TEST
+
+/* Rows kept between runs by build id: read back the same, a damaged file is built again. */
+START_TEST(rows_come_back_from_the_cache_and_a_damaged_one_is_rebuilt)
+{
+    struct found libc = object("libc.so");
+    char dir[] = "/tmp/osprey-unwind-cache-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char cache[sizeof dir + 16];
+    snprintf(cache, sizeof cache, "%s/a/b", dir); /* made as needed */
+    struct ospd_unwind_source src = {.path = libc.path, .machine = MACHINE, .cache_dir = cache};
+    struct ospd_unwind_rows built, again, rebuilt;
+    char err[256] = "";
+    ck_assert_int_eq(ospd_unwind_build(&src, &built, err, sizeof err), 0);
+    ck_assert(!built.from_cache);
+    ck_assert_int_eq(ospd_unwind_build(&src, &again, err, sizeof err), 0);
+    ck_assert(again.from_cache);
+    ck_assert_uint_eq(again.count, built.count);
+    ck_assert_uint_eq(again.start_vaddr, built.start_vaddr);
+    ck_assert_int_eq(memcmp(again.rows, built.rows, built.count * sizeof *built.rows), 0);
+    /* Cut the cached file short: it is not trusted, the rows are built again and kept. */
+    char command[512];
+    snprintf(command, sizeof command, "for f in %s/*.rows; do truncate -s 1000 \"$f\"; done",
+             cache);
+    ck_assert_int_eq(system(command), 0);
+    ck_assert_int_eq(ospd_unwind_build(&src, &rebuilt, err, sizeof err), 0);
+    ck_assert(!rebuilt.from_cache);
+    ck_assert_uint_eq(rebuilt.count, built.count);
+    ospd_unwind_rows_free(&built);
+    ospd_unwind_rows_free(&again);
+    ospd_unwind_rows_free(&rebuilt);
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    ck_assert_int_eq(system(command), 0);
 }
 END_TEST
 
@@ -356,6 +391,7 @@ Suite *unwind_suite(void)
     tcase_add_test(build, libc_rows_follow_its_cfi);
     tcase_add_test(build, own_rows_see_the_frame_pointer_prologue);
     tcase_add_test(build, mapped_source_finds_the_load_bias);
+    tcase_add_test(build, rows_come_back_from_the_cache_and_a_damaged_one_is_rebuilt);
     tcase_add_test(build, not_an_object_is_one_line_naming_it);
     tcase_add_test(build, corrupt_call_frame_sections_never_crash);
     suite_add_tcase(s, build);
