@@ -295,18 +295,29 @@ static int fde_starts_from_header(Elf *elf, uint64_t **starts, size_t *count)
     return -ENOENT;
 }
 
-/* The span of the PF_X PT_LOAD segments, in link-time addresses. */
-static int text_span(Elf *elf, uint64_t *lo, uint64_t *hi)
+/* The next executable PT_LOAD at or after program header *i (which it advances): 1, or 0
+ * when there is none. */
+static int next_code_segment(Elf *elf, size_t *i, GElf_Phdr *ph)
 {
     size_t phnum;
     if (elf_getphdrnum(elf, &phnum) != 0)
-        return -EINVAL;
+        return 0;
+    for (; *i < phnum; (*i)++)
+        if (gelf_getphdr(elf, (int)*i, ph) != NULL && ph->p_type == PT_LOAD &&
+            (ph->p_flags & PF_X)) {
+            (*i)++;
+            return 1;
+        }
+    return 0;
+}
+
+/* The span of the PF_X PT_LOAD segments, in link-time addresses. */
+static int text_span(Elf *elf, uint64_t *lo, uint64_t *hi)
+{
     *lo = UINT64_MAX;
     *hi = 0;
-    for (size_t i = 0; i < phnum; i++) {
-        GElf_Phdr ph;
-        if (gelf_getphdr(elf, (int)i, &ph) == NULL || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-            continue;
+    GElf_Phdr ph;
+    for (size_t i = 0; next_code_segment(elf, &i, &ph);) {
         if (ph.p_vaddr < *lo)
             *lo = ph.p_vaddr;
         if (ph.p_vaddr + ph.p_memsz > *hi)
@@ -544,13 +555,8 @@ static int make_dirs(const char *dir)
 /* The load bias of a mapping of the object: the PF_X PT_LOAD whose page holds map_offset. */
 static int mapping_bias(Elf *elf, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
 {
-    size_t phnum;
-    if (elf_getphdrnum(elf, &phnum) != 0)
-        return -EINVAL;
-    for (size_t i = 0; i < phnum; i++) {
-        GElf_Phdr ph;
-        if (gelf_getphdr(elf, (int)i, &ph) == NULL || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-            continue;
+    GElf_Phdr ph;
+    for (size_t i = 0; next_code_segment(elf, &i, &ph);) {
         uint64_t align = ph.p_align > 1 ? ph.p_align : 4096;
         uint64_t page_offset = ph.p_offset & ~(uint64_t)4095;
         if (page_offset != map_offset && (ph.p_offset & ~(align - 1)) != map_offset)
