@@ -44,10 +44,10 @@ struct ospd_unwinder {
     uint64_t rows, longest_build_ms;
 };
 
-/* Map the shim's table object (the ring's name + OSP_UNWIND_NAME_SUFFIX) and unlink its
- * name. Returns 0, or a negative errno (no tables: the stacks follow frame pointers). */
-int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, const char *ring_name,
-                         int32_t pid);
+/* Map the shim's table object, the memfd it handed over as descriptor fd (--unwind-fd; -1
+ * for none), which is ours from then on. Returns 0, or a negative errno (no tables: the
+ * stacks follow frame pointers). */
+int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32_t pid);
 /* Read the target's maps and queue a build for every executable mapping not seen before. */
 void ospd_unwinder_scan(struct ospd_unwinder *u);
 /* Look at the stacks interned since the last call; a pc in no known range rescans the maps

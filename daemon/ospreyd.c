@@ -51,6 +51,9 @@
 #define DRAIN_MAX_NS         8000000ull    /* and at least this often */
 #define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
 
+/* --unwind-fd: the shim's unwind tables (a memfd), kept across the detach. */
+static int kept_fd = -1;
+
 struct ospd_daemon {
     const char *ring_name;
     const char *out_path;
@@ -133,16 +136,19 @@ static uint64_t clock_ns(clockid_t clock)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ospreyd --attach-ring NAME --out PATH [--detach] [--export LIST]\n"
-               "Collect the samples a profiled program posts to the shared-memory ring NAME\n"
-               "and write its raw profile to PATH when the program ends.\n"
-               "  --attach-ring NAME  the ring's POSIX shared-memory name (\"/osprey-...\")\n"
-               "  --out PATH          where to write the raw profile (JSON, version 1)\n"
-               "  --detach            run in the background, in a session of its own\n"
-               "  --export LIST       then write these outputs beside PATH (comma list of\n"
-               "                      speedscope,cpuprofile,folded,profile,pprof,trace,html\n"
-               "                      or all), as `osprey report` would\n"
-               "  --help, --version\n");
+    fprintf(
+        f,
+        "usage: ospreyd --attach-ring NAME --out PATH [--detach] [--unwind-fd N] [--export LIST]\n"
+        "Collect the samples a profiled program posts to the shared-memory ring NAME\n"
+        "and write its raw profile to PATH when the program ends.\n"
+        "  --attach-ring NAME  the ring's POSIX shared-memory name (\"/osprey-...\")\n"
+        "  --out PATH          where to write the raw profile (JSON, version 1)\n"
+        "  --detach            run in the background, in a session of its own\n"
+        "  --unwind-fd N       the shim's unwind tables (proto/osp_unwind.h) on descriptor N\n"
+        "  --export LIST       then write these outputs beside PATH (comma list of\n"
+        "                      speedscope,cpuprofile,folded,profile,pprof,trace,html\n"
+        "                      or all), as `osprey report` would\n"
+        "  --help, --version\n");
 }
 
 /* Publish a failure to the shim: daemon_error first, then FAILED with release ordering so a
@@ -745,7 +751,7 @@ static int run(struct ospd_daemon *d)
     if (d->drain_max_ns > DRAIN_MAX_NS)
         d->drain_max_ns = DRAIN_MAX_NS;
     d->drain_ns = d->drain_max_ns;
-    if (ospd_unwinder_attach(&d->unwinder, d->loop, d->ring_name, d->collector.pid) == 0)
+    if (ospd_unwinder_attach(&d->unwinder, d->loop, kept_fd, d->collector.pid) == 0)
         ospd_unwinder_scan(&d->unwinder);
     d->collector.on_thread_end = on_thread_end;
     d->collector.ctx = d;
@@ -789,7 +795,9 @@ static int run(struct ospd_daemon *d)
 static void close_inherited_fds(void)
 {
 #ifdef SYS_close_range
-    if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0)
+    if (kept_fd == 3 && syscall(SYS_close_range, 4u, ~0u, 0u) == 0)
+        return;
+    if (kept_fd < 0 && syscall(SYS_close_range, 3u, ~0u, 0u) == 0)
         return;
 #endif
     DIR *dir = opendir("/proc/self/fd");
@@ -798,7 +806,7 @@ static void close_inherited_fds(void)
     int own = dirfd(dir);
     for (struct dirent *e; (e = readdir(dir)) != NULL;) {
         int fd = atoi(e->d_name);
-        if (fd > STDERR_FILENO && fd != own)
+        if (fd > STDERR_FILENO && fd != own && fd != kept_fd)
             close(fd);
     }
     closedir(dir);
@@ -852,6 +860,7 @@ int main(int argc, char **argv)
         {"attach-ring", required_argument, NULL, 'r'},
         {"out", required_argument, NULL, 'o'},
         {"detach", no_argument, NULL, 'd'},
+        {"unwind-fd", required_argument, NULL, 'u'},
         {"export", required_argument, NULL, 'e'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -870,6 +879,17 @@ int main(int argc, char **argv)
         case 'o':
             out = optarg;
             break;
+        case 'u': {
+            char *end;
+            long fd = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || fd < 3 || fd > 1 << 20) {
+                fprintf(stderr, "osprey: ospreyd: --unwind-fd %s: not a descriptor number\n",
+                        optarg);
+                return 2;
+            }
+            kept_fd = (int)fd;
+            break;
+        }
         case 'd':
             detached = true;
             break;

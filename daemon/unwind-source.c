@@ -49,19 +49,15 @@ struct build_job {
     uint64_t queued_ns, built_ns;
 };
 
-int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, const char *ring_name,
-                         int32_t pid)
+int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32_t pid)
 {
     memset(u, 0, sizeof *u);
     u->loop = loop;
     u->pid = pid;
     u->fd = -1;
-    char name[128];
-    snprintf(name, sizeof name, "%s%s", ring_name, OSP_UNWIND_NAME_SUFFIX);
-    int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0)
-        return -errno; /* the shim made none: stacks follow frame pointers */
-    shm_unlink(name);
+        return -EBADF; /* the shim made none: stacks follow frame pointers */
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
     struct stat st;
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < OSP_UNWIND_HEADER_SIZE ||
         (uint64_t)st.st_size > (UINT64_C(1) << 36)) {

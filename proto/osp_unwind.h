@@ -8,12 +8,13 @@
  * address and the caller's frame pointer are) and publishes them here; the handler only
  * binary-searches rows and reads the stack.
  *
- * One POSIX shared-memory object per profiled process, created by the shim at boot next to the
- * ring (name: the ring's name + OSP_UNWIND_NAME_SUFFIX, O_CREAT|O_EXCL, mode 0600) and sized
- * with ftruncate to header.size bytes, sparse: nothing is reserved until ospreyd writes it.
- * The shim maps it PROT_READ and never writes it; ospreyd maps it read-write, reserves each
- * range with posix_fallocate before writing it (a full /dev/shm is an error in ospreyd, never a
- * SIGBUS anywhere), and unlinks the name once attached. The shim reads only what has been
+ * One memfd per profiled process, created by the shim at boot next to the ring
+ * (memfd_create, close-on-exec: it has no name, so nothing is ever left in /dev/shm) and
+ * sized with ftruncate to header.size bytes, sparse: nothing is reserved until ospreyd
+ * writes it. The shim hands the descriptor to ospreyd as its fd 3 (`--unwind-fd 3`) and
+ * closes its own. The shim maps it PROT_READ and never writes it after the header; ospreyd
+ * maps it read-write and reserves each range with posix_fallocate before writing it (a full
+ * memory is an error in ospreyd, never a SIGBUS anywhere). The shim reads only what has been
  * published, and a page never written reads as zeros, so a read of the mapping cannot fault.
  *
  * Layout:
@@ -57,7 +58,6 @@
 #define OSP_UNWIND_MAGIC       UINT64_C(0x31444e5750534f) /* "OSPWND1\0" as little-endian */
 #define OSP_UNWIND_ABI_VERSION 1u
 #define OSP_UNWIND_HEADER_SIZE 4096u
-#define OSP_UNWIND_NAME_SUFFIX "-unwind"
 /* The object's virtual size: address space only until ospreyd writes. */
 #define OSP_UNWIND_DEFAULT_SIZE (UINT64_C(256) << 20)
 #define OSP_UNWIND_ALIGN        16u

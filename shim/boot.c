@@ -66,7 +66,7 @@ static struct osp__images images;
  * object or exits. Taken before the registry lock, never while holding it. */
 static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
 static char shm_name[64];
-static char unwind_name[64 + sizeof OSP_UNWIND_NAME_SUFFIX];
+static int unwind_fd = -1; /* the tables' memfd, until ospreyd has been handed it */
 static void *unwind_map = MAP_FAILED;
 static char out_path[PATH_MAX];
 static int daemon_spawned;
@@ -213,13 +213,14 @@ static int ring_create(uint32_t rate_hz, uint64_t random_bits)
     return 0;
 }
 
-/* The unwind tables' object (proto/osp_unwind.h): sparse, header written through the file,
- * mapped read-only. Without it (no room for even the header, too little address space) the
+/* The unwind tables' object (proto/osp_unwind.h): a memfd, sparse, its header written
+ * through the file, mapped read-only. It has no name, so nothing can be left behind in
+ * /dev/shm whatever becomes of the program or of ospreyd (which gets the descriptor as its
+ * fd 3 at spawn). Without it (no room for even the header, too little address space) the
  * stacks come from frame pointers alone, and one line says so. */
 static void unwind_create(void)
 {
-    snprintf(unwind_name, sizeof unwind_name, "%s%s", shm_name, OSP_UNWIND_NAME_SUFFIX);
-    int fd = shm_open(unwind_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = (int)osp__sys(SYS_memfd_create, (long)"osprey-unwind", MFD_CLOEXEC, 0, 0, 0);
     int err = fd < 0 ? -errno : 0;
     struct osp_unwind_header h = {.magic = OSP_UNWIND_MAGIC,
                                   .abi_version = OSP_UNWIND_ABI_VERSION,
@@ -240,17 +241,23 @@ static void unwind_create(void)
         if (unwind_map == MAP_FAILED)
             err = -errno;
     }
-    if (fd >= 0)
-        close(fd);
     if (err) {
+        if (fd >= 0)
+            close(fd);
         osp__warn("cannot create the unwind tables (%s); stacks follow frame pointers only",
                   strerror(-err));
-        if (fd >= 0)
-            shm_unlink(unwind_name);
-        unwind_name[0] = '\0';
         return;
     }
+    unwind_fd = fd;
     osp__unwind_set_tables(unwind_map, OSP_UNWIND_DEFAULT_SIZE);
+}
+
+/* ospreyd holds its own descriptor now (or never will): ours goes. */
+static void unwind_fd_close(void)
+{
+    if (unwind_fd >= 0)
+        close(unwind_fd);
+    unwind_fd = -1;
 }
 
 static void unwind_destroy(void)
@@ -260,10 +267,7 @@ static void unwind_destroy(void)
         munmap(unwind_map, OSP_UNWIND_DEFAULT_SIZE);
         unwind_map = MAP_FAILED;
     }
-    if (unwind_name[0]) {
-        shm_unlink(unwind_name);
-        unwind_name[0] = '\0';
-    }
+    unwind_fd_close();
 }
 
 static void ring_destroy(void)
@@ -358,6 +362,7 @@ __attribute__((noinline)) static void nap_guarded(const struct timespec *req)
 struct daemon_spawn {
     const char *path;
     char **argv, **envp;
+    int unwind_fd; /* handed over as fd 3, or -1 */
 };
 
 /* Runs in a vfork child (it shares the program's memory, on a stack of its own): it forks
@@ -373,12 +378,19 @@ static int spawn_child(void *p)
     long pid = osp__sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
     if (pid != 0)
         osp__sys(SYS_exit, pid < 0 ? 127 : 0, 0, 0, 0, 0);
+    /* The tables' memfd becomes fd 3 (without close-on-exec), before 0-2 are replaced. */
+    long first_closed = 3;
+    if (spawn->unwind_fd >= 0 &&
+        (spawn->unwind_fd == 3 || osp__sys(SYS_dup3, spawn->unwind_fd, 3, 0, 0, 0) == 3)) {
+        osp__sys(SYS_fcntl, 3, F_SETFD, 0, 0, 0);
+        first_closed = 4;
+    }
     long null = osp__sys(SYS_openat, AT_FDCWD, (long)"/dev/null", O_RDWR, 0, 0);
     for (long fd = 0; null >= 0 && fd <= 2; fd++)
         if (fd != null)
             osp__sys(SYS_dup3, null, fd, 0, 0, 0);
-    if (osp__sys(SYS_close_range, 3, ~0u, 0, 0, 0) != 0)
-        for (long fd = 3; fd < 1024; fd++)
+    if (osp__sys(SYS_close_range, first_closed, ~0u, 0, 0, 0) != 0)
+        for (long fd = first_closed; fd < 1024; fd++)
             osp__sys(SYS_close, fd, 0, 0, 0, 0);
     struct {
         void *handler;
@@ -413,19 +425,21 @@ static int spawn_daemon(const struct boot_env *env)
                   out_path);
         return -err;
     }
-    char *argv[] = {"ospreyd",
-                    "--attach-ring",
-                    shm_name,
-                    "--out",
-                    out_path,
-                    "--detach",
-                    env->has_export ? "--export" : NULL,
-                    (char *)env->export_formats,
-                    NULL};
+    char *argv[12] = {"ospreyd", "--attach-ring", shm_name, "--out", out_path, "--detach"};
+    int argc = 6;
+    if (unwind_fd >= 0) {
+        argv[argc++] = "--unwind-fd";
+        argv[argc++] = "3";
+    }
+    if (env->has_export) {
+        argv[argc++] = "--export";
+        argv[argc++] = (char *)env->export_formats;
+    }
+    argv[argc] = NULL;
     char **envp = daemon_environment();
     if (envp == NULL)
         return -ENOMEM;
-    struct daemon_spawn spawn = {daemon, argv, envp};
+    struct daemon_spawn spawn = {daemon, argv, envp, unwind_fd};
     /* No signal may run a handler of the program's in the child, which shares its memory. */
     sigset_t all, old;
     sigfillset(&all);
@@ -599,8 +613,6 @@ static void at_exit(void)
                       : "the shared rings were full: ospreyd fell behind");
     /* ospreyd unlinks the names when it attaches; if it never did, nothing must leak. */
     shm_unlink(shm_name);
-    if (unwind_name[0])
-        shm_unlink(unwind_name);
 }
 
 static void thread_ends(void *value)
@@ -646,6 +658,7 @@ static void at_fork_child(void)
         munmap(unwind_map, OSP_UNWIND_DEFAULT_SIZE);
         unwind_map = MAP_FAILED;
     }
+    unwind_fd_close();
 }
 
 static void boot(void)
@@ -720,6 +733,7 @@ static void boot(void)
     if (gettid() == getpid())
         osp_prof_thread_register(0, "main");
     daemon_spawned = spawn_daemon(&env) == 0;
+    unwind_fd_close(); /* ospreyd has its own now */
     atexit(at_exit);
 }
 
