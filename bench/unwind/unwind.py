@@ -640,17 +640,18 @@ def section_cost(build, scratch, reps, rounds, emit):
                           "--call-graph", f"dwarf,{DWARF_STACK}", "-o", out, "--"]
             _, total, stdout = run_cmd(prefix + argv, env=env)
             program = cpu_ns_line(stdout)
-            signals = None
+            signals = samples = None
             if tool == "osprey":
                 raw = json.load(open(out))
                 total += raw.get("collector", {}).get("cpu_ms", 0) / 1000
-                signals = len(raw["samples"])
+                signals = len(raw["samples"])  # rows: at most one per signal handled
+                samples = sum(w for w, _ in osprey_stacks(raw))
                 if rep == 0:
                     rooted[(build_key, hz)].append(osprey_rooted(raw))
             elif tool == "timer floor":
                 signals = int(open(out).read())
             results[(build_key, tool, hz)].append(dict(program=program, total=total,
-                                                       signals=signals))
+                                                       signals=signals, samples=samples))
             if os.path.exists(out):
                 os.unlink(out)
     med = {k: {f: statistics.median([r[f] for r in v]) if v[0][f] is not None else None
@@ -667,9 +668,17 @@ def section_cost(build, scratch, reps, rounds, emit):
          "program). Added = total − the unprofiled total of the same build. Runs of every "
          "configuration interleaved rep by rep.")
     emit()
-    emit("| build | tool | Hz | signals per CPU-s | program CPU s | total CPU s | ×unprofiled "
-         "| added ms | added ÷ timer floor's |")
-    emit("|---|---|---|---|---|---|---|---|---|")
+    emit("*Signals*: per second of the program's CPU, SIGPROFs its handler ran (the floor's "
+         "count; Osprey's raw rows, at most one per signal, so a lower bound); *samples*: "
+         "sampling periods Osprey paid (the sum of its on-CPU weights; a thread that shares "
+         "a loaded CPU is interrupted less often and pays several periods per signal, while "
+         "the floor's wall-clock timer keeps interrupting it at the rate). *Per signal*: "
+         "added CPU over signals handled.")
+    emit()
+    emit("| build | tool | Hz | signals per CPU-s | samples per CPU-s | program CPU s "
+         "| total CPU s | ×unprofiled | added ms | added ÷ timer floor's | per signal µs "
+         "| ÷ floor's |")
+    emit("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for build_key, tool, hz in configs:
         m = med[(build_key, tool, hz)]
         base = med[(build_key, "unprofiled", 0)]
@@ -679,9 +688,17 @@ def section_cost(build, scratch, reps, rounds, emit):
         if tool != "unprofiled" and floor and floor["total"] > base["total"]:
             ratio = f"{added / (floor['total'] - base['total']):.2f}"
         sig = f"{m['signals'] / m['program']:.0f}" if m["signals"] else "–"
-        emit(f"| {build_key} | {tool} | {hz or '–'} | {sig} | {m['program']:.3f} "
+        paid = f"{m['samples'] / m['program']:.0f}" if m["samples"] else "–"
+        per = per_floor = "–"
+        if m["signals"]:
+            per_signal = added / m["signals"]
+            per = f"{per_signal * 1e6:.1f}"
+            if floor and floor["signals"] and tool != "timer floor":
+                floor_per = (floor["total"] - base["total"]) / floor["signals"]
+                per_floor = f"{per_signal / floor_per:.2f}" if floor_per > 0 else "–"
+        emit(f"| {build_key} | {tool} | {hz or '–'} | {sig} | {paid} | {m['program']:.3f} "
              f"| {m['total']:.3f} | {m['total'] / base['total']:.3f} | {added * 1000:.0f} "
-             f"| {ratio} |")
+             f"| {ratio} | {per} | {per_floor} |")
     emit()
     for (build_key, hz), values in sorted(rooted.items()):
         share, frames = values[0]
