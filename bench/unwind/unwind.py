@@ -326,6 +326,20 @@ def analyse_osprey(raw_path, folded_path):
             cut[(os.path.basename(image), name or "(no name)")] += w
             leaf_only += w if len(stack) == 1 else 0
     frames = sum(w * len(s) for w, s in rows) / total if total else 0
+    # Before ospreyd has published an image's table its frames take the frame-pointer walk:
+    # the start of the run (its longest table build and 50 ms) is told apart from the rest.
+    window_ns = (raw.get("collector", {}).get("unwind", {}).get("longest_ms", 0) + 50) * 1e6
+    early = collections.Counter()
+    for row in raw["samples"]:
+        if row[3] != 0:
+            continue
+        w, stack = (row[4] if len(row) > 4 else 1), raw["stacks"][row[2]]
+        part = "early" if row[0] < window_ns else "late"
+        early[part] += w
+        if len(stack) == 1:
+            early[part + "_leaf_only"] += w
+        if stack and sym.image_of(stack[-1]) is None:
+            early[part + "_nowhere"] += w
     folded = read_folded(folded_path)
     folded_total = sum(c for c, _ in folded)
     inclusive, self_, display = count_names((c, names[::-1]) for c, names in folded)
@@ -335,7 +349,7 @@ def analyse_osprey(raw_path, folded_path):
                 inclusive={k: v / folded_total for k, v in inclusive.items()},
                 self={k: v / folded_total for k, v in self_.items()}, display=display,
                 collector=collector, dropped=raw.get("dropped", 0), rows=len(raw["samples"]),
-                bytes=os.path.getsize(raw_path))
+                bytes=os.path.getsize(raw_path), window=early, window_ms=window_ns / 1e6)
 
 
 # --- perf's side -------------------------------------------------------------------------------
@@ -582,6 +596,15 @@ def emit_programs(results, missing, emit):
                      f"alone: {pct(p['leaf_only'])}%) end in: " +
                      "; ".join(f"{img or '?'} `{fn}` {pct(w / total)}%" for (img, fn), w in worst))
                 emit()
+        wnd, total = o["window"], o["samples"]
+        if total:
+            emit(f"Osprey, the first {o['window_ms']:.0f} ms (its longest table build + 50 ms): "
+                 f"{pct(wnd['early'] / total)}% of the samples, the leaf alone "
+                 f"{pct(wnd['early_leaf_only'] / total)}%, outermost address in no image (a walk "
+                 f"gone wrong) {pct(wnd['early_nowhere'] / total)}%; after it: the leaf alone "
+                 f"{pct(wnd['late_leaf_only'] / total)}%, in no image "
+                 f"{pct(wnd['late_nowhere'] / total)}% (all of the program's samples).")
+            emit()
         if o.get("dropped"):
             emit(f"Osprey dropped {o['dropped']} samples.")
             emit()
