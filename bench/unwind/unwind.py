@@ -359,10 +359,12 @@ def perf_script(data):
     frames leaf first)]}). Kernel frames are dropped: a kernel sample counts for the user
     frames under it, as Osprey (which sees only user space) counts it."""
     with tempfile.TemporaryFile("w+") as out:
+        start = time.monotonic()
         proc = subprocess.Popen(["perf", "script", "-i", data, "-F",
                                  "comm,pid,tid,period,ip,sym,dso"], stdout=out,
                                 stderr=subprocess.DEVNULL, text=True)
         _, _, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
         out.seek(0)
         text = out.read()
     per_pid = collections.defaultdict(list)
@@ -395,11 +397,11 @@ def perf_script(data):
         if ip >= 0xffff800000000000 or dso.startswith("[kernel") or dso.startswith("[guest"):
             continue
         frames.append((symbol, dso, dso == "inlined"))
-    return cpu_of(usage), per_pid
+    return cpu_of(usage), wall, per_pid
 
 
 def analyse_perf(data):
-    post_cpu, per_pid = perf_script(data)
+    post_cpu, post_wall, per_pid = perf_script(data)
     if not per_pid:
         return None
     pid = min(per_pid)  # the process perf started (a child it exec'd is not this program)
@@ -422,7 +424,7 @@ def analyse_perf(data):
                 frames=physical / total if total else 0, cut=cut,
                 inclusive={k: v / total for k, v in inclusive.items()},
                 self={k: v / total for k, v in self_.items()}, display=display,
-                post_cpu=post_cpu,
+                post_cpu=post_cpu, post_wall=post_wall,
                 program_cpu=program_cpu, bytes=os.path.getsize(data))
 
 
@@ -469,10 +471,11 @@ def analyse_program(prog, build, scratch, times):
     stem = os.path.join(scratch, prog.name)
     result = {"name": prog.name, "note": prog.note, "plain_cpu": times["plain"]}
     raw = stem + ".raw.json"
-    _, report_cpu, _ = run_cmd([os.path.join(build, "tools", "osprey"), "report", raw, "-o",
-                                stem])
+    report_wall, report_cpu, _ = run_cmd([os.path.join(build, "tools", "osprey"), "report", raw,
+                                          "-o", stem])
     result["osprey"] = analyse_osprey(raw, stem + ".folded")
-    result["osprey"].update(program_cpu=times["osprey"], report_cpu=report_cpu)
+    result["osprey"].update(program_cpu=times["osprey"], report_cpu=report_cpu,
+                            report_wall=report_wall)
     for key, _ in PERF_MODES:
         p = analyse_perf(f"{stem}.{key}.data")
         if p is None:
@@ -542,10 +545,10 @@ def emit_programs(results, missing, emit):
          "cpu-clock periods). *Collector*: ospreyd's `collector.cpu_ms`; perf record's own "
          "CPU (perf record's wait4 CPU, which includes the program's, minus the program's). "
          "*Post*: `osprey report RAW -o STEM` (every output, llvm-symbolizer included) and "
-         "`perf script` of the perf.data. *Bytes per sample*: the raw file (or perf.data) "
-         "over on-CPU samples (Osprey: sampling periods). *Tables*: `collector.unwind` "
-         "(images with a table / failed, rows, bytes of the tables in shared memory, the "
-         "longest build) and ospreyd's peak RSS.")
+         "`perf script` of the perf.data, CPU and (wall) seconds. *Bytes per sample*: the "
+         "raw file (or perf.data) over on-CPU samples (Osprey: sampling periods). *Tables*: "
+         "`collector.unwind` (images with a table / failed, rows, bytes of the tables in "
+         "shared memory, the longest build) and ospreyd's peak RSS.")
     emit()
     emit("| program | unprofiled CPU s | Osprey: program / ospreyd / report s "
          "| perf -g: program / perf record / perf script s "
@@ -560,10 +563,12 @@ def emit_programs(results, missing, emit):
 
         def perf_cells(p):
             own = p["record_total_cpu"] - p["program_cpu"]
-            return f"{p['program_cpu']:.2f} / {own:.2f} / {p['post_cpu']:.2f}"
+            return (f"{p['program_cpu']:.2f} / {own:.2f} / {p['post_cpu']:.2f} "
+                    f"({p['post_wall']:.1f})")
         emit(f"| {r['name']} | {r['plain_cpu']:.2f} "
              f"| {o['program_cpu']:.2f} / {c.get('cpu_ms', 0) / 1000:.2f} / "
-             f"{o['report_cpu']:.2f} | {perf_cells(g)} | {perf_cells(d)} "
+             f"{o['report_cpu']:.2f} ({o['report_wall']:.1f}) | {perf_cells(g)} "
+             f"| {perf_cells(d)} "
              f"| {o['bytes'] / max(o['samples'], 1):.0f} / {g['bytes'] / max(g['samples'], 1):.0f}"
              f" / {d['bytes'] / max(d['samples'], 1):.0f} "
              f"| {u.get('images', '?')} ({u.get('failed', '?')}), {u.get('rows', '?')}, "
