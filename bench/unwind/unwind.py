@@ -84,7 +84,12 @@ def key_of(name):
         name = name[len("libc_"):]
     if name.endswith("64") and not name[:-2].endswith("_"):  # `__libc_pwrite` = `__libc_pwrite64`
         name = name[:-2]
-    return name
+    return KEY_ALIASES.get(name, name)
+
+
+# Names the symbol table gives a glibc function besides its DWARF name (perf prints
+# `__GI___libc_free`, llvm-symbolizer `cfree`).
+KEY_ALIASES = {"cfree": "free"}
 
 
 ROOT_KEYS = {key_of(r) for r in ROOTS}
