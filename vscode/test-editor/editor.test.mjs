@@ -178,20 +178,24 @@ async function walkThrough(t) {
   // Left Heavy, all fibers, on-CPU: the thread's frames from its root (clone3, start_thread,
   // worker) down to checksum_block, heaviest first at the left; its row is the first whose
   // tooltip names it (how many frames stand above it depends on the C library's unwind data).
-  let hotRow = -1;
+  let graphRow = -1;
   const rowY = (row) => row * 18 + 9;
 
   await step(t, 'the tooltip and the search give the table\'s numbers', async () => {
     const box = await frame.locator('#canvas').boundingBox();
     let tooltip = '';
-    for (let row = 0; row < 12 && hotRow < 0; row++) {
+    for (let row = 0; row < 12 && graphRow < 0; row++) {
       await frame.locator('#canvas').hover({ position: { x: 20, y: rowY(row) } });
       tooltip = await frame.locator('#tooltip').innerText();
-      if (/checksum_block/.test(tooltip)) hotRow = row;
+      if (/checksum_block/.test(tooltip)) graphRow = row;
     }
     const total = summary.functions[0].total_pct.toFixed(1);
     assert.match(tooltip, /checksum_block/);
-    assert.ok(tooltip.includes(`(${total}%)`), tooltip);
+    // The rectangle is one call path of checksum_block: its share is the function's total, or
+    // a little less where a few samples came by another path (those taken before ospreyd had
+    // published the C library's unwind rows stop at start_thread).
+    const shown = Number(/On-CPU total: [^(]*\(([0-9.]+)%\)/.exec(tooltip)?.[1]);
+    assert.ok(shown <= Number(total) && Number(total) - shown <= 2, `${tooltip} (function total ${total}%)`);
     assert.ok(box.width > 100);
     await frame.fill('#search', 'checksum');
     assert.equal(await frame.locator('#match-summary').textContent(), `${total}% of on-CPU time matches`);
@@ -200,8 +204,8 @@ async function walkThrough(t) {
 
   await step(t, 'a click selects, Enter opens the source beside the graph', async () => {
     const tabsBefore = await page.locator('.tab').count();
-    assert.ok(hotRow >= 0, 'no row of the graph is checksum_block');
-    await frame.locator('#canvas').click({ position: { x: 20, y: rowY(hotRow) } });
+    assert.ok(graphRow >= 0, 'no row of the graph is checksum_block');
+    await frame.locator('#canvas').click({ position: { x: 20, y: rowY(graphRow) } });
     assert.match(await frame.locator('#details').innerText(), /checksum_block/);
     assert.equal(await page.locator('.tab').count(), tabsBefore, 'a click opens nothing');
     await frame.locator('#canvas').press('Enter');
