@@ -2,7 +2,8 @@
  * stacks walked from a real ucontext_t that a signal delivered to a thread spinning in code of
  * a known shape (a leaf that has not saved lr, a function whose frame record holds lr, a
  * frameless function between two frame-pointer ones), with the frame-pointer walk and with
- * the rows ospreyd's builder (daemon/unwind-table.c) makes from this very process's objects;
+ * the rows ospreyd's builder (daemon/unwind-table.c) makes from this very process's objects,
+ * through the kernel's signal frame too (a sample inside a handler of the program's own);
  * pointer authentication: return addresses signed by the CPU (this file is built with
  * -mbranch-protection=pac-ret, and signs values itself with PACIA1716), synthetic ones with
  * the top bits set, and the mask the kernel reports where it can be read.
@@ -129,8 +130,11 @@ extern const char leaf_spin_end[], fp_spin_end[];
 enum shape { LEAF, FRAME_RECORD, FRAMELESS_MID };
 static struct {
     _Atomic int stop, ready;
-    uint64_t lr_seen;  /* x30 as the spinner found it */
-    uint64_t stack_hi; /* the thread's stack top */
+    _Atomic int stop2, ready2; /* the program's own handler, spinning (nested samples) */
+    uint64_t lr_seen;          /* x30 as the spinner found it */
+    uint64_t lr2_seen;
+    uint64_t trampoline; /* where a signal handler returns to: the signal-return code */
+    uint64_t stack_hi;   /* the thread's stack top */
     struct osp__regs regs;
     uint64_t raw_lr;    /* uc_mcontext.regs[30] before any stripping */
     uint64_t record_ra; /* the saved x30 in the frame record x29 points at, as stored */
@@ -167,6 +171,20 @@ static void on_signal(int sig, siginfo_t *info, void *context)
                                        got.stack_hi, got.lr_walk, 32);
     got.unwind_depth = osp__unwind(&got.regs, 1, got.regs.sp, got.stack_hi, got.unwind, 32);
     atomic_store_explicit(&got.stop, 1, memory_order_release);
+    atomic_store_explicit(&got.stop2, 1, memory_order_release);
+}
+
+/* A handler of the program's own that runs for a while (spinning in fp_spin): a sample taken
+ * there is walked through the kernel's signal frame back to the instant it interrupted. */
+void on_first(int sig, siginfo_t *info, void *context);
+void on_first(int sig, siginfo_t *info, void *context)
+{
+    (void)sig;
+    (void)info;
+    (void)context;
+    got.trampoline = osp__strip_pac((uint64_t)(uintptr_t)__builtin_return_address(0));
+    fp_spin(&got.stop2, &got.lr2_seen, &got.ready2);
+    __asm__ volatile("" ::: "memory");
 }
 
 static int calls;
@@ -216,20 +234,33 @@ void *worker(void *arg)
 }
 
 /* Run a thread spinning in `shape`, interrupt it with a signal once it spins, and keep what
- * the handler saw. */
-static void sample(enum shape shape)
+ * the handler saw. `nested`: first interrupt it with SIGUSR2, whose handler (on_first) spins
+ * in its turn, and sample that. */
+static void sample_in(enum shape shape, int nested)
 {
     memset(&got, 0, sizeof got);
     struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO};
     sigemptyset(&sa.sa_mask);
     ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    sa.sa_sigaction = on_first;
+    ck_assert_int_eq(sigaction(SIGUSR2, &sa, NULL), 0);
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, worker, (void *)(uintptr_t)shape), 0);
     while (!atomic_load_explicit(&got.ready, memory_order_acquire))
         sched_yield();
+    if (nested) {
+        ck_assert_int_eq(pthread_kill(t, SIGUSR2), 0);
+        while (!atomic_load_explicit(&got.ready2, memory_order_acquire))
+            sched_yield();
+    }
     ck_assert_int_eq(pthread_kill(t, SIGUSR1), 0);
     ck_assert_int_eq(pthread_join(t, NULL), 0);
     ck_assert_int_eq(atomic_load(&got.stop), 1);
+}
+
+static void sample(enum shape shape)
+{
+    sample_in(shape, 0);
 }
 
 static int has_pauth(void)
@@ -362,7 +393,7 @@ static _Alignas(4096) uint8_t region_mem[REGION_SIZE];
 /* Build and publish the rows of this executable and the C library from this process's maps,
  * as ospreyd does for its target, and hand the table to the unwinder. Returns the rows of
  * this executable (the caller frees them) through *own. */
-static void publish_own_rows(struct ospd_unwind_rows *own, uint64_t *own_start)
+static void publish_own_rows(struct ospd_unwind_rows *own, uint64_t *own_start, uint64_t trampoline)
 {
     memset(region_mem, 0, sizeof region_mem);
     struct osp_unwind_header *h = (struct osp_unwind_header *)region_mem;
@@ -404,6 +435,15 @@ static void publish_own_rows(struct ospd_unwind_rows *own, uint64_t *own_start)
     }
     fclose(maps);
     ck_assert_int_eq(published, 2);
+    if (trampoline != 0) {
+        /* The signal-return code as the kernel's vDSO describes it (a signal frame from one
+         * instruction before __kernel_rt_sigreturn: a return address is looked up at - 1);
+         * under qemu-user it is a page of the emulator's own, without CFI. */
+        struct osp_unwind_row signal_row = {.cfa_rule = OSP_CFA_SIGNAL};
+        struct ospd_unwind_rows rows = {
+            .rows = &signal_row, .count = 1, .start_vaddr = 0, .end_vaddr = 4 + 64};
+        ck_assert_int_eq(ospd_unwind_region_publish(&region, trampoline - 4, &rows), 0);
+    }
     ospd_unwind_region_free(&region);
     osp__unwind_set_tables(region_mem, REGION_SIZE);
 }
@@ -425,7 +465,7 @@ START_TEST(rows_of_arm64_code_say_where_x30_is)
 {
     struct ospd_unwind_rows own;
     uint64_t start;
-    publish_own_rows(&own, &start);
+    publish_own_rows(&own, &start, 0);
     const struct osp_unwind_row *leaf = row_for(&own, start, (uint64_t)(uintptr_t)leaf_spin + 8);
     ck_assert_ptr_nonnull(leaf);
     ck_assert_int_eq(leaf->cfa_rule, OSP_CFA_SP);
@@ -463,7 +503,7 @@ START_TEST(rows_walk_a_frameless_function_that_the_chain_skips)
 
     struct ospd_unwind_rows own;
     uint64_t start;
-    publish_own_rows(&own, &start);
+    publish_own_rows(&own, &start, 0);
     ospd_unwind_rows_free(&own);
     sample(FRAMELESS_MID);
     ck_assert_uint_ge(got.unwind_depth, 4);
@@ -487,6 +527,35 @@ START_TEST(rows_walk_a_frameless_function_that_the_chain_skips)
 }
 END_TEST
 
+/* A sample inside the program's own signal handler: the rows walk the handler, then the kernel's
+ * signal frame (struct rt_sigframe at sp: siginfo, then the ucontext_t the interrupted
+ * registers are read from), then the interrupted instant itself, lr included. */
+START_TEST(rows_walk_through_the_kernels_signal_frame)
+{
+    sample_in(LEAF, 1); /* learns where handlers return to */
+    uint64_t trampoline = got.trampoline;
+    ck_assert_uint_ne(trampoline, 0);
+    struct ospd_unwind_rows own;
+    uint64_t start;
+    publish_own_rows(&own, &start, trampoline);
+    ospd_unwind_rows_free(&own);
+    sample_in(LEAF, 1);
+    ck_assert_uint_eq(got.trampoline, trampoline);
+    ck_assert_uint_ge(got.unwind_depth, 7);
+    ck_assert_uint_ge(got.unwind[0], (uint64_t)(uintptr_t)fp_spin);
+    ck_assert_uint_lt(got.unwind[0], (uint64_t)(uintptr_t)fp_spin_end);
+    ck_assert_str_eq(caller_of(got.unwind[1]), "on_first");
+    ck_assert_uint_eq(got.unwind[2], trampoline);
+    ck_assert_uint_ge(got.unwind[3], (uint64_t)(uintptr_t)leaf_spin); /* the exact pc */
+    ck_assert_uint_lt(got.unwind[3], (uint64_t)(uintptr_t)leaf_spin_end);
+    ck_assert_uint_eq(got.unwind[4], got.lr_seen); /* its lr, from the saved context */
+    ck_assert_str_eq(caller_of(got.unwind[4]), "call_leaf");
+    ck_assert_str_eq(caller_of(got.unwind[5]), "worker_body");
+    ck_assert_str_eq(caller_of(got.unwind[6]), "worker");
+    osp__unwind_set_tables(NULL, 0);
+}
+END_TEST
+
 Suite *arm64_suite(void)
 {
     Suite *s = suite_create("arm64");
@@ -504,6 +573,7 @@ Suite *arm64_suite(void)
     tcase_set_timeout(rows, 120);
     tcase_add_test(rows, rows_of_arm64_code_say_where_x30_is);
     tcase_add_test(rows, rows_walk_a_frameless_function_that_the_chain_skips);
+    tcase_add_test(rows, rows_walk_through_the_kernels_signal_frame);
     suite_add_tcase(s, rows);
     return s;
 }
