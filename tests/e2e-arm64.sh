@@ -45,7 +45,11 @@ for variant in fp nofp; do
   sed 's/some rounds/ROUNDS/' "$work/$variant.out" >"$work/$variant.got"
   cmp -s "$work/$variant.want" "$work/$variant.got" ||
     fail "$variant: output differs under profiling: $(cat "$work/$variant.out")"
-  [ -s "$work/$variant.err" ] && fail "$variant: the run said: $(cat "$work/$variant.err")"
+  # The program writes nothing to stderr; a line of the profiler's own (samples lost on a
+  # loaded machine) is shown, not failed.
+  grep -v '^osprey: ' "$work/$variant.err" >"$work/$variant.foreign" &&
+    fail "$variant: the run said: $(cat "$work/$variant.err")"
+  grep '^osprey: ' "$work/$variant.err" || true
   "$native/tools/osprey" report "$work/$variant.raw.json" -o "$work/$variant" \
     >"$work/$variant.report" 2>&1 || fail "$variant: osprey report exited $?"
 done
