@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end on arm64 under emulation: tests/arm64/hot.c (two threads, main -> run_for ->
 # middle -> leaf_a / leaf_b in a 3:1 split, and worker -> run_for -> ...) cross-built for
-# arm64 with frame pointers and without, run under qemu-aarch64 with the arm64 preload shim.
+# arm64 with frame pointers and without, run under qemu-aarch64 with the arm64 preload shim,
+# and (without frame pointers) linked with the arm64 shim archive.
 # The shim spawns the native ospreyd (the emulated program's execve of a host binary runs it
 # on the host), which drains the same shared memory and builds the arm64 unwind rows from the
 # program's objects (daemon/README.md). Checked: the program's output and exit status come
@@ -27,19 +28,22 @@ qemu=$(command -v qemu-aarch64 || command -v qemu-aarch64-static) || {
 build() { # build OUT FLAGS...
   local out=$1
   shift
-  aarch64-linux-gnu-gcc -O2 -g "$@" "$src/hot.c" -o "$work/$out" -lpthread 2>"$work/$out.build" ||
+  aarch64-linux-gnu-gcc -O2 -g "$src/hot.c" -o "$work/$out" "$@" -lpthread 2>"$work/$out.build" ||
     fail "$out: build failed: $(cat "$work/$out.build")"
 }
 build hot-fp -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 build hot-nofp -fomit-frame-pointer
+build hot-archive -fomit-frame-pointer -Wl,--whole-archive "$arm64/shim/libospreyprof.a" \
+  -Wl,--no-whole-archive -ldl -lrt
 
-for variant in fp nofp; do
+for variant in fp nofp archive; do
   program=$work/hot-$variant
   "$qemu" "$program" 0.2 3 >"$work/$variant.plain" 2>&1
   expect_status 3 $? "$variant: unprofiled"
+  preload=(-E LD_PRELOAD="$arm64/shim/libospreyprof.so")
+  [ "$variant" = archive ] && preload=() # it boots the shim itself
   OSPREY_PROFILE="$work/$variant.raw.json" OSPREY_DAEMON="$native/daemon/ospreyd" \
-    "$qemu" -E LD_PRELOAD="$arm64/shim/libospreyprof.so" "$program" 3 3 \
-    >"$work/$variant.out" 2>"$work/$variant.err"
+    "$qemu" "${preload[@]}" "$program" 3 3 >"$work/$variant.out" 2>"$work/$variant.err"
   expect_status 3 $? "$variant: profiled under qemu-aarch64 ($(tail -n 3 "$work/$variant.err"))"
   sed 's/some rounds/ROUNDS/' "$work/$variant.plain" >"$work/$variant.want"
   sed 's/some rounds/ROUNDS/' "$work/$variant.out" >"$work/$variant.got"
@@ -65,7 +69,7 @@ def check(ok, message):
     if not ok:
         problems.append(message)
 
-for name in ("fp", "nofp"):
+for name in ("fp", "nofp", "archive"):
     raw = json.load(open(os.path.join(work, name + ".raw.json")))
     unwind = raw.get("collector", {}).get("unwind", {})
     check(raw.get("platform") == "linux-aarch64", "%s: platform %s" % (name, raw.get("platform")))
@@ -105,4 +109,4 @@ for name in ("fp", "nofp"):
 sys.exit(1 if problems else 0)
 PY
 
-finish "arm64 under qemu-aarch64: hot.c with and without frame pointers, preload shim, native ospreyd"
+finish "arm64 under qemu-aarch64: hot.c with and without frame pointers through the preload shim, and linked with the archive; native ospreyd"
