@@ -42,6 +42,10 @@ struct ospd_unwind_source {
 int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_rows *out, char *err,
                       size_t errsz);
 void ospd_unwind_rows_free(struct ospd_unwind_rows *rows);
+/* Whether rows can be built for ELF machine `machine` (x86_64, aarch64), whatever ospreyd's
+ * own: a target emulated by qemu-user (an arm64 program on an x86_64 host) shares the host's
+ * kernel, /proc and shared memory, and its objects' CFI reads the same from here. */
+bool ospd_unwind_knows_machine(uint32_t machine);
 
 /* The writer of one shared table object. */
 struct ospd_unwind_region {

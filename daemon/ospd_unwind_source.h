@@ -32,6 +32,11 @@ struct ospd_unwinder {
     void *map;
     size_t map_size;
     struct ospd_unwind_region region;
+    /* The rows' ELF machine (the shim's header). Another than ospreyd's own means a target
+     * emulated by qemu-user: the host's maps show its code without execute permission (the
+     * emulator translates it) and the vDSO there is the host's. */
+    uint16_t machine;
+    bool emulated;
     struct ospd_unwind_range *ranges; /* every range seen: published, building or failed */
     uint32_t range_count, ranges_cap;
     uint32_t stacks_checked; /* interned stacks already looked at */

@@ -18,14 +18,6 @@
 #include "ospd.h"
 #include "ospd_unwind.h"
 
-#if defined(__x86_64__)
-#define OWN_MACHINE 62u /* EM_X86_64 */
-#elif defined(__aarch64__)
-#define OWN_MACHINE 183u /* EM_AARCH64 */
-#else
-#define OWN_MACHINE 0u
-#endif
-
 int ospd_unwind_region_init(struct ospd_unwind_region *r, void *map, uint64_t size, int fd,
                             char *err, size_t errsz)
 {
@@ -42,8 +34,8 @@ int ospd_unwind_region_init(struct ospd_unwind_region *r, void *map, uint64_t si
         why = "sizes disagree with the object";
     else if (h->row_size != sizeof(struct osp_unwind_row))
         why = "row size differs";
-    else if (h->arch != OWN_MACHINE)
-        why = "rows for another architecture";
+    else if (!ospd_unwind_knows_machine(h->arch))
+        why = "rows for another architecture"; /* ours, or an emulated target's */
     if (why) {
         snprintf(err, errsz, "unwind tables rejected: %s", why);
         return -EPROTO;

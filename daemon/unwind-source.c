@@ -77,6 +77,8 @@ int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32
         close(fd);
         return -EPROTO;
     }
+    u->machine = (uint16_t)((const struct osp_unwind_header *)map)->arch;
+    u->emulated = u->machine != OSPD_OWN_MACHINE;
     u->fd = fd;
     u->map = map;
     u->map_size = (size_t)st.st_size;
@@ -149,7 +151,9 @@ static void build_done(uv_work_t *req, int status)
                     "stacks follow frame pointers\n",
                     job->path, strerror(-rc));
         }
-    } else if (job->rc != 0) {
+    } else if (job->rc != 0 && !(u->emulated && job->rc == -ENOEXEC)) {
+        /* (An emulated target's maps hold the emulator's objects and its own data segments
+         * among the candidates: not code of its machine, not a failure.) */
         u->images_failed++;
         struct osp_unwind_header *h = (struct osp_unwind_header *)u->map;
         if (u->attached)
@@ -172,7 +176,7 @@ static void queue(struct ospd_unwinder *u, uint64_t start, uint64_t end, uint64_
     job->req.data = job;
     snprintf(job->path, sizeof job->path, "%s", path);
     job->src.path = job->path;
-    job->src.machine = OSPD_OWN_MACHINE;
+    job->src.machine = u->machine;
     job->src.mapped = true;
     job->src.map_start = start;
     job->src.map_offset = offset;
@@ -220,11 +224,11 @@ void ospd_unwinder_scan(struct ospd_unwinder *u)
         int path_at = 0;
         if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &start, &end, perms,
                    &offset, &path_at) != 4 ||
-            path_at == 0 || perms[2] != 'x')
-            continue;
+            path_at == 0 || (perms[2] != 'x' && !(u->emulated && perms[0] == 'r')))
+            continue; /* emulated: any readable mapping of a file may be its code */
         char *path = line + path_at;
         path[strcspn(path, "\n")] = '\0';
-        if (path[0] != '/' && strcmp(path, "[vdso]") != 0)
+        if (path[0] != '/' && (u->emulated || strcmp(path, "[vdso]") != 0))
             continue; /* anonymous code (a JIT's): no CFI to read */
         if (known(u, start))
             continue;

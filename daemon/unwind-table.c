@@ -47,6 +47,14 @@ static const struct arch_regs arch_table[] = {
     {EM_AARCH64, 31, 29, 30, 30},
 };
 
+bool ospd_unwind_knows_machine(uint32_t machine)
+{
+    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
+        if (arch_table[i].machine == machine)
+            return true;
+    return false;
+}
+
 static void set_error(char *err, size_t errsz, const char *fmt, ...)
 {
     if (err == NULL || errsz == 0)

@@ -14,6 +14,11 @@ packages=(
   linux-perf google-perftools libgoogle-perftools-dev
   libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # the pprof output
   golang-go  # go tool pprof, a reader the tests load the pprof output into
+  # arm64: the cross compiler, qemu-user to run what it builds (the cross file's exe wrapper),
+  # and the arm64 libraries from multiarch, which bring the arm64 loader and libc qemu runs
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  libuv1-dev:arm64 libjansson-dev:arm64 libdw-dev:arm64 libelf-dev:arm64 check:arm64
+  zlib1g-dev:arm64 libprotobuf-c-dev:arm64
 )
 
 missing=()
@@ -41,5 +46,8 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo_cmd=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  "${sudo_cmd[@]}" dpkg --add-architecture arm64 # the :arm64 packages above (multiarch)
+fi
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every test: C unit and end-to-end suites, the valgrind setup on the unit suites, the
-# unit suites under ASan and UBSan, the Windows and Wasm stub cross-builds, the reader tests
+# unit suites under ASan and UBSan, the Windows and Wasm stub cross-builds, the arm64
+# cross-build with its tests under qemu-aarch64, the reader tests
 # (tests/readers: outputs of a real run in DevTools' model, go tool pprof, speedscope) and the
 # VS Code extension's tests.
 # Installs what is missing first (Debian 12).
@@ -51,6 +52,21 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 echo "== cross-compiling the inactive stubs"
 setup build-mingw --cross-file cross/mingw-w64.ini
 setup build-wasm --cross-file cross/wasm32-wasi.ini
+
+echo "== arm64: cross-built (cross/aarch64-linux-gnu.ini), run under qemu-aarch64"
+# Everything is built: the shim (archive and preload library), ospreyd, the CLI, the tests.
+# What runs under emulation: the unit suites, the arm64 unwinder's own (arm64), the layers
+# lint, and the daemon's parse/hostile/raw cases. Not its binary/real cases nor the collector
+# and CLI end-to-end tests: they start arm64 programs from arm64 ones, which the host's kernel
+# runs only through binfmt_misc (not set up here); tests/e2e-arm64.sh starts its program under
+# qemu itself. Then the end-to-end profile of an emulated program (shim/README.md, "arm64").
+setup build-arm64 --cross-file cross/aarch64-linux-gnu.ini
+meson test -C build-arm64 --print-errorlogs arm64 shim unwind proto raw model writers report \
+  html cli symbolize fuzz-raw fuzz-ring fuzz-walk shim-layers example-hotspot
+for case in parse hostile raw; do
+  CK_RUN_CASE=$case meson test -C build-arm64 --print-errorlogs daemon
+done
+bash tests/e2e-arm64.sh build-arm64 build-test tests/arm64
 
 echo "== the outputs of a real profiled run in the tools that read them"
 bash tests/readers/run.sh build-test/tools/osprey

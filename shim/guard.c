@@ -187,22 +187,32 @@ OSP__GUARDED(ssize_t, sendto,
 OSP__GUARDED(ssize_t, sendmsg, (int fd, const struct msghdr *msg, int flags), (fd, msg, flags),
              !(flags & MSG_DONTWAIT), -1)
 
-/* A system call the kernel never restarts after a handler, made through syscall(2). */
+/* A system call the kernel never restarts after a handler, made through syscall(2). The older
+ * calls (poll, select, epoll_wait, pause) exist on x86_64 only; aarch64 has just their
+ * successors (ppoll, pselect6, epoll_pwait, rt_sigsuspend). */
 static int syscall_never_restarted(long nr, const long *a)
 {
     switch (nr) {
     case SYS_nanosleep:
     case SYS_clock_nanosleep:
+#ifdef SYS_poll
     case SYS_poll:
+#endif
     case SYS_ppoll:
+#ifdef SYS_select
     case SYS_select:
+#endif
     case SYS_pselect6:
+#ifdef SYS_epoll_wait
     case SYS_epoll_wait:
+#endif
     case SYS_epoll_pwait:
 #ifdef SYS_epoll_pwait2
     case SYS_epoll_pwait2:
 #endif
+#ifdef SYS_pause
     case SYS_pause:
+#endif
     case SYS_rt_sigsuspend:
     case SYS_rt_sigtimedwait:
     case SYS_semop:

@@ -208,7 +208,10 @@ static enum step step_by_row(const struct osp_unwind_row *row, const struct osp_
               osp__cpu_plt_extra(r->pc, row->plt_threshold);
     else
         return STEP_FAILED;
-    if (cfa <= r->sp || cfa > hi || cfa - r->sp > OSP__MAX_FRAME_BYTES || cfa & 7u)
+    /* The CFA rises, except at an aarch64 leaf that has pushed nothing (CFA = sp, the return
+     * address still in lr): that step cannot repeat, lr being known only at the first frame. */
+    if (cfa < r->sp || (cfa == r->sp && row->ra_rule != OSP_RA_IN_LR) || cfa > hi ||
+        cfa - r->sp > OSP__MAX_FRAME_BYTES || cfa & 7u)
         return STEP_FAILED;
     uint64_t ra;
     if (row->ra_rule == OSP_RA_AT_CFA) {

@@ -180,6 +180,7 @@ START_TEST(walk_with_link_register_drops_duplicate)
 }
 END_TEST
 
+#if defined(__x86_64__)
 /* A page of "code" to point pc at: the prologue and ret byte patterns are planted in it. */
 static _Alignas(4096) unsigned char code_page[4096];
 
@@ -225,6 +226,7 @@ START_TEST(frameless_return_in_prologue_and_at_ret)
                       0);
 }
 END_TEST
+#endif
 
 /* ---- the walk by unwind rows (proto/osp_unwind.h) ------------------------------------- */
 
@@ -1034,7 +1036,9 @@ Suite *shim_suite(void)
     tcase_add_test(unwind, walk_stops_at_oversized_frame);
     tcase_add_test(unwind, walk_stops_at_depth_cap);
     tcase_add_test(unwind, walk_with_link_register_drops_duplicate);
+#if defined(__x86_64__)
     tcase_add_test(unwind, frameless_return_in_prologue_and_at_ret);
+#endif
     tcase_add_test(unwind, rows_walk_frameless_then_frame_pointer_frames_to_the_outermost);
     tcase_add_test(unwind, rows_fall_back_to_frame_pointers_and_back);
     tcase_add_test(unwind, rows_that_lead_off_the_stack_end_the_walk);

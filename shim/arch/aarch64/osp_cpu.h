@@ -32,12 +32,14 @@ static inline long osp__cpu_syscall(long nr, long a, long b, long c, long d, lon
 }
 
 /* Strip pointer-authentication bits from a code address. XPACLRI (hint #7) strips the PAC
- * from x30; a no-op on cores without PAuth. Async-signal-safe. */
+ * from x30 (bits 54 down to the address size; a no-op on cores without PAuth, where nothing is
+ * signed). Linux ignores the top byte of user addresses (TBI), so XPAC leaves it, and a user
+ * code address never needs it: it is cleared too. Async-signal-safe. */
 static inline uint64_t osp__cpu_strip_pac(uint64_t addr)
 {
     register uint64_t x30 __asm__("x30") = addr;
     __asm__("hint #7" : "+r"(x30));
-    return x30;
+    return x30 & UINT64_C(0x00ffffffffffffff);
 }
 
 /* Code is never read as plain memory here: an execute-only page is possible. */
