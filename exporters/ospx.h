@@ -42,6 +42,13 @@ struct ospx_image {
     char *path;
     uint64_t base, slide, text, text_size;
     char *arch; /* "" when not reported */
+    /* the object's GNU build id (lowercase hex) as the collector read it during the run; ""
+     * or NULL when not recorded (files older than build ids, objects without one) */
+    char *build_id;
+    /* file offset of the PF_X segment that starts at `text`; has_text_offset 0 when not
+     * recorded */
+    int has_text_offset;
+    uint64_t text_offset;
 };
 
 struct ospx_thread {

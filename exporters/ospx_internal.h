@@ -42,9 +42,6 @@ uint32_t ospx__image_of(const struct ospx_raw *raw, uint64_t pc);
 /* 0 when `path` opens without blocking as a regular file that starts with an ELF
  * identification, and its size in *size; else -1 and why not, one short phrase, in `why`. */
 int ospx__elf_check(const char *path, off_t *size, char *why, size_t why_size);
-/* The GNU build id of the ELF object at `path` in lowercase hex; 0, or -1 ("" in out) when it
- * has none or is no readable 64-bit little-endian ELF file. */
-int ospx__elf_build_id(const char *path, char *out, size_t out_size);
 
 /* ---- listing.c: the report's --inverted and --list ---- */
 

@@ -2,9 +2,10 @@
  * pprof`, Pyroscope, Parca and Google Cloud Profiler read. It holds the on-CPU samples (a CPU
  * profile: waiting time is in the other outputs) with two values each, `samples/count` and
  * `cpu/nanoseconds` (sampling periods and periods × 1e9 / rate), and `fiber` (its id, as a
- * string) and `thread` (its label) labels; one mapping per image with its ELF build id when the
- * file is here; one location per distinct (pc, leaf or return address) with a line record per
- * inline level, innermost first; one function per model function (name, file).
+ * string) and `thread` (its label) labels; one mapping per image from its code's start, with
+ * its file offset and ELF build id (the raw profile's, else the file's when it is here); one
+ * location per distinct (pc, leaf or return address) with a line record per inline level, innermost
+ * first; one function per model function (name, file).
  *
  * DESIGN: encoding is protobuf-c's, from exporters/pprof_profile.proto (compiled at build time
  * by protoc-c), compression zlib's. Samples are aggregated per (thread, raw stack), locations
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
 #include "pprof_profile.pb-c.h"
 
@@ -222,6 +224,9 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
     uint64_t lookup = (key & 1) != 0 && address > 0 ? address - 1 : address;
     uint32_t image = address != 0 ? ospx__image_of(build->model->raw, lookup) : UINT32_MAX;
     if (image != UINT32_MAX) {
+        /* The object's own address (see build_mappings). */
+        address -= build->model->raw->images[image].slide;
+        location->address = address;
         location->mapping_id = (uint64_t)image + 1;
         build->mapping_used[image] = 1;
         Mapping *mapping = &build->mappings[image];
@@ -317,9 +322,15 @@ static int build_mappings(struct pprof_build *build)
         Mapping *mapping = &build->mappings[i];
         perftools__profiles__mapping__init(mapping);
         mapping->id = i + 1;
-        /* From the ELF header's address (file offset 0) to the end of the code. */
-        mapping->memory_start = image->base <= image->text ? image->base : image->text;
-        mapping->memory_limit = image->text + image->text_size;
+        /* The code: from `text` (file offset: mapping_identities) to its end; a location
+         * outside it moves the start down (text_size 0: only `base` is known). In the
+         * object's own addresses (the run's less the slide), as its locations are: pprof
+         * then finds a function's instructions and lines in the file at those addresses
+         * whether or not it relocates (the Go toolchain's pprof does not: with the run's
+         * addresses of a position-independent program, -disasm finds nothing), and two runs'
+         * addresses agree across ASLR. */
+        mapping->memory_start = (image->text_size > 0 ? image->text : image->base) - image->slide;
+        mapping->memory_limit = image->text + image->text_size - image->slide;
         mapping->file_offset = 0;
         mapping->filename = string_index(&build->strings, image->path, 0);
         if (mapping->filename < 0)
@@ -330,17 +341,44 @@ static int build_mappings(struct pprof_build *build)
     return 0;
 }
 
-/* Build ids only for the images samples reached: reading each file costs a little. */
-static int mapping_build_ids(struct pprof_build *build)
+/* Each reached image's build id and the file offset of its mapping's start, so that pprof
+ * finds the object (by build id in PPROF_BINARY_PATH, or at its path when the build id agrees)
+ * and turns an address into the file offset `-disasm` and `-list` need: the raw profile's, as
+ * the collector read them during the run, else the object's own when it is here and its code
+ * is where the image's was. Without either, the mapping starts at the ELF header (offset 0). */
+static int mapping_identities(struct pprof_build *build)
 {
     const struct ospx_raw *raw = build->model->raw;
     for (size_t i = 0; i < raw->image_count; i++) {
-        if (!build->mapping_used[i] || raw->images[i].path[0] != '/')
+        if (!build->mapping_used[i])
             continue;
-        char id[160];
-        if (ospx__elf_build_id(raw->images[i].path, id, sizeof id) == 0) {
-            build->mappings[i].build_id = string_index(&build->strings, id, 1);
-            if (build->mappings[i].build_id < 0)
+        const struct ospx_image *image = &raw->images[i];
+        Mapping *mapping = &build->mappings[i];
+        const char *build_id = ospx__str(image->build_id);
+        int has_offset = image->has_text_offset;
+        uint64_t text_offset = image->text_offset;
+        struct ospc_elf_identity identity;
+        if ((build_id[0] == '\0' || !has_offset) && image->path[0] == '/' &&
+            ospc_elf_identity(image->path, &identity, NULL, 0) == 0) {
+            int same_code = identity.has_text && identity.text_vaddr + image->slide == image->text;
+            if (build_id[0] == '\0' && same_code)
+                build_id = identity.build_id;
+            if (!has_offset && same_code) {
+                has_offset = 1;
+                text_offset = identity.text_offset;
+            }
+        }
+        uint64_t text = image->text - image->slide, header = image->base - image->slide;
+        if (has_offset && image->text_size > 0 && text - mapping->memory_start <= text_offset) {
+            mapping->file_offset = text_offset - (text - mapping->memory_start);
+        } else {
+            if (header < mapping->memory_start)
+                mapping->memory_start = header;
+            mapping->file_offset = 0;
+        }
+        if (build_id[0] != '\0') {
+            mapping->build_id = string_index(&build->strings, build_id, 1);
+            if (mapping->build_id < 0)
                 return -ENOMEM;
         }
     }
@@ -499,7 +537,7 @@ int ospx_write_pprof(const struct ospx_model *model, const char *path, struct os
     if (rc == 0)
         rc = build_samples(&build);
     if (rc == 0)
-        rc = mapping_build_ids(&build);
+        rc = mapping_identities(&build);
 
     ValueType types[2], period_type;
     ValueType *type_pointers[2] = {&types[0], &types[1]};

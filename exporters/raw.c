@@ -225,8 +225,22 @@ static int raw_read_images(struct raw_reader *reader, const json_t *images, stru
             rc = raw_integer(reader, entry, path, "text_size", 0, INT64_MAX, &text_size);
         if (rc == 0)
             rc = raw_string(reader, entry, path, "arch", 0, &image->arch);
+        if (rc == 0)
+            rc = raw_string(reader, entry, path, "build_id", 0, &image->build_id);
+        json_int_t text_offset = -1;
+        if (rc == 0)
+            rc = raw_optional_integer(reader, entry, path, "text_offset", &text_offset);
         if (rc < 0)
             return rc;
+        image->has_text_offset = text_offset >= 0;
+        image->text_offset = text_offset >= 0 ? (uint64_t)text_offset : 0;
+        /* A build id is hex digits: anything else (a hand-edited file) is no build id. */
+        for (char *c = image->build_id; *c != '\0'; c++) {
+            if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'))) {
+                image->build_id[0] = '\0';
+                break;
+            }
+        }
         if ((uint64_t)text + (uint64_t)text_size > (uint64_t)INT64_MAX)
             return raw_fail(reader, path, "text range 0x%" PRIx64 " + %" PRIu64 " overflows",
                             (uint64_t)text, (uint64_t)text_size);
@@ -1023,6 +1037,7 @@ void ospx_raw_free(struct ospx_raw *raw)
     for (size_t i = 0; i < raw->image_count; i++) {
         free(raw->images[i].path);
         free(raw->images[i].arch);
+        free(raw->images[i].build_id);
     }
     for (size_t i = 0; i < raw->thread_count; i++)
         free(raw->threads[i].label);
