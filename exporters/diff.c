@@ -17,11 +17,12 @@ struct loaded {
     struct ospx_model model;
 };
 
-static int load(const char *path, const char *binary, struct loaded *loaded, struct ospx_error *err)
+static int load(const char *path, const struct ospx_diff_options *options, struct loaded *loaded,
+                struct ospx_error *err)
 {
     memset(loaded, 0, sizeof *loaded);
     int rc = ospx_raw_read(path, &loaded->raw, err);
-    struct ospx_symbolize_options symbolize = {binary, NULL, 0, NULL, 0, NULL};
+    struct ospx_symbolize_options symbolize = {.binary = options->binary, .symfs = options->symfs};
     if (rc == 0)
         rc = ospx_symbolize(&loaded->raw, &symbolize, &loaded->symbols, err);
     if (rc == 0)
@@ -116,9 +117,9 @@ static int write_pair(const struct ospx_model *model, const char *stem, const ch
 int ospx_diff(const struct ospx_diff_options *options, struct ospx_error *err)
 {
     struct loaded base, new_profile;
-    int rc = load(options->base_path, options->binary, &base, err);
+    int rc = load(options->base_path, options, &base, err);
     if (rc == 0)
-        rc = load(options->new_path, options->binary, &new_profile, err);
+        rc = load(options->new_path, options, &new_profile, err);
     else
         memset(&new_profile, 0, sizeof new_profile);
     char paths[4][1200];

@@ -18,6 +18,8 @@
 /* The synthetic leaf frame the flame-graph exports give a waiting sample. */
 #define OSPX_WAITING_FRAME "(waiting)"
 #define OSPX_NO_FUNCTION   UINT32_MAX
+/* A build id in hex, and its NUL (as common/'s OSPC_BUILD_ID_SIZE). */
+#define OSPX_BUILD_ID_TEXT 129
 
 /* NULL-tolerant view of a borrowed string. */
 static inline const char *ospx__str(const char *s)
@@ -36,6 +38,21 @@ void ospx__printable(char *text);
 /* The image raw pc `pc` belongs to (the one whose text range holds it, else among images with
  * no range the greatest base at or below it); UINT32_MAX when none. */
 uint32_t ospx__image_of(const struct ospx_raw *raw, uint64_t pc);
+
+/* ---- objects.c: which object file describes an image ---- */
+
+struct ospx__object {
+    /* the object to read: the recorded path, --binary, or a copy found by build id (--symfs,
+     * the build-id cache); NULL when the only file found is another object (mismatched) */
+    const char *path;
+    char *owned;            /* what path points to when it was found elsewhere; malloc'd */
+    const char *mismatched; /* a file found that is not the object that ran, or NULL */
+    char mismatched_id[OSPX_BUILD_ID_TEXT];
+};
+/* The object for raw image `index` (objects.c explains the order). 0 or -ENOMEM. */
+int ospx__find_object(const struct ospx_raw *raw, size_t index, const char *binary,
+                      const char *symfs, struct ospx__object *out);
+void ospx__object_free(struct ospx__object *object);
 
 /* ---- elf.c ---- */
 

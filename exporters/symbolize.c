@@ -103,7 +103,8 @@ struct symbolize_state {
     const struct ospx_symbolize_options *options;
     enum symbolizer_kind kind;
     char *tool_path;
-    struct image_work *work; /* one per raw image */
+    struct image_work *work;      /* one per raw image */
+    struct ospx__object *objects; /* one per raw image: what describes it (objects.c) */
     /* progress */
     struct timespec started;
     size_t addresses_total, addresses_done, progress_shown;
@@ -1430,14 +1431,34 @@ static int build_symbols(struct symbolize_state *state, struct ospx_symbols *out
     return rc;
 }
 
-/* The object that describes image i: --binary for the main image, else its own path. */
+/* The object that describes image i (objects.c), found once per image that has addresses to
+ * look up; NULL when the only file there is another object than the one that ran (said in one
+ * line: its frames stay hex). */
+static int find_objects(struct symbolize_state *state)
+{
+    const struct ospx_raw *raw = state->raw;
+    const char *binary = state->options != NULL ? state->options->binary : NULL;
+    const char *symfs = state->options != NULL ? state->options->symfs : NULL;
+    for (size_t i = 0; i < raw->image_count; i++) {
+        if (state->work[i].count == 0)
+            continue;
+        int rc = ospx__find_object(raw, i, binary, symfs, &state->objects[i]);
+        if (rc < 0)
+            return rc;
+        const struct ospx__object *object = &state->objects[i];
+        if (object->path == NULL)
+            symbolize_warn(state,
+                           "%s is not the object that ran (build id %s, the profile's %s): "
+                           "rebuilt or replaced since; its frames are shown as hex addresses "
+                           "(--symfs DIR finds the one that ran)",
+                           object->mismatched, object->mismatched_id, raw->images[i].build_id);
+    }
+    return 0;
+}
+
 static const char *object_of(const struct symbolize_state *state, size_t i)
 {
-    const struct ospx_image *image = &state->raw->images[i];
-    const char *binary = state->options != NULL ? state->options->binary : NULL;
-    if (binary != NULL && state->raw->exe != NULL && strcmp(image->path, state->raw->exe) == 0)
-        return binary;
-    return image->path;
+    return state->objects[i].path;
 }
 
 int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_options *options,
@@ -1447,7 +1468,10 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
     struct symbolize_state state = {.raw = raw, .options = options};
     clock_gettime(CLOCK_MONOTONIC, &state.started);
     state.work = calloc(raw->image_count > 0 ? raw->image_count : 1, sizeof *state.work);
-    int rc = state.work != NULL ? collect_addresses(&state) : -ENOMEM;
+    state.objects = calloc(raw->image_count > 0 ? raw->image_count : 1, sizeof *state.objects);
+    int rc = state.work != NULL && state.objects != NULL ? collect_addresses(&state) : -ENOMEM;
+    if (rc == 0)
+        rc = find_objects(&state);
     if (rc == 0 && state.addresses_total > 0) {
         choose_symbolizer(&state);
         if (state.kind == SYMBOLIZER_NONE)
@@ -1459,13 +1483,17 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
     for (size_t i = 0; rc == 0 && state.kind == SYMBOLIZER_LLVM && i < raw->image_count; i++) {
         char why[160];
         off_t size = 0;
-        if (state.work[i].count > 0 &&
+        if (state.work[i].count > 0 && object_of(&state, i) != NULL &&
             ospx__elf_check(object_of(&state, i), &size, why, sizeof why) == 0)
             state.objects_size += (uint64_t)size;
     }
     for (size_t i = 0; rc == 0 && i < raw->image_count; i++) {
         if (state.work[i].count == 0)
             continue;
+        if (object_of(&state, i) == NULL) { /* another object than the one that ran */
+            state.addresses_done += state.work[i].count;
+            continue;
+        }
         if (state.kind == SYMBOLIZER_LLVM)
             rc =
                 symbolize_image_llvm(&state, &raw->images[i], &state.work[i], object_of(&state, i));
@@ -1492,6 +1520,9 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
         free(state.work[i].addresses);
     }
     free(state.work);
+    for (size_t i = 0; state.objects != NULL && i < raw->image_count; i++)
+        ospx__object_free(&state.objects[i]);
+    free(state.objects);
     free(state.tool_path);
     if (rc < 0) {
         ospx_symbols_free(out);
