@@ -155,6 +155,9 @@ struct ospx_symbolize_options {
      * (half a second: it loads all of LLVM) overlaps reading the raw file; ospx_symbolize
      * takes it over, or ends it when it chose another tool. NULL: none */
     struct ospx_prestarted_symbolizer *prestarted;
+    /* --symfs: directories (colon-separated) where objects that moved are found, by build id
+     * or by name; NULL for none. The build-id cache is searched after them. */
+    const char *symfs;
 };
 
 /* Start llvm-symbolizer (as found on PATH) now, for a later ospx_symbolize. NULL when there is
@@ -255,6 +258,7 @@ struct ospx_report_options {
     int inverted;         /* 1: under each row, the callers its self time came from */
     const char *list;     /* regex: instead of the table, the source lines of the matching
                              functions with their self and total time (pprof -list) */
+    int view_only;        /* 1: nothing was written on purpose (a view): the report says so */
 };
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out);
@@ -280,6 +284,11 @@ struct ospx_process_options {
     size_t top;                /* report: rows; 0: 10 */
     int inverted;              /* report: callers under each row */
     const char *list;          /* report: source listing of the matching functions */
+    const char *symfs;         /* --symfs: where moved objects are found (colon list), or NULL */
+    /* 1: write no output, only the report (a view: `osprey report` with --fiber, --focus, ...
+     * and neither -o nor --format); the report says nothing was written */
+    int no_outputs;
+    const char *raw_written; /* the raw file kept for this run, listed with the outputs; NULL */
 };
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
 
@@ -300,6 +309,7 @@ struct ospx_diff_options {
     const char *binary;               /* --binary for both, or NULL */
     FILE *report;                     /* the functions whose self share moved most; NULL: none */
     size_t top;                       /* rows; 0: 10 */
+    const char *symfs;                /* --symfs for both, or NULL */
 };
 int ospx_diff(const struct ospx_diff_options *options, struct ospx_error *err);
 

@@ -201,7 +201,7 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
                          unsigned mask, struct stage_clock *clock, struct ospx_error *err)
 {
     char *paths[OUTPUT_COUNT] = {NULL};
-    const char *listed[OUTPUT_COUNT];
+    const char *listed[OUTPUT_COUNT + 1];
     size_t written = 0;
     size_t stem_length = strlen(options->stem);
     for (size_t i = 0; i < OUTPUT_COUNT; i++) {
@@ -243,11 +243,17 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
             }
         }
     }
+    if (options->raw_written != NULL)
+        listed[written++] = options->raw_written;
     if (rc == 0 && options->report != NULL) {
-        struct ospx_report_options report = {options->color, report_width(options->report),
-                                             listed,         written,
-                                             options->top,   options->inverted,
-                                             options->list};
+        struct ospx_report_options report = {.color = options->color,
+                                             .width = report_width(options->report),
+                                             .written_paths = listed,
+                                             .written_count = written,
+                                             .top = options->top,
+                                             .inverted = options->inverted,
+                                             .list = options->list,
+                                             .view_only = options->no_outputs};
         ospx_report_print(model, &report, options->report);
         fflush(options->report);
     }
@@ -262,8 +268,8 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
         options->stem[0] == '\0')
         return ospx_error_set(err, EINVAL, "", 0, 0, "no raw profile or output stem given");
 
-    unsigned mask;
-    int rc = select_outputs(options->formats, &mask, err);
+    unsigned mask = 0;
+    int rc = options->no_outputs ? 0 : select_outputs(options->formats, &mask, err);
     if (rc == 0 && options->list != NULL)
         rc = ospx__listing_check(options->list, err);
     if (rc != 0)
@@ -285,8 +291,10 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
         return rc;
     }
     stage_done(&clock, "read");
-    struct ospx_symbolize_options symbolize = {options->binary, NULL, options->progress, NULL, 0,
-                                               prestarted};
+    struct ospx_symbolize_options symbolize = {.binary = options->binary,
+                                               .progress = options->progress,
+                                               .prestarted = prestarted,
+                                               .symfs = options->symfs};
     rc = ospx_symbolize(&raw, &symbolize, &symbols, err);
     stage_done(&clock, "symbolize");
     if (rc == 0)

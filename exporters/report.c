@@ -376,7 +376,7 @@ static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out)
 {
-    struct ospx_report_options defaults = {0, 0, NULL, 0, 0, 0, NULL};
+    struct ospx_report_options defaults = {0};
     if (options == NULL)
         options = &defaults;
     size_t width = options->width > 0 ? (size_t)options->width : DEFAULT_WIDTH;
@@ -417,6 +417,11 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
         if (raw->drop_count > 0 && used > 0 && (size_t)used < sizeof line)
             snprintf(line + used, sizeof line - (size_t)used, ")");
         emit_pair(out, width, warn, line, "the figures undercount");
+    }
+    if (options->written_count == 0 && options->view_only) {
+        fputc('\n', out);
+        emit_pair(out, width, NULL, "written: nothing (a view of the profile)",
+                  "-o STEM or --format LIST writes its outputs");
     }
     if (options->written_count > 0) {
         fputc('\n', out);

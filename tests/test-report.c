@@ -37,7 +37,8 @@ static char *render(const struct ospx_model *model, int color, int width)
 {
     static const char *const paths[] = {"/tmp/out/hotspot.speedscope.json",
                                         "/tmp/out/hotspot.folded"};
-    struct ospx_report_options options = {color, width, paths, 2, 0, 0, NULL};
+    struct ospx_report_options options = {
+        .color = color, .width = width, .written_paths = paths, .written_count = 2};
     FILE *out = tmpfile();
     ck_assert_ptr_nonnull(out);
     ck_assert_int_eq(ospx_report_print(model, &options, out), 0);
