@@ -1370,8 +1370,15 @@ static int build_stack(struct symbolize_state *state, struct frame_table *table,
             answer->interned = NULL;
             interned = malloc(levels * sizeof *interned);
         }
-        char hex[24];
-        snprintf(hex, sizeof hex, "0x%" PRIx64, stack->pcs[k]);
+        /* A frame nothing names is its object and the object's own address, as perf prints
+         * it ("libc.so.6+0x2ab18b", what addr2line -e takes), the same in every run whatever
+         * the load address; the raw pc only when no image holds it. */
+        char hex[300];
+        if (image != NO_IMAGE && image_path[0] != '\0')
+            snprintf(hex, sizeof hex, "%.256s+0x%" PRIx64, ospx__basename(image_path),
+                     stack->pcs[k] - raw->images[image].slide);
+        else
+            snprintf(hex, sizeof hex, "0x%" PRIx64, stack->pcs[k]);
         for (size_t level = 0; level < levels; level++) {
             const struct symbol_location *location =
                 answer != NULL && answer->count > 0 ? &answer->chain[level] : NULL;
