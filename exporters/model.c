@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
 
 double ospx__round1(double value)
@@ -186,7 +187,92 @@ struct group_count {
     int line;       /* lowest sampled line, 0 unknown */
     uint64_t self, total;
     size_t stamp; /* stack index + 1 that last counted toward total */
+    /* its hottest line: the most self periods at it, else (no self time) the most periods
+     * with the function at it, once per sample; ties: the lowest line. 0 until one is seen */
+    int hot_line;
+    uint64_t hot_self, hot_periods;
 };
+
+/* On-CPU periods per (function group, line), each sample counted once per pair. */
+struct group_lines {
+    struct ospc_index index;
+    uint32_t *groups;
+    int *lines;
+    uint64_t *periods, *self; /* on the stack (once per sample), and as the leaf */
+    size_t *stamps;           /* stack index + 1 that last counted toward the pair */
+    size_t count, capacity;
+};
+
+static uint64_t group_line_hash(uint32_t group, int line)
+{
+    uint64_t key = (uint64_t)group << 32 | (uint32_t)line;
+    return ospc_hash_bytes(OSPC_HASH_SEED, &key, sizeof key);
+}
+
+static uint64_t group_line_hash_of(uint32_t entry, void *context)
+{
+    const struct group_lines *table = context;
+    return group_line_hash(table->groups[entry], table->lines[entry]);
+}
+
+/* Add `weight` periods of stack s to (group, line), once per stack, and to its self periods
+ * when it is the stack's leaf. 0 or -ENOMEM. */
+static int group_lines_add(struct group_lines *table, uint32_t group, int line, size_t s,
+                           uint64_t weight, int leaf)
+{
+    size_t slot = ospc_index_start(&table->index, group_line_hash(group, line));
+    uint32_t entry;
+    while ((entry = ospc_index_entry(&table->index, slot)) != UINT32_MAX) {
+        if (table->groups[entry] == group && table->lines[entry] == line) {
+            if (leaf)
+                table->self[entry] += weight;
+            if (table->stamps[entry] != s + 1) {
+                table->stamps[entry] = s + 1;
+                table->periods[entry] += weight;
+            }
+            return 0;
+        }
+        slot = ospc_index_next(&table->index, slot);
+    }
+    if (table->count == table->capacity) {
+        size_t capacity = table->capacity != 0 ? table->capacity * 2 : 256;
+        uint32_t *groups = realloc(table->groups, capacity * sizeof *groups);
+        if (groups != NULL)
+            table->groups = groups;
+        int *lines = realloc(table->lines, capacity * sizeof *lines);
+        if (lines != NULL)
+            table->lines = lines;
+        uint64_t *periods = realloc(table->periods, capacity * sizeof *periods);
+        if (periods != NULL)
+            table->periods = periods;
+        size_t *stamps = realloc(table->stamps, capacity * sizeof *stamps);
+        if (stamps != NULL)
+            table->stamps = stamps;
+        uint64_t *self = realloc(table->self, capacity * sizeof *self);
+        if (self != NULL)
+            table->self = self;
+        if (groups == NULL || lines == NULL || periods == NULL || stamps == NULL || self == NULL)
+            return -ENOMEM;
+        table->capacity = capacity;
+    }
+    entry = (uint32_t)table->count++;
+    table->groups[entry] = group;
+    table->lines[entry] = line;
+    table->periods[entry] = weight;
+    table->self[entry] = leaf ? weight : 0;
+    table->stamps[entry] = s + 1;
+    return ospc_index_insert(&table->index, slot, entry, group_line_hash_of, table);
+}
+
+static void group_lines_free(struct group_lines *table)
+{
+    ospc_index_free(&table->index);
+    free(table->groups);
+    free(table->lines);
+    free(table->periods);
+    free(table->self);
+    free(table->stamps);
+}
 
 static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_stack,
                            const uint8_t *stack_used)
@@ -196,8 +282,10 @@ static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_
     uint32_t *order = malloc((frame_count + 1) * sizeof *order);
     uint32_t *group_of = malloc((frame_count + 1) * sizeof *group_of);
     struct group_count *groups = calloc(frame_count + 1, sizeof *groups);
+    struct group_lines hot = {0};
     int rc = -ENOMEM;
-    if (order == NULL || group_of == NULL || groups == NULL)
+    if (order == NULL || group_of == NULL || groups == NULL ||
+        ospc_index_init(&hot.index, 1024) != 0)
         goto out;
 
     for (uint32_t f = 0; f < frame_count; f++)
@@ -223,6 +311,9 @@ static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_
                 g->line = line;
             if (weight == 0)
                 continue;
+            if (line > 0 && group_lines_add(&hot, group_of[symbols->stack_frames[s][k]], line, s,
+                                            weight, k == 0) != 0)
+                goto out;
             if (k == 0)
                 g->self += weight;
             if (g->stamp != (size_t)s + 1) {
@@ -232,6 +323,18 @@ static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_
         }
     }
 
+    for (size_t e = 0; e < hot.count; e++) {
+        struct group_count *g = &groups[hot.groups[e]];
+        int hotter = hot.self[e] != g->hot_self ? hot.self[e] > g->hot_self
+                     : hot.periods[e] != g->hot_periods
+                         ? hot.periods[e] > g->hot_periods
+                         : g->hot_line == 0 || hot.lines[e] < g->hot_line;
+        if (hotter) {
+            g->hot_self = hot.self[e];
+            g->hot_periods = hot.periods[e];
+            g->hot_line = hot.lines[e];
+        }
+    }
     size_t used = 0;
     for (size_t i = 0; i < group_count; i++)
         used += groups[i].used != 0;
@@ -246,7 +349,8 @@ static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_
         fn->frame = groups[i].frame;
         fn->name = ospx__str(frame->name);
         fn->file = ospx__str(frame->file);
-        fn->line = groups[i].line;
+        /* Where its time went; a function only seen waiting: its lowest sampled line. */
+        fn->line = groups[i].hot_line > 0 ? groups[i].hot_line : groups[i].line;
         fn->self = groups[i].self;
         fn->total = groups[i].total;
     }
@@ -256,6 +360,7 @@ out:
     free(order);
     free(group_of);
     free(groups);
+    group_lines_free(&hot);
     return rc;
 }
 

@@ -190,7 +190,9 @@ struct ospx_function_stat {
     uint32_t frame; /* index into symbols.frames of a representative frame */
     const char *name;
     const char *file;
-    int line;       /* the function's first sampled line (lowest), 0 unknown */
+    int line;       /* the function's hottest line: the most self samples at it, else (no
+                       self time) the most samples with the function at it; ties: the lowest;
+                       for a function only seen waiting, its lowest sampled line; 0 unknown */
     uint64_t self;  /* samples with this function as leaf */
     uint64_t total; /* samples with this function anywhere on the stack, once each */
 };
