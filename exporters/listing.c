@@ -154,20 +154,35 @@ struct line_row {
     uint64_t flat, cum;
 };
 
+/* The function's time that no line can be given: `flat` with its leaf position lineless, `cum`
+ * with the function on the stack at no position with a line (once per sample). */
+struct unlined {
+    uint64_t flat, cum;
+};
+
 static size_t line_rows(const struct ospx_model *model, const uint64_t *weights,
-                        const uint32_t *function_of, uint32_t f, struct line_row **rows)
+                        const uint32_t *function_of, uint32_t f, struct line_row **rows,
+                        struct unlined *unlined)
 {
     const struct ospx_raw *raw = model->raw;
     size_t count = 0, capacity = 64;
     struct line_time *times = malloc(capacity * sizeof *times);
     *rows = NULL;
+    *unlined = (struct unlined){0, 0};
     for (uint32_t s = 0; times != NULL && s < raw->stack_count; s++) {
         size_t depth;
         const uint32_t *frames = ospx__stack_frames(model, s, &depth);
+        int present = 0, lined = 0;
         for (size_t k = 0; weights[s] > 0 && k < depth; k++) {
             int line = ospx__position_line(model->symbols, s, k);
-            if (function_of[frames[k]] != f || line <= 0)
+            if (function_of[frames[k]] != f)
                 continue;
+            present = 1;
+            if (line <= 0 && k == 0)
+                unlined->flat += weights[s];
+            if (line <= 0)
+                continue;
+            lined = 1;
             if (count == capacity) {
                 struct line_time *grown = realloc(times, 2 * capacity * sizeof *times);
                 if (grown == NULL) {
@@ -179,6 +194,8 @@ static size_t line_rows(const struct ospx_model *model, const uint64_t *weights,
             }
             times[count++] = (struct line_time){line, s, k == 0};
         }
+        if (present && !lined)
+            unlined->cum += weights[s];
     }
     if (times == NULL)
         return 0;
@@ -261,7 +278,7 @@ static void format_time(char *out, size_t size, uint64_t periods, uint32_t rate)
 
 static void print_function_listing(FILE *out, const struct ospx_model *model,
                                    const struct ospx_function_stat *fn, const struct line_row *rows,
-                                   size_t count)
+                                   size_t count, const struct unlined *unlined)
 {
     uint32_t rate = model->raw->rate_hz;
     char flat[32], cum[32], text[LIST_LINE_BYTES + 64];
@@ -274,6 +291,14 @@ static void print_function_listing(FILE *out, const struct ospx_model *model,
     fprintf(out, "%10s %10s (flat, cum) %.1f%% of CPU\n", flat, cum,
             model->on_cpu_samples > 0 ? 100.0 * (double)fn->total / (double)model->on_cpu_samples
                                       : 0.0);
+    /* Time the lines below cannot show (addresses the line table does not cover): said, not
+     * silently left out. */
+    if (unlined->cum > 0) {
+        format_time(flat, sizeof flat, unlined->flat, rate);
+        format_time(cum, sizeof cum, unlined->cum, rate);
+        fprintf(out, "%10s %10s      ?: (no line: %.1f%% of this function's time)\n", flat, cum,
+                fn->total > 0 ? 100.0 * (double)unlined->cum / (double)fn->total : 0.0);
+    }
     if (count == 0)
         return;
     int first = rows[0].line - LIST_CONTEXT, last = rows[count - 1].line + LIST_CONTEXT;
@@ -316,8 +341,9 @@ int ospx__print_listing(FILE *out, size_t width, const struct ospx_model *model,
         if (fn->total == 0 || regexec(&pattern, fn->name, 0, NULL, 0) != 0)
             continue;
         struct line_row *rows;
-        size_t count = line_rows(model, weights, function_of, (uint32_t)i, &rows);
-        print_function_listing(out, model, fn, rows, count);
+        struct unlined unlined;
+        size_t count = line_rows(model, weights, function_of, (uint32_t)i, &rows, &unlined);
+        print_function_listing(out, model, fn, rows, count, &unlined);
         free(rows);
         listed++;
     }
