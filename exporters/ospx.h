@@ -51,10 +51,14 @@ struct ospx_image {
     uint64_t text_offset;
 };
 
+/* One thread of the profile. The raw file has one entry per registration; the reader makes
+ * the entries of one kernel thread with one fiber id (a thread renamed after it started, which
+ * the preload library registers again under its new name) one thread, with its last label. */
 struct ospx_thread {
     int64_t fiber;
     char *label;
     int64_t cpu_ns; /* the thread's CPU time over the run; -1 when the raw file does not say */
+    int64_t tid;    /* kernel thread id; 0 when the raw file does not say */
 };
 
 struct ospx_stack {
