@@ -10,8 +10,10 @@
 
 #include "ospx.h"
 
+/* The build's version (meson's project version, from exporters/meson.build), never a
+ * constant of this file. */
 #ifndef OSPREY_VERSION
-#define OSPREY_VERSION "0.1.0"
+#error "OSPREY_VERSION is defined by the build (exporters/meson.build)"
 #endif
 #define OSPX_EXPORTER_NAME "osprey " OSPREY_VERSION
 

@@ -135,6 +135,18 @@ else
   echo "go not found: the go tool pprof checks are skipped" >&2
 fi
 
+# The build's version is every output's exporter.
+version=$("$osprey" --version | sed 's/^osprey //')
+[ -n "$version" ] || fail "osprey --version printed no version"
+[ "$(jq -r .exporter base.speedscope.json)" = "osprey $version" ] ||
+  fail "speedscope exporter: $(jq -r .exporter base.speedscope.json), not osprey $version"
+[ "$(jq -r .otherData.exporter base.trace.json)" = "osprey $version" ] ||
+  fail "trace exporter: $(jq -r .otherData.exporter base.trace.json), not osprey $version"
+if command -v go >/dev/null 2>&1; then
+  [ "$(go tool pprof -comments base.pb.gz 2>/dev/null)" = "osprey $version" ] ||
+    fail "pprof comment: $(go tool pprof -comments base.pb.gz 2>&1), not osprey $version"
+fi
+
 # 6. A view leaves the run's files byte-identical and writes nothing; -o or --format writes.
 sums() { sha256sum base.* | sort; }
 before=$(sums)
