@@ -231,6 +231,15 @@ START_TEST(speedscope_follows_the_file_format_schema)
         json_t *weights = json_object_get(profile, "weights");
         ck_assert(json_is_array(samples) && json_is_array(weights));
         ck_assert_uint_eq(json_array_size(samples), json_array_size(weights));
+        /* The axis is the fiber's own: it ends where its weights do (Time Order). */
+        double weight_sum = 0;
+        size_t w;
+        json_t *weight;
+        json_array_foreach(weights, w, weight) weight_sum += json_number_value(weight);
+        double span = json_number_value(json_object_get(profile, "endValue")) -
+                      json_number_value(json_object_get(profile, "startValue"));
+        ck_assert_msg(span > weight_sum - 1e-6 && span < weight_sum + 1e-6,
+                      "axis %.6f ms, weights %.6f ms", span, weight_sum);
         size_t s;
         json_t *stack;
         json_array_foreach(samples, s, stack)
