@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "ospc.h"
 #include "ospx.h"
 
 /* The build's version (meson's project version, from exporters/meson.build), never a
@@ -84,14 +85,13 @@ int ospx__print_listing(FILE *out, size_t width, const struct ospx_model *model,
 
 /* ---- atomic_file.c ---- */
 
-/* A file being written: `stream` writes a temporary file beside `path`; commit makes it `path`
- * (fsync, then rename), abort removes it. The struct must stay where it is while open (the
- * stream points at it). */
+/* A file being written: `stream` writes common/'s atomic file (a temporary file beside
+ * `path`); commit makes it `path` (fsync, rename, fsync of the directory), abort removes it.
+ * The struct must stay where it is while open (the stream points at it). */
 struct ospx__atomic_file {
     FILE *stream;
-    char *temp_path;
-    const char *path; /* borrowed; must outlive the atomic file */
-    int fd;
+    struct ospc_atomic file;
+    const char *path;       /* borrowed; must outlive the atomic file */
     off_t written, flushed; /* bytes written, and how far writeback has been started */
 };
 
