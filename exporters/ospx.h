@@ -271,21 +271,38 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
 
 /* ---- the whole post-processing, as `osprey report` and `osprey FILE --profile` run it ---- */
 
-/* The output formats, by the names a formats list uses: "speedscope" <stem>.speedscope.json,
- * "cpuprofile" <stem>.cpuprofile, "folded" <stem>.folded and <stem>.offcpu.folded, "profile"
- * <stem>.profile.json, "pprof" <stem>.pb.gz, "trace" <stem>.trace.json, "html" <stem>.html
- * (the offline flame-graph page, made from the speedscope file, which it writes too); "all" is
- * every one. */
-#define OSPX_FORMATS "speedscope, cpuprofile, folded, profile, pprof, trace, html, all"
+/* The outputs (outputs.c), one row per file, looked up by format name: "speedscope"
+ * <stem>.speedscope.json, "cpuprofile" <stem>.cpuprofile, "folded" <stem>.folded and
+ * <stem>.offcpu.folded, "profile" <stem>.profile.json, "pprof" <stem>.pb.gz, "trace"
+ * <stem>.trace.json, "html" <stem>.html (the offline flame-graph page, made from the speedscope
+ * file, which it writes too); "all" is every one. */
+struct ospx_output {
+    const char *format; /* its name in a formats list; two rows may share one */
+    const char *suffix; /* the file: <stem><suffix> */
+    const char *opens;  /* what opens it, one line for --help */
+    int (*write)(const struct ospx_model *, const char *, struct ospx_error *);
+    /* an output made from others' files (write NULL): the format it needs (written with it)
+     * and one it reads when that is written too */
+    const char *made_from, *also_reads;
+    unsigned rank; /* the writer threads take the lowest first */
+};
+/* The table, in listing order, and its length. */
+const struct ospx_output *ospx_outputs(size_t *count);
+/* 1 when `output` is of the format named by the `length` bytes at `format`. */
+int ospx_output_is(const struct ospx_output *output, const char *format, size_t length);
+/* "speedscope, cpuprofile, ..., all", from the table. */
+void ospx_formats_list(char *out, size_t size);
+/* One line per output file, "  STEM.suffix  what opens it", for the CLI's help. */
+void ospx_outputs_help(FILE *out);
 
 struct ospx_process_options {
     const char *raw_path;
-    const char *stem;          /* outputs: <stem> + the suffixes of the chosen formats */
-    const char *binary;        /* --binary, or NULL */
-    FILE *report;              /* the terminal report goes here; NULL: no report */
-    int color;                 /* for the report */
-    int progress;              /* symbolization progress on stderr */
-    const char *formats;       /* comma-separated format names (OSPX_FORMATS); NULL or "": all */
+    const char *stem;    /* outputs: <stem> + the suffixes of the chosen formats */
+    const char *binary;  /* --binary, or NULL */
+    FILE *report;        /* the terminal report goes here; NULL: no report */
+    int color;           /* for the report */
+    int progress;        /* symbolization progress on stderr */
+    const char *formats; /* comma-separated format names (ospx_formats_list); NULL or "": all */
     struct ospx_filter filter; /* which samples (every output and the report) */
     size_t top;                /* report: rows; 0: 10 */
     int inverted;              /* report: callers under each row */
@@ -299,7 +316,7 @@ struct ospx_process_options {
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
 
 /* What ospreyd calls after a run (OSPREY_EXPORT): read the raw profile at raw_path, symbolize
- * it and write the outputs `formats` names (a comma list of OSPX_FORMATS names, or "all"; NULL
+ * it and write the outputs `formats` names (a comma list of ospx_formats_list names, or "all"; NULL
  * is all) beside `stem`, each atomically; no report, no progress line, nothing on stdout or
  * stderr but the symbolizer's one-line warnings. Returns 0, or a negative errno with `err`
  * filled ("unknown output format 'x'", the raw file's error, the output path that failed).

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
 
 extern char **environ;
@@ -181,33 +182,10 @@ static void symbolize_progress(struct symbolize_state *state, int final)
 
 /* ---- tools ---- */
 
-/* The full path of an executable `name` (a path when it holds a '/', else looked up on
- * PATH), malloc'd; NULL when there is none. */
+/* The full path of an executable `name` (common/'s PATH search), malloc'd; NULL when none. */
 static char *find_executable(const char *name)
 {
-    struct stat info;
-    if (strchr(name, '/') != NULL) {
-        if (stat(name, &info) == 0 && S_ISREG(info.st_mode) && access(name, X_OK) == 0)
-            return strdup(name);
-        return NULL;
-    }
-    const char *path = getenv("PATH");
-    if (path == NULL)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    while (*path != '\0') {
-        size_t length = strcspn(path, ":");
-        char candidate[4096];
-        if (length == 0)
-            snprintf(candidate, sizeof candidate, "./%s", name);
-        else
-            snprintf(candidate, sizeof candidate, "%.*s/%s", (int)length, path, name);
-        if (stat(candidate, &info) == 0 && S_ISREG(info.st_mode) && access(candidate, X_OK) == 0)
-            return strdup(candidate);
-        path += length;
-        if (*path == ':')
-            path++;
-    }
-    return NULL;
+    return ospc_find_on_path(name);
 }
 
 /* Choose the tool: the one the options name, else llvm-symbolizer (plain or versioned) on

@@ -911,7 +911,9 @@ START_TEST(export_files_writes_the_formats_asked_for)
     snprintf(path, sizeof path, "%s.html", stem);
     ck_assert_int_eq(access(path, F_OK), 0);
     ck_assert_int_eq(ospx_export_files(raw, stem, "folded,bogus", &err), -EINVAL);
-    ck_assert_str_eq(err.text, "unknown output format 'bogus' (known: " OSPX_FORMATS ")");
+    /* the list comes from the registry: every format once, "folded" for its two files */
+    ck_assert_str_eq(err.text, "unknown output format 'bogus' (known: speedscope, cpuprofile, "
+                               "folded, profile, pprof, trace, html, all)");
     snprintf(path, sizeof path, "%s.folded", stem);
     ck_assert_int_ne(access(path, F_OK), 0);
     memset(&err, 0, sizeof err);

@@ -31,10 +31,11 @@
 
 static const char usage_text[] =
     "usage: osprey FILE [--run] [--profile] [-o STEM] [-- ARGS...]\n"
-    "       osprey report RAW [--binary PATH] [-o STEM] [--format LIST] [--top N]\n"
-    "                     [--fiber F] [--focus REGEX] [--ignore REGEX] [--inverted]\n"
-    "                     [--list REGEX]\n"
-    "       osprey diff BASE.raw.json NEW.raw.json [--binary PATH] [-o STEM] [--top N]\n"
+    "       osprey report RAW [--binary PATH] [--symfs DIR] [-o STEM] [--format LIST]\n"
+    "                     [--top N] [--fiber F] [--focus REGEX] [--ignore REGEX]\n"
+    "                     [--inverted] [--list REGEX]\n"
+    "       osprey diff BASE.raw.json NEW.raw.json [--binary PATH] [--symfs DIR] [-o STEM]\n"
+    "                   [--top N]\n"
     "       osprey cache [prune] [--max-size SIZE]\n"
     "\n"
     "Sampling CPU profiler for native programs.\n"
@@ -60,8 +61,8 @@ static const char usage_text[] =
     "                 report, diff: find objects that moved in DIR, by build id\n"
     "                 (DIR/<id>/NAME, DIR/.build-id/xx/rest) or by name (DIR/PATH,\n"
     "                 DIR/NAME), before the build-id cache\n"
-    "  --format LIST  the outputs to write, a comma list of speedscope, cpuprofile,\n"
-    "                 folded, profile, pprof, trace, html, or all (the default)\n"
+    "  --format LIST  the outputs to write, a comma list of\n"
+    "                 @FORMATS@\n"
     "  --top N        report: N rows in the table (default 10)\n"
     "  --fiber F      report: only the fiber with this id or label\n"
     "  --focus REGEX  report: only samples with a function matching REGEX on the stack\n"
@@ -85,20 +86,38 @@ static const char usage_text[] =
     "--max-size (default: the bound).\n"
     "\n"
     "Outputs of --profile and report:\n"
-    "  STEM.speedscope.json  speedscope (https://www.speedscope.app, or npx speedscope FILE)\n"
-    "  STEM.cpuprofile       Chrome DevTools, Performance panel: Load profile\n"
-    "  STEM.folded           on-CPU folded stacks for flamegraph.pl\n"
-    "  STEM.offcpu.folded    off-CPU (waiting) folded stacks\n"
-    "  STEM.profile.json     summary for the VS Code extension\n"
-    "  STEM.pb.gz            pprof: go tool pprof -http=: STEM.pb.gz\n"
-    "  STEM.trace.json       timeline: Chrome DevTools Performance panel or ui.perfetto.dev\n"
-    "  STEM.html             the flame graph as one offline page (any browser)\n"
+    "@OUTPUTS@\n"
     "  STEM.raw.json         the raw profile, for `osprey report` (--profile only)\n"
     "\n"
     "Environment: OSPREY_PROFILE_HZ=N samples per second (10..10000, default 997);\n"
     "NO_COLOR disables colour in the report.\n"
     "Exit status: the program's; 2 for a usage error; 1 when building or `osprey report`\n"
     "fails.\n";
+
+/* The usage text, with the outputs' names and files from the exporters' registry (outputs.c)
+ * at its @FORMATS@ and @OUTPUTS@ lines. */
+static void print_usage(FILE *out)
+{
+    const char *at = usage_text;
+    for (;;) {
+        const char *formats = strstr(at, "@FORMATS@"), *outputs = strstr(at, "@OUTPUTS@\n");
+        const char *next =
+            formats != NULL && (outputs == NULL || formats < outputs) ? formats : outputs;
+        if (next == NULL)
+            break;
+        fwrite(at, 1, (size_t)(next - at), out);
+        if (next == formats) {
+            char list[256];
+            ospx_formats_list(list, sizeof list);
+            fprintf(out, "%s (default: all)", list);
+            at = next + strlen("@FORMATS@");
+        } else {
+            ospx_outputs_help(out);
+            at = next + strlen("@OUTPUTS@\n");
+        }
+    }
+    fputs(at, out);
+}
 
 /* Colour for a report written to `stream`: a terminal, and NO_COLOR unset or empty. */
 static int report_color(FILE *stream)
@@ -586,7 +605,7 @@ int main(int argc, char **argv)
     }
     switch (options.command) {
     case OSPREY_COMMAND_HELP:
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return 0;
     case OSPREY_COMMAND_VERSION:
         printf("osprey %s\n", OSPREY_VERSION);
