@@ -59,6 +59,12 @@ void ospx__object_free(struct ospx__object *object);
 
 /* ---- elf.c ---- */
 
+/* The vDSO has no file on disk, but every process of one running kernel maps the same one:
+ * when the profile was recorded since this machine booted and our vDSO's executable span has
+ * the recorded size, copy it into a temporary file at `path` (the caller unlinks it) for the
+ * symbolizer. 0, -ENOENT when our vDSO cannot describe the image, or a negative errno. */
+int ospx__vdso_copy(const struct ospx_raw *raw, const struct ospx_image *image, char *path,
+                    size_t size);
 /* 0 when `path` opens without blocking as a regular file that starts with an ELF
  * identification, and its size in *size; else -1 and why not, one short phrase, in `why`. */
 int ospx__elf_check(const char *path, off_t *size, char *why, size_t why_size);
