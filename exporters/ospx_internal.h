@@ -134,8 +134,7 @@ struct ospx__node {
 struct ospx__tree {
     struct ospx__node *nodes;
     size_t count, capacity;
-    uint32_t *slots;   /* node indices; OSPX_NO_NODE marks a free slot */
-    size_t slot_count; /* a power of two, kept above twice the node count */
+    struct ospc_index index; /* (parent, kind, value) -> node; the root is nobody's child */
 };
 
 /* An empty tree (its root) with room for `expected` nodes before it grows. */

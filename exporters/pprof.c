@@ -31,8 +31,6 @@ typedef Perftools__Profiles__Location Location;
 typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 
-#define EMPTY_SLOT UINT32_MAX
-
 static uint64_t hash_mix(uint64_t h)
 {
     h ^= h >> 33;
@@ -47,8 +45,7 @@ struct strings {
     char **table; /* borrowed pointers, except `owned` ones */
     uint8_t *owned;
     size_t count, capacity;
-    uint32_t *slots;
-    size_t slot_count; /* a power of two, above twice count */
+    struct ospc_index index; /* over table */
 };
 
 static uint64_t hash_string(const char *s)
@@ -59,23 +56,9 @@ static uint64_t hash_string(const char *s)
     return hash_mix(h);
 }
 
-static int strings_rehash(struct strings *strings, size_t slot_count)
+static uint64_t hash_of_string(uint32_t entry, void *context)
 {
-    uint32_t *slots = malloc(slot_count * sizeof *slots);
-    if (slots == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < slot_count; i++)
-        slots[i] = EMPTY_SLOT;
-    for (size_t i = 0; i < strings->count; i++) {
-        size_t slot = hash_string(strings->table[i]) & (slot_count - 1);
-        while (slots[slot] != EMPTY_SLOT)
-            slot = (slot + 1) & (slot_count - 1);
-        slots[slot] = (uint32_t)i;
-    }
-    free(strings->slots);
-    strings->slots = slots;
-    strings->slot_count = slot_count;
-    return 0;
+    return hash_string(((const struct strings *)context)->table[entry]);
 }
 
 /* The index of `text` in the table, added when new (copied when `copy`, else borrowed and
@@ -83,10 +66,11 @@ static int strings_rehash(struct strings *strings, size_t slot_count)
 static int64_t string_index(struct strings *strings, const char *text, int copy)
 {
     text = ospx__str(text);
-    size_t slot = hash_string(text) & (strings->slot_count - 1);
-    for (; strings->slots[slot] != EMPTY_SLOT; slot = (slot + 1) & (strings->slot_count - 1))
-        if (strcmp(strings->table[strings->slots[slot]], text) == 0)
-            return strings->slots[slot];
+    size_t slot = ospc_index_start(&strings->index, hash_string(text));
+    for (uint32_t entry; (entry = ospc_index_entry(&strings->index, slot)) != UINT32_MAX;
+         slot = ospc_index_next(&strings->index, slot))
+        if (strcmp(strings->table[entry], text) == 0)
+            return entry;
     if (strings->count == strings->capacity) {
         size_t capacity = strings->capacity * 2;
         char **table = realloc(strings->table, capacity * sizeof *table);
@@ -105,17 +89,16 @@ static int64_t string_index(struct strings *strings, const char *text, int copy)
     size_t index = strings->count++;
     strings->table[index] = entry;
     strings->owned[index] = (uint8_t)copy;
-    strings->slots[slot] = (uint32_t)index;
-    if (strings->count * 2 > strings->slot_count &&
-        strings_rehash(strings, strings->slot_count * 2) != 0)
+    if (ospc_index_insert(&strings->index, slot, (uint32_t)index, hash_of_string, strings) != 0)
         return -1;
     return (int64_t)index;
 }
 
 static int strings_init(struct strings *strings)
 {
-    *strings = (struct strings){malloc(256 * sizeof(char *)), malloc(256), 0, 256, NULL, 0};
-    if (strings->table == NULL || strings->owned == NULL || strings_rehash(strings, 1024) != 0)
+    *strings = (struct strings){malloc(256 * sizeof(char *)), malloc(256), 0, 256, {0}};
+    if (strings->table == NULL || strings->owned == NULL ||
+        ospc_index_init(&strings->index, 512) != 0)
         return -ENOMEM;
     return string_index(strings, "", 0) == 0 ? 0 : -ENOMEM; /* entry 0 is always "" */
 }
@@ -127,7 +110,7 @@ static void strings_free(struct strings *strings)
             free(strings->table[i]);
     free(strings->table);
     free(strings->owned);
-    free(strings->slots);
+    ospc_index_free(&strings->index);
 }
 
 /* ---- everything the profile points into, freed together ---- */
@@ -145,8 +128,7 @@ struct pprof_build {
     Location **locations;
     size_t location_count, location_capacity;
     uint64_t *location_keys;
-    uint32_t *location_slots;
-    size_t location_slot_count;
+    struct ospc_index location_index; /* over location_keys */
     /* per raw stack: its location ids, leaf first (NULL: not built yet) */
     uint64_t **stack_locations;
     size_t *stack_location_counts;
@@ -159,23 +141,9 @@ struct pprof_build {
     size_t sample_count;
 };
 
-static int location_rehash(struct pprof_build *build, size_t slot_count)
+static uint64_t hash_of_location(uint32_t entry, void *context)
 {
-    uint32_t *slots = malloc(slot_count * sizeof *slots);
-    if (slots == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < slot_count; i++)
-        slots[i] = EMPTY_SLOT;
-    for (size_t i = 0; i < build->location_count; i++) {
-        size_t slot = hash_mix(build->location_keys[i]) & (slot_count - 1);
-        while (slots[slot] != EMPTY_SLOT)
-            slot = (slot + 1) & (slot_count - 1);
-        slots[slot] = (uint32_t)i;
-    }
-    free(build->location_slots);
-    build->location_slots = slots;
-    build->location_slot_count = slot_count;
-    return 0;
+    return hash_mix(((const struct pprof_build *)context)->location_keys[entry]);
 }
 
 /* The location for frames [first, first + count) of raw stack `s` (one pc and its inline
@@ -183,11 +151,11 @@ static int location_rehash(struct pprof_build *build, size_t slot_count)
 static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first, size_t count,
                              uint64_t key, uint64_t address)
 {
-    size_t slot = hash_mix(key) & (build->location_slot_count - 1);
-    for (; build->location_slots[slot] != EMPTY_SLOT;
-         slot = (slot + 1) & (build->location_slot_count - 1))
-        if (build->location_keys[build->location_slots[slot]] == key)
-            return build->location_slots[slot] + 1;
+    size_t slot = ospc_index_start(&build->location_index, hash_mix(key));
+    for (uint32_t entry; (entry = ospc_index_entry(&build->location_index, slot)) != UINT32_MAX;
+         slot = ospc_index_next(&build->location_index, slot))
+        if (build->location_keys[entry] == key)
+            return (uint64_t)entry + 1;
     if (build->location_count == build->location_capacity) {
         size_t capacity = build->location_capacity > 0 ? build->location_capacity * 2 : 1024;
         Location **locations = realloc(build->locations, capacity * sizeof *locations);
@@ -239,9 +207,8 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
     location->id = index + 1;
     build->locations[index] = location;
     build->location_keys[index] = key;
-    build->location_slots[slot] = (uint32_t)index;
-    if (build->location_count * 2 > build->location_slot_count &&
-        location_rehash(build, build->location_slot_count * 2) != 0)
+    if (ospc_index_insert(&build->location_index, slot, (uint32_t)index, hash_of_location, build) !=
+        0)
         return 0;
     return index + 1;
 }
@@ -472,7 +439,7 @@ static void pprof_build_free(struct pprof_build *build)
         free(build->locations[i]);
     free(build->locations);
     free(build->location_keys);
-    free(build->location_slots);
+    ospc_index_free(&build->location_index);
     for (size_t s = 0; build->stack_locations != NULL && s < raw->stack_count; s++)
         free(build->stack_locations[s]);
     free(build->stack_locations);
@@ -527,7 +494,7 @@ int ospx_write_pprof(const struct ospx_model *model, const char *path, struct os
                  ? strings_init(&build.strings)
                  : -ENOMEM;
     if (rc == 0)
-        rc = location_rehash(&build, 1024);
+        rc = ospc_index_init(&build.location_index, 512);
     if (rc == 0)
         rc = build_functions(&build);
     if (rc == 0)
