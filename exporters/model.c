@@ -7,7 +7,8 @@
  * DESIGN: the work is done per distinct raw stack, weighted by how many on-CPU samples landed
  * on it, not per sample: profiles repeat a few thousand stacks across many more samples. Frames
  * are grouped into functions by sorting frame indices on (name, file); lines by sorting every
- * (file, line, stack, position) occurrence, so no hash table is needed. */
+ * (file, line, stack, position) occurrence; (function, line) and (thread, stack) pairs on
+ * common/'s hash index. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -609,31 +610,39 @@ int ospx__model_thread_order(const struct ospx_model *model, const size_t **orde
     return 0;
 }
 
+static uint64_t group_key_hash(uint32_t thread, uint32_t stack)
+{
+    return ((uint64_t)thread << 32 | stack) * UINT64_C(0x9e3779b97f4a7c15) >> 20;
+}
+
+static uint64_t group_hash_of(uint32_t entry, void *context)
+{
+    const struct ospx__group *group = &((const struct ospx__group *)context)[entry];
+    return group_key_hash(group->thread, group->stack);
+}
+
 int ospx__group_samples(const struct ospx_raw *raw, uint8_t state, struct ospx__group **groups,
                         size_t *count)
 {
-    /* An open-addressing table on (thread, stack): a profile has millions of rows over a few
+    /* common/'s hash index on (thread, stack): a profile has millions of rows over a few
      * thousand distinct stacks, so grouping costs one probe a row, not a sort. */
-    size_t slot_count = 1024;
-    while (slot_count < 2 * (raw->stack_count + raw->thread_count) + 16)
-        slot_count *= 2;
-    uint32_t *slots = malloc(slot_count * sizeof *slots);
+    struct ospc_index index = {0};
     size_t capacity = 256, n = 0;
     struct ospx__group *out = malloc(capacity * sizeof *out);
-    int rc = slots != NULL && out != NULL ? 0 : -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < slot_count; i++)
-        slots[i] = UINT32_MAX;
+    int rc = out != NULL && ospc_index_init(&index, raw->stack_count + raw->thread_count) == 0
+                 ? 0
+                 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < raw->sample_count; i++) {
         const struct ospx_sample *sample = &raw->samples[i];
         if (sample->state != state)
             continue;
-        uint64_t key = (uint64_t)sample->thread << 32 | sample->stack;
-        size_t slot = (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & (slot_count - 1);
-        while (slots[slot] != UINT32_MAX && (out[slots[slot]].thread != sample->thread ||
-                                             out[slots[slot]].stack != sample->stack))
-            slot = (slot + 1) & (slot_count - 1);
-        if (slots[slot] != UINT32_MAX) {
-            out[slots[slot]].periods += sample->weight;
+        size_t slot = ospc_index_start(&index, group_key_hash(sample->thread, sample->stack));
+        uint32_t entry;
+        while ((entry = ospc_index_entry(&index, slot)) != UINT32_MAX &&
+               (out[entry].thread != sample->thread || out[entry].stack != sample->stack))
+            slot = ospc_index_next(&index, slot);
+        if (entry != UINT32_MAX) {
+            out[entry].periods += sample->weight;
             continue;
         }
         if (n == capacity) {
@@ -645,33 +654,10 @@ int ospx__group_samples(const struct ospx_raw *raw, uint8_t state, struct ospx__
             out = grown;
             capacity *= 2;
         }
-        if (2 * (n + 1) > slot_count) { /* more (thread, stack) pairs than planned: rehash */
-            size_t bigger = slot_count * 2;
-            uint32_t *grown = malloc(bigger * sizeof *grown);
-            if (grown == NULL) {
-                rc = -ENOMEM;
-                break;
-            }
-            for (size_t k = 0; k < bigger; k++)
-                grown[k] = UINT32_MAX;
-            for (uint32_t g = 0; g < n; g++) {
-                uint64_t other = (uint64_t)out[g].thread << 32 | out[g].stack;
-                size_t at = (size_t)((other * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & (bigger - 1);
-                while (grown[at] != UINT32_MAX)
-                    at = (at + 1) & (bigger - 1);
-                grown[at] = g;
-            }
-            free(slots);
-            slots = grown;
-            slot_count = bigger;
-            slot = (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & (slot_count - 1);
-            while (slots[slot] != UINT32_MAX)
-                slot = (slot + 1) & (slot_count - 1);
-        }
         out[n] = (struct ospx__group){sample->thread, sample->stack, sample->weight};
-        slots[slot] = (uint32_t)n++;
+        rc = ospc_index_insert(&index, slot, (uint32_t)n++, group_hash_of, out);
     }
-    free(slots);
+    ospc_index_free(&index);
     if (rc != 0) {
         free(out);
         out = NULL;
