@@ -67,6 +67,12 @@ const char *ospc_basename(const char *path);
 /* mkdir -p of `directory` itself. 0 or -errno. */
 int ospc_make_directories(const char *directory, mode_t mode);
 
+/* ---- text.c ---- */
+
+/* Replace, in place, every control character of `text` (C0, DEL and the UTF-8 encoded C1
+ * range) with '?', so text taken from a profile cannot drive the terminal it is printed on. */
+void ospc_printable(char *text);
+
 /* ---- elf.c: an object file's identity ---- */
 
 #define OSPC_BUILD_ID_SIZE 129 /* 64 bytes of id in hex, and the NUL */

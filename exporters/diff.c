@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
 
 #define DIFF_ROWS 10
@@ -156,7 +157,7 @@ int ospx_diff(const struct ospx_diff_options *options, struct ospx_error *err)
                      side == 0 ? "base" : "new ",
                      side == 0 ? options->base_path : options->new_path, model->cpu_seconds,
                      (unsigned long long)model->total_samples);
-            ospx__printable(line);
+            ospc_printable(line);
             fprintf(out, "%s\n", line);
         }
         fprintf(out, "\n%7s %7s %8s  %s\n", "BASE", "NEW", "DELTA", "FUNCTION");
@@ -168,7 +169,7 @@ int ospx_diff(const struct ospx_diff_options *options, struct ospx_error *err)
             snprintf(line, sizeof line, "%6.1f%% %6.1f%% %+7.1f%%  %s%s%s%s", rows[i].base,
                      rows[i].new_share, rows[i].new_share - rows[i].base, rows[i].name,
                      where[0] != '\0' ? " (" : "", where, where[0] != '\0' ? ")" : "");
-            ospx__printable(line);
+            ospc_printable(line);
             fprintf(out, "%s\n", line);
         }
         fprintf(out, "\n(shares of each run's CPU time; DELTA in percentage points)\nwritten:\n");

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
 
 #define LIST_FUNCTIONS  5   /* at most this many functions listed */
@@ -284,7 +285,7 @@ static void print_function_listing(FILE *out, const struct ospx_model *model,
     char flat[32], cum[32], text[LIST_LINE_BYTES + 64];
     snprintf(text, sizeof text, "ROUTINE ======================== %s in %s", fn->name,
              fn->file[0] != '\0' ? fn->file : "(no source file)");
-    ospx__printable(text);
+    ospc_printable(text);
     fprintf(out, "%s\n", text);
     format_time(flat, sizeof flat, fn->self, rate);
     format_time(cum, sizeof cum, fn->total, rate);
@@ -315,7 +316,7 @@ static void print_function_listing(FILE *out, const struct ospx_model *model,
         const char *code =
             source != NULL && source[line - first] != NULL ? source[line - first] : "";
         snprintf(text, sizeof text, "%10s %10s %6d: %s", flat, cum, line, code);
-        ospx__printable(text);
+        ospc_printable(text);
         fprintf(out, "%s\n", text);
         if (!contiguous && row == NULL)
             break;
@@ -350,7 +351,7 @@ int ospx__print_listing(FILE *out, size_t width, const struct ospx_model *model,
     if (rc == 0 && listed == 0) {
         char text[600];
         snprintf(text, sizeof text, "--list: no function with CPU time matches '%s'", expression);
-        ospx__printable(text);
+        ospc_printable(text);
         fprintf(out, "%s\n", text);
     }
     regfree(&pattern);

@@ -30,12 +30,6 @@ static inline const char *ospx__str(const char *s)
     return s != NULL ? s : "";
 }
 
-/* ---- error.c ---- */
-
-/* Replace, in place, every control character of `text` (C0, DEL and the UTF-8 encoded C1
- * range) with '?', so text taken from a profile cannot drive the terminal it is printed on. */
-void ospx__printable(char *text);
-
 /* ---- symbolize.c ---- */
 
 /* The image raw pc `pc` belongs to (the one whose text range holds it, else among images with

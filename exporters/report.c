@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
 
 #define TOP_FUNCTIONS      10
@@ -61,7 +62,7 @@ static void fit(char *out, size_t size, const char *text, size_t width, enum cut
 {
     char clean[1024];
     snprintf(clean, sizeof clean, "%s", ospx__str(text));
-    ospx__printable(clean);
+    ospc_printable(clean);
     size_t have = columns(clean);
     if (have <= width) {
         snprintf(out, size, "%s", clean);

@@ -57,7 +57,7 @@ void ospx__symbolize_warn(struct ospx__symbolizer *state, const char *fmt, ...)
     va_start(args, fmt);
     vsnprintf(text, sizeof text, fmt, args);
     va_end(args);
-    ospx__printable(text); /* paths in warnings come from the profile */
+    ospc_printable(text); /* paths in warnings come from the profile */
     fprintf(out, "osprey: %s\n", text);
     fflush(out);
 }

@@ -290,6 +290,14 @@ START_TEST(index_finds_every_key)
 }
 END_TEST
 
+START_TEST(printable_text)
+{
+    char text[] = "a\x1b[31mb\x7f c\xc2\x9b d \xc3\xa9";
+    ospc_printable(text);
+    ck_assert_str_eq(text, "a?[31mb? c?? d \xc3\xa9"); /* C0, DEL, C1 go; é stays */
+}
+END_TEST
+
 START_TEST(clock_moves)
 {
     uint64_t a = ospc_clock_ns(CLOCK_MONOTONIC);
@@ -312,6 +320,7 @@ Suite *common_suite(void)
     tcase_add_test(tc, sizes);
     tcase_add_test(tc, index_finds_every_key);
     tcase_add_test(tc, clock_moves);
+    tcase_add_test(tc, printable_text);
     suite_add_tcase(suite, tc);
     return suite;
 }
