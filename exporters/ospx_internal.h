@@ -11,13 +11,6 @@
 #include "ospc.h"
 #include "ospx.h"
 
-/* The build's version (meson's project version, from exporters/meson.build), never a
- * constant of this file. */
-#ifndef OSPREY_VERSION
-#error "OSPREY_VERSION is defined by the build (exporters/meson.build)"
-#endif
-#define OSPX_EXPORTER_NAME "osprey " OSPREY_VERSION
-
 /* The synthetic leaf frame the flame-graph exports give a waiting sample. */
 #define OSPX_WAITING_FRAME "(waiting)"
 #define OSPX_NO_FUNCTION   UINT32_MAX

@@ -20,6 +20,7 @@
 
 #include "ospc.h"
 #include "ospx_internal.h"
+#include "ospx_version.h"
 #include "pprof_profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile Profile;

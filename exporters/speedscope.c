@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ospx_internal.h"
+#include "ospx_version.h"
 
 static json_t *frame_table(const struct ospx_model *model, int with_waiting)
 {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ospx_internal.h"
+#include "ospx_version.h"
 
 #define CHUNK_SAMPLES         10000
 #define STACK_ARGUMENT_FRAMES 16
