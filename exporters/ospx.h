@@ -146,6 +146,9 @@ struct ospx_symbols {
      * came from (inline levels of one pc share it). NULL (or a NULL entry) when unknown: then
      * each frame counts as its own position. */
     uint32_t **stack_positions;
+    /* images with sampled addresses that no object here described (missing, or another build
+     * than the one that ran): their frames are object+0xOFFSET */
+    size_t unresolved_images;
 };
 
 struct ospx_symbolize_options {
@@ -265,6 +268,9 @@ struct ospx_report_options {
     const char *list;     /* regex: instead of the table, the source lines of the matching
                              functions with their self and total time (pprof -list) */
     int view_only;        /* 1: nothing was written on purpose (a view): the report says so */
+    /* 1: nothing was written because objects are missing and the outputs there are better:
+     * the report says so */
+    int kept_better;
 };
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out);
@@ -312,6 +318,11 @@ struct ospx_process_options {
      * and neither -o nor --format); the report says nothing was written */
     int no_outputs;
     const char *raw_written; /* the raw file kept for this run, listed with the outputs; NULL */
+    /* 1: when an image's object is not here (ospx_symbols.unresolved_images) and outputs of
+     * the chosen formats exist at the stem already, write nothing over them: they were made
+     * when the objects were there, and these would only be worse (`osprey report RAW` with
+     * neither -o nor --format sets it); the report says so */
+    int keep_better;
 };
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
 

@@ -62,6 +62,21 @@ static int select_outputs(const char *formats, unsigned *mask, struct ospx_error
     return 0;
 }
 
+/* 1 when a file of one of the outputs in `mask` is at the stem already. */
+static int outputs_exist(const char *stem, unsigned mask)
+{
+    size_t count;
+    const struct ospx_output *outputs = ospx_outputs(&count);
+    for (size_t i = 0; i < count; i++) {
+        char path[4096];
+        if ((mask & (1u << i)) != 0 &&
+            snprintf(path, sizeof path, "%s%s", stem, outputs[i].suffix) < (int)sizeof path &&
+            access(path, F_OK) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* OSPREY_TIMING=1: one stderr line per stage with its wall time, for the benchmarks. */
 struct stage_clock {
     int on;
@@ -194,7 +209,8 @@ static void *run_writer(void *argument)
  * taking more; the error reported is the one of the first output, in output order, that
  * failed. */
 static int write_outputs(const struct ospx_model *model, const struct ospx_process_options *options,
-                         unsigned mask, struct stage_clock *clock, struct ospx_error *err)
+                         unsigned mask, int kept_better, struct stage_clock *clock,
+                         struct ospx_error *err)
 {
     size_t count;
     const struct ospx_output *outputs = ospx_outputs(&count);
@@ -262,7 +278,8 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
                                              .top = options->top,
                                              .inverted = options->inverted,
                                              .list = options->list,
-                                             .view_only = options->no_outputs};
+                                             .view_only = options->no_outputs,
+                                             .kept_better = kept_better};
         ospx_report_print(model, &report, options->report);
         fflush(options->report);
     }
@@ -311,8 +328,12 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
     if (rc == 0)
         rc = ospx_model_build(&raw, &symbols, &model, err);
     stage_done(&clock, "model");
+    int kept_better = rc == 0 && options->keep_better && symbols.unresolved_images > 0 &&
+                      outputs_exist(options->stem, mask);
+    if (kept_better)
+        mask = 0;
     if (rc == 0)
-        rc = write_outputs(&model, options, mask, &clock, err);
+        rc = write_outputs(&model, options, mask, kept_better, &clock, err);
     ospx_model_free(&model);
     ospx_symbols_free(&symbols);
     ospx_raw_free(&raw);

@@ -419,7 +419,13 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
             snprintf(line + used, sizeof line - (size_t)used, ")");
         emit_pair(out, width, warn, line, "the figures undercount");
     }
-    if (options->written_count == 0 && options->view_only) {
+    if (options->written_count == 0 && options->kept_better) {
+        fputc('\n', out);
+        emit_pair(out, width, NULL,
+                  "written: nothing (objects of this profile are not here, and the outputs "
+                  "beside it were made when they were)",
+                  "-o STEM or --format LIST writes anyway");
+    } else if (options->written_count == 0 && options->view_only) {
         fputc('\n', out);
         emit_pair(out, width, NULL, "written: nothing (a view of the profile)",
                   "-o STEM or --format LIST writes its outputs");

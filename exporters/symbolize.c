@@ -538,6 +538,9 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
                              state.missing_objects == 1 ? "its" : "their");
     if (rc == 0)
         rc = build_symbols(&state, out);
+    out->unresolved_images = state.missing_objects;
+    for (size_t i = 0; state.objects != NULL && i < raw->image_count; i++)
+        out->unresolved_images += state.work[i].count > 0 && state.objects[i].path == NULL;
 
     for (size_t i = 0; state.work != NULL && i < raw->image_count; i++) {
         for (size_t k = 0; state.work[i].answers != NULL && k < state.work[i].count; k++)

@@ -79,6 +79,14 @@ XDG_CACHE_HOME="$work/empty-cache" "$osprey" report ../a/base.raw.json -o nocach
 grep -q "1 object file not found" err || fail "no cache: no missing-object line: $(cat err)"
 grep -Eq ';two\+0x[0-9a-f]+ ' nocache.folded || fail "no cache: frames not two+0xOFFSET: $(cat nocache.folded)"
 
+# ... and the run's own outputs are not rewritten by a report that could only do worse.
+before=$(sha256sum ../a/base.* | sort)
+XDG_CACHE_HOME="$work/empty-cache" "$osprey" report ../a/base.raw.json >out 2>err
+expect_status 0 $? "report without the objects, default stem"
+[ "$(sha256sum ../a/base.* | sort)" = "$before" ] || fail "a report without the objects rewrote the run's files"
+grep -q "written: nothing (objects of this profile are not here" out ||
+  fail "no line saying why nothing was written: $(cat out)"
+
 # 3. A binary rebuilt between profiling and reporting: one line naming it, no wrong names.
 cd "$work/a" || exit 1
 clang -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o prog two.c ||

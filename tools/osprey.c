@@ -137,8 +137,8 @@ static FILE *run_report_stream(void)
 /* Post-process raw into the outputs at stem and the report on `report`. Returns 0, or
  * -errno with the problem formatted into message. */
 static int post_process(const char *raw, const char *stem, const struct osprey_options *view,
-                        const char *raw_written, int no_outputs, FILE *report, char *message,
-                        size_t message_size)
+                        const char *raw_written, int no_outputs, int keep_better, FILE *report,
+                        char *message, size_t message_size)
 {
     int result = no_outputs ? 0 : osprey_make_parent_dirs(stem);
     if (result != 0) {
@@ -161,6 +161,7 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
         .symfs = view->symfs,
         .no_outputs = no_outputs,
         .raw_written = raw_written,
+        .keep_better = keep_better,
     };
     struct ospx_error error;
     memset(&error, 0, sizeof error);
@@ -205,7 +206,10 @@ static int command_report(const struct osprey_options *options)
     int no_outputs = view && options->stem == NULL && options->formats == NULL;
 
     char message[2048];
-    if (post_process(options->file, stem, options, NULL, no_outputs, stdout, message,
+    /* The run's own outputs (no -o, no --format) are not rewritten by a report that could
+     * only do worse: one whose objects are gone. */
+    int keep_better = options->stem == NULL && options->formats == NULL;
+    if (post_process(options->file, stem, options, NULL, no_outputs, keep_better, stdout, message,
                      sizeof message) != 0) {
         /* A positioned error starts with the file it is about, as a compiler's does. */
         fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
@@ -420,7 +424,7 @@ static void finish_profile(const char *scratch_raw, const char *stem, const char
     }
 
     char message[2048];
-    if (post_process(raw, stem, options, raw != scratch_raw ? raw : NULL, 0, run_report_stream(),
+    if (post_process(raw, stem, options, raw != scratch_raw ? raw : NULL, 0, 0, run_report_stream(),
                      message, sizeof message) != 0)
         fprintf(stderr, "osprey: warning: post-processing failed: %s\n", message);
     keep_binary(program);
