@@ -47,7 +47,7 @@ static int find_in_symfs(const char *symfs, const struct ospx_image *image, cons
         symfs += length + (symfs[length] == ':');
         if (length == 0)
             continue;
-        if (want[0] != '\0') {
+        if (strlen(want) > 2) { /* hex digits only (raw.c): the .build-id split is sound */
             if (snprintf(out, size, "%.*s/%s/%s", (int)length, dir, want, name) < (int)size &&
                 object_matches(out, want, NULL, 0))
                 return 1;

@@ -18,7 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "ospx.h"
+#include "ospx_internal.h"
 
 #define FAKE_TOOLS OSP_TEST_SOURCE_DIR "/fake-tools"
 
@@ -1074,6 +1076,106 @@ START_TEST(test_no_progress_for_a_quick_run)
 }
 END_TEST
 
+/* Which object describes an image (objects.c), with this test's own executable as the object
+ * that ran: by the recorded path when its build id agrees; else by build id in a --symfs
+ * directory (DIR/<id>/NAME, DIR/.build-id/xx/rest) or by name (DIR/NAME); never a file of
+ * another build, which is only named (mismatched); and, without a build id in the profile, the
+ * recorded path as before. */
+START_TEST(test_objects_found_by_build_id_only)
+{
+    char self[PATH_MAX];
+    ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+    ck_assert_int_gt(length, 0);
+    self[length] = '\0';
+    struct ospc_elf_identity identity;
+    ck_assert_int_eq(ospc_elf_identity(self, &identity, NULL, 0), 0);
+    ck_assert_str_ne(identity.build_id, "");
+    char dir[] = "/tmp/osprey-objects.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("OSPREY_BUILDID_CACHE", dir, 1); /* an empty cache: only --symfs can find it */
+
+    struct test_raw test;
+    init_raw(&test, "/gone/test-symbolize");
+    add_image(&test, "/gone/test-symbolize", 0x1000, 0, 0x1000, 0x1000, "");
+    test.images[0].build_id = identity.build_id;
+    struct ospx__object object;
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, &object), 0);
+    ck_assert_str_eq(object.path, "/gone/test-symbolize"); /* missing: reported as missing */
+    ck_assert_ptr_null(object.mismatched);
+    ospx__object_free(&object);
+
+    char path[PATH_MAX + 300], symfs[PATH_MAX + 64];
+    snprintf(symfs, sizeof symfs, "%s/symfs", dir);
+    /* DIR/<id>/NAME */
+    snprintf(path, sizeof path, "%s/%s", symfs, identity.build_id);
+    ck_assert_int_eq(ospc_make_directories(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/%s/test-symbolize", symfs, identity.build_id);
+    ck_assert_int_eq(ospc_copy_file(self, path), 0);
+    char list[sizeof symfs + 16];
+    snprintf(list, sizeof list, "/nonexistent:%s", symfs);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, list, &object), 0);
+    ck_assert_str_eq(object.path, path);
+    ospx__object_free(&object);
+    unlink(path);
+    /* DIR/.build-id/xx/rest */
+    snprintf(path, sizeof path, "%s/.build-id/%.2s", symfs, identity.build_id);
+    ck_assert_int_eq(ospc_make_directories(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/.build-id/%.2s/%s", symfs, identity.build_id,
+             identity.build_id + 2);
+    ck_assert_int_eq(ospc_copy_file(self, path), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, &object), 0);
+    ck_assert_str_eq(object.path, path);
+    ospx__object_free(&object);
+    unlink(path);
+    /* DIR/NAME, its build id checked: another object of that name is not it */
+    snprintf(path, sizeof path, "%s/test-symbolize", symfs);
+    ck_assert_int_eq(ospc_copy_file("/bin/sh", path), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, &object), 0);
+    ck_assert_str_eq(object.path, "/gone/test-symbolize");
+    ospx__object_free(&object);
+    ck_assert_int_eq(ospc_copy_file(self, path), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, &object), 0);
+    ck_assert_str_eq(object.path, path);
+    ospx__object_free(&object);
+
+    /* At the recorded path, another build: named, never used */
+    char other[PATH_MAX + 64];
+    snprintf(other, sizeof other, "%s/rebuilt", dir);
+    ck_assert_int_eq(ospc_copy_file("/bin/sh", other), 0);
+    test.images[0].path = other;
+    test.raw.exe = other;
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, &object), 0);
+    ck_assert_ptr_null(object.path);
+    ck_assert_str_eq(object.mismatched, other);
+    ck_assert_str_ne(object.mismatched_id, identity.build_id);
+    ospx__object_free(&object);
+    /* ... nor --binary of another build; the right one is taken */
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, "/bin/sh", NULL, &object), 0);
+    ck_assert_ptr_null(object.path);
+    ospx__object_free(&object);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, self, NULL, &object), 0);
+    ck_assert_str_eq(object.path, self);
+    ospx__object_free(&object);
+    /* the cache, last */
+    ck_assert_int_eq(ospc_cache_add(self, identity.build_id), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, &object), 0);
+    ck_assert_ptr_nonnull(object.path);
+    ck_assert_ptr_nonnull(strstr(object.path, identity.build_id));
+    ospx__object_free(&object);
+
+    /* No build id in the profile: the recorded path, whatever it holds, as before */
+    test.images[0].build_id = NULL;
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, &object), 0);
+    ck_assert_str_eq(object.path, other);
+    ospx__object_free(&object);
+
+    unsetenv("OSPREY_BUILDID_CACHE");
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
 Suite *symbolize_suite(void)
 {
     Suite *suite = suite_create("symbolize");
@@ -1094,6 +1196,7 @@ Suite *symbolize_suite(void)
     tcase_add_test(fake, test_tool_failure_mid_image);
     tcase_add_test(fake, test_progress_only_when_asked);
     tcase_add_test(fake, test_no_progress_for_a_quick_run);
+    tcase_add_test(fake, test_objects_found_by_build_id_only);
     suite_add_tcase(suite, fake);
     TCase *real = tcase_create("llvm-symbolizer");
     tcase_set_timeout(real, 120);
