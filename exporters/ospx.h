@@ -323,6 +323,10 @@ struct ospx_process_options {
      * when the objects were there, and these would only be worse (`osprey report RAW` with
      * neither -o nor --format sets it); the report says so */
     int keep_better;
+    /* 1: keep the run's main image in the build-id cache (common/buildid.c) when it is still
+     * the object that ran (its build id is the raw file's), so that the profile can be
+     * symbolized after it is deleted or rebuilt (`osprey FILE --profile` sets it) */
+    int keep_main_object;
 };
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
 

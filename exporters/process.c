@@ -62,6 +62,36 @@ static int select_outputs(const char *formats, unsigned *mask, struct ospx_error
     return 0;
 }
 
+/* The run's main image into the build-id cache, when the file at its path is still the object
+ * that ran (a program exec'd by a launcher is its own main image: the raw file names it). A
+ * failure is one warning line: the outputs are written already. */
+static void keep_main_object(const struct ospx_raw *raw)
+{
+    for (size_t i = 0; raw->exe != NULL && i < raw->image_count; i++) {
+        const struct ospx_image *image = &raw->images[i];
+        const char *id = ospx__str(image->build_id);
+        if (strcmp(image->path, raw->exe) != 0 || id[0] == '\0')
+            continue;
+        struct ospc_elf_identity identity;
+        if (ospc_elf_identity(image->path, &identity, NULL, 0) != 0 ||
+            strcmp(identity.build_id, id) != 0)
+            return; /* gone or rebuilt already: nothing right to keep */
+        int rc = ospc_cache_add(image->path, id);
+        if (rc != 0 && rc != -EFBIG) {
+            char directory[4096], text[8400];
+            if (ospc_cache_dir(directory, sizeof directory) != 0)
+                snprintf(directory, sizeof directory, "(none: HOME is not set)");
+            snprintf(text, sizeof text,
+                     "osprey: warning: cannot keep %s in the build-id cache %s: %s; `osprey "
+                     "report` will need --binary once it is gone",
+                     image->path, directory, strerror(-rc));
+            ospc_printable(text);
+            fprintf(stderr, "%s\n", text);
+        }
+        return;
+    }
+}
+
 /* 1 when a file of one of the outputs in `mask` is at the stem already. */
 static int outputs_exist(const char *stem, unsigned mask)
 {
@@ -334,6 +364,8 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
         mask = 0;
     if (rc == 0)
         rc = write_outputs(&model, options, mask, kept_better, &clock, err);
+    if (rc == 0 && options->keep_main_object)
+        keep_main_object(&raw);
     ospx_model_free(&model);
     ospx_symbols_free(&symbols);
     ospx_raw_free(&raw);

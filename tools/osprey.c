@@ -162,6 +162,8 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
         .no_outputs = no_outputs,
         .raw_written = raw_written,
         .keep_better = keep_better,
+        /* a profiled run (no view): its program into the build-id cache */
+        .keep_main_object = raw_written != NULL,
     };
     struct ospx_error error;
     memset(&error, 0, sizeof error);
@@ -367,30 +369,10 @@ static void keep_descendant_profiles(const char *scratch_raw, const char *stem, 
                 kept_count - NAMED_DESCENDANTS, stem);
 }
 
-/* Keep the program that ran in the build-id cache (common/buildid.c), so its profile can be
- * symbolized after the scratch build is gone or the program was rebuilt. A program without a
- * build id has nothing to be filed under; one too big for the cache's bound is left out. */
-static void keep_binary(const char *program)
-{
-    struct ospc_elf_identity identity;
-    if (ospc_elf_identity(program, &identity, NULL, 0) != 0 || identity.build_id[0] == '\0')
-        return;
-    int result = ospc_cache_add(program, identity.build_id);
-    if (result != 0 && result != -EFBIG) {
-        char directory[PATH_MAX];
-        if (ospc_cache_dir(directory, sizeof directory) != 0)
-            snprintf(directory, sizeof directory, "(no cache directory: HOME is not set)");
-        fprintf(stderr,
-                "osprey: warning: cannot keep %s in the build-id cache %s: %s; `osprey report` "
-                "will need --binary once it is gone\n",
-                program, directory, strerror(-result));
-    }
-}
-
-/* After a profiled run: keep the raw file as <stem>.raw.json and post-process it, and the
- * program in the build-id cache. Nothing here changes the exit code; a failure is one
- * warning line. */
-static void finish_profile(const char *scratch_raw, const char *stem, const char *program,
+/* After a profiled run: keep the raw file as <stem>.raw.json and post-process it, which keeps
+ * the program that ran in the build-id cache. Nothing here changes the exit code; a failure is
+ * one warning line. */
+static void finish_profile(const char *scratch_raw, const char *stem,
                            const struct osprey_options *options)
 {
     int found = osprey_wait_for_file(scratch_raw, RAW_WAIT_MS);
@@ -427,7 +409,6 @@ static void finish_profile(const char *scratch_raw, const char *stem, const char
     if (post_process(raw, stem, options, raw != scratch_raw ? raw : NULL, 0, 0, run_report_stream(),
                      message, sizeof message) != 0)
         fprintf(stderr, "osprey: warning: post-processing failed: %s\n", message);
-    keep_binary(program);
 }
 
 /* Make the scratch directory under $TMPDIR (or /tmp). */
@@ -534,7 +515,7 @@ static int run_program(const struct osprey_options *options, const struct osprey
     if (options->profile) {
         char stem[PATH_MAX];
         osprey_output_stem(options, stem, sizeof stem);
-        finish_profile(scratch_raw, stem, program, options);
+        finish_profile(scratch_raw, stem, options);
     }
     if (WIFSIGNALED(status))
         fprintf(stderr, "osprey: %s was killed by signal %d (%s); exit status %d\n", options->file,
