@@ -480,12 +480,12 @@ static int find_objects(struct ospx__symbolizer *state)
             return rc;
         const struct ospx__object *object = &state->objects[i];
         if (object->path == NULL)
-            ospx__symbolize_warn(state,
-                                 "%s is not the object that ran (build id %s, the profile's %s): "
-                                 "rebuilt or replaced since; its frames are shown as hex addresses "
-                                 "(--symfs DIR finds the one that ran)",
-                                 object->mismatched, object->mismatched_id,
-                                 raw->images[i].build_id);
+            ospx__symbolize_warn(
+                state,
+                "%s is not the object that ran (build id %s, the profile's %s): "
+                "rebuilt or replaced since; its frames are shown as object+0xOFFSET "
+                "(--symfs DIR finds the one that ran)",
+                object->mismatched, object->mismatched_id, raw->images[i].build_id);
     }
     return 0;
 }
@@ -531,8 +531,8 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
     ospx__symbolize_progress(&state, 1);
     if (rc == 0 && state.missing_objects > 0)
         ospx__symbolize_warn(&state,
-                             "%zu object file%s not found (first: %s); %s frames are shown as hex "
-                             "addresses",
+                             "%zu object file%s not found (first: %s); %s frames are shown as "
+                             "object+0xOFFSET (--binary or --symfs DIR finds a moved one)",
                              state.missing_objects, state.missing_objects == 1 ? "" : "s",
                              state.first_missing_object,
                              state.missing_objects == 1 ? "its" : "their");

@@ -594,7 +594,8 @@ START_TEST(test_missing_objects_one_warning)
     ck_assert_str_eq(frame_at(&symbols, 0, 3)->name, "libA.so:0x9100");
     const char *warnings = fixture_warnings(&fixture, 1);
     ck_assert_str_eq(warnings, "osprey: 2 object files not found (first: /nonexistent/one.so); "
-                               "their frames are shown as hex addresses\n");
+                               "their frames are shown as object+0xOFFSET (--binary or --symfs "
+                               "DIR finds a moved one)\n");
     fixture_log_has(&fixture, 0, "nonexistent");
     fixture_log_has(&fixture, 0, "vdso");
     ospx_symbols_free(&symbols);
