@@ -75,6 +75,6 @@ size_t ospx__tree_estimate(const struct ospx_model *model)
 {
     size_t frames = 0;
     for (size_t s = 0; s < model->symbols->stack_count; s++)
-        frames += model->symbols->stack_frame_counts[s];
+        frames += model->symbols->stack_depths[s];
     return frames + 2 * model->raw->thread_count + 2;
 }

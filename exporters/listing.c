@@ -63,15 +63,15 @@ struct ospx__callers *ospx__callers_build(const struct ospx_model *model)
     }
     for (uint32_t s = 0; s < raw->stack_count; s++) {
         size_t depth;
-        const uint32_t *frames = ospx__stack_frames(model, s, &depth);
+        const struct ospx_slot *slots = ospx__stack_slots(model, s, &depth);
         if (weights[s] == 0 || depth == 0)
             continue;
         /* The caller: the first frame out from the leaf that is another function (inline
          * levels and direct recursion of the leaf are the leaf itself). */
-        uint32_t leaf = function_of[frames[0]], caller = OSPX_NO_FUNCTION;
+        uint32_t leaf = function_of[slots[0].frame], caller = OSPX_NO_FUNCTION;
         for (size_t k = 1; k < depth && caller == OSPX_NO_FUNCTION; k++)
-            if (function_of[frames[k]] != leaf)
-                caller = function_of[frames[k]];
+            if (function_of[slots[k].frame] != leaf)
+                caller = function_of[slots[k].frame];
         callers->edges[callers->count++] = (struct edge){leaf, caller, weights[s]};
     }
     qsort(callers->edges, callers->count, sizeof *callers->edges, compare_edges);
@@ -172,11 +172,11 @@ static size_t line_rows(const struct ospx_model *model, const uint64_t *weights,
     *unlined = (struct unlined){0, 0};
     for (uint32_t s = 0; times != NULL && s < raw->stack_count; s++) {
         size_t depth;
-        const uint32_t *frames = ospx__stack_frames(model, s, &depth);
+        const struct ospx_slot *slots = ospx__stack_slots(model, s, &depth);
         int present = 0, lined = 0;
         for (size_t k = 0; weights[s] > 0 && k < depth; k++) {
-            int line = ospx__position_line(model->symbols, s, k);
-            if (function_of[frames[k]] != f)
+            int line = slots[k].line;
+            if (function_of[slots[k].frame] != f)
                 continue;
             present = 1;
             if (line <= 0 && k == 0)

@@ -121,15 +121,6 @@ static int compare_occurrences(const void *a, const void *b)
     return (x->position > y->position) - (x->position < y->position);
 }
 
-/* The source line of position k of stack s: the per-stack line when the symbolizer gave one,
- * else the frame's own. */
-int ospx__position_line(const struct ospx_symbols *symbols, uint32_t s, size_t k)
-{
-    if (symbols->stack_lines != NULL && symbols->stack_lines[s] != NULL)
-        return symbols->stack_lines[s][k];
-    return symbols->frames[symbols->stack_frames[s][k]].line;
-}
-
 /* Every index the model follows must be in range: a bad one is a bug upstream, reported rather
  * than read out of bounds. */
 static int validate(const struct ospx_raw *raw, const struct ospx_symbols *symbols,
@@ -151,11 +142,11 @@ static int validate(const struct ospx_raw *raw, const struct ospx_symbols *symbo
                                   sample->state);
     }
     for (size_t s = 0; s < raw->stack_count; s++)
-        for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++)
-            if (symbols->stack_frames[s][k] >= symbols->frame_count)
+        for (size_t k = 0; k < symbols->stack_depths[s]; k++)
+            if (symbols->stack_slots[s][k].frame >= symbols->frame_count)
                 return ospx_error_set(err, EINVAL, source, 0, 0,
                                       "stack %zu refers to frame %u, out of range", s,
-                                      symbols->stack_frames[s][k]);
+                                      symbols->stack_slots[s][k].frame);
     return 0;
 }
 
@@ -304,16 +295,16 @@ static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_
         if (!stack_used[s])
             continue;
         uint64_t weight = on_cpu_per_stack[s];
-        for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++) {
-            struct group_count *g = &groups[group_of[symbols->stack_frames[s][k]]];
-            int line = ospx__position_line(symbols, s, k);
+        for (size_t k = 0; k < symbols->stack_depths[s]; k++) {
+            struct group_count *g = &groups[group_of[symbols->stack_slots[s][k].frame]];
+            int line = symbols->stack_slots[s][k].line;
             g->used = 1;
             if (line > 0 && (g->line == 0 || line < g->line))
                 g->line = line;
             if (weight == 0)
                 continue;
-            if (line > 0 && group_lines_add(&hot, group_of[symbols->stack_frames[s][k]], line, s,
-                                            weight, k == 0) != 0)
+            if (line > 0 && group_lines_add(&hot, group_of[symbols->stack_slots[s][k].frame], line,
+                                            s, weight, k == 0) != 0)
                 goto out;
             if (k == 0)
                 g->self += weight;
@@ -371,7 +362,7 @@ static int build_lines(struct ospx_model *model, const uint64_t *on_cpu_per_stac
     size_t count = 0;
     for (uint32_t s = 0; s < model->raw->stack_count; s++)
         if (on_cpu_per_stack[s] > 0)
-            count += symbols->stack_frame_counts[s];
+            count += symbols->stack_depths[s];
     struct line_occurrence *occurrences = malloc((count + 1) * sizeof *occurrences);
     if (occurrences == NULL)
         return -ENOMEM;
@@ -379,9 +370,9 @@ static int build_lines(struct ospx_model *model, const uint64_t *on_cpu_per_stac
     for (uint32_t s = 0; s < model->raw->stack_count; s++) {
         if (on_cpu_per_stack[s] == 0)
             continue;
-        for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++) {
-            const char *file = ospx__str(symbols->frames[symbols->stack_frames[s][k]].file);
-            int line = ospx__position_line(symbols, s, k);
+        for (size_t k = 0; k < symbols->stack_depths[s]; k++) {
+            const char *file = ospx__str(symbols->frames[symbols->stack_slots[s][k].frame].file);
+            int line = symbols->stack_slots[s][k].line;
             if (file[0] == '\0' || line <= 0)
                 continue;
             occurrences[n++] = (struct line_occurrence){file, line, s, (uint32_t)k};

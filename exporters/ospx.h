@@ -129,23 +129,26 @@ struct ospx_frame {
     uint64_t address; /* the raw pc as recorded */
 };
 
-/* Symbols for a raw profile: a table of distinct frames and, per raw stack, the expanded
- * list of frame indices. */
+/* One position of a symbolized stack. */
+struct ospx_slot {
+    uint32_t frame;    /* index into ospx_symbols.frames */
+    int line;          /* the source line at THIS position (one function is one frame; its
+                          lines differ from stack to stack); 0 when unknown */
+    uint32_t position; /* the index into raw stacks[i].pcs it came from (inline levels of one
+                          pc share it); OSPX_NO_POSITION when unknown: then each slot counts
+                          as its own position */
+};
+#define OSPX_NO_POSITION UINT32_MAX
+
+/* Symbols for a raw profile: a table of distinct frames and, per raw stack, its slots. */
 struct ospx_symbols {
     struct ospx_frame *frames;
     size_t frame_count; /* interned: equal frames share an index */
-    /* stack_frames[i] lists the frames of raw stack i, LEAF FIRST, inline frames expanded
-     * (innermost inline first, as llvm-symbolizer prints them). */
-    uint32_t **stack_frames;
-    size_t *stack_frame_counts;
+    /* stack_slots[i] lists raw stack i's slots, LEAF FIRST, inline frames expanded (innermost
+     * inline first, as llvm-symbolizer prints them); stack_depths[i] of them */
+    struct ospx_slot **stack_slots;
+    size_t *stack_depths;
     size_t stack_count;
-    /* per raw stack, parallel to stack_frames[i]: the source line of the frame in THIS
-     * stack position (the same function is one frame, its lines differ per sample) */
-    int **stack_lines;
-    /* per raw stack, parallel to stack_frames[i]: the index into raw stacks[i].pcs the frame
-     * came from (inline levels of one pc share it). NULL (or a NULL entry) when unknown: then
-     * each frame counts as its own position. */
-    uint32_t **stack_positions;
     /* images with sampled addresses that no object here described (missing, or another build
      * than the one that ran): their frames are object+0xOFFSET */
     size_t unresolved_images;

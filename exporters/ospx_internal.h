@@ -162,16 +162,12 @@ void ospx__quoted_free(struct ospx__quoted_functions *quoted);
  * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure. */
 uint32_t *ospx__frame_functions(const struct ospx_model *model);
 
-/* The source line of position k of stack s: the per-stack line when the symbolizer gave one,
- * else the frame's own. */
-int ospx__position_line(const struct ospx_symbols *symbols, uint32_t s, size_t k);
-
-/* The frames of raw stack `stack`, leaf first, and how many. */
-static inline const uint32_t *ospx__stack_frames(const struct ospx_model *model, uint32_t stack,
-                                                 size_t *count)
+/* The slots of raw stack `stack`, leaf first, and how many. */
+static inline const struct ospx_slot *ospx__stack_slots(const struct ospx_model *model,
+                                                        uint32_t stack, size_t *count)
 {
-    *count = model->symbols->stack_frame_counts[stack];
-    return model->symbols->stack_frames[stack];
+    *count = model->symbols->stack_depths[stack];
+    return model->symbols->stack_slots[stack];
 }
 
 /* Sample indices ordered by t_rel_ns (ties keep file order). Caller frees; NULL on failure

@@ -178,12 +178,10 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
     Line *lines = (Line *)(line_pointers + count);
     const struct ospx_symbols *symbols = build->model->symbols;
     for (size_t j = 0; j < count; j++) {
-        uint32_t frame = symbols->stack_frames[s][first + j];
+        const struct ospx_slot *slot = &symbols->stack_slots[s][first + j];
         perftools__profiles__line__init(&lines[j]);
-        lines[j].function_id = (uint64_t)build->function_of[frame] + 1;
-        lines[j].line = symbols->stack_lines != NULL && symbols->stack_lines[s] != NULL
-                            ? symbols->stack_lines[s][first + j]
-                            : symbols->frames[frame].line;
+        lines[j].function_id = (uint64_t)build->function_of[slot->frame] + 1;
+        lines[j].line = slot->line;
         line_pointers[j] = &lines[j];
     }
     location->line = line_pointers;
@@ -222,9 +220,8 @@ static int stack_locations(struct pprof_build *build, uint32_t s)
         return 0;
     const struct ospx_symbols *symbols = build->model->symbols;
     const struct ospx_stack *stack = &build->model->raw->stacks[s];
-    size_t depth = symbols->stack_frame_counts[s];
-    const uint32_t *positions =
-        symbols->stack_positions != NULL ? symbols->stack_positions[s] : NULL;
+    size_t depth = symbols->stack_depths[s];
+    const struct ospx_slot *slots = symbols->stack_slots[s];
     uint64_t *ids = malloc((depth + 1) * sizeof *ids);
     if (ids == NULL)
         return -ENOMEM;
@@ -232,15 +229,15 @@ static int stack_locations(struct pprof_build *build, uint32_t s)
     for (size_t k = 0; k < depth;) {
         size_t end = k + 1;
         uint64_t key, address;
-        if (positions != NULL) {
-            while (end < depth && positions[end] == positions[k])
+        if (slots[k].position != OSPX_NO_POSITION) {
+            while (end < depth && slots[end].position == slots[k].position)
                 end++;
-            address = stack->pcs[positions[k]];
+            address = stack->pcs[slots[k].position];
             /* A return address names the call's line, a leaf pc its own: two locations. */
-            key = address << 1 | (positions[k] > 0);
+            key = address << 1 | (slots[k].position > 0);
         } else {
             address = 0;
-            key = (uint64_t)symbols->stack_frames[s][k] << 1 | UINT64_C(1) << 63;
+            key = (uint64_t)slots[k].frame << 1 | UINT64_C(1) << 63;
         }
         uint64_t id = location_for(build, s, k, end - k, key, address);
         if (id == 0) {

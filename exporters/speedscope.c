@@ -106,12 +106,12 @@ static int stack_texts_make(struct stack_texts *texts, const struct ospx_model *
         return -ENOMEM;
     for (uint32_t s = 0; s < count; s++) {
         size_t depth;
-        const uint32_t *frames = ospx__stack_frames(model, s, &depth);
+        const struct ospx_slot *slots = ospx__stack_slots(model, s, &depth);
         char *text = malloc(depth * 11 + 1), *at = text;
         if (text == NULL)
             return -ENOMEM;
         for (size_t k = depth; k-- > 0;)
-            at += sprintf(at, k > 0 ? "%u," : "%u", function_of[frames[k]]);
+            at += sprintf(at, k > 0 ? "%u," : "%u", function_of[slots[k].frame]);
         *at = '\0';
         texts->text[s] = text;
         texts->length[s] = (size_t)(at - text);

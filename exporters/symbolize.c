@@ -343,13 +343,9 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
     const struct ospx_stack *stack = &raw->stacks[i];
     struct ospx_symbols *symbols = table->symbols;
     size_t capacity = stack->depth, count = 0;
-    uint32_t *frames = malloc(capacity * sizeof *frames);
-    int *lines = malloc(capacity * sizeof *lines);
-    uint32_t *positions = malloc(capacity * sizeof *positions);
-    symbols->stack_frames[i] = frames;
-    symbols->stack_lines[i] = lines;
-    symbols->stack_positions[i] = positions;
-    if (frames == NULL || lines == NULL || positions == NULL)
+    struct ospx_slot *slots = malloc(capacity * sizeof *slots);
+    symbols->stack_slots[i] = slots;
+    if (slots == NULL)
         return -ENOMEM;
     for (size_t k = 0; k < stack->depth; k++) {
         uint64_t pc = lookup_pc(stack, k);
@@ -361,17 +357,10 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
         size_t levels = answer != NULL && answer->count > 0 ? answer->count : 1;
         if (count + levels > capacity) {
             capacity = (count + levels) * 2;
-            frames = realloc(symbols->stack_frames[i], capacity * sizeof *frames);
-            if (frames != NULL)
-                symbols->stack_frames[i] = frames;
-            lines = realloc(symbols->stack_lines[i], capacity * sizeof *lines);
-            if (lines != NULL)
-                symbols->stack_lines[i] = lines;
-            positions = realloc(symbols->stack_positions[i], capacity * sizeof *positions);
-            if (positions != NULL)
-                symbols->stack_positions[i] = positions;
-            if (frames == NULL || lines == NULL || positions == NULL)
+            slots = realloc(symbols->stack_slots[i], capacity * sizeof *slots);
+            if (slots == NULL)
                 return -ENOMEM;
+            symbols->stack_slots[i] = slots;
         }
         /* An answer seen before gives the same frames (hundreds of stacks share a pc):
          * interned once, not hashed and compared again per stack. */
@@ -380,11 +369,11 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
             for (size_t level = 0; level < levels; level++) {
                 if (answer->interned[level] == OSPX_SKIPPED_FRAME)
                     continue;
-                frames[count] = answer->interned[level];
-                positions[count] = (uint32_t)k;
-                lines[count++] = answer->count > 0 ? answer->chain[level].line : 0;
+                slots[count++] = (struct ospx_slot){
+                    answer->interned[level], answer->count > 0 ? answer->chain[level].line : 0,
+                    (uint32_t)k};
             }
-            symbols->stack_frame_counts[i] = count;
+            symbols->stack_depths[i] = count;
             continue;
         }
         bool named = answer != NULL && answer->count > 0;
@@ -423,23 +412,23 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
             const char *file = location != NULL ? location->file : "";
             int line = location != NULL ? location->line : 0;
             int column = location != NULL ? location->column : 0;
-            int rc = intern_frame(table, name, file, line, column, image_path, stack->pcs[k],
-                                  &frames[count]);
+            uint32_t frame;
+            int rc =
+                intern_frame(table, name, file, line, column, image_path, stack->pcs[k], &frame);
             if (rc < 0) {
                 free(interned);
                 return rc;
             }
             if (interned != NULL)
-                interned[level] = frames[count];
-            positions[count] = (uint32_t)k;
-            lines[count++] = line;
+                interned[level] = frame;
+            slots[count++] = (struct ospx_slot){frame, line, (uint32_t)k};
         }
         if (interned != NULL) {
             answer->interned = interned;
             answer->interned_pc = stack->pcs[k];
             answer->interned_named = named;
         }
-        symbols->stack_frame_counts[i] = count;
+        symbols->stack_depths[i] = count;
     }
     return 0;
 }
@@ -448,12 +437,9 @@ static int build_symbols(struct ospx__symbolizer *state, struct ospx_symbols *ou
 {
     const struct ospx_raw *raw = state->raw;
     size_t stacks = raw->stack_count > 0 ? raw->stack_count : 1;
-    out->stack_frames = calloc(stacks, sizeof *out->stack_frames);
-    out->stack_frame_counts = calloc(stacks, sizeof *out->stack_frame_counts);
-    out->stack_lines = calloc(stacks, sizeof *out->stack_lines);
-    out->stack_positions = calloc(stacks, sizeof *out->stack_positions);
-    if (out->stack_frames == NULL || out->stack_frame_counts == NULL || out->stack_lines == NULL ||
-        out->stack_positions == NULL)
+    out->stack_slots = calloc(stacks, sizeof *out->stack_slots);
+    out->stack_depths = calloc(stacks, sizeof *out->stack_depths);
+    if (out->stack_slots == NULL || out->stack_depths == NULL)
         return -ENOMEM;
     out->stack_count = raw->stack_count;
     struct frame_table table = {.symbols = out};
@@ -570,17 +556,11 @@ void ospx_symbols_free(struct ospx_symbols *symbols)
         free(symbols->frames[i].image);
     }
     for (size_t i = 0; i < symbols->stack_count; i++) {
-        if (symbols->stack_frames != NULL)
-            free(symbols->stack_frames[i]);
-        if (symbols->stack_lines != NULL)
-            free(symbols->stack_lines[i]);
-        if (symbols->stack_positions != NULL)
-            free(symbols->stack_positions[i]);
+        if (symbols->stack_slots != NULL)
+            free(symbols->stack_slots[i]);
     }
     free(symbols->frames);
-    free(symbols->stack_frames);
-    free(symbols->stack_frame_counts);
-    free(symbols->stack_lines);
-    free(symbols->stack_positions);
+    free(symbols->stack_slots);
+    free(symbols->stack_depths);
     memset(symbols, 0, sizeof *symbols);
 }

@@ -164,8 +164,8 @@ static const struct ospx_frame *frame_at(const struct ospx_symbols *symbols, siz
                                          size_t position)
 {
     ck_assert_uint_lt(stack, symbols->stack_count);
-    ck_assert_uint_lt(position, symbols->stack_frame_counts[stack]);
-    return &symbols->frames[symbols->stack_frames[stack][position]];
+    ck_assert_uint_lt(position, symbols->stack_depths[stack]);
+    return &symbols->frames[symbols->stack_slots[stack][position].frame];
 }
 
 static void run_symbolize(struct test_raw *test, struct fixture *fixture,
@@ -266,11 +266,11 @@ START_TEST(test_return_address_adjustment)
     add_stack(&test, stack, 3);
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
-    ck_assert_uint_eq(symbols.stack_frame_counts[0], 3);
+    ck_assert_uint_eq(symbols.stack_depths[0], 3);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x11ff");
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "libA.so:0x12ff");
-    ck_assert_int_eq(symbols.stack_lines[0][1], 0x11ff % 1000 + 1);
+    ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x11ff % 1000 + 1);
     fixture_log_has(&fixture, 1, "address: 0x1100\naddress: 0x11ff\naddress: 0x12ff\n");
     fixture_log_has(&fixture, 0, "0x1200");
     fixture_log_has(&fixture, 0, "0x10ff");
@@ -303,13 +303,13 @@ START_TEST(test_profiler_frames_left_out)
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
     unsetenv("OSPREY_FAKE_PLUMBING");
-    ck_assert_uint_eq(symbols.stack_frame_counts[0], 2);
+    ck_assert_uint_eq(symbols.stack_depths[0], 2);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x12ff");
-    ck_assert_int_eq(symbols.stack_lines[0][1], 0x12ff % 1000 + 1);
-    ck_assert_uint_eq(symbols.stack_frame_counts[1], 1);
+    ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x12ff % 1000 + 1);
+    ck_assert_uint_eq(symbols.stack_depths[1], 1);
     ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so:0x12ff");
-    ck_assert_uint_eq(symbols.stack_frame_counts[2], 1);
+    ck_assert_uint_eq(symbols.stack_depths[2], 1);
     ck_assert_str_eq(frame_at(&symbols, 2, 0)->name, "libA.so:0x12ff");
     for (size_t f = 0; f < symbols.frame_count; f++)
         ck_assert_msg(strstr(symbols.frames[f].name, "osp") == NULL, "%s", symbols.frames[f].name);
@@ -337,7 +337,7 @@ START_TEST(test_frames_from_shim_sources_left_out)
     run_symbolize(&test, &fixture, &symbols);
     unsetenv("OSPREY_FAKE_SHIM_ADDRESS");
     unsetenv("OSPREY_FAKE_SHIM_FILE");
-    ck_assert_uint_eq(symbols.stack_frame_counts[0], 2);
+    ck_assert_uint_eq(symbols.stack_depths[0], 2);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "main:0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "main:0x12ff");
     ospx_symbols_free(&symbols);
@@ -406,18 +406,18 @@ START_TEST(test_inline_expansion_and_interning)
     run_symbolize(&test, &fixture, &symbols);
 
     ck_assert_uint_eq(symbols.stack_count, 2);
-    ck_assert_uint_eq(symbols.stack_frame_counts[0], 3);
+    ck_assert_uint_eq(symbols.stack_depths[0], 3);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "inlined_0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "/src/inline.h");
-    ck_assert_int_eq(symbols.stack_lines[0][0], 7);
+    ck_assert_int_eq(symbols.stack_slots[0][0].line, 7);
     ck_assert_int_eq(frame_at(&symbols, 0, 0)->column, 9);
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x1100");
-    ck_assert_int_eq(symbols.stack_lines[0][1], 0x1100 % 1000 + 1);
+    ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x1100 % 1000 + 1);
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "libA.so:0x1200");
-    ck_assert_uint_eq(symbols.stack_frame_counts[1], 2);
+    ck_assert_uint_eq(symbols.stack_depths[1], 2);
     ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so:0x1050");
     /* the shared caller is one frame */
-    ck_assert_uint_eq(symbols.stack_frames[0][2], symbols.stack_frames[1][1]);
+    ck_assert_uint_eq(symbols.stack_slots[0][2].frame, symbols.stack_slots[1][1].frame);
     ck_assert_uint_eq(symbols.frame_count, 4);
 
     char *log = fixture_log(&fixture);
@@ -458,10 +458,10 @@ START_TEST(test_answer_lines_read_exactly)
     unsetenv("OSPREY_FAKE_EXTRA");
     unsetenv("OSPREY_FAKE_UNKNOWN");
 
-    ck_assert_uint_eq(symbols.stack_frame_counts[0], 3);
+    ck_assert_uint_eq(symbols.stack_depths[0], 3);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "op<< \"q\" \\ \xc3\xa9 \xf0\x9f\x98\x80");
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "/src/\xc3\xa9.c");
-    ck_assert_int_eq(symbols.stack_lines[0][0], 5);
+    ck_assert_int_eq(symbols.stack_slots[0][0].line, 5);
     ck_assert_int_eq(frame_at(&symbols, 0, 0)->column, 2);
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x1200");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->file, "/src/libA.so.c");
@@ -469,7 +469,7 @@ START_TEST(test_answer_lines_read_exactly)
      * like the leaf 0x1300 does, and is still named for itself */
     ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so+0x1300");
     ck_assert_str_eq(frame_at(&symbols, 1, 1)->name, "libA.so+0x1301");
-    ck_assert_uint_ne(symbols.stack_frames[1][0], symbols.stack_frames[1][1]);
+    ck_assert_uint_ne(symbols.stack_slots[1][0].frame, symbols.stack_slots[1][1].frame);
     ospx_symbols_free(&symbols);
     fixture_close(&fixture);
 }
@@ -1002,7 +1002,7 @@ START_TEST(test_real_own_stack)
     if (caller->line != 0) {
         const char *file = strrchr(caller->file, '/');
         ck_assert_str_eq(file != NULL ? file + 1 : caller->file, "test-symbolize.c");
-        ck_assert_int_eq(symbols.stack_lines[0][1], call_line);
+        ck_assert_int_eq(symbols.stack_slots[0][1].line, call_line);
     }
     ospx_symbols_free(&symbols);
     fixture_close(&fixture);
