@@ -24,7 +24,9 @@ static int load(const char *path, const struct ospx_diff_options *options, struc
 {
     memset(loaded, 0, sizeof *loaded);
     int rc = ospx_raw_read(path, &loaded->raw, err);
-    struct ospx_symbolize_options symbolize = {.binary = options->binary, .symfs = options->symfs};
+    struct ospx_symbolize_options symbolize = {.binary = options->binary,
+                                               .symfs = options->symfs,
+                                               .use_other_build = options->use_other_build};
     if (rc == 0)
         rc = ospx_symbolize(&loaded->raw, &symbolize, &loaded->symbols, err);
     if (rc == 0)

@@ -10,7 +10,8 @@
  *      cache (common/buildid.c), where `osprey` keeps the binaries that ran;
  *   3. else nothing: a file found at step 1 with another build id was rebuilt or replaced
  *      since the run, and resolving the profile's addresses against it would name the wrong
- *      functions. The caller says so in one line and the image's frames stay hex.
+ *      functions. The caller says so in one line and the image's frames stay hex — unless
+ *      asked (--ignore-build-id): then that file is used and its names are marked.
  *
  * Without a build id in the profile (older files, objects built without one) the recorded
  * path is trusted as before, and `--symfs` finds a moved object by name. */
@@ -72,7 +73,7 @@ static int find_in_symfs(const char *symfs, const struct ospx_image *image, cons
 }
 
 int ospx__find_object(const struct ospx_raw *raw, size_t index, const char *binary,
-                      const char *symfs, struct ospx__object *out)
+                      const char *symfs, int use_other_build, struct ospx__object *out)
 {
     memset(out, 0, sizeof *out);
     const struct ospx_image *image = &raw->images[index];
@@ -118,6 +119,10 @@ int ospx__find_object(const struct ospx_raw *raw, size_t index, const char *bina
     /* Nothing that is the object: a mismatched file is not used; a missing one is reported
      * as missing by the symbolizer (its recorded path). */
     out->path = out->mismatched != NULL ? NULL : candidates[main_image ? 0 : 1];
+    if (out->mismatched != NULL && use_other_build) { /* asked for: used, and marked */
+        out->path = out->mismatched;
+        out->other_build = 1;
+    }
     return 0;
 }
 

@@ -168,6 +168,10 @@ struct ospx_symbolize_options {
     /* --symfs: directories (colon-separated) where objects that moved are found, by build id
      * or by name; NULL for none. The build-id cache is searched after them. */
     const char *symfs;
+    /* --ignore-build-id: an object of another build than the one that ran, found where no
+     * right one is, is used anyway (one line says so) and every name from it is marked
+     * " [other build]"; 0: never used */
+    int use_other_build;
 };
 
 /* Start llvm-symbolizer (as found on PATH) now, for a later ospx_symbolize. NULL when there is
@@ -317,6 +321,7 @@ struct ospx_process_options {
     int inverted;              /* report: callers under each row */
     const char *list;          /* report: source listing of the matching functions */
     const char *symfs;         /* --symfs: where moved objects are found (colon list), or NULL */
+    int use_other_build;       /* --ignore-build-id (ospx_symbolize_options) */
     /* 1: write no output, only the report (a view: `osprey report` with --fiber, --focus, ...
      * and neither -o nor --format); the report says nothing was written */
     int no_outputs;
@@ -351,6 +356,7 @@ struct ospx_diff_options {
     FILE *report;                     /* the functions whose self share moved most; NULL: none */
     size_t top;                       /* rows; 0: 10 */
     const char *symfs;                /* --symfs for both, or NULL */
+    int use_other_build;              /* --ignore-build-id for both */
 };
 int ospx_diff(const struct ospx_diff_options *options, struct ospx_error *err);
 

@@ -37,11 +37,12 @@ struct ospx__object {
     const char *path;
     char *owned;            /* what path points to when it was found elsewhere; malloc'd */
     const char *mismatched; /* a file found that is not the object that ran, or NULL */
+    int other_build;        /* 1: path is that file, used anyway (--ignore-build-id) */
     char mismatched_id[OSPX_BUILD_ID_TEXT];
 };
 /* The object for raw image `index` (objects.c explains the order). 0 or -ENOMEM. */
 int ospx__find_object(const struct ospx_raw *raw, size_t index, const char *binary,
-                      const char *symfs, struct ospx__object *out);
+                      const char *symfs, int use_other_build, struct ospx__object *out);
 void ospx__object_free(struct ospx__object *object);
 
 /* ---- elf.c ---- */

@@ -350,7 +350,8 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
     struct ospx_symbolize_options symbolize = {.binary = options->binary,
                                                .progress = options->progress,
                                                .prestarted = prestarted,
-                                               .symfs = options->symfs};
+                                               .symfs = options->symfs,
+                                               .use_other_build = options->use_other_build};
     rc = ospx_symbolize(&raw, &symbolize, &symbols, err);
     stage_done(&clock, "symbolize");
     if (rc == 0)

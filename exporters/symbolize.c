@@ -398,6 +398,13 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
             const struct ospx__location *location =
                 answer != NULL && answer->count > 0 ? &answer->chain[level] : NULL;
             const char *name = location != NULL && location->name != NULL ? location->name : hex;
+            /* A name read from another build than the one that ran (--ignore-build-id) says
+             * so wherever it is shown. */
+            char marked[1100];
+            if (name != hex && image != NO_IMAGE && state->objects[image].other_build) {
+                snprintf(marked, sizeof marked, "%.1000s [other build]", name);
+                name = marked;
+            }
             /* Code of the running kernel's vDSO that no symbol covers (a local clock-read
              * helper): still the vDSO's time, named as perf names its module. */
             if (name == hex && image != NO_IMAGE && state->work[image].running_vdso)
@@ -461,11 +468,18 @@ static int find_objects(struct ospx__symbolizer *state)
     for (size_t i = 0; i < raw->image_count; i++) {
         if (state->work[i].count == 0)
             continue;
-        int rc = ospx__find_object(raw, i, binary, symfs, &state->objects[i]);
+        int use_other_build = state->options != NULL && state->options->use_other_build;
+        int rc = ospx__find_object(raw, i, binary, symfs, use_other_build, &state->objects[i]);
         if (rc < 0)
             return rc;
         const struct ospx__object *object = &state->objects[i];
-        if (object->path == NULL)
+        if (object->other_build)
+            ospx__symbolize_warn(
+                state,
+                "%s is not the object that ran (build id %s, the profile's %s), used anyway "
+                "(--ignore-build-id): its names are marked [other build] and may be wrong",
+                object->mismatched, object->mismatched_id, raw->images[i].build_id);
+        else if (object->path == NULL)
             ospx__symbolize_warn(
                 state,
                 "%s is not the object that ran (build id %s, the profile's %s): "

@@ -107,6 +107,15 @@ expect_one_line mismatch "prog is not the object that ran \\(build id [0-9a-f]+,
   "the rebuilt binary's line"
 grep -Eq ';(spin_a|spin_b|extra_one|extra_two|main)( |;)' rebuilt.folded && fail "rebuilt: names from the wrong binary: $(cat rebuilt.folded)"
 grep -Eq ';prog\+0x' rebuilt.folded || fail "rebuilt: frames not prog+0xOFFSET: $(cat rebuilt.folded)"
+# --ignore-build-id uses it anyway, and says so in the line and in every name it gives.
+"$osprey" report prog.raw.json -o forced --format folded --ignore-build-id >out 2>err
+expect_status 0 $? "report --ignore-build-id"
+grep 'is not the object that ran' err >forced-line
+expect_one_line forced-line "prog is not the object that ran .*used anyway \\(--ignore-build-id\\)" \
+  "the --ignore-build-id line"
+grep -q ' \[other build\]' forced.folded || fail "--ignore-build-id: names not marked: $(cat forced.folded)"
+grep -Eq ';(spin_a|spin_b|main)(;| [0-9]+$)' forced.folded &&
+  fail "--ignore-build-id: an unmarked name from the other build: $(cat forced.folded)"
 # --symfs finds the binary that ran (by name; its build id checked).
 "$osprey" report prog.raw.json -o symfs --format folded --symfs "$work/symfs" >out 2>err
 grep -q 'is not the object that ran' err && fail "--symfs: still refused: $(cat err)"

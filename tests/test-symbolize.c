@@ -1100,7 +1100,7 @@ START_TEST(test_objects_found_by_build_id_only)
     add_image(&test, "/gone/test-symbolize", 0x1000, 0, 0x1000, 0x1000, "");
     test.images[0].build_id = identity.build_id;
     struct ospx__object object;
-    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, &object), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, 0, &object), 0);
     ck_assert_str_eq(object.path, "/gone/test-symbolize"); /* missing: reported as missing */
     ck_assert_ptr_null(object.mismatched);
     ospx__object_free(&object);
@@ -1114,7 +1114,7 @@ START_TEST(test_objects_found_by_build_id_only)
     ck_assert_int_eq(ospc_copy_file(self, path), 0);
     char list[sizeof symfs + 16];
     snprintf(list, sizeof list, "/nonexistent:%s", symfs);
-    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, list, &object), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, list, 0, &object), 0);
     ck_assert_str_eq(object.path, path);
     ospx__object_free(&object);
     unlink(path);
@@ -1124,18 +1124,18 @@ START_TEST(test_objects_found_by_build_id_only)
     snprintf(path, sizeof path, "%s/.build-id/%.2s/%s", symfs, identity.build_id,
              identity.build_id + 2);
     ck_assert_int_eq(ospc_copy_file(self, path), 0);
-    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, &object), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, 0, &object), 0);
     ck_assert_str_eq(object.path, path);
     ospx__object_free(&object);
     unlink(path);
     /* DIR/NAME, its build id checked: another object of that name is not it */
     snprintf(path, sizeof path, "%s/test-symbolize", symfs);
     ck_assert_int_eq(ospc_copy_file("/bin/sh", path), 0);
-    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, &object), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, 0, &object), 0);
     ck_assert_str_eq(object.path, "/gone/test-symbolize");
     ospx__object_free(&object);
     ck_assert_int_eq(ospc_copy_file(self, path), 0);
-    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, &object), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, 0, &object), 0);
     ck_assert_str_eq(object.path, path);
     ospx__object_free(&object);
 
@@ -1145,28 +1145,33 @@ START_TEST(test_objects_found_by_build_id_only)
     ck_assert_int_eq(ospc_copy_file("/bin/sh", other), 0);
     test.images[0].path = other;
     test.raw.exe = other;
-    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, &object), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, 0, &object), 0);
     ck_assert_ptr_null(object.path);
     ck_assert_str_eq(object.mismatched, other);
     ck_assert_str_ne(object.mismatched_id, identity.build_id);
     ospx__object_free(&object);
+    /* ... unless asked (--ignore-build-id): then used, and said to be another build */
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, 1, &object), 0);
+    ck_assert_str_eq(object.path, other);
+    ck_assert_int_eq(object.other_build, 1);
+    ospx__object_free(&object);
     /* ... nor --binary of another build; the right one is taken */
-    ck_assert_int_eq(ospx__find_object(&test.raw, 0, "/bin/sh", NULL, &object), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, "/bin/sh", NULL, 0, &object), 0);
     ck_assert_ptr_null(object.path);
     ospx__object_free(&object);
-    ck_assert_int_eq(ospx__find_object(&test.raw, 0, self, NULL, &object), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, self, NULL, 0, &object), 0);
     ck_assert_str_eq(object.path, self);
     ospx__object_free(&object);
     /* the cache, last */
     ck_assert_int_eq(ospc_cache_add(self, identity.build_id), 0);
-    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, &object), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, 0, &object), 0);
     ck_assert_ptr_nonnull(object.path);
     ck_assert_ptr_nonnull(strstr(object.path, identity.build_id));
     ospx__object_free(&object);
 
     /* No build id in the profile: the recorded path, whatever it holds, as before */
     test.images[0].build_id = NULL;
-    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, &object), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, 0, &object), 0);
     ck_assert_str_eq(object.path, other);
     ospx__object_free(&object);
 

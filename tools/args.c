@@ -179,6 +179,13 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         }
         if (viewed)
             continue;
+        if (strcmp(arg, "--ignore-build-id") == 0) {
+            if (!report)
+                return usage_error(error, error_size,
+                                   "'%s' belongs to 'osprey report' and 'osprey diff'", arg);
+            out->ignore_build_id = 1;
+            continue;
+        }
         if (strcmp(arg, "--inverted") == 0) {
             if (out->command != OSPREY_COMMAND_REPORT)
                 return usage_error(error, error_size, "'%s' belongs to 'osprey report RAW'", arg);

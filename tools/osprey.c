@@ -61,6 +61,10 @@ static const char usage_text[] =
     "                 report, diff: find objects that moved in DIR, by build id\n"
     "                 (DIR/<id>/NAME, DIR/.build-id/xx/rest) or by name (DIR/PATH,\n"
     "                 DIR/NAME), before the build-id cache\n"
+    "  --ignore-build-id\n"
+    "                 report, diff: use a binary of another build than the one that ran\n"
+    "                 anyway (by default its frames stay OBJECT+0xOFFSET); its names are\n"
+    "                 marked [other build]\n"
     "  --format LIST  the outputs to write, a comma list of\n"
     "                 @FORMATS@\n"
     "  --top N        report: N rows in the table (default 10)\n"
@@ -159,6 +163,7 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
         .inverted = view->inverted,
         .list = view->list,
         .symfs = view->symfs,
+        .use_other_build = view->ignore_build_id,
         .no_outputs = no_outputs,
         .raw_written = raw_written,
         .keep_better = keep_better,
@@ -259,7 +264,8 @@ static int command_diff(const struct osprey_options *options)
                                      .binary = options->binary,
                                      .report = stdout,
                                      .top = options->top,
-                                     .symfs = options->symfs};
+                                     .symfs = options->symfs,
+                                     .use_other_build = options->ignore_build_id};
     struct ospx_error error;
     memset(&error, 0, sizeof error);
     if (ospx_diff(&diff, &error) != 0) {

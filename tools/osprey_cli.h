@@ -40,7 +40,8 @@ struct osprey_options {
     size_t top;
     const char *fiber, *focus, *ignore, *list;
     int inverted;
-    const char *symfs; /* --symfs DIR[:DIR...] (report, diff): where moved objects are found */
+    const char *symfs;   /* --symfs DIR[:DIR...] (report, diff): where moved objects are found */
+    int ignore_build_id; /* --ignore-build-id (report, diff): use another build, marked */
     /* cache: "prune" or NULL (list); --max-size SIZE (NULL: the cache's bound) */
     const char *cache_action, *max_size;
 };
