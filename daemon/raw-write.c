@@ -4,20 +4,21 @@
  * reference-stealing `_new` calls and dumped one value at a time; the big `stacks` and
  * `samples` arrays are streamed with fprintf straight from the collector's compact arrays, so
  * writing costs no memory proportional to the profile beyond what the collector already holds.
- * The file appears atomically: a temp file beside the target path, fsync, rename; on any
- * failure the temp file is removed and nothing is left half-written.
+ * The file appears atomically (common/'s ospc_atomic: a temp file beside the target path,
+ * fsync, rename, fsync of the directory); on any failure the temp file is removed and nothing
+ * is left half-written. Each image's identity (its GNU build id, the file offset of its code)
+ * is read from its file now, while the run's objects are still on disk, and recorded only
+ * when the file's code address agrees with where the image was mapped.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "ospd.h"
 
 /* A uint64 as a JSON integer; the values written are below 2^63 (addresses, nanoseconds),
@@ -127,7 +128,21 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         json_object_set_new(o, "text", json_u64(im->text));
         json_object_set_new(o, "text_size", json_u64(im->text_size));
         json_object_set_new(o, "arch", json_string(im->arch));
-        if (json_object_size(o) != 6) {
+        size_t fields = 6;
+        struct ospc_elf_identity identity;
+        /* "[vdso]" and the like name no file. A file whose code is not where this image's
+         * was (replaced during the run) is not described as this image. */
+        if (im->path[0] != '[' && im->text_size > 0 &&
+            ospc_elf_identity(im->path, &identity, NULL, 0) == 0 && identity.has_text &&
+            identity.text_vaddr + im->slide == im->text) {
+            json_object_set_new(o, "text_offset", json_u64(identity.text_offset));
+            fields++;
+            if (identity.build_id[0] != '\0') {
+                json_object_set_new(o, "build_id", json_string(identity.build_id));
+                fields++;
+            }
+        }
+        if (json_object_size(o) != fields) {
             json_decref(o);
             return -ENOMEM;
         }
@@ -223,73 +238,39 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     return rc;
 }
 
-/* fsync the directory holding `path`, so the rename itself survives a crash. Best effort. */
-static void sync_directory(const char *path)
-{
-    char *copy = strdup(path);
-    if (copy == NULL)
-        return;
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(copy);
-}
-
 int ospd_raw_write(const struct ospd_collector *c, const char *path, char *err, size_t err_size)
 {
-    size_t len = strlen(path);
-    char *tmp = malloc(len + sizeof ".tmp-XXXXXX");
-    if (tmp == NULL) {
-        snprintf(err, err_size, "%s: %s", path, strerror(ENOMEM));
-        return -ENOMEM;
+    struct ospc_atomic file;
+    int rc = ospc_atomic_open(&file, path);
+    if (rc != 0) {
+        snprintf(err, err_size, "%s: %s", path, strerror(-rc));
+        return rc;
     }
-    memcpy(tmp, path, len);
-    memcpy(tmp + len, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, err_size, "%s: %s", path, strerror(e));
-        free(tmp);
-        return -e;
-    }
-    /* mkstemp makes the file 0600; give the profile the mode a plain create would. Reading the
-     * umask means setting it: put it straight back (the writer is single-threaded). */
-    mode_t mask = umask(0);
-    umask(mask);
-    (void)fchmod(fd, 0666 & ~mask);
-
-    int rc = 0;
-    const char *what = NULL;
-    FILE *f = fdopen(fd, "w");
+    int fd = dup(file.fd);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (f == NULL) {
         rc = -errno;
-        close(fd);
+        if (fd >= 0)
+            close(fd);
     } else {
         rc = write_profile(f, c);
         if (rc == 0 && fflush(f) != 0)
             rc = -errno;
         if (rc == 0 && ferror(f))
             rc = -EIO;
-        if (rc == 0 && fsync(fileno(f)) != 0)
-            rc = -errno;
         if (fclose(f) != 0 && rc == 0)
             rc = -errno;
     }
-    if (rc == 0 && rename(tmp, path) != 0) {
-        rc = -errno;
-        what = "cannot rename the temp file into place";
-    }
-    if (rc != 0) {
-        unlink(tmp);
-        if (what != NULL)
-            snprintf(err, err_size, "%s: %s: %s", path, what, strerror(-rc));
-        else
-            snprintf(err, err_size, "%s: %s", path, strerror(-rc));
+    const char *step = NULL;
+    if (rc == 0) {
+        rc = ospc_atomic_commit(&file, &step);
     } else {
-        sync_directory(path);
+        ospc_atomic_abort(&file);
     }
-    free(tmp);
+    if (rc != 0 && step != NULL && strcmp(step, "rename") == 0)
+        snprintf(err, err_size, "%s: cannot rename the temp file into place: %s", path,
+                 strerror(-rc));
+    else if (rc != 0)
+        snprintf(err, err_size, "%s: %s", path, strerror(-rc));
     return rc;
 }

@@ -1,9 +1,10 @@
-/* atomic_file.c — how every output of the exporters reaches the disk: written to a temporary
- * file in the destination's own directory (mkstemp), flushed and fsync'd, then renamed over the
- * destination. A reader therefore sees the old file or the complete new one, never half of it;
- * on any failure the temporary file is removed and the error names the destination. The
- * disk's writeback is started every few megabytes while the file is written, so the closing
- * fsync does not wait for a hundred megabytes at once. */
+/* atomic_file.c — how every output of the exporters reaches the disk: a stdio stream over
+ * common/'s atomic file (a temporary file in the destination's own directory, fsync'd, renamed
+ * over the destination, the directory fsync'd; the mode a plain create gives). A reader
+ * therefore sees the old file or the complete new one, never half of it; on any failure the
+ * temporary file is removed and the error names the destination. The disk's writeback is
+ * started every few megabytes while the file is written, so the closing fsync does not wait
+ * for a hundred megabytes at once. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio_ext.h>
@@ -23,59 +24,32 @@
 static ssize_t write_through(void *cookie, const char *data, size_t size)
 {
     struct ospx__atomic_file *file = cookie;
-    size_t done = 0;
-    while (done < size) {
-        ssize_t wrote = write(file->fd, data + done, size - done);
-        if (wrote < 0 && errno == EINTR)
-            continue;
-        if (wrote <= 0)
-            return done > 0 ? (ssize_t)done : -1;
-        done += (size_t)wrote;
-    }
-    file->written += (off_t)done;
+    if (ospc_write_all(file->file.fd, data, size) != 0)
+        return -1;
+    file->written += (off_t)size;
     if (file->written - file->flushed >= WRITEBACK_STEP) {
-        (void)sync_file_range(file->fd, file->flushed, file->written - file->flushed,
+        (void)sync_file_range(file->file.fd, file->flushed, file->written - file->flushed,
                               SYNC_FILE_RANGE_WRITE);
         file->flushed = file->written;
     }
-    return (ssize_t)done;
+    return (ssize_t)size;
 }
 
 int ospx__atomic_open(struct ospx__atomic_file *file, const char *path, struct ospx_error *err)
 {
     file->stream = NULL;
-    file->temp_path = NULL;
     file->path = path;
+    file->written = file->flushed = 0;
     if (path == NULL || path[0] == '\0')
         return ospx_error_set(err, EINVAL, "", 0, 0, "no output path given");
-
-    /* The temporary name sits beside the destination so rename() never crosses a file system. */
-    size_t length = strlen(path);
-    file->temp_path = malloc(length + sizeof ".tmp.XXXXXX");
-    if (file->temp_path == NULL)
-        return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
-    memcpy(file->temp_path, path, length);
-    memcpy(file->temp_path + length, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
-
-    int fd = mkstemp(file->temp_path);
-    if (fd < 0) {
-        int code = errno;
-        free(file->temp_path);
-        file->temp_path = NULL;
-        return ospx_error_set(err, code, path, 0, 0, "cannot create a temporary file beside it: %s",
-                              strerror(code));
-    }
-    /* mkstemp creates 0600; outputs are ordinary documents others may read. */
-    (void)fchmod(fd, 0644);
-    file->fd = fd;
-    file->written = file->flushed = 0;
+    int rc = ospc_atomic_open(&file->file, path);
+    if (rc != 0)
+        return ospx_error_set(err, -rc, path, 0, 0, "cannot create a temporary file beside it: %s",
+                              strerror(-rc));
     file->stream = fopencookie(file, "w", (cookie_io_functions_t){.write = write_through});
     if (file->stream == NULL) {
         int code = errno;
-        close(fd);
-        unlink(file->temp_path);
-        free(file->temp_path);
-        file->temp_path = NULL;
+        ospc_atomic_abort(&file->file);
         return ospx_error_set(err, code, path, 0, 0, "cannot open for writing: %s", strerror(code));
     }
     /* The big outputs are hundreds of megabytes written a number at a time: 1 MiB writes, and
@@ -87,40 +61,28 @@ int ospx__atomic_open(struct ospx__atomic_file *file, const char *path, struct o
 
 void ospx__atomic_abort(struct ospx__atomic_file *file)
 {
-    if (file->stream != NULL) {
-        fclose(file->stream);
-        close(file->fd);
-    }
+    if (file->stream != NULL)
+        fclose(file->stream); /* its writes go nowhere once the file is removed */
     file->stream = NULL;
-    if (file->temp_path != NULL) {
-        unlink(file->temp_path);
-        free(file->temp_path);
-    }
-    file->temp_path = NULL;
+    ospc_atomic_abort(&file->file);
 }
 
 int ospx__atomic_commit(struct ospx__atomic_file *file, struct ospx_error *err)
 {
-    int code = 0;
-    if (file->stream == NULL || file->temp_path == NULL)
+    if (file->stream == NULL)
         return ospx_error_set(err, EINVAL, file->path, 0, 0, "output was not opened");
+    int code = 0;
     if (fflush(file->stream) != 0 || ferror(file->stream))
         code = errno != 0 ? errno : EIO;
-    else if (fsync(file->fd) != 0)
-        code = errno;
-    int closed = fclose(file->stream);
-    closed |= close(file->fd);
+    fclose(file->stream);
     file->stream = NULL;
-    if (code == 0 && closed != 0)
-        code = errno != 0 ? errno : EIO;
-    if (code == 0 && rename(file->temp_path, file->path) != 0)
-        code = errno;
     if (code != 0) {
-        ospx__atomic_abort(file);
+        ospc_atomic_abort(&file->file);
         return ospx_error_set(err, code, file->path, 0, 0, "cannot write: %s", strerror(code));
     }
-    free(file->temp_path);
-    file->temp_path = NULL;
+    int rc = ospc_atomic_commit(&file->file, NULL);
+    if (rc != 0)
+        return ospx_error_set(err, -rc, file->path, 0, 0, "cannot write: %s", strerror(-rc));
     return 0;
 }
 

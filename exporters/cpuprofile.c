@@ -30,9 +30,9 @@ static uint32_t sample_leaf(struct ospx__tree *tree, const struct ospx_model *mo
         return ospx__tree_child(tree, 0, OSPX_NODE_WAITING, 0);
     uint32_t node = ospx__tree_child(tree, 0, OSPX_NODE_FIBER, sample->thread);
     size_t depth;
-    const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
+    const struct ospx_slot *slots = ospx__stack_slots(model, sample->stack, &depth);
     for (size_t k = depth; k-- > 0 && node != OSPX_NO_NODE;)
-        node = ospx__tree_child(tree, node, OSPX_NODE_FUNCTION, function_of[frames[k]]);
+        node = ospx__tree_child(tree, node, OSPX_NODE_FUNCTION, function_of[slots[k].frame]);
     return node;
 }
 

@@ -1,12 +1,14 @@
 /* diff.c — `osprey diff BASE NEW`: two raw profiles of the same program side by side. Prints
- * the functions whose share of the CPU time (self / all on-CPU periods, so runs of different
- * lengths compare) moved most, and writes each profile as speedscope and pprof, to open side by
- * side (`go tool pprof -diff_base STEM.base.pb.gz STEM.new.pb.gz` reads the pair directly). */
+ * the functions (matched by name and object, see struct identity) whose share of the CPU time
+ * (self / all on-CPU periods, so runs of different lengths compare) moved most, and writes each
+ * profile as speedscope and pprof, to open side by side (`go tool pprof -diff_base STEM.base.pb.gz
+ * STEM.new.pb.gz` reads the pair directly). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
 
 #define DIFF_ROWS 10
@@ -17,11 +19,14 @@ struct loaded {
     struct ospx_model model;
 };
 
-static int load(const char *path, const char *binary, struct loaded *loaded, struct ospx_error *err)
+static int load(const char *path, const struct ospx_diff_options *options, struct loaded *loaded,
+                struct ospx_error *err)
 {
     memset(loaded, 0, sizeof *loaded);
     int rc = ospx_raw_read(path, &loaded->raw, err);
-    struct ospx_symbolize_options symbolize = {binary, NULL, 0, NULL, 0, NULL};
+    struct ospx_symbolize_options symbolize = {.binary = options->binary,
+                                               .symfs = options->symfs,
+                                               .use_other_build = options->use_other_build};
     if (rc == 0)
         rc = ospx_symbolize(&loaded->raw, &symbolize, &loaded->symbols, err);
     if (rc == 0)
@@ -42,11 +47,22 @@ struct moved {
     double base, new_share;
 };
 
+/* A function of one run, as the other run knows it: its name and its object's base name
+ * (unnamed code is already "object+0xOFFSET", the object's own address), then its source
+ * file's base name (two static functions of one name in one object). Never an address of the
+ * run, a scratch directory's path or a build tree's: runs compare across ASLR, rebuilds and
+ * moves. */
+struct identity {
+    const struct ospx_function_stat *function;
+    const char *object, *file;
+};
+
 static int compare_by_identity(const void *a, const void *b)
 {
-    const struct ospx_function_stat *x = *(const struct ospx_function_stat *const *)a;
-    const struct ospx_function_stat *y = *(const struct ospx_function_stat *const *)b;
-    int c = strcmp(x->name, y->name);
+    const struct identity *x = a, *y = b;
+    int c = strcmp(x->function->name, y->function->name);
+    if (c == 0)
+        c = strcmp(x->object, y->object);
     return c != 0 ? c : strcmp(x->file, y->file);
 }
 
@@ -59,13 +75,17 @@ static int compare_by_movement(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-static const struct ospx_function_stat **by_identity(const struct ospx_model *model)
+static struct identity *by_identity(const struct ospx_model *model)
 {
-    const struct ospx_function_stat **sorted = malloc((model->function_count + 1) * sizeof *sorted);
+    struct identity *sorted = malloc((model->function_count + 1) * sizeof *sorted);
     if (sorted == NULL)
         return NULL;
-    for (size_t i = 0; i < model->function_count; i++)
-        sorted[i] = &model->functions[i];
+    for (size_t i = 0; i < model->function_count; i++) {
+        const struct ospx_function_stat *function = &model->functions[i];
+        const struct ospx_frame *frame = &model->symbols->frames[function->frame];
+        sorted[i] = (struct identity){function, ospx__basename(ospx__str(frame->image)),
+                                      ospx__basename(ospx__str(function->file))};
+    }
     qsort(sorted, model->function_count, sizeof *sorted, compare_by_identity);
     return sorted;
 }
@@ -79,7 +99,7 @@ static double share(uint64_t self, const struct ospx_model *model)
 static size_t merge(const struct ospx_model *base, const struct ospx_model *new_model,
                     struct moved **out)
 {
-    const struct ospx_function_stat **a = by_identity(base), **b = by_identity(new_model);
+    struct identity *a = by_identity(base), *b = by_identity(new_model);
     *out = calloc(base->function_count + new_model->function_count + 1, sizeof **out);
     size_t i = 0, j = 0, n = 0;
     while (a != NULL && b != NULL && *out != NULL &&
@@ -87,12 +107,12 @@ static size_t merge(const struct ospx_model *base, const struct ospx_model *new_
         int c = i == base->function_count        ? 1
                 : j == new_model->function_count ? -1
                                                  : compare_by_identity(&a[i], &b[j]);
-        const struct ospx_function_stat *fn = c <= 0 ? a[i] : b[j];
-        struct moved row = {fn->name, fn->file, 0, 0};
+        const struct identity *fn = c <= 0 ? &a[i] : &b[j];
+        struct moved row = {fn->function->name, fn->file, 0, 0};
         if (c <= 0)
-            row.base = share(a[i++]->self, base);
+            row.base = share(a[i++].function->self, base);
         if (c >= 0)
-            row.new_share = share(b[j++]->self, new_model);
+            row.new_share = share(b[j++].function->self, new_model);
         if (row.base > 0 || row.new_share > 0)
             (*out)[n++] = row;
     }
@@ -116,9 +136,9 @@ static int write_pair(const struct ospx_model *model, const char *stem, const ch
 int ospx_diff(const struct ospx_diff_options *options, struct ospx_error *err)
 {
     struct loaded base, new_profile;
-    int rc = load(options->base_path, options->binary, &base, err);
+    int rc = load(options->base_path, options, &base, err);
     if (rc == 0)
-        rc = load(options->new_path, options->binary, &new_profile, err);
+        rc = load(options->new_path, options, &new_profile, err);
     else
         memset(&new_profile, 0, sizeof new_profile);
     char paths[4][1200];
@@ -139,17 +159,19 @@ int ospx_diff(const struct ospx_diff_options *options, struct ospx_error *err)
                      side == 0 ? "base" : "new ",
                      side == 0 ? options->base_path : options->new_path, model->cpu_seconds,
                      (unsigned long long)model->total_samples);
-            ospx__printable(line);
+            ospc_printable(line);
             fprintf(out, "%s\n", line);
         }
         fprintf(out, "\n%7s %7s %8s  %s\n", "BASE", "NEW", "DELTA", "FUNCTION");
         size_t top = options->top > 0 ? options->top : DIFF_ROWS;
         for (size_t i = 0; i < count && i < top; i++) {
+            /* where it is: its source file, else (unnamed code) nothing more: the name says
+             * its object */
+            const char *where = rows[i].file[0] != '\0' ? rows[i].file : "";
             snprintf(line, sizeof line, "%6.1f%% %6.1f%% %+7.1f%%  %s%s%s%s", rows[i].base,
                      rows[i].new_share, rows[i].new_share - rows[i].base, rows[i].name,
-                     rows[i].file[0] != '\0' ? " (" : "", ospx__basename(rows[i].file),
-                     rows[i].file[0] != '\0' ? ")" : "");
-            ospx__printable(line);
+                     where[0] != '\0' ? " (" : "", where, where[0] != '\0' ? ")" : "");
+            ospc_printable(line);
             fprintf(out, "%s\n", line);
         }
         fprintf(out, "\n(shares of each run's CPU time; DELTA in percentage points)\nwritten:\n");

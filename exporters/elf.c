@@ -1,21 +1,20 @@
-/* elf.c — what the exporters read from object files themselves, before any tool sees them:
- * whether a path from a profile names a regular ELF file (ospx__elf_check), and its GNU build
- * id (ospx__elf_build_id) for the pprof mapping table. Paths come from the profile, so every
- * open is non-blocking and checked on the descriptor, and every offset and size read from the
- * file is bounds-checked against the file before it is used. */
+/* elf.c — the ELF work of the exporters themselves, before any tool sees an object: whether a
+ * path from a profile names a regular ELF file (ospx__elf_check), and a copy of the running
+ * kernel's vDSO to describe a profile's [vdso] image (ospx__vdso_copy). An object's build id
+ * and code offset are common/'s (ospc_elf_identity). Paths come from the profile, so every open
+ * is non-blocking and checked on the descriptor. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ospx_internal.h"
-
-/* Program headers and notes read at most: a real object's are far smaller. */
-#define ELF_MAX_HEADERS_BYTES (1 << 20)
 
 /* Open `path` for reading if it is a regular file starting with an ELF identification.
  * Returns the descriptor, or -1 with `why` filled. */
@@ -52,68 +51,80 @@ int ospx__elf_check(const char *path, off_t *size, char *why, size_t why_size)
     return 0;
 }
 
-/* The NT_GNU_BUILD_ID descriptor in the notes at [data, data + size), as hex into out. */
-static int build_id_in_notes(const unsigned char *data, size_t size, char *out, size_t out_size)
+/* When this machine booted, in ns since the epoch (/proc/stat btime); 0 when unknown. */
+static uint64_t boot_time_ns(void)
 {
-    size_t at = 0;
-    while (at + 12 <= size) {
-        uint32_t name_size, desc_size, type;
-        memcpy(&name_size, data + at, 4);
-        memcpy(&desc_size, data + at + 4, 4);
-        memcpy(&type, data + at + 8, 4);
-        size_t name_at = at + 12, desc_at = name_at + ((name_size + 3u) & ~3u);
-        if (name_size > size || desc_size > size || desc_at > size || desc_at + desc_size > size)
-            return -1;
-        if (type == NT_GNU_BUILD_ID && name_size == 4 && memcmp(data + name_at, "GNU", 4) == 0 &&
-            desc_size > 0 && desc_size * 2 < out_size) {
-            for (size_t i = 0; i < desc_size; i++)
-                snprintf(out + 2 * i, 3, "%02x", data[desc_at + i]);
-            return 0;
-        }
-        at = desc_at + ((desc_size + 3u) & ~3u);
-    }
-    return -1;
+    FILE *stat_file = fopen("/proc/stat", "r");
+    if (stat_file == NULL)
+        return 0;
+    char line[256];
+    unsigned long long seconds = 0;
+    while (fgets(line, sizeof line, stat_file) != NULL)
+        if (sscanf(line, "btime %llu", &seconds) == 1)
+            break;
+    fclose(stat_file);
+    return (uint64_t)seconds * 1000000000u;
 }
 
-int ospx__elf_build_id(const char *path, char *out, size_t out_size)
+/* The vDSO has no file on disk, but every process of one running kernel maps the same one.
+ * When the profile was recorded since this machine booted (so by this kernel) and the
+ * executable span of our own vDSO has the recorded size, copy our vDSO into a temporary file
+ * at path (created with mkstemp; the caller unlinks it) so that llvm-symbolizer can name its
+ * functions (__vdso_clock_gettime, ...), as perf does from its own copy. File addresses are
+ * vDSO offsets on both sides (the recorded slide is its load address). Returns 0, or
+ * -ENOENT when our vDSO cannot describe the image, or a negative errno. */
+int ospx__vdso_copy(const struct ospx_raw *raw, const struct ospx_image *image, char *path,
+                    size_t size)
 {
-    char why[128];
-    struct stat info;
-    out[0] = '\0';
-    int fd = elf_open(path, &info, why, sizeof why);
-    if (fd < 0)
-        return -1;
-    /* 64-bit little-endian objects only (x86_64, aarch64): others have no build id here. */
-    Elf64_Ehdr header;
-    int rc = -1;
-    if (pread(fd, &header, sizeof header, 0) != (ssize_t)sizeof header ||
-        header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB ||
-        header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phnum == 0 ||
-        (uint64_t)header.e_phnum * sizeof(Elf64_Phdr) > ELF_MAX_HEADERS_BYTES ||
-        header.e_phoff > (uint64_t)info.st_size) {
-        close(fd);
-        return -1;
+    uint64_t booted = boot_time_ns();
+    const unsigned char *start = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+    if (booted == 0 || raw->start_unix_ns < booted || start == NULL || image->text_size == 0)
+        return -ENOENT;
+    const ElfW(Ehdr) *header = (const ElfW(Ehdr) *)start;
+    if (memcmp(header->e_ident, ELFMAG, SELFMAG) != 0)
+        return -ENOENT;
+    const ElfW(Phdr) *segments = (const ElfW(Phdr) *)(start + header->e_phoff);
+    uint64_t text_lo = UINT64_MAX, text_hi = 0, length = 0;
+    for (int i = 0; i < header->e_phnum; i++) {
+        if (segments[i].p_type != PT_LOAD)
+            continue;
+        if (segments[i].p_offset + segments[i].p_filesz > length)
+            length = segments[i].p_offset + segments[i].p_filesz;
+        if ((segments[i].p_flags & PF_X) == 0)
+            continue;
+        if (segments[i].p_vaddr < text_lo)
+            text_lo = segments[i].p_vaddr;
+        if (segments[i].p_vaddr + segments[i].p_memsz > text_hi)
+            text_hi = segments[i].p_vaddr + segments[i].p_memsz;
     }
-    size_t table_size = (size_t)header.e_phnum * sizeof(Elf64_Phdr);
-    Elf64_Phdr *segments = malloc(table_size);
-    if (segments != NULL &&
-        pread(fd, segments, table_size, (off_t)header.e_phoff) == (ssize_t)table_size) {
-        for (int i = 0; i < header.e_phnum && rc != 0; i++) {
-            const Elf64_Phdr *note = &segments[i];
-            if (note->p_type != PT_NOTE || note->p_filesz == 0 ||
-                note->p_filesz > ELF_MAX_HEADERS_BYTES || note->p_offset > (uint64_t)info.st_size ||
-                note->p_filesz > (uint64_t)info.st_size - note->p_offset)
-                continue;
-            unsigned char *data = malloc(note->p_filesz);
-            if (data != NULL &&
-                pread(fd, data, note->p_filesz, (off_t)note->p_offset) == (ssize_t)note->p_filesz)
-                rc = build_id_in_notes(data, note->p_filesz, out, out_size);
-            free(data);
-        }
+    if (text_lo == UINT64_MAX || text_hi - text_lo != image->text_size)
+        return -ENOENT; /* another kernel's vDSO, or a producer that measured differently */
+    /* The section headers (the symbol table's way in) sit inside the mapped image too. */
+    uint64_t sections_end = header->e_shoff + (uint64_t)header->e_shnum * header->e_shentsize;
+    if (sections_end > length)
+        length = sections_end;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, size, "%s/osprey-vdso-XXXXXX", tmp != NULL && tmp[0] == '/' ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        path[0] = '\0';
+        return -errno;
     }
-    free(segments);
-    close(fd);
-    if (rc != 0)
-        out[0] = '\0';
+    size_t written = 0;
+    while (written < length) {
+        ssize_t n = write(fd, start + written, length - written);
+        if (n <= 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        written += (size_t)n;
+    }
+    int rc = written == length ? 0 : -EIO;
+    if (close(fd) != 0 && rc == 0)
+        rc = -EIO;
+    if (rc != 0) {
+        unlink(path);
+        path[0] = '\0';
+    }
     return rc;
 }

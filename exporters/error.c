@@ -7,18 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
-
-void ospx__printable(char *text)
-{
-    unsigned char *p = (unsigned char *)text;
-    for (; *p != '\0'; p++) {
-        if (*p < 0x20 || *p == 0x7f)
-            *p = '?';
-        else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* C1 controls, U+0080..U+009F */
-            p[0] = '?', p[1] = '?';
-    }
-}
 
 int ospx_error_set(struct ospx_error *err, int code, const char *file, int line, int column,
                    const char *fmt, ...)
@@ -39,8 +29,8 @@ int ospx_error_set(struct ospx_error *err, int code, const char *file, int line,
     for (char *p = err->text; *p != '\0'; p++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
-    ospx__printable(err->text);
-    ospx__printable(err->file);
+    ospc_printable(err->text);
+    ospc_printable(err->file);
     return -code;
 }
 

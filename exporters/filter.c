@@ -25,8 +25,8 @@ static uint8_t *stacks_matching(const struct ospx_raw *raw, const struct ospx_sy
     for (size_t f = 0; f < symbols->frame_count; f++)
         frame_matches[f] = regexec(pattern, ospx__str(symbols->frames[f].name), 0, NULL, 0) == 0;
     for (size_t s = 0; s < raw->stack_count; s++)
-        for (size_t k = 0; k < symbols->stack_frame_counts[s] && !stack_matches[s]; k++)
-            stack_matches[s] = frame_matches[symbols->stack_frames[s][k]];
+        for (size_t k = 0; k < symbols->stack_depths[s] && !stack_matches[s]; k++)
+            stack_matches[s] = frame_matches[symbols->stack_slots[s][k].frame];
     free(frame_matches);
     return stack_matches;
 }

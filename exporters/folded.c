@@ -62,11 +62,11 @@ static char *fold(const struct ospx_model *model, const uint32_t *function_of,
     snprintf(fiber, sizeof fiber, "fiber-%lld", (long long)model->fibers[sample->thread].fiber);
     int rc = buffer_append(&buffer, fiber, 0);
     size_t depth;
-    const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
+    const struct ospx_slot *slots = ospx__stack_slots(model, sample->stack, &depth);
     for (size_t k = depth; k-- > 0 && rc == 0;) {
         rc = buffer_append(&buffer, ";", 0);
         if (rc == 0)
-            rc = buffer_append(&buffer, model->functions[function_of[frames[k]]].name, 1);
+            rc = buffer_append(&buffer, model->functions[function_of[slots[k].frame]].name, 1);
     }
     if (rc != 0) {
         free(buffer.data);

@@ -7,12 +7,14 @@
  * DESIGN: the work is done per distinct raw stack, weighted by how many on-CPU samples landed
  * on it, not per sample: profiles repeat a few thousand stacks across many more samples. Frames
  * are grouped into functions by sorting frame indices on (name, file); lines by sorting every
- * (file, line, stack, position) occurrence, so no hash table is needed. */
+ * (file, line, stack, position) occurrence; (function, line) and (thread, stack) pairs on
+ * common/'s hash index. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
 
 double ospx__round1(double value)
@@ -119,15 +121,6 @@ static int compare_occurrences(const void *a, const void *b)
     return (x->position > y->position) - (x->position < y->position);
 }
 
-/* The source line of position k of stack s: the per-stack line when the symbolizer gave one,
- * else the frame's own. */
-int ospx__position_line(const struct ospx_symbols *symbols, uint32_t s, size_t k)
-{
-    if (symbols->stack_lines != NULL && symbols->stack_lines[s] != NULL)
-        return symbols->stack_lines[s][k];
-    return symbols->frames[symbols->stack_frames[s][k]].line;
-}
-
 /* Every index the model follows must be in range: a bad one is a bug upstream, reported rather
  * than read out of bounds. */
 static int validate(const struct ospx_raw *raw, const struct ospx_symbols *symbols,
@@ -149,11 +142,11 @@ static int validate(const struct ospx_raw *raw, const struct ospx_symbols *symbo
                                   sample->state);
     }
     for (size_t s = 0; s < raw->stack_count; s++)
-        for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++)
-            if (symbols->stack_frames[s][k] >= symbols->frame_count)
+        for (size_t k = 0; k < symbols->stack_depths[s]; k++)
+            if (symbols->stack_slots[s][k].frame >= symbols->frame_count)
                 return ospx_error_set(err, EINVAL, source, 0, 0,
                                       "stack %zu refers to frame %u, out of range", s,
-                                      symbols->stack_frames[s][k]);
+                                      symbols->stack_slots[s][k].frame);
     return 0;
 }
 
@@ -186,7 +179,92 @@ struct group_count {
     int line;       /* lowest sampled line, 0 unknown */
     uint64_t self, total;
     size_t stamp; /* stack index + 1 that last counted toward total */
+    /* its hottest line: the most self periods at it, else (no self time) the most periods
+     * with the function at it, once per sample; ties: the lowest line. 0 until one is seen */
+    int hot_line;
+    uint64_t hot_self, hot_periods;
 };
+
+/* On-CPU periods per (function group, line), each sample counted once per pair. */
+struct group_lines {
+    struct ospc_index index;
+    uint32_t *groups;
+    int *lines;
+    uint64_t *periods, *self; /* on the stack (once per sample), and as the leaf */
+    size_t *stamps;           /* stack index + 1 that last counted toward the pair */
+    size_t count, capacity;
+};
+
+static uint64_t group_line_hash(uint32_t group, int line)
+{
+    uint64_t key = (uint64_t)group << 32 | (uint32_t)line;
+    return ospc_hash_bytes(OSPC_HASH_SEED, &key, sizeof key);
+}
+
+static uint64_t group_line_hash_of(uint32_t entry, void *context)
+{
+    const struct group_lines *table = context;
+    return group_line_hash(table->groups[entry], table->lines[entry]);
+}
+
+/* Add `weight` periods of stack s to (group, line), once per stack, and to its self periods
+ * when it is the stack's leaf. 0 or -ENOMEM. */
+static int group_lines_add(struct group_lines *table, uint32_t group, int line, size_t s,
+                           uint64_t weight, int leaf)
+{
+    size_t slot = ospc_index_start(&table->index, group_line_hash(group, line));
+    uint32_t entry;
+    while ((entry = ospc_index_entry(&table->index, slot)) != UINT32_MAX) {
+        if (table->groups[entry] == group && table->lines[entry] == line) {
+            if (leaf)
+                table->self[entry] += weight;
+            if (table->stamps[entry] != s + 1) {
+                table->stamps[entry] = s + 1;
+                table->periods[entry] += weight;
+            }
+            return 0;
+        }
+        slot = ospc_index_next(&table->index, slot);
+    }
+    if (table->count == table->capacity) {
+        size_t capacity = table->capacity != 0 ? table->capacity * 2 : 256;
+        uint32_t *groups = realloc(table->groups, capacity * sizeof *groups);
+        if (groups != NULL)
+            table->groups = groups;
+        int *lines = realloc(table->lines, capacity * sizeof *lines);
+        if (lines != NULL)
+            table->lines = lines;
+        uint64_t *periods = realloc(table->periods, capacity * sizeof *periods);
+        if (periods != NULL)
+            table->periods = periods;
+        size_t *stamps = realloc(table->stamps, capacity * sizeof *stamps);
+        if (stamps != NULL)
+            table->stamps = stamps;
+        uint64_t *self = realloc(table->self, capacity * sizeof *self);
+        if (self != NULL)
+            table->self = self;
+        if (groups == NULL || lines == NULL || periods == NULL || stamps == NULL || self == NULL)
+            return -ENOMEM;
+        table->capacity = capacity;
+    }
+    entry = (uint32_t)table->count++;
+    table->groups[entry] = group;
+    table->lines[entry] = line;
+    table->periods[entry] = weight;
+    table->self[entry] = leaf ? weight : 0;
+    table->stamps[entry] = s + 1;
+    return ospc_index_insert(&table->index, slot, entry, group_line_hash_of, table);
+}
+
+static void group_lines_free(struct group_lines *table)
+{
+    ospc_index_free(&table->index);
+    free(table->groups);
+    free(table->lines);
+    free(table->periods);
+    free(table->self);
+    free(table->stamps);
+}
 
 static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_stack,
                            const uint8_t *stack_used)
@@ -196,8 +274,10 @@ static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_
     uint32_t *order = malloc((frame_count + 1) * sizeof *order);
     uint32_t *group_of = malloc((frame_count + 1) * sizeof *group_of);
     struct group_count *groups = calloc(frame_count + 1, sizeof *groups);
+    struct group_lines hot = {0};
     int rc = -ENOMEM;
-    if (order == NULL || group_of == NULL || groups == NULL)
+    if (order == NULL || group_of == NULL || groups == NULL ||
+        ospc_index_init(&hot.index, 1024) != 0)
         goto out;
 
     for (uint32_t f = 0; f < frame_count; f++)
@@ -215,14 +295,17 @@ static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_
         if (!stack_used[s])
             continue;
         uint64_t weight = on_cpu_per_stack[s];
-        for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++) {
-            struct group_count *g = &groups[group_of[symbols->stack_frames[s][k]]];
-            int line = ospx__position_line(symbols, s, k);
+        for (size_t k = 0; k < symbols->stack_depths[s]; k++) {
+            struct group_count *g = &groups[group_of[symbols->stack_slots[s][k].frame]];
+            int line = symbols->stack_slots[s][k].line;
             g->used = 1;
             if (line > 0 && (g->line == 0 || line < g->line))
                 g->line = line;
             if (weight == 0)
                 continue;
+            if (line > 0 && group_lines_add(&hot, group_of[symbols->stack_slots[s][k].frame], line,
+                                            s, weight, k == 0) != 0)
+                goto out;
             if (k == 0)
                 g->self += weight;
             if (g->stamp != (size_t)s + 1) {
@@ -232,6 +315,18 @@ static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_
         }
     }
 
+    for (size_t e = 0; e < hot.count; e++) {
+        struct group_count *g = &groups[hot.groups[e]];
+        int hotter = hot.self[e] != g->hot_self ? hot.self[e] > g->hot_self
+                     : hot.periods[e] != g->hot_periods
+                         ? hot.periods[e] > g->hot_periods
+                         : g->hot_line == 0 || hot.lines[e] < g->hot_line;
+        if (hotter) {
+            g->hot_self = hot.self[e];
+            g->hot_periods = hot.periods[e];
+            g->hot_line = hot.lines[e];
+        }
+    }
     size_t used = 0;
     for (size_t i = 0; i < group_count; i++)
         used += groups[i].used != 0;
@@ -246,7 +341,8 @@ static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_
         fn->frame = groups[i].frame;
         fn->name = ospx__str(frame->name);
         fn->file = ospx__str(frame->file);
-        fn->line = groups[i].line;
+        /* Where its time went; a function only seen waiting: its lowest sampled line. */
+        fn->line = groups[i].hot_line > 0 ? groups[i].hot_line : groups[i].line;
         fn->self = groups[i].self;
         fn->total = groups[i].total;
     }
@@ -256,6 +352,7 @@ out:
     free(order);
     free(group_of);
     free(groups);
+    group_lines_free(&hot);
     return rc;
 }
 
@@ -265,7 +362,7 @@ static int build_lines(struct ospx_model *model, const uint64_t *on_cpu_per_stac
     size_t count = 0;
     for (uint32_t s = 0; s < model->raw->stack_count; s++)
         if (on_cpu_per_stack[s] > 0)
-            count += symbols->stack_frame_counts[s];
+            count += symbols->stack_depths[s];
     struct line_occurrence *occurrences = malloc((count + 1) * sizeof *occurrences);
     if (occurrences == NULL)
         return -ENOMEM;
@@ -273,9 +370,9 @@ static int build_lines(struct ospx_model *model, const uint64_t *on_cpu_per_stac
     for (uint32_t s = 0; s < model->raw->stack_count; s++) {
         if (on_cpu_per_stack[s] == 0)
             continue;
-        for (size_t k = 0; k < symbols->stack_frame_counts[s]; k++) {
-            const char *file = ospx__str(symbols->frames[symbols->stack_frames[s][k]].file);
-            int line = ospx__position_line(symbols, s, k);
+        for (size_t k = 0; k < symbols->stack_depths[s]; k++) {
+            const char *file = ospx__str(symbols->frames[symbols->stack_slots[s][k].frame].file);
+            int line = symbols->stack_slots[s][k].line;
             if (file[0] == '\0' || line <= 0)
                 continue;
             occurrences[n++] = (struct line_occurrence){file, line, s, (uint32_t)k};
@@ -504,31 +601,39 @@ int ospx__model_thread_order(const struct ospx_model *model, const size_t **orde
     return 0;
 }
 
+static uint64_t group_key_hash(uint32_t thread, uint32_t stack)
+{
+    return ((uint64_t)thread << 32 | stack) * UINT64_C(0x9e3779b97f4a7c15) >> 20;
+}
+
+static uint64_t group_hash_of(uint32_t entry, void *context)
+{
+    const struct ospx__group *group = &((const struct ospx__group *)context)[entry];
+    return group_key_hash(group->thread, group->stack);
+}
+
 int ospx__group_samples(const struct ospx_raw *raw, uint8_t state, struct ospx__group **groups,
                         size_t *count)
 {
-    /* An open-addressing table on (thread, stack): a profile has millions of rows over a few
+    /* common/'s hash index on (thread, stack): a profile has millions of rows over a few
      * thousand distinct stacks, so grouping costs one probe a row, not a sort. */
-    size_t slot_count = 1024;
-    while (slot_count < 2 * (raw->stack_count + raw->thread_count) + 16)
-        slot_count *= 2;
-    uint32_t *slots = malloc(slot_count * sizeof *slots);
+    struct ospc_index index = {0};
     size_t capacity = 256, n = 0;
     struct ospx__group *out = malloc(capacity * sizeof *out);
-    int rc = slots != NULL && out != NULL ? 0 : -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < slot_count; i++)
-        slots[i] = UINT32_MAX;
+    int rc = out != NULL && ospc_index_init(&index, raw->stack_count + raw->thread_count) == 0
+                 ? 0
+                 : -ENOMEM;
     for (size_t i = 0; rc == 0 && i < raw->sample_count; i++) {
         const struct ospx_sample *sample = &raw->samples[i];
         if (sample->state != state)
             continue;
-        uint64_t key = (uint64_t)sample->thread << 32 | sample->stack;
-        size_t slot = (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & (slot_count - 1);
-        while (slots[slot] != UINT32_MAX && (out[slots[slot]].thread != sample->thread ||
-                                             out[slots[slot]].stack != sample->stack))
-            slot = (slot + 1) & (slot_count - 1);
-        if (slots[slot] != UINT32_MAX) {
-            out[slots[slot]].periods += sample->weight;
+        size_t slot = ospc_index_start(&index, group_key_hash(sample->thread, sample->stack));
+        uint32_t entry;
+        while ((entry = ospc_index_entry(&index, slot)) != UINT32_MAX &&
+               (out[entry].thread != sample->thread || out[entry].stack != sample->stack))
+            slot = ospc_index_next(&index, slot);
+        if (entry != UINT32_MAX) {
+            out[entry].periods += sample->weight;
             continue;
         }
         if (n == capacity) {
@@ -540,33 +645,10 @@ int ospx__group_samples(const struct ospx_raw *raw, uint8_t state, struct ospx__
             out = grown;
             capacity *= 2;
         }
-        if (2 * (n + 1) > slot_count) { /* more (thread, stack) pairs than planned: rehash */
-            size_t bigger = slot_count * 2;
-            uint32_t *grown = malloc(bigger * sizeof *grown);
-            if (grown == NULL) {
-                rc = -ENOMEM;
-                break;
-            }
-            for (size_t k = 0; k < bigger; k++)
-                grown[k] = UINT32_MAX;
-            for (uint32_t g = 0; g < n; g++) {
-                uint64_t other = (uint64_t)out[g].thread << 32 | out[g].stack;
-                size_t at = (size_t)((other * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & (bigger - 1);
-                while (grown[at] != UINT32_MAX)
-                    at = (at + 1) & (bigger - 1);
-                grown[at] = g;
-            }
-            free(slots);
-            slots = grown;
-            slot_count = bigger;
-            slot = (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 20) & (slot_count - 1);
-            while (slots[slot] != UINT32_MAX)
-                slot = (slot + 1) & (slot_count - 1);
-        }
         out[n] = (struct ospx__group){sample->thread, sample->stack, sample->weight};
-        slots[slot] = (uint32_t)n++;
+        rc = ospc_index_insert(&index, slot, (uint32_t)n++, group_hash_of, out);
     }
-    free(slots);
+    ospc_index_free(&index);
     if (rc != 0) {
         free(out);
         out = NULL;

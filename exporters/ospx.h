@@ -42,12 +42,23 @@ struct ospx_image {
     char *path;
     uint64_t base, slide, text, text_size;
     char *arch; /* "" when not reported */
+    /* the object's GNU build id (lowercase hex) as the collector read it during the run; ""
+     * or NULL when not recorded (files older than build ids, objects without one) */
+    char *build_id;
+    /* file offset of the PF_X segment that starts at `text`; has_text_offset 0 when not
+     * recorded */
+    int has_text_offset;
+    uint64_t text_offset;
 };
 
+/* One thread of the profile. The raw file has one entry per registration; the reader makes
+ * the entries of one kernel thread with one fiber id (a thread renamed after it started, which
+ * the preload library registers again under its new name) one thread, with its last label. */
 struct ospx_thread {
     int64_t fiber;
     char *label;
     int64_t cpu_ns; /* the thread's CPU time over the run; -1 when the raw file does not say */
+    int64_t tid;    /* kernel thread id; 0 when the raw file does not say */
 };
 
 struct ospx_stack {
@@ -118,23 +129,29 @@ struct ospx_frame {
     uint64_t address; /* the raw pc as recorded */
 };
 
-/* Symbols for a raw profile: a table of distinct frames and, per raw stack, the expanded
- * list of frame indices. */
+/* One position of a symbolized stack. */
+struct ospx_slot {
+    uint32_t frame;    /* index into ospx_symbols.frames */
+    int line;          /* the source line at THIS position (one function is one frame; its
+                          lines differ from stack to stack); 0 when unknown */
+    uint32_t position; /* the index into raw stacks[i].pcs it came from (inline levels of one
+                          pc share it); OSPX_NO_POSITION when unknown: then each slot counts
+                          as its own position */
+};
+#define OSPX_NO_POSITION UINT32_MAX
+
+/* Symbols for a raw profile: a table of distinct frames and, per raw stack, its slots. */
 struct ospx_symbols {
     struct ospx_frame *frames;
     size_t frame_count; /* interned: equal frames share an index */
-    /* stack_frames[i] lists the frames of raw stack i, LEAF FIRST, inline frames expanded
-     * (innermost inline first, as llvm-symbolizer prints them). */
-    uint32_t **stack_frames;
-    size_t *stack_frame_counts;
+    /* stack_slots[i] lists raw stack i's slots, LEAF FIRST, inline frames expanded (innermost
+     * inline first, as llvm-symbolizer prints them); stack_depths[i] of them */
+    struct ospx_slot **stack_slots;
+    size_t *stack_depths;
     size_t stack_count;
-    /* per raw stack, parallel to stack_frames[i]: the source line of the frame in THIS
-     * stack position (the same function is one frame, its lines differ per sample) */
-    int **stack_lines;
-    /* per raw stack, parallel to stack_frames[i]: the index into raw stacks[i].pcs the frame
-     * came from (inline levels of one pc share it). NULL (or a NULL entry) when unknown: then
-     * each frame counts as its own position. */
-    uint32_t **stack_positions;
+    /* images with sampled addresses that no object here described (missing, or another build
+     * than the one that ran): their frames are object+0xOFFSET */
+    size_t unresolved_images;
 };
 
 struct ospx_symbolize_options {
@@ -148,6 +165,13 @@ struct ospx_symbolize_options {
      * (half a second: it loads all of LLVM) overlaps reading the raw file; ospx_symbolize
      * takes it over, or ends it when it chose another tool. NULL: none */
     struct ospx_prestarted_symbolizer *prestarted;
+    /* --symfs: directories (colon-separated) where objects that moved are found, by build id
+     * or by name; NULL for none. The build-id cache is searched after them. */
+    const char *symfs;
+    /* --ignore-build-id: an object of another build than the one that ran, found where no
+     * right one is, is used anyway (one line says so) and every name from it is marked
+     * " [other build]"; 0: never used */
+    int use_other_build;
 };
 
 /* Start llvm-symbolizer (as found on PATH) now, for a later ospx_symbolize. NULL when there is
@@ -180,7 +204,9 @@ struct ospx_function_stat {
     uint32_t frame; /* index into symbols.frames of a representative frame */
     const char *name;
     const char *file;
-    int line;       /* the function's first sampled line (lowest), 0 unknown */
+    int line;       /* the function's hottest line: the most self samples at it, else (no
+                       self time) the most samples with the function at it; ties: the lowest;
+                       for a function only seen waiting, its lowest sampled line; 0 unknown */
     uint64_t self;  /* samples with this function as leaf */
     uint64_t total; /* samples with this function anywhere on the stack, once each */
 };
@@ -248,36 +274,72 @@ struct ospx_report_options {
     int inverted;         /* 1: under each row, the callers its self time came from */
     const char *list;     /* regex: instead of the table, the source lines of the matching
                              functions with their self and total time (pprof -list) */
+    int view_only;        /* 1: nothing was written on purpose (a view): the report says so */
+    /* 1: nothing was written because objects are missing and the outputs there are better:
+     * the report says so */
+    int kept_better;
 };
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out);
 
 /* ---- the whole post-processing, as `osprey report` and `osprey FILE --profile` run it ---- */
 
-/* The output formats, by the names a formats list uses: "speedscope" <stem>.speedscope.json,
- * "cpuprofile" <stem>.cpuprofile, "folded" <stem>.folded and <stem>.offcpu.folded, "profile"
- * <stem>.profile.json, "pprof" <stem>.pb.gz, "trace" <stem>.trace.json, "html" <stem>.html
- * (the offline flame-graph page, made from the speedscope file, which it writes too); "all" is
- * every one. */
-#define OSPX_FORMATS "speedscope, cpuprofile, folded, profile, pprof, trace, html, all"
+/* The outputs (outputs.c), one row per file, looked up by format name: "speedscope"
+ * <stem>.speedscope.json, "cpuprofile" <stem>.cpuprofile, "folded" <stem>.folded and
+ * <stem>.offcpu.folded, "profile" <stem>.profile.json, "pprof" <stem>.pb.gz, "trace"
+ * <stem>.trace.json, "html" <stem>.html (the offline flame-graph page, made from the speedscope
+ * file, which it writes too); "all" is every one. */
+struct ospx_output {
+    const char *format; /* its name in a formats list; two rows may share one */
+    const char *suffix; /* the file: <stem><suffix> */
+    const char *opens;  /* what opens it, one line for --help */
+    int (*write)(const struct ospx_model *, const char *, struct ospx_error *);
+    /* an output made from others' files (write NULL): the format it needs (written with it)
+     * and one it reads when that is written too */
+    const char *made_from, *also_reads;
+    unsigned rank; /* the writer threads take the lowest first */
+};
+/* The table, in listing order, and its length. */
+const struct ospx_output *ospx_outputs(size_t *count);
+/* 1 when `output` is of the format named by the `length` bytes at `format`. */
+int ospx_output_is(const struct ospx_output *output, const char *format, size_t length);
+/* "speedscope, cpuprofile, ..., all", from the table. */
+void ospx_formats_list(char *out, size_t size);
+/* One line per output file, "  STEM.suffix  what opens it", for the CLI's help. */
+void ospx_outputs_help(FILE *out);
 
 struct ospx_process_options {
     const char *raw_path;
-    const char *stem;          /* outputs: <stem> + the suffixes of the chosen formats */
-    const char *binary;        /* --binary, or NULL */
-    FILE *report;              /* the terminal report goes here; NULL: no report */
-    int color;                 /* for the report */
-    int progress;              /* symbolization progress on stderr */
-    const char *formats;       /* comma-separated format names (OSPX_FORMATS); NULL or "": all */
+    const char *stem;    /* outputs: <stem> + the suffixes of the chosen formats */
+    const char *binary;  /* --binary, or NULL */
+    FILE *report;        /* the terminal report goes here; NULL: no report */
+    int color;           /* for the report */
+    int progress;        /* symbolization progress on stderr */
+    const char *formats; /* comma-separated format names (ospx_formats_list); NULL or "": all */
     struct ospx_filter filter; /* which samples (every output and the report) */
     size_t top;                /* report: rows; 0: 10 */
     int inverted;              /* report: callers under each row */
     const char *list;          /* report: source listing of the matching functions */
+    const char *symfs;         /* --symfs: where moved objects are found (colon list), or NULL */
+    int use_other_build;       /* --ignore-build-id (ospx_symbolize_options) */
+    /* 1: write no output, only the report (a view: `osprey report` with --fiber, --focus, ...
+     * and neither -o nor --format); the report says nothing was written */
+    int no_outputs;
+    const char *raw_written; /* the raw file kept for this run, listed with the outputs; NULL */
+    /* 1: when an image's object is not here (ospx_symbols.unresolved_images) and outputs of
+     * the chosen formats exist at the stem already, write nothing over them: they were made
+     * when the objects were there, and these would only be worse (`osprey report RAW` with
+     * neither -o nor --format sets it); the report says so */
+    int keep_better;
+    /* 1: keep the run's main image in the build-id cache (common/buildid.c) when it is still
+     * the object that ran (its build id is the raw file's), so that the profile can be
+     * symbolized after it is deleted or rebuilt (`osprey FILE --profile` sets it) */
+    int keep_main_object;
 };
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
 
 /* What ospreyd calls after a run (OSPREY_EXPORT): read the raw profile at raw_path, symbolize
- * it and write the outputs `formats` names (a comma list of OSPX_FORMATS names, or "all"; NULL
+ * it and write the outputs `formats` names (a comma list of ospx_formats_list names, or "all"; NULL
  * is all) beside `stem`, each atomically; no report, no progress line, nothing on stdout or
  * stderr but the symbolizer's one-line warnings. Returns 0, or a negative errno with `err`
  * filled ("unknown output format 'x'", the raw file's error, the output path that failed).
@@ -293,6 +355,8 @@ struct ospx_diff_options {
     const char *binary;               /* --binary for both, or NULL */
     FILE *report;                     /* the functions whose self share moved most; NULL: none */
     size_t top;                       /* rows; 0: 10 */
+    const char *symfs;                /* --symfs for both, or NULL */
+    int use_other_build;              /* --ignore-build-id for both */
 };
 int ospx_diff(const struct ospx_diff_options *options, struct ospx_error *err);
 

@@ -8,16 +8,14 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "ospc.h"
 #include "ospx.h"
-
-#ifndef OSPREY_VERSION
-#define OSPREY_VERSION "0.1.0"
-#endif
-#define OSPX_EXPORTER_NAME "osprey " OSPREY_VERSION
 
 /* The synthetic leaf frame the flame-graph exports give a waiting sample. */
 #define OSPX_WAITING_FRAME "(waiting)"
 #define OSPX_NO_FUNCTION   UINT32_MAX
+/* A build id in hex, and its NUL (as common/'s OSPC_BUILD_ID_SIZE). */
+#define OSPX_BUILD_ID_TEXT 129
 
 /* NULL-tolerant view of a borrowed string. */
 static inline const char *ospx__str(const char *s)
@@ -25,26 +23,39 @@ static inline const char *ospx__str(const char *s)
     return s != NULL ? s : "";
 }
 
-/* ---- error.c ---- */
-
-/* Replace, in place, every control character of `text` (C0, DEL and the UTF-8 encoded C1
- * range) with '?', so text taken from a profile cannot drive the terminal it is printed on. */
-void ospx__printable(char *text);
-
 /* ---- symbolize.c ---- */
 
 /* The image raw pc `pc` belongs to (the one whose text range holds it, else among images with
  * no range the greatest base at or below it); UINT32_MAX when none. */
 uint32_t ospx__image_of(const struct ospx_raw *raw, uint64_t pc);
 
+/* ---- objects.c: which object file describes an image ---- */
+
+struct ospx__object {
+    /* the object to read: the recorded path, --binary, or a copy found by build id (--symfs,
+     * the build-id cache); NULL when the only file found is another object (mismatched) */
+    const char *path;
+    char *owned;            /* what path points to when it was found elsewhere; malloc'd */
+    const char *mismatched; /* a file found that is not the object that ran, or NULL */
+    int other_build;        /* 1: path is that file, used anyway (--ignore-build-id) */
+    char mismatched_id[OSPX_BUILD_ID_TEXT];
+};
+/* The object for raw image `index` (objects.c explains the order). 0 or -ENOMEM. */
+int ospx__find_object(const struct ospx_raw *raw, size_t index, const char *binary,
+                      const char *symfs, int use_other_build, struct ospx__object *out);
+void ospx__object_free(struct ospx__object *object);
+
 /* ---- elf.c ---- */
 
+/* The vDSO has no file on disk, but every process of one running kernel maps the same one:
+ * when the profile was recorded since this machine booted and our vDSO's executable span has
+ * the recorded size, copy it into a temporary file at `path` (the caller unlinks it) for the
+ * symbolizer. 0, -ENOENT when our vDSO cannot describe the image, or a negative errno. */
+int ospx__vdso_copy(const struct ospx_raw *raw, const struct ospx_image *image, char *path,
+                    size_t size);
 /* 0 when `path` opens without blocking as a regular file that starts with an ELF
  * identification, and its size in *size; else -1 and why not, one short phrase, in `why`. */
 int ospx__elf_check(const char *path, off_t *size, char *why, size_t why_size);
-/* The GNU build id of the ELF object at `path` in lowercase hex; 0, or -1 ("" in out) when it
- * has none or is no readable 64-bit little-endian ELF file. */
-int ospx__elf_build_id(const char *path, char *out, size_t out_size);
 
 /* ---- listing.c: the report's --inverted and --list ---- */
 
@@ -68,14 +79,13 @@ int ospx__print_listing(FILE *out, size_t width, const struct ospx_model *model,
 
 /* ---- atomic_file.c ---- */
 
-/* A file being written: `stream` writes a temporary file beside `path`; commit makes it `path`
- * (fsync, then rename), abort removes it. The struct must stay where it is while open (the
- * stream points at it). */
+/* A file being written: `stream` writes common/'s atomic file (a temporary file beside
+ * `path`); commit makes it `path` (fsync, rename, fsync of the directory), abort removes it.
+ * The struct must stay where it is while open (the stream points at it). */
 struct ospx__atomic_file {
     FILE *stream;
-    char *temp_path;
-    const char *path; /* borrowed; must outlive the atomic file */
-    int fd;
+    struct ospc_atomic file;
+    const char *path;       /* borrowed; must outlive the atomic file */
     off_t written, flushed; /* bytes written, and how far writeback has been started */
 };
 
@@ -112,8 +122,7 @@ struct ospx__node {
 struct ospx__tree {
     struct ospx__node *nodes;
     size_t count, capacity;
-    uint32_t *slots;   /* node indices; OSPX_NO_NODE marks a free slot */
-    size_t slot_count; /* a power of two, kept above twice the node count */
+    struct ospc_index index; /* (parent, kind, value) -> node; the root is nobody's child */
 };
 
 /* An empty tree (its root) with room for `expected` nodes before it grows. */
@@ -154,16 +163,12 @@ void ospx__quoted_free(struct ospx__quoted_functions *quoted);
  * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure. */
 uint32_t *ospx__frame_functions(const struct ospx_model *model);
 
-/* The source line of position k of stack s: the per-stack line when the symbolizer gave one,
- * else the frame's own. */
-int ospx__position_line(const struct ospx_symbols *symbols, uint32_t s, size_t k);
-
-/* The frames of raw stack `stack`, leaf first, and how many. */
-static inline const uint32_t *ospx__stack_frames(const struct ospx_model *model, uint32_t stack,
-                                                 size_t *count)
+/* The slots of raw stack `stack`, leaf first, and how many. */
+static inline const struct ospx_slot *ospx__stack_slots(const struct ospx_model *model,
+                                                        uint32_t stack, size_t *count)
 {
-    *count = model->symbols->stack_frame_counts[stack];
-    return model->symbols->stack_frames[stack];
+    *count = model->symbols->stack_depths[stack];
+    return model->symbols->stack_slots[stack];
 }
 
 /* Sample indices ordered by t_rel_ns (ties keep file order). Caller frees; NULL on failure

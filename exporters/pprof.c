@@ -2,9 +2,10 @@
  * pprof`, Pyroscope, Parca and Google Cloud Profiler read. It holds the on-CPU samples (a CPU
  * profile: waiting time is in the other outputs) with two values each, `samples/count` and
  * `cpu/nanoseconds` (sampling periods and periods × 1e9 / rate), and `fiber` (its id, as a
- * string) and `thread` (its label) labels; one mapping per image with its ELF build id when the
- * file is here; one location per distinct (pc, leaf or return address) with a line record per
- * inline level, innermost first; one function per model function (name, file).
+ * string) and `thread` (its label) labels; one mapping per image from its code's start, with
+ * its file offset and ELF build id (the raw profile's, else the file's when it is here); one
+ * location per distinct (pc, leaf or return address) with a line record per inline level, innermost
+ * first; one function per model function (name, file).
  *
  * DESIGN: encoding is protobuf-c's, from exporters/pprof_profile.proto (compiled at build time
  * by protoc-c), compression zlib's. Samples are aggregated per (thread, raw stack), locations
@@ -17,7 +18,9 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
+#include "ospx_version.h"
 #include "pprof_profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile Profile;
@@ -28,8 +31,6 @@ typedef Perftools__Profiles__Mapping Mapping;
 typedef Perftools__Profiles__Location Location;
 typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
-
-#define EMPTY_SLOT UINT32_MAX
 
 static uint64_t hash_mix(uint64_t h)
 {
@@ -45,8 +46,7 @@ struct strings {
     char **table; /* borrowed pointers, except `owned` ones */
     uint8_t *owned;
     size_t count, capacity;
-    uint32_t *slots;
-    size_t slot_count; /* a power of two, above twice count */
+    struct ospc_index index; /* over table */
 };
 
 static uint64_t hash_string(const char *s)
@@ -57,23 +57,9 @@ static uint64_t hash_string(const char *s)
     return hash_mix(h);
 }
 
-static int strings_rehash(struct strings *strings, size_t slot_count)
+static uint64_t hash_of_string(uint32_t entry, void *context)
 {
-    uint32_t *slots = malloc(slot_count * sizeof *slots);
-    if (slots == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < slot_count; i++)
-        slots[i] = EMPTY_SLOT;
-    for (size_t i = 0; i < strings->count; i++) {
-        size_t slot = hash_string(strings->table[i]) & (slot_count - 1);
-        while (slots[slot] != EMPTY_SLOT)
-            slot = (slot + 1) & (slot_count - 1);
-        slots[slot] = (uint32_t)i;
-    }
-    free(strings->slots);
-    strings->slots = slots;
-    strings->slot_count = slot_count;
-    return 0;
+    return hash_string(((const struct strings *)context)->table[entry]);
 }
 
 /* The index of `text` in the table, added when new (copied when `copy`, else borrowed and
@@ -81,10 +67,11 @@ static int strings_rehash(struct strings *strings, size_t slot_count)
 static int64_t string_index(struct strings *strings, const char *text, int copy)
 {
     text = ospx__str(text);
-    size_t slot = hash_string(text) & (strings->slot_count - 1);
-    for (; strings->slots[slot] != EMPTY_SLOT; slot = (slot + 1) & (strings->slot_count - 1))
-        if (strcmp(strings->table[strings->slots[slot]], text) == 0)
-            return strings->slots[slot];
+    size_t slot = ospc_index_start(&strings->index, hash_string(text));
+    for (uint32_t entry; (entry = ospc_index_entry(&strings->index, slot)) != UINT32_MAX;
+         slot = ospc_index_next(&strings->index, slot))
+        if (strcmp(strings->table[entry], text) == 0)
+            return entry;
     if (strings->count == strings->capacity) {
         size_t capacity = strings->capacity * 2;
         char **table = realloc(strings->table, capacity * sizeof *table);
@@ -103,17 +90,16 @@ static int64_t string_index(struct strings *strings, const char *text, int copy)
     size_t index = strings->count++;
     strings->table[index] = entry;
     strings->owned[index] = (uint8_t)copy;
-    strings->slots[slot] = (uint32_t)index;
-    if (strings->count * 2 > strings->slot_count &&
-        strings_rehash(strings, strings->slot_count * 2) != 0)
+    if (ospc_index_insert(&strings->index, slot, (uint32_t)index, hash_of_string, strings) != 0)
         return -1;
     return (int64_t)index;
 }
 
 static int strings_init(struct strings *strings)
 {
-    *strings = (struct strings){malloc(256 * sizeof(char *)), malloc(256), 0, 256, NULL, 0};
-    if (strings->table == NULL || strings->owned == NULL || strings_rehash(strings, 1024) != 0)
+    *strings = (struct strings){malloc(256 * sizeof(char *)), malloc(256), 0, 256, {0}};
+    if (strings->table == NULL || strings->owned == NULL ||
+        ospc_index_init(&strings->index, 512) != 0)
         return -ENOMEM;
     return string_index(strings, "", 0) == 0 ? 0 : -ENOMEM; /* entry 0 is always "" */
 }
@@ -125,7 +111,7 @@ static void strings_free(struct strings *strings)
             free(strings->table[i]);
     free(strings->table);
     free(strings->owned);
-    free(strings->slots);
+    ospc_index_free(&strings->index);
 }
 
 /* ---- everything the profile points into, freed together ---- */
@@ -143,8 +129,7 @@ struct pprof_build {
     Location **locations;
     size_t location_count, location_capacity;
     uint64_t *location_keys;
-    uint32_t *location_slots;
-    size_t location_slot_count;
+    struct ospc_index location_index; /* over location_keys */
     /* per raw stack: its location ids, leaf first (NULL: not built yet) */
     uint64_t **stack_locations;
     size_t *stack_location_counts;
@@ -157,23 +142,9 @@ struct pprof_build {
     size_t sample_count;
 };
 
-static int location_rehash(struct pprof_build *build, size_t slot_count)
+static uint64_t hash_of_location(uint32_t entry, void *context)
 {
-    uint32_t *slots = malloc(slot_count * sizeof *slots);
-    if (slots == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < slot_count; i++)
-        slots[i] = EMPTY_SLOT;
-    for (size_t i = 0; i < build->location_count; i++) {
-        size_t slot = hash_mix(build->location_keys[i]) & (slot_count - 1);
-        while (slots[slot] != EMPTY_SLOT)
-            slot = (slot + 1) & (slot_count - 1);
-        slots[slot] = (uint32_t)i;
-    }
-    free(build->location_slots);
-    build->location_slots = slots;
-    build->location_slot_count = slot_count;
-    return 0;
+    return hash_mix(((const struct pprof_build *)context)->location_keys[entry]);
 }
 
 /* The location for frames [first, first + count) of raw stack `s` (one pc and its inline
@@ -181,11 +152,11 @@ static int location_rehash(struct pprof_build *build, size_t slot_count)
 static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first, size_t count,
                              uint64_t key, uint64_t address)
 {
-    size_t slot = hash_mix(key) & (build->location_slot_count - 1);
-    for (; build->location_slots[slot] != EMPTY_SLOT;
-         slot = (slot + 1) & (build->location_slot_count - 1))
-        if (build->location_keys[build->location_slots[slot]] == key)
-            return build->location_slots[slot] + 1;
+    size_t slot = ospc_index_start(&build->location_index, hash_mix(key));
+    for (uint32_t entry; (entry = ospc_index_entry(&build->location_index, slot)) != UINT32_MAX;
+         slot = ospc_index_next(&build->location_index, slot))
+        if (build->location_keys[entry] == key)
+            return (uint64_t)entry + 1;
     if (build->location_count == build->location_capacity) {
         size_t capacity = build->location_capacity > 0 ? build->location_capacity * 2 : 1024;
         Location **locations = realloc(build->locations, capacity * sizeof *locations);
@@ -207,12 +178,10 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
     Line *lines = (Line *)(line_pointers + count);
     const struct ospx_symbols *symbols = build->model->symbols;
     for (size_t j = 0; j < count; j++) {
-        uint32_t frame = symbols->stack_frames[s][first + j];
+        const struct ospx_slot *slot = &symbols->stack_slots[s][first + j];
         perftools__profiles__line__init(&lines[j]);
-        lines[j].function_id = (uint64_t)build->function_of[frame] + 1;
-        lines[j].line = symbols->stack_lines != NULL && symbols->stack_lines[s] != NULL
-                            ? symbols->stack_lines[s][first + j]
-                            : symbols->frames[frame].line;
+        lines[j].function_id = (uint64_t)build->function_of[slot->frame] + 1;
+        lines[j].line = slot->line;
         line_pointers[j] = &lines[j];
     }
     location->line = line_pointers;
@@ -222,6 +191,9 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
     uint64_t lookup = (key & 1) != 0 && address > 0 ? address - 1 : address;
     uint32_t image = address != 0 ? ospx__image_of(build->model->raw, lookup) : UINT32_MAX;
     if (image != UINT32_MAX) {
+        /* The object's own address (see build_mappings). */
+        address -= build->model->raw->images[image].slide;
+        location->address = address;
         location->mapping_id = (uint64_t)image + 1;
         build->mapping_used[image] = 1;
         Mapping *mapping = &build->mappings[image];
@@ -234,9 +206,8 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
     location->id = index + 1;
     build->locations[index] = location;
     build->location_keys[index] = key;
-    build->location_slots[slot] = (uint32_t)index;
-    if (build->location_count * 2 > build->location_slot_count &&
-        location_rehash(build, build->location_slot_count * 2) != 0)
+    if (ospc_index_insert(&build->location_index, slot, (uint32_t)index, hash_of_location, build) !=
+        0)
         return 0;
     return index + 1;
 }
@@ -249,9 +220,8 @@ static int stack_locations(struct pprof_build *build, uint32_t s)
         return 0;
     const struct ospx_symbols *symbols = build->model->symbols;
     const struct ospx_stack *stack = &build->model->raw->stacks[s];
-    size_t depth = symbols->stack_frame_counts[s];
-    const uint32_t *positions =
-        symbols->stack_positions != NULL ? symbols->stack_positions[s] : NULL;
+    size_t depth = symbols->stack_depths[s];
+    const struct ospx_slot *slots = symbols->stack_slots[s];
     uint64_t *ids = malloc((depth + 1) * sizeof *ids);
     if (ids == NULL)
         return -ENOMEM;
@@ -259,15 +229,15 @@ static int stack_locations(struct pprof_build *build, uint32_t s)
     for (size_t k = 0; k < depth;) {
         size_t end = k + 1;
         uint64_t key, address;
-        if (positions != NULL) {
-            while (end < depth && positions[end] == positions[k])
+        if (slots[k].position != OSPX_NO_POSITION) {
+            while (end < depth && slots[end].position == slots[k].position)
                 end++;
-            address = stack->pcs[positions[k]];
+            address = stack->pcs[slots[k].position];
             /* A return address names the call's line, a leaf pc its own: two locations. */
-            key = address << 1 | (positions[k] > 0);
+            key = address << 1 | (slots[k].position > 0);
         } else {
             address = 0;
-            key = (uint64_t)symbols->stack_frames[s][k] << 1 | UINT64_C(1) << 63;
+            key = (uint64_t)slots[k].frame << 1 | UINT64_C(1) << 63;
         }
         uint64_t id = location_for(build, s, k, end - k, key, address);
         if (id == 0) {
@@ -317,9 +287,15 @@ static int build_mappings(struct pprof_build *build)
         Mapping *mapping = &build->mappings[i];
         perftools__profiles__mapping__init(mapping);
         mapping->id = i + 1;
-        /* From the ELF header's address (file offset 0) to the end of the code. */
-        mapping->memory_start = image->base <= image->text ? image->base : image->text;
-        mapping->memory_limit = image->text + image->text_size;
+        /* The code: from `text` (file offset: mapping_identities) to its end; a location
+         * outside it moves the start down (text_size 0: only `base` is known). In the
+         * object's own addresses (the run's less the slide), as its locations are: pprof
+         * then finds a function's instructions and lines in the file at those addresses
+         * whether or not it relocates (the Go toolchain's pprof does not: with the run's
+         * addresses of a position-independent program, -disasm finds nothing), and two runs'
+         * addresses agree across ASLR. */
+        mapping->memory_start = (image->text_size > 0 ? image->text : image->base) - image->slide;
+        mapping->memory_limit = image->text + image->text_size - image->slide;
         mapping->file_offset = 0;
         mapping->filename = string_index(&build->strings, image->path, 0);
         if (mapping->filename < 0)
@@ -330,17 +306,44 @@ static int build_mappings(struct pprof_build *build)
     return 0;
 }
 
-/* Build ids only for the images samples reached: reading each file costs a little. */
-static int mapping_build_ids(struct pprof_build *build)
+/* Each reached image's build id and the file offset of its mapping's start, so that pprof
+ * finds the object (by build id in PPROF_BINARY_PATH, or at its path when the build id agrees)
+ * and turns an address into the file offset `-disasm` and `-list` need: the raw profile's, as
+ * the collector read them during the run, else the object's own when it is here and its code
+ * is where the image's was. Without either, the mapping starts at the ELF header (offset 0). */
+static int mapping_identities(struct pprof_build *build)
 {
     const struct ospx_raw *raw = build->model->raw;
     for (size_t i = 0; i < raw->image_count; i++) {
-        if (!build->mapping_used[i] || raw->images[i].path[0] != '/')
+        if (!build->mapping_used[i])
             continue;
-        char id[160];
-        if (ospx__elf_build_id(raw->images[i].path, id, sizeof id) == 0) {
-            build->mappings[i].build_id = string_index(&build->strings, id, 1);
-            if (build->mappings[i].build_id < 0)
+        const struct ospx_image *image = &raw->images[i];
+        Mapping *mapping = &build->mappings[i];
+        const char *build_id = ospx__str(image->build_id);
+        int has_offset = image->has_text_offset;
+        uint64_t text_offset = image->text_offset;
+        struct ospc_elf_identity identity;
+        if ((build_id[0] == '\0' || !has_offset) && image->path[0] == '/' &&
+            ospc_elf_identity(image->path, &identity, NULL, 0) == 0) {
+            int same_code = identity.has_text && identity.text_vaddr + image->slide == image->text;
+            if (build_id[0] == '\0' && same_code)
+                build_id = identity.build_id;
+            if (!has_offset && same_code) {
+                has_offset = 1;
+                text_offset = identity.text_offset;
+            }
+        }
+        uint64_t text = image->text - image->slide, header = image->base - image->slide;
+        if (has_offset && image->text_size > 0 && text - mapping->memory_start <= text_offset) {
+            mapping->file_offset = text_offset - (text - mapping->memory_start);
+        } else {
+            if (header < mapping->memory_start)
+                mapping->memory_start = header;
+            mapping->file_offset = 0;
+        }
+        if (build_id[0] != '\0') {
+            mapping->build_id = string_index(&build->strings, build_id, 1);
+            if (mapping->build_id < 0)
                 return -ENOMEM;
         }
     }
@@ -434,7 +437,7 @@ static void pprof_build_free(struct pprof_build *build)
         free(build->locations[i]);
     free(build->locations);
     free(build->location_keys);
-    free(build->location_slots);
+    ospc_index_free(&build->location_index);
     for (size_t s = 0; build->stack_locations != NULL && s < raw->stack_count; s++)
         free(build->stack_locations[s]);
     free(build->stack_locations);
@@ -489,7 +492,7 @@ int ospx_write_pprof(const struct ospx_model *model, const char *path, struct os
                  ? strings_init(&build.strings)
                  : -ENOMEM;
     if (rc == 0)
-        rc = location_rehash(&build, 1024);
+        rc = ospc_index_init(&build.location_index, 512);
     if (rc == 0)
         rc = build_functions(&build);
     if (rc == 0)
@@ -499,7 +502,7 @@ int ospx_write_pprof(const struct ospx_model *model, const char *path, struct os
     if (rc == 0)
         rc = build_samples(&build);
     if (rc == 0)
-        rc = mapping_build_ids(&build);
+        rc = mapping_identities(&build);
 
     ValueType types[2], period_type;
     ValueType *type_pointers[2] = {&types[0], &types[1]};

@@ -12,41 +12,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "ospx_html.h"
 #include "ospx_internal.h"
 
-struct output {
-    const char *format; /* its name in a formats list */
-    const char *suffix;
-    int (*write)(const struct ospx_model *, const char *, struct ospx_error *);
-};
-
-/* In the order they are written and listed. Two files make the "folded" format. */
-static const struct output outputs[] = {
-    {"speedscope", ".speedscope.json", ospx_write_speedscope},
-    {"cpuprofile", ".cpuprofile", ospx_write_cpuprofile},
-    {"folded", ".folded", ospx_write_folded},
-    {"folded", ".offcpu.folded", ospx_write_offcpu_folded},
-    {"profile", ".profile.json", ospx_write_profile_json},
-    {"pprof", ".pb.gz", ospx_write_pprof},
-    {"trace", ".trace.json", ospx_write_trace},
-    /* last, once the others are on disk: it is made from the speedscope file (and
-     * profile.json when written), so asking for it writes the speedscope file too */
-    {"html", ".html", NULL},
-};
-#define OUTPUT_COUNT (sizeof outputs / sizeof outputs[0])
-#define HTML_OUTPUT  (OUTPUT_COUNT - 1)
-/* The order the writer threads take the outputs in: the longest first, so that two threads
- * finish close together; html last, as it reads the files of two others. */
-static const size_t work_order[] = {6, 1, 0, 2, 3, 4, 5, HTML_OUTPUT};
+/* At most this many rows in the registry (outputs.c): the masks below are unsigned. */
+#define MAX_OUTPUTS 32
 
 /* Which outputs a formats list ("speedscope,pprof", "all"; NULL or "" is all) selects, as a
- * mask over outputs[]. Returns 0, or -EINVAL naming the first unknown format. */
+ * mask over the registry's rows; an output made from another's file brings that one. Returns
+ * 0, or -EINVAL naming the first unknown format. */
 static int select_outputs(const char *formats, unsigned *mask, struct ospx_error *err)
 {
+    size_t count;
+    const struct ospx_output *outputs = ospx_outputs(&count);
+    unsigned all = count >= MAX_OUTPUTS ? ~0u : (1u << count) - 1;
     *mask = 0;
     if (formats == NULL || formats[0] == '\0') {
-        *mask = (1u << OUTPUT_COUNT) - 1;
+        *mask = all;
         return 0;
     }
     const char *at = formats;
@@ -54,21 +37,24 @@ static int select_outputs(const char *formats, unsigned *mask, struct ospx_error
         size_t length = strcspn(at, ",");
         int known = 0;
         if (length == 3 && strncmp(at, "all", 3) == 0) {
-            *mask = (1u << OUTPUT_COUNT) - 1;
+            *mask = all;
             known = 1;
         }
-        for (size_t i = 0; i < OUTPUT_COUNT; i++) {
-            if (strlen(outputs[i].format) == length &&
-                strncmp(at, outputs[i].format, length) == 0) {
-                *mask |= 1u << i;
-                known = 1;
-                if (outputs[i].write == NULL) /* html: from the speedscope file */
-                    *mask |= 1u << 0;
-            }
+        for (size_t i = 0; i < count; i++) {
+            if (!ospx_output_is(&outputs[i], at, length))
+                continue;
+            *mask |= 1u << i;
+            known = 1;
+            for (size_t k = 0; outputs[i].made_from != NULL && k < count; k++)
+                if (strcmp(outputs[k].format, outputs[i].made_from) == 0)
+                    *mask |= 1u << k;
         }
-        if (!known && length > 0)
+        if (!known && length > 0) {
+            char list[256];
+            ospx_formats_list(list, sizeof list);
             return ospx_error_set(err, EINVAL, "", 0, 0, "unknown output format '%.*s' (known: %s)",
-                                  (int)length, at, OSPX_FORMATS);
+                                  (int)length, at, list);
+        }
         at += length + (at[length] == ',');
     }
     if (*mask == 0)
@@ -76,34 +62,72 @@ static int select_outputs(const char *formats, unsigned *mask, struct ospx_error
     return 0;
 }
 
+/* The run's main image into the build-id cache, when the file at its path is still the object
+ * that ran (a program exec'd by a launcher is its own main image: the raw file names it). A
+ * failure is one warning line: the outputs are written already. */
+static void keep_main_object(const struct ospx_raw *raw)
+{
+    for (size_t i = 0; raw->exe != NULL && i < raw->image_count; i++) {
+        const struct ospx_image *image = &raw->images[i];
+        const char *id = ospx__str(image->build_id);
+        if (strcmp(image->path, raw->exe) != 0 || id[0] == '\0')
+            continue;
+        struct ospc_elf_identity identity;
+        if (ospc_elf_identity(image->path, &identity, NULL, 0) != 0 ||
+            strcmp(identity.build_id, id) != 0)
+            return; /* gone or rebuilt already: nothing right to keep */
+        int rc = ospc_cache_add(image->path, id);
+        if (rc != 0 && rc != -EFBIG) {
+            char directory[4096], text[8400];
+            if (ospc_cache_dir(directory, sizeof directory) != 0)
+                snprintf(directory, sizeof directory, "(none: HOME is not set)");
+            snprintf(text, sizeof text,
+                     "osprey: warning: cannot keep %s in the build-id cache %s: %s; `osprey "
+                     "report` will need --binary once it is gone",
+                     image->path, directory, strerror(-rc));
+            ospc_printable(text);
+            fprintf(stderr, "%s\n", text);
+        }
+        return;
+    }
+}
+
+/* 1 when a file of one of the outputs in `mask` is at the stem already. */
+static int outputs_exist(const char *stem, unsigned mask)
+{
+    size_t count;
+    const struct ospx_output *outputs = ospx_outputs(&count);
+    for (size_t i = 0; i < count; i++) {
+        char path[4096];
+        if ((mask & (1u << i)) != 0 &&
+            snprintf(path, sizeof path, "%s%s", stem, outputs[i].suffix) < (int)sizeof path &&
+            access(path, F_OK) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 /* OSPREY_TIMING=1: one stderr line per stage with its wall time, for the benchmarks. */
 struct stage_clock {
     int on;
-    struct timespec last, last_cpu; /* wall, and this thread's CPU time */
+    uint64_t last, last_cpu; /* wall, and this thread's CPU time (ns) */
 };
-
-static double seconds_since(const struct timespec *then, const struct timespec *now)
-{
-    return (double)(now->tv_sec - then->tv_sec) + (double)(now->tv_nsec - then->tv_nsec) / 1e9;
-}
 
 static void stage_start(struct stage_clock *clock)
 {
     const char *timing = getenv("OSPREY_TIMING");
     clock->on = timing != NULL && strcmp(timing, "1") == 0;
-    clock_gettime(CLOCK_MONOTONIC, &clock->last);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &clock->last_cpu);
+    clock->last = ospc_clock_ns(CLOCK_MONOTONIC);
+    clock->last_cpu = ospc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static void stage_done(struct stage_clock *clock, const char *stage)
 {
     if (!clock->on)
         return;
-    struct timespec now, now_cpu;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now_cpu);
+    uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC), now_cpu = ospc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     fprintf(stderr, "osprey: timing: %-18s %7.3f s  (this thread's CPU %.3f s)\n", stage,
-            seconds_since(&clock->last, &now), seconds_since(&clock->last_cpu, &now_cpu));
+            ospc_seconds_between(clock->last, now), ospc_seconds_between(clock->last_cpu, now_cpu));
     clock->last = now;
     clock->last_cpu = now_cpu;
 }
@@ -124,35 +148,54 @@ static int report_width(FILE *report)
     return 0;
 }
 
-/* What the writer threads share: the outputs to write, taken in work_order, and each one's
+/* What the writer threads share: the outputs to write, taken by rank, and each one's
  * result. */
 struct writers {
     const struct ospx_model *model;
+    const struct ospx_output *outputs;
+    size_t count;
     const char *stem;
     char *const *paths; /* per output index; NULL: not selected */
     int timing;
     pthread_mutex_t lock;
     pthread_cond_t finished_one;
-    size_t next;          /* into work_order */
-    unsigned finished;    /* mask over outputs[] */
-    int rc[OUTPUT_COUNT]; /* each output's result */
-    struct ospx_error errors[OUTPUT_COUNT];
+    size_t work_order[MAX_OUTPUTS]; /* output indices by rank */
+    size_t next;                    /* into work_order */
+    unsigned finished;              /* mask over the outputs */
+    int rc[MAX_OUTPUTS];            /* each output's result */
+    struct ospx_error errors[MAX_OUTPUTS];
 };
 
-/* Writes output i (html: once the speedscope file and profile.json, when selected, are done). */
+/* The selected outputs of format `format`, as a mask. */
+static unsigned rows_of(const struct writers *writers, const char *format)
+{
+    unsigned mask = 0;
+    for (size_t k = 0; format != NULL && k < writers->count; k++)
+        if (writers->paths[k] != NULL && strcmp(writers->outputs[k].format, format) == 0)
+            mask |= 1u << k;
+    return mask;
+}
+
+/* Writes output i; one made from others' files (html) once those are done. */
 static int write_one(struct writers *writers, size_t i, struct ospx_error *err)
 {
-    if (outputs[i].write != NULL)
-        return outputs[i].write(writers->model, writers->paths[i], err);
-    unsigned needs = 1u << 0 | (writers->paths[4] != NULL ? 1u << 4 : 0);
+    const struct ospx_output *output = &writers->outputs[i];
+    if (output->write != NULL)
+        return output->write(writers->model, writers->paths[i], err);
+    unsigned from = rows_of(writers, output->made_from),
+             reads = rows_of(writers, output->also_reads);
+    unsigned needs = from | reads;
     pthread_mutex_lock(&writers->lock);
     while ((writers->finished & needs) != needs)
         pthread_cond_wait(&writers->finished_one, &writers->lock);
-    int ready = writers->rc[0] == 0 && writers->rc[4] == 0;
+    int ready = 1;
+    for (size_t k = 0; k < writers->count; k++)
+        if ((needs & (1u << k)) != 0 && writers->rc[k] != 0)
+            ready = 0;
     pthread_mutex_unlock(&writers->lock);
     if (!ready) /* the failure is reported for that output */
         return ospx_error_set(err, EIO, writers->paths[i], 0, 0, "not written");
-    return ospx_html_write_fresh(writers->stem, writers->paths[4] != NULL, err);
+    return ospx_html_write_fresh(writers->stem, reads != 0, err);
 }
 
 /* One writer thread: the next output not yet taken, until none is left or one failed. */
@@ -162,28 +205,26 @@ static void *run_writer(void *argument)
     for (;;) {
         pthread_mutex_lock(&writers->lock);
         int failed = 0;
-        for (size_t k = 0; k < OUTPUT_COUNT; k++)
+        for (size_t k = 0; k < writers->count; k++)
             failed |= writers->rc[k] != 0;
-        size_t i = OUTPUT_COUNT;
-        while (!failed && writers->next < OUTPUT_COUNT && i == OUTPUT_COUNT) {
-            size_t candidate = work_order[writers->next++];
+        size_t i = writers->count;
+        while (!failed && writers->next < writers->count && i == writers->count) {
+            size_t candidate = writers->work_order[writers->next++];
             if (writers->paths[candidate] != NULL)
                 i = candidate;
         }
         pthread_mutex_unlock(&writers->lock);
-        if (i == OUTPUT_COUNT) /* none left, or one failed */
+        if (i == writers->count) /* none left, or one failed */
             return NULL;
-        struct timespec start, end, start_cpu, end_cpu;
-        clock_gettime(CLOCK_MONOTONIC, &start);
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start_cpu);
+        uint64_t start = ospc_clock_ns(CLOCK_MONOTONIC);
+        uint64_t start_cpu = ospc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
         struct ospx_error err = {0};
         int rc = write_one(writers, i, &err);
-        clock_gettime(CLOCK_MONOTONIC, &end);
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &end_cpu);
         if (writers->timing)
             fprintf(stderr, "osprey: timing: %-18s %7.3f s  (this thread's CPU %.3f s)\n",
-                    outputs[i].suffix, seconds_since(&start, &end),
-                    seconds_since(&start_cpu, &end_cpu));
+                    writers->outputs[i].suffix,
+                    ospc_seconds_between(start, ospc_clock_ns(CLOCK_MONOTONIC)),
+                    ospc_seconds_between(start_cpu, ospc_clock_ns(CLOCK_THREAD_CPUTIME_ID)));
         pthread_mutex_lock(&writers->lock);
         writers->rc[i] = rc;
         writers->errors[i] = err;
@@ -198,13 +239,16 @@ static void *run_writer(void *argument)
  * taking more; the error reported is the one of the first output, in output order, that
  * failed. */
 static int write_outputs(const struct ospx_model *model, const struct ospx_process_options *options,
-                         unsigned mask, struct stage_clock *clock, struct ospx_error *err)
+                         unsigned mask, int kept_better, struct stage_clock *clock,
+                         struct ospx_error *err)
 {
-    char *paths[OUTPUT_COUNT] = {NULL};
-    const char *listed[OUTPUT_COUNT];
+    size_t count;
+    const struct ospx_output *outputs = ospx_outputs(&count);
+    char *paths[MAX_OUTPUTS] = {NULL};
+    const char *listed[MAX_OUTPUTS + 1];
     size_t written = 0;
     size_t stem_length = strlen(options->stem);
-    for (size_t i = 0; i < OUTPUT_COUNT; i++) {
+    for (size_t i = 0; i < count; i++) {
         if ((mask & (1u << i)) == 0)
             continue;
         size_t size = stem_length + strlen(outputs[i].suffix) + 1;
@@ -224,18 +268,29 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
                  : 0;
     if (rc == 0) {
         struct writers writers = {.model = model,
+                                  .outputs = outputs,
+                                  .count = count,
                                   .stem = options->stem,
                                   .paths = paths,
                                   .timing = clock->on,
                                   .lock = PTHREAD_MUTEX_INITIALIZER,
                                   .finished_one = PTHREAD_COND_INITIALIZER};
+        /* by rank: insertion sort of a handful */
+        for (size_t i = 0; i < count; i++) {
+            size_t at = i;
+            while (at > 0 && outputs[writers.work_order[at - 1]].rank > outputs[i].rank) {
+                writers.work_order[at] = writers.work_order[at - 1];
+                at--;
+            }
+            writers.work_order[at] = i;
+        }
         pthread_t second;
         int threaded = pthread_create(&second, NULL, run_writer, &writers) == 0;
         run_writer(&writers);
         if (threaded)
             pthread_join(second, NULL);
         stage_done(clock, "outputs (both)");
-        for (size_t i = 0; i < OUTPUT_COUNT && rc == 0; i++) {
+        for (size_t i = 0; i < count && rc == 0; i++) {
             if (writers.rc[i] != 0) {
                 rc = writers.rc[i];
                 if (err != NULL)
@@ -243,15 +298,22 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
             }
         }
     }
+    if (options->raw_written != NULL)
+        listed[written++] = options->raw_written;
     if (rc == 0 && options->report != NULL) {
-        struct ospx_report_options report = {options->color, report_width(options->report),
-                                             listed,         written,
-                                             options->top,   options->inverted,
-                                             options->list};
+        struct ospx_report_options report = {.color = options->color,
+                                             .width = report_width(options->report),
+                                             .written_paths = listed,
+                                             .written_count = written,
+                                             .top = options->top,
+                                             .inverted = options->inverted,
+                                             .list = options->list,
+                                             .view_only = options->no_outputs,
+                                             .kept_better = kept_better};
         ospx_report_print(model, &report, options->report);
         fflush(options->report);
     }
-    for (size_t i = 0; i < OUTPUT_COUNT; i++)
+    for (size_t i = 0; i < count; i++)
         free(paths[i]);
     return rc;
 }
@@ -262,8 +324,8 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
         options->stem[0] == '\0')
         return ospx_error_set(err, EINVAL, "", 0, 0, "no raw profile or output stem given");
 
-    unsigned mask;
-    int rc = select_outputs(options->formats, &mask, err);
+    unsigned mask = 0;
+    int rc = options->no_outputs ? 0 : select_outputs(options->formats, &mask, err);
     if (rc == 0 && options->list != NULL)
         rc = ospx__listing_check(options->list, err);
     if (rc != 0)
@@ -285,8 +347,11 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
         return rc;
     }
     stage_done(&clock, "read");
-    struct ospx_symbolize_options symbolize = {options->binary, NULL, options->progress, NULL, 0,
-                                               prestarted};
+    struct ospx_symbolize_options symbolize = {.binary = options->binary,
+                                               .progress = options->progress,
+                                               .prestarted = prestarted,
+                                               .symfs = options->symfs,
+                                               .use_other_build = options->use_other_build};
     rc = ospx_symbolize(&raw, &symbolize, &symbols, err);
     stage_done(&clock, "symbolize");
     if (rc == 0)
@@ -294,8 +359,14 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
     if (rc == 0)
         rc = ospx_model_build(&raw, &symbols, &model, err);
     stage_done(&clock, "model");
+    int kept_better = rc == 0 && options->keep_better && symbols.unresolved_images > 0 &&
+                      outputs_exist(options->stem, mask);
+    if (kept_better)
+        mask = 0;
     if (rc == 0)
-        rc = write_outputs(&model, options, mask, &clock, err);
+        rc = write_outputs(&model, options, mask, kept_better, &clock, err);
+    if (rc == 0 && options->keep_main_object)
+        keep_main_object(&raw);
     ospx_model_free(&model);
     ospx_symbols_free(&symbols);
     ospx_raw_free(&raw);

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "ospc.h"
 #include "ospx.h"
 
 /* The largest raw file the reader loads. A document whose rows are not in the plain form goes
@@ -225,8 +226,22 @@ static int raw_read_images(struct raw_reader *reader, const json_t *images, stru
             rc = raw_integer(reader, entry, path, "text_size", 0, INT64_MAX, &text_size);
         if (rc == 0)
             rc = raw_string(reader, entry, path, "arch", 0, &image->arch);
+        if (rc == 0)
+            rc = raw_string(reader, entry, path, "build_id", 0, &image->build_id);
+        json_int_t text_offset = -1;
+        if (rc == 0)
+            rc = raw_optional_integer(reader, entry, path, "text_offset", &text_offset);
         if (rc < 0)
             return rc;
+        image->has_text_offset = text_offset >= 0;
+        image->text_offset = text_offset >= 0 ? (uint64_t)text_offset : 0;
+        /* A build id is hex digits: anything else (a hand-edited file) is no build id. */
+        for (char *c = image->build_id; *c != '\0'; c++) {
+            if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'))) {
+                image->build_id[0] = '\0';
+                break;
+            }
+        }
         if ((uint64_t)text + (uint64_t)text_size > (uint64_t)INT64_MAX)
             return raw_fail(reader, path, "text range 0x%" PRIx64 " + %" PRIu64 " overflows",
                             (uint64_t)text, (uint64_t)text_size);
@@ -266,8 +281,79 @@ static int raw_read_threads(struct raw_reader *reader, const json_t *threads, st
             return rc;
         thread->fiber = fiber;
         thread->cpu_ns = cpu_ns;
+        thread->tid = tid;
     }
     return 0;
+}
+
+static uint64_t thread_key_hash(const struct ospx_thread *thread)
+{
+    int64_t key[2] = {thread->fiber, thread->tid};
+    return ospc_hash_bytes(OSPC_HASH_SEED, key, sizeof key);
+}
+
+static uint64_t thread_hash_of(uint32_t entry, void *context)
+{
+    const struct ospx_raw *raw = context;
+    return thread_key_hash(&raw->threads[entry]);
+}
+
+/* One thread per (fiber, tid): a later registration of the same kernel thread under the same
+ * fiber id (it was renamed, and registered again under its new name) is folded into the first,
+ * which takes its label; the samples follow. Entries without a tid stay as they are. 0 or
+ * -ENOMEM. */
+static int raw_merge_renamed_threads(struct raw_reader *reader, struct ospx_raw *out)
+{
+    if (out->thread_count < 2)
+        return 0;
+    uint32_t *merged_into = malloc(out->thread_count * sizeof *merged_into);
+    struct ospc_index index;
+    if (merged_into == NULL || ospc_index_init(&index, out->thread_count) != 0) {
+        free(merged_into);
+        return raw_out_of_memory(reader);
+    }
+    size_t kept = 0;
+    int rc = 0;
+    for (size_t i = 0; i < out->thread_count && rc == 0; i++) {
+        struct ospx_thread *thread = &out->threads[i];
+        uint32_t into = UINT32_MAX;
+        size_t slot = ospc_index_start(&index, thread_key_hash(thread));
+        for (uint32_t e; thread->tid > 0 && (e = ospc_index_entry(&index, slot)) != UINT32_MAX;
+             slot = ospc_index_next(&index, slot)) {
+            if (out->threads[e].fiber == thread->fiber && out->threads[e].tid == thread->tid) {
+                into = e;
+                break;
+            }
+        }
+        if (into != UINT32_MAX) {
+            struct ospx_thread *first = &out->threads[into];
+            free(first->label);
+            first->label = thread->label; /* its latest name */
+            thread->label = NULL;
+            if (thread->cpu_ns > first->cpu_ns)
+                first->cpu_ns = thread->cpu_ns;
+            merged_into[i] = into;
+            continue;
+        }
+        into = (uint32_t)kept++;
+        if (into != i) {
+            out->threads[into] = *thread;
+            thread->label = NULL;
+        }
+        merged_into[i] = into;
+        if (thread->tid > 0) /* thread now lives at `into`; hash it from there */
+            rc = ospc_index_insert(&index, slot, into, thread_hash_of, out);
+    }
+    if (rc == 0 && kept < out->thread_count) {
+        for (size_t i = kept; i < out->thread_count; i++)
+            free(out->threads[i].label);
+        out->thread_count = kept;
+        for (size_t i = 0; i < out->sample_count; i++)
+            out->samples[i].thread = merged_into[out->samples[i].thread];
+    }
+    ospc_index_free(&index);
+    free(merged_into);
+    return rc != 0 ? raw_out_of_memory(reader) : 0;
 }
 
 /* Stack i of out, with room for `depth` pcs (freed with out); NULL when out of memory. */
@@ -882,6 +968,8 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
         rc = raw_read_stacks(reader, stacks, out);
     if (rc == 0)
         rc = raw_read_samples(reader, samples, out);
+    if (rc == 0)
+        rc = raw_merge_renamed_threads(reader, out);
     if (rc == 0 && exit_object != NULL)
         rc = raw_read_exit(reader, exit_object, out);
     if (rc == 0 && drops != NULL)
@@ -1023,6 +1111,7 @@ void ospx_raw_free(struct ospx_raw *raw)
     for (size_t i = 0; i < raw->image_count; i++) {
         free(raw->images[i].path);
         free(raw->images[i].arch);
+        free(raw->images[i].build_id);
     }
     for (size_t i = 0; i < raw->thread_count; i++)
         free(raw->threads[i].label);

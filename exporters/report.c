@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
 
 #define TOP_FUNCTIONS      10
@@ -61,7 +62,7 @@ static void fit(char *out, size_t size, const char *text, size_t width, enum cut
 {
     char clean[1024];
     snprintf(clean, sizeof clean, "%s", ospx__str(text));
-    ospx__printable(clean);
+    ospc_printable(clean);
     size_t have = columns(clean);
     if (have <= width) {
         snprintf(out, size, "%s", clean);
@@ -376,7 +377,7 @@ static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out)
 {
-    struct ospx_report_options defaults = {0, 0, NULL, 0, 0, 0, NULL};
+    struct ospx_report_options defaults = {0};
     if (options == NULL)
         options = &defaults;
     size_t width = options->width > 0 ? (size_t)options->width : DEFAULT_WIDTH;
@@ -417,6 +418,17 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
         if (raw->drop_count > 0 && used > 0 && (size_t)used < sizeof line)
             snprintf(line + used, sizeof line - (size_t)used, ")");
         emit_pair(out, width, warn, line, "the figures undercount");
+    }
+    if (options->written_count == 0 && options->kept_better) {
+        fputc('\n', out);
+        emit_pair(out, width, NULL,
+                  "written: nothing (objects of this profile are not here, and the outputs "
+                  "beside it were made when they were)",
+                  "-o STEM or --format LIST writes anyway");
+    } else if (options->written_count == 0 && options->view_only) {
+        fputc('\n', out);
+        emit_pair(out, width, NULL, "written: nothing (a view of the profile)",
+                  "-o STEM or --format LIST writes its outputs");
     }
     if (options->written_count > 0) {
         fputc('\n', out);

@@ -1,8 +1,9 @@
 /* speedscope.c — `<stem>.speedscope.json` in speedscope's own file format
  * (https://www.speedscope.app/file-format-schema.json): one "sampled" profile per fiber over a
  * shared frame table, stacks root first, weights in milliseconds (a row's weight in sampling
- * periods times the period), opening on the busiest fiber. A frame is a function
- * (name, file, the function's lowest sampled line); a waiting sample gets the synthetic leaf
+ * periods times the period), each profile's axis its own weights' sum, opening on the busiest
+ * fiber. A frame is a function (name, file, the function's hottest line); a waiting sample gets the
+ * synthetic leaf
  * `(waiting)`, so blocked time shows in the flame graph without mixing with CPU time.
  *
  * The frame table is built with jansson; the per-sample arrays, which hold one number per frame
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "ospx_internal.h"
+#include "ospx_version.h"
 
 static json_t *frame_table(const struct ospx_model *model, int with_waiting)
 {
@@ -104,12 +106,12 @@ static int stack_texts_make(struct stack_texts *texts, const struct ospx_model *
         return -ENOMEM;
     for (uint32_t s = 0; s < count; s++) {
         size_t depth;
-        const uint32_t *frames = ospx__stack_frames(model, s, &depth);
+        const struct ospx_slot *slots = ospx__stack_slots(model, s, &depth);
         char *text = malloc(depth * 11 + 1), *at = text;
         if (text == NULL)
             return -ENOMEM;
         for (size_t k = depth; k-- > 0;)
-            at += sprintf(at, k > 0 ? "%u," : "%u", function_of[frames[k]]);
+            at += sprintf(at, k > 0 ? "%u," : "%u", function_of[slots[k].frame]);
         *at = '\0';
         texts->text[s] = text;
         texts->length[s] = (size_t)(at - text);
@@ -123,15 +125,15 @@ static void write_profile(FILE *stream, const struct ospx_model *model, size_t t
     const struct ospx_raw *raw = model->raw;
     const struct ospx_fiber_stat *fiber = &model->fibers[thread];
     double period_ms = raw->rate_hz > 0 ? 1000.0 / raw->rate_hz : 0;
-    /* The view spans the run; a fiber's samples never extend it past their own weight. */
-    double wall_ms = model->wall_seconds * 1000.0,
-           fiber_ms = (double)(fiber->on_cpu + fiber->waiting) * period_ms;
+    /* Each fiber's axis is its own: speedscope's Time Order lays a profile's samples end to
+     * end by weight, so the axis ends where its weights do (a fiber that ran 1.4 s of a 3 s
+     * run on a 3 s axis would seem to stop early). */
+    double fiber_ms = (double)(fiber->on_cpu + fiber->waiting) * period_ms;
     char name[512];
     snprintf(name, sizeof name, "fiber %lld (%s)", (long long)fiber->fiber, fiber->label);
     char *quoted = ospx__json_quote(name), end_value[64], weight_text[64];
     uint64_t weight_shown = 1; /* the weight weight_text holds */
-    format_number(end_value, sizeof end_value,
-                  ospx__round1(wall_ms > fiber_ms ? wall_ms : fiber_ms));
+    format_number(end_value, sizeof end_value, fiber_ms);
     format_number(weight_text, sizeof weight_text, period_ms);
     fprintf(stream,
             "{\"type\":\"sampled\",\"name\":%s,\"unit\":\"milliseconds\",\"startValue\":0,"

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "ospx_internal.h"
+#include "ospx_version.h"
 
 #define CHUNK_SAMPLES         10000
 #define STACK_ARGUMENT_FRAMES 16
@@ -191,22 +192,22 @@ static void put_wait_text(FILE *stream, struct wait_texts *texts, const struct o
         return;
     }
     size_t depth;
-    const uint32_t *frames = ospx__stack_frames(model, stack, &depth);
+    const struct ospx_slot *slots = ospx__stack_slots(model, stack, &depth);
     char name[600];
     snprintf(name, sizeof name, "waiting in %s",
-             depth > 0 ? model->functions[function_of[frames[0]]].name : "?");
+             depth > 0 ? model->functions[function_of[slots[0].frame]].name : "?");
     char *quoted_name = ospx__json_quote(name);
     /* root first, the innermost STACK_ARGUMENT_FRAMES at most (where it blocked) */
     size_t shown = depth < STACK_ARGUMENT_FRAMES ? depth : STACK_ARGUMENT_FRAMES;
     size_t length = strlen(quoted_name != NULL ? quoted_name : "\"waiting\"") + 64;
     for (size_t k = 0; k < shown; k++)
-        length += quoted->name_lengths[function_of[frames[k]]] + 1;
+        length += quoted->name_lengths[function_of[slots[k].frame]] + 1;
     char *text = malloc(length), *at = text;
     if (text != NULL) {
         at += sprintf(at, "\"name\":%s,\"cat\":\"osprey.waiting\",\"args\":{\"stack\":[",
                       quoted_name != NULL ? quoted_name : "\"waiting\"");
         for (size_t k = shown; k-- > 0;) {
-            uint32_t f = function_of[frames[k]];
+            uint32_t f = function_of[slots[k].frame];
             if (k + 1 < shown)
                 *at++ = ',';
             at = mempcpy(at, quoted->names[f], quoted->name_lengths[f]);
@@ -316,9 +317,10 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
             node = cache[sample->stack].node;
         } else {
             size_t depth;
-            const uint32_t *frames = ospx__stack_frames(model, sample->stack, &depth);
+            const struct ospx_slot *slots = ospx__stack_slots(model, sample->stack, &depth);
             for (size_t k = depth; k-- > 0 && node != OSPX_NO_NODE;)
-                node = ospx__tree_child(&tree, node, OSPX_NODE_FUNCTION, function_of[frames[k]]);
+                node =
+                    ospx__tree_child(&tree, node, OSPX_NODE_FUNCTION, function_of[slots[k].frame]);
             cache[sample->stack] = (struct leaf_cache){sample->thread, node};
         }
         if (node == OSPX_NO_NODE)

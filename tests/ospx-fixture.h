@@ -112,21 +112,22 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
         } else if (strcmp(key, "stack") == 0) {
             size_t s = raw->stack_count;
             raw->stacks = fixture_grow(raw->stacks, s, sizeof *raw->stacks);
-            symbols->stack_frames = fixture_grow(symbols->stack_frames, s, sizeof(uint32_t *));
-            symbols->stack_lines = fixture_grow(symbols->stack_lines, s, sizeof(int *));
-            symbols->stack_frame_counts =
-                fixture_grow(symbols->stack_frame_counts, s, sizeof *symbols->stack_frame_counts);
+            symbols->stack_slots =
+                fixture_grow(symbols->stack_slots, s, sizeof(struct ospx_slot *));
+            symbols->stack_depths =
+                fixture_grow(symbols->stack_depths, s, sizeof *symbols->stack_depths);
             raw->stacks[s].pcs = calloc(n + 1, sizeof(uint64_t));
             raw->stacks[s].depth = n > 0 ? n : 1;
-            symbols->stack_frames[s] = calloc(n + 1, sizeof(uint32_t));
-            symbols->stack_lines[s] = calloc(n + 1, sizeof(int));
+            symbols->stack_slots[s] = calloc(n + 1, sizeof(struct ospx_slot));
             for (size_t k = 0; k < n; k++) {
                 char *at = strchr(words[k], '@');
-                symbols->stack_frames[s][k] = (uint32_t)strtoul(words[k], NULL, 10);
-                symbols->stack_lines[s][k] = at != NULL ? atoi(at + 1) : 0;
-                raw->stacks[s].pcs[k] = 0x1000 + 16 * symbols->stack_frames[s][k];
+                struct ospx_slot *slot = &symbols->stack_slots[s][k];
+                slot->frame = (uint32_t)strtoul(words[k], NULL, 10);
+                slot->line = at != NULL ? atoi(at + 1) : 0;
+                slot->position = OSPX_NO_POSITION; /* each slot its own position */
+                raw->stacks[s].pcs[k] = 0x1000 + 16 * slot->frame;
             }
-            symbols->stack_frame_counts[s] = n;
+            symbols->stack_depths[s] = n;
             raw->stack_count = symbols->stack_count = s + 1;
         } else if (strcmp(key, "sample") == 0) {
             raw->samples = fixture_grow(raw->samples, raw->sample_count, sizeof *raw->samples);

@@ -127,6 +127,41 @@ START_TEST(parse_report_views_and_diff)
 }
 END_TEST
 
+/* Finding objects later: --symfs and --ignore-build-id (report, diff), the cache command. */
+START_TEST(parse_symbols_options_and_cache)
+{
+    struct osprey_options options;
+    char *report[] = {"osprey", "report", "x.raw.json", "--symfs", "/a:/b", "--ignore-build-id",
+                      NULL};
+    ck_assert_int_eq(parse(&options, report), 0);
+    ck_assert_str_eq(options.symfs, "/a:/b");
+    ck_assert_int_eq(options.ignore_build_id, 1);
+    char *diff[] = {"osprey", "diff", "a", "b", "--symfs=/s", NULL};
+    ck_assert_int_eq(parse(&options, diff), 0);
+    ck_assert_str_eq(options.symfs, "/s");
+    ck_assert_int_eq(options.ignore_build_id, 0);
+    char *on_run[] = {"osprey", "a.c", "--symfs", "/s", NULL};
+    ck_assert_int_eq(parse(&options, on_run), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "belongs to 'osprey report' and 'osprey diff'"));
+    char *ignore_on_run[] = {"osprey", "a.c", "--ignore-build-id", NULL};
+    ck_assert_int_eq(parse(&options, ignore_on_run), -EINVAL);
+
+    char *cache[] = {"osprey", "cache", NULL};
+    ck_assert_int_eq(parse(&options, cache), 0);
+    ck_assert_int_eq(options.command, OSPREY_COMMAND_CACHE);
+    ck_assert_ptr_null(options.cache_action);
+    char *prune[] = {"osprey", "cache", "prune", "--max-size", "500M", NULL};
+    ck_assert_int_eq(parse(&options, prune), 0);
+    ck_assert_str_eq(options.cache_action, "prune");
+    ck_assert_str_eq(options.max_size, "500M");
+    char *unknown[] = {"osprey", "cache", "clean", NULL};
+    ck_assert_int_eq(parse(&options, unknown), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "'clean'"));
+    char *no_size[] = {"osprey", "cache", "prune", "--max-size", NULL};
+    ck_assert_int_eq(parse(&options, no_size), -EINVAL);
+}
+END_TEST
+
 START_TEST(parse_errors_name_the_problem)
 {
     struct osprey_options options;
@@ -490,6 +525,7 @@ Suite *cli_suite(void)
     tcase_add_test(parsing, parse_help_and_version);
     tcase_add_test(parsing, parse_report);
     tcase_add_test(parsing, parse_report_views_and_diff);
+    tcase_add_test(parsing, parse_symbols_options_and_cache);
     tcase_add_test(parsing, parse_errors_name_the_problem);
     tcase_add_test(parsing, default_stems);
     suite_add_tcase(suite, parsing);

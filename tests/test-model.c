@@ -42,6 +42,38 @@ static const char recursion[] = "rate 100\n"
                                 "sample 40 0 1 0\n"
                                 "sample 50 0 1 1\n";
 
+/* LOCATION is the hottest line: the most self time, else the most total; never merely the
+ * lowest line sampled. */
+static const char hot_lines[] = "rate 100\n"
+                                "start 1000000000\n"
+                                "end 3500000000\n"
+                                "thread 0 main\n"
+                                "frame outer /w/h.c\n"
+                                "frame leaf /w/h.c\n"
+                                "stack 1@5 0@30\n"
+                                "stack 1@6 0@30\n"
+                                "stack 1@6 0@31\n"
+                                "stack 1@7 0@20\n"
+                                "sample 10 0 0 0\n"
+                                "sample 20 0 1 0\n"
+                                "sample 30 0 2 0\n"
+                                "sample 40 0 1 0\n"
+                                "sample 50 0 3 1 40\n";
+
+START_TEST(location_is_the_hottest_line)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture, hot_lines, &model);
+    const struct ospx_function_stat *leaf = function_named(&model, "leaf", "/w/h.c");
+    const struct ospx_function_stat *outer = function_named(&model, "outer", "/w/h.c");
+    ck_assert_int_eq(leaf->line, 6);   /* 3 self samples; line 5 has 1, the waiting 7 none */
+    ck_assert_int_eq(outer->line, 30); /* no self time: 3 samples pass line 30, 1 line 31 */
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
 START_TEST(recursive_function_counts_once_per_sample)
 {
     struct fixture fixture;
@@ -53,8 +85,8 @@ START_TEST(recursive_function_counts_once_per_sample)
     ck_assert_uint_eq(fib->total, 3); /* not 9: three frames, three samples */
     ck_assert_uint_eq(main_fn->self, 1);
     ck_assert_uint_eq(main_fn->total, 4); /* the waiting sample does not count */
-    ck_assert_int_eq(fib->line, 12);      /* lowest sampled line */
-    ck_assert_int_eq(main_fn->line, 61);
+    ck_assert_int_eq(fib->line, 12);      /* where its self time is */
+    ck_assert_int_eq(main_fn->line, 62);  /* its self sample, not its call line's 3 */
     ck_assert_uint_eq(model.on_cpu_samples, 4);
     ck_assert_uint_eq(model.waiting_samples, 1);
     ck_assert_uint_eq(model.total_samples, 5);
@@ -325,6 +357,7 @@ Suite *model_suite(void)
     Suite *suite = suite_create("model");
     TCase *tc = tcase_create("model");
     tcase_add_test(tc, recursive_function_counts_once_per_sample);
+    tcase_add_test(tc, location_is_the_hottest_line);
     tcase_add_test(tc, lines_count_once_per_sample_and_self_at_the_leaf);
     tcase_add_test(tc, wall_and_cpu_time);
     tcase_add_test(tc, fibers_split_running_and_waiting);

@@ -177,6 +177,44 @@ START_TEST(test_fast_and_jansson_paths_agree)
 }
 END_TEST
 
+/* Build ids and code offsets are read when present (a malformed id is no id), absent in older
+ * files; a thread registered again under a new name (same fiber, same tid) is one thread with
+ * its last name, its samples with it; entries without a tid stay apart. */
+START_TEST(test_build_ids_and_renamed_threads)
+{
+    struct ospx_raw raw;
+    struct ospx_error err;
+    int rc;
+    read_case("renamed-and-build-ids", &raw, &err, &rc);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+    ck_assert_str_eq(raw.images[0].build_id, "2cdf9ab8ba1e3d48a446cce482ed888f7acd8bbd");
+    ck_assert_int_eq(raw.images[0].has_text_offset, 1);
+    ck_assert_uint_eq(raw.images[0].text_offset, 4096);
+    ck_assert_str_eq(raw.images[1].build_id, "");
+    ck_assert_int_eq(raw.images[1].has_text_offset, 0);
+    ck_assert_str_eq(raw.images[2].build_id, "");
+
+    ck_assert_uint_eq(raw.thread_count, 5);
+    ck_assert_str_eq(raw.threads[1].label, "bio_close_file");
+    ck_assert_int_eq(raw.threads[1].fiber, 78);
+    ck_assert_int_eq(raw.threads[1].tid, 78);
+    ck_assert_int_eq(raw.threads[2].fiber, 79);
+    ck_assert_int_eq(raw.threads[3].fiber, 80);
+    ck_assert_int_eq(raw.threads[4].fiber, 80);
+    static const uint32_t thread_of_sample[] = {0, 1, 1, 2, 3, 4};
+    ck_assert_uint_eq(raw.sample_count, 6);
+    for (size_t i = 0; i < raw.sample_count; i++)
+        ck_assert_uint_eq(raw.samples[i].thread, thread_of_sample[i]);
+    ospx_raw_free(&raw);
+
+    read_case("valid", &raw, &err, &rc); /* older: no build ids, no offsets */
+    ck_assert_int_eq(rc, 0);
+    ck_assert_str_eq(raw.images[0].build_id, "");
+    ck_assert_int_eq(raw.images[0].has_text_offset, 0);
+    ospx_raw_free(&raw);
+}
+END_TEST
+
 START_TEST(test_valid_minimal)
 {
     struct ospx_raw raw;
@@ -322,6 +360,7 @@ Suite *raw_suite(void)
     tcase_add_test(tcase, test_valid_weighted);
     tcase_add_test(tcase, test_fast_and_jansson_paths_agree);
     tcase_add_test(tcase, test_valid_minimal);
+    tcase_add_test(tcase, test_build_ids_and_renamed_threads);
     tcase_add_test(tcase, test_valid_killed);
     tcase_add_test(tcase, test_golden_errors);
     tcase_add_test(tcase, test_error_codes);

@@ -33,14 +33,11 @@ static char *profile_text(const char *names_prefix, const char *file, size_t cou
 
 /* The report as a string (malloc'd). Written through a temporary file, so the string never
  * aliases a stream's buffer. */
-static char *render(const struct ospx_model *model, int color, int width)
+static char *render_with(const struct ospx_model *model, const struct ospx_report_options *options)
 {
-    static const char *const paths[] = {"/tmp/out/hotspot.speedscope.json",
-                                        "/tmp/out/hotspot.folded"};
-    struct ospx_report_options options = {color, width, paths, 2, 0, 0, NULL};
     FILE *out = tmpfile();
     ck_assert_ptr_nonnull(out);
-    ck_assert_int_eq(ospx_report_print(model, &options, out), 0);
+    ck_assert_int_eq(ospx_report_print(model, options, out), 0);
     long size = ftell(out);
     ck_assert_int_ge(size, 0);
     char *text = malloc((size_t)size + 1);
@@ -50,6 +47,15 @@ static char *render(const struct ospx_model *model, int color, int width)
     text[size] = '\0';
     fclose(out);
     return text;
+}
+
+static char *render(const struct ospx_model *model, int color, int width)
+{
+    static const char *const paths[] = {"/tmp/out/hotspot.speedscope.json",
+                                        "/tmp/out/hotspot.folded"};
+    struct ospx_report_options options = {
+        .color = color, .width = width, .written_paths = paths, .written_count = 2};
+    return render_with(model, &options);
 }
 
 /* Display columns of one line: code points, not counting ANSI escape sequences. */
@@ -393,6 +399,55 @@ START_TEST(written_paths_come_last)
 }
 END_TEST
 
+/* --list counts the function's time that has no line (addresses outside the line table)
+ * and says how much it is, instead of leaving it out. */
+START_TEST(listing_says_how_much_time_had_no_line)
+{
+    struct built built;
+    fixture_model(&built.fixture,
+                  "rate 1000\nthread 0 main\nframe leaf /w/l.c\nframe main /w/l.c\n"
+                  "stack 0@5 1@20\nstack 0@0 1@20\n"
+                  "sample 1 0 0 0 3\nsample 2 0 1 0 1\n",
+                  &built.model);
+    struct ospx_report_options options = {.width = 100, .list = "^leaf$"};
+    char *text = render_with(&built.model, &options);
+    ck_assert_msg(line_with(text, "ROUTINE ======================== leaf in /w/l.c") != NULL, "%s",
+                  text);
+    const char *unlined = line_with(text, "(no line: 25.0% of this function's time)");
+    ck_assert_msg(unlined != NULL, "%s", text);
+    ck_assert_ptr_nonnull(strstr(unlined, "1ms        1ms      ?:"));
+    free(text);
+    release(&built);
+    /* a function whose every sample has a line says nothing of the kind */
+    fixture_model(&built.fixture,
+                  "rate 1000\nthread 0 main\nframe leaf /w/l.c\nstack 0@5\nsample 1 0 0 0\n",
+                  &built.model);
+    text = render_with(&built.model, &options);
+    ck_assert_ptr_null(strstr(text, "no line"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+/* A view writes nothing and the report says so; a report that wrote files lists them. */
+START_TEST(a_view_says_nothing_was_written)
+{
+    static const unsigned self[] = {100};
+    struct built built;
+    build(&built, profile_text("f", "/w/x.c", 1, self, 997, 0));
+    struct ospx_report_options options = {.width = 100, .view_only = 1};
+    char *text = render_with(&built.model, &options);
+    ck_assert_msg(line_with(text, "written: nothing (a view of the profile); -o STEM or --format "
+                                  "LIST writes its outputs") != NULL,
+                  "%s", text);
+    free(text);
+    text = render(&built.model, 0, 100);
+    ck_assert_ptr_null(strstr(text, "written: nothing"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
 START_TEST(only_waiting_samples_says_so)
 {
     struct built built;
@@ -427,6 +482,8 @@ Suite *report_suite(void)
     tcase_add_test(tc, table_stops_at_ten_functions);
     tcase_add_test(tc, written_paths_come_last);
     tcase_add_test(tc, only_waiting_samples_says_so);
+    tcase_add_test(tc, listing_says_how_much_time_had_no_line);
+    tcase_add_test(tc, a_view_says_nothing_was_written);
     suite_add_tcase(suite, tc);
     return suite;
 }

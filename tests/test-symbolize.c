@@ -18,7 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "ospx.h"
+#include "ospx_internal.h"
 
 #define FAKE_TOOLS OSP_TEST_SOURCE_DIR "/fake-tools"
 
@@ -162,8 +164,8 @@ static const struct ospx_frame *frame_at(const struct ospx_symbols *symbols, siz
                                          size_t position)
 {
     ck_assert_uint_lt(stack, symbols->stack_count);
-    ck_assert_uint_lt(position, symbols->stack_frame_counts[stack]);
-    return &symbols->frames[symbols->stack_frames[stack][position]];
+    ck_assert_uint_lt(position, symbols->stack_depths[stack]);
+    return &symbols->frames[symbols->stack_slots[stack][position].frame];
 }
 
 static void run_symbolize(struct test_raw *test, struct fixture *fixture,
@@ -264,11 +266,11 @@ START_TEST(test_return_address_adjustment)
     add_stack(&test, stack, 3);
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
-    ck_assert_uint_eq(symbols.stack_frame_counts[0], 3);
+    ck_assert_uint_eq(symbols.stack_depths[0], 3);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x11ff");
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "libA.so:0x12ff");
-    ck_assert_int_eq(symbols.stack_lines[0][1], 0x11ff % 1000 + 1);
+    ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x11ff % 1000 + 1);
     fixture_log_has(&fixture, 1, "address: 0x1100\naddress: 0x11ff\naddress: 0x12ff\n");
     fixture_log_has(&fixture, 0, "0x1200");
     fixture_log_has(&fixture, 0, "0x10ff");
@@ -301,13 +303,13 @@ START_TEST(test_profiler_frames_left_out)
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
     unsetenv("OSPREY_FAKE_PLUMBING");
-    ck_assert_uint_eq(symbols.stack_frame_counts[0], 2);
+    ck_assert_uint_eq(symbols.stack_depths[0], 2);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x12ff");
-    ck_assert_int_eq(symbols.stack_lines[0][1], 0x12ff % 1000 + 1);
-    ck_assert_uint_eq(symbols.stack_frame_counts[1], 1);
+    ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x12ff % 1000 + 1);
+    ck_assert_uint_eq(symbols.stack_depths[1], 1);
     ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so:0x12ff");
-    ck_assert_uint_eq(symbols.stack_frame_counts[2], 1);
+    ck_assert_uint_eq(symbols.stack_depths[2], 1);
     ck_assert_str_eq(frame_at(&symbols, 2, 0)->name, "libA.so:0x12ff");
     for (size_t f = 0; f < symbols.frame_count; f++)
         ck_assert_msg(strstr(symbols.frames[f].name, "osp") == NULL, "%s", symbols.frames[f].name);
@@ -335,7 +337,7 @@ START_TEST(test_frames_from_shim_sources_left_out)
     run_symbolize(&test, &fixture, &symbols);
     unsetenv("OSPREY_FAKE_SHIM_ADDRESS");
     unsetenv("OSPREY_FAKE_SHIM_FILE");
-    ck_assert_uint_eq(symbols.stack_frame_counts[0], 2);
+    ck_assert_uint_eq(symbols.stack_depths[0], 2);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "main:0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "main:0x12ff");
     ospx_symbols_free(&symbols);
@@ -368,9 +370,9 @@ START_TEST(test_only_regular_elf_files_are_symbolized)
     add_stack(&test, stack, 4);
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x3100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x5100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "pipe.so+0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "zero+0x3100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "notes.so+0x5100");
     ck_assert_str_eq(frame_at(&symbols, 0, 3)->name, "libA.so:0x70ff");
     const char *warnings = fixture_warnings(&fixture, 3);
     ck_assert_ptr_nonnull(strstr(warnings, "pipe.so: not a regular file"));
@@ -404,18 +406,18 @@ START_TEST(test_inline_expansion_and_interning)
     run_symbolize(&test, &fixture, &symbols);
 
     ck_assert_uint_eq(symbols.stack_count, 2);
-    ck_assert_uint_eq(symbols.stack_frame_counts[0], 3);
+    ck_assert_uint_eq(symbols.stack_depths[0], 3);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "inlined_0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "/src/inline.h");
-    ck_assert_int_eq(symbols.stack_lines[0][0], 7);
+    ck_assert_int_eq(symbols.stack_slots[0][0].line, 7);
     ck_assert_int_eq(frame_at(&symbols, 0, 0)->column, 9);
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x1100");
-    ck_assert_int_eq(symbols.stack_lines[0][1], 0x1100 % 1000 + 1);
+    ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x1100 % 1000 + 1);
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "libA.so:0x1200");
-    ck_assert_uint_eq(symbols.stack_frame_counts[1], 2);
+    ck_assert_uint_eq(symbols.stack_depths[1], 2);
     ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so:0x1050");
     /* the shared caller is one frame */
-    ck_assert_uint_eq(symbols.stack_frames[0][2], symbols.stack_frames[1][1]);
+    ck_assert_uint_eq(symbols.stack_slots[0][2].frame, symbols.stack_slots[1][1].frame);
     ck_assert_uint_eq(symbols.frame_count, 4);
 
     char *log = fixture_log(&fixture);
@@ -456,18 +458,18 @@ START_TEST(test_answer_lines_read_exactly)
     unsetenv("OSPREY_FAKE_EXTRA");
     unsetenv("OSPREY_FAKE_UNKNOWN");
 
-    ck_assert_uint_eq(symbols.stack_frame_counts[0], 3);
+    ck_assert_uint_eq(symbols.stack_depths[0], 3);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "op<< \"q\" \\ \xc3\xa9 \xf0\x9f\x98\x80");
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "/src/\xc3\xa9.c");
-    ck_assert_int_eq(symbols.stack_lines[0][0], 5);
+    ck_assert_int_eq(symbols.stack_slots[0][0].line, 5);
     ck_assert_int_eq(frame_at(&symbols, 0, 0)->column, 2);
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x1200");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->file, "/src/libA.so.c");
     /* 0x1300 as a return address looks up 0x12ff; in the second stack, 0x1301 looks up 0x1300
      * like the leaf 0x1300 does, and is still named for itself */
-    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "0x1300");
-    ck_assert_str_eq(frame_at(&symbols, 1, 1)->name, "0x1301");
-    ck_assert_uint_ne(symbols.stack_frames[1][0], symbols.stack_frames[1][1]);
+    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so+0x1300");
+    ck_assert_str_eq(frame_at(&symbols, 1, 1)->name, "libA.so+0x1301");
+    ck_assert_uint_ne(symbols.stack_slots[1][0].frame, symbols.stack_slots[1][1].frame);
     ospx_symbols_free(&symbols);
     fixture_close(&fixture);
 }
@@ -528,7 +530,7 @@ START_TEST(test_atos_arch_pinning)
     ck_assert_int_eq(frame_at(&symbols, 0, 0)->line, 0x180001100 % 1000 + 1);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, "/usr/lib/system/libsystem_kernel.dylib");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "atos_0x100004100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x180002011");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "libsystem_kernel.dylib+0x17ff02011");
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->image, "/usr/lib/system/libsystem_kernel.dylib");
 
     fixture_log_has(&fixture, 1,
@@ -554,9 +556,9 @@ START_TEST(test_no_tool_hex_and_one_warning)
     add_stack(&test, stack, 3);
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "main+0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, "/app/main");
-    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x9201");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libz.so+0x9201");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, "/lib/libz.so");
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x20");
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->image, "");
@@ -585,14 +587,15 @@ START_TEST(test_missing_objects_one_warning)
     add_stack(&test, stack, 4);
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x3201");
-    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x5001");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "one.so+0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "two.so+0x3201");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "[vdso]+0x5001");
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->image, "[vdso]");
     ck_assert_str_eq(frame_at(&symbols, 0, 3)->name, "libA.so:0x9100");
     const char *warnings = fixture_warnings(&fixture, 1);
     ck_assert_str_eq(warnings, "osprey: 2 object files not found (first: /nonexistent/one.so); "
-                               "their frames are shown as hex addresses\n");
+                               "their frames are shown as object+0xOFFSET (--binary or --symfs "
+                               "DIR finds a moved one)\n");
     fixture_log_has(&fixture, 0, "nonexistent");
     fixture_log_has(&fixture, 0, "vdso");
     ospx_symbols_free(&symbols);
@@ -620,10 +623,10 @@ START_TEST(test_tool_failure_mid_image)
         struct ospx_symbols symbols;
         run_symbolize(&test, &fixture, &symbols);
         /* 0x1100: answered, but nothing known */
-        ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
+        ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so+0x1100");
         ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, a);
-        ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x1201");
-        ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x1301");
+        ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so+0x1201");
+        ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "libA.so+0x1301");
         const char *warnings = fixture_warnings(&fixture, 1);
         char expected[512];
         snprintf(expected, sizeof expected, "osprey: %s: %s; 2 addresses stay hex\n", a,
@@ -867,9 +870,9 @@ START_TEST(test_real_vdso)
         const struct ospx_frame *frame = frame_at(&symbols, 0, 0);
         ck_assert_str_eq(frame->image, "[vdso]");
         if (recent)
-            ck_assert_msg(strncmp(frame->name, "0x", 2) != 0, "vdso frame: %s", frame->name);
+            ck_assert_msg(strstr(frame->name, "+0x") == NULL, "vdso frame: %s", frame->name);
         else
-            ck_assert_msg(strncmp(frame->name, "0x", 2) == 0, "vdso frame: %s", frame->name);
+            ck_assert_msg(strncmp(frame->name, "[vdso]+0x", 9) == 0, "vdso frame: %s", frame->name);
         fixture_warnings(&fixture, 0);
         ospx_symbols_free(&symbols);
     }
@@ -893,8 +896,8 @@ START_TEST(test_real_unreadable_object)
     add_stack(&test, stack, 2);
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "0x1100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "0x1201");
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "not-an-object.so+0x1100");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "not-an-object.so+0x1201");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, object);
     const char *warnings = fixture_warnings(&fixture, 1);
     char expected[256];
@@ -999,7 +1002,7 @@ START_TEST(test_real_own_stack)
     if (caller->line != 0) {
         const char *file = strrchr(caller->file, '/');
         ck_assert_str_eq(file != NULL ? file + 1 : caller->file, "test-symbolize.c");
-        ck_assert_int_eq(symbols.stack_lines[0][1], call_line);
+        ck_assert_int_eq(symbols.stack_slots[0][1].line, call_line);
     }
     ospx_symbols_free(&symbols);
     fixture_close(&fixture);
@@ -1074,6 +1077,111 @@ START_TEST(test_no_progress_for_a_quick_run)
 }
 END_TEST
 
+/* Which object describes an image (objects.c), with this test's own executable as the object
+ * that ran: by the recorded path when its build id agrees; else by build id in a --symfs
+ * directory (DIR/<id>/NAME, DIR/.build-id/xx/rest) or by name (DIR/NAME); never a file of
+ * another build, which is only named (mismatched); and, without a build id in the profile, the
+ * recorded path as before. */
+START_TEST(test_objects_found_by_build_id_only)
+{
+    char self[PATH_MAX];
+    ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+    ck_assert_int_gt(length, 0);
+    self[length] = '\0';
+    struct ospc_elf_identity identity;
+    ck_assert_int_eq(ospc_elf_identity(self, &identity, NULL, 0), 0);
+    ck_assert_str_ne(identity.build_id, "");
+    char dir[] = "/tmp/osprey-objects.XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("OSPREY_BUILDID_CACHE", dir, 1); /* an empty cache: only --symfs can find it */
+
+    struct test_raw test;
+    init_raw(&test, "/gone/test-symbolize");
+    add_image(&test, "/gone/test-symbolize", 0x1000, 0, 0x1000, 0x1000, "");
+    test.images[0].build_id = identity.build_id;
+    struct ospx__object object;
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, 0, &object), 0);
+    ck_assert_str_eq(object.path, "/gone/test-symbolize"); /* missing: reported as missing */
+    ck_assert_ptr_null(object.mismatched);
+    ospx__object_free(&object);
+
+    char path[PATH_MAX + 300], symfs[PATH_MAX + 64];
+    snprintf(symfs, sizeof symfs, "%s/symfs", dir);
+    /* DIR/<id>/NAME */
+    snprintf(path, sizeof path, "%s/%s", symfs, identity.build_id);
+    ck_assert_int_eq(ospc_make_directories(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/%s/test-symbolize", symfs, identity.build_id);
+    ck_assert_int_eq(ospc_copy_file(self, path), 0);
+    char list[sizeof symfs + 16];
+    snprintf(list, sizeof list, "/nonexistent:%s", symfs);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, list, 0, &object), 0);
+    ck_assert_str_eq(object.path, path);
+    ospx__object_free(&object);
+    unlink(path);
+    /* DIR/.build-id/xx/rest */
+    snprintf(path, sizeof path, "%s/.build-id/%.2s", symfs, identity.build_id);
+    ck_assert_int_eq(ospc_make_directories(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/.build-id/%.2s/%s", symfs, identity.build_id,
+             identity.build_id + 2);
+    ck_assert_int_eq(ospc_copy_file(self, path), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, 0, &object), 0);
+    ck_assert_str_eq(object.path, path);
+    ospx__object_free(&object);
+    unlink(path);
+    /* DIR/NAME, its build id checked: another object of that name is not it */
+    snprintf(path, sizeof path, "%s/test-symbolize", symfs);
+    ck_assert_int_eq(ospc_copy_file("/bin/sh", path), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, 0, &object), 0);
+    ck_assert_str_eq(object.path, "/gone/test-symbolize");
+    ospx__object_free(&object);
+    ck_assert_int_eq(ospc_copy_file(self, path), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, symfs, 0, &object), 0);
+    ck_assert_str_eq(object.path, path);
+    ospx__object_free(&object);
+
+    /* At the recorded path, another build: named, never used */
+    char other[PATH_MAX + 64];
+    snprintf(other, sizeof other, "%s/rebuilt", dir);
+    ck_assert_int_eq(ospc_copy_file("/bin/sh", other), 0);
+    test.images[0].path = other;
+    test.raw.exe = other;
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, 0, &object), 0);
+    ck_assert_ptr_null(object.path);
+    ck_assert_str_eq(object.mismatched, other);
+    ck_assert_str_ne(object.mismatched_id, identity.build_id);
+    ospx__object_free(&object);
+    /* ... unless asked (--ignore-build-id): then used, and said to be another build */
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, 1, &object), 0);
+    ck_assert_str_eq(object.path, other);
+    ck_assert_int_eq(object.other_build, 1);
+    ospx__object_free(&object);
+    /* ... nor --binary of another build; the right one is taken */
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, "/bin/sh", NULL, 0, &object), 0);
+    ck_assert_ptr_null(object.path);
+    ospx__object_free(&object);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, self, NULL, 0, &object), 0);
+    ck_assert_str_eq(object.path, self);
+    ospx__object_free(&object);
+    /* the cache, last */
+    ck_assert_int_eq(ospc_cache_add(self, identity.build_id), 0);
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, 0, &object), 0);
+    ck_assert_ptr_nonnull(object.path);
+    ck_assert_ptr_nonnull(strstr(object.path, identity.build_id));
+    ospx__object_free(&object);
+
+    /* No build id in the profile: the recorded path, whatever it holds, as before */
+    test.images[0].build_id = NULL;
+    ck_assert_int_eq(ospx__find_object(&test.raw, 0, NULL, NULL, 0, &object), 0);
+    ck_assert_str_eq(object.path, other);
+    ospx__object_free(&object);
+
+    unsetenv("OSPREY_BUILDID_CACHE");
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
 Suite *symbolize_suite(void)
 {
     Suite *suite = suite_create("symbolize");
@@ -1094,6 +1202,7 @@ Suite *symbolize_suite(void)
     tcase_add_test(fake, test_tool_failure_mid_image);
     tcase_add_test(fake, test_progress_only_when_asked);
     tcase_add_test(fake, test_no_progress_for_a_quick_run);
+    tcase_add_test(fake, test_objects_found_by_build_id_only);
     suite_add_tcase(suite, fake);
     TCase *real = tcase_create("llvm-symbolizer");
     tcase_set_timeout(real, 120);

@@ -41,6 +41,36 @@ static int option_with_value(int argc, char **argv, int *index, const char *long
     return 1;
 }
 
+/* osprey cache [prune] [--max-size SIZE] */
+static int parse_cache(int argc, char **argv, struct osprey_options *out, char *error,
+                       size_t error_size)
+{
+    out->command = OSPREY_COMMAND_CACHE;
+    for (int i = 2; i < argc; i++) {
+        const char *value = NULL;
+        int matched = option_with_value(argc, argv, &i, "--max-size", NULL, &value);
+        if (matched < 0)
+            return usage_error(error, error_size, "option '%s' needs a SIZE (e.g. 500M)",
+                               "--max-size");
+        if (matched > 0) {
+            out->max_size = value;
+            continue;
+        }
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            out->command = OSPREY_COMMAND_HELP;
+            return 0;
+        }
+        if (strcmp(argv[i], "prune") == 0 && out->cache_action == NULL) {
+            out->cache_action = argv[i];
+            continue;
+        }
+        return usage_error(error, error_size,
+                           "unexpected argument '%s': 'osprey cache [prune] [--max-size SIZE]'",
+                           argv[i]);
+    }
+    return 0;
+}
+
 int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *error,
                       size_t error_size)
 {
@@ -53,6 +83,8 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
     } else if (argc > 1 && strcmp(argv[1], "diff") == 0) {
         out->command = OSPREY_COMMAND_DIFF;
         first = 2;
+    } else if (argc > 1 && strcmp(argv[1], "cache") == 0) {
+        return parse_cache(argc, argv, out, error, error_size);
     }
     int report = out->command == OSPREY_COMMAND_REPORT || out->command == OSPREY_COMMAND_DIFF;
     int diff = out->command == OSPREY_COMMAND_DIFF;
@@ -93,6 +125,15 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                 return usage_error(error, error_size,
                                    "'%s' belongs to 'osprey report RAW --binary PATH'", "--binary");
             out->binary = value;
+            continue;
+        }
+        if ((matched = option_with_value(argc, argv, &i, "--symfs", NULL, &value)) != 0) {
+            if (matched < 0)
+                return usage_error(error, error_size, "option '%s' needs a DIR", arg);
+            if (!report)
+                return usage_error(error, error_size,
+                                   "'%s' belongs to 'osprey report' and 'osprey diff'", "--symfs");
+            out->symfs = value;
             continue;
         }
         if ((matched = option_with_value(argc, argv, &i, "--format", NULL, &value)) != 0) {
@@ -138,6 +179,13 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         }
         if (viewed)
             continue;
+        if (strcmp(arg, "--ignore-build-id") == 0) {
+            if (!report)
+                return usage_error(error, error_size,
+                                   "'%s' belongs to 'osprey report' and 'osprey diff'", arg);
+            out->ignore_build_id = 1;
+            continue;
+        }
         if (strcmp(arg, "--inverted") == 0) {
             if (out->command != OSPREY_COMMAND_REPORT)
                 return usage_error(error, error_size, "'%s' belongs to 'osprey report RAW'", arg);

@@ -1,7 +1,7 @@
 /* files.c — the file-system side of the `osprey` command: deciding what FILE is (a source to
  * build, an executable to run, or something it cannot use), the default output stems, the
- * scratch directory's removal, and keeping the raw profile beside the outputs (copied to a
- * temporary file in the destination directory, then renamed, so a reader never sees half a
+ * scratch directory's removal, and keeping the raw profile beside the outputs (renamed, or
+ * across file systems copied with common/'s atomic write, so a reader never sees half a
  * file).
  */
 #include <dirent.h>
@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "osprey_cli.h"
 
 static int has_suffix(const char *text, const char *suffix)
@@ -28,23 +29,13 @@ static const char *const cxx_suffixes[] = {".cc", ".cpp", ".cxx", ".C"};
 
 int osprey_find_on_path(const char *name, char *resolved, size_t size)
 {
-    const char *path = getenv("PATH");
-    if (path == NULL || *path == '\0')
+    /* A bare name only: common/'s search, one policy for an unset or empty PATH. */
+    char *found = strchr(name, '/') == NULL ? ospc_find_on_path(name) : NULL;
+    if (found == NULL)
         return -ENOENT;
-    while (*path != '\0') {
-        const char *end = strchr(path, ':');
-        size_t length = end != NULL ? (size_t)(end - path) : strlen(path);
-        int written = length == 0 ? snprintf(resolved, size, "./%s", name)
-                                  : snprintf(resolved, size, "%.*s/%s", (int)length, path, name);
-        struct stat info;
-        if (written > 0 && (size_t)written < size && stat(resolved, &info) == 0 &&
-            S_ISREG(info.st_mode) && access(resolved, X_OK) == 0)
-            return 0;
-        if (end == NULL)
-            break;
-        path = end + 1;
-    }
-    return -ENOENT;
+    int written = snprintf(resolved, size, "%s", found);
+    free(found);
+    return written > 0 && (size_t)written < size ? 0 : -ENAMETOOLONG;
 }
 
 int osprey_classify_file(const char *file, enum osprey_file_kind *kind, char *resolved,
@@ -144,12 +135,7 @@ void osprey_default_run_stem(const char *file, char *stem, size_t size)
 
 void osprey_default_report_stem(const char *raw, char *stem, size_t size)
 {
-    size_t length = strlen(raw);
-    if (has_suffix(raw, ".raw.json"))
-        length -= strlen(".raw.json");
-    else if (has_suffix(raw, ".json"))
-        length -= strlen(".json");
-    snprintf(stem, size, "%.*s", (int)length, raw);
+    (void)ospc_raw_stem(raw, stem, size);
 }
 
 void osprey_output_stem(const struct osprey_options *options, char *stem, size_t size)
@@ -188,61 +174,15 @@ int osprey_make_parent_dirs(const char *path)
     return S_ISDIR(info.st_mode) ? 0 : -ENOTDIR;
 }
 
-static int copy_contents(int from, int to)
-{
-    char buffer[65536];
-    for (;;) {
-        ssize_t got = read(from, buffer, sizeof buffer);
-        if (got == 0)
-            return 0;
-        if (got < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        for (ssize_t done = 0; done < got;) {
-            ssize_t put = write(to, buffer + done, (size_t)(got - done));
-            if (put < 0) {
-                if (errno == EINTR)
-                    continue;
-                return -errno;
-            }
-            done += put;
-        }
-    }
-}
-
 int osprey_move_file(const char *source, const char *destination)
 {
     if (rename(source, destination) == 0)
         return 0;
     if (errno != EXDEV)
         return -errno;
-
-    char temporary[PATH_MAX];
-    if (snprintf(temporary, sizeof temporary, "%s.tmp-XXXXXX", destination) >=
-        (int)sizeof temporary)
-        return -ENAMETOOLONG;
-    int from = open(source, O_RDONLY | O_CLOEXEC);
-    if (from < 0)
-        return -errno;
-    int to = mkostemp(temporary, O_CLOEXEC);
-    if (to < 0) {
-        int code = -errno;
-        close(from);
-        return code;
-    }
-    int result = copy_contents(from, to);
-    close(from);
-    if (result == 0 && fchmod(to, 0644) != 0)
-        result = -errno;
-    if (close(to) != 0 && result == 0)
-        result = -errno;
-    if (result == 0 && rename(temporary, destination) != 0)
-        result = -errno;
-    if (result != 0)
-        unlink(temporary);
-    else
+    /* Another file system: an atomic copy (common/), then the source goes. */
+    int result = ospc_copy_file(source, destination);
+    if (result == 0)
         unlink(source);
     return result;
 }

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "osprey_cli.h"
 #include "osprey_config.h"
 #include "ospx.h"
@@ -30,10 +31,12 @@
 
 static const char usage_text[] =
     "usage: osprey FILE [--run] [--profile] [-o STEM] [-- ARGS...]\n"
-    "       osprey report RAW [--binary PATH] [-o STEM] [--format LIST] [--top N]\n"
-    "                     [--fiber F] [--focus REGEX] [--ignore REGEX] [--inverted]\n"
-    "                     [--list REGEX]\n"
-    "       osprey diff BASE.raw.json NEW.raw.json [--binary PATH] [-o STEM] [--top N]\n"
+    "       osprey report RAW [--binary PATH] [--symfs DIR] [-o STEM] [--format LIST]\n"
+    "                     [--top N] [--fiber F] [--focus REGEX] [--ignore REGEX]\n"
+    "                     [--inverted] [--list REGEX]\n"
+    "       osprey diff BASE.raw.json NEW.raw.json [--binary PATH] [--symfs DIR] [-o STEM]\n"
+    "                   [--top N]\n"
+    "       osprey cache [prune] [--max-size SIZE]\n"
     "\n"
     "Sampling CPU profiler for native programs.\n"
     "\n"
@@ -53,14 +56,23 @@ static const char usage_text[] =
     "                 output stem (default: ./NAME for FILE, RAW without .raw.json for\n"
     "                 report); missing directories are created\n"
     "  --binary PATH  report: symbolize the main image from PATH (the program moved, or\n"
-    "                 was a scratch build)\n"
-    "  --format LIST  the outputs to write, a comma list of speedscope, cpuprofile,\n"
-    "                 folded, profile, pprof, trace, html, or all (the default)\n"
+    "                 was a scratch build); used only when its build id is the profile's\n"
+    "  --symfs DIR[:DIR...]\n"
+    "                 report, diff: find objects that moved in DIR, by build id\n"
+    "                 (DIR/<id>/NAME, DIR/.build-id/xx/rest) or by name (DIR/PATH,\n"
+    "                 DIR/NAME), before the build-id cache\n"
+    "  --ignore-build-id\n"
+    "                 report, diff: use a binary of another build than the one that ran\n"
+    "                 anyway (by default its frames stay OBJECT+0xOFFSET); its names are\n"
+    "                 marked [other build]\n"
+    "  --format LIST  the outputs to write, a comma list of\n"
+    "                 @FORMATS@\n"
     "  --top N        report: N rows in the table (default 10)\n"
     "  --fiber F      report: only the fiber with this id or label\n"
     "  --focus REGEX  report: only samples with a function matching REGEX on the stack\n"
     "  --ignore REGEX report: drop samples with a function matching REGEX on the stack\n"
-    "                 (--fiber, --focus and --ignore apply to the outputs too)\n"
+    "                 (--fiber, --focus and --ignore apply to the outputs too, when\n"
+    "                 -o or --format asks for them: a view alone writes nothing)\n"
     "  --inverted     report: under each function, the callers its self time came from\n"
     "  --list REGEX   report: the source lines of the matching functions with their\n"
     "                 self (flat) and total (cum) time, as pprof -list prints them\n"
@@ -72,21 +84,44 @@ static const char usage_text[] =
     "STEM.{base,new}.{speedscope.json,pb.gz} (STEM: NEW's stem + .diff), for\n"
     "go tool pprof -diff_base STEM.base.pb.gz STEM.new.pb.gz.\n"
     "\n"
+    "osprey cache shows the build-id cache, where the binaries that ran under --profile are\n"
+    "kept ($XDG_CACHE_HOME/osprey/buildid, else ~/.cache/osprey/buildid; bounded by\n"
+    "OSPREY_BUILDID_CACHE_MAX, default 1G); prune removes the least recently used down to\n"
+    "--max-size (default: the bound).\n"
+    "\n"
     "Outputs of --profile and report:\n"
-    "  STEM.speedscope.json  speedscope (https://www.speedscope.app, or npx speedscope FILE)\n"
-    "  STEM.cpuprofile       Chrome DevTools, Performance panel: Load profile\n"
-    "  STEM.folded           on-CPU folded stacks for flamegraph.pl\n"
-    "  STEM.offcpu.folded    off-CPU (waiting) folded stacks\n"
-    "  STEM.profile.json     summary for the VS Code extension\n"
-    "  STEM.pb.gz            pprof: go tool pprof -http=: STEM.pb.gz\n"
-    "  STEM.trace.json       timeline: Chrome DevTools Performance panel or ui.perfetto.dev\n"
-    "  STEM.html             the flame graph as one offline page (any browser)\n"
+    "@OUTPUTS@\n"
     "  STEM.raw.json         the raw profile, for `osprey report` (--profile only)\n"
     "\n"
     "Environment: OSPREY_PROFILE_HZ=N samples per second (10..10000, default 997);\n"
     "NO_COLOR disables colour in the report.\n"
     "Exit status: the program's; 2 for a usage error; 1 when building or `osprey report`\n"
     "fails.\n";
+
+/* The usage text, with the outputs' names and files from the exporters' registry (outputs.c)
+ * at its @FORMATS@ and @OUTPUTS@ lines. */
+static void print_usage(FILE *out)
+{
+    const char *at = usage_text;
+    for (;;) {
+        const char *formats = strstr(at, "@FORMATS@"), *outputs = strstr(at, "@OUTPUTS@\n");
+        const char *next =
+            formats != NULL && (outputs == NULL || formats < outputs) ? formats : outputs;
+        if (next == NULL)
+            break;
+        fwrite(at, 1, (size_t)(next - at), out);
+        if (next == formats) {
+            char list[256];
+            ospx_formats_list(list, sizeof list);
+            fprintf(out, "%s (default: all)", list);
+            at = next + strlen("@FORMATS@");
+        } else {
+            ospx_outputs_help(out);
+            at = next + strlen("@OUTPUTS@\n");
+        }
+    }
+    fputs(at, out);
+}
 
 /* Colour for a report written to `stream`: a terminal, and NO_COLOR unset or empty. */
 static int report_color(FILE *stream)
@@ -106,9 +141,10 @@ static FILE *run_report_stream(void)
 /* Post-process raw into the outputs at stem and the report on `report`. Returns 0, or
  * -errno with the problem formatted into message. */
 static int post_process(const char *raw, const char *stem, const struct osprey_options *view,
-                        FILE *report, char *message, size_t message_size)
+                        const char *raw_written, int no_outputs, int keep_better, FILE *report,
+                        char *message, size_t message_size)
 {
-    int result = osprey_make_parent_dirs(stem);
+    int result = no_outputs ? 0 : osprey_make_parent_dirs(stem);
     if (result != 0) {
         snprintf(message, message_size, "%s: cannot create its directory: %s", stem,
                  strerror(-result));
@@ -126,6 +162,13 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
         .top = view->top,
         .inverted = view->inverted,
         .list = view->list,
+        .symfs = view->symfs,
+        .use_other_build = view->ignore_build_id,
+        .no_outputs = no_outputs,
+        .raw_written = raw_written,
+        .keep_better = keep_better,
+        /* a profiled run (no view): its program into the build-id cache */
+        .keep_main_object = raw_written != NULL,
     };
     struct ospx_error error;
     memset(&error, 0, sizeof error);
@@ -162,9 +205,19 @@ static int command_report(const struct osprey_options *options)
     }
     char stem[PATH_MAX];
     osprey_output_stem(options, stem, sizeof stem);
+    /* A view (a selection of samples, another table) changes what is shown, never the run's
+     * files, as perf report's and pprof's filters do: it writes only when -o or --format
+     * asks. */
+    int view = options->fiber != NULL || options->focus != NULL || options->ignore != NULL ||
+               options->inverted || options->top > 0 || options->list != NULL;
+    int no_outputs = view && options->stem == NULL && options->formats == NULL;
 
     char message[2048];
-    if (post_process(options->file, stem, options, stdout, message, sizeof message) != 0) {
+    /* The run's own outputs (no -o, no --format) are not rewritten by a report that could
+     * only do worse: one whose objects are gone. */
+    int keep_better = options->stem == NULL && options->formats == NULL;
+    if (post_process(options->file, stem, options, NULL, no_outputs, keep_better, stdout, message,
+                     sizeof message) != 0) {
         /* A positioned error starts with the file it is about, as a compiler's does. */
         fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
         return OSPREY_EXIT_FAILURE;
@@ -205,8 +258,14 @@ static int command_diff(const struct osprey_options *options)
         fprintf(stderr, "osprey: %s: cannot create its directory: %s\n", stem, strerror(-result));
         return OSPREY_EXIT_FAILURE;
     }
-    struct ospx_diff_options diff = {options->file,   options->file2, stem,
-                                     options->binary, stdout,         options->top};
+    struct ospx_diff_options diff = {.base_path = options->file,
+                                     .new_path = options->file2,
+                                     .stem = stem,
+                                     .binary = options->binary,
+                                     .report = stdout,
+                                     .top = options->top,
+                                     .symfs = options->symfs,
+                                     .use_other_build = options->ignore_build_id};
     struct ospx_error error;
     memset(&error, 0, sizeof error);
     if (ospx_diff(&diff, &error) != 0) {
@@ -215,6 +274,38 @@ static int command_diff(const struct osprey_options *options)
         fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
         return OSPREY_EXIT_FAILURE;
     }
+    return 0;
+}
+
+/* osprey cache [prune] [--max-size SIZE]: where the build-id cache is and what it holds;
+ * prune removes the least recently used entries down to SIZE (default: the cache's bound). */
+static int command_cache(const struct osprey_options *options)
+{
+    char directory[PATH_MAX];
+    if (ospc_cache_dir(directory, sizeof directory) != 0) {
+        fprintf(stderr, "osprey: no build-id cache: neither XDG_CACHE_HOME nor HOME is set\n");
+        return OSPREY_EXIT_FAILURE;
+    }
+    uint64_t bound = ospc_cache_max_bytes();
+    if (options->max_size != NULL && ospc_parse_size(options->max_size, &bound) != 0) {
+        fprintf(stderr, "osprey: --max-size %s: not a size (e.g. 500M, 2G)\n", options->max_size);
+        return OSPREY_EXIT_USAGE;
+    }
+    int prune = options->cache_action != NULL;
+    size_t kept = 0, removed = 0;
+    uint64_t kept_bytes = 0, removed_bytes = 0;
+    int result =
+        ospc_cache_prune(prune ? bound : UINT64_MAX, &kept, &kept_bytes, &removed, &removed_bytes);
+    if (result != 0) {
+        fprintf(stderr, "osprey: %s: %s\n", directory, strerror(-result));
+        return OSPREY_EXIT_FAILURE;
+    }
+    printf("build-id cache: %s\n", directory);
+    printf("  %zu object%s, %.1f MiB (bound %.1f MiB)\n", kept, kept == 1 ? "" : "s",
+           (double)kept_bytes / 1048576.0, (double)bound / 1048576.0);
+    if (prune)
+        printf("  pruned %zu object%s, %.1f MiB\n", removed, removed == 1 ? "" : "s",
+               (double)removed_bytes / 1048576.0);
     return 0;
 }
 
@@ -284,8 +375,9 @@ static void keep_descendant_profiles(const char *scratch_raw, const char *stem, 
                 kept_count - NAMED_DESCENDANTS, stem);
 }
 
-/* After a profiled run: keep the raw file as <stem>.raw.json and post-process it. Nothing
- * here changes the exit code; a failure is one warning line. */
+/* After a profiled run: keep the raw file as <stem>.raw.json and post-process it, which keeps
+ * the program that ran in the build-id cache. Nothing here changes the exit code; a failure is
+ * one warning line. */
 static void finish_profile(const char *scratch_raw, const char *stem,
                            const struct osprey_options *options)
 {
@@ -320,7 +412,8 @@ static void finish_profile(const char *scratch_raw, const char *stem,
     }
 
     char message[2048];
-    if (post_process(raw, stem, options, run_report_stream(), message, sizeof message) != 0)
+    if (post_process(raw, stem, options, raw != scratch_raw ? raw : NULL, 0, 0, run_report_stream(),
+                     message, sizeof message) != 0)
         fprintf(stderr, "osprey: warning: post-processing failed: %s\n", message);
 }
 
@@ -503,7 +596,7 @@ int main(int argc, char **argv)
     }
     switch (options.command) {
     case OSPREY_COMMAND_HELP:
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return 0;
     case OSPREY_COMMAND_VERSION:
         printf("osprey %s\n", OSPREY_VERSION);
@@ -512,6 +605,8 @@ int main(int argc, char **argv)
         return command_report(&options);
     case OSPREY_COMMAND_DIFF:
         return command_diff(&options);
+    case OSPREY_COMMAND_CACHE:
+        return command_cache(&options);
     case OSPREY_COMMAND_RUN:
         break;
     }

@@ -20,6 +20,7 @@ enum osprey_command {
     OSPREY_COMMAND_RUN,     /* osprey FILE [--run] [--profile] [-o STEM] [-- ARGS...] */
     OSPREY_COMMAND_REPORT,  /* osprey report RAW [--binary PATH] [-o STEM] [view options] */
     OSPREY_COMMAND_DIFF,    /* osprey diff BASE NEW [--binary PATH] [-o STEM] [--top N] */
+    OSPREY_COMMAND_CACHE,   /* osprey cache [prune] [--max-size SIZE] */
     OSPREY_COMMAND_HELP,    /* --help / -h */
     OSPREY_COMMAND_VERSION, /* --version / -V */
 };
@@ -39,6 +40,10 @@ struct osprey_options {
     size_t top;
     const char *fiber, *focus, *ignore, *list;
     int inverted;
+    const char *symfs;   /* --symfs DIR[:DIR...] (report, diff): where moved objects are found */
+    int ignore_build_id; /* --ignore-build-id (report, diff): use another build, marked */
+    /* cache: "prune" or NULL (list); --max-size SIZE (NULL: the cache's bound) */
+    const char *cache_action, *max_size;
 };
 
 /* Parse argv (argv[0] is the CLI's own name). On success fills *out and returns 0; on a

@@ -1,0 +1,168 @@
+/* ospc.h — libospcommon: the helpers the parts of Osprey outside the shim share, each written
+ * once with one policy: writing a file atomically, the clock, looking a command up on PATH, the
+ * stem of a raw profile's name, an object file's identity (its GNU build id and where its code
+ * sits in the file), the build-id cache of binaries that ran, and an open-addressing index.
+ *
+ * Used by daemon/, exporters/ and tools/; never by the shim, which links nothing.
+ * Functions return 0 or a negative errno; those that return a pointer return NULL on failure.
+ */
+#ifndef OSPC_H
+#define OSPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* ---- atomic.c: a file that appears whole or not at all ---- */
+
+/* A file being written: a temporary file beside `path` (mkstemp, so rename never crosses a
+ * file system), with the mode a plain create would give (0666 less the umask). Commit fsyncs
+ * it, renames it over `path` and fsyncs the directory, so the rename itself survives a crash;
+ * abort removes it. */
+struct ospc_atomic {
+    int fd;          /* write here; -1 once closed */
+    char *temp_path; /* malloc'd */
+    char *path;      /* malloc'd copy of the destination */
+};
+
+/* Returns 0 or a negative errno (nothing is left behind on failure). */
+int ospc_atomic_open(struct ospc_atomic *file, const char *path);
+/* fsync, close, rename into place, fsync the directory. On failure the temporary file is
+ * removed. Returns 0 or a negative errno; *step (may be NULL) names what failed ("write",
+ * "rename"). Either way the struct is released. */
+int ospc_atomic_commit(struct ospc_atomic *file, const char **step);
+/* Close and remove the temporary file; safe after a failed commit or a failed open. */
+void ospc_atomic_abort(struct ospc_atomic *file);
+/* All of `size` bytes at `data` to fd, through EINTR and short writes. 0 or -errno. */
+int ospc_write_all(int fd, const void *data, size_t size);
+/* Copy the file at `source` to `destination` atomically (the copy gets `source`'s permission
+ * bits less the umask). 0 or -errno. */
+int ospc_copy_file(const char *source, const char *destination);
+/* The process's umask, read without changing it (from /proc/self/status; else set and put back
+ * once, at the first call). */
+mode_t ospc_umask(void);
+
+/* ---- clock.c ---- */
+
+/* `clock`'s time in nanoseconds (CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_THREAD_CPUTIME_ID...);
+ * 0 when the clock cannot be read. */
+uint64_t ospc_clock_ns(clockid_t clock);
+/* Seconds from `then` to `now`, both ospc_clock_ns values of one clock. */
+double ospc_seconds_between(uint64_t then, uint64_t now);
+
+/* ---- path.c ---- */
+
+/* The full path of the executable `name`, malloc'd: `name` itself when it holds a '/',
+ * else the first regular, executable file of that name in PATH's directories (an empty entry
+ * is the current directory; PATH unset searches /usr/local/bin:/usr/bin:/bin, PATH set but
+ * empty searches nothing). NULL when there is none. */
+char *ospc_find_on_path(const char *name);
+/* The stem of a raw profile's path: without ".raw.json", else without ".json", else the path
+ * itself ("out/run.raw.json" → "out/run"). Into `stem`; returns its length, or -ENAMETOOLONG
+ * (stem then holds a cut copy). */
+int ospc_raw_stem(const char *raw_path, char *stem, size_t size);
+/* The last component of `path` ("" stays ""). */
+const char *ospc_basename(const char *path);
+/* mkdir -p of `directory` itself. 0 or -errno. */
+int ospc_make_directories(const char *directory, mode_t mode);
+
+/* ---- text.c ---- */
+
+/* Replace, in place, every control character of `text` (C0, DEL and the UTF-8 encoded C1
+ * range) with '?', so text taken from a profile cannot drive the terminal it is printed on. */
+void ospc_printable(char *text);
+
+/* ---- elf.c: an object file's identity ---- */
+
+#define OSPC_BUILD_ID_SIZE 129 /* 64 bytes of id in hex, and the NUL */
+
+struct ospc_elf_identity {
+    char build_id[OSPC_BUILD_ID_SIZE]; /* NT_GNU_BUILD_ID in lowercase hex; "" when none */
+    /* the PT_LOAD with PF_X of lowest address: its file offset and link-time address (what a
+     * pprof mapping's file_offset and a symbolizer's base need); has_text 0 when none */
+    int has_text;
+    uint64_t text_offset, text_vaddr;
+    uint16_t type; /* e_type: ET_EXEC, ET_DYN, ... */
+};
+
+/* Read the identity of the ELF object at `path`: opened without blocking, only a regular file,
+ * every offset bounds-checked against the file (paths come from profiles). 64-bit
+ * little-endian objects only. 0, or a negative errno with one short phrase in `why` (may be
+ * NULL): "cannot open: ...", "not a regular file", "not an ELF file", ... */
+int ospc_elf_identity(const char *path, struct ospc_elf_identity *out, char *why, size_t why_size);
+/* The same from an open descriptor (the caller checked it is a regular file of `file_size`
+ * bytes). */
+int ospc_elf_identity_fd(int fd, off_t file_size, struct ospc_elf_identity *out);
+
+/* ---- buildid.c: the build-id cache ----
+ *
+ * Binaries that ran, kept by build id so a profile can be symbolized after they are gone or
+ * rebuilt, the way perf's ~/.debug build-id cache keeps them:
+ *   DIR/<build id>/<base name>
+ * where DIR is $OSPREY_BUILDID_CACHE, else $XDG_CACHE_HOME/osprey/buildid, else
+ * ~/.cache/osprey/buildid. It is the layout pprof's PPROF_BINARY_PATH searches
+ * (DIR/<build id>/<any name>), so `PPROF_BINARY_PATH=DIR go tool pprof` finds them too. Its size is
+ * bounded: an addition prunes the least recently used entries past the bound
+ * (OSPREY_BUILDID_CACHE_MAX, bytes with an optional K/M/G suffix; default 1G). */
+
+#define OSPC_CACHE_DEFAULT_MAX (UINT64_C(1) << 30)
+
+/* The cache directory into `out`. 0, or -ENOENT when there is no home to put it in. */
+int ospc_cache_dir(char *out, size_t size);
+/* The size bound: OSPREY_BUILDID_CACHE_MAX when it parses, else the default. */
+uint64_t ospc_cache_max_bytes(void);
+/* Parse "512M", "2G", "1000" into bytes. 0 or -EINVAL. */
+int ospc_parse_size(const char *text, uint64_t *bytes);
+/* Keep the object at `path`, whose build id is `build_id`, in the cache (a no-op, but for
+ * marking it used, when it is there already), then prune to the bound. 0 or -errno. */
+int ospc_cache_add(const char *path, const char *build_id);
+/* The kept object with build id `build_id` into `out` (its name `name_hint`'s base name when
+ * present, else any file in its directory whose build id matches). 0, or -ENOENT. Marks it
+ * used (its time, for pruning). */
+int ospc_cache_find(const char *build_id, const char *name_hint, char *out, size_t size);
+/* Remove the least recently used entries until the cache holds at most `max_bytes`. The
+ * entries kept and their bytes go to *kept and *kept_bytes, those removed to *removed and
+ * *removed_bytes
+ * (any may be NULL). 0 or -errno (a missing cache is empty, not an error). */
+int ospc_cache_prune(uint64_t max_bytes, size_t *kept, uint64_t *kept_bytes, size_t *removed,
+                     uint64_t *removed_bytes);
+
+/* ---- index.c: an open-addressing hash index ----
+ *
+ * Maps a 64-bit hash to the uint32 entries of a caller's table (the caller keeps the keys and
+ * compares them): linear probing over a power-of-two array of slots, grown to keep it at most
+ * half full. */
+struct ospc_index {
+    uint32_t *slots; /* entry + 1; 0 empty */
+    size_t slot_count;
+    size_t used;
+};
+
+/* An empty index with room for `expected` entries before it grows. 0 or -ENOMEM. */
+int ospc_index_init(struct ospc_index *index, size_t expected);
+void ospc_index_free(struct ospc_index *index);
+/* Walk the slots for `hash`: start with *slot = ospc_index_start(index, hash), then while
+ * ospc_index_entry(index, *slot) != UINT32_MAX compare that entry, else step with
+ * ospc_index_next. */
+static inline size_t ospc_index_start(const struct ospc_index *index, uint64_t hash)
+{
+    return (size_t)(hash ^ (hash >> 29)) & (index->slot_count - 1);
+}
+static inline size_t ospc_index_next(const struct ospc_index *index, size_t slot)
+{
+    return (slot + 1) & (index->slot_count - 1);
+}
+static inline uint32_t ospc_index_entry(const struct ospc_index *index, size_t slot)
+{
+    return index->slots[slot] - 1; /* UINT32_MAX when empty */
+}
+/* Put `entry` in the empty slot `slot` found by a walk that ended there, growing the index
+ * when it gets half full (the hash of each entry is asked from `hash_of`). 0 or -ENOMEM. */
+int ospc_index_insert(struct ospc_index *index, size_t slot, uint32_t entry,
+                      uint64_t (*hash_of)(uint32_t entry, void *context), void *context);
+/* FNV-1a over `size` bytes, continuing `hash` (start with OSPC_HASH_SEED). */
+#define OSPC_HASH_SEED UINT64_C(1469598103934665603)
+uint64_t ospc_hash_bytes(uint64_t hash, const void *data, size_t size);
+
+#endif /* OSPC_H */

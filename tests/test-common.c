@@ -1,0 +1,326 @@
+/* test-common.c — libospcommon (common/): the atomic write and its mode, the PATH search and
+ * its policy for an unset or empty PATH, raw stems, an object's identity against what the
+ * loader says of this very program, the build-id cache (add, find, prune to a bound), the hash
+ * index and sizes. */
+#include <check.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ospc.h"
+
+static char scratch[256];
+
+static void make_scratch(void)
+{
+    snprintf(scratch, sizeof scratch, "/tmp/osprey-test-common.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+static void remove_scratch(void)
+{
+    char command[512];
+    snprintf(command, sizeof command, "rm -rf '%s'", scratch);
+    ck_assert_int_eq(system(command), 0);
+}
+
+static size_t entries_in(const char *directory)
+{
+    char command[512];
+    snprintf(command, sizeof command, "ls -A '%s' | wc -l", directory);
+    FILE *out = popen(command, "r");
+    size_t count = 0;
+    ck_assert_int_eq(fscanf(out, "%zu", &count), 1);
+    pclose(out);
+    return count;
+}
+
+START_TEST(atomic_write_keeps_umask_and_leaves_nothing_on_abort)
+{
+    make_scratch();
+    mode_t old = umask(027);
+    char path[512];
+    snprintf(path, sizeof path, "%s/out.txt", scratch);
+    struct ospc_atomic file;
+    ck_assert_int_eq(ospc_atomic_open(&file, path), 0);
+    ck_assert_int_eq(ospc_write_all(file.fd, "hello\n", 6), 0);
+    ck_assert_int_eq(access(path, F_OK), -1); /* not there before the commit */
+    const char *step = "unset";
+    ck_assert_int_eq(ospc_atomic_commit(&file, &step), 0);
+    ck_assert_ptr_null(step);
+    struct stat info;
+    ck_assert_int_eq(stat(path, &info), 0);
+    ck_assert_int_eq(info.st_size, 6);
+    /* ospc_umask read the mask once; 0666 less it, not mkstemp's 0600. */
+    ck_assert_int_eq(info.st_mode & 0777, 0666 & ~ospc_umask());
+    ck_assert_int_ne(info.st_mode & 0777, 0600);
+
+    ck_assert_int_eq(ospc_atomic_open(&file, path), 0);
+    ck_assert_int_eq(ospc_write_all(file.fd, "x", 1), 0);
+    ospc_atomic_abort(&file);
+    ck_assert_int_eq(entries_in(scratch), 1); /* the temporary file is gone */
+    ck_assert_int_eq(stat(path, &info), 0);
+    ck_assert_int_eq(info.st_size, 6); /* and the old file is whole */
+
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s/no/such/dir/out", scratch);
+    ck_assert_int_eq(ospc_atomic_open(&file, missing), -ENOENT);
+    umask(old);
+    remove_scratch();
+}
+END_TEST
+
+START_TEST(path_search_policy)
+{
+    char *saved = getenv("PATH") != NULL ? strdup(getenv("PATH")) : NULL;
+    setenv("PATH", "/nonexistent:/bin:/usr/bin", 1);
+    char *found = ospc_find_on_path("sh");
+    ck_assert_ptr_nonnull(found);
+    ck_assert(strcmp(found, "/bin/sh") == 0 || strcmp(found, "/usr/bin/sh") == 0);
+    free(found);
+    ck_assert_ptr_null(ospc_find_on_path("no-such-command-osprey"));
+    unsetenv("PATH"); /* the default list */
+    found = ospc_find_on_path("sh");
+    ck_assert_ptr_nonnull(found);
+    free(found);
+    setenv("PATH", "", 1); /* set but empty: nothing */
+    ck_assert_ptr_null(ospc_find_on_path("sh"));
+    found = ospc_find_on_path("/bin/sh"); /* a path is checked, not searched */
+    ck_assert_ptr_nonnull(found);
+    ck_assert_str_eq(found, "/bin/sh");
+    free(found);
+    ck_assert_ptr_null(ospc_find_on_path("/etc/passwd")); /* not executable */
+    if (saved != NULL)
+        setenv("PATH", saved, 1);
+    free(saved);
+}
+END_TEST
+
+START_TEST(raw_stems)
+{
+    char stem[64];
+    ck_assert_int_eq(ospc_raw_stem("out/run.raw.json", stem, sizeof stem), 7);
+    ck_assert_str_eq(stem, "out/run");
+    ospc_raw_stem("x.json", stem, sizeof stem);
+    ck_assert_str_eq(stem, "x");
+    ospc_raw_stem("profile", stem, sizeof stem);
+    ck_assert_str_eq(stem, "profile");
+    ospc_raw_stem(".raw.json", stem, sizeof stem); /* nothing before the suffix: kept */
+    ck_assert_str_eq(stem, ".raw");
+    ck_assert_int_eq(ospc_raw_stem("a-long-name.raw.json", stem, 4), -ENAMETOOLONG);
+    ck_assert_str_eq(ospc_basename("/a/b/c"), "c");
+    ck_assert_str_eq(ospc_basename("c"), "c");
+}
+END_TEST
+
+/* What the loader says of this program's first PF_X segment. */
+struct self_text {
+    uint64_t vaddr, offset;
+    int found;
+};
+
+static int first_image(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct self_text *text = data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
+        if (segment->p_type == PT_LOAD && (segment->p_flags & PF_X) &&
+            (!text->found || segment->p_vaddr < text->vaddr)) {
+            text->vaddr = segment->p_vaddr;
+            text->offset = segment->p_offset;
+            text->found = 1;
+        }
+    }
+    return 1; /* the main program only */
+}
+
+START_TEST(elf_identity_of_this_program)
+{
+    struct ospc_elf_identity identity;
+    char why[128];
+    ck_assert_int_eq(ospc_elf_identity("/proc/self/exe", &identity, why, sizeof why), 0);
+    struct self_text text = {0};
+    dl_iterate_phdr(first_image, &text);
+    ck_assert(text.found);
+    ck_assert(identity.has_text);
+    ck_assert_uint_eq(identity.text_vaddr, text.vaddr);
+    ck_assert_uint_eq(identity.text_offset, text.offset);
+    /* A build id, as `readelf -n` prints it. */
+    char self[512], command[700];
+    ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+    ck_assert_int_gt(length, 0);
+    self[length] = '\0';
+    snprintf(command, sizeof command, "readelf -n '%s' 2>/dev/null | sed -n 's/.*Build ID: *//p'",
+             self);
+    FILE *readelf = popen(command, "r");
+    char expected[256] = "";
+    ck_assert_ptr_nonnull(readelf);
+    ck_assert_ptr_nonnull(fgets(expected, sizeof expected, readelf));
+    expected[strcspn(expected, "\n")] = '\0';
+    ck_assert_str_eq(identity.build_id, expected);
+    pclose(readelf);
+
+    ck_assert_int_eq(ospc_elf_identity("/etc/passwd", &identity, why, sizeof why), -ENOEXEC);
+    ck_assert_str_eq(why, "not an ELF file");
+    ck_assert_int_eq(ospc_elf_identity("/dev/null", &identity, why, sizeof why), -EINVAL);
+    ck_assert_str_eq(why, "not a regular file");
+    ck_assert_int_lt(ospc_elf_identity("/no/such/file", &identity, why, sizeof why), 0);
+}
+END_TEST
+
+START_TEST(cache_add_find_prune)
+{
+    make_scratch();
+    char cache[512];
+    snprintf(cache, sizeof cache, "%s/cache", scratch);
+    setenv("OSPREY_BUILDID_CACHE", cache, 1);
+    char directory[600];
+    ck_assert_int_eq(ospc_cache_dir(directory, sizeof directory), 0);
+    ck_assert_str_eq(directory, cache);
+
+    struct ospc_elf_identity identity;
+    ck_assert_int_eq(ospc_elf_identity("/proc/self/exe", &identity, NULL, 0), 0);
+    ck_assert_str_ne(identity.build_id, "");
+    char self[512];
+    ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+    ck_assert_int_gt(length, 0);
+    self[length] = '\0';
+    ck_assert_int_eq(ospc_cache_add(self, identity.build_id), 0);
+    char found[1024], expected[1024];
+    snprintf(expected, sizeof expected, "%s/%s/%s", cache, identity.build_id, ospc_basename(self));
+    ck_assert_int_eq(
+        ospc_cache_find(identity.build_id, "/elsewhere/other-name", found, sizeof found), 0);
+    ck_assert_str_eq(found, expected);
+    ck_assert_int_eq(ospc_cache_find("00ff", NULL, found, sizeof found), -ENOENT);
+    ck_assert_int_eq(ospc_cache_find("../etc", NULL, found, sizeof found), -ENOENT);
+    /* A file under the id that is not that object is never an answer. */
+    char other[1100];
+    snprintf(other, sizeof other, "%s/%s/impostor", cache, "abcd");
+    char abcd[700];
+    snprintf(abcd, sizeof abcd, "%s/abcd", cache);
+    ck_assert_int_eq(ospc_make_directories(abcd, 0755), 0);
+    ck_assert_int_eq(ospc_copy_file(self, other), 0);
+    ck_assert_int_eq(ospc_cache_find("abcd", NULL, found, sizeof found), -ENOENT);
+
+    size_t kept, removed;
+    uint64_t kept_bytes, removed_bytes;
+    struct stat info;
+    ck_assert_int_eq(stat(self, &info), 0);
+    ck_assert_int_eq(ospc_cache_prune(UINT64_MAX, &kept, &kept_bytes, &removed, &removed_bytes), 0);
+    ck_assert_uint_eq(kept, 2);
+    ck_assert_uint_eq(removed, 0);
+    ck_assert_uint_eq(kept_bytes, 2 * (uint64_t)info.st_size);
+    /* The bound: the least recently used goes first (the impostor, never found). */
+    struct timespec old[2] = {{1000, 0}, {1000, 0}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, other, old, 0), 0);
+    ck_assert_int_eq(
+        ospc_cache_prune((uint64_t)info.st_size, &kept, &kept_bytes, &removed, &removed_bytes), 0);
+    ck_assert_uint_eq(kept, 1);
+    ck_assert_uint_eq(removed, 1);
+    ck_assert_int_eq(access(other, F_OK), -1);
+    ck_assert_int_eq(access(abcd, F_OK), -1); /* its directory with it */
+    ck_assert_int_eq(access(expected, F_OK), 0);
+    ck_assert_int_eq(ospc_cache_prune(0, &kept, &kept_bytes, &removed, &removed_bytes), 0);
+    ck_assert_uint_eq(kept, 0);
+    ck_assert_uint_eq(entries_in(cache), 0);
+    unsetenv("OSPREY_BUILDID_CACHE");
+
+    /* The default places. */
+    setenv("XDG_CACHE_HOME", "/x/cache", 1);
+    ck_assert_int_eq(ospc_cache_dir(directory, sizeof directory), 0);
+    ck_assert_str_eq(directory, "/x/cache/osprey/buildid");
+    setenv("XDG_CACHE_HOME", "relative", 1);
+    setenv("HOME", "/home/u", 1);
+    ck_assert_int_eq(ospc_cache_dir(directory, sizeof directory), 0);
+    ck_assert_str_eq(directory, "/home/u/.cache/osprey/buildid");
+    remove_scratch();
+}
+END_TEST
+
+START_TEST(sizes)
+{
+    uint64_t bytes;
+    ck_assert_int_eq(ospc_parse_size("512M", &bytes), 0);
+    ck_assert_uint_eq(bytes, UINT64_C(512) << 20);
+    ck_assert_int_eq(ospc_parse_size("2GiB", &bytes), 0);
+    ck_assert_uint_eq(bytes, UINT64_C(2) << 30);
+    ck_assert_int_eq(ospc_parse_size("1000", &bytes), 0);
+    ck_assert_uint_eq(bytes, 1000);
+    ck_assert_int_eq(ospc_parse_size("-1", &bytes), -EINVAL);
+    ck_assert_int_eq(ospc_parse_size("12X", &bytes), -EINVAL);
+    ck_assert_int_eq(ospc_parse_size("", &bytes), -EINVAL);
+}
+END_TEST
+
+static uint64_t keys[5000];
+
+static uint64_t key_hash(uint32_t entry, void *context)
+{
+    (void)context;
+    return ospc_hash_bytes(OSPC_HASH_SEED, &keys[entry], sizeof keys[entry]);
+}
+
+START_TEST(index_finds_every_key)
+{
+    struct ospc_index index;
+    ck_assert_int_eq(ospc_index_init(&index, 4), 0);
+    for (uint32_t i = 0; i < 5000; i++) {
+        keys[i] = (uint64_t)i * 7919 + 3;
+        size_t slot = ospc_index_start(&index, key_hash(i, NULL));
+        while (ospc_index_entry(&index, slot) != UINT32_MAX)
+            slot = ospc_index_next(&index, slot);
+        ck_assert_int_eq(ospc_index_insert(&index, slot, i, key_hash, NULL), 0);
+    }
+    ck_assert_uint_ge(index.slot_count, 2 * index.used);
+    for (uint32_t i = 0; i < 5000; i++) {
+        size_t slot = ospc_index_start(&index, key_hash(i, NULL));
+        while (ospc_index_entry(&index, slot) != UINT32_MAX &&
+               keys[ospc_index_entry(&index, slot)] != keys[i])
+            slot = ospc_index_next(&index, slot);
+        ck_assert_uint_eq(ospc_index_entry(&index, slot), i);
+    }
+    ospc_index_free(&index);
+}
+END_TEST
+
+START_TEST(printable_text)
+{
+    char text[] = "a\x1b[31mb\x7f c\xc2\x9b d \xc3\xa9";
+    ospc_printable(text);
+    ck_assert_str_eq(text, "a?[31mb? c?? d \xc3\xa9"); /* C0, DEL, C1 go; é stays */
+}
+END_TEST
+
+START_TEST(clock_moves)
+{
+    uint64_t a = ospc_clock_ns(CLOCK_MONOTONIC);
+    uint64_t b = ospc_clock_ns(CLOCK_MONOTONIC);
+    ck_assert_uint_gt(a, 0);
+    ck_assert_uint_ge(b, a);
+    ck_assert(ospc_seconds_between(0, 1500000000) == 1.5);
+}
+END_TEST
+
+Suite *common_suite(void)
+{
+    Suite *suite = suite_create("common");
+    TCase *tc = tcase_create("common");
+    tcase_add_test(tc, atomic_write_keeps_umask_and_leaves_nothing_on_abort);
+    tcase_add_test(tc, path_search_policy);
+    tcase_add_test(tc, raw_stems);
+    tcase_add_test(tc, elf_identity_of_this_program);
+    tcase_add_test(tc, cache_add_find_prune);
+    tcase_add_test(tc, sizes);
+    tcase_add_test(tc, index_finds_every_key);
+    tcase_add_test(tc, clock_moves);
+    tcase_add_test(tc, printable_text);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
