@@ -347,6 +347,84 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
     free(locations);
 }
 
+/* Does a stack whose outermost frame is `name` reach its root: the program's start (_start,
+ * the C library's start of main, main itself) or a thread's (start_thread, clone3, clone)? */
+static int reaches_root(const char *name)
+{
+    static const char *const roots[] = {
+        "_start",      "__libc_start_main", "__libc_start_call_main",
+        "main",        "start_thread",      "clone3",
+        "clone",       "__clone",           "__clone3",
+        "thread_start"};
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++)
+        if (strcmp(name, roots[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* "stacks: N% of on-CPU samples end before main or a thread's start, in IMAGE (N%), ...":
+ * where the code had neither unwind tables nor frame pointers (JIT code, an object without
+ * .eh_frame, a frame the rows could not express), or a sample came before ospreyd had built
+ * its object's rows. Said when at least CUT_SAY of the on-CPU samples are cut; --inverted
+ * shows where. */
+#define CUT_SAY 1.0
+static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *model,
+                             const char *warn)
+{
+    const struct ospx_raw *raw = model->raw;
+    const struct ospx_symbols *sym = model->symbols;
+    if (model->on_cpu_samples == 0 || sym == NULL)
+        return;
+    struct where {
+        const char *image;
+        uint64_t weight;
+    } top[4] = {{0}};
+    uint64_t cut = 0, elsewhere = 0;
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        const struct ospx_sample *s = &raw->samples[i];
+        if (s->state != 0 || s->stack >= sym->stack_count || sym->stack_depths[s->stack] == 0)
+            continue;
+        size_t depth = sym->stack_depths[s->stack];
+        const struct ospx_frame *outer = &sym->frames[sym->stack_slots[s->stack][depth - 1].frame];
+        if (reaches_root(outer->name))
+            continue;
+        cut += s->weight;
+        const char *image = outer->image[0] ? outer->image : "code in no object (a JIT's)";
+        const char *slash = strrchr(image, '/');
+        image = slash ? slash + 1 : image;
+        size_t k = 0;
+        while (k < 4 && top[k].image != NULL && strcmp(top[k].image, image) != 0)
+            k++;
+        if (k < 4 && top[k].image == NULL)
+            top[k].image = image;
+        if (k < 4)
+            top[k].weight += s->weight;
+        else
+            elsewhere += s->weight;
+    }
+    double share = 100.0 * (double)cut / (double)model->on_cpu_samples;
+    if (cut == 0 || share < CUT_SAY)
+        return;
+    for (size_t a = 0; a < 4; a++) /* heaviest first */
+        for (size_t b = a + 1; b < 4; b++)
+            if (top[b].weight > top[a].weight) {
+                struct where t = top[a];
+                top[a] = top[b];
+                top[b] = t;
+            }
+    char first[128], second[768];
+    snprintf(first, sizeof first,
+             "stacks: %.1f%% of on-CPU samples end before main or a thread's start", share);
+    int n = snprintf(second, sizeof second, "they end in");
+    for (size_t k = 0; k < 4 && top[k].image != NULL && n > 0 && (size_t)n < sizeof second; k++)
+        n += snprintf(second + n, sizeof second - (size_t)n, "%s %s %.1f%%", k ? "," : "",
+                      top[k].image, 100.0 * (double)top[k].weight / (double)model->on_cpu_samples);
+    if (elsewhere > 0 && n > 0 && (size_t)n < sizeof second)
+        snprintf(second + n, sizeof second - (size_t)n, ", elsewhere %.1f%%",
+                 100.0 * (double)elsewhere / (double)model->on_cpu_samples);
+    emit_pair(out, width, warn, first, second);
+}
+
 /* "sampling: achieved N samples/s of M requested": on-CPU periods over the CPU time the
  * collector measured, when it measured one. Below ACHIEVED_WARN of the rate asked for, a
  * warning: the CPU figures (times, not shares) then undercount. */
@@ -407,6 +485,7 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
         }
     }
     print_achieved_rate(out, width, model, warn);
+    print_cut_stacks(out, width, model, warn);
     if (model->dropped > 0) {
         const struct ospx_raw *raw = model->raw;
         int used = snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",

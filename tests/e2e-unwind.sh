@@ -10,7 +10,9 @@
 #   waits     pthread_join, pthread_cond_wait, pthread_mutex_lock and read inside glibc: each
 #             waiting stack reaches its site and main or the thread's start;
 #   throw     a C++ program throwing and catching at 10 kHz: its output and status unchanged;
-#   python3   Debian's interpreter on a pure-Python script: stacks reach Py_RunMain.
+#   python3   Debian's interpreter on a pure-Python script: stacks reach Py_RunMain;
+#   jit       code in an anonymous executable mapping (neither CFI nor frame pointers): the
+#             report says what share of the samples' stacks end early, and where.
 # Usage: e2e-unwind.sh OSPREY SHIM_ARCHIVE OSPREYD SOURCE_DIR
 set -uo pipefail
 
@@ -36,6 +38,7 @@ build frameless-archive gcc -O2 -g "$src/frameless.c" -Wl,--whole-archive "$arch
 build plugin.so gcc -O2 -g -shared -fPIC "$src/plugin.c"
 build throw g++ -O2 -g "$src/throw.cpp"
 build waits gcc -O2 -g "$src/waits.c" -lpthread
+build jit gcc -O2 -g "$src/jit.c"
 
 profile() { # profile NAME PROGRAM ARGS...: the preload shim, through the CLI
   local name=$1 program=$2
@@ -48,6 +51,14 @@ profile clang "$work/frameless-clang" 1.5
 profile plugin "$work/frameless-gcc" plugin "$work/plugin.so" 1.5
 OSPREY_PROFILE_HZ=10000 profile throw "$work/throw"
 profile waits "$work/waits"
+if [ "$(uname -m)" = x86_64 ]; then
+  profile jit "$work/jit"
+  cat "$work/jit.out" "$work/jit.err" >"$work/jit.all" # the report, wherever it went
+  grep -Eq "^stacks: (9[0-9]|100)\.[0-9]% of on-CPU samples end before main" "$work/jit.all" ||
+    fail "jit: no line says the stacks were cut: $(grep -E '^stacks|^sampling' "$work/jit.all")"
+  grep -Eq "no object \(a JIT's\) (9[0-9]|100)\.[0-9]%" "$work/jit.all" ||
+    fail "jit: the line does not say where: $(grep -A1 '^stacks' "$work/jit.all")"
+fi
 python=/usr/bin/python3
 [ -x "$python" ] || python=$(command -v python3)
 profile python "$python" "$src/script.py"
