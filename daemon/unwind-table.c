@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "ospd.h"
 #include "ospd_unwind.h"
 
@@ -543,23 +544,6 @@ static void cache_store(const char *dir, const char *path, uint16_t machine,
     cache_prune(dir);
 }
 
-/* mkdir -p for the cache directory (0700: what ran is nobody else's business). */
-static int make_dirs(const char *dir)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
-        return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    return mkdir(buf, 0700) != 0 && errno != EEXIST ? -errno : 0;
-}
-
 /* The load bias of a mapping of the object: the PF_X PT_LOAD whose page holds map_offset. */
 static int mapping_bias(Elf *elf, uint64_t map_start, uint64_t map_offset, uint64_t *bias)
 {
@@ -673,7 +657,8 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
     }
     out->start_vaddr = lo;
     out->end_vaddr = hi;
-    if (cached[0] != '\0' && make_dirs(src->cache_dir) == 0)
+    if (cached[0] != '\0' && ospc_make_directories(src->cache_dir, 0700) ==
+                                 0 /* 0700: what ran is nobody else's business */)
         cache_store(src->cache_dir, cached, src->machine, out);
 done:
     free(starts);

@@ -157,21 +157,7 @@ int osprey_make_parent_dirs(const char *path)
     if (last == NULL || last == buffer)
         return 0;
     *last = '\0';
-    for (char *p = buffer + 1;; p++) {
-        if (*p != '/' && *p != '\0')
-            continue;
-        char saved = *p;
-        *p = '\0';
-        if (mkdir(buffer, 0777) != 0 && errno != EEXIST)
-            return -errno;
-        *p = saved;
-        if (saved == '\0')
-            break;
-    }
-    struct stat info;
-    if (stat(buffer, &info) != 0)
-        return -errno;
-    return S_ISDIR(info.st_mode) ? 0 : -ENOTDIR;
+    return ospc_make_directories(buffer, 0777);
 }
 
 int osprey_move_file(const char *source, const char *destination)
