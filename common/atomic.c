@@ -158,6 +158,41 @@ int ospc_atomic_commit(struct ospc_atomic *file, const char **step)
     return 0;
 }
 
+int ospc_atomic_publish(struct ospc_atomic *file, const char **step)
+{
+    const char *failed = NULL;
+    int code = 0;
+    if (file->fd < 0 || file->temp_path == NULL) {
+        code = -EINVAL;
+        failed = "open";
+    } else if (rename(file->temp_path, file->path) != 0) {
+        code = -errno;
+        failed = "rename";
+    }
+    if (step != NULL)
+        *step = failed;
+    if (code != 0) {
+        ospc_atomic_abort(file);
+        return code;
+    }
+    free(file->temp_path);
+    file->temp_path = NULL; /* fd and path stay, for ospc_atomic_sync */
+    return 0;
+}
+
+void ospc_atomic_sync(struct ospc_atomic *file)
+{
+    if (file->fd >= 0) {
+        fsync(file->fd);
+        close(file->fd);
+        file->fd = -1;
+    }
+    if (file->path != NULL)
+        sync_directory(file->path);
+    free(file->path);
+    file->path = NULL;
+}
+
 int ospc_copy_file(const char *source, const char *destination)
 {
     int from = open(source, O_RDONLY | O_CLOEXEC);

@@ -32,6 +32,16 @@ int ospc_atomic_open(struct ospc_atomic *file, const char *path);
  * removed. Returns 0 or a negative errno; *step (may be NULL) names what failed ("write",
  * "rename"). Either way the struct is released. */
 int ospc_atomic_commit(struct ospc_atomic *file, const char **step);
+/* Visible first, durable right after: rename into place now (readers see the whole file at
+ * once, as with commit), and leave the fsync of the file and its directory to
+ * ospc_atomic_sync — for a writer that someone waits on for the file to exist (ospreyd: the
+ * profiled program's exit), when the fsync can take longer than everything else (4-22 ms
+ * here). On failure the temporary file is removed and the struct released. 0 or -errno;
+ * *step (may be NULL) names what failed. */
+int ospc_atomic_publish(struct ospc_atomic *file, const char **step);
+/* After a successful ospc_atomic_publish: fsync, close, fsync of the directory; releases the
+ * struct. Best effort. */
+void ospc_atomic_sync(struct ospc_atomic *file);
 /* Close and remove the temporary file; safe after a failed commit or a failed open. */
 void ospc_atomic_abort(struct ospc_atomic *file);
 /* All of `size` bytes at `data` to fd, through EINTR and short writes. 0 or -errno. */

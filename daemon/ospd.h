@@ -215,5 +215,10 @@ void ospd_watch_settle(uint8_t *slots, uint32_t slot_ring_size, uint64_t *watch)
  * same directory, fsync, rename. Returns 0, or a negative errno with one line in err naming
  * the path; no temp file is left behind either way. */
 int ospd_raw_write(const struct ospd_collector *c, const char *path, char *err, size_t err_size);
+/* The same, visible at once and durable right after: renamed into place, its fsync (file and
+ * directory) left to ospc_atomic_sync(pending) once the writer has told whoever waits. */
+struct ospc_atomic;
+int ospd_raw_publish(const struct ospd_collector *c, const char *path, struct ospc_atomic *pending,
+                     char *err, size_t err_size);
 
 #endif /* OSPD_H */

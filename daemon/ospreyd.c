@@ -38,6 +38,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "ospc.h"
 #include "ospd.h"
 #include "ospd_unwind_source.h"
 #include "ospx.h"
@@ -432,7 +433,10 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         out_path = beside;
         atomic_store_explicit(&d->header->wrote_beside, 1, memory_order_relaxed);
     }
-    int rc = ospd_raw_write(c, out_path, err, sizeof err);
+    /* Renamed into place now, fsync'd once the program has been let go (below): the program
+     * waits for the file to be there, not for the disk (an fsync took 4-22 ms here). */
+    struct ospc_atomic pending = {.fd = -1};
+    int rc = ospd_raw_publish(c, out_path, &pending, err, sizeof err);
     if (dir_lock >= 0)
         close(dir_lock); /* and its lock */
     snprintf(d->written_path, sizeof d->written_path, "%s", out_path);
@@ -454,6 +458,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
         wake_shim(d->header);
     }
+    ospc_atomic_sync(&pending); /* a published file is made durable whatever was said */
     close_handles(d);
 }
 

@@ -238,7 +238,10 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     return rc;
 }
 
-int ospd_raw_write(const struct ospd_collector *c, const char *path, char *err, size_t err_size)
+/* The profile into `file` (opened on path), then committed (pending == NULL) or published,
+ * its fsync left to the caller's ospc_atomic_sync(pending). */
+static int raw_write(const struct ospd_collector *c, const char *path, struct ospc_atomic *pending,
+                     char *err, size_t err_size)
 {
     struct ospc_atomic file;
     int rc = ospc_atomic_open(&file, path);
@@ -262,7 +265,11 @@ int ospd_raw_write(const struct ospd_collector *c, const char *path, char *err, 
             rc = -errno;
     }
     const char *step = NULL;
-    if (rc == 0) {
+    if (rc == 0 && pending != NULL) {
+        rc = ospc_atomic_publish(&file, &step);
+        if (rc == 0)
+            *pending = file;
+    } else if (rc == 0) {
         rc = ospc_atomic_commit(&file, &step);
     } else {
         ospc_atomic_abort(&file);
@@ -273,4 +280,15 @@ int ospd_raw_write(const struct ospd_collector *c, const char *path, char *err, 
     else if (rc != 0)
         snprintf(err, err_size, "%s: %s", path, strerror(-rc));
     return rc;
+}
+
+int ospd_raw_write(const struct ospd_collector *c, const char *path, char *err, size_t err_size)
+{
+    return raw_write(c, path, NULL, err, err_size);
+}
+
+int ospd_raw_publish(const struct ospd_collector *c, const char *path, struct ospc_atomic *pending,
+                     char *err, size_t err_size)
+{
+    return raw_write(c, path, pending, err, err_size);
 }

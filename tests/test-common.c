@@ -76,6 +76,45 @@ START_TEST(atomic_write_keeps_umask_and_leaves_nothing_on_abort)
 }
 END_TEST
 
+/* Visible first, durable right after: after publish the whole file is in place (and only
+ * it), before any fsync; sync releases the struct. */
+START_TEST(atomic_publish_is_whole_before_its_sync)
+{
+    make_scratch();
+    char path[512];
+    snprintf(path, sizeof path, "%s/raw.json", scratch);
+    struct ospc_atomic file;
+    ck_assert_int_eq(ospc_atomic_open(&file, path), 0);
+    ck_assert_int_eq(ospc_write_all(file.fd, "{\"version\":1}\n", 14), 0);
+    const char *step = "unset";
+    ck_assert_int_eq(ospc_atomic_publish(&file, &step), 0);
+    ck_assert_ptr_null(step);
+    struct stat info;
+    ck_assert_int_eq(stat(path, &info), 0);
+    ck_assert_int_eq(info.st_size, 14);
+    ck_assert_int_eq(entries_in(scratch), 1); /* no temporary file left beside it */
+    ck_assert_int_ge(file.fd, 0);             /* still open, for the fsync */
+    ospc_atomic_sync(&file);
+    ck_assert_int_eq(file.fd, -1);
+    ck_assert_ptr_null(file.path);
+    ospc_atomic_sync(&file); /* twice is harmless */
+    /* A publish that cannot rename leaves nothing behind. */
+    char into_dir[600];
+    snprintf(into_dir, sizeof into_dir, "%s/dir", scratch);
+    ck_assert_int_eq(mkdir(into_dir, 0700), 0);
+    char inside[700];
+    snprintf(inside, sizeof inside, "%s/x", into_dir);
+    ck_assert_int_eq(mkdir(inside, 0700), 0); /* a directory where the file would go */
+    char target[800];
+    snprintf(target, sizeof target, "%s/x", into_dir);
+    ck_assert_int_eq(ospc_atomic_open(&file, target), 0);
+    ck_assert_int_lt(ospc_atomic_publish(&file, &step), 0);
+    ck_assert_str_eq(step, "rename");
+    ck_assert_int_eq(entries_in(into_dir), 1); /* the directory x only */
+    remove_scratch();
+}
+END_TEST
+
 START_TEST(path_search_policy)
 {
     char *saved = getenv("PATH") != NULL ? strdup(getenv("PATH")) : NULL;
@@ -313,6 +352,7 @@ Suite *common_suite(void)
     Suite *suite = suite_create("common");
     TCase *tc = tcase_create("common");
     tcase_add_test(tc, atomic_write_keeps_umask_and_leaves_nothing_on_abort);
+    tcase_add_test(tc, atomic_publish_is_whole_before_its_sync);
     tcase_add_test(tc, path_search_policy);
     tcase_add_test(tc, raw_stems);
     tcase_add_test(tc, elf_identity_of_this_program);
