@@ -414,31 +414,6 @@ struct cache_header {
     uint32_t count, machine;
 };
 
-/* The object's GNU build id as lowercase hex, or "" (returns 0 when found). */
-static int build_id(Elf *elf, char *out, size_t outsz)
-{
-    out[0] = '\0';
-    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
-        GElf_Shdr sh;
-        if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_NOTE)
-            continue;
-        Elf_Data *data = elf_getdata(scn, NULL);
-        size_t off = 0, name_off, desc_off;
-        GElf_Nhdr nh;
-        while (data != NULL && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-            if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-                memcmp((const char *)data->d_buf + name_off, "GNU", 4) != 0 || nh.n_descsz == 0 ||
-                nh.n_descsz * 2 + 1 > outsz)
-                continue;
-            const uint8_t *id = (const uint8_t *)data->d_buf + desc_off;
-            for (size_t i = 0; i < nh.n_descsz; i++)
-                snprintf(out + 2 * i, 3, "%02x", id[i]);
-            return 0;
-        }
-    }
-    return -ENOENT;
-}
-
 /* Rows read back from the cache: 0 when the file is there and whole (sizes, count, order). */
 static int cache_load(const char *path, uint16_t machine, struct ospd_unwind_rows *out)
 {
@@ -616,9 +591,14 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
         rc = -ENOEXEC;
         goto done;
     }
-    char id[2 * 64 + 1], cached[PATH_MAX] = "";
-    if (src->cache_dir != NULL && build_id(elf, id, sizeof id) == 0 &&
-        snprintf(cached, sizeof cached, "%s/%s.rows", src->cache_dir, id) < (int)sizeof cached) {
+    /* The build id names the cache file: common/'s reader, on the descriptor already open. */
+    char cached[PATH_MAX] = "";
+    struct ospc_elf_identity identity;
+    struct stat st;
+    if (src->cache_dir != NULL && fd >= 0 && fstat(fd, &st) == 0 &&
+        ospc_elf_identity_fd(fd, st.st_size, &identity) == 0 && identity.build_id[0] != '\0' &&
+        snprintf(cached, sizeof cached, "%s/%s.rows", src->cache_dir, identity.build_id) <
+            (int)sizeof cached) {
         if (cache_load(cached, src->machine, out) == 0 && out->start_vaddr == lo &&
             out->end_vaddr == hi) {
             out->from_cache = true;
