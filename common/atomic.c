@@ -150,11 +150,9 @@ int ospc_atomic_commit(struct ospc_atomic *file, const char **step)
         ospc_atomic_abort(file);
         return code;
     }
-    sync_directory(file->path);
     free(file->temp_path);
-    free(file->path);
     file->temp_path = NULL;
-    file->path = NULL;
+    ospc_atomic_sync(file); /* the directory's fsync; the file's was before the rename */
     return 0;
 }
 
