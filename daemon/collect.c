@@ -53,6 +53,7 @@ void ospd_collector_free(struct ospd_collector *c)
     free(c->samples);
     free(c->exe_fallback);
     ospd_interner_free(&c->stacks);
+    ospd_waits_free(&c->waits);
     memset(c, 0, sizeof *c);
 }
 
@@ -203,6 +204,14 @@ static struct ospd_slot *sample_slot(struct ospd_collector *c, uint32_t slot, ui
 }
 
 static void add_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread, uint32_t stack,
+                       uint32_t state, uint32_t weight);
+void ospd_collect_add(struct ospd_collector *c, uint64_t t_ns, uint32_t thread, uint32_t stack,
+                      uint32_t state, uint32_t weight)
+{
+    add_sample(c, t_ns, thread, stack, state, weight);
+}
+
+static void add_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread, uint32_t stack,
                        uint32_t state, uint32_t weight)
 {
     bool must_grow = c->sample_count == c->samples_cap;
@@ -263,6 +272,7 @@ static int on_thread_start(struct ospd_collector *c, const uint8_t *rec, uint32_
     *slot = (struct ospd_slot){
         .generation = r.generation, .thread = c->thread_count, .last_stack = -1, .used = true};
     c->thread_count++;
+    ospd_waits_thread_started(c, c->thread_count - 1);
     return 0;
 }
 
@@ -276,9 +286,28 @@ static int on_thread_end(struct ospd_collector *c, const uint8_t *rec, uint32_t 
         return reject(c, "thread-end slot %" PRIu32 " exceeds %u", r.slot, OSPD_MAX_SLOTS);
     /* The registration stays known: samples the thread wrote before it left may still be in
      * its slot ring, and they belong to it. The next thread-start of the slot replaces it. */
+    if (r.slot < c->slots_cap && c->slots[r.slot].used &&
+        c->slots[r.slot].generation == r.generation)
+        ospd_waits_thread_ended(c, c->slots[r.slot].thread);
     if (c->on_thread_end != NULL && !c->slot_mode)
         c->on_thread_end(c->ctx, r.slot, r.generation);
     return 0;
+}
+
+/* The stack of a record's `count` pcs (count checked by the caller) as an interned index;
+ * -EINVAL when no frame is left (a frame no user-space code can live at ends the walk there),
+ * else -ENOMEM or, over budget, -ENOENT (only stacks already known can be used then). */
+static int64_t intern_record_pcs(struct ospd_collector *c, const uint8_t *at, uint32_t count)
+{
+    uint64_t pcs[OSP_MAX_DEPTH];
+    memcpy(pcs, at, (size_t)count * sizeof *pcs);
+    uint32_t depth = 0;
+    while (depth < count && pcs[depth] < ADDRESS_LIMIT)
+        depth++;
+    if (depth == 0)
+        return -EINVAL;
+    return table_bytes(c) >= c->memory_limit ? ospd_intern_lookup(&c->stacks, pcs, depth)
+                                             : ospd_intern(&c->stacks, pcs, depth);
 }
 
 static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
@@ -318,18 +347,11 @@ static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size
     if (slot == NULL)
         return 0;
 
-    uint64_t pcs[OSP_MAX_DEPTH];
-    memcpy(pcs, rec + header, (size_t)r.depth * sizeof *pcs);
-    uint32_t depth = 0;
-    while (depth < r.depth && pcs[depth] < ADDRESS_LIMIT)
-        depth++; /* a frame no user-space code can live at ends the walk there */
-    if (depth == 0) {
+    int64_t stack = intern_record_pcs(c, rec + header, r.depth);
+    if (stack == -EINVAL) {
         c->lost += weight;
         return 0;
     }
-    /* Over budget, only stacks already known can still be used. */
-    int64_t stack = table_bytes(c) >= c->memory_limit ? ospd_intern_lookup(&c->stacks, pcs, depth)
-                                                      : ospd_intern(&c->stacks, pcs, depth);
     if (stack < 0) {
         c->lost += weight;
         c->memory_lost += weight;
@@ -337,6 +359,27 @@ static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size
     }
     slot->last_stack = stack;
     add_sample(c, r.t_ns, slot->thread, (uint32_t)stack, r.state, weight);
+    return 0;
+}
+
+static int on_wait_span(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
+{
+    struct osp_rec_wait_span r;
+    if (size < sizeof r)
+        return reject(c, "wait-span record of %" PRIu32 " bytes, shorter than its header", size);
+    memcpy(&r, rec, sizeof r);
+    if (r.depth < 1 || r.depth > OSP_MAX_DEPTH)
+        return reject(c, "wait-span depth %" PRIu32 " outside 1..%u", r.depth, OSP_MAX_DEPTH);
+    if (size != sizeof r + (size_t)r.depth * sizeof(uint64_t))
+        return reject(c, "wait-span record of %" PRIu32 " bytes for depth %" PRIu32, size, r.depth);
+    if (r.slot >= OSPD_MAX_SLOTS)
+        return reject(c, "wait-span slot %" PRIu32 " exceeds %u", r.slot, OSPD_MAX_SLOTS);
+    struct ospd_slot *slot = sample_slot(c, r.slot, r.generation);
+    if (slot == NULL)
+        return 0;
+    int64_t stack = intern_record_pcs(c, rec + sizeof r, r.depth);
+    if (stack >= 0)
+        ospd_waits_span(c, slot->thread, r.t_ns, r.end_ns, r.flags, (uint32_t)stack);
     return 0;
 }
 
@@ -500,6 +543,9 @@ int ospd_parse(struct ospd_collector *c, const uint8_t *data, uint64_t data_size
             break;
         case OSP_REC_REPEAT:
             rc = on_repeat(c, buffer, rh.size);
+            break;
+        case OSP_REC_WAIT_SPAN:
+            rc = on_wait_span(c, buffer, rh.size);
             break;
         case OSP_REC_IMAGE:
             rc = on_image(c, buffer, rh.size);

@@ -103,6 +103,51 @@ enum ospd_exit_status {
     OSPD_EXIT_RING_REJECTED /* the ring broke the protocol; collection stopped */
 };
 
+/* ------------------------------------------------------------------------------------------ */
+/* Waits timed from the kernel's context-switch records (waits.c; proto/osp_ring.h, "Waits
+ * from the kernel"): per thread, the blocks the kernel saw, the sites the shim reported
+ * (OSP_REC_WAIT_SPAN), and the WAITING samples made of both. */
+
+struct ospd_wait_block {
+    uint64_t start_ns, end_ns;
+};
+struct ospd_wait_span {
+    uint64_t start_ns, end_ns;
+    uint32_t stack, flags;
+};
+struct ospd_wait_thread {
+    int32_t tid;
+    uint8_t state;        /* OSPD_KSTATE_* */
+    bool tentative;       /* a block ended at tentative_end, maybe only for our handler */
+    uint64_t since_ns;    /* when the current state began */
+    uint64_t block_start; /* of the open (or tentative) block */
+    uint64_t tentative_end;
+    uint64_t poked_for; /* block_start of the block ospreyd last asked the stack of */
+    int64_t credit_ns;  /* waited time not yet paid as WAITING periods */
+    uint64_t waited_ns, preempted_ns;
+    bool ended; /* its registration ended: the block its exit opens is not a wait */
+    struct ospd_wait_block *blocks; /* finished, not yet given a site */
+    uint32_t block_count, blocks_cap;
+    struct ospd_wait_span *spans; /* reported, in time order */
+    uint32_t span_count, spans_cap;
+    uint64_t span_horizon; /* end of the last span reported */
+    int64_t last_stack;    /* the site of the last wait given one, -1 when none */
+};
+enum { OSPD_KSTATE_UNKNOWN = 0, OSPD_KSTATE_RUNNING, OSPD_KSTATE_BLOCKED, OSPD_KSTATE_PREEMPTED };
+
+struct ospd_waits {
+    uint64_t since_ns;                  /* header.kernel_waits_ns; 0 when waits are the shim's */
+    struct ospd_wait_thread *by_thread; /* indexed like the collector's threads */
+    uint32_t cap;
+    uint32_t *tid_slots; /* open addressing: tid -> thread index + 1 (the latest of the tid) */
+    uint32_t tid_cap;
+    uint64_t lost_records; /* PERF_RECORD_LOST counts */
+    uint64_t unattributed; /* periods of waits given no site (none known for their thread) */
+    /* The last instant the shim's handler found thread i blocked (its slot's capture_ns). */
+    uint64_t (*capture_of)(void *ctx, uint32_t thread);
+    void *capture_ctx;
+};
+
 struct ospd_collector {
     /* Identity, copied from the ring header at attach (or set by a test). */
     int32_t pid;
@@ -160,7 +205,31 @@ struct ospd_collector {
      * longest time from an image's discovery to its rows being published. */
     uint32_t unwind_images, unwind_failed, unwind_cached;
     uint64_t unwind_rows, unwind_bytes, unwind_longest_ms;
+    struct ospd_waits waits;
 };
+
+/* waits.c. A context switch of thread `tid` of the target at t_ns (CLOCK_MONOTONIC): out
+ * (blocked, or preempted) or in. Records of one thread must come in time order. */
+void ospd_waits_switch(struct ospd_collector *c, int32_t tid, uint64_t t_ns, bool out,
+                       bool preempted);
+/* The shim's site of a wait (OSP_REC_WAIT_SPAN) of collector thread `thread`. */
+void ospd_waits_span(struct ospd_collector *c, uint32_t thread, uint64_t start_ns, uint64_t end_ns,
+                     uint32_t flags, uint32_t stack);
+/* A thread registered (its index in c->threads): its tid now names it. */
+void ospd_waits_thread_started(struct ospd_collector *c, uint32_t thread);
+/* Its registration ended (it is leaving): a block it is in now is its exit, not a wait. */
+void ospd_waits_thread_ended(struct ospd_collector *c, uint32_t thread);
+/* Give the blocks whose site is known (or which have waited long enough for one) their
+ * WAITING samples; `final` gives every block one, the open ones ending at now_ns. */
+void ospd_waits_resolve(struct ospd_collector *c, uint64_t now_ns, bool final);
+/* Threads blocked since before now_ns - min_ns with no capture of the shim's in that block
+ * and not yet asked: calls ask(ctx, thread) for each and marks it asked. */
+void ospd_waits_to_ask(struct ospd_collector *c, uint64_t now_ns, uint64_t min_ns,
+                       void (*ask)(void *ctx, uint32_t thread), void *ctx);
+void ospd_waits_free(struct ospd_waits *w);
+/* Used by collect.c and waits.c: append one sample. */
+void ospd_collect_add(struct ospd_collector *c, uint64_t t_ns, uint32_t thread, uint32_t stack,
+                      uint32_t state, uint32_t weight);
 
 void ospd_collector_init(struct ospd_collector *c);
 void ospd_collector_free(struct ospd_collector *c);

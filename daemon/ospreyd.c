@@ -40,6 +40,7 @@
 
 #include "ospc.h"
 #include "ospd.h"
+#include "ospd_switch.h"
 #include "ospd_unwind_source.h"
 #include "ospx.h"
 
@@ -54,6 +55,8 @@
 
 /* --unwind-fd: the shim's unwind tables (a memfd), kept across the detach. */
 static int kept_fd = -1;
+/* --switch-fds N: the kernel's context-switch events, fds 4 .. 4 + N - 1, kept too. */
+static int switch_fds;
 
 struct ospd_daemon {
     const char *ring_name;
@@ -67,6 +70,8 @@ struct ospd_daemon {
     size_t map_size;
     struct ospd_collector collector;
     struct ospd_unwinder unwinder; /* the unwind tables for the target's frameless code */
+    struct ospd_switches switches; /* the kernel's context switches, for the waits */
+    uv_poll_t switch_polls[OSP_MAX_SWITCH_FDS];
 
     uv_loop_t *loop;
     uv_poll_t tick; /* on timer_fd: the sampling tick */
@@ -369,6 +374,11 @@ static void close_handles(struct ospd_daemon *d)
         uv_poll_stop(&d->pidfd_poll);
         uv_close((uv_handle_t *)&d->pidfd_poll, NULL);
     }
+    for (int i = 0; i < d->switches.count; i++)
+        if (uv_is_active((uv_handle_t *)&d->switch_polls[i]) || d->switch_polls[i].data == d) {
+            uv_poll_stop(&d->switch_polls[i]);
+            uv_close((uv_handle_t *)&d->switch_polls[i], NULL);
+        }
 }
 
 /* Write the raw file and tell the shim how it went. Runs once. */
@@ -410,6 +420,11 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     c->unwind_bytes = d->unwinder.region.used;
     c->unwind_longest_ms = d->unwinder.longest_build_ms;
     ospd_unwinder_close(&d->unwinder);
+    if (c->waits.since_ns != 0) {
+        uint64_t end = clock_ns(CLOCK_MONOTONIC);
+        ospd_switches_drain(&d->switches, c, end, true);
+        ospd_waits_resolve(c, end, true);
+    }
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH], line[sizeof err + 512];
     /* Another profiled process (the other end of a pipeline, started with the same
      * OSPREY_PROFILE) wrote this path since this one started: keep both profiles. */
@@ -567,6 +582,11 @@ static bool drain(struct ospd_daemon *d)
         rc = slot_rc;
     if (d->slots != NULL)
         ospd_watch_settle(d->slots, d->slot_ring_size, d->watch);
+    if (d->collector.waits.since_ns != 0) {
+        uint64_t now = clock_ns(CLOCK_MONOTONIC);
+        ospd_switches_drain(&d->switches, &d->collector, now, false);
+        ospd_waits_resolve(&d->collector, now, false);
+    }
     /* Relaxed: set by a signal handler on this same thread. */
     if (atomic_load_explicit(&ring_truncated, memory_order_relaxed)) {
         snprintf(d->collector.error, sizeof d->collector.error,
@@ -673,6 +693,55 @@ static void arm_tick(struct ospd_daemon *d, uint64_t now, bool idle)
     timerfd_settime(d->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
+/* waits.c: the last instant the shim's handler found the thread blocked (its slot's
+ * capture_ns), 0 when its slot holds another registration now. */
+static uint64_t capture_of(void *ctx, uint32_t thread)
+{
+    struct ospd_daemon *d = ctx;
+    const struct ospd_thread *t = &d->collector.threads[thread];
+    if (d->slots == NULL || t->slot >= d->slot_count)
+        return 0;
+    struct osp_slot *s = slot_at(d, t->slot);
+    if (atomic_load_explicit(&s->generation, memory_order_relaxed) != t->generation)
+        return 0;
+    return atomic_load_explicit(&s->capture_ns, memory_order_relaxed);
+}
+
+static void ask_one(void *ctx, uint32_t thread)
+{
+    struct ospd_daemon *d = ctx;
+    const struct ospd_thread *t = &d->collector.threads[thread];
+    if (d->slots != NULL && t->slot < d->slot_count &&
+        atomic_load_explicit(&slot_at(d, t->slot)->state, memory_order_relaxed) == OSP_SLOT_GUARDED)
+        return; /* inside a guarded call: the shim knows its site */
+    ospd_switches_ask(d->collector.pid, t->tid, d->header->signal_cookie);
+}
+
+/* Threads blocked for a period or more in a wait whose site the shim has not seen: ask each
+ * once (its handler captures the stack and the call goes on). Never while our signals are
+ * paused (an exec under way, the program's own SIGPROF). */
+static void ask_for_sites(struct ospd_daemon *d, uint64_t now)
+{
+    if (d->collector.waits.since_ns == 0 || d->finished)
+        return;
+    /* Acquire: pairs with the shim's raise; the round counter after us covers the rest. */
+    if (atomic_load_explicit(&d->header->signals_paused, memory_order_acquire) != 0)
+        return;
+    ospd_waits_to_ask(&d->collector, now, 1000000000u / d->collector.rate_hz, ask_one, d);
+}
+
+/* A switch ring is half full: read them all now. */
+static void on_switches(uv_poll_t *poll, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct ospd_daemon *d = poll->data;
+    if (d->finished || d->collector.waits.since_ns == 0)
+        return;
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    ospd_switches_drain(&d->switches, &d->collector, now, false);
+}
+
 static void on_tick(uv_poll_t *poll, int status, int events)
 {
     (void)status;
@@ -682,6 +751,7 @@ static void on_tick(uv_poll_t *poll, int status, int events)
     if (read(d->timer_fd, &expirations, sizeof expirations) < 0 && errno == EAGAIN)
         return;
     uint64_t tick_now = clock_ns(CLOCK_MONOTONIC);
+    ask_for_sites(d, tick_now); /* before the round is counted (signals_paused) */
     uint32_t running =
         ospd_tick_round(d->header, d->slots, d->slot_count, d->slot_ring_size, d->watch);
     if (drain(d))
@@ -758,6 +828,19 @@ static int run(struct ospd_daemon *d)
     d->drain_ns = d->drain_max_ns;
     if (ospd_unwinder_attach(&d->unwinder, d->loop, kept_fd, d->collector.pid) == 0)
         ospd_unwinder_scan(&d->unwinder);
+    d->collector.waits.capture_of = capture_of;
+    d->collector.waits.capture_ctx = d;
+    if (switch_fds > 0 && ospd_switches_attach(&d->switches, 4, switch_fds) == 0) {
+        for (int i = 0; i < d->switches.count; i++)
+            if (uv_poll_init(d->loop, &d->switch_polls[i], d->switches.rings[i].fd) == 0) {
+                d->switch_polls[i].data = d;
+                uv_poll_start(&d->switch_polls[i], UV_READABLE, on_switches);
+            }
+        uint64_t since = clock_ns(CLOCK_MONOTONIC);
+        d->collector.waits.since_ns = since;
+        /* Release: the shim that sees it writes wait spans, and we time the waits. */
+        atomic_store_explicit(&d->header->kernel_waits_ns, since, memory_order_release);
+    }
     d->collector.on_thread_end = on_thread_end;
     d->collector.ctx = d;
     d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -788,6 +871,7 @@ static int run(struct ospd_daemon *d)
     arm_tick(d, d->deadline_ns, false);
     uv_poll_start(&d->tick, UV_READABLE, on_tick);
     uv_run(d->loop, UV_RUN_DEFAULT);
+    ospd_switches_close(&d->switches);
     if (d->pidfd >= 0)
         close(d->pidfd);
     uv_loop_close(d->loop);
@@ -800,9 +884,8 @@ static int run(struct ospd_daemon *d)
 static void close_inherited_fds(void)
 {
 #ifdef SYS_close_range
-    if (kept_fd == 3 && syscall(SYS_close_range, 4u, ~0u, 0u) == 0)
-        return;
-    if (kept_fd < 0 && syscall(SYS_close_range, 3u, ~0u, 0u) == 0)
+    unsigned first = switch_fds > 0 ? 4u + (unsigned)switch_fds : kept_fd == 3 ? 4u : 3u;
+    if ((kept_fd < 0 || kept_fd == 3) && syscall(SYS_close_range, first, ~0u, 0u) == 0)
         return;
 #endif
     DIR *dir = opendir("/proc/self/fd");
@@ -811,7 +894,7 @@ static void close_inherited_fds(void)
     int own = dirfd(dir);
     for (struct dirent *e; (e = readdir(dir)) != NULL;) {
         int fd = atoi(e->d_name);
-        if (fd > STDERR_FILENO && fd != own && fd != kept_fd)
+        if (fd > STDERR_FILENO && fd != own && fd != kept_fd && !(fd >= 4 && fd < 4 + switch_fds))
             close(fd);
     }
     closedir(dir);
@@ -866,6 +949,7 @@ int main(int argc, char **argv)
         {"out", required_argument, NULL, 'o'},
         {"detach", no_argument, NULL, 'd'},
         {"unwind-fd", required_argument, NULL, 'u'},
+        {"switch-fds", required_argument, NULL, 's'},
         {"export", required_argument, NULL, 'e'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -893,6 +977,17 @@ int main(int argc, char **argv)
                 return 2;
             }
             kept_fd = (int)fd;
+            break;
+        }
+        case 's': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || n < 0 || n > (long)OSP_MAX_SWITCH_FDS) {
+                fprintf(stderr, "osprey: ospreyd: --switch-fds %s: not a count of 0..%u\n", optarg,
+                        OSP_MAX_SWITCH_FDS);
+                return 2;
+            }
+            switch_fds = (int)n;
             break;
         }
         case 'd':

@@ -151,9 +151,14 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     fputs("],\n\"threads\":[", f);
     for (uint32_t i = 0; i < c->thread_count && rc == 0; i++) {
         const struct ospd_thread *t = &c->threads[i];
-        rc = put_element(f, i == 0,
-                         json_pack("{s:I, s:s, s:i}", "fiber", (json_int_t)t->fiber, "label",
-                                   t->label, "tid", t->tid));
+        json_t *o = json_pack("{s:I, s:s, s:i}", "fiber", (json_int_t)t->fiber, "label", t->label,
+                              "tid", t->tid);
+        /* Timed from the kernel's switches: the thread's time off a CPU, blocked and runnable. */
+        if (o != NULL && c->waits.since_ns != 0 && i < c->waits.cap) {
+            json_object_set_new(o, "waited_ns", json_u64(c->waits.by_thread[i].waited_ns));
+            json_object_set_new(o, "preempted_ns", json_u64(c->waits.by_thread[i].preempted_ns));
+        }
+        rc = put_element(f, i == 0, o);
     }
     if (rc != 0)
         return rc;
@@ -224,6 +229,12 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     if (c->process_cpu_ns > 0)
         rc = rc ? rc : put_field(f, false, "process_cpu_ns", json_u64(c->process_cpu_ns));
     rc = rc ? rc : put_field(f, false, "exit", exit_object(c));
+    if (c->waits.since_ns != 0) /* absent: the shim timed the waits */
+        rc = rc ? rc
+                : put_field(f, false, "waits",
+                            json_pack("{s:s, s:o, s:o}", "timed_by", "kernel", "lost_records",
+                                      json_u64(c->waits.lost_records), "unattributed",
+                                      json_u64(c->waits.unattributed)));
     if (c->peak_rss_kb > 0)
         rc = rc ? rc
                 : put_field(f, false, "collector",

@@ -102,13 +102,16 @@ struct osp_ring_header {
        the file is renamed (DONE) or daemon_error is written (FAILED); the shim loads acquire. */
     _Atomic int32_t daemon_pid;    /* written by ospreyd at attach (relaxed; informational) */
     uint32_t reserved1;
-    _Atomic uint64_t dropped;      /* samples lost inside the target (per-thread ring full,
-       event ring full, interning/allocation failure). Written by the shim's threads
-       (relaxed increments); ospreyd reads it relaxed after acquiring shim_state or after the
-       target has died: a count, not a synchronisation point. */
-    _Atomic uint64_t heartbeat_ns; /* unused, 0: there is no sampler thread to beat any more
-       (ospreyd tells an exec'd-away target by its memory map); kept for the layout */
-    char daemon_error[256];        /* ospreyd: one NUL-terminated line, valid when FAILED */
+    _Atomic uint64_t dropped;         /* samples lost inside the target (per-thread ring full,
+          event ring full, interning/allocation failure). Written by the shim's threads
+          (relaxed increments); ospreyd reads it relaxed after acquiring shim_state or after the
+          target has died: a count, not a synchronisation point. */
+    _Atomic uint64_t kernel_waits_ns; /* ospreyd: 0, or the CLOCK_MONOTONIC instant from which
+       it times the target's waits itself, from the kernel's context-switch records (see "Waits
+       from the kernel" below): a wait the shim closes after it reads nonzero here is written
+       as an OSP_REC_WAIT_SPAN (its site), not as a WAITING sample (its length). Stored
+       release once the records' rings are mapped; the shim loads it acquire. */
+    char daemon_error[256];           /* ospreyd: one NUL-terminated line, valid when FAILED */
 
     /* --- producer index: its own cache line --- */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint64_t head; /* written by the shim: (B) */
@@ -162,6 +165,7 @@ enum osp_rec_type {
     OSP_REC_IMAGE = 5,           /* struct osp_rec_image + path bytes */
     OSP_REC_EXIT = 6,            /* struct osp_rec_exit; the last record */
     OSP_REC_SAMPLE_WEIGHTED = 7, /* struct osp_rec_sample_weighted + depth * uint64_t pcs */
+    OSP_REC_WAIT_SPAN = 8,       /* struct osp_rec_wait_span + depth * uint64_t pcs */
 };
 
 struct osp_rec_header {
@@ -222,6 +226,28 @@ struct osp_rec_repeat {
     uint32_t reserved;
 };
 
+/* Where a thread waited, while ospreyd times its waits from the kernel (kernel_waits_ns):
+ * the span [t_ns, end_ns) of CLOCK_MONOTONIC in which the shim knew the thread to be inside
+ * the wait whose stack follows. A guarded call's span is the call (OSP_SPAN_GUARDED); a wait
+ * the handler found the thread blocked in starts at that instant (OSP_SPAN_CAPTURED_START),
+ * and ends at the next running instant or at the next such capture (OSP_SPAN_CAPTURED_END).
+ * ospreyd gives each wait the kernel saw the stack of the span that started last among
+ * those that overlap it; a capture's own wake-up (the handler ran in the middle of a wait)
+ * does not end the wait. */
+#define OSP_SPAN_GUARDED        1u
+#define OSP_SPAN_CAPTURED_START 2u
+#define OSP_SPAN_CAPTURED_END   4u
+struct osp_rec_wait_span {
+    struct osp_rec_header h;
+    uint64_t t_ns;
+    uint64_t end_ns;
+    uint32_t slot;
+    uint32_t generation;
+    uint32_t flags; /* OSP_SPAN_* */
+    uint32_t depth; /* 1..OSP_MAX_DEPTH */
+    /* uint64_t pcs[depth]; */
+};
+
 struct osp_rec_image {
     struct osp_rec_header h;
     uint64_t base;            /* ELF load base (address of the ELF header in memory) */
@@ -247,6 +273,7 @@ _Static_assert(sizeof(struct osp_rec_thread_end) % 8 == 0, "aligned");
 _Static_assert(sizeof(struct osp_rec_sample) == 32, "sample record");
 _Static_assert(sizeof(struct osp_rec_repeat) == 32, "repeat record");
 _Static_assert(sizeof(struct osp_rec_sample_weighted) == 40, "weighted sample record");
+_Static_assert(sizeof(struct osp_rec_wait_span) == 40, "wait span record");
 _Static_assert(sizeof(struct osp_rec_image) % 8 == 0, "aligned");
 _Static_assert(sizeof(struct osp_rec_exit) == 24, "exit record");
 
@@ -292,6 +319,11 @@ struct osp_slot {
     _Atomic uint64_t next_due_ns;     /* CLOCK_MONOTONIC when a sample will be due */
     _Atomic uint32_t signals_handled; /* (E) */
     uint32_t reserved0;
+    /* CLOCK_MONOTONIC of the handler's last blocked instant (relaxed): ospreyd, timing waits
+     * from the kernel, asks a thread that has been blocked since before it for the wait's
+     * stack (a SIGPROF of ours, SI_QUEUE) and knows the wake-up that follows for the
+     * handler's. */
+    _Atomic uint64_t capture_ns;
     /* --- written by ospreyd --- */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t signals_sent;
     _Atomic uint32_t drained_generation;
@@ -303,6 +335,21 @@ struct osp_slot {
     /* uint8_t ring[slot_ring_size] follows */
 };
 _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control block");
+
+/* ---- Waits from the kernel --------------------------------------------------------------
+ *
+ * Where perf_event_open allows it (perf_event_paranoid <= 2 for one's own process), the shim
+ * opens at boot, for each CPU, a software dummy event on itself with context_switch, inherit
+ * (so every thread it starts is covered), sample_id_all with TID and TIME on CLOCK_MONOTONIC,
+ * and remove_on_exec; it hands their descriptors to ospreyd (fds 4.., `--switch-fds N`) and
+ * closes its own. ospreyd maps each one's ring (1 + OSP_SWITCH_RING_PAGES pages) and reads
+ * PERF_RECORD_SWITCH records: a thread switched out (blocked, or preempted:
+ * PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) and in, to the nanosecond. Waits are then timed by
+ * ospreyd, their sites come from the shim (OSP_REC_WAIT_SPAN), and preempted time is kept
+ * apart from CPU time. Without the events (a container or a kernel that forbids them),
+ * kernel_waits_ns stays 0 and the shim times waits itself. */
+#define OSP_SWITCH_RING_PAGES 16u  /* data pages of each CPU's ring: 64 KiB of 4 KiB pages */
+#define OSP_MAX_SWITCH_FDS    256u /* more CPUs than this: no kernel records */
 
 #define OSP_SLOT_RING_SIZE 4096u /* default bytes of a slot's ring */
 #define OSP_DEFAULT_SLOTS  1024u /* default slots: threads registered at one time */

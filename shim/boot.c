@@ -67,6 +67,9 @@ static struct osp__images images;
 static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
 static char shm_name[64];
 static int unwind_fd = -1; /* the tables' memfd, until ospreyd has been handed it */
+/* The kernel's context-switch events (switches.c), until ospreyd has been handed them. */
+static int switch_fds[OSP_MAX_SWITCH_FDS];
+static int switch_count;
 static void *unwind_map = MAP_FAILED;
 static char out_path[PATH_MAX];
 static int daemon_spawned;
@@ -258,6 +261,8 @@ static void unwind_fd_close(void)
     if (unwind_fd >= 0)
         close(unwind_fd);
     unwind_fd = -1;
+    osp__switches_close(switch_fds, switch_count); /* and the switch events: ospreyd's now */
+    switch_count = 0;
 }
 
 static void unwind_destroy(void)
@@ -362,7 +367,9 @@ __attribute__((noinline)) static void nap_guarded(const struct timespec *req)
 struct daemon_spawn {
     const char *path;
     char **argv, **envp;
-    int unwind_fd; /* handed over as fd 3, or -1 */
+    int unwind_fd;         /* handed over as fd 3, or -1 */
+    const int *switch_fds; /* handed over as fds 4.. */
+    int switch_count;
 };
 
 /* Runs in a vfork child (it shares the program's memory, on a stack of its own): it forks
@@ -378,13 +385,22 @@ static int spawn_child(void *p)
     long pid = osp__sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
     if (pid != 0)
         osp__sys(SYS_exit, pid < 0 ? 127 : 0, 0, 0, 0, 0);
-    /* The tables' memfd becomes fd 3 (without close-on-exec), before 0-2 are replaced. */
-    long first_closed = 3;
-    if (spawn->unwind_fd >= 0 &&
-        (spawn->unwind_fd == 3 || osp__sys(SYS_dup3, spawn->unwind_fd, 3, 0, 0, 0) == 3)) {
-        osp__sys(SYS_fcntl, 3, F_SETFD, 0, 0, 0);
-        first_closed = 4;
+    /* The tables' memfd becomes fd 3 and the switch events 4.. (without close-on-exec),
+     * before 0-2 are replaced: first each is moved above where any of them lands, so that no
+     * move overwrites another. */
+    long moved[1 + OSP_MAX_SWITCH_FDS];
+    int count = 1 + spawn->switch_count;
+    for (int i = 0; i < count; i++) {
+        long from = i == 0 ? spawn->unwind_fd : spawn->switch_fds[i - 1];
+        moved[i] =
+            from >= 0 ? osp__sys(SYS_fcntl, from, F_DUPFD, 4 + OSP_MAX_SWITCH_FDS, 0, 0) : -1;
     }
+    for (int i = 0; i < count; i++)
+        if (moved[i] >= 0)
+            osp__sys(SYS_dup3, moved[i], 3 + i, 0, 0, 0); /* not close-on-exec */
+        else
+            osp__sys(SYS_close, 3 + i, 0, 0, 0, 0);
+    long first_closed = 3 + count;
     long null = osp__sys(SYS_openat, AT_FDCWD, (long)"/dev/null", O_RDWR, 0, 0);
     for (long fd = 0; null >= 0 && fd <= 2; fd++)
         if (fd != null)
@@ -425,11 +441,17 @@ static int spawn_daemon(const struct boot_env *env)
                   out_path);
         return -err;
     }
-    char *argv[12] = {"ospreyd", "--attach-ring", shm_name, "--out", out_path, "--detach"};
+    char *argv[14] = {"ospreyd", "--attach-ring", shm_name, "--out", out_path, "--detach"};
     int argc = 6;
     if (unwind_fd >= 0) {
         argv[argc++] = "--unwind-fd";
         argv[argc++] = "3";
+    }
+    char switches[16];
+    if (switch_count > 0) {
+        snprintf(switches, sizeof switches, "%d", switch_count);
+        argv[argc++] = "--switch-fds";
+        argv[argc++] = switches;
     }
     if (env->has_export) {
         argv[argc++] = "--export";
@@ -439,7 +461,7 @@ static int spawn_daemon(const struct boot_env *env)
     char **envp = daemon_environment();
     if (envp == NULL)
         return -ENOMEM;
-    struct daemon_spawn spawn = {daemon, argv, envp, unwind_fd};
+    struct daemon_spawn spawn = {daemon, argv, envp, unwind_fd, switch_fds, switch_count};
     /* No signal may run a handler of the program's in the child, which shares its memory. */
     sigset_t all, old;
     sigfillset(&all);
@@ -701,6 +723,7 @@ static void boot(void)
         return;
     }
     unwind_create();
+    switch_count = osp__switches_open(switch_fds, OSP_MAX_SWITCH_FDS);
     err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
     if (err == 0) {
         osp__registry_set_table(&osp__the_registry, ring_header);

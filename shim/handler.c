@@ -134,11 +134,18 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         if (instant == OSP__INSTANT_BLOCKED) {
             /* Blocked in the kernel: no on-CPU time here. The wait's stack, once. */
             uint64_t generation = osp__unwind_generation();
-            if (!s->wait_open) {
+            if (osp__kernel_waits()) {
+                /* ospreyd times the waits from the kernel's records; each capture gives the
+                 * site of the wait it falls in (a wait since the last one may be another). */
+                uint32_t depth = capture(s, context, s->sample_pcs);
+                osp__wait_captured(s, now, s->sample_pcs, depth);
+                s->wait_generation = generation;
+            } else if (!s->wait_open) {
                 s->wait_depth = capture(s, context, s->wait_pcs);
                 s->wait_generation = generation;
                 s->wait_t_ns = now;
                 s->wait_cpu_ns = cpu;
+                s->wait_flags = OSP_SPAN_CAPTURED_START;
                 s->wait_open = 1;
             } else if (s->wait_generation != generation) {
                 /* Rows were published since its stack was taken: the same wait, seen whole

@@ -29,6 +29,12 @@
 
 /* The bookkeeping a new image of a descendant needs ("OSPREY_PROFILE_ROOT_PID=...",
  * "OSPREY_PROFILE_LAST_PID=..."), kept out of the program's environment (set once at boot). */
+/* switches.c: the kernel's context-switch events for ospreyd, one per CPU, opened on the
+ * booting thread with inherit (proto/osp_ring.h, "Waits from the kernel"). Returns how many
+ * went into fds (at most max), 0 when the kernel refuses them. Not async-signal-safe. */
+int osp__switches_open(int *fds, int max);
+void osp__switches_close(int *fds, int n);
+
 void osp__bookkeeping_set(long root_pid, long last_pid);
 size_t osp__env_count(char *const envp[]);
 /* envp with the bookkeeping entries, built in `store` (n + 3 entries, on the caller's stack:

@@ -220,6 +220,8 @@ struct osp__slot {
     int in_guard;      /* inside a guarded call (osp__guard_wait_begin .. _end) */
     uint64_t guard_sp; /* the stack pointer there: a frame above it means the call is gone */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
+    uint32_t wait_flags;             /* OSP_SPAN_* of the open wait, for ospreyd's timing */
+    uint32_t span_hash;              /* of the last short span written (a repeated site once) */
     uint32_t wait_depth;
     uint64_t wait_generation; /* of the unwind snapshot its stack was taken with */
     uint64_t wait_pcs[OSP_MAX_DEPTH];
@@ -234,6 +236,13 @@ struct osp__slot {
  * full (the caller counts the drop, or carries the weight). Async-signal-safe. */
 int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth);
+/* Does ospreyd time this run's waits from the kernel's context-switch records (the header's
+ * kernel_waits_ns)? Then a wait is written as its site (OSP_REC_WAIT_SPAN). Async-signal-safe. */
+int osp__kernel_waits(void);
+/* The handler found the thread blocked while ospreyd times waits: the open wait (if any) is
+ * written as ending now, and a new one opens here with the stack pcs[0..depth). Async-signal-safe.
+ */
+void osp__wait_captured(struct osp__slot *s, uint64_t now_ns, const uint64_t *pcs, uint32_t depth);
 /* A guarded call left without its end (longjmp out of a signal handler, cancellation): the
  * calling thread's code at stack pointer sp is above the call's frames while the slot still
  * says it is inside. Then: its wait is written, SIGPROF (blocked by the guard, never by the

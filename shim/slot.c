@@ -50,12 +50,86 @@ int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint6
 }
 
 /* Async-signal-safe. */
+int osp__kernel_waits(void)
+{
+    struct osp_ring_header *h = osp__header;
+    /* Acquire: pairs with ospreyd's release once the records' rings are mapped. */
+    return h != NULL && atomic_load_explicit(&h->kernel_waits_ns, memory_order_acquire) != 0;
+}
+
+/* A wait's site for ospreyd: written when it was long enough to be a sample of its own, or
+ * when its stack differs from the last short one (a loop that blocks briefly at one site
+ * 100,000 times a second writes it once; ospreyd gives the short waits it sees the site of
+ * the span before them). Async-signal-safe. */
+static void emit_span(struct osp__event_ring *w, struct osp__slot *s, uint64_t end_ns)
+{
+    uint32_t hash = 2166136261u;
+    for (uint32_t i = 0; i < s->wait_depth; i++)
+        hash = (hash ^ (uint32_t)(s->wait_pcs[i] ^ s->wait_pcs[i] >> 32)) * 16777619u;
+    int long_enough = end_ns - s->wait_t_ns >= osp__period_ns / 2;
+    if (!long_enough && !(s->wait_flags & OSP_SPAN_CAPTURED_START) && hash == s->span_hash)
+        return;
+    s->span_hash = hash;
+    uint32_t depth = s->wait_depth > OSP_MAX_DEPTH ? OSP_MAX_DEPTH : s->wait_depth;
+    if (w->data == NULL || depth == 0)
+        return;
+    uint32_t size = (uint32_t)sizeof(struct osp_rec_wait_span) + depth * 8u;
+    uint64_t new_head;
+    struct osp_rec_wait_span *rec = osp__event_ring_reserve(w, size, &new_head);
+    if (rec == NULL) {
+        osp__event_ring_count_drops(w, 1);
+        return;
+    }
+    rec->h.type = OSP_REC_WAIT_SPAN;
+    rec->h.size = size;
+    rec->t_ns = s->wait_t_ns;
+    rec->end_ns = end_ns;
+    rec->slot = s->index;
+    rec->generation = s->generation;
+    rec->flags = s->wait_flags;
+    rec->depth = depth;
+    memcpy(rec + 1, s->wait_pcs, depth * 8u);
+    osp__event_ring_commit(w, new_head);
+    /* A blocked thread's slot is off ospreyd's watch list: the span brings it back. */
+    if (w == &s->ring)
+        osp__slot_wants_attention(s);
+}
+
+/* Async-signal-safe. */
+void osp__wait_captured(struct osp__slot *s, uint64_t now_ns, const uint64_t *pcs, uint32_t depth)
+{
+    if (s->shared != NULL)
+        atomic_store_explicit(&s->shared->capture_ns, now_ns, memory_order_relaxed);
+    if (s->wait_open) {
+        s->wait_flags |= OSP_SPAN_CAPTURED_END;
+        emit_span(&s->ring, s, now_ns);
+    }
+    if (depth > OSP_MAX_DEPTH)
+        depth = OSP_MAX_DEPTH;
+    if (pcs != s->wait_pcs)
+        memcpy(s->wait_pcs, pcs, depth * sizeof(uint64_t));
+    s->wait_depth = depth;
+    s->wait_t_ns = now_ns;
+    s->wait_cpu_ns = 0;
+    s->wait_flags = OSP_SPAN_CAPTURED_START;
+    s->wait_open = depth > 0;
+    /* Written at once as the instant [now, now) too: the wait may last long before the span
+     * closes, and ospreyd gives it this site meanwhile. */
+    if (s->wait_open)
+        emit_span(&s->ring, s, now_ns);
+}
+
+/* Async-signal-safe. */
 void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t now_ns,
                      uint64_t cpu_ns)
 {
     if (!s->wait_open)
         return;
     s->wait_open = 0;
+    if (osp__kernel_waits()) {
+        emit_span(w, s, now_ns);
+        return;
+    }
     uint32_t weight =
         osp__wait_weight(s->wait_t_ns, now_ns, s->wait_cpu_ns, cpu_ns, osp__period_ns);
     if (weight == 0)
@@ -129,6 +203,9 @@ void osp__guard_wait_begin(struct osp__slot *s)
     if (s->shared == NULL)
         return;
     /* SIGPROF is blocked: the handler cannot run on this thread until guard_wait_end. */
+    uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
+    if (s->wait_open && osp__kernel_waits())
+        osp__close_wait(&s->ring, s, now, 0); /* a wait captured earlier is over */
     if (!s->wait_open) {
         /* Our own frames (this function and the interposer) are left out: the wait belongs
          * to whoever called the blocking function. The stack goes straight into the slot: a
@@ -137,7 +214,8 @@ void osp__guard_wait_begin(struct osp__slot *s)
         s->wait_depth = osp__unwind_caller(fp, 2, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
                                            s->wait_pcs, OSP_MAX_DEPTH);
         s->wait_generation = osp__unwind_generation();
-        s->wait_t_ns = osp__clock_ns(CLOCK_MONOTONIC);
+        s->wait_t_ns = now;
+        s->wait_flags = OSP_SPAN_GUARDED;
         /* The CPU a blocking call uses is next to nothing: its wait is its wall time (and the
          * thread's CPU clock, a system call, is not read on every blocking call). */
         s->wait_cpu_ns = 0;

@@ -1295,11 +1295,6 @@ START_TEST(daemon_notices_a_target_that_execs_away)
     ck_assert_int_eq(pipe(ready), 0);
     pid_t child = fork_producer(&e);
     if (child == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        atomic_store_explicit(&e.s.header->heartbeat_ns,
-                              (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
-                              memory_order_relaxed);
         dup2(ready[0], STDIN_FILENO);
         close(ready[1]);
         execl("/bin/sh", "sh", "-c", "read line", (char *)NULL); /* waits for the pipe */

@@ -1,0 +1,39 @@
+/* ospd_switch.h — the kernel's context-switch records of the target (switch-source.c), which
+ * feed waits.c. ospreyd.c maps the rings at start, drains them with the slot rings, and asks
+ * the threads waits.c names for their wait's site.
+ */
+#ifndef OSPD_SWITCH_H
+#define OSPD_SWITCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ospd.h"
+
+struct ospd_switch_ring {
+    int fd;
+    void *map;
+    size_t size;
+};
+
+struct ospd_switches {
+    struct ospd_switch_ring rings[OSP_MAX_SWITCH_FDS];
+    int count;
+    void *held; /* records read, not yet handed on (newest of the round) */
+    uint32_t held_count, held_cap;
+    uint64_t lost; /* PERF_RECORD_LOST: records the kernel could not write */
+};
+
+/* Map the rings of descriptors first_fd .. first_fd + count - 1. 0, or -errno (every
+ * descriptor closed then). */
+int ospd_switches_attach(struct ospd_switches *sw, int first_fd, int count);
+void ospd_switches_close(struct ospd_switches *sw);
+/* Read every ring and hand the target's switches to waits.c in time order; those within
+ * 100 us of now_ns wait for the next call unless `all`. */
+void ospd_switches_drain(struct ospd_switches *sw, struct ospd_collector *c, uint64_t now_ns,
+                         bool all);
+/* A SIGPROF of ours (SI_QUEUE, the ring's cookie) to thread tid of pid. 0 or -errno. */
+int ospd_switches_ask(int32_t pid, int32_t tid, uint64_t cookie);
+
+#endif
