@@ -8,8 +8,8 @@
  *     thread was not on a CPU) is the thread's `(idle)` node, so the time a reader sums per
  *     function is the sampled CPU time, and a wait is never counted as CPU;
  *   - one complete event (`"ph":"X"`, category `osprey.waiting`) per wait, named
- *     `waiting in <function>` with the blocked stack in its args: consecutive waiting rows of
- *     one stack are one wait.
+ *     `waiting in <function>` with the blocked stack in its args: a weighted waiting row is one
+ *     wait; consecutive waiting rows of weight 1 and one stack (a tick's each) are one wait.
  * Timestamps are µs after the run's start. Keys of the format: the Trace Event Format document
  * (docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU). */
 #include <errno.h>
@@ -221,7 +221,8 @@ static void put_wait_text(FILE *stream, struct wait_texts *texts, const struct o
                    stream);
 }
 
-/* "waiting in <leaf>" spans of thread t: consecutive waiting rows of one stack are one wait,
+/* "waiting in <leaf>" spans of thread t: a weighted row is one wait, and consecutive waiting
+ * rows of weight 1 and one stack are one wait,
  * from the first row's time to the last one's end (its weight in periods, cut at the thread's
  * next sample). */
 static void write_waits(FILE *stream, const struct ospx_model *model, size_t t, uint64_t pid,
@@ -242,8 +243,12 @@ static void write_waits(FILE *stream, const struct ospx_model *model, size_t t, 
         for (; j < count; j++) {
             const struct ospx_sample *row = &raw->samples[order[j]];
             uint64_t at = sample_us(model, row);
+            /* A weighted row is one whole wait: never merged with its neighbours (two waits
+             * at one site with 50 us of work between them are two slices). Rows of weight 1,
+             * a tick's each, continue the wait of the row before them. */
             if (row->state == 0 || row->stack != sample->stack ||
-                (j > i && (double)at > (double)end + period_us / 2))
+                (j > i && ((double)at > (double)end + period_us / 2 || row->weight > 1 ||
+                           raw->samples[order[j - 1]].weight > 1)))
                 break;
             uint64_t row_end = at + (uint64_t)((double)row->weight * period_us);
             if (j + 1 < count) {

@@ -1,0 +1,192 @@
+/* waits.c — programs whose waits are known by construction: each wait is bracketed by clock
+ * reads and the program prints its own truth, one line per thread and site:
+ *   truth SITE SECONDS WAITS
+ * Cases (argv[1]):
+ *   join    main joins a worker that computes for 2 s, with no work of its own first;
+ *   sites   one thread waits on a condition variable (timed) at two sites, 0.6 s then 1.8 s;
+ *   pipe    a reader blocks in read() on a pipe written every 10 ms, 150 times;
+ *   nap     100 rounds of 50 us of work and a 15 ms nanosleep;
+ *   mutex   3 threads take turns on a contended mutex, holding it 5 ms each time, 1.5 s.
+ * Built without frame pointers, as distributions build. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static volatile double sink;
+__attribute__((noinline)) static void spin(double seconds)
+{
+    double end = now() + seconds;
+    while (now() < end)
+        for (int i = 0; i < 100; i++)
+            sink = sink * 1.0000001 + 1.0;
+}
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+
+/* Wait on the condition variable (nobody signals it) for `seconds`; returns the time waited. */
+static double cond_for(double seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)((seconds - (double)(long)seconds) * 1e9);
+    ts.tv_sec += (time_t)seconds + ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    double t0 = now();
+    pthread_mutex_lock(&lock);
+    while (pthread_cond_timedwait(&cond, &lock, &ts) == 0)
+        ;
+    pthread_mutex_unlock(&lock);
+    return now() - t0;
+}
+__attribute__((noinline)) static double site_short(void)
+{
+    double w = cond_for(0.6);
+    sink += 1; /* not a tail call: the site stays on the stack */
+    return w;
+}
+__attribute__((noinline)) static double site_long(void)
+{
+    double w = cond_for(1.8);
+    sink += 1;
+    return w;
+}
+
+static void *busy(void *arg)
+{
+    spin(*(double *)arg);
+    return NULL;
+}
+
+__attribute__((noinline)) static double join_site(pthread_t t)
+{
+    double t0 = now();
+    pthread_join(t, NULL);
+    double w = now() - t0;
+    sink += 1;
+    return w;
+}
+
+static int fds[2];
+static void *writer(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 150; i++) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+        if (write(fds[1], "x", 1) != 1)
+            perror("write");
+    }
+    close(fds[1]);
+    return NULL;
+}
+__attribute__((noinline)) static double read_site(int *waits)
+{
+    char c;
+    double waited = 0;
+    for (;;) {
+        double t0 = now();
+        ssize_t n = read(fds[0], &c, 1);
+        waited += now() - t0;
+        if (n != 1)
+            break;
+        ++*waits;
+    }
+    sink += 1;
+    return waited;
+}
+
+__attribute__((noinline)) static double nap_site(void)
+{
+    double waited = 0;
+    for (int i = 0; i < 100; i++) {
+        spin(50e-6);
+        struct timespec ts = {0, 15000000};
+        double t0 = now();
+        nanosleep(&ts, NULL);
+        waited += now() - t0;
+    }
+    sink += 1;
+    return waited;
+}
+
+static pthread_mutex_t contended = PTHREAD_MUTEX_INITIALIZER;
+static double mutex_end;
+struct locker {
+    double waited;
+    int waits;
+};
+__attribute__((noinline)) static void lock_site(struct locker *l)
+{
+    double t0 = now();
+    pthread_mutex_lock(&contended);
+    l->waited += now() - t0;
+    l->waits++;
+    sink += 1;
+}
+static void *locker(void *arg)
+{
+    struct locker *l = arg;
+    while (now() < mutex_end) {
+        lock_site(l);
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL); /* holds it 5 ms, off the CPU */
+        pthread_mutex_unlock(&contended);
+        sched_yield();
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "join") == 0) {
+        double d = 2.0;
+        pthread_t t;
+        pthread_create(&t, NULL, busy, &d);
+        printf("truth join_site %.6f 1\n", join_site(t));
+    } else if (strcmp(mode, "sites") == 0) {
+        double a = site_short();
+        double b = site_long();
+        printf("truth site_short %.6f 1\ntruth site_long %.6f 1\n", a, b);
+    } else if (strcmp(mode, "pipe") == 0) {
+        if (pipe(fds) != 0)
+            return 1;
+        pthread_t t;
+        pthread_create(&t, NULL, writer, NULL);
+        int waits = 0;
+        double w = read_site(&waits);
+        pthread_join(t, NULL);
+        printf("truth read_site %.6f %d\n", w, waits);
+    } else if (strcmp(mode, "nap") == 0) {
+        printf("truth nap_site %.6f 100\n", nap_site());
+    } else if (strcmp(mode, "mutex") == 0) {
+        mutex_end = now() + 1.5;
+        pthread_t t[3];
+        struct locker l[3] = {{0, 0}};
+        for (int i = 0; i < 3; i++)
+            pthread_create(&t[i], NULL, locker, &l[i]);
+        double total = 0;
+        int waits = 0;
+        for (int i = 0; i < 3; i++) {
+            pthread_join(t[i], NULL);
+            total += l[i].waited;
+            waits += l[i].waits;
+        }
+        printf("truth lock_site %.6f %d\n", total, waits);
+    } else {
+        fprintf(stderr, "usage: waits join|sites|pipe|nap|mutex\n");
+        return 2;
+    }
+    return 0;
+}
