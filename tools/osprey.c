@@ -207,8 +207,8 @@ static FILE *run_report_stream(void)
 /* Post-process raw into the outputs at stem and the report on `report`. Returns 0, or
  * -errno with the problem formatted into message. */
 static int post_process(const char *raw, const char *stem, const struct osprey_options *view,
-                        const char *raw_written, int no_outputs, int keep_better, FILE *report,
-                        char *message, size_t message_size)
+                        const char *raw_written, int raw_replaced, int no_outputs, int keep_better,
+                        FILE *report, char *message, size_t message_size)
 {
     int result = no_outputs ? 0 : osprey_make_parent_dirs(stem);
     if (result != 0) {
@@ -232,6 +232,7 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
         .use_other_build = view->ignore_build_id,
         .no_outputs = no_outputs,
         .raw_written = raw_written,
+        .raw_replaced = raw_replaced,
         .keep_better = keep_better,
         /* a profiled run (no view): its program into the build-id cache */
         .keep_main_object = raw_written != NULL,
@@ -300,8 +301,8 @@ static int command_report(const struct osprey_options *options)
     /* The run's own outputs (no -o, no --format) are not rewritten by a report that could
      * only do worse: one whose objects are gone. */
     int keep_better = options->stem == NULL && options->formats == NULL;
-    if (post_process(options->file, stem, options, NULL, no_outputs, keep_better, stdout, message,
-                     sizeof message) != 0) {
+    if (post_process(options->file, stem, options, NULL, 0, no_outputs, keep_better, stdout,
+                     message, sizeof message) != 0) {
         /* A positioned error starts with the file it is about, as a compiler's does. */
         fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
         return OSPREY_EXIT_FAILURE;
@@ -466,6 +467,7 @@ static void finish_profile(const char *scratch_raw, const char *stem,
     snprintf(kept, sizeof kept, "%s.raw.json", stem);
     const char *raw = scratch_raw;
     int result = osprey_make_parent_dirs(kept);
+    int replaced = access(kept, F_OK) == 0;
     if (result == 0)
         result = osprey_move_file(scratch_raw, kept);
     char last[PATH_MAX + 300] = "";
@@ -485,8 +487,8 @@ static void finish_profile(const char *scratch_raw, const char *stem,
     }
 
     char message[2048];
-    if (post_process(raw, stem, options, raw != scratch_raw ? raw : NULL, 0, 0, run_report_stream(),
-                     message, sizeof message) != 0)
+    if (post_process(raw, stem, options, raw != scratch_raw ? raw : NULL, result == 0 && replaced,
+                     0, 0, run_report_stream(), message, sizeof message) != 0)
         fprintf(stderr, "osprey: warning: post-processing failed: %s\n", message);
 }
 
