@@ -68,6 +68,14 @@ enum osprey_profile_kind osprey_profile_kind(const char *path)
     char text[SNIFF_BYTES + 1];
     ssize_t length = read(fd, text, SNIFF_BYTES);
     close(fd);
+    if (length == 0) { /* empty (an off-CPU folded file of a busy run): its name says */
+        size_t path_length = strlen(path);
+        for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+            size_t suffix = strlen(kinds[i].suffix);
+            if (path_length > suffix && strcmp(path + path_length - suffix, kinds[i].suffix) == 0)
+                return kinds[i].kind;
+        }
+    }
     if (length <= 0)
         return OSPREY_KIND_UNKNOWN;
     text[length] = '\0';
