@@ -94,6 +94,10 @@ static const struct {
      "                 output stem (default: ./NAME for FILE, RAW without .raw.json for\n"
      "                 report, NEW's stem + .diff for diff); missing directories are created;\n"
      "                 a place that cannot be written is refused before anything runs\n"},
+    {FOR_RUN | FOR_REPORT, "  --format LIST  the outputs to write, a comma list of\n"
+                           "                 @FORMATS@\n"},
+    {FOR_RUN, "  -- ARGS...     arguments for the program\n"},
+    {FOR_GENERAL, "\nosprey report and osprey diff:\n"},
     {FOR_REPORT | FOR_DIFF,
      "  --binary PATH  symbolize the main image from PATH (the program moved, or was a\n"
      "                 scratch build); used only when its build id is the profile's\n"
@@ -105,9 +109,8 @@ static const struct {
      "                 use a binary of another build than the one that ran anyway (by\n"
      "                 default its frames stay OBJECT+0xOFFSET); its names are marked\n"
      "                 [other build]\n"},
-    {FOR_RUN | FOR_REPORT, "  --format LIST  the outputs to write, a comma list of\n"
-                           "                 @FORMATS@\n"},
     {FOR_REPORT | FOR_DIFF, "  --top N        N rows in the table (default 10)\n"},
+    {FOR_GENERAL, "\nosprey report's views:\n"},
     {FOR_REPORT,
      "  --fiber F      only the thread (or fiber) with this id or label\n"
      "  --focus REGEX  only samples with a function matching REGEX on the stack\n"
@@ -117,10 +120,11 @@ static const struct {
      "  --inverted     under each function, the callers its self time came from\n"
      "  --list REGEX   the source lines of the matching functions with their self (flat)\n"
      "                 and total (cum) time, as pprof -list prints them\n"},
+    {FOR_GENERAL, "\nosprey cache:\n"},
     {FOR_CACHE, "  prune          remove the least recently used objects down to the bound\n"
                 "  --max-size SIZE\n"
                 "                 prune: the bound (e.g. 500M, 2G)\n"},
-    {FOR_RUN, "  -- ARGS...     arguments for the program\n"},
+    {FOR_GENERAL, "\n"},
     {FOR_ALL, "  -h, --help     this text (osprey report --help, osprey diff --help, osprey\n"
               "                 cache --help: that command's)\n"},
     {FOR_GENERAL, "  -V, --version  the version\n"},
@@ -135,10 +139,12 @@ static const struct {
               "NO_COLOR disables colour in the report.\n"},
     {FOR_REPORT | NOT_GENERAL, "\n"
                                "NO_COLOR disables colour in the report.\n"},
-    {FOR_GENERAL, "Exit status: the program's; 2 for a usage error (also an output place that\n"
+    {FOR_GENERAL, "\n"
+                  "Exit status: the program's; 2 for a usage error (also an output place that\n"
                   "cannot be written, -F out of range, a file of another kind than the command\n"
                   "takes); 1 when building fails or `osprey report` cannot read its raw file.\n"},
     {FOR_RUN | NOT_GENERAL,
+     "\n"
      "Exit status: the program's; 2 for a usage error (also an output place that cannot\n"
      "be written, or -F out of range); 1 when building fails.\n"},
     {FOR_REPORT | FOR_DIFF | FOR_CACHE | NOT_GENERAL,
