@@ -279,8 +279,13 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
         }
         char more[64];
         count_threads(more, sizeof more, model, sorted, shown, model->fiber_count);
-        snprintf(line, sizeof line, "  … %s more: running %.1f%%  waiting %.1f%%", more,
-                 percent_of(on_cpu, on_cpu + waiting), percent_of(waiting, on_cpu + waiting));
+        /* "… 4 more threads: …", or of both kinds "… 4 more (2 threads, 2 fibers): …" */
+        const char *kind = strchr(more, ' ');
+        int mixed = strchr(more, ',') != NULL;
+        snprintf(line, sizeof line, "  … %zu more%s%s%s: running %.1f%%  waiting %.1f%%",
+                 model->fiber_count - shown, mixed ? " (" : kind, mixed ? more : "",
+                 mixed ? ")" : "", percent_of(on_cpu, on_cpu + waiting),
+                 percent_of(waiting, on_cpu + waiting));
         emit(out, width, NULL, line);
     }
     free(sorted);

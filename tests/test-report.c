@@ -386,6 +386,22 @@ START_TEST(threads_and_runtime_fibers_are_named_apart)
     ck_assert_ptr_nonnull(line_with(text, "  fiber -1 (effect)"));
     free(text);
     release(&built);
+
+    /* past eight lines, the rest share one, which says what they are */
+    char many[4096] = "rate 1000\nframe main /w/main.c\nstack 0@5\n";
+    for (int i = 0; i < 12; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "thread %d t -1 %d\n",
+                 i < 10 ? 100 + i : 900 + i, 100 + i);
+    for (int i = 0; i < 12; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "sample 1000 %d 0 0 %d\n", i,
+                 50 - i);
+    build(&built, strdup(many));
+    text = render(&built.model, 0, 120);
+    ck_assert_ptr_nonnull(strstr(line_with(text, "osprey:"), "10 threads, 2 fibers"));
+    ck_assert_msg(line_with(text, "  … 4 more (2 threads, 2 fibers): running 100.0%") != NULL, "%s",
+                  text);
+    free(text);
+    release(&built);
 }
 END_TEST
 
