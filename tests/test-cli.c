@@ -573,6 +573,16 @@ START_TEST(parse_command_help_and_typos)
     char *typo[] = {"osprey", "reprot", "p.raw.json", NULL};
     ck_assert_int_eq(parse(&options, typo), -EINVAL);
     ck_assert_str_eq(error, "unknown command 'reprot': did you mean 'osprey report'?");
+    char *after_options[] = {"osprey", "--profile", "dif", NULL};
+    ck_assert_int_eq(parse(&options, after_options), -EINVAL);
+    ck_assert_str_eq(error, "unknown command 'dif': did you mean 'osprey diff'?");
+    /* mistakes inside a command point to its own help */
+    char *missing[] = {"osprey", "report", NULL};
+    ck_assert_int_eq(parse(&options, missing), -EINVAL);
+    ck_assert_str_eq(error, "missing RAW file (try 'osprey report --help')");
+    char *unknown[] = {"osprey", "diff", "a.raw.json", "b.raw.json", "--bogus", NULL};
+    ck_assert_int_eq(parse(&options, unknown), -EINVAL);
+    ck_assert_str_eq(error, "unknown option '--bogus' (try 'osprey diff --help')");
     ck_assert_str_eq(osprey_command_like("dif"), "diff");
     ck_assert_str_eq(osprey_command_like("cahce"), "cache");
     ck_assert_str_eq(osprey_command_like("repor"), "report");

@@ -119,15 +119,6 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
     memset(out, 0, sizeof *out);
     out->command = OSPREY_COMMAND_RUN;
     int first = 1;
-    /* A first word that is no file here nor on PATH but nearly a command's name: a typo. */
-    const char *meant = argc > 1 ? osprey_command_like(argv[1]) : NULL;
-    char found[PATH_MAX];
-    if (meant != NULL && access(argv[1], F_OK) != 0 &&
-        osprey_find_on_path(argv[1], found, sizeof found) != 0) {
-        snprintf(error, error_size, "unknown command '%s': did you mean 'osprey %s'?", argv[1],
-                 meant);
-        return -EINVAL;
-    }
     if (argc > 1 && strcmp(argv[1], "report") == 0) {
         out->command = OSPREY_COMMAND_REPORT;
         first = 2;
@@ -274,8 +265,11 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                 out->profile = 1;
             continue;
         }
-        if (arg[0] == '-' && arg[1] != '\0')
-            return usage_error(error, error_size, "unknown option '%s' (try 'osprey --help')", arg);
+        if (arg[0] == '-' && arg[1] != '\0') {
+            snprintf(error, error_size, "unknown option '%s' (try '%s --help')", arg,
+                     report ? command_name : "osprey");
+            return -EINVAL;
+        }
         if (diff && out->file != NULL && out->file2 == NULL) {
             out->file2 = arg;
             continue;
@@ -290,17 +284,29 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                                       : "unexpected argument '%s' (program arguments go after "
                                         "'--')",
                                arg);
+        /* A FILE that is no file here nor on PATH but nearly a command's name: a typo. */
+        const char *meant = report ? NULL : osprey_command_like(arg);
+        char found[PATH_MAX];
+        if (meant != NULL && access(arg, F_OK) != 0 &&
+            osprey_find_on_path(arg, found, sizeof found) != 0) {
+            snprintf(error, error_size, "unknown command '%s': did you mean 'osprey %s'?", arg,
+                     meant);
+            return -EINVAL;
+        }
         out->file = arg;
     }
 
     if (out->frequency != 0 && !out->profile)
         return usage_error(error, error_size,
                            "'%s' sets the sampling rate of --profile: add --profile", "-F");
-    if (out->file == NULL || (diff && out->file2 == NULL))
-        return usage_error(error, error_size, "missing %s (try 'osprey --help')",
-                           diff     ? "BASE and NEW raw files"
-                           : report ? "RAW file"
-                                    : "FILE");
+    if (out->file == NULL || (diff && out->file2 == NULL)) {
+        snprintf(error, error_size, "missing %s (try '%s --help')",
+                 diff     ? "BASE and NEW raw files"
+                 : report ? "RAW file"
+                          : "FILE",
+                 report ? command_name : "osprey");
+        return -EINVAL;
+    }
     if (out->program_args == NULL) {
         out->program_args = argv + argc; /* argv[argc] is NULL */
         out->program_argc = 0;
