@@ -184,13 +184,15 @@ static int is_runtime_fiber(const struct ospx_model *model, size_t index)
     return thread->fiber != 0 && thread->tid != 0 && thread->fiber != thread->tid;
 }
 
-/* "2 threads", "1 thread, 3 fibers", "3 fibers": how many of fibers[from..] are which. */
+/* "2 threads", "1 thread, 3 fibers", "3 fibers": how many of sorted[from..to) (NULL: of the
+ * model's own order) are which. */
 static void count_threads(char *out, size_t size, const struct ospx_model *model,
-                          const struct ospx_fiber_stat *const *fibers, size_t from, size_t to)
+                          const struct ospx_fiber_stat *const *sorted, size_t from, size_t to)
 {
     size_t runtime = 0;
     for (size_t i = from; i < to; i++)
-        runtime += is_runtime_fiber(model, (size_t)(fibers[i] - model->fibers));
+        runtime +=
+            is_runtime_fiber(model, sorted != NULL ? (size_t)(sorted[i] - model->fibers) : i);
     size_t threads = to - from - runtime;
     if (runtime == 0 || threads > 0)
         snprintf(out, size, "%zu %s%s", threads, threads == 1 ? "thread" : "threads",
@@ -209,13 +211,7 @@ static void print_header(FILE *out, size_t width, const struct ospx_model *model
     char wall[32], cpu[32], threads[64], line[512];
     format_duration(wall, sizeof wall, model->wall_seconds);
     format_duration(cpu, sizeof cpu, model->cpu_seconds);
-    const struct ospx_fiber_stat **all = malloc((model->fiber_count + 1) * sizeof *all);
-    if (all == NULL)
-        return;
-    for (size_t i = 0; i < model->fiber_count; i++)
-        all[i] = &model->fibers[i];
-    count_threads(threads, sizeof threads, model, all, 0, model->fiber_count);
-    free(all);
+    count_threads(threads, sizeof threads, model, NULL, 0, model->fiber_count);
     snprintf(line, sizeof line, "osprey: %s wall, %s CPU, %llu samples (%llu on-CPU), %u Hz, %s",
              wall, cpu, (unsigned long long)model->total_samples,
              (unsigned long long)model->on_cpu_samples, model->raw->rate_hz, threads);
