@@ -154,6 +154,18 @@ void osprey_output_stem(const struct osprey_options *options, char *stem, size_t
         osprey_default_run_stem(options->file, stem, size);
 }
 
+/* path becomes the directory it is in: "a/b" → "a", "/a" → "/", "a" → ".". */
+static void to_parent(char *path, size_t size)
+{
+    char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(path, size, ".");
+    else if (slash == path)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+}
+
 int osprey_check_output_place(const char *stem, char *error, size_t error_size)
 {
     struct stat info;
@@ -175,30 +187,17 @@ int osprey_check_output_place(const char *stem, char *error, size_t error_size)
     /* The stem's directory, else its nearest ancestor that exists (the rest is created). */
     char directory[PATH_MAX];
     snprintf(directory, sizeof directory, "%s", stem);
-    char *slash = strrchr(directory, '/');
-    if (slash == NULL)
-        snprintf(directory, sizeof directory, ".");
-    else if (slash == directory)
-        slash[1] = '\0';
-    else
-        *slash = '\0';
-    const char *missing = NULL;
-    for (;;) {
-        if (stat(directory, &info) == 0)
-            break;
+    to_parent(directory, sizeof directory);
+    int to_create = 0;
+    while (stat(directory, &info) != 0) {
         if (errno != ENOENT && errno != ENOTDIR) {
+            int code = errno;
             snprintf(error, error_size, "%s: cannot write the outputs there: %s", directory,
-                     strerror(errno));
-            return -errno;
+                     strerror(code));
+            return -code;
         }
-        missing = stem;
-        slash = strrchr(directory, '/');
-        if (slash == NULL)
-            snprintf(directory, sizeof directory, ".");
-        else if (slash == directory)
-            slash[1] = '\0';
-        else
-            *slash = '\0';
+        to_create = 1;
+        to_parent(directory, sizeof directory);
     }
     if (!S_ISDIR(info.st_mode)) {
         snprintf(error, error_size, "%s: not a directory, so the outputs at %s cannot be written",
@@ -207,9 +206,13 @@ int osprey_check_output_place(const char *stem, char *error, size_t error_size)
     }
     if (access(directory, W_OK | X_OK) != 0) {
         int code = errno;
-        snprintf(error, error_size, "%s: %s the outputs (%s)", directory,
-                 missing != NULL ? "cannot create the directories of" : "cannot write",
-                 strerror(code));
+        if (to_create)
+            snprintf(error, error_size,
+                     "%s: cannot create the directories of the outputs at %s (%s)", directory, stem,
+                     strerror(code));
+        else
+            snprintf(error, error_size, "%s: cannot write the outputs at %s there (%s)", directory,
+                     stem, strerror(code));
         return -code;
     }
     return 0;
