@@ -342,6 +342,9 @@ struct ospx_process_options {
      * the object that ran (its build id is the raw file's), so that the profile can be
      * symbolized after it is deleted or rebuilt (`osprey FILE --profile` sets it) */
     int keep_main_object;
+    /* when not NULL: set to 1 once the report is printed, which names the outputs that could
+     * not be written, so that a caller need not say it again */
+    int *reported;
 };
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
 

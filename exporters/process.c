@@ -333,6 +333,8 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
                                              .missing_reason = reason,
                                              .replaced_count = replaced};
         ospx_report_print(model, &report, options->report);
+        if (options->reported != NULL)
+            *options->reported = 1;
         fflush(options->report);
     }
     for (size_t i = 0; i < count; i++)
@@ -385,9 +387,12 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
                       outputs_exist(options->stem, mask);
     if (kept_better)
         mask = 0;
+    /* The program is kept once the profile could be read, whether or not every output could
+     * be written: the raw file is what a later `osprey report` reads it with. */
+    int modelled = rc == 0;
     if (rc == 0)
         rc = write_outputs(&model, options, mask, kept_better, &clock, err);
-    if (rc == 0 && options->keep_main_object)
+    if (modelled && options->keep_main_object)
         keep_main_object(&raw);
     ospx_model_free(&model);
     ospx_symbols_free(&symbols);

@@ -370,5 +370,16 @@ grep -Eq "^not written: limited\.html; .*File too large" out ||
 [ ! -e limited.html ] || fail "a file that could not be written was left"
 ls limited.html.* >/dev/null 2>&1 && fail "a temporary file was left: $(ls limited.html.*)"
 grep -q "^  limited.speedscope.json$" out || fail "outputs that cannot be written: written: list"
+# The same in a profiled run (a directory where one output goes: the size limit would stop the
+# profiler itself): its exit status is the program's, the report says it once.
+mkdir limited-run.html
+"$osprey" ./show-hz --profile -o limited-run >out 2>err
+expect_status 0 $? "a run with outputs that cannot be written"
+grep -qx "ran hz=unset" out || fail "a run with outputs that cannot be written: the program's output"
+grep -Eq "^not written: limited-run\.html; " err ||
+  fail "a run with outputs that cannot be written: no line naming them: $(cat err)"
+[ "$(grep -c "limited-run\.html" err)" -eq 1 ] ||
+  fail "a run with outputs that cannot be written: said more than once: $(cat err)"
+grep -q "^  limited-run.raw.json$" err || fail "a run with outputs that cannot be written: raw file"
 
 finish "all osprey CLI checks passed"

@@ -211,10 +211,11 @@ static FILE *run_report_stream(void)
 }
 
 /* Post-process raw into the outputs at stem and the report on `report`. Returns 0, or
- * -errno with the problem formatted into message. */
+ * -errno with the problem formatted into message; *reported (when not NULL) is 1 when the
+ * report was printed all the same, naming the outputs that are missing. */
 static int post_process(const char *raw, const char *stem, const struct osprey_options *view,
                         const char *raw_written, int raw_replaced, int no_outputs, int keep_better,
-                        FILE *report, char *message, size_t message_size)
+                        FILE *report, int *reported, char *message, size_t message_size)
 {
     int result = no_outputs ? 0 : osprey_make_parent_dirs(stem);
     if (result != 0) {
@@ -242,6 +243,7 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
         .keep_better = keep_better,
         /* a profiled run (no view): its program into the build-id cache */
         .keep_main_object = raw_written != NULL,
+        .reported = reported,
     };
     struct ospx_error error;
     memset(&error, 0, sizeof error);
@@ -307,7 +309,7 @@ static int command_report(const struct osprey_options *options)
     /* The run's own outputs (no -o, no --format) are not rewritten by a report that could
      * only do worse: one whose objects are gone. */
     int keep_better = options->stem == NULL && options->formats == NULL;
-    if (post_process(options->file, stem, options, NULL, 0, no_outputs, keep_better, stdout,
+    if (post_process(options->file, stem, options, NULL, 0, no_outputs, keep_better, stdout, NULL,
                      message, sizeof message) != 0) {
         /* A positioned error starts with the file it is about, as a compiler's does. */
         fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
@@ -492,9 +494,13 @@ static void finish_profile(const char *scratch_raw, const char *stem,
         raw = last;
     }
 
+    /* Outputs that could not be written are named at the end of the report, when it is
+     * printed; anything else that failed gets its warning line. */
     char message[2048];
+    int reported = 0;
     if (post_process(raw, stem, options, raw != scratch_raw ? raw : NULL, result == 0 && replaced,
-                     0, 0, run_report_stream(), message, sizeof message) != 0)
+                     0, 0, run_report_stream(), &reported, message, sizeof message) != 0 &&
+        !reported)
         fprintf(stderr, "osprey: warning: post-processing failed: %s\n", message);
 }
 
