@@ -641,6 +641,7 @@ START_TEST(profile_kinds_are_recognised)
          OSPREY_KIND_SUMMARY, "this is the summary JSON"},
         {"p.folded", "fiber-0;main;work 12\nfiber-0;main 3\n", OSPREY_KIND_FOLDED,
          "this is a folded-stacks file"},
+        {"p.offcpu.folded", "", OSPREY_KIND_FOLDED, "this is a folded-stacks file"},
         {"p.pb.gz", "\x1f\x8b\x08\x00", OSPREY_KIND_PPROF, "this is a pprof profile"},
         {"p.html", "<!DOCTYPE html>\n<html>", OSPREY_KIND_HTML, "flame-graph page"},
         {"notes.txt", "hello there\n", OSPREY_KIND_UNKNOWN, NULL},

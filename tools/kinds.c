@@ -13,7 +13,8 @@
 
 #define SNIFF_BYTES 4096
 
-/* One kind: its name in a message, what opens it, the suffix osprey writes it under. */
+/* One kind: its name in a message, what opens it, a suffix osprey writes it under (a kind may
+ * have several rows; the first names it). */
 static const struct {
     enum osprey_profile_kind kind;
     const char *name, *opens, *suffix;
@@ -28,6 +29,9 @@ static const struct {
      ".profile.json"},
     {OSPREY_KIND_FOLDED, "a folded-stacks file",
      "draw it with flamegraph.pl or open it in speedscope", ".folded"},
+    /* the waits' folded stacks: the same kind, a stem of their own */
+    {OSPREY_KIND_FOLDED, "a folded-stacks file",
+     "draw it with flamegraph.pl or open it in speedscope", ".offcpu.folded"},
     {OSPREY_KIND_PPROF, "a pprof profile", "open it with go tool pprof", ".pb.gz"},
     {OSPREY_KIND_HTML, "the offline flame-graph page", "open it in a browser", ".html"},
 };
@@ -103,23 +107,30 @@ enum osprey_profile_kind osprey_profile_kind(const char *path)
 
 int osprey_describe_kind(const char *path, enum osprey_profile_kind kind, char *out, size_t size)
 {
+    size_t length = strlen(path);
+    int found = -1;
+    char raw[PATH_MAX] = "";
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         if (kinds[i].kind != kind)
             continue;
+        if (found < 0)
+            found = (int)i;
         /* the raw file beside it: the same stem with .raw.json */
-        size_t length = strlen(path), suffix = strlen(kinds[i].suffix);
-        char raw[PATH_MAX];
-        int beside = length > suffix && strcmp(path + length - suffix, kinds[i].suffix) == 0 &&
-                     snprintf(raw, sizeof raw, "%.*s.raw.json", (int)(length - suffix), path) <
-                         (int)sizeof raw &&
-                     access(raw, R_OK) == 0;
-        if (beside)
-            snprintf(out, size, "%s: this is %s; %s, or give osprey report the raw profile: %s",
-                     path, kinds[i].name, kinds[i].opens, raw);
-        else
-            snprintf(out, size, "%s: this is %s; %s, or give osprey report the .raw.json", path,
-                     kinds[i].name, kinds[i].opens);
-        return 0;
+        size_t suffix = strlen(kinds[i].suffix);
+        if (length > suffix && strcmp(path + length - suffix, kinds[i].suffix) == 0 &&
+            snprintf(raw, sizeof raw, "%.*s.raw.json", (int)(length - suffix), path) <
+                (int)sizeof raw &&
+            access(raw, R_OK) == 0)
+            break;
+        raw[0] = '\0';
     }
-    return -ENOENT;
+    if (found < 0)
+        return -ENOENT;
+    if (raw[0] != '\0')
+        snprintf(out, size, "%s: this is %s; %s, or give osprey report the raw profile: %s", path,
+                 kinds[found].name, kinds[found].opens, raw);
+    else
+        snprintf(out, size, "%s: this is %s; %s, or give osprey report the .raw.json", path,
+                 kinds[found].name, kinds[found].opens);
+    return 0;
 }
