@@ -7,6 +7,7 @@
 # Usage: e2e-terminal.sh path/to/osprey path/to/examples/hotspot.c
 # Without tmux it is skipped (exit 77), except under CI, where tmux is installed and it must run.
 set -uo pipefail
+# shellcheck source=tests/lib.sh
 . "$(dirname "$(realpath "$0")")/lib.sh"
 
 osprey=$(realpath "${1:?usage: e2e-terminal.sh OSPREY HOTSPOT_C}")
@@ -93,8 +94,9 @@ grep -q "^  hot.raw.json" profile.txt || fail "profile: written: does not list h
 # The program's output comes before the report.
 program_line=$(grep -n "^checksum of" profile.txt | head -n 1 | cut -d: -f1)
 report_line=$(grep -n "^osprey: .* wall" profile.txt | head -n 1 | cut -d: -f1)
-[ -n "$program_line" ] && [ -n "$report_line" ] && [ "$program_line" -lt "$report_line" ] ||
+if [ -z "$program_line" ] || [ -z "$report_line" ] || [ "$program_line" -ge "$report_line" ]; then
   fail "profile: the report is not after the program's output"
+fi
 
 # --- a server stopped with Ctrl-C ---------------------------------------------------------------
 cat >server.c <<'EOF'
