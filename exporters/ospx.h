@@ -278,6 +278,12 @@ struct ospx_report_options {
     /* 1: nothing was written because objects are missing and the outputs there are better:
      * the report says so */
     int kept_better;
+    /* outputs that could not be written (a full disk, a write error): one line names them and
+     * the first error's text */
+    const char *const *missing_paths;
+    size_t missing_count;
+    const char *missing_reason;
+    size_t replaced_count; /* files of an earlier run at the stem the outputs replaced */
 };
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out);
@@ -326,6 +332,7 @@ struct ospx_process_options {
      * and neither -o nor --format); the report says nothing was written */
     int no_outputs;
     const char *raw_written; /* the raw file kept for this run, listed with the outputs; NULL */
+    int raw_replaced;        /* 1: raw_written replaced one of an earlier run (the report says) */
     /* 1: when an image's object is not here (ospx_symbols.unresolved_images) and outputs of
      * the chosen formats exist at the stem already, write nothing over them: they were made
      * when the objects were there, and these would only be worse (`osprey report RAW` with
@@ -335,6 +342,9 @@ struct ospx_process_options {
      * the object that ran (its build id is the raw file's), so that the profile can be
      * symbolized after it is deleted or rebuilt (`osprey FILE --profile` sets it) */
     int keep_main_object;
+    /* when not NULL: set to 1 once the report is printed, which names the outputs that could
+     * not be written, so that a caller need not say it again */
+    int *reported;
 };
 int ospx_process(const struct ospx_process_options *options, struct ospx_error *err);
 

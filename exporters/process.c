@@ -3,7 +3,8 @@
  * model, write the chosen outputs beside `stem` (each atomically), then print the terminal
  * report naming them.
  * The first failure stops the run and is returned through the error record; outputs already
- * written stay complete, nothing is ever half-written. */
+ * written stay complete, nothing is ever half-written. A failure to write an output still
+ * prints the report, which names the files that are missing. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -245,8 +246,17 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
     size_t count;
     const struct ospx_output *outputs = ospx_outputs(&count);
     char *paths[MAX_OUTPUTS] = {NULL};
-    const char *listed[MAX_OUTPUTS + 1];
-    size_t written = 0;
+    const char *listed[MAX_OUTPUTS + 1], *missing[MAX_OUTPUTS];
+    size_t written = 0, missed = 0, replaced = options->raw_replaced ? 1 : 0;
+    unsigned existed = 0; /* outputs at the stem before: replaced once the new one is whole */
+    struct writers writers = {.model = model,
+                              .outputs = outputs,
+                              .count = count,
+                              .stem = options->stem,
+                              .paths = paths,
+                              .timing = clock->on,
+                              .lock = PTHREAD_MUTEX_INITIALIZER,
+                              .finished_one = PTHREAD_COND_INITIALIZER};
     size_t stem_length = strlen(options->stem);
     for (size_t i = 0; i < count; i++) {
         if ((mask & (1u << i)) == 0)
@@ -259,7 +269,8 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
             return ospx_error_set(err, ENOMEM, options->stem, 0, 0, "out of memory");
         }
         snprintf(paths[i], size, "%s%s", options->stem, outputs[i].suffix);
-        listed[written++] = paths[i];
+        if (access(paths[i], F_OK) == 0)
+            existed |= 1u << i;
     }
     /* What several writers share, made before they start: the model is read-only after. */
     const size_t *order, *first;
@@ -267,14 +278,6 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
                  ? ospx_error_set(err, ENOMEM, options->stem, 0, 0, "out of memory")
                  : 0;
     if (rc == 0) {
-        struct writers writers = {.model = model,
-                                  .outputs = outputs,
-                                  .count = count,
-                                  .stem = options->stem,
-                                  .paths = paths,
-                                  .timing = clock->on,
-                                  .lock = PTHREAD_MUTEX_INITIALIZER,
-                                  .finished_one = PTHREAD_COND_INITIALIZER};
         /* by rank: insertion sort of a handful */
         for (size_t i = 0; i < count; i++) {
             size_t at = i;
@@ -298,9 +301,24 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
             }
         }
     }
+    /* What was written (each file complete), and what was not: after a failure the writers
+     * take no more, so the rest is missing too. */
+    for (size_t i = 0; i < count; i++) {
+        if (paths[i] == NULL)
+            continue;
+        if ((writers.finished & (1u << i)) != 0 && writers.rc[i] == 0) {
+            listed[written++] = paths[i];
+            replaced += (existed & (1u << i)) != 0;
+        } else
+            missing[missed++] = paths[i];
+    }
     if (options->raw_written != NULL)
         listed[written++] = options->raw_written;
-    if (rc == 0 && options->report != NULL) {
+    char reason[sizeof err->text + 8] = "";
+    if (rc != 0 && err != NULL)
+        snprintf(reason, sizeof reason, "%s", err->text);
+    /* The report of a run whose outputs were not all written is still the run's report. */
+    if (options->report != NULL && (rc == 0 || missed > 0)) {
         struct ospx_report_options report = {.color = options->color,
                                              .width = report_width(options->report),
                                              .written_paths = listed,
@@ -309,8 +327,14 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
                                              .inverted = options->inverted,
                                              .list = options->list,
                                              .view_only = options->no_outputs,
-                                             .kept_better = kept_better};
+                                             .kept_better = kept_better,
+                                             .missing_paths = missing,
+                                             .missing_count = missed,
+                                             .missing_reason = reason,
+                                             .replaced_count = replaced};
         ospx_report_print(model, &report, options->report);
+        if (options->reported != NULL)
+            *options->reported = 1;
         fflush(options->report);
     }
     for (size_t i = 0; i < count; i++)
@@ -363,9 +387,12 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
                       outputs_exist(options->stem, mask);
     if (kept_better)
         mask = 0;
+    /* The program is kept once the profile could be read, whether or not every output could
+     * be written: the raw file is what a later `osprey report` reads it with. */
+    int modelled = rc == 0;
     if (rc == 0)
         rc = write_outputs(&model, options, mask, kept_better, &clock, err);
-    if (rc == 0 && options->keep_main_object)
+    if (modelled && options->keep_main_object)
         keep_main_object(&raw);
     ospx_model_free(&model);
     ospx_symbols_free(&symbols);

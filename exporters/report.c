@@ -1,5 +1,5 @@
 /* report.c — the terminal report printed after a profiled run: a header line (wall, CPU,
- * samples, rate, fibers), the per-fiber state split, the top-10 functions by self time with
+ * samples, rate, threads), the per-thread state split, the top-10 functions by self time with
  * eighth-block bars in the self gutter, a low-confidence line below 100 on-CPU samples, a line
  * for dropped samples, and the paths written. Function figures are over on-CPU samples.
  *
@@ -175,14 +175,46 @@ static void format_location(char *out, size_t size, const struct ospx_model *mod
         snprintf(out, size, "%s", file);
 }
 
+/* A profiled thread is a thread (the main one, or one the preload library or the shim
+ * registered under its own tid); a fiber is a runtime's own, registered under an id of the
+ * runtime's (osp_prof_thread_register). */
+static int is_runtime_fiber(const struct ospx_model *model, size_t index)
+{
+    const struct ospx_thread *thread = &model->raw->threads[index];
+    return thread->fiber != 0 && thread->tid != 0 && thread->fiber != thread->tid;
+}
+
+/* "2 threads", "1 thread, 3 fibers", "3 fibers": how many of sorted[from..to) (NULL: of the
+ * model's own order) are which. */
+static void count_threads(char *out, size_t size, const struct ospx_model *model,
+                          const struct ospx_fiber_stat *const *sorted, size_t from, size_t to)
+{
+    size_t runtime = 0;
+    for (size_t i = from; i < to; i++)
+        runtime +=
+            is_runtime_fiber(model, sorted != NULL ? (size_t)(sorted[i] - model->fibers) : i);
+    size_t threads = to - from - runtime;
+    if (runtime == 0 || threads > 0)
+        snprintf(out, size, "%zu %s%s", threads, threads == 1 ? "thread" : "threads",
+                 runtime > 0 ? ", " : "");
+    else
+        out[0] = '\0';
+    if (runtime > 0)
+        snprintf(out + strlen(out), size - strlen(out), "%zu %s", runtime,
+                 runtime == 1 ? "fiber" : "fibers");
+}
+
+/* The header counts every sample and says how many were on-CPU: the figures below are
+ * over those. */
 static void print_header(FILE *out, size_t width, const struct ospx_model *model)
 {
-    char wall[32], cpu[32], line[512];
+    char wall[32], cpu[32], threads[64], line[512];
     format_duration(wall, sizeof wall, model->wall_seconds);
     format_duration(cpu, sizeof cpu, model->cpu_seconds);
-    snprintf(line, sizeof line, "osprey: %s wall, %s CPU, %llu samples, %u Hz, %zu %s", wall, cpu,
-             (unsigned long long)model->total_samples, model->raw->rate_hz, model->fiber_count,
-             model->fiber_count == 1 ? "fiber" : "fibers");
+    count_threads(threads, sizeof threads, model, NULL, 0, model->fiber_count);
+    snprintf(line, sizeof line, "osprey: %s wall, %s CPU, %llu samples (%llu on-CPU), %u Hz, %s",
+             wall, cpu, (unsigned long long)model->total_samples,
+             (unsigned long long)model->on_cpu_samples, model->raw->rate_hz, threads);
     emit(out, width, NULL, line);
 }
 
@@ -212,8 +244,9 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
     size_t name_width = 0;
     for (size_t i = 0; i < shown; i++) {
         char name[640];
-        snprintf(name, sizeof name, "fiber %lld (%s)", (long long)sorted[i]->fiber,
-                 sorted[i]->label);
+        snprintf(name, sizeof name, "%s %lld (%s)",
+                 is_runtime_fiber(model, (size_t)(sorted[i] - model->fibers)) ? "fiber" : "thread",
+                 (long long)sorted[i]->fiber, sorted[i]->label);
         fit(names[i], sizeof names[i], name, FIBER_NAME_COLUMNS, CUT_END);
         name_width = columns(names[i]) > name_width ? columns(names[i]) : name_width;
     }
@@ -240,8 +273,14 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
             on_cpu += sorted[i]->on_cpu;
             waiting += sorted[i]->waiting;
         }
-        snprintf(line, sizeof line, "  … %zu more fibers: running %.1f%%  waiting %.1f%%",
-                 model->fiber_count - shown, percent_of(on_cpu, on_cpu + waiting),
+        char more[64];
+        count_threads(more, sizeof more, model, sorted, shown, model->fiber_count);
+        /* "… 4 more threads: …", or of both kinds "… 4 more (2 threads, 2 fibers): …" */
+        const char *kind = strchr(more, ' ');
+        int mixed = strchr(more, ',') != NULL;
+        snprintf(line, sizeof line, "  … %zu more%s%s%s: running %.1f%%  waiting %.1f%%",
+                 model->fiber_count - shown, mixed ? " (" : kind, mixed ? more : "",
+                 mixed ? ")" : "", percent_of(on_cpu, on_cpu + waiting),
                  percent_of(waiting, on_cpu + waiting));
         emit(out, width, NULL, line);
     }
@@ -431,6 +470,15 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
 static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model *model,
                                 const char *warn)
 {
+    if (model->measured_cpu_ns <= 0 && model->raw->exit.signal > 0) {
+        char line[128];
+        snprintf(line, sizeof line,
+                 "sampling: not checked: the program was killed by signal %d before the "
+                 "collector read its CPU time",
+                 model->raw->exit.signal);
+        emit(out, width, NULL, line);
+        return;
+    }
     if (model->measured_cpu_ns <= 0 || model->raw->rate_hz == 0)
         return;
     double cpu = (double)model->measured_cpu_ns / 1e9;
@@ -448,7 +496,9 @@ static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model
     snprintf(line, sizeof line, "warning: achieved %.0f samples/s of %u requested (%.1f%%)",
              achieved, model->raw->rate_hz, share);
     char second[256];
-    snprintf(second, sizeof second, "CPU times undercount (%s measured); shares hold", measured);
+    /* With no on-CPU sample there is no share to hold. */
+    snprintf(second, sizeof second, "CPU times undercount (%s measured)%s", measured,
+             model->on_cpu_samples > 0 ? "; shares hold" : "");
     emit_pair(out, width, warn, line, second);
 }
 
@@ -479,9 +529,10 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
                     options->top > 0 ? options->top : TOP_FUNCTIONS, callers);
         ospx__callers_free(callers);
         if (model->on_cpu_samples < LOW_CONFIDENCE) {
-            snprintf(line, sizeof line, "low confidence: only %llu samples",
+            snprintf(line, sizeof line, "low confidence: only %llu on-CPU samples",
                      (unsigned long long)model->on_cpu_samples);
-            emit_pair(out, width, warn, line, "run longer or raise OSPREY_PROFILE_HZ");
+            emit_pair(out, width, warn, line,
+                      "run longer or raise the rate with -F N (OSPREY_PROFILE_HZ)");
         }
     }
     print_achieved_rate(out, width, model, warn);
@@ -519,6 +570,35 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
             snprintf(path, sizeof path, "  %s", fitted);
             emit(out, width, NULL, path);
         }
+    }
+    if (options->missing_count > 0) {
+        /* the first in full, the others by what follows the stem they share: one line */
+        const char *first = options->missing_paths[0];
+        size_t stem = strlen(first);
+        for (size_t i = 1; i < options->missing_count; i++) {
+            size_t same = 0;
+            while (same < stem && options->missing_paths[i][same] == first[same])
+                same++;
+            stem = same;
+        }
+        while (options->missing_count > 1 && stem > 0 && first[stem] != '.')
+            stem--;
+        char missing[2048];
+        int used = snprintf(missing, sizeof missing, "not written: %s", first);
+        for (size_t i = 1; i < options->missing_count && used > 0 && (size_t)used < sizeof missing;
+             i++)
+            used += snprintf(missing + used, sizeof missing - (size_t)used, ", %s",
+                             options->missing_paths[i] + stem);
+        fputc('\n', out);
+        emit_pair(out, width, warn, missing,
+                  options->missing_reason != NULL && options->missing_reason[0] != '\0'
+                      ? options->missing_reason
+                      : "a write failed");
+    }
+    if (options->replaced_count > 0) {
+        snprintf(line, sizeof line, "replaced %zu %s from an earlier run at this stem",
+                 options->replaced_count, options->replaced_count == 1 ? "file" : "files");
+        emit(out, width, NULL, line);
     }
     return ferror(out) ? -EIO : 0;
 }

@@ -275,4 +275,111 @@ grep -q "^osprey: the program replaced itself (exec); the report is of its last 
 grep -q "named_caller;leaf_spin " wrapped.folded 2>/dev/null ||
   fail "wrapper: the outputs are not of the exec'd program ($(head -n 3 wrapped.folded 2>&1))"
 
+# --- the rate on the command line: -F N / --frequency N ---------------------------------------
+# shellcheck disable=SC2016 # the $ expand in the script, not here
+printf '#!/bin/sh\necho "ran hz=${OSPREY_PROFILE_HZ:-unset}"\n' >show-hz
+chmod +x show-hz
+OSPREY_PROFILE_HZ=50 "$osprey" -F 4999 ./show-hz --profile -o rate -- -F 7 >out 2>err
+expect_status 0 $? "-F 4999"
+grep -qx "ran hz=4999" out || fail "-F 4999: the program saw $(cat out)"
+grep -q '"rate_hz":4999' rate.raw.json || fail "-F 4999: the raw profile's rate is not 4999"
+"$osprey" ./show-hz --profile --frequency=10 -o rate10 >out 2>err
+grep -qx "ran hz=10" out || fail "--frequency=10: the program saw $(cat out)"
+for bad in 9 10001 50000 abc 99x; do
+  "$osprey" ./show-hz --profile -F "$bad" -o never >out 2>err
+  expect_status 2 $? "-F $bad"
+  expect_one_line err "^osprey: option '-F' needs a rate from 10 to 10000 samples per second \(got '$bad'\)$" "-F $bad"
+  [ ! -s out ] || fail "-F $bad: the program ran: $(cat out)"
+done
+[ ! -e never.raw.json ] || fail "a refused -F left a raw file"
+
+# --- each command's own help and mistakes ------------------------------------------------------
+for command in report diff cache; do
+  "$osprey" "$command" --help >out 2>err
+  expect_status 0 $? "osprey $command --help"
+  head -n 1 out | grep -q "^usage: osprey $command" ||
+    fail "osprey $command --help: $(head -n 1 out)"
+  grep -q "^usage: osprey FILE\|^ *osprey $([ "$command" = report ] && echo diff || echo report) " out &&
+    fail "osprey $command --help prints another command's usage"
+done
+grep -q -- "--max-size SIZE" out || fail "osprey cache --help does not describe --max-size"
+"$osprey" report --help >out
+grep -q -- "--inverted" out || fail "osprey report --help does not describe --inverted"
+grep -q -- "--frequency" out && fail "osprey report --help describes -F, which it refuses"
+"$osprey" --help >out
+grep -q -- "-F, --frequency N" out || fail "--help does not describe -F"
+
+"$osprey" reprot rate.raw.json >out 2>err
+expect_status 2 $? "a mistyped command"
+expect_one_line err "^osprey: unknown command 'reprot': did you mean 'osprey report'\?$" \
+  "a mistyped command"
+"$osprey" rate.raw.json >out 2>err
+expect_status 2 $? "a raw profile as the program"
+expect_one_line err "^osprey: rate.raw.json: a raw profile, not a program: did you mean 'osprey report rate.raw.json'\?$" \
+  "a raw profile as the program"
+"$osprey" report rate.raw.json >out 2>err
+expect_status 0 $? "report of the -F run"
+for pair in "speedscope.json:a speedscope file; open it in speedscope" \
+  "cpuprofile:a Chrome .cpuprofile" "folded:a folded-stacks file" \
+  "profile.json:the summary JSON" "pb.gz:a pprof profile" "trace.json:a Chrome trace"; do
+  suffix=${pair%%:*}
+  "$osprey" report "rate.$suffix" >out 2>err
+  expect_status 2 $? "report of rate.$suffix"
+  expect_one_line err "^osprey: rate.$suffix: this is ${pair#*:}.*, or give osprey report the raw profile: rate.raw.json$" \
+    "report of rate.$suffix"
+done
+
+# --- the output place, checked before the program starts ---------------------------------------
+mkdir -p stemdir
+"$osprey" ./show-hz --profile -o stemdir >out 2>err
+expect_status 2 $? "a stem that is a directory"
+expect_one_line err "^osprey: stemdir: is a directory; -o takes a stem" "a stem that is a directory"
+[ ! -s out ] || fail "a stem that is a directory: the program ran"
+"$osprey" ./show-hz --profile -o show-hz/under/stem >out 2>err
+expect_status 2 $? "a stem under a file"
+expect_one_line err "^osprey: show-hz: not a directory, so the outputs at show-hz/under/stem cannot be written$" \
+  "a stem under a file"
+[ ! -s out ] || fail "a stem under a file: the program ran"
+if [ "$(id -u)" -ne 0 ]; then # root writes into any directory
+  mkdir locked && chmod 555 locked
+  "$osprey" ./show-hz --profile -o locked/new/stem >out 2>err
+  expect_status 2 $? "an unwritable place"
+  expect_one_line err "^osprey: locked: cannot " "an unwritable place"
+  [ ! -s out ] || fail "an unwritable place: the program ran"
+  chmod 755 locked
+fi
+"$osprey" ./show-hz --profile -o fresh/deeper/stem >out 2>err
+expect_status 0 $? "a stem in directories still to be made"
+grep -q "^  fresh/deeper/stem.raw.json$" out err || fail "written: does not list the raw file"
+grep -q "replaced" out err && fail "a first run says it replaced files"
+"$osprey" ./show-hz --profile -o fresh/deeper/stem >out 2>err
+grep -q "^replaced 9 files from an earlier run at this stem$" out err ||
+  fail "a second run does not say it replaced the first's files: $(cat out err)"
+
+# Outputs that cannot all be written (a file-size limit stands in for a full disk): the report
+# is printed all the same, the missing files are named on one line, the others are complete.
+(
+  trap '' XFSZ
+  ulimit -f 16
+  exec "$osprey" report rate.raw.json -o limited >out 2>err
+)
+expect_status 1 $? "report with outputs that cannot be written"
+grep -q "^osprey: .* wall, " out || fail "outputs that cannot be written: no report: $(cat out err)"
+grep -Eq "^not written: limited\.html; .*File too large" out ||
+  fail "outputs that cannot be written: no line naming them: $(cat out)"
+[ ! -e limited.html ] || fail "a file that could not be written was left"
+ls limited.html.* >/dev/null 2>&1 && fail "a temporary file was left: $(ls limited.html.*)"
+grep -q "^  limited.speedscope.json$" out || fail "outputs that cannot be written: written: list"
+# The same in a profiled run (a directory where one output goes: the size limit would stop the
+# profiler itself): its exit status is the program's, the report says it once.
+mkdir limited-run.html
+"$osprey" ./show-hz --profile -o limited-run >out 2>err
+expect_status 0 $? "a run with outputs that cannot be written"
+grep -qx "ran hz=unset" out || fail "a run with outputs that cannot be written: the program's output"
+grep -Eq "^not written: limited-run\.html; " err ||
+  fail "a run with outputs that cannot be written: no line naming them: $(cat err)"
+[ "$(grep -c "limited-run\.html" err)" -eq 1 ] ||
+  fail "a run with outputs that cannot be written: said more than once: $(cat err)"
+grep -q "^  limited-run.raw.json$" err || fail "a run with outputs that cannot be written: raw file"
+
 finish "all osprey CLI checks passed"

@@ -4,7 +4,7 @@
  *
  *   exe /w/demo                  pid 42          rate 1000        dropped 3
  *   start 1764410000000000000    end 1764410000010000000          (unix ns)
- *   thread 1 main 5000000        fiber id, label, optional cpu_ns
+ *   thread 1 main 5000000 77     fiber id, label, optional cpu_ns (-1: none) and tid
  *   frame fib /w/demo.c          name, file ('-' none), optional image; in names \s is a
  *                                space, \n a newline, \\ a backslash
  *   stack 1@12 1@14 0@61         frames LEAF FIRST as frame-index@line (0: unknown line)
@@ -12,6 +12,7 @@
  *   sample 1000000 0 0 1 40      ... and an optional weight (sampling periods; default 1)
  *   process_cpu_ns 9000000       the raw file's process_cpu_ns (default: not recorded)
  *   drop ring_full 2             one reason of the raw file's "drops"
+ *   killed 9                     the program was killed by this signal (the raw "exit")
  *   # a comment
  */
 #ifndef OSPX_FIXTURE_H
@@ -90,6 +91,9 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
             raw->drops = fixture_grow(raw->drops, raw->drop_count, sizeof *raw->drops);
             raw->drops[raw->drop_count].reason = fixture_word(words[0]);
             raw->drops[raw->drop_count++].count = strtoull(words[1], NULL, 10);
+        } else if (strcmp(key, "killed") == 0) {
+            raw->exit.known = 1;
+            raw->exit.signal = (int)strtol(words[0], NULL, 10);
         } else if (strcmp(key, "dropped") == 0) {
             raw->dropped = strtoull(words[0], NULL, 10);
         } else if (strcmp(key, "start") == 0) {
@@ -100,6 +104,7 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
             raw->threads = fixture_grow(raw->threads, raw->thread_count, sizeof *raw->threads);
             raw->threads[raw->thread_count].fiber = strtoll(words[0], NULL, 10);
             raw->threads[raw->thread_count].cpu_ns = n > 2 ? strtoll(words[2], NULL, 10) : -1;
+            raw->threads[raw->thread_count].tid = n > 3 ? strtoll(words[3], NULL, 10) : 0;
             raw->threads[raw->thread_count++].label = fixture_word(n > 1 ? words[1] : "-");
         } else if (strcmp(key, "frame") == 0) {
             symbols->frames =

@@ -516,6 +516,161 @@ START_TEST(file_helpers)
 }
 END_TEST
 
+START_TEST(parse_frequency)
+{
+    struct osprey_options options;
+    char *short_form[] = {"osprey", "-F", "99", "prog.c", "--profile", "--", "-F", "5", NULL};
+    ck_assert_int_eq(parse(&options, short_form), 0);
+    ck_assert_uint_eq(options.frequency, 99);
+    ck_assert_str_eq(options.program_args[0], "-F"); /* after --: the program's */
+    char *joined[] = {"osprey", "prog.c", "--profile", "-F10000", NULL};
+    ck_assert_int_eq(parse(&options, joined), 0);
+    ck_assert_uint_eq(options.frequency, 10000);
+    char *long_form[] = {"osprey", "prog.c", "--frequency=10", "--profile", NULL};
+    ck_assert_int_eq(parse(&options, long_form), 0);
+    ck_assert_uint_eq(options.frequency, 10);
+    char *unset[] = {"osprey", "prog.c", "--profile", NULL};
+    ck_assert_int_eq(parse(&options, unset), 0);
+    ck_assert_uint_eq(options.frequency, 0);
+
+    /* Out of range, not a number, missing: one line naming the range. */
+    const char *bad[] = {"9", "10001", "50000", "abc", "99x", "-5", "", " 99"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[] = {"osprey", "prog.c", "--profile", "-F", (char *)bad[i], NULL};
+        ck_assert_int_eq(parse(&options, argv), -EINVAL);
+        ck_assert_msg(strstr(error, "from 10 to 10000 samples per second") != NULL, "%s: %s",
+                      bad[i], error);
+    }
+    char *missing[] = {"osprey", "prog.c", "--profile", "--frequency", NULL};
+    ck_assert_int_eq(parse(&options, missing), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "'--frequency' needs a rate from 10 to 10000"));
+    /* Meaningless without --profile, and for a recorded profile. */
+    char *run[] = {"osprey", "prog.c", "-F", "99", NULL};
+    ck_assert_int_eq(parse(&options, run), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "add --profile"));
+    char *report[] = {"osprey", "report", "p.raw.json", "-F", "99", NULL};
+    ck_assert_int_eq(parse(&options, report), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "'-F' belongs to 'osprey FILE --profile'"));
+}
+END_TEST
+
+START_TEST(parse_command_help_and_typos)
+{
+    struct osprey_options options;
+    const char *commands[] = {"report", "diff", "cache"};
+    const enum osprey_command expected[] = {OSPREY_COMMAND_REPORT, OSPREY_COMMAND_DIFF,
+                                            OSPREY_COMMAND_CACHE};
+    for (size_t i = 0; i < 3; i++) {
+        char *argv[] = {"osprey", (char *)commands[i], "--help", NULL};
+        ck_assert_int_eq(parse(&options, argv), 0);
+        ck_assert_int_eq(options.command, OSPREY_COMMAND_HELP);
+        ck_assert_int_eq(options.help_for, expected[i]);
+    }
+    char *general[] = {"osprey", "--help", NULL};
+    ck_assert_int_eq(parse(&options, general), 0);
+    ck_assert_int_eq(options.help_for, OSPREY_COMMAND_RUN);
+
+    char *typo[] = {"osprey", "reprot", "p.raw.json", NULL};
+    ck_assert_int_eq(parse(&options, typo), -EINVAL);
+    ck_assert_str_eq(error, "unknown command 'reprot': did you mean 'osprey report'?");
+    char *after_options[] = {"osprey", "--profile", "dif", NULL};
+    ck_assert_int_eq(parse(&options, after_options), -EINVAL);
+    ck_assert_str_eq(error, "unknown command 'dif': did you mean 'osprey diff'?");
+    /* mistakes inside a command point to its own help */
+    char *missing[] = {"osprey", "report", NULL};
+    ck_assert_int_eq(parse(&options, missing), -EINVAL);
+    ck_assert_str_eq(error, "missing RAW file (try 'osprey report --help')");
+    char *unknown[] = {"osprey", "diff", "a.raw.json", "b.raw.json", "--bogus", NULL};
+    ck_assert_int_eq(parse(&options, unknown), -EINVAL);
+    ck_assert_str_eq(error, "unknown option '--bogus' (try 'osprey diff --help')");
+    ck_assert_str_eq(osprey_command_like("dif"), "diff");
+    ck_assert_str_eq(osprey_command_like("cahce"), "cache");
+    ck_assert_str_eq(osprey_command_like("repor"), "report");
+    ck_assert_ptr_null(osprey_command_like("report")); /* the command itself */
+    ck_assert_ptr_null(osprey_command_like("prog.c"));
+    ck_assert_ptr_null(osprey_command_like("./repot"));
+    ck_assert_ptr_null(osprey_command_like("ls"));
+    ck_assert_ptr_null(osprey_command_like("hotspot"));
+}
+END_TEST
+
+START_TEST(output_place_checked)
+{
+    ck_assert_int_eq(osprey_check_output_place(in_scratch("stem"), error, sizeof error), 0);
+    /* missing directories are created later: their existing ancestor is what counts */
+    ck_assert_int_eq(osprey_check_output_place(in_scratch("new/deeper/stem"), error, sizeof error),
+                     0);
+    ck_assert_int_ne(access(in_scratch("new"), F_OK), 0); /* nothing made by the check */
+    ck_assert_int_eq(mkdir(in_scratch("dir"), 0755), 0);
+    ck_assert_int_eq(osprey_check_output_place(in_scratch("dir"), error, sizeof error), -EISDIR);
+    ck_assert_ptr_nonnull(strstr(error, "dir: is a directory; -o takes a stem"));
+    ck_assert_int_eq(mkdir(in_scratch("taken.raw.json"), 0755), 0);
+    ck_assert_int_eq(osprey_check_output_place(in_scratch("taken"), error, sizeof error), -EISDIR);
+    ck_assert_ptr_nonnull(strstr(error, "taken.raw.json: is a directory"));
+    write_file("file", "x\n", 0644);
+    ck_assert_int_eq(osprey_check_output_place(in_scratch("file/sub/stem"), error, sizeof error),
+                     -ENOTDIR);
+    ck_assert_ptr_nonnull(strstr(error, "file: not a directory"));
+    /* an unwritable directory (root writes anywhere: then only the rest is checked) */
+    ck_assert_int_eq(mkdir(in_scratch("locked"), 0555), 0);
+    if (geteuid() != 0) {
+        ck_assert_int_eq(
+            osprey_check_output_place(in_scratch("locked/new/stem"), error, sizeof error), -EACCES);
+        ck_assert_ptr_nonnull(
+            strstr(error, "locked: cannot create the directories of the outputs at"));
+    }
+}
+END_TEST
+
+START_TEST(profile_kinds_are_recognised)
+{
+    static const struct {
+        const char *name, *text;
+        enum osprey_profile_kind kind;
+        const char *said;
+    } files[] = {
+        {"p.raw.json", "{\"version\":1,\n\"pid\":5,\n\"rate_hz\":997,\n\"samples\":[]}",
+         OSPREY_KIND_RAW, NULL},
+        {"p.speedscope.json",
+         "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"shared\":{}}",
+         OSPREY_KIND_SPEEDSCOPE, "this is a speedscope file; open it in speedscope"},
+        {"p.cpuprofile", "{\"nodes\":[{\"id\":1,\"callFrame\":{}}],\"startTime\":0}",
+         OSPREY_KIND_CPUPROFILE, "this is a Chrome .cpuprofile"},
+        {"p.trace.json", "{\"traceEvents\":[\n]}", OSPREY_KIND_TRACE, "this is a Chrome trace"},
+        {"p.profile.json", "{\n  \"version\": 1,\n  \"totals\": {\"rate_hz\": 997}\n}",
+         OSPREY_KIND_SUMMARY, "this is the summary JSON"},
+        {"p.folded", "fiber-0;main;work 12\nfiber-0;main 3\n", OSPREY_KIND_FOLDED,
+         "this is a folded-stacks file"},
+        {"p.offcpu.folded", "", OSPREY_KIND_FOLDED, "this is a folded-stacks file"},
+        {"p.pb.gz", "\x1f\x8b\x08\x00", OSPREY_KIND_PPROF, "this is a pprof profile"},
+        {"p.html", "<!DOCTYPE html>\n<html>", OSPREY_KIND_HTML, "flame-graph page"},
+        {"notes.txt", "hello there\n", OSPREY_KIND_UNKNOWN, NULL},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        write_file(files[i].name, files[i].text, 0644);
+        ck_assert_msg(osprey_profile_kind(in_scratch(files[i].name)) == files[i].kind, "%s",
+                      files[i].name);
+        char said[2048] = "";
+        int rc = osprey_describe_kind(in_scratch(files[i].name), files[i].kind, said, sizeof said);
+        if (files[i].said == NULL) {
+            ck_assert_int_eq(rc, -ENOENT);
+            continue;
+        }
+        ck_assert_int_eq(rc, 0);
+        ck_assert_msg(strstr(said, files[i].said) != NULL, "%s", said);
+        /* the raw file beside it is named */
+        ck_assert_msg(strstr(said, in_scratch("p.raw.json")) != NULL, "%s", said);
+    }
+    enum osprey_file_kind kind;
+    char resolved[512];
+    ck_assert_int_eq(osprey_classify_file(in_scratch("p.raw.json"), &kind, resolved,
+                                          sizeof resolved, error, sizeof error),
+                     -EACCES);
+    ck_assert_ptr_nonnull(strstr(error, "a raw profile, not a program: did you mean 'osprey "
+                                        "report "));
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *suite = suite_create("cli");
@@ -528,6 +683,8 @@ Suite *cli_suite(void)
     tcase_add_test(parsing, parse_symbols_options_and_cache);
     tcase_add_test(parsing, parse_errors_name_the_problem);
     tcase_add_test(parsing, default_stems);
+    tcase_add_test(parsing, parse_frequency);
+    tcase_add_test(parsing, parse_command_help_and_typos);
     suite_add_tcase(suite, parsing);
 
     TCase *files = tcase_create("files");
@@ -536,6 +693,8 @@ Suite *cli_suite(void)
     tcase_add_test(files, classify_bare_name_searches_path);
     tcase_add_test(files, locate_in_build_tree_and_installed);
     tcase_add_test(files, file_helpers);
+    tcase_add_test(files, output_place_checked);
+    tcase_add_test(files, profile_kinds_are_recognised);
     suite_add_tcase(suite, files);
 
     TCase *running = tcase_create("running");

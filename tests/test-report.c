@@ -195,9 +195,9 @@ START_TEST(header_names_the_columns_and_the_run)
     ck_assert_ptr_nonnull(header);
     ck_assert_ptr_nonnull(strstr(header, "2.50s wall"));
     ck_assert_ptr_nonnull(strstr(header, "2.05s CPU"));
-    ck_assert_ptr_nonnull(strstr(header, "206 samples"));
+    ck_assert_ptr_nonnull(strstr(header, "206 samples (205 on-CPU)"));
     ck_assert_ptr_nonnull(strstr(header, "100 Hz"));
-    ck_assert_ptr_nonnull(strstr(header, "2 fibers"));
+    ck_assert_ptr_nonnull(strstr(header, "2 threads"));
     /* columns in order, no calls column */
     const char *columns = line_with(text, "SELF%");
     const char *order[] = {"SELF%", "TOTAL%", "SELF ", "TOTAL ", "FUNCTION", "LOCATION"};
@@ -211,8 +211,8 @@ START_TEST(header_names_the_columns_and_the_run)
     ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "1.70s"));
     ck_assert_ptr_nonnull(strstr(line_with(text, "f1 "), "350ms"));
     /* the state split */
-    ck_assert_ptr_nonnull(strstr(line_with(text, "fiber 0 (main)"), "waiting"));
-    ck_assert_ptr_nonnull(strstr(line_with(text, "fiber 12 (worker)"), "running 100.0%"));
+    ck_assert_ptr_nonnull(strstr(line_with(text, "thread 0 (main)"), "waiting"));
+    ck_assert_ptr_nonnull(strstr(line_with(text, "thread 12 (worker)"), "running 100.0%"));
     free(text);
     release(&built);
 }
@@ -266,8 +266,8 @@ START_TEST(low_confidence_below_one_hundred_samples)
     char *text = render(&built.model, 0, 100);
     const char *line = line_with(text, "low confidence");
     ck_assert_ptr_nonnull(line);
-    ck_assert_ptr_nonnull(strstr(line, "only 37 samples"));
-    ck_assert_ptr_nonnull(strstr(line, "OSPREY_PROFILE_HZ"));
+    ck_assert_ptr_nonnull(strstr(line, "only 37 on-CPU samples"));
+    ck_assert_ptr_nonnull(strstr(line, "raise the rate with -F N"));
     free(text);
     release(&built);
 
@@ -350,6 +350,113 @@ START_TEST(achieved_rate_against_the_measured_cpu_time)
     report = render(&built.model, 0, 120);
     ck_assert_ptr_null(line_with(report, "achieved"));
     free(report);
+    release(&built);
+}
+END_TEST
+
+/* The header's count and the low-confidence line say the same samples: all of them, and of
+ * those the on-CPU ones the figures are over. */
+START_TEST(header_and_low_confidence_count_the_same_samples)
+{
+    struct built built;
+    build(&built, strdup("rate 1000\nthread 0 main\nframe main /w/main.c\nframe wait /w/main.c\n"
+                         "stack 0@5\nstack 1@9\nsample 1000 0 0 0 10\nsample 2000 0 1 1 2\n"));
+    char *text = render(&built.model, 0, 120);
+    ck_assert_ptr_nonnull(strstr(line_with(text, "osprey:"), "12 samples (10 on-CPU)"));
+    ck_assert_ptr_nonnull(strstr(line_with(text, "low confidence"), "only 10 on-CPU samples"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+/* A runtime's own fibers (an id that is not the thread's tid) are fibers; threads are
+ * threads. */
+START_TEST(threads_and_runtime_fibers_are_named_apart)
+{
+    struct built built;
+    build(&built, strdup("rate 1000\nthread 0 main -1 40\nthread 41 worker -1 41\n"
+                         "thread 7 fiber -1 40\nthread -1 effect -1 42\nframe main /w/main.c\n"
+                         "stack 0@5\nsample 1000 0 0 0 50\nsample 1000 1 0 0 40\n"
+                         "sample 1000 2 0 0 30\nsample 1000 3 0 0 20\n"));
+    char *text = render(&built.model, 0, 120);
+    ck_assert_ptr_nonnull(strstr(line_with(text, "osprey:"), "2 threads, 2 fibers"));
+    ck_assert_ptr_nonnull(line_with(text, "  thread 0 (main)"));
+    ck_assert_ptr_nonnull(line_with(text, "  thread 41 (worker)"));
+    ck_assert_ptr_nonnull(line_with(text, "  fiber 7 (fiber)"));
+    ck_assert_ptr_nonnull(line_with(text, "  fiber -1 (effect)"));
+    free(text);
+    release(&built);
+
+    /* past eight lines, the rest share one, which says what they are */
+    char many[4096] = "rate 1000\nframe main /w/main.c\nstack 0@5\n";
+    for (int i = 0; i < 12; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "thread %d t -1 %d\n",
+                 i < 10 ? 100 + i : 900 + i, 100 + i);
+    for (int i = 0; i < 12; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "sample 1000 %d 0 0 %d\n", i,
+                 50 - i);
+    build(&built, strdup(many));
+    text = render(&built.model, 0, 120);
+    ck_assert_ptr_nonnull(strstr(line_with(text, "osprey:"), "10 threads, 2 fibers"));
+    ck_assert_msg(line_with(text, "  … 4 more (2 threads, 2 fibers): running 100.0%") != NULL, "%s",
+                  text);
+    free(text);
+    release(&built);
+}
+END_TEST
+
+/* No "shares hold" without a sample to share; after a signal the sampling line says why it
+ * cannot check the rate rather than vanishing. */
+START_TEST(sampling_line_without_samples_and_after_a_signal)
+{
+    struct built built;
+    build(&built, strdup("rate 1000\nprocess_cpu_ns 20000000\nthread 0 main\n"
+                         "frame wait /w/main.c\nstack 0@5\nsample 1000 0 0 1 3\n"));
+    char *text = render(&built.model, 0, 120);
+    ck_assert_ptr_nonnull(line_with(text, "warning: achieved 0 samples/s"));
+    ck_assert_ptr_null(strstr(text, "shares hold"));
+    free(text);
+    release(&built);
+
+    build(&built, strdup("rate 1000\nkilled 9\nthread 0 main\nframe main /w/main.c\n"
+                         "stack 0@5\nsample 1000 0 0 0 30\n"));
+    text = render(&built.model, 0, 120);
+    ck_assert_ptr_nonnull(
+        line_with(text, "sampling: not checked: the program was killed by signal 9"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
+/* Outputs that could not be written are named on one line, after those that were; files of an
+ * earlier run that were replaced are counted. */
+START_TEST(missing_and_replaced_outputs_are_said)
+{
+    struct built built;
+    build(&built, strdup("rate 1000\nthread 0 main\nframe main /w/main.c\n"
+                         "stack 0@5\nsample 1000 0 0 0 300\n"));
+    const char *written[] = {"out/p.speedscope.json", "out/p.raw.json"};
+    const char *missing[] = {"out/p.pb.gz", "out/p.trace.json", "out/p.html"};
+    struct ospx_report_options options = {.width = 120,
+                                          .written_paths = written,
+                                          .written_count = 2,
+                                          .missing_paths = missing,
+                                          .missing_count = 3,
+                                          .missing_reason = "cannot write: No space left on device",
+                                          .replaced_count = 2};
+    char *text = render_with(&built.model, &options);
+    ck_assert_msg(line_with(text, "not written: out/p.pb.gz, .trace.json, .html; cannot write: "
+                                  "No space left on device") != NULL,
+                  "%s", text);
+    ck_assert_ptr_nonnull(line_with(text, "replaced 2 files from an earlier run at this stem"));
+    ck_assert_ptr_nonnull(line_with(text, "  out/p.raw.json"));
+    free(text);
+    options.missing_count = 0;
+    options.replaced_count = 0;
+    text = render_with(&built.model, &options);
+    ck_assert_ptr_null(strstr(text, "not written"));
+    ck_assert_ptr_null(strstr(text, "replaced"));
+    free(text);
     release(&built);
 }
 END_TEST
@@ -455,8 +562,8 @@ START_TEST(only_waiting_samples_says_so)
                   "thread 0 main\nthread 3 idle\nframe wait /w/x.c\nstack 0@3\nsample 1 0 0 1\n",
                   &built.model);
     char *text = render(&built.model, 0, 80);
-    ck_assert_ptr_nonnull(strstr(line_with(text, "fiber 0 (main)"), "waiting 100.0%"));
-    ck_assert_ptr_nonnull(strstr(line_with(text, "fiber 3 (idle)"), "no samples"));
+    ck_assert_ptr_nonnull(strstr(line_with(text, "thread 0 (main)"), "waiting 100.0%"));
+    ck_assert_ptr_nonnull(strstr(line_with(text, "thread 3 (idle)"), "no samples"));
     ck_assert_ptr_nonnull(line_with(text, "no on-CPU samples"));
     ck_assert_ptr_null(line_with(text, "FUNCTION"));
     free(text);
@@ -481,6 +588,10 @@ Suite *report_suite(void)
     tcase_add_test(tc, escape_sequences_in_names_are_not_printed);
     tcase_add_test(tc, table_stops_at_ten_functions);
     tcase_add_test(tc, written_paths_come_last);
+    tcase_add_test(tc, header_and_low_confidence_count_the_same_samples);
+    tcase_add_test(tc, threads_and_runtime_fibers_are_named_apart);
+    tcase_add_test(tc, sampling_line_without_samples_and_after_a_signal);
+    tcase_add_test(tc, missing_and_replaced_outputs_are_said);
     tcase_add_test(tc, only_waiting_samples_says_so);
     tcase_add_test(tc, listing_says_how_much_time_had_no_line);
     tcase_add_test(tc, a_view_says_nothing_was_written);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "osprey_cli.h"
 
@@ -58,6 +59,7 @@ static int parse_cache(int argc, char **argv, struct osprey_options *out, char *
         }
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             out->command = OSPREY_COMMAND_HELP;
+            out->help_for = OSPREY_COMMAND_CACHE;
             return 0;
         }
         if (strcmp(argv[i], "prune") == 0 && out->cache_action == NULL) {
@@ -69,6 +71,46 @@ static int parse_cache(int argc, char **argv, struct osprey_options *out, char *
                            argv[i]);
     }
     return 0;
+}
+
+/* Edit distance (insertions, deletions, substitutions, and swaps of two neighbours) between
+ * two short words; past 15 characters, "far". */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t m = strlen(a), n = strlen(b);
+    if (m > 15 || n > 15)
+        return 16;
+    size_t d[16][16];
+    for (size_t i = 0; i <= m; i++)
+        for (size_t j = 0; j <= n; j++) {
+            if (i == 0 || j == 0) {
+                d[i][j] = i + j;
+                continue;
+            }
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[m][n];
+}
+
+const char *osprey_command_like(const char *word)
+{
+    static const char *const commands[] = {"report", "diff", "cache"};
+    if (strchr(word, '/') != NULL || strchr(word, '.') != NULL || strlen(word) < 3)
+        return NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        size_t distance = edit_distance(word, commands[i]);
+        if (distance > 0 && distance <= (strlen(commands[i]) > 4 ? 2u : 1u))
+            return commands[i];
+    }
+    return NULL;
 }
 
 int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *error,
@@ -105,6 +147,7 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
             break;
         }
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            out->help_for = out->command;
             out->command = OSPREY_COMMAND_HELP;
             return 0;
         }
@@ -141,6 +184,26 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                 return usage_error(error, error_size,
                                    "option '%s' needs a LIST (e.g. speedscope,pprof)", arg);
             out->formats = value;
+            continue;
+        }
+        if ((matched = option_with_value(argc, argv, &i, "--frequency", "-F", &value)) != 0) {
+            char *end;
+            unsigned long hz = matched > 0 ? strtoul(value, &end, 10) : 0;
+            if (matched < 0 || value[0] < '0' || value[0] > '9' || *end != '\0' ||
+                hz < OSPREY_MIN_HZ || hz > OSPREY_MAX_HZ) {
+                snprintf(error, error_size,
+                         "option '%s' needs a rate from %d to %d samples per second%s%s%s",
+                         strncmp(arg, "--", 2) == 0 ? "--frequency" : "-F", OSPREY_MIN_HZ,
+                         OSPREY_MAX_HZ, matched > 0 ? " (got '" : "", matched > 0 ? value : "",
+                         matched > 0 ? "')" : "");
+                return -EINVAL;
+            }
+            if (report)
+                return usage_error(error, error_size,
+                                   "'%s' belongs to 'osprey FILE --profile': a raw profile's "
+                                   "rate is the one it was recorded at",
+                                   strncmp(arg, "--", 2) == 0 ? "--frequency" : "-F");
+            out->frequency = (unsigned)hz;
             continue;
         }
         if ((matched = option_with_value(argc, argv, &i, "--top", NULL, &value)) != 0) {
@@ -202,8 +265,11 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                 out->profile = 1;
             continue;
         }
-        if (arg[0] == '-' && arg[1] != '\0')
-            return usage_error(error, error_size, "unknown option '%s' (try 'osprey --help')", arg);
+        if (arg[0] == '-' && arg[1] != '\0') {
+            snprintf(error, error_size, "unknown option '%s' (try '%s --help')", arg,
+                     report ? command_name : "osprey");
+            return -EINVAL;
+        }
         if (diff && out->file != NULL && out->file2 == NULL) {
             out->file2 = arg;
             continue;
@@ -218,14 +284,29 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                                       : "unexpected argument '%s' (program arguments go after "
                                         "'--')",
                                arg);
+        /* A FILE that is no file here nor on PATH but nearly a command's name: a typo. */
+        const char *meant = report ? NULL : osprey_command_like(arg);
+        char found[PATH_MAX];
+        if (meant != NULL && access(arg, F_OK) != 0 &&
+            osprey_find_on_path(arg, found, sizeof found) != 0) {
+            snprintf(error, error_size, "unknown command '%s': did you mean 'osprey %s'?", arg,
+                     meant);
+            return -EINVAL;
+        }
         out->file = arg;
     }
 
-    if (out->file == NULL || (diff && out->file2 == NULL))
-        return usage_error(error, error_size, "missing %s (try 'osprey --help')",
-                           diff     ? "BASE and NEW raw files"
-                           : report ? "RAW file"
-                                    : "FILE");
+    if (out->frequency != 0 && !out->profile)
+        return usage_error(error, error_size,
+                           "'%s' sets the sampling rate of --profile: add --profile", "-F");
+    if (out->file == NULL || (diff && out->file2 == NULL)) {
+        snprintf(error, error_size, "missing %s (try '%s --help')",
+                 diff     ? "BASE and NEW raw files"
+                 : report ? "RAW file"
+                          : "FILE",
+                 report ? command_name : "osprey");
+        return -EINVAL;
+    }
     if (out->program_args == NULL) {
         out->program_args = argv + argc; /* argv[argc] is NULL */
         out->program_argc = 0;

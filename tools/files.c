@@ -75,7 +75,13 @@ int osprey_classify_file(const char *file, enum osprey_file_kind *kind, char *re
         }
     }
     if (access(file, X_OK) != 0) {
-        snprintf(error, error_size, "%s: not a C source (.c) and not executable", file);
+        enum osprey_profile_kind profile = osprey_profile_kind(file);
+        if (profile == OSPREY_KIND_RAW)
+            snprintf(error, error_size,
+                     "%s: a raw profile, not a program: did you mean 'osprey report %s'?", file,
+                     file);
+        else if (osprey_describe_kind(file, profile, error, error_size) != 0)
+            snprintf(error, error_size, "%s: not a C source (.c) and not executable", file);
         return -EACCES;
     }
     /* A bare name that exists in the current directory is run from there, as the user
@@ -146,6 +152,70 @@ void osprey_output_stem(const struct osprey_options *options, char *stem, size_t
         osprey_default_report_stem(options->file, stem, size);
     else
         osprey_default_run_stem(options->file, stem, size);
+}
+
+/* path becomes the directory it is in: "a/b" → "a", "/a" → "/", "a" → ".". */
+static void to_parent(char *path, size_t size)
+{
+    char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(path, size, ".");
+    else if (slash == path)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+}
+
+int osprey_check_output_place(const char *stem, char *error, size_t error_size)
+{
+    struct stat info;
+    if (stat(stem, &info) == 0 && S_ISDIR(info.st_mode)) {
+        snprintf(error, error_size,
+                 "%s: is a directory; -o takes a stem the outputs are named after (e.g. %s/%s)",
+                 stem, stem, "prog");
+        return -EISDIR;
+    }
+    char raw[PATH_MAX];
+    if (snprintf(raw, sizeof raw, "%s.raw.json", stem) >= (int)sizeof raw) {
+        snprintf(error, error_size, "%s: %s", stem, strerror(ENAMETOOLONG));
+        return -ENAMETOOLONG;
+    }
+    if (stat(raw, &info) == 0 && S_ISDIR(info.st_mode)) {
+        snprintf(error, error_size, "%s: is a directory, where the raw profile goes", raw);
+        return -EISDIR;
+    }
+    /* The stem's directory, else its nearest ancestor that exists (the rest is created). */
+    char directory[PATH_MAX];
+    snprintf(directory, sizeof directory, "%s", stem);
+    to_parent(directory, sizeof directory);
+    int to_create = 0;
+    while (stat(directory, &info) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR) {
+            int code = errno;
+            snprintf(error, error_size, "%s: cannot write the outputs there: %s", directory,
+                     strerror(code));
+            return -code;
+        }
+        to_create = 1;
+        to_parent(directory, sizeof directory);
+    }
+    if (!S_ISDIR(info.st_mode)) {
+        snprintf(error, error_size, "%s: not a directory, so the outputs at %s cannot be written",
+                 directory, stem);
+        return -ENOTDIR;
+    }
+    if (access(directory, W_OK | X_OK) != 0) {
+        int code = errno;
+        if (to_create)
+            snprintf(error, error_size,
+                     "%s: cannot create the directories of the outputs at %s (%s)", directory, stem,
+                     strerror(code));
+        else
+            snprintf(error, error_size, "%s: cannot write the outputs at %s there (%s)", directory,
+                     stem, strerror(code));
+        return -code;
+    }
+    return 0;
 }
 
 int osprey_make_parent_dirs(const char *path)

@@ -29,80 +29,133 @@
  * is still running (it writes what it has when the program was killed). */
 #define RAW_WAIT_MS 15000
 
-static const char usage_text[] =
-    "usage: osprey FILE [--run] [--profile] [-o STEM] [-- ARGS...]\n"
-    "       osprey report RAW [--binary PATH] [--symfs DIR] [-o STEM] [--format LIST]\n"
-    "                     [--top N] [--fiber F] [--focus REGEX] [--ignore REGEX]\n"
-    "                     [--inverted] [--list REGEX]\n"
-    "       osprey diff BASE.raw.json NEW.raw.json [--binary PATH] [--symfs DIR] [-o STEM]\n"
-    "                   [--top N]\n"
-    "       osprey cache [prune] [--max-size SIZE]\n"
-    "\n"
-    "Sampling CPU profiler for native programs.\n"
-    "\n"
-    "FILE is a C source (.c; C++: .cc .cpp .cxx) or an executable. A source is built with\n"
-    "clang at -O2 -g with frame pointers in every function into a scratch directory that is\n"
-    "removed afterwards. The program's stdin, stdout, stderr and exit code pass through\n"
-    "unchanged (killed by signal N: exit 128+N). Ctrl-C stops the program and still writes\n"
-    "the profile of what ran.\n"
-    "\n"
-    "  --run          build (if a source) and run FILE, without profiling; this is also\n"
-    "                 what `osprey FILE` without options does\n"
-    "  --profile      run FILE with the profiler on (implies --run), then write the outputs\n"
-    "                 and print the top-10 report (on stdout when it is a terminal, else\n"
-    "                 on stderr, so the program's stdout stays its own); an executable is\n"
-    "                 profiled through LD_PRELOAD without rebuilding it\n"
-    "  -o, --output STEM\n"
-    "                 output stem (default: ./NAME for FILE, RAW without .raw.json for\n"
-    "                 report); missing directories are created\n"
-    "  --binary PATH  report: symbolize the main image from PATH (the program moved, or\n"
-    "                 was a scratch build); used only when its build id is the profile's\n"
-    "  --symfs DIR[:DIR...]\n"
-    "                 report, diff: find objects that moved in DIR, by build id\n"
-    "                 (DIR/<id>/NAME, DIR/.build-id/xx/rest) or by name (DIR/PATH,\n"
-    "                 DIR/NAME), before the build-id cache\n"
-    "  --ignore-build-id\n"
-    "                 report, diff: use a binary of another build than the one that ran\n"
-    "                 anyway (by default its frames stay OBJECT+0xOFFSET); its names are\n"
-    "                 marked [other build]\n"
-    "  --format LIST  the outputs to write, a comma list of\n"
-    "                 @FORMATS@\n"
-    "  --top N        report: N rows in the table (default 10)\n"
-    "  --fiber F      report: only the fiber with this id or label\n"
-    "  --focus REGEX  report: only samples with a function matching REGEX on the stack\n"
-    "  --ignore REGEX report: drop samples with a function matching REGEX on the stack\n"
-    "                 (--fiber, --focus and --ignore apply to the outputs too, when\n"
-    "                 -o or --format asks for them: a view alone writes nothing)\n"
-    "  --inverted     report: under each function, the callers its self time came from\n"
-    "  --list REGEX   report: the source lines of the matching functions with their\n"
-    "                 self (flat) and total (cum) time, as pprof -list prints them\n"
-    "  -- ARGS...     arguments for the program\n"
-    "  -h, --help     this text\n"
-    "  -V, --version  the version\n"
-    "\n"
-    "osprey diff prints the functions whose share of the CPU time moved most and writes\n"
-    "STEM.{base,new}.{speedscope.json,pb.gz} (STEM: NEW's stem + .diff), for\n"
-    "go tool pprof -diff_base STEM.base.pb.gz STEM.new.pb.gz.\n"
-    "\n"
-    "osprey cache shows the build-id cache, where the binaries that ran under --profile are\n"
-    "kept ($XDG_CACHE_HOME/osprey/buildid, else ~/.cache/osprey/buildid; bounded by\n"
-    "OSPREY_BUILDID_CACHE_MAX, default 1G); prune removes the least recently used down to\n"
-    "--max-size (default: the bound).\n"
-    "\n"
-    "Outputs of --profile and report:\n"
-    "@OUTPUTS@\n"
-    "  STEM.raw.json         the raw profile, for `osprey report` (--profile only)\n"
-    "\n"
-    "Environment: OSPREY_PROFILE_HZ=N samples per second (10..10000, default 997);\n"
-    "NO_COLOR disables colour in the report.\n"
-    "Exit status: the program's; 2 for a usage error; 1 when building or `osprey report`\n"
-    "fails.\n";
+/* The help, one row per part, each marked with the commands whose help shows it: `osprey
+ * --help` prints every row, `osprey report --help` those of report. A row starting "usage:"
+ * is a usage line (the first one printed keeps the word, the others are indented under it);
+ * @FORMATS@ and @OUTPUTS@ come from the exporters' registry (outputs.c). */
+enum {
+    FOR_RUN = 1u << OSPREY_COMMAND_RUN,
+    FOR_REPORT = 1u << OSPREY_COMMAND_REPORT,
+    FOR_DIFF = 1u << OSPREY_COMMAND_DIFF,
+    FOR_CACHE = 1u << OSPREY_COMMAND_CACHE,
+    FOR_ALL = FOR_RUN | FOR_REPORT | FOR_DIFF | FOR_CACHE,
+    FOR_GENERAL = 1u << 16, /* `osprey --help` only */
+    NOT_GENERAL = 1u << 17, /* not in `osprey --help` (a command's own wording) */
+};
+static const struct {
+    unsigned commands;
+    const char *text;
+} help_rows[] = {
+    {FOR_RUN, "usage: osprey FILE [--run] [--profile [-F N]] [-o STEM] [--format LIST]\n"
+              "                   [-- ARGS...]\n"},
+    {FOR_REPORT,
+     "usage: osprey report RAW [--binary PATH] [--symfs DIR] [-o STEM] [--format LIST]\n"
+     "                     [--top N] [--fiber F] [--focus REGEX] [--ignore REGEX]\n"
+     "                     [--inverted] [--list REGEX]\n"},
+    {FOR_DIFF, "usage: osprey diff BASE.raw.json NEW.raw.json [--binary PATH] [--symfs DIR]\n"
+               "                   [-o STEM] [--top N]\n"},
+    {FOR_CACHE, "usage: osprey cache [prune] [--max-size SIZE]\n"},
+    {FOR_GENERAL, "\n"
+                  "Sampling CPU profiler for native programs.\n"},
+    {FOR_RUN,
+     "\n"
+     "FILE is a C source (.c; C++: .cc .cpp .cxx) or an executable. A source is built with\n"
+     "clang at -O2 -g with frame pointers in every function into a scratch directory that\n"
+     "is removed afterwards. The program's stdin, stdout, stderr and exit code pass\n"
+     "through unchanged (killed by signal N: exit 128+N). Ctrl-C stops the program and\n"
+     "still writes the profile of what ran.\n"},
+    {FOR_REPORT, "\n"
+                 "osprey report symbolizes a raw profile (STEM.raw.json, from --profile or from\n"
+                 "OSPREY_PROFILE=PATH), prints its report and writes its outputs again.\n"},
+    {FOR_DIFF,
+     "\n"
+     "osprey diff prints the functions whose share of the CPU time moved most and writes\n"
+     "STEM.{base,new}.{speedscope.json,pb.gz} (STEM: NEW's stem + .diff), for\n"
+     "go tool pprof -diff_base STEM.base.pb.gz STEM.new.pb.gz.\n"},
+    {FOR_CACHE,
+     "\n"
+     "osprey cache shows the build-id cache, where the binaries that ran under --profile\n"
+     "are kept ($XDG_CACHE_HOME/osprey/buildid, else ~/.cache/osprey/buildid; bounded by\n"
+     "OSPREY_BUILDID_CACHE_MAX, default 1G); prune removes the least recently used down\n"
+     "to --max-size (default: the bound).\n"},
+    {FOR_ALL, "\n"},
+    {FOR_RUN,
+     "  --run          build (if a source) and run FILE, without profiling; this is also\n"
+     "                 what `osprey FILE` without options does\n"
+     "  --profile      run FILE with the profiler on (implies --run), then write the\n"
+     "                 outputs and print the top-10 report (on stdout when it is a\n"
+     "                 terminal, else on stderr, so the program's stdout stays its own);\n"
+     "                 an executable is profiled through LD_PRELOAD without rebuilding it\n"
+     "  -F, --frequency N\n"
+     "                 --profile: N samples per second per thread, 10 to 10000 (default\n"
+     "                 997); sets OSPREY_PROFILE_HZ for the program\n"},
+    {FOR_RUN | FOR_REPORT | FOR_DIFF,
+     "  -o, --output STEM\n"
+     "                 output stem (default: ./NAME for FILE, RAW without .raw.json for\n"
+     "                 report, NEW's stem + .diff for diff); missing directories are created;\n"
+     "                 a place that cannot be written is refused before anything runs\n"},
+    {FOR_RUN | FOR_REPORT, "  --format LIST  the outputs to write, a comma list of\n"
+                           "                 @FORMATS@\n"},
+    {FOR_RUN, "  -- ARGS...     arguments for the program\n"},
+    {FOR_GENERAL, "\nosprey report and osprey diff:\n"},
+    {FOR_REPORT | FOR_DIFF,
+     "  --binary PATH  symbolize the main image from PATH (the program moved, or was a\n"
+     "                 scratch build); used only when its build id is the profile's\n"
+     "  --symfs DIR[:DIR...]\n"
+     "                 find objects that moved in DIR, by build id (DIR/<id>/NAME,\n"
+     "                 DIR/.build-id/xx/rest) or by name (DIR/PATH, DIR/NAME), before the\n"
+     "                 build-id cache\n"
+     "  --ignore-build-id\n"
+     "                 use a binary of another build than the one that ran anyway (by\n"
+     "                 default its frames stay OBJECT+0xOFFSET); its names are marked\n"
+     "                 [other build]\n"},
+    {FOR_REPORT | FOR_DIFF, "  --top N        N rows in the table (default 10)\n"},
+    {FOR_GENERAL, "\nosprey report's views:\n"},
+    {FOR_REPORT,
+     "  --fiber F      only the thread (or fiber) with this id or label\n"
+     "  --focus REGEX  only samples with a function matching REGEX on the stack\n"
+     "  --ignore REGEX drop samples with a function matching REGEX on the stack\n"
+     "                 (--fiber, --focus and --ignore apply to the outputs too, when\n"
+     "                 -o or --format asks for them: a view alone writes nothing)\n"
+     "  --inverted     under each function, the callers its self time came from\n"
+     "  --list REGEX   the source lines of the matching functions with their self (flat)\n"
+     "                 and total (cum) time, as pprof -list prints them\n"},
+    {FOR_GENERAL, "\nosprey cache:\n"},
+    {FOR_CACHE, "  prune          remove the least recently used objects down to the bound\n"
+                "  --max-size SIZE\n"
+                "                 prune: the bound (e.g. 500M, 2G)\n"},
+    {FOR_GENERAL, "\n"},
+    {FOR_ALL, "  -h, --help     this text (osprey report --help, osprey diff --help, osprey\n"
+              "                 cache --help: that command's)\n"},
+    {FOR_GENERAL, "  -V, --version  the version\n"},
+    {FOR_RUN | FOR_REPORT, "\n"
+                           "Outputs:\n"
+                           "@OUTPUTS@\n"
+                           "  STEM.raw.json         the raw profile, for `osprey report` "
+                           "(--profile only)\n"},
+    {FOR_RUN, "\n"
+              "Environment: OSPREY_PROFILE_HZ=N samples per second when -F is not given\n"
+              "(10..10000, default 997; a value outside the range is clamped to it);\n"
+              "NO_COLOR disables colour in the report.\n"},
+    {FOR_REPORT | NOT_GENERAL, "\n"
+                               "NO_COLOR disables colour in the report.\n"},
+    {FOR_GENERAL, "\n"
+                  "Exit status: the program's; 2 for a usage error (also an output place that\n"
+                  "cannot be written, -F out of range, a file of another kind than the command\n"
+                  "takes); 1 when building fails or `osprey report` cannot read its raw file.\n"},
+    {FOR_RUN | NOT_GENERAL,
+     "\n"
+     "Exit status: the program's; 2 for a usage error (also an output place that cannot\n"
+     "be written, or -F out of range); 1 when building fails.\n"},
+    {FOR_REPORT | FOR_DIFF | FOR_CACHE | NOT_GENERAL,
+     "\n"
+     "Exit status: 0; 2 for a usage error (also a file of another kind than a raw\n"
+     "profile); 1 when a raw profile cannot be read or its outputs written.\n"},
+};
 
-/* The usage text, with the outputs' names and files from the exporters' registry (outputs.c)
- * at its @FORMATS@ and @OUTPUTS@ lines. */
-static void print_usage(FILE *out)
+/* One row of the help, with the registry's lists in place of @FORMATS@ and @OUTPUTS@. */
+static void print_help_row(FILE *out, const char *at)
 {
-    const char *at = usage_text;
     for (;;) {
         const char *formats = strstr(at, "@FORMATS@"), *outputs = strstr(at, "@OUTPUTS@\n");
         const char *next =
@@ -123,6 +176,25 @@ static void print_usage(FILE *out)
     fputs(at, out);
 }
 
+/* The help of `command` (OSPREY_COMMAND_RUN: the whole text, every command's). */
+static void print_usage(FILE *out, enum osprey_command command)
+{
+    int general = command == OSPREY_COMMAND_RUN;
+    unsigned wanted = general ? FOR_ALL | FOR_GENERAL : 1u << command;
+    int usage_printed = 0;
+    for (size_t i = 0; i < sizeof help_rows / sizeof help_rows[0]; i++) {
+        unsigned commands = help_rows[i].commands;
+        if ((commands & wanted) == 0 || (general && (commands & NOT_GENERAL) != 0))
+            continue;
+        const char *text = help_rows[i].text;
+        if (strncmp(text, "usage: ", 7) == 0 && usage_printed++ > 0) {
+            fputs("      ", out);
+            text += 6;
+        }
+        print_help_row(out, text);
+    }
+}
+
 /* Colour for a report written to `stream`: a terminal, and NO_COLOR unset or empty. */
 static int report_color(FILE *stream)
 {
@@ -139,10 +211,11 @@ static FILE *run_report_stream(void)
 }
 
 /* Post-process raw into the outputs at stem and the report on `report`. Returns 0, or
- * -errno with the problem formatted into message. */
+ * -errno with the problem formatted into message; *reported (when not NULL) is 1 when the
+ * report was printed all the same, naming the outputs that are missing. */
 static int post_process(const char *raw, const char *stem, const struct osprey_options *view,
-                        const char *raw_written, int no_outputs, int keep_better, FILE *report,
-                        char *message, size_t message_size)
+                        const char *raw_written, int raw_replaced, int no_outputs, int keep_better,
+                        FILE *report, int *reported, char *message, size_t message_size)
 {
     int result = no_outputs ? 0 : osprey_make_parent_dirs(stem);
     if (result != 0) {
@@ -166,9 +239,11 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
         .use_other_build = view->ignore_build_id,
         .no_outputs = no_outputs,
         .raw_written = raw_written,
+        .raw_replaced = raw_replaced,
         .keep_better = keep_better,
         /* a profiled run (no view): its program into the build-id cache */
         .keep_main_object = raw_written != NULL,
+        .reported = reported,
     };
     struct ospx_error error;
     memset(&error, 0, sizeof error);
@@ -188,17 +263,32 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
     return result;
 }
 
-static int command_report(const struct osprey_options *options)
+/* A raw file named on the command line: a regular file, not one of the outputs, or one line
+ * and the usage status. */
+static int check_raw_argument(const char *path)
 {
     struct stat info;
-    if (stat(options->file, &info) != 0) {
-        fprintf(stderr, "osprey: %s: %s\n", options->file, strerror(errno));
-        return OSPREY_EXIT_USAGE;
+    if (stat(path, &info) != 0) {
+        fprintf(stderr, "osprey: %s: %s\n", path, strerror(errno));
+        return -1;
     }
     if (!S_ISREG(info.st_mode)) {
-        fprintf(stderr, "osprey: %s: not a raw profile file\n", options->file);
-        return OSPREY_EXIT_USAGE;
+        fprintf(stderr, "osprey: %s: not a raw profile file\n", path);
+        return -1;
     }
+    char message[2048];
+    if (osprey_describe_kind(path, osprey_profile_kind(path), message, sizeof message) == 0) {
+        fprintf(stderr, "osprey: %s\n", message);
+        return -1;
+    }
+    return 0;
+}
+
+static int command_report(const struct osprey_options *options)
+{
+    if (check_raw_argument(options->file) != 0)
+        return OSPREY_EXIT_USAGE;
+    char message[2048];
     if (options->binary != NULL && access(options->binary, R_OK) != 0) {
         fprintf(stderr, "osprey: %s: %s\n", options->binary, strerror(errno));
         return OSPREY_EXIT_USAGE;
@@ -211,31 +301,19 @@ static int command_report(const struct osprey_options *options)
     int view = options->fiber != NULL || options->focus != NULL || options->ignore != NULL ||
                options->inverted || options->top > 0 || options->list != NULL;
     int no_outputs = view && options->stem == NULL && options->formats == NULL;
+    if (!no_outputs && osprey_check_output_place(stem, message, sizeof message) != 0) {
+        fprintf(stderr, "osprey: %s\n", message);
+        return OSPREY_EXIT_USAGE;
+    }
 
-    char message[2048];
     /* The run's own outputs (no -o, no --format) are not rewritten by a report that could
      * only do worse: one whose objects are gone. */
     int keep_better = options->stem == NULL && options->formats == NULL;
-    if (post_process(options->file, stem, options, NULL, no_outputs, keep_better, stdout, message,
-                     sizeof message) != 0) {
+    if (post_process(options->file, stem, options, NULL, 0, no_outputs, keep_better, stdout, NULL,
+                     message, sizeof message) != 0) {
         /* A positioned error starts with the file it is about, as a compiler's does. */
         fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
         return OSPREY_EXIT_FAILURE;
-    }
-    return 0;
-}
-
-/* A raw file named on the command line: a regular file, or one line and the usage status. */
-static int check_raw_argument(const char *path)
-{
-    struct stat info;
-    if (stat(path, &info) != 0) {
-        fprintf(stderr, "osprey: %s: %s\n", path, strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(info.st_mode)) {
-        fprintf(stderr, "osprey: %s: not a raw profile file\n", path);
-        return -1;
     }
     return 0;
 }
@@ -253,6 +331,11 @@ static int command_diff(const struct osprey_options *options)
         osprey_default_report_stem(options->file2, new_stem, sizeof new_stem);
         snprintf(stem, sizeof stem, "%s.diff", new_stem);
     }
+    char message[2048];
+    if (osprey_check_output_place(stem, message, sizeof message) != 0) {
+        fprintf(stderr, "osprey: %s\n", message);
+        return OSPREY_EXIT_USAGE;
+    }
     int result = osprey_make_parent_dirs(stem);
     if (result != 0) {
         fprintf(stderr, "osprey: %s: cannot create its directory: %s\n", stem, strerror(-result));
@@ -269,7 +352,6 @@ static int command_diff(const struct osprey_options *options)
     struct ospx_error error;
     memset(&error, 0, sizeof error);
     if (ospx_diff(&diff, &error) != 0) {
-        char message[2048];
         ospx_error_format(&error, message, sizeof message);
         fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
         return OSPREY_EXIT_FAILURE;
@@ -393,6 +475,7 @@ static void finish_profile(const char *scratch_raw, const char *stem,
     snprintf(kept, sizeof kept, "%s.raw.json", stem);
     const char *raw = scratch_raw;
     int result = osprey_make_parent_dirs(kept);
+    int replaced = access(kept, F_OK) == 0;
     if (result == 0)
         result = osprey_move_file(scratch_raw, kept);
     char last[PATH_MAX + 300] = "";
@@ -411,9 +494,13 @@ static void finish_profile(const char *scratch_raw, const char *stem,
         raw = last;
     }
 
+    /* Outputs that could not be written are named at the end of the report, when it is
+     * printed; anything else that failed gets its warning line. */
     char message[2048];
-    if (post_process(raw, stem, options, raw != scratch_raw ? raw : NULL, 0, 0, run_report_stream(),
-                     message, sizeof message) != 0)
+    int reported = 0;
+    if (post_process(raw, stem, options, raw != scratch_raw ? raw : NULL, result == 0 && replaced,
+                     0, 0, run_report_stream(), &reported, message, sizeof message) != 0 &&
+        !reported)
         fprintf(stderr, "osprey: warning: post-processing failed: %s\n", message);
 }
 
@@ -428,9 +515,11 @@ static int make_scratch(char *scratch, size_t size)
     return mkdtemp(scratch) != NULL ? 0 : -errno;
 }
 
-/* The environment of a profiled program: the raw file, the daemon, and for an executable
- * the preload shim ahead of any LD_PRELOAD it already had. */
-static char **profile_environment(const struct osprey_paths *paths, const char *raw, int preload)
+/* The environment of a profiled program: the raw file, the daemon, the rate -F asked for
+ * (over any OSPREY_PROFILE_HZ), and for an executable the preload shim ahead of any LD_PRELOAD
+ * it already had. */
+static char **profile_environment(const struct osprey_paths *paths, const char *raw, int preload,
+                                  unsigned frequency)
 {
     extern char **environ;
     char **with_profile = osprey_env_set(environ, "OSPREY_PROFILE", raw, 0);
@@ -441,6 +530,13 @@ static char **profile_environment(const struct osprey_paths *paths, const char *
         osprey_env_set(with_profile, "OSPREY_DAEMON",
                        daemon != NULL && daemon[0] != '\0' ? daemon : paths->daemon, 0);
     osprey_env_free(with_profile);
+    if (with_daemon != NULL && frequency != 0) {
+        char hz[16];
+        snprintf(hz, sizeof hz, "%u", frequency);
+        char **with_rate = osprey_env_set(with_daemon, "OSPREY_PROFILE_HZ", hz, 0);
+        osprey_env_free(with_daemon);
+        with_daemon = with_rate;
+    }
     if (with_daemon == NULL || !preload)
         return with_daemon;
     char **with_preload = osprey_env_set(with_daemon, "LD_PRELOAD", paths->shim_preload, 1);
@@ -488,7 +584,7 @@ static int run_program(const struct osprey_options *options, const struct osprey
     snprintf(scratch_raw, sizeof scratch_raw, "%s/profile.raw.json", scratch);
     char **environment = NULL;
     if (options->profile) {
-        environment = profile_environment(paths, scratch_raw, preload);
+        environment = profile_environment(paths, scratch_raw, preload, options->frequency);
         if (environment == NULL) {
             fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
             return OSPREY_EXIT_FAILURE;
@@ -550,6 +646,14 @@ static int command_run(const struct osprey_options *options)
         fprintf(stderr, "osprey: %s\n", error);
         return OSPREY_EXIT_USAGE;
     }
+    if (options->profile) {
+        char stem[PATH_MAX];
+        osprey_output_stem(options, stem, sizeof stem);
+        if (osprey_check_output_place(stem, error, sizeof error) != 0) {
+            fprintf(stderr, "osprey: %s\n", error);
+            return OSPREY_EXIT_USAGE;
+        }
+    }
     if (options->profile && !source && osprey_is_static_elf(program))
         fprintf(stderr,
                 "osprey: warning: %s is statically linked: the preload library cannot load "
@@ -596,7 +700,7 @@ int main(int argc, char **argv)
     }
     switch (options.command) {
     case OSPREY_COMMAND_HELP:
-        print_usage(stdout);
+        print_usage(stdout, options.help_for);
         return 0;
     case OSPREY_COMMAND_VERSION:
         printf("osprey %s\n", OSPREY_VERSION);

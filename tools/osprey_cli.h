@@ -16,19 +16,26 @@
 #define OSPREY_EXIT_FAILURE 1 /* post-processing of `osprey report` failed, build failed */
 #define OSPREY_EXIT_USAGE   2 /* bad arguments, a file that cannot be built or run */
 
+/* The sampling rates the shim accepts (samples per second per thread); -F outside them is a
+ * usage error, OSPREY_PROFILE_HZ outside them is clamped by the shim. */
+#define OSPREY_MIN_HZ 10
+#define OSPREY_MAX_HZ 10000
+
 enum osprey_command {
-    OSPREY_COMMAND_RUN,     /* osprey FILE [--run] [--profile] [-o STEM] [-- ARGS...] */
+    OSPREY_COMMAND_RUN,     /* osprey FILE [--run] [--profile [-F N]] [-o STEM] [-- ARGS...] */
     OSPREY_COMMAND_REPORT,  /* osprey report RAW [--binary PATH] [-o STEM] [view options] */
     OSPREY_COMMAND_DIFF,    /* osprey diff BASE NEW [--binary PATH] [-o STEM] [--top N] */
     OSPREY_COMMAND_CACHE,   /* osprey cache [prune] [--max-size SIZE] */
-    OSPREY_COMMAND_HELP,    /* --help / -h */
+    OSPREY_COMMAND_HELP,    /* --help / -h; help_for says of which command */
     OSPREY_COMMAND_VERSION, /* --version / -V */
 };
 
 struct osprey_options {
     enum osprey_command command;
-    const char *file;    /* FILE (run) or RAW (report); borrowed from argv */
-    int profile;         /* --profile (implies running) */
+    enum osprey_command help_for; /* HELP: the command whose help (RUN: the whole text) */
+    const char *file;             /* FILE (run) or RAW (report); borrowed from argv */
+    int profile;                  /* --profile (implies running) */
+    unsigned frequency;  /* -F N / --frequency N: OSPREY_PROFILE_HZ for the program; 0: unset */
     const char *stem;    /* -o STEM; NULL: the default stem */
     const char *binary;  /* --binary PATH (report only); NULL: none */
     char **program_args; /* arguments after `--`, borrowed from argv; NULL-terminated */
@@ -51,6 +58,9 @@ struct osprey_options {
 int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *error,
                       size_t error_size);
 
+/* The command `word` is a typo of ("report" for "reprot"), or NULL when it is none's. */
+const char *osprey_command_like(const char *word);
+
 /* What `osprey FILE` was given. */
 enum osprey_file_kind {
     OSPREY_FILE_C_SOURCE,   /* .c: built with clang */
@@ -64,6 +74,32 @@ enum osprey_file_kind {
  * not executable", ...). */
 int osprey_classify_file(const char *file, enum osprey_file_kind *kind, char *resolved,
                          size_t resolved_size, char *error, size_t error_size);
+
+/* What a file of a profile is, from its first bytes (kinds.c): the raw profile `osprey report`
+ * takes, or one of the outputs made from it. */
+enum osprey_profile_kind {
+    OSPREY_KIND_UNKNOWN, /* none of these (or unreadable): the caller's own checks apply */
+    OSPREY_KIND_RAW,
+    OSPREY_KIND_SPEEDSCOPE,
+    OSPREY_KIND_CPUPROFILE,
+    OSPREY_KIND_TRACE,
+    OSPREY_KIND_SUMMARY, /* STEM.profile.json */
+    OSPREY_KIND_FOLDED,
+    OSPREY_KIND_PPROF,
+    OSPREY_KIND_HTML,
+};
+enum osprey_profile_kind osprey_profile_kind(const char *path);
+
+/* One line for an output given where the raw profile belongs: "PATH: this is a speedscope
+ * file; open it in speedscope (...), or give osprey report the raw profile: STEM.raw.json".
+ * Returns 0, or -ENOENT for OSPREY_KIND_UNKNOWN and OSPREY_KIND_RAW (nothing to say). */
+int osprey_describe_kind(const char *path, enum osprey_profile_kind kind, char *out, size_t size);
+
+/* Before anything runs: can the outputs at stem be written? Its directory must exist and be
+ * writable, or be creatable (its nearest existing ancestor a writable directory); stem and
+ * STEM.raw.json must not be directories. Returns 0, or -errno with one line naming the path
+ * and the problem in error. */
+int osprey_check_output_place(const char *stem, char *error, size_t error_size);
 
 /* 1 when path is a 64-bit ELF executable without a program interpreter: statically
  * linked, so LD_PRELOAD cannot load the profiler into it. 0 otherwise (also for scripts,

@@ -19,7 +19,7 @@ function seconds(text) {
 // The terminal report: its CPU time and its table rows (function, self and total in seconds).
 export function report() {
   const text = fs.readFileSync(path.join(runDir, 'report.txt'), 'utf8');
-  const header = /osprey: (\S+) wall, (\S+) CPU, (\d+) samples, (\d+) Hz/.exec(text);
+  const header = /osprey: (\S+) wall, (\S+) CPU, (\d+) samples \(\d+ on-CPU\), (\d+) Hz/.exec(text);
   assert.ok(header, `a report header in:\n${text}`);
   const rows = [];
   for (const line of text.split('\n')) {

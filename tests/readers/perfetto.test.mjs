@@ -16,12 +16,13 @@ const isUint32 = v => Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
 const isTime = v => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 const track = e => `${e.pid}:${e.tid}`;
 
-// The report's fiber lines: "fiber 0 (main)  running 98.4%  waiting 1.6%  (1215 samples)".
+// The report's thread lines: "thread 0 (main)  running 98.4%  waiting 1.6%  (1215 samples)"
+// (a runtime's own fibers: "fiber 7 (fiber)"); the trace names each track "fiber ID (LABEL)".
 function fibers() {
   const text = fs.readFileSync(path.join(runDir, 'report.txt'), 'utf8');
   const rate = report().rate;
   const found = [];
-  const line = /^\s+fiber (-?\d+) \((.*)\)\s+running\s+([\d.]+)%\s+waiting\s+([\d.]+)%\s+\((\d+) samples\)/;
+  const line = /^\s+(?:thread|fiber) (-?\d+) \((.*)\)\s+running\s+([\d.]+)%\s+waiting\s+([\d.]+)%\s+\((\d+) samples\)/;
   for (const row of text.split('\n')) {
     const match = line.exec(row);
     if (!match) continue;
@@ -30,7 +31,7 @@ function fibers() {
                 running: seconds * parseFloat(match[3]) / 100,
                 waiting: seconds * parseFloat(match[4]) / 100});
   }
-  assert.ok(found.length >= 2, `fiber lines in:\n${text}`);
+  assert.ok(found.length >= 2, `thread lines in:\n${text}`);
   return found;
 }
 
