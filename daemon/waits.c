@@ -245,6 +245,12 @@ void ospd_waits_switch(struct ospd_collector *c, int32_t tid, uint64_t t_ns, boo
         wt->since_ns = t_ns;
         return;
     }
+    if (wt->tentative && preempted && t_ns - wt->tentative_end <= MERGE_GAP_NS) {
+        /* Preempted in the middle of our handler's wake-up, perhaps: still undecided. */
+        wt->state = OSPD_KSTATE_PREEMPTED;
+        wt->since_ns = t_ns;
+        return;
+    }
     if (wt->tentative) {
         wt->tentative = false;
         uint64_t capture = w->capture_of != NULL ? w->capture_of(w->capture_ctx, thread) : 0;

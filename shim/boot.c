@@ -358,7 +358,7 @@ __attribute__((noinline)) static void nap_guarded(const struct timespec *req)
     int (*real)(const struct timespec *, struct timespec *);
     memcpy(&real, &sym, sizeof(real));
     sigset_t old;
-    int guarded = osp__timespec_blocks(req) ? osp__guard_begin(&old) : 0;
+    int guarded = osp__timespec_blocks(req) ? osp__guard_begin(&old, sym) : 0;
     real(req, NULL);
     osp__guard_end(guarded, &old);
 }
@@ -681,6 +681,7 @@ static void at_fork_child(void)
         unwind_map = MAP_FAILED;
     }
     unwind_fd_close();
+    osp__switch_maps_release(); /* the parent's */
 }
 
 static void boot(void)
@@ -757,6 +758,8 @@ static void boot(void)
         osp_prof_thread_register(0, "main");
     daemon_spawned = spawn_daemon(&env) == 0;
     unwind_fd_close(); /* ospreyd has its own now */
+    if (!daemon_spawned)
+        osp__switch_maps_release(); /* nobody will read them */
     atexit(at_exit);
 }
 

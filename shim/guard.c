@@ -59,7 +59,7 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
         ret(*real) params;                                                                         \
         memcpy(&real, &sym, sizeof(real));                                                         \
         sigset_t old;                                                                              \
-        int guarded = (blocks) ? osp__guard_begin(&old) : 0;                                       \
+        int guarded = (blocks) ? osp__guard_begin(&old, sym) : 0;                                  \
         ret osp__result = real args;                                                               \
         osp__guard_end(guarded, &old);                                                             \
         return osp__result;                                                                        \
@@ -97,7 +97,7 @@ OSP__GUARDED(int, epoll_wait, (int fd, struct epoll_event *events, int max, int 
         int(*real) params;                                                                         \
         memcpy(&real, &sym, sizeof(real));                                                         \
         sigset_t old, copy;                                                                        \
-        int guarded = (blocks) ? osp__guard_begin(&old) : 0;                                       \
+        int guarded = (blocks) ? osp__guard_begin(&old, sym) : 0;                                  \
         const sigset_t *use = (use_set);                                                           \
         (void)use;                                                                                 \
         int osp__result = real call_args;                                                          \
@@ -278,7 +278,7 @@ syscall(long nr, ...)
     if (nr == SYS_prctl && a[0] == PR_SET_SECCOMP)
         osp__sandbox_begin();
     sigset_t old;
-    int guarded = syscall_never_restarted(nr, a) ? osp__guard_begin(&old) : 0;
+    int guarded = syscall_never_restarted(nr, a) ? osp__guard_begin(&old, sym) : 0;
     long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
     osp__guard_end(guarded, &old);
     return r;

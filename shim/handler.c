@@ -101,6 +101,29 @@ static uint32_t capture(const struct osp__slot *s, const void *context, uint64_t
     return osp__unwind(&regs, 1, regs.sp, s->stack_hi, pcs, OSP_MAX_DEPTH);
 }
 
+/* A signal of ours held back by the guarded call just left: was the thread running inside the
+ * call when it fired (the kernel working on its behalf, as in a busy epoll_wait), or asleep in
+ * it? The CPU-time timer fires only while the thread runs. The sampling timer may have fired
+ * either way: the answer is drawn with the odds of the thread's share of a CPU during the call
+ * (its CPU clock at the call's start, read when the timer was due within two periods of it;
+ * otherwise the call is taken for a sleep), so that in expectation each period of CPU time is
+ * charged where it was spent. Async-signal-safe. */
+static int guarded_call_ran(struct osp__slot *s, const siginfo_t *info, int from_wall, uint64_t now,
+                            uint64_t cpu)
+{
+    if (info->si_code == SI_TIMER && !from_wall)
+        return 1;
+    if (!from_wall || s->guard_cpu_ns == 0 || cpu <= s->guard_cpu_ns || now <= s->wait_t_ns)
+        return 0;
+    uint64_t used = cpu - s->guard_cpu_ns, wall = now - s->wait_t_ns;
+    uint64_t x = s->jitter_state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    s->jitter_state = x;
+    return (x * UINT64_C(2685821657736338717)) % wall < used;
+}
+
 /* Async-signal-safe. */
 void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
 {
@@ -134,6 +157,8 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         if (instant == OSP__INSTANT_BLOCKED) {
             /* Blocked in the kernel: no on-CPU time here. The wait's stack, once. */
             uint64_t generation = osp__unwind_generation();
+            /* For ospreyd, once it times waits: this wake-up of the thread is ours. */
+            atomic_store_explicit(&s->shared->capture_ns, now, memory_order_relaxed);
             if (osp__kernel_waits()) {
                 /* ospreyd times the waits from the kernel's records; each capture gives the
                  * site of the wait it falls in (a wait since the last one may be another). */
@@ -179,11 +204,17 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                           : atomic_load_explicit(&s->shared->last_signal_ns, memory_order_relaxed);
             int resumed = (from_wall || info->si_code == SI_QUEUE) &&
                           instant == OSP__INSTANT_SYSCALL_RETURN && now - sent > late;
-            int defer = s->guard_leaving || resumed;
+            /* Except one held back by a guarded call: the CPU time it stands for was spent in
+             * that call (the kernel's work in poll or epoll_wait, as perf counts it), and the
+             * call's stack is at hand. */
+            int in_call = s->guard_leaving && (s->wait_flags & OSP_SPAN_GUARDED) &&
+                          s->wait_depth > 0 && guarded_call_ran(s, info, from_wall, now, cpu);
+            s->guard_cpu_ns = 0;
+            int defer = !in_call && (s->guard_leaving || resumed);
             uint32_t weight = defer ? 0 : osp__credit_take(&s->credit, cpu, period_ns, &needed);
             if (weight > 0) {
-                uint64_t *pcs = s->sample_pcs;
-                uint32_t depth = capture(s, context, pcs);
+                uint64_t *pcs = in_call ? s->wait_pcs : s->sample_pcs;
+                uint32_t depth = in_call ? s->wait_depth : capture(s, context, pcs);
                 if (osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth) != 0) {
                     /* The ring is full (ospreyd is late): the CPU time is carried to the next
                      * sample, unless it has been waiting as long as one sample may stand for. */

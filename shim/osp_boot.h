@@ -112,10 +112,11 @@ void osp__images_refresh(void);
 /* The guard (guard.c's wrappers, and boot's own naps on the program's thread): block SIGPROF on
  * this thread around a call a signal would cut short, if the guard applies (a registered thread,
  * profiling active, no SIGPROF handler of the program's, SIGPROF not already blocked); *old
- * receives the previous mask. Returns 1 when the caller must end the guard. Inline, so that in an
+ * receives the previous mask; fn is the C library's function the call goes to (the wait's leaf
+ * frame). Returns 1 when the caller must end the guard. Inline, so that in an
  * optimised build the wrapper is the only frame of ours between the wait and its caller (slot.c
  * leaves two frames out of a guarded wait's stack: osp__guard_wait_begin's and the wrapper's). */
-static inline int osp__guard_begin(sigset_t *old)
+static inline int osp__guard_begin(sigset_t *old, const void *fn)
 {
     if (osp__tls_slot == NULL || !osp__is_active() || osp__sigprof_program_handles())
         return 0;
@@ -130,7 +131,7 @@ static inline int osp__guard_begin(sigset_t *old)
         osp__sigmask_raw(SIG_SETMASK, old, NULL);
         return 0;
     }
-    osp__guard_wait_begin(osp__tls_slot);
+    osp__guard_wait_begin(osp__tls_slot, fn);
     return 1;
 }
 

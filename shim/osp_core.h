@@ -221,7 +221,8 @@ struct osp__slot {
     uint64_t guard_sp; /* the stack pointer there: a frame above it means the call is gone */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     uint32_t wait_flags;             /* OSP_SPAN_* of the open wait, for ospreyd's timing */
-    uint32_t span_hash;              /* of the last short span written (a repeated site once) */
+    uint64_t guard_cpu_ns; /* the CPU clock as a guarded call began, when a sample was due */
+    uint32_t span_hash;    /* of the last short span written (a repeated site once) */
     uint32_t wait_depth;
     uint64_t wait_generation; /* of the unwind snapshot its stack was taken with */
     uint64_t wait_pcs[OSP_MAX_DEPTH];
@@ -239,6 +240,12 @@ int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint6
 /* Does ospreyd time this run's waits from the kernel's context-switch records (the header's
  * kernel_waits_ns)? Then a wait is written as its site (OSP_REC_WAIT_SPAN). Async-signal-safe. */
 int osp__kernel_waits(void);
+/* The context-switch events' rings, mapped by the shim from their opening (switches.c) until
+ * ospreyd has mapped them too: the kernel keeps a record only once a ring is mapped. The
+ * first osp__kernel_waits() that sees ospreyd's mark unmaps them, as do exit and fork's
+ * child (osp__switch_maps_release). Async-signal-safe. */
+void osp__switch_maps_set(void *const *maps, int n, size_t size);
+void osp__switch_maps_release(void);
 /* The handler found the thread blocked while ospreyd times waits: the open wait (if any) is
  * written as ending now, and a new one opens here with the stack pcs[0..depth). Async-signal-safe.
  */
@@ -265,7 +272,7 @@ void osp__slot_arm_sampling(struct osp__slot *s, uint64_t due_ns);
  * last_cpu_ns). Nothing while our signals are paused. Async-signal-safe. */
 void osp__slot_arm_cpu_timer(struct osp__slot *s, uint64_t cpu_ns);
 /* A registered thread's guard (guard.c): it blocks now in a call with SIGPROF blocked. */
-void osp__guard_wait_begin(struct osp__slot *s);
+void osp__guard_wait_begin(struct osp__slot *s, const void *fn);
 /* ... and the call returned: write its wait when it lasted long enough. SIGPROF still blocked. */
 void osp__guard_wait_end(struct osp__slot *s);
 

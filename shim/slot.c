@@ -49,12 +49,35 @@ int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint6
     return 0;
 }
 
+static void *switch_maps[OSP_MAX_SWITCH_FDS];
+static size_t switch_map_size;
+static _Atomic int switch_maps_held;
+
+void osp__switch_maps_set(void *const *maps, int n, size_t size)
+{
+    for (int i = 0; i < n && i < (int)OSP_MAX_SWITCH_FDS; i++)
+        switch_maps[i] = maps[i];
+    switch_map_size = size;
+    atomic_store_explicit(&switch_maps_held, n, memory_order_release);
+}
+
+/* Async-signal-safe: raw munmap, once. */
+void osp__switch_maps_release(void)
+{
+    int n = atomic_exchange_explicit(&switch_maps_held, 0, memory_order_acq_rel);
+    for (int i = 0; i < n; i++)
+        osp__sys(SYS_munmap, (long)switch_maps[i], (long)switch_map_size, 0, 0, 0);
+}
+
 /* Async-signal-safe. */
 int osp__kernel_waits(void)
 {
     struct osp_ring_header *h = osp__header;
     /* Acquire: pairs with ospreyd's release once the records' rings are mapped. */
-    return h != NULL && atomic_load_explicit(&h->kernel_waits_ns, memory_order_acquire) != 0;
+    int on = h != NULL && atomic_load_explicit(&h->kernel_waits_ns, memory_order_acquire) != 0;
+    if (on && atomic_load_explicit(&switch_maps_held, memory_order_relaxed) != 0)
+        osp__switch_maps_release(); /* ospreyd holds the rings now */
+    return on;
 }
 
 /* A wait's site for ospreyd: written when it was long enough to be a sample of its own, or
@@ -98,8 +121,6 @@ static void emit_span(struct osp__event_ring *w, struct osp__slot *s, uint64_t e
 /* Async-signal-safe. */
 void osp__wait_captured(struct osp__slot *s, uint64_t now_ns, const uint64_t *pcs, uint32_t depth)
 {
-    if (s->shared != NULL)
-        atomic_store_explicit(&s->shared->capture_ns, now_ns, memory_order_relaxed);
     if (s->wait_open) {
         s->wait_flags |= OSP_SPAN_CAPTURED_END;
         emit_span(&s->ring, s, now_ns);
@@ -198,7 +219,7 @@ void osp__slot_wants_attention(const struct osp__slot *s)
                              memory_order_release);
 }
 
-void osp__guard_wait_begin(struct osp__slot *s)
+void osp__guard_wait_begin(struct osp__slot *s, const void *fn)
 {
     if (s->shared == NULL)
         return;
@@ -208,11 +229,15 @@ void osp__guard_wait_begin(struct osp__slot *s)
         osp__close_wait(&s->ring, s, now, 0); /* a wait captured earlier is over */
     if (!s->wait_open) {
         /* Our own frames (this function and the interposer) are left out: the wait belongs
-         * to whoever called the blocking function. The stack goes straight into the slot: a
-         * blocking call on a small thread stack needs no more of it than plain. */
+         * to whoever called the blocking function, and its leaf is the function called (the
+         * C library's, at its entry), as a sample taken inside it would show. The stack goes
+         * straight into the slot: a blocking call on a small thread stack needs no more of it
+         * than plain. */
         uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+        s->wait_pcs[0] = (uint64_t)(uintptr_t)fn;
         s->wait_depth = osp__unwind_caller(fp, 2, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
-                                           s->wait_pcs, OSP_MAX_DEPTH);
+                                           s->wait_pcs + 1, OSP_MAX_DEPTH - 1);
+        s->wait_depth = s->wait_depth > 0 ? s->wait_depth + 1 : 0;
         s->wait_generation = osp__unwind_generation();
         s->wait_t_ns = now;
         s->wait_flags = OSP_SPAN_GUARDED;
@@ -221,6 +246,12 @@ void osp__guard_wait_begin(struct osp__slot *s)
         s->wait_cpu_ns = 0;
         s->wait_open = s->wait_depth > 0;
     }
+    /* A sample due during the call will be held back until it returns: the CPU clock now
+     * tells then how much of the call the thread spent running (handler.c). Read only then:
+     * it is a system call. */
+    s->guard_cpu_ns = s->wall_due_ns != 0 && s->wall_due_ns < now + 2 * osp__period_ns
+                          ? osp__clock_ns(CLOCK_THREAD_CPUTIME_ID)
+                          : 0;
     s->guard_sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
     s->in_guard = 1;
     osp__slot_publish(s, OSP_SLOT_GUARDED, UINT64_MAX);
@@ -237,10 +268,10 @@ void osp__guard_wait_end(struct osp__slot *s)
          * frames are the same as at its start (this function, then the interposer). */
         uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
         uint32_t depth = osp__unwind_caller(fp, 2, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
-                                            s->sample_pcs, OSP_MAX_DEPTH);
-        if (depth > s->wait_depth) {
-            memcpy(s->wait_pcs, s->sample_pcs, depth * sizeof(uint64_t));
-            s->wait_depth = depth;
+                                            s->sample_pcs, OSP_MAX_DEPTH - 1);
+        if (depth + 1 > s->wait_depth) { /* after its leaf, the function called */
+            memcpy(s->wait_pcs + 1, s->sample_pcs, depth * sizeof(uint64_t));
+            s->wait_depth = depth + 1;
         }
     }
     osp__close_wait(&s->ring, s, now, 0);

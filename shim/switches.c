@@ -18,12 +18,14 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "osp_base.h"
 #include "osp_boot.h"
+#include "osp_core.h"
 #include "osp_ring.h"
 
 int osp__switches_open(int *fds, int max)
@@ -62,6 +64,20 @@ int osp__switches_open(int *fds, int max)
         }
         fds[n++] = (int)fd;
     }
+    /* The kernel allocates a ring, and keeps records, only once one is mapped: map each now,
+     * so that nothing between boot and ospreyd's own mapping is lost. */
+    size_t size = (size_t)(1 + OSP_SWITCH_RING_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
+    void *maps[OSP_MAX_SWITCH_FDS];
+    for (int i = 0; i < n; i++) {
+        maps[i] = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
+        if (maps[i] == MAP_FAILED) { /* over the locked-memory limit, say: no records */
+            for (int j = 0; j < i; j++)
+                munmap(maps[j], size);
+            osp__switches_close(fds, n);
+            return 0;
+        }
+    }
+    osp__switch_maps_set(maps, n, size);
     return n;
 }
 
