@@ -132,6 +132,9 @@ struct ospd_wait_thread {
     uint32_t span_count, spans_cap;
     uint64_t span_horizon; /* end of the last span reported */
     int64_t last_stack;    /* the site of the last wait given one, -1 when none */
+    int64_t last_capture;  /* the stack of the last capture span, -1 when none */
+    uint32_t site_streak;  /* captures in a row at that same site (at most 4) */
+    uint32_t since_asked;  /* blocks since the thread was last asked for its site */
 };
 enum { OSPD_KSTATE_UNKNOWN = 0, OSPD_KSTATE_RUNNING, OSPD_KSTATE_BLOCKED, OSPD_KSTATE_PREEMPTED };
 
@@ -143,6 +146,8 @@ struct ospd_waits {
     uint32_t tid_cap;
     uint64_t lost_records; /* PERF_RECORD_LOST counts */
     uint64_t unattributed; /* periods of waits given no site (none known for their thread) */
+    uint64_t asked;        /* threads asked for their wait's site (a SIGPROF each) */
+    uint64_t blocks;       /* blocks timed */
     /* The last instant the shim's handler found thread i blocked (its slot's capture_ns). */
     uint64_t (*capture_of)(void *ctx, uint32_t thread);
     void *capture_ctx;

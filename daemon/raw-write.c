@@ -232,9 +232,10 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     if (c->waits.since_ns != 0) /* absent: the shim timed the waits */
         rc = rc ? rc
                 : put_field(f, false, "waits",
-                            json_pack("{s:s, s:o, s:o}", "timed_by", "kernel", "lost_records",
-                                      json_u64(c->waits.lost_records), "unattributed",
-                                      json_u64(c->waits.unattributed)));
+                            json_pack("{s:s, s:o, s:o, s:o, s:o}", "timed_by", "kernel", "blocks",
+                                      json_u64(c->waits.blocks), "asked", json_u64(c->waits.asked),
+                                      "lost_records", json_u64(c->waits.lost_records),
+                                      "unattributed", json_u64(c->waits.unattributed)));
     if (c->peak_rss_kb > 0)
         rc = rc ? rc
                 : put_field(f, false, "collector",

@@ -14,7 +14,10 @@
  * have landed in it) takes the site of the span before it, else the thread's last on-CPU
  * stack. The handler's own wake-up in the middle of a wait (a switch in, then out, around an
  * instant the shim reported as a capture, within MERGE_GAP_NS) does not end the wait. A block
- * waits for its site until a span ending after it has arrived, or STALE_NS. Time is paid as
+ * waits for its site until a span ending after it has arrived, or STALE_NS. A thread asked
+ * for its site and found at the same one again and again is asked less often (every 16th
+ * block at most), so a pool of threads waking at one site costs few signals; the blocks not
+ * asked about take that site. Time is paid as
  * WAITING periods by a credit, as the shim pays CPU time: blocks shorter than a period add up
  * to the periods they make, so a thread's waiting total is exact to half a period. Preempted
  * time (runnable, not on a CPU) is counted apart, per thread.
@@ -39,7 +42,7 @@ static struct ospd_wait_thread *thread_of(struct ospd_collector *c, uint32_t i)
             return NULL;
         memset(w->by_thread + w->cap, 0, (size_t)(cap - w->cap) * sizeof *w->by_thread);
         for (uint64_t j = w->cap; j < cap; j++)
-            w->by_thread[j].last_stack = -1;
+            w->by_thread[j].last_stack = w->by_thread[j].last_capture = -1;
         w->cap = (uint32_t)cap;
     }
     return &w->by_thread[i];
@@ -166,6 +169,9 @@ static int64_t site_of(const struct ospd_wait_thread *wt, const struct ospd_wait
     }
     if (best >= 0)
         return best;
+    /* Not asked, as the thread was found at one site again and again: that site. */
+    if (wt->site_streak > 0 && wt->last_capture >= 0)
+        return wt->last_capture;
     return before >= 0 ? before : wt->last_stack;
 }
 
@@ -217,6 +223,8 @@ static void finish_block(struct ospd_collector *c, uint32_t thread, struct ospd_
         wt->blocks_cap = (uint32_t)cap;
     }
     wt->blocks[wt->block_count++] = (struct ospd_wait_block){start, end};
+    c->waits.blocks++;
+    c->waits.blocks++;
     if (wt->block_count > MAX_PENDING)
         resolve_thread(c, thread, wt, end, false);
 }
@@ -266,8 +274,10 @@ void ospd_waits_switch(struct ospd_collector *c, int32_t tid, uint64_t t_ns, boo
     }
     wt->state = preempted ? OSPD_KSTATE_PREEMPTED : OSPD_KSTATE_BLOCKED;
     wt->since_ns = t_ns;
-    if (!preempted)
+    if (!preempted) {
         wt->block_start = t_ns;
+        wt->since_asked++;
+    }
 }
 
 void ospd_waits_span(struct ospd_collector *c, uint32_t thread, uint64_t start_ns, uint64_t end_ns,
@@ -285,6 +295,12 @@ void ospd_waits_span(struct ospd_collector *c, uint32_t thread, uint64_t start_n
     }
     wt->spans[wt->span_count++] = (struct ospd_wait_span){
         .start_ns = start_ns, .end_ns = end_ns, .stack = stack, .flags = flags};
+    if ((flags & OSP_SPAN_CAPTURED_START) && end_ns == start_ns) { /* a capture, as it happened */
+        wt->site_streak = (int64_t)stack == wt->last_capture
+                              ? (wt->site_streak < 4 ? wt->site_streak + 1 : 4)
+                              : 0;
+        wt->last_capture = stack;
+    }
     if (end_ns > wt->span_horizon)
         wt->span_horizon = end_ns;
     if (c->waits.since_ns == 0)
@@ -326,7 +342,14 @@ void ospd_waits_to_ask(struct ospd_collector *c, uint64_t now_ns, uint64_t min_n
         uint64_t capture = w->capture_of != NULL ? w->capture_of(w->capture_ctx, i) : 0;
         if (capture >= wt->block_start)
             continue; /* the shim has its site already */
+        /* A thread found at one site several times running waits there again, most likely
+         * (a pool's worker, a loop's timed wait): asked every 2nd, 4th ... 16th block only,
+         * the others take the site of the span before them. */
+        if (wt->since_asked < (1u << wt->site_streak))
+            continue;
         wt->poked_for = wt->block_start;
+        wt->since_asked = 0;
+        w->asked++;
         ask(ctx, i);
     }
 }

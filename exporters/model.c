@@ -433,6 +433,9 @@ int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symb
     for (size_t t = 0; t < raw->thread_count; t++) {
         out->fibers[t].fiber = raw->threads[t].fiber;
         out->fibers[t].label = ospx__str(raw->threads[t].label);
+        if (raw->threads[t].preempted_ns > 0 && raw->rate_hz > 0)
+            out->fibers[t].preempted =
+                (uint64_t)(((double)raw->threads[t].preempted_ns * raw->rate_hz + 5e8) / 1e9);
     }
     for (size_t i = 0; i < raw->sample_count; i++) {
         const struct ospx_sample *sample = &raw->samples[i];

@@ -58,7 +58,8 @@ struct ospx_thread {
     int64_t fiber;
     char *label;
     int64_t cpu_ns; /* the thread's CPU time over the run; -1 when the raw file does not say */
-    int64_t tid;    /* kernel thread id; 0 when the raw file does not say */
+    int64_t preempted_ns; /* runnable but not on a CPU (the kernel's records); -1 unknown */
+    int64_t tid;          /* kernel thread id; 0 when the raw file does not say */
 };
 
 struct ospx_stack {
@@ -223,6 +224,7 @@ struct ospx_fiber_stat {
     const char *label;
     uint64_t on_cpu;
     uint64_t waiting;
+    uint64_t preempted; /* periods runnable but not on a CPU (raw preempted_ns), 0 unknown */
 };
 
 struct ospx_model {

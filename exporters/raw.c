@@ -268,7 +268,7 @@ static int raw_read_threads(struct raw_reader *reader, const json_t *threads, st
             return entry_rc;
         struct ospx_thread *thread = &out->threads[i];
         out->thread_count = i + 1;
-        json_int_t fiber = 0, tid = 0, cpu_ns = -1;
+        json_int_t fiber = 0, tid = 0, cpu_ns = -1, preempted_ns = -1;
         int rc = raw_integer(reader, entry, path, "fiber", INT64_MIN, INT64_MAX, &fiber);
         if (rc == 0)
             rc = raw_string(reader, entry, path, "label", 1, &thread->label);
@@ -277,10 +277,13 @@ static int raw_read_threads(struct raw_reader *reader, const json_t *threads, st
             rc = raw_optional_integer(reader, entry, path, "tid", &tid);
         if (rc == 0)
             rc = raw_optional_integer(reader, entry, path, "cpu_ns", &cpu_ns);
+        if (rc == 0)
+            rc = raw_optional_integer(reader, entry, path, "preempted_ns", &preempted_ns);
         if (rc < 0)
             return rc;
         thread->fiber = fiber;
         thread->cpu_ns = cpu_ns;
+        thread->preempted_ns = preempted_ns;
         thread->tid = tid;
     }
     return 0;
@@ -332,6 +335,9 @@ static int raw_merge_renamed_threads(struct raw_reader *reader, struct ospx_raw 
             thread->label = NULL;
             if (thread->cpu_ns > first->cpu_ns)
                 first->cpu_ns = thread->cpu_ns;
+            if (thread->preempted_ns > 0)
+                first->preempted_ns =
+                    (first->preempted_ns > 0 ? first->preempted_ns : 0) + thread->preempted_ns;
             merged_into[i] = into;
             continue;
         }

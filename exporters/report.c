@@ -250,6 +250,9 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
         fit(names[i], sizeof names[i], name, FIBER_NAME_COLUMNS, CUT_END);
         name_width = columns(names[i]) > name_width ? columns(names[i]) : name_width;
     }
+    int any_preempted = 0;
+    for (size_t i = 0; i < model->fiber_count; i++)
+        any_preempted |= model->fibers[i].preempted > 0;
     for (size_t i = 0; i < shown; i++) {
         const struct ospx_fiber_stat *fiber = sorted[i];
         uint64_t all = fiber->on_cpu + fiber->waiting;
@@ -259,9 +262,18 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
             emit(out, width, NULL, line);
             continue;
         }
-        int length = snprintf(line, sizeof line, "  %-*s  running %5.1f%%  waiting %5.1f%%",
-                              (int)(name_width + strlen(names[i]) - columns(names[i])), names[i],
-                              percent_of(fiber->on_cpu, all), percent_of(fiber->waiting, all));
+        /* With the kernel's records, the time a thread was runnable but not on a CPU is
+         * neither running nor waiting: its own share. */
+        char preempted[32] = "";
+        if (any_preempted) {
+            all += fiber->preempted;
+            snprintf(preempted, sizeof preempted, "  preempted %5.1f%%",
+                     percent_of(fiber->preempted, all));
+        }
+        int length =
+            snprintf(line, sizeof line, "  %-*s  running %5.1f%%%s  waiting %5.1f%%",
+                     (int)(name_width + strlen(names[i]) - columns(names[i])), names[i],
+                     percent_of(fiber->on_cpu, all), preempted, percent_of(fiber->waiting, all));
         if (length > 0 && (size_t)length < sizeof line && columns(line) + 24 <= width)
             snprintf(line + length, sizeof line - (size_t)length, "  (%llu samples)",
                      (unsigned long long)all);

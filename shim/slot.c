@@ -80,10 +80,10 @@ int osp__kernel_waits(void)
     return on;
 }
 
-/* A wait's site for ospreyd: written when it was long enough to be a sample of its own, or
- * when its stack differs from the last short one (a loop that blocks briefly at one site
- * 100,000 times a second writes it once; ospreyd gives the short waits it sees the site of
- * the span before them). Async-signal-safe. */
+/* A wait's site for ospreyd: written when it was long enough to be a sample of its own, when
+ * it is a capture, or when its stack differs from the last short one (a loop that blocks
+ * briefly at one site 100,000 times a second writes it once; ospreyd gives the short waits it
+ * sees the site of the span before them). Async-signal-safe. */
 static void emit_span(struct osp__event_ring *w, struct osp__slot *s, uint64_t end_ns)
 {
     uint32_t hash = 2166136261u;
