@@ -276,7 +276,7 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
                      percent_of(fiber->on_cpu, all), preempted, percent_of(fiber->waiting, all));
         if (length > 0 && (size_t)length < sizeof line && columns(line) + 24 <= width)
             snprintf(line + length, sizeof line - (size_t)length, "  (%llu samples)",
-                     (unsigned long long)all);
+                     (unsigned long long)(fiber->on_cpu + fiber->waiting));
         emit(out, width, NULL, line);
     }
     if (shown < model->fiber_count) {

@@ -9,11 +9,14 @@
 #   - the raw file says the waits were timed from the kernel's records.
 # Where the kernel refuses perf events to this user (perf_event_paranoid 3, a container), the
 # waits are the shim's own and only the join is checked; in CI (root) that is a failure.
-# Usage: e2e-waits.sh OSPREY SOURCE_DIR
+# And the README's example (examples/hotspot.c): its main thread waits in pthread_join, under
+# main, for as long as the worker runs.
+# Usage: e2e-waits.sh OSPREY SOURCE_DIR EXAMPLES_DIR
 set -uo pipefail
 
 osprey=${1:?usage: e2e-waits.sh OSPREY SOURCE_DIR}
 src=${2:?}
+examples=${3:?}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
 . "$here/lib.sh"
@@ -30,6 +33,8 @@ run() { # run NAME HZ MODE
     fail "$name: osprey exited $? ($(tail -n 3 "$work/$name.err"))"
 }
 for mode in join sites pipe nap mutex; do run "$mode-997" 997 "$mode"; done
+"$osprey" "$examples/hotspot.c" --profile -o "$work/hotspot" >"$work/hotspot.out" 2>"$work/hotspot.err" ||
+  fail "hotspot: osprey exited $? ($(tail -n 3 "$work/hotspot.err"))"
 for hz in 100 10000; do
   for mode in sites pipe; do run "$mode-$hz" "$hz" "$mode"; done
 done
@@ -82,6 +87,18 @@ for name in runs:
         check(a + b > 0 and abs(a / (a + b) - want) <= 0.02,
               "%s: site_short has %.3f of the two sites' waits, truth %.3f" %
               (name, a / (a + b) if a + b else 0, want))
+raw = json.load(open(work + "/hotspot.raw.json"))
+main = [i for i, t in enumerate(raw["threads"]) if t["fiber"] == 0]
+waited = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"] if s[1] in main and s[3] == 1)
+wall = (raw["end_unix_ns"] - raw["start_unix_ns"]) * raw["rate_hz"] / 1e9
+joined = 0
+for line in open(work + "/hotspot.offcpu.folded"):
+    frames, count = line.rsplit(" ", 1)
+    f = frames.split(";")
+    if f[0] == "fiber-0" and "main" in f and any("pthread_join" in x or "clockjoin" in x for x in f):
+        joined += int(count)
+check(waited >= 0.9 * wall and joined >= 0.95 * waited,
+      "hotspot: main waited %d of %.0f periods, %d of them in pthread_join under main" % (waited, wall, joined))
 if kernel:
     trace = json.load(open(work + "/nap-997.trace.json"))
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
