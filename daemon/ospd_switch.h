@@ -33,6 +33,10 @@ void ospd_switches_close(struct ospd_switches *sw);
  * 100 us of now_ns wait for the next call unless `all`. */
 void ospd_switches_drain(struct ospd_switches *sw, struct ospd_collector *c, uint64_t now_ns,
                          bool all);
+/* May thread tid of pid be asked for its site? Not while it blocks in read or write on a
+ * socket (its /proc syscall and fd say so): a timeout option there makes any handler cut the
+ * call short with EINTR. true when it cannot tell. */
+bool ospd_switches_may_ask(int32_t pid, int32_t tid);
 /* A SIGPROF of ours (SI_QUEUE, the ring's cookie) to thread tid of pid. 0 or -errno. */
 int ospd_switches_ask(int32_t pid, int32_t tid, uint64_t cookie);
 

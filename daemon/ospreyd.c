@@ -557,6 +557,15 @@ static int drain_slots(struct ospd_daemon *d, bool all)
     return rc;
 }
 
+/* The target's CPU time so far, from its process CPU clock, while it is there. */
+static void read_target_cpu(struct ospd_daemon *d)
+{
+    clockid_t clock;
+    struct timespec ts;
+    if (clock_getcpuclockid(d->collector.pid, &clock) == 0 && clock_gettime(clock, &ts) == 0)
+        d->collector.process_cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Consume everything the shim has published. Returns true when the profile has finished. */
 static bool drain(struct ospd_daemon *d)
 {
@@ -598,11 +607,7 @@ static bool drain(struct ospd_daemon *d)
         return true;
     }
     if (d->collector.exit_seen) {
-        /* The target waits for us: its CPU clock still answers. */
-        clockid_t clock;
-        struct timespec ts;
-        if (clock_getcpuclockid(d->collector.pid, &clock) == 0 && clock_gettime(clock, &ts) == 0)
-            d->collector.process_cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        read_target_cpu(d); /* the target waits for us: its CPU clock still answers */
         finish(d, OSPD_EXIT_EXITED);
         return true;
     }
@@ -714,7 +719,8 @@ static void ask_one(void *ctx, uint32_t thread)
     if (d->slots != NULL && t->slot < d->slot_count &&
         atomic_load_explicit(&slot_at(d, t->slot)->state, memory_order_relaxed) == OSP_SLOT_GUARDED)
         return; /* inside a guarded call: the shim knows its site */
-    ospd_switches_ask(d->collector.pid, t->tid, d->header->signal_cookie);
+    if (ospd_switches_may_ask(d->collector.pid, t->tid))
+        ospd_switches_ask(d->collector.pid, t->tid, d->header->signal_cookie);
 }
 
 /* Threads blocked for a period or more in a wait whose site the shim has not seen: ask each
@@ -728,6 +734,21 @@ static void ask_for_sites(struct ospd_daemon *d, uint64_t now)
     if (atomic_load_explicit(&d->header->signals_paused, memory_order_acquire) != 0)
         return;
     ospd_waits_to_ask(&d->collector, now, 1000000000u / d->collector.rate_hz, ask_one, d);
+}
+
+/* The profile's duration is over (stop_at_ns, from the shim): pause our signals (no thread
+ * arms a timer again), say so (the handler returns at once from then on), read everything,
+ * and write the profile while the program runs on. */
+static void stop_now(struct ospd_daemon *d)
+{
+    struct osp_ring_header *h = d->header;
+    atomic_fetch_add_explicit(&h->signals_paused, 1, memory_order_seq_cst);
+    atomic_store_explicit(&h->stopped, 1, memory_order_release);
+    if (drain(d))
+        return;
+    drain_slots(d, true);
+    read_target_cpu(d);
+    finish(d, OSPD_EXIT_STOPPED);
 }
 
 /* A switch ring is half full: read them all now. */
@@ -766,6 +787,12 @@ static void on_tick(uv_poll_t *poll, int status, int events)
         return;
     }
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    /* Read from the shared header, so never trusted beyond "now or later". */
+    uint64_t stop_at = d->header->stop_at_ns;
+    if (stop_at != 0 && now >= stop_at) {
+        stop_now(d);
+        return;
+    }
     if (now >= d->next_liveness_ns) {
         d->next_liveness_ns = now + LIVENESS_INTERVAL_NS;
         check_liveness(d, now);

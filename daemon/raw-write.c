@@ -89,6 +89,8 @@ static json_t *exit_object(const struct ospd_collector *c)
         return json_pack("{s:s, s:i}", "status", "killed", "signal", c->exit_signal);
     case OSPD_EXIT_RING_REJECTED:
         return json_pack("{s:s, s:s}", "status", "ring-rejected", "error", c->error);
+    case OSPD_EXIT_STOPPED:
+        return json_pack("{s:s}", "status", "stopped");
     case OSPD_EXIT_VANISHED:
     case OSPD_EXIT_UNKNOWN:
         break;

@@ -14,8 +14,10 @@
  * once (its descriptor polls readable at the watermark the shim set).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -144,6 +146,45 @@ void ospd_switches_drain(struct ospd_switches *sw, struct ospd_collector *c, uin
     memmove(recs, recs + used, (sw->held_count - used) * sizeof *recs);
     sw->held_count -= used;
     c->waits.lost_records = sw->lost;
+}
+
+bool ospd_switches_may_ask(int32_t pid, int32_t tid)
+{
+    char path[64], text[256];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", pid, tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return true; /* cannot tell (not ours to read): as before */
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    text[n] = '\0';
+    long nr = -1;
+    unsigned long long arg0 = 0;
+    if (sscanf(text, "%ld 0x%llx", &nr, &arg0) != 2)
+        return true; /* "running", or a format of another kernel */
+    bool io = false;
+#ifdef SYS_read
+    io |= nr == SYS_read;
+#endif
+#ifdef SYS_write
+    io |= nr == SYS_write;
+#endif
+#ifdef SYS_readv
+    io |= nr == SYS_readv || nr == SYS_writev;
+#endif
+    if (!io)
+        return true;
+    /* A read or write on a socket with SO_RCVTIMEO/SO_SNDTIMEO returns EINTR when a handler
+     * runs, SA_RESTART or not, and whether it has one cannot be read from here: no signal. */
+    char link[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%llu", pid, arg0);
+    n = readlink(path, link, sizeof link - 1);
+    if (n <= 0)
+        return true;
+    link[n] = '\0';
+    return strncmp(link, "socket:", 7) != 0;
 }
 
 int ospd_switches_ask(int32_t pid, int32_t tid, uint64_t cookie)

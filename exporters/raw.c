@@ -853,7 +853,8 @@ static size_t raw_rest_text(const char *text, size_t size, const struct raw_span
 }
 
 /* The optional "exit" object: {"status":"exited"} | {"status":"killed","signal":N} |
- * {"status":"vanished"} | {"status":"ring-rejected"}; a bare {"signal":N} also means killed.
+ * {"status":"vanished"} | {"status":"ring-rejected"} | {"status":"stopped"} (the profile's
+ * duration ended, complete for its window); a bare {"signal":N} also means killed.
  * A status this reader does not know is kept as "known, not normal": writers may add some. */
 static int raw_read_exit(struct raw_reader *reader, const json_t *exit_object, struct ospx_raw *out)
 {
@@ -871,7 +872,8 @@ static int raw_read_exit(struct raw_reader *reader, const json_t *exit_object, s
             return rc;
         out->exit.signal = (int)signal_number;
     }
-    if (status != NULL && strcmp(json_string_value(status), "exited") == 0) {
+    if (status != NULL && (strcmp(json_string_value(status), "exited") == 0 ||
+                           strcmp(json_string_value(status), "stopped") == 0)) {
         out->exit.normal = 1;
         out->exit.signal = 0;
     } else if (status != NULL && strcmp(json_string_value(status), "killed") == 0 &&

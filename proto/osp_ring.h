@@ -92,7 +92,10 @@ struct osp_ring_header {
     uint32_t slot_count;     /* slots in the table */
     uint32_t slot_ring_size; /* bytes of each slot's sample ring, a power of two */
     uint64_t signal_cookie;  /* si_value of every SIGPROF of ours (rt_tgsigqueueinfo, SI_QUEUE) */
-    uint8_t reserved0[8];
+    /* 0, or the CLOCK_MONOTONIC instant at which the profile ends while the program runs on
+     * (OSPREY_PROFILE_SECONDS): ospreyd then pauses our signals, sets `stopped`, and writes
+     * the profile (exit status "stopped"). */
+    uint64_t stop_at_ns;
 
     /* --- state words (cache line 2) --- */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t shim_state; /* enum osp_shim_state; the
@@ -101,7 +104,8 @@ struct osp_ring_header {
     _Atomic uint32_t daemon_state; /* enum osp_daemon_state; ospreyd stores release after
        the file is renamed (DONE) or daemon_error is written (FAILED); the shim loads acquire. */
     _Atomic int32_t daemon_pid;    /* written by ospreyd at attach (relaxed; informational) */
-    uint32_t reserved1;
+    _Atomic uint32_t stopped;      /* ospreyd: 1 once it ended the profile at stop_at_ns
+       (release, before DONE): the handler returns at once, exit waits for nothing */
     _Atomic uint64_t dropped;         /* samples lost inside the target (per-thread ring full,
           event ring full, interning/allocation failure). Written by the shim's threads
           (relaxed increments); ospreyd reads it relaxed after acquiring shim_state or after the

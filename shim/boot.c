@@ -91,11 +91,12 @@ static uint64_t unix_ns(void)
 struct boot_env {
     char profile[PATH_MAX];
     char hz[32];
+    char seconds[32]; /* OSPREY_PROFILE_SECONDS: profile this long, then let the program run */
     char daemon[PATH_MAX];
     char export_formats[256]; /* OSPREY_EXPORT: outputs ospreyd writes beside the raw file */
     long root_pid;            /* OSPREY_PROFILE_ROOT_PID, 0 when unset */
     long last_pid; /* OSPREY_PROFILE_LAST_PID: the latest process image that booted here */
-    int has_profile, has_hz, has_daemon, has_export;
+    int has_profile, has_hz, has_daemon, has_export, has_seconds;
 };
 
 static int copy_env(const char *name, char *out, size_t outsz)
@@ -112,6 +113,7 @@ static void read_env(struct boot_env *env)
     memset(env, 0, sizeof(*env));
     env->has_profile = copy_env("OSPREY_PROFILE", env->profile, sizeof(env->profile));
     env->has_hz = copy_env("OSPREY_PROFILE_HZ", env->hz, sizeof(env->hz));
+    env->has_seconds = copy_env("OSPREY_PROFILE_SECONDS", env->seconds, sizeof(env->seconds));
     env->has_daemon = copy_env("OSPREY_DAEMON", env->daemon, sizeof(env->daemon));
     env->has_export = copy_env("OSPREY_EXPORT", env->export_formats, sizeof(env->export_formats));
     const char *root = getenv("OSPREY_PROFILE_ROOT_PID");
@@ -609,7 +611,9 @@ static void at_exit(void)
         pthread_mutex_unlock(&images_lock);
     /* Release: the exit record's head store (B) happens before; ospreyd loads acquire. */
     atomic_store_explicit(&ring_header->shim_state, OSP_SHIM_EXITED, memory_order_release);
-    if (daemon_spawned) {
+    /* Acquire: pairs with ospreyd's release; the profile ended at its duration, ospreyd is gone. */
+    int stopped = atomic_load_explicit(&ring_header->stopped, memory_order_acquire) != 0;
+    if (daemon_spawned && !stopped) {
         /* ospreyd reads the rings on a tick: wake it now rather than at its next one (SIGURG,
          * whose default action is to ignore it, so an ospreyd still starting is not hurt). */
         int32_t dpid = atomic_load_explicit(&ring_header->daemon_pid, memory_order_relaxed);
@@ -627,7 +631,7 @@ static void at_exit(void)
     /* Relaxed: counts read once at the end. */
     uint64_t lost = atomic_load_explicit(&ring_header->dropped, memory_order_relaxed) +
                     atomic_load_explicit(&ring_header->daemon_dropped, memory_order_relaxed);
-    if (lost > 0)
+    if (lost > 0 && !stopped) /* after a stop, the profile said so itself */
         osp__warn("%llu sampling periods could not be recorded (%s); the profile undercounts",
                   (unsigned long long)lost,
                   atomic_load_explicit(&ring_header->daemon_dropped, memory_order_relaxed) > 0
@@ -722,6 +726,16 @@ static void boot(void)
     if (err) {
         osp__warn("cannot create the shared-memory ring: %s; profiling is off", strerror(-err));
         return;
+    }
+    if (env.has_seconds) {
+        char *end;
+        double seconds = strtod(env.seconds, &end);
+        if (end != env.seconds && *end == '\0' && seconds > 0 && seconds < 1e7)
+            ring_header->stop_at_ns = ring_header->start_mono_ns + (uint64_t)(seconds * 1e9);
+        else
+            osp__warn("OSPREY_PROFILE_SECONDS=%s is not a positive number of seconds; profiling "
+                      "until the program ends",
+                      env.seconds);
     }
     unwind_create();
     switch_count = osp__switches_open(switch_fds, OSP_MAX_SWITCH_FDS);

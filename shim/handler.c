@@ -135,6 +135,9 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
      * here afterwards; it must make no system call (clock reads, timers). */
     if (atomic_load_explicit(&osp__sandboxed, memory_order_relaxed))
         return;
+    /* The profile has ended (its duration); the program runs on. Relaxed: a one-way flag. */
+    if (osp__header != NULL && atomic_load_explicit(&osp__header->stopped, memory_order_relaxed))
+        return;
     int saved_errno = errno;
     uint64_t period_ns = osp__period_ns;
     struct osp__slot *s = osp__tls_slot;

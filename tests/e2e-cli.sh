@@ -293,6 +293,35 @@ for bad in 9 10001 50000 abc 99x; do
 done
 [ ! -e never.raw.json ] || fail "a refused -F left a raw file"
 
+# --- --duration: the profile ends, the report is printed, the program runs on ----------------
+cat >long.c <<'EOF2'
+#include <stdio.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+static volatile double sink;
+int main(void) { double end = now() + 2.5; while (now() < end) sink += 1; puts("long done"); return 3; }
+EOF2
+"$osprey" long.c --profile --duration 0.8 -o dur >out 2>err
+expect_status 3 $? "--duration 0.8"
+grep -qx "long done" out || fail "--duration: the program did not run to its end ($(cat out))"
+python3 - dur.raw.json <<'EOF2' || fail "--duration: the profile is not of the first 0.8 s"
+import json, sys
+raw = json.load(open(sys.argv[1]))
+span = (raw["end_unix_ns"] - raw["start_unix_ns"]) / 1e9
+on_cpu = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"] if s[3] == 0) / raw["rate_hz"]
+ok = raw["exit"]["status"] == "stopped" and 0.7 <= span <= 1.3 and 0.4 <= on_cpu <= 1.1
+print("duration: exit %s, %.2f s profiled, %.2f s on-CPU" % (raw["exit"]["status"], span, on_cpu))
+sys.exit(0 if ok else 1)
+EOF2
+grep -q "^sampling: achieved" err || fail "--duration: no sampling line in the report ($(cat err))"
+for bad in 0 -1 abc; do
+  "$osprey" long.c --profile --duration "$bad" -o never >out 2>err
+  expect_status 2 $? "--duration $bad"
+  grep -q "option '--duration' needs a number of seconds" err || fail "--duration $bad: $(cat err)"
+done
+"$osprey" long.c --duration 1 >out 2>err
+expect_status 2 $? "--duration without --profile"
+
 # --- each command's own help and mistakes ------------------------------------------------------
 for command in report diff cache; do
   "$osprey" "$command" --help >out 2>err

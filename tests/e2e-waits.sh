@@ -97,8 +97,10 @@ for line in open(work + "/hotspot.offcpu.folded"):
     f = frames.split(";")
     if f[0] == "fiber-0" and "main" in f and any("pthread_join" in x or "clockjoin" in x for x in f):
         joined += int(count)
-check(waited >= 0.9 * wall and joined >= 0.95 * waited,
-      "hotspot: main waited %d of %.0f periods, %d of them in pthread_join under main" % (waited, wall, joined))
+ok = waited >= 0.9 * wall and joined >= 0.95 * waited
+check(ok, "hotspot: main waited %d of %.0f periods, %d of them in pthread_join under main" % (waited, wall, joined))
+if not ok:
+    print(open(work + "/hotspot.offcpu.folded").read(), raw.get("waits"), raw.get("collector"))
 if kernel:
     trace = json.load(open(work + "/nap-997.trace.json"))
     events = trace["traceEvents"] if isinstance(trace, dict) else trace

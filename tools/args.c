@@ -206,6 +206,23 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
             out->frequency = (unsigned)hz;
             continue;
         }
+        if ((matched = option_with_value(argc, argv, &i, "--duration", NULL, &value)) != 0) {
+            char *end;
+            double seconds = matched > 0 ? strtod(value, &end) : 0;
+            if (matched < 0 || value[0] < '0' || value[0] > '9' || *end != '\0' || !(seconds > 0) ||
+                seconds > 1e6) {
+                snprintf(error, error_size,
+                         "option '--duration' needs a number of seconds, more than 0%s%s%s",
+                         matched > 0 ? " (got '" : "", matched > 0 ? value : "",
+                         matched > 0 ? "')" : "");
+                return -EINVAL;
+            }
+            if (report)
+                return usage_error(error, error_size, "'%s' belongs to 'osprey FILE --profile'",
+                                   "--duration");
+            out->duration = seconds;
+            continue;
+        }
         if ((matched = option_with_value(argc, argv, &i, "--top", NULL, &value)) != 0) {
             char *end;
             unsigned long top = matched > 0 ? strtoul(value, &end, 10) : 0;
@@ -296,6 +313,9 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         out->file = arg;
     }
 
+    if (out->duration > 0 && !out->profile)
+        return usage_error(error, error_size,
+                           "'%s' sets how long --profile profiles: add --profile", "--duration");
     if (out->frequency != 0 && !out->profile)
         return usage_error(error, error_size,
                            "'%s' sets the sampling rate of --profile: add --profile", "-F");

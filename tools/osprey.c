@@ -86,6 +86,9 @@ static const struct {
      "                 outputs and print the top-10 report (on stdout when it is a\n"
      "                 terminal, else on stderr, so the program's stdout stays its own);\n"
      "                 an executable is profiled through LD_PRELOAD without rebuilding it\n"
+     "  --duration SECONDS\n"
+     "                 --profile: profile for this long, print the report, and let the\n"
+     "                 program run on unprofiled to its end (its exit status is osprey's)\n"
      "  -F, --frequency N\n"
      "                 --profile: N samples per second per thread, 10 to 10000 (default\n"
      "                 997); sets OSPREY_PROFILE_HZ for the program\n"},
@@ -519,7 +522,7 @@ static int make_scratch(char *scratch, size_t size)
  * (over any OSPREY_PROFILE_HZ), and for an executable the preload shim ahead of any LD_PRELOAD
  * it already had. */
 static char **profile_environment(const struct osprey_paths *paths, const char *raw, int preload,
-                                  unsigned frequency)
+                                  unsigned frequency, double duration)
 {
     extern char **environ;
     char **with_profile = osprey_env_set(environ, "OSPREY_PROFILE", raw, 0);
@@ -536,6 +539,13 @@ static char **profile_environment(const struct osprey_paths *paths, const char *
         char **with_rate = osprey_env_set(with_daemon, "OSPREY_PROFILE_HZ", hz, 0);
         osprey_env_free(with_daemon);
         with_daemon = with_rate;
+    }
+    if (with_daemon != NULL && duration > 0) {
+        char seconds[32];
+        snprintf(seconds, sizeof seconds, "%.3f", duration);
+        char **with_seconds = osprey_env_set(with_daemon, "OSPREY_PROFILE_SECONDS", seconds, 0);
+        osprey_env_free(with_daemon);
+        with_daemon = with_seconds;
     }
     if (with_daemon == NULL || !preload)
         return with_daemon;
@@ -573,6 +583,27 @@ static int build_source(const struct osprey_options *options, enum osprey_file_k
     return 0;
 }
 
+/* --duration: the profile ends while the program runs on; once the collector has written it,
+ * the report is printed at once, and the program's exit waited for afterwards. */
+struct early_report {
+    const char *scratch_raw;
+    const struct osprey_options *options;
+    int polls, done;
+};
+
+static int report_at_duration(void *ctx)
+{
+    struct early_report *early = ctx;
+    if (access(early->scratch_raw, F_OK) != 0)
+        return ++early->polls > 30000 / 20; /* 30 s on: reported at the end instead */
+    char stem[PATH_MAX];
+    osprey_output_stem(early->options, stem, sizeof stem);
+    finish_profile(early->scratch_raw, stem, early->options);
+    fflush(NULL);
+    early->done = 1;
+    return 1;
+}
+
 /* Run program (argv[0] named program_name) with the options' arguments, profiled when asked,
  * and post-process. Returns the program's exit code, as a shell would report it, or
  * OSPREY_EXIT_USAGE when it could not be started. */
@@ -584,7 +615,8 @@ static int run_program(const struct osprey_options *options, const struct osprey
     snprintf(scratch_raw, sizeof scratch_raw, "%s/profile.raw.json", scratch);
     char **environment = NULL;
     if (options->profile) {
-        environment = profile_environment(paths, scratch_raw, preload, options->frequency);
+        environment =
+            profile_environment(paths, scratch_raw, preload, options->frequency, options->duration);
         if (environment == NULL) {
             fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
             return OSPREY_EXIT_FAILURE;
@@ -605,8 +637,11 @@ static int run_program(const struct osprey_options *options, const struct osprey
 
     extern char **environ;
     int status;
-    int result =
-        osprey_run_child(program, argv, environment != NULL ? environment : environ, &status);
+    struct early_report early = {scratch_raw, options, 0, 0};
+    int result = osprey_run_child_until(
+        program, argv, environment != NULL ? environment : environ, &status,
+        options->profile && options->duration > 0 ? options->duration : 0,
+        options->profile && options->duration > 0 ? report_at_duration : NULL, &early);
     free(argv);
     osprey_env_free(environment);
     if (result != 0) {
@@ -614,7 +649,7 @@ static int run_program(const struct osprey_options *options, const struct osprey
         return OSPREY_EXIT_USAGE;
     }
     int exit_code = osprey_exit_code(status);
-    if (options->profile) {
+    if (options->profile && !early.done) {
         char stem[PATH_MAX];
         osprey_output_stem(options, stem, sizeof stem);
         finish_profile(scratch_raw, stem, options);

@@ -36,6 +36,7 @@ struct osprey_options {
     const char *file;             /* FILE (run) or RAW (report); borrowed from argv */
     int profile;                  /* --profile (implies running) */
     unsigned frequency;  /* -F N / --frequency N: OSPREY_PROFILE_HZ for the program; 0: unset */
+    double duration;     /* --duration SECONDS: profile this long, then report; 0: to the end */
     const char *stem;    /* -o STEM; NULL: the default stem */
     const char *binary;  /* --binary PATH (report only); NULL: none */
     char **program_args; /* arguments after `--`, borrowed from argv; NULL-terminated */
@@ -145,6 +146,11 @@ int osprey_compile(enum osprey_file_kind kind, const char *source, const char *o
  * Returns 0 and the raw wait status in *wait_status, or -errno when the child could not be
  * started (-ENOENT, -EACCES, -ENOEXEC...). */
 int osprey_run_child(const char *path, char *const argv[], char *const envp[], int *wait_status);
+/* The same, and once `after_seconds` (> 0) have passed while the child runs, calls
+ * at_deadline(ctx) every 20 ms until it returns nonzero (or the child ends), then waits on. */
+int osprey_run_child_until(const char *path, char *const argv[], char *const envp[],
+                           int *wait_status, double after_seconds, int (*at_deadline)(void *),
+                           void *ctx);
 /* The process id of the last child osprey_run_child started (0 before any). */
 pid_t osprey_last_child(void);
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "osprey_cli.h"
@@ -42,6 +43,20 @@ static const int forwarded_signals[] = {SIGINT, SIGTERM};
 #define FORWARDED_COUNT (sizeof forwarded_signals / sizeof forwarded_signals[0])
 
 int osprey_run_child(const char *path, char *const argv[], char *const envp[], int *wait_status)
+{
+    return osprey_run_child_until(path, argv, envp, wait_status, 0, NULL, NULL);
+}
+
+static double mono_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int osprey_run_child_until(const char *path, char *const argv[], char *const envp[],
+                           int *wait_status, double after_seconds, int (*at_deadline)(void *),
+                           void *ctx)
 {
     /* posix_spawn reports a failed exec on glibc, but not everywhere (under valgrind the
      * child just exits 127): the common failures are checked first. */
@@ -87,8 +102,17 @@ int osprey_run_child(const char *path, char *const argv[], char *const envp[], i
         atomic_store_explicit(&forward_pid, (int)pid, memory_order_relaxed);
         last_child = pid;
         sigprocmask(SIG_SETMASK, &original_mask, NULL);
+        double deadline = at_deadline != NULL ? mono_seconds() + after_seconds : 0;
         for (;;) {
-            pid_t waited = waitpid(pid, wait_status, 0);
+            int polling = at_deadline != NULL;
+            pid_t waited = waitpid(pid, wait_status, polling ? WNOHANG : 0);
+            if (waited == 0 && polling) { /* still running */
+                if (mono_seconds() >= deadline && at_deadline(ctx) != 0)
+                    at_deadline = NULL; /* done: wait for the program's own end */
+                struct timespec step = {0, 20000000};
+                nanosleep(&step, NULL);
+                continue;
+            }
             if (waited == pid)
                 break;
             if (waited < 0 && errno != EINTR) {
