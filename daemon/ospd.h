@@ -96,10 +96,10 @@ struct ospd_slot {
 
 /* How the target ended, as far as the daemon knows. */
 enum ospd_exit_status {
-    OSPD_EXIT_UNKNOWN = 0,  /* still running */
-    OSPD_EXIT_EXITED,       /* the shim posted its exit record */
-    OSPD_EXIT_KILLED,       /* died by a signal, learnt from /proc while it was a zombie */
-    OSPD_EXIT_VANISHED,     /* ended without an exit record; how is unknown */
+    OSPD_EXIT_UNKNOWN = 0,   /* still running */
+    OSPD_EXIT_EXITED,        /* the shim posted its exit record */
+    OSPD_EXIT_KILLED,        /* died by a signal, learnt from /proc while it was a zombie */
+    OSPD_EXIT_VANISHED,      /* ended without an exit record; how is unknown */
     OSPD_EXIT_RING_REJECTED, /* the ring broke the protocol; collection stopped */
     OSPD_EXIT_STOPPED        /* the profile's duration ended; the program runs on */
 };

@@ -101,11 +101,11 @@ struct osp_ring_header {
     alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t shim_state; /* enum osp_shim_state; the
         store of OSP_SHIM_EXITED is release, after the exit record's head store; ospreyd
         loads it acquire. */
-    _Atomic uint32_t daemon_state; /* enum osp_daemon_state; ospreyd stores release after
-       the file is renamed (DONE) or daemon_error is written (FAILED); the shim loads acquire. */
-    _Atomic int32_t daemon_pid;    /* written by ospreyd at attach (relaxed; informational) */
-    _Atomic uint32_t stopped;      /* ospreyd: 1 once it ended the profile at stop_at_ns
-       (release, before DONE): the handler returns at once, exit waits for nothing */
+    _Atomic uint32_t daemon_state;    /* enum osp_daemon_state; ospreyd stores release after
+          the file is renamed (DONE) or daemon_error is written (FAILED); the shim loads acquire. */
+    _Atomic int32_t daemon_pid;       /* written by ospreyd at attach (relaxed; informational) */
+    _Atomic uint32_t stopped;         /* ospreyd: 1 once it ended the profile at stop_at_ns
+          (release, before DONE): the handler returns at once, exit waits for nothing */
     _Atomic uint64_t dropped;         /* samples lost inside the target (per-thread ring full,
           event ring full, interning/allocation failure). Written by the shim's threads
           (relaxed increments); ospreyd reads it relaxed after acquiring shim_state or after the

@@ -246,6 +246,11 @@ int osp__kernel_waits(void);
  * child (osp__switch_maps_release). Async-signal-safe. */
 void osp__switch_maps_set(void *const *maps, int n, size_t size);
 void osp__switch_maps_release(void);
+
+/* registry.c: the lock around the window in which the kernel takes our timers' ids from us
+ * (the program's timer_create waits for it). Not async-signal-safe. */
+void osp__timer_ids_lock(void);
+void osp__timer_ids_unlock(void);
 /* The handler found the thread blocked while ospreyd times waits: the open wait (if any) is
  * written as ending now, and a new one opens here with the stack pcs[0..depth). Async-signal-safe.
  */

@@ -368,8 +368,13 @@ __attribute__((visibility("default"))) int timer_create(clockid_t clock, struct 
     int (*real)(clockid_t, struct sigevent *, timer_t *);
     memcpy(&real, &sym, sizeof(real));
     if (sevp == NULL || sevp->sigev_notify != SIGEV_THREAD || sevp->sigev_notify_function == NULL ||
-        !osp__is_active())
-        return real(clock, sevp, timer);
+        !osp__is_active()) {
+        /* Never while the kernel takes a timer's id from its caller (registry.c). */
+        osp__timer_ids_lock();
+        int rc = real(clock, sevp, timer);
+        osp__timer_ids_unlock();
+        return rc;
+    }
     struct timer_callback *cb = malloc(sizeof *cb);
     if (cb == NULL)
         return real(clock, sevp, timer); /* unprofiled rather than not at all */
@@ -378,7 +383,9 @@ __attribute__((visibility("default"))) int timer_create(clockid_t clock, struct 
     struct sigevent wrapped = *sevp;
     wrapped.sigev_notify_function = timer_trampoline;
     wrapped.sigev_value.sival_ptr = cb;
+    osp__timer_ids_lock();
     int rc = real(clock, &wrapped, timer);
+    osp__timer_ids_unlock();
     if (rc != 0)
         free(cb);
     return rc;

@@ -88,6 +88,27 @@ static void stack_bounds(uint64_t *lo, uint64_t *hi)
     pthread_attr_destroy(&attr);
 }
 
+/* Our timers' ids are the program's business too: a program's first timer_create gets id 0
+ * plain, and a sweep deleting ids 0..63 must not delete ours. Where the kernel lets a process
+ * choose a timer's id (PR_TIMER_CREATE_RESTORE_IDS, Linux 6.16), ours are taken from the top
+ * of the range down, and the kernel's cursor is put back at 0 by a timer made and deleted at
+ * INT_MAX: the program's ids are then as without us. The window is closed to the program's
+ * own timer_create (the interposer takes the same lock). */
+#define OSP__PR_TIMER_CREATE_RESTORE_IDS 77
+static pthread_mutex_t timer_ids_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int timer_ids_choosable = 1; /* until the kernel says otherwise */
+static int next_timer_id = INT32_MAX - 1;   /* under timer_ids_lock */
+
+void osp__timer_ids_lock(void)
+{
+    pthread_mutex_lock(&timer_ids_lock);
+}
+
+void osp__timer_ids_unlock(void)
+{
+    pthread_mutex_unlock(&timer_ids_lock);
+}
+
 /* Create a timer of the calling thread on `clock`: SIGPROF to itself, tagged as ours. Returns
  * its kernel id, or -1. */
 static int thread_timer_create(clockid_t clock)
@@ -101,6 +122,31 @@ static int thread_timer_create(clockid_t clock)
     int timer = -1;
     /* The raw call: the C library's timer_create starts a helper thread for SIGEV_THREAD, and
      * we want nothing of it. */
+    if (atomic_load_explicit(&timer_ids_choosable, memory_order_relaxed)) {
+        pthread_mutex_lock(&timer_ids_lock);
+        int chose = osp__sys(SYS_prctl, OSP__PR_TIMER_CREATE_RESTORE_IDS, 1, 0, 0, 0) == 0;
+        int made = -1;
+        for (int attempt = 0; chose && made != 0 && attempt < 8 && next_timer_id > 1 << 30;
+             attempt++) {
+            timer = next_timer_id--;
+            made = (int)osp__sys(SYS_timer_create, clock, (long)&sev, (long)&timer, 0, 0);
+        }
+        if (chose) {
+            /* The cursor back at 0: the next id the kernel picks for the program is the lowest
+             * free one, as if ours did not exist. */
+            int top = INT32_MAX;
+            struct sigevent none = {.sigev_notify = SIGEV_NONE};
+            if (osp__sys(SYS_timer_create, CLOCK_MONOTONIC, (long)&none, (long)&top, 0, 0) == 0)
+                osp__sys(SYS_timer_delete, top, 0, 0, 0, 0);
+            osp__sys(SYS_prctl, OSP__PR_TIMER_CREATE_RESTORE_IDS, 0, 0, 0, 0);
+        } else {
+            atomic_store_explicit(&timer_ids_choosable, 0, memory_order_relaxed);
+        }
+        pthread_mutex_unlock(&timer_ids_lock);
+        if (made == 0)
+            return timer;
+        timer = -1;
+    }
     if (osp__sys(SYS_timer_create, clock, (long)&sev, (long)&timer, 0, 0) != 0)
         return -1;
     return timer;

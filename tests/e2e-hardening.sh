@@ -10,6 +10,9 @@
 #   longjmp       a SIGALRM handler that longjmps out of a guarded pause(): the mask the
 #                 program sees and the CPU time after it as plain;
 #   sigevthread   a SIGEV_THREAD timer's callback burning 0.3 s: its CPU time recorded;
+#   timerids      the program's first timer id is 0 and a sweep of ids 0..63 deletes only its
+#                 own (the profiler's timers sit at the top of the id range): output as plain,
+#                 and a worker running after the sweep is still sampled;
 #   shortthreads  2000 threads of 300 us CPU and 500 of 1.5 ms: their CPU time recorded within
 #                 10% (each thread starts at a random phase of the period; what its timers
 #                 could not sample is paid when it ends);
@@ -66,7 +69,7 @@ done
 # A program's handler that changes the mask during a guarded call, and one that longjmps out
 # of it: their CPU time is still recorded (before: 5 periods of 5.7 s; 0 of 0.3 s). A
 # SIGEV_THREAD timer's callback, on a thread the C library starts: recorded (before: absent).
-for mode in alarmpoll longjmp sigevthread; do
+for mode in alarmpoll longjmp sigevthread timerids; do
   same_as_plain "$mode" "$mode"
   python3 - "$work/$mode.raw.json" "$work/$mode.err" "$mode" <<'PY' || fail "$mode: CPU time not recorded (above)"
 import json, sys

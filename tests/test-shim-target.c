@@ -48,6 +48,9 @@
  *   longjmp               a SIGALRM handler longjmps out of pause() (the timeout idiom), then
  *                         the program spins 300 ms of CPU; prints whether its mask shows
  *                         SIGPROF blocked, and on stderr its CPU time
+ *   timerids              the program's first timer is id 0 and a sweep of ids 0..63 deletes
+ *                         only its own; a worker's 0.5 s of CPU after the sweep (cpu_ns on
+ *                         stderr)
  *   sigevthread           a SIGEV_THREAD timer whose callback (on a thread the C library starts)
  *                         spins 300 ms of CPU time; main waits for it; on stderr the CPU time
  *                         of the callback ("cpu_ns N")
@@ -789,6 +792,40 @@ static int mode_sigev_thread(void)
     return 0;
 }
 
+/* The program's own timer ids: its first timer is id 0, as plain, and a sweep that deletes
+ * ids 0..63 (a cleanup some programs do) deletes its own timer, not the profiler's: a worker
+ * started before the sweep and burning 0.5 s of CPU after it is still sampled. */
+static _Atomic uint64_t worker_cpu;
+static void *timer_ids_worker(void *arg)
+{
+    (void)arg;
+    usleep(100000); /* the sweep happens meanwhile */
+    uint64_t t0 = cpu_ns();
+    while (cpu_ns() - t0 < 500000000u)
+        sink++;
+    atomic_store(&worker_cpu, cpu_ns());
+    return NULL;
+}
+
+static int mode_timer_ids(void)
+{
+    struct sigevent none = {.sigev_notify = SIGEV_NONE};
+    timer_t timer;
+    if (timer_create(CLOCK_MONOTONIC, &none, &timer) != 0)
+        return 1;
+    printf("first timer id %ld\n", (long)(intptr_t)timer);
+    pthread_t worker;
+    pthread_create(&worker, NULL, timer_ids_worker, NULL);
+    usleep(20000);
+    int deleted = 0;
+    for (long id = 0; id < 64; id++)
+        deleted += syscall(SYS_timer_delete, id) == 0;
+    printf("sweep deleted %d\n", deleted);
+    pthread_join(worker, NULL);
+    fprintf(stderr, "cpu_ns %llu\n", (unsigned long long)atomic_load(&worker_cpu));
+    return 0;
+}
+
 __attribute__((constructor(101))) static void early_sigprof(void)
 {
     const char *early = getenv("TARGET_SIGPROF_EARLY");
@@ -859,6 +896,8 @@ int main(int argc, char **argv)
         return mode_longjmp();
     if (strcmp(mode, "sigevthread") == 0)
         return mode_sigev_thread();
+    if (strcmp(mode, "timerids") == 0)
+        return mode_timer_ids();
     if (strcmp(mode, "environment") == 0)
         return mode_environment();
     if (strcmp(mode, "stderrfile") == 0 && argc > 2)
