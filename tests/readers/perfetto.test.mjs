@@ -16,20 +16,25 @@ const isUint32 = v => Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
 const isTime = v => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 const track = e => `${e.pid}:${e.tid}`;
 
-// The report's thread lines: "thread 0 (main)  running 98.4%  waiting 1.6%  (1215 samples)"
+// The report's thread lines: "thread 0 (main)  running 98.4%  waiting 1.6%  (1215 samples)",
+// or "running 96.7%  preempted 3.3%  waiting 0.0%  (356 samples)"
 // (a runtime's own fibers: "fiber 7 (fiber)"); the trace names each track "fiber ID (LABEL)".
 function fibers() {
   const text = fs.readFileSync(path.join(runDir, 'report.txt'), 'utf8');
   const rate = report().rate;
   const found = [];
-  const line = /^\s+(?:thread|fiber) (-?\d+) \((.*)\)\s+running\s+([\d.]+)%\s+waiting\s+([\d.]+)%\s+\((\d+) samples\)/;
+  // With the kernel's switch records a preempted share stands between them: the shares are of
+  // the thread's time, samples and preempted periods together.
+  const line = /^\s+(?:thread|fiber) (-?\d+) \((.*)\)\s+running\s+([\d.]+)%(?:\s+preempted\s+([\d.]+)%)?\s+waiting\s+([\d.]+)%\s+\((\d+) samples\)/;
   for (const row of text.split('\n')) {
     const match = line.exec(row);
     if (!match) continue;
-    const seconds = parseInt(match[5], 10) / rate;
-    found.push({name: `fiber ${match[1]} (${match[2]})`, periods: parseInt(match[5], 10),
+    const sampled = parseInt(match[6], 10) / rate;
+    const preempted = match[4] !== undefined ? parseFloat(match[4]) / 100 : 0;
+    const seconds = preempted < 1 ? sampled / (1 - preempted) : sampled;
+    found.push({name: `fiber ${match[1]} (${match[2]})`, periods: parseInt(match[6], 10),
                 running: seconds * parseFloat(match[3]) / 100,
-                waiting: seconds * parseFloat(match[4]) / 100});
+                waiting: seconds * parseFloat(match[5]) / 100});
   }
   assert.ok(found.length >= 2, `thread lines in:\n${text}`);
   return found;
