@@ -38,9 +38,15 @@ int ospd_switches_attach(struct ospd_switches *sw, int first_fd, int count)
 {
     memset(sw, 0, sizeof *sw);
     long page = sysconf(_SC_PAGESIZE);
-    size_t size = (size_t)(1 + OSP_SWITCH_RING_PAGES) * (size_t)page;
     for (int i = 0; i < count && i < (int)OSP_MAX_SWITCH_FDS; i++) {
+        /* The ring the shim mapped: the full size, else the quarter it fell back to (a
+         * mapping of another size than the kernel's ring is refused). */
+        size_t size = (size_t)(1 + OSP_SWITCH_RING_PAGES) * (size_t)page;
         void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, first_fd + i, 0);
+        if (map == MAP_FAILED) {
+            size = (size_t)(1 + OSP_SWITCH_RING_PAGES / 4) * (size_t)page;
+            map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, first_fd + i, 0);
+        }
         if (map == MAP_FAILED) {
             int err = errno;
             ospd_switches_close(sw);

@@ -352,7 +352,7 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
  * ospreyd, their sites come from the shim (OSP_REC_WAIT_SPAN), and preempted time is kept
  * apart from CPU time. Without the events (a container or a kernel that forbids them),
  * kernel_waits_ns stays 0 and the shim times waits itself. */
-#define OSP_SWITCH_RING_PAGES 16u  /* data pages of each CPU's ring: 64 KiB of 4 KiB pages */
+#define OSP_SWITCH_RING_PAGES 64u  /* data pages of each CPU's ring: 256 KiB of 4 KiB pages */
 #define OSP_MAX_SWITCH_FDS    256u /* more CPUs than this: no kernel records */
 
 #define OSP_SLOT_RING_SIZE 4096u /* default bytes of a slot's ring */

@@ -47,8 +47,8 @@ int osp__switches_open(int *fds, int max)
     attr.use_clockid = 1;
     attr.clockid = CLOCK_MONOTONIC;
     attr.watermark = 1;
-    attr.wakeup_watermark = OSP_SWITCH_RING_PAGES * 4096u / 2;
-    attr.remove_on_exec = 1; /* an exec'd image opens its own */
+    attr.wakeup_watermark = OSP_SWITCH_RING_PAGES * 4096u / 4; /* ospreyd reads at a quarter */
+    attr.remove_on_exec = 1;                                   /* an exec'd image opens its own */
     int n = 0;
     for (long cpu = 0; cpu < cpus; cpu++) {
         long fd = osp__sys(SYS_perf_event_open, (long)&attr, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -66,19 +66,26 @@ int osp__switches_open(int *fds, int max)
     }
     /* The kernel allocates a ring, and keeps records, only once one is mapped: map each now,
      * so that nothing between boot and ospreyd's own mapping is lost. */
-    size_t size = (size_t)(1 + OSP_SWITCH_RING_PAGES) * (size_t)sysconf(_SC_PAGESIZE);
     void *maps[OSP_MAX_SWITCH_FDS];
-    for (int i = 0; i < n; i++) {
-        maps[i] = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
-        if (maps[i] == MAP_FAILED) { /* over the locked-memory limit, say: no records */
-            for (int j = 0; j < i; j++)
-                munmap(maps[j], size);
-            osp__switches_close(fds, n);
-            return 0;
+    /* The full ring, else a quarter of it (over the user's locked-memory limit for perf
+     * buffers, perf_event_mlock_kb): ospreyd maps what it finds (the first page says). */
+    for (uint32_t pages = OSP_SWITCH_RING_PAGES; pages >= OSP_SWITCH_RING_PAGES / 4; pages /= 4) {
+        size_t size = (size_t)(1 + pages) * (size_t)sysconf(_SC_PAGESIZE);
+        int i = 0;
+        for (; i < n; i++) {
+            maps[i] = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
+            if (maps[i] == MAP_FAILED)
+                break;
         }
+        if (i == n) {
+            osp__switch_maps_set(maps, n, size);
+            return n;
+        }
+        for (int j = 0; j < i; j++)
+            munmap(maps[j], size);
     }
-    osp__switch_maps_set(maps, n, size);
-    return n;
+    osp__switches_close(fds, n); /* no ring at all: no records */
+    return 0;
 }
 
 void osp__switches_close(int *fds, int n)
