@@ -751,12 +751,18 @@ static void stop_now(struct ospd_daemon *d)
     finish(d, OSPD_EXIT_STOPPED);
 }
 
-/* A switch ring is half full: read them all now. */
+/* A switch ring is a quarter full: read them all now. Hung up (the target exec'd away, which
+ * removes the events, or ended): poll it no more (a hung-up descriptor polls ready for good,
+ * which spun ospreyd until its next liveness check), and look at the target now. */
 static void on_switches(uv_poll_t *poll, int status, int events)
 {
-    (void)status;
-    (void)events;
     struct ospd_daemon *d = poll->data;
+    if (status < 0 || (events & UV_DISCONNECT)) {
+        uv_poll_stop(poll);
+        if (!d->finished)
+            check_liveness(d, clock_ns(CLOCK_MONOTONIC));
+        return;
+    }
     if (d->finished || d->collector.waits.since_ns == 0)
         return;
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
@@ -861,7 +867,7 @@ static int run(struct ospd_daemon *d)
         for (int i = 0; i < d->switches.count; i++)
             if (uv_poll_init(d->loop, &d->switch_polls[i], d->switches.rings[i].fd) == 0) {
                 d->switch_polls[i].data = d;
-                uv_poll_start(&d->switch_polls[i], UV_READABLE, on_switches);
+                uv_poll_start(&d->switch_polls[i], UV_READABLE | UV_DISCONNECT, on_switches);
             }
         uint64_t since = clock_ns(CLOCK_MONOTONIC);
         d->collector.waits.since_ns = since;
