@@ -123,6 +123,9 @@ struct ospd_wait_thread {
     uint64_t since_ns;    /* when the current state began */
     uint64_t block_start; /* of the open (or tentative) block */
     uint64_t tentative_end;
+    uint64_t tentative_run_ns; /* of that wake-up, while it was on a CPU */
+    uint64_t captures[8];      /* the last capture instants the shim reported (a ring) */
+    uint32_t capture_next;
     uint64_t poked_for; /* block_start of the block ospreyd last asked the stack of */
     int64_t credit_ns;  /* waited time not yet paid as WAITING periods */
     uint64_t waited_ns, preempted_ns;

@@ -210,8 +210,8 @@ static void resolve_thread(struct ospd_collector *c, uint32_t thread, struct osp
 static void finish_block(struct ospd_collector *c, uint32_t thread, struct ospd_wait_thread *wt,
                          uint64_t start, uint64_t end)
 {
-    if (end <= start || end <= c->waits.since_ns)
-        return; /* before ospreyd timed waits: the shim wrote it */
+    if (end <= start)
+        return;
     if (wt->block_count == wt->blocks_cap) {
         uint64_t cap = wt->blocks_cap;
         if (ospd_grow((void **)&wt->blocks, &cap, (uint64_t)wt->block_count + 1,
@@ -227,6 +227,21 @@ static void finish_block(struct ospd_collector *c, uint32_t thread, struct ospd_
     c->waits.blocks++;
     if (wt->block_count > MAX_PENDING)
         resolve_thread(c, thread, wt, end, false);
+}
+
+/* Did the shim's handler find the thread blocked within [from, to]? The slot says when it
+ * last did; the captures it reported say when it did before (the slot's may be newer by the
+ * time ospreyd reads a late record). */
+static bool captured_in(const struct ospd_waits *w, const struct ospd_wait_thread *wt,
+                        uint32_t thread, uint64_t from, uint64_t to)
+{
+    uint64_t live = w->capture_of != NULL ? w->capture_of(w->capture_ctx, thread) : 0;
+    if (live >= from && live <= to)
+        return true;
+    for (int i = 0; i < 8; i++)
+        if (wt->captures[i] >= from && wt->captures[i] <= to)
+            return true;
+    return false;
 }
 
 void ospd_waits_switch(struct ospd_collector *c, int32_t tid, uint64_t t_ns, bool out,
@@ -246,6 +261,7 @@ void ospd_waits_switch(struct ospd_collector *c, int32_t tid, uint64_t t_ns, boo
         if (wt->state == OSPD_KSTATE_BLOCKED) {
             wt->tentative = true; /* it may be only our handler's wake-up */
             wt->tentative_end = t_ns;
+            wt->tentative_run_ns = 0;
         } else if (wt->state == OSPD_KSTATE_PREEMPTED && t_ns > wt->since_ns) {
             wt->preempted_ns += t_ns - wt->since_ns;
         }
@@ -253,17 +269,22 @@ void ospd_waits_switch(struct ospd_collector *c, int32_t tid, uint64_t t_ns, boo
         wt->since_ns = t_ns;
         return;
     }
-    if (wt->tentative && preempted && t_ns - wt->tentative_end <= MERGE_GAP_NS) {
+    /* The running time of a wake-up that may be our handler's: a loaded machine may preempt
+     * it (and keep it waiting for a CPU for long) in the middle. */
+    uint64_t ran =
+        wt->tentative_run_ns +
+        (wt->state == OSPD_KSTATE_RUNNING && t_ns > wt->since_ns ? t_ns - wt->since_ns : 0);
+    if (wt->tentative && preempted && ran <= MERGE_GAP_NS) {
         /* Preempted in the middle of our handler's wake-up, perhaps: still undecided. */
+        wt->tentative_run_ns = ran;
         wt->state = OSPD_KSTATE_PREEMPTED;
         wt->since_ns = t_ns;
         return;
     }
     if (wt->tentative) {
         wt->tentative = false;
-        uint64_t capture = w->capture_of != NULL ? w->capture_of(w->capture_ctx, thread) : 0;
-        if (!preempted && wt->state == OSPD_KSTATE_RUNNING && capture >= wt->tentative_end &&
-            capture <= t_ns && t_ns - wt->tentative_end <= MERGE_GAP_NS) {
+        if (!preempted && wt->state == OSPD_KSTATE_RUNNING && ran <= MERGE_GAP_NS &&
+            captured_in(w, wt, thread, wt->tentative_end, t_ns)) {
             wt->state = OSPD_KSTATE_BLOCKED; /* the same wait goes on */
             wt->since_ns = t_ns;
             return;
@@ -296,6 +317,7 @@ void ospd_waits_span(struct ospd_collector *c, uint32_t thread, uint64_t start_n
     wt->spans[wt->span_count++] = (struct ospd_wait_span){
         .start_ns = start_ns, .end_ns = end_ns, .stack = stack, .flags = flags};
     if ((flags & OSP_SPAN_CAPTURED_START) && end_ns == start_ns) { /* a capture, as it happened */
+        wt->captures[wt->capture_next++ % 8] = start_ns;
         wt->site_streak = (int64_t)stack == wt->last_capture
                               ? (wt->site_streak < 4 ? wt->site_streak + 1 : 4)
                               : 0;
@@ -312,7 +334,13 @@ void ospd_waits_resolve(struct ospd_collector *c, uint64_t now_ns, bool final)
     struct ospd_waits *w = &c->waits;
     for (uint32_t i = 0; i < w->cap && i < c->thread_count; i++) {
         struct ospd_wait_thread *wt = &w->by_thread[i];
-        if (wt->tentative && (final || now_ns > wt->tentative_end + MERGE_GAP_NS)) {
+        /* A wake-up that ran longer than the handler's would, or stayed undecided a second
+         * (preempted all along), was the program's. */
+        uint64_t ran =
+            wt->tentative_run_ns +
+            (wt->state == OSPD_KSTATE_RUNNING && now_ns > wt->since_ns ? now_ns - wt->since_ns : 0);
+        if (wt->tentative &&
+            (final || ran > MERGE_GAP_NS || now_ns > wt->tentative_end + 1000000000u)) {
             wt->tentative = false;
             finish_block(c, i, wt, wt->block_start, wt->tentative_end);
         }

@@ -110,11 +110,12 @@ struct osp_ring_header {
           event ring full, interning/allocation failure). Written by the shim's threads
           (relaxed increments); ospreyd reads it relaxed after acquiring shim_state or after the
           target has died: a count, not a synchronisation point. */
-    _Atomic uint64_t kernel_waits_ns; /* ospreyd: 0, or the CLOCK_MONOTONIC instant from which
-       it times the target's waits itself, from the kernel's context-switch records (see "Waits
-       from the kernel" below): a wait the shim closes after it reads nonzero here is written
-       as an OSP_REC_WAIT_SPAN (its site), not as a WAITING sample (its length). Stored
-       release once the records' rings are mapped; the shim loads it acquire. */
+    _Atomic uint64_t kernel_waits_ns; /* ospreyd: 0, or the CLOCK_MONOTONIC instant at which it
+       mapped the context-switch records' rings the shim handed it (see "Waits from the
+       kernel" below); the shim, which mapped them at boot so that no record is lost, unmaps
+       its own once it reads nonzero here. Stored release; the shim loads it acquire. A shim
+       that handed the rings on writes every wait as an OSP_REC_WAIT_SPAN (its site) from the
+       start of the run, and ospreyd times every block of the records. */
     char daemon_error[256];           /* ospreyd: one NUL-terminated line, valid when FAILED */
 
     /* --- producer index: its own cache line --- */

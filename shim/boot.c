@@ -685,7 +685,7 @@ static void at_fork_child(void)
         unwind_map = MAP_FAILED;
     }
     unwind_fd_close();
-    osp__switch_maps_release(); /* the parent's */
+    osp__kernel_waits_off(); /* the parent's */
 }
 
 static void boot(void)
@@ -773,7 +773,7 @@ static void boot(void)
     daemon_spawned = spawn_daemon(&env) == 0;
     unwind_fd_close(); /* ospreyd has its own now */
     if (!daemon_spawned)
-        osp__switch_maps_release(); /* nobody will read them */
+        osp__kernel_waits_off(); /* nobody will read them */
     atexit(at_exit);
 }
 

@@ -237,8 +237,9 @@ struct osp__slot {
  * full (the caller counts the drop, or carries the weight). Async-signal-safe. */
 int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
                      uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth);
-/* Does ospreyd time this run's waits from the kernel's context-switch records (the header's
- * kernel_waits_ns)? Then a wait is written as its site (OSP_REC_WAIT_SPAN). Async-signal-safe. */
+/* Does ospreyd time this run's waits from the kernel's context-switch records (the shim opened
+ * and mapped them at boot, and handed them on)? Then a wait is written as its site
+ * (OSP_REC_WAIT_SPAN), from the start of the run. Async-signal-safe. */
 int osp__kernel_waits(void);
 /* The context-switch events' rings, mapped by the shim from their opening (switches.c) until
  * ospreyd has mapped them too: the kernel keeps a record only once a ring is mapped. The
@@ -246,6 +247,9 @@ int osp__kernel_waits(void);
  * child (osp__switch_maps_release). Async-signal-safe. */
 void osp__switch_maps_set(void *const *maps, int n, size_t size);
 void osp__switch_maps_release(void);
+/* No ospreyd will read the records (it could not be started, a forked child): the shim times
+ * waits itself again. Async-signal-safe. */
+void osp__kernel_waits_off(void);
 
 /* registry.c: the lock around the window in which the kernel takes our timers' ids from us
  * (the program's timer_create waits for it). Not async-signal-safe. */

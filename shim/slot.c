@@ -52,6 +52,9 @@ int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint6
 static void *switch_maps[OSP_MAX_SWITCH_FDS];
 static size_t switch_map_size;
 static _Atomic int switch_maps_held;
+/* The run's waits are ospreyd's to time: the shim opened and mapped the switch events at boot,
+ * and handed them on. Set once, before the first thread runs; cleared when no ospreyd came. */
+static _Atomic int switches_on;
 
 void osp__switch_maps_set(void *const *maps, int n, size_t size)
 {
@@ -59,6 +62,13 @@ void osp__switch_maps_set(void *const *maps, int n, size_t size)
         switch_maps[i] = maps[i];
     switch_map_size = size;
     atomic_store_explicit(&switch_maps_held, n, memory_order_release);
+    atomic_store_explicit(&switches_on, n > 0, memory_order_release);
+}
+
+void osp__kernel_waits_off(void)
+{
+    atomic_store_explicit(&switches_on, 0, memory_order_release);
+    osp__switch_maps_release();
 }
 
 /* Async-signal-safe: raw munmap, once. */
@@ -72,12 +82,15 @@ void osp__switch_maps_release(void)
 /* Async-signal-safe. */
 int osp__kernel_waits(void)
 {
+    /* Relaxed: set before any thread of the program ran (boot), cleared only at boot too. */
+    if (!atomic_load_explicit(&switches_on, memory_order_relaxed))
+        return 0;
     struct osp_ring_header *h = osp__header;
-    /* Acquire: pairs with ospreyd's release once the records' rings are mapped. */
-    int on = h != NULL && atomic_load_explicit(&h->kernel_waits_ns, memory_order_acquire) != 0;
-    if (on && atomic_load_explicit(&switch_maps_held, memory_order_relaxed) != 0)
+    /* Acquire: pairs with ospreyd's release once it has mapped the rings too. */
+    if (h != NULL && atomic_load_explicit(&switch_maps_held, memory_order_relaxed) != 0 &&
+        atomic_load_explicit(&h->kernel_waits_ns, memory_order_acquire) != 0)
         osp__switch_maps_release(); /* ospreyd holds the rings now */
-    return on;
+    return 1;
 }
 
 /* A wait's site for ospreyd: written when it was long enough to be a sample of its own, when

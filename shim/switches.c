@@ -47,13 +47,19 @@ int osp__switches_open(int *fds, int max)
     attr.use_clockid = 1;
     attr.clockid = CLOCK_MONOTONIC;
     attr.watermark = 1;
-    attr.wakeup_watermark = OSP_SWITCH_RING_PAGES * 4096u / 4; /* ospreyd reads at a quarter */
-    attr.remove_on_exec = 1;                                   /* an exec'd image opens its own */
+    /* ospreyd reads a ring at a quarter full; an exec'd image opens its own events; threads
+     * only inherit them: a forked child costs and sends nothing. */
+    attr.wakeup_watermark = OSP_SWITCH_RING_PAGES * 4096u / 4;
+    attr.remove_on_exec = 1;
+    attr.inherit_thread = 1;
     int n = 0;
     for (long cpu = 0; cpu < cpus; cpu++) {
         long fd = osp__sys(SYS_perf_event_open, (long)&attr, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0 && errno == EINVAL && attr.remove_on_exec) {
-            attr.remove_on_exec = 0; /* before Linux 5.13: ospreyd ignores other images */
+            /* Before Linux 5.13: children inherit the events too, and ospreyd ignores their
+             * records (another pid), as it does another image's. */
+            attr.remove_on_exec = 0;
+            attr.inherit_thread = 0;
             fd = osp__sys(SYS_perf_event_open, (long)&attr, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
         }
         if (fd < 0 && (errno == ENODEV || errno == ENOENT))
