@@ -137,7 +137,8 @@ struct ospd_wait_thread {
     uint64_t span_horizon; /* end of the last span reported */
     int64_t last_stack;    /* the site of the last wait given one, -1 when none */
     int64_t last_capture;  /* the stack of the last capture span, -1 when none */
-    uint32_t site_streak;  /* captures in a row at that same site (at most 4) */
+    uint32_t site_streak;  /* captures in a row, in blocks of their own, at that same site (<= 4) */
+    uint64_t streak_block; /* the block the last of them fell in */
     uint32_t since_asked;  /* blocks since the thread was last asked for its site */
 };
 enum { OSPD_KSTATE_UNKNOWN = 0, OSPD_KSTATE_RUNNING, OSPD_KSTATE_BLOCKED, OSPD_KSTATE_PREEMPTED };

@@ -240,6 +240,14 @@ static int attach(struct ospd_daemon *d)
     ospd_collector_set_identity(&d->collector, &identity);
     /* Informational only: nothing synchronises on it, so relaxed. */
     atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
+    /* The switch records' rings before ATTACHED: a shim that sees ATTACHED without
+     * kernel_waits_ns times its waits itself from then on, and none is counted twice. */
+    if (switch_fds > 0 && ospd_switches_attach(&d->switches, 4, switch_fds) == 0) {
+        uint64_t since = clock_ns(CLOCK_MONOTONIC);
+        d->collector.waits.since_ns = since;
+        /* Release: the shim that sees it unmaps its own copies of the rings. */
+        atomic_store_explicit(&h->kernel_waits_ns, since, memory_order_release);
+    }
     /* Release: the pid store above is visible to a shim that acquires ATTACHED. */
     atomic_store_explicit(&h->daemon_state, OSP_DAEMON_ATTACHED, memory_order_release);
     return 0;
@@ -863,17 +871,11 @@ static int run(struct ospd_daemon *d)
         ospd_unwinder_scan(&d->unwinder);
     d->collector.waits.capture_of = capture_of;
     d->collector.waits.capture_ctx = d;
-    if (switch_fds > 0 && ospd_switches_attach(&d->switches, 4, switch_fds) == 0) {
-        for (int i = 0; i < d->switches.count; i++)
-            if (uv_poll_init(d->loop, &d->switch_polls[i], d->switches.rings[i].fd) == 0) {
-                d->switch_polls[i].data = d;
-                uv_poll_start(&d->switch_polls[i], UV_READABLE | UV_DISCONNECT, on_switches);
-            }
-        uint64_t since = clock_ns(CLOCK_MONOTONIC);
-        d->collector.waits.since_ns = since;
-        /* Release: the shim that sees it writes wait spans, and we time the waits. */
-        atomic_store_explicit(&d->header->kernel_waits_ns, since, memory_order_release);
-    }
+    for (int i = 0; i < d->switches.count; i++)
+        if (uv_poll_init(d->loop, &d->switch_polls[i], d->switches.rings[i].fd) == 0) {
+            d->switch_polls[i].data = d;
+            uv_poll_start(&d->switch_polls[i], UV_READABLE | UV_DISCONNECT, on_switches);
+        }
     d->collector.on_thread_end = on_thread_end;
     d->collector.ctx = d;
     d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);

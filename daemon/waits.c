@@ -318,9 +318,15 @@ void ospd_waits_span(struct ospd_collector *c, uint32_t thread, uint64_t start_n
         .start_ns = start_ns, .end_ns = end_ns, .stack = stack, .flags = flags};
     if ((flags & OSP_SPAN_CAPTURED_START) && end_ns == start_ns) { /* a capture, as it happened */
         wt->captures[wt->capture_next++ % 8] = start_ns;
-        wt->site_streak = (int64_t)stack == wt->last_capture
-                              ? (wt->site_streak < 4 ? wt->site_streak + 1 : 4)
-                              : 0;
+        /* Captures in one block (a re-look while rows were being built) are one finding. */
+        uint64_t block = wt->state == OSPD_KSTATE_BLOCKED && start_ns >= wt->block_start
+                             ? wt->block_start
+                             : start_ns;
+        if (block != wt->streak_block || (int64_t)stack != wt->last_capture)
+            wt->site_streak = (int64_t)stack == wt->last_capture
+                                  ? (wt->site_streak < 4 ? wt->site_streak + 1 : 4)
+                                  : 0;
+        wt->streak_block = block;
         wt->last_capture = stack;
     }
     if (end_ns > wt->span_horizon)

@@ -86,11 +86,17 @@ int osp__kernel_waits(void)
     if (!atomic_load_explicit(&switches_on, memory_order_relaxed))
         return 0;
     struct osp_ring_header *h = osp__header;
-    /* Acquire: pairs with ospreyd's release once it has mapped the rings too. */
-    if (h != NULL && atomic_load_explicit(&switch_maps_held, memory_order_relaxed) != 0 &&
-        atomic_load_explicit(&h->kernel_waits_ns, memory_order_acquire) != 0)
-        osp__switch_maps_release(); /* ospreyd holds the rings now */
-    return 1;
+    if (h == NULL)
+        return 0;
+    /* Acquire: pairs with ospreyd's release once it has mapped the rings too (before it says
+     * ATTACHED). Until ospreyd attaches, its records are awaited: the waits are its. */
+    if (atomic_load_explicit(&h->kernel_waits_ns, memory_order_acquire) != 0) {
+        if (atomic_load_explicit(&switch_maps_held, memory_order_relaxed) != 0)
+            osp__switch_maps_release(); /* ospreyd holds the rings now */
+        return 1;
+    }
+    /* Attached without them (a collector that did not take them): the shim's own again. */
+    return atomic_load_explicit(&h->daemon_state, memory_order_acquire) == OSP_DAEMON_NONE;
 }
 
 /* A wait's site for ospreyd: written when it was long enough to be a sample of its own, when

@@ -244,6 +244,8 @@ static int drain_ring(struct osp_ring_header *h, _Atomic uint64_t *head_index,
             deep_waiting += r.state == OSP_STATE_WAITING && r.depth >= 2;
             break;
         }
+        case OSP_REC_WAIT_SPAN: /* the waits' sites, before a collector said it times them */
+            break;
         case OSP_REC_REPEAT: {
             struct osp_rec_repeat r;
             memcpy(&r, rec, sizeof(r));
