@@ -92,11 +92,12 @@ struct boot_env {
     char profile[PATH_MAX];
     char hz[32];
     char seconds[32]; /* OSPREY_PROFILE_SECONDS: profile this long, then let the program run */
+    char until[32];   /* OSPREY_PROFILE_UNTIL_NS: the same as a CLOCK_MONOTONIC instant */
     char daemon[PATH_MAX];
     char export_formats[256]; /* OSPREY_EXPORT: outputs ospreyd writes beside the raw file */
     long root_pid;            /* OSPREY_PROFILE_ROOT_PID, 0 when unset */
     long last_pid; /* OSPREY_PROFILE_LAST_PID: the latest process image that booted here */
-    int has_profile, has_hz, has_daemon, has_export, has_seconds;
+    int has_profile, has_hz, has_daemon, has_export, has_seconds, has_until;
 };
 
 static int copy_env(const char *name, char *out, size_t outsz)
@@ -114,6 +115,7 @@ static void read_env(struct boot_env *env)
     env->has_profile = copy_env("OSPREY_PROFILE", env->profile, sizeof(env->profile));
     env->has_hz = copy_env("OSPREY_PROFILE_HZ", env->hz, sizeof(env->hz));
     env->has_seconds = copy_env("OSPREY_PROFILE_SECONDS", env->seconds, sizeof(env->seconds));
+    env->has_until = copy_env("OSPREY_PROFILE_UNTIL_NS", env->until, sizeof(env->until));
     env->has_daemon = copy_env("OSPREY_DAEMON", env->daemon, sizeof(env->daemon));
     env->has_export = copy_env("OSPREY_EXPORT", env->export_formats, sizeof(env->export_formats));
     const char *root = getenv("OSPREY_PROFILE_ROOT_PID");
@@ -727,7 +729,15 @@ static void boot(void)
         osp__warn("cannot create the shared-memory ring: %s; profiling is off", strerror(-err));
         return;
     }
-    if (env.has_seconds) {
+    if (env.has_until) {
+        /* One end for every image of the run (osprey --duration sets it): a launcher that
+         * execs the program, and the program, stop at the same instant. */
+        char *end;
+        unsigned long long until = strtoull(env.until, &end, 10);
+        if (end != env.until && *end == '\0' && until > 0)
+            ring_header->stop_at_ns =
+                until > ring_header->start_mono_ns ? until : ring_header->start_mono_ns;
+    } else if (env.has_seconds) {
         char *end;
         double seconds = strtod(env.seconds, &end);
         if (end != env.seconds && *end == '\0' && seconds > 0 && seconds < 1e7)

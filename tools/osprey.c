@@ -18,6 +18,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ospc.h"
@@ -546,6 +547,19 @@ static char **profile_environment(const struct osprey_paths *paths, const char *
         char **with_seconds = osprey_env_set(with_daemon, "OSPREY_PROFILE_SECONDS", seconds, 0);
         osprey_env_free(with_daemon);
         with_daemon = with_seconds;
+        /* And as one instant for every image of the run (a launcher that execs the program
+         * must not restart the clock): the program starts now. */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        char until[32];
+        snprintf(until, sizeof until, "%llu",
+                 (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec +
+                     (unsigned long long)(duration * 1e9));
+        char **with_until = with_daemon != NULL
+                                ? osprey_env_set(with_daemon, "OSPREY_PROFILE_UNTIL_NS", until, 0)
+                                : NULL;
+        osprey_env_free(with_daemon);
+        with_daemon = with_until;
     }
     if (with_daemon == NULL || !preload)
         return with_daemon;
