@@ -193,9 +193,11 @@ async function walkThrough(t) {
     assert.match(tooltip, /checksum_block/);
     // The rectangle is one call path of checksum_block: its share is the function's total, or
     // a little less where a few samples came by another path (those taken before ospreyd had
-    // published the C library's unwind rows stop at start_thread).
+    // published the C library's unwind rows stop at start_thread). The editor runs with a
+    // cache of its own (a new HOME), so the rows are built from scratch: up to 5% of a 2 s
+    // run on a loaded machine (3.4% seen).
     const shown = Number(/On-CPU total: [^(]*\(([0-9.]+)%\)/.exec(tooltip)?.[1]);
-    assert.ok(shown <= Number(total) && Number(total) - shown <= 2, `${tooltip} (function total ${total}%)`);
+    assert.ok(shown <= Number(total) && Number(total) - shown <= 5, `${tooltip} (function total ${total}%)`);
     assert.ok(box.width > 100);
     await frame.fill('#search', 'checksum');
     assert.equal(await frame.locator('#match-summary').textContent(), `${total}% of on-CPU time matches`);
