@@ -116,12 +116,7 @@ static int guarded_call_ran(struct osp__slot *s, const siginfo_t *info, int from
     if (!from_wall || s->guard_cpu_ns == 0 || cpu <= s->guard_cpu_ns || now <= s->wait_t_ns)
         return 0;
     uint64_t used = cpu - s->guard_cpu_ns, wall = now - s->wait_t_ns;
-    uint64_t x = s->jitter_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    s->jitter_state = x;
-    return (x * UINT64_C(2685821657736338717)) % wall < used;
+    return osp__slot_random(s) % wall < used;
 }
 
 /* Async-signal-safe. */

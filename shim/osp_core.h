@@ -277,6 +277,9 @@ void osp__slot_wants_attention(const struct osp__slot *s);
  * to 60% of a period; the thread itself calls it, so the kernel's timer sits on its CPU and
  * interrupts it in place. Nothing while our signals are paused. Async-signal-safe. */
 void osp__slot_arm_sampling(struct osp__slot *s, uint64_t due_ns);
+/* The next number of the slot's own generator (its jitter_state, xorshift64*): the sampling
+ * timer's jitter, and the handler's draws. Async-signal-safe. */
+uint64_t osp__slot_random(struct osp__slot *s);
 /* Arm the thread's CPU-time timer to fire once it has used cpu_ns more CPU time (from
  * last_cpu_ns). Nothing while our signals are paused. Async-signal-safe. */
 void osp__slot_arm_cpu_timer(struct osp__slot *s, uint64_t cpu_ns);

@@ -187,17 +187,21 @@ static int signals_paused(void)
     return h == NULL || atomic_load_explicit(&h->signals_paused, memory_order_relaxed) != 0;
 }
 
-void osp__slot_arm_sampling(struct osp__slot *s, uint64_t due_ns)
+uint64_t osp__slot_random(struct osp__slot *s)
 {
-    if (s->wall_timer < 0 || signals_paused())
-        return;
-    uint64_t x = s->jitter_state;
+    uint64_t x = s->jitter_state; /* xorshift64* */
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
     s->jitter_state = x;
-    uint64_t at =
-        due_ns + ((x * UINT64_C(2685821657736338717)) >> 11) % (osp__period_ns * 6 / 10 + 1);
+    return x * UINT64_C(2685821657736338717);
+}
+
+void osp__slot_arm_sampling(struct osp__slot *s, uint64_t due_ns)
+{
+    if (s->wall_timer < 0 || signals_paused())
+        return;
+    uint64_t at = due_ns + (osp__slot_random(s) >> 11) % (osp__period_ns * 6 / 10 + 1);
     s->wall_due_ns = at;
     struct itimerspec its = {.it_value = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)}};
     osp__sys(SYS_timer_settime, s->wall_timer, TIMER_ABSTIME, (long)&its, 0, 0);
