@@ -72,6 +72,8 @@ void ospd_collector_set_identity(struct ospd_collector *c, const struct osp_ring
     c->rate_hz = h->rate_hz;
     c->start_unix_ns = h->start_unix_ns;
     c->start_mono_ns = h->start_mono_ns;
+    c->parent_pid = h->parent_pid > 0 ? h->parent_pid : 0;
+    c->forked = (h->ring_flags & OSP_RING_FORKED) != 0;
     char platform[OSP_PLATFORM_SIZE];
     memcpy(platform, h->platform, sizeof platform); /* one read of shared bytes */
     copy_ascii_field(c->platform, platform, sizeof c->platform);

@@ -161,6 +161,8 @@ struct ospd_waits {
 struct ospd_collector {
     /* Identity, copied from the ring header at attach (or set by a test). */
     int32_t pid;
+    int32_t parent_pid; /* the process that started it, 0 when unknown */
+    bool forked;        /* a forked child of a profiled process (its parent's image) */
     uint32_t rate_hz;
     uint64_t start_unix_ns, start_mono_ns;
     char platform[OSP_PLATFORM_SIZE]; /* NUL-terminated */

@@ -40,6 +40,7 @@
 
 #include "ospc.h"
 #include "ospd.h"
+#include "ospd_forks.h"
 #include "ospd_switch.h"
 #include "ospd_unwind_source.h"
 #include "ospx.h"
@@ -57,9 +58,14 @@
 static int kept_fd = -1;
 /* --switch-fds N: the kernel's context-switch events, fds 4 .. 4 + N - 1, kept too. */
 static int switch_fds;
+/* --ring-fd N: a forked child's ring (a memfd), in place of --attach-ring's name. */
+static int ring_fd = -1;
+/* --forks-fd N: the socket the target's forked children greet, bound by the shim. */
+static int forks_fd = -1;
 
 struct ospd_daemon {
-    const char *ring_name;
+    const char *ring_name; /* --attach-ring's, or --ring-name's */
+    bool ring_named;       /* an object in /dev/shm, unlinked once mapped */
     const char *out_path;
     const char *export_formats; /* --export: outputs to write after the raw file, or NULL */
     char written_path[OSP_MAX_PATH + 64]; /* where the raw file went */
@@ -72,6 +78,8 @@ struct ospd_daemon {
     struct ospd_unwinder unwinder; /* the unwind tables for the target's frameless code */
     struct ospd_switches switches; /* the kernel's context switches, for the waits */
     uv_poll_t switch_polls[OSP_MAX_SWITCH_FDS];
+    struct ospd_forks forks;     /* the target's forked children greet us here */
+    char self[OSP_MAX_PATH + 1]; /* this executable, for their collectors */
 
     uv_loop_t *loop;
     uv_poll_t tick; /* on timer_fd: the sampling tick */
@@ -145,12 +153,17 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: ospreyd --attach-ring NAME --out PATH [--detach] [--unwind-fd N] [--export LIST]\n"
+        "       ospreyd --ring-fd N --ring-name NAME --out PATH [--switch-fds N] [--export LIST]\n"
         "Collect the samples a profiled program posts to the shared-memory ring NAME\n"
         "and write its raw profile to PATH when the program ends.\n"
         "  --attach-ring NAME  the ring's POSIX shared-memory name (\"/osprey-...\")\n"
         "  --out PATH          where to write the raw profile (JSON, version 1)\n"
         "  --detach            run in the background, in a session of its own\n"
         "  --unwind-fd N       the shim's unwind tables (proto/osp_unwind.h) on descriptor N\n"
+        "  --ring-fd N         a forked child's ring on descriptor N (with --ring-name NAME:\n"
+        "                      its name, under which the child's own children greet us)\n"
+        "  --switch-fds N      the kernel's context-switch events on descriptors 4..4+N-1\n"
+        "  --forks-fd N        the socket the target's forked children greet (bound by the shim)\n"
         "  --export LIST       then write these outputs beside PATH (comma list of\n"
         "                      speedscope,cpuprofile,folded,profile,pprof,trace,html\n"
         "                      or all), as `osprey report` would\n"
@@ -180,7 +193,8 @@ static void publish_failure(struct osp_ring_header *h, const char *message)
  * the object is recognisably an osprey ring). */
 static int attach(struct ospd_daemon *d)
 {
-    int fd = shm_open(d->ring_name, O_RDWR | O_CLOEXEC, 0);
+    int fd = ring_fd >= 0 ? ring_fd : shm_open(d->ring_name, O_RDWR | O_CLOEXEC, 0);
+    ring_fd = -1; /* closed below whatever happens */
     if (fd < 0) {
         fprintf(stderr, "osprey: ospreyd: cannot open ring %s: %s\n", d->ring_name,
                 strerror(errno));
@@ -219,14 +233,16 @@ static int attach(struct ospd_daemon *d)
     if (ospd_ring_validate(&identity, size, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: ospreyd: ring %s rejected: %s\n", d->ring_name, err);
         if (identity.magic == OSP_RING_MAGIC) {
-            shm_unlink(d->ring_name);
+            if (d->ring_named)
+                shm_unlink(d->ring_name);
             publish_failure(h, err);
         }
         munmap(map, (size_t)size);
         return -1;
     }
     /* Attached: from now on only the two mappings keep the object alive. */
-    shm_unlink(d->ring_name);
+    if (d->ring_named)
+        shm_unlink(d->ring_name);
     d->header = h;
     d->data = (const uint8_t *)map + identity.data_offset;
     d->data_size = identity.data_size;
@@ -372,6 +388,7 @@ static bool target_maps_ring(const struct ospd_daemon *d)
 
 static void close_handles(struct ospd_daemon *d)
 {
+    ospd_forks_close(&d->forks);
     uv_poll_stop(&d->tick);
     uv_close((uv_handle_t *)&d->tick, NULL);
     uv_signal_stop(&d->sigterm);
@@ -432,6 +449,15 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         uint64_t end = clock_ns(CLOCK_MONOTONIC);
         ospd_switches_drain(&d->switches, c, end, true);
         ospd_waits_resolve(c, end, true);
+    }
+    if (c->forked && c->sample_count == 0 && c->thread_count <= 1 &&
+        (status == OSPD_EXIT_EXITED || status == OSPD_EXIT_VANISHED)) {
+        /* A fork that exec'd or ended before its first sample (a shell's, a daemon's
+         * double fork): no file. */
+        atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
+        wake_shim(d->header);
+        close_handles(d);
+        return;
     }
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH], line[sizeof err + 512];
     /* Another profiled process (the other end of a pipeline, started with the same
@@ -665,6 +691,7 @@ static void on_pidfd(uv_poll_t *poll, int status, int events)
 static void check_liveness(struct ospd_daemon *d, uint64_t now)
 {
     (void)now;
+    ospd_forks_reap(&d->forks);
     int wait_status;
     char state = read_proc_state(d->collector.pid, &wait_status);
     if (state == 0 || state == 'X' || (state == 'Z' && !threads_alive(d->collector.pid))) {
@@ -878,6 +905,10 @@ static int run(struct ospd_daemon *d)
         }
     d->collector.on_thread_end = on_thread_end;
     d->collector.ctx = d;
+    /* Without the socket, a forked child that cannot greet us starts a collector itself. */
+    d->forks.fd = -1;
+    if (forks_fd >= 0)
+        ospd_forks_adopt(&d->forks, d->loop, forks_fd, d->self, d->export_formats);
     d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (d->timer_fd < 0 || uv_poll_init(d->loop, &d->tick, d->timer_fd) != 0) {
         fprintf(stderr, "osprey: ospreyd: cannot create the sampling timer: %s\n", strerror(errno));
@@ -892,6 +923,8 @@ static int run(struct ospd_daemon *d)
     uv_signal_start(&d->sigurg, on_wake, SIGURG);
 
     d->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)d->collector.pid, 0u);
+    if (d->pidfd < 0 && errno == ESRCH)
+        d->next_liveness_ns = d->attach_mono_ns; /* gone already: at the first tick */
     if (d->pidfd >= 0) {
         if (uv_poll_init(d->loop, &d->pidfd_poll, d->pidfd) == 0) {
             d->pidfd_poll.data = d;
@@ -919,8 +952,12 @@ static int run(struct ospd_daemon *d)
 static void close_inherited_fds(void)
 {
 #ifdef SYS_close_range
-    unsigned first = switch_fds > 0 ? 4u + (unsigned)switch_fds : kept_fd == 3 ? 4u : 3u;
-    if ((kept_fd < 0 || kept_fd == 3) && syscall(SYS_close_range, first, ~0u, 0u) == 0)
+    int at3 = kept_fd >= 0 ? kept_fd : ring_fd;
+    unsigned first = switch_fds > 0 ? 4u + (unsigned)switch_fds : at3 == 3 ? 4u : 3u;
+    if (forks_fd >= 0 && (unsigned)forks_fd + 1 > first)
+        first = (unsigned)forks_fd + 1;
+    if ((at3 < 0 || at3 == 3) && (kept_fd < 0 || ring_fd < 0) &&
+        syscall(SYS_close_range, first, ~0u, 0u) == 0)
         return;
 #endif
     DIR *dir = opendir("/proc/self/fd");
@@ -929,7 +966,8 @@ static void close_inherited_fds(void)
     int own = dirfd(dir);
     for (struct dirent *e; (e = readdir(dir)) != NULL;) {
         int fd = atoi(e->d_name);
-        if (fd > STDERR_FILENO && fd != own && fd != kept_fd && !(fd >= 4 && fd < 4 + switch_fds))
+        if (fd > STDERR_FILENO && fd != own && fd != kept_fd && fd != ring_fd && fd != forks_fd &&
+            !(fd >= 4 && fd < 4 + switch_fds))
             close(fd);
     }
     closedir(dir);
@@ -985,6 +1023,9 @@ int main(int argc, char **argv)
         {"detach", no_argument, NULL, 'd'},
         {"unwind-fd", required_argument, NULL, 'u'},
         {"switch-fds", required_argument, NULL, 's'},
+        {"ring-fd", required_argument, NULL, 'f'},
+        {"ring-name", required_argument, NULL, 'n'},
+        {"forks-fd", required_argument, NULL, 'F'},
         {"export", required_argument, NULL, 'e'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -999,19 +1040,28 @@ int main(int argc, char **argv)
         switch (opt) {
         case 'r':
             d.ring_name = optarg;
+            d.ring_named = true;
+            break;
+        case 'n':
+            d.ring_name = optarg;
             break;
         case 'o':
             out = optarg;
             break;
-        case 'u': {
+        case 'u':
+        case 'f':
+        case 'F': {
             char *end;
             long fd = strtol(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0' || fd < 3 || fd > 1 << 20) {
-                fprintf(stderr, "osprey: ospreyd: --unwind-fd %s: not a descriptor number\n",
+                fprintf(stderr, "osprey: ospreyd: --%s %s: not a descriptor number\n",
+                        opt == 'u'   ? "unwind-fd"
+                        : opt == 'f' ? "ring-fd"
+                                     : "forks-fd",
                         optarg);
                 return 2;
             }
-            kept_fd = (int)fd;
+            *(opt == 'u' ? &kept_fd : opt == 'f' ? &ring_fd : &forks_fd) = (int)fd;
             break;
         }
         case 's': {
@@ -1049,8 +1099,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "ospreyd: unexpected argument %s (try --help)\n", argv[optind]);
         return 2;
     }
-    if (d.ring_name == NULL || out == NULL || d.ring_name[0] == '\0' || out[0] == '\0') {
-        fprintf(stderr, "ospreyd: --attach-ring NAME and --out PATH are required (try --help)\n");
+    if (d.ring_name == NULL || out == NULL || d.ring_name[0] == '\0' || out[0] == '\0' ||
+        (ring_fd >= 0) == d.ring_named) {
+        fprintf(stderr, "ospreyd: --attach-ring NAME (or --ring-fd N --ring-name NAME) and --out "
+                        "PATH are required (try --help)\n");
         return 2;
     }
     char *out_path = absolute_path(out);
@@ -1064,6 +1116,13 @@ int main(int argc, char **argv)
         free(out_path);
         return 1;
     }
+    /* Ours alone: a forked child's collector gets only its own descriptors. */
+    if (kept_fd >= 0)
+        fcntl(kept_fd, F_SETFD, FD_CLOEXEC);
+    for (int i = 0; i < switch_fds; i++)
+        fcntl(4 + i, F_SETFD, FD_CLOEXEC);
+    ssize_t self = readlink("/proc/self/exe", d.self, sizeof d.self - 1);
+    d.self[self > 0 ? self : 0] = '\0';
 
     ospd_collector_init(&d.collector);
     int rc = 1;

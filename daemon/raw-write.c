@@ -108,6 +108,10 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     rc = rc ? rc : put_field(f, true, "version", json_integer(1));
     rc = rc ? rc : put_field(f, false, "pid", json_integer(c->pid));
     rc = rc ? rc : put_field(f, false, "exe", json_string(exe_path(c)));
+    if (c->parent_pid > 0)
+        rc = rc ? rc : put_field(f, false, "parent_pid", json_integer(c->parent_pid));
+    if (c->forked)
+        rc = rc ? rc : put_field(f, false, "forked", json_true());
     rc = rc ? rc : put_field(f, false, "rate_hz", json_integer(c->rate_hz));
     rc = rc ? rc : put_field(f, false, "platform", json_string(c->platform));
     rc = rc ? rc : put_field(f, false, "start_unix_ns", json_u64(c->start_unix_ns));

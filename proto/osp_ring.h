@@ -96,6 +96,10 @@ struct osp_ring_header {
      * (OSPREY_PROFILE_SECONDS): ospreyd then pauses our signals, sets `stopped`, and writes
      * the profile (exit status "stopped"). */
     uint64_t stop_at_ns;
+    /* The process that started the target (getppid at activation), and OSP_RING_FORKED for
+     * a forked child's ring (see "Forked children" below). */
+    int32_t parent_pid;
+    uint32_t ring_flags;
 
     /* --- state words (cache line 2) --- */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t shim_state; /* enum osp_shim_state; the
@@ -156,6 +160,7 @@ _Static_assert(offsetof(struct osp_ring_header, abi_version) == 8, "ABI version 
 _Static_assert(offsetof(struct osp_ring_header, shim_state) == 128, "state words on line 2");
 _Static_assert(offsetof(struct osp_ring_header, head) % OSP_RING_CACHE_LINE == 0, "head alone");
 _Static_assert(offsetof(struct osp_ring_header, slots_offset) == 88, "slot table fields");
+_Static_assert(offsetof(struct osp_ring_header, ring_flags) == 124, "identity fills line 1");
 _Static_assert(offsetof(struct osp_ring_header, tail) - offsetof(struct osp_ring_header, head) >=
                    OSP_RING_CACHE_LINE,
                "head and tail on separate cache lines");
@@ -355,6 +360,42 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
  * kernel_waits_ns stays 0 and the shim times waits itself. */
 #define OSP_SWITCH_RING_PAGES 64u  /* data pages of each CPU's ring: 256 KiB of 4 KiB pages */
 #define OSP_MAX_SWITCH_FDS    256u /* more CPUs than this: no kernel records */
+
+/* ---- Forked children ----------------------------------------------------------------------
+ *
+ * The child of a profiled process that forks (without exec) is profiled too, as a process of
+ * its own with a ring of its own: in the child, before fork returns, the shim makes a ring in
+ * a memfd (nothing named, so nothing is left behind however the child ends; sparse: the
+ * kernel's internal tmpfs has no size limit, so a page touched later cannot fault with
+ * SIGBUS), with parent_pid and OSP_RING_FORKED in its header, opens the child's own
+ * context-switch events, and greets its parent's ospreyd: one SOCK_SEQPACKET message,
+ * struct osp_fork_hello, on the abstract socket named OSP_FORKS_SOCKET followed by the
+ * parent ring's name, carrying (SCM_RIGHTS) the ring's descriptor first, then the events',
+ * then the socket its own children will greet. Every profiled image binds and listens on its
+ * socket itself, before its collector starts, and hands it on with the ring (`--forks-fd N`):
+ * a child forked before the collector is up queues its greeting; nobody else can take the
+ * name while the image lives.
+ * That ospreyd checks the sender (same user, SO_PEERCRED pid == hello.pid) and starts a
+ * collector for the child (`ospreyd --ring-fd 3 --ring-name NAME --switch-fds N
+ * --forks-fd M`), which takes the child's own children's greetings in turn. The child keeps
+ * reading its parent's unwind tables (its address space is its parent's at the fork). A
+ * forked image that recorded no sample (it exec'd or ended at once: a shell's fork before
+ * exec) leaves no raw file. */
+#define OSP_FORKS_SOCKET     "osprey-forks:"
+#define OSP_RING_FORKED      1u          /* ring_flags: the ring of a forked child */
+#define OSP_FORK_HELLO_MAGIC 0x4f535046u /* "OSPF" */
+#define OSP_RING_NAME_SIZE   64u         /* bytes of a ring's name, NUL included */
+
+struct osp_fork_hello {
+    uint32_t magic;       /* OSP_FORK_HELLO_MAGIC */
+    uint32_t abi_version; /* OSP_RING_ABI_VERSION */
+    int32_t pid;          /* the child */
+    uint32_t switch_fds;  /* descriptors after the ring's: the child's context-switch events */
+    uint32_t listener;    /* 1: one more, last: the socket the child's own children greet */
+    uint32_t reserved;
+    char ring_name[OSP_RING_NAME_SIZE]; /* the child's ring: its own children greet it so */
+    char out_path[OSP_MAX_PATH + 1];    /* where the child's raw profile goes, NUL-terminated */
+};
 
 #define OSP_SLOT_RING_SIZE 4096u /* default bytes of a slot's ring */
 #define OSP_DEFAULT_SLOTS  1024u /* default slots: threads registered at one time */

@@ -17,14 +17,17 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,7 +68,11 @@ static struct osp__images images;
 /* Guards `images`: its scan and emit run on whichever program thread registers, unloads an
  * object or exits. Taken before the registry lock, never while holding it. */
 static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
-static char shm_name[64];
+static char shm_name[OSP_RING_NAME_SIZE]; /* the ring's name (in /dev/shm unless forked) */
+static int ring_named;                    /* shm_name is an object in /dev/shm */
+static int ring_fd = -1; /* a forked child's ring (a memfd), until its collector has it */
+/* The socket this image's forked children greet, until its collector has it. */
+static int forks_fd = -1;
 static int unwind_fd = -1; /* the tables' memfd, until ospreyd has been handed it */
 /* The kernel's context-switch events (switches.c), until ospreyd has been handed them. */
 static int switch_fds[OSP_MAX_SWITCH_FDS];
@@ -98,7 +105,15 @@ struct boot_env {
     long root_pid;            /* OSPREY_PROFILE_ROOT_PID, 0 when unset */
     long last_pid; /* OSPREY_PROFILE_LAST_PID: the latest process image that booted here */
     int has_profile, has_hz, has_daemon, has_export, has_seconds, has_until;
+    int forks_off; /* OSPREY_PROFILE_FORKS=0: forked children are not profiled */
 };
+
+/* What boot read and decided, kept for a forked child, which boots from the same: the
+ * environment (read once), the rate, the user's profile path made absolute, the run's root. */
+static struct boot_env boot_env;
+static uint32_t boot_rate;
+static char profile_absolute[PATH_MAX];
+static long run_root_pid;
 
 static int copy_env(const char *name, char *out, size_t outsz)
 {
@@ -118,6 +133,8 @@ static void read_env(struct boot_env *env)
     env->has_until = copy_env("OSPREY_PROFILE_UNTIL_NS", env->until, sizeof(env->until));
     env->has_daemon = copy_env("OSPREY_DAEMON", env->daemon, sizeof(env->daemon));
     env->has_export = copy_env("OSPREY_EXPORT", env->export_formats, sizeof(env->export_formats));
+    const char *forks = getenv("OSPREY_PROFILE_FORKS");
+    env->forks_off = forks != NULL && strcmp(forks, "0") == 0;
     const char *root = getenv("OSPREY_PROFILE_ROOT_PID");
     env->root_pid = root ? atol(root) : 0;
     const char *last = getenv("OSPREY_PROFILE_LAST_PID");
@@ -141,6 +158,7 @@ static int resolve_out_path(const struct boot_env *env, uint64_t random_bits)
         if (n < 0 || (size_t)n >= sizeof(absolute))
             return -ENAMETOOLONG;
     }
+    snprintf(profile_absolute, sizeof profile_absolute, "%s", absolute);
     long pid = (long)getpid();
     int err = 0;
     if (env->last_pid == pid) {
@@ -160,7 +178,8 @@ static int resolve_out_path(const struct boot_env *env, uint64_t random_bits)
      * program sees and added only to what it hands to a new image (preload.c). */
     if (env->root_pid == 0)
         setenv("OSPREY_PROFILE", absolute, 1); /* the user's own variable, made absolute */
-    osp__bookkeeping_set(env->root_pid != 0 ? env->root_pid : pid, pid);
+    run_root_pid = env->root_pid != 0 ? env->root_pid : pid;
+    osp__bookkeeping_set(run_root_pid, pid);
     unsetenv("OSPREY_PROFILE_ROOT_PID");
     unsetenv("OSPREY_PROFILE_LAST_PID");
     return 0;
@@ -177,6 +196,25 @@ static uint64_t random64(void)
     return r;
 }
 
+static size_t ring_size(void)
+{
+    return OSP_RING_HEADER_SIZE + OSP__EVENT_RING_SIZE +
+           (size_t)OSP_DEFAULT_SLOTS * osp_slot_stride(OSP_SLOT_RING_SIZE);
+}
+
+/* The header of a ring just mapped, and the event ring's writer on it. */
+static void ring_init(void *map, uint32_t rate_hz)
+{
+    ring_header = map;
+    osp__event_ring_init_header(ring_header, OSP__EVENT_RING_SIZE, rate_hz, unix_ns(),
+                                osp__mono_ns());
+    ring_header->slots_offset = OSP_RING_HEADER_SIZE + OSP__EVENT_RING_SIZE;
+    ring_header->slot_count = OSP_DEFAULT_SLOTS;
+    ring_header->slot_ring_size = OSP_SLOT_RING_SIZE;
+    ring_header->signal_cookie = (uint64_t)(uintptr_t)osp__sigprof_cookie();
+    osp__event_ring_attach(&event_ring, ring_header);
+}
+
 static int ring_create(uint32_t rate_hz, uint64_t random_bits)
 {
     snprintf(shm_name, sizeof(shm_name), "/osprey-%d-%016llx", (int)getpid(),
@@ -184,8 +222,7 @@ static int ring_create(uint32_t rate_hz, uint64_t random_bits)
     int fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
-    uint64_t slots_offset = OSP_RING_HEADER_SIZE + OSP__EVENT_RING_SIZE;
-    ring_bytes = slots_offset + (size_t)OSP_DEFAULT_SLOTS * osp_slot_stride(OSP_SLOT_RING_SIZE);
+    ring_bytes = ring_size();
     /* Reserve every page now: memory touched later in a full /dev/shm would kill the program
      * with SIGBUS. */
     int err = -posix_fallocate(fd, 0, (off_t)ring_bytes);
@@ -209,14 +246,37 @@ static int ring_create(uint32_t rate_hz, uint64_t random_bits)
         shm_name[0] = '\0';
         return err;
     }
-    ring_header = map;
-    osp__event_ring_init_header(ring_header, OSP__EVENT_RING_SIZE, rate_hz, unix_ns(),
-                                osp__mono_ns());
-    ring_header->slots_offset = slots_offset;
-    ring_header->slot_count = OSP_DEFAULT_SLOTS;
-    ring_header->slot_ring_size = OSP_SLOT_RING_SIZE;
-    ring_header->signal_cookie = (uint64_t)(uintptr_t)osp__sigprof_cookie();
-    osp__event_ring_attach(&event_ring, ring_header);
+    ring_named = 1;
+    ring_init(map, rate_hz);
+    ring_header->parent_pid = (int32_t)getppid();
+    return 0;
+}
+
+/* A forked child's ring: a memfd, sparse (see "Forked children" in proto/osp_ring.h), handed
+ * to the collector by descriptor; shm_name only names it. */
+static int ring_create_forked(uint32_t rate_hz, uint64_t random_bits)
+{
+    snprintf(shm_name, sizeof(shm_name), "/osprey-%d-%016llx", (int)getpid(),
+             (unsigned long long)random_bits);
+    ring_named = 0;
+    /* Named as the ring is, so that ospreyd finds it in the child's maps. */
+    int fd = (int)osp__sys(SYS_memfd_create, (long)(shm_name + 1), MFD_CLOEXEC, 0, 0, 0);
+    if (fd < 0)
+        return -errno;
+    ring_bytes = ring_size();
+    void *map = MAP_FAILED;
+    int err = ftruncate(fd, (off_t)ring_bytes) == 0 ? 0 : -errno;
+    if (err == 0) {
+        map = mmap(NULL, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED)
+            err = -errno;
+    }
+    if (err) {
+        close(fd);
+        return err;
+    }
+    ring_fd = fd;
+    ring_init(map, rate_hz);
     return 0;
 }
 
@@ -267,6 +327,9 @@ static void unwind_fd_close(void)
     unwind_fd = -1;
     osp__switches_close(switch_fds, switch_count); /* and the switch events: ospreyd's now */
     switch_count = 0;
+    if (forks_fd >= 0)
+        osp__sys(SYS_close, forks_fd, 0, 0, 0, 0); /* and the forks' socket */
+    forks_fd = -1;
 }
 
 static void unwind_destroy(void)
@@ -286,10 +349,12 @@ static void ring_destroy(void)
         munmap(ring_header, ring_bytes);
         ring_header = NULL;
     }
-    if (shm_name[0]) {
+    if (shm_name[0] && ring_named)
         shm_unlink(shm_name);
-        shm_name[0] = '\0';
-    }
+    shm_name[0] = '\0';
+    if (ring_fd >= 0)
+        close(ring_fd);
+    ring_fd = -1;
 }
 
 static int executable(const char *path)
@@ -371,9 +436,10 @@ __attribute__((noinline)) static void nap_guarded(const struct timespec *req)
 struct daemon_spawn {
     const char *path;
     char **argv, **envp;
-    int unwind_fd;         /* handed over as fd 3, or -1 */
+    int fd3;               /* handed over as fd 3 (the unwind tables, or a forked ring), or -1 */
     const int *switch_fds; /* handed over as fds 4.. */
     int switch_count;
+    int forks_fd; /* handed over after them, or -1 */
 };
 
 /* Runs in a vfork child (it shares the program's memory, on a stack of its own): it forks
@@ -392,12 +458,14 @@ static int spawn_child(void *p)
     /* The tables' memfd becomes fd 3 and the switch events 4.. (without close-on-exec),
      * before 0-2 are replaced: first each is moved above where any of them lands, so that no
      * move overwrites another. */
-    long moved[1 + OSP_MAX_SWITCH_FDS];
-    int count = 1 + spawn->switch_count;
+    long moved[2 + OSP_MAX_SWITCH_FDS];
+    int count = 1 + spawn->switch_count + (spawn->forks_fd >= 0);
     for (int i = 0; i < count; i++) {
-        long from = i == 0 ? spawn->unwind_fd : spawn->switch_fds[i - 1];
+        long from = i == 0                     ? spawn->fd3
+                    : i <= spawn->switch_count ? spawn->switch_fds[i - 1]
+                                               : spawn->forks_fd;
         moved[i] =
-            from >= 0 ? osp__sys(SYS_fcntl, from, F_DUPFD, 4 + OSP_MAX_SWITCH_FDS, 0, 0) : -1;
+            from >= 0 ? osp__sys(SYS_fcntl, from, F_DUPFD, 5 + OSP_MAX_SWITCH_FDS, 0, 0) : -1;
     }
     for (int i = 0; i < count; i++)
         if (moved[i] >= 0)
@@ -445,17 +513,25 @@ static int spawn_daemon(const struct boot_env *env)
                   out_path);
         return -err;
     }
-    char *argv[14] = {"ospreyd", "--attach-ring", shm_name, "--out", out_path, "--detach"};
+    char *argv[18] = {"ospreyd", ring_named ? "--attach-ring" : "--ring-name",
+                      shm_name,  "--out",
+                      out_path,  "--detach"};
     int argc = 6;
-    if (unwind_fd >= 0) {
-        argv[argc++] = "--unwind-fd";
+    int fd3 = ring_named ? unwind_fd : ring_fd;
+    if (fd3 >= 0) {
+        argv[argc++] = ring_named ? "--unwind-fd" : "--ring-fd";
         argv[argc++] = "3";
     }
-    char switches[16];
+    char switches[16], forks[16];
     if (switch_count > 0) {
         snprintf(switches, sizeof switches, "%d", switch_count);
         argv[argc++] = "--switch-fds";
         argv[argc++] = switches;
+    }
+    if (forks_fd >= 0) {
+        snprintf(forks, sizeof forks, "%d", 4 + switch_count);
+        argv[argc++] = "--forks-fd";
+        argv[argc++] = forks;
     }
     if (env->has_export) {
         argv[argc++] = "--export";
@@ -465,7 +541,7 @@ static int spawn_daemon(const struct boot_env *env)
     char **envp = daemon_environment();
     if (envp == NULL)
         return -ENOMEM;
-    struct daemon_spawn spawn = {daemon, argv, envp, unwind_fd, switch_fds, switch_count};
+    struct daemon_spawn spawn = {daemon, argv, envp, fd3, switch_fds, switch_count, forks_fd};
     /* No signal may run a handler of the program's in the child, which shares its memory. */
     sigset_t all, old;
     sigfillset(&all);
@@ -598,6 +674,9 @@ static void at_exit(void)
         };
         int err = osp__event_ring_write(&event_ring, OSP_REC_EXIT, &rec, sizeof(rec), NULL, 0);
         if (err == 0 || attempt >= 200 || !attached) {
+            /* A forked child that recorded nothing leaves no profile: nothing to wait for. */
+            if (ring_header->ring_flags & OSP_RING_FORKED && !osp__registry_recorded(reg))
+                daemon_spawned = 0;
             reg->stopped = 1; /* nothing follows the exit record */
             pthread_mutex_unlock(&reg->lock);
             break;
@@ -615,6 +694,12 @@ static void at_exit(void)
     atomic_store_explicit(&ring_header->shim_state, OSP_SHIM_EXITED, memory_order_release);
     /* Acquire: pairs with ospreyd's release; the profile ended at its duration, ospreyd is gone. */
     int stopped = atomic_load_explicit(&ring_header->stopped, memory_order_acquire) != 0;
+    /* A forked child whose collector has not attached yet (it starts a few milliseconds
+     * after the fork) does not wait for it: the ring outlives the child in its greeting, and
+     * the collector reads it to the end whenever it comes. */
+    if ((ring_header->ring_flags & OSP_RING_FORKED) &&
+        atomic_load_explicit(&ring_header->daemon_state, memory_order_acquire) == OSP_DAEMON_NONE)
+        daemon_spawned = 0;
     if (daemon_spawned && !stopped) {
         /* ospreyd reads the rings on a tick: wake it now rather than at its next one (SIGURG,
          * whose default action is to ignore it, so an ospreyd still starting is not hurt). */
@@ -640,7 +725,8 @@ static void at_exit(void)
                       ? "ospreyd's memory budget"
                       : "the shared rings were full: ospreyd fell behind");
     /* ospreyd unlinks the names when it attaches; if it never did, nothing must leak. */
-    shm_unlink(shm_name);
+    if (ring_named)
+        shm_unlink(shm_name);
 }
 
 static void thread_ends(void *value)
@@ -667,11 +753,173 @@ static void thread_key_mark(void)
         pthread_setspecific(thread_key, (void *)1);
 }
 
-/* pthread_atfork child: the child of a profiled process is not sampled and never touches
- * the parent's ring. Only this (now single) thread exists. */
+/* The abstract address forked children of the image whose ring is `ring` greet. */
+static socklen_t forks_address(struct sockaddr_un *addr, const char *ring)
+{
+    memset(addr, 0, sizeof *addr);
+    addr->sun_family = AF_UNIX;
+    int n = snprintf(addr->sun_path + 1, sizeof addr->sun_path - 1, "%s%s", OSP_FORKS_SOCKET, ring);
+    if (n < 0 || (size_t)n >= sizeof addr->sun_path - 1)
+        return 0;
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+/* Bind and listen on this image's socket for its forked children, before its collector
+ * starts (which takes it over). Without it, children start collectors of their own. */
+static void forks_listen(void)
+{
+    struct sockaddr_un addr;
+    socklen_t length = forks_address(&addr, shm_name);
+    long sock = length == 0 ? -1
+                            : osp__sys(SYS_socket, AF_UNIX,
+                                       SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, 0, 0);
+    if (sock < 0)
+        return;
+    if (osp__sys(SYS_bind, sock, (long)&addr, length, 0, 0) != 0 ||
+        osp__sys(SYS_listen, sock, 512, 0, 0, 0) != 0) {
+        osp__sys(SYS_close, sock, 0, 0, 0, 0);
+        return;
+    }
+    forks_fd = (int)sock;
+}
+
+/* A forked child greets its parent's collector (see "Forked children" in proto/osp_ring.h):
+ * one message with the ring's descriptor and the switch events'. Raw system calls: neither
+ * the program's interposers nor our guards see them. 0 once the message is sent. */
+static int greet_parent(const char *parent_ring)
+{
+    long sock =
+        osp__sys(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, 0, 0);
+    if (sock < 0)
+        return -errno;
+    struct sockaddr_un addr;
+    socklen_t length = forks_address(&addr, parent_ring);
+    if (length == 0) {
+        osp__sys(SYS_close, sock, 0, 0, 0, 0);
+        return -ENAMETOOLONG;
+    }
+    int err = 0;
+    /* Non-blocking: a collector whose queue is full is as good as gone (EAGAIN). */
+    if (osp__sys(SYS_connect, sock, (long)&addr, length, 0, 0) != 0)
+        err = -errno;
+    static struct osp_fork_hello hello; /* static: 4 KiB, and one child boots once */
+    memset(&hello, 0, sizeof hello);
+    hello.magic = OSP_FORK_HELLO_MAGIC;
+    hello.abi_version = OSP_RING_ABI_VERSION;
+    hello.pid = (int32_t)getpid();
+    hello.switch_fds = (uint32_t)switch_count;
+    snprintf(hello.ring_name, sizeof hello.ring_name, "%s", shm_name);
+    snprintf(hello.out_path, sizeof hello.out_path, "%s", out_path);
+    static union {
+        struct cmsghdr header;
+        char bytes[CMSG_SPACE(sizeof(int) * (2 + OSP_MAX_SWITCH_FDS))];
+    } control;
+    int fds[2 + OSP_MAX_SWITCH_FDS];
+    int n_fds = 0;
+    fds[n_fds++] = ring_fd;
+    for (int i = 0; i < switch_count; i++)
+        fds[n_fds++] = switch_fds[i];
+    if (forks_fd >= 0)
+        fds[n_fds++] = forks_fd;
+    hello.listener = forks_fd >= 0;
+    size_t fd_bytes = sizeof(int) * (size_t)n_fds;
+    struct iovec iov = {&hello, sizeof hello};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.bytes,
+                         .msg_controllen = CMSG_SPACE(fd_bytes)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(fd_bytes);
+    memcpy(CMSG_DATA(c), fds, fd_bytes);
+    if (err == 0 && osp__sys(SYS_sendmsg, sock, (long)&msg, MSG_NOSIGNAL, 0, 0) < 0)
+        err = -errno;
+    osp__sys(SYS_close, sock, 0, 0, 0, 0);
+    return err;
+}
+
+/* In a forked child, before fork returns: a profile of its own, as boot makes one, from what
+ * boot read and decided; the images are the parent's at the fork, the unwind tables the
+ * parent's (still mapped: the address space is the same), the thread the one that forked,
+ * under its name. Its collector is started by the parent's, greeted with the ring; when that
+ * one cannot be reached, one is started as boot starts one. */
+static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t stop_at_ns,
+                        const char *parent_ring)
+{
+    pid_t pid = getpid();
+    if (osp_per_pid_path(profile_absolute, (long)pid, NULL, out_path, sizeof out_path) != 0)
+        return;
+    int err = ring_create_forked(boot_rate, random64());
+    if (err) {
+        osp__warn("cannot create the shared-memory ring of forked process %d: %s; it is not "
+                  "profiled",
+                  (int)pid, strerror(-err));
+        return;
+    }
+    ring_header->stop_at_ns = stop_at_ns;
+    ring_header->parent_pid = (int32_t)parent;
+    ring_header->ring_flags = OSP_RING_FORKED;
+    switch_count = osp__switches_open(switch_fds, OSP_MAX_SWITCH_FDS, OSP__SWITCH_FORK_PAGES);
+    osp__timer_ids_after_fork();
+    err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
+    if (err) {
+        ring_destroy();
+        return;
+    }
+    osp__registry_set_table(&osp__the_registry, ring_header);
+    osp__set_period(boot_rate);
+    osp__header = ring_header;
+    /* A thread of the parent's that held the lock at the fork does not exist here, and the
+     * list it was changing is not to be trusted: a lock of our own, and a new scan. */
+    if (pthread_mutex_trylock(&images_lock) != 0) {
+        pthread_mutex_init(&images_lock, NULL);
+        pthread_mutex_lock(&images_lock);
+        osp__images_scan(&images);
+    }
+    osp__images_unsend(&images);
+    pthread_mutex_lock(&osp__the_registry.lock);
+    osp__images_emit(&images, &event_ring);
+    pthread_mutex_unlock(&osp__the_registry.lock);
+    pthread_mutex_unlock(&images_lock);
+    osp__bookkeeping_set(run_root_pid, (long)pid);
+    osp__booted_pid = pid;
+    atomic_store_explicit(&registry_ready, 1, memory_order_release);
+    atomic_store_explicit(&osp__active_flag, 1, memory_order_release);
+    osp_prof_thread_register(fiber, label);
+    forks_listen();
+    daemon_spawned = greet_parent(parent_ring) == 0 || spawn_daemon(&boot_env) == 0;
+    unwind_fd_close(); /* the switch events: the collector's now */
+    if (ring_fd >= 0)
+        close(ring_fd);
+    ring_fd = -1;
+    if (!daemon_spawned)
+        osp__kernel_waits_off();
+}
+
+/* pthread_atfork child. Only this (now single) thread exists. The parent's ring, tables and
+ * events are the parent's: the child lets go of them, then profiles itself (boot_forked)
+ * unless the parent's profile had stopped, the program took SIGPROF or entered a sandbox,
+ * or OSPREY_PROFILE_FORKS=0. */
 static void at_fork_child(void)
 {
     osp__read_code_init();
+    pid_t parent = osp__booted_pid;
+    int profiled = osp__is_active() && ring_header != NULL &&
+                   !atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) &&
+                   !atomic_load_explicit(&ring_header->stopped, memory_order_acquire) &&
+                   atomic_load_explicit(&ring_header->signals_paused, memory_order_acquire) == 0 &&
+                   !boot_env.forks_off;
+    uint64_t stop_at_ns = ring_header != NULL ? ring_header->stop_at_ns : 0;
+    int64_t fiber = 0;
+    char label[OSP_MAX_LABEL + 1] = "main";
+    struct osp__slot *self = osp__tls_slot;
+    if (self != NULL && self->active) {
+        fiber = self->fiber;
+        snprintf(label, sizeof label, "%s", self->label);
+    }
+    char parent_ring[OSP_RING_NAME_SIZE];
+    snprintf(parent_ring, sizeof parent_ring, "%s", shm_name);
     atomic_store_explicit(&osp__active_flag, 0, memory_order_relaxed);
     atomic_store_explicit(&registry_ready, 0, memory_order_relaxed);
     osp__tls_slot = NULL;
@@ -681,20 +929,26 @@ static void at_fork_child(void)
         ring_header = NULL;
     }
     event_ring.header = NULL;
-    osp__unwind_set_tables(NULL, 0);
-    if (unwind_map != MAP_FAILED) {
-        munmap(unwind_map, OSP_UNWIND_DEFAULT_SIZE);
-        unwind_map = MAP_FAILED;
+    ring_named = 0; /* the parent's name, never the child's to unlink */
+    shm_name[0] = '\0';
+    daemon_spawned = 0;
+    if (!profiled) {
+        osp__unwind_set_tables(NULL, 0);
+        if (unwind_map != MAP_FAILED) {
+            munmap(unwind_map, OSP_UNWIND_DEFAULT_SIZE);
+            unwind_map = MAP_FAILED;
+        }
     }
     unwind_fd_close();
     osp__kernel_waits_off(); /* the parent's */
+    if (profiled)
+        boot_forked(parent, fiber, label, stop_at_ns, parent_ring);
 }
 
 static void boot(void)
 {
-    static struct boot_env env; /* static: PATH_MAX buffers, and boot runs once */
-    read_env(&env);
-    if (!env.has_profile)
+    read_env(&boot_env);
+    if (!boot_env.has_profile)
         return;
     osp__warn_remember_stderr();
     /* Secure mode (setuid, setgid, file capabilities: AT_SECURE): the caller's environment is
@@ -711,14 +965,15 @@ static void boot(void)
         return;
     }
     int bad = 0;
-    uint32_t rate = osp__parse_rate(env.has_hz ? env.hz : NULL, &bad);
+    uint32_t rate = osp__parse_rate(boot_env.has_hz ? boot_env.hz : NULL, &bad);
     if (bad)
-        osp__warn("OSPREY_PROFILE_HZ=%s is not a number; sampling at %u Hz", env.hz, rate);
+        osp__warn("OSPREY_PROFILE_HZ=%s is not a number; sampling at %u Hz", boot_env.hz, rate);
 
+    boot_rate = rate;
     uint64_t random_bits = random64();
-    int err = resolve_out_path(&env, random_bits);
+    int err = resolve_out_path(&boot_env, random_bits);
     if (err) {
-        osp__warn("cannot use OSPREY_PROFILE=%s: %s; profiling is off", env.profile,
+        osp__warn("cannot use OSPREY_PROFILE=%s: %s; profiling is off", boot_env.profile,
                   strerror(-err));
         return;
     }
@@ -729,26 +984,26 @@ static void boot(void)
         osp__warn("cannot create the shared-memory ring: %s; profiling is off", strerror(-err));
         return;
     }
-    if (env.has_until) {
+    if (boot_env.has_until) {
         /* One end for every image of the run (osprey --duration sets it): a launcher that
          * execs the program, and the program, stop at the same instant. */
         char *end;
-        unsigned long long until = strtoull(env.until, &end, 10);
-        if (end != env.until && *end == '\0' && until > 0)
+        unsigned long long until = strtoull(boot_env.until, &end, 10);
+        if (end != boot_env.until && *end == '\0' && until > 0)
             ring_header->stop_at_ns =
                 until > ring_header->start_mono_ns ? until : ring_header->start_mono_ns;
-    } else if (env.has_seconds) {
+    } else if (boot_env.has_seconds) {
         char *end;
-        double seconds = strtod(env.seconds, &end);
-        if (end != env.seconds && *end == '\0' && seconds > 0 && seconds < 1e7)
+        double seconds = strtod(boot_env.seconds, &end);
+        if (end != boot_env.seconds && *end == '\0' && seconds > 0 && seconds < 1e7)
             ring_header->stop_at_ns = ring_header->start_mono_ns + (uint64_t)(seconds * 1e9);
         else
             osp__warn("OSPREY_PROFILE_SECONDS=%s is not a positive number of seconds; profiling "
                       "until the program ends",
-                      env.seconds);
+                      boot_env.seconds);
     }
     unwind_create();
-    switch_count = osp__switches_open(switch_fds, OSP_MAX_SWITCH_FDS);
+    switch_count = osp__switches_open(switch_fds, OSP_MAX_SWITCH_FDS, OSP_SWITCH_RING_PAGES);
     err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
     if (err == 0) {
         osp__registry_set_table(&osp__the_registry, ring_header);
@@ -780,7 +1035,8 @@ static void boot(void)
     atomic_store_explicit(&osp__active_flag, 1, memory_order_release);
     if (gettid() == getpid())
         osp_prof_thread_register(0, "main");
-    daemon_spawned = spawn_daemon(&env) == 0;
+    forks_listen();
+    daemon_spawned = spawn_daemon(&boot_env) == 0;
     unwind_fd_close(); /* ospreyd has its own now */
     if (!daemon_spawned)
         osp__kernel_waits_off(); /* nobody will read them */

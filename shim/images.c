@@ -178,6 +178,13 @@ int osp__images_scan(struct osp__images *im)
     return ctx.err;
 }
 
+/* A new ring (a forked child's): every image is to be sent to it again. */
+void osp__images_unsend(struct osp__images *im)
+{
+    for (size_t i = 0; i < im->count; i++)
+        im->items[i].sent = 0;
+}
+
 /* Called with the registry lock held. */
 void osp__images_emit(struct osp__images *im, struct osp__event_ring *w)
 {

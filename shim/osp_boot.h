@@ -32,7 +32,11 @@
 /* switches.c: the kernel's context-switch events for ospreyd, one per CPU, opened on the
  * booting thread with inherit (proto/osp_ring.h, "Waits from the kernel"). Returns how many
  * went into fds (at most max), 0 when the kernel refuses them. Not async-signal-safe. */
-int osp__switches_open(int *fds, int max);
+int osp__switches_open(int *fds, int max, uint32_t pages);
+/* A forked child's rings: a quarter of an image's. Their pages are allocated and cleared as
+ * the child forks (0.3 ms for two CPUs' full rings here, most of what a fork cost); a worker
+ * is read at every drain, well before 16 pages fill. */
+#define OSP__SWITCH_FORK_PAGES (OSP_SWITCH_RING_PAGES / 4)
 void osp__switches_close(int *fds, int n);
 
 void osp__bookkeeping_set(long root_pid, long last_pid);

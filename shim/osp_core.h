@@ -255,6 +255,8 @@ void osp__kernel_waits_off(void);
  * (the program's timer_create waits for it). Not async-signal-safe. */
 void osp__timer_ids_lock(void);
 void osp__timer_ids_unlock(void);
+/* In a forked child, before its first thread registers: the lock and the ids afresh. */
+void osp__timer_ids_after_fork(void);
 /* The handler found the thread blocked while ospreyd times waits: the open wait (if any) is
  * written as ending now, and a new one opens here with the stack pcs[0..depth). Async-signal-safe.
  */
@@ -336,6 +338,8 @@ int osp__registry_lock_briefly(struct osp__registry *reg);
 /* Disarm every registered thread's timers (timers are process-wide ids); nothing when the
  * lock cannot be had briefly. */
 void osp__registry_disarm_timers(struct osp__registry *reg);
+/* Whether any slot's ring was ever written to (a sample, a wait): call with the lock held. */
+int osp__registry_recorded(struct osp__registry *reg);
 /* After a pause that ends (an exec that failed): every thread's sampling timer again, one
  * period from now. Armed from here they fire on this CPU once; each thread's handler then arms
  * its own on its own CPU. */
@@ -368,5 +372,6 @@ int osp__images_changed(struct osp__images *im);
 int osp__images_scan(struct osp__images *im);
 /* Called with the registry lock held: write IMAGE records for images not yet sent. */
 void osp__images_emit(struct osp__images *im, struct osp__event_ring *w);
+void osp__images_unsend(struct osp__images *im);
 
 #endif /* OSP_CORE_H */

@@ -109,6 +109,13 @@ void osp__timer_ids_unlock(void)
     pthread_mutex_unlock(&timer_ids_lock);
 }
 
+void osp__timer_ids_after_fork(void)
+{
+    /* A thread of the parent's may have held it; a new process's ids start afresh. */
+    pthread_mutex_init(&timer_ids_lock, NULL);
+    next_timer_id = INT32_MAX - 1;
+}
+
 /* Create a timer of the calling thread on `clock`: SIGPROF to itself, tagged as ours. Returns
  * its kernel id, or -1. */
 static int thread_timer_create(clockid_t clock)
@@ -514,6 +521,16 @@ int osp__registry_lock_briefly(struct osp__registry *reg)
         osp__nap_us(100);
     }
     return -1;
+}
+
+int osp__registry_recorded(struct osp__registry *reg)
+{
+    for (uint32_t i = 0; i < reg->count; i++)
+        /* Relaxed: the writers are this process's threads, stopped or ours to ignore now. */
+        if (reg->slots[i]->shared != NULL &&
+            atomic_load_explicit(&reg->slots[i]->shared->head, memory_order_relaxed) != 0)
+            return 1;
+    return 0;
 }
 
 void osp__registry_disarm_timers(struct osp__registry *reg)

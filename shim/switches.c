@@ -28,7 +28,7 @@
 #include "osp_core.h"
 #include "osp_ring.h"
 
-int osp__switches_open(int *fds, int max)
+int osp__switches_open(int *fds, int max, uint32_t pages)
 {
     long cpus = sysconf(_SC_NPROCESSORS_CONF);
     if (cpus <= 0 || cpus > max || cpus > (long)OSP_MAX_SWITCH_FDS)
@@ -49,7 +49,7 @@ int osp__switches_open(int *fds, int max)
     attr.watermark = 1;
     /* ospreyd reads a ring at a quarter full; an exec'd image opens its own events; threads
      * only inherit them: a forked child costs and sends nothing. */
-    attr.wakeup_watermark = OSP_SWITCH_RING_PAGES * 4096u / 4;
+    attr.wakeup_watermark = pages * 4096u / 4;
     attr.remove_on_exec = 1;
     attr.inherit_thread = 1;
     int n = 0;
@@ -75,8 +75,8 @@ int osp__switches_open(int *fds, int max)
     void *maps[OSP_MAX_SWITCH_FDS];
     /* The full ring, else a quarter of it (over the user's locked-memory limit for perf
      * buffers, perf_event_mlock_kb): ospreyd maps what it finds (the first page says). */
-    for (uint32_t pages = OSP_SWITCH_RING_PAGES; pages >= OSP_SWITCH_RING_PAGES / 4; pages /= 4) {
-        size_t size = (size_t)(1 + pages) * (size_t)sysconf(_SC_PAGESIZE);
+    for (uint32_t want = pages; want >= pages / 4 && want > 0; want /= 4) {
+        size_t size = (size_t)(1 + want) * (size_t)sysconf(_SC_PAGESIZE);
         int i = 0;
         for (; i < n; i++) {
             maps[i] = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);

@@ -444,7 +444,7 @@ START_TEST(static_archive_profiles_like_the_preload)
 }
 END_TEST
 
-START_TEST(descendants_write_beside_and_forked_children_do_not)
+START_TEST(descendants_write_beside_and_a_forked_child_leaves_the_parent_alone)
 {
     static struct run r;
     const char *args[] = {"spawn", NULL};
@@ -857,7 +857,7 @@ Suite *collector_suite(void)
     tcase_add_test(tc, off_means_off);
     tcase_add_test(tc, program_sigprof_handler_is_kept);
     tcase_add_test(tc, static_archive_profiles_like_the_preload);
-    tcase_add_test(tc, descendants_write_beside_and_forked_children_do_not);
+    tcase_add_test(tc, descendants_write_beside_and_a_forked_child_leaves_the_parent_alone);
     tcase_add_test(tc, thread_named_after_start_is_relabelled);
     tcase_add_test(tc, objects_loaded_later_reach_the_image_list);
     tcase_add_test(tc, exec_replacing_a_profiled_image_survives_and_writes_beside);

@@ -1,0 +1,346 @@
+/* forks.c — forked children of the target: the socket they greet, and their collectors.
+ *
+ * Owns the listening socket the shim bound (abstract: nothing in the file system, gone with
+ * the last process holding it) under OSP_FORKS_SOCKET + the target ring's name and handed
+ * over with its ring (`--forks-fd N`), checking each greeting (its size, magic
+ * and ABI, its sender: this user and the pid it names, its descriptors: one ring and the
+ * switch events it counts, its names) and starting, for each child, a collector of its own:
+ * this executable again, `--ring-fd 3 --ring-name NAME --out PATH --switch-fds N
+ * --forks-fd M`, the descriptors placed at 3, 4.. and M, in a session of its own. A greeting that
+ * fails a check is dropped with its descriptors (the child's profile is lost, one line says so).
+ *
+ * DESIGN. One collector per process, as for an exec'd image: a collector knows one ring, one
+ * pid, one raw file, and everything it does (liveness, waits, asks) is per process. The
+ * child pays for a ring and one message (no process start, no exec, tens of microseconds);
+ * the collector's start (exec, dynamic linking) runs here, off the program's threads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "osp_ring.h"
+#include "ospd_forks.h"
+
+extern char **environ;
+
+#define FIRST_HIGH_FD 300 /* above every place a descriptor is moved to (3 + 1 + 256) */
+/* A greeting waits this long before its collector starts: a fork that execs or ends at once
+ * (a shell's before exec, a daemon's double fork) has then done so, with no sample, and costs
+ * no collector. What a child samples meanwhile waits in its rings. */
+#define SETTLE_MS 3
+
+/* A greeting taken, its collector not started yet. */
+struct pending {
+    uv_timer_t timer;
+    struct ospd_forks *forks;
+    struct pending *next;
+    struct osp_fork_hello hello;
+    int fds[2 + OSP_MAX_SWITCH_FDS];
+    int n;
+};
+
+static void refuse(struct ospd_forks *f, const char *why)
+{
+    if (f->refused++ < 3)
+        fprintf(stderr,
+                "osprey: ospreyd: a forked child's greeting was refused (%s); that "
+                "process is not profiled\n",
+                why);
+}
+
+static void close_all(const int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+}
+
+/* Start the child's collector with `fds` (the ring, the switch events, its socket). */
+static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *hello, const int *fds,
+                           int n)
+{
+    int high[2 + OSP_MAX_SWITCH_FDS];
+    int moved = 0, err = 0;
+    for (; moved < n; moved++) {
+        high[moved] = fcntl(fds[moved], F_DUPFD_CLOEXEC, FIRST_HIGH_FD);
+        if (high[moved] < 0) {
+            err = errno;
+            break;
+        }
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attr);
+    for (int i = 0; err == 0 && i < n; i++)
+        err = posix_spawn_file_actions_adddup2(&actions, high[i], 3 + i);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    int switch_count = (int)hello->switch_fds;
+    char switches[16], forks[16];
+    snprintf(switches, sizeof switches, "%d", switch_count);
+    snprintf(forks, sizeof forks, "%d", 4 + switch_count);
+    char *argv[18] = {"ospreyd",
+                      "--ring-fd",
+                      "3",
+                      "--ring-name",
+                      (char *)hello->ring_name,
+                      "--out",
+                      (char *)hello->out_path};
+    int argc = 7;
+    if (switch_count > 0) {
+        argv[argc++] = "--switch-fds";
+        argv[argc++] = switches;
+    }
+    if (hello->listener) {
+        argv[argc++] = "--forks-fd";
+        argv[argc++] = forks;
+    }
+    if (f->export_formats != NULL) {
+        argv[argc++] = "--export";
+        argv[argc++] = (char *)f->export_formats;
+    }
+    argv[argc] = NULL;
+    pid_t pid = -1;
+    if (err == 0)
+        err = posix_spawn(&pid, f->self, &actions, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    close_all(high, moved);
+    if (err != 0)
+        return -err;
+    f->started++;
+    if (f->child_count < OSPD_MAX_FORK_COLLECTORS)
+        f->children[f->child_count++] = pid;
+    return 0;
+}
+
+/* Is the child still the image that greeted (alive, the ring in its maps)? */
+static bool still_there(const struct osp_fork_hello *hello)
+{
+    char path[64], line[OSP_MAX_PATH + 256];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)hello->pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return false;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f) != NULL)
+        found = strstr(line, hello->ring_name + 1) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* Did the child record anything (a slot's ring written to)? */
+static bool sampled(int ring)
+{
+    struct stat st;
+    if (fstat(ring, &st) != 0 || (uint64_t)st.st_size < OSP_RING_HEADER_SIZE)
+        return false;
+    size_t size = (size_t)st.st_size;
+    const uint8_t *map = mmap(NULL, size, PROT_READ, MAP_SHARED, ring, 0);
+    if (map == MAP_FAILED)
+        return true; /* cannot tell: let a collector look */
+    struct osp_ring_header h;
+    memcpy(&h, map, offsetof(struct osp_ring_header, shim_state));
+    bool any = h.magic != OSP_RING_MAGIC; /* not ours to judge: a collector says why */
+    uint64_t stride = osp_slot_stride(h.slot_ring_size);
+    uint32_t used = osp_slots_in_use((struct osp_ring_header *)map, h.slot_count);
+    for (uint32_t i = 0; !any && i < used && h.slots_offset + (i + 1) * stride <= size; i++) {
+        const struct osp_slot *slot =
+            osp_slot_at((uint8_t *)map + h.slots_offset, h.slot_ring_size, i);
+        any = atomic_load_explicit(&slot->head, memory_order_acquire) != 0;
+    }
+    munmap((void *)map, size);
+    return any;
+}
+
+static void pending_free(uv_handle_t *handle)
+{
+    free(handle->data);
+}
+
+/* The greeting has settled (or ospreyd is ending): start its collector, unless the child
+ * went (exec'd, ended) having recorded nothing. */
+static void settle(struct pending *p)
+{
+    struct ospd_forks *f = p->forks;
+    for (struct pending **at = &f->pending; *at != NULL; at = &(*at)->next)
+        if (*at == p) {
+            *at = p->next;
+            break;
+        }
+    if (still_there(&p->hello) || sampled(p->fds[0])) {
+        int err = start_collector(f, &p->hello, p->fds, p->n);
+        if (err != 0)
+            refuse(f, strerror(-err));
+    } else {
+        f->skipped++;
+    }
+    close_all(p->fds, p->n);
+    p->timer.data = p;
+    uv_close((uv_handle_t *)&p->timer, pending_free);
+}
+
+static void on_settled(uv_timer_t *timer)
+{
+    settle(timer->data);
+}
+
+/* One greeting on a connection just accepted. */
+static void take_greeting(struct ospd_forks *f, int conn)
+{
+    static struct osp_fork_hello hello;
+    static union {
+        struct cmsghdr header;
+        char bytes[CMSG_SPACE(sizeof(int) * (2 + OSP_MAX_SWITCH_FDS))];
+    } control;
+    struct iovec iov = {&hello, sizeof hello};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.bytes,
+                         .msg_controllen = sizeof control.bytes};
+    /* The child sends its one message right after connecting, and we may have accepted in
+     * between: wait for it, briefly. */
+    struct timeval brief = {0, 50000};
+    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &brief, sizeof brief);
+    ssize_t got;
+    do
+        got = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
+    while (got < 0 && errno == EINTR);
+    int fds[2 + OSP_MAX_SWITCH_FDS];
+    int n = 0;
+    for (struct cmsghdr *c = got > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c != NULL;
+         c = CMSG_NXTHDR(&msg, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+            size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < count; i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                if (n < (int)(2 + OSP_MAX_SWITCH_FDS))
+                    fds[n++] = fd;
+                else
+                    close(fd);
+            }
+        }
+    struct ucred peer;
+    socklen_t peer_size = sizeof peer;
+    const char *why = NULL;
+    if (got != (ssize_t)sizeof hello || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+        why = "not a greeting";
+    else if (hello.magic != OSP_FORK_HELLO_MAGIC || hello.abi_version != OSP_RING_ABI_VERSION)
+        why = "another version of the profiler";
+    else if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) != 0 ||
+             peer.uid != getuid() || peer.pid != hello.pid)
+        why = "sent by another process or user";
+    else if (hello.switch_fds > OSP_MAX_SWITCH_FDS || hello.listener > 1 ||
+             n != 1 + (int)hello.switch_fds + (int)hello.listener)
+        why = "descriptors missing";
+    else if (memchr(hello.ring_name, '\0', sizeof hello.ring_name) == NULL ||
+             strncmp(hello.ring_name, "/osprey-", 8) != 0 ||
+             memchr(hello.out_path, '\0', sizeof hello.out_path) == NULL ||
+             hello.out_path[0] != '/')
+        why = "malformed names";
+    struct pending *p = why == NULL ? malloc(sizeof *p) : NULL;
+    if (why == NULL && (p == NULL || uv_timer_init(f->loop, &p->timer) != 0)) {
+        free(p);
+        why = "out of memory";
+    }
+    if (why != NULL) {
+        refuse(f, why);
+        close_all(fds, n);
+        return;
+    }
+    p->forks = f;
+    p->hello = hello;
+    memcpy(p->fds, fds, sizeof(int) * (size_t)n);
+    p->n = n;
+    p->timer.data = p;
+    p->next = f->pending;
+    f->pending = p;
+    uv_timer_start(&p->timer, on_settled, SETTLE_MS, 0);
+}
+
+static void on_connection(uv_poll_t *poll, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct ospd_forks *f = poll->data;
+    for (;;) {
+        int conn = accept4(f->fd, NULL, NULL, SOCK_CLOEXEC);
+        if (conn < 0)
+            break;
+        take_greeting(f, conn);
+        close(conn);
+    }
+    ospd_forks_reap(f);
+}
+
+int ospd_forks_adopt(struct ospd_forks *f, uv_loop_t *loop, int fd, const char *self,
+                     const char *export_formats)
+{
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    f->self = self;
+    f->export_formats = export_formats;
+    f->children = calloc(OSPD_MAX_FORK_COLLECTORS, sizeof *f->children);
+    if (f->children == NULL || uv_poll_init(loop, &f->poll, fd) != 0) {
+        free(f->children);
+        f->children = NULL;
+        close(fd);
+        return -ENOMEM;
+    }
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    f->fd = fd;
+    f->loop = loop;
+    f->poll.data = f;
+    uv_poll_start(&f->poll, UV_READABLE, on_connection);
+    return 0;
+}
+
+void ospd_forks_reap(struct ospd_forks *f)
+{
+    for (uint32_t i = 0; i < f->child_count;) {
+        if (waitpid(f->children[i], NULL, WNOHANG) != 0)
+            f->children[i] = f->children[--f->child_count];
+        else
+            i++;
+    }
+}
+
+void ospd_forks_close(struct ospd_forks *f)
+{
+    if (f->fd < 0)
+        return;
+    /* Stopped, the descriptor is out of libuv's poll set and may go. */
+    uv_poll_stop(&f->poll);
+    uv_close((uv_handle_t *)&f->poll, NULL);
+    close(f->fd);
+    f->fd = -1;
+    while (f->pending != NULL) { /* now rather than never */
+        uv_timer_stop(&f->pending->timer);
+        settle(f->pending);
+    }
+    ospd_forks_reap(f);
+    free(f->children); /* those not reaped yet go to init */
+    f->children = NULL;
+    f->child_count = 0;
+}

@@ -1,0 +1,37 @@
+/* ospd_forks.h — ospreyd's side of forked children ("Forked children" in proto/osp_ring.h):
+ * the socket the target's forked children greet, and a collector started for each. */
+#ifndef OSPD_FORKS_H
+#define OSPD_FORKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#define OSPD_MAX_FORK_COLLECTORS 4096u /* collectors started and not reaped yet */
+
+struct pending;
+
+struct ospd_forks {
+    uv_poll_t poll;
+    uv_loop_t *loop;
+    int fd;                     /* the listening socket, or -1 */
+    const char *self;           /* this ospreyd's executable */
+    const char *export_formats; /* handed on: --export, or NULL */
+    pid_t *children;            /* collectors started, until reaped */
+    uint32_t child_count;
+    struct pending *pending;   /* greetings waiting to settle (forks.c) */
+    uint64_t started, refused; /* greetings acted on, and refused (one line each, up to 3) */
+    uint64_t skipped;          /* children gone before their first sample: no collector */
+};
+
+/* Take the listening socket `fd` the shim handed over (closed on failure). Returns 0, or
+ * -errno (the target's children then start collectors of their own). */
+int ospd_forks_adopt(struct ospd_forks *f, uv_loop_t *loop, int fd, const char *self,
+                     const char *export_formats);
+/* Reap the collectors that have ended (never blocks). */
+void ospd_forks_reap(struct ospd_forks *f);
+/* Stop listening (the collectors started run on). */
+void ospd_forks_close(struct ospd_forks *f);
+
+#endif

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# End-to-end: forked children are profiled like threads are ("Forked children" in
+# proto/osp_ring.h), run under the preload shim and ospreyd (tests/forks/forks.c):
+#   workers   each forked worker writes <out>.<pid>.json (forked, parent_pid its parent),
+#             its CPU recorded within 10% in its own function (work_a, work_b, a grandchild's
+#             work_grandchild), a sleeping child's 0.3 s recorded as a wait at nanosleep; a
+#             fork that execs and a fork that ends at once record at most 3 ms of CPU
+#             (usually nothing, and then leave no file of their own); the
+#             program's output and exit status (3) are as plain; nothing is left in /dev/shm;
+#             with OSPREY_PROFILE_FORKS=0 no child is profiled;
+#   prefork   a pre-fork server's two workers: their 40 requests' CPU (serve_request, 10 ms
+#             each) recorded within 10%, and the master's report still its own.
+# Usage: e2e-forks.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR
+set -uo pipefail
+
+osprey=${1:?usage: e2e-forks.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR}
+shim=${2:?}
+daemon=${3:?}
+src=${4:?}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.sh
+. "$here/lib.sh"
+work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-forks.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+gcc -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-ipa-icf "$src/forks.c" -o "$work/forks" 2>"$work/build" ||
+  fail "build failed: $(cat "$work/build")"
+shm_before=$(ls /dev/shm | grep -c '^osprey-' || true)
+
+run() { # run NAME MODE [ENV...]: profiled, into $work/NAME/
+  local name=$1 mode=$2
+  shift 2
+  mkdir -p "$work/$name"
+  env "$@" OSPREY_DAEMON="$daemon" OSPREY_PROFILE="$work/$name/p.raw.json" LD_PRELOAD="$shim" \
+    "$work/forks" "$mode" >"$work/$name.out" 2>"$work/$name.err"
+  echo $? >"$work/$name.status"
+}
+# The children's collectors write when their processes end, which may be after the parent's:
+# wait (bounded) until every process the program named has its file or its collector is gone.
+settle() { # settle NAME
+  local i
+  for i in $(seq 100); do
+    pgrep -f "ospreyd .*$work/$1/" >/dev/null || return 0
+    sleep 0.1
+  done
+  fail "$1: collectors still running after 10 s"
+}
+
+"$work/forks" workers >"$work/plain.out" 2>/dev/null
+echo $? >"$work/plain.status"
+run workers workers
+run noforks workers OSPREY_PROFILE_FORKS=0
+run prefork prefork
+for name in workers noforks prefork; do settle "$name"; done
+
+expect_status 3 "$(cat "$work/plain.status")" "plain run"
+expect_status 3 "$(cat "$work/workers.status")" "profiled run"
+expect_status 0 "$(cat "$work/prefork.status")" "profiled pre-fork server"
+if [ "$(awk '{print $1}' "$work/plain.out" | sort)" != "$(awk '{print $1}' "$work/workers.out" | sort)" ]; then
+  fail "the profiled program's output differs: $(cat "$work/workers.out")"
+fi
+if grep -v "^osprey: " "$work/workers.err" | grep -q .; then
+  fail "unexpected stderr: $(cat "$work/workers.err")"
+fi
+shm_after=$(ls /dev/shm | grep -c '^osprey-' || true)
+[ "$shm_after" -le "$shm_before" ] || fail "left in /dev/shm: $(ls /dev/shm | grep '^osprey-')"
+
+# Each process's folded stacks, for the functions its CPU was spent in.
+for f in "$work"/*/p.raw.*.json "$work"/*/p.raw.json; do
+  [ -e "$f" ] || continue
+  "$osprey" report "$f" --format folded -o "${f%.json}" >/dev/null 2>>"$work/report.err" ||
+    fail "osprey report $f: $(tail -n 2 "$work/report.err")"
+done
+
+python3 - "$work" <<'PY' || fail "forked children wrong (see above)"
+import glob, json, os, sys
+work = sys.argv[1]
+failed = 0
+def check(ok, what):
+    global failed
+    print(("  ok: " if ok else "  FAIL: ") + what)
+    failed += not ok
+def said(name):
+    out = {}
+    for line in open(os.path.join(work, name + ".out")):
+        role, pid, cpu = line.split()
+        out.setdefault(role.split("(")[0], []).append((int(pid), float(cpu), role))
+    return out
+def raw(name, pid):
+    p = os.path.join(work, name, "p.raw.%d.json" % pid)
+    return json.load(open(p)) if os.path.exists(p) else None
+def on_cpu(doc):
+    """Seconds on CPU: whole periods of the on-CPU rows."""
+    return sum(r[4] if len(r) > 4 else 1 for r in doc["samples"] if r[3] == 0) / doc["rate_hz"]
+def folded_share(name, pid, function, kind="folded"):
+    path = os.path.join(work, name, "p.raw.%d.%s" % (pid, kind))
+    if not os.path.exists(path):
+        path = os.path.join(work, name, "p.raw." + kind)
+    total = hit = 0
+    for line in open(path):
+        stack, n = line.rsplit(" ", 1)
+        total += int(n)
+        hit += int(n) if any(function in frame for frame in stack.split(";")) else 0
+    return hit / total if total else 0.0
+
+w = said("workers")
+parent = w["parent"][0][0]
+for role, function, ends in (("worker_a", "work_a", "exit"), ("worker_b", "work_b", "_exit"),
+                             ("grandchild", "work_grandchild", "exit")):
+    pid, cpu, _ = w[role][0]
+    doc = raw("workers", pid)
+    check(doc is not None, "%s (%s) wrote its own raw file" % (role, ends))
+    if doc is None:
+        continue
+    want_parent = w["worker_a"][0][0] if role == "grandchild" else parent
+    check(doc.get("forked") is True and doc.get("parent_pid") == want_parent,
+          "%s: forked, parent_pid %s (got %s, %s)" % (role, want_parent, doc.get("forked"),
+                                                     doc.get("parent_pid")))
+    got = on_cpu(doc)
+    check(abs(got - cpu) <= 0.1 * cpu + 0.003,
+          "%s: %.3f s on CPU recorded of %.3f s" % (role, got, cpu))
+    share = folded_share("workers", pid, function)
+    check(share >= 0.9, "%s: %.0f%% of its samples in %s" % (role, 100 * share, function))
+sleeper = raw("workers", w["sleeper"][0][0])
+check(sleeper is not None, "the sleeping child wrote its raw file")
+if sleeper is not None:
+    waited = sum(r[4] for r in sleeper["samples"] if r[3] == 1 and len(r) > 4) / sleeper["rate_hz"]
+    waits = sleeper.get("waits", {})
+    check(0.27 <= waited <= 0.33, "sleeper: %.3f s waiting of 0.300 s (timed by %s)" %
+          (waited, waits.get("timed_by")))
+    site = folded_share("workers", w["sleeper"][0][0], "nanosleep", "offcpu.folded")
+    check(site >= 0.95, "sleeper: %.0f%% of its waiting at clock_nanosleep" % (100 * site))
+# A fork that ends or execs at once records at most the CPU it used before (a sample or
+# two at a random phase of the first period), usually nothing and then no file.
+for role in ("execer", "quick"):
+    pid = w[role][0][0]
+    doc = raw("workers", pid)
+    got = on_cpu(doc) if doc else 0.0
+    check(got <= 0.003, "%s (pid %d): its fork recorded %.3f s, %s" %
+          (role, pid, got, "a file" if doc else "no file"))
+execd = glob.glob(os.path.join(work, "workers", "p.raw.%d-*.json" % w["execer"][0][0]))
+check(len(execd) == 1, "the exec'd /bin/true wrote its own profile (%d files)" % len(execd))
+root = json.load(open(os.path.join(work, "workers", "p.raw.json")))
+check(root["pid"] == parent and not root.get("forked"), "the parent's raw file is its own")
+check(folded_share("workers", 0, "work_parent") >= 0.8, "the parent's CPU in work_parent")
+n = sorted(os.path.basename(p) for p in glob.glob(os.path.join(work, "noforks", "p.raw*.json")))
+check(len(n) == 2, "OSPREY_PROFILE_FORKS=0: the parent's and the exec'd image's files only (%s)" % n)
+
+p = said("prefork")
+served = total = 0.0
+for pid, cpu, role in p["server_worker"]:
+    doc = raw("prefork", pid)
+    check(doc is not None, "server worker %d wrote its raw file" % pid)
+    if doc is None:
+        continue
+    n = int(role.split("(")[1].rstrip(")"))
+    share = folded_share("prefork", pid, "serve_request")
+    served += on_cpu(doc) * share
+    total += n * 0.010
+check(abs(served - total) <= 0.1 * total + 0.01,
+      "pre-fork workers: %.3f s recorded in serve_request of %.3f s served" % (served, total))
+sys.exit(1 if failed else 0)
+PY
+finish "forked children: profiled as processes of their own, the program unchanged"

@@ -1,0 +1,184 @@
+/* forks.c — a program whose work is done by forked children, for tests/e2e-forks.sh.
+ *
+ *   forks workers   two workers burn CPU in functions of their own (0.4 s in work_a, ending
+ *                   with exit; 0.3 s in work_b, ending with _exit), work_a's worker forks a
+ *                   grandchild (0.2 s in work_grandchild), a third sleeps 0.3 s in
+ *                   nanosleep, a fourth execs /bin/true, a fifth ends at once; the parent
+ *                   burns 0.1 s in work_parent and exits with status 3.
+ *   forks prefork   a pre-fork server: the parent listens on a loopback port, forks two
+ *                   workers that accept connections and answer each request after 10 ms of
+ *                   CPU in serve_request, sends 40 requests itself, then one "q" to each
+ *                   (a worker that takes one ends) and exits 0.
+ * Each line on stdout names a process and what it did: "ROLE PID CPU_SECONDS".
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double cpu_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static volatile double sink;
+
+/* Burn `seconds` of this process's CPU time. */
+static void burn(double seconds)
+{
+    double end = cpu_seconds() + seconds;
+    while (cpu_seconds() < end)
+        for (int i = 0; i < 20000; i++)
+            sink += i * 0.5;
+}
+
+__attribute__((noinline)) static void work_a(double s)
+{
+    burn(s);
+}
+__attribute__((noinline)) static void work_b(double s)
+{
+    burn(s);
+}
+__attribute__((noinline)) static void work_grandchild(double s)
+{
+    burn(s);
+}
+__attribute__((noinline)) static void work_parent(double s)
+{
+    burn(s);
+}
+__attribute__((noinline)) static void serve_request(void)
+{
+    burn(0.010);
+}
+
+static void say(const char *role)
+{
+    printf("%s %d %.4f\n", role, (int)getpid(), cpu_seconds());
+    fflush(stdout);
+}
+
+static int workers(void)
+{
+    pid_t a = fork();
+    if (a == 0) {
+        pid_t g = fork();
+        if (g == 0) {
+            work_grandchild(0.2);
+            say("grandchild");
+            exit(0);
+        }
+        work_a(0.4);
+        waitpid(g, NULL, 0);
+        say("worker_a");
+        exit(0);
+    }
+    pid_t b = fork();
+    if (b == 0) {
+        work_b(0.3);
+        say("worker_b");
+        _exit(0);
+    }
+    pid_t s = fork();
+    if (s == 0) {
+        struct timespec nap = {0, 300000000};
+        nanosleep(&nap, NULL);
+        say("sleeper");
+        exit(0);
+    }
+    pid_t e = fork();
+    if (e == 0) {
+        execl("/bin/true", "true", (char *)NULL);
+        _exit(127);
+    }
+    pid_t q = fork();
+    if (q == 0)
+        _exit(0);
+    printf("execer %d 0\nquick %d 0\n", (int)e, (int)q);
+    work_parent(0.1);
+    while (wait(NULL) > 0)
+        ;
+    say("parent");
+    return 3;
+}
+
+/* Serve until a request says "q" (a signal would race with accept). */
+static void worker_loop(int listener)
+{
+    int served = 0;
+    for (;;) {
+        int c = accept(listener, NULL, NULL);
+        if (c < 0)
+            continue;
+        char buf[16];
+        ssize_t n = read(c, buf, sizeof buf);
+        if (n > 0 && buf[0] == 'q') {
+            close(c);
+            break;
+        }
+        if (n > 0) {
+            serve_request();
+            served++;
+            if (write(c, "ok", 2) != 2)
+                served--;
+        }
+        close(c);
+    }
+    char role[32];
+    snprintf(role, sizeof role, "server_worker(%d)", served);
+    say(role);
+    exit(0);
+}
+
+static int prefork(void)
+{
+    int listener = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof addr;
+    if (listener < 0 || bind(listener, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        listen(listener, 64) != 0 || getsockname(listener, (struct sockaddr *)&addr, &len) != 0) {
+        perror("forks: listen");
+        return 1;
+    }
+    pid_t w[2];
+    for (int i = 0; i < 2; i++) {
+        w[i] = fork();
+        if (w[i] == 0)
+            worker_loop(listener);
+    }
+    for (int i = 0; i < 42; i++) {
+        int c = socket(AF_INET, SOCK_STREAM, 0);
+        char reply[4];
+        const char *request = i < 40 ? "go" : "q";
+        if (c < 0 || connect(c, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+            write(c, request, 2) != 2 || (i < 40 && read(c, reply, sizeof reply) != 2)) {
+            perror("forks: request");
+            return 1;
+        }
+        close(c);
+    }
+    for (int i = 0; i < 2; i++)
+        waitpid(w[i], NULL, 0);
+    say("master");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "workers") == 0)
+        return workers();
+    if (argc == 2 && strcmp(argv[1], "prefork") == 0)
+        return prefork();
+    fprintf(stderr, "usage: forks workers|prefork\n");
+    return 2;
+}
