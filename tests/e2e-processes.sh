@@ -64,8 +64,9 @@ grep -q "^  1 more raw file: run/spawn.raw.<pid>….json$" report ||
 ! grep -q "wrote its own profile" report || fail "spawn: a line per descendant: $(cat report)"
 root_pid=$(sed -n 's/^  process \([0-9]*\) (spawn).*/\1/p' report | head -n 1)
 child_pid=$(sed -n 's/^  process \([0-9]*\) (spawn).*/\1/p' report | sed -n 2p)
-[ -n "$root_pid" ] && [ -n "$child_pid" ] && [ "$root_pid" != "$child_pid" ] ||
+if [ -z "$root_pid" ] || [ -z "$child_pid" ] || [ "$root_pid" = "$child_pid" ]; then
   fail "spawn: two pids expected in the process lines: $(cat report)"
+fi
 [ -e "run/spawn.raw.$child_pid.json" ] || fail "spawn: no run/spawn.raw.$child_pid.json ($(ls run))"
 
 # osprey report of the root's raw file: the same run, both processes, nothing rewritten
@@ -95,7 +96,7 @@ expect_status 1 $? "report of a malformed file"
 expect_one_line err "^run/spawn.raw.999999.json:2:[0-9]+: " "malformed file named"
 rm -f run/spawn.raw.999999.json
 # diff: each side is a whole run
-"$osprey" diff run/spawn.raw.json run/spawn.raw.json -o run/same >diff 2>err
+"$osprey" diff run/spawn.raw.json run/spawn.raw.json -o run/same >diff.out 2>err
 expect_status 0 $? "diff of a run of two processes"
 
 # every output holds both processes
@@ -129,13 +130,17 @@ EOF2
 # pprof: go tool pprof reads the labels; each process's CPU under its pid
 if command -v go >/dev/null 2>&1; then
   go tool pprof -tags run/spawn.pb.gz >tags 2>err || fail "go tool pprof -tags failed: $(cat err)"
-  grep -q "pid" tags && grep -q "$root_pid" tags && grep -q "$child_pid" tags ||
+  if ! grep -q "pid" tags || ! grep -q "$root_pid" tags || ! grep -q "$child_pid" tags; then
     fail "go tool pprof -tags: no pid label with both pids: $(cat tags)"
-  grep -q "comm" tags && grep -q "spawn" tags || fail "go tool pprof -tags: no comm label: $(cat tags)"
+  fi
+  if ! grep -q "comm" tags || ! grep -q "spawn" tags; then
+    fail "go tool pprof -tags: no comm label: $(cat tags)"
+  fi
   go tool pprof -top -tagfocus "pid=$child_pid" run/spawn.pb.gz >top 2>err ||
     fail "go tool pprof -tagfocus failed: $(cat err)"
-  grep -q "child_spin" top && ! grep -q "parent_spin" top ||
+  if ! grep -q "child_spin" top || grep -q "parent_spin" top; then
     fail "go tool pprof -tagfocus pid=$child_pid: $(cat top)"
+  fi
 else
   echo "e2e-processes: go not found, go tool pprof not checked" >&2
 fi
