@@ -165,9 +165,7 @@ static void write_node(FILE *stream, const struct ospx__tree *tree, const struct
     char fiber_name[512], *fiber_quoted = NULL;
     const char *name = "\"(root)\"";
     if (node->kind == OSPX_NODE_FIBER) {
-        const struct ospx_fiber_stat *fiber = &model->fibers[node->value];
-        snprintf(fiber_name, sizeof fiber_name, "fiber %lld (%s)", (long long)fiber->fiber,
-                 fiber->label);
+        ospx__thread_title(model, node->value, fiber_name, sizeof fiber_name);
         fiber_quoted = ospx__json_quote(fiber_name);
         name = fiber_quoted != NULL ? fiber_quoted : "\"fiber\"";
     } else if (node->kind == OSPX_NODE_WAITING) {

@@ -1,4 +1,5 @@
-/* diff.c — `osprey diff BASE NEW`: two raw profiles of the same program side by side. Prints
+/* diff.c — `osprey diff BASE NEW`: two raw profiles of the same program side by side, each a
+ * whole run (the file and its descendants' raw files beside it, merged). Prints
  * the functions (matched by name and object, see struct identity) whose share of the CPU time
  * (self / all on-CPU periods, so runs of different lengths compare) moved most, and writes each
  * profile as speedscope and pprof, to open side by side (`go tool pprof -diff_base STEM.base.pb.gz
@@ -23,7 +24,9 @@ static int load(const char *path, const struct ospx_diff_options *options, struc
                 struct ospx_error *err)
 {
     memset(loaded, 0, sizeof *loaded);
-    int rc = ospx_raw_read(path, &loaded->raw, err);
+    /* A side is a whole run: the raw file and its descendants' beside it (run.c), so a
+     * function's share is of every process's CPU time. */
+    int rc = ospx_run_read(&path, 1, 0, stderr, &loaded->raw, err);
     struct ospx_symbolize_options symbolize = {.binary = options->binary,
                                                .symfs = options->symfs,
                                                .use_other_build = options->use_other_build};

@@ -1,7 +1,9 @@
-/* filter.c — which samples a report looks at: `osprey report --fiber`, `--focus` and
- * `--ignore`. The filter runs between symbolizing and building the model and keeps only the
- * rows it selects (in place), so every output and the report agree on the selection, as
- * pprof's -focus/-ignore do: --fiber keeps one fiber's rows (by id or by label), --focus the
+/* filter.c — which samples a report looks at: `osprey report --pid`, `--comm`, `--fiber`,
+ * `--focus` and `--ignore`. The filter runs between symbolizing and building the model and keeps
+ * only the rows it selects (in place), so every output and the report agree on the selection, as
+ * pprof's -focus/-ignore do: --pid and --comm keep the rows of the processes they list (comma
+ * lists of pids and of commands, as perf's), --fiber keeps one fiber's rows (by id or by
+ * label; with --pid, of those processes), --focus the
  * rows whose stack has a function matching the regular expression, --ignore drops those
  * whose stack has one. Regular expressions are POSIX extended, matched anywhere in the name. */
 #include <errno.h>
@@ -67,11 +69,56 @@ static int select_fiber(const struct ospx_raw *raw, const char *fiber, uint8_t *
                           "--fiber %s: no such fiber (the profile has: %s)", fiber, known);
 }
 
+/* 1 when `word` is one of the comma list's entries. */
+static int listed(const char *list, const char *word)
+{
+    size_t length = strlen(word);
+    for (const char *at = list; *at != '\0';) {
+        size_t n = strcspn(at, ",");
+        if (n == length && strncmp(at, word, n) == 0)
+            return 1;
+        at += n + (at[n] == ',');
+    }
+    return 0;
+}
+
+/* Clear selected[t] for the threads of processes neither list names (a NULL list names all). */
+static int select_processes(const struct ospx_raw *raw, const char *pids, const char *comms,
+                            uint8_t *selected, struct ospx_error *err)
+{
+    size_t processes = ospx__process_count(raw), count = 0;
+    uint8_t *kept = calloc(processes + 1, 1);
+    if (kept == NULL)
+        return ospx_error_set(err, ENOMEM, ospx__str(raw->source_path), 0, 0, "out of memory");
+    for (uint32_t p = 0; p < processes; p++) {
+        char pid[32];
+        snprintf(pid, sizeof pid, "%lld", (long long)ospx__process_pid(raw, p));
+        kept[p] = (pids == NULL || listed(pids, pid)) &&
+                  (comms == NULL || listed(comms, ospx__process_comm(raw, p)));
+        count += kept[p];
+    }
+    for (size_t t = 0; t < raw->thread_count; t++)
+        if (raw->threads[t].process >= processes || !kept[raw->threads[t].process])
+            selected[t] = 0;
+    free(kept);
+    if (count > 0)
+        return 0;
+    char known[400] = "";
+    size_t used = 0;
+    for (uint32_t p = 0; p < processes && used + 80 < sizeof known; p++)
+        used +=
+            (size_t)snprintf(known + used, sizeof known - used, "%s%lld (%s)", p > 0 ? ", " : "",
+                             (long long)ospx__process_pid(raw, p), ospx__process_comm(raw, p));
+    return ospx_error_set(err, EINVAL, ospx__str(raw->source_path), 0, 0,
+                          "%s %s: no such process (the profile has: %s)",
+                          pids != NULL ? "--pid" : "--comm", pids != NULL ? pids : comms, known);
+}
+
 int ospx_filter_samples(struct ospx_raw *raw, const struct ospx_symbols *symbols,
                         const struct ospx_filter *filter, struct ospx_error *err)
 {
-    if (filter == NULL ||
-        (filter->fiber == NULL && filter->focus == NULL && filter->ignore == NULL))
+    if (filter == NULL || (filter->fiber == NULL && filter->focus == NULL &&
+                           filter->ignore == NULL && filter->pid == NULL && filter->comm == NULL))
         return 0;
     regex_t focus, ignore;
     int have_focus = 0, have_ignore = 0, rc = 0;
@@ -83,6 +130,8 @@ int ospx_filter_samples(struct ospx_raw *raw, const struct ospx_symbols *symbols
         rc = select_fiber(raw, filter->fiber, threads, err);
     else if (rc == 0)
         memset(threads, 1, raw->thread_count);
+    if (rc == 0 && (filter->pid != NULL || filter->comm != NULL))
+        rc = select_processes(raw, filter->pid, filter->comm, threads, err);
     if (rc == 0 && filter->focus != NULL &&
         (rc = compile(&focus, filter->focus, "--focus", err)) == 0) {
         have_focus = 1;

@@ -58,9 +58,21 @@ static char *fold(const struct ospx_model *model, const uint32_t *function_of,
                   const struct ospx_sample *sample)
 {
     struct buffer buffer = {NULL, 0, 0};
+    int rc = 0;
+    /* With several processes, a first frame per process, "<comm>-<pid>" as perf script's
+     * stacks folded by stackcollapse-perf.pl --pid begin. */
+    if (ospx__several_processes(model->raw)) {
+        uint32_t process = model->raw->threads[sample->thread].process;
+        char pid[32];
+        snprintf(pid, sizeof pid, "-%lld;", (long long)ospx__process_pid(model->raw, process));
+        rc = buffer_append(&buffer, ospx__process_comm(model->raw, process), 1);
+        if (rc == 0)
+            rc = buffer_append(&buffer, pid, 0);
+    }
     char fiber[32];
     snprintf(fiber, sizeof fiber, "fiber-%lld", (long long)model->fibers[sample->thread].fiber);
-    int rc = buffer_append(&buffer, fiber, 0);
+    if (rc == 0)
+        rc = buffer_append(&buffer, fiber, 0);
     size_t depth;
     const struct ospx_slot *slots = ospx__stack_slots(model, sample->stack, &depth);
     for (size_t k = depth; k-- > 0 && rc == 0;) {

@@ -28,6 +28,25 @@ const char *ospx__basename(const char *path)
     return slash != NULL && slash[1] != '\0' ? slash + 1 : ospx__str(path);
 }
 
+const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process)
+{
+    const char *comm = ospx__basename(ospx__process_exe(raw, process));
+    return comm[0] != '\0' ? comm : "?";
+}
+
+void ospx__thread_title(const struct ospx_model *model, size_t thread, char *out, size_t size)
+{
+    const struct ospx_fiber_stat *fiber = &model->fibers[thread];
+    const struct ospx_raw *raw = model->raw;
+    if (!ospx__several_processes(raw)) {
+        snprintf(out, size, "fiber %lld (%s)", (long long)fiber->fiber, fiber->label);
+        return;
+    }
+    uint32_t process = raw->threads[thread].process;
+    snprintf(out, size, "%s %lld: fiber %lld (%s)", ospx__process_comm(raw, process),
+             (long long)ospx__process_pid(raw, process), (long long)fiber->fiber, fiber->label);
+}
+
 /* `path` with "." and "dir/.." components removed, lexically (debug info often records
  * "/w/build/../src/x.c"); relative paths and ones that climb above the root stay as they are. */
 void ospx__normalize_path(char *out, size_t size, const char *path)
@@ -412,6 +431,125 @@ static int build_lines(struct ospx_model *model, const uint64_t *on_cpu_per_stac
     return 0;
 }
 
+static int compare_process_functions(const void *a, const void *b)
+{
+    const struct ospx_process_function *x = a, *y = b;
+    if (x->self != y->self)
+        return x->self > y->self ? -1 : 1;
+    if (x->total != y->total)
+        return x->total > y->total ? -1 : 1;
+    if (x->function != y->function)
+        return x->function < y->function ? -1 : 1;
+    return (x->process > y->process) - (x->process < y->process);
+}
+
+/* With several processes sampled: each function's self and total in each process, counted as
+ * build_functions counts them (once per sample), over the stacks of that process. */
+static int build_process_functions(struct ospx_model *model, const uint64_t *on_cpu_per_stack)
+{
+    if (model->processes_sampled < 2)
+        return 0;
+    const struct ospx_raw *raw = model->raw;
+    const struct ospx_symbols *symbols = model->symbols;
+    size_t functions = model->function_count, capacity = 0;
+    uint32_t *function_of = ospx__frame_functions(model);
+    uint64_t *self = calloc(functions + 1, sizeof *self);
+    uint64_t *total = calloc(functions + 1, sizeof *total);
+    size_t *stamp = calloc(functions + 1, sizeof *stamp);
+    int rc = function_of != NULL && self != NULL && total != NULL && stamp != NULL ? 0 : -ENOMEM;
+    for (uint32_t p = 0; rc == 0 && p < model->process_count; p++) {
+        if (model->processes[p].on_cpu == 0)
+            continue;
+        memset(self, 0, functions * sizeof *self);
+        memset(total, 0, functions * sizeof *total);
+        for (uint32_t s = 0; s < raw->stack_count; s++) {
+            uint64_t weight = on_cpu_per_stack[s];
+            if (weight == 0 || raw->stacks[s].process != p)
+                continue;
+            for (size_t k = 0; k < symbols->stack_depths[s]; k++) {
+                uint32_t f = function_of[symbols->stack_slots[s][k].frame];
+                if (f == OSPX_NO_FUNCTION)
+                    continue;
+                if (k == 0)
+                    self[f] += weight;
+                if (stamp[f] != (size_t)s + 1) {
+                    stamp[f] = (size_t)s + 1;
+                    total[f] += weight;
+                }
+            }
+        }
+        for (uint32_t f = 0; rc == 0 && f < functions; f++) {
+            if (total[f] == 0)
+                continue;
+            if (model->process_function_count == capacity) {
+                capacity = capacity > 0 ? capacity * 2 : 256;
+                struct ospx_process_function *grown =
+                    realloc(model->process_functions, capacity * sizeof *grown);
+                if (grown == NULL) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                model->process_functions = grown;
+            }
+            model->process_functions[model->process_function_count++] =
+                (struct ospx_process_function){p, f, self[f], total[f]};
+        }
+    }
+    if (rc == 0 && model->process_function_count > 1)
+        qsort(model->process_functions, model->process_function_count,
+              sizeof *model->process_functions, compare_process_functions);
+    free(function_of);
+    free(self);
+    free(total);
+    free(stamp);
+    return rc;
+}
+
+/* Per process: its samples and threads, and the CPU time measured for the processes that have
+ * samples (each one's process_cpu_ns, else the sum of its threads' cpu_ns; -1 when one of them
+ * has neither), so that a view of some of a run's processes checks its own rate. */
+static int build_processes(struct ospx_model *out)
+{
+    const struct ospx_raw *raw = out->raw;
+    size_t count = ospx__process_count(raw);
+    out->processes = calloc(count + 1, sizeof *out->processes);
+    int64_t *threads_cpu = calloc(count + 1, sizeof *threads_cpu);
+    if (out->processes == NULL || threads_cpu == NULL) {
+        free(threads_cpu);
+        return -ENOMEM;
+    }
+    out->process_count = count;
+    for (uint32_t p = 0; p < count; p++) {
+        out->processes[p].pid = ospx__process_pid(raw, p);
+        out->processes[p].exe = ospx__process_exe(raw, p);
+        out->processes[p].comm = ospx__process_comm(raw, p);
+    }
+    for (size_t t = 0; t < raw->thread_count; t++) {
+        uint32_t p = raw->threads[t].process < count ? raw->threads[t].process : 0;
+        struct ospx_process_stat *process = &out->processes[p];
+        process->on_cpu += out->fibers[t].on_cpu;
+        process->waiting += out->fibers[t].waiting;
+        process->threads += out->fibers[t].on_cpu + out->fibers[t].waiting > 0;
+        threads_cpu[p] = threads_cpu[p] >= 0 && raw->threads[t].cpu_ns >= 0
+                             ? threads_cpu[p] + raw->threads[t].cpu_ns
+                             : -1;
+    }
+    int64_t measured = 0;
+    for (uint32_t p = 0; p < count; p++) {
+        struct ospx_process_stat *process = &out->processes[p];
+        if (process->on_cpu + process->waiting == 0)
+            continue;
+        out->processes_sampled++;
+        int64_t own = p < raw->process_count ? raw->processes[p].process_cpu_ns : -1;
+        int64_t cpu = own >= 0 ? own : threads_cpu[p];
+        measured = measured >= 0 && cpu >= 0 ? measured + cpu : -1;
+    }
+    if (raw->process_count > 1)
+        out->measured_cpu_ns = out->processes_sampled > 0 ? measured : -1;
+    free(threads_cpu);
+    return 0;
+}
+
 int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symbols,
                      struct ospx_model *out, struct ospx_error *err)
 {
@@ -463,9 +601,13 @@ int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symb
     out->wall_seconds = wall_seconds(raw);
     out->cpu_seconds = raw->rate_hz > 0 ? (double)out->on_cpu_samples / raw->rate_hz : 0;
 
-    rc = build_functions(out, on_cpu_per_stack, stack_used);
+    rc = build_processes(out);
+    if (rc == 0)
+        rc = build_functions(out, on_cpu_per_stack, stack_used);
     if (rc == 0)
         rc = build_lines(out, on_cpu_per_stack);
+    if (rc == 0)
+        rc = build_process_functions(out, on_cpu_per_stack);
 out:
     free(on_cpu_per_stack);
     free(stack_used);
@@ -487,6 +629,8 @@ void ospx_model_free(struct ospx_model *model)
     free(model->fibers);
     free(model->functions);
     free(model->lines);
+    free(model->processes);
+    free(model->process_functions);
     free(model->thread_order);
     free(model->thread_first);
     memset(model, 0, sizeof *model);

@@ -49,6 +49,7 @@ struct ospx_image {
      * recorded */
     int has_text_offset;
     uint64_t text_offset;
+    uint32_t process; /* index into ospx_raw.processes (0 in a profile of one process) */
 };
 
 /* One thread of the profile. The raw file has one entry per registration; the reader makes
@@ -60,11 +61,15 @@ struct ospx_thread {
     int64_t cpu_ns; /* the thread's CPU time over the run; -1 when the raw file does not say */
     int64_t preempted_ns; /* runnable but not on a CPU (the kernel's records); -1 unknown */
     int64_t tid;          /* kernel thread id; 0 when the raw file does not say */
+    uint32_t process;     /* index into ospx_raw.processes (0 in a profile of one process) */
 };
 
 struct ospx_stack {
     uint64_t *pcs; /* leaf first: pcs[0] is the precise pc, the rest return addresses */
     size_t depth;  /* >= 1 */
+    /* index into ospx_raw.processes: whose address space its pcs are in (0 in a profile of
+     * one process) */
+    uint32_t process;
 };
 
 struct ospx_sample {
@@ -92,6 +97,34 @@ struct ospx_exit {
     int signal; /* > 0: the program was killed by this signal */
 };
 
+/* A process this one started that ran unprofiled (the raw file's optional "escaped": its
+ * environment dropped the profiler). */
+struct ospx_escaped {
+    int64_t pid;
+    char *exe;        /* "" when not recorded */
+    char *reason;     /* "environment cleared", ...; "" when not recorded */
+    uint32_t process; /* index into ospx_raw.processes: the process that started it */
+};
+
+/* One process of a run: one raw file (run.c reads a run's files as one struct ospx_raw). The
+ * images, threads and stacks of process p are those whose `process` is p. */
+struct ospx_process {
+    int64_t pid;
+    char *exe;
+    char *source_path;  /* the raw file it came from */
+    int64_t parent_pid; /* the raw file's "parent_pid"; -1 when not recorded */
+    int forked;         /* 1: forked from a profiled process and did not exec ("forked") */
+    /* 1: this image of `pid` exec'd a later one that the run also holds (the later one comes
+     * first in the processes) */
+    int execd;
+    uint64_t start_unix_ns, end_unix_ns;
+    uint32_t rate_hz;       /* its own; the samples are in the run's rate (run.c rescales) */
+    int64_t process_cpu_ns; /* -1 when not recorded */
+    uint64_t dropped;
+    struct ospx_exit exit;
+    size_t first_image, image_count; /* its images: images[first_image ..] */
+};
+
 struct ospx_raw {
     char *source_path; /* the file it was read from */
     int version;
@@ -113,10 +146,37 @@ struct ospx_raw {
     size_t drop_count;      /* optional breakdown of `dropped` */
     int64_t process_cpu_ns; /* the process's CPU time over the run; -1 when not recorded */
     struct ospx_exit exit;
+    /* The run's processes: one per raw file, the program the user meant first (for a program
+     * that replaced itself by exec, its last image). The fields above are the first one's,
+     * but for start/end (the run's span), dropped and drops (sums), process_cpu_ns (the sum,
+     * -1 unless every process has one). process_count 0 (a profile built by hand) reads as
+     * one process made of the fields above. */
+    struct ospx_process *processes;
+    size_t process_count;
+    struct ospx_escaped *escaped; /* processes that ran unprofiled */
+    size_t escaped_count;
 };
 
 int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err);
 void ospx_raw_free(struct ospx_raw *raw);
+
+/* ---- a run: all of its processes (run.c) ---- */
+
+/* The raw files of one run: each of `paths` and, unless no_siblings, the raw files its
+ * descendants wrote beside it (for P.json: P.<pid>.json and P.<pid>-<hex>.json in the same
+ * directory), read and merged into one struct ospx_raw (processes in the order
+ * ospx_raw.processes says). A path named in `paths` that cannot be read is the error; a
+ * sibling that cannot be read, or is from an earlier run (it started before the file it is
+ * beside), gets one warning line on `warnings` (NULL: stderr) and is left out. */
+int ospx_run_read(const char *const *paths, size_t count, int no_siblings, FILE *warnings,
+                  struct ospx_raw *out, struct ospx_error *err);
+/* The siblings of raw file `path` (see ospx_run_read), sorted by name; *paths malloc'd (free
+ * with ospx_paths_free). 0 or a negative errno. */
+int ospx_run_siblings(const char *path, char ***paths, size_t *count);
+void ospx_paths_free(char **paths, size_t count);
+/* Append `from` (one process's raw profile, emptied and freed) to `into`: its images,
+ * threads, stacks and samples, its samples on into's time axis and rate. 0 or -ENOMEM. */
+int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_error *err);
 
 /* ---- symbols ---- */
 
@@ -189,6 +249,8 @@ void ospx_symbols_free(struct ospx_symbols *symbols);
 
 struct ospx_filter {
     const char *fiber;  /* keep one fiber: its id ("0", "-1", "4243") or its label; NULL all */
+    const char *pid;    /* keep these processes: a comma list of pids; NULL all */
+    const char *comm;   /* keep these processes: a comma list of commands (exe base names) */
     const char *focus;  /* POSIX extended regex: keep rows with a matching function; NULL */
     const char *ignore; /* POSIX extended regex: drop rows with a matching function; NULL */
 };
@@ -227,6 +289,23 @@ struct ospx_fiber_stat {
     uint64_t preempted; /* periods runnable but not on a CPU (raw preempted_ns), 0 unknown */
 };
 
+/* One process of the run. */
+struct ospx_process_stat {
+    int64_t pid;
+    const char *comm; /* the exe's base name */
+    const char *exe;
+    uint64_t on_cpu, waiting;
+    size_t threads; /* with samples */
+};
+
+/* One row of the (process, function) table: a function's self and total time in one
+ * process. */
+struct ospx_process_function {
+    uint32_t process;  /* index into model.processes */
+    uint32_t function; /* index into model.functions */
+    uint64_t self, total;
+};
+
 struct ospx_model {
     const struct ospx_raw *raw;         /* borrowed; outlives the model */
     const struct ospx_symbols *symbols; /* borrowed; outlives the model */
@@ -244,6 +323,14 @@ struct ospx_model {
     size_t function_count; /* sorted: self desc */
     struct ospx_line_stat *lines;
     size_t line_count; /* sorted: samples desc */
+    /* one per raw process (1 for a profile of one process), in the raw file's order */
+    struct ospx_process_stat *processes;
+    size_t process_count;
+    size_t processes_sampled; /* of those, how many have samples (after any filter) */
+    /* with more than one process sampled: the functions per process, sorted as functions;
+     * else none */
+    struct ospx_process_function *process_functions;
+    size_t process_function_count;
     /* the samples grouped by thread in time order, made on first use by the writers that
      * need it (ospx__model_thread_order); freed with the model */
     size_t *thread_order, *thread_first;
@@ -286,6 +373,12 @@ struct ospx_report_options {
     size_t missing_count;
     const char *missing_reason;
     size_t replaced_count; /* files of an earlier run at the stem the outputs replaced */
+    /* 1: after the run's report, one section per process (its threads and functions) */
+    int per_process;
+    /* raw files of the run's other processes kept beside raw_written: listed as one line,
+     * "N more raw files: <more_raw_pattern>" */
+    size_t more_raw_count;
+    const char *more_raw_pattern;
 };
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out);
@@ -318,6 +411,14 @@ void ospx_outputs_help(FILE *out);
 
 struct ospx_process_options {
     const char *raw_path;
+    /* more raw files of the run (read with raw_path and merged: ospx_run_read), or NULL */
+    const char *const *more_raw_paths;
+    size_t more_raw_count;
+    int no_siblings; /* 1: read only the files named, not their descendants' beside them */
+    int per_process; /* report: a section per process after the run's */
+    /* the run's other raw files kept beside raw_written (the report's written list) */
+    size_t raw_more_kept;
+    const char *raw_more_pattern;
     const char *stem;    /* outputs: <stem> + the suffixes of the chosen formats */
     const char *binary;  /* --binary, or NULL */
     FILE *report;        /* the terminal report goes here; NULL: no report */

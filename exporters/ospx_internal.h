@@ -23,11 +23,38 @@ static inline const char *ospx__str(const char *s)
     return s != NULL ? s : "";
 }
 
+/* ---- processes (run.c merges a run's raw files into one struct ospx_raw) ---- */
+
+/* How many processes the raw profile holds: 1 for one made by hand without processes. */
+static inline size_t ospx__process_count(const struct ospx_raw *raw)
+{
+    return raw->process_count > 0 ? raw->process_count : 1;
+}
+static inline int64_t ospx__process_pid(const struct ospx_raw *raw, uint32_t process)
+{
+    return process < raw->process_count ? raw->processes[process].pid : raw->pid;
+}
+static inline const char *ospx__process_exe(const struct ospx_raw *raw, uint32_t process)
+{
+    return ospx__str(process < raw->process_count ? raw->processes[process].exe : raw->exe);
+}
+/* The process's command, as perf's comm: its exe's base name ("?" when none). */
+const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process);
+/* 1 when the outputs name processes: the raw profile holds more than one. */
+static inline int ospx__several_processes(const struct ospx_raw *raw)
+{
+    return raw->process_count > 1;
+}
+/* A thread's name in the outputs: "fiber <id> (<label>)", with several processes preceded
+ * by its process, "<comm> <pid>: fiber <id> (<label>)". */
+void ospx__thread_title(const struct ospx_model *model, size_t thread, char *out, size_t size);
+
 /* ---- symbolize.c ---- */
 
-/* The image raw pc `pc` belongs to (the one whose text range holds it, else among images with
- * no range the greatest base at or below it); UINT32_MAX when none. */
-uint32_t ospx__image_of(const struct ospx_raw *raw, uint64_t pc);
+/* The image raw pc `pc` of process `process` belongs to (among that process's images: the one
+ * whose text range holds it, else among images with no range the greatest base at or below
+ * it); UINT32_MAX when none. */
+uint32_t ospx__image_of(const struct ospx_raw *raw, uint32_t process, uint64_t pc);
 
 /* ---- objects.c: which object file describes an image ---- */
 

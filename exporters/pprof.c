@@ -129,11 +129,13 @@ struct pprof_build {
     Location **locations;
     size_t location_count, location_capacity;
     uint64_t *location_keys;
-    struct ospc_index location_index; /* over location_keys */
+    uint32_t *location_processes;     /* whose address space each key's pc is in */
+    struct ospc_index location_index; /* over location_keys and location_processes */
     /* per raw stack: its location ids, leaf first (NULL: not built yet) */
     uint64_t **stack_locations;
     size_t *stack_location_counts;
-    /* per thread: the two labels every sample of it carries */
+    /* per thread: the labels every sample of it carries (label_count of them) */
+    size_t label_count;
     Label *labels;
     Label **label_pointers;
     Sample *samples;
@@ -142,9 +144,15 @@ struct pprof_build {
     size_t sample_count;
 };
 
+static uint64_t location_hash(uint64_t key, uint32_t process)
+{
+    return hash_mix(key ^ (uint64_t)process * UINT64_C(0x9e3779b97f4a7c15));
+}
+
 static uint64_t hash_of_location(uint32_t entry, void *context)
 {
-    return hash_mix(((const struct pprof_build *)context)->location_keys[entry]);
+    const struct pprof_build *build = context;
+    return location_hash(build->location_keys[entry], build->location_processes[entry]);
 }
 
 /* The location for frames [first, first + count) of raw stack `s` (one pc and its inline
@@ -152,10 +160,11 @@ static uint64_t hash_of_location(uint32_t entry, void *context)
 static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first, size_t count,
                              uint64_t key, uint64_t address)
 {
-    size_t slot = ospc_index_start(&build->location_index, hash_mix(key));
+    uint32_t process = build->model->raw->stacks[s].process;
+    size_t slot = ospc_index_start(&build->location_index, location_hash(key, process));
     for (uint32_t entry; (entry = ospc_index_entry(&build->location_index, slot)) != UINT32_MAX;
          slot = ospc_index_next(&build->location_index, slot))
-        if (build->location_keys[entry] == key)
+        if (build->location_keys[entry] == key && build->location_processes[entry] == process)
             return (uint64_t)entry + 1;
     if (build->location_count == build->location_capacity) {
         size_t capacity = build->location_capacity > 0 ? build->location_capacity * 2 : 1024;
@@ -167,6 +176,11 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
         if (keys == NULL)
             return 0;
         build->location_keys = keys;
+        uint32_t *processes =
+            realloc(build->location_processes, capacity * sizeof *build->location_processes);
+        if (processes == NULL)
+            return 0;
+        build->location_processes = processes;
         build->location_capacity = capacity;
     }
     /* One allocation: the location, its line pointers and its lines. */
@@ -189,7 +203,7 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
     location->address = address;
     /* A return address may be one past its image's code: look it up one byte back. */
     uint64_t lookup = (key & 1) != 0 && address > 0 ? address - 1 : address;
-    uint32_t image = address != 0 ? ospx__image_of(build->model->raw, lookup) : UINT32_MAX;
+    uint32_t image = address != 0 ? ospx__image_of(build->model->raw, process, lookup) : UINT32_MAX;
     if (image != UINT32_MAX) {
         /* The object's own address (see build_mappings). */
         address -= build->model->raw->images[image].slide;
@@ -206,6 +220,7 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
     location->id = index + 1;
     build->locations[index] = location;
     build->location_keys[index] = key;
+    build->location_processes[index] = process;
     if (ospc_index_insert(&build->location_index, slot, (uint32_t)index, hash_of_location, build) !=
         0)
         return 0;
@@ -350,31 +365,42 @@ static int mapping_identities(struct pprof_build *build)
     return 0;
 }
 
+/* Labels on every sample: `fiber` (its id as a string: proto3 leaves out a zero, and fiber 0
+ * would lose its label) and `thread` (its label); with several processes also `pid` (a number)
+ * and `comm` (the process's command), as perf script names them. */
 static int build_labels(struct pprof_build *build)
 {
     const struct ospx_model *model = build->model;
-    size_t threads = model->fiber_count;
-    build->labels = calloc(threads * 2 + 1, sizeof *build->labels);
-    build->label_pointers = calloc(threads * 2 + 1, sizeof *build->label_pointers);
+    const struct ospx_raw *raw = model->raw;
+    size_t threads = model->fiber_count, per = ospx__several_processes(raw) ? 4 : 2;
+    build->label_count = per;
+    build->labels = calloc(threads * per + 1, sizeof *build->labels);
+    build->label_pointers = calloc(threads * per + 1, sizeof *build->label_pointers);
     if (build->labels == NULL || build->label_pointers == NULL)
         return -ENOMEM;
-    int64_t fiber_key = string_index(&build->strings, "fiber", 0);
-    int64_t thread_key = string_index(&build->strings, "thread", 0);
+    int64_t keys[4] = {string_index(&build->strings, "fiber", 0),
+                       string_index(&build->strings, "thread", 0),
+                       per > 2 ? string_index(&build->strings, "pid", 0) : 0,
+                       per > 2 ? string_index(&build->strings, "comm", 0) : 0};
     for (size_t t = 0; t < threads; t++) {
-        Label *fiber = &build->labels[2 * t], *thread = &build->labels[2 * t + 1];
-        perftools__profiles__label__init(fiber);
-        perftools__profiles__label__init(thread);
-        /* A string, not a number: proto3 leaves out a zero, and fiber 0 would lose its label. */
+        Label *labels = &build->labels[per * t];
+        uint32_t process = raw->threads[t].process;
         char id[32];
         snprintf(id, sizeof id, "%lld", (long long)model->fibers[t].fiber);
-        fiber->key = fiber_key;
-        fiber->str = string_index(&build->strings, id, 1);
-        thread->key = thread_key;
-        thread->str = string_index(&build->strings, model->fibers[t].label, 0);
-        if (fiber_key < 0 || thread_key < 0 || fiber->str < 0 || thread->str < 0)
-            return -ENOMEM;
-        build->label_pointers[2 * t] = fiber;
-        build->label_pointers[2 * t + 1] = thread;
+        for (size_t k = 0; k < per; k++) {
+            perftools__profiles__label__init(&labels[k]);
+            labels[k].key = keys[k];
+            build->label_pointers[per * t + k] = &labels[k];
+        }
+        labels[0].str = string_index(&build->strings, id, 1);
+        labels[1].str = string_index(&build->strings, model->fibers[t].label, 0);
+        if (per > 2) {
+            labels[2].num = ospx__process_pid(raw, process);
+            labels[3].str = string_index(&build->strings, ospx__process_comm(raw, process), 0);
+        }
+        for (size_t k = 0; k < per; k++)
+            if (keys[k] < 0 || (k != 2 && labels[k].str < 0))
+                return -ENOMEM;
     }
     return 0;
 }
@@ -414,8 +440,8 @@ static int build_samples(struct pprof_build *build)
         sample->n_value = 2;
         sample->value[0] = (int64_t)groups[i].periods;
         sample->value[1] = (int64_t)llround((double)groups[i].periods * period_ns);
-        sample->label = &build->label_pointers[2 * groups[i].thread];
-        sample->n_label = 2;
+        sample->label = &build->label_pointers[build->label_count * groups[i].thread];
+        sample->n_label = build->label_count;
         build->sample_pointers[i] = sample;
     }
     build->sample_count = distinct;
@@ -437,6 +463,7 @@ static void pprof_build_free(struct pprof_build *build)
         free(build->locations[i]);
     free(build->locations);
     free(build->location_keys);
+    free(build->location_processes);
     ospc_index_free(&build->location_index);
     for (size_t s = 0; build->stack_locations != NULL && s < raw->stack_count; s++)
         free(build->stack_locations[s]);

@@ -1,5 +1,6 @@
 /* process.c — the whole post-processing of a raw profile, as `osprey report`, `osprey FILE
- * --profile` and ospreyd (ospx_export_files) run it: read the raw file, symbolize it, build the
+ * --profile` and ospreyd (ospx_export_files) run it: read the run's raw files (run.c: the
+ * one named and its descendants' beside it, one profile of every process), symbolize it, build the
  * model, write the chosen outputs beside `stem` (each atomically), then print the terminal
  * report naming them.
  * The first failure stops the run and is returned through the error record; outputs already
@@ -63,15 +64,15 @@ static int select_outputs(const char *formats, unsigned *mask, struct ospx_error
     return 0;
 }
 
-/* The run's main image into the build-id cache, when the file at its path is still the object
- * that ran (a program exec'd by a launcher is its own main image: the raw file names it). A
- * failure is one warning line: the outputs are written already. */
-static void keep_main_object(const struct ospx_raw *raw)
+/* Each process's main image into the build-id cache, when the file at its path is still the
+ * object that ran (a program exec'd by a launcher is its own main image: its raw file names
+ * it). A failure is one warning line: the outputs are written already. */
+static void keep_main_object(const struct ospx_raw *raw, const char *exe)
 {
-    for (size_t i = 0; raw->exe != NULL && i < raw->image_count; i++) {
+    for (size_t i = 0; exe[0] != '\0' && i < raw->image_count; i++) {
         const struct ospx_image *image = &raw->images[i];
         const char *id = ospx__str(image->build_id);
-        if (strcmp(image->path, raw->exe) != 0 || id[0] == '\0')
+        if (strcmp(image->path, exe) != 0 || id[0] == '\0')
             continue;
         struct ospc_elf_identity identity;
         if (ospc_elf_identity(image->path, &identity, NULL, 0) != 0 ||
@@ -90,6 +91,17 @@ static void keep_main_object(const struct ospx_raw *raw)
             fprintf(stderr, "%s\n", text);
         }
         return;
+    }
+}
+
+static void keep_main_objects(const struct ospx_raw *raw)
+{
+    for (uint32_t p = 0; p < ospx__process_count(raw); p++) {
+        int seen = 0; /* forked children share their parent's */
+        for (uint32_t q = 0; q < p; q++)
+            seen |= strcmp(ospx__process_exe(raw, q), ospx__process_exe(raw, p)) == 0;
+        if (!seen)
+            keep_main_object(raw, ospx__process_exe(raw, p));
     }
 }
 
@@ -331,7 +343,10 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
                                              .missing_paths = missing,
                                              .missing_count = missed,
                                              .missing_reason = reason,
-                                             .replaced_count = replaced};
+                                             .replaced_count = replaced,
+                                             .per_process = options->per_process,
+                                             .more_raw_count = options->raw_more_kept,
+                                             .more_raw_pattern = options->raw_more_pattern};
         ospx_report_print(model, &report, options->report);
         if (options->reported != NULL)
             *options->reported = 1;
@@ -365,7 +380,10 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
     stage_start(&clock);
     /* llvm-symbolizer loads for half a second: let it do so while the raw file is read. */
     struct ospx_prestarted_symbolizer *prestarted = ospx_symbolizer_prestart();
-    rc = ospx_raw_read(options->raw_path, &raw, err);
+    const char *first_path[1] = {options->raw_path};
+    const char *const *paths = options->more_raw_count > 0 ? options->more_raw_paths : first_path;
+    rc = ospx_run_read(paths, options->more_raw_count > 0 ? options->more_raw_count : 1,
+                       options->no_siblings, stderr, &raw, err);
     if (rc != 0) {
         ospx_symbolizer_prestart_free(prestarted);
         return rc;
@@ -393,7 +411,7 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
     if (rc == 0)
         rc = write_outputs(&model, options, mask, kept_better, &clock, err);
     if (modelled && options->keep_main_object)
-        keep_main_object(&raw);
+        keep_main_objects(&raw);
     ospx_model_free(&model);
     ospx_symbols_free(&symbols);
     ospx_raw_free(&raw);
@@ -403,6 +421,8 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
 int ospx_export_files(const char *raw_path, const char *stem, const char *formats,
                       struct ospx_error *err)
 {
-    struct ospx_process_options options = {.raw_path = raw_path, .stem = stem, .formats = formats};
+    /* One process's file: its descendants may still be running (each exports its own). */
+    struct ospx_process_options options = {
+        .raw_path = raw_path, .stem = stem, .formats = formats, .no_siblings = 1};
     return ospx_process(&options, err);
 }

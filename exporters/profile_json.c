@@ -33,7 +33,27 @@ int ospx_write_profile_json(const struct ospx_model *model, const char *path,
         json_object_set_new(object, "label", ospx__json_string(fiber->label));
         json_object_set_new(object, "on_cpu", json_integer((json_int_t)fiber->on_cpu));
         json_object_set_new(object, "waiting", json_integer((json_int_t)fiber->waiting));
+        if (ospx__several_processes(model->raw))
+            json_object_set_new(
+                object, "pid",
+                json_integer(ospx__process_pid(model->raw, model->raw->threads[i].process)));
         json_array_append_new(fibers, object);
+    }
+    /* With several processes: one entry each (the run's order); functions and lines are
+     * summed over them. */
+    json_t *processes = NULL;
+    if (ospx__several_processes(model->raw)) {
+        processes = json_array();
+        for (size_t p = 0; p < model->process_count; p++) {
+            const struct ospx_process_stat *process = &model->processes[p];
+            json_t *object = json_object();
+            json_object_set_new(object, "pid", json_integer(process->pid));
+            json_object_set_new(object, "exe", ospx__json_string(process->exe));
+            json_object_set_new(object, "comm", ospx__json_string(process->comm));
+            json_object_set_new(object, "on_cpu", json_integer((json_int_t)process->on_cpu));
+            json_object_set_new(object, "waiting", json_integer((json_int_t)process->waiting));
+            json_array_append_new(processes, object);
+        }
     }
 
     json_t *functions = json_array();
@@ -73,6 +93,8 @@ int ospx_write_profile_json(const struct ospx_model *model, const char *path,
     json_object_set_new(root, "pid", json_integer(model->raw->pid));
     json_object_set_new(root, "totals", totals(model));
     json_object_set_new(root, "fibers", fibers);
+    if (processes != NULL)
+        json_object_set_new(root, "processes", processes);
     json_object_set_new(root, "functions", functions);
     json_object_set_new(root, "lines", lines);
     /* Indented: people read this file too, and the golden tests diff it line by line. */

@@ -910,6 +910,71 @@ static int raw_read_drops(struct raw_reader *reader, const json_t *drops, struct
     return 0;
 }
 
+/* The optional "escaped" array: [{"pid": N, "exe": "...", "reason": "..."}], processes this
+ * one started that ran unprofiled. */
+static int raw_read_escaped(struct raw_reader *reader, const json_t *escaped, struct ospx_raw *out)
+{
+    size_t count = json_array_size(escaped);
+    out->escaped = raw_table(reader, count, sizeof *out->escaped);
+    if (out->escaped == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < count; i++) {
+        char path[64];
+        json_t *entry;
+        int rc = raw_entry(reader, escaped, "escaped", i, JSON_OBJECT, path, sizeof path, &entry);
+        if (rc < 0)
+            return rc;
+        struct ospx_escaped *process = &out->escaped[i];
+        out->escaped_count = i + 1;
+        json_int_t pid = 0;
+        rc = raw_integer(reader, entry, path, "pid", 0, INT64_MAX, &pid);
+        if (rc == 0)
+            rc = raw_string(reader, entry, path, "exe", 0, &process->exe);
+        if (rc == 0)
+            rc = raw_string(reader, entry, path, "reason", 0, &process->reason);
+        if (rc < 0)
+            return rc;
+        process->pid = pid;
+    }
+    return 0;
+}
+
+/* The file's one process (run.c appends the run's others). */
+static int raw_read_process(struct raw_reader *reader, const json_t *root, struct ospx_raw *out)
+{
+    json_t *forked = json_object_get(root, "forked"), *escaped;
+    if (forked != NULL && !json_is_boolean(forked))
+        return raw_fail(reader, "forked", "expected a boolean, found %s", json_type_name(forked));
+    json_int_t parent_pid = -1;
+    int rc = raw_optional_integer(reader, root, "", "parent_pid", &parent_pid);
+    if (rc == 0)
+        rc = raw_member(reader, root, "", "escaped", JSON_ARRAY, 0, &escaped);
+    if (rc == 0 && escaped != NULL)
+        rc = raw_read_escaped(reader, escaped, out);
+    if (rc < 0)
+        return rc;
+    out->processes = raw_table(reader, 1, sizeof *out->processes);
+    if (out->processes == NULL)
+        return -ENOMEM;
+    out->process_count = 1;
+    struct ospx_process *process = &out->processes[0];
+    process->exe = strdup(out->exe);
+    process->source_path = strdup(reader->path);
+    if (process->exe == NULL || process->source_path == NULL)
+        return raw_out_of_memory(reader);
+    process->pid = out->pid;
+    process->parent_pid = parent_pid;
+    process->forked = forked != NULL && json_is_true(forked);
+    process->start_unix_ns = out->start_unix_ns;
+    process->end_unix_ns = out->end_unix_ns;
+    process->rate_hz = out->rate_hz;
+    process->process_cpu_ns = out->process_cpu_ns;
+    process->dropped = out->dropped;
+    process->exit = out->exit;
+    process->image_count = out->image_count;
+    return 0;
+}
+
 /* Everything after parsing: the document's fields into *out. */
 static int raw_read_document(struct raw_reader *reader, const json_t *root, struct ospx_raw *out)
 {
@@ -982,6 +1047,8 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
         rc = raw_read_exit(reader, exit_object, out);
     if (rc == 0 && drops != NULL)
         rc = raw_read_drops(reader, drops, out);
+    if (rc == 0)
+        rc = raw_read_process(reader, root, out);
     return rc;
 }
 
@@ -1128,6 +1195,16 @@ void ospx_raw_free(struct ospx_raw *raw)
     for (size_t i = 0; i < raw->drop_count; i++)
         free(raw->drops[i].reason);
     free(raw->drops);
+    for (size_t i = 0; i < raw->process_count; i++) {
+        free(raw->processes[i].exe);
+        free(raw->processes[i].source_path);
+    }
+    free(raw->processes);
+    for (size_t i = 0; i < raw->escaped_count; i++) {
+        free(raw->escaped[i].exe);
+        free(raw->escaped[i].reason);
+    }
+    free(raw->escaped);
     free(raw->images);
     free(raw->threads);
     free(raw->stacks);

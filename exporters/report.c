@@ -204,18 +204,127 @@ static void count_threads(char *out, size_t size, const struct ospx_model *model
                  runtime == 1 ? "fiber" : "fibers");
 }
 
-/* The header counts every sample and says how many were on-CPU: the figures below are
- * over those. */
-static void print_header(FILE *out, size_t width, const struct ospx_model *model)
+/* Thread t is shown: its process has samples (a view of some of a run's processes leaves the
+ * others' threads out), or the profile has one process. */
+static int thread_shown(const struct ospx_model *model, size_t t)
 {
-    char wall[32], cpu[32], threads[64], line[512];
+    uint32_t process = model->raw->threads[t].process;
+    return model->raw->process_count <= 1 || process >= model->process_count ||
+           model->processes[process].on_cpu + model->processes[process].waiting > 0;
+}
+
+/* With more than one process sampled, the report names processes (a column, lines, thread
+ * names); with one it reads as a profile of one process always did. */
+static int several_processes(const struct ospx_model *model)
+{
+    return model->processes_sampled > 1;
+}
+
+/* The header counts every sample and says how many were on-CPU: the figures below are
+ * over those; with several processes it counts them first. `title` begins it ("osprey"). */
+static void print_header(FILE *out, size_t width, const struct ospx_model *model, const char *title)
+{
+    char wall[32], cpu[32], threads[64], line[1024], processes[48] = "";
     format_duration(wall, sizeof wall, model->wall_seconds);
     format_duration(cpu, sizeof cpu, model->cpu_seconds);
-    count_threads(threads, sizeof threads, model, NULL, 0, model->fiber_count);
-    snprintf(line, sizeof line, "osprey: %s wall, %s CPU, %llu samples (%llu on-CPU), %u Hz, %s",
-             wall, cpu, (unsigned long long)model->total_samples,
+    const struct ospx_fiber_stat **shown = malloc((model->fiber_count + 1) * sizeof *shown);
+    size_t count = 0;
+    for (size_t t = 0; shown != NULL && t < model->fiber_count; t++)
+        if (thread_shown(model, t))
+            shown[count++] = &model->fibers[t];
+    count_threads(threads, sizeof threads, model, shown, 0, shown != NULL ? count : 0);
+    free(shown);
+    if (several_processes(model))
+        snprintf(processes, sizeof processes, "%zu processes, ", model->processes_sampled);
+    snprintf(line, sizeof line, "%s: %s%s wall, %s CPU, %llu samples (%llu on-CPU), %u Hz, %s",
+             title, processes, wall, cpu, (unsigned long long)model->total_samples,
              (unsigned long long)model->on_cpu_samples, model->raw->rate_hz, threads);
     emit(out, width, NULL, line);
+}
+
+/* "4243 hotspot": a process as the table's PROCESS column and the lines name it. */
+static void format_process(char *out, size_t size, const struct ospx_model *model, uint32_t process)
+{
+    snprintf(out, size, "%lld %s", (long long)model->processes[process].pid,
+             model->processes[process].comm);
+}
+
+#define MAX_PROCESS_LINES 8
+
+/* With several processes: one line each, in the run's order (the program first; an image that
+ * exec'd the next is marked), past MAX_PROCESS_LINES the rest on one line. */
+static void print_processes(FILE *out, size_t width, const struct ospx_model *model)
+{
+    const struct ospx_raw *raw = model->raw;
+    size_t shown = 0, rest = 0;
+    uint64_t rest_on_cpu = 0;
+    for (uint32_t p = 0; p < model->process_count; p++) {
+        const struct ospx_process_stat *process = &model->processes[p];
+        if (process->on_cpu + process->waiting == 0)
+            continue;
+        if (shown == MAX_PROCESS_LINES && model->processes_sampled > MAX_PROCESS_LINES + 1) {
+            rest++;
+            rest_on_cpu += process->on_cpu;
+            continue;
+        }
+        shown++;
+        char name[600], cpu[32], how[96] = "", line[1024];
+        snprintf(name, sizeof name, "process %lld (%s)", (long long)process->pid, process->comm);
+        format_duration(cpu, sizeof cpu,
+                        raw->rate_hz > 0 ? (double)process->on_cpu / raw->rate_hz : 0);
+        if (p < raw->process_count && raw->processes[p].execd)
+            snprintf(how, sizeof how, ", then exec'd");
+        else if (p < raw->process_count && raw->processes[p].forked &&
+                 raw->processes[p].parent_pid > 0)
+            snprintf(how, sizeof how, ", forked from %lld",
+                     (long long)raw->processes[p].parent_pid);
+        snprintf(line, sizeof line, "  %-28s  %6s CPU %5.1f%%  (%llu samples, %zu %s%s)", name, cpu,
+                 percent_of(process->on_cpu, model->on_cpu_samples),
+                 (unsigned long long)(process->on_cpu + process->waiting), process->threads,
+                 process->threads == 1 ? "thread" : "threads", how);
+        emit(out, width, NULL, line);
+    }
+    if (rest > 0) {
+        char line[160];
+        snprintf(line, sizeof line, "  … %zu more processes: %.1f%% of the CPU", rest,
+                 percent_of(rest_on_cpu, model->on_cpu_samples));
+        emit(out, width, NULL, line);
+    }
+}
+
+#define ESCAPED_LINES 3
+
+/* The processes that ran unprofiled (their environment dropped the profiler): named, so that a
+ * program that waited for them is not read as waiting for nothing. The first few one line
+ * each, the rest counted. `process`: only those that process started; -1 all. */
+static void print_escaped(FILE *out, size_t width, const struct ospx_model *model, long process,
+                          const char *warn)
+{
+    const struct ospx_raw *raw = model->raw;
+    size_t count = 0;
+    for (size_t i = 0; i < raw->escaped_count; i++) {
+        const struct ospx_escaped *escaped = &raw->escaped[i];
+        if (process >= 0 && escaped->process != (uint32_t)process)
+            continue;
+        if (++count > ESCAPED_LINES)
+            continue;
+        char line[1400];
+        const char *exe = ospx__str(escaped->exe), *reason = ospx__str(escaped->reason);
+        snprintf(line, sizeof line, "process %lld%s%s%s ran unprofiled%s%s",
+                 (long long)escaped->pid, exe[0] != '\0' ? " (" : "", exe,
+                 exe[0] != '\0' ? ")" : "", reason[0] != '\0' ? ": " : "", reason);
+        emit(out, width, warn, line);
+    }
+    if (count > ESCAPED_LINES) {
+        char line[160];
+        snprintf(line, sizeof line, "… and %zu more processes ran unprofiled",
+                 count - ESCAPED_LINES);
+        emit(out, width, warn, line);
+    }
+    if (count > 0)
+        emit(out, width, NULL,
+             "  their CPU time is not in this profile; time spent waiting for them shows as "
+             "waiting");
 }
 
 static int compare_fiber_samples(const void *a, const void *b)
@@ -234,20 +343,27 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
     const struct ospx_fiber_stat **sorted = malloc((model->fiber_count + 1) * sizeof *sorted);
     if (sorted == NULL)
         return;
+    size_t fiber_count = 0;
     for (size_t i = 0; i < model->fiber_count; i++)
-        sorted[i] = &model->fibers[i];
-    qsort(sorted, model->fiber_count, sizeof *sorted, compare_fiber_samples);
-    size_t shown = model->fiber_count <= MAX_FIBER_LINES + 1 ? model->fiber_count : MAX_FIBER_LINES;
+        if (thread_shown(model, i))
+            sorted[fiber_count++] = &model->fibers[i];
+    qsort(sorted, fiber_count, sizeof *sorted, compare_fiber_samples);
+    size_t shown = fiber_count <= MAX_FIBER_LINES + 1 ? fiber_count : MAX_FIBER_LINES;
+    int processes = several_processes(model);
     /* Names are padded to the widest shown (at most FIBER_NAME_COLUMNS); the sample count is
      * left off a line that would not fit the width. */
-    char line[1024], names[MAX_FIBER_LINES + 1][FIBER_NAME_COLUMNS * 4 + 8];
+    char line[1024], names[MAX_FIBER_LINES + 1][FIBER_NAME_COLUMNS * 4 + 48];
     size_t name_width = 0;
     for (size_t i = 0; i < shown; i++) {
-        char name[640];
-        snprintf(name, sizeof name, "%s %lld (%s)",
-                 is_runtime_fiber(model, (size_t)(sorted[i] - model->fibers)) ? "fiber" : "thread",
-                 (long long)sorted[i]->fiber, sorted[i]->label);
-        fit(names[i], sizeof names[i], name, FIBER_NAME_COLUMNS, CUT_END);
+        char name[640], pid[32] = "";
+        size_t t = (size_t)(sorted[i] - model->fibers);
+        if (processes)
+            snprintf(pid, sizeof pid, "%lld ",
+                     (long long)ospx__process_pid(model->raw, model->raw->threads[t].process));
+        snprintf(name, sizeof name, "%s%s %lld (%s)", pid,
+                 is_runtime_fiber(model, t) ? "fiber" : "thread", (long long)sorted[i]->fiber,
+                 sorted[i]->label);
+        fit(names[i], sizeof names[i], name, FIBER_NAME_COLUMNS + (processes ? 8 : 0), CUT_END);
         name_width = columns(names[i]) > name_width ? columns(names[i]) : name_width;
     }
     int any_preempted = 0;
@@ -279,21 +395,20 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
                      (unsigned long long)(fiber->on_cpu + fiber->waiting));
         emit(out, width, NULL, line);
     }
-    if (shown < model->fiber_count) {
+    if (shown < fiber_count) {
         uint64_t on_cpu = 0, waiting = 0;
-        for (size_t i = shown; i < model->fiber_count; i++) {
+        for (size_t i = shown; i < fiber_count; i++) {
             on_cpu += sorted[i]->on_cpu;
             waiting += sorted[i]->waiting;
         }
         char more[64];
-        count_threads(more, sizeof more, model, sorted, shown, model->fiber_count);
+        count_threads(more, sizeof more, model, sorted, shown, fiber_count);
         /* "… 4 more threads: …", or of both kinds "… 4 more (2 threads, 2 fibers): …" */
         const char *kind = strchr(more, ' ');
         int mixed = strchr(more, ',') != NULL;
         snprintf(line, sizeof line, "  … %zu more%s%s%s: running %.1f%%  waiting %.1f%%",
-                 model->fiber_count - shown, mixed ? " (" : kind, mixed ? more : "",
-                 mixed ? ")" : "", percent_of(on_cpu, on_cpu + waiting),
-                 percent_of(waiting, on_cpu + waiting));
+                 fiber_count - shown, mixed ? " (" : kind, mixed ? more : "", mixed ? ")" : "",
+                 percent_of(on_cpu, on_cpu + waiting), percent_of(waiting, on_cpu + waiting));
         emit(out, width, NULL, line);
     }
     free(sorted);
@@ -323,37 +438,59 @@ static void print_callers(FILE *out, size_t width, const struct ospx_model *mode
 }
 
 /* Columns before FUNCTION: bar, SELF%, TOTAL%, SELF, TOTAL and their separators. */
-#define FIXED_COLUMNS (BAR_CELLS + 1 + 6 + 1 + 6 + 1 + 6 + 1 + 6 + 2)
+#define FIXED_COLUMNS   (BAR_CELLS + 1 + 6 + 1 + 6 + 1 + 6 + 1 + 6 + 2)
+#define PROCESS_COLUMNS 24 /* at most, for "pid comm" */
+
+/* One row of the table: a function, or with several processes a function in one process. */
+struct table_row {
+    const struct ospx_function_stat *fn;
+    uint64_t self, total;
+    char process[PROCESS_COLUMNS * 4 + 8]; /* "" without a PROCESS column */
+    char location[512];
+};
 
 static void print_table(FILE *out, size_t width, const struct ospx_model *model, int color,
                         size_t top, const struct ospx__callers *callers)
 {
-    const struct ospx_function_stat **rows = calloc(top + 1, sizeof *rows);
-    char(*locations)[512] = calloc(top + 1, sizeof *locations);
-    if (rows == NULL || locations == NULL) {
-        free(rows);
-        free(locations);
+    struct table_row *rows = calloc(top + 1, sizeof *rows);
+    if (rows == NULL)
         return;
-    }
+    int processes = several_processes(model) && model->process_functions != NULL;
     size_t row_count = 0, function_width = strlen("FUNCTION"), location_width = strlen("LOCATION");
+    size_t process_width = processes ? strlen("PROCESS") : 0;
     char cwd[1024];
     const char *here = getcwd(cwd, sizeof cwd);
-    for (size_t i = 0; i < model->function_count && row_count < top; i++) {
-        if (model->functions[i].total == 0)
+    size_t candidates = processes ? model->process_function_count : model->function_count;
+    for (size_t i = 0; i < candidates && row_count < top; i++) {
+        struct table_row *row = &rows[row_count];
+        if (processes) {
+            const struct ospx_process_function *entry = &model->process_functions[i];
+            row->fn = &model->functions[entry->function];
+            row->self = entry->self;
+            row->total = entry->total;
+            char name[640];
+            format_process(name, sizeof name, model, entry->process);
+            fit(row->process, sizeof row->process, name, PROCESS_COLUMNS, CUT_END);
+        } else {
+            row->fn = &model->functions[i];
+            row->self = row->fn->self;
+            row->total = row->fn->total;
+        }
+        if (row->total == 0)
             continue;
-        rows[row_count] = &model->functions[i];
-        format_location(locations[row_count], sizeof locations[row_count], model, rows[row_count],
-                        here);
-        size_t f = columns(rows[row_count]->name), l = columns(locations[row_count]);
+        format_location(row->location, sizeof row->location, model, row->fn, here);
+        size_t f = columns(row->fn->name), l = columns(row->location), q = columns(row->process);
         function_width = f > function_width ? f : function_width;
         location_width = l > location_width ? l : location_width;
+        process_width = q > process_width ? q : process_width;
         row_count++;
     }
 
     /* Share what the width leaves between FUNCTION and LOCATION: when both do not fit,
      * LOCATION gets up to 2/5 of it and FUNCTION the rest (LOCATION takes back what FUNCTION
      * does not need). */
-    size_t available = width > FIXED_COLUMNS + 2 + 2 ? width - FIXED_COLUMNS - 2 : 2;
+    size_t fixed = FIXED_COLUMNS + (processes ? process_width + 2 : 0);
+    size_t available = width > fixed + 2 + 2 ? width - fixed - 2 : 2;
     if (function_width + location_width > available) {
         size_t location_share = available * 2 / 5 > 1 ? available * 2 / 5 : 1;
         if (location_width > location_share)
@@ -364,27 +501,33 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
             location_width = available - function_width;
     }
 
-    char line[4096], function[1024], location[1024];
-    snprintf(line, sizeof line, "%*s %6s %6s %6s %6s  %-*s  %s", BAR_CELLS, "", "SELF%", "TOTAL%",
-             "SELF", "TOTAL", (int)function_width, "FUNCTION", "LOCATION");
+    char line[4096], function[1024], location[1024], process[256] = "";
+    if (processes)
+        snprintf(process, sizeof process, "%-*s  ", (int)process_width, "PROCESS");
+    snprintf(line, sizeof line, "%*s %6s %6s %6s %6s  %s%-*s  %s", BAR_CELLS, "", "SELF%", "TOTAL%",
+             "SELF", "TOTAL", process, (int)function_width, "FUNCTION", "LOCATION");
     emit(out, width, NULL, line);
     for (size_t r = 0; r < row_count; r++) {
-        const struct ospx_function_stat *fn = rows[r];
-        double self_pct = percent_of(fn->self, model->on_cpu_samples);
-        double total_pct = percent_of(fn->total, model->on_cpu_samples);
+        const struct table_row *row = &rows[r];
+        double self_pct = percent_of(row->self, model->on_cpu_samples);
+        double total_pct = percent_of(row->total, model->on_cpu_samples);
         char bar[64], self_pct_text[16], total_pct_text[16], self[32], total[32];
-        format_bar(bar, sizeof bar, self_pct, fn->self > 0);
+        format_bar(bar, sizeof bar, self_pct, row->self > 0);
         snprintf(self_pct_text, sizeof self_pct_text, "%.1f%%", self_pct);
         snprintf(total_pct_text, sizeof total_pct_text, "%.1f%%", total_pct);
         double rate = model->raw->rate_hz > 0 ? model->raw->rate_hz : 1;
-        format_duration(self, sizeof self, (double)fn->self / rate);
-        format_duration(total, sizeof total, (double)fn->total / rate);
-        fit(function, sizeof function, fn->name, function_width, CUT_MIDDLE);
-        fit(location, sizeof location, locations[r], location_width, CUT_START);
+        format_duration(self, sizeof self, (double)row->self / rate);
+        format_duration(total, sizeof total, (double)row->total / rate);
+        fit(function, sizeof function, row->fn->name, function_width, CUT_MIDDLE);
+        fit(location, sizeof location, row->location, location_width, CUT_START);
         /* %-*s pads by bytes: widen by the bytes the multi-byte characters add. */
         int pad = (int)(function_width + strlen(function) - columns(function));
-        snprintf(line, sizeof line, "%s %6s %6s %6s %6s  %-*s  %s", bar, self_pct_text,
-                 total_pct_text, self, total, pad, function, location);
+        if (processes)
+            snprintf(process, sizeof process, "%-*s  ",
+                     (int)(process_width + strlen(row->process) - columns(row->process)),
+                     row->process);
+        snprintf(line, sizeof line, "%s %6s %6s %6s %6s  %s%-*s  %s", bar, self_pct_text,
+                 total_pct_text, self, total, process, pad, function, location);
         const char *row_color = NULL;
         if (color && self_pct >= 5.0)
             row_color = COLOR_HOT;
@@ -392,10 +535,9 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
             row_color = COLOR_WARM;
         emit(out, width, row_color, line);
         if (callers != NULL)
-            print_callers(out, width, model, callers, fn, here);
+            print_callers(out, width, model, callers, row->fn, here);
     }
     free(rows);
-    free(locations);
 }
 
 /* Does a stack whose outermost frame is `name` reach its root: the program's start (_start,
@@ -514,18 +656,19 @@ static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model
     emit_pair(out, width, warn, line, second);
 }
 
-int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
-                      FILE *out)
+/* The report of one model (the run, or one process of it) down to its notes: the header
+ * (begun with `title`), processes, threads, the processes that ran unprofiled (those
+ * `process` started; -1 all), the table, the notes. */
+static int print_body(FILE *out, size_t width, const struct ospx_model *model,
+                      const struct ospx_report_options *options, const char *title, long process)
 {
-    struct ospx_report_options defaults = {0};
-    if (options == NULL)
-        options = &defaults;
-    size_t width = options->width > 0 ? (size_t)options->width : DEFAULT_WIDTH;
     const char *warn = options->color ? COLOR_WARM : NULL;
     char line[512];
-
-    print_header(out, width, model);
+    print_header(out, width, model, title);
+    if (several_processes(model))
+        print_processes(out, width, model);
     print_fibers(out, width, model);
+    print_escaped(out, width, model, process, warn);
     fputc('\n', out);
     if (model->on_cpu_samples == 0) {
         emit(out, width, warn,
@@ -561,6 +704,66 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
             snprintf(line + used, sizeof line - (size_t)used, ")");
         emit_pair(out, width, warn, line, "the figures undercount");
     }
+    return 0;
+}
+
+/* --per-process: after the run's report, each process with samples on its own, as if it had
+ * been profiled alone (its samples, its span, its CPU time measured). */
+static int print_sections(FILE *out, size_t width, const struct ospx_model *model,
+                          const struct ospx_report_options *options)
+{
+    const struct ospx_raw *raw = model->raw;
+    struct ospx_sample *samples = malloc((raw->sample_count + 1) * sizeof *samples);
+    if (samples == NULL)
+        return -ENOMEM;
+    int rc = 0;
+    for (uint32_t p = 0; rc == 0 && p < model->process_count && p < raw->process_count; p++) {
+        if (model->processes[p].on_cpu + model->processes[p].waiting == 0)
+            continue;
+        struct ospx_raw alone = *raw;
+        const struct ospx_process *process = &raw->processes[p];
+        alone.sample_count = 0;
+        alone.samples = samples;
+        for (size_t i = 0; i < raw->sample_count; i++)
+            if (raw->threads[raw->samples[i].thread].process == p)
+                samples[alone.sample_count++] = raw->samples[i];
+        alone.pid = process->pid;
+        alone.exe = process->exe;
+        alone.start_unix_ns = process->start_unix_ns;
+        alone.end_unix_ns = process->end_unix_ns;
+        alone.dropped = process->dropped;
+        alone.drop_count = 0;
+        alone.exit = process->exit;
+        struct ospx_model section;
+        rc = ospx_model_build(&alone, model->symbols, &section, NULL);
+        if (rc != 0)
+            break;
+        char title[700];
+        snprintf(title, sizeof title, "process %lld (%s)", (long long)process->pid,
+                 model->processes[p].comm);
+        fputc('\n', out);
+        rc = print_body(out, width, &section, options, title, (long)p);
+        ospx_model_free(&section);
+    }
+    free(samples);
+    return rc;
+}
+
+int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
+                      FILE *out)
+{
+    struct ospx_report_options defaults = {0};
+    if (options == NULL)
+        options = &defaults;
+    size_t width = options->width > 0 ? (size_t)options->width : DEFAULT_WIDTH;
+    const char *warn = options->color ? COLOR_WARM : NULL;
+    char line[512];
+
+    int rc = print_body(out, width, model, options, "osprey", -1);
+    if (rc == 0 && options->per_process && model->processes_sampled > 1)
+        rc = print_sections(out, width, model, options);
+    if (rc != 0)
+        return rc;
     if (options->written_count == 0 && options->kept_better) {
         fputc('\n', out);
         emit_pair(out, width, NULL,
@@ -581,6 +784,13 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
                 CUT_START);
             snprintf(path, sizeof path, "  %s", fitted);
             emit(out, width, NULL, path);
+        }
+        if (options->more_raw_count > 0) {
+            char more[1300];
+            snprintf(more, sizeof more, "  %zu more raw %s: %s", options->more_raw_count,
+                     options->more_raw_count == 1 ? "file" : "files",
+                     ospx__str(options->more_raw_pattern));
+            emit(out, width, NULL, more);
         }
     }
     if (options->missing_count > 0) {

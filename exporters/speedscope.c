@@ -130,7 +130,7 @@ static void write_profile(FILE *stream, const struct ospx_model *model, size_t t
      * run on a 3 s axis would seem to stop early). */
     double fiber_ms = (double)(fiber->on_cpu + fiber->waiting) * period_ms;
     char name[512];
-    snprintf(name, sizeof name, "fiber %lld (%s)", (long long)fiber->fiber, fiber->label);
+    ospx__thread_title(model, thread, name, sizeof name);
     char *quoted = ospx__json_quote(name), end_value[64], weight_text[64];
     uint64_t weight_shown = 1; /* the weight weight_text holds */
     format_number(end_value, sizeof end_value, fiber_ms);

@@ -169,10 +169,16 @@ int ospx__answer_add(struct ospx__answer *answer, const char *name, const char *
 
 /* The image a pc belongs to: the one whose text range holds it, else, among images with no
  * range, the one with the greatest base at or below it. NO_IMAGE when none. */
-uint32_t ospx__image_of(const struct ospx_raw *raw, uint64_t pc)
+uint32_t ospx__image_of(const struct ospx_raw *raw, uint32_t process, uint64_t pc)
 {
     uint32_t fallback = NO_IMAGE;
-    for (size_t i = 0; i < raw->image_count; i++) {
+    size_t first = 0, end = raw->image_count;
+    if (process < raw->process_count) {
+        first = raw->processes[process].first_image;
+        end = first + raw->processes[process].image_count;
+        end = end < raw->image_count ? end : raw->image_count;
+    }
+    for (size_t i = first; i < end; i++) {
         const struct ospx_image *image = &raw->images[i];
         if (image->text_size > 0) {
             if (pc >= image->text && pc - image->text < image->text_size)
@@ -206,7 +212,7 @@ static int collect_addresses(struct ospx__symbolizer *state)
         const struct ospx_stack *stack = &raw->stacks[i];
         for (size_t k = 0; k < stack->depth; k++) {
             uint64_t pc = lookup_pc(stack, k);
-            uint32_t image = ospx__image_of(raw, pc);
+            uint32_t image = ospx__image_of(raw, stack->process, pc);
             if (image == NO_IMAGE)
                 continue;
             struct ospx__image_work *work = &state->work[image];
@@ -349,7 +355,7 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
         return -ENOMEM;
     for (size_t k = 0; k < stack->depth; k++) {
         uint64_t pc = lookup_pc(stack, k);
-        uint32_t image = ospx__image_of(raw, pc);
+        uint32_t image = ospx__image_of(raw, stack->process, pc);
         const char *image_path = image != NO_IMAGE ? raw->images[image].path : "";
         struct ospx__answer *answer =
             image != NO_IMAGE ? find_answer(&state->work[image], pc - raw->images[image].slide)

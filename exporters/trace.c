@@ -1,6 +1,7 @@
 /* trace.c — `<stem>.trace.json`, the run as a timeline in the Chrome trace-event format, which
  * the DevTools Performance panel ("Load profile") and Perfetto (ui.perfetto.dev) open: one
- * thread track per fiber, named `fiber <id> (<label>)`, carrying
+ * thread track per fiber, named `fiber <id> (<label>)`, under its process (its real pid,
+ * named by `process_name` metadata: a run of several processes is one trace), carrying
  *   - its samples on their real timestamps, as V8 writes them into a trace: one "Profile"
  *     event and "ProfileChunk" events holding a call tree (`cpuProfile.nodes`), the samples'
  *     leaf nodes and the gaps between them (`timeDeltas`, µs). Each on-CPU row lasts the CPU
@@ -31,21 +32,46 @@ static uint64_t sample_us(const struct ospx_model *model, const struct ospx_samp
     return (uint64_t)((t < limit_ns || limit_ns <= 0 ? t : limit_ns) / 1000.0);
 }
 
-static void write_metadata(FILE *stream, const struct ospx_model *model, uint64_t pid)
+/* The pid a process's events carry: its own (1 when the raw file has none: 0 is no process to
+ * the readers). */
+static uint64_t trace_pid(const struct ospx_raw *raw, uint32_t process)
 {
+    int64_t pid = ospx__process_pid(raw, process);
+    return pid > 0 ? (uint64_t)pid : 1;
+}
+
+/* One process_name per pid (two images of one pid, it exec'd, are one process: the first
+ * named, the run's order putting its last image first), then each thread's name and place. */
+static void write_metadata(FILE *stream, const struct ospx_model *model)
+{
+    const struct ospx_raw *raw = model->raw;
     char name[600];
-    snprintf(name, sizeof name, "%s (pid %lld)", ospx__basename(model->raw->exe),
-             (long long)model->raw->pid);
-    char *quoted = ospx__json_quote(name);
-    fprintf(
-        stream,
-        "{\"ph\":\"M\",\"pid\":%llu,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":%s}}",
-        (unsigned long long)pid, quoted != NULL ? quoted : "\"\"");
-    free(quoted);
+    for (uint32_t p = 0; p < ospx__process_count(raw); p++) {
+        int named_before = 0;
+        for (uint32_t q = 0; q < p; q++)
+            named_before |= trace_pid(raw, q) == trace_pid(raw, p);
+        if (named_before)
+            continue;
+        snprintf(name, sizeof name, "%s (pid %lld)", ospx__basename(ospx__process_exe(raw, p)),
+                 (long long)ospx__process_pid(raw, p));
+        char *quoted = ospx__json_quote(name);
+        fprintf(stream,
+                "%s{\"ph\":\"M\",\"pid\":%llu,\"tid\":0,\"name\":\"process_name\",\"args\":{"
+                "\"name\":%s}}",
+                p > 0 ? ",\n" : "", (unsigned long long)trace_pid(raw, p),
+                quoted != NULL ? quoted : "\"\"");
+        if (ospx__several_processes(raw))
+            fprintf(stream,
+                    ",\n{\"ph\":\"M\",\"pid\":%llu,\"tid\":0,\"name\":\"process_sort_index\","
+                    "\"args\":{\"sort_index\":%u}}",
+                    (unsigned long long)trace_pid(raw, p), p);
+        free(quoted);
+    }
     for (size_t t = 0; t < model->fiber_count; t++) {
+        uint64_t pid = trace_pid(raw, raw->threads[t].process);
         snprintf(name, sizeof name, "fiber %lld (%s)", (long long)model->fibers[t].fiber,
                  model->fibers[t].label);
-        quoted = ospx__json_quote(name);
+        char *quoted = ospx__json_quote(name);
         fprintf(stream,
                 ",\n{\"ph\":\"M\",\"pid\":%llu,\"tid\":%zu,\"name\":\"thread_name\",\"args\":{"
                 "\"name\":%s}},\n{\"ph\":\"M\",\"pid\":%llu,\"tid\":%zu,\"name\":"
@@ -336,10 +362,10 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
         struct ospx__atomic_file file;
         rc = ospx__atomic_open(&file, path, err);
         if (rc == 0) {
-            uint64_t pid = raw->pid > 0 ? (uint64_t)raw->pid : 1;
             fputs("{\"traceEvents\":[\n", file.stream);
-            write_metadata(file.stream, model, pid);
+            write_metadata(file.stream, model);
             for (size_t t = 0; t < raw->thread_count; t++) {
+                uint64_t pid = trace_pid(raw, raw->threads[t].process);
                 size_t n = sample_points(model, order + first[t], first[t + 1] - first[t],
                                          leaves + first[t], idle_nodes[t], points);
                 write_samples(file.stream, model, t, pid, &tree, fiber_nodes[t], scripts, &quoted,

@@ -13,6 +13,10 @@
  *   process_cpu_ns 9000000       the raw file's process_cpu_ns (default: not recorded)
  *   drop ring_full 2             one reason of the raw file's "drops"
  *   killed 9                     the program was killed by this signal (the raw "exit")
+ *   process 42 /w/demo           a process of a run: pid, exe; the threads and stacks after
+ *                                it are its own (without one: a profile of one process)
+ *   escaped 77 /usr/bin/foo why  a process the current one started that ran unprofiled:
+ *                                pid, exe, reason (\s for spaces)
  *   # a comment
  */
 #ifndef OSPX_FIXTURE_H
@@ -94,6 +98,28 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
         } else if (strcmp(key, "killed") == 0) {
             raw->exit.known = 1;
             raw->exit.signal = (int)strtol(words[0], NULL, 10);
+        } else if (strcmp(key, "process") == 0) {
+            raw->processes =
+                fixture_grow(raw->processes, raw->process_count, sizeof *raw->processes);
+            struct ospx_process *process = &raw->processes[raw->process_count++];
+            process->pid = strtoll(words[0], NULL, 10);
+            process->exe = fixture_word(n > 1 ? words[1] : "-");
+            process->source_path = strdup("fixture.json");
+            process->parent_pid = -1;
+            process->process_cpu_ns = -1;
+            process->rate_hz = raw->rate_hz;
+            if (raw->process_count == 1) {
+                raw->pid = process->pid;
+                free(raw->exe);
+                raw->exe = fixture_word(n > 1 ? words[1] : "-");
+            }
+        } else if (strcmp(key, "escaped") == 0) {
+            raw->escaped = fixture_grow(raw->escaped, raw->escaped_count, sizeof *raw->escaped);
+            struct ospx_escaped *escaped = &raw->escaped[raw->escaped_count++];
+            escaped->pid = strtoll(words[0], NULL, 10);
+            escaped->exe = fixture_word(n > 1 ? words[1] : "-");
+            escaped->reason = fixture_word(n > 2 ? words[2] : "-");
+            escaped->process = raw->process_count > 0 ? (uint32_t)raw->process_count - 1 : 0;
         } else if (strcmp(key, "dropped") == 0) {
             raw->dropped = strtoull(words[0], NULL, 10);
         } else if (strcmp(key, "start") == 0) {
@@ -105,6 +131,8 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
             raw->threads[raw->thread_count].fiber = strtoll(words[0], NULL, 10);
             raw->threads[raw->thread_count].cpu_ns = n > 2 ? strtoll(words[2], NULL, 10) : -1;
             raw->threads[raw->thread_count].tid = n > 3 ? strtoll(words[3], NULL, 10) : 0;
+            raw->threads[raw->thread_count].process =
+                raw->process_count > 0 ? (uint32_t)raw->process_count - 1 : 0;
             raw->threads[raw->thread_count++].label = fixture_word(n > 1 ? words[1] : "-");
         } else if (strcmp(key, "frame") == 0) {
             symbols->frames =
@@ -123,6 +151,7 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
                 fixture_grow(symbols->stack_depths, s, sizeof *symbols->stack_depths);
             raw->stacks[s].pcs = calloc(n + 1, sizeof(uint64_t));
             raw->stacks[s].depth = n > 0 ? n : 1;
+            raw->stacks[s].process = raw->process_count > 0 ? (uint32_t)raw->process_count - 1 : 0;
             symbols->stack_slots[s] = calloc(n + 1, sizeof(struct ospx_slot));
             for (size_t k = 0; k < n; k++) {
                 char *at = strchr(words[k], '@');

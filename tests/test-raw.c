@@ -352,6 +352,158 @@ START_TEST(test_huge_file_refused)
 }
 END_TEST
 
+/* A raw file of one process at `path`: pid, exe, start (ns), one thread with one on-CPU sample
+ * of `weight` periods at pc `pc`, and `extra` top-level fields ("" for none). */
+static void write_raw(const char *path, int pid, const char *exe, long long start, int weight,
+                      long long pc, const char *extra)
+{
+    FILE *file = fopen(path, "w");
+    ck_assert_ptr_nonnull(file);
+    fprintf(
+        file,
+        "{\"version\":1,\"pid\":%d,\"exe\":\"%s\",\"rate_hz\":1000,\"platform\":\"linux-x86_64\","
+        "\"start_unix_ns\":%lld,\"end_unix_ns\":%lld,%s"
+        "\"images\":[{\"path\":\"%s\",\"base\":4096,\"slide\":0,\"text\":4096,"
+        "\"text_size\":4096,\"arch\":\"x86_64\"}],"
+        "\"threads\":[{\"fiber\":0,\"label\":\"main\",\"tid\":%d}],"
+        "\"stacks\":[[%lld]],\"samples\":[[1000,0,0,0,%d]],\"dropped\":1,"
+        "\"exit\":{\"status\":\"exited\"}}\n",
+        pid, exe, start, start + 5000000, extra, exe, pid, pc, weight);
+    fclose(file);
+}
+
+/* A run's raw files: the one named and its siblings (P.<pid>.json, P.<pid>-<hex>.json) are
+ * read as one profile, the program's last image first; the new fields are read; a malformed
+ * sibling, or one from an earlier run, is left out with one warning line; a malformed file
+ * named is the error. */
+START_TEST(test_run_merges_siblings)
+{
+    char dir[] = "/tmp/ospx-run-XXXXXX", path[256], other[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/r.raw.json", dir);
+    write_raw(path, 50, "/bin/sh", 1000000000, 1, 4100,
+              "\"escaped\":[{\"pid\":60,\"exe\":\"/usr/bin/env\",\"reason\":\"environment "
+              "cleared\"}],");
+    snprintf(other, sizeof other, "%s/r.raw.50-1a2b.json", dir); /* the root exec'd */
+    write_raw(other, 50, "/w/prog", 1001000000, 3, 4200, "");
+    snprintf(other, sizeof other, "%s/r.raw.51.json", dir); /* a forked child */
+    write_raw(other, 51, "/w/prog", 1002000000, 5, 4200, "\"parent_pid\":50,\"forked\":true,");
+    snprintf(other, sizeof other, "%s/r.raw.52.json", dir); /* malformed */
+    FILE *bad = fopen(other, "w");
+    fputs("{\"version\":1,\n  \"pid\": }\n", bad);
+    fclose(bad);
+    snprintf(other, sizeof other, "%s/r.raw.49.json", dir); /* an earlier run's */
+    write_raw(other, 49, "/w/old", 900000000, 7, 4200, "");
+    snprintf(other, sizeof other, "%s/r.raw.x.json", dir); /* not a sibling's name */
+    write_raw(other, 48, "/w/x", 1001000000, 9, 4200, "");
+
+    char **siblings;
+    size_t count;
+    ck_assert_int_eq(ospx_run_siblings(path, &siblings, &count), 0);
+    ck_assert_uint_eq(count, 4);
+    ospx_paths_free(siblings, count);
+
+    FILE *warnings = tmpfile();
+    struct ospx_raw raw;
+    struct ospx_error err = {0};
+    const char *paths[] = {path};
+    ck_assert_int_eq(ospx_run_read(paths, 1, 0, warnings, &raw, &err), 0);
+    ck_assert_uint_eq(raw.process_count, 3);
+    /* the last image first (the program), then the first image (marked), then the child */
+    ck_assert_int_eq(raw.processes[0].pid, 50);
+    ck_assert_str_eq(raw.processes[0].exe, "/w/prog");
+    ck_assert_int_eq(raw.processes[0].execd, 0);
+    ck_assert_str_eq(raw.processes[1].exe, "/bin/sh");
+    ck_assert_int_eq(raw.processes[1].execd, 1);
+    ck_assert_int_eq(raw.processes[2].pid, 51);
+    ck_assert_int_eq(raw.processes[2].forked, 1);
+    ck_assert_int_eq(raw.processes[2].parent_pid, 50);
+    ck_assert_int_eq(raw.processes[1].parent_pid, -1);
+    ck_assert_str_eq(raw.exe, "/w/prog");
+    ck_assert_uint_eq(raw.start_unix_ns, 1000000000);
+    ck_assert_uint_eq(raw.end_unix_ns, 1007000000);
+    ck_assert_uint_eq(raw.dropped, 3);
+    /* each process's image, thread and stack are its own; the samples on one time axis */
+    ck_assert_uint_eq(raw.image_count, 3);
+    ck_assert_uint_eq(raw.thread_count, 3);
+    ck_assert_uint_eq(raw.sample_count, 3);
+    for (uint32_t p = 0; p < 3; p++) {
+        ck_assert_uint_eq(raw.processes[p].first_image, p);
+        ck_assert_uint_eq(raw.images[p].process, p);
+        ck_assert_uint_eq(raw.threads[p].process, p);
+        ck_assert_uint_eq(raw.stacks[p].process, p);
+        ck_assert_uint_eq(raw.samples[p].thread, p);
+        ck_assert_uint_eq(raw.samples[p].stack, p);
+    }
+    ck_assert_uint_eq(raw.samples[0].t_rel_ns, 1001000);
+    ck_assert_uint_eq(raw.samples[1].t_rel_ns, 1000);
+    ck_assert_uint_eq(raw.samples[2].t_rel_ns, 2001000);
+    ck_assert_uint_eq(raw.samples[2].weight, 5);
+    ck_assert_uint_eq(raw.escaped_count, 1);
+    ck_assert_int_eq(raw.escaped[0].pid, 60);
+    ck_assert_str_eq(raw.escaped[0].reason, "environment cleared");
+    ck_assert_uint_eq(raw.escaped[0].process, 1);
+    ospx_raw_free(&raw);
+    /* two warning lines: the malformed sibling with its position, the earlier run's */
+    char text[2048] = "";
+    rewind(warnings);
+    size_t got = fread(text, 1, sizeof text - 1, warnings);
+    text[got] = '\0';
+    fclose(warnings);
+    ck_assert_msg(strstr(text, "r.raw.52.json:2:10: ") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "r.raw.49.json is from an earlier run") != NULL, "%s", text);
+    size_t lines = 0;
+    for (char *c = text; *c != '\0'; c++)
+        lines += *c == '\n';
+    ck_assert_uint_eq(lines, 2);
+
+    /* no siblings: the named file alone */
+    ck_assert_int_eq(ospx_run_read(paths, 1, 1, NULL, &raw, &err), 0);
+    ck_assert_uint_eq(raw.process_count, 1);
+    ck_assert_str_eq(raw.exe, "/bin/sh");
+    ospx_raw_free(&raw);
+    /* a malformed file named is the error, with its position */
+    snprintf(other, sizeof other, "%s/r.raw.52.json", dir);
+    const char *both[] = {path, other};
+    ck_assert_int_eq(ospx_run_read(both, 2, 0, NULL, &raw, &err), -EINVAL);
+    ck_assert_str_eq(err.file, other);
+    ck_assert_int_eq(err.line, 2);
+
+    const char *names[] = {"r.raw.json",    "r.raw.50-1a2b.json", "r.raw.51.json",
+                           "r.raw.52.json", "r.raw.49.json",      "r.raw.x.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(other, sizeof other, "%s/%s", dir, names[i]);
+        unlink(other);
+    }
+    rmdir(dir);
+}
+END_TEST
+
+/* A file older than the process fields reads as one process with none of them; a "forked"
+ * that is not a boolean is an error. */
+START_TEST(test_process_fields_optional)
+{
+    char dir[] = "/tmp/ospx-run-XXXXXX", path[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/old.json", dir);
+    write_raw(path, 7, "/w/a", 10, 1, 4100, "");
+    struct ospx_raw raw;
+    struct ospx_error err = {0};
+    ck_assert_int_eq(ospx_raw_read(path, &raw, &err), 0);
+    ck_assert_uint_eq(raw.process_count, 1);
+    ck_assert_int_eq(raw.processes[0].parent_pid, -1);
+    ck_assert_int_eq(raw.processes[0].forked, 0);
+    ck_assert_uint_eq(raw.escaped_count, 0);
+    ospx_raw_free(&raw);
+    write_raw(path, 7, "/w/a", 10, 1, 4100, "\"forked\":1,");
+    ck_assert_int_eq(ospx_raw_read(path, &raw, &err), -EINVAL);
+    ck_assert_msg(strstr(err.text, "forked: expected a boolean, found an integer") != NULL, "%s",
+                  err.text);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
 Suite *raw_suite(void)
 {
     Suite *suite = suite_create("raw");
@@ -365,6 +517,8 @@ Suite *raw_suite(void)
     tcase_add_test(tcase, test_golden_errors);
     tcase_add_test(tcase, test_error_codes);
     tcase_add_test(tcase, test_huge_file_refused);
+    tcase_add_test(tcase, test_run_merges_siblings);
+    tcase_add_test(tcase, test_process_fields_optional);
     suite_add_tcase(suite, tcase);
     return suite;
 }

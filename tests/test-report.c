@@ -2,6 +2,7 @@
  * eighth-block bars, colour only when asked, the low-confidence and dropped lines exactly when
  * they apply, the top-10 cap, the durations and the written paths. */
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -571,6 +572,134 @@ START_TEST(only_waiting_samples_says_so)
 }
 END_TEST
 
+/* A run of three processes: a shell (pid 100) that waits, and two workers (101, 102) of one
+ * program, `crunch` hot in 101 and `hash` in 102, both with `main` under them; the shell
+ * started one more that ran unprofiled, and 102 four more. */
+static const char three_processes[] = "rate 1000\nstart 0\nend 1000000000\n"
+                                      "frame main /w/w.c\nframe crunch /w/w.c\nframe hash /w/w.c\n"
+                                      "frame wait4 -\n"
+                                      "process 100 /bin/sh\nthread 0 main 0 100\n"
+                                      "stack 3 0@2\n"
+                                      "escaped 200 /usr/bin/env environment\\scleared\n"
+                                      "process 101 /w/worker\nthread 0 main -1 101\n"
+                                      "stack 1@10 0@3\n"
+                                      "process 102 /w/worker\nthread 0 main -1 102\n"
+                                      "stack 2@20 0@3\n"
+                                      "stack 1@10 0@3\n"
+                                      "escaped 201 /bin/a -\nescaped 202 /bin/b -\n"
+                                      "escaped 203 /bin/c -\nescaped 204 /bin/d -\n"
+                                      "sample 1000 0 0 1 900\n"
+                                      "sample 1000 1 1 0 600\n"
+                                      "sample 1000 2 2 0 300\n"
+                                      "sample 2000 2 3 0 100\n";
+
+START_TEST(several_processes_get_a_process_column_and_lines)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture, three_processes, &model);
+    ck_assert_uint_eq(model.process_count, 3);
+    ck_assert_uint_eq(model.processes_sampled, 3);
+    ck_assert_uint_eq(model.processes[1].on_cpu, 600);
+    ck_assert_uint_eq(model.processes[2].on_cpu, 400);
+    char *text = render(&model, 0, 120);
+    if (getenv("OSPX_SHOW") != NULL)
+        fputs(text, stderr);
+    ck_assert_msg(strstr(text, "osprey: 3 processes, ") == text, "header: %s", text);
+    ck_assert_msg(strstr(text, "1000 samples (1000 on-CPU)") == NULL, "%s", text);
+    ck_assert_msg(strstr(text, "1900 samples (1000 on-CPU)") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "  process 100 (sh) ") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "  process 101 (worker) ") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "  101 thread 0 (main)") != NULL, "%s", text);
+    /* the column, and one row per (process, function): crunch in 101, then hash in 102, then
+     * crunch in 102 */
+    ck_assert_msg(strstr(text, "PROCESS") != NULL, "%s", text);
+    const char *first = strstr(text, "101 worker  crunch");
+    const char *second = strstr(text, "102 worker  hash");
+    const char *third = strstr(text, "102 worker  crunch");
+    ck_assert_msg(first != NULL && second != NULL && third != NULL, "%s", text);
+    ck_assert_msg(first < second && second < third, "rows out of order: %s", text);
+    ck_assert_msg(strstr(text, " 60.0%  60.0%  600ms  600ms  101 worker  crunch") != NULL, "%s",
+                  text);
+    /* the processes that ran unprofiled: three named, the rest counted */
+    ck_assert_msg(
+        strstr(text, "process 200 (/usr/bin/env) ran unprofiled: environment cleared\n") != NULL,
+        "%s", text);
+    ck_assert_msg(strstr(text, "process 201 (/bin/a) ran unprofiled\n") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "process 202 (/bin/b) ran unprofiled\n") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "process 203") == NULL, "%s", text);
+    ck_assert_msg(strstr(text, "… and 2 more processes ran unprofiled\n") != NULL, "%s", text);
+    free(text);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+START_TEST(one_process_kept_by_pid_looks_like_a_profile_of_one)
+{
+    struct fixture fixture;
+    fixture_parse(&fixture, three_processes);
+    struct ospx_error err = {0};
+    struct ospx_filter filter = {.pid = "102"};
+    ck_assert_int_eq(ospx_filter_samples(&fixture.raw, &fixture.symbols, &filter, &err), 0);
+    struct ospx_model model;
+    ck_assert_int_eq(ospx_model_build(&fixture.raw, &fixture.symbols, &model, &err), 0);
+    ck_assert_uint_eq(model.processes_sampled, 1);
+    ck_assert_uint_eq(model.on_cpu_samples, 400);
+    char *text = render(&model, 0, 120);
+    ck_assert_msg(strstr(text, "osprey: 1.00s wall, 400ms CPU, 400 samples (400 on-CPU)") == text,
+                  "%s", text);
+    ck_assert_msg(strstr(text, "PROCESS") == NULL, "%s", text);
+    ck_assert_msg(strstr(text, "  thread 0 (main) ") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "1 thread\n") != NULL, "other processes' threads counted: %s", text);
+    ck_assert_msg(strstr(text, " 75.0%  75.0%  300ms  300ms  hash") != NULL, "%s", text);
+    free(text);
+    ospx_model_free(&model);
+    /* a pid or command the run does not have names the ones it has */
+    ck_assert_int_eq(ospx_filter_samples(&fixture.raw, &fixture.symbols,
+                                         &(struct ospx_filter){.comm = "nginx"}, &err),
+                     -EINVAL);
+    ck_assert_msg(strstr(err.text, "--comm nginx: no such process (the profile has: 100 (sh), "
+                                   "101 (worker), 102 (worker))") != NULL,
+                  "%s", err.text);
+    fixture_free(&fixture);
+}
+END_TEST
+
+START_TEST(per_process_sections_follow_the_run)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture, three_processes, &model);
+    static const char *const paths[] = {"/tmp/out/w.raw.json"};
+    struct ospx_report_options options = {.width = 120,
+                                          .per_process = 1,
+                                          .written_paths = paths,
+                                          .written_count = 1,
+                                          .more_raw_count = 2,
+                                          .more_raw_pattern = "/tmp/out/w.raw.<pid>….json"};
+    char *text = render_with(&model, &options);
+    const char *run = strstr(text, "osprey: 3 processes");
+    const char *sh = strstr(text, "\nprocess 100 (sh): ");
+    const char *one = strstr(text, "\nprocess 101 (worker): ");
+    const char *two = strstr(text, "\nprocess 102 (worker): ");
+    const char *written = strstr(text, "written:\n  /tmp/out/w.raw.json\n  2 more raw files: "
+                                       "/tmp/out/w.raw.<pid>….json\n");
+    ck_assert_msg(run == text && sh != NULL && one != NULL && two != NULL && written != NULL, "%s",
+                  text);
+    ck_assert_msg(sh < one && one < two && two < written, "%s", text);
+    /* a section is its process alone: its own samples, no PROCESS column, its escapes */
+    ck_assert_msg(strstr(two, "400 samples (400 on-CPU)") != NULL, "%s", two);
+    ck_assert_msg(strstr(sh, "PROCESS") == NULL, "%s", sh);
+    ck_assert_msg(strstr(two, "… and 1 more processes ran unprofiled") != NULL, "%s", two);
+    ck_assert_msg(strstr(sh, "no on-CPU samples") != NULL && strstr(sh, "no on-CPU") < one, "%s",
+                  sh);
+    free(text);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
     Suite *suite = suite_create("report");
@@ -595,6 +724,9 @@ Suite *report_suite(void)
     tcase_add_test(tc, only_waiting_samples_says_so);
     tcase_add_test(tc, listing_says_how_much_time_had_no_line);
     tcase_add_test(tc, a_view_says_nothing_was_written);
+    tcase_add_test(tc, several_processes_get_a_process_column_and_lines);
+    tcase_add_test(tc, one_process_kept_by_pid_looks_like_a_profile_of_one);
+    tcase_add_test(tc, per_process_sections_follow_the_run);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -26,7 +26,8 @@
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
 #define ospx__samples_by_thread_for_test ospx__samples_by_thread
 
-static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names", "weighted"};
+static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names", "weighted",
+                                    "processes"};
 #define CASE_COUNT (sizeof cases / sizeof cases[0])
 
 struct writer {
@@ -333,14 +334,16 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
         {
             ck_assert_int_gt(json_integer_value(child), (json_int_t)i + 1);
             ck_assert_int_le(json_integer_value(child), (json_int_t)count);
-            if (i == 0)
-                fibers +=
-                    strncmp(
-                        json_string_value(json_object_get(
-                            json_object_get(json_array_get(nodes, json_integer_value(child) - 1),
-                                            "callFrame"),
-                            "functionName")),
-                        "fiber ", 6) == 0;
+            /* a fiber's node: "fiber <id> (<label>)", with several processes
+             * "<comm> <pid>: fiber <id> (<label>)" */
+            if (i == 0) {
+                const char *name = json_string_value(json_object_get(
+                    json_object_get(json_array_get(nodes, json_integer_value(child) - 1),
+                                    "callFrame"),
+                    "functionName"));
+                fibers += strncmp(name, "fiber ", 6) == 0 ||
+                          (fixture.raw.process_count > 1 && strstr(name, ": fiber ") != NULL);
+            }
         }
     }
     /* The root's children: one node per fiber with on-CPU samples, and (idle) (the waits, and
@@ -485,7 +488,18 @@ START_TEST(folded_lines_follow_the_grammar)
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
-        ck_assert_msg(strncmp(line, "fiber-", 6) == 0, "line: %s", line);
+        /* with several processes, "<comm>-<pid>;" first */
+        char *fiber = line;
+        if (fixture.raw.process_count > 1) {
+            char *semicolon = strchr(line, ';'), *dash = NULL;
+            for (char *p = line; semicolon != NULL && p < semicolon; p++)
+                dash = *p == '-' ? p : dash;
+            ck_assert_msg(semicolon != NULL && dash != NULL &&
+                              strspn(dash + 1, "0123456789") == (size_t)(semicolon - dash - 1),
+                          "line without its process first: %s", line);
+            fiber = semicolon + 1;
+        }
+        ck_assert_msg(strncmp(fiber, "fiber-", 6) == 0, "line: %s", line);
         char *space = strrchr(line, ' ');
         ck_assert_ptr_nonnull(space);
         char *end;
@@ -547,9 +561,15 @@ START_TEST(pprof_agrees_with_the_model)
         ck_assert_uint_eq(sample->n_value, 2);
         periods += sample->value[0];
         nanoseconds += sample->value[1];
-        ck_assert_uint_eq(sample->n_label, 2);
+        /* with several processes also the process: pid (a number) and comm */
+        ck_assert_uint_eq(sample->n_label, fixture.raw.process_count > 1 ? 4 : 2);
         ck_assert_str_eq(strings[sample->label[0]->key], "fiber");
         ck_assert_str_eq(strings[sample->label[1]->key], "thread");
+        if (sample->n_label == 4) {
+            ck_assert_str_eq(strings[sample->label[2]->key], "pid");
+            ck_assert_int_gt(sample->label[2]->num, 0);
+            ck_assert_str_eq(strings[sample->label[3]->key], "comm");
+        }
         if (sample->n_location_id == 0)
             continue;
         uint64_t leaf = sample->location_id[0];
@@ -571,6 +591,73 @@ START_TEST(pprof_agrees_with_the_model)
     }
     free(self);
     perftools__profiles__profile__free_unpacked(profile, NULL);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
+/* A run of several processes: every output holds every process. pprof: each sample's pid and
+ * comm are its thread's process, the CPU per pid is the model's, and a pc of one process is
+ * never another's location; speedscope: a profile per thread named with its process; the
+ * trace: each thread's events under its process's real pid, each pid named once. */
+START_TEST(every_output_holds_every_process)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case("processes", &fixture, &model);
+    ck_assert_uint_eq(model.processes_sampled, 2);
+    Perftools__Profiles__Profile *profile = load_pprof(write_output(&model, &writers[5]));
+    char **strings = profile->string_table;
+    int64_t cpu_of[2] = {0, 0};
+    for (size_t i = 0; i < profile->n_sample; i++) {
+        const Perftools__Profiles__Sample *sample = profile->sample[i];
+        int64_t pid = sample->label[2]->num;
+        const char *comm = strings[sample->label[3]->str];
+        ck_assert_msg((pid == 300 && strcmp(comm, "sh") == 0) ||
+                          (pid == 301 && strcmp(comm, "worker") == 0),
+                      "pid %lld comm %s", (long long)pid, comm);
+        cpu_of[pid - 300] += sample->value[0];
+    }
+    ck_assert_int_eq(cpu_of[0], 1);
+    ck_assert_int_eq(cpu_of[1], 5);
+    /* main and crunch in each process: a location of one process is never another's (with one
+     * table for both there would be 2) */
+    ck_assert_uint_eq(profile->n_location, 4);
+    perftools__profiles__profile__free_unpacked(profile, NULL);
+
+    json_t *speedscope = load_json(write_output(&model, &writers[0]));
+    json_t *profiles = json_object_get(speedscope, "profiles");
+    ck_assert_uint_eq(json_array_size(profiles), 3);
+    static const char *const names[] = {"sh 300: fiber 0 (main)", "worker 301: fiber 0 (main)",
+                                        "worker 301: fiber 302 (thread)"};
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(profiles, i), "name")),
+                         names[i]);
+    json_decref(speedscope);
+
+    json_t *trace = load_json(write_output(&model, &writers[6]));
+    json_t *events = json_object_get(trace, "traceEvents"), *event;
+    size_t index, named[2] = {0, 0}, thread_events[4] = {0, 0, 0, 0};
+    json_array_foreach(events, index, event)
+    {
+        json_int_t pid = json_integer_value(json_object_get(event, "pid"));
+        json_int_t tid = json_integer_value(json_object_get(event, "tid"));
+        const char *name = json_string_value(json_object_get(event, "name"));
+        ck_assert_msg(pid == 300 || pid == 301, "event of pid %lld", (long long)pid);
+        if (strcmp(name, "process_name") == 0)
+            named[pid - 300]++;
+        ck_assert(tid >= 0 && tid <= 3);
+        thread_events[tid]++;
+        /* tid t + 1 is raw thread t: thread 0 is the shell's, 1 and 2 the worker's */
+        if (tid > 0)
+            ck_assert_int_eq(pid, tid == 1 ? 300 : 301);
+    }
+    ck_assert_uint_eq(named[0], 1);
+    ck_assert_uint_eq(named[1], 1);
+    ck_assert_uint_gt(thread_events[3], 2);
+    json_decref(trace);
     ospx_model_free(&model);
     fixture_free(&fixture);
     remove_scratch();
@@ -956,6 +1043,7 @@ Suite *writers_suite(void)
     TCase *tc = tcase_create("writers");
     tcase_add_loop_test(tc, outputs_match_golden_files, 0, CASE_COUNT);
     tcase_add_loop_test(tc, speedscope_follows_the_file_format_schema, 0, CASE_COUNT);
+    tcase_add_test(tc, every_output_holds_every_process);
     tcase_add_test(tc, speedscope_stacks_are_root_first);
     tcase_add_loop_test(tc, cpuprofile_tree_and_samples_are_consistent, 0, CASE_COUNT);
     tcase_add_test(tc, cpuprofile_gives_each_fiber_its_own_time);

@@ -241,8 +241,11 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         } views[] = {{"--fiber", "a fiber id or label"},
                      {"--focus", "a REGEX"},
                      {"--ignore", "a REGEX"},
-                     {"--list", "a FUNCTION regex"}};
-        const char **targets[] = {&out->fiber, &out->focus, &out->ignore, &out->list};
+                     {"--list", "a FUNCTION regex"},
+                     {"--pid", "a PID (or a comma list)"},
+                     {"--comm", "a COMMAND (or a comma list)"}};
+        const char **targets[] = {&out->fiber, &out->focus, &out->ignore,
+                                  &out->list,  &out->pid,   &out->comm};
         int viewed = 0;
         for (size_t v = 0; v < sizeof views / sizeof views[0] && !viewed; v++) {
             if ((matched = option_with_value(argc, argv, &i, views[v].name, NULL, &value)) == 0)
@@ -264,6 +267,12 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                 return usage_error(error, error_size,
                                    "'%s' belongs to 'osprey report' and 'osprey diff'", arg);
             out->ignore_build_id = 1;
+            continue;
+        }
+        if (strcmp(arg, "--per-process") == 0) {
+            if (out->command != OSPREY_COMMAND_REPORT)
+                return usage_error(error, error_size, "'%s' belongs to 'osprey report RAW'", arg);
+            out->per_process = 1;
             continue;
         }
         if (strcmp(arg, "--inverted") == 0) {
@@ -294,13 +303,20 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         if (diff && out->file2 != NULL)
             return usage_error(error, error_size,
                                "unexpected argument '%s': 'osprey diff' takes BASE and NEW", arg);
+        /* osprey report A.raw.json B.raw.json: the files of one run, merged. */
+        if (out->file != NULL && out->command == OSPREY_COMMAND_REPORT) {
+            _Static_assert(OSPREY_MAX_RAW_FILES == 64, "the message below says 64");
+            if (out->file_count == OSPREY_MAX_RAW_FILES)
+                return usage_error(error, error_size,
+                                   "unexpected argument '%s': 'osprey report' takes at most 64 "
+                                   "RAW files (the raw files beside each come with it)",
+                                   arg);
+            out->files[out->file_count++] = arg;
+            continue;
+        }
         if (out->file != NULL)
             return usage_error(error, error_size,
-                               report ? "unexpected argument '%s': 'osprey report' takes one RAW "
-                                        "file"
-                                      : "unexpected argument '%s' (program arguments go after "
-                                        "'--')",
-                               arg);
+                               "unexpected argument '%s' (program arguments go after '--')", arg);
         /* A FILE that is no file here nor on PATH but nearly a command's name: a typo. */
         const char *meant = report ? NULL : osprey_command_like(arg);
         char found[PATH_MAX];
@@ -311,6 +327,8 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
             return -EINVAL;
         }
         out->file = arg;
+        out->files[0] = arg;
+        out->file_count = 1;
     }
 
     if (out->duration > 0 && !out->profile)

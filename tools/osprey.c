@@ -50,8 +50,9 @@ static const struct {
     {FOR_RUN, "usage: osprey FILE [--run] [--profile [-F N]] [-o STEM] [--format LIST]\n"
               "                   [-- ARGS...]\n"},
     {FOR_REPORT,
-     "usage: osprey report RAW [--binary PATH] [--symfs DIR] [-o STEM] [--format LIST]\n"
-     "                     [--top N] [--fiber F] [--focus REGEX] [--ignore REGEX]\n"
+     "usage: osprey report RAW... [--binary PATH] [--symfs DIR] [-o STEM] [--format LIST]\n"
+     "                     [--top N] [--pid PID] [--comm COMMAND] [--per-process]\n"
+     "                     [--fiber F] [--focus REGEX] [--ignore REGEX]\n"
      "                     [--inverted] [--list REGEX]\n"},
     {FOR_DIFF, "usage: osprey diff BASE.raw.json NEW.raw.json [--binary PATH] [--symfs DIR]\n"
                "                   [-o STEM] [--top N]\n"},
@@ -67,7 +68,9 @@ static const struct {
      "still writes the profile of what ran.\n"},
     {FOR_REPORT, "\n"
                  "osprey report symbolizes a raw profile (STEM.raw.json, from --profile or from\n"
-                 "OSPREY_PROFILE=PATH), prints its report and writes its outputs again.\n"},
+                 "OSPREY_PROFILE=PATH), prints its report and writes its outputs again. A run's\n"
+                 "other processes wrote raw files beside it (STEM.raw.<pid>.json): they are read\n"
+                 "with it, one report of every process; several RAW files are merged too.\n"},
     {FOR_DIFF,
      "\n"
      "osprey diff prints the functions whose share of the CPU time moved most and writes\n"
@@ -116,11 +119,17 @@ static const struct {
     {FOR_REPORT | FOR_DIFF, "  --top N        N rows in the table (default 10)\n"},
     {FOR_GENERAL, "\nosprey report's views:\n"},
     {FOR_REPORT,
+     "  --pid PID[,PID...]\n"
+     "                 only these processes of the run\n"
+     "  --comm COMMAND[,COMMAND...]\n"
+     "                 only the processes of these commands (the executable's name)\n"
+     "  --per-process  after the run's report, one section per process\n"
      "  --fiber F      only the thread (or fiber) with this id or label\n"
      "  --focus REGEX  only samples with a function matching REGEX on the stack\n"
      "  --ignore REGEX drop samples with a function matching REGEX on the stack\n"
-     "                 (--fiber, --focus and --ignore apply to the outputs too, when\n"
-     "                 -o or --format asks for them: a view alone writes nothing)\n"
+     "                 (--pid, --comm, --fiber, --focus and --ignore apply to the\n"
+     "                 outputs too, when -o or --format asks for them: a view alone\n"
+     "                 writes nothing)\n"
      "  --inverted     under each function, the callers its self time came from\n"
      "  --list REGEX   the source lines of the matching functions with their self (flat)\n"
      "                 and total (cum) time, as pprof -list prints them\n"},
@@ -217,9 +226,17 @@ static FILE *run_report_stream(void)
 /* Post-process raw into the outputs at stem and the report on `report`. Returns 0, or
  * -errno with the problem formatted into message; *reported (when not NULL) is 1 when the
  * report was printed all the same, naming the outputs that are missing. */
+/* The run's other raw files, kept beside raw_written: how many, and how the report names
+ * them. */
+struct more_raw {
+    size_t count;
+    char pattern[PATH_MAX + 32];
+};
+
 static int post_process(const char *raw, const char *stem, const struct osprey_options *view,
-                        const char *raw_written, int raw_replaced, int no_outputs, int keep_better,
-                        FILE *report, int *reported, char *message, size_t message_size)
+                        const char *raw_written, int raw_replaced, const struct more_raw *more,
+                        int no_outputs, int keep_better, FILE *report, int *reported, char *message,
+                        size_t message_size)
 {
     int result = no_outputs ? 0 : osprey_make_parent_dirs(stem);
     if (result != 0) {
@@ -235,7 +252,17 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
         .color = report_color(report),
         .progress = isatty(STDERR_FILENO),
         .formats = view->formats,
-        .filter = {view->fiber, view->focus, view->ignore},
+        .filter = {.fiber = view->fiber,
+                   .pid = view->pid,
+                   .comm = view->comm,
+                   .focus = view->focus,
+                   .ignore = view->ignore},
+        /* osprey report A B: both, and each one's descendants' files beside it */
+        .more_raw_paths = view->file_count > 1 ? view->files : NULL,
+        .more_raw_count = view->file_count > 1 ? view->file_count : 0,
+        .per_process = view->per_process,
+        .raw_more_kept = more != NULL ? more->count : 0,
+        .raw_more_pattern = more != NULL ? more->pattern : NULL,
         .top = view->top,
         .inverted = view->inverted,
         .list = view->list,
@@ -290,8 +317,9 @@ static int check_raw_argument(const char *path)
 
 static int command_report(const struct osprey_options *options)
 {
-    if (check_raw_argument(options->file) != 0)
-        return OSPREY_EXIT_USAGE;
+    for (size_t i = 0; i < options->file_count; i++)
+        if (check_raw_argument(options->files[i]) != 0)
+            return OSPREY_EXIT_USAGE;
     char message[2048];
     if (options->binary != NULL && access(options->binary, R_OK) != 0) {
         fprintf(stderr, "osprey: %s: %s\n", options->binary, strerror(errno));
@@ -303,7 +331,8 @@ static int command_report(const struct osprey_options *options)
      * files, as perf report's and pprof's filters do: it writes only when -o or --format
      * asks. */
     int view = options->fiber != NULL || options->focus != NULL || options->ignore != NULL ||
-               options->inverted || options->top > 0 || options->list != NULL;
+               options->inverted || options->top > 0 || options->list != NULL ||
+               options->pid != NULL || options->comm != NULL || options->per_process;
     int no_outputs = view && options->stem == NULL && options->formats == NULL;
     if (!no_outputs && osprey_check_output_place(stem, message, sizeof message) != 0) {
         fprintf(stderr, "osprey: %s\n", message);
@@ -313,8 +342,8 @@ static int command_report(const struct osprey_options *options)
     /* The run's own outputs (no -o, no --format) are not rewritten by a report that could
      * only do worse: one whose objects are gone. */
     int keep_better = options->stem == NULL && options->formats == NULL;
-    if (post_process(options->file, stem, options, NULL, 0, no_outputs, keep_better, stdout, NULL,
-                     message, sizeof message) != 0) {
+    if (post_process(options->file, stem, options, NULL, 0, NULL, no_outputs, keep_better, stdout,
+                     NULL, message, sizeof message) != 0) {
         /* A positioned error starts with the file it is about, as a compiler's does. */
         fprintf(stderr, "%s%s\n", strchr(message, ':') != NULL ? "" : "osprey: ", message);
         return OSPREY_EXIT_FAILURE;
@@ -395,75 +424,56 @@ static int command_cache(const struct osprey_options *options)
     return 0;
 }
 
-/* Descendants of the program that exec'd with its environment wrote profiles of their own
- * beside the scratch raw file (profile.raw.<pid>.json, profile.raw.<pid>-<hex>.json): keep
- * each as <stem>.raw.<pid…>.json before the scratch directory goes. The first few are named
- * one line each; a program that starts many (a shell script, a build) gets one more line
- * that counts the rest, not a screenful. When the program itself (pid `root`) replaced itself
- * by exec (a wrapper script, `env`, a launcher), its last image's kept file, the program the
- * user meant, goes to last_image (left as it was when there is none). */
-#define NAMED_DESCENDANTS 3
-
-static void keep_descendant_profiles(const char *scratch_raw, const char *stem, pid_t root,
-                                     char *last_image, size_t last_size)
+/* The raw files an earlier run at this stem left for its other processes
+ * (<stem>.raw.<pid>….json): the run kept now replaces them, so none is read as this run's. */
+static void remove_earlier_descendants(const char *kept_raw)
 {
-    char directory[PATH_MAX + 32]; /* the size of the scratch raw path */
-    snprintf(directory, sizeof directory, "%s", scratch_raw);
-    char *slash = strrchr(directory, '/');
-    if (slash == NULL)
+    char **earlier;
+    size_t count;
+    if (ospx_run_siblings(kept_raw, &earlier, &count) != 0)
         return;
-    *slash = '\0';
-    const char *prefix = "profile.raw.", *suffix = ".json";
-    size_t prefix_length = strlen(prefix), suffix_length = strlen(suffix);
-    DIR *listing = opendir(directory);
-    if (listing == NULL)
+    for (size_t i = 0; i < count; i++)
+        if (unlink(earlier[i]) != 0 && errno != ENOENT)
+            fprintf(stderr, "osprey: warning: %s: cannot remove an earlier run's raw file: %s\n",
+                    earlier[i], strerror(errno));
+    ospx_paths_free(earlier, count);
+}
+
+/* The run's other processes (descendants that exec'd with its environment, forked children,
+ * the program's own later images when it replaced itself by exec) wrote raw files of their own
+ * beside the scratch raw file (profile.raw.<pid>.json, profile.raw.<pid>-<hex>.json): keep each
+ * as <stem>.raw.<pid…>.json before the scratch directory goes, where the report reads them with
+ * <stem>.raw.json (exporters/run.c). How many were kept goes to `more`. */
+static void keep_descendant_profiles(const char *scratch_raw, const char *stem,
+                                     struct more_raw *more)
+{
+    char **found;
+    size_t count;
+    more->count = 0;
+    snprintf(more->pattern, sizeof more->pattern, "%s.raw.<pid>….json", stem);
+    if (ospx_run_siblings(scratch_raw, &found, &count) != 0)
         return;
-    struct dirent *entry;
-    size_t kept_count = 0;
-    /* The root's own later images (it exec'd: profile.raw.<root>-<hex>.json): the newest. */
-    char root_prefix[64];
-    snprintf(root_prefix, sizeof root_prefix, "%s%ld-", prefix, (long)root);
-    struct timespec newest = {0, 0};
-    while ((entry = readdir(listing)) != NULL) {
-        size_t length = strlen(entry->d_name);
-        if (length <= prefix_length + suffix_length ||
-            strncmp(entry->d_name, prefix, prefix_length) != 0 ||
-            strcmp(entry->d_name + length - suffix_length, suffix) != 0)
-            continue;
-        char source[sizeof directory + sizeof entry->d_name + 1];
-        char kept[PATH_MAX + sizeof entry->d_name + 8];
-        snprintf(source, sizeof source, "%s/%s", directory, entry->d_name);
-        snprintf(kept, sizeof kept, "%s.raw.%s", stem, entry->d_name + prefix_length);
-        struct stat st;
-        int image = root > 0 && strncmp(entry->d_name, root_prefix, strlen(root_prefix)) == 0 &&
-                    stat(source, &st) == 0 &&
-                    (last_image[0] == '\0' || st.st_mtim.tv_sec > newest.tv_sec ||
-                     (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec > newest.tv_nsec));
-        int result = osprey_move_file(source, kept);
-        if (result == 0 && image) {
-            newest = st.st_mtim;
-            snprintf(last_image, last_size, "%s", kept);
-        }
-        if (result == 0 && ++kept_count <= NAMED_DESCENDANTS)
-            fprintf(stderr,
-                    "osprey: a descendant process wrote its own profile: %s "
-                    "(osprey report %s)\n",
-                    kept, kept);
-        else if (result != 0)
+    const char *scratch_base = strrchr(scratch_raw, '/');
+    size_t prefix_length = strlen(scratch_base != NULL ? scratch_base + 1 : scratch_raw) - 4;
+    for (size_t i = 0; i < count; i++) {
+        const char *name = strrchr(found[i], '/');
+        name = name != NULL ? name + 1 : found[i];
+        char kept[PATH_MAX + 300];
+        /* profile.raw.<pid…>.json -> <stem>.raw.<pid…>.json */
+        snprintf(kept, sizeof kept, "%s.raw.%s", stem, name + prefix_length);
+        int result = osprey_move_file(found[i], kept);
+        if (result == 0)
+            more->count++;
+        else
             fprintf(stderr, "osprey: warning: %s: cannot keep a descendant's profile: %s\n", kept,
                     strerror(-result));
     }
-    closedir(listing);
-    if (kept_count > NAMED_DESCENDANTS)
-        fprintf(stderr,
-                "osprey: %zu more descendant processes wrote profiles of their own, kept as "
-                "%s.raw.<pid>….json\n",
-                kept_count - NAMED_DESCENDANTS, stem);
+    ospx_paths_free(found, count);
 }
 
-/* After a profiled run: keep the raw file as <stem>.raw.json and post-process it, which keeps
- * the program that ran in the build-id cache. Nothing here changes the exit code; a failure is
- * one warning line. */
+/* After a profiled run: keep the raw files as <stem>.raw.json and <stem>.raw.<pid…>.json and
+ * post-process them, one report of every process, which keeps the programs that ran in the
+ * build-id cache. Nothing here changes the exit code; a failure is one warning line. */
 static void finish_profile(const char *scratch_raw, const char *stem,
                            const struct osprey_options *options)
 {
@@ -480,30 +490,25 @@ static void finish_profile(const char *scratch_raw, const char *stem,
     const char *raw = scratch_raw;
     int result = osprey_make_parent_dirs(kept);
     int replaced = access(kept, F_OK) == 0;
-    if (result == 0)
+    if (result == 0) {
+        remove_earlier_descendants(kept);
         result = osprey_move_file(scratch_raw, kept);
-    char last[PATH_MAX + 300] = "";
+    }
+    struct more_raw more = {0};
     if (result == 0)
-        keep_descendant_profiles(scratch_raw, stem, osprey_last_child(), last, sizeof last);
+        keep_descendant_profiles(scratch_raw, stem, &more);
     if (result == 0)
         raw = kept;
     else
         fprintf(stderr, "osprey: warning: %s: cannot keep the raw profile: %s\n", kept,
                 strerror(-result));
-    if (result == 0 && last[0] != '\0') {
-        fprintf(stderr,
-                "osprey: the program replaced itself (exec); the report is of its last image, "
-                "%s (the first image's profile: %s)\n",
-                last, kept);
-        raw = last;
-    }
 
     /* Outputs that could not be written are named at the end of the report, when it is
      * printed; anything else that failed gets its warning line. */
     char message[2048];
     int reported = 0;
     if (post_process(raw, stem, options, raw != scratch_raw ? raw : NULL, result == 0 && replaced,
-                     0, 0, run_report_stream(), &reported, message, sizeof message) != 0 &&
+                     &more, 0, 0, run_report_stream(), &reported, message, sizeof message) != 0 &&
         !reported)
         fprintf(stderr, "osprey: warning: post-processing failed: %s\n", message);
 }

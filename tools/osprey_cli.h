@@ -30,6 +30,9 @@ enum osprey_command {
     OSPREY_COMMAND_VERSION, /* --version / -V */
 };
 
+/* The most RAW files `osprey report` takes at once (a run's others beside them come too). */
+#define OSPREY_MAX_RAW_FILES 64
+
 struct osprey_options {
     enum osprey_command command;
     enum osprey_command help_for; /* HELP: the command whose help (RUN: the whole text) */
@@ -48,6 +51,12 @@ struct osprey_options {
     size_t top;
     const char *fiber, *focus, *ignore, *list;
     int inverted;
+    /* report: --pid LIST, --comm LIST (the processes of a run to keep), --per-process */
+    const char *pid, *comm;
+    int per_process;
+    /* report: every RAW given (files[0] is `file`); more than one are one run, merged */
+    const char *files[OSPREY_MAX_RAW_FILES];
+    size_t file_count;
     const char *symfs;   /* --symfs DIR[:DIR...] (report, diff): where moved objects are found */
     int ignore_build_id; /* --ignore-build-id (report, diff): use another build, marked */
     /* cache: "prune" or NULL (list); --max-size SIZE (NULL: the cache's bound) */
