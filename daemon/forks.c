@@ -87,6 +87,10 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
     posix_spawnattr_init(&attr);
     for (int i = 0; err == 0 && i < n; i++)
         err = posix_spawn_file_actions_adddup2(&actions, high[i], 3 + i);
+    /* The run's lock after them: held by the new collector before this one can end. */
+    int lock_high = f->run_lock >= 0 ? fcntl(f->run_lock, F_DUPFD_CLOEXEC, FIRST_HIGH_FD) : -1;
+    if (err == 0 && lock_high >= 0)
+        err = posix_spawn_file_actions_adddup2(&actions, lock_high, 3 + n);
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
@@ -98,7 +102,7 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
     char switches[16], forks[16];
     snprintf(switches, sizeof switches, "%d", switch_count);
     snprintf(forks, sizeof forks, "%d", 4 + switch_count);
-    char *argv[18] = {"ospreyd",
+    char *argv[20] = {"ospreyd",
                       "--ring-fd",
                       "3",
                       "--ring-name",
@@ -114,6 +118,12 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
         argv[argc++] = "--forks-fd";
         argv[argc++] = forks;
     }
+    char lock[16];
+    snprintf(lock, sizeof lock, "%d", 3 + n);
+    if (lock_high >= 0) {
+        argv[argc++] = "--run-lock-fd";
+        argv[argc++] = lock;
+    }
     if (f->export_formats != NULL) {
         argv[argc++] = "--export";
         argv[argc++] = (char *)f->export_formats;
@@ -125,6 +135,8 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     close_all(high, moved);
+    if (lock_high >= 0)
+        close(lock_high);
     if (err != 0)
         return -err;
     f->started++;
@@ -294,10 +306,11 @@ static void on_connection(uv_poll_t *poll, int status, int events)
 }
 
 int ospd_forks_adopt(struct ospd_forks *f, uv_loop_t *loop, int fd, const char *self,
-                     const char *export_formats)
+                     const char *export_formats, int run_lock)
 {
     memset(f, 0, sizeof *f);
     f->fd = -1;
+    f->run_lock = run_lock;
     f->self = self;
     f->export_formats = export_formats;
     f->children = calloc(OSPD_MAX_FORK_COLLECTORS, sizeof *f->children);

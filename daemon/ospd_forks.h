@@ -18,6 +18,7 @@ struct ospd_forks {
     int fd;                     /* the listening socket, or -1 */
     const char *self;           /* this ospreyd's executable */
     const char *export_formats; /* handed on: --export, or NULL */
+    int run_lock;               /* handed on: the run's lock (OSP_RUN_LOCK), or -1 */
     pid_t *children;            /* collectors started, until reaped */
     uint32_t child_count;
     struct pending *pending;   /* greetings waiting to settle (forks.c) */
@@ -28,7 +29,7 @@ struct ospd_forks {
 /* Take the listening socket `fd` the shim handed over (closed on failure). Returns 0, or
  * -errno (the target's children then start collectors of their own). */
 int ospd_forks_adopt(struct ospd_forks *f, uv_loop_t *loop, int fd, const char *self,
-                     const char *export_formats);
+                     const char *export_formats, int run_lock);
 /* Reap the collectors that have ended (never blocks). */
 void ospd_forks_reap(struct ospd_forks *f);
 /* Stop listening (the collectors started run on). */

@@ -62,6 +62,9 @@ static int switch_fds;
 static int ring_fd = -1;
 /* --forks-fd N: the socket the target's forked children greet, bound by the shim. */
 static int forks_fd = -1;
+/* --run-lock-fd N, or OSP_RUN_LOCK beside the raw file when there is one: held shared for
+ * this process's life (proto/osp_ring.h). */
+static int run_lock = -1;
 
 struct ospd_daemon {
     const char *ring_name; /* --attach-ring's, or --ring-name's */
@@ -908,7 +911,7 @@ static int run(struct ospd_daemon *d)
     /* Without the socket, a forked child that cannot greet us starts a collector itself. */
     d->forks.fd = -1;
     if (forks_fd >= 0)
-        ospd_forks_adopt(&d->forks, d->loop, forks_fd, d->self, d->export_formats);
+        ospd_forks_adopt(&d->forks, d->loop, forks_fd, d->self, d->export_formats, run_lock);
     d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (d->timer_fd < 0 || uv_poll_init(d->loop, &d->tick, d->timer_fd) != 0) {
         fprintf(stderr, "osprey: ospreyd: cannot create the sampling timer: %s\n", strerror(errno));
@@ -956,6 +959,8 @@ static void close_inherited_fds(void)
     unsigned first = switch_fds > 0 ? 4u + (unsigned)switch_fds : at3 == 3 ? 4u : 3u;
     if (forks_fd >= 0 && (unsigned)forks_fd + 1 > first)
         first = (unsigned)forks_fd + 1;
+    if (run_lock >= 0 && (unsigned)run_lock + 1 > first)
+        first = (unsigned)run_lock + 1;
     if ((at3 < 0 || at3 == 3) && (kept_fd < 0 || ring_fd < 0) &&
         syscall(SYS_close_range, first, ~0u, 0u) == 0)
         return;
@@ -967,7 +972,7 @@ static void close_inherited_fds(void)
     for (struct dirent *e; (e = readdir(dir)) != NULL;) {
         int fd = atoi(e->d_name);
         if (fd > STDERR_FILENO && fd != own && fd != kept_fd && fd != ring_fd && fd != forks_fd &&
-            !(fd >= 4 && fd < 4 + switch_fds))
+            fd != run_lock && !(fd >= 4 && fd < 4 + switch_fds))
             close(fd);
     }
     closedir(dir);
@@ -998,6 +1003,23 @@ static int detach(void)
     return 0;
 }
 
+/* The run's lock (OSP_RUN_LOCK): the one handed on, or the file beside the raw profile when
+ * the CLI made one; held, shared, until this process ends. */
+static void take_run_lock(const char *out_path)
+{
+    if (run_lock < 0) {
+        char lock[OSP_MAX_PATH + sizeof OSP_RUN_LOCK + 2];
+        const char *slash = strrchr(out_path, '/');
+        int dir = slash != NULL ? (int)(slash - out_path) : 0;
+        snprintf(lock, sizeof lock, "%.*s/%s", dir, out_path, OSP_RUN_LOCK);
+        run_lock = open(lock, O_RDONLY | O_CLOEXEC);
+    }
+    if (run_lock >= 0) {
+        fcntl(run_lock, F_SETFD, FD_CLOEXEC);
+        flock(run_lock, LOCK_SH);
+    }
+}
+
 /* `path` made absolute against the current directory (the daemon chdirs to / when it
  * detaches). NULL when out of memory or the directory is unknown. */
 static char *absolute_path(const char *path)
@@ -1026,6 +1048,7 @@ int main(int argc, char **argv)
         {"ring-fd", required_argument, NULL, 'f'},
         {"ring-name", required_argument, NULL, 'n'},
         {"forks-fd", required_argument, NULL, 'F'},
+        {"run-lock-fd", required_argument, NULL, 'L'},
         {"export", required_argument, NULL, 'e'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -1050,18 +1073,23 @@ int main(int argc, char **argv)
             break;
         case 'u':
         case 'f':
-        case 'F': {
+        case 'F':
+        case 'L': {
             char *end;
             long fd = strtol(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0' || fd < 3 || fd > 1 << 20) {
                 fprintf(stderr, "osprey: ospreyd: --%s %s: not a descriptor number\n",
                         opt == 'u'   ? "unwind-fd"
                         : opt == 'f' ? "ring-fd"
-                                     : "forks-fd",
+                        : opt == 'F' ? "forks-fd"
+                                     : "run-lock-fd",
                         optarg);
                 return 2;
             }
-            *(opt == 'u' ? &kept_fd : opt == 'f' ? &ring_fd : &forks_fd) = (int)fd;
+            *(opt == 'u'   ? &kept_fd
+              : opt == 'f' ? &ring_fd
+              : opt == 'F' ? &forks_fd
+                           : &run_lock) = (int)fd;
             break;
         }
         case 's': {
@@ -1112,6 +1140,7 @@ int main(int argc, char **argv)
     }
     d.out_path = out_path;
     signal(SIGPIPE, SIG_IGN);
+    take_run_lock(out_path);
     if (detached && detach() != 0) {
         free(out_path);
         return 1;

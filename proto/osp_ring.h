@@ -381,6 +381,10 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
  * reading its parent's unwind tables (its address space is its parent's at the fork). A
  * forked image that recorded no sample (it exec'd or ended at once: a shell's fork before
  * exec) leaves no raw file. */
+/* A file of this name beside the raw profile (the osprey CLI makes one in its scratch
+ * directory) is held with a shared flock by every collector of the run for its life, handed
+ * on to the collectors it starts: the CLI's exclusive flock then says every one has ended. */
+#define OSP_RUN_LOCK         ".osprey-run.lock"
 #define OSP_FORKS_SOCKET     "osprey-forks:"
 #define OSP_RING_FORKED      1u          /* ring_flags: the ring of a forked child */
 #define OSP_FORK_HELLO_MAGIC 0x4f535046u /* "OSPF" */

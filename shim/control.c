@@ -68,12 +68,14 @@ void osp__exec_begin(void)
         return; /* inactive, a forked child, or a vfork child sharing our memory */
     pause_signals();
     osp__take_pending_sigprof();
+    osp__exec_naming(1);
 }
 
 void osp__exec_failed(void)
 {
     if (!osp__is_active() || getpid() != osp__boot_pid() || osp__header == NULL)
         return;
+    osp__exec_naming(0);
     /* Seq_cst: the handlers that see the count at 0 arm their timers again. */
     if (atomic_fetch_sub_explicit(&osp__header->signals_paused, 1, memory_order_seq_cst) == 1)
         osp__registry_rearm_sampling(&osp__the_registry);

@@ -11,13 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "osp_boot.h"
+#include "osp_core.h"
 
 static char root_entry[48], last_entry[48]; /* static: still there in a forked child */
+static long root_kept;
 
 void osp__bookkeeping_set(long root_pid, long last_pid)
 {
+    root_kept = root_pid;
     snprintf(root_entry, sizeof root_entry, "OSPREY_PROFILE_ROOT_PID=%ld", root_pid);
     snprintf(last_entry, sizeof last_entry, "OSPREY_PROFILE_LAST_PID=%ld", last_pid);
 }
@@ -46,6 +50,17 @@ char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **stor
     store[k++] = last_entry;
     store[k] = NULL;
     return store;
+}
+
+void osp__exec_naming(int begin)
+{
+    struct osp_ring_header *h = osp__header;
+    if (h == NULL || !(h->ring_flags & OSP_RING_FORKED) || root_entry[0] == '\0')
+        return;
+    pthread_mutex_lock(&osp__the_registry.lock);
+    int recorded = osp__registry_recorded(&osp__the_registry);
+    pthread_mutex_unlock(&osp__the_registry.lock);
+    osp__bookkeeping_set(root_kept, begin && !recorded ? 0 : (long)getpid());
 }
 
 int osp__bookkeeping_export(void)

@@ -63,6 +63,10 @@ void osp__bookkeeping_withdraw(int exported);
 void osp__exec_begin(void);
 /* execve failed: every thread's sampling timer again. */
 void osp__exec_failed(void);
+/* descendants.c: a forked child that execs having recorded nothing leaves no file of its own, so
+ * its new image takes the plain name (<path>.<pid>.json); begin 0 puts it back (the exec failed).
+ * With our signals paused. */
+void osp__exec_naming(int begin);
 /* Take the SIGPROFs of ours pending on the calling thread (the program's own are sent again). */
 void osp__take_pending_sigprof(void);
 /* The program is about to send SIGPROF itself: pause our signals for good (every thread's

@@ -9,11 +9,14 @@
 #             program's output and exit status (3) are as plain; nothing is left in /dev/shm;
 #             with OSPREY_PROFILE_FORKS=0 no child is profiled;
 #   prefork   a pre-fork server's two workers: their 40 requests' CPU (serve_request, 10 ms
-#             each) recorded within 10%, and the master's report still its own.
+#             each) recorded within 10%, and the master's report still its own;
+#   orphan    through osprey: a child that outlives its parent by 0.3 s is in the run's one
+#             report (osprey waits for every collector of the run), with its work_orphan.
 # Usage: e2e-forks.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR
 set -uo pipefail
 
 osprey=${1:?usage: e2e-forks.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR}
+osprey=$(cd "$(dirname "$osprey")" && pwd)/$(basename "$osprey")
 shim=${2:?}
 daemon=${3:?}
 src=${4:?}
@@ -68,7 +71,9 @@ shm_after=$(ls /dev/shm | grep -c '^osprey-' || true)
 # Each process's folded stacks, for the functions its CPU was spent in.
 for f in "$work"/*/p.raw.*.json "$work"/*/p.raw.json; do
   [ -e "$f" ] || continue
-  "$osprey" report "$f" --format folded -o "${f%.json}" >/dev/null 2>>"$work/report.err" ||
+  pid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pid"])' "$f")
+  # --pid: a root's report holds the run's every process
+  "$osprey" report "$f" --pid "$pid" --format folded -o "${f%.json}" >/dev/null 2>>"$work/report.err" ||
     fail "osprey report $f: $(tail -n 2 "$work/report.err")"
 done
 
@@ -131,15 +136,20 @@ if sleeper is not None:
     site = folded_share("workers", w["sleeper"][0][0], "nanosleep", "offcpu.folded")
     check(site >= 0.95, "sleeper: %.0f%% of its waiting at clock_nanosleep" % (100 * site))
 # A fork that ends or execs at once records at most the CPU it used before (a sample or
-# two at a random phase of the first period), usually nothing and then no file.
-for role in ("execer", "quick"):
-    pid = w[role][0][0]
-    doc = raw("workers", pid)
-    got = on_cpu(doc) if doc else 0.0
-    check(got <= 0.003, "%s (pid %d): its fork recorded %.3f s, %s" %
-          (role, pid, got, "a file" if doc else "no file"))
-execd = glob.glob(os.path.join(work, "workers", "p.raw.%d-*.json" % w["execer"][0][0]))
-check(len(execd) == 1, "the exec'd /bin/true wrote its own profile (%d files)" % len(execd))
+# two at a random phase of the first period), usually nothing and then no file: the exec'd
+# image then has the plain name, else <pid>-<hex>.
+quick = raw("workers", w["quick"][0][0])
+check(quick is None or on_cpu(quick) <= 0.003, "the fork that ended at once: %s" %
+      ("no file" if quick is None else "%.3f s" % on_cpu(quick)))
+execer = w["execer"][0][0]
+images = [json.load(open(p)) for p in
+          glob.glob(os.path.join(work, "workers", "p.raw.%d.json" % execer)) +
+          glob.glob(os.path.join(work, "workers", "p.raw.%d-*.json" % execer))]
+true = [d for d in images if d["exe"].endswith("/true")]
+fork = [d for d in images if not d["exe"].endswith("/true")]
+check(len(true) == 1, "the exec'd /bin/true wrote its own profile (%d)" % len(true))
+check(all(on_cpu(d) <= 0.003 for d in fork), "the fork before exec: %s" %
+      ("no file" if not fork else "%.3f s" % on_cpu(fork[0])))
 root = json.load(open(os.path.join(work, "workers", "p.raw.json")))
 check(root["pid"] == parent and not root.get("forked"), "the parent's raw file is its own")
 check(folded_share("workers", 0, "work_parent") >= 0.8, "the parent's CPU in work_parent")
@@ -161,4 +171,9 @@ check(abs(served - total) <= 0.1 * total + 0.01,
       "pre-fork workers: %.3f s recorded in serve_request of %.3f s served" % (served, total))
 sys.exit(1 if failed else 0)
 PY
+(cd "$work" && "$osprey" ./forks --profile -o "$work/orphan-run" -- orphan) \
+  >"$work/orphan-run.out" 2>"$work/orphan-run.err" || fail "osprey ./forks orphan: exit $?"
+# The parent recorded nothing: the report is the orphan's alone.
+grep -Eq "^ *[0-9.]+% +(9[0-9]|100)\.[0-9]%.* work_orphan" "$work/orphan-run.err" ||
+  fail "orphan: work_orphan is not in the report: $(cat "$work/orphan-run.err")"
 finish "forked children: profiled as processes of their own, the program unchanged"

@@ -11,11 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "osp_ring.h"
 #include "ospc.h"
 #include "osprey_cli.h"
 
@@ -270,6 +272,41 @@ int osprey_remove_tree(const char *path)
     closedir(directory);
     if (rmdir(path) != 0 && result == 0)
         result = -errno;
+    return result;
+}
+
+int osprey_make_run_lock(const char *scratch)
+{
+    char lock[PATH_MAX + sizeof OSP_RUN_LOCK + 2];
+    snprintf(lock, sizeof lock, "%s/%s", scratch, OSP_RUN_LOCK);
+    int fd = open(lock, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    close(fd);
+    return 0;
+}
+
+int osprey_wait_for_collectors(const char *scratch, int timeout_ms)
+{
+    char lock[PATH_MAX + sizeof OSP_RUN_LOCK + 2];
+    snprintf(lock, sizeof lock, "%s/%s", scratch, OSP_RUN_LOCK);
+    int fd = open(lock, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0; /* no lock, nothing to wait for */
+    const int step_ms = 20;
+    int result = -ETIMEDOUT;
+    for (int waited = 0; waited <= timeout_ms; waited += step_ms) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            result = 0;
+            break;
+        }
+        int status;
+        while (waitpid(-1, &status, WNOHANG) > 0) /* collectors re-parented to us */
+            ;
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = step_ms * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    close(fd);
     return result;
 }
 

@@ -29,6 +29,8 @@
 /* How long to wait, after the program ended, for ospreyd to finish the raw file while it
  * is still running (it writes what it has when the program was killed). */
 #define RAW_WAIT_MS 15000
+/* And for the other processes' collectors once the first raw file is there. */
+#define COLLECTORS_WAIT_MS 10000
 
 /* The help, one row per part, each marked with the commands whose help shows it: `osprey
  * --help` prints every row, `osprey report --help` those of report. A row starting "usage:"
@@ -485,6 +487,18 @@ static void finish_profile(const char *scratch_raw, const char *stem,
                                       "warnings above");
         return;
     }
+    /* The other processes' collectors (forked children, exec'd descendants) may still be
+     * writing theirs. */
+    char scratch[PATH_MAX + 32];
+    snprintf(scratch, sizeof scratch, "%s", scratch_raw);
+    char *slash = strrchr(scratch, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    if (slash != NULL && osprey_wait_for_collectors(scratch, COLLECTORS_WAIT_MS) != 0)
+        fprintf(stderr,
+                "osprey: warning: processes of the run were still being profiled %d s after it "
+                "ended; their profiles are missing\n",
+                COLLECTORS_WAIT_MS / 1000);
     char kept[PATH_MAX + 16];
     snprintf(kept, sizeof kept, "%s.raw.json", stem);
     const char *raw = scratch_raw;
@@ -717,6 +731,8 @@ static int command_run(const struct osprey_options *options)
 
     char scratch[PATH_MAX];
     int result = make_scratch(scratch, sizeof scratch);
+    if (result == 0)
+        result = osprey_make_run_lock(scratch);
     if (result != 0) {
         fprintf(stderr, "osprey: cannot make a scratch directory in %s: %s\n",
                 getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp", strerror(-result));

@@ -178,6 +178,12 @@ void osprey_env_free(char **envp);
  * to us (we are a child subreaper) and stop early once none are left. Returns 0 when the
  * file exists, -ENOENT when no writer is left, -ETIMEDOUT after timeout_ms. */
 int osprey_wait_for_file(const char *path, int timeout_ms);
+/* The run's lock (OSP_RUN_LOCK in proto/osp_ring.h) in the scratch directory: made before the
+ * program starts; every collector of the run holds it shared while it lives. */
+int osprey_make_run_lock(const char *scratch);
+/* Until every collector of the run has ended (the lock taken exclusively), reaping what was
+ * re-parented to us meanwhile: 0, or -ETIMEDOUT after timeout_ms. 0 without a lock. */
+int osprey_wait_for_collectors(const char *scratch, int timeout_ms);
 
 /* Default output stem for `osprey FILE`: "./<name>" where name is FILE's basename without a
  * source extension. For `osprey report RAW`: RAW without ".raw.json" or ".json". */

@@ -9,6 +9,8 @@
  *                   workers that accept connections and answer each request after 10 ms of
  *                   CPU in serve_request, sends 40 requests itself, then one "q" to each
  *                   (a worker that takes one ends) and exits 0.
+ *   forks orphan    the parent forks a child that burns 0.3 s in work_orphan and exits at
+ *                   once, without waiting for it.
  * Each line on stdout names a process and what it did: "ROLE PID CPU_SECONDS".
  */
 #define _GNU_SOURCE
@@ -60,6 +62,10 @@ __attribute__((noinline)) static void work_parent(double s)
 __attribute__((noinline)) static void serve_request(void)
 {
     burn(0.010);
+}
+__attribute__((noinline)) static void work_orphan(double s)
+{
+    burn(s);
 }
 
 static void say(const char *role)
@@ -179,6 +185,15 @@ int main(int argc, char **argv)
         return workers();
     if (argc == 2 && strcmp(argv[1], "prefork") == 0)
         return prefork();
-    fprintf(stderr, "usage: forks workers|prefork\n");
+    if (argc == 2 && strcmp(argv[1], "orphan") == 0) {
+        if (fork() == 0) {
+            work_orphan(0.3);
+            say("orphan");
+            exit(0);
+        }
+        say("parent");
+        return 0;
+    }
+    fprintf(stderr, "usage: forks workers|prefork|orphan\n");
     return 2;
 }
