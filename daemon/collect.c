@@ -47,6 +47,9 @@ void ospd_collector_free(struct ospd_collector *c)
         free(c->threads[i].label);
     for (uint32_t i = 0; i < c->image_count; i++)
         free(c->images[i].path);
+    for (uint32_t i = 0; i < c->escaped_count; i++)
+        free(c->escaped[i].path);
+    free(c->escaped);
     free(c->threads);
     free(c->slots);
     free(c->images);
@@ -407,17 +410,52 @@ static int on_repeat(struct ospd_collector *c, const uint8_t *rec, uint32_t size
     return 0;
 }
 
+/* A record of `header` bytes and a path of `path_len` after it: 0, or the ring rejected. */
+static int check_path_record(struct ospd_collector *c, const char *what, uint32_t size,
+                             size_t header, uint32_t path_len)
+{
+    if (path_len > OSP_MAX_PATH)
+        return reject(c, "%s path_len %" PRIu32 " exceeds %u", what, path_len, OSP_MAX_PATH);
+    if (size != osp_rec_align((uint32_t)header + path_len))
+        return reject(c, "%s record of %" PRIu32 " bytes for a %" PRIu32 "-byte path", what, size,
+                      path_len);
+    return 0;
+}
+
+#define OSPD_MAX_ESCAPED 4096u /* processes named as unprofiled; later ones are left out */
+
+static int on_escaped(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
+{
+    struct osp_rec_escaped r;
+    if (size < sizeof r)
+        return reject(c, "escape record of %" PRIu32 " bytes, shorter than its header", size);
+    memcpy(&r, rec, sizeof r);
+    if (check_path_record(c, "escape", size, sizeof r, r.path_len) != 0)
+        return -EPROTO;
+    if (r.reason != OSP_ESCAPE_ENVIRONMENT && r.reason != OSP_ESCAPE_PRELOAD)
+        return reject(c, "escape record with unknown reason %" PRIu32, r.reason);
+    uint64_t cap = c->escaped_cap;
+    if (c->escaped_count >= OSPD_MAX_ESCAPED ||
+        ospd_grow((void **)&c->escaped, &cap, (uint64_t)c->escaped_count + 1, sizeof *c->escaped) !=
+            0)
+        return 0;
+    c->escaped_cap = (uint32_t)cap;
+    char *path = ospd_utf8_sanitize((const char *)rec + sizeof r, r.path_len);
+    if (path == NULL)
+        return 0;
+    c->escaped[c->escaped_count++] =
+        (struct ospd_escaped){.pid = r.pid > 0 ? r.pid : 0, .reason = r.reason, .path = path};
+    return 0;
+}
+
 static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
 {
     struct osp_rec_image r;
     if (size < sizeof r)
         return reject(c, "image record of %" PRIu32 " bytes, shorter than its header", size);
     memcpy(&r, rec, sizeof r);
-    if (r.path_len > OSP_MAX_PATH)
-        return reject(c, "image path_len %" PRIu32 " exceeds %u", r.path_len, OSP_MAX_PATH);
-    if (size != osp_rec_align((uint32_t)sizeof r + r.path_len))
-        return reject(c, "image record of %" PRIu32 " bytes for a %" PRIu32 "-byte path", size,
-                      r.path_len);
+    if (check_path_record(c, "image", size, sizeof r, r.path_len) != 0)
+        return -EPROTO;
     /* The text range must end below ADDRESS_LIMIT as a whole, not just start there: the raw
      * format holds text + text_size as a JSON integer, and the exporters refuse a range that
      * overflows it. */
@@ -551,6 +589,9 @@ int ospd_parse(struct ospd_collector *c, const uint8_t *data, uint64_t data_size
             break;
         case OSP_REC_IMAGE:
             rc = on_image(c, buffer, rh.size);
+            break;
+        case OSP_REC_ESCAPED:
+            rc = on_escaped(c, buffer, rh.size);
             break;
         case OSP_REC_EXIT:
             rc = on_exit_record(c, buffer, rh.size);

@@ -172,7 +172,9 @@ static bool sampled(int ring)
         return true; /* cannot tell: let a collector look */
     struct osp_ring_header h;
     memcpy(&h, map, offsetof(struct osp_ring_header, shim_state));
-    bool any = h.magic != OSP_RING_MAGIC; /* not ours to judge: a collector says why */
+    bool any = h.magic != OSP_RING_MAGIC || /* not ours to judge: a collector says why */
+               atomic_load_explicit(&((const struct osp_ring_header *)map)->escapes,
+                                    memory_order_relaxed) != 0;
     uint64_t stride = osp_slot_stride(h.slot_ring_size);
     uint32_t used = osp_slots_in_use((struct osp_ring_header *)map, h.slot_count);
     for (uint32_t i = 0; !any && i < used && h.slots_offset + (i + 1) * stride <= size; i++) {

@@ -71,6 +71,12 @@ struct ospd_thread {
     char *label; /* valid UTF-8, NUL-terminated */
 };
 
+struct ospd_escaped {
+    int32_t pid;
+    uint32_t reason; /* enum osp_escape */
+    char *path;      /* valid UTF-8, NUL-terminated */
+};
+
 struct ospd_image {
     uint64_t base, slide, text, text_size;
     char *path;               /* valid UTF-8, NUL-terminated */
@@ -161,8 +167,10 @@ struct ospd_waits {
 struct ospd_collector {
     /* Identity, copied from the ring header at attach (or set by a test). */
     int32_t pid;
-    int32_t parent_pid; /* the process that started it, 0 when unknown */
-    bool forked;        /* a forked child of a profiled process (its parent's image) */
+    int32_t parent_pid;           /* the process that started it, 0 when unknown */
+    bool forked;                  /* a forked child of a profiled process (its parent's image) */
+    struct ospd_escaped *escaped; /* processes that ran unprofiled (OSP_REC_ESCAPED) */
+    uint32_t escaped_count, escaped_cap;
     uint32_t rate_hz;
     uint64_t start_unix_ns, start_mono_ns;
     char platform[OSP_PLATFORM_SIZE]; /* NUL-terminated */

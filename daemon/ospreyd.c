@@ -453,7 +453,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         ospd_switches_drain(&d->switches, c, end, true);
         ospd_waits_resolve(c, end, true);
     }
-    if (c->forked && c->sample_count == 0 && c->thread_count <= 1 &&
+    if (c->forked && c->sample_count == 0 && c->thread_count <= 1 && c->escaped_count == 0 &&
         (status == OSPD_EXIT_EXITED || status == OSPD_EXIT_VANISHED)) {
         /* A fork that exec'd or ended before its first sample (a shell's, a daemon's
          * double fork): no file. */

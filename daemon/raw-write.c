@@ -235,6 +235,20 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     if (c->process_cpu_ns > 0)
         rc = rc ? rc : put_field(f, false, "process_cpu_ns", json_u64(c->process_cpu_ns));
     rc = rc ? rc : put_field(f, false, "exit", exit_object(c));
+    if (c->escaped_count > 0) {
+        json_t *escaped = json_array();
+        for (uint32_t i = 0; escaped != NULL && i < c->escaped_count; i++) {
+            const struct ospd_escaped *e = &c->escaped[i];
+            json_t *one = json_pack("{s:i, s:s, s:s}", "pid", e->pid, "exe", e->path, "reason",
+                                    e->reason == OSP_ESCAPE_ENVIRONMENT ? "environment cleared"
+                                                                        : "LD_PRELOAD dropped");
+            if (one == NULL || json_array_append_new(escaped, one) != 0) {
+                json_decref(escaped);
+                escaped = NULL;
+            }
+        }
+        rc = rc ? rc : put_field(f, false, "escaped", escaped);
+    }
     if (c->waits.since_ns != 0) /* absent: the shim timed the waits */
         rc = rc ? rc
                 : put_field(f, false, "waits",

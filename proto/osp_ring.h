@@ -126,7 +126,10 @@ struct osp_ring_header {
     alignas(OSP_RING_CACHE_LINE) _Atomic uint64_t head; /* written by the shim: (B) */
     /* --- consumer index: its own cache line --- */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint64_t tail; /* written by ospreyd: (D) */
-    alignas(OSP_RING_CACHE_LINE) uint8_t reserved2[OSP_RING_CACHE_LINE];
+    /* Shim: OSP_REC_ESCAPED records written (relaxed increments): a forked child that
+     * recorded no sample but named a process that escaped still has something to say. */
+    alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t escapes;
+    uint8_t reserved2[OSP_RING_CACHE_LINE - 4];
 
     /* --- sampling control (cache line 7) --- */
     /* Nonzero while nobody may send the target a SIGPROF of ours: a thread is inside execve
@@ -176,6 +179,7 @@ enum osp_rec_type {
     OSP_REC_EXIT = 6,            /* struct osp_rec_exit; the last record */
     OSP_REC_SAMPLE_WEIGHTED = 7, /* struct osp_rec_sample_weighted + depth * uint64_t pcs */
     OSP_REC_WAIT_SPAN = 8,       /* struct osp_rec_wait_span + depth * uint64_t pcs */
+    OSP_REC_ESCAPED = 9,         /* struct osp_rec_escaped + path bytes */
 };
 
 struct osp_rec_header {
@@ -270,6 +274,21 @@ struct osp_rec_image {
     /* char path[path_len]; padding to 8 */
 };
 #define OSP_IMAGE_MAIN 1u
+
+/* A process the target started (posix_spawn) or became (exec) with an environment the
+ * profiler cannot follow: it runs unprofiled, and the profile says so. */
+struct osp_rec_escaped {
+    struct osp_rec_header h;
+    int32_t pid;       /* the new process (an exec: the target itself); 0 when unknown */
+    uint32_t reason;   /* enum osp_escape */
+    uint32_t path_len; /* <= OSP_MAX_PATH; the program's path follows, not NUL-terminated */
+    uint32_t reserved;
+    /* char path[path_len]; padding to 8 */
+};
+enum osp_escape {
+    OSP_ESCAPE_ENVIRONMENT = 1, /* no OSPREY_PROFILE in its environment (cleared: env -i) */
+    OSP_ESCAPE_PRELOAD = 2,     /* OSPREY_PROFILE kept, but not the shim in LD_PRELOAD */
+};
 
 struct osp_rec_exit {
     struct osp_rec_header h;

@@ -128,6 +128,8 @@ static void read_env(struct boot_env *env)
 {
     memset(env, 0, sizeof(*env));
     env->has_profile = copy_env("OSPREY_PROFILE", env->profile, sizeof(env->profile));
+    const char *preload = getenv("LD_PRELOAD");
+    osp__escape_set_preloaded(preload != NULL && strstr(preload, "libospreyprof") != NULL);
     env->has_hz = copy_env("OSPREY_PROFILE_HZ", env->hz, sizeof(env->hz));
     env->has_seconds = copy_env("OSPREY_PROFILE_SECONDS", env->seconds, sizeof(env->seconds));
     env->has_until = copy_env("OSPREY_PROFILE_UNTIL_NS", env->until, sizeof(env->until));
@@ -675,7 +677,8 @@ static void at_exit(void)
         int err = osp__event_ring_write(&event_ring, OSP_REC_EXIT, &rec, sizeof(rec), NULL, 0);
         if (err == 0 || attempt >= 200 || !attached) {
             /* A forked child that recorded nothing leaves no profile: nothing to wait for. */
-            if (ring_header->ring_flags & OSP_RING_FORKED && !osp__registry_recorded(reg))
+            if (ring_header->ring_flags & OSP_RING_FORKED && !osp__registry_recorded(reg) &&
+                atomic_load_explicit(&ring_header->escapes, memory_order_relaxed) == 0)
                 daemon_spawned = 0;
             reg->stopped = 1; /* nothing follows the exit record */
             pthread_mutex_unlock(&reg->lock);

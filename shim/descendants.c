@@ -63,6 +63,47 @@ void osp__exec_naming(int begin)
     osp__bookkeeping_set(root_kept, begin && !recorded ? 0 : (long)getpid());
 }
 
+static int preloaded_here;
+
+void osp__escape_set_preloaded(int preloaded)
+{
+    preloaded_here = preloaded;
+}
+
+int osp__env_escapes(char *const envp[])
+{
+    int profiled = 0, preloaded = 0;
+    for (size_t i = 0; envp != NULL && envp[i] != NULL; i++) {
+        profiled = profiled || strncmp(envp[i], "OSPREY_PROFILE=", 15) == 0;
+        preloaded = preloaded || (strncmp(envp[i], "LD_PRELOAD=", 11) == 0 &&
+                                  strstr(envp[i], "libospreyprof") != NULL);
+    }
+    if (!profiled)
+        return OSP_ESCAPE_ENVIRONMENT;
+    return preloaded_here && !preloaded ? OSP_ESCAPE_PRELOAD : 0;
+}
+
+void osp__note_escape(long pid, const char *path, char *const envp[])
+{
+    if (!osp__is_active() || getpid() != osp__boot_pid() || osp__the_registry.ring == NULL)
+        return;
+    int reason = osp__env_escapes(envp);
+    if (reason == 0)
+        return;
+    if (path == NULL)
+        path = "";
+    size_t len = strnlen(path, OSP_MAX_PATH);
+    struct osp_rec_escaped rec = {
+        .pid = (int32_t)pid, .reason = (uint32_t)reason, .path_len = (uint32_t)len};
+    pthread_mutex_lock(&osp__the_registry.lock);
+    if (!osp__the_registry.stopped &&
+        osp__event_ring_write(osp__the_registry.ring, OSP_REC_ESCAPED, &rec, sizeof rec, path,
+                              (uint32_t)len) == 0 &&
+        osp__header != NULL)
+        atomic_fetch_add_explicit(&osp__header->escapes, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&osp__the_registry.lock);
+}
+
 int osp__bookkeeping_export(void)
 {
     if (root_entry[0] == '\0' || getenv("OSPREY_PROFILE") == NULL)

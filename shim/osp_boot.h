@@ -40,6 +40,13 @@ int osp__switches_open(int *fds, int max, uint32_t pages);
 void osp__switches_close(int *fds, int n);
 
 void osp__bookkeeping_set(long root_pid, long last_pid);
+/* Processes that escape the profile (OSP_REC_ESCAPED): whether this image was preloaded (set
+ * at boot), why a new image with environment `envp` would run unprofiled (enum osp_escape, 0
+ * when it would not), and the record that says so, for `pid` running `path` (NULL: unknown).
+ * Only in the booted process, never in a vfork child. */
+void osp__escape_set_preloaded(int preloaded);
+int osp__env_escapes(char *const envp[]);
+void osp__note_escape(long pid, const char *path, char *const envp[]);
 size_t osp__env_count(char *const envp[]);
 /* envp with the bookkeeping entries, built in `store` (n + 3 entries, on the caller's stack:
  * no malloc in a forked child), when the new image will be profiled; else envp itself. */

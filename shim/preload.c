@@ -151,18 +151,21 @@ __attribute__((visibility("default"))) int execve(const char *path, char *const 
                                                   char *const envp[])
 {
     OSP__ENV(env, envp);
+    osp__note_escape(getpid(), path, env);
     OSP__CALL_REAL(execve_fn, "execve", path, argv, env);
 }
 
 __attribute__((visibility("default"))) int execv(const char *path, char *const argv[])
 {
     OSP__ENV(env, environ);
+    osp__note_escape(getpid(), path, env);
     OSP__CALL_REAL(execve_fn, "execve", path, argv, env);
 }
 
 __attribute__((visibility("default"))) int execvp(const char *file, char *const argv[])
 {
     OSP__ENV(env, environ);
+    osp__note_escape(getpid(), file, env);
     OSP__CALL_REAL(execve_fn, "execvpe", file, argv, env);
 }
 
@@ -170,12 +173,14 @@ __attribute__((visibility("default"))) int execvpe(const char *file, char *const
                                                    char *const envp[])
 {
     OSP__ENV(env, envp);
+    osp__note_escape(getpid(), file, env);
     OSP__CALL_REAL(execve_fn, "execvpe", file, argv, env);
 }
 
 __attribute__((visibility("default"))) int fexecve(int fd, char *const argv[], char *const envp[])
 {
     OSP__ENV(env, envp);
+    osp__note_escape(getpid(), NULL, env); /* a descriptor: no path */
     OSP__CALL_REAL(fexecve_fn, "fexecve", fd, argv, env);
 }
 
@@ -183,6 +188,7 @@ __attribute__((visibility("default"))) int execveat(int dirfd, const char *path,
                                                     char *const envp[], int flags)
 {
     OSP__ENV(env, envp);
+    osp__note_escape(getpid(), path, env);
     OSP__CALL_REAL(execveat_fn, "execveat", dirfd, path, argv, env, flags);
 }
 
@@ -201,8 +207,13 @@ typedef int (*posix_spawn_fn)(pid_t *, const char *, const posix_spawn_file_acti
         memcpy(&real, &sym, sizeof(real));                                                         \
         OSP__ENV(env, envp);                                                                       \
         int masked = osp__sigmask_child_begin();                                                   \
-        int err = real(pid, path, actions, attr, argv, env);                                       \
+        pid_t spawned = 0;                                                                         \
+        int err = real(&spawned, path, actions, attr, argv, env);                                  \
         osp__sigmask_child_end(masked);                                                            \
+        if (err == 0)                                                                              \
+            osp__note_escape(spawned, path, env);                                                  \
+        if (err == 0 && (pid) != NULL)                                                             \
+            *(pid) = spawned;                                                                      \
         return err;                                                                                \
     } while (0)
 

@@ -11,7 +11,9 @@
 #   prefork   a pre-fork server's two workers: their 40 requests' CPU (serve_request, 10 ms
 #             each) recorded within 10%, and the master's report still its own;
 #   orphan    through osprey: a child that outlives its parent by 0.3 s is in the run's one
-#             report (osprey waits for every collector of the run), with its work_orphan.
+#             report (osprey waits for every collector of the run), with its work_orphan;
+#   escape    through osprey: a process spawned with an empty environment and a forked
+#             child's exec without LD_PRELOAD are each named in one line, with the reason.
 # Usage: e2e-forks.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR
 set -uo pipefail
 
@@ -176,4 +178,12 @@ PY
 # The parent recorded nothing: the report is the orphan's alone.
 grep -Eq "^ *[0-9.]+% +(9[0-9]|100)\.[0-9]%.* work_orphan" "$work/orphan-run.err" ||
   fail "orphan: work_orphan is not in the report: $(cat "$work/orphan-run.err")"
+(cd "$work" && "$osprey" ./forks --profile -o "$work/escape-run" -- escape) \
+  >"$work/escape-run.out" 2>"$work/escape-run.err" || fail "osprey ./forks escape: exit $?"
+spawned=$(awk '/^spawned/ {print $2}' "$work/escape-run.out")
+execd=$(awk '/^execd/ {print $2}' "$work/escape-run.out")
+grep -q "^process $spawned (/bin/true) ran unprofiled: environment cleared$" "$work/escape-run.err" ||
+  fail "escape: no line for the spawn with an empty environment: $(cat "$work/escape-run.err")"
+grep -q "^process $execd (/bin/true) ran unprofiled: LD_PRELOAD dropped$" "$work/escape-run.err" ||
+  fail "escape: no line for the exec without LD_PRELOAD: $(cat "$work/escape-run.err")"
 finish "forked children: profiled as processes of their own, the program unchanged"

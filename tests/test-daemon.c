@@ -1539,6 +1539,62 @@ START_TEST(real_program_under_the_preload_shim)
 }
 END_TEST
 
+/* Processes that escaped the profile: kept with their reasons, written as "escaped" with the
+ * forked child's identity; a bad reason or path length rejects the ring. */
+START_TEST(escapes_are_kept_and_written)
+{
+    struct ring r = ring_new(8192, 0);
+    struct osp_rec_escaped e1 = {.pid = 77, .reason = OSP_ESCAPE_ENVIRONMENT, .path_len = 9};
+    put_with_payload(&r, OSP_REC_ESCAPED, &e1, sizeof e1, "/bin/true", e1.path_len);
+    struct osp_rec_escaped e2 = {.pid = 78, .reason = OSP_ESCAPE_PRELOAD, .path_len = 0};
+    put_with_payload(&r, OSP_REC_ESCAPED, &e2, sizeof e2, "", 0);
+    put_exit(&r, UINT64_C(1700000002000000000), 0);
+    struct ospd_collector c;
+    collector_new(&c);
+    c.parent_pid = 4000;
+    c.forked = true;
+    parse_ok(&c, &r, 0);
+    ck_assert_uint_eq(c.escaped_count, 2);
+    ck_assert_int_eq(c.escaped[0].pid, 77);
+    ck_assert_str_eq(c.escaped[0].path, "/bin/true");
+    c.exit_status = OSPD_EXIT_EXITED;
+    char *dir = temp_dir();
+    char *path = join(dir, "raw.json");
+    char err[512];
+    ck_assert_int_eq(ospd_raw_write(&c, path, err, sizeof err), 0);
+    json_t *root = load_json(path);
+    ck_assert_int_eq(int_at(root, "parent_pid"), 4000);
+    ck_assert(json_is_true(json_object_get(root, "forked")));
+    json_t *escaped = json_object_get(root, "escaped");
+    ck_assert_uint_eq(json_array_size(escaped), 2);
+    ck_assert_int_eq(int_at(json_array_get(escaped, 0), "pid"), 77);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(escaped, 0), "reason")),
+                     "environment cleared");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(escaped, 1), "reason")),
+                     "LD_PRELOAD dropped");
+    json_decref(root);
+    unlink(path);
+    rmdir(dir);
+    free(path);
+    free(dir);
+    ospd_collector_free(&c);
+    free(r.data);
+
+    uint8_t buf[64] = {0};
+    struct osp_rec_escaped bad = {.h = {OSP_REC_ESCAPED, sizeof bad}, .reason = 9};
+    memcpy(buf, &bad, sizeof bad);
+    r = ring_with_raw(buf, sizeof bad, sizeof bad);
+    expect_rejected(&r, 0, "unknown reason 9");
+    free(r.data);
+    bad.reason = OSP_ESCAPE_ENVIRONMENT;
+    bad.path_len = 5000;
+    memcpy(buf, &bad, sizeof bad);
+    r = ring_with_raw(buf, sizeof bad, sizeof bad);
+    expect_rejected(&r, 0, "path_len 5000");
+    free(r.data);
+}
+END_TEST
+
 Suite *daemon_suite(void)
 {
     Suite *s = suite_create("daemon");
@@ -1547,6 +1603,7 @@ Suite *daemon_suite(void)
     tcase_add_test(parse, repeat_without_sample_is_dropped);
     tcase_add_test(parse, slot_reuse_makes_a_new_thread);
     tcase_add_test(parse, images_dedupe_and_main_names_exe);
+    tcase_add_test(parse, escapes_are_kept_and_written);
     tcase_add_test(parse, pad_and_wrap_across_the_end);
     tcase_add_test(parse, exit_record_ends_the_stream);
     tcase_add_test(parse, interning_is_stable_across_growth);

@@ -11,12 +11,16 @@
  *                   (a worker that takes one ends) and exits 0.
  *   forks orphan    the parent forks a child that burns 0.3 s in work_orphan and exits at
  *                   once, without waiting for it.
+ *   forks escape    runs /bin/true twice where the profiler cannot follow: posix_spawn with
+ *                   an empty environment, and a forked child's execve with OSPREY_PROFILE
+ *                   kept but LD_PRELOAD dropped.
  * Each line on stdout names a process and what it did: "ROLE PID CPU_SECONDS".
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +189,24 @@ int main(int argc, char **argv)
         return workers();
     if (argc == 2 && strcmp(argv[1], "prefork") == 0)
         return prefork();
+    if (argc == 2 && strcmp(argv[1], "escape") == 0) {
+        char *args[] = {"true", NULL}, *empty[] = {"PATH=/usr/bin:/bin", NULL};
+        pid_t spawned;
+        if (posix_spawn(&spawned, "/bin/true", NULL, NULL, args, empty) != 0)
+            return 1;
+        waitpid(spawned, NULL, 0);
+        pid_t child = fork();
+        if (child == 0) {
+            static char profile[4200];
+            snprintf(profile, sizeof profile, "OSPREY_PROFILE=%s", getenv("OSPREY_PROFILE"));
+            char *kept[] = {profile, NULL};
+            execve("/bin/true", args, kept);
+            _exit(127);
+        }
+        waitpid(child, NULL, 0);
+        printf("spawned %d\nexecd %d\n", (int)spawned, (int)child);
+        return 0;
+    }
     if (argc == 2 && strcmp(argv[1], "orphan") == 0) {
         if (fork() == 0) {
             work_orphan(0.3);
@@ -194,6 +216,6 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
-    fprintf(stderr, "usage: forks workers|prefork|orphan\n");
+    fprintf(stderr, "usage: forks workers|prefork|orphan|escape\n");
     return 2;
 }
