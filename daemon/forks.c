@@ -348,6 +348,7 @@ void ospd_forks_close(struct ospd_forks *f)
     /* Stopped, the descriptor is out of libuv's poll set and may go. */
     uv_poll_stop(&f->poll);
     uv_close((uv_handle_t *)&f->poll, NULL);
+    on_connection(&f->poll, 0, UV_READABLE); /* the greetings queued, not accepted yet */
     close(f->fd);
     f->fd = -1;
     while (f->pending != NULL) { /* now rather than never */

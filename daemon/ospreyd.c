@@ -952,17 +952,22 @@ static int run(struct ospd_daemon *d)
 
 /* Close every descriptor above stderr that the program let us inherit (pipes, sockets), so
  * the daemon never holds a reader's end of file back after the program is gone. */
+static bool fd_kept(int fd)
+{
+    return fd == kept_fd || fd == ring_fd || fd == forks_fd || fd == run_lock ||
+           (fd >= 4 && fd < 4 + switch_fds);
+}
+
 static void close_inherited_fds(void)
 {
 #ifdef SYS_close_range
-    int at3 = kept_fd >= 0 ? kept_fd : ring_fd;
-    unsigned first = switch_fds > 0 ? 4u + (unsigned)switch_fds : at3 == 3 ? 4u : 3u;
-    if (forks_fd >= 0 && (unsigned)forks_fd + 1 > first)
-        first = (unsigned)forks_fd + 1;
-    if (run_lock >= 0 && (unsigned)run_lock + 1 > first)
-        first = (unsigned)run_lock + 1;
-    if ((at3 < 0 || at3 == 3) && (kept_fd < 0 || ring_fd < 0) &&
-        syscall(SYS_close_range, first, ~0u, 0u) == 0)
+    /* Ours sit at 3 and up, one after another: everything above them goes at once. */
+    int highest = 2;
+    for (int fd = 3; fd_kept(fd); fd++)
+        highest = fd;
+    bool above = !fd_kept(highest + 1) && kept_fd <= highest && ring_fd <= highest &&
+                 forks_fd <= highest && run_lock <= highest;
+    if (above && syscall(SYS_close_range, (unsigned)highest + 1, ~0u, 0u) == 0)
         return;
 #endif
     DIR *dir = opendir("/proc/self/fd");
@@ -971,8 +976,7 @@ static void close_inherited_fds(void)
     int own = dirfd(dir);
     for (struct dirent *e; (e = readdir(dir)) != NULL;) {
         int fd = atoi(e->d_name);
-        if (fd > STDERR_FILENO && fd != own && fd != kept_fd && fd != ring_fd && fd != forks_fd &&
-            fd != run_lock && !(fd >= 4 && fd < 4 + switch_fds))
+        if (fd > STDERR_FILENO && fd != own && !fd_kept(fd))
             close(fd);
     }
     closedir(dir);

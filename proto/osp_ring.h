@@ -1,9 +1,12 @@
 /* osp_ring.h — the shared-memory ABI between the shim (in the target) and ospreyd.
  *
- * One POSIX shared-memory object per profiled process, created by the shim with
- * O_CREAT|O_EXCL, mode 0600, under an unguessable name ("/osprey-<pid>-<64 random bits hex>"),
- * sized OSP_RING_HEADER_SIZE + data_size. ospreyd maps it, checks the header, and unlinks
- * the name as soon as it has attached; from then on only the two mappings keep it alive.
+ * One shared-memory object per profiled process: a memfd the shim creates (close-on-exec,
+ * named "osprey-<pid>-<64 random bits hex>" so that it can be told in /proc/PID/maps; nothing
+ * in /dev/shm, so nothing is ever left behind and a small /dev/shm is no limit), sized
+ * OSP_RING_HEADER_SIZE + data_size, and hands to ospreyd as its fd 3 (`--ring-fd 3
+ * --ring-name NAME`). ospreyd maps it and checks the header; from then on the mappings and
+ * ospreyd's descriptor keep it alive. (`--attach-ring NAME` still attaches to a POSIX
+ * shared-memory object of that name, and unlinks it.)
  *
  * Layout (like perf_event_mmap_page: version and sizes first, reserved space for growth):
  *

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -53,6 +54,8 @@
 /* The event ring carries thread, image and exit records, and the waits still open at exit;
  * samples go to each thread's own slot ring. */
 #define OSP__EVENT_RING_SIZE (1u << 20)
+/* Descriptors handed to ospreyd: the ring, the switch events, the forks' socket, the tables. */
+#define OSP__SPAWN_FDS (4 + OSP_MAX_SWITCH_FDS)
 
 extern char **environ;
 
@@ -68,11 +71,14 @@ static struct osp__images images;
 /* Guards `images`: its scan and emit run on whichever program thread registers, unloads an
  * object or exits. Taken before the registry lock, never while holding it. */
 static pthread_mutex_t images_lock = PTHREAD_MUTEX_INITIALIZER;
-static char shm_name[OSP_RING_NAME_SIZE]; /* the ring's name (in /dev/shm unless forked) */
-static int ring_named;                    /* shm_name is an object in /dev/shm */
+static char shm_name[OSP_RING_NAME_SIZE]; /* the ring's name (its memfd's, not a file) */
 static int ring_fd = -1; /* a forked child's ring (a memfd), until its collector has it */
 /* The socket this image's forked children greet, until its collector has it. */
 static int forks_fd = -1;
+/* The run's lock (OSP_RUN_LOCK beside the profile, when osprey made one), held shared from
+ * boot and handed to ospreyd, so that osprey never finds the run over between this image's
+ * start and its collector's. */
+static int run_lock_fd = -1;
 static int unwind_fd = -1; /* the tables' memfd, until ospreyd has been handed it */
 /* The kernel's context-switch events (switches.c), until ospreyd has been handed them. */
 static int switch_fds[OSP_MAX_SWITCH_FDS];
@@ -217,57 +223,32 @@ static void ring_init(void *map, uint32_t rate_hz)
     osp__event_ring_attach(&event_ring, ring_header);
 }
 
-static int ring_create(uint32_t rate_hz, uint64_t random_bits)
+/* The ring: a memfd (nothing named in /dev/shm, so nothing is left behind however the
+ * program or ospreyd ends, and a small /dev/shm — a container's 64 MiB — is no limit), handed
+ * to ospreyd by descriptor; shm_name only names it (in the maps, for ospreyd's checks).
+ * `reserve`: every page allocated now, so that a memory limit is met here, with one line,
+ * rather than when a page is first touched; a forked child's stays sparse (see "Forked
+ * children" in proto/osp_ring.h: it touches a few dozen pages, and a fork must be cheap). */
+static int ring_create(uint32_t rate_hz, uint64_t random_bits, int reserve)
 {
     snprintf(shm_name, sizeof(shm_name), "/osprey-%d-%016llx", (int)getpid(),
              (unsigned long long)random_bits);
-    int fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -errno;
-    ring_bytes = ring_size();
-    /* Reserve every page now: memory touched later in a full /dev/shm would kill the program
-     * with SIGBUS. */
-    int err = -posix_fallocate(fd, 0, (off_t)ring_bytes);
-    if (err == -ENOSPC || err == -ENOMEM) {
-        osp__warn("cannot reserve %zu KiB of shared memory in /dev/shm (%s); profiling is off",
-                  ring_bytes >> 10, strerror(-err));
-        close(fd);
-        shm_unlink(shm_name);
-        shm_name[0] = '\0';
-        return -ECANCELED;
-    }
-    void *map = MAP_FAILED;
-    if (err == 0) {
-        map = mmap(NULL, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (map == MAP_FAILED)
-            err = -errno;
-    }
-    close(fd);
-    if (err) {
-        shm_unlink(shm_name);
-        shm_name[0] = '\0';
-        return err;
-    }
-    ring_named = 1;
-    ring_init(map, rate_hz);
-    ring_header->parent_pid = (int32_t)getppid();
-    return 0;
-}
-
-/* A forked child's ring: a memfd, sparse (see "Forked children" in proto/osp_ring.h), handed
- * to the collector by descriptor; shm_name only names it. */
-static int ring_create_forked(uint32_t rate_hz, uint64_t random_bits)
-{
-    snprintf(shm_name, sizeof(shm_name), "/osprey-%d-%016llx", (int)getpid(),
-             (unsigned long long)random_bits);
-    ring_named = 0;
-    /* Named as the ring is, so that ospreyd finds it in the child's maps. */
+    /* Named as the ring is, so that ospreyd finds it in the process's maps. */
     int fd = (int)osp__sys(SYS_memfd_create, (long)(shm_name + 1), MFD_CLOEXEC, 0, 0, 0);
     if (fd < 0)
         return -errno;
     ring_bytes = ring_size();
-    void *map = MAP_FAILED;
     int err = ftruncate(fd, (off_t)ring_bytes) == 0 ? 0 : -errno;
+    if (err == 0 && reserve)
+        err = -posix_fallocate(fd, 0, (off_t)ring_bytes);
+    if (err == -ENOSPC || err == -ENOMEM) {
+        osp__warn("cannot reserve %zu KiB of memory for the profiler's ring (%s); profiling is "
+                  "off",
+                  ring_bytes >> 10, strerror(-err));
+        close(fd);
+        return -ECANCELED;
+    }
+    void *map = MAP_FAILED;
     if (err == 0) {
         map = mmap(NULL, ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (map == MAP_FAILED)
@@ -279,6 +260,7 @@ static int ring_create_forked(uint32_t rate_hz, uint64_t random_bits)
     }
     ring_fd = fd;
     ring_init(map, rate_hz);
+    ring_header->parent_pid = (int32_t)getppid();
     return 0;
 }
 
@@ -321,8 +303,8 @@ static void unwind_create(void)
     osp__unwind_set_tables(unwind_map, OSP_UNWIND_DEFAULT_SIZE);
 }
 
-/* ospreyd holds its own descriptor now (or never will): ours goes. */
-static void unwind_fd_close(void)
+/* ospreyd holds its own descriptors now (or never will): ours go. */
+static void handover_close(void)
 {
     if (unwind_fd >= 0)
         close(unwind_fd);
@@ -332,6 +314,27 @@ static void unwind_fd_close(void)
     if (forks_fd >= 0)
         osp__sys(SYS_close, forks_fd, 0, 0, 0, 0); /* and the forks' socket */
     forks_fd = -1;
+    if (ring_fd >= 0)
+        osp__sys(SYS_close, ring_fd, 0, 0, 0, 0); /* and the ring's memfd: mapped, and theirs */
+    ring_fd = -1;
+    if (run_lock_fd >= 0)
+        osp__sys(SYS_close, run_lock_fd, 0, 0, 0, 0); /* and the run's lock */
+    run_lock_fd = -1;
+}
+
+static void run_lock_take(void)
+{
+    char lock[PATH_MAX + sizeof OSP_RUN_LOCK + 2];
+    const char *slash = strrchr(out_path, '/');
+    int dir = slash != NULL ? (int)(slash - out_path) : 0;
+    snprintf(lock, sizeof lock, "%.*s/%s", dir, out_path, OSP_RUN_LOCK);
+    int fd = open(lock, O_RDONLY | O_CLOEXEC);
+    /* Not blocking: held exclusively, the run is over for osprey already. */
+    if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    run_lock_fd = fd;
 }
 
 static void unwind_destroy(void)
@@ -341,7 +344,7 @@ static void unwind_destroy(void)
         munmap(unwind_map, OSP_UNWIND_DEFAULT_SIZE);
         unwind_map = MAP_FAILED;
     }
-    unwind_fd_close();
+    handover_close();
 }
 
 static void ring_destroy(void)
@@ -351,8 +354,6 @@ static void ring_destroy(void)
         munmap(ring_header, ring_bytes);
         ring_header = NULL;
     }
-    if (shm_name[0] && ring_named)
-        shm_unlink(shm_name);
     shm_name[0] = '\0';
     if (ring_fd >= 0)
         close(ring_fd);
@@ -438,10 +439,8 @@ __attribute__((noinline)) static void nap_guarded(const struct timespec *req)
 struct daemon_spawn {
     const char *path;
     char **argv, **envp;
-    int fd3;               /* handed over as fd 3 (the unwind tables, or a forked ring), or -1 */
-    const int *switch_fds; /* handed over as fds 4.. */
-    int switch_count;
-    int forks_fd; /* handed over after them, or -1 */
+    const int *fds; /* handed over as fds 3, 4, ... in this order */
+    int count;
 };
 
 /* Runs in a vfork child (it shares the program's memory, on a stack of its own): it forks
@@ -457,18 +456,13 @@ static int spawn_child(void *p)
     long pid = osp__sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
     if (pid != 0)
         osp__sys(SYS_exit, pid < 0 ? 127 : 0, 0, 0, 0, 0);
-    /* The tables' memfd becomes fd 3 and the switch events 4.. (without close-on-exec),
-     * before 0-2 are replaced: first each is moved above where any of them lands, so that no
-     * move overwrites another. */
-    long moved[2 + OSP_MAX_SWITCH_FDS];
-    int count = 1 + spawn->switch_count + (spawn->forks_fd >= 0);
-    for (int i = 0; i < count; i++) {
-        long from = i == 0                     ? spawn->fd3
-                    : i <= spawn->switch_count ? spawn->switch_fds[i - 1]
-                                               : spawn->forks_fd;
-        moved[i] =
-            from >= 0 ? osp__sys(SYS_fcntl, from, F_DUPFD, 5 + OSP_MAX_SWITCH_FDS, 0, 0) : -1;
-    }
+    /* The ring becomes fd 3, the switch events 4.., then the forks' socket and the tables'
+     * memfd (without close-on-exec), before 0-2 are replaced: first each is moved above where
+     * any of them lands, so that no move overwrites another. */
+    long moved[OSP__SPAWN_FDS];
+    int count = spawn->count;
+    for (int i = 0; i < count; i++)
+        moved[i] = osp__sys(SYS_fcntl, spawn->fds[i], F_DUPFD, 3 + OSP__SPAWN_FDS, 0, 0);
     for (int i = 0; i < count; i++)
         if (moved[i] >= 0)
             osp__sys(SYS_dup3, moved[i], 3 + i, 0, 0, 0); /* not close-on-exec */
@@ -498,9 +492,9 @@ static int spawn_child(void *p)
     return 127;
 }
 
-/* Start ospreyd --attach-ring NAME --out PATH --detach from a grandchild (spawn_child) and
- * reap the short-lived child right away, so the daemon is never the program's child. Does
- * not wait for the daemon. */
+/* Start ospreyd --ring-fd 3 --ring-name NAME --out PATH --detach from a grandchild (spawn_child)
+ * and reap the short-lived child right away, so the daemon is never the program's child. Does not
+ * wait for the daemon. */
 static int spawn_daemon(const struct boot_env *env)
 {
     char daemon[PATH_MAX];
@@ -515,25 +509,38 @@ static int spawn_daemon(const struct boot_env *env)
                   out_path);
         return -err;
     }
-    char *argv[18] = {"ospreyd", ring_named ? "--attach-ring" : "--ring-name",
-                      shm_name,  "--out",
-                      out_path,  "--detach"};
-    int argc = 6;
-    int fd3 = ring_named ? unwind_fd : ring_fd;
-    if (fd3 >= 0) {
-        argv[argc++] = ring_named ? "--unwind-fd" : "--ring-fd";
-        argv[argc++] = "3";
-    }
-    char switches[16], forks[16];
+    char *argv[22] = {"ospreyd", "--ring-fd", "3",      "--ring-name",
+                      shm_name,  "--out",     out_path, "--detach"};
+    int argc = 8;
+    int fds[OSP__SPAWN_FDS];
+    int count = 0;
+    fds[count++] = ring_fd;
+    for (int i = 0; i < switch_count; i++)
+        fds[count++] = switch_fds[i];
+    char switches[16], forks[16], unwind[16];
     if (switch_count > 0) {
         snprintf(switches, sizeof switches, "%d", switch_count);
         argv[argc++] = "--switch-fds";
         argv[argc++] = switches;
     }
     if (forks_fd >= 0) {
-        snprintf(forks, sizeof forks, "%d", 4 + switch_count);
+        snprintf(forks, sizeof forks, "%d", 3 + count);
+        fds[count++] = forks_fd;
         argv[argc++] = "--forks-fd";
         argv[argc++] = forks;
+    }
+    if (unwind_fd >= 0) {
+        snprintf(unwind, sizeof unwind, "%d", 3 + count);
+        fds[count++] = unwind_fd;
+        argv[argc++] = "--unwind-fd";
+        argv[argc++] = unwind;
+    }
+    char lock[16];
+    if (run_lock_fd >= 0) {
+        snprintf(lock, sizeof lock, "%d", 3 + count);
+        fds[count++] = run_lock_fd;
+        argv[argc++] = "--run-lock-fd";
+        argv[argc++] = lock;
     }
     if (env->has_export) {
         argv[argc++] = "--export";
@@ -543,7 +550,7 @@ static int spawn_daemon(const struct boot_env *env)
     char **envp = daemon_environment();
     if (envp == NULL)
         return -ENOMEM;
-    struct daemon_spawn spawn = {daemon, argv, envp, fd3, switch_fds, switch_count, forks_fd};
+    struct daemon_spawn spawn = {daemon, argv, envp, fds, count};
     /* No signal may run a handler of the program's in the child, which shares its memory. */
     sigset_t all, old;
     sigfillset(&all);
@@ -697,10 +704,13 @@ static void at_exit(void)
     atomic_store_explicit(&ring_header->shim_state, OSP_SHIM_EXITED, memory_order_release);
     /* Acquire: pairs with ospreyd's release; the profile ended at its duration, ospreyd is gone. */
     int stopped = atomic_load_explicit(&ring_header->stopped, memory_order_acquire) != 0;
-    /* A forked child whose collector has not attached yet (it starts a few milliseconds
-     * after the fork) does not wait for it: the ring outlives the child in its greeting, and
-     * the collector reads it to the end whenever it comes. */
-    if ((ring_header->ring_flags & OSP_RING_FORKED) &&
+    /* A descendant (a forked child, an image another profiled process started) whose
+     * collector has not attached yet (it starts a few milliseconds after the process) does
+     * not wait for it: the ring outlives the process in the collector's descriptor, and the
+     * collector reads it to the end whenever it comes; osprey waits for every collector of
+     * the run (OSP_RUN_LOCK). The run's first process waits, so that its profile is there
+     * when it has ended. */
+    if (run_root_pid != 0 && run_root_pid != (long)getpid() &&
         atomic_load_explicit(&ring_header->daemon_state, memory_order_acquire) == OSP_DAEMON_NONE)
         daemon_spawned = 0;
     if (daemon_spawned && !stopped) {
@@ -727,9 +737,6 @@ static void at_exit(void)
                   atomic_load_explicit(&ring_header->daemon_dropped, memory_order_relaxed) > 0
                       ? "ospreyd's memory budget"
                       : "the shared rings were full: ospreyd fell behind");
-    /* ospreyd unlinks the names when it attaches; if it never did, nothing must leak. */
-    if (ring_named)
-        shm_unlink(shm_name);
 }
 
 static void thread_ends(void *value)
@@ -853,7 +860,7 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     pid_t pid = getpid();
     if (osp_per_pid_path(profile_absolute, (long)pid, NULL, out_path, sizeof out_path) != 0)
         return;
-    int err = ring_create_forked(boot_rate, random64());
+    int err = ring_create(boot_rate, random64(), 0);
     if (err) {
         osp__warn("cannot create the shared-memory ring of forked process %d: %s; it is not "
                   "profiled",
@@ -892,10 +899,7 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     osp_prof_thread_register(fiber, label);
     forks_listen();
     daemon_spawned = greet_parent(parent_ring) == 0 || spawn_daemon(&boot_env) == 0;
-    unwind_fd_close(); /* the switch events: the collector's now */
-    if (ring_fd >= 0)
-        close(ring_fd);
-    ring_fd = -1;
+    handover_close(); /* the ring, the switch events: the collector's now */
     if (!daemon_spawned)
         osp__kernel_waits_off();
 }
@@ -932,7 +936,6 @@ static void at_fork_child(void)
         ring_header = NULL;
     }
     event_ring.header = NULL;
-    ring_named = 0; /* the parent's name, never the child's to unlink */
     shm_name[0] = '\0';
     daemon_spawned = 0;
     if (!profiled) {
@@ -942,7 +945,7 @@ static void at_fork_child(void)
             unwind_map = MAP_FAILED;
         }
     }
-    unwind_fd_close();
+    handover_close();
     osp__kernel_waits_off(); /* the parent's */
     if (profiled)
         boot_forked(parent, fiber, label, stop_at_ns, parent_ring);
@@ -980,7 +983,7 @@ static void boot(void)
                   strerror(-err));
         return;
     }
-    err = ring_create(rate, random_bits);
+    err = ring_create(rate, random_bits, 1);
     if (err == -ECANCELED)
         return; /* ring_create said why */
     if (err) {
@@ -1039,8 +1042,9 @@ static void boot(void)
     if (gettid() == getpid())
         osp_prof_thread_register(0, "main");
     forks_listen();
+    run_lock_take();
     daemon_spawned = spawn_daemon(&boot_env) == 0;
-    unwind_fd_close(); /* ospreyd has its own now */
+    handover_close(); /* ospreyd has its own now */
     if (!daemon_spawned)
         osp__kernel_waits_off(); /* nobody will read them */
     atexit(at_exit);

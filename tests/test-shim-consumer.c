@@ -366,9 +366,13 @@ static int maps_ring(int32_t pid, const char *name)
 int main(int argc, char **argv)
 {
     const char *ring = NULL, *out = NULL;
-    int detach = 0;
+    int detach = 0, ring_fd = -1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--attach-ring") == 0 && i + 1 < argc)
+            ring = argv[++i];
+        else if (strcmp(argv[i], "--ring-fd") == 0 && i + 1 < argc)
+            ring_fd = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--ring-name") == 0 && i + 1 < argc)
             ring = argv[++i];
         else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out = argv[++i];
@@ -376,7 +380,10 @@ int main(int argc, char **argv)
             detach = 1;
     }
     if (ring == NULL || out == NULL) {
-        fprintf(stderr, "usage: %s --attach-ring NAME --out PATH [--detach]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s --attach-ring NAME | --ring-fd N --ring-name NAME --out PATH "
+                "[--detach]\n",
+                argv[0]);
         return 2;
     }
     if (detach) {
@@ -390,7 +397,7 @@ int main(int argc, char **argv)
     /* As ospreyd does where it may: a tick that waits behind busy threads lets rings fill. */
     if (setpriority(PRIO_PROCESS, 0, -10) != 0)
         errno = 0;
-    int fd = shm_open(ring, O_RDWR, 0);
+    int fd = ring_fd >= 0 ? ring_fd : shm_open(ring, O_RDWR, 0);
     if (fd < 0)
         return 1;
     struct stat st;
@@ -414,7 +421,8 @@ int main(int argc, char **argv)
     uint64_t period = 1000000000u / h->rate_hz;
     atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
     atomic_store_explicit(&h->daemon_state, OSP_DAEMON_ATTACHED, memory_order_release);
-    shm_unlink(ring);
+    if (ring_fd < 0)
+        shm_unlink(ring);
     const uint8_t *data = map + h->data_offset;
     struct timespec mono;
     clock_gettime(CLOCK_MONOTONIC, &mono);

@@ -12,11 +12,10 @@
  *   itimer                its own SIGPROF handler driven by setitimer(ITIMER_PROF); says
  *                         whether the timer's signals arrived
  *   killed                no handler; SIGPROF from itself kills it (the default action)
- *   tasks                 prints how many threads the process has and its /dev/shm objects
- *   named                 a named thread spins briefly
- *   spawn                 runs itself ("print 0") as a child through exec, waits for it
- *   chdir                 changes to / and spins
- *   masked                a thread blocks SIGPROF, spins, then looks for a pending one (what
+ *   tasks                 prints how many threads the process has, its /dev/shm objects and its
+ * ring's mappings named                 a named thread spins briefly spawn                 runs
+ * itself ("print 0") as a child through exec, waits for it chdir                 changes to / and
+ * spins masked                a thread blocks SIGPROF, spins, then looks for a pending one (what
  *                         its sigwait or signalfd would see)
  *   allblocked            main blocks every signal, then a worker (inheriting that mask)
  *                         spins 300 ms of CPU time, polling sigtimedwait for any signal; both
@@ -279,14 +278,29 @@ static int count_dir(const char *path, const char *prefix)
     return n;
 }
 
+/* Mappings of the profiler's ring (a memfd named "osprey-<pid>-<hex>") in our maps. */
+static int count_ring_maps(const char *prefix)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (f == NULL)
+        return -1;
+    char line[4096], name[64];
+    snprintf(name, sizeof name, "/memfd:%s", prefix);
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        n += strstr(line, name) != NULL;
+    fclose(f);
+    return n;
+}
+
 static int mode_tasks(void)
 {
     char prefix[32];
     snprintf(prefix, sizeof(prefix), "osprey-%d-", (int)getpid());
     struct sigaction cur;
     sigaction(SIGPROF, NULL, &cur);
-    printf("tasks %d shm %d sigprof-default %d\n", count_dir("/proc/self/task", ""),
-           count_dir("/dev/shm", prefix), cur.sa_handler == SIG_DFL);
+    printf("tasks %d shm %d ring %d sigprof-default %d\n", count_dir("/proc/self/task", ""),
+           count_dir("/dev/shm", prefix), count_ring_maps(prefix), cur.sa_handler == SIG_DFL);
     return 0;
 }
 

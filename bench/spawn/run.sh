@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# What a profiler adds to each process image: 200 posix_spawns of /bin/true, and 300
-# self-execs (spawner.c), unprofiled, under Osprey's preload shim (each image boots the shim
-# and its own ospreyd, and its profile is written before it exits), and under
-# `perf record -e cpu-clock -F 997 -g` (which follows the children), in one run, interleaved,
-# median of REPS. Prints ms per image added over the unprofiled run.
+# What a profiler adds to each process image: 200 posix_spawns of /bin/true, 300 self-execs,
+# 300 forks that end at once and 200 forks that exec /bin/true, as a shell runs commands
+# (spawner.c), unprofiled, under Osprey's preload shim (each exec'd image boots the shim and
+# its own ospreyd, and its profile is written before it exits; each fork profiles itself and
+# greets its parent's collector), and under `perf record -e cpu-clock -F 997 -g` (which
+# follows the children), in one run, interleaved, median of REPS. Prints ms per image added
+# over the unprofiled run.
 # Usage: bash bench/spawn/run.sh [BUILD_DIR] [REPS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,8 +24,11 @@ run_one() { # run_one TOOL MODE N: wall seconds of one run
   start=$(date +%s%N)
   case $tool in
     plain) "$work/spawner" "$mode" "$n" ;;
-    osprey) OSPREY_DAEMON="$build/daemon/ospreyd" OSPREY_PROFILE="$work/out/p.raw.json" \
-      LD_PRELOAD="$build/shim/libospreyprof.so" "$work/spawner" "$mode" "$n" 2>/dev/null ;;
+    osprey) # until every profile is written, as osprey waits (the run's lock)
+      : >"$work/out/.osprey-run.lock"
+      OSPREY_DAEMON="$build/daemon/ospreyd" OSPREY_PROFILE="$work/out/p.raw.json" \
+        LD_PRELOAD="$build/shim/libospreyprof.so" "$work/spawner" "$mode" "$n" 2>/dev/null
+      flock -w 60 "$work/out/.osprey-run.lock" true ;;
     perf) perf record -q -e cpu-clock -F 997 -g -o "$work/out/perf.data" \
       "$work/spawner" "$mode" "$n" 2>/dev/null ;;
   esac
@@ -36,7 +41,7 @@ tools=(plain osprey)
 [ "$perf_ok" = 1 ] && tools+=(perf)
 echo "| workload | images | $(printf '%s | ' "${tools[@]}")osprey ms/image added | perf ms/image added |"
 echo "|---|---|$(printf -- '---|%.0s' "${tools[@]}")---|---|"
-for spec in "spawn 200" "exec 300"; do
+for spec in "spawn 200" "exec 300" "fork 300" "shell 200"; do
   read -r mode n <<<"$spec"
   declare -A times=()
   for _ in $(seq "$reps"); do
