@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -96,6 +97,9 @@ static void stack_bounds(uint64_t *lo, uint64_t *hi)
  * own timer_create (the interposer takes the same lock). */
 #define OSP__PR_TIMER_CREATE_RESTORE_IDS 77
 static pthread_mutex_t timer_ids_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Our timers that exist: each holds one of the user's queued signals (RLIMIT_SIGPENDING,
+ * `ulimit -i`) for as long as it lives. */
+static _Atomic int live_timers;
 static _Atomic int timer_ids_choosable = 1; /* until the kernel says otherwise */
 static int next_timer_id = INT32_MAX - 1;   /* under timer_ids_lock */
 
@@ -114,6 +118,7 @@ void osp__timer_ids_after_fork(void)
     /* A thread of the parent's may have held it; a new process's ids start afresh. */
     pthread_mutex_init(&timer_ids_lock, NULL);
     next_timer_id = INT32_MAX - 1;
+    atomic_store_explicit(&live_timers, 0, memory_order_relaxed); /* the parent's */
 }
 
 /* Create a timer of the calling thread on `clock`: SIGPROF to itself, tagged as ours. Returns
@@ -159,10 +164,31 @@ static int thread_timer_create(clockid_t clock)
     return timer;
 }
 
+/* Once ours hold half the user's queued signals or more, one line says so: the program's own
+ * timers and sigqueue()s draw on what is left. */
+static void timers_counted(int made)
+{
+    int live = atomic_fetch_add_explicit(&live_timers, made, memory_order_relaxed) + made;
+    static _Atomic int warned;
+    struct rlimit limit;
+    if (made <= 0 || atomic_load_explicit(&warned, memory_order_relaxed) ||
+        getrlimit(RLIMIT_SIGPENDING, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+        (rlim_t)live * 2 < limit.rlim_cur)
+        return;
+    if (!atomic_exchange_explicit(&warned, 1, memory_order_relaxed))
+        osp__warn("the profiler's sampling timers hold %d of the %llu queued signals this user "
+                  "may have (ulimit -i); the program's own timers and queued signals share the "
+                  "other %llu",
+                  live, (unsigned long long)limit.rlim_cur,
+                  (unsigned long long)(limit.rlim_cur - (rlim_t)live));
+}
+
 static void thread_timer_delete(int timer)
 {
-    if (timer >= 0)
+    if (timer >= 0) {
         osp__sys(SYS_timer_delete, timer, 0, 0, 0, 0);
+        timers_counted(-1);
+    }
 }
 
 /* Called with the registry lock held: may slot s be handed out again? Not while ospreyd may
@@ -302,6 +328,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     stack_bounds(&lo, &hi);
     int timer = reg->header != NULL ? thread_timer_create(CLOCK_THREAD_CPUTIME_ID) : -1;
     int wall_timer = reg->header != NULL ? thread_timer_create(CLOCK_MONOTONIC) : -1;
+    timers_counted((timer >= 0) + (wall_timer >= 0));
     if (reg->header != NULL && (timer < 0 || wall_timer < 0)) {
         /* Each timer holds a queued-signal slot of the user's RLIMIT_SIGPENDING: a user with
          * very many timers or pending signals can run out. Said once; the thread runs on. */

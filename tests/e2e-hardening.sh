@@ -16,6 +16,7 @@
 #   shortthreads  2000 threads of 300 us CPU and 500 of 1.5 ms: their CPU time recorded within
 #                 10% (each thread starts at a random phase of the period; what its timers
 #                 could not sample is paid when it ends);
+#   sigpending    under `ulimit -i 16`, the queued signals our timers hold are said in one line;
 #   setuid        a setuid-root copy of the target built with the archive, run by nobody with
 #                 OSPREY_DAEMON naming a program and OSPREY_PROFILE a path: neither is used,
 #                 one line says so, nothing is left in /dev/shm (needs root; said when skipped).
@@ -136,4 +137,16 @@ else
   echo "setuid: skipped (needs root and setpriv)"
 fi
 
-finish "small stacks, coroutines, short threads, setuid"
+# sigpending: under `ulimit -i 16`, four threads at a time hold 10 of the user's 16 queued
+# signals in our timers: said in one line, and the program runs as plain.
+"$target" churn 40 >"$work/sigpending.plain" 2>/dev/null
+bash -c 'ulimit -i 16 && exec env "$@"' sh OSPREY_DAEMON="$daemon" \
+  OSPREY_PROFILE="$work/sigpending.raw.json" LD_PRELOAD="$shim" "$target" churn 40 \
+  >"$work/sigpending.out" 2>"$work/sigpending.err"
+expect_status 0 $? "sigpending"
+cmp -s "$work/sigpending.plain" "$work/sigpending.out" || fail "sigpending: output differs"
+expect_one_line "$work/sigpending.err" \
+  "sampling timers hold [0-9]+ of the 16 queued signals this user may have \\(ulimit -i\\)" \
+  "sigpending: stderr"
+
+finish "small stacks, coroutines, short threads, setuid, a small ulimit -i"
