@@ -186,6 +186,20 @@ static bool sampled(int ring)
     return any;
 }
 
+static void take_greeting(struct ospd_forks *f, int conn);
+
+/* The greetings queued on `listener` (a child's socket for its own children), taken as ours:
+ * a child that went with nothing recorded may have forked first (daemon(): fork, fork again,
+ * the middle one exits), and its children are the ones to profile. */
+static void adopt_backlog(struct ospd_forks *f, int listener)
+{
+    fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK);
+    for (int conn; (conn = accept4(listener, NULL, NULL, SOCK_CLOEXEC)) >= 0;) {
+        take_greeting(f, conn);
+        close(conn);
+    }
+}
+
 static void pending_free(uv_handle_t *handle)
 {
     free(handle->data);
@@ -207,6 +221,8 @@ static void settle(struct pending *p)
             refuse(f, strerror(-err));
     } else {
         f->skipped++;
+        if (p->hello.listener)
+            adopt_backlog(f, p->fds[p->n - 1]);
     }
     close_all(p->fds, p->n);
     p->timer.data = p;

@@ -12,6 +12,7 @@
 #             each) recorded within 10%, and the master's report still its own;
 #   orphan    through osprey: a child that outlives its parent by 0.3 s is in the run's one
 #             report (osprey waits for every collector of the run), with its work_orphan;
+#   daemon    through osprey: a grandchild whose parent ended at once (daemon(3)) is reported;
 #   escape    through osprey: a process spawned with an empty environment and a forked
 #             child's exec without LD_PRELOAD are each named in one line, with the reason.
 # Usage: e2e-forks.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR
@@ -178,6 +179,10 @@ PY
 # The parent recorded nothing: the report is the orphan's alone.
 grep -Eq "^ *[0-9.]+% +(9[0-9]|100)\.[0-9]%.* work_orphan" "$work/orphan-run.err" ||
   fail "orphan: work_orphan is not in the report: $(cat "$work/orphan-run.err")"
+(cd "$work" && "$osprey" ./forks --profile -o "$work/daemon-run" -- daemon) \
+  >"$work/daemon-run.out" 2>"$work/daemon-run.err" || fail "osprey ./forks daemon: exit $?"
+grep -Eq "^ *[0-9.]+% +(9[0-9]|100)\.[0-9]%.* work_daemon" "$work/daemon-run.err" ||
+  fail "daemon: work_daemon is not in the report: $(cat "$work/daemon-run.err")"
 (cd "$work" && "$osprey" ./forks --profile -o "$work/escape-run" -- escape) \
   >"$work/escape-run.out" 2>"$work/escape-run.err" || fail "osprey ./forks escape: exit $?"
 spawned=$(awk '/^spawned/ {print $2}' "$work/escape-run.out")

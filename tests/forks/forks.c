@@ -11,6 +11,9 @@
  *                   (a worker that takes one ends) and exits 0.
  *   forks orphan    the parent forks a child that burns 0.3 s in work_orphan and exits at
  *                   once, without waiting for it.
+ *   forks daemon    daemonizes as daemon(3) does: a child forks a grandchild and ends at
+ *                   once; the grandchild burns 0.3 s in work_daemon; the parent ends after
+ *                   the child.
  *   forks escape    runs /bin/true twice where the profiler cannot follow: posix_spawn with
  *                   an empty environment, and a forked child's execve with OSPREY_PROFILE
  *                   kept but LD_PRELOAD dropped.
@@ -68,6 +71,10 @@ __attribute__((noinline)) static void serve_request(void)
     burn(0.010);
 }
 __attribute__((noinline)) static void work_orphan(double s)
+{
+    burn(s);
+}
+__attribute__((noinline)) static void work_daemon(double s)
 {
     burn(s);
 }
@@ -207,6 +214,20 @@ int main(int argc, char **argv)
         printf("spawned %d\nexecd %d\n", (int)spawned, (int)child);
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "daemon") == 0) {
+        pid_t middle = fork();
+        if (middle == 0) {
+            if (fork() == 0) {
+                work_daemon(0.3);
+                say("daemon");
+                exit(0);
+            }
+            _exit(0);
+        }
+        waitpid(middle, NULL, 0);
+        say("parent");
+        return 0;
+    }
     if (argc == 2 && strcmp(argv[1], "orphan") == 0) {
         if (fork() == 0) {
             work_orphan(0.3);
@@ -216,6 +237,6 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
-    fprintf(stderr, "usage: forks workers|prefork|orphan|escape\n");
+    fprintf(stderr, "usage: forks workers|prefork|orphan|daemon|escape\n");
     return 2;
 }
