@@ -49,7 +49,7 @@ struct pending {
     struct ospd_forks *forks;
     struct pending *next;
     struct osp_fork_hello hello;
-    int fds[2 + OSP_MAX_SWITCH_FDS];
+    int fds[3 + OSP_MAX_SWITCH_FDS];
     int n;
 };
 
@@ -72,7 +72,7 @@ static void close_all(const int *fds, int n)
 static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *hello, const int *fds,
                            int n)
 {
-    int high[2 + OSP_MAX_SWITCH_FDS];
+    int high[3 + OSP_MAX_SWITCH_FDS];
     int moved = 0, err = 0;
     for (; moved < n; moved++) {
         high[moved] = fcntl(fds[moved], F_DUPFD_CLOEXEC, FIRST_HIGH_FD);
@@ -102,7 +102,7 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
     char switches[16], forks[16];
     snprintf(switches, sizeof switches, "%d", switch_count);
     snprintf(forks, sizeof forks, "%d", 4 + switch_count);
-    char *argv[20] = {"ospreyd",
+    char *argv[22] = {"ospreyd",
                       "--ring-fd",
                       "3",
                       "--ring-name",
@@ -117,6 +117,12 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
     if (hello->listener) {
         argv[argc++] = "--forks-fd";
         argv[argc++] = forks;
+    }
+    char unwind[16];
+    snprintf(unwind, sizeof unwind, "%d", 4 + switch_count + (int)hello->listener);
+    if (hello->unwind) {
+        argv[argc++] = "--unwind-fd";
+        argv[argc++] = unwind;
     }
     char lock[16];
     snprintf(lock, sizeof lock, "%d", 3 + n);
@@ -222,7 +228,7 @@ static void settle(struct pending *p)
     } else {
         f->skipped++;
         if (p->hello.listener)
-            adopt_backlog(f, p->fds[p->n - 1]);
+            adopt_backlog(f, p->fds[1 + p->hello.switch_fds]);
     }
     close_all(p->fds, p->n);
     p->timer.data = p;
@@ -240,7 +246,7 @@ static void take_greeting(struct ospd_forks *f, int conn)
     static struct osp_fork_hello hello;
     static union {
         struct cmsghdr header;
-        char bytes[CMSG_SPACE(sizeof(int) * (2 + OSP_MAX_SWITCH_FDS))];
+        char bytes[CMSG_SPACE(sizeof(int) * (3 + OSP_MAX_SWITCH_FDS))];
     } control;
     struct iovec iov = {&hello, sizeof hello};
     struct msghdr msg = {.msg_iov = &iov,
@@ -255,7 +261,7 @@ static void take_greeting(struct ospd_forks *f, int conn)
     do
         got = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
     while (got < 0 && errno == EINTR);
-    int fds[2 + OSP_MAX_SWITCH_FDS];
+    int fds[3 + OSP_MAX_SWITCH_FDS];
     int n = 0;
     for (struct cmsghdr *c = got > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c != NULL;
          c = CMSG_NXTHDR(&msg, c))
@@ -264,7 +270,7 @@ static void take_greeting(struct ospd_forks *f, int conn)
             for (size_t i = 0; i < count; i++) {
                 int fd;
                 memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-                if (n < (int)(2 + OSP_MAX_SWITCH_FDS))
+                if (n < (int)(3 + OSP_MAX_SWITCH_FDS))
                     fds[n++] = fd;
                 else
                     close(fd);
@@ -280,8 +286,8 @@ static void take_greeting(struct ospd_forks *f, int conn)
     else if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) != 0 ||
              peer.uid != getuid() || peer.pid != hello.pid)
         why = "sent by another process or user";
-    else if (hello.switch_fds > OSP_MAX_SWITCH_FDS || hello.listener > 1 ||
-             n != 1 + (int)hello.switch_fds + (int)hello.listener)
+    else if (hello.switch_fds > OSP_MAX_SWITCH_FDS || hello.listener > 1 || hello.unwind > 1 ||
+             n != 1 + (int)hello.switch_fds + (int)hello.listener + (int)hello.unwind)
         why = "descriptors missing";
     else if (memchr(hello.ring_name, '\0', sizeof hello.ring_name) == NULL ||
              strncmp(hello.ring_name, "/osprey-", 8) != 0 ||

@@ -393,14 +393,15 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
  * context-switch events, and greets its parent's ospreyd: one SOCK_SEQPACKET message,
  * struct osp_fork_hello, on the abstract socket named OSP_FORKS_SOCKET followed by the
  * parent ring's name, carrying (SCM_RIGHTS) the ring's descriptor first, then the events',
- * then the socket its own children will greet. Every profiled image binds and listens on its
+ * then the socket its own children will greet, then its own unwind tables (a memfd its
+ * collector fills; until then it reads its parent's: the address space is its parent's at
+ * the fork). Every profiled image binds and listens on its
  * socket itself, before its collector starts, and hands it on with the ring (`--forks-fd N`):
  * a child forked before the collector is up queues its greeting; nobody else can take the
  * name while the image lives.
  * That ospreyd checks the sender (same user, SO_PEERCRED pid == hello.pid) and starts a
  * collector for the child (`ospreyd --ring-fd 3 --ring-name NAME --switch-fds N
- * --forks-fd M`), which takes the child's own children's greetings in turn. The child keeps
- * reading its parent's unwind tables (its address space is its parent's at the fork). A
+ * --forks-fd M --unwind-fd K`), which takes the child's own children's greetings in turn. A
  * forked image that recorded no sample (it exec'd or ended at once: a shell's fork before
  * exec) leaves no raw file. */
 /* A file of this name beside the raw profile (the osprey CLI makes one in its scratch
@@ -417,8 +418,8 @@ struct osp_fork_hello {
     uint32_t abi_version; /* OSP_RING_ABI_VERSION */
     int32_t pid;          /* the child */
     uint32_t switch_fds;  /* descriptors after the ring's: the child's context-switch events */
-    uint32_t listener;    /* 1: one more, last: the socket the child's own children greet */
-    uint32_t reserved;
+    uint32_t listener;    /* 1: one more: the socket the child's own children greet */
+    uint32_t unwind;      /* 1: one more, last: the child's unwind tables (a memfd) */
     char ring_name[OSP_RING_NAME_SIZE]; /* the child's ring: its own children greet it so */
     char out_path[OSP_MAX_PATH + 1];    /* where the child's raw profile goes, NUL-terminated */
 };

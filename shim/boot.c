@@ -829,16 +829,19 @@ static int greet_parent(const char *parent_ring)
     snprintf(hello.out_path, sizeof hello.out_path, "%s", out_path);
     static union {
         struct cmsghdr header;
-        char bytes[CMSG_SPACE(sizeof(int) * (2 + OSP_MAX_SWITCH_FDS))];
+        char bytes[CMSG_SPACE(sizeof(int) * (3 + OSP_MAX_SWITCH_FDS))];
     } control;
-    int fds[2 + OSP_MAX_SWITCH_FDS];
+    int fds[3 + OSP_MAX_SWITCH_FDS];
     int n_fds = 0;
     fds[n_fds++] = ring_fd;
     for (int i = 0; i < switch_count; i++)
         fds[n_fds++] = switch_fds[i];
     if (forks_fd >= 0)
         fds[n_fds++] = forks_fd;
+    if (unwind_fd >= 0)
+        fds[n_fds++] = unwind_fd;
     hello.listener = forks_fd >= 0;
+    hello.unwind = unwind_fd >= 0;
     size_t fd_bytes = sizeof(int) * (size_t)n_fds;
     struct iovec iov = {&hello, sizeof hello};
     struct msghdr msg = {.msg_iov = &iov,
@@ -877,6 +880,7 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     ring_header->stop_at_ns = stop_at_ns;
     ring_header->parent_pid = (int32_t)parent;
     ring_header->ring_flags = OSP_RING_FORKED;
+    unwind_create();
     switch_count = osp__switches_open(switch_fds, OSP_MAX_SWITCH_FDS, OSP__SWITCH_FORK_PAGES);
     osp__timer_ids_after_fork();
     err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
@@ -951,6 +955,9 @@ static void at_fork_child(void)
             munmap(unwind_map, OSP_UNWIND_DEFAULT_SIZE);
             unwind_map = MAP_FAILED;
         }
+    } else {
+        osp__unwind_fork();      /* the parent's tables, until the child's own are published */
+        unwind_map = MAP_FAILED; /* mapped still, and read */
     }
     handover_close();
     osp__kernel_waits_off(); /* the parent's */

@@ -106,6 +106,9 @@ uint64_t osp__strip_pac(uint64_t addr);
 /* The unwind tables ospreyd publishes (proto/osp_unwind.h), mapped read-only: set by boot
  * before the first sample, or NULL for none (the frame-pointer walk alone). */
 void osp__unwind_set_tables(const void *map, uint64_t size);
+/* In a forked child: the tables in use become the inherited ones, read until the child's own
+ * (osp__unwind_set_tables) have a snapshot. */
+void osp__unwind_fork(void);
 
 /* The published snapshot's generation (0: none yet); and whether ospreyd is still building
  * rows (no snapshot yet, or builds under way), when a stack taken now may be cut where a

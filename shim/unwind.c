@@ -112,36 +112,70 @@ uint64_t osp__unwind_x86_frameless_return(uint64_t pc, uint64_t sp, uint64_t hi)
 
 /* ---- the walk by unwind rows, with the frame-pointer chain where there are none ---------- */
 
-/* The tables ospreyd publishes: set once by boot, before any thread is sampled. */
-static const uint8_t *tables;
-static uint64_t tables_size;
+/* The tables ospreyd publishes: set by boot, before any thread is sampled. A forked child's
+ * own collector publishes its tables a few milliseconds after the fork; until its first
+ * snapshot, the walk reads its parent's (inherited: the same address space at the fork). */
+struct tables {
+    const uint8_t *base;
+    uint64_t size;
+};
+static struct tables own, inherited;
 
 void osp__unwind_set_tables(const void *map, uint64_t size)
 {
-    tables = map;
-    tables_size = map != NULL ? size : 0;
+    own = (struct tables){map, map != NULL ? size : 0};
+}
+
+void osp__unwind_set_inherited(const void *map, uint64_t size)
+{
+    inherited = (struct tables){map, map != NULL ? size : 0};
+}
+
+void osp__unwind_fork(void)
+{
+    /* The parent's own tables if they have a snapshot (or it had nothing else), else what it
+     * inherited itself; the child's own come with its collector. */
+    if (inherited.base == NULL || (own.base != NULL && osp_unwind_snapshot(own.base, own.size)))
+        inherited = own;
+    own = (struct tables){NULL, 0};
+}
+
+/* The snapshot a walk reads now, and the tables it is in (*t); NULL when there is none. */
+static const struct osp_unwind_index *active_index(struct tables *t)
+{
+    const struct osp_unwind_index *ix = own.base ? osp_unwind_snapshot(own.base, own.size) : NULL;
+    *t = own;
+    if (ix == NULL && inherited.base != NULL) {
+        ix = osp_unwind_snapshot(inherited.base, inherited.size);
+        if (ix != NULL)
+            *t = inherited;
+    }
+    return ix;
 }
 
 /* Async-signal-safe. */
 uint64_t osp__unwind_generation(void)
 {
-    const struct osp_unwind_index *ix = tables ? osp_unwind_snapshot(tables, tables_size) : NULL;
-    return ix != NULL ? ix->generation : 0;
+    struct tables t;
+    const struct osp_unwind_index *ix = active_index(&t);
+    /* The inherited tables' generations are another count: told apart by the top bit. */
+    return ix == NULL ? 0 : ix->generation | (t.base == inherited.base ? UINT64_C(1) << 63 : 0);
 }
 
 /* Async-signal-safe. */
 int osp__unwind_settling(void)
 {
-    if (tables == NULL)
+    if (own.base == NULL)
         return 0;
-    const struct osp_unwind_header *h = (const struct osp_unwind_header *)tables;
+    const struct osp_unwind_header *h = (const struct osp_unwind_header *)own.base;
     /* Relaxed: advisory; the snapshot itself is read with (U2). */
-    return osp_unwind_snapshot(tables, tables_size) == NULL ||
+    return osp_unwind_snapshot(own.base, own.size) == NULL ||
            atomic_load_explicit((_Atomic uint32_t *)&h->builds_pending, memory_order_relaxed) != 0;
 }
 
 /* The row for pc in the snapshot, or NULL. Async-signal-safe: reads only inside the mapping. */
-static const struct osp_unwind_row *find_row(const struct osp_unwind_index *ix, uint64_t pc)
+static const struct osp_unwind_row *find_row(const struct osp_unwind_index *ix,
+                                             const struct tables *t, uint64_t pc)
 {
     const struct osp_unwind_entry *e = osp_unwind_entries(ix);
     uint32_t lo = 0, hi = ix->count; /* the last entry starting at or below pc */
@@ -157,10 +191,10 @@ static const struct osp_unwind_row *find_row(const struct osp_unwind_index *ix, 
     const struct osp_unwind_entry *image = &e[lo - 1];
     uint64_t offset = image->rows_offset, count = image->row_count;
     if (pc >= image->end || image->end - image->start > UINT32_MAX || count == 0 ||
-        offset % OSP_UNWIND_ALIGN || offset > tables_size ||
-        (tables_size - offset) / sizeof(struct osp_unwind_row) < count)
+        offset % OSP_UNWIND_ALIGN || offset > t->size ||
+        (t->size - offset) / sizeof(struct osp_unwind_row) < count)
         return NULL;
-    const struct osp_unwind_row *rows = (const struct osp_unwind_row *)(tables + offset);
+    const struct osp_unwind_row *rows = (const struct osp_unwind_row *)(t->base + offset);
     uint32_t at = (uint32_t)(pc - image->start);
     uint64_t l = 0, h = count; /* the last row starting at or below `at` */
     while (l < h) {
@@ -271,7 +305,8 @@ uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64
 {
     if (cap == 0)
         return 0;
-    const struct osp_unwind_index *ix = tables ? osp_unwind_snapshot(tables, tables_size) : NULL;
+    struct tables t;
+    const struct osp_unwind_index *ix = active_index(&t);
     if (ix == NULL && regs->lr != 0 && leaf) /* aarch64 without tables: lr, then the chain */
         return osp__unwind_walk_lr(regs->pc, regs->lr, regs->fp, lo, hi, out, cap);
     struct osp__regs r = *regs;
@@ -282,7 +317,7 @@ uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64
         out[depth++] = r.pc;
         if (depth == cap)
             break;
-        const struct osp_unwind_row *row = ix ? find_row(ix, precise ? r.pc : r.pc - 1) : NULL;
+        const struct osp_unwind_row *row = ix ? find_row(ix, &t, precise ? r.pc : r.pc - 1) : NULL;
         struct osp__regs next;
         enum step step = row != NULL && row->cfa_rule != OSP_CFA_UNKNOWN
                              ? step_by_row(row, &r, precise, lo, hi, &next)
