@@ -71,15 +71,22 @@ static void copy_ascii_field(char *dst, const char *src, size_t size)
 
 void ospd_collector_set_identity(struct ospd_collector *c, const struct osp_ring_header *h)
 {
-    c->pid = h->pid;
-    c->rate_hz = h->rate_hz;
-    c->start_unix_ns = h->start_unix_ns;
-    c->start_mono_ns = h->start_mono_ns;
-    c->parent_pid = h->parent_pid > 0 ? h->parent_pid : 0;
-    c->forked = (h->ring_flags & OSP_RING_FORKED) != 0;
     char platform[OSP_PLATFORM_SIZE];
     memcpy(platform, h->platform, sizeof platform); /* one read of shared bytes */
-    copy_ascii_field(c->platform, platform, sizeof c->platform);
+    ospd_collector_identity(c, h->pid, h->rate_hz, h->start_unix_ns, h->start_mono_ns, platform);
+    c->parent_pid = h->parent_pid > 0 ? h->parent_pid : 0;
+    c->forked = (h->ring_flags & OSP_RING_FORKED) != 0;
+}
+
+void ospd_collector_identity(struct ospd_collector *c, int32_t pid, uint32_t rate_hz,
+                             uint64_t start_unix_ns, uint64_t start_mono_ns,
+                             const char platform[OSP_PLATFORM_SIZE])
+{
+    c->pid = pid;
+    c->rate_hz = rate_hz;
+    c->start_unix_ns = start_unix_ns;
+    c->start_mono_ns = start_mono_ns;
+    copy_ascii_field(c->platform, platform, OSP_PLATFORM_SIZE);
 }
 
 uint64_t ospd_dropped_total(const struct ospd_collector *c)
@@ -253,32 +260,47 @@ static int on_thread_start(struct ospd_collector *c, const uint8_t *rec, uint32_
     if (r.tid < 0)
         return reject(c, "thread-start tid %" PRId32 " is not a thread id", r.tid);
 
-    if (r.slot >= c->slots_cap) {
+    char *label = ospd_utf8_sanitize((const char *)rec + sizeof r, r.label_len);
+    if (label == NULL)
+        return 0;
+    ospd_collector_thread(c, r.slot, r.generation, r.fiber, r.tid, label);
+    return 0;
+}
+
+int64_t ospd_collector_thread(struct ospd_collector *c, uint32_t slot_number, uint32_t generation,
+                              int64_t fiber, int32_t tid, char *label)
+{
+    if (slot_number >= OSPD_MAX_SLOTS || tid < 0) {
+        free(label);
+        return -EINVAL;
+    }
+    if (slot_number >= c->slots_cap) {
         uint64_t cap = c->slots_cap;
-        if (ospd_grow((void **)&c->slots, &cap, (uint64_t)r.slot + 1, sizeof *c->slots) != 0)
-            return 0; /* its samples will name no registration and count as lost */
+        if (ospd_grow((void **)&c->slots, &cap, (uint64_t)slot_number + 1, sizeof *c->slots) != 0) {
+            free(label);
+            return -ENOMEM; /* its samples will name no registration and count as lost */
+        }
         memset(c->slots + c->slots_cap, 0, (size_t)(cap - c->slots_cap) * sizeof *c->slots);
         c->slots_cap = (uint32_t)cap;
     }
-    struct ospd_slot *slot = &c->slots[r.slot];
+    struct ospd_slot *slot = &c->slots[slot_number];
     slot->used = false; /* a new registration replaces the slot's previous one */
 
     uint64_t threads_cap = c->threads_cap;
     if (c->thread_count >= OSPD_MAX_THREADS ||
         ospd_grow((void **)&c->threads, &threads_cap, (uint64_t)c->thread_count + 1,
-                  sizeof *c->threads) != 0)
-        return 0;
+                  sizeof *c->threads) != 0) {
+        free(label);
+        return -ENOMEM;
+    }
     c->threads_cap = (uint32_t)threads_cap;
-    char *label = ospd_utf8_sanitize((const char *)rec + sizeof r, r.label_len);
-    if (label == NULL)
-        return 0;
     c->threads[c->thread_count] = (struct ospd_thread){
-        .fiber = r.fiber, .tid = r.tid, .slot = r.slot, .generation = r.generation, .label = label};
+        .fiber = fiber, .tid = tid, .slot = slot_number, .generation = generation, .label = label};
     *slot = (struct ospd_slot){
-        .generation = r.generation, .thread = c->thread_count, .last_stack = -1, .used = true};
+        .generation = generation, .thread = c->thread_count, .last_stack = -1, .used = true};
     c->thread_count++;
     ospd_waits_thread_started(c, c->thread_count - 1);
-    return 0;
+    return c->thread_count - 1;
 }
 
 static int on_thread_end(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
@@ -299,13 +321,11 @@ static int on_thread_end(struct ospd_collector *c, const uint8_t *rec, uint32_t 
     return 0;
 }
 
-/* The stack of a record's `count` pcs (count checked by the caller) as an interned index;
- * -EINVAL when no frame is left (a frame no user-space code can live at ends the walk there),
- * else -ENOMEM or, over budget, -ENOENT (only stacks already known can be used then). */
-static int64_t intern_record_pcs(struct ospd_collector *c, const uint8_t *at, uint32_t count)
+/* The stack pcs[0..count) (count <= OSP_MAX_DEPTH) as an interned index, cut at the first
+ * frame no user-space code can live at; -EINVAL when no frame is left, else -ENOMEM or, over
+ * budget, -ENOENT (only stacks already known can be used then). */
+static int64_t intern_pcs(struct ospd_collector *c, const uint64_t *pcs, uint32_t count)
 {
-    uint64_t pcs[OSP_MAX_DEPTH];
-    memcpy(pcs, at, (size_t)count * sizeof *pcs);
     uint32_t depth = 0;
     while (depth < count && pcs[depth] < ADDRESS_LIMIT)
         depth++;
@@ -313,6 +333,14 @@ static int64_t intern_record_pcs(struct ospd_collector *c, const uint8_t *at, ui
         return -EINVAL;
     return table_bytes(c) >= c->memory_limit ? ospd_intern_lookup(&c->stacks, pcs, depth)
                                              : ospd_intern(&c->stacks, pcs, depth);
+}
+
+/* The same for a record's `count` pcs (count checked by the caller). */
+static int64_t intern_record_pcs(struct ospd_collector *c, const uint8_t *at, uint32_t count)
+{
+    uint64_t pcs[OSP_MAX_DEPTH];
+    memcpy(pcs, at, (size_t)count * sizeof *pcs);
+    return intern_pcs(c, pcs, count);
 }
 
 static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
@@ -352,19 +380,28 @@ static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size
     if (slot == NULL)
         return 0;
 
-    int64_t stack = intern_record_pcs(c, rec + header, r.depth);
-    if (stack == -EINVAL) {
-        c->lost += weight;
-        return 0;
-    }
+    uint64_t pcs[OSP_MAX_DEPTH];
+    memcpy(pcs, rec + header, (size_t)r.depth * sizeof *pcs);
+    ospd_collector_sample(c, r.t_ns, slot->thread, pcs, r.depth, r.state, weight);
+    return 0;
+}
+
+int64_t ospd_collector_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread,
+                              const uint64_t *pcs, uint32_t depth, uint32_t state, uint32_t weight)
+{
+    int64_t stack = intern_pcs(c, pcs, depth);
     if (stack < 0) {
         c->lost += weight;
-        c->memory_lost += weight;
-        return 0;
+        if (stack != -EINVAL)
+            c->memory_lost += weight;
+        return stack;
     }
-    slot->last_stack = stack;
-    add_sample(c, r.t_ns, slot->thread, (uint32_t)stack, r.state, weight);
-    return 0;
+    const struct ospd_thread *t = &c->threads[thread];
+    if (t->slot < c->slots_cap && c->slots[t->slot].used &&
+        c->slots[t->slot].generation == t->generation)
+        c->slots[t->slot].last_stack = stack;
+    add_sample(c, t_ns, thread, (uint32_t)stack, state, weight);
+    return stack;
 }
 
 static int on_wait_span(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
@@ -466,10 +503,20 @@ static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
     char *path = ospd_utf8_sanitize((const char *)rec + sizeof r, r.path_len);
     if (path == NULL)
         return 0;
+    char arch[OSP_ARCH_SIZE];
+    copy_ascii_field(arch, r.arch, sizeof arch);
+    ospd_collector_image(c, r.base, r.slide, r.text, r.text_size, path, arch,
+                         (r.flags & OSP_IMAGE_MAIN) != 0);
+    return 0;
+}
+
+int ospd_collector_image(struct ospd_collector *c, uint64_t base, uint64_t slide, uint64_t text,
+                         uint64_t text_size, char *path, const char *arch, bool main)
+{
     for (uint32_t i = 0; i < c->image_count; i++) {
         struct ospd_image *im = &c->images[i];
-        if (im->base == r.base && strcmp(im->path, path) == 0) {
-            im->main = im->main || (r.flags & OSP_IMAGE_MAIN);
+        if (im->base == base && strcmp(im->path, path) == 0) {
+            im->main = im->main || main;
             free(path);
             return 0;
         }
@@ -479,17 +526,17 @@ static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
         ospd_grow((void **)&c->images, &cap, (uint64_t)c->image_count + 1, sizeof *c->images) !=
             0) {
         free(path);
-        return 0;
+        return -ENOMEM;
     }
     c->images_cap = (uint32_t)cap;
     struct ospd_image *im = &c->images[c->image_count++];
-    *im = (struct ospd_image){.base = r.base,
-                              .slide = r.slide,
-                              .text = r.text,
-                              .text_size = r.text_size,
+    *im = (struct ospd_image){.base = base,
+                              .slide = slide,
+                              .text = text,
+                              .text_size = text_size,
                               .path = path,
-                              .main = (r.flags & OSP_IMAGE_MAIN) != 0};
-    copy_ascii_field(im->arch, r.arch, sizeof im->arch);
+                              .main = main};
+    copy_ascii_field(im->arch, arch, sizeof im->arch);
     return 0;
 }
 

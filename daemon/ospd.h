@@ -256,6 +256,26 @@ void ospd_collector_free(struct ospd_collector *c);
 /* Copy the identity fields from a ring header the caller has validated. */
 void ospd_collector_set_identity(struct ospd_collector *c, const struct osp_ring_header *h);
 
+/* Feeding the collector, whatever the source (the shim's rings through ospd_parse, or the
+ * kernel's perf events of a process attached to, perf-source.c): who the target is, its
+ * threads, its images, its samples. The raw writer turns the result into the raw file. */
+void ospd_collector_identity(struct ospd_collector *c, int32_t pid, uint32_t rate_hz,
+                             uint64_t start_unix_ns, uint64_t start_mono_ns,
+                             const char platform[OSP_PLATFORM_SIZE]);
+/* A thread registered in `slot` (its generation there): takes `label` (valid UTF-8, malloc'd;
+ * freed on failure). Returns its index in c->threads, or a negative errno. */
+int64_t ospd_collector_thread(struct ospd_collector *c, uint32_t slot, uint32_t generation,
+                              int64_t fiber, int32_t tid, char *label);
+/* An image (the fields of struct ospd_image): takes `path` (valid UTF-8, malloc'd). One with
+ * the same base and path as a known one only adds its main flag. 0 or -ENOMEM. */
+int ospd_collector_image(struct ospd_collector *c, uint64_t base, uint64_t slide, uint64_t text,
+                         uint64_t text_size, char *path, const char *arch, bool main);
+/* An on-CPU or waiting sample of collector thread `thread` standing for `weight` periods,
+ * its stack pcs[0..depth) leaf first (depth <= OSP_MAX_DEPTH). Returns the stack's index, or
+ * a negative errno (the sample is counted as lost). */
+int64_t ospd_collector_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread,
+                              const uint64_t *pcs, uint32_t depth, uint32_t state, uint32_t weight);
+
 /* Check a ring header before anything else is read through it. `object_size` is the size of
  * the shared-memory object. Returns 0, or -EPROTO with a one-line reason in err. */
 int ospd_ring_validate(const struct osp_ring_header *h, uint64_t object_size, char *err,

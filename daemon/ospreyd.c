@@ -40,8 +40,10 @@
 
 #include "ospc.h"
 #include "ospd.h"
+#include "ospd_attach.h"
 #include "ospd_forks.h"
 #include "ospd_switch.h"
+#include "ospd_target.h"
 #include "ospd_unwind_source.h"
 #include "ospx.h"
 
@@ -157,6 +159,8 @@ static void usage(FILE *f)
         f,
         "usage: ospreyd --attach-ring NAME --out PATH [--detach] [--unwind-fd N] [--export LIST]\n"
         "       ospreyd --ring-fd N --ring-name NAME --out PATH [--switch-fds N] [--export LIST]\n"
+        "       ospreyd --attach-pid PID --out PATH [--rate N] [--duration SECONDS] [--export "
+        "LIST]\n"
         "Collect the samples a profiled program posts to the shared-memory ring NAME\n"
         "and write its raw profile to PATH when the program ends.\n"
         "  --attach-ring NAME  the ring's POSIX shared-memory name (\"/osprey-...\")\n"
@@ -282,93 +286,6 @@ static void read_exe_fallback(struct ospd_daemon *d)
         d->collector.exe_fallback = ospd_utf8_sanitize(buf, (size_t)n);
 }
 
-/* Read /proc/<pid>/stat. Returns the state letter ('R', 'S', 'Z', ...) or 0 when the process
- * is gone; *exit_code receives field 52 (waitpid encoding) or -1. */
-static char read_proc_state(int32_t pid, int *exit_code)
-{
-    char path[64], buf[4096];
-    *exit_code = -1;
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')'); /* comm may itself contain ')' */
-    if (p == NULL || p[1] != ' ' || p[2] == '\0')
-        return 0;
-    char state = p[2];
-    /* Fields after comm start at field 3 (state); field 52 is the 50th of them. */
-    int field = 3;
-    for (char *q = p + 2; *q != '\0'; q++) {
-        if (*q == ' ' && ++field == 52) {
-            char *end;
-            long v = strtol(q + 1, &end, 10);
-            if (end != q + 1 && v >= 0 && v <= 0xffff)
-                *exit_code = (int)v;
-            break;
-        }
-    }
-    return state;
-}
-
-/* PIDFD_GET_INFO (Linux 6.15 and later): a pidfd keeps the wait status of its process after
- * the process is reaped, which closes the race with a parent that reaps its child before
- * /proc can be read. Declared here because older kernel headers do not have it. */
-struct ospd_pidfd_info {
-    uint64_t mask, cgroupid;
-    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
-    int32_t exit_code;
-};
-_Static_assert(sizeof(struct ospd_pidfd_info) == 64, "PIDFD_INFO_SIZE_VER0");
-#define OSPD_PIDFD_INFO_EXIT (UINT64_C(1) << 3)
-#define OSPD_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct ospd_pidfd_info)
-
-/* The wait status the pidfd knows, or -1 (old kernel, or not known yet). */
-static int pidfd_wait_status(int pidfd)
-{
-    if (pidfd < 0)
-        return -1;
-    struct ospd_pidfd_info info = {.mask = OSPD_PIDFD_INFO_EXIT};
-    if (ioctl(pidfd, OSPD_PIDFD_GET_INFO, &info) != 0 || !(info.mask & OSPD_PIDFD_INFO_EXIT))
-        return -1;
-    return info.exit_code;
-}
-
-/* Whether a thread of the process other than a zombie main thread is still alive (a main
- * thread that called pthread_exit stays a zombie while the others run). */
-static bool threads_alive(int32_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *dir = opendir(path);
-    if (dir == NULL)
-        return false;
-    bool alive = false;
-    for (struct dirent *e; !alive && (e = readdir(dir)) != NULL;) {
-        int tid = atoi(e->d_name);
-        if (tid <= 0 || tid == pid)
-            continue;
-        char stat[96], buf[512];
-        snprintf(stat, sizeof stat, "/proc/%d/task/%d/stat", (int)pid, tid);
-        int fd = open(stat, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        buf[n] = '\0';
-        char *p = strrchr(buf, ')');
-        alive = p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-    }
-    closedir(dir);
-    return alive;
-}
-
 /* Whether the target's memory map still holds our ring (false when it exec'd away). When
  * the maps file cannot be read the answer is "yes": only positive evidence ends a profile. */
 static bool target_maps_ring(const struct ospd_daemon *d)
@@ -435,18 +352,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     /* One line says what went wrong, in daemon_error for the shim (which prints it when it
      * is waiting at exit) and on stderr when nothing else will print it: the program did
      * not reach its exit handler, or the ring broke while it ran. */
-    struct rusage usage;
-    if (getrusage(RUSAGE_SELF, &usage) == 0) {
-        c->peak_rss_kb = (uint64_t)usage.ru_maxrss;
-        c->cpu_ms = (uint64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000 +
-                    (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
-    }
-    c->unwind_images = d->unwinder.images_ready;
-    c->unwind_failed = d->unwinder.images_failed;
-    c->unwind_cached = d->unwinder.images_cached;
-    c->unwind_rows = d->unwinder.rows;
-    c->unwind_bytes = d->unwinder.region.used;
-    c->unwind_longest_ms = d->unwinder.longest_build_ms;
+    ospd_collector_note_cost(c, &d->unwinder);
     ospd_unwinder_close(&d->unwinder);
     if (c->waits.since_ns != 0) {
         uint64_t end = clock_ns(CLOCK_MONOTONIC);
@@ -656,7 +562,7 @@ static void target_gone(struct ospd_daemon *d)
 {
     int wait_status;
     /* Read before anything else: the zombie's exit code is there only until it is reaped. */
-    char state = read_proc_state(d->collector.pid, &wait_status);
+    char state = ospd_target_state(d->collector.pid, &wait_status);
     if (drain(d))
         return;
     /* Acquire: pairs with the shim's release store of EXITED after its last head store. */
@@ -665,7 +571,7 @@ static void target_gone(struct ospd_daemon *d)
         return;
     struct ospd_collector *c = &d->collector;
     if (state != 'Z')
-        wait_status = pidfd_wait_status(d->pidfd); /* already reaped: ask the pidfd */
+        wait_status = ospd_target_pidfd_status(d->pidfd); /* already reaped: ask the pidfd */
     if (wait_status >= 0 && WIFSIGNALED(wait_status)) {
         c->exit_signal = WTERMSIG(wait_status);
         finish(d, OSPD_EXIT_KILLED);
@@ -681,7 +587,7 @@ static void on_pidfd(uv_poll_t *poll, int status, int events)
     (void)status;
     (void)events;
     struct ospd_daemon *d = poll->data;
-    if (threads_alive(d->collector.pid)) {
+    if (ospd_target_threads_alive(d->collector.pid)) {
         /* Only the main thread ended (pthread_exit from main): its other threads run on.
          * The liveness check notices the real end. */
         uv_poll_stop(&d->pidfd_poll);
@@ -696,8 +602,9 @@ static void check_liveness(struct ospd_daemon *d, uint64_t now)
     (void)now;
     ospd_forks_reap(&d->forks);
     int wait_status;
-    char state = read_proc_state(d->collector.pid, &wait_status);
-    if (state == 0 || state == 'X' || (state == 'Z' && !threads_alive(d->collector.pid))) {
+    char state = ospd_target_state(d->collector.pid, &wait_status);
+    if (state == 0 || state == 'X' ||
+        (state == 'Z' && !ospd_target_threads_alive(d->collector.pid))) {
         target_gone(d); /* also covers kernels without pidfd_open */
         return;
     }
@@ -1058,6 +965,10 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
+    /* A process started without the profiler, profiled from outside (attach.c). */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--attach-pid") == 0 || strncmp(argv[i], "--attach-pid=", 13) == 0)
+            return ospd_attach_main(argc, argv);
     struct ospd_daemon d = {.pidfd = -1};
     bool detached = false;
     const char *out = NULL;

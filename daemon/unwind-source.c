@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -267,4 +268,20 @@ void ospd_unwinder_close(struct ospd_unwinder *u)
     free(u->ranges);
     u->ranges = NULL;
     u->range_count = u->ranges_cap = 0;
+}
+
+void ospd_collector_note_cost(struct ospd_collector *c, const struct ospd_unwinder *u)
+{
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) == 0) {
+        c->peak_rss_kb = (uint64_t)usage.ru_maxrss;
+        c->cpu_ms = (uint64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000 +
+                    (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
+    }
+    c->unwind_images = u->images_ready;
+    c->unwind_failed = u->images_failed;
+    c->unwind_cached = u->images_cached;
+    c->unwind_rows = u->rows;
+    c->unwind_bytes = u->region.used;
+    c->unwind_longest_ms = u->longest_build_ms;
 }

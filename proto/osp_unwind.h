@@ -171,4 +171,42 @@ static inline const struct osp_unwind_entry *osp_unwind_entries(const struct osp
     return (const struct osp_unwind_entry *)(ix + 1);
 }
 
+/* The row for pc in snapshot ix of the table object [map, map + size), or NULL: the last
+ * entry starting at or below pc, if pc is inside it, and its last row starting at or below
+ * pc; every offset and count checked against size. Async-signal-safe. (ospreyd's walker of
+ * stack copies, daemon/stack-walk.c, reads rows with it.) */
+static inline const struct osp_unwind_row *
+osp_unwind_find_row(const void *map, uint64_t size, const struct osp_unwind_index *ix, uint64_t pc)
+{
+    const struct osp_unwind_entry *e = osp_unwind_entries(ix);
+    uint32_t lo = 0, hi = ix->count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (e[mid].start <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    const struct osp_unwind_entry *image = &e[lo - 1];
+    uint64_t offset = image->rows_offset, count = image->row_count;
+    if (pc >= image->end || image->end - image->start > UINT32_MAX || count == 0 ||
+        offset % OSP_UNWIND_ALIGN || offset > size ||
+        (size - offset) / sizeof(struct osp_unwind_row) < count)
+        return NULL;
+    const struct osp_unwind_row *rows =
+        (const struct osp_unwind_row *)((const uint8_t *)map + offset);
+    uint32_t at = (uint32_t)(pc - image->start);
+    uint64_t l = 0, h = count;
+    while (l < h) {
+        uint64_t mid = l + (h - l) / 2;
+        if (rows[mid].pc_offset <= at)
+            l = mid + 1;
+        else
+            h = mid;
+    }
+    return l == 0 ? NULL : &rows[l - 1];
+}
+
 #endif /* OSP_UNWIND_H */

@@ -102,7 +102,7 @@ static size_t edit_distance(const char *a, const char *b)
 
 const char *osprey_command_like(const char *word)
 {
-    static const char *const commands[] = {"report", "diff", "cache"};
+    static const char *const commands[] = {"report", "diff", "cache", "attach"};
     if (strchr(word, '/') != NULL || strchr(word, '.') != NULL || strlen(word) < 3)
         return NULL;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
@@ -127,7 +127,12 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         first = 2;
     } else if (argc > 1 && strcmp(argv[1], "cache") == 0) {
         return parse_cache(argc, argv, out, error, error_size);
+    } else if (argc > 1 && strcmp(argv[1], "attach") == 0) {
+        out->command = OSPREY_COMMAND_ATTACH;
+        out->profile = 1; /* attaching is profiling: --duration and -F apply */
+        first = 2;
     }
+    int attach = out->command == OSPREY_COMMAND_ATTACH;
     int report = out->command == OSPREY_COMMAND_REPORT || out->command == OSPREY_COMMAND_DIFF;
     int diff = out->command == OSPREY_COMMAND_DIFF;
     const char *command_name = diff ? "osprey diff" : "osprey report";
@@ -137,6 +142,9 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         const char *value = NULL;
         int matched;
         if (strcmp(arg, "--") == 0) {
+            if (attach)
+                return usage_error(error, error_size, "'%s' takes no program arguments after '--'",
+                                   "osprey attach");
             if (report) {
                 snprintf(error, error_size, "'%s' takes no program arguments after '--'",
                          command_name);
@@ -283,6 +291,8 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         }
         /* Running is what `osprey FILE` does anyway: --run only says so explicitly. */
         if (strcmp(arg, "--run") == 0 || strcmp(arg, "--profile") == 0) {
+            if (attach)
+                return usage_error(error, error_size, "'osprey attach' has no option '%s'", arg);
             if (report) {
                 snprintf(error, error_size, "'%s' has no option '%s'", command_name, arg);
                 return -EINVAL;
@@ -293,8 +303,21 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         }
         if (arg[0] == '-' && arg[1] != '\0') {
             snprintf(error, error_size, "unknown option '%s' (try '%s --help')", arg,
-                     report ? command_name : "osprey");
+                     report   ? command_name
+                     : attach ? "osprey attach"
+                              : "osprey");
             return -EINVAL;
+        }
+        if (attach) {
+            char *end;
+            long pid = strtol(arg, &end, 10);
+            if (out->file != NULL)
+                return usage_error(error, error_size,
+                                   "unexpected argument '%s': 'osprey attach' takes one PID", arg);
+            if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || pid <= 0 || pid > 0x3fffffff)
+                return usage_error(error, error_size, "'%s' is not a process id", arg);
+            out->file = arg;
+            continue;
         }
         if (diff && out->file != NULL && out->file2 == NULL) {
             out->file2 = arg;
@@ -341,8 +364,11 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         snprintf(error, error_size, "missing %s (try '%s --help')",
                  diff     ? "BASE and NEW raw files"
                  : report ? "RAW file"
+                 : attach ? "PID"
                           : "FILE",
-                 report ? command_name : "osprey");
+                 report   ? command_name
+                 : attach ? "osprey attach"
+                          : "osprey");
         return -EINVAL;
     }
     if (out->program_args == NULL) {

@@ -41,7 +41,8 @@ enum {
     FOR_REPORT = 1u << OSPREY_COMMAND_REPORT,
     FOR_DIFF = 1u << OSPREY_COMMAND_DIFF,
     FOR_CACHE = 1u << OSPREY_COMMAND_CACHE,
-    FOR_ALL = FOR_RUN | FOR_REPORT | FOR_DIFF | FOR_CACHE,
+    FOR_ATTACH = 1u << OSPREY_COMMAND_ATTACH,
+    FOR_ALL = FOR_RUN | FOR_REPORT | FOR_DIFF | FOR_CACHE | FOR_ATTACH,
     FOR_GENERAL = 1u << 16, /* `osprey --help` only */
     NOT_GENERAL = 1u << 17, /* not in `osprey --help` (a command's own wording) */
 };
@@ -59,6 +60,8 @@ static const struct {
     {FOR_DIFF, "usage: osprey diff BASE.raw.json NEW.raw.json [--binary PATH] [--symfs DIR]\n"
                "                   [-o STEM] [--top N]\n"},
     {FOR_CACHE, "usage: osprey cache [prune] [--max-size SIZE]\n"},
+    {FOR_ATTACH,
+     "usage: osprey attach PID [--duration SECONDS] [-F N] [-o STEM] [--format LIST]\n"},
     {FOR_GENERAL, "\n"
                   "Sampling CPU profiler for native programs.\n"},
     {FOR_RUN,
@@ -84,7 +87,20 @@ static const struct {
      "are kept ($XDG_CACHE_HOME/osprey/buildid, else ~/.cache/osprey/buildid; bounded by\n"
      "OSPREY_BUILDID_CACHE_MAX, default 1G); prune removes the least recently used down\n"
      "to --max-size (default: the bound).\n"},
+    {FOR_ATTACH,
+     "\n"
+     "osprey attach profiles the running process PID, every thread it has and starts,\n"
+     "from outside (the kernel's perf events: nothing is loaded into it, it is never\n"
+     "stopped), until --duration ends or Ctrl-C, then prints the report and writes the\n"
+     "outputs as --profile does. It needs what ptrace needs (the same user, or\n"
+     "CAP_SYS_PTRACE) and kernel.perf_event_paranoid 2 or less.\n"},
     {FOR_ALL, "\n"},
+    {FOR_ATTACH | NOT_GENERAL,
+     "  --duration SECONDS\n"
+     "                 attach: profile this long (default: until Ctrl-C)\n"
+     "  -F, --frequency N\n"
+     "                 attach: N samples per second per thread, 10 to 10000\n"
+     "                 (default 997)\n"},
     {FOR_RUN,
      "  --run          build (if a source) and run FILE, without profiling; this is also\n"
      "                 what `osprey FILE` without options does\n"
@@ -98,13 +114,13 @@ static const struct {
      "  -F, --frequency N\n"
      "                 --profile: N samples per second per thread, 10 to 10000 (default\n"
      "                 997); sets OSPREY_PROFILE_HZ for the program\n"},
-    {FOR_RUN | FOR_REPORT | FOR_DIFF,
+    {FOR_RUN | FOR_REPORT | FOR_DIFF | FOR_ATTACH,
      "  -o, --output STEM\n"
      "                 output stem (default: ./NAME for FILE, RAW without .raw.json for\n"
      "                 report, NEW's stem + .diff for diff); missing directories are created;\n"
      "                 a place that cannot be written is refused before anything runs\n"},
-    {FOR_RUN | FOR_REPORT, "  --format LIST  the outputs to write, a comma list of\n"
-                           "                 @FORMATS@\n"},
+    {FOR_RUN | FOR_REPORT | FOR_ATTACH, "  --format LIST  the outputs to write, a comma list of\n"
+                                        "                 @FORMATS@\n"},
     {FOR_RUN, "  -- ARGS...     arguments for the program\n"},
     {FOR_GENERAL, "\nosprey report and osprey diff:\n"},
     {FOR_REPORT | FOR_DIFF,
@@ -760,6 +776,79 @@ static int command_run(const struct osprey_options *options)
     return exit_code;
 }
 
+/* osprey attach PID: ospreyd profiles the process from outside (daemon/attach.c) into the
+ * scratch directory until --duration ends or Ctrl-C (which reaches ospreyd too: it stops and
+ * writes what it has); then the same outputs and report as a profiled run. Exit status 0, or 1
+ * when it could not attach (ospreyd's one line says why). */
+static int command_attach(const struct osprey_options *options)
+{
+    char self[PATH_MAX], error[PATH_MAX + 256];
+    ssize_t self_length = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[self_length > 0 ? self_length : 0] = '\0';
+    struct osprey_paths paths;
+    osprey_locate(self, &paths);
+    if (osprey_paths_check(&paths, 0, 0, error, sizeof error) != 0) {
+        fprintf(stderr, "osprey: %s\n", error);
+        return OSPREY_EXIT_USAGE;
+    }
+    struct osprey_options attach = *options;
+    char stem[PATH_MAX], comm[64] = "process";
+    if (attach.stem == NULL) { /* ./NAME-PID, NAME the process's command */
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%s/comm", options->file);
+        FILE *f = fopen(path, "re");
+        if (f != NULL && fgets(comm, sizeof comm, f) != NULL)
+            comm[strcspn(comm, "\n/")] = '\0';
+        if (f != NULL)
+            fclose(f);
+        snprintf(stem, sizeof stem, "./%s-%s", comm[0] ? comm : "process", options->file);
+        attach.stem = stem;
+    }
+    if (osprey_check_output_place(attach.stem, error, sizeof error) != 0) {
+        fprintf(stderr, "osprey: %s\n", error);
+        return OSPREY_EXIT_USAGE;
+    }
+    char scratch[PATH_MAX];
+    int result = make_scratch(scratch, sizeof scratch);
+    if (result != 0) {
+        fprintf(stderr, "osprey: cannot make a scratch directory: %s\n", strerror(-result));
+        return OSPREY_EXIT_FAILURE;
+    }
+    char scratch_raw[PATH_MAX + 32], rate[16], seconds[32];
+    snprintf(scratch_raw, sizeof scratch_raw, "%s/profile.raw.json", scratch);
+    snprintf(rate, sizeof rate, "%u", options->frequency != 0 ? options->frequency : 997u);
+    snprintf(seconds, sizeof seconds, "%.3f", options->duration);
+    const char *daemon = getenv("OSPREY_DAEMON");
+    if (daemon == NULL || daemon[0] == '\0')
+        daemon = paths.daemon;
+    char *argv[] = {(char *)daemon,
+                    "--attach-pid",
+                    (char *)options->file,
+                    "--out",
+                    scratch_raw,
+                    "--rate",
+                    rate,
+                    options->duration > 0 ? "--duration" : NULL,
+                    seconds,
+                    NULL};
+    extern char **environ;
+    int status = 0;
+    result = osprey_run_child(daemon, argv, environ, &status);
+    int exit_code = 0;
+    if (result != 0) {
+        fprintf(stderr, "osprey: cannot run %s: %s\n", daemon, strerror(-result));
+        exit_code = OSPREY_EXIT_FAILURE;
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || access(scratch_raw, F_OK) != 0) {
+        exit_code = OSPREY_EXIT_FAILURE; /* its one line said why */
+    } else {
+        finish_profile(scratch_raw, attach.stem, &attach);
+    }
+    result = osprey_remove_tree(scratch);
+    if (result != 0)
+        fprintf(stderr, "osprey: warning: cannot remove %s: %s\n", scratch, strerror(-result));
+    return exit_code;
+}
+
 int main(int argc, char **argv)
 {
     struct osprey_options options;
@@ -781,6 +870,8 @@ int main(int argc, char **argv)
         return command_diff(&options);
     case OSPREY_COMMAND_CACHE:
         return command_cache(&options);
+    case OSPREY_COMMAND_ATTACH:
+        return command_attach(&options);
     case OSPREY_COMMAND_RUN:
         break;
     }

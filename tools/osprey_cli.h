@@ -26,6 +26,7 @@ enum osprey_command {
     OSPREY_COMMAND_REPORT,  /* osprey report RAW [--binary PATH] [-o STEM] [view options] */
     OSPREY_COMMAND_DIFF,    /* osprey diff BASE NEW [--binary PATH] [-o STEM] [--top N] */
     OSPREY_COMMAND_CACHE,   /* osprey cache [prune] [--max-size SIZE] */
+    OSPREY_COMMAND_ATTACH,  /* osprey attach PID [--duration S] [-F N] [-o STEM] [--format L] */
     OSPREY_COMMAND_HELP,    /* --help / -h; help_for says of which command */
     OSPREY_COMMAND_VERSION, /* --version / -V */
 };
@@ -36,7 +37,7 @@ enum osprey_command {
 struct osprey_options {
     enum osprey_command command;
     enum osprey_command help_for; /* HELP: the command whose help (RUN: the whole text) */
-    const char *file;             /* FILE (run) or RAW (report); borrowed from argv */
+    const char *file;             /* FILE (run), RAW (report) or PID (attach); borrowed from argv */
     int profile;                  /* --profile (implies running) */
     unsigned frequency;  /* -F N / --frequency N: OSPREY_PROFILE_HZ for the program; 0: unset */
     double duration;     /* --duration SECONDS: profile this long, then report; 0: to the end */

@@ -1,0 +1,411 @@
+/* attach.c — `ospreyd --attach-pid PID --out PATH`: profiling a process that was started
+ * without the profiler, from outside it (perf-source.c), until a duration ends, SIGINT or
+ * SIGTERM, or the process ends; then the raw profile, written as a launched profile's is.
+ *
+ * Lifecycle: one collector at a time per process (a lock named after the pid) → the images
+ * from /proc/PID/maps → their unwind rows built (unwind-source.c, into a table object of our
+ * own: the same rows the shim's handler reads) → the events opened on every thread and
+ * enabled → the rings drained on a tick and when one is a quarter full → stop: the events
+ * disabled, drained and closed, the waits resolved, the raw file written ("exit": "stopped",
+ * or how the process ended if it did). The target is never stopped, signalled or written to.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "ospd_attach.h"
+#include "ospd_perf_source.h"
+#include "ospd_target.h"
+#include "ospd_unwind_source.h"
+#include "ospx.h"
+
+#define TICK_MS        4u
+#define TABLES_WAIT_NS (UINT64_C(10) * 1000000000u) /* at most this long for the first rows */
+
+struct attach {
+    int32_t pid;
+    const char *out;
+    const char *export_formats;
+    double duration;
+    struct ospd_collector collector;
+    struct ospd_perf_source source;
+    struct ospd_unwinder unwinder;
+    uv_loop_t *loop;
+    uv_timer_t tick, stop_timer;
+    uv_signal_t sigint, sigterm;
+    uv_poll_t *polls;
+    uint32_t poll_count;
+    uv_poll_t pidfd_poll;
+    int pidfd;
+    uint64_t cpu_at_start;
+    bool finished, target_gone;
+    int exit_code;
+};
+
+static uint64_t clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The target's CPU time so far (its process CPU clock), 0 when it is gone. */
+static uint64_t target_cpu_ns(int32_t pid)
+{
+    clockid_t clock;
+    struct timespec ts;
+    if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One collector per process: a lock named after the pid, held while attached. Returns the
+ * descriptor, or -1 after one line (another collector holds it). */
+static char lock_path[4096];
+
+static int take_lock(int32_t pid)
+{
+    const char *dir = getenv("XDG_RUNTIME_DIR");
+    char *path = lock_path;
+    snprintf(path, sizeof lock_path, "%s/osprey-attach-%d.lock",
+             dir != NULL && dir[0] == '/' ? dir : "/tmp", (int)pid);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -2; /* no lock to take: go on without */
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char holder[32] = "";
+        ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+        holder[n > 0 ? n : 0] = '\0';
+        holder[strcspn(holder, "\n")] = '\0';
+        fprintf(stderr,
+                "osprey: process %d is already being profiled by osprey (collector pid %s); "
+                "one profile of a process at a time\n",
+                (int)pid, holder[0] ? holder : "?");
+        close(fd);
+        return -1;
+    }
+    char own[32];
+    int n = snprintf(own, sizeof own, "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) == 0 && pwrite(fd, own, (size_t)n, 0) < 0)
+        n = 0;
+    return fd;
+}
+
+/* A table object of our own, laid out as the shim makes one (proto/osp_unwind.h), for the
+ * rows unwind-source.c builds. Returns its descriptor, or -1. */
+static int make_tables(void)
+{
+    int fd = (int)syscall(SYS_memfd_create, "osprey-unwind", 1u /* MFD_CLOEXEC */);
+    if (fd < 0)
+        return -1;
+    struct osp_unwind_header h;
+    memset(&h, 0, sizeof h);
+    h.magic = OSP_UNWIND_MAGIC;
+    h.abi_version = OSP_UNWIND_ABI_VERSION;
+    h.header_size = OSP_UNWIND_HEADER_SIZE;
+    h.size = OSP_UNWIND_DEFAULT_SIZE;
+    h.arch = OSPD_OWN_MACHINE;
+    h.row_size = sizeof(struct osp_unwind_row);
+    if (ftruncate(fd, (off_t)OSP_UNWIND_DEFAULT_SIZE) != 0 ||
+        pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void drain(struct attach *a, bool all)
+{
+    ospd_perf_drain(&a->source, &a->collector, clock_ns(CLOCK_MONOTONIC), all);
+    ospd_unwinder_check_stacks(&a->unwinder, &a->collector.stacks);
+    if (a->collector.waits.since_ns != 0)
+        ospd_waits_resolve(&a->collector, clock_ns(CLOCK_MONOTONIC), false);
+}
+
+static void close_handle(uv_handle_t *h)
+{
+    if (h->loop != NULL && !uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+/* Stop sampling, read what is left, close every event, write the raw file. Runs once. */
+static void finish(struct attach *a, enum ospd_exit_status status)
+{
+    if (a->finished)
+        return;
+    a->finished = true;
+    struct ospd_collector *c = &a->collector;
+    ospd_perf_enable(&a->source, false);
+    uint64_t cpu = target_cpu_ns(a->pid);
+    drain(a, true);
+    ospd_perf_close(&a->source); /* detached: nothing of ours is left on its threads */
+    c->exit_status = status;
+    c->end_unix_ns = clock_ns(CLOCK_REALTIME);
+    if (cpu > a->cpu_at_start)
+        c->process_cpu_ns = cpu - a->cpu_at_start; /* over the window profiled */
+    c->shim_dropped = a->source.lost;
+    if (c->waits.since_ns != 0)
+        ospd_waits_resolve(c, clock_ns(CLOCK_MONOTONIC), true);
+    ospd_collector_note_cost(c, &a->unwinder);
+    a->source.tables = NULL;
+    ospd_unwinder_close(&a->unwinder);
+    char err[OSPD_ERROR_SIZE + OSP_MAX_PATH];
+    if (ospd_raw_write(c, a->out, err, sizeof err) != 0) {
+        fprintf(stderr, "osprey: ospreyd could not write the profile: %s\n", err);
+        a->exit_code = 1;
+    }
+    close_handle((uv_handle_t *)&a->tick);
+    close_handle((uv_handle_t *)&a->stop_timer);
+    close_handle((uv_handle_t *)&a->sigint);
+    close_handle((uv_handle_t *)&a->sigterm);
+    close_handle((uv_handle_t *)&a->pidfd_poll);
+    for (uint32_t i = 0; i < a->poll_count; i++)
+        close_handle((uv_handle_t *)&a->polls[i]);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    drain(t->data, false);
+}
+
+static void on_ring(uv_poll_t *p, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct attach *a = p->data;
+    if (!a->finished)
+        drain(a, false);
+}
+
+static void on_stop(uv_timer_t *t)
+{
+    finish(t->data, OSPD_EXIT_STOPPED);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    (void)signum;
+    finish(s->data, OSPD_EXIT_STOPPED);
+}
+
+/* The process ended while attached: say so in one line, and write what was collected. */
+static void on_pidfd(uv_poll_t *p, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct attach *a = p->data;
+    if (ospd_target_threads_alive(a->pid))
+        return; /* only its main thread ended (pthread_exit) */
+    int wait_status;
+    char state = ospd_target_state(a->pid, &wait_status);
+    if (state != 'Z')
+        wait_status = ospd_target_pidfd_status(a->pidfd);
+    struct ospd_collector *c = &a->collector;
+    enum ospd_exit_status how = OSPD_EXIT_VANISHED;
+    if (wait_status >= 0 && WIFSIGNALED(wait_status)) {
+        c->exit_signal = WTERMSIG(wait_status);
+        how = OSPD_EXIT_KILLED;
+    } else if (wait_status >= 0 && WIFEXITED(wait_status)) {
+        c->exit_code = WEXITSTATUS(wait_status);
+    }
+    double seconds = (double)(clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns) / 1e9;
+    fprintf(stderr,
+            "osprey: process %d ended %.1f s into the profile; the profile covers it until then\n",
+            (int)a->pid, seconds);
+    a->target_gone = true;
+    uv_poll_stop(p);
+    finish(a, how);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ospreyd --attach-pid PID --out PATH [--rate N] [--duration SECONDS]\n"
+               "               [--export LIST]\n"
+               "Profile the running process PID from outside (perf events) until the duration\n"
+               "ends, SIGINT or SIGTERM, or the process ends; write its raw profile to PATH.\n");
+}
+
+static int parse(int argc, char **argv, struct attach *a, uint32_t *rate)
+{
+    static const struct option options[] = {
+        {"attach-pid", required_argument, NULL, 'p'},
+        {"out", required_argument, NULL, 'o'},
+        {"rate", required_argument, NULL, 'r'},
+        {"duration", required_argument, NULL, 'd'},
+        {"export", required_argument, NULL, 'e'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 1;
+    int opt;
+    char *end;
+    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+        switch (opt) {
+        case 'p':
+            a->pid = (int32_t)strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || a->pid <= 0) {
+                fprintf(stderr, "ospreyd: --attach-pid %s: not a process id\n", optarg);
+                return 2;
+            }
+            break;
+        case 'o':
+            a->out = optarg;
+            break;
+        case 'r': {
+            long v = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || v < 10 || v > 10000) {
+                fprintf(stderr, "ospreyd: --rate %s: not a rate of 10..10000\n", optarg);
+                return 2;
+            }
+            *rate = (uint32_t)v;
+            break;
+        }
+        case 'd':
+            a->duration = strtod(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(a->duration > 0)) {
+                fprintf(stderr, "ospreyd: --duration %s: not a number of seconds\n", optarg);
+                return 2;
+            }
+            break;
+        case 'e':
+            a->export_formats = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            fprintf(stderr, "ospreyd: bad option %s (try --help)\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (a->pid <= 0 || a->out == NULL || optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+    return -1;
+}
+
+/* Build the rows of every image mapped now before sampling starts (from the cache, a few
+ * milliseconds; else as long as the builds take), so the first samples walk whole. */
+static void build_tables(struct attach *a)
+{
+    int fd = make_tables();
+    if (ospd_unwinder_attach(&a->unwinder, a->loop, fd, a->pid) != 0)
+        return; /* frame pointers only */
+    ospd_unwinder_scan(&a->unwinder);
+    uint64_t until = clock_ns(CLOCK_MONOTONIC) + TABLES_WAIT_NS;
+    while (a->unwinder.pending > 0 && clock_ns(CLOCK_MONOTONIC) < until)
+        uv_run(a->loop, UV_RUN_ONCE);
+    a->source.tables = a->unwinder.map;
+    a->source.tables_size = a->unwinder.map_size;
+}
+
+int ospd_attach_main(int argc, char **argv)
+{
+    static struct attach a = {.pidfd = -1};
+    uint32_t rate = 997;
+    int rc = parse(argc, argv, &a, &rate);
+    if (rc >= 0)
+        return rc;
+    signal(SIGPIPE, SIG_IGN);
+    int lock = take_lock(a.pid);
+    if (lock == -1)
+        return 1;
+    a.loop = uv_default_loop();
+    struct ospd_collector *c = &a.collector;
+    ospd_collector_init(c);
+    char platform[OSP_PLATFORM_SIZE] = "linux-x86_64";
+    ospd_collector_identity(c, a.pid, rate, clock_ns(CLOCK_REALTIME), clock_ns(CLOCK_MONOTONIC),
+                            platform);
+    char err[512];
+    /* The events first: a refusal (no such process, not allowed) is said before any work. */
+    if (ospd_perf_open(&a.source, a.pid, rate, err, sizeof err) != 0) {
+        fprintf(stderr, "osprey: cannot attach: %s\n", err);
+        ospd_collector_free(c);
+        return 1;
+    }
+    if (ospd_maps_images(c, a.pid) <= 0)
+        fprintf(stderr, "osprey: warning: no images of process %d could be read\n", (int)a.pid);
+    char exe_link[64], exe[OSP_MAX_PATH + 1];
+    snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)a.pid);
+    ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
+    if (n > 0)
+        c->exe_fallback = ospd_utf8_sanitize(exe, (size_t)n);
+    build_tables(&a);
+
+    uv_timer_init(a.loop, &a.tick);
+    a.tick.data = &a;
+    uv_timer_init(a.loop, &a.stop_timer);
+    a.stop_timer.data = &a;
+    uv_signal_init(a.loop, &a.sigint);
+    a.sigint.data = &a;
+    uv_signal_start(&a.sigint, on_signal, SIGINT);
+    uv_signal_init(a.loop, &a.sigterm);
+    a.sigterm.data = &a;
+    uv_signal_start(&a.sigterm, on_signal, SIGTERM);
+    a.polls = calloc(a.source.ring_count, sizeof *a.polls);
+    for (uint32_t i = 0; a.polls != NULL && i < a.source.ring_count; i++)
+        if (a.source.rings[i].fd >= 0 &&
+            uv_poll_init(a.loop, &a.polls[i], a.source.rings[i].fd) == 0) {
+            a.polls[i].data = &a;
+            uv_poll_start(&a.polls[i], UV_READABLE, on_ring);
+        }
+    a.poll_count = a.polls != NULL ? a.source.ring_count : 0;
+    a.pidfd = (int)syscall(SYS_pidfd_open, (pid_t)a.pid, 0u);
+    if (a.pidfd >= 0 && uv_poll_init(a.loop, &a.pidfd_poll, a.pidfd) == 0) {
+        a.pidfd_poll.data = &a;
+        uv_poll_start(&a.pidfd_poll, UV_READABLE, on_pidfd);
+    }
+
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    c->start_mono_ns = now;
+    c->start_unix_ns = clock_ns(CLOCK_REALTIME);
+    if (a.source.waits)
+        c->waits.since_ns = now;
+    a.cpu_at_start = target_cpu_ns(a.pid);
+    ospd_perf_enable(&a.source, true);
+    uv_timer_start(&a.tick, on_tick, TICK_MS, TICK_MS);
+    if (a.duration > 0)
+        uv_timer_start(&a.stop_timer, on_stop, (uint64_t)(a.duration * 1000.0), 0);
+    uv_run(a.loop, UV_RUN_DEFAULT);
+    if (!a.finished)
+        finish(&a, OSPD_EXIT_STOPPED);
+    uv_run(a.loop, UV_RUN_DEFAULT); /* the handles' closes */
+    uv_loop_close(a.loop);
+    free(a.polls);
+    if (a.pidfd >= 0)
+        close(a.pidfd);
+    if (a.exit_code == 0 && a.export_formats != NULL) {
+        char stem[OSP_MAX_PATH + 1];
+        snprintf(stem, sizeof stem, "%s", a.out);
+        size_t len = strlen(stem);
+        if (len > 9 && strcmp(stem + len - 9, ".raw.json") == 0)
+            stem[len - 9] = '\0';
+        struct ospx_error e;
+        memset(&e, 0, sizeof e);
+        if (ospx_export_files(a.out, stem, a.export_formats, &e) != 0) {
+            fprintf(stderr, "osprey: ospreyd: exporting %s: %s\n", a.out, e.text);
+            a.exit_code = 1;
+        }
+    }
+    ospd_collector_free(c);
+    if (lock >= 0) {
+        unlink(lock_path);
+        close(lock);
+    }
+    return a.exit_code;
+}

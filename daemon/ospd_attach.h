@@ -1,0 +1,111 @@
+/* ospd_attach.h — profiling a process started without the profiler, from outside: the pure
+ * parts (the kernel's perf records parsed, a copied user stack walked by the unwind rows,
+ * /proc/PID/maps read into images), which the tests drive with hand-built input, and the
+ * perf-event source and the attach command that put them to work (perf-source.c, attach.c).
+ * The mechanism and why: daemon/README.md, "Attaching to a running process".
+ */
+#ifndef OSPD_ATTACH_H
+#define OSPD_ATTACH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ospd.h"
+
+/* ------------------------------------------------------------------------------------------ */
+/* The kernel's records (perf-records.c). Every event ospreyd opens has the same sample_type,
+ * OSPD_PERF_SAMPLE_TYPE, and sample_id_all, so one parser reads every record of a ring:
+ *   sample:  u64 identifier; u64 ip; u32 pid, tid; u64 time; u64 abi;
+ *            u64 regs[OSPD_PERF_REGS] (if abi != 0); u64 size; u8 data[size];
+ *            u64 dyn_size (if size != 0)
+ *   others:  their body, then the sample id: u32 pid, tid; u64 time; u64 identifier
+ */
+#define OSPD_PERF_REGS 3u /* the user registers asked for, in bit order: fp, sp, pc */
+enum { OSPD_REG_FP = 0, OSPD_REG_SP = 1, OSPD_REG_PC = 2 };
+
+enum ospd_perf_kind {
+    OSPD_PERF_OTHER = 0, /* a record ospreyd does not use (throttle, comm, ...) */
+    OSPD_PERF_SAMPLE,
+    OSPD_PERF_SWITCH, /* PERF_RECORD_SWITCH of the thread itself */
+    OSPD_PERF_LOST,   /* PERF_RECORD_LOST: records the kernel had no room for */
+};
+
+struct ospd_perf_record {
+    enum ospd_perf_kind kind;
+    uint32_t pid, tid;
+    uint64_t time_ns; /* CLOCK_MONOTONIC (use_clockid) */
+    uint64_t id;      /* the event's identifier (its parent's for an inherited event) */
+    /* SAMPLE */
+    bool has_regs;
+    uint64_t regs[OSPD_PERF_REGS];
+    const uint8_t *stack; /* the copy of the user stack from regs[SP] up, inside the record */
+    uint64_t stack_size;  /* bytes of it that are valid (dyn_size) */
+    /* SWITCH */
+    bool out, preempted;
+    /* LOST */
+    uint64_t lost;
+};
+
+/* Parse one record, rec[0..size) (its perf_event_header first; size from that header, the
+ * record copied out of the ring whole). Returns 0, or -EPROTO for a record too short for
+ * what its type says it holds. */
+int ospd_perf_parse(const uint8_t *rec, size_t size, struct ospd_perf_record *out);
+
+/* ------------------------------------------------------------------------------------------ */
+/* The walk of a copied stack (stack-walk.c). */
+
+struct ospd_stack_copy {
+    uint64_t sp;          /* the address the copy starts at */
+    const uint8_t *bytes; /* [sp, sp + size) of the thread's stack, as it was */
+    uint64_t size;
+};
+
+/* Walk from (pc, sp, fp) through the copy: each frame by its row in the unwind table object
+ * [tables, tables + tables_size) (proto/osp_unwind.h; NULL for none), else by the frame
+ * pointer chain, as the shim's handler walks its own stack. Every word read must lie inside
+ * the copy; each step must move sp up (at most 1 MiB); the walk ends at the first check that
+ * fails, an outermost frame, or `cap` addresses. Returns the count written to out (>= 1 when
+ * cap >= 1: the pc itself). */
+uint32_t ospd_walk_copy(const void *tables, uint64_t tables_size, uint64_t pc, uint64_t sp,
+                        uint64_t fp, const struct ospd_stack_copy *stack, uint64_t *out,
+                        uint32_t cap);
+
+/* ------------------------------------------------------------------------------------------ */
+/* /proc/PID/maps (proc-maps.c). */
+
+struct ospd_mapping {
+    uint64_t start, end, offset;
+    char perms[5];
+    uint64_t inode;
+    const char *path; /* inside the text parsed; "" for an anonymous mapping */
+    size_t path_len;
+};
+
+/* Parse one line of /proc/PID/maps (without its newline, NUL-terminated). 0 or -EINVAL. */
+int ospd_maps_line(const char *line, struct ospd_mapping *out);
+
+/* An image as the shim describes one (proto/osp_ring.h's IMAGE record), from the mappings of
+ * one object and its program headers. */
+struct ospd_phdr {
+    uint32_t type, flags;
+    uint64_t offset, vaddr, memsz;
+};
+/* base: the address file offset 0 is mapped at (the lowest mapping less its offset), slide:
+ * the load bias from the PT_LOAD that holds that mapping's offset, text/text_size: the span
+ * of the PF_X PT_LOADs, relocated. 0, or -ENOENT when the headers hold no PT_LOAD. */
+int ospd_image_from_phdrs(const struct ospd_phdr *ph, uint32_t count, uint64_t lowest_start,
+                          uint64_t lowest_offset, uint64_t *base, uint64_t *slide, uint64_t *text,
+                          uint64_t *text_size);
+
+/* Read /proc/PID/maps and give the collector every object mapped executable (and the
+ * vDSO), main set on the one whose path is the executable's. Returns how many images are
+ * known, or a negative errno when the maps cannot be read. Touches the system. */
+int ospd_maps_images(struct ospd_collector *c, int32_t pid);
+
+/* ------------------------------------------------------------------------------------------ */
+/* `ospreyd --attach-pid PID --out PATH [--rate N] [--duration S] [--export LIST]` (attach.c):
+ * returns ospreyd's exit status. */
+int ospd_attach_main(int argc, char **argv);
+
+#endif /* OSPD_ATTACH_H */

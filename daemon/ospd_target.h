@@ -1,0 +1,17 @@
+/* ospd_target.h — watching a target process through /proc and its pidfd (target.c). */
+#ifndef OSPD_TARGET_H
+#define OSPD_TARGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Read /proc/<pid>/stat. Returns the state letter ('R', 'S', 'Z', ...) or 0 when the process
+ * is gone; *exit_code receives field 52 (waitpid encoding) or -1. */
+char ospd_target_state(int32_t pid, int *exit_code);
+/* The wait status the pidfd knows, or -1 (a kernel before 6.15, or not known yet). */
+int ospd_target_pidfd_status(int pidfd);
+/* Whether a thread of the process other than a zombie main thread is still alive (a main
+ * thread that called pthread_exit stays a zombie while the others run). */
+bool ospd_target_threads_alive(int32_t pid);
+
+#endif /* OSPD_TARGET_H */

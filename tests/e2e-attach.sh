@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# End-to-end: `osprey attach PID` on a program started without the profiler and built without
+# frame pointers (tests/attach/target.c), attached for 2 s:
+#   - the report names the hot functions, and >= 90% of the on-CPU samples have whole stacks
+#     (reaching main, or a thread's start_thread);
+#   - the CPU time recorded is the CPU time the process used in the window (within 10%), and
+#     that window's CPU is no more than /proc/PID/stat says it used over the whole attach;
+#   - a thread started after attaching is in the profile; the wait is at its site;
+#   - after detaching, /proc/PID/task, maps, fd and the signal masks are as before, and the
+#     program's output and exit status are its own;
+#   - a pid that does not exist, and a process that exits mid-profile: one line each, and a
+#     sane exit status.
+# Where perf events are refused (perf_event_paranoid 3, a container), the test is skipped.
+# Usage: e2e-attach.sh OSPREY SOURCE_DIR
+set -uo pipefail
+
+osprey=${1:?usage: e2e-attach.sh OSPREY SOURCE_DIR}
+src=${2:?}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.sh
+. "$here/lib.sh"
+work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-attach.XXXXXX")
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
+
+paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
+if [ "$paranoid" -gt 2 ] && [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: perf events are not allowed here (perf_event_paranoid $paranoid)"
+  exit 77
+fi
+
+gcc -O2 -g -fomit-frame-pointer "$src/target.c" -lpthread -o "$work/target" 2>"$work/build" ||
+  fail "build failed: $(cat "$work/build")"
+
+# snapshot PID FILE: what of the process a profiler could leave behind.
+snapshot() {
+  {
+    ls "/proc/$1/task"
+    cat "/proc/$1/maps"
+    for fd in /proc/"$1"/fd/*; do echo "$fd $(readlink "$fd")"; done
+    grep -E '^Sig(Blk|Ign|Cgt)' "/proc/$1/status"
+  } >"$2"
+}
+# cpu_ticks PID: utime + stime, in clock ticks.
+cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+
+# --- the main case ---------------------------------------------------------------------------
+"$work/target" "$work/trigger" 7 >"$work/out" 2>&1 &
+pid=$!
+pids+=("$pid")
+for _ in $(seq 100); do grep -q ready "$work/out" && break; sleep 0.05; done
+sleep 0.3
+snapshot "$pid" "$work/before"
+ticks_before=$(cpu_ticks "$pid")
+(sleep 0.8 && touch "$work/trigger") &
+"$osprey" attach "$pid" --duration 2 -o "$work/p" >"$work/report" 2>&1
+status=$?
+ticks_after=$(cpu_ticks "$pid")
+expect_status 0 "$status" "osprey attach"
+sleep 0.5 # the late thread has ended (it runs 0.8 s)
+snapshot "$pid" "$work/after"
+if ! diff "$work/before" "$work/after" >"$work/diff"; then
+  fail "the process is not as it was before the attach:"
+  cat "$work/diff" >&2
+fi
+wait "$pid"
+expect_status 3 $? "the program's exit status"
+[ "$(cat "$work/out")" = "$(printf 'ready\ndone ok')" ] ||
+  fail "the program's output changed: $(cat "$work/out")"
+
+grep -q attach_hot_leaf "$work/report" || fail "the report does not name attach_hot_leaf"
+python3 - "$work" "$ticks_before" "$ticks_after" "$(getconf CLK_TCK)" <<'PY' || fail "profile checks"
+import json, sys
+work, before, after, hz = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+bad = 0
+def check(ok, what):
+    global bad
+    if not ok:
+        print("FAIL:", what, file=sys.stderr)
+        bad += 1
+total = whole = late = 0
+for line in open(work + "/p.folded"):
+    stack, n = line.rsplit(" ", 1)
+    n = int(n)
+    frames = stack.split(";")
+    total += n
+    if "main" in frames or "start_thread" in frames:
+        whole += n
+    if "attach_late_leaf" in frames:
+        late += n
+check(total > 0, "no on-CPU samples")
+check(whole >= 0.9 * total, f"whole stacks: {whole} of {total} on-CPU samples")
+check(late > 0, "the thread started after attaching is not in the profile")
+hot = sum(int(l.rsplit(" ", 1)[1]) for l in open(work + "/p.folded")
+          if "main;attach_hot_middle;attach_hot_leaf" in l)
+check(hot > 0, "attach_hot_leaf is not under main;attach_hot_middle")
+waits = [l for l in open(work + "/p.offcpu.folded") if "attach_wait_site" in l]
+check(waits, "the wait is not at attach_wait_site")
+raw = json.load(open(work + "/p.raw.json"))
+rate = raw["rate_hz"]
+on_cpu = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"] if s[3] == 0)
+recorded = on_cpu / rate
+window = raw.get("process_cpu_ns", 0) / 1e9
+used = (after - before) / hz
+check(window > 0 and abs(recorded - window) <= 0.1 * window,
+      f"CPU recorded {recorded:.3f} s, the process used {window:.3f} s in the window")
+check(window <= used + 0.05, f"the window's CPU {window:.3f} s exceeds /proc's {used:.3f} s")
+check(raw["exit"]["status"] == "stopped", f"exit {raw['exit']}")
+print(f"on-CPU {total} samples, {whole} whole, late thread {late}, CPU {recorded:.3f} s of {window:.3f} s ({used:.3f} s by /proc)")
+sys.exit(1 if bad else 0)
+PY
+
+# --- a pid that does not exist ---------------------------------------------------------------
+missing=999999
+while [ -e "/proc/$missing" ]; do missing=$((missing - 1)); done
+"$osprey" attach "$missing" --duration 1 -o "$work/m" >"$work/missing" 2>&1
+expect_status 1 $? "attach to a missing pid"
+expect_one_line "$work/missing" "no process $missing" "attach to a missing pid"
+
+# --- attaching twice -------------------------------------------------------------------------
+"$work/target" "$work/never" 3 >"$work/out2" 2>&1 &
+pid2=$!
+pids+=("$pid2")
+for _ in $(seq 100); do grep -q ready "$work/out2" && break; sleep 0.05; done
+"$osprey" attach "$pid2" --duration 2 -o "$work/first" >"$work/first.log" 2>&1 &
+first=$!
+sleep 0.5
+"$osprey" attach "$pid2" --duration 1 -o "$work/second" >"$work/second" 2>&1
+expect_status 1 $? "a second attach"
+expect_one_line "$work/second" "already being profiled" "a second attach"
+wait "$first"
+expect_status 0 $? "the first attach"
+
+# --- the process exits mid-profile -----------------------------------------------------------
+wait "$pid2"
+"$work/target" "$work/never" 1 >"$work/out3" 2>&1 &
+pid3=$!
+pids+=("$pid3")
+for _ in $(seq 100); do grep -q ready "$work/out3" && break; sleep 0.05; done
+"$osprey" attach "$pid3" --duration 10 -o "$work/gone" >"$work/gone.log" 2>&1
+expect_status 0 $? "attach to a process that exits mid-profile"
+[ "$(grep -c "ended .* into the profile" "$work/gone.log")" -eq 1 ] ||
+  { fail "a process that exits mid-profile: no one line saying so"; cat "$work/gone.log" >&2; }
+[ -s "$work/gone.raw.json" ] || fail "a process that exits mid-profile: no raw profile"
+wait "$pid3"
+expect_status 3 $? "the exiting program's exit status"
+
+finish "e2e-attach: whole stacks, CPU, a late thread, the wait's site, nothing left behind"
