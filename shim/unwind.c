@@ -177,34 +177,7 @@ int osp__unwind_settling(void)
 static const struct osp_unwind_row *find_row(const struct osp_unwind_index *ix,
                                              const struct tables *t, uint64_t pc)
 {
-    const struct osp_unwind_entry *e = osp_unwind_entries(ix);
-    uint32_t lo = 0, hi = ix->count; /* the last entry starting at or below pc */
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (e[mid].start <= pc)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0)
-        return NULL;
-    const struct osp_unwind_entry *image = &e[lo - 1];
-    uint64_t offset = image->rows_offset, count = image->row_count;
-    if (pc >= image->end || image->end - image->start > UINT32_MAX || count == 0 ||
-        offset % OSP_UNWIND_ALIGN || offset > t->size ||
-        (t->size - offset) / sizeof(struct osp_unwind_row) < count)
-        return NULL;
-    const struct osp_unwind_row *rows = (const struct osp_unwind_row *)(t->base + offset);
-    uint32_t at = (uint32_t)(pc - image->start);
-    uint64_t l = 0, h = count; /* the last row starting at or below `at` */
-    while (l < h) {
-        uint64_t mid = l + (h - l) / 2;
-        if (rows[mid].pc_offset <= at)
-            l = mid + 1;
-        else
-            h = mid;
-    }
-    return l == 0 ? NULL : &rows[l - 1];
+    return osp_unwind_find_row(t->base, t->size, ix, pc);
 }
 
 /* The stack word at addr if [addr, addr + 8) is an aligned word inside [lo, hi). */
