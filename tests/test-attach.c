@@ -160,7 +160,7 @@ START_TEST(rows_unwind_frames_without_frame_pointers)
     /* A table object in memory with one image at 0x10000..0x20000: [0, 0x100) CFA = sp + 16,
      * ra at CFA - 8; [0x100, 0x200) CFA = sp + 32, ra at CFA - 8, caller's fp at CFA - 16;
      * [0x200, 0x300) the outermost frame; from 0x300 no CFI (the frame-pointer chain). */
-    static uint8_t object[OSP_UNWIND_HEADER_SIZE + 4096] __attribute__((aligned(16)));
+    static uint8_t object[OSP_UNWIND_HEADER_SIZE + 4096] __attribute__((aligned(4096)));
     memset(object, 0, sizeof object);
     struct osp_unwind_header *h = (struct osp_unwind_header *)object;
     h->magic = OSP_UNWIND_MAGIC;
