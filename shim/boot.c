@@ -233,8 +233,9 @@ static void ring_init(void *map, uint32_t rate_hz, uint32_t slot_ring)
  * program or ospreyd ends, and a small /dev/shm — a container's 64 MiB — is no limit), handed
  * to ospreyd by descriptor; shm_name only names it (in the maps, for ospreyd's checks).
  * `reserve`: every page allocated now, so that a memory limit is met here, with one line,
- * rather than when a page is first touched; a forked child's stays sparse (see "Forked
- * children" in proto/osp_ring.h: it touches a few dozen pages, and a fork must be cheap). */
+ * rather than when a page is first touched; a descendant's stays sparse (see "Forked
+ * children" in proto/osp_ring.h: it touches a few dozen pages, and a process start must be
+ * cheap), with slot rings sixteen times larger. */
 static int ring_create(uint32_t rate_hz, uint64_t random_bits, int reserve)
 {
     snprintf(shm_name, sizeof(shm_name), "/osprey-%d-%016llx", (int)getpid(),
@@ -997,7 +998,9 @@ static void boot(void)
                   strerror(-err));
         return;
     }
-    err = ring_create(rate, random_bits, 1);
+    /* The run's first process reserves its ring; a descendant's stays sparse, as a forked
+     * child's: a build or a shell script starts hundreds, and reserving costs each 1.6 ms. */
+    err = ring_create(rate, random_bits, run_root_pid == (long)getpid());
     if (err == -ECANCELED)
         return; /* ring_create said why */
     if (err) {

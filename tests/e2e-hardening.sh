@@ -137,11 +137,11 @@ else
   echo "setuid: skipped (needs root and setpriv)"
 fi
 
-# sigpending: under `ulimit -i 16`, four threads at a time hold 10 of the user's 16 queued
-# signals in our timers: said in one line, and the program runs as plain.
-"$target" churn 40 >"$work/sigpending.plain" 2>/dev/null
+# sigpending: under `ulimit -i 16`, three threads busy at once and the main thread hold 8 of
+# the user's 16 queued signals in our timers: said in one line, and the program runs as plain.
+"$target" busy 3 200 >"$work/sigpending.plain" 2>/dev/null
 bash -c 'ulimit -i 16 && exec env "$@"' sh OSPREY_DAEMON="$daemon" \
-  OSPREY_PROFILE="$work/sigpending.raw.json" LD_PRELOAD="$shim" "$target" churn 40 \
+  OSPREY_PROFILE="$work/sigpending.raw.json" LD_PRELOAD="$shim" "$target" busy 3 200 \
   >"$work/sigpending.out" 2>"$work/sigpending.err"
 expect_status 0 $? "sigpending"
 cmp -s "$work/sigpending.plain" "$work/sigpending.out" || fail "sigpending: output differs"
