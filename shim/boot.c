@@ -998,9 +998,10 @@ static void boot(void)
                   strerror(-err));
         return;
     }
-    /* The run's first process reserves its ring; a descendant's stays sparse, as a forked
-     * child's: a build or a shell script starts hundreds, and reserving costs each 1.6 ms. */
-    err = ring_create(rate, random_bits, run_root_pid == (long)getpid());
+    /* The run's first image reserves its ring; a descendant's, or a later image's of the same
+     * process (it exec'd), stays sparse, as a forked child's: a build or a shell script starts
+     * hundreds, and reserving costs each 1.6 ms. */
+    err = ring_create(rate, random_bits, run_root_pid == (long)getpid() && boot_env.last_pid == 0);
     if (err == -ECANCELED)
         return; /* ring_create said why */
     if (err) {

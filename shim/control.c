@@ -18,7 +18,7 @@
 #include "osp_boot.h"
 #include "osp_core.h"
 
-void osp__wait_for_round(void)
+void osp__wait_for_round(int wake)
 {
     struct osp_ring_header *h = osp__header;
     if (h == NULL ||
@@ -26,6 +26,11 @@ void osp__wait_for_round(void)
         return;
     /* Acquire: pairs with ospreyd's release store of tick_seq after a round. */
     uint64_t start = atomic_load_explicit(&h->tick_seq, memory_order_acquire);
+    /* Wake it: between two of its callbacks no round is under way, and it counts two rounds
+     * at once for a shim that paused our signals (rather than two ticks of up to 8 ms). */
+    int32_t dpid = atomic_load_explicit(&h->daemon_pid, memory_order_relaxed);
+    if (wake && dpid > 0)
+        osp__sys(SYS_kill, dpid, SIGURG, 0, 0, 0);
     for (int waited = 0; waited < 250; waited++) {
         if (atomic_load_explicit(&h->tick_seq, memory_order_acquire) >= start + 2)
             return;
@@ -59,7 +64,7 @@ static void pause_signals(void)
     /* Seq_cst: ordered before the wait below and ospreyd's acquire load of it. */
     atomic_fetch_add_explicit(&osp__header->signals_paused, 1, memory_order_seq_cst);
     osp__registry_disarm_timers(&osp__the_registry);
-    osp__wait_for_round();
+    osp__wait_for_round(1);
 }
 
 void osp__exec_begin(void)

@@ -88,7 +88,8 @@ void osp__program_will_signal(int sig);
 /* Wait (at most ~50 ms) until ospreyd has finished two rounds of signals since the call: no
  * round that began before the caller's change of state can still be sending. Returns at once
  * when ospreyd is not attached. */
-void osp__wait_for_round(void);
+/* wake: signals_paused was raised; ospreyd is woken (SIGURG) and counts the rounds at once. */
+void osp__wait_for_round(int wake);
 
 /* ---- mask.c ------------------------------------------------------------------------------ */
 
