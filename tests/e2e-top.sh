@@ -4,7 +4,7 @@
 # that function above 50% of the on-CPU time, refresh (the sample count changes between two
 # screens), quit on `q` with status 0 and give the shell back its screen and its echo; the
 # program runs on with the same threads and descriptors as before. A pid that does not exist:
-# one line and a non-zero status.
+# one line and a non-zero status; the process ending ends top with one line.
 # Without tmux it is skipped (exit 77), except under CI, where it must run; where perf events
 # are refused (perf_event_paranoid 3), skipped.
 # Usage: e2e-top.sh OSPREY SOURCE_DIR
@@ -94,4 +94,19 @@ sleep 0.2
 snapshot "$work/after"
 diff "$work/before" "$work/after" >"$work/diff" ||
   fail "the program's threads or descriptors changed: $(cat "$work/diff")"
+
+# --- the process ending ends top, with one line -------------------------------------------------
+"$osprey" top "$burn_pid" >"$work/ending.out" 2>"$work/ending.err" &
+top_pid=$!
+for _ in $(seq 100); do grep -q 'burn_cycles' "$work/ending.out" && break; sleep 0.1; done
+kill "$burn_pid"
+wait "$burn_pid" 2>/dev/null
+burn_pid=
+wait "$top_pid"
+expect_status 0 $? "osprey top of a process that ended"
+expect_one_line "$work/ending.err" "^osprey: process [0-9]+ \(burn\) was killed by signal 15" \
+  "osprey top of a process that ended"
+grep -q burn_cycles "$work/ending.out" || fail "no snapshot of the process off a terminal"
+if grep -q $'\033' "$work/ending.out"; then fail "escapes in the output off a terminal"; fi
+
 finish "osprey top showed burn_cycles, refreshed, quit on q and left the program as it was"
