@@ -8,6 +8,8 @@
  * enabled → the rings drained on a tick and when one is a quarter full → stop: the events
  * disabled, drained and closed, the waits resolved, the raw file written ("exit": "stopped",
  * or how the process ended if it did). The target is never stopped, signalled or written to.
+ * With --stream (`osprey top`), no raw file: every FLUSH_MS what was collected goes to stdout
+ * (stream.c) and the collector keeps no samples; the reader closing the pipe ends it too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +35,7 @@
 #include "ospx.h"
 
 #define TICK_MS        4u
+#define FLUSH_MS       250u                         /* --stream: a batch this often */
 #define TABLES_WAIT_NS (UINT64_C(10) * 1000000000u) /* at most this long for the first rows */
 
 struct attach {
@@ -40,6 +43,9 @@ struct attach {
     const char *out;
     const char *export_formats;
     double duration;
+    bool stream; /* --stream: lines on stdout (stream.c) instead of a raw file */
+    struct ospd_stream live;
+    uv_timer_t flush_timer;
     struct ospd_collector collector;
     struct ospd_perf_source source;
     struct ospd_unwinder unwinder;
@@ -163,12 +169,16 @@ static void finish(struct attach *a, enum ospd_exit_status status)
     a->source.tables = NULL;
     ospd_unwinder_close(&a->unwinder);
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH];
-    if (ospd_raw_write(c, a->out, err, sizeof err) != 0) {
+    if (a->stream) {
+        ospd_stream_flush(&a->live, c, clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns);
+        ospd_stream_end(&a->live, c);
+    } else if (ospd_raw_write(c, a->out, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: ospreyd could not write the profile: %s\n", err);
         a->exit_code = 1;
     }
     close_handle((uv_handle_t *)&a->tick);
     close_handle((uv_handle_t *)&a->stop_timer);
+    close_handle((uv_handle_t *)&a->flush_timer);
     close_handle((uv_handle_t *)&a->sigint);
     close_handle((uv_handle_t *)&a->sigterm);
     close_handle((uv_handle_t *)&a->pidfd_poll);
@@ -188,6 +198,15 @@ static void on_ring(uv_poll_t *p, int status, int events)
     struct attach *a = p->data;
     if (!a->finished)
         drain(a, false);
+}
+
+/* --stream: a batch; the reader gone (the pipe closed) is the end. */
+static void on_flush(uv_timer_t *t)
+{
+    struct attach *a = t->data;
+    uint64_t now = clock_ns(CLOCK_MONOTONIC) - a->collector.start_mono_ns;
+    if (ospd_stream_flush(&a->live, &a->collector, now) != 0)
+        finish(a, OSPD_EXIT_STOPPED);
 }
 
 static void on_stop(uv_timer_t *t)
@@ -222,7 +241,9 @@ static void on_pidfd(uv_poll_t *p, int status, int events)
         c->exit_code = WEXITSTATUS(wait_status);
     }
     double seconds = (double)(clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns) / 1e9;
-    fprintf(stderr,
+    if (!a->stream) /* the stream's reader says it, from the end line */
+        fprintf(
+            stderr,
             "osprey: process %d ended %.1f s into the profile; the profile covers it until then\n",
             (int)a->pid, seconds);
     a->target_gone = true;
@@ -234,8 +255,10 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: ospreyd --attach-pid PID --out PATH [--rate N] [--duration SECONDS]\n"
                "               [--export LIST]\n"
+               "       ospreyd --attach-pid PID --stream [--rate N] [--duration SECONDS]\n"
                "Profile the running process PID from outside (perf events) until the duration\n"
-               "ends, SIGINT or SIGTERM, or the process ends; write its raw profile to PATH.\n");
+               "ends, SIGINT or SIGTERM, or the process ends; write its raw profile to PATH,\n"
+               "or with --stream its samples and stacks to stdout as they come.\n");
 }
 
 static int parse(int argc, char **argv, struct attach *a, uint32_t *rate)
@@ -246,6 +269,7 @@ static int parse(int argc, char **argv, struct attach *a, uint32_t *rate)
         {"rate", required_argument, NULL, 'r'},
         {"duration", required_argument, NULL, 'd'},
         {"export", required_argument, NULL, 'e'},
+        {"stream", no_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -284,6 +308,9 @@ static int parse(int argc, char **argv, struct attach *a, uint32_t *rate)
         case 'e':
             a->export_formats = optarg;
             break;
+        case 's':
+            a->stream = true;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -292,7 +319,7 @@ static int parse(int argc, char **argv, struct attach *a, uint32_t *rate)
             return 2;
         }
     }
-    if (a->pid <= 0 || a->out == NULL || optind < argc) {
+    if (a->pid <= 0 || (a->out == NULL) == !a->stream || optind < argc) {
         usage(stderr);
         return 2;
     }
@@ -351,6 +378,8 @@ int ospd_attach_main(int argc, char **argv)
     a.tick.data = &a;
     uv_timer_init(a.loop, &a.stop_timer);
     a.stop_timer.data = &a;
+    uv_timer_init(a.loop, &a.flush_timer);
+    a.flush_timer.data = &a;
     uv_signal_init(a.loop, &a.sigint);
     a.sigint.data = &a;
     uv_signal_start(&a.sigint, on_signal, SIGINT);
@@ -381,6 +410,10 @@ int ospd_attach_main(int argc, char **argv)
     uv_timer_start(&a.tick, on_tick, TICK_MS, TICK_MS);
     if (a.duration > 0)
         uv_timer_start(&a.stop_timer, on_stop, (uint64_t)(a.duration * 1000.0), 0);
+    if (a.stream && ospd_stream_begin(&a.live, stdout, a.pid, rate) == 0)
+        uv_timer_start(&a.flush_timer, on_flush, FLUSH_MS, FLUSH_MS);
+    else if (a.stream)
+        finish(&a, OSPD_EXIT_STOPPED);
     uv_run(a.loop, UV_RUN_DEFAULT);
     if (!a.finished)
         finish(&a, OSPD_EXIT_STOPPED);
@@ -389,7 +422,7 @@ int ospd_attach_main(int argc, char **argv)
     free(a.polls);
     if (a.pidfd >= 0)
         close(a.pidfd);
-    if (a.exit_code == 0 && a.export_formats != NULL) {
+    if (a.exit_code == 0 && a.export_formats != NULL && !a.stream) {
         char stem[OSP_MAX_PATH + 1];
         snprintf(stem, sizeof stem, "%s", a.out);
         size_t len = strlen(stem);

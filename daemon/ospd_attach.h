@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ospd.h"
 
@@ -104,8 +105,25 @@ int ospd_image_from_phdrs(const struct ospd_phdr *ph, uint32_t count, uint64_t l
 int ospd_maps_images(struct ospd_collector *c, int32_t pid);
 
 /* ------------------------------------------------------------------------------------------ */
-/* `ospreyd --attach-pid PID --out PATH [--rate N] [--duration S] [--export LIST]` (attach.c):
- * returns ospreyd's exit status. */
+/* The live stream (stream.c): `--stream` writes what was collected since the last flush as
+ * lines of text on stdout instead of a raw file at the end (the format: stream.c). */
+
+struct ospd_stream {
+    FILE *out;
+    uint32_t images_sent, stacks_sent; /* what the reader has already */
+};
+
+/* The first line. 0, or -EPIPE when the reader is gone. */
+int ospd_stream_begin(struct ospd_stream *s, FILE *out, int32_t pid, uint32_t rate_hz);
+/* The images and stacks the reader has not seen, every sample collected, then "flush": the
+ * collector's samples are emptied. 0, or -EPIPE when the reader is gone. */
+int ospd_stream_flush(struct ospd_stream *s, struct ospd_collector *c, uint64_t now_rel_ns);
+/* The last line: how the process ended, from c->exit_status (or that it runs on). */
+void ospd_stream_end(struct ospd_stream *s, const struct ospd_collector *c);
+
+/* ------------------------------------------------------------------------------------------ */
+/* `ospreyd --attach-pid PID --out PATH [--rate N] [--duration S] [--export LIST]`, or with
+ * `--stream` instead of `--out` (attach.c): returns ospreyd's exit status. */
 int ospd_attach_main(int argc, char **argv);
 
 #endif /* OSPD_ATTACH_H */

@@ -28,7 +28,7 @@
 
 #define COLOR_HOT   "\033[1;31m" /* self >= 5%: red, bold */
 #define COLOR_WARM  "\033[33m"   /* self >= 0.5%: yellow */
-#define COLOR_RESET "\033[0m"
+#define COLOR_RESET OSPX_COLOR_RESET
 
 /* Display columns of UTF-8 text: one per code point. */
 static size_t columns(const char *text)
@@ -77,6 +77,24 @@ static void fit(char *out, size_t size, const char *text, size_t width, enum cut
     } else {
         snprintf(out, size, "%.*s…", (int)column_offset(clean, width - 1), clean);
     }
+}
+
+size_t ospx_text_columns(const char *text)
+{
+    return columns(text);
+}
+
+void ospx_text_fit(char *out, size_t size, const char *text, size_t width, enum ospx_cut cut)
+{
+    fit(out, size, text, width,
+        cut == OSPX_CUT_START    ? CUT_START
+        : cut == OSPX_CUT_MIDDLE ? CUT_MIDDLE
+                                 : CUT_END);
+}
+
+const char *ospx_share_color(double self_percent)
+{
+    return self_percent >= 5.0 ? COLOR_HOT : self_percent >= 0.5 ? COLOR_WARM : NULL;
 }
 
 /* Print one line, cut to the width, optionally coloured. */
@@ -528,12 +546,7 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
                      row->process);
         snprintf(line, sizeof line, "%s %6s %6s %6s %6s  %s%-*s  %s", bar, self_pct_text,
                  total_pct_text, self, total, process, pad, function, location);
-        const char *row_color = NULL;
-        if (color && self_pct >= 5.0)
-            row_color = COLOR_HOT;
-        else if (color && self_pct >= 0.5)
-            row_color = COLOR_WARM;
-        emit(out, width, row_color, line);
+        emit(out, width, color ? ospx_share_color(self_pct) : NULL, line);
         if (callers != NULL)
             print_callers(out, width, model, callers, row->fn, here);
     }

@@ -12,14 +12,7 @@ set -uo pipefail
 
 osprey=$(realpath "${1:?usage: e2e-terminal.sh OSPREY HOTSPOT_C}")
 hotspot_c=$(realpath "${2:?usage: e2e-terminal.sh OSPREY HOTSPOT_C}")
-if ! command -v tmux >/dev/null 2>&1; then
-  if [ -n "${CI:-}" ]; then
-    echo "FAIL: tmux is not installed (scripts/install-deps.sh installs it)" >&2
-    exit 1
-  fi
-  echo "SKIP: tmux is not installed (apt-get install tmux); the terminal test needs it"
-  exit 77
-fi
+require_tmux
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-terminal.XXXXXX")
 socket="osprey-test-$$"
@@ -68,15 +61,6 @@ wait_for_prompt_alone() {
   done
 }
 
-# wait_for REGEX SECONDS: until the screen shows REGEX.
-wait_for() {
-  local deadline=$((SECONDS + $2))
-  while [ "$SECONDS" -lt "$deadline" ]; do
-    plain | grep -Eq "$1" && return 0
-    sleep 0.2
-  done
-  return 1
-}
 
 # --- a profile of the bundled example ---------------------------------------------------------
 run_scene profile "'$osprey' '$hotspot_c' --profile -o hot -- 3000"

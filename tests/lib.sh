@@ -19,6 +19,27 @@ expect_one_line() {
     cat "$1" >&2
   fi
 }
+# require_tmux: the terminal tests need tmux; without it they are skipped (exit 77), except
+# under CI, where tmux is installed and it is a failure.
+require_tmux() {
+  command -v tmux >/dev/null 2>&1 && return 0
+  if [ -n "${CI:-}" ]; then
+    echo "FAIL: tmux is not installed (scripts/install-deps.sh installs it)" >&2
+    exit 1
+  fi
+  echo "SKIP: tmux is not installed (apt-get install tmux); the terminal test needs it"
+  exit 77
+}
+# wait_for REGEX SECONDS: until the terminal test's screen (its function `plain`: the pane's
+# text) shows REGEX.
+wait_for() {
+  local deadline=$((SECONDS + $2))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    plain | grep -Eq "$1" && return 0
+    sleep 0.2
+  done
+  return 1
+}
 # finish WHAT: exit 1 when any check failed, else say WHAT passed.
 finish() {
   if [ "$failures" -ne 0 ]; then

@@ -7,6 +7,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -279,6 +280,48 @@ START_TEST(images_are_described_as_the_shim_does)
 }
 END_TEST
 
+/* --stream: each image and stack once, every sample once, then the flush; samples emptied. */
+START_TEST(the_stream_sends_each_thing_once)
+{
+    struct ospd_collector c;
+    ospd_collector_init(&c);
+    char platform[OSP_PLATFORM_SIZE] = "linux-x86_64";
+    ospd_collector_identity(&c, 4242, 997, 0, 1000, platform);
+    ck_assert_int_eq(
+        ospd_collector_image(&c, 0x1000, 0x1000, 0x2000, 0x300, strdup("/bin/x"), "", true), 0);
+    int64_t thread = ospd_collector_thread(&c, 0, 1, 0, 4242, strdup("main"));
+    ck_assert_int_ge(thread, 0);
+    uint64_t pcs[] = {0x2010, 0x2100};
+    ck_assert_int_eq(ospd_collector_sample(&c, 1000 + 5, (uint32_t)thread, pcs, 2, 0, 1), 0);
+    ck_assert_int_eq(ospd_collector_sample(&c, 1000 + 7, (uint32_t)thread, pcs, 2, 1, 3), 0);
+
+    char *text = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    struct ospd_stream stream;
+    ck_assert_int_eq(ospd_stream_begin(&stream, out, 4242, 997), 0);
+    ck_assert_int_eq(ospd_stream_flush(&stream, &c, 10), 0);
+    ck_assert_uint_eq(c.sample_count, 0);
+    ck_assert_int_eq(ospd_collector_sample(&c, 1000 + 12, (uint32_t)thread, pcs, 2, 0, 1), 0);
+    ck_assert_int_eq(ospd_stream_flush(&stream, &c, 20), 0);
+    c.exit_status = OSPD_EXIT_KILLED;
+    c.exit_signal = 9;
+    ospd_stream_end(&stream, &c);
+    fclose(out);
+    ck_assert_str_eq(text, "osprey-stream 1 4242 997\n"
+                           "image 1000 1000 2000 300 1 /bin/x\n"
+                           "stack 0 2010 2100\n"
+                           "sample 5 0 0 1\n"
+                           "sample 7 0 1 3\n"
+                           "flush 10\n"
+                           "sample 12 0 0 1\n"
+                           "flush 20\n"
+                           "end killed 9\n");
+    free(text);
+    ospd_collector_free(&c);
+}
+END_TEST
+
 Suite *attach_suite(void)
 {
     Suite *s = suite_create("attach");
@@ -294,5 +337,8 @@ Suite *attach_suite(void)
     tcase_add_test(maps, maps_lines_are_parsed);
     tcase_add_test(maps, images_are_described_as_the_shim_does);
     suite_add_tcase(s, maps);
+    TCase *stream = tcase_create("stream");
+    tcase_add_test(stream, the_stream_sends_each_thing_once);
+    suite_add_tcase(s, stream);
     return s;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "osprey_cli.h"
+#include "osprey_top.h"
 
 extern char **environ;
 static char error[1024];
@@ -671,6 +672,184 @@ START_TEST(profile_kinds_are_recognised)
 }
 END_TEST
 
+/* ---- osprey top: the window and the screen (tools/top-window.c) ---- */
+
+/* Stacks of function indices, leaf first: 0 = hot <- main, 1 = warm <- main,
+ * 2 = recurse <- recurse <- main (a function counted once per sample). */
+static const uint32_t top_stack_hot[] = {0, 3}, top_stack_warm[] = {1, 3},
+                      top_stack_recurse[] = {2, 2, 3};
+
+static size_t top_stacks(void *context, uint32_t stack, const uint32_t **functions)
+{
+    (void)context;
+    static const uint32_t *const stacks[] = {top_stack_hot, top_stack_warm, top_stack_recurse};
+    static const size_t depths[] = {2, 2, 3};
+    if (stack >= 3)
+        return 0;
+    *functions = stacks[stack];
+    return depths[stack];
+}
+
+#define SECOND UINT64_C(1000000000)
+
+static void top_add(struct osprey_top_window *w, uint64_t t_ns, uint32_t stack, uint32_t weight,
+                    uint8_t state)
+{
+    struct osprey_top_sample sample = {t_ns, stack, weight, state};
+    ck_assert_int_eq(osprey_top_window_add(w, &sample), 0);
+}
+
+START_TEST(top_window_counts_the_last_seconds)
+{
+    struct osprey_top_window w = {.span_ns = 5 * SECOND};
+    top_add(&w, 1 * SECOND, 1, 100, 0);  /* left the window at 7 s */
+    top_add(&w, 3 * SECOND, 0, 6, 0);    /* in */
+    top_add(&w, 6 * SECOND, 1, 2, 0);    /* in */
+    top_add(&w, 6 * SECOND, 2, 3, 0);    /* in: recurse once, though twice on the stack */
+    top_add(&w, 6 * SECOND, 0, 4, 1);    /* waiting: in the header, not the table */
+    top_add(&w, 8 * SECOND, 1, 50, 0);   /* after now: not yet */
+    top_add(&w, 2 * SECOND, 1, 1000, 0); /* exactly 5 s before now: out */
+    struct osprey_top_row *rows;
+    size_t count;
+    struct osprey_top_totals totals;
+    ck_assert_int_eq(
+        osprey_top_aggregate(&w, 7 * SECOND, 4, top_stacks, NULL, &rows, &count, &totals), 0);
+    ck_assert_uint_eq(totals.on_cpu, 11);
+    ck_assert_uint_eq(totals.waiting, 4);
+    ck_assert_uint_eq(totals.samples, 4);
+    ck_assert_uint_eq(count, 4);
+    /* by self, then total: hot 6, recurse 3, warm 2, main 0 (total 11) */
+    ck_assert_uint_eq(rows[0].function, 0);
+    ck_assert_uint_eq(rows[0].self, 6);
+    ck_assert_uint_eq(rows[1].function, 2);
+    ck_assert_uint_eq(rows[1].self, 3);
+    ck_assert_uint_eq(rows[1].total, 3);
+    ck_assert_uint_eq(rows[2].function, 1);
+    ck_assert_uint_eq(rows[2].self, 2);
+    ck_assert_uint_eq(rows[3].function, 3);
+    ck_assert_uint_eq(rows[3].self, 0);
+    ck_assert_uint_eq(rows[3].total, 11);
+    free(rows);
+
+    /* Advancing forgets what left; what is still in stays. */
+    osprey_top_window_advance(&w, 7 * SECOND);
+    ck_assert_uint_eq(w.count, 5);
+    osprey_top_window_advance(&w, 12 * SECOND);
+    ck_assert_uint_eq(w.count, 1); /* the sample at 8 s */
+    ck_assert_int_eq(
+        osprey_top_aggregate(&w, 12 * SECOND, 4, top_stacks, NULL, &rows, &count, &totals), 0);
+    ck_assert_uint_eq(totals.on_cpu, 50);
+    ck_assert_uint_eq(count, 2);
+    ck_assert_uint_eq(rows[0].function, 1);
+    free(rows);
+    osprey_top_window_free(&w);
+}
+END_TEST
+
+/* Display columns of a line (one per code point), its escapes left out. */
+static size_t top_columns(const char *line)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)line; *p != '\0'; p++) {
+        if (*p == '\033') {
+            while (*p != '\0' && *p != 'm')
+                p++;
+            continue;
+        }
+        n += (*p & 0xC0) != 0x80;
+    }
+    return n;
+}
+
+static char *top_draw(size_t width, size_t height, int color, size_t *lines)
+{
+    static const char *const names[] = {"hot_function_with_a_rather_long_name_indeed", "warm",
+                                        "recurse", "main"};
+    static const char *const locations[] = {"/some/deep/directory/of/sources/hot.c", "warm.c",
+                                            "recurse.c", "main.c"};
+    static const struct osprey_top_row rows[] = {{0, 60, 60}, {2, 30, 30}, {1, 9, 9}, {3, 1, 100}};
+    struct osprey_top_screen screen = {.pid = 4242,
+                                       .command = "server",
+                                       .rate_hz = 100,
+                                       .seconds = 1.0,
+                                       .totals = {100, 0, 100},
+                                       .rows = rows,
+                                       .row_count = 4,
+                                       .names = names,
+                                       .locations = locations,
+                                       .width = width,
+                                       .height = height,
+                                       .color = color,
+                                       .line_end = "\n"};
+    char *text = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    *lines = osprey_top_render(out, &screen);
+    fclose(out);
+    return text;
+}
+
+START_TEST(top_screen_fits_the_terminal)
+{
+    size_t lines;
+    char *text = top_draw(120, 30, 0, &lines);
+    ck_assert_uint_eq(lines, 8); /* 4 of header, 4 rows */
+    ck_assert_ptr_nonnull(strstr(text, "pid 4242 (server)"));
+    ck_assert_ptr_nonnull(strstr(text, "100 Hz"));
+    ck_assert_ptr_nonnull(strstr(text, "CPU 100% of a core"));
+    ck_assert_ptr_nonnull(
+        strstr(text, " 60.0%   60.0%  hot_function_with_a_rather_long_name_indeed"));
+    ck_assert_ptr_null(strchr(text, '\033'));
+    /* in order: hot, recurse, warm, main */
+    char *hot = strstr(text, "hot_function"), *recurse = strstr(text, "recurse  "),
+         *warm = strstr(text, "warm  "), *main_row = strstr(text, "  main  ");
+    ck_assert(hot != NULL && recurse != NULL && warm != NULL && main_row != NULL);
+    ck_assert(hot < recurse && recurse < warm && warm < main_row);
+    free(text);
+
+    /* 6 rows of terminal: 5 lines, so 1 row of the table. */
+    text = top_draw(120, 6, 0, &lines);
+    ck_assert_uint_eq(lines, 5);
+    ck_assert_ptr_nonnull(strstr(text, "hot_function"));
+    ck_assert_ptr_null(strstr(text, "recurse"));
+    free(text);
+
+    /* 40 columns: every line fits, the name cut in its middle, the location at its start. */
+    text = top_draw(40, 30, 1, &lines);
+    ck_assert_uint_eq(lines, 8);
+    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n"))
+        ck_assert_msg(top_columns(line) <= 40, "wider than 40: %s", line);
+    free(text);
+    text = top_draw(40, 30, 1, &lines);
+    ck_assert_ptr_nonnull(strstr(text, "…"));
+    ck_assert_ptr_nonnull(strstr(text, "\033[1;31m")); /* the report's hot colour */
+    ck_assert_ptr_null(strstr(text, "/some/deep"));
+    free(text);
+}
+END_TEST
+
+START_TEST(parse_top)
+{
+    struct osprey_options o;
+    char error[256];
+    char *ok[] = {"osprey", "top", "4242", "-F", "99", "--interval", "0.5", NULL};
+    ck_assert_int_eq(osprey_parse_args(7, ok, &o, error, sizeof error), 0);
+    ck_assert_int_eq(o.command, OSPREY_COMMAND_TOP);
+    ck_assert_str_eq(o.file, "4242");
+    ck_assert_uint_eq(o.frequency, 99);
+    ck_assert(o.interval == 0.5);
+    char *no_pid[] = {"osprey", "top", "abc", NULL};
+    ck_assert_int_eq(osprey_parse_args(3, no_pid, &o, error, sizeof error), -EINVAL);
+    ck_assert_str_eq(error, "'abc' is not a process id");
+    char *files[] = {"osprey", "top", "1", "-o", "x", NULL};
+    ck_assert_int_eq(osprey_parse_args(5, files, &o, error, sizeof error), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "'osprey top' has no option '-o'"));
+    char *missing[] = {"osprey", "top", NULL};
+    ck_assert_int_eq(osprey_parse_args(2, missing, &o, error, sizeof error), -EINVAL);
+    ck_assert_str_eq(error, "missing PID (try 'osprey top --help')");
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *suite = suite_create("cli");
@@ -707,5 +886,11 @@ Suite *cli_suite(void)
     tcase_add_test(running, compile_success_and_failure);
     tcase_add_test(running, static_executables_are_recognised);
     suite_add_tcase(suite, running);
+
+    TCase *top = tcase_create("top");
+    tcase_add_test(top, parse_top);
+    tcase_add_test(top, top_window_counts_the_last_seconds);
+    tcase_add_test(top, top_screen_fits_the_terminal);
+    suite_add_tcase(suite, top);
     return suite;
 }

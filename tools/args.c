@@ -102,7 +102,7 @@ static size_t edit_distance(const char *a, const char *b)
 
 const char *osprey_command_like(const char *word)
 {
-    static const char *const commands[] = {"report", "diff", "cache", "attach"};
+    static const char *const commands[] = {"report", "diff", "cache", "attach", "top"};
     if (strchr(word, '/') != NULL || strchr(word, '.') != NULL || strlen(word) < 3)
         return NULL;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
@@ -131,8 +131,15 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         out->command = OSPREY_COMMAND_ATTACH;
         out->profile = 1; /* attaching is profiling: --duration and -F apply */
         first = 2;
+    } else if (argc > 1 && strcmp(argv[1], "top") == 0) {
+        out->command = OSPREY_COMMAND_TOP;
+        out->profile = 1; /* -F applies */
+        first = 2;
     }
-    int attach = out->command == OSPREY_COMMAND_ATTACH;
+    /* osprey attach PID and osprey top PID: a PID, no program; top writes no files. */
+    int top = out->command == OSPREY_COMMAND_TOP;
+    int attach = out->command == OSPREY_COMMAND_ATTACH || top;
+    const char *pid_command = top ? "osprey top" : "osprey attach";
     int report = out->command == OSPREY_COMMAND_REPORT || out->command == OSPREY_COMMAND_DIFF;
     int diff = out->command == OSPREY_COMMAND_DIFF;
     const char *command_name = diff ? "osprey diff" : "osprey report";
@@ -144,7 +151,7 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         if (strcmp(arg, "--") == 0) {
             if (attach)
                 return usage_error(error, error_size, "'%s' takes no program arguments after '--'",
-                                   "osprey attach");
+                                   pid_command);
             if (report) {
                 snprintf(error, error_size, "'%s' takes no program arguments after '--'",
                          command_name);
@@ -163,6 +170,24 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
             out->command = OSPREY_COMMAND_VERSION;
             return 0;
         }
+        if (top && (matched = option_with_value(argc, argv, &i, "--interval", NULL, &value)) != 0) {
+            char *end;
+            double seconds = matched > 0 ? strtod(value, &end) : 0;
+            if (matched < 0 || value[0] < '0' || value[0] > '9' || *end != '\0' ||
+                !(seconds >= 0.1) || seconds > 3600)
+                return usage_error(error, error_size,
+                                   "option '--interval' needs a number of seconds from 0.1 to "
+                                   "3600%s",
+                                   "");
+            out->interval = seconds;
+            continue;
+        }
+        if (top && (strncmp(arg, "--output", 8) == 0 || strncmp(arg, "-o", 2) == 0 ||
+                    strncmp(arg, "--format", 8) == 0 || strncmp(arg, "--duration", 10) == 0))
+            return usage_error(error, error_size,
+                               "'osprey top' has no option '%s': it writes nothing (osprey "
+                               "attach PID profiles into files)",
+                               arg);
         if ((matched = option_with_value(argc, argv, &i, "--output", "-o", &value)) != 0) {
             if (matched < 0)
                 return usage_error(error, error_size, "option '%s' needs a STEM", arg);
@@ -291,8 +316,10 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         }
         /* Running is what `osprey FILE` does anyway: --run only says so explicitly. */
         if (strcmp(arg, "--run") == 0 || strcmp(arg, "--profile") == 0) {
-            if (attach)
-                return usage_error(error, error_size, "'osprey attach' has no option '%s'", arg);
+            if (attach) {
+                snprintf(error, error_size, "'%s' has no option '%s'", pid_command, arg);
+                return -EINVAL;
+            }
             if (report) {
                 snprintf(error, error_size, "'%s' has no option '%s'", command_name, arg);
                 return -EINVAL;
@@ -304,16 +331,18 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         if (arg[0] == '-' && arg[1] != '\0') {
             snprintf(error, error_size, "unknown option '%s' (try '%s --help')", arg,
                      report   ? command_name
-                     : attach ? "osprey attach"
+                     : attach ? pid_command
                               : "osprey");
             return -EINVAL;
         }
         if (attach) {
             char *end;
             long pid = strtol(arg, &end, 10);
-            if (out->file != NULL)
-                return usage_error(error, error_size,
-                                   "unexpected argument '%s': 'osprey attach' takes one PID", arg);
+            if (out->file != NULL) {
+                snprintf(error, error_size, "unexpected argument '%s': '%s' takes one PID", arg,
+                         pid_command);
+                return -EINVAL;
+            }
             if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || pid <= 0 || pid > 0x3fffffff)
                 return usage_error(error, error_size, "'%s' is not a process id", arg);
             out->file = arg;
@@ -367,7 +396,7 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                  : attach ? "PID"
                           : "FILE",
                  report   ? command_name
-                 : attach ? "osprey attach"
+                 : attach ? pid_command
                           : "osprey");
         return -EINVAL;
     }

@@ -24,6 +24,7 @@
 #include "ospc.h"
 #include "osprey_cli.h"
 #include "osprey_config.h"
+#include "osprey_top.h"
 #include "ospx.h"
 
 /* How long to wait, after the program ended, for ospreyd to finish the raw file while it
@@ -42,7 +43,8 @@ enum {
     FOR_DIFF = 1u << OSPREY_COMMAND_DIFF,
     FOR_CACHE = 1u << OSPREY_COMMAND_CACHE,
     FOR_ATTACH = 1u << OSPREY_COMMAND_ATTACH,
-    FOR_ALL = FOR_RUN | FOR_REPORT | FOR_DIFF | FOR_CACHE | FOR_ATTACH,
+    FOR_TOP = 1u << OSPREY_COMMAND_TOP,
+    FOR_ALL = FOR_RUN | FOR_REPORT | FOR_DIFF | FOR_CACHE | FOR_ATTACH | FOR_TOP,
     FOR_GENERAL = 1u << 16, /* `osprey --help` only */
     NOT_GENERAL = 1u << 17, /* not in `osprey --help` (a command's own wording) */
 };
@@ -62,6 +64,7 @@ static const struct {
     {FOR_CACHE, "usage: osprey cache [prune] [--max-size SIZE]\n"},
     {FOR_ATTACH,
      "usage: osprey attach PID [--duration SECONDS] [-F N] [-o STEM] [--format LIST]\n"},
+    {FOR_TOP, "usage: osprey top PID [-F N] [--interval SECONDS]\n"},
     {FOR_GENERAL, "\n"
                   "Sampling CPU profiler for native programs.\n"},
     {FOR_RUN,
@@ -94,7 +97,19 @@ static const struct {
      "stopped), until --duration ends or Ctrl-C, then prints the report and writes the\n"
      "outputs as --profile does. It needs what ptrace needs (the same user, or\n"
      "CAP_SYS_PTRACE) and kernel.perf_event_paranoid 2 or less.\n"},
+    {FOR_TOP, "\n"
+              "osprey top shows the hottest functions of the last 5 seconds of the running\n"
+              "process PID, refreshed in place (perf top -p, py-spy top): SELF% and TOTAL% of\n"
+              "its on-CPU time, with the report's names and colours. q or Ctrl-C quits; the\n"
+              "process runs on as before. It attaches as osprey attach does, writes no files.\n"},
     {FOR_ALL, "\n"},
+    {FOR_TOP | NOT_GENERAL,
+     "  -F, --frequency N\n"
+     "                 N samples per second per thread, 10 to 10000 (default 997)\n"
+     "  --interval SECONDS\n"
+     "                 between refreshes, 0.1 to 3600 (default 1)\n"},
+    {FOR_GENERAL, "  --interval SECONDS\n"
+                  "                 top: between refreshes (default 1)\n"},
     {FOR_ATTACH | NOT_GENERAL,
      "  --duration SECONDS\n"
      "                 attach: profile this long (default: until Ctrl-C)\n"
@@ -776,21 +791,32 @@ static int command_run(const struct osprey_options *options)
     return exit_code;
 }
 
+/* The ospreyd that attaches: OSPREY_DAEMON, else the one beside us. NULL after one line. */
+static const char *find_daemon(struct osprey_paths *paths)
+{
+    char self[PATH_MAX], error[PATH_MAX + 256];
+    ssize_t self_length = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[self_length > 0 ? self_length : 0] = '\0';
+    osprey_locate(self, paths);
+    if (osprey_paths_check(paths, 0, 0, error, sizeof error) != 0) {
+        fprintf(stderr, "osprey: %s\n", error);
+        return NULL;
+    }
+    const char *daemon = getenv("OSPREY_DAEMON");
+    return daemon != NULL && daemon[0] != '\0' ? daemon : paths->daemon;
+}
+
 /* osprey attach PID: ospreyd profiles the process from outside (daemon/attach.c) into the
  * scratch directory until --duration ends or Ctrl-C (which reaches ospreyd too: it stops and
  * writes what it has); then the same outputs and report as a profiled run. Exit status 0, or 1
  * when it could not attach (ospreyd's one line says why). */
 static int command_attach(const struct osprey_options *options)
 {
-    char self[PATH_MAX], error[PATH_MAX + 256];
-    ssize_t self_length = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[self_length > 0 ? self_length : 0] = '\0';
+    char error[PATH_MAX + 256];
     struct osprey_paths paths;
-    osprey_locate(self, &paths);
-    if (osprey_paths_check(&paths, 0, 0, error, sizeof error) != 0) {
-        fprintf(stderr, "osprey: %s\n", error);
+    const char *daemon = find_daemon(&paths);
+    if (daemon == NULL)
         return OSPREY_EXIT_USAGE;
-    }
     struct osprey_options attach = *options;
     char stem[PATH_MAX], comm[64] = "process";
     if (attach.stem == NULL) { /* ./NAME-PID, NAME the process's command */
@@ -818,9 +844,6 @@ static int command_attach(const struct osprey_options *options)
     snprintf(scratch_raw, sizeof scratch_raw, "%s/profile.raw.json", scratch);
     snprintf(rate, sizeof rate, "%u", options->frequency != 0 ? options->frequency : 997u);
     snprintf(seconds, sizeof seconds, "%.3f", options->duration);
-    const char *daemon = getenv("OSPREY_DAEMON");
-    if (daemon == NULL || daemon[0] == '\0')
-        daemon = paths.daemon;
     char *argv[] = {(char *)daemon,
                     "--attach-pid",
                     (char *)options->file,
@@ -872,6 +895,11 @@ int main(int argc, char **argv)
         return command_cache(&options);
     case OSPREY_COMMAND_ATTACH:
         return command_attach(&options);
+    case OSPREY_COMMAND_TOP: {
+        struct osprey_paths paths;
+        const char *daemon = find_daemon(&paths);
+        return daemon != NULL ? osprey_top(&options, daemon) : OSPREY_EXIT_USAGE;
+    }
     case OSPREY_COMMAND_RUN:
         break;
     }

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# `osprey top PID` in a real terminal (tmux, as e2e-terminal.sh drives it): a program built
+# without frame pointers burns CPU in burn_cycles (tests/top/burn.c); the live view must show
+# that function above 50% of the on-CPU time, refresh (the sample count changes between two
+# screens), quit on `q` with status 0 and give the shell back its screen and its echo; the
+# program runs on with the same threads and descriptors as before. A pid that does not exist:
+# one line and a non-zero status; the process ending ends top with one line.
+# Without tmux it is skipped (exit 77), except under CI, where it must run; where perf events
+# are refused (perf_event_paranoid 3), skipped.
+# Usage: e2e-top.sh OSPREY SOURCE_DIR
+set -uo pipefail
+# shellcheck source=tests/lib.sh
+. "$(dirname "$(realpath "$0")")/lib.sh"
+
+osprey=$(realpath "${1:?usage: e2e-top.sh OSPREY SOURCE_DIR}")
+src=$(realpath "${2:?usage: e2e-top.sh OSPREY SOURCE_DIR}")
+require_tmux
+paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
+if [ "$paranoid" -gt 2 ] && [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: perf events are not allowed here (perf_event_paranoid $paranoid)"
+  exit 77
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-top.XXXXXX")
+socket="osprey-top-$$"
+burn_pid=
+tmux_() { tmux -L "$socket" -f /dev/null "$@"; }
+trap 'tmux_ kill-server 2>/dev/null; [ -n "$burn_pid" ] && kill "$burn_pid" 2>/dev/null; rm -rf "$work"' EXIT
+cd "$work" || exit 1
+
+gcc -O2 -g -fomit-frame-pointer "$src/burn.c" -o "$work/burn" 2>"$work/build" ||
+  { fail "build failed: $(cat "$work/build")"; finish ""; }
+"$work/burn" >"$work/burn.out" 2>&1 &
+burn_pid=$!
+for _ in $(seq 100); do grep -q ready "$work/burn.out" && break; sleep 0.05; done
+# what of the process a profiler could leave behind
+snapshot() {
+  {
+    ls "/proc/$burn_pid/task"
+    for fd in /proc/"$burn_pid"/fd/*; do echo "$fd $(readlink "$fd")"; done
+  } >"$1"
+}
+snapshot "$work/before"
+
+# --- a pid that does not exist: one line, a non-zero status ------------------------------------
+missing=999999999
+"$osprey" top "$missing" >"$work/missing.out" 2>"$work/missing.err"
+status=$?
+[ "$status" -ne 0 ] || fail "osprey top of a pid that does not exist exited 0"
+expect_one_line "$work/missing.err" "^osprey: .*no process $missing" "osprey top of a missing pid"
+[ ! -s "$work/missing.out" ] || fail "osprey top of a missing pid wrote to stdout"
+
+# --- the live view in a terminal ----------------------------------------------------------------
+tmux_ new-session -d -s top -x 110 -y 30 \
+  "env -u NO_COLOR TERM=xterm-256color PS1='term\$ ' bash --norc --noprofile -i" ||
+  { fail "cannot start tmux"; finish ""; }
+plain() { tmux_ capture-pane -t top -p; }
+wait_for '^term\$' 10 || fail "the shell did not start"
+tmux_ send-keys -t top "'$osprey' top $burn_pid; echo \"end-of-top status=\$?\"" Enter
+
+hot='^ *([5-9][0-9]|100)\.[0-9]% +[0-9.]+% +burn_cycles +burn\.c'
+wait_for "$hot" 30 || { plain >"$work/screen.txt"; fail "burn_cycles above 50% never shown:
+$(cat "$work/screen.txt")"; }
+plain >"$work/first.txt"
+grep -q "pid $burn_pid (burn)" "$work/first.txt" || fail "no header: $(cat "$work/first.txt")"
+samples() { grep -Eo '[0-9]+ samples' "$1" | head -n 1 | cut -d' ' -f1; }
+first=$(samples "$work/first.txt")
+[ -n "$first" ] || fail "no sample count in the header: $(cat "$work/first.txt")"
+refreshed=
+for _ in $(seq 50); do
+  sleep 0.2
+  plain >"$work/second.txt"
+  second=$(samples "$work/second.txt")
+  if [ -n "$second" ] && [ "$second" != "$first" ]; then refreshed=1; break; fi
+done
+[ -n "$refreshed" ] || fail "the screen did not refresh (samples stayed $first)"
+# colours as the report's: the hot row red and bold (tmux gives them back as two escapes)
+tmux_ capture-pane -t top -p -e | grep -Eq $'\033\\[1m\033\\[31m.*burn_cycles|\033\\[1;31m.*burn_cycles' ||
+  fail "the hot row is not in the report's colour"
+
+tmux_ send-keys -t top q
+wait_for '^end-of-top status=[0-9]+' 20 || fail "osprey top did not quit on q: $(plain)"
+plain >"$work/after.txt"
+grep -q '^end-of-top status=0$' "$work/after.txt" || fail "osprey top did not exit 0: $(cat "$work/after.txt")"
+# the shell's screen is back (the alternate one is gone) and the terminal echoes again
+if grep -q 'SELF%' "$work/after.txt"; then fail "the view was left on the screen: $(cat "$work/after.txt")"; fi
+tmux_ send-keys -t top "echo typed-after-top" Enter
+wait_for '^term\$ echo typed-after-top$' 10 || fail "the terminal does not echo after quitting: $(plain)"
+wait_for '^typed-after-top$' 10 || fail "the shell does not run commands after quitting: $(plain)"
+
+# --- the program runs on, nothing of ours in it -------------------------------------------------
+kill -0 "$burn_pid" 2>/dev/null || fail "the program did not survive osprey top"
+sleep 0.2
+snapshot "$work/after"
+diff "$work/before" "$work/after" >"$work/diff" ||
+  fail "the program's threads or descriptors changed: $(cat "$work/diff")"
+
+# --- the process ending ends top, with one line -------------------------------------------------
+"$osprey" top "$burn_pid" >"$work/ending.out" 2>"$work/ending.err" &
+top_pid=$!
+for _ in $(seq 100); do grep -q 'burn_cycles' "$work/ending.out" && break; sleep 0.1; done
+kill "$burn_pid"
+wait "$burn_pid" 2>/dev/null
+burn_pid=
+wait "$top_pid"
+expect_status 0 $? "osprey top of a process that ended"
+expect_one_line "$work/ending.err" "^osprey: process [0-9]+ \(burn\) was killed by signal 15" \
+  "osprey top of a process that ended"
+grep -q burn_cycles "$work/ending.out" || fail "no snapshot of the process off a terminal"
+if grep -q $'\033' "$work/ending.out"; then fail "escapes in the output off a terminal"; fi
+
+finish "osprey top showed burn_cycles, refreshed, quit on q and left the program as it was"

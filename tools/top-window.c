@@ -1,0 +1,194 @@
+/* top-window.c — the sliding window of `osprey top` and the screen drawn from it: the samples
+ * of the last seconds, added up per function (self and total, as the report counts them:
+ * weights of on-CPU samples, a function once per sample however often it recurs), sorted,
+ * and laid out in the terminal's rows and columns with the report's colours.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "osprey_top.h"
+#include "ospx.h"
+
+int osprey_top_window_add(struct osprey_top_window *w, const struct osprey_top_sample *sample)
+{
+    if (w->count == w->capacity) {
+        size_t capacity = w->capacity > 0 ? w->capacity * 2 : 1024;
+        struct osprey_top_sample *grown = realloc(w->samples, capacity * sizeof *grown);
+        if (grown == NULL)
+            return -ENOMEM;
+        w->samples = grown;
+        w->capacity = capacity;
+    }
+    w->samples[w->count++] = *sample;
+    return 0;
+}
+
+void osprey_top_window_advance(struct osprey_top_window *w, uint64_t now_ns)
+{
+    if (now_ns < w->span_ns)
+        return;
+    uint64_t oldest = now_ns - w->span_ns; /* t_ns <= oldest has left */
+    size_t kept = 0;
+    for (size_t i = 0; i < w->count; i++) /* in place, order kept (waits come late) */
+        if (w->samples[i].t_ns > oldest)
+            w->samples[kept++] = w->samples[i];
+    w->count = kept;
+}
+
+void osprey_top_window_free(struct osprey_top_window *w)
+{
+    free(w->samples);
+    w->samples = NULL;
+    w->count = w->capacity = 0;
+}
+
+static int by_share(const void *x, const void *y)
+{
+    const struct osprey_top_row *a = x, *b = y;
+    if (a->self != b->self)
+        return a->self > b->self ? -1 : 1;
+    if (a->total != b->total)
+        return a->total > b->total ? -1 : 1;
+    return a->function < b->function ? -1 : a->function > b->function;
+}
+
+int osprey_top_aggregate(const struct osprey_top_window *w, uint64_t now_ns, size_t function_count,
+                         osprey_top_stack_functions stack_functions, void *context,
+                         struct osprey_top_row **rows, size_t *row_count,
+                         struct osprey_top_totals *totals)
+{
+    memset(totals, 0, sizeof *totals);
+    *rows = NULL;
+    *row_count = 0;
+    struct osprey_top_row *all = calloc(function_count + 1, sizeof *all);
+    size_t *seen = calloc(function_count + 1, sizeof *seen); /* the sample that counted it last */
+    if (all == NULL || seen == NULL) {
+        free(all);
+        free(seen);
+        return -ENOMEM;
+    }
+    uint64_t oldest = now_ns > w->span_ns ? now_ns - w->span_ns : 0;
+    for (size_t i = 0; i < w->count; i++) {
+        const struct osprey_top_sample *s = &w->samples[i];
+        if (s->t_ns > now_ns || (s->t_ns <= oldest && now_ns >= w->span_ns))
+            continue;
+        totals->samples++;
+        if (s->state != 0) {
+            totals->waiting += s->weight;
+            continue;
+        }
+        totals->on_cpu += s->weight;
+        const uint32_t *functions = NULL;
+        size_t depth = stack_functions(context, s->stack, &functions);
+        for (size_t k = 0; k < depth; k++) {
+            uint32_t f = functions[k];
+            if (f >= function_count)
+                continue;
+            if (k == 0)
+                all[f].self += s->weight;
+            if (seen[f] != i + 1) {
+                seen[f] = i + 1;
+                all[f].total += s->weight;
+            }
+        }
+    }
+    size_t count = 0;
+    for (size_t f = 0; f < function_count; f++)
+        if (all[f].total > 0) {
+            all[count] = all[f];
+            all[count++].function = (uint32_t)f;
+        }
+    free(seen);
+    qsort(all, count, sizeof *all, by_share);
+    *rows = all;
+    *row_count = count;
+    return 0;
+}
+
+static double percent(uint64_t part, uint64_t whole)
+{
+    return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* One line fitted to the width, in a colour or none. */
+static void put_line(FILE *out, const struct osprey_top_screen *screen, const char *color,
+                     const char *text)
+{
+    char line[4096];
+    ospx_text_fit(line, sizeof line, text, screen->width, OSPX_CUT_END);
+    if (color != NULL && screen->color)
+        fprintf(out, "%s%s%s%s", color, line, OSPX_COLOR_RESET, screen->line_end);
+    else
+        fprintf(out, "%s%s", line, screen->line_end);
+}
+
+#define HEADER_LINES  4  /* two of figures, a blank one, the table's titles */
+#define SHARE_COLUMNS 16 /* "SELF%  TOTAL%  " */
+
+size_t osprey_top_render(FILE *out, const struct osprey_top_screen *screen)
+{
+    if (screen->height < 2 || screen->width == 0)
+        return 0;
+    size_t lines = screen->height - 1, drawn = 0;
+    const struct osprey_top_totals *t = &screen->totals;
+    char text[4096];
+    double cpu = screen->rate_hz > 0 && screen->seconds > 0
+                     ? 100.0 * (double)t->on_cpu / screen->rate_hz / screen->seconds
+                     : 0.0;
+    snprintf(text, sizeof text, "osprey top  pid %d (%s)  %u Hz  last %.0f s: %llu samples",
+             (int)screen->pid, screen->command, screen->rate_hz, screen->seconds,
+             (unsigned long long)t->samples);
+    put_line(out, screen, NULL, text);
+    if (++drawn == lines)
+        return drawn;
+    uint64_t all = t->on_cpu + t->waiting;
+    snprintf(text, sizeof text, "CPU %.0f%% of a core  on-CPU %.1f%%  waiting %.1f%%%s", cpu,
+             percent(t->on_cpu, all), percent(t->waiting, all),
+             screen->hint != NULL ? screen->hint : "");
+    put_line(out, screen, NULL, text);
+    if (++drawn == lines)
+        return drawn;
+    put_line(out, screen, NULL, "");
+    if (++drawn == lines)
+        return drawn;
+
+    /* FUNCTION and LOCATION share what SELF% and TOTAL% leave: LOCATION up to 2/5 of it. */
+    size_t rows = screen->row_count < lines - drawn - 1 ? screen->row_count : lines - drawn - 1;
+    size_t function_width = strlen("FUNCTION"), location_width = strlen("LOCATION");
+    for (size_t r = 0; r < rows; r++) {
+        size_t f = ospx_text_columns(screen->names[screen->rows[r].function]);
+        size_t l = ospx_text_columns(screen->locations[screen->rows[r].function]);
+        function_width = f > function_width ? f : function_width;
+        location_width = l > location_width ? l : location_width;
+    }
+    size_t available =
+        screen->width > SHARE_COLUMNS + 2 + 2 ? screen->width - SHARE_COLUMNS - 2 : 2;
+    if (function_width + location_width > available) {
+        size_t share = available * 2 / 5 > 1 ? available * 2 / 5 : 1;
+        location_width = location_width < share ? location_width : share;
+        if (function_width > available - location_width)
+            function_width = available - location_width;
+        else
+            location_width = available - function_width;
+    }
+    snprintf(text, sizeof text, "%6s %7s  %-*s  %s", "SELF%", "TOTAL%", (int)function_width,
+             "FUNCTION", "LOCATION");
+    put_line(out, screen, NULL, text);
+    drawn++;
+    for (size_t r = 0; r < rows; r++, drawn++) {
+        const struct osprey_top_row *row = &screen->rows[r];
+        double self = percent(row->self, t->on_cpu), total = percent(row->total, t->on_cpu);
+        char function[1024], location[1024];
+        ospx_text_fit(function, sizeof function, screen->names[row->function], function_width,
+                      OSPX_CUT_MIDDLE);
+        ospx_text_fit(location, sizeof location, screen->locations[row->function], location_width,
+                      OSPX_CUT_START);
+        /* %-*s pads by bytes: widen by the bytes the multi-byte characters add. */
+        int pad = (int)(function_width + strlen(function) - ospx_text_columns(function));
+        snprintf(text, sizeof text, "%5.1f%% %6.1f%%  %-*s  %s", self, total, pad, function,
+                 location);
+        put_line(out, screen, ospx_share_color(self), text);
+    }
+    return drawn;
+}
