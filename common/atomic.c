@@ -191,6 +191,15 @@ void ospc_atomic_sync(struct ospc_atomic *file)
     file->path = NULL;
 }
 
+void ospc_atomic_release(struct ospc_atomic *file)
+{
+    if (file->fd >= 0)
+        close(file->fd);
+    file->fd = -1;
+    free(file->path);
+    file->path = NULL;
+}
+
 int ospc_copy_file(const char *source, const char *destination)
 {
     int from = open(source, O_RDONLY | O_CLOEXEC);

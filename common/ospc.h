@@ -42,6 +42,9 @@ int ospc_atomic_publish(struct ospc_atomic *file, const char **step);
 /* After a successful ospc_atomic_publish: fsync, close, fsync of the directory; releases the
  * struct. Best effort. */
 void ospc_atomic_sync(struct ospc_atomic *file);
+/* After a successful ospc_atomic_publish, for a file that need not outlive a crash (it sits in
+ * a scratch directory its reader moves it out of): close and release, without the fsyncs. */
+void ospc_atomic_release(struct ospc_atomic *file);
 /* Close and remove the temporary file; safe after a failed commit or a failed open. */
 void ospc_atomic_abort(struct ospc_atomic *file);
 /* All of `size` bytes at `data` to fd, through EINTR and short writes. 0 or -errno. */
