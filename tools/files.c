@@ -300,9 +300,8 @@ int osprey_wait_for_collectors(const char *scratch, int timeout_ms)
             result = 0;
             break;
         }
-        int status;
-        while (waitpid(-1, &status, WNOHANG) > 0) /* collectors re-parented to us */
-            ;
+        /* No reaping here: a collector re-parented to us lets go of the lock as it exits, and
+         * under --duration the program, our child, runs on and is waited for later. */
         struct timespec pause = {.tv_sec = 0, .tv_nsec = step_ms * 1000000L};
         nanosleep(&pause, NULL);
     }

@@ -184,8 +184,8 @@ int osprey_wait_for_file(const char *path, int timeout_ms);
 /* The run's lock (OSP_RUN_LOCK in proto/osp_ring.h) in the scratch directory: made before the
  * program starts; every collector of the run holds it shared while it lives. */
 int osprey_make_run_lock(const char *scratch);
-/* Until every collector of the run has ended (the lock taken exclusively), reaping what was
- * re-parented to us meanwhile: 0, or -ETIMEDOUT after timeout_ms. 0 without a lock. */
+/* Until every collector of the run has ended (the lock taken exclusively): 0, or -ETIMEDOUT
+ * after timeout_ms. 0 without a lock. */
 int osprey_wait_for_collectors(const char *scratch, int timeout_ms);
 
 /* Default output stem for `osprey FILE`: "./<name>" where name is FILE's basename without a
