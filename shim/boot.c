@@ -869,13 +869,26 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
                         const char *parent_ring)
 {
     pid_t pid = getpid();
-    if (osp_per_pid_path(profile_absolute, (long)pid, NULL, out_path, sizeof out_path) != 0)
+    /* A thread of the parent's that held this lock at the fork was reading the loaded objects
+     * (perhaps under the loader's own lock, which is held for good here): neither the list
+     * nor a new scan can be trusted, and the child is left unprofiled. */
+    if (pthread_mutex_trylock(&images_lock) != 0) {
+        pthread_mutex_init(&images_lock, NULL);
+        osp__warn("forked process %d is not profiled: it was forked while the profiler read the "
+                  "loaded objects",
+                  (int)pid);
         return;
+    }
+    if (osp_per_pid_path(profile_absolute, (long)pid, NULL, out_path, sizeof out_path) != 0) {
+        pthread_mutex_unlock(&images_lock);
+        return;
+    }
     int err = ring_create(boot_rate, random64(), 0);
     if (err) {
         osp__warn("cannot create the shared-memory ring of forked process %d: %s; it is not "
                   "profiled",
                   (int)pid, strerror(-err));
+        pthread_mutex_unlock(&images_lock);
         return;
     }
     ring_header->stop_at_ns = stop_at_ns;
@@ -887,19 +900,13 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
     if (err) {
         ring_destroy();
+        pthread_mutex_unlock(&images_lock);
         return;
     }
     osp__registry_set_table(&osp__the_registry, ring_header);
     osp__set_period(boot_rate);
     osp__header = ring_header;
-    /* A thread of the parent's that held the lock at the fork does not exist here, and the
-     * list it was changing is not to be trusted: a lock of our own, and a new scan. */
-    if (pthread_mutex_trylock(&images_lock) != 0) {
-        pthread_mutex_init(&images_lock, NULL);
-        pthread_mutex_lock(&images_lock);
-        osp__images_scan(&images);
-    }
-    osp__images_unsend(&images);
+    osp__images_unsend(&images); /* images_lock held: taken first thing (below) */
     pthread_mutex_lock(&osp__the_registry.lock);
     osp__images_emit(&images, &event_ring);
     pthread_mutex_unlock(&osp__the_registry.lock);
