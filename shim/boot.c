@@ -915,12 +915,13 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     osp__booted_pid = pid;
     atomic_store_explicit(&registry_ready, 1, memory_order_release);
     atomic_store_explicit(&osp__active_flag, 1, memory_order_release);
-    osp_prof_thread_register(fiber, label);
     forks_listen();
     daemon_spawned = greet_parent(parent_ring) == 0 || spawn_daemon(&boot_env) == 0;
     handover_close(); /* the ring, the switch events: the collector's now */
     if (!daemon_spawned)
         osp__kernel_waits_off();
+    /* Last: its timers start sampling now, and none of this boot's CPU is the program's. */
+    osp_prof_thread_register(fiber, label);
 }
 
 /* pthread_atfork child. Only this (now single) thread exists. The parent's ring, tables and
