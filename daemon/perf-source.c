@@ -24,12 +24,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,15 +97,31 @@ static long owner_of(int32_t pid)
     return uid;
 }
 
-/* One line saying why the kernel refused an event on pid with errno e. */
-static void refusal(int32_t pid, int e, char *err, size_t err_size)
+/* Who may attach is who may ptrace the process: the kernel's own check (ptrace's attach mode,
+ * Yama's ptrace_scope included), which process_vm_readv makes before it reads anything, here
+ * at an address never mapped (EFAULT: allowed). The perf events' own check is a weaker one
+ * (read mode, no Yama). 0, or the errno of the refusal. */
+static int ptrace_refused(int32_t pid)
 {
-    long paranoid = 2;
+    char byte;
+    struct iovec local = {&byte, 1}, remote = {NULL, 1};
+    if (process_vm_readv(pid, &local, 1, &remote, 1, 0) >= 0 || errno == EFAULT || errno == ENOSYS)
+        return 0;
+    return errno;
+}
+
+/* One line saying why the kernel refused an event on pid with errno e (ptrace: refused by
+ * ptrace's check, where perf_event_paranoid plays no part). */
+static void refusal(int32_t pid, int e, bool ptrace, char *err, size_t err_size)
+{
+    long paranoid = 2, scope = 0;
     read_int_file("/proc/sys/kernel/perf_event_paranoid", &paranoid);
+    if (geteuid() != 0)
+        read_int_file("/proc/sys/kernel/yama/ptrace_scope", &scope);
     long uid = owner_of(pid);
     if (e == ESRCH)
         snprintf(err, err_size, "no process %d", (int)pid);
-    else if ((e == EACCES || e == EPERM) && paranoid > 2)
+    else if ((e == EACCES || e == EPERM) && paranoid > 2 && !ptrace)
         snprintf(err, err_size,
                  "perf events are not allowed here (kernel.perf_event_paranoid is %ld; attaching "
                  "needs 2 or less, or CAP_PERFMON)",
@@ -113,6 +131,13 @@ static void refusal(int32_t pid, int e, char *err, size_t err_size)
                  "process %d belongs to another user (uid %ld); attaching to it needs "
                  "CAP_SYS_PTRACE, as ptrace does",
                  (int)pid, uid);
+    else if ((e == EACCES || e == EPERM) && scope > 0)
+        snprintf(err, err_size,
+                 "not allowed to attach to process %d: kernel.yama.ptrace_scope is %ld (%s); "
+                 "attaching needs what ptrace needs",
+                 (int)pid, scope,
+                 scope == 1 ? "only a parent may trace a process, or CAP_SYS_PTRACE"
+                            : "only CAP_SYS_PTRACE may");
     else if (e == EACCES || e == EPERM)
         snprintf(err, err_size,
                  "not allowed to attach to process %d (%s): it may be a setuid program or not "
@@ -234,12 +259,18 @@ int ospd_perf_open(struct ospd_perf_source *s, int32_t pid, uint32_t rate_hz, ch
     }
     for (uint32_t i = 0; i < s->ring_count; i++)
         s->rings[i].fd = -1;
+    int refused = ptrace_refused(pid);
+    if (refused != 0) {
+        refusal(pid, refused, true, err, err_size);
+        ospd_perf_close(s);
+        return -refused;
+    }
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
     DIR *dir = opendir(path);
     if (dir == NULL) {
         int e = errno;
-        refusal(pid, e == ENOENT ? ESRCH : e, err, err_size);
+        refusal(pid, e == ENOENT ? ESRCH : e, false, err, err_size);
         ospd_perf_close(s);
         return -e;
     }
@@ -265,7 +296,7 @@ int ospd_perf_open(struct ospd_perf_source *s, int32_t pid, uint32_t rate_hz, ch
     if (rc == 0 && threads == 0)
         rc = -ESRCH;
     if (rc != 0) {
-        refusal(pid, -rc, err, err_size);
+        refusal(pid, -rc, false, err, err_size);
         ospd_perf_close(s);
     }
     return rc;

@@ -15,6 +15,7 @@
 set -uo pipefail
 
 osprey=${1:?usage: e2e-attach.sh OSPREY SOURCE_DIR}
+osprey=$(cd "$(dirname "$osprey")" && pwd)/$(basename "$osprey")
 src=${2:?}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
@@ -146,4 +147,33 @@ expect_status 0 $? "attach to a process that exits mid-profile"
 wait "$pid3"
 expect_status 3 $? "the exiting program's exit status"
 
-finish "e2e-attach: whole stacks, CPU, a late thread, the wait's site, nothing left behind"
+# --- who may attach: who may ptrace the process ------------------------------------------------
+# As root, with nobody for the other user: nobody attaching to root's process, and to a process
+# of its own that is not dumpable (as a setuid program is not), is refused in one line. Needs
+# osprey and the target reachable by nobody (a build under /root is not: said when skipped).
+as_nobody() { setpriv --reuid nobody --regid nogroup --clear-groups "$@"; }
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && chmod 755 "$work" &&
+  as_nobody test -x "$osprey" && as_nobody test -x "$work/target"; then
+  "$work/target" "$work/never" 3 >"$work/out4" 2>&1 &
+  pid4=$!
+  pids+=("$pid4")
+  printf '#include <sys/prctl.h>\n#include <unistd.h>\nint main(void) { prctl(PR_SET_DUMPABLE, 0); sleep(3); return 0; }\n' >"$work/undumpable.c"
+  gcc "$work/undumpable.c" -o "$work/undumpable" && chmod 755 "$work/undumpable"
+  setpriv --reuid nobody --regid nogroup --clear-groups "$work/undumpable" & # not a function: $! is it
+  pid5=$!
+  pids+=("$pid5")
+  sleep 0.3
+  (cd / && as_nobody "$osprey" attach "$pid4" --duration 1 -o /tmp/never) >"$work/other" 2>&1
+  expect_status 1 $? "attach to another user's process"
+  expect_one_line "$work/other" "process $pid4 belongs to another user .*CAP_SYS_PTRACE" \
+    "attach to another user's process"
+  (cd / && as_nobody "$osprey" attach "$pid5" --duration 1 -o /tmp/never) >"$work/undump" 2>&1
+  expect_status 1 $? "attach to a process that is not dumpable"
+  expect_one_line "$work/undump" "not allowed to attach to process $pid5 .*not dumpable" \
+    "attach to a process that is not dumpable"
+  wait "$pid4" "$pid5"
+else
+  echo "who may attach: skipped (needs root, setpriv, and osprey reachable by nobody)"
+fi
+
+finish "e2e-attach: whole stacks, CPU, a late thread, the wait's site, nothing left behind, who may attach"
