@@ -906,7 +906,7 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     osp__registry_set_table(&osp__the_registry, ring_header);
     osp__set_period(boot_rate);
     osp__header = ring_header;
-    osp__images_unsend(&images); /* images_lock held: taken first thing (below) */
+    osp__images_unsend(&images); /* images_lock held: taken first thing (above) */
     pthread_mutex_lock(&osp__the_registry.lock);
     osp__images_emit(&images, &event_ring);
     pthread_mutex_unlock(&osp__the_registry.lock);

@@ -126,11 +126,6 @@ void osp__unwind_set_tables(const void *map, uint64_t size)
     own = (struct tables){map, map != NULL ? size : 0};
 }
 
-void osp__unwind_set_inherited(const void *map, uint64_t size)
-{
-    inherited = (struct tables){map, map != NULL ? size : 0};
-}
-
 void osp__unwind_fork(void)
 {
     /* The parent's own tables if they have a snapshot (or it had nothing else), else what it
