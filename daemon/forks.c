@@ -34,6 +34,7 @@
 
 #include "osp_ring.h"
 #include "ospd_forks.h"
+#include "ospd_target.h"
 
 extern char **environ;
 
@@ -154,16 +155,7 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
 /* Is the child still the image that greeted (alive, the ring in its maps)? */
 static bool still_there(const struct osp_fork_hello *hello)
 {
-    char path[64], line[OSP_MAX_PATH + 256];
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)hello->pid);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return false;
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f) != NULL)
-        found = strstr(line, hello->ring_name + 1) != NULL;
-    fclose(f);
-    return found;
+    return ospd_target_maps_ring(hello->pid, hello->ring_name) == 1;
 }
 
 /* Did the child record anything (a slot's ring written to)? */

@@ -13,5 +13,9 @@ int ospd_target_pidfd_status(int pidfd);
 /* Whether a thread of the process other than a zombie main thread is still alive (a main
  * thread that called pthread_exit stays a zombie while the others run). */
 bool ospd_target_threads_alive(int32_t pid);
+/* Whether the process maps the ring named `ring` (its memfd, "/osprey-..." less the slash, is
+ * in /proc/<pid>/maps): 1, 0, or -1 when its maps cannot be read or are empty (the process is
+ * gone, or a zombie on its way out). */
+int ospd_target_maps_ring(int32_t pid, const char *ring);
 
 #endif /* OSPD_TARGET_H */

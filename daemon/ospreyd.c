@@ -290,20 +290,7 @@ static void read_exe_fallback(struct ospd_daemon *d)
  * the maps file cannot be read the answer is "yes": only positive evidence ends a profile. */
 static bool target_maps_ring(const struct ospd_daemon *d)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)d->collector.pid);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return true;
-    const char *name = d->ring_name[0] == '/' ? d->ring_name + 1 : d->ring_name;
-    char line[OSP_MAX_PATH + 256];
-    bool found = false, any = false;
-    while (!found && fgets(line, sizeof line, f) != NULL) {
-        any = true;
-        found = strstr(line, name) != NULL;
-    }
-    fclose(f);
-    return found || !any;
+    return ospd_target_maps_ring(d->collector.pid, d->ring_name) != 0;
 }
 
 static void close_handles(struct ospd_daemon *d)

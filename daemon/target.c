@@ -98,3 +98,19 @@ bool ospd_target_threads_alive(int32_t pid)
     closedir(dir);
     return alive;
 }
+
+int ospd_target_maps_ring(int32_t pid, const char *ring)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return -1;
+    const char *name = ring[0] == '/' ? ring + 1 : ring;
+    char line[4096 + 256]; /* a path of up to OSP_MAX_PATH bytes and the fields before it */
+    int found = -1;
+    while (found != 1 && fgets(line, sizeof line, f) != NULL)
+        found = strstr(line, name) != NULL;
+    fclose(f);
+    return found;
+}
