@@ -108,7 +108,7 @@ void osp__warn(const char *fmt, ...)
     line[len++] = '\n';
     int saved = errno;
     for (size_t off = 0; off < len;) {
-        ssize_t w = write(STDERR_FILENO, line + off, len - off);
+        ssize_t w = osp__sys(SYS_write, STDERR_FILENO, (long)(line + off), (long)(len - off), 0, 0);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)

@@ -253,7 +253,7 @@ static int ring_create(uint32_t rate_hz, uint64_t random_bits, int reserve)
         osp__warn("cannot reserve %zu KiB of memory for the profiler's ring (%s); profiling is "
                   "off",
                   ring_bytes >> 10, strerror(-err));
-        close(fd);
+        osp__sys(SYS_close, fd, 0, 0, 0, 0);
         return -ECANCELED;
     }
     void *map = MAP_FAILED;
@@ -263,7 +263,7 @@ static int ring_create(uint32_t rate_hz, uint64_t random_bits, int reserve)
             err = -errno;
     }
     if (err) {
-        close(fd);
+        osp__sys(SYS_close, fd, 0, 0, 0, 0);
         return err;
     }
     ring_fd = fd;
@@ -302,7 +302,7 @@ static void unwind_create(void)
     }
     if (err) {
         if (fd >= 0)
-            close(fd);
+            osp__sys(SYS_close, fd, 0, 0, 0, 0);
         osp__warn("cannot create the unwind tables (%s); stacks follow frame pointers only",
                   strerror(-err));
         return;
@@ -315,7 +315,7 @@ static void unwind_create(void)
 static void handover_close(void)
 {
     if (unwind_fd >= 0)
-        close(unwind_fd);
+        osp__sys(SYS_close, unwind_fd, 0, 0, 0, 0);
     unwind_fd = -1;
     osp__switches_close(switch_fds, switch_count); /* and the switch events: ospreyd's now */
     switch_count = 0;
@@ -339,7 +339,7 @@ static void run_lock_take(void)
     int fd = open(lock, O_RDONLY | O_CLOEXEC);
     /* Not blocking: held exclusively, the run is over for osprey already. */
     if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0) {
-        close(fd);
+        osp__sys(SYS_close, fd, 0, 0, 0, 0);
         fd = -1;
     }
     run_lock_fd = fd;
@@ -364,7 +364,7 @@ static void ring_destroy(void)
     }
     shm_name[0] = '\0';
     if (ring_fd >= 0)
-        close(ring_fd);
+        osp__sys(SYS_close, ring_fd, 0, 0, 0, 0);
     ring_fd = -1;
 }
 
@@ -1061,6 +1061,7 @@ static void boot(void)
     }
     osp__booted_pid = getpid();
     osp__read_code_init();
+    osp__fds_timed_scan(); /* sockets with a timeout inherited across exec */
     pthread_atfork(NULL, NULL, at_fork_child);
     atomic_store_explicit(&registry_ready, 1, memory_order_release);
     /* Release: a thread that sees the flag sees the registry and ring set up above. */

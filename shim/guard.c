@@ -16,6 +16,8 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <semaphore.h>
@@ -29,6 +31,7 @@
 #include <sys/sem.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,8 +51,9 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
     return copy;
 }
 
-/* Define a wrapper: resolve the real function once, guard the call when `blocks` holds. */
-#define OSP__GUARDED(ret, name, params, args, blocks, fail)                                        \
+/* Define a wrapper: resolve the real function once, guard the call when `blocks` holds, then
+ * run `after` (osp__result in scope; errno is the call's again afterwards). */
+#define OSP__GUARDED_THEN(ret, name, params, args, blocks, fail, after)                            \
     __attribute__((visibility("default"))) ret name params                                         \
     {                                                                                              \
         static _Atomic(void *) real_sym;                                                           \
@@ -62,8 +66,25 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
         int guarded = (blocks) ? osp__guard_begin(&old, sym) : 0;                                  \
         ret osp__result = real args;                                                               \
         osp__guard_end(guarded, &old);                                                             \
+        int osp__errno = errno;                                                                    \
+        after;                                                                                     \
+        errno = osp__errno;                                                                        \
         return osp__result;                                                                        \
     }
+#define OSP__GUARDED(ret, name, params, args, blocks, fail)                                        \
+    OSP__GUARDED_THEN(ret, name, params, args, blocks, fail, (void)0)
+
+static int is_timeout_option(int name)
+{
+    return name == SO_RCVTIMEO || name == SO_SNDTIMEO
+#ifdef SO_RCVTIMEO_NEW
+           || name == SO_RCVTIMEO_NEW || name == SO_SNDTIMEO_NEW
+#endif
+#ifdef SO_RCVTIMEO_OLD
+           || name == SO_RCVTIMEO_OLD || name == SO_SNDTIMEO_OLD
+#endif
+        ;
+}
 
 static int timeval_blocks(const struct timeval *t)
 {
@@ -162,30 +183,183 @@ OSP__GUARDED(ssize_t, msgrcv, (int id, void *msg, size_t size, long type, int fl
 OSP__GUARDED(int, msgsnd, (int id, const void *msg, size_t size, int flags), (id, msg, size, flags),
              !(flags & IPC_NOWAIT), -1)
 
-/* Sockets: with SO_RCVTIMEO or SO_SNDTIMEO set they return EINTR instead of restarting. */
-OSP__GUARDED(int, accept, (int fd, struct sockaddr *addr, socklen_t *len), (fd, addr, len), 1, -1)
-OSP__GUARDED(int, accept4, (int fd, struct sockaddr *addr, socklen_t *len, int flags),
-             (fd, addr, len, flags), 1, -1)
+/* Sockets (timeouts.c): a blocking call on one is restarted after a handler unless the socket
+ * has a timeout (SO_RCVTIMEO, SO_SNDTIMEO), whatever the call, read and write included; those
+ * are guarded on a descriptor known to have one. accept and connect, rare and long, always. */
+static int sock_blocks(int fd, int flags)
+{
+    return !(flags & MSG_DONTWAIT) && osp__fd_timed(fd);
+}
+
+/* A connection accepted from a listener with a timeout may have inherited it (TCP does). */
+static void accepted(int listener, int fd)
+{
+    if (fd < 0)
+        return;
+    if (osp__fd_timed(listener))
+        osp__fd_timed_ask(fd);
+    else
+        osp__fd_timed_set(fd, 0);
+}
+
+/* Descriptors received (SCM_RIGHTS) may be sockets with a timeout. */
+static void received(const struct msghdr *msg)
+{
+    if (msg == NULL || msg->msg_control == NULL || msg->msg_controllen < sizeof(struct cmsghdr))
+        return;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c != NULL;
+         c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t k = 0; k < n; k++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(c) + k * sizeof fd, sizeof fd);
+            osp__fd_timed_ask(fd);
+        }
+    }
+}
+
+static void received_many(const struct mmsghdr *msgs, int n)
+{
+    for (int k = 0; k < n; k++)
+        received(&msgs[k].msg_hdr);
+}
+
+OSP__GUARDED_THEN(int, accept, (int fd, struct sockaddr *addr, socklen_t *len), (fd, addr, len), 1,
+                  -1, accepted(fd, osp__result))
+OSP__GUARDED_THEN(int, accept4, (int fd, struct sockaddr *addr, socklen_t *len, int flags),
+                  (fd, addr, len, flags), 1, -1, accepted(fd, osp__result))
 OSP__GUARDED(int, connect, (int fd, const struct sockaddr *addr, socklen_t len), (fd, addr, len), 1,
              -1)
 OSP__GUARDED(ssize_t, recv, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags),
-             !(flags & MSG_DONTWAIT), -1)
+             sock_blocks(fd, flags), -1)
+OSP__GUARDED(ssize_t, __recv_chk, (int fd, void *buf, size_t n, size_t buflen, int flags),
+             (fd, buf, n, buflen, flags), sock_blocks(fd, flags), -1)
 OSP__GUARDED(ssize_t, recvfrom,
              (int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *len),
-             (fd, buf, n, flags, addr, len), !(flags & MSG_DONTWAIT), -1)
-OSP__GUARDED(ssize_t, recvmsg, (int fd, struct msghdr *msg, int flags), (fd, msg, flags),
-             !(flags & MSG_DONTWAIT), -1)
-OSP__GUARDED(int, recvmmsg,
-             (int fd, struct mmsghdr *msgs, unsigned int n, int flags, struct timespec *t),
-             (fd, msgs, n, flags, t), !(flags & MSG_DONTWAIT), -1)
+             (fd, buf, n, flags, addr, len), sock_blocks(fd, flags), -1)
+OSP__GUARDED(ssize_t, __recvfrom_chk,
+             (int fd, void *buf, size_t n, size_t buflen, int flags, struct sockaddr *addr,
+              socklen_t *len),
+             (fd, buf, n, buflen, flags, addr, len), sock_blocks(fd, flags), -1)
+OSP__GUARDED_THEN(ssize_t, recvmsg, (int fd, struct msghdr *msg, int flags), (fd, msg, flags),
+                  sock_blocks(fd, flags), -1, if (osp__result >= 0) received(msg))
+OSP__GUARDED_THEN(int, recvmmsg,
+                  (int fd, struct mmsghdr *msgs, unsigned int n, int flags, struct timespec *t),
+                  (fd, msgs, n, flags, t),
+                  !(flags & MSG_DONTWAIT) && (t != NULL || osp__fd_timed(fd)), -1,
+                  received_many(msgs, osp__result))
 OSP__GUARDED(ssize_t, send, (int fd, const void *buf, size_t n, int flags), (fd, buf, n, flags),
-             !(flags & MSG_DONTWAIT), -1)
+             sock_blocks(fd, flags), -1)
 OSP__GUARDED(ssize_t, sendto,
              (int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
               socklen_t len),
-             (fd, buf, n, flags, addr, len), !(flags & MSG_DONTWAIT), -1)
+             (fd, buf, n, flags, addr, len), sock_blocks(fd, flags), -1)
 OSP__GUARDED(ssize_t, sendmsg, (int fd, const struct msghdr *msg, int flags), (fd, msg, flags),
-             !(flags & MSG_DONTWAIT), -1)
+             sock_blocks(fd, flags), -1)
+OSP__GUARDED(ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n), osp__fd_timed(fd), -1)
+OSP__GUARDED(ssize_t, __read_chk, (int fd, void *buf, size_t n, size_t buflen),
+             (fd, buf, n, buflen), osp__fd_timed(fd), -1)
+OSP__GUARDED(ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n), osp__fd_timed(fd),
+             -1)
+OSP__GUARDED(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n), osp__fd_timed(fd),
+             -1)
+OSP__GUARDED(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n), osp__fd_timed(fd),
+             -1)
+
+/* Where timeouts come from and go: the wrappers below only keep timeouts.c's set. */
+OSP__GUARDED_THEN(int, setsockopt, (int fd, int level, int name, const void *value, socklen_t len),
+                  (fd, level, name, value, len), 0, -1,
+                  if (osp__result == 0 && level == SOL_SOCKET && is_timeout_option(name))
+                      osp__fd_timed_ask(fd))
+OSP__GUARDED_THEN(int, socket, (int domain, int type, int protocol), (domain, type, protocol), 0,
+                  -1, osp__fd_timed_set(osp__result, 0))
+OSP__GUARDED_THEN(
+    int, socketpair, (int domain, int type, int protocol, int sv[2]), (domain, type, protocol, sv),
+    0, -1, if (osp__result == 0) {
+        osp__fd_timed_set(sv[0], 0);
+        osp__fd_timed_set(sv[1], 0);
+    })
+OSP__GUARDED_THEN(int, dup, (int fd), (fd), 0, -1,
+                  osp__fd_timed_set(osp__result, osp__fd_timed(fd)))
+OSP__GUARDED_THEN(int, dup2, (int fd, int to), (fd, to), 0, -1,
+                  if (osp__result >= 0 && fd != to) osp__fd_timed_set(to, osp__fd_timed(fd)))
+OSP__GUARDED_THEN(int, dup3, (int fd, int to, int flags), (fd, to, flags), 0, -1,
+                  if (osp__result >= 0) osp__fd_timed_set(to, osp__fd_timed(fd)))
+
+/* close forgets the descriptor before it is free to be handed out again. */
+__attribute__((visibility("default"))) int close(int fd)
+{
+    static _Atomic(void *) real_sym;
+    void *sym = osp__next_symbol(&real_sym, "close");
+    if (sym == NULL)
+        return -1;
+    int (*real)(int);
+    memcpy(&real, &sym, sizeof(real));
+    osp__fd_timed_set(fd, 0);
+    return real(fd);
+}
+
+__attribute__((visibility("default"))) int close_range(unsigned int first, unsigned int last,
+                                                       int flags)
+{
+    static _Atomic(void *) real_sym;
+    void *sym = osp__next_symbol(&real_sym, "close_range");
+    if (sym == NULL)
+        return -1;
+    int (*real)(unsigned int, unsigned int, int);
+    memcpy(&real, &sym, sizeof(real));
+    int r = real(first, last, flags);
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+        int saved = errno;
+        osp__fds_timed_forget(first, last);
+        errno = saved;
+    }
+    return r;
+}
+
+/* fcntl's third argument is an int or a pointer: passed on as a word, as the C library reads
+ * it. F_DUPFD copies the descriptor, its timeouts with it. */
+static int fcntl_as(_Atomic(void *) *cache, const char *name, int fd, int cmd, void *arg)
+{
+    void *sym = osp__next_symbol(cache, name);
+    if (sym == NULL)
+        return -1;
+    int (*real)(int, int, ...);
+    memcpy(&real, &sym, sizeof(real));
+    int r = real(fd, cmd, arg);
+    if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) {
+        int saved = errno;
+        osp__fd_timed_set(r, osp__fd_timed(fd));
+        errno = saved;
+    }
+    return r;
+}
+
+/* By their symbols: with _FILE_OFFSET_BITS=64 the header's fcntl is fcntl64. */
+int osp__fcntl(int fd, int cmd, ...) __asm__("fcntl");
+int osp__fcntl64(int fd, int cmd, ...) __asm__("fcntl64");
+
+__attribute__((visibility("default"))) int osp__fcntl(int fd, int cmd, ...)
+{
+    static _Atomic(void *) real_sym;
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return fcntl_as(&real_sym, "fcntl", fd, cmd, arg);
+}
+
+__attribute__((visibility("default"))) int osp__fcntl64(int fd, int cmd, ...)
+{
+    static _Atomic(void *) real_sym;
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return fcntl_as(&real_sym, "fcntl64", fd, cmd, arg);
+}
 
 /* A system call the kernel never restarts after a handler, made through syscall(2). The older
  * calls (poll, select, epoll_wait, pause) exist on x86_64 only; aarch64 has just their
@@ -222,13 +396,19 @@ static int syscall_never_restarted(long nr, const long *a)
     case SYS_accept:
     case SYS_accept4:
     case SYS_connect:
-    case SYS_recvfrom:
-    case SYS_recvmsg:
-    case SYS_recvmmsg:
-    case SYS_sendto:
-    case SYS_sendmsg:
     case SYS_io_getevents:
         return 1;
+    case SYS_recvmmsg:
+        return a[4] != 0 || osp__fd_timed((int)a[0]);
+    case SYS_read:
+    case SYS_write:
+    case SYS_readv:
+    case SYS_writev:
+    case SYS_recvfrom:
+    case SYS_recvmsg:
+    case SYS_sendto:
+    case SYS_sendmsg:
+        return osp__fd_timed((int)a[0]);
     case SYS_futex:
         return a[3] != 0; /* a wait with a timeout */
     default:

@@ -46,6 +46,27 @@ static const char *const interposed[] = {
     "pselect",
     "epoll_wait",
     "epoll_pwait",
+    /* Async-signal-safe calls a handler of the program's may be the first to make. */
+    "read",
+    "write",
+    "readv",
+    "writev",
+    "close",
+    "dup",
+    "dup2",
+    "fcntl",
+    "accept",
+    "connect",
+    "recv",
+    "recvfrom",
+    "recvmsg",
+    "send",
+    "sendto",
+    "sendmsg",
+    "setsockopt",
+    "socket",
+    "socketpair",
+    "sigsuspend",
 };
 #define OSP__INTERPOSED (sizeof(interposed) / sizeof(interposed[0]))
 /* Written by the constructor before the program's main runs; read-only afterwards. */

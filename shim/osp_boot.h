@@ -118,6 +118,31 @@ void osp__sigmask_child_end(int blocked);
  * SIGPROF alone means the program uses it (ours stop). Returns set or copy. */
 const sigset_t *osp__sigwait_set(const sigset_t *set, sigset_t *copy);
 
+/* ---- timeouts.c -------------------------------------------------------------------------- */
+
+/* The descriptors with a socket timeout (SO_RCVTIMEO or SO_SNDTIMEO): a signal handler makes
+ * a blocking call on one return EINTR, read and write included. One bit per descriptor below
+ * OSP__TIMED_FDS (128 KiB of zero pages, touched where a bit is set). */
+#define OSP__TIMED_FDS (1 << 20)
+extern _Atomic uint64_t osp__timed_fds[OSP__TIMED_FDS / 64];
+/* Might a blocking call on fd be cut short by a handler? A descriptor beyond the set: yes. */
+static inline int osp__fd_timed(int fd)
+{
+    if (fd < 0)
+        return 0;
+    if (fd >= OSP__TIMED_FDS)
+        return 1;
+    uint64_t word = atomic_load_explicit(&osp__timed_fds[fd / 64], memory_order_relaxed);
+    return (int)((word >> (fd % 64)) & 1);
+}
+void osp__fd_timed_set(int fd, int timed);
+/* Ask the kernel whether fd has a timeout now (getsockopt), and remember. errno is kept. */
+void osp__fd_timed_ask(int fd);
+/* At boot: ask of every descriptor the process holds (inherited across exec). */
+void osp__fds_timed_scan(void);
+/* Forget first..last (close_range). */
+void osp__fds_timed_forget(unsigned int first, unsigned int last);
+
 /* ---- boot.c ------------------------------------------------------------------------------ */
 
 /* Record objects loaded since the last look (dl_iterate_phdr; never with the registry lock

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -665,7 +667,14 @@ END_TEST
 START_TEST(blocking_calls_never_return_early)
 {
     static struct run plain, r;
-    const char *args[] = {"20", NULL};
+    /* A socket with a receive timeout the program inherits (its timeout set before it ran). */
+    int pair[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+    struct timeval rcv = {0, 3000};
+    ck_assert_int_eq(setsockopt(pair[0], SOL_SOCKET, SO_RCVTIMEO, &rcv, sizeof rcv), 0);
+    char fd[16];
+    snprintf(fd, sizeof fd, "%d", pair[0]);
+    const char *args[] = {"20", fd, NULL};
     run(&plain, "test-shim-blocking", args, NULL);
     ck_assert_msg(strstr(plain.out, "\nearly 0\n") != NULL, "%s", plain.out);
     const char *rates[] = {"997", "10000"};
@@ -676,6 +685,8 @@ START_TEST(blocking_calls_never_return_early)
         read_summary("k.txt");
         assert_well_formed();
     }
+    close(pair[0]);
+    close(pair[1]);
 }
 END_TEST
 

@@ -4,7 +4,8 @@
  * or return early. Built with -O2 -D_FORTIFY_SOURCE=2 (Debian's packaging default), so poll
  * and ppoll become __poll_chk and __ppoll_chk.
  *
- *   test-shim-blocking ROUNDS   prints "<call> <early>" per call, then "early <total>"
+ *   test-shim-blocking ROUNDS [FD]   prints "<call> <early>" per call, then "early <total>";
+ *                                    FD: a socket with SO_RCVTIMEO inherited from the caller
  */
 
 #include <errno.h>
@@ -23,6 +24,7 @@
 #include <sys/sem.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,6 +129,30 @@ static int call_recv_timeout(void)
     char c;
     return (int)recv(sock_fd, &c, 1, 0);
 }
+/* read and write on sockets with a timeout: the kernel's socket calls behind them return EINTR
+ * as recv does. The length is not a constant, so the fortified read is __read_chk. */
+static volatile size_t one_byte = 1;
+static int send_fd, dup_fd, inherited_fd;
+static int call_read_timeout(void)
+{
+    char c[4];
+    return (int)read(sock_fd, c, one_byte);
+}
+static int call_read_dup_timeout(void)
+{
+    struct iovec v = {&(char){0}, 1};
+    return (int)readv(dup_fd, &v, 1);
+}
+static int call_read_inherited_timeout(void)
+{
+    char c[4];
+    return (int)read(inherited_fd, c, one_byte);
+}
+static int call_write_timeout(void)
+{
+    char c = 0;
+    return (int)write(send_fd, &c, 1); /* its peer's buffer is full: blocks, then EAGAIN */
+}
 static int call_select(void)
 {
     struct timeval t = {0, WAIT_MS * 1000};
@@ -156,6 +182,10 @@ static const struct blocking_call calls[] = {
     {"epoll_wait", call_epoll_wait, 0},
     {"epoll_pwait2", call_epoll_pwait2, 0},
     {"recv-SO_RCVTIMEO", call_recv_timeout, 1},
+    {"read-SO_RCVTIMEO", call_read_timeout, 1},
+    {"readv-dup-SO_RCVTIMEO", call_read_dup_timeout, 1},
+    {"read-inherited-SO_RCVTIMEO", call_read_inherited_timeout, 1},
+    {"write-SO_SNDTIMEO", call_write_timeout, 1},
     {"select", call_select, 0},
 };
 
@@ -174,6 +204,15 @@ int main(int argc, char **argv)
     sock_fd = pair[0];
     struct timeval rcv = {0, WAIT_MS * 1000};
     setsockopt(sock_fd, SOL_SOCKET, SO_RCVTIMEO, &rcv, sizeof rcv);
+    dup_fd = dup(sock_fd);
+    inherited_fd = argc > 2 ? atoi(argv[2]) : sock_fd;
+    int full[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, full);
+    send_fd = full[0];
+    setsockopt(send_fd, SOL_SOCKET, SO_SNDTIMEO, &rcv, sizeof rcv);
+    static char chunk[4096];
+    while (send(send_fd, chunk, sizeof chunk, MSG_DONTWAIT) > 0)
+        ; /* the peer never reads: its buffer stays full */
     int total = 0;
     for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
         int early = 0;

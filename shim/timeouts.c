@@ -1,0 +1,114 @@
+/* timeouts.c — the sockets a signal cuts short: which descriptors have SO_RCVTIMEO or
+ * SO_SNDTIMEO set.
+ *
+ * A blocking call on a socket is restarted after a handler (SA_RESTART) unless the socket has a
+ * timeout of that direction; then it returns EINTR, whatever the call: recv or read, send or
+ * write (signal(7); the kernel's sock_intr_errno). guard.c blocks SIGPROF around such calls,
+ * but read and write are the commonest calls there are: they are guarded only on a descriptor
+ * this set holds. It is learnt where timeouts come from: the program's setsockopt (guard.c
+ * asks the kernel again after each SO_*TIMEO), a descriptor inherited across exec (looked at
+ * once, at boot: /proc/self/fd), one received (SCM_RIGHTS) or accepted from a listener that has
+ * a timeout (asked), and the dup family (copied); close forgets it. A descriptor this set
+ * cannot hold (beyond its size) counts as having a timeout: guarded for nothing costs two
+ * mask changes, unguarded may cost the program an EINTR.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "osp_base.h"
+#include "osp_boot.h"
+
+_Atomic uint64_t osp__timed_fds[OSP__TIMED_FDS / 64];
+
+void osp__fd_timed_set(int fd, int timed)
+{
+    if (fd < 0 || fd >= OSP__TIMED_FDS)
+        return;
+    uint64_t bit = 1ull << (fd % 64);
+    _Atomic uint64_t *word = &osp__timed_fds[fd / 64];
+    /* Read first: most descriptors never had a timeout, and their page stays untouched. */
+    uint64_t now = atomic_load_explicit(word, memory_order_relaxed);
+    if (timed && !(now & bit))
+        atomic_fetch_or_explicit(word, bit, memory_order_relaxed);
+    else if (!timed && (now & bit))
+        atomic_fetch_and_explicit(word, ~bit, memory_order_relaxed);
+}
+
+/* Does the socket have a timeout of this kind? Not a socket, or unknown: no. */
+static int has_timeout(int fd, int option)
+{
+    struct timeval t = {0, 0};
+    socklen_t len = sizeof t;
+    if (osp__sys(SYS_getsockopt, fd, SOL_SOCKET, option, (long)&t, (long)&len) != 0)
+        return 0;
+    return t.tv_sec != 0 || t.tv_usec != 0;
+}
+
+void osp__fd_timed_ask(int fd)
+{
+    if (fd < 0 || fd >= OSP__TIMED_FDS)
+        return;
+    int saved = errno;
+    osp__fd_timed_set(fd, has_timeout(fd, SO_RCVTIMEO) || has_timeout(fd, SO_SNDTIMEO));
+    errno = saved;
+}
+
+/* The kernel's directory entry, as getdents64 returns it (no libc wrapper before glibc 2.30,
+ * and opendir would allocate on the program's heap). */
+struct linux_dirent64 {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+void osp__fds_timed_scan(void)
+{
+    int saved = errno;
+    int dir = (int)osp__sys(SYS_openat, AT_FDCWD, (long)"/proc/self/fd",
+                            O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0);
+    if (dir < 0) {
+        errno = saved;
+        return; /* no /proc (a sandbox): inherited timeouts stay unknown */
+    }
+    _Alignas(8) char buf[4096];
+    long n;
+    while ((n = osp__sys(SYS_getdents64, dir, (long)buf, sizeof buf, 0, 0)) > 0) {
+        for (long at = 0; at < n;) {
+            struct linux_dirent64 *d = (struct linux_dirent64 *)(void *)(buf + at);
+            at += d->d_reclen;
+            if (d->d_name[0] < '0' || d->d_name[0] > '9')
+                continue;
+            int fd = atoi(d->d_name);
+            if (fd != dir)
+                osp__fd_timed_ask(fd);
+        }
+    }
+    osp__sys(SYS_close, dir, 0, 0, 0, 0);
+    errno = saved;
+}
+
+void osp__fds_timed_forget(unsigned int first, unsigned int last)
+{
+    if (first >= OSP__TIMED_FDS)
+        return;
+    if (last >= OSP__TIMED_FDS)
+        last = OSP__TIMED_FDS - 1;
+    for (unsigned int fd = first; fd <= last;) {
+        _Atomic uint64_t *word = &osp__timed_fds[fd / 64];
+        if (fd % 64 == 0 && last - fd >= 63) {
+            if (atomic_load_explicit(word, memory_order_relaxed) != 0)
+                atomic_store_explicit(word, 0, memory_order_relaxed);
+            fd += 64;
+        } else {
+            osp__fd_timed_set((int)fd, 0);
+            fd++;
+        }
+    }
+}
