@@ -194,6 +194,9 @@ void osp__set_period(uint32_t rate_hz);
 
 /* ---- slot.c ------------------------------------------------------------------------------ */
 
+/* Short-wait sites a thread remembers (a loop alternating a few blocking calls). */
+#define OSP__SPAN_SITES 4
+
 struct osp__slot {
     /* Fixed at slot creation. */
     uint32_t index;
@@ -225,7 +228,13 @@ struct osp__slot {
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     uint32_t wait_flags;             /* OSP_SPAN_* of the open wait, for ospreyd's timing */
     uint64_t guard_cpu_ns; /* the CPU clock as a guarded call began, when a sample was due */
-    uint32_t span_hash;    /* of the last short span written (a repeated site once) */
+    /* The sites of the last short waits written (slot.c's emit_span): a site's short waits
+     * are written again once they add up to half a period. */
+    struct {
+        uint32_t hash;
+        uint64_t unwritten_ns;
+    } span_sites[OSP__SPAN_SITES];
+    uint32_t span_next; /* the entry the next new site takes */
     uint32_t wait_depth;
     uint64_t wait_generation; /* of the unwind snapshot its stack was taken with */
     uint64_t wait_pcs[OSP_MAX_DEPTH];

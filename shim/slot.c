@@ -99,27 +99,59 @@ int osp__kernel_waits(void)
     return atomic_load_explicit(&h->daemon_state, memory_order_acquire) == OSP_DAEMON_NONE;
 }
 
+static int collector_attached(void)
+{
+    struct osp_ring_header *h = osp__header;
+    return h != NULL &&
+           atomic_load_explicit(&h->daemon_state, memory_order_relaxed) != OSP_DAEMON_NONE;
+}
+
+/* Should a short wait at this site (hash) be written? Once when the site is new among the
+ * last few; then once its short waits since add up to half a period, so a site's spans stand
+ * for its share of the time. A loop that blocks briefly at one site 100,000 times a second,
+ * or alternates a send and a recv on a socket with timeouts, writes about one span per half
+ * period and site, not one per call (that filled the slot's ring, and its samples were lost);
+ * ospreyd gives each short block no span covers the site of the span before it. */
+static int short_span_due(struct osp__slot *s, uint32_t hash, uint64_t length_ns)
+{
+    for (uint32_t i = 0; i < OSP__SPAN_SITES; i++) {
+        if (s->span_sites[i].hash != hash)
+            continue;
+        s->span_sites[i].unwritten_ns += length_ns;
+        if (s->span_sites[i].unwritten_ns < osp__period_ns || !collector_attached())
+            return 0; /* nobody reads the ring before ospreyd attaches: new sites only */
+        s->span_sites[i].unwritten_ns = 0;
+        return 1;
+    }
+    uint32_t i = s->span_next++ % OSP__SPAN_SITES;
+    s->span_sites[i].hash = hash;
+    s->span_sites[i].unwritten_ns = 0;
+    return 1;
+}
+
 /* A wait's site for ospreyd: written when it was long enough to be a sample of its own, when
- * it is a capture, or when its stack differs from the last short one (a loop that blocks
- * briefly at one site 100,000 times a second writes it once; ospreyd gives the short waits it
- * sees the site of the span before them). Async-signal-safe. */
+ * it is a capture, or when a short one is due (short_span_due). Async-signal-safe. */
 static void emit_span(struct osp__event_ring *w, struct osp__slot *s, uint64_t end_ns)
 {
     uint32_t hash = 2166136261u;
     for (uint32_t i = 0; i < s->wait_depth; i++)
         hash = (hash ^ (uint32_t)(s->wait_pcs[i] ^ s->wait_pcs[i] >> 32)) * 16777619u;
-    int long_enough = end_ns - s->wait_t_ns >= osp__period_ns / 2;
-    if (!long_enough && !(s->wait_flags & OSP_SPAN_CAPTURED_START) && hash == s->span_hash)
+    uint64_t length = end_ns - s->wait_t_ns;
+    int is_short = length < osp__period_ns / 2 && !(s->wait_flags & OSP_SPAN_CAPTURED_START);
+    if (is_short && !short_span_due(s, hash, length))
         return;
-    s->span_hash = hash;
     uint32_t depth = s->wait_depth > OSP_MAX_DEPTH ? OSP_MAX_DEPTH : s->wait_depth;
     if (w->data == NULL || depth == 0)
         return;
     uint32_t size = (uint32_t)sizeof(struct osp_rec_wait_span) + depth * 8u;
     uint64_t new_head;
-    struct osp_rec_wait_span *rec = osp__event_ring_reserve(w, size, &new_head);
+    /* A short wait's span is a hint (its time is the kernel's, and ospreyd gives its block the
+     * site of the span before): it leaves the samples' headroom free, and none is lost. */
+    struct osp_rec_wait_span *rec = is_short ? osp__event_ring_reserve_sample(w, size, &new_head)
+                                             : osp__event_ring_reserve(w, size, &new_head);
     if (rec == NULL) {
-        osp__event_ring_count_drops(w, 1);
+        if (!is_short)
+            osp__event_ring_count_drops(w, 1);
         return;
     }
     rec->h.type = OSP_REC_WAIT_SPAN;
