@@ -166,6 +166,7 @@ static void usage(FILE *f)
         "  --attach-ring NAME  the ring's POSIX shared-memory name (\"/osprey-...\")\n"
         "  --out PATH          where to write the raw profile (JSON, version 1)\n"
         "  --detach            run in the background, in a session of its own\n"
+        "  --detached          in a session of its own, started in the background already\n"
         "  --unwind-fd N       the shim's unwind tables (proto/osp_unwind.h) on descriptor N\n"
         "  --ring-fd N         a forked child's ring on descriptor N (with --ring-name NAME:\n"
         "                      its name, under which the child's own children greet us)\n"
@@ -889,18 +890,20 @@ static void close_inherited_fds(void)
 }
 
 /* Fork into the background: the parent exits 0 at once (its caller waits for it), the child
- * leaves the caller's session and directories. stderr stays so warnings reach the user. */
-static int detach(void)
+ * leaves the caller's session and directories. stderr stays so warnings reach the user. Started
+ * in the background already (--detached: the shim's grandchild, whose parent has exited), no
+ * fork: one process creation less for every profiled image. */
+static int detach(bool fork_first)
 {
     close_inherited_fds();
-    pid_t pid = fork();
+    pid_t pid = fork_first ? fork() : 0;
     if (pid < 0) {
         fprintf(stderr, "osprey: ospreyd: cannot fork: %s\n", strerror(errno));
         return -1;
     }
     if (pid > 0)
         _exit(0);
-    setsid();
+    setsid(); /* not a process group's leader either way */
     if (chdir("/") != 0)
         return -1;
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -953,6 +956,7 @@ int main(int argc, char **argv)
         {"attach-ring", required_argument, NULL, 'r'},
         {"out", required_argument, NULL, 'o'},
         {"detach", no_argument, NULL, 'd'},
+        {"detached", no_argument, NULL, 'D'},
         {"unwind-fd", required_argument, NULL, 'u'},
         {"switch-fds", required_argument, NULL, 's'},
         {"ring-fd", required_argument, NULL, 'f'},
@@ -969,7 +973,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--attach-pid") == 0 || strncmp(argv[i], "--attach-pid=", 13) == 0)
             return ospd_attach_main(argc, argv);
     struct ospd_daemon d = {.pidfd = -1};
-    bool detached = false;
+    bool detached = false, fork_first = false;
     const char *out = NULL;
     opterr = 0;
     int opt;
@@ -1018,7 +1022,9 @@ int main(int argc, char **argv)
             break;
         }
         case 'd':
+        case 'D':
             detached = true;
+            fork_first = opt == 'd';
             break;
         case 'e':
             d.export_formats = optarg;
@@ -1055,7 +1061,7 @@ int main(int argc, char **argv)
     d.out_path = out_path;
     signal(SIGPIPE, SIG_IGN);
     take_run_lock(out_path);
-    if (detached && detach() != 0) {
+    if (detached && detach(fork_first) != 0) {
         free(out_path);
         return 1;
     }

@@ -9,6 +9,7 @@ packages=(
   libuv1-dev libjansson-dev check valgrind python3 jq
   tmux  # the terminal test (tests/e2e-terminal.sh) drives osprey in a real terminal
   libdw-dev libelf-dev  # elfutils: the CFI ospreyd evaluates into unwind tables
+  libbz2-dev  # libdw's archive needs it (ospreyd links its libraries' archives: prefer_static)
   gcc-mingw-w64-x86-64 wasi-libc
   nodejs npm chromium
   libkrb5-dev  # code-server's kerberos module, built for the real-editor test (vscode/test-editor)
@@ -19,7 +20,7 @@ packages=(
   # and the arm64 libraries from multiarch, which bring the arm64 loader and libc qemu runs
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   libuv1-dev:arm64 libjansson-dev:arm64 libdw-dev:arm64 libelf-dev:arm64 check:arm64
-  zlib1g-dev:arm64 libprotobuf-c-dev:arm64
+  zlib1g-dev:arm64 libprotobuf-c-dev:arm64 libbz2-dev:arm64
 )
 
 missing=()

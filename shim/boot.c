@@ -500,7 +500,7 @@ static int spawn_child(void *p)
     return 127;
 }
 
-/* Start ospreyd --ring-fd 3 --ring-name NAME --out PATH --detach from a grandchild (spawn_child)
+/* Start ospreyd --ring-fd 3 --ring-name NAME --out PATH --detached from a grandchild (spawn_child)
  * and reap the short-lived child right away, so the daemon is never the program's child. Does not
  * wait for the daemon. */
 static int spawn_daemon(const struct boot_env *env)
@@ -518,7 +518,7 @@ static int spawn_daemon(const struct boot_env *env)
         return -err;
     }
     char *argv[22] = {"ospreyd", "--ring-fd", "3",      "--ring-name",
-                      shm_name,  "--out",     out_path, "--detach"};
+                      shm_name,  "--out",     out_path, "--detached"};
     int argc = 8;
     int fds[OSP__SPAWN_FDS];
     int count = 0;

@@ -378,16 +378,18 @@ int main(int argc, char **argv)
             out = argv[++i];
         else if (strcmp(argv[i], "--detach") == 0)
             detach = 1;
+        else if (strcmp(argv[i], "--detached") == 0)
+            detach = 2; /* in the background already: no fork */
     }
     if (ring == NULL || out == NULL) {
         fprintf(stderr,
                 "usage: %s --attach-ring NAME | --ring-fd N --ring-name NAME --out PATH "
-                "[--detach]\n",
+                "[--detach | --detached]\n",
                 argv[0]);
         return 2;
     }
     if (detach) {
-        pid_t pid = fork();
+        pid_t pid = detach == 1 ? fork() : 0;
         if (pid < 0)
             return 1;
         if (pid > 0)
