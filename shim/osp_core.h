@@ -221,6 +221,7 @@ struct osp__slot {
      * blocked), except at exit (see boot.c). */
     struct osp__credit credit;
     uint64_t last_run_ns, last_cpu_ns; /* when the handler last ran, and the CPU clock then */
+    uint64_t registered_cpu_ns;        /* the CPU clock as it registered (mark_automatic's) */
     int wait_open;                     /* a wait has been captured and not yet written */
     int guard_leaving; /* between a guarded call's return and SIGPROF's unblocking */
     int in_guard;      /* inside a guarded call (osp__guard_wait_begin .. _end) */
@@ -234,7 +235,8 @@ struct osp__slot {
         uint32_t hash;
         uint64_t unwritten_ns;
     } span_sites[OSP__SPAN_SITES];
-    uint32_t span_next; /* the entry the next new site takes */
+    uint32_t span_next;          /* the entry the next new site takes */
+    uint64_t voluntary_switches; /* the thread's, at its last short wait (emit_span) */
     uint32_t wait_depth;
     uint64_t wait_generation; /* of the unwind snapshot its stack was taken with */
     uint64_t wait_pcs[OSP_MAX_DEPTH];

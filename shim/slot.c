@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -99,6 +100,14 @@ int osp__kernel_waits(void)
     return atomic_load_explicit(&h->daemon_state, memory_order_acquire) == OSP_DAEMON_NONE;
 }
 
+/* A site's spans stand for a period of its waits, and never for less than a millisecond:
+ * the kernel times the waits, a span only names their site, and at 10 kHz a client waiting
+ * 60 us per request would otherwise write one per call (under load its ring overflowed). */
+static uint64_t span_unit_ns(void)
+{
+    return osp__period_ns > 1000000u ? osp__period_ns : 1000000u;
+}
+
 static int collector_attached(void)
 {
     struct osp_ring_header *h = osp__header;
@@ -106,11 +115,26 @@ static int collector_attached(void)
            atomic_load_explicit(&h->daemon_state, memory_order_relaxed) != OSP_DAEMON_NONE;
 }
 
+/* Has the thread given up its CPU (a voluntary switch: it blocked) since the last short wait
+ * it wrote or weighed? One system call per short wait. A short call that did not block (a send
+ * with room, a recv with data waiting) weighs nothing: its wall time is the kernel's work, not a
+ * wait, and weighed by it a client's sends took a fifth of its recv waits under load. */
+static int blocked_since_last(struct osp__slot *s)
+{
+    struct rusage ru;
+    if (osp__sys(SYS_getrusage, RUSAGE_THREAD, (long)&ru, 0, 0, 0) != 0)
+        return 1;
+    uint64_t switches = (uint64_t)ru.ru_nvcsw;
+    int blocked = switches != s->voluntary_switches;
+    s->voluntary_switches = switches;
+    return blocked;
+}
+
 /* Should a short wait at this site (hash) be written? Once when the site is new among the
- * last few; then once its short waits since add up to half a period, so a site's spans stand
+ * last few; then once its short waits since add up to a span's unit, so a site's spans stand
  * for its share of the time. A loop that blocks briefly at one site 100,000 times a second,
- * or alternates a send and a recv on a socket with timeouts, writes about one span per half
- * period and site, not one per call (that filled the slot's ring, and its samples were lost);
+ * or alternates a send and a recv on a socket with timeouts, writes about one span per unit
+ * and site, not one per call (that filled the slot's ring, and its samples were lost);
  * ospreyd gives each short block no span covers the site of the span before it. */
 static int short_span_due(struct osp__slot *s, uint32_t hash, uint64_t length_ns)
 {
@@ -118,7 +142,7 @@ static int short_span_due(struct osp__slot *s, uint32_t hash, uint64_t length_ns
         if (s->span_sites[i].hash != hash)
             continue;
         s->span_sites[i].unwritten_ns += length_ns;
-        if (s->span_sites[i].unwritten_ns < osp__period_ns || !collector_attached())
+        if (s->span_sites[i].unwritten_ns < span_unit_ns() || !collector_attached())
             return 0; /* nobody reads the ring before ospreyd attaches: new sites only */
         s->span_sites[i].unwritten_ns = 0;
         return 1;
@@ -129,16 +153,16 @@ static int short_span_due(struct osp__slot *s, uint32_t hash, uint64_t length_ns
     return 1;
 }
 
-/* A wait's site for ospreyd: written when it was long enough to be a sample of its own, when
- * it is a capture, or when a short one is due (short_span_due). Async-signal-safe. */
+/* A wait's site for ospreyd: written when it was long (half a unit or more), when it is a
+ * capture, or when a short one is due (short_span_due). Async-signal-safe. */
 static void emit_span(struct osp__event_ring *w, struct osp__slot *s, uint64_t end_ns)
 {
     uint32_t hash = 2166136261u;
     for (uint32_t i = 0; i < s->wait_depth; i++)
         hash = (hash ^ (uint32_t)(s->wait_pcs[i] ^ s->wait_pcs[i] >> 32)) * 16777619u;
     uint64_t length = end_ns - s->wait_t_ns;
-    int is_short = length < osp__period_ns / 2 && !(s->wait_flags & OSP_SPAN_CAPTURED_START);
-    if (is_short && !short_span_due(s, hash, length))
+    int is_short = length < span_unit_ns() / 2 && !(s->wait_flags & OSP_SPAN_CAPTURED_START);
+    if (is_short && !short_span_due(s, hash, blocked_since_last(s) ? length : 0))
         return;
     uint32_t depth = s->wait_depth > OSP_MAX_DEPTH ? OSP_MAX_DEPTH : s->wait_depth;
     if (w->data == NULL || depth == 0)

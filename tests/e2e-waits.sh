@@ -8,7 +8,8 @@
 #   - nap: each of its 100 waits of 15 ms is a slice of its own in trace.json;
 #   - the raw file says the waits were timed from the kernel's records;
 #   - pingpong (997 Hz, 10 kHz): nothing dropped, the on-CPU total within 5% of the process's
-#     CPU time, and the client's waiting under recv_site (85% of it at least).
+#     CPU time, and the client's waiting under recv_site (95% of it at least; its sends
+#     never block).
 # Where the kernel refuses perf events to this user (perf_event_paranoid 3, a container), the
 # waits are the shim's own and only the join is checked; in CI (root) that is a failure.
 # And the README's example (examples/hotspot.c): its main thread waits in pthread_join, under
@@ -101,7 +102,7 @@ for name in ["pingpong-997", "pingpong-10000"] if kernel else []:
     check(abs(on - cpu) <= 0.05 * cpu, "%s: %.3f s on the CPU recorded of %.3f s" % (name, on, cpu))
     main = [t for t in raw["threads"] if t["fiber"] == 0][0]["waited_ns"] / 1e9
     at_recv, _ = waited(name, "recv_site")
-    check(at_recv >= 0.85 * main, "%s: recv_site has %.3f s of the client's %.3f s waiting" %
+    check(at_recv >= 0.95 * main, "%s: recv_site has %.3f s of the client's %.3f s waiting" %
           (name, at_recv, main))
 raw = json.load(open(work + "/hotspot.raw.json"))
 main = [i for i, t in enumerate(raw["threads"]) if t["fiber"] == 0]
