@@ -130,10 +130,6 @@ static void build_done(uv_work_t *req, int status)
 {
     struct build_job *job = req->data;
     struct ospd_unwinder *u = job->u;
-    u->pending--;
-    if (u->attached) /* relaxed: advisory for the shim (osp_unwind.h) */
-        atomic_store_explicit(&((struct osp_unwind_header *)u->map)->builds_pending, u->pending,
-                              memory_order_relaxed);
     if (status == 0 && job->rc == 0 && u->attached) {
         uint64_t start = job->rows.bias + job->rows.start_vaddr;
         int rc = ospd_unwind_region_publish(&u->region, start, &job->rows);
@@ -160,6 +156,13 @@ static void build_done(uv_work_t *req, int status)
         if (u->attached)
             atomic_fetch_add_explicit(&h->images_failed, 1, memory_order_relaxed);
     }
+    /* Only now, with the rows published: a shim that reads no build pending takes its wait
+     * stacks as final (shim/handler.c), and one taken between the two stores would be cut
+     * where this image has no frame pointers, for as long as the wait lasts. */
+    u->pending--;
+    if (u->attached) /* relaxed: advisory for the shim (osp_unwind.h) */
+        atomic_store_explicit(&((struct osp_unwind_header *)u->map)->builds_pending, u->pending,
+                              memory_order_release);
     ospd_unwind_rows_free(&job->rows);
     free(job);
 }

@@ -224,7 +224,6 @@ static void finish_block(struct ospd_collector *c, uint32_t thread, struct ospd_
     }
     wt->blocks[wt->block_count++] = (struct ospd_wait_block){start, end};
     c->waits.blocks++;
-    c->waits.blocks++;
     if (wt->block_count > MAX_PENDING)
         resolve_thread(c, thread, wt, end, false);
 }

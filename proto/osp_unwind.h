@@ -77,9 +77,10 @@ struct osp_unwind_header {
     _Atomic uint32_t images_ready;   /* images whose rows are published (informational) */
     _Atomic uint32_t images_failed;  /* images ospreyd could not build rows for */
     _Atomic uint64_t rows_published; /* rows over all published tables */
-    _Atomic uint32_t builds_pending; /* images being built now (relaxed): while it is not 0, a
-                                      * wait's stack captured without their rows is taken
-                                      * again (shim/README.md) */
+    _Atomic uint32_t builds_pending; /* images being built now, dropped (release) only once
+                                      * an image's rows are published: while it is not 0, or
+                                      * the generation moved, a wait's stack captured without
+                                      * their rows is taken again (shim/README.md) */
     uint32_t reserved1;
     uint8_t reserved2[64]; /* zero */
 };

@@ -178,10 +178,12 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             }
             needed = osp__credit_needed(&s->credit, cpu, period_ns);
             osp__slot_arm_cpu_timer(s, needed);
-            /* While ospreyd is still building rows, look at the wait again in 10 ms — for the
-             * first 2 s of a wait at most, so that a daemon that died mid-build cannot make
-             * waiting threads cost a signal every 10 ms. */
-            if (now - s->wait_t_ns < 2000000000u && osp__unwind_settling())
+            /* While ospreyd is still building rows (or published some since this stack was
+             * taken: it drops the count only after publishing), look at the wait again in
+             * 10 ms — for the first 2 s of a wait at most, so that a daemon that died
+             * mid-build cannot make waiting threads cost a signal every 10 ms. */
+            if (now - s->wait_t_ns < 2000000000u &&
+                (osp__unwind_settling() || osp__unwind_generation() != generation))
                 osp__slot_arm_sampling(s, now + 10000000u);
             osp__slot_publish(s, OSP_SLOT_BLOCKED, UINT64_MAX);
         } else {

@@ -163,9 +163,11 @@ int osp__unwind_settling(void)
     if (own.base == NULL)
         return 0;
     const struct osp_unwind_header *h = (const struct osp_unwind_header *)own.base;
-    /* Relaxed: advisory; the snapshot itself is read with (U2). */
-    return osp_unwind_snapshot(own.base, own.size) == NULL ||
-           atomic_load_explicit((_Atomic uint32_t *)&h->builds_pending, memory_order_relaxed) != 0;
+    /* Acquire: ospreyd drops the count with release after publishing an image's rows, so a
+     * generation read after a count of 0 includes them (handler.c compares it). */
+    return atomic_load_explicit((_Atomic uint32_t *)&h->builds_pending, memory_order_acquire) !=
+               0 ||
+           osp_unwind_snapshot(own.base, own.size) == NULL;
 }
 
 /* The row for pc in the snapshot, or NULL. Async-signal-safe: reads only inside the mapping. */
