@@ -196,6 +196,9 @@ void osp__set_period(uint32_t rate_hz);
 
 /* Short-wait sites a thread remembers (a loop alternating a few blocking calls). */
 #define OSP__SPAN_SITES 4
+/* A sampling timer's signal this late found the thread off its CPU (preempted): a running
+ * thread's lands within microseconds, and the scheduler's slices are longer. */
+#define OSP__PREEMPTED_NS 200000u
 
 struct osp__slot {
     /* Fixed at slot creation. */
@@ -224,6 +227,7 @@ struct osp__slot {
     uint64_t registered_cpu_ns;        /* the CPU clock as it registered (mark_automatic's) */
     int wait_open;                     /* a wait has been captured and not yet written */
     int guard_leaving; /* between a guarded call's return and SIGPROF's unblocking */
+    uint32_t rephased; /* sampling timer landings moved on in a row (handler.c: preempted) */
     int in_guard;      /* inside a guarded call (osp__guard_wait_begin .. _end) */
     uint64_t guard_sp; /* the stack pointer there: a frame above it means the call is gone */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
