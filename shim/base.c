@@ -71,6 +71,14 @@ int osp__sigmask_raw(int how, const sigset_t *set, sigset_t *old)
     return 0;
 }
 
+int osp__sigprof_mask_raw(int how, sigset_t *old)
+{
+    sigset_t prof;
+    sigemptyset(&prof);
+    sigaddset(&prof, SIGPROF);
+    return osp__sigmask_raw(how, &prof, old);
+}
+
 /* The stderr the program started with (device and inode), or st_ino 0 when unknown. */
 static struct stat warn_stream;
 

@@ -78,11 +78,9 @@ static void shadow_write_blocked(const struct sigaction *in)
 
 void osp__sigprof_shadow_write(const struct sigaction *in)
 {
-    sigset_t prof, old;
-    sigemptyset(&prof);
-    sigaddset(&prof, SIGPROF);
+    sigset_t old;
     pthread_mutex_lock(&shadow_writers);
-    osp__sigmask_raw(SIG_BLOCK, &prof, &old);
+    osp__sigprof_mask_raw(SIG_BLOCK, &old);
     shadow_write_blocked(in);
     osp__sigmask_raw(SIG_SETMASK, &old, NULL);
     pthread_mutex_unlock(&shadow_writers);
@@ -205,12 +203,8 @@ void osp__sigprof_forward(int sig, siginfo_t *info, void *context)
     else
         sigaddset(&mask, SIGPROF);
     osp__sigmask_raw(SIG_BLOCK, &mask, &old);
-    if (act.sa_flags & SA_NODEFER) {
-        sigset_t prof;
-        sigemptyset(&prof);
-        sigaddset(&prof, SIGPROF);
-        osp__sigmask_raw(SIG_UNBLOCK, &prof, NULL);
-    }
+    if (act.sa_flags & SA_NODEFER)
+        osp__sigprof_mask_raw(SIG_UNBLOCK, NULL);
     if (siginfo)
         act.sa_sigaction(sig, info, context);
     else

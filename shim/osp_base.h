@@ -76,6 +76,8 @@ void osp__nap_us(long us);
  * mask changes, which the program's interposed pthread_sigmask must not see. Returns 0 or
  * -errno. Async-signal-safe. */
 int osp__sigmask_raw(int how, const sigset_t *set, sigset_t *old);
+/* The same for SIGPROF alone (SIG_BLOCK or SIG_UNBLOCK); old may be NULL. */
+int osp__sigprof_mask_raw(int how, sigset_t *old);
 /* Remember what fd 2 is now (at boot): warnings go there only while it stays the same. */
 void osp__warn_remember_stderr(void);
 /* One line on stderr, prefixed "osprey: " (write(2), no stdio buffering). */

@@ -163,10 +163,7 @@ static inline int osp__guard_begin(sigset_t *old, const void *fn)
         return 0;
     /* A guarded call this thread left by longjmp: its block of SIGPROF is undone first. */
     osp__guard_repair_if_left(osp__tls_slot, (uint64_t)(uintptr_t)__builtin_frame_address(0));
-    sigset_t prof;
-    sigemptyset(&prof);
-    sigaddset(&prof, SIGPROF);
-    if (osp__sigmask_raw(SIG_BLOCK, &prof, old) != 0) /* raw: not a mask the program set */
+    if (osp__sigprof_mask_raw(SIG_BLOCK, old) != 0) /* raw: not a mask the program set */
         return 0;
     if (sigismember(old, SIGPROF)) {
         osp__sigmask_raw(SIG_SETMASK, old, NULL);

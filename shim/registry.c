@@ -501,10 +501,8 @@ void osp__registry_mark_automatic(struct osp__registry *reg, uint64_t start_pc)
     /* Born under our pthread_create: all of its CPU time is its own, the start and the
      * registration included (tens of microseconds, a tenth of a 300 us thread's under load).
      * The credit counts from its birth; SIGPROF is held off while it changes. */
-    sigset_t prof, old;
-    sigemptyset(&prof);
-    sigaddset(&prof, SIGPROF);
-    if (osp__sigmask_raw(SIG_BLOCK, &prof, &old) != 0)
+    sigset_t old;
+    if (osp__sigprof_mask_raw(SIG_BLOCK, &old) != 0)
         return;
     s->credit.paid_ns -= s->registered_cpu_ns;
     s->registered_cpu_ns = 0;

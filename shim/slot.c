@@ -372,9 +372,6 @@ int osp__guard_repair_if_left(struct osp__slot *s, uint64_t sp)
         osp__slot_publish(s, OSP_SLOT_RUNNING, now + osp__period_ns / 2);
         osp__slot_arm_sampling(s, now + osp__period_ns / 2);
     }
-    sigset_t prof;
-    sigemptyset(&prof);
-    sigaddset(&prof, SIGPROF);
-    osp__sigmask_raw(SIG_UNBLOCK, &prof, NULL); /* the guard's block: never the program's */
+    osp__sigprof_mask_raw(SIG_UNBLOCK, NULL); /* the guard's block: never the program's */
     return 1;
 }

@@ -12,7 +12,6 @@
  * cannot hold (beyond its size) counts as having a timeout: guarded for nothing costs two
  * mask changes, unguarded may cost the program an EINTR.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/socket.h>
