@@ -86,6 +86,7 @@ static int switch_count;
 static void *unwind_map = MAP_FAILED;
 static char out_path[PATH_MAX];
 static int daemon_spawned;
+static long daemon_spawned_pid; /* the process that became ospreyd (spawn_child), or 0 */
 static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
 /* Its destructor unregisters a registered thread however it ends: by returning, by
  * pthread_exit or by cancellation alike. */
@@ -449,6 +450,7 @@ struct daemon_spawn {
     char **argv, **envp;
     const int *fds; /* handed over as fds 3, 4, ... in this order */
     int count;
+    long pid; /* out: the grandchild's, written by the child (it shares our memory) */
 };
 
 /* Runs in a vfork child (it shares the program's memory, on a stack of its own): it forks
@@ -460,10 +462,12 @@ struct daemon_spawn {
  * mask, and becomes ospreyd, which detaches into a session of its own. */
 static int spawn_child(void *p)
 {
-    const struct daemon_spawn *spawn = p;
+    struct daemon_spawn *spawn = p;
     long pid = osp__sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-    if (pid != 0)
+    if (pid != 0) {
+        spawn->pid = pid;
         osp__sys(SYS_exit, pid < 0 ? 127 : 0, 0, 0, 0, 0);
+    }
     /* The ring becomes fd 3, the switch events 4.., then the forks' socket and the tables'
      * memfd (without close-on-exec), before 0-2 are replaced: first each is moved above where
      * any of them lands, so that no move overwrites another. */
@@ -558,7 +562,7 @@ static int spawn_daemon(const struct boot_env *env)
     char **envp = daemon_environment();
     if (envp == NULL)
         return -ENOMEM;
-    struct daemon_spawn spawn = {daemon, argv, envp, fds, count};
+    struct daemon_spawn spawn = {daemon, argv, envp, fds, count, 0};
     /* No signal may run a handler of the program's in the child, which shares its memory. */
     sigset_t all, old;
     sigfillset(&all);
@@ -578,13 +582,35 @@ static int spawn_daemon(const struct boot_env *env)
                   strerror(err ? err : EAGAIN), out_path);
         return err ? -err : -EAGAIN;
     }
+    daemon_spawned_pid = spawn.pid;
     return 0;
+}
+
+/* Has process pid ended (no such process, or a zombie its reaper has not collected: osprey is
+ * the run's subreaper)? Raw calls, at exit. */
+static int process_ended(long pid)
+{
+    if (osp__sys(SYS_kill, pid, 0, 0, 0, 0) != 0)
+        return errno == ESRCH;
+    char path[48], stat[160];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    long fd = osp__sys(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0);
+    if (fd < 0)
+        return 0;
+    long n = osp__sys(SYS_read, fd, (long)stat, sizeof stat - 1, 0, 0);
+    osp__sys(SYS_close, fd, 0, 0, 0, 0);
+    if (n <= 0)
+        return 0;
+    stat[n] = '\0';
+    const char *end = strrchr(stat, ')'); /* "pid (comm) S ...": comm may hold anything */
+    return end != NULL && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X');
 }
 
 static void wait_for_daemon(void)
 {
     uint64_t limit = (uint64_t)OSPREY_DAEMON_WAIT_MS * 1000000u;
     uint64_t start = osp__mono_ns();
+    unsigned waits = 0;
     for (;;) {
         /* Acquire: pairs with ospreyd's release store after the file is renamed or
          * daemon_error is written. */
@@ -606,6 +632,13 @@ static void wait_for_daemon(void)
                    osp__sys(SYS_kill, dpid, 0, 0, 0, 0) != 0 && errno == ESRCH;
         if (gone) {
             osp__warn("ospreyd ended before writing %s; the profile is missing", out_path);
+            return;
+        }
+        /* One that ended before it attached (killed, or crashed at its start) is looked for
+         * every 16 ms: otherwise the program's exit would wait the whole limit for it. */
+        if (state == OSP_DAEMON_NONE && daemon_spawned_pid > 0 && (waits++ & 15) == 0 &&
+            process_ended(daemon_spawned_pid)) {
+            osp__warn("ospreyd ended before it attached; no profile was written to %s", out_path);
             return;
         }
         if (osp__mono_ns() - start >= limit) {
@@ -916,6 +949,7 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     atomic_store_explicit(&registry_ready, 1, memory_order_release);
     atomic_store_explicit(&osp__active_flag, 1, memory_order_release);
     forks_listen();
+    daemon_spawned_pid = 0; /* the parent's; a collector the parent's hands over has none */
     daemon_spawned = greet_parent(parent_ring) == 0 || spawn_daemon(&boot_env) == 0;
     handover_close(); /* the ring, the switch events: the collector's now */
     if (!daemon_spawned)

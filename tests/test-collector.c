@@ -576,19 +576,29 @@ START_TEST(daemon_failure_or_absence_is_one_line_and_never_a_hang)
         with_env(profiled_env("f.txt", NULL, 1), "SHIM_CONSUMER_FAIL=1"));
     ck_assert_int_eq(r.status, 5);
     ck_assert_str_eq(r.out, plain.out);
-    char want[PATH_MAX + 64];
+    char want[PATH_MAX + 128];
     snprintf(want, sizeof(want), "osprey: cannot write %s/f.txt\n", scratch);
     ck_assert_str_eq(r.err, want);
-    /* A "daemon" that never attaches: the program waits at most daemon_wait_ms, says so in
-     * one line and exits as it would have. */
+    /* A "daemon" alive but never attaching (for 8 s, longer than daemon_wait_ms): the program
+     * waits at most daemon_wait_ms, says so in one line and exits as it would have. */
     run(&r, "test-shim-target", args,
-        with_env(profiled_env("g.txt", NULL, 1), "OSPREY_DAEMON=/bin/true"));
+        with_env(profiled_env("g.txt", NULL, 1), "SHIM_CONSUMER_LATE=8000"));
     ck_assert_int_eq(r.status, 5);
     ck_assert_str_eq(r.out, plain.out);
     ck_assert_int_eq(count_lines(r.err), 1);
     ck_assert_msg(strstr(r.err, "osprey: ospreyd did not finish writing ") == r.err, "%s", r.err);
     ck_assert_ptr_nonnull(strstr(r.err, "/g.txt within "));
     ck_assert_ptr_nonnull(strstr(r.err, "; the profile may be missing\n"));
+    /* One that ended before attaching (crashed at its start, killed): said as soon as it is
+     * seen, not after the whole wait (before: "did not finish writing ... within 5 s"). */
+    run(&r, "test-shim-target", args,
+        with_env(profiled_env("h.txt", NULL, 1), "OSPREY_DAEMON=/bin/false"));
+    ck_assert_int_eq(r.status, 5);
+    ck_assert_str_eq(r.out, plain.out);
+    snprintf(want, sizeof(want),
+             "osprey: ospreyd ended before it attached; no profile was written to %s/h.txt\n",
+             scratch);
+    ck_assert_str_eq(r.err, want);
 }
 END_TEST
 

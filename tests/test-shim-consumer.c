@@ -396,6 +396,13 @@ int main(int argc, char **argv)
             _exit(0);
         setsid();
     }
+    /* SHIM_CONSUMER_LATE=MS: live that long without attaching, then end (a collector that
+     * never attaches while its program runs and exits). */
+    const char *late = getenv("SHIM_CONSUMER_LATE");
+    if (late != NULL) {
+        usleep((useconds_t)atoi(late) * 1000u);
+        return 0;
+    }
     /* As ospreyd does where it may: a tick that waits behind busy threads lets rings fill. */
     if (setpriority(PRIO_PROCESS, 0, -10) != 0)
         errno = 0;
