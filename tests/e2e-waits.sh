@@ -7,9 +7,9 @@
 #   - the two sites of one thread told apart by name, in the right split (within 2 points);
 #   - nap: each of its 100 waits of 15 ms is a slice of its own in trace.json;
 #   - the raw file says the waits were timed from the kernel's records;
-#   - pingpong (997 Hz, 10 kHz): nothing dropped, the on-CPU total within 5% of the process's
-#     CPU time, and the client's waiting under recv_site (95% of it at least; its sends
-#     never block).
+#   - pingpong (997 Hz, 10 kHz): at most 1% of the periods dropped, the on-CPU total within
+#     5% of the process's CPU time, and the client's waiting under recv_site (95% of it at
+#     least; its sends never block, and a send preempted in the middle is no wait).
 # Where the kernel refuses perf events to this user (perf_event_paranoid 3, a container), the
 # waits are the shim's own and only the join is checked; in CI (root) that is a failure.
 # And the README's example (examples/hotspot.c): its main thread waits in pthread_join, under
@@ -98,7 +98,12 @@ for name in ["pingpong-997", "pingpong-10000"] if kernel else []:
     hz = raw["rate_hz"]
     on = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"] if s[3] == 0) / hz
     cpu = raw["process_cpu_ns"] / 1e9
-    check(raw["dropped"] == 0, "%s: %d records dropped" % (name, raw["dropped"]))
+    # The flood wrote a record per call: 112,609 periods lost in 1.5 s. A loaded machine (two
+    # CPU hogs and another test on 2 cores) may keep ospreyd from a 10 kHz thread's ring for
+    # a few milliseconds: 0-58 periods of about 6,800 (under 0.9%) in runs at load 5.
+    periods = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"])
+    check(raw["dropped"] <= 0.01 * periods, "%s: %d records dropped of %d periods recorded" %
+          (name, raw["dropped"], periods))
     check(abs(on - cpu) <= 0.05 * cpu, "%s: %.3f s on the CPU recorded of %.3f s" % (name, on, cpu))
     main = [t for t in raw["threads"] if t["fiber"] == 0][0]["waited_ns"] / 1e9
     at_recv, _ = waited(name, "recv_site")
