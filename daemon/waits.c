@@ -16,8 +16,8 @@
  * instant the shim reported as a capture, within MERGE_GAP_NS) does not end the wait. A block
  * waits for its site until a span ending after it has arrived, or STALE_NS. A thread asked
  * for its site and found at the same one again and again is asked less often (every 16th
- * block at most), so a pool of threads waking at one site costs few signals; the blocks not
- * asked about take that site. Time is paid as
+ * block at most, and any block once it has lasted STREAK_NS), so a pool of threads waking at
+ * one site costs few signals; the blocks not asked about take that site. Time is paid as
  * WAITING periods by a credit, as the shim pays CPU time: blocks shorter than a period add up
  * to the periods they make, so a thread's waiting total is exact to half a period. Preempted
  * time (runnable, not on a CPU) is counted apart, per thread.
@@ -30,6 +30,7 @@
 #define MERGE_GAP_NS 2000000ull   /* the handler's own wake-up is shorter than this */
 #define STALE_NS     250000000ull /* a block waits at most this long for its site */
 #define MAX_PENDING  4096u        /* blocks (and spans) kept per thread before forcing */
+#define STREAK_NS    200000000ull /* a block this old is asked about whatever the streak */
 
 static struct ospd_wait_thread *thread_of(struct ospd_collector *c, uint32_t i)
 {
@@ -377,8 +378,10 @@ void ospd_waits_to_ask(struct ospd_collector *c, uint64_t now_ns, uint64_t min_n
             continue; /* the shim has its site already */
         /* A thread found at one site several times running waits there again, most likely
          * (a pool's worker, a loop's timed wait): asked every 2nd, 4th ... 16th block only,
-         * the others take the site of the span before them. */
-        if (wt->since_asked < (1u << wt->site_streak))
+         * the others take the site of the span before them. Not a long wait: a 1.8 s wait
+         * right after a 0.6 s one at another site (captured more than once: re-looks while
+         * the unwind rows came) was not asked about, and took the first one's site whole. */
+        if (wt->since_asked < (1u << wt->site_streak) && wt->block_start + STREAK_NS > now_ns)
             continue;
         wt->poked_for = wt->block_start;
         wt->since_asked = 0;
