@@ -160,7 +160,7 @@ static void build_done(uv_work_t *req, int status)
      * stacks as final (shim/handler.c), and one taken between the two stores would be cut
      * where this image has no frame pointers, for as long as the wait lasts. */
     u->pending--;
-    if (u->attached) /* relaxed: advisory for the shim (osp_unwind.h) */
+    if (u->attached) /* release: pairs with the shim's acquire (shim/unwind.c) */
         atomic_store_explicit(&((struct osp_unwind_header *)u->map)->builds_pending, u->pending,
                               memory_order_release);
     ospd_unwind_rows_free(&job->rows);

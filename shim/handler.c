@@ -220,46 +220,43 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             int preempted = from_wall && instant == OSP__INSTANT_RUNNING && !s->guard_leaving &&
                             now - wall_due > OSP__PREEMPTED_NS && s->rephased < 2;
             s->rephased = preempted ? s->rephased + 1 : 0;
+            int defer = !in_call && (s->guard_leaving || resumed);
+            uint32_t weight =
+                defer || preempted ? 0 : osp__credit_take(&s->credit, cpu, period_ns, &needed);
+            if (weight > 0) {
+                uint64_t *pcs = in_call ? s->wait_pcs : s->sample_pcs;
+                uint32_t depth = in_call ? s->wait_depth : capture(s, context, pcs);
+                if (osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth) != 0) {
+                    /* The ring is full (ospreyd is late): the CPU time is carried to the next
+                     * sample, unless it has been waiting as long as one sample may stand for. */
+                    if (weight < osp__credit_cap(period_ns))
+                        s->credit.paid_ns -= (uint64_t)weight * period_ns;
+                    else
+                        osp__event_ring_count_drops(&s->ring, weight);
+                }
+            }
             if (preempted) {
                 osp__slot_publish(s, OSP_SLOT_RUNNING, now + period_ns);
                 osp__slot_arm_sampling(s, now);
+            } else if (defer) {
+                needed = osp__credit_needed(&s->credit, cpu, period_ns);
+                osp__slot_publish(s, OSP_SLOT_RUNNING,
+                                  UINT64_MAX); /* the timer takes it from here */
+                osp__slot_arm_cpu_timer(s, needed);
+                /* And the sampling timer a period on: a thread that blocks again before it has
+                 * used that CPU time gets no CPU-time signal, and its wait would never be
+                 * seen (a main thread that goes from a deferred delivery into pthread_join). */
+                osp__slot_arm_sampling(s, now + (needed > period_ns ? needed : period_ns));
             } else {
-                int defer = !in_call && (s->guard_leaving || resumed);
-                uint32_t weight = defer ? 0 : osp__credit_take(&s->credit, cpu, period_ns, &needed);
-                if (weight > 0) {
-                    uint64_t *pcs = in_call ? s->wait_pcs : s->sample_pcs;
-                    uint32_t depth = in_call ? s->wait_depth : capture(s, context, pcs);
-                    if (osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth) !=
-                        0) {
-                        /* The ring is full (ospreyd is late): the CPU time is carried to the next
-                         * sample, unless it has been waiting as long as one sample may stand for.
-                         */
-                        if (weight < osp__credit_cap(period_ns))
-                            s->credit.paid_ns -= (uint64_t)weight * period_ns;
-                        else
-                            osp__event_ring_count_drops(&s->ring, weight);
-                    }
-                }
-                if (defer) {
-                    needed = osp__credit_needed(&s->credit, cpu, period_ns);
-                    osp__slot_publish(s, OSP_SLOT_RUNNING,
-                                      UINT64_MAX); /* the timer takes it from here */
-                    osp__slot_arm_cpu_timer(s, needed);
-                    /* And the sampling timer a period on: a thread that blocks again before it has
-                     * used that CPU time gets no CPU-time signal, and its wait would never be
-                     * seen (a main thread that goes from a deferred delivery into pthread_join). */
-                    osp__slot_arm_sampling(s, now + (needed > period_ns ? needed : period_ns));
-                } else {
-                    /* Its recent share of a CPU says when the next sample will be due. */
-                    uint32_t share = osp__cpu_share(now - prev_run_ns, cpu - prev_cpu_ns);
-                    uint64_t due = osp__due_time(now, needed, share);
-                    osp__slot_publish(s, OSP_SLOT_RUNNING, due);
-                    osp__slot_arm_sampling(s, due);
-                    /* A net under ospreyd: the timer fires if several periods pass unsampled.
-                     * Moved forward only now and then: a system call saved on most samples. */
-                    if (s->timer_expiry_cpu_ns < cpu + needed + 2 * period_ns)
-                        osp__slot_arm_cpu_timer(s, needed + 6 * period_ns);
-                }
+                /* Its recent share of a CPU says when the next sample will be due. */
+                uint32_t share = osp__cpu_share(now - prev_run_ns, cpu - prev_cpu_ns);
+                uint64_t due = osp__due_time(now, needed, share);
+                osp__slot_publish(s, OSP_SLOT_RUNNING, due);
+                osp__slot_arm_sampling(s, due);
+                /* A net under ospreyd: the timer fires if several periods pass unsampled.
+                 * Moved forward only now and then: a system call saved on most samples. */
+                if (s->timer_expiry_cpu_ns < cpu + needed + 2 * period_ns)
+                    osp__slot_arm_cpu_timer(s, needed + 6 * period_ns);
             }
         }
         if (info->si_code == SI_QUEUE) /* ospreyd's, not the timer's */
