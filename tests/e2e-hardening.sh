@@ -14,8 +14,9 @@
 #                 own (the profiler's timers sit at the top of the id range): output as plain,
 #                 and a worker running after the sweep is still sampled;
 #   shortthreads  2000 threads of 300 us CPU and 500 of 1.5 ms: their CPU time recorded within
-#                 10% (each thread starts at a random phase of the period; what its timers
-#                 could not sample is paid when it ends);
+#                 10% of what their code used and of what they used in all, their ends
+#                 included (each thread starts at a random phase of the period; what its
+#                 timers could not sample is paid when it ends);
 #   sigpending    under `ulimit -i 16`, the queued signals our timers hold are said in one line;
 #   setuid        a setuid-root copy of the target built with the archive, run by nobody with
 #                 OSPREY_DAEMON naming a program and OSPREY_PROFILE a path: neither is used,
@@ -97,10 +98,17 @@ for spec in "2000 300" "500 1500"; do
   python3 - "$work/$name.raw.json" "$work/$name.err" "$n" "$us" <<'PY' || fail "short threads of $us us: CPU time not recorded (above)"
 import json, sys
 raw, err, n, us = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-truth = None
+# Two truths: what the threads' code used (from their births to the ends of their loops) and
+# all they used (their ends in the C library and the kernel included, which perf counts too).
+# The profile pays the CPU time up to the moment its timers are gone, between the two: 2-10%
+# above the first, 4-9% below the second here (each thread's end costs tens of microseconds,
+# more under load), so the check is 10% either side of the pair, not of either alone.
+code = everything = None
 for line in open(err):
     if line.startswith("threads_cpu_ns "):
-        truth = int(line.split()[1]) / 1e9
+        code = int(line.split()[1]) / 1e9
+    if line.startswith("exited_cpu_ns "):
+        everything = int(line.split()[1]) / 1e9
 profile = json.load(open(raw))
 period = 1.0 / profile["rate_hz"]
 threads = profile["threads"]
@@ -108,8 +116,9 @@ recorded = 0.0
 for row in profile["samples"]:
     if row[3] == 0 and threads[row[1]]["fiber"] != 0:
         recorded += (row[4] if len(row) > 4 else 1) * period
-ok = truth is not None and abs(recorded - truth) <= 0.10 * truth
-print("  %s: %d threads of %d us: %.3f s recorded of %.3f s used" % ("ok" if ok else "FAIL", n, us, recorded, truth or 0))
+ok = code is not None and everything is not None and 0.90 * code <= recorded <= 1.10 * everything
+print("  %s: %d threads of %d us: %.3f s recorded of %.3f s used by their code, %.3f s in all"
+      % ("ok" if ok else "FAIL", n, us, recorded, code or 0, everything or 0))
 sys.exit(0 if ok else 1)
 PY
 done

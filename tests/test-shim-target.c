@@ -37,7 +37,9 @@
  *   coroutine             the same on a 16 KiB makecontext stack
  *   shortthreads N US     N threads, four at a time, each spinning US microseconds of CPU
  *                         time; prints nothing timing-dependent, and on stderr the CPU time
- *                         the threads used, their starts included ("threads_cpu_ns N")
+ *                         the threads' code used, their starts included ("threads_cpu_ns N"),
+ *                         and all the CPU time they used, their ends included, as the
+ *                         process's less the main thread's ("exited_cpu_ns N")
  *   seccomp strict|filter computes, enters a seccomp sandbox (strict mode; or an allow-list
  *                         filter that kills the process on any other call), computes again,
  *                         prints and exits as such a program can
@@ -660,6 +662,10 @@ static int mode_short_threads(int n, int us)
     }
     used = atomic_load(&threads_cpu);
     fprintf(stderr, "threads_cpu_ns %llu\n", (unsigned long long)used);
+    struct timespec ts; /* the ended threads' CPU time is the process's, less ours */
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    uint64_t all = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    fprintf(stderr, "exited_cpu_ns %llu\n", (unsigned long long)(all - cpu_ns()));
     printf("shortthreads %d\n", n);
     return 0;
 }
