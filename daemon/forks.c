@@ -6,8 +6,9 @@
  * and ABI, its sender: this user and the pid it names, its descriptors: one ring and the
  * switch events it counts, its names) and starting, for each child, a collector of its own:
  * this executable again, `--ring-fd 3 --ring-name NAME --out PATH --switch-fds N
- * --forks-fd M`, the descriptors placed at 3, 4.. and M, in a session of its own. A greeting that
- * fails a check is dropped with its descriptors (the child's profile is lost, one line says so).
+ * --forks-fd M`, the descriptors placed at 3, 4.. and M, in a process group of its own. A greeting
+ * that fails a check is dropped with its descriptors (the child's profile is lost, one line says
+ * so).
  *
  * DESIGN. One collector per process, as for an exec'd image: a collector knows one ring, one
  * pid, one raw file, and everything it does (liveness, waits, asks) is per process. The
@@ -97,8 +98,11 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
     sigfillset(&all);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    /* A process group of its own, in the program's session: its scheduling group where the
+     * kernel groups by session (README.md, "Scheduling"). */
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                        POSIX_SPAWN_SETSIGDEF);
     int switch_count = (int)hello->switch_fds;
     char switches[16], forks[16];
     snprintf(switches, sizeof switches, "%d", switch_count);

@@ -225,6 +225,9 @@ struct ospd_collector {
      * longest time from an image's discovery to its rows being published. */
     uint32_t unwind_images, unwind_failed, unwind_cached;
     uint64_t unwind_rows, unwind_bytes, unwind_longest_ms;
+    /* How well ospreyd kept up, in "collector" too: the latest its tick came after its
+     * deadline, and the longest read of the rings. */
+    uint64_t longest_late_us, longest_read_us;
     struct ospd_waits waits;
 };
 

@@ -1,4 +1,5 @@
-/* ospd_target.h — watching a target process through /proc and its pidfd (target.c). */
+/* ospd_target.h — watching a target process through /proc and its pidfd, and ospreyd's
+ * scheduling beside it (target.c). */
 #ifndef OSPD_TARGET_H
 #define OSPD_TARGET_H
 
@@ -17,5 +18,12 @@ bool ospd_target_threads_alive(int32_t pid);
  * in /proc/<pid>/maps): 1, 0, or -1 when its maps cannot be read or are empty (the process is
  * gone, or a zombie on its way out). */
 int ospd_target_maps_ring(int32_t pid, const char *ring);
+
+/* The nice value the target's main thread runs at, or ospreyd's own when it cannot be read. */
+int ospd_target_nice(int32_t pid);
+/* The calling thread's scheduling (SCHED_OTHER): `nice`, and a slice request of `slice_ns`
+ * (Linux >= 6.12, EEVDF; 0: the default). Returns 0, or -1 when refused (a nice value below
+ * the one it has needs CAP_SYS_NICE or RLIMIT_NICE). */
+int ospd_sched_self(int nice, uint64_t slice_ns);
 
 #endif /* OSPD_TARGET_H */

@@ -41,6 +41,7 @@ struct ospd_unwinder {
     uint32_t range_count, ranges_cap;
     uint32_t stacks_checked; /* interned stacks already looked at */
     uint32_t pending;        /* builds queued */
+    int worker_nice;         /* the nice value builds run at: the target's */
     uint64_t last_scan_ns;
     bool warned_full;
     /* For the raw file's collector section. */

@@ -1,13 +1,17 @@
 /* target.c — what /proc and a pidfd say of a target process: whether it is there, how it
- * ended, whether a thread of it other than a zombie main thread still runs. Shared by the
- * ring collector (ospreyd.c) and the attach collector (attach.c).
+ * ended, whether a thread of it other than a zombie main thread still runs; and the nice
+ * value ospreyd's threads take beside it. Shared by the ring collector (ospreyd.c) and the
+ * attach collector (attach.c).
  */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ospd_target.h"
@@ -113,4 +117,31 @@ int ospd_target_maps_ring(int32_t pid, const char *ring)
         found = strstr(line, name) != NULL;
     fclose(f);
     return found;
+}
+
+int ospd_target_nice(int32_t pid)
+{
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)pid);
+    if (errno != 0) {
+        errno = 0;
+        nice = getpriority(PRIO_PROCESS, 0);
+        if (errno != 0)
+            nice = 0;
+    }
+    return nice;
+}
+
+int ospd_sched_self(int nice, uint64_t slice_ns)
+{
+    struct { /* struct sched_attr, not in glibc's headers */
+        uint32_t size, policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime, deadline, period;
+    } attr = {.size = 48, .policy = 0 /* SCHED_OTHER */};
+    attr.nice = nice < -20 ? -20 : nice > 19 ? 19 : nice;
+    attr.runtime = slice_ns;
+    return syscall(SYS_sched_setattr, 0, &attr, 0u) == 0 ? 0 : -1;
 }

@@ -27,6 +27,7 @@
 #include <elf.h>
 #include <link.h>
 
+#include "ospd_target.h"
 #include "ospd_unwind_source.h"
 
 #define RESCAN_NS 20000000ull /* the maps are read again at most this often */
@@ -55,6 +56,7 @@ int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32
     memset(u, 0, sizeof *u);
     u->loop = loop;
     u->pid = pid;
+    u->worker_nice = ospd_target_nice(pid);
     u->fd = -1;
     if (fd < 0)
         return -EBADF; /* the shim made none: stacks follow frame pointers */
@@ -116,6 +118,14 @@ static int remember(struct ospd_unwinder *u, uint64_t start, uint64_t end)
 static void build_work(uv_work_t *req)
 {
     struct build_job *job = req->data;
+    /* A build is long work (tens of milliseconds for a large object) and competes with the
+     * program's threads as their equal, not at the nice value and short slice of the tick
+     * (ospreyd.c), which a pool made after the tick's request would inherit. */
+    static _Thread_local bool scheduled;
+    if (!scheduled) {
+        scheduled = true;
+        ospd_sched_self(job->u->worker_nice, 0);
+    }
     job->rc = ospd_unwind_build(&job->src, &job->rows, job->err, sizeof job->err);
     if (job->rc == -EACCES || job->rc == -EPERM || job->rc == -ENOENT) {
         if (job->src.open_path != NULL) { /* map_files refused: the path, then */

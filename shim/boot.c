@@ -459,7 +459,8 @@ struct daemon_spawn {
  * own start (exec, dynamic linking: 5-9 ms here). The grandchild, with a memory of its own,
  * gets /dev/null on 0-2 (a daemon holding the program's pipes open would keep their reader
  * waiting after the program is gone), no other descriptor, default dispositions and an empty
- * mask, and becomes ospreyd, which detaches into a session of its own. */
+ * mask, and becomes ospreyd, which detaches into a process group of its own (in the program's
+ * session). */
 static int spawn_child(void *p)
 {
     struct daemon_spawn *spawn = p;

@@ -20,7 +20,9 @@
 #   sigpending    under `ulimit -i 16`, the queued signals our timers hold are said in one line;
 #   setuid        a setuid-root copy of the target built with the archive, run by nobody with
 #                 OSPREY_DAEMON naming a program and OSPREY_PROFILE a path: neither is used,
-#                 one line says so, nothing is left in /dev/shm (needs root; said when skipped).
+#                 one line says so, nothing is left in /dev/shm (needs root; said when skipped);
+#   sched         ospreyd in the program's session, a process group of its own, its tick
+#                 below the program's nice value (root) and its unwind builds at it.
 # Usage: e2e-hardening.sh TARGET SHIM_SO OSPREYD STATIC_TARGET
 set -uo pipefail
 
@@ -158,4 +160,42 @@ expect_one_line "$work/sigpending.err" \
   "sampling timers hold [0-9]+ of the 16 queued signals this user may have \\(ulimit -i\\)" \
   "sigpending: stderr"
 
-finish "small stacks, coroutines, short threads, setuid, a small ulimit -i"
+# ospreyd beside the program: in the program's session (the kernel's scheduling group, where
+# autogroup is on) and a process group of its own (the terminal's ^C is the program's); its
+# tick 10 below the program's nice value where allowed (root), its unwind builds at the
+# program's. In a session of its own the tick ran 50-640 ms late beside two CPU hogs and the
+# suite, and a 997 Hz client's rings overflowed (e2e-waits, pingpong).
+OSPREY_DAEMON=$daemon OSPREY_PROFILE="$work/sched.raw.json" LD_PRELOAD=$shim "$target" busy 1 1500 \
+  >/dev/null 2>"$work/sched.err" &
+program=$!
+collector=
+for _ in $(seq 1 100); do
+  collector=$(pgrep -f -- "--out $work/sched.raw.json" | head -n 1)
+  [ -n "$collector" ] && [ -d "/proc/$collector/task" ] && break
+  sleep 0.01
+done
+if [ -z "$collector" ]; then
+  fail "sched: no ospreyd found for the profiled program"
+else
+  sleep 0.3 # its unwind builds have run by now
+  before=$failures
+  read -r program_sid program_nice < <(ps -o sid=,ni= -p "$program")
+  read -r sid pgid < <(ps -o sid=,pgid= -p "$collector")
+  [ "$sid" = "$program_sid" ] || fail "sched: ospreyd in session $sid, the program in $program_sid"
+  [ "$pgid" = "$collector" ] || fail "sched: ospreyd in process group $pgid, not one of its own"
+  want=$program_nice
+  [ "$(id -u)" -eq 0 ] && want=$((program_nice - 10))
+  tick=$(ps -o ni= -L -p "$collector" | head -n 1 | tr -d ' ')
+  [ "$tick" = "$want" ] || fail "sched: ospreyd's tick at nice $tick, want $want"
+  others=$(ps -o tid=,ni= -L -p "$collector" | awk -v pid="$collector" -v n="$program_nice" \
+    '$1 != pid && $2 != n { print $1 " at " $2 }')
+  builders=$(($(ps -o tid= -L -p "$collector" | wc -l) - 1))
+  [ "$builders" -gt 0 ] || fail "sched: ospreyd has no unwind builders (it built no rows?)"
+  [ -z "$others" ] || fail "sched: ospreyd's builders not at the program's nice $program_nice: $others"
+  [ "$failures" -eq "$before" ] &&
+    echo "  ok: sched: ospreyd in session $sid, group $pgid, tick at $tick, $builders builders at $program_nice"
+fi
+wait "$program"
+expect_status 0 $? "sched"
+
+finish "small stacks, coroutines, short threads, setuid, a small ulimit -i, ospreyd's scheduling"
