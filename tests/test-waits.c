@@ -1,0 +1,210 @@
+/* test-waits.c — daemon/waits.c driven by hand: the kernel's switches of a thread and the
+ * shim's wait spans in, WAITING samples out. Each case is a timeline a real program makes
+ * (a guarded call, a capture inside a long wait, the handler's own wake-up, a client blocking
+ * tens of thousands of times a second) and checks what a user reads in the profile: each
+ * wait's time at its own site, exact to half a period.
+ */
+#include <check.h>
+#include <stdlib.h>
+
+#include "ospd.h"
+
+#define MS 1000000ull
+#define US 1000ull
+
+/* A collector timing waits from the kernel's records, at 1000 Hz (a period of 1 ms), with
+ * `n` registered threads of tids 100, 101, ... */
+static void setup(struct ospd_collector *c, uint32_t n)
+{
+    ospd_collector_init(c);
+    c->rate_hz = 1000;
+    c->waits.since_ns = 1;
+    c->threads = calloc(n, sizeof *c->threads);
+    ck_assert_ptr_nonnull(c->threads);
+    c->thread_count = c->threads_cap = n;
+    for (uint32_t i = 0; i < n; i++) {
+        c->threads[i].tid = (int32_t)(100 + i);
+        c->threads[i].slot = UINT32_MAX; /* no slot: no on-CPU stack to fall back on */
+        ospd_waits_thread_started(c, i);
+    }
+}
+
+/* WAITING periods recorded for `thread` at `stack` (-1: at any). */
+static uint64_t waited(const struct ospd_collector *c, uint32_t thread, int64_t stack)
+{
+    uint64_t periods = 0;
+    for (uint64_t i = 0; i < c->sample_count; i++) {
+        const struct ospd_sample *s = &c->samples[i];
+        if (s->thread == thread && (s->stack_state & 1u) == OSP_STATE_WAITING &&
+            (stack < 0 || (int64_t)(s->stack_state >> 1) == stack))
+            periods += s->weight;
+    }
+    return periods;
+}
+
+static void block(struct ospd_collector *c, int32_t tid, uint64_t from, uint64_t to)
+{
+    ospd_waits_switch(c, tid, from, true, false);
+    ospd_waits_switch(c, tid, to, false, false);
+}
+
+START_TEST(each_block_at_the_span_over_it)
+{
+    struct ospd_collector c;
+    setup(&c, 1);
+    /* A guarded call (its span covers the block), then a wait the handler captured. */
+    ospd_waits_span(&c, 0, 9 * MS, 31 * MS, OSP_SPAN_GUARDED, 5);
+    block(&c, 100, 10 * MS, 30 * MS);
+    block(&c, 100, 40 * MS, 52 * MS);
+    ospd_waits_span(&c, 0, 43 * MS, 43 * MS, OSP_SPAN_CAPTURED_START, 7);
+    ospd_waits_resolve(&c, 60 * MS, true);
+    ck_assert_uint_eq(waited(&c, 0, 5), 20);
+    ck_assert_uint_eq(waited(&c, 0, 7), 12);
+    ck_assert_uint_eq(c.waits.blocks, 2);
+    ck_assert_uint_eq(c.waits.unattributed, 0);
+    ospd_collector_free(&c);
+}
+END_TEST
+
+START_TEST(the_handlers_wake_up_does_not_end_a_wait)
+{
+    struct ospd_collector c;
+    setup(&c, 1);
+    ospd_waits_switch(&c, 100, 10 * MS, true, false);
+    /* Our signal wakes it at 20 ms; the handler captures its stack and it sleeps again. */
+    ospd_waits_switch(&c, 100, 20 * MS, false, false);
+    ospd_waits_span(&c, 0, 20 * MS + 30 * US, 20 * MS + 30 * US, OSP_SPAN_CAPTURED_START, 3);
+    ospd_waits_switch(&c, 100, 20 * MS + 60 * US, true, false);
+    ospd_waits_switch(&c, 100, 50 * MS, false, false);
+    ospd_waits_resolve(&c, 60 * MS, true);
+    ck_assert_uint_eq(c.waits.blocks, 1);
+    ck_assert_uint_eq(waited(&c, 0, 3), 40);
+    ospd_collector_free(&c);
+}
+END_TEST
+
+START_TEST(a_wake_up_of_the_programs_own_ends_it)
+{
+    struct ospd_collector c;
+    setup(&c, 1);
+    ospd_waits_span(&c, 0, 10 * MS, 10 * MS, OSP_SPAN_CAPTURED_START, 3);
+    block(&c, 100, 9 * MS, 20 * MS);
+    /* It runs 5 ms (longer than a handler's wake-up), then waits somewhere else. */
+    ospd_waits_switch(&c, 100, 25 * MS, true, false);
+    ospd_waits_span(&c, 0, 26 * MS, 26 * MS, OSP_SPAN_CAPTURED_START, 4);
+    ospd_waits_switch(&c, 100, 45 * MS, false, false);
+    ospd_waits_resolve(&c, 60 * MS, true);
+    ck_assert_uint_eq(c.waits.blocks, 2);
+    ck_assert_uint_eq(waited(&c, 0, 3), 11);
+    ck_assert_uint_eq(waited(&c, 0, 4), 20);
+    ospd_collector_free(&c);
+}
+END_TEST
+
+START_TEST(preempted_time_is_no_wait)
+{
+    struct ospd_collector c;
+    setup(&c, 1);
+    ospd_waits_switch(&c, 100, 10 * MS, true, true);
+    ospd_waits_switch(&c, 100, 30 * MS, false, false);
+    ospd_waits_resolve(&c, 40 * MS, true);
+    ck_assert_uint_eq(waited(&c, 0, -1), 0);
+    ck_assert_uint_eq(c.waits.by_thread[0].preempted_ns, 20 * MS);
+    ospd_collector_free(&c);
+}
+END_TEST
+
+/* A client blocking 40,000 times a second for 25 us each, its site known from one guarded
+ * call's span only now and then: 20,000 blocks, more than are kept waiting for their sites. */
+START_TEST(short_blocks_add_up_and_stay_bounded)
+{
+    struct ospd_collector c;
+    setup(&c, 1);
+    ospd_waits_span(&c, 0, 0, 1 * MS, OSP_SPAN_GUARDED, 9);
+    uint64_t t = 2 * MS, truth = 0;
+    uint32_t most = 0;
+    for (int i = 0; i < 20000; i++) {
+        block(&c, 100, t, t + 25 * US);
+        truth += 25 * US;
+        t += 25 * US + 5 * US;
+        if (c.waits.by_thread[0].block_count > most)
+            most = c.waits.by_thread[0].block_count;
+        if (i % 1000 == 999)
+            ospd_waits_resolve(&c, t, false); /* a tick: no span ends after these blocks */
+    }
+    ospd_waits_resolve(&c, t, true);
+    ck_assert_uint_eq(c.waits.blocks, 20000);
+    ck_assert_uint_le(most, 4096 + 1);
+    /* 0.5 s of waiting: 500 periods, within half a period, all at the one site known. */
+    ck_assert_uint_eq(waited(&c, 0, 9), (truth + MS / 2) / MS);
+    ck_assert_uint_eq(waited(&c, 0, -1), waited(&c, 0, 9));
+    ospd_collector_free(&c);
+}
+END_TEST
+
+static uint32_t asked[4];
+static void ask(void *ctx, uint32_t thread)
+{
+    (void)ctx;
+    asked[thread]++;
+}
+
+/* A pool's worker found at one site again and again is asked less often; a long wait is
+ * asked about whatever the streak (a 1.8 s wait after several 0.6 s ones at another site
+ * once took theirs). */
+START_TEST(a_streak_asks_less_but_a_long_wait_is_asked)
+{
+    struct ospd_collector c;
+    setup(&c, 1);
+    uint64_t t = 10 * MS;
+    for (int i = 0; i < 6; i++) { /* six waits, each captured at the same site */
+        ospd_waits_switch(&c, 100, t, true, false);
+        ospd_waits_span(&c, 0, t + 2 * MS, t + 2 * MS, OSP_SPAN_CAPTURED_START, 2);
+        ospd_waits_switch(&c, 100, t + 5 * MS, false, false);
+        t += 10 * MS;
+    }
+    ck_assert_uint_gt(c.waits.by_thread[0].site_streak, 0);
+    /* A new block, 5 ms old: not asked (the streak). */
+    ospd_waits_switch(&c, 100, t, true, false);
+    asked[0] = 0;
+    ospd_waits_to_ask(&c, t + 5 * MS, MS, ask, NULL);
+    ck_assert_uint_eq(asked[0], 0);
+    /* The same block 300 ms on: asked, once. */
+    ospd_waits_to_ask(&c, t + 300 * MS, MS, ask, NULL);
+    ck_assert_uint_eq(asked[0], 1);
+    ospd_waits_to_ask(&c, t + 400 * MS, MS, ask, NULL);
+    ck_assert_uint_eq(asked[0], 1);
+    ospd_collector_free(&c);
+}
+END_TEST
+
+START_TEST(two_threads_keep_their_own_waits)
+{
+    struct ospd_collector c;
+    setup(&c, 2);
+    ospd_waits_span(&c, 0, 0, 100 * MS, OSP_SPAN_GUARDED, 1);
+    ospd_waits_span(&c, 1, 0, 100 * MS, OSP_SPAN_GUARDED, 2);
+    block(&c, 100, 10 * MS, 40 * MS);
+    block(&c, 101, 20 * MS, 30 * MS);
+    ospd_waits_resolve(&c, 200 * MS, true);
+    ck_assert_uint_eq(waited(&c, 0, 1), 30);
+    ck_assert_uint_eq(waited(&c, 1, 2), 10);
+    ck_assert_uint_eq(waited(&c, 0, 2) + waited(&c, 1, 1), 0);
+    ospd_collector_free(&c);
+}
+END_TEST
+
+Suite *waits_suite(void)
+{
+    Suite *s = suite_create("waits");
+    TCase *tc = tcase_create("waits");
+    tcase_add_test(tc, each_block_at_the_span_over_it);
+    tcase_add_test(tc, the_handlers_wake_up_does_not_end_a_wait);
+    tcase_add_test(tc, a_wake_up_of_the_programs_own_ends_it);
+    tcase_add_test(tc, preempted_time_is_no_wait);
+    tcase_add_test(tc, short_blocks_add_up_and_stay_bounded);
+    tcase_add_test(tc, a_streak_asks_less_but_a_long_wait_is_asked);
+    tcase_add_test(tc, two_threads_keep_their_own_waits);
+    suite_add_tcase(s, tc);
+    return s;
+}
