@@ -62,7 +62,7 @@ echo "== arm64: cross-built (cross/aarch64-linux-gnu.ini), run under qemu-aarch6
 # qemu itself. Then the end-to-end profile of an emulated program (shim/README.md, "arm64").
 setup build-arm64 --cross-file cross/aarch64-linux-gnu.ini
 meson test -C build-arm64 --print-errorlogs arm64 shim unwind proto raw model writers report \
-  html cli symbolize fuzz-raw fuzz-ring fuzz-walk shim-layers example-hotspot
+  html cli symbolize waits fuzz-raw fuzz-ring fuzz-walk shim-layers example-hotspot
 for case in parse hostile raw; do
   CK_RUN_CASE=$case meson test -C build-arm64 --print-errorlogs daemon
 done
