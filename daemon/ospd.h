@@ -245,6 +245,9 @@ void ospd_waits_thread_ended(struct ospd_collector *c, uint32_t thread);
 /* Give the blocks whose site is known (or which have waited long enough for one) their
  * WAITING samples; `final` gives every block one, the open ones ending at now_ns. */
 void ospd_waits_resolve(struct ospd_collector *c, uint64_t now_ns, bool final);
+/* The profile is over at now_ns: every block resolved, final, none past the program's exit
+ * record when there is one (its end_unix_ns, on the monotonic clock by the start's pair). */
+void ospd_waits_finish(struct ospd_collector *c, uint64_t now_ns);
 /* Threads blocked since before now_ns - min_ns with no capture of the shim's in that block
  * and not yet asked: calls ask(ctx, thread) for each and marks it asked. */
 void ospd_waits_to_ask(struct ospd_collector *c, uint64_t now_ns, uint64_t min_ns,

@@ -345,7 +345,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     if (c->waits.since_ns != 0) {
         uint64_t end = clock_ns(CLOCK_MONOTONIC);
         ospd_switches_drain(&d->switches, c, end, true);
-        ospd_waits_resolve(c, end, true);
+        ospd_waits_finish(c, end);
     }
     if (c->forked && c->sample_count == 0 && c->thread_count <= 1 && c->escaped_count == 0 &&
         (status == OSPD_EXIT_EXITED || status == OSPD_EXIT_VANISHED)) {

@@ -368,6 +368,17 @@ void ospd_waits_resolve(struct ospd_collector *c, uint64_t now_ns, bool final)
     }
 }
 
+void ospd_waits_finish(struct ospd_collector *c, uint64_t now_ns)
+{
+    /* Waits end when the program did, at its exit record: a thread blocked after it is the
+     * shim waiting for us, or the process gone, and a collector that came late (a forked
+     * child's, on a loaded machine) made a sleeper of 0.3 s wait 0.655 s. */
+    uint64_t exit_mono = c->start_mono_ns + (c->end_unix_ns - c->start_unix_ns);
+    if (c->exit_seen && c->end_unix_ns > c->start_unix_ns && exit_mono < now_ns)
+        now_ns = exit_mono;
+    ospd_waits_resolve(c, now_ns, true);
+}
+
 void ospd_waits_to_ask(struct ospd_collector *c, uint64_t now_ns, uint64_t min_ns,
                        void (*ask)(void *ctx, uint32_t thread), void *ctx)
 {

@@ -199,6 +199,9 @@ void osp__set_period(uint32_t rate_hz);
 /* A sampling timer's signal this late found the thread off its CPU (preempted): a running
  * thread's lands within microseconds, and the scheduler's slices are longer. */
 #define OSP__PREEMPTED_NS 200000u
+/* A delivery at a system call's return later than this may have waited for the thread: the
+ * CPU clock says whether it ran in the call meanwhile (handler.c). */
+#define OSP__LANDED_LATE_NS 50000u
 
 struct osp__slot {
     /* Fixed at slot creation. */

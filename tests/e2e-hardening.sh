@@ -165,7 +165,7 @@ expect_one_line "$work/sigpending.err" \
 # tick 10 below the program's nice value where allowed (root), its unwind builds at the
 # program's. In a session of its own the tick ran 50-640 ms late beside two CPU hogs and the
 # suite, and a 997 Hz client's rings overflowed (e2e-waits, pingpong).
-OSPREY_DAEMON=$daemon OSPREY_PROFILE="$work/sched.raw.json" LD_PRELOAD=$shim "$target" busy 1 1500 \
+OSPREY_DAEMON=$daemon OSPREY_PROFILE="$work/sched.raw.json" LD_PRELOAD=$shim "$target" busy 1 3000 \
   >/dev/null 2>"$work/sched.err" &
 program=$!
 collector=
@@ -177,7 +177,6 @@ done
 if [ -z "$collector" ]; then
   fail "sched: no ospreyd found for the profiled program"
 else
-  sleep 0.3 # its unwind builds have run by now
   before=$failures
   read -r program_sid program_nice < <(ps -o sid=,ni= -p "$program")
   read -r sid pgid < <(ps -o sid=,pgid= -p "$collector")
@@ -185,7 +184,13 @@ else
   [ "$pgid" = "$collector" ] || fail "sched: ospreyd in process group $pgid, not one of its own"
   want=$program_nice
   [ "$(id -u)" -eq 0 ] && want=$((program_nice - 10))
-  tick=$(ps -o ni= -L -p "$collector" | head -n 1 | tr -d ' ')
+  # ospreyd sets its tick's nice value once it has attached and queued its first builds: on a
+  # loaded machine that can take a while after it appears.
+  for _ in $(seq 1 100); do
+    tick=$(ps -o ni= -L -p "$collector" | head -n 1 | tr -d ' ')
+    [ "$tick" = "$want" ] && [ "$(ps -o tid= -L -p "$collector" | wc -l)" -gt 1 ] && break
+    sleep 0.02
+  done
   [ "$tick" = "$want" ] || fail "sched: ospreyd's tick at nice $tick, want $want"
   others=$(ps -o tid=,ni= -L -p "$collector" | awk -v pid="$collector" -v n="$program_nice" \
     '$1 != pid && $2 != n { print $1 " at " $2 }')

@@ -1,8 +1,8 @@
 /* test-waits.c — daemon/waits.c driven by hand: the kernel's switches of a thread and the
  * shim's wait spans in, WAITING samples out. Each case is a timeline a real program makes
  * (a guarded call, a capture inside a long wait, the handler's own wake-up, a client blocking
- * tens of thousands of times a second) and checks what a user reads in the profile: each
- * wait's time at its own site, exact to half a period.
+ * tens of thousands of times a second, a process's end) and checks what a user reads in the
+ * profile: each wait's time at its own site, exact to half a period.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -194,6 +194,30 @@ START_TEST(two_threads_keep_their_own_waits)
 }
 END_TEST
 
+/* A forked child sleeps 30 ms and exits; its collector, late on a loaded machine, finishes
+ * 400 ms after: the process's last block (its death) is no wait, nor is anything after its
+ * exit record; a wait open at the exit lasts until it. */
+START_TEST(waits_end_at_the_exit_record)
+{
+    struct ospd_collector c;
+    setup(&c, 2);
+    c.start_mono_ns = 5 * MS;
+    c.start_unix_ns = 1000000 * MS; /* the realtime clock, the same instant */
+    ospd_waits_span(&c, 0, 10 * MS, 40 * MS, OSP_SPAN_GUARDED, 1);
+    block(&c, 100, 10 * MS, 40 * MS);
+    ospd_waits_span(&c, 1, 20 * MS, 20 * MS, OSP_SPAN_CAPTURED_START, 2);
+    ospd_waits_switch(&c, 101, 15 * MS, true, false); /* still blocked at the exit */
+    c.exit_seen = true;
+    c.end_unix_ns = c.start_unix_ns + 45 * MS;                  /* the exit record, at 50 ms */
+    ospd_waits_switch(&c, 100, 50 * MS + 10 * US, true, false); /* the process ends */
+    ospd_waits_finish(&c, 450 * MS);
+    ck_assert_uint_eq(waited(&c, 0, 1), 30);
+    ck_assert_uint_eq(waited(&c, 0, -1), 30);
+    ck_assert_uint_eq(waited(&c, 1, 2), 35);
+    ospd_collector_free(&c);
+}
+END_TEST
+
 Suite *waits_suite(void)
 {
     Suite *s = suite_create("waits");
@@ -205,6 +229,7 @@ Suite *waits_suite(void)
     tcase_add_test(tc, short_blocks_add_up_and_stay_bounded);
     tcase_add_test(tc, a_streak_asks_less_but_a_long_wait_is_asked);
     tcase_add_test(tc, two_threads_keep_their_own_waits);
+    tcase_add_test(tc, waits_end_at_the_exit_record);
     suite_add_tcase(s, tc);
     return s;
 }
