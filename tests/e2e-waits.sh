@@ -3,7 +3,8 @@
 # kernel"). tests/waits/waits.c, built without frame pointers, logs the truth of each wait it
 # makes (clock reads around each one); the profile must agree:
 #   join, sites, pipe, nap, mutex at 997 Hz; sites and pipe at 100 Hz and 10 kHz too:
-#   - each site's waiting time within 3% of the truth (plus one and a half periods);
+#   - each site's waiting time within 3% of the truth (plus one and a half periods; on the low
+#     side, less the time the kernel says the threads were preempted);
 #   - the two sites of one thread told apart by name, in the right split (within 2 points);
 #   - nap: each of its 100 waits of 15 ms is a slice of its own in trace.json;
 #   - the raw file says the waits were timed from the kernel's records;
@@ -78,11 +79,19 @@ def truth(name):
 runs = ["join-997"] + ([] if not kernel else
         ["sites-997", "pipe-997", "nap-997", "mutex-997", "sites-100", "pipe-100", "sites-10000",
          "pipe-10000"])
+# The program's truth is wall time around each call; the kernel's wait is the time switched
+# out. A loaded machine preempts a thread between its clock read and the call, or as it is
+# woken: that time is in the truth and is not waiting (the raw file counts it apart, per
+# thread), so the low side gives way by the process's preempted time (0.05 s of 1.58 s once).
 for name in runs:
+    raw = json.load(open("%s/%s.raw.json" % (work, name)))
+    preempted = sum(t.get("preempted_ns", 0) for t in raw["threads"]) / 1e9
     for site, want in truth(name).items():
         got, period = waited(name, site)
-        check(abs(got - want) <= 0.03 * want + 1.5 * period,
-              "%s: %s waited %.3f s, truth %.3f s" % (name, site, got, want))
+        tol = 0.03 * want + 1.5 * period
+        check(want - preempted - tol <= got <= want + tol,
+              "%s: %s waited %.3f s, truth %.3f s (preempted %.3f s)" %
+              (name, site, got, want, preempted))
     if name.startswith("sites"):
         t = truth(name)
         a, _ = waited(name, "site_short")
