@@ -62,7 +62,8 @@ for name in workers noforks prefork; do settle "$name"; done
 expect_status 3 "$(cat "$work/plain.status")" "plain run"
 expect_status 3 "$(cat "$work/workers.status")" "profiled run"
 expect_status 0 "$(cat "$work/prefork.status")" "profiled pre-fork server"
-if [ "$(awk '{print $1}' "$work/plain.out" | sort)" != "$(awk '{print $1}' "$work/workers.out" | sort)" ]; then
+roles() { sed 's/(.*)//' "$1" | awk '{print $1}' | sort; } # the roles, not what they timed
+if [ "$(roles "$work/plain.out")" != "$(roles "$work/workers.out")" ]; then
   fail "the profiled program's output differs: $(cat "$work/workers.out")"
 fi
 if grep -v "^osprey: " "$work/workers.err" | grep -q .; then
@@ -134,8 +135,16 @@ check(sleeper is not None, "the sleeping child wrote its raw file")
 if sleeper is not None:
     waited = sum(r[4] for r in sleeper["samples"] if r[3] == 1 and len(r) > 4) / sleeper["rate_hz"]
     waits = sleeper.get("waits", {})
-    check(0.27 <= waited <= 0.33, "sleeper: %.3f s waiting of 0.300 s (timed by %s)" %
-          (waited, waits.get("timed_by")))
+    # What it slept by its own clock: 0.3 s, and on a loaded machine its wait for a CPU once
+    # woken. The kernel times that as the block's when the thread was not yet switched in
+    # (0.344 s once), and as preempted time when it was switched in and preempted at once
+    # (0.310 s waiting of 0.447 s once): the low side gives way by the preempted time.
+    role = w["sleeper"][0][2]
+    slept = float(role[role.index("(") + 1:-1]) if "(" in role else 0.3
+    preempted = sum(t.get("preempted_ns", 0) for t in sleeper["threads"]) / 1e9
+    check(slept - preempted - 0.1 * slept <= waited <= 1.1 * slept,
+          "sleeper: %.3f s waiting of %.3f s slept, %.3f s preempted (timed by %s)" %
+          (waited, slept, preempted, waits.get("timed_by")))
     site = folded_share("workers", w["sleeper"][0][0], "nanosleep", "offcpu.folded")
     check(site >= 0.95, "sleeper: %.0f%% of its waiting at clock_nanosleep" % (100 * site))
 # A fork that ends or execs at once records at most the CPU it used before (a sample or

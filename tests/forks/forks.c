@@ -108,9 +108,14 @@ static int workers(void)
     }
     pid_t s = fork();
     if (s == 0) {
-        struct timespec nap = {0, 300000000};
+        struct timespec nap = {0, 300000000}, t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         nanosleep(&nap, NULL);
-        say("sleeper");
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        char role[48]; /* what it slept, its wait for a CPU once woken included */
+        snprintf(role, sizeof role, "sleeper(%.4f)",
+                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+        say(role);
         exit(0);
     }
     pid_t e = fork();
