@@ -331,7 +331,7 @@ static int parse(int argc, char **argv, struct attach *a, uint32_t *rate)
 static void build_tables(struct attach *a)
 {
     int fd = make_tables();
-    if (ospd_unwinder_attach(&a->unwinder, a->loop, fd, a->pid) != 0)
+    if (ospd_unwinder_attach(&a->unwinder, a->loop, fd, a->pid, ospd_target_nice(a->pid)) != 0)
         return; /* frame pointers only */
     ospd_unwinder_scan(&a->unwinder);
     uint64_t until = clock_ns(CLOCK_MONOTONIC) + TABLES_WAIT_NS;

@@ -51,9 +51,10 @@ struct ospd_unwinder {
 };
 
 /* Map the shim's table object, the memfd it handed over as descriptor fd (--unwind-fd; -1
- * for none), which is ours from then on. Returns 0, or a negative errno (no tables: the
- * stacks follow frame pointers). */
-int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32_t pid);
+ * for none), which is ours from then on; builds run at nice value worker_nice (the target's).
+ * Returns 0, or a negative errno (no tables: the stacks follow frame pointers). */
+int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32_t pid,
+                         int worker_nice);
 /* Read the target's maps and queue a build for every executable mapping not seen before. */
 void ospd_unwinder_scan(struct ospd_unwinder *u);
 /* Look at the stacks interned since the last call; a pc in no known range rescans the maps

@@ -788,13 +788,13 @@ static void on_sigterm(uv_signal_t *handle, int signum)
  * and beat the others). Only this thread: the unwind builds on libuv's pool run at the
  * target's nice value (run, unwind-source.c). Older kernels and unprivileged users keep what
  * they had. */
-static void request_short_slice(struct ospd_daemon *d)
+static void request_short_slice(int program_nice)
 {
     errno = 0;
     int own = getpriority(PRIO_PROCESS, 0);
     if (errno != 0)
         return;
-    if (ospd_sched_self(ospd_target_nice(d->collector.pid) - 10, 100000 /* the shortest */) != 0)
+    if (ospd_sched_self(program_nice - 10, 100000 /* the shortest */) != 0)
         ospd_sched_self(own, 100000);
 }
 
@@ -806,7 +806,8 @@ static int run(struct ospd_daemon *d)
     signal(SIGTTOU, SIG_IGN);
     /* The program's nice value first (a forked child's collector starts at its parent's
      * tick's): libuv's pool threads, made at the first build, inherit it. */
-    ospd_sched_self(ospd_target_nice(d->collector.pid), 0);
+    int program_nice = ospd_target_nice(d->collector.pid);
+    ospd_sched_self(program_nice, 0);
     d->loop = uv_default_loop();
     d->attach_mono_ns = clock_ns(CLOCK_MONOTONIC);
     d->next_liveness_ns = d->attach_mono_ns + LIVENESS_INTERVAL_NS;
@@ -817,9 +818,9 @@ static int run(struct ospd_daemon *d)
     if (d->drain_max_ns > DRAIN_MAX_NS)
         d->drain_max_ns = DRAIN_MAX_NS;
     d->drain_ns = d->drain_max_ns;
-    if (ospd_unwinder_attach(&d->unwinder, d->loop, kept_fd, d->collector.pid) == 0)
+    if (ospd_unwinder_attach(&d->unwinder, d->loop, kept_fd, d->collector.pid, program_nice) == 0)
         ospd_unwinder_scan(&d->unwinder);
-    request_short_slice(d); /* this thread only, now that the pool has its threads */
+    request_short_slice(program_nice); /* this thread only, now that the pool has its threads */
     d->collector.waits.capture_of = capture_of;
     d->collector.waits.capture_ctx = d;
     for (int i = 0; i < d->switches.count; i++)

@@ -48,6 +48,12 @@ static void block(struct ospd_collector *c, int32_t tid, uint64_t from, uint64_t
     ospd_waits_switch(c, tid, to, false, false);
 }
 
+/* The shim's handler found thread `thread` blocked at `t` and took its stack `stack`. */
+static void capture(struct ospd_collector *c, uint32_t thread, uint64_t t, uint32_t stack)
+{
+    ospd_waits_span(c, thread, t, t, OSP_SPAN_CAPTURED_START, stack);
+}
+
 START_TEST(each_block_at_the_span_over_it)
 {
     struct ospd_collector c;
@@ -56,7 +62,7 @@ START_TEST(each_block_at_the_span_over_it)
     ospd_waits_span(&c, 0, 9 * MS, 31 * MS, OSP_SPAN_GUARDED, 5);
     block(&c, 100, 10 * MS, 30 * MS);
     block(&c, 100, 40 * MS, 52 * MS);
-    ospd_waits_span(&c, 0, 43 * MS, 43 * MS, OSP_SPAN_CAPTURED_START, 7);
+    capture(&c, 0, 43 * MS, 7);
     ospd_waits_resolve(&c, 60 * MS, true);
     ck_assert_uint_eq(waited(&c, 0, 5), 20);
     ck_assert_uint_eq(waited(&c, 0, 7), 12);
@@ -73,7 +79,7 @@ START_TEST(the_handlers_wake_up_does_not_end_a_wait)
     ospd_waits_switch(&c, 100, 10 * MS, true, false);
     /* Our signal wakes it at 20 ms; the handler captures its stack and it sleeps again. */
     ospd_waits_switch(&c, 100, 20 * MS, false, false);
-    ospd_waits_span(&c, 0, 20 * MS + 30 * US, 20 * MS + 30 * US, OSP_SPAN_CAPTURED_START, 3);
+    capture(&c, 0, 20 * MS + 30 * US, 3);
     ospd_waits_switch(&c, 100, 20 * MS + 60 * US, true, false);
     ospd_waits_switch(&c, 100, 50 * MS, false, false);
     ospd_waits_resolve(&c, 60 * MS, true);
@@ -87,11 +93,11 @@ START_TEST(a_wake_up_of_the_programs_own_ends_it)
 {
     struct ospd_collector c;
     setup(&c, 1);
-    ospd_waits_span(&c, 0, 10 * MS, 10 * MS, OSP_SPAN_CAPTURED_START, 3);
+    capture(&c, 0, 10 * MS, 3);
     block(&c, 100, 9 * MS, 20 * MS);
     /* It runs 5 ms (longer than a handler's wake-up), then waits somewhere else. */
     ospd_waits_switch(&c, 100, 25 * MS, true, false);
-    ospd_waits_span(&c, 0, 26 * MS, 26 * MS, OSP_SPAN_CAPTURED_START, 4);
+    capture(&c, 0, 26 * MS, 4);
     ospd_waits_switch(&c, 100, 45 * MS, false, false);
     ospd_waits_resolve(&c, 60 * MS, true);
     ck_assert_uint_eq(c.waits.blocks, 2);
@@ -159,7 +165,7 @@ START_TEST(a_streak_asks_less_but_a_long_wait_is_asked)
     uint64_t t = 10 * MS;
     for (int i = 0; i < 6; i++) { /* six waits, each captured at the same site */
         ospd_waits_switch(&c, 100, t, true, false);
-        ospd_waits_span(&c, 0, t + 2 * MS, t + 2 * MS, OSP_SPAN_CAPTURED_START, 2);
+        capture(&c, 0, t + 2 * MS, 2);
         ospd_waits_switch(&c, 100, t + 5 * MS, false, false);
         t += 10 * MS;
     }
@@ -205,7 +211,7 @@ START_TEST(waits_end_at_the_exit_record)
     c.start_unix_ns = 1000000 * MS; /* the realtime clock, the same instant */
     ospd_waits_span(&c, 0, 10 * MS, 40 * MS, OSP_SPAN_GUARDED, 1);
     block(&c, 100, 10 * MS, 40 * MS);
-    ospd_waits_span(&c, 1, 20 * MS, 20 * MS, OSP_SPAN_CAPTURED_START, 2);
+    capture(&c, 1, 20 * MS, 2);
     ospd_waits_switch(&c, 101, 15 * MS, true, false); /* still blocked at the exit */
     c.exit_seen = true;
     c.end_unix_ns = c.start_unix_ns + 45 * MS;                  /* the exit record, at 50 ms */
