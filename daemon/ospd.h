@@ -222,9 +222,10 @@ struct ospd_collector {
     /* The unwind tables ospreyd built (unwind-source.c), written in "collector" too: images
      * with rows, images it could not read, images whose rows came from the cache, rows, bytes
      * of shared memory they take, and the
-     * longest time from an image's discovery to its rows being published. */
+     * longest time from an image's discovery to its rows being published; and when, on the
+     * samples' axis, every object mapped at attach had its rows (0: never). */
     uint32_t unwind_images, unwind_failed, unwind_cached;
-    uint64_t unwind_rows, unwind_bytes, unwind_longest_ms;
+    uint64_t unwind_rows, unwind_bytes, unwind_longest_ms, unwind_ready_ns;
     /* How well ospreyd kept up, in "collector" too: the latest its tick came after its
      * deadline, and the longest read of the rings. */
     uint64_t longest_late_us, longest_read_us;

@@ -48,6 +48,9 @@ struct ospd_unwinder {
     uint32_t images_ready, images_failed, images_cached, scans;
     char cache_dir[4096]; /* where rows are kept between runs, or "" */
     uint64_t rows, longest_build_ms;
+    /* CLOCK_MONOTONIC when no build was pending for the first time: every object mapped at
+     * attach had its rows (0: not yet). Samples before it followed frame pointers only. */
+    uint64_t ready_mono_ns;
 };
 
 /* Map the shim's table object, the memfd it handed over as descriptor fd (--unwind-fd; -1

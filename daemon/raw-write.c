@@ -261,14 +261,15 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
             rc ? rc
                : put_field(
                      f, false, "collector",
-                     json_pack("{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o}}",
+                     json_pack("{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o}}",
                                "peak_rss_kb", json_u64(c->peak_rss_kb), "cpu_ms",
                                json_u64(c->cpu_ms), "longest_late_us", json_u64(c->longest_late_us),
                                "longest_read_us", json_u64(c->longest_read_us), "unwind", "images",
                                json_u64(c->unwind_images), "cached", json_u64(c->unwind_cached),
                                "failed", json_u64(c->unwind_failed), "rows",
                                json_u64(c->unwind_rows), "bytes", json_u64(c->unwind_bytes),
-                               "longest_ms", json_u64(c->unwind_longest_ms)));
+                               "longest_ms", json_u64(c->unwind_longest_ms), "ready_ns",
+                               json_u64(c->unwind_ready_ns)));
     fputs("}\n", f);
     return rc;
 }

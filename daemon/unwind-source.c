@@ -171,6 +171,8 @@ static void build_done(uv_work_t *req, int status)
      * stacks as final (shim/handler.c), and one taken between the two stores would be cut
      * where this image has no frame pointers, for as long as the wait lasts. */
     u->pending--;
+    if (u->pending == 0 && u->ready_mono_ns == 0)
+        u->ready_mono_ns = mono_ns();
     if (u->attached) /* release: pairs with the shim's acquire (shim/unwind.c) */
         atomic_store_explicit(&((struct osp_unwind_header *)u->map)->builds_pending, u->pending,
                               memory_order_release);
@@ -298,4 +300,8 @@ void ospd_collector_note_cost(struct ospd_collector *c, const struct ospd_unwind
     c->unwind_rows = u->rows;
     c->unwind_bytes = u->region.used;
     c->unwind_longest_ms = u->longest_build_ms;
+    /* On the samples' axis (t_rel_ns); both clocks are CLOCK_MONOTONIC. */
+    c->unwind_ready_ns = u->ready_mono_ns > c->start_mono_ns ? u->ready_mono_ns - c->start_mono_ns
+                         : u->ready_mono_ns != 0             ? 1
+                                                             : 0;
 }
