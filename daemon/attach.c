@@ -156,6 +156,7 @@ static void finish(struct attach *a, enum ospd_exit_status status)
     struct ospd_collector *c = &a->collector;
     ospd_perf_enable(&a->source, false);
     uint64_t cpu = target_cpu_ns(a->pid);
+    c->events_cpu_ns = ospd_perf_clock_ns(&a->source);
     drain(a, true);
     ospd_perf_close(&a->source); /* detached: nothing of ours is left on its threads */
     c->exit_status = status;

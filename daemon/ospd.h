@@ -229,6 +229,9 @@ struct ospd_collector {
     /* How well ospreyd kept up, in "collector" too: the latest its tick came after its
      * deadline, and the longest read of the rings. */
     uint64_t longest_late_us, longest_read_us;
+    /* Attached (perf events): the CPU time the kernel's cpu-clock events counted, in
+     * "collector" too when not 0 (the samples should add up to it, a period each). */
+    uint64_t events_cpu_ns;
     struct ospd_waits waits;
 };
 

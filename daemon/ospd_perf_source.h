@@ -36,6 +36,8 @@ struct ospd_perf_source {
     uint32_t ring_count;
     int *fds; /* every event */
     uint32_t fd_count, fds_cap;
+    int *clock_fds; /* of those, the cpu-clock events (not owned: fds holds them too) */
+    uint32_t clock_fd_count, clock_fds_cap;
     uint64_t *switch_ids; /* the site events' ids, sorted */
     uint32_t switch_id_count, switch_ids_cap;
     bool waits;         /* the switch records and their sites were allowed */
@@ -61,6 +63,9 @@ void ospd_perf_enable(struct ospd_perf_source *s, bool on);
  * call (a thread's switch out and in may be in two CPUs' rings) unless `all`. */
 void ospd_perf_drain(struct ospd_perf_source *s, struct ospd_collector *c, uint64_t now_ns,
                      bool all);
+/* The CPU time, in ns, the kernel's cpu-clock events counted on every thread (and the threads
+ * they started): what the samples should add up to, a period each. */
+uint64_t ospd_perf_clock_ns(const struct ospd_perf_source *s);
 /* Close every event: nothing of ours is left on the target's threads. */
 void ospd_perf_close(struct ospd_perf_source *s);
 

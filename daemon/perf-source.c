@@ -212,6 +212,12 @@ static int open_thread(struct ospd_perf_source *s, int32_t tid, uint32_t cpu)
     a.watermark = 1;
     a.wakeup_watermark = RING_PAGES * 4096u / 4;
     int rc = open_event(s, &a, tid, cpu, NULL);
+    uint64_t cap = s->clock_fds_cap;
+    if (rc == 0 && ospd_grow((void **)&s->clock_fds, &cap, (uint64_t)s->clock_fd_count + 1,
+                             sizeof *s->clock_fds) == 0) {
+        s->clock_fds_cap = (uint32_t)cap;
+        s->clock_fds[s->clock_fd_count++] = s->fds[s->fd_count - 1];
+    }
     if (rc == -EACCES && !s->user_only) {
         s->user_only = true; /* perf_event_paranoid 2: user space only, and no waits */
         s->waits = false;
@@ -227,7 +233,7 @@ static int open_thread(struct ospd_perf_source *s, int32_t tid, uint32_t cpu)
     uint64_t id = 0;
     if (open_event(s, &a, tid, cpu, &id) != 0)
         return 0; /* the blocks keep the site of the last stack sampled */
-    uint64_t cap = s->switch_ids_cap;
+    cap = s->switch_ids_cap;
     if (ospd_grow((void **)&s->switch_ids, &cap, (uint64_t)s->switch_id_count + 1,
                   sizeof *s->switch_ids) == 0) {
         s->switch_ids_cap = (uint32_t)cap;
@@ -300,6 +306,17 @@ int ospd_perf_open(struct ospd_perf_source *s, int32_t pid, uint32_t rate_hz, ch
         ospd_perf_close(s);
     }
     return rc;
+}
+
+uint64_t ospd_perf_clock_ns(const struct ospd_perf_source *s)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < s->clock_fd_count; i++) {
+        uint64_t count; /* read_format 0: the count alone, the inherited events' included */
+        if (read(s->clock_fds[i], &count, sizeof count) == (ssize_t)sizeof count)
+            total += count;
+    }
+    return total;
 }
 
 void ospd_perf_enable(struct ospd_perf_source *s, bool on)
@@ -481,6 +498,7 @@ void ospd_perf_close(struct ospd_perf_source *s)
     free(s->rings);
     free(s->fds);
     free(s->switch_ids);
+    free(s->clock_fds);
     free(s->site_of);
     free(s->held);
     free(s->buffer);

@@ -256,20 +256,22 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
                                       json_u64(c->waits.blocks), "asked", json_u64(c->waits.asked),
                                       "lost_records", json_u64(c->waits.lost_records),
                                       "unattributed", json_u64(c->waits.unattributed)));
-    if (c->peak_rss_kb > 0)
-        rc =
-            rc ? rc
-               : put_field(
-                     f, false, "collector",
-                     json_pack("{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o}}",
-                               "peak_rss_kb", json_u64(c->peak_rss_kb), "cpu_ms",
-                               json_u64(c->cpu_ms), "longest_late_us", json_u64(c->longest_late_us),
-                               "longest_read_us", json_u64(c->longest_read_us), "unwind", "images",
-                               json_u64(c->unwind_images), "cached", json_u64(c->unwind_cached),
-                               "failed", json_u64(c->unwind_failed), "rows",
-                               json_u64(c->unwind_rows), "bytes", json_u64(c->unwind_bytes),
-                               "longest_ms", json_u64(c->unwind_longest_ms), "ready_ns",
-                               json_u64(c->unwind_ready_ns)));
+    if (c->peak_rss_kb > 0) {
+        json_t *collector =
+            json_pack("{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o}}", "peak_rss_kb",
+                      json_u64(c->peak_rss_kb), "cpu_ms", json_u64(c->cpu_ms), "longest_late_us",
+                      json_u64(c->longest_late_us), "longest_read_us", json_u64(c->longest_read_us),
+                      "unwind", "images", json_u64(c->unwind_images), "cached",
+                      json_u64(c->unwind_cached), "failed", json_u64(c->unwind_failed), "rows",
+                      json_u64(c->unwind_rows), "bytes", json_u64(c->unwind_bytes), "longest_ms",
+                      json_u64(c->unwind_longest_ms), "ready_ns", json_u64(c->unwind_ready_ns));
+        if (collector != NULL && c->events_cpu_ns > 0)
+            json_object_set_new(collector, "events_cpu_ns", json_u64(c->events_cpu_ns));
+        if (rc != 0)
+            json_decref(collector);
+        else
+            rc = put_field(f, false, "collector", collector);
+    }
     fputs("}\n", f);
     return rc;
 }

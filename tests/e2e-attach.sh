@@ -104,11 +104,14 @@ on_cpu = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"] if s[3] == 0)
 recorded = on_cpu / rate
 window = raw.get("process_cpu_ns", 0) / 1e9
 used = (after - before) / hz
+events = raw.get("collector", {}).get("events_cpu_ns", 0) / 1e9
 check(window > 0 and abs(recorded - window) <= 0.1 * window,
-      f"CPU recorded {recorded:.3f} s, the process used {window:.3f} s in the window")
+      f"CPU recorded {recorded:.3f} s, the process used {window:.3f} s in the window "
+      f"(the kernel's cpu-clock events counted {events:.3f} s)")
+check(events > 0, "the raw file does not say what the kernel's cpu-clock events counted")
 check(window <= used + 0.05, f"the window's CPU {window:.3f} s exceeds /proc's {used:.3f} s")
 check(raw["exit"]["status"] == "stopped", f"exit {raw['exit']}")
-print(f"on-CPU {total} samples, {whole} whole, late thread {late}, CPU {recorded:.3f} s of {window:.3f} s ({used:.3f} s by /proc)")
+print(f"on-CPU {total} samples, {whole} whole, late thread {late}, CPU {recorded:.3f} s of {window:.3f} s ({used:.3f} s by /proc, {events:.3f} s by the events)")
 sys.exit(1 if bad else 0)
 PY
 
