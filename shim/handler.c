@@ -238,8 +238,14 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
              * a loaded machine. The thread's own timers sample its CPU time. */
             int asked = info->si_code == SI_QUEUE;
             int defer = !in_call && (s->guard_leaving || resumed || asked);
-            uint32_t weight =
-                defer || preempted ? 0 : osp__credit_take(&s->credit, cpu, period_ns, &needed);
+            /* And one that lands on the way out of a system call pays only for the CPU time
+             * since the last reading: older credit was spent while the timers missed it, not in the
+             * call, and stays due. */
+            uint32_t weight = 0;
+            if (!defer && !preempted)
+                weight = instant == OSP__INSTANT_SYSCALL_RETURN && !in_call
+                             ? osp__credit_take_recent(&s->credit, cpu, ran, period_ns, &needed)
+                             : osp__credit_take(&s->credit, cpu, period_ns, &needed);
             if (weight > 0) {
                 uint64_t *pcs = in_call ? s->wait_pcs : s->sample_pcs;
                 uint32_t depth = in_call ? s->wait_depth : capture(s, context, pcs);
@@ -265,6 +271,10 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                  * seen (a main thread that goes from a deferred delivery into pthread_join). */
                 osp__slot_arm_sampling(s, now + (needed > period_ns ? needed : period_ns));
             } else {
+                /* Credit left due (a sample at a call's end, above) is paid at a random
+                 * instant of the next period's running, not as this handler returns. */
+                if (needed == 0)
+                    needed = 1 + osp__slot_random(s) % period_ns;
                 /* Its recent share of a CPU says when the next sample will be due. */
                 uint32_t share = osp__cpu_share(now - prev_run_ns, cpu - prev_cpu_ns);
                 uint64_t due = osp__due_time(now, needed, share);

@@ -40,6 +40,15 @@ uint64_t osp__credit_cap(uint64_t period_ns);
  * Async-signal-safe. */
 uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t period_ns,
                           uint64_t *needed_ns);
+/* The credit rule at an instant the thread did not reach at random: the way out of a system
+ * call, where signals that waited for the call land. Pays what osp__credit_take would, but at
+ * most the periods of the ran_ns of CPU time used since the thread's clock was last read (at
+ * least one): older credit was spent elsewhere, while the timers missed it (a reader whose
+ * runs fell between the kernel's ticks for 30 ms under load paid 21 periods to read at once),
+ * and stays for a sample at a running instant. *needed_ns is 0 when credit stays due.
+ * Async-signal-safe. */
+uint32_t osp__credit_take_recent(struct osp__credit *c, uint64_t cpu_ns, uint64_t ran_ns,
+                                 uint64_t period_ns, uint64_t *needed_ns);
 /* The CPU time until the next sample is due (the credit reaches half a period), paying
  * nothing: a CPU clock behind what is paid (a clock read before the payment) needs more.
  * Async-signal-safe. */

@@ -74,6 +74,21 @@ uint32_t osp__credit_take(struct osp__credit *c, uint64_t cpu_ns, uint64_t perio
     return weight;
 }
 
+uint32_t osp__credit_take_recent(struct osp__credit *c, uint64_t cpu_ns, uint64_t ran_ns,
+                                 uint64_t period, uint64_t *needed_ns)
+{
+    uint32_t weight = osp__credit_take(c, cpu_ns, period, needed_ns);
+    uint64_t limit = (ran_ns + period / 2) / period;
+    if (limit == 0)
+        limit = 1;
+    if (weight > limit) {
+        c->paid_ns -= (weight - limit) * period;
+        weight = (uint32_t)limit;
+        *needed_ns = osp__credit_needed(c, cpu_ns, period);
+    }
+    return weight;
+}
+
 uint32_t osp__cpu_share(uint64_t wall_ns, uint64_t used_ns)
 {
     return wall_ns > 0 && used_ns < wall_ns ? (uint32_t)(used_ns * 1024u / wall_ns) : 1024u;

@@ -857,6 +857,34 @@ START_TEST(credit_rule_pays_whole_periods_of_cpu_time)
 }
 END_TEST
 
+START_TEST(credit_rule_at_a_calls_end_pays_only_the_recent_cpu_time)
+{
+    const uint64_t period = 1000000;
+    uint64_t needed;
+    /* 21 periods unpaid, 1 ms of them run since the last reading: one is paid at the call's
+     * end and 20 stay due, for a sample at a running instant. */
+    struct osp__credit c = {0};
+    ck_assert_uint_eq(osp__credit_take_recent(&c, 21 * period, period, period, &needed), 1);
+    ck_assert_uint_eq(c.paid_ns, period);
+    ck_assert_uint_eq(needed, 0);
+    ck_assert_uint_eq(osp__credit_take(&c, 21 * period, period, &needed), 20);
+    ck_assert_uint_eq(c.paid_ns, 21 * period);
+    /* Little run since the reading: still one, as the timer that fired is owed it. */
+    struct osp__credit d = {0};
+    ck_assert_uint_eq(osp__credit_take_recent(&d, 5 * period, 1000, period, &needed), 1);
+    ck_assert_uint_eq(d.paid_ns, period);
+    /* All of it recent (a thread working in the kernel): as osp__credit_take. */
+    struct osp__credit e = {0};
+    ck_assert_uint_eq(osp__credit_take_recent(&e, 4600000, 4600000, period, &needed), 5);
+    ck_assert_uint_eq(e.paid_ns, 5 * period);
+    ck_assert_uint_eq(needed, 900000);
+    /* Nothing due: nothing paid. */
+    struct osp__credit f = {0};
+    ck_assert_uint_eq(osp__credit_take_recent(&f, 400000, 400000, period, &needed), 0);
+    ck_assert_uint_eq(needed, 100000);
+}
+END_TEST
+
 START_TEST(credit_rule_first_sample_counts_only_cpu_time_since_registration)
 {
     const uint64_t period = 1000000;
@@ -1069,6 +1097,7 @@ Suite *shim_suite(void)
     tcase_add_test(parsers, credit_rule_pays_whole_periods_of_cpu_time);
     tcase_add_test(parsers, due_time_follows_the_share_of_a_cpu);
     tcase_add_test(parsers, credit_rule_first_sample_counts_only_cpu_time_since_registration);
+    tcase_add_test(parsers, credit_rule_at_a_calls_end_pays_only_the_recent_cpu_time);
     tcase_add_test(parsers, credit_rule_rounds_periods_to_the_nearest);
     tcase_add_test(parsers, credit_rule_caps_a_backlog_at_100_ms_or_16_periods);
     tcase_add_test(parsers, credit_rule_pays_nothing_for_a_clock_behind_what_is_paid);
