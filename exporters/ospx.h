@@ -120,6 +120,10 @@ struct ospx_process {
     uint64_t start_unix_ns, end_unix_ns;
     uint32_t rate_hz;       /* its own; the samples are in the run's rate (run.c rescales) */
     int64_t process_cpu_ns; /* -1 when not recorded */
+    /* collector.unwind.ready_ns: when ospreyd had the unwind rows of every object mapped at
+     * start, on the process's own t_rel_ns axis (its samples before then followed frame
+     * pointers only); 0 never, -1 not recorded */
+    int64_t unwind_ready_ns;
     uint64_t dropped;
     struct ospx_exit exit;
     size_t first_image, image_count; /* its images: images[first_image ..] */

@@ -945,8 +945,15 @@ static int raw_read_process(struct raw_reader *reader, const json_t *root, struc
     json_t *forked = json_object_get(root, "forked"), *escaped;
     if (forked != NULL && !json_is_boolean(forked))
         return raw_fail(reader, "forked", "expected a boolean, found %s", json_type_name(forked));
-    json_int_t parent_pid = -1;
+    json_t *collector = NULL, *unwind = NULL;
+    json_int_t parent_pid = -1, ready_ns = -1;
     int rc = raw_optional_integer(reader, root, "", "parent_pid", &parent_pid);
+    if (rc == 0)
+        rc = raw_member(reader, root, "", "collector", JSON_OBJECT, 0, &collector);
+    if (rc == 0 && collector != NULL)
+        rc = raw_member(reader, collector, "collector", "unwind", JSON_OBJECT, 0, &unwind);
+    if (rc == 0 && unwind != NULL)
+        rc = raw_optional_integer(reader, unwind, "collector.unwind", "ready_ns", &ready_ns);
     if (rc == 0)
         rc = raw_member(reader, root, "", "escaped", JSON_ARRAY, 0, &escaped);
     if (rc == 0 && escaped != NULL)
@@ -969,6 +976,7 @@ static int raw_read_process(struct raw_reader *reader, const json_t *root, struc
     process->end_unix_ns = out->end_unix_ns;
     process->rate_hz = out->rate_hz;
     process->process_cpu_ns = out->process_cpu_ns;
+    process->unwind_ready_ns = ready_ns;
     process->dropped = out->dropped;
     process->exit = out->exit;
     process->image_count = out->image_count;

@@ -568,11 +568,31 @@ static int reaches_root(const char *name)
     return 0;
 }
 
+/* When sample s's process had the unwind rows of every object mapped at its start, on the
+ * run's t_rel_ns axis: UINT64_MAX when they never were, 0 when the raw file does not say. */
+static uint64_t unwind_ready(const struct ospx_raw *raw, const struct ospx_sample *s)
+{
+    if (raw->process_count == 0 || s->thread >= raw->thread_count)
+        return 0;
+    uint32_t p = raw->threads[s->thread].process;
+    if (p >= raw->process_count)
+        return 0;
+    const struct ospx_process *process = &raw->processes[p];
+    if (process->unwind_ready_ns < 0)
+        return 0;
+    if (process->unwind_ready_ns == 0)
+        return UINT64_MAX;
+    uint64_t offset = process->start_unix_ns > raw->start_unix_ns
+                          ? process->start_unix_ns - raw->start_unix_ns
+                          : 0;
+    return offset + (uint64_t)process->unwind_ready_ns;
+}
+
 /* "stacks: N% of on-CPU samples end before main or a thread's start, in IMAGE (N%), ...":
  * where the code had neither unwind tables nor frame pointers (JIT code, an object without
  * .eh_frame, a frame the rows could not express), or a sample came before ospreyd had built
- * its object's rows. Said when at least CUT_SAY of the on-CPU samples are cut; --inverted
- * shows where. */
+ * its object's rows (how many of them, when the raw file says when it had). Said when at
+ * least CUT_SAY of the on-CPU samples are cut; --inverted shows where. */
 #define CUT_SAY 1.0
 static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *model,
                              const char *warn)
@@ -585,7 +605,7 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         const char *image;
         uint64_t weight;
     } top[4] = {{0}};
-    uint64_t cut = 0, elsewhere = 0;
+    uint64_t cut = 0, elsewhere = 0, early = 0;
     for (size_t i = 0; i < raw->sample_count; i++) {
         const struct ospx_sample *s = &raw->samples[i];
         if (s->state != 0 || s->stack >= sym->stack_count || sym->stack_depths[s->stack] == 0)
@@ -595,6 +615,8 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         if (reaches_root(outer->name))
             continue;
         cut += s->weight;
+        if (s->t_rel_ns < unwind_ready(raw, s))
+            early += s->weight;
         const char *image = outer->image[0] ? outer->image : "code in no object (a JIT's)";
         const char *slash = strrchr(image, '/');
         image = slash ? slash + 1 : image;
@@ -626,8 +648,21 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         n += snprintf(second + n, sizeof second - (size_t)n, "%s %s %.1f%%", k ? "," : "",
                       top[k].image, 100.0 * (double)top[k].weight / (double)model->on_cpu_samples);
     if (elsewhere > 0 && n > 0 && (size_t)n < sizeof second)
-        snprintf(second + n, sizeof second - (size_t)n, ", elsewhere %.1f%%",
-                 100.0 * (double)elsewhere / (double)model->on_cpu_samples);
+        n += snprintf(second + n, sizeof second - (size_t)n, ", elsewhere %.1f%%",
+                      100.0 * (double)elsewhere / (double)model->on_cpu_samples);
+    if (early > 0 && n > 0 && (size_t)n < sizeof second) {
+        /* In a profile of one process, when: the startup window a longer run outgrows. */
+        char window[64] = "";
+        const struct ospx_process *process = raw->process_count == 1 ? raw->processes : NULL;
+        if (process != NULL && process->unwind_ready_ns > 0) {
+            char duration[32];
+            format_duration(duration, sizeof duration, (double)process->unwind_ready_ns / 1e9);
+            snprintf(window, sizeof window, " in the first %s,", duration);
+        }
+        snprintf(second + n, sizeof second - (size_t)n,
+                 "; %.1f%% came%s before the unwind tables were ready",
+                 100.0 * (double)early / (double)model->on_cpu_samples, window);
+    }
     emit_pair(out, width, warn, first, second);
 }
 

@@ -15,6 +15,8 @@
  *   killed 9                     the program was killed by this signal (the raw "exit")
  *   process 42 /w/demo           a process of a run: pid, exe; the threads and stacks after
  *                                it are its own (without one: a profile of one process)
+ *   unwind_ready_ns 50000000     the last process's collector.unwind.ready_ns (default: not
+ *                                recorded; 0: never ready)
  *   escaped 77 /usr/bin/foo why  a process the current one started that ran unprofiled:
  *                                pid, exe, reason (\s for spaces)
  *   # a comment
@@ -107,12 +109,15 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
             process->source_path = strdup("fixture.json");
             process->parent_pid = -1;
             process->process_cpu_ns = -1;
+            process->unwind_ready_ns = -1;
             process->rate_hz = raw->rate_hz;
             if (raw->process_count == 1) {
                 raw->pid = process->pid;
                 free(raw->exe);
                 raw->exe = fixture_word(n > 1 ? words[1] : "-");
             }
+        } else if (strcmp(key, "unwind_ready_ns") == 0 && raw->process_count > 0) {
+            raw->processes[raw->process_count - 1].unwind_ready_ns = strtoll(words[0], NULL, 10);
         } else if (strcmp(key, "escaped") == 0) {
             raw->escaped = fixture_grow(raw->escaped, raw->escaped_count, sizeof *raw->escaped);
             struct ospx_escaped *escaped = &raw->escaped[raw->escaped_count++];

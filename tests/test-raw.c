@@ -83,8 +83,8 @@ START_TEST(test_valid_fields)
 }
 END_TEST
 
-/* The compatible extension: a 5th sample element (weight), "drops", cpu_ns and process_cpu_ns;
- * a file without them reads as weight 1 and "not recorded". */
+/* The compatible extension: a 5th sample element (weight), "drops", cpu_ns, process_cpu_ns and
+ * collector.unwind.ready_ns; a file without them reads as weight 1 and "not recorded". */
 START_TEST(test_valid_weighted)
 {
     struct ospx_raw raw;
@@ -98,6 +98,7 @@ START_TEST(test_valid_weighted)
     ck_assert_uint_eq(raw.samples[1].weight, 1);
     ck_assert_uint_eq(raw.samples[2].weight, 3);
     ck_assert_int_eq(raw.process_cpu_ns, 1210000000);
+    ck_assert_int_eq(raw.processes[0].unwind_ready_ns, 52512953);
     ck_assert_int_eq(raw.threads[0].cpu_ns, 10000000);
     ck_assert_int_eq(raw.threads[1].cpu_ns, 1200000000);
     ck_assert_uint_eq(raw.drop_count, 2);
@@ -115,6 +116,7 @@ START_TEST(test_valid_weighted)
     for (size_t i = 0; i < raw.sample_count; i++)
         ck_assert_uint_eq(raw.samples[i].weight, 1);
     ck_assert_int_eq(raw.process_cpu_ns, -1);
+    ck_assert_int_eq(raw.processes[0].unwind_ready_ns, -1);
     ck_assert_int_eq(raw.threads[0].cpu_ns, -1);
     ck_assert_uint_eq(raw.drop_count, 0);
     ospx_raw_free(&raw);

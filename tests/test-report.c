@@ -572,6 +572,50 @@ START_TEST(only_waiting_samples_says_so)
 }
 END_TEST
 
+/* A program whose stacks are cut (crunch alone, not under main) in 40 of its 240 on-CPU
+ * periods, 30 of them in the first 50 ms; the unwind tables' readiness as the raw file said. */
+static char *cut_stacks_report(const char *ready_line)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "rate 1000\nstart 0\nend 1000000000\n"
+             "frame main /w/w.c /w/demo\nframe crunch /w/w.c /w/demo\n"
+             "process 42 /w/demo\n%s"
+             "thread 0 main\nstack 1@10 0@3\nstack 1@10\n"
+             "sample 60000000 0 0 0 200\n"
+             "sample 10000000 0 1 0 30\n"
+             "sample 70000000 0 1 0 10\n",
+             ready_line);
+    struct built built;
+    fixture_model(&built.fixture, text, &built.model);
+    char *report = render(&built.model, 0, 200);
+    release(&built);
+    return report;
+}
+
+START_TEST(cut_stacks_say_how_many_came_before_the_unwind_tables)
+{
+    char *text = cut_stacks_report("unwind_ready_ns 50000000\n");
+    const char *line = line_with(text, "stacks: 16.7% of on-CPU samples end before main");
+    ck_assert_msg(line != NULL, "%s", text);
+    ck_assert_msg(strstr(line, "they end in demo 16.7%; 12.5% came in the first 50ms, before "
+                               "the unwind tables were ready") != NULL,
+                  "%s", text);
+    free(text);
+    /* Never ready: every cut stack came before them, and no window is named. */
+    text = cut_stacks_report("unwind_ready_ns 0\n");
+    ck_assert_msg(strstr(text, "; 16.7% came, before") == NULL, "%s", text);
+    ck_assert_msg(strstr(text, "; 16.7% came before the unwind tables were ready") != NULL, "%s",
+                  text);
+    free(text);
+    /* Not recorded (an older raw file): nothing said of them. */
+    text = cut_stacks_report("");
+    ck_assert_msg(line_with(text, "stacks: 16.7%") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "unwind tables") == NULL, "%s", text);
+    free(text);
+}
+END_TEST
+
 /* A run of three processes: a shell (pid 100) that waits, and two workers (101, 102) of one
  * program, `crunch` hot in 101 and `hash` in 102, both with `main` under them; the shell
  * started one more that ran unprofiled, and 102 four more. */
@@ -727,6 +771,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, several_processes_get_a_process_column_and_lines);
     tcase_add_test(tc, one_process_kept_by_pid_looks_like_a_profile_of_one);
     tcase_add_test(tc, per_process_sections_follow_the_run);
+    tcase_add_test(tc, cut_stacks_say_how_many_came_before_the_unwind_tables);
     suite_add_tcase(suite, tc);
     return suite;
 }
