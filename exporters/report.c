@@ -553,9 +553,9 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
     free(rows);
 }
 
-/* Does a stack whose outermost frame is `name` reach its root: the program's start (_start,
- * the C library's start of main, main itself) or a thread's (start_thread, clone3, clone)? */
-static int reaches_root(const char *name)
+/* Is `name` a root of stacks: the program's start (_start, the C library's start of main,
+ * main itself) or a thread's (start_thread, clone3, clone)? */
+static int is_root(const char *name)
 {
     static const char *const roots[] = {
         "_start",      "__libc_start_main", "__libc_start_call_main",
@@ -606,13 +606,25 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         uint64_t weight;
     } top[4] = {{0}};
     uint64_t cut = 0, elsewhere = 0, early = 0;
+    /* Per stack: 0 not looked at, 1 whole, 2 cut. */
+    unsigned char *seen = calloc(sym->stack_count ? sym->stack_count : 1, 1);
+    if (seen == NULL)
+        return;
     for (size_t i = 0; i < raw->sample_count; i++) {
         const struct ospx_sample *s = &raw->samples[i];
         if (s->state != 0 || s->stack >= sym->stack_count || sym->stack_depths[s->stack] == 0)
             continue;
         size_t depth = sym->stack_depths[s->stack];
         const struct ospx_frame *outer = &sym->frames[sym->stack_slots[s->stack][depth - 1].frame];
-        if (reaches_root(outer->name))
+        if (seen[s->stack] == 0) {
+            /* Whole when any frame is a root: in a stripped executable, main and _start have
+             * no names, but the C library's start of main does. */
+            seen[s->stack] = 2;
+            for (size_t k = depth; k-- > 0 && seen[s->stack] == 2;)
+                if (is_root(sym->frames[sym->stack_slots[s->stack][k].frame].name))
+                    seen[s->stack] = 1;
+        }
+        if (seen[s->stack] == 1)
             continue;
         cut += s->weight;
         if (s->t_rel_ns < unwind_ready(raw, s))
@@ -630,6 +642,7 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         else
             elsewhere += s->weight;
     }
+    free(seen);
     double share = 100.0 * (double)cut / (double)model->on_cpu_samples;
     if (cut == 0 || share < CUT_SAY)
         return;
@@ -650,7 +663,8 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
     if (elsewhere > 0 && n > 0 && (size_t)n < sizeof second)
         n += snprintf(second + n, sizeof second - (size_t)n, ", elsewhere %.1f%%",
                       100.0 * (double)elsewhere / (double)model->on_cpu_samples);
-    if (early > 0 && n > 0 && (size_t)n < sizeof second) {
+    double early_share = 100.0 * (double)early / (double)model->on_cpu_samples;
+    if (early_share >= 0.05 && n > 0 && (size_t)n < sizeof second) {
         /* In a profile of one process, when: the startup window a longer run outgrows. */
         char window[64] = "";
         const struct ospx_process *process = raw->process_count == 1 ? raw->processes : NULL;
@@ -660,8 +674,7 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
             snprintf(window, sizeof window, " in the first %s,", duration);
         }
         snprintf(second + n, sizeof second - (size_t)n,
-                 "; %.1f%% came%s before the unwind tables were ready",
-                 100.0 * (double)early / (double)model->on_cpu_samples, window);
+                 "; %.1f%% came%s before the unwind tables were ready", early_share, window);
     }
     emit_pair(out, width, warn, first, second);
 }

@@ -616,6 +616,29 @@ START_TEST(cut_stacks_say_how_many_came_before_the_unwind_tables)
 }
 END_TEST
 
+/* A stripped executable's stacks (Debian's xz): main and _start have no names, the C
+ * library's start of main does; they are whole, and no stacks: line is said. */
+START_TEST(a_stripped_programs_stacks_are_whole)
+{
+    struct built built;
+    fixture_model(&built.fixture,
+                  "rate 1000\nstart 0\nend 1000000000\n"
+                  "frame xz+0x3ae1 - /usr/bin/xz\nframe __libc_start_main - /lib/libc.so.6\n"
+                  "frame __libc_start_call_main - /lib/libc.so.6\nframe xz+0x37e7 - /usr/bin/xz\n"
+                  "frame lzma_code - /lib/liblzma.so.5\n"
+                  "process 42 /usr/bin/xz\nthread 0 main\n"
+                  "stack 4 3 2 1 0\nstack 4\n"
+                  "sample 1000 0 0 0 990\nsample 2000 0 1 0 10\n",
+                  &built.model);
+    char *text = render(&built.model, 0, 200);
+    ck_assert_msg(line_with(text, "stacks: 1.0% of on-CPU samples end before main") != NULL, "%s",
+                  text);
+    ck_assert_msg(strstr(text, "they end in liblzma.so.5 1.0%") != NULL, "%s", text);
+    free(text);
+    release(&built);
+}
+END_TEST
+
 /* A run of three processes: a shell (pid 100) that waits, and two workers (101, 102) of one
  * program, `crunch` hot in 101 and `hash` in 102, both with `main` under them; the shell
  * started one more that ran unprofiled, and 102 four more. */
@@ -772,6 +795,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, one_process_kept_by_pid_looks_like_a_profile_of_one);
     tcase_add_test(tc, per_process_sections_follow_the_run);
     tcase_add_test(tc, cut_stacks_say_how_many_came_before_the_unwind_tables);
+    tcase_add_test(tc, a_stripped_programs_stacks_are_whole);
     suite_add_tcase(suite, tc);
     return suite;
 }
