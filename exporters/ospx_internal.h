@@ -84,6 +84,22 @@ int ospx__vdso_copy(const struct ospx_raw *raw, const struct ospx_image *image, 
  * identification, and its size in *size; else -1 and why not, one short phrase, in `why`. */
 int ospx__elf_check(const char *path, off_t *size, char *why, size_t why_size);
 
+/* ---- spans.c: where an object's functions begin and end (its .eh_frame) ---- */
+
+struct ospx__span {
+    uint64_t start, end; /* the object's own addresses, [start, end) */
+};
+struct ospx__spans {
+    struct ospx__span *spans; /* sorted by start */
+    size_t count;
+};
+/* The function spans of the ELF object at `path` from its .eh_frame_hdr table: 0 (count 0
+ * when the file is not there, not an ELF object this reads, or has no table) or -ENOMEM. */
+int ospx__spans_read(const char *path, struct ospx__spans *out);
+/* The span holding `address`, or NULL. */
+const struct ospx__span *ospx__spans_find(const struct ospx__spans *spans, uint64_t address);
+void ospx__spans_free(struct ospx__spans *spans);
+
 /* ---- listing.c: the report's --inverted and --list ---- */
 
 struct ospx__callers;

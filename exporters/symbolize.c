@@ -342,6 +342,23 @@ static int is_profiler_frame(const char *name, const char *image_path, const cha
     return 0;
 }
 
+/* The span of the function holding file address `address` of image `image`, from its
+ * object's unwind tables (read once per image, when first asked), or NULL. Not for the
+ * running kernel's vDSO, whose unnamed code is "[vdso]". */
+static const struct ospx__span *function_span(struct ospx__symbolizer *state, uint32_t image,
+                                              uint64_t address)
+{
+    struct ospx__image_work *work = &state->work[image];
+    if (work->running_vdso || state->objects == NULL)
+        return NULL;
+    if (!work->spans_read) {
+        work->spans_read = true;
+        if (ospx__spans_read(state->objects[image].path, &work->spans) != 0)
+            return NULL; /* out of memory: the pc, as before */
+    }
+    return ospx__spans_find(&work->spans, address);
+}
+
 /* Expand raw stack i into frames, leaf first, inline levels innermost first. */
 static int build_stack(struct ospx__symbolizer *state, struct frame_table *table, size_t i)
 {
@@ -393,13 +410,19 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
         }
         /* A frame nothing names is its object and the object's own address, as perf prints
          * it ("libc.so.6+0x2ab18b", what addr2line -e takes), the same in every run whatever
-         * the load address; the raw pc only when no image holds it. */
+         * the load address; the raw pc only when no image holds it. The address is its
+         * function's start when the object's unwind tables say where that is (a stripped
+         * object's local functions), so that a function's pcs are one function. */
         char hex[300];
-        if (image != NO_IMAGE && image_path[0] != '\0')
+        if (image != NO_IMAGE && image_path[0] != '\0') {
+            uint64_t address = stack->pcs[k] - raw->images[image].slide;
+            const struct ospx__span *span =
+                named ? NULL : function_span(state, image, pc - raw->images[image].slide);
             snprintf(hex, sizeof hex, "%.256s+0x%" PRIx64, ospx__basename(image_path),
-                     stack->pcs[k] - raw->images[image].slide);
-        else
+                     span != NULL ? span->start : address);
+        } else {
             snprintf(hex, sizeof hex, "0x%" PRIx64, stack->pcs[k]);
+        }
         for (size_t level = 0; level < levels; level++) {
             const struct ospx__location *location =
                 answer != NULL && answer->count > 0 ? &answer->chain[level] : NULL;
@@ -553,6 +576,7 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
             ospx__answer_free(&state.work[i].answers[k]);
         free(state.work[i].answers);
         free(state.work[i].addresses);
+        ospx__spans_free(&state.work[i].spans);
     }
     free(state.work);
     for (size_t i = 0; state.objects != NULL && i < raw->image_count; i++)

@@ -40,6 +40,9 @@ struct ospx__image_work {
     size_t count, capacity;
     struct ospx__answer *answers;
     bool running_vdso; /* described by a copy of the running kernel's vDSO */
+    /* its object's function spans (spans.c), read when a frame of it is first unnamed */
+    struct ospx__spans spans;
+    bool spans_read;
 };
 
 /* A running tool (child.c): its pid, the socket its stdin reads (-1 for atos) and the pipe its

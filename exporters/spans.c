@@ -1,0 +1,319 @@
+/* spans.c — where an object's functions begin and end, read from its unwind tables: the
+ * binary search table of .eh_frame_hdr (PT_GNU_EH_FRAME) gives each FDE's start, the FDE its
+ * length. A stripped object's local functions have no symbol, but every function the
+ * compiler emitted has an FDE (Debian builds with unwind tables on): their code is named by
+ * the function's start (object+0xSTART) rather than by each pc, so a function's samples add
+ * up to one row, as they do for named code. 64-bit little-endian objects (x86_64, arm64);
+ * anything else, or a table this does not read, gives no spans. The file comes from a
+ * profile: every offset is checked against its size.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ospx_internal.h"
+
+/* DWARF pointer encodings (LSB, "Exception Frames"). */
+#define PE_OMIT    0xff
+#define PE_ABSPTR  0x00
+#define PE_ULEB128 0x01
+#define PE_UDATA2  0x02
+#define PE_UDATA4  0x03
+#define PE_UDATA8  0x04
+#define PE_SLEB128 0x09
+#define PE_SDATA2  0x0a
+#define PE_SDATA4  0x0b
+#define PE_SDATA8  0x0c
+#define PE_PCREL   0x10
+#define PE_DATAREL 0x30
+
+/* The file, mapped, and the loadable segments that say where an address lies in it. */
+struct object {
+    const unsigned char *data;
+    size_t size;
+    const Elf64_Phdr *loads[16];
+    size_t load_count;
+};
+
+/* The file offset of `length` bytes at address `address`, or SIZE_MAX. */
+static size_t offset_of(const struct object *o, uint64_t address, uint64_t length)
+{
+    for (size_t i = 0; i < o->load_count; i++) {
+        const Elf64_Phdr *p = o->loads[i];
+        if (address >= p->p_vaddr && address - p->p_vaddr <= p->p_filesz &&
+            length <= p->p_filesz - (address - p->p_vaddr) &&
+            p->p_offset + (address - p->p_vaddr) + length <= o->size)
+            return (size_t)(p->p_offset + (address - p->p_vaddr));
+    }
+    return SIZE_MAX;
+}
+
+static int read_uleb(const unsigned char **p, const unsigned char *end, uint64_t *out)
+{
+    uint64_t value = 0;
+    for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+        unsigned char byte = *(*p)++;
+        value |= (uint64_t)(byte & 0x7f) << shift;
+        if ((byte & 0x80) == 0) {
+            *out = value;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int read_sleb(const unsigned char **p, const unsigned char *end, int64_t *out)
+{
+    uint64_t value = 0;
+    unsigned shift = 0;
+    while (*p < end && shift < 64) {
+        unsigned char byte = *(*p)++;
+        value |= (uint64_t)(byte & 0x7f) << shift;
+        shift += 7;
+        if ((byte & 0x80) == 0) {
+            if (shift < 64 && (byte & 0x40))
+                value |= ~(uint64_t)0 << shift;
+            *out = (int64_t)value;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A value of encoding `format` (the low four bits), unrelocated. */
+static int read_value(const unsigned char **p, const unsigned char *end, unsigned format,
+                      uint64_t *out)
+{
+    size_t width = 0;
+    int64_t signed_value;
+    switch (format) {
+    case PE_ULEB128:
+        return read_uleb(p, end, out);
+    case PE_SLEB128:
+        if (read_sleb(p, end, &signed_value) != 0)
+            return -1;
+        *out = (uint64_t)signed_value;
+        return 0;
+    case PE_UDATA2:
+    case PE_SDATA2:
+        width = 2;
+        break;
+    case PE_UDATA4:
+    case PE_SDATA4:
+        width = 4;
+        break;
+    case PE_ABSPTR:
+    case PE_UDATA8:
+    case PE_SDATA8:
+        width = 8;
+        break;
+    default:
+        return -1;
+    }
+    if ((size_t)(end - *p) < width)
+        return -1;
+    uint64_t value = 0;
+    memcpy(&value, *p, width); /* little-endian */
+    if (format == PE_SDATA2)
+        value = (uint64_t)(int64_t)(int16_t)value;
+    else if (format == PE_SDATA4)
+        value = (uint64_t)(int64_t)(int32_t)value;
+    *p += width;
+    *out = value;
+    return 0;
+}
+
+/* The FDE pointer encoding of the CIE at file offset `at` (its 'R' augmentation; absptr
+ * without one), or -1. */
+static int cie_encoding(const struct object *o, size_t at)
+{
+    if (at > o->size || o->size - at < 8)
+        return -1;
+    const unsigned char *p = o->data + at, *end;
+    uint32_t length;
+    memcpy(&length, p, 4);
+    p += 4;
+    if (length == 0xffffffffu || length > o->size - at - 4)
+        return -1; /* 64-bit DWARF: not in .eh_frame as GNU tools write it */
+    end = p + length;
+    uint32_t id;
+    memcpy(&id, p, 4);
+    p += 4;
+    if (id != 0 || p >= end)
+        return -1;
+    unsigned version = *p++;
+    const unsigned char *augmentation = p;
+    while (p < end && *p != '\0')
+        p++;
+    if (p >= end)
+        return -1;
+    p++;
+    if (version >= 4)
+        p += 2; /* address size, segment selector size */
+    uint64_t code_align, return_register;
+    int64_t data_align;
+    if (p > end || read_uleb(&p, end, &code_align) != 0 || read_sleb(&p, end, &data_align) != 0)
+        return -1;
+    if (version == 1) {
+        if (p >= end)
+            return -1;
+        p++;
+    } else if (read_uleb(&p, end, &return_register) != 0) {
+        return -1;
+    }
+    if (augmentation[0] != 'z')
+        return PE_ABSPTR;
+    uint64_t augmentation_length;
+    if (read_uleb(&p, end, &augmentation_length) != 0)
+        return -1;
+    for (const unsigned char *a = augmentation + 1; *a != '\0'; a++) {
+        if (p >= end)
+            return -1;
+        if (*a == 'R')
+            return *p;
+        if (*a == 'L') {
+            p++;
+        } else if (*a == 'P') {
+            unsigned encoding = *p++;
+            uint64_t ignored;
+            if (read_value(&p, end, encoding & 0x0f, &ignored) != 0)
+                return -1;
+        } else if (*a != 'S' && *a != 'B') {
+            return -1;
+        }
+    }
+    return PE_ABSPTR;
+}
+
+/* The length of the function the FDE at address `fde` covers, or 0. */
+static uint64_t fde_length(const struct object *o, uint64_t fde)
+{
+    size_t at = offset_of(o, fde, 8);
+    if (at == SIZE_MAX)
+        return 0;
+    const unsigned char *p = o->data + at;
+    uint32_t length, cie_pointer;
+    memcpy(&length, p, 4);
+    memcpy(&cie_pointer, p + 4, 4);
+    if (length == 0xffffffffu || length < 8 || length > o->size - at - 4 || cie_pointer == 0 ||
+        cie_pointer > at + 4)
+        return 0;
+    int encoding = cie_encoding(o, at + 4 - cie_pointer);
+    if (encoding < 0 || encoding == PE_OMIT)
+        return 0;
+    const unsigned char *end = p + 4 + length;
+    p += 8;
+    uint64_t begin, range;
+    if (read_value(&p, end, (unsigned)encoding & 0x0f, &begin) != 0 ||
+        read_value(&p, end, (unsigned)encoding & 0x0f, &range) != 0)
+        return 0;
+    return range;
+}
+
+static int compare_starts(const void *a, const void *b)
+{
+    const struct ospx__span *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The spans of the mapped object `o` into *out. */
+static int spans_of(const struct object *o, struct ospx__spans *out)
+{
+    if (o->size < sizeof(Elf64_Ehdr))
+        return 0;
+    const Elf64_Ehdr *eh = (const void *)o->data;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_phentsize != sizeof(Elf64_Phdr) ||
+        eh->e_phoff > o->size || (o->size - eh->e_phoff) / sizeof(Elf64_Phdr) < eh->e_phnum)
+        return 0;
+    struct object with_loads = *o;
+    const Elf64_Phdr *hdr = NULL;
+    const Elf64_Phdr *ph = (const void *)(o->data + eh->e_phoff);
+    for (size_t i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type == PT_LOAD && with_loads.load_count < 16)
+            with_loads.loads[with_loads.load_count++] = &ph[i];
+        else if (ph[i].p_type == PT_GNU_EH_FRAME)
+            hdr = &ph[i];
+    }
+    if (hdr == NULL || hdr->p_filesz < 4 || hdr->p_offset > o->size ||
+        hdr->p_filesz > o->size - hdr->p_offset)
+        return 0;
+    const unsigned char *base = o->data + hdr->p_offset, *end = base + hdr->p_filesz;
+    const unsigned char *p = base + 4;
+    unsigned frame_encoding = base[1], count_encoding = base[2], table_encoding = base[3];
+    uint64_t ignored, count;
+    /* Only the table GNU ld, gold, lld and mold write: datarel sdata4 pairs. */
+    if (base[0] != 1 || frame_encoding == PE_OMIT || count_encoding == PE_OMIT ||
+        table_encoding != (PE_DATAREL | PE_SDATA4) ||
+        read_value(&p, end, frame_encoding & 0x0f, &ignored) != 0 ||
+        read_value(&p, end, count_encoding & 0x0f, &count) != 0 || count > (uint64_t)(end - p) / 8)
+        return 0;
+    if (count == 0)
+        return 0;
+    out->spans = malloc(count * sizeof *out->spans);
+    if (out->spans == NULL)
+        return -ENOMEM;
+    for (uint64_t i = 0; i < count; i++, p += 8) {
+        int32_t start, fde;
+        memcpy(&start, p, 4);
+        memcpy(&fde, p + 4, 4);
+        uint64_t begin = hdr->p_vaddr + (uint64_t)(int64_t)start;
+        uint64_t length = fde_length(&with_loads, hdr->p_vaddr + (uint64_t)(int64_t)fde);
+        if (length > 0)
+            out->spans[out->count++] = (struct ospx__span){begin, begin + length};
+    }
+    qsort(out->spans, out->count, sizeof *out->spans, compare_starts);
+    return 0;
+}
+
+int ospx__spans_read(const char *path, struct ospx__spans *out)
+{
+    memset(out, 0, sizeof *out);
+    off_t size;
+    char why[128];
+    if (path == NULL || ospx__elf_check(path, &size, why, sizeof why) != 0 || size <= 0)
+        return 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat info;
+    void *data = MAP_FAILED;
+    if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0)
+        data = mmap(NULL, (size_t)info.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (data == MAP_FAILED)
+        return 0;
+    struct object o = {.data = data, .size = (size_t)info.st_size};
+    int rc = spans_of(&o, out);
+    munmap(data, (size_t)info.st_size);
+    if (rc < 0)
+        ospx__spans_free(out);
+    return rc;
+}
+
+const struct ospx__span *ospx__spans_find(const struct ospx__spans *spans, uint64_t address)
+{
+    size_t lo = 0, hi = spans->count;
+    while (lo < hi) { /* the first span starting after address */
+        size_t mid = lo + (hi - lo) / 2;
+        if (spans->spans[mid].start <= address)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    const struct ospx__span *span = &spans->spans[lo - 1];
+    return address < span->end ? span : NULL;
+}
+
+void ospx__spans_free(struct ospx__spans *spans)
+{
+    free(spans->spans);
+    memset(spans, 0, sizeof *spans);
+}
