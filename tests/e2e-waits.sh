@@ -4,7 +4,8 @@
 # makes (clock reads around each one); the profile must agree:
 #   join, sites, pipe, nap, mutex at 997 Hz; sites and pipe at 100 Hz and 10 kHz too:
 #   - each site's waiting time within 3% of the truth (plus one and a half periods; on the low
-#     side, less the time the kernel says the threads were preempted);
+#     side, less the time the kernel says the threads were preempted, and the waits whose
+#     stacks were cut before the unwind tables were ready, at most that window's length);
 #   - the two sites of one thread told apart by name, in the right split (within 2 points);
 #   - nap: each of its 100 waits of 15 ms is a slice of its own in trace.json;
 #   - the raw file says the waits were timed from the kernel's records;
@@ -83,15 +84,31 @@ runs = ["join-997"] + ([] if not kernel else
 # out. A loaded machine preempts a thread between its clock read and the call, or as it is
 # woken: that time is in the truth and is not waiting (the raw file counts it apart, per
 # thread), so the low side gives way by the process's preempted time (0.05 s of 1.58 s once).
+# And a wait whose stack was taken before ospreyd had the C library's unwind rows (the
+# startup window, collector.unwind.ready_ns: 8-38 ms beside two CPU hogs, longer beside the
+# suite's other tests too) ends in libc's read, not at its site: the low side gives way by
+# those cut waits too, at most the window's length (and one wait of 10 ms that began in it).
+ROOTS = {"main", "start_thread", "__libc_start_main", "__libc_start_call_main", "clone",
+         "clone3", "__clone", "__clone3", "_start"}
+def cut_waiting(name, rate):
+    periods = 0
+    for line in open("%s/%s.offcpu.folded" % (work, name)):
+        frames, count = line.rsplit(" ", 1)
+        if not ROOTS.intersection(frames.split(";")):
+            periods += int(count)
+    return periods / rate
 for name in runs:
     raw = json.load(open("%s/%s.raw.json" % (work, name)))
     preempted = sum(t.get("preempted_ns", 0) for t in raw["threads"]) / 1e9
+    window = raw.get("collector", {}).get("unwind", {}).get("ready_ns", 0) / 1e9
+    early = min(cut_waiting(name, raw["rate_hz"]), window + 0.01 + 2.0 / raw["rate_hz"])
     for site, want in truth(name).items():
         got, period = waited(name, site)
         tol = 0.03 * want + 1.5 * period
-        check(want - preempted - tol <= got <= want + tol,
-              "%s: %s waited %.3f s, truth %.3f s (preempted %.3f s)" %
-              (name, site, got, want, preempted))
+        check(want - preempted - early - tol <= got <= want + tol,
+              "%s: %s waited %.3f s, truth %.3f s (preempted %.3f s; cut stacks %.3f s of "
+              "waits, of those begun in the first %.3f s, before the unwind tables were ready)" %
+              (name, site, got, want, preempted, early, window))
     if name.startswith("sites"):
         t = truth(name)
         a, _ = waited(name, "site_short")
