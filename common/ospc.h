@@ -49,6 +49,8 @@ void ospc_atomic_release(struct ospc_atomic *file);
 void ospc_atomic_abort(struct ospc_atomic *file);
 /* All of `size` bytes at `data` to fd, through EINTR and short writes. 0 or -errno. */
 int ospc_write_all(int fd, const void *data, size_t size);
+/* Everything `from` has left to read, written to `to`. 0 or -errno. */
+int ospc_copy_fd(int from, int to);
 /* Copy the file at `source` to `destination` atomically (the copy gets `source`'s permission
  * bits less the umask). 0 or -errno. */
 int ospc_copy_file(const char *source, const char *destination);
@@ -158,13 +160,19 @@ uint64_t ospc_cache_max_bytes(void);
 /* Parse "512M", "2G", "1000" into bytes. 0 or -EINVAL. */
 int ospc_parse_size(const char *text, uint64_t *bytes);
 /* Keep the object at `path`, whose build id is `build_id`, in the cache (a no-op, but for
- * marking it used, when it is there already), then prune to the bound. 0 or -errno. */
+ * marking it used, when it is there already), then prune to the bound. 0; 1 when it is not
+ * kept because another user owns it or others can write it (ospc_trusted_source); or -errno:
+ * -EFBIG past the bound, -ESTALE when the file is not that object, -EPERM or -ENOTDIR when
+ * the cache's directory is another user's or a link. */
 int ospc_cache_add(const char *path, const char *build_id);
 /* The kept object with build id `build_id` into `out` (its name `name_hint`'s base name when
- * present, else any file in its directory whose build id matches). 0, or -ENOENT. Marks it
- * used (its time, for pruning). */
+ * present, else any file in its directory whose build id matches; only regular files of
+ * ours, in directories of ours, never through a link). 0, or -ENOENT. Marks it used (its
+ * time, for pruning). */
 int ospc_cache_find(const char *build_id, const char *name_hint, char *out, size_t size);
-/* Remove the least recently used entries until the cache holds at most `max_bytes`. The
+/* Remove the least recently used entries until the cache holds at most `max_bytes`: only
+ * regular files of ours, two levels down, reached relative to directories of ours opened
+ * without following a link (a link planted in the cache is neither followed nor counted). The
  * entries kept and their bytes go to *kept and *kept_bytes, those removed to *removed and
  * *removed_bytes
  * (any may be NULL). 0 or -errno (a missing cache is empty, not an error). */
