@@ -632,7 +632,15 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
     if (src->memory != NULL) {
         elf = elf_memory((char *)src->memory, src->memory_size);
     } else {
-        fd = open(src->open_path ? src->open_path : path, O_RDONLY | O_CLOEXEC);
+        /* Never blocking: the path a mapping names may be anything by now (a FIFO). */
+        fd = open(src->open_path ? src->open_path : path,
+                  O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat file;
+        if (fd >= 0 && (fstat(fd, &file) != 0 || !S_ISREG(file.st_mode))) {
+            close(fd);
+            set_error(err, errsz, "%s: not a regular file", path);
+            return -EINVAL;
+        }
         if (fd < 0) {
             int e = errno;
             set_error(err, errsz, "%s: %s", path, strerror(e));
@@ -676,7 +684,7 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
     struct cache_header want;
     struct stat st;
     bool keep = false;
-    if (src->cache_dir != NULL && fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+    if (src->cache_dir != NULL && fd >= 0 && fstat(fd, &st) == 0 &&
         ospc_elf_identity_fd(fd, st.st_size, &identity) == 0 && identity.build_id[0] != '\0' &&
         (cache_dir = ospc_private_directory(src->cache_dir, 1)) >= 0) {
         snprintf(cached, sizeof cached, "%s.rows", identity.build_id);

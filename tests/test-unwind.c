@@ -453,6 +453,23 @@ START_TEST(another_users_object_and_files_are_never_trusted)
 }
 END_TEST
 
+/* A mapping's path that is a FIFO by the time it is read (another user's doing): one line,
+ * never a build thread blocked in open. */
+START_TEST(a_fifo_is_not_waited_on)
+{
+    char cache[128], fifo[160];
+    cache_setup(cache, sizeof cache);
+    snprintf(fifo, sizeof fifo, "%s/lib.so", cache_scratch);
+    ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+    struct ospd_unwind_source src = {.path = fifo, .machine = MACHINE, .cache_dir = cache};
+    struct ospd_unwind_rows r;
+    char err[256] = "";
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, fifo));
+    cache_teardown();
+}
+END_TEST
+
 /* Random damage to .eh_frame and .eh_frame_hdr (a fixed seed, so a failure replays): every
  * build ends, in an error or in sorted rows. */
 START_TEST(corrupt_call_frame_sections_never_crash)
@@ -607,6 +624,7 @@ Suite *unwind_suite(void)
     tcase_add_test(build, rewritten_cached_rows_are_refused_and_rebuilt);
     tcase_add_test(build, an_object_of_the_same_build_id_with_other_frames_gets_its_own_rows);
     tcase_add_test(build, another_users_object_and_files_are_never_trusted);
+    tcase_add_test(build, a_fifo_is_not_waited_on);
     tcase_add_test(build, not_an_object_is_one_line_naming_it);
     tcase_add_test(build, corrupt_call_frame_sections_never_crash);
     suite_add_tcase(s, build);
