@@ -122,7 +122,8 @@ static int has_build_id(int directory, const char *name, const char *id)
     return found;
 }
 
-/* The object open as `source` into DIR/<id>/<name>: a temporary file renamed into place. */
+/* The object open as `source` into DIR/<id>/<name>: a temporary file renamed into place. 0
+ * when copied, 1 when it was there already (marked used), or -errno. */
 static int keep_copy(int source, const struct stat *info, const char *build_id, const char *name)
 {
     int cache = open_cache(1);
@@ -132,7 +133,7 @@ static int keep_copy(int source, const struct stat *info, const char *build_id, 
     close(cache);
     if (directory < 0)
         return directory;
-    int rc = 0;
+    int rc = 1;
     if (!has_build_id(directory, name, build_id)) {
         char temp[NAME_MAX + 1];
         int fd = ospc_private_temp(directory, name, temp, sizeof temp);
@@ -167,12 +168,11 @@ int ospc_cache_add(const char *path, const char *build_id)
     else if (rc == 0 && (ospc_elf_identity_fd(source, info.st_size, &identity) != 0 ||
                          strcmp(identity.build_id, build_id) != 0))
         rc = -ESTALE; /* not (or no longer) that object */
-    if (rc == 0)
-        rc = keep_copy(source, &info, build_id, name);
+    int kept = rc == 0 ? keep_copy(source, &info, build_id, name) : rc;
     close(source);
-    if (rc == 0)
-        rc = ospc_cache_prune(ospc_cache_max_bytes(), NULL, NULL, NULL, NULL);
-    return rc;
+    if (rc != 0 || kept == 1) /* 1: there already */
+        return rc;
+    return kept == 0 ? ospc_cache_prune(ospc_cache_max_bytes(), NULL, NULL, NULL, NULL) : kept;
 }
 
 /* A listing of the private directory open as `directory` (which stays open). */
