@@ -175,6 +175,15 @@ int ospc_cache_add(const char *path, const char *build_id)
     return kept == 0 ? ospc_cache_prune(ospc_cache_max_bytes(), NULL, NULL, NULL, NULL) : kept;
 }
 
+const char *ospc_cache_strerror(int rc)
+{
+    if (rc == -EPERM)
+        return "the directory is another user's: not used";
+    if (rc == -ENOTDIR)
+        return "not a directory (a link is not followed)";
+    return strerror(-rc);
+}
+
 /* A listing of the private directory open as `directory` (which stays open). */
 static DIR *list_directory(int directory)
 {

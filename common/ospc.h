@@ -170,6 +170,9 @@ int ospc_cache_add(const char *path, const char *build_id);
  * ours, in directories of ours, never through a link). 0, or -ENOENT. Marks it used (its
  * time, for pruning). */
 int ospc_cache_find(const char *build_id, const char *name_hint, char *out, size_t size);
+/* What an error of the cache's functions means, in a few words ("the directory is another
+ * user's: not used" for -EPERM). */
+const char *ospc_cache_strerror(int rc);
 /* Remove the least recently used entries until the cache holds at most `max_bytes`: only
  * regular files of ours, two levels down, reached relative to directories of ours opened
  * without following a link (a link planted in the cache is neither followed nor counted). The

@@ -86,7 +86,7 @@ static void keep_main_object(const struct ospx_raw *raw, const char *exe)
             snprintf(text, sizeof text,
                      "osprey: warning: cannot keep %s in the build-id cache %s: %s; `osprey "
                      "report` will need --binary once it is gone",
-                     image->path, directory, strerror(-rc));
+                     image->path, directory, ospc_cache_strerror(rc));
             ospc_printable(text);
             fprintf(stderr, "%s\n", text);
         }

@@ -10,8 +10,11 @@
 #   - no cache file of root's came from the copy: the attach keeps none for the C library, and
 #     with root's cache holding the real library's rows, a second attack leaves every cache
 #     file as it was (same bytes);
-#   - the copy's run is unwound for the attach itself (its profile is written).
-# Needs root and setpriv; skipped otherwise.
+#   - the copy's run is unwound for the attach itself (its profile is written);
+#   - `osprey cache prune` leaves a file outside the build-id cache, reached through a
+#     build-id directory that is a link, where it is; a build-id cache directory of nobody's
+#     is not used: one line says so, nothing is written in it.
+# Needs root, setpriv and /usr/bin/python3; skipped otherwise.
 # Usage: e2e-cache.sh OSPREY SOURCE_DIR PROGRAMS_DIR
 set -uo pipefail
 
@@ -100,4 +103,26 @@ profile "$work/root" "$work/again"
 again=$(share "$work/again")
 awk -v b="$before" -v a="$again" 'BEGIN { exit !(a >= b - 10) }' ||
   fail "stacks reaching main after the second attack: $again% (before: $before%)"
+
+# The build-id cache: `osprey cache prune` never leaves it (a build-id directory that is a link
+# to a directory outside: its file stays), and one of nobody's is not used (one line).
+buildid=$work/buildid
+OSPREY_BUILDID_CACHE=$buildid "$osprey" "$work/libc_heavy" --profile -o "$work/kept" >/dev/null 2>&1 ||
+  fail "a profile with the build-id cache $buildid failed"
+mkdir "$work/outside" && echo keep >"$work/outside/victim" && touch -d 2001-01-01 "$work/outside/victim"
+ln -s "$work/outside" "$buildid/00ff00ff"
+OSPREY_BUILDID_CACHE=$buildid "$osprey" cache prune --max-size 0 >"$work/prune.out" 2>&1 ||
+  fail "osprey cache prune exited $? ($(cat "$work/prune.out"))"
+[ -f "$work/outside/victim" ] || fail "osprey cache prune removed a file outside the cache"
+grep -q "pruned 1 object" "$work/prune.out" || fail "prune: $(cat "$work/prune.out")"
+mkdir "$work/foreign" && chown nobody "$work/foreign"
+OSPREY_BUILDID_CACHE=$work/foreign "$osprey" cache >"$work/foreign.out" 2>"$work/foreign.err" &&
+  fail "osprey cache on nobody's directory: exit status 0"
+expect_one_line "$work/foreign.err" "foreign: the directory is another user's: not used" \
+  "osprey cache on nobody's directory"
+OSPREY_BUILDID_CACHE=$work/foreign "$osprey" "$work/libc_heavy" --profile -o "$work/foreign-run" \
+  >/dev/null 2>"$work/foreign-run.err" || fail "a profile with nobody's build-id cache failed"
+grep -q "another user's: not used" "$work/foreign-run.err" ||
+  fail "no line says nobody's build-id cache was not used: $(cat "$work/foreign-run.err")"
+[ -z "$(ls -A "$work/foreign")" ] || fail "something was written in nobody's build-id cache"
 finish "cache: another user's copy of the C library left root's cache and profiles alone ($before% -> $after%, $again% reach main)"
