@@ -200,6 +200,23 @@ void ospc_atomic_release(struct ospc_atomic *file)
     file->path = NULL;
 }
 
+int ospc_copy_fd(int from, int to)
+{
+    char buffer[1 << 16];
+    for (;;) {
+        ssize_t got = read(from, buffer, sizeof buffer);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return -errno;
+        if (got == 0)
+            return 0;
+        int rc = ospc_write_all(to, buffer, (size_t)got);
+        if (rc != 0)
+            return rc;
+    }
+}
+
 int ospc_copy_file(const char *source, const char *destination)
 {
     int from = open(source, O_RDONLY | O_CLOEXEC);
@@ -217,21 +234,7 @@ int ospc_copy_file(const char *source, const char *destination)
         close(from);
         return rc;
     }
-    char buffer[1 << 16];
-    for (;;) {
-        ssize_t got = read(from, buffer, sizeof buffer);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            rc = -errno;
-            break;
-        }
-        if (got == 0)
-            break;
-        rc = ospc_write_all(file.fd, buffer, (size_t)got);
-        if (rc != 0)
-            break;
-    }
+    rc = ospc_copy_fd(from, file.fd);
     close(from);
     if (rc == 0)
         (void)fchmod(file.fd, (info.st_mode & 0777) & ~ospc_umask());

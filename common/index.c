@@ -2,6 +2,7 @@
  * numbers of a caller's table, the caller keeps the keys and compares them (ospc.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ospc.h"
 
@@ -56,4 +57,22 @@ uint64_t ospc_hash_bytes(uint64_t hash, const void *data, size_t size)
         hash *= UINT64_C(1099511628211);
     }
     return hash;
+}
+
+/* Four lanes of 8-byte words, each multiplied in turn (the multiplications of one lane wait on
+ * each other; four lanes keep the multiplier busy), folded together with the tail's bytes. */
+uint64_t ospc_checksum(uint64_t seed, const void *data, size_t size)
+{
+    const uint64_t prime = UINT64_C(0x9e3779b97f4a7c15);
+    const unsigned char *bytes = data;
+    uint64_t lanes[4] = {seed, seed + prime, seed ^ prime, seed - prime};
+    for (; size >= 32; bytes += 32, size -= 32)
+        for (int i = 0; i < 4; i++) {
+            uint64_t word;
+            memcpy(&word, bytes + 8 * i, 8);
+            lanes[i] = (lanes[i] ^ word) * prime;
+            lanes[i] ^= lanes[i] >> 31;
+        }
+    uint64_t hash = ospc_hash_bytes(seed, lanes, sizeof lanes);
+    return ospc_hash_bytes(hash, bytes, size);
 }

@@ -49,6 +49,8 @@ void ospc_atomic_release(struct ospc_atomic *file);
 void ospc_atomic_abort(struct ospc_atomic *file);
 /* All of `size` bytes at `data` to fd, through EINTR and short writes. 0 or -errno. */
 int ospc_write_all(int fd, const void *data, size_t size);
+/* Everything `from` has left to read, written to `to`. 0 or -errno. */
+int ospc_copy_fd(int from, int to);
 /* Copy the file at `source` to `destination` atomically (the copy gets `source`'s permission
  * bits less the umask). 0 or -errno. */
 int ospc_copy_file(const char *source, const char *destination);
@@ -108,6 +110,36 @@ int ospc_elf_identity(const char *path, struct ospc_elf_identity *out, char *why
  * bytes). */
 int ospc_elf_identity_fd(int fd, off_t file_size, struct ospc_elf_identity *out);
 
+/* ---- private.c: a directory of this user's, and its files ----
+ *
+ * The caches live in directories another user must not reach: each is opened without
+ * following a link in its last component and checked on the descriptor (a directory the
+ * effective user owns; one with group or other bits is narrowed to 0700), and what is in it
+ * is reached relative to that descriptor. */
+
+struct stat;
+/* The private directory at `path` (made, parents included, 0700, when `create`): its
+ * descriptor (O_DIRECTORY, close-on-exec), or -ENOTDIR (not a directory, or a link),
+ * -EPERM (another user's), -ENOENT... */
+int ospc_private_directory(const char *path, int create);
+/* The same for `name` (one component, not starting with '.') inside the private directory
+ * `parent`. */
+int ospc_private_subdirectory(int parent, const char *name, int create);
+/* `name` in a private directory, opened for reading without following a link or blocking: a
+ * regular file the effective user owns (its fstat into *info, which may be NULL). The
+ * descriptor, or -EINVAL (not a regular file), -EPERM (another user's), -errno. */
+int ospc_private_open(int directory, const char *name, struct stat *info);
+/* A temporary file beside `name` ("NAME.tmp-PID-N", its name into `temp`), created
+ * exclusively, 0600: the descriptor to write, or -errno. */
+int ospc_private_temp(int directory, const char *name, char *temp, size_t temp_size);
+/* Close `fd` and, when `ok` (everything was written), rename `temp` over `name`; else, or
+ * when that fails, remove `temp`. 0 or -errno. */
+int ospc_private_commit(int directory, int fd, const char *temp, const char *name, int ok);
+/* Whether an object file (its fstat) may feed a cache: owned by the effective user or by
+ * root, and writable by no one else (nor by a group other than ours). What another user's
+ * file holds is used for the run at hand, never kept. */
+int ospc_trusted_source(const struct stat *info);
+
 /* ---- buildid.c: the build-id cache ----
  *
  * Binaries that ran, kept by build id so a profile can be symbolized after they are gone or
@@ -128,13 +160,22 @@ uint64_t ospc_cache_max_bytes(void);
 /* Parse "512M", "2G", "1000" into bytes. 0 or -EINVAL. */
 int ospc_parse_size(const char *text, uint64_t *bytes);
 /* Keep the object at `path`, whose build id is `build_id`, in the cache (a no-op, but for
- * marking it used, when it is there already), then prune to the bound. 0 or -errno. */
+ * marking it used, when it is there already), then prune to the bound. 0; 1 when it is not
+ * kept because another user owns it or others can write it (ospc_trusted_source); or -errno:
+ * -EFBIG past the bound, -ESTALE when the file is not that object, -EPERM or -ENOTDIR when
+ * the cache's directory is another user's or a link. */
 int ospc_cache_add(const char *path, const char *build_id);
 /* The kept object with build id `build_id` into `out` (its name `name_hint`'s base name when
- * present, else any file in its directory whose build id matches). 0, or -ENOENT. Marks it
- * used (its time, for pruning). */
+ * present, else any file in its directory whose build id matches; only regular files of
+ * ours, in directories of ours, never through a link). 0, or -ENOENT. Marks it used (its
+ * time, for pruning). */
 int ospc_cache_find(const char *build_id, const char *name_hint, char *out, size_t size);
-/* Remove the least recently used entries until the cache holds at most `max_bytes`. The
+/* What an error of the cache's functions means, in a few words ("the directory is another
+ * user's: not used" for -EPERM). */
+const char *ospc_cache_strerror(int rc);
+/* Remove the least recently used entries until the cache holds at most `max_bytes`: only
+ * regular files of ours, two levels down, reached relative to directories of ours opened
+ * without following a link (a link planted in the cache is neither followed nor counted). The
  * entries kept and their bytes go to *kept and *kept_bytes, those removed to *removed and
  * *removed_bytes
  * (any may be NULL). 0 or -errno (a missing cache is empty, not an error). */
@@ -177,5 +218,10 @@ int ospc_index_insert(struct ospc_index *index, size_t slot, uint32_t entry,
 /* FNV-1a over `size` bytes, continuing `hash` (start with OSPC_HASH_SEED). */
 #define OSPC_HASH_SEED UINT64_C(1469598103934665603)
 uint64_t ospc_hash_bytes(uint64_t hash, const void *data, size_t size);
+/* A checksum of `size` bytes, continuing `seed` (chain calls by passing the previous result),
+ * eight times as fast as ospc_hash_bytes on long data (the unwind cache's rows and call-frame
+ * sections): it tells damaged or rewritten bytes from the ones checksummed, not an adversary's
+ * chosen ones. */
+uint64_t ospc_checksum(uint64_t seed, const void *data, size_t size);
 
 #endif /* OSPC_H */

@@ -403,8 +403,13 @@ static int fde_starts_from_probes(Dwarf_CFI *cfi, uint64_t lo, uint64_t hi, uint
 
 /* ---- the rows of an object kept between runs, by build id ------------------------------- */
 
-#define CACHE_MAGIC   UINT64_C(0x3153574f5250534f) /* "OSPROWS1" */
-#define CACHE_VERSION 1u
+/* A cache file: the header, then the rows. The header names what the rows were built from —
+ * the build id, the object's PF_X span and the size and hash of its call-frame sections — and
+ * ends with a checksum over itself and the rows, so a file cut short, rewritten rows, or rows
+ * of another object of the same build id (an .eh_frame altered, the build id kept) are
+ * refused and built again. */
+#define CACHE_MAGIC   UINT64_C(0x3253574f5250534f) /* "OSPROWS2" */
+#define CACHE_VERSION 2u
 #define CACHE_LIMIT   (UINT64_C(256) << 20) /* the cache directory's size bound */
 
 struct cache_header {
@@ -412,24 +417,100 @@ struct cache_header {
     uint32_t version, row_size;
     uint64_t start_vaddr, end_vaddr;
     uint32_t count, machine;
+    uint64_t frames_size, frames_hash; /* .eh_frame, .eh_frame_hdr and .debug_frame */
+    char build_id[136];                /* OSPC_BUILD_ID_SIZE, NUL-padded */
+    uint64_t checksum;                 /* over the header (this field 0) and the rows */
 };
 
-/* Rows read back from the cache: 0 when the file is there and whole (sizes, count, order). */
-static int cache_load(const char *path, uint16_t machine, struct ospd_unwind_rows *out)
+/* What the rows of an object depend on, beyond its build id: its call-frame sections. */
+struct frames_identity {
+    uint64_t size, hash;
+};
+
+static void frames_identity_of(Elf *elf, struct frames_identity *out)
 {
-    FILE *f = fopen(path, "rbe");
-    if (f == NULL)
-        return -errno;
+    out->size = 0;
+    out->hash = OSPC_HASH_SEED;
+    size_t shstrndx;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
+        GElf_Shdr sh;
+        const char *name;
+        if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type == SHT_NOBITS ||
+            (name = elf_strptr(elf, shstrndx, sh.sh_name)) == NULL ||
+            (strcmp(name, ".eh_frame") != 0 && strcmp(name, ".eh_frame_hdr") != 0 &&
+             strcmp(name, ".debug_frame") != 0))
+            continue;
+        Elf_Data *data = elf_rawdata(scn, NULL);
+        out->hash = ospc_hash_bytes(out->hash, name, strlen(name) + 1);
+        if (data != NULL && data->d_buf != NULL) {
+            out->hash = ospc_checksum(out->hash, data->d_buf, data->d_size);
+            out->size += data->d_size;
+        }
+    }
+}
+
+static uint64_t cache_checksum(const struct cache_header *h, const struct osp_unwind_row *rows)
+{
+    struct cache_header copy = *h;
+    copy.checksum = 0;
+    uint64_t hash = ospc_hash_bytes(OSPC_HASH_SEED, &copy, sizeof copy);
+    return ospc_checksum(hash, rows, (size_t)h->count * sizeof *rows);
+}
+
+static void cache_header_of(struct cache_header *h, const char *build_id, uint16_t machine,
+                            const struct frames_identity *frames, uint64_t lo, uint64_t hi)
+{
+    memset(h, 0, sizeof *h);
+    h->magic = CACHE_MAGIC;
+    h->version = CACHE_VERSION;
+    h->row_size = sizeof(struct osp_unwind_row);
+    h->start_vaddr = lo;
+    h->end_vaddr = hi;
+    h->machine = machine;
+    h->frames_size = frames->size;
+    h->frames_hash = frames->hash;
+    snprintf(h->build_id, sizeof h->build_id, "%s", build_id);
+}
+
+static int read_exactly(int fd, void *buffer, size_t size, off_t offset)
+{
+    for (size_t done = 0; done < size;) {
+        ssize_t got = pread(fd, (char *)buffer + done, size - done, offset + (off_t)done);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -EPROTO;
+        done += (size_t)got;
+    }
+    return 0;
+}
+
+/* The rows of `name` in the cache directory: 0 when it is a regular file of ours, whole, of
+ * the object `want` describes (count 0: any), and its checksum holds. */
+static int cache_load(int dir, const char *name, const struct cache_header *want,
+                      struct ospd_unwind_rows *out)
+{
+    struct stat st;
+    int fd = ospc_private_open(dir, name, &st);
+    if (fd < 0)
+        return fd;
     struct cache_header h;
     int rc = -EPROTO;
-    if (fread(&h, sizeof h, 1, f) == 1 && h.magic == CACHE_MAGIC && h.version == CACHE_VERSION &&
-        h.row_size == sizeof(struct osp_unwind_row) && h.machine == machine && h.count > 0 &&
-        h.count <= OSPD_UNWIND_MAX_ROWS && h.end_vaddr > h.start_vaddr &&
-        h.end_vaddr - h.start_vaddr <= UINT32_MAX) {
+    if (read_exactly(fd, &h, sizeof h, 0) == 0 && h.magic == want->magic &&
+        h.version == want->version && h.row_size == want->row_size && h.machine == want->machine &&
+        h.start_vaddr == want->start_vaddr && h.end_vaddr == want->end_vaddr &&
+        h.frames_size == want->frames_size && h.frames_hash == want->frames_hash &&
+        memcmp(h.build_id, want->build_id, sizeof h.build_id) == 0 && h.count > 0 &&
+        h.count <= OSPD_UNWIND_MAX_ROWS &&
+        (uint64_t)st.st_size == sizeof h + (uint64_t)h.count * sizeof *out->rows) {
         out->rows = malloc((size_t)h.count * sizeof *out->rows);
         if (out->rows == NULL) {
             rc = -ENOMEM;
-        } else if (fread(out->rows, sizeof *out->rows, h.count, f) == h.count && fgetc(f) == EOF) {
+        } else if (read_exactly(fd, out->rows, (size_t)h.count * sizeof *out->rows, sizeof h) ==
+                       0 &&
+                   cache_checksum(&h, out->rows) == h.checksum) {
             rc = 0;
             for (uint32_t i = 1; i < h.count && rc == 0; i++)
                 if (out->rows[i].pc_offset <= out->rows[i - 1].pc_offset)
@@ -444,16 +525,22 @@ static int cache_load(const char *path, uint16_t machine, struct ospd_unwind_row
             out->rows = NULL;
         }
     }
-    fclose(f);
+    close(fd);
     return rc;
 }
 
-/* The oldest files go first once the directory holds more than CACHE_LIMIT. Best effort. */
-static void cache_prune(const char *dir)
+/* The oldest files go first once the directory holds more than CACHE_LIMIT: only regular
+ * files of ours in it, never through a link. Best effort. */
+static void cache_prune(int dir)
 {
-    DIR *d = opendir(dir);
-    if (d == NULL)
+    int listing_fd = dup(dir);
+    DIR *d = listing_fd >= 0 ? fdopendir(listing_fd) : NULL;
+    if (d == NULL) {
+        if (listing_fd >= 0)
+            close(listing_fd);
         return;
+    }
+    rewinddir(d);
     struct entry {
         char name[96];
         time_t mtime;
@@ -464,7 +551,8 @@ static void cache_prune(const char *dir)
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         struct stat st;
         if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof entries->name ||
-            fstatat(dirfd(d), e->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode))
+            fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid())
             continue;
         if (n == cap) {
             struct entry *grown = realloc(entries, (cap ? cap * 2 : 64) * sizeof *entries);
@@ -484,7 +572,7 @@ static void cache_prune(const char *dir)
         for (size_t i = 1; i < n; i++)
             if (entries[i].mtime < entries[oldest].mtime)
                 oldest = i;
-        unlinkat(dirfd(d), entries[oldest].name, 0);
+        unlinkat(dir, entries[oldest].name, 0);
         total -= (uint64_t)entries[oldest].size;
         entries[oldest] = entries[--n];
     }
@@ -493,30 +581,19 @@ static void cache_prune(const char *dir)
 }
 
 /* Keep rows for the next run: a temporary file renamed into place (a cache: no fsync). */
-static void cache_store(const char *dir, const char *path, uint16_t machine,
+static void cache_store(int dir, const char *name, struct cache_header *h,
                         const struct ospd_unwind_rows *rows)
 {
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
+    char temp[NAME_MAX + 1];
+    int fd = ospc_private_temp(dir, name, temp, sizeof temp);
+    if (fd < 0)
         return;
-    FILE *f = fopen(tmp, "wbe");
-    if (f == NULL)
-        return;
-    struct cache_header h = {CACHE_MAGIC,
-                             CACHE_VERSION,
-                             sizeof(struct osp_unwind_row),
-                             rows->start_vaddr,
-                             rows->end_vaddr,
-                             rows->count,
-                             machine};
-    int ok = fwrite(&h, sizeof h, 1, f) == 1 &&
-             fwrite(rows->rows, sizeof *rows->rows, rows->count, f) == rows->count;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return;
-    }
-    cache_prune(dir);
+    h->count = rows->count;
+    h->checksum = cache_checksum(h, rows->rows);
+    int ok = ospc_write_all(fd, h, sizeof *h) == 0 &&
+             ospc_write_all(fd, rows->rows, (size_t)rows->count * sizeof *rows->rows) == 0;
+    if (ospc_private_commit(dir, fd, temp, name, ok) == 0)
+        cache_prune(dir);
 }
 
 /* The load bias of a mapping of the object: the PF_X PT_LOAD whose page holds map_offset. */
@@ -550,12 +627,20 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
         return -ENOTSUP;
     }
     elf_version(EV_CURRENT);
-    int fd = -1;
+    int fd = -1, cache_dir = -1;
     Elf *elf = NULL;
     if (src->memory != NULL) {
         elf = elf_memory((char *)src->memory, src->memory_size);
     } else {
-        fd = open(src->open_path ? src->open_path : path, O_RDONLY | O_CLOEXEC);
+        /* Never blocking: the path a mapping names may be anything by now (a FIFO). */
+        fd = open(src->open_path ? src->open_path : path,
+                  O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat file;
+        if (fd >= 0 && (fstat(fd, &file) != 0 || !S_ISREG(file.st_mode))) {
+            close(fd);
+            set_error(err, errsz, "%s: not a regular file", path);
+            return -EINVAL;
+        }
         if (fd < 0) {
             int e = errno;
             set_error(err, errsz, "%s: %s", path, strerror(e));
@@ -591,24 +676,29 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
         rc = -ENOEXEC;
         goto done;
     }
-    /* The build id names the cache file: common/'s reader, on the descriptor already open. */
-    char cached[PATH_MAX] = "";
+    /* The build id names the cache file (common/'s reader, on the descriptor already open);
+     * the header must match the object's call-frame sections too. Rows are kept only from an
+     * object of ours or root's: another user's is unwound for this run, never stored. */
+    char cached[OSPC_BUILD_ID_SIZE + 8] = "";
     struct ospc_elf_identity identity;
+    struct cache_header want;
     struct stat st;
+    bool keep = false;
     if (src->cache_dir != NULL && fd >= 0 && fstat(fd, &st) == 0 &&
         ospc_elf_identity_fd(fd, st.st_size, &identity) == 0 && identity.build_id[0] != '\0' &&
-        snprintf(cached, sizeof cached, "%s/%s.rows", src->cache_dir, identity.build_id) <
-            (int)sizeof cached) {
-        if (cache_load(cached, src->machine, out) == 0 && out->start_vaddr == lo &&
-            out->end_vaddr == hi) {
+        (cache_dir = ospc_private_directory(src->cache_dir, 1)) >= 0) {
+        snprintf(cached, sizeof cached, "%s.rows", identity.build_id);
+        struct frames_identity frames;
+        frames_identity_of(elf, &frames);
+        cache_header_of(&want, identity.build_id, src->machine, &frames, lo, hi);
+        keep = ospc_trusted_source(&st);
+        if (cache_load(cache_dir, cached, &want, out) == 0) {
             out->from_cache = true;
             goto done;
         }
         ospd_unwind_rows_free(out);
         if (src->mapped && mapping_bias(elf, src->map_start, src->map_offset, &out->bias) != 0)
             out->bias = 0; /* computed again below */
-    } else {
-        cached[0] = '\0';
     }
     Dwarf_CFI *cfi = dwarf_getcfi_elf(elf); /* .eh_frame: ours to end */
     bool from_eh_frame = cfi != NULL;
@@ -637,10 +727,11 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
     }
     out->start_vaddr = lo;
     out->end_vaddr = hi;
-    if (cached[0] != '\0' && ospc_make_directories(src->cache_dir, 0700) ==
-                                 0 /* 0700: what ran is nobody else's business */)
-        cache_store(src->cache_dir, cached, src->machine, out);
+    if (keep) /* a cached file that failed its checks is replaced here */
+        cache_store(cache_dir, cached, &want, out);
 done:
+    if (cache_dir >= 0)
+        close(cache_dir);
     free(starts);
     if (eh_cfi)
         dwarf_cfi_end(eh_cfi);

@@ -79,14 +79,14 @@ static void keep_main_object(const struct ospx_raw *raw, const char *exe)
             strcmp(identity.build_id, id) != 0)
             return; /* gone or rebuilt already: nothing right to keep */
         int rc = ospc_cache_add(image->path, id);
-        if (rc != 0 && rc != -EFBIG) {
+        if (rc < 0 && rc != -EFBIG) { /* 1: another user's, not kept (not ours to vouch for) */
             char directory[4096], text[8400];
             if (ospc_cache_dir(directory, sizeof directory) != 0)
                 snprintf(directory, sizeof directory, "(none: HOME is not set)");
             snprintf(text, sizeof text,
                      "osprey: warning: cannot keep %s in the build-id cache %s: %s; `osprey "
                      "report` will need --binary once it is gone",
-                     image->path, directory, strerror(-rc));
+                     image->path, directory, ospc_cache_strerror(rc));
             ospc_printable(text);
             fprintf(stderr, "%s\n", text);
         }

@@ -1,7 +1,8 @@
 /* test-common.c — libospcommon (common/): the atomic write and its mode, the PATH search and
  * its policy for an unset or empty PATH, raw stems, an object's identity against what the
- * loader says of this very program, the build-id cache (add, find, prune to a bound), the hash
- * index and sizes. */
+ * loader says of this very program, the build-id cache (add, find, prune to a bound; never
+ * through a link, nothing of another user's kept or found), the hash index, the checksum and
+ * sizes. */
 #include <check.h>
 #include <elf.h>
 #include <errno.h>
@@ -283,6 +284,131 @@ START_TEST(cache_add_find_prune)
 }
 END_TEST
 
+/* This test program's path and identity. */
+static void this_program(char *self, size_t size, struct ospc_elf_identity *identity)
+{
+    ssize_t length = readlink("/proc/self/exe", self, size - 1);
+    ck_assert_int_gt(length, 0);
+    self[length] = '\0';
+    ck_assert_int_eq(ospc_elf_identity(self, identity, NULL, 0), 0);
+}
+
+/* A file at `path` with `text`, its time long ago (the first a prune removes). */
+static void old_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+    struct timespec old[2] = {{1000, 0}, {1000, 0}};
+    ck_assert_int_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+}
+
+/* Prune never leaves the cache: a build-id directory that is a link to a directory outside,
+ * a link in an id's directory to a file outside, and a cache directory that is itself a link
+ * are not followed; what they point at stays. */
+START_TEST(prune_never_leaves_the_cache)
+{
+    make_scratch();
+    char cache[512], outside[512], path[1200], self[512];
+    snprintf(cache, sizeof cache, "%s/cache", scratch);
+    snprintf(outside, sizeof outside, "%s/outside", scratch);
+    setenv("OSPREY_BUILDID_CACHE", cache, 1);
+    struct ospc_elf_identity identity;
+    this_program(self, sizeof self, &identity);
+    ck_assert_int_eq(ospc_cache_add(self, identity.build_id), 0);
+    ck_assert_int_eq(mkdir(outside, 0755), 0);
+    snprintf(path, sizeof path, "%s/victim", outside);
+    old_file(path, "kept\n");
+    snprintf(path, sizeof path, "%s/other", outside);
+    old_file(path, "kept\n");
+    snprintf(path, sizeof path, "%s/beef", cache); /* an id's directory: a link outside */
+    ck_assert_int_eq(symlink(outside, path), 0);
+    snprintf(path, sizeof path, "%s/%s/link", cache, identity.build_id);
+    char target[600];
+    snprintf(target, sizeof target, "%s/other", outside);
+    ck_assert_int_eq(symlink(target, path), 0);
+    size_t kept, removed;
+    uint64_t kept_bytes, removed_bytes;
+    ck_assert_int_eq(ospc_cache_prune(0, &kept, &kept_bytes, &removed, &removed_bytes), 0);
+    ck_assert_uint_eq(removed, 1); /* the copy of this program only */
+    ck_assert_uint_eq(kept, 0);
+    ck_assert_uint_eq(entries_in(outside), 2);
+    snprintf(path, sizeof path, "%s/victim", outside);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    /* The cache directory itself a link: refused, nothing followed. */
+    char command[2000];
+    snprintf(command, sizeof command, "rm -rf '%s' && ln -s '%s' '%s'", cache, outside, cache);
+    ck_assert_int_eq(system(command), 0);
+    ck_assert_int_eq(ospc_cache_prune(0, &kept, &kept_bytes, &removed, &removed_bytes), -ENOTDIR);
+    ck_assert_int_lt(ospc_cache_add(self, identity.build_id), 0);
+    ck_assert_uint_eq(entries_in(outside), 2);
+    unsetenv("OSPREY_BUILDID_CACHE");
+    remove_scratch();
+}
+END_TEST
+
+/* The cache is this user's alone (root: files of nobody's are made): a cache directory of
+ * another user's is not used, another user's binary is not kept, and a file of another
+ * user's under an id is never an answer. */
+START_TEST(the_cache_trusts_no_other_user)
+{
+    if (geteuid() != 0) {
+        printf("the_cache_trusts_no_other_user: skipped: not root\n");
+        return;
+    }
+    make_scratch();
+    ck_assert_int_eq(chmod(scratch, 0755), 0);
+    char cache[512], self[512], copy[600], path[1200], command[2000];
+    snprintf(cache, sizeof cache, "%s/cache", scratch);
+    setenv("OSPREY_BUILDID_CACHE", cache, 1);
+    struct ospc_elf_identity identity;
+    this_program(self, sizeof self, &identity);
+    /* Another user's binary: not kept (1), nothing made. */
+    snprintf(copy, sizeof copy, "%s/program", scratch);
+    ck_assert_int_eq(ospc_copy_file(self, copy), 0);
+    snprintf(command, sizeof command, "chown nobody '%s'", copy);
+    ck_assert_int_eq(system(command), 0);
+    ck_assert_int_eq(ospc_cache_add(copy, identity.build_id), 1);
+    ck_assert_int_eq(access(cache, F_OK), -1);
+    /* Ours: kept. The kept file made nobody's: never found. */
+    snprintf(command, sizeof command, "chown root '%s'", copy);
+    ck_assert_int_eq(system(command), 0);
+    ck_assert_int_eq(ospc_cache_add(copy, identity.build_id), 0);
+    char found[1200];
+    ck_assert_int_eq(ospc_cache_find(identity.build_id, NULL, found, sizeof found), 0);
+    snprintf(path, sizeof path, "%s/%s/program", cache, identity.build_id);
+    snprintf(command, sizeof command, "chown nobody '%s'", path);
+    ck_assert_int_eq(system(command), 0);
+    ck_assert_int_eq(ospc_cache_find(identity.build_id, NULL, found, sizeof found), -ENOENT);
+    /* A cache directory of nobody's: not used at all. */
+    snprintf(command, sizeof command, "rm -rf '%s' && mkdir '%s' && chown nobody '%s'", cache,
+             cache, cache);
+    ck_assert_int_eq(system(command), 0);
+    ck_assert_int_eq(ospc_cache_add(copy, identity.build_id), -EPERM);
+    ck_assert_uint_eq(entries_in(cache), 0);
+    unsetenv("OSPREY_BUILDID_CACHE");
+    remove_scratch();
+}
+END_TEST
+
+/* The checksum sees one flipped bit anywhere, and chains. */
+START_TEST(checksum_sees_a_flipped_bit)
+{
+    static unsigned char bytes[1000];
+    for (size_t i = 0; i < sizeof bytes; i++)
+        bytes[i] = (unsigned char)(i * 7);
+    uint64_t whole = ospc_checksum(OSPC_HASH_SEED, bytes, sizeof bytes);
+    ck_assert_uint_eq(whole, ospc_checksum(OSPC_HASH_SEED, bytes, sizeof bytes));
+    for (size_t at = 0; at < sizeof bytes; at += 37) {
+        bytes[at] ^= 0x10;
+        ck_assert_uint_ne(ospc_checksum(OSPC_HASH_SEED, bytes, sizeof bytes), whole);
+        bytes[at] ^= 0x10;
+    }
+    ck_assert_uint_ne(ospc_checksum(OSPC_HASH_SEED, bytes, 999), whole);
+}
+END_TEST
+
 START_TEST(sizes)
 {
     uint64_t bytes;
@@ -357,6 +483,9 @@ Suite *common_suite(void)
     tcase_add_test(tc, raw_stems);
     tcase_add_test(tc, elf_identity_of_this_program);
     tcase_add_test(tc, cache_add_find_prune);
+    tcase_add_test(tc, prune_never_leaves_the_cache);
+    tcase_add_test(tc, the_cache_trusts_no_other_user);
+    tcase_add_test(tc, checksum_sees_a_flipped_bit);
     tcase_add_test(tc, sizes);
     tcase_add_test(tc, index_finds_every_key);
     tcase_add_test(tc, clock_moves);

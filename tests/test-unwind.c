@@ -1,19 +1,24 @@
 /* test-unwind.c — unit tests of ospreyd's unwind tables (daemon/unwind-table.c,
  * daemon/unwind-publish.c): rows built from real objects (the C library, this test's own
  * code) say what the CFI says at known places; a mapped object's load bias is the loader's;
- * rows kept between runs by build id come back the same, a damaged cache file is built again;
+ * rows kept between runs by build id come back the same, a damaged cache file is built again,
+ * so are rewritten rows and rows of another object of the same build id, and nothing another
+ * user owns is kept or read;
  * corrupt .eh_frame and .eh_frame_hdr bytes end in an error or in sorted rows, never a
  * crash; a file that is not ELF is one line naming it; snapshots are published sorted,
  * replace what an image unloaded left, and stay valid when the object is full. */
 #include <check.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ospd.h"
@@ -257,6 +262,214 @@ static int section_range(const uint8_t *file, size_t size, const char *name, siz
     return -1;
 }
 
+/* ---- the cache, against what another user (or a rewrite) could put in it ---- */
+
+static char cache_scratch[64];
+
+/* A scratch directory nobody can read into: DIR/cache is the cache, DIR/objects copies. */
+static void cache_setup(char *cache, size_t size)
+{
+    snprintf(cache_scratch, sizeof cache_scratch, "/tmp/osprey-unwind-cache-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(cache_scratch));
+    ck_assert_int_eq(chmod(cache_scratch, 0755), 0); /* objects in it are nobody's too */
+    snprintf(cache, size, "%s/cache", cache_scratch);
+}
+
+static void cache_teardown(void)
+{
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", cache_scratch);
+    ck_assert_int_eq(system(command), 0);
+}
+
+/* The single cache file in `cache` into `path` (0), or -1 when there are none or several. */
+static int the_rows_file(const char *cache, char *path, size_t size)
+{
+    DIR *d = opendir(cache);
+    if (d == NULL)
+        return -1;
+    int found = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.') {
+            found += snprintf(path, size, "%s/%s", cache, e->d_name) < (int)size ? 1 : 2;
+        }
+    closedir(d);
+    return found == 1 ? 0 : -1;
+}
+
+/* A copy of the file at `from` at `to`, with `change` applied to its bytes (may be NULL). */
+static size_t copy_object(const char *from, const char *to,
+                          void (*change)(uint8_t *bytes, size_t size))
+{
+    static uint8_t bytes[16 << 20];
+    FILE *in = fopen(from, "rb");
+    ck_assert_ptr_nonnull(in);
+    size_t size = fread(bytes, 1, sizeof bytes, in);
+    fclose(in);
+    ck_assert_uint_lt(size, sizeof bytes);
+    if (change != NULL)
+        change(bytes, size);
+    FILE *out = fopen(to, "wb");
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(fwrite(bytes, 1, size, out), size);
+    ck_assert_int_eq(fclose(out), 0);
+    return size;
+}
+
+/* One byte of .eh_frame changed; the build id stays. */
+static void alter_eh_frame(uint8_t *bytes, size_t size)
+{
+    size_t at, length;
+    ck_assert_int_eq(section_range(bytes, size, ".eh_frame", &at, &length), 0);
+    bytes[at + length / 2] ^= 0x01;
+}
+
+static void flip_byte(const char *path, off_t from_end)
+{
+    int fd = open(path, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    struct stat st;
+    ck_assert_int_eq(fstat(fd, &st), 0);
+    uint8_t byte;
+    ck_assert_int_eq(pread(fd, &byte, 1, st.st_size - from_end), 1);
+    byte ^= 0x04;
+    ck_assert_int_eq(pwrite(fd, &byte, 1, st.st_size - from_end), 1);
+    close(fd);
+}
+
+/* A cached file whose rows were rewritten (its sizes and order still fine) is refused: the
+ * rows are built again, the same as first built, and the file replaced. */
+START_TEST(rewritten_cached_rows_are_refused_and_rebuilt)
+{
+    struct found libc = object("libc.so");
+    char cache[128], rows_file[512];
+    cache_setup(cache, sizeof cache);
+    struct ospd_unwind_source src = {.path = libc.path, .machine = MACHINE, .cache_dir = cache};
+    struct ospd_unwind_rows built, rebuilt, again;
+    char err[256] = "";
+    ck_assert_int_eq(ospd_unwind_build(&src, &built, err, sizeof err), 0);
+    ck_assert_int_eq(the_rows_file(cache, rows_file, sizeof rows_file), 0);
+    /* A field of the last row but one (its pc_offset untouched): a different rule. */
+    flip_byte(rows_file, (off_t)sizeof *built.rows + 6);
+    ck_assert_int_eq(ospd_unwind_build(&src, &rebuilt, err, sizeof err), 0);
+    ck_assert(!rebuilt.from_cache);
+    ck_assert_uint_eq(rebuilt.count, built.count);
+    ck_assert_int_eq(memcmp(rebuilt.rows, built.rows, built.count * sizeof *built.rows), 0);
+    ck_assert_int_eq(ospd_unwind_build(&src, &again, err, sizeof err), 0);
+    ck_assert(again.from_cache); /* replaced by the rebuilt rows */
+    ck_assert_int_eq(memcmp(again.rows, built.rows, built.count * sizeof *built.rows), 0);
+    ospd_unwind_rows_free(&built);
+    ospd_unwind_rows_free(&rebuilt);
+    ospd_unwind_rows_free(&again);
+    cache_teardown();
+}
+END_TEST
+
+/* An object with libc's build id but another .eh_frame is not given libc's cached rows, and
+ * libc is not given its rows after. */
+START_TEST(an_object_of_the_same_build_id_with_other_frames_gets_its_own_rows)
+{
+    struct found libc = object("libc.so");
+    char cache[128], copy[128];
+    cache_setup(cache, sizeof cache);
+    snprintf(copy, sizeof copy, "%s/libc.so.6", cache_scratch);
+    copy_object(libc.path, copy, alter_eh_frame);
+    struct ospd_unwind_source src = {.path = libc.path, .machine = MACHINE, .cache_dir = cache};
+    struct ospd_unwind_source altered = src;
+    altered.path = copy;
+    struct ospd_unwind_rows r;
+    char err[256] = "";
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    ospd_unwind_rows_free(&r);
+    int rc = ospd_unwind_build(&altered, &r, err, sizeof err);
+    ck_assert(rc != 0 || !r.from_cache);
+    ospd_unwind_rows_free(&r);
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    ck_assert(rc != 0 || !r.from_cache); /* the altered copy's rows (ours) replaced libc's */
+    ospd_unwind_rows_free(&r);
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    ck_assert(r.from_cache);
+    ospd_unwind_rows_free(&r);
+    cache_teardown();
+}
+END_TEST
+
+/* Rows of an object another user owns are built for the run, never kept; a cache file of
+ * another user's in the cache is not read (and is replaced); a cache directory that is a
+ * link is not used. Needs root, to make files of nobody's. */
+START_TEST(another_users_object_and_files_are_never_trusted)
+{
+    struct found libc = object("libc.so");
+    char cache[128], copy[128], rows_file[512], elsewhere[128];
+    cache_setup(cache, sizeof cache);
+    struct ospd_unwind_rows r;
+    char err[256] = "";
+    /* The cache directory a link to another directory: nothing is written there. */
+    snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", cache_scratch);
+    ck_assert_int_eq(mkdir(elsewhere, 0700), 0);
+    ck_assert_int_eq(symlink(elsewhere, cache), 0);
+    struct ospd_unwind_source src = {.path = libc.path, .machine = MACHINE, .cache_dir = cache};
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    ospd_unwind_rows_free(&r);
+    ck_assert_int_eq(the_rows_file(elsewhere, rows_file, sizeof rows_file), -1);
+    ck_assert_int_eq(unlink(cache), 0);
+    if (geteuid() != 0) {
+        printf("another_users_object_and_files_are_never_trusted: skipped in part: not root\n");
+        cache_teardown();
+        return;
+    }
+    struct passwd *nobody = getpwnam("nobody");
+    ck_assert_ptr_nonnull(nobody);
+    snprintf(copy, sizeof copy, "%s/libc.so.6", cache_scratch);
+    copy_object(libc.path, copy, NULL);
+    ck_assert_int_eq(chown(copy, nobody->pw_uid, nobody->pw_gid), 0);
+    src.path = copy;
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    ck_assert(!r.from_cache);
+    ck_assert_uint_gt(r.count, 5000); /* unwound for the run */
+    ospd_unwind_rows_free(&r);
+    ck_assert_int_eq(the_rows_file(cache, rows_file, sizeof rows_file), -1); /* not kept */
+    /* The same object of ours is kept; the cache file then made nobody's is not read. */
+    ck_assert_int_eq(chown(copy, 0, 0), 0);
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    ospd_unwind_rows_free(&r);
+    ck_assert_int_eq(the_rows_file(cache, rows_file, sizeof rows_file), 0);
+    ck_assert_int_eq(chown(rows_file, nobody->pw_uid, nobody->pw_gid), 0);
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    ck_assert(!r.from_cache);
+    ospd_unwind_rows_free(&r);
+    struct stat st;
+    ck_assert_int_eq(stat(rows_file, &st), 0);
+    ck_assert_uint_eq(st.st_uid, 0); /* replaced by ours */
+    /* A cache directory another user owns is not used at all. */
+    char command[512];
+    snprintf(command, sizeof command, "rm -rf %s && mkdir %s && chown nobody %s", cache, cache,
+             cache);
+    ck_assert_int_eq(system(command), 0);
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), 0);
+    ospd_unwind_rows_free(&r);
+    ck_assert_int_eq(the_rows_file(cache, rows_file, sizeof rows_file), -1);
+    cache_teardown();
+}
+END_TEST
+
+/* A mapping's path that is a FIFO by the time it is read (another user's doing): one line,
+ * never a build thread blocked in open. */
+START_TEST(a_fifo_is_not_waited_on)
+{
+    char cache[128], fifo[160];
+    cache_setup(cache, sizeof cache);
+    snprintf(fifo, sizeof fifo, "%s/lib.so", cache_scratch);
+    ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+    struct ospd_unwind_source src = {.path = fifo, .machine = MACHINE, .cache_dir = cache};
+    struct ospd_unwind_rows r;
+    char err[256] = "";
+    ck_assert_int_eq(ospd_unwind_build(&src, &r, err, sizeof err), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, fifo));
+    cache_teardown();
+}
+END_TEST
+
 /* Random damage to .eh_frame and .eh_frame_hdr (a fixed seed, so a failure replays): every
  * build ends, in an error or in sorted rows. */
 START_TEST(corrupt_call_frame_sections_never_crash)
@@ -408,6 +621,10 @@ Suite *unwind_suite(void)
     tcase_add_test(build, own_rows_see_the_frame_pointer_prologue);
     tcase_add_test(build, mapped_source_finds_the_load_bias);
     tcase_add_test(build, rows_come_back_from_the_cache_and_a_damaged_one_is_rebuilt);
+    tcase_add_test(build, rewritten_cached_rows_are_refused_and_rebuilt);
+    tcase_add_test(build, an_object_of_the_same_build_id_with_other_frames_gets_its_own_rows);
+    tcase_add_test(build, another_users_object_and_files_are_never_trusted);
+    tcase_add_test(build, a_fifo_is_not_waited_on);
     tcase_add_test(build, not_an_object_is_one_line_naming_it);
     tcase_add_test(build, corrupt_call_frame_sections_never_crash);
     suite_add_tcase(s, build);

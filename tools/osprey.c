@@ -445,7 +445,7 @@ static int command_cache(const struct osprey_options *options)
     int result =
         ospc_cache_prune(prune ? bound : UINT64_MAX, &kept, &kept_bytes, &removed, &removed_bytes);
     if (result != 0) {
-        fprintf(stderr, "osprey: %s: %s\n", directory, strerror(-result));
+        fprintf(stderr, "osprey: %s: %s\n", directory, ospc_cache_strerror(result));
         return OSPREY_EXIT_FAILURE;
     }
     printf("build-id cache: %s\n", directory);
