@@ -4,7 +4,9 @@
 # that function above 50% of the on-CPU time, refresh (the sample count changes between two
 # screens), quit on `q` with status 0 and give the shell back its screen and its echo; the
 # program runs on with the same threads and descriptors as before. A pid that does not exist:
-# one line and a non-zero status; the process ending ends top with one line.
+# one line and a non-zero status; the process ending ends top with one line. Every way out
+# (Ctrl-\, SIGTERM, SIGHUP, SIGINT, a crash's SIGSEGV, Ctrl-Z and then fg) gives the terminal
+# back: echo and icanon on, the alternate screen off, the cursor shown.
 # Without tmux it is skipped (exit 77), except under CI, where it must run; where perf events
 # are refused (perf_event_paranoid 3), skipped.
 # Usage: e2e-top.sh OSPREY SOURCE_DIR
@@ -94,6 +96,56 @@ sleep 0.2
 snapshot "$work/after"
 diff "$work/before" "$work/after" >"$work/diff" ||
   fail "the program's threads or descriptors changed: $(cat "$work/diff")"
+
+# --- the terminal given back on every way out ---------------------------------------------------
+# After each: `stty -a` shows echo and icanon, the alternate screen is off and the cursor shown
+# (tmux's own view of the pane), and the shell runs what is typed.
+start_top() {
+  tmux_ send-keys -t top "clear" Enter
+  sleep 0.3
+  tmux_ send-keys -t top "'$osprey' top $burn_pid; echo \"end-of-$1 status=\$?\"" Enter
+  wait_for "$hot" 30 || fail "$1: the view never came: $(plain)"
+}
+# the osprey process the pane's shell runs
+top_process() { pgrep -P "$(tmux_ display -p -t top '#{pane_pid}')" -x osprey; }
+given_back() {
+  local name=$1 modes
+  if [ "$(tmux_ display -p -t top '#{alternate_on} #{cursor_flag}')" != "0 1" ]; then
+    fail "$name: the alternate screen or the hidden cursor was left (alternate_on cursor_flag:" \
+      "$(tmux_ display -p -t top '#{alternate_on} #{cursor_flag}'))"
+  fi
+  tmux_ send-keys -t top "stty -a >'$work/stty.$name'; echo stty-done-$name" Enter
+  wait_for "^stty-done-$name\$" 10 || { fail "$name: the shell does not run commands: $(plain)"; return; }
+  modes=$(cat "$work/stty.$name")
+  grep -Eq '(^|[ ;])echo([ ;]|$)' <<<"$modes" || fail "$name: echo is off after it: $modes"
+  grep -Eq '(^|[ ;])icanon([ ;]|$)' <<<"$modes" || fail "$name: icanon is off after it: $modes"
+  wait_for "^term\\\$ stty -a >.*; echo stty-done-$name\$" 5 || fail "$name: what is typed is not echoed: $(plain)"
+}
+for way in QUIT TERM HUP INT SEGV; do
+  start_top "$way"
+  if [ "$way" = QUIT ]; then
+    tmux_ send-keys -t top 'C-\'
+  else
+    pid=$(top_process)
+    [ -n "$pid" ] || fail "$way: no osprey process under the shell"
+    kill -s "$way" "$pid"
+  fi
+  wait_for "^end-of-$way status=[0-9]+" 20 || { fail "$way: osprey top did not end: $(plain)"; continue; }
+  given_back "$way"
+done
+# Ctrl-Z: the terminal given back while stopped; `fg` takes it again and redraws; q quits.
+start_top TSTP
+tmux_ send-keys -t top 'C-z'
+wait_for 'Stopped' 20 || fail "TSTP: osprey top did not stop: $(plain)"
+given_back TSTP
+# (the shell ran the rest of the line when the job stopped: fg gets a marker of its own)
+tmux_ send-keys -t top "clear; fg; echo \"end-of-fg status=\$?\"" Enter
+wait_for "$hot" 30 || fail "TSTP: no view after fg: $(plain)"
+[ "$(tmux_ display -p -t top '#{alternate_on} #{cursor_flag}')" = "1 0" ] ||
+  fail "TSTP: after fg the view is not on the alternate screen with the cursor hidden"
+tmux_ send-keys -t top q
+wait_for '^end-of-fg status=0$' 20 || fail "TSTP: q after fg did not quit with status 0: $(plain)"
+given_back CONT
 
 # --- the process ending ends top, with one line -------------------------------------------------
 "$osprey" top "$burn_pid" >"$work/ending.out" 2>"$work/ending.err" &

@@ -6,9 +6,12 @@
  * The terminal: stdin in non-canonical mode without echo (termios; signals stay on, so Ctrl-C
  * is a SIGINT we turn into quitting), the alternate screen with the cursor hidden, so that
  * leaving puts back the shell's screen as it was; every change undone on the way out, by any
- * way out. Without a terminal on stdout: a plain snapshot per refresh, no escapes.
- * Signals (SIGINT, SIGTERM, SIGWINCH) reach the loop through a pipe, read with the others in
- * one poll(2).
+ * way out: SIGINT, SIGTERM, SIGHUP and SIGQUIT (Ctrl-\) quit through the loop; SIGTSTP
+ * (Ctrl-Z) gives the terminal back, stops, and on SIGCONT takes it again and redraws; a fatal
+ * signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) restores it in its handler, from what
+ * was saved before the first change, and dies of the same signal; exit() restores it too.
+ * Without a terminal on stdout: a plain snapshot per refresh, no escapes.
+ * Signals reach the loop through a pipe, read with the others in one poll(2).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +52,29 @@ struct terminal {
     int color;
 };
 
+/* What a fatal signal's handler undoes: set before the terminal is changed, cleared once it
+ * is given back (sig_atomic_t: read in the handler). */
+static struct termios fatal_saved;
+static volatile sig_atomic_t fatal_screen, fatal_keys;
+
+#define SCREEN_LEAVE "\033[0m\033[?25h\033[?1049l" /* colours off, cursor, the shell's screen */
+
+/* Async-signal-safe: write(2), tcsetattr(3) (POSIX lists both), sigaction, raise. */
+static void on_fatal(int signal_number)
+{
+    if (fatal_screen && write(STDOUT_FILENO, SCREEN_LEAVE, sizeof SCREEN_LEAVE - 1) < 0) {
+        /* nothing more to do for a terminal gone */
+    }
+    if (fatal_keys)
+        tcsetattr(STDIN_FILENO, TCSANOW, &fatal_saved);
+    fatal_screen = fatal_keys = 0;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    sigaction(signal_number, &action, NULL);
+    raise(signal_number); /* delivered when this handler returns: the same death */
+}
+
 static void terminal_size(struct terminal *t)
 {
     struct winsize ws;
@@ -74,13 +100,20 @@ static void terminal_enter(struct terminal *t)
     terminal_size(t);
     if (!tty)
         return;
+    /* In the background (after Ctrl-Z and `bg`) the terminal is not ours to change. */
+    if (tcgetpgrp(STDOUT_FILENO) != getpgrp())
+        return;
     if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &t->saved) == 0) {
         struct termios raw = t->saved;
         raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
         raw.c_cc[VMIN] = 1;
         raw.c_cc[VTIME] = 0;
+        fatal_saved = t->saved;
+        fatal_keys = 1;
         t->keys = tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0;
+        fatal_keys = t->keys;
     }
+    fatal_screen = 1;
     fputs("\033[?1049h\033[?25l\033[H\033[2J", stdout); /* alternate screen, no cursor */
     fflush(stdout);
     t->active = 1;
@@ -90,11 +123,34 @@ static void terminal_leave(struct terminal *t)
 {
     if (!t->active)
         return;
-    fputs("\033[0m\033[?25h\033[?1049l", stdout);
+    fputs(SCREEN_LEAVE, stdout);
     fflush(stdout);
+    fatal_screen = 0;
     if (t->keys)
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &t->saved);
+    fatal_keys = 0;
     t->active = t->keys = 0;
+}
+
+static struct terminal *exit_terminal; /* what exit() gives back */
+
+static void leave_at_exit(void)
+{
+    if (exit_terminal != NULL)
+        terminal_leave(exit_terminal);
+}
+
+/* Ctrl-Z: the terminal given back, then stopped as the default action would stop us (our
+ * handler back once we run again); the SIGCONT that wakes us takes the terminal again. */
+static void suspend(struct terminal *t)
+{
+    terminal_leave(t);
+    struct sigaction action, ours;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    sigaction(SIGTSTP, &action, &ours);
+    raise(SIGTSTP); /* stopped here until SIGCONT */
+    sigaction(SIGTSTP, &ours, NULL);
 }
 
 struct top {
@@ -310,12 +366,23 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = on_signal;
-    sigaction(SIGINT, &action, NULL);
-    sigaction(SIGTERM, &action, NULL);
+    static const int quits[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof quits / sizeof quits[0]; i++)
+        sigaction(quits[i], &action, NULL);
     sigaction(SIGWINCH, &action, NULL);
+    sigaction(SIGTSTP, &action, NULL);
+    sigaction(SIGCONT, &action, NULL);
     signal(SIGPIPE, SIG_IGN);
+    action.sa_handler = on_fatal;
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+        sigaction(fatal[i], &action, NULL);
+    exit_terminal = &top.terminal;
+    atexit(leave_at_exit);
 
     int attached = wait_attached(&top, stream);
+    /* The view's terminal, when stdout is one: given back on Ctrl-Z, taken again on SIGCONT. */
+    int screen = attached && isatty(STDOUT_FILENO);
     if (attached)
         terminal_enter(&top.terminal);
     double interval = options->interval > 0 ? options->interval : 1.0;
@@ -325,7 +392,8 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
     while (!quit && stream_open && !top.ended) {
         uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC);
         if (now >= next_draw) {
-            draw(&top);
+            if (!screen || top.terminal.active) /* not over the shell while in the background */
+                draw(&top);
             next_draw = now + (uint64_t)(interval * 1e9);
         }
         struct pollfd fds[4] = {{stream, POLLIN, 0},
@@ -349,6 +417,14 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
                 if (signals[i] == SIGWINCH) {
                     terminal_size(&top.terminal);
                     next_draw = 0;
+                } else if (signals[i] == SIGTSTP) {
+                    suspend(&top.terminal);
+                } else if (signals[i] == SIGCONT) {
+                    if (screen) { /* the shell may have reset the modes meanwhile: set again */
+                        terminal_leave(&top.terminal);
+                        terminal_enter(&top.terminal);
+                    }
+                    next_draw = 0;
                 } else {
                     quit = 1;
                 }
@@ -365,6 +441,7 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
         }
     }
     terminal_leave(&top.terminal);
+    exit_terminal = NULL;
     if (!top.ended)
         kill(child, SIGTERM); /* it closes its events and ends: nothing is left in the process */
     /* What it still says (one line when it could not attach), to its end. */
