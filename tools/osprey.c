@@ -100,8 +100,10 @@ static const struct {
     {FOR_TOP, "\n"
               "osprey top shows the hottest functions of the last 5 seconds of the running\n"
               "process PID, refreshed in place (perf top -p, py-spy top): SELF% and TOTAL% of\n"
-              "its on-CPU time, with the report's names and colours. q or Ctrl-C quits; the\n"
-              "process runs on as before. It attaches as osprey attach does, writes no files.\n"},
+              "its on-CPU time, with the report's names and colours. Keys: s or 1 by SELF%,\n"
+              "c or 2 by TOTAL%, t the threads, space or p pause, ? the keys, q or Ctrl-C\n"
+              "quits; the process runs on as before. It attaches as osprey attach does, writes\n"
+              "no files.\n"},
     {FOR_ALL, "\n"},
     {FOR_TOP | NOT_GENERAL,
      "  -F, --frequency N\n"

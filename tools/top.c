@@ -163,6 +163,9 @@ struct top {
     struct osprey_top_symbols *symbols;
     uint64_t now_ns; /* the stream's clock: the last flush */
     int ended;
+    enum osprey_top_view view, before_help; /* what the keys chose */
+    enum osprey_top_sort sort;
+    int paused; /* the window and its clock stay as they were; the stream is still read */
     char how[64];
     char pending[1 << 16]; /* a line of the stream not whole yet */
     size_t pending_length;
@@ -188,10 +191,24 @@ static void draw(struct top *top)
                                        .height = top->terminal.height,
                                        .color = top->terminal.color,
                                        .line_end = top->terminal.active ? "\033[K\n" : "\n",
-                                       .hint = top->terminal.keys ? "  (q quits)" : NULL};
+                                       .hint = top->terminal.keys ? "  (? help, q quits)" : NULL,
+                                       .view = top->view,
+                                       .sort = top->sort,
+                                       .paused = top->paused};
     if (osprey_top_aggregate(&top->window, top->now_ns, functions, osprey_top_symbols_stack,
                              top->symbols, &rows, &row_count, &screen.totals) != 0)
         return;
+    osprey_top_sort(rows, row_count, top->sort);
+    struct osprey_top_thread_row *threads = NULL;
+    if (top->view == OSPREY_TOP_THREADS &&
+        osprey_top_threads(&top->window, top->now_ns, functions, osprey_top_symbols_stack,
+                           top->symbols, &threads, &screen.thread_row_count) != 0) {
+        free(rows);
+        return;
+    }
+    screen.threads = threads;
+    screen.thread_count =
+        osprey_top_symbols_threads(top->symbols, &screen.tids, &screen.thread_labels);
     uint64_t covered = top->now_ns < top->window.span_ns ? top->now_ns : top->window.span_ns;
     screen.seconds = (double)covered / 1e9;
     screen.rows = rows;
@@ -213,6 +230,50 @@ static void draw(struct top *top)
     }
     free(text);
     free(rows);
+    free(threads);
+}
+
+/* A key of the view (the help's keys in tools/top-window.c). 1: quit. */
+static int key(struct top *top, char k)
+{
+    if (top->view == OSPREY_TOP_HELP && k != 'q' && k != 'Q' && k != 3) {
+        top->view = top->before_help; /* any key closes the help */
+        return 0;
+    }
+    switch (k) {
+    case 'q':
+    case 'Q':
+    case 3: /* Ctrl-C */
+        return 1;
+    case 's':
+    case '1':
+        top->view = OSPREY_TOP_FUNCTIONS;
+        top->sort = OSPREY_TOP_BY_SELF;
+        break;
+    case 'c':
+    case '2':
+        top->view = OSPREY_TOP_FUNCTIONS;
+        top->sort = OSPREY_TOP_BY_TOTAL;
+        break;
+    case 'f':
+        top->view = OSPREY_TOP_FUNCTIONS;
+        break;
+    case 't':
+        top->view = top->view == OSPREY_TOP_THREADS ? OSPREY_TOP_FUNCTIONS : OSPREY_TOP_THREADS;
+        break;
+    case ' ':
+    case 'p':
+        top->paused = !top->paused;
+        break;
+    case '?':
+    case 'h':
+        top->before_help = top->view;
+        top->view = OSPREY_TOP_HELP;
+        break;
+    default:
+        break;
+    }
+    return 0;
 }
 
 /* Read what the stream has; split it into lines. 0, or 1 at its end. */
@@ -229,8 +290,9 @@ static int read_stream(struct top *top, int fd)
     char *start = top->pending, *newline;
     while ((newline = memchr(start, '\n', top->pending_length - (size_t)(start - top->pending)))) {
         *newline = '\0';
-        if (osprey_top_symbols_line(top->symbols, start, &top->window, &top->now_ns, &top->ended,
-                                    top->how, sizeof top->how) != 0)
+        if (osprey_top_symbols_line(top->symbols, start, top->paused ? NULL : &top->window,
+                                    top->paused ? NULL : &top->now_ns, &top->ended, top->how,
+                                    sizeof top->how) != 0)
             return 1; /* out of memory */
         start = newline + 1;
     }
@@ -433,9 +495,9 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
         if (fds[3].revents != 0) {
             char keys[32];
             ssize_t n = read(STDIN_FILENO, keys, sizeof keys);
-            for (ssize_t i = 0; i < n; i++)
-                if (keys[i] == 'q' || keys[i] == 'Q' || keys[i] == 3 /* Ctrl-C */)
-                    quit = 1;
+            for (ssize_t i = 0; i < n && !quit; i++)
+                quit = key(&top, keys[i]);
+            next_draw = 0; /* what the key changed, at once */
             if (n == 0)
                 top.terminal.keys = 0; /* end of input: Ctrl-C still quits */
         }
