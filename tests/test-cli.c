@@ -936,6 +936,28 @@ START_TEST(parse_top)
 }
 END_TEST
 
+START_TEST(parse_dump)
+{
+    struct osprey_options o;
+    char error[256];
+    char *ok[] = {"osprey", "dump", "4242", "--duration", "2.5", NULL};
+    ck_assert_int_eq(osprey_parse_args(5, ok, &o, error, sizeof error), 0);
+    ck_assert_int_eq(o.command, OSPREY_COMMAND_DUMP);
+    ck_assert_str_eq(o.file, "4242");
+    ck_assert(o.duration == 2.5);
+    char *files[] = {"osprey", "dump", "1", "-o", "x", NULL};
+    ck_assert_int_eq(osprey_parse_args(5, files, &o, error, sizeof error), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "'osprey dump' has no option '-o'"));
+    char *long_look[] = {"osprey", "dump", "1", "--duration", "600", NULL};
+    ck_assert_int_eq(osprey_parse_args(5, long_look, &o, error, sizeof error), -EINVAL);
+    ck_assert_str_eq(error, "'osprey dump' looks from 0.1 to 60 seconds (--duration)");
+    char *missing[] = {"osprey", "dump", NULL};
+    ck_assert_int_eq(osprey_parse_args(2, missing, &o, error, sizeof error), -EINVAL);
+    ck_assert_str_eq(error, "missing PID (try 'osprey dump --help')");
+    ck_assert_str_eq(osprey_command_like("dupm"), "dump");
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *suite = suite_create("cli");
@@ -975,6 +997,7 @@ Suite *cli_suite(void)
 
     TCase *top = tcase_create("top");
     tcase_add_test(top, parse_top);
+    tcase_add_test(top, parse_dump);
     tcase_add_test(top, top_window_counts_the_last_seconds);
     tcase_add_test(top, top_sorts_by_total_and_adds_up_threads);
     tcase_add_test(top, top_screen_fits_the_terminal);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "osprey_cli.h"
 
@@ -148,10 +149,29 @@ size_t osprey_top_symbols_threads(const struct osprey_top_symbols *symbols, cons
 size_t osprey_top_symbols_functions(const struct osprey_top_symbols *symbols,
                                     const char *const **names, const char *const **locations);
 
-/* ---- the command (top.c) ---- */
+/* How many stacks are known (the next "stack" line's index). */
+size_t osprey_top_symbols_stack_count(const struct osprey_top_symbols *symbols);
+
+/* ---- the commands (top.c, top-dump.c) ---- */
+
+/* Start `ospreyd --attach-pid PID --stream --rate N [--duration S]` (duration 0: none): its
+ * stdout (the stream) and stderr on pipes to us (*stream, *errors), in a process group of its
+ * own (the terminal's Ctrl-C is ours to act on). Returns its pid, or -errno. */
+pid_t osprey_top_start_daemon(const char *daemon, const struct osprey_options *options,
+                              double duration, int *stream, int *errors);
 
 /* `osprey top PID [-F N] [--interval SECONDS]`: exit status 0 (quit, or the process ended),
  * 1 when it could not attach. */
 int osprey_top(const struct osprey_options *options, const char *daemon);
+
+/* The command name of a process (tid 0) or of one of its threads, into command ("?" when it
+ * cannot be read). */
+void osprey_top_command(int32_t pid, int32_t tid, char *command, size_t size);
+/* The one line for the process ending, from the stream's "end" line's rest (how). */
+void osprey_top_say_end(int32_t pid, const char *command, const char *how);
+
+/* `osprey dump PID [--duration S] [-F N]`: every thread's current stack, once, on stdout:
+ * exit status 0, 1 when it could not attach. */
+int osprey_dump(const struct osprey_options *options, const char *daemon);
 
 #endif /* OSPREY_TOP_H */

@@ -276,6 +276,11 @@ static int add_thread(struct osprey_top_symbols *s, const char *rest)
     return 0;
 }
 
+size_t osprey_top_symbols_stack_count(const struct osprey_top_symbols *s)
+{
+    return s->stack_count;
+}
+
 size_t osprey_top_symbols_threads(const struct osprey_top_symbols *s, const int32_t **tids,
                                   const char *const **labels)
 {

@@ -313,10 +313,8 @@ static void read_errors(struct top *top, int fd)
     top->errors[top->errors_length] = '\0';
 }
 
-/* Start ospreyd: stdout and stderr on pipes to us, in a process group of its own (the
- * terminal's Ctrl-C is ours to act on). Returns its pid, or -errno. */
-static pid_t start_daemon(const char *daemon, const struct osprey_options *options, int *stream,
-                          int *errors)
+pid_t osprey_top_start_daemon(const char *daemon, const struct osprey_options *options,
+                              double duration, int *stream, int *errors)
 {
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0)
@@ -328,8 +326,17 @@ static pid_t start_daemon(const char *daemon, const struct osprey_options *optio
     }
     char rate[16];
     snprintf(rate, sizeof rate, "%u", options->frequency != 0 ? options->frequency : 997u);
-    char *argv[] = {
-        (char *)daemon, "--attach-pid", (char *)options->file, "--stream", "--rate", rate, NULL};
+    char seconds[32];
+    snprintf(seconds, sizeof seconds, "%g", duration);
+    char *argv[] = {(char *)daemon,
+                    "--attach-pid",
+                    (char *)options->file,
+                    "--stream",
+                    "--rate",
+                    rate,
+                    duration > 0 ? "--duration" : NULL,
+                    seconds,
+                    NULL};
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
@@ -381,29 +388,31 @@ static int wait_attached(struct top *top, int stream)
     return 0;
 }
 
-static void process_command(struct top *top)
+void osprey_top_command(int32_t pid, int32_t tid, char *command, size_t size)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/comm", (int)top->pid);
-    snprintf(top->command, sizeof top->command, "?");
+    char path[96];
+    if (tid > 0)
+        snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+    else
+        snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    snprintf(command, size, "?");
     FILE *f = fopen(path, "re");
-    if (f != NULL && fgets(top->command, sizeof top->command, f) != NULL)
-        top->command[strcspn(top->command, "\n")] = '\0';
+    if (f != NULL && fgets(command, (int)size, f) != NULL)
+        command[strcspn(command, "\n")] = '\0';
     if (f != NULL)
         fclose(f);
 }
 
-static void say_end(const struct top *top)
+void osprey_top_say_end(int32_t pid, const char *command, const char *how)
 {
     int code;
-    if (sscanf(top->how, "exited %d", &code) == 1)
-        fprintf(stderr, "osprey: process %d (%s) exited with status %d\n", (int)top->pid,
-                top->command, code);
-    else if (sscanf(top->how, "killed %d", &code) == 1)
-        fprintf(stderr, "osprey: process %d (%s) was killed by signal %d (%s)\n", (int)top->pid,
-                top->command, code, strsignal(code));
+    if (sscanf(how, "exited %d", &code) == 1)
+        fprintf(stderr, "osprey: process %d (%s) exited with status %d\n", (int)pid, command, code);
+    else if (sscanf(how, "killed %d", &code) == 1)
+        fprintf(stderr, "osprey: process %d (%s) was killed by signal %d (%s)\n", (int)pid, command,
+                code, strsignal(code));
     else
-        fprintf(stderr, "osprey: process %d (%s) ended\n", (int)top->pid, top->command);
+        fprintf(stderr, "osprey: process %d (%s) ended\n", (int)pid, command);
 }
 
 int osprey_top(const struct osprey_options *options, const char *daemon)
@@ -418,9 +427,9 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
         fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
         return OSPREY_EXIT_FAILURE;
     }
-    process_command(&top);
+    osprey_top_command(top.pid, 0, top.command, sizeof top.command);
     int stream = -1, errors = -1;
-    pid_t child = start_daemon(daemon, options, &stream, &errors);
+    pid_t child = osprey_top_start_daemon(daemon, options, 0, &stream, &errors);
     if (child < 0) {
         fprintf(stderr, "osprey: cannot run %s: %s\n", daemon, strerror((int)-child));
         return OSPREY_EXIT_FAILURE;
@@ -523,7 +532,7 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
     if (!attached)
         exit_code = OSPREY_EXIT_FAILURE; /* ospreyd's line said why */
     else if (top.ended)
-        say_end(&top);
+        osprey_top_say_end(top.pid, top.command, top.how);
     else if (!quit && !stream_open)
         fprintf(stderr, "osprey: ospreyd ended unexpectedly (%s)\n",
                 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "its stream closed");
