@@ -936,6 +936,53 @@ START_TEST(parse_top)
 }
 END_TEST
 
+/* The stream's thread records and the sample's thread field; a first version's sample line
+ * (no thread) still read; nothing kept while paused (no window, no clock). */
+START_TEST(top_stream_names_the_threads)
+{
+    struct osprey_top_symbols *symbols = osprey_top_symbols_new();
+    ck_assert_ptr_nonnull(symbols);
+    struct osprey_top_window w = {.span_ns = 5 * SECOND};
+    uint64_t now = 0;
+    int ended = 0;
+    char how[32] = "";
+    const char *lines[] = {"thread 0 4242 main",
+                           "thread 1 4243 io worker",
+                           "thread 5 1 skipped",
+                           "stack 0 1000",
+                           "sample 10 0 0 1 1",
+                           "sample 11 0 1 2",
+                           "flush 20"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        ck_assert_int_eq(
+            osprey_top_symbols_line(symbols, lines[i], &w, &now, &ended, how, sizeof how), 0);
+    const int32_t *tids;
+    const char *const *labels;
+    ck_assert_uint_eq(osprey_top_symbols_threads(symbols, &tids, &labels), 2);
+    ck_assert_int_eq(tids[1], 4243);
+    ck_assert_str_eq(labels[1], "io worker"); /* the rest of the line, spaces and all */
+    ck_assert_uint_eq(w.count, 2);
+    ck_assert_uint_eq(w.samples[0].thread, 1);
+    ck_assert_uint_eq(w.samples[1].thread, UINT32_MAX); /* no thread field: none known */
+    ck_assert_uint_eq(w.samples[1].weight, 2);
+    ck_assert_uint_eq(now, 20);
+    ck_assert_uint_eq(osprey_top_symbols_stack_count(symbols), 1);
+    /* paused: the stream still read (stacks kept), its samples and clock not */
+    ck_assert_int_eq(
+        osprey_top_symbols_line(symbols, "sample 30 0 0 1 0", NULL, NULL, &ended, how, sizeof how),
+        0);
+    ck_assert_int_eq(
+        osprey_top_symbols_line(symbols, "stack 1 2000", NULL, NULL, &ended, how, sizeof how), 0);
+    ck_assert_int_eq(
+        osprey_top_symbols_line(symbols, "flush 40", NULL, NULL, &ended, how, sizeof how), 0);
+    ck_assert_uint_eq(w.count, 2);
+    ck_assert_uint_eq(now, 20);
+    ck_assert_uint_eq(osprey_top_symbols_stack_count(symbols), 2);
+    osprey_top_window_free(&w);
+    osprey_top_symbols_free(symbols);
+}
+END_TEST
+
 START_TEST(parse_dump)
 {
     struct osprey_options o;
@@ -998,6 +1045,7 @@ Suite *cli_suite(void)
     TCase *top = tcase_create("top");
     tcase_add_test(top, parse_top);
     tcase_add_test(top, parse_dump);
+    tcase_add_test(top, top_stream_names_the_threads);
     tcase_add_test(top, top_window_counts_the_last_seconds);
     tcase_add_test(top, top_sorts_by_total_and_adds_up_threads);
     tcase_add_test(top, top_screen_fits_the_terminal);
