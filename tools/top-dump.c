@@ -297,8 +297,8 @@ int osprey_dump(const struct osprey_options *options, const char *daemon)
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
     daemon_pid = 0;
+    fputs(errors, stderr); /* ospreyd's lines: why it could not attach, or a warning */
     if (!attached || failed) {
-        fputs(errors, stderr); /* ospreyd's line says why */
         if (failed)
             fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
         osprey_top_window_free(&window);
