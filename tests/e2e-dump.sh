@@ -45,8 +45,9 @@ snapshot() {
 snapshot "$work/before"
 
 # --- a pid that does not exist ------------------------------------------------------------------
-"$osprey" dump 999999999 >"$work/missing.out" 2>"$work/missing.err"
-[ $? -ne 0 ] || fail "osprey dump of a pid that does not exist exited 0"
+if "$osprey" dump 999999999 >"$work/missing.out" 2>"$work/missing.err"; then
+  fail "osprey dump of a pid that does not exist exited 0"
+fi
 expect_one_line "$work/missing.err" "^osprey: .*no process 999999999" "osprey dump of a missing pid"
 [ ! -s "$work/missing.out" ] || fail "osprey dump of a missing pid wrote to stdout"
 

@@ -126,7 +126,7 @@ given_back() {
 for way in QUIT TERM HUP INT SEGV; do
   start_top "$way"
   if [ "$way" = QUIT ]; then
-    tmux_ send-keys -t top 'C-\'
+    tmux_ send-keys -t top "C-\\" # Ctrl-\
   else
     pid=$(top_process)
     [ -n "$pid" ] || fail "$way: no osprey process under the shell"
