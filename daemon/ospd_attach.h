@@ -110,7 +110,7 @@ int ospd_maps_images(struct ospd_collector *c, int32_t pid);
 
 struct ospd_stream {
     FILE *out;
-    uint32_t images_sent, stacks_sent; /* what the reader has already */
+    uint32_t images_sent, stacks_sent, threads_sent; /* what the reader has already */
 };
 
 /* The first line. 0, or -EPIPE when the reader is gone. */

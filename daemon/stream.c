@@ -7,7 +7,8 @@
  *   osprey-stream 1 PID RATE        first, once the events are enabled
  *   image BASE SLIDE TEXT TEXT_SIZE MAIN PATH
  *   stack INDEX PC...               leaf first; INDEX counts up from 0, each sent once
- *   sample T_NS STACK STATE WEIGHT  T_NS since the attach; STATE 0 on-CPU, 1 waiting
+ *   thread INDEX TID LABEL          each thread once, before its first sample; INDEX from 0
+ *   sample T_NS STACK STATE WEIGHT THREAD  T_NS since the attach; STATE 0 on-CPU, 1 waiting
  *   flush T_NS                      the end of a batch: what came before it is up to T_NS
  *   end HOW [CODE]                  exited CODE, killed SIGNAL, vanished or stopped; last
  * A reader skips a record it does not know (later versions add some).
@@ -43,10 +44,15 @@ int ospd_stream_flush(struct ospd_stream *s, struct ospd_collector *c, uint64_t 
             fprintf(out, " %" PRIx64, pcs[k]);
         fputc('\n', out);
     }
+    for (; s->threads_sent < c->thread_count; s->threads_sent++) {
+        const struct ospd_thread *th = &c->threads[s->threads_sent];
+        fprintf(out, "thread %" PRIu32 " %d %s\n", s->threads_sent, (int)th->tid, th->label);
+    }
     for (uint64_t i = 0; i < c->sample_count; i++) {
         const struct ospd_sample *sample = &c->samples[i];
-        fprintf(out, "sample %" PRIu64 " %" PRIu32 " %" PRIu32 " %" PRIu32 "\n", sample->t_rel_ns,
-                sample->stack_state >> 1, sample->stack_state & 1u, sample->weight);
+        fprintf(out, "sample %" PRIu64 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu32 "\n",
+                sample->t_rel_ns, sample->stack_state >> 1, sample->stack_state & 1u,
+                sample->weight, sample->thread);
     }
     c->sample_count = 0; /* the reader keeps them; the collector's memory stays flat */
     fprintf(out, "flush %" PRIu64 "\n", now_rel_ns);

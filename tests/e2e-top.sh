@@ -4,7 +4,11 @@
 # that function above 50% of the on-CPU time, refresh (the sample count changes between two
 # screens), quit on `q` with status 0 and give the shell back its screen and its echo; the
 # program runs on with the same threads and descriptors as before. A pid that does not exist:
-# one line and a non-zero status; the process ending ends top with one line.
+# one line and a non-zero status; the process ending ends top with one line. Every way out
+# (Ctrl-\, SIGTERM, SIGHUP, SIGINT, a crash's SIGSEGV, Ctrl-Z and then fg) gives the terminal
+# back: echo and icanon on, the alternate screen off, the cursor shown. The keys: c sorts by
+# TOTAL%, s by SELF% again, t shows the threads (the main thread, burn_cycles its hottest), p
+# pauses (the screen stays) and goes on, ? shows the keys and any key goes back.
 # Without tmux it is skipped (exit 77), except under CI, where it must run; where perf events
 # are refused (perf_event_paranoid 3), skipped.
 # Usage: e2e-top.sh OSPREY SOURCE_DIR
@@ -95,6 +99,100 @@ snapshot "$work/after"
 diff "$work/before" "$work/after" >"$work/diff" ||
   fail "the program's threads or descriptors changed: $(cat "$work/diff")"
 
+# --- the terminal given back on every way out ---------------------------------------------------
+# After each: `stty -a` shows echo and icanon, the alternate screen is off and the cursor shown
+# (tmux's own view of the pane), and the shell runs what is typed.
+start_top() {
+  tmux_ send-keys -t top "clear" Enter
+  sleep 0.3
+  tmux_ send-keys -t top "'$osprey' top $burn_pid; echo \"end-of-$1 status=\$?\"" Enter
+  wait_for "$hot" 30 || fail "$1: the view never came: $(plain)"
+}
+# the osprey process the pane's shell runs
+top_process() { pgrep -P "$(tmux_ display -p -t top '#{pane_pid}')" -x osprey; }
+given_back() {
+  local name=$1 modes
+  if [ "$(tmux_ display -p -t top '#{alternate_on} #{cursor_flag}')" != "0 1" ]; then
+    fail "$name: the alternate screen or the hidden cursor was left (alternate_on cursor_flag:" \
+      "$(tmux_ display -p -t top '#{alternate_on} #{cursor_flag}'))"
+  fi
+  tmux_ send-keys -t top "stty -a >'$work/stty.$name'; echo stty-done-$name" Enter
+  wait_for "^stty-done-$name\$" 10 || { fail "$name: the shell does not run commands: $(plain)"; return; }
+  modes=$(cat "$work/stty.$name")
+  grep -Eq '(^|[ ;])echo([ ;]|$)' <<<"$modes" || fail "$name: echo is off after it: $modes"
+  grep -Eq '(^|[ ;])icanon([ ;]|$)' <<<"$modes" || fail "$name: icanon is off after it: $modes"
+  wait_for "^term\\\$ stty -a >.*; echo stty-done-$name\$" 5 || fail "$name: what is typed is not echoed: $(plain)"
+}
+for way in QUIT TERM HUP INT SEGV; do
+  start_top "$way"
+  if [ "$way" = QUIT ]; then
+    tmux_ send-keys -t top "C-\\" # Ctrl-\
+  else
+    pid=$(top_process)
+    [ -n "$pid" ] || fail "$way: no osprey process under the shell"
+    kill -s "$way" "$pid"
+  fi
+  wait_for "^end-of-$way status=[0-9]+" 20 || { fail "$way: osprey top did not end: $(plain)"; continue; }
+  given_back "$way"
+done
+# Ctrl-Z: the terminal given back while stopped; `fg` takes it again and redraws; q quits.
+start_top TSTP
+tmux_ send-keys -t top 'C-z'
+wait_for 'Stopped' 20 || fail "TSTP: osprey top did not stop: $(plain)"
+given_back TSTP
+# (the shell ran the rest of the line when the job stopped: fg gets a marker of its own)
+tmux_ send-keys -t top "clear; fg; echo \"end-of-fg status=\$?\"" Enter
+wait_for "$hot" 30 || fail "TSTP: no view after fg: $(plain)"
+[ "$(tmux_ display -p -t top '#{alternate_on} #{cursor_flag}')" = "1 0" ] ||
+  fail "TSTP: after fg the view is not on the alternate screen with the cursor hidden"
+tmux_ send-keys -t top q
+wait_for '^end-of-fg status=0$' 20 || fail "TSTP: q after fg did not quit with status 0: $(plain)"
+given_back CONT
+
+# --- the keys: sort by total, the threads, pause, help ---------------------------------------------
+start_top keys
+header() { plain | head -n 1; }
+tmux_ send-keys -t top c
+wait_for '^osprey top .* by TOTAL%' 10 || fail "c: the header does not say by TOTAL%: $(plain)"
+plain >"$work/total.txt"
+# TOTAL% in the table's order never goes up
+awk '/^ *[0-9.]+% +[0-9.]+%/ { t = $2 + 0; if (seen && t > last + 0.05) bad = 1; last = t; seen = 1 }
+     END { exit bad }' "$work/total.txt" || fail "c: rows not by TOTAL%: $(cat "$work/total.txt")"
+tmux_ send-keys -t top s
+wait_for '^ *[0-9.]+% +[0-9.]+% +burn_cycles' 10 || fail "s: not back to SELF%: $(plain)"
+header | grep -q 'by TOTAL%' && fail "s: the header still says by TOTAL%: $(header)"
+tmux_ send-keys -t top t
+wait_for "^ *[0-9]+% +[0-9.]+% +$burn_pid +main +burn_cycles" 10 ||
+  fail "t: no row for the thread $burn_pid with its hottest function: $(plain)"
+header | grep -q '  threads' || fail "t: the header does not say threads: $(header)"
+tmux_ send-keys -t top t
+wait_for '^ *SELF% +TOTAL% +FUNCTION' 10 || fail "t again: not back to the functions: $(plain)"
+tmux_ send-keys -t top p
+wait_for '^osprey top .*PAUSED' 10 || fail "p: the header does not say PAUSED: $(plain)"
+paused=$(plain | grep -Eo '[0-9]+ samples' | head -n 1)
+sleep 2.5 # two refreshes and more: a paused screen stays
+[ "$(plain | grep -Eo '[0-9]+ samples' | head -n 1)" = "$paused" ] ||
+  fail "p: the screen changed while paused ($paused, then $(plain | grep -Eo '[0-9]+ samples' | head -n 1))"
+tmux_ send-keys -t top p
+wait_for_change() {
+  for _ in $(seq 50); do
+    sleep 0.2
+    now=$(plain | grep -Eo '[0-9]+ samples' | head -n 1)
+    [ -n "$now" ] && [ "$now" != "$paused" ] && return 0
+  done
+  return 1
+}
+wait_for_change || fail "p again: the screen did not go on: $(plain)"
+header | grep -q PAUSED && fail "p again: still PAUSED: $(header)"
+tmux_ send-keys -t top '?'
+wait_for '^Keys:' 10 || fail "?: no help: $(plain)"
+wait_for 'pause' 2 || fail "?: the help does not name pause: $(plain)"
+tmux_ send-keys -t top x
+wait_for '^ *SELF% +TOTAL% +FUNCTION' 10 || fail "a key after ?: not back to the view: $(plain)"
+tmux_ send-keys -t top q
+wait_for '^end-of-keys status=0$' 20 || fail "keys: q did not quit with status 0: $(plain)"
+given_back keys
+
 # --- the process ending ends top, with one line -------------------------------------------------
 "$osprey" top "$burn_pid" >"$work/ending.out" 2>"$work/ending.err" &
 top_pid=$!
@@ -109,4 +207,4 @@ expect_one_line "$work/ending.err" "^osprey: process [0-9]+ \(burn\) was killed 
 grep -q burn_cycles "$work/ending.out" || fail "no snapshot of the process off a terminal"
 if grep -q $'\033' "$work/ending.out"; then fail "escapes in the output off a terminal"; fi
 
-finish "osprey top showed burn_cycles, refreshed, quit on q and left the program as it was"
+finish "osprey top showed burn_cycles, refreshed, sorted, showed threads, paused, helped, quit on q, gave the terminal back on every way out and left the program as it was"

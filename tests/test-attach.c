@@ -280,7 +280,8 @@ START_TEST(images_are_described_as_the_shim_does)
 }
 END_TEST
 
-/* --stream: each image and stack once, every sample once, then the flush; samples emptied. */
+/* --stream: each image, stack and thread once, every sample once, then the flush; samples emptied.
+ */
 START_TEST(the_stream_sends_each_thing_once)
 {
     struct ospd_collector c;
@@ -311,10 +312,11 @@ START_TEST(the_stream_sends_each_thing_once)
     ck_assert_str_eq(text, "osprey-stream 1 4242 997\n"
                            "image 1000 1000 2000 300 1 /bin/x\n"
                            "stack 0 2010 2100\n"
-                           "sample 5 0 0 1\n"
-                           "sample 7 0 1 3\n"
+                           "thread 0 4242 main\n"
+                           "sample 5 0 0 1 0\n"
+                           "sample 7 0 1 3 0\n"
                            "flush 10\n"
-                           "sample 12 0 0 1\n"
+                           "sample 12 0 0 1 0\n"
                            "flush 20\n"
                            "end killed 9\n");
     free(text);

@@ -695,9 +695,95 @@ static size_t top_stacks(void *context, uint32_t stack, const uint32_t **functio
 static void top_add(struct osprey_top_window *w, uint64_t t_ns, uint32_t stack, uint32_t weight,
                     uint8_t state)
 {
-    struct osprey_top_sample sample = {t_ns, stack, weight, state};
+    struct osprey_top_sample sample = {t_ns, stack, weight, state, 0};
     ck_assert_int_eq(osprey_top_window_add(w, &sample), 0);
 }
+
+/* Sorted by total, main (in every stack) leads; per thread, each thread's time and its
+ * hottest leaf, the busiest thread first. */
+START_TEST(top_sorts_by_total_and_adds_up_threads)
+{
+    struct osprey_top_window w = {.span_ns = 5 * SECOND};
+    const struct osprey_top_sample samples[] = {
+        {1 * SECOND, 0, 5, 0, 1}, /* thread 1: hot 5 */
+        {1 * SECOND, 1, 2, 0, 1}, /* thread 1: warm 2 */
+        {2 * SECOND, 1, 3, 0, 0}, /* thread 0: warm 3 */
+        {2 * SECOND, 0, 7, 1, 0}, /* thread 0: waiting 7 */
+        {2 * SECOND, 0, 4, 1, 2}, /* thread 2: waiting only */
+    };
+    for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++)
+        ck_assert_int_eq(osprey_top_window_add(&w, &samples[i]), 0);
+    struct osprey_top_row *rows;
+    size_t count;
+    struct osprey_top_totals totals;
+    ck_assert_int_eq(
+        osprey_top_aggregate(&w, 3 * SECOND, 4, top_stacks, NULL, &rows, &count, &totals), 0);
+    ck_assert_uint_eq(count, 3);
+    ck_assert_uint_eq(rows[0].function, 0); /* by self: hot 5, warm 5 (index), main 0 */
+    osprey_top_sort(rows, count, OSPREY_TOP_BY_TOTAL);
+    ck_assert_uint_eq(rows[0].function, 3); /* main: total 10 */
+    ck_assert_uint_eq(rows[0].total, 10);
+    osprey_top_sort(rows, count, OSPREY_TOP_BY_SELF);
+    ck_assert_uint_eq(rows[0].function, 0);
+    free(rows);
+
+    struct osprey_top_thread_row *threads;
+    ck_assert_int_eq(osprey_top_threads(&w, 3 * SECOND, 4, top_stacks, NULL, &threads, &count), 0);
+    ck_assert_uint_eq(count, 3);
+    ck_assert_uint_eq(threads[0].thread, 1);
+    ck_assert_uint_eq(threads[0].on_cpu, 7);
+    ck_assert_uint_eq(threads[0].hottest, 0);
+    ck_assert_uint_eq(threads[1].thread, 0);
+    ck_assert_uint_eq(threads[1].on_cpu, 3);
+    ck_assert_uint_eq(threads[1].waiting, 7);
+    ck_assert_uint_eq(threads[1].hottest, 1);
+    ck_assert_uint_eq(threads[2].thread, 2);
+    ck_assert_uint_eq(threads[2].on_cpu, 0);
+    ck_assert_uint_eq(threads[2].hottest, UINT32_MAX);
+
+    /* the threads view and the keys: their names on the screen, the view in the header */
+    static const char *const names[] = {"hot", "warm", "recurse", "main"};
+    static const char *const locations[] = {"hot.c", "warm.c", "recurse.c", "main.c"};
+    static const int32_t tids[] = {4242, 4243, 4244};
+    static const char *const labels[] = {"main", "worker", "sleeper"};
+    struct osprey_top_screen screen = {.pid = 4242,
+                                       .command = "server",
+                                       .rate_hz = 100,
+                                       .seconds = 1.0,
+                                       .totals = {10, 11, 5},
+                                       .names = names,
+                                       .locations = locations,
+                                       .width = 100,
+                                       .height = 30,
+                                       .line_end = "\n",
+                                       .view = OSPREY_TOP_THREADS,
+                                       .paused = 1,
+                                       .threads = threads,
+                                       .thread_row_count = count,
+                                       .tids = tids,
+                                       .thread_labels = labels,
+                                       .thread_count = 3};
+    char *text = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    ck_assert_uint_eq(osprey_top_render(out, &screen), 7); /* 3 of header, titles, 3 threads */
+    fclose(out);
+    ck_assert_ptr_nonnull(strstr(text, "threads  PAUSED"));
+    ck_assert_ptr_nonnull(strstr(text, "    7%   0.0%     4243  worker           hot"));
+    ck_assert_ptr_nonnull(strstr(text, "    3%  70.0%     4242  main             warm"));
+    ck_assert_ptr_nonnull(strstr(text, "    0% 100.0%     4244  sleeper          -"));
+    free(text);
+    screen.view = OSPREY_TOP_HELP;
+    out = open_memstream(&text, &length);
+    osprey_top_render(out, &screen);
+    fclose(out);
+    ck_assert_ptr_nonnull(strstr(text, "by TOTAL%"));
+    ck_assert_ptr_nonnull(strstr(text, "pause"));
+    free(text);
+    free(threads);
+    osprey_top_window_free(&w);
+}
+END_TEST
 
 START_TEST(top_window_counts_the_last_seconds)
 {
@@ -850,6 +936,75 @@ START_TEST(parse_top)
 }
 END_TEST
 
+/* The stream's thread records and the sample's thread field; a first version's sample line
+ * (no thread) still read; nothing kept while paused (no window, no clock). */
+START_TEST(top_stream_names_the_threads)
+{
+    struct osprey_top_symbols *symbols = osprey_top_symbols_new();
+    ck_assert_ptr_nonnull(symbols);
+    struct osprey_top_window w = {.span_ns = 5 * SECOND};
+    uint64_t now = 0;
+    int ended = 0;
+    char how[32] = "";
+    const char *lines[] = {"thread 0 4242 main",
+                           "thread 1 4243 io worker",
+                           "thread 5 1 skipped",
+                           "stack 0 1000",
+                           "sample 10 0 0 1 1",
+                           "sample 11 0 1 2",
+                           "flush 20"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        ck_assert_int_eq(
+            osprey_top_symbols_line(symbols, lines[i], &w, &now, &ended, how, sizeof how), 0);
+    const int32_t *tids;
+    const char *const *labels;
+    ck_assert_uint_eq(osprey_top_symbols_threads(symbols, &tids, &labels), 2);
+    ck_assert_int_eq(tids[1], 4243);
+    ck_assert_str_eq(labels[1], "io worker"); /* the rest of the line, spaces and all */
+    ck_assert_uint_eq(w.count, 2);
+    ck_assert_uint_eq(w.samples[0].thread, 1);
+    ck_assert_uint_eq(w.samples[1].thread, UINT32_MAX); /* no thread field: none known */
+    ck_assert_uint_eq(w.samples[1].weight, 2);
+    ck_assert_uint_eq(now, 20);
+    ck_assert_uint_eq(osprey_top_symbols_stack_count(symbols), 1);
+    /* paused: the stream still read (stacks kept), its samples and clock not */
+    ck_assert_int_eq(
+        osprey_top_symbols_line(symbols, "sample 30 0 0 1 0", NULL, NULL, &ended, how, sizeof how),
+        0);
+    ck_assert_int_eq(
+        osprey_top_symbols_line(symbols, "stack 1 2000", NULL, NULL, &ended, how, sizeof how), 0);
+    ck_assert_int_eq(
+        osprey_top_symbols_line(symbols, "flush 40", NULL, NULL, &ended, how, sizeof how), 0);
+    ck_assert_uint_eq(w.count, 2);
+    ck_assert_uint_eq(now, 20);
+    ck_assert_uint_eq(osprey_top_symbols_stack_count(symbols), 2);
+    osprey_top_window_free(&w);
+    osprey_top_symbols_free(symbols);
+}
+END_TEST
+
+START_TEST(parse_dump)
+{
+    struct osprey_options o;
+    char error[256];
+    char *ok[] = {"osprey", "dump", "4242", "--duration", "2.5", NULL};
+    ck_assert_int_eq(osprey_parse_args(5, ok, &o, error, sizeof error), 0);
+    ck_assert_int_eq(o.command, OSPREY_COMMAND_DUMP);
+    ck_assert_str_eq(o.file, "4242");
+    ck_assert(o.duration == 2.5);
+    char *files[] = {"osprey", "dump", "1", "-o", "x", NULL};
+    ck_assert_int_eq(osprey_parse_args(5, files, &o, error, sizeof error), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "'osprey dump' has no option '-o'"));
+    char *long_look[] = {"osprey", "dump", "1", "--duration", "600", NULL};
+    ck_assert_int_eq(osprey_parse_args(5, long_look, &o, error, sizeof error), -EINVAL);
+    ck_assert_str_eq(error, "'osprey dump' looks from 0.1 to 60 seconds (--duration)");
+    char *missing[] = {"osprey", "dump", NULL};
+    ck_assert_int_eq(osprey_parse_args(2, missing, &o, error, sizeof error), -EINVAL);
+    ck_assert_str_eq(error, "missing PID (try 'osprey dump --help')");
+    ck_assert_str_eq(osprey_command_like("dupm"), "dump");
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *suite = suite_create("cli");
@@ -889,7 +1044,10 @@ Suite *cli_suite(void)
 
     TCase *top = tcase_create("top");
     tcase_add_test(top, parse_top);
+    tcase_add_test(top, parse_dump);
+    tcase_add_test(top, top_stream_names_the_threads);
     tcase_add_test(top, top_window_counts_the_last_seconds);
+    tcase_add_test(top, top_sorts_by_total_and_adds_up_threads);
     tcase_add_test(top, top_screen_fits_the_terminal);
     suite_add_tcase(suite, top);
     return suite;

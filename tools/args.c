@@ -102,7 +102,7 @@ static size_t edit_distance(const char *a, const char *b)
 
 const char *osprey_command_like(const char *word)
 {
-    static const char *const commands[] = {"report", "diff", "cache", "attach", "top"};
+    static const char *const commands[] = {"report", "diff", "cache", "attach", "top", "dump"};
     if (strchr(word, '/') != NULL || strchr(word, '.') != NULL || strlen(word) < 3)
         return NULL;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
@@ -135,11 +135,17 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         out->command = OSPREY_COMMAND_TOP;
         out->profile = 1; /* -F applies */
         first = 2;
+    } else if (argc > 1 && strcmp(argv[1], "dump") == 0) {
+        out->command = OSPREY_COMMAND_DUMP;
+        out->profile = 1; /* -F and --duration (how long to look) apply */
+        first = 2;
     }
-    /* osprey attach PID and osprey top PID: a PID, no program; top writes no files. */
+    /* osprey attach PID, osprey top PID and osprey dump PID: a PID, no program; top and dump
+     * write no files. */
     int top = out->command == OSPREY_COMMAND_TOP;
-    int attach = out->command == OSPREY_COMMAND_ATTACH || top;
-    const char *pid_command = top ? "osprey top" : "osprey attach";
+    int dump = out->command == OSPREY_COMMAND_DUMP;
+    int attach = out->command == OSPREY_COMMAND_ATTACH || top || dump;
+    const char *pid_command = top ? "osprey top" : dump ? "osprey dump" : "osprey attach";
     int report = out->command == OSPREY_COMMAND_REPORT || out->command == OSPREY_COMMAND_DIFF;
     int diff = out->command == OSPREY_COMMAND_DIFF;
     const char *command_name = diff ? "osprey diff" : "osprey report";
@@ -186,6 +192,12 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                     strncmp(arg, "--format", 8) == 0 || strncmp(arg, "--duration", 10) == 0))
             return usage_error(error, error_size,
                                "'osprey top' has no option '%s': it writes nothing (osprey "
+                               "attach PID profiles into files)",
+                               arg);
+        if (dump && (strncmp(arg, "--output", 8) == 0 || strncmp(arg, "-o", 2) == 0 ||
+                     strncmp(arg, "--format", 8) == 0))
+            return usage_error(error, error_size,
+                               "'osprey dump' has no option '%s': it prints the stacks (osprey "
                                "attach PID profiles into files)",
                                arg);
         if ((matched = option_with_value(argc, argv, &i, "--output", "-o", &value)) != 0) {
@@ -383,6 +395,9 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         out->file_count = 1;
     }
 
+    if (dump && out->duration != 0 && (out->duration < 0.1 || out->duration > 60))
+        return usage_error(error, error_size,
+                           "'osprey dump' looks %s 0.1 to 60 seconds (--duration)", "from");
     if (out->duration > 0 && !out->profile)
         return usage_error(error, error_size,
                            "'%s' sets how long --profile profiles: add --profile", "--duration");

@@ -44,7 +44,8 @@ enum {
     FOR_CACHE = 1u << OSPREY_COMMAND_CACHE,
     FOR_ATTACH = 1u << OSPREY_COMMAND_ATTACH,
     FOR_TOP = 1u << OSPREY_COMMAND_TOP,
-    FOR_ALL = FOR_RUN | FOR_REPORT | FOR_DIFF | FOR_CACHE | FOR_ATTACH | FOR_TOP,
+    FOR_DUMP = 1u << OSPREY_COMMAND_DUMP,
+    FOR_ALL = FOR_RUN | FOR_REPORT | FOR_DIFF | FOR_CACHE | FOR_ATTACH | FOR_TOP | FOR_DUMP,
     FOR_GENERAL = 1u << 16, /* `osprey --help` only */
     NOT_GENERAL = 1u << 17, /* not in `osprey --help` (a command's own wording) */
 };
@@ -65,6 +66,7 @@ static const struct {
     {FOR_ATTACH,
      "usage: osprey attach PID [--duration SECONDS] [-F N] [-o STEM] [--format LIST]\n"},
     {FOR_TOP, "usage: osprey top PID [-F N] [--interval SECONDS]\n"},
+    {FOR_DUMP, "usage: osprey dump PID [--duration SECONDS] [-F N]\n"},
     {FOR_GENERAL, "\n"
                   "Sampling CPU profiler for native programs.\n"},
     {FOR_RUN,
@@ -100,8 +102,16 @@ static const struct {
     {FOR_TOP, "\n"
               "osprey top shows the hottest functions of the last 5 seconds of the running\n"
               "process PID, refreshed in place (perf top -p, py-spy top): SELF% and TOTAL% of\n"
-              "its on-CPU time, with the report's names and colours. q or Ctrl-C quits; the\n"
-              "process runs on as before. It attaches as osprey attach does, writes no files.\n"},
+              "its on-CPU time, with the report's names and colours. Keys: s or 1 by SELF%,\n"
+              "c or 2 by TOTAL%, t the threads, space or p pause, ? the keys, q or Ctrl-C\n"
+              "quits; the process runs on as before. It attaches as osprey attach does, writes\n"
+              "no files.\n"},
+    {FOR_DUMP, "\n"
+               "osprey dump prints the current stack of every thread of the running process PID\n"
+               "once (py-spy dump): it samples the process from outside as osprey attach does\n"
+               "for --duration (default 1 s) and prints each thread's last stack, on-CPU or where\n"
+               "it blocked; a thread that neither ran nor blocked meanwhile is named with the\n"
+               "call it waits in. The process runs on as before; nothing is written.\n"},
     {FOR_ALL, "\n"},
     {FOR_TOP | NOT_GENERAL,
      "  -F, --frequency N\n"
@@ -110,6 +120,11 @@ static const struct {
      "                 between refreshes, 0.1 to 3600 (default 1)\n"},
     {FOR_GENERAL, "  --interval SECONDS\n"
                   "                 top: between refreshes (default 1)\n"},
+    {FOR_DUMP | NOT_GENERAL,
+     "  --duration SECONDS\n"
+     "                 look this long, 0.1 to 60 (default 1)\n"
+     "  -F, --frequency N\n"
+     "                 N samples per second per thread, 10 to 10000 (default 997)\n"},
     {FOR_ATTACH | NOT_GENERAL,
      "  --duration SECONDS\n"
      "                 attach: profile this long (default: until Ctrl-C)\n"
@@ -899,6 +914,11 @@ int main(int argc, char **argv)
         struct osprey_paths paths;
         const char *daemon = find_daemon(&paths);
         return daemon != NULL ? osprey_top(&options, daemon) : OSPREY_EXIT_USAGE;
+    }
+    case OSPREY_COMMAND_DUMP: {
+        struct osprey_paths paths;
+        const char *daemon = find_daemon(&paths);
+        return daemon != NULL ? osprey_dump(&options, daemon) : OSPREY_EXIT_USAGE;
     }
     case OSPREY_COMMAND_RUN:
         break;

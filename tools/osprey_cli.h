@@ -28,6 +28,7 @@ enum osprey_command {
     OSPREY_COMMAND_CACHE,   /* osprey cache [prune] [--max-size SIZE] */
     OSPREY_COMMAND_ATTACH,  /* osprey attach PID [--duration S] [-F N] [-o STEM] [--format L] */
     OSPREY_COMMAND_TOP,     /* osprey top PID [-F N] [--interval S] */
+    OSPREY_COMMAND_DUMP,    /* osprey dump PID [--duration S] [-F N] */
     OSPREY_COMMAND_HELP,    /* --help / -h; help_for says of which command */
     OSPREY_COMMAND_VERSION, /* --version / -V */
 };
@@ -38,8 +39,8 @@ enum osprey_command {
 struct osprey_options {
     enum osprey_command command;
     enum osprey_command help_for; /* HELP: the command whose help (RUN: the whole text) */
-    const char *file;             /* FILE (run), RAW (report) or PID (attach, top); from argv */
-    int profile;                  /* --profile (implies running) */
+    const char *file;    /* FILE (run), RAW (report) or PID (attach, top, dump); from argv */
+    int profile;         /* --profile (implies running) */
     unsigned frequency;  /* -F N / --frequency N: OSPREY_PROFILE_HZ for the program; 0: unset */
     double duration;     /* --duration SECONDS: profile this long, then report; 0: to the end */
     double interval;     /* top: --interval SECONDS between refreshes; 0: 1 s */

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "osprey_cli.h"
 
@@ -22,6 +23,7 @@ struct osprey_top_sample {
     uint32_t stack;  /* the stream's stack index */
     uint32_t weight; /* sampling periods it stands for */
     uint8_t state;   /* 0 on-CPU, 1 waiting */
+    uint32_t thread; /* the stream's thread index */
 };
 
 struct osprey_top_window {
@@ -60,7 +62,33 @@ int osprey_top_aggregate(const struct osprey_top_window *w, uint64_t now_ns, siz
                          struct osprey_top_row **rows, size_t *row_count,
                          struct osprey_top_totals *totals);
 
+enum osprey_top_sort {
+    OSPREY_TOP_BY_SELF,  /* self, then total, then index (what osprey_top_aggregate gives) */
+    OSPREY_TOP_BY_TOTAL, /* total, then self, then index */
+};
+
+/* Order rows again, by self or by total. */
+void osprey_top_sort(struct osprey_top_row *rows, size_t count, enum osprey_top_sort by);
+
+struct osprey_top_thread_row {
+    uint32_t thread;          /* the stream's index */
+    uint64_t on_cpu, waiting; /* periods in the window */
+    uint32_t hottest;         /* its function with the most self time; UINT32_MAX: none */
+};
+
+/* Add up the window at now_ns per thread: every thread with a sample in it, by on-CPU time
+ * (then waiting, then index), into *rows (malloc'd). 0 or -ENOMEM. */
+int osprey_top_threads(const struct osprey_top_window *w, uint64_t now_ns, size_t function_count,
+                       osprey_top_stack_functions stack_functions, void *context,
+                       struct osprey_top_thread_row **rows, size_t *row_count);
+
 /* ---- the screen (top-window.c) ---- */
+
+enum osprey_top_view {
+    OSPREY_TOP_FUNCTIONS, /* the hottest functions (the default) */
+    OSPREY_TOP_THREADS,   /* a row per thread */
+    OSPREY_TOP_HELP,      /* the keys */
+};
 
 struct osprey_top_screen {
     int32_t pid;
@@ -75,12 +103,22 @@ struct osprey_top_screen {
     size_t width, height;         /* the terminal's columns and rows */
     int color;                    /* 1: the report's colours */
     const char *line_end;         /* after each line: "\n", or "\033[K\n" to clear its rest */
-    const char *hint;             /* at the end of the second line ("  (q quits)"), or NULL */
+    const char *hint;             /* at the end of the second line ("  (? help)"), or NULL */
+    enum osprey_top_view view;
+    enum osprey_top_sort sort;                   /* of rows, named in the first line */
+    int paused;                                  /* 1: the first line says PAUSED */
+    const struct osprey_top_thread_row *threads; /* the threads view's rows */
+    size_t thread_row_count;
+    const int32_t *tids;              /* by thread index */
+    const char *const *thread_labels; /* by thread index */
+    size_t thread_count;              /* of tids and thread_labels */
 };
 
 /* Draw the screen: a header (pid, command, rate, samples and CPU in the window, on-CPU vs
- * waiting), then a table of the top functions (SELF%, TOTAL% of the on-CPU time, FUNCTION,
- * LOCATION), as many rows as the height leaves; no line wider than `width` columns, at most
+ * waiting; the order or view, PAUSED), then by the view a table of the top functions (SELF%,
+ * TOTAL% of the on-CPU time, FUNCTION, LOCATION), of the threads (CPU% of a core, WAIT% of
+ * the thread's time, TID, THREAD, its hottest function) or the keys, as many rows as the
+ * height leaves; no line wider than `width` columns, at most
  * height - 1 lines (the last line of a terminal is left empty, so that it never scrolls).
  * Returns the lines drawn. */
 size_t osprey_top_render(FILE *out, const struct osprey_top_screen *screen);
@@ -91,9 +129,10 @@ struct osprey_top_symbols; /* opaque */
 
 struct osprey_top_symbols *osprey_top_symbols_new(void);
 void osprey_top_symbols_free(struct osprey_top_symbols *symbols);
-/* Read one line of the stream (daemon/stream.c): an image or a stack is kept, a sample is
- * given to `window`; "flush" sets *now_ns; "end" sets *ended and *how (the rest of its
- * line, in a buffer of how_size). Unknown lines are skipped. 0 or -ENOMEM. */
+/* Read one line of the stream (daemon/stream.c): an image, a stack or a thread is kept, a
+ * sample is given to `window` (none: dropped); "flush" sets *now_ns (none: not); "end" sets
+ * *ended and *how (the rest of its line, in a buffer of how_size). Unknown lines are
+ * skipped. 0 or -ENOMEM. */
 int osprey_top_symbols_line(struct osprey_top_symbols *symbols, const char *line,
                             struct osprey_top_window *window, uint64_t *now_ns, int *ended,
                             char *how, size_t how_size);
@@ -103,14 +142,36 @@ int osprey_top_symbols_line(struct osprey_top_symbols *symbols, const char *line
 int osprey_top_symbols_resolve(struct osprey_top_symbols *symbols);
 /* An osprey_top_stack_functions over `symbols`. */
 size_t osprey_top_symbols_stack(void *symbols, uint32_t stack, const uint32_t **functions);
+/* The threads known: their tids and labels, by the stream's index. */
+size_t osprey_top_symbols_threads(const struct osprey_top_symbols *symbols, const int32_t **tids,
+                                  const char *const **labels);
 /* The functions known: their names and locations, by index. */
 size_t osprey_top_symbols_functions(const struct osprey_top_symbols *symbols,
                                     const char *const **names, const char *const **locations);
 
-/* ---- the command (top.c) ---- */
+/* How many stacks are known (the next "stack" line's index). */
+size_t osprey_top_symbols_stack_count(const struct osprey_top_symbols *symbols);
+
+/* ---- the commands (top.c, top-dump.c) ---- */
+
+/* Start `ospreyd --attach-pid PID --stream --rate N [--duration S]` (duration 0: none): its
+ * stdout (the stream) and stderr on pipes to us (*stream, *errors), in a process group of its
+ * own (the terminal's Ctrl-C is ours to act on). Returns its pid, or -errno. */
+pid_t osprey_top_start_daemon(const char *daemon, const struct osprey_options *options,
+                              double duration, int *stream, int *errors);
 
 /* `osprey top PID [-F N] [--interval SECONDS]`: exit status 0 (quit, or the process ended),
  * 1 when it could not attach. */
 int osprey_top(const struct osprey_options *options, const char *daemon);
+
+/* The command name of a process (tid 0) or of one of its threads, into command ("?" when it
+ * cannot be read). */
+void osprey_top_command(int32_t pid, int32_t tid, char *command, size_t size);
+/* The one line for the process ending, from the stream's "end" line's rest (how). */
+void osprey_top_say_end(int32_t pid, const char *command, const char *how);
+
+/* `osprey dump PID [--duration S] [-F N]`: every thread's current stack, once, on stdout:
+ * exit status 0, 1 when it could not attach. */
+int osprey_dump(const struct osprey_options *options, const char *daemon);
 
 #endif /* OSPREY_TOP_H */

@@ -49,7 +49,10 @@ struct osprey_top_symbols {
     char **function_keys, **names, **locations;
     size_t function_count, keys_cap, names_cap, locations_cap;
     struct ospc_index function_index;
-    FILE *quiet; /* the symbolizer's warnings: not on the screen */
+    FILE *quiet;   /* the symbolizer's warnings: not on the screen */
+    int32_t *tids; /* threads, by the stream's index */
+    char **thread_labels;
+    size_t thread_count, tids_cap, labels_cap;
 };
 
 static int grow(void **array, size_t *cap, size_t need, size_t size)
@@ -183,6 +186,10 @@ void osprey_top_symbols_free(struct osprey_top_symbols *s)
         free(s->names[f]);
         free(s->locations[f]);
     }
+    for (size_t t = 0; t < s->thread_count; t++)
+        free(s->thread_labels[t]);
+    free(s->tids);
+    free(s->thread_labels);
     free(s->images);
     free(s->stacks);
     free(s->addresses);
@@ -248,25 +255,62 @@ static int add_stack(struct osprey_top_symbols *s, const char *rest)
     return 0;
 }
 
+/* "thread INDEX TID LABEL": indices come in order, each once. */
+static int add_thread(struct osprey_top_symbols *s, const char *rest)
+{
+    unsigned long index;
+    int tid, consumed = 0;
+    if (sscanf(rest, "%lu %d %n", &index, &tid, &consumed) < 2 || consumed == 0 ||
+        index != s->thread_count)
+        return 0;
+    char *label = strdup(rest + consumed);
+    if (label == NULL ||
+        grow((void **)&s->tids, &s->tids_cap, s->thread_count + 1, sizeof *s->tids) != 0 ||
+        grow((void **)&s->thread_labels, &s->labels_cap, s->thread_count + 1,
+             sizeof *s->thread_labels) != 0) {
+        free(label);
+        return -ENOMEM;
+    }
+    s->tids[s->thread_count] = tid;
+    s->thread_labels[s->thread_count++] = label;
+    return 0;
+}
+
+size_t osprey_top_symbols_stack_count(const struct osprey_top_symbols *s)
+{
+    return s->stack_count;
+}
+
+size_t osprey_top_symbols_threads(const struct osprey_top_symbols *s, const int32_t **tids,
+                                  const char *const **labels)
+{
+    *tids = s->tids;
+    *labels = (const char *const *)s->thread_labels;
+    return s->thread_count;
+}
+
 int osprey_top_symbols_line(struct osprey_top_symbols *s, const char *line,
                             struct osprey_top_window *window, uint64_t *now_ns, int *ended,
                             char *how, size_t how_size)
 {
     if (strncmp(line, "sample ", 7) == 0) {
         unsigned long long t, stack;
-        unsigned state, weight;
-        if (sscanf(line + 7, "%llu %llu %u %u", &t, &stack, &state, &weight) != 4)
+        unsigned state, weight, thread = UINT32_MAX; /* a first version's line has none */
+        if (sscanf(line + 7, "%llu %llu %u %u %u", &t, &stack, &state, &weight, &thread) < 4)
             return 0;
-        struct osprey_top_sample sample = {t, (uint32_t)stack, weight, (uint8_t)(state != 0)};
-        return osprey_top_window_add(window, &sample);
+        struct osprey_top_sample sample = {t, (uint32_t)stack, weight, (uint8_t)(state != 0),
+                                           thread};
+        return window != NULL ? osprey_top_window_add(window, &sample) : 0;
     }
+    if (strncmp(line, "thread ", 7) == 0)
+        return add_thread(s, line + 7);
     if (strncmp(line, "stack ", 6) == 0)
         return add_stack(s, line + 6);
     if (strncmp(line, "image ", 6) == 0)
         return add_image(s, line + 6);
     if (strncmp(line, "flush ", 6) == 0) {
         unsigned long long t;
-        if (sscanf(line + 6, "%llu", &t) == 1)
+        if (now_ns != NULL && sscanf(line + 6, "%llu", &t) == 1)
             *now_ns = t;
         return 0;
     }

@@ -43,6 +43,13 @@ void osprey_top_window_free(struct osprey_top_window *w)
     w->count = w->capacity = 0;
 }
 
+/* The sample is in the window at now_ns: now_ns - span_ns < t_ns <= now_ns. */
+static int in_window(const struct osprey_top_window *w, const struct osprey_top_sample *s,
+                     uint64_t now_ns)
+{
+    return s->t_ns <= now_ns && (now_ns < w->span_ns || s->t_ns > now_ns - w->span_ns);
+}
+
 static int by_share(const void *x, const void *y)
 {
     const struct osprey_top_row *a = x, *b = y;
@@ -68,10 +75,9 @@ int osprey_top_aggregate(const struct osprey_top_window *w, uint64_t now_ns, siz
         free(seen);
         return -ENOMEM;
     }
-    uint64_t oldest = now_ns > w->span_ns ? now_ns - w->span_ns : 0;
     for (size_t i = 0; i < w->count; i++) {
         const struct osprey_top_sample *s = &w->samples[i];
-        if (s->t_ns > now_ns || (s->t_ns <= oldest && now_ns >= w->span_ns))
+        if (!in_window(w, s, now_ns))
             continue;
         totals->samples++;
         if (s->state != 0) {
@@ -106,6 +112,100 @@ int osprey_top_aggregate(const struct osprey_top_window *w, uint64_t now_ns, siz
     return 0;
 }
 
+static int by_total(const void *x, const void *y)
+{
+    const struct osprey_top_row *a = x, *b = y;
+    if (a->total != b->total)
+        return a->total > b->total ? -1 : 1;
+    return by_share(x, y);
+}
+
+void osprey_top_sort(struct osprey_top_row *rows, size_t count, enum osprey_top_sort by)
+{
+    qsort(rows, count, sizeof *rows, by == OSPREY_TOP_BY_TOTAL ? by_total : by_share);
+}
+
+/* One sample's thread and leaf function (UINT32_MAX: waiting, or not known), for each
+ * thread's time and its hottest function. */
+struct leaf {
+    uint32_t thread, function;
+    uint64_t on_cpu, waiting;
+};
+
+static int by_thread_function(const void *x, const void *y)
+{
+    const struct leaf *a = x, *b = y;
+    if (a->thread != b->thread)
+        return a->thread < b->thread ? -1 : 1;
+    return a->function < b->function ? -1 : a->function > b->function;
+}
+
+static int by_busy(const void *x, const void *y)
+{
+    const struct osprey_top_thread_row *a = x, *b = y;
+    if (a->on_cpu != b->on_cpu)
+        return a->on_cpu > b->on_cpu ? -1 : 1;
+    if (a->waiting != b->waiting)
+        return a->waiting > b->waiting ? -1 : 1;
+    return a->thread < b->thread ? -1 : a->thread > b->thread;
+}
+
+int osprey_top_threads(const struct osprey_top_window *w, uint64_t now_ns, size_t function_count,
+                       osprey_top_stack_functions stack_functions, void *context,
+                       struct osprey_top_thread_row **rows, size_t *row_count)
+{
+    *rows = NULL;
+    *row_count = 0;
+    struct leaf *leaves = calloc(w->count + 1, sizeof *leaves);
+    struct osprey_top_thread_row *all = calloc(w->count + 1, sizeof *all);
+    if (leaves == NULL || all == NULL) {
+        free(leaves);
+        free(all);
+        return -ENOMEM;
+    }
+    size_t leaf_count = 0;
+    for (size_t i = 0; i < w->count; i++) {
+        const struct osprey_top_sample *s = &w->samples[i];
+        if (!in_window(w, s, now_ns))
+            continue;
+        const uint32_t *functions = NULL;
+        size_t depth = s->state == 0 ? stack_functions(context, s->stack, &functions) : 0;
+        uint32_t leaf = depth > 0 && functions[0] < function_count ? functions[0] : UINT32_MAX;
+        leaves[leaf_count++] = (struct leaf){s->thread, leaf, s->state == 0 ? s->weight : 0,
+                                             s->state != 0 ? s->weight : 0};
+    }
+    qsort(leaves, leaf_count, sizeof *leaves, by_thread_function);
+    size_t count = 0;
+    uint64_t best = 0;
+    for (size_t i = 0; i < leaf_count;) {
+        size_t j = i;
+        uint64_t on = 0, waiting = 0;
+        while (j < leaf_count && leaves[j].thread == leaves[i].thread &&
+               leaves[j].function == leaves[i].function) {
+            on += leaves[j].on_cpu;
+            waiting += leaves[j].waiting;
+            j++;
+        }
+        if (count == 0 || all[count - 1].thread != leaves[i].thread) {
+            all[count++] = (struct osprey_top_thread_row){leaves[i].thread, 0, 0, UINT32_MAX};
+            best = 0;
+        }
+        struct osprey_top_thread_row *row = &all[count - 1];
+        row->on_cpu += on;
+        row->waiting += waiting;
+        if (leaves[i].function != UINT32_MAX && on > best) {
+            best = on;
+            row->hottest = leaves[i].function;
+        }
+        i = j;
+    }
+    free(leaves);
+    qsort(all, count, sizeof *all, by_busy);
+    *rows = all;
+    *row_count = count;
+    return 0;
+}
+
 static double percent(uint64_t part, uint64_t whole)
 {
     return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
@@ -123,6 +223,46 @@ static void put_line(FILE *out, const struct osprey_top_screen *screen, const ch
         fprintf(out, "%s%s", line, screen->line_end);
 }
 
+static size_t render_help(FILE *out, const struct osprey_top_screen *screen, size_t lines)
+{
+    static const char *const keys[] = {
+        "Keys:",
+        "  s  1     functions by SELF% (time in the function itself; the default)",
+        "  c  2     functions by TOTAL% (time in it and in what it calls)",
+        "  t        threads: each thread's CPU, its share waiting, its hottest function",
+        "  f        functions again",
+        "  space p  pause: the screen stays as it is (again: go on)",
+        "  ?  h     these keys (any key: back)",
+        "  q        quit (also Ctrl-C)",
+    };
+    size_t drawn = 0;
+    for (; drawn < sizeof keys / sizeof keys[0] && drawn < lines; drawn++)
+        put_line(out, screen, NULL, keys[drawn]);
+    return drawn;
+}
+
+static size_t render_threads(FILE *out, const struct osprey_top_screen *screen, size_t lines)
+{
+    char text[4096];
+    put_line(out, screen, NULL, "  CPU%  WAIT%      TID  THREAD           HOTTEST");
+    size_t drawn = 1;
+    for (size_t r = 0; r < screen->thread_row_count && drawn < lines; r++, drawn++) {
+        const struct osprey_top_thread_row *row = &screen->threads[r];
+        double cpu = screen->rate_hz > 0 && screen->seconds > 0
+                         ? 100.0 * (double)row->on_cpu / screen->rate_hz / screen->seconds
+                         : 0.0;
+        int known = row->thread < screen->thread_count;
+        char tid[16];
+        snprintf(tid, sizeof tid, "%d", known ? (int)screen->tids[row->thread] : 0);
+        snprintf(text, sizeof text, "%5.0f%% %5.1f%%  %7s  %-15s  %s", cpu,
+                 percent(row->waiting, row->on_cpu + row->waiting), known ? tid : "?",
+                 known ? screen->thread_labels[row->thread] : "?",
+                 row->hottest != UINT32_MAX ? screen->names[row->hottest] : "-");
+        put_line(out, screen, NULL, text);
+    }
+    return drawn;
+}
+
 #define HEADER_LINES  4  /* two of figures, a blank one, the table's titles */
 #define SHARE_COLUMNS 16 /* "SELF%  TOTAL%  " */
 
@@ -136,9 +276,14 @@ size_t osprey_top_render(FILE *out, const struct osprey_top_screen *screen)
     double cpu = screen->rate_hz > 0 && screen->seconds > 0
                      ? 100.0 * (double)t->on_cpu / screen->rate_hz / screen->seconds
                      : 0.0;
-    snprintf(text, sizeof text, "osprey top  pid %d (%s)  %u Hz  last %.0f s: %llu samples",
+    static const char *const views[] = {"", "  threads", "  keys"};
+    snprintf(text, sizeof text, "osprey top  pid %d (%s)  %u Hz  last %.0f s: %llu samples%s%s%s",
              (int)screen->pid, screen->command, screen->rate_hz, screen->seconds,
-             (unsigned long long)t->samples);
+             (unsigned long long)t->samples,
+             screen->view == OSPREY_TOP_FUNCTIONS && screen->sort == OSPREY_TOP_BY_TOTAL
+                 ? "  by TOTAL%"
+                 : "",
+             views[screen->view], screen->paused ? "  PAUSED" : "");
     put_line(out, screen, NULL, text);
     if (++drawn == lines)
         return drawn;
@@ -152,6 +297,10 @@ size_t osprey_top_render(FILE *out, const struct osprey_top_screen *screen)
     put_line(out, screen, NULL, "");
     if (++drawn == lines)
         return drawn;
+    if (screen->view == OSPREY_TOP_HELP)
+        return drawn + render_help(out, screen, lines - drawn);
+    if (screen->view == OSPREY_TOP_THREADS)
+        return drawn + render_threads(out, screen, lines - drawn);
 
     /* FUNCTION and LOCATION share what SELF% and TOTAL% leave: LOCATION up to 2/5 of it. */
     size_t rows = screen->row_count < lines - drawn - 1 ? screen->row_count : lines - drawn - 1;

@@ -6,9 +6,12 @@
  * The terminal: stdin in non-canonical mode without echo (termios; signals stay on, so Ctrl-C
  * is a SIGINT we turn into quitting), the alternate screen with the cursor hidden, so that
  * leaving puts back the shell's screen as it was; every change undone on the way out, by any
- * way out. Without a terminal on stdout: a plain snapshot per refresh, no escapes.
- * Signals (SIGINT, SIGTERM, SIGWINCH) reach the loop through a pipe, read with the others in
- * one poll(2).
+ * way out: SIGINT, SIGTERM, SIGHUP and SIGQUIT (Ctrl-\) quit through the loop; SIGTSTP
+ * (Ctrl-Z) gives the terminal back, stops, and on SIGCONT takes it again and redraws; a fatal
+ * signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) restores it in its handler, from what
+ * was saved before the first change, and dies of the same signal; exit() restores it too.
+ * Without a terminal on stdout: a plain snapshot per refresh, no escapes.
+ * Signals reach the loop through a pipe, read with the others in one poll(2).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +52,29 @@ struct terminal {
     int color;
 };
 
+/* What a fatal signal's handler undoes: set before the terminal is changed, cleared once it
+ * is given back (sig_atomic_t: read in the handler). */
+static struct termios fatal_saved;
+static volatile sig_atomic_t fatal_screen, fatal_keys;
+
+#define SCREEN_LEAVE "\033[0m\033[?25h\033[?1049l" /* colours off, cursor, the shell's screen */
+
+/* Async-signal-safe: write(2), tcsetattr(3) (POSIX lists both), sigaction, raise. */
+static void on_fatal(int signal_number)
+{
+    if (fatal_screen && write(STDOUT_FILENO, SCREEN_LEAVE, sizeof SCREEN_LEAVE - 1) < 0) {
+        /* nothing more to do for a terminal gone */
+    }
+    if (fatal_keys)
+        tcsetattr(STDIN_FILENO, TCSANOW, &fatal_saved);
+    fatal_screen = fatal_keys = 0;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    sigaction(signal_number, &action, NULL);
+    raise(signal_number); /* delivered when this handler returns: the same death */
+}
+
 static void terminal_size(struct terminal *t)
 {
     struct winsize ws;
@@ -74,13 +100,20 @@ static void terminal_enter(struct terminal *t)
     terminal_size(t);
     if (!tty)
         return;
+    /* In the background (after Ctrl-Z and `bg`) the terminal is not ours to change. */
+    if (tcgetpgrp(STDOUT_FILENO) != getpgrp())
+        return;
     if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &t->saved) == 0) {
         struct termios raw = t->saved;
         raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
         raw.c_cc[VMIN] = 1;
         raw.c_cc[VTIME] = 0;
+        fatal_saved = t->saved;
+        fatal_keys = 1;
         t->keys = tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0;
+        fatal_keys = t->keys;
     }
+    fatal_screen = 1;
     fputs("\033[?1049h\033[?25l\033[H\033[2J", stdout); /* alternate screen, no cursor */
     fflush(stdout);
     t->active = 1;
@@ -90,11 +123,34 @@ static void terminal_leave(struct terminal *t)
 {
     if (!t->active)
         return;
-    fputs("\033[0m\033[?25h\033[?1049l", stdout);
+    fputs(SCREEN_LEAVE, stdout);
     fflush(stdout);
+    fatal_screen = 0;
     if (t->keys)
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &t->saved);
+    fatal_keys = 0;
     t->active = t->keys = 0;
+}
+
+static struct terminal *exit_terminal; /* what exit() gives back */
+
+static void leave_at_exit(void)
+{
+    if (exit_terminal != NULL)
+        terminal_leave(exit_terminal);
+}
+
+/* Ctrl-Z: the terminal given back, then stopped as the default action would stop us (our
+ * handler back once we run again); the SIGCONT that wakes us takes the terminal again. */
+static void suspend(struct terminal *t)
+{
+    terminal_leave(t);
+    struct sigaction action, ours;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    sigaction(SIGTSTP, &action, &ours);
+    raise(SIGTSTP); /* stopped here until SIGCONT */
+    sigaction(SIGTSTP, &ours, NULL);
 }
 
 struct top {
@@ -107,6 +163,9 @@ struct top {
     struct osprey_top_symbols *symbols;
     uint64_t now_ns; /* the stream's clock: the last flush */
     int ended;
+    enum osprey_top_view view, before_help; /* what the keys chose */
+    enum osprey_top_sort sort;
+    int paused; /* the window and its clock stay as they were; the stream is still read */
     char how[64];
     char pending[1 << 16]; /* a line of the stream not whole yet */
     size_t pending_length;
@@ -132,10 +191,24 @@ static void draw(struct top *top)
                                        .height = top->terminal.height,
                                        .color = top->terminal.color,
                                        .line_end = top->terminal.active ? "\033[K\n" : "\n",
-                                       .hint = top->terminal.keys ? "  (q quits)" : NULL};
+                                       .hint = top->terminal.keys ? "  (? help, q quits)" : NULL,
+                                       .view = top->view,
+                                       .sort = top->sort,
+                                       .paused = top->paused};
     if (osprey_top_aggregate(&top->window, top->now_ns, functions, osprey_top_symbols_stack,
                              top->symbols, &rows, &row_count, &screen.totals) != 0)
         return;
+    osprey_top_sort(rows, row_count, top->sort);
+    struct osprey_top_thread_row *threads = NULL;
+    if (top->view == OSPREY_TOP_THREADS &&
+        osprey_top_threads(&top->window, top->now_ns, functions, osprey_top_symbols_stack,
+                           top->symbols, &threads, &screen.thread_row_count) != 0) {
+        free(rows);
+        return;
+    }
+    screen.threads = threads;
+    screen.thread_count =
+        osprey_top_symbols_threads(top->symbols, &screen.tids, &screen.thread_labels);
     uint64_t covered = top->now_ns < top->window.span_ns ? top->now_ns : top->window.span_ns;
     screen.seconds = (double)covered / 1e9;
     screen.rows = rows;
@@ -157,6 +230,50 @@ static void draw(struct top *top)
     }
     free(text);
     free(rows);
+    free(threads);
+}
+
+/* A key of the view (the help's keys in tools/top-window.c). 1: quit. */
+static int key(struct top *top, char k)
+{
+    if (top->view == OSPREY_TOP_HELP && k != 'q' && k != 'Q' && k != 3) {
+        top->view = top->before_help; /* any key closes the help */
+        return 0;
+    }
+    switch (k) {
+    case 'q':
+    case 'Q':
+    case 3: /* Ctrl-C */
+        return 1;
+    case 's':
+    case '1':
+        top->view = OSPREY_TOP_FUNCTIONS;
+        top->sort = OSPREY_TOP_BY_SELF;
+        break;
+    case 'c':
+    case '2':
+        top->view = OSPREY_TOP_FUNCTIONS;
+        top->sort = OSPREY_TOP_BY_TOTAL;
+        break;
+    case 'f':
+        top->view = OSPREY_TOP_FUNCTIONS;
+        break;
+    case 't':
+        top->view = top->view == OSPREY_TOP_THREADS ? OSPREY_TOP_FUNCTIONS : OSPREY_TOP_THREADS;
+        break;
+    case ' ':
+    case 'p':
+        top->paused = !top->paused;
+        break;
+    case '?':
+    case 'h':
+        top->before_help = top->view;
+        top->view = OSPREY_TOP_HELP;
+        break;
+    default:
+        break;
+    }
+    return 0;
 }
 
 /* Read what the stream has; split it into lines. 0, or 1 at its end. */
@@ -173,8 +290,9 @@ static int read_stream(struct top *top, int fd)
     char *start = top->pending, *newline;
     while ((newline = memchr(start, '\n', top->pending_length - (size_t)(start - top->pending)))) {
         *newline = '\0';
-        if (osprey_top_symbols_line(top->symbols, start, &top->window, &top->now_ns, &top->ended,
-                                    top->how, sizeof top->how) != 0)
+        if (osprey_top_symbols_line(top->symbols, start, top->paused ? NULL : &top->window,
+                                    top->paused ? NULL : &top->now_ns, &top->ended, top->how,
+                                    sizeof top->how) != 0)
             return 1; /* out of memory */
         start = newline + 1;
     }
@@ -195,10 +313,8 @@ static void read_errors(struct top *top, int fd)
     top->errors[top->errors_length] = '\0';
 }
 
-/* Start ospreyd: stdout and stderr on pipes to us, in a process group of its own (the
- * terminal's Ctrl-C is ours to act on). Returns its pid, or -errno. */
-static pid_t start_daemon(const char *daemon, const struct osprey_options *options, int *stream,
-                          int *errors)
+pid_t osprey_top_start_daemon(const char *daemon, const struct osprey_options *options,
+                              double duration, int *stream, int *errors)
 {
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0)
@@ -210,8 +326,17 @@ static pid_t start_daemon(const char *daemon, const struct osprey_options *optio
     }
     char rate[16];
     snprintf(rate, sizeof rate, "%u", options->frequency != 0 ? options->frequency : 997u);
-    char *argv[] = {
-        (char *)daemon, "--attach-pid", (char *)options->file, "--stream", "--rate", rate, NULL};
+    char seconds[32];
+    snprintf(seconds, sizeof seconds, "%g", duration);
+    char *argv[] = {(char *)daemon,
+                    "--attach-pid",
+                    (char *)options->file,
+                    "--stream",
+                    "--rate",
+                    rate,
+                    duration > 0 ? "--duration" : NULL,
+                    seconds,
+                    NULL};
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
@@ -263,29 +388,31 @@ static int wait_attached(struct top *top, int stream)
     return 0;
 }
 
-static void process_command(struct top *top)
+void osprey_top_command(int32_t pid, int32_t tid, char *command, size_t size)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/comm", (int)top->pid);
-    snprintf(top->command, sizeof top->command, "?");
+    char path[96];
+    if (tid > 0)
+        snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+    else
+        snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    snprintf(command, size, "?");
     FILE *f = fopen(path, "re");
-    if (f != NULL && fgets(top->command, sizeof top->command, f) != NULL)
-        top->command[strcspn(top->command, "\n")] = '\0';
+    if (f != NULL && fgets(command, (int)size, f) != NULL)
+        command[strcspn(command, "\n")] = '\0';
     if (f != NULL)
         fclose(f);
 }
 
-static void say_end(const struct top *top)
+void osprey_top_say_end(int32_t pid, const char *command, const char *how)
 {
     int code;
-    if (sscanf(top->how, "exited %d", &code) == 1)
-        fprintf(stderr, "osprey: process %d (%s) exited with status %d\n", (int)top->pid,
-                top->command, code);
-    else if (sscanf(top->how, "killed %d", &code) == 1)
-        fprintf(stderr, "osprey: process %d (%s) was killed by signal %d (%s)\n", (int)top->pid,
-                top->command, code, strsignal(code));
+    if (sscanf(how, "exited %d", &code) == 1)
+        fprintf(stderr, "osprey: process %d (%s) exited with status %d\n", (int)pid, command, code);
+    else if (sscanf(how, "killed %d", &code) == 1)
+        fprintf(stderr, "osprey: process %d (%s) was killed by signal %d (%s)\n", (int)pid, command,
+                code, strsignal(code));
     else
-        fprintf(stderr, "osprey: process %d (%s) ended\n", (int)top->pid, top->command);
+        fprintf(stderr, "osprey: process %d (%s) ended\n", (int)pid, command);
 }
 
 int osprey_top(const struct osprey_options *options, const char *daemon)
@@ -300,9 +427,9 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
         fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
         return OSPREY_EXIT_FAILURE;
     }
-    process_command(&top);
+    osprey_top_command(top.pid, 0, top.command, sizeof top.command);
     int stream = -1, errors = -1;
-    pid_t child = start_daemon(daemon, options, &stream, &errors);
+    pid_t child = osprey_top_start_daemon(daemon, options, 0, &stream, &errors);
     if (child < 0) {
         fprintf(stderr, "osprey: cannot run %s: %s\n", daemon, strerror((int)-child));
         return OSPREY_EXIT_FAILURE;
@@ -310,12 +437,23 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = on_signal;
-    sigaction(SIGINT, &action, NULL);
-    sigaction(SIGTERM, &action, NULL);
+    static const int quits[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t i = 0; i < sizeof quits / sizeof quits[0]; i++)
+        sigaction(quits[i], &action, NULL);
     sigaction(SIGWINCH, &action, NULL);
+    sigaction(SIGTSTP, &action, NULL);
+    sigaction(SIGCONT, &action, NULL);
     signal(SIGPIPE, SIG_IGN);
+    action.sa_handler = on_fatal;
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+        sigaction(fatal[i], &action, NULL);
+    exit_terminal = &top.terminal;
+    atexit(leave_at_exit);
 
     int attached = wait_attached(&top, stream);
+    /* The view's terminal, when stdout is one: given back on Ctrl-Z, taken again on SIGCONT. */
+    int screen = attached && isatty(STDOUT_FILENO);
     if (attached)
         terminal_enter(&top.terminal);
     double interval = options->interval > 0 ? options->interval : 1.0;
@@ -325,7 +463,8 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
     while (!quit && stream_open && !top.ended) {
         uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC);
         if (now >= next_draw) {
-            draw(&top);
+            if (!screen || top.terminal.active) /* not over the shell while in the background */
+                draw(&top);
             next_draw = now + (uint64_t)(interval * 1e9);
         }
         struct pollfd fds[4] = {{stream, POLLIN, 0},
@@ -349,6 +488,14 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
                 if (signals[i] == SIGWINCH) {
                     terminal_size(&top.terminal);
                     next_draw = 0;
+                } else if (signals[i] == SIGTSTP) {
+                    suspend(&top.terminal);
+                } else if (signals[i] == SIGCONT) {
+                    if (screen) { /* the shell may have reset the modes meanwhile: set again */
+                        terminal_leave(&top.terminal);
+                        terminal_enter(&top.terminal);
+                    }
+                    next_draw = 0;
                 } else {
                     quit = 1;
                 }
@@ -357,14 +504,15 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
         if (fds[3].revents != 0) {
             char keys[32];
             ssize_t n = read(STDIN_FILENO, keys, sizeof keys);
-            for (ssize_t i = 0; i < n; i++)
-                if (keys[i] == 'q' || keys[i] == 'Q' || keys[i] == 3 /* Ctrl-C */)
-                    quit = 1;
+            for (ssize_t i = 0; i < n && !quit; i++)
+                quit = key(&top, keys[i]);
+            next_draw = 0; /* what the key changed, at once */
             if (n == 0)
                 top.terminal.keys = 0; /* end of input: Ctrl-C still quits */
         }
     }
     terminal_leave(&top.terminal);
+    exit_terminal = NULL;
     if (!top.ended)
         kill(child, SIGTERM); /* it closes its events and ends: nothing is left in the process */
     /* What it still says (one line when it could not attach), to its end. */
@@ -384,7 +532,7 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
     if (!attached)
         exit_code = OSPREY_EXIT_FAILURE; /* ospreyd's line said why */
     else if (top.ended)
-        say_end(&top);
+        osprey_top_say_end(top.pid, top.command, top.how);
     else if (!quit && !stream_open)
         fprintf(stderr, "osprey: ospreyd ended unexpectedly (%s)\n",
                 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "its stream closed");
