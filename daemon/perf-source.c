@@ -467,7 +467,8 @@ void ospd_perf_drain(struct ospd_perf_source *s, struct ospd_collector *c, uint6
         if (s->rings[i].fd >= 0)
             drain_ring(s, c, &s->rings[i]);
     c->waits.lost_records = s->lost;
-    qsort(s->held, s->held_count, sizeof *s->held, by_time);
+    if (s->held_count > 1) /* qsort's array may not be NULL, even for no element */
+        qsort(s->held, s->held_count, sizeof *s->held, by_time);
     uint64_t cut = all ? UINT64_MAX : now_ns - HOLD_NS;
     uint32_t used = 0;
     for (; used < s->held_count && s->held[used].t_ns < cut; used++) {
