@@ -159,6 +159,15 @@ struct ospx_raw {
     size_t process_count;
     struct ospx_escaped *escaped; /* processes that ran unprofiled */
     size_t escaped_count;
+    /* Set by ospx_filter_samples when its rows are a view of the run (--fiber, --pid,
+     * --focus, ...): the whole run's on-CPU periods and the CPU time measured for it, taken
+     * before any row was dropped, so the sampling line speaks of the run, not of the view.
+     * view 0: the rows are the whole run. */
+    struct ospx_run_sampling {
+        int view;
+        uint64_t on_cpu;
+        int64_t measured_cpu_ns;
+    } whole;
 };
 
 int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err);
@@ -318,9 +327,11 @@ struct ospx_model {
     double wall_seconds; /* end - start */
     double cpu_seconds;  /* on-CPU samples / rate */
     /* CPU time the collector measured (raw process_cpu_ns, else the sum of every thread's
-     * cpu_ns); -1 when the raw file does not say. on_cpu_samples / (this / 1e9) is the rate
-     * the sampling achieved. */
+     * cpu_ns; of a run of several processes, those with samples); -1 when the raw file does
+     * not say. sampled_on_cpu / (this / 1e9) is the rate the sampling achieved. Both are the
+     * whole run's, even when the rows are a view of it (raw->whole). */
     int64_t measured_cpu_ns;
+    uint64_t sampled_on_cpu;
     struct ospx_fiber_stat *fibers;
     size_t fiber_count; /* one per raw thread */
     struct ospx_function_stat *functions;

@@ -30,6 +30,9 @@ static inline size_t ospx__process_count(const struct ospx_raw *raw)
 {
     return raw->process_count > 0 ? raw->process_count : 1;
 }
+/* The run's on-CPU periods and the CPU time measured for it (one process: its clock, else its
+ * threads' sum; several: those with samples), from raw's rows as they are. 0 or -ENOMEM. */
+int ospx__run_sampling(const struct ospx_raw *raw, struct ospx_run_sampling *out);
 static inline int64_t ospx__process_pid(const struct ospx_raw *raw, uint32_t process)
 {
     return process < raw->process_count ? raw->processes[process].pid : raw->pid;

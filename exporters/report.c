@@ -681,10 +681,15 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
 
 /* "sampling: achieved N samples/s of M requested": on-CPU periods over the CPU time the
  * collector measured, when it measured one. Below ACHIEVED_WARN of the rate asked for, a
- * warning: the CPU figures (times, not shares) then undercount. */
+ * warning: the CPU figures (times, not shares) then undercount. Always the whole run's: in a
+ * view (--focus, --fiber, ...) the line says so, and a section of a view has none (the run's
+ * line is above it). */
 static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model *model,
-                                const char *warn)
+                                const char *warn, long process)
 {
+    const char *whole = model->raw->whole.view ? " (the whole run)" : "";
+    if (process >= 0 && model->raw->whole.view)
+        return;
     if (model->measured_cpu_ns <= 0 && model->raw->exit.signal > 0) {
         char line[128];
         snprintf(line, sizeof line,
@@ -697,23 +702,23 @@ static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model
     if (model->measured_cpu_ns <= 0 || model->raw->rate_hz == 0)
         return;
     double cpu = (double)model->measured_cpu_ns / 1e9;
-    double achieved = (double)model->on_cpu_samples / cpu;
+    double achieved = (double)model->sampled_on_cpu / cpu;
     double share = 100.0 * achieved / model->raw->rate_hz;
     char measured[32], line[512];
     format_duration(measured, sizeof measured, cpu);
     snprintf(line, sizeof line,
-             "sampling: achieved %.0f samples/s of %u requested (%.1f%%) over %s CPU measured",
-             achieved, model->raw->rate_hz, share, measured);
+             "sampling: achieved %.0f samples/s of %u requested (%.1f%%) over %s CPU measured%s",
+             achieved, model->raw->rate_hz, share, measured, whole);
     if (share >= ACHIEVED_WARN) {
         emit(out, width, NULL, line);
         return;
     }
-    snprintf(line, sizeof line, "warning: achieved %.0f samples/s of %u requested (%.1f%%)",
-             achieved, model->raw->rate_hz, share);
+    snprintf(line, sizeof line, "warning: achieved %.0f samples/s of %u requested (%.1f%%)%s",
+             achieved, model->raw->rate_hz, share, whole);
     char second[256];
     /* With no on-CPU sample there is no share to hold. */
     snprintf(second, sizeof second, "CPU times undercount (%s measured)%s", measured,
-             model->on_cpu_samples > 0 ? "; shares hold" : "");
+             model->sampled_on_cpu > 0 ? "; shares hold" : "");
     emit_pair(out, width, warn, line, second);
 }
 
@@ -751,7 +756,7 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
                       "run longer or raise the rate with -F N (OSPREY_PROFILE_HZ)");
         }
     }
-    print_achieved_rate(out, width, model, warn);
+    print_achieved_rate(out, width, model, warn, process);
     print_cut_stacks(out, width, model, warn);
     if (model->dropped > 0) {
         const struct ospx_raw *raw = model->raw;

@@ -83,6 +83,13 @@ expect_status 0 $? "--focus"
 table_rows out | grep -qx leaf_hot || fail "--focus outer_a: no leaf_hot: $(cat out)"
 table_rows out | grep -qx worker_spin && fail "--focus outer_a: worker_spin shown"
 grep -q outer_b view.folded && fail "--focus outer_a: outer_b in the folded output"
+# The sampling line is the whole run's in a view: a view's share of the samples is no shortfall.
+for view in "--focus ^outer_b$" "--ignore ^leaf_hot$" "--fiber 0"; do
+  # shellcheck disable=SC2086
+  "$osprey" report run.raw.json $view >out 2>err
+  grep -q "achieved.*(the whole run)" out || fail "$view: no whole-run sampling line: $(cat out)"
+  grep "achieved" out | grep -qv "(the whole run)" && fail "$view: the view's own rate: $(cat out)"
+done
 "$osprey" report run.raw.json -o view --ignore 'leaf_hot' >out 2>err
 expect_status 0 $? "--ignore"
 table_rows out | grep -qx leaf_hot && fail "--ignore leaf_hot: leaf_hot shown"

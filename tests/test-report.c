@@ -355,6 +355,43 @@ START_TEST(achieved_rate_against_the_measured_cpu_time)
 }
 END_TEST
 
+/* A view (--focus, --ignore, --fiber, --pid) holds part of the samples and the run's CPU time:
+ * the sampling line speaks of the whole run, and says so, never warning of the view's share. */
+START_TEST(achieved_rate_of_a_view_is_the_whole_runs)
+{
+    static const char profile[] = "rate 1000\nstart 0\nend 1000000000\n"
+                                  "process_cpu_ns 1000000000\nthread 0 main\nthread 1 w\n"
+                                  "frame main /w/main.c\nframe hot /w/main.c\n"
+                                  "frame cold /w/main.c\n"
+                                  "stack 1@5 0@9\nstack 2@7 0@9\n"
+                                  "sample 1000 0 0 0 700\nsample 1000 1 1 0 250\n";
+    static const struct ospx_filter views[] = {
+        {.focus = "^cold$"}, {.ignore = "^hot$"}, {.fiber = "1"}, {.fiber = "w"}};
+    for (size_t v = 0; v < sizeof views / sizeof *views; v++) {
+        struct fixture fixture;
+        struct ospx_error err = {0};
+        fixture_parse(&fixture, profile);
+        ck_assert_int_eq(ospx_filter_samples(&fixture.raw, &fixture.symbols, &views[v], &err), 0);
+        struct ospx_model model;
+        ck_assert_int_eq(ospx_model_build(&fixture.raw, &fixture.symbols, &model, &err), 0);
+        ck_assert_uint_eq(model.on_cpu_samples, 250);
+        char *report = render(&model, 0, 120);
+        ck_assert_msg(line_with(report, "sampling: achieved 950 samples/s of 1000 requested "
+                                        "(95.0%) over 1.00s CPU measured (the whole run)") != NULL,
+                      "view %zu: %s", v, report);
+        ck_assert_msg(line_with(report, "warning") == NULL, "view %zu: %s", v, report);
+        /* a view of the view keeps the run's figures */
+        ck_assert_int_eq(ospx_filter_samples(&fixture.raw, &fixture.symbols,
+                                             &(struct ospx_filter){.ignore = "^nothing$"}, &err),
+                         0);
+        ck_assert_uint_eq(fixture.raw.whole.on_cpu, 950);
+        free(report);
+        ospx_model_free(&model);
+        fixture_free(&fixture);
+    }
+}
+END_TEST
+
 /* The header's count and the low-confidence line say the same samples: all of them, and of
  * those the on-CPU ones the figures are over. */
 START_TEST(header_and_low_confidence_count_the_same_samples)
@@ -781,6 +818,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, dropped_line_only_when_samples_were_dropped);
     tcase_add_test(tc, dropped_line_names_the_reasons);
     tcase_add_test(tc, achieved_rate_against_the_measured_cpu_time);
+    tcase_add_test(tc, achieved_rate_of_a_view_is_the_whole_runs);
     tcase_add_test(tc, escape_sequences_in_names_are_not_printed);
     tcase_add_test(tc, table_stops_at_ten_functions);
     tcase_add_test(tc, written_paths_come_last);
