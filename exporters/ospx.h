@@ -371,7 +371,7 @@ int ospx_write_profile_json(const struct ospx_model *model, const char *path,
 
 struct ospx_report_options {
     int color; /* 1: ANSI colour (caller decides: tty and no NO_COLOR) */
-    int width; /* terminal columns; 0: 100 */
+    int width; /* terminal columns; 0: no terminal: a table of 100, notes never cut */
     const char *const *written_paths;
     size_t written_count; /* listed at the end */
     size_t top;           /* rows of the table; 0: 10 */

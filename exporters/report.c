@@ -3,9 +3,10 @@
  * eighth-block bars in the self gutter, a low-confidence line below 100 on-CPU samples, a line
  * for dropped samples, and the paths written. Function figures are over on-CPU samples.
  *
- * Width: no line is wider than options->width display columns. Widths are counted in code
- * points (every character the report itself prints is one column wide; a name with East Asian
- * wide characters may overshoot). FUNCTION is cut at its end and LOCATION at its start (the
+ * Width: no line is wider than options->width display columns; with width 0 (the output is no
+ * terminal) the table is 100 columns wide and the notes under it are never cut. Widths are counted
+ * in code points (every character the report itself prints is one column wide; a name with East
+ * Asian wide characters may overshoot). FUNCTION is cut at its end and LOCATION at its start (the
  * file name and line are the useful part), each marked with `…`. Colour (escape sequences that
  * take no columns) only when options->color. */
 #include <errno.h>
@@ -101,7 +102,7 @@ const char *ospx_share_color(double self_percent)
 static void emit(FILE *out, size_t width, const char *color, const char *text)
 {
     char line[4096];
-    fit(line, sizeof line, text, width, CUT_END);
+    fit(line, sizeof line, text, width > 0 ? width : sizeof line, CUT_END);
     if (color != NULL)
         fprintf(out, "%s%s%s\n", color, line, COLOR_RESET);
     else
@@ -109,13 +110,14 @@ static void emit(FILE *out, size_t width, const char *color, const char *text)
 }
 
 /* Print "first; second" on one line, or on two (the second indented) when one would be wider
- * than the width. */
+ * than the width. Width 0: the output is no terminal: two lines past DEFAULT_WIDTH, neither
+ * cut (a log or a pipe keeps the whole note). */
 static void emit_pair(FILE *out, size_t width, const char *color, const char *first,
                       const char *second)
 {
     char line[1024];
     snprintf(line, sizeof line, "%s; %s", first, second);
-    if (columns(line) <= width) {
+    if (columns(line) <= (width > 0 ? width : DEFAULT_WIDTH)) {
         emit(out, width, color, line);
         return;
     }
@@ -729,6 +731,8 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
                       const struct ospx_report_options *options, const char *title, long process)
 {
     const char *warn = options->color ? COLOR_WARM : NULL;
+    /* The notes under the table: fitted to a terminal, whole otherwise. */
+    size_t notes = options->width > 0 ? width : 0;
     char line[512];
     print_header(out, width, model, title);
     if (several_processes(model))
@@ -752,12 +756,12 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
         if (model->on_cpu_samples < LOW_CONFIDENCE) {
             snprintf(line, sizeof line, "low confidence: only %llu on-CPU samples",
                      (unsigned long long)model->on_cpu_samples);
-            emit_pair(out, width, warn, line,
+            emit_pair(out, notes, warn, line,
                       "run longer or raise the rate with -F N (OSPREY_PROFILE_HZ)");
         }
     }
-    print_achieved_rate(out, width, model, warn, process);
-    print_cut_stacks(out, width, model, warn);
+    print_achieved_rate(out, notes, model, warn, process);
+    print_cut_stacks(out, notes, model, warn);
     if (model->dropped > 0) {
         const struct ospx_raw *raw = model->raw;
         int used = snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",
@@ -768,7 +772,7 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
                          raw->drops[i].reason, (unsigned long long)raw->drops[i].count);
         if (raw->drop_count > 0 && used > 0 && (size_t)used < sizeof line)
             snprintf(line + used, sizeof line - (size_t)used, ")");
-        emit_pair(out, width, warn, line, "the figures undercount");
+        emit_pair(out, notes, warn, line, "the figures undercount");
     }
     return 0;
 }

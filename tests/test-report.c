@@ -653,6 +653,44 @@ START_TEST(cut_stacks_say_how_many_came_before_the_unwind_tables)
 }
 END_TEST
 
+/* Output that is no terminal (width 0) keeps the notes whole: the stacks: line's images and
+ * its startup share are not cut at 100 columns; a terminal's 100 columns are still kept. */
+START_TEST(notes_are_whole_when_the_output_is_no_terminal)
+{
+    struct built built;
+    fixture_model(
+        &built.fixture,
+        "rate 1000\nstart 0\nend 1000000000\n"
+        "frame main /w/w.c /w/demo\nframe crunch /w/w.c /w/demo\n"
+        "frame a_fairly_long_leaf_name - /usr/lib/x86_64-linux-gnu/libsomething-long.so.1\n"
+        "frame another_leaf - /usr/lib/x86_64-linux-gnu/libanother-long-name.so.7\n"
+        "frame third_leaf - /usr/lib/x86_64-linux-gnu/libthird-library-name.so.2\n"
+        "process 42 /w/demo\nunwind_ready_ns 50000000\n"
+        "thread 0 main\nstack 1@10 0@3\nstack 2\nstack 3\nstack 4\n"
+        "sample 60000000 0 0 0 200\nsample 10000000 0 1 0 30\n"
+        "sample 10000000 0 2 0 20\nsample 70000000 0 3 0 10\n",
+        &built.model);
+    static const char whole[] =
+        "they end in libsomething-long.so.1 11.5%, libanother-long-name.so.7 "
+        "7.7%, libthird-library-name.so.2 3.8%; 19.2% came in the first "
+        "50ms, before the unwind tables were ready";
+    char *text = render(&built.model, 0, 0);
+    ck_assert_msg(strstr(text, whole) != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "…") == NULL, "%s", text);
+    free(text);
+    text = render(&built.model, 0, 100);
+    ck_assert_msg(strstr(text, whole) == NULL, "%s", text);
+    for (const char *line = text; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t length = end != NULL ? (size_t)(end - line) : strlen(line);
+        ck_assert_msg(display_columns(line, length) <= 100, "%.*s", (int)length, line);
+        line += length + (end != NULL);
+    }
+    free(text);
+    release(&built);
+}
+END_TEST
+
 /* A stripped executable's stacks (Debian's xz): main and _start have no names, the C
  * library's start of main does; they are whole, and no stacks: line is said. */
 START_TEST(a_stripped_programs_stacks_are_whole)
@@ -819,6 +857,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, dropped_line_names_the_reasons);
     tcase_add_test(tc, achieved_rate_against_the_measured_cpu_time);
     tcase_add_test(tc, achieved_rate_of_a_view_is_the_whole_runs);
+    tcase_add_test(tc, notes_are_whole_when_the_output_is_no_terminal);
     tcase_add_test(tc, escape_sequences_in_names_are_not_printed);
     tcase_add_test(tc, table_stops_at_ten_functions);
     tcase_add_test(tc, written_paths_come_last);
