@@ -251,4 +251,25 @@ void ospx__normalize_path(char *out, size_t size, const char *path);
 /* The base name of a path ("" stays ""). */
 const char *ospx__basename(const char *path);
 
+/* Seconds as a short duration: 12.3s, 1.70s, 350ms, 4.0ms (report.c). */
+void ospx__format_duration(char *out, size_t size, double seconds);
+
+/* ---- two runs side by side (diff.c) ---- */
+
+/* One function of either run: its self and total periods in each ([0] base, [1] new) and
+ * their shares of that run's on-CPU periods, in percent. */
+struct ospx__diff_row {
+    const char *name, *file;
+    uint64_t self[2], total[2];
+    double self_share[2], total_share[2];
+};
+/* Both runs' functions matched (by name and object; the file only between distinct functions
+ * of one name) into *rows, ordered by the larger move of self and total share. Returns the
+ * count, or -ENOMEM. */
+long ospx__diff_rows(const struct ospx_model *base, const struct ospx_model *new_model,
+                     struct ospx__diff_row **rows);
+/* The table of the first `top` rows. */
+void ospx__diff_print(FILE *out, const struct ospx_model *base, const struct ospx_model *new_model,
+                      const struct ospx__diff_row *rows, size_t count, size_t top);
+
 #endif /* OSPX_INTERNAL_H */

@@ -127,8 +127,7 @@ static void emit_pair(FILE *out, size_t width, const char *color, const char *fi
     emit(out, width, color, line);
 }
 
-/* Seconds as a short duration: 12.3s, 1.70s, 350ms, 4.0ms. */
-static void format_duration(char *out, size_t size, double seconds)
+void ospx__format_duration(char *out, size_t size, double seconds)
 {
     if (seconds <= 0)
         snprintf(out, size, "0s");
@@ -245,8 +244,8 @@ static int several_processes(const struct ospx_model *model)
 static void print_header(FILE *out, size_t width, const struct ospx_model *model, const char *title)
 {
     char wall[32], cpu[32], threads[64], line[1024], processes[48] = "";
-    format_duration(wall, sizeof wall, model->wall_seconds);
-    format_duration(cpu, sizeof cpu, model->cpu_seconds);
+    ospx__format_duration(wall, sizeof wall, model->wall_seconds);
+    ospx__format_duration(cpu, sizeof cpu, model->cpu_seconds);
     const struct ospx_fiber_stat **shown = malloc((model->fiber_count + 1) * sizeof *shown);
     size_t count = 0;
     for (size_t t = 0; shown != NULL && t < model->fiber_count; t++)
@@ -290,8 +289,8 @@ static void print_processes(FILE *out, size_t width, const struct ospx_model *mo
         shown++;
         char name[600], cpu[32], how[96] = "", line[1024];
         snprintf(name, sizeof name, "process %lld (%s)", (long long)process->pid, process->comm);
-        format_duration(cpu, sizeof cpu,
-                        raw->rate_hz > 0 ? (double)process->on_cpu / raw->rate_hz : 0);
+        ospx__format_duration(cpu, sizeof cpu,
+                              raw->rate_hz > 0 ? (double)process->on_cpu / raw->rate_hz : 0);
         if (p < raw->process_count && raw->processes[p].execd)
             snprintf(how, sizeof how, ", then exec'd");
         else if (p < raw->process_count && raw->processes[p].forked &&
@@ -536,8 +535,8 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
         snprintf(self_pct_text, sizeof self_pct_text, "%.1f%%", self_pct);
         snprintf(total_pct_text, sizeof total_pct_text, "%.1f%%", total_pct);
         double rate = model->raw->rate_hz > 0 ? model->raw->rate_hz : 1;
-        format_duration(self, sizeof self, (double)row->self / rate);
-        format_duration(total, sizeof total, (double)row->total / rate);
+        ospx__format_duration(self, sizeof self, (double)row->self / rate);
+        ospx__format_duration(total, sizeof total, (double)row->total / rate);
         fit(function, sizeof function, row->fn->name, function_width, CUT_MIDDLE);
         fit(location, sizeof location, row->location, location_width, CUT_START);
         /* %-*s pads by bytes: widen by the bytes the multi-byte characters add. */
@@ -672,7 +671,8 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         const struct ospx_process *process = raw->process_count == 1 ? raw->processes : NULL;
         if (process != NULL && process->unwind_ready_ns > 0) {
             char duration[32];
-            format_duration(duration, sizeof duration, (double)process->unwind_ready_ns / 1e9);
+            ospx__format_duration(duration, sizeof duration,
+                                  (double)process->unwind_ready_ns / 1e9);
             snprintf(window, sizeof window, " in the first %s,", duration);
         }
         snprintf(second + n, sizeof second - (size_t)n,
@@ -707,7 +707,7 @@ static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model
     double achieved = (double)model->sampled_on_cpu / cpu;
     double share = 100.0 * achieved / model->raw->rate_hz;
     char measured[32], line[512];
-    format_duration(measured, sizeof measured, cpu);
+    ospx__format_duration(measured, sizeof measured, cpu);
     snprintf(line, sizeof line,
              "sampling: achieved %.0f samples/s of %u requested (%.1f%%) over %s CPU measured%s",
              achieved, model->raw->rate_hz, share, measured, whole);

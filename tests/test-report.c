@@ -9,6 +9,7 @@
 
 #include "ospx-fixture.h"
 #include "ospx.h"
+#include "ospx_internal.h"
 
 /* A profile text: `count` functions, function i with self[i] on-CPU samples under main. */
 static char *profile_text(const char *names_prefix, const char *file, size_t count,
@@ -653,6 +654,138 @@ START_TEST(cut_stacks_say_how_many_came_before_the_unwind_tables)
 }
 END_TEST
 
+/* osprey diff's table of two fixture runs. */
+static char *diff_text(const char *base_text, const char *new_text, struct ospx__diff_row **rows,
+                       long *count)
+{
+    struct built base, new_run;
+    fixture_model(&base.fixture, base_text, &base.model);
+    fixture_model(&new_run.fixture, new_text, &new_run.model);
+    *count = ospx__diff_rows(&base.model, &new_run.model, rows);
+    ck_assert_int_ge(*count, 0);
+    FILE *out = tmpfile();
+    ospx__diff_print(out, &base.model, &new_run.model, *rows, (size_t)*count, 10);
+    long size = ftell(out);
+    char *text = calloc((size_t)size + 1, 1);
+    rewind(out);
+    ck_assert_uint_eq(fread(text, 1, (size_t)size, out), (size_t)size);
+    fclose(out);
+    /* the rows point into the models' names: keep the names, drop the rest */
+    for (long i = 0; i < *count; i++) {
+        (*rows)[i].name = strdup((*rows)[i].name);
+        (*rows)[i].file = strdup((*rows)[i].file);
+    }
+    release(&base);
+    release(&new_run);
+    return text;
+}
+
+static void free_rows(struct ospx__diff_row *rows, long count)
+{
+    for (long i = 0; i < count; i++) {
+        free((void *)rows[i].name);
+        free((void *)rows[i].file);
+    }
+    free(rows);
+}
+
+static const struct ospx__diff_row *row_named(const struct ospx__diff_row *rows, long count,
+                                              const char *name)
+{
+    for (long i = 0; i < count; i++)
+        if (strcmp(rows[i].name, name) == 0)
+            return &rows[i];
+    return NULL;
+}
+
+/* A 3:1 split between part_a and part_b, both calling spin, becoming 1:3: spin's self share
+ * is unchanged, and the diff shows part_a and part_b by their total, first, with the time. */
+START_TEST(diff_shows_total_and_self_with_times)
+{
+    static const char run[] = "rate 1000\nstart 0\nend 1000000000\n"
+                              "frame spin /w/split.c /w/split\nframe part_a /w/split.c /w/split\n"
+                              "frame part_b /w/split.c /w/split\nframe main /w/split.c /w/split\n"
+                              "process 42 /w/split\nthread 0 main\n"
+                              "stack 0@3 1@4 3@8\nstack 0@3 2@5 3@8\n"
+                              "sample 1000 0 0 0 %d\nsample 2000 0 1 0 %d\n";
+    char base_text[1024], new_text[1024];
+    snprintf(base_text, sizeof base_text, run, 750, 250);
+    snprintf(new_text, sizeof new_text, run, 250, 750);
+    struct ospx__diff_row *rows;
+    long count;
+    char *text = diff_text(base_text, new_text, &rows, &count);
+    if (getenv("OSPX_SHOW") != NULL)
+        fputs(text, stderr);
+    const struct ospx__diff_row *a = row_named(rows, count, "part_a");
+    const struct ospx__diff_row *b = row_named(rows, count, "part_b");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(a->total[0], 750);
+    ck_assert_uint_eq(a->total[1], 250);
+    ck_assert_double_eq_tol(b->total_share[1] - b->total_share[0], 50.0, 1e-9);
+    /* the moved ones first */
+    ck_assert_msg(strcmp(rows[0].name, "part_a") == 0 || strcmp(rows[0].name, "part_b") == 0, "%s",
+                  text);
+    ck_assert_msg(strstr(text, "  75.0%  750ms    25.0%  250ms   -50.0  part_a (split.c)") != NULL,
+                  "%s", text);
+    ck_assert_msg(strstr(text, "100.0%  1.00s   100.0%  1.00s    +0.0  spin (split.c)") != NULL,
+                  "%s", text);
+    free(text);
+    free_rows(rows, count);
+}
+END_TEST
+
+/* A function whose file was renamed (its program's too: a C file's scratch build is named
+ * after it) is one row; two static functions of one name are told apart by their files, and
+ * when one of them is renamed the one left on each side is matched. */
+START_TEST(diff_matches_a_function_across_a_renamed_file)
+{
+    static const char run[] = "rate 1000\nstart 0\nend 1000000000\n"
+                              "frame cmp /w/%s.c /w/%s\nframe main /w/main.c /w/%s\n"
+                              "process 42 /w/%s\nthread 0 main\nstack 0@3 1@8\nstack 1@9\n"
+                              "sample 1000 0 0 0 %d\nsample 2000 0 1 0 100\n";
+    char base_text[1024], new_text[1024];
+    snprintf(base_text, sizeof base_text, run, "sort", "sort", "sort", "sort", 300);
+    snprintf(new_text, sizeof new_text, run, "order", "order", "order", "order", 200);
+    struct ospx__diff_row *rows;
+    long count;
+    char *text = diff_text(base_text, new_text, &rows, &count);
+    long cmp_rows = 0;
+    for (long i = 0; i < count; i++)
+        cmp_rows += strcmp(rows[i].name, "cmp") == 0;
+    ck_assert_msg(cmp_rows == 1, "%s", text);
+    const struct ospx__diff_row *cmp = row_named(rows, count, "cmp");
+    ck_assert_uint_eq(cmp->self[0], 300);
+    ck_assert_uint_eq(cmp->self[1], 200);
+    ck_assert_str_eq(cmp->file, "order.c");
+    free(text);
+    free_rows(rows, count);
+
+    static const char statics[] =
+        "rate 1000\nstart 0\nend 1000000000\n"
+        "frame helper /w/a.c /w/demo\nframe helper /w/%s.c /w/demo\nframe main /w/main.c /w/demo\n"
+        "process 42 /w/demo\nthread 0 main\nstack 0@3 2@8\nstack 1@4 2@9\n"
+        "sample 1000 0 0 0 %d\nsample 2000 0 1 0 100\n";
+    snprintf(base_text, sizeof base_text, statics, "b", 300);
+    snprintf(new_text, sizeof new_text, statics, "b", 100);
+    text = diff_text(base_text, new_text, &rows, &count);
+    ck_assert_msg(count == 3, "%s", text);
+    for (long i = 0; i < count; i++)
+        if (strcmp(rows[i].file, "a.c") == 0)
+            ck_assert_uint_eq(rows[i].self[0], 300);
+    free(text);
+    free_rows(rows, count);
+    snprintf(new_text, sizeof new_text, statics, "c", 100); /* b.c renamed c.c */
+    text = diff_text(base_text, new_text, &rows, &count);
+    ck_assert_msg(count == 3, "%s", text);
+    for (long i = 0; i < count; i++)
+        if (strcmp(rows[i].file, "c.c") == 0)
+            ck_assert_msg(rows[i].self[0] == 100 && rows[i].self[1] == 100, "%s", text);
+    free(text);
+    free_rows(rows, count);
+}
+END_TEST
+
 /* Output that is no terminal (width 0) keeps the notes whole: the stacks: line's images and
  * its startup share are not cut at 100 columns; a terminal's 100 columns are still kept. */
 START_TEST(notes_are_whole_when_the_output_is_no_terminal)
@@ -858,6 +991,8 @@ Suite *report_suite(void)
     tcase_add_test(tc, achieved_rate_against_the_measured_cpu_time);
     tcase_add_test(tc, achieved_rate_of_a_view_is_the_whole_runs);
     tcase_add_test(tc, notes_are_whole_when_the_output_is_no_terminal);
+    tcase_add_test(tc, diff_shows_total_and_self_with_times);
+    tcase_add_test(tc, diff_matches_a_function_across_a_renamed_file);
     tcase_add_test(tc, escape_sequences_in_names_are_not_printed);
     tcase_add_test(tc, table_stops_at_ten_functions);
     tcase_add_test(tc, written_paths_come_last);
