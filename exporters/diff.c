@@ -236,7 +236,8 @@ void ospx__diff_print(FILE *out, const struct ospx_model *base, const struct osp
             "DELTA", "FUNCTION");
     for (size_t i = 0; i < count && i < top; i++) {
         const struct ospx__diff_row *row = &rows[i];
-        char cells[4][48], line[1400];
+        char cells[4][48], line[1400], name[1024];
+        ospx_short_name(name, sizeof name, row->name);
         const uint64_t *periods[2] = {row->self, row->total};
         const double *shares[2] = {row->self_share, row->total_share};
         for (int k = 0; k < 4; k++)
@@ -246,8 +247,8 @@ void ospx__diff_print(FILE *out, const struct ospx_model *base, const struct osp
          * object */
         snprintf(line, sizeof line, "%s  %s  %+6.1f    %s  %s  %+6.1f  %s%s%s%s", cells[0],
                  cells[1], row->self_share[1] - row->self_share[0], cells[2], cells[3],
-                 row->total_share[1] - row->total_share[0], row->name,
-                 row->file[0] != '\0' ? " (" : "", row->file, row->file[0] != '\0' ? ")" : "");
+                 row->total_share[1] - row->total_share[0], name, row->file[0] != '\0' ? " (" : "",
+                 row->file, row->file[0] != '\0' ? ")" : "");
         ospc_printable(line);
         fprintf(out, "%s\n", line);
     }

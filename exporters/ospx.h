@@ -407,6 +407,11 @@ enum ospx_cut { OSPX_CUT_END, OSPX_CUT_START, OSPX_CUT_MIDDLE };
 size_t ospx_text_columns(const char *text);
 void ospx_text_fit(char *out, size_t size, const char *text, size_t width, enum ospx_cut cut);
 const char *ospx_share_color(double self_percent);
+/* A function's name for a table, pprof's way (names.c): parameter lists, template arguments
+ * and a template function's return type elided, a Rust qualified path (<T as Trait>) kept
+ * with its inside shortened: "std::vector::push_back" for "std::vector<int,
+ * std::allocator<int> >::push_back(int const&)". A C name is itself. */
+void ospx_short_name(char *out, size_t size, const char *name);
 #define OSPX_COLOR_RESET "\033[0m"
 
 /* ---- the whole post-processing, as `osprey report` and `osprey FILE --profile` run it ---- */

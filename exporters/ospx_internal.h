@@ -251,6 +251,11 @@ void ospx__normalize_path(char *out, size_t size, const char *path);
 /* The base name of a path ("" stays ""). */
 const char *ospx__basename(const char *path);
 
+/* A demangled name as its author wrote it, in place (names.c): a Rust legacy symbol's hash
+ * component dropped and its escapes decoded ("rusty::main::{{closure}}" for
+ * "rusty::main::_$u7b$$u7b$closure$u7d$$u7d$::h004013894672dc6a"); others unchanged. */
+void ospx__name_as_written(char *name);
+
 /* Seconds as a short duration: 12.3s, 1.70s, 350ms, 4.0ms (report.c). */
 void ospx__format_duration(char *out, size_t size, double seconds);
 

@@ -443,10 +443,9 @@ static void print_callers(FILE *out, size_t width, const struct ospx_model *mode
     struct ospx__caller top[CALLER_LINES];
     size_t count = ospx__callers_of(callers, function, top, CALLER_LINES);
     for (size_t i = 0; i < count; i++) {
-        char line[1200], location[512] = "";
-        const char *name = "(no caller: the stack ends here)";
+        char line[1200], location[512] = "", name[1024] = "(no caller: the stack ends here)";
         if (top[i].function != OSPX_NO_FUNCTION) {
-            name = model->functions[top[i].function].name;
+            ospx_short_name(name, sizeof name, model->functions[top[i].function].name);
             format_location(location, sizeof location, model, &model->functions[top[i].function],
                             here);
         }
@@ -464,9 +463,39 @@ static void print_callers(FILE *out, size_t width, const struct ospx_model *mode
 struct table_row {
     const struct ospx_function_stat *fn;
     uint64_t self, total;
+    char name[1024];                       /* the function's short name (ospx_short_name) */
     char process[PROCESS_COLUMNS * 4 + 8]; /* "" without a PROCESS column */
     char location[512];
 };
+
+static int compare_row_names(const void *a, const void *b)
+{
+    const struct table_row *const *x = a, *const *y = b;
+    int c = strcmp((*x)->name, (*y)->name);
+    return c != 0 ? c : strcmp((*x)->location, (*y)->location);
+}
+
+/* Rows that one short name and location would show alike (overloads, a generic function's
+ * instances: two `std::panic::catch_unwind` at panic.rs:359) show their full names. */
+static void tell_apart(struct table_row *rows, size_t count)
+{
+    struct table_row **sorted = malloc((count + 1) * sizeof *sorted);
+    if (sorted == NULL)
+        return;
+    for (size_t i = 0; i < count; i++)
+        sorted[i] = &rows[i];
+    qsort(sorted, count, sizeof *sorted, compare_row_names);
+    for (size_t i = 0; i < count;) {
+        size_t j = i + 1;
+        while (j < count && compare_row_names(&sorted[i], &sorted[j]) == 0)
+            j++;
+        for (size_t k = i; j - i > 1 && k < j; k++)
+            if (strcmp(sorted[k]->name, sorted[k]->fn->name) != 0)
+                snprintf(sorted[k]->name, sizeof sorted[k]->name, "%s", sorted[k]->fn->name);
+        i = j;
+    }
+    free(sorted);
+}
 
 static void print_table(FILE *out, size_t width, const struct ospx_model *model, int color,
                         size_t top, const struct ospx__callers *callers)
@@ -498,11 +527,18 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
         if (row->total == 0)
             continue;
         format_location(row->location, sizeof row->location, model, row->fn, here);
-        size_t f = columns(row->fn->name), l = columns(row->location), q = columns(row->process);
+        ospx_short_name(row->name, sizeof row->name, row->fn->name);
+        row_count++;
+    }
+    /* with several processes one function is a row per process: alike on purpose */
+    if (!processes)
+        tell_apart(rows, row_count);
+    for (size_t r = 0; r < row_count; r++) {
+        size_t f = columns(rows[r].name), l = columns(rows[r].location);
+        size_t q = columns(rows[r].process);
         function_width = f > function_width ? f : function_width;
         location_width = l > location_width ? l : location_width;
         process_width = q > process_width ? q : process_width;
-        row_count++;
     }
 
     /* Share what the width leaves between FUNCTION and LOCATION: when both do not fit,
@@ -537,7 +573,8 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
         double rate = model->raw->rate_hz > 0 ? model->raw->rate_hz : 1;
         ospx__format_duration(self, sizeof self, (double)row->self / rate);
         ospx__format_duration(total, sizeof total, (double)row->total / rate);
-        fit(function, sizeof function, row->fn->name, function_width, CUT_MIDDLE);
+        /* a name's end tells two apart (the method, the closure): cut at its start */
+        fit(function, sizeof function, row->name, function_width, CUT_START);
         fit(location, sizeof location, row->location, location_width, CUT_START);
         /* %-*s pads by bytes: widen by the bytes the multi-byte characters add. */
         int pad = (int)(function_width + strlen(function) - columns(function));

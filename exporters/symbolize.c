@@ -156,6 +156,7 @@ int ospx__answer_add(struct ospx__answer *answer, const char *name, const char *
     answer->chain = chain;
     struct ospx__location *location = &chain[answer->count];
     location->name = name != NULL && name[0] != '\0' ? strdup(name) : NULL;
+    ospx__name_as_written(location->name);
     location->file = strdup(file != NULL ? file : "");
     location->line = line > 0 ? line : 0;
     location->column = column > 0 ? column : 0;
