@@ -13,17 +13,55 @@
  * core::ops::function::FnOnce>::call_once`); the full name stays in every export and in
  * --list.
  *
+ * A name llvm-symbolizer leaves mangled (LLVM 14 gives up on some GCC names:
+ * `_ZSt9__fill_a1IPiiEN9__gnu_cxx11__enable_ifIX...`) goes to the C++ runtime's own
+ * demangler, __cxa_demangle (ospx__demangle_leftover).
+ *
  * DESIGN: both work on the demangled text, not on the mangled symbol: llvm-symbolizer is the
  * one demangler of the pipeline (it knows Itanium and Rust v0), and the backends hand over
  * names only. The alternative, linking a demangler (Debian has none for Rust legacy
  * symbols as a C library; libiberty's cplus_demangle knows both, but only as a static
  * archive of binutils-dev with no stable API), would demangle twice. */
 #include <ctype.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ospx_internal.h"
+
+/* ---- names the symbolizer left mangled ---- */
+
+/* The C++ runtime's demangler (GCC's, c++filt's), looked up once: libstdc++ is loaded only
+ * when a name needs it, so nothing links it. */
+typedef char *cxa_demangle_fn(const char *mangled, char *out, size_t *length, int *status);
+static cxa_demangle_fn *cxa_demangle;
+static pthread_once_t cxa_demangle_once = PTHREAD_ONCE_INIT;
+
+static void load_cxa_demangle(void)
+{
+    void *library = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    void *symbol = library != NULL ? dlsym(library, "__cxa_demangle") : NULL;
+    memcpy(&cxa_demangle, &symbol, sizeof symbol); /* ISO C: no cast of void * to a function */
+}
+
+char *ospx__demangle_leftover(const char *name)
+{
+    if (name == NULL || strncmp(name, "_Z", 2) != 0)
+        return NULL;
+    pthread_once(&cxa_demangle_once, load_cxa_demangle);
+    if (cxa_demangle == NULL)
+        return NULL;
+    int status = -1;
+    char *demangled = cxa_demangle(name, NULL, NULL, &status);
+    if (status != 0) {
+        free(demangled);
+        return NULL;
+    }
+    return demangled;
+}
 
 /* ---- Rust legacy names ---- */
 
@@ -147,7 +185,7 @@ static void put(struct buffer *out, const char *text, size_t length)
  * dropped, a qualified path (`<A as B>` where a path begins) kept with its inside
  * shortened, other brackets (`(anonymous namespace)`, `{lambda(int)#1}`, `{closure#0}`)
  * copied whole. */
-static void shorten(const char *s, size_t from, size_t to, struct buffer *out)
+static void shorten(const char *s, size_t from, size_t to, struct buffer *out, bool arguments)
 {
     for (size_t i = from; i < to;) {
         char c = s[i];
@@ -157,7 +195,7 @@ static void shorten(const char *s, size_t from, size_t to, struct buffer *out)
             i = end;
             continue;
         }
-        if (c != '<' || in_operator(out->text, out->length)) {
+        if (c != '<' || arguments || in_operator(out->text, out->length)) {
             put(out, s + i, 1);
             i++;
             continue;
@@ -169,14 +207,15 @@ static void shorten(const char *s, size_t from, size_t to, struct buffer *out)
             out->text[out->length] = '\0';
         } else if (before == '\0' || strchr(" &*(,", before) != NULL) {
             put(out, "<", 1); /* a qualified path: <T as Trait>, <u64> */
-            shorten(s, i + 1, end > i + 1 ? end - 1 : end, out);
+            shorten(s, i + 1, end > i + 1 ? end - 1 : end, out, arguments);
             put(out, ">", 1);
         } /* else template arguments: dropped */
         i = end;
     }
 }
 
-void ospx_short_name(char *out, size_t size, const char *name)
+/* The short name; with `arguments`, template and generic arguments kept. */
+static void short_name(char *out, size_t size, const char *name, bool arguments)
 {
     if (size == 0)
         return;
@@ -222,7 +261,7 @@ void ospx_short_name(char *out, size_t size, const char *name)
     char text[4096];
     struct buffer buffer = {text, sizeof text, 0};
     text[0] = '\0';
-    shorten(name, 0, end, &buffer);
+    shorten(name, 0, end, &buffer, arguments);
     /* A template function's return type ("void std::__introsort_loop"): what comes before
      * the last space outside brackets, unless that space follows `operator` (operator new,
      * a conversion operator). */
@@ -247,4 +286,14 @@ void ospx_short_name(char *out, size_t size, const char *name)
         return;
     }
     snprintf(out, size, "%s%s", start, clone != NULL ? clone : "");
+}
+
+void ospx_short_name(char *out, size_t size, const char *name)
+{
+    short_name(out, size, name, false);
+}
+
+void ospx__short_name_with_arguments(char *out, size_t size, const char *name)
+{
+    short_name(out, size, name, true);
 }

@@ -255,6 +255,14 @@ const char *ospx__basename(const char *path);
  * component dropped and its escapes decoded ("rusty::main::{{closure}}" for
  * "rusty::main::_$u7b$$u7b$closure$u7d$$u7d$::h004013894672dc6a"); others unchanged. */
 void ospx__name_as_written(char *name);
+/* An Itanium name ("_Z...") the symbolizer left mangled, demangled by the C++ runtime's own
+ * demangler (names.c; libstdc++'s __cxa_demangle, loaded when first needed); NULL when it is
+ * no such name or cannot be demangled here. The caller frees it. */
+char *ospx__demangle_leftover(const char *name);
+/* ospx_short_name with the template and generic arguments kept: what tells apart the
+ * instances of one generic function ("std::_Vector_base<int, std::allocator<int>
+ * >::_M_allocate"). */
+void ospx__short_name_with_arguments(char *out, size_t size, const char *name);
 
 /* Seconds as a short duration: 12.3s, 1.70s, 350ms, 4.0ms (report.c). */
 void ospx__format_duration(char *out, size_t size, double seconds);

@@ -475,8 +475,8 @@ static int compare_row_names(const void *a, const void *b)
     return c != 0 ? c : strcmp((*x)->location, (*y)->location);
 }
 
-/* Rows that one short name and location would show alike (overloads, a generic function's
- * instances: two `std::panic::catch_unwind` at panic.rs:359) show their full names. */
+/* Rows that one short name and location would show alike (a generic function's instances:
+ * two `std::panic::catch_unwind` at panic.rs:359) show their arguments too. */
 static void tell_apart(struct table_row *rows, size_t count)
 {
     struct table_row **sorted = malloc((count + 1) * sizeof *sorted);
@@ -490,8 +490,8 @@ static void tell_apart(struct table_row *rows, size_t count)
         while (j < count && compare_row_names(&sorted[i], &sorted[j]) == 0)
             j++;
         for (size_t k = i; j - i > 1 && k < j; k++)
-            if (strcmp(sorted[k]->name, sorted[k]->fn->name) != 0)
-                snprintf(sorted[k]->name, sizeof sorted[k]->name, "%s", sorted[k]->fn->name);
+            ospx__short_name_with_arguments(sorted[k]->name, sizeof sorted[k]->name,
+                                            sorted[k]->fn->name);
         i = j;
     }
     free(sorted);

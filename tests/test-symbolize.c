@@ -1219,6 +1219,28 @@ START_TEST(test_rust_legacy_names_as_rustc_prints_them)
 }
 END_TEST
 
+/* A name llvm-symbolizer 14 leaves mangled is demangled as c++filt does; others are not
+ * touched. */
+START_TEST(test_leftover_mangled_names)
+{
+    char *name = ospx__demangle_leftover("_ZSt9__fill_a1IPiiEN9__gnu_cxx11__enable_ifIXsrSt11__"
+                                         "is_scalarIT0_E7__valueEvE6__typeET_S8_RKS4_");
+    if (name == NULL) {
+        ck_assert_int_ne(access("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", F_OK), 0);
+        return;
+    }
+    ck_assert_str_eq(name, "__gnu_cxx::__enable_if<std::__is_scalar<int>::__value, void>::__type "
+                           "std::__fill_a1<int*, int>(int*, int*, int const&)");
+    char short_name[256];
+    ospx_short_name(short_name, sizeof short_name, name);
+    ck_assert_str_eq(short_name, "std::__fill_a1");
+    free(name);
+    ck_assert_ptr_null(ospx__demangle_leftover("checksum_block"));
+    ck_assert_ptr_null(ospx__demangle_leftover("_Znot a name"));
+    ck_assert_ptr_null(ospx__demangle_leftover(NULL));
+}
+END_TEST
+
 /* Short names for tables, pprof's way: parameters, template arguments and return types
  * elided; a Rust qualified path kept, its inside shortened; a C name itself. */
 START_TEST(test_short_names_for_tables)
@@ -1258,6 +1280,17 @@ START_TEST(test_short_names_for_tables)
         ospx_short_name(name, sizeof name, cases[i][0]);
         ck_assert_str_eq(name, cases[i][1]);
     }
+    /* the instances of one generic told apart: arguments kept, parameters not */
+    char name[512];
+    ospx__short_name_with_arguments(name, sizeof name,
+                                    "std::_Vector_base<long, std::allocator<long> "
+                                    ">::_M_allocate(unsigned long)");
+    ck_assert_str_eq(name, "std::_Vector_base<long, std::allocator<long> >::_M_allocate");
+    ospx__short_name_with_arguments(name, sizeof name,
+                                    "std::panic::catch_unwind::<std::rt::lang_start_internal::{"
+                                    "closure#0}, isize>");
+    ck_assert_str_eq(
+        name, "std::panic::catch_unwind::<std::rt::lang_start_internal::{closure#0}, isize>");
 }
 END_TEST
 
@@ -1284,6 +1317,7 @@ Suite *symbolize_suite(void)
     tcase_add_test(fake, test_objects_found_by_build_id_only);
     tcase_add_test(fake, test_rust_legacy_names_as_rustc_prints_them);
     tcase_add_test(fake, test_short_names_for_tables);
+    tcase_add_test(fake, test_leftover_mangled_names);
     suite_add_tcase(suite, fake);
     TCase *real = tcase_create("llvm-symbolizer");
     tcase_set_timeout(real, 120);
