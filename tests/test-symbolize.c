@@ -3,6 +3,7 @@
  * fake tools (tests/fake-tools/) that log what they were asked; then the real llvm-symbolizer
  * on programs compiled here, including split debug information. */
 #include <check.h>
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <execinfo.h>
@@ -1223,12 +1224,13 @@ END_TEST
  * touched. */
 START_TEST(test_leftover_mangled_names)
 {
+    void *runtime = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (runtime == NULL)
+        return; /* no C++ runtime here (a cross-built suite under qemu): nothing to load */
+    dlclose(runtime);
     char *name = ospx__demangle_leftover("_ZSt9__fill_a1IPiiEN9__gnu_cxx11__enable_ifIXsrSt11__"
                                          "is_scalarIT0_E7__valueEvE6__typeET_S8_RKS4_");
-    if (name == NULL) {
-        ck_assert_int_ne(access("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", F_OK), 0);
-        return;
-    }
+    ck_assert_ptr_nonnull(name);
     ck_assert_str_eq(name, "__gnu_cxx::__enable_if<std::__is_scalar<int>::__value, void>::__type "
                            "std::__fill_a1<int*, int>(int*, int*, int const&)");
     char short_name[256];
