@@ -144,6 +144,9 @@ int ospx_filter_samples(struct ospx_raw *raw, const struct ospx_symbols *symbols
         if ((ignored = stacks_matching(raw, symbols, &ignore)) == NULL)
             rc = -ENOMEM;
     }
+    /* The first view of the run remembers the whole run's sampling (a view of a view keeps it). */
+    if (rc == 0 && !raw->whole.view && (rc = ospx__run_sampling(raw, &raw->whole)) == 0)
+        raw->whole.view = 1;
     if (rc == 0) {
         size_t kept = 0;
         for (size_t i = 0; i < raw->sample_count; i++) {

@@ -505,19 +505,65 @@ static int build_process_functions(struct ospx_model *model, const uint64_t *on_
     return rc;
 }
 
-/* Per process: its samples and threads, and the CPU time measured for the processes that have
- * samples (each one's process_cpu_ns, else the sum of its threads' cpu_ns; -1 when one of them
- * has neither), so that a view of some of a run's processes checks its own rate. */
+int ospx__run_sampling(const struct ospx_raw *raw, struct ospx_run_sampling *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < raw->sample_count; i++)
+        if (raw->samples[i].state == 0)
+            out->on_cpu += raw->samples[i].weight;
+    /* One process: its own clock, else the sum of its threads' when every thread has one. */
+    out->measured_cpu_ns = raw->process_cpu_ns;
+    if (out->measured_cpu_ns < 0 && raw->thread_count > 0) {
+        int64_t sum = 0;
+        for (size_t t = 0; t < raw->thread_count && sum >= 0; t++)
+            sum = raw->threads[t].cpu_ns >= 0 ? sum + raw->threads[t].cpu_ns : -1;
+        out->measured_cpu_ns = sum;
+    }
+    if (raw->process_count <= 1)
+        return 0;
+    /* Several: the processes that have samples, each by its own clock, else its threads'. */
+    size_t count = ospx__process_count(raw);
+    int64_t *threads_cpu = calloc(count + 1, sizeof *threads_cpu);
+    uint8_t *sampled = calloc(count + 1, 1);
+    if (threads_cpu == NULL || sampled == NULL) {
+        free(threads_cpu);
+        free(sampled);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        uint32_t p = raw->threads[raw->samples[i].thread].process;
+        sampled[p < count ? p : 0] = 1;
+    }
+    for (size_t t = 0; t < raw->thread_count; t++) {
+        uint32_t p = raw->threads[t].process < count ? raw->threads[t].process : 0;
+        threads_cpu[p] = threads_cpu[p] >= 0 && raw->threads[t].cpu_ns >= 0
+                             ? threads_cpu[p] + raw->threads[t].cpu_ns
+                             : -1;
+    }
+    int64_t measured = 0;
+    size_t processes = 0;
+    for (uint32_t p = 0; p < count; p++) {
+        if (!sampled[p])
+            continue;
+        processes++;
+        int64_t own = p < raw->process_count ? raw->processes[p].process_cpu_ns : -1;
+        int64_t cpu = own >= 0 ? own : threads_cpu[p];
+        measured = measured >= 0 && cpu >= 0 ? measured + cpu : -1;
+    }
+    out->measured_cpu_ns = processes > 0 ? measured : -1;
+    free(threads_cpu);
+    free(sampled);
+    return 0;
+}
+
+/* Per process: its samples and threads. */
 static int build_processes(struct ospx_model *out)
 {
     const struct ospx_raw *raw = out->raw;
     size_t count = ospx__process_count(raw);
     out->processes = calloc(count + 1, sizeof *out->processes);
-    int64_t *threads_cpu = calloc(count + 1, sizeof *threads_cpu);
-    if (out->processes == NULL || threads_cpu == NULL) {
-        free(threads_cpu);
+    if (out->processes == NULL)
         return -ENOMEM;
-    }
     out->process_count = count;
     for (uint32_t p = 0; p < count; p++) {
         out->processes[p].pid = ospx__process_pid(raw, p);
@@ -530,23 +576,9 @@ static int build_processes(struct ospx_model *out)
         process->on_cpu += out->fibers[t].on_cpu;
         process->waiting += out->fibers[t].waiting;
         process->threads += out->fibers[t].on_cpu + out->fibers[t].waiting > 0;
-        threads_cpu[p] = threads_cpu[p] >= 0 && raw->threads[t].cpu_ns >= 0
-                             ? threads_cpu[p] + raw->threads[t].cpu_ns
-                             : -1;
     }
-    int64_t measured = 0;
-    for (uint32_t p = 0; p < count; p++) {
-        struct ospx_process_stat *process = &out->processes[p];
-        if (process->on_cpu + process->waiting == 0)
-            continue;
-        out->processes_sampled++;
-        int64_t own = p < raw->process_count ? raw->processes[p].process_cpu_ns : -1;
-        int64_t cpu = own >= 0 ? own : threads_cpu[p];
-        measured = measured >= 0 && cpu >= 0 ? measured + cpu : -1;
-    }
-    if (raw->process_count > 1)
-        out->measured_cpu_ns = out->processes_sampled > 0 ? measured : -1;
-    free(threads_cpu);
+    for (uint32_t p = 0; p < count; p++)
+        out->processes_sampled += out->processes[p].on_cpu + out->processes[p].waiting > 0;
     return 0;
 }
 
@@ -588,15 +620,14 @@ int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symb
         }
     }
     out->total_samples = out->on_cpu_samples + out->waiting_samples;
-    /* The CPU time measured beside the samples: the process's own clock, else the sum of the
-     * threads' clocks when every thread has one. */
-    out->measured_cpu_ns = raw->process_cpu_ns;
-    if (out->measured_cpu_ns < 0 && raw->thread_count > 0) {
-        int64_t sum = 0;
-        for (size_t t = 0; t < raw->thread_count && sum >= 0; t++)
-            sum = raw->threads[t].cpu_ns >= 0 ? sum + raw->threads[t].cpu_ns : -1;
-        out->measured_cpu_ns = sum;
-    }
+    /* The rate achieved is the whole run's: a view's share of the samples against the run's
+     * CPU time would say the sampling fell short when it did not. */
+    struct ospx_run_sampling run = raw->whole;
+    if (!run.view && (rc = ospx__run_sampling(raw, &run)) != 0)
+        goto out;
+    rc = -ENOMEM;
+    out->measured_cpu_ns = run.measured_cpu_ns;
+    out->sampled_on_cpu = run.on_cpu;
     out->dropped = raw->dropped;
     out->wall_seconds = wall_seconds(raw);
     out->cpu_seconds = raw->rate_hz > 0 ? (double)out->on_cpu_samples / raw->rate_hz : 0;

@@ -159,6 +159,15 @@ struct ospx_raw {
     size_t process_count;
     struct ospx_escaped *escaped; /* processes that ran unprofiled */
     size_t escaped_count;
+    /* Set by ospx_filter_samples when its rows are a view of the run (--fiber, --pid,
+     * --focus, ...): the whole run's on-CPU periods and the CPU time measured for it, taken
+     * before any row was dropped, so the sampling line speaks of the run, not of the view.
+     * view 0: the rows are the whole run. */
+    struct ospx_run_sampling {
+        int view;
+        uint64_t on_cpu;
+        int64_t measured_cpu_ns;
+    } whole;
 };
 
 int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err);
@@ -318,9 +327,11 @@ struct ospx_model {
     double wall_seconds; /* end - start */
     double cpu_seconds;  /* on-CPU samples / rate */
     /* CPU time the collector measured (raw process_cpu_ns, else the sum of every thread's
-     * cpu_ns); -1 when the raw file does not say. on_cpu_samples / (this / 1e9) is the rate
-     * the sampling achieved. */
+     * cpu_ns; of a run of several processes, those with samples); -1 when the raw file does
+     * not say. sampled_on_cpu / (this / 1e9) is the rate the sampling achieved. Both are the
+     * whole run's, even when the rows are a view of it (raw->whole). */
     int64_t measured_cpu_ns;
+    uint64_t sampled_on_cpu;
     struct ospx_fiber_stat *fibers;
     size_t fiber_count; /* one per raw thread */
     struct ospx_function_stat *functions;
@@ -360,7 +371,7 @@ int ospx_write_profile_json(const struct ospx_model *model, const char *path,
 
 struct ospx_report_options {
     int color; /* 1: ANSI colour (caller decides: tty and no NO_COLOR) */
-    int width; /* terminal columns; 0: 100 */
+    int width; /* terminal columns; 0: no terminal: a table of 100, notes never cut */
     const char *const *written_paths;
     size_t written_count; /* listed at the end */
     size_t top;           /* rows of the table; 0: 10 */
@@ -396,6 +407,11 @@ enum ospx_cut { OSPX_CUT_END, OSPX_CUT_START, OSPX_CUT_MIDDLE };
 size_t ospx_text_columns(const char *text);
 void ospx_text_fit(char *out, size_t size, const char *text, size_t width, enum ospx_cut cut);
 const char *ospx_share_color(double self_percent);
+/* A function's name for a table, pprof's way (names.c): parameter lists, template arguments
+ * and a template function's return type elided, a Rust qualified path (<T as Trait>) kept
+ * with its inside shortened: "std::vector::push_back" for "std::vector<int,
+ * std::allocator<int> >::push_back(int const&)". A C name is itself. */
+void ospx_short_name(char *out, size_t size, const char *name);
 #define OSPX_COLOR_RESET "\033[0m"
 
 /* ---- the whole post-processing, as `osprey report` and `osprey FILE --profile` run it ---- */

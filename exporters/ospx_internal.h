@@ -30,6 +30,9 @@ static inline size_t ospx__process_count(const struct ospx_raw *raw)
 {
     return raw->process_count > 0 ? raw->process_count : 1;
 }
+/* The run's on-CPU periods and the CPU time measured for it (one process: its clock, else its
+ * threads' sum; several: those with samples), from raw's rows as they are. 0 or -ENOMEM. */
+int ospx__run_sampling(const struct ospx_raw *raw, struct ospx_run_sampling *out);
 static inline int64_t ospx__process_pid(const struct ospx_raw *raw, uint32_t process)
 {
     return process < raw->process_count ? raw->processes[process].pid : raw->pid;
@@ -247,5 +250,39 @@ void ospx__normalize_path(char *out, size_t size, const char *path);
 
 /* The base name of a path ("" stays ""). */
 const char *ospx__basename(const char *path);
+
+/* A demangled name as its author wrote it, in place (names.c): a Rust legacy symbol's hash
+ * component dropped and its escapes decoded ("rusty::main::{{closure}}" for
+ * "rusty::main::_$u7b$$u7b$closure$u7d$$u7d$::h004013894672dc6a"); others unchanged. */
+void ospx__name_as_written(char *name);
+/* An Itanium name ("_Z...") the symbolizer left mangled, demangled by the C++ runtime's own
+ * demangler (names.c; libstdc++'s __cxa_demangle, loaded when first needed); NULL when it is
+ * no such name or cannot be demangled here. The caller frees it. */
+char *ospx__demangle_leftover(const char *name);
+/* ospx_short_name with the template and generic arguments kept: what tells apart the
+ * instances of one generic function ("std::_Vector_base<int, std::allocator<int>
+ * >::_M_allocate"). */
+void ospx__short_name_with_arguments(char *out, size_t size, const char *name);
+
+/* Seconds as a short duration: 12.3s, 1.70s, 350ms, 4.0ms (report.c). */
+void ospx__format_duration(char *out, size_t size, double seconds);
+
+/* ---- two runs side by side (diff.c) ---- */
+
+/* One function of either run: its self and total periods in each ([0] base, [1] new) and
+ * their shares of that run's on-CPU periods, in percent. */
+struct ospx__diff_row {
+    const char *name, *file;
+    uint64_t self[2], total[2];
+    double self_share[2], total_share[2];
+};
+/* Both runs' functions matched (by name and object; the file only between distinct functions
+ * of one name) into *rows, ordered by the larger move of self and total share. Returns the
+ * count, or -ENOMEM. */
+long ospx__diff_rows(const struct ospx_model *base, const struct ospx_model *new_model,
+                     struct ospx__diff_row **rows);
+/* The table of the first `top` rows. */
+void ospx__diff_print(FILE *out, const struct ospx_model *base, const struct ospx_model *new_model,
+                      const struct ospx__diff_row *rows, size_t count, size_t top);
 
 #endif /* OSPX_INTERNAL_H */

@@ -3,9 +3,10 @@
  * eighth-block bars in the self gutter, a low-confidence line below 100 on-CPU samples, a line
  * for dropped samples, and the paths written. Function figures are over on-CPU samples.
  *
- * Width: no line is wider than options->width display columns. Widths are counted in code
- * points (every character the report itself prints is one column wide; a name with East Asian
- * wide characters may overshoot). FUNCTION is cut at its end and LOCATION at its start (the
+ * Width: no line is wider than options->width display columns; with width 0 (the output is no
+ * terminal) the table is 100 columns wide and the notes under it are never cut. Widths are counted
+ * in code points (every character the report itself prints is one column wide; a name with East
+ * Asian wide characters may overshoot). FUNCTION is cut at its end and LOCATION at its start (the
  * file name and line are the useful part), each marked with `…`. Colour (escape sequences that
  * take no columns) only when options->color. */
 #include <errno.h>
@@ -101,7 +102,7 @@ const char *ospx_share_color(double self_percent)
 static void emit(FILE *out, size_t width, const char *color, const char *text)
 {
     char line[4096];
-    fit(line, sizeof line, text, width, CUT_END);
+    fit(line, sizeof line, text, width > 0 ? width : sizeof line, CUT_END);
     if (color != NULL)
         fprintf(out, "%s%s%s\n", color, line, COLOR_RESET);
     else
@@ -109,13 +110,14 @@ static void emit(FILE *out, size_t width, const char *color, const char *text)
 }
 
 /* Print "first; second" on one line, or on two (the second indented) when one would be wider
- * than the width. */
+ * than the width. Width 0: the output is no terminal: two lines past DEFAULT_WIDTH, neither
+ * cut (a log or a pipe keeps the whole note). */
 static void emit_pair(FILE *out, size_t width, const char *color, const char *first,
                       const char *second)
 {
     char line[1024];
     snprintf(line, sizeof line, "%s; %s", first, second);
-    if (columns(line) <= width) {
+    if (columns(line) <= (width > 0 ? width : DEFAULT_WIDTH)) {
         emit(out, width, color, line);
         return;
     }
@@ -125,8 +127,7 @@ static void emit_pair(FILE *out, size_t width, const char *color, const char *fi
     emit(out, width, color, line);
 }
 
-/* Seconds as a short duration: 12.3s, 1.70s, 350ms, 4.0ms. */
-static void format_duration(char *out, size_t size, double seconds)
+void ospx__format_duration(char *out, size_t size, double seconds)
 {
     if (seconds <= 0)
         snprintf(out, size, "0s");
@@ -243,8 +244,8 @@ static int several_processes(const struct ospx_model *model)
 static void print_header(FILE *out, size_t width, const struct ospx_model *model, const char *title)
 {
     char wall[32], cpu[32], threads[64], line[1024], processes[48] = "";
-    format_duration(wall, sizeof wall, model->wall_seconds);
-    format_duration(cpu, sizeof cpu, model->cpu_seconds);
+    ospx__format_duration(wall, sizeof wall, model->wall_seconds);
+    ospx__format_duration(cpu, sizeof cpu, model->cpu_seconds);
     const struct ospx_fiber_stat **shown = malloc((model->fiber_count + 1) * sizeof *shown);
     size_t count = 0;
     for (size_t t = 0; shown != NULL && t < model->fiber_count; t++)
@@ -288,8 +289,8 @@ static void print_processes(FILE *out, size_t width, const struct ospx_model *mo
         shown++;
         char name[600], cpu[32], how[96] = "", line[1024];
         snprintf(name, sizeof name, "process %lld (%s)", (long long)process->pid, process->comm);
-        format_duration(cpu, sizeof cpu,
-                        raw->rate_hz > 0 ? (double)process->on_cpu / raw->rate_hz : 0);
+        ospx__format_duration(cpu, sizeof cpu,
+                              raw->rate_hz > 0 ? (double)process->on_cpu / raw->rate_hz : 0);
         if (p < raw->process_count && raw->processes[p].execd)
             snprintf(how, sizeof how, ", then exec'd");
         else if (p < raw->process_count && raw->processes[p].forked &&
@@ -442,10 +443,9 @@ static void print_callers(FILE *out, size_t width, const struct ospx_model *mode
     struct ospx__caller top[CALLER_LINES];
     size_t count = ospx__callers_of(callers, function, top, CALLER_LINES);
     for (size_t i = 0; i < count; i++) {
-        char line[1200], location[512] = "";
-        const char *name = "(no caller: the stack ends here)";
+        char line[1200], location[512] = "", name[1024] = "(no caller: the stack ends here)";
         if (top[i].function != OSPX_NO_FUNCTION) {
-            name = model->functions[top[i].function].name;
+            ospx_short_name(name, sizeof name, model->functions[top[i].function].name);
             format_location(location, sizeof location, model, &model->functions[top[i].function],
                             here);
         }
@@ -463,9 +463,39 @@ static void print_callers(FILE *out, size_t width, const struct ospx_model *mode
 struct table_row {
     const struct ospx_function_stat *fn;
     uint64_t self, total;
+    char name[1024];                       /* the function's short name (ospx_short_name) */
     char process[PROCESS_COLUMNS * 4 + 8]; /* "" without a PROCESS column */
     char location[512];
 };
+
+static int compare_row_names(const void *a, const void *b)
+{
+    const struct table_row *const *x = a, *const *y = b;
+    int c = strcmp((*x)->name, (*y)->name);
+    return c != 0 ? c : strcmp((*x)->location, (*y)->location);
+}
+
+/* Rows that one short name and location would show alike (a generic function's instances:
+ * two `std::panic::catch_unwind` at panic.rs:359) show their arguments too. */
+static void tell_apart(struct table_row *rows, size_t count)
+{
+    struct table_row **sorted = malloc((count + 1) * sizeof *sorted);
+    if (sorted == NULL)
+        return;
+    for (size_t i = 0; i < count; i++)
+        sorted[i] = &rows[i];
+    qsort(sorted, count, sizeof *sorted, compare_row_names);
+    for (size_t i = 0; i < count;) {
+        size_t j = i + 1;
+        while (j < count && compare_row_names(&sorted[i], &sorted[j]) == 0)
+            j++;
+        for (size_t k = i; j - i > 1 && k < j; k++)
+            ospx__short_name_with_arguments(sorted[k]->name, sizeof sorted[k]->name,
+                                            sorted[k]->fn->name);
+        i = j;
+    }
+    free(sorted);
+}
 
 static void print_table(FILE *out, size_t width, const struct ospx_model *model, int color,
                         size_t top, const struct ospx__callers *callers)
@@ -497,11 +527,18 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
         if (row->total == 0)
             continue;
         format_location(row->location, sizeof row->location, model, row->fn, here);
-        size_t f = columns(row->fn->name), l = columns(row->location), q = columns(row->process);
+        ospx_short_name(row->name, sizeof row->name, row->fn->name);
+        row_count++;
+    }
+    /* with several processes one function is a row per process: alike on purpose */
+    if (!processes)
+        tell_apart(rows, row_count);
+    for (size_t r = 0; r < row_count; r++) {
+        size_t f = columns(rows[r].name), l = columns(rows[r].location);
+        size_t q = columns(rows[r].process);
         function_width = f > function_width ? f : function_width;
         location_width = l > location_width ? l : location_width;
         process_width = q > process_width ? q : process_width;
-        row_count++;
     }
 
     /* Share what the width leaves between FUNCTION and LOCATION: when both do not fit,
@@ -534,9 +571,10 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
         snprintf(self_pct_text, sizeof self_pct_text, "%.1f%%", self_pct);
         snprintf(total_pct_text, sizeof total_pct_text, "%.1f%%", total_pct);
         double rate = model->raw->rate_hz > 0 ? model->raw->rate_hz : 1;
-        format_duration(self, sizeof self, (double)row->self / rate);
-        format_duration(total, sizeof total, (double)row->total / rate);
-        fit(function, sizeof function, row->fn->name, function_width, CUT_MIDDLE);
+        ospx__format_duration(self, sizeof self, (double)row->self / rate);
+        ospx__format_duration(total, sizeof total, (double)row->total / rate);
+        /* a name's end tells two apart (the method, the closure): cut at its start */
+        fit(function, sizeof function, row->name, function_width, CUT_START);
         fit(location, sizeof location, row->location, location_width, CUT_START);
         /* %-*s pads by bytes: widen by the bytes the multi-byte characters add. */
         int pad = (int)(function_width + strlen(function) - columns(function));
@@ -670,7 +708,8 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         const struct ospx_process *process = raw->process_count == 1 ? raw->processes : NULL;
         if (process != NULL && process->unwind_ready_ns > 0) {
             char duration[32];
-            format_duration(duration, sizeof duration, (double)process->unwind_ready_ns / 1e9);
+            ospx__format_duration(duration, sizeof duration,
+                                  (double)process->unwind_ready_ns / 1e9);
             snprintf(window, sizeof window, " in the first %s,", duration);
         }
         snprintf(second + n, sizeof second - (size_t)n,
@@ -681,10 +720,15 @@ static void print_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
 
 /* "sampling: achieved N samples/s of M requested": on-CPU periods over the CPU time the
  * collector measured, when it measured one. Below ACHIEVED_WARN of the rate asked for, a
- * warning: the CPU figures (times, not shares) then undercount. */
+ * warning: the CPU figures (times, not shares) then undercount. Always the whole run's: in a
+ * view (--focus, --fiber, ...) the line says so, and a section of a view has none (the run's
+ * line is above it). */
 static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model *model,
-                                const char *warn)
+                                const char *warn, long process)
 {
+    const char *whole = model->raw->whole.view ? " (the whole run)" : "";
+    if (process >= 0 && model->raw->whole.view)
+        return;
     if (model->measured_cpu_ns <= 0 && model->raw->exit.signal > 0) {
         char line[128];
         snprintf(line, sizeof line,
@@ -697,23 +741,23 @@ static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model
     if (model->measured_cpu_ns <= 0 || model->raw->rate_hz == 0)
         return;
     double cpu = (double)model->measured_cpu_ns / 1e9;
-    double achieved = (double)model->on_cpu_samples / cpu;
+    double achieved = (double)model->sampled_on_cpu / cpu;
     double share = 100.0 * achieved / model->raw->rate_hz;
     char measured[32], line[512];
-    format_duration(measured, sizeof measured, cpu);
+    ospx__format_duration(measured, sizeof measured, cpu);
     snprintf(line, sizeof line,
-             "sampling: achieved %.0f samples/s of %u requested (%.1f%%) over %s CPU measured",
-             achieved, model->raw->rate_hz, share, measured);
+             "sampling: achieved %.0f samples/s of %u requested (%.1f%%) over %s CPU measured%s",
+             achieved, model->raw->rate_hz, share, measured, whole);
     if (share >= ACHIEVED_WARN) {
         emit(out, width, NULL, line);
         return;
     }
-    snprintf(line, sizeof line, "warning: achieved %.0f samples/s of %u requested (%.1f%%)",
-             achieved, model->raw->rate_hz, share);
+    snprintf(line, sizeof line, "warning: achieved %.0f samples/s of %u requested (%.1f%%)%s",
+             achieved, model->raw->rate_hz, share, whole);
     char second[256];
     /* With no on-CPU sample there is no share to hold. */
     snprintf(second, sizeof second, "CPU times undercount (%s measured)%s", measured,
-             model->on_cpu_samples > 0 ? "; shares hold" : "");
+             model->sampled_on_cpu > 0 ? "; shares hold" : "");
     emit_pair(out, width, warn, line, second);
 }
 
@@ -724,6 +768,8 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
                       const struct ospx_report_options *options, const char *title, long process)
 {
     const char *warn = options->color ? COLOR_WARM : NULL;
+    /* The notes under the table: fitted to a terminal, whole otherwise. */
+    size_t notes = options->width > 0 ? width : 0;
     char line[512];
     print_header(out, width, model, title);
     if (several_processes(model))
@@ -747,12 +793,12 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
         if (model->on_cpu_samples < LOW_CONFIDENCE) {
             snprintf(line, sizeof line, "low confidence: only %llu on-CPU samples",
                      (unsigned long long)model->on_cpu_samples);
-            emit_pair(out, width, warn, line,
+            emit_pair(out, notes, warn, line,
                       "run longer or raise the rate with -F N (OSPREY_PROFILE_HZ)");
         }
     }
-    print_achieved_rate(out, width, model, warn);
-    print_cut_stacks(out, width, model, warn);
+    print_achieved_rate(out, notes, model, warn, process);
+    print_cut_stacks(out, notes, model, warn);
     if (model->dropped > 0) {
         const struct ospx_raw *raw = model->raw;
         int used = snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",
@@ -763,7 +809,7 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
                          raw->drops[i].reason, (unsigned long long)raw->drops[i].count);
         if (raw->drop_count > 0 && used > 0 && (size_t)used < sizeof line)
             snprintf(line + used, sizeof line - (size_t)used, ")");
-        emit_pair(out, width, warn, line, "the figures undercount");
+        emit_pair(out, notes, warn, line, "the figures undercount");
     }
     return 0;
 }

@@ -155,7 +155,11 @@ int ospx__answer_add(struct ospx__answer *answer, const char *name, const char *
         return -ENOMEM;
     answer->chain = chain;
     struct ospx__location *location = &chain[answer->count];
-    location->name = name != NULL && name[0] != '\0' ? strdup(name) : NULL;
+    char *demangled = ospx__demangle_leftover(name);
+    location->name = demangled != NULL                 ? demangled
+                     : name != NULL && name[0] != '\0' ? strdup(name)
+                                                       : NULL;
+    ospx__name_as_written(location->name);
     location->file = strdup(file != NULL ? file : "");
     location->line = line > 0 ? line : 0;
     location->column = column > 0 ? column : 0;

@@ -1030,8 +1030,13 @@ static void boot(void)
     }
     int bad = 0;
     uint32_t rate = osp__parse_rate(boot_env.has_hz ? boot_env.hz : NULL, &bad);
-    if (bad)
+    /* Said once per run, by its first image: every descendant reads the same variable. */
+    int first_image = boot_env.root_pid == 0 && boot_env.last_pid == 0;
+    if (bad == 1 && first_image)
         osp__warn("OSPREY_PROFILE_HZ=%s is not a number; sampling at %u Hz", boot_env.hz, rate);
+    if (bad == 2 && first_image)
+        osp__warn("OSPREY_PROFILE_HZ=%s is outside %u..%u; sampling at %u Hz", boot_env.hz,
+                  OSP__MIN_RATE, OSP__MAX_RATE, rate);
 
     boot_rate = rate;
     uint64_t random_bits = random64();

@@ -14,7 +14,8 @@
 #define OSP__MIN_RATE     10u
 #define OSP__MAX_RATE     10000u
 
-/* Parse OSPREY_PROFILE_HZ: clamped to 10..10000, default 997; *bad set for a non-number. */
+/* Parse OSPREY_PROFILE_HZ: clamped to 10..10000, default 997; *bad 1 for a non-number (the
+ * default is used), 2 for a number the clamp changed, else 0. */
 uint32_t osp__parse_rate(const char *text, int *bad);
 /* The sampling period in ns of a rate in Hz (0 stands for the default rate). */
 uint64_t osp__period_of_rate(uint32_t rate_hz);

@@ -26,6 +26,8 @@ uint32_t osp__parse_rate(const char *text, int *bad)
         *bad = 1;
         return OSP__DEFAULT_RATE;
     }
+    if (errno == ERANGE || v < OSP__MIN_RATE || v > OSP__MAX_RATE)
+        *bad = 2;
     if (errno == ERANGE)
         v = v < 0 ? OSP__MIN_RATE : OSP__MAX_RATE;
     if (v < OSP__MIN_RATE)

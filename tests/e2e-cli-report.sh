@@ -83,6 +83,13 @@ expect_status 0 $? "--focus"
 table_rows out | grep -qx leaf_hot || fail "--focus outer_a: no leaf_hot: $(cat out)"
 table_rows out | grep -qx worker_spin && fail "--focus outer_a: worker_spin shown"
 grep -q outer_b view.folded && fail "--focus outer_a: outer_b in the folded output"
+# The sampling line is the whole run's in a view: a view's share of the samples is no shortfall.
+for view in "--focus ^outer_b$" "--ignore ^leaf_hot$" "--fiber 0"; do
+  # shellcheck disable=SC2086
+  "$osprey" report run.raw.json $view >out 2>err
+  grep -q "achieved.*(the whole run)" out || fail "$view: no whole-run sampling line: $(cat out)"
+  grep "achieved" out | grep -qv "(the whole run)" && fail "$view: the view's own rate: $(cat out)"
+done
 "$osprey" report run.raw.json -o view --ignore 'leaf_hot' >out 2>err
 expect_status 0 $? "--ignore"
 table_rows out | grep -qx leaf_hot && fail "--ignore leaf_hot: leaf_hot shown"
@@ -133,7 +140,7 @@ clang -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread -o sh
 "$osprey" ./shape2 --profile -o run2 -- 30 >out 2>err
 "$osprey" diff run.raw.json run2.raw.json -o cmp >out 2>err
 expect_status 0 $? "diff"
-grep -Eq "^ +BASE +NEW +DELTA +FUNCTION" out || fail "diff: no table: $(cat out)"
+grep -Eq "^ +BASE +NEW +DELTA +BASE +NEW +DELTA +FUNCTION$" out || fail "diff: no table: $(cat out)"
 for f in cmp.base.speedscope.json cmp.base.pb.gz cmp.new.speedscope.json cmp.new.pb.gz; do
   [ -s "$f" ] || fail "diff: $f missing"
 done
@@ -144,5 +151,41 @@ if command -v go >/dev/null 2>&1; then
 fi
 "$osprey" diff run.raw.json >out 2>err
 expect_status 2 $? "diff with one file"
+
+# A 3:1 split between part_a and part_b, both calling spin, becoming 1:3: spin's self share
+# stays, the parts' totals move, and the diff shows both parts (each has no self time).
+cat >split.c <<'EOF2'
+#include <stdlib.h>
+static volatile unsigned long sink;
+static __attribute__((noinline)) void spin(long n) { for (long i = 0; i < n; i++) sink += i; }
+static __attribute__((noinline)) void part_a(long n) { spin(n); sink++; }
+static __attribute__((noinline)) void part_b(long n) { spin(n); sink++; }
+int main(int argc, char **argv)
+{
+    long a = atol(argv[1]), b = atol(argv[2]);
+    for (int r = 0; r < 10; r++) {
+        part_a(a * 500000);
+        part_b(b * 500000);
+    }
+    return 0;
+}
+EOF2
+cp split.c renamed.c
+"$osprey" split.c --profile -o split31 -- 60 20 >out 2>err
+"$osprey" split.c --profile -o split13 -- 20 60 >out 2>err
+"$osprey" diff split31.raw.json split13.raw.json -o splitdiff >out 2>err
+expect_status 0 $? "diff of the split"
+# part_a: total from about 75% to about 25% of the run (a wide margin for a loaded machine)
+awk '$NF == "(split.c)" && $(NF-1) == "part_a" && $6+0 > 55 && $8+0 < 45 { found = 1 }
+     END { exit !found }' out || fail "diff: no part_a row moving down: $(cat out)"
+awk '$NF == "(split.c)" && $(NF-1) == "part_b" && $6+0 < 45 && $8+0 > 55 { found = 1 }
+     END { exit !found }' out || fail "diff: no part_b row moving up: $(cat out)"
+# The same program from a renamed file (its scratch binary renamed too): one row per function.
+"$osprey" renamed.c --profile -o renamed -- 60 20 >out 2>err
+"$osprey" diff split31.raw.json renamed.raw.json -o renameddiff >out 2>err
+expect_status 0 $? "diff across a renamed file"
+for f in spin part_a part_b main; do
+  [ "$(awk -v f="$f" 'NF > 1 && $(NF-1) == f' out | wc -l)" -eq 1 ] || fail "diff across a rename: $f: $(cat out)"
+done
 
 finish "all osprey report and diff checks passed"

@@ -303,6 +303,41 @@ for bad in 9 10001 50000 abc 99x; do
   [ ! -s out ] || fail "-F $bad: the program ran: $(cat out)"
 done
 [ ! -e never.raw.json ] || fail "a refused -F left a raw file"
+# OSPREY_PROFILE_HZ set by hand is clamped, and the run says so in one line, not one per
+# process (the script's /bin/true images read the same variable).
+printf '#!/bin/sh\n/bin/true\n/bin/true\necho family ran\n' >hz-family
+chmod +x hz-family
+for hz in 50000 fast; do
+  OSPREY_PROFILE_HZ=$hz "$osprey" ./hz-family --profile -o family >out 2>err
+  expect_status 0 $? "OSPREY_PROFILE_HZ=$hz"
+  grep -qx "family ran" out || fail "OSPREY_PROFILE_HZ=$hz: the program saw $(cat out)"
+  [ "$(grep -c "OSPREY_PROFILE_HZ=$hz" err)" -eq 1 ] ||
+    fail "OSPREY_PROFILE_HZ=$hz: not one line: $(grep OSPREY_PROFILE_HZ err)"
+done
+grep -qx "osprey: OSPREY_PROFILE_HZ=fast is not a number; sampling at 997 Hz" err ||
+  fail "OSPREY_PROFILE_HZ=fast: $(cat err)"
+OSPREY_PROFILE_HZ=50000 "$osprey" ./hz-family --profile -o family >out 2>err
+grep -qx "osprey: OSPREY_PROFILE_HZ=50000 is outside 10..10000; sampling at 10000 Hz" err ||
+  fail "OSPREY_PROFILE_HZ=50000: no clamp line: $(cat err)"
+grep -q '"rate_hz":10000' family.raw.json || fail "OSPREY_PROFILE_HZ=50000: rate not 10000"
+
+# A static executable runs unprofiled (nothing preloads into it): the way forward is attach.
+printf 'int main(void) { return 4; }\n' >static.c
+if cc -static -o static-prog static.c 2>/dev/null; then
+  "$osprey" ./static-prog --profile -o static >out 2>err
+  expect_status 4 $? "a static executable"
+  grep -q "statically linked.*'osprey attach PID'" err || fail "static: no way forward: $(cat err)"
+else
+  echo "static executable: skipped (no static C library)"
+fi
+
+# Other tools' habits: perf's and py-spy's -p PID, perf's record.
+"$osprey" -p 1234 >out 2>err
+expect_status 2 $? "-p 1234"
+expect_one_line err "^osprey: unknown option '-p': to profile the running process 1234, 'osprey attach 1234'" "-p 1234"
+"$osprey" record ./show-hz >out 2>err
+expect_status 2 $? "record ./show-hz"
+expect_one_line err "^osprey: unknown command 'record': to run and profile a program, 'osprey ./show-hz --profile'$" "record"
 
 # --- --duration: the profile ends, the report is printed, the program runs on ----------------
 cat >long.c <<'EOF2'

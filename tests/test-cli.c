@@ -595,6 +595,52 @@ START_TEST(parse_command_help_and_typos)
 }
 END_TEST
 
+/* Other tools' habits get the way forward: perf's and py-spy's -p PID, perf's record. */
+START_TEST(other_tools_habits_get_a_way_forward)
+{
+    struct osprey_options options;
+    static const char attach[] =
+        "to profile the running process 1234, 'osprey attach 1234' (a live view: 'osprey top "
+        "1234')";
+    char *p[] = {"osprey", "-p", "1234", NULL};
+    ck_assert_int_eq(parse(&options, p), -EINVAL);
+    ck_assert_msg(strncmp(error, "unknown option '-p': ", 21) == 0 && strstr(error, attach), "%s",
+                  error);
+    char *joined[] = {"osprey", "-p1234", NULL};
+    ck_assert_int_eq(parse(&options, joined), -EINVAL);
+    ck_assert_msg(strstr(error, attach) != NULL, "%s", error);
+    char *pyspy[] = {"osprey", "--pid", "1234", NULL};
+    ck_assert_int_eq(parse(&options, pyspy), -EINVAL);
+    ck_assert_msg(strstr(error, attach) != NULL, "%s", error);
+    char *bare[] = {"osprey", "-p", NULL};
+    ck_assert_int_eq(parse(&options, bare), -EINVAL);
+    ck_assert_msg(strstr(error, "'osprey attach PID'") != NULL, "%s", error);
+    char *top[] = {"osprey", "top", "-p", "1234", NULL};
+    ck_assert_int_eq(parse(&options, top), -EINVAL);
+    ck_assert_str_eq(error, "'osprey top' takes the PID as it is: 'osprey top 1234'");
+    /* a report's --pid is its own option, and -pthread no PID */
+    char *report[] = {"osprey", "report", "r.raw.json", "--pid", "1234", NULL};
+    ck_assert_int_eq(parse(&options, report), 0);
+    ck_assert_str_eq(options.pid, "1234");
+    char *other[] = {"osprey", "prog.c", "-pthread", NULL};
+    ck_assert_int_eq(parse(&options, other), -EINVAL);
+    ck_assert_str_eq(error, "unknown option '-pthread' (try 'osprey --help')");
+
+    char *record[] = {"osprey", "record", "./prog", NULL};
+    ck_assert_int_eq(parse(&options, record), -EINVAL);
+    ck_assert_str_eq(error, "unknown command 'record': to run and profile a program, 'osprey "
+                            "./prog --profile'");
+    char *record_args[] = {"osprey", "record", "-g", "-F", "99", "--", "./prog", "x", NULL};
+    ck_assert_int_eq(parse(&options, record_args), -EINVAL);
+    ck_assert_str_eq(error, "unknown command 'record': to run and profile a program, 'osprey "
+                            "./prog --profile -F 99 -- ARGS'");
+    char *record_pid[] = {"osprey", "record", "-g", "-p", "77", NULL};
+    ck_assert_int_eq(parse(&options, record_pid), -EINVAL);
+    ck_assert_str_eq(error, "unknown command 'record': to profile the running process 77, 'osprey "
+                            "attach 77'");
+}
+END_TEST
+
 START_TEST(output_place_checked)
 {
     ck_assert_int_eq(osprey_check_output_place(in_scratch("stem"), error, sizeof error), 0);
@@ -1014,6 +1060,7 @@ Suite *cli_suite(void)
     tcase_add_test(parsing, parse_help_and_version);
     tcase_add_test(parsing, parse_report);
     tcase_add_test(parsing, parse_report_views_and_diff);
+    tcase_add_test(parsing, other_tools_habits_get_a_way_forward);
     tcase_add_test(parsing, parse_symbols_options_and_cache);
     tcase_add_test(parsing, parse_errors_name_the_problem);
     tcase_add_test(parsing, default_stems);

@@ -9,6 +9,7 @@
 
 #include "ospx-fixture.h"
 #include "ospx.h"
+#include "ospx_internal.h"
 
 /* A profile text: `count` functions, function i with self[i] on-CPU samples under main. */
 static char *profile_text(const char *names_prefix, const char *file, size_t count,
@@ -355,6 +356,43 @@ START_TEST(achieved_rate_against_the_measured_cpu_time)
 }
 END_TEST
 
+/* A view (--focus, --ignore, --fiber, --pid) holds part of the samples and the run's CPU time:
+ * the sampling line speaks of the whole run, and says so, never warning of the view's share. */
+START_TEST(achieved_rate_of_a_view_is_the_whole_runs)
+{
+    static const char profile[] = "rate 1000\nstart 0\nend 1000000000\n"
+                                  "process_cpu_ns 1000000000\nthread 0 main\nthread 1 w\n"
+                                  "frame main /w/main.c\nframe hot /w/main.c\n"
+                                  "frame cold /w/main.c\n"
+                                  "stack 1@5 0@9\nstack 2@7 0@9\n"
+                                  "sample 1000 0 0 0 700\nsample 1000 1 1 0 250\n";
+    static const struct ospx_filter views[] = {
+        {.focus = "^cold$"}, {.ignore = "^hot$"}, {.fiber = "1"}, {.fiber = "w"}};
+    for (size_t v = 0; v < sizeof views / sizeof *views; v++) {
+        struct fixture fixture;
+        struct ospx_error err = {0};
+        fixture_parse(&fixture, profile);
+        ck_assert_int_eq(ospx_filter_samples(&fixture.raw, &fixture.symbols, &views[v], &err), 0);
+        struct ospx_model model;
+        ck_assert_int_eq(ospx_model_build(&fixture.raw, &fixture.symbols, &model, &err), 0);
+        ck_assert_uint_eq(model.on_cpu_samples, 250);
+        char *report = render(&model, 0, 120);
+        ck_assert_msg(line_with(report, "sampling: achieved 950 samples/s of 1000 requested "
+                                        "(95.0%) over 1.00s CPU measured (the whole run)") != NULL,
+                      "view %zu: %s", v, report);
+        ck_assert_msg(line_with(report, "warning") == NULL, "view %zu: %s", v, report);
+        /* a view of the view keeps the run's figures */
+        ck_assert_int_eq(ospx_filter_samples(&fixture.raw, &fixture.symbols,
+                                             &(struct ospx_filter){.ignore = "^nothing$"}, &err),
+                         0);
+        ck_assert_uint_eq(fixture.raw.whole.on_cpu, 950);
+        free(report);
+        ospx_model_free(&model);
+        fixture_free(&fixture);
+    }
+}
+END_TEST
+
 /* The header's count and the low-confidence line say the same samples: all of them, and of
  * those the on-CPU ones the figures are over. */
 START_TEST(header_and_low_confidence_count_the_same_samples)
@@ -616,6 +654,176 @@ START_TEST(cut_stacks_say_how_many_came_before_the_unwind_tables)
 }
 END_TEST
 
+/* osprey diff's table of two fixture runs. */
+static char *diff_text(const char *base_text, const char *new_text, struct ospx__diff_row **rows,
+                       long *count)
+{
+    struct built base, new_run;
+    fixture_model(&base.fixture, base_text, &base.model);
+    fixture_model(&new_run.fixture, new_text, &new_run.model);
+    *count = ospx__diff_rows(&base.model, &new_run.model, rows);
+    ck_assert_int_ge(*count, 0);
+    FILE *out = tmpfile();
+    ospx__diff_print(out, &base.model, &new_run.model, *rows, (size_t)*count, 10);
+    long size = ftell(out);
+    char *text = calloc((size_t)size + 1, 1);
+    rewind(out);
+    ck_assert_uint_eq(fread(text, 1, (size_t)size, out), (size_t)size);
+    fclose(out);
+    /* the rows point into the models' names: keep the names, drop the rest */
+    for (long i = 0; i < *count; i++) {
+        (*rows)[i].name = strdup((*rows)[i].name);
+        (*rows)[i].file = strdup((*rows)[i].file);
+    }
+    release(&base);
+    release(&new_run);
+    return text;
+}
+
+static void free_rows(struct ospx__diff_row *rows, long count)
+{
+    for (long i = 0; i < count; i++) {
+        free((void *)rows[i].name);
+        free((void *)rows[i].file);
+    }
+    free(rows);
+}
+
+static const struct ospx__diff_row *row_named(const struct ospx__diff_row *rows, long count,
+                                              const char *name)
+{
+    for (long i = 0; i < count; i++)
+        if (strcmp(rows[i].name, name) == 0)
+            return &rows[i];
+    return NULL;
+}
+
+/* A 3:1 split between part_a and part_b, both calling spin, becoming 1:3: spin's self share
+ * is unchanged, and the diff shows part_a and part_b by their total, first, with the time. */
+START_TEST(diff_shows_total_and_self_with_times)
+{
+    static const char run[] = "rate 1000\nstart 0\nend 1000000000\n"
+                              "frame spin /w/split.c /w/split\nframe part_a /w/split.c /w/split\n"
+                              "frame part_b /w/split.c /w/split\nframe main /w/split.c /w/split\n"
+                              "process 42 /w/split\nthread 0 main\n"
+                              "stack 0@3 1@4 3@8\nstack 0@3 2@5 3@8\n"
+                              "sample 1000 0 0 0 %d\nsample 2000 0 1 0 %d\n";
+    char base_text[1024], new_text[1024];
+    snprintf(base_text, sizeof base_text, run, 750, 250);
+    snprintf(new_text, sizeof new_text, run, 250, 750);
+    struct ospx__diff_row *rows;
+    long count;
+    char *text = diff_text(base_text, new_text, &rows, &count);
+    if (getenv("OSPX_SHOW") != NULL)
+        fputs(text, stderr);
+    const struct ospx__diff_row *a = row_named(rows, count, "part_a");
+    const struct ospx__diff_row *b = row_named(rows, count, "part_b");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(a->total[0], 750);
+    ck_assert_uint_eq(a->total[1], 250);
+    ck_assert_double_eq_tol(b->total_share[1] - b->total_share[0], 50.0, 1e-9);
+    /* the moved ones first */
+    ck_assert_msg(strcmp(rows[0].name, "part_a") == 0 || strcmp(rows[0].name, "part_b") == 0, "%s",
+                  text);
+    ck_assert_msg(strstr(text, "  75.0%  750ms    25.0%  250ms   -50.0  part_a (split.c)") != NULL,
+                  "%s", text);
+    ck_assert_msg(strstr(text, "100.0%  1.00s   100.0%  1.00s    +0.0  spin (split.c)") != NULL,
+                  "%s", text);
+    free(text);
+    free_rows(rows, count);
+}
+END_TEST
+
+/* A function whose file was renamed (its program's too: a C file's scratch build is named
+ * after it) is one row; two static functions of one name are told apart by their files, and
+ * when one of them is renamed the one left on each side is matched. */
+START_TEST(diff_matches_a_function_across_a_renamed_file)
+{
+    static const char run[] = "rate 1000\nstart 0\nend 1000000000\n"
+                              "frame cmp /w/%s.c /w/%s\nframe main /w/main.c /w/%s\n"
+                              "process 42 /w/%s\nthread 0 main\nstack 0@3 1@8\nstack 1@9\n"
+                              "sample 1000 0 0 0 %d\nsample 2000 0 1 0 100\n";
+    char base_text[1024], new_text[1024];
+    snprintf(base_text, sizeof base_text, run, "sort", "sort", "sort", "sort", 300);
+    snprintf(new_text, sizeof new_text, run, "order", "order", "order", "order", 200);
+    struct ospx__diff_row *rows;
+    long count;
+    char *text = diff_text(base_text, new_text, &rows, &count);
+    long cmp_rows = 0;
+    for (long i = 0; i < count; i++)
+        cmp_rows += strcmp(rows[i].name, "cmp") == 0;
+    ck_assert_msg(cmp_rows == 1, "%s", text);
+    const struct ospx__diff_row *cmp = row_named(rows, count, "cmp");
+    ck_assert_uint_eq(cmp->self[0], 300);
+    ck_assert_uint_eq(cmp->self[1], 200);
+    ck_assert_str_eq(cmp->file, "order.c");
+    free(text);
+    free_rows(rows, count);
+
+    static const char statics[] =
+        "rate 1000\nstart 0\nend 1000000000\n"
+        "frame helper /w/a.c /w/demo\nframe helper /w/%s.c /w/demo\nframe main /w/main.c /w/demo\n"
+        "process 42 /w/demo\nthread 0 main\nstack 0@3 2@8\nstack 1@4 2@9\n"
+        "sample 1000 0 0 0 %d\nsample 2000 0 1 0 100\n";
+    snprintf(base_text, sizeof base_text, statics, "b", 300);
+    snprintf(new_text, sizeof new_text, statics, "b", 100);
+    text = diff_text(base_text, new_text, &rows, &count);
+    ck_assert_msg(count == 3, "%s", text);
+    for (long i = 0; i < count; i++)
+        if (strcmp(rows[i].file, "a.c") == 0)
+            ck_assert_uint_eq(rows[i].self[0], 300);
+    free(text);
+    free_rows(rows, count);
+    snprintf(new_text, sizeof new_text, statics, "c", 100); /* b.c renamed c.c */
+    text = diff_text(base_text, new_text, &rows, &count);
+    ck_assert_msg(count == 3, "%s", text);
+    for (long i = 0; i < count; i++)
+        if (strcmp(rows[i].file, "c.c") == 0)
+            ck_assert_msg(rows[i].self[0] == 100 && rows[i].self[1] == 100, "%s", text);
+    free(text);
+    free_rows(rows, count);
+}
+END_TEST
+
+/* Output that is no terminal (width 0) keeps the notes whole: the stacks: line's images and
+ * its startup share are not cut at 100 columns; a terminal's 100 columns are still kept. */
+START_TEST(notes_are_whole_when_the_output_is_no_terminal)
+{
+    struct built built;
+    fixture_model(
+        &built.fixture,
+        "rate 1000\nstart 0\nend 1000000000\n"
+        "frame main /w/w.c /w/demo\nframe crunch /w/w.c /w/demo\n"
+        "frame a_fairly_long_leaf_name - /usr/lib/x86_64-linux-gnu/libsomething-long.so.1\n"
+        "frame another_leaf - /usr/lib/x86_64-linux-gnu/libanother-long-name.so.7\n"
+        "frame third_leaf - /usr/lib/x86_64-linux-gnu/libthird-library-name.so.2\n"
+        "process 42 /w/demo\nunwind_ready_ns 50000000\n"
+        "thread 0 main\nstack 1@10 0@3\nstack 2\nstack 3\nstack 4\n"
+        "sample 60000000 0 0 0 200\nsample 10000000 0 1 0 30\n"
+        "sample 10000000 0 2 0 20\nsample 70000000 0 3 0 10\n",
+        &built.model);
+    static const char whole[] =
+        "they end in libsomething-long.so.1 11.5%, libanother-long-name.so.7 "
+        "7.7%, libthird-library-name.so.2 3.8%; 19.2% came in the first "
+        "50ms, before the unwind tables were ready";
+    char *text = render(&built.model, 0, 0);
+    ck_assert_msg(strstr(text, whole) != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "…") == NULL, "%s", text);
+    free(text);
+    text = render(&built.model, 0, 100);
+    ck_assert_msg(strstr(text, whole) == NULL, "%s", text);
+    for (const char *line = text; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t length = end != NULL ? (size_t)(end - line) : strlen(line);
+        ck_assert_msg(display_columns(line, length) <= 100, "%.*s", (int)length, line);
+        line += length + (end != NULL);
+    }
+    free(text);
+    release(&built);
+}
+END_TEST
+
 /* A stripped executable's stacks (Debian's xz): main and _start have no names, the C
  * library's start of main does; they are whole, and no stacks: line is said. */
 START_TEST(a_stripped_programs_stacks_are_whole)
@@ -781,6 +989,10 @@ Suite *report_suite(void)
     tcase_add_test(tc, dropped_line_only_when_samples_were_dropped);
     tcase_add_test(tc, dropped_line_names_the_reasons);
     tcase_add_test(tc, achieved_rate_against_the_measured_cpu_time);
+    tcase_add_test(tc, achieved_rate_of_a_view_is_the_whole_runs);
+    tcase_add_test(tc, notes_are_whole_when_the_output_is_no_terminal);
+    tcase_add_test(tc, diff_shows_total_and_self_with_times);
+    tcase_add_test(tc, diff_matches_a_function_across_a_renamed_file);
     tcase_add_test(tc, escape_sequences_in_names_are_not_printed);
     tcase_add_test(tc, table_stops_at_ten_functions);
     tcase_add_test(tc, written_paths_come_last);

@@ -3,6 +3,7 @@
  * fake tools (tests/fake-tools/) that log what they were asked; then the real llvm-symbolizer
  * on programs compiled here, including split debug information. */
 #include <check.h>
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <execinfo.h>
@@ -1189,6 +1190,112 @@ START_TEST(test_objects_found_by_build_id_only)
 }
 END_TEST
 
+/* Names as their authors wrote them: a Rust legacy symbol as rustc-demangle prints it (no
+ * hash, no escapes); anything else as the demangler gave it. */
+START_TEST(test_rust_legacy_names_as_rustc_prints_them)
+{
+    static const char *const cases[][2] = {
+        {"rusty::churn::churn::h52f7c96816b1231b", "rusty::churn::churn"},
+        {"rusty::main::_$u7b$$u7b$closure$u7d$$u7d$::h004013894672dc6a",
+         "rusty::main::{{closure}}"},
+        {"_$LT$alloc..vec..Vec$LT$T$C$A$GT$$u20$as$u20$core..ops..drop..Drop$GT$::drop::"
+         "h0123456789abcdef",
+         "<alloc::vec::Vec<T,A> as core::ops::drop::Drop>::drop"},
+        {"core::ops::function::FnOnce::call_once$u7b$$u7b$vtable.shim$u7d$$u7d$::h0123456789abcdef",
+         "core::ops::function::FnOnce::call_once{{vtable.shim}}"},
+        /* not a rustc hash: left alone */
+        {"ns::h0123", "ns::h0123"},
+        {"h0123456789abcdef", "h0123456789abcdef"},
+        {"std::vector<int, std::allocator<int> >::push_back(int const&)",
+         "std::vector<int, std::allocator<int> >::push_back(int const&)"},
+        {"a::$bogus$::h0123456789abcdef", "a::$bogus$"},
+        {"main", "main"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s", cases[i][0]);
+        ospx__name_as_written(name);
+        ck_assert_str_eq(name, cases[i][1]);
+    }
+}
+END_TEST
+
+/* A name llvm-symbolizer 14 leaves mangled is demangled as c++filt does; others are not
+ * touched. */
+START_TEST(test_leftover_mangled_names)
+{
+    void *runtime = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (runtime == NULL)
+        return; /* no C++ runtime here (a cross-built suite under qemu): nothing to load */
+    dlclose(runtime);
+    char *name = ospx__demangle_leftover("_ZSt9__fill_a1IPiiEN9__gnu_cxx11__enable_ifIXsrSt11__"
+                                         "is_scalarIT0_E7__valueEvE6__typeET_S8_RKS4_");
+    ck_assert_ptr_nonnull(name);
+    ck_assert_str_eq(name, "__gnu_cxx::__enable_if<std::__is_scalar<int>::__value, void>::__type "
+                           "std::__fill_a1<int*, int>(int*, int*, int const&)");
+    char short_name[256];
+    ospx_short_name(short_name, sizeof short_name, name);
+    ck_assert_str_eq(short_name, "std::__fill_a1");
+    free(name);
+    ck_assert_ptr_null(ospx__demangle_leftover("checksum_block"));
+    ck_assert_ptr_null(ospx__demangle_leftover("_Znot a name"));
+    ck_assert_ptr_null(ospx__demangle_leftover(NULL));
+}
+END_TEST
+
+/* Short names for tables, pprof's way: parameters, template arguments and return types
+ * elided; a Rust qualified path kept, its inside shortened; a C name itself. */
+START_TEST(test_short_names_for_tables)
+{
+    static const char *const cases[][2] = {
+        {"std::vector<int, std::allocator<int> >::push_back(int const&)", "std::vector::push_back"},
+        {"void std::__introsort_loop<__gnu_cxx::__normal_iterator<int*, std::vector<int, "
+         "std::allocator<int> > >, long, __gnu_cxx::__ops::_Iter_less_iter>(__gnu_cxx::__normal_"
+         "iterator<int*, std::vector<int, std::allocator<int> > >, long, "
+         "__gnu_cxx::__ops::_Iter_less_iter)",
+         "std::__introsort_loop"},
+        {"<&dyn core::ops::function::Fn<(), Output = i32> + core::marker::Sync as "
+         "core::ops::function::FnOnce<()>>::call_once",
+         "<&dyn core::ops::function::Fn + core::marker::Sync as "
+         "core::ops::function::FnOnce>::call_once"},
+        {"<fn() -> u64 as core::ops::function::FnOnce<()>>::call_once",
+         "<fn() -> u64 as core::ops::function::FnOnce>::call_once"},
+        {"rusty::apply::<rusty::main::{closure#0}>", "rusty::apply"},
+        {"<u64>::wrapping_add", "<u64>::wrapping_add"},
+        {"main::{lambda(int)#1}::operator()(int) const", "main::{lambda(int)#1}::operator()"},
+        {"std::map<int, int>::operator[](int const&)", "std::map::operator[]"},
+        {"__gnu_cxx::__normal_iterator<int*, std::vector<int> >::operator--()",
+         "__gnu_cxx::__normal_iterator::operator--"},
+        {"Callback::operator()", "Callback::operator()"},
+        {"Callback::operator()()", "Callback::operator()"},
+        {"Foo::operator bool() const", "Foo::operator bool"},
+        {"operator new(unsigned long)", "operator new"},
+        {"(anonymous namespace)::helper(int)", "(anonymous namespace)::helper"},
+        {"foo(int) [clone .cold]", "foo [clone .cold]"},
+        {"std::__introsort_loop<int*, long>(int*, int*, long) (.isra.0)",
+         "std::__introsort_loop (.isra.0)"},
+        {"checksum_block", "checksum_block"},
+        {"liblzma.so.5+0x168b0", "liblzma.so.5+0x168b0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[512];
+        ospx_short_name(name, sizeof name, cases[i][0]);
+        ck_assert_str_eq(name, cases[i][1]);
+    }
+    /* the instances of one generic told apart: arguments kept, parameters not */
+    char name[512];
+    ospx__short_name_with_arguments(name, sizeof name,
+                                    "std::_Vector_base<long, std::allocator<long> "
+                                    ">::_M_allocate(unsigned long)");
+    ck_assert_str_eq(name, "std::_Vector_base<long, std::allocator<long> >::_M_allocate");
+    ospx__short_name_with_arguments(name, sizeof name,
+                                    "std::panic::catch_unwind::<std::rt::lang_start_internal::{"
+                                    "closure#0}, isize>");
+    ck_assert_str_eq(
+        name, "std::panic::catch_unwind::<std::rt::lang_start_internal::{closure#0}, isize>");
+}
+END_TEST
+
 Suite *symbolize_suite(void)
 {
     Suite *suite = suite_create("symbolize");
@@ -1210,6 +1317,9 @@ Suite *symbolize_suite(void)
     tcase_add_test(fake, test_progress_only_when_asked);
     tcase_add_test(fake, test_no_progress_for_a_quick_run);
     tcase_add_test(fake, test_objects_found_by_build_id_only);
+    tcase_add_test(fake, test_rust_legacy_names_as_rustc_prints_them);
+    tcase_add_test(fake, test_short_names_for_tables);
+    tcase_add_test(fake, test_leftover_mangled_names);
     suite_add_tcase(suite, fake);
     TCase *real = tcase_create("llvm-symbolizer");
     tcase_set_timeout(real, 120);

@@ -113,6 +113,72 @@ const char *osprey_command_like(const char *word)
     return NULL;
 }
 
+/* A process id: digits only, not 0. */
+static int is_pid(const char *text)
+{
+    if (text == NULL || text[0] < '1' || text[0] > '9')
+        return 0;
+    return strspn(text, "0123456789") == strlen(text) && strlen(text) <= 10;
+}
+
+/* perf's and py-spy's way to a running process, -p PID (also -pPID, --pid PID, --pid=PID):
+ * 1 and *pid (NULL when none follows) when argv[*index] is one, advancing past the PID. */
+static int pid_option(int argc, char **argv, int *index, const char **pid)
+{
+    const char *arg = argv[*index];
+    *pid = NULL;
+    if (strncmp(arg, "--pid=", 6) == 0 || (strncmp(arg, "-p", 2) == 0 && arg[2] != '\0')) {
+        *pid = arg + (arg[1] == '-' ? 6 : 2);
+        return is_pid(*pid);
+    }
+    if (strcmp(arg, "-p") != 0 && strcmp(arg, "--pid") != 0)
+        return 0;
+    if (*index + 1 < argc && is_pid(argv[*index + 1]))
+        *pid = argv[++*index];
+    return 1;
+}
+
+/* `osprey record ...` (perf's word): the way forward is `osprey PROGRAM --profile` (or
+ * `osprey attach PID` for perf record -p PID), with perf's -F kept. The program is the first
+ * word that is no option nor an option's value (perf's -F, -o, -e, -c, --call-graph take
+ * one). */
+static int record_hint(int argc, char **argv, int at, char *error, size_t error_size)
+{
+    const char *program = NULL, *rate = NULL, *pid = NULL;
+    int rest = 0;
+    for (int i = at + 1; i < argc && program == NULL; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0)
+            continue;
+        if (pid_option(argc, argv, &i, &pid) && pid != NULL)
+            break;
+        if ((strcmp(arg, "-F") == 0 || strcmp(arg, "--freq") == 0) && i + 1 < argc) {
+            rate = argv[++i];
+            continue;
+        }
+        if ((strcmp(arg, "-o") == 0 || strcmp(arg, "-e") == 0 || strcmp(arg, "-c") == 0 ||
+             strcmp(arg, "--call-graph") == 0) &&
+            i + 1 < argc) {
+            i++;
+            continue;
+        }
+        if (arg[0] == '-')
+            continue;
+        program = arg;
+        rest = argc - i - 1;
+    }
+    if (pid != NULL)
+        snprintf(error, error_size,
+                 "unknown command '%s': to profile the running process %s, 'osprey attach %s'",
+                 argv[at], pid, pid);
+    else
+        snprintf(error, error_size,
+                 "unknown command '%s': to run and profile a program, 'osprey %s --profile%s%s%s'",
+                 argv[at], program != NULL ? program : "PROGRAM", rate != NULL ? " -F " : "",
+                 rate != NULL ? rate : "", rest > 0 ? " -- ARGS" : "");
+    return -EINVAL;
+}
+
 int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *error,
                       size_t error_size)
 {
@@ -200,6 +266,19 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                                "'osprey dump' has no option '%s': it prints the stacks (osprey "
                                "attach PID profiles into files)",
                                arg);
+        /* -p PID: perf's and py-spy's habit; osprey takes the PID as a command's word. */
+        if (!report && pid_option(argc, argv, &i, &value)) {
+            const char *pid = value != NULL ? value : "PID";
+            if (attach)
+                snprintf(error, error_size, "'%s' takes the PID as it is: '%s %s'", pid_command,
+                         pid_command, pid);
+            else
+                snprintf(error, error_size,
+                         "unknown option '%s': to profile the running process %s, 'osprey "
+                         "attach %s' (a live view: 'osprey top %s')",
+                         arg, pid, pid, pid);
+            return -EINVAL;
+        }
         if ((matched = option_with_value(argc, argv, &i, "--output", "-o", &value)) != 0) {
             if (matched < 0)
                 return usage_error(error, error_size, "option '%s' needs a STEM", arg);
@@ -381,9 +460,13 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
         if (out->file != NULL)
             return usage_error(error, error_size,
                                "unexpected argument '%s' (program arguments go after '--')", arg);
-        /* A FILE that is no file here nor on PATH but nearly a command's name: a typo. */
+        /* A FILE that is no file here nor on PATH but nearly a command's name: a typo; perf's
+         * `record` is a habit with its own way forward. */
         const char *meant = report ? NULL : osprey_command_like(arg);
         char found[PATH_MAX];
+        if (!report && strcmp(arg, "record") == 0 && access(arg, F_OK) != 0 &&
+            osprey_find_on_path(arg, found, sizeof found) != 0)
+            return record_hint(argc, argv, i, error, error_size);
         if (meant != NULL && access(arg, F_OK) != 0 &&
             osprey_find_on_path(arg, found, sizeof found) != 0) {
             snprintf(error, error_size, "unknown command '%s': did you mean 'osprey %s'?", arg,

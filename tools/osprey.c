@@ -771,8 +771,8 @@ static int command_run(const struct osprey_options *options)
     if (options->profile && !source && osprey_is_static_elf(program))
         fprintf(stderr,
                 "osprey: warning: %s is statically linked: the preload library cannot load "
-                "into it, so it runs unprofiled (link it dynamically, or with "
-                "libospreyprof.a)\n",
+                "into it, so it runs unprofiled; profile it from outside while it runs with "
+                "'osprey attach PID' (or link it dynamically, or with libospreyprof.a)\n",
                 options->file);
 
     char scratch[PATH_MAX];

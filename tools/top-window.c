@@ -328,9 +328,11 @@ size_t osprey_top_render(FILE *out, const struct osprey_top_screen *screen)
     for (size_t r = 0; r < rows; r++, drawn++) {
         const struct osprey_top_row *row = &screen->rows[r];
         double self = percent(row->self, t->on_cpu), total = percent(row->total, t->on_cpu);
-        char function[1024], location[1024];
-        ospx_text_fit(function, sizeof function, screen->names[row->function], function_width,
-                      OSPX_CUT_MIDDLE);
+        char short_name[1024], function[1024], location[1024];
+        /* As the report's table: the name pprof-style short, cut at its start (its end tells
+         * two apart). */
+        ospx_short_name(short_name, sizeof short_name, screen->names[row->function]);
+        ospx_text_fit(function, sizeof function, short_name, function_width, OSPX_CUT_START);
         ospx_text_fit(location, sizeof location, screen->locations[row->function], location_width,
                       OSPX_CUT_START);
         /* %-*s pads by bytes: widen by the bytes the multi-byte characters add. */
