@@ -8,9 +8,12 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#define OSPD_MAX_FORK_COLLECTORS 4096u /* collectors started and not reaped yet */
+#define OSPD_MAX_FORK_COLLECTORS    4096u /* collectors started and not reaped yet */
+#define OSPD_MAX_FORK_CONNECTIONS   64    /* accepted, their greeting not come yet */
+#define OSPD_FORK_ACCEPTS_PER_ROUND 32    /* connections accepted per round of the loop */
 
 struct pending;
+struct connection;
 
 struct ospd_forks {
     uv_poll_t poll;
@@ -21,9 +24,12 @@ struct ospd_forks {
     int run_lock;               /* handed on: the run's lock (OSP_RUN_LOCK), or -1 */
     pid_t *children;            /* collectors started, until reaped */
     uint32_t child_count;
-    struct pending *pending;   /* greetings waiting to settle (forks.c) */
+    struct pending *pending;        /* greetings waiting to settle (forks.c) */
+    struct connection *connections; /* accepted, their greeting not come yet (forks.c) */
+    uint32_t connection_count;
     uint64_t started, refused; /* greetings acted on, and refused (one line each, up to 3) */
     uint64_t skipped;          /* children gone before their first sample: no collector */
+    uint64_t strangers;        /* connections of another user's, closed unread */
 };
 
 /* Take the listening socket `fd` the shim handed over (closed on failure). Returns 0, or

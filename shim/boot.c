@@ -854,6 +854,15 @@ static int greet_parent(const char *parent_ring)
     /* Non-blocking: a collector whose queue is full is as good as gone (EAGAIN). */
     if (osp__sys(SYS_connect, sock, (long)&addr, length, 0, 0) != 0)
         err = -errno;
+    /* The listener is this user's (the parent image bound it, as this user): the ring and the
+     * events go to nobody else, and a child that changed its user since starts a collector of
+     * its own, as that user. */
+    struct ucred peer;
+    socklen_t peer_size = sizeof peer;
+    if (err == 0 && (osp__sys(SYS_getsockopt, sock, SOL_SOCKET, SO_PEERCRED, (long)&peer,
+                              (long)&peer_size) != 0 ||
+                     peer.uid != getuid()))
+        err = -EPERM;
     static struct osp_fork_hello hello; /* static: 4 KiB, and one child boots once */
     memset(&hello, 0, sizeof hello);
     hello.magic = OSP_FORK_HELLO_MAGIC;

@@ -29,8 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-forks.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-gcc -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-ipa-icf "$src/forks.c" -o "$work/forks" 2>"$work/build" ||
-  fail "build failed: $(cat "$work/build")"
+build_forks "$src" "$work"
 shm_before=$(ls /dev/shm | grep -c '^osprey-' || true)
 
 run() { # run NAME MODE [ENV...]: profiled, into $work/NAME/

@@ -14,6 +14,7 @@
  *   forks daemon    daemonizes as daemon(3) does: a child forks a grandchild and ends at
  *                   once; the grandchild burns 0.3 s in work_daemon; the parent ends after
  *                   the child.
+ *   forks burn      burns 1.5 s in work_parent, alone (the victim of e2e-forks-flood.sh).
  *   forks escape    runs /bin/true twice where the profiler cannot follow: posix_spawn with
  *                   an empty environment, and a forked child's execve with OSPREY_PROFILE
  *                   kept but LD_PRELOAD dropped.
@@ -233,6 +234,11 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "burn") == 0) {
+        work_parent(1.5);
+        say("parent");
+        return 0;
+    }
     if (argc == 2 && strcmp(argv[1], "orphan") == 0) {
         if (fork() == 0) {
             work_orphan(0.3);
@@ -242,6 +248,6 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
-    fprintf(stderr, "usage: forks workers|prefork|orphan|daemon|escape\n");
+    fprintf(stderr, "usage: forks workers|prefork|orphan|daemon|burn|escape\n");
     return 2;
 }
