@@ -715,6 +715,7 @@ static void at_exit(void)
             return;
         }
         if (attempt == 0) {
+            osp__registry_pay_at_exit(reg);
             osp__registry_flush_waits(reg, osp__mono_ns());
             if (have_images)
                 osp__images_emit(&images, &event_ring);

@@ -340,6 +340,9 @@ void osp__registry_mark_automatic(struct osp__registry *reg, uint64_t start_pc);
 /* An automatically registered thread was named: end its generation and start the next one
  * under the new label (a runtime's explicit label is never replaced). Returns 1 if renamed. */
 int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char *label);
+/* At exit, sampling over (inactive, timers disarmed): the calling thread's CPU time since its
+ * last sample, paid as unregistering pays it (a short forked child's last period). */
+void osp__registry_pay_at_exit(struct osp__registry *reg);
 /* Unregister the calling thread; when it returns nothing touches the thread any more. */
 void osp__registry_unregister(struct osp__registry *reg);
 /* The calling thread's signal stack from the registry (registered threads without one of

@@ -7,6 +7,10 @@
 #             attacked run's output and status are as plain, its CPU recorded within 10% of
 #             what it used, no period lost to full rings, its wall time within twice the
 #             run alone's (plus a second: the machine is shared); the attacker did connect.
+#   many      `forks many`: 600 children of 3 ms CPU each in work_short, 20 at a time, each
+#             ending with exit: output and status as plain, and the children's recorded CPU
+#             at least 90% of what the plain run's children used (each one's last period is
+#             paid at its exit, as a thread's is when it ends).
 # Usage: e2e-forks-hardening.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR
 set -uo pipefail
 
@@ -91,5 +95,26 @@ else
     fail "flood: wall $(cat "$work/flood.wall") s attacked against $(cat "$work/alone.wall") s alone"
   grep -v "^osprey: " "$work/flood.err" | grep -q . && fail "flood: unexpected stderr: $(cat "$work/flood.err")"
 fi
+
+# --- many: short forked children, 20 at a time -------------------------------------------
+"$work/forks" many >"$work/many-plain.out" 2>/dev/null
+echo $? >"$work/many-plain.status"
+start=$(now)
+profiled many many
+finished many "$start"
+settle_collectors "$work/many"
+expect_status "$(cat "$work/many-plain.status")" "$(cat "$work/many.status")" "many: the profiled run"
+grep -v "^osprey: " "$work/many.err" | grep -q . && fail "many: unexpected stderr: $(cat "$work/many.err")"
+python3 - "$work/many" "$(awk '{print $3}' "$work/many-plain.out")" <<'PY' || fail "many: children's CPU lost (above)"
+import glob, json, sys
+files = [json.load(open(p)) for p in glob.glob(sys.argv[1] + "/p.raw.*.json")]
+forked = [d for d in files if d.get("forked")]
+cpu = sum(sum(r[4] if len(r) > 4 else 1 for r in d["samples"] if r[3] == 0) / d["rate_hz"]
+          for d in forked)
+plain = float(sys.argv[2])
+print("many: %d children with a profile of 600, %.3f s recorded of %.3f s their CPU plain (%.1f%%)"
+      % (len(forked), cpu, plain, 100 * cpu / plain))
+sys.exit(cpu < 0.9 * plain)
+PY
 
 finish "forked children: other users, many processes, unusual runs handled"

@@ -14,6 +14,8 @@
  *   forks daemon    daemonizes as daemon(3) does: a child forks a grandchild and ends at
  *                   once; the grandchild burns 0.3 s in work_daemon; the parent ends after
  *                   the child.
+ *   forks many      600 children of 3 ms CPU each in work_short, 20 at a time; the parent
+ *                   says the CPU its children used (RUSAGE_CHILDREN) as "children".
  *   forks burn      burns 1.5 s in work_parent, alone (the victim of e2e-forks-flood.sh).
  *   forks escape    runs /bin/true twice where the profiler cannot follow: posix_spawn with
  *                   an empty environment, and a forked child's execve with OSPREY_PROFILE
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -76,6 +79,11 @@ __attribute__((noinline)) static void work_orphan(double s)
     burn(s);
 }
 __attribute__((noinline)) static void work_daemon(double s)
+{
+    burn(s);
+}
+
+__attribute__((noinline)) static void work_short(double s)
 {
     burn(s);
 }
@@ -196,6 +204,29 @@ static int prefork(void)
     return 0;
 }
 
+static int many(void)
+{
+    int running = 0;
+    for (int i = 0; i < 600; i++) {
+        if (running == 20 && wait(NULL) > 0)
+            running--;
+        pid_t c = fork();
+        if (c == 0) {
+            work_short(0.003);
+            exit(0);
+        }
+        running += c > 0;
+    }
+    while (wait(NULL) > 0)
+        ;
+    struct rusage children;
+    getrusage(RUSAGE_CHILDREN, &children);
+    printf("children %d %.4f\n", (int)getpid(),
+           (double)children.ru_utime.tv_sec + children.ru_utime.tv_usec / 1e6 +
+               (double)children.ru_stime.tv_sec + children.ru_stime.tv_usec / 1e6);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "workers") == 0)
@@ -234,6 +265,8 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "many") == 0)
+        return many();
     if (argc == 2 && strcmp(argv[1], "burn") == 0) {
         work_parent(1.5);
         say("parent");
@@ -248,6 +281,6 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
-    fprintf(stderr, "usage: forks workers|prefork|orphan|daemon|burn|escape\n");
+    fprintf(stderr, "usage: forks workers|prefork|orphan|daemon|many|burn|escape\n");
     return 2;
 }
