@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "osp_ring.h"
+#include "ospd.h"
 #include "ospd_forks.h"
 #include "ospd_target.h"
 
@@ -394,6 +395,22 @@ static int connection_watch(struct ospd_forks *f, int conn, const struct ucred *
     return 0;
 }
 
+/* A connection of another user's, closed unread: when the peer is the target's own child (it
+ * changed its user; it connects and sends nothing, README.md "Forked children"), it is named
+ * in the profile as a process that ran unprofiled. Anyone else is no business of ours. */
+static void name_stranger(struct ospd_forks *f, const struct ucred *peer)
+{
+    if (f->collector == NULL || f->collector->pid <= 0 ||
+        ospd_target_parent(peer->pid) != f->collector->pid)
+        return;
+    char link[64], exe[OSP_MAX_PATH + 1];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)peer->pid);
+    ssize_t n = readlink(link, exe, sizeof exe - 1);
+    char *path = ospd_utf8_sanitize(exe, n > 0 ? (size_t)n : 0);
+    if (path != NULL)
+        ospd_collector_escaped(f->collector, peer->pid, OSPD_ESCAPE_OTHER_USER, path);
+}
+
 /* Accept what `listener` holds, at most OSPD_FORK_ACCEPTS_PER_ROUND (a flood of connections
  * waits for the loop's next round, behind the tick); returns how many it accepted. Each peer is
  * checked before anything is read: another user's connection is closed at once, unread (README.md,
@@ -414,12 +431,8 @@ static int take_connections(struct ospd_forks *f, int listener)
             continue;
         }
         if (peer.uid != getuid()) {
-            if (f->strangers++ < 3)
-                fprintf(stderr,
-                        "osprey: ospreyd: process %d of uid %u greeted the collector of uid %u "
-                        "and was refused unread (a forked child that changed its user is not "
-                        "profiled)\n",
-                        (int)peer.pid, (unsigned)peer.uid, (unsigned)getuid());
+            f->strangers++;
+            name_stranger(f, &peer);
             close(conn);
             continue;
         }
@@ -449,9 +462,10 @@ static void on_connection(uv_poll_t *poll, int status, int events)
 }
 
 int ospd_forks_adopt(struct ospd_forks *f, uv_loop_t *loop, int fd, const char *self,
-                     const char *export_formats, int run_lock)
+                     const char *export_formats, int run_lock, struct ospd_collector *collector)
 {
     memset(f, 0, sizeof *f);
+    f->collector = collector;
     f->fd = -1;
     f->run_lock = run_lock;
     f->self = self;

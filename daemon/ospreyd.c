@@ -833,7 +833,8 @@ static int run(struct ospd_daemon *d)
     /* Without the socket, a forked child that cannot greet us starts a collector itself. */
     d->forks.fd = -1;
     if (forks_fd >= 0)
-        ospd_forks_adopt(&d->forks, d->loop, forks_fd, d->self, d->export_formats, run_lock);
+        ospd_forks_adopt(&d->forks, d->loop, forks_fd, d->self, d->export_formats, run_lock,
+                         &d->collector);
     d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (d->timer_fd < 0 || uv_poll_init(d->loop, &d->tick, d->timer_fd) != 0) {
         fprintf(stderr, "osprey: ospreyd: cannot create the sampling timer: %s\n", strerror(errno));

@@ -836,34 +836,52 @@ static void forks_listen(void)
     forks_fd = (int)sock;
 }
 
-/* A forked child greets its parent's collector (see "Forked children" in proto/osp_ring.h):
- * one message with the ring's descriptor and the switch events'. Raw system calls: neither
- * the program's interposers nor our guards see them. 0 once the message is sent. */
-static int greet_parent(const char *parent_ring)
+/* The socket a forked child greets its parent's collector with, connected: made first of all
+ * its descriptors, so that a low descriptor limit (RLIMIT_NOFILE) takes the optional ones (the
+ * switch events, its own children's socket), not the one every other needs to reach a
+ * collector. A descriptor; -EPERM when the listener is another user's (below); else -errno
+ * (no collector listening, or its queue full: the child starts one itself). Raw system
+ * calls: neither the program's interposers nor our guards see them. */
+static long greeting_connect(const char *parent_ring)
 {
+    struct sockaddr_un addr;
+    socklen_t length = forks_address(&addr, parent_ring);
+    if (length == 0)
+        return -ENAMETOOLONG;
     long sock =
         osp__sys(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, 0, 0);
     if (sock < 0)
         return -errno;
-    struct sockaddr_un addr;
-    socklen_t length = forks_address(&addr, parent_ring);
-    if (length == 0) {
-        osp__sys(SYS_close, sock, 0, 0, 0, 0);
-        return -ENAMETOOLONG;
-    }
-    int err = 0;
     /* Non-blocking: a collector whose queue is full is as good as gone (EAGAIN). */
+    int err = 0;
     if (osp__sys(SYS_connect, sock, (long)&addr, length, 0, 0) != 0)
         err = -errno;
-    /* The listener is this user's (the parent image bound it, as this user): the ring and the
-     * events go to nobody else, and a child that changed its user since starts a collector of
-     * its own, as that user. */
+    /* The ring and the events go to a listener of this user's only. One of another user's is
+     * the parent's collector when this process changed its user since (a worker that dropped
+     * its privileges, then forked): the connection alone, with nothing sent, tells it so
+     * (daemon/README.md, "Forked children"), and the child is not profiled. */
     struct ucred peer;
     socklen_t peer_size = sizeof peer;
-    if (err == 0 && (osp__sys(SYS_getsockopt, sock, SOL_SOCKET, SO_PEERCRED, (long)&peer,
-                              (long)&peer_size) != 0 ||
-                     peer.uid != getuid()))
+    if (err == 0 &&
+        osp__sys(SYS_getsockopt, sock, SOL_SOCKET, SO_PEERCRED, (long)&peer, (long)&peer_size) != 0)
+        err = -errno;
+    if (err == 0 && peer.uid != getuid())
         err = -EPERM;
+    if (err != 0) {
+        osp__sys(SYS_close, sock, 0, 0, 0, 0);
+        return err;
+    }
+    return sock;
+}
+
+/* A forked child greets its parent's collector (see "Forked children" in proto/osp_ring.h):
+ * one message on `sock` (greeting_connect's, closed here) with the ring's descriptor and the
+ * switch events'. 0 once the message is sent. */
+static int greet_parent(long sock)
+{
+    if (sock < 0)
+        return (int)sock;
+    int err = 0;
     static struct osp_fork_hello hello; /* static: 4 KiB, and one child boots once */
     memset(&hello, 0, sizeof hello);
     hello.magic = OSP_FORK_HELLO_MAGIC;
@@ -927,11 +945,18 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
         pthread_mutex_unlock(&images_lock);
         return;
     }
+    long greeting = greeting_connect(parent_ring);
+    if (greeting == -EPERM) { /* its parent's collector names it */
+        pthread_mutex_unlock(&images_lock);
+        return;
+    }
     int err = ring_create(boot_rate, random64(), 0);
     if (err) {
         osp__warn("cannot create the shared-memory ring of forked process %d: %s; it is not "
                   "profiled",
                   (int)pid, strerror(-err));
+        if (greeting >= 0)
+            osp__sys(SYS_close, greeting, 0, 0, 0, 0);
         pthread_mutex_unlock(&images_lock);
         return;
     }
@@ -944,6 +969,8 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
     if (err) {
         ring_destroy();
+        if (greeting >= 0)
+            osp__sys(SYS_close, greeting, 0, 0, 0, 0);
         pthread_mutex_unlock(&images_lock);
         return;
     }
@@ -961,7 +988,7 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     atomic_store_explicit(&osp__active_flag, 1, memory_order_release);
     forks_listen();
     daemon_spawned_pid = 0; /* the parent's; a collector the parent's hands over has none */
-    daemon_spawned = greet_parent(parent_ring) == 0 || spawn_daemon(&boot_env) == 0;
+    daemon_spawned = greet_parent(greeting) == 0 || spawn_daemon(&boot_env) == 0;
     handover_close(); /* the ring, the switch events: the collector's now */
     if (!daemon_spawned)
         osp__kernel_waits_off();

@@ -251,6 +251,9 @@ struct osp__slot {
      * needs little of a thread's stack (16 KiB thread stacks, coroutines). The handler does
      * not nest on its thread (SIGPROF is blocked while it runs). */
     uint64_t sample_pcs[OSP_MAX_DEPTH];
+    /* The depth of the latest on-CPU sample's stack in sample_pcs (0: none, or sample_pcs
+     * since reused for a wait's capture): where a thread that exits was last seen running. */
+    uint32_t sample_depth;
     uint64_t start_pc; /* the start routine of a thread pthread_create started, else 0 */
 };
 

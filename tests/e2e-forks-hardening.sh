@@ -11,6 +11,11 @@
 #             ending with exit: output and status as plain, and the children's recorded CPU
 #             at least 90% of what the plain run's children used (each one's last period is
 #             paid at its exit, as a thread's is when it ends).
+#   lowfd     through osprey, `forks lowfd` (RLIMIT_NOFILE 8, a child burning 0.3 s in
+#             work_a): output and status as plain, the child in the report with its CPU.
+#   setuid    (root) through osprey, `forks setuid`: a worker becomes nobody and forks a
+#             child that burns 0.5 s: output and status as plain, and the child named in one
+#             line, "process PID (...) ran unprofiled: changed its user".
 # Usage: e2e-forks-hardening.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR
 set -uo pipefail
 
@@ -116,5 +121,40 @@ print("many: %d children with a profile of 600, %.3f s recorded of %.3f s their 
       % (len(forked), cpu, plain, 100 * cpu / plain))
 sys.exit(cpu < 0.9 * plain)
 PY
+
+# through MODE: `forks MODE` plain and through osprey (into $work/MODE-run.*): output (the
+# roles) and status as plain; the report in $work/MODE-run.err.
+through() {
+  local mode=$1
+  (cd "$work" && ./forks "$mode" >"$work/$mode-plain.out" 2>/dev/null)
+  local plain=$?
+  (cd "$work" && "$osprey" ./forks --profile -o "$work/$mode-run" -- "$mode") \
+    >"$work/$mode-run.out" 2>"$work/$mode-run.err"
+  expect_status "$plain" $? "$mode: through osprey"
+  [ "$(awk '{print $1}' "$work/$mode-plain.out" | sort)" = "$(awk '{print $1}' "$work/$mode-run.out" | sort)" ] ||
+    fail "$mode: the output differs: $(cat "$work/$mode-run.out")"
+}
+
+# --- lowfd: a descriptor limit of 8 --------------------------------------------------------
+through lowfd
+child=$(awk '/^child/ {print $2}' "$work/lowfd-run.out")
+python3 - "$work/lowfd-run.err" "$child" <<'PY' || fail "lowfd: the child's CPU is not in the report: $(cat "$work/lowfd-run.err")"
+import re, sys
+report, child = open(sys.argv[1]).read(), sys.argv[2]
+m = re.search(r"process %s \(forks\) +([0-9.]+)(ms|s) CPU" % child, report)
+cpu = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1) if m else 0
+print("lowfd: the child's CPU in the report: %.3f s of 0.3 s" % cpu)
+sys.exit(not (0.27 <= cpu <= 0.33) or "waited all the time" in report)
+PY
+
+# --- setuid: a worker that drops its privileges, and its child -----------------------------
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIP: setuid: needs root"
+else
+  through setuid
+  child=$(awk '/^child/ {print $2}' "$work/setuid-run.out")
+  n=$(grep -c "^process $child (.*) ran unprofiled: changed its user$" "$work/setuid-run.err")
+  [ "$n" = 1 ] || fail "setuid: the child $child is not named once as unprofiled: $(cat "$work/setuid-run.err")"
+fi
 
 finish "forked children: other users, many processes, unusual runs handled"

@@ -16,6 +16,9 @@
  *                   the child.
  *   forks many      600 children of 3 ms CPU each in work_short, 20 at a time; the parent
  *                   says the CPU its children used (RUSAGE_CHILDREN) as "children".
+ *   forks lowfd     RLIMIT_NOFILE 8, then a child burns 0.3 s in work_a; the parent waits.
+ *   forks setuid    (as root) a worker becomes nobody (setgid, setuid) and forks a child that
+ *                   burns 0.5 s in work_b; the parent burns 0.1 s in work_parent, waits.
  *   forks burn      burns 1.5 s in work_parent, alone (the victim of e2e-forks-flood.sh).
  *   forks escape    runs /bin/true twice where the profiler cannot follow: posix_spawn with
  *                   an empty environment, and a forked child's execve with OSPREY_PROFILE
@@ -267,6 +270,41 @@ int main(int argc, char **argv)
     }
     if (argc == 2 && strcmp(argv[1], "many") == 0)
         return many();
+    if (argc == 2 && strcmp(argv[1], "lowfd") == 0) {
+        struct rlimit eight = {8, 8};
+        if (setrlimit(RLIMIT_NOFILE, &eight) != 0)
+            return 1;
+        pid_t child = fork();
+        if (child == 0) {
+            work_a(0.3);
+            say("child");
+            exit(0);
+        }
+        waitpid(child, NULL, 0);
+        say("parent");
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "setuid") == 0) {
+        pid_t worker = fork();
+        if (worker == 0) {
+            if (setgid(65534) != 0 || setuid(65534) != 0)
+                _exit(1);
+            pid_t child = fork();
+            if (child == 0) {
+                work_b(0.5);
+                say("child");
+                exit(0);
+            }
+            waitpid(child, NULL, 0);
+            say("worker");
+            exit(0);
+        }
+        work_parent(0.1);
+        int status = 1;
+        waitpid(worker, &status, 0);
+        say("parent");
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
     if (argc == 2 && strcmp(argv[1], "burn") == 0) {
         work_parent(1.5);
         say("parent");
@@ -281,6 +319,6 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
-    fprintf(stderr, "usage: forks workers|prefork|orphan|daemon|many|burn|escape\n");
+    fprintf(stderr, "usage: forks workers|prefork|orphan|daemon|many|lowfd|setuid|burn|escape\n");
     return 2;
 }
