@@ -111,7 +111,9 @@ enum ospd_exit_status {
     OSPD_EXIT_KILLED,        /* died by a signal, learnt from /proc while it was a zombie */
     OSPD_EXIT_VANISHED,      /* ended without an exit record; how is unknown */
     OSPD_EXIT_RING_REJECTED, /* the ring broke the protocol; collection stopped */
-    OSPD_EXIT_STOPPED        /* the profile's duration ended; the program runs on */
+    OSPD_EXIT_STOPPED,       /* the profile's duration ended; the program runs on */
+    OSPD_EXIT_LEFT_SESSION   /* a forked child left the program's session (a daemon): the
+                                profile ends there, the process runs on unprofiled */
 };
 
 /* ------------------------------------------------------------------------------------------ */

@@ -91,6 +91,8 @@ static json_t *exit_object(const struct ospd_collector *c)
         return json_pack("{s:s, s:s}", "status", "ring-rejected", "error", c->error);
     case OSPD_EXIT_STOPPED:
         return json_pack("{s:s}", "status", "stopped");
+    case OSPD_EXIT_LEFT_SESSION:
+        return json_pack("{s:s}", "status", "left-session");
     case OSPD_EXIT_VANISHED:
     case OSPD_EXIT_UNKNOWN:
         break;

@@ -16,6 +16,10 @@
 #   setuid    (root) through osprey, `forks setuid`: a worker becomes nobody and forks a
 #             child that burns 0.5 s: output and status as plain, and the child named in one
 #             line, "process PID (...) ran unprofiled: changed its user".
+#   setsid    through osprey, `forks setsid` (double fork and setsid; the daemon burns 0.2 s in
+#             work_daemon, then sleeps 30 s): osprey returns while the daemon still runs
+#             (it does not wait for it), its work_daemon is in the report, and one line says
+#             it left the session.
 # Usage: e2e-forks-hardening.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR
 set -uo pipefail
 
@@ -156,5 +160,25 @@ else
   n=$(grep -c "^process $child (.*) ran unprofiled: changed its user$" "$work/setuid-run.err")
   [ "$n" = 1 ] || fail "setuid: the child $child is not named once as unprofiled: $(cat "$work/setuid-run.err")"
 fi
+
+# --- setsid: a program that starts a daemon ------------------------------------------------
+(cd "$work" && ./forks setsid >"$work/setsid-plain.out" 2>/dev/null)
+plain=$?
+start=$(now)
+(cd "$work" && "$osprey" ./forks --profile -o "$work/setsid-run" -- setsid) \
+  >"$work/setsid-run.out" 2>"$work/setsid-run.err"
+expect_status "$plain" $? "setsid: through osprey"
+wall=$(python3 -c "import sys; print('%.3f' % (float(sys.argv[1]) - float(sys.argv[2])))" "$(now)" "$start")
+daemon_pid=$(awk '/^daemon/ {print $2}' "$work/setsid-run.out")
+plain_daemon=$(awk '/^daemon/ {print $2}' "$work/setsid-plain.out")
+echo "setsid: osprey returned after $wall s, the daemon $daemon_pid running for 30 s"
+if [ -z "$daemon_pid" ] || ! kill -0 "$daemon_pid" 2>/dev/null; then
+  fail "setsid: the daemon had ended when osprey returned: osprey waited for it"
+fi
+grep -Eq "^ *[0-9.]+% +[0-9.]+%.* $daemon_pid forks +work_daemon" "$work/setsid-run.err" ||
+  fail "setsid: work_daemon is not in the report: $(cat "$work/setsid-run.err")"
+grep -q "^process $daemon_pid (forks) left the session (a daemon)" "$work/setsid-run.err" ||
+  fail "setsid: no line says the daemon left the session: $(cat "$work/setsid-run.err")"
+for pid in $daemon_pid $plain_daemon; do kill "$pid" 2>/dev/null; done
 
 finish "forked children: other users, many processes, unusual runs handled"

@@ -19,6 +19,9 @@
  *   forks lowfd     RLIMIT_NOFILE 8, then a child burns 0.3 s in work_a; the parent waits.
  *   forks setuid    (as root) a worker becomes nobody (setgid, setuid) and forks a child that
  *                   burns 0.5 s in work_b; the parent burns 0.1 s in work_parent, waits.
+ *   forks setsid    daemonizes with a double fork and setsid: the daemon says its pid at once,
+ *                   burns 0.2 s in work_daemon and sleeps 30 s (the test kills it); the
+ *                   parent ends once the middle process has.
  *   forks burn      burns 1.5 s in work_parent, alone (the victim of e2e-forks-flood.sh).
  *   forks escape    runs /bin/true twice where the profiler cannot follow: posix_spawn with
  *                   an empty environment, and a forked child's execve with OSPREY_PROFILE
@@ -305,6 +308,22 @@ int main(int argc, char **argv)
         say("parent");
         return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     }
+    if (argc == 2 && strcmp(argv[1], "setsid") == 0) {
+        pid_t middle = fork();
+        if (middle == 0) {
+            setsid();
+            if (fork() == 0) {
+                say("daemon");
+                work_daemon(0.2);
+                sleep(30);
+                exit(0);
+            }
+            _exit(0);
+        }
+        waitpid(middle, NULL, 0);
+        say("parent");
+        return 0;
+    }
     if (argc == 2 && strcmp(argv[1], "burn") == 0) {
         work_parent(1.5);
         say("parent");
@@ -319,6 +338,7 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
-    fprintf(stderr, "usage: forks workers|prefork|orphan|daemon|many|lowfd|setuid|burn|escape\n");
+    fprintf(stderr,
+            "usage: forks workers|prefork|orphan|daemon|many|lowfd|setuid|setsid|burn|escape\n");
     return 2;
 }
