@@ -623,9 +623,12 @@ static void check_liveness(struct ospd_daemon *d, uint64_t now)
     /* A forked child in a session of its own (setsid: a daemon's double fork) is not the
      * program's any more: it may run for days, and the run (osprey waits for every
      * collector's end) ends without it. Its profile ends here, written now, and it runs on
-     * unprofiled. Collectors stay in the program's session (README.md, "Scheduling"). */
+     * unprofiled. Collectors stay in the program's session (README.md, "Scheduling"). A
+     * session whose leader is still there and not the child (a program that called setsid
+     * itself, then forked its workers) is the program's own. */
     pid_t session = getsid(d->collector.pid);
-    if (d->collector.forked && session > 0 && session != getsid(0))
+    if (d->collector.forked && session > 0 && session != getsid(0) &&
+        (session == d->collector.pid || (kill(session, 0) != 0 && errno == ESRCH)))
         stop_now(d, OSPD_EXIT_LEFT_SESSION);
 }
 

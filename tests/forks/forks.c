@@ -22,6 +22,8 @@
  *   forks setsid    daemonizes with a double fork and setsid: the daemon says its pid at once,
  *                   burns 0.2 s in work_daemon and sleeps 30 s (the test kills it); the
  *                   parent ends once the middle process has.
+ *   forks clone3    a child made by calling the clone3 system call directly (syscall(2))
+ *                   burns 0.3 s in work_b; the parent waits for it.
  *   forks burn      burns 1.5 s in work_parent, alone (the victim of e2e-forks-flood.sh).
  *   forks escape    runs /bin/true twice where the profiler cannot follow: posix_spawn with
  *                   an empty environment, and a forked child's execve with OSPREY_PROFILE
@@ -31,13 +33,16 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/sched.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -324,6 +329,26 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "clone3") == 0) {
+        struct clone_args args = {.exit_signal = SIGCHLD};
+        long child = syscall(SYS_clone3, &args, sizeof args);
+        if (child == 0) {
+            work_b(0.3);
+            say("child");
+            exit(0);
+        }
+        if (child < 0) { /* a kernel before 5.3: as a fork */
+            child = fork();
+            if (child == 0) {
+                work_b(0.3);
+                say("child");
+                exit(0);
+            }
+        }
+        waitpid((pid_t)child, NULL, 0);
+        say("parent");
+        return 0;
+    }
     if (argc == 2 && strcmp(argv[1], "burn") == 0) {
         work_parent(1.5);
         say("parent");
@@ -338,7 +363,8 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
-    fprintf(stderr,
-            "usage: forks workers|prefork|orphan|daemon|many|lowfd|setuid|setsid|burn|escape\n");
+    fprintf(
+        stderr,
+        "usage: forks workers|prefork|orphan|daemon|many|lowfd|setuid|setsid|clone3|burn|escape\n");
     return 2;
 }
