@@ -1076,6 +1076,19 @@ static void at_fork_child(void)
     fork_child(1);
 }
 
+void osp__pay_before_exit(void)
+{
+    /* Inactive (after exit's handler, in a child we do not profile), in a sandbox (getpid may
+     * be forbidden), or in a vfork child (the parent's memory, another process): nothing. */
+    if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) ||
+        getpid() != osp__booted_pid)
+        return;
+    sigset_t old;
+    if (osp__sigprof_mask_raw(SIG_BLOCK, &old) != 0) /* no handler of ours from here on */
+        return;
+    osp__registry_pay_at_exit(&osp__the_registry);
+}
+
 int osp__threads_in_process(void)
 {
     char buf[1024];

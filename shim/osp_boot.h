@@ -67,6 +67,9 @@ void osp__bookkeeping_withdraw(int exported);
  * thread at the call (another's lock, malloc's included, may be held for good in the copy);
  * else one line says it is not. Nothing in a process boot already knows. */
 void osp__cloned_child(int single_threaded);
+/* boot.c: before _exit (no exit handler runs): the calling thread's CPU time since its last
+ * sample, paid as exit's handler pays it; SIGPROF stays blocked (the process is ending). */
+void osp__pay_before_exit(void);
 /* The threads of this process (/proc/self/stat), or 0 when it cannot be read. */
 int osp__threads_in_process(void);
 

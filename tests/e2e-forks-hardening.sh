@@ -7,10 +7,10 @@
 #             attacked run's output and status are as plain, its CPU recorded within 10% of
 #             what it used, no period lost to full rings, its wall time within twice the
 #             run alone's (plus a second: the machine is shared); the attacker did connect.
-#   many      `forks many`: 600 children of 3 ms CPU each in work_short, 20 at a time, each
-#             ending with exit: output and status as plain, and the children's recorded CPU
-#             at least 90% of what the plain run's children used (each one's last period is
-#             paid at its exit, as a thread's is when it ends).
+#   many      `forks many`: 600 children of 3 ms CPU each in work_short, 20 at a time, half
+#             ending with exit, half with _exit: output and status as plain, and the
+#             children's recorded CPU at least 90% of what the plain run's children used (each
+#             one's last period is paid at its exit or _exit, as a thread's is when it ends).
 #   lowfd     through osprey, `forks lowfd` (RLIMIT_NOFILE 8, a child burning 0.3 s in
 #             work_a): output and status as plain, the child in the report with its CPU.
 #   clone3    through osprey, `forks clone3` (a child made by syscall(SYS_clone3), burning

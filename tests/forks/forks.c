@@ -14,7 +14,8 @@
  *   forks daemon    daemonizes as daemon(3) does: a child forks a grandchild and ends at
  *                   once; the grandchild burns 0.3 s in work_daemon; the parent ends after
  *                   the child.
- *   forks many      600 children of 3 ms CPU each in work_short, 20 at a time; the parent
+ *   forks many      600 children of 3 ms CPU each in work_short, 20 at a time, half ending
+ *                   with exit, half with _exit; the parent
  *                   says the CPU its children used (RUSAGE_CHILDREN) as "children".
  *   forks lowfd     RLIMIT_NOFILE 8, then a child burns 0.3 s in work_a; the parent waits.
  *   forks setuid    (as root) a worker becomes nobody (setgid, setuid) and forks a child that
@@ -224,6 +225,8 @@ static int many(void)
         pid_t c = fork();
         if (c == 0) {
             work_short(0.003);
+            if (i % 2)
+                _exit(0);
             exit(0);
         }
         running += c > 0;
