@@ -49,9 +49,10 @@ extern char **environ;
  * (a shell's before exec, a daemon's double fork) has then done so, with no sample, and costs
  * no collector. What a child samples meanwhile waits in its rings. */
 #define SETTLE_MS 3
-/* A connection's greeting is sent right after its connect: one that has not come in this
- * long will not (a process stopped or killed between the two, or not one of ours). */
-#define GREETING_MS 200
+/* A child connects first and sends its greeting once its ring is made (a millisecond or two,
+ * more on a loaded machine): one that has not come in this long will not (a process stopped
+ * or killed between the two). */
+#define GREETING_MS 1000
 /* At the end, what a connection just accepted still waits for its greeting. */
 #define GREETING_END_MS 20
 
@@ -364,7 +365,8 @@ static void on_greeting(uv_poll_t *poll, int status, int events)
 static void on_deadline(uv_timer_t *timer)
 {
     struct connection *c = timer->data;
-    refuse(c->forks, "nothing sent in time");
+    if (take_greeting(c->forks, c->fd, &c->peer) == -EAGAIN) /* one that just came is taken */
+        refuse(c->forks, "nothing sent in time");
     connection_end(c);
 }
 
