@@ -471,18 +471,24 @@ static int on_escaped(struct ospd_collector *c, const uint8_t *rec, uint32_t siz
         return -EPROTO;
     if (r.reason != OSP_ESCAPE_ENVIRONMENT && r.reason != OSP_ESCAPE_PRELOAD)
         return reject(c, "escape record with unknown reason %" PRIu32, r.reason);
+    char *path = ospd_utf8_sanitize((const char *)rec + sizeof r, r.path_len);
+    if (path != NULL)
+        ospd_collector_escaped(c, r.pid > 0 ? r.pid : 0, r.reason, path);
+    return 0;
+}
+
+void ospd_collector_escaped(struct ospd_collector *c, int32_t pid, uint32_t reason, char *path)
+{
     uint64_t cap = c->escaped_cap;
     if (c->escaped_count >= OSPD_MAX_ESCAPED ||
         ospd_grow((void **)&c->escaped, &cap, (uint64_t)c->escaped_count + 1, sizeof *c->escaped) !=
-            0)
-        return 0;
+            0) {
+        free(path);
+        return;
+    }
     c->escaped_cap = (uint32_t)cap;
-    char *path = ospd_utf8_sanitize((const char *)rec + sizeof r, r.path_len);
-    if (path == NULL)
-        return 0;
     c->escaped[c->escaped_count++] =
-        (struct ospd_escaped){.pid = r.pid > 0 ? r.pid : 0, .reason = r.reason, .path = path};
-    return 0;
+        (struct ospd_escaped){.pid = pid, .reason = reason, .path = path};
 }
 
 static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)

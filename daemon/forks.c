@@ -2,13 +2,17 @@
  *
  * Owns the listening socket the shim bound (abstract: nothing in the file system, gone with
  * the last process holding it) under OSP_FORKS_SOCKET + the target ring's name and handed
- * over with its ring (`--forks-fd N`), checking each greeting (its size, magic
- * and ABI, its sender: this user and the pid it names, its descriptors: one ring and the
- * switch events it counts, its names) and starting, for each child, a collector of its own:
- * this executable again, `--ring-fd 3 --ring-name NAME --out PATH --switch-fds N
- * --forks-fd M`, the descriptors placed at 3, 4.. and M, in a process group of its own. A greeting
- * that fails a check is dropped with its descriptors (the child's profile is lost, one line says
- * so).
+ * over with its ring (`--forks-fd N`), and the connections made to it: each peer's
+ * credentials checked at accept, before anything is read (another user's is closed unread:
+ * anyone can find the name in /proc/net/unix and connect), every connection non-blocking, its
+ * greeting read when it comes (watched on the loop, with a deadline; a bounded number at once,
+ * a bounded number accepted per round of the loop), so that a silent or slow peer costs the
+ * tick nothing. Each greeting is checked (its size, magic and ABI, the pid it names against
+ * the peer's, its descriptors: one ring and the switch events it counts, its names) and, for
+ * each child, a collector of its own started: this executable again, `--ring-fd 3
+ * --ring-name NAME --out PATH --switch-fds N --forks-fd M`, the descriptors placed at 3, 4..
+ * and M, in a process group of its own. A greeting that fails a check is dropped with its
+ * descriptors (the child's profile is lost, one line says so).
  *
  * DESIGN. One collector per process, as for an exec'd image: a collector knows one ring, one
  * pid, one raw file, and everything it does (liveness, waits, asks) is per process. The
@@ -17,6 +21,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
@@ -28,12 +33,12 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "osp_ring.h"
+#include "ospd.h"
 #include "ospd_forks.h"
 #include "ospd_target.h"
 
@@ -44,6 +49,12 @@ extern char **environ;
  * (a shell's before exec, a daemon's double fork) has then done so, with no sample, and costs
  * no collector. What a child samples meanwhile waits in its rings. */
 #define SETTLE_MS 3
+/* A child connects first and sends its greeting once its ring is made (a millisecond or two,
+ * more on a loaded machine): one that has not come in this long will not (a process stopped
+ * or killed between the two). */
+#define GREETING_MS 1000
+/* At the end, what a connection just accepted still waits for its greeting. */
+#define GREETING_END_MS 20
 
 /* A greeting taken, its collector not started yet. */
 struct pending {
@@ -188,7 +199,7 @@ static bool sampled(int ring)
     return any;
 }
 
-static void take_greeting(struct ospd_forks *f, int conn);
+static int take_connections(struct ospd_forks *f, int listener);
 
 /* The greetings queued on `listener` (a child's socket for its own children), taken as ours:
  * a child that went with nothing recorded may have forked first (daemon(): fork, fork again,
@@ -196,10 +207,10 @@ static void take_greeting(struct ospd_forks *f, int conn);
 static void adopt_backlog(struct ospd_forks *f, int listener)
 {
     fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK);
-    for (int conn; (conn = accept4(listener, NULL, NULL, SOCK_CLOEXEC)) >= 0;) {
-        take_greeting(f, conn);
-        close(conn);
-    }
+    /* Its whole backlog (the shim listens with 512), as its name may still be connected to. */
+    for (int round = 0; round < 16; round++)
+        if (take_connections(f, listener) < OSPD_FORK_ACCEPTS_PER_ROUND)
+            break;
 }
 
 static void pending_free(uv_handle_t *handle)
@@ -236,8 +247,9 @@ static void on_settled(uv_timer_t *timer)
     settle(timer->data);
 }
 
-/* One greeting on a connection just accepted. */
-static void take_greeting(struct ospd_forks *f, int conn)
+/* Read the greeting of `conn` (non-blocking), from `peer`, already checked as this user.
+ * Returns -EAGAIN when nothing has come yet; else 0, the greeting taken or refused. */
+static int take_greeting(struct ospd_forks *f, int conn, const struct ucred *peer)
 {
     static struct osp_fork_hello hello;
     static union {
@@ -249,14 +261,12 @@ static void take_greeting(struct ospd_forks *f, int conn)
                          .msg_iovlen = 1,
                          .msg_control = control.bytes,
                          .msg_controllen = sizeof control.bytes};
-    /* The child sends its one message right after connecting, and we may have accepted in
-     * between: wait for it, briefly. */
-    struct timeval brief = {0, 50000};
-    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &brief, sizeof brief);
     ssize_t got;
     do
-        got = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
+        got = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     while (got < 0 && errno == EINTR);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return -EAGAIN;
     int fds[3 + OSP_MAX_SWITCH_FDS];
     int n = 0;
     for (struct cmsghdr *c = got > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c != NULL;
@@ -272,16 +282,13 @@ static void take_greeting(struct ospd_forks *f, int conn)
                     close(fd);
             }
         }
-    struct ucred peer;
-    socklen_t peer_size = sizeof peer;
     const char *why = NULL;
     if (got != (ssize_t)sizeof hello || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
         why = "not a greeting";
     else if (hello.magic != OSP_FORK_HELLO_MAGIC || hello.abi_version != OSP_RING_ABI_VERSION)
         why = "another version of the profiler";
-    else if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) != 0 ||
-             peer.uid != getuid() || peer.pid != hello.pid)
-        why = "sent by another process or user";
+    else if (peer->pid != hello.pid)
+        why = "sent by another process";
     else if (hello.switch_fds > OSP_MAX_SWITCH_FDS || hello.listener > 1 || hello.unwind > 1 ||
              n != 1 + (int)hello.switch_fds + (int)hello.listener + (int)hello.unwind)
         why = "descriptors missing";
@@ -298,7 +305,7 @@ static void take_greeting(struct ospd_forks *f, int conn)
     if (why != NULL) {
         refuse(f, why);
         close_all(fds, n);
-        return;
+        return 0;
     }
     p->forks = f;
     p->hello = hello;
@@ -308,6 +315,143 @@ static void take_greeting(struct ospd_forks *f, int conn)
     p->next = f->pending;
     f->pending = p;
     uv_timer_start(&p->timer, on_settled, SETTLE_MS, 0);
+    return 0;
+}
+
+/* A connection whose greeting has not come yet: watched on the loop until it comes or its
+ * deadline passes, never waited for. */
+struct connection {
+    uv_poll_t poll;
+    uv_timer_t deadline;
+    struct ospd_forks *forks;
+    struct connection *next;
+    struct ucred peer;
+    int fd;
+    int open_handles; /* freed once both handles are closed */
+};
+
+static void connection_free(uv_handle_t *handle)
+{
+    struct connection *c = handle->data;
+    if (--c->open_handles == 0)
+        free(c);
+}
+
+static void connection_end(struct connection *c)
+{
+    struct ospd_forks *f = c->forks;
+    for (struct connection **at = &f->connections; *at != NULL; at = &(*at)->next)
+        if (*at == c) {
+            *at = c->next;
+            break;
+        }
+    f->connection_count--;
+    uv_poll_stop(&c->poll); /* out of the poll set before the descriptor goes */
+    uv_timer_stop(&c->deadline);
+    uv_close((uv_handle_t *)&c->poll, connection_free);
+    uv_close((uv_handle_t *)&c->deadline, connection_free);
+    close(c->fd);
+}
+
+static void on_greeting(uv_poll_t *poll, int status, int events)
+{
+    (void)events;
+    struct connection *c = poll->data;
+    if (status == 0 && take_greeting(c->forks, c->fd, &c->peer) == -EAGAIN)
+        return; /* woken for nothing */
+    connection_end(c);
+}
+
+static void on_deadline(uv_timer_t *timer)
+{
+    struct connection *c = timer->data;
+    if (take_greeting(c->forks, c->fd, &c->peer) == -EAGAIN) /* one that just came is taken */
+        refuse(c->forks, "nothing sent in time");
+    connection_end(c);
+}
+
+/* Watch `conn` until its greeting comes. Returns 0, or -errno (`conn` is then the caller's). */
+static int connection_watch(struct ospd_forks *f, int conn, const struct ucred *peer)
+{
+    if (f->connection_count >= OSPD_MAX_FORK_CONNECTIONS)
+        return -EMFILE;
+    struct connection *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return -ENOMEM;
+    if (uv_poll_init(f->loop, &c->poll, conn) != 0) {
+        free(c);
+        return -ENOMEM;
+    }
+    uv_timer_init(f->loop, &c->deadline);
+    c->forks = f;
+    c->peer = *peer;
+    c->fd = conn;
+    c->open_handles = 2;
+    c->poll.data = c;
+    c->deadline.data = c;
+    c->next = f->connections;
+    f->connections = c;
+    f->connection_count++;
+    uv_poll_start(&c->poll, UV_READABLE, on_greeting);
+    uv_timer_start(&c->deadline, on_deadline, GREETING_MS, 0);
+    return 0;
+}
+
+/* A connection of another user's, closed unread: when the peer is the target's own child (it
+ * changed its user; it connects and sends nothing, README.md "Forked children"), it is named
+ * in the profile as a process that ran unprofiled. Anyone else is no business of ours. */
+static void name_stranger(struct ospd_forks *f, const struct ucred *peer)
+{
+    if (f->collector == NULL || f->collector->pid <= 0 ||
+        ospd_target_parent(peer->pid) != f->collector->pid)
+        return;
+    char link[64], exe[OSP_MAX_PATH + 1];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)peer->pid);
+    ssize_t n = readlink(link, exe, sizeof exe - 1);
+    char *path = ospd_utf8_sanitize(exe, n > 0 ? (size_t)n : 0);
+    if (path != NULL)
+        ospd_collector_escaped(f->collector, peer->pid, OSPD_ESCAPE_OTHER_USER, path);
+}
+
+/* Accept what `listener` holds, at most OSPD_FORK_ACCEPTS_PER_ROUND (a flood of connections
+ * waits for the loop's next round, behind the tick); returns how many it accepted. Each peer is
+ * checked before anything is read: another user's connection is closed at once, unread (README.md,
+ * "Forked children"). A greeting not there yet is watched on the loop, never waited for. */
+static int take_connections(struct ospd_forks *f, int listener)
+{
+    int i = 0;
+    for (; i < OSPD_FORK_ACCEPTS_PER_ROUND; i++) {
+        int conn = accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (conn < 0)
+            break;
+        struct ucred peer;
+        socklen_t peer_size = sizeof peer;
+        if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) != 0 ||
+            peer_size != sizeof peer) {
+            refuse(f, "no credentials");
+            close(conn);
+            continue;
+        }
+        if (peer.uid != getuid()) {
+            f->strangers++;
+            name_stranger(f, &peer);
+            close(conn);
+            continue;
+        }
+        int err = take_greeting(f, conn, &peer);
+        if (err == -EAGAIN)
+            err = connection_watch(f, conn, &peer);
+        else
+            err = -EALREADY; /* taken or refused */
+        if (err == 0)
+            continue; /* the loop has it now */
+        if (err == -EMFILE)
+            refuse(f, "too many greetings at once");
+        else if (err != -EALREADY)
+            refuse(f, strerror(-err));
+        close(conn);
+    }
+    return i;
 }
 
 static void on_connection(uv_poll_t *poll, int status, int events)
@@ -315,20 +459,15 @@ static void on_connection(uv_poll_t *poll, int status, int events)
     (void)status;
     (void)events;
     struct ospd_forks *f = poll->data;
-    for (;;) {
-        int conn = accept4(f->fd, NULL, NULL, SOCK_CLOEXEC);
-        if (conn < 0)
-            break;
-        take_greeting(f, conn);
-        close(conn);
-    }
+    take_connections(f, f->fd);
     ospd_forks_reap(f);
 }
 
 int ospd_forks_adopt(struct ospd_forks *f, uv_loop_t *loop, int fd, const char *self,
-                     const char *export_formats, int run_lock)
+                     const char *export_formats, int run_lock, struct ospd_collector *collector)
 {
     memset(f, 0, sizeof *f);
+    f->collector = collector;
     f->fd = -1;
     f->run_lock = run_lock;
     f->self = self;
@@ -366,12 +505,25 @@ void ospd_forks_close(struct ospd_forks *f)
     /* Stopped, the descriptor is out of libuv's poll set and may go. */
     uv_poll_stop(&f->poll);
     uv_close((uv_handle_t *)&f->poll, NULL);
-    on_connection(&f->poll, 0, UV_READABLE); /* the greetings queued, not accepted yet */
+    while (take_connections(f, f->fd) == OSPD_FORK_ACCEPTS_PER_ROUND) /* queued, not taken */
+        ;
     close(f->fd);
     f->fd = -1;
-    while (f->pending != NULL) { /* now rather than never */
-        uv_timer_stop(&f->pending->timer);
-        settle(f->pending);
+    /* A greeting on its way is waited for briefly, all of them together, now that the loop
+     * ends; a settled child's backlog may add more of both. */
+    uint64_t end_ns = uv_hrtime() + GREETING_END_MS * 1000000ull;
+    while (f->connections != NULL || f->pending != NULL) {
+        if (f->pending != NULL) { /* now rather than never */
+            uv_timer_stop(&f->pending->timer);
+            settle(f->pending);
+            continue;
+        }
+        struct connection *c = f->connections;
+        uint64_t now = uv_hrtime();
+        struct pollfd ready = {.fd = c->fd, .events = POLLIN};
+        if (now < end_ns && poll(&ready, 1, (int)((end_ns - now) / 1000000u) + 1) > 0)
+            take_greeting(f, c->fd, &c->peer);
+        connection_end(c);
     }
     ospd_forks_reap(f);
     free(f->children); /* those not reaped yet go to init */

@@ -71,9 +71,13 @@ struct ospd_thread {
     char *label; /* valid UTF-8, NUL-terminated */
 };
 
+/* A reason of ospreyd's own beside the shim's (enum osp_escape): a forked child that runs as
+ * another user than its parent's collector (forks.c). */
+#define OSPD_ESCAPE_OTHER_USER 0x100u
+
 struct ospd_escaped {
     int32_t pid;
-    uint32_t reason; /* enum osp_escape */
+    uint32_t reason; /* enum osp_escape, or OSPD_ESCAPE_OTHER_USER */
     char *path;      /* valid UTF-8, NUL-terminated */
 };
 
@@ -107,7 +111,9 @@ enum ospd_exit_status {
     OSPD_EXIT_KILLED,        /* died by a signal, learnt from /proc while it was a zombie */
     OSPD_EXIT_VANISHED,      /* ended without an exit record; how is unknown */
     OSPD_EXIT_RING_REJECTED, /* the ring broke the protocol; collection stopped */
-    OSPD_EXIT_STOPPED        /* the profile's duration ended; the program runs on */
+    OSPD_EXIT_STOPPED,       /* the profile's duration ended; the program runs on */
+    OSPD_EXIT_LEFT_SESSION   /* a forked child left the program's session (a daemon): the
+                                profile ends there, the process runs on unprofiled */
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -280,6 +286,10 @@ int64_t ospd_collector_thread(struct ospd_collector *c, uint32_t slot, uint32_t 
  * the same base and path as a known one only adds its main flag. 0 or -ENOMEM. */
 int ospd_collector_image(struct ospd_collector *c, uint64_t base, uint64_t slide, uint64_t text,
                          uint64_t text_size, char *path, const char *arch, bool main);
+/* A process that ran unprofiled (pid, why: enum osp_escape or OSPD_ESCAPE_OTHER_USER): takes
+ * `path` (its executable, valid UTF-8, malloc'd; freed when not kept). Later than
+ * OSPD_MAX_ESCAPED, or out of memory, it is left out. */
+void ospd_collector_escaped(struct ospd_collector *c, int32_t pid, uint32_t reason, char *path);
 /* An on-CPU or waiting sample of collector thread `thread` standing for `weight` periods,
  * its stack pcs[0..depth) leaf first (depth <= OSP_MAX_DEPTH). Returns the stack's index, or
  * a negative errno (the sample is counted as lost). */

@@ -9,6 +9,8 @@
 /* Read /proc/<pid>/stat. Returns the state letter ('R', 'S', 'Z', ...) or 0 when the process
  * is gone; *exit_code receives field 52 (waitpid encoding) or -1. */
 char ospd_target_state(int32_t pid, int *exit_code);
+/* The process's parent (field 4 of /proc/<pid>/stat), or 0 when it is gone. */
+int32_t ospd_target_parent(int32_t pid);
 /* The wait status the pidfd knows, or -1 (a kernel before 6.15, or not known yet). */
 int ospd_target_pidfd_status(int pidfd);
 /* Whether a thread of the process other than a zombie main thread is still alive (a main

@@ -601,6 +601,8 @@ static void on_pidfd(uv_poll_t *poll, int status, int events)
     target_gone(d);
 }
 
+static void stop_now(struct ospd_daemon *d, enum ospd_exit_status status);
+
 /* Once a second: is the target still there, and still ours? */
 static void check_liveness(struct ospd_daemon *d, uint64_t now)
 {
@@ -616,7 +618,18 @@ static void check_liveness(struct ospd_daemon *d, uint64_t now)
     if (!target_maps_ring(d)) {
         drain(d);
         finish(d, OSPD_EXIT_VANISHED); /* exec'd away from the ring */
+        return;
     }
+    /* A forked child in a session of its own (setsid: a daemon's double fork) is not the
+     * program's any more: it may run for days, and the run (osprey waits for every
+     * collector's end) ends without it. Its profile ends here, written now, and it runs on
+     * unprofiled. Collectors stay in the program's session (README.md, "Scheduling"). A
+     * session whose leader is still there and not the child (a program that called setsid
+     * itself, then forked its workers) is the program's own. */
+    pid_t session = getsid(d->collector.pid);
+    if (d->collector.forked && session > 0 && session != getsid(0) &&
+        (session == d->collector.pid || (kill(session, 0) != 0 && errno == ESRCH)))
+        stop_now(d, OSPD_EXIT_LEFT_SESSION);
 }
 
 /* How often the rings are read, from how full the fullest was: half full or more, twice as
@@ -686,10 +699,11 @@ static void ask_for_sites(struct ospd_daemon *d, uint64_t now)
     ospd_waits_to_ask(&d->collector, now, 1000000000u / d->collector.rate_hz, ask_one, d);
 }
 
-/* The profile's duration is over (stop_at_ns, from the shim): pause our signals (no thread
+/* The profile's duration is over (stop_at_ns, from the shim; `status` OSPD_EXIT_STOPPED), or
+ * a forked child left the session (OSPD_EXIT_LEFT_SESSION): pause our signals (no thread
  * arms a timer again), say so (the handler returns at once from then on), read everything,
  * and write the profile while the program runs on. */
-static void stop_now(struct ospd_daemon *d)
+static void stop_now(struct ospd_daemon *d, enum ospd_exit_status status)
 {
     struct osp_ring_header *h = d->header;
     atomic_fetch_add_explicit(&h->signals_paused, 1, memory_order_seq_cst);
@@ -698,7 +712,7 @@ static void stop_now(struct ospd_daemon *d)
         return;
     drain_slots(d, true);
     read_target_cpu(d);
-    finish(d, OSPD_EXIT_STOPPED);
+    finish(d, status);
 }
 
 /* A switch ring is a quarter full: read them all now. Hung up (the target exec'd away, which
@@ -750,7 +764,7 @@ static void on_tick(uv_poll_t *poll, int status, int events)
     /* Read from the shared header, so never trusted beyond "now or later". */
     uint64_t stop_at = d->header->stop_at_ns;
     if (stop_at != 0 && now >= stop_at) {
-        stop_now(d);
+        stop_now(d, OSPD_EXIT_STOPPED);
         return;
     }
     if (now >= d->next_liveness_ns) {
@@ -833,7 +847,8 @@ static int run(struct ospd_daemon *d)
     /* Without the socket, a forked child that cannot greet us starts a collector itself. */
     d->forks.fd = -1;
     if (forks_fd >= 0)
-        ospd_forks_adopt(&d->forks, d->loop, forks_fd, d->self, d->export_formats, run_lock);
+        ospd_forks_adopt(&d->forks, d->loop, forks_fd, d->self, d->export_formats, run_lock,
+                         &d->collector);
     d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (d->timer_fd < 0 || uv_poll_init(d->loop, &d->tick, d->timer_fd) != 0) {
         fprintf(stderr, "osprey: ospreyd: cannot create the sampling timer: %s\n", strerror(errno));

@@ -91,6 +91,8 @@ static json_t *exit_object(const struct ospd_collector *c)
         return json_pack("{s:s, s:s}", "status", "ring-rejected", "error", c->error);
     case OSPD_EXIT_STOPPED:
         return json_pack("{s:s}", "status", "stopped");
+    case OSPD_EXIT_LEFT_SESSION:
+        return json_pack("{s:s}", "status", "left-session");
     case OSPD_EXIT_VANISHED:
     case OSPD_EXIT_UNKNOWN:
         break;
@@ -239,9 +241,11 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         json_t *escaped = json_array();
         for (uint32_t i = 0; escaped != NULL && i < c->escaped_count; i++) {
             const struct ospd_escaped *e = &c->escaped[i];
-            json_t *one = json_pack("{s:i, s:s, s:s}", "pid", e->pid, "exe", e->path, "reason",
-                                    e->reason == OSP_ESCAPE_ENVIRONMENT ? "environment cleared"
-                                                                        : "LD_PRELOAD dropped");
+            const char *reason = e->reason == OSP_ESCAPE_ENVIRONMENT   ? "environment cleared"
+                                 : e->reason == OSPD_ESCAPE_OTHER_USER ? "changed its user"
+                                                                       : "LD_PRELOAD dropped";
+            json_t *one =
+                json_pack("{s:i, s:s, s:s}", "pid", e->pid, "exe", e->path, "reason", reason);
             if (one == NULL || json_array_append_new(escaped, one) != 0) {
                 json_decref(escaped);
                 escaped = NULL;

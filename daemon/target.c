@@ -16,28 +16,48 @@
 
 #include "ospd_target.h"
 
-/* Read /proc/<pid>/stat. Returns the state letter ('R', 'S', 'Z', ...) or 0 when the process
- * is gone; *exit_code receives field 52 (waitpid encoding) or -1. */
-char ospd_target_state(int32_t pid, int *exit_code)
+/* /proc/<pid>/stat into `buf`: the fields after comm (from the state, field 3), or NULL when
+ * the process is gone. */
+static char *read_stat(int32_t pid, char *buf, size_t size)
 {
-    char path[64], buf[4096];
-    *exit_code = -1;
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+        return NULL;
+    ssize_t n = read(fd, buf, size - 1);
     close(fd);
     if (n <= 0)
-        return 0;
+        return NULL;
     buf[n] = '\0';
     char *p = strrchr(buf, ')'); /* comm may itself contain ')' */
     if (p == NULL || p[1] != ' ' || p[2] == '\0')
+        return NULL;
+    return p + 2;
+}
+
+int32_t ospd_target_parent(int32_t pid)
+{
+    char buf[4096];
+    const char *fields = read_stat(pid, buf, sizeof buf);
+    int parent = 0;
+    char state;
+    if (fields == NULL || sscanf(fields, "%c %d", &state, &parent) != 2 || parent < 0)
         return 0;
-    char state = p[2];
+    return parent;
+}
+
+char ospd_target_state(int32_t pid, int *exit_code)
+{
+    char buf[4096];
+    *exit_code = -1;
+    const char *fields = read_stat(pid, buf, sizeof buf);
+    if (fields == NULL)
+        return 0;
+    char state = fields[0];
     /* Fields after comm start at field 3 (state); field 52 is the 50th of them. */
     int field = 3;
-    for (char *q = p + 2; *q != '\0'; q++) {
+    for (const char *q = fields; *q != '\0'; q++) {
         if (*q == ' ' && ++field == 52) {
             char *end;
             long v = strtol(q + 1, &end, 10);

@@ -95,6 +95,9 @@ struct ospx_exit {
     int known;  /* 0 when the raw file has no "exit" object */
     int normal; /* 1: the program exited through exit()/return from main */
     int signal; /* > 0: the program was killed by this signal */
+    /* 1: a forked child that left the program's session (a daemon): profiled until then, it
+     * ran on unprofiled ("left-session") */
+    int left_session;
 };
 
 /* A process this one started that ran unprofiled (the raw file's optional "escaped": its

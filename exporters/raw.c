@@ -854,7 +854,8 @@ static size_t raw_rest_text(const char *text, size_t size, const struct raw_span
 
 /* The optional "exit" object: {"status":"exited"} | {"status":"killed","signal":N} |
  * {"status":"vanished"} | {"status":"ring-rejected"} | {"status":"stopped"} (the profile's
- * duration ended, complete for its window); a bare {"signal":N} also means killed.
+ * duration ended, complete for its window) | {"status":"left-session"} (a forked child became
+ * a daemon: profiled until then); a bare {"signal":N} also means killed.
  * A status this reader does not know is kept as "known, not normal": writers may add some. */
 static int raw_read_exit(struct raw_reader *reader, const json_t *exit_object, struct ospx_raw *out)
 {
@@ -872,6 +873,8 @@ static int raw_read_exit(struct raw_reader *reader, const json_t *exit_object, s
             return rc;
         out->exit.signal = (int)signal_number;
     }
+    out->exit.left_session =
+        status != NULL && strcmp(json_string_value(status), "left-session") == 0;
     if (status != NULL && (strcmp(json_string_value(status), "exited") == 0 ||
                            strcmp(json_string_value(status), "stopped") == 0)) {
         out->exit.normal = 1;

@@ -313,6 +313,27 @@ static void print_processes(FILE *out, size_t width, const struct ospx_model *mo
 
 #define ESCAPED_LINES 3
 
+/* The forked children that left the program's session (daemons): their profile ends there,
+ * and they ran on unprofiled, which one line each says. */
+static void print_left_session(FILE *out, size_t width, const struct ospx_model *model,
+                               const char *warn)
+{
+    const struct ospx_raw *raw = model->raw;
+    for (size_t p = 0, shown = 0; p < raw->process_count && shown < ESCAPED_LINES; p++) {
+        const struct ospx_process *process = &raw->processes[p];
+        if (!process->exit.left_session)
+            continue;
+        const char *exe = process->exe != NULL ? process->exe : "?";
+        const char *name = strrchr(exe, '/') != NULL ? strrchr(exe, '/') + 1 : exe;
+        char line[600];
+        snprintf(line, sizeof line, "process %lld (%s) left the session (a daemon)",
+                 (long long)process->pid, name);
+        emit_pair(out, width, warn, line,
+                  "profiled until its collector saw it (within a second), then ran on unprofiled");
+        shown++;
+    }
+}
+
 /* The processes that ran unprofiled (their environment dropped the profiler): named, so that a
  * program that waited for them is not read as waiting for nothing. The first few one line
  * each, the rest counted. `process`: only those that process started; -1 all. */
@@ -776,6 +797,7 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
         print_processes(out, width, model);
     print_fibers(out, width, model);
     print_escaped(out, width, model, process, warn);
+    print_left_session(out, width, model, warn);
     fputc('\n', out);
     if (model->on_cpu_samples == 0) {
         emit(out, width, warn,

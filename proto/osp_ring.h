@@ -399,7 +399,9 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
  * socket itself, before its collector starts, and hands it on with the ring (`--forks-fd N`):
  * a child forked before the collector is up queues its greeting; nobody else can take the
  * name while the image lives.
- * That ospreyd checks the sender (same user, SO_PEERCRED pid == hello.pid) and starts a
+ * The child sends only to a listener of its own user (SO_PEERCRED of the connected socket).
+ * That ospreyd checks the sender before reading (same user, then SO_PEERCRED pid ==
+ * hello.pid; another user's connection is closed unread) and starts a
  * collector for the child (`ospreyd --ring-fd 3 --ring-name NAME --switch-fds N
  * --forks-fd M --unwind-fd K`), which takes the child's own children's greetings in turn. A
  * forked image that recorded no sample (it exec'd or ended at once: a shell's fork before

@@ -121,6 +121,9 @@ static struct boot_env boot_env;
 static uint32_t boot_rate;
 static char profile_absolute[PATH_MAX];
 static long run_root_pid;
+/* The session this image booted in: a forked child in another (a daemon's double fork) whose
+ * parent's collector cannot be reached starts none of its own (boot_forked). */
+static pid_t boot_session;
 
 static int copy_env(const char *name, char *out, size_t outsz)
 {
@@ -188,6 +191,7 @@ static int resolve_out_path(const struct boot_env *env, uint64_t random_bits)
     if (env->root_pid == 0)
         setenv("OSPREY_PROFILE", absolute, 1); /* the user's own variable, made absolute */
     run_root_pid = env->root_pid != 0 ? env->root_pid : pid;
+    boot_session = getsid(0);
     osp__bookkeeping_set(run_root_pid, pid);
     unsetenv("OSPREY_PROFILE_ROOT_PID");
     unsetenv("OSPREY_PROFILE_LAST_PID");
@@ -587,6 +591,22 @@ static int spawn_daemon(const struct boot_env *env)
     return 0;
 }
 
+/* /proc/PID/stat (`path`) read into `buf` with raw calls: its fields after comm, from the
+ * state (field 3) on, or NULL. */
+static const char *proc_stat_fields(const char *path, char *buf, size_t size)
+{
+    long fd = osp__sys(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0);
+    if (fd < 0)
+        return NULL;
+    long n = osp__sys(SYS_read, fd, (long)buf, (long)size - 1, 0, 0);
+    osp__sys(SYS_close, fd, 0, 0, 0, 0);
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    const char *end = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold anything */
+    return end != NULL && end[1] == ' ' ? end + 2 : NULL;
+}
+
 /* Has process pid ended (no such process, or a zombie its reaper has not collected: osprey is
  * the run's subreaper)? Raw calls, at exit. */
 static int process_ended(long pid)
@@ -595,16 +615,8 @@ static int process_ended(long pid)
         return errno == ESRCH;
     char path[48], stat[160];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    long fd = osp__sys(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0);
-    if (fd < 0)
-        return 0;
-    long n = osp__sys(SYS_read, fd, (long)stat, sizeof stat - 1, 0, 0);
-    osp__sys(SYS_close, fd, 0, 0, 0, 0);
-    if (n <= 0)
-        return 0;
-    stat[n] = '\0';
-    const char *end = strrchr(stat, ')'); /* "pid (comm) S ...": comm may hold anything */
-    return end != NULL && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X');
+    const char *fields = proc_stat_fields(path, stat, sizeof stat);
+    return fields != NULL && (fields[0] == 'Z' || fields[0] == 'X');
 }
 
 static void wait_for_daemon(void)
@@ -715,6 +727,7 @@ static void at_exit(void)
             return;
         }
         if (attempt == 0) {
+            osp__registry_pay_at_exit(reg);
             osp__registry_flush_waits(reg, osp__mono_ns());
             if (have_images)
                 osp__images_emit(&images, &event_ring);
@@ -835,25 +848,52 @@ static void forks_listen(void)
     forks_fd = (int)sock;
 }
 
-/* A forked child greets its parent's collector (see "Forked children" in proto/osp_ring.h):
- * one message with the ring's descriptor and the switch events'. Raw system calls: neither
- * the program's interposers nor our guards see them. 0 once the message is sent. */
-static int greet_parent(const char *parent_ring)
+/* The socket a forked child greets its parent's collector with, connected: made first of all
+ * its descriptors, so that a low descriptor limit (RLIMIT_NOFILE) takes the optional ones (the
+ * switch events, its own children's socket), not the one every other needs to reach a
+ * collector. A descriptor; -EPERM when the listener is another user's (below); else -errno
+ * (no collector listening, or its queue full: the child starts one itself). Raw system
+ * calls: neither the program's interposers nor our guards see them. */
+static long greeting_connect(const char *parent_ring)
 {
+    struct sockaddr_un addr;
+    socklen_t length = forks_address(&addr, parent_ring);
+    if (length == 0)
+        return -ENAMETOOLONG;
     long sock =
         osp__sys(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, 0, 0);
     if (sock < 0)
         return -errno;
-    struct sockaddr_un addr;
-    socklen_t length = forks_address(&addr, parent_ring);
-    if (length == 0) {
-        osp__sys(SYS_close, sock, 0, 0, 0, 0);
-        return -ENAMETOOLONG;
-    }
-    int err = 0;
     /* Non-blocking: a collector whose queue is full is as good as gone (EAGAIN). */
+    int err = 0;
     if (osp__sys(SYS_connect, sock, (long)&addr, length, 0, 0) != 0)
         err = -errno;
+    /* The ring and the events go to a listener of this user's only. One of another user's is
+     * the parent's collector when this process changed its user since (a worker that dropped
+     * its privileges, then forked): the connection alone, with nothing sent, tells it so
+     * (daemon/README.md, "Forked children"), and the child is not profiled. */
+    struct ucred peer;
+    socklen_t peer_size = sizeof peer;
+    if (err == 0 &&
+        osp__sys(SYS_getsockopt, sock, SOL_SOCKET, SO_PEERCRED, (long)&peer, (long)&peer_size) != 0)
+        err = -errno;
+    if (err == 0 && peer.uid != getuid())
+        err = -EPERM;
+    if (err != 0) {
+        osp__sys(SYS_close, sock, 0, 0, 0, 0);
+        return err;
+    }
+    return sock;
+}
+
+/* A forked child greets its parent's collector (see "Forked children" in proto/osp_ring.h):
+ * one message on `sock` (greeting_connect's, closed here) with the ring's descriptor and the
+ * switch events'. 0 once the message is sent. */
+static int greet_parent(long sock)
+{
+    if (sock < 0)
+        return (int)sock;
+    int err = 0;
     static struct osp_fork_hello hello; /* static: 4 KiB, and one child boots once */
     memset(&hello, 0, sizeof hello);
     hello.magic = OSP_FORK_HELLO_MAGIC;
@@ -917,11 +957,18 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
         pthread_mutex_unlock(&images_lock);
         return;
     }
+    long greeting = greeting_connect(parent_ring);
+    if (greeting == -EPERM) { /* its parent's collector names it */
+        pthread_mutex_unlock(&images_lock);
+        return;
+    }
     int err = ring_create(boot_rate, random64(), 0);
     if (err) {
         osp__warn("cannot create the shared-memory ring of forked process %d: %s; it is not "
                   "profiled",
                   (int)pid, strerror(-err));
+        if (greeting >= 0)
+            osp__sys(SYS_close, greeting, 0, 0, 0, 0);
         pthread_mutex_unlock(&images_lock);
         return;
     }
@@ -934,6 +981,8 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
     if (err) {
         ring_destroy();
+        if (greeting >= 0)
+            osp__sys(SYS_close, greeting, 0, 0, 0, 0);
         pthread_mutex_unlock(&images_lock);
         return;
     }
@@ -951,7 +1000,19 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     atomic_store_explicit(&osp__active_flag, 1, memory_order_release);
     forks_listen();
     daemon_spawned_pid = 0; /* the parent's; a collector the parent's hands over has none */
-    daemon_spawned = greet_parent(parent_ring) == 0 || spawn_daemon(&boot_env) == 0;
+    err = greet_parent(greeting);
+    /* A child in a session of its own whose parent's collector is gone is a daemon whose
+     * middle process has ended: a collector of its own would be in its session, not the
+     * program's, and would hold the run's lock as long as the daemon runs (osprey would wait
+     * for it); its parent's collector would have ended its profile (ospreyd.c). */
+    if (err != 0 && boot_session > 0 && getsid(0) != boot_session) {
+        osp__warn("process %d left the session (a daemon) after its parent's collector ended; "
+                  "it is not profiled",
+                  (int)pid);
+        daemon_spawned = 0;
+    } else {
+        daemon_spawned = err == 0 || spawn_daemon(&boot_env) == 0;
+    }
     handover_close(); /* the ring, the switch events: the collector's now */
     if (!daemon_spawned)
         osp__kernel_waits_off();
@@ -959,15 +1020,15 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
     osp_prof_thread_register(fiber, label);
 }
 
-/* pthread_atfork child. Only this (now single) thread exists. The parent's ring, tables and
- * events are the parent's: the child lets go of them, then profiles itself (boot_forked)
- * unless the parent's profile had stopped, the program took SIGPROF or entered a sandbox,
- * or OSPREY_PROFILE_FORKS=0. */
-static void at_fork_child(void)
+/* In a new process, the parent's copy: the parent's ring, tables and events are the parent's:
+ * the child lets go of them, then profiles itself (boot_forked) when `allowed` and unless the
+ * parent's profile had stopped, the program took SIGPROF or entered a sandbox, or
+ * OSPREY_PROFILE_FORKS=0. Only the calling thread exists. */
+static void fork_child(int allowed)
 {
     osp__read_code_init();
     pid_t parent = osp__booted_pid;
-    int profiled = osp__is_active() && ring_header != NULL &&
+    int profiled = allowed && osp__is_active() && ring_header != NULL &&
                    !atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) &&
                    !atomic_load_explicit(&ring_header->stopped, memory_order_acquire) &&
                    atomic_load_explicit(&ring_header->signals_paused, memory_order_acquire) == 0 &&
@@ -1007,6 +1068,48 @@ static void at_fork_child(void)
     osp__kernel_waits_off(); /* the parent's */
     if (profiled)
         boot_forked(parent, fiber, label, stop_at_ns, parent_ring);
+}
+
+/* pthread_atfork child. */
+static void at_fork_child(void)
+{
+    fork_child(1);
+}
+
+void osp__pay_before_exit(void)
+{
+    /* Inactive (after exit's handler, in a child we do not profile), in a sandbox (getpid may
+     * be forbidden), or in a vfork child (the parent's memory, another process): nothing. */
+    if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) ||
+        getpid() != osp__booted_pid)
+        return;
+    sigset_t old;
+    if (osp__sigprof_mask_raw(SIG_BLOCK, &old) != 0) /* no handler of ours from here on */
+        return;
+    osp__registry_pay_at_exit(&osp__the_registry);
+}
+
+int osp__threads_in_process(void)
+{
+    char buf[1024];
+    const char *p = proc_stat_fields("/proc/self/stat", buf, sizeof buf);
+    /* num_threads is field 20; p is at field 3. */
+    for (int field = 3; p != NULL && *p != '\0'; p++)
+        if (*p == ' ' && ++field == 20)
+            return atoi(p + 1);
+    return 0;
+}
+
+void osp__cloned_child(int single_threaded)
+{
+    /* A process our boot or fork_child saw already (a fork's handler ran), or none of ours. */
+    if (!osp__is_active() || getpid() == osp__booted_pid)
+        return;
+    if (!single_threaded)
+        osp__warn("process %d, made by calling clone directly in a program of several threads, "
+                  "is not profiled",
+                  (int)getpid());
+    fork_child(single_threaded);
 }
 
 static void boot(void)

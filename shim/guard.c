@@ -20,6 +20,7 @@
 #include <linux/close_range.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -457,6 +458,27 @@ syscall(long nr, ...)
 #endif
     if (nr == SYS_prctl && a[0] == PR_SET_SECCOMP)
         osp__sandbox_begin();
+    /* clone and clone3 called directly make a process no fork handler of ours sees. One that
+     * copies the address space (neither CLONE_VM nor CLONE_THREAD nor CLONE_VFORK; clone3's
+     * flags are the first field of its struct clone_args) boots in the child as a forked child
+     * does (boot.c); a thread or a vfork is the caller's business. */
+    uint64_t flags = 0;
+    int cloning = nr == SYS_clone;
+    if (cloning)
+        flags = (uint64_t)a[0];
+#ifdef SYS_clone3
+    if (nr == SYS_clone3 && a[0] != 0 && (size_t)a[1] >= sizeof flags) {
+        memcpy(&flags, (const void *)a[0], sizeof flags);
+        cloning = 1;
+    }
+#endif
+    if (cloning && osp__is_active() && !(flags & (CLONE_VM | CLONE_THREAD | CLONE_VFORK))) {
+        int single = osp__threads_in_process() == 1;
+        long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+        if (r == 0)
+            osp__cloned_child(single);
+        return r;
+    }
     sigset_t old;
     int guarded = syscall_never_restarted(nr, a) ? osp__guard_begin(&old, sym) : 0;
     long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);

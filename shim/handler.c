@@ -161,6 +161,7 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                 /* ospreyd times the waits from the kernel's records; each capture gives the
                  * site of the wait it falls in (a wait since the last one may be another). */
                 uint32_t depth = capture(s, context, s->sample_pcs);
+                s->sample_depth = 0;
                 osp__wait_captured(s, now, s->sample_pcs, depth);
                 s->wait_generation = generation;
             } else if (!s->wait_open) {
@@ -249,6 +250,7 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             if (weight > 0) {
                 uint64_t *pcs = in_call ? s->wait_pcs : s->sample_pcs;
                 uint32_t depth = in_call ? s->wait_depth : capture(s, context, pcs);
+                s->sample_depth = in_call ? 0 : depth;
                 if (osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth) != 0) {
                     /* The ring is full (ospreyd is late): the CPU time is carried to the next
                      * sample, unless it has been waiting as long as one sample may stand for. */

@@ -62,6 +62,17 @@ char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **stor
 int osp__bookkeeping_export(void);
 void osp__bookkeeping_withdraw(int exported);
 
+/* boot.c: in the child of a clone or clone3 the program called directly (syscall(2): no fork
+ * handler runs), a new process: profiled as a forked child is, when the program had one
+ * thread at the call (another's lock, malloc's included, may be held for good in the copy);
+ * else one line says it is not. Nothing in a process boot already knows. */
+void osp__cloned_child(int single_threaded);
+/* boot.c: before _exit (no exit handler runs): the calling thread's CPU time since its last
+ * sample, paid as exit's handler pays it; SIGPROF stays blocked (the process is ending). */
+void osp__pay_before_exit(void);
+/* The threads of this process (/proc/self/stat), or 0 when it cannot be read. */
+int osp__threads_in_process(void);
+
 /* ---- control.c --------------------------------------------------------------------------- */
 
 /* Before execve: pause our signals (no handler arms a timer again) and disarm every thread's

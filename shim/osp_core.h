@@ -251,6 +251,9 @@ struct osp__slot {
      * needs little of a thread's stack (16 KiB thread stacks, coroutines). The handler does
      * not nest on its thread (SIGPROF is blocked while it runs). */
     uint64_t sample_pcs[OSP_MAX_DEPTH];
+    /* The depth of the latest on-CPU sample's stack in sample_pcs (0: none, or sample_pcs
+     * since reused for a wait's capture): where a thread that exits was last seen running. */
+    uint32_t sample_depth;
     uint64_t start_pc; /* the start routine of a thread pthread_create started, else 0 */
 };
 
@@ -340,6 +343,9 @@ void osp__registry_mark_automatic(struct osp__registry *reg, uint64_t start_pc);
 /* An automatically registered thread was named: end its generation and start the next one
  * under the new label (a runtime's explicit label is never replaced). Returns 1 if renamed. */
 int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char *label);
+/* At exit, sampling over (inactive, timers disarmed): the calling thread's CPU time since its
+ * last sample, paid as unregistering pays it (a short forked child's last period). */
+void osp__registry_pay_at_exit(struct osp__registry *reg);
 /* Unregister the calling thread; when it returns nothing touches the thread any more. */
 void osp__registry_unregister(struct osp__registry *reg);
 /* The calling thread's signal stack from the registry (registered threads without one of

@@ -440,6 +440,50 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     return 0;
 }
 
+/* The CPU time the timers of slot `s` (the calling thread's, its handler out of the way)
+ * had no chance to sample (a thread shorter than a period, or one that ended before its next
+ * sample), paid now, rounded by the credit rule: with the random phase it started at, a thread
+ * is paid its CPU time in expectation. The stack is `depth` pcs of `pcs`; with none (NULL),
+ * the thread's start routine (ours is no place for it), or ours when it has none (the
+ * exporters leave the profiler's frames out). */
+static void pay_rest(struct osp__slot *s, uint64_t now, uint64_t cpu, const uint64_t *pcs,
+                     uint32_t depth)
+{
+    uint64_t needed;
+    uint32_t weight = osp__credit_take(&s->credit, cpu, osp__period_ns, &needed);
+    if (weight == 0)
+        return;
+    if (pcs == NULL) {
+        depth = 1;
+        s->sample_pcs[0] = s->start_pc;
+        if (s->start_pc == 0) {
+            uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+            depth = osp__unwind_caller(fp, 0, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
+                                       s->sample_pcs, OSP_MAX_DEPTH);
+            /* A frame whose return address could not be read (an exit handler called by the
+             * loader through a pointer) is left out, not named 0. */
+            uint32_t kept = 0;
+            for (uint32_t i = 0; i < depth; i++)
+                if (s->sample_pcs[i] != 0)
+                    s->sample_pcs[kept++] = s->sample_pcs[i];
+            depth = kept;
+        }
+        pcs = s->sample_pcs;
+    }
+    if (depth > 0 && osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth) != 0)
+        osp__event_ring_count_drops(&s->ring, weight);
+}
+
+void osp__registry_pay_at_exit(struct osp__registry *reg)
+{
+    struct osp__slot *s = osp__tls_slot;
+    /* Where the thread was last seen running: its latest on-CPU sample's stack; else the one
+     * that called exit (ours first, which the exporters leave out). */
+    if (s != NULL && s->active && !reg->stopped && s->shared != NULL)
+        pay_rest(s, osp__clock_ns(CLOCK_MONOTONIC), osp__clock_ns(CLOCK_THREAD_CPUTIME_ID),
+                 s->sample_depth > 0 ? s->sample_pcs : NULL, s->sample_depth);
+}
+
 void osp__registry_unregister(struct osp__registry *reg)
 {
     struct osp__slot *s = osp__tls_slot;
@@ -455,28 +499,11 @@ void osp__registry_unregister(struct osp__registry *reg)
     s->wall_timer = -1;
     altstack_give_back();
     /* The handler no longer runs for this slot: its ring and wait are ours to finish, and the
-     * CPU time its timers had no chance to sample (a thread shorter than a period, or one
-     * that ended before its next sample) is paid now, rounded by the credit rule: with the
-     * random phase it started at, a thread is paid its CPU time in expectation. The stack is
-     * the thread's start routine (ours is no place for it), or ours when it has none (the
-     * exporters leave the profiler's frames out). */
+     * CPU time its timers had no chance to sample is paid (pay_rest). */
     if (!reg->stopped && s->shared != NULL) {
         uint64_t now = osp__clock_ns(CLOCK_MONOTONIC), cpu = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
         osp__close_wait(&s->ring, s, now, cpu);
-        uint64_t needed;
-        uint32_t weight = osp__credit_take(&s->credit, cpu, osp__period_ns, &needed);
-        if (weight > 0) {
-            uint32_t depth = 1;
-            s->sample_pcs[0] = s->start_pc;
-            if (s->start_pc == 0) {
-                uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-                depth = osp__unwind_caller(fp, 0, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
-                                           s->sample_pcs, OSP_MAX_DEPTH);
-            }
-            if (depth > 0 && osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight,
-                                              s->sample_pcs, depth) != 0)
-                osp__event_ring_count_drops(&s->ring, weight);
-        }
+        pay_rest(s, now, cpu, NULL, 0);
     }
 
     pthread_mutex_lock(&reg->lock);

@@ -29,8 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-forks.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-gcc -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-ipa-icf "$src/forks.c" -o "$work/forks" 2>"$work/build" ||
-  fail "build failed: $(cat "$work/build")"
+build_forks "$src" "$work"
 shm_before=$(ls /dev/shm | grep -c '^osprey-' || true)
 
 run() { # run NAME MODE [ENV...]: profiled, into $work/NAME/
@@ -41,23 +40,12 @@ run() { # run NAME MODE [ENV...]: profiled, into $work/NAME/
     "$work/forks" "$mode" >"$work/$name.out" 2>"$work/$name.err"
   echo $? >"$work/$name.status"
 }
-# The children's collectors write when their processes end, which may be after the parent's:
-# wait (bounded) until every process the program named has its file or its collector is gone.
-settle() { # settle NAME
-  local i
-  for i in $(seq 100); do
-    pgrep -f "ospreyd .*$work/$1/" >/dev/null || return 0
-    sleep 0.1
-  done
-  fail "$1: collectors still running after 10 s"
-}
-
 "$work/forks" workers >"$work/plain.out" 2>/dev/null
 echo $? >"$work/plain.status"
 run workers workers
 run noforks workers OSPREY_PROFILE_FORKS=0
 run prefork prefork
-for name in workers noforks prefork; do settle "$name"; done
+for name in workers noforks prefork; do settle_collectors "$work/$name"; done
 
 expect_status 3 "$(cat "$work/plain.status")" "plain run"
 expect_status 3 "$(cat "$work/workers.status")" "profiled run"

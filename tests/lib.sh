@@ -40,6 +40,23 @@ wait_for() {
   done
   return 1
 }
+# build_forks SOURCE_DIR WORK: tests/forks/forks.c built as WORK/forks, its functions kept
+# apart (no sibling calls, no identical-code folding) so each is found in the stacks.
+build_forks() {
+  gcc -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-ipa-icf "$1/forks.c" \
+    -o "$2/forks" 2>"$2/build" || fail "build failed: $(cat "$2/build")"
+}
+# settle_collectors DIR: forked children's collectors write when their processes end, which
+# may be after the program's end: wait (bounded, 20 s) until no collector writing into DIR/
+# is left.
+settle_collectors() {
+  local i
+  for i in $(seq 200); do
+    pgrep -f "ospreyd .*$1/" >/dev/null || return 0
+    sleep 0.1
+  done
+  fail "$1: collectors still running after 20 s"
+}
 # finish WHAT: exit 1 when any check failed, else say WHAT passed.
 finish() {
   if [ "$failures" -ne 0 ]; then

@@ -14,6 +14,18 @@
  *   forks daemon    daemonizes as daemon(3) does: a child forks a grandchild and ends at
  *                   once; the grandchild burns 0.3 s in work_daemon; the parent ends after
  *                   the child.
+ *   forks many      600 children of 3 ms CPU each in work_short, 20 at a time, half ending
+ *                   with exit, half with _exit; the parent
+ *                   says the CPU its children used (RUSAGE_CHILDREN) as "children".
+ *   forks lowfd     RLIMIT_NOFILE 8, then a child burns 0.3 s in work_a; the parent waits.
+ *   forks setuid    (as root) a worker becomes nobody (setgid, setuid) and forks a child that
+ *                   burns 0.5 s in work_b; the parent burns 0.1 s in work_parent, waits.
+ *   forks setsid    daemonizes with a double fork and setsid: the daemon says its pid at once,
+ *                   burns 0.2 s in work_daemon and sleeps 30 s (the test kills it); the
+ *                   parent ends once the middle process has.
+ *   forks clone3    a child made by calling the clone3 system call directly (syscall(2))
+ *                   burns 0.3 s in work_b; the parent waits for it.
+ *   forks burn      burns 1.5 s in work_parent, alone (the victim of e2e-forks-flood.sh).
  *   forks escape    runs /bin/true twice where the profiler cannot follow: posix_spawn with
  *                   an empty environment, and a forked child's execve with OSPREY_PROFILE
  *                   kept but LD_PRELOAD dropped.
@@ -22,12 +34,16 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/sched.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,6 +91,11 @@ __attribute__((noinline)) static void work_orphan(double s)
     burn(s);
 }
 __attribute__((noinline)) static void work_daemon(double s)
+{
+    burn(s);
+}
+
+__attribute__((noinline)) static void work_short(double s)
 {
     burn(s);
 }
@@ -195,6 +216,31 @@ static int prefork(void)
     return 0;
 }
 
+static int many(void)
+{
+    int running = 0;
+    for (int i = 0; i < 600; i++) {
+        if (running == 20 && wait(NULL) > 0)
+            running--;
+        pid_t c = fork();
+        if (c == 0) {
+            work_short(0.003);
+            if (i % 2)
+                _exit(0);
+            exit(0);
+        }
+        running += c > 0;
+    }
+    while (wait(NULL) > 0)
+        ;
+    struct rusage children;
+    getrusage(RUSAGE_CHILDREN, &children);
+    printf("children %d %.4f\n", (int)getpid(),
+           (double)children.ru_utime.tv_sec + children.ru_utime.tv_usec / 1e6 +
+               (double)children.ru_stime.tv_sec + children.ru_stime.tv_usec / 1e6);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "workers") == 0)
@@ -233,6 +279,84 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "many") == 0)
+        return many();
+    if (argc == 2 && strcmp(argv[1], "lowfd") == 0) {
+        struct rlimit eight = {8, 8};
+        if (setrlimit(RLIMIT_NOFILE, &eight) != 0)
+            return 1;
+        pid_t child = fork();
+        if (child == 0) {
+            work_a(0.3);
+            say("child");
+            exit(0);
+        }
+        waitpid(child, NULL, 0);
+        say("parent");
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "setuid") == 0) {
+        pid_t worker = fork();
+        if (worker == 0) {
+            if (setgid(65534) != 0 || setuid(65534) != 0)
+                _exit(1);
+            pid_t child = fork();
+            if (child == 0) {
+                work_b(0.5);
+                say("child");
+                exit(0);
+            }
+            waitpid(child, NULL, 0);
+            say("worker");
+            exit(0);
+        }
+        work_parent(0.1);
+        int status = 1;
+        waitpid(worker, &status, 0);
+        say("parent");
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
+    if (argc == 2 && strcmp(argv[1], "setsid") == 0) {
+        pid_t middle = fork();
+        if (middle == 0) {
+            setsid();
+            if (fork() == 0) {
+                say("daemon");
+                work_daemon(0.2);
+                sleep(30);
+                exit(0);
+            }
+            _exit(0);
+        }
+        waitpid(middle, NULL, 0);
+        say("parent");
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "clone3") == 0) {
+        struct clone_args args = {.exit_signal = SIGCHLD};
+        long child = syscall(SYS_clone3, &args, sizeof args);
+        if (child == 0) {
+            work_b(0.3);
+            say("child");
+            exit(0);
+        }
+        if (child < 0) { /* a kernel before 5.3: as a fork */
+            child = fork();
+            if (child == 0) {
+                work_b(0.3);
+                say("child");
+                exit(0);
+            }
+        }
+        waitpid((pid_t)child, NULL, 0);
+        say("parent");
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "burn") == 0) {
+        work_parent(1.5);
+        say("parent");
+        return 0;
+    }
     if (argc == 2 && strcmp(argv[1], "orphan") == 0) {
         if (fork() == 0) {
             work_orphan(0.3);
@@ -242,6 +366,8 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
-    fprintf(stderr, "usage: forks workers|prefork|orphan|daemon|escape\n");
+    fprintf(
+        stderr,
+        "usage: forks workers|prefork|orphan|daemon|many|lowfd|setuid|setsid|clone3|burn|escape\n");
     return 2;
 }
