@@ -86,6 +86,9 @@ int ospc_make_directories(const char *directory, mode_t mode);
 /* What ospc_open_shared found instead of a regular file of the expected owner. */
 #define OSPC_ENOTREG   EMEDIUMTYPE /* not a regular file (a FIFO, a device, a directory) */
 #define OSPC_ENOTOWNER EPERM       /* owned by neither the expected user nor root */
+/* ospc_open_shared's owner when any will do (an object another process mapped): only a
+ * regular file, never a link, never blocking. */
+#define OSPC_ANY_OWNER ((uid_t)-1)
 
 /* Open `path` in a directory other users may write (/tmp, a profile's directory) with `flags`
  * (O_CREAT with `mode` allowed) plus O_NOFOLLOW, O_NONBLOCK, O_NOCTTY and O_CLOEXEC, and keep

@@ -21,10 +21,10 @@ int ospc_open_shared(const char *path, int flags, mode_t mode, uid_t owner)
     if (fd < 0)
         return errno == ENXIO ? -OSPC_ENOTREG : -errno; /* ENXIO: a FIFO with no reader */
     struct stat info;
-    int rc = fstat(fd, &info) != 0                      ? -errno
-             : !S_ISREG(info.st_mode)                   ? -OSPC_ENOTREG
-             : info.st_uid != owner && info.st_uid != 0 ? -OSPC_ENOTOWNER
-                                                        : 0;
+    int rc = fstat(fd, &info) != 0                                                 ? -errno
+             : !S_ISREG(info.st_mode)                                              ? -OSPC_ENOTREG
+             : owner != OSPC_ANY_OWNER && info.st_uid != owner && info.st_uid != 0 ? -OSPC_ENOTOWNER
+                                                                                   : 0;
     if (rc != 0) {
         close(fd);
         return rc;

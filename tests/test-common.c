@@ -376,6 +376,11 @@ START_TEST(shared_open_refuses_what_is_not_ours)
         ck_assert_int_eq(chown(path, 65534, 65534), 0);
         ck_assert_int_eq(ospc_open_shared(path, O_RDONLY, 0, 0), -OSPC_ENOTOWNER);
     }
+    fd = ospc_open_shared(path, O_RDONLY, 0, OSPC_ANY_OWNER); /* any owner, still no FIFO */
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(ospc_open_shared(fifo, O_RDONLY, 0, OSPC_ANY_OWNER), -OSPC_ENOTREG);
+    ck_assert_int_eq(ospc_open_shared(link_path, O_RDONLY, 0, OSPC_ANY_OWNER), -ELOOP);
     ck_assert_str_eq(ospc_shared_strerror(-ELOOP), "is a symbolic link");
     ck_assert_str_eq(ospc_shared_strerror(-OSPC_ENOTREG), "is not a regular file");
     ck_assert_str_eq(ospc_shared_strerror(-OSPC_ENOTOWNER), "belongs to another user");
