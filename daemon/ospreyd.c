@@ -55,7 +55,7 @@
 #define DRAIN_MIN_NS         250000ull     /* the rings are read at most this often */
 #define DRAIN_MAX_NS         8000000ull    /* and at least this often */
 #define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
-#define DIR_LOCK_WAIT_MS     500 /* the profile directory's lock, at most, before going on */
+#define DIR_LOCK_WAIT_MS     100 /* the directory's lock, at most (held for a stat and a rename) */
 #define DIR_LOCK_STEP_MS     5
 
 /* --unwind-fd: the shim's unwind tables (a memfd), kept across the detach. */

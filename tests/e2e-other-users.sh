@@ -7,6 +7,7 @@
 #                 written, one line saying the lock was not used;
 #   held-lock     a file of nobody's there, held exclusively by nobody: the same;
 #   link-lock     a symbolic link there, to a file of root's: the same;
+#   held-dir      DIR itself flock'd by nobody: the profile is written all the same, nothing said;
 #   sibling       a raw file of nobody's planted beside root's (DIR/run.raw.4242.json), and a
 #                 symbolic link there to a raw file of root's (DIR/run.raw.4243.json): left out
 #                 of root's `osprey report`, one line naming each;
@@ -117,6 +118,20 @@ for kind in fifo held link; do
   fi
 done
 rm -f "$lock"
+
+# --- the directory's own lock, held by nobody (anyone who can open /tmp can flock it) ---------
+hold_as_nobody "$shared"
+holder=$!
+pids+=("$holder")
+for _ in $(seq 100); do flock -n -s "$shared" true 2>/dev/null || break; sleep 0.05; done
+timeout 60 env OSPREY_DAEMON="$daemon" OSPREY_PROFILE="$shared/dir.raw.json" LD_PRELOAD="$shim" \
+  "$work/prog" 0.3 >"$work/dir.out" 2>"$work/dir.err"
+expect_status "$plain_status" $? "held-dir: profiled against plain"
+cmp -s "$work/plain.out" "$work/dir.out" || fail "held-dir: output differs"
+[ ! -s "$work/dir.err" ] || fail "held-dir: the profiled run said: $(cat "$work/dir.err")"
+[ -s "$shared/dir.raw.json" ] || fail "held-dir: no profile was written"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
 
 # --- a raw file planted beside root's -----------------------------------------------------------
 timeout 60 env OSPREY_DAEMON="$daemon" OSPREY_PROFILE="$shared/run.raw.json" LD_PRELOAD="$shim" \
