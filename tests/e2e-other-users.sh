@@ -11,6 +11,9 @@
 #   sibling       a raw file of nobody's planted beside root's (DIR/run.raw.4242.json), and a
 #                 symbolic link there to a raw file of root's (DIR/run.raw.4243.json): left out
 #                 of root's `osprey report`, one line naming each;
+#   cli-stem      root's `osprey PROGRAM -o DIR/cli` beside nobody's DIR/cli.raw.4242.json: the
+#                 file is not removed (an earlier run's siblings are, when ours) and is left out
+#                 of the report with one line;
 #   attach-lock   /tmp/osprey-attach-PID.lock made, filled and held by nobody: root's attach is
 #                 not refused and prints nothing nobody wrote; the private directory of root's
 #                 made first by nobody ($TMPDIR/osprey-0): the attach goes on, one line says so;
@@ -160,6 +163,15 @@ if [ -s "$shared/run.raw.json" ]; then
 else
   fail "sibling: the profiled run wrote no profile: $(cat "$work/run.err")"
 fi
+
+# --- root's osprey run at a stem in the shared directory: nobody's raw file there is kept -------
+as_nobody cp "$work/planted.json" "$shared/cli.raw.4242.json"
+(cd "$work" && timeout 120 env OSPREY_DAEMON="$daemon" "$osprey" "$work/prog" --profile \
+  -o "$shared/cli" -- 0.3) >"$work/cli.out" 2>"$work/cli.err"
+expect_status "$plain_status" $? "cli-stem: osprey passes the program's status"
+[ -e "$shared/cli.raw.4242.json" ] || fail "cli-stem: root's run removed nobody's raw file"
+grep -q 'cli\.raw\.4242\.json belongs to another user; left out' "$work/cli.err" ||
+  fail "cli-stem: no line says nobody's raw file was left out: $(cat "$work/cli.err")"
 
 # --- attach's lock --------------------------------------------------------------------------------
 sleep 120 >/dev/null 2>&1 &
