@@ -101,11 +101,11 @@ int ospc_open_shared(const char *path, int flags, mode_t mode, uid_t owner);
 /* The reason ospc_open_shared gave, as a phrase after the path ("is a symbolic link", "is not
  * a regular file", "belongs to another user", else strerror). */
 const char *ospc_shared_strerror(int rc);
-/* A directory of this user's alone, into `out`: $XDG_RUNTIME_DIR when it is an absolute path
- * of a directory owned by us (or root) that no group or other user may write; else
- * $TMPDIR (or /tmp) /osprey-<euid>, made 0700 and then checked the same way (another user who
- * made it first makes this fail, never lends us theirs). 0 or a negative errno. */
-int ospc_private_dir(char *out, size_t size);
+/* The user's runtime directory, ours alone, into `out`: $XDG_RUNTIME_DIR when it is an absolute
+ * path of a directory owned by us (or root) that no group or other user may write; else $TMPDIR (or
+ * /tmp) /osprey-<euid>, made 0700 and then checked the same way (another user who made it first
+ * makes this fail, never lends us theirs). 0 or a negative errno. */
+int ospc_runtime_dir(char *out, size_t size);
 
 /* ---- text.c ---- */
 

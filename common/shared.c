@@ -4,7 +4,7 @@
  * one way the parts outside the shim open such a path (the shim has its own minimal copy,
  * osp__open_shared in shim/base.c, as it links nothing): never following a link, never
  * blocking, and only a regular file of the expected owner; and the per-user directory in
- * which a file that must be ours alone (attach's lock) is made. */
+ * which a file that must be ours alone (attach's lock) is made (ospc_runtime_dir). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -72,7 +72,7 @@ static int private_directory_check(const char *path)
     return rc;
 }
 
-int ospc_private_dir(char *out, size_t size)
+int ospc_runtime_dir(char *out, size_t size)
 {
     const char *runtime = getenv("XDG_RUNTIME_DIR");
     if (runtime != NULL && runtime[0] == '/' && private_directory_check(runtime) == 0) {

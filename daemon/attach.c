@@ -81,7 +81,7 @@ static uint64_t target_cpu_ns(int32_t pid)
 }
 
 /* One collector per process and user: a lock named after the pid, in a directory of ours
- * alone (ospc_private_dir), held while attached. Another user can neither hold it nor write
+ * alone (ospc_runtime_dir), held while attached. Another user can neither hold it nor write
  * what it says; two users' collectors of one process do not meet (each has its own events).
  * Returns the descriptor; -1 after one line (another collector of ours holds it); -2 when
  * there is no lock to take (one line says so; the attach goes on without). */
@@ -90,7 +90,7 @@ static char lock_path[4096];
 static int take_lock(int32_t pid)
 {
     char dir[4000] = "";
-    int rc = ospc_private_dir(dir, sizeof dir);
+    int rc = ospc_runtime_dir(dir, sizeof dir);
     if (rc == 0 && snprintf(lock_path, sizeof lock_path, "%s/osprey-attach-%d.lock", dir,
                             (int)pid) >= (int)sizeof lock_path)
         rc = -ENAMETOOLONG;

@@ -392,19 +392,19 @@ START_TEST(shared_open_refuses_what_is_not_ours)
     ck_assert_int_eq(chmod(scratch, 0777), 0); /* writable by all: not private */
     setenv("TMPDIR", scratch, 1);
     char dir[512], want[512];
-    ck_assert_int_eq(ospc_private_dir(dir, sizeof dir), 0);
+    ck_assert_int_eq(ospc_runtime_dir(dir, sizeof dir), 0);
     snprintf(want, sizeof want, "%s/osprey-%u", scratch, (unsigned)geteuid());
     ck_assert_str_eq(dir, want);
     struct stat info;
     ck_assert_int_eq(lstat(dir, &info), 0);
     ck_assert_int_eq(info.st_mode & 07777, 0700);
     ck_assert_int_eq(chmod(dir, 0777), 0); /* made by someone else, for all: refused */
-    ck_assert_int_eq(ospc_private_dir(dir, sizeof dir), -EACCES);
+    ck_assert_int_eq(ospc_runtime_dir(dir, sizeof dir), -EACCES);
     ck_assert_int_eq(rmdir(want), 0);
     ck_assert_int_eq(symlink("/tmp", want), 0); /* a link in its place: refused */
-    ck_assert_int_lt(ospc_private_dir(dir, sizeof dir), 0);
+    ck_assert_int_lt(ospc_runtime_dir(dir, sizeof dir), 0);
     ck_assert_int_eq(chmod(scratch, 0700), 0); /* XDG_RUNTIME_DIR private now: used */
-    ck_assert_int_eq(ospc_private_dir(dir, sizeof dir), 0);
+    ck_assert_int_eq(ospc_runtime_dir(dir, sizeof dir), 0);
     ck_assert_str_eq(dir, scratch);
     if (runtime != NULL)
         setenv("XDG_RUNTIME_DIR", runtime, 1);
