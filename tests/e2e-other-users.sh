@@ -39,7 +39,8 @@ as_nobody() { setpriv --reuid nobody --regid nogroup --clear-groups "$@"; }
 # killed with it: no child of its lives on, holding the test's output open).
 hold_as_nobody() {
   # shellcheck disable=SC2016 # $1 is the inner shell's
-  as_nobody sh -c 'exec 9<"$1" && flock -x 9 && exec sleep 120' sh "$1" </dev/null >/dev/null 2>&1 &
+  setpriv --reuid nobody --regid nogroup --clear-groups \
+    sh -c 'exec 9<"$1" && flock -x 9 && exec sleep 120' sh "$1" </dev/null >/dev/null 2>&1 &
 }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-others.XXXXXX")   # root's own
