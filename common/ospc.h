@@ -9,6 +9,7 @@
 #ifndef OSPC_H
 #define OSPC_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -81,6 +82,32 @@ int ospc_raw_stem(const char *raw_path, char *stem, size_t size);
 const char *ospc_basename(const char *path);
 /* mkdir -p of `directory` itself. 0 or -errno. */
 int ospc_make_directories(const char *directory, mode_t mode);
+
+/* ---- shared.c: files in directories other users can write ---- */
+
+/* What ospc_open_shared found instead of a regular file of the expected owner. */
+#define OSPC_ENOTREG   EMEDIUMTYPE /* not a regular file (a FIFO, a device, a directory) */
+#define OSPC_ENOTOWNER EPERM       /* owned by neither the expected user nor root */
+/* ospc_open_shared's owner when any will do (an object another process mapped): only a
+ * regular file, never a link, never blocking. */
+#define OSPC_ANY_OWNER ((uid_t)-1)
+
+/* Open `path` in a directory other users may write (/tmp, a profile's directory) with `flags`
+ * (O_CREAT with `mode` allowed) plus O_NOFOLLOW, O_NONBLOCK, O_NOCTTY and O_CLOEXEC, and keep
+ * it only when it is a regular file owned by `owner` or by root (root can do anything to any
+ * user already; a file root made, when a root program dropped its privileges, is as good as
+ * ours). O_NONBLOCK is cleared once it is known to be a regular file. Returns the descriptor,
+ * or a negative errno: -ELOOP for a symbolic link, -OSPC_ENOTREG, -OSPC_ENOTOWNER; never
+ * blocks. */
+int ospc_open_shared(const char *path, int flags, mode_t mode, uid_t owner);
+/* The reason ospc_open_shared gave, as a phrase after the path ("is a symbolic link", "is not
+ * a regular file", "belongs to another user", else strerror). */
+const char *ospc_shared_strerror(int rc);
+/* The user's runtime directory, ours alone, into `out`: $XDG_RUNTIME_DIR when it is an absolute
+ * path of a directory owned by us (or root) that no group or other user may write; else $TMPDIR (or
+ * /tmp) /osprey-<euid>, made 0700 and then checked the same way (another user who made it first
+ * makes this fail, never lends us theirs). 0 or a negative errno. */
+int ospc_runtime_dir(char *out, size_t size);
 
 /* ---- text.c ---- */
 

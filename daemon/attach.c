@@ -22,12 +22,14 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
+#include "ospc.h"
 #include "ospd_attach.h"
 #include "ospd_perf_source.h"
 #include "ospd_target.h"
@@ -78,36 +80,70 @@ static uint64_t target_cpu_ns(int32_t pid)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* One collector per process: a lock named after the pid, held while attached. Returns the
- * descriptor, or -1 after one line (another collector holds it). */
+/* One collector per process and user: a lock named after the pid, in a directory of ours
+ * alone (ospc_runtime_dir), held while attached. Another user can neither hold it nor write
+ * what it says; two users' collectors of one process do not meet (each has its own events).
+ * Returns the descriptor; -1 after one line (another collector of ours holds it); -2 when
+ * there is no lock to take (one line says so; the attach goes on without). */
 static char lock_path[4096];
 
 static int take_lock(int32_t pid)
 {
-    const char *dir = getenv("XDG_RUNTIME_DIR");
-    char *path = lock_path;
-    snprintf(path, sizeof lock_path, "%s/osprey-attach-%d.lock",
-             dir != NULL && dir[0] == '/' ? dir : "/tmp", (int)pid);
-    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -2; /* no lock to take: go on without */
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        char holder[32] = "";
-        ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
-        holder[n > 0 ? n : 0] = '\0';
-        holder[strcspn(holder, "\n")] = '\0';
+    char dir[4000] = "";
+    int rc = ospc_runtime_dir(dir, sizeof dir);
+    if (rc == 0 && snprintf(lock_path, sizeof lock_path, "%s/osprey-attach-%d.lock", dir,
+                            (int)pid) >= (int)sizeof lock_path)
+        rc = -ENAMETOOLONG;
+    if (rc != 0) {
         fprintf(stderr,
-                "osprey: process %d is already being profiled by osprey (collector pid %s); "
-                "one profile of a process at a time\n",
-                (int)pid, holder[0] ? holder : "?");
-        close(fd);
-        return -1;
+                "osprey: warning: no directory of this user's for attach's lock (%s %s); a "
+                "second attach to process %d is not refused\n",
+                dir, ospc_shared_strerror(rc), (int)pid);
+        return -2;
     }
-    char own[32];
-    int n = snprintf(own, sizeof own, "%d\n", (int)getpid());
-    if (ftruncate(fd, 0) == 0 && pwrite(fd, own, (size_t)n, 0) < 0)
-        n = 0;
-    return fd;
+    /* The holder unlinks the file as it lets go: a lock taken on a file no longer at the path
+     * is taken again on the new one. */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int fd = ospc_open_shared(lock_path, O_RDWR | O_CREAT, 0600, geteuid());
+        if (fd < 0) {
+            fprintf(stderr,
+                    "osprey: warning: %s %s; a second attach to process %d is not refused\n",
+                    lock_path, ospc_shared_strerror(fd), (int)pid);
+            return -2;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            char holder[32] = "";
+            ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+            holder[n > 0 ? n : 0] = '\0';
+            holder[strspn(holder, "0123456789")] = '\0';
+            fprintf(stderr,
+                    "osprey: process %d is already being profiled by osprey (collector pid %s); "
+                    "one profile of a process at a time\n",
+                    (int)pid, holder[0] ? holder : "?");
+            close(fd);
+            return -1;
+        }
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && lstat(lock_path, &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino) {
+            char own[32];
+            int n = snprintf(own, sizeof own, "%d\n", (int)getpid());
+            if (ftruncate(fd, 0) == 0 && pwrite(fd, own, (size_t)n, 0) < 0)
+                n = 0;
+            return fd;
+        }
+        close(fd);
+    }
+    return -2;
+}
+
+/* Let go of the lock, removing its file (ours: the lock is held). */
+static void drop_lock(int lock)
+{
+    if (lock >= 0) {
+        unlink(lock_path);
+        close(lock);
+    }
 }
 
 /* A table object of our own, laid out as the shim makes one (proto/osp_unwind.h), for the
@@ -364,6 +400,7 @@ int ospd_attach_main(int argc, char **argv)
     if (ospd_perf_open(&a.source, a.pid, rate, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: cannot attach: %s\n", err);
         ospd_collector_free(c);
+        drop_lock(lock);
         return 1;
     }
     if (ospd_maps_images(c, a.pid) <= 0)
@@ -437,9 +474,6 @@ int ospd_attach_main(int argc, char **argv)
         }
     }
     ospd_collector_free(c);
-    if (lock >= 0) {
-        unlink(lock_path);
-        close(lock);
-    }
+    drop_lock(lock);
     return a.exit_code;
 }

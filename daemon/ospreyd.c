@@ -55,6 +55,8 @@
 #define DRAIN_MIN_NS         250000ull     /* the rings are read at most this often */
 #define DRAIN_MAX_NS         8000000ull    /* and at least this often */
 #define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
+#define DIR_LOCK_WAIT_MS     100 /* the directory's lock, at most (held for a stat and a rename) */
+#define DIR_LOCK_STEP_MS     5
 
 /* --unwind-fd: the shim's unwind tables (a memfd), kept across the detach. */
 static int kept_fd = -1;
@@ -201,11 +203,21 @@ static void publish_failure(struct osp_ring_header *h, const char *message)
  * the object is recognisably an osprey ring). */
 static int attach(struct ospd_daemon *d)
 {
-    int fd = ring_fd >= 0 ? ring_fd : shm_open(d->ring_name, O_RDWR | O_CLOEXEC, 0);
+    int fd = ring_fd;
     ring_fd = -1; /* closed below whatever happens */
     if (fd < 0) {
+        /* By name, in /dev/shm (shm_open's directory, which every user may write): never a
+         * FIFO's blocking open, a link, or another user's object. */
+        const char *name = d->ring_name + (d->ring_name[0] == '/');
+        char path[OSP_MAX_PATH];
+        fd = name[0] == '\0' || strchr(name, '/') != NULL ||
+                     snprintf(path, sizeof path, "/dev/shm/%s", name) >= (int)sizeof path
+                 ? -EINVAL
+                 : ospc_open_shared(path, O_RDWR, 0, geteuid());
+    }
+    if (fd < 0) {
         fprintf(stderr, "osprey: ospreyd: cannot open ring %s: %s\n", d->ring_name,
-                strerror(errno));
+                ospc_shared_strerror(fd));
         return -1;
     }
     struct stat st;
@@ -368,8 +380,17 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     if (dir_copy != NULL) {
         dir_lock = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         free(dir_copy);
-        if (dir_lock >= 0)
-            flock(dir_lock, LOCK_EX);
+    }
+    /* Bounded: anyone who can open the directory (/tmp) can hold its lock for good. Past
+     * DIR_LOCK_WAIT_MS the check and rename go on without it. */
+    for (int waited = 0; dir_lock >= 0 && flock(dir_lock, LOCK_EX | LOCK_NB) != 0;
+         waited += DIR_LOCK_STEP_MS) {
+        if (waited >= DIR_LOCK_WAIT_MS) {
+            close(dir_lock);
+            dir_lock = -1;
+            break;
+        }
+        uv_sleep(DIR_LOCK_STEP_MS);
     }
     struct stat st;
     if (stat(out_path, &st) == 0 &&
@@ -964,11 +985,18 @@ static void take_run_lock(const char *out_path)
         const char *slash = strrchr(out_path, '/');
         int dir = slash != NULL ? (int)(slash - out_path) : 0;
         snprintf(lock, sizeof lock, "%.*s/%s", dir, out_path, OSP_RUN_LOCK);
-        run_lock = open(lock, O_RDONLY | O_CLOEXEC);
+        /* Maybe /tmp: another user's FIFO, link or file there is not our lock (the shim has
+         * said so already). */
+        int fd = ospc_open_shared(lock, O_RDONLY, 0, geteuid());
+        run_lock = fd >= 0 ? fd : -1;
     }
     if (run_lock >= 0) {
         fcntl(run_lock, F_SETFD, FD_CLOEXEC);
-        flock(run_lock, LOCK_SH);
+        /* Not blocking: held exclusively, osprey has found the run over already. */
+        if (flock(run_lock, LOCK_SH | LOCK_NB) != 0) {
+            close(run_lock);
+            run_lock = -1;
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "ospd_attach.h"
 
 int ospd_maps_line(const char *line, struct ospd_mapping *out)
@@ -124,12 +125,13 @@ static void give(struct ospd_collector *c, int32_t pid, struct pending *p, const
             rc = read_phdrs(-1, vdso, ph, 64, &count);
     } else {
         /* Through the process's own root, so a target in another mount namespace reads its
-         * objects. */
+         * objects. The path may be in /tmp and replaced since it was mapped: a FIFO there
+         * would hold the collector in its open, so only a regular file, never blocking. */
         char root_path[OSP_MAX_PATH + 64];
         snprintf(root_path, sizeof root_path, "/proc/%d/root%s", (int)pid, p->path);
-        int fd = open(root_path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            fd = open(p->path, O_RDONLY | O_CLOEXEC);
+        int fd = ospc_open_shared(root_path, O_RDONLY, 0, OSPC_ANY_OWNER);
+        if (fd == -ENOENT || fd == -EACCES)
+            fd = ospc_open_shared(p->path, O_RDONLY, 0, OSPC_ANY_OWNER);
         if (fd >= 0) {
             rc = read_phdrs(fd, NULL, ph, 64, &count);
             close(fd);

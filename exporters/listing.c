@@ -3,10 +3,12 @@
  * functions with the time spent on each, as `pprof -list` prints them. Both count on-CPU
  * periods, like the table, and are computed per distinct raw stack. */
 #include <errno.h>
+#include <fcntl.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ospc.h"
 #include "ospx_internal.h"
@@ -240,15 +242,23 @@ static char *expand_tabs(const char *text)
     return out;
 }
 
-/* The text of lines first..last of a source file (a regular file only), NULL where unknown. */
+/* The text of lines first..last of a source file (a regular file only), NULL where unknown.
+ * The path is the profile's and may be in /tmp: opened without blocking (a FIFO swapped in
+ * after a stat would hang the report), then checked. */
 static char **source_lines(const char *path, int first, int last)
 {
     struct stat info;
-    if (path[0] == '\0' || stat(path, &info) != 0 || !S_ISREG(info.st_mode))
+    int fd = path[0] != '\0' ? open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) : -1;
+    if (fd >= 0 && (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    FILE *file = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (file == NULL) {
+        if (fd >= 0)
+            close(fd);
         return NULL;
-    FILE *file = fopen(path, "r");
-    if (file == NULL)
-        return NULL;
+    }
     char **lines = calloc((size_t)(last - first + 1), sizeof *lines);
     char buffer[LIST_LINE_BYTES];
     for (int number = 1; lines != NULL && number <= last && fgets(buffer, sizeof buffer, file);

@@ -75,6 +75,12 @@ int ospx__find_object(const struct ospx_raw *raw, size_t index, const char *bina
                       const char *symfs, int use_other_build, struct ospx__object *out);
 void ospx__object_free(struct ospx__object *object);
 
+/* ---- raw.c ---- */
+
+/* ospx_raw_read of a file already open (a sibling opened by ospc_open_shared): `fd` is the
+ * reader's from here on, closed whatever happens; `path` names it in errors. */
+int ospx__raw_read_fd(int fd, const char *path, struct ospx_raw *out, struct ospx_error *err);
+
 /* ---- elf.c ---- */
 
 /* The vDSO has no file on disk, but every process of one running kernel maps the same one:

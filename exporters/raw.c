@@ -9,6 +9,7 @@
  * downstream checks again. Unknown fields are ignored, so writers may add fields.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -17,9 +18,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ospc.h"
 #include "ospx.h"
+#include "ospx_internal.h"
 
 /* The largest raw file the reader loads. A document whose rows are not in the plain form goes
  * to jansson whole, several times the file's size in memory, so a bigger file is refused
@@ -1066,10 +1069,22 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
 int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err)
 {
     memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int code = errno;
+        return ospx_error_set(err, code, path, 0, 0, "%s", strerror(code));
+    }
+    return ospx__raw_read_fd(fd, path, out, err);
+}
+
+int ospx__raw_read_fd(int fd, const char *path, struct ospx_raw *out, struct ospx_error *err)
+{
+    memset(out, 0, sizeof *out);
     struct raw_reader reader = {.path = path, .err = err};
-    FILE *file = fopen(path, "rb");
+    FILE *file = fdopen(fd, "rb");
     if (file == NULL) {
         int code = errno;
+        close(fd);
         return ospx_error_set(err, code, path, 0, 0, "%s", strerror(code));
     }
     struct stat info;

@@ -12,6 +12,7 @@
  * named, in their order; then the other siblings by start time. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,7 @@ int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_er
 struct run_file {
     char *path;
     int named;    /* given by the caller (else a sibling) */
+    uid_t owner;  /* a sibling's: the owner of the named file it was found beside */
     size_t order; /* as listed: the named files in their order, then the siblings */
     struct ospx_raw raw;
     int read;
@@ -292,6 +294,9 @@ int ospx_run_read(const char *const *paths, size_t count, int no_siblings, FILE 
     for (size_t i = 0; rc == 0 && !no_siblings && i < count; i++) {
         char **siblings;
         size_t sibling_count;
+        struct stat named;
+        if (stat(paths[i], &named) != 0)
+            continue; /* its own read says why */
         rc = ospx_run_siblings(paths[i], &siblings, &sibling_count);
         for (size_t k = 0; rc == 0 && k < sibling_count; k++) {
             if (already_listed(files, file_count, siblings[k]))
@@ -299,6 +304,7 @@ int ospx_run_read(const char *const *paths, size_t count, int no_siblings, FILE 
             rc = grow(&files, file_count, 1, sizeof *files);
             if (rc == 0) {
                 files[file_count].path = siblings[k];
+                files[file_count].owner = named.st_uid;
                 files[file_count].order = file_count;
                 siblings[k] = NULL;
                 file_count++;
@@ -324,7 +330,13 @@ int ospx_run_read(const char *const *paths, size_t count, int no_siblings, FILE 
             continue;
         struct ospx_error sibling_err = {0};
         char text[2048];
-        if (ospx_raw_read(files[i].path, &files[i].raw, &sibling_err) != 0) {
+        /* The directory may be /tmp: a sibling is the run's only when it is a regular file of
+         * the named file's owner (or root's), opened without following a link or blocking. */
+        int fd = ospc_open_shared(files[i].path, O_RDONLY, 0, files[i].owner);
+        if (fd < 0) {
+            snprintf(text, sizeof text, "%s %s", files[i].path, ospc_shared_strerror(fd));
+            warn_left_out(warnings, text, files[0].path);
+        } else if (ospx__raw_read_fd(fd, files[i].path, &files[i].raw, &sibling_err) != 0) {
             ospx_error_format(&sibling_err, text, sizeof text);
             warn_left_out(warnings, text, files[0].path);
         } else if (files[i].raw.start_unix_ns < files[0].raw.start_unix_ns) {

@@ -4,10 +4,12 @@
  * Owns reading code bytes without faulting (osp__read_code, and osp__read_pc_code for the
  * page of an interrupted pc), the shim's own short naps and
  * signal-mask changes (raw system calls, never the C library functions the shim interposes),
- * and the warning line on stderr — written only while fd 2 is still the stderr the program
- * started with. The raw system call itself and the clock readings are inline in osp_base.h.
+ * the warning line on stderr — written only while fd 2 is still the stderr the program
+ * started with — and opening a file in a directory other users may write (osp__open_shared). The
+ * raw system call itself and the clock readings are inline in osp_base.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -124,4 +126,30 @@ void osp__warn(const char *fmt, ...)
         off += (size_t)w;
     }
     errno = saved;
+}
+
+int osp__open_shared(const char *path)
+{
+    long fd = osp__sys(SYS_openat, AT_FDCWD, (long)path,
+                       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0, 0);
+    if (fd < 0)
+        return -errno;
+    struct stat info;
+    int rc = fstat((int)fd, &info) != 0                     ? -errno
+             : !S_ISREG(info.st_mode)                       ? -EMEDIUMTYPE
+             : info.st_uid != geteuid() && info.st_uid != 0 ? -EPERM
+                                                            : 0;
+    if (rc != 0) {
+        osp__sys(SYS_close, fd, 0, 0, 0, 0);
+        return rc;
+    }
+    return (int)fd;
+}
+
+const char *osp__shared_strerror(int rc)
+{
+    return rc == -ELOOP         ? "is a symbolic link"
+           : rc == -EMEDIUMTYPE ? "is not a regular file"
+           : rc == -EPERM       ? "belongs to another user"
+                                : "cannot be opened";
 }

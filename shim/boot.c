@@ -335,19 +335,25 @@ static void handover_close(void)
     run_lock_fd = -1;
 }
 
+/* Never blocks, and skips (saying so once a run) what is not our lock. */
 static void run_lock_take(void)
 {
     char lock[PATH_MAX + sizeof OSP_RUN_LOCK + 2];
     const char *slash = strrchr(out_path, '/');
     int dir = slash != NULL ? (int)(slash - out_path) : 0;
     snprintf(lock, sizeof lock, "%.*s/%s", dir, out_path, OSP_RUN_LOCK);
-    int fd = open(lock, O_RDONLY | O_CLOEXEC);
+    /* The profile's directory may be /tmp: whatever another user put at this name (a FIFO
+     * whose open would never return, a link, a file of theirs) is not our run's lock. */
+    int fd = osp__open_shared(lock);
+    if (fd < 0 && fd != -ENOENT && boot_env.root_pid == 0) /* said once, by the run's first */
+        osp__warn("%s %s; not used as the run's lock (osprey cannot wait for this profile)", lock,
+                  osp__shared_strerror(fd));
     /* Not blocking: held exclusively, the run is over for osprey already. */
     if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0) {
         osp__sys(SYS_close, fd, 0, 0, 0, 0);
         fd = -1;
     }
-    run_lock_fd = fd;
+    run_lock_fd = fd >= 0 ? fd : -1;
 }
 
 static void unwind_destroy(void)

@@ -83,6 +83,15 @@ void osp__warn_remember_stderr(void);
 /* One line on stderr, prefixed "osprey: " (write(2), no stdio buffering). */
 void osp__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Open `path`, in a directory other users may write (the profile's), read-only without
+ * following a link or blocking (O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC, raw system calls), and keep
+ * it only when it is a regular file owned by us or by root: the shim's copy of common/'s
+ * ospc_open_shared, which it may not link. Returns the descriptor, or -ELOOP (a symbolic link),
+ * -EMEDIUMTYPE (not a regular file), -EPERM (another user's) or another negative errno. */
+int osp__open_shared(const char *path);
+/* The phrase for osp__open_shared's result, after the path ("is not a regular file"). */
+const char *osp__shared_strerror(int rc);
+
 /* ---- libc.c ------------------------------------------------------------------------------ */
 
 /* Look up every interposed name once (the constructor, before main). */

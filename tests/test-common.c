@@ -473,6 +473,79 @@ START_TEST(clock_moves)
 }
 END_TEST
 
+/* A path in a directory other users may write: only a regular file of ours (or root's) is
+ * opened, never through a link, never blocking on a FIFO; the private directory is ours. */
+START_TEST(shared_open_refuses_what_is_not_ours)
+{
+    make_scratch();
+    char path[512], link_path[512], fifo[512];
+    snprintf(path, sizeof path, "%s/file", scratch);
+    snprintf(link_path, sizeof link_path, "%s/link", scratch);
+    snprintf(fifo, sizeof fifo, "%s/fifo", scratch);
+    int fd = ospc_open_shared(path, O_RDWR | O_CREAT, 0600, geteuid());
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0); /* cleared for whoever reads on */
+    ck_assert_int_ne(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+    close(fd);
+    ck_assert_int_eq(symlink(path, link_path), 0);
+    ck_assert_int_eq(ospc_open_shared(link_path, O_RDONLY, 0, geteuid()), -ELOOP);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(ospc_open_shared(fifo, O_RDONLY, 0, geteuid()), -OSPC_ENOTREG);
+    ck_assert_int_eq(ospc_open_shared(fifo, O_WRONLY, 0, geteuid()), -OSPC_ENOTREG);
+    ck_assert_int_eq(ospc_open_shared(scratch, O_RDONLY, 0, geteuid()), -OSPC_ENOTREG);
+    if (geteuid() != 0) { /* a file of ours, expected to be another user's: refused */
+        ck_assert_int_eq(ospc_open_shared(path, O_RDONLY, 0, geteuid() + 1), -OSPC_ENOTOWNER);
+    } else { /* root's files pass whoever is expected; another user's file does not */
+        fd = ospc_open_shared(path, O_RDONLY, 0, 65534);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        ck_assert_int_eq(chown(path, 65534, 65534), 0);
+        ck_assert_int_eq(ospc_open_shared(path, O_RDONLY, 0, 0), -OSPC_ENOTOWNER);
+    }
+    fd = ospc_open_shared(path, O_RDONLY, 0, OSPC_ANY_OWNER); /* any owner, still no FIFO */
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(ospc_open_shared(fifo, O_RDONLY, 0, OSPC_ANY_OWNER), -OSPC_ENOTREG);
+    ck_assert_int_eq(ospc_open_shared(link_path, O_RDONLY, 0, OSPC_ANY_OWNER), -ELOOP);
+    ck_assert_str_eq(ospc_shared_strerror(-ELOOP), "is a symbolic link");
+    ck_assert_str_eq(ospc_shared_strerror(-OSPC_ENOTREG), "is not a regular file");
+    ck_assert_str_eq(ospc_shared_strerror(-OSPC_ENOTOWNER), "belongs to another user");
+
+    /* the private directory: under TMPDIR when XDG_RUNTIME_DIR is not a private one */
+    char *runtime = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+    char *tmp = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+    setenv("XDG_RUNTIME_DIR", scratch, 1);
+    ck_assert_int_eq(chmod(scratch, 0777), 0); /* writable by all: not private */
+    setenv("TMPDIR", scratch, 1);
+    char dir[512], want[512];
+    ck_assert_int_eq(ospc_runtime_dir(dir, sizeof dir), 0);
+    snprintf(want, sizeof want, "%s/osprey-%u", scratch, (unsigned)geteuid());
+    ck_assert_str_eq(dir, want);
+    struct stat info;
+    ck_assert_int_eq(lstat(dir, &info), 0);
+    ck_assert_int_eq(info.st_mode & 07777, 0700);
+    ck_assert_int_eq(chmod(dir, 0777), 0); /* made by someone else, for all: refused */
+    ck_assert_int_eq(ospc_runtime_dir(dir, sizeof dir), -EACCES);
+    ck_assert_int_eq(rmdir(want), 0);
+    ck_assert_int_eq(symlink("/tmp", want), 0); /* a link in its place: refused */
+    ck_assert_int_lt(ospc_runtime_dir(dir, sizeof dir), 0);
+    ck_assert_int_eq(chmod(scratch, 0700), 0); /* XDG_RUNTIME_DIR private now: used */
+    ck_assert_int_eq(ospc_runtime_dir(dir, sizeof dir), 0);
+    ck_assert_str_eq(dir, scratch);
+    if (runtime != NULL)
+        setenv("XDG_RUNTIME_DIR", runtime, 1);
+    else
+        unsetenv("XDG_RUNTIME_DIR");
+    if (tmp != NULL)
+        setenv("TMPDIR", tmp, 1);
+    else
+        unsetenv("TMPDIR");
+    free(runtime);
+    free(tmp);
+    remove_scratch();
+}
+END_TEST
+
 Suite *common_suite(void)
 {
     Suite *suite = suite_create("common");
@@ -490,6 +563,7 @@ Suite *common_suite(void)
     tcase_add_test(tc, index_finds_every_key);
     tcase_add_test(tc, clock_moves);
     tcase_add_test(tc, printable_text);
+    tcase_add_test(tc, shared_open_refuses_what_is_not_ours);
     suite_add_tcase(suite, tc);
     return suite;
 }

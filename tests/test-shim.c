@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -1058,6 +1059,39 @@ START_TEST(context_at_a_rewound_syscall_is_blocked)
 END_TEST
 #endif
 
+/* The run lock beside a profile in /tmp: only a regular file of ours (or root's), opened
+ * without following a link or blocking (a FIFO's open would never return). */
+START_TEST(open_shared_takes_only_a_regular_file_of_ours)
+{
+    char dir[] = "/tmp/osprey-test-shim.XXXXXX", path[64], link_path[64], fifo[64];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/lock", dir);
+    snprintf(link_path, sizeof link_path, "%s/link", dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    ck_assert_int_eq(osp__open_shared(path), -ENOENT);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    int fd = osp__open_shared(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(symlink(path, link_path), 0);
+    ck_assert_int_eq(osp__open_shared(link_path), -ELOOP);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(osp__open_shared(fifo), -EMEDIUMTYPE);
+    ck_assert_str_eq(osp__shared_strerror(-EMEDIUMTYPE), "is not a regular file");
+    if (geteuid() == 0) {
+        ck_assert_int_eq(chown(path, 65534, 65534), 0);
+        ck_assert_int_eq(osp__open_shared(path), -EPERM);
+        ck_assert_str_eq(osp__shared_strerror(-EPERM), "belongs to another user");
+    }
+    unlink(path);
+    unlink(link_path);
+    unlink(fifo);
+    rmdir(dir);
+}
+END_TEST
+
 Suite *shim_suite(void)
 {
     Suite *s = suite_create("shim");
@@ -1110,6 +1144,7 @@ Suite *shim_suite(void)
     tcase_add_test(parsers, credit_needed_is_what_take_reports_without_paying);
     tcase_add_test(parsers, wait_weight_is_wall_time_less_cpu_time_in_periods);
     tcase_add_test(parsers, cpu_share_and_period_of_rate);
+    tcase_add_test(parsers, open_shared_takes_only_a_regular_file_of_ours);
 #if defined(__x86_64__)
     tcase_add_test(parsers, context_at_a_rewound_syscall_is_blocked);
 #endif

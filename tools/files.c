@@ -290,9 +290,9 @@ int osprey_wait_for_collectors(const char *scratch, int timeout_ms)
 {
     char lock[PATH_MAX + sizeof OSP_RUN_LOCK + 2];
     snprintf(lock, sizeof lock, "%s/%s", scratch, OSP_RUN_LOCK);
-    int fd = open(lock, O_RDONLY | O_CLOEXEC);
+    int fd = ospc_open_shared(lock, O_RDONLY, 0, geteuid());
     if (fd < 0)
-        return 0; /* no lock, nothing to wait for */
+        return 0; /* no lock (or not ours), nothing to wait for */
     const int step_ms = 20;
     int result = -ETIMEDOUT;
     for (int waited = 0; waited <= timeout_ms; waited += step_ms) {

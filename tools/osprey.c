@@ -473,17 +473,23 @@ static int command_cache(const struct osprey_options *options)
 }
 
 /* The raw files an earlier run at this stem left for its other processes
- * (<stem>.raw.<pid>….json): the run kept now replaces them, so none is read as this run's. */
+ * (<stem>.raw.<pid>….json): the run kept now replaces them, so none is read as this run's.
+ * Only our own: in a shared directory (/tmp) one of another user's is theirs to keep, and the
+ * report leaves it out, saying so. */
 static void remove_earlier_descendants(const char *kept_raw)
 {
     char **earlier;
     size_t count;
     if (ospx_run_siblings(kept_raw, &earlier, &count) != 0)
         return;
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++) {
+        struct stat info;
+        if (lstat(earlier[i], &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != geteuid())
+            continue;
         if (unlink(earlier[i]) != 0 && errno != ENOENT)
             fprintf(stderr, "osprey: warning: %s: cannot remove an earlier run's raw file: %s\n",
                     earlier[i], strerror(errno));
+    }
     ospx_paths_free(earlier, count);
 }
 
