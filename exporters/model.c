@@ -34,17 +34,35 @@ const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process)
     return comm[0] != '\0' ? comm : "?";
 }
 
+void ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, size_t size)
+{
+    const struct ospx_thread *t = &raw->threads[thread];
+    const char *label = ospx__str(t->label);
+    int runtime_fiber = t->fiber != 0 && t->tid != 0 && t->fiber != t->tid;
+    /* "main" and "thread" are the shim's words for a thread without a name of its own: such
+     * a thread goes by its process's command, as the kernel names it. */
+    int own_label = label[0] != '\0' && strcmp(label, "main") != 0 && strcmp(label, "thread") != 0;
+    const char *name = own_label || runtime_fiber ? label : ospx__process_comm(raw, t->process);
+    /* without a tid (an older raw file), the main thread's is its process's pid */
+    long long id = runtime_fiber   ? (long long)t->fiber
+                   : t->tid != 0   ? (long long)t->tid
+                   : t->fiber == 0 ? (long long)ospx__process_pid(raw, t->process)
+                                   : (long long)t->fiber;
+    snprintf(out, size, "%s-%lld", name, id);
+}
+
 void ospx__thread_title(const struct ospx_model *model, size_t thread, char *out, size_t size)
 {
-    const struct ospx_fiber_stat *fiber = &model->fibers[thread];
     const struct ospx_raw *raw = model->raw;
+    char root[400];
+    ospx__thread_root(raw, thread, root, sizeof root);
     if (!ospx__several_processes(raw)) {
-        snprintf(out, size, "fiber %lld (%s)", (long long)fiber->fiber, fiber->label);
+        snprintf(out, size, "%s", root);
         return;
     }
     uint32_t process = raw->threads[thread].process;
-    snprintf(out, size, "%s %lld: fiber %lld (%s)", ospx__process_comm(raw, process),
-             (long long)ospx__process_pid(raw, process), (long long)fiber->fiber, fiber->label);
+    snprintf(out, size, "%s-%lld: %s", ospx__process_comm(raw, process),
+             (long long)ospx__process_pid(raw, process), root);
 }
 
 /* `path` with "." and "dir/.." components removed, lexically (debug info often records

@@ -45,8 +45,14 @@ static inline int ospx__several_processes(const struct ospx_raw *raw)
 {
     return raw->process_count > 1;
 }
-/* A thread's name in the outputs: "fiber <id> (<label>)", with several processes preceded
- * by its process, "<comm> <pid>: fiber <id> (<label>)". */
+/* A thread's name where it is a root (folded stacks, speedscope profiles, the html page):
+ * "<name>-<tid>" as perf names a thread, <name> its label when it has one of its own (a name
+ * set with pthread_setname_np, a runtime's label), else its process's command; a runtime's
+ * fiber, or a thread whose tid the raw file does not give, has its fiber id instead of the
+ * tid ("hotspot-11512", "sieve-11513", "effect--1"). */
+void ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, size_t size);
+/* A thread's name in the outputs: its root name, with several processes preceded by its
+ * process, "<comm>-<pid>: <root>". */
 void ospx__thread_title(const struct ospx_model *model, size_t thread, char *out, size_t size);
 
 /* ---- symbolize.c ---- */

@@ -103,9 +103,10 @@ rm -f run/spawn.raw.999999.json
 expect_status 0 $? "diff of a run of two processes"
 
 # every output holds both processes
-grep -q "^spawn-$root_pid;fiber-0;.*parent_spin" run/spawn.folded ||
+# (each thread's root named as perf names it: the main thread's is spawn-<its pid>)
+grep -q "^spawn-$root_pid;spawn-$root_pid;.*parent_spin" run/spawn.folded ||
   fail "folded: no spawn-$root_pid line with parent_spin: $(head -n 3 run/spawn.folded)"
-grep -q "^spawn-$child_pid;fiber-0;.*child_spin" run/spawn.folded ||
+grep -q "^spawn-$child_pid;spawn-$child_pid;.*child_spin" run/spawn.folded ||
   fail "folded: no spawn-$child_pid line with child_spin"
 python3 - "$root_pid" "$child_pid" <<'EOF2' || fail "speedscope, trace or profile.json lacks a process"
 import json, sys
@@ -113,7 +114,7 @@ root, child = int(sys.argv[1]), int(sys.argv[2])
 speedscope = json.load(open("run/spawn.speedscope.json"))
 names = [p["name"] for p in speedscope["profiles"]]
 for pid in (root, child):
-    assert any(n.startswith("spawn %d: fiber 0" % pid) for n in names), names
+    assert "spawn-%d: spawn-%d" % (pid, pid) in names, names
 trace = json.load(open("run/spawn.trace.json"))
 events = trace["traceEvents"]
 named = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
