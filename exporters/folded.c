@@ -61,19 +61,22 @@ static char *fold(const struct ospx_model *model, const uint32_t *function_of,
     struct buffer buffer = {NULL, 0, 0};
     int rc = 0;
     /* With several processes, a first frame per process, "<comm>-<pid>" as perf script's
-     * stacks folded by stackcollapse-perf.pl --pid begin. */
-    if (ospx__several_processes(model->raw)) {
-        uint32_t process = model->raw->threads[sample->thread].process;
-        char pid[32];
-        snprintf(pid, sizeof pid, "-%lld;", (long long)ospx__process_pid(model->raw, process));
-        rc = buffer_append(&buffer, ospx__process_comm(model->raw, process), 1);
-        if (rc == 0)
-            rc = buffer_append(&buffer, pid, 0);
+     * stacks folded by stackcollapse-perf.pl --pid begin; merged by command, "<comm>", and
+     * the threads of the command's processes merged under it (no thread frame). */
+    const struct ospx_raw *raw = model->raw;
+    if (ospx__several_processes(raw)) {
+        char process[400];
+        ospx__process_name(raw, raw->threads[sample->thread].process, process, sizeof process);
+        rc = buffer_append(&buffer, process, 1);
     }
-    char root[400];
-    ospx__thread_root(model->raw, sample->thread, root, sizeof root);
-    if (rc == 0)
-        rc = buffer_append(&buffer, root, 1);
+    if (!(raw->merged_processes && ospx__several_processes(raw))) {
+        char root[400];
+        ospx__thread_root(raw, sample->thread, root, sizeof root);
+        if (rc == 0 && buffer.length > 0)
+            rc = buffer_append(&buffer, ";", 0);
+        if (rc == 0)
+            rc = buffer_append(&buffer, root, 1);
+    }
     size_t depth;
     const struct ospx_slot *slots = ospx__stack_slots(model, sample->stack, &depth);
     for (size_t k = depth; k-- > 0 && rc == 0;) {

@@ -34,6 +34,15 @@ const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process)
     return comm[0] != '\0' ? comm : "?";
 }
 
+void ospx__process_name(const struct ospx_raw *raw, uint32_t process, char *out, size_t size)
+{
+    if (raw->merged_processes)
+        snprintf(out, size, "%s", ospx__process_comm(raw, process));
+    else
+        snprintf(out, size, "%s-%lld", ospx__process_comm(raw, process),
+                 (long long)ospx__process_pid(raw, process));
+}
+
 void ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, size_t size)
 {
     const struct ospx_thread *t = &raw->threads[thread];
@@ -60,9 +69,9 @@ void ospx__thread_title(const struct ospx_model *model, size_t thread, char *out
         snprintf(out, size, "%s", root);
         return;
     }
-    uint32_t process = raw->threads[thread].process;
-    snprintf(out, size, "%s-%lld: %s", ospx__process_comm(raw, process),
-             (long long)ospx__process_pid(raw, process), root);
+    char process[400];
+    ospx__process_name(raw, raw->threads[thread].process, process, sizeof process);
+    snprintf(out, size, "%s: %s", process, root);
 }
 
 /* `path` with "." and "dir/.." components removed, lexically (debug info often records
@@ -482,7 +491,7 @@ static int build_process_functions(struct ospx_model *model, const uint64_t *on_
         memset(total, 0, functions * sizeof *total);
         for (uint32_t s = 0; s < raw->stack_count; s++) {
             uint64_t weight = on_cpu_per_stack[s];
-            if (weight == 0 || raw->stacks[s].process != p)
+            if (weight == 0 || ospx__process_row(raw, raw->stacks[s].process) != p)
                 continue;
             for (size_t k = 0; k < symbols->stack_depths[s]; k++) {
                 uint32_t f = function_of[symbols->stack_slots[s][k].frame];
@@ -541,6 +550,7 @@ static int build_processes(struct ospx_model *out)
         out->processes[p].pid = ospx__process_pid(raw, p);
         out->processes[p].exe = ospx__process_exe(raw, p);
         out->processes[p].comm = ospx__process_comm(raw, p);
+        out->processes[p].merged = raw->merged_processes ? raw->processes[p].merged_count : 1;
     }
     for (size_t t = 0; t < raw->thread_count; t++) {
         uint32_t p = raw->threads[t].process < count ? raw->threads[t].process : 0;

@@ -38,6 +38,14 @@ static inline const char *ospx__process_exe(const struct ospx_raw *raw, uint32_t
 {
     return ospx__str(process < raw->process_count ? raw->processes[process].exe : raw->exe);
 }
+/* The row process `process` is shown in: itself, or after ospx_run_merge_processes the first
+ * of its command. */
+static inline uint32_t ospx__process_row(const struct ospx_raw *raw, uint32_t process)
+{
+    return raw->merged_processes && process < raw->process_count
+               ? raw->processes[process].merged_into
+               : process;
+}
 /* The process's command, as perf's comm: its exe's base name ("?" when none). */
 const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process);
 /* 1 when the outputs name processes: the raw profile holds more than one. */
@@ -45,6 +53,9 @@ static inline int ospx__several_processes(const struct ospx_raw *raw)
 {
     return raw->process_count > 1;
 }
+/* A process as the outputs name it: "<comm>-<pid>" as perf script's stacks folded with
+ * --pid begin, or after ospx_run_merge_processes "<comm>" alone. */
+void ospx__process_name(const struct ospx_raw *raw, uint32_t process, char *out, size_t size);
 /* A thread's name where it is a root (folded stacks, speedscope profiles, the html page):
  * "<name>-<tid>" as perf names a thread, <name> its label when it has one of its own (a name
  * set with pthread_setname_np, a runtime's label), else its process's command; a runtime's

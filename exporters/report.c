@@ -252,7 +252,14 @@ static void print_header(FILE *out, size_t width, const struct ospx_model *model
             shown[count++] = &model->fibers[t];
     count_threads(threads, sizeof threads, model, shown, 0, shown != NULL ? count : 0);
     free(shown);
-    if (several_processes(model))
+    size_t merged = 0; /* processes, when each row is a command's */
+    for (size_t p = 0; model->raw->merged_processes && p < model->process_count; p++)
+        if (model->processes[p].on_cpu + model->processes[p].waiting > 0)
+            merged += model->processes[p].merged;
+    if (several_processes(model) && model->raw->merged_processes)
+        snprintf(processes, sizeof processes, "%zu processes of %zu commands, ", merged,
+                 model->processes_sampled);
+    else if (several_processes(model))
         snprintf(processes, sizeof processes, "%zu processes, ", model->processes_sampled);
     snprintf(line, sizeof line, "%s: %s%s wall, %s CPU, %llu samples (%llu on-CPU), %u Hz, %s",
              title, processes, wall, cpu, (unsigned long long)model->total_samples,
@@ -260,11 +267,28 @@ static void print_header(FILE *out, size_t width, const struct ospx_model *model
     emit(out, width, NULL, line);
 }
 
-/* "4243 hotspot": a process as the table's PROCESS column and the lines name it. */
+/* "4243 hotspot": a process as the table's PROCESS column and the lines name it; merged by
+ * command, "gzip" (its line says how many processes). */
 static void format_process(char *out, size_t size, const struct ospx_model *model, uint32_t process)
 {
-    snprintf(out, size, "%lld %s", (long long)model->processes[process].pid,
-             model->processes[process].comm);
+    if (model->raw->merged_processes)
+        snprintf(out, size, "%s", model->processes[process].comm);
+    else
+        snprintf(out, size, "%lld %s", (long long)model->processes[process].pid,
+                 model->processes[process].comm);
+}
+
+/* "process 4243 (hotspot)", merged by command "gzip (3 processes)": a process's line and its
+ * --per-process section. */
+static void format_process_title(char *out, size_t size, const struct ospx_model *model,
+                                 uint32_t process)
+{
+    const struct ospx_process_stat *stat = &model->processes[process];
+    if (model->raw->merged_processes)
+        snprintf(out, size, "%s (%zu %s)", stat->comm, stat->merged,
+                 stat->merged == 1 ? "process" : "processes");
+    else
+        snprintf(out, size, "process %lld (%s)", (long long)stat->pid, stat->comm);
 }
 
 #define MAX_PROCESS_LINES 8
@@ -287,10 +311,12 @@ static void print_processes(FILE *out, size_t width, const struct ospx_model *mo
         }
         shown++;
         char name[600], cpu[32], how[96] = "", line[1024];
-        snprintf(name, sizeof name, "process %lld (%s)", (long long)process->pid, process->comm);
+        format_process_title(name, sizeof name, model, p);
         format_duration(cpu, sizeof cpu,
                         raw->rate_hz > 0 ? (double)process->on_cpu / raw->rate_hz : 0);
-        if (p < raw->process_count && raw->processes[p].execd)
+        if (raw->merged_processes)
+            ; /* a command's processes: how each began is theirs */
+        else if (p < raw->process_count && raw->processes[p].execd)
             snprintf(how, sizeof how, ", then exec'd");
         else if (p < raw->process_count && raw->processes[p].forked &&
                  raw->processes[p].parent_pid > 0)
@@ -375,7 +401,10 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
     for (size_t i = 0; i < shown; i++) {
         char name[640], pid[32] = "";
         size_t t = (size_t)(sorted[i] - model->fibers);
-        if (processes)
+        if (processes && model->raw->merged_processes)
+            snprintf(pid, sizeof pid, "%.20s ",
+                     ospx__process_comm(model->raw, model->raw->threads[t].process));
+        else if (processes)
             snprintf(pid, sizeof pid, "%lld ",
                      (long long)ospx__process_pid(model->raw, model->raw->threads[t].process));
         snprintf(name, sizeof name, "%s%s %lld (%s)", pid,
@@ -800,8 +829,7 @@ static int print_sections(FILE *out, size_t width, const struct ospx_model *mode
         if (rc != 0)
             break;
         char title[700];
-        snprintf(title, sizeof title, "process %lld (%s)", (long long)process->pid,
-                 model->processes[p].comm);
+        format_process_title(title, sizeof title, model, p);
         fputc('\n', out);
         rc = print_body(out, width, &section, options, title, (long)p);
         ospx_model_free(&section);

@@ -157,4 +157,24 @@ grep -q "^osprey: 3 processes, " report || fail "sh -c: not 3 processes: $(cat r
   fail "sh -c: not both runs of the program: $(cat report)"
 grep -q "^  2 more raw files: run/sh.raw.<pid>….json$" report || fail "sh -c: written list: $(cat report)"
 
+# --merge-processes: the two runs of the program are one command, one row per function
+"$osprey" report run/sh.raw.json --merge-processes -o run/merged >merged 2>err
+expect_status 0 $? "report --merge-processes"
+grep -q "^osprey: 3 processes of 2 commands, " merged ||
+  fail "--merge-processes: header: $(cat merged)"
+grep -q "^  spawn (2 processes) .* CPU" merged || fail "--merge-processes: no spawn line: $(cat merged)"
+[ "$(sed -n '/SELF% TOTAL%/,/^$/p' merged | grep -c ' spawn  *child_spin ')" = 1 ] ||
+  fail "--merge-processes: child_spin is not one row: $(cat merged)"
+grep -q "^spawn;.*child_spin [0-9]*$" run/merged.folded ||
+  fail "--merge-processes: folded: $(head -n 3 run/merged.folded)"
+grep -q "^spawn-[0-9]" run/merged.folded && fail "--merge-processes: a pid in the folded roots"
+# and of a profiled run
+"$osprey" /bin/sh --profile --merge-processes -o run/sh2 -- -c './spawn --child; ./spawn --child' \
+  >out 2>report
+expect_status 0 $? "sh -c --merge-processes"
+grep -q "^osprey: 3 processes of 2 commands, " report ||
+  fail "sh -c --merge-processes: header: $(cat report)"
+[ "$(sed -n '/SELF% TOTAL%/,/^$/p' report | grep -c ' spawn  *child_spin ')" = 1 ] ||
+  fail "sh -c --merge-processes: child_spin is not one row: $(cat report)"
+
 finish "all multi-process checks passed"

@@ -767,6 +767,55 @@ START_TEST(per_process_sections_follow_the_run)
 }
 END_TEST
 
+/* --merge-processes: the two workers are one command, one row per function (crunch 600 +
+ * 100), named without pids in the report and in the outputs. */
+START_TEST(merged_processes_are_one_row_per_command)
+{
+    struct fixture fixture;
+    fixture_parse(&fixture, three_processes);
+    ospx_run_merge_processes(&fixture.raw);
+    struct ospx_model model;
+    struct ospx_error err = {0};
+    ck_assert_int_eq(ospx_model_build(&fixture.raw, &fixture.symbols, &model, &err), 0);
+    char *text = render(&model, 0, 120);
+    if (getenv("OSPX_SHOW") != NULL)
+        fputs(text, stderr);
+    ck_assert_msg(strstr(text, "osprey: 3 processes of 2 commands, ") == text, "%s", text);
+    ck_assert_msg(strstr(text, "  worker (2 processes) ") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "  sh (1 process) ") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, " 70.0%  70.0%  700ms  700ms  worker   crunch") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, " 30.0%  30.0%  300ms  300ms  worker   hash") != NULL, "%s", text);
+    ck_assert_uint_eq(count_lines_with(text, "crunch"), 1);
+    ck_assert_msg(strstr(text, "102") == NULL, "a merged pid shown: %s", text);
+    free(text);
+
+    /* folded: the command, then the stack (its processes' threads merged); profile.json: one
+     * entry per command */
+    char folded[] = "/tmp/ospx-merged-XXXXXX";
+    int fd = mkstemp(folded);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(ospx_write_folded(&model, folded, &err), 0);
+    FILE *in = fopen(folded, "r");
+    char lines[4096] = "";
+    size_t length = fread(lines, 1, sizeof lines - 1, in);
+    lines[length] = '\0';
+    fclose(in);
+    ck_assert_str_eq(lines, "worker;main;crunch 700\nworker;main;hash 300\n");
+    ck_assert_int_eq(ospx_write_profile_json(&model, folded, &err), 0);
+    in = fopen(folded, "r");
+    length = fread(lines, 1, sizeof lines - 1, in);
+    lines[length] = '\0';
+    fclose(in);
+    unlink(folded);
+    ck_assert_msg(strstr(lines, "\"processes\": 2,\n      \"exe\": \"/w/worker\"") != NULL, "%s",
+                  lines);
+    ck_assert_msg(strstr(lines, "\"pid\": 10") == strstr(lines, "\"pid\": 100,"), "%s", lines);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
     Suite *suite = suite_create("report");
@@ -794,6 +843,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, several_processes_get_a_process_column_and_lines);
     tcase_add_test(tc, one_process_kept_by_pid_looks_like_a_profile_of_one);
     tcase_add_test(tc, per_process_sections_follow_the_run);
+    tcase_add_test(tc, merged_processes_are_one_row_per_command);
     tcase_add_test(tc, cut_stacks_say_how_many_came_before_the_unwind_tables);
     tcase_add_test(tc, a_stripped_programs_stacks_are_whole);
     suite_add_tcase(suite, tc);
