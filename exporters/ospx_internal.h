@@ -120,15 +120,22 @@ void ospx__spans_free(struct ospx__spans *spans);
 /* ---- listing.c: the report's --inverted and --list ---- */
 
 struct ospx__callers;
-struct ospx__caller {
-    uint32_t function; /* index into model->functions; OSPX_NO_FUNCTION: the stack ends */
-    uint64_t self;     /* periods of the leaf's self time that came through it */
+/* One way a leaf function was reached: its callers from the nearest out to the stack's root
+ * (model function indices; a run of one function — inline levels, direct recursion — once)
+ * and the periods of the leaf's self time that came this way. */
+struct ospx__chain {
+    const uint32_t *functions;
+    size_t length;
+    uint64_t self;
 };
-/* Who called each leaf function, per model. NULL when out of memory. */
+/* The caller chains of every leaf function, per model. NULL when out of memory. */
 struct ospx__callers *ospx__callers_build(const struct ospx_model *model);
-/* The callers of model function `function`, most self time first, at most `max`. */
-size_t ospx__callers_of(const struct ospx__callers *callers, uint32_t function,
-                        struct ospx__caller *out, size_t max);
+/* The chains of model function `function` (*out malloc'd, the caller frees it; the chains'
+ * functions stay the callers'), sorted by their functions, nearest caller first, so chains
+ * that share callers are adjacent and a chain that ends sooner comes before the longer ones
+ * it is a prefix of. Returns their count (0: none, or out of memory). */
+size_t ospx__callers_chains(const struct ospx__callers *callers, uint32_t function,
+                            struct ospx__chain **out);
 void ospx__callers_free(struct ospx__callers *callers);
 /* 0 when `expression` compiles as a POSIX extended regex; else -EINVAL with `err`. */
 int ospx__listing_check(const char *expression, struct ospx_error *err);

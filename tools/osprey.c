@@ -185,7 +185,8 @@ static const struct {
      "                 (--pid, --comm, --fiber, --focus and --ignore apply to the\n"
      "                 outputs too, when -o or --format asks for them: a view alone\n"
      "                 writes nothing)\n"
-     "  --inverted     under each function, the callers its self time came from\n"
+     "  --inverted     under each function, the caller chains its self time came\n"
+     "                 from, as a tree (a single chain on one line)\n"
      "  --list REGEX   the source lines of the matching functions with their self (flat)\n"
      "                 and total (cum) time, as pprof -list prints them\n"},
     {FOR_GENERAL, "\nosprey cache:\n"},
