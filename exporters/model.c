@@ -43,7 +43,7 @@ void ospx__process_name(const struct ospx_raw *raw, uint32_t process, char *out,
                  (long long)ospx__process_pid(raw, process));
 }
 
-void ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, size_t size)
+int ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, size_t size)
 {
     const struct ospx_thread *t = &raw->threads[thread];
     const char *label = ospx__str(t->label);
@@ -58,20 +58,21 @@ void ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, siz
                    : t->fiber == 0 ? (long long)ospx__process_pid(raw, t->process)
                                    : (long long)t->fiber;
     snprintf(out, size, "%s-%lld", name, id);
+    return !(own_label || runtime_fiber);
 }
 
 void ospx__thread_title(const struct ospx_model *model, size_t thread, char *out, size_t size)
 {
     const struct ospx_raw *raw = model->raw;
-    char root[400];
-    ospx__thread_root(raw, thread, root, sizeof root);
-    if (!ospx__several_processes(raw)) {
-        snprintf(out, size, "%s", root);
-        return;
+    char root[400], process[400] = "";
+    /* named by its command, the label says which thread it is: (main), (thread) */
+    int by_command = ospx__thread_root(raw, thread, root, sizeof root);
+    if (ospx__several_processes(raw)) {
+        ospx__process_name(raw, raw->threads[thread].process, process, sizeof process);
+        snprintf(process + strlen(process), sizeof process - strlen(process), ": ");
     }
-    char process[400];
-    ospx__process_name(raw, raw->threads[thread].process, process, sizeof process);
-    snprintf(out, size, "%s: %s", process, root);
+    snprintf(out, size, "%s%s%s%s%s", process, root, by_command ? " (" : "",
+             by_command ? ospx__str(raw->threads[thread].label) : "", by_command ? ")" : "");
 }
 
 /* `path` with "." and "dir/.." components removed, lexically (debug info often records

@@ -61,9 +61,12 @@ void ospx__process_name(const struct ospx_raw *raw, uint32_t process, char *out,
  * set with pthread_setname_np, a runtime's label), else its process's command; a runtime's
  * fiber, or a thread whose tid the raw file does not give, has its fiber id instead of the
  * tid ("hotspot-11512", "sieve-11513", "effect--1"). */
-void ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, size_t size);
-/* A thread's name in the outputs: its root name, with several processes preceded by its
- * process, "<comm>-<pid>: <root>". */
+int ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, size_t size);
+/* (It returns 1 when the name is the process's command.) A thread's name in the outputs
+ * (speedscope profiles, the .cpuprofile's fiber nodes, the html page's fiber selector): its
+ * root name, followed by the label when the name is the command's ("hotspot-4242 (main)",
+ * "hotspot-4243 (thread)", "worker-4244"), with several processes preceded by its process,
+ * "<comm>-<pid>: <root>". */
 void ospx__thread_title(const struct ospx_model *model, size_t thread, char *out, size_t size);
 
 /* ---- symbolize.c ---- */

@@ -114,7 +114,7 @@ root, child = int(sys.argv[1]), int(sys.argv[2])
 speedscope = json.load(open("run/spawn.speedscope.json"))
 names = [p["name"] for p in speedscope["profiles"]]
 for pid in (root, child):
-    assert "spawn-%d: spawn-%d" % (pid, pid) in names, names
+    assert "spawn-%d: spawn-%d (main)" % (pid, pid) in names, names
 trace = json.load(open("run/spawn.trace.json"))
 events = trace["traceEvents"]
 named = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}

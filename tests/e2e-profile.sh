@@ -50,7 +50,7 @@ check(len(profiles) >= 2, "speedscope: expected a profile per thread (main and w
 total_samples = 0
 for profile in profiles:
     check(profile["type"] == "sampled", "speedscope: profile type")
-    check(re.fullmatch(r"[^;]+-[0-9]+", profile["name"]) is not None,
+    check(re.fullmatch(r"[^;]+-[0-9]+( \((main|thread)\))?", profile["name"]) is not None,
           "speedscope: profile name " + profile["name"])
     check(len(profile["samples"]) == len(profile["weights"]), "speedscope: samples vs weights")
     check(all(0 <= i < len(frames) for s in profile["samples"] for i in s),

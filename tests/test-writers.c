@@ -285,7 +285,7 @@ START_TEST(speedscope_stacks_are_root_first)
     json_t *root = load_json(write_output(&model, &writers[0]));
     json_t *frames = json_object_get(json_object_get(root, "shared"), "frames");
     json_t *worker = json_array_get(json_object_get(root, "profiles"), 1);
-    ck_assert_str_eq(json_string_value(json_object_get(worker, "name")), "hotspot-4243");
+    ck_assert_str_eq(json_string_value(json_object_get(worker, "name")), "hotspot-4243 (thread)");
     json_t *first = json_array_get(json_object_get(worker, "samples"), 0);
     ck_assert_uint_eq(json_array_size(first), 2);
     json_t *frame = json_array_get(frames, (size_t)json_integer_value(json_array_get(first, 0)));
@@ -334,8 +334,9 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
         {
             ck_assert_int_gt(json_integer_value(child), (json_int_t)i + 1);
             ck_assert_int_le(json_integer_value(child), (json_int_t)count);
-            /* a fiber's node: the thread's name, "<name>-<tid>", with several processes
-             * "<comm>-<pid>: <name>-<tid>"; the root's other child is (idle) */
+            /* a fiber's node: the thread's name, "<name>-<tid>" (and its label when the name
+             * is the command's), with several processes "<comm>-<pid>: <name>-<tid>"; the
+             * root's other child is (idle) */
             if (i == 0) {
                 const char *name = json_string_value(json_object_get(
                     json_object_get(json_array_get(nodes, json_integer_value(child) - 1),
@@ -448,9 +449,9 @@ START_TEST(cpuprofile_gives_each_fiber_its_own_time)
         const char *fiber = fiber_of[json_integer_value(json_array_get(samples, i)) - 1];
         ck_assert_ptr_nonnull(fiber);
         json_int_t duration = next - at;
-        if (strcmp(fiber, "hotspot-4242") == 0)
+        if (strcmp(fiber, "hotspot-4242 (main)") == 0)
             main_us += duration;
-        else if (strcmp(fiber, "hotspot-4243") == 0)
+        else if (strcmp(fiber, "hotspot-4243 (thread)") == 0)
             thread_us += duration;
         else
             idle_us += duration;
@@ -635,8 +636,8 @@ START_TEST(every_output_holds_every_process)
     json_t *speedscope = load_json(write_output(&model, &writers[0]));
     json_t *profiles = json_object_get(speedscope, "profiles");
     ck_assert_uint_eq(json_array_size(profiles), 3);
-    static const char *const names[] = {"sh-300: sh-300", "worker-301: worker-301",
-                                        "worker-301: worker-302"};
+    static const char *const names[] = {"sh-300: sh-300 (main)", "worker-301: worker-301 (main)",
+                                        "worker-301: worker-302 (thread)"};
     for (size_t i = 0; i < 3; i++)
         ck_assert_str_eq(json_string_value(json_object_get(json_array_get(profiles, i), "name")),
                          names[i]);
