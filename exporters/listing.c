@@ -31,12 +31,14 @@ static uint64_t *on_cpu_per_stack(const struct ospx_model *model)
 
 /* ---- --inverted ---- */
 
-/* Per distinct (leaf, chain): the chain's functions in `pool`, from the leaf's caller out to
- * the stack's root, a run of one function (inline levels, direct recursion) once. */
+/* Per distinct (leaf, process, chain): the chain's functions in `pool`, from the leaf's caller
+ * out to the stack's root, a run of one function (inline levels, direct recursion) once. The
+ * process is the row the report shows the stack's process in when it shows processes (more
+ * than one sampled), else 0. */
 struct ospx__callers {
     uint32_t *pool;
     struct entry {
-        uint32_t leaf;
+        uint32_t leaf, process;
         struct ospx__chain chain;
     } * entries;
     size_t count;
@@ -47,6 +49,8 @@ static int compare_entries(const void *a, const void *b)
     const struct entry *x = a, *y = b;
     if (x->leaf != y->leaf)
         return x->leaf < y->leaf ? -1 : 1;
+    if (x->process != y->process)
+        return x->process < y->process ? -1 : 1;
     size_t common = x->chain.length < y->chain.length ? x->chain.length : y->chain.length;
     for (size_t k = 0; k < common; k++)
         if (x->chain.functions[k] != y->chain.functions[k])
@@ -94,7 +98,10 @@ struct ospx__callers *ospx__callers_build(const struct ospx_model *model)
             chain[length++] = last = f;
         }
         used += length;
-        callers->entries[callers->count++] = (struct entry){leaf, {chain, length, weights[s]}};
+        uint32_t process =
+            model->processes_sampled > 1 ? ospx__process_row(raw, raw->stacks[s].process) : 0;
+        callers->entries[callers->count++] =
+            (struct entry){leaf, process, {chain, length, weights[s]}};
     }
     qsort(callers->entries, callers->count, sizeof *callers->entries, compare_entries);
     size_t merged = 0;
@@ -111,7 +118,7 @@ struct ospx__callers *ospx__callers_build(const struct ospx_model *model)
 }
 
 size_t ospx__callers_chains(const struct ospx__callers *callers, uint32_t function,
-                            struct ospx__chain **out)
+                            uint32_t process, struct ospx__chain **out)
 {
     *out = NULL;
     if (callers == NULL)
@@ -119,13 +126,15 @@ size_t ospx__callers_chains(const struct ospx__callers *callers, uint32_t functi
     size_t lo = 0, hi = callers->count;
     while (lo < hi) { /* the first entry of `function` */
         size_t mid = lo + (hi - lo) / 2;
-        if (callers->entries[mid].leaf < function)
+        const struct entry *entry = &callers->entries[mid];
+        if (entry->leaf < function || (entry->leaf == function && entry->process < process))
             lo = mid + 1;
         else
             hi = mid;
     }
     size_t count = 0;
-    while (lo + count < callers->count && callers->entries[lo + count].leaf == function)
+    while (lo + count < callers->count && callers->entries[lo + count].leaf == function &&
+           callers->entries[lo + count].process == process)
         count++;
     *out = count > 0 ? malloc(count * sizeof **out) : NULL;
     if (*out == NULL)

@@ -133,12 +133,13 @@ struct ospx__chain {
 };
 /* The caller chains of every leaf function, per model. NULL when out of memory. */
 struct ospx__callers *ospx__callers_build(const struct ospx_model *model);
-/* The chains of model function `function` (*out malloc'd, the caller frees it; the chains'
+/* The chains of model function `function` in process `process` (the model's row of processes
+ * when more than one is sampled, else 0) (*out malloc'd, the caller frees it; the chains'
  * functions stay the callers'), sorted by their functions, nearest caller first, so chains
  * that share callers are adjacent and a chain that ends sooner comes before the longer ones
  * it is a prefix of. Returns their count (0: none, or out of memory). */
 size_t ospx__callers_chains(const struct ospx__callers *callers, uint32_t function,
-                            struct ospx__chain **out);
+                            uint32_t process, struct ospx__chain **out);
 void ospx__callers_free(struct ospx__callers *callers);
 /* 0 when `expression` compiles as a POSIX extended regex; else -EINVAL with `err`. */
 int ospx__listing_check(const char *expression, struct ospx_error *err);

@@ -581,10 +581,11 @@ static void print_caller_level(struct caller_tree *tree, size_t lo, size_t hi, s
 
 static void print_callers(FILE *out, size_t width, const struct ospx_model *model,
                           const struct ospx__callers *callers, const struct ospx_function_stat *fn,
-                          uint64_t self, const char *here)
+                          uint32_t process, uint64_t self, const char *here)
 {
     struct ospx__chain *chains;
-    size_t count = ospx__callers_chains(callers, (uint32_t)(fn - model->functions), &chains);
+    size_t count =
+        ospx__callers_chains(callers, (uint32_t)(fn - model->functions), process, &chains);
     struct caller_tree tree = {out, width, model, chains, self, here, 0};
     if (count > 0 && self > 0)
         print_caller_level(&tree, 0, count, 0, BAR_CELLS);
@@ -600,6 +601,7 @@ struct table_row {
     const struct ospx_function_stat *fn;
     uint64_t self, total;
     char process[PROCESS_COLUMNS * 4 + 8]; /* "" without a PROCESS column */
+    uint32_t process_index;                /* its row in model->processes; 0 without */
     char location[512];
 };
 
@@ -625,6 +627,7 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
             char name[640];
             format_process(name, sizeof name, model, entry->process);
             fit(row->process, sizeof row->process, name, PROCESS_COLUMNS, CUT_END);
+            row->process_index = entry->process;
         } else {
             row->fn = &model->functions[i];
             row->self = row->fn->self;
@@ -684,7 +687,7 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
                  total_pct_text, self, total, process, pad, function, location);
         emit(out, width, color ? ospx_share_color(self_pct) : NULL, line);
         if (callers != NULL)
-            print_callers(out, width, model, callers, row->fn, row->fn->self, here);
+            print_callers(out, width, model, callers, row->fn, row->process_index, row->self, here);
     }
     free(rows);
 }
