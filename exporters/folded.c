@@ -3,8 +3,9 @@
  * space and the count in sampling periods (the sum of the rows' weights). `.folded` holds the
  * on-CPU samples only, so a flame graph drawn from it is a CPU flame graph whose widths match
  * the report; `.offcpu.folded` holds the waiting ones (the stack each wait blocked in), the
- * off-CPU flame graph of the same run. The fiber is a synthetic root frame `fiber-<id>` with the
- * id printed as a decimal number (fiber -1 is `fiber--1`). In names, `;` becomes `:` and line
+ * off-CPU flame graph of the same run. The thread is a synthetic root frame named as perf names
+ * it, `<name>-<tid>` (ospx__thread_root: `hotspot-11512`; with several processes after a frame
+ * `<comm>-<pid>` for its process). In names, `;` becomes `:` and line
  * breaks become spaces, so a name can never split a frame or a line. Lines are sorted bytewise,
  * so the same profile always gives the same file. */
 #include <errno.h>
@@ -60,19 +61,22 @@ static char *fold(const struct ospx_model *model, const uint32_t *function_of,
     struct buffer buffer = {NULL, 0, 0};
     int rc = 0;
     /* With several processes, a first frame per process, "<comm>-<pid>" as perf script's
-     * stacks folded by stackcollapse-perf.pl --pid begin. */
-    if (ospx__several_processes(model->raw)) {
-        uint32_t process = model->raw->threads[sample->thread].process;
-        char pid[32];
-        snprintf(pid, sizeof pid, "-%lld;", (long long)ospx__process_pid(model->raw, process));
-        rc = buffer_append(&buffer, ospx__process_comm(model->raw, process), 1);
-        if (rc == 0)
-            rc = buffer_append(&buffer, pid, 0);
+     * stacks folded by stackcollapse-perf.pl --pid begin; merged by command, "<comm>", and
+     * the threads of the command's processes merged under it (no thread frame). */
+    const struct ospx_raw *raw = model->raw;
+    if (ospx__several_processes(raw)) {
+        char process[400];
+        ospx__process_name(raw, raw->threads[sample->thread].process, process, sizeof process);
+        rc = buffer_append(&buffer, process, 1);
     }
-    char fiber[32];
-    snprintf(fiber, sizeof fiber, "fiber-%lld", (long long)model->fibers[sample->thread].fiber);
-    if (rc == 0)
-        rc = buffer_append(&buffer, fiber, 0);
+    if (!(raw->merged_processes && ospx__several_processes(raw))) {
+        char root[400];
+        ospx__thread_root(raw, sample->thread, root, sizeof root);
+        if (rc == 0 && buffer.length > 0)
+            rc = buffer_append(&buffer, ";", 0);
+        if (rc == 0)
+            rc = buffer_append(&buffer, root, 1);
+    }
     size_t depth;
     const struct ospx_slot *slots = ospx__stack_slots(model, sample->stack, &depth);
     for (size_t k = depth; k-- > 0 && rc == 0;) {

@@ -1,7 +1,7 @@
-/* listing.c — the two deeper views of the terminal report: `--inverted`, the callers each hot
- * function's self time came from, and `--list REGEX`, the source lines of the matching
- * functions with the time spent on each, as `pprof -list` prints them. Both count on-CPU
- * periods, like the table, and are computed per distinct raw stack. */
+/* listing.c — the two deeper views of the terminal report: `--inverted`, the caller chains
+ * each hot function's self time came from (the report prints them as a tree), and `--list REGEX`,
+ * the source lines of the matching functions with the time spent on each, as `pprof -list` prints
+ * them. Both count on-CPU periods, like the table, and are computed per distinct raw stack. */
 #include <errno.h>
 #include <fcntl.h>
 #include <regex.h>
@@ -33,20 +33,32 @@ static uint64_t *on_cpu_per_stack(const struct ospx_model *model)
 
 /* ---- --inverted ---- */
 
+/* Per distinct (leaf, process, chain): the chain's functions in `pool`, from the leaf's caller
+ * out to the stack's root, a run of one function (inline levels, direct recursion) once. The
+ * process is the row the report shows the stack's process in when it shows processes (more
+ * than one sampled), else 0. */
 struct ospx__callers {
-    struct edge {
-        uint32_t leaf, caller;
-        uint64_t self;
-    } * edges;
+    uint32_t *pool;
+    struct entry {
+        uint32_t leaf, process;
+        struct ospx__chain chain;
+    } * entries;
     size_t count;
 };
 
-static int compare_edges(const void *a, const void *b)
+static int compare_entries(const void *a, const void *b)
 {
-    const struct edge *x = a, *y = b;
+    const struct entry *x = a, *y = b;
     if (x->leaf != y->leaf)
         return x->leaf < y->leaf ? -1 : 1;
-    return (x->caller > y->caller) - (x->caller < y->caller);
+    if (x->process != y->process)
+        return x->process < y->process ? -1 : 1;
+    size_t common = x->chain.length < y->chain.length ? x->chain.length : y->chain.length;
+    for (size_t k = 0; k < common; k++)
+        if (x->chain.functions[k] != y->chain.functions[k])
+            return x->chain.functions[k] < y->chain.functions[k] ? -1 : 1;
+    /* a chain that is another's prefix (its stack ends sooner) first */
+    return (x->chain.length > y->chain.length) - (x->chain.length < y->chain.length);
 }
 
 struct ospx__callers *ospx__callers_build(const struct ospx_model *model)
@@ -55,34 +67,51 @@ struct ospx__callers *ospx__callers_build(const struct ospx_model *model)
     struct ospx__callers *callers = calloc(1, sizeof *callers);
     uint64_t *weights = on_cpu_per_stack(model);
     uint32_t *function_of = ospx__frame_functions(model);
-    if (callers != NULL)
-        callers->edges = malloc((raw->stack_count + 1) * sizeof *callers->edges);
-    if (callers == NULL || callers->edges == NULL || weights == NULL || function_of == NULL) {
+    size_t slots_total = 0;
+    for (uint32_t s = 0; weights != NULL && s < raw->stack_count; s++) {
+        size_t depth;
+        ospx__stack_slots(model, s, &depth);
+        slots_total += weights[s] > 0 ? depth : 0;
+    }
+    if (callers != NULL) {
+        callers->entries = malloc((raw->stack_count + 1) * sizeof *callers->entries);
+        callers->pool = malloc((slots_total + 1) * sizeof *callers->pool);
+    }
+    if (callers == NULL || callers->entries == NULL || callers->pool == NULL || weights == NULL ||
+        function_of == NULL) {
         free(weights);
         free(function_of);
         ospx__callers_free(callers);
         return NULL;
     }
+    size_t used = 0;
     for (uint32_t s = 0; s < raw->stack_count; s++) {
         size_t depth;
         const struct ospx_slot *slots = ospx__stack_slots(model, s, &depth);
         if (weights[s] == 0 || depth == 0)
             continue;
-        /* The caller: the first frame out from the leaf that is another function (inline
-         * levels and direct recursion of the leaf are the leaf itself). */
-        uint32_t leaf = function_of[slots[0].frame], caller = OSPX_NO_FUNCTION;
-        for (size_t k = 1; k < depth && caller == OSPX_NO_FUNCTION; k++)
-            if (function_of[slots[k].frame] != leaf)
-                caller = function_of[slots[k].frame];
-        callers->edges[callers->count++] = (struct edge){leaf, caller, weights[s]};
+        uint32_t leaf = function_of[slots[0].frame], last = leaf;
+        uint32_t *chain = callers->pool + used;
+        size_t length = 0;
+        for (size_t k = 1; k < depth; k++) {
+            uint32_t f = function_of[slots[k].frame];
+            if (f == OSPX_NO_FUNCTION || f == last)
+                continue;
+            chain[length++] = last = f;
+        }
+        used += length;
+        uint32_t process =
+            model->processes_sampled > 1 ? ospx__process_row(raw, raw->stacks[s].process) : 0;
+        callers->entries[callers->count++] =
+            (struct entry){leaf, process, {chain, length, weights[s]}};
     }
-    qsort(callers->edges, callers->count, sizeof *callers->edges, compare_edges);
+    qsort(callers->entries, callers->count, sizeof *callers->entries, compare_entries);
     size_t merged = 0;
     for (size_t i = 0; i < callers->count; i++) {
-        if (merged > 0 && compare_edges(&callers->edges[merged - 1], &callers->edges[i]) == 0)
-            callers->edges[merged - 1].self += callers->edges[i].self;
+        if (merged > 0 && compare_entries(&callers->entries[merged - 1], &callers->entries[i]) == 0)
+            callers->entries[merged - 1].chain.self += callers->entries[i].chain.self;
         else
-            callers->edges[merged++] = callers->edges[i];
+            callers->entries[merged++] = callers->entries[i];
     }
     callers->count = merged;
     free(weights);
@@ -90,24 +119,30 @@ struct ospx__callers *ospx__callers_build(const struct ospx_model *model)
     return callers;
 }
 
-size_t ospx__callers_of(const struct ospx__callers *callers, uint32_t function,
-                        struct ospx__caller *out, size_t max)
+size_t ospx__callers_chains(const struct ospx__callers *callers, uint32_t function,
+                            uint32_t process, struct ospx__chain **out)
 {
-    size_t count = 0;
-    for (size_t i = 0; callers != NULL && i < callers->count; i++) {
-        const struct edge *edge = &callers->edges[i];
-        if (edge->leaf != function)
-            continue;
-        /* keep the `max` largest, largest first (an insertion into a short list) */
-        size_t at = count < max ? count++ : max;
-        while (at > 0 && out[at - 1].self < edge->self) {
-            if (at < max)
-                out[at] = out[at - 1];
-            at--;
-        }
-        if (at < max)
-            out[at] = (struct ospx__caller){edge->caller, edge->self};
+    *out = NULL;
+    if (callers == NULL)
+        return 0;
+    size_t lo = 0, hi = callers->count;
+    while (lo < hi) { /* the first entry of `function` */
+        size_t mid = lo + (hi - lo) / 2;
+        const struct entry *entry = &callers->entries[mid];
+        if (entry->leaf < function || (entry->leaf == function && entry->process < process))
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    size_t count = 0;
+    while (lo + count < callers->count && callers->entries[lo + count].leaf == function &&
+           callers->entries[lo + count].process == process)
+        count++;
+    *out = count > 0 ? malloc(count * sizeof **out) : NULL;
+    if (*out == NULL)
+        return 0;
+    for (size_t i = 0; i < count; i++)
+        (*out)[i] = callers->entries[lo + i].chain;
     return count;
 }
 
@@ -115,7 +150,8 @@ void ospx__callers_free(struct ospx__callers *callers)
 {
     if (callers == NULL)
         return;
-    free(callers->edges);
+    free(callers->entries);
+    free(callers->pool);
     free(callers);
 }
 

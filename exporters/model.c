@@ -34,17 +34,45 @@ const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process)
     return comm[0] != '\0' ? comm : "?";
 }
 
+void ospx__process_name(const struct ospx_raw *raw, uint32_t process, char *out, size_t size)
+{
+    if (raw->merged_processes)
+        snprintf(out, size, "%s", ospx__process_comm(raw, process));
+    else
+        snprintf(out, size, "%s-%lld", ospx__process_comm(raw, process),
+                 (long long)ospx__process_pid(raw, process));
+}
+
+int ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, size_t size)
+{
+    const struct ospx_thread *t = &raw->threads[thread];
+    const char *label = ospx__str(t->label);
+    int runtime_fiber = t->fiber != 0 && t->tid != 0 && t->fiber != t->tid;
+    /* "main" and "thread" are the shim's words for a thread without a name of its own: such
+     * a thread goes by its process's command, as the kernel names it. */
+    int own_label = label[0] != '\0' && strcmp(label, "main") != 0 && strcmp(label, "thread") != 0;
+    const char *name = own_label || runtime_fiber ? label : ospx__process_comm(raw, t->process);
+    /* without a tid (an older raw file), the main thread's is its process's pid */
+    long long id = runtime_fiber   ? (long long)t->fiber
+                   : t->tid != 0   ? (long long)t->tid
+                   : t->fiber == 0 ? (long long)ospx__process_pid(raw, t->process)
+                                   : (long long)t->fiber;
+    snprintf(out, size, "%s-%lld", name, id);
+    return !(own_label || runtime_fiber);
+}
+
 void ospx__thread_title(const struct ospx_model *model, size_t thread, char *out, size_t size)
 {
-    const struct ospx_fiber_stat *fiber = &model->fibers[thread];
     const struct ospx_raw *raw = model->raw;
-    if (!ospx__several_processes(raw)) {
-        snprintf(out, size, "fiber %lld (%s)", (long long)fiber->fiber, fiber->label);
-        return;
+    char root[400], process[400] = "";
+    /* named by its command, the label says which thread it is: (main), (thread) */
+    int by_command = ospx__thread_root(raw, thread, root, sizeof root);
+    if (ospx__several_processes(raw)) {
+        ospx__process_name(raw, raw->threads[thread].process, process, sizeof process);
+        snprintf(process + strlen(process), sizeof process - strlen(process), ": ");
     }
-    uint32_t process = raw->threads[thread].process;
-    snprintf(out, size, "%s %lld: fiber %lld (%s)", ospx__process_comm(raw, process),
-             (long long)ospx__process_pid(raw, process), (long long)fiber->fiber, fiber->label);
+    snprintf(out, size, "%s%s%s%s%s", process, root, by_command ? " (" : "",
+             by_command ? ospx__str(raw->threads[thread].label) : "", by_command ? ")" : "");
 }
 
 /* `path` with "." and "dir/.." components removed, lexically (debug info often records
@@ -464,7 +492,7 @@ static int build_process_functions(struct ospx_model *model, const uint64_t *on_
         memset(total, 0, functions * sizeof *total);
         for (uint32_t s = 0; s < raw->stack_count; s++) {
             uint64_t weight = on_cpu_per_stack[s];
-            if (weight == 0 || raw->stacks[s].process != p)
+            if (weight == 0 || ospx__process_row(raw, raw->stacks[s].process) != p)
                 continue;
             for (size_t k = 0; k < symbols->stack_depths[s]; k++) {
                 uint32_t f = function_of[symbols->stack_slots[s][k].frame];
@@ -569,6 +597,7 @@ static int build_processes(struct ospx_model *out)
         out->processes[p].pid = ospx__process_pid(raw, p);
         out->processes[p].exe = ospx__process_exe(raw, p);
         out->processes[p].comm = ospx__process_comm(raw, p);
+        out->processes[p].merged = raw->merged_processes ? raw->processes[p].merged_count : 1;
     }
     for (size_t t = 0; t < raw->thread_count; t++) {
         uint32_t p = raw->threads[t].process < count ? raw->threads[t].process : 0;

@@ -130,6 +130,9 @@ struct ospx_process {
     uint64_t dropped;
     struct ospx_exit exit;
     size_t first_image, image_count; /* its images: images[first_image ..] */
+    /* after ospx_run_merge_processes: the process whose row this one's threads are shown in
+     * (the first of its command), and in that one how many processes the row stands for */
+    uint32_t merged_into, merged_count;
 };
 
 struct ospx_raw {
@@ -171,6 +174,9 @@ struct ospx_raw {
         uint64_t on_cpu;
         int64_t measured_cpu_ns;
     } whole;
+    /* 1: ospx_run_merge_processes made each command one row: the threads of every process of
+     * a command are its first process's; stacks keep their own (their addresses are theirs) */
+    int merged_processes;
 };
 
 int ospx_raw_read(const char *path, struct ospx_raw *out, struct ospx_error *err);
@@ -190,6 +196,13 @@ int ospx_run_read(const char *const *paths, size_t count, int no_siblings, FILE 
  * with ospx_paths_free). 0 or a negative errno. */
 int ospx_run_siblings(const char *path, char ***paths, size_t *count);
 void ospx_paths_free(char **paths, size_t count);
+/* --merge-processes: the processes of one command (a build's 26 `cc1`, 3 `gzip`) as one, as
+ * `perf report --sort comm` shows them: each thread moves to the first process of its
+ * command (ospx_process.merged_into), whose measured CPU time and drops become the sums.
+ * After it, every per-process split (the report's PROCESS column and lines, folded roots,
+ * pprof labels, profile.json, the trace's processes) is by command, without pids. Call it
+ * after symbolizing and filtering (which go by the real processes). */
+void ospx_run_merge_processes(struct ospx_raw *raw);
 /* Append `from` (one process's raw profile, emptied and freed) to `into`: its images,
  * threads, stacks and samples, its samples on into's time axis and rate. 0 or -ENOMEM. */
 int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_error *err);
@@ -312,6 +325,7 @@ struct ospx_process_stat {
     const char *exe;
     uint64_t on_cpu, waiting;
     size_t threads; /* with samples */
+    size_t merged;  /* processes this row stands for: 1, or a command's after merging */
 };
 
 /* One row of the (process, function) table: a function's self and total time in one
@@ -450,6 +464,9 @@ struct ospx_process_options {
     size_t more_raw_count;
     int no_siblings; /* 1: read only the files named, not their descendants' beside them */
     int per_process; /* report: a section per process after the run's */
+    /* 1: the processes of one command are one (ospx_run_merge_processes), in the report and
+     * every output */
+    int merge_processes;
     /* the run's other raw files kept beside raw_written (the report's written list) */
     size_t raw_more_kept;
     const char *raw_more_pattern;

@@ -41,6 +41,14 @@ static inline const char *ospx__process_exe(const struct ospx_raw *raw, uint32_t
 {
     return ospx__str(process < raw->process_count ? raw->processes[process].exe : raw->exe);
 }
+/* The row process `process` is shown in: itself, or after ospx_run_merge_processes the first
+ * of its command. */
+static inline uint32_t ospx__process_row(const struct ospx_raw *raw, uint32_t process)
+{
+    return raw->merged_processes && process < raw->process_count
+               ? raw->processes[process].merged_into
+               : process;
+}
 /* The process's command, as perf's comm: its exe's base name ("?" when none). */
 const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process);
 /* 1 when the outputs name processes: the raw profile holds more than one. */
@@ -48,8 +56,20 @@ static inline int ospx__several_processes(const struct ospx_raw *raw)
 {
     return raw->process_count > 1;
 }
-/* A thread's name in the outputs: "fiber <id> (<label>)", with several processes preceded
- * by its process, "<comm> <pid>: fiber <id> (<label>)". */
+/* A process as the outputs name it: "<comm>-<pid>" as perf script's stacks folded with
+ * --pid begin, or after ospx_run_merge_processes "<comm>" alone. */
+void ospx__process_name(const struct ospx_raw *raw, uint32_t process, char *out, size_t size);
+/* A thread's name where it is a root (folded stacks, speedscope profiles, the html page):
+ * "<name>-<tid>" as perf names a thread, <name> its label when it has one of its own (a name
+ * set with pthread_setname_np, a runtime's label), else its process's command; a runtime's
+ * fiber, or a thread whose tid the raw file does not give, has its fiber id instead of the
+ * tid ("hotspot-11512", "sieve-11513", "effect--1"). */
+int ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, size_t size);
+/* (It returns 1 when the name is the process's command.) A thread's name in the outputs
+ * (speedscope profiles, the .cpuprofile's fiber nodes, the html page's fiber selector): its
+ * root name, followed by the label when the name is the command's ("hotspot-4242 (main)",
+ * "hotspot-4243 (thread)", "worker-4244"), with several processes preceded by its process,
+ * "<comm>-<pid>: <root>". */
 void ospx__thread_title(const struct ospx_model *model, size_t thread, char *out, size_t size);
 
 /* ---- symbolize.c ---- */
@@ -112,15 +132,23 @@ void ospx__spans_free(struct ospx__spans *spans);
 /* ---- listing.c: the report's --inverted and --list ---- */
 
 struct ospx__callers;
-struct ospx__caller {
-    uint32_t function; /* index into model->functions; OSPX_NO_FUNCTION: the stack ends */
-    uint64_t self;     /* periods of the leaf's self time that came through it */
+/* One way a leaf function was reached: its callers from the nearest out to the stack's root
+ * (model function indices; a run of one function — inline levels, direct recursion — once)
+ * and the periods of the leaf's self time that came this way. */
+struct ospx__chain {
+    const uint32_t *functions;
+    size_t length;
+    uint64_t self;
 };
-/* Who called each leaf function, per model. NULL when out of memory. */
+/* The caller chains of every leaf function, per model. NULL when out of memory. */
 struct ospx__callers *ospx__callers_build(const struct ospx_model *model);
-/* The callers of model function `function`, most self time first, at most `max`. */
-size_t ospx__callers_of(const struct ospx__callers *callers, uint32_t function,
-                        struct ospx__caller *out, size_t max);
+/* The chains of model function `function` in process `process` (the model's row of processes
+ * when more than one is sampled, else 0) (*out malloc'd, the caller frees it; the chains'
+ * functions stay the callers'), sorted by their functions, nearest caller first, so chains
+ * that share callers are adjacent and a chain that ends sooner comes before the longer ones
+ * it is a prefix of. Returns their count (0: none, or out of memory). */
+size_t ospx__callers_chains(const struct ospx__callers *callers, uint32_t function,
+                            uint32_t process, struct ospx__chain **out);
 void ospx__callers_free(struct ospx__callers *callers);
 /* 0 when `expression` compiles as a POSIX extended regex; else -EINVAL with `err`. */
 int ospx__listing_check(const char *expression, struct ospx_error *err);

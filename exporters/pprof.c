@@ -367,12 +367,14 @@ static int mapping_identities(struct pprof_build *build)
 
 /* Labels on every sample: `fiber` (its id as a string: proto3 leaves out a zero, and fiber 0
  * would lose its label) and `thread` (its label); with several processes also `pid` (a number)
- * and `comm` (the process's command), as perf script names them. */
+ * and `comm` (the process's command), as perf script names them; merged by command
+ * (ospx_run_merge_processes), `comm` only. */
 static int build_labels(struct pprof_build *build)
 {
     const struct ospx_model *model = build->model;
     const struct ospx_raw *raw = model->raw;
-    size_t threads = model->fiber_count, per = ospx__several_processes(raw) ? 4 : 2;
+    int merged = raw->merged_processes;
+    size_t threads = model->fiber_count, per = ospx__several_processes(raw) ? 4 - merged : 2;
     build->label_count = per;
     build->labels = calloc(threads * per + 1, sizeof *build->labels);
     build->label_pointers = calloc(threads * per + 1, sizeof *build->label_pointers);
@@ -380,8 +382,8 @@ static int build_labels(struct pprof_build *build)
         return -ENOMEM;
     int64_t keys[4] = {string_index(&build->strings, "fiber", 0),
                        string_index(&build->strings, "thread", 0),
-                       per > 2 ? string_index(&build->strings, "pid", 0) : 0,
-                       per > 2 ? string_index(&build->strings, "comm", 0) : 0};
+                       per > 2 ? string_index(&build->strings, merged ? "comm" : "pid", 0) : 0,
+                       per > 3 ? string_index(&build->strings, "comm", 0) : 0};
     for (size_t t = 0; t < threads; t++) {
         Label *labels = &build->labels[per * t];
         uint32_t process = raw->threads[t].process;
@@ -394,12 +396,14 @@ static int build_labels(struct pprof_build *build)
         }
         labels[0].str = string_index(&build->strings, id, 1);
         labels[1].str = string_index(&build->strings, model->fibers[t].label, 0);
+        size_t comm = merged ? 2 : 3;
         if (per > 2) {
-            labels[2].num = ospx__process_pid(raw, process);
-            labels[3].str = string_index(&build->strings, ospx__process_comm(raw, process), 0);
+            if (!merged)
+                labels[2].num = ospx__process_pid(raw, process);
+            labels[comm].str = string_index(&build->strings, ospx__process_comm(raw, process), 0);
         }
         for (size_t k = 0; k < per; k++)
-            if (keys[k] < 0 || (k != 2 && labels[k].str < 0))
+            if (keys[k] < 0 || ((k != 2 || merged) && labels[k].str < 0))
                 return -ENOMEM;
     }
     return 0;

@@ -398,6 +398,8 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
     stage_done(&clock, "symbolize");
     if (rc == 0)
         rc = ospx_filter_samples(&raw, &symbols, &options->filter, err);
+    if (rc == 0 && options->merge_processes)
+        ospx_run_merge_processes(&raw);
     if (rc == 0)
         rc = ospx_model_build(&raw, &symbols, &model, err);
     stage_done(&clock, "model");

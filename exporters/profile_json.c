@@ -33,21 +33,30 @@ int ospx_write_profile_json(const struct ospx_model *model, const char *path,
         json_object_set_new(object, "label", ospx__json_string(fiber->label));
         json_object_set_new(object, "on_cpu", json_integer((json_int_t)fiber->on_cpu));
         json_object_set_new(object, "waiting", json_integer((json_int_t)fiber->waiting));
-        if (ospx__several_processes(model->raw))
-            json_object_set_new(
-                object, "pid",
-                json_integer(ospx__process_pid(model->raw, model->raw->threads[i].process)));
+        uint32_t process = model->raw->threads[i].process;
+        if (ospx__several_processes(model->raw) && model->raw->merged_processes)
+            json_object_set_new(object, "comm",
+                                ospx__json_string(ospx__process_comm(model->raw, process)));
+        else if (ospx__several_processes(model->raw))
+            json_object_set_new(object, "pid",
+                                json_integer(ospx__process_pid(model->raw, process)));
         json_array_append_new(fibers, object);
     }
     /* With several processes: one entry each (the run's order); functions and lines are
-     * summed over them. */
+     * summed over them. Merged by command: one entry per command, its count of processes in
+     * place of a pid. */
     json_t *processes = NULL;
     if (ospx__several_processes(model->raw)) {
         processes = json_array();
         for (size_t p = 0; p < model->process_count; p++) {
             const struct ospx_process_stat *process = &model->processes[p];
+            if (ospx__process_row(model->raw, (uint32_t)p) != p)
+                continue;
             json_t *object = json_object();
-            json_object_set_new(object, "pid", json_integer(process->pid));
+            if (model->raw->merged_processes)
+                json_object_set_new(object, "processes", json_integer((json_int_t)process->merged));
+            else
+                json_object_set_new(object, "pid", json_integer(process->pid));
             json_object_set_new(object, "exe", ospx__json_string(process->exe));
             json_object_set_new(object, "comm", ospx__json_string(process->comm));
             json_object_set_new(object, "on_cpu", json_integer((json_int_t)process->on_cpu));

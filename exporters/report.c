@@ -253,7 +253,14 @@ static void print_header(FILE *out, size_t width, const struct ospx_model *model
             shown[count++] = &model->fibers[t];
     count_threads(threads, sizeof threads, model, shown, 0, shown != NULL ? count : 0);
     free(shown);
-    if (several_processes(model))
+    size_t merged = 0; /* processes, when each row is a command's */
+    for (size_t p = 0; model->raw->merged_processes && p < model->process_count; p++)
+        if (model->processes[p].on_cpu + model->processes[p].waiting > 0)
+            merged += model->processes[p].merged;
+    if (several_processes(model) && model->raw->merged_processes)
+        snprintf(processes, sizeof processes, "%zu processes of %zu commands, ", merged,
+                 model->processes_sampled);
+    else if (several_processes(model))
         snprintf(processes, sizeof processes, "%zu processes, ", model->processes_sampled);
     snprintf(line, sizeof line, "%s: %s%s wall, %s CPU, %llu samples (%llu on-CPU), %u Hz, %s",
              title, processes, wall, cpu, (unsigned long long)model->total_samples,
@@ -261,11 +268,28 @@ static void print_header(FILE *out, size_t width, const struct ospx_model *model
     emit(out, width, NULL, line);
 }
 
-/* "4243 hotspot": a process as the table's PROCESS column and the lines name it. */
+/* "4243 hotspot": a process as the table's PROCESS column and the lines name it; merged by
+ * command, "gzip" (its line says how many processes). */
 static void format_process(char *out, size_t size, const struct ospx_model *model, uint32_t process)
 {
-    snprintf(out, size, "%lld %s", (long long)model->processes[process].pid,
-             model->processes[process].comm);
+    if (model->raw->merged_processes)
+        snprintf(out, size, "%s", model->processes[process].comm);
+    else
+        snprintf(out, size, "%lld %s", (long long)model->processes[process].pid,
+                 model->processes[process].comm);
+}
+
+/* "process 4243 (hotspot)", merged by command "gzip (3 processes)": a process's line and its
+ * --per-process section. */
+static void format_process_title(char *out, size_t size, const struct ospx_model *model,
+                                 uint32_t process)
+{
+    const struct ospx_process_stat *stat = &model->processes[process];
+    if (model->raw->merged_processes)
+        snprintf(out, size, "%s (%zu %s)", stat->comm, stat->merged,
+                 stat->merged == 1 ? "process" : "processes");
+    else
+        snprintf(out, size, "process %lld (%s)", (long long)stat->pid, stat->comm);
 }
 
 #define MAX_PROCESS_LINES 8
@@ -288,10 +312,12 @@ static void print_processes(FILE *out, size_t width, const struct ospx_model *mo
         }
         shown++;
         char name[600], cpu[32], how[96] = "", line[1024];
-        snprintf(name, sizeof name, "process %lld (%s)", (long long)process->pid, process->comm);
+        format_process_title(name, sizeof name, model, p);
         ospx__format_duration(cpu, sizeof cpu,
                               raw->rate_hz > 0 ? (double)process->on_cpu / raw->rate_hz : 0);
-        if (p < raw->process_count && raw->processes[p].execd)
+        if (raw->merged_processes)
+            ; /* a command's processes: how each began is theirs */
+        else if (p < raw->process_count && raw->processes[p].execd)
             snprintf(how, sizeof how, ", then exec'd");
         else if (p < raw->process_count && raw->processes[p].forked &&
                  raw->processes[p].parent_pid > 0)
@@ -397,7 +423,10 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
     for (size_t i = 0; i < shown; i++) {
         char name[640], pid[32] = "";
         size_t t = (size_t)(sorted[i] - model->fibers);
-        if (processes)
+        if (processes && model->raw->merged_processes)
+            snprintf(pid, sizeof pid, "%.20s ",
+                     ospx__process_comm(model->raw, model->raw->threads[t].process));
+        else if (processes)
             snprintf(pid, sizeof pid, "%lld ",
                      (long long)ospx__process_pid(model->raw, model->raw->threads[t].process));
         snprintf(name, sizeof name, "%s%s %lld (%s)", pid,
@@ -454,26 +483,140 @@ static void print_fibers(FILE *out, size_t width, const struct ospx_model *model
     free(sorted);
 }
 
-/* --inverted: under a row, the callers its self time came from, most first (at most
- * CALLER_LINES), as the share of the row's self time: "  ← 92.1%  quicksort  mixed.c:54". */
+/* --inverted: under a row, the caller chains its self time came from, as a tree (perf report
+ * --no-children -G, pprof's inverted flame graph, read in a terminal): each line a caller with
+ * the share of the row's self time that came through it; a caller through which all of its
+ * line's time came from one caller goes on the same line, "← 60.0%  parse  p.c:40  ← load ←
+ * main", so a single chain is one line whatever its depth (stacks that end sooner, cut, do
+ * not part it: the share is the first caller's); where the callers part, each goes
+ * on a line of its own, indented under the caller they share. At most CALLER_LINES callers
+ * under one caller (the others summed on one line, "… 4 more callers"), at most TREE_LINES
+ * lines under a row. */
+#define TREE_LINES  12
+#define TREE_INDENT 3
+
+struct caller_tree {
+    FILE *out;
+    size_t width;
+    const struct ospx_model *model;
+    const struct ospx__chain *chains;
+    uint64_t row_self;
+    const char *here;
+    size_t lines; /* printed under this row */
+};
+
+/* The callers at `level` of the chains [lo, hi) (which share their first `level` callers),
+ * most time first. */
+static void print_caller_level(struct caller_tree *tree, size_t lo, size_t hi, size_t level,
+                               size_t indent)
+{
+    struct group {
+        size_t lo, hi;
+        uint64_t self;
+    } groups[CALLER_LINES + 1];
+    size_t shown = 0, others = 0;
+    uint64_t others_self = 0;
+    for (size_t i = lo; i < hi;) {
+        const struct ospx__chain *first = &tree->chains[i];
+        struct group group = {i, i, 0};
+        while (group.hi < hi &&
+               (first->length > level
+                    ? tree->chains[group.hi].length > level &&
+                          tree->chains[group.hi].functions[level] == first->functions[level]
+                    : tree->chains[group.hi].length <= level))
+            group.self += tree->chains[group.hi++].self;
+        i = group.hi;
+        /* keep the CALLER_LINES heaviest, heaviest first */
+        size_t at = shown < CALLER_LINES ? shown++ : CALLER_LINES;
+        if (at == CALLER_LINES && group.self <= groups[CALLER_LINES - 1].self) {
+            others++;
+            others_self += group.self;
+            continue;
+        }
+        if (at == CALLER_LINES) {
+            others++;
+            others_self += groups[CALLER_LINES - 1].self;
+            at = CALLER_LINES - 1;
+        }
+        while (at > 0 && groups[at - 1].self < group.self) {
+            groups[at] = groups[at - 1];
+            at--;
+        }
+        groups[at] = group;
+    }
+    for (size_t g = 0; g < shown && tree->lines < TREE_LINES; g++) {
+        const struct group *group = &groups[g];
+        const struct ospx__chain *first = &tree->chains[group->lo];
+        char line[2048], location[512] = "";
+        int used;
+        if (first->length <= level) {
+            used =
+                snprintf(line, sizeof line, "%*s ← %5.1f%%  %s", (int)indent, "",
+                         percent_of(group->self, tree->row_self),
+                         level == 0 ? "(no caller: the stack ends here)" : "(the stack ends here)");
+            emit(tree->out, tree->width, NULL, line);
+            tree->lines++;
+            continue;
+        }
+        const struct ospx_function_stat *fn = &tree->model->functions[first->functions[level]];
+        char name[1024];
+        ospx_short_name(name, sizeof name, fn->name);
+        format_location(location, sizeof location, tree->model, fn, tree->here);
+        used = snprintf(line, sizeof line, "%*s ← %5.1f%%  %s  %s", (int)indent, "",
+                        percent_of(group->self, tree->row_self), name, location);
+        /* one way on: its callers on this line */
+        size_t next = level + 1;
+        for (;;) {
+            int same = 1;
+            size_t going = 0; /* stacks that end here do not part the way */
+            for (size_t i = group->lo; i < group->hi && same; i++) {
+                if (tree->chains[i].length <= next)
+                    continue;
+                going++;
+                same =
+                    tree->chains[i].functions[next] == tree->chains[group->hi - 1].functions[next];
+            }
+            same = same && going > 0;
+            if (!same || used <= 0 || (size_t)used >= sizeof line)
+                break;
+            char caller[1024];
+            ospx_short_name(
+                caller, sizeof caller,
+                tree->model->functions[tree->chains[group->hi - 1].functions[next]].name);
+            used += snprintf(line + used, sizeof line - (size_t)used, "%s ← %s",
+                             next == level + 1 ? " " : "", caller);
+            next++;
+        }
+        emit(tree->out, tree->width, NULL, line);
+        tree->lines++;
+        /* where they part (or some stacks end here while others go on) */
+        int ends = 1;
+        for (size_t i = group->lo; i < group->hi && ends; i++)
+            ends = tree->chains[i].length <= next;
+        if (!ends)
+            print_caller_level(tree, group->lo, group->hi, next, indent + TREE_INDENT);
+    }
+    if (others > 0 && tree->lines < TREE_LINES) {
+        char line[256];
+        snprintf(line, sizeof line, "%*s ← %5.1f%%  … %zu more %s", (int)indent, "",
+                 percent_of(others_self, tree->row_self), others,
+                 others == 1 ? "caller" : "callers");
+        emit(tree->out, tree->width, NULL, line);
+        tree->lines++;
+    }
+}
+
 static void print_callers(FILE *out, size_t width, const struct ospx_model *model,
                           const struct ospx__callers *callers, const struct ospx_function_stat *fn,
-                          const char *here)
+                          uint32_t process, uint64_t self, const char *here)
 {
-    uint32_t function = (uint32_t)(fn - model->functions);
-    struct ospx__caller top[CALLER_LINES];
-    size_t count = ospx__callers_of(callers, function, top, CALLER_LINES);
-    for (size_t i = 0; i < count; i++) {
-        char line[1200], location[512] = "", name[1024] = "(no caller: the stack ends here)";
-        if (top[i].function != OSPX_NO_FUNCTION) {
-            ospx_short_name(name, sizeof name, model->functions[top[i].function].name);
-            format_location(location, sizeof location, model, &model->functions[top[i].function],
-                            here);
-        }
-        snprintf(line, sizeof line, "%*s ← %5.1f%%  %s  %s", BAR_CELLS, "",
-                 percent_of(top[i].self, fn->self), name, location);
-        emit(out, width, NULL, line);
-    }
+    struct ospx__chain *chains;
+    size_t count =
+        ospx__callers_chains(callers, (uint32_t)(fn - model->functions), process, &chains);
+    struct caller_tree tree = {out, width, model, chains, self, here, 0};
+    if (count > 0 && self > 0)
+        print_caller_level(&tree, 0, count, 0, BAR_CELLS);
+    free(chains);
 }
 
 /* Columns before FUNCTION: bar, SELF%, TOTAL%, SELF, TOTAL and their separators. */
@@ -486,6 +629,7 @@ struct table_row {
     uint64_t self, total;
     char name[1024];                       /* the function's short name (ospx_short_name) */
     char process[PROCESS_COLUMNS * 4 + 8]; /* "" without a PROCESS column */
+    uint32_t process_index;                /* its row in model->processes; 0 without */
     char location[512];
 };
 
@@ -540,6 +684,7 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
             char name[640];
             format_process(name, sizeof name, model, entry->process);
             fit(row->process, sizeof row->process, name, PROCESS_COLUMNS, CUT_END);
+            row->process_index = entry->process;
         } else {
             row->fn = &model->functions[i];
             row->self = row->fn->self;
@@ -607,7 +752,7 @@ static void print_table(FILE *out, size_t width, const struct ospx_model *model,
                  total_pct_text, self, total, process, pad, function, location);
         emit(out, width, color ? ospx_share_color(self_pct) : NULL, line);
         if (callers != NULL)
-            print_callers(out, width, model, callers, row->fn, here);
+            print_callers(out, width, model, callers, row->fn, row->process_index, row->self, here);
     }
     free(rows);
 }
@@ -868,8 +1013,7 @@ static int print_sections(FILE *out, size_t width, const struct ospx_model *mode
         if (rc != 0)
             break;
         char title[700];
-        snprintf(title, sizeof title, "process %lld (%s)", (long long)process->pid,
-                 model->processes[p].comm);
+        format_process_title(title, sizeof title, model, p);
         fputc('\n', out);
         rc = print_body(out, width, &section, options, title, (long)p);
         ospx_model_free(&section);

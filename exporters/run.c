@@ -387,3 +387,31 @@ int ospx_run_read(const char *const *paths, size_t count, int no_siblings, FILE 
     free(files);
     return rc;
 }
+
+void ospx_run_merge_processes(struct ospx_raw *raw)
+{
+    for (uint32_t p = 0; p < raw->process_count; p++) {
+        struct ospx_process *process = &raw->processes[p];
+        uint32_t first = 0;
+        while (first < p && strcmp(ospx__process_comm(raw, first), ospx__process_comm(raw, p)) != 0)
+            first++;
+        process->merged_into = first;
+        process->merged_count = 0;
+        struct ospx_process *into = &raw->processes[first];
+        into->merged_count++;
+        if (first == p)
+            continue;
+        into->process_cpu_ns = into->process_cpu_ns >= 0 && process->process_cpu_ns >= 0
+                                   ? into->process_cpu_ns + process->process_cpu_ns
+                                   : -1;
+        into->dropped += process->dropped;
+        into->start_unix_ns = process->start_unix_ns < into->start_unix_ns ? process->start_unix_ns
+                                                                           : into->start_unix_ns;
+        into->end_unix_ns =
+            process->end_unix_ns > into->end_unix_ns ? process->end_unix_ns : into->end_unix_ns;
+    }
+    for (size_t t = 0; t < raw->thread_count; t++)
+        if (raw->threads[t].process < raw->process_count)
+            raw->threads[t].process = raw->processes[raw->threads[t].process].merged_into;
+    raw->merged_processes = raw->process_count > 0;
+}

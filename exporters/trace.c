@@ -47,13 +47,18 @@ static void write_metadata(FILE *stream, const struct ospx_model *model)
     const struct ospx_raw *raw = model->raw;
     char name[600];
     for (uint32_t p = 0; p < ospx__process_count(raw); p++) {
-        int named_before = 0;
+        int named_before = ospx__process_row(raw, p) != p; /* merged into another: no threads */
         for (uint32_t q = 0; q < p; q++)
             named_before |= trace_pid(raw, q) == trace_pid(raw, p);
         if (named_before)
             continue;
-        snprintf(name, sizeof name, "%s (pid %lld)", ospx__basename(ospx__process_exe(raw, p)),
-                 (long long)ospx__process_pid(raw, p));
+        if (raw->merged_processes)
+            snprintf(name, sizeof name, "%s (%u %s)", ospx__basename(ospx__process_exe(raw, p)),
+                     raw->processes[p].merged_count,
+                     raw->processes[p].merged_count == 1 ? "process" : "processes");
+        else
+            snprintf(name, sizeof name, "%s (pid %lld)", ospx__basename(ospx__process_exe(raw, p)),
+                     (long long)ospx__process_pid(raw, p));
         char *quoted = ospx__json_quote(name);
         fprintf(stream,
                 "%s{\"ph\":\"M\",\"pid\":%llu,\"tid\":0,\"name\":\"process_name\",\"args\":{"

@@ -74,11 +74,14 @@ check(hex_self <= 5, "clock_calls: %.1f%% self time in unnamed (hex) frames" % h
 # compute_read: of the reader's (fiber 0's) on-CPU samples, those whose leaf is read are
 # about its system-time share, not the time it spends blocked there.
 reader = read_leaf = 0
+raw = json.load(open(os.path.join(work, "compute_read.raw.json")))
+main = [t for t in raw["threads"] if t["fiber"] == 0][0]
+root = "%s-%d" % (os.path.basename(raw["exe"]), main["tid"])  # the main thread, as perf names it
 with open(os.path.join(work, "compute_read.folded")) as f:
     for line in f:
         stack, _, count = line.rstrip("\n").rpartition(" ")
         frames = stack.split(";")
-        if frames[0] != "fiber-0":
+        if frames[0] != root:
             continue
         reader += int(count)
         if frames[-1] in ("read", "__libc_read", "__GI___libc_read", "__read_nocancel"):

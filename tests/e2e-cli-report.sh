@@ -109,6 +109,9 @@ else
   awk -v a="${a%\%}" -v b="${b%\%}" 'BEGIN { exit !(a > 60 && a < 90 && b > 10 && b < 40) }' ||
     fail "--inverted: outer_a $a, outer_b $b (expected about 75% and 25%)"
 fi
+# the whole chain, not only the nearest caller: outer_a ← main ← ... on outer_a's line
+grep -A3 ' leaf_hot ' out | grep -q '← .*outer_a .* ← main\b' ||
+  fail "--inverted: no chain outer_a ← main under leaf_hot: $(cat out)"
 
 # --list: the source lines of leaf_hot, the loop line with most of the time.
 "$osprey" report run.raw.json -o view --list '^leaf_hot$' >out 2>err

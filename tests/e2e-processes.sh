@@ -103,9 +103,10 @@ rm -f run/spawn.raw.999999.json
 expect_status 0 $? "diff of a run of two processes"
 
 # every output holds both processes
-grep -q "^spawn-$root_pid;fiber-0;.*parent_spin" run/spawn.folded ||
+# (each thread's root named as perf names it: the main thread's is spawn-<its pid>)
+grep -q "^spawn-$root_pid;spawn-$root_pid;.*parent_spin" run/spawn.folded ||
   fail "folded: no spawn-$root_pid line with parent_spin: $(head -n 3 run/spawn.folded)"
-grep -q "^spawn-$child_pid;fiber-0;.*child_spin" run/spawn.folded ||
+grep -q "^spawn-$child_pid;spawn-$child_pid;.*child_spin" run/spawn.folded ||
   fail "folded: no spawn-$child_pid line with child_spin"
 python3 - "$root_pid" "$child_pid" <<'EOF2' || fail "speedscope, trace or profile.json lacks a process"
 import json, sys
@@ -113,7 +114,7 @@ root, child = int(sys.argv[1]), int(sys.argv[2])
 speedscope = json.load(open("run/spawn.speedscope.json"))
 names = [p["name"] for p in speedscope["profiles"]]
 for pid in (root, child):
-    assert any(n.startswith("spawn %d: fiber 0" % pid) for n in names), names
+    assert "spawn-%d: spawn-%d (main)" % (pid, pid) in names, names
 trace = json.load(open("run/spawn.trace.json"))
 events = trace["traceEvents"]
 named = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
@@ -155,5 +156,25 @@ grep -q "^osprey: 3 processes, " report || fail "sh -c: not 3 processes: $(cat r
 [ "$(grep -c '^  process [0-9]* (spawn) .* CPU' report)" = 2 ] ||
   fail "sh -c: not both runs of the program: $(cat report)"
 grep -q "^  2 more raw files: run/sh.raw.<pid>….json$" report || fail "sh -c: written list: $(cat report)"
+
+# --merge-processes: the two runs of the program are one command, one row per function
+"$osprey" report run/sh.raw.json --merge-processes -o run/merged >merged 2>err
+expect_status 0 $? "report --merge-processes"
+grep -q "^osprey: 3 processes of 2 commands, " merged ||
+  fail "--merge-processes: header: $(cat merged)"
+grep -q "^  spawn (2 processes) .* CPU" merged || fail "--merge-processes: no spawn line: $(cat merged)"
+[ "$(sed -n '/SELF% TOTAL%/,/^$/p' merged | grep -c ' spawn  *child_spin ')" = 1 ] ||
+  fail "--merge-processes: child_spin is not one row: $(cat merged)"
+grep -q "^spawn;.*child_spin [0-9]*$" run/merged.folded ||
+  fail "--merge-processes: folded: $(head -n 3 run/merged.folded)"
+grep -q "^spawn-[0-9]" run/merged.folded && fail "--merge-processes: a pid in the folded roots"
+# and of a profiled run
+"$osprey" /bin/sh --profile --merge-processes -o run/sh2 -- -c './spawn --child; ./spawn --child' \
+  >out 2>report
+expect_status 0 $? "sh -c --merge-processes"
+grep -q "^osprey: 3 processes of 2 commands, " report ||
+  fail "sh -c --merge-processes: header: $(cat report)"
+[ "$(sed -n '/SELF% TOTAL%/,/^$/p' report | grep -c ' spawn  *child_spin ')" = 1 ] ||
+  fail "sh -c --merge-processes: child_spin is not one row: $(cat report)"
 
 finish "all multi-process checks passed"

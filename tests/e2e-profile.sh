@@ -22,7 +22,7 @@ fail() {
 # check_exports STEM WHAT: parse every output written at STEM and check its structure.
 check_exports() {
   python3 - "$1" <<'PY' || fail "$2: exports do not have the expected structure"
-import json, sys
+import json, re, sys
 
 stem = sys.argv[1]
 problems = []
@@ -50,7 +50,8 @@ check(len(profiles) >= 2, "speedscope: expected a profile per thread (main and w
 total_samples = 0
 for profile in profiles:
     check(profile["type"] == "sampled", "speedscope: profile type")
-    check(profile["name"].startswith("fiber "), "speedscope: profile name " + profile["name"])
+    check(re.fullmatch(r"[^;]+-[0-9]+( \((main|thread)\))?", profile["name"]) is not None,
+          "speedscope: profile name " + profile["name"])
     check(len(profile["samples"]) == len(profile["weights"]), "speedscope: samples vs weights")
     check(all(0 <= i < len(frames) for s in profile["samples"] for i in s),
           "speedscope: frame index out of range")

@@ -143,10 +143,12 @@ main = [i for i, t in enumerate(raw["threads"]) if t["fiber"] == 0]
 waited = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"] if s[1] in main and s[3] == 1)
 wall = (raw["end_unix_ns"] - raw["start_unix_ns"]) * raw["rate_hz"] / 1e9
 joined = 0
+first = [t for t in raw["threads"] if t["fiber"] == 0][0]
+root = "%s-%d" % (raw["exe"].rsplit("/", 1)[-1], first["tid"])  # the main thread's root
 for line in open(work + "/hotspot.offcpu.folded"):
     frames, count = line.rsplit(" ", 1)
     f = frames.split(";")
-    if f[0] == "fiber-0" and "main" in f and any("pthread_join" in x or "clockjoin" in x for x in f):
+    if f[0] == root and "main" in f and any("pthread_join" in x or "clockjoin" in x for x in f):
         joined += int(count)
 ok = waited >= 0.9 * wall and joined >= 0.95 * waited
 check(ok, "hotspot: main waited %d of %.0f periods, %d of them in pthread_join under main" % (waited, wall, joined))

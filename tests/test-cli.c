@@ -117,6 +117,18 @@ START_TEST(parse_report_views_and_diff)
     ck_assert_ptr_nonnull(strstr(error, "belongs to 'osprey report RAW'"));
     char *view_on_diff[] = {"osprey", "diff", "a", "b", "--inverted", NULL};
     ck_assert_int_eq(parse(&options, view_on_diff), -EINVAL);
+    /* --merge-processes: of a report and of a profiled run, not of a diff or an attach */
+    char *merge_report[] = {"osprey", "report", "x.raw.json", "--merge-processes", NULL};
+    ck_assert_int_eq(parse(&options, merge_report), 0);
+    ck_assert_int_eq(options.merge_processes, 1);
+    char *merge_run[] = {"osprey", "./build.sh", "--profile", "--merge-processes", NULL};
+    ck_assert_int_eq(parse(&options, merge_run), 0);
+    ck_assert_int_eq(options.merge_processes, 1);
+    char *merge_diff[] = {"osprey", "diff", "a", "b", "--merge-processes", NULL};
+    ck_assert_int_eq(parse(&options, merge_diff), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(error, "belongs to 'osprey report RAW' and 'osprey FILE"));
+    char *merge_attach[] = {"osprey", "attach", "1", "--merge-processes", NULL};
+    ck_assert_int_eq(parse(&options, merge_attach), -EINVAL);
     char *diff_one[] = {"osprey", "diff", "a", NULL};
     ck_assert_int_eq(parse(&options, diff_one), -EINVAL);
     ck_assert_ptr_nonnull(strstr(error, "missing BASE and NEW"));

@@ -975,6 +975,100 @@ START_TEST(per_process_sections_follow_the_run)
 }
 END_TEST
 
+/* --inverted: whole caller chains as a tree under each row. hot's 100 periods: 50 through
+ * mid ← a ← main, 30 through mid ← b ← main, 10 through mid ← main, and 4, 3, 2, 1 straight
+ * from c, d, e, f (each called by main). */
+START_TEST(inverted_shows_whole_caller_chains_as_a_tree)
+{
+    static const char text[] = "rate 1000\nstart 0\nend 1000000000\nthread 0 main\n"
+                               "frame main /w/w.c\nframe a /w/w.c\nframe b /w/w.c\n"
+                               "frame mid /w/w.c\nframe hot /w/w.c\nframe c /w/w.c\n"
+                               "frame d /w/w.c\nframe e /w/w.c\nframe f /w/w.c\n"
+                               "stack 4@50 3@40 1@10 0@3\n"
+                               "stack 4@50 3@40 2@20 0@3\n"
+                               "stack 4@50 3@40 0@3\n"
+                               "stack 4@50 5@60 0@3\nstack 4@50 6@70 0@3\n"
+                               "stack 4@50 7@80 0@3\nstack 4@50 8@90 0@3\n"
+                               "sample 1000 0 0 0 50\nsample 2000 0 1 0 30\n"
+                               "sample 3000 0 2 0 10\nsample 4000 0 3 0 4\n"
+                               "sample 5000 0 4 0 3\nsample 6000 0 5 0 2\n"
+                               "sample 7000 0 6 0 1\n";
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture, text, &model);
+    struct ospx_report_options options = {.width = 120, .inverted = 1, .top = 1};
+    char *out = render_with(&model, &options);
+    if (getenv("OSPX_SHOW") != NULL)
+        fputs(out, stderr);
+    const char *row = strstr(out, "  hot  ");
+    ck_assert_msg(row != NULL, "%s", out);
+    const char *mid = strstr(row, "\n         ←  90.0%  mid  w.c:40\n");
+    const char *a = strstr(row, "\n            ←  50.0%  a  w.c:10  ← main\n");
+    const char *b = strstr(row, "\n            ←  30.0%  b  w.c:20  ← main\n");
+    const char *direct = strstr(row, "\n            ←  10.0%  main  w.c:3\n");
+    ck_assert_msg(mid != NULL && a != NULL && b != NULL && direct != NULL, "%s", out);
+    ck_assert_msg(mid < a && a < b && b < direct, "%s", out);
+    /* every share is of the row's self time; past three callers the rest summed */
+    const char *c = strstr(row, "\n         ←   4.0%  c  w.c:60  ← main\n");
+    const char *d = strstr(row, "\n         ←   3.0%  d  w.c:70  ← main\n");
+    const char *more = strstr(row, "\n         ←   3.0%  … 2 more callers\n");
+    ck_assert_msg(c != NULL && d != NULL && more != NULL && direct < c && c < d && d < more, "%s",
+                  out);
+    free(out);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
+/* --merge-processes: the two workers are one command, one row per function (crunch 600 +
+ * 100), named without pids in the report and in the outputs. */
+START_TEST(merged_processes_are_one_row_per_command)
+{
+    struct fixture fixture;
+    fixture_parse(&fixture, three_processes);
+    ospx_run_merge_processes(&fixture.raw);
+    struct ospx_model model;
+    struct ospx_error err = {0};
+    ck_assert_int_eq(ospx_model_build(&fixture.raw, &fixture.symbols, &model, &err), 0);
+    char *text = render(&model, 0, 120);
+    if (getenv("OSPX_SHOW") != NULL)
+        fputs(text, stderr);
+    ck_assert_msg(strstr(text, "osprey: 3 processes of 2 commands, ") == text, "%s", text);
+    ck_assert_msg(strstr(text, "  worker (2 processes) ") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "  sh (1 process) ") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, " 70.0%  70.0%  700ms  700ms  worker   crunch") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, " 30.0%  30.0%  300ms  300ms  worker   hash") != NULL, "%s", text);
+    ck_assert_uint_eq(count_lines_with(text, "crunch"), 1);
+    ck_assert_msg(strstr(text, "102") == NULL, "a merged pid shown: %s", text);
+    free(text);
+
+    /* folded: the command, then the stack (its processes' threads merged); profile.json: one
+     * entry per command */
+    char folded[] = "/tmp/ospx-merged-XXXXXX";
+    int fd = mkstemp(folded);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(ospx_write_folded(&model, folded, &err), 0);
+    FILE *in = fopen(folded, "r");
+    char lines[4096] = "";
+    size_t length = fread(lines, 1, sizeof lines - 1, in);
+    lines[length] = '\0';
+    fclose(in);
+    ck_assert_str_eq(lines, "worker;main;crunch 700\nworker;main;hash 300\n");
+    ck_assert_int_eq(ospx_write_profile_json(&model, folded, &err), 0);
+    in = fopen(folded, "r");
+    length = fread(lines, 1, sizeof lines - 1, in);
+    lines[length] = '\0';
+    fclose(in);
+    unlink(folded);
+    ck_assert_msg(strstr(lines, "\"processes\": 2,\n      \"exe\": \"/w/worker\"") != NULL, "%s",
+                  lines);
+    ck_assert_msg(strstr(lines, "\"pid\": 10") == strstr(lines, "\"pid\": 100,"), "%s", lines);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
     Suite *suite = suite_create("report");
@@ -1006,6 +1100,8 @@ Suite *report_suite(void)
     tcase_add_test(tc, several_processes_get_a_process_column_and_lines);
     tcase_add_test(tc, one_process_kept_by_pid_looks_like_a_profile_of_one);
     tcase_add_test(tc, per_process_sections_follow_the_run);
+    tcase_add_test(tc, merged_processes_are_one_row_per_command);
+    tcase_add_test(tc, inverted_shows_whole_caller_chains_as_a_tree);
     tcase_add_test(tc, cut_stacks_say_how_many_came_before_the_unwind_tables);
     tcase_add_test(tc, a_stripped_programs_stacks_are_whole);
     suite_add_tcase(suite, tc);

@@ -285,7 +285,7 @@ START_TEST(speedscope_stacks_are_root_first)
     json_t *root = load_json(write_output(&model, &writers[0]));
     json_t *frames = json_object_get(json_object_get(root, "shared"), "frames");
     json_t *worker = json_array_get(json_object_get(root, "profiles"), 1);
-    ck_assert_str_eq(json_string_value(json_object_get(worker, "name")), "fiber 4243 (thread)");
+    ck_assert_str_eq(json_string_value(json_object_get(worker, "name")), "hotspot-4243 (thread)");
     json_t *first = json_array_get(json_object_get(worker, "samples"), 0);
     ck_assert_uint_eq(json_array_size(first), 2);
     json_t *frame = json_array_get(frames, (size_t)json_integer_value(json_array_get(first, 0)));
@@ -334,15 +334,16 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
         {
             ck_assert_int_gt(json_integer_value(child), (json_int_t)i + 1);
             ck_assert_int_le(json_integer_value(child), (json_int_t)count);
-            /* a fiber's node: "fiber <id> (<label>)", with several processes
-             * "<comm> <pid>: fiber <id> (<label>)" */
+            /* a fiber's node: the thread's name, "<name>-<tid>" (and its label when the name
+             * is the command's), with several processes "<comm>-<pid>: <name>-<tid>"; the
+             * root's other child is (idle) */
             if (i == 0) {
                 const char *name = json_string_value(json_object_get(
                     json_object_get(json_array_get(nodes, json_integer_value(child) - 1),
                                     "callFrame"),
                     "functionName"));
-                fibers += strncmp(name, "fiber ", 6) == 0 ||
-                          (fixture.raw.process_count > 1 && strstr(name, ": fiber ") != NULL);
+                fibers += strcmp(name, "(idle)") != 0 && strchr(name, '-') != NULL &&
+                          (fixture.raw.process_count <= 1 || strstr(name, ": ") != NULL);
             }
         }
     }
@@ -415,7 +416,7 @@ START_TEST(cpuprofile_gives_each_fiber_its_own_time)
     {
         json_t *call = json_object_get(node, "callFrame");
         const char *name = json_string_value(json_object_get(call, "functionName"));
-        if (strncmp(name, "fiber ", 6) == 0 || strcmp(name, "(idle)") == 0)
+        if (i > 0 && fiber_of[i] == NULL) /* pre-order: a child of the root, a fiber or (idle) */
             fiber_of[i] = name;
         if (strcmp(name, "(idle)") == 0)
             ck_assert_uint_eq(json_array_size(json_object_get(node, "children")), 0);
@@ -448,9 +449,9 @@ START_TEST(cpuprofile_gives_each_fiber_its_own_time)
         const char *fiber = fiber_of[json_integer_value(json_array_get(samples, i)) - 1];
         ck_assert_ptr_nonnull(fiber);
         json_int_t duration = next - at;
-        if (strcmp(fiber, "fiber 0 (main)") == 0)
+        if (strcmp(fiber, "hotspot-4242 (main)") == 0)
             main_us += duration;
-        else if (strcmp(fiber, "fiber 4243 (thread)") == 0)
+        else if (strcmp(fiber, "hotspot-4243 (thread)") == 0)
             thread_us += duration;
         else
             idle_us += duration;
@@ -473,8 +474,8 @@ START_TEST(cpuprofile_gives_each_fiber_its_own_time)
 }
 END_TEST
 
-/* Every folded line is `fiber-<id>;frame;… <count>` with no stray `;` or newline from a name,
- * and the counts add up to the samples. */
+/* Every folded line is `<thread>-<id>;frame;… <count>` (the thread as perf names it) with no stray
+ * `;` or newline from a name, and the counts add up to the samples. */
 START_TEST(folded_lines_follow_the_grammar)
 {
     struct fixture fixture;
@@ -499,7 +500,12 @@ START_TEST(folded_lines_follow_the_grammar)
                           "line without its process first: %s", line);
             fiber = semicolon + 1;
         }
-        ck_assert_msg(strncmp(fiber, "fiber-", 6) == 0, "line: %s", line);
+        char *root_end = strchr(fiber, ';') != NULL ? strchr(fiber, ';') : strrchr(fiber, ' ');
+        ck_assert_msg(strncmp(fiber, "fiber-", 6) != 0 && root_end != NULL, "line: %s", line);
+        char *dash = root_end;
+        while (dash > fiber && dash[-1] != '-')
+            dash--;
+        ck_assert_msg(dash > fiber + 1 && dash < root_end, "no <name>-<id> root: %s", line);
         char *space = strrchr(line, ' ');
         ck_assert_ptr_nonnull(space);
         char *end;
@@ -525,13 +531,13 @@ START_TEST(folded_names_lose_separators)
     make_scratch();
     load_case("odd-names", &fixture, &model);
     char *text = read_text(write_output(&model, &writers[2]));
-    ck_assert_ptr_nonnull(strstr(text, "fiber-0;main;operator: weird 2\n"));
-    ck_assert_ptr_nonnull(strstr(text, "fiber--1;main;two lines 1\n"));
+    ck_assert_ptr_nonnull(strstr(text, "odd-9;main;operator: weird 2\n"));
+    ck_assert_ptr_nonnull(strstr(text, "effect--1;main;two lines 1\n"));
     ck_assert_ptr_null(strstr(text, "(waiting)"));
     free(text);
     /* The waiting sample is in the off-CPU file, the stack it blocked in without a marker. */
     text = read_text(write_output(&model, &writers[4]));
-    ck_assert_str_eq(text, "fiber--1;main;two lines 1\n");
+    ck_assert_str_eq(text, "effect--1;main;two lines 1\n");
     free(text);
     ospx_model_free(&model);
     fixture_free(&fixture);
@@ -630,8 +636,8 @@ START_TEST(every_output_holds_every_process)
     json_t *speedscope = load_json(write_output(&model, &writers[0]));
     json_t *profiles = json_object_get(speedscope, "profiles");
     ck_assert_uint_eq(json_array_size(profiles), 3);
-    static const char *const names[] = {"sh 300: fiber 0 (main)", "worker 301: fiber 0 (main)",
-                                        "worker 301: fiber 302 (thread)"};
+    static const char *const names[] = {"sh-300: sh-300 (main)", "worker-301: worker-301 (main)",
+                                        "worker-301: worker-302 (thread)"};
     for (size_t i = 0; i < 3; i++)
         ck_assert_str_eq(json_string_value(json_object_get(json_array_get(profiles, i), "name")),
                          names[i]);
@@ -967,7 +973,7 @@ START_TEST(process_writes_four_files_and_the_report)
     ck_assert_ptr_null(strstr(report, "low confidence"));
     snprintf(path, sizeof path, "%s.folded", stem);
     char *folded = read_text(path);
-    ck_assert_str_eq(folded, "fiber-0;process_hot_function 150\n");
+    ck_assert_str_eq(folded, "test-writers-1;process_hot_function 150\n");
     free(folded);
     free(report);
     remove_scratch();

@@ -399,6 +399,17 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
             out->per_process = 1;
             continue;
         }
+        /* A run's processes by command, in the report and every output: a view of a report, and
+         * what a profiled run writes. */
+        if (strcmp(arg, "--merge-processes") == 0) {
+            if (out->command != OSPREY_COMMAND_REPORT && out->command != OSPREY_COMMAND_RUN)
+                return usage_error(error, error_size,
+                                   "'%s' belongs to 'osprey report RAW' and 'osprey FILE "
+                                   "--profile'",
+                                   arg);
+            out->merge_processes = 1;
+            continue;
+        }
         if (strcmp(arg, "--inverted") == 0) {
             if (out->command != OSPREY_COMMAND_REPORT)
                 return usage_error(error, error_size, "'%s' belongs to 'osprey report RAW'", arg);

@@ -58,6 +58,7 @@ static const struct {
     {FOR_REPORT,
      "usage: osprey report RAW... [--binary PATH] [--symfs DIR] [-o STEM] [--format LIST]\n"
      "                     [--top N] [--pid PID] [--comm COMMAND] [--per-process]\n"
+     "                     [--merge-processes]\n"
      "                     [--fiber F] [--focus REGEX] [--ignore REGEX]\n"
      "                     [--inverted] [--list REGEX]\n"},
     {FOR_DIFF, "usage: osprey diff BASE.raw.json NEW.raw.json [--binary PATH] [--symfs DIR]\n"
@@ -143,7 +144,10 @@ static const struct {
      "                 program run on unprofiled to its end (its exit status is osprey's)\n"
      "  -F, --frequency N\n"
      "                 --profile: N samples per second per thread, 10 to 10000 (default\n"
-     "                 997); sets OSPREY_PROFILE_HZ for the program\n"},
+     "                 997); sets OSPREY_PROFILE_HZ for the program\n"
+     "  --merge-processes\n"
+     "                 --profile: the processes of one command (a build's compilers) as\n"
+     "                 one in the report and the outputs: one row per function and command\n"},
     {FOR_RUN | FOR_REPORT | FOR_DIFF | FOR_ATTACH,
      "  -o, --output STEM\n"
      "                 output stem (default: ./NAME for FILE, RAW without .raw.json for\n"
@@ -172,13 +176,17 @@ static const struct {
      "  --comm COMMAND[,COMMAND...]\n"
      "                 only the processes of these commands (the executable's name)\n"
      "  --per-process  after the run's report, one section per process\n"
+     "  --merge-processes\n"
+     "                 the processes of one command as one (one row per function and\n"
+     "                 command, as perf report --sort comm,sym), in the outputs too\n"
      "  --fiber F      only the thread (or fiber) with this id or label\n"
      "  --focus REGEX  only samples with a function matching REGEX on the stack\n"
      "  --ignore REGEX drop samples with a function matching REGEX on the stack\n"
      "                 (--pid, --comm, --fiber, --focus and --ignore apply to the\n"
      "                 outputs too, when -o or --format asks for them: a view alone\n"
      "                 writes nothing)\n"
-     "  --inverted     under each function, the callers its self time came from\n"
+     "  --inverted     under each function, the caller chains its self time came\n"
+     "                 from, as a tree (a single chain on one line)\n"
      "  --list REGEX   the source lines of the matching functions with their self (flat)\n"
      "                 and total (cum) time, as pprof -list prints them\n"},
     {FOR_GENERAL, "\nosprey cache:\n"},
@@ -309,6 +317,7 @@ static int post_process(const char *raw, const char *stem, const struct osprey_o
         .more_raw_paths = view->file_count > 1 ? view->files : NULL,
         .more_raw_count = view->file_count > 1 ? view->file_count : 0,
         .per_process = view->per_process,
+        .merge_processes = view->merge_processes,
         .raw_more_kept = more != NULL ? more->count : 0,
         .raw_more_pattern = more != NULL ? more->pattern : NULL,
         .top = view->top,
@@ -380,7 +389,8 @@ static int command_report(const struct osprey_options *options)
      * asks. */
     int view = options->fiber != NULL || options->focus != NULL || options->ignore != NULL ||
                options->inverted || options->top > 0 || options->list != NULL ||
-               options->pid != NULL || options->comm != NULL || options->per_process;
+               options->pid != NULL || options->comm != NULL || options->per_process ||
+               options->merge_processes;
     int no_outputs = view && options->stem == NULL && options->formats == NULL;
     if (!no_outputs && osprey_check_output_place(stem, message, sizeof message) != 0) {
         fprintf(stderr, "osprey: %s\n", message);

@@ -58,6 +58,8 @@ struct osprey_options {
     /* report: --pid LIST, --comm LIST (the processes of a run to keep), --per-process */
     const char *pid, *comm;
     int per_process;
+    /* report and a profiled run: --merge-processes (one row per command, not per pid) */
+    int merge_processes;
     /* report: every RAW given (files[0] is `file`); more than one are one run, merged */
     const char *files[OSPREY_MAX_RAW_FILES];
     size_t file_count;

@@ -282,14 +282,14 @@ def osprey_stacks(raw):
 
 
 def read_folded(path):
-    """STEM.folded: [(count, [names root first])] with the fiber-N frame dropped."""
+    """STEM.folded: [(count, [names root first])] with the thread's root frame (NAME-TID)
+    dropped."""
     out = []
     with open(path) as f:
         for line in f:
             stack, _, count = line.rstrip("\n").rpartition(" ")
             frames = stack.split(";")
-            if frames and frames[0].startswith("fiber-"):
-                frames = frames[1:]
+            frames = frames[1:]
             out.append((int(count), frames))
     return out
 

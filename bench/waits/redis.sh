@@ -29,8 +29,11 @@ run osprey
 run perf
 "$build/tools/osprey" report "$work/osprey.raw.json" -o "$work/osprey" >/dev/null 2>&1
 python3 - "$work" <<'PY'
-import collections, subprocess, sys
+import collections, json, os, subprocess, sys
 work = sys.argv[1]
+raw = json.load(open(work + "/osprey.raw.json"))
+main = [t for t in raw["threads"] if t["fiber"] == 0][0]
+root = "%s-%d;" % (os.path.basename(raw["exe"]), main["tid"])  # the main thread's folded root
 def top(counter, total, name):
     print("%s (%d on-CPU samples):" % (name, total))
     for fn, n in counter.most_common(4):
@@ -38,7 +41,7 @@ def top(counter, total, name):
 osp = collections.Counter()
 for line in open(work + "/osprey.folded"):
     frames, count = line.rsplit(" ", 1)
-    if frames.startswith("fiber-0;"):
+    if frames.startswith(root):
         osp[frames.split(";")[-1]] += int(count)
 top(osp, sum(osp.values()), "osprey, main thread, leaf function")
 out = subprocess.run(["perf", "script", "-i", work + "/perf.data", "-F", "comm,tid,ip,sym,dso"],

@@ -16,7 +16,7 @@ function fold(path) {
     assert.ok(match, `a folded line: ${line}`);
     const frames = match[1].split(';');
     const count = parseInt(match[2], 10);
-    assert.match(frames[0], /^fiber--?\d+$/);
+    assert.match(frames[0], /^[^;]+--?\d+$/, 'a thread as perf names it: <name>-<tid>');
     const leaf = frames[frames.length - 1];
     self.set(leaf, (self.get(leaf) ?? 0) + count);
     total += count;

@@ -36,7 +36,7 @@ async function openInSpeedscope(browser, document, scratch) {
   const index = path.join(speedscopeDir, 'dist', 'release', 'index.html');
   await page.goto(`file://${index}#localProfilePath=${loader}`);
   await page.getByText('Sandwich').first().waitFor({timeout: 30000});
-  const shown = await page.getByText(/^fiber .* \(\d+\/\d+\)$/).first().innerText();
+  const shown = await page.getByText(/^\S+-\d+ (\((main|thread)\) )?\(\d+\/\d+\)$/).first().innerText();
   await page.getByText('Sandwich').first().click();
   await page.getByText('Symbol Name').waitFor({timeout: 30000});
   const text = await page.evaluate(() => document.body.innerText);

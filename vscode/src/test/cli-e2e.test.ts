@@ -49,8 +49,11 @@ test(
       const summary = parseProfileSummary(readFileSync(summaryPath, 'utf8'), summaryPath);
 
       // The worker thread's time is in checksum_block: most of its samples have it on the stack.
-      const thread = document.profiles.findIndex((profile) => profile.name.endsWith('(thread)'));
-      assert.ok(thread >= 0, document.profiles.map((profile) => profile.name).join(', '));
+      // (Profiles are named as perf names threads, hotspot-<tid>; the summary's fibers, in the
+      // same order, have the labels.)
+      assert.equal(document.profiles.length, summary.fibers.length);
+      const thread = summary.fibers.findIndex((fiber) => fiber.label === 'thread');
+      assert.ok(thread >= 0, summary.fibers.map((fiber) => fiber.label).join(', '));
       const checksum = Uint8Array.from(document.frames, (frame) => (frame.name === 'checksum_block' ? 1 : 0));
       const samples = selectSamples(document, thread);
       assert.ok(matchingOnCpuWeight(samples, checksum) > samples.onCpuWeight / 2);

@@ -127,7 +127,7 @@ test('reads the exporter\'s own golden outputs', () => {
   };
   const odd = pair('odd-names');
   assert.deepEqual(odd.summary.fibers.map((fiber) => fiber.fiber), [0, -1]);
-  assert.deepEqual(odd.document.profiles.map((p) => p.name), ['fiber 0 (main)', 'fiber -1 (effect)']);
+  assert.deepEqual(odd.document.profiles.map((p) => p.name), ['odd-9 (main)', 'effect--1']);
   assert.equal(odd.document.frames[1].name, 'two\nlines');
   assert.deepEqual(odd.document.profiles[1].samples[1], [2, 1, 3]);
   assert.equal(odd.document.frames[3].file, undefined);
