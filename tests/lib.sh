@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh — what the shell end-to-end tests share; sourced, not run. A test counts its failed
 # checks in `failures` and ends with `finish "what passed"`.
 
