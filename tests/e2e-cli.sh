@@ -21,7 +21,7 @@ grep -q "osprey report RAW" out || fail "--help does not mention 'osprey report'
 
 "$osprey" --version >out 2>err
 expect_status 0 $? "--version"
-grep -Eq "^osprey [0-9]+\.[0-9]+\.[0-9]+$" out || fail "--version prints '$(cat out)'"
+grep -Eq "^osprey [0-9]+\.[0-9]+\.[0-9]+(-[0-9]+-g[0-9a-f]+)?(-dirty)?$" out || fail "--version prints '$(cat out)'"
 
 "$osprey" --no-such-flag prog.c >out 2>err
 expect_status 2 $? "unknown flag"
