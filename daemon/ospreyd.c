@@ -39,6 +39,7 @@
 #include <uv.h>
 
 #include "ospc.h"
+#include "ospc_version.h"
 #include "ospd.h"
 #include "ospd_attach.h"
 #include "ospd_forks.h"
@@ -46,10 +47,6 @@
 #include "ospd_target.h"
 #include "ospd_unwind_source.h"
 #include "ospx.h"
-
-#ifndef OSPREY_VERSION
-#define OSPREY_VERSION "unknown"
-#endif
 
 #define IDLE_TICK_NS         4000000ull    /* the tick when no thread is running */
 #define DRAIN_MIN_NS         250000ull     /* the rings are read at most this often */

@@ -1,5 +1,5 @@
 /* raw.c — the raw profile reader: one JSON file written by ospreyd (version 1, see
- * FORMATS.md and proto/raw-format.md) into a struct ospx_raw that the later stages trust.
+ * proto/raw-format.md) into a struct ospx_raw that the later stages trust.
  *
  * It owns every check on the file: a syntax error is reported with jansson's line and column,
  * a semantic error (a missing field, a wrong type, an index out of range, a negative time)

@@ -11,7 +11,8 @@
  * One memfd per profiled process, created by the shim at boot next to the ring
  * (memfd_create, close-on-exec: it has no name, so nothing is ever left in /dev/shm) and
  * sized with ftruncate to header.size bytes, sparse: nothing is reserved until ospreyd
- * writes it. The shim hands the descriptor to ospreyd as its fd 3 (`--unwind-fd 3`) and
+ * writes it. The shim hands the descriptor to ospreyd at spawn, named on its command line
+ * (`--unwind-fd N`, placed after the ring at 3, the switch events and the forks' socket), and
  * closes its own. The shim maps it PROT_READ and never writes it after the header; ospreyd
  * maps it read-write and reserves each range with posix_fallocate before writing it (a full
  * memory is an error in ospreyd, never a SIGBUS anywhere). The shim reads only what has been

@@ -7,6 +7,7 @@ packages=(
   meson ninja-build pkg-config gcc clang lld llvm
   libclang-rt-14-dev  # the sanitizer and libFuzzer runtimes; clang only recommends them
   libuv1-dev libjansson-dev check valgrind python3 jq
+  shellcheck  # scripts/test.sh checks every shell script with it
   tmux  # the terminal test (tests/e2e-terminal.sh) drives osprey in a real terminal
   procps  # ps and pgrep: e2e-hardening and e2e-forks look at ospreyd's processes
   libdw-dev libelf-dev  # elfutils: the CFI ospreyd evaluates into unwind tables

@@ -31,6 +31,20 @@ else
     -print0 | xargs -0 clang-format --dry-run -Werror
 fi
 
+echo "== shellcheck (.shellcheckrc): every shell script, by name or by its #! line"
+shell_scripts() {
+  if git rev-parse --git-dir >/dev/null 2>&1; then git ls-files; else find . -type f; fi |
+    grep -v -e '^\./\.git/' -e 'node_modules/' -e '^\./build' |
+    while IFS= read -r f; do
+      case "$f" in
+        *.sh) echo "$f" ;;
+        *) head -c 64 "$f" 2>/dev/null | head -n 1 | grep -Eq '^#!.*\b(ba)?sh\b' && echo "$f" ;;
+      esac
+    done
+}
+mapfile -t scripts < <(shell_scripts)
+shellcheck "${scripts[@]}"
+
 setup build-test
 meson test -C build-test --print-errorlogs
 meson test -C build-test --setup=valgrind --suite unit --print-errorlogs

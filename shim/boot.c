@@ -279,8 +279,8 @@ static int ring_create(uint32_t rate_hz, uint64_t random_bits, int reserve)
 
 /* The unwind tables' object (proto/osp_unwind.h): a memfd, sparse, its header written
  * through the file, mapped read-only. It has no name, so nothing can be left behind in
- * /dev/shm whatever becomes of the program or of ospreyd (which gets the descriptor as its
- * fd 3 at spawn). Without it (no room for even the header, too little address space) the
+ * /dev/shm whatever becomes of the program or of ospreyd (which gets the descriptor at spawn,
+ * as --unwind-fd N). Without it (no room for even the header, too little address space) the
  * stacks come from frame pointers alone, and one line says so. */
 static void unwind_create(void)
 {

@@ -26,7 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-attach.XXXXXX")
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
 if [ "$paranoid" -gt 2 ] && [ "$(id -u)" -ne 0 ]; then
@@ -143,9 +143,9 @@ for _ in $(seq 100); do grep -q ready "$work/out2" && break; sleep 0.05; done
 "$osprey" attach "$pid2" --duration 2 -o "$work/first" >"$work/first.log" 2>&1 &
 first=$!
 sleep 0.5
-"$osprey" attach "$pid2" --duration 1 -o "$work/second" >"$work/second" 2>&1
+"$osprey" attach "$pid2" --duration 1 -o "$work/second" >"$work/second.log" 2>&1
 expect_status 1 $? "a second attach"
-expect_one_line "$work/second" "already being profiled" "a second attach"
+expect_one_line "$work/second.log" "already being profiled" "a second attach"
 wait "$first"
 expect_status 0 $? "the first attach"
 

@@ -32,7 +32,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || [ ! -x /usr/bin/py
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cache.XXXXXX")
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 chmod 755 "$work"
 as_nobody() { setpriv --reuid nobody --regid nogroup --clear-groups "$@"; }
 if ! as_nobody test -x "$osprey"; then

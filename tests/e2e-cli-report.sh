@@ -128,7 +128,7 @@ grep -q "no function with CPU time matches" out || fail "--list no match: $(cat 
 rm -f fmt.*
 "$osprey" report run.raw.json -o fmt --format pprof,folded >out 2>err
 expect_status 0 $? "--format"
-[ "$(ls fmt.* | tr '\n' ' ')" = "fmt.folded fmt.offcpu.folded fmt.pb.gz " ] ||
+[ "$(printf "%s " fmt.*)" = "fmt.folded fmt.offcpu.folded fmt.pb.gz " ] ||
   fail "--format pprof,folded wrote: $(ls fmt.*)"
 "$osprey" report run.raw.json -o fmt --format speedscope,bogus >out 2>err
 expect_status 1 $? "--format bogus"

@@ -124,7 +124,7 @@ grep -q ';spin_a ' symfs.folded || fail "--symfs: no spin_a: $(cat symfs.folded)
 # 4. osprey diff of two runs of the C file names the function whose share moved.
 "$osprey" two.c --profile -o new -- 200000000 600000000 >/dev/null 2>err
 expect_status 0 $? "profiling two.c again"
-"$osprey" diff base.raw.json new.raw.json >diff 2>err
+"$osprey" diff base.raw.json new.raw.json >"diff" 2>err
 expect_status 0 $? "osprey diff"
 # a row: self base (share, time), new, DELTA, total base, new, DELTA, FUNCTION (file)
 awk 'NF > 1 && $NF == "(two.c)" && $(NF-1) == "spin_a" && $5 + 0 < 0 { found = 1 } END { exit !found }' diff ||
@@ -174,7 +174,7 @@ ls base.* >files.before
 "$osprey" report base.raw.json --focus spin_a >out 2>err
 expect_status 0 $? "report --focus"
 [ "$(sums)" = "$before" ] || fail "--focus rewrote the run's files"
-ls base.* | diff - files.before >/dev/null || fail "--focus added files: $(ls base.*)"
+printf "%s\n" base.* | diff - files.before >/dev/null || fail "--focus added files: $(ls base.*)"
 grep -q "written: nothing (a view of the profile)" out || fail "--focus: no 'written: nothing' line: $(cat out)"
 for view in "--fiber 0" "--ignore spin_b" "--inverted" "--top 3" "--list spin_a"; do
   # shellcheck disable=SC2086

@@ -21,7 +21,7 @@ grep -q "osprey report RAW" out || fail "--help does not mention 'osprey report'
 
 "$osprey" --version >out 2>err
 expect_status 0 $? "--version"
-grep -Eq "^osprey [0-9]+\.[0-9]+\.[0-9]+$" out || fail "--version prints '$(cat out)'"
+grep -Eq "^osprey [0-9]+\.[0-9]+\.[0-9]+(-[0-9]+-g[0-9a-f]+)?(-dirty)?$" out || fail "--version prints '$(cat out)'"
 
 "$osprey" --no-such-flag prog.c >out 2>err
 expect_status 2 $? "unknown flag"
@@ -258,7 +258,7 @@ EOF
 # their own (a third raw file; forked children are tests/e2e-forks.sh's): not profiled here.
 OSPREY_PROFILE_FORKS=0 "$osprey" spawner.c --profile -o spawner >out 2>err
 expect_status 0 $? "forking program"
-kept=$(ls spawner.raw.*.json 2>/dev/null | head -n 1)
+kept=$(compgen -G 'spawner.raw.*.json' | head -n 1)
 [ -n "$kept" ] || fail "forking program: no descendant profile kept ($(ls spawner.*))"
 grep -q "^  1 more raw file: spawner.raw.<pid>….json$" err ||
   fail "forking program: the written list does not name the descendant's raw file: $(cat err)"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh — what the shell end-to-end tests share; sourced, not run. A test counts its failed
 # checks in `failures` and ends with `finish "what passed"`.
 
@@ -50,8 +51,7 @@ build_forks() {
 # may be after the program's end: wait (bounded, 20 s) until no collector writing into DIR/
 # is left.
 settle_collectors() {
-  local i
-  for i in $(seq 200); do
+  for _ in $(seq 200); do
     pgrep -f "ospreyd .*$1/" >/dev/null || return 0
     sleep 0.1
   done

@@ -1,7 +1,7 @@
 /* test-cli.c — the `osprey` command's pieces: argument parsing, what FILE is, default stems,
  * locating the shim and daemon, the program's environment, running a child (exit codes,
  * signals, forwarding), building with clang, and the file helpers. The whole command, with
- * the profiler, is exercised end to end by tests/test-cli.sh and tests/e2e-profile.sh.
+ * the profiler, is exercised end to end by tests/e2e-cli.sh and tests/e2e-profile.sh.
  */
 #include <check.h>
 #include <errno.h>

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "ospc.h"
+#include "ospc_version.h"
 #include "osprey_cli.h"
 #include "osprey_config.h"
 #include "osprey_top.h"

@@ -37,7 +37,7 @@ for mode in osprey perf-fp perf-dwarf; do
 done
 # Latency: attach (command start to the events enabled: the collector's start_unix_ns) and
 # detach (the stop to the raw file written: its end_unix_ns to the file's mtime is the write).
-for i in 1 2 3; do
+for _ in 1 2 3; do
   t0=$(date +%s%N)
   "$build/daemon/ospreyd" --attach-pid "$server" --out "$work/l.raw.json" --duration 0.5
   t1=$(date +%s%N)

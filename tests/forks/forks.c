@@ -25,7 +25,7 @@
  *                   parent ends once the middle process has.
  *   forks clone3    a child made by calling the clone3 system call directly (syscall(2))
  *                   burns 0.3 s in work_b; the parent waits for it.
- *   forks burn      burns 1.5 s in work_parent, alone (the victim of e2e-forks-flood.sh).
+ *   forks burn      burns 1.5 s in work_parent, alone (e2e-forks-hardening's flood).
  *   forks escape    runs /bin/true twice where the profiler cannot follow: posix_spawn with
  *                   an empty environment, and a forked child's execve with OSPREY_PROFILE
  *                   kept but LD_PRELOAD dropped.

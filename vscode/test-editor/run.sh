@@ -4,7 +4,7 @@
 # toasts on screen, code-server's output, the extension host's logs) and the walk-through is
 # run once more from a new editor. Two failures in a row fail the suite.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 node --test test-editor/*.test.mjs && exit 0
 echo "# the real-editor test failed once (output above); running it again in a new editor" >&2
 node --test test-editor/*.test.mjs && {
