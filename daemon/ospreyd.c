@@ -818,8 +818,10 @@ static int run(struct ospd_daemon *d)
     if (d->drain_max_ns > DRAIN_MAX_NS)
         d->drain_max_ns = DRAIN_MAX_NS;
     d->drain_ns = d->drain_max_ns;
-    if (ospd_unwinder_attach(&d->unwinder, d->loop, kept_fd, d->collector.pid, program_nice) == 0)
+    if (ospd_unwinder_attach(&d->unwinder, d->loop, kept_fd, d->collector.pid, program_nice) == 0) {
+        d->unwinder.ring_name = d->ring_name;
         ospd_unwinder_scan(&d->unwinder);
+    }
     request_short_slice(program_nice); /* this thread only, now that the pool has its threads */
     d->collector.waits.capture_of = capture_of;
     d->collector.waits.capture_ctx = d;

@@ -11,6 +11,9 @@
 #             that lock to write), a child that outlives its collector's attach ends at once,
 #             and its parent goes on; before, it waited the shim's 5 s and said "did not
 #             finish writing";
+#   exec      an image that exec'd before its collector started (started 0.3 s late here):
+#             its collector builds no unwind rows from the next image's objects (their maps
+#             under the same pid hold another ring), the next image's collector builds its own;
 #   the program's output and exit status are as plain.
 # Usage: e2e-spawn.sh SHIM_SO OSPREYD STATIC
 set -uo pipefail
@@ -98,5 +101,27 @@ if grep -q "did not finish writing" "$work/nowait.err"; then
 fi
 [ "$(find "$work/nowait" -name 'p.raw*.json' | wc -l)" -ge 2 ] ||
   fail "nowait: expected the parent's and the child's profiles, got: $(ls -A "$work/nowait")"
+
+# --- exec ---------------------------------------------------------------------------------
+late="$work/late-ospreyd"
+printf '#!/bin/sh\nsleep 0.3\nexec %s "$@"\n' "$daemon" >"$late"
+chmod +x "$late"
+mkdir -p "$work/exec"
+: >"$work/exec/.osprey-run.lock"
+OSPREY_DAEMON="$late" OSPREY_PROFILE="$work/exec/p.raw.json" LD_PRELOAD="$shim" \
+  sh -c 'exec sleep 1' >"$work/exec.out" 2>"$work/exec.err"
+expect_status 0 $? "exec: exit status"
+flock -w 60 "$work/exec/.osprey-run.lock" true || fail "exec: the run's lock still held after 60 s"
+python3 - "$work/exec" <<'EOF' || fail "exec: rows"
+import glob, json, os, sys
+d = sys.argv[1]
+first = json.load(open(os.path.join(d, "p.raw.json")))
+later = [json.load(open(f)) for f in glob.glob(os.path.join(d, "p.raw.*.json"))]
+rows = lambda raw: raw.get("collector", {}).get("unwind", {}).get("images")
+if rows(first) != 0:
+    sys.exit("the exec'd-away sh's collector built rows for %s images" % rows(first))
+if len(later) != 1 or not rows(later[0]):
+    sys.exit("the sleep image's collector: %s" % [(r["exe"], rows(r)) for r in later])
+EOF
 
 finish "e2e-spawn: ok"
