@@ -14,6 +14,10 @@
 #   exec      an image that exec'd before its collector started (started 0.3 s late here):
 #             its collector builds no unwind rows from the next image's objects (their maps
 #             under the same pid hold another ring), the next image's collector builds its own;
+#   pause     an exec from a program whose collector is attached and idle does not wake it
+#             (SIGURG) nor wait for two of its rounds: it reads that no round of signals is
+#             under way (`asking`, proto/osp_ring.h) and goes on (strace: no kill before the
+#             execve); the new image runs as plain;
 #   the program's output and exit status are as plain.
 # Usage: e2e-spawn.sh SHIM_SO OSPREYD STATIC
 set -uo pipefail
@@ -123,5 +127,24 @@ if rows(first) != 0:
 if len(later) != 1 or not rows(later[0]):
     sys.exit("the sleep image's collector: %s" % [(r["exe"], rows(r)) for r in later])
 EOF
+
+# --- pause --------------------------------------------------------------------------------
+mkdir -p "$work/pause"
+: >"$work/pause/.osprey-run.lock"
+strace -f -qq -e trace=kill,execve -o "$work/pause.trace" -E OSPREY_DAEMON="$daemon" \
+  -E OSPREY_PROFILE="$work/pause/p.raw.json" -E LD_PRELOAD="$shim" \
+  sh -c "$wait_collector; exec /bin/true" >"$work/pause.out" 2>"$work/pause.err"
+expect_status 0 $? "pause: exit status"
+flock -w 60 "$work/pause/.osprey-run.lock" true ||
+  fail "pause: the run's lock still held after 60 s"
+# The shell is the first process traced; what it did before it became /bin/true:
+shell=$(awk 'NR == 1 {print $1}' "$work/pause.trace")
+awk -v pid="$shell" '$1 == pid && /execve\("\/bin\/true"/ {exit} $1 == pid' "$work/pause.trace" \
+  >"$work/pause.before"
+if grep -q 'SIGURG' "$work/pause.before"; then
+  fail "pause: the exec woke the collector: $(grep SIGURG "$work/pause.before")"
+fi
+grep -q "^$shell execve(\"/bin/true\"" "$work/pause.trace" ||
+  fail "pause: no exec of /bin/true in the trace: $(head -5 "$work/pause.trace")"
 
 finish "e2e-spawn: ok"
