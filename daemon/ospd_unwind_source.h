@@ -51,6 +51,10 @@ struct ospd_unwinder {
     /* CLOCK_MONOTONIC when no build was pending for the first time: every object mapped at
      * attach had its rows (0: not yet). Samples before it followed frame pointers only. */
     uint64_t ready_mono_ns;
+    /* The ring's name (the shim's memfd, in the target's maps), when the tables are for the
+     * image that mapped it: a scan that finds the maps without it (the target exec'd into
+     * another image, or ended) builds nothing. NULL: no such check (attach.c's). */
+    const char *ring_name;
 };
 
 /* Map the shim's table object, the memfd it handed over as descriptor fd (--unwind-fd; -1

@@ -273,6 +273,9 @@ static int attach(struct ospd_daemon *d)
     ospd_collector_set_identity(&d->collector, &identity);
     /* Informational only: nothing synchronises on it, so relaxed. */
     atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
+    /* Release (with ATTACHED's below): a shim that pauses our signals from now on needs to
+     * wait only for a round under way. */
+    atomic_store_explicit(&h->asking, OSP_ASKING_IDLE, memory_order_release);
     /* The switch records' rings before ATTACHED: a shim that sees ATTACHED without
      * kernel_waits_ns times its waits itself from then on, and none is counted twice. */
     if (switch_fds > 0 && ospd_switches_attach(&d->switches, 4, switch_fds) == 0) {
@@ -711,10 +714,15 @@ static void ask_for_sites(struct ospd_daemon *d, uint64_t now)
 {
     if (d->collector.waits.since_ns == 0 || d->finished)
         return;
-    /* Acquire: pairs with the shim's raise; the round counter after us covers the rest. */
-    if (atomic_load_explicit(&d->header->signals_paused, memory_order_acquire) != 0)
-        return;
-    ospd_waits_to_ask(&d->collector, now, 1000000000u / d->collector.rate_hz, ask_one, d);
+    struct osp_ring_header *h = d->header;
+    /* Seq_cst, both: a shim that raises signals_paused (seq_cst) and then loads `asking`
+     * (seq_cst) either sees OSP_ASKING and waits for this round to end, or this load sees
+     * its raise (proto/osp_ring.h, "signals_paused"). */
+    atomic_store_explicit(&h->asking, OSP_ASKING, memory_order_seq_cst);
+    if (atomic_load_explicit(&h->signals_paused, memory_order_seq_cst) == 0)
+        ospd_waits_to_ask(&d->collector, now, 1000000000u / d->collector.rate_hz, ask_one, d);
+    /* Release: the signals sent above are queued before a shim that sees IDLE goes on. */
+    atomic_store_explicit(&h->asking, OSP_ASKING_IDLE, memory_order_release);
 }
 
 /* The profile's duration is over (stop_at_ns, from the shim; `status` OSPD_EXIT_STOPPED), or
@@ -850,8 +858,10 @@ static int run(struct ospd_daemon *d)
     if (d->drain_max_ns > DRAIN_MAX_NS)
         d->drain_max_ns = DRAIN_MAX_NS;
     d->drain_ns = d->drain_max_ns;
-    if (ospd_unwinder_attach(&d->unwinder, d->loop, kept_fd, d->collector.pid, program_nice) == 0)
+    if (ospd_unwinder_attach(&d->unwinder, d->loop, kept_fd, d->collector.pid, program_nice) == 0) {
+        d->unwinder.ring_name = d->ring_name;
         ospd_unwinder_scan(&d->unwinder);
+    }
     request_short_slice(program_nice); /* this thread only, now that the pool has its threads */
     d->collector.waits.capture_of = capture_of;
     d->collector.waits.capture_ctx = d;

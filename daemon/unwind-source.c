@@ -223,6 +223,12 @@ static void queue(struct ospd_unwinder *u, uint64_t start, uint64_t end, uint64_
                           memory_order_relaxed);
 }
 
+/* An executable mapping the scan found, queued once the whole maps file has been read. */
+struct candidate {
+    uint64_t start, end, offset;
+    char *path;
+};
+
 void ospd_unwinder_scan(struct ospd_unwinder *u)
 {
     if (!u->attached)
@@ -234,8 +240,21 @@ void ospd_unwinder_scan(struct ospd_unwinder *u)
     FILE *f = fopen(maps, "re");
     if (f == NULL)
         return;
+    /* The image is still the one whose ring we read only if its maps hold the ring: a short
+     * command that exec'd the next before its collector started (a shell script's, a
+     * self-exec chain's) shows the next image's objects under the same pid, whose rows nobody
+     * here would read (300 self-execs: 3.8-4.1 ms of CPU an image with those builds, 3.4-3.9
+     * without; bench/spawn). */
+    const char *ring = u->ring_name == NULL     ? NULL
+                       : u->ring_name[0] == '/' ? u->ring_name + 1
+                                                : u->ring_name;
+    bool ours = ring == NULL;
+    struct candidate *found = NULL;
+    uint64_t found_count = 0, found_cap = 0;
     char line[OSP_MAX_PATH + 256];
     while (fgets(line, sizeof line, f) != NULL) {
+        if (!ours && strstr(line, ring) != NULL)
+            ours = true;
         uint64_t start, end, offset;
         char perms[8];
         int path_at = 0;
@@ -249,9 +268,21 @@ void ospd_unwinder_scan(struct ospd_unwinder *u)
             continue; /* anonymous code (a JIT's): no CFI to read */
         if (known(u, start))
             continue;
-        queue(u, start, end, offset, path);
+        char *copy = strdup(path);
+        if (copy == NULL ||
+            ospd_grow((void **)&found, &found_cap, found_count + 1, sizeof *found) != 0) {
+            free(copy);
+            break;
+        }
+        found[found_count++] = (struct candidate){start, end, offset, copy};
     }
     fclose(f);
+    for (uint64_t i = 0; i < found_count; i++) {
+        if (ours && !known(u, found[i].start))
+            queue(u, found[i].start, found[i].end, found[i].offset, found[i].path);
+        free(found[i].path);
+    }
+    free(found);
 }
 
 void ospd_unwinder_check_stacks(struct ospd_unwinder *u, const struct ospd_interner *stacks)

@@ -64,6 +64,12 @@
 #define OSP_PLATFORM_SIZE   32u   /* platform field, NUL-padded */
 #define OSP_ATTENTION_WORDS 64u   /* 64-bit words of the attention bitmap: slot_count <= 4096 */
 
+/* asking: written by ospreyd only. 0: it does not say (the shim counts rounds). */
+enum osp_asking {
+    OSP_ASKING_IDLE = 1, /* no signal of ours is being sent */
+    OSP_ASKING = 2,      /* a round of signals may be under way */
+};
+
 /* shim_state: written by the shim only. */
 enum osp_shim_state {
     OSP_SHIM_RUNNING = 1, /* sampling; records keep coming */
@@ -137,9 +143,14 @@ struct osp_ring_header {
     /* --- sampling control (cache line 7) --- */
     /* Nonzero while nobody may send the target a SIGPROF of ours: a thread is inside execve
      * (a pending one would kill the new image) or the program uses SIGPROF itself. Written
-     * by the shim (seq_cst increments and stores); ospreyd loads it acquire before each round
-     * of signals, and after a round stores tick_seq release. A shim that raised it waits for
-     * tick_seq to move twice: no round that could have missed it is still under way. */
+     * by the shim (seq_cst increments and stores); ospreyd loads it (seq_cst) before each
+     * round of signals, having stored `asking` OSP_ASKING (seq_cst), and stores `asking`
+     * OSP_ASKING_IDLE (release) once the round's signals are sent. A shim that raised it then
+     * loads `asking` (seq_cst): IDLE, and every later round sees the pause (one of the two
+     * seq_cst loads sees the other side's store, as in Dekker's), every earlier one is over;
+     * OSP_ASKING, it waits for IDLE. Where `asking` is 0 (a collector that does not write
+     * it), it waits for tick_seq to move twice instead: ospreyd stores it release after each
+     * round, so no round that could have missed the pause is still under way. */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t signals_paused;
     _Atomic uint32_t slot_high_water; /* shim: slots in use are below this (release) */
     _Atomic uint64_t tick_seq;        /* ospreyd: rounds of signals done (release) */
@@ -152,6 +163,9 @@ struct osp_ring_header {
     /* ospreyd: 1 when it wrote the profile beside the asked-for path (osp_per_pid_path), which
      * another profiled process had just written; stored before DONE (same ordering). */
     _Atomic uint32_t wrote_beside;
+    /* ospreyd: enum osp_asking, whether a round of its signals may be under way (see
+     * signals_paused); OSP_ASKING_IDLE from before ATTACHED on. */
+    _Atomic uint32_t asking;
     /* Slots ospreyd should look at (bit i of word i / 64): set by the shim (release) when a
      * thread is registered or found running again; ospreyd takes the words (exchange to 0,
      * acquire) each tick into a watch list of its own and drops a slot from it once it is

@@ -10,6 +10,7 @@ packages=(
   shellcheck  # scripts/test.sh checks every shell script with it
   tmux  # the terminal test (tests/e2e-terminal.sh) drives osprey in a real terminal
   procps  # ps and pgrep: e2e-hardening and e2e-forks look at ospreyd's processes
+  strace  # e2e-spawn reads which system calls an exec makes
   libdw-dev libelf-dev  # elfutils: the CFI ospreyd evaluates into unwind tables
   libbz2-dev  # libdw's archive needs it (ospreyd links its libraries' archives: prefer_static)
   gcc-mingw-w64-x86-64 wasi-libc

@@ -5,8 +5,10 @@
  * uses SIGPROF itself (standard signals do not queue: one of ours pending would swallow the
  * program's), and for good before a seccomp sandbox (strict mode, or a filter) takes effect:
  * the handler's clock reads and timer calls are system calls the sandbox may kill the program
- * for. ospreyd checks header.signals_paused before each round of signals and counts
- * rounds in header.tick_seq; the CPU-time timers are process-wide ids any thread may disarm.
+ * for. ospreyd checks header.signals_paused before each round of signals, says in
+ * header.asking whether one is under way (and counts rounds in header.tick_seq, what a shim
+ * waits for when its collector does not say); the CPU-time timers are process-wide ids any
+ * thread may disarm.
  */
 #include <errno.h>
 #include <signal.h>
@@ -24,7 +26,24 @@ void osp__wait_for_round(int wake)
     if (h == NULL ||
         atomic_load_explicit(&h->daemon_state, memory_order_acquire) != OSP_DAEMON_ATTACHED)
         return;
-    /* Acquire: pairs with ospreyd's release store of tick_seq after a round. */
+    /* Seq_cst: after the caller's seq_cst raise of signals_paused, against ospreyd's seq_cst
+     * store of OSP_ASKING before its load of signals_paused (proto/osp_ring.h): IDLE here,
+     * and no round of signals is under way or will miss the pause. Nothing to wait for. */
+    uint32_t asking = atomic_load_explicit(&h->asking, memory_order_seq_cst);
+    if (asking == OSP_ASKING_IDLE)
+        return;
+    if (asking == OSP_ASKING) {
+        /* A round is sending: until it is over (acquire: pairs with ospreyd's release of
+         * IDLE after its last signal), 50 ms at most, as below. */
+        for (int waited = 0; waited < 250; waited++) {
+            if (atomic_load_explicit(&h->asking, memory_order_acquire) != OSP_ASKING)
+                return;
+            osp__nap_us(200);
+        }
+        return;
+    }
+    /* A collector that does not say: two of its rounds. Acquire: pairs with ospreyd's
+     * release store of tick_seq after a round. */
     uint64_t start = atomic_load_explicit(&h->tick_seq, memory_order_acquire);
     /* Wake it: between two of its callbacks no round is under way, and it counts two rounds
      * at once for a shim that paused our signals (rather than two ticks of up to 8 ms). */

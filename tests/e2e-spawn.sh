@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# End-to-end: what a short process image costs, checked by what it does, not by a clock
+# (the figures are bench/spawn's). Run under the preload shim and ospreyd, as osprey runs a
+# program (the run's lock beside the profile):
+#   static    ospreyd maps no shared object (no program interpreter) when the build linked
+#             it whole (STATIC=1, meson's decision);
+#   complete  a shell that runs /bin/true 20 times: 20 profiles of /bin/true, each complete
+#             (its exit record read: "exit" exited) though none waited for its collector;
+#   nowait    a descendant whose collector holds the run's lock does not wait at its exit for
+#             its profile to be written: with the profile's directory locked (ospreyd takes
+#             that lock to write), a child that outlives its collector's attach ends at once,
+#             and its parent goes on; before, it waited the shim's 5 s and said "did not
+#             finish writing";
+#   exec      an image that exec'd before its collector started (started 0.3 s late here):
+#             its collector builds no unwind rows from the next image's objects (their maps
+#             under the same pid hold another ring), the next image's collector builds its own;
+#   pause     an exec from a program whose collector is attached and idle does not wake it
+#             (SIGURG) nor wait for two of its rounds: it reads that no round of signals is
+#             under way (`asking`, proto/osp_ring.h) and goes on (strace: no kill before the
+#             execve); the new image runs as plain;
+#   the program's output and exit status are as plain.
+# Usage: e2e-spawn.sh SHIM_SO OSPREYD STATIC
+set -uo pipefail
+
+shim=${1:?usage: e2e-spawn.sh SHIM_SO OSPREYD STATIC}
+daemon=${2:?}
+static=${3:?}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.sh
+. "$here/lib.sh"
+work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-spawn.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+if [ "$static" = 1 ] && readelf -l "$daemon" | grep -q 'INTERP'; then
+  fail "static: $daemon has a program interpreter: $(readelf -l "$daemon" | grep -A1 INTERP)"
+fi
+
+run() { # run NAME COMMAND...: profiled into $work/NAME/ as osprey runs it, waiting for the lock
+  local name=$1
+  shift
+  mkdir -p "$work/$name"
+  : >"$work/$name/.osprey-run.lock"
+  OSPREY_DAEMON="$daemon" OSPREY_PROFILE="$work/$name/p.raw.json" LD_PRELOAD="$shim" \
+    "$@" >"$work/$name.out" 2>"$work/$name.err"
+  echo $? >"$work/$name.status"
+  flock -w 60 "$work/$name/.osprey-run.lock" true ||
+    fail "$name: the run's lock still held after 60 s"
+}
+
+# --- complete -----------------------------------------------------------------------------
+# The shell waits until its own collector runs, then starts its 20 short commands.
+# shellcheck disable=SC2016 # the $ expand in the shell's script, not here
+wait_collector='for i in $(seq 200); do pgrep -f "ring-name /osprey-$$-" >/dev/null && break;
+  sleep 0.05; done; sleep 0.3'
+# shellcheck disable=SC2016
+script="$wait_collector"'; for i in $(seq 20); do /bin/true; done; echo done; exit 3'
+sh -c "$script" >"$work/plain.out"
+plain_status=$?
+run complete sh -c "$script"
+expect_status "$plain_status" "$(cat "$work/complete.status")" "complete: exit status"
+cmp -s "$work/plain.out" "$work/complete.out" ||
+  fail "complete: output differs from the plain run's"
+python3 - "$work/complete" <<'EOF' || fail "complete: profiles"
+import glob, json, os, sys
+d = sys.argv[1]
+files = glob.glob(os.path.join(d, "p.raw*.json"))
+true_images, bad = 0, []
+for f in files:
+    raw = json.load(open(f))
+    if raw["exe"].endswith("/true"):
+        true_images += 1
+        if raw.get("exit", {}).get("status") != "exited":
+            bad.append("%s: exit %s" % (os.path.basename(f), raw.get("exit")))
+if bad:
+    sys.exit("incomplete profiles: " + "; ".join(bad))
+if true_images != 20:
+    sys.exit("%d profiles of /bin/true, expected 20 (of %d files)" %
+             (true_images, len(files)))
+EOF
+
+# --- nowait -------------------------------------------------------------------------------
+# The child (a profiled bash, which ends by exit(3): dash ends by _exit, and no exit handler
+# of its runs) waits until its collector runs, then a little for the attach; ospreyd cannot
+# write while the directory is locked, which it stays until the parent has seen the child end
+# (the marker), or 30 s.
+mkdir -p "$work/nowait"
+(flock "$work/nowait" sh -c "for i in \$(seq 600); do [ -e '$work/marker' ] && exit 0;
+  sleep 0.05; done") &
+holder=$!
+for _ in $(seq 100); do
+  # The holder has the lock once a try fails.
+  flock -n "$work/nowait" true 2>/dev/null || break
+  sleep 0.05
+done
+child="$wait_collector; echo child"
+run nowait sh -c "bash -c '$child'; touch '$work/marker'; echo parent"
+wait "$holder"
+expect_status 0 "$(cat "$work/nowait.status")" "nowait: exit status"
+printf 'child\nparent\n' | cmp -s - "$work/nowait.out" ||
+  fail "nowait: output: $(cat "$work/nowait.out")"
+# (The run's first process waits for its own profile, which its collector writes once the
+# marker is there: it says nothing either.)
+if grep -q "did not finish writing" "$work/nowait.err"; then
+  fail "nowait: a process waited for its collector at exit: $(cat "$work/nowait.err")"
+fi
+[ "$(find "$work/nowait" -name 'p.raw*.json' | wc -l)" -ge 2 ] ||
+  fail "nowait: expected the parent's and the child's profiles, got: $(ls -A "$work/nowait")"
+
+# --- exec ---------------------------------------------------------------------------------
+late="$work/late-ospreyd"
+printf '#!/bin/sh\nsleep 0.3\nexec %s "$@"\n' "$daemon" >"$late"
+chmod +x "$late"
+mkdir -p "$work/exec"
+: >"$work/exec/.osprey-run.lock"
+OSPREY_DAEMON="$late" OSPREY_PROFILE="$work/exec/p.raw.json" LD_PRELOAD="$shim" \
+  sh -c 'exec sleep 1' >"$work/exec.out" 2>"$work/exec.err"
+expect_status 0 $? "exec: exit status"
+flock -w 60 "$work/exec/.osprey-run.lock" true || fail "exec: the run's lock still held after 60 s"
+python3 - "$work/exec" <<'EOF' || fail "exec: rows"
+import glob, json, os, sys
+d = sys.argv[1]
+first = json.load(open(os.path.join(d, "p.raw.json")))
+later = [json.load(open(f)) for f in glob.glob(os.path.join(d, "p.raw.*.json"))]
+rows = lambda raw: raw.get("collector", {}).get("unwind", {}).get("images")
+if rows(first) != 0:
+    sys.exit("the exec'd-away sh's collector built rows for %s images" % rows(first))
+if len(later) != 1 or not rows(later[0]):
+    sys.exit("the sleep image's collector: %s" % [(r["exe"], rows(r)) for r in later])
+EOF
+
+# --- pause --------------------------------------------------------------------------------
+if ! command -v strace >/dev/null 2>&1 || ! strace -qq -o /dev/null true 2>/dev/null; then
+  # scripts/install-deps.sh installs it: under CI its absence is a failure (a container that
+  # forbids ptrace is said, not failed).
+  if [ -n "${CI:-}" ] && ! command -v strace >/dev/null 2>&1; then
+    fail "pause: strace is not installed"
+  else
+    echo "pause: skipped (no strace, or ptrace is not allowed here)"
+  fi
+  finish "e2e-spawn: ok"
+  exit 0
+fi
+mkdir -p "$work/pause"
+: >"$work/pause/.osprey-run.lock"
+strace -f -qq -e trace=kill,execve -o "$work/pause.trace" -E OSPREY_DAEMON="$daemon" \
+  -E OSPREY_PROFILE="$work/pause/p.raw.json" -E LD_PRELOAD="$shim" \
+  sh -c "$wait_collector; exec /bin/true" >"$work/pause.out" 2>"$work/pause.err"
+expect_status 0 $? "pause: exit status"
+flock -w 60 "$work/pause/.osprey-run.lock" true ||
+  fail "pause: the run's lock still held after 60 s"
+# The shell is the first process traced; what it did before it became /bin/true:
+shell=$(awk 'NR == 1 {print $1}' "$work/pause.trace")
+awk -v pid="$shell" '$1 == pid && /execve\("\/bin\/true"/ {exit} $1 == pid' "$work/pause.trace" \
+  >"$work/pause.before"
+if grep -q 'SIGURG' "$work/pause.before"; then
+  fail "pause: the exec woke the collector: $(grep SIGURG "$work/pause.before")"
+fi
+grep -q "^$shell execve(\"/bin/true\"" "$work/pause.trace" ||
+  fail "pause: no exec of /bin/true in the trace: $(head -5 "$work/pause.trace")"
+
+finish "e2e-spawn: ok"
