@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "ospx_internal.h"
 
@@ -42,6 +43,10 @@ static pthread_once_t cxa_demangle_once = PTHREAD_ONCE_INIT;
 
 static void load_cxa_demangle(void)
 {
+    /* A program linked whole (ospreyd, -static-pie: no program interpreter, so no AT_BASE)
+     * would map a second C library for it: names stay as llvm-symbolizer gave them there. */
+    if (getauxval(AT_BASE) == 0)
+        return;
     void *library = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
     void *symbol = library != NULL ? dlsym(library, "__cxa_demangle") : NULL;
     memcpy(&cxa_demangle, &symbol, sizeof symbol); /* ISO C: no cast of void * to a function */

@@ -1164,8 +1164,8 @@ static void boot(void)
     /* The run's first image reserves its ring; a descendant's, or a later image's of the same
      * process (it exec'd), stays sparse, as a forked child's: a build or a shell script starts
      * hundreds, and reserving costs each 1.6 ms. */
-    int first_image = run_root_pid == (long)getpid() && boot_env.last_pid == 0;
-    err = ring_create(rate, random_bits, first_image);
+    int reserve = run_root_pid == (long)getpid() && boot_env.last_pid == 0;
+    err = ring_create(rate, random_bits, reserve);
     if (err == -ECANCELED)
         return; /* ring_create said why */
     if (err) {
@@ -1196,7 +1196,7 @@ static void boot(void)
      * booting without a collector: 0.90-1.01 ms of CPU with two CPUs' full rings, 0.84-0.93
      * with quarters, 0.38-0.44 unprofiled). */
     switch_count = osp__switches_open(switch_fds, OSP_MAX_SWITCH_FDS,
-                                      first_image ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES);
+                                      reserve ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES);
     err = osp__registry_init(&osp__the_registry, &event_ring, OSP__MAX_SLOTS);
     if (err == 0) {
         osp__registry_set_table(&osp__the_registry, ring_header);
