@@ -217,7 +217,8 @@ START_TEST(speedscope_follows_the_file_format_schema)
     json_t *active = json_object_get(root, "activeProfileIndex");
     ck_assert(active == NULL || json_integer_value(active) < (json_int_t)json_array_size(profiles));
 
-    size_t total_samples = 0, waiting_leaves = 0, p;
+    size_t waiting_leaves = 0, p;
+    double total_periods = 0;
     json_t *profile;
     json_array_foreach(profiles, p, profile)
     {
@@ -264,9 +265,19 @@ START_TEST(speedscope_follows_the_file_format_schema)
             if (strcmp(json_string_value(json_object_get(leaf, "name")), "(waiting)") == 0)
                 waiting_leaves += (size_t)(periods + 0.5);
         }
-        total_samples += json_array_size(samples);
+        /* Sized by what it shows: each distinct stack once, its rows' weights summed. */
+        for (size_t a = 0; a < json_array_size(samples); a++)
+            for (size_t b = a + 1; b < json_array_size(samples); b++)
+                ck_assert_msg(!json_equal(json_array_get(samples, a), json_array_get(samples, b)),
+                              "rows %zu and %zu of profile %zu are one stack", a, b, p);
+        total_periods += weight_sum * fixture.raw.rate_hz / 1000.0;
     }
-    ck_assert_uint_eq(total_samples, fixture.raw.sample_count);
+    uint64_t periods = 0;
+    for (size_t i = 0; i < fixture.raw.sample_count; i++)
+        periods += fixture.raw.samples[i].weight;
+    ck_assert_msg(total_periods > (double)periods - 1e-6 && total_periods < (double)periods + 1e-6,
+                  "%.6f periods in the weights, %llu in the rows", total_periods,
+                  (unsigned long long)periods);
     ck_assert_uint_eq(waiting_leaves, model.waiting_samples);
     json_decref(root);
     ospx_model_free(&model);
@@ -286,7 +297,8 @@ START_TEST(speedscope_stacks_are_root_first)
     json_t *frames = json_object_get(json_object_get(root, "shared"), "frames");
     json_t *worker = json_array_get(json_object_get(root, "profiles"), 1);
     ck_assert_str_eq(json_string_value(json_object_get(worker, "name")), "fiber 4243 (thread)");
-    json_t *first = json_array_get(json_object_get(worker, "samples"), 0);
+    /* rows in the call tree's order: [worker] before [worker, checksum_block] */
+    json_t *first = json_array_get(json_object_get(worker, "samples"), 1);
     ck_assert_uint_eq(json_array_size(first), 2);
     json_t *frame = json_array_get(frames, (size_t)json_integer_value(json_array_get(first, 0)));
     ck_assert_str_eq(json_string_value(json_object_get(frame, "name")), "worker");
