@@ -225,20 +225,20 @@ static size_t tree_runs(const struct ospx__tree *tree, const struct ospx_model *
         return 0;
     for (uint32_t k = 0; k < tree->count; k++)
         by_id[tree->nodes[k].id - 1] = k;
-    size_t n = 0;
-    uint64_t waiting = 0; /* the current fiber's */
+    size_t n = 0, next = 0; /* the fibers before `next` have had their waits */
     for (size_t i = 0; i < tree->count; i++) {
         const struct ospx__node *node = &tree->nodes[by_id[i]];
-        if (node->kind == OSPX_NODE_FIBER) {
-            if (waiting > 0)
-                runs[n++] = (struct run){idle, waiting};
-            waiting = model->fibers[node->value].waiting;
-        }
+        /* a fiber's node comes after the previous fiber's subtree; a fiber that only waited
+         * has none, and its waits come at its place */
+        for (; node->kind == OSPX_NODE_FIBER && next < node->value; next++)
+            if (model->fibers[next].waiting > 0)
+                runs[n++] = (struct run){idle, model->fibers[next].waiting};
         if (node->kind != OSPX_NODE_WAITING && node->hits > 0)
             runs[n++] = (struct run){by_id[i], node->hits};
     }
-    if (waiting > 0)
-        runs[n++] = (struct run){idle, waiting};
+    for (; next < model->fiber_count; next++)
+        if (model->fibers[next].waiting > 0)
+            runs[n++] = (struct run){idle, model->fibers[next].waiting};
     free(by_id);
     runs[n++] = (struct run){idle, 0};
     return n;

@@ -26,8 +26,8 @@
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
 #define ospx__samples_by_thread_for_test ospx__samples_by_thread
 
-static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names", "weighted",
-                                    "processes"};
+static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names",
+                                    "weighted",   "processes",        "waiting-fiber"};
 #define CASE_COUNT (sizeof cases / sizeof cases[0])
 
 struct writer {
