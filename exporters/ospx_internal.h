@@ -234,7 +234,7 @@ int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_fu
  * `.cpuprofile` and the trace write one per node. */
 void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
                           const struct ospx__quoted_functions *quoted, const uint32_t *scripts,
-                          const struct ospx__node *node, const char *other_name);
+                          const struct ospx__node *node, const char *other_name, int in_trace);
 void ospx__quoted_free(struct ospx__quoted_functions *quoted);
 
 /* ---- model.c ---- */

@@ -321,6 +321,26 @@ static int build_mappings(struct pprof_build *build)
     return 0;
 }
 
+/* A mapping whose object the build-id cache keeps (common/buildid.c: a program osprey ran,
+ * a C file's scratch build too) names the copy: the Go toolchain's `go tool pprof` opens a
+ * mapping's file by its name and reads no build id (a file found through PPROF_BINARY_PATH
+ * with a build id in the profile is refused as a mismatch), so only a name that stays the
+ * object lets its -disasm and -list work after the build is gone or rebuilt. The build id
+ * stays, so upstream pprof checks the copy and finds it through PPROF_BINARY_PATH too
+ * (`<dir>/<build id>/<name>`, the cache's layout). */
+static int name_cached_copy(struct pprof_build *build, Mapping *mapping, const char *build_id,
+                            const char *path)
+{
+    char copy[4096];
+    if (ospc_cache_find(build_id, path, copy, sizeof copy) != 0)
+        return 0;
+    int64_t index = string_index(&build->strings, copy, 1);
+    if (index < 0)
+        return -ENOMEM;
+    mapping->filename = index;
+    return 0;
+}
+
 /* Each reached image's build id and the file offset of its mapping's start, so that pprof
  * finds the object (by build id in PPROF_BINARY_PATH, or at its path when the build id agrees)
  * and turns an address into the file offset `-disasm` and `-list` need: the raw profile's, as
@@ -359,6 +379,8 @@ static int mapping_identities(struct pprof_build *build)
         if (build_id[0] != '\0') {
             mapping->build_id = string_index(&build->strings, build_id, 1);
             if (mapping->build_id < 0)
+                return -ENOMEM;
+            if (name_cached_copy(build, mapping, build_id, image->path) != 0)
                 return -ENOMEM;
         }
     }

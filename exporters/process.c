@@ -66,7 +66,7 @@ static int select_outputs(const char *formats, unsigned *mask, struct ospx_error
 
 /* Each process's main image into the build-id cache, when the file at its path is still the
  * object that ran (a program exec'd by a launcher is its own main image: its raw file names
- * it). A failure is one warning line: the outputs are written already. */
+ * it). A failure is one warning line, and the outputs are written all the same. */
 static void keep_main_object(const struct ospx_raw *raw, const char *exe)
 {
     for (size_t i = 0; exe[0] != '\0' && i < raw->image_count; i++) {
@@ -408,12 +408,13 @@ int ospx_process(const struct ospx_process_options *options, struct ospx_error *
     if (kept_better)
         mask = 0;
     /* The program is kept once the profile could be read, whether or not every output could
-     * be written: the raw file is what a later `osprey report` reads it with. */
-    int modelled = rc == 0;
+     * be written: the raw file is what a later `osprey report` reads it with. Before the
+     * outputs, so that the pprof file names the copy (pprof.c), which outlives a scratch
+     * build. */
+    if (rc == 0 && options->keep_main_object)
+        keep_main_objects(&raw);
     if (rc == 0)
         rc = write_outputs(&model, options, mask, kept_better, &clock, err);
-    if (modelled && options->keep_main_object)
-        keep_main_objects(&raw);
     ospx_model_free(&model);
     ospx_symbols_free(&symbols);
     ospx_raw_free(&raw);

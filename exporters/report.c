@@ -26,6 +26,7 @@
 #define DEFAULT_WIDTH      100
 #define CALLER_LINES       3    /* --inverted: callers shown under each row */
 #define ACHIEVED_WARN      90.0 /* percent of the requested rate */
+#define MOSTLY_UNNAMED     50.0 /* percent of CPU time in unnamed code: say how to name it */
 
 #define COLOR_HOT   "\033[1;31m" /* self >= 5%: red, bold */
 #define COLOR_WARM  "\033[33m"   /* self >= 0.5%: yellow */
@@ -927,6 +928,59 @@ static void print_achieved_rate(FILE *out, size_t width, const struct ospx_model
     emit_pair(out, width, warn, line, second);
 }
 
+/* 1 when the symbolizer named nothing at the frame: `object+0xOFFSET`, or the raw pc. */
+static int frame_unnamed(const struct ospx_frame *frame)
+{
+    const char *object = ospx__basename(frame->image);
+    size_t length = strlen(object);
+    return strncmp(frame->name, "0x", 2) == 0 ||
+           (length > 0 && strncmp(frame->name, object, length) == 0 &&
+            strncmp(frame->name + length, "+0x", 3) == 0);
+}
+
+/* When most of the CPU time is in code nothing named (stripped objects: Debian's gzip, git,
+ * openssl) and no debuginfod server is set, one line says how to get the names: the objects'
+ * -dbgsym packages, or DEBUGINFOD_URLS (llvm-symbolizer fetches debug information from it). */
+static void print_names_hint(FILE *out, size_t width, const struct ospx_model *model,
+                             const char *warn)
+{
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    if (model->on_cpu_samples == 0 || (urls != NULL && urls[0] != '\0'))
+        return;
+    struct {
+        const char *name;
+        uint64_t self;
+    } objects[3] = {{0}};
+    uint64_t unnamed = 0;
+    for (size_t i = 0; i < model->function_count; i++) {
+        const struct ospx_function_stat *fn = &model->functions[i];
+        const struct ospx_frame *frame = &model->symbols->frames[fn->frame];
+        if (fn->self == 0 || !frame_unnamed(frame))
+            continue;
+        unnamed += fn->self;
+        const char *object = ospx__basename(frame->image);
+        size_t k = 0;
+        while (k < 3 && objects[k].name != NULL && strcmp(objects[k].name, object) != 0)
+            k++;
+        if (k < 3) {
+            objects[k].name = object;
+            objects[k].self += fn->self;
+        }
+    }
+    double share = percent_of(unnamed, model->on_cpu_samples);
+    if (share < MOSTLY_UNNAMED)
+        return;
+    char line[512];
+    int used = snprintf(line, sizeof line, "names: %.0f%% of CPU time without symbols", share);
+    for (size_t k = 0; k < 3 && objects[k].name != NULL && used > 0 && (size_t)used < sizeof line;
+         k++)
+        used += snprintf(line + used, sizeof line - (size_t)used, "%s%s", k == 0 ? " (" : ", ",
+                         objects[k].name[0] != '\0' ? objects[k].name : "no object");
+    if (objects[0].name != NULL && used > 0 && (size_t)used < sizeof line)
+        snprintf(line + used, sizeof line - (size_t)used, ")");
+    emit_pair(out, width, warn, line, "install -dbgsym packages or set DEBUGINFOD_URLS");
+}
+
 /* The report of one model (the run, or one process of it) down to its notes: the header
  * (begun with `title`), processes, threads, the processes that ran unprofiled (those
  * `process` started; -1 all), the table, the notes. */
@@ -966,6 +1020,7 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
     }
     print_achieved_rate(out, notes, model, warn, process);
     print_cut_stacks(out, notes, model, warn);
+    print_names_hint(out, notes, model, warn);
     if (model->dropped > 0) {
         const struct ospx_raw *raw = model->raw;
         int used = snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",

@@ -6,8 +6,13 @@
  * synthetic leaf
  * `(waiting)`, so blocked time shows in the flame graph without mixing with CPU time.
  *
- * The frame table is built with jansson; the per-sample arrays, which hold one number per frame
- * of every sample (tens of millions for a long run), are streamed straight to the file. */
+ * Sized by what it shows, not by the samples: a fiber's rows are its distinct stacks, each once
+ * with the sum of its rows' weights, in the order of their frames from the root (the call
+ * tree's order), so a million samples over ten thousand stacks are ten thousand rows; every
+ * view of speedscope's but Time Order is the same as with one row per sample, and Time Order
+ * shows the tree. The run's time order is in `<stem>.trace.json`.
+ *
+ * The frame table is built with jansson; the rows are streamed straight to the file. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,33 +124,84 @@ static int stack_texts_make(struct stack_texts *texts, const struct ospx_model *
     return 0;
 }
 
+/* One distinct stack of a fiber: its text (with the (waiting) frame when it waited) and the
+ * sum of its rows' weights. */
+struct path {
+    const char *text;
+    size_t length;
+    uint32_t stack;
+    uint8_t waiting;
+    uint64_t weight;
+};
+
+static int compare_paths(const void *a, const void *b)
+{
+    const struct path *x = a, *y = b;
+    size_t common = x->length < y->length ? x->length : y->length;
+    int c = memcmp(x->text, y->text, common);
+    if (c != 0)
+        return c;
+    if (x->length != y->length)
+        return x->length < y->length ? -1 : 1;
+    return x->waiting != y->waiting ? (x->waiting < y->waiting ? -1 : 1) : 0;
+}
+
+/* The fiber's rows as its distinct stacks, each once with its rows' weights summed, in the
+ * order of their frames' texts from the root: a stack and the stacks under it are neighbours,
+ * as the call tree holds them (two raw stacks that name the same functions are one). Returns
+ * the count. `slot` (stack_count × 2, all UINT32_MAX) is left so. */
+static size_t fiber_paths(const struct ospx_model *model, const struct stack_texts *texts,
+                          const size_t *order, size_t count, uint32_t *slot, struct path *paths)
+{
+    const struct ospx_raw *raw = model->raw;
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct ospx_sample *sample = &raw->samples[order[i]];
+        uint32_t *at = &slot[2 * (size_t)sample->stack + (sample->state != 0)];
+        if (*at == UINT32_MAX) {
+            *at = (uint32_t)n;
+            paths[n++] = (struct path){texts->text[sample->stack], texts->length[sample->stack],
+                                       sample->stack, sample->state != 0, 0};
+        }
+        paths[*at].weight += sample->weight;
+    }
+    for (size_t k = 0; k < n; k++)
+        slot[2 * (size_t)paths[k].stack + paths[k].waiting] = UINT32_MAX;
+    qsort(paths, n, sizeof *paths, compare_paths);
+    size_t kept = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (kept > 0 && compare_paths(&paths[kept - 1], &paths[k]) == 0)
+            paths[kept - 1].weight += paths[k].weight;
+        else
+            paths[kept++] = paths[k];
+    }
+    return kept;
+}
+
 static void write_profile(FILE *stream, const struct ospx_model *model, size_t thread,
-                          const struct stack_texts *texts, const size_t *order, size_t count)
+                          const struct path *paths, size_t count)
 {
     const struct ospx_raw *raw = model->raw;
     const struct ospx_fiber_stat *fiber = &model->fibers[thread];
     double period_ms = raw->rate_hz > 0 ? 1000.0 / raw->rate_hz : 0;
-    /* Each fiber's axis is its own: speedscope's Time Order lays a profile's samples end to
-     * end by weight, so the axis ends where its weights do (a fiber that ran 1.4 s of a 3 s
-     * run on a 3 s axis would seem to stop early). */
+    /* Each fiber's axis is its own: speedscope lays a profile's samples end to end by weight,
+     * so the axis ends where its weights do (a fiber that ran 1.4 s of a 3 s run on a 3 s
+     * axis would seem to stop early). */
     double fiber_ms = (double)(fiber->on_cpu + fiber->waiting) * period_ms;
     char name[512];
     ospx__thread_title(model, thread, name, sizeof name);
     char *quoted = ospx__json_quote(name), end_value[64], weight_text[64];
-    uint64_t weight_shown = 1; /* the weight weight_text holds */
     format_number(end_value, sizeof end_value, fiber_ms);
-    format_number(weight_text, sizeof weight_text, period_ms);
     fprintf(stream,
             "{\"type\":\"sampled\",\"name\":%s,\"unit\":\"milliseconds\",\"startValue\":0,"
             "\"endValue\":%s,\"samples\":[",
             quoted != NULL ? quoted : "\"fiber\"", end_value);
     free(quoted);
     for (size_t i = 0; i < count; i++) {
-        const struct ospx_sample *sample = &raw->samples[order[i]];
         fputs(i == 0 ? "[" : ",[", stream);
-        fwrite_unlocked(texts->text[sample->stack], 1, texts->length[sample->stack], stream);
-        if (sample->state != 0) {
-            fputs(texts->length[sample->stack] > 0 ? "," : "", stream);
+        fwrite_unlocked(paths[i].text, 1, paths[i].length, stream);
+        if (paths[i].waiting) {
+            fputs(paths[i].length > 0 ? "," : "", stream);
             ospx__put_uint(stream, model->function_count); /* the (waiting) frame */
         }
         putc_unlocked(']', stream);
@@ -154,11 +210,7 @@ static void write_profile(FILE *stream, const struct ospx_model *model, size_t t
     for (size_t i = 0; i < count; i++) {
         if (i > 0)
             fputc(',', stream);
-        uint64_t weight = raw->samples[order[i]].weight;
-        if (weight != weight_shown) {
-            format_number(weight_text, sizeof weight_text, (double)weight * period_ms);
-            weight_shown = weight;
-        }
+        format_number(weight_text, sizeof weight_text, (double)paths[i].weight * period_ms);
         fputs(weight_text, stream);
     }
     fputs("]}", stream);
@@ -166,24 +218,38 @@ static void write_profile(FILE *stream, const struct ospx_model *model, size_t t
 
 int ospx_write_speedscope(const struct ospx_model *model, const char *path, struct ospx_error *err)
 {
+    const struct ospx_raw *raw = model->raw;
     uint32_t *function_of = ospx__frame_functions(model);
     const size_t *order = NULL, *first = NULL;
     struct stack_texts texts = {0};
-    if (function_of == NULL || ospx__model_thread_order(model, &order, &first) != 0 ||
-        stack_texts_make(&texts, model, function_of) != 0) {
-        free(function_of);
-        stack_texts_free(&texts);
-        return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
-    }
+    uint32_t *slot = malloc((2 * raw->stack_count + 1) * sizeof *slot);
+    size_t most = 0;
+    struct path *paths = NULL;
+    if (function_of == NULL || slot == NULL ||
+        ospx__model_thread_order(model, &order, &first) != 0 ||
+        stack_texts_make(&texts, model, function_of) != 0)
+        goto no_memory;
+    for (size_t t = 0; t < model->fiber_count; t++)
+        if (first[t + 1] - first[t] > most)
+            most = first[t + 1] - first[t];
+    /* at most two paths per stack (on CPU, waiting), and one per row */
+    if (most > 2 * raw->stack_count)
+        most = 2 * raw->stack_count;
+    paths = malloc((most + 1) * sizeof *paths);
+    if (paths == NULL)
+        goto no_memory;
+    memset(slot, 0xff, 2 * raw->stack_count * sizeof *slot);
     struct ospx__atomic_file file;
     int rc = ospx__atomic_open(&file, path, err);
     if (rc == 0)
         rc = write_head(file.stream, model);
     if (rc == 0) {
         for (size_t t = 0; t < model->fiber_count; t++) {
+            size_t count =
+                fiber_paths(model, &texts, order + first[t], first[t + 1] - first[t], slot, paths);
             if (t > 0)
                 fputc(',', file.stream);
-            write_profile(file.stream, model, t, &texts, order + first[t], first[t + 1] - first[t]);
+            write_profile(file.stream, model, t, paths, count);
         }
         fputs("]}\n", file.stream);
         rc = ospx__atomic_commit(&file, err);
@@ -192,6 +258,14 @@ int ospx_write_speedscope(const struct ospx_model *model, const char *path, stru
         rc = ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     }
     free(function_of);
+    free(slot);
+    free(paths);
     stack_texts_free(&texts);
     return rc;
+no_memory:
+    free(function_of);
+    free(slot);
+    free(paths);
+    stack_texts_free(&texts);
+    return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
 }

@@ -104,7 +104,7 @@ static void write_nodes(FILE *stream, const struct ospx__tree *tree, uint32_t fi
         fputs_unlocked(first ? "{\"id\":" : ",{\"id\":", stream);
         ospx__put_uint(stream, n + 1);
         ospx__put_call_frame(stream, model, quoted, scripts, node,
-                             node->kind == OSPX_NODE_WAITING ? "\"(idle)\"" : "\"(root)\"");
+                             node->kind == OSPX_NODE_WAITING ? "\"(idle)\"" : "\"(root)\"", 1);
         if (n != fiber_node) {
             fputs_unlocked(",\"parent\":", stream);
             ospx__put_uint(stream, node->parent + 1);

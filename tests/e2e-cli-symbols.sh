@@ -133,19 +133,35 @@ awk 'NF > 1 && $NF == "(two.c)" && $(NF-1) == "spin_b" && $5 + 0 > 0 { found = 1
   fail "diff: spin_b did not gain share: $(cat diff)"
 grep -q '0x' diff && fail "diff: addresses instead of functions: $(cat diff)"
 
-# 5. go tool pprof -disasm and -list on the profiled binary (at its recorded path).
+# 5. go tool pprof -disasm and -list on the profiled binary (at its recorded path), and on a C
+# file's run after its scratch build is gone: the mapping names the build-id cache's copy, with
+# the build id (the Go toolchain's pprof reads none, so a copy found through PPROF_BINARY_PATH
+# was refused as a mismatch).
+# pprof_disasm_list PB WHAT: go tool pprof -disasm=spin_a and -list=spin_a on PB show samples
+# on spin_a's instructions and on its loop's line.
+pprof_disasm_list() {
+  go tool pprof -disasm=spin_a "$1" >out 2>err
+  grep -q 'ROUTINE ======================== spin_a' out ||
+    fail "go tool pprof -disasm=spin_a ($2): $(cat out err)"
+  grep -Eq '^ +[0-9.]+m?s +[0-9.]+m?s +[0-9a-f]+: ' out ||
+    fail "go tool pprof -disasm ($2): no instruction carries samples: $(cat out)"
+  go tool pprof -list=spin_a "$1" >out 2>err
+  grep -q 'ROUTINE ======================== spin_a in .*two.c' out ||
+    fail "go tool pprof -list=spin_a ($2): $(cat out err)"
+  grep -Eq '^ +[0-9.]+m?s +[0-9.]+m?s +[0-9]+: +x = x \* 6364136223846793005u' out ||
+    fail "go tool pprof -list ($2): the loop's line carries no time: $(cat out)"
+}
 if command -v go >/dev/null 2>&1; then
+  cd "$work/a" || exit 1
+  go tool pprof -raw base.pb.gz >out 2>&1
+  mapping=$(sed -n '/^Mappings/,$p' out | grep " $id ")
+  echo "$mapping" | grep -q " $cache/$id/two $id " ||
+    fail "the C file's run names no cached copy in its pprof mapping: $(sed -n '/^Mappings/,$p' out)"
+  pprof_disasm_list base.pb.gz "a C file's run, its scratch build gone"
   cd "$work/b" || exit 1
   clang -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o disasm "$work/a/two.c"
   "$osprey" ./disasm --profile -o disasm -- 600000000 100000 >/dev/null 2>err
-  go tool pprof -disasm=spin_a disasm.pb.gz >out 2>err
-  grep -q 'ROUTINE ======================== spin_a' out ||
-    fail "go tool pprof -disasm=spin_a: $(cat out err)"
-  grep -Eq '^ +[0-9.]+m?s +[0-9.]+m?s +[0-9a-f]+: ' out ||
-    fail "go tool pprof -disasm: no instruction carries samples: $(cat out)"
-  go tool pprof -list=spin_a disasm.pb.gz >out 2>err
-  grep -q 'ROUTINE ======================== spin_a in .*two.c' out ||
-    fail "go tool pprof -list=spin_a: $(cat out err)"
+  pprof_disasm_list disasm.pb.gz "a binary of ours"
   go tool pprof -raw disasm.pb.gz >out 2>&1
   mapping=$(sed -n '/^Mappings/,$p' out | grep ' /.*/disasm ')
   echo "$mapping" | grep -q "$(build_id disasm)" || fail "pprof mapping without the build id: $mapping"

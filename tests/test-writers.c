@@ -27,8 +27,8 @@
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
 #define ospx__samples_by_thread_for_test ospx__samples_by_thread
 
-static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names", "weighted",
-                                    "processes"};
+static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names",
+                                    "weighted",   "processes",        "waiting-fiber"};
 #define CASE_COUNT (sizeof cases / sizeof cases[0])
 
 struct writer {
@@ -244,7 +244,8 @@ START_TEST(speedscope_follows_the_file_format_schema)
     json_t *active = json_object_get(root, "activeProfileIndex");
     ck_assert(active == NULL || json_integer_value(active) < (json_int_t)json_array_size(profiles));
 
-    size_t total_samples = 0, waiting_leaves = 0, p;
+    size_t waiting_leaves = 0, p;
+    double total_periods = 0;
     json_t *profile;
     json_array_foreach(profiles, p, profile)
     {
@@ -291,9 +292,19 @@ START_TEST(speedscope_follows_the_file_format_schema)
             if (strcmp(json_string_value(json_object_get(leaf, "name")), "(waiting)") == 0)
                 waiting_leaves += (size_t)(periods + 0.5);
         }
-        total_samples += json_array_size(samples);
+        /* Sized by what it shows: each distinct stack once, its rows' weights summed. */
+        for (size_t a = 0; a < json_array_size(samples); a++)
+            for (size_t b = a + 1; b < json_array_size(samples); b++)
+                ck_assert_msg(!json_equal(json_array_get(samples, a), json_array_get(samples, b)),
+                              "rows %zu and %zu of profile %zu are one stack", a, b, p);
+        total_periods += weight_sum * fixture.raw.rate_hz / 1000.0;
     }
-    ck_assert_uint_eq(total_samples, fixture.raw.sample_count);
+    uint64_t periods = 0;
+    for (size_t i = 0; i < fixture.raw.sample_count; i++)
+        periods += fixture.raw.samples[i].weight;
+    ck_assert_msg(total_periods > (double)periods - 1e-6 && total_periods < (double)periods + 1e-6,
+                  "%.6f periods in the weights, %llu in the rows", total_periods,
+                  (unsigned long long)periods);
     ck_assert_uint_eq(waiting_leaves, model.waiting_samples);
     json_decref(root);
     ospx_model_free(&model);
@@ -313,7 +324,8 @@ START_TEST(speedscope_stacks_are_root_first)
     json_t *frames = json_object_get(json_object_get(root, "shared"), "frames");
     json_t *worker = json_array_get(json_object_get(root, "profiles"), 1);
     ck_assert_str_eq(json_string_value(json_object_get(worker, "name")), "hotspot-4243 (thread)");
-    json_t *first = json_array_get(json_object_get(worker, "samples"), 0);
+    /* rows in the call tree's order: [worker] before [worker, checksum_block] */
+    json_t *first = json_array_get(json_object_get(worker, "samples"), 1);
     ck_assert_uint_eq(json_array_size(first), 2);
     json_t *frame = json_array_get(frames, (size_t)json_integer_value(json_array_get(first, 0)));
     ck_assert_str_eq(json_string_value(json_object_get(frame, "name")), "worker");
@@ -381,39 +393,54 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
 
     json_t *samples = json_object_get(root, "samples"),
            *deltas = json_object_get(root, "timeDeltas");
-    ck_assert_uint_eq(json_array_size(samples), fixture.raw.sample_count + 1);
-    ck_assert_uint_eq(json_array_size(deltas), json_array_size(samples));
+    size_t sample_count = json_array_size(samples);
+    /* Sized by the tree, not the rows: at most one sample per node, one (idle) per fiber and
+     * the closing one. */
+    ck_assert_uint_le(sample_count, count + fixture.raw.thread_count + 1);
+    ck_assert_uint_gt(sample_count, 1);
+    ck_assert_uint_eq(json_array_size(deltas), sample_count);
     json_int_t at = json_integer_value(json_object_get(root, "startTime"));
-    json_t *sample;
-    /* hitCount is the sum of weights (sampling periods), and the axis one period per weight. */
-    uint64_t periods = 0;
-    size_t *order = NULL, *by_thread = NULL;
-    ck_assert_int_eq(ospx__samples_by_thread_for_test(&fixture.raw, &order, &by_thread), 0);
-    json_array_foreach(samples, i, sample)
-    {
-        json_int_t id = json_integer_value(sample);
+    /* A reader gives a sample the time up to the next: a node's samples last its hitCount
+     * (sampling periods), to a microsecond per sample. The closing sample is (idle), at
+     * endTime; DevTools gives it the mean interval, which (idle)'s hitCount counts too. */
+    double period_us = 1e6 / fixture.raw.rate_hz, *lasting = calloc(count + 1, sizeof *lasting);
+    for (i = 0; i < sample_count; i++) {
+        json_int_t id = json_integer_value(json_array_get(samples, i));
         ck_assert(id >= 1 && id <= (json_int_t)count);
-        if (i == fixture.raw.sample_count) { /* the closing sample: at endTime, no hit */
-            ck_assert_str_eq(
-                json_string_value(json_object_get(
-                    json_object_get(json_array_get(nodes, id - 1), "callFrame"), "functionName")),
-                "(idle)");
-            at += json_integer_value(json_array_get(deltas, i));
-            continue;
-        }
-        hits[id - 1] += (json_int_t)fixture.raw.samples[order[i]].weight;
-        periods += fixture.raw.samples[order[i]].weight;
         ck_assert_int_ge(json_integer_value(json_array_get(deltas, i)), 0);
         at += json_integer_value(json_array_get(deltas, i));
+        if (i + 1 < sample_count)
+            lasting[id - 1] += (double)json_integer_value(json_array_get(deltas, i + 1));
+        hits[id - 1]++; /* samples naming the node */
     }
-    free(order);
-    free(by_thread);
-    ck_assert_int_eq(at, json_integer_value(json_object_get(root, "endTime")));
-    ck_assert_int_eq(json_integer_value(json_object_get(root, "endTime")) -
-                         json_integer_value(json_object_get(root, "startTime")),
-                     (json_int_t)(periods * 1000000 / fixture.raw.rate_hz));
+    json_int_t closing = json_integer_value(json_array_get(samples, sample_count - 1));
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_array_get(nodes, closing - 1), "callFrame"), "functionName")),
+        "(idle)");
+    uint64_t periods = 0, hit_sum = 0;
+    for (size_t k = 0; k < fixture.raw.sample_count; k++)
+        periods += fixture.raw.samples[k].weight;
+    uint64_t mean = (periods + (sample_count - 1) / 2) / (sample_count - 1);
+    /* the closing sample lasts the mean interval to endTime, as DevTools gives it */
+    json_int_t end = json_integer_value(json_object_get(root, "endTime"));
+    ck_assert_int_eq(end - json_integer_value(json_object_get(root, "startTime")),
+                     llround((double)(periods + mean) * period_us));
+    ck_assert_int_le(llabs(end - at - llround((double)mean * period_us)), 1);
     json_array_foreach(nodes, i, node)
-        ck_assert_int_eq(json_integer_value(json_object_get(node, "hitCount")), hits[i]);
+    {
+        json_int_t hit_count = json_integer_value(json_object_get(node, "hitCount"));
+        hit_sum += (uint64_t)hit_count;
+        if ((json_int_t)i + 1 == closing)
+            hit_count -= (json_int_t)mean;
+        double want = (double)hit_count * period_us;
+        ck_assert_msg(lasting[i] > want - (double)hits[i] - 1 &&
+                          lasting[i] < want + (double)hits[i] + 1,
+                      "node %zu: %lld periods, its samples last %.0f us", i + 1,
+                      (long long)hit_count, lasting[i]);
+    }
+    ck_assert_uint_eq(hit_sum, periods + mean); /* sampleTime: (end - start) / hits, a period */
+    free(lasting);
     free(hits);
     json_decref(root);
     ospx_model_free(&model);
@@ -492,7 +519,13 @@ START_TEST(cpuprofile_gives_each_fiber_its_own_time)
     double period_us = 1e6 / fixture.raw.rate_hz;
     ck_assert_int_eq(main_us, (json_int_t)(model.fibers[0].on_cpu * period_us));
     ck_assert_int_eq(thread_us, (json_int_t)(model.fibers[1].on_cpu * period_us));
-    ck_assert_int_eq(idle_us, (json_int_t)(model.waiting_samples * period_us));
+    /* the closing (idle) sample lasts the mean interval to endTime, as DevTools gives it (in
+     * whole periods) */
+    json_int_t first_at = json_integer_value(json_object_get(root, "startTime"));
+    json_int_t closing_us = json_integer_value(json_object_get(root, "endTime")) - at;
+    ck_assert_int_le(llabs(closing_us - (at - first_at) / (json_int_t)(n - 1)),
+                     (json_int_t)(period_us / 2) + 1);
+    ck_assert_int_eq(idle_us - closing_us, (json_int_t)(model.waiting_samples * period_us));
     free(fiber_of);
     json_decref(root);
     ospx_model_free(&model);
