@@ -179,7 +179,7 @@ static const struct {
      "  --per-process  after the run's report, one section per process\n"
      "  --merge-processes\n"
      "                 the processes of one command as one (one row per function and\n"
-     "                 command, as perf report --sort comm,sym), in the outputs too\n"
+     "                 command, as perf report sorted by comm,sym), in the outputs too\n"
      "  --fiber F      only the thread (or fiber) with this id or label\n"
      "  --focus REGEX  only samples with a function matching REGEX on the stack\n"
      "  --ignore REGEX drop samples with a function matching REGEX on the stack\n"

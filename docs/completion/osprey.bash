@@ -38,7 +38,7 @@ _osprey() {
   local common="-h --help"
   local run_opts="--run --profile --duration -F --frequency -o --output --format -- -V --version"
   local symbol_opts="--binary --symfs --ignore-build-id --top -o --output"
-  local view_opts="--format --pid --comm --per-process --fiber --focus --ignore --inverted --list"
+  local view_opts="--format --pid --comm --per-process --merge-processes --fiber --focus --ignore --inverted --list"
 
   # the command: the first word after osprey that is not an option
   local command="" i
