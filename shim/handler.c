@@ -120,9 +120,24 @@ static int guarded_call_ran(struct osp__slot *s, const siginfo_t *info, int from
 }
 
 /* Async-signal-safe. */
+/* Async-signal-safe. A SIGPROF whose siginfo the kernel could not queue: the user's queued
+ * signals (RLIMIT_SIGPENDING, counted over all of the user's processes) were used up when it
+ * was sent, so it comes as SI_USER from pid 0 and without our cookie. ospreyd's ask
+ * (rt_tgsigqueueinfo) is what arrives so in a profiled run; a process's own kill() names its
+ * pid even then. */
+static int lost_its_info(const siginfo_t *info)
+{
+    return info != NULL && info->si_code == SI_USER && info->si_pid == 0;
+}
+
 void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
 {
     if (!osp__sigprof_is_ours(info)) {
+        /* One that lost its info goes to a handler of the program's, as any other; where
+         * the program has none, the default action would end it for a signal that was most
+         * likely ours: it is dropped instead (ospreyd asks again). */
+        if (lost_its_info(info) && !osp__sigprof_program_handles())
+            return;
         osp__sigprof_forward(sig, info, context); /* the program's, not ours */
         return;
     }
