@@ -149,6 +149,10 @@ struct stat;
  * descriptor (O_DIRECTORY, close-on-exec), or -ENOTDIR (not a directory, or a link),
  * -EPERM (another user's), -ENOENT... */
 int ospc_private_directory(const char *path, int create);
+/* The directory open as `fd` checked: a directory, the effective user's; where others have
+ * bits on it, narrowed to 0700 when `narrow`, else -EACCES if group or others may write in
+ * it. 0, -ENOTDIR, -EPERM (another user's), -EACCES or -errno. */
+int ospc_directory_check(int fd, int narrow);
 /* The same for `name` (one component, not starting with '.') inside the private directory
  * `parent`. */
 int ospc_private_subdirectory(int parent, const char *name, int create);

@@ -20,8 +20,7 @@
 
 #include "ospc.h"
 
-/* The directory open as `fd`, checked: ours, narrowed to 0700. */
-static int check_directory(int fd)
+int ospc_directory_check(int fd, int narrow)
 {
     struct stat info;
     if (fstat(fd, &info) != 0)
@@ -30,9 +29,11 @@ static int check_directory(int fd)
         return -ENOTDIR;
     if (info.st_uid != geteuid())
         return -EPERM;
-    if ((info.st_mode & 077) != 0 && fchmod(fd, 0700) != 0)
-        return -errno;
-    return 0;
+    if ((info.st_mode & 077) == 0)
+        return 0;
+    if (!narrow)
+        return (info.st_mode & (S_IWGRP | S_IWOTH)) != 0 ? -EACCES : 0;
+    return fchmod(fd, 0700) == 0 ? 0 : -errno;
 }
 
 static int open_checked(int parent, const char *name)
@@ -40,7 +41,7 @@ static int open_checked(int parent, const char *name)
     int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return errno == ELOOP ? -ENOTDIR : -errno;
-    int rc = check_directory(fd);
+    int rc = ospc_directory_check(fd, 1);
     if (rc != 0) {
         close(fd);
         return rc;

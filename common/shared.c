@@ -48,26 +48,15 @@ const char *ospc_shared_strerror(int rc)
     }
 }
 
-/* 0 when the directory open at `fd` is ours (or root's) alone: nobody else may write in it. */
-static int directory_is_private(int fd)
-{
-    struct stat info;
-    if (fstat(fd, &info) != 0)
-        return -errno;
-    if (!S_ISDIR(info.st_mode))
-        return -ENOTDIR;
-    if (info.st_uid != geteuid() && info.st_uid != 0)
-        return -OSPC_ENOTOWNER;
-    return (info.st_mode & (S_IWGRP | S_IWOTH)) != 0 ? -EACCES : 0;
-}
-
-/* The directory at `path` opened without following a link, and checked. */
+/* The directory at `path` opened without following a link, and checked: ours, and no one
+ * else may write in it (ospc_directory_check, not narrowed: one that was open to all may hold
+ * what another user put there). */
 static int private_directory_check(const char *path)
 {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    int rc = directory_is_private(fd);
+    int rc = ospc_directory_check(fd, 0);
     close(fd);
     return rc;
 }
