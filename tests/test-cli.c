@@ -607,6 +607,53 @@ START_TEST(parse_command_help_and_typos)
 }
 END_TEST
 
+/* One table drives the commands: every row is found by its name, parsed as its own command,
+ * listed by the help with its usage and paragraph, and reached by a near miss of its name. */
+START_TEST(command_table_drives_parsing_help_and_typos)
+{
+    char *help = NULL;
+    size_t help_size = 0;
+    FILE *out = open_memstream(&help, &help_size);
+    ck_assert_ptr_nonnull(out);
+    osprey_print_help(out, OSPREY_COMMAND_RUN);
+    fclose(out);
+    ck_assert_ptr_nonnull(osprey_command_of(OSPREY_COMMAND_RUN));
+    ck_assert_ptr_null(osprey_command_of(OSPREY_COMMAND_RUN)->name);
+    ck_assert_ptr_null(osprey_command_of(OSPREY_COMMAND_HELP));
+    ck_assert_uint_eq(osprey_command_count, 7);
+    for (size_t i = 0; i < osprey_command_count; i++) {
+        const struct osprey_command_row *row = &osprey_commands[i];
+        ck_assert_ptr_eq(osprey_command_of(row->id), row);
+        ck_assert_ptr_nonnull(row->run);
+        ck_assert_ptr_nonnull(strstr(help, row->about));
+        if (row->name == NULL)
+            continue;
+        ck_assert_ptr_eq(osprey_command_find(row->name), row);
+        /* its usage line is in the help, and its own help is its usage first */
+        char usage[64];
+        snprintf(usage, sizeof usage, "osprey %s ", row->name);
+        ck_assert_ptr_nonnull(strstr(help, usage));
+        ck_assert_int_eq(strncmp(row->usage, "usage: ", 7), 0);
+        ck_assert_ptr_nonnull(strstr(row->usage, usage));
+        /* the word parses as the command: --help asks for its help */
+        char help_word[] = "--help";
+        char *argv[] = {"osprey", (char *)row->name, help_word, NULL};
+        struct osprey_options options;
+        char error[256];
+        ck_assert_int_eq(osprey_parse_args(3, argv, &options, error, sizeof error), 0);
+        ck_assert_int_eq(options.command, OSPREY_COMMAND_HELP);
+        ck_assert_int_eq(options.help_for, row->id);
+        /* a swap of its first two letters is a near miss of it, or of another command */
+        char typo[32];
+        snprintf(typo, sizeof typo, "%c%c%s", row->name[1], row->name[0], row->name + 2);
+        ck_assert_ptr_nonnull(osprey_command_like(typo));
+    }
+    ck_assert_ptr_null(osprey_command_find("run"));
+    ck_assert_ptr_null(osprey_command_find("reprot"));
+    free(help);
+}
+END_TEST
+
 /* Other tools' habits get the way forward: perf's and py-spy's -p PID, perf's record. */
 START_TEST(other_tools_habits_get_a_way_forward)
 {
@@ -1078,6 +1125,7 @@ Suite *cli_suite(void)
     tcase_add_test(parsing, default_stems);
     tcase_add_test(parsing, parse_frequency);
     tcase_add_test(parsing, parse_command_help_and_typos);
+    tcase_add_test(parsing, command_table_drives_parsing_help_and_typos);
     suite_add_tcase(suite, parsing);
 
     TCase *files = tcase_create("files");

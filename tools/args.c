@@ -42,11 +42,10 @@ static int option_with_value(int argc, char **argv, int *index, const char *long
     return 1;
 }
 
-/* osprey cache [prune] [--max-size SIZE] */
+/* osprey cache [prune] [--max-size SIZE]: words of its own. */
 static int parse_cache(int argc, char **argv, struct osprey_options *out, char *error,
                        size_t error_size)
 {
-    out->command = OSPREY_COMMAND_CACHE;
     for (int i = 2; i < argc; i++) {
         const char *value = NULL;
         int matched = option_with_value(argc, argv, &i, "--max-size", NULL, &value);
@@ -71,46 +70,6 @@ static int parse_cache(int argc, char **argv, struct osprey_options *out, char *
                            argv[i]);
     }
     return 0;
-}
-
-/* Edit distance (insertions, deletions, substitutions, and swaps of two neighbours) between
- * two short words; past 15 characters, "far". */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t m = strlen(a), n = strlen(b);
-    if (m > 15 || n > 15)
-        return 16;
-    size_t d[16][16];
-    for (size_t i = 0; i <= m; i++)
-        for (size_t j = 0; j <= n; j++) {
-            if (i == 0 || j == 0) {
-                d[i][j] = i + j;
-                continue;
-            }
-            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    return d[m][n];
-}
-
-const char *osprey_command_like(const char *word)
-{
-    static const char *const commands[] = {"report", "diff", "cache", "attach", "top", "dump"};
-    if (strchr(word, '/') != NULL || strchr(word, '.') != NULL || strlen(word) < 3)
-        return NULL;
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        size_t distance = edit_distance(word, commands[i]);
-        if (distance > 0 && distance <= (strlen(commands[i]) > 4 ? 2u : 1u))
-            return commands[i];
-    }
-    return NULL;
 }
 
 /* A process id: digits only, not 0. */
@@ -183,38 +142,27 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                       size_t error_size)
 {
     memset(out, 0, sizeof *out);
-    out->command = OSPREY_COMMAND_RUN;
-    int first = 1;
-    if (argc > 1 && strcmp(argv[1], "report") == 0) {
-        out->command = OSPREY_COMMAND_REPORT;
-        first = 2;
-    } else if (argc > 1 && strcmp(argv[1], "diff") == 0) {
-        out->command = OSPREY_COMMAND_DIFF;
-        first = 2;
-    } else if (argc > 1 && strcmp(argv[1], "cache") == 0) {
+    /* The first word names a command of the table, or it is `osprey FILE`. */
+    const struct osprey_command_row *command = argc > 1 ? osprey_command_find(argv[1]) : NULL;
+    int first = command != NULL ? 2 : 1;
+    if (command == NULL)
+        command = osprey_command_of(OSPREY_COMMAND_RUN);
+    out->command = command->id;
+    if ((command->flags & OSPREY_OWN_WORDS) != 0)
         return parse_cache(argc, argv, out, error, error_size);
-    } else if (argc > 1 && strcmp(argv[1], "attach") == 0) {
-        out->command = OSPREY_COMMAND_ATTACH;
-        out->profile = 1; /* attaching is profiling: --duration and -F apply */
-        first = 2;
-    } else if (argc > 1 && strcmp(argv[1], "top") == 0) {
-        out->command = OSPREY_COMMAND_TOP;
-        out->profile = 1; /* -F applies */
-        first = 2;
-    } else if (argc > 1 && strcmp(argv[1], "dump") == 0) {
-        out->command = OSPREY_COMMAND_DUMP;
-        out->profile = 1; /* -F and --duration (how long to look) apply */
-        first = 2;
-    }
+    /* attaching is profiling: --duration and -F apply (to dump: how long to look) */
+    out->profile = (command->flags & OSPREY_PROFILES) != 0;
     /* osprey attach PID, osprey top PID and osprey dump PID: a PID, no program; top and dump
      * write no files. */
     int top = out->command == OSPREY_COMMAND_TOP;
     int dump = out->command == OSPREY_COMMAND_DUMP;
-    int attach = out->command == OSPREY_COMMAND_ATTACH || top || dump;
-    const char *pid_command = top ? "osprey top" : dump ? "osprey dump" : "osprey attach";
-    int report = out->command == OSPREY_COMMAND_REPORT || out->command == OSPREY_COMMAND_DIFF;
+    int attach = (command->flags & OSPREY_TAKES_PID) != 0;
+    int report = (command->flags & OSPREY_READS_RAW) != 0;
     int diff = out->command == OSPREY_COMMAND_DIFF;
-    const char *command_name = diff ? "osprey diff" : "osprey report";
+    /* "osprey attach" (the PID's command) or "osprey report" (the raw files'), in messages */
+    char pid_command[32], command_name[32];
+    snprintf(pid_command, sizeof pid_command, "osprey %s", attach ? command->name : "attach");
+    snprintf(command_name, sizeof command_name, "osprey %s", report ? command->name : "report");
 
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];

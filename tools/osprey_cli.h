@@ -11,6 +11,8 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 /* Exit codes of the CLI itself (the program's own exit code passes through otherwise). */
 #define OSPREY_EXIT_FAILURE 1 /* post-processing of `osprey report` failed, build failed */
@@ -74,8 +76,36 @@ struct osprey_options {
 int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *error,
                       size_t error_size);
 
+/* The command table (commands.c): one row per command, from which the parsing recognizes
+ * the command word, the help is printed, a typo finds its command and main() dispatches. A
+ * command is a row looked up by name (or by its id), never by its position. */
+enum {
+    OSPREY_TAKES_PID = 1u << 0, /* osprey NAME PID: a running process, no program */
+    OSPREY_READS_RAW = 1u << 1, /* osprey NAME RAW...: raw profiles, not a program */
+    OSPREY_PROFILES = 1u << 2,  /* profiling is what it does: --duration and -F apply */
+    OSPREY_OWN_WORDS = 1u << 3, /* its words after the name are its own (osprey cache prune) */
+};
+struct osprey_command_row {
+    const char *name;       /* the word after `osprey`; NULL: `osprey FILE` (run) */
+    enum osprey_command id; /* what struct osprey_options says was asked */
+    unsigned flags;         /* OSPREY_TAKES_PID, ... */
+    const char *usage;      /* its "usage: osprey ..." lines */
+    const char *about;      /* the paragraph its help opens with */
+    int (*run)(const struct osprey_options *options); /* its exit status */
+};
+extern const struct osprey_command_row osprey_commands[];
+extern const size_t osprey_command_count;
+
+/* The row named `name` ("report"), or NULL when no command has that name. */
+const struct osprey_command_row *osprey_command_find(const char *name);
+/* The row of command id (never NULL for RUN to DUMP; NULL for HELP and VERSION). */
+const struct osprey_command_row *osprey_command_of(enum osprey_command id);
+
 /* The command `word` is a typo of ("report" for "reprot"), or NULL when it is none's. */
 const char *osprey_command_like(const char *word);
+
+/* The help of `command` on out (OSPREY_COMMAND_RUN: the whole text, every command's); help.c. */
+void osprey_print_help(FILE *out, enum osprey_command command);
 
 /* What `osprey FILE` was given. */
 enum osprey_file_kind {

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "osprey_commands.h"
 #include "osprey_top.h"
 
 #define DUMP_SECONDS 1.0 /* how long to look, without --duration */
@@ -411,4 +412,12 @@ int osprey_dump(const struct osprey_options *options, const char *daemon)
     osprey_top_window_free(&window);
     osprey_top_symbols_free(symbols);
     return 0;
+}
+
+/* osprey dump PID: the ospreyd beside us attached, each thread's stack printed. */
+int osprey_cmd_dump(const struct osprey_options *options)
+{
+    struct osprey_paths paths;
+    const char *daemon = osprey_find_daemon(&paths);
+    return daemon != NULL ? osprey_dump(options, daemon) : OSPREY_EXIT_USAGE;
 }

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "ospc.h"
+#include "osprey_commands.h"
 #include "osprey_top.h"
 
 #define STDERR_KEPT 2048 /* of ospreyd's own lines, said once the screen is gone */
@@ -543,4 +544,12 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
     close(signal_pipe[0]);
     close(signal_pipe[1]);
     return exit_code;
+}
+
+/* osprey top PID: the ospreyd beside us attached, the view run. */
+int osprey_cmd_top(const struct osprey_options *options)
+{
+    struct osprey_paths paths;
+    const char *daemon = osprey_find_daemon(&paths);
+    return daemon != NULL ? osprey_top(options, daemon) : OSPREY_EXIT_USAGE;
 }
