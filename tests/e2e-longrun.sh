@@ -45,6 +45,11 @@ first_row() {
   sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -A1 -E "SELF%.*FUNCTION" | sed -n 2p
 }
 
+# report_part FILE...: the report's summary, threads and functions, colours taken out.
+report_part() {
+  sed 's/\x1b\[[0-9;]*m//g' "$@" | awk '/^osprey: [0-9]/ {on = 1} on {print} /^sampling:/ {on = 0}'
+}
+
 expected=$("$hotspot" "$blocks")
 for mode in kept spilled; do
   mkdir -p "$work/$mode"
@@ -63,7 +68,7 @@ done
 
 read -r rows periods spilled < <(rows_and_spilled "$work/spilled/hotspot.raw.json")
 echo "spilled run: $rows rows, $periods periods, $spilled rows spilled"
-[ "$rows" -gt 10 ] || fail "spilled: only $rows sample rows"
+[ "$rows" -gt 2 ] || fail "spilled: only $rows sample rows"
 [ "$spilled" -ge $((rows - 1)) ] && [ "$spilled" -le "$rows" ] ||
   fail "spilled: $spilled of $rows rows went through the spill file, expected all but the last"
 read -r _ _ kept_spilled < <(rows_and_spilled "$work/kept/hotspot.raw.json")
@@ -78,10 +83,11 @@ exported=$(exported_periods "$work/spilled/hotspot")
 "$osprey" report "$work/spilled/hotspot.raw.json" -o "$work/again" >"$work/report.stdout" \
   2>"$work/report.stderr"
 expect_status 0 $? "osprey report on the spilled raw file"
-diff <(grep -E "^ *[0-9.]+% " "$work/spilled.stderr" | sed 's/\x1b\[[0-9;]*m//g') \
-  <(grep -E "^ *[0-9.]+% " "$work/report.stdout" "$work/report.stderr" -h |
-    sed 's/\x1b\[[0-9;]*m//g') >"$work/report.diff" ||
+diff <(report_part "$work/spilled.stderr") \
+  <(report_part "$work/report.stdout" "$work/report.stderr") >"$work/report.diff" ||
   { fail "osprey report on the spilled raw file differs from the run's report"; cat "$work/report.diff" >&2; }
+[ "$(report_part "$work/spilled.stderr" | grep -c checksum_block)" -ge 1 ] ||
+  fail "the run's report holds no checksum_block row"
 
 # Attached: the collector spills the same way.
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
@@ -90,14 +96,14 @@ if [ "$paranoid" -le 2 ] || [ "$(id -u)" -eq 0 ]; then
   target=$!
   pids+=("$target")
   sleep 0.3
-  OSPREYD_SPILL_SAMPLES=2 "$osprey" attach "$target" --duration 1 -o "$work/attach/hotspot" \
+  OSPREYD_SPILL_SAMPLES=2 "$osprey" attach "$target" --duration 2 -o "$work/attach/hotspot" \
     >"$work/attach.stdout" 2>"$work/attach.stderr"
   expect_status 0 $? "osprey attach ($(tail -1 "$work/attach.stderr"))"
   kill "$target" 2>/dev/null
   wait "$target" 2>/dev/null
   read -r rows periods spilled < <(rows_and_spilled "$work/attach/hotspot.raw.json")
   echo "attached: $rows rows, $periods periods, $spilled rows spilled"
-  [ "$rows" -gt 10 ] && [ "$spilled" -ge $((rows - 2)) ] && [ "$spilled" -le "$rows" ] ||
+  [ "$rows" -gt 2 ] && [ "$spilled" -ge $((rows - 2)) ] && [ "$spilled" -le "$rows" ] ||
     fail "attached: $spilled of $rows rows went through the spill file, expected all but the last two"
   exported=$(exported_periods "$work/attach/hotspot")
   [ "$exported" -eq "$periods" ] ||
