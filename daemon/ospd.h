@@ -92,6 +92,7 @@ struct ospd_sample {
     uint32_t thread;      /* index into threads */
     uint32_t stack_state; /* stack index << 1 | state */
     uint32_t weight;      /* sampling periods it stands for, >= 1 */
+    uint32_t unused;      /* 0: the padding, named so the spill file holds no stray bytes */
 };
 
 /* What the current registration of a slot refers to. */
