@@ -7,7 +7,7 @@
  * them back in order before the ones still in memory, so the raw file is byte for byte the
  * one an unspilled collector writes. ospreyd's memory stays that of its stacks, threads and
  * images plus one batch, however long the run; the disk holds 24 bytes a sample until the
- * raw file (about 25-30 bytes a sample as text) is written beside it.
+ * raw file (about 22 bytes a sample as text) is written beside it.
  *
  * The file is opened at the first full batch, so a short run (most process images of a
  * build) never makes one. Nobody else can reach it: it has no name (or had one for the time
