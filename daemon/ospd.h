@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "osp_ring.h"
 
@@ -92,7 +93,6 @@ struct ospd_sample {
     uint32_t thread;      /* index into threads */
     uint32_t stack_state; /* stack index << 1 | state */
     uint32_t weight;      /* sampling periods it stands for, >= 1 */
-    uint32_t unused;      /* 0: the padding, named so the spill file holds no stray bytes */
 };
 
 /* What the current registration of a slot refers to. */
@@ -188,12 +188,14 @@ struct ospd_collector {
     struct ospd_interner stacks;
     struct ospd_sample *samples; /* the latest, after the `spilled` ones in the spill file */
     uint64_t sample_count, samples_cap;
-    /* The spill file (spill.c): samples written to disk as batches of spill_batch fill, in
-     * the order they came. spill_batch 0: every sample stays in memory (tests, the stream). */
+    /* The spill file (spill.c): samples written to disk, as the raw file's rows, as batches
+     * of spill_batch fill, in the order they came. spill_batch 0: every sample stays in
+     * memory (tests, the stream). */
     char *spill_path;     /* the output path, whose directory holds the file */
     uint32_t spill_batch; /* samples in memory before they go to the file; 0 = never */
     int spill_fd;         /* its descriptor + 1; 0 (a zeroed collector) = not opened yet */
     uint64_t spilled;     /* samples in the file */
+    uint64_t spill_bytes; /* its size */
 
     /* Counters. */
     uint64_t memory_limit; /* bytes for samples and stacks; ospd_collector_init sets the default */
@@ -319,9 +321,10 @@ int ospd_parse_slot(struct ospd_collector *c, const uint8_t *data, uint64_t data
 /* ------------------------------------------------------------------------------------------ */
 /* Samples spilled to disk (spill.c). */
 
-/* Samples a collector keeps in memory before it writes them to its spill file (768 KiB);
- * OSPREYD_SPILL_SAMPLES in ospreyd's environment sets another count (tests: a tiny one). */
-#define OSPD_SPILL_BATCH (1u << 15)
+/* Samples a collector keeps in memory before it writes them to its spill file (192 KiB, and
+ * a few milliseconds of formatting at most); OSPREYD_SPILL_SAMPLES in ospreyd's environment
+ * sets another count (tests: a tiny one). */
+#define OSPD_SPILL_BATCH (1u << 13)
 /* The batch: OSPREYD_SPILL_SAMPLES when it is a count from 1 to OSPD_SPILL_BATCH, else that. */
 uint32_t ospd_spill_batch(void);
 /* Spill this collector's samples, `batch` at a time, to a file with no name in the directory
@@ -331,12 +334,17 @@ int ospd_spill_enable(struct ospd_collector *c, const char *out_path, uint32_t b
  * a batch is full). 0, or a negative errno after one line on stderr: spilling stops there,
  * the samples stay in memory. */
 int ospd_spill_flush(struct ospd_collector *c);
-/* Read spilled samples [first, first + count) back. 0 or a negative errno. */
-int ospd_spill_read(const struct ospd_collector *c, uint64_t first, struct ospd_sample *out,
-                    uint32_t count);
+/* Copy the spilled rows to f, as the raw file's "samples" rows from the first on (the file
+ * is fflushed first, its position moved past them after). 0 or a negative errno. */
+int ospd_spill_copy(const struct ospd_collector *c, FILE *f);
 void ospd_spill_free(struct ospd_collector *c);
 /* Samples collected and kept: spilled plus in memory. */
 uint64_t ospd_sample_total(const struct ospd_collector *c);
+
+/* One row of the raw file's "samples" into row (at least OSPD_SAMPLE_ROW_MAX bytes): "\n[...]"
+ * after a comma unless it is the first. Returns its length (raw-write.c). */
+#define OSPD_SAMPLE_ROW_MAX (5 * 21 + 8)
+size_t ospd_sample_row(char *row, const struct ospd_sample *s, bool first);
 
 /* Total samples lost: those counted by the shim plus those the daemon could not keep. */
 uint64_t ospd_dropped_total(const struct ospd_collector *c);

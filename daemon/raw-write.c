@@ -3,8 +3,8 @@
  * The small parts (identity fields, images, threads, the exit object) are built with jansson's
  * reference-stealing `_new` calls and dumped one value at a time; the big `stacks` and
  * `samples` arrays are streamed with fprintf straight from the collector's compact arrays (the
- * samples spilled to disk read back a chunk at a time, spill.c), so writing costs no memory
- * proportional to the profile beyond what the collector already holds.
+ * samples spilled to disk are rows of text already, copied in by the kernel, spill.c), so
+ * writing costs no memory proportional to the profile beyond what the collector already holds.
  * The file appears atomically (common/'s ospc_atomic: a temp file beside the target path,
  * fsync, rename, fsync of the directory); on any failure the temp file is removed and nothing
  * is left half-written. Each image's identity (its GNU build id, the file offset of its code)
@@ -101,10 +101,8 @@ static json_t *exit_object(const struct ospd_collector *c)
     return json_pack("{s:s}", "status", "vanished");
 }
 
-/* One row of "samples", after a comma unless it is the first. */
-static void put_sample(FILE *f, const struct ospd_sample *s, bool first)
+size_t ospd_sample_row(char *row, const struct ospd_sample *s, bool first)
 {
-    char row[5 * 21 + 8];
     char *p = row;
     if (!first)
         *p++ = ',';
@@ -122,32 +120,21 @@ static void put_sample(FILE *f, const struct ospd_sample *s, bool first)
         p = format_u64(p, s->weight);
     }
     *p++ = ']';
-    fwrite(row, 1, (size_t)(p - row), f);
+    return (size_t)(p - row);
 }
 
-/* The samples in the order they came: those spilled to disk (read back a chunk at a time),
+/* The samples in the order they came: those spilled to disk (already rows of text, copied),
  * then those in memory. 0 or a negative errno. */
 static int write_samples(FILE *f, const struct ospd_collector *c)
 {
-    enum { CHUNK = 4096 };
     if (c->spilled > 0) {
-        struct ospd_sample *chunk = malloc(CHUNK * sizeof *chunk);
-        if (chunk == NULL)
-            return -ENOMEM;
-        for (uint64_t first = 0; first < c->spilled; first += CHUNK) {
-            uint32_t n = c->spilled - first < CHUNK ? (uint32_t)(c->spilled - first) : CHUNK;
-            int rc = ospd_spill_read(c, first, chunk, n);
-            if (rc != 0) {
-                free(chunk);
-                return rc;
-            }
-            for (uint32_t i = 0; i < n; i++)
-                put_sample(f, &chunk[i], first + i == 0);
-        }
-        free(chunk);
+        int rc = ospd_spill_copy(c, f);
+        if (rc != 0)
+            return rc;
     }
+    char row[OSPD_SAMPLE_ROW_MAX];
     for (uint64_t i = 0; i < c->sample_count; i++)
-        put_sample(f, &c->samples[i], c->spilled + i == 0);
+        fwrite(row, 1, ospd_sample_row(row, &c->samples[i], c->spilled + i == 0), f);
     return 0;
 }
 

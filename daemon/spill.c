@@ -1,19 +1,20 @@
 /* spill.c — the samples of a long run, kept on disk as they come instead of in memory.
  *
  * Owns the collector's spill file: once `spill_batch` samples are in memory they are written,
- * as they are (struct ospd_sample, in the order they came), to a file with no name in the
- * output's directory (O_TMPFILE; where the file system has none, a fresh name made with
- * O_EXCL and unlinked at once), and the in-memory table starts over. The raw writer reads
- * them back in order before the ones still in memory, so the raw file is byte for byte the
- * one an unspilled collector writes. ospreyd's memory stays that of its stacks, threads and
- * images plus one batch, however long the run; the disk holds 24 bytes a sample until the
- * raw file (about 22 bytes a sample as text) is written beside it.
+ * as the raw file's rows of text (ospd_sample_row, in the order they came), to a file with no
+ * name in the output's directory (O_TMPFILE; where the file system has none, a fresh name
+ * made with O_EXCL and unlinked at once), and the in-memory table starts over. The raw writer
+ * copies the file in (copy_file_range: the kernel moves the bytes, no formatting at the end)
+ * before the rows still in memory, so the raw file is byte for byte the one an unspilled
+ * collector writes. ospreyd's memory stays that of its stacks, threads and images plus one
+ * batch, however long the run; the disk holds the rows twice for the time the raw file is
+ * written beside it.
  *
  * The file is opened at the first full batch, so a short run (most process images of a
  * build) never makes one. Nobody else can reach it: it has no name (or had one for the time
  * between O_EXCL and unlink, mode 0600), and it is closed on exec. A write that fails (a
  * full disk) stops the spilling with one line on stderr: what is on disk stays there and is
- * read back, later samples stay in memory under the collector's budget.
+ * copied in, later samples stay in memory under the collector's budget.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "ospd.h"
 
 /* The output's directory ("." for a bare name) into dir[size]. */
@@ -89,6 +91,21 @@ static int spill_failed(struct ospd_collector *c, int rc, const char *what)
     return rc;
 }
 
+/* Write bytes[0, size) at the end of the spill file. 0 or a negative errno. */
+static int append(struct ospd_collector *c, const char *bytes, size_t size)
+{
+    for (size_t done = 0; done < size;) {
+        ssize_t n =
+            pwrite(c->spill_fd - 1, bytes + done, size - done, (off_t)(c->spill_bytes + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -ENOSPC;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
 int ospd_spill_flush(struct ospd_collector *c)
 {
     if (c->spill_batch == 0 || c->sample_count == 0)
@@ -101,37 +118,67 @@ int ospd_spill_flush(struct ospd_collector *c)
             return spill_failed(c, fd, "keep");
         c->spill_fd = fd + 1;
     }
-    const char *bytes = (const char *)c->samples;
-    size_t size = (size_t)c->sample_count * sizeof *c->samples, done = 0;
-    off_t at = (off_t)(c->spilled * sizeof *c->samples);
-    while (done < size) {
-        ssize_t n = pwrite(c->spill_fd - 1, bytes + done, size - done, at + (off_t)done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) /* what was written of this batch is past c->spilled: never read */
-            return spill_failed(c, n < 0 ? -errno : -ENOSPC, "write");
-        done += (size_t)n;
+    /* Every row after a comma: the raw writer leaves out the file's first byte. */
+    char text[64 * 1024];
+    size_t used = 0;
+    uint64_t bytes = 0;
+    for (uint64_t i = 0; i < c->sample_count; i++) {
+        used += ospd_sample_row(text + used, &c->samples[i], false);
+        if (used > sizeof text - OSPD_SAMPLE_ROW_MAX || i + 1 == c->sample_count) {
+            int rc = append(c, text, used);
+            if (rc != 0) { /* this batch's rows are past spill_bytes: never read */
+                c->spill_bytes -= bytes;
+                return spill_failed(c, rc, "write");
+            }
+            c->spill_bytes += used;
+            bytes += used;
+            used = 0;
+        }
     }
     c->spilled += c->sample_count;
     c->sample_count = 0;
     return 0;
 }
 
-int ospd_spill_read(const struct ospd_collector *c, uint64_t first, struct ospd_sample *out,
-                    uint32_t count)
+int ospd_spill_copy(const struct ospd_collector *c, FILE *f)
 {
-    char *bytes = (char *)out;
-    size_t size = (size_t)count * sizeof *out, done = 0;
-    off_t at = (off_t)(first * sizeof *out);
-    while (done < size) {
-        ssize_t n = pread(c->spill_fd - 1, bytes + done, size - done, at + (off_t)done);
+    if (c->spill_bytes < 1)
+        return 0;
+    if (fflush(f) != 0)
+        return -errno;
+    /* From the second byte: the first row has no comma before it. */
+    loff_t from = 1;
+    int out = fileno(f);
+    while ((uint64_t)from < c->spill_bytes) {
+        ssize_t n = copy_file_range(c->spill_fd - 1, &from, out, NULL,
+                                    (size_t)(c->spill_bytes - (uint64_t)from), 0);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        done += (size_t)n;
+        if (n > 0)
+            continue;
+        if (n == 0)
+            return -EIO; /* the file is shorter than what was written to it */
+        if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
+            return -errno;
+        /* No copy in the kernel here: through a buffer. */
+        char buffer[64 * 1024];
+        while ((uint64_t)from < c->spill_bytes) {
+            size_t want = c->spill_bytes - (uint64_t)from < sizeof buffer
+                              ? (size_t)(c->spill_bytes - (uint64_t)from)
+                              : sizeof buffer;
+            ssize_t got = pread(c->spill_fd - 1, buffer, want, from);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                return got < 0 ? -errno : -EIO;
+            int rc = ospc_write_all(out, buffer, (size_t)got);
+            if (rc != 0)
+                return rc;
+            from += got;
+        }
     }
-    return 0;
+    /* The stream goes on where the copy ended. */
+    return fseeko(f, 0, SEEK_END) == 0 ? 0 : -errno;
 }
 
 void ospd_spill_free(struct ospd_collector *c)
