@@ -84,9 +84,8 @@ static int spill_failed(struct ospd_collector *c, int rc, const char *what)
 {
     char dir[OSP_MAX_PATH + 1];
     directory_of(c->spill_path, dir, sizeof dir);
-    fprintf(stderr,
-            "osprey: ospreyd: cannot %s samples in %s: %s; from now on they are kept in memory\n",
-            what, dir, strerror(-rc));
+    fprintf(stderr, "osprey: ospreyd: cannot %s in %s: %s; later samples stay in memory\n", what,
+            dir, strerror(-rc));
     c->spill_batch = 0;
     return rc;
 }
@@ -115,7 +114,7 @@ int ospd_spill_flush(struct ospd_collector *c)
         directory_of(c->spill_path, dir, sizeof dir);
         int fd = open_unnamed(dir);
         if (fd < 0)
-            return spill_failed(c, fd, "keep");
+            return spill_failed(c, fd, "make a spill file");
         c->spill_fd = fd + 1;
     }
     /* Every row after a comma: the raw writer leaves out the file's first byte. */
@@ -128,7 +127,7 @@ int ospd_spill_flush(struct ospd_collector *c)
             int rc = append(c, text, used);
             if (rc != 0) { /* this batch's rows are past spill_bytes: never read */
                 c->spill_bytes -= bytes;
-                return spill_failed(c, rc, "write");
+                return spill_failed(c, rc, "write the spill file");
             }
             c->spill_bytes += used;
             bytes += used;
