@@ -27,8 +27,11 @@ kb() { awk -v k="$1" '$1 == k":" {print $2}' "$2" 2>/dev/null || true; }
 mb() { awk -v kb="$1" 'BEGIN {printf "%.1f", kb / 1024}'; }
 
 start=$(date +%s%N)
-OSPREY_DAEMON="$build/daemon/ospreyd" OSPREY_PROFILE="$out" OSPREY_PROFILE_HZ="$rate" \
-  LD_PRELOAD="$build/shim/libospreyprof.so" "$work/busy" "$threads" "$seconds" &
+( # the end is when the program has exited: after its profile was written (or its wait gave up)
+  OSPREY_DAEMON="$build/daemon/ospreyd" OSPREY_PROFILE="$out" OSPREY_PROFILE_HZ="$rate" \
+    LD_PRELOAD="$build/shim/libospreyprof.so" "$work/busy" "$threads" "$seconds"
+  date +%s%N >"$work/end"
+) &
 prog=$!
 daemon=""
 for _ in $(seq 100); do # its collector, by the output path on its command line
@@ -50,10 +53,13 @@ while kill -0 "$prog" 2>/dev/null && [ -r "/proc/$daemon/status" ]; do
   echo "| $t | $(mb "$rss") | $(mb "$hwm") | $(mb "$anon") |"
   if [ -z "$base_t" ] && [ "$t" -ge "$settle" ]; then base_t=$t base_rss=$rss; fi
   last_t=$t last_rss=$rss last_hwm=$hwm
-  sleep "$step"
+  for _ in $(seq $((step * 5))); do # a reading every STEP s; the end seen within 0.2 s
+    kill -0 "$prog" 2>/dev/null || break
+    sleep 0.2
+  done
 done
 wait "$prog"
-end=$(date +%s%N)
+end=$(cat "$work/end")
 wall=$(awk -v ns=$((end - start)) 'BEGIN {printf "%.2f", ns / 1e9}')
 peak=$(tail -c 4096 "$out" | grep -o '"peak_rss_kb":[0-9]*' | cut -d: -f2)
 rows=$(awk '/^"samples":\[/ {on = 1; next} on && /^\[/ {n++} on && /^\]/ {on = 0} END {print n + 0}' "$out")
