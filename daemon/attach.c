@@ -392,6 +392,8 @@ int ospd_attach_main(int argc, char **argv)
     a.loop = uv_default_loop();
     struct ospd_collector *c = &a.collector;
     ospd_collector_init(c);
+    if (!a.stream) /* the stream empties the samples every batch; a raw file spills them */
+        ospd_spill_enable(c, a.out, ospd_spill_batch());
     char platform[OSP_PLATFORM_SIZE] = "linux-x86_64";
     ospd_collector_identity(c, a.pid, rate, clock_ns(CLOCK_REALTIME), clock_ns(CLOCK_MONOTONIC),
                             platform);

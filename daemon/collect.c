@@ -1,7 +1,8 @@
 /* collect.c — the collector and the event-ring parser: checks a ring header, walks the
  * records between tail and head, and turns them into threads, images, interned stacks and
  * compact samples. A pure function over (header, data): no system calls, so the tests drive
- * it with hand-built and deliberately corrupted rings.
+ * it with hand-built and deliberately corrupted rings. (The one exception: a collector told to
+ * spill its samples writes each full batch to its spill file, spill.c.)
  *
  * The ring lives in memory the target can write at any time, so nothing read from it is
  * trusted: each record header is copied out and checked (size >= 8, a multiple of 8, inside
@@ -55,6 +56,7 @@ void ospd_collector_free(struct ospd_collector *c)
     free(c->images);
     free(c->samples);
     free(c->exe_fallback);
+    ospd_spill_free(c);
     ospd_interner_free(&c->stacks);
     ospd_waits_free(&c->waits);
     memset(c, 0, sizeof *c);
@@ -226,6 +228,9 @@ void ospd_collect_add(struct ospd_collector *c, uint64_t t_ns, uint32_t thread, 
 static void add_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread, uint32_t stack,
                        uint32_t state, uint32_t weight)
 {
+    /* A full batch goes to the spill file (when there is one) before the table grows. */
+    if (c->spill_batch > 0 && c->sample_count >= c->spill_batch)
+        ospd_spill_flush(c);
     bool must_grow = c->sample_count == c->samples_cap;
     if (c->sample_count >= OSPD_MAX_SAMPLES || (must_grow && table_bytes(c) >= c->memory_limit) ||
         ospd_grow((void **)&c->samples, &c->samples_cap, c->sample_count + 1, sizeof *c->samples) !=

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "osp_ring.h"
 
@@ -24,7 +25,9 @@
 #define OSPD_ERROR_SIZE  256u                /* bytes of a rejection message, NUL included */
 /* Default budget for the samples and stacks tables. Growth stops once their capacity reaches
  * it (one doubling may overshoot it), and later samples are dropped and counted: 512 MiB keeps
- * about 30 million samples, over an hour of 8 busy threads at the default rate. */
+ * about 30 million samples in memory. ospreyd spills its samples to disk (spill.c), so there
+ * the budget bounds the stacks and one batch; it holds every sample only where spilling
+ * failed. */
 #define OSPD_DEFAULT_MEMORY_LIMIT (UINT64_C(512) << 20)
 
 /* Grow `*array` (of `*cap` elements of `size` bytes) so it holds at least `need` elements,
@@ -189,8 +192,16 @@ struct ospd_collector {
     struct ospd_image *images;
     uint32_t image_count, images_cap;
     struct ospd_interner stacks;
-    struct ospd_sample *samples;
+    struct ospd_sample *samples; /* the latest, after the `spilled` ones in the spill file */
     uint64_t sample_count, samples_cap;
+    /* The spill file (spill.c): samples written to disk, as the raw file's rows, as batches
+     * of spill_batch fill, in the order they came. spill_batch 0: every sample stays in
+     * memory (tests, the stream). */
+    char *spill_path;     /* the output path, whose directory holds the file */
+    uint32_t spill_batch; /* samples in memory before they go to the file; 0 = never */
+    int spill_fd;         /* its descriptor + 1; 0 (a zeroed collector) = not opened yet */
+    uint64_t spilled;     /* samples in the file */
+    uint64_t spill_bytes; /* its size */
 
     /* Counters. */
     uint64_t memory_limit; /* bytes for samples and stacks; ospd_collector_init sets the default */
@@ -316,6 +327,34 @@ int ospd_parse(struct ospd_collector *c, const uint8_t *data, uint64_t data_size
  * sample whose registration has not been seen yet. */
 int ospd_parse_slot(struct ospd_collector *c, const uint8_t *data, uint64_t data_size,
                     uint64_t tail, uint64_t head, uint64_t *new_tail);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Samples spilled to disk (spill.c). */
+
+/* Samples a collector keeps in memory before it writes them to its spill file (192 KiB, and
+ * a few milliseconds of formatting at most); OSPREYD_SPILL_SAMPLES in ospreyd's environment
+ * sets another count (tests: a tiny one). */
+#define OSPD_SPILL_BATCH (1u << 13)
+/* The batch: OSPREYD_SPILL_SAMPLES when it is a count from 1 to OSPD_SPILL_BATCH, else that. */
+uint32_t ospd_spill_batch(void);
+/* Spill this collector's samples, `batch` at a time, to a file with no name in the directory
+ * of out_path (opened when the first batch is full). 0 or -ENOMEM. */
+int ospd_spill_enable(struct ospd_collector *c, const char *out_path, uint32_t batch);
+/* Write the samples in memory to the spill file and empty the table (add_sample calls it when
+ * a batch is full). 0, or a negative errno after one line on stderr: spilling stops there,
+ * the samples stay in memory. */
+int ospd_spill_flush(struct ospd_collector *c);
+/* Copy the spilled rows to f, as the raw file's "samples" rows from the first on (the file
+ * is fflushed first, its position moved past them after). 0 or a negative errno. */
+int ospd_spill_copy(const struct ospd_collector *c, FILE *f);
+void ospd_spill_free(struct ospd_collector *c);
+/* Samples collected and kept: spilled plus in memory. */
+uint64_t ospd_sample_total(const struct ospd_collector *c);
+
+/* One row of the raw file's "samples" into row (at least OSPD_SAMPLE_ROW_MAX bytes): "\n[...]"
+ * after a comma unless it is the first. Returns its length (raw-write.c). */
+#define OSPD_SAMPLE_ROW_MAX (5 * 21 + 8)
+size_t ospd_sample_row(char *row, const struct ospd_sample *s, bool first);
 
 /* Total samples lost: those counted by the shim plus those the daemon could not keep. */
 uint64_t ospd_dropped_total(const struct ospd_collector *c);

@@ -359,7 +359,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         ospd_switches_drain(&d->switches, c, end, true);
         ospd_waits_finish(c, end);
     }
-    if (c->forked && c->sample_count == 0 && c->thread_count <= 1 && c->escaped_count == 0 &&
+    if (c->forked && ospd_sample_total(c) == 0 && c->thread_count <= 1 && c->escaped_count == 0 &&
         (status == OSPD_EXIT_EXITED || status == OSPD_EXIT_VANISHED)) {
         /* A fork that exec'd or ended before its first sample (a shell's, a daemon's
          * double fork): no file. */
@@ -413,7 +413,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         snprintf(line, sizeof line,
                  "ospreyd rejected the ring: %s; the %" PRIu64
                  " samples collected before it are in %s",
-                 c->error, c->sample_count, out_path);
+                 c->error, ospd_sample_total(c), out_path);
     if (rc != 0 || status == OSPD_EXIT_RING_REJECTED) {
         if (status != OSPD_EXIT_EXITED)
             fprintf(stderr, "osprey: %s\n", line);
@@ -1148,6 +1148,8 @@ int main(int argc, char **argv)
     d.self[self > 0 ? self : 0] = '\0';
 
     ospd_collector_init(&d.collector);
+    /* A long run's samples go to disk as they come (spill.c): memory stays flat. */
+    ospd_spill_enable(&d.collector, out_path, ospd_spill_batch());
     int rc = 1;
     if (attach(&d) == 0) {
         read_exe_fallback(&d);

@@ -2,7 +2,8 @@
  *
  * The small parts (identity fields, images, threads, the exit object) are built with jansson's
  * reference-stealing `_new` calls and dumped one value at a time; the big `stacks` and
- * `samples` arrays are streamed with fprintf straight from the collector's compact arrays, so
+ * `samples` arrays are streamed with fprintf straight from the collector's compact arrays (the
+ * samples spilled to disk are rows of text already, copied in by the kernel, spill.c), so
  * writing costs no memory proportional to the profile beyond what the collector already holds.
  * The file appears atomically (common/'s ospc_atomic: a temp file beside the target path,
  * fsync, rename, fsync of the directory); on any failure the temp file is removed and nothing
@@ -102,7 +103,45 @@ static json_t *exit_object(const struct ospd_collector *c)
     return json_pack("{s:s}", "status", "vanished");
 }
 
-/* Stream the whole profile to f. Returns 0 or -ENOMEM (I/O errors show in ferror(f)). */
+size_t ospd_sample_row(char *row, const struct ospd_sample *s, bool first)
+{
+    char *p = row;
+    if (!first)
+        *p++ = ',';
+    *p++ = '\n';
+    *p++ = '[';
+    p = format_u64(p, s->t_rel_ns);
+    *p++ = ',';
+    p = format_u64(p, s->thread);
+    *p++ = ',';
+    p = format_u64(p, s->stack_state >> 1);
+    *p++ = ',';
+    *p++ = (char)('0' + (s->stack_state & 1));
+    if (s->weight > 1) { /* raw v1's optional fifth column; absent means 1 */
+        *p++ = ',';
+        p = format_u64(p, s->weight);
+    }
+    *p++ = ']';
+    return (size_t)(p - row);
+}
+
+/* The samples in the order they came: those spilled to disk (already rows of text, copied),
+ * then those in memory. 0 or a negative errno. */
+static int write_samples(FILE *f, const struct ospd_collector *c)
+{
+    if (c->spilled > 0) {
+        int rc = ospd_spill_copy(c, f);
+        if (rc != 0)
+            return rc;
+    }
+    char row[OSPD_SAMPLE_ROW_MAX];
+    for (uint64_t i = 0; i < c->sample_count; i++)
+        fwrite(row, 1, ospd_sample_row(row, &c->samples[i], c->spilled + i == 0), f);
+    return 0;
+}
+
+/* Stream the whole profile to f. Returns 0 or a negative errno (-ENOMEM, or a spilled
+ * sample that could not be read back; I/O errors show in ferror(f)). */
 static int write_profile(FILE *f, const struct ospd_collector *c)
 {
     int rc = 0;
@@ -192,27 +231,7 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         fwrite(row, 1, (size_t)(p - row), f);
     }
     fputs("],\n\"samples\":[", f);
-    for (uint64_t i = 0; i < c->sample_count; i++) {
-        const struct ospd_sample *s = &c->samples[i];
-        char *p = row;
-        if (i != 0)
-            *p++ = ',';
-        *p++ = '\n';
-        *p++ = '[';
-        p = format_u64(p, s->t_rel_ns);
-        *p++ = ',';
-        p = format_u64(p, s->thread);
-        *p++ = ',';
-        p = format_u64(p, s->stack_state >> 1);
-        *p++ = ',';
-        *p++ = (char)('0' + (s->stack_state & 1));
-        if (s->weight > 1) { /* raw v1's optional fifth column; absent means 1 */
-            *p++ = ',';
-            p = format_u64(p, s->weight);
-        }
-        *p++ = ']';
-        fwrite(row, 1, (size_t)(p - row), f);
-    }
+    rc = write_samples(f, c);
     fputs("]", f);
     rc = rc ? rc : put_field(f, false, "dropped", json_u64(ospd_dropped_total(c)));
     if (ospd_dropped_total(c) > 0) {
@@ -271,6 +290,8 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
                       json_u64(c->unwind_longest_ms), "ready_ns", json_u64(c->unwind_ready_ns));
         if (collector != NULL && c->events_cpu_ns > 0)
             json_object_set_new(collector, "events_cpu_ns", json_u64(c->events_cpu_ns));
+        if (collector != NULL && c->spilled > 0) /* of the samples, those kept on disk */
+            json_object_set_new(collector, "spilled_samples", json_u64(c->spilled));
         if (rc != 0)
             json_decref(collector);
         else

@@ -930,6 +930,91 @@ START_TEST(exit_objects_say_how_it_ended)
 }
 END_TEST
 
+/* A collector of `n` samples over 3 threads and 5 stacks, some weighted, as ospd_collect_add
+ * receives them. */
+static void fill_samples(struct ospd_collector *c, uint32_t n)
+{
+    uint64_t pcs[5][2] = {{0x401000, 0x402000},
+                          {0x401010, 0x402000},
+                          {0x401020, 0x402000},
+                          {0x401030, 0x402010},
+                          {0x401040, 0x402020}};
+    for (uint32_t i = 0; i < 3; i++)
+        ck_assert_int_ge(ospd_collector_thread(c, i, 1, i, 100 + (int32_t)i, strdup("t")), 0);
+    for (uint32_t i = 0; i < n; i++)
+        ck_assert_int_ge(ospd_collector_sample(c, c->start_mono_ns + 1003u * i, i % 3,
+                                               pcs[(i * 7) % 5], 2, i % 11 == 0,
+                                               i % 13 == 0 ? 1 + i % 5 : 1),
+                         0);
+}
+
+/* Samples spilled to disk, a batch at a time, give the raw file an unspilled collector gives,
+ * byte for byte; the spill file has no name in the output's directory. */
+START_TEST(spilled_samples_write_the_same_raw_file)
+{
+    char *dir = temp_dir();
+    char *kept = join(dir, "kept.json"), *spilled = join(dir, "spilled.json");
+    char err[512];
+    struct ospd_collector a, b;
+    collector_new(&a);
+    fill_samples(&a, 1000);
+    ck_assert_int_eq(ospd_raw_write(&a, kept, err, sizeof err), 0);
+    ck_assert_uint_eq(a.spilled, 0);
+
+    collector_new(&b);
+    ck_assert_int_eq(ospd_spill_enable(&b, spilled, 7), 0);
+    fill_samples(&b, 1000);
+    ck_assert_uint_eq(b.spilled, 994); /* 142 batches on disk, 6 in memory */
+    ck_assert_uint_le(b.samples_cap, 256);
+    ck_assert_uint_eq(ospd_sample_total(&b), 1000);
+    ck_assert_int_eq(count_entries(dir), 1); /* no name for the spill file */
+    ck_assert_int_eq(ospd_raw_write(&b, spilled, err, sizeof err), 0);
+
+    size_t kept_len, spilled_len;
+    char *want = slurp(kept, &kept_len), *got = slurp(spilled, &spilled_len);
+    ck_assert_uint_gt(kept_len, 1000 * 10);
+    ck_assert_msg(kept_len == spilled_len && memcmp(want, got, kept_len) == 0, "%s and %s differ",
+                  kept, spilled);
+    struct ospx_raw raw = read_with_exporters(spilled);
+    ck_assert_uint_eq(raw.sample_count, 1000);
+    ospx_raw_free(&raw);
+    free(want);
+    free(got);
+    ospd_collector_free(&a);
+    ospd_collector_free(&b);
+    ck_assert_int_eq(count_entries(dir), 2);
+    free(kept);
+    free(spilled);
+    remove_dir(dir);
+}
+END_TEST
+
+/* A spill file that cannot be made (its directory is gone) leaves the samples in memory:
+ * none is lost. */
+START_TEST(samples_stay_in_memory_when_they_cannot_be_spilled)
+{
+    char *dir = temp_dir();
+    char *missing = join(dir, "gone/raw.json"), *out = join(dir, "raw.json");
+    char err[512];
+    struct ospd_collector c;
+    collector_new(&c);
+    ck_assert_int_eq(ospd_spill_enable(&c, missing, 7), 0);
+    fill_samples(&c, 100);
+    ck_assert_uint_eq(c.spilled, 0);
+    ck_assert_uint_eq(c.spill_batch, 0); /* given up after one line */
+    ck_assert_uint_eq(c.sample_count, 100);
+    ck_assert_uint_eq(c.lost, 0);
+    ck_assert_int_eq(ospd_raw_write(&c, out, err, sizeof err), 0);
+    struct ospx_raw raw = read_with_exporters(out);
+    ck_assert_uint_eq(raw.sample_count, 100);
+    ospx_raw_free(&raw);
+    ospd_collector_free(&c);
+    free(missing);
+    free(out);
+    remove_dir(dir);
+}
+END_TEST
+
 START_TEST(unwritable_path_is_a_clear_error)
 {
     struct ospd_collector c;
@@ -1155,6 +1240,33 @@ START_TEST(daemon_collects_until_the_exit_record)
     json_decref(root);
     ck_assert_int_eq(count_entries(e.dir), 1);
     e2e_end(&e);
+}
+END_TEST
+
+/* ospreyd told to spill every few samples (OSPREYD_SPILL_SAMPLES) writes the samples and
+ * stacks it writes when it keeps them in memory, and leaves no file but the profile. */
+START_TEST(daemon_spills_samples_and_writes_the_same_profile)
+{
+    json_t *roots[2];
+    for (int spill = 0; spill < 2; spill++) {
+        if (spill)
+            setenv("OSPREYD_SPILL_SAMPLES", "3", 1);
+        struct e2e e;
+        e2e_start(&e, "raw.json");
+        unsetenv("OSPREYD_SPILL_SAMPLES");
+        ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_DONE);
+        roots[spill] = load_json(e.out);
+        ck_assert_int_eq(count_entries(e.dir), 1);
+        e2e_end(&e);
+    }
+    const char *keys[] = {"threads", "stacks", "samples", "dropped", "exit"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        ck_assert_msg(
+            json_equal(json_object_get(roots[0], keys[i]), json_object_get(roots[1], keys[i])),
+            "\"%s\" differs when the samples are spilled", keys[i]);
+    ck_assert_uint_eq(json_array_size(json_object_get(roots[1], "samples")), 200);
+    json_decref(roots[0]);
+    json_decref(roots[1]);
 }
 END_TEST
 
@@ -1625,11 +1737,14 @@ Suite *daemon_suite(void)
     tcase_add_test(raw, raw_profile_is_valid_json_version_1);
     tcase_add_test(raw, exit_objects_say_how_it_ended);
     tcase_add_test(raw, unwritable_path_is_a_clear_error);
+    tcase_add_test(raw, spilled_samples_write_the_same_raw_file);
+    tcase_add_test(raw, samples_stay_in_memory_when_they_cannot_be_spilled);
     suite_add_tcase(s, raw);
 
     TCase *binary = tcase_create("binary");
     tcase_add_test(binary, command_line);
     tcase_add_test(binary, daemon_collects_until_the_exit_record);
+    tcase_add_test(binary, daemon_spills_samples_and_writes_the_same_profile);
     tcase_add_test(binary, daemon_writes_what_it_has_when_the_target_is_killed);
     tcase_add_test(binary, daemon_rejects_a_bad_header_and_says_why);
     tcase_add_test(binary, daemon_reports_an_unwritable_output);
