@@ -461,7 +461,7 @@ syscall(long nr, ...)
     /* clone and clone3 called directly make a process no fork handler of ours sees. One that
      * copies the address space (neither CLONE_VM nor CLONE_THREAD nor CLONE_VFORK; clone3's
      * flags are the first field of its struct clone_args) boots in the child as a forked child
-     * does (boot.c); a thread or a vfork is the caller's business. */
+     * does (fork.c); a thread or a vfork is the caller's business. */
     uint64_t flags = 0;
     int cloning = nr == SYS_clone;
     if (cloning)

@@ -6,7 +6,7 @@
  * its load bias (dlpi_addr), and the span of its PF_X PT_LOAD segments.
  *
  * The table is scanned and sent by whichever program thread registers, unloads an object or
- * exits, under boot.c's images lock. dl_iterate_phdr takes the dynamic loader's lock, so it
+ * exits, under shm.c's images lock. dl_iterate_phdr takes the dynamic loader's lock, so it
  * is never called with the registry lock held (a thread inside dlopen could be waiting for
  * the registry). An image is sent once; one that is unloaded and another that appears at the
  * same address with a different path or range is a new image.

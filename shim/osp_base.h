@@ -7,7 +7,8 @@
  *   2 osp_policy.h   policy.c
  *   3 osp_core.h     event_ring.c unwind.c disposition.c run.c slot.c registry.c images.c
  *   4 osp_handler.h  handler.c
- *   5 osp_boot.h     descendants.c control.c mask.c switches.c timeouts.c boot.c
+ *   5 osp_boot.h     descendants.c control.c mask.c switches.c timeouts.c env.c shm.c
+ *                    spawn.c exit.c start.c fork.c boot.c
  *   6 (no header)    preload.c guard.c signals.c — the interposers, called by nobody here
  *
  * Nothing here is exported from the shared library (it is built with hidden visibility).

@@ -6,9 +6,21 @@
  *                  SIGPROF itself
  *   mask.c         the program's view of SIGPROF in its threads' masks: SIGPROF kept
  *                  deliverable where the program blocks it, the program shown what it set
- *   boot.c         the constructor and the public API (osprey_prof.h): OSPREY_PROFILE, the
- *                  shared memory, ospreyd, the exit handler, fork; the process's event ring
- *                  and image table; the guard's two halves (inline, below)
+ *   switches.c     the kernel's context-switch events, opened for ospreyd
+ *   timeouts.c     the descriptors with a socket timeout
+ *   env.c          OSPREY_* read once, the profile's path, the run's root, session and lock
+ *   shm.c          the ring, the unwind tables, the image table; the descriptors meant for
+ *                  the collector until handed over
+ *   spawn.c        ospreyd located and started; the forks' socket and a forked child's
+ *                  greeting to its parent's collector
+ *   exit.c         the exit handler and its bounded wait for ospreyd; the CPU time paid
+ *                  before _exit
+ *   start.c        osp__profile_start, the one start of a profile (a process's or a forked
+ *                  child's); thread registration (osprey_prof.h)
+ *   fork.c         forked children and raw clones: the parent's let go of, a profile started
+ *   boot.c         the constructor, osp_prof_boot/osp_prof_active, the checks before a start
+ *
+ * The guard's two halves are inline, below.
  *
  * Within the layer, calls go from later files in this list to earlier ones only. Uses layers
  * 1-4; used only by the interposers (preload.c, guard.c, signals.c), which have no header:
@@ -18,12 +30,15 @@
 #define OSP_BOOT_H
 
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <time.h>
 
 #include "osp_core.h"
+#include "osp_ring.h"
 
 /* ---- descendants.c ----------------------------------------------------------------------- */
 
@@ -62,15 +77,15 @@ char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **stor
 int osp__bookkeeping_export(void);
 void osp__bookkeeping_withdraw(int exported);
 
-/* boot.c: in the child of a clone or clone3 the program called directly (syscall(2): no fork
+/* fork.c: in the child of a clone or clone3 the program called directly (syscall(2): no fork
  * handler runs), a new process: profiled as a forked child is, when the program had one
  * thread at the call (another's lock, malloc's included, may be held for good in the copy);
  * else one line says it is not. Nothing in a process boot already knows. */
 void osp__cloned_child(int single_threaded);
-/* boot.c: before _exit (no exit handler runs): the calling thread's CPU time since its last
+/* exit.c: before _exit (no exit handler runs): the calling thread's CPU time since its last
  * sample, paid as exit's handler pays it; SIGPROF stays blocked (the process is ending). */
 void osp__pay_before_exit(void);
-/* The threads of this process (/proc/self/stat), or 0 when it cannot be read. */
+/* exit.c: the threads of this process (/proc/self/stat), or 0 when it cannot be read. */
 int osp__threads_in_process(void);
 
 /* ---- control.c --------------------------------------------------------------------------- */
@@ -154,12 +169,141 @@ void osp__fds_timed_scan(void);
 /* Forget first..last (close_range). */
 void osp__fds_timed_forget(unsigned int first, unsigned int last);
 
-/* ---- boot.c ------------------------------------------------------------------------------ */
+/* ---- env.c ------------------------------------------------------------------------------- */
 
+/* The environment, read once at boot before anything is set (a program may bring its own
+ * getenv/setenv — bash does — so nothing is read after the first setenv). */
+struct osp__boot_env {
+    char profile[PATH_MAX];
+    char hz[32];
+    char seconds[32]; /* OSPREY_PROFILE_SECONDS: profile this long, then let the program run */
+    char until[32];   /* OSPREY_PROFILE_UNTIL_NS: the same as a CLOCK_MONOTONIC instant */
+    char daemon[PATH_MAX];
+    char export_formats[256]; /* OSPREY_EXPORT: outputs ospreyd writes beside the raw file */
+    long root_pid;            /* OSPREY_PROFILE_ROOT_PID, 0 when unset */
+    long last_pid; /* OSPREY_PROFILE_LAST_PID: the latest process image that booted here */
+    int has_profile, has_hz, has_daemon, has_export, has_seconds, has_until;
+    int forks_off; /* OSPREY_PROFILE_FORKS=0: forked children are not profiled */
+};
+/* What boot read and decided, kept for a forked child, which boots from the same: the
+ * environment (read once), the rate, the user's profile path made absolute, the run's root
+ * (this pid in the run's first process), the session this image booted in (a forked child in
+ * another, a daemon's double fork, whose parent's collector cannot be reached starts none of
+ * its own), and the raw profile's path. Written by boot (and a forked child's path by fork.c),
+ * read after. */
+extern struct osp__boot_env osp__boot_env;
+extern uint32_t osp__boot_rate;
+extern char osp__profile_absolute[PATH_MAX];
+extern long osp__run_root_pid;
+extern pid_t osp__boot_session;
+extern char osp__out_path[PATH_MAX];
+/* The run's lock, a descriptor held shared (-1: none) until handed over (osp__handover_close);
+ * osp__run_locked: this image handed it to its collector, so its exit need not wait. */
+extern int osp__run_lock_fd;
+extern int osp__run_locked;
+uint64_t osp__unix_ns(void);
+/* 64 random bits (getrandom; before the kernel has entropy, what differs between processes). */
+uint64_t osp__random64(void);
+/* OSPREY_* into env, and whether LD_PRELOAD holds the shim. Once, before any setenv. */
+void osp__read_env(struct osp__boot_env *env);
+/* The raw profile's path into osp__out_path (and the user's, absolute, into
+ * osp__profile_absolute); sets the run's root and session and the bookkeeping for new images.
+ * 0 or negative errno. */
+int osp__resolve_out_path(const struct osp__boot_env *env, uint64_t random_bits);
+/* The run's lock beside osp__out_path into osp__run_lock_fd, shared, never blocking; what is
+ * not our lock is skipped (said once a run). */
+void osp__run_lock_take(void);
+/* The profile's end (CLOCK_MONOTONIC) from OSPREY_PROFILE_UNTIL_NS or _SECONDS, for a ring
+ * that started at start_mono_ns; 0: none (a bad value said in one line). */
+uint64_t osp__stop_at_from_env(uint64_t start_mono_ns);
+
+/* ---- shm.c ------------------------------------------------------------------------------- */
+
+/* The image's ring (its header, the event ring's writer on it, its size, its name in the
+ * maps), its unwind tables' mapping, and the image table with its lock: set by
+ * osp__ring_create and osp__unwind_create, let go of in a forked child (fork.c). The image
+ * lock guards osp__image_table: its scan and emit run on whichever program thread registers,
+ * unloads an object or exits. Taken before the registry lock, never while holding it. */
+extern struct osp_ring_header *osp__ring_header;
+extern size_t osp__ring_bytes;
+extern struct osp__event_ring osp__events;
+extern char osp__shm_name[OSP_RING_NAME_SIZE];
+extern void *osp__unwind_map;
+extern struct osp__images osp__image_table;
+extern pthread_mutex_t osp__images_lock;
+/* The registry is initialised and usable (stays so after exit; cleared in a forked child,
+ * whose copy of the registry lock may be held by a thread that does not exist there). */
+extern _Atomic int osp__registry_ready;
+/* Descriptors for the collector, -1 (or a count of 0) once handed over: the ring's memfd,
+ * the forks' socket, the tables' memfd, the kernel's context-switch events. */
+extern int osp__ring_fd;
+extern int osp__forks_fd;
+extern int osp__unwind_fd;
+extern int osp__switch_fds[OSP_MAX_SWITCH_FDS];
+extern int osp__switch_count;
+/* A ring for this image at rate_hz, named with random_bits; reserve: every page allocated now
+ * (-ECANCELED, said in one line, when memory is short). 0 or negative errno. */
+int osp__ring_create(uint32_t rate_hz, uint64_t random_bits, int reserve);
+/* The unwind tables (without them, one line says stacks follow frame pointers only). */
+void osp__unwind_create(void);
+/* Our copies of the collector's descriptors closed (it has its own, or never will). */
+void osp__handover_close(void);
+/* The ring and tables unmapped, every descriptor closed: a start that failed. */
+void osp__ring_destroy(void);
+
+/* ---- spawn.c ----------------------------------------------------------------------------- */
+
+/* A collector of this image's was started or greeted (it will write the profile); the
+ * process that became ospreyd (0: none, or a parent's collector). */
+extern int osp__daemon_spawned;
+extern long osp__daemon_spawned_pid;
+/* Start ospreyd for this image, detached, with its descriptors; does not wait for it. 0 or
+ * negative errno (said in one line). */
+int osp__spawn_daemon(const struct osp__boot_env *env);
+/* Listen for this image's forked children (osp__forks_fd), before its collector starts. */
+void osp__forks_listen(void);
+/* A forked child's connection to the collector of the parent whose ring is parent_ring:
+ * a descriptor; -EPERM when the listener is another user's; else negative errno. */
+long osp__greeting_connect(const char *parent_ring);
+/* Hand this child's ring and events to its parent's collector on sock (closed here). 0 once
+ * sent; sock itself when negative. */
+int osp__greet_parent(long sock);
+
+/* ---- exit.c ------------------------------------------------------------------------------ */
+
+/* atexit: stop sampling, flush, publish the EXIT record, wait for ospreyd (bounded). */
+void osp__at_exit(void);
+
+/* ---- start.c ----------------------------------------------------------------------------- */
+
+/* How a profile starts: at a process's boot (boot.c) or in a forked child (fork.c, which sets
+ * parent). */
+struct osp__start {
+    uint32_t rate;
+    uint64_t random_bits;
+    int reserve;           /* the run's first image: every page of its ring allocated now */
+    pid_t parent;          /* a forked child's parent; 0 at a process's boot */
+    uint64_t stop_at_ns;   /* a forked child's end: its parent's */
+    long greeting;         /* a forked child's osp__greeting_connect, or negative */
+    void (*at_fork)(void); /* a process's fork handler (pthread_atfork), installed at start */
+    int64_t fiber;         /* a forked child's thread, registered last */
+    const char *label;
+};
+/* The one start of a profile: the ring, the unwind tables, the switch events, the registry,
+ * the image list (a forked child's is its parent's, sent again: the caller holds
+ * osp__images_lock, released here), the run published, the collector started (or a forked
+ * child's parent's greeted), the descriptors handed over. 0 once profiling; else negative
+ * errno, what was made undone and, where it is the program's business, one line said. */
+int osp__profile_start(const struct osp__start *start);
 /* Record objects loaded since the last look (dl_iterate_phdr; never with the registry lock
  * held). Runs on the program's own threads at moments they are in our code anyway: thread
  * registration and dlclose. */
 void osp__images_refresh(void);
+
+/* ---- fork.c ------------------------------------------------------------------------------ */
+
+/* pthread_atfork child handler: the parent's profile let go of, the child's own started. */
+void osp__at_fork_child(void);
 
 /* The guard (guard.c's wrappers, and boot's own naps on the program's thread): block SIGPROF on
  * this thread around a call a signal would cut short, if the guard applies (a registered thread,

@@ -224,7 +224,7 @@ struct osp__slot {
     uint64_t wall_due_ns;  /* the monotonic time it is armed for, 0 when not armed */
     uint64_t jitter_state; /* xorshift state of the sampling timer's jitter */
     /* The handler's own state: only the thread touches it (handler, or its code with SIGPROF
-     * blocked), except at exit (see boot.c). */
+     * blocked), except at exit (see exit.c). */
     struct osp__credit credit;
     uint64_t last_run_ns, last_cpu_ns; /* when the handler last ran, and the CPU clock then */
     uint64_t registered_cpu_ns;        /* the CPU clock as it registered (mark_automatic's) */

@@ -406,7 +406,7 @@ __attribute__((visibility("default"))) int timer_create(clockid_t clock, struct 
 
 /* _exit and _Exit: a process that ends so runs no exit handler, and the CPU time its thread
  * used since its last sample would be lost (half a period in expectation: a sixth of a short
- * forked child of 3 ms). Paid first (boot.c), then the real one. */
+ * forked child of 3 ms). Paid first (exit.c), then the real one. */
 typedef void (*exit_fn)(int);
 
 static _Noreturn void exit_through(_Atomic(void *) *cache, const char *name, int status)

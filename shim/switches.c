@@ -4,7 +4,7 @@
  * Owns opening one software dummy event per CPU on the booting thread, with context_switch
  * and inherit, so that every thread the program starts afterwards is covered, and the
  * descriptors' lifetime in the program: they exist only between boot and ospreyd's start,
- * which takes them over (boot.c hands them on as fds 4..); the shim then closes its copies,
+ * which takes them over (spawn.c hands them on as fds 4..); the shim then closes its copies,
  * so the program holds no descriptor of ours. Nothing here runs in a signal handler.
  *
  * DESIGN. The kernel knows exactly when each thread blocked, woke and was preempted; the

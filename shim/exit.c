@@ -1,0 +1,276 @@
+/* exit.c — the end of a profiled image.
+ *
+ * Owns the exit handler (sampling stopped, the last CPU time paid, waits flushed, the final
+ * image list and the EXIT record published, then a bounded wait for ospreyd, whose failure or
+ * absence is said in one line), the CPU time paid before _exit, and reading /proc/PID/stat.
+ * Never changes the program's exit status.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "osp_base.h"
+#include "osp_boot.h"
+#include "osp_core.h"
+
+#ifndef OSPREY_DAEMON_WAIT_MS
+#define OSPREY_DAEMON_WAIT_MS 5000
+#endif
+
+/* Sleep with the C library's nanosleep, guarded as the program's own sleeps are (guard.c):
+ * the exit handler's naps run on the program's thread, where the guard stands aside once
+ * profiling is off. Not inlined: like guard.c's wrappers, one frame of ours between the wait
+ * and its caller, which the wait's stack leaves out. */
+__attribute__((noinline)) static void nap_guarded(const struct timespec *req)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "nanosleep");
+    if (sym == NULL)
+        return;
+    int (*real)(const struct timespec *, struct timespec *);
+    memcpy(&real, &sym, sizeof(real));
+    sigset_t old;
+    int guarded = osp__timespec_blocks(req) ? osp__guard_begin(&old, sym) : 0;
+    real(req, NULL);
+    osp__guard_end(guarded, &old);
+}
+
+/* /proc/PID/stat (`path`) read into `buf` with raw calls: its fields after comm, from the
+ * state (field 3) on, or NULL. */
+static const char *proc_stat_fields(const char *path, char *buf, size_t size)
+{
+    long fd = osp__sys(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0);
+    if (fd < 0)
+        return NULL;
+    long n = osp__sys(SYS_read, fd, (long)buf, (long)size - 1, 0, 0);
+    osp__sys(SYS_close, fd, 0, 0, 0, 0);
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    const char *end = strrchr(buf, ')'); /* "pid (comm) S ...": comm may hold anything */
+    return end != NULL && end[1] == ' ' ? end + 2 : NULL;
+}
+
+/* Has process pid ended (no such process, or a zombie its reaper has not collected: osprey is
+ * the run's subreaper)? Raw calls, at exit. */
+static int process_ended(long pid)
+{
+    if (osp__sys(SYS_kill, pid, 0, 0, 0, 0) != 0)
+        return errno == ESRCH;
+    char path[48], stat[160];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    const char *fields = proc_stat_fields(path, stat, sizeof stat);
+    return fields != NULL && (fields[0] == 'Z' || fields[0] == 'X');
+}
+
+static void wait_for_daemon(void)
+{
+    uint64_t limit = (uint64_t)OSPREY_DAEMON_WAIT_MS * 1000000u;
+    uint64_t start = osp__mono_ns();
+    unsigned waits = 0;
+    for (;;) {
+        /* Acquire: pairs with ospreyd's release store after the file is renamed or
+         * daemon_error is written. */
+        uint32_t state =
+            atomic_load_explicit(&osp__ring_header->daemon_state, memory_order_acquire);
+        if (state == OSP_DAEMON_DONE)
+            return;
+        if (state == OSP_DAEMON_FAILED) {
+            char line[sizeof(osp__ring_header->daemon_error)];
+            memcpy(line, osp__ring_header->daemon_error, sizeof(line));
+            line[sizeof(line) - 1] = '\0';
+            for (char *c = line; *c; c++)
+                if (*c == '\n' || *c == '\r')
+                    *c = ' ';
+            osp__warn("%s", line);
+            return;
+        }
+        int32_t dpid = atomic_load_explicit(&osp__ring_header->daemon_pid, memory_order_relaxed);
+        int gone = state == OSP_DAEMON_ATTACHED && dpid > 0 &&
+                   osp__sys(SYS_kill, dpid, 0, 0, 0, 0) != 0 && errno == ESRCH;
+        if (gone) {
+            osp__warn("ospreyd ended before writing %s; the profile is missing", osp__out_path);
+            return;
+        }
+        /* One that ended before it attached (killed, or crashed at its start) is looked for
+         * every 16 ms: otherwise the program's exit would wait the whole limit for it. */
+        if (state == OSP_DAEMON_NONE && osp__daemon_spawned_pid > 0 && (waits++ & 15) == 0 &&
+            process_ended(osp__daemon_spawned_pid)) {
+            osp__warn("ospreyd ended before it attached; no profile was written to %s",
+                      osp__out_path);
+            return;
+        }
+        if (osp__mono_ns() - start >= limit) {
+            if (OSPREY_DAEMON_WAIT_MS % 1000 == 0)
+                osp__warn("ospreyd did not finish writing %s within %d s; the profile may be "
+                          "missing",
+                          osp__out_path, OSPREY_DAEMON_WAIT_MS / 1000);
+            else
+                osp__warn("ospreyd did not finish writing %s within %d ms; the profile may be "
+                          "missing",
+                          osp__out_path, OSPREY_DAEMON_WAIT_MS);
+            return;
+        }
+        /* Until ospreyd's state changes (it wakes this futex after each store), or 1 ms. A
+         * shared futex: the word is in memory both processes map. */
+        struct timespec nap = {0, 1000000};
+        osp__sys(SYS_futex, (long)&osp__ring_header->daemon_state, FUTEX_WAIT, (long)state,
+                 (long)&nap, 0);
+    }
+}
+
+/* The registry lock, waiting at most a second: exit() may run in a signal handler that
+ * interrupted the lock's holder on this very thread. */
+static int lock_bounded(pthread_mutex_t *lock)
+{
+    struct timespec limit;
+    clock_gettime(CLOCK_REALTIME, &limit);
+    limit.tv_sec += 1;
+    return pthread_mutex_timedlock(lock, &limit);
+}
+
+/* atexit: stop sampling, flush, publish the EXIT record, wait for ospreyd (bounded). Never
+ * changes the exit status; a forked child's exit does nothing. */
+void osp__at_exit(void)
+{
+    /* Inactive first: a forked child is, and the sandbox check before getpid, a system call
+     * a sandbox may forbid. */
+    if (!osp__is_active())
+        return;
+    if (atomic_load_explicit(&osp__sandboxed, memory_order_relaxed)) {
+        atomic_store_explicit(&osp__active_flag, 0, memory_order_release);
+        /* Inside a sandbox: the exit record alone (shared memory, no system call); ospreyd
+         * writes the profile on its own, and nobody waits for it. */
+        struct osp_rec_exit rec = {
+            .dropped = atomic_load_explicit(&osp__ring_header->dropped, memory_order_relaxed)};
+        if (pthread_mutex_trylock(&osp__the_registry.lock) == 0) {
+            osp__event_ring_write(&osp__events, OSP_REC_EXIT, &rec, sizeof(rec), NULL, 0);
+            osp__the_registry.stopped = 1;
+            pthread_mutex_unlock(&osp__the_registry.lock);
+        }
+        return;
+    }
+    if (getpid() != osp__booted_pid)
+        return;
+    atomic_store_explicit(&osp__active_flag, 0, memory_order_release);
+    osp__registry_disarm_timers(&osp__the_registry);
+    /* Bounded, like the registry lock below: without it the final image list is skipped. */
+    int have_images = lock_bounded(&osp__images_lock) == 0;
+    if (have_images)
+        osp__images_scan(&osp__image_table); /* the loader lock, never under the registry lock */
+
+    struct osp__registry *reg = &osp__the_registry;
+    /* Acquire: pairs with ospreyd's release store of its state. */
+    int attached = atomic_load_explicit(&osp__ring_header->daemon_state, memory_order_acquire) ==
+                   OSP_DAEMON_ATTACHED;
+    for (int attempt = 0;; attempt++) {
+        if (lock_bounded(&reg->lock) != 0) {
+            if (have_images)
+                pthread_mutex_unlock(&osp__images_lock);
+            osp__warn("the profiler's registry is locked at exit; the profile at %s may be "
+                      "incomplete",
+                      osp__out_path);
+            return;
+        }
+        if (attempt == 0) {
+            osp__registry_pay_at_exit(reg);
+            osp__registry_flush_waits(reg, osp__mono_ns());
+            if (have_images)
+                osp__images_emit(&osp__image_table, &osp__events);
+        }
+        struct osp_rec_exit rec = {
+            .end_unix_ns = osp__unix_ns(),
+            .dropped = atomic_load_explicit(&osp__ring_header->dropped, memory_order_relaxed),
+        };
+        int err = osp__event_ring_write(&osp__events, OSP_REC_EXIT, &rec, sizeof(rec), NULL, 0);
+        if (err == 0 || attempt >= 200 || !attached) {
+            /* A forked child that recorded nothing leaves no profile: nothing to wait for. */
+            if (osp__ring_header->ring_flags & OSP_RING_FORKED && !osp__registry_recorded(reg) &&
+                atomic_load_explicit(&osp__ring_header->escapes, memory_order_relaxed) == 0)
+                osp__daemon_spawned = 0;
+            reg->stopped = 1; /* nothing follows the exit record */
+            pthread_mutex_unlock(&reg->lock);
+            break;
+        }
+        pthread_mutex_unlock(&reg->lock);
+        /* The ring is full and ospreyd is draining it: give it a moment. */
+        attached = atomic_load_explicit(&osp__ring_header->daemon_state, memory_order_acquire) ==
+                   OSP_DAEMON_ATTACHED;
+        struct timespec nap = {0, 1000000};
+        nap_guarded(&nap);
+    }
+    if (have_images)
+        pthread_mutex_unlock(&osp__images_lock);
+    /* Release: the exit record's head store (B) happens before; ospreyd loads acquire. */
+    atomic_store_explicit(&osp__ring_header->shim_state, OSP_SHIM_EXITED, memory_order_release);
+    /* Acquire: pairs with ospreyd's release; the profile ended at its duration, ospreyd is gone. */
+    int stopped = atomic_load_explicit(&osp__ring_header->stopped, memory_order_acquire) != 0;
+    /* A descendant (a forked child, an image another profiled process started) whose
+     * collector has not attached yet (it starts a few milliseconds after the process) does
+     * not wait for it: the ring outlives the process in the collector's descriptor, and the
+     * collector reads it to the end whenever it comes; osprey waits for every collector of
+     * the run (OSP_RUN_LOCK). Nor does one whose collector holds the run's lock, attached or
+     * not: osprey waits for it (a short command's collector, started faster, attached before
+     * it ended, and it waited for its profile to be written). The run's first process waits,
+     * so that its profile is there when it has ended. */
+    if (osp__run_root_pid != 0 && osp__run_root_pid != (long)getpid() &&
+        (osp__run_locked || atomic_load_explicit(&osp__ring_header->daemon_state,
+                                                 memory_order_acquire) == OSP_DAEMON_NONE))
+        osp__daemon_spawned = 0;
+    if (osp__daemon_spawned && !stopped) {
+        /* ospreyd reads the rings on a tick: wake it now rather than at its next one (SIGURG,
+         * whose default action is to ignore it, so an ospreyd still starting is not hurt). */
+        int32_t dpid = atomic_load_explicit(&osp__ring_header->daemon_pid, memory_order_relaxed);
+        if (dpid > 0)
+            osp__sys(SYS_kill, dpid, SIGURG, 0, 0, 0);
+        wait_for_daemon();
+    }
+    /* Relaxed: stored before DONE, whose acquire wait_for_daemon made. */
+    if (atomic_load_explicit(&osp__ring_header->wrote_beside, memory_order_relaxed)) {
+        char beside[PATH_MAX + 32];
+        if (osp_per_pid_path(osp__out_path, (long)getpid(), NULL, beside, sizeof beside) == 0)
+            osp__warn("%s was written by another profiled process meanwhile; this profile is %s",
+                      osp__out_path, beside);
+    }
+    /* Relaxed: counts read once at the end. */
+    uint64_t lost = atomic_load_explicit(&osp__ring_header->dropped, memory_order_relaxed) +
+                    atomic_load_explicit(&osp__ring_header->daemon_dropped, memory_order_relaxed);
+    if (lost > 0 && !stopped) /* after a stop, the profile said so itself */
+        osp__warn("%llu sampling periods could not be recorded (%s); the profile undercounts",
+                  (unsigned long long)lost,
+                  atomic_load_explicit(&osp__ring_header->daemon_dropped, memory_order_relaxed) > 0
+                      ? "ospreyd's memory budget"
+                      : "the shared rings were full: ospreyd fell behind");
+}
+
+void osp__pay_before_exit(void)
+{
+    /* Inactive (after exit's handler, in a child we do not profile), in a sandbox (getpid may
+     * be forbidden), or in a vfork child (the parent's memory, another process): nothing. */
+    if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) ||
+        getpid() != osp__booted_pid)
+        return;
+    sigset_t old;
+    if (osp__sigprof_mask_raw(SIG_BLOCK, &old) != 0) /* no handler of ours from here on */
+        return;
+    osp__registry_pay_at_exit(&osp__the_registry);
+}
+
+int osp__threads_in_process(void)
+{
+    char buf[1024];
+    const char *p = proc_stat_fields("/proc/self/stat", buf, sizeof buf);
+    /* num_threads is field 20; p is at field 3. */
+    for (int field = 3; p != NULL && *p != '\0'; p++)
+        if (*p == ' ' && ++field == 20)
+            return atoi(p + 1);
+    return 0;
+}

@@ -1,0 +1,187 @@
+/* shm.c — the shared memory of a profiled image.
+ *
+ * Owns the ring (a memfd: header, event ring, slot rings; proto/osp_ring.h) and its writer,
+ * the unwind tables' memfd (proto/osp_unwind.h), the process's image table and its lock, and
+ * every descriptor meant for the collector until it has been handed over (ring, switch
+ * events, forks' socket, tables, run's lock), then closed. Nothing here starts a process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "osp_base.h"
+#include "osp_boot.h"
+#include "osp_core.h"
+#include "osp_unwind.h"
+
+/* The event ring carries thread, image and exit records, and the waits still open at exit;
+ * samples go to each thread's own slot ring. */
+#define OSP__EVENT_RING_SIZE (1u << 20)
+
+_Atomic int osp__registry_ready;
+struct osp_ring_header *osp__ring_header;
+size_t osp__ring_bytes;
+struct osp__event_ring osp__events;
+struct osp__images osp__image_table;
+pthread_mutex_t osp__images_lock = PTHREAD_MUTEX_INITIALIZER;
+char osp__shm_name[OSP_RING_NAME_SIZE];
+int osp__ring_fd = -1;
+int osp__forks_fd = -1;
+int osp__unwind_fd = -1;
+int osp__switch_fds[OSP_MAX_SWITCH_FDS];
+int osp__switch_count;
+void *osp__unwind_map = MAP_FAILED;
+
+/* A forked child's slot rings: sixteen times an image's. Its pages are touched only as they
+ * are written (the ring is sparse), and a server's forked workers each have a collector of
+ * their own, which a loaded machine lets run less often (shim/README.md, "Measuring"). */
+#define OSP__FORK_SLOT_RING (16u * OSP_SLOT_RING_SIZE)
+
+static size_t ring_size(uint32_t slot_ring)
+{
+    return OSP_RING_HEADER_SIZE + OSP__EVENT_RING_SIZE +
+           (size_t)OSP_DEFAULT_SLOTS * osp_slot_stride(slot_ring);
+}
+
+/* The header of a ring just mapped, and the event ring's writer on it. */
+static void ring_init(void *map, uint32_t rate_hz, uint32_t slot_ring)
+{
+    osp__ring_header = map;
+    osp__event_ring_init_header(osp__ring_header, OSP__EVENT_RING_SIZE, rate_hz, osp__unix_ns(),
+                                osp__mono_ns());
+    osp__ring_header->slots_offset = OSP_RING_HEADER_SIZE + OSP__EVENT_RING_SIZE;
+    osp__ring_header->slot_count = OSP_DEFAULT_SLOTS;
+    osp__ring_header->slot_ring_size = slot_ring;
+    osp__ring_header->signal_cookie = (uint64_t)(uintptr_t)osp__sigprof_cookie();
+    osp__event_ring_attach(&osp__events, osp__ring_header);
+}
+
+/* The ring: a memfd (nothing named in /dev/shm, so nothing is left behind however the
+ * program or ospreyd ends, and a small /dev/shm — a container's 64 MiB — is no limit), handed
+ * to ospreyd by descriptor; shm_name only names it (in the maps, for ospreyd's checks).
+ * `reserve`: every page allocated now, so that a memory limit is met here, with one line,
+ * rather than when a page is first touched; a descendant's stays sparse (see "Forked
+ * children" in proto/osp_ring.h: it touches a few dozen pages, and a process start must be
+ * cheap), with slot rings sixteen times larger. */
+int osp__ring_create(uint32_t rate_hz, uint64_t random_bits, int reserve)
+{
+    snprintf(osp__shm_name, sizeof(osp__shm_name), "/osprey-%d-%016llx", (int)getpid(),
+             (unsigned long long)random_bits);
+    /* Named as the ring is, so that ospreyd finds it in the process's maps. */
+    int fd = (int)osp__sys(SYS_memfd_create, (long)(osp__shm_name + 1), MFD_CLOEXEC, 0, 0, 0);
+    if (fd < 0)
+        return -errno;
+    uint32_t slot_ring = reserve ? OSP_SLOT_RING_SIZE : OSP__FORK_SLOT_RING;
+    osp__ring_bytes = ring_size(slot_ring);
+    int err = ftruncate(fd, (off_t)osp__ring_bytes) == 0 ? 0 : -errno;
+    if (err == 0 && reserve)
+        err = -posix_fallocate(fd, 0, (off_t)osp__ring_bytes);
+    if (err == -ENOSPC || err == -ENOMEM) {
+        osp__warn("cannot reserve %zu KiB of memory for the profiler's ring (%s); profiling is "
+                  "off",
+                  osp__ring_bytes >> 10, strerror(-err));
+        osp__sys(SYS_close, fd, 0, 0, 0, 0);
+        return -ECANCELED;
+    }
+    void *map = MAP_FAILED;
+    if (err == 0) {
+        map = mmap(NULL, osp__ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED)
+            err = -errno;
+    }
+    if (err) {
+        osp__sys(SYS_close, fd, 0, 0, 0, 0);
+        return err;
+    }
+    osp__ring_fd = fd;
+    ring_init(map, rate_hz, slot_ring);
+    osp__ring_header->parent_pid = (int32_t)getppid();
+    return 0;
+}
+
+/* The unwind tables' object (proto/osp_unwind.h): a memfd, sparse, its header written
+ * through the file, mapped read-only. It has no name, so nothing can be left behind in
+ * /dev/shm whatever becomes of the program or of ospreyd (which gets the descriptor at spawn,
+ * as --unwind-fd N). Without it (no room for even the header, too little address space) the
+ * stacks come from frame pointers alone, and one line says so. */
+void osp__unwind_create(void)
+{
+    int fd = (int)osp__sys(SYS_memfd_create, (long)"osprey-unwind", MFD_CLOEXEC, 0, 0, 0);
+    int err = fd < 0 ? -errno : 0;
+    struct osp_unwind_header h = {.magic = OSP_UNWIND_MAGIC,
+                                  .abi_version = OSP_UNWIND_ABI_VERSION,
+                                  .header_size = OSP_UNWIND_HEADER_SIZE,
+                                  .size = OSP_UNWIND_DEFAULT_SIZE,
+                                  .arch = OSP__CPU_ELF_MACHINE,
+                                  .row_size = sizeof(struct osp_unwind_row)};
+    if (err == 0 && ftruncate(fd, (off_t)OSP_UNWIND_DEFAULT_SIZE) != 0)
+        err = -errno;
+    /* The header's page is reserved: it is the one page the program reads before ospreyd
+     * writes anything. */
+    if (err == 0)
+        err = -posix_fallocate(fd, 0, OSP_UNWIND_HEADER_SIZE);
+    if (err == 0 && pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+        err = -EIO;
+    if (err == 0) {
+        osp__unwind_map = mmap(NULL, OSP_UNWIND_DEFAULT_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+        if (osp__unwind_map == MAP_FAILED)
+            err = -errno;
+    }
+    if (err) {
+        if (fd >= 0)
+            osp__sys(SYS_close, fd, 0, 0, 0, 0);
+        osp__warn("cannot create the unwind tables (%s); stacks follow frame pointers only",
+                  strerror(-err));
+        return;
+    }
+    osp__unwind_fd = fd;
+    osp__unwind_set_tables(osp__unwind_map, OSP_UNWIND_DEFAULT_SIZE);
+}
+
+/* ospreyd holds its own descriptors now (or never will): ours go. */
+void osp__handover_close(void)
+{
+    if (osp__unwind_fd >= 0)
+        osp__sys(SYS_close, osp__unwind_fd, 0, 0, 0, 0);
+    osp__unwind_fd = -1;
+    /* and the switch events: ospreyd's now */
+    osp__switches_close(osp__switch_fds, osp__switch_count);
+    osp__switch_count = 0;
+    if (osp__forks_fd >= 0)
+        osp__sys(SYS_close, osp__forks_fd, 0, 0, 0, 0); /* and the forks' socket */
+    osp__forks_fd = -1;
+    /* and the ring's memfd: mapped, and theirs */
+    if (osp__ring_fd >= 0)
+        osp__sys(SYS_close, osp__ring_fd, 0, 0, 0, 0);
+    osp__ring_fd = -1;
+    if (osp__run_lock_fd >= 0)
+        osp__sys(SYS_close, osp__run_lock_fd, 0, 0, 0, 0); /* and the run's lock */
+    osp__run_lock_fd = -1;
+}
+
+static void unwind_destroy(void)
+{
+    osp__unwind_set_tables(NULL, 0);
+    if (osp__unwind_map != MAP_FAILED) {
+        munmap(osp__unwind_map, OSP_UNWIND_DEFAULT_SIZE);
+        osp__unwind_map = MAP_FAILED;
+    }
+    osp__handover_close();
+}
+
+void osp__ring_destroy(void)
+{
+    unwind_destroy();
+    if (osp__ring_header) {
+        munmap(osp__ring_header, osp__ring_bytes);
+        osp__ring_header = NULL;
+    }
+    osp__shm_name[0] = '\0';
+    if (osp__ring_fd >= 0)
+        osp__sys(SYS_close, osp__ring_fd, 0, 0, 0, 0);
+    osp__ring_fd = -1;
+}

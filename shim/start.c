@@ -1,0 +1,198 @@
+/* start.c — the one start of a profile, and the registration of threads.
+ *
+ * Owns osp__profile_start, the sequence both a process's boot (boot.c) and a forked child
+ * (fork.c) run: the ring, the unwind tables, the switch events, the registry, the image list,
+ * the run published as active, the collector (started or greeted), and the descriptors handed
+ * over. Also the public osp_prof_thread_register/unregister, the pthread key that unregisters
+ * a thread however it ends, and the image list refreshed as threads register.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "osp_base.h"
+#include "osp_boot.h"
+#include "osp_core.h"
+#include "osp_handler.h"
+#include "osprey_prof.h"
+
+#define OSP__MAX_SLOTS 16384u
+
+/* Its destructor unregisters a registered thread however it ends: by returning, by
+ * pthread_exit or by cancellation alike. */
+static pthread_key_t thread_key;
+static int thread_key_ready;
+
+static void thread_ends(void *value)
+{
+    (void)value;
+    osp_prof_thread_unregister();
+}
+
+static int thread_key_init(void)
+{
+    if (thread_key_ready)
+        return 0;
+    int err = pthread_key_create(&thread_key, thread_ends);
+    if (err)
+        return -err;
+    thread_key_ready = 1;
+    return 0;
+}
+
+/* Arrange for the calling (registered) thread to be unregistered when it ends. */
+static void thread_key_mark(void)
+{
+    if (thread_key_ready)
+        pthread_setspecific(thread_key, (void *)1);
+}
+
+void osp_prof_thread_register(int64_t fiber_id, const char *label)
+{
+    if (!osp__is_active())
+        return;
+    if (osp__registry_register(&osp__the_registry, fiber_id, label) == 0) {
+        thread_key_mark();
+        osp__sigmask_adopt(0); /* sampled even where the program blocks every signal */
+    }
+    osp__images_refresh();
+}
+
+void osp__images_refresh(void)
+{
+    if (!osp__is_active() || getpid() != osp__booted_pid)
+        return;
+    /* Threads register at once: the image table is one. Lock order: images, then registry. */
+    pthread_mutex_lock(&osp__images_lock);
+    if (osp__images_changed(&osp__image_table)) {
+        osp__images_scan(&osp__image_table); /* the loader lock, never under the registry lock */
+        pthread_mutex_lock(&osp__the_registry.lock);
+        if (!osp__the_registry.stopped)
+            osp__images_emit(&osp__image_table, &osp__events);
+        pthread_mutex_unlock(&osp__the_registry.lock);
+    }
+    pthread_mutex_unlock(&osp__images_lock);
+}
+
+void osp_prof_thread_unregister(void)
+{
+    /* Not osp__is_active(): after the exit handler cleared it, a thread that ends must still
+     * leave the registry (its timer, its slot). Acquire: pairs with the release in boot. */
+    if (!atomic_load_explicit(&osp__registry_ready, memory_order_acquire))
+        return;
+    osp__registry_unregister(&osp__the_registry);
+}
+
+int osp__profile_start(const struct osp__start *start)
+{
+    int forked = start->parent != 0;
+    pid_t pid = getpid();
+    int err = osp__ring_create(start->rate, start->random_bits, start->reserve);
+    if (err != 0) {
+        if (forked)
+            osp__warn("cannot create the shared-memory ring of forked process %d: %s; it is not "
+                      "profiled",
+                      (int)pid, strerror(-err));
+        else if (err != -ECANCELED) /* else osp__ring_create said why */
+            osp__warn("cannot create the shared-memory ring: %s; profiling is off", strerror(-err));
+        if (start->greeting >= 0)
+            osp__sys(SYS_close, start->greeting, 0, 0, 0, 0);
+        if (forked)
+            pthread_mutex_unlock(&osp__images_lock);
+        return err;
+    }
+    if (forked) {
+        osp__ring_header->stop_at_ns = start->stop_at_ns;
+        osp__ring_header->parent_pid = (int32_t)start->parent;
+        osp__ring_header->ring_flags = OSP_RING_FORKED;
+    } else {
+        uint64_t stop_at = osp__stop_at_from_env(osp__ring_header->start_mono_ns);
+        if (stop_at != 0)
+            osp__ring_header->stop_at_ns = stop_at;
+    }
+    osp__unwind_create();
+    /* The kernel allocates and clears an event ring's pages as it is mapped: an image that
+     * does not reserve its ring gets a forked child's quarter, read at every drain as a forked
+     * worker's are (shim/README.md, "Measuring"). */
+    osp__switch_count =
+        osp__switches_open(osp__switch_fds, OSP_MAX_SWITCH_FDS,
+                           start->reserve ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES);
+    if (forked)
+        osp__timer_ids_after_fork();
+    err = osp__registry_init(&osp__the_registry, &osp__events, OSP__MAX_SLOTS);
+    if (err == 0) {
+        osp__registry_set_table(&osp__the_registry, osp__ring_header);
+        osp__set_period(start->rate);
+        osp__header = osp__ring_header;
+    }
+    if (err == 0)
+        err = thread_key_init(); /* a forked child's is its parent's, made at its boot */
+    if (err == 0 && !forked)
+        err = osp__images_init(&osp__image_table);
+    if (err == 0 && !forked)
+        err = osp__images_scan(&osp__image_table);
+    if (err == 0) {
+        if (forked)
+            osp__images_unsend(&osp__image_table); /* osp__images_lock held by the caller */
+        pthread_mutex_lock(&osp__the_registry.lock);
+        osp__images_emit(&osp__image_table, &osp__events);
+        pthread_mutex_unlock(&osp__the_registry.lock);
+        if (!forked)
+            err = osp__sigprof_install(osp__sigprof_handler);
+    }
+    if (forked)
+        pthread_mutex_unlock(&osp__images_lock);
+    if (err != 0) {
+        if (!forked)
+            osp__warn("cannot start profiling: %s; profiling is off", strerror(-err));
+        osp__ring_destroy();
+        if (start->greeting >= 0)
+            osp__sys(SYS_close, start->greeting, 0, 0, 0, 0);
+        return err;
+    }
+    if (forked)
+        osp__bookkeeping_set(osp__run_root_pid, (long)pid);
+    osp__booted_pid = pid;
+    if (!forked) {
+        osp__read_code_init();
+        osp__fds_timed_scan(); /* sockets with a timeout inherited across exec */
+        pthread_atfork(NULL, NULL, start->at_fork);
+    }
+    atomic_store_explicit(&osp__registry_ready, 1, memory_order_release);
+    /* Release: a thread that sees the flag sees the registry and ring set up above. */
+    atomic_store_explicit(&osp__active_flag, 1, memory_order_release);
+    if (!forked && gettid() == pid)
+        osp_prof_thread_register(0, "main");
+    osp__forks_listen();
+    if (!forked) {
+        osp__run_lock_take();
+        osp__run_locked = osp__run_lock_fd >= 0;
+        osp__daemon_spawned = osp__spawn_daemon(&osp__boot_env) == 0;
+    } else {
+        osp__daemon_spawned_pid =
+            0; /* the parent's; a collector the parent's hands over has none */
+        err = osp__greet_parent(start->greeting);
+        /* A child in a session of its own whose parent's collector is gone is a daemon whose
+         * middle process has ended: a collector of its own would be in its session, not the
+         * program's, and would hold the run's lock as long as the daemon runs (osprey would
+         * wait for it); its parent's collector would have ended its profile (ospreyd.c). */
+        if (err != 0 && osp__boot_session > 0 && getsid(0) != osp__boot_session) {
+            osp__warn("process %d left the session (a daemon) after its parent's collector "
+                      "ended; it is not profiled",
+                      (int)pid);
+            osp__daemon_spawned = 0;
+        } else {
+            osp__daemon_spawned = err == 0 || osp__spawn_daemon(&osp__boot_env) == 0;
+        }
+    }
+    osp__handover_close(); /* the ring, the switch events: the collector's now */
+    if (!osp__daemon_spawned)
+        osp__kernel_waits_off(); /* nobody will read them */
+    /* A forked child's thread last: its timers start sampling now, and none of this start's
+     * CPU is the program's. */
+    if (forked)
+        osp_prof_thread_register(start->fiber, start->label);
+    return 0;
+}
