@@ -6,7 +6,7 @@
  *   ospx_symbolize()     struct ospx_raw     → struct ospx_symbols    (symbolize.c)
  *   ospx_model_build()   raw + symbols       → struct ospx_model      (model.c)
  *   ospx_write_*()       model               → files, written atomically (writers)
- *   ospx_report_print()  model               → terminal report        (report.c)
+ *   ospx_report_print()  model               → terminal report        (report*.c)
  *   ospx_process()       all of the above, as `osprey report` runs it  (process.c)
  *
  * Errors: functions return 0 or a negative errno; on failure they fill an optional
@@ -415,7 +415,7 @@ struct ospx_report_options {
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out);
 
-/* The report's way with text, for other views of a profile (`osprey top`): display columns of
+/* The report's way with text (text.c), for other views of a profile (`osprey top`): display columns of
  * UTF-8 text (one per code point); text fitted to `width` columns, cut with `…` at its end,
  * its start (a location: the file name is the useful part) or its middle (a function name),
  * control characters made spaces; the colour of a row by its self share (NULL: none), to be
