@@ -237,7 +237,7 @@ void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
                           const struct ospx__node *node, const char *other_name, int in_trace);
 void ospx__quoted_free(struct ospx__quoted_functions *quoted);
 
-/* ---- model.c ---- */
+/* ---- writers.c: what the writers share beside the model ---- */
 
 /* For each frame of model->symbols, the index of its function in model->functions
  * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure. */
