@@ -225,14 +225,9 @@ static size_t line_rows(const struct ospx_model *model, const uint64_t *weights,
             if (line <= 0)
                 continue;
             lined = 1;
-            if (count == capacity) {
-                struct line_time *grown = realloc(times, 2 * capacity * sizeof *times);
-                if (grown == NULL) {
-                    free(times);
-                    return 0;
-                }
-                times = grown;
-                capacity *= 2;
+            if (ospx__grow(&times, &capacity, count, sizeof *times, 64) != 0) {
+                free(times);
+                return 0;
             }
             times[count++] = (struct line_time){line, s, k == 0};
         }

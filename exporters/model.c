@@ -415,15 +415,10 @@ static int build_process_functions(struct ospx_model *model, const uint64_t *on_
         for (uint32_t f = 0; rc == 0 && f < functions; f++) {
             if (total[f] == 0)
                 continue;
-            if (model->process_function_count == capacity) {
-                capacity = capacity > 0 ? capacity * 2 : 256;
-                struct ospx_process_function *grown =
-                    realloc(model->process_functions, capacity * sizeof *grown);
-                if (grown == NULL) {
-                    rc = -ENOMEM;
-                    break;
-                }
-                model->process_functions = grown;
+            if (ospx__grow(&model->process_functions, &capacity, model->process_function_count,
+                           sizeof *model->process_functions, 256) != 0) {
+                rc = -ENOMEM;
+                break;
             }
             model->process_functions[model->process_function_count++] =
                 (struct ospx_process_function){p, f, self[f], total[f]};

@@ -237,11 +237,21 @@ void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
                           const struct ospx__node *node, const char *other_name, int in_trace);
 void ospx__quoted_free(struct ospx__quoted_functions *quoted);
 
+/* Room for element `count` in the table *array points to (any T **), which has room for
+ * *capacity elements of element_size bytes: when full, its room doubled (`initial` when it had
+ * none) (grow.c). 0, or -ENOMEM with *array and *capacity as they were. */
+int ospx__grow(void *array, size_t *capacity, size_t count, size_t element_size, size_t initial);
+
 /* ---- writers.c: what the writers share beside the model ---- */
 
 /* For each frame of model->symbols, the index of its function in model->functions
  * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure. */
 uint32_t *ospx__frame_functions(const struct ospx_model *model);
+
+/* The model's function indices (room for one more) sorted by `compare`, which qsort_r hands
+ * model->functions. Caller frees. NULL on allocation failure. */
+uint32_t *ospx__functions_sorted(const struct ospx_model *model,
+                                 int (*compare)(const void *, const void *, void *));
 
 /* The slots of raw stack `stack`, leaf first, and how many. */
 static inline const struct ospx_slot *ospx__stack_slots(const struct ospx_model *model,

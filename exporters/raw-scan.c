@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ospx.h"
+#include "ospx_internal.h"
 #include "raw_internal.h"
 
 /* ---- the fast path for "samples" and "stacks" ----
@@ -103,13 +104,8 @@ static const char *scan_rows(struct ospx__raw_fast *fast, const char *p, const c
         return p + 1;
     }
     while (p < end && *p == '[') {
-        if (count == capacity) {
-            capacity *= 2;
-            void *grown = realloc(rows, capacity * sizeof *rows);
-            if (grown == NULL)
-                break;
-            rows = grown;
-        }
+        if (ospx__grow(&rows, &capacity, count, sizeof *rows, 1) != 0)
+            break;
         json_int_t row[5] = {0, 0, 0, 0, 1};
         size_t elements = 0;
         p = skip_space(p + 1, end);
@@ -168,13 +164,8 @@ static const char *scan_stacks(struct ospx__raw_fast *fast, const char *p, const
         p = skip_space(p + 1, end);
         size_t depth = 0;
         for (;;) {
-            if (pc_count == pcs_capacity) {
-                json_int_t *grown = realloc(pcs, 2 * pcs_capacity * sizeof *pcs);
-                if (grown == NULL)
-                    goto fail;
-                pcs = grown;
-                pcs_capacity *= 2;
-            }
+            if (ospx__grow(&pcs, &pcs_capacity, pc_count, sizeof *pcs, 1) != 0)
+                goto fail;
             p = scan_integer(p, end, &pcs[pc_count]);
             if (p == NULL)
                 goto fail;
@@ -189,13 +180,8 @@ static const char *scan_stacks(struct ospx__raw_fast *fast, const char *p, const
         }
         if (p >= end || *p != ']' || depth == 0)
             goto fail;
-        if (count + 2 > starts_capacity) {
-            size_t *grown = realloc(starts, 2 * starts_capacity * sizeof *starts);
-            if (grown == NULL)
-                goto fail;
-            starts = grown;
-            starts_capacity *= 2;
-        }
+        if (ospx__grow(&starts, &starts_capacity, count + 1, sizeof *starts, 1) != 0)
+            goto fail;
         starts[++count] = pc_count;
         p = skip_space(p + 1, end);
         if (p < end && *p == ',') {

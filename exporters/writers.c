@@ -114,20 +114,28 @@ static int compare_function_refs(const void *a, const void *b, void *context)
     return c != 0 ? c : strcmp(x->file, y->file);
 }
 
+uint32_t *ospx__functions_sorted(const struct ospx_model *model,
+                                 int (*compare)(const void *, const void *, void *))
+{
+    uint32_t *order = malloc((model->function_count + 1) * sizeof *order);
+    if (order == NULL)
+        return NULL;
+    for (uint32_t i = 0; i < model->function_count; i++)
+        order[i] = i;
+    qsort_r(order, model->function_count, sizeof *order, compare, model->functions);
+    return order;
+}
+
 uint32_t *ospx__frame_functions(const struct ospx_model *model)
 {
     const struct ospx_symbols *symbols = model->symbols;
     uint32_t *map = malloc((symbols->frame_count + 1) * sizeof *map);
-    uint32_t *by_name = malloc((model->function_count + 1) * sizeof *by_name);
+    uint32_t *by_name = ospx__functions_sorted(model, compare_function_refs);
     if (map == NULL || by_name == NULL) {
         free(map);
         free(by_name);
         return NULL;
     }
-    for (uint32_t i = 0; i < model->function_count; i++)
-        by_name[i] = i;
-    qsort_r(by_name, model->function_count, sizeof *by_name, compare_function_refs,
-            model->functions);
     for (size_t f = 0; f < symbols->frame_count; f++) {
         const struct ospx_frame *frame = &symbols->frames[f];
         map[f] = OSPX_NO_FUNCTION;
@@ -252,14 +260,9 @@ int ospx__group_samples(const struct ospx_raw *raw, uint8_t state, struct ospx__
             out[entry].periods += sample->weight;
             continue;
         }
-        if (n == capacity) {
-            struct ospx__group *grown = realloc(out, 2 * capacity * sizeof *out);
-            if (grown == NULL) {
-                rc = -ENOMEM;
-                break;
-            }
-            out = grown;
-            capacity *= 2;
+        if (ospx__grow(&out, &capacity, n, sizeof *out, 256) != 0) {
+            rc = -ENOMEM;
+            break;
         }
         out[n] = (struct ospx__group){sample->thread, sample->stack, sample->weight};
         rc = ospc_index_insert(&index, slot, (uint32_t)n++, group_hash_of, out);
