@@ -181,22 +181,11 @@ static int group_lines_add(struct group_lines *table, uint32_t group, int line, 
     }
     if (table->count == table->capacity) {
         size_t capacity = table->capacity != 0 ? table->capacity * 2 : 256;
-        uint32_t *groups = realloc(table->groups, capacity * sizeof *groups);
-        if (groups != NULL)
-            table->groups = groups;
-        int *lines = realloc(table->lines, capacity * sizeof *lines);
-        if (lines != NULL)
-            table->lines = lines;
-        uint64_t *periods = realloc(table->periods, capacity * sizeof *periods);
-        if (periods != NULL)
-            table->periods = periods;
-        size_t *stamps = realloc(table->stamps, capacity * sizeof *stamps);
-        if (stamps != NULL)
-            table->stamps = stamps;
-        uint64_t *self = realloc(table->self, capacity * sizeof *self);
-        if (self != NULL)
-            table->self = self;
-        if (groups == NULL || lines == NULL || periods == NULL || stamps == NULL || self == NULL)
+        if (ospx__resize(&table->groups, capacity, sizeof *table->groups) != 0 ||
+            ospx__resize(&table->lines, capacity, sizeof *table->lines) != 0 ||
+            ospx__resize(&table->periods, capacity, sizeof *table->periods) != 0 ||
+            ospx__resize(&table->stamps, capacity, sizeof *table->stamps) != 0 ||
+            ospx__resize(&table->self, capacity, sizeof *table->self) != 0)
             return -ENOMEM;
         table->capacity = capacity;
     }

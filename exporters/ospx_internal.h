@@ -241,6 +241,9 @@ void ospx__quoted_free(struct ospx__quoted_functions *quoted);
  * *capacity elements of element_size bytes: when full, its room doubled (`initial` when it had
  * none) (grow.c). 0, or -ENOMEM with *array and *capacity as they were. */
 int ospx__grow(void *array, size_t *capacity, size_t count, size_t element_size, size_t initial);
+/* The table *array points to (any T **) given room for `capacity` elements of element_size
+ * bytes (grow.c). 0, or -ENOMEM with *array as it was. */
+int ospx__resize(void *array, size_t capacity, size_t element_size);
 
 /* ---- writers.c: what the writers share beside the model ---- */
 
