@@ -6,7 +6,7 @@
  *   ospx_symbolize()     struct ospx_raw     → struct ospx_symbols    (symbolize.c)
  *   ospx_model_build()   raw + symbols       → struct ospx_model      (model.c)
  *   ospx_write_*()       model               → files, written atomically (writers)
- *   ospx_report_print()  model               → terminal report        (report*.c)
+ *   ospx_report_print()  model               → terminal report        (report.c)
  *   ospx_process()       all of the above, as `osprey report` runs it  (process.c)
  *
  * Errors: functions return 0 or a negative errno; on failure they fill an optional
