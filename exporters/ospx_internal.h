@@ -3,6 +3,7 @@
 #ifndef OSPX_INTERNAL_H
 #define OSPX_INTERNAL_H
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -237,13 +238,24 @@ void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
                           const struct ospx__node *node, const char *other_name, int in_trace);
 void ospx__quoted_free(struct ospx__quoted_functions *quoted);
 
-/* Room for element `count` in the table *array points to (any T **), which has room for
- * *capacity elements of element_size bytes: when full, its room doubled (`initial` when it had
- * none) (grow.c). 0, or -ENOMEM with *array and *capacity as they were. */
-int ospx__grow(void *array, size_t *capacity, size_t count, size_t element_size, size_t initial);
 /* The table *array points to (any T **) given room for `capacity` elements of element_size
  * bytes (grow.c). 0, or -ENOMEM with *array as it was. */
 int ospx__resize(void *array, size_t capacity, size_t element_size);
+/* Room for element `count` in the table *array points to (any T **), which has room for
+ * *capacity elements of element_size bytes: when full, its room doubled (`initial` when it had
+ * none). 0, or -ENOMEM with *array and *capacity as they were. Inline: the scanner asks once
+ * per value it reads. */
+static inline int ospx__grow(void *array, size_t *capacity, size_t count, size_t element_size,
+                             size_t initial)
+{
+    if (count < *capacity)
+        return 0;
+    size_t grown_capacity = *capacity > 0 ? *capacity * 2 : initial;
+    if (ospx__resize(array, grown_capacity, element_size) != 0)
+        return -ENOMEM;
+    *capacity = grown_capacity;
+    return 0;
+}
 
 /* ---- writers.c: what the writers share beside the model ---- */
 
