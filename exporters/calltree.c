@@ -43,14 +43,8 @@ uint32_t ospx__tree_child(struct ospx__tree *tree, uint32_t parent, enum ospx__n
         if (node->parent == parent && node->kind == kind && node->value == value)
             return n;
     }
-    if (tree->count == tree->capacity) {
-        size_t capacity = tree->capacity * 2;
-        struct ospx__node *nodes = realloc(tree->nodes, capacity * sizeof *nodes);
-        if (nodes == NULL)
-            return OSPX_NO_NODE;
-        tree->nodes = nodes;
-        tree->capacity = capacity;
-    }
+    if (ospx__grow(&tree->nodes, &tree->capacity, tree->count, sizeof *tree->nodes, 1) != 0)
+        return OSPX_NO_NODE;
     uint32_t c = (uint32_t)tree->count++;
     tree->nodes[c] =
         (struct ospx__node){kind, value, parent, OSPX_NO_NODE, OSPX_NO_NODE, OSPX_NO_NODE, 0, 0};

@@ -80,16 +80,13 @@ static int compare_files(const void *a, const void *b, void *context)
 /* Per function, its scriptId: 0 without a file, else 1 + the file's rank among the files. */
 uint32_t *ospx__script_ids(const struct ospx_model *model)
 {
-    uint32_t *order = malloc((model->function_count + 1) * sizeof *order);
+    uint32_t *order = ospx__functions_sorted(model, compare_files);
     uint32_t *ids = malloc((model->function_count + 1) * sizeof *ids);
     if (order == NULL || ids == NULL) {
         free(order);
         free(ids);
         return NULL;
     }
-    for (uint32_t i = 0; i < model->function_count; i++)
-        order[i] = i;
-    qsort_r(order, model->function_count, sizeof *order, compare_files, model->functions);
     uint32_t rank = 0;
     for (size_t i = 0; i < model->function_count; i++) {
         const char *file = model->functions[order[i]].file;

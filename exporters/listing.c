@@ -1,7 +1,8 @@
 /* listing.c — the two deeper views of the terminal report: `--inverted`, the caller chains
- * each hot function's self time came from (the report prints them as a tree), and `--list REGEX`,
- * the source lines of the matching functions with the time spent on each, as `pprof -list` prints
- * them. Both count on-CPU periods, like the table, and are computed per distinct raw stack. */
+ * each hot function's self time came from and the tree of them printed under a report row,
+ * and `--list REGEX`, the source lines of the matching functions with the time spent on each,
+ * as `pprof -list` prints them. Both count on-CPU periods, like the table, and are computed
+ * per distinct raw stack. */
 #include <errno.h>
 #include <fcntl.h>
 #include <regex.h>
@@ -12,6 +13,8 @@
 
 #include "ospc.h"
 #include "ospx_internal.h"
+
+#define CALLER_LINES 3 /* --inverted: callers shown under each row */
 
 #define LIST_FUNCTIONS  5   /* at most this many functions listed */
 #define LIST_CONTEXT    2   /* source lines shown around the sampled ones */
@@ -222,14 +225,9 @@ static size_t line_rows(const struct ospx_model *model, const uint64_t *weights,
             if (line <= 0)
                 continue;
             lined = 1;
-            if (count == capacity) {
-                struct line_time *grown = realloc(times, 2 * capacity * sizeof *times);
-                if (grown == NULL) {
-                    free(times);
-                    return 0;
-                }
-                times = grown;
-                capacity *= 2;
+            if (ospx__grow(&times, &capacity, count, sizeof *times, 64) != 0) {
+                free(times);
+                return 0;
             }
             times[count++] = (struct line_time){line, s, k == 0};
         }
@@ -404,4 +402,140 @@ int ospx__print_listing(FILE *out, size_t width, const struct ospx_model *model,
     free(weights);
     free(function_of);
     return rc;
+}
+
+/* --inverted: under a row, the caller chains its self time came from, as a tree (perf report
+ * --no-children -G, pprof's inverted flame graph, read in a terminal): each line a caller with
+ * the share of the row's self time that came through it; a caller through which all of its
+ * line's time came from one caller goes on the same line, "← 60.0%  parse  p.c:40  ← load ←
+ * main", so a single chain is one line whatever its depth (stacks that end sooner, cut, do
+ * not part it: the share is the first caller's); where the callers part, each goes
+ * on a line of its own, indented under the caller they share. At most CALLER_LINES callers
+ * under one caller (the others summed on one line, "… 4 more callers"), at most TREE_LINES
+ * lines under a row. */
+#define TREE_LINES  12
+#define TREE_INDENT 3
+
+struct caller_tree {
+    FILE *out;
+    size_t width;
+    const struct ospx_model *model;
+    const struct ospx__chain *chains;
+    uint64_t row_self;
+    const char *here;
+    size_t lines; /* printed under this row */
+};
+
+/* The callers at `level` of the chains [lo, hi) (which share their first `level` callers),
+ * most time first. */
+static void print_caller_level(struct caller_tree *tree, size_t lo, size_t hi, size_t level,
+                               size_t indent)
+{
+    struct group {
+        size_t lo, hi;
+        uint64_t self;
+    } groups[CALLER_LINES + 1];
+    size_t shown = 0, others = 0;
+    uint64_t others_self = 0;
+    for (size_t i = lo; i < hi;) {
+        const struct ospx__chain *first = &tree->chains[i];
+        struct group group = {i, i, 0};
+        while (group.hi < hi &&
+               (first->length > level
+                    ? tree->chains[group.hi].length > level &&
+                          tree->chains[group.hi].functions[level] == first->functions[level]
+                    : tree->chains[group.hi].length <= level))
+            group.self += tree->chains[group.hi++].self;
+        i = group.hi;
+        /* keep the CALLER_LINES heaviest, heaviest first */
+        size_t at = shown < CALLER_LINES ? shown++ : CALLER_LINES;
+        if (at == CALLER_LINES && group.self <= groups[CALLER_LINES - 1].self) {
+            others++;
+            others_self += group.self;
+            continue;
+        }
+        if (at == CALLER_LINES) {
+            others++;
+            others_self += groups[CALLER_LINES - 1].self;
+            at = CALLER_LINES - 1;
+        }
+        while (at > 0 && groups[at - 1].self < group.self) {
+            groups[at] = groups[at - 1];
+            at--;
+        }
+        groups[at] = group;
+    }
+    for (size_t g = 0; g < shown && tree->lines < TREE_LINES; g++) {
+        const struct group *group = &groups[g];
+        const struct ospx__chain *first = &tree->chains[group->lo];
+        char line[2048], location[512] = "";
+        int used;
+        if (first->length <= level) {
+            used =
+                snprintf(line, sizeof line, "%*s ← %5.1f%%  %s", (int)indent, "",
+                         ospx__percent_of(group->self, tree->row_self),
+                         level == 0 ? "(no caller: the stack ends here)" : "(the stack ends here)");
+            ospx__emit(tree->out, tree->width, NULL, line);
+            tree->lines++;
+            continue;
+        }
+        const struct ospx_function_stat *fn = &tree->model->functions[first->functions[level]];
+        char name[1024];
+        ospx_short_name(name, sizeof name, fn->name);
+        ospx__report_location(location, sizeof location, tree->model, fn, tree->here);
+        used = snprintf(line, sizeof line, "%*s ← %5.1f%%  %s  %s", (int)indent, "",
+                        ospx__percent_of(group->self, tree->row_self), name, location);
+        /* one way on: its callers on this line */
+        size_t next = level + 1;
+        for (;;) {
+            int same = 1;
+            size_t going = 0; /* stacks that end here do not part the way */
+            for (size_t i = group->lo; i < group->hi && same; i++) {
+                if (tree->chains[i].length <= next)
+                    continue;
+                going++;
+                same =
+                    tree->chains[i].functions[next] == tree->chains[group->hi - 1].functions[next];
+            }
+            same = same && going > 0;
+            if (!same || used <= 0 || (size_t)used >= sizeof line)
+                break;
+            char caller[1024];
+            ospx_short_name(
+                caller, sizeof caller,
+                tree->model->functions[tree->chains[group->hi - 1].functions[next]].name);
+            used += snprintf(line + used, sizeof line - (size_t)used, "%s ← %s",
+                             next == level + 1 ? " " : "", caller);
+            next++;
+        }
+        ospx__emit(tree->out, tree->width, NULL, line);
+        tree->lines++;
+        /* where they part (or some stacks end here while others go on) */
+        int ends = 1;
+        for (size_t i = group->lo; i < group->hi && ends; i++)
+            ends = tree->chains[i].length <= next;
+        if (!ends)
+            print_caller_level(tree, group->lo, group->hi, next, indent + TREE_INDENT);
+    }
+    if (others > 0 && tree->lines < TREE_LINES) {
+        char line[256];
+        snprintf(line, sizeof line, "%*s ← %5.1f%%  … %zu more %s", (int)indent, "",
+                 ospx__percent_of(others_self, tree->row_self), others,
+                 others == 1 ? "caller" : "callers");
+        ospx__emit(tree->out, tree->width, NULL, line);
+        tree->lines++;
+    }
+}
+
+void ospx__report_callers(FILE *out, size_t width, const struct ospx_model *model,
+                          const struct ospx__callers *callers, const struct ospx_function_stat *fn,
+                          uint32_t process, uint64_t self, const char *here)
+{
+    struct ospx__chain *chains;
+    size_t count =
+        ospx__callers_chains(callers, (uint32_t)(fn - model->functions), process, &chains);
+    struct caller_tree tree = {out, width, model, chains, self, here, 0};
+    if (count > 0 && self > 0)
+        print_caller_level(&tree, 0, count, 0, OSPX__BAR_CELLS);
+    free(chains);
 }

@@ -415,11 +415,11 @@ struct ospx_report_options {
 int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
                       FILE *out);
 
-/* The report's way with text, for other views of a profile (`osprey top`): display columns of
- * UTF-8 text (one per code point); text fitted to `width` columns, cut with `…` at its end,
- * its start (a location: the file name is the useful part) or its middle (a function name),
- * control characters made spaces; the colour of a row by its self share (NULL: none), to be
- * followed by OSPX_COLOR_RESET. */
+/* The report's way with text (text.c), for other views of a profile (`osprey top`): display
+ * columns of UTF-8 text (one per code point); text fitted to `width` columns, cut with `…` at
+ * its end, its start (a location: the file name is the useful part) or its middle (a function
+ * name), control characters made spaces; the colour of a row by its self share (NULL: none),
+ * to be followed by OSPX_COLOR_RESET. */
 enum ospx_cut { OSPX_CUT_END, OSPX_CUT_START, OSPX_CUT_MIDDLE };
 size_t ospx_text_columns(const char *text);
 void ospx_text_fit(char *out, size_t size, const char *text, size_t width, enum ospx_cut cut);

@@ -3,6 +3,7 @@
 #ifndef OSPX_INTERNAL_H
 #define OSPX_INTERNAL_H
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -237,11 +238,35 @@ void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
                           const struct ospx__node *node, const char *other_name, int in_trace);
 void ospx__quoted_free(struct ospx__quoted_functions *quoted);
 
-/* ---- model.c ---- */
+/* The table *array points to (any T **) given room for `capacity` elements of element_size
+ * bytes (grow.c). 0, or -ENOMEM with *array as it was. */
+int ospx__resize(void *array, size_t capacity, size_t element_size);
+/* Room for element `count` in the table *array points to (any T **), which has room for
+ * *capacity elements of element_size bytes: when full, its room doubled (`initial` when it had
+ * none). 0, or -ENOMEM with *array and *capacity as they were. Inline: the scanner asks once
+ * per value it reads. */
+static inline int ospx__grow(void *array, size_t *capacity, size_t count, size_t element_size,
+                             size_t initial)
+{
+    if (count < *capacity)
+        return 0;
+    size_t grown_capacity = *capacity > 0 ? *capacity * 2 : initial;
+    if (ospx__resize(array, grown_capacity, element_size) != 0)
+        return -ENOMEM;
+    *capacity = grown_capacity;
+    return 0;
+}
+
+/* ---- writers.c: what the writers share beside the model ---- */
 
 /* For each frame of model->symbols, the index of its function in model->functions
  * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure. */
 uint32_t *ospx__frame_functions(const struct ospx_model *model);
+
+/* The model's function indices (room for one more) sorted by `compare`, which qsort_r hands
+ * model->functions. Caller frees. NULL on allocation failure. */
+uint32_t *ospx__functions_sorted(const struct ospx_model *model,
+                                 int (*compare)(const void *, const void *, void *));
 
 /* The slots of raw stack `stack`, leaf first, and how many. */
 static inline const struct ospx_slot *ospx__stack_slots(const struct ospx_model *model,
@@ -298,8 +323,55 @@ char *ospx__demangle_leftover(const char *name);
  * >::_M_allocate"). */
 void ospx__short_name_with_arguments(char *out, size_t size, const char *name);
 
-/* Seconds as a short duration: 12.3s, 1.70s, 350ms, 4.0ms (report.c). */
+/* Seconds as a short duration: 12.3s, 1.70s, 350ms, 4.0ms (text.c). */
 void ospx__format_duration(char *out, size_t size, double seconds);
+
+/* ---- the terminal report's parts (report.c, report-header.c, report-notes.c, listing.c;
+ * text.c's helpers) ---- */
+
+#define OSPX__DEFAULT_WIDTH 100        /* columns of a table that goes to no terminal */
+#define OSPX__BAR_CELLS     8          /* the self gutter; a full one is 100% */
+#define OSPX__COLOR_WARN    "\033[33m" /* warnings; a self share >= 0.5% */
+
+static inline double ospx__percent_of(uint64_t part, uint64_t whole)
+{
+    return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
+}
+/* Print one line, cut to the width, optionally coloured (text.c). */
+void ospx__emit(FILE *out, size_t width, const char *color, const char *text);
+/* Print "first; second" on one line, or on two (the second indented) when one would be wider
+ * than the width (text.c). */
+void ospx__emit_pair(FILE *out, size_t width, const char *color, const char *first,
+                     const char *second);
+/* A function's LOCATION (report.c). */
+void ospx__report_location(char *out, size_t size, const struct ospx_model *model,
+                           const struct ospx_function_stat *fn, const char *cwd);
+/* More than one process sampled (report-header.c). */
+int ospx__report_several_processes(const struct ospx_model *model);
+void ospx__report_header(FILE *out, size_t width, const struct ospx_model *model,
+                         const char *title);
+/* "pid comm" of one of the model's processes (report-header.c). */
+void ospx__report_process_name(char *out, size_t size, const struct ospx_model *model,
+                               uint32_t process);
+void ospx__report_process_title(char *out, size_t size, const struct ospx_model *model,
+                                uint32_t process);
+void ospx__report_processes(FILE *out, size_t width, const struct ospx_model *model);
+void ospx__report_left_session(FILE *out, size_t width, const struct ospx_model *model,
+                               const char *warn);
+void ospx__report_escaped(FILE *out, size_t width, const struct ospx_model *model, long process,
+                          const char *warn);
+void ospx__report_fibers(FILE *out, size_t width, const struct ospx_model *model);
+/* --inverted: the caller tree under a table row (listing.c). */
+void ospx__report_callers(FILE *out, size_t width, const struct ospx_model *model,
+                          const struct ospx__callers *callers, const struct ospx_function_stat *fn,
+                          uint32_t process, uint64_t self, const char *here);
+/* The notes under the table (report-notes.c). */
+void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *model,
+                             const char *warn);
+void ospx__report_achieved_rate(FILE *out, size_t width, const struct ospx_model *model,
+                                const char *warn, long process);
+void ospx__report_names_hint(FILE *out, size_t width, const struct ospx_model *model,
+                             const char *warn);
 
 /* ---- two runs side by side (diff.c) ---- */
 

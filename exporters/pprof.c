@@ -74,14 +74,9 @@ static int64_t string_index(struct strings *strings, const char *text, int copy)
             return entry;
     if (strings->count == strings->capacity) {
         size_t capacity = strings->capacity * 2;
-        char **table = realloc(strings->table, capacity * sizeof *table);
-        if (table == NULL)
+        if (ospx__resize(&strings->table, capacity, sizeof *strings->table) != 0 ||
+            ospx__resize(&strings->owned, capacity, sizeof *strings->owned) != 0)
             return -1;
-        strings->table = table;
-        uint8_t *owned = realloc(strings->owned, capacity);
-        if (owned == NULL)
-            return -1;
-        strings->owned = owned;
         strings->capacity = capacity;
     }
     char *entry = copy ? strdup(text) : (char *)text;
@@ -168,19 +163,11 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
             return (uint64_t)entry + 1;
     if (build->location_count == build->location_capacity) {
         size_t capacity = build->location_capacity > 0 ? build->location_capacity * 2 : 1024;
-        Location **locations = realloc(build->locations, capacity * sizeof *locations);
-        if (locations == NULL)
+        if (ospx__resize(&build->locations, capacity, sizeof *build->locations) != 0 ||
+            ospx__resize(&build->location_keys, capacity, sizeof *build->location_keys) != 0 ||
+            ospx__resize(&build->location_processes, capacity, sizeof *build->location_processes) !=
+                0)
             return 0;
-        build->locations = locations;
-        uint64_t *keys = realloc(build->location_keys, capacity * sizeof *keys);
-        if (keys == NULL)
-            return 0;
-        build->location_keys = keys;
-        uint32_t *processes =
-            realloc(build->location_processes, capacity * sizeof *build->location_processes);
-        if (processes == NULL)
-            return 0;
-        build->location_processes = processes;
         build->location_capacity = capacity;
     }
     /* One allocation: the location, its line pointers and its lines. */

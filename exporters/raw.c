@@ -7,6 +7,9 @@
  * range (3 threads)". After ospx_raw_read() returns 0, every sample's thread and stack index
  * is in range, every stack has at least one pc and end_unix_ns >= start_unix_ns, so nothing
  * downstream checks again. Unknown fields are ignored, so writers may add fields.
+ *
+ * The file's text and its fast path for the plain sample rows and stacks are raw-scan.c's;
+ * folding a renamed thread's entries into one is raw-threads.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,35 +19,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ospc.h"
 #include "ospx.h"
 #include "ospx_internal.h"
-
-/* The largest raw file the reader loads. A document whose rows are not in the plain form goes
- * to jansson whole, several times the file's size in memory, so a bigger file is refused
- * before it is read. */
-#define OSPX_RAW_MAX_BYTES (2ULL << 30)
-
-/* The most sampling periods one row may stand for: more than three years at 10 kHz, and small
- * enough that no sum of weights a file can hold overflows 64 bits. */
-#define OSPX_RAW_MAX_WEIGHT (INT64_C(1) << 40)
+#include "raw_internal.h"
 
 /* What the reader is working on, so that each check can name the file. */
 struct raw_reader {
     const char *path;
     struct ospx_error *err;
-    /* the sample rows the fast path read (raw_scan_samples), NULL when it did not */
-    struct ospx_sample *fast_rows;
-    size_t fast_count;
-    /* the stacks it read (scan_stacks): stack i's pcs are fast_pcs[fast_stack_start[i]]
-     * .. fast_pcs[fast_stack_start[i + 1] - 1]; fast_stack_start NULL when it did not */
-    json_int_t *fast_pcs;
-    size_t *fast_stack_start;
-    size_t fast_stack_count;
+    /* what the fast path (raw-scan.c) read */
+    struct ospx__raw_fast fast;
 };
 
 /* Record a semantic error at a JSON path: "FILE: PATH: text". Returns -EINVAL. */
@@ -292,79 +280,6 @@ static int raw_read_threads(struct raw_reader *reader, const json_t *threads, st
     return 0;
 }
 
-static uint64_t thread_key_hash(const struct ospx_thread *thread)
-{
-    int64_t key[2] = {thread->fiber, thread->tid};
-    return ospc_hash_bytes(OSPC_HASH_SEED, key, sizeof key);
-}
-
-static uint64_t thread_hash_of(uint32_t entry, void *context)
-{
-    const struct ospx_raw *raw = context;
-    return thread_key_hash(&raw->threads[entry]);
-}
-
-/* One thread per (fiber, tid): a later registration of the same kernel thread under the same
- * fiber id (it was renamed, and registered again under its new name) is folded into the first,
- * which takes its label; the samples follow. Entries without a tid stay as they are. 0 or
- * -ENOMEM. */
-static int raw_merge_renamed_threads(struct raw_reader *reader, struct ospx_raw *out)
-{
-    if (out->thread_count < 2)
-        return 0;
-    uint32_t *merged_into = malloc(out->thread_count * sizeof *merged_into);
-    struct ospc_index index;
-    if (merged_into == NULL || ospc_index_init(&index, out->thread_count) != 0) {
-        free(merged_into);
-        return raw_out_of_memory(reader);
-    }
-    size_t kept = 0;
-    int rc = 0;
-    for (size_t i = 0; i < out->thread_count && rc == 0; i++) {
-        struct ospx_thread *thread = &out->threads[i];
-        uint32_t into = UINT32_MAX;
-        size_t slot = ospc_index_start(&index, thread_key_hash(thread));
-        for (uint32_t e; thread->tid > 0 && (e = ospc_index_entry(&index, slot)) != UINT32_MAX;
-             slot = ospc_index_next(&index, slot)) {
-            if (out->threads[e].fiber == thread->fiber && out->threads[e].tid == thread->tid) {
-                into = e;
-                break;
-            }
-        }
-        if (into != UINT32_MAX) {
-            struct ospx_thread *first = &out->threads[into];
-            free(first->label);
-            first->label = thread->label; /* its latest name */
-            thread->label = NULL;
-            if (thread->cpu_ns > first->cpu_ns)
-                first->cpu_ns = thread->cpu_ns;
-            if (thread->preempted_ns > 0)
-                first->preempted_ns =
-                    (first->preempted_ns > 0 ? first->preempted_ns : 0) + thread->preempted_ns;
-            merged_into[i] = into;
-            continue;
-        }
-        into = (uint32_t)kept++;
-        if (into != i) {
-            out->threads[into] = *thread;
-            thread->label = NULL;
-        }
-        merged_into[i] = into;
-        if (thread->tid > 0) /* thread now lives at `into`; hash it from there */
-            rc = ospc_index_insert(&index, slot, into, thread_hash_of, out);
-    }
-    if (rc == 0 && kept < out->thread_count) {
-        for (size_t i = kept; i < out->thread_count; i++)
-            free(out->threads[i].label);
-        out->thread_count = kept;
-        for (size_t i = 0; i < out->sample_count; i++)
-            out->samples[i].thread = merged_into[out->samples[i].thread];
-    }
-    ospc_index_free(&index);
-    free(merged_into);
-    return rc != 0 ? raw_out_of_memory(reader) : 0;
-}
-
 /* Stack i of out, with room for `depth` pcs (freed with out); NULL when out of memory. */
 static struct ospx_stack *raw_new_stack(struct raw_reader *reader, struct ospx_raw *out, size_t i,
                                         size_t depth)
@@ -380,16 +295,17 @@ static struct ospx_stack *raw_new_stack(struct raw_reader *reader, struct ospx_r
     return stack;
 }
 
-/* The stacks the fast path read (see scan_stacks), with the checks raw_read_stacks makes. */
+/* The stacks the fast path read (raw-scan.c's scan_stacks), with the checks raw_read_stacks makes.
+ */
 static int raw_store_fast_stacks(struct raw_reader *reader, struct ospx_raw *out)
 {
-    size_t count = reader->fast_stack_count;
+    size_t count = reader->fast.stack_count;
     out->stacks = raw_table(reader, count, sizeof *out->stacks);
     if (out->stacks == NULL)
         return -ENOMEM;
     for (size_t i = 0; i < count; i++) {
-        const json_int_t *pcs = reader->fast_pcs + reader->fast_stack_start[i];
-        size_t depth = reader->fast_stack_start[i + 1] - reader->fast_stack_start[i];
+        const json_int_t *pcs = reader->fast.pcs + reader->fast.stack_start[i];
+        size_t depth = reader->fast.stack_start[i + 1] - reader->fast.stack_start[i];
         struct ospx_stack *stack = raw_new_stack(reader, out, i, depth);
         if (stack == NULL)
             return -ENOMEM;
@@ -408,7 +324,7 @@ static int raw_store_fast_stacks(struct raw_reader *reader, struct ospx_raw *out
 
 static int raw_read_stacks(struct raw_reader *reader, const json_t *stacks, struct ospx_raw *out)
 {
-    if (reader->fast_stack_start != NULL)
+    if (reader->fast.stack_start != NULL)
         return raw_store_fast_stacks(reader, out);
     size_t count = json_array_size(stacks);
     out->stacks = raw_table(reader, count, sizeof *out->stacks);
@@ -494,12 +410,12 @@ static int raw_store_sample(struct raw_reader *reader, struct ospx_raw *out, siz
 
 static int raw_read_samples(struct raw_reader *reader, const json_t *samples, struct ospx_raw *out)
 {
-    /* Read beforehand by the fast path (see raw_scan_samples)? */
-    if (reader->fast_rows != NULL) {
+    /* Read beforehand by the fast path (raw-scan.c)? */
+    if (reader->fast.rows != NULL) {
         /* Times, states and weights were checked while scanning; the indexes need the tables. */
-        out->samples = reader->fast_rows;
-        reader->fast_rows = NULL;
-        for (size_t i = 0; i < reader->fast_count; i++) {
+        out->samples = reader->fast.rows;
+        reader->fast.rows = NULL;
+        for (size_t i = 0; i < reader->fast.count; i++) {
             const struct ospx_sample *sample = &out->samples[i];
             if (sample->thread >= out->thread_count || sample->stack >= out->stack_count) {
                 json_int_t values[5] = {(json_int_t)sample->t_rel_ns, sample->thread, sample->stack,
@@ -507,7 +423,7 @@ static int raw_read_samples(struct raw_reader *reader, const json_t *samples, st
                 return raw_store_sample(reader, out, i, values);
             }
         }
-        out->sample_count = reader->fast_count;
+        out->sample_count = reader->fast.count;
         return 0;
     }
     size_t count = json_array_size(samples);
@@ -542,317 +458,6 @@ static int raw_read_samples(struct raw_reader *reader, const json_t *samples, st
             return rc;
     }
     return 0;
-}
-
-/* ---- the fast path for "samples" and "stacks" ----
- *
- * A long profile is mostly its sample rows, millions of small arrays that jansson would hold
- * as millions of objects (about 250 bytes a row, and most of the reading time), and then its
- * stacks (hundreds of thousands of pcs). So before jansson sees the text, the top-level
- * "samples" and "stacks" arrays are read here directly, when they are in the plain form
- * writers produce: arrays of 4 or 5 JSON integers, non-empty arrays of JSON integers. Then
- * their text is blanked to `[]` (line breaks kept, so every position jansson reports stays the
- * same) and jansson reads the rest. Anything else in such an array (a real number, a string, a
- * nested value, a leading zero, a number too long for 64 bits, an empty stack, a syntax error)
- * leaves its text alone: jansson and the checks above then read it and report what is wrong
- * exactly as before. */
-
-static const char *skip_space(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-        p++;
-    return p;
-}
-
-/* A JSON string starting at p ('"'): the position after it, NULL when unterminated. */
-static const char *skip_string(const char *p, const char *end)
-{
-    for (p++; p < end; p++) {
-        if (*p == '\\')
-            p++;
-        else if (*p == '"')
-            return p + 1;
-    }
-    return NULL;
-}
-
-/* A JSON integer as jansson accepts it: -?(0|[1-9][0-9]*), at most 18 digits (so it fits), not
- * followed by a fraction or an exponent. Returns the position after it, NULL otherwise. */
-static const char *scan_integer(const char *p, const char *end, json_int_t *value)
-{
-    int negative = p < end && *p == '-';
-    p += negative;
-    const char *digits = p;
-    json_int_t number = 0;
-    while (p < end && *p >= '0' && *p <= '9') {
-        if (p - digits == 18)
-            return NULL; /* longer than any value this path takes: jansson decides */
-        number = number * 10 + (*p++ - '0');
-    }
-    size_t length = (size_t)(p - digits);
-    if (length == 0 || length > 18 || (length > 1 && *digits == '0'))
-        return NULL;
-    if (p < end && (*p == '.' || *p == 'e' || *p == 'E'))
-        return NULL;
-    *value = negative ? -number : number;
-    return p;
-}
-
-/* Ask for transparent huge pages over the 2 MiB-aligned part of [memory, memory + size): the
- * sample table of a million rows is 32 MB, and a page fault per 4 KiB of it cost a quarter of
- * the scan. A hint only. */
-static void huge_pages(void *memory, size_t size)
-{
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t start = ((uintptr_t)memory + huge - 1) & ~(huge - 1);
-    uintptr_t end = ((uintptr_t)memory + size) & ~(huge - 1);
-    if (end > start)
-        (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
-}
-
-/* Read the array at p ('[') as sample rows into reader->fast_rows. Returns the position after
- * its ']', NULL (and no rows) when it is not in the plain form, or a row fails a check that
- * needs no other table (time, state, weight; an index above 32 bits): the slow path then says
- * which. */
-static const char *scan_rows(struct raw_reader *reader, const char *p, const char *end)
-{
-    /* The shortest row, "[0,0,0,0]," is ten bytes: rarely more rows than that. Pages never
-     * written are never touched. */
-    size_t count = 0, capacity = (size_t)(end - p) / 10 + 1;
-    struct ospx_sample *rows = malloc(capacity * sizeof *rows);
-    if (rows == NULL)
-        return NULL;
-    huge_pages(rows, capacity * sizeof *rows);
-    p = skip_space(p + 1, end);
-    if (p < end && *p == ']') {
-        reader->fast_rows = rows;
-        reader->fast_count = 0;
-        return p + 1;
-    }
-    while (p < end && *p == '[') {
-        if (count == capacity) {
-            capacity *= 2;
-            void *grown = realloc(rows, capacity * sizeof *rows);
-            if (grown == NULL)
-                break;
-            rows = grown;
-        }
-        json_int_t row[5] = {0, 0, 0, 0, 1};
-        size_t elements = 0;
-        p = skip_space(p + 1, end);
-        while (p != NULL && elements < 5) {
-            p = scan_integer(p, end, &row[elements++]);
-            if (p == NULL)
-                break;
-            p = skip_space(p, end);
-            if (p < end && *p == ',')
-                p = skip_space(p + 1, end);
-            else
-                break;
-        }
-        if (p == NULL || p >= end || *p != ']' || elements < 4)
-            break;
-        if (row[0] < 0 || row[1] < 0 || row[1] > UINT32_MAX || row[2] < 0 || row[2] > UINT32_MAX ||
-            (row[3] != 0 && row[3] != 1) || row[4] < 1 || row[4] > OSPX_RAW_MAX_WEIGHT)
-            break;
-        rows[count++] = (struct ospx_sample){.t_rel_ns = (uint64_t)row[0],
-                                             .thread = (uint32_t)row[1],
-                                             .stack = (uint32_t)row[2],
-                                             .state = (uint8_t)row[3],
-                                             .weight = (uint64_t)row[4]};
-        p = skip_space(p + 1, end);
-        if (p < end && *p == ',') {
-            p = skip_space(p + 1, end);
-            continue;
-        }
-        if (p < end && *p == ']') {
-            struct ospx_sample *fitted = realloc(rows, (count + 1) * sizeof *rows);
-            reader->fast_rows = fitted != NULL ? fitted : rows;
-            reader->fast_count = count;
-            return p + 1;
-        }
-        break;
-    }
-    free(rows);
-    return NULL;
-}
-
-/* Read the array at p ('[') as stacks, non-empty arrays of integers, into reader->fast_pcs and
- * fast_stack_start. Returns the position after its ']', NULL (and nothing kept) when it is not
- * in that plain form (an empty stack included: jansson's path reports it). */
-static const char *scan_stacks(struct raw_reader *reader, const char *p, const char *end)
-{
-    size_t count = 0, starts_capacity = 1024, pc_count = 0, pcs_capacity = 16384;
-    size_t *starts = malloc(starts_capacity * sizeof *starts);
-    json_int_t *pcs = malloc(pcs_capacity * sizeof *pcs);
-    if (starts == NULL || pcs == NULL)
-        goto fail;
-    starts[0] = 0;
-    p = skip_space(p + 1, end);
-    if (p < end && *p == ']')
-        goto done;
-    while (p < end && *p == '[') {
-        p = skip_space(p + 1, end);
-        size_t depth = 0;
-        for (;;) {
-            if (pc_count == pcs_capacity) {
-                json_int_t *grown = realloc(pcs, 2 * pcs_capacity * sizeof *pcs);
-                if (grown == NULL)
-                    goto fail;
-                pcs = grown;
-                pcs_capacity *= 2;
-            }
-            p = scan_integer(p, end, &pcs[pc_count]);
-            if (p == NULL)
-                goto fail;
-            pc_count++;
-            depth++;
-            p = skip_space(p, end);
-            if (p < end && *p == ',') {
-                p = skip_space(p + 1, end);
-                continue;
-            }
-            break;
-        }
-        if (p >= end || *p != ']' || depth == 0)
-            goto fail;
-        if (count + 2 > starts_capacity) {
-            size_t *grown = realloc(starts, 2 * starts_capacity * sizeof *starts);
-            if (grown == NULL)
-                goto fail;
-            starts = grown;
-            starts_capacity *= 2;
-        }
-        starts[++count] = pc_count;
-        p = skip_space(p + 1, end);
-        if (p < end && *p == ',') {
-            p = skip_space(p + 1, end);
-            continue;
-        }
-        if (p < end && *p == ']')
-            goto done;
-        break;
-    }
-fail:
-    free(starts);
-    free(pcs);
-    return NULL;
-done:
-    reader->fast_pcs = pcs;
-    reader->fast_stack_start = starts;
-    reader->fast_stack_count = count;
-    return p + 1;
-}
-
-/* An array the fast path read: text[start, end) is its "[...]". */
-struct raw_span {
-    size_t start, end;
-};
-
-/* Find the top-level "samples" and "stacks" members of the document in text[0, size) and read
- * their rows; the arrays read go in spans (at most two, in text order). A member it cannot
- * read is left to jansson. Returns the number of spans. */
-static size_t raw_scan_samples(struct raw_reader *reader, const char *text, size_t size,
-                               struct raw_span spans[2])
-{
-    size_t span_count = 0;
-    const char *end = text + size, *p = skip_space(text, end);
-    if (p >= end || *p != '{')
-        return 0;
-    int depth = 0;
-    /* per member: its array's '[', and how often its key was seen */
-    const char *found[2] = {NULL, NULL};
-    static const char *const keys[2] = {"\"samples\"", "\"stacks\""};
-    int seen[2] = {0, 0};
-    for (; p < end; p++) {
-        char c = *p;
-        if (c == '"') {
-            const char *key_end = skip_string(p, end);
-            if (key_end == NULL)
-                return span_count;
-            /* a key of the top object: the string is followed by ':' */
-            const char *after = skip_space(key_end, end);
-            for (int m = 0; m < 2 && depth == 1 && after < end && *after == ':'; m++) {
-                size_t length = strlen(keys[m]);
-                if ((size_t)(key_end - p) != length || memcmp(p, keys[m], length) != 0)
-                    continue;
-                if (seen[m]++ > 0)
-                    return span_count; /* a duplicate: jansson says so */
-                const char *value = skip_space(after + 1, end);
-                if (value < end && *value == '[')
-                    found[m] = value;
-            }
-            p = key_end - 1;
-        } else if (c == '{' || c == '[') {
-            depth++;
-            if (depth != 2 || (p != found[0] && p != found[1]))
-                continue;
-            const char *close =
-                p == found[0] ? scan_rows(reader, p, end) : scan_stacks(reader, p, end);
-            if (close == NULL)
-                continue; /* jansson reads it */
-            spans[span_count++] = (struct raw_span){(size_t)(p - text), (size_t)(close - text)};
-            p = close - 1;
-            depth--;
-        } else if (c == '}' || c == ']') {
-            depth--;
-        }
-    }
-    return span_count;
-}
-
-/* Where jansson's positions move in the text it reads: on line `line`, columns after `column`
- * are `shift` columns further right in the file. */
-struct raw_shift {
-    int line, column, shift;
-};
-
-/* The text jansson reads: the document with each span's array replaced by "[]" and the span's
- * line breaks, so that lines stay the file's; the columns that move are recorded in shifts
- * (one per span). Returns its length (malloc'd into *out), or 0 when out of memory. */
-static size_t raw_rest_text(const char *text, size_t size, const struct raw_span *spans,
-                            size_t span_count, char **out, struct raw_shift *shifts)
-{
-    /* each span gives back at most its own length, so `size` bounds the text */
-    char *rest = malloc(size + 1), *at = rest;
-    if (rest == NULL)
-        return 0;
-    size_t from = 0;
-    int line = 1;
-    const char *line_start = rest; /* in rest */
-    for (size_t i = 0; i < span_count; i++) {
-        memcpy(at, text + from, spans[i].start - from);
-        for (const char *nl = at;
-             (nl = memchr(nl, '\n', (size_t)(at + spans[i].start - from - nl))); nl++) {
-            line++;
-            line_start = nl + 1;
-        }
-        at += spans[i].start - from;
-        *at++ = '[';
-        *at++ = ']';
-        /* jansson counts columns in characters: the first bytes of UTF-8 sequences */
-        int column = 0;
-        for (const char *c = line_start; c < at; c++)
-            column += ((unsigned char)*c & 0xC0) != 0x80;
-        const char *last_line = text + spans[i].start; /* in text */
-        for (const char *nl = last_line;
-             (nl = memchr(nl, '\n', (size_t)(text + spans[i].end - nl))) != NULL; nl++) {
-            *at++ = '\n';
-            line++;
-            line_start = at;
-            last_line = nl + 1;
-        }
-        if (last_line == text + spans[i].start) /* on one line: "[…]" became "[]" */
-            shifts[i] = (struct raw_shift){line, column, (int)(spans[i].end - spans[i].start - 2)};
-        else /* the span's last line lost its start */
-            shifts[i] = (struct raw_shift){line, 0, (int)(text + spans[i].end - last_line)};
-        from = spans[i].end;
-    }
-    memcpy(at, text + from, size - from);
-    at += size - from;
-    *at = '\0';
-    *out = rest;
-    return (size_t)(at - rest);
 }
 
 /* The optional "exit" object: {"status":"exited"} | {"status":"killed","signal":N} |
@@ -1056,7 +661,7 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
     if (rc == 0)
         rc = raw_read_samples(reader, samples, out);
     if (rc == 0)
-        rc = raw_merge_renamed_threads(reader, out);
+        rc = ospx__raw_merge_renamed_threads(out) == 0 ? 0 : raw_out_of_memory(reader);
     if (rc == 0 && exit_object != NULL)
         rc = raw_read_exit(reader, exit_object, out);
     if (rc == 0 && drops != NULL)
@@ -1081,125 +686,15 @@ int ospx__raw_read_fd(int fd, const char *path, struct ospx_raw *out, struct osp
 {
     memset(out, 0, sizeof *out);
     struct raw_reader reader = {.path = path, .err = err};
-    FILE *file = fdopen(fd, "rb");
-    if (file == NULL) {
-        int code = errno;
-        close(fd);
-        return ospx_error_set(err, code, path, 0, 0, "%s", strerror(code));
-    }
-    struct stat info;
-    if (fstat(fileno(file), &info) != 0) {
-        int code = errno;
-        fclose(file);
-        return ospx_error_set(err, code, path, 0, 0, "%s", strerror(code));
-    }
-    if (S_ISDIR(info.st_mode)) {
-        fclose(file);
-        return ospx_error_set(err, EISDIR, path, 0, 0, "is a directory, not a raw profile");
-    }
-    if (S_ISREG(info.st_mode) && info.st_size == 0) {
-        fclose(file);
-        return ospx_error_set(err, EINVAL, path, 0, 0, "empty file (no raw profile in it)");
-    }
-    if (S_ISREG(info.st_mode) && (uint64_t)info.st_size > OSPX_RAW_MAX_BYTES) {
-        fclose(file);
-        return ospx_error_set(err, EFBIG, path, 0, 0,
-                              "file is %.1f GiB (%lld bytes), above the reader's limit of "
-                              "%llu GiB",
-                              (double)info.st_size / (double)(1ULL << 30), (long long)info.st_size,
-                              OSPX_RAW_MAX_BYTES >> 30);
-    }
-
-    /* The whole text, so that the sample rows can be read before jansson sees the rest: a
-     * regular file mapped (no copy; the pages are the page cache's), else read. */
-    size_t size = 0;
-    char *text = NULL, *mapped = NULL;
-    if (S_ISREG(info.st_mode)) {
-        void *map = mmap(NULL, (size_t)info.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
-                         fileno(file), 0);
-        if (map != MAP_FAILED) {
-            mapped = map;
-            size = (size_t)info.st_size;
-        }
-    }
-    size_t capacity = S_ISREG(info.st_mode) ? (size_t)info.st_size + 1 : 65536;
-    if (mapped == NULL)
-        text = malloc(capacity + 1);
-    size_t got;
-    while (mapped == NULL && text != NULL &&
-           (got = fread(text + size, 1, capacity - size, file)) > 0) {
-        size += got;
-        if (size == capacity && size < OSPX_RAW_MAX_BYTES) {
-            char *grown = realloc(text, capacity * 2 + 1);
-            if (grown == NULL) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = grown;
-            capacity *= 2;
-        }
-        if (size >= OSPX_RAW_MAX_BYTES)
-            break;
-    }
-    int read_failed = ferror(file);
-    fclose(file);
-    if (text == NULL && mapped == NULL)
-        return raw_out_of_memory(&reader);
-    if (read_failed) {
-        free(text);
-        return ospx_error_set(err, EIO, path, 0, 0, "read error: %s", strerror(EIO));
-    }
-    if (size >= OSPX_RAW_MAX_BYTES) {
-        free(text);
-        return ospx_error_set(err, EFBIG, path, 0, 0, "more than the reader's limit of %llu GiB",
-                              OSPX_RAW_MAX_BYTES >> 30);
-    }
-    const char *document = mapped != NULL ? mapped : text;
-    struct raw_span spans[2];
-    size_t span_count = raw_scan_samples(&reader, document, size, spans);
-    char *rest = NULL;
-    struct raw_shift shifts[2];
-    size_t rest_size =
-        span_count > 0 ? raw_rest_text(document, size, spans, span_count, &rest, shifts) : 0;
-
-    if (span_count > 0 && rest == NULL) {
-        free(text);
-        if (mapped != NULL)
-            munmap(mapped, size);
-        free(reader.fast_rows);
-        free(reader.fast_pcs);
-        free(reader.fast_stack_start);
-        return raw_out_of_memory(&reader);
-    }
-    json_error_t parse_error;
-    json_t *root = json_loadb(rest != NULL ? rest : document, rest != NULL ? rest_size : size,
-                              JSON_REJECT_DUPLICATES, &parse_error);
-    free(rest);
-    free(text);
-    if (mapped != NULL)
-        munmap(mapped, size);
-    if (root == NULL) {
-        free(reader.fast_rows);
-        free(reader.fast_pcs);
-        free(reader.fast_stack_start);
-        /* jansson reports the column after the offending token; a message at column 0 (an
-         * error at the very start of a line) keeps just the line. */
-        int column = parse_error.column;
-        for (size_t i = 0; i < span_count; i++)
-            if (parse_error.line == shifts[i].line && parse_error.column > shifts[i].column)
-                column += shifts[i].shift;
-        return ospx_error_set(err, EINVAL, path, parse_error.line > 0 ? parse_error.line : 0,
-                              parse_error.line > 0 ? column : 0, "%s", parse_error.text);
-    }
-
+    json_t *root;
+    int rc = ospx__raw_parse(fd, path, &reader.fast, &root, err);
+    if (rc < 0)
+        return rc;
     out->source_path = strdup(path);
-    int rc = out->source_path != NULL ? raw_read_document(&reader, root, out)
-                                      : raw_out_of_memory(&reader);
+    rc = out->source_path != NULL ? raw_read_document(&reader, root, out)
+                                  : raw_out_of_memory(&reader);
     json_decref(root);
-    free(reader.fast_rows);
-    free(reader.fast_pcs);
-    free(reader.fast_stack_start);
+    ospx__raw_fast_free(&reader.fast);
     if (rc < 0)
         ospx_raw_free(out);
     return rc;

@@ -80,14 +80,9 @@ int ospx_run_siblings(const char *path, char ***paths, size_t *count)
     for (struct dirent *entry; rc == 0 && (entry = readdir(listing)) != NULL;) {
         if (!is_sibling_name(entry->d_name, prefix, prefix_length))
             continue;
-        if (*count == capacity) {
-            capacity = capacity > 0 ? capacity * 2 : 16;
-            char **grown = realloc(*paths, capacity * sizeof *grown);
-            if (grown == NULL) {
-                rc = -ENOMEM;
-                break;
-            }
-            *paths = grown;
+        if (ospx__grow(paths, &capacity, *count, sizeof **paths, 16) != 0) {
+            rc = -ENOMEM;
+            break;
         }
         size_t size = strlen(directory) + strlen(entry->d_name) + 2;
         char *joined = malloc(size);

@@ -220,14 +220,9 @@ static int collect_addresses(struct ospx__symbolizer *state)
             if (image == NO_IMAGE)
                 continue;
             struct ospx__image_work *work = &state->work[image];
-            if (work->count == work->capacity) {
-                size_t capacity = work->capacity > 0 ? work->capacity * 2 : 64;
-                uint64_t *addresses = realloc(work->addresses, capacity * sizeof *addresses);
-                if (addresses == NULL)
-                    return -ENOMEM;
-                work->addresses = addresses;
-                work->capacity = capacity;
-            }
+            if (ospx__grow(&work->addresses, &work->capacity, work->count, sizeof *work->addresses,
+                           64) != 0)
+                return -ENOMEM;
             work->addresses[work->count++] = pc - raw->images[image].slide;
         }
     }
@@ -298,14 +293,9 @@ static int intern_frame(struct frame_table *table, const char *name, const char 
             return 0;
         }
     }
-    if (symbols->frame_count == table->frame_capacity) {
-        size_t capacity = table->frame_capacity > 0 ? table->frame_capacity * 2 : 256;
-        struct ospx_frame *frames = realloc(symbols->frames, capacity * sizeof *frames);
-        if (frames == NULL)
-            return -ENOMEM;
-        symbols->frames = frames;
-        table->frame_capacity = capacity;
-    }
+    if (ospx__grow(&symbols->frames, &table->frame_capacity, symbols->frame_count,
+                   sizeof *symbols->frames, 256) != 0)
+        return -ENOMEM;
     struct ospx_frame *frame = &symbols->frames[symbols->frame_count];
     *frame = (struct ospx_frame){.name = strdup(name),
                                  .file = strdup(file),

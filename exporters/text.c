@@ -1,0 +1,125 @@
+/* text.c — text for the terminal, shared by the report (report*.c, listing.c, diff.c) and
+ * `osprey top`: display columns of UTF-8 text (one per code point), fitting text to a width with
+ * `…` cut at its end, start or middle, the colour of a share, one line or a note of two parts
+ * printed within a width, and durations in short form. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ospc.h"
+#include "ospx_internal.h"
+
+#define COLOR_HOT   "\033[1;31m"     /* self >= 5%: red, bold */
+#define COLOR_WARM  OSPX__COLOR_WARN /* self >= 0.5%: yellow */
+#define COLOR_RESET OSPX_COLOR_RESET
+
+/* Display columns of UTF-8 text: one per code point. */
+static size_t columns(const char *text)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++)
+        n += (*p & 0xC0) != 0x80;
+    return n;
+}
+
+/* Byte offset where column `column` starts. */
+static size_t column_offset(const char *text, size_t column)
+{
+    size_t n = 0, i = 0;
+    for (; text[i] != '\0'; i++) {
+        if (((unsigned char)text[i] & 0xC0) != 0x80) {
+            if (n == column)
+                return i;
+            n++;
+        }
+    }
+    return i;
+}
+
+enum cut { CUT_END, CUT_START, CUT_MIDDLE };
+
+/* Copy `text` into `out` (size bytes) fitted to `width` columns: when too wide, cut with `…` at
+ * the end, at the start (paths: the file name is the useful part) or in the middle (function
+ * names: long names often differ only at their end). Control characters become spaces. */
+static void fit(char *out, size_t size, const char *text, size_t width, enum cut cut)
+{
+    char clean[1024];
+    snprintf(clean, sizeof clean, "%s", ospx__str(text));
+    ospc_printable(clean);
+    size_t have = columns(clean);
+    if (have <= width) {
+        snprintf(out, size, "%s", clean);
+    } else if (width == 0) {
+        out[0] = '\0';
+    } else if (cut == CUT_START) {
+        snprintf(out, size, "…%s", clean + column_offset(clean, have - (width - 1)));
+    } else if (cut == CUT_MIDDLE && width >= 8) {
+        size_t tail = (width - 1) / 3, head = width - 1 - tail;
+        snprintf(out, size, "%.*s…%s", (int)column_offset(clean, head), clean,
+                 clean + column_offset(clean, have - tail));
+    } else {
+        snprintf(out, size, "%.*s…", (int)column_offset(clean, width - 1), clean);
+    }
+}
+
+size_t ospx_text_columns(const char *text)
+{
+    return columns(text);
+}
+
+void ospx_text_fit(char *out, size_t size, const char *text, size_t width, enum ospx_cut cut)
+{
+    fit(out, size, text, width,
+        cut == OSPX_CUT_START    ? CUT_START
+        : cut == OSPX_CUT_MIDDLE ? CUT_MIDDLE
+                                 : CUT_END);
+}
+
+const char *ospx_share_color(double self_percent)
+{
+    return self_percent >= 5.0 ? COLOR_HOT : self_percent >= 0.5 ? COLOR_WARM : NULL;
+}
+
+/* Print one line, cut to the width, optionally coloured. */
+void ospx__emit(FILE *out, size_t width, const char *color, const char *text)
+{
+    char line[4096];
+    fit(line, sizeof line, text, width > 0 ? width : sizeof line, CUT_END);
+    if (color != NULL)
+        fprintf(out, "%s%s%s\n", color, line, COLOR_RESET);
+    else
+        fprintf(out, "%s\n", line);
+}
+
+/* Print "first; second" on one line, or on two (the second indented) when one would be wider
+ * than the width. Width 0: the output is no terminal: two lines past OSPX__DEFAULT_WIDTH, neither
+ * cut (a log or a pipe keeps the whole note). */
+void ospx__emit_pair(FILE *out, size_t width, const char *color, const char *first,
+                     const char *second)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "%s; %s", first, second);
+    if (columns(line) <= (width > 0 ? width : OSPX__DEFAULT_WIDTH)) {
+        ospx__emit(out, width, color, line);
+        return;
+    }
+    snprintf(line, sizeof line, "%s;", first);
+    ospx__emit(out, width, color, line);
+    snprintf(line, sizeof line, "  %s", second);
+    ospx__emit(out, width, color, line);
+}
+
+void ospx__format_duration(char *out, size_t size, double seconds)
+{
+    if (seconds <= 0)
+        snprintf(out, size, "0s");
+    else if (seconds >= 100)
+        snprintf(out, size, "%.0fs", seconds);
+    else if (seconds >= 10)
+        snprintf(out, size, "%.1fs", seconds);
+    else if (seconds >= 0.9995)
+        snprintf(out, size, "%.2fs", seconds);
+    else if (seconds >= 0.00995)
+        snprintf(out, size, "%.0fms", seconds * 1000);
+    else
+        snprintf(out, size, "%.1fms", seconds * 1000);
+}
