@@ -20,6 +20,7 @@ packages=(
   libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # the pprof output
   golang-go  # go tool pprof, a reader the tests load the pprof output into
   debuginfod curl  # e2e-debuginfod: a stripped binary's names from a real debuginfod server
+  rustc  # e2e-names: Rust names in both manglings (v0 needs rustc 1.59 or later; Debian 12 has 1.63)
   # arm64: the cross compiler, qemu-user to run what it builds (the cross file's exe wrapper),
   # and the arm64 libraries from multiarch, which bring the arm64 loader and libc qemu runs
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user

@@ -46,7 +46,10 @@ mapfile -t scripts < <(shell_scripts)
 shellcheck "${scripts[@]}"
 
 setup build-test
-meson test -C build-test --print-errorlogs
+# Suites by kind (tests/README.md): unit, e2e and lint side by side; then accuracy, whose
+# figures depend on the clock, one test at a time with nothing beside it.
+meson test -C build-test --print-errorlogs --no-suite accuracy
+meson test -C build-test --print-errorlogs --suite accuracy --num-processes 1
 meson test -C build-test --setup=valgrind --suite unit --print-errorlogs
 
 echo "== unit suites under AddressSanitizer and UndefinedBehaviorSanitizer (clang)"
@@ -69,17 +72,14 @@ setup build-wasm --cross-file cross/wasm32-wasi.ini
 
 echo "== arm64: cross-built (cross/aarch64-linux-gnu.ini), run under qemu-aarch64"
 # Everything is built: the shim (archive and preload library), ospreyd, the CLI, the tests.
-# What runs under emulation: the unit suites, the arm64 unwinder's own (arm64), the layers
-# lint, and the daemon's parse/hostile/raw cases. Not its binary/real cases nor the collector
-# and CLI end-to-end tests: they start arm64 programs from arm64 ones, which the host's kernel
-# runs only through binfmt_misc (not set up here); tests/e2e-arm64.sh starts its program under
-# qemu itself. Then the end-to-end profile of an emulated program (shim/README.md, "arm64").
+# What runs under emulation: the unit suites, the arm64 unwinder's own (arm64) and the layers
+# lint. Not the e2e suite (ospreyd's binary, the collector, the CLI): it starts arm64 programs
+# from arm64 ones, which the host's kernel runs only through binfmt_misc (not set up here);
+# tests/e2e-arm64.sh starts its program under qemu itself. Then the end-to-end profile of an
+# emulated program (shim/README.md, "arm64").
 setup build-arm64 --cross-file cross/aarch64-linux-gnu.ini
 meson test -C build-arm64 --print-errorlogs arm64 shim unwind proto raw model writers report \
-  html cli symbolize waits fuzz-raw fuzz-ring fuzz-walk shim-layers example-hotspot
-for case in parse hostile raw; do
-  CK_RUN_CASE=$case meson test -C build-arm64 --print-errorlogs daemon
-done
+  html cli symbolize waits daemon fuzz-raw fuzz-ring fuzz-walk shim-layers example-hotspot
 bash tests/e2e-arm64.sh build-arm64 build-test tests/arm64
 
 echo "== the outputs of a real profiled run in the tools that read them"

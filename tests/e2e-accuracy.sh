@@ -17,12 +17,9 @@ osprey=${1:?usage: e2e-accuracy.sh OSPREY PROGRAMS_DIR}
 programs=${2:?usage: e2e-accuracy.sh OSPREY PROGRAMS_DIR}
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-accuracy.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.sh
+. "$here/lib.sh"
 
 for name in threads leafloop clock_calls compute_read; do
   "$osprey" "$programs/$name.c" --profile -o "$work/$name" >"$work/$name.out" 2>"$work/$name.err" ||
@@ -31,9 +28,9 @@ done
 
 python3 - "$work" <<'PY' || fail "profile.json numbers out of bounds (see above)"
 import json, os, sys
+from checks import check, finish, load_raw
 
 work = sys.argv[1]
-problems = []
 
 def functions(name):
     with open(os.path.join(work, name + ".profile.json")) as f:
@@ -45,9 +42,6 @@ def functions(name):
         row["total_pct"] = max(row["total_pct"], fn["total_pct"])
     return profile, table
 
-def check(condition, message):
-    if not condition:
-        problems.append(message)
 
 profile, table = functions("threads")
 a = table.get("hot_a", {}).get("self_pct", 0.0)
@@ -74,7 +68,7 @@ check(hex_self <= 5, "clock_calls: %.1f%% self time in unnamed (hex) frames" % h
 # compute_read: of the reader's (fiber 0's) on-CPU samples, those whose leaf is read are
 # about its system-time share, not the time it spends blocked there.
 reader = read_leaf = 0
-raw = json.load(open(os.path.join(work, "compute_read.raw.json")))
+raw = load_raw(os.path.join(work, "compute_read.raw.json"))
 main = [t for t in raw["threads"] if t["fiber"] == 0][0]
 root = "%s-%d" % (os.path.basename(raw["exe"]), main["tid"])  # the main thread, as perf names it
 with open(os.path.join(work, "compute_read.folded")) as f:
@@ -96,13 +90,7 @@ check(reader > 0 and read_pct <= max(system_pct, 1.0) + 5.0,
       "compute_read: read is the leaf of %.1f%% of the reader's on-CPU samples; its system "
       "time is %.1f%% (a blocked read is not on-CPU time)" % (read_pct, system_pct))
 
-for p in problems:
-    print("FAIL: " + p, file=sys.stderr)
-sys.exit(1 if problems else 0)
+finish()
 PY
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed" >&2
-  exit 1
-fi
-echo "all accuracy checks passed"
+finish "all accuracy checks passed"

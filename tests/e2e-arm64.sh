@@ -20,10 +20,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-arm64.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-qemu=$(command -v qemu-aarch64 || command -v qemu-aarch64-static) || {
-  echo "FAIL: no qemu-aarch64" >&2
-  exit 1
-}
+qemu=$(command -v qemu-aarch64 || command -v qemu-aarch64-static) ||
+  skip "qemu-aarch64 is not installed (scripts/install-deps.sh installs qemu-user)"
 
 build() { # build OUT FLAGS...
   local out=$1
@@ -59,30 +57,21 @@ for variant in fp nofp archive; do
 done
 
 python3 - "$work" <<'PY' || fail "arm64 profiles wrong (see above)"
-import json, os, sys
+import os, sys
+from checks import check, finish, load_raw, read_folded
 
 work = sys.argv[1]
-problems = []
-
-def check(ok, message):
-    print(("  ok: " if ok else "  FAIL: ") + message)
-    if not ok:
-        problems.append(message)
 
 for name in ("fp", "nofp", "archive"):
-    raw = json.load(open(os.path.join(work, name + ".raw.json")))
+    raw = load_raw(os.path.join(work, name + ".raw.json"))
     unwind = raw.get("collector", {}).get("unwind", {})
     check(raw.get("platform") == "linux-aarch64", "%s: platform %s" % (name, raw.get("platform")))
     check(all(i.get("arch") == "aarch64" for i in raw["images"]),
           "%s: every image is aarch64" % name)
     check(unwind.get("images", 0) >= 3 and unwind.get("failed", 1) == 0,
           "%s: unwind rows for %s images, %s failed" % (name, unwind.get("images"), unwind.get("failed")))
-    rows = []
-    with open(os.path.join(work, name + ".folded")) as f:
-        for line in f:
-            stack, _, count = line.rstrip("\n").rpartition(" ")
-            parts = stack.split(";")
-            rows.append((parts[0], [p.split(" ")[0] for p in parts[1:]], int(count)))
+    rows = [(parts[0], [p.split(" ")[0] for p in parts[1:]], count)
+            for parts, count in read_folded(os.path.join(work, name + ".folded"))]
     ours = [(fiber, fr, c) for fiber, fr, c in rows
             if any(f in ("leaf_a", "leaf_b", "middle", "run_for") for f in fr)]
     total = sum(c for _, _, c in ours)
@@ -106,7 +95,7 @@ for name in ("fp", "nofp", "archive"):
     top = [l.split()[5] for l in report.splitlines() if l.startswith(("█", "▉", "▏")) and len(l.split()) > 5][:2]
     check(top == ["leaf_a", "leaf_b"], "%s: the report's top two are %s" % (name, top))
 
-sys.exit(1 if problems else 0)
+finish()
 PY
 
 finish "arm64 under qemu-aarch64: hot.c with and without frame pointers through the preload shim, and linked with the archive; native ospreyd"

@@ -30,8 +30,7 @@ trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
 if [ "$paranoid" -gt 2 ] && [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: perf events are not allowed here (perf_event_paranoid $paranoid)"
-  exit 77
+  skip "perf events are not allowed here (perf_event_paranoid $paranoid)"
 fi
 
 gcc -O2 -g -fomit-frame-pointer "$src/target.c" -lpthread -o "$work/target" 2>"$work/build" ||
@@ -82,15 +81,10 @@ expect_status 3 $? "the program's exit status"
 grep -q attach_hot_leaf "$work/report" || fail "the report does not name attach_hot_leaf"
 python3 - "$work" "$ticks_before" "$ticks_after" "$(getconf CLK_TCK)" \
   "$((steal_after - steal_before))" <<'PY' || fail "profile checks"
-import json, sys
+import sys
+from checks import check, finish, load_raw, on_cpu_seconds
 work, before, after, hz = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 steal = float(sys.argv[5]) / hz
-bad = 0
-def check(ok, what):
-    global bad
-    if not ok:
-        print("FAIL:", what, file=sys.stderr)
-        bad += 1
 total = whole = late = 0
 for line in open(work + "/p.folded"):
     stack, n = line.rsplit(" ", 1)
@@ -109,10 +103,8 @@ hot = sum(int(l.rsplit(" ", 1)[1]) for l in open(work + "/p.folded")
 check(hot > 0, "attach_hot_leaf is not under main;attach_hot_middle")
 waits = [l for l in open(work + "/p.offcpu.folded") if "attach_wait_site" in l]
 check(waits, "the wait is not at attach_wait_site")
-raw = json.load(open(work + "/p.raw.json"))
-rate = raw["rate_hz"]
-on_cpu = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"] if s[3] == 0)
-recorded = on_cpu / rate
+raw = load_raw(work + "/p.raw.json")
+recorded = on_cpu_seconds(raw)
 window = raw.get("process_cpu_ns", 0) / 1e9
 used = (after - before) / hz
 events = raw.get("collector", {}).get("events_cpu_ns", 0) / 1e9
@@ -125,7 +117,7 @@ check(window > 0 and events - window <= 0.1 * window + steal and window - events
 check(window <= used + 0.05, f"the window's CPU {window:.3f} s exceeds /proc's {used:.3f} s")
 check(raw["exit"]["status"] == "stopped", f"exit {raw['exit']}")
 print(f"on-CPU {total} samples, {whole} whole, late thread {late}, CPU {recorded:.3f} s of {window:.3f} s ({used:.3f} s by /proc, {events:.3f} s by the events, {steal:.3f} s stolen)")
-sys.exit(1 if bad else 0)
+finish()
 PY
 
 # --- a pid that does not exist ---------------------------------------------------------------
@@ -192,7 +184,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && chmod 755 "$work" &&
   kill "$pid4" "$pid5" 2>/dev/null
   wait "$pid4" "$pid5" 2>/dev/null
 else
-  echo "who may attach: skipped (needs root, setpriv, and osprey reachable by nobody)"
+  skip_part "who may attach" "needs root, setpriv, and osprey reachable by nobody"
 fi
 
 finish "e2e-attach: whole stacks, CPU, a late thread, the wait's site, nothing left behind, who may attach"

@@ -27,8 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || [ ! -x /usr/bin/python3 ]; then
-  echo "SKIP: needs root, setpriv and /usr/bin/python3 (a process of nobody's against root's cache)"
-  exit 77
+  skip "needs root, setpriv and /usr/bin/python3 (a process of nobody's against root's cache)"
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cache.XXXXXX")
 pids=()
@@ -36,8 +35,7 @@ trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 chmod 755 "$work"
 as_nobody() { setpriv --reuid nobody --regid nogroup --clear-groups "$@"; }
 if ! as_nobody test -x "$osprey"; then
-  echo "SKIP: osprey is not reachable by nobody ($osprey)"
-  exit 77
+  skip "osprey is not reachable by nobody ($osprey)"
 fi
 
 gcc -O2 -g "$programs/libc_heavy.c" -o "$work/libc_heavy" 2>"$work/build" ||

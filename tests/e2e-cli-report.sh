@@ -151,6 +151,8 @@ grep -q "go tool pprof -diff_base cmp.base.pb.gz cmp.new.pb.gz" out || fail "dif
 if command -v go >/dev/null 2>&1; then
   HOME=${HOME:-$work} go tool pprof -top -diff_base cmp.base.pb.gz cmp.new.pb.gz >pprof.out 2>&1 ||
     fail "go tool pprof -diff_base: $(cat pprof.out)"
+else
+  skip_part "go tool pprof -diff_base" "go is not installed"
 fi
 "$osprey" diff run.raw.json >out 2>err
 expect_status 2 $? "diff with one file"

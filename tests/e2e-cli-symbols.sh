@@ -168,7 +168,7 @@ if command -v go >/dev/null 2>&1; then
   echo "$mapping" | grep -Eq '/0x1000 ' || fail "pprof mapping's file offset is not the code's: $mapping"
   cd "$work/a" || exit 1
 else
-  echo "go not found: the go tool pprof checks are skipped" >&2
+  skip_part "the go tool pprof checks" "go is not installed"
 fi
 
 # The build's version is every output's exporter.

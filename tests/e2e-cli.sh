@@ -328,7 +328,7 @@ if cc -static -o static-prog static.c 2>/dev/null; then
   expect_status 4 $? "a static executable"
   grep -q "statically linked.*'osprey attach PID'" err || fail "static: no way forward: $(cat err)"
 else
-  echo "static executable: skipped (no static C library)"
+  skip_part "a static executable" "no static C library (libc6-dev has it)"
 fi
 
 # Other tools' habits: perf's and py-spy's -p PID, perf's record.
@@ -351,10 +351,11 @@ EOF2
 expect_status 3 $? "--duration 0.8"
 grep -qx "long done" out || fail "--duration: the program did not run to its end ($(cat out))"
 python3 - dur.raw.json <<'EOF2' || fail "--duration: the profile is not of the first 0.8 s"
-import json, sys
-raw = json.load(open(sys.argv[1]))
+import sys
+from checks import load_raw, on_cpu_seconds
+raw = load_raw(sys.argv[1])
 span = (raw["end_unix_ns"] - raw["start_unix_ns"]) / 1e9
-on_cpu = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"] if s[3] == 0) / raw["rate_hz"]
+on_cpu = on_cpu_seconds(raw)
 # The program spins on the wall clock: on a loaded machine it gets less than a CPU, so its
 # on-CPU samples are held to the CPU time it had by the stop (read then), not to 0.8 s.
 cpu = raw["process_cpu_ns"] / 1e9

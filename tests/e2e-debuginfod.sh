@@ -13,8 +13,7 @@ osprey=$(realpath "${1:?usage: e2e-debuginfod.sh path/to/osprey}")
 example="$(dirname "$(realpath "$0")")/../examples/hotspot.c"
 for tool in debuginfod curl objcopy strip clang; do
   if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "SKIP: $tool is not installed (scripts/install-deps.sh installs it)"
-    exit 77
+    skip "$tool is not installed (scripts/install-deps.sh installs it)"
   fi
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-debuginfod.XXXXXX")

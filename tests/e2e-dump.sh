@@ -17,8 +17,7 @@ osprey=$(realpath "${1:?usage: e2e-dump.sh OSPREY SOURCE_DIR}")
 src=$(realpath "${2:?usage: e2e-dump.sh OSPREY SOURCE_DIR}")
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
 if [ "$paranoid" -gt 2 ] && [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: perf events are not allowed here (perf_event_paranoid $paranoid)"
-  exit 77
+  skip "perf events are not allowed here (perf_event_paranoid $paranoid)"
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-dump.XXXXXX")

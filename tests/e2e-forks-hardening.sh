@@ -59,15 +59,16 @@ finished() {
 # on_cpu RAW: seconds on CPU the raw file recorded, and the periods lost in the rings.
 on_cpu() {
   python3 -c '
-import json, sys
-d = json.load(open(sys.argv[1]))
-cpu = sum(r[4] if len(r) > 4 else 1 for r in d["samples"] if r[3] == 0) / d["rate_hz"]
+import sys
+from checks import load_raw, on_cpu_seconds
+d = load_raw(sys.argv[1])
+cpu = on_cpu_seconds(d)
 print("%.4f %d" % (cpu, d.get("drops", {}).get("ring_full", 0)))' "$1"
 }
 
 # --- flood: another user's silent connections to the fork socket ---------------------------
 if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: flood: needs root (the attacker runs as nobody)"
+  skip_part "flood" "needs root (the attacker runs as nobody)"
 else
   "$work/forks" burn >"$work/plain.out" 2>/dev/null
   echo $? >"$work/plain.status"
@@ -118,11 +119,11 @@ settle_collectors "$work/many"
 expect_status "$(cat "$work/many-plain.status")" "$(cat "$work/many.status")" "many: the profiled run"
 grep -v "^osprey: " "$work/many.err" | grep -q . && fail "many: unexpected stderr: $(cat "$work/many.err")"
 python3 - "$work/many" "$(awk '{print $3}' "$work/many-plain.out")" <<'PY' || fail "many: children's CPU lost (above)"
-import glob, json, sys
-files = [json.load(open(p)) for p in glob.glob(sys.argv[1] + "/p.raw.*.json")]
+import glob, sys
+from checks import load_raw, on_cpu_seconds
+files = [load_raw(p) for p in glob.glob(sys.argv[1] + "/p.raw.*.json")]
 forked = [d for d in files if d.get("forked")]
-cpu = sum(sum(r[4] if len(r) > 4 else 1 for r in d["samples"] if r[3] == 0) / d["rate_hz"]
-          for d in forked)
+cpu = sum(on_cpu_seconds(d) for d in forked)
 plain = float(sys.argv[2])
 print("many: %d children with a profile of 600, %.3f s recorded of %.3f s their CPU plain (%.1f%%)"
       % (len(forked), cpu, plain, 100 * cpu / plain))
@@ -167,7 +168,7 @@ child_in_report clone3
 
 # --- setuid: a worker that drops its privileges, and its child -----------------------------
 if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: setuid: needs root"
+  skip_part "setuid" "needs root"
 else
   through setuid
   child=$(awk '/^child/ {print $2}' "$work/setuid-run.out")

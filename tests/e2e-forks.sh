@@ -67,13 +67,9 @@ for f in "$work"/*/p.raw.*.json "$work"/*/p.raw.json; do
 done
 
 python3 - "$work" <<'PY' || fail "forked children wrong (see above)"
-import glob, json, os, sys
+import glob, os, sys
+from checks import check, finish, load_raw, on_cpu_seconds as on_cpu, waiting_seconds
 work = sys.argv[1]
-failed = 0
-def check(ok, what):
-    global failed
-    print(("  ok: " if ok else "  FAIL: ") + what)
-    failed += not ok
 def said(name):
     out = {}
     for line in open(os.path.join(work, name + ".out")):
@@ -82,10 +78,7 @@ def said(name):
     return out
 def raw(name, pid):
     p = os.path.join(work, name, "p.raw.%d.json" % pid)
-    return json.load(open(p)) if os.path.exists(p) else None
-def on_cpu(doc):
-    """Seconds on CPU: whole periods of the on-CPU rows."""
-    return sum(r[4] if len(r) > 4 else 1 for r in doc["samples"] if r[3] == 0) / doc["rate_hz"]
+    return load_raw(p) if os.path.exists(p) else None
 def folded_share(name, pid, function, kind="folded"):
     path = os.path.join(work, name, "p.raw.%d.%s" % (pid, kind))
     if not os.path.exists(path):
@@ -118,7 +111,7 @@ for role, function, ends in (("worker_a", "work_a", "exit"), ("worker_b", "work_
 sleeper = raw("workers", w["sleeper"][0][0])
 check(sleeper is not None, "the sleeping child wrote its raw file")
 if sleeper is not None:
-    waited = sum(r[4] for r in sleeper["samples"] if r[3] == 1 and len(r) > 4) / sleeper["rate_hz"]
+    waited = waiting_seconds(sleeper)
     waits = sleeper.get("waits", {})
     # What it slept by its own clock: 0.3 s, and on a loaded machine its wait for a CPU once
     # woken. The kernel times that as the block's when the thread was not yet switched in
@@ -139,7 +132,7 @@ quick = raw("workers", w["quick"][0][0])
 check(quick is None or on_cpu(quick) <= 0.003, "the fork that ended at once: %s" %
       ("no file" if quick is None else "%.3f s" % on_cpu(quick)))
 execer = w["execer"][0][0]
-images = [json.load(open(p)) for p in
+images = [load_raw(p) for p in
           glob.glob(os.path.join(work, "workers", "p.raw.%d.json" % execer)) +
           glob.glob(os.path.join(work, "workers", "p.raw.%d-*.json" % execer))]
 true = [d for d in images if d["exe"].endswith("/true")]
@@ -147,7 +140,7 @@ fork = [d for d in images if not d["exe"].endswith("/true")]
 check(len(true) == 1, "the exec'd /bin/true wrote its own profile (%d)" % len(true))
 check(all(on_cpu(d) <= 0.003 for d in fork), "the fork before exec: %s" %
       ("no file" if not fork else "%.3f s" % on_cpu(fork[0])))
-root = json.load(open(os.path.join(work, "workers", "p.raw.json")))
+root = load_raw(os.path.join(work, "workers", "p.raw.json"))
 check(root["pid"] == parent and not root.get("forked"), "the parent's raw file is its own")
 check(folded_share("workers", 0, "work_parent") >= 0.8, "the parent's CPU in work_parent")
 n = sorted(os.path.basename(p) for p in glob.glob(os.path.join(work, "noforks", "p.raw*.json")))
@@ -166,7 +159,7 @@ for pid, cpu, role in p["server_worker"]:
     total += n * 0.010
 check(abs(served - total) <= 0.1 * total + 0.01,
       "pre-fork workers: %.3f s recorded in serve_request of %.3f s served" % (served, total))
-sys.exit(1 if failed else 0)
+finish()
 PY
 (cd "$work" && "$osprey" ./forks --profile -o "$work/orphan-run" -- orphan) \
   >"$work/orphan-run.out" 2>"$work/orphan-run.err" || fail "osprey ./forks orphan: exit $?"

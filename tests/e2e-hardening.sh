@@ -77,17 +77,14 @@ done
 for mode in alarmpoll longjmp sigevthread timerids; do
   same_as_plain "$mode" "$mode"
   python3 - "$work/$mode.raw.json" "$work/$mode.err" "$mode" <<'PY' || fail "$mode: CPU time not recorded (above)"
-import json, sys
+import sys
+from checks import load_raw, on_cpu_seconds
 raw, err, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 truth = None
 for line in open(err):
     if line.startswith("cpu_ns "):
         truth = int(line.split()[1]) / 1e9
-profile = json.load(open(raw))
-recorded = 0.0
-for row in profile["samples"]:
-    if row[3] == 0:
-        recorded += (row[4] if len(row) > 4 else 1) / profile["rate_hz"]
+recorded = on_cpu_seconds(load_raw(raw))
 ok = truth is not None and abs(recorded - truth) <= 0.25 * truth
 print("  %s: %s: %.3f s of CPU recorded of %.3f s used" % ("ok" if ok else "FAIL", mode, recorded, truth or 0))
 sys.exit(0 if ok else 1)
@@ -99,7 +96,8 @@ for spec in "2000 300" "500 1500"; do
   name=short-$us
   profiled "$name" shortthreads "$n" "$us"
   python3 - "$work/$name.raw.json" "$work/$name.err" "$n" "$us" <<'PY' || fail "short threads of $us us: CPU time not recorded (above)"
-import json, sys
+import sys
+from checks import load_raw, on_cpu, periods
 raw, err, n, us = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 # Two truths: what the threads' code used (from their births to the ends of their loops) and
 # all they used (their ends in the C library and the kernel included, which perf counts too).
@@ -112,13 +110,10 @@ for line in open(err):
         code = int(line.split()[1]) / 1e9
     if line.startswith("exited_cpu_ns "):
         everything = int(line.split()[1]) / 1e9
-profile = json.load(open(raw))
-period = 1.0 / profile["rate_hz"]
+profile = load_raw(raw)
 threads = profile["threads"]
-recorded = 0.0
-for row in profile["samples"]:
-    if row[3] == 0 and threads[row[1]]["fiber"] != 0:
-        recorded += (row[4] if len(row) > 4 else 1) * period
+recorded = periods(profile, lambda row: on_cpu(row) and threads[row[1]]["fiber"] != 0) / \
+    profile["rate_hz"]
 ok = code is not None and everything is not None and 0.90 * code <= recorded <= 1.10 * everything
 print("  %s: %d threads of %d us: %.3f s recorded of %.3f s used by their code, %.3f s in all"
       % ("ok" if ok else "FAIL", n, us, recorded, code or 0, everything or 0))
@@ -146,7 +141,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
   compgen -G "$jail/out*" >/dev/null && fail "setuid: OSPREY_PROFILE was written: $(ls "$jail")"
   rm -rf "$jail"
 else
-  echo "setuid: skipped (needs root and setpriv)"
+  skip_part "setuid" "needs root and setpriv"
 fi
 
 # sigpending: under `ulimit -i N`, three threads busy at once and the main thread want 8 of

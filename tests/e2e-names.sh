@@ -10,7 +10,7 @@ set -uo pipefail
 . "$(dirname "$(realpath "$0")")/lib.sh"
 
 osprey=$(realpath "${1:?usage: e2e-names.sh path/to/osprey}")
-command -v g++ >/dev/null 2>&1 || { echo "SKIP: no g++"; exit 77; }
+command -v g++ >/dev/null 2>&1 || skip "g++ is not installed"
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-names.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
@@ -88,9 +88,8 @@ grep -q "ROUTINE =* shapes::Grid<long>::sum(int) const in " list.txt ||
 
 # --- Rust: legacy and v0 symbols ---------------------------------------------------------------
 if ! command -v rustc >/dev/null 2>&1; then
-  echo "Rust names: skipped (no rustc)"
+  skip_part "Rust names" "rustc is not installed"
   finish "all name checks passed (C++ only)"
-  exit 0
 fi
 cat >rusty.rs <<'EOF2'
 use std::hint::black_box;

@@ -31,8 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/null 2>&1; then
-  echo "SKIP: needs root, setpriv and the user nobody (the attacks are nobody's, against root)"
-  exit 77
+  skip "needs root, setpriv and the user nobody (the attacks are nobody's, against root)"
 fi
 as_nobody() { setpriv --reuid nobody --regid nogroup --clear-groups "$@"; }
 # hold_as_nobody FILE: nobody holds FILE's flock exclusively, in one process (its pid in $!,
@@ -187,7 +186,7 @@ attach() { # attach NAME TMPDIR ARGS...: root's attach, its private directory un
 attach probe "$work" "$target" --duration 0.5
 probe=$?
 if [ "$probe" -ne 0 ] && grep -qi "perf\|not allowed\|cannot attach" "$work/probe.log"; then
-  echo "attach-lock: skipped (perf events are refused here: $(head -1 "$work/probe.log"))"
+  skip_part "attach-lock" "perf events are refused here: $(head -1 "$work/probe.log")"
 else
   expect_status 0 "$probe" "attach-lock: the plain attach ($(head -1 "$work/probe.log"))"
   # nobody's lock at the name root's attach used to take, with words of nobody's in it

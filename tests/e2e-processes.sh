@@ -146,7 +146,7 @@ if command -v go >/dev/null 2>&1; then
     fail "go tool pprof -tagfocus pid=$child_pid: $(cat top)"
   fi
 else
-  echo "e2e-processes: go not found, go tool pprof not checked" >&2
+  skip_part "go tool pprof -tags/-tagfocus" "go is not installed"
 fi
 
 # --- a shell that runs the program twice -----------------------------------------------------

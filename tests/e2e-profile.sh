@@ -12,24 +12,20 @@ hotspot_exe=${3:?usage: e2e-profile.sh OSPREY HOTSPOT_C HOTSPOT_EXE}
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-e2e.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 blocks=8000
-
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.sh
+. "$here/lib.sh"
 
 # check_exports STEM WHAT: parse every output written at STEM and check its structure.
 check_exports() {
   python3 - "$1" <<'PY' || fail "$2: exports do not have the expected structure"
 import json, re, sys
+import checks
+from checks import check
 
 stem = sys.argv[1]
-problems = []
-
-def check(condition, message):
-    if not condition:
-        problems.append(message)
+checks.where = stem + ": "
+checks.verbose = False  # a check per frame, node and folded line: failures only
 
 # speedscope: shared frame table, one sampled profile per fiber, root-first index arrays.
 speedscope = json.load(open(stem + ".speedscope.json"))
@@ -108,9 +104,7 @@ for line in folded:
 check(any("checksum_block" in line.split(" ")[0].split(";") for line in folded),
       "folded: no checksum_block frame")
 
-if problems:
-    print("\n".join(stem + ": " + p for p in problems), file=sys.stderr)
-    sys.exit(1)
+checks.finish()
 PY
 }
 
@@ -173,8 +167,4 @@ status=$?
 check_report "$work/report-stdout" "osprey report --binary"
 check_exports "$work/rep/hotspot" "osprey report --binary"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed" >&2
-  exit 1
-fi
-echo "end-to-end profile checks passed"
+finish "end-to-end profile checks passed"

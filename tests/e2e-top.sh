@@ -21,8 +21,7 @@ src=$(realpath "${2:?usage: e2e-top.sh OSPREY SOURCE_DIR}")
 require_tmux
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
 if [ "$paranoid" -gt 2 ] && [ "$(id -u)" -ne 0 ]; then
-  echo "SKIP: perf events are not allowed here (perf_event_paranoid $paranoid)"
-  exit 77
+  skip "perf events are not allowed here (perf_event_paranoid $paranoid)"
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-top.XXXXXX")

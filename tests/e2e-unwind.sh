@@ -72,7 +72,8 @@ profile python "$python" "$src/script.py"
 after_ready() { # after_ready NAME: NAME.raw.json's samples from ready_ns on -> NAME-ready.folded
   python3 - "$work/$1.raw.json" "$work/$1-ready.raw.json" <<'PY' || fail "$1: no raw file of the samples after ready_ns"
 import json, sys
-raw = json.load(open(sys.argv[1]))
+from checks import load_raw
+raw = load_raw(sys.argv[1])
 ready = raw.get("collector", {}).get("unwind", {}).get("ready_ns", 0)
 if not ready:
     sys.exit("no collector.unwind.ready_ns: the unwind rows were never all published")
@@ -99,28 +100,19 @@ cmp -s "$work/throw.plain" "$work/throw.out" ||
 
 python3 - "$work" "$python" <<'PY' || fail "stacks cut or split wrong (see above)"
 import os, sys
+from checks import THREAD_STARTS, check, finish, read_folded
 
 work, python = sys.argv[1], sys.argv[2]
-problems = []
 
 def folded(name, kind="folded"):
-    rows = []
-    with open(os.path.join(work, name + "." + kind)) as f:
-        for line in f:
-            stack, _, count = line.rstrip("\n").rpartition(" ")
-            frames = [fr.split(" ")[0] for fr in stack.split(";")[1:]]
-            rows.append((frames, int(count)))
-    return rows
+    """Rows of a folded file: [(frames root first, the thread's frame left out; count)]."""
+    return [([fr.split(" ")[0] for fr in frames[1:]], count)
+            for frames, count in read_folded(os.path.join(work, name + "." + kind))]
 
 def share(rows, keep, where):
     total = sum(c for fr, c in rows if keep(fr))
     hit = sum(c for fr, c in rows if keep(fr) and where(fr))
     return hit, total
-
-def check(ok, message):
-    print(("  ok: " if ok else "  FAIL: ") + message)
-    if not ok:
-        problems.append(message)
 
 def leaf_of(frames):
     return frames[-1] if frames else ""
@@ -159,7 +151,7 @@ for site, root in (("join_site", "main"), ("consumer_wait", "consumer"), ("read_
                    ("lock_site", "locker")):
     waited = sum(c for fr, c in rows if site in fr)
     rooted = sum(c for fr, c in rows if site in fr and root in fr and
-                 (fr[0] in ("_start", "clone3", "clone", "start_thread") or root == "main"))
+                 (fr[0] in THREAD_STARTS or root == "main"))
     check(waited >= 500 and rooted == waited,
           "waits: %d periods waited in %s, %d of them under %s and the stack's root" % (waited, site, rooted, root))
 
@@ -177,7 +169,7 @@ def rooted_after_ready(name, root, want, label):
 rooted_after_ready("throw", "main", 1000, "throw (10 kHz)")
 rooted_after_ready("python", "Py_RunMain", 500, "python (%s)" % python)
 
-sys.exit(1 if problems else 0)
+finish()
 PY
 
 finish "stacks through frameless code: gcc, clang, archive, dlopen'd plugin, C++ exceptions, python3"

@@ -13,7 +13,8 @@
 #     5% of the process's CPU time, and the client's waiting under recv_site (95% of it at
 #     least; its sends never block, and a send preempted in the middle is no wait).
 # Where the kernel refuses perf events to this user (perf_event_paranoid 3, a container), the
-# waits are the shim's own and only the join is checked; in CI (root) that is a failure.
+# waits are the shim's own: only the join is checked and the test ends skipped (77), which in
+# CI is a failure.
 # And the README's example (examples/hotspot.c): its main thread waits in pthread_join, under
 # main, for as long as the worker runs.
 # Usage: e2e-waits.sh OSPREY SOURCE_DIR EXAMPLES_DIR
@@ -45,29 +46,21 @@ for hz in 100 10000; do
 done
 for hz in 997 10000; do run "pingpong-$hz" "$hz" pingpong; done
 
-python3 - "$work" <<'PY' || fail "waits wrong (see above)"
+python3 - "$work" <<'PY'
 import json, sys
+from checks import ROOTS, check, failures, load_raw, on_cpu, periods, waiting
 work = sys.argv[1]
-failed = 0
-def check(ok, what):
-    global failed
-    print(("  ok: " if ok else "  FAIL: ") + what)
-    failed += not ok
 
-kernel = json.load(open(work + "/join-997.raw.json")).get("waits", {}).get("timed_by") == "kernel"
-if not kernel:
-    import os
-    ci = os.environ.get("CI") == "true" and os.geteuid() == 0
-    check(not ci, "waits timed from the kernel's records (perf events refused%s)" % (" in CI" if ci else ""))
+kernel = load_raw(work + "/join-997.raw.json").get("waits", {}).get("timed_by") == "kernel"
 
 def waited(name, site):
-    raw = json.load(open("%s/%s.raw.json" % (work, name)))
-    periods = 0
+    raw = load_raw("%s/%s.raw.json" % (work, name))
+    hit = 0
     for line in open("%s/%s.offcpu.folded" % (work, name)):
         frames, count = line.rsplit(" ", 1)
         if any(f == site or f.startswith(site + ".") for f in frames.split(";")):  # GCC's clones
-            periods += int(count)
-    return periods / raw["rate_hz"], 1.0 / raw["rate_hz"]
+            hit += int(count)
+    return hit / raw["rate_hz"], 1.0 / raw["rate_hz"]
 
 def truth(name):
     out = {}
@@ -88,17 +81,15 @@ runs = ["join-997"] + ([] if not kernel else
 # startup window, collector.unwind.ready_ns: 8-38 ms beside two CPU hogs, longer beside the
 # suite's other tests too) ends in libc's read, not at its site: the low side gives way by
 # those cut waits too, at most the window's length (and one wait of 10 ms that began in it).
-ROOTS = {"main", "start_thread", "__libc_start_main", "__libc_start_call_main", "clone",
-         "clone3", "__clone", "__clone3", "_start"}
 def cut_waiting(name, rate):
-    periods = 0
+    cut = 0
     for line in open("%s/%s.offcpu.folded" % (work, name)):
         frames, count = line.rsplit(" ", 1)
         if not ROOTS.intersection(frames.split(";")):
-            periods += int(count)
-    return periods / rate
+            cut += int(count)
+    return cut / rate
 for name in runs:
-    raw = json.load(open("%s/%s.raw.json" % (work, name)))
+    raw = load_raw("%s/%s.raw.json" % (work, name))
     preempted = sum(t.get("preempted_ns", 0) for t in raw["threads"]) / 1e9
     window = raw.get("collector", {}).get("unwind", {}).get("ready_ns", 0) / 1e9
     early = min(cut_waiting(name, raw["rate_hz"]), window + 0.01 + 2.0 / raw["rate_hz"])
@@ -120,27 +111,26 @@ for name in runs:
 # A client alternating two guarded calls on a socket with timeouts, 20,000+ times a second:
 # before, each call wrote a span, the rings overflowed and most samples and sites were lost.
 for name in ["pingpong-997", "pingpong-10000"] if kernel else []:
-    raw = json.load(open("%s/%s.raw.json" % (work, name)))
-    hz = raw["rate_hz"]
-    on = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"] if s[3] == 0) / hz
+    raw = load_raw("%s/%s.raw.json" % (work, name))
+    on = periods(raw, on_cpu) / raw["rate_hz"]
     cpu = raw["process_cpu_ns"] / 1e9
     # The flood wrote a record per call: 112,609 periods lost in 1.5 s. A loaded machine (two
     # CPU hogs and another test on 2 cores) may keep ospreyd from a 10 kHz thread's ring for
     # a few milliseconds: 0-58 periods of about 6,800 (under 0.9%) in runs at load 5.
-    periods = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"])
+    recorded = periods(raw)
     collector = raw.get("collector", {})
-    check(raw["dropped"] <= 0.01 * periods,
+    check(raw["dropped"] <= 0.01 * recorded,
           "%s: %d records dropped of %d periods recorded (%s; ospreyd's tick %.1f ms late at most)"
-          % (name, raw["dropped"], periods, raw.get("drops", "no reasons"),
+          % (name, raw["dropped"], recorded, raw.get("drops", "no reasons"),
              collector.get("longest_late_us", 0) / 1000))
     check(abs(on - cpu) <= 0.05 * cpu, "%s: %.3f s on the CPU recorded of %.3f s" % (name, on, cpu))
     main = [t for t in raw["threads"] if t["fiber"] == 0][0]["waited_ns"] / 1e9
     at_recv, _ = waited(name, "recv_site")
     check(at_recv >= 0.95 * main, "%s: recv_site has %.3f s of the client's %.3f s waiting" %
           (name, at_recv, main))
-raw = json.load(open(work + "/hotspot.raw.json"))
+raw = load_raw(work + "/hotspot.raw.json")
 main = [i for i, t in enumerate(raw["threads"]) if t["fiber"] == 0]
-waited = sum(s[4] if len(s) > 4 else 1 for s in raw["samples"] if s[1] in main and s[3] == 1)
+waited = periods(raw, lambda s: s[1] in main and waiting(s))
 wall = (raw["end_unix_ns"] - raw["start_unix_ns"]) * raw["rate_hz"] / 1e9
 joined = 0
 first = [t for t in raw["threads"] if t["fiber"] == 0][0]
@@ -160,6 +150,12 @@ if kernel:
     slices = [e for e in events if e.get("ph") == "X" and e.get("cat") == "osprey.waiting"]
     long = [e for e in slices if e["dur"] >= 10000]
     check(95 <= len(long) <= 101, "nap: %d wait slices of 10 ms or more in trace.json (100 waits)" % len(long))
-sys.exit(1 if failed else 0)
+# Without the kernel's records only the join and hotspot's wait were checked: skipped (77).
+sys.exit(1 if failures else 0 if kernel else 77)
 PY
+case $? in
+  0) ;;
+  77) skip_part "the waits timed from the kernel's records" "perf events are refused here" ;;
+  *) fail "waits wrong (see above)" ;;
+esac
 finish "every wait at its site, for its length"

@@ -2,6 +2,11 @@
 # lib.sh — what the shell end-to-end tests share; sourced, not run. A test counts its failed
 # checks in `failures` and ends with `finish "what passed"`.
 
+# The tests' inline Python imports checks.py (check, the sample weight, whole stacks) from here.
+PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH
+export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ left in the source tree
+
 failures=0
 fail() {
   echo "FAIL: $*" >&2
@@ -20,16 +25,30 @@ expect_one_line() {
     cat "$1" >&2
   fi
 }
-# require_tmux: the terminal tests need tmux; without it they are skipped (exit 77), except
-# under CI, where tmux is installed and it is a failure.
-require_tmux() {
-  command -v tmux >/dev/null 2>&1 && return 0
+# skip WHY: the test cannot run here: it says why and exits 77 (skipped). Under CI (CI set),
+# where scripts/install-deps.sh installs every tool and the run is root, it fails instead.
+skip() {
   if [ -n "${CI:-}" ]; then
-    echo "FAIL: tmux is not installed (scripts/install-deps.sh installs it)" >&2
+    echo "FAIL: skipped in CI: $*" >&2
     exit 1
   fi
-  echo "SKIP: tmux is not installed (apt-get install tmux); the terminal test needs it"
+  echo "SKIP: $*"
   exit 77
+}
+# skip_part WHAT WHY [NEVER_IN_CI]: WHAT cannot be checked here; the rest of the test runs, and
+# finish ends it skipped (77) naming WHAT, never passed. Under CI that is a failure, unless
+# NEVER_IN_CI says why CI can never check WHAT (then it is skipped there too, said).
+skipped=()
+skipped_in_ci=0
+skip_part() {
+  echo "SKIP: $1 ($2)${3:+; never in CI: $3}"
+  skipped+=("$1 ($2)")
+  if [ -z "${3:-}" ]; then skipped_in_ci=$((skipped_in_ci + 1)); fi
+}
+# require_tmux: the terminal tests need tmux (skipped without it).
+require_tmux() {
+  command -v tmux >/dev/null 2>&1 ||
+    skip "tmux is not installed (apt-get install tmux); the terminal test needs it"
 }
 # wait_for REGEX SECONDS: until the terminal test's screen (its function `plain`: the pane's
 # text) shows REGEX.
@@ -58,10 +77,19 @@ settle_collectors() {
   fail "$1: collectors still running after 20 s"
 }
 # finish WHAT: exit 1 when any check failed, else say WHAT passed.
+# finish WHAT: exit 1 when any check failed; else, when a part was skipped, exit 77 naming it
+# (skip); else say WHAT passed.
 finish() {
   if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed" >&2
     exit 1
+  fi
+  if [ "${#skipped[@]}" -ne 0 ]; then
+    local parts
+    parts=$(printf '%s; ' "${skipped[@]}")
+    if [ "$skipped_in_ci" -ne 0 ]; then skip "$1, but not: ${parts%; }"; fi
+    echo "SKIP: $1, but not: ${parts%; }"
+    exit 77
   fi
   echo "$1"
 }

@@ -33,9 +33,11 @@ WORK = os.path.join(HERE, "workloads")
 HZ = 997
 DWARF_STACK = 16384
 
-# The outermost frames of a whole stack: the program's entry, glibc's start-up, a thread's start.
-ROOTS = {"_start", "__libc_start_main", "__libc_start_call_main", "main", "start_thread",
-         "clone3", "clone"}
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.dont_write_bytecode = True  # no __pycache__ left in tests/
+# The outermost frames of a whole stack (the program's entry, glibc's start-up, a thread's
+# start), and the sample weight rule: the end-to-end tests' own (tests/checks.py).
+from checks import ROOTS, on_cpu_rows, weight  # noqa: E402
 CLONE_SUFFIX = re.compile(r"(\.(isra|part|constprop|cold|lto_priv|localalias)(\.\d+)?)+$")
 DEMANGLED_CLONE = re.compile(r"( \[clone [^\]]*\])+$")
 ALIASES = {"__libc_start_main_impl": "__libc_start_main", "__libc_start_main_alias_2":
@@ -272,15 +274,6 @@ class Symbolizer:
         return result
 
 
-def osprey_stacks(raw):
-    """On-CPU samples of a raw profile: [(weight, stack)] (stack leaf first, raw pcs)."""
-    rows = []
-    for row in raw["samples"]:
-        if row[3] == 0:
-            rows.append((row[4] if len(row) > 4 else 1, raw["stacks"][row[2]]))
-    return rows
-
-
 def read_folded(path):
     """STEM.folded: [(count, [names root first])] with the thread's root frame (NAME-TID)
     dropped."""
@@ -312,7 +305,7 @@ def count_names(weighted_stacks):
 
 def analyse_osprey(raw_path, folded_path):
     raw = json.load(open(raw_path))
-    rows = osprey_stacks(raw)
+    rows = on_cpu_rows(raw)
     total = sum(w for w, _ in rows)
     sym = Symbolizer(raw)
 
@@ -338,7 +331,7 @@ def analyse_osprey(raw_path, folded_path):
     for row in raw["samples"]:
         if row[3] != 0:
             continue
-        w, stack = (row[4] if len(row) > 4 else 1), raw["stacks"][row[2]]
+        w, stack = weight(row), raw["stacks"][row[2]]
         part = "early" if row[0] < window_ns else "late"
         early[part] += w
         if len(stack) == 1:
@@ -678,7 +671,7 @@ def section_cost(build, scratch, reps, rounds, emit):
                 raw = json.load(open(out))
                 total += raw.get("collector", {}).get("cpu_ms", 0) / 1000
                 signals = len(raw["samples"])  # rows: at most one per signal handled
-                samples = sum(w for w, _ in osprey_stacks(raw))
+                samples = sum(w for w, _ in on_cpu_rows(raw))
                 if rep == 0:
                     rooted[(build_key, hz)].append(osprey_rooted(raw))
             elif tool == "timer floor":
@@ -743,7 +736,7 @@ def section_cost(build, scratch, reps, rounds, emit):
 
 def osprey_rooted(raw):
     """(share of on-CPU samples whose stack holds `main`, mean frames) of a raw profile."""
-    rows = osprey_stacks(raw)
+    rows = on_cpu_rows(raw)
     total = sum(w for w, _ in rows)
     sym = Symbolizer(raw)
     pcs = {pc - (1 if i else 0) for _, s in rows for i, pc in enumerate(s)}
