@@ -158,10 +158,20 @@ expect_status 3 $? "the exiting program's exit status"
 # --- who may attach: who may ptrace the process ------------------------------------------------
 # As root, with nobody for the other user: nobody attaching to root's process, and to a process
 # of its own that is not dumpable (as a setuid program is not), is refused in one line. Needs
-# osprey and the target reachable by nobody (a build under /root is not: said when skipped).
+# osprey and the target reachable by nobody: a build under /root is not, so nobody runs a copy
+# of the build's osprey and ospreyd laid out as in the build tree (tools/, daemon/, shim/).
 as_nobody() { setpriv --reuid nobody --regid nogroup --clear-groups "$@"; }
+nobody_osprey=$osprey
+if [ "$(id -u)" = 0 ] && chmod 755 "$work" && ! as_nobody test -x "$osprey"; then
+  build=$(dirname "$(dirname "$osprey")")
+  mkdir -p "$work/tree/tools" "$work/tree/daemon" "$work/tree/shim"
+  cp "$osprey" "$work/tree/tools/" && cp "$build/daemon/ospreyd" "$work/tree/daemon/" &&
+    cp "$build/shim/libospreyprof.a" "$build/shim/libospreyprof.so" "$work/tree/shim/" &&
+    chmod -R a+rX "$work/tree" &&
+    nobody_osprey=$work/tree/tools/$(basename "$osprey")
+fi
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && chmod 755 "$work" &&
-  as_nobody test -x "$osprey" && as_nobody test -x "$work/target"; then
+  as_nobody test -x "$nobody_osprey" && as_nobody test -x "$work/target"; then
   # Both live until they are killed below: on a loaded machine the build alone once took
   # longer than a target of 3 s lived ("no process").
   printf '#include <sys/prctl.h>\n#include <unistd.h>\nint main(void) { prctl(PR_SET_DUMPABLE, 0); sleep(60); return 0; }\n' >"$work/undumpable.c"
@@ -173,11 +183,11 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && chmod 755 "$work" &&
   pid5=$!
   pids+=("$pid5")
   sleep 0.3
-  (cd / && as_nobody "$osprey" attach "$pid4" --duration 1 -o /tmp/never) >"$work/other" 2>&1
+  (cd / && as_nobody "$nobody_osprey" attach "$pid4" --duration 1 -o /tmp/never) >"$work/other" 2>&1
   expect_status 1 $? "attach to another user's process"
   expect_one_line "$work/other" "process $pid4 belongs to another user .*CAP_SYS_PTRACE" \
     "attach to another user's process"
-  (cd / && as_nobody "$osprey" attach "$pid5" --duration 1 -o /tmp/never) >"$work/undump" 2>&1
+  (cd / && as_nobody "$nobody_osprey" attach "$pid5" --duration 1 -o /tmp/never) >"$work/undump" 2>&1
   expect_status 1 $? "attach to a process that is not dumpable"
   expect_one_line "$work/undump" "not allowed to attach to process $pid5 .*not dumpable" \
     "attach to a process that is not dumpable"

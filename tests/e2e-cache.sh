@@ -33,10 +33,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cache.XXXXXX")
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 chmod 755 "$work"
-as_nobody() { setpriv --reuid nobody --regid nogroup --clear-groups "$@"; }
-if ! as_nobody test -x "$osprey"; then
-  skip "osprey is not reachable by nobody ($osprey)"
-fi
 
 gcc -O2 -g "$programs/libc_heavy.c" -o "$work/libc_heavy" 2>"$work/build" ||
   fail "build failed: $(cat "$work/build")"
