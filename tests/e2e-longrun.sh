@@ -21,7 +21,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-longrun.XXXXXX")
 pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
 blocks=4000
 
 # rows_and_spilled RAW: "ROWS PERIODS SPILLED" of a raw file.
@@ -69,14 +69,15 @@ done
 read -r rows periods spilled < <(rows_and_spilled "$work/spilled/hotspot.raw.json")
 echo "spilled run: $rows rows, $periods periods, $spilled rows spilled"
 [ "$rows" -gt 2 ] || fail "spilled: only $rows sample rows"
-[ "$spilled" -ge $((rows - 1)) ] && [ "$spilled" -le "$rows" ] ||
+if [ "$spilled" -lt $((rows - 1)) ] || [ "$spilled" -gt "$rows" ]; then
   fail "spilled: $spilled of $rows rows went through the spill file, expected all but the last"
+fi
 read -r _ _ kept_spilled < <(rows_and_spilled "$work/kept/hotspot.raw.json")
 [ "$kept_spilled" -eq 0 ] || fail "kept: $kept_spilled rows spilled with the default batch"
 exported=$(exported_periods "$work/spilled/hotspot")
 [ "$exported" -eq "$periods" ] ||
   fail "spilled: the exporters counted $exported periods, the raw file holds $periods"
-[ "$(cd "$work/kept" && ls -A | sort)" = "$(cd "$work/spilled" && ls -A | sort)" ] ||
+[ "$(cd "$work/kept" && find . -mindepth 1 | sort)" = "$(cd "$work/spilled" && find . -mindepth 1 | sort)" ] ||
   fail "the spilled run's directory holds other files: $(ls -A "$work/spilled")"
 
 # The report of the raw file, again: the run's own report, row for row.
@@ -103,8 +104,9 @@ if [ "$paranoid" -le 2 ] || [ "$(id -u)" -eq 0 ]; then
   wait "$target" 2>/dev/null
   read -r rows periods spilled < <(rows_and_spilled "$work/attach/hotspot.raw.json")
   echo "attached: $rows rows, $periods periods, $spilled rows spilled"
-  [ "$rows" -gt 2 ] && [ "$spilled" -ge $((rows - 2)) ] && [ "$spilled" -le "$rows" ] ||
+  if [ "$rows" -le 2 ] || [ "$spilled" -lt $((rows - 2)) ] || [ "$spilled" -gt "$rows" ]; then
     fail "attached: $spilled of $rows rows went through the spill file, expected all but the last two"
+  fi
   exported=$(exported_periods "$work/attach/hotspot")
   [ "$exported" -eq "$periods" ] ||
     fail "attached: the exporters counted $exported periods, the raw file holds $periods"
