@@ -12,7 +12,10 @@
  * The guard stands aside when the program itself has a SIGPROF handler (its own signals must
  * interrupt as they always did), for unregistered threads (we never signal them), for calls
  * that cannot block (a zero timeout), and when SIGPROF is already blocked. Its cost is two
- * sigprocmask calls around a call that blocks anyway.
+ * sigprocmask calls around a call that blocks anyway. A call it stands aside from costs a few
+ * instructions: not profiled, or a read or write while no descriptor has a socket timeout, a
+ * wrapper is a test and a jump to the C library's function, looked up at its first call
+ * (bench/guard/: 3 instructions more than a plain call, 4 preloaded).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -52,28 +55,96 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
     return copy;
 }
 
-/* Define a wrapper: resolve the real function once, guard the call when `blocks` holds, then
- * run `after` (osp__result in scope; errno is the call's again afterwards). */
-#define OSP__GUARDED_THEN(ret, name, params, args, blocks, fail, after)                            \
-    __attribute__((visibility("default"))) ret name params                                         \
+/* The C library's function behind wrapper `name`, in osp__real_<name>: at first the resolver,
+ * which looks it up (libc.c: the constructor's table, else dlsym), keeps it there and calls
+ * it, as a lazy PLT entry does; afterwards the function itself. So a call made while the
+ * process is not profiled is one relaxed load of osp__active_flag and a jump through that
+ * pointer: no lookup, no bookkeeping (bench/guard/). osp__real_lookup_<name> gives the
+ * function itself (the guard names it as the wait's leaf), NULL (errno ENOSYS) when there is
+ * none. The wrappers that always take the long way (a signal set to change, a variadic call)
+ * start from NULL instead of a resolver. */
+#define OSP__REAL_LOOKUP(name, first)                                                              \
+    static _Atomic(osp__fn_##name) osp__real_##name = first;                                       \
+    OSP__REAL_LOOKUP_FN(name, first)
+/* Starting from NULL (zero: an atomic function pointer takes no (void *)0 as a constant). */
+#define OSP__REAL_LOOKUP_NULL(name)                                                                \
+    static _Atomic(osp__fn_##name) osp__real_##name;                                               \
+    OSP__REAL_LOOKUP_FN(name, NULL)
+#define OSP__REAL_LOOKUP_FN(name, first)                                                           \
+    static osp__fn_##name osp__real_lookup_##name(void)                                            \
     {                                                                                              \
-        static _Atomic(void *) real_sym;                                                           \
-        void *sym = osp__next_symbol(&real_sym, #name);                                            \
+        osp__fn_##name fn = atomic_load_explicit(&osp__real_##name, memory_order_relaxed);         \
+        if (fn != first)                                                                           \
+            return fn;                                                                             \
+        static _Atomic(void *) cache;                                                              \
+        void *sym = osp__next_symbol(&cache, #name);                                               \
         if (sym == NULL)                                                                           \
+            return NULL;                                                                           \
+        memcpy(&fn, &sym, sizeof(fn));                                                             \
+        /* Relaxed: every thread that resolves it stores the same value. */                        \
+        atomic_store_explicit(&osp__real_##name, fn, memory_order_relaxed);                        \
+        return fn;                                                                                 \
+    }
+#define OSP__REAL(ret, name, params, args, fail)                                                   \
+    typedef ret(*osp__fn_##name) params;                                                           \
+    static ret osp__resolve_##name params;                                                         \
+    OSP__REAL_LOOKUP(name, osp__resolve_##name)                                                    \
+    static ret osp__resolve_##name params                                                          \
+    {                                                                                              \
+        osp__fn_##name fn = osp__real_lookup_##name();                                             \
+        if (fn == NULL)                                                                            \
             return fail;                                                                           \
-        ret(*real) params;                                                                         \
-        memcpy(&real, &sym, sizeof(real));                                                         \
+        return fn args;                                                                            \
+    }
+
+/* Call the C library's function (resolving it at the first call). */
+#define OSP__CALL_REAL(name, args)                                                                 \
+    atomic_load_explicit(&osp__real_##name, memory_order_relaxed) args
+
+/* Not profiled (never started, or stopped for good): the wrapper only passes the call on. The
+ * set of descriptors with a timeout is not kept then either: a start asks of every
+ * descriptor (timeouts.c, osp__fds_timed_scan), and nothing reads the set before. */
+#define OSP__OFF() (!atomic_load_explicit(&osp__active_flag, memory_order_relaxed))
+
+/* Define a wrapper: passed on when `pass` holds; else guarded when `blocks` holds, then `after`
+ * run (osp__result in scope; errno is the call's again afterwards). The guarded part is a
+ * function of its own, which the wrapper jumps to (a tail call): the wrapper's own code stays a
+ * few instructions with no frame to set up, and the guarded part is still the only frame of
+ * ours between the wait and its caller (what slot.c leaves out of a guarded wait's stack). */
+#define OSP__WRAPPER(ret, name, params, args, pass, blocks, fail, after)                           \
+    OSP__REAL(ret, name, params, args, fail)                                                       \
+    static __attribute__((noinline)) ret osp__guarded_##name params                                \
+    {                                                                                              \
+        osp__fn_##name real = osp__real_lookup_##name();                                           \
+        if (real == NULL)                                                                          \
+            return fail;                                                                           \
         sigset_t old;                                                                              \
-        int guarded = (blocks) ? osp__guard_begin(&old, sym) : 0;                                  \
+        int guarded = (blocks) ? osp__guard_begin(&old, (const void *)real) : 0;                   \
         ret osp__result = real args;                                                               \
         osp__guard_end(guarded, &old);                                                             \
         int osp__errno = errno;                                                                    \
         after;                                                                                     \
         errno = osp__errno;                                                                        \
         return osp__result;                                                                        \
+    }                                                                                              \
+    __attribute__((visibility("default"))) ret name params                                         \
+    {                                                                                              \
+        if (pass)                                                                                  \
+            return OSP__CALL_REAL(name, args);                                                     \
+        return osp__guarded_##name args;                                                           \
     }
+/* Off, passed on (`after` too: it keeps the set of timeouts, kept only while profiled). */
+#define OSP__GUARDED_THEN(ret, name, params, args, blocks, fail, after)                            \
+    OSP__WRAPPER(ret, name, params, args, OSP__OFF(), blocks, fail, after)
+/* A call that cannot block is passed on as when off. */
 #define OSP__GUARDED(ret, name, params, args, blocks, fail)                                        \
-    OSP__GUARDED_THEN(ret, name, params, args, blocks, fail, (void)0)
+    OSP__WRAPPER(ret, name, params, args, OSP__OFF() || !(blocks), 1, fail, (void)0)
+/* Guarded on a descriptor known to have a timeout. The bound is tested first, before whether
+ * the process is profiled: while no descriptor has a timeout (and always when off: the set is
+ * kept only while profiled) the wrapper is a compare and the jump. */
+#define OSP__GUARDED_FD(ret, name, params, args, fd, fail)                                         \
+    OSP__WRAPPER(ret, name, params, args,                                                          \
+                 osp__fd_surely_untimed(fd) || OSP__OFF() || !osp__fd_timed(fd), 1, fail, (void)0)
 
 static int is_timeout_option(int name)
 {
@@ -110,16 +181,15 @@ OSP__GUARDED(int, epoll_wait, (int fd, struct epoll_event *events, int max, int 
 /* The forms with a signal set argument: `use` is the set the C library gets, computed once the
  * guard is up (copy is room for a changed one). */
 #define OSP__GUARDED_SET(name, params, call_args, blocks, use_set)                                 \
+    typedef int(*osp__fn_##name) params;                                                           \
+    OSP__REAL_LOOKUP_NULL(name)                                                                    \
     __attribute__((visibility("default"))) int name params                                         \
     {                                                                                              \
-        static _Atomic(void *) real_sym;                                                           \
-        void *sym = osp__next_symbol(&real_sym, #name);                                            \
-        if (sym == NULL)                                                                           \
+        osp__fn_##name real = osp__real_lookup_##name();                                           \
+        if (real == NULL)                                                                          \
             return -1;                                                                             \
-        int(*real) params;                                                                         \
-        memcpy(&real, &sym, sizeof(real));                                                         \
         sigset_t old, copy;                                                                        \
-        int guarded = (blocks) ? osp__guard_begin(&old, sym) : 0;                                  \
+        int guarded = (blocks) ? osp__guard_begin(&old, (const void *)real) : 0;                   \
         const sigset_t *use = (use_set);                                                           \
         (void)use;                                                                                 \
         int osp__result = real call_args;                                                          \
@@ -259,15 +329,12 @@ OSP__GUARDED(ssize_t, sendto,
              (fd, buf, n, flags, addr, len), sock_blocks(fd, flags), -1)
 OSP__GUARDED(ssize_t, sendmsg, (int fd, const struct msghdr *msg, int flags), (fd, msg, flags),
              sock_blocks(fd, flags), -1)
-OSP__GUARDED(ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n), osp__fd_timed(fd), -1)
-OSP__GUARDED(ssize_t, __read_chk, (int fd, void *buf, size_t n, size_t buflen),
-             (fd, buf, n, buflen), osp__fd_timed(fd), -1)
-OSP__GUARDED(ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n), osp__fd_timed(fd),
-             -1)
-OSP__GUARDED(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n), osp__fd_timed(fd),
-             -1)
-OSP__GUARDED(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n), osp__fd_timed(fd),
-             -1)
+OSP__GUARDED_FD(ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n), fd, -1)
+OSP__GUARDED_FD(ssize_t, __read_chk, (int fd, void *buf, size_t n, size_t buflen),
+                (fd, buf, n, buflen), fd, -1)
+OSP__GUARDED_FD(ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n), fd, -1)
+OSP__GUARDED_FD(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n), fd, -1)
+OSP__GUARDED_FD(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n), fd, -1)
 
 /* Where timeouts come from and go: the wrappers below only keep timeouts.c's set. */
 OSP__GUARDED_THEN(int, setsockopt, (int fd, int level, int name, const void *value, socklen_t len),
@@ -290,29 +357,21 @@ OSP__GUARDED_THEN(int, dup3, (int fd, int to, int flags), (fd, to, flags), 0, -1
                   if (osp__result >= 0) osp__fd_timed_set(to, osp__fd_timed(fd)))
 
 /* close forgets the descriptor before it is free to be handed out again. */
+OSP__REAL(int, close, (int fd), (fd), -1)
 __attribute__((visibility("default"))) int close(int fd)
 {
-    static _Atomic(void *) real_sym;
-    void *sym = osp__next_symbol(&real_sym, "close");
-    if (sym == NULL)
-        return -1;
-    int (*real)(int);
-    memcpy(&real, &sym, sizeof(real));
-    osp__fd_timed_set(fd, 0);
-    return real(fd);
+    if (!OSP__OFF())
+        osp__fd_timed_set(fd, 0);
+    return OSP__CALL_REAL(close, (fd));
 }
 
+OSP__REAL(int, close_range, (unsigned int first, unsigned int last, int flags),
+          (first, last, flags), -1)
 __attribute__((visibility("default"))) int close_range(unsigned int first, unsigned int last,
                                                        int flags)
 {
-    static _Atomic(void *) real_sym;
-    void *sym = osp__next_symbol(&real_sym, "close_range");
-    if (sym == NULL)
-        return -1;
-    int (*real)(unsigned int, unsigned int, int);
-    memcpy(&real, &sym, sizeof(real));
-    int r = real(first, last, flags);
-    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+    int r = OSP__CALL_REAL(close_range, (first, last, flags));
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && !OSP__OFF()) {
         int saved = errno;
         osp__fds_timed_forget(first, last);
         errno = saved;
@@ -322,15 +381,17 @@ __attribute__((visibility("default"))) int close_range(unsigned int first, unsig
 
 /* fcntl's third argument is an int or a pointer: passed on as a word, as the C library reads
  * it. F_DUPFD copies the descriptor, its timeouts with it. */
-static int fcntl_as(_Atomic(void *) *cache, const char *name, int fd, int cmd, void *arg)
+typedef int (*osp__fn_fcntl)(int, int, ...);
+typedef int (*osp__fn_fcntl64)(int, int, ...);
+OSP__REAL_LOOKUP_NULL(fcntl)
+OSP__REAL_LOOKUP_NULL(fcntl64)
+
+static int fcntl_as(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 {
-    void *sym = osp__next_symbol(cache, name);
-    if (sym == NULL)
+    if (real == NULL)
         return -1;
-    int (*real)(int, int, ...);
-    memcpy(&real, &sym, sizeof(real));
     int r = real(fd, cmd, arg);
-    if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) {
+    if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && !OSP__OFF()) {
         int saved = errno;
         osp__fd_timed_set(r, osp__fd_timed(fd));
         errno = saved;
@@ -344,22 +405,20 @@ int osp__fcntl64(int fd, int cmd, ...) __asm__("fcntl64");
 
 __attribute__((visibility("default"))) int osp__fcntl(int fd, int cmd, ...)
 {
-    static _Atomic(void *) real_sym;
     va_list ap;
     va_start(ap, cmd);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    return fcntl_as(&real_sym, "fcntl", fd, cmd, arg);
+    return fcntl_as(osp__real_lookup_fcntl(), fd, cmd, arg);
 }
 
 __attribute__((visibility("default"))) int osp__fcntl64(int fd, int cmd, ...)
 {
-    static _Atomic(void *) real_sym;
     va_list ap;
     va_start(ap, cmd);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    return fcntl_as(&real_sym, "fcntl64", fd, cmd, arg);
+    return fcntl_as(osp__real_lookup_fcntl64(), fd, cmd, arg);
 }
 
 /* A system call the kernel never restarts after a handler, made through syscall(2). The older
@@ -417,6 +476,9 @@ static int syscall_never_restarted(long nr, const long *a)
     }
 }
 
+typedef long (*osp__fn_syscall)(long, ...);
+OSP__REAL_LOOKUP_NULL(syscall)
+
 /* Six arguments are read whatever the caller passed, as the C library's syscall() does: the
  * words beyond them are the caller's, hence no AddressSanitizer here. */
 #if defined(__has_attribute)
@@ -427,20 +489,17 @@ __attribute__((no_sanitize("address")))
 __attribute__((visibility("default"))) long
 syscall(long nr, ...)
 {
-    static _Atomic(void *) real_sym;
-    void *sym = osp__next_symbol(&real_sym, "syscall");
+    osp__fn_syscall real = osp__real_lookup_syscall();
     va_list ap;
     va_start(ap, nr);
     long a[6];
     for (int i = 0; i < 6; i++)
         a[i] = va_arg(ap, long);
     va_end(ap);
-    if (sym == NULL) {
+    if (real == NULL) {
         errno = ENOSYS;
         return -1;
     }
-    long (*real)(long, ...);
-    memcpy(&real, &sym, sizeof(real));
     if (nr == SYS_execve || nr == SYS_execveat) {
         int at = nr == SYS_execve ? 2 : 3; /* which argument is envp */
         OSP__ENV(env, (char *const *)a[at]);
@@ -480,7 +539,7 @@ syscall(long nr, ...)
         return r;
     }
     sigset_t old;
-    int guarded = syscall_never_restarted(nr, a) ? osp__guard_begin(&old, sym) : 0;
+    int guarded = syscall_never_restarted(nr, a) ? osp__guard_begin(&old, (const void *)real) : 0;
     long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
     osp__guard_end(guarded, &old);
     return r;

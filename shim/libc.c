@@ -78,13 +78,11 @@ void osp__libc_resolve_all(void)
         interposed_next[i] = dlsym(RTLD_NEXT, interposed[i]);
 }
 
-/* Async-signal-safe once the constructor has run (a table lookup, no dlsym). */
-void *osp__next_symbol(_Atomic(void *) *cache, const char *name)
+/* osp__next_symbol's first call for a cache (osp_base.h). Async-signal-safe once the
+ * constructor has run (a table lookup, no dlsym). */
+void *osp__next_symbol_lookup(_Atomic(void *) *cache, const char *name)
 {
-    /* Relaxed: every thread that resolves it stores the same value. */
-    void *sym = atomic_load_explicit(cache, memory_order_relaxed);
-    if (sym != NULL)
-        return sym;
+    void *sym = NULL;
     for (size_t i = 0; i < OSP__INTERPOSED && sym == NULL; i++)
         if (strcmp(interposed[i], name) == 0)
             sym = interposed_next[i];

@@ -98,8 +98,14 @@ const char *osp__shared_strerror(int rc);
 /* Look up every interposed name once (the constructor, before main). */
 void osp__libc_resolve_all(void);
 /* The next definition of `name` after ours (the C library's), looked up once into *cache;
- * NULL with errno ENOSYS when there is none. */
-void *osp__next_symbol(_Atomic(void *) *cache, const char *name);
+ * NULL with errno ENOSYS when there is none. Once found, a load: every interposer calls it. */
+void *osp__next_symbol_lookup(_Atomic(void *) *cache, const char *name);
+static inline void *osp__next_symbol(_Atomic(void *) *cache, const char *name)
+{
+    /* Relaxed: every thread that resolves it stores the same value. */
+    void *sym = atomic_load_explicit(cache, memory_order_relaxed);
+    return sym != NULL ? sym : osp__next_symbol_lookup(cache, name);
+}
 /* The C library's sigaction (the shim interposes it). NULL only if the loader cannot find it. */
 typedef int (*osp__sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 osp__sigaction_fn osp__libc_sigaction(void);

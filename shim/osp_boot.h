@@ -150,7 +150,16 @@ const sigset_t *osp__sigwait_set(const sigset_t *set, sigset_t *copy);
  * a blocking call on one return EINTR, read and write included. One bit per descriptor below
  * OSP__TIMED_FDS (128 KiB of zero pages, touched where a bit is set). */
 #define OSP__TIMED_FDS (1 << 20)
-extern _Atomic uint64_t osp__timed_fds[OSP__TIMED_FDS / 64];
+extern _Atomic uint64_t osp__timed_fds[OSP__TIMED_FDS / 64] __attribute__((visibility("hidden")));
+/* The descriptors below this one have no timeout: the whole set while none has one, else 0
+ * (timeouts.c keeps it from a count of the bits set). */
+extern _Atomic uint32_t osp__timed_below __attribute__((visibility("hidden")));
+/* Known at a glance to have no timeout (the wrappers of read and write test this first: one
+ * compare, no lookup). A negative fd is not: the caller asks osp__fd_timed. */
+static inline int osp__fd_surely_untimed(int fd)
+{
+    return (unsigned int)fd < atomic_load_explicit(&osp__timed_below, memory_order_relaxed);
+}
 /* Might a blocking call on fd be cut short by a handler? A descriptor beyond the set: yes. */
 static inline int osp__fd_timed(int fd)
 {

@@ -174,8 +174,10 @@ extern __thread int osp__view_blocked __attribute__((tls_model("initial-exec")))
 
 /* Nonzero while the process is profiled: written by boot only (release on activation, so a
  * thread that sees it sees everything boot set up; cleared at exit, and in a forked child,
- * relaxed there: the child is single-threaded). */
-extern _Atomic int osp__active_flag;
+ * relaxed there: the child is single-threaded). Hidden in the archive too, so that the
+ * interposers' test of it, on every wrapped call, is one instruction, not a load of its
+ * address first (bench/guard/). */
+extern _Atomic int osp__active_flag __attribute__((visibility("hidden")));
 /* Set once the program enters a seccomp sandbox (control.c): from then on nothing of ours
  * makes a system call the sandbox may forbid — the handler returns at once, the exit handler
  * only writes the exit record. */

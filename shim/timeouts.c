@@ -10,7 +10,8 @@
  * once, at boot: /proc/self/fd), one received (SCM_RIGHTS) or accepted from a listener that has
  * a timeout (asked), and the dup family (copied); close forgets it. A descriptor this set
  * cannot hold (beyond its size) counts as having a timeout: guarded for nothing costs two
- * mask changes, unguarded may cost the program an EINTR.
+ * mask changes, unguarded may cost the program an EINTR. A count of the bits set lets read
+ * and write pass on at a glance (osp__timed_below) while no descriptor has one, the common case.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -23,6 +24,29 @@
 #include "osp_boot.h"
 
 _Atomic uint64_t osp__timed_fds[OSP__TIMED_FDS / 64];
+_Atomic uint32_t osp__timed_below = OSP__TIMED_FDS;
+static _Atomic uint32_t timed_count; /* bits set: counted before, uncounted after */
+
+/* osp__timed_below from the count. The last to store saw the count unchanged after its store,
+ * so the value left is the latest count's, whichever threads race here (sequentially
+ * consistent: these change only when a descriptor's timeout does). */
+static void below_update(void)
+{
+    for (;;) {
+        uint32_t n = atomic_load(&timed_count);
+        atomic_store(&osp__timed_below, n == 0 ? OSP__TIMED_FDS : 0);
+        if (atomic_load(&timed_count) == n)
+            return;
+    }
+}
+
+static void count_add(int32_t d)
+{
+    if (d > 0)
+        atomic_store(&osp__timed_below, 0); /* before the bit is set */
+    atomic_fetch_add(&timed_count, (uint32_t)d);
+    below_update();
+}
 
 void osp__fd_timed_set(int fd, int timed)
 {
@@ -32,10 +56,16 @@ void osp__fd_timed_set(int fd, int timed)
     _Atomic uint64_t *word = &osp__timed_fds[fd / 64];
     /* Read first: most descriptors never had a timeout, and their page stays untouched. */
     uint64_t now = atomic_load_explicit(word, memory_order_relaxed);
-    if (timed && !(now & bit))
-        atomic_fetch_or_explicit(word, bit, memory_order_relaxed);
-    else if (!timed && (now & bit))
-        atomic_fetch_and_explicit(word, ~bit, memory_order_relaxed);
+    /* The count never falls below the bits set: counted before a bit is set, uncounted after
+     * it is cleared (or when another thread had set it already). */
+    if (timed && !(now & bit)) {
+        count_add(1);
+        if (atomic_fetch_or_explicit(word, bit, memory_order_relaxed) & bit)
+            count_add(-1);
+    } else if (!timed && (now & bit)) {
+        if (atomic_fetch_and_explicit(word, ~bit, memory_order_relaxed) & bit)
+            count_add(-1);
+    }
 }
 
 /* Does the socket have a timeout of this kind? Not a socket, or unknown: no. */
@@ -102,8 +132,11 @@ void osp__fds_timed_forget(unsigned int first, unsigned int last)
     for (unsigned int fd = first; fd <= last;) {
         _Atomic uint64_t *word = &osp__timed_fds[fd / 64];
         if (fd % 64 == 0 && last - fd >= 63) {
-            if (atomic_load_explicit(word, memory_order_relaxed) != 0)
-                atomic_store_explicit(word, 0, memory_order_relaxed);
+            if (atomic_load_explicit(word, memory_order_relaxed) != 0) {
+                uint64_t was = atomic_exchange_explicit(word, 0, memory_order_relaxed);
+                if (was != 0)
+                    count_add(-__builtin_popcountll(was));
+            }
             fd += 64;
         } else {
             osp__fd_timed_set((int)fd, 0);

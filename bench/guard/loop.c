@@ -1,0 +1,34 @@
+/* loop.c — one round: a read of one byte from /dev/zero and an uncontended mutex locked and
+ * unlocked; ROUNDS rounds (argv[1], default 200000) in rounds(), the function callgrind counts. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+__attribute__((noinline)) long rounds(int fd, long n)
+{
+    char c;
+    long got = 0;
+    for (long i = 0; i < n; i++) {
+        got += read(fd, &c, 1);
+        pthread_mutex_lock(&lock);
+        pthread_mutex_unlock(&lock);
+    }
+    return got;
+}
+
+int main(int argc, char **argv)
+{
+    long n = argc > 1 ? atol(argv[1]) : 200000;
+    int fd = open("/dev/zero", O_RDONLY);
+    if (fd < 0) {
+        perror("/dev/zero");
+        return 1;
+    }
+    long got = rounds(fd, n);
+    close(fd);
+    return got == n ? 0 : 1;
+}
