@@ -45,6 +45,7 @@ static _Atomic int program_signals_warned;
 
 __thread int osp__view_active __attribute__((tls_model("initial-exec")));
 __thread int osp__view_blocked __attribute__((tls_model("initial-exec")));
+__thread unsigned osp__sigprof_ours_seen __attribute__((tls_model("initial-exec")));
 
 static struct sigaction shadow;
 /* Even: shadow is stable; odd: a writer is copying. Release after writing, acquire before

@@ -141,6 +141,7 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         osp__sigprof_forward(sig, info, context); /* the program's, not ours */
         return;
     }
+    osp__sigprof_ours_seen++; /* the guard's sign that an EINTR was ours */
     /* Relaxed: a signal of ours already pending when the program entered its sandbox lands
      * here afterwards; it must make no system call (clock reads, timers). */
     if (atomic_load_explicit(&osp__sandboxed, memory_order_relaxed))

@@ -169,6 +169,10 @@ int osp__sigprof_claim_warning(void);
  * reads them. */
 extern __thread int osp__view_active __attribute__((tls_model("initial-exec")));
 extern __thread int osp__view_blocked __attribute__((tls_model("initial-exec")));
+/* How many signals of ours this thread's handler has taken (any that carried our cookie):
+ * the guard reads it around a call it does not block SIGPROF for, to tell our EINTR from
+ * the program's. Written only by the handler on its own thread. */
+extern __thread unsigned osp__sigprof_ours_seen __attribute__((tls_model("initial-exec")));
 
 /* ---- run.c ------------------------------------------------------------------------------- */
 

@@ -57,6 +57,8 @@
  *                         of the callback ("cpu_ns N")
  *   environment          prints whether any OSPREY_PROFILE_* bookkeeping is in its environment,
  *                         then runs itself ("print 0") through system(3)
+ *   zerotimeouts MS      nanosleep, poll and select with zero timeouts in a loop for MS ms;
+ *                         prints how many returned EINTR (a plain run: none)
  *
  * With TARGET_SIGPROF_EARLY=1 in the environment a constructor that runs before the shim's
  * installs the program's SIGPROF handler (for the static-archive build of this program).
@@ -81,6 +83,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/select.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -507,6 +510,26 @@ static int mode_stderrfile(const char *path)
     return 0;
 }
 
+static int mode_zero_timeouts(int ms)
+{
+    struct timespec zero = {0, 0};
+    long eintr = 0;
+    uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+    while (now_ns() < end) {
+        for (int i = 0; i < 100; i++) {
+            if (nanosleep(&zero, NULL) != 0 && errno == EINTR)
+                eintr++;
+            if (poll(NULL, 0, 0) < 0 && errno == EINTR)
+                eintr++;
+            struct timeval none = {0, 0};
+            if (select(0, NULL, NULL, NULL, &none) < 0 && errno == EINTR)
+                eintr++;
+        }
+    }
+    printf("zero timeouts cut short: %ld\n", eintr);
+    return 0;
+}
+
 static int mode_environment(void)
 {
     int seen = 0;
@@ -920,6 +943,8 @@ int main(int argc, char **argv)
         return mode_timer_ids();
     if (strcmp(mode, "environment") == 0)
         return mode_environment();
+    if (strcmp(mode, "zerotimeouts") == 0 && argc > 2)
+        return mode_zero_timeouts(atoi(argv[2]));
     if (strcmp(mode, "stderrfile") == 0 && argc > 2)
         return mode_stderrfile(argv[2]);
     return 2;
