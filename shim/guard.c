@@ -107,6 +107,25 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
  * descriptor (timeouts.c, osp__fds_timed_scan), and nothing reads the set before. */
 #define OSP__OFF() (!atomic_load_explicit(&osp__active_flag, memory_order_relaxed))
 
+/* osp__result = `call`; one that could not block (`can_block` 0: not guarded) and that a
+ * signal of ours cut short (EINTR, which no plain run sees; the handler counts ours in
+ * osp__sigprof_ours_seen) is made again. errno is the program's again when the call left it. */
+#define OSP__CALL_UNCUT(can_block, call)                                                           \
+    do {                                                                                           \
+        unsigned osp__seen = osp__sigprof_ours_seen;                                               \
+        int osp__saved = errno;                                                                    \
+        if (!(can_block))                                                                          \
+            errno = 0;                                                                             \
+        osp__result = call;                                                                        \
+        while (!(can_block) && errno == EINTR && osp__sigprof_ours_seen != osp__seen) {            \
+            osp__seen = osp__sigprof_ours_seen;                                                    \
+            errno = 0;                                                                             \
+            osp__result = call;                                                                    \
+        }                                                                                          \
+        if (!(can_block) && errno == 0)                                                            \
+            errno = osp__saved;                                                                    \
+    } while (0)
+
 /* Define a wrapper: passed on when `pass` holds; else guarded when `blocks` holds, then `after`
  * run (osp__result in scope; errno is the call's again afterwards). The guarded part is a
  * function of its own, which the wrapper jumps to (a tail call): the wrapper's own code stays a
@@ -122,20 +141,8 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
         sigset_t old;                                                                              \
         int can_block = (blocks);                                                                  \
         int guarded = can_block ? osp__guard_begin(&old, (const void *)real) : 0;                  \
-        unsigned osp__seen = osp__sigprof_ours_seen;                                               \
-        int osp__saved = errno;                                                                    \
-        if (!can_block)                                                                            \
-            errno = 0;                                                                             \
-        ret osp__result = real args;                                                               \
-        /* Not guarded, as it cannot block: cut short by a signal of ours (EINTR, which no plain   \
-         * run sees), it is made again. */                                                         \
-        while (!can_block && errno == EINTR && osp__sigprof_ours_seen != osp__seen) {              \
-            osp__seen = osp__sigprof_ours_seen;                                                    \
-            errno = 0;                                                                             \
-            osp__result = real args;                                                               \
-        }                                                                                          \
-        if (!can_block && errno == 0)                                                              \
-            errno = osp__saved;                                                                    \
+        ret osp__result;                                                                           \
+        OSP__CALL_UNCUT(can_block, real args);                                                     \
         osp__guard_end(guarded, &old);                                                             \
         int osp__errno = errno;                                                                    \
         after;                                                                                     \
@@ -206,10 +213,12 @@ OSP__GUARDED(int, epoll_wait, (int fd, struct epoll_event *events, int max, int 
         if (real == NULL)                                                                          \
             return -1;                                                                             \
         sigset_t old, copy;                                                                        \
-        int guarded = (blocks) ? osp__guard_begin(&old, (const void *)real) : 0;                   \
+        int can_block = (blocks);                                                                  \
+        int guarded = can_block ? osp__guard_begin(&old, (const void *)real) : 0;                  \
         const sigset_t *use = (use_set);                                                           \
         (void)use;                                                                                 \
-        int osp__result = real call_args;                                                          \
+        int osp__result;                                                                           \
+        OSP__CALL_UNCUT(can_block, real call_args);                                                \
         osp__guard_end(guarded, &old);                                                             \
         return osp__result;                                                                        \
     }

@@ -57,8 +57,8 @@
  *                         of the callback ("cpu_ns N")
  *   environment          prints whether any OSPREY_PROFILE_* bookkeeping is in its environment,
  *                         then runs itself ("print 0") through system(3)
- *   zerotimeouts MS      nanosleep, poll and select with zero timeouts in a loop for MS ms;
- *                         prints how many returned EINTR (a plain run: none)
+ *   zerotimeouts MS      nanosleep, poll, select, ppoll and pselect with zero timeouts in a
+ *                         loop for MS ms; prints how many returned EINTR (a plain run: none)
  *
  * With TARGET_SIGPROF_EARLY=1 in the environment a constructor that runs before the shim's
  * installs the program's SIGPROF handler (for the static-archive build of this program).
@@ -523,6 +523,10 @@ static int mode_zero_timeouts(int ms)
                 eintr++;
             struct timeval none = {0, 0};
             if (select(0, NULL, NULL, NULL, &none) < 0 && errno == EINTR)
+                eintr++;
+            if (ppoll(NULL, 0, &zero, NULL) < 0 && errno == EINTR)
+                eintr++;
+            if (pselect(0, NULL, NULL, NULL, &zero, NULL) < 0 && errno == EINTR)
                 eintr++;
         }
     }
