@@ -32,6 +32,7 @@
 #include "ospc.h"
 #include "ospd_attach.h"
 #include "ospd_perf_source.h"
+#include "ospd_session.h"
 #include "ospd_target.h"
 #include "ospd_unwind_source.h"
 #include "ospx.h"
@@ -56,29 +57,11 @@ struct attach {
     uv_signal_t sigint, sigterm;
     uv_poll_t *polls;
     uint32_t poll_count;
-    uv_poll_t pidfd_poll;
-    int pidfd;
+    struct ospd_watch watch_pid; /* the target's pidfd */
     uint64_t cpu_at_start;
     bool finished, target_gone;
     int exit_code;
 };
-
-static uint64_t clock_ns(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The target's CPU time so far (its process CPU clock), 0 when it is gone. */
-static uint64_t target_cpu_ns(int32_t pid)
-{
-    clockid_t clock;
-    struct timespec ts;
-    if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* One collector per process and user: a lock named after the pid, in a directory of ours
  * alone (ospc_runtime_dir), held while attached. Another user can neither hold it nor write
@@ -171,10 +154,10 @@ static int make_tables(void)
 
 static void drain(struct attach *a, bool all)
 {
-    ospd_perf_drain(&a->source, &a->collector, clock_ns(CLOCK_MONOTONIC), all);
+    ospd_perf_drain(&a->source, &a->collector, ospc_clock_ns(CLOCK_MONOTONIC), all);
     ospd_unwinder_check_stacks(&a->unwinder, &a->collector.stacks);
     if (a->collector.waits.since_ns != 0)
-        ospd_waits_resolve(&a->collector, clock_ns(CLOCK_MONOTONIC), false);
+        ospd_waits_resolve(&a->collector, ospc_clock_ns(CLOCK_MONOTONIC), false);
 }
 
 static void close_handle(uv_handle_t *h)
@@ -191,23 +174,23 @@ static void finish(struct attach *a, enum ospd_exit_status status)
     a->finished = true;
     struct ospd_collector *c = &a->collector;
     ospd_perf_enable(&a->source, false);
-    uint64_t cpu = target_cpu_ns(a->pid);
+    uint64_t cpu = ospd_target_cpu_ns(a->pid);
     c->events_cpu_ns = ospd_perf_clock_ns(&a->source);
     drain(a, true);
     ospd_perf_close(&a->source); /* detached: nothing of ours is left on its threads */
     c->exit_status = status;
-    c->end_unix_ns = clock_ns(CLOCK_REALTIME);
+    c->end_unix_ns = ospc_clock_ns(CLOCK_REALTIME);
     if (cpu > a->cpu_at_start)
         c->process_cpu_ns = cpu - a->cpu_at_start; /* over the window profiled */
     c->shim_dropped = a->source.lost;
     if (c->waits.since_ns != 0)
-        ospd_waits_resolve(c, clock_ns(CLOCK_MONOTONIC), true);
+        ospd_waits_resolve(c, ospc_clock_ns(CLOCK_MONOTONIC), true);
     ospd_collector_note_cost(c, &a->unwinder);
     a->source.tables = NULL;
     ospd_unwinder_close(&a->unwinder);
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH];
     if (a->stream) {
-        ospd_stream_flush(&a->live, c, clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns);
+        ospd_stream_flush(&a->live, c, ospc_clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns);
         ospd_stream_end(&a->live, c);
     } else if (ospd_raw_write(c, a->out, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: ospreyd could not write the profile: %s\n", err);
@@ -218,7 +201,7 @@ static void finish(struct attach *a, enum ospd_exit_status status)
     close_handle((uv_handle_t *)&a->flush_timer);
     close_handle((uv_handle_t *)&a->sigint);
     close_handle((uv_handle_t *)&a->sigterm);
-    close_handle((uv_handle_t *)&a->pidfd_poll);
+    ospd_watch_close(&a->watch_pid);
     for (uint32_t i = 0; i < a->poll_count; i++)
         close_handle((uv_handle_t *)&a->polls[i]);
 }
@@ -241,7 +224,7 @@ static void on_ring(uv_poll_t *p, int status, int events)
 static void on_flush(uv_timer_t *t)
 {
     struct attach *a = t->data;
-    uint64_t now = clock_ns(CLOCK_MONOTONIC) - a->collector.start_mono_ns;
+    uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC) - a->collector.start_mono_ns;
     if (ospd_stream_flush(&a->live, &a->collector, now) != 0)
         finish(a, OSPD_EXIT_STOPPED);
 }
@@ -267,24 +250,16 @@ static void on_pidfd(uv_poll_t *p, int status, int events)
         return; /* only its main thread ended (pthread_exit) */
     int wait_status;
     char state = ospd_target_state(a->pid, &wait_status);
-    if (state != 'Z')
-        wait_status = ospd_target_pidfd_status(a->pidfd);
     struct ospd_collector *c = &a->collector;
-    enum ospd_exit_status how = OSPD_EXIT_VANISHED;
-    if (wait_status >= 0 && WIFSIGNALED(wait_status)) {
-        c->exit_signal = WTERMSIG(wait_status);
-        how = OSPD_EXIT_KILLED;
-    } else if (wait_status >= 0 && WIFEXITED(wait_status)) {
-        c->exit_code = WEXITSTATUS(wait_status);
-    }
-    double seconds = (double)(clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns) / 1e9;
+    enum ospd_exit_status how = ospd_watch_ended(&a->watch_pid, state, wait_status, c);
+    double seconds = (double)(ospc_clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns) / 1e9;
     if (!a->stream) /* the stream's reader says it, from the end line */
         fprintf(
             stderr,
             "osprey: process %d ended %.1f s into the profile; the profile covers it until then\n",
             (int)a->pid, seconds);
     a->target_gone = true;
-    uv_poll_stop(p);
+    ospd_watch_pause(&a->watch_pid);
     finish(a, how);
 }
 
@@ -371,8 +346,8 @@ static void build_tables(struct attach *a)
     if (ospd_unwinder_attach(&a->unwinder, a->loop, fd, a->pid, ospd_target_nice(a->pid)) != 0)
         return; /* frame pointers only */
     ospd_unwinder_scan(&a->unwinder);
-    uint64_t until = clock_ns(CLOCK_MONOTONIC) + TABLES_WAIT_NS;
-    while (a->unwinder.pending > 0 && clock_ns(CLOCK_MONOTONIC) < until)
+    uint64_t until = ospc_clock_ns(CLOCK_MONOTONIC) + TABLES_WAIT_NS;
+    while (a->unwinder.pending > 0 && ospc_clock_ns(CLOCK_MONOTONIC) < until)
         uv_run(a->loop, UV_RUN_ONCE);
     a->source.tables = a->unwinder.map;
     a->source.tables_size = a->unwinder.map_size;
@@ -380,7 +355,7 @@ static void build_tables(struct attach *a)
 
 int ospd_attach_main(int argc, char **argv)
 {
-    static struct attach a = {.pidfd = -1};
+    static struct attach a = {.watch_pid = {.pidfd = -1}};
     uint32_t rate = 997;
     int rc = parse(argc, argv, &a, &rate);
     if (rc >= 0)
@@ -395,8 +370,8 @@ int ospd_attach_main(int argc, char **argv)
     if (!a.stream) /* the stream empties the samples every batch; a raw file spills them */
         ospd_spill_enable(c, a.out, ospd_spill_batch());
     char platform[OSP_PLATFORM_SIZE] = "linux-x86_64";
-    ospd_collector_identity(c, a.pid, rate, clock_ns(CLOCK_REALTIME), clock_ns(CLOCK_MONOTONIC),
-                            platform);
+    ospd_collector_identity(c, a.pid, rate, ospc_clock_ns(CLOCK_REALTIME),
+                            ospc_clock_ns(CLOCK_MONOTONIC), platform);
     char err[512];
     /* The events first: a refusal (no such process, not allowed) is said before any work. */
     if (ospd_perf_open(&a.source, a.pid, rate, err, sizeof err) != 0) {
@@ -434,18 +409,14 @@ int ospd_attach_main(int argc, char **argv)
             uv_poll_start(&a.polls[i], UV_READABLE, on_ring);
         }
     a.poll_count = a.polls != NULL ? a.source.ring_count : 0;
-    a.pidfd = (int)syscall(SYS_pidfd_open, (pid_t)a.pid, 0u);
-    if (a.pidfd >= 0 && uv_poll_init(a.loop, &a.pidfd_poll, a.pidfd) == 0) {
-        a.pidfd_poll.data = &a;
-        uv_poll_start(&a.pidfd_poll, UV_READABLE, on_pidfd);
-    }
+    ospd_watch_start(&a.watch_pid, a.loop, a.pid, on_pidfd, &a);
 
-    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC);
     c->start_mono_ns = now;
-    c->start_unix_ns = clock_ns(CLOCK_REALTIME);
+    c->start_unix_ns = ospc_clock_ns(CLOCK_REALTIME);
     if (a.source.waits)
         c->waits.since_ns = now;
-    a.cpu_at_start = target_cpu_ns(a.pid);
+    a.cpu_at_start = ospd_target_cpu_ns(a.pid);
     ospd_perf_enable(&a.source, true);
     uv_timer_start(&a.tick, on_tick, TICK_MS, TICK_MS);
     if (a.duration > 0)
@@ -460,21 +431,10 @@ int ospd_attach_main(int argc, char **argv)
     uv_run(a.loop, UV_RUN_DEFAULT); /* the handles' closes */
     uv_loop_close(a.loop);
     free(a.polls);
-    if (a.pidfd >= 0)
-        close(a.pidfd);
-    if (a.exit_code == 0 && a.export_formats != NULL && !a.stream) {
-        char stem[OSP_MAX_PATH + 1];
-        snprintf(stem, sizeof stem, "%s", a.out);
-        size_t len = strlen(stem);
-        if (len > 9 && strcmp(stem + len - 9, ".raw.json") == 0)
-            stem[len - 9] = '\0';
-        struct ospx_error e;
-        memset(&e, 0, sizeof e);
-        if (ospx_export_files(a.out, stem, a.export_formats, &e) != 0) {
-            fprintf(stderr, "osprey: ospreyd: exporting %s: %s\n", a.out, e.text);
-            a.exit_code = 1;
-        }
-    }
+    ospd_watch_free(&a.watch_pid);
+    if (a.exit_code == 0 && a.export_formats != NULL && !a.stream &&
+        ospd_session_export(a.out, a.export_formats) != 0)
+        a.exit_code = 1;
     ospd_collector_free(c);
     drop_lock(lock);
     return a.exit_code;

@@ -18,7 +18,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -26,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -43,6 +41,7 @@
 #include "ospd.h"
 #include "ospd_attach.h"
 #include "ospd_forks.h"
+#include "ospd_session.h"
 #include "ospd_switch.h"
 #include "ospd_target.h"
 #include "ospd_unwind_source.h"
@@ -52,8 +51,6 @@
 #define DRAIN_MIN_NS         250000ull     /* the rings are read at most this often */
 #define DRAIN_MAX_NS         8000000ull    /* and at least this often */
 #define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
-#define DIR_LOCK_WAIT_MS     100 /* the directory's lock, at most (held for a stat and a rename) */
-#define DIR_LOCK_STEP_MS     5
 
 /* --unwind-fd: the shim's unwind tables (a memfd), kept across the detach. */
 static int kept_fd = -1;
@@ -94,10 +91,9 @@ struct ospd_daemon {
     uint64_t watch[OSP_ATTENTION_WORDS]; /* slots to look at: running, or holding samples */
     uint64_t drain_ns, drain_max_ns;     /* the tick: how often the rings are read */
     uint32_t fullest;                    /* the fullest ring at the last read, in 1/256ths */
-    uv_poll_t pidfd_poll;
+    struct ospd_watch watch_pid;         /* the target's pidfd */
     uv_signal_t sigterm;
     uv_signal_t sigurg; /* the shim's "read the rings now" at exit */
-    int pidfd;
     uint64_t attach_mono_ns;
     uint64_t next_liveness_ns;
     bool finished;
@@ -143,13 +139,6 @@ static void install_sigbus_handler(const void *map, size_t size)
     sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGBUS, &sa, NULL);
-}
-
-static uint64_t clock_ns(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void usage(FILE *f)
@@ -279,7 +268,7 @@ static int attach(struct ospd_daemon *d)
     /* The switch records' rings before ATTACHED: a shim that sees ATTACHED without
      * kernel_waits_ns times its waits itself from then on, and none is counted twice. */
     if (switch_fds > 0 && ospd_switches_attach(&d->switches, 4, switch_fds) == 0) {
-        uint64_t since = clock_ns(CLOCK_MONOTONIC);
+        uint64_t since = ospc_clock_ns(CLOCK_MONOTONIC);
         d->collector.waits.since_ns = since;
         /* Release: the shim that sees it unmaps its own copies of the rings. */
         atomic_store_explicit(&h->kernel_waits_ns, since, memory_order_release);
@@ -315,10 +304,7 @@ static void close_handles(struct ospd_daemon *d)
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_signal_stop(&d->sigurg);
     uv_close((uv_handle_t *)&d->sigurg, NULL);
-    if (d->pidfd >= 0) {
-        uv_poll_stop(&d->pidfd_poll);
-        uv_close((uv_handle_t *)&d->pidfd_poll, NULL);
-    }
+    ospd_watch_close(&d->watch_pid);
     for (int i = 0; i < d->switches.count; i++)
         if (uv_is_active((uv_handle_t *)&d->switch_polls[i]) || d->switch_polls[i].data == d) {
             uv_poll_stop(&d->switch_polls[i]);
@@ -335,7 +321,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     struct ospd_collector *c = &d->collector;
     c->exit_status = status;
     if (!c->exit_seen || c->end_unix_ns == 0)
-        c->end_unix_ns = clock_ns(CLOCK_REALTIME);
+        c->end_unix_ns = ospc_clock_ns(CLOCK_REALTIME);
     /* A count, not a synchronisation point: relaxed (see osp_ring.h). */
     uint64_t dropped = atomic_load_explicit(&d->header->dropped, memory_order_relaxed);
     if (dropped > c->shim_dropped)
@@ -355,7 +341,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     ospd_collector_note_cost(c, &d->unwinder);
     ospd_unwinder_close(&d->unwinder);
     if (c->waits.since_ns != 0) {
-        uint64_t end = clock_ns(CLOCK_MONOTONIC);
+        uint64_t end = ospc_clock_ns(CLOCK_MONOTONIC);
         ospd_switches_drain(&d->switches, c, end, true);
         ospd_waits_finish(c, end);
     }
@@ -369,44 +355,15 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         return;
     }
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH], line[sizeof err + 512];
-    /* Another profiled process (the other end of a pipeline, started with the same
-     * OSPREY_PROFILE) wrote this path since this one started: keep both profiles. */
-    const char *out_path = d->out_path;
-    static char beside[OSP_MAX_PATH + 64];
-    /* Two daemons finishing at once must not both find the path free: they take turns on a
-     * lock of its directory, only around this check and the rename. */
-    int dir_lock = -1;
-    char *dir_copy = strdup(out_path);
-    if (dir_copy != NULL) {
-        dir_lock = open(dirname(dir_copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        free(dir_copy);
-    }
-    /* Bounded: anyone who can open the directory (/tmp) can hold its lock for good. Past
-     * DIR_LOCK_WAIT_MS the check and rename go on without it. */
-    for (int waited = 0; dir_lock >= 0 && flock(dir_lock, LOCK_EX | LOCK_NB) != 0;
-         waited += DIR_LOCK_STEP_MS) {
-        if (waited >= DIR_LOCK_WAIT_MS) {
-            close(dir_lock);
-            dir_lock = -1;
-            break;
-        }
-        uv_sleep(DIR_LOCK_STEP_MS);
-    }
-    struct stat st;
-    if (stat(out_path, &st) == 0 &&
-        (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec >=
-            c->start_unix_ns &&
-        osp_per_pid_path(out_path, c->pid, NULL, beside, sizeof beside) == 0) {
-        out_path = beside;
-        atomic_store_explicit(&d->header->wrote_beside, 1, memory_order_relaxed);
-    }
     /* Renamed into place now, fsync'd once the program has been let go (below): the program
      * waits for the file to be there, not for the disk (an fsync took 4-22 ms here). */
     struct ospc_atomic pending = {.fd = -1};
-    int rc = ospd_raw_publish(c, out_path, &pending, err, sizeof err);
-    if (dir_lock >= 0)
-        close(dir_lock); /* and its lock */
-    snprintf(d->written_path, sizeof d->written_path, "%s", out_path);
+    bool beside;
+    int rc = ospd_session_publish(c, d->out_path, d->written_path, sizeof d->written_path, &beside,
+                                  &pending, err, sizeof err);
+    const char *out_path = d->written_path;
+    if (beside)
+        atomic_store_explicit(&d->header->wrote_beside, 1, memory_order_relaxed);
     if (rc != 0)
         snprintf(line, sizeof line, "ospreyd could not write the profile: %s", err);
     else if (status == OSPD_EXIT_RING_REJECTED)
@@ -436,26 +393,14 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
 }
 
 /* After the program has been let go (DONE): the outputs OSPREY_EXPORT asked for, beside the
- * raw file (its path without ".json", and without ".raw" before it). One line on stderr when
+ * raw file (under its stem, ospc_raw_stem). One line on stderr when
  * they cannot be written; the raw file stays either way. */
 static void export_outputs(struct ospd_daemon *d)
 {
     if (d->export_formats == NULL || d->written_path[0] == '\0' || d->exit_code != 0)
         return;
-    char stem[sizeof d->written_path];
-    snprintf(stem, sizeof stem, "%s", d->written_path);
-    size_t n = strlen(stem);
-    if (n > 5 && strcmp(stem + n - 5, ".json") == 0)
-        stem[n -= 5] = '\0';
-    if (n > 4 && strcmp(stem + n - 4, ".raw") == 0)
-        stem[n -= 4] = '\0';
-    struct ospx_error err;
-    memset(&err, 0, sizeof err);
-    if (ospx_export_files(d->written_path, stem, d->export_formats, &err) != 0) {
-        fprintf(stderr, "osprey: ospreyd: exporting %s: %s%s%s\n", d->written_path,
-                err.file[0] ? err.file : "", err.file[0] ? ": " : "", err.text);
+    if (ospd_session_export(d->written_path, d->export_formats) != 0)
         d->exit_code = 1;
-    }
 }
 
 static struct osp_slot *slot_at(const struct ospd_daemon *d, uint32_t i)
@@ -518,10 +463,9 @@ static int drain_slots(struct ospd_daemon *d, bool all)
 /* The target's CPU time so far, from its process CPU clock, while it is there. */
 static void read_target_cpu(struct ospd_daemon *d)
 {
-    clockid_t clock;
-    struct timespec ts;
-    if (clock_getcpuclockid(d->collector.pid, &clock) == 0 && clock_gettime(clock, &ts) == 0)
-        d->collector.process_cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    uint64_t cpu = ospd_target_cpu_ns(d->collector.pid);
+    if (cpu != 0)
+        d->collector.process_cpu_ns = cpu;
 }
 
 /* Consume everything the shim has published. Returns true when the profile has finished. */
@@ -548,7 +492,7 @@ static bool drain_once(struct ospd_daemon *d)
     if (d->slots != NULL)
         ospd_watch_settle(d->slots, d->slot_ring_size, d->watch);
     if (d->collector.waits.since_ns != 0) {
-        uint64_t now = clock_ns(CLOCK_MONOTONIC);
+        uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC);
         ospd_switches_drain(&d->switches, &d->collector, now, false);
         ospd_waits_resolve(&d->collector, now, false);
     }
@@ -575,9 +519,9 @@ static bool drain(struct ospd_daemon *d)
 {
     if (d->finished)
         return true;
-    uint64_t start = clock_ns(CLOCK_MONOTONIC);
+    uint64_t start = ospc_clock_ns(CLOCK_MONOTONIC);
     bool done = drain_once(d);
-    uint64_t took_us = (clock_ns(CLOCK_MONOTONIC) - start) / 1000u;
+    uint64_t took_us = (ospc_clock_ns(CLOCK_MONOTONIC) - start) / 1000u;
     if (took_us > d->collector.longest_read_us)
         d->collector.longest_read_us = took_us;
     return done;
@@ -595,17 +539,7 @@ static void target_gone(struct ospd_daemon *d)
     if (atomic_load_explicit(&d->header->shim_state, memory_order_acquire) == OSP_SHIM_EXITED &&
         drain(d))
         return;
-    struct ospd_collector *c = &d->collector;
-    if (state != 'Z')
-        wait_status = ospd_target_pidfd_status(d->pidfd); /* already reaped: ask the pidfd */
-    if (wait_status >= 0 && WIFSIGNALED(wait_status)) {
-        c->exit_signal = WTERMSIG(wait_status);
-        finish(d, OSPD_EXIT_KILLED);
-        return;
-    }
-    if (wait_status >= 0 && WIFEXITED(wait_status))
-        c->exit_code = WEXITSTATUS(wait_status);
-    finish(d, OSPD_EXIT_VANISHED);
+    finish(d, ospd_watch_ended(&d->watch_pid, state, wait_status, &d->collector));
 }
 
 static void on_pidfd(uv_poll_t *poll, int status, int events)
@@ -616,7 +550,7 @@ static void on_pidfd(uv_poll_t *poll, int status, int events)
     if (ospd_target_threads_alive(d->collector.pid)) {
         /* Only the main thread ended (pthread_exit from main): its other threads run on.
          * The liveness check notices the real end. */
-        uv_poll_stop(&d->pidfd_poll);
+        ospd_watch_pause(&d->watch_pid);
         return;
     }
     target_gone(d);
@@ -750,12 +684,12 @@ static void on_switches(uv_poll_t *poll, int status, int events)
     if (status < 0 || (events & UV_DISCONNECT)) {
         uv_poll_stop(poll);
         if (!d->finished)
-            check_liveness(d, clock_ns(CLOCK_MONOTONIC));
+            check_liveness(d, ospc_clock_ns(CLOCK_MONOTONIC));
         return;
     }
     if (d->finished || d->collector.waits.since_ns == 0)
         return;
-    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC);
     ospd_switches_drain(&d->switches, &d->collector, now, false);
 }
 
@@ -767,7 +701,7 @@ static void on_tick(uv_poll_t *poll, int status, int events)
     uint64_t expirations;
     if (read(d->timer_fd, &expirations, sizeof expirations) < 0 && errno == EAGAIN)
         return;
-    uint64_t tick_now = clock_ns(CLOCK_MONOTONIC);
+    uint64_t tick_now = ospc_clock_ns(CLOCK_MONOTONIC);
     /* How late the tick came: the machine's load keeping ospreyd off a CPU, or its own work. */
     if (tick_now > d->deadline_ns &&
         (tick_now - d->deadline_ns) / 1000u > d->collector.longest_late_us)
@@ -786,7 +720,7 @@ static void on_tick(uv_poll_t *poll, int status, int events)
             finish(d, OSPD_EXIT_EXITED); /* EXITED without an exit record: end here anyway */
         return;
     }
-    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC);
     /* Read from the shared header, so never trusted beyond "now or later". */
     uint64_t stop_at = d->header->stop_at_ns;
     if (stop_at != 0 && now >= stop_at) {
@@ -849,7 +783,7 @@ static int run(struct ospd_daemon *d)
     int program_nice = ospd_target_nice(d->collector.pid);
     ospd_sched_self(program_nice, 0);
     d->loop = uv_default_loop();
-    d->attach_mono_ns = clock_ns(CLOCK_MONOTONIC);
+    d->attach_mono_ns = ospc_clock_ns(CLOCK_MONOTONIC);
     d->next_liveness_ns = d->attach_mono_ns + LIVENESS_INTERVAL_NS;
     uint64_t quarter_ring = (uint64_t)d->slot_ring_size * 1000000000u / 4 / 256u;
     d->drain_max_ns = d->slot_ring_size ? quarter_ring / d->collector.rate_hz : IDLE_TICK_NS;
@@ -890,26 +824,15 @@ static int run(struct ospd_daemon *d)
     d->sigurg.data = d;
     uv_signal_start(&d->sigurg, on_wake, SIGURG);
 
-    d->pidfd = (int)syscall(SYS_pidfd_open, (pid_t)d->collector.pid, 0u);
-    if (d->pidfd < 0 && errno == ESRCH)
+    if (ospd_watch_start(&d->watch_pid, d->loop, d->collector.pid, on_pidfd, d) == -ESRCH)
         d->next_liveness_ns = d->attach_mono_ns; /* gone already: at the first tick */
-    if (d->pidfd >= 0) {
-        if (uv_poll_init(d->loop, &d->pidfd_poll, d->pidfd) == 0) {
-            d->pidfd_poll.data = d;
-            uv_poll_start(&d->pidfd_poll, UV_READABLE, on_pidfd);
-        } else {
-            close(d->pidfd);
-            d->pidfd = -1;
-        }
-    }
     /* Without a pidfd (old kernel, or the target already gone) the liveness check notices. */
-    d->deadline_ns = clock_ns(CLOCK_MONOTONIC);
+    d->deadline_ns = ospc_clock_ns(CLOCK_MONOTONIC);
     arm_tick(d, d->deadline_ns, false);
     uv_poll_start(&d->tick, UV_READABLE, on_tick);
     uv_run(d->loop, UV_RUN_DEFAULT);
     ospd_switches_close(&d->switches);
-    if (d->pidfd >= 0)
-        close(d->pidfd);
+    ospd_watch_free(&d->watch_pid);
     uv_loop_close(d->loop);
     close(d->timer_fd);
     return d->exit_code;
@@ -983,30 +906,6 @@ static int detach(bool fork_first)
     return 0;
 }
 
-/* The run's lock (OSP_RUN_LOCK): the one handed on, or the file beside the raw profile when
- * the CLI made one; held, shared, until this process ends. */
-static void take_run_lock(const char *out_path)
-{
-    if (run_lock < 0) {
-        char lock[OSP_MAX_PATH + sizeof OSP_RUN_LOCK + 2];
-        const char *slash = strrchr(out_path, '/');
-        int dir = slash != NULL ? (int)(slash - out_path) : 0;
-        snprintf(lock, sizeof lock, "%.*s/%s", dir, out_path, OSP_RUN_LOCK);
-        /* Maybe /tmp: another user's FIFO, link or file there is not our lock (the shim has
-         * said so already). */
-        int fd = ospc_open_shared(lock, O_RDONLY, 0, geteuid());
-        run_lock = fd >= 0 ? fd : -1;
-    }
-    if (run_lock >= 0) {
-        fcntl(run_lock, F_SETFD, FD_CLOEXEC);
-        /* Not blocking: held exclusively, osprey has found the run over already. */
-        if (flock(run_lock, LOCK_SH | LOCK_NB) != 0) {
-            close(run_lock);
-            run_lock = -1;
-        }
-    }
-}
-
 /* `path` made absolute against the current directory (the daemon chdirs to / when it
  * detaches). NULL when out of memory or the directory is unknown. */
 static char *absolute_path(const char *path)
@@ -1046,7 +945,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--attach-pid") == 0 || strncmp(argv[i], "--attach-pid=", 13) == 0)
             return ospd_attach_main(argc, argv);
-    struct ospd_daemon d = {.pidfd = -1};
+    struct ospd_daemon d = {.watch_pid = {.pidfd = -1}};
     bool detached = false, fork_first = false;
     const char *out = NULL;
     opterr = 0;
@@ -1134,7 +1033,7 @@ int main(int argc, char **argv)
     }
     d.out_path = out_path;
     signal(SIGPIPE, SIG_IGN);
-    take_run_lock(out_path);
+    run_lock = ospd_session_run_lock(run_lock, out_path);
     if (detached && detach(fork_first) != 0) {
         free(out_path);
         return 1;
