@@ -57,4 +57,27 @@ int ospd_session_export(const char *raw_path, const char *formats);
  * its descriptor, or -1 (no run lock: osprey has found the run over, or there is none). */
 int ospd_session_run_lock(int handed, const char *out_path);
 
+/* A source of samples: the shim's rings (ring-source.c), perf events (attach.c). The session
+ * runs one, chosen once by ospreyd.c's command line, in the libuv loop; everything else of
+ * the collector (the loop, the clocks, the target's watch, publishing, the run's lock) is the
+ * session's above. */
+struct ospd_source_ops {
+    const char *name;
+    /* Open what the source reads (map the ring, open the events), fill the collector's
+     * identity, and start its handles in `loop`. 0, or ospreyd's exit code after one line. */
+    int (*attach)(void *source, uv_loop_t *loop);
+    /* Read what has come (`all`: everything there is). Returns true once the profile ended. */
+    bool (*drain)(void *source, bool all);
+    /* End the profile now with `status` (stop sampling, read the rest, write the file) and
+     * close the source's handles. Nothing when it has ended already. */
+    void (*stop)(void *source, enum ospd_exit_status status);
+    /* After the loop: release everything and free `source`. Returns ospreyd's exit code. */
+    int (*close)(void *source);
+};
+
+/* Run `source` to its end: attach, the loop until every handle of the source is closed (its
+ * profile written), stop (with "stopped", when it did not end by itself), close. Returns
+ * ospreyd's exit code. */
+int ospd_session_run(const struct ospd_source_ops *ops, void *source);
+
 #endif /* OSPD_SESSION_H */

@@ -169,3 +169,17 @@ int ospd_session_run_lock(int handed, const char *out_path)
     }
     return fd;
 }
+
+int ospd_session_run(const struct ospd_source_ops *ops, void *source)
+{
+    uv_loop_t *loop = uv_default_loop();
+    int rc = ops->attach(source, loop);
+    if (rc == 0) {
+        uv_run(loop, UV_RUN_DEFAULT);
+        ops->stop(source, OSPD_EXIT_STOPPED); /* nothing when it has ended */
+        uv_run(loop, UV_RUN_DEFAULT);         /* the handles' closes */
+        uv_loop_close(loop);
+    }
+    int code = ops->close(source);
+    return rc != 0 ? rc : code;
+}
