@@ -49,6 +49,82 @@ static void usage(FILE *f)
         "  --help, --version\n");
 }
 
+static void attach_usage(FILE *f)
+{
+    fprintf(f, "usage: ospreyd --attach-pid PID --out PATH [--rate N] [--duration SECONDS]\n"
+               "               [--export LIST]\n"
+               "       ospreyd --attach-pid PID --stream [--rate N] [--duration SECONDS]\n"
+               "Profile the running process PID from outside (perf events) until the duration\n"
+               "ends, SIGINT or SIGTERM, or the process ends; write its raw profile to PATH,\n"
+               "or with --stream its samples and stacks to stdout as they come.\n");
+}
+
+/* --attach-pid's command line into `a`: -1 to go on, else ospreyd's exit status. */
+static int parse_attach(int argc, char **argv, struct ospd_perf_options *a)
+{
+    static const struct option options[] = {
+        {"attach-pid", required_argument, NULL, 'p'},
+        {"out", required_argument, NULL, 'o'},
+        {"rate", required_argument, NULL, 'r'},
+        {"duration", required_argument, NULL, 'd'},
+        {"export", required_argument, NULL, 'e'},
+        {"stream", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 1;
+    int opt;
+    char *end;
+    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+        switch (opt) {
+        case 'p':
+            a->pid = (int32_t)strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || a->pid <= 0) {
+                fprintf(stderr, "ospreyd: --attach-pid %s: not a process id\n", optarg);
+                return 2;
+            }
+            break;
+        case 'o':
+            a->out = optarg;
+            break;
+        case 'r': {
+            long v = strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || v < 10 || v > 10000) {
+                fprintf(stderr, "ospreyd: --rate %s: not a rate of 10..10000\n", optarg);
+                return 2;
+            }
+            a->rate = (uint32_t)v;
+            break;
+        }
+        case 'd':
+            a->duration = strtod(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(a->duration > 0)) {
+                fprintf(stderr, "ospreyd: --duration %s: not a number of seconds\n", optarg);
+                return 2;
+            }
+            break;
+        case 'e':
+            a->export_formats = optarg;
+            break;
+        case 's':
+            a->stream = true;
+            break;
+        case 'h':
+            attach_usage(stdout);
+            return 0;
+        default:
+            fprintf(stderr, "ospreyd: bad option %s (try --help)\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (a->pid <= 0 || (a->out == NULL) == !a->stream || optind < argc) {
+        attach_usage(stderr);
+        return 2;
+    }
+    return -1;
+}
+
 /* Close every descriptor above stderr that the program let us inherit (pipes, sockets), so
  * the daemon never holds a reader's end of file back after the program is gone. */
 static bool fd_kept(int fd)
@@ -154,8 +230,15 @@ int main(int argc, char **argv)
     };
     /* A process started without the profiler, profiled from outside (attach.c). */
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--attach-pid") == 0 || strncmp(argv[i], "--attach-pid=", 13) == 0)
-            return ospd_attach_main(argc, argv);
+        if (strcmp(argv[i], "--attach-pid") == 0 || strncmp(argv[i], "--attach-pid=", 13) == 0) {
+            struct ospd_perf_options a = {.rate = 997};
+            int rc = parse_attach(argc, argv, &a);
+            if (rc >= 0)
+                return rc;
+            signal(SIGPIPE, SIG_IGN);
+            void *source = ospd_perf_collector_new(&a);
+            return source != NULL ? ospd_session_run(&ospd_perf_events, source) : 1;
+        }
     struct ospd_ring_options o = {.ring_name = NULL};
     bool detached = false, fork_first = false;
     const char *out = NULL;
