@@ -16,10 +16,8 @@
  * In every case the raw file is written with what was collected; daemon_state then says DONE
  * (file in place) or FAILED (daemon_error says why).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <linux/futex.h>
 #include <signal.h>
@@ -34,13 +32,11 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "ospc.h"
-#include "ospc_version.h"
 #include "ospd.h"
 #include "ospd_attach.h"
 #include "ospd_forks.h"
@@ -49,7 +45,6 @@
 #include "ospd_switch.h"
 #include "ospd_target.h"
 #include "ospd_unwind_source.h"
-#include "ospx.h"
 
 #define IDLE_TICK_NS         4000000ull    /* the tick when no thread is running */
 #define DRAIN_MIN_NS         250000ull     /* the rings are read at most this often */

@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ospd_attach.h"
+#include "ospd_ring_source.h"
 #include "ospd_session.h"
 #include "ospd_target.h"
 
@@ -225,6 +227,60 @@ START_TEST(the_run_lock_is_held_shared_when_there_and_free)
 }
 END_TEST
 
+START_TEST(the_rings_behind_the_interface_refuse_a_missing_ring)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/p.raw.json", dir);
+    struct ospd_ring_options o = {.ring_name = "/osprey-no-such-ring",
+                                  .ring_named = true,
+                                  .out_path = path,
+                                  .unwind_fd = -1,
+                                  .ring_fd = -1,
+                                  .forks_fd = -1,
+                                  .run_lock = -1};
+    void *source = ospd_ring_source_new(&o);
+    ck_assert_ptr_nonnull(source);
+    ck_assert_int_eq(ospd_session_run(&ospd_ring_source, source), 1);
+    ck_assert_int_ne(access(path, F_OK), 0); /* nothing written */
+    remove_dir();
+}
+END_TEST
+
+/* Perf events behind the interface, on a busy child for 0.3 s: the raw file says "stopped";
+ * where perf events are refused, nothing is written. */
+START_TEST(perf_events_behind_the_interface_profile_a_running_process)
+{
+    make_dir();
+    char path[128];
+    snprintf(path, sizeof path, "%s/p.raw.json", dir);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        for (volatile unsigned long i = 0;; i++)
+            ;
+    }
+    struct ospd_perf_options o = {.pid = child, .out = path, .duration = 0.3, .rate = 997};
+    void *source = ospd_perf_collector_new(&o);
+    ck_assert_ptr_nonnull(source);
+    int rc = ospd_session_run(&ospd_perf_events, source);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    if (rc != 0) {
+        ck_assert_int_ne(access(path, F_OK), 0);
+    } else {
+        char text[1 << 16] = "";
+        FILE *f = fopen(path, "r");
+        ck_assert_ptr_nonnull(f);
+        size_t n = fread(text, 1, sizeof text - 1, f);
+        text[n] = '\0';
+        fclose(f);
+        ck_assert_ptr_nonnull(strstr(text, "\"stopped\""));
+    }
+    remove_dir();
+}
+END_TEST
+
 Suite *session_suite(void)
 {
     Suite *s = suite_create("session");
@@ -239,5 +295,10 @@ Suite *session_suite(void)
     tcase_add_test(files, the_raw_file_goes_to_its_path_then_beside_it);
     tcase_add_test(files, the_run_lock_is_held_shared_when_there_and_free);
     suite_add_tcase(s, files);
+    TCase *sources = tcase_create("sources");
+    tcase_set_timeout(sources, 60);
+    tcase_add_test(sources, the_rings_behind_the_interface_refuse_a_missing_ring);
+    tcase_add_test(sources, perf_events_behind_the_interface_profile_a_running_process);
+    suite_add_tcase(s, sources);
     return s;
 }
