@@ -1,5 +1,7 @@
-/* attach.c — `ospreyd --attach-pid PID --out PATH`: profiling a process that was started
- * without the profiler, from outside it (perf-source.c), until a duration ends, SIGINT or
+/* attach.c — perf events as a source of the collector's session (ospd_perf_events, behind
+ * ospd_source_ops; the command line `ospreyd --attach-pid PID --out PATH` is ospreyd.c's):
+ * profiling a process that was started without the profiler, from outside it
+ * (perf-source.c), until a duration ends, SIGINT or
  * SIGTERM, or the process ends; then the raw profile, written as a launched profile's is.
  *
  * Lifecycle: one collector at a time per process (a lock named after the pid) → the images
@@ -13,7 +15,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include "ospc.h"
 #include "ospd_attach.h"
 #include "ospd_perf_source.h"
+#include "ospd_session.h"
 #include "ospd_target.h"
 #include "ospd_unwind_source.h"
 #include "ospx.h"
@@ -41,11 +43,11 @@
 #define TABLES_WAIT_NS (UINT64_C(10) * 1000000000u) /* at most this long for the first rows */
 
 struct attach {
+    struct ospd_perf_options o; /* the command line's */
     int32_t pid;
     const char *out;
-    const char *export_formats;
-    double duration;
     bool stream; /* --stream: lines on stdout (stream.c) instead of a raw file */
+    int lock;    /* take_lock's */
     struct ospd_stream live;
     uv_timer_t flush_timer;
     struct ospd_collector collector;
@@ -56,29 +58,11 @@ struct attach {
     uv_signal_t sigint, sigterm;
     uv_poll_t *polls;
     uint32_t poll_count;
-    uv_poll_t pidfd_poll;
-    int pidfd;
+    struct ospd_watch watch_pid; /* the target's pidfd */
     uint64_t cpu_at_start;
     bool finished, target_gone;
     int exit_code;
 };
-
-static uint64_t clock_ns(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The target's CPU time so far (its process CPU clock), 0 when it is gone. */
-static uint64_t target_cpu_ns(int32_t pid)
-{
-    clockid_t clock;
-    struct timespec ts;
-    if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* One collector per process and user: a lock named after the pid, in a directory of ours
  * alone (ospc_runtime_dir), held while attached. Another user can neither hold it nor write
@@ -171,10 +155,10 @@ static int make_tables(void)
 
 static void drain(struct attach *a, bool all)
 {
-    ospd_perf_drain(&a->source, &a->collector, clock_ns(CLOCK_MONOTONIC), all);
+    ospd_perf_drain(&a->source, &a->collector, ospc_clock_ns(CLOCK_MONOTONIC), all);
     ospd_unwinder_check_stacks(&a->unwinder, &a->collector.stacks);
     if (a->collector.waits.since_ns != 0)
-        ospd_waits_resolve(&a->collector, clock_ns(CLOCK_MONOTONIC), false);
+        ospd_waits_resolve(&a->collector, ospc_clock_ns(CLOCK_MONOTONIC), false);
 }
 
 static void close_handle(uv_handle_t *h)
@@ -191,23 +175,23 @@ static void finish(struct attach *a, enum ospd_exit_status status)
     a->finished = true;
     struct ospd_collector *c = &a->collector;
     ospd_perf_enable(&a->source, false);
-    uint64_t cpu = target_cpu_ns(a->pid);
+    uint64_t cpu = ospd_target_cpu_ns(a->pid);
     c->events_cpu_ns = ospd_perf_clock_ns(&a->source);
     drain(a, true);
     ospd_perf_close(&a->source); /* detached: nothing of ours is left on its threads */
     c->exit_status = status;
-    c->end_unix_ns = clock_ns(CLOCK_REALTIME);
+    c->end_unix_ns = ospc_clock_ns(CLOCK_REALTIME);
     if (cpu > a->cpu_at_start)
         c->process_cpu_ns = cpu - a->cpu_at_start; /* over the window profiled */
     c->shim_dropped = a->source.lost;
     if (c->waits.since_ns != 0)
-        ospd_waits_resolve(c, clock_ns(CLOCK_MONOTONIC), true);
+        ospd_waits_resolve(c, ospc_clock_ns(CLOCK_MONOTONIC), true);
     ospd_collector_note_cost(c, &a->unwinder);
     a->source.tables = NULL;
     ospd_unwinder_close(&a->unwinder);
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH];
     if (a->stream) {
-        ospd_stream_flush(&a->live, c, clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns);
+        ospd_stream_flush(&a->live, c, ospc_clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns);
         ospd_stream_end(&a->live, c);
     } else if (ospd_raw_write(c, a->out, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: ospreyd could not write the profile: %s\n", err);
@@ -218,7 +202,7 @@ static void finish(struct attach *a, enum ospd_exit_status status)
     close_handle((uv_handle_t *)&a->flush_timer);
     close_handle((uv_handle_t *)&a->sigint);
     close_handle((uv_handle_t *)&a->sigterm);
-    close_handle((uv_handle_t *)&a->pidfd_poll);
+    ospd_watch_close(&a->watch_pid);
     for (uint32_t i = 0; i < a->poll_count; i++)
         close_handle((uv_handle_t *)&a->polls[i]);
 }
@@ -241,7 +225,7 @@ static void on_ring(uv_poll_t *p, int status, int events)
 static void on_flush(uv_timer_t *t)
 {
     struct attach *a = t->data;
-    uint64_t now = clock_ns(CLOCK_MONOTONIC) - a->collector.start_mono_ns;
+    uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC) - a->collector.start_mono_ns;
     if (ospd_stream_flush(&a->live, &a->collector, now) != 0)
         finish(a, OSPD_EXIT_STOPPED);
 }
@@ -267,100 +251,17 @@ static void on_pidfd(uv_poll_t *p, int status, int events)
         return; /* only its main thread ended (pthread_exit) */
     int wait_status;
     char state = ospd_target_state(a->pid, &wait_status);
-    if (state != 'Z')
-        wait_status = ospd_target_pidfd_status(a->pidfd);
     struct ospd_collector *c = &a->collector;
-    enum ospd_exit_status how = OSPD_EXIT_VANISHED;
-    if (wait_status >= 0 && WIFSIGNALED(wait_status)) {
-        c->exit_signal = WTERMSIG(wait_status);
-        how = OSPD_EXIT_KILLED;
-    } else if (wait_status >= 0 && WIFEXITED(wait_status)) {
-        c->exit_code = WEXITSTATUS(wait_status);
-    }
-    double seconds = (double)(clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns) / 1e9;
+    enum ospd_exit_status how = ospd_watch_ended(&a->watch_pid, state, wait_status, c);
+    double seconds = (double)(ospc_clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns) / 1e9;
     if (!a->stream) /* the stream's reader says it, from the end line */
         fprintf(
             stderr,
             "osprey: process %d ended %.1f s into the profile; the profile covers it until then\n",
             (int)a->pid, seconds);
     a->target_gone = true;
-    uv_poll_stop(p);
+    ospd_watch_pause(&a->watch_pid);
     finish(a, how);
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: ospreyd --attach-pid PID --out PATH [--rate N] [--duration SECONDS]\n"
-               "               [--export LIST]\n"
-               "       ospreyd --attach-pid PID --stream [--rate N] [--duration SECONDS]\n"
-               "Profile the running process PID from outside (perf events) until the duration\n"
-               "ends, SIGINT or SIGTERM, or the process ends; write its raw profile to PATH,\n"
-               "or with --stream its samples and stacks to stdout as they come.\n");
-}
-
-static int parse(int argc, char **argv, struct attach *a, uint32_t *rate)
-{
-    static const struct option options[] = {
-        {"attach-pid", required_argument, NULL, 'p'},
-        {"out", required_argument, NULL, 'o'},
-        {"rate", required_argument, NULL, 'r'},
-        {"duration", required_argument, NULL, 'd'},
-        {"export", required_argument, NULL, 'e'},
-        {"stream", no_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    opterr = 0;
-    optind = 1;
-    int opt;
-    char *end;
-    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
-        switch (opt) {
-        case 'p':
-            a->pid = (int32_t)strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || a->pid <= 0) {
-                fprintf(stderr, "ospreyd: --attach-pid %s: not a process id\n", optarg);
-                return 2;
-            }
-            break;
-        case 'o':
-            a->out = optarg;
-            break;
-        case 'r': {
-            long v = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || v < 10 || v > 10000) {
-                fprintf(stderr, "ospreyd: --rate %s: not a rate of 10..10000\n", optarg);
-                return 2;
-            }
-            *rate = (uint32_t)v;
-            break;
-        }
-        case 'd':
-            a->duration = strtod(optarg, &end);
-            if (*optarg == '\0' || *end != '\0' || !(a->duration > 0)) {
-                fprintf(stderr, "ospreyd: --duration %s: not a number of seconds\n", optarg);
-                return 2;
-            }
-            break;
-        case 'e':
-            a->export_formats = optarg;
-            break;
-        case 's':
-            a->stream = true;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            fprintf(stderr, "ospreyd: bad option %s (try --help)\n", argv[optind - 1]);
-            return 2;
-        }
-    }
-    if (a->pid <= 0 || (a->out == NULL) == !a->stream || optind < argc) {
-        usage(stderr);
-        return 2;
-    }
-    return -1;
 }
 
 /* Build the rows of every image mapped now before sampling starts (from the cache, a few
@@ -371,111 +272,130 @@ static void build_tables(struct attach *a)
     if (ospd_unwinder_attach(&a->unwinder, a->loop, fd, a->pid, ospd_target_nice(a->pid)) != 0)
         return; /* frame pointers only */
     ospd_unwinder_scan(&a->unwinder);
-    uint64_t until = clock_ns(CLOCK_MONOTONIC) + TABLES_WAIT_NS;
-    while (a->unwinder.pending > 0 && clock_ns(CLOCK_MONOTONIC) < until)
+    uint64_t until = ospc_clock_ns(CLOCK_MONOTONIC) + TABLES_WAIT_NS;
+    while (a->unwinder.pending > 0 && ospc_clock_ns(CLOCK_MONOTONIC) < until)
         uv_run(a->loop, UV_RUN_ONCE);
     a->source.tables = a->unwinder.map;
     a->source.tables_size = a->unwinder.map_size;
 }
 
-int ospd_attach_main(int argc, char **argv)
+/* The lock, the events, the images and their unwind rows, then sampling on. 0, or 1 after
+ * one line. */
+static int perf_attach(void *source, uv_loop_t *loop)
 {
-    static struct attach a = {.pidfd = -1};
-    uint32_t rate = 997;
-    int rc = parse(argc, argv, &a, &rate);
-    if (rc >= 0)
-        return rc;
-    signal(SIGPIPE, SIG_IGN);
-    int lock = take_lock(a.pid);
-    if (lock == -1)
+    struct attach *a = source;
+    uint32_t rate = a->o.rate;
+    a->lock = take_lock(a->pid);
+    if (a->lock == -1)
         return 1;
-    a.loop = uv_default_loop();
-    struct ospd_collector *c = &a.collector;
-    ospd_collector_init(c);
-    if (!a.stream) /* the stream empties the samples every batch; a raw file spills them */
-        ospd_spill_enable(c, a.out, ospd_spill_batch());
+    a->loop = loop;
+    struct ospd_collector *c = &a->collector;
+    if (!a->stream) /* the stream empties the samples every batch; a raw file spills them */
+        ospd_spill_enable(c, a->out, ospd_spill_batch());
     char platform[OSP_PLATFORM_SIZE] = "linux-x86_64";
-    ospd_collector_identity(c, a.pid, rate, clock_ns(CLOCK_REALTIME), clock_ns(CLOCK_MONOTONIC),
-                            platform);
+    ospd_collector_identity(c, a->pid, rate, ospc_clock_ns(CLOCK_REALTIME),
+                            ospc_clock_ns(CLOCK_MONOTONIC), platform);
     char err[512];
     /* The events first: a refusal (no such process, not allowed) is said before any work. */
-    if (ospd_perf_open(&a.source, a.pid, rate, err, sizeof err) != 0) {
+    if (ospd_perf_open(&a->source, a->pid, rate, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: cannot attach: %s\n", err);
-        ospd_collector_free(c);
-        drop_lock(lock);
         return 1;
     }
-    if (ospd_maps_images(c, a.pid) <= 0)
-        fprintf(stderr, "osprey: warning: no images of process %d could be read\n", (int)a.pid);
+    if (ospd_maps_images(c, a->pid) <= 0)
+        fprintf(stderr, "osprey: warning: no images of process %d could be read\n", (int)a->pid);
     char exe_link[64], exe[OSP_MAX_PATH + 1];
-    snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)a.pid);
+    snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)a->pid);
     ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
     if (n > 0)
         c->exe_fallback = ospd_utf8_sanitize(exe, (size_t)n);
-    build_tables(&a);
+    build_tables(a);
 
-    uv_timer_init(a.loop, &a.tick);
-    a.tick.data = &a;
-    uv_timer_init(a.loop, &a.stop_timer);
-    a.stop_timer.data = &a;
-    uv_timer_init(a.loop, &a.flush_timer);
-    a.flush_timer.data = &a;
-    uv_signal_init(a.loop, &a.sigint);
-    a.sigint.data = &a;
-    uv_signal_start(&a.sigint, on_signal, SIGINT);
-    uv_signal_init(a.loop, &a.sigterm);
-    a.sigterm.data = &a;
-    uv_signal_start(&a.sigterm, on_signal, SIGTERM);
-    a.polls = calloc(a.source.ring_count, sizeof *a.polls);
-    for (uint32_t i = 0; a.polls != NULL && i < a.source.ring_count; i++)
-        if (a.source.rings[i].fd >= 0 &&
-            uv_poll_init(a.loop, &a.polls[i], a.source.rings[i].fd) == 0) {
-            a.polls[i].data = &a;
-            uv_poll_start(&a.polls[i], UV_READABLE, on_ring);
+    uv_timer_init(a->loop, &a->tick);
+    a->tick.data = a;
+    uv_timer_init(a->loop, &a->stop_timer);
+    a->stop_timer.data = a;
+    uv_timer_init(a->loop, &a->flush_timer);
+    a->flush_timer.data = a;
+    uv_signal_init(a->loop, &a->sigint);
+    a->sigint.data = a;
+    uv_signal_start(&a->sigint, on_signal, SIGINT);
+    uv_signal_init(a->loop, &a->sigterm);
+    a->sigterm.data = a;
+    uv_signal_start(&a->sigterm, on_signal, SIGTERM);
+    a->polls = calloc(a->source.ring_count, sizeof *a->polls);
+    for (uint32_t i = 0; a->polls != NULL && i < a->source.ring_count; i++)
+        if (a->source.rings[i].fd >= 0 &&
+            uv_poll_init(a->loop, &a->polls[i], a->source.rings[i].fd) == 0) {
+            a->polls[i].data = a;
+            uv_poll_start(&a->polls[i], UV_READABLE, on_ring);
         }
-    a.poll_count = a.polls != NULL ? a.source.ring_count : 0;
-    a.pidfd = (int)syscall(SYS_pidfd_open, (pid_t)a.pid, 0u);
-    if (a.pidfd >= 0 && uv_poll_init(a.loop, &a.pidfd_poll, a.pidfd) == 0) {
-        a.pidfd_poll.data = &a;
-        uv_poll_start(&a.pidfd_poll, UV_READABLE, on_pidfd);
-    }
+    a->poll_count = a->polls != NULL ? a->source.ring_count : 0;
+    ospd_watch_start(&a->watch_pid, a->loop, a->pid, on_pidfd, a);
 
-    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC);
     c->start_mono_ns = now;
-    c->start_unix_ns = clock_ns(CLOCK_REALTIME);
-    if (a.source.waits)
+    c->start_unix_ns = ospc_clock_ns(CLOCK_REALTIME);
+    if (a->source.waits)
         c->waits.since_ns = now;
-    a.cpu_at_start = target_cpu_ns(a.pid);
-    ospd_perf_enable(&a.source, true);
-    uv_timer_start(&a.tick, on_tick, TICK_MS, TICK_MS);
-    if (a.duration > 0)
-        uv_timer_start(&a.stop_timer, on_stop, (uint64_t)(a.duration * 1000.0), 0);
-    if (a.stream && ospd_stream_begin(&a.live, stdout, a.pid, rate) == 0)
-        uv_timer_start(&a.flush_timer, on_flush, FLUSH_MS, FLUSH_MS);
-    else if (a.stream)
-        finish(&a, OSPD_EXIT_STOPPED);
-    uv_run(a.loop, UV_RUN_DEFAULT);
-    if (!a.finished)
-        finish(&a, OSPD_EXIT_STOPPED);
-    uv_run(a.loop, UV_RUN_DEFAULT); /* the handles' closes */
-    uv_loop_close(a.loop);
-    free(a.polls);
-    if (a.pidfd >= 0)
-        close(a.pidfd);
-    if (a.exit_code == 0 && a.export_formats != NULL && !a.stream) {
-        char stem[OSP_MAX_PATH + 1];
-        snprintf(stem, sizeof stem, "%s", a.out);
-        size_t len = strlen(stem);
-        if (len > 9 && strcmp(stem + len - 9, ".raw.json") == 0)
-            stem[len - 9] = '\0';
-        struct ospx_error e;
-        memset(&e, 0, sizeof e);
-        if (ospx_export_files(a.out, stem, a.export_formats, &e) != 0) {
-            fprintf(stderr, "osprey: ospreyd: exporting %s: %s\n", a.out, e.text);
-            a.exit_code = 1;
-        }
-    }
-    ospd_collector_free(c);
-    drop_lock(lock);
-    return a.exit_code;
+    a->cpu_at_start = ospd_target_cpu_ns(a->pid);
+    ospd_perf_enable(&a->source, true);
+    uv_timer_start(&a->tick, on_tick, TICK_MS, TICK_MS);
+    if (a->o.duration > 0)
+        uv_timer_start(&a->stop_timer, on_stop, (uint64_t)(a->o.duration * 1000.0), 0);
+    if (a->stream && ospd_stream_begin(&a->live, stdout, a->pid, rate) == 0)
+        uv_timer_start(&a->flush_timer, on_flush, FLUSH_MS, FLUSH_MS);
+    else if (a->stream)
+        finish(a, OSPD_EXIT_STOPPED);
+    return 0;
 }
+
+static bool perf_drain(void *source, bool all)
+{
+    struct attach *a = source;
+    if (!a->finished)
+        drain(a, all);
+    return a->finished;
+}
+
+static void perf_stop(void *source, enum ospd_exit_status status)
+{
+    finish(source, status);
+}
+
+static int perf_close(void *source)
+{
+    struct attach *a = source;
+    free(a->polls);
+    ospd_watch_free(&a->watch_pid);
+    if (a->exit_code == 0 && a->o.export_formats != NULL && !a->stream &&
+        ospd_session_export(a->out, a->o.export_formats) != 0)
+        a->exit_code = 1;
+    ospd_collector_free(&a->collector);
+    drop_lock(a->lock);
+    int rc = a->exit_code;
+    free(a);
+    return rc;
+}
+
+void *ospd_perf_collector_new(const struct ospd_perf_options *o)
+{
+    struct attach *a = calloc(1, sizeof *a);
+    if (a == NULL)
+        return NULL;
+    a->o = *o;
+    a->pid = o->pid;
+    a->out = o->out;
+    a->stream = o->stream;
+    a->lock = -2;
+    a->watch_pid.pidfd = -1;
+    ospd_collector_init(&a->collector);
+    return a;
+}
+
+const struct ospd_source_ops ospd_perf_events = {
+    .name = "perf events",
+    .attach = perf_attach,
+    .drain = perf_drain,
+    .stop = perf_stop,
+    .close = perf_close,
+};

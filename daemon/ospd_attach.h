@@ -122,8 +122,20 @@ int ospd_stream_flush(struct ospd_stream *s, struct ospd_collector *c, uint64_t 
 void ospd_stream_end(struct ospd_stream *s, const struct ospd_collector *c);
 
 /* ------------------------------------------------------------------------------------------ */
-/* `ospreyd --attach-pid PID --out PATH [--rate N] [--duration S] [--export LIST]`, or with
- * `--stream` instead of `--out` (attach.c): returns ospreyd's exit status. */
-int ospd_attach_main(int argc, char **argv);
+/* Perf events as a source of the collector's session (attach.c): `ospreyd --attach-pid PID
+ * --out PATH [--rate N] [--duration S] [--export LIST]`, or with `--stream` instead of
+ * `--out` (the command line is ospreyd.c's). */
+struct ospd_perf_options {
+    int32_t pid;
+    const char *out; /* the raw file, or NULL with stream */
+    const char *export_formats;
+    double duration; /* seconds, or 0: until SIGINT, SIGTERM or the process's end */
+    bool stream;     /* lines on stdout (stream.c) instead of a raw file */
+    uint32_t rate;
+};
+/* A perf-events source for ospd_session_run, or NULL when out of memory. */
+void *ospd_perf_collector_new(const struct ospd_perf_options *o);
+struct ospd_source_ops;
+extern const struct ospd_source_ops ospd_perf_events;
 
 #endif /* OSPD_ATTACH_H */

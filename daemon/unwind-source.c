@@ -27,17 +27,11 @@
 #include <elf.h>
 #include <link.h>
 
+#include "ospc.h"
 #include "ospd_target.h"
 #include "ospd_unwind_source.h"
 
 #define RESCAN_NS 20000000ull /* the maps are read again at most this often */
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 struct build_job {
     uv_work_t req;
@@ -134,7 +128,7 @@ static void build_work(uv_work_t *req)
             job->rc = ospd_unwind_build(&job->src, &job->rows, job->err, sizeof job->err);
         }
     }
-    job->built_ns = mono_ns();
+    job->built_ns = ospc_clock_ns(CLOCK_MONOTONIC);
 }
 
 static void build_done(uv_work_t *req, int status)
@@ -148,7 +142,7 @@ static void build_done(uv_work_t *req, int status)
             u->images_ready++;
             u->images_cached += job->rows.from_cache;
             u->rows += job->rows.count;
-            uint64_t ms = (mono_ns() - job->queued_ns) / 1000000u;
+            uint64_t ms = (ospc_clock_ns(CLOCK_MONOTONIC) - job->queued_ns) / 1000000u;
             if (ms > u->longest_build_ms)
                 u->longest_build_ms = ms;
             remember(u, start, job->rows.bias + job->rows.end_vaddr);
@@ -172,7 +166,7 @@ static void build_done(uv_work_t *req, int status)
      * where this image has no frame pointers, for as long as the wait lasts. */
     u->pending--;
     if (u->pending == 0 && u->ready_mono_ns == 0)
-        u->ready_mono_ns = mono_ns();
+        u->ready_mono_ns = ospc_clock_ns(CLOCK_MONOTONIC);
     if (u->attached) /* release: pairs with the shim's acquire (shim/unwind.c) */
         atomic_store_explicit(&((struct osp_unwind_header *)u->map)->builds_pending, u->pending,
                               memory_order_release);
@@ -213,7 +207,7 @@ static void queue(struct ospd_unwinder *u, uint64_t start, uint64_t end, uint64_
         job->src.open_path = job->open_path;
         job->src.cache_dir = u->cache_dir[0] ? u->cache_dir : NULL;
     }
-    job->queued_ns = mono_ns();
+    job->queued_ns = ospc_clock_ns(CLOCK_MONOTONIC);
     if (uv_queue_work(u->loop, &job->req, build_work, build_done) != 0) {
         free(job);
         return;
@@ -233,7 +227,7 @@ void ospd_unwinder_scan(struct ospd_unwinder *u)
 {
     if (!u->attached)
         return;
-    u->last_scan_ns = mono_ns();
+    u->last_scan_ns = ospc_clock_ns(CLOCK_MONOTONIC);
     u->scans++;
     char maps[64];
     snprintf(maps, sizeof maps, "/proc/%" PRId32 "/maps", u->pid);
@@ -298,7 +292,7 @@ void ospd_unwinder_check_stacks(struct ospd_unwinder *u, const struct ospd_inter
     }
     u->stacks_checked = stacks->count;
     /* A pc in no known range: maybe an object loaded since (dlopen). */
-    if (unknown && mono_ns() - u->last_scan_ns >= RESCAN_NS)
+    if (unknown && ospc_clock_ns(CLOCK_MONOTONIC) - u->last_scan_ns >= RESCAN_NS)
         ospd_unwinder_scan(u);
 }
 

@@ -1,0 +1,29 @@
+/* ospd_ring_source.h — the shim's rings as a source of the collector's session
+ * (ring-source.c): a launched program's shared-memory ring, its threads' sample rings, the
+ * kernel's context switches it handed over, and its forked children's greetings. */
+#ifndef OSPD_RING_SOURCE_H
+#define OSPD_RING_SOURCE_H
+
+#include <stdbool.h>
+
+#include "ospd_session.h"
+
+/* What ospreyd's command line says of the ring (ospreyd.c, usage). */
+struct ospd_ring_options {
+    const char *ring_name;       /* --attach-ring's, or --ring-name's */
+    bool ring_named;             /* an object in /dev/shm, unlinked once mapped */
+    const char *out_path;        /* absolute */
+    const char *export_formats;  /* --export: outputs to write after the raw file, or NULL */
+    char self[OSP_MAX_PATH + 1]; /* this executable, for the forked children's collectors */
+    int unwind_fd;               /* --unwind-fd: the shim's unwind tables (a memfd), or -1 */
+    int switch_fds; /* --switch-fds N: the kernel's context-switch events, fds 4 .. 4 + N - 1 */
+    int ring_fd;    /* --ring-fd N: a forked child's ring (a memfd), or -1 */
+    int forks_fd;   /* --forks-fd N: the socket the target's forked children greet, or -1 */
+    int run_lock;   /* the run's lock, held shared for this process's life, or -1 */
+};
+
+/* A ring source for ospd_session_run, or NULL when out of memory. */
+void *ospd_ring_source_new(const struct ospd_ring_options *o);
+extern const struct ospd_source_ops ospd_ring_source;
+
+#endif /* OSPD_RING_SOURCE_H */

@@ -1,0 +1,857 @@
+/* ring-source.c — the shim's rings as the collector's source: attaching to a launched
+ * program's shared-memory ring, the tick that drains it and its threads' sample rings, the
+ * kernel's context switches the shim handed over, its forked children's greetings, watching
+ * the target, and deciding when and how the profile ends. Parsing, interning and writing live
+ * in the ospd library (collect.c, intern.c, raw-write.c); the loop, the target's pidfd,
+ * publishing and the run's lock are the session's (session.c); the command line is
+ * ospreyd.c's.
+ *
+ * Lifecycle: attach (validate the header, unlink the name, publish ATTACHED) → drain every
+ * few milliseconds → finish once one of these happens:
+ *   1. the shim's exit record arrives                       → "exited"
+ *   2. the target's pidfd turns readable (it died)          → "killed" with the signal read
+ *      from /proc/<pid>/stat while it is a zombie, else "vanished"
+ *   3. the target no longer maps the ring (it exec'd)                      → "vanished"
+ *   4. the ring breaks the protocol                         → "ring-rejected"
+ * In every case the raw file is written with what was collected; daemon_state then says DONE
+ * (file in place) or FAILED (daemon_error says why).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "ospc.h"
+#include "ospd.h"
+#include "ospd_attach.h"
+#include "ospd_forks.h"
+#include "ospd_ring_source.h"
+#include "ospd_session.h"
+#include "ospd_switch.h"
+#include "ospd_target.h"
+#include "ospd_unwind_source.h"
+
+#define IDLE_TICK_NS         4000000ull    /* the tick when no thread is running */
+#define DRAIN_MIN_NS         250000ull     /* the rings are read at most this often */
+#define DRAIN_MAX_NS         8000000ull    /* and at least this often */
+#define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
+
+struct ospd_daemon {
+    struct ospd_ring_options o;           /* the command line's */
+    char written_path[OSP_MAX_PATH + 64]; /* where the raw file went */
+    struct osp_ring_header *header;
+    const uint8_t *data;
+    uint64_t data_size; /* validated at attach; never reread from the shared header */
+    uint64_t tail;      /* our consumer index; the shared copy is only ever written */
+    size_t map_size;
+    struct ospd_collector collector;
+    struct ospd_unwinder unwinder; /* the unwind tables for the target's frameless code */
+    struct ospd_switches switches; /* the kernel's context switches, for the waits */
+    uv_poll_t switch_polls[OSP_MAX_SWITCH_FDS];
+    struct ospd_forks forks; /* the target's forked children greet us here */
+
+    uv_loop_t *loop;
+    uv_poll_t tick; /* on timer_fd: the sampling tick */
+    int timer_fd;
+    uint64_t deadline_ns; /* the tick's next absolute deadline */
+    uint8_t *slots;       /* the slot table, or NULL */
+    uint32_t slot_count, slot_ring_size;
+    uint64_t watch[OSP_ATTENTION_WORDS]; /* slots to look at: running, or holding samples */
+    uint64_t drain_ns, drain_max_ns;     /* the tick: how often the rings are read */
+    uint32_t fullest;                    /* the fullest ring at the last read, in 1/256ths */
+    struct ospd_watch watch_pid;         /* the target's pidfd */
+    uv_signal_t sigterm;
+    uv_signal_t sigurg; /* the shim's "read the rings now" at exit */
+    uint64_t attach_mono_ns;
+    uint64_t next_liveness_ns;
+    bool finished;
+    int exit_code; /* of ospreyd itself */
+};
+
+/* The ring mapping, for the SIGBUS handler. */
+static uintptr_t ring_map_start, ring_map_end;
+static long page_size;
+/* Set by the SIGBUS handler, read by drain(); lock-free atomics are async-signal-safe. */
+static atomic_int ring_truncated;
+
+/* SIGBUS: the target shrank the shared-memory object under our mapping, and touching a page
+ * past its new end faulted. Put a page of zeros there (the parser rejects what it then reads)
+ * and note it, so the ring is rejected with the real reason instead of the daemon dying. Any
+ * other SIGBUS takes the default action. mmap is not on POSIX's async-signal-safe list, but on
+ * Linux it is a bare system call that touches no user-space state. */
+static void on_sigbus(int signum, siginfo_t *info, void *context)
+{
+    (void)context;
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    if (addr >= ring_map_start && addr < ring_map_end) {
+        void *page = (void *)(addr & ~((uintptr_t)page_size - 1));
+        if (mmap(page, (size_t)page_size, PROT_READ | PROT_WRITE,
+                 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
+            /* Relaxed: the flag is read by the same thread after the faulting access. */
+            atomic_store_explicit(&ring_truncated, 1, memory_order_relaxed);
+            return;
+        }
+    }
+    signal(signum, SIG_DFL);
+    raise(signum);
+}
+
+static void install_sigbus_handler(const void *map, size_t size)
+{
+    page_size = sysconf(_SC_PAGESIZE);
+    ring_map_start = (uintptr_t)map;
+    ring_map_end = ring_map_start + size;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+/* Publish a failure to the shim: daemon_error first, then FAILED with release ordering so a
+ * shim that acquires FAILED also sees the whole message. */
+/* The shim waits on daemon_state as a futex (shared: both processes map it): wake it. */
+static void wake_shim(struct osp_ring_header *h)
+{
+    syscall(SYS_futex, &h->daemon_state, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+static void publish_failure(struct osp_ring_header *h, const char *message)
+{
+    if (h == NULL)
+        return;
+    size_t n = strnlen(message, sizeof h->daemon_error - 1);
+    memcpy(h->daemon_error, message, n);
+    h->daemon_error[n] = '\0';
+    atomic_store_explicit(&h->daemon_state, OSP_DAEMON_FAILED, memory_order_release);
+    wake_shim(h);
+}
+
+/* Map and check the ring. Returns 0, or -1 after one line on stderr (and daemon_error when
+ * the object is recognisably an osprey ring). */
+static int attach(struct ospd_daemon *d)
+{
+    int fd = d->o.ring_fd;
+    d->o.ring_fd = -1; /* closed below whatever happens */
+    if (fd < 0) {
+        /* By name, in /dev/shm (shm_open's directory, which every user may write): never a
+         * FIFO's blocking open, a link, or another user's object. */
+        const char *name = d->o.ring_name + (d->o.ring_name[0] == '/');
+        char path[OSP_MAX_PATH];
+        fd = name[0] == '\0' || strchr(name, '/') != NULL ||
+                     snprintf(path, sizeof path, "/dev/shm/%s", name) >= (int)sizeof path
+                 ? -EINVAL
+                 : ospc_open_shared(path, O_RDWR, 0, geteuid());
+    }
+    if (fd < 0) {
+        fprintf(stderr, "osprey: ospreyd: cannot open ring %s: %s\n", d->o.ring_name,
+                ospc_shared_strerror(fd));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        fprintf(stderr, "osprey: ospreyd: ring %s: %s\n", d->o.ring_name, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if ((uint64_t)st.st_size < OSP_RING_HEADER_SIZE) {
+        fprintf(stderr, "osprey: ospreyd: ring %s: %jd bytes, smaller than a ring header\n",
+                d->o.ring_name, (intmax_t)st.st_size);
+        close(fd);
+        return -1;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    uint64_t largest = (uint64_t)OSP_RING_HEADER_SIZE + OSP_RING_MAX_DATA_SIZE +
+                       (uint64_t)OSPD_MAX_SLOTS * osp_slot_stride(OSP_MAX_SLOT_RING);
+    if (size > largest)
+        size = largest;
+    void *map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        fprintf(stderr, "osprey: ospreyd: cannot map ring %s: %s\n", d->o.ring_name,
+                strerror(errno));
+        return -1;
+    }
+    install_sigbus_handler(map, (size_t)size);
+    struct osp_ring_header *h = map;
+    /* Check and use a private copy of the identity fields: the target can rewrite the shared
+     * header at any time, so nothing validated is ever read from it again. */
+    static struct osp_ring_header identity;
+    memcpy(&identity, h, offsetof(struct osp_ring_header, shim_state));
+    char err[OSPD_ERROR_SIZE];
+    if (ospd_ring_validate(&identity, size, err, sizeof err) != 0) {
+        fprintf(stderr, "osprey: ospreyd: ring %s rejected: %s\n", d->o.ring_name, err);
+        if (identity.magic == OSP_RING_MAGIC) {
+            if (d->o.ring_named)
+                shm_unlink(d->o.ring_name);
+            publish_failure(h, err);
+        }
+        munmap(map, (size_t)size);
+        return -1;
+    }
+    /* Attached: from now on only the two mappings keep the object alive. */
+    if (d->o.ring_named)
+        shm_unlink(d->o.ring_name);
+    d->header = h;
+    d->data = (const uint8_t *)map + identity.data_offset;
+    d->data_size = identity.data_size;
+    d->map_size = (size_t)size;
+    d->tail = osp_ring_load_tail_own(h); /* 0 unless a previous consumer left it elsewhere */
+    if (identity.slot_count > 0) {
+        d->slots = (uint8_t *)map + identity.slots_offset;
+        d->slot_count = identity.slot_count;
+        d->slot_ring_size = identity.slot_ring_size;
+    }
+    ospd_collector_set_identity(&d->collector, &identity);
+    /* Informational only: nothing synchronises on it, so relaxed. */
+    atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
+    /* Release (with ATTACHED's below): a shim that pauses our signals from now on needs to
+     * wait only for a round under way. */
+    atomic_store_explicit(&h->asking, OSP_ASKING_IDLE, memory_order_release);
+    /* The switch records' rings before ATTACHED: a shim that sees ATTACHED without
+     * kernel_waits_ns times its waits itself from then on, and none is counted twice. */
+    if (d->o.switch_fds > 0 && ospd_switches_attach(&d->switches, 4, d->o.switch_fds) == 0) {
+        uint64_t since = ospc_clock_ns(CLOCK_MONOTONIC);
+        d->collector.waits.since_ns = since;
+        /* Release: the shim that sees it unmaps its own copies of the rings. */
+        atomic_store_explicit(&h->kernel_waits_ns, since, memory_order_release);
+    }
+    /* Release: the pid store above is visible to a shim that acquires ATTACHED. */
+    atomic_store_explicit(&h->daemon_state, OSP_DAEMON_ATTACHED, memory_order_release);
+    return 0;
+}
+
+/* The target's exe from /proc, used when no image is flagged main. */
+static void read_exe_fallback(struct ospd_daemon *d)
+{
+    char link[64], buf[OSP_MAX_PATH + 1];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)d->collector.pid);
+    ssize_t n = readlink(link, buf, sizeof buf - 1);
+    if (n > 0)
+        d->collector.exe_fallback = ospd_utf8_sanitize(buf, (size_t)n);
+}
+
+/* Whether the target's memory map still holds our ring (false when it exec'd away). When
+ * the maps file cannot be read the answer is "yes": only positive evidence ends a profile. */
+static bool target_maps_ring(const struct ospd_daemon *d)
+{
+    return ospd_target_maps_ring(d->collector.pid, d->o.ring_name) != 0;
+}
+
+static void close_handles(struct ospd_daemon *d)
+{
+    ospd_forks_close(&d->forks);
+    uv_poll_stop(&d->tick);
+    uv_close((uv_handle_t *)&d->tick, NULL);
+    uv_signal_stop(&d->sigterm);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_signal_stop(&d->sigurg);
+    uv_close((uv_handle_t *)&d->sigurg, NULL);
+    ospd_watch_close(&d->watch_pid);
+    for (int i = 0; i < d->switches.count; i++)
+        if (uv_is_active((uv_handle_t *)&d->switch_polls[i]) || d->switch_polls[i].data == d) {
+            uv_poll_stop(&d->switch_polls[i]);
+            uv_close((uv_handle_t *)&d->switch_polls[i], NULL);
+        }
+}
+
+/* Write the raw file and tell the shim how it went. Runs once. */
+static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
+{
+    if (d->finished)
+        return;
+    d->finished = true;
+    struct ospd_collector *c = &d->collector;
+    c->exit_status = status;
+    if (!c->exit_seen || c->end_unix_ns == 0)
+        c->end_unix_ns = ospc_clock_ns(CLOCK_REALTIME);
+    /* A count, not a synchronisation point: relaxed (see osp_ring.h). */
+    uint64_t dropped = atomic_load_explicit(&d->header->dropped, memory_order_relaxed);
+    if (dropped > c->shim_dropped)
+        c->shim_dropped = dropped;
+    c->ring_full = atomic_load_explicit(&d->header->ring_full_drops, memory_order_relaxed);
+
+    uint64_t kept_out = c->lost - c->orphan_repeats - c->unknown_thread;
+    if (kept_out > 0)
+        fprintf(stderr,
+                "osprey: ospreyd: %" PRIu64 " samples could not be kept (memory budget or "
+                "limits); they are counted in \"dropped\"\n",
+                kept_out);
+
+    /* One line says what went wrong, in daemon_error for the shim (which prints it when it
+     * is waiting at exit) and on stderr when nothing else will print it: the program did
+     * not reach its exit handler, or the ring broke while it ran. */
+    ospd_collector_note_cost(c, &d->unwinder);
+    ospd_unwinder_close(&d->unwinder);
+    if (c->waits.since_ns != 0) {
+        uint64_t end = ospc_clock_ns(CLOCK_MONOTONIC);
+        ospd_switches_drain(&d->switches, c, end, true);
+        ospd_waits_finish(c, end);
+    }
+    if (c->forked && ospd_sample_total(c) == 0 && c->thread_count <= 1 && c->escaped_count == 0 &&
+        (status == OSPD_EXIT_EXITED || status == OSPD_EXIT_VANISHED)) {
+        /* A fork that exec'd or ended before its first sample (a shell's, a daemon's
+         * double fork): no file. */
+        atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
+        wake_shim(d->header);
+        close_handles(d);
+        return;
+    }
+    char err[OSPD_ERROR_SIZE + OSP_MAX_PATH], line[sizeof err + 512];
+    /* Renamed into place now, fsync'd once the program has been let go (below): the program
+     * waits for the file to be there, not for the disk (an fsync took 4-22 ms here). */
+    struct ospc_atomic pending = {.fd = -1};
+    bool beside;
+    int rc = ospd_session_publish(c, d->o.out_path, d->written_path, sizeof d->written_path,
+                                  &beside, &pending, err, sizeof err);
+    const char *out_path = d->written_path;
+    if (beside)
+        atomic_store_explicit(&d->header->wrote_beside, 1, memory_order_relaxed);
+    if (rc != 0)
+        snprintf(line, sizeof line, "ospreyd could not write the profile: %s", err);
+    else if (status == OSPD_EXIT_RING_REJECTED)
+        snprintf(line, sizeof line,
+                 "ospreyd rejected the ring: %s; the %" PRIu64
+                 " samples collected before it are in %s",
+                 c->error, ospd_sample_total(c), out_path);
+    if (rc != 0 || status == OSPD_EXIT_RING_REJECTED) {
+        if (status != OSPD_EXIT_EXITED)
+            fprintf(stderr, "osprey: %s\n", line);
+        publish_failure(d->header, line);
+        d->exit_code = 1;
+    } else {
+        atomic_store_explicit(&d->header->daemon_dropped, c->lost, memory_order_relaxed);
+        /* Release: pairs with the shim's acquire load; the file is renamed into place. */
+        atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
+        wake_shim(d->header);
+    }
+    /* A published file is made durable whatever was said — unless it is in an osprey run's
+     * scratch directory (the run's lock is beside it), which osprey empties once the run is
+     * over: there an fsync (11-45 ms here) would only keep osprey waiting for the lock. */
+    if (d->o.run_lock >= 0)
+        ospc_atomic_release(&pending);
+    else
+        ospc_atomic_sync(&pending);
+    close_handles(d);
+}
+
+/* After the program has been let go (DONE): the outputs OSPREY_EXPORT asked for, beside the
+ * raw file (under its stem, ospc_raw_stem). One line on stderr when
+ * they cannot be written; the raw file stays either way. */
+static void export_outputs(struct ospd_daemon *d)
+{
+    if (d->o.export_formats == NULL || d->written_path[0] == '\0' || d->exit_code != 0)
+        return;
+    if (ospd_session_export(d->written_path, d->o.export_formats) != 0)
+        d->exit_code = 1;
+}
+
+static struct osp_slot *slot_at(const struct ospd_daemon *d, uint32_t i)
+{
+    return osp_slot_at(d->slots, d->slot_ring_size, i);
+}
+
+/* Consume what slot i's ring holds. Returns the parser's result. */
+static int drain_slot(struct ospd_daemon *d, uint32_t i)
+{
+    struct osp_slot *s = slot_at(d, i);
+    uint64_t tail = osp_index_load_own(&s->tail);
+    uint64_t head = osp_index_load_acquire(&s->head); /* (C) pairs with the thread's (B) */
+    if (head == tail)
+        return 0;
+    uint64_t fill = (head - tail) * 256u / d->slot_ring_size;
+    if (fill > d->fullest)
+        d->fullest = fill > 256u ? 256u : (uint32_t)fill;
+    uint64_t new_tail;
+    int rc = ospd_parse_slot(&d->collector, (const uint8_t *)(s + 1), d->slot_ring_size, tail, head,
+                             &new_tail);
+    if (new_tail != tail)
+        osp_index_store_release(&s->tail, new_tail); /* (D) pairs with the thread's (A) */
+    return rc;
+}
+
+/* A THREAD_END was parsed: read the slot's ring up to it, then let the shim reuse the slot. */
+static void on_thread_end(void *ctx, uint32_t slot, uint32_t generation)
+{
+    struct ospd_daemon *d = ctx;
+    if (d->slots == NULL || slot >= d->slot_count)
+        return;
+    drain_slot(d, slot);
+    /* Release: pairs with the shim's acquire before it hands the slot out again. */
+    atomic_store_explicit(&slot_at(d, slot)->drained_generation, generation, memory_order_release);
+}
+
+/* Drain the slots on the watch list (every slot in use when `all`). Returns the first
+ * parser error, or 0. */
+static int drain_slots(struct ospd_daemon *d, bool all)
+{
+    uint32_t used = d->slots != NULL ? osp_slots_in_use(d->header, d->slot_count) : 0;
+    int rc = 0;
+    if (all) {
+        for (uint32_t i = 0; i < used && rc == 0; i++)
+            rc = drain_slot(d, i);
+        return rc;
+    }
+    if (d->slots != NULL)
+        ospd_watch_take(d->header, d->watch);
+    for (uint32_t w = 0; w < OSP_ATTENTION_WORDS && rc == 0; w++)
+        for (uint64_t bits = d->watch[w]; bits != 0 && rc == 0; bits &= bits - 1) {
+            uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
+            if (i < used)
+                rc = drain_slot(d, i);
+        }
+    return rc;
+}
+
+/* The target's CPU time so far, from its process CPU clock, while it is there. */
+static void read_target_cpu(struct ospd_daemon *d)
+{
+    uint64_t cpu = ospd_target_cpu_ns(d->collector.pid);
+    if (cpu != 0)
+        d->collector.process_cpu_ns = cpu;
+}
+
+/* Consume everything the shim has published. Returns true when the profile has finished. */
+static bool drain_once(struct ospd_daemon *d)
+{
+    struct osp_ring_header *h = d->header;
+    /* Acquire: after the shim's EXITED, every ring is read to the end, watched or not. */
+    bool all = atomic_load_explicit(&h->shim_state, memory_order_acquire) == OSP_SHIM_EXITED;
+    int slot_rc = drain_slots(d, all);
+    uint64_t head = osp_ring_load_head_acquire(h); /* (C) pairs with (B) */
+    uint64_t new_tail;
+    int rc = ospd_parse(&d->collector, d->data, d->data_size, d->tail, head, &new_tail);
+    if (new_tail != d->tail) {
+        d->tail = new_tail;
+        osp_ring_store_tail_release(h, new_tail); /* (D) pairs with (A) */
+    }
+    ospd_unwinder_check_stacks(&d->unwinder, &d->collector.stacks);
+    /* Samples of threads whose start was only now parsed, and those written after the
+     * first pass. */
+    if (slot_rc == 0 && rc == 0)
+        slot_rc = drain_slots(d, all || d->collector.exit_seen);
+    if (rc == 0)
+        rc = slot_rc;
+    if (d->slots != NULL)
+        ospd_watch_settle(d->slots, d->slot_ring_size, d->watch);
+    if (d->collector.waits.since_ns != 0) {
+        uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC);
+        ospd_switches_drain(&d->switches, &d->collector, now, false);
+        ospd_waits_resolve(&d->collector, now, false);
+    }
+    /* Relaxed: set by a signal handler on this same thread. */
+    if (atomic_load_explicit(&ring_truncated, memory_order_relaxed)) {
+        snprintf(d->collector.error, sizeof d->collector.error,
+                 "the shared memory object was truncated under the mapping");
+        rc = -EPROTO;
+    }
+    if (rc != 0) {
+        finish(d, OSPD_EXIT_RING_REJECTED);
+        return true;
+    }
+    if (d->collector.exit_seen) {
+        read_target_cpu(d); /* the target waits for us: its CPU clock still answers */
+        finish(d, OSPD_EXIT_EXITED);
+        return true;
+    }
+    return false;
+}
+
+/* drain_once, timed: the longest read of the rings. */
+static bool drain(struct ospd_daemon *d)
+{
+    if (d->finished)
+        return true;
+    uint64_t start = ospc_clock_ns(CLOCK_MONOTONIC);
+    bool done = drain_once(d);
+    uint64_t took_us = (ospc_clock_ns(CLOCK_MONOTONIC) - start) / 1000u;
+    if (took_us > d->collector.longest_read_us)
+        d->collector.longest_read_us = took_us;
+    return done;
+}
+
+/* The target is gone (its pidfd fired, or /proc says so). */
+static void target_gone(struct ospd_daemon *d)
+{
+    int wait_status;
+    /* Read before anything else: the zombie's exit code is there only until it is reaped. */
+    char state = ospd_target_state(d->collector.pid, &wait_status);
+    if (drain(d))
+        return;
+    /* Acquire: pairs with the shim's release store of EXITED after its last head store. */
+    if (atomic_load_explicit(&d->header->shim_state, memory_order_acquire) == OSP_SHIM_EXITED &&
+        drain(d))
+        return;
+    finish(d, ospd_watch_ended(&d->watch_pid, state, wait_status, &d->collector));
+}
+
+static void on_pidfd(uv_poll_t *poll, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct ospd_daemon *d = poll->data;
+    if (ospd_target_threads_alive(d->collector.pid)) {
+        /* Only the main thread ended (pthread_exit from main): its other threads run on.
+         * The liveness check notices the real end. */
+        ospd_watch_pause(&d->watch_pid);
+        return;
+    }
+    target_gone(d);
+}
+
+static void stop_now(struct ospd_daemon *d, enum ospd_exit_status status);
+
+/* Once a second: is the target still there, and still ours? */
+static void check_liveness(struct ospd_daemon *d, uint64_t now)
+{
+    (void)now;
+    ospd_forks_reap(&d->forks);
+    int wait_status;
+    char state = ospd_target_state(d->collector.pid, &wait_status);
+    if (state == 0 || state == 'X' ||
+        (state == 'Z' && !ospd_target_threads_alive(d->collector.pid))) {
+        target_gone(d); /* also covers kernels without pidfd_open */
+        return;
+    }
+    if (!target_maps_ring(d)) {
+        drain(d);
+        finish(d, OSPD_EXIT_VANISHED); /* exec'd away from the ring */
+        return;
+    }
+    /* A forked child in a session of its own (setsid: a daemon's double fork) is not the
+     * program's any more: it may run for days, and the run (osprey waits for every
+     * collector's end) ends without it. Its profile ends here, written now, and it runs on
+     * unprofiled. Collectors stay in the program's session (README.md, "Scheduling"). A
+     * session whose leader is still there and not the child (a program that called setsid
+     * itself, then forked its workers) is the program's own. */
+    pid_t session = getsid(d->collector.pid);
+    if (d->collector.forked && session > 0 && session != getsid(0) &&
+        (session == d->collector.pid || (kill(session, 0) != 0 && errno == ESRCH)))
+        stop_now(d, OSPD_EXIT_LEFT_SESSION);
+}
+
+/* How often the rings are read, from how full the fullest was: half full or more, twice as
+ * often (down to 250 us); under an eighth, half as often again, up to the interval in which
+ * a thread sampled at the rate fills a quarter of its ring with samples of 256 bytes (4 ms at
+ * the default rate, 0.4 ms at 10 kHz). */
+static void adapt_drain(struct ospd_daemon *d)
+{
+    if (d->fullest >= 128 && d->drain_ns > DRAIN_MIN_NS)
+        d->drain_ns = d->drain_ns / 2 > DRAIN_MIN_NS ? d->drain_ns / 2 : DRAIN_MIN_NS;
+    else if (d->fullest < 32 && d->drain_ns < d->drain_max_ns)
+        d->drain_ns = d->drain_ns * 2 < d->drain_max_ns ? d->drain_ns * 2 : d->drain_max_ns;
+    d->fullest = 0;
+}
+
+/* Arm the tick for its next absolute deadline: the drain interval, or a longer nap while no
+ * thread is running. The program's threads sample themselves (each arms its own timer, with
+ * its own jitter); the tick only reads what they wrote, so it needs no jitter of its own. */
+static void arm_tick(struct ospd_daemon *d, uint64_t now, bool idle)
+{
+    /* Idle: a thread that runs again fills its ring no faster than at the rate. */
+    uint64_t nap = IDLE_TICK_NS < 4 * d->drain_max_ns ? IDLE_TICK_NS : 4 * d->drain_max_ns;
+    uint64_t period = idle && nap > d->drain_ns ? nap : d->drain_ns;
+    d->deadline_ns += period;
+    if (d->deadline_ns + 10 * period < now)
+        d->deadline_ns = now; /* after a stall, do not burst to catch up */
+    struct itimerspec its = {
+        .it_value = {(time_t)(d->deadline_ns / 1000000000u), (long)(d->deadline_ns % 1000000000u)}};
+    timerfd_settime(d->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* waits.c: the last instant the shim's handler found the thread blocked (its slot's
+ * capture_ns), 0 when its slot holds another registration now. */
+static uint64_t capture_of(void *ctx, uint32_t thread)
+{
+    struct ospd_daemon *d = ctx;
+    const struct ospd_thread *t = &d->collector.threads[thread];
+    if (d->slots == NULL || t->slot >= d->slot_count)
+        return 0;
+    struct osp_slot *s = slot_at(d, t->slot);
+    if (atomic_load_explicit(&s->generation, memory_order_relaxed) != t->generation)
+        return 0;
+    return atomic_load_explicit(&s->capture_ns, memory_order_relaxed);
+}
+
+static void ask_one(void *ctx, uint32_t thread)
+{
+    struct ospd_daemon *d = ctx;
+    const struct ospd_thread *t = &d->collector.threads[thread];
+    if (d->slots != NULL && t->slot < d->slot_count &&
+        atomic_load_explicit(&slot_at(d, t->slot)->state, memory_order_relaxed) == OSP_SLOT_GUARDED)
+        return; /* inside a guarded call: the shim knows its site */
+    if (ospd_switches_may_ask(d->collector.pid, t->tid))
+        ospd_switches_ask(d->collector.pid, t->tid, d->header->signal_cookie);
+}
+
+/* Threads blocked for a period or more in a wait whose site the shim has not seen: ask each
+ * once (its handler captures the stack and the call goes on). Never while our signals are
+ * paused (an exec under way, the program's own SIGPROF). */
+static void ask_for_sites(struct ospd_daemon *d, uint64_t now)
+{
+    if (d->collector.waits.since_ns == 0 || d->finished)
+        return;
+    struct osp_ring_header *h = d->header;
+    /* Seq_cst, both: a shim that raises signals_paused (seq_cst) and then loads `asking`
+     * (seq_cst) either sees OSP_ASKING and waits for this round to end, or this load sees
+     * its raise (proto/osp_ring.h, "signals_paused"). */
+    atomic_store_explicit(&h->asking, OSP_ASKING, memory_order_seq_cst);
+    if (atomic_load_explicit(&h->signals_paused, memory_order_seq_cst) == 0)
+        ospd_waits_to_ask(&d->collector, now, 1000000000u / d->collector.rate_hz, ask_one, d);
+    /* Release: the signals sent above are queued before a shim that sees IDLE goes on. */
+    atomic_store_explicit(&h->asking, OSP_ASKING_IDLE, memory_order_release);
+}
+
+/* The profile's duration is over (stop_at_ns, from the shim; `status` OSPD_EXIT_STOPPED), or
+ * a forked child left the session (OSPD_EXIT_LEFT_SESSION): pause our signals (no thread
+ * arms a timer again), say so (the handler returns at once from then on), read everything,
+ * and write the profile while the program runs on. */
+static void stop_now(struct ospd_daemon *d, enum ospd_exit_status status)
+{
+    struct osp_ring_header *h = d->header;
+    atomic_fetch_add_explicit(&h->signals_paused, 1, memory_order_seq_cst);
+    atomic_store_explicit(&h->stopped, 1, memory_order_release);
+    if (drain(d))
+        return;
+    drain_slots(d, true);
+    read_target_cpu(d);
+    finish(d, status);
+}
+
+/* A switch ring is a quarter full: read them all now. Hung up (the target exec'd away, which
+ * removes the events, or ended): poll it no more (a hung-up descriptor polls ready for good,
+ * which spun ospreyd until its next liveness check), and look at the target now. */
+static void on_switches(uv_poll_t *poll, int status, int events)
+{
+    struct ospd_daemon *d = poll->data;
+    if (status < 0 || (events & UV_DISCONNECT)) {
+        uv_poll_stop(poll);
+        if (!d->finished)
+            check_liveness(d, ospc_clock_ns(CLOCK_MONOTONIC));
+        return;
+    }
+    if (d->finished || d->collector.waits.since_ns == 0)
+        return;
+    uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC);
+    ospd_switches_drain(&d->switches, &d->collector, now, false);
+}
+
+static void on_tick(uv_poll_t *poll, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct ospd_daemon *d = poll->data;
+    uint64_t expirations;
+    if (read(d->timer_fd, &expirations, sizeof expirations) < 0 && errno == EAGAIN)
+        return;
+    uint64_t tick_now = ospc_clock_ns(CLOCK_MONOTONIC);
+    /* How late the tick came: the machine's load keeping ospreyd off a CPU, or its own work. */
+    if (tick_now > d->deadline_ns &&
+        (tick_now - d->deadline_ns) / 1000u > d->collector.longest_late_us)
+        d->collector.longest_late_us = (tick_now - d->deadline_ns) / 1000u;
+    ask_for_sites(d, tick_now); /* before the round is counted (signals_paused) */
+    uint32_t running =
+        ospd_tick_round(d->header, d->slots, d->slot_count, d->slot_ring_size, d->watch);
+    if (drain(d))
+        return;
+    adapt_drain(d);
+    arm_tick(d, tick_now, running == 0);
+    /* Acquire: pairs with the shim's release store of EXITED after its last head store, so a
+     * second drain sees the exit record. */
+    if (atomic_load_explicit(&d->header->shim_state, memory_order_acquire) == OSP_SHIM_EXITED) {
+        if (!drain(d))
+            finish(d, OSPD_EXIT_EXITED); /* EXITED without an exit record: end here anyway */
+        return;
+    }
+    uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC);
+    /* Read from the shared header, so never trusted beyond "now or later". */
+    uint64_t stop_at = d->header->stop_at_ns;
+    if (stop_at != 0 && now >= stop_at) {
+        stop_now(d, OSPD_EXIT_STOPPED);
+        return;
+    }
+    if (now >= d->next_liveness_ns) {
+        d->next_liveness_ns = now + LIVENESS_INTERVAL_NS;
+        check_liveness(d, now);
+    }
+}
+
+/* The shim posted its exit record and waits: read the rings now, not at the next tick. */
+static void on_wake(uv_signal_t *handle, int signum)
+{
+    (void)signum;
+    struct ospd_daemon *d = handle->data;
+    /* The shim paused our signals (an exec) and woke us to say so: no round is under way
+     * between two callbacks, and every later one sees the pause (its seq_cst increment came
+     * before the signal), so two rounds are as good as done. */
+    if (!d->finished && atomic_load_explicit(&d->header->signals_paused, memory_order_acquire) != 0)
+        atomic_fetch_add_explicit(&d->header->tick_seq, 2, memory_order_release);
+    drain(d);
+}
+
+static void on_sigterm(uv_signal_t *handle, int signum)
+{
+    (void)signum;
+    struct ospd_daemon *d = handle->data;
+    if (!drain(d))
+        finish(d, OSPD_EXIT_VANISHED);
+}
+
+/* Ask the scheduler to run the tick promptly (Linux >= 6.12, EEVDF: sched_attr.sched_runtime
+ * of a SCHED_OTHER thread is its slice request): a woken ospreyd then gets an early virtual
+ * deadline even among many busy threads, instead of waiting out their slices; it never runs
+ * long anyway. Where allowed (CAP_SYS_NICE or RLIMIT_NICE), also a nice value 10 below the
+ * target's (not below its own: a forked child's collector, started by one at -10, took -20
+ * and beat the others). Only this thread: the unwind builds on libuv's pool run at the
+ * target's nice value (run, unwind-source.c). Older kernels and unprivileged users keep what
+ * they had. */
+static void request_short_slice(int program_nice)
+{
+    errno = 0;
+    int own = getpriority(PRIO_PROCESS, 0);
+    if (errno != 0)
+        return;
+    if (ospd_sched_self(program_nice - 10, 100000 /* the shortest */) != 0)
+        ospd_sched_self(own, 100000);
+}
+
+/* The loop's handles, once the ring is mapped: the tick, the target's pidfd, the signals,
+ * the switch rings, the fork socket, the unwind tables' builds. 0, or 1 after one line. */
+static int start(struct ospd_daemon *d, uv_loop_t *loop)
+{
+    /* In the program's session (detach): a hangup of its terminal is not ours to end on,
+     * and a warning written to it from the background must not stop us. */
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGTTOU, SIG_IGN);
+    /* The program's nice value first (a forked child's collector starts at its parent's
+     * tick's): libuv's pool threads, made at the first build, inherit it. */
+    int program_nice = ospd_target_nice(d->collector.pid);
+    ospd_sched_self(program_nice, 0);
+    d->loop = loop;
+    d->attach_mono_ns = ospc_clock_ns(CLOCK_MONOTONIC);
+    d->next_liveness_ns = d->attach_mono_ns + LIVENESS_INTERVAL_NS;
+    uint64_t quarter_ring = (uint64_t)d->slot_ring_size * 1000000000u / 4 / 256u;
+    d->drain_max_ns = d->slot_ring_size ? quarter_ring / d->collector.rate_hz : IDLE_TICK_NS;
+    if (d->drain_max_ns < DRAIN_MIN_NS)
+        d->drain_max_ns = DRAIN_MIN_NS;
+    if (d->drain_max_ns > DRAIN_MAX_NS)
+        d->drain_max_ns = DRAIN_MAX_NS;
+    d->drain_ns = d->drain_max_ns;
+    if (ospd_unwinder_attach(&d->unwinder, d->loop, d->o.unwind_fd, d->collector.pid,
+                             program_nice) == 0) {
+        d->unwinder.ring_name = d->o.ring_name;
+        ospd_unwinder_scan(&d->unwinder);
+    }
+    request_short_slice(program_nice); /* this thread only, now that the pool has its threads */
+    d->collector.waits.capture_of = capture_of;
+    d->collector.waits.capture_ctx = d;
+    for (int i = 0; i < d->switches.count; i++)
+        if (uv_poll_init(d->loop, &d->switch_polls[i], d->switches.rings[i].fd) == 0) {
+            d->switch_polls[i].data = d;
+            uv_poll_start(&d->switch_polls[i], UV_READABLE | UV_DISCONNECT, on_switches);
+        }
+    d->collector.on_thread_end = on_thread_end;
+    d->collector.ctx = d;
+    /* Without the socket, a forked child that cannot greet us starts a collector itself. */
+    d->forks.fd = -1;
+    if (d->o.forks_fd >= 0)
+        ospd_forks_adopt(&d->forks, d->loop, d->o.forks_fd, d->o.self, d->o.export_formats,
+                         d->o.run_lock, &d->collector);
+    d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (d->timer_fd < 0 || uv_poll_init(d->loop, &d->tick, d->timer_fd) != 0) {
+        fprintf(stderr, "osprey: ospreyd: cannot create the sampling timer: %s\n", strerror(errno));
+        return 1;
+    }
+    d->tick.data = d;
+    uv_signal_init(d->loop, &d->sigterm);
+    d->sigterm.data = d;
+    uv_signal_start(&d->sigterm, on_sigterm, SIGTERM);
+    uv_signal_init(d->loop, &d->sigurg);
+    d->sigurg.data = d;
+    uv_signal_start(&d->sigurg, on_wake, SIGURG);
+
+    if (ospd_watch_start(&d->watch_pid, d->loop, d->collector.pid, on_pidfd, d) == -ESRCH)
+        d->next_liveness_ns = d->attach_mono_ns; /* gone already: at the first tick */
+    /* Without a pidfd (old kernel, or the target already gone) the liveness check notices. */
+    d->deadline_ns = ospc_clock_ns(CLOCK_MONOTONIC);
+    arm_tick(d, d->deadline_ns, false);
+    uv_poll_start(&d->tick, UV_READABLE, on_tick);
+    return 0;
+}
+
+static int ring_attach(void *source, uv_loop_t *loop)
+{
+    struct ospd_daemon *d = source;
+    if (attach(d) != 0)
+        return 1;
+    read_exe_fallback(d);
+    return start(d, loop);
+}
+
+static bool ring_drain(void *source, bool all)
+{
+    struct ospd_daemon *d = source;
+    (void)all; /* every read takes all there is */
+    return drain(d);
+}
+
+static void ring_stop(void *source, enum ospd_exit_status status)
+{
+    struct ospd_daemon *d = source;
+    if (!d->finished && d->header != NULL)
+        stop_now(d, status);
+}
+
+static int ring_close(void *source)
+{
+    struct ospd_daemon *d = source;
+    ospd_switches_close(&d->switches);
+    ospd_watch_free(&d->watch_pid);
+    if (d->timer_fd >= 0)
+        close(d->timer_fd);
+    if (d->header != NULL)
+        munmap(d->header, d->map_size);
+    export_outputs(d);
+    int rc = d->exit_code;
+    ospd_collector_free(&d->collector);
+    free(d);
+    return rc;
+}
+
+void *ospd_ring_source_new(const struct ospd_ring_options *o)
+{
+    struct ospd_daemon *d = calloc(1, sizeof *d);
+    if (d == NULL)
+        return NULL;
+    d->o = *o;
+    d->watch_pid.pidfd = -1;
+    d->timer_fd = -1;
+    ospd_collector_init(&d->collector);
+    /* A long run's samples go to disk as they come (spill.c): memory stays flat. */
+    ospd_spill_enable(&d->collector, d->o.out_path, ospd_spill_batch());
+    return d;
+}
+
+const struct ospd_source_ops ospd_ring_source = {
+    .name = "rings",
+    .attach = ring_attach,
+    .drain = ring_drain,
+    .stop = ring_stop,
+    .close = ring_close,
+};
