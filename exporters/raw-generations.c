@@ -1,0 +1,117 @@
+/* raw-generations.c — one stack per generation of objects in a raw profile just read.
+ *
+ * A program that unloads an object and loads another at the same address (dlclose, then
+ * dlopen) has two images whose text ranges overlap; the collector records when each was seen
+ * loaded and gone (`loaded_ns`, `unloaded_ns`, proto/raw-format.md). The same pcs then mean
+ * different functions at different times, so a stack is only names once its time is known:
+ * each stack with a pc in such an overlap is bound to the time of its first sample (the
+ * symbolizer resolves it among the images mapped then, ospx__image_at), and a later sample
+ * whose pcs resolve to other images is moved to a copy of the stack bound to its own time.
+ * Every output (report, folded, pprof, speedscope…) then names each generation's functions
+ * for its own samples. A profile without unload times, or without overlapping images, is left
+ * as it was read.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ospx_internal.h"
+#include "raw_internal.h"
+
+#define NONE UINT32_MAX
+
+/* Whether some pc of the stack lies in two images' text ranges. */
+static int in_overlap(const struct ospx_raw *raw, const struct ospx_stack *stack)
+{
+    for (size_t k = 0; k < stack->depth; k++) {
+        uint64_t pc = ospx__lookup_pc(stack, k);
+        int holders = 0;
+        for (size_t i = 0; i < raw->image_count; i++) {
+            const struct ospx_image *image = &raw->images[i];
+            if (image->text_size > 0 && pc >= image->text && pc - image->text < image->text_size &&
+                ++holders > 1)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether every pc of the stack resolves at time t as at the stack's own time. */
+static int same_images(const struct ospx_raw *raw, const struct ospx_stack *stack, uint64_t t)
+{
+    for (size_t k = 0; k < stack->depth; k++) {
+        uint64_t pc = ospx__lookup_pc(stack, k);
+        if (ospx__image_at(raw, stack->process, pc, t) != ospx__stack_image(raw, stack, k))
+            return 0;
+    }
+    return 1;
+}
+
+/* A copy of stack s bound to time t, appended; its index, or NONE when out of memory. */
+static uint32_t copy_stack(struct ospx_raw *raw, size_t *capacity, uint32_t s, uint64_t t)
+{
+    if (raw->stack_count >= NONE - 1 ||
+        ospx__grow(&raw->stacks, capacity, raw->stack_count, sizeof *raw->stacks, 16) != 0)
+        return NONE;
+    const struct ospx_stack *from = &raw->stacks[s];
+    uint64_t *pcs = malloc(from->depth * sizeof *pcs);
+    if (pcs == NULL)
+        return NONE;
+    memcpy(pcs, from->pcs, from->depth * sizeof *pcs);
+    raw->stacks[raw->stack_count] = (struct ospx_stack){
+        .pcs = pcs, .depth = from->depth, .process = from->process, .timed = 1, .at_ns = t};
+    return (uint32_t)raw->stack_count++;
+}
+
+int ospx__raw_split_generations(struct ospx_raw *out)
+{
+    int replaced = 0;
+    for (size_t i = 0; i < out->image_count; i++)
+        replaced |= out->images[i].unloaded_ns != 0;
+    if (!replaced || out->stack_count == 0)
+        return 0;
+    size_t original = out->stack_count, capacity = out->stack_count, next_capacity = 0;
+    /* per original stack: 0 not looked at, 1 outside every overlap, 2 in one */
+    uint8_t *overlap = calloc(original, 1);
+    /* per stack: its next copy (another generation), or NONE */
+    uint32_t *next = NULL;
+    int rc = overlap != NULL ? 0 : -ENOMEM;
+    for (size_t i = 0; i < out->sample_count && rc == 0; i++) {
+        struct ospx_sample *sample = &out->samples[i];
+        uint32_t s = sample->stack;
+        if (overlap[s] == 0)
+            overlap[s] = in_overlap(out, &out->stacks[s]) ? 2 : 1;
+        if (overlap[s] == 1)
+            continue;
+        if (!out->stacks[s].timed) {
+            out->stacks[s].timed = 1;
+            out->stacks[s].at_ns = sample->t_rel_ns;
+            continue;
+        }
+        for (;;) {
+            if (same_images(out, &out->stacks[s], sample->t_rel_ns))
+                break;
+            if (next != NULL && s < next_capacity && next[s] != NONE) {
+                s = next[s];
+                continue;
+            }
+            uint32_t copy = copy_stack(out, &capacity, s, sample->t_rel_ns);
+            size_t old = next_capacity;
+            if (copy == NONE || ospx__grow(&next, &next_capacity, out->stack_count, sizeof *next,
+                                           original * 2) != 0) {
+                rc = -ENOMEM;
+                break;
+            }
+            for (size_t j = old; j < next_capacity; j++)
+                next[j] = NONE;
+            next[s] = copy;
+            s = copy;
+            break;
+        }
+        sample->stack = s;
+    }
+    free(overlap);
+    free(next);
+    return rc;
+}
