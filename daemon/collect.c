@@ -496,6 +496,24 @@ void ospd_collector_escaped(struct ospd_collector *c, int32_t pid, uint32_t reas
         (struct ospd_escaped){.pid = pid, .reason = reason, .path = path};
 }
 
+/* An object loaded again where it was unloaded, with nothing else mapped over its code in
+ * between (a program that opens and closes one library in a loop): its image, which then
+ * covers the gap too, rather than one image a load. NULL when another image overlapped it
+ * since. */
+static struct ospd_image *reloaded_in_place(struct ospd_collector *c, uint64_t base, uint64_t text,
+                                            uint64_t text_size, const char *path)
+{
+    for (uint32_t i = c->image_count; text_size > 0 && i-- > 0;) {
+        struct ospd_image *im = &c->images[i];
+        if (im->unloaded_ns != 0 && im->base == base && im->text == text &&
+            im->text_size == text_size && strcmp(im->path, path) == 0)
+            return im;
+        if (im->text < text + text_size && text < im->text + im->text_size)
+            return NULL;
+    }
+    return NULL;
+}
+
 static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
 {
     struct osp_rec_image r;
@@ -525,6 +543,14 @@ static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
         im->unloaded_ns = at != 0 ? at : 1;
         free(path);
         return 0;
+    }
+    if (im == NULL && (r.flags & OSP_IMAGE_UNLOADED) == 0) {
+        im = reloaded_in_place(c, r.base, r.text, r.text_size, path);
+        if (im != NULL) {
+            im->unloaded_ns = 0;
+            free(path);
+            return 0;
+        }
     }
     if (im == NULL) {
         char *copy = strdup(path);

@@ -202,6 +202,9 @@ START_TEST(images_unloaded_and_replaced_carry_times)
     put_timed_image(&r, base, 0, start + 6000, "/lib/libb.so");
     put_timed_image(&r, base, 0, start + 9000, "/lib/liba.so");
     put_timed_image(&r, base, 0, start + 9500, "/lib/liba.so"); /* again: the same one */
+    /* Closed and opened again with nothing between: the same image, mapped to the end. */
+    put_timed_image(&r, base, OSP_IMAGE_UNLOADED, start + 9600, "/lib/liba.so");
+    put_timed_image(&r, base, 0, start + 9700, "/lib/liba.so");
 
     struct ospd_collector c;
     collector_new(&c);
