@@ -3,7 +3,7 @@
 # reload.c dlopens liba.so, burns 0.3 s of CPU in its burn_a, dlcloses it, then dlopens
 # libb.so, which the loader maps where liba.so was, and burns 0.3 s in its burn_b. Profiled
 # with `osprey --profile`: burn_a and burn_b each hold about half of the on-CPU time in the
-# report, the folded file and the speedscope file (the images' load and unload times in the
+# report, the folded file, the speedscope file and pprof (the images' load and unload times in the
 # raw file tell the two apart). Skipped when the loader put libb.so elsewhere.
 # Usage: e2e-reload.sh path/to/osprey SOURCE_DIR (tests/reload)
 set -uo pipefail
@@ -85,5 +85,24 @@ for f in burn_a burn_b; do
     cat "$work/stderr" >&2
   fi
 done
+
+# pprof: both functions, each near half (cum%), each from its own library's mapping.
+if command -v go >/dev/null 2>&1; then
+  go tool pprof -top "$work/out/r.pb.gz" >"$work/top" 2>"$work/err" ||
+    fail "go tool pprof -top failed: $(cat "$work/err")"
+  for f in burn_a burn_b; do
+    pct=$(grep -E " $f\$" "$work/top" | grep -oE '[0-9.]+%' | sed -n 3p | tr -d %)
+    if [ -z "$pct" ] || ! awk -v p="$pct" 'BEGIN { exit !(p >= 35 && p <= 65) }'; then
+      fail "pprof: $f cum ${pct:-missing}%, expected about 50%: $(cat "$work/top")"
+    fi
+  done
+  go tool pprof -raw "$work/out/r.pb.gz" >"$work/raw" 2>"$work/err" ||
+    fail "go tool pprof -raw failed: $(cat "$work/err")"
+  for lib in liba libb; do
+    grep -qE "/$lib\.so " "$work/raw" || fail "pprof: no mapping of $lib.so"
+  done
+else
+  skip_part "go tool pprof" "go is not installed"
+fi
 
 finish "libraries loaded one after another at one address: each named for its own samples"
