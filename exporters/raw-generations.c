@@ -21,18 +21,41 @@
 
 #define NONE UINT32_MAX
 
-/* Whether some pc of the stack lies in two images' text ranges. */
-static int in_overlap(const struct ospx_raw *raw, const struct ospx_stack *stack)
+/* Where two images' text ranges overlap: [lo, hi) spans, few (a program that replaced
+ * objects at one address), found once so that a stack is checked against them only. */
+struct overlaps {
+    uint64_t (*spans)[2];
+    size_t count, capacity;
+};
+
+static int find_overlaps(const struct ospx_raw *raw, struct overlaps *out)
+{
+    for (size_t i = 0; i < raw->image_count; i++) {
+        const struct ospx_image *a = &raw->images[i];
+        for (size_t j = i + 1; j < raw->image_count && a->text_size > 0; j++) {
+            const struct ospx_image *b = &raw->images[j];
+            uint64_t lo = a->text > b->text ? a->text : b->text;
+            uint64_t a_end = a->text + a->text_size, b_end = b->text + b->text_size;
+            uint64_t hi = a_end < b_end ? a_end : b_end;
+            if (b->text_size == 0 || lo >= hi)
+                continue;
+            if (ospx__grow(&out->spans, &out->capacity, out->count, sizeof *out->spans, 4) != 0)
+                return -ENOMEM;
+            out->spans[out->count][0] = lo;
+            out->spans[out->count++][1] = hi;
+        }
+    }
+    return 0;
+}
+
+/* Whether some pc of the stack lies where two images' text ranges overlap. */
+static int in_overlap(const struct overlaps *overlaps, const struct ospx_stack *stack)
 {
     for (size_t k = 0; k < stack->depth; k++) {
         uint64_t pc = ospx__lookup_pc(stack, k);
-        int holders = 0;
-        for (size_t i = 0; i < raw->image_count; i++) {
-            const struct ospx_image *image = &raw->images[i];
-            if (image->text_size > 0 && pc >= image->text && pc - image->text < image->text_size &&
-                ++holders > 1)
+        for (size_t i = 0; i < overlaps->count; i++)
+            if (pc >= overlaps->spans[i][0] && pc < overlaps->spans[i][1])
                 return 1;
-        }
     }
     return 0;
 }
@@ -71,17 +94,23 @@ int ospx__raw_split_generations(struct ospx_raw *out)
         replaced |= out->images[i].unloaded_ns != 0;
     if (!replaced || out->stack_count == 0)
         return 0;
+    struct overlaps overlaps = {0};
+    int rc = find_overlaps(out, &overlaps);
+    if (rc != 0 || overlaps.count == 0) {
+        free(overlaps.spans);
+        return rc;
+    }
     size_t original = out->stack_count, capacity = out->stack_count, next_capacity = 0;
     /* per original stack: 0 not looked at, 1 outside every overlap, 2 in one */
     uint8_t *overlap = calloc(original, 1);
     /* per stack: its next copy (another generation), or NONE */
     uint32_t *next = NULL;
-    int rc = overlap != NULL ? 0 : -ENOMEM;
+    rc = overlap != NULL ? 0 : -ENOMEM;
     for (size_t i = 0; i < out->sample_count && rc == 0; i++) {
         struct ospx_sample *sample = &out->samples[i];
         uint32_t s = sample->stack;
         if (overlap[s] == 0)
-            overlap[s] = in_overlap(out, &out->stacks[s]) ? 2 : 1;
+            overlap[s] = in_overlap(&overlaps, &out->stacks[s]) ? 2 : 1;
         if (overlap[s] == 1)
             continue;
         if (!out->stacks[s].timed) {
@@ -99,7 +128,7 @@ int ospx__raw_split_generations(struct ospx_raw *out)
             uint32_t copy = copy_stack(out, &capacity, s, sample->t_rel_ns);
             size_t old = next_capacity;
             if (copy == NONE || ospx__grow(&next, &next_capacity, out->stack_count, sizeof *next,
-                                           original * 2) != 0) {
+                                           original + 16) != 0) {
                 rc = -ENOMEM;
                 break;
             }
@@ -111,6 +140,7 @@ int ospx__raw_split_generations(struct ospx_raw *out)
         }
         sample->stack = s;
     }
+    free(overlaps.spans);
     free(overlap);
     free(next);
     return rc;
