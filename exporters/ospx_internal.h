@@ -73,7 +73,7 @@ int ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, size
  * "<comm>-<pid>: <root>". */
 void ospx__thread_title(const struct ospx_model *model, size_t thread, char *out, size_t size);
 
-/* ---- symbolize.c ---- */
+/* ---- raw-generations.c: which image a pc belongs to ---- */
 
 /* The image raw pc `pc` of process `process` belongs to (among that process's images: the one
  * whose text range holds it, else among images with no range the greatest base at or below

@@ -169,77 +169,7 @@ int ospx__answer_add(struct ospx__answer *answer, const char *name, const char *
     return 0;
 }
 
-/* ---- mapping pcs to images ---- */
-
-/* The images of `process`: [*first, *end) in raw->images (all of them in a profile without
- * processes). */
-static void process_images(const struct ospx_raw *raw, uint32_t process, size_t *first, size_t *end)
-{
-    *first = 0;
-    *end = raw->image_count;
-    if (process < raw->process_count) {
-        *first = raw->processes[process].first_image;
-        *end = *first + raw->processes[process].image_count;
-        *end = *end < raw->image_count ? *end : raw->image_count;
-    }
-}
-
-/* The image a pc belongs to: the one whose text range holds it, else, among images with no
- * range, the one with the greatest base at or below it. NO_IMAGE when none. */
-uint32_t ospx__image_of(const struct ospx_raw *raw, uint32_t process, uint64_t pc)
-{
-    uint32_t fallback = NO_IMAGE;
-    size_t first, end;
-    process_images(raw, process, &first, &end);
-    for (size_t i = first; i < end; i++) {
-        const struct ospx_image *image = &raw->images[i];
-        if (image->text_size > 0) {
-            if (pc >= image->text && pc - image->text < image->text_size)
-                return (uint32_t)i;
-        } else if (image->base <= pc &&
-                   (fallback == NO_IMAGE || image->base > raw->images[fallback].base)) {
-            fallback = (uint32_t)i;
-        }
-    }
-    return fallback;
-}
-
-uint32_t ospx__image_at(const struct ospx_raw *raw, uint32_t process, uint64_t pc, uint64_t t)
-{
-    uint32_t before = NO_IMAGE, after = NO_IMAGE;
-    size_t first, end;
-    process_images(raw, process, &first, &end);
-    for (size_t i = first; i < end; i++) {
-        const struct ospx_image *image = &raw->images[i];
-        if (image->text_size == 0 || pc < image->text || pc - image->text >= image->text_size)
-            continue;
-        if (image->unloaded_ns != 0 && t >= image->unloaded_ns)
-            continue; /* gone by t */
-        if (image->loaded_ns <= t) {
-            if (before == NO_IMAGE || image->loaded_ns > raw->images[before].loaded_ns)
-                before = (uint32_t)i;
-        } else if (after == NO_IMAGE || image->loaded_ns < raw->images[after].loaded_ns) {
-            after = (uint32_t)i;
-        }
-    }
-    if (before != NO_IMAGE)
-        return before;
-    return after != NO_IMAGE ? after : ospx__image_of(raw, process, pc);
-}
-
-uint32_t ospx__stack_image(const struct ospx_raw *raw, const struct ospx_stack *stack, size_t k)
-{
-    uint64_t pc = ospx__lookup_pc(stack, k);
-    return stack->timed ? ospx__image_at(raw, stack->process, pc, stack->at_ns)
-                        : ospx__image_of(raw, stack->process, pc);
-}
-
-/* The address looked up for stack position k: return addresses (k >= 1) point after their
- * call instruction, so one byte back lands in the call and attributes to the call's line. */
-uint64_t ospx__lookup_pc(const struct ospx_stack *stack, size_t k)
-{
-    return k > 0 && stack->pcs[k] > 0 ? stack->pcs[k] - 1 : stack->pcs[k];
-}
+/* Which image a pc belongs to (ospx__image_of, ospx__stack_image): raw-generations.c. */
 
 static int compare_addresses(const void *a, const void *b)
 {
