@@ -496,6 +496,24 @@ void ospd_collector_escaped(struct ospd_collector *c, int32_t pid, uint32_t reas
         (struct ospd_escaped){.pid = pid, .reason = reason, .path = path};
 }
 
+/* An object loaded again where it was unloaded, with nothing else mapped over its code in
+ * between (a program that opens and closes one library in a loop): its image, which then
+ * covers the gap too, rather than one image a load. NULL when another image overlapped it
+ * since. */
+static struct ospd_image *reloaded_in_place(struct ospd_collector *c, uint64_t base, uint64_t text,
+                                            uint64_t text_size, const char *path)
+{
+    for (uint32_t i = c->image_count; text_size > 0 && i-- > 0;) {
+        struct ospd_image *im = &c->images[i];
+        if (im->unloaded_ns != 0 && im->base == base && im->text == text &&
+            im->text_size == text_size && strcmp(im->path, path) == 0)
+            return im;
+        if (im->text < text + text_size && text < im->text + im->text_size)
+            return NULL;
+    }
+    return NULL;
+}
+
 static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
 {
     struct osp_rec_image r;
@@ -516,21 +534,66 @@ static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
         return 0;
     char arch[OSP_ARCH_SIZE];
     copy_ascii_field(arch, r.arch, sizeof arch);
-    ospd_collector_image(c, r.base, r.slide, r.text, r.text_size, path, arch,
-                         (r.flags & OSP_IMAGE_MAIN) != 0);
+    /* On the samples' axis; a time at or before the start is 1, since 0 means "unknown". */
+    uint64_t at = 0;
+    if (r.at_mono_ns != 0)
+        at = r.at_mono_ns > c->start_mono_ns ? r.at_mono_ns - c->start_mono_ns : 1;
+    struct ospd_image *im = ospd_collector_mapped_image(c, r.base, path);
+    if ((r.flags & OSP_IMAGE_UNLOADED) != 0 && im != NULL) {
+        im->unloaded_ns = at != 0 ? at : 1;
+        free(path);
+        return 0;
+    }
+    if (im == NULL && (r.flags & OSP_IMAGE_UNLOADED) == 0) {
+        im = reloaded_in_place(c, r.base, r.text, r.text_size, path);
+        if (im != NULL) {
+            im->unloaded_ns = 0;
+            free(path);
+            return 0;
+        }
+    }
+    if (im == NULL) {
+        char *copy = strdup(path);
+        if (ospd_collector_image(c, r.base, r.slide, r.text, r.text_size, path, arch,
+                                 (r.flags & OSP_IMAGE_MAIN) != 0) != 0 ||
+            copy == NULL) {
+            free(copy);
+            return 0;
+        }
+        im = ospd_collector_mapped_image(c, r.base, copy);
+        free(copy);
+        if (im == NULL)
+            return 0;
+        im->loaded_ns = at;
+        /* Unloaded before its load was sent: known only by its end. */
+        if ((r.flags & OSP_IMAGE_UNLOADED) != 0)
+            im->unloaded_ns = at != 0 ? at : 1;
+        return 0;
+    }
+    im->main = im->main || (r.flags & OSP_IMAGE_MAIN) != 0;
+    free(path);
     return 0;
+}
+
+struct ospd_image *ospd_collector_mapped_image(struct ospd_collector *c, uint64_t base,
+                                               const char *path)
+{
+    for (uint32_t i = c->image_count; i-- > 0;) {
+        struct ospd_image *im = &c->images[i];
+        if (im->unloaded_ns == 0 && im->base == base && strcmp(im->path, path) == 0)
+            return im;
+    }
+    return NULL;
 }
 
 int ospd_collector_image(struct ospd_collector *c, uint64_t base, uint64_t slide, uint64_t text,
                          uint64_t text_size, char *path, const char *arch, bool main)
 {
-    for (uint32_t i = 0; i < c->image_count; i++) {
-        struct ospd_image *im = &c->images[i];
-        if (im->base == base && strcmp(im->path, path) == 0) {
-            im->main = im->main || main;
-            free(path);
-            return 0;
-        }
+    struct ospd_image *known = ospd_collector_mapped_image(c, base, path);
+    if (known != NULL) {
+        known->main = known->main || main;
+        free(path);
+        return 0;
     }
     uint64_t cap = c->images_cap;
     if (c->image_count >= OSPD_MAX_IMAGES ||

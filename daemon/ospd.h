@@ -89,6 +89,9 @@ struct ospd_image {
     char *path;               /* valid UTF-8, NUL-terminated */
     char arch[OSP_ARCH_SIZE]; /* NUL-terminated */
     bool main;
+    /* on the samples' t_rel_ns axis, 0 when unknown: when the shim saw the object appear
+     * (0 too for one there from the start) and saw it gone */
+    uint64_t loaded_ns, unloaded_ns;
 };
 
 /* One sample, compactly. */
@@ -294,9 +297,12 @@ void ospd_collector_identity(struct ospd_collector *c, int32_t pid, uint32_t rat
 int64_t ospd_collector_thread(struct ospd_collector *c, uint32_t slot, uint32_t generation,
                               int64_t fiber, int32_t tid, char *label);
 /* An image (the fields of struct ospd_image): takes `path` (valid UTF-8, malloc'd). One with
- * the same base and path as a known one only adds its main flag. 0 or -ENOMEM. */
+ * the same base and path as a known one still mapped only adds its main flag. 0 or -ENOMEM. */
 int ospd_collector_image(struct ospd_collector *c, uint64_t base, uint64_t slide, uint64_t text,
                          uint64_t text_size, char *path, const char *arch, bool main);
+/* The image still mapped at `base` from `path` (the latest one), or NULL. */
+struct ospd_image *ospd_collector_mapped_image(struct ospd_collector *c, uint64_t base,
+                                               const char *path);
 /* A process that ran unprofiled (pid, why: enum osp_escape or OSPD_ESCAPE_OTHER_USER): takes
  * `path` (its executable, valid UTF-8, malloc'd; freed when not kept). Later than
  * OSPD_MAX_ESCAPED, or out of memory, it is left out. */

@@ -176,6 +176,14 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         json_object_set_new(o, "text_size", json_u64(im->text_size));
         json_object_set_new(o, "arch", json_string(im->arch));
         size_t fields = 6;
+        if (im->loaded_ns != 0) {
+            json_object_set_new(o, "loaded_ns", json_u64(im->loaded_ns));
+            fields++;
+        }
+        if (im->unloaded_ns != 0) {
+            json_object_set_new(o, "unloaded_ns", json_u64(im->unloaded_ns));
+            fields++;
+        }
         struct ospc_elf_identity identity;
         /* "[vdso]" and the like name no file. A file whose code is not where this image's
          * was (replaced during the run) is not described as this image. */

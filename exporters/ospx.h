@@ -50,6 +50,9 @@ struct ospx_image {
     int has_text_offset;
     uint64_t text_offset;
     uint32_t process; /* index into ospx_raw.processes (0 in a profile of one process) */
+    /* on the samples' t_rel_ns axis, 0 when not recorded: when the collector saw the object
+     * appear (0 too: there from the start) and saw it gone (0: never) */
+    uint64_t loaded_ns, unloaded_ns;
 };
 
 /* One thread of the profile. The raw file has one entry per registration; the reader makes
@@ -70,6 +73,11 @@ struct ospx_stack {
     /* index into ospx_raw.processes: whose address space its pcs are in (0 in a profile of
      * one process) */
     uint32_t process;
+    /* timed: its pcs are looked up among the images mapped at at_ns (a time of its samples),
+     * because objects were replaced at some of its addresses during the run; the reader gives
+     * the samples of each generation of objects their own stack */
+    int timed;
+    uint64_t at_ns;
 };
 
 struct ospx_sample {

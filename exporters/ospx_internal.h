@@ -73,12 +73,22 @@ int ospx__thread_root(const struct ospx_raw *raw, size_t thread, char *out, size
  * "<comm>-<pid>: <root>". */
 void ospx__thread_title(const struct ospx_model *model, size_t thread, char *out, size_t size);
 
-/* ---- symbolize.c ---- */
+/* ---- raw-generations.c: which image a pc belongs to ---- */
 
 /* The image raw pc `pc` of process `process` belongs to (among that process's images: the one
  * whose text range holds it, else among images with no range the greatest base at or below
  * it); UINT32_MAX when none. */
 uint32_t ospx__image_of(const struct ospx_raw *raw, uint32_t process, uint64_t pc);
+/* The same at time t (the samples' t_rel_ns) when objects were replaced at pc's address:
+ * among the images whose text range holds pc, those not gone by t; of these the latest seen
+ * loaded by t, else the earliest seen loaded after it (an object is seen some time after its
+ * load, never before). As ospx__image_of when none is left. */
+uint32_t ospx__image_at(const struct ospx_raw *raw, uint32_t process, uint64_t pc, uint64_t t);
+/* The image of position k of a stack (its pc, or a return address one byte back), at the
+ * stack's time when it is timed. */
+uint32_t ospx__stack_image(const struct ospx_raw *raw, const struct ospx_stack *stack, size_t k);
+/* The address looked up for stack position k: return addresses (k >= 1) one byte back. */
+uint64_t ospx__lookup_pc(const struct ospx_stack *stack, size_t k);
 
 /* ---- objects.c: which object file describes an image ---- */
 

@@ -125,6 +125,7 @@ struct pprof_build {
     size_t location_count, location_capacity;
     uint64_t *location_keys;
     uint32_t *location_processes;     /* whose address space each key's pc is in */
+    uint32_t *location_images;        /* the image its pc was in (objects may be replaced) */
     struct ospc_index location_index; /* over location_keys and location_processes */
     /* per raw stack: its location ids, leaf first (NULL: not built yet) */
     uint64_t **stack_locations;
@@ -155,18 +156,27 @@ static uint64_t hash_of_location(uint32_t entry, void *context)
 static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first, size_t count,
                              uint64_t key, uint64_t address)
 {
-    uint32_t process = build->model->raw->stacks[s].process;
+    const struct ospx_stack *stack = &build->model->raw->stacks[s];
+    uint32_t process = stack->process;
+    /* A return address may be one past its image's code: look it up one byte back. */
+    uint64_t lookup = (key & 1) != 0 && address > 0 ? address - 1 : address;
+    uint32_t image = UINT32_MAX;
+    if (address != 0)
+        image = stack->timed ? ospx__image_at(build->model->raw, process, lookup, stack->at_ns)
+                             : ospx__image_of(build->model->raw, process, lookup);
     size_t slot = ospc_index_start(&build->location_index, location_hash(key, process));
     for (uint32_t entry; (entry = ospc_index_entry(&build->location_index, slot)) != UINT32_MAX;
          slot = ospc_index_next(&build->location_index, slot))
-        if (build->location_keys[entry] == key && build->location_processes[entry] == process)
+        if (build->location_keys[entry] == key && build->location_processes[entry] == process &&
+            build->location_images[entry] == image)
             return (uint64_t)entry + 1;
     if (build->location_count == build->location_capacity) {
         size_t capacity = build->location_capacity > 0 ? build->location_capacity * 2 : 1024;
         if (ospx__resize(&build->locations, capacity, sizeof *build->locations) != 0 ||
             ospx__resize(&build->location_keys, capacity, sizeof *build->location_keys) != 0 ||
             ospx__resize(&build->location_processes, capacity, sizeof *build->location_processes) !=
-                0)
+                0 ||
+            ospx__resize(&build->location_images, capacity, sizeof *build->location_images) != 0)
             return 0;
         build->location_capacity = capacity;
     }
@@ -188,9 +198,6 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
     location->line = line_pointers;
     location->n_line = count;
     location->address = address;
-    /* A return address may be one past its image's code: look it up one byte back. */
-    uint64_t lookup = (key & 1) != 0 && address > 0 ? address - 1 : address;
-    uint32_t image = address != 0 ? ospx__image_of(build->model->raw, process, lookup) : UINT32_MAX;
     if (image != UINT32_MAX) {
         /* The object's own address (see build_mappings). */
         address -= build->model->raw->images[image].slide;
@@ -208,6 +215,7 @@ static uint64_t location_for(struct pprof_build *build, uint32_t s, size_t first
     build->locations[index] = location;
     build->location_keys[index] = key;
     build->location_processes[index] = process;
+    build->location_images[index] = image;
     if (ospc_index_insert(&build->location_index, slot, (uint32_t)index, hash_of_location, build) !=
         0)
         return 0;
@@ -476,6 +484,7 @@ static void pprof_build_free(struct pprof_build *build)
         free(build->locations[i]);
     free(build->locations);
     free(build->location_keys);
+    free(build->location_images);
     free(build->location_processes);
     ospc_index_free(&build->location_index);
     for (size_t s = 0; build->stack_locations != NULL && s < raw->stack_count; s++)

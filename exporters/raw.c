@@ -224,6 +224,15 @@ static int raw_read_images(struct raw_reader *reader, const json_t *images, stru
             rc = raw_optional_integer(reader, entry, path, "text_offset", &text_offset);
         if (rc < 0)
             return rc;
+        json_int_t loaded_ns = 0, unloaded_ns = 0;
+        if (rc == 0)
+            rc = raw_optional_integer(reader, entry, path, "loaded_ns", &loaded_ns);
+        if (rc == 0)
+            rc = raw_optional_integer(reader, entry, path, "unloaded_ns", &unloaded_ns);
+        if (rc < 0)
+            return rc;
+        image->loaded_ns = (uint64_t)loaded_ns;
+        image->unloaded_ns = (uint64_t)unloaded_ns;
         image->has_text_offset = text_offset >= 0;
         image->text_offset = text_offset >= 0 ? (uint64_t)text_offset : 0;
         /* A build id is hex digits: anything else (a hand-edited file) is no build id. */
@@ -662,6 +671,8 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
         rc = raw_read_samples(reader, samples, out);
     if (rc == 0)
         rc = ospx__raw_merge_renamed_threads(out) == 0 ? 0 : raw_out_of_memory(reader);
+    if (rc == 0)
+        rc = ospx__raw_split_generations(out) == 0 ? 0 : raw_out_of_memory(reader);
     if (rc == 0 && exit_object != NULL)
         rc = raw_read_exit(reader, exit_object, out);
     if (rc == 0 && drops != NULL)

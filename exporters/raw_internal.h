@@ -41,5 +41,7 @@ int ospx__raw_parse(int fd, const char *path, struct ospx__raw_fast *fast, json_
 
 /* One thread per (fiber, tid): see raw-threads.c. 0 or -ENOMEM. */
 int ospx__raw_merge_renamed_threads(struct ospx_raw *out);
+/* One stack per generation of objects: see raw-generations.c. 0 or -ENOMEM. */
+int ospx__raw_split_generations(struct ospx_raw *out);
 
 #endif

@@ -169,38 +169,7 @@ int ospx__answer_add(struct ospx__answer *answer, const char *name, const char *
     return 0;
 }
 
-/* ---- mapping pcs to images ---- */
-
-/* The image a pc belongs to: the one whose text range holds it, else, among images with no
- * range, the one with the greatest base at or below it. NO_IMAGE when none. */
-uint32_t ospx__image_of(const struct ospx_raw *raw, uint32_t process, uint64_t pc)
-{
-    uint32_t fallback = NO_IMAGE;
-    size_t first = 0, end = raw->image_count;
-    if (process < raw->process_count) {
-        first = raw->processes[process].first_image;
-        end = first + raw->processes[process].image_count;
-        end = end < raw->image_count ? end : raw->image_count;
-    }
-    for (size_t i = first; i < end; i++) {
-        const struct ospx_image *image = &raw->images[i];
-        if (image->text_size > 0) {
-            if (pc >= image->text && pc - image->text < image->text_size)
-                return (uint32_t)i;
-        } else if (image->base <= pc &&
-                   (fallback == NO_IMAGE || image->base > raw->images[fallback].base)) {
-            fallback = (uint32_t)i;
-        }
-    }
-    return fallback;
-}
-
-/* The address looked up for stack position k: return addresses (k >= 1) point after their
- * call instruction, so one byte back lands in the call and attributes to the call's line. */
-static uint64_t lookup_pc(const struct ospx_stack *stack, size_t k)
-{
-    return k > 0 && stack->pcs[k] > 0 ? stack->pcs[k] - 1 : stack->pcs[k];
-}
+/* Which image a pc belongs to (ospx__image_of, ospx__stack_image): raw-generations.c. */
 
 static int compare_addresses(const void *a, const void *b)
 {
@@ -215,8 +184,8 @@ static int collect_addresses(struct ospx__symbolizer *state)
     for (size_t i = 0; i < raw->stack_count; i++) {
         const struct ospx_stack *stack = &raw->stacks[i];
         for (size_t k = 0; k < stack->depth; k++) {
-            uint64_t pc = lookup_pc(stack, k);
-            uint32_t image = ospx__image_of(raw, stack->process, pc);
+            uint64_t pc = ospx__lookup_pc(stack, k);
+            uint32_t image = ospx__stack_image(raw, stack, k);
             if (image == NO_IMAGE)
                 continue;
             struct ospx__image_work *work = &state->work[image];
@@ -365,8 +334,8 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
     if (slots == NULL)
         return -ENOMEM;
     for (size_t k = 0; k < stack->depth; k++) {
-        uint64_t pc = lookup_pc(stack, k);
-        uint32_t image = ospx__image_of(raw, stack->process, pc);
+        uint64_t pc = ospx__lookup_pc(stack, k);
+        uint32_t image = ospx__stack_image(raw, stack, k);
         const char *image_path = image != NO_IMAGE ? raw->images[image].path : "";
         struct ospx__answer *answer =
             image != NO_IMAGE ? find_answer(&state->work[image], pc - raw->images[image].slide)

@@ -286,11 +286,17 @@ struct osp_rec_image {
     uint64_t text;            /* start of the span of PF_X PT_LOAD segments (runtime address) */
     uint64_t text_size;       /* its length in bytes; 0 when unknown */
     char arch[OSP_ARCH_SIZE]; /* ELF machine name ("x86_64", "aarch64"), NUL-padded */
-    uint32_t flags;           /* OSP_IMAGE_MAIN for the main executable */
+    uint32_t flags;           /* OSP_IMAGE_MAIN for the main executable; OSP_IMAGE_UNLOADED */
     uint32_t path_len;        /* <= OSP_MAX_PATH; path bytes follow, not NUL-terminated */
+    /* CLOCK_MONOTONIC ns when the shim saw the object appear (or, with OSP_IMAGE_UNLOADED,
+     * saw it gone); 0 for the objects of the first scan (there from the start) */
+    uint64_t at_mono_ns;
     /* char path[path_len]; padding to 8 */
 };
 #define OSP_IMAGE_MAIN 1u
+/* The object described (same base and path as an image sent before) is no longer mapped:
+ * another may appear at its address. */
+#define OSP_IMAGE_UNLOADED 2u
 
 /* A process the target started (posix_spawn) or became (exec) with an environment the
  * profiler cannot follow: it runs unprofiled, and the profile says so. */

@@ -69,7 +69,7 @@ struct scan_ctx {
 static int same_image(const struct osp__image *a, uint64_t base, uint64_t text, uint64_t size,
                       const char *loader_name)
 {
-    return a->base == base && a->text == text && a->text_size == size &&
+    return !a->gone && a->base == base && a->text == text && a->text_size == size &&
            strcmp(a->loader_name, loader_name) == 0;
 }
 
@@ -163,6 +163,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
         .text_size = text_size,
         .flags = flags,
         .seen = 1,
+        .at_ns = im->scan_ns,
         .path = copy,
         .loader_name = loader_name,
     };
@@ -171,11 +172,25 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 
 int osp__images_scan(struct osp__images *im)
 {
+    /* The first scan (the table is empty) finds what was there from the start: no time. */
+    uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
+    im->scan_ns = im->count > 0 ? now : 0;
     for (size_t i = 0; i < im->count; i++)
         im->items[i].seen = 0;
     struct scan_ctx ctx = {.im = im, .first = 1, .err = 0};
     dl_iterate_phdr(scan_cb, &ctx);
-    return ctx.err;
+    if (ctx.err != 0)
+        return ctx.err; /* a partial scan: nothing is known to be gone */
+    now = osp__clock_ns(CLOCK_MONOTONIC);
+    for (size_t i = 0; i < im->count; i++) {
+        struct osp__image *img = &im->items[i];
+        if (!img->seen && !img->gone) {
+            img->gone = 1;
+            img->at_ns = now;
+            img->sent = 0;
+        }
+    }
+    return 0;
 }
 
 /* A new ring (a forked child's): every image is to be sent to it again. */
@@ -185,25 +200,38 @@ void osp__images_unsend(struct osp__images *im)
         im->items[i].sent = 0;
 }
 
-/* Called with the registry lock held. */
+/* Sends one image record; marks the image sent when the ring took it. */
+static void emit_one(struct osp__image *img, struct osp__event_ring *w)
+{
+    size_t len = strnlen(img->path, OSP_MAX_PATH);
+    struct osp_rec_image rec = {
+        .base = img->base,
+        .slide = img->slide,
+        .text = img->text,
+        .text_size = img->text_size,
+        .flags = img->flags | (img->gone ? OSP_IMAGE_UNLOADED : 0),
+        .path_len = (uint32_t)len,
+        .at_mono_ns = img->at_ns,
+    };
+    strncpy(rec.arch, OSP__ARCH, sizeof(rec.arch));
+    if (osp__event_ring_write(w, OSP_REC_IMAGE, &rec, sizeof(rec), img->path, (uint32_t)len) == 0)
+        img->sent = 1;
+}
+
+/* Called with the registry lock held. An unloaded image, once sent, leaves the table. */
 void osp__images_emit(struct osp__images *im, struct osp__event_ring *w)
 {
+    size_t kept = 0;
     for (size_t i = 0; i < im->count; i++) {
         struct osp__image *img = &im->items[i];
-        if (img->sent)
+        if (!img->sent)
+            emit_one(img, w);
+        if (img->gone && img->sent) {
+            free(img->path);
+            free(img->loader_name);
             continue;
-        size_t len = strnlen(img->path, OSP_MAX_PATH);
-        struct osp_rec_image rec = {
-            .base = img->base,
-            .slide = img->slide,
-            .text = img->text,
-            .text_size = img->text_size,
-            .flags = img->flags,
-            .path_len = (uint32_t)len,
-        };
-        strncpy(rec.arch, OSP__ARCH, sizeof(rec.arch));
-        if (osp__event_ring_write(w, OSP_REC_IMAGE, &rec, sizeof(rec), img->path, (uint32_t)len) ==
-            0)
-            img->sent = 1;
+        }
+        im->items[kept++] = *img;
     }
+    im->count = kept;
 }

@@ -385,6 +385,9 @@ struct osp__image {
     uint32_t flags;
     int sent;
     int seen;          /* present in the latest scan */
+    int gone;          /* absent from a later scan: to be sent as unloaded, then dropped */
+    uint64_t at_ns;    /* CLOCK_MONOTONIC when it appeared (0: in the first scan), or when
+                          it was seen gone */
     char *path;        /* absolute: what the IMAGE record carries */
     char *loader_name; /* the name as the loader reports it, which identifies the object in
                           later scans even after the program changes directory */
@@ -394,6 +397,7 @@ struct osp__images {
     struct osp__image *items;
     size_t count, capacity;
     unsigned long long adds, subs; /* dlpi_adds/dlpi_subs of the latest scan */
+    uint64_t scan_ns;              /* when the current scan began; 0 during the first */
     char exe_path[OSP_MAX_PATH + 1];
 };
 

@@ -20,7 +20,8 @@
  * dlopen is deliberately not interposed: glibc resolves a dlopen'd name against the RUNPATH
  * of the *calling* object, so a wrapper would change which library a program loads. New
  * objects are recorded instead when a thread registers, before any dlclose (interposed: it
- * resolves nothing), and by the exit handler's final scan.
+ * resolves nothing), and by the exit handler's final scan; the scan after a dlclose records
+ * which objects it unloaded, and when (images.c).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -316,7 +317,9 @@ __attribute__((visibility("default"))) int execle(const char *path, const char *
 }
 
 /* Before an object is unloaded, record it if it is new: samples taken in it must still be
- * symbolizable. (dlopen itself is not interposed: see the file's comment.) */
+ * symbolizable. After, record that it is gone, with the time: another object may be loaded
+ * at its address next, and its samples must not be named after this one's functions.
+ * (dlopen itself is not interposed: see the file's comment.) */
 __attribute__((visibility("default"))) int dlclose(void *handle)
 {
     static _Atomic(void *) cache;
@@ -326,7 +329,11 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
     int (*real)(void *);
     memcpy(&real, &sym, sizeof(real));
     osp__images_refresh();
-    return real(handle);
+    int rc = real(handle);
+    int saved = errno;
+    osp__images_refresh();
+    errno = saved;
+    return rc;
 }
 
 /* A seccomp sandbox (strict mode or a filter) may forbid the system calls our handler makes:

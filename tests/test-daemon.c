@@ -176,6 +176,54 @@ START_TEST(images_dedupe_and_main_names_exe)
 }
 END_TEST
 
+/* An image record with a time: seen at `at_mono_ns`, or seen gone with OSP_IMAGE_UNLOADED. */
+static void put_timed_image(struct ring *r, uint64_t base, uint32_t flags, uint64_t at_mono_ns,
+                            const char *path)
+{
+    struct osp_rec_image rec = {.base = base,
+                                .slide = base,
+                                .text = base + 0x1000,
+                                .text_size = 0x1000,
+                                .arch = "x86_64",
+                                .flags = flags,
+                                .path_len = (uint32_t)strlen(path),
+                                .at_mono_ns = at_mono_ns};
+    put_with_payload(r, OSP_REC_IMAGE, &rec, sizeof rec, path, rec.path_len);
+}
+
+/* liba.so unloaded, libb.so at its address, then liba.so again: three images, with the times
+ * on the samples' axis; the unload names the image still mapped. */
+START_TEST(images_unloaded_and_replaced_carry_times)
+{
+    struct ring r = ring_new(8192, 0);
+    const uint64_t base = 0x7f0000000000, start = 1000000; /* collector_new's start_mono_ns */
+    put_timed_image(&r, base, 0, 0, "/lib/liba.so");
+    put_timed_image(&r, base, OSP_IMAGE_UNLOADED, start + 5000, "/lib/liba.so");
+    put_timed_image(&r, base, 0, start + 6000, "/lib/libb.so");
+    put_timed_image(&r, base, 0, start + 9000, "/lib/liba.so");
+    put_timed_image(&r, base, 0, start + 9500, "/lib/liba.so"); /* again: the same one */
+    /* Closed and opened again with nothing between: the same image, mapped to the end. */
+    put_timed_image(&r, base, OSP_IMAGE_UNLOADED, start + 9600, "/lib/liba.so");
+    put_timed_image(&r, base, 0, start + 9700, "/lib/liba.so");
+
+    struct ospd_collector c;
+    collector_new(&c);
+    parse_ok(&c, &r, 0);
+    ck_assert_uint_eq(c.image_count, 3);
+    ck_assert_str_eq(c.images[0].path, "/lib/liba.so");
+    ck_assert_uint_eq(c.images[0].loaded_ns, 0);
+    ck_assert_uint_eq(c.images[0].unloaded_ns, 5000);
+    ck_assert_str_eq(c.images[1].path, "/lib/libb.so");
+    ck_assert_uint_eq(c.images[1].loaded_ns, 6000);
+    ck_assert_uint_eq(c.images[1].unloaded_ns, 0);
+    ck_assert_str_eq(c.images[2].path, "/lib/liba.so");
+    ck_assert_uint_eq(c.images[2].loaded_ns, 9000);
+    ck_assert_uint_eq(c.images[2].unloaded_ns, 0);
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
 /* Records that wrap around the end of a small ring, parsed in several drains with the
  * counters far beyond 2^32, come out exactly as written. */
 START_TEST(pad_and_wrap_across_the_end)
@@ -951,6 +999,7 @@ Suite *daemon_suite(void)
     tcase_add_test(parse, repeat_without_sample_is_dropped);
     tcase_add_test(parse, slot_reuse_makes_a_new_thread);
     tcase_add_test(parse, images_dedupe_and_main_names_exe);
+    tcase_add_test(parse, images_unloaded_and_replaced_carry_times);
     tcase_add_test(parse, escapes_are_kept_and_written);
     tcase_add_test(parse, pad_and_wrap_across_the_end);
     tcase_add_test(parse, exit_record_ends_the_stream);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ospx.h"
+#include "ospx_internal.h"
 
 #define RAW_DATA_DIR OSP_TEST_SOURCE_DIR "/data/raw"
 
@@ -506,6 +507,53 @@ START_TEST(test_process_fields_optional)
 }
 END_TEST
 
+/* liba.so unloaded, then libb.so at its address (valid-reloaded): the samples of each
+ * generation get their own stack, bound to a time at which the pcs resolve to that generation's
+ * image; a stack outside the overlap is left alone. Without the times, as before. */
+START_TEST(test_reloaded_images_split_stacks)
+{
+    struct ospx_raw raw;
+    struct ospx_error err;
+    int rc;
+    read_case("valid-reloaded", &raw, &err, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(raw.images[1].loaded_ns, 100);
+    ck_assert_uint_eq(raw.images[1].unloaded_ns, 2000);
+    ck_assert_uint_eq(raw.images[2].loaded_ns, 2500);
+    ck_assert_uint_eq(raw.images[0].loaded_ns, 0);
+    ck_assert_uint_eq(raw.images[0].unloaded_ns, 0);
+    ck_assert_uint_eq(raw.stack_count, 3);
+    const uint32_t stacks[] = {0, 1, 0, 2, 2};
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_uint_eq(raw.samples[i].stack, stacks[i]);
+    ck_assert(raw.stacks[0].timed && raw.stacks[0].at_ns == 1000);
+    ck_assert(raw.stacks[2].timed && raw.stacks[2].at_ns == 2200);
+    ck_assert(!raw.stacks[1].timed);
+    ck_assert_uint_eq(raw.stacks[2].depth, 2);
+    ck_assert_uint_eq(raw.stacks[2].pcs[0], 69648);
+    ck_assert_uint_eq(raw.stacks[2].pcs[1], 4352);
+    ck_assert_uint_eq(ospx__stack_image(&raw, &raw.stacks[0], 0), 1); /* liba.so */
+    ck_assert_uint_eq(ospx__stack_image(&raw, &raw.stacks[2], 0), 2); /* libb.so */
+    ck_assert_uint_eq(ospx__stack_image(&raw, &raw.stacks[2], 1), 0); /* the executable */
+    /* Before liba.so was seen: the earliest seen after (seen late, never early). */
+    ck_assert_uint_eq(ospx__image_at(&raw, 0, 69648, 50), 1);
+    /* Between liba.so's unload and libb.so's being seen: libb.so. */
+    ck_assert_uint_eq(ospx__image_at(&raw, 0, 69648, 2200), 2);
+    /* After both are gone: the first that held the address, as without times. */
+    ck_assert_uint_eq(ospx__image_at(&raw, 0, 69648, 5000), 1);
+    ospx_raw_free(&raw);
+
+    read_case("valid-reloaded-untimed", &raw, &err, &rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(raw.stack_count, 2);
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_uint_eq(raw.samples[i].stack, i == 1);
+    ck_assert(!raw.stacks[0].timed);
+    ck_assert_uint_eq(ospx__stack_image(&raw, &raw.stacks[0], 0), 1);
+    ospx_raw_free(&raw);
+}
+END_TEST
+
 Suite *raw_suite(void)
 {
     Suite *suite = suite_create("raw");
@@ -521,6 +569,7 @@ Suite *raw_suite(void)
     tcase_add_test(tcase, test_huge_file_refused);
     tcase_add_test(tcase, test_run_merges_siblings);
     tcase_add_test(tcase, test_process_fields_optional);
+    tcase_add_test(tcase, test_reloaded_images_split_stacks);
     suite_add_tcase(suite, tcase);
     return suite;
 }

@@ -369,7 +369,7 @@ static int symbolize(struct osprey_top_symbols *s, const uint64_t *addresses, si
     if (stacks == NULL)
         return -ENOMEM;
     for (size_t i = 0; i < count; i++)
-        stacks[i] = (struct ospx_stack){(uint64_t *)&addresses[i], 1, 0};
+        stacks[i] = (struct ospx_stack){.pcs = (uint64_t *)&addresses[i], .depth = 1};
     struct ospx_raw raw;
     memset(&raw, 0, sizeof raw);
     raw.version = OSPX_RAW_VERSION;
