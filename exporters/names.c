@@ -99,15 +99,36 @@ static char rust_escape(const char *escape, size_t length)
     return 0;
 }
 
+/* The start of a trailing " (.llvm.DIGITS)", which llvm-symbolizer writes for a symbol that
+ * LLVM's link-time optimization renamed (`_ZN...E.llvm.1935446563477025507`), else NULL. */
+static char *llvm_suffix(char *name)
+{
+    char *at = strstr(name, " (.llvm.");
+    if (at == NULL)
+        return NULL;
+    const char *p = at + strlen(" (.llvm.");
+    while (isxdigit((unsigned char)*p))
+        p++;
+    return p > at + strlen(" (.llvm.") && p[0] == ')' && p[1] == '\0' ? at : NULL;
+}
+
 void ospx__name_as_written(char *name)
 {
     if (name == NULL)
         return;
+    /* rustc-demangle drops such a suffix with the hash: cut off here, put back if this is not a
+     * Rust legacy name. */
+    char *suffix = llvm_suffix(name);
+    if (suffix != NULL)
+        *suffix = '\0';
     char *last = NULL;
     for (char *p = strstr(name, "::"); p != NULL; p = strstr(p + 2, "::"))
         last = p;
-    if (last == NULL || last == name || !is_rust_hash(last + 2, strlen(last + 2)))
+    if (last == NULL || last == name || !is_rust_hash(last + 2, strlen(last + 2))) {
+        if (suffix != NULL)
+            *suffix = ' ';
         return;
+    }
     *last = '\0';
     /* Each component: a leading "_$" is "$" (rustc adds the underscore), "$XX$" an escape,
      * ".." the path separator "::" and "." itself; an unknown escape leaves the rest as it

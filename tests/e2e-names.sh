@@ -92,13 +92,18 @@ if ! command -v rustc >/dev/null 2>&1; then
   finish "all name checks passed (C++ only)"
 fi
 cat >rusty.rs <<'EOF2'
-use std::hint::black_box;
+// std::hint::black_box is stable from Rust 1.66 only (Debian 12 has 1.63): a volatile read
+// keeps the optimizer from folding the loops away the same way.
+#[inline(always)]
+fn black_box<T: Copy>(x: T) -> T {
+    unsafe { std::ptr::read_volatile(&x) }
+}
 mod churn {
     #[inline(never)]
     pub fn churn(n: u64) -> u64 {
-        let mut x = std::hint::black_box(1u64);
+        let mut x = super::black_box(1u64);
         for i in 0..n {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+            x = super::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
         }
         x
     }

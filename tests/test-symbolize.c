@@ -1203,6 +1203,12 @@ START_TEST(test_rust_legacy_names_as_rustc_prints_them)
          "<alloc::vec::Vec<T,A> as core::ops::drop::Drop>::drop"},
         {"core::ops::function::FnOnce::call_once$u7b$$u7b$vtable.shim$u7d$$u7d$::h0123456789abcdef",
          "core::ops::function::FnOnce::call_once{{vtable.shim}}"},
+        /* renamed by link-time optimization: the suffix goes with the hash, as rustc-demangle
+         * drops it (Debian's Rust 1.63 standard library has such names) */
+        {"std::rt::lang_start::_$u7b$$u7b$closure$u7d$$u7d$::h4f5c4a3e8b86da84 "
+         "(.llvm.1935446563477025507)",
+         "std::rt::lang_start::{{closure}}"},
+        {"foo(int) (.llvm.123)", "foo(int) (.llvm.123)"},
         /* not a rustc hash: left alone */
         {"ns::h0123", "ns::h0123"},
         {"h0123456789abcdef", "h0123456789abcdef"},
