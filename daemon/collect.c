@@ -8,7 +8,9 @@
  * trusted: each record header is copied out and checked (size >= 8, a multiple of 8, inside
  * the data area, not past head) before the record body is copied into a local buffer and
  * checked field by field (exact size for its type, depth, lengths, slot numbers, state).
- * A structural violation rejects the ring (ospd_parse returns -EPROTO with one line in
+ * The framing is checked by ospd_ring_walk, the ring's one reader, which hands each record's
+ * copy to a visitor: ospd_parse's is the collector (the shim tests' stand-in consumer has
+ * another). A structural violation rejects the ring (ospd_parse returns -EPROTO with one line in
  * c->error); a record the daemon merely cannot keep (memory, limits, a sample naming no live
  * registration) is counted as lost and parsing goes on.
  */
