@@ -8,7 +8,9 @@
  * trusted: each record header is copied out and checked (size >= 8, a multiple of 8, inside
  * the data area, not past head) before the record body is copied into a local buffer and
  * checked field by field (exact size for its type, depth, lengths, slot numbers, state).
- * A structural violation rejects the ring (ospd_parse returns -EPROTO with one line in
+ * The framing is checked by ospd_ring_walk, the ring's one reader, which hands each record's
+ * copy to a visitor: ospd_parse's is the collector (the shim tests' stand-in consumer has
+ * another). A structural violation rejects the ring (ospd_parse returns -EPROTO with one line in
  * c->error); a record the daemon merely cannot keep (memory, limits, a sample naming no live
  * registration) is counted as lost and parsing goes on.
  */
@@ -147,18 +149,19 @@ int ospd_ring_validate(const struct osp_ring_header *h, uint64_t object_size, ch
     return -EPROTO;
 }
 
-/* Record why the ring is rejected (first reason wins) and return -EPROTO. */
-__attribute__((format(printf, 2, 3))) static int reject(struct ospd_collector *c, const char *fmt,
-                                                        ...)
+/* Record in error[size] why the ring is rejected (first reason wins) and return -EPROTO. */
+__attribute__((format(printf, 3, 4))) static int reject_into(char *error, size_t size,
+                                                             const char *fmt, ...)
 {
-    if (c->error[0] == '\0') {
+    if (error[0] == '\0') {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(c->error, sizeof c->error, fmt, ap);
+        vsnprintf(error, size, fmt, ap);
         va_end(ap);
     }
     return -EPROTO;
 }
+#define reject(c, ...) reject_into((c)->error, sizeof(c)->error, __VA_ARGS__)
 
 char *ospd_utf8_sanitize(const char *bytes, size_t len)
 {
@@ -627,107 +630,140 @@ static int on_exit_record(struct ospd_collector *c, const uint8_t *rec, uint32_t
     return 0;
 }
 
-int ospd_parse(struct ospd_collector *c, const uint8_t *data, uint64_t data_size, uint64_t tail,
-               uint64_t head, uint64_t *new_tail)
+/* The span data[tail .. head) a walk may read: head not behind tail, at most the data area
+ * ahead, both 8-byte aligned. */
+static int check_span(uint64_t data_size, uint64_t tail, uint64_t head, char *error,
+                      size_t error_size)
+{
+    if (head < tail)
+        return reject_into(error, error_size, "head %" PRIu64 " is behind tail %" PRIu64, head,
+                           tail);
+    if (head - tail > data_size)
+        return reject_into(error, error_size,
+                           "head %" PRIu64 " is %" PRIu64 " bytes ahead of tail %" PRIu64
+                           ", more than the %" PRIu64 "-byte data area",
+                           head, head - tail, tail, data_size);
+    if ((head | tail) % 8 != 0)
+        return reject_into(error, error_size,
+                           "head %" PRIu64 " or tail %" PRIu64 " is not 8-byte aligned", head,
+                           tail);
+    return 0;
+}
+
+int ospd_ring_walk(const uint8_t *data, uint64_t data_size, uint64_t tail, uint64_t head,
+                   ospd_record_visitor visit, void *ctx, char *error, size_t error_size,
+                   uint64_t *new_tail)
 {
     _Alignas(8) uint8_t buffer[RECORD_BUFFER_SIZE];
     uint64_t mask = data_size - 1;
+    *new_tail = tail;
+    int rc = check_span(data_size, tail, head, error, error_size);
+    if (rc != 0)
+        return rc;
+    uint64_t pos = tail;
+    while (pos < head) {
+        uint64_t offset = pos & mask, to_end = data_size - offset;
+        struct osp_rec_header rh;
+        if (head - pos < sizeof rh) {
+            rc = reject_into(error, error_size, "record at %" PRIu64 " is cut off by head %" PRIu64,
+                             pos, head);
+            break;
+        }
+        memcpy(&rh, data + offset, sizeof rh); /* offset is 8-aligned, data_size >= 64 */
+        if (rh.size < sizeof rh || rh.size % 8 != 0) {
+            rc = reject_into(error, error_size,
+                             "record at %" PRIu64 " has size %" PRIu32
+                             " (not a multiple of 8 of at least 8)",
+                             pos, rh.size);
+            break;
+        }
+        if (rh.size > to_end) {
+            rc = reject_into(error, error_size,
+                             "record at %" PRIu64 " of %" PRIu32 " bytes crosses the end of the "
+                             "data area",
+                             pos, rh.size);
+            break;
+        }
+        if (rh.size > head - pos) {
+            rc = reject_into(error, error_size,
+                             "record at %" PRIu64 " of %" PRIu32 " bytes runs past head %" PRIu64,
+                             pos, rh.size, head);
+            break;
+        }
+        const uint8_t *rec = buffer;
+        if (rh.type == OSP_REC_PAD) {
+            rec = (const uint8_t *)&rh; /* nothing past its header is read */
+        } else if (rh.size > sizeof buffer) {
+            rc = reject_into(error, error_size,
+                             "record at %" PRIu64 " of type %" PRIu32 " is %" PRIu32
+                             " bytes, larger than any valid record",
+                             pos, rh.type, rh.size);
+            break;
+        } else {
+            /* Copy once, then work only on the copy: the writer may change the ring under us. */
+            memcpy(buffer, data + offset, rh.size);
+            memcpy(buffer, &rh, sizeof rh);
+        }
+        int v = visit(ctx, pos, rec, rh.type, rh.size);
+        if (v < 0)
+            rc = v;
+        if (v < 0 || v == OSPD_VISIT_AGAIN)
+            break;
+        pos += rh.size;
+        if (v == OSPD_VISIT_STOP)
+            break;
+    }
+    *new_tail = pos;
+    return rc;
+}
+
+/* The collector's handler of each record type (PAD has none: it carries nothing). */
+static int (*const record_handlers[])(struct ospd_collector *, const uint8_t *, uint32_t) = {
+    [OSP_REC_THREAD_START] = on_thread_start,
+    [OSP_REC_THREAD_END] = on_thread_end,
+    [OSP_REC_SAMPLE] = on_sample,
+    [OSP_REC_SAMPLE_WEIGHTED] = on_sample,
+    [OSP_REC_REPEAT] = on_repeat,
+    [OSP_REC_WAIT_SPAN] = on_wait_span,
+    [OSP_REC_IMAGE] = on_image,
+    [OSP_REC_ESCAPED] = on_escaped,
+    [OSP_REC_EXIT] = on_exit_record,
+};
+
+/* ospd_parse's visitor: one record into the collector. */
+static int collect_record(void *ctx, uint64_t pos, const uint8_t *rec, uint32_t type, uint32_t size)
+{
+    struct ospd_collector *c = ctx;
+    int rc = 0;
+    if (type >= sizeof record_handlers / sizeof record_handlers[0] ||
+        (type != OSP_REC_PAD && record_handlers[type] == NULL))
+        rc = reject(c, "record at %" PRIu64 " has unknown type %" PRIu32, pos, type);
+    else if (type != OSP_REC_PAD)
+        rc = record_handlers[type](c, rec, size);
+    if (rc != 0)
+        return rc;
+    if (c->deferred)
+        return OSPD_VISIT_AGAIN;
+    c->records++;
+    return c->exit_seen ? OSPD_VISIT_STOP : 0;
+}
+
+int ospd_parse(struct ospd_collector *c, const uint8_t *data, uint64_t data_size, uint64_t tail,
+               uint64_t head, uint64_t *new_tail)
+{
     *new_tail = tail;
     if (c->error[0] != '\0')
         return -EPROTO; /* a rejected ring stays rejected */
     if (head < c->last_head)
         return reject(c, "head moved backwards from %" PRIu64 " to %" PRIu64, c->last_head, head);
-    if (head < tail)
-        return reject(c, "head %" PRIu64 " is behind tail %" PRIu64, head, tail);
-    if (head - tail > data_size)
-        return reject(c,
-                      "head %" PRIu64 " is %" PRIu64 " bytes ahead of tail %" PRIu64
-                      ", more than the %" PRIu64 "-byte data area",
-                      head, head - tail, tail, data_size);
-    if ((head | tail) % 8 != 0)
-        return reject(c, "head %" PRIu64 " or tail %" PRIu64 " is not 8-byte aligned", head, tail);
+    int rc = check_span(data_size, tail, head, c->error, sizeof c->error);
+    if (rc != 0)
+        return rc;
     c->last_head = head;
-
-    uint64_t pos = tail;
-    int rc = 0;
-    while (pos < head && !c->exit_seen && rc == 0) {
-        uint64_t offset = pos & mask, to_end = data_size - offset;
-        struct osp_rec_header rh;
-        if (head - pos < sizeof rh) {
-            rc = reject(c, "record at %" PRIu64 " is cut off by head %" PRIu64, pos, head);
-            break;
-        }
-        memcpy(&rh, data + offset, sizeof rh); /* offset is 8-aligned, data_size >= 64 */
-        if (rh.size < sizeof rh || rh.size % 8 != 0) {
-            rc = reject(
-                c, "record at %" PRIu64 " has size %" PRIu32 " (not a multiple of 8 of at least 8)",
-                pos, rh.size);
-            break;
-        }
-        if (rh.size > to_end) {
-            rc = reject(c,
-                        "record at %" PRIu64 " of %" PRIu32 " bytes crosses the end of the "
-                        "data area",
-                        pos, rh.size);
-            break;
-        }
-        if (rh.size > head - pos) {
-            rc = reject(c, "record at %" PRIu64 " of %" PRIu32 " bytes runs past head %" PRIu64,
-                        pos, rh.size, head);
-            break;
-        }
-        if (rh.type == OSP_REC_PAD) {
-            pos += rh.size;
-            c->records++;
-            continue;
-        }
-        if (rh.size > sizeof buffer) {
-            rc = reject(c,
-                        "record at %" PRIu64 " of type %" PRIu32 " is %" PRIu32
-                        " bytes, larger than any valid record",
-                        pos, rh.type, rh.size);
-            break;
-        }
-        /* Copy once, then work only on the copy: the writer may change the ring under us. */
-        memcpy(buffer, data + offset, rh.size);
-        memcpy(buffer, &rh, sizeof rh);
-        switch (rh.type) {
-        case OSP_REC_THREAD_START:
-            rc = on_thread_start(c, buffer, rh.size);
-            break;
-        case OSP_REC_THREAD_END:
-            rc = on_thread_end(c, buffer, rh.size);
-            break;
-        case OSP_REC_SAMPLE:
-        case OSP_REC_SAMPLE_WEIGHTED:
-            rc = on_sample(c, buffer, rh.size);
-            break;
-        case OSP_REC_REPEAT:
-            rc = on_repeat(c, buffer, rh.size);
-            break;
-        case OSP_REC_WAIT_SPAN:
-            rc = on_wait_span(c, buffer, rh.size);
-            break;
-        case OSP_REC_IMAGE:
-            rc = on_image(c, buffer, rh.size);
-            break;
-        case OSP_REC_ESCAPED:
-            rc = on_escaped(c, buffer, rh.size);
-            break;
-        case OSP_REC_EXIT:
-            rc = on_exit_record(c, buffer, rh.size);
-            break;
-        default:
-            rc = reject(c, "record at %" PRIu64 " has unknown type %" PRIu32, pos, rh.type);
-            break;
-        }
-        if (rc != 0 || c->deferred)
-            break;
-        pos += rh.size;
-        c->records++;
-    }
-    *new_tail = pos;
-    return rc;
+    if (c->exit_seen)
+        return 0; /* nothing follows the exit record */
+    return ospd_ring_walk(data, data_size, tail, head, collect_record, c, c->error, sizeof c->error,
+                          new_tail);
 }
 
 int ospd_parse_slot(struct ospd_collector *c, const uint8_t *data, uint64_t data_size,

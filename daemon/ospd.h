@@ -318,6 +318,26 @@ int64_t ospd_collector_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t 
 int ospd_ring_validate(const struct osp_ring_header *h, uint64_t object_size, char *err,
                        size_t err_size);
 
+/* The event-ring reader, whoever consumes it: walks the records in data[tail .. head) (free-
+ * running byte counters; data_size a power of two), checking each record's framing (size >= 8,
+ * a multiple of 8, inside the data area, not past head, no larger than any valid record), and
+ * calls `visit` once per record, PAD records included, on a copy of its `size` bytes made
+ * before anything in it is read (the writer may change the ring under us). `pos` is the
+ * record's counter. `visit` returns 0 (consumed, go on), OSPD_VISIT_STOP (consumed, stop
+ * there: the exit record), OSPD_VISIT_AGAIN (not consumed, stop: read it again next time) or
+ * a negative errno (not consumed, stop, returned as it is).
+ *
+ * Returns 0, visit's negative value, or -EPROTO when the framing broke the protocol with one
+ * line in error[error_size] (unless it already held one). *new_tail is the counter after the
+ * last record consumed. */
+#define OSPD_VISIT_STOP  1
+#define OSPD_VISIT_AGAIN 2
+typedef int (*ospd_record_visitor)(void *ctx, uint64_t pos, const uint8_t *rec, uint32_t type,
+                                   uint32_t size);
+int ospd_ring_walk(const uint8_t *data, uint64_t data_size, uint64_t tail, uint64_t head,
+                   ospd_record_visitor visit, void *ctx, char *error, size_t error_size,
+                   uint64_t *new_tail);
+
 /* Parse the records in data[tail .. head) (free-running byte counters, the byte at counter
  * x lives at data[x & (data_size - 1)]) into the collector, stopping after an EXIT record.
  * data_size must be a power of two (ospd_ring_validate checked it). The bytes may be shared

@@ -18,13 +18,16 @@
  *
  * The same writer serves each slot's sample ring (osp__slot_ring_attach): there the one
  * producer is the slot's own thread (its SIGPROF handler, or its own code with SIGPROF
- * blocked), so no lock is needed and every function here is async-signal-safe.
+ * blocked), so no lock is needed and every function here is async-signal-safe. How a record's
+ * bytes and a PAD are laid out is proto/osp_ring_write.h's, shared with the tests and the fuzz
+ * seeds.
  */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "osp_core.h"
+#include "osp_ring_write.h"
 
 void osp__event_ring_init_header(struct osp_ring_header *h, uint64_t data_size, uint32_t rate_hz,
                                  uint64_t start_unix_ns, uint64_t start_mono_ns)
@@ -75,15 +78,9 @@ static void *reserve(struct osp__event_ring *w, uint32_t size, uint64_t headroom
     uint64_t pad = size > to_end ? to_end : 0;
     if (head - tail > w->size || w->size - (head - tail) < pad + size + headroom)
         return NULL; /* full (or a consumer that ran ahead: write nothing) */
-    if (pad) {
-        struct osp_rec_header *p = (struct osp_rec_header *)(w->data + offset);
-        p->type = OSP_REC_PAD;
-        p->size = (uint32_t)pad;
-        head += pad;
-        offset = 0;
-    }
+    head += osp_ring_pad_before(w->data, w->size, head, size);
     *new_head = head + size;
-    return w->data + offset;
+    return w->data + (head & (w->size - 1));
 }
 
 void *osp__event_ring_reserve(struct osp__event_ring *w, uint32_t size, uint64_t *new_head)
@@ -111,13 +108,7 @@ int osp__event_ring_write(struct osp__event_ring *w, uint32_t type, const void *
     uint8_t *rec = osp__event_ring_reserve(w, size, &new_head);
     if (rec == NULL)
         return -ENOSPC;
-    memcpy(rec, body, body_len);
-    if (tail_len)
-        memcpy(rec + body_len, tail, tail_len);
-    memset(rec + body_len + tail_len, 0, size - body_len - tail_len);
-    struct osp_rec_header *h = (struct osp_rec_header *)rec;
-    h->type = type;
-    h->size = size;
+    osp_rec_encode(rec, type, body, body_len, tail, tail_len);
     osp__event_ring_commit(w, new_head);
     return 0;
 }

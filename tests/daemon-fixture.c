@@ -9,97 +9,36 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A ring writer that lays records out the way the shim does: 8-byte aligned, a PAD record
- * before a record that would cross the end of the data area. */
+/* The ring writer is proto/osp_ring_write.h's, the shim's layout: these add the defaults the
+ * tests share. */
 
-void ring_put(struct ring *r, const void *rec, uint32_t size)
+/* A record already encoded (header included, `size` a multiple of 8), as the shim would place
+ * it: a PAD record first when it would cross the end of the data area. */
+void ring_put(struct osp_ring_cursor *r, const void *rec, uint32_t size)
 {
-    uint64_t offset = r->head & (r->size - 1);
-    if (offset + size > r->size) {
-        struct osp_rec_header pad = {.type = OSP_REC_PAD, .size = (uint32_t)(r->size - offset)};
-        memcpy(r->data + offset, &pad, sizeof pad);
-        r->head += pad.size;
-        offset = 0;
-    }
-    memcpy(r->data + offset, rec, size);
+    r->head += osp_ring_pad_before(r->data, r->size, r->head, size);
+    memcpy(r->data + (r->head & (r->size - 1)), rec, size);
     r->head += size;
 }
 
-/* Put a fixed record followed by `len` payload bytes, padded to 8; sets the record's header
- * (the first 8 bytes of `rec`) to `type` and the padded size. */
-void put_with_payload(struct ring *r, uint32_t type, void *rec, size_t rec_size,
-                      const void *payload, size_t len)
-{
-    static uint8_t buf[sizeof(struct osp_rec_image) + OSP_MAX_PATH + 8];
-    struct osp_rec_header h = {type, osp_rec_align((uint32_t)(rec_size + len))};
-    memcpy(rec, &h, sizeof h);
-    memset(buf, 0, sizeof buf);
-    memcpy(buf, rec, rec_size);
-    memcpy(buf + rec_size, payload, len);
-    ring_put(r, buf, h.size);
-}
-
-void put_thread_start(struct ring *r, uint32_t slot, uint32_t generation, int64_t fiber,
+void put_thread_start(struct osp_ring_cursor *r, uint32_t slot, uint32_t generation, int64_t fiber,
                       int32_t tid, const char *label)
 {
-    struct osp_rec_thread_start rec = {.slot = slot,
-                                       .generation = generation,
-                                       .fiber = fiber,
-                                       .tid = tid,
-                                       .label_len = (uint32_t)strlen(label)};
-    put_with_payload(r, OSP_REC_THREAD_START, &rec, sizeof rec, label, rec.label_len);
+    osp_put_thread_start(r, slot, generation, fiber, tid, label, (uint32_t)strlen(label));
 }
 
-void put_thread_end(struct ring *r, uint32_t slot, uint32_t generation)
+/* An x86_64 image loaded at `base`, its load bias. */
+void put_image(struct osp_ring_cursor *r, uint64_t base, uint64_t text, uint64_t text_size,
+               uint32_t flags, const char *path)
 {
-    struct osp_rec_thread_end rec = {
-        .h = {OSP_REC_THREAD_END, sizeof rec}, .slot = slot, .generation = generation};
-    ring_put(r, &rec, sizeof rec);
-}
-
-void put_sample(struct ring *r, uint64_t t_ns, uint32_t slot, uint32_t generation, uint32_t state,
-                uint32_t depth, const uint64_t *pcs)
-{
-    struct osp_rec_sample rec = {
-        .t_ns = t_ns, .slot = slot, .generation = generation, .state = state, .depth = depth};
-    put_with_payload(r, OSP_REC_SAMPLE, &rec, sizeof rec, pcs, depth * 8u);
-}
-
-void put_repeat(struct ring *r, uint64_t t_ns, uint32_t slot, uint32_t generation)
-{
-    struct osp_rec_repeat rec = {.h = {OSP_REC_REPEAT, sizeof rec},
-                                 .t_ns = t_ns,
-                                 .slot = slot,
-                                 .generation = generation,
-                                 .state = OSP_STATE_WAITING};
-    ring_put(r, &rec, sizeof rec);
-}
-
-void put_image(struct ring *r, uint64_t base, uint64_t text, uint64_t text_size, uint32_t flags,
-               const char *path)
-{
-    struct osp_rec_image rec = {.base = base,
-                                .slide = base,
-                                .text = text,
-                                .text_size = text_size,
-                                .arch = "x86_64",
-                                .flags = flags,
-                                .path_len = (uint32_t)strlen(path)};
-    put_with_payload(r, OSP_REC_IMAGE, &rec, sizeof rec, path, rec.path_len);
-}
-
-void put_exit(struct ring *r, uint64_t end_unix_ns, uint64_t dropped)
-{
-    struct osp_rec_exit rec = {
-        .h = {OSP_REC_EXIT, sizeof rec}, .end_unix_ns = end_unix_ns, .dropped = dropped};
-    ring_put(r, &rec, sizeof rec);
+    osp_put_image(r, base, base, text, text_size, "x86_64", flags, path);
 }
 
 /* A heap ring of `size` bytes whose counters start at `start` (to exercise wrap-around and
  * free-running counters). */
-struct ring ring_new(uint64_t size, uint64_t start)
+struct osp_ring_cursor ring_new(uint64_t size, uint64_t start)
 {
-    struct ring r = {.data = calloc(1, size), .size = size, .head = start};
+    struct osp_ring_cursor r = {.data = calloc(1, size), .size = size, .head = start};
     ck_assert_ptr_nonnull(r.data);
     return r;
 }

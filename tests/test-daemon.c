@@ -38,7 +38,7 @@ static void collector_new(struct ospd_collector *c)
 }
 
 /* Parse everything in the ring, expecting success; returns the new tail. */
-static uint64_t parse_ok(struct ospd_collector *c, const struct ring *r, uint64_t tail)
+static uint64_t parse_ok(struct ospd_collector *c, const struct osp_ring_cursor *r, uint64_t tail)
 {
     uint64_t new_tail = 0;
     int rc = ospd_parse(c, r->data, r->size, tail, r->head, &new_tail);
@@ -60,16 +60,16 @@ static uint32_t sample_state(const struct ospd_collector *c, uint64_t i)
 
 START_TEST(threads_samples_and_repeats)
 {
-    struct ring r = ring_new(4096, 0);
+    struct osp_ring_cursor r = ring_new(4096, 0);
     uint64_t busy[] = {0x401010, 0x401200, 0x401300};
     uint64_t idle[] = {0x7f0000001000, 0x401400};
     put_thread_start(&r, 0, 1, 0, 100, "main");
     put_thread_start(&r, 1, 1, 101, 101, "worker");
-    put_sample(&r, 2000000, 1, 1, OSP_STATE_ON_CPU, 3, busy);
-    put_sample(&r, 2000000, 0, 1, OSP_STATE_WAITING, 2, idle);
-    put_repeat(&r, 3000000, 0, 1);
-    put_sample(&r, 3000000, 1, 1, OSP_STATE_ON_CPU, 3, busy);
-    put_thread_end(&r, 1, 1);
+    osp_put_sample(&r, 2000000, 1, 1, OSP_STATE_ON_CPU, 3, busy);
+    osp_put_sample(&r, 2000000, 0, 1, OSP_STATE_WAITING, 2, idle);
+    osp_put_repeat(&r, 3000000, 0, 1);
+    osp_put_sample(&r, 3000000, 1, 1, OSP_STATE_ON_CPU, 3, busy);
+    osp_put_thread_end(&r, 1, 1);
 
     struct ospd_collector c;
     collector_new(&c);
@@ -105,14 +105,14 @@ END_TEST
 
 START_TEST(repeat_without_sample_is_dropped)
 {
-    struct ring r = ring_new(1024, 0);
+    struct osp_ring_cursor r = ring_new(1024, 0);
     uint64_t pcs[] = {0x401000};
     put_thread_start(&r, 3, 7, 0, 1, "main");
-    put_repeat(&r, 5, 3, 7);
-    put_sample(&r, 6, 9, 1, 0, 1, pcs); /* slot 9 never registered */
-    put_sample(&r, 7, 3, 6, 0, 1, pcs); /* stale generation */
-    put_sample(&r, 8, 3, 7, 0, 1, pcs);
-    put_repeat(&r, 9, 3, 7);
+    osp_put_repeat(&r, 5, 3, 7);
+    osp_put_sample(&r, 6, 9, 1, 0, 1, pcs); /* slot 9 never registered */
+    osp_put_sample(&r, 7, 3, 6, 0, 1, pcs); /* stale generation */
+    osp_put_sample(&r, 8, 3, 7, 0, 1, pcs);
+    osp_put_repeat(&r, 9, 3, 7);
 
     struct ospd_collector c;
     collector_new(&c);
@@ -130,16 +130,16 @@ END_TEST
 
 START_TEST(slot_reuse_makes_a_new_thread)
 {
-    struct ring r = ring_new(1024, 0);
+    struct osp_ring_cursor r = ring_new(1024, 0);
     uint64_t pcs[] = {0x401000};
     put_thread_start(&r, 0, 1, 5, 50, "fiber");
-    put_sample(&r, 10, 0, 1, 0, 1, pcs);
-    put_thread_end(&r, 0, 1);
-    put_sample(&r, 11, 0, 1, 0, 1, pcs); /* captured before the thread left: still its own */
+    osp_put_sample(&r, 10, 0, 1, 0, 1, pcs);
+    osp_put_thread_end(&r, 0, 1);
+    osp_put_sample(&r, 11, 0, 1, 0, 1, pcs); /* captured before the thread left: still its own */
     put_thread_start(&r, 0, 2, 6, 60, "fiber");
-    put_repeat(&r, 12, 0, 2); /* the new registration has no stack yet */
-    put_sample(&r, 13, 0, 2, 0, 1, pcs);
-    put_sample(&r, 14, 0, 1, 0, 1, pcs); /* the old generation is gone now */
+    osp_put_repeat(&r, 12, 0, 2); /* the new registration has no stack yet */
+    osp_put_sample(&r, 13, 0, 2, 0, 1, pcs);
+    osp_put_sample(&r, 14, 0, 1, 0, 1, pcs); /* the old generation is gone now */
 
     struct ospd_collector c;
     collector_new(&c);
@@ -157,7 +157,7 @@ END_TEST
 
 START_TEST(images_dedupe_and_main_names_exe)
 {
-    struct ring r = ring_new(8192, 0);
+    struct osp_ring_cursor r = ring_new(8192, 0);
     put_image(&r, 0x7f0000000000, 0x7f0000001000, 0x1000, 0, "/lib/libc.so.6");
     put_image(&r, 0x555555554000, 0x555555555000, 0x2000, OSP_IMAGE_MAIN, "/usr/bin/prog");
     put_image(&r, 0x7f0000000000, 0x7f0000001000, 0x1000, 0, "/lib/libc.so.6"); /* again */
@@ -177,8 +177,8 @@ START_TEST(images_dedupe_and_main_names_exe)
 END_TEST
 
 /* An image record with a time: seen at `at_mono_ns`, or seen gone with OSP_IMAGE_UNLOADED. */
-static void put_timed_image(struct ring *r, uint64_t base, uint32_t flags, uint64_t at_mono_ns,
-                            const char *path)
+static void put_timed_image(struct osp_ring_cursor *r, uint64_t base, uint32_t flags,
+                            uint64_t at_mono_ns, const char *path)
 {
     struct osp_rec_image rec = {.base = base,
                                 .slide = base,
@@ -188,14 +188,14 @@ static void put_timed_image(struct ring *r, uint64_t base, uint32_t flags, uint6
                                 .flags = flags,
                                 .path_len = (uint32_t)strlen(path),
                                 .at_mono_ns = at_mono_ns};
-    put_with_payload(r, OSP_REC_IMAGE, &rec, sizeof rec, path, rec.path_len);
+    osp_ring_put(r, OSP_REC_IMAGE, &rec, sizeof rec, path, rec.path_len);
 }
 
 /* liba.so unloaded, libb.so at its address, then liba.so again: three images, with the times
  * on the samples' axis; the unload names the image still mapped. */
 START_TEST(images_unloaded_and_replaced_carry_times)
 {
-    struct ring r = ring_new(8192, 0);
+    struct osp_ring_cursor r = ring_new(8192, 0);
     const uint64_t base = 0x7f0000000000, start = 1000000; /* collector_new's start_mono_ns */
     put_timed_image(&r, base, 0, 0, "/lib/liba.so");
     put_timed_image(&r, base, OSP_IMAGE_UNLOADED, start + 5000, "/lib/liba.so");
@@ -229,7 +229,7 @@ END_TEST
 START_TEST(pad_and_wrap_across_the_end)
 {
     uint64_t start = (UINT64_C(5) << 32) + 256 - 40; /* 40 bytes before the end of the area */
-    struct ring r = ring_new(256, start);
+    struct osp_ring_cursor r = ring_new(256, start);
     struct ospd_collector c;
     collector_new(&c);
     uint64_t tail = start;
@@ -239,8 +239,8 @@ START_TEST(pad_and_wrap_across_the_end)
     for (uint64_t round = 0; round < 50; round++) {
         uint64_t pcs[5] = {0x401000 + round % 7, 0x402000, 0x403000, 0x404000, 0x405000};
         uint32_t depth = 1 + (uint32_t)(round % 5);
-        put_sample(&r, 1000000 + round, 0, 1, (uint32_t)(round & 1), depth, pcs);
-        put_repeat(&r, 1000000 + round, 0, 1);
+        osp_put_sample(&r, 1000000 + round, 0, 1, (uint32_t)(round & 1), depth, pcs);
+        osp_put_repeat(&r, 1000000 + round, 0, 1);
         expected_samples += 2;
         tail = parse_ok(&c, &r, tail);
         ck_assert_uint_eq(tail, r.head);
@@ -262,12 +262,12 @@ END_TEST
 
 START_TEST(exit_record_ends_the_stream)
 {
-    struct ring r = ring_new(1024, 0);
+    struct osp_ring_cursor r = ring_new(1024, 0);
     uint64_t pcs[] = {0x401000};
     put_thread_start(&r, 0, 1, 0, 1, "main");
-    put_exit(&r, 1700000001000000000, 17);
+    osp_put_exit(&r, 1700000001000000000, 17);
     uint64_t after_exit = r.head;
-    put_sample(&r, 10, 0, 1, 0, 1, pcs); /* nothing follows an exit record */
+    osp_put_sample(&r, 10, 0, 1, 0, 1, pcs); /* nothing follows an exit record */
 
     struct ospd_collector c;
     collector_new(&c);
@@ -308,13 +308,13 @@ END_TEST
 /* Past the memory budget, known stacks still count, new ones and growth are dropped. */
 START_TEST(memory_budget_drops_and_counts)
 {
-    struct ring r = ring_new(65536, 0);
+    struct osp_ring_cursor r = ring_new(65536, 0);
     uint64_t known[] = {0x401000, 0x402000};
     uint64_t novel[] = {0x403000};
     put_thread_start(&r, 0, 1, 0, 1, "main");
     for (int i = 0; i < 300; i++)
-        put_sample(&r, 10, 0, 1, 0, 2, known);
-    put_sample(&r, 11, 0, 1, 0, 1, novel);
+        osp_put_sample(&r, 10, 0, 1, 0, 2, known);
+    osp_put_sample(&r, 11, 0, 1, 0, 1, novel);
     struct ospd_collector c;
     collector_new(&c);
     c.memory_limit = 1; /* only the first allocation of each table is allowed */
@@ -330,12 +330,12 @@ END_TEST
 
 START_TEST(addresses_beyond_user_space_end_the_stack)
 {
-    struct ring r = ring_new(1024, 0);
+    struct osp_ring_cursor r = ring_new(1024, 0);
     uint64_t pcs[] = {0x401000, 0x402000, UINT64_C(0xffffffffff600000), 0x403000};
     uint64_t kernel[] = {UINT64_C(0xffffffff81000000)};
     put_thread_start(&r, 0, 1, 0, 1, "main");
-    put_sample(&r, 10, 0, 1, 0, 4, pcs);
-    put_sample(&r, 11, 0, 1, 0, 1, kernel);
+    osp_put_sample(&r, 10, 0, 1, 0, 4, pcs);
+    osp_put_sample(&r, 11, 0, 1, 0, 1, kernel);
     struct ospd_collector c;
     collector_new(&c);
     parse_ok(&c, &r, 0);
@@ -353,7 +353,7 @@ END_TEST
 /* Corrupt and hostile rings. */
 
 /* Parse a ring expected to be rejected with a message containing `what`. */
-static void expect_rejected(const struct ring *r, uint64_t tail, const char *what)
+static void expect_rejected(const struct osp_ring_cursor *r, uint64_t tail, const char *what)
 {
     struct ospd_collector c;
     collector_new(&c);
@@ -371,9 +371,9 @@ static void expect_rejected(const struct ring *r, uint64_t tail, const char *wha
 }
 
 /* A ring with a thread registered, then the raw bytes of one record. */
-static struct ring ring_with_raw(const void *rec, uint32_t size, uint32_t claimed_size)
+static struct osp_ring_cursor ring_with_raw(const void *rec, uint32_t size, uint32_t claimed_size)
 {
-    struct ring r = ring_new(4096, 0);
+    struct osp_ring_cursor r = ring_new(4096, 0);
     put_thread_start(&r, 0, 1, 0, 1, "main");
     uint64_t at = r.head;
     ring_put(&r, rec, size);
@@ -402,12 +402,12 @@ START_TEST(corrupt_record_sizes_are_rejected)
         {UINT32_MAX - 7, "crosses the end"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct ring r = ring_with_raw(buf, 40, cases[i].claimed);
+        struct osp_ring_cursor r = ring_with_raw(buf, 40, cases[i].claimed);
         expect_rejected(&r, 0, cases[i].what);
         free(r.data);
     }
     /* a well-formed 48-byte record whose depth says it should be 40 */
-    struct ring r = ring_with_raw(buf, 48, 48);
+    struct osp_ring_cursor r = ring_with_raw(buf, 48, 48);
     expect_rejected(&r, 0, "48 bytes for depth 1");
     free(r.data);
 }
@@ -418,7 +418,7 @@ START_TEST(corrupt_depths_lengths_and_fields_are_rejected)
     uint8_t buf[sizeof(struct osp_rec_image) + 64] = {0};
     struct osp_rec_sample s = {.h = {OSP_REC_SAMPLE, 40}, .generation = 1, .depth = 0};
     memcpy(buf, &s, sizeof s);
-    struct ring r = ring_with_raw(buf, 40, 40);
+    struct osp_ring_cursor r = ring_with_raw(buf, 40, 40);
     expect_rejected(&r, 0, "depth 0");
     free(r.data);
 
@@ -476,7 +476,7 @@ END_TEST
 
 START_TEST(corrupt_head_and_tail_are_rejected)
 {
-    struct ring r = ring_new(1024, 4096);
+    struct osp_ring_cursor r = ring_new(1024, 4096);
     put_thread_start(&r, 0, 1, 0, 1, "main");
     uint64_t head = r.head;
 
@@ -519,7 +519,7 @@ START_TEST(fuzzed_rings_never_crash)
     unsigned accepted = 0, rejected = 0;
     for (int iteration = 0; iteration < 3000; iteration++) {
         uint64_t size = UINT64_C(64) << (next_random(&seed) % 6);
-        struct ring r = ring_new(size, (next_random(&seed) % 4096) * 8);
+        struct osp_ring_cursor r = ring_new(size, (next_random(&seed) % 4096) * 8);
         uint64_t tail = r.head;
         if (iteration % 2 == 0) {
             for (uint64_t i = 0; i < size; i++)
@@ -530,9 +530,9 @@ START_TEST(fuzzed_rings_never_crash)
             put_thread_start(&r, 0, 1, 0, 1, "main");
             while (r.head - tail + 96 <= size) {
                 if (next_random(&seed) % 3 == 0)
-                    put_repeat(&r, 9, 0, 1);
+                    osp_put_repeat(&r, 9, 0, 1);
                 else
-                    put_sample(&r, 9, 0, 1, 0, 1 + (uint32_t)(next_random(&seed) % 8), pcs);
+                    osp_put_sample(&r, 9, 0, 1, 0, 1 + (uint32_t)(next_random(&seed) % 8), pcs);
             }
             for (int flips = 0; flips < 4; flips++)
                 r.data[next_random(&seed) % size] ^= (uint8_t)(1u << (next_random(&seed) % 8));
@@ -680,17 +680,17 @@ static void expect_golden(const char *path, const char *name)
 
 START_TEST(raw_profile_is_valid_json_version_1)
 {
-    struct ring r = ring_new(8192, 0);
+    struct osp_ring_cursor r = ring_new(8192, 0);
     uint64_t busy[] = {0x555555555123, 0x555555555456};
     uint64_t wait[] = {0x7f0000001100, 0x555555555789};
     put_image(&r, 0x555555554000, 0x555555555000, 0x1000, OSP_IMAGE_MAIN, "/usr/bin/prog");
     put_image(&r, 0x7f0000000000, 0x7f0000001000, 0x2000, 0, "/lib/x86_64-linux-gnu/libc.so.6");
     put_thread_start(&r, 0, 1, 0, 10, "main");
     put_thread_start(&r, 1, 1, 11, 11, "work\"er\xff");
-    put_sample(&r, 1500000, 1, 1, 0, 2, busy);
-    put_sample(&r, 1600000, 0, 1, 1, 2, wait);
-    put_repeat(&r, 2600000, 0, 1);
-    put_exit(&r, UINT64_C(1700000002000000000), 3);
+    osp_put_sample(&r, 1500000, 1, 1, 0, 2, busy);
+    osp_put_sample(&r, 1600000, 0, 1, 1, 2, wait);
+    osp_put_repeat(&r, 2600000, 0, 1);
+    osp_put_exit(&r, UINT64_C(1700000002000000000), 3);
 
     struct ospd_collector c;
     collector_new(&c);
@@ -939,12 +939,12 @@ END_TEST
  * forked child's identity; a bad reason or path length rejects the ring. */
 START_TEST(escapes_are_kept_and_written)
 {
-    struct ring r = ring_new(8192, 0);
+    struct osp_ring_cursor r = ring_new(8192, 0);
     struct osp_rec_escaped e1 = {.pid = 77, .reason = OSP_ESCAPE_ENVIRONMENT, .path_len = 9};
-    put_with_payload(&r, OSP_REC_ESCAPED, &e1, sizeof e1, "/bin/true", e1.path_len);
+    osp_ring_put(&r, OSP_REC_ESCAPED, &e1, sizeof e1, "/bin/true", e1.path_len);
     struct osp_rec_escaped e2 = {.pid = 78, .reason = OSP_ESCAPE_PRELOAD, .path_len = 0};
-    put_with_payload(&r, OSP_REC_ESCAPED, &e2, sizeof e2, "", 0);
-    put_exit(&r, UINT64_C(1700000002000000000), 0);
+    osp_ring_put(&r, OSP_REC_ESCAPED, &e2, sizeof e2, "", 0);
+    osp_put_exit(&r, UINT64_C(1700000002000000000), 0);
     struct ospd_collector c;
     collector_new(&c);
     c.parent_pid = 4000;

@@ -30,7 +30,7 @@ extern char **environ;
 struct shm_ring {
     char name[64];
     struct osp_ring_header *header;
-    struct ring ring;
+    struct osp_ring_cursor ring;
     size_t size;
     int fd; /* kept open: a test may resize the object after the name is gone */
 };
@@ -48,7 +48,8 @@ static void shm_ring_create(struct shm_ring *s, uint64_t data_size)
     ck_assert_ptr_ne(map, MAP_FAILED);
     s->fd = fd;
     s->header = map;
-    s->ring = (struct ring){.data = (uint8_t *)map + OSP_RING_HEADER_SIZE, .size = data_size};
+    s->ring =
+        (struct osp_ring_cursor){.data = (uint8_t *)map + OSP_RING_HEADER_SIZE, .size = data_size};
 }
 
 /* Fill the header as the shim does before it starts ospreyd. */
@@ -114,11 +115,11 @@ static void post_program(struct shm_ring *s)
     put_thread_start(&s->ring, 1, 1, 77, 77, "worker");
     publish(s);
     for (int i = 0; i < 100; i++) {
-        put_sample(&s->ring, now + 1000000u * (uint64_t)i, 1, 1, 0, 3, busy);
+        osp_put_sample(&s->ring, now + 1000000u * (uint64_t)i, 1, 1, 0, 3, busy);
         if (i == 0)
-            put_sample(&s->ring, now + 1000000u * (uint64_t)i, 0, 1, 1, 2, wait);
+            osp_put_sample(&s->ring, now + 1000000u * (uint64_t)i, 0, 1, 1, 2, wait);
         else
-            put_repeat(&s->ring, now + 1000000u * (uint64_t)i, 0, 1);
+            osp_put_repeat(&s->ring, now + 1000000u * (uint64_t)i, 0, 1);
         publish(s);
     }
 }
@@ -151,7 +152,7 @@ static void e2e_end(struct e2e *e)
  * shim does), and wait for the daemon's verdict. */
 static uint32_t e2e_exit(struct e2e *e)
 {
-    put_exit(&e->s.ring, UINT64_C(1800000000000000000), 4);
+    osp_put_exit(&e->s.ring, UINT64_C(1800000000000000000), 4);
     publish(&e->s);
     atomic_store_explicit(&e->s.header->shim_state, OSP_SHIM_EXITED, memory_order_release);
     return wait_daemon_final(e->s.header);
@@ -347,7 +348,7 @@ START_TEST(daemon_rejects_a_corrupt_ring_but_keeps_what_it_had)
     struct e2e e;
     e2e_start(&e, "raw.json");
     uint64_t bad[] = {1};
-    put_sample(&e.s.ring, 5, 0, 1, 0, 1, bad);
+    osp_put_sample(&e.s.ring, 5, 0, 1, 0, 1, bad);
     uint8_t *at = e.s.ring.data + ((e.s.ring.head - 40) & (e.s.ring.size - 1));
     struct osp_rec_sample rec;
     memcpy(&rec, at, sizeof rec);
@@ -367,7 +368,7 @@ START_TEST(daemon_survives_a_truncated_ring)
     e2e_start(&e, "raw.json");
     wait_drained(&e);
     uint64_t pcs[] = {0x401000};
-    put_sample(&e.s.ring, 5, 0, 1, 0, 1, pcs); /* written, then cut off */
+    osp_put_sample(&e.s.ring, 5, 0, 1, 0, 1, pcs); /* written, then cut off */
     ck_assert_int_eq(ftruncate(e.s.fd, OSP_RING_HEADER_SIZE), 0);
     publish(&e.s);
     expect_ring_rejected(&e, "truncated");

@@ -2,8 +2,9 @@
  *
  * Accepts the daemon's command line (--attach-ring NAME --out PATH --detach), detaches the
  * way ospreyd does (fork; the intermediate exits at once; the grandchild calls setsid), maps
- * the ring, marks itself ATTACHED and unlinks the name, drains every record with the checks
- * a consumer must make, and when the shim has published EXITED (or the target is gone) writes
+ * the ring, marks itself ATTACHED and unlinks the name, drains every record through the
+ * daemon's reader (ospd_ring_walk: the framing checked as ospreyd checks it) with the checks a
+ * consumer must make, and when the shim has published EXITED (or the target is gone) writes
  * a plain-text summary to PATH (temp file + rename) and stores DONE — or, with
  * SHIM_CONSUMER_FAIL=1 in its environment, writes daemon_error and stores FAILED.
  *
@@ -146,155 +147,146 @@ static int drain(struct osp_ring_header *h, const uint8_t *data)
     return done;
 }
 
+struct drain {
+    struct osp_ring_header *h;
+    int done; /* the exit record was read */
+};
+
+/* The visitor of ospd_ring_walk (the daemon's reader): one record, copied out of the ring. */
+static int consume_record(void *ctx, uint64_t pos, const uint8_t *rec, uint32_t type, uint32_t size)
+{
+    struct drain *d = ctx;
+    struct osp_ring_header *h = d->h;
+    (void)pos;
+    switch (type) {
+    case OSP_REC_PAD:
+        pads++;
+        break;
+    case OSP_REC_THREAD_START: {
+        struct osp_rec_thread_start r;
+        memcpy(&r, rec, sizeof(r));
+        starts++;
+        if (r.label_len > OSP_MAX_LABEL || sizeof(r) + r.label_len > size) {
+            errors++;
+            break;
+        }
+        if (nthreads < MAX_THREADS) {
+            struct thread_info *t = &threads[nthreads++];
+            memset(t, 0, sizeof(*t));
+            t->slot = r.slot;
+            t->generation = r.generation;
+            t->fiber = r.fiber;
+            memcpy(t->label, rec + sizeof(r), r.label_len);
+        }
+        break;
+    }
+    case OSP_REC_THREAD_END: {
+        struct osp_rec_thread_end r;
+        memcpy(&r, rec, sizeof(r));
+        ends++;
+        if (slot_table != NULL && r.slot < slot_count) {
+            drain_slot(h, r.slot); /* its samples, up to its end */
+            atomic_store_explicit(&slot_at(r.slot)->drained_generation, r.generation,
+                                  memory_order_release);
+        }
+        struct thread_info *t = find_thread(r.slot, r.generation);
+        if (t)
+            t->ended = 1;
+        else
+            errors++;
+        break;
+    }
+    case OSP_REC_SAMPLE_WEIGHTED:
+    case OSP_REC_SAMPLE: {
+        /* A plain sample is the weighted record's first 32 bytes, of weight 1. */
+        struct osp_rec_sample_weighted w = {.weight = 1};
+        uint32_t fixed =
+            type == OSP_REC_SAMPLE ? (uint32_t)sizeof(struct osp_rec_sample) : (uint32_t)sizeof w;
+        memcpy(&w, rec, fixed);
+        if (w.depth < 1 || w.depth > OSP_MAX_DEPTH || fixed + w.depth * 8u != size ||
+            w.weight == 0) {
+            errors++;
+            break;
+        }
+        if (w.depth > max_depth)
+            max_depth = w.depth;
+        sample_seen(w.slot, w.generation, w.t_ns, w.state == OSP_STATE_WAITING, 0, w.weight);
+        if (deferred)
+            break;
+        struct osp_rec_sample r = {
+            .slot = w.slot, .generation = w.generation, .state = w.state, .depth = w.depth};
+        uint64_t pcs[OSP_MAX_DEPTH];
+        memcpy(pcs, rec + fixed, w.depth * 8u);
+        keep_stack(&r, pcs);
+        for (uint32_t i = 0; i < w.depth; i++)
+            stray_pcs += !in_text(pcs[i]);
+        deep_waiting += w.state == OSP_STATE_WAITING && w.depth >= 2;
+        break;
+    }
+    case OSP_REC_WAIT_SPAN: /* the waits' sites, before a collector said it times them */
+        break;
+    case OSP_REC_REPEAT: {
+        struct osp_rec_repeat r;
+        memcpy(&r, rec, sizeof(r));
+        sample_seen(r.slot, r.generation, r.t_ns, 1, 1, 1);
+        break;
+    }
+    case OSP_REC_IMAGE: {
+        struct osp_rec_image r;
+        memcpy(&r, rec, sizeof(r));
+        if (r.path_len > OSP_MAX_PATH || sizeof(r) + r.path_len > size) {
+            errors++;
+            break;
+        }
+        images++;
+        if (ntext < 1024) {
+            text_lo[ntext] = r.text;
+            text_hi[ntext++] = r.text + r.text_size;
+        }
+        if (nimage_lines < 64)
+            snprintf(image_lines[nimage_lines++], sizeof(image_lines[0]),
+                     "image 0x%llx 0x%llx 0x%llx 0x%llx %s %.*s", (unsigned long long)r.base,
+                     (unsigned long long)r.slide, (unsigned long long)r.text,
+                     (unsigned long long)r.text_size, r.arch,
+                     (int)(r.path_len < 512 ? r.path_len : 512), rec + sizeof(r));
+        if (r.flags & OSP_IMAGE_MAIN) {
+            main_images++;
+            memcpy(main_image, rec + sizeof(r), r.path_len);
+            main_image[r.path_len] = '\0';
+        }
+        break;
+    }
+    case OSP_REC_EXIT: {
+        struct osp_rec_exit r;
+        memcpy(&r, rec, sizeof(r));
+        exit_records++;
+        exit_dropped = r.dropped;
+        d->done = 1;
+        return OSPD_VISIT_STOP;
+    }
+    default:
+        errors++;
+        break;
+    }
+    return deferred ? OSPD_VISIT_AGAIN : 0; /* read it again once its thread's start is known */
+}
+
 static int drain_ring(struct osp_ring_header *h, _Atomic uint64_t *head_index,
                       _Atomic uint64_t *tail_index, const uint8_t *data, uint64_t size)
 {
     uint64_t tail = osp_index_load_own(tail_index);
     uint64_t head = osp_index_load_acquire(head_index); /* (C) */
-    int done = 0;
-    while (tail < head && !done && !deferred) {
-        uint64_t off = tail & (size - 1);
-        if (head - tail < 8 || size - off < 8) {
-            errors++;
-            return 1;
-        }
-        struct osp_rec_header rh;
-        memcpy(&rh, data + off, sizeof(rh));
-        if (rh.size < 8 || (rh.size & 7u) || rh.size > head - tail || rh.size > size - off) {
-            errors++;
-            return 1;
-        }
-        const uint8_t *rec = data + off;
-        switch (rh.type) {
-        case OSP_REC_PAD:
-            pads++;
-            break;
-        case OSP_REC_THREAD_START: {
-            struct osp_rec_thread_start r;
-            memcpy(&r, rec, sizeof(r));
-            starts++;
-            if (r.label_len > OSP_MAX_LABEL || sizeof(r) + r.label_len > rh.size) {
-                errors++;
-                break;
-            }
-            if (nthreads < MAX_THREADS) {
-                struct thread_info *t = &threads[nthreads++];
-                memset(t, 0, sizeof(*t));
-                t->slot = r.slot;
-                t->generation = r.generation;
-                t->fiber = r.fiber;
-                memcpy(t->label, rec + sizeof(r), r.label_len);
-            }
-            break;
-        }
-        case OSP_REC_THREAD_END: {
-            struct osp_rec_thread_end r;
-            memcpy(&r, rec, sizeof(r));
-            ends++;
-            if (slot_table != NULL && r.slot < slot_count) {
-                drain_slot(h, r.slot); /* its samples, up to its end */
-                atomic_store_explicit(&slot_at(r.slot)->drained_generation, r.generation,
-                                      memory_order_release);
-            }
-            struct thread_info *t = find_thread(r.slot, r.generation);
-            if (t)
-                t->ended = 1;
-            else
-                errors++;
-            break;
-        }
-        case OSP_REC_SAMPLE_WEIGHTED: {
-            struct osp_rec_sample_weighted w;
-            memcpy(&w, rec, sizeof(w));
-            if (w.depth < 1 || w.depth > OSP_MAX_DEPTH || sizeof(w) + w.depth * 8u != rh.size ||
-                w.weight == 0) {
-                errors++;
-                break;
-            }
-            if (w.depth > max_depth)
-                max_depth = w.depth;
-            sample_seen(w.slot, w.generation, w.t_ns, w.state == OSP_STATE_WAITING, 0, w.weight);
-            if (deferred)
-                break;
-            struct osp_rec_sample r = {
-                .slot = w.slot, .generation = w.generation, .state = w.state, .depth = w.depth};
-            uint64_t pcs[OSP_MAX_DEPTH];
-            memcpy(pcs, rec + sizeof(w), w.depth * 8u);
-            keep_stack(&r, pcs);
-            for (uint32_t i = 0; i < w.depth; i++)
-                stray_pcs += !in_text(pcs[i]);
-            deep_waiting += w.state == OSP_STATE_WAITING && w.depth >= 2;
-            break;
-        }
-        case OSP_REC_SAMPLE: {
-            struct osp_rec_sample r;
-            memcpy(&r, rec, sizeof(r));
-            if (r.depth < 1 || r.depth > OSP_MAX_DEPTH || sizeof(r) + r.depth * 8u != rh.size) {
-                errors++;
-                break;
-            }
-            if (r.depth > max_depth)
-                max_depth = r.depth;
-            sample_seen(r.slot, r.generation, r.t_ns, r.state == OSP_STATE_WAITING, 0, 1);
-            uint64_t pcs[OSP_MAX_DEPTH];
-            memcpy(pcs, rec + sizeof(r), r.depth * 8u);
-            keep_stack(&r, pcs);
-            for (uint32_t i = 0; i < r.depth; i++)
-                stray_pcs += !in_text(pcs[i]);
-            deep_waiting += r.state == OSP_STATE_WAITING && r.depth >= 2;
-            break;
-        }
-        case OSP_REC_WAIT_SPAN: /* the waits' sites, before a collector said it times them */
-            break;
-        case OSP_REC_REPEAT: {
-            struct osp_rec_repeat r;
-            memcpy(&r, rec, sizeof(r));
-            sample_seen(r.slot, r.generation, r.t_ns, 1, 1, 1);
-            break;
-        }
-        case OSP_REC_IMAGE: {
-            struct osp_rec_image r;
-            memcpy(&r, rec, sizeof(r));
-            if (r.path_len > OSP_MAX_PATH || sizeof(r) + r.path_len > rh.size) {
-                errors++;
-                break;
-            }
-            images++;
-            if (ntext < 1024) {
-                text_lo[ntext] = r.text;
-                text_hi[ntext++] = r.text + r.text_size;
-            }
-            if (nimage_lines < 64)
-                snprintf(image_lines[nimage_lines++], sizeof(image_lines[0]),
-                         "image 0x%llx 0x%llx 0x%llx 0x%llx %s %.*s", (unsigned long long)r.base,
-                         (unsigned long long)r.slide, (unsigned long long)r.text,
-                         (unsigned long long)r.text_size, r.arch,
-                         (int)(r.path_len < 512 ? r.path_len : 512), rec + sizeof(r));
-            if (r.flags & OSP_IMAGE_MAIN) {
-                main_images++;
-                memcpy(main_image, rec + sizeof(r), r.path_len);
-                main_image[r.path_len] = '\0';
-            }
-            break;
-        }
-        case OSP_REC_EXIT: {
-            struct osp_rec_exit r;
-            memcpy(&r, rec, sizeof(r));
-            exit_records++;
-            exit_dropped = r.dropped;
-            done = 1;
-            break;
-        }
-        default:
-            errors++;
-            break;
-        }
-        if (deferred)
-            break; /* read this record again once its thread's start is known */
-        tail += rh.size;
+    char error[256] = "";
+    uint64_t new_tail;
+    struct drain d = {.h = h};
+    int rc =
+        ospd_ring_walk(data, size, tail, head, consume_record, &d, error, sizeof error, &new_tail);
+    if (rc < 0) {
+        errors++;
+        return 1;
     }
-    osp_index_store_release(tail_index, tail); /* (D) */
-    return done;
+    osp_index_store_release(tail_index, new_tail); /* (D) */
+    return d.done;
 }
 
 static int write_summary(const char *path, struct osp_ring_header *h)
