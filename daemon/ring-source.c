@@ -73,6 +73,7 @@ struct ospd_daemon {
     uint32_t slot_count, slot_ring_size;
     uint64_t watch[OSP_ATTENTION_WORDS]; /* slots to look at: running, or holding samples */
     uint64_t drain_ns, drain_max_ns;     /* the tick: how often the rings are read */
+    uint64_t drain_ceil_ns;              /* the longest drain interval the fill may reach */
     uint32_t fullest;                    /* the fullest ring at the last read, in 1/256ths */
     struct ospd_watch watch_pid;         /* the target's pidfd */
     uv_signal_t sigterm;
@@ -547,15 +548,18 @@ static void check_liveness(struct ospd_daemon *d, uint64_t now)
 }
 
 /* How often the rings are read, from how full the fullest was: half full or more, twice as
- * often (down to 250 us); under an eighth, half as often again, up to the interval in which
- * a thread sampled at the rate fills a quarter of its ring with samples of 256 bytes (4 ms at
- * the default rate, 0.4 ms at 10 kHz). */
+ * often (down to 250 us); under an eighth, half as often again, up to four times the interval
+ * in which a thread sampled at the rate fills a quarter of its ring with samples of 256 bytes
+ * (that interval, drain_max_ns, is where the tick starts: 4 ms at the default rate, 0.4 ms at
+ * 10 kHz), and 8 ms at most. A read that found the fullest ring under an eighth full allows
+ * twice the interval, which leaves it under a quarter at the same pace: the samples may grow
+ * fourfold between two reads before one is lost, and a half-full ring halves it again. */
 static void adapt_drain(struct ospd_daemon *d)
 {
     if (d->fullest >= 128 && d->drain_ns > DRAIN_MIN_NS)
         d->drain_ns = d->drain_ns / 2 > DRAIN_MIN_NS ? d->drain_ns / 2 : DRAIN_MIN_NS;
-    else if (d->fullest < 32 && d->drain_ns < d->drain_max_ns)
-        d->drain_ns = d->drain_ns * 2 < d->drain_max_ns ? d->drain_ns * 2 : d->drain_max_ns;
+    else if (d->fullest < 32 && d->drain_ns < d->drain_ceil_ns)
+        d->drain_ns = d->drain_ns * 2 < d->drain_ceil_ns ? d->drain_ns * 2 : d->drain_ceil_ns;
     d->fullest = 0;
 }
 
@@ -753,6 +757,9 @@ static int start(struct ospd_daemon *d, uv_loop_t *loop)
     if (d->drain_max_ns > DRAIN_MAX_NS)
         d->drain_max_ns = DRAIN_MAX_NS;
     d->drain_ns = d->drain_max_ns;
+    d->drain_ceil_ns = 4 * d->drain_max_ns < DRAIN_MAX_NS ? 4 * d->drain_max_ns : DRAIN_MAX_NS;
+    if (d->drain_ceil_ns < d->drain_max_ns)
+        d->drain_ceil_ns = d->drain_max_ns;
     if (ospd_unwinder_attach(&d->unwinder, d->loop, d->o.unwind_fd, d->collector.pid,
                              program_nice) == 0) {
         d->unwinder.ring_name = d->o.ring_name;

@@ -163,6 +163,9 @@ struct ospx_raw {
     struct ospx_drop *drops;
     size_t drop_count;      /* optional breakdown of `dropped` */
     int64_t process_cpu_ns; /* the process's CPU time over the run; -1 when not recorded */
+    /* collector.cpu_ms: ospreyd's own CPU time, summed over the run's processes; 0 when not
+     * recorded */
+    uint64_t collector_cpu_ms;
     struct ospx_exit exit;
     /* The run's processes: one per raw file, the program the user meant first (for a program
      * that replaced itself by exec, its last image). The fields above are the first one's,

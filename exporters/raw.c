@@ -570,8 +570,12 @@ static int raw_read_process(struct raw_reader *reader, const json_t *root, struc
     int rc = raw_optional_integer(reader, root, "", "parent_pid", &parent_pid);
     if (rc == 0)
         rc = raw_member(reader, root, "", "collector", JSON_OBJECT, 0, &collector);
+    json_int_t collector_cpu_ms = -1;
     if (rc == 0 && collector != NULL)
         rc = raw_member(reader, collector, "collector", "unwind", JSON_OBJECT, 0, &unwind);
+    if (rc == 0 && collector != NULL)
+        rc = raw_optional_integer(reader, collector, "collector", "cpu_ms", &collector_cpu_ms);
+    out->collector_cpu_ms = collector_cpu_ms > 0 ? (uint64_t)collector_cpu_ms : 0;
     if (rc == 0 && unwind != NULL)
         rc = raw_optional_integer(reader, unwind, "collector.unwind", "ready_ns", &ready_ns);
     if (rc == 0)

@@ -1,5 +1,6 @@
 /* report-header.c — the terminal report's lines above the table: the header (wall, CPU,
- * samples, rate, threads; with several processes their count first), a line per process, the
+ * samples, rate, threads; with several processes their count first; the collector's CPU per
+ * second when over 1% of a core), a line per process, the
  * processes that ran unprofiled (`escaped`) or left the session, and the per-thread state split,
  * busiest first. */
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #define MAX_FIBER_LINES    8
 #define FIBER_NAME_COLUMNS 28
+#define COLLECTOR_CPU_SAID 10.0 /* ms of the collector's CPU per second: 1% of a core */
 
 /* A profiled thread is a thread (the main one, or one the preload library or the shim
  * registered under its own tid); a fiber is a runtime's own, registered under an id of the
@@ -57,7 +59,8 @@ int ospx__report_several_processes(const struct ospx_model *model)
 }
 
 /* The header counts every sample and says how many were on-CPU: the figures below are
- * over those; with several processes it counts them first. `title` begins it ("osprey"). */
+ * over those; with several processes it counts them first; then the collector's CPU per second
+ * of wall time when that is over 1% of a core. `title` begins it ("osprey"). */
 void ospx__report_header(FILE *out, size_t width, const struct ospx_model *model, const char *title)
 {
     char wall[32], cpu[32], threads[64], line[1024], processes[48] = "";
@@ -82,7 +85,16 @@ void ospx__report_header(FILE *out, size_t width, const struct ospx_model *model
     snprintf(line, sizeof line, "%s: %s%s wall, %s CPU, %llu samples (%llu on-CPU), %u Hz, %s",
              title, processes, wall, cpu, (unsigned long long)model->total_samples,
              (unsigned long long)model->on_cpu_samples, model->raw->rate_hz, threads);
-    ospx__emit(out, width, NULL, line);
+    /* The collector's own CPU per second of the run, once it is over 1% of a core: after a
+     * semicolon, or on a line of its own when the header would be cut. */
+    double collector =
+        model->wall_seconds > 0 ? (double)model->raw->collector_cpu_ms / model->wall_seconds : 0;
+    char said[64];
+    snprintf(said, sizeof said, "collector %.0f ms CPU/s", collector);
+    if (collector > COLLECTOR_CPU_SAID)
+        ospx__emit_pair(out, width, NULL, line, said);
+    else
+        ospx__emit(out, width, NULL, line);
 }
 
 /* "4243 hotspot": a process as the table's PROCESS column and the lines name it; merged by

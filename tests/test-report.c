@@ -220,6 +220,27 @@ START_TEST(header_names_the_columns_and_the_run)
 }
 END_TEST
 
+START_TEST(header_says_the_collectors_cpu_over_one_percent_of_a_core)
+{
+    static const unsigned self[] = {170, 35};
+    struct built built;
+    build(&built, profile_text("f", "/w/x.c", 2, self, 100, 0));
+    built.fixture.raw.collector_cpu_ms = 25; /* 10 ms per second of the 2.5 s: not over 1% */
+    char *text = render(&built.model, 0, 120);
+    ck_assert_ptr_null(strstr(line_with(text, "osprey:"), "collector"));
+    free(text);
+    built.fixture.raw.collector_cpu_ms = 35; /* 14 ms per second */
+    text = render(&built.model, 0, 120);
+    const char *header = line_with(text, "osprey:");
+    ck_assert_msg(strstr(header, ", 2 threads; collector 14 ms CPU/s") != NULL, "%s", header);
+    free(text);
+    text = render(&built.model, 0, 60); /* too narrow: a line of its own, whole */
+    ck_assert_str_eq(line_with(text, "collector"), "  collector 14 ms CPU/s");
+    free(text);
+    release(&built);
+}
+END_TEST
+
 START_TEST(bars_are_eighth_blocks_proportional_to_self)
 {
     /* 64 on-CPU samples: a full gutter (8 cells) is 100%, one eighth of a cell 1/64. */
@@ -1076,6 +1097,7 @@ Suite *report_suite(void)
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     tcase_add_test(tc, short_names_are_not_cut);
     tcase_add_test(tc, location_is_relative_to_the_working_directory_or_a_base_name);
+    tcase_add_test(tc, header_says_the_collectors_cpu_over_one_percent_of_a_core);
     tcase_add_test(tc, header_names_the_columns_and_the_run);
     tcase_add_test(tc, bars_are_eighth_blocks_proportional_to_self);
     tcase_add_test(tc, colour_only_when_asked);
