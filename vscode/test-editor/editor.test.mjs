@@ -229,7 +229,10 @@ async function walkThrough(t) {
   });
 
   await step(t, 'a window reload restores the panel and its profile', async () => {
-    await page.reload();
+    // The editor's own reload, as a user asks for it: the workbench saves its layout (the
+    // panel among its editors) before it goes, which a page reload does not wait for.
+    await runCommand(page, 'Developer: Reload Window');
+    await page.waitForEvent('load', { timeout: 90_000 });
     await page.waitForSelector('.monaco-workbench', { timeout: 90_000 });
     const restored = await webviewFrame(page, { timeout: 90_000 });
     await restored.waitForFunction(() => document.querySelectorAll('#hot-body tr').length > 0, null, { timeout: 60_000 });
