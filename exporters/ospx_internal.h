@@ -349,8 +349,8 @@ static inline double ospx__percent_of(uint64_t part, uint64_t whole)
 }
 /* Print one line, cut to the width, optionally coloured (text.c). */
 void ospx__emit(FILE *out, size_t width, const char *color, const char *text);
-/* Print "first; second" on one line, or on two (the second indented) when one would be wider
- * than the width (text.c). */
+/* Print "first; second" on one line, or on two (the second indented, and wrapped over more
+ * lines at a terminal when it alone is wider) when one would be wider than the width (text.c). */
 void ospx__emit_pair(FILE *out, size_t width, const char *color, const char *first,
                      const char *second);
 /* A function's LOCATION (report.c). */

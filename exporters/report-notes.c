@@ -46,11 +46,82 @@ static uint64_t unwind_ready(const struct ospx_raw *raw, const struct ospx_sampl
     return offset + (uint64_t)process->unwind_ready_ns;
 }
 
-/* "stacks: N% of on-CPU samples end before main or a thread's start, in IMAGE (N%), ...":
- * where the code had neither unwind tables nor frame pointers (JIT code, an object without
- * .eh_frame, a frame the rows could not express), or a sample came before ospreyd had built
- * its object's rows (how many of them, when the raw file says when it had). Said when at
- * least CUT_SAY of the on-CPU samples are cut; --inverted shows where. */
+/* Cut stacks summed by a name (the object a cut stack ends in, or a process's command). */
+struct cut_tally {
+    const char *name;
+    uint64_t weight;
+    uint32_t members, of; /* processes: how many of the command's have cut stacks, of how many */
+};
+
+/* The entry for `name`, added when new; NULL when out of memory. */
+static struct cut_tally *tally_at(struct cut_tally **list, size_t *count, size_t *cap,
+                                  const char *name)
+{
+    for (size_t k = 0; k < *count; k++)
+        if (strcmp((*list)[k].name, name) == 0)
+            return &(*list)[k];
+    if (*count == *cap) {
+        size_t grown = *cap ? *cap * 2 : 16;
+        struct cut_tally *bigger = realloc(*list, grown * sizeof **list);
+        if (bigger == NULL)
+            return NULL;
+        *list = bigger;
+        *cap = grown;
+    }
+    (*list)[*count] = (struct cut_tally){.name = name};
+    return &(*list)[(*count)++];
+}
+
+static int heavier_first(const void *a, const void *b)
+{
+    const struct cut_tally *x = a, *y = b;
+    if (x->weight != y->weight)
+        return x->weight < y->weight ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Append "lead A 3.1%, B 2.0% (1 of 4), ..., elsewhere 0.4%" to `text` at *n: every entry
+ * holding at least CUT_NAME percent of the cut samples, heaviest first, none hidden; the rest
+ * summed. */
+#define CUT_NAME 1.0
+static void append_tally(char *text, size_t size, int *n, const char *lead, struct cut_tally *list,
+                         size_t count, uint64_t cut, uint64_t on_cpu, int counts)
+{
+    qsort(list, count, sizeof *list, heavier_first);
+    uint64_t rest = 0;
+    int named = 0;
+    for (size_t k = 0; k < count; k++) {
+        if (*n < 0 || (size_t)*n >= size)
+            return;
+        if (100.0 * (double)list[k].weight < CUT_NAME * (double)cut) {
+            rest += list[k].weight;
+            continue;
+        }
+        *n += snprintf(text + *n, size - (size_t)*n, "%s %s %.1f%%", named ? "," : lead,
+                       list[k].name, 100.0 * (double)list[k].weight / (double)on_cpu);
+        if (counts && list[k].of > 1 && *n > 0 && (size_t)*n < size)
+            *n +=
+                snprintf(text + *n, size - (size_t)*n, " (%u of %u)", list[k].members, list[k].of);
+        named = 1;
+    }
+    if (rest > 0 && *n >= 0 && (size_t)*n < size)
+        *n += snprintf(text + *n, size - (size_t)*n, "%s elsewhere %.1f%%", named ? "," : lead,
+                       100.0 * (double)rest / (double)on_cpu);
+}
+
+/* "stacks: N% of on-CPU samples end before main or a thread's start; they end in IMAGE (N%),
+ * ...; in processes CMD N% (K of M), ...": where the code had neither unwind tables nor frame
+ * pointers (JIT code, an object without .eh_frame, a frame the rows could not express), or a
+ * sample came before ospreyd had built its object's rows (how many of them, when the raw file
+ * says when it had). Every object holding at least CUT_NAME percent of the cut samples is
+ * named, and for a run of several processes every command; the note wraps rather than cut
+ * them. Said when at least CUT_SAY of the on-CPU samples are cut; --inverted shows where. */
 #define CUT_SAY 1.0
 void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *model,
                              const char *warn)
@@ -59,21 +130,22 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
     const struct ospx_symbols *sym = model->symbols;
     if (model->on_cpu_samples == 0 || sym == NULL)
         return;
-    struct where {
-        const char *image;
-        uint64_t weight;
-    } top[4] = {{0}};
-    uint64_t cut = 0, elsewhere = 0, early = 0;
-    /* Per stack: 0 not looked at, 1 whole, 2 cut. */
+    uint64_t cut = 0, early = 0;
+    /* Per stack: 0 not looked at, 1 whole, 2 cut; and the weight of its cut samples. */
     unsigned char *seen = calloc(sym->stack_count ? sym->stack_count : 1, 1);
-    if (seen == NULL)
-        return;
+    uint64_t *stack_cut = calloc(sym->stack_count ? sym->stack_count : 1, sizeof *stack_cut);
+    uint64_t *process_cut =
+        calloc(raw->process_count ? raw->process_count : 1, sizeof *process_cut);
+    struct cut_tally *images = NULL, *commands = NULL;
+    size_t image_count = 0, image_cap = 0, command_count = 0, command_cap = 0;
+    char *second = NULL;
+    if (seen == NULL || stack_cut == NULL || process_cut == NULL)
+        goto done;
     for (size_t i = 0; i < raw->sample_count; i++) {
         const struct ospx_sample *s = &raw->samples[i];
         if (s->state != 0 || s->stack >= sym->stack_count || sym->stack_depths[s->stack] == 0)
             continue;
         size_t depth = sym->stack_depths[s->stack];
-        const struct ospx_frame *outer = &sym->frames[sym->stack_slots[s->stack][depth - 1].frame];
         if (seen[s->stack] == 0) {
             /* Whole when any frame is a root: in a stripped executable, main and _start have
              * no names, but the C library's start of main does. */
@@ -85,44 +157,56 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         if (seen[s->stack] == 1)
             continue;
         cut += s->weight;
+        stack_cut[s->stack] += s->weight;
         if (s->t_rel_ns < unwind_ready(raw, s))
             early += s->weight;
-        const char *image = outer->image[0] ? outer->image : "code in no object (a JIT's)";
-        const char *slash = strrchr(image, '/');
-        image = slash ? slash + 1 : image;
-        size_t k = 0;
-        while (k < 4 && top[k].image != NULL && strcmp(top[k].image, image) != 0)
-            k++;
-        if (k < 4 && top[k].image == NULL)
-            top[k].image = image;
-        if (k < 4)
-            top[k].weight += s->weight;
-        else
-            elsewhere += s->weight;
+        if (s->thread < raw->thread_count && raw->threads[s->thread].process < raw->process_count)
+            process_cut[raw->threads[s->thread].process] += s->weight;
     }
-    free(seen);
     double share = 100.0 * (double)cut / (double)model->on_cpu_samples;
     if (cut == 0 || share < CUT_SAY)
-        return;
-    for (size_t a = 0; a < 4; a++) /* heaviest first */
-        for (size_t b = a + 1; b < 4; b++)
-            if (top[b].weight > top[a].weight) {
-                struct where t = top[a];
-                top[a] = top[b];
-                top[b] = t;
-            }
-    char first[128], second[768];
+        goto done;
+    for (size_t st = 0; st < sym->stack_count; st++) {
+        if (stack_cut[st] == 0)
+            continue;
+        const struct ospx_frame *outer =
+            &sym->frames[sym->stack_slots[st][sym->stack_depths[st] - 1].frame];
+        const char *image =
+            outer->image[0] ? base_name(outer->image) : "code in no object (a JIT's)";
+        struct cut_tally *at = tally_at(&images, &image_count, &image_cap, image);
+        if (at == NULL)
+            goto done;
+        at->weight += stack_cut[st];
+    }
+    if (raw->process_count > 1)
+        for (size_t p = 0; p < raw->process_count; p++) {
+            const char *exe = raw->processes[p].exe;
+            struct cut_tally *at = tally_at(&commands, &command_count, &command_cap,
+                                            base_name(exe && exe[0] ? exe : "?"));
+            if (at == NULL)
+                goto done;
+            at->of++;
+            at->members += process_cut[p] > 0;
+            at->weight += process_cut[p];
+        }
+    size_t size = 256 + 96 * (image_count + command_count);
+    second = malloc(size);
+    if (second == NULL)
+        goto done;
+    char first[128];
     snprintf(first, sizeof first,
              "stacks: %.1f%% of on-CPU samples end before main or a thread's start", share);
-    int n = snprintf(second, sizeof second, "they end in");
-    for (size_t k = 0; k < 4 && top[k].image != NULL && n > 0 && (size_t)n < sizeof second; k++)
-        n += snprintf(second + n, sizeof second - (size_t)n, "%s %s %.1f%%", k ? "," : "",
-                      top[k].image, 100.0 * (double)top[k].weight / (double)model->on_cpu_samples);
-    if (elsewhere > 0 && n > 0 && (size_t)n < sizeof second)
-        n += snprintf(second + n, sizeof second - (size_t)n, ", elsewhere %.1f%%",
-                      100.0 * (double)elsewhere / (double)model->on_cpu_samples);
+    int n = 0;
+    second[0] = '\0';
+    append_tally(second, size, &n, "they end in", images, image_count, cut, model->on_cpu_samples,
+                 0);
+    if (command_count > 0 && n >= 0 && (size_t)n < size) {
+        n += snprintf(second + n, size - (size_t)n, ";");
+        append_tally(second, size, &n, " in processes", commands, command_count, cut,
+                     model->on_cpu_samples, 1);
+    }
     double early_share = 100.0 * (double)early / (double)model->on_cpu_samples;
-    if (early_share >= 0.05 && n > 0 && (size_t)n < sizeof second) {
+    if (early_share >= 0.05 && n > 0 && (size_t)n < size) {
         /* In a profile of one process, when: the startup window a longer run outgrows. */
         char window[64] = "";
         const struct ospx_process *process = raw->process_count == 1 ? raw->processes : NULL;
@@ -132,10 +216,17 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
                                   (double)process->unwind_ready_ns / 1e9);
             snprintf(window, sizeof window, " in the first %s,", duration);
         }
-        snprintf(second + n, sizeof second - (size_t)n,
+        snprintf(second + n, size - (size_t)n,
                  "; %.1f%% came%s before the unwind tables were ready", early_share, window);
     }
     ospx__emit_pair(out, width, warn, first, second);
+done:
+    free(second);
+    free(images);
+    free(commands);
+    free(process_cut);
+    free(stack_cut);
+    free(seen);
 }
 
 /* "sampling: achieved N samples/s of M requested": on-CPU periods over the CPU time the

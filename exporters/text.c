@@ -42,7 +42,7 @@ enum cut { CUT_END, CUT_START, CUT_MIDDLE };
  * names: long names often differ only at their end). Control characters become spaces. */
 static void fit(char *out, size_t size, const char *text, size_t width, enum cut cut)
 {
-    char clean[1024];
+    char clean[4096];
     snprintf(clean, sizeof clean, "%s", ospx__str(text));
     ospc_printable(clean);
     size_t have = columns(clean);
@@ -90,22 +90,56 @@ void ospx__emit(FILE *out, size_t width, const char *color, const char *text)
         fprintf(out, "%s\n", line);
 }
 
+/* `text` on as many lines as the width needs, wrapped after a separator so that nothing is
+ * cut: after ", " or "; " where one fits (a list's entries stay whole), else after a space. The
+ * first line starts with `lead`, the others are indented two columns. A word wider than the
+ * line is cut as ospx__emit cuts. Width 0 (no terminal): one line. */
+static void emit_wrapped(FILE *out, size_t width, const char *color, const char *lead,
+                         const char *text)
+{
+    char line[4096];
+    const char *p = text;
+    while (*p != '\0') {
+        size_t room = width > 2 ? width - columns(lead) : 1;
+        size_t end = strlen(p);
+        if (width > 0 && columns(p) > room) {
+            size_t limit = column_offset(p, room), listed = 0, spaced = 0;
+            for (size_t i = 1; i <= limit && p[i - 1] != '\0'; i++)
+                if (p[i - 1] == ' ') {
+                    spaced = i;
+                    if (i >= 2 && (p[i - 2] == ',' || p[i - 2] == ';'))
+                        listed = i;
+                }
+            end = listed > 0 ? listed : spaced > 0 ? spaced : limit;
+        }
+        size_t keep = end;
+        while (keep > 0 && p[keep - 1] == ' ')
+            keep--;
+        snprintf(line, sizeof line, "%s%.*s", lead, (int)keep, p);
+        ospx__emit(out, width, color, line);
+        p += end;
+        while (*p == ' ')
+            p++;
+        lead = "  ";
+    }
+}
+
 /* Print "first; second" on one line, or on two (the second indented) when one would be wider
- * than the width. Width 0: the output is no terminal: two lines past OSPX__DEFAULT_WIDTH, neither
- * cut (a log or a pipe keeps the whole note). */
+ * than the width; at a terminal, a part wider than the width goes on over more lines (see
+ * emit_wrapped). Width 0: the output is no terminal: two lines past OSPX__DEFAULT_WIDTH,
+ * neither cut nor wrapped (a log or a pipe keeps the whole note). */
 void ospx__emit_pair(FILE *out, size_t width, const char *color, const char *first,
                      const char *second)
 {
-    char line[1024];
+    char line[4096];
     snprintf(line, sizeof line, "%s; %s", first, second);
     if (columns(line) <= (width > 0 ? width : OSPX__DEFAULT_WIDTH)) {
         ospx__emit(out, width, color, line);
         return;
     }
     snprintf(line, sizeof line, "%s;", first);
-    ospx__emit(out, width, color, line);
-    snprintf(line, sizeof line, "  %s", second);
-    ospx__emit(out, width, color, line);
+    emit_wrapped(out, width, color, "", line);
+    emit_wrapped(out, width, color, "  ", second);
 }
 
 void ospx__format_duration(char *out, size_t size, double seconds)

@@ -234,7 +234,7 @@ START_TEST(header_says_the_collectors_cpu_over_one_percent_of_a_core)
     const char *header = line_with(text, "osprey:");
     ck_assert_msg(strstr(header, ", 2 threads; collector 14 ms CPU/s") != NULL, "%s", header);
     free(text);
-    text = render(&built.model, 0, 60); /* too narrow: a line of its own, whole */
+    text = render(&built.model, 0, 60);
     ck_assert_str_eq(line_with(text, "collector"), "  collector 14 ms CPU/s");
     free(text);
     release(&built);
@@ -672,6 +672,63 @@ START_TEST(cut_stacks_say_how_many_came_before_the_unwind_tables)
     ck_assert_msg(line_with(text, "stacks: 16.7%") != NULL, "%s", text);
     ck_assert_msg(strstr(text, "unwind tables") == NULL, "%s", text);
     free(text);
+}
+END_TEST
+
+/* Every object holding 1% or more of the cut samples is named, heaviest first, however many
+ * there are, and at a terminal the note wraps instead of cutting them; in a run of several
+ * processes, the commands whose stacks are cut, with how many of their processes. */
+START_TEST(cut_stacks_name_every_object_and_process)
+{
+    struct built built;
+    fixture_model(&built.fixture,
+                  "rate 1000\nstart 0\nend 1000000000\n"
+                  "frame main /w/w.c /w/make\nframe a - /usr/lib/libaaaa.so\n"
+                  "frame b - /usr/lib/libbbbb.so\nframe c - /usr/lib/libcccc.so\n"
+                  "frame d - /usr/lib/libdddd.so\nframe e - /usr/lib/libeeee.so\n"
+                  "frame f - /usr/lib/libffff.so\nframe g - /usr/lib/libgggg.so\n"
+                  "process 40 /usr/bin/make\nthread 0 main\n"
+                  "stack 0\nsample 1000 0 0 0 500\n"
+                  "process 41 /usr/lib/gcc/cc1\nthread 1 main\n"
+                  "stack 1\nstack 2\nstack 3\nstack 4\nstack 5\nstack 6\n"
+                  "sample 1000 1 1 0 60\nsample 1000 1 2 0 50\nsample 1000 1 3 0 40\n"
+                  "sample 1000 1 4 0 30\nsample 1000 1 5 0 20\n"
+                  "process 42 /usr/lib/gcc/cc1\nthread 2 main\nstack 0\n"
+                  "sample 1000 2 7 0 300\n"
+                  "process 43 /usr/bin/as\nthread 3 main\nstack 7\n"
+                  "sample 1000 3 8 0 1\n",
+                  &built.model);
+    char *text = render(&built.model, 0, 200);
+    ck_assert_msg(line_with(text, "stacks: 20.1% of on-CPU samples end before main") != NULL, "%s",
+                  text);
+    ck_assert_msg(strstr(text, "they end in libaaaa.so 6.0%, libbbbb.so 5.0%, libcccc.so 4.0%, "
+                               "libdddd.so 3.0%, libeeee.so 2.0%, elsewhere 0.1%") != NULL,
+                  "%s", text);
+    ck_assert_msg(strstr(text, "in processes cc1 20.0% (1 of 2), elsewhere 0.1%") != NULL, "%s",
+                  text);
+    free(text);
+    /* At a terminal 60 columns wide: every object still there, on lines of their own. */
+    text = render(&built.model, 0, 60);
+    for (const char *o = "abcde"; *o; o++) {
+        char name[32];
+        snprintf(name, sizeof name, "lib%c%c%c%c.so", *o, *o, *o, *o);
+        ck_assert_msg(strstr(text, name) != NULL, "%s missing:\n%s", name, text);
+    }
+    /* The note's lines, from "stacks:" to the next line not indented, each within 60. */
+    const char *line = strstr(text, "stacks:");
+    ck_assert_msg(line != NULL, "%s", text);
+    while (line > text && line[-1] != '\n')
+        line--;
+    int lines = 0;
+    do {
+        ck_assert_msg(strcspn(line, "\n") <= 60, "%s", text);
+        lines++;
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
+    } while (line != NULL && line[0] == ' ' && line[1] == ' ');
+    ck_assert_msg(lines >= 3, "%s", text);
+    free(text);
+    release(&built);
 }
 END_TEST
 
@@ -1126,6 +1183,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, inverted_shows_whole_caller_chains_as_a_tree);
     tcase_add_test(tc, cut_stacks_say_how_many_came_before_the_unwind_tables);
     tcase_add_test(tc, a_stripped_programs_stacks_are_whole);
+    tcase_add_test(tc, cut_stacks_name_every_object_and_process);
     suite_add_tcase(suite, tc);
     return suite;
 }
