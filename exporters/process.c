@@ -66,8 +66,8 @@ static int select_outputs(const char *formats, unsigned *mask, struct ospx_error
 
 /* Each process's main image into the build-id cache, when the file at its path is still the
  * object that ran (a program exec'd by a launcher is its own main image: its raw file names
- * it). A failure is one warning line, and the outputs are written all the same. */
-static void keep_main_object(const struct ospx_raw *raw, const char *exe)
+ * it). 0 kept or nothing to keep, else the cache's negative errno. */
+static int keep_main_object(const struct ospx_raw *raw, const char *exe)
 {
     for (size_t i = 0; exe[0] != '\0' && i < raw->image_count; i++) {
         const struct ospx_image *image = &raw->images[i];
@@ -77,32 +77,49 @@ static void keep_main_object(const struct ospx_raw *raw, const char *exe)
         struct ospc_elf_identity identity;
         if (ospc_elf_identity(image->path, &identity, NULL, 0) != 0 ||
             strcmp(identity.build_id, id) != 0)
-            return; /* gone or rebuilt already: nothing right to keep */
+            return 0; /* gone or rebuilt already: nothing right to keep */
         int rc = ospc_cache_add(image->path, id);
-        if (rc < 0 && rc != -EFBIG) { /* 1: another user's, not kept (not ours to vouch for) */
-            char directory[4096], text[8400];
-            if (ospc_cache_dir(directory, sizeof directory) != 0)
-                snprintf(directory, sizeof directory, "(none: HOME is not set)");
-            snprintf(text, sizeof text,
-                     "osprey: warning: cannot keep %s in the build-id cache %s: %s; `osprey "
-                     "report` will need --binary once it is gone",
-                     image->path, directory, ospc_cache_strerror(rc));
-            ospc_printable(text);
-            fprintf(stderr, "%s\n", text);
-        }
-        return;
+        /* 1: another user's, not kept (not ours to vouch for); -EFBIG: too big to copy */
+        return rc < 0 && rc != -EFBIG ? rc : 0;
     }
+    return 0;
 }
 
+/* A failure to keep any of them is one warning line naming each program (a build of many
+ * processes says it once, not once per command), and the outputs are written all the same. */
 static void keep_main_objects(const struct ospx_raw *raw)
 {
+    char names[1024] = "";
+    size_t used = 0, failed = 0;
+    int reason = 0;
     for (uint32_t p = 0; p < ospx__process_count(raw); p++) {
+        const char *exe = ospx__process_exe(raw, p);
         int seen = 0; /* forked children share their parent's */
         for (uint32_t q = 0; q < p; q++)
-            seen |= strcmp(ospx__process_exe(raw, q), ospx__process_exe(raw, p)) == 0;
-        if (!seen)
-            keep_main_object(raw, ospx__process_exe(raw, p));
+            seen |= strcmp(ospx__process_exe(raw, q), exe) == 0;
+        int rc = seen ? 0 : keep_main_object(raw, exe);
+        if (rc == 0)
+            continue;
+        reason = reason ? reason : rc;
+        if (failed++ < 8 && used < sizeof names) {
+            int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", exe);
+            used += n > 0 ? (size_t)n : 0;
+        }
     }
+    if (failed == 0)
+        return;
+    char directory[4096], more[32] = "", text[8400];
+    if (ospc_cache_dir(directory, sizeof directory) != 0)
+        snprintf(directory, sizeof directory, "(none: HOME is not set)");
+    if (failed > 8)
+        snprintf(more, sizeof more, " and %zu more", failed - 8);
+    snprintf(text, sizeof text,
+             "osprey: warning: cannot keep %s%s in the build-id cache %s: %s; `osprey report` "
+             "will need --binary once %s gone",
+             names, more, directory, ospc_cache_strerror(reason),
+             failed > 1 ? "they are" : "it is");
+    ospc_printable(text);
+    fprintf(stderr, "%s\n", text);
 }
 
 /* 1 when a file of one of the outputs in `mask` is at the stem already. */

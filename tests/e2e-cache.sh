@@ -119,4 +119,12 @@ OSPREY_BUILDID_CACHE=$work/foreign "$osprey" "$work/libc_heavy" --profile -o "$w
 grep -q "another user's: not used" "$work/foreign-run.err" ||
   fail "no line says nobody's build-id cache was not used: $(cat "$work/foreign-run.err")"
 [ -z "$(ls -A "$work/foreign")" ] || fail "something was written in nobody's build-id cache"
+# A run of several programs says it once, naming each.
+printf '#!/bin/sh\n"%s" >/dev/null\n/bin/true\n' "$work/libc_heavy" >"$work/two.sh"
+chmod +x "$work/two.sh"
+OSPREY_BUILDID_CACHE=$work/foreign "$osprey" "$work/two.sh" --profile -o "$work/foreign-two" \
+  >/dev/null 2>"$work/foreign-two.err" || fail "a profile of two programs with nobody's cache failed"
+[ "$(grep -c "cannot keep" "$work/foreign-two.err")" = 1 ] &&
+  grep "cannot keep" "$work/foreign-two.err" | grep -q "libc_heavy, .*true" ||
+  fail "not one line naming both programs: $(cat "$work/foreign-two.err")"
 finish "cache: another user's copy of the C library left root's cache and profiles alone ($before% -> $after%, $again% reach main)"
