@@ -124,7 +124,8 @@ printf '#!/bin/sh\n"%s" >/dev/null\n/bin/true\n' "$work/libc_heavy" >"$work/two.
 chmod +x "$work/two.sh"
 OSPREY_BUILDID_CACHE=$work/foreign "$osprey" "$work/two.sh" --profile -o "$work/foreign-two" \
   >/dev/null 2>"$work/foreign-two.err" || fail "a profile of two programs with nobody's cache failed"
-[ "$(grep -c "cannot keep" "$work/foreign-two.err")" = 1 ] &&
-  grep "cannot keep" "$work/foreign-two.err" | grep -q "libc_heavy, .*true" ||
+if [ "$(grep -c "cannot keep" "$work/foreign-two.err")" != 1 ] ||
+  ! grep "cannot keep" "$work/foreign-two.err" | grep -q "libc_heavy, .*true"; then
   fail "not one line naming both programs: $(cat "$work/foreign-two.err")"
+fi
 finish "cache: another user's copy of the C library left root's cache and profiles alone ($before% -> $after%, $again% reach main)"
