@@ -12,7 +12,7 @@
 #   function run there: named through the file (as V8 maps node's builtins again);
 # - node (skipped without it): a script with known hot functions, without a map (V8's
 #   builtins named: Builtins_ArrayTimSort; under 40% unnamed, where 60-90% was) and with --perf-basic-prof (the JS functions
-#   named "JS:*... [jit]", under 10% of the CPU time unnamed).
+#   named "JS:*... [jit]", under 10% of the CPU time unnamed) and with --perf-prof (a jitdump).
 # Usage: e2e-jit.sh path/to/osprey
 set -uo pipefail
 . "$(dirname "$(realpath "$0")")/lib.sh"
@@ -128,6 +128,16 @@ if command -v node >/dev/null 2>&1; then
   share=$(unnamed nodemap.folded)
   python3 -c "import sys; sys.exit(0 if float('$share') < 10 else 1)" ||
     fail "node --perf-basic-prof: $share% of the CPU time unnamed (expected under 10%)"
+  # --perf-prof: a jitdump (jit-PID.dump, here, in the working directory) and no perf map.
+  "$osprey" "$(command -v node)" --profile -o "$work/nodedump" -- --perf-prof hot.js 1000 \
+    >nodedump.out 2>&1
+  expect_status 0 $? "node --perf-prof"
+  grep -q 'JS:\*mixLoop hot.js:[0-9:]* \[jit\]' nodedump.out ||
+    fail "node --perf-prof: mixLoop is not named from the jitdump"
+  python3 -c "
+import json, sys; jit = json.load(open('nodedump.raw.json'))['jit']
+sys.exit(0 if len(jit['maps']) == 1 and jit['maps'][0].endswith('.dump') else 1)" ||
+    fail "node --perf-prof: the raw file does not name the jitdump it read"
 else
   skip_part "node" "node is not installed (scripts/install-deps.sh installs it)"
 fi
