@@ -41,42 +41,91 @@ struct ospd_jit_wanted {
     uint32_t kept_count, kept_cap;
 };
 
-static bool in_image(const struct ospd_collector *c, uint64_t pc)
-{
-    for (uint32_t i = 0; i < c->image_count; i++) {
-        const struct ospd_image *im = &c->images[i];
-        if (im->text_size > 0 ? pc - im->text < im->text_size : pc == im->base)
-            return true;
-    }
-    return false;
-}
-
 static int compare_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
+/* The images' code spans merged into disjoint intervals, by start: pairs (start, end). */
+struct spans {
+    uint64_t *pairs;
+    size_t count;
+};
+
+static int compare_pairs(const void *a, const void *b)
+{
+    return compare_u64(a, b);
+}
+
+static int spans_of(const struct ospd_collector *c, struct spans *out)
+{
+    out->count = 0;
+    out->pairs = malloc((c->image_count ? c->image_count : 1) * 2 * sizeof *out->pairs);
+    if (out->pairs == NULL)
+        return -ENOMEM;
+    size_t n = 0;
+    for (uint32_t i = 0; i < c->image_count; i++) {
+        if (c->images[i].text_size == 0)
+            continue;
+        out->pairs[2 * n] = c->images[i].text;
+        out->pairs[2 * n + 1] = c->images[i].text + c->images[i].text_size;
+        n++;
+    }
+    qsort(out->pairs, n, 2 * sizeof *out->pairs, compare_pairs);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t start = out->pairs[2 * i], end = out->pairs[2 * i + 1];
+        if (out->count > 0 && start <= out->pairs[2 * out->count - 1]) {
+            if (end > out->pairs[2 * out->count - 1])
+                out->pairs[2 * out->count - 1] = end;
+            continue;
+        }
+        out->pairs[2 * out->count] = start;
+        out->pairs[2 * out->count + 1] = end;
+        out->count++;
+    }
+    return 0;
+}
+
+static bool in_spans(const struct spans *s, uint64_t pc)
+{
+    size_t low = 0, high = s->count;
+    while (low < high) { /* the first span starting after pc */
+        size_t middle = low + (high - low) / 2;
+        if (s->pairs[2 * middle] <= pc)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low > 0 && pc < s->pairs[2 * (low - 1) + 1];
+}
+
 static int wanted_collect(const struct ospd_collector *c, struct ospd_jit_wanted *w)
 {
+    struct spans spans;
+    if (spans_of(c, &spans) != 0)
+        return -ENOMEM;
     size_t cap = 0;
     for (uint32_t i = 0; i < c->stacks.count; i++) {
         uint32_t depth;
         const uint64_t *pcs = ospd_stack_pcs(&c->stacks, i, &depth);
         for (uint32_t k = 0; k < depth; k++) {
             uint64_t lookup = k == 0 || pcs[k] == 0 ? pcs[k] : pcs[k] - 1;
-            if (lookup == 0 || in_image(c, lookup))
+            if (lookup == 0 || in_spans(&spans, lookup))
                 continue;
             if (w->count == cap) {
                 cap = cap ? cap * 2 : 256;
                 uint64_t *grown = realloc(w->pcs, cap * sizeof *grown);
-                if (grown == NULL)
+                if (grown == NULL) {
+                    free(spans.pairs);
                     return -ENOMEM;
+                }
                 w->pcs = grown;
             }
             w->pcs[w->count++] = lookup;
         }
     }
+    free(spans.pairs);
     if (w->count == 0)
         return 0;
     qsort(w->pcs, w->count, sizeof *w->pcs, compare_u64);
@@ -154,72 +203,162 @@ static bool hex_field(const char **p, const char *end, uint64_t *out)
     return true;
 }
 
-int ospd_jit_perf_map(struct ospd_jit_reader *r, const char *text, size_t size)
+/* A map's bytes: a file read as it goes (pread), or memory (the tests'); at most `size`. */
+struct map_file {
+    int fd;
+    const uint8_t *data;
+    uint64_t size;
+};
+
+static size_t map_read(const struct map_file *f, uint64_t at, void *buffer, size_t length)
 {
-    struct ospd_jit_wanted *w = r->wanted;
+    if (at >= f->size)
+        return 0;
+    if (length > f->size - at)
+        length = (size_t)(f->size - at);
+    if (f->data != NULL) {
+        memcpy(buffer, f->data + at, length);
+        return length;
+    }
+    size_t got = 0;
+    while (got < length) {
+        ssize_t n = pread(f->fd, (char *)buffer + got, length - got, (off_t)(at + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    return got;
+}
+
+/* Whole lines of a perf map: text[0..size), each ending in a newline. */
+static int perf_map_lines(struct ospd_jit_reader *r, const char *text, size_t size)
+{
     const char *p = text, *end = text + size;
     while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        const char *line_end = eol != NULL ? eol : end;
+        const char *line_end = memchr(p, '\n', (size_t)(end - p));
         uint64_t start, length;
         const char *q = p;
-        if (eol != NULL && hex_field(&q, line_end, &start) && hex_field(&q, line_end, &length)) {
+        if (hex_field(&q, line_end, &start) && hex_field(&q, line_end, &length)) {
             size_t name_len = (size_t)(line_end - q);
             if (name_len > 0 && q[name_len - 1] == '\r')
                 name_len--;
-            if (offer(w, start, length, q, name_len) != 0)
+            if (offer(r->wanted, start, length, q, name_len) != 0)
                 return -ENOMEM;
         } else {
-            r->skipped++; /* a line cut at the end of a map being written is skipped too */
+            r->skipped++;
         }
-        p = line_end + (eol != NULL);
+        p = line_end + 1;
     }
     return 0;
 }
 
+#define MAP_CHUNK (1u << 20) /* bytes of a perf map read at a time; a longer line is skipped */
+
+/* A perf map read a chunk at a time; a line cut at the end (a map being written) is skipped. */
+static int perf_map_records(struct ospd_jit_reader *r, const struct map_file *f)
+{
+    char *buffer = malloc(MAP_CHUNK);
+    if (buffer == NULL)
+        return -ENOMEM;
+    size_t held = 0;
+    uint64_t at = 0;
+    bool skipping = false; /* inside a line longer than the buffer */
+    int rc = 0;
+    for (;;) {
+        size_t n = map_read(f, at, buffer + held, MAP_CHUNK - held);
+        at += n;
+        held += n;
+        const char *last = held > 0 ? memrchr(buffer, '\n', held) : NULL;
+        if (last == NULL) {
+            if (n == 0 || held == MAP_CHUNK) { /* the end, or a line too long */
+                r->skipped += held > 0 && !skipping;
+                skipping = held == MAP_CHUNK;
+                held = 0;
+            }
+            if (n == 0)
+                break;
+            continue;
+        }
+        size_t used = (size_t)(last + 1 - buffer);
+        const char *from = buffer;
+        if (skipping) { /* the rest of the long line */
+            from = (const char *)memchr(buffer, '\n', used) + 1;
+            skipping = false;
+        }
+        rc = perf_map_lines(r, from, (size_t)(buffer + used - from));
+        if (rc != 0)
+            break;
+        memmove(buffer, buffer + used, held - used);
+        held -= used;
+    }
+    free(buffer);
+    return rc;
+}
+
+int ospd_jit_perf_map(struct ospd_jit_reader *r, const char *text, size_t size)
+{
+    struct map_file f = {.fd = -1, .data = (const uint8_t *)text, .size = size};
+    return perf_map_records(r, &f);
+}
+
 /* perf's jitdump (tools/perf/util/jitdump.h): a header, then records of an id, a total
  * size and a time; JIT_CODE_LOAD holds pid, tid, vma, code_addr, code_size, code_index, the
- * name (NUL-terminated), then the code. Only the loads are read (a move names no new code). */
+ * name (NUL-terminated), then the code. Only the loads are read (a move names no new code),
+ * each record's head and name alone (not its code). */
 #define JITDUMP_MAGIC     0x4A695444u
 #define JITDUMP_CODE_LOAD 0u
+#define JITDUMP_HEADER    40u /* the header's fields; total_size says where records begin */
+#define JITDUMP_RECORD    16u /* id, total_size, timestamp */
+#define JITDUMP_LOAD      40u /* pid, tid, vma, code_addr, code_size, code_index */
 
-int ospd_jit_dump(struct ospd_jit_reader *r, const uint8_t *data, size_t size)
+static int dump_records(struct ospd_jit_reader *r, const struct map_file *f)
 {
-    struct ospd_jit_wanted *w = r->wanted;
+    uint8_t header[JITDUMP_HEADER];
     uint32_t magic, header_size;
-    if (size < 40)
+    if (map_read(f, 0, header, sizeof header) != sizeof header)
         return -EINVAL;
-    memcpy(&magic, data, 4);
-    memcpy(&header_size, data + 8, 4);
-    if (magic != JITDUMP_MAGIC || header_size < 40 || header_size > size)
+    memcpy(&magic, header, 4);
+    memcpy(&header_size, header + 8, 4);
+    if (magic != JITDUMP_MAGIC || header_size < JITDUMP_HEADER)
         return -EINVAL; /* another machine's byte order, or no jitdump */
-    size_t at = header_size;
-    while (size - at >= 16) {
+    uint8_t record[JITDUMP_RECORD + JITDUMP_LOAD + JIT_NAME_MAX + 1];
+    for (uint64_t at = header_size;;) {
+        if (map_read(f, at, record, JITDUMP_RECORD) != JITDUMP_RECORD)
+            break;
         uint32_t id, total;
-        memcpy(&id, data + at, 4);
-        memcpy(&total, data + at + 4, 4);
-        if (total < 16 || total > size - at)
+        memcpy(&id, record, 4);
+        memcpy(&total, record + 4, 4);
+        if (total < JITDUMP_RECORD || total > f->size - at)
             break; /* cut short: the runtime is writing it */
-        if (id == JITDUMP_CODE_LOAD && total > 16 + 40) {
-            const uint8_t *record = data + at + 16;
+        if (id == JITDUMP_CODE_LOAD && total > JITDUMP_RECORD + JITDUMP_LOAD) {
+            size_t want = total < sizeof record ? total : sizeof record;
+            if (map_read(f, at, record, want) != want)
+                break;
             uint64_t code_addr, code_size;
-            memcpy(&code_addr, record + 16, 8);
-            memcpy(&code_size, record + 24, 8);
-            const char *name = (const char *)record + 40;
-            size_t room = total - 16 - 40;
-            const char *nul = memchr(name, '\0', room);
-            if (nul != NULL && offer(w, code_addr, code_size, name, (size_t)(nul - name)) != 0)
-                return -ENOMEM;
+            memcpy(&code_addr, record + JITDUMP_RECORD + 16, 8);
+            memcpy(&code_size, record + JITDUMP_RECORD + 24, 8);
+            const char *name = (const char *)record + JITDUMP_RECORD + JITDUMP_LOAD;
+            const char *nul = memchr(name, '\0', want - JITDUMP_RECORD - JITDUMP_LOAD);
             if (nul == NULL)
-                r->skipped++;
+                r->skipped++; /* no name, or one longer than we keep */
+            else if (offer(r->wanted, code_addr, code_size, name, (size_t)(nul - name)) != 0)
+                return -ENOMEM;
         }
         at += total;
     }
     return 0;
 }
 
-/* The whole of a map file, at most OSPD_JIT_MAP_MAX bytes, in a malloc'd buffer. */
-static int read_map(const char *path, uid_t owner, char **text, size_t *size, bool *cut)
+int ospd_jit_dump(struct ospd_jit_reader *r, const uint8_t *data, size_t size)
+{
+    struct map_file f = {.fd = -1, .data = data, .size = size};
+    return dump_records(r, &f);
+}
+
+/* Open a map as a file in a shared directory is opened; its size capped. */
+static int open_map(const char *path, uid_t owner, struct map_file *f, bool *cut)
 {
     int fd = ospc_open_shared(path, O_RDONLY, 0, owner);
     if (fd < 0)
@@ -230,26 +369,8 @@ static int read_map(const char *path, uid_t owner, char **text, size_t *size, bo
         close(fd);
         return rc;
     }
-    size_t want = (uint64_t)st.st_size > OSPD_JIT_MAP_MAX ? OSPD_JIT_MAP_MAX : (size_t)st.st_size;
     *cut = (uint64_t)st.st_size > OSPD_JIT_MAP_MAX;
-    char *buffer = malloc(want + 1);
-    if (buffer == NULL) {
-        close(fd);
-        return -ENOMEM;
-    }
-    size_t got = 0;
-    while (got < want) {
-        ssize_t n = pread(fd, buffer + got, want - got, (off_t)got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    buffer[got] = '\0';
-    *text = buffer;
-    *size = got;
+    *f = (struct map_file){.fd = fd, .size = *cut ? OSPD_JIT_MAP_MAX : (uint64_t)st.st_size};
     return 0;
 }
 
@@ -295,12 +416,11 @@ __attribute__((format(printf, 2, 3))) static void note(struct ospd_collector *c,
 static void read_one(struct ospd_collector *c, struct ospd_jit_reader *r, const char *path,
                      const char *shown, uid_t owner, bool dump)
 {
-    char *text = NULL;
-    size_t size = 0;
+    struct map_file f;
     bool cut = false;
-    int rc = read_map(path, owner, &text, &size, &cut);
+    int rc = open_map(path, owner, &f, &cut);
     if (rc == -EACCES && strncmp(path, "/proc/", 6) == 0) /* its root is not ours to open */
-        rc = read_map(shown, owner, &text, &size, &cut);
+        rc = open_map(shown, owner, &f, &cut);
     if (rc == -ENOENT)
         return;
     if (rc != 0) {
@@ -310,8 +430,8 @@ static void read_one(struct ospd_collector *c, struct ospd_jit_reader *r, const 
     if (cut)
         note(c, "%s is larger than %u MiB: only its first %u MiB were read", shown,
              (unsigned)(OSPD_JIT_MAP_MAX >> 20), (unsigned)(OSPD_JIT_MAP_MAX >> 20));
-    rc = dump ? ospd_jit_dump(r, (const uint8_t *)text, size) : ospd_jit_perf_map(r, text, size);
-    free(text);
+    rc = dump ? dump_records(r, &f) : perf_map_records(r, &f);
+    close(f.fd);
     if (rc == -EINVAL)
         note(c, "%s is not a jitdump: not read", shown);
     if (rc == 0 && c->jit_map_count < OSPD_JIT_MAPS) {

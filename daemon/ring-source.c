@@ -56,9 +56,9 @@ struct ospd_daemon {
     char written_path[OSP_MAX_PATH + 64]; /* where the raw file went */
     struct osp_ring_header *header;
     const uint8_t *data;
-    uint64_t data_size;  /* validated at attach; never reread from the shared header */
-    uint32_t code_scans; /* the unwinder's scans of the maps seen by ospd_maps_code */
-    uint64_t tail;       /* our consumer index; the shared copy is only ever written */
+    uint64_t data_size;   /* validated at attach; never reread from the shared header */
+    uint32_t code_ranges; /* the unwinder's ranges when ospd_maps_code last looked */
+    uint64_t tail;        /* our consumer index; the shared copy is only ever written */
     size_t map_size;
     struct ospd_collector collector;
     struct ospd_unwinder unwinder; /* the unwind tables for the target's frameless code */
@@ -448,10 +448,11 @@ static bool drain_once(struct ospd_daemon *d)
         osp_ring_store_tail_release(h, new_tail); /* (D) pairs with (A) */
     }
     ospd_unwinder_check_stacks(&d->unwinder, &d->collector.stacks);
-    /* The maps were read again for a pc in no known range: an object's code mapped a second
-     * time becomes an image while it is mapped (V8 unmaps node's builtins before exit). */
-    if (d->unwinder.scans != d->code_scans) {
-        d->code_scans = d->unwinder.scans;
+    /* The unwinder found executable mappings it did not know (it reads the maps again for a
+     * pc in no known range): an object's code mapped a second time becomes an image while it
+     * is mapped (V8 unmaps node's builtins before exit). */
+    if (d->unwinder.range_count != d->code_ranges) {
+        d->code_ranges = d->unwinder.range_count;
         ospd_maps_code(&d->collector, d->collector.pid, d->o.ring_name);
     }
     /* Samples of threads whose start was only now parsed, and those written after the

@@ -1036,6 +1036,16 @@ START_TEST(jit_maps_keep_the_symbols_sampled)
                        "b000 10 cut short"; /* no newline: a map being written */
     ck_assert_int_eq(ospd_jit_perf_map(&r, map, sizeof map - 1), 0);
     ck_assert_uint_ge(r.skipped, 3);
+    /* A line longer than the reader's buffer (1 MiB) is skipped whole, the next one read. */
+    size_t long_size = (3u << 19) + 64;
+    char *long_map = malloc(long_size);
+    ck_assert_ptr_nonnull(long_map);
+    memset(long_map, 'x', long_size);
+    memcpy(long_map, "9000 4 ", 7);
+    const char next[] = "\nb000 20 after_a_long_line\n";
+    memcpy(long_map + long_size - sizeof next + 1, next, sizeof next - 1);
+    ck_assert_int_eq(ospd_jit_perf_map(&r, long_map, long_size), 0);
+    free(long_map);
     uint8_t dump[512] = {0};
     uint32_t magic = 0x4A695444, header = 40;
     memcpy(dump, &magic, 4);
@@ -1047,12 +1057,13 @@ START_TEST(jit_maps_keep_the_symbols_sampled)
     ck_assert_int_eq(ospd_jit_dump(&r, (const uint8_t *)"not a jitdump, not at all", 26), -EINVAL);
     ck_assert_int_eq(ospd_jit_keep(&c, &r), 0);
     ospd_jit_end(&r);
-    ck_assert_uint_eq(c.jit_count, 4);
+    ck_assert_uint_eq(c.jit_count, 5);
     ck_assert_str_eq(c.jit[0].name, "second");
     ck_assert_uint_eq(c.jit[0].start, 0x6ff0);
     ck_assert_str_eq(c.jit[1].name, "callee");
     ck_assert_str_eq(c.jit[2].name, "with a prefix");
-    ck_assert_str_eq(c.jit[3].name, "dumped");
+    ck_assert_str_eq(c.jit[3].name, "after_a_long_line");
+    ck_assert_str_eq(c.jit[4].name, "dumped");
     c.jit_maps[c.jit_map_count++] = strdup("/tmp/perf-4321.map");
     c.jit_notes[c.jit_note_count++] = strdup("/tmp/jit-4321.dump is a symbolic link: not read");
 
@@ -1063,7 +1074,7 @@ START_TEST(jit_maps_keep_the_symbols_sampled)
     struct ospx_raw raw;
     struct ospx_error xerr = {0};
     ck_assert_int_eq(ospx_raw_read(path, &raw, &xerr), 0);
-    ck_assert_uint_eq(raw.jit_count, 4);
+    ck_assert_uint_eq(raw.jit_count, 5);
     ck_assert_uint_eq(raw.jit_note_count, 1);
     FILE *warnings = tmpfile();
     struct ospx_symbolize_options options = {.warnings = warnings, .symbolizer = "/nonexistent"};
@@ -1074,7 +1085,8 @@ START_TEST(jit_maps_keep_the_symbols_sampled)
     ck_assert_str_eq(leaf->image, OSPX_JIT_IMAGE);
     ck_assert_str_eq(symbols.frames[symbols.stack_slots[0][2].frame].name, "callee [jit]");
     ck_assert_str_eq(symbols.frames[symbols.stack_slots[1][0].frame].name, "with a prefix [jit]");
-    ck_assert_str_eq(symbols.frames[symbols.stack_slots[2][0].frame].name, "0xb000");
+    ck_assert_str_eq(symbols.frames[symbols.stack_slots[2][0].frame].name,
+                     "after_a_long_line [jit]");
     ck_assert_str_eq(symbols.frames[symbols.stack_slots[3][0].frame].name, "dumped [jit]");
     char short_name[64];
     ospx_short_name(short_name, sizeof short_name, "JS:*sortArr /srv/app/hot.js:2:17 [jit]");
