@@ -303,10 +303,10 @@ int ospd_jit_perf_map(struct ospd_jit_reader *r, const char *text, size_t size)
     return perf_map_records(r, &f);
 }
 
-/* perf's jitdump (tools/perf/util/jitdump.h): a header, then records of an id, a total
- * size and a time; JIT_CODE_LOAD holds pid, tid, vma, code_addr, code_size, code_index, the
- * name (NUL-terminated), then the code. Only the loads are read (a move names no new code),
- * each record's head and name alone (not its code). */
+/* perf's jitdump (the format Linux's perf defines for a JIT's dump): a header, then records of
+ * an id, a total size and a time; JIT_CODE_LOAD holds pid, tid, vma, code_addr, code_size,
+ * code_index, the name (NUL-terminated), then the code. Only the loads are read (a move names no
+ * new code), each record's head and name alone (not its code). */
 #define JITDUMP_MAGIC     0x4A695444u
 #define JITDUMP_CODE_LOAD 0u
 #define JITDUMP_HEADER    40u /* the header's fields; total_size says where records begin */
