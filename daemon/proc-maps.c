@@ -245,9 +245,16 @@ int ospd_maps_code(struct ospd_collector *c, int32_t pid, const char *ring)
                                   &text_size) != 0)
             continue;
         char *copy = ospd_utf8_sanitize(paths[i], m->path_len);
-        if (copy != NULL && ospd_collector_image(c, base, slide, m->start, m->end - m->start, copy,
-                                                 OWN_ARCH, false) == 0)
-            added++;
+        uint32_t before = c->image_count;
+        if (copy == NULL || ospd_collector_image(c, base, slide, m->start, m->end - m->start, copy,
+                                                 OWN_ARCH, false) != 0)
+            continue;
+        added++;
+        /* Seen now: an object loaded later where this was (once it is unmapped) is told
+         * apart by its later time (proto/raw-format.md, "Objects replaced at one address"). */
+        uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC);
+        if (c->image_count > before && c->start_mono_ns != 0 && now > c->start_mono_ns)
+            c->images[c->image_count - 1].loaded_ns = now - c->start_mono_ns;
     }
     return added;
 }
