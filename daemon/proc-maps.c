@@ -106,7 +106,8 @@ static int read_phdrs(int fd, const uint8_t *memory, struct ospd_phdr *out, uint
 /* One object's mappings seen so far (the maps list an object's segments in a row). */
 struct pending {
     char path[OSP_MAX_PATH + 1];
-    uint64_t lowest_start, lowest_offset, exec_start;
+    uint64_t lowest_start, lowest_offset;
+    uint64_t exec_lo, exec_hi; /* the span of its executable mappings */
     bool exec, used;
 };
 
@@ -150,6 +151,14 @@ static void give(struct ospd_collector *c, int32_t pid, struct pending *p, const
         ospd_image_from_phdrs(ph, count, p->lowest_start, p->lowest_offset, &base, &slide, &text,
                               &text_size) != 0)
         return;
+    /* The code is where it is mapped executable: an object's code mapped alone elsewhere (V8's
+     * second copy of node's builtins) is that mapping, not its whole PF_X span. */
+    uint64_t lo = text > p->exec_lo ? text : p->exec_lo;
+    uint64_t hi = text + text_size < p->exec_hi ? text + text_size : p->exec_hi;
+    if (text_size > 0 && lo < hi) {
+        text = lo;
+        text_size = hi - lo;
+    }
     char *path = ospd_utf8_sanitize(p->path, strlen(p->path));
     if (path != NULL)
         ospd_collector_image(c, base, slide, text, text_size, path, OWN_ARCH,
@@ -185,8 +194,11 @@ int ospd_maps_images(struct ospd_collector *c, int32_t pid)
             p.lowest_start = m.start;
             p.lowest_offset = m.offset;
         }
-        if (m.perms[2] == 'x')
+        if (m.perms[2] == 'x') {
+            p.exec_lo = p.exec ? p.exec_lo : m.start;
+            p.exec_hi = m.end;
             p.exec = true;
+        }
     }
     give(c, pid, &p, exe);
     fclose(f);

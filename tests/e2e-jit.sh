@@ -121,9 +121,9 @@ if command -v node >/dev/null 2>&1; then
   expect_status 0 $? "node --perf-basic-prof"
   node_pid=$(python3 -c "import json; print(json.load(open('nodemap.raw.json'))['pid'])")
   maps+=("/tmp/perf-$node_pid.map")
-  grep -q 'JS:\*mixLoop hot.js:[0-9:]* \[jit\]' nodemap.out ||
+  grep -Eq 'JS:[*~^]*mixLoop hot.js:[0-9:]* \[jit\] +\[jit\]' nodemap.out ||
     fail "node --perf-basic-prof: mixLoop is not named in the report"
-  grep -q 'JS:[*~^]*sortArr /.*hot.js:[0-9:]* \[jit\]' nodemap.folded ||
+  grep -Eq 'JS:[*~^]*sortArr /.*hot.js:[0-9:]* \[jit\]' nodemap.folded ||
     fail "node --perf-basic-prof: sortArr is not named in the stacks"
   share=$(unnamed nodemap.folded)
   python3 -c "import sys; sys.exit(0 if float('$share') < 10 else 1)" ||
@@ -132,7 +132,7 @@ if command -v node >/dev/null 2>&1; then
   "$osprey" "$(command -v node)" --profile -o "$work/nodedump" -- --perf-prof hot.js 1000 \
     >nodedump.out 2>&1
   expect_status 0 $? "node --perf-prof"
-  grep -q 'JS:\*mixLoop hot.js:[0-9:]* \[jit\]' nodedump.out ||
+  grep -Eq 'JS:[*~^]*mixLoop /.*hot.js:[0-9:]* \[jit\]' nodedump.folded ||
     fail "node --perf-prof: mixLoop is not named from the jitdump"
   python3 -c "
 import json, sys; jit = json.load(open('nodedump.raw.json'))['jit']
