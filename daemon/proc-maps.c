@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ospc.h"
@@ -218,6 +219,21 @@ static bool code_known(const struct ospd_collector *c, uint64_t start, uint64_t 
     return false;
 }
 
+/* Whether an image still mapped is of the file with this inode at another load bias: then
+ * a mapping of it at `slide` is a second one. Without such an image the mapping is an object
+ * loaded (dlopen) whose image the shim has not sent yet, and the shim's is its image. */
+static bool mapped_elsewhere(const struct ospd_collector *c, uint64_t inode, uint64_t slide)
+{
+    for (uint32_t i = 0; i < c->image_count; i++) {
+        const struct ospd_image *im = &c->images[i];
+        struct stat st;
+        if (im->unloaded_ns == 0 && im->slide != slide && im->path[0] == '/' &&
+            stat(im->path, &st) == 0 && (uint64_t)st.st_ino == inode)
+            return true;
+    }
+    return false;
+}
+
 int ospd_maps_code(struct ospd_collector *c, int32_t pid, const char *ring)
 {
     char name[64];
@@ -255,6 +271,8 @@ int ospd_maps_code(struct ospd_collector *c, int32_t pid, const char *ring)
         if (code_known(c, m->start, m->end) || object_phdrs(pid, paths[i], ph, 64, &phdrs) != 0 ||
             ospd_image_from_phdrs(ph, phdrs, m->start, m->offset, &base, &slide, &text,
                                   &text_size) != 0)
+            continue;
+        if (!mapped_elsewhere(c, m->inode, slide))
             continue;
         char *copy = ospd_utf8_sanitize(paths[i], m->path_len);
         uint32_t before = c->image_count;
