@@ -186,6 +186,8 @@ static void finish(struct attach *a, enum ospd_exit_status status)
     c->shim_dropped = a->source.lost;
     if (c->waits.since_ns != 0)
         ospd_waits_resolve(c, ospc_clock_ns(CLOCK_MONOTONIC), true);
+    if (!a->stream)
+        ospd_code_names(c); /* the process is still there: its maps are */
     ospd_collector_note_cost(c, &a->unwinder);
     a->source.tables = NULL;
     ospd_unwinder_close(&a->unwinder);

@@ -53,6 +53,13 @@ void ospd_collector_free(struct ospd_collector *c)
     for (uint32_t i = 0; i < c->escaped_count; i++)
         free(c->escaped[i].path);
     free(c->escaped);
+    for (uint32_t i = 0; i < c->jit_count; i++)
+        free(c->jit[i].name);
+    free(c->jit);
+    for (uint32_t i = 0; i < c->jit_map_count; i++)
+        free(c->jit_maps[i]);
+    for (uint32_t i = 0; i < c->jit_note_count; i++)
+        free(c->jit_notes[i]);
     free(c->threads);
     free(c->slots);
     free(c->images);

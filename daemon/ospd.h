@@ -176,6 +176,15 @@ struct ospd_waits {
     void *capture_ctx;
 };
 
+/* A JIT's function kept from its map (jit-map.c): code at [start, start + size), `name`
+ * valid UTF-8, malloc'd. */
+struct ospd_jit_symbol {
+    uint64_t start, size;
+    char *name;
+};
+#define OSPD_JIT_MAP_MAX (UINT64_C(256) << 20) /* bytes of one JIT map read */
+#define OSPD_JIT_MAPS    8u                    /* maps named in the raw file */
+
 struct ospd_collector {
     /* Identity, copied from the ring header at attach (or set by a test). */
     int32_t pid;
@@ -253,6 +262,12 @@ struct ospd_collector {
      * "collector" too when not 0 (the samples should add up to it, a period each). */
     uint64_t events_cpu_ns;
     struct ospd_waits waits;
+    /* Code no object holds, named by the process's JIT maps when the profile is written
+     * (jit-map.c): the symbols a sampled pc falls in, by start, and the maps read. */
+    struct ospd_jit_symbol *jit;
+    uint32_t jit_count, jit_map_count, jit_note_count;
+    char *jit_maps[OSPD_JIT_MAPS];
+    char *jit_notes[OSPD_JIT_MAPS]; /* a map refused or cut short, one sentence each */
 };
 
 /* waits.c. A context switch of thread `tid` of the target at t_ns (CLOCK_MONOTONIC): out
@@ -388,6 +403,26 @@ uint64_t ospd_dropped_total(const struct ospd_collector *c);
 /* Copy `len` bytes into a new NUL-terminated string that is valid UTF-8: every byte that is
  * not part of a well-formed sequence (and every NUL) becomes U+FFFD. NULL when out of memory. */
 char *ospd_utf8_sanitize(const char *bytes, size_t len);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Names for code no object holds (jit-map.c). */
+
+/* While the process is there: its executable mappings of files no image covers become images
+ * (ospd_maps_code), then its JIT maps (/tmp/perf-PID.map, the jitdumps it maps) name the pcs
+ * still in no image; the symbols that hold one are kept in c->jit. Touches the system. */
+void ospd_code_names(struct ospd_collector *c);
+/* The steps, for the tests: begin collects the pcs in no image of c's stacks; each map's
+ * contents are offered (a perf map's text, a jitdump's bytes; -EINVAL: not a jitdump); keep
+ * moves the symbols that hold a pc into c->jit; end frees the reader. 0 or a negative errno. */
+struct ospd_jit_reader {
+    struct ospd_jit_wanted *wanted;
+    uint64_t skipped; /* lines or records that did not parse */
+};
+int ospd_jit_begin(const struct ospd_collector *c, struct ospd_jit_reader *r);
+int ospd_jit_perf_map(struct ospd_jit_reader *r, const char *text, size_t size);
+int ospd_jit_dump(struct ospd_jit_reader *r, const uint8_t *data, size_t size);
+int ospd_jit_keep(struct ospd_collector *c, struct ospd_jit_reader *r);
+void ospd_jit_end(struct ospd_jit_reader *r);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The sampling tick (tick.c). */

@@ -103,6 +103,14 @@ int ospd_image_from_phdrs(const struct ospd_phdr *ph, uint32_t count, uint64_t l
  * vDSO), main set on the one whose path is the executable's. Returns how many images are
  * known, or a negative errno when the maps cannot be read. Touches the system. */
 int ospd_maps_images(struct ospd_collector *c, int32_t pid);
+/* Read /proc/PID/maps and give the collector an image for every executable mapping of a file
+ * whose range no image still mapped meets in its code span, of a file an image is of at another
+ * load bias: an object's code mapped a second time elsewhere (V8 maps node's embedded builtins
+ * again from /usr/bin/node, next to its heap), its text the mapping alone, its slide the file's
+ * address of the offset mapped at its start. With `ring` (the shim's ring's name), only while the
+ * maps hold it (not after an exec). At most 16 a call. Returns how many were added, or a negative
+ * errno when the maps cannot be read. Touches the system. */
+int ospd_maps_code(struct ospd_collector *c, int32_t pid, const char *ring);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The live stream (stream.c): `--stream` writes what was collected since the last flush as

@@ -280,6 +280,30 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         }
         rc = rc ? rc : put_field(f, false, "escaped", escaped);
     }
+    if (c->jit_count > 0 || c->jit_map_count > 0 || c->jit_note_count > 0) {
+        /* The JIT maps read, those refused, and the symbols of theirs a sampled pc fell in
+         * (jit-map.c). */
+        json_t *jit = json_pack("{s:[], s:[], s:[]}", "maps", "notes", "symbols");
+        json_t *maps = json_object_get(jit, "maps"), *symbols = json_object_get(jit, "symbols");
+        json_t *notes = json_object_get(jit, "notes");
+        for (uint32_t i = 0; jit != NULL && i < c->jit_map_count; i++)
+            if (json_array_append_new(maps, json_string(c->jit_maps[i])) != 0)
+                rc = rc ? rc : -ENOMEM;
+        for (uint32_t i = 0; jit != NULL && i < c->jit_note_count; i++)
+            if (json_array_append_new(notes, json_string(c->jit_notes[i])) != 0)
+                rc = rc ? rc : -ENOMEM;
+        for (uint32_t i = 0; jit != NULL && i < c->jit_count; i++) {
+            const struct ospd_jit_symbol *s = &c->jit[i];
+            json_t *one = json_pack("{s:o, s:o, s:s}", "start", json_u64(s->start), "size",
+                                    json_u64(s->size), "name", s->name);
+            if (one == NULL || json_array_append_new(symbols, one) != 0)
+                rc = rc ? rc : -ENOMEM;
+        }
+        if (rc != 0)
+            json_decref(jit);
+        else
+            rc = put_field(f, false, "jit", jit);
+    }
     if (c->waits.since_ns != 0) /* absent: the shim timed the waits */
         rc = rc ? rc
                 : put_field(f, false, "waits",

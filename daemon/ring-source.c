@@ -56,8 +56,9 @@ struct ospd_daemon {
     char written_path[OSP_MAX_PATH + 64]; /* where the raw file went */
     struct osp_ring_header *header;
     const uint8_t *data;
-    uint64_t data_size; /* validated at attach; never reread from the shared header */
-    uint64_t tail;      /* our consumer index; the shared copy is only ever written */
+    uint64_t data_size;   /* validated at attach; never reread from the shared header */
+    uint32_t code_ranges; /* the unwinder's ranges when ospd_maps_code last looked */
+    uint64_t tail;        /* our consumer index; the shared copy is only ever written */
     size_t map_size;
     struct ospd_collector collector;
     struct ospd_unwinder unwinder; /* the unwind tables for the target's frameless code */
@@ -305,6 +306,10 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         ospd_switches_drain(&d->switches, c, end, true);
         ospd_waits_finish(c, end);
     }
+    /* While the program waits for its file: its code that no image named yet (a second
+     * mapping of an object's, a JIT's with a map for perf). Not once it exec'd away. */
+    if (target_maps_ring(d))
+        ospd_code_names(c);
     if (c->forked && ospd_sample_total(c) == 0 && c->thread_count <= 1 && c->escaped_count == 0 &&
         (status == OSPD_EXIT_EXITED || status == OSPD_EXIT_VANISHED)) {
         /* A fork that exec'd or ended before its first sample (a shell's, a daemon's
@@ -443,6 +448,13 @@ static bool drain_once(struct ospd_daemon *d)
         osp_ring_store_tail_release(h, new_tail); /* (D) pairs with (A) */
     }
     ospd_unwinder_check_stacks(&d->unwinder, &d->collector.stacks);
+    /* The unwinder found executable mappings it did not know (it reads the maps again for a
+     * pc in no known range): an object's code mapped a second time becomes an image while it
+     * is mapped (V8 unmaps node's builtins before exit). */
+    if (d->unwinder.range_count != d->code_ranges) {
+        d->code_ranges = d->unwinder.range_count;
+        ospd_maps_code(&d->collector, d->collector.pid, d->o.ring_name);
+    }
     /* Samples of threads whose start was only now parsed, and those written after the
      * first pass. */
     if (slot_rc == 0 && rc == 0)

@@ -249,6 +249,22 @@ static void short_name(char *out, size_t size, const char *name, bool arguments)
     if (name == NULL)
         return;
     size_t length = strlen(name);
+    /* A JIT's own name (symbolize.c marks it " [jit]"): not C++, kept whole but for the
+     * directories of a source path that ends it (node's "JS:*sortArr /srv/app.js:2:17" is
+     * "JS:*sortArr app.js:2:17"), the mark after it. */
+    size_t mark = strlen(OSPX_JIT_MARK);
+    if (length > mark && strcmp(name + length - mark, OSPX_JIT_MARK) == 0) {
+        int body = (int)(length - mark);
+        const char *space = memrchr(name, ' ', (size_t)body);
+        const char *slash =
+            space != NULL ? memrchr(space, '/', (size_t)(name + body - space)) : NULL;
+        if (slash != NULL)
+            snprintf(out, size, "%.*s%.*s%s", (int)(space + 1 - name), name,
+                     (int)(name + body - slash - 1), slash + 1, OSPX_JIT_MARK);
+        else
+            snprintf(out, size, "%.*s%s", body, name, OSPX_JIT_MARK);
+        return;
+    }
     /* A GCC clone suffix (" [clone .cold]", llvm's " (.isra.0)") is kept as it is, after
      * the rest: a function's cold part is a row of its own. */
     const char *clone = strstr(name, " [clone ");

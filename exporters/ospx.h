@@ -117,6 +117,16 @@ struct ospx_escaped {
     uint32_t process; /* index into ospx_raw.processes: the process that started it */
 };
 
+/* A JIT's function named by a map the program wrote for perf (the raw file's "jit": perf-PID.map,
+ * a jitdump), kept by the collector for the pcs in no image. Frames it names are marked [jit]. */
+#define OSPX_JIT_IMAGE "[jit]"  /* the image of a frame a JIT symbol names */
+#define OSPX_JIT_MARK  " [jit]" /* and the end of its name */
+struct ospx_jit_symbol {
+    uint64_t start, size;
+    char *name;
+    uint32_t process; /* index into ospx_raw.processes */
+};
+
 /* One process of a run: one raw file (run.c reads a run's files as one struct ospx_raw). The
  * images, threads and stacks of process p are those whose `process` is p. */
 struct ospx_process {
@@ -176,6 +186,11 @@ struct ospx_raw {
     size_t process_count;
     struct ospx_escaped *escaped; /* processes that ran unprofiled */
     size_t escaped_count;
+    /* JIT symbols, by process then start (each file's sorted, the run's in process order) */
+    struct ospx_jit_symbol *jit;
+    size_t jit_count;
+    char **jit_notes; /* the raw files' jit.notes: a JIT map refused or cut short */
+    size_t jit_note_count;
     /* Set by ospx_filter_samples when its rows are a view of the run (--fiber, --pid,
      * --focus, ...): the whole run's on-CPU periods and the CPU time measured for it, taken
      * before any row was dropped, so the sampling line speaks of the run, not of the view.

@@ -559,6 +559,69 @@ static int raw_read_escaped(struct raw_reader *reader, const json_t *escaped, st
     return 0;
 }
 
+static int compare_jit(const void *a, const void *b)
+{
+    const struct ospx_jit_symbol *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The optional "jit" object: {"maps": [path, ...], "notes": [text, ...], "symbols": [{"start":
+ * N, "size": N, "name": "..."}]}, the JIT symbols the collector kept (sorted by start here) and
+ * what it could not read. */
+static int raw_read_jit(struct raw_reader *reader, const json_t *jit, struct ospx_raw *out)
+{
+    json_t *symbols = NULL, *notes = NULL;
+    int rc = raw_member(reader, jit, "jit", "notes", JSON_ARRAY, 0, &notes);
+    size_t note_count = json_array_size(notes);
+    if (rc == 0 && note_count > 0) {
+        out->jit_notes = raw_table(reader, note_count, sizeof *out->jit_notes);
+        if (out->jit_notes == NULL)
+            return -ENOMEM;
+    }
+    for (size_t i = 0; rc == 0 && i < note_count; i++) {
+        json_t *note = json_array_get(notes, i);
+        if (!json_is_string(note))
+            return raw_fail(reader, "jit.notes", "expected strings, found %s",
+                            json_type_name(note));
+        out->jit_notes[i] = strdup(json_string_value(note));
+        if (out->jit_notes[i] == NULL)
+            return raw_out_of_memory(reader);
+        out->jit_note_count = i + 1;
+    }
+    if (rc == 0)
+        rc = raw_member(reader, jit, "jit", "symbols", JSON_ARRAY, 0, &symbols);
+    if (rc < 0 || symbols == NULL)
+        return rc;
+    size_t count = json_array_size(symbols);
+    out->jit = raw_table(reader, count, sizeof *out->jit);
+    if (out->jit == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < count; i++) {
+        char path[64];
+        json_t *entry;
+        rc = raw_entry(reader, symbols, "jit.symbols", i, JSON_OBJECT, path, sizeof path, &entry);
+        if (rc < 0)
+            return rc;
+        struct ospx_jit_symbol *symbol = &out->jit[i];
+        out->jit_count = i + 1;
+        json_int_t start = 0, size = 0;
+        rc = raw_integer(reader, entry, path, "start", 0, INT64_MAX, &start);
+        if (rc == 0)
+            rc = raw_integer(reader, entry, path, "size", 1, INT64_MAX, &size);
+        if (rc == 0)
+            rc = raw_string(reader, entry, path, "name", 1, &symbol->name);
+        if (rc < 0)
+            return rc;
+        if ((uint64_t)start + (uint64_t)size > (uint64_t)INT64_MAX)
+            return raw_fail(reader, path, "range 0x%" PRIx64 " + %" PRIu64 " overflows",
+                            (uint64_t)start, (uint64_t)size);
+        symbol->start = (uint64_t)start;
+        symbol->size = (uint64_t)size;
+    }
+    qsort(out->jit, out->jit_count, sizeof *out->jit, compare_jit);
+    return 0;
+}
+
 /* The file's one process (run.c appends the run's others). */
 static int raw_read_process(struct raw_reader *reader, const json_t *root, struct ospx_raw *out)
 {
@@ -578,6 +641,11 @@ static int raw_read_process(struct raw_reader *reader, const json_t *root, struc
     out->collector_cpu_ms = collector_cpu_ms > 0 ? (uint64_t)collector_cpu_ms : 0;
     if (rc == 0 && unwind != NULL)
         rc = raw_optional_integer(reader, unwind, "collector.unwind", "ready_ns", &ready_ns);
+    json_t *jit = NULL;
+    if (rc == 0)
+        rc = raw_member(reader, root, "", "jit", JSON_OBJECT, 0, &jit);
+    if (rc == 0 && jit != NULL)
+        rc = raw_read_jit(reader, jit, out);
     if (rc == 0)
         rc = raw_member(reader, root, "", "escaped", JSON_ARRAY, 0, &escaped);
     if (rc == 0 && escaped != NULL)
@@ -741,6 +809,12 @@ void ospx_raw_free(struct ospx_raw *raw)
         free(raw->escaped[i].reason);
     }
     free(raw->escaped);
+    for (size_t i = 0; i < raw->jit_count; i++)
+        free(raw->jit[i].name);
+    free(raw->jit);
+    for (size_t i = 0; i < raw->jit_note_count; i++)
+        free(raw->jit_notes[i]);
+    free(raw->jit_notes);
     free(raw->images);
     free(raw->threads);
     free(raw->stacks);

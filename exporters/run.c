@@ -131,7 +131,10 @@ int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_er
         grow(&into->samples, into->sample_count, from->sample_count, sizeof *into->samples) != 0 ||
         grow(&into->escaped, into->escaped_count, from->escaped_count, sizeof *into->escaped) !=
             0 ||
-        grow(&into->drops, into->drop_count, from->drop_count, sizeof *into->drops) != 0)
+        grow(&into->drops, into->drop_count, from->drop_count, sizeof *into->drops) != 0 ||
+        grow(&into->jit, into->jit_count, from->jit_count, sizeof *into->jit) != 0 ||
+        grow(&into->jit_notes, into->jit_note_count, from->jit_note_count,
+             sizeof *into->jit_notes) != 0)
         return ospx_error_set(err, ENOMEM, ospx__str(from->source_path), 0, 0, "out of memory");
 
     /* One time axis, from the earliest start. */
@@ -182,6 +185,12 @@ int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_er
         into->escaped[into->escaped_count] = from->escaped[i];
         into->escaped[into->escaped_count++].process += (uint32_t)processes;
     }
+    for (size_t i = 0; i < from->jit_count; i++) {
+        into->jit[into->jit_count] = from->jit[i];
+        into->jit[into->jit_count++].process += (uint32_t)processes;
+    }
+    for (size_t i = 0; i < from->jit_note_count; i++)
+        into->jit_notes[into->jit_note_count++] = from->jit_notes[i];
     for (size_t i = 0; i < from->drop_count; i++) {
         size_t k = 0;
         while (k < into->drop_count && strcmp(into->drops[k].reason, from->drops[i].reason) != 0)
@@ -205,6 +214,8 @@ int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_er
     free(from->stacks);
     free(from->samples);
     free(from->escaped);
+    free(from->jit);
+    free(from->jit_notes);
     free(from->drops);
     free(from->source_path);
     free(from->exe);

@@ -322,6 +322,31 @@ static const struct ospx__span *function_span(struct ospx__symbolizer *state, ui
     return ospx__spans_find(&work->spans, address);
 }
 
+/* The JIT symbol of process `process` that holds `pc` (the raw file's "jit", by process then
+ * start), or NULL. */
+static const struct ospx_jit_symbol *jit_symbol(const struct ospx_raw *raw, uint32_t process,
+                                                uint64_t pc)
+{
+    size_t low = 0, high = raw->jit_count;
+    while (low < high) { /* the first symbol after (process, pc) */
+        size_t middle = low + (high - low) / 2;
+        const struct ospx_jit_symbol *s = &raw->jit[middle];
+        if (s->process < process || (s->process == process && s->start <= pc))
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    /* Symbols may overlap (a map's later line for reused code): a few before it are looked at. */
+    for (size_t k = low; k > 0 && low - k < 8; k--) {
+        const struct ospx_jit_symbol *s = &raw->jit[k - 1];
+        if (s->process != process)
+            break;
+        if (pc - s->start < s->size)
+            return s;
+    }
+    return NULL;
+}
+
 /* Expand raw stack i into frames, leaf first, inline levels innermost first. */
 static int build_stack(struct ospx__symbolizer *state, struct frame_table *table, size_t i)
 {
@@ -376,7 +401,7 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
          * the load address; the raw pc only when no image holds it. The address is its
          * function's start when the object's unwind tables say where that is (a stripped
          * object's local functions), so that a function's pcs are one function. */
-        char hex[300];
+        char hex[1100];
         if (image != NO_IMAGE && image_path[0] != '\0') {
             uint64_t address = stack->pcs[k] - raw->images[image].slide;
             const struct ospx__span *span =
@@ -385,6 +410,13 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
                      span != NULL ? span->start : address);
         } else {
             snprintf(hex, sizeof hex, "0x%" PRIx64, stack->pcs[k]);
+            /* Code no object holds, named by the JIT's own map: marked so in every output,
+             * its object "[jit]". */
+            const struct ospx_jit_symbol *jit = jit_symbol(raw, stack->process, pc);
+            if (jit != NULL) {
+                snprintf(hex, sizeof hex, "%.1000s%s", jit->name, OSPX_JIT_MARK);
+                image_path = OSPX_JIT_IMAGE;
+            }
         }
         for (size_t level = 0; level < levels; level++) {
             const struct ospx__location *location =

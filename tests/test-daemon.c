@@ -991,6 +991,131 @@ START_TEST(escapes_are_kept_and_written)
 }
 END_TEST
 
+/* A JIT's maps (jit-map.c): only the symbols a pc in no image falls in are kept, a later line
+ * for the same code replaces an earlier one, lines that do not parse are skipped; a jitdump's
+ * code loads count the same; the raw file keeps them and the exporters name the frames
+ * "NAME [jit]" in the image "[jit]", while a file without "jit" reads as before. */
+static size_t jitdump_load(uint8_t *at, uint64_t addr, uint64_t size, const char *name)
+{
+    size_t name_len = strlen(name) + 1;
+    uint32_t id = 0, total = (uint32_t)(16 + 40 + name_len + size);
+    memset(at, 0, total);
+    memcpy(at, &id, 4);
+    memcpy(at + 4, &total, 4);
+    memcpy(at + 16 + 16, &addr, 8);
+    memcpy(at + 16 + 24, &size, 8);
+    memcpy(at + 16 + 40, name, name_len);
+    return total;
+}
+
+START_TEST(jit_maps_keep_the_symbols_sampled)
+{
+    struct ospd_collector c;
+    collector_new(&c);
+    c.pid = 4321;
+    char *image_path = strdup("/nonexistent/libx.so");
+    ck_assert_int_eq(ospd_collector_image(&c, 0x1000, 0x1000, 0x1000, 0x1000, image_path, "", 0),
+                     0);
+    const uint64_t one[] = {0x7000, 0x1500, 0x7105}, two[] = {0x9002}, three[] = {0xb000},
+                   four[] = {0xd008};
+    ck_assert_int_ge(ospd_intern(&c.stacks, one, 3), 0);
+    ck_assert_int_ge(ospd_intern(&c.stacks, two, 1), 0);
+    ck_assert_int_ge(ospd_intern(&c.stacks, three, 1), 0);
+    ck_assert_int_ge(ospd_intern(&c.stacks, four, 1), 0);
+    struct ospd_jit_reader r;
+    ck_assert_int_eq(ospd_jit_begin(&c, &r), 0);
+    const char map[] = "7000 10 first\n"
+                       "6ff0 20 second\n"           /* the same code again: replaces first */
+                       "7100 8 callee\n"            /* holds 0x7104, the return address - 1 */
+                       "not a line of a perf map\n" /* skipped */
+                       "1500 10 in_image\n"         /* a pc an image holds: not asked */
+                       "8000 100 never_sampled\n"
+                       "9000 0 empty\n"
+                       "zz00 10 bad_hex\n"
+                       "0x9000 4 with a prefix\n"
+                       "b000 10 cut short"; /* no newline: a map being written */
+    ck_assert_int_eq(ospd_jit_perf_map(&r, map, sizeof map - 1), 0);
+    ck_assert_uint_ge(r.skipped, 3);
+    /* A line longer than the reader's buffer (1 MiB) is skipped whole, the next one read. */
+    size_t long_size = (3u << 19) + 64;
+    char *long_map = malloc(long_size);
+    ck_assert_ptr_nonnull(long_map);
+    memset(long_map, 'x', long_size);
+    memcpy(long_map, "9000 4 ", 7);
+    const char next[] = "\nb000 20 after_a_long_line\n";
+    memcpy(long_map + long_size - sizeof next + 1, next, sizeof next - 1);
+    ck_assert_int_eq(ospd_jit_perf_map(&r, long_map, long_size), 0);
+    free(long_map);
+    uint8_t dump[512] = {0};
+    uint32_t magic = 0x4A695444, header = 40;
+    memcpy(dump, &magic, 4);
+    memcpy(dump + 8, &header, 4);
+    size_t at = 40;
+    at += jitdump_load(dump + at, 0xd000, 0x20, "dumped");
+    at += jitdump_load(dump + at, 0xc000, 0x20, "never");
+    ck_assert_int_eq(ospd_jit_dump(&r, dump, at - 8), 0); /* the last record cut short */
+    ck_assert_int_eq(ospd_jit_dump(&r, (const uint8_t *)"not a jitdump, not at all", 26), -EINVAL);
+    ck_assert_int_eq(ospd_jit_keep(&c, &r), 0);
+    ospd_jit_end(&r);
+    ck_assert_uint_eq(c.jit_count, 5);
+    ck_assert_str_eq(c.jit[0].name, "second");
+    ck_assert_uint_eq(c.jit[0].start, 0x6ff0);
+    ck_assert_str_eq(c.jit[1].name, "callee");
+    ck_assert_str_eq(c.jit[2].name, "with a prefix");
+    ck_assert_str_eq(c.jit[3].name, "after_a_long_line");
+    ck_assert_str_eq(c.jit[4].name, "dumped");
+    c.jit_maps[c.jit_map_count++] = strdup("/tmp/perf-4321.map");
+    c.jit_notes[c.jit_note_count++] = strdup("/tmp/jit-4321.dump is a symbolic link: not read");
+
+    char *dir = temp_dir();
+    char *path = join(dir, "raw.json"), *old_path = join(dir, "old.json");
+    char err[512];
+    ck_assert_int_eq(ospd_raw_write(&c, path, err, sizeof err), 0);
+    struct ospx_raw raw;
+    struct ospx_error xerr = {0};
+    ck_assert_int_eq(ospx_raw_read(path, &raw, &xerr), 0);
+    ck_assert_uint_eq(raw.jit_count, 5);
+    ck_assert_uint_eq(raw.jit_note_count, 1);
+    FILE *warnings = tmpfile();
+    struct ospx_symbolize_options options = {.warnings = warnings, .symbolizer = "/nonexistent"};
+    struct ospx_symbols symbols;
+    ck_assert_int_eq(ospx_symbolize(&raw, &options, &symbols, &xerr), 0);
+    const struct ospx_frame *leaf = &symbols.frames[symbols.stack_slots[0][0].frame];
+    ck_assert_str_eq(leaf->name, "second [jit]");
+    ck_assert_str_eq(leaf->image, OSPX_JIT_IMAGE);
+    ck_assert_str_eq(symbols.frames[symbols.stack_slots[0][2].frame].name, "callee [jit]");
+    ck_assert_str_eq(symbols.frames[symbols.stack_slots[1][0].frame].name, "with a prefix [jit]");
+    ck_assert_str_eq(symbols.frames[symbols.stack_slots[2][0].frame].name,
+                     "after_a_long_line [jit]");
+    ck_assert_str_eq(symbols.frames[symbols.stack_slots[3][0].frame].name, "dumped [jit]");
+    char short_name[64];
+    ospx_short_name(short_name, sizeof short_name, "JS:*sortArr /srv/app/hot.js:2:17 [jit]");
+    ck_assert_str_eq(short_name, "JS:*sortArr hot.js:2:17 [jit]");
+    ospx_symbols_free(&symbols);
+    ospx_raw_free(&raw);
+
+    /* A file written before "jit": the frame is its address, as before. */
+    json_t *root = load_json(path);
+    json_object_del(root, "jit");
+    ck_assert_int_eq(json_dump_file(root, old_path, 0), 0);
+    json_decref(root);
+    ck_assert_int_eq(ospx_raw_read(old_path, &raw, &xerr), 0);
+    ck_assert_uint_eq(raw.jit_count, 0);
+    ck_assert_int_eq(ospx_symbolize(&raw, &options, &symbols, &xerr), 0);
+    ck_assert_str_eq(symbols.frames[symbols.stack_slots[0][0].frame].name, "0x7000");
+    ospx_symbols_free(&symbols);
+    ospx_raw_free(&raw);
+    fclose(warnings);
+    unlink(path);
+    unlink(old_path);
+    rmdir(dir);
+    free(path);
+    free(old_path);
+    free(dir);
+    ospd_collector_free(&c);
+}
+END_TEST
+
 Suite *daemon_suite(void)
 {
     Suite *s = suite_create("daemon");
@@ -1024,6 +1149,7 @@ Suite *daemon_suite(void)
     tcase_add_test(raw, unwritable_path_is_a_clear_error);
     tcase_add_test(raw, spilled_samples_write_the_same_raw_file);
     tcase_add_test(raw, samples_stay_in_memory_when_they_cannot_be_spilled);
+    tcase_add_test(raw, jit_maps_keep_the_symbols_sampled);
     suite_add_tcase(s, raw);
     return s;
 }
