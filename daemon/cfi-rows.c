@@ -1043,7 +1043,7 @@ int ospd_cfi_rows(const struct ospd_cfi_input *in, struct ospd_unwind_rows *out)
         rc = index_fdes(&t, &index);
     for (size_t i = 0; i < count && rc == 0; i++) {
         uint64_t pc = starts[i];
-        uint64_t limit = i + 1 < count ? starts[i + 1] : hi;
+        uint64_t limit = i + 1 < count && starts[i + 1] < hi ? starts[i + 1] : hi;
         if (pc < lo || pc >= hi || (i > 0 && pc == starts[i - 1]))
             continue;
         while (pc < limit && rc == 0) {
