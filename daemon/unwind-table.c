@@ -6,6 +6,8 @@
  * only enumerates the pc ranges and translates each row's rules into the few forms the
  * handler knows; anything else becomes OSP_CFA_UNKNOWN, where the handler falls back to the
  * frame-pointer walk.
+ * cfi-rows.c builds the same rows from the `.eh_frame` bytes in one pass, and is asked first;
+ * the libdw builder here takes what it leaves (and everything on OSPREYD_UNWIND_BUILDER=libdw).
  *
  * DESIGN. The FDEs' start addresses come from `.eh_frame_hdr`'s sorted search table (every
  * object GNU ld or lld links with --eh-frame-hdr, the default), else from a walk of the
@@ -633,10 +635,11 @@ static int mapping_bias(Elf *elf, uint64_t map_start, uint64_t map_offset, uint6
     return -ENOENT;
 }
 
-/* OSPREY_UNWIND_BUILDER=libdw: every object's rows from libdw (the comparison's reference). */
+/* OSPREYD_UNWIND_BUILDER=libdw: every object's rows from libdw (the comparison's reference).
+ * Named for ospreyd: the shim passes no OSPREY_ variable on to the collector it starts. */
 static bool libdw_asked(void)
 {
-    const char *builder = getenv("OSPREY_UNWIND_BUILDER");
+    const char *builder = getenv("OSPREYD_UNWIND_BUILDER");
     return builder != NULL && strcmp(builder, "libdw") == 0;
 }
 
@@ -725,7 +728,7 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
             out->bias = 0; /* computed again below */
     }
     /* The rows from .eh_frame's bytes (cfi-rows.c); libdw's builder for what that leaves to
-     * it, or when asked (src->libdw, OSPREY_UNWIND_BUILDER=libdw). */
+     * it, or when asked (src->libdw, OSPREYD_UNWIND_BUILDER=libdw). */
     if (!src->libdw && !libdw_asked()) {
         rc = ospd_cfi_rows_elf(elf, src->machine, lo, hi, out);
         if (rc == 0)
