@@ -214,7 +214,7 @@ static bool translated(const char *path, const struct ospd_unwind_rows *rows)
 int cfi_compare_object(const char *path, const struct cfi_compare_options *options,
                        struct cfi_compare_totals *t, FILE *log)
 {
-    if (!own_elf(path))
+    if ((options->max_objects != 0 && t->objects >= options->max_objects) || !own_elf(path))
         return 0;
     struct ospd_unwind_source src = {.path = path, .machine = OSPD_OWN_MACHINE};
     struct ospd_unwind_rows mine;

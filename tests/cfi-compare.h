@@ -9,9 +9,10 @@
 #include <stdio.h>
 
 struct cfi_compare_options {
-    bool full;        /* every row of both tables; else `samples` addresses an object */
-    unsigned samples; /* libdw's row at this many addresses of each object */
-    bool verbose;     /* a line per object in the log */
+    bool full;            /* every row of both tables; else `samples` addresses an object */
+    unsigned samples;     /* libdw's row at this many addresses of each object */
+    bool verbose;         /* a line per object in the log */
+    uint64_t max_objects; /* stop after this many objects of this machine (0: all) */
 };
 
 struct cfi_compare_totals {
