@@ -1,6 +1,8 @@
-/* cfi-compare-main.c — `cfi-compare [--full] [--samples N] [--verbose] PATH...`: the
- * translator against libdw's rows on every object under each PATH (bench/unwind/cfi-compare.sh
- * runs it full on /usr/lib/x86_64-linux-gnu and /usr/bin). Exit 0 when no row differs. */
+/* cfi-compare-main.c — `cfi-compare [--full] [--samples N] [--machine E_MACHINE] [--verbose]
+ * PATH...`: the translator against libdw's rows on every object under each PATH, of ospreyd's
+ * own machine or E_MACHINE's (183: the arm64 libraries of a cross toolchain);
+ * bench/unwind/cfi-compare.sh runs it full on /usr/lib/x86_64-linux-gnu and /usr/bin. Exit 0
+ * when no row differs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +20,13 @@ int main(int argc, char **argv)
             options.full = true;
         else if (strcmp(argv[first], "--verbose") == 0)
             options.verbose = true;
+        else if (strcmp(argv[first], "--machine") == 0 && first + 1 < argc)
+            options.machine = (uint16_t)strtoul(argv[++first], NULL, 0);
         else if (strcmp(argv[first], "--samples") == 0 && first + 1 < argc)
             options.samples = (unsigned)strtoul(argv[++first], NULL, 10);
         else {
-            fprintf(stderr, "usage: cfi-compare [--full] [--samples N] [--verbose] PATH...\n");
+            fprintf(stderr, "usage: cfi-compare [--full] [--samples N] [--machine E_MACHINE] "
+                            "[--verbose] PATH...\n");
             return 2;
         }
     }

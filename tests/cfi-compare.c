@@ -74,10 +74,10 @@ static void note_difference(struct cfi_compare_totals *t, const char *text, FILE
 }
 
 /* libdw's row at each sampled address, against the translator's table. */
-static void compare_sampled(const char *path, const struct ospd_unwind_rows *mine, unsigned samples,
-                            struct cfi_compare_totals *t, FILE *log)
+static void compare_sampled(const char *path, uint16_t machine, const struct ospd_unwind_rows *mine,
+                            unsigned samples, struct cfi_compare_totals *t, FILE *log)
 {
-    const struct ospd_unwind_arch *arch = ospd_unwind_arch_of(OSPD_OWN_MACHINE);
+    const struct ospd_unwind_arch *arch = ospd_unwind_arch_of(machine);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
     Dwarf_CFI *cfi = elf ? dwarf_getcfi_elf(elf) : NULL;
@@ -135,10 +135,10 @@ done:
 }
 
 /* Both builders' tables, row for row. */
-static void compare_full(const char *path, const struct ospd_unwind_rows *mine,
+static void compare_full(const char *path, uint16_t machine, const struct ospd_unwind_rows *mine,
                          struct cfi_compare_totals *t, FILE *log)
 {
-    struct ospd_unwind_source src = {.path = path, .machine = OSPD_OWN_MACHINE, .libdw = true};
+    struct ospd_unwind_source src = {.path = path, .machine = machine, .libdw = true};
     struct ospd_unwind_rows theirs;
     char err[256];
     uint64_t t0 = thread_cpu_ns();
@@ -182,7 +182,7 @@ static void compare_full(const char *path, const struct ospd_unwind_rows *mine,
     ospd_unwind_rows_free(&theirs);
 }
 
-static bool own_elf(const char *path)
+static bool elf_of(const char *path, uint16_t machine)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
@@ -190,19 +190,19 @@ static bool own_elf(const char *path)
     Elf64_Ehdr eh;
     bool ok = pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
               memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-              eh.e_machine == OSPD_OWN_MACHINE && (eh.e_type == ET_EXEC || eh.e_type == ET_DYN);
+              eh.e_machine == machine && (eh.e_type == ET_EXEC || eh.e_type == ET_DYN);
     close(fd);
     return ok;
 }
 
 /* Whether the translator builds this object's rows, or leaves them to libdw. */
-static bool translated(const char *path, const struct ospd_unwind_rows *rows)
+static bool translated(const char *path, uint16_t machine, const struct ospd_unwind_rows *rows)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
     struct ospd_unwind_rows again = {0};
-    bool yes = elf != NULL && ospd_cfi_rows_elf(elf, OSPD_OWN_MACHINE, rows->start_vaddr,
-                                                rows->end_vaddr, &again) == 0;
+    bool yes = elf != NULL &&
+               ospd_cfi_rows_elf(elf, machine, rows->start_vaddr, rows->end_vaddr, &again) == 0;
     ospd_unwind_rows_free(&again);
     if (elf)
         elf_end(elf);
@@ -214,9 +214,10 @@ static bool translated(const char *path, const struct ospd_unwind_rows *rows)
 int cfi_compare_object(const char *path, const struct cfi_compare_options *options,
                        struct cfi_compare_totals *t, FILE *log)
 {
-    if ((options->max_objects != 0 && t->objects >= options->max_objects) || !own_elf(path))
+    uint16_t machine = options->machine ? options->machine : OSPD_OWN_MACHINE;
+    if ((options->max_objects != 0 && t->objects >= options->max_objects) || !elf_of(path, machine))
         return 0;
-    struct ospd_unwind_source src = {.path = path, .machine = OSPD_OWN_MACHINE};
+    struct ospd_unwind_source src = {.path = path, .machine = machine};
     struct ospd_unwind_rows mine;
     char err[256];
     uint64_t t0 = thread_cpu_ns();
@@ -227,7 +228,7 @@ int cfi_compare_object(const char *path, const struct cfi_compare_options *optio
         t->unbuilt++; /* no code, no CFI: neither builder has rows */
         return 0;
     }
-    if (!translated(path, &mine)) {
+    if (!translated(path, machine, &mine)) {
         t->left_to_libdw++;
         if (log != NULL)
             fprintf(log, "%s: left to libdw\n", path);
@@ -236,9 +237,9 @@ int cfi_compare_object(const char *path, const struct cfi_compare_options *optio
         t->rows += mine.count;
         t->translator_ns += took;
         if (options->full)
-            compare_full(path, &mine, t, log);
+            compare_full(path, machine, &mine, t, log);
         else
-            compare_sampled(path, &mine, options->samples, t, log);
+            compare_sampled(path, machine, &mine, options->samples, t, log);
     }
     if (options->verbose && log != NULL)
         fprintf(log, "%s: %u rows, %.1f ms\n", path, mine.count, took / 1e6);

@@ -13,6 +13,7 @@ struct cfi_compare_options {
     unsigned samples;     /* libdw's row at this many addresses of each object */
     bool verbose;         /* a line per object in the log */
     uint64_t max_objects; /* stop after this many objects of this machine (0: all) */
+    uint16_t machine;     /* the objects' ELF machine (0: ospreyd's own) */
 };
 
 struct cfi_compare_totals {

@@ -2,7 +2,8 @@
  * `.eh_frame` gives the rows its programs say (remember/restore state, the frame pointer
  * taking over, an outermost frame, a gap); its bytes damaged and cut short give an error or
  * sorted rows, never a read outside them; and on every object of this system's library and
- * binary directories the translator's rows are libdw's (cfi-compare.c: libdw's row at sampled
+ * binary directories, and of the other machine's library directory when a cross toolchain
+ * installed one, the translator's rows are libdw's (cfi-compare.c: libdw's row at sampled
  * addresses of each object, and every row of the C library). */
 #include <check.h>
 #include <dlfcn.h>
@@ -267,6 +268,23 @@ START_TEST(system_objects_as_libdw)
         struct stat st;
         if (stat(dirs[i], &st) == 0)
             cfi_compare_tree(dirs[i], &options, &t, NULL);
+    }
+    /* The other machine's libraries, where a cross toolchain put them (x86_64 and arm64 rows
+     * are built on either host: qemu-user targets). */
+#if defined(__x86_64__)
+    struct cfi_compare_options other = {.samples = 24, .machine = EM_AARCH64};
+    const char *other_dir = "/usr/lib/aarch64-linux-gnu";
+#else
+    struct cfi_compare_options other = {.samples = 24, .machine = EM_X86_64};
+    const char *other_dir = "/usr/lib/x86_64-linux-gnu";
+#endif
+    other.max_objects = options.max_objects;
+    struct stat other_st;
+    if (stat(other_dir, &other_st) == 0) {
+        uint64_t before = t.objects;
+        t.objects = 0; /* max_objects counts this walk's own */
+        cfi_compare_tree(other_dir, &other, &t, NULL);
+        t.objects += before;
     }
     fprintf(stderr,
             "cfi: %lu objects, %lu translated (%lu rows, %.0f ms), %lu left to libdw, "
