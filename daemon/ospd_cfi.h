@@ -67,9 +67,9 @@ struct ospd_cfi_input {
 };
 
 /* The rows of in's `.eh_frame`, the same as libdw's builder gives (unwind-table.c). 0;
- * -ENOENT when libdw would not use the header's search table either (no table, another
- * encoding, an .eh_frame it does not point at): the caller builds with libdw; -E2BIG, -ENOMEM.
- * Every offset and length read from the bytes is checked. */
+ * -ENOENT without a header table of the linkers' form (the caller builds with libdw, which
+ * reads the FDE starts from the same table); -E2BIG, -ENOMEM. Every offset and length read
+ * from the bytes is checked. */
 int ospd_cfi_rows(const struct ospd_cfi_input *in, struct ospd_unwind_rows *out);
 
 /* The same from an ELF handle: the sections found as libdw finds them. */
