@@ -34,6 +34,7 @@ struct ospd_unwind_source {
     bool mapped;      /* map_start/map_offset describe the executable mapping: set bias */
     uint64_t map_start, map_offset;
     const char *cache_dir; /* rows kept between runs by build id here, or NULL */
+    bool libdw;            /* rows from libdw's dwarf_cfi_addrframe, not cfi-rows.c */
 };
 
 /* Evaluate the CFI of an ELF object into *out (and its load bias, for a mapped source).

@@ -221,7 +221,22 @@ static void queue(struct ospd_unwinder *u, uint64_t start, uint64_t end, uint64_
 struct candidate {
     uint64_t start, end, offset;
     char *path;
+    bool main; /* the target's executable */
 };
+
+/* The order builds start in (libuv's pool runs them first come, first served): the
+ * executable first, then the largest mappings, whose builds take longest and where a big
+ * program's samples land (clang: libLLVM and libclang-cpp, not the 0.1 MB executable). */
+static int build_order(const void *a, const void *b)
+{
+    const struct candidate *x = a, *y = b;
+    if (x->main != y->main)
+        return x->main ? -1 : 1;
+    uint64_t xs = x->end - x->start, ys = y->end - y->start;
+    if (xs != ys)
+        return xs > ys ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
 
 void ospd_unwinder_scan(struct ospd_unwinder *u)
 {
@@ -268,9 +283,17 @@ void ospd_unwinder_scan(struct ospd_unwinder *u)
             free(copy);
             break;
         }
-        found[found_count++] = (struct candidate){start, end, offset, copy};
+        found[found_count++] = (struct candidate){start, end, offset, copy, false};
     }
     fclose(f);
+    char exe[OSP_MAX_PATH + 1], link[64];
+    snprintf(link, sizeof link, "/proc/%" PRId32 "/exe", u->pid);
+    ssize_t n = readlink(link, exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    for (uint64_t i = 0; i < found_count; i++)
+        found[i].main = exe[0] != '\0' && strcmp(found[i].path, exe) == 0;
+    if (found_count > 1)
+        qsort(found, found_count, sizeof *found, build_order);
     for (uint64_t i = 0; i < found_count; i++) {
         if (ours && !known(u, found[i].start))
             queue(u, found[i].start, found[i].end, found[i].offset, found[i].path);

@@ -6,6 +6,8 @@
  * only enumerates the pc ranges and translates each row's rules into the few forms the
  * handler knows; anything else becomes OSP_CFA_UNKNOWN, where the handler falls back to the
  * frame-pointer walk.
+ * cfi-rows.c builds the same rows from the `.eh_frame` bytes in one pass, and is asked first;
+ * the libdw builder here takes what it leaves (and everything on OSPREYD_UNWIND_BUILDER=libdw).
  *
  * DESIGN. The FDEs' start addresses come from `.eh_frame_hdr`'s sorted search table (every
  * object GNU ld or lld links with --eh-frame-hdr, the default), else from a walk of the
@@ -35,25 +37,26 @@
 
 #include "ospc.h"
 #include "ospd.h"
+#include "ospd_cfi.h"
 #include "ospd_unwind.h"
 
 /* The DWARF register numbers of the registers the rows speak of. */
-struct arch_regs {
-    uint16_t machine;
-    int sp, fp, ra; /* ra: the return-address column */
-    int lr;         /* the link register, -1 where there is none */
-};
-static const struct arch_regs arch_table[] = {
+static const struct ospd_unwind_arch arch_table[] = {
     {EM_X86_64, 7, 6, 16, -1},
     {EM_AARCH64, 31, 29, 30, 30},
 };
 
-bool ospd_unwind_knows_machine(uint32_t machine)
+const struct ospd_unwind_arch *ospd_unwind_arch_of(uint32_t machine)
 {
     for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
         if (arch_table[i].machine == machine)
-            return true;
-    return false;
+            return &arch_table[i];
+    return NULL;
+}
+
+bool ospd_unwind_knows_machine(uint32_t machine)
+{
+    return ospd_unwind_arch_of(machine) != NULL;
 }
 
 static void set_error(char *err, size_t errsz, const char *fmt, ...)
@@ -66,7 +69,10 @@ static void set_error(char *err, size_t errsz, const char *fmt, ...)
     va_end(ap);
 }
 
-static int push_row(struct ospd_unwind_rows *out, uint64_t *cap, const struct osp_unwind_row *row)
+/* Append a row, merged with the last when the rule continues (a canonical table: two
+ * builders of the same rules give the same rows). */
+int ospd_unwind_push_row(struct ospd_unwind_rows *out, uint64_t *cap,
+                         const struct osp_unwind_row *row)
 {
     if (out->count > 0) {
         const struct osp_unwind_row *last = &out->rows[out->count - 1];
@@ -114,12 +120,13 @@ static int match_plt(const Dwarf_Op *ops, size_t nops, int32_t *offset, uint8_t 
 }
 
 /* Where a register is saved, as CFA + offset: 1 and *offset; 0 when it is unchanged ("same
- * value"); -1 when it is undefined; -2 for any other rule. */
-static int register_rule(Dwarf_Frame *frame, int regno, int64_t *offset)
+ * value"); -1 when it is undefined; -2 for any other rule. From dwarf_frame_register's
+ * answer: its return value, ops and nops. */
+static int register_rule(const struct ospd_frame_register *r, int64_t *offset)
 {
-    Dwarf_Op ops_mem[3], *ops = NULL;
-    size_t nops = 0;
-    if (dwarf_frame_register(frame, regno, ops_mem, &ops, &nops) != 0)
+    const Dwarf_Op *ops = r->ops;
+    size_t nops = r->nops;
+    if (r->rc != 0)
         return -2;
     if (nops == 0)
         return ops == NULL ? 0 : -1;
@@ -145,24 +152,23 @@ static int register_rule(Dwarf_Frame *frame, int regno, int64_t *offset)
     return -2;
 }
 
-/* The row of `frame` at pc_offset. */
-static struct osp_unwind_row frame_row(Dwarf_Frame *frame, const struct arch_regs *arch,
-                                       uint32_t pc_offset, bool signal_frame)
+struct osp_unwind_row ospd_unwind_row_of(const struct ospd_unwind_arch *arch, uint32_t pc_offset,
+                                         const struct ospd_frame_rules *f)
 {
     struct osp_unwind_row row = {.pc_offset = pc_offset, .cfa_rule = OSP_CFA_UNKNOWN};
-    if (signal_frame) {
+    if (f->signal_frame) {
         row.cfa_rule = OSP_CFA_SIGNAL;
         return row;
     }
     int64_t ra_offset = 0, fp_offset = 0;
-    int ra = register_rule(frame, arch->ra, &ra_offset);
+    int ra = register_rule(&f->ra, &ra_offset);
     if (ra == -1) {
         row.cfa_rule = OSP_CFA_END;
         return row;
     }
-    Dwarf_Op *ops = NULL;
-    size_t nops = 0;
-    if (dwarf_frame_cfa(frame, &ops, &nops) != 0 || nops == 0)
+    const Dwarf_Op *ops = f->cfa;
+    size_t nops = f->ncfa;
+    if (f->cfa_rc != 0 || nops == 0)
         return row;
     int64_t cfa_offset = 0;
     int reg = nops == 1 ? op_register(&ops[0], &cfa_offset) : -1;
@@ -189,7 +195,7 @@ static struct osp_unwind_row frame_row(Dwarf_Frame *frame, const struct arch_reg
         row.cfa_rule = OSP_CFA_UNKNOWN;
         return row;
     }
-    int fp = register_rule(frame, arch->fp, &fp_offset);
+    int fp = register_rule(&f->fp, &fp_offset);
     if (fp == 1 && fp_offset >= INT16_MIN && fp_offset <= INT16_MAX) {
         row.fp_rule = OSP_FP_AT_CFA;
         row.fp_offset = (int16_t)fp_offset;
@@ -197,6 +203,20 @@ static struct osp_unwind_row frame_row(Dwarf_Frame *frame, const struct arch_reg
         row.fp_rule = OSP_FP_SAME; /* unchanged, or not recoverable: the walk keeps its value */
     }
     return row;
+}
+
+struct osp_unwind_row ospd_unwind_libdw_row(Dwarf_Frame *frame, const struct ospd_unwind_arch *arch,
+                                            uint32_t pc_offset, bool signal_frame)
+{
+    struct ospd_frame_rules f = {.signal_frame = signal_frame};
+    Dwarf_Op ra_mem[3], fp_mem[3], *ops = NULL;
+    f.ra.rc = dwarf_frame_register(frame, arch->ra, ra_mem, &ops, &f.ra.nops);
+    f.ra.ops = ops;
+    f.fp.rc = dwarf_frame_register(frame, arch->fp, fp_mem, &ops, &f.fp.nops);
+    f.fp.ops = ops;
+    f.cfa_rc = dwarf_frame_cfa(frame, &ops, &f.ncfa);
+    f.cfa = ops;
+    return ospd_unwind_row_of(arch, pc_offset, &f);
 }
 
 /* Read a pointer of .eh_frame_hdr's encoding `enc` at *p (inside [*p, end)). Only the forms
@@ -336,12 +356,13 @@ static int text_span(Elf *elf, uint64_t *lo, uint64_t *hi)
 }
 
 /* The rows of the FDEs starting at starts[0..n) inside [lo, hi). */
-static int rows_from_fdes(Dwarf_CFI *cfi, const struct arch_regs *arch, const uint64_t *starts,
-                          size_t n, uint64_t lo, uint64_t hi, struct ospd_unwind_rows *out)
+static int rows_from_fdes(Dwarf_CFI *cfi, const struct ospd_unwind_arch *arch,
+                          const uint64_t *starts, size_t n, uint64_t lo, uint64_t hi,
+                          struct ospd_unwind_rows *out)
 {
     uint64_t cap = 0;
     struct osp_unwind_row unknown = {.cfa_rule = OSP_CFA_UNKNOWN};
-    int rc = push_row(out, &cap, &unknown); /* below the first FDE */
+    int rc = ospd_unwind_push_row(out, &cap, &unknown); /* below the first FDE */
     for (size_t i = 0; i < n && rc == 0; i++) {
         uint64_t pc = starts[i];
         uint64_t limit = i + 1 < n ? starts[i + 1] : hi;
@@ -351,15 +372,16 @@ static int rows_from_fdes(Dwarf_CFI *cfi, const struct arch_regs *arch, const ui
             Dwarf_Frame *frame = NULL;
             if (dwarf_cfi_addrframe(cfi, pc, &frame) != 0) {
                 unknown.pc_offset = (uint32_t)(pc - lo);
-                rc = push_row(out, &cap, &unknown); /* a gap until the next FDE */
+                rc = ospd_unwind_push_row(out, &cap, &unknown); /* a gap until the next FDE */
                 break;
             }
             Dwarf_Addr start = 0, end = 0;
             bool signal_frame = false;
             dwarf_frame_info(frame, &start, &end, &signal_frame);
-            struct osp_unwind_row row = frame_row(frame, arch, (uint32_t)(pc - lo), signal_frame);
+            struct osp_unwind_row row =
+                ospd_unwind_libdw_row(frame, arch, (uint32_t)(pc - lo), signal_frame);
             free(frame);
-            rc = push_row(out, &cap, &row);
+            rc = ospd_unwind_push_row(out, &cap, &row);
             if (end <= pc)
                 break; /* an empty or backward range: nothing more to learn here */
             pc = end;
@@ -613,15 +635,20 @@ static int mapping_bias(Elf *elf, uint64_t map_start, uint64_t map_offset, uint6
     return -ENOENT;
 }
 
+/* OSPREYD_UNWIND_BUILDER=libdw: every object's rows from libdw (the comparison's reference).
+ * Named for ospreyd: the shim passes no OSPREY_ variable on to the collector it starts. */
+static bool libdw_asked(void)
+{
+    const char *builder = getenv("OSPREYD_UNWIND_BUILDER");
+    return builder != NULL && strcmp(builder, "libdw") == 0;
+}
+
 int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_rows *out, char *err,
                       size_t errsz)
 {
     memset(out, 0, sizeof *out);
     const char *path = src->path;
-    const struct arch_regs *arch = NULL;
-    for (size_t i = 0; i < sizeof arch_table / sizeof arch_table[0]; i++)
-        if (arch_table[i].machine == src->machine)
-            arch = &arch_table[i];
+    const struct ospd_unwind_arch *arch = ospd_unwind_arch_of(src->machine);
     if (arch == NULL) {
         set_error(err, errsz, "%s: no unwind rows for ELF machine %u", path, src->machine);
         return -ENOTSUP;
@@ -700,6 +727,19 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
         if (src->mapped && mapping_bias(elf, src->map_start, src->map_offset, &out->bias) != 0)
             out->bias = 0; /* computed again below */
     }
+    /* The rows from .eh_frame's bytes (cfi-rows.c); libdw's builder for what that leaves to
+     * it, or when asked (src->libdw, OSPREYD_UNWIND_BUILDER=libdw). */
+    if (!src->libdw && !libdw_asked()) {
+        rc = ospd_cfi_rows_elf(elf, src->machine, lo, hi, out);
+        if (rc == 0)
+            goto built;
+        if (rc != -ENOENT) {
+            set_error(err, errsz, "%s: %s", path,
+                      rc == -E2BIG ? "more unwind rows than a table holds" : strerror(-rc));
+            goto done;
+        }
+        rc = 0;
+    }
     Dwarf_CFI *cfi = dwarf_getcfi_elf(elf); /* .eh_frame: ours to end */
     bool from_eh_frame = cfi != NULL;
     eh_cfi = cfi;
@@ -725,6 +765,7 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
                   rc == -E2BIG ? "more unwind rows than a table holds" : strerror(-rc));
         goto done;
     }
+built:
     out->start_vaddr = lo;
     out->end_vaddr = hi;
     if (keep) /* a cached file that failed its checks is replaced here */

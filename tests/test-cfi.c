@@ -1,0 +1,313 @@
+/* test-cfi.c — unit tests of the CFI-to-rows translator (daemon/cfi-rows.c): a hand-built
+ * `.eh_frame` gives the rows its programs say (remember/restore state, the frame pointer
+ * taking over, an outermost frame, a gap); its bytes damaged and cut short give an error or
+ * sorted rows, never a read outside them; and on every object of this system's library and
+ * binary directories, and of the other machine's library directory when a cross toolchain
+ * installed one, the translator's rows are libdw's (cfi-compare.c: libdw's row at sampled
+ * addresses of each object, and every row of the C library). */
+#include <check.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cfi-compare.h"
+#include "ospd_cfi.h"
+#include "ospd_unwind_source.h"
+
+/* ---- hand-built sections ------------------------------------------------------------- */
+
+#define HDR_VADDR   0x3000u
+#define FRAME_VADDR 0x4000u
+#define LO          0x1000u
+#define HI          0x1100u
+
+struct bytes {
+    uint8_t b[512];
+    size_t n;
+};
+
+static void put(struct bytes *s, const void *p, size_t n)
+{
+    memcpy(s->b + s->n, p, n);
+    s->n += n;
+}
+static void put8(struct bytes *s, uint8_t v)
+{
+    put(s, &v, 1);
+}
+static void put32(struct bytes *s, uint32_t v)
+{
+    put(s, &v, 4);
+}
+
+/* An x86_64 .eh_frame as GCC writes it: one CIE (zR, pcrel sdata4; CFA rsp+8, return address
+ * at CFA-8), an FDE for [0x1000, 0x1020) with a frame-pointer prologue and a
+ * remember/restore pair, and one for [0x1040, 0x1050) whose return address is undefined. */
+static void build(struct bytes *frame, struct bytes *hdr)
+{
+    memset(frame, 0, sizeof *frame);
+    memset(hdr, 0, sizeof *hdr);
+    static const uint8_t cie[] = {
+        0x14, 0,    0,    0, 0, 0, 0, 0, /* length 20, CIE id 0 */
+        1,    'z',  'R',  0,             /* version, augmentation */
+        0x01, 0x78, 0x10,                /* code align 1, data align -8, return address r16 */
+        0x01, 0x1b,                      /* augmentation data: FDE pointers pcrel sdata4 */
+        0x0c, 0x07, 0x08,                /* def_cfa rsp, 8 */
+        0x90, 0x01,                      /* offset r16 at cfa-8 */
+        0x00, 0x00,                      /* padding */
+    };
+    put(frame, cie, sizeof cie);
+    uint32_t fde1 = (uint32_t)frame->n;
+    static const uint8_t program1[] = {
+        0x41,             /* advance 1 */
+        0x0e, 0x10,       /* def_cfa_offset 16 */
+        0x86, 0x02,       /* offset rbp at cfa-16 */
+        0x43,             /* advance 3 */
+        0x0d, 0x06,       /* def_cfa_register rbp */
+        0x4a,             /* advance 10 */
+        0x0a,             /* remember_state */
+        0x0c, 0x07, 0x08, /* def_cfa rsp, 8 */
+        0x41,             /* advance 1 */
+        0x0b,             /* restore_state */
+        0x00,
+    };
+    put32(frame, (uint32_t)(4 + 4 + 4 + 1 + sizeof program1));
+    put32(frame, fde1 + 4); /* back to the CIE */
+    put32(frame, (uint32_t)(0x1000 - (FRAME_VADDR + frame->n)));
+    put32(frame, 0x20);
+    put8(frame, 0); /* augmentation data: none */
+    put(frame, program1, sizeof program1);
+    uint32_t fde2 = (uint32_t)frame->n;
+    static const uint8_t program2[] = {0x07, 0x10, 0x00}; /* undefined r16 */
+    put32(frame, (uint32_t)(4 + 4 + 4 + 1 + sizeof program2));
+    put32(frame, fde2 + 4);
+    put32(frame, (uint32_t)(0x1040 - (FRAME_VADDR + frame->n)));
+    put32(frame, 0x10);
+    put8(frame, 0);
+    put(frame, program2, sizeof program2);
+    put32(frame, 0); /* terminator */
+
+    put8(hdr, 1);
+    put8(hdr, 0x1b); /* eh_frame_ptr: pcrel sdata4 */
+    put8(hdr, 0x03); /* count: udata4 */
+    put8(hdr, 0x3b); /* table: datarel sdata4 */
+    put32(hdr, (uint32_t)(FRAME_VADDR - (HDR_VADDR + hdr->n)));
+    put32(hdr, 2);
+    put32(hdr, 0x1000 - HDR_VADDR);
+    put32(hdr, FRAME_VADDR + fde1 - HDR_VADDR);
+    put32(hdr, 0x1040 - HDR_VADDR);
+    put32(hdr, FRAME_VADDR + fde2 - HDR_VADDR);
+}
+
+static struct ospd_cfi_input input(const struct bytes *frame, const struct bytes *hdr)
+{
+    return (struct ospd_cfi_input){.eh_frame = frame->b,
+                                   .eh_frame_size = frame->n,
+                                   .eh_frame_vaddr = FRAME_VADDR,
+                                   .hdr = hdr->b,
+                                   .hdr_size = hdr->n,
+                                   .hdr_vaddr = HDR_VADDR,
+                                   .hdr_searched = true,
+                                   .machine = EM_X86_64,
+                                   .lo = LO,
+                                   .hi = HI};
+}
+
+START_TEST(hand_built_rows)
+{
+    struct bytes frame, hdr;
+    build(&frame, &hdr);
+    struct ospd_cfi_input in = input(&frame, &hdr);
+    struct ospd_unwind_rows rows = {0};
+    ck_assert_int_eq(ospd_cfi_rows(&in, &rows), 0);
+    const struct osp_unwind_row want[] = {
+        {.pc_offset = 0x00, .cfa_rule = OSP_CFA_SP, .cfa_offset = 8, .ra_offset = -8},
+        {.pc_offset = 0x01,
+         .cfa_rule = OSP_CFA_SP,
+         .cfa_offset = 16,
+         .ra_offset = -8,
+         .fp_rule = OSP_FP_AT_CFA,
+         .fp_offset = -16},
+        {.pc_offset = 0x04,
+         .cfa_rule = OSP_CFA_FP,
+         .cfa_offset = 16,
+         .ra_offset = -8,
+         .fp_rule = OSP_FP_AT_CFA,
+         .fp_offset = -16},
+        {.pc_offset = 0x0e,
+         .cfa_rule = OSP_CFA_SP,
+         .cfa_offset = 8,
+         .ra_offset = -8,
+         .fp_rule = OSP_FP_AT_CFA,
+         .fp_offset = -16},
+        {.pc_offset = 0x0f,
+         .cfa_rule = OSP_CFA_FP,
+         .cfa_offset = 16,
+         .ra_offset = -8,
+         .fp_rule = OSP_FP_AT_CFA,
+         .fp_offset = -16},
+        {.pc_offset = 0x20, .cfa_rule = OSP_CFA_UNKNOWN}, /* the gap after the first FDE */
+        {.pc_offset = 0x40, .cfa_rule = OSP_CFA_END},
+        {.pc_offset = 0x50, .cfa_rule = OSP_CFA_UNKNOWN},
+    };
+    ck_assert_uint_eq(rows.count, sizeof want / sizeof want[0]);
+    for (uint32_t i = 0; i < rows.count; i++)
+        ck_assert_msg(memcmp(&rows.rows[i], &want[i], sizeof want[i]) == 0,
+                      "row %u at %#x: cfa %u%+d fp %u%+d", i, rows.rows[i].pc_offset,
+                      rows.rows[i].cfa_rule, rows.rows[i].cfa_offset, rows.rows[i].fp_rule,
+                      rows.rows[i].fp_offset);
+    ck_assert_uint_eq(rows.start_vaddr, LO);
+    ck_assert_uint_eq(rows.end_vaddr, HI);
+    ospd_unwind_rows_free(&rows);
+
+    /* Without a search table libdw would use, the object is left to libdw. */
+    in.hdr_size = 3;
+    ck_assert_int_eq(ospd_cfi_rows(&in, &rows), -ENOENT);
+}
+END_TEST
+
+/* A copy of n bytes ending at a page that cannot be read: a read past it faults. */
+static uint8_t *fenced(const uint8_t *bytes, size_t n, uint8_t **map, size_t *map_size)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), data = (n + page - 1) / page * page;
+    *map_size = data + page;
+    *map = mmap(NULL, *map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(*map, MAP_FAILED);
+    ck_assert_int_eq(mprotect(*map + data, page, PROT_NONE), 0);
+    uint8_t *at = *map + data - n;
+    memcpy(at, bytes, n);
+    return at;
+}
+
+START_TEST(damaged_bytes_stay_inside)
+{
+    struct bytes frame, hdr;
+    build(&frame, &hdr);
+    uint64_t seed = 42;
+    int rounds = getenv("OSPREY_UNDER_VALGRIND") ? 500 : 20000;
+    for (int round = 0; round < rounds; round++) {
+        struct bytes f = frame, h = hdr;
+        int flips = 1 + round % 4;
+        for (int i = 0; i < flips; i++) {
+            seed = seed * 6364136223846793005u + 1442695040888963407u;
+            uint64_t r = seed >> 16;
+            struct bytes *which = (r & 1) && i > 0 ? &h : &f;
+            which->b[(r >> 1) % which->n] ^= (uint8_t)(1u << ((r >> 20) % 8));
+            if (((r >> 24) & 7) == 0)
+                which->n -= (r >> 28) % which->n; /* cut short */
+        }
+        uint8_t *fmap, *hmap;
+        size_t fsize, hsize;
+        struct ospd_cfi_input in = input(&f, &h);
+        in.eh_frame = fenced(f.b, f.n, &fmap, &fsize);
+        in.hdr = fenced(h.b, h.n, &hmap, &hsize);
+        struct ospd_unwind_rows rows = {0};
+        int rc = ospd_cfi_rows(&in, &rows);
+        ck_assert_msg(rc == 0 || rc == -ENOENT, "round %d: %d", round, rc);
+        if (rc == 0) {
+            ck_assert_uint_ge(rows.count, 1);
+            for (uint32_t i = 1; i < rows.count; i++)
+                ck_assert_uint_gt(rows.rows[i].pc_offset, rows.rows[i - 1].pc_offset);
+            ck_assert_uint_lt(rows.rows[rows.count - 1].pc_offset, HI - LO);
+            for (uint32_t i = 0; i < rows.count; i++)
+                ck_assert_uint_le(rows.rows[i].cfa_rule, OSP_CFA_END);
+        }
+        ospd_unwind_rows_free(&rows);
+        munmap(fmap, fsize);
+        munmap(hmap, hsize);
+    }
+}
+END_TEST
+
+/* ---- against libdw, on this system's objects ------------------------------------------- */
+
+static int find_libc(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    if (info->dlpi_name && strstr(info->dlpi_name, "libc.so")) {
+        snprintf(data, 4096, "%s", info->dlpi_name);
+        return 1;
+    }
+    return 0;
+}
+
+START_TEST(libc_every_row_as_libdw)
+{
+    char libc[4096] = "";
+    dl_iterate_phdr(find_libc, libc);
+    ck_assert_msg(libc[0] != '\0', "no C library mapped");
+    struct cfi_compare_options options = {.full = true};
+    struct cfi_compare_totals t = {0};
+    cfi_compare_object(libc, &options, &t, stderr);
+    ck_assert_uint_eq(t.translated, 1);
+    ck_assert_uint_gt(t.addresses, 1000);
+    ck_assert_msg(t.differing == 0, "%lu rows differ: %s", (unsigned long)t.differing,
+                  t.first_difference);
+}
+END_TEST
+
+START_TEST(system_objects_as_libdw)
+{
+#if defined(__x86_64__)
+    const char *dirs[] = {"/usr/lib/x86_64-linux-gnu", "/usr/bin"};
+#else
+    const char *dirs[] = {"/usr/lib/aarch64-linux-gnu", "/usr/bin"};
+#endif
+    /* Under valgrind, the first 40 objects of the walk: all of them take minutes there. */
+    struct cfi_compare_options options = {.samples = 24,
+                                          .max_objects = getenv("OSPREY_UNDER_VALGRIND") ? 40 : 0};
+    struct cfi_compare_totals t = {0};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        struct stat st;
+        if (stat(dirs[i], &st) == 0)
+            cfi_compare_tree(dirs[i], &options, &t, NULL);
+    }
+    /* The other machine's libraries, where a cross toolchain put them (x86_64 and arm64 rows
+     * are built on either host: qemu-user targets). */
+#if defined(__x86_64__)
+    struct cfi_compare_options other = {.samples = 24, .machine = EM_AARCH64};
+    const char *other_dir = "/usr/lib/aarch64-linux-gnu";
+#else
+    struct cfi_compare_options other = {.samples = 24, .machine = EM_X86_64};
+    const char *other_dir = "/usr/lib/x86_64-linux-gnu";
+#endif
+    other.max_objects = options.max_objects;
+    struct stat other_st;
+    if (stat(other_dir, &other_st) == 0) {
+        uint64_t before = t.objects;
+        t.objects = 0; /* max_objects counts this walk's own */
+        cfi_compare_tree(other_dir, &other, &t, NULL);
+        t.objects += before;
+    }
+    fprintf(stderr,
+            "cfi: %lu objects, %lu translated (%lu rows, %.0f ms), %lu left to libdw, "
+            "%lu addresses compared, %lu differ\n",
+            (unsigned long)t.objects, (unsigned long)t.translated, (unsigned long)t.rows,
+            t.translator_ns / 1e6, (unsigned long)t.left_to_libdw, (unsigned long)t.addresses,
+            (unsigned long)t.differing);
+    ck_assert_uint_gt(t.translated, 10);
+    ck_assert_uint_eq(t.failed, 0);
+    ck_assert_msg(t.differing == 0, "%lu of %lu addresses differ; first: %s",
+                  (unsigned long)t.differing, (unsigned long)t.addresses, t.first_difference);
+}
+END_TEST
+
+Suite *cfi_suite(void)
+{
+    Suite *s = suite_create("cfi");
+    TCase *tc = tcase_create("translator");
+    tcase_set_timeout(tc, 280);
+    tcase_add_test(tc, hand_built_rows);
+    tcase_add_test(tc, damaged_bytes_stay_inside);
+    tcase_add_test(tc, libc_every_row_as_libdw);
+    tcase_add_test(tc, system_objects_as_libdw);
+    suite_add_tcase(s, tc);
+    return s;
+}
