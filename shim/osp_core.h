@@ -31,6 +31,7 @@
 #include "osp_base.h"
 #include "osp_policy.h"
 #include "osp_ring.h"
+#include "osp_unwind_step.h"
 
 /* ---- event_ring.c ------------------------------------------------------------------------ */
 
@@ -124,6 +125,13 @@ int osp__unwind_settling(void);
  * pointer moves strictly up at each frame. Returns the depth. Async-signal-safe. */
 uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
                      uint64_t *out, uint32_t cap);
+
+/* osp__unwind, saying why the walk ended (*stop, never OSP_UNWIND_GO_ON): the shared walk of
+ * proto/osp_unwind_step.h, its reads checked against [lo, hi), the prologue read from the
+ * leaf's code; a frame found by the frame pointer while ospreyd is still building rows makes
+ * the stack OSP_UNWIND_GUESSED. Async-signal-safe. */
+uint32_t osp__unwind_why(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
+                         uint64_t *out, uint32_t cap, enum osp_unwind_stop *stop);
 
 /* The stack of whoever called our own code: `own_frames` frame records of ours (built with
  * frame pointers) are stepped over from `fp`, then osp__unwind goes on from the caller's
