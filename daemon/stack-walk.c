@@ -50,11 +50,3 @@ uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t p
     *stop = OSP_UNWIND_DEPTH;
     return osp_unwind_walk(&t, &r, 1, &memory, out, cap, stop);
 }
-
-uint32_t ospd_walk_copy(const void *tables, uint64_t tables_size, uint64_t pc, uint64_t sp,
-                        uint64_t fp, const struct ospd_stack_copy *stack, uint64_t *out,
-                        uint32_t cap)
-{
-    enum osp_unwind_stop stop;
-    return ospd_walk_copy_why(tables, tables_size, pc, sp, fp, stack, out, cap, &stop);
-}

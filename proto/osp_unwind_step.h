@@ -26,7 +26,8 @@
  *     ucontext_t at sp (x86_64) or sp + 128 (aarch64's rt_sigframe), the frame after it an
  *     interrupted instant again; its sp must be above this one.
  *   - A zero return address, or a row that says the return address is undefined, is the
- *     outermost frame.
+ *     outermost frame. A zero frame pointer is not: frameless code (a JIT's) may hold 0 in the
+ *     register, and a frame record read where there is none may hold 0 in its slot.
  *   - Return addresses lose their pointer-authentication bits (aarch64).
  *
  * Header-only, no library beyond the compiler's own headers. Async-signal-safe when the
@@ -66,8 +67,9 @@ enum osp_unwind_stop {
     OSP_UNWIND_NO_ROW = 2,    /* no row for the pc, and its frame pointer failed the checks */
     OSP_UNWIND_FAILED = 3,    /* a row's rule failed a check (a read refused, sp not rising) */
     OSP_UNWIND_DEPTH = 4,     /* the depth cap */
-    OSP_UNWIND_GUESSED = 5,   /* a frame was found by the frame pointer in code whose rows were
-                               * still being built: the stack may skip frames, however it ended */
+    OSP_UNWIND_GUESSED = 5,   /* the frame pointer was followed from code no published table
+                               * covers while rows were still being built: the stack may skip
+                               * frames, however it ended */
 };
 #define OSP_UNWIND_STOP_COUNT 6u
 
@@ -324,11 +326,12 @@ OSP_UNWIND_INLINE uint32_t osp_unwind_walk(const struct osp_unwind_tables *t,
                           : NULL;
         struct osp_unwind_regs next;
         why = osp_unwind_step_with(row, &r, first, a, &next);
+        if (row == NULL && !guessed && t->building != NULL &&
+            (why == OSP_UNWIND_GO_ON || why == OSP_UNWIND_OUTERMOST))
+            guessed = osp_unwind_building(t->building, t->building_size);
         if (why != OSP_UNWIND_GO_ON)
             break;
         why = OSP_UNWIND_DEPTH;
-        if (row == NULL && !guessed && t->building != NULL)
-            guessed = osp_unwind_building(t->building, t->building_size);
         /* Past the kernel's signal frame, the registers are an interrupted instant again. */
         first = row != NULL && row->cfa_rule == OSP_CFA_SIGNAL;
         r = next;

@@ -271,10 +271,12 @@ struct osp__slot {
     uint64_t start_pc; /* the start routine of a thread pthread_create started, else 0 */
 };
 
-/* Write one SAMPLE_WEIGHTED record to `w` for slot s. Returns 0, or -ENOSPC when the ring is
- * full (the caller counts the drop, or carries the weight). Async-signal-safe. */
+/* Write one SAMPLE_WEIGHTED record to `w` for slot s, with why its stack's walk ended
+ * (OSP_UNWIND_GO_ON: not said). Returns 0, or -ENOSPC when the ring is full (the caller counts
+ * the drop, or carries the weight). Async-signal-safe. */
 int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
-                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth);
+                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth,
+                     enum osp_unwind_stop stop);
 /* Does ospreyd time this run's waits from the kernel's context-switch records (the shim opened
  * and mapped them at boot, and handed them on)? Then a wait is written as its site
  * (OSP_REC_WAIT_SPAN), from the start of the run. Async-signal-safe. */

@@ -94,6 +94,16 @@ START_TEST(a_frame_pointer_chain)
     ck_assert_uint_eq(w.pcs[1], 0x9000);
     ck_assert_uint_eq(w.pcs[2], 0xa000);
     ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    /* A zero frame pointer, read from a record or in the register, is no outermost frame:
+     * frameless code (a JIT's) may hold 0 there, and a "record" read where there is none too. */
+    set(20, 0);
+    w = both(0, 0x8010, 4, at(10), OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 3);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    set(20, at(30));
+    w = both(0, 0x8010, 4, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 1);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
     /* The depth cap. */
     w = both(0, 0x8010, 4, at(10), 2);
     ck_assert_uint_eq(w.depth, 2);
@@ -267,7 +277,9 @@ START_TEST(a_frame_pointer_guess_while_rows_are_built_is_guessed)
     ck_assert_uint_eq(w.depth, 2);
     ck_assert_int_eq(w.stop, OSP_UNWIND_GUESSED);
     /* A row that says nothing is published: the frame pointer there is no guess. */
+    set(11, IMAGE + 0x250);
     w = both(1, IMAGE + 0x310, 4, at(10), OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 2);
     ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
     atomic_store_explicit(&h->builds_pending, 0, memory_order_relaxed);
 }
