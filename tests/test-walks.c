@@ -209,7 +209,8 @@ START_TEST(the_plt_an_epilogue_and_a_cfa_that_does_not_rise)
 {
     tables_with(rows, NROWS);
     memset(stack, 0, sizeof stack);
-    /* The PLT below threshold: CFA word 5, ra at word 4; from pc & 15 == 11: word 6, ra at 5. */
+    /* The PLT below threshold: CFA word 5, ra at word 4; from pc & 15 == 11: word 6, ra at 5
+     * (x86_64's lazy PLT; aarch64 has no such rule, the CFA stays). */
     set(4, IMAGE + 0x250);
     set(5, IMAGE + 0x260);
     struct walked w = both(1, IMAGE + 0x500, 4, 0, OSP_MAX_DEPTH);
@@ -217,7 +218,11 @@ START_TEST(the_plt_an_epilogue_and_a_cfa_that_does_not_rise)
     ck_assert_uint_eq(w.pcs[1], IMAGE + 0x250);
     w = both(1, IMAGE + 0x50b, 4, 0, OSP_MAX_DEPTH);
     ck_assert_uint_eq(w.depth, 2);
+#if defined(__x86_64__)
     ck_assert_uint_eq(w.pcs[1], IMAGE + 0x260);
+#else
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x250);
+#endif
     ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
     /* An epilogue: fp's slot (CFA - 16) is below sp, the register keeps the caller's fp. */
     set(4, IMAGE + 0x310);
