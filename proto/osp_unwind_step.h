@@ -326,12 +326,14 @@ OSP_UNWIND_INLINE uint32_t osp_unwind_walk(const struct osp_unwind_tables *t,
                           : NULL;
         struct osp_unwind_regs next;
         why = osp_unwind_step_with(row, &r, first, a, &next);
-        if (row == NULL && !guessed && t->building != NULL &&
-            (why == OSP_UNWIND_GO_ON || why == OSP_UNWIND_OUTERMOST))
-            guessed = osp_unwind_building(t->building, t->building_size);
-        if (why != OSP_UNWIND_GO_ON)
+        if (why != OSP_UNWIND_GO_ON) {
+            if (why == OSP_UNWIND_OUTERMOST && row == NULL && !guessed && t->building != NULL)
+                guessed = osp_unwind_building(t->building, t->building_size);
             break;
+        }
         why = OSP_UNWIND_DEPTH;
+        if (row == NULL && !guessed && t->building != NULL)
+            guessed = osp_unwind_building(t->building, t->building_size);
         /* Past the kernel's signal frame, the registers are an interrupted instant again. */
         first = row != NULL && row->cfa_rule == OSP_CFA_SIGNAL;
         r = next;
