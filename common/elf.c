@@ -1,9 +1,11 @@
 /* elf.c — an object file's identity, read from the file itself: its GNU build id (the
  * NT_GNU_BUILD_ID note) and where its code sits (the PF_X PT_LOAD's file offset and link-time
- * address). ospreyd records both in the raw profile while the objects of the run are still on
- * disk; the exporters check an object against the profile's build id before trusting it, and
- * the build-id cache files objects under it. Paths come from profiles, so the open never
- * blocks, only regular files are read, and every offset and size read from the file is
+ * address); and the one walk of an object's program headers (ospc_elf_program_headers), which
+ * the daemon's image records, the exporters' vDSO copy and function spans and the CLI's
+ * static-binary check read too. ospreyd records both in the raw profile while the objects of the
+ * run are still on disk; the exporters check an object against the profile's build id before
+ * trusting it, and the build-id cache files objects under it. Paths come from profiles, so the open
+ * never blocks, only regular files are read, and every offset and size read from the file is
  * bounds-checked against the file before it is used. */
 #include <elf.h>
 #include <errno.h>
@@ -42,30 +44,57 @@ static int build_id_in_notes(const unsigned char *data, size_t size, char *out, 
     return -1;
 }
 
+/* n bytes at offset `at` of the object: from memory, or read from fd. 0 or -1. */
+static int object_read(int fd, const void *memory, uint64_t size, uint64_t at, void *out, size_t n)
+{
+    if (at > size || n > size - at)
+        return -1;
+    if (memory != NULL) {
+        memcpy(out, (const unsigned char *)memory + at, n);
+        return 0;
+    }
+    return pread(fd, out, n, (off_t)at) == (ssize_t)n ? 0 : -1;
+}
+
+int ospc_elf_program_headers(int fd, const void *memory, uint64_t size, Elf64_Ehdr *header,
+                             Elf64_Phdr **out, size_t *count)
+{
+    *out = NULL;
+    *count = 0;
+    if (object_read(fd, memory, size, 0, header, sizeof *header) != 0 ||
+        memcmp(header->e_ident, ELFMAG, SELFMAG) != 0)
+        return -ENOEXEC;
+    /* 64-bit little-endian objects only (x86_64, aarch64). */
+    if (header->e_ident[EI_CLASS] != ELFCLASS64 || header->e_ident[EI_DATA] != ELFDATA2LSB ||
+        header->e_phentsize != sizeof(Elf64_Phdr) || header->e_phnum == 0 ||
+        (uint64_t)header->e_phnum * sizeof(Elf64_Phdr) > ELF_MAX_HEADERS_BYTES ||
+        header->e_phoff > size)
+        return -ENOTSUP;
+    size_t table_size = (size_t)header->e_phnum * sizeof(Elf64_Phdr);
+    Elf64_Phdr *segments = malloc(table_size);
+    if (segments == NULL)
+        return -ENOMEM;
+    if (object_read(fd, memory, size, header->e_phoff, segments, table_size) != 0) {
+        free(segments);
+        return -EIO;
+    }
+    *out = segments;
+    *count = header->e_phnum;
+    return 0;
+}
+
 int ospc_elf_identity_fd(int fd, off_t file_size, struct ospc_elf_identity *out)
 {
     memset(out, 0, sizeof *out);
     Elf64_Ehdr header;
-    if (pread(fd, &header, sizeof header, 0) != (ssize_t)sizeof header ||
-        memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
-        return -ENOEXEC;
-    /* 64-bit little-endian objects only (x86_64, aarch64). */
-    if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB ||
-        header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phnum == 0 ||
-        (uint64_t)header.e_phnum * sizeof(Elf64_Phdr) > ELF_MAX_HEADERS_BYTES ||
-        header.e_phoff > (uint64_t)file_size)
-        return -ENOTSUP;
+    Elf64_Phdr *segments;
+    size_t count;
+    int rc = ospc_elf_program_headers(fd, NULL, (uint64_t)file_size, &header, &segments, &count);
+    if (rc != 0)
+        return rc;
     out->type = header.e_type;
-    size_t table_size = (size_t)header.e_phnum * sizeof(Elf64_Phdr);
-    Elf64_Phdr *segments = malloc(table_size);
-    if (segments == NULL)
-        return -ENOMEM;
-    if (pread(fd, segments, table_size, (off_t)header.e_phoff) != (ssize_t)table_size) {
-        free(segments);
-        return -EIO;
-    }
     int found = 0;
-    for (int i = 0; i < header.e_phnum; i++) {
+    for (size_t i = 0; i < count; i++) {
         const Elf64_Phdr *segment = &segments[i];
         if (segment->p_type == PT_LOAD && (segment->p_flags & PF_X) &&
             (!out->has_text || segment->p_vaddr < out->text_vaddr)) {

@@ -9,6 +9,7 @@
 #ifndef OSPC_H
 #define OSPC_H
 
+#include <elf.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -128,6 +129,14 @@ struct ospc_elf_identity {
     uint16_t type; /* e_type: ET_EXEC, ET_DYN, ... */
 };
 
+/* The program headers of the 64-bit little-endian ELF object of `size` bytes in memory (when
+ * `memory` is not NULL) or read from `fd`: its ELF header into *header and the headers into
+ * *out (malloc'd, *count of them; the caller frees). Every read checked against `size`.
+ * 0; -ENOEXEC not ELF; -ENOTSUP another class, byte order or header size, none, or more
+ * than a real object has; -EIO a short read; -ENOMEM. */
+int ospc_elf_program_headers(int fd, const void *memory, uint64_t size, Elf64_Ehdr *header,
+                             Elf64_Phdr **out, size_t *count);
+
 /* Read the identity of the ELF object at `path`: opened without blocking, only a regular file,
  * every offset bounds-checked against the file (paths come from profiles). 64-bit
  * little-endian objects only. 0, or a negative errno with one short phrase in `why` (may be
@@ -136,6 +145,30 @@ int ospc_elf_identity(const char *path, struct ospc_elf_identity *out, char *why
 /* The same from an open descriptor (the caller checked it is a regular file of `file_size`
  * bytes). */
 int ospc_elf_identity_fd(int fd, off_t file_size, struct ospc_elf_identity *out);
+
+/* ---- eh-frame.c: .eh_frame_hdr, and the DWARF pointer encodings of .eh_frame ---- */
+
+/* LEB128 values at *p (advanced past them), inside [*p, end). 0, or -1. */
+int ospc_dwarf_uleb(const uint8_t **p, const uint8_t *end, uint64_t *out);
+int ospc_dwarf_sleb(const uint8_t **p, const uint8_t *end, int64_t *out);
+/* A value of DWARF pointer encoding `encoding` at *p (advanced past it), inside [*p, end): its
+ * format (the low four bits: absptr, uleb128, udata2/4/8, sleb128, sdata2/4/8) applied as its
+ * high bits say (none; pcrel: plus pc_base, the value's own address; datarel: plus
+ * data_base). 0, or -1 for a form this does not read or bytes past end. */
+int ospc_dwarf_read_encoded(const uint8_t **p, const uint8_t *end, unsigned encoding,
+                            uint64_t pc_base, uint64_t data_base, uint64_t *out);
+
+/* One entry of .eh_frame_hdr's search table, in link-time addresses. */
+struct ospc_eh_frame_entry {
+    uint64_t start; /* the FDE's initial location: where its function starts */
+    uint64_t fde;   /* the FDE's address (in .eh_frame) */
+};
+/* The search table of the .eh_frame_hdr bytes [data, data + size), whose link-time address is
+ * vaddr, sorted by start into *out (malloc'd; *count entries; the caller frees). 0;
+ * -ENOENT when the bytes are no version-1 header with a table of encodings this reads;
+ * -ENOMEM. */
+int ospc_eh_frame_hdr_table(const uint8_t *data, size_t size, uint64_t vaddr,
+                            struct ospc_eh_frame_entry **out, size_t *count);
 
 /* ---- private.c: a directory of this user's, and its files ----
  *

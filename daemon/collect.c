@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "osp_unwind_step.h"
 #include "ospd.h"
 
 /* The largest record body any valid type can have: an image with the longest path. */
@@ -361,7 +362,7 @@ static int64_t intern_record_pcs(struct ospd_collector *c, const uint8_t *at, ui
 static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
 {
     struct osp_rec_sample r;
-    uint32_t weight = 1;
+    uint32_t weight = 1, stop = 0;
     size_t header = sizeof r;
     if (((const struct osp_rec_header *)rec)->type == OSP_REC_SAMPLE_WEIGHTED) {
         struct osp_rec_sample_weighted w;
@@ -375,9 +376,13 @@ static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size
                                     .state = w.state,
                                     .depth = w.depth};
         weight = w.weight;
+        stop = w.stop;
         header = sizeof w;
         if (weight == 0)
             return reject(c, "sample weight 0");
+        if (stop >= OSP_UNWIND_STOP_COUNT)
+            return reject(c, "sample stop reason %" PRIu32 " outside 0..%u", stop,
+                          OSP_UNWIND_STOP_COUNT - 1);
     } else {
         if (size < sizeof r)
             return reject(c, "sample record of %" PRIu32 " bytes, shorter than its header", size);
@@ -397,7 +402,9 @@ static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size
 
     uint64_t pcs[OSP_MAX_DEPTH];
     memcpy(pcs, rec + header, (size_t)r.depth * sizeof *pcs);
-    ospd_collector_sample(c, r.t_ns, slot->thread, pcs, r.depth, r.state, weight);
+    int64_t stack = ospd_collector_sample(c, r.t_ns, slot->thread, pcs, r.depth, r.state, weight);
+    if (stack >= 0)
+        ospd_stack_set_end(&c->stacks, (uint32_t)stack, stop);
     return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "osp_unwind_step.h"
 #include "ospd.h"
 
 void ospd_interner_init(struct ospd_interner *in)
@@ -115,6 +116,8 @@ int64_t ospd_intern_lookup(const struct ospd_interner *in, const uint64_t *pcs, 
 
 int64_t ospd_intern(struct ospd_interner *in, const uint64_t *pcs, uint32_t depth)
 {
+    if (depth > UINT16_MAX)
+        return -E2BIG;
     uint32_t hash = hash_pcs(pcs, depth);
     int64_t found = find(in, hash, pcs, depth);
     if (found >= 0)
@@ -134,7 +137,8 @@ int64_t ospd_intern(struct ospd_interner *in, const uint64_t *pcs, uint32_t dept
         return -ENOMEM;
 
     uint32_t index = in->count++;
-    in->stacks[index] = (struct ospd_stack){.first = in->pool_len, .depth = depth, .hash = hash};
+    in->stacks[index] =
+        (struct ospd_stack){.first = in->pool_len, .depth = (uint16_t)depth, .hash = hash};
     memcpy(in->pool + in->pool_len, pcs, (size_t)depth * sizeof *pcs);
     in->pool_len += depth;
     table_place(in->slots, in->slots_cap, hash, index);
@@ -146,4 +150,18 @@ const uint64_t *ospd_stack_pcs(const struct ospd_interner *in, uint32_t index, u
     const struct ospd_stack *s = &in->stacks[index];
     *depth = s->depth;
     return in->pool + s->first;
+}
+
+void ospd_stack_set_end(struct ospd_interner *in, uint32_t index, uint32_t stop)
+{
+    if (index >= in->count || stop == 0 || stop >= OSP_UNWIND_STOP_COUNT)
+        return;
+    struct ospd_stack *s = &in->stacks[index];
+    if (s->end == 0 || (s->end == OSP_UNWIND_GUESSED && stop != OSP_UNWIND_GUESSED))
+        s->end = (uint8_t)stop;
+}
+
+uint32_t ospd_stack_end(const struct ospd_interner *in, uint32_t index)
+{
+    return index < in->count ? in->stacks[index].end : 0;
 }

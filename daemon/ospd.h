@@ -40,7 +40,9 @@ int ospd_grow(void **array, uint64_t *cap, uint64_t need, size_t size);
 /* One distinct pc sequence. Its pcs live in the interner's pool at [first, first + depth). */
 struct ospd_stack {
     uint64_t first;
-    uint32_t depth;
+    uint16_t depth; /* <= OSP_MAX_DEPTH */
+    uint8_t end;    /* why its walk ended (ospd_stack_set_end), 0: not said */
+    uint8_t reserved;
     uint32_t hash;
 };
 
@@ -63,6 +65,12 @@ int64_t ospd_intern(struct ospd_interner *in, const uint64_t *pcs, uint32_t dept
 int64_t ospd_intern_lookup(const struct ospd_interner *in, const uint64_t *pcs, uint32_t depth);
 /* The pcs of stack `index` (< in->count); *depth receives its length. */
 const uint64_t *ospd_stack_pcs(const struct ospd_interner *in, uint32_t index, uint32_t *depth);
+/* Why the walks of stack `index` ended (enum osp_unwind_stop, proto/osp_unwind_step.h): the
+ * first reason a walk said, except that a guess gives way to any other (the same frames found
+ * again by rows are no guess). `stop` 0 (not said) changes nothing. */
+void ospd_stack_set_end(struct ospd_interner *in, uint32_t index, uint32_t stop);
+/* The reason kept for stack `index`, 0 when no walk said. */
+uint32_t ospd_stack_end(const struct ospd_interner *in, uint32_t index);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Collector (collect.c). */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "osp_unwind_step.h"
 #include "ospd.h"
 
 /* ------------------------------------------------------------------------------------------ */
@@ -64,13 +65,14 @@ struct ospd_stack_copy {
 
 /* Walk from (pc, sp, fp) through the copy: each frame by its row in the unwind table object
  * [tables, tables + tables_size) (proto/osp_unwind.h; NULL for none), else by the frame
- * pointer chain, as the shim's handler walks its own stack. Every word read must lie inside
- * the copy; each step must move sp up (at most 1 MiB); the walk ends at the first check that
- * fails, an outermost frame, or `cap` addresses. Returns the count written to out (>= 1 when
- * cap >= 1: the pc itself). */
-uint32_t ospd_walk_copy(const void *tables, uint64_t tables_size, uint64_t pc, uint64_t sp,
-                        uint64_t fp, const struct ospd_stack_copy *stack, uint64_t *out,
-                        uint32_t cap);
+ * pointer chain, by the walk the shim's handler runs on its own stack (osp_unwind_walk). Every
+ * word read must lie inside the copy; each step must move sp up (at most 1 MiB); the walk ends
+ * at the first check that fails, an outermost frame, or `cap` addresses, and *stop says which
+ * (proto/osp_unwind_step.h). Returns the count written to out (>= 1 when cap >= 1: the pc
+ * itself). */
+uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t pc, uint64_t sp,
+                            uint64_t fp, const struct ospd_stack_copy *stack, uint64_t *out,
+                            uint32_t cap, enum osp_unwind_stop *stop);
 
 /* ------------------------------------------------------------------------------------------ */
 /* /proc/PID/maps (proc-maps.c). */

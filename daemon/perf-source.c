@@ -407,9 +407,10 @@ static void handle(struct ospd_perf_source *s, struct ospd_collector *c, const u
         return; /* a kernel thread's instant: no user stack */
     uint64_t pcs[OSP_MAX_DEPTH];
     struct ospd_stack_copy copy = {p.regs[OSPD_REG_SP], p.stack, p.stack_size};
+    enum osp_unwind_stop stop;
     uint32_t depth =
-        ospd_walk_copy(s->tables, s->tables_size, p.regs[OSPD_REG_PC], p.regs[OSPD_REG_SP],
-                       p.regs[OSPD_REG_FP], &copy, pcs, OSP_MAX_DEPTH);
+        ospd_walk_copy_why(s->tables, s->tables_size, p.regs[OSPD_REG_PC], p.regs[OSPD_REG_SP],
+                           p.regs[OSPD_REG_FP], &copy, pcs, OSP_MAX_DEPTH, &stop);
     if (is_site_event(s, p.id)) {
         /* The stack at a switch out: the site of the block that follows, if it is one. */
         int64_t stack = ospd_intern(&c->stacks, pcs, depth);
@@ -419,7 +420,10 @@ static void handle(struct ospd_perf_source *s, struct ospd_collector *c, const u
         return;
     }
     s->samples++;
-    ospd_collector_sample(c, p.time_ns, (uint32_t)thread, pcs, depth, OSP_STATE_ON_CPU, 1);
+    int64_t stack =
+        ospd_collector_sample(c, p.time_ns, (uint32_t)thread, pcs, depth, OSP_STATE_ON_CPU, 1);
+    if (stack >= 0)
+        ospd_stack_set_end(&c->stacks, (uint32_t)stack, stop);
 }
 
 static void drain_ring(struct ospd_perf_source *s, struct ospd_collector *c,

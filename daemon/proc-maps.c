@@ -70,29 +70,21 @@ int ospd_image_from_phdrs(const struct ospd_phdr *ph, uint32_t count, uint64_t l
     return 0;
 }
 
-/* The program headers of an ELF64 object, read from fd or from memory; -1 when not one. */
-static int read_phdrs(int fd, const uint8_t *memory, struct ospd_phdr *out, uint32_t cap,
-                      uint32_t *count)
+/* The program headers of an ELF64 object, read from fd or from memory (common/'s walk: `size`
+ * bounds every read); -1 when not one. */
+static int read_phdrs(int fd, const uint8_t *memory, uint64_t size, struct ospd_phdr *out,
+                      uint32_t cap, uint32_t *count)
 {
     Elf64_Ehdr eh;
-    if (memory != NULL)
-        memcpy(&eh, memory, sizeof eh);
-    else if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh)
-        return -1;
-    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_phentsize != sizeof(Elf64_Phdr))
+    Elf64_Phdr *ph;
+    size_t n;
+    if (ospc_elf_program_headers(fd, memory, size, &eh, &ph, &n) != 0)
         return -1;
     *count = 0;
-    for (uint32_t i = 0; i < eh.e_phnum && *count < cap; i++) {
-        Elf64_Phdr ph;
-        off_t at = (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph);
-        if (memory != NULL)
-            memcpy(&ph, memory + at, sizeof ph);
-        else if (pread(fd, &ph, sizeof ph, at) != (ssize_t)sizeof ph)
-            return -1;
-        out[(*count)++] =
-            (struct ospd_phdr){ph.p_type, ph.p_flags, ph.p_offset, ph.p_vaddr, ph.p_memsz};
-    }
+    for (size_t i = 0; i < n && *count < cap; i++)
+        out[(*count)++] = (struct ospd_phdr){ph[i].p_type, ph[i].p_flags, ph[i].p_offset,
+                                             ph[i].p_vaddr, ph[i].p_memsz};
+    free(ph);
     return 0;
 }
 
@@ -122,7 +114,7 @@ static int object_phdrs(int32_t pid, const char *path, struct ospd_phdr *ph, uin
         const uint8_t *vdso =
             (const uint8_t *)getauxval(AT_SYSINFO_EHDR); /* one kernel, one vDSO */
         if (vdso != NULL)
-            rc = read_phdrs(-1, vdso, ph, cap, count);
+            rc = read_phdrs(-1, vdso, 4096, ph, cap, count); /* its headers: in its first page */
         return rc;
     }
     /* Through the process's own root, so a target in another mount namespace reads its
@@ -134,7 +126,7 @@ static int object_phdrs(int32_t pid, const char *path, struct ospd_phdr *ph, uin
     if (fd == -ENOENT || fd == -EACCES)
         fd = ospc_open_shared(path, O_RDONLY, 0, OSPC_ANY_OWNER);
     if (fd >= 0) {
-        rc = read_phdrs(fd, NULL, ph, cap, count);
+        rc = read_phdrs(fd, NULL, UINT64_MAX, ph, cap, count); /* a short read refuses */
         close(fd);
     }
     return rc;

@@ -238,7 +238,20 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         *p++ = ']';
         fwrite(row, 1, (size_t)(p - row), f);
     }
-    fputs("],\n\"samples\":[", f);
+    fputs("]", f);
+    /* Why each stack's walk ended, when a walker said so for any (proto/raw-format.md). */
+    uint32_t said = 0;
+    for (uint32_t i = 0; i < c->stacks.count && said == 0; i++)
+        said = ospd_stack_end(&c->stacks, i);
+    if (said != 0) {
+        fputs(",\n\"stack_ends\":[", f);
+        for (uint32_t i = 0; i < c->stacks.count; i++) {
+            char end[4] = {i == 0 ? '\n' : ',', (char)('0' + ospd_stack_end(&c->stacks, i))};
+            fwrite(end + (i == 0), 1, 2 - (i == 0), f);
+        }
+        fputs("]", f);
+    }
+    fputs(",\n\"samples\":[", f);
     rc = write_samples(f, c);
     fputs("]", f);
     rc = rc ? rc : put_field(f, false, "dropped", json_u64(ospd_dropped_total(c)));

@@ -219,66 +219,8 @@ struct osp_unwind_row ospd_unwind_libdw_row(Dwarf_Frame *frame, const struct osp
     return ospd_unwind_row_of(arch, pc_offset, &f);
 }
 
-/* Read a pointer of .eh_frame_hdr's encoding `enc` at *p (inside [*p, end)). Only the forms
- * linkers write for the header: absptr, udata4/sdata4/udata8/sdata8, pcrel or datarel. */
-static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t pc_base,
-                        uint64_t data_base, uint64_t *value)
-{
-    uint64_t v;
-    switch (enc & 0x0f) {
-    case DW_EH_PE_absptr:
-    case DW_EH_PE_udata8:
-    case DW_EH_PE_sdata8:
-        if (end - *p < 8)
-            return -1;
-        memcpy(&v, *p, 8);
-        *p += 8;
-        break;
-    case DW_EH_PE_udata4: {
-        uint32_t u;
-        if (end - *p < 4)
-            return -1;
-        memcpy(&u, *p, 4);
-        *p += 4;
-        v = u;
-        break;
-    }
-    case DW_EH_PE_sdata4: {
-        int32_t s;
-        if (end - *p < 4)
-            return -1;
-        memcpy(&s, *p, 4);
-        *p += 4;
-        v = (uint64_t)(int64_t)s;
-        break;
-    }
-    default:
-        return -1;
-    }
-    switch (enc & 0x70) {
-    case 0:
-        break;
-    case DW_EH_PE_pcrel:
-        v += pc_base;
-        break;
-    case DW_EH_PE_datarel:
-        v += data_base;
-        break;
-    default:
-        return -1;
-    }
-    *value = v;
-    return 0;
-}
-
-static int compare_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The FDEs' initial locations from .eh_frame_hdr, sorted. 0, or -ENOENT without a usable
- * search table. */
+/* The FDEs' initial locations from .eh_frame_hdr (common/'s reader), sorted. 0, or -ENOENT
+ * without a usable search table. */
 static int fde_starts_from_header(Elf *elf, uint64_t **starts, size_t *count)
 {
     size_t shstrndx;
@@ -292,31 +234,21 @@ static int fde_starts_from_header(Elf *elf, uint64_t **starts, size_t *count)
         if (name == NULL || strcmp(name, ".eh_frame_hdr") != 0 || sh.sh_type == SHT_NOBITS)
             continue;
         Elf_Data *data = elf_getdata(scn, NULL);
-        if (data == NULL || data->d_size < 4)
+        if (data == NULL)
             return -ENOENT;
-        const uint8_t *base = data->d_buf, *end = base + data->d_size, *p = base + 4;
-        uint8_t version = base[0], ptr_enc = base[1], count_enc = base[2], table_enc = base[3];
-        uint64_t hdr = sh.sh_addr, eh_frame = 0, n = 0;
-        if (version != 1 || table_enc == DW_EH_PE_omit || count_enc == DW_EH_PE_omit)
-            return -ENOENT;
-        if (read_encoded(&p, end, ptr_enc, hdr + (uint64_t)(p - base), hdr, &eh_frame) != 0 ||
-            read_encoded(&p, end, count_enc, hdr + (uint64_t)(p - base), hdr, &n) != 0)
-            return -ENOENT;
-        if (n > (uint64_t)(end - p) / 8)
-            return -ENOENT; /* each entry is two 4-byte values at least */
+        struct ospc_eh_frame_entry *entries;
+        size_t n;
+        int rc = ospc_eh_frame_hdr_table(data->d_buf, data->d_size, sh.sh_addr, &entries, &n);
+        if (rc != 0)
+            return rc;
         uint64_t *out = malloc((n ? n : 1) * sizeof *out);
-        if (out == NULL)
+        if (out == NULL) {
+            free(entries);
             return -ENOMEM;
-        for (uint64_t i = 0; i < n; i++) {
-            uint64_t loc, fde;
-            if (read_encoded(&p, end, table_enc, hdr + (uint64_t)(p - base), hdr, &loc) != 0 ||
-                read_encoded(&p, end, table_enc, hdr + (uint64_t)(p - base), hdr, &fde) != 0) {
-                free(out);
-                return -ENOENT;
-            }
-            out[i] = loc;
         }
-        qsort(out, n, sizeof *out, compare_u64); /* the table is sorted; a hostile one not */
+        for (size_t i = 0; i < n; i++)
+            out[i] = entries[i].start;
+        free(entries);
         *starts = out;
         *count = n;
         return 0;

@@ -80,12 +80,15 @@ int ospx__vdso_copy(const struct ospx_raw *raw, const struct ospx_image *image, 
     const unsigned char *start = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
     if (booted == 0 || raw->start_unix_ns < booted || start == NULL || image->text_size == 0)
         return -ENOENT;
-    const ElfW(Ehdr) *header = (const ElfW(Ehdr) *)start;
-    if (memcmp(header->e_ident, ELFMAG, SELFMAG) != 0)
+    Elf64_Ehdr eh;
+    Elf64_Phdr *segments;
+    size_t count;
+    /* common/'s walk of the program headers, which sit in the vDSO's first page */
+    if (ospc_elf_program_headers(-1, start, 4096, &eh, &segments, &count) != 0)
         return -ENOENT;
-    const ElfW(Phdr) *segments = (const ElfW(Phdr) *)(start + header->e_phoff);
+    const Elf64_Ehdr *header = &eh;
     uint64_t text_lo = UINT64_MAX, text_hi = 0, length = 0;
-    for (int i = 0; i < header->e_phnum; i++) {
+    for (size_t i = 0; i < count; i++) {
         if (segments[i].p_type != PT_LOAD)
             continue;
         if (segments[i].p_offset + segments[i].p_filesz > length)
@@ -97,6 +100,7 @@ int ospx__vdso_copy(const struct ospx_raw *raw, const struct ospx_image *image, 
         if (segments[i].p_vaddr + segments[i].p_memsz > text_hi)
             text_hi = segments[i].p_vaddr + segments[i].p_memsz;
     }
+    free(segments);
     if (text_lo == UINT64_MAX || text_hi - text_lo != image->text_size)
         return -ENOENT; /* another kernel's vDSO, or a producer that measured differently */
     /* The section headers (the symbol table's way in) sit inside the mapped image too. */

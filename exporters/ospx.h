@@ -78,6 +78,9 @@ struct ospx_stack {
      * the samples of each generation of objects their own stack */
     int timed;
     uint64_t at_ns;
+    /* why its walk ended: enum osp_unwind_stop (proto/osp_unwind_step.h) from the raw file's
+     * stack_ends; 0 when the file does not say (an older one, or a walker that did not) */
+    unsigned end;
 };
 
 struct ospx_sample {

@@ -155,8 +155,12 @@ static uint32_t copy_stack(struct ospx_raw *raw, size_t *capacity, uint32_t s, u
     if (pcs == NULL)
         return NONE;
     memcpy(pcs, from->pcs, from->depth * sizeof *pcs);
-    raw->stacks[raw->stack_count] = (struct ospx_stack){
-        .pcs = pcs, .depth = from->depth, .process = from->process, .timed = 1, .at_ns = t};
+    raw->stacks[raw->stack_count] = (struct ospx_stack){.pcs = pcs,
+                                                        .depth = from->depth,
+                                                        .process = from->process,
+                                                        .timed = 1,
+                                                        .at_ns = t,
+                                                        .end = from->end};
     return (uint32_t)raw->stack_count++;
 }
 

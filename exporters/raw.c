@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "osp_unwind_step.h"
 #include "ospc.h"
 #include "ospx.h"
 #include "ospx_internal.h"
@@ -363,6 +364,29 @@ static int raw_read_stacks(struct raw_reader *reader, const json_t *stacks, stru
             stack->pcs[k] = (uint64_t)pc;
         }
         stack->depth = depth;
+    }
+    return 0;
+}
+
+/* The optional "stack_ends": one integer per stack, why its walk ended (proto/raw-format.md). */
+static int raw_read_stack_ends(struct raw_reader *reader, const json_t *root, struct ospx_raw *out)
+{
+    json_t *ends;
+    int rc = raw_member(reader, root, "", "stack_ends", JSON_ARRAY, 0, &ends);
+    if (rc < 0 || ends == NULL)
+        return rc;
+    if (json_array_size(ends) != out->stack_count)
+        return raw_fail(reader, "stack_ends", "%zu entries for %zu stacks", json_array_size(ends),
+                        out->stack_count);
+    for (size_t i = 0; i < out->stack_count; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "stack_ends[%zu]", i);
+        json_int_t end = 0;
+        rc = raw_integer_value(reader, json_array_get(ends, i), path, 0, OSP_UNWIND_STOP_COUNT - 1,
+                               &end);
+        if (rc < 0)
+            return rc;
+        out->stacks[i].end = (unsigned)end;
     }
     return 0;
 }
@@ -739,6 +763,8 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
         rc = raw_read_threads(reader, threads, out);
     if (rc == 0)
         rc = raw_read_stacks(reader, stacks, out);
+    if (rc == 0)
+        rc = raw_read_stack_ends(reader, root, out);
     if (rc == 0)
         rc = raw_read_samples(reader, samples, out);
     if (rc == 0)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "osp_unwind_step.h"
 #include "ospc.h"
 #include "ospx_internal.h"
 
@@ -12,7 +13,9 @@
 #define MOSTLY_UNNAMED 50.0 /* percent of CPU time in unnamed code: say how to name it */
 
 /* Is `name` a root of stacks: the program's start (_start, the C library's start of main,
- * main itself) or a thread's (start_thread, clone3, clone)? */
+ * main itself) or a thread's (start_thread, clone3, clone)? For raw files that do not say why
+ * each stack's walk ended (stack_ends, written since the walk says it): those that do are
+ * asked instead. */
 static int is_root(const char *name)
 {
     static const char *const roots[] = {
@@ -146,9 +149,14 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         if (s->state != 0 || s->stack >= sym->stack_count || sym->stack_depths[s->stack] == 0)
             continue;
         size_t depth = sym->stack_depths[s->stack];
-        if (seen[s->stack] == 0) {
-            /* Whole when any frame is a root: in a stripped executable, main and _start have
-             * no names, but the C library's start of main does. */
+        unsigned end = s->stack < raw->stack_count ? raw->stacks[s->stack].end : 0;
+        if (seen[s->stack] == 0 && end != 0) {
+            /* The walker said why it stopped: whole when it reached the outermost frame; a
+             * guess (frames skipped while rows were being built) is cut however it ended. */
+            seen[s->stack] = end == OSP_UNWIND_OUTERMOST ? 1 : 2;
+        } else if (seen[s->stack] == 0) {
+            /* An older file: whole when any frame is a root. In a stripped executable, main
+             * and _start have no names, but the C library's start of main does. */
             seen[s->stack] = 2;
             for (size_t k = depth; k-- > 0 && seen[s->stack] == 2;)
                 if (is_root(sym->frames[sym->stack_slots[s->stack][k].frame].name))

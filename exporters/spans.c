@@ -1,9 +1,9 @@
 /* spans.c — where an object's functions begin and end, read from its unwind tables: the
- * binary search table of .eh_frame_hdr (PT_GNU_EH_FRAME) gives each FDE's start, the FDE its
- * length. A stripped object's local functions have no symbol, but every function the
- * compiler emitted has an FDE (Debian builds with unwind tables on): their code is named by
- * the function's start (object+0xSTART) rather than by each pc, so a function's samples add
- * up to one row, as they do for named code. 64-bit little-endian objects (x86_64, arm64);
+ * binary search table of .eh_frame_hdr (PT_GNU_EH_FRAME, read by common/eh-frame.c) gives
+ * each FDE's start, the FDE its length. A stripped object's local functions have no symbol, but
+ * every function the compiler emitted has an FDE (Debian builds with unwind tables on): their code
+ * is named by the function's start (object+0xSTART) rather than by each pc, so a function's samples
+ * add up to one row, as they do for named code. 64-bit little-endian objects (x86_64, arm64);
  * anything else, or a table this does not read, gives no spans. The file comes from a
  * profile: every offset is checked against its size.
  */
@@ -16,21 +16,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "ospx_internal.h"
 
-/* DWARF pointer encodings (LSB, "Exception Frames"). */
-#define PE_OMIT    0xff
-#define PE_ABSPTR  0x00
-#define PE_ULEB128 0x01
-#define PE_UDATA2  0x02
-#define PE_UDATA4  0x03
-#define PE_UDATA8  0x04
-#define PE_SLEB128 0x09
-#define PE_SDATA2  0x0a
-#define PE_SDATA4  0x0b
-#define PE_SDATA8  0x0c
-#define PE_PCREL   0x10
-#define PE_DATAREL 0x30
+/* DWARF pointer encodings (LSB, "Exception Frames"): the ones this file names itself. */
+#define PE_OMIT   0xff
+#define PE_ABSPTR 0x00
 
 /* The file, mapped, and the loadable segments that say where an address lies in it. */
 struct object {
@@ -53,79 +44,11 @@ static size_t offset_of(const struct object *o, uint64_t address, uint64_t lengt
     return SIZE_MAX;
 }
 
-static int read_uleb(const unsigned char **p, const unsigned char *end, uint64_t *out)
-{
-    uint64_t value = 0;
-    for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
-        unsigned char byte = *(*p)++;
-        value |= (uint64_t)(byte & 0x7f) << shift;
-        if ((byte & 0x80) == 0) {
-            *out = value;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static int read_sleb(const unsigned char **p, const unsigned char *end, int64_t *out)
-{
-    uint64_t value = 0;
-    unsigned shift = 0;
-    while (*p < end && shift < 64) {
-        unsigned char byte = *(*p)++;
-        value |= (uint64_t)(byte & 0x7f) << shift;
-        shift += 7;
-        if ((byte & 0x80) == 0) {
-            if (shift < 64 && (byte & 0x40))
-                value |= ~(uint64_t)0 << shift;
-            *out = (int64_t)value;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* A value of encoding `format` (the low four bits), unrelocated. */
+/* A value of encoding `format` (the low four bits), unrelocated (common/'s reader). */
 static int read_value(const unsigned char **p, const unsigned char *end, unsigned format,
                       uint64_t *out)
 {
-    size_t width = 0;
-    int64_t signed_value;
-    switch (format) {
-    case PE_ULEB128:
-        return read_uleb(p, end, out);
-    case PE_SLEB128:
-        if (read_sleb(p, end, &signed_value) != 0)
-            return -1;
-        *out = (uint64_t)signed_value;
-        return 0;
-    case PE_UDATA2:
-    case PE_SDATA2:
-        width = 2;
-        break;
-    case PE_UDATA4:
-    case PE_SDATA4:
-        width = 4;
-        break;
-    case PE_ABSPTR:
-    case PE_UDATA8:
-    case PE_SDATA8:
-        width = 8;
-        break;
-    default:
-        return -1;
-    }
-    if ((size_t)(end - *p) < width)
-        return -1;
-    uint64_t value = 0;
-    memcpy(&value, *p, width); /* little-endian */
-    if (format == PE_SDATA2)
-        value = (uint64_t)(int64_t)(int16_t)value;
-    else if (format == PE_SDATA4)
-        value = (uint64_t)(int64_t)(int32_t)value;
-    *p += width;
-    *out = value;
-    return 0;
+    return ospc_dwarf_read_encoded(p, end, format & 0x0fu, 0, 0, out);
 }
 
 /* The FDE pointer encoding of the CIE at file offset `at` (its 'R' augmentation; absptr
@@ -157,19 +80,20 @@ static int cie_encoding(const struct object *o, size_t at)
         p += 2; /* address size, segment selector size */
     uint64_t code_align, return_register;
     int64_t data_align;
-    if (p > end || read_uleb(&p, end, &code_align) != 0 || read_sleb(&p, end, &data_align) != 0)
+    if (p > end || ospc_dwarf_uleb(&p, end, &code_align) != 0 ||
+        ospc_dwarf_sleb(&p, end, &data_align) != 0)
         return -1;
     if (version == 1) {
         if (p >= end)
             return -1;
         p++;
-    } else if (read_uleb(&p, end, &return_register) != 0) {
+    } else if (ospc_dwarf_uleb(&p, end, &return_register) != 0) {
         return -1;
     }
     if (augmentation[0] != 'z')
         return PE_ABSPTR;
     uint64_t augmentation_length;
-    if (read_uleb(&p, end, &augmentation_length) != 0)
+    if (ospc_dwarf_uleb(&p, end, &augmentation_length) != 0)
         return -1;
     for (const unsigned char *a = augmentation + 1; *a != '\0'; a++) {
         if (p >= end)
@@ -221,20 +145,13 @@ static int compare_starts(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* The spans of the mapped object `o` into *out. */
-static int spans_of(const struct object *o, struct ospx__spans *out)
+/* The spans of the mapped object `o`, whose program headers are ph[0..phnum). */
+static int spans_by_headers(const struct object *o, const Elf64_Phdr *ph, size_t phnum,
+                            struct ospx__spans *out)
 {
-    if (o->size < sizeof(Elf64_Ehdr))
-        return 0;
-    const Elf64_Ehdr *eh = (const void *)o->data;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_phentsize != sizeof(Elf64_Phdr) ||
-        eh->e_phoff > o->size || (o->size - eh->e_phoff) / sizeof(Elf64_Phdr) < eh->e_phnum)
-        return 0;
     struct object with_loads = *o;
     const Elf64_Phdr *hdr = NULL;
-    const Elf64_Phdr *ph = (const void *)(o->data + eh->e_phoff);
-    for (size_t i = 0; i < eh->e_phnum; i++) {
+    for (size_t i = 0; i < phnum; i++) {
         if (ph[i].p_type == PT_LOAD && with_loads.load_count < 16)
             with_loads.loads[with_loads.load_count++] = &ph[i];
         else if (ph[i].p_type == PT_GNU_EH_FRAME)
@@ -243,32 +160,42 @@ static int spans_of(const struct object *o, struct ospx__spans *out)
     if (hdr == NULL || hdr->p_filesz < 4 || hdr->p_offset > o->size ||
         hdr->p_filesz > o->size - hdr->p_offset)
         return 0;
-    const unsigned char *base = o->data + hdr->p_offset, *end = base + hdr->p_filesz;
-    const unsigned char *p = base + 4;
-    unsigned frame_encoding = base[1], count_encoding = base[2], table_encoding = base[3];
-    uint64_t ignored, count;
-    /* Only the table GNU ld, gold, lld and mold write: datarel sdata4 pairs. */
-    if (base[0] != 1 || frame_encoding == PE_OMIT || count_encoding == PE_OMIT ||
-        table_encoding != (PE_DATAREL | PE_SDATA4) ||
-        read_value(&p, end, frame_encoding & 0x0f, &ignored) != 0 ||
-        read_value(&p, end, count_encoding & 0x0f, &count) != 0 || count > (uint64_t)(end - p) / 8)
-        return 0;
-    if (count == 0)
-        return 0;
-    out->spans = malloc(count * sizeof *out->spans);
-    if (out->spans == NULL)
-        return -ENOMEM;
-    for (uint64_t i = 0; i < count; i++, p += 8) {
-        int32_t start, fde;
-        memcpy(&start, p, 4);
-        memcpy(&fde, p + 4, 4);
-        uint64_t begin = hdr->p_vaddr + (uint64_t)(int64_t)start;
-        uint64_t length = fde_length(&with_loads, hdr->p_vaddr + (uint64_t)(int64_t)fde);
-        if (length > 0)
-            out->spans[out->count++] = (struct ospx__span){begin, begin + length};
+    struct ospc_eh_frame_entry *entries;
+    size_t count;
+    int rc = ospc_eh_frame_hdr_table(o->data + hdr->p_offset, hdr->p_filesz, hdr->p_vaddr, &entries,
+                                     &count);
+    if (rc != 0 || count == 0) {
+        free(entries); /* NULL when refused */
+        return rc == -ENOMEM ? rc : 0;
     }
+    out->spans = malloc(count * sizeof *out->spans);
+    if (out->spans == NULL) {
+        free(entries);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < count; i++) {
+        uint64_t length = fde_length(&with_loads, entries[i].fde);
+        if (length > 0)
+            out->spans[out->count++] =
+                (struct ospx__span){entries[i].start, entries[i].start + length};
+    }
+    free(entries);
     qsort(out->spans, out->count, sizeof *out->spans, compare_starts);
     return 0;
+}
+
+/* The spans of the mapped object `o` into *out. */
+static int spans_of(const struct object *o, struct ospx__spans *out)
+{
+    Elf64_Ehdr eh;
+    Elf64_Phdr *ph;
+    size_t phnum;
+    int rc = ospc_elf_program_headers(-1, o->data, o->size, &eh, &ph, &phnum);
+    if (rc != 0)
+        return rc == -ENOMEM ? rc : 0;
+    rc = spans_by_headers(o, ph, phnum, out);
+    free(ph);
+    return rc;
 }
 
 int ospx__spans_read(const char *path, struct ospx__spans *out)

@@ -1,6 +1,9 @@
-/* fuzz-walk.c — fuzz target for the SIGPROF handler's stack walk (shim/unwind.c, osp__unwind)
- * over hostile unwind tables and a hostile stack: the promise that a corrupt table or stack
- * ends a walk and never makes it read outside the table mapping or the thread's stack.
+/* fuzz-walk.c — fuzz target for the one unwinder (proto/osp_unwind_step.h) over hostile unwind
+ * tables and a hostile stack, run by both of its walkers: the SIGPROF handler's walk of its
+ * live stack (shim/unwind.c, osp__unwind_why) and ospreyd's walk of a stack copy
+ * (daemon/stack-walk.c, ospd_walk_copy_why, the same area as the copy): the promise that a
+ * corrupt table or stack ends a walk and never makes it read outside the table mapping or the
+ * thread's stack (or the copy).
  *
  * The input, little-endian:
  *
@@ -18,8 +21,9 @@
  *                 index snapshot, entries, rows, at whatever offsets the input says
  *
  * Both areas sit in their own mappings between PROT_NONE guard pages, so a read past either
- * faults (the walk's reads are exempt from AddressSanitizer: they read foreign frames). The
- * walk must return a depth in 1..cap.
+ * faults (the walk's reads are exempt from AddressSanitizer: they read foreign frames). Each
+ * walk must return a depth in 1..cap and a stop reason. (Their frames are not compared: the
+ * shim alone reads the leaf's code, and a hostile pc may point into the stack area.)
  */
 #include <stdint.h>
 #include <string.h>
@@ -29,6 +33,8 @@
 #include "fuzz.h"
 #include "osp_core.h"
 #include "osp_unwind.h"
+#include "osp_unwind_step.h"
+#include "ospd_attach.h"
 
 #define STACK_BYTES 4096u
 #define TABLE_BYTES 65536u
@@ -87,9 +93,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     regs.sp &= ~(uint64_t)7;
     int leaf = !(prefix[12] & 2);
     uint64_t out[OSP_MAX_DEPTH];
-    uint32_t depth = osp__unwind(&regs, leaf, regs.sp, base + STACK_BYTES, out, OSP_MAX_DEPTH);
+    enum osp_unwind_stop stop;
+    uint32_t depth =
+        osp__unwind_why(&regs, leaf, regs.sp, base + STACK_BYTES, out, OSP_MAX_DEPTH, &stop);
     FUZZ_CHECK(depth >= 1 && depth <= OSP_MAX_DEPTH, "depth %u", depth);
     FUZZ_CHECK(out[0] == regs.pc, "the leaf is the pc");
+    FUZZ_CHECK(stop > OSP_UNWIND_GO_ON && stop < OSP_UNWIND_STOP_COUNT, "stop %d", (int)stop);
     osp__unwind_set_tables(NULL, 0);
+
+    struct ospd_stack_copy copy = {regs.sp, stack + (regs.sp - base), base + STACK_BYTES - regs.sp};
+    depth = ospd_walk_copy_why(table, TABLE_BYTES, regs.pc, regs.sp, regs.fp, &copy, out,
+                               OSP_MAX_DEPTH, &stop);
+    FUZZ_CHECK(depth >= 1 && depth <= OSP_MAX_DEPTH, "depth %u", depth);
+    FUZZ_CHECK(out[0] == regs.pc, "the leaf is the pc");
+    FUZZ_CHECK(stop > OSP_UNWIND_GO_ON && stop < OSP_UNWIND_STOP_COUNT, "stop %d", (int)stop);
     return 0;
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "osp_ring_write.h"
+#include "osp_unwind_step.h"
 
 #define MAX_SHIFT 8u /* 64 << 8: 16 KiB, fuzz-ring's largest data area */
 
@@ -190,6 +191,18 @@ int main(int argc, char **argv)
     put_libc(c);
     osp_put_exit(c, END, 0);
     err |= finish(&s, out, "seed-images-again", NULL, 0);
+
+    /* Weighted samples that say why their walks ended (proto/osp_unwind_step.h): the root, a
+     * guess, not said, and a reason past the last (refused). */
+    c = begin(&s, 5, 0, MONO, 0);
+    put_main(c);
+    put_thread(c, 0, 1, 0, 4242, "main");
+    osp_put_sample_weighted(c, MONO + 1000, 0, 1, 0, 2, OSP_UNWIND_OUTERMOST, 3, stack_a);
+    osp_put_sample_weighted(c, MONO + 2000, 0, 1, 0, 1, OSP_UNWIND_GUESSED, 3, stack_b);
+    osp_put_sample_weighted(c, MONO + 3000, 0, 1, 1, 7, OSP_UNWIND_GO_ON, 3, stack_a);
+    osp_put_sample_weighted(c, MONO + 4000, 0, 1, 0, 1, OSP_UNWIND_STOP_COUNT, 3, stack_b);
+    osp_put_exit(c, END, 0);
+    err |= finish(&s, out, "seed-stop", NULL, 0);
 
     /* A sample record of 4400 bytes, longer than any valid record, in an 8 KiB data area. */
     static const uint8_t zeros[4392];

@@ -244,7 +244,10 @@ struct osp_rec_sample_weighted {
     uint32_t state;  /* enum osp_thread_state */
     uint32_t depth;  /* 1..OSP_MAX_DEPTH */
     uint32_t weight; /* >= 1 */
-    uint32_t reserved;
+    /* Why the stack's walk ended: enum osp_unwind_stop (proto/osp_unwind_step.h), below
+     * OSP_UNWIND_STOP_COUNT; 0 when the shim does not say (a wait's stack; this field was
+     * reserved, written 0, before). */
+    uint32_t stop;
     /* uint64_t pcs[depth]; */
 };
 

@@ -87,6 +87,21 @@ static inline void osp_put_sample(struct osp_ring_cursor *c, uint64_t t_ns, uint
     osp_ring_put(c, OSP_REC_SAMPLE, &rec, sizeof rec, pcs, depth * 8u);
 }
 
+/* A weighted sample, as the shim's handler writes them, with why its stack's walk ended. */
+static inline void osp_put_sample_weighted(struct osp_ring_cursor *c, uint64_t t_ns, uint32_t slot,
+                                           uint32_t generation, uint32_t state, uint32_t weight,
+                                           uint32_t stop, uint32_t depth, const uint64_t *pcs)
+{
+    struct osp_rec_sample_weighted rec = {.t_ns = t_ns,
+                                          .slot = slot,
+                                          .generation = generation,
+                                          .state = state,
+                                          .depth = depth,
+                                          .weight = weight,
+                                          .stop = stop};
+    osp_ring_put(c, OSP_REC_SAMPLE_WEIGHTED, &rec, sizeof rec, pcs, depth * 8u);
+}
+
 static inline void osp_put_repeat(struct osp_ring_cursor *c, uint64_t t_ns, uint32_t slot,
                                   uint32_t generation)
 {

@@ -89,16 +89,25 @@ enum osp__instant osp__context_instant(const void *context)
     return OSP__INSTANT_RUNNING;
 }
 
-/* The interrupted thread's stack, leaf first. Async-signal-safe. */
-static uint32_t capture(const struct osp__slot *s, const void *context, uint64_t *pcs)
+/* The interrupted thread's stack, leaf first, and why its walk ended. Async-signal-safe. */
+static uint32_t capture_why(const struct osp__slot *s, const void *context, uint64_t *pcs,
+                            enum osp_unwind_stop *stop)
 {
     struct osp__regs regs;
     osp__cpu_regs(context, &regs);
     if (regs.sp < s->stack_lo || regs.sp >= s->stack_hi) {
         pcs[0] = regs.pc; /* on another stack (sigaltstack): the pc alone */
+        *stop = OSP_UNWIND_FAILED;
         return 1;
     }
-    return osp__unwind(&regs, 1, regs.sp, s->stack_hi, pcs, OSP_MAX_DEPTH);
+    return osp__unwind_why(&regs, 1, regs.sp, s->stack_hi, pcs, OSP_MAX_DEPTH, stop);
+}
+
+/* The interrupted thread's stack, leaf first. Async-signal-safe. */
+static uint32_t capture(const struct osp__slot *s, const void *context, uint64_t *pcs)
+{
+    enum osp_unwind_stop stop;
+    return capture_why(s, context, pcs, &stop);
 }
 
 /* A signal of ours held back by the guarded call just left: was the thread running inside the
@@ -265,9 +274,11 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                              : osp__credit_take(&s->credit, cpu, period_ns, &needed);
             if (weight > 0) {
                 uint64_t *pcs = in_call ? s->wait_pcs : s->sample_pcs;
-                uint32_t depth = in_call ? s->wait_depth : capture(s, context, pcs);
+                enum osp_unwind_stop stop = OSP_UNWIND_GO_ON; /* a wait's stack: not said */
+                uint32_t depth = in_call ? s->wait_depth : capture_why(s, context, pcs, &stop);
                 s->sample_depth = in_call ? 0 : depth;
-                if (osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth) != 0) {
+                if (osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth,
+                                     stop) != 0) {
                     /* The ring is full (ospreyd is late): the CPU time is carried to the next
                      * sample, unless it has been waiting as long as one sample may stand for. */
                     if (weight < osp__credit_cap(period_ns))

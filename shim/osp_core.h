@@ -31,6 +31,7 @@
 #include "osp_base.h"
 #include "osp_policy.h"
 #include "osp_ring.h"
+#include "osp_unwind_step.h"
 
 /* ---- event_ring.c ------------------------------------------------------------------------ */
 
@@ -124,6 +125,13 @@ int osp__unwind_settling(void);
  * pointer moves strictly up at each frame. Returns the depth. Async-signal-safe. */
 uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
                      uint64_t *out, uint32_t cap);
+
+/* osp__unwind, saying why the walk ended (*stop, never OSP_UNWIND_GO_ON): the shared walk of
+ * proto/osp_unwind_step.h, its reads checked against [lo, hi), the prologue read from the
+ * leaf's code; a frame found by the frame pointer while ospreyd is still building rows makes
+ * the stack OSP_UNWIND_GUESSED. Async-signal-safe. */
+uint32_t osp__unwind_why(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
+                         uint64_t *out, uint32_t cap, enum osp_unwind_stop *stop);
 
 /* The stack of whoever called our own code: `own_frames` frame records of ours (built with
  * frame pointers) are stepped over from `fp`, then osp__unwind goes on from the caller's
@@ -263,10 +271,12 @@ struct osp__slot {
     uint64_t start_pc; /* the start routine of a thread pthread_create started, else 0 */
 };
 
-/* Write one SAMPLE_WEIGHTED record to `w` for slot s. Returns 0, or -ENOSPC when the ring is
- * full (the caller counts the drop, or carries the weight). Async-signal-safe. */
+/* Write one SAMPLE_WEIGHTED record to `w` for slot s, with why its stack's walk ended
+ * (OSP_UNWIND_GO_ON: not said). Returns 0, or -ENOSPC when the ring is full (the caller counts
+ * the drop, or carries the weight). Async-signal-safe. */
 int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
-                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth);
+                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth,
+                     enum osp_unwind_stop stop);
 /* Does ospreyd time this run's waits from the kernel's context-switch records (the shim opened
  * and mapped them at boot, and handed them on)? Then a wait is written as its site
  * (OSP_REC_WAIT_SPAN), from the start of the run. Async-signal-safe. */

@@ -470,7 +470,8 @@ static void pay_rest(struct osp__slot *s, uint64_t now, uint64_t cpu, const uint
         }
         pcs = s->sample_pcs;
     }
-    if (depth > 0 && osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth) != 0)
+    if (depth > 0 && osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth,
+                                      OSP_UNWIND_GO_ON) != 0)
         osp__event_ring_count_drops(&s->ring, weight);
 }
 

@@ -22,7 +22,8 @@
 #include "osp_policy.h"
 
 int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
-                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth)
+                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth,
+                     enum osp_unwind_stop stop)
 {
     if (w->data == NULL || depth == 0 || weight == 0)
         return 0;
@@ -44,7 +45,7 @@ int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint6
     rec->state = state;
     rec->depth = depth;
     rec->weight = weight;
-    rec->reserved = 0;
+    rec->stop = (uint32_t)stop;
     memcpy(rec + 1, pcs, depth * 8u);
     osp__event_ring_commit(w, new_head);
     return 0;
@@ -233,8 +234,8 @@ void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t no
         osp__wait_weight(s->wait_t_ns, now_ns, s->wait_cpu_ns, cpu_ns, osp__period_ns);
     if (weight == 0)
         return;
-    if (osp__emit_sample(w, s, s->wait_t_ns, OSP_STATE_WAITING, weight, s->wait_pcs,
-                         s->wait_depth) != 0)
+    if (osp__emit_sample(w, s, s->wait_t_ns, OSP_STATE_WAITING, weight, s->wait_pcs, s->wait_depth,
+                         OSP_UNWIND_GO_ON) != 0)
         osp__event_ring_count_drops(w, weight);
 }
 

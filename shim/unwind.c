@@ -1,9 +1,12 @@
 /* unwind.c — stack capture: the interrupted registers turned into a list of code addresses.
  *
- * Owns the one entry point the handler and the guard use (osp__unwind), which walks each
- * frame by the unwind row ospreyd published for its pc (proto/osp_unwind.h) and, where there
- * is none — an image whose table is not ready yet, a pc no CFI covers, a rule the rows do not
- * express — by the frame-pointer chain; and the frame-pointer walk on its own
+ * Owns the one entry point the handler and the guard use (osp__unwind, osp__unwind_why), which
+ * runs the shared walk of proto/osp_unwind_step.h on the live stack: each frame by the unwind
+ * row ospreyd published for its pc (proto/osp_unwind.h) and, where there is none — an image
+ * whose table is not ready yet, a pc no CFI covers, a rule the rows do not express — by the
+ * frame-pointer chain. The step's rules are the ones ospreyd's walker of stack copies runs
+ * (daemon/stack-walk.c); what is the shim's own is where the words are (the read callback's
+ * [lo, hi)) and the leaf's code bytes (the x86_64 prologue). Also the frame-pointer walk on its own
  * (osp__unwind_walk, and the aarch64 form that also records lr), kept for code that has
  * frame pointers and no tables.
  *
@@ -17,13 +20,15 @@
  * count read from the tables is checked against the mapping's size. The walk ends at the
  * first check that fails, at an outermost frame (the CFI says the return address is
  * undefined, or a zero return address), or after `cap` addresses. The CPU's part (registers,
- * the signal frame, the x86_64 prologue and PLT) is in shim/arch/<cpu>/osp_cpu.h.
+ * the x86_64 prologue) is in shim/arch/<cpu>/osp_cpu.h; the signal frame and the lazy PLT are
+ * the step's.
  */
 #include <stdint.h>
 
 #include "osp_base.h"
 #include "osp_core.h"
 #include "osp_unwind.h"
+#include "osp_unwind_step.h"
 
 /* These functions read stack memory that belongs to frames they do not own (another
  * thread's, or their own callers' beyond any object): under AddressSanitizer those words are
@@ -160,157 +165,69 @@ uint64_t osp__unwind_generation(void)
 /* Async-signal-safe. */
 int osp__unwind_settling(void)
 {
-    if (own.base == NULL)
-        return 0;
-    const struct osp_unwind_header *h = (const struct osp_unwind_header *)own.base;
-    /* Acquire: ospreyd drops the count with release after publishing an image's rows, so a
-     * generation read after a count of 0 includes them (handler.c compares it). */
-    return atomic_load_explicit((_Atomic uint32_t *)&h->builds_pending, memory_order_acquire) !=
-               0 ||
-           osp_unwind_snapshot(own.base, own.size) == NULL;
+    return own.base != NULL && osp_unwind_building(own.base, own.size);
 }
 
-/* The row for pc in the snapshot, or NULL. Async-signal-safe: reads only inside the mapping. */
-static const struct osp_unwind_row *find_row(const struct osp_unwind_index *ix,
-                                             const struct tables *t, uint64_t pc)
-{
-    return osp_unwind_find_row(t->base, t->size, ix, pc);
-}
-
-/* The stack word at addr if [addr, addr + 8) is an aligned word inside [lo, hi). */
+/* The stack word at addr if [addr, addr + 8) is inside [lo, hi): the bounds check of the
+ * shared step's reads (proto/osp_unwind_step.h), on the live stack. Async-signal-safe. */
 OSP__READS_FOREIGN_STACK
-static int read_word(uint64_t addr, uint64_t lo, uint64_t hi, uint64_t *out)
+static int read_word(const struct osp_unwind_memory *m, uint64_t addr, uint64_t *out)
 {
-    if (addr & 7u || addr < lo || hi < 8 || addr > hi - 8)
+    if (addr < m->lo || m->hi < 8 || addr > m->hi - 8)
         return -1;
     *out = *(const uint64_t *)(uintptr_t)addr;
     return 0;
 }
 
-enum step { STEP_FAILED = -1, STEP_OUTERMOST = 0, STEP_DONE = 1 };
-
-/* One frame by its row. `first`: r holds every register of the interrupted instant (the leaf,
- * or the frame below a signal frame), so lr is valid. Async-signal-safe. */
-static enum step step_by_row(const struct osp_unwind_row *row, const struct osp__regs *r, int first,
-                             uint64_t lo, uint64_t hi, struct osp__regs *next)
+/* Where an interrupted instant's return address is, read from its code (x86_64's prologue and
+ * ret). Async-signal-safe (osp__read_pc_code). */
+static int return_slot(const struct osp_unwind_memory *m, uint64_t pc)
 {
-    if (row->cfa_rule == OSP_CFA_END)
-        return STEP_OUTERMOST;
-    if (row->cfa_rule == OSP_CFA_SIGNAL) {
-        if (osp__cpu_signal_frame_regs(r->sp, hi, next) != 0 || next->sp <= r->sp || next->sp >= hi)
-            return STEP_FAILED;
-        next->lr = osp__cpu_strip_pac(next->lr);
-        return STEP_DONE;
-    }
-    uint64_t cfa;
-    if (row->cfa_rule == OSP_CFA_SP)
-        cfa = r->sp + (uint64_t)(int64_t)row->cfa_offset;
-    else if (row->cfa_rule == OSP_CFA_FP)
-        cfa = r->fp + (uint64_t)(int64_t)row->cfa_offset;
-    else if (row->cfa_rule == OSP_CFA_PLT)
-        cfa = r->sp + (uint64_t)(int64_t)row->cfa_offset +
-              osp__cpu_plt_extra(r->pc, row->plt_threshold);
-    else
-        return STEP_FAILED;
-    /* The CFA rises, except at an aarch64 leaf that has pushed nothing (CFA = sp, the return
-     * address still in lr): that step cannot repeat, lr being known only at the first frame. */
-    if (cfa < r->sp || (cfa == r->sp && row->ra_rule != OSP_RA_IN_LR) || cfa > hi ||
-        cfa - r->sp > OSP__MAX_FRAME_BYTES || cfa & 7u)
-        return STEP_FAILED;
-    uint64_t ra;
-    if (row->ra_rule == OSP_RA_AT_CFA) {
-        if (read_word(cfa + (uint64_t)(int64_t)row->ra_offset, lo, hi, &ra) != 0)
-            return STEP_FAILED;
-    } else if (row->ra_rule == OSP_RA_IN_LR && first) {
-        ra = r->lr;
-    } else {
-        return STEP_FAILED;
-    }
-    /* A saved frame pointer below the current sp was restored already (an epilogue's pops
-     * come before the CFA rule changes, and the rule still names the old slot, which our own
-     * signal frame may have overwritten since): the register holds it. */
-    next->fp = r->fp;
-    uint64_t fp_at = cfa + (uint64_t)(int64_t)row->fp_offset;
-    if (row->fp_rule == OSP_FP_AT_CFA && fp_at >= r->sp && read_word(fp_at, lo, hi, &next->fp) != 0)
-        return STEP_FAILED;
-    next->sp = cfa;
-    next->pc = osp__cpu_strip_pac(ra);
-    next->lr = 0;
-    return next->pc != 0 ? STEP_DONE : STEP_OUTERMOST;
+    (void)m;
+    return osp__cpu_frameless_return_slot(pc);
 }
 
-/* One frame by the frame-pointer chain. `leaf`: r.pc is the interrupted pc itself, whose
- * page is mapped (its code bytes may be read directly). Async-signal-safe. */
+/* Async-signal-safe. */
 OSP__READS_FOREIGN_STACK
-static enum step step_by_fp(const struct osp__regs *r, int leaf, uint64_t lo, uint64_t hi,
-                            struct osp__regs *next)
+uint32_t osp__unwind_why(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
+                         uint64_t *out, uint32_t cap, enum osp_unwind_stop *stop)
 {
-    if (leaf) {
-        /* In a prologue or at a ret (x86_64), the caller is found on the stack, not through
-         * the frame pointer, which still holds the caller's frame. */
-        int slot = osp__cpu_frameless_return_slot(r->pc);
-        uint64_t ra;
-        if (slot >= 0 && read_word(r->sp + 8u * (uint64_t)slot, lo, hi, &ra) == 0) {
-            next->sp = r->sp + 8u * (uint64_t)(slot + 1);
-            next->fp = r->fp;
-            next->pc = ra;
-            next->lr = 0;
-            return ra != 0 ? STEP_DONE : STEP_OUTERMOST;
-        }
+    *stop = OSP_UNWIND_DEPTH;
+    if (cap == 0)
+        return 0;
+    struct tables t;
+    const struct osp_unwind_index *ix = active_index(&t);
+    if (ix == NULL && regs->lr != 0 && leaf) { /* aarch64 without tables: lr, then the chain */
+        uint32_t depth = osp__unwind_walk_lr(regs->pc, regs->lr, regs->fp, lo, hi, out, cap);
+        *stop = depth < cap ? OSP_UNWIND_NO_ROW : OSP_UNWIND_DEPTH;
+        return depth;
     }
-    uint64_t fp = r->fp, ra, caller_fp;
-    if (fp < r->sp || fp - r->sp > OSP__MAX_FRAME_BYTES || read_word(fp, lo, hi, &caller_fp) != 0 ||
-        read_word(fp + 8, lo, hi, &ra) != 0)
-        return STEP_FAILED;
-    next->sp = fp + 16;
-    next->fp = caller_fp;
-    next->pc = osp__cpu_strip_pac(ra);
-    next->lr = 0;
-    return next->pc != 0 ? STEP_DONE : STEP_OUTERMOST;
+    const struct osp_unwind_tables tables = {t.base, t.size, ix, own.base, own.size};
+    const struct osp_unwind_memory memory = {read_word, return_slot, NULL, lo, hi};
+    const struct osp_unwind_regs r = {regs->pc, regs->sp, regs->fp, regs->lr};
+    return osp_unwind_walk(&tables, &r, leaf, &memory, out, cap, stop);
 }
 
 /* Async-signal-safe. */
 uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
                      uint64_t *out, uint32_t cap)
 {
-    if (cap == 0)
-        return 0;
-    struct tables t;
-    const struct osp_unwind_index *ix = active_index(&t);
-    if (ix == NULL && regs->lr != 0 && leaf) /* aarch64 without tables: lr, then the chain */
-        return osp__unwind_walk_lr(regs->pc, regs->lr, regs->fp, lo, hi, out, cap);
-    struct osp__regs r = *regs;
-    int precise = leaf; /* r.pc is the instant's own pc, not a return address */
-    uint32_t depth = 0;
-    /* The first address is stored whatever it is (a jump to 0 still has a leaf). */
-    while (depth < cap && (depth == 0 || r.pc != 0)) {
-        out[depth++] = r.pc;
-        if (depth == cap)
-            break;
-        const struct osp_unwind_row *row = ix ? find_row(ix, &t, precise ? r.pc : r.pc - 1) : NULL;
-        struct osp__regs next;
-        enum step step = row != NULL && row->cfa_rule != OSP_CFA_UNKNOWN
-                             ? step_by_row(row, &r, precise, lo, hi, &next)
-                             : step_by_fp(&r, leaf && depth == 1, lo, hi, &next);
-        if (step != STEP_DONE)
-            break;
-        /* Past the kernel's signal frame, the registers are an interrupted instant again. */
-        precise = row != NULL && row->cfa_rule == OSP_CFA_SIGNAL;
-        r = next;
-    }
-    return depth;
+    enum osp_unwind_stop stop;
+    return osp__unwind_why(regs, leaf, lo, hi, out, cap, &stop);
 }
 
 /* Async-signal-safe. */
 uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
                             uint64_t *out, uint32_t cap)
 {
-    struct osp__regs r = {.pc = 0, .sp = lo, .fp = fp, .lr = 0};
+    const struct osp_unwind_memory memory = {read_word, NULL, NULL, lo, hi};
+    struct osp_unwind_regs r = {.pc = 0, .sp = lo, .fp = fp, .lr = 0};
     for (uint32_t i = 0; i < own_frames; i++) {
-        struct osp__regs next;
-        if (step_by_fp(&r, 0, lo, hi, &next) != STEP_DONE)
+        struct osp_unwind_regs next;
+        if (osp_unwind_step(NULL, &r, 0, &memory, &next) != OSP_UNWIND_GO_ON)
             return 0;
         r = next;
     }
-    return osp__unwind(&r, 0, lo, hi, out, cap);
+    const struct osp__regs caller = {r.pc, r.sp, r.fp, r.lr};
+    return osp__unwind(&caller, 0, lo, hi, out, cap);
 }

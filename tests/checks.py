@@ -83,6 +83,20 @@ def waiting_seconds(raw):
     return periods(raw, waiting) / raw["rate_hz"]
 
 
+# Why a stack's walk ended (proto/raw-format.md, "stack_ends"; proto/osp_unwind_step.h): 0 not
+# said, 1 the outermost frame (the root reached), 2 no row and no frame pointer, 3 a failed
+# check, 4 the depth cap, 5 guessed (frames may be skipped: cut).
+END_OUTERMOST = 1
+
+
+def stack_whole(raw, index):
+    """Whether stack `index` of a raw profile reached its root, as its walker said; None when
+    the file does not say (an older file, a wait's stack): then the names of its frames tell."""
+    ends = raw.get("stack_ends")
+    end = ends[index] if ends and index < len(ends) else 0
+    return None if end == 0 else end == END_OUTERMOST
+
+
 def on_cpu_rows(raw):
     """The on-CPU samples of a raw profile: [(weight, stack)], the stack leaf first (pcs)."""
     return [(weight(row), raw["stacks"][row[2]]) for row in raw["samples"] if on_cpu(row)]

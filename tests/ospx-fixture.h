@@ -19,6 +19,8 @@
  *                                recorded; 0: never ready)
  *   escaped 77 /usr/bin/foo why  a process the current one started that ran unprofiled:
  *                                pid, exe, reason (\s for spaces)
+ *   stack_end 5                  why the last stack's walk ended (the raw file's stack_ends:
+ *                                1 outermost, 5 guessed, ...; default 0, not said)
  *   # a comment
  */
 #ifndef OSPX_FIXTURE_H
@@ -168,6 +170,8 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
             }
             symbols->stack_depths[s] = n;
             raw->stack_count = symbols->stack_count = s + 1;
+        } else if (strcmp(key, "stack_end") == 0 && raw->stack_count > 0) {
+            raw->stacks[raw->stack_count - 1].end = (unsigned)strtoul(words[0], NULL, 10);
         } else if (strcmp(key, "sample") == 0) {
             raw->samples = fixture_grow(raw->samples, raw->sample_count, sizeof *raw->samples);
             struct ospx_sample *sample = &raw->samples[raw->sample_count++];

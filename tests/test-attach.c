@@ -1,7 +1,7 @@
 /* test-attach.c — the pure parts of attaching to a running process (daemon/ospd_attach.h):
- * the kernel's perf records parsed from hand-built bytes, a synthetic stack copy walked by
- * rows and by the frame-pointer chain, and /proc/PID/maps lines and program headers turned
- * into the shim's image fields.
+ * the kernel's perf records parsed from hand-built bytes, and /proc/PID/maps lines and program
+ * headers turned into the shim's image fields. (The walk of a stack copy is tested beside the
+ * shim's, with the same cases: tests/test-walks.c.)
  */
 #include <check.h>
 #include <elf.h>
@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "ospd_attach.h"
-#include "ospd_unwind.h"
 
 /* A record being built: a perf_event_header, then words. */
 struct rec {
@@ -128,105 +127,6 @@ START_TEST(switches_and_lost_records_carry_their_sample_id)
 }
 END_TEST
 
-/* A stack copy of 32 words at 0x7000. */
-#define STACK_BASE 0x7000u
-static uint64_t words[32];
-static const struct ospd_stack_copy copy = {STACK_BASE, (const uint8_t *)words, sizeof words};
-static void word_at(uint64_t addr, uint64_t v)
-{
-    words[(addr - STACK_BASE) / 8] = v;
-}
-
-START_TEST(the_frame_pointer_chain_is_followed_inside_the_copy)
-{
-    memset(words, 0, sizeof words);
-    word_at(0x7010, 0x7040); /* frame record: caller's fp, return address */
-    word_at(0x7018, 0x401234);
-    word_at(0x7040, 0x70f0); /* the next record is outside the copy: the walk ends there */
-    word_at(0x7048, 0x405678);
-    uint64_t out[8];
-    uint32_t n = ospd_walk_copy(NULL, 0, 0x400010, STACK_BASE, 0x7010, &copy, out, 8);
-    ck_assert_uint_eq(n, 3);
-    ck_assert_uint_eq(out[0], 0x400010);
-    ck_assert_uint_eq(out[1], 0x401234);
-    ck_assert_uint_eq(out[2], 0x405678);
-    /* A frame pointer below sp is no frame: the pc alone. */
-    ck_assert_uint_eq(ospd_walk_copy(NULL, 0, 0x400010, STACK_BASE, 0x6ff0, &copy, out, 8), 1);
-    ck_assert_uint_eq(ospd_walk_copy(NULL, 0, 0x400010, STACK_BASE, 0x7010, &copy, out, 2), 2);
-}
-END_TEST
-
-START_TEST(rows_unwind_frames_without_frame_pointers)
-{
-    /* A table object in memory with one image at 0x10000..0x20000: [0, 0x100) CFA = sp + 16,
-     * ra at CFA - 8; [0x100, 0x200) CFA = sp + 32, ra at CFA - 8, caller's fp at CFA - 16;
-     * [0x200, 0x300) the outermost frame; from 0x300 no CFI (the frame-pointer chain). */
-    static uint8_t object[OSP_UNWIND_HEADER_SIZE + 4096] __attribute__((aligned(4096)));
-    memset(object, 0, sizeof object);
-    struct osp_unwind_header *h = (struct osp_unwind_header *)object;
-    h->magic = OSP_UNWIND_MAGIC;
-    h->abi_version = OSP_UNWIND_ABI_VERSION;
-    h->header_size = OSP_UNWIND_HEADER_SIZE;
-    h->size = sizeof object;
-    h->arch = 62;
-    h->row_size = sizeof(struct osp_unwind_row);
-    struct ospd_unwind_region region;
-    char err[256];
-    ck_assert_int_eq(ospd_unwind_region_init(&region, object, sizeof object, -1, err, sizeof err),
-                     0);
-    struct osp_unwind_row rows[] = {
-        {.pc_offset = 0, .cfa_offset = 16, .cfa_rule = OSP_CFA_SP, .ra_offset = -8},
-        {.pc_offset = 0x100,
-         .cfa_offset = 32,
-         .cfa_rule = OSP_CFA_SP,
-         .ra_offset = -8,
-         .fp_rule = OSP_FP_AT_CFA,
-         .fp_offset = -16},
-        {.pc_offset = 0x200, .cfa_rule = OSP_CFA_END},
-        {.pc_offset = 0x300, .cfa_rule = OSP_CFA_UNKNOWN},
-    };
-    struct ospd_unwind_rows table = {rows, 4, 0x10000, 0x20000, 0, false};
-    ck_assert_int_eq(ospd_unwind_region_publish(&region, 0x10000, &table), 0);
-
-    memset(words, 0, sizeof words);
-    word_at(0x7008, 0x10180); /* leaf at 0x10010, sp 0x7000: CFA 0x7010, ra at 0x7008 */
-    word_at(0x7020, 0x7077);  /* its caller (CFA 0x7030): saved fp at 0x7020, ra at 0x7028 */
-    word_at(0x7028, 0x10250); /* the outermost frame */
-    uint64_t out[8];
-    uint32_t n = ospd_walk_copy(object, sizeof object, 0x10010, STACK_BASE, 0, &copy, out, 8);
-    ck_assert_uint_eq(n, 3);
-    ck_assert_uint_eq(out[0], 0x10010);
-    ck_assert_uint_eq(out[1], 0x10180);
-    ck_assert_uint_eq(out[2], 0x10250);
-
-    /* A return address at a row's first byte is looked up at pc - 1: the row before. */
-    word_at(0x7008, 0x10100);
-    word_at(0x7018, 0x10250); /* as the first row says: CFA 0x7020, ra at 0x7018 */
-    n = ospd_walk_copy(object, sizeof object, 0x10010, STACK_BASE, 0, &copy, out, 8);
-    ck_assert_uint_eq(n, 3);
-    ck_assert_uint_eq(out[1], 0x10100);
-    ck_assert_uint_eq(out[2], 0x10250);
-
-    /* No CFI: the frame pointer, restored by the rows, takes over. */
-    memset(words, 0, sizeof words);
-    word_at(0x7008, 0x10180);
-    word_at(0x7020, 0x7040); /* the caller's fp */
-    word_at(0x7028, 0x10310);
-    word_at(0x7040, 0);
-    word_at(0x7048, 0x10250);
-    n = ospd_walk_copy(object, sizeof object, 0x10010, STACK_BASE, 0, &copy, out, 8);
-    ck_assert_uint_eq(n, 4);
-    ck_assert_uint_eq(out[2], 0x10310);
-    ck_assert_uint_eq(out[3], 0x10250);
-
-    /* A CFA past the copy ends the walk there, read nothing beyond it. */
-    struct ospd_stack_copy short_copy = {STACK_BASE, (const uint8_t *)words, 16};
-    n = ospd_walk_copy(object, sizeof object, 0x10110, STACK_BASE, 0, &short_copy, out, 8);
-    ck_assert_uint_eq(n, 1);
-    ospd_unwind_region_free(&region);
-}
-END_TEST
-
 START_TEST(maps_lines_are_parsed)
 {
     struct ospd_mapping m;
@@ -331,10 +231,6 @@ Suite *attach_suite(void)
     tcase_add_test(records, a_sample_gives_its_registers_and_stack);
     tcase_add_test(records, switches_and_lost_records_carry_their_sample_id);
     suite_add_tcase(s, records);
-    TCase *walk = tcase_create("walk");
-    tcase_add_test(walk, the_frame_pointer_chain_is_followed_inside_the_copy);
-    tcase_add_test(walk, rows_unwind_frames_without_frame_pointers);
-    suite_add_tcase(s, walk);
     TCase *maps = tcase_create("maps");
     tcase_add_test(maps, maps_lines_are_parsed);
     tcase_add_test(maps, images_are_described_as_the_shim_does);

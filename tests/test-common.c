@@ -546,6 +546,110 @@ START_TEST(shared_open_refuses_what_is_not_ours)
 }
 END_TEST
 
+/* .eh_frame_hdr's search table (common/eh-frame.c): entries as linkers write them (datarel
+ * sdata4 pairs after a pcrel pointer and a udata4 count) come back sorted, in link-time
+ * addresses; truncated bytes, another version, an omitted table, a count past the bytes and an
+ * application this does not read are refused. */
+static size_t put32(uint8_t *at, int64_t v)
+{
+    int32_t w = (int32_t)v;
+    memcpy(at, &w, 4);
+    return 4;
+}
+
+START_TEST(eh_frame_hdr_table)
+{
+    uint8_t hdr[64] = {1, 0x1b, 0x03, 0x3b};
+    size_t n = 4;
+    n += put32(hdr + n, -0x100); /* .eh_frame at 0x2000 + 4 - 0x100 */
+    n += put32(hdr + n, 3);
+    const int32_t pairs[][2] = {{-0x1000, 0x40}, {-0x1800, 0x20}, {0x10, 0x60}};
+    for (size_t i = 0; i < 3; i++) {
+        n += put32(hdr + n, pairs[i][0]);
+        n += put32(hdr + n, pairs[i][1]);
+    }
+    struct ospc_eh_frame_entry *e;
+    size_t count;
+    ck_assert_int_eq(ospc_eh_frame_hdr_table(hdr, n, 0x2000, &e, &count), 0);
+    ck_assert_uint_eq(count, 3);
+    ck_assert_uint_eq(e[0].start, 0x800);
+    ck_assert_uint_eq(e[0].fde, 0x2020);
+    ck_assert_uint_eq(e[1].start, 0x1000);
+    ck_assert_uint_eq(e[2].start, 0x2010);
+    ck_assert_uint_eq(e[2].fde, 0x2060);
+    free(e);
+    for (size_t cut = 0; cut < n; cut++) /* every truncation is refused, nothing read past */
+        ck_assert_int_eq(ospc_eh_frame_hdr_table(hdr, cut, 0x2000, &e, &count), -ENOENT);
+    hdr[0] = 2;
+    ck_assert_int_eq(ospc_eh_frame_hdr_table(hdr, n, 0x2000, &e, &count), -ENOENT);
+    hdr[0] = 1;
+    hdr[3] = 0xff;
+    ck_assert_int_eq(ospc_eh_frame_hdr_table(hdr, n, 0x2000, &e, &count), -ENOENT);
+    hdr[3] = 0x5b; /* aligned sdata4: not read */
+    ck_assert_int_eq(ospc_eh_frame_hdr_table(hdr, n, 0x2000, &e, &count), -ENOENT);
+    hdr[3] = 0x3b;
+    put32(hdr + 8, 1000);
+    ck_assert_int_eq(ospc_eh_frame_hdr_table(hdr, n, 0x2000, &e, &count), -ENOENT);
+    ck_assert_ptr_null(e);
+}
+END_TEST
+
+/* The one walk of program headers (common/elf.c): this program's from its file and from
+ * memory agree with the loader's; a file cut short, another class or bytes that are no ELF
+ * are refused, nothing read past the size given. */
+static int own_headers(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    *(size_t *)data = info->dlpi_phnum;
+    return 1; /* the first object: the executable */
+}
+
+START_TEST(elf_program_headers_of_this_program)
+{
+    size_t loader_count = 0;
+    dl_iterate_phdr(own_headers, &loader_count);
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    ck_assert_int_ge(fd, 0);
+    struct stat info;
+    ck_assert_int_eq(fstat(fd, &info), 0);
+    Elf64_Ehdr eh;
+    Elf64_Phdr *ph;
+    size_t count;
+    ck_assert_int_eq(ospc_elf_program_headers(fd, NULL, (uint64_t)info.st_size, &eh, &ph, &count),
+                     0);
+    ck_assert_uint_eq(count, loader_count);
+    int loads = 0;
+    for (size_t i = 0; i < count; i++)
+        loads += ph[i].p_type == PT_LOAD;
+    ck_assert_int_gt(loads, 0);
+    /* The same bytes from memory. */
+    size_t head = (size_t)(eh.e_phoff + count * sizeof(Elf64_Phdr));
+    unsigned char *bytes = malloc(head);
+    ck_assert_int_eq(pread(fd, bytes, head, 0), (ssize_t)head);
+    Elf64_Phdr *again;
+    size_t again_count;
+    ck_assert_int_eq(ospc_elf_program_headers(-1, bytes, head, &eh, &again, &again_count), 0);
+    ck_assert_uint_eq(again_count, count);
+    ck_assert_mem_eq(again, ph, count * sizeof *ph);
+    free(again);
+    free(ph);
+    /* Cut short, anywhere in the table: refused without a read past it. */
+    for (size_t cut = 0; cut < head; cut += 7) {
+        int rc = ospc_elf_program_headers(-1, bytes, cut, &eh, &again, &again_count);
+        ck_assert_int_lt(rc, 0);
+        ck_assert_ptr_null(again);
+    }
+    bytes[EI_CLASS] = ELFCLASS32;
+    ck_assert_int_eq(ospc_elf_program_headers(-1, bytes, head, &eh, &again, &again_count),
+                     -ENOTSUP);
+    bytes[0] = 0;
+    ck_assert_int_eq(ospc_elf_program_headers(-1, bytes, head, &eh, &again, &again_count),
+                     -ENOEXEC);
+    free(bytes);
+    close(fd);
+}
+END_TEST
+
 Suite *common_suite(void)
 {
     Suite *suite = suite_create("common");
@@ -564,6 +668,8 @@ Suite *common_suite(void)
     tcase_add_test(tc, clock_moves);
     tcase_add_test(tc, printable_text);
     tcase_add_test(tc, shared_open_refuses_what_is_not_ours);
+    tcase_add_test(tc, eh_frame_hdr_table);
+    tcase_add_test(tc, elf_program_headers_of_this_program);
     suite_add_tcase(suite, tc);
     return suite;
 }

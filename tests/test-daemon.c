@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon-fixture.h"
+#include "osp_unwind_step.h"
 #include "ospd.h"
 #include "ospx.h"
 
@@ -98,6 +99,67 @@ START_TEST(threads_samples_and_repeats)
     ck_assert_mem_eq(pcs, busy, sizeof busy);
     ck_assert_uint_eq(c.lost, 0);
     ck_assert(!c.exit_seen);
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
+/* Why each stack's walk ended (the weighted sample's stop): kept per stack, a guess giving way
+ * to the same frames found again by rows, "not said" changing nothing, a reason past the last
+ * refused; written as the raw file's stack_ends, and left out when no walk said. */
+START_TEST(stacks_keep_why_their_walks_ended)
+{
+    struct osp_ring_cursor r = ring_new(4096, 0);
+    uint64_t busy[] = {0x401010, 0x401200, 0x401300};
+    uint64_t idle[] = {0x7f0000001000, 0x401400};
+    uint64_t deep[] = {0x401010, 0x401500};
+    put_thread_start(&r, 0, 1, 0, 100, "main");
+    osp_put_sample_weighted(&r, 2000000, 0, 1, 0, 1, OSP_UNWIND_GUESSED, 3, busy);
+    osp_put_sample_weighted(&r, 2000000, 0, 1, 1, 4, OSP_UNWIND_GO_ON, 2, idle);
+    osp_put_sample_weighted(&r, 3000000, 0, 1, 0, 1, OSP_UNWIND_OUTERMOST, 3, busy);
+    osp_put_sample_weighted(&r, 4000000, 0, 1, 0, 1, OSP_UNWIND_DEPTH, 2, deep);
+    osp_put_sample_weighted(&r, 5000000, 0, 1, 0, 1, OSP_UNWIND_GUESSED, 2, deep);
+    struct ospd_collector c;
+    collector_new(&c);
+    ck_assert_uint_eq(parse_ok(&c, &r, 0), r.head);
+    ck_assert_uint_eq(c.stacks.count, 3);
+    ck_assert_uint_eq(ospd_stack_end(&c.stacks, sample_stack(&c, 0)), OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(ospd_stack_end(&c.stacks, sample_stack(&c, 1)), 0);
+    ck_assert_uint_eq(ospd_stack_end(&c.stacks, sample_stack(&c, 3)), OSP_UNWIND_DEPTH);
+
+    char *dir = temp_dir();
+    char *path = join(dir, "raw.json");
+    char err[512];
+    ck_assert_int_eq(ospd_raw_write(&c, path, err, sizeof err), 0);
+    json_t *root = load_json(path);
+    json_t *ends = json_object_get(root, "stack_ends");
+    ck_assert_uint_eq(json_array_size(ends), 3);
+    ck_assert_int_eq(json_integer_value(json_array_get(ends, sample_stack(&c, 0))),
+                     OSP_UNWIND_OUTERMOST);
+    ck_assert_int_eq(json_integer_value(json_array_get(ends, sample_stack(&c, 1))), 0);
+    json_decref(root);
+    ospd_collector_free(&c);
+
+    /* No walk said: no stack_ends (an older shim's samples). */
+    collector_new(&c);
+    ck_assert_int_eq(ospd_intern(&c.stacks, busy, 3), 0);
+    ck_assert_int_eq(ospd_raw_write(&c, path, err, sizeof err), 0);
+    root = load_json(path);
+    ck_assert_ptr_null(json_object_get(root, "stack_ends"));
+    json_decref(root);
+    ospd_collector_free(&c);
+    free(path);
+    remove_dir(dir);
+    free(r.data);
+
+    /* A reason past the last is refused, as any bad field. */
+    r = ring_new(4096, 0);
+    put_thread_start(&r, 0, 1, 0, 100, "main");
+    osp_put_sample_weighted(&r, 2000000, 0, 1, 0, 1, OSP_UNWIND_STOP_COUNT, 3, busy);
+    collector_new(&c);
+    uint64_t tail = 0;
+    ck_assert_int_lt(ospd_parse(&c, r.data, r.size, 0, r.head, &tail), 0);
+    ck_assert_ptr_nonnull(strstr(c.error, "stop reason 6"));
     ospd_collector_free(&c);
     free(r.data);
 }
@@ -1121,6 +1183,7 @@ Suite *daemon_suite(void)
     Suite *s = suite_create("daemon");
     TCase *parse = tcase_create("parse");
     tcase_add_test(parse, threads_samples_and_repeats);
+    tcase_add_test(parse, stacks_keep_why_their_walks_ended);
     tcase_add_test(parse, repeat_without_sample_is_dropped);
     tcase_add_test(parse, slot_reuse_makes_a_new_thread);
     tcase_add_test(parse, images_dedupe_and_main_names_exe);

@@ -84,8 +84,9 @@ START_TEST(test_valid_fields)
 }
 END_TEST
 
-/* The compatible extension: a 5th sample element (weight), "drops", cpu_ns, process_cpu_ns and
- * collector.unwind.ready_ns; a file without them reads as weight 1 and "not recorded". */
+/* The compatible extension: a 5th sample element (weight), "drops", cpu_ns, process_cpu_ns,
+ * collector.unwind.ready_ns and stack_ends; a file without them reads as weight 1 and "not
+ * recorded". */
 START_TEST(test_valid_weighted)
 {
     struct ospx_raw raw;
@@ -102,6 +103,8 @@ START_TEST(test_valid_weighted)
     ck_assert_int_eq(raw.processes[0].unwind_ready_ns, 52512953);
     ck_assert_int_eq(raw.threads[0].cpu_ns, 10000000);
     ck_assert_int_eq(raw.threads[1].cpu_ns, 1200000000);
+    ck_assert_uint_eq(raw.stacks[0].end, 1); /* the outermost frame */
+    ck_assert_uint_eq(raw.stacks[1].end, 5); /* guessed */
     ck_assert_uint_eq(raw.drop_count, 2);
     uint64_t sum = 0;
     for (size_t i = 0; i < raw.drop_count; i++) {
@@ -119,6 +122,7 @@ START_TEST(test_valid_weighted)
     ck_assert_int_eq(raw.process_cpu_ns, -1);
     ck_assert_int_eq(raw.processes[0].unwind_ready_ns, -1);
     ck_assert_int_eq(raw.threads[0].cpu_ns, -1);
+    ck_assert_uint_eq(raw.stacks[0].end, 0); /* not said */
     ck_assert_uint_eq(raw.drop_count, 0);
     ospx_raw_free(&raw);
 }

@@ -925,6 +925,31 @@ START_TEST(a_stripped_programs_stacks_are_whole)
 }
 END_TEST
 
+/* A raw file that says why each stack's walk ended is asked instead of the names: a stack
+ * through main that was guessed (the frame pointer followed while rows were being built) is
+ * cut; one that reached its outermost frame without a root's name (a Go program's
+ * runtime.goexit) is whole; one that says nothing falls back to the names. */
+START_TEST(cut_stacks_are_told_by_how_their_walks_ended)
+{
+    struct built built;
+    fixture_model(&built.fixture,
+                  "rate 1000\nstart 0\nend 1000000000\n"
+                  "frame main /w/w.c /w/demo\nframe crunch /w/w.c /w/demo\n"
+                  "frame runtime.goexit - /w/demo\n"
+                  "process 42 /w/demo\nthread 0 main\n"
+                  "stack 1 0\nstack_end 5\n"
+                  "stack 1 2\nstack_end 1\n"
+                  "stack 1\n"
+                  "sample 1000 0 0 0 30\nsample 2000 0 1 0 60\nsample 3000 0 2 0 10\n",
+                  &built.model);
+    char *text = render(&built.model, 0, 200);
+    ck_assert_msg(line_with(text, "stacks: 40.0% of on-CPU samples end before main") != NULL, "%s",
+                  text);
+    free(text);
+    release(&built);
+}
+END_TEST
+
 /* A run of three processes: a shell (pid 100) that waits, and two workers (101, 102) of one
  * program, `crunch` hot in 101 and `hash` in 102, both with `main` under them; the shell
  * started one more that ran unprofiled, and 102 four more. */
@@ -1184,6 +1209,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, cut_stacks_say_how_many_came_before_the_unwind_tables);
     tcase_add_test(tc, a_stripped_programs_stacks_are_whole);
     tcase_add_test(tc, cut_stacks_name_every_object_and_process);
+    tcase_add_test(tc, cut_stacks_are_told_by_how_their_walks_ended);
     suite_add_tcase(suite, tc);
     return suite;
 }

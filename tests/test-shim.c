@@ -735,26 +735,30 @@ START_TEST(samples_go_to_the_slot_ring_with_their_weight)
     struct osp__event_ring w;
     osp__slot_ring_attach(&w, reg_ring.h, shared);
     uint64_t pcs[2] = {0x10, 0x20};
-    osp__emit_sample(&w, s, 100, OSP_STATE_ON_CPU, 3, pcs, 2);
-    osp__emit_sample(&w, s, 200, OSP_STATE_WAITING, 40, pcs, 1);
+    osp__emit_sample(&w, s, 100, OSP_STATE_ON_CPU, 3, pcs, 2, OSP_UNWIND_OUTERMOST);
+    osp__emit_sample(&w, s, 200, OSP_STATE_WAITING, 40, pcs, 1, OSP_UNWIND_GO_ON);
     const struct osp_rec_sample_weighted *r = (const void *)(area + sizeof(struct osp_slot));
     ck_assert_uint_eq(r->h.type, OSP_REC_SAMPLE_WEIGHTED);
     ck_assert_uint_eq(r->h.size, sizeof(*r) + 16);
     ck_assert_uint_eq(r->weight, 3);
+    ck_assert_uint_eq(r->stop, OSP_UNWIND_OUTERMOST);
     ck_assert_uint_eq(r->slot, s->index);
     ck_assert_uint_eq(r->generation, s->generation);
     const struct osp_rec_sample_weighted *r2 = (const void *)((const uint8_t *)r + r->h.size);
     ck_assert_uint_eq(r2->state, OSP_STATE_WAITING);
     ck_assert_uint_eq(r2->weight, 40);
+    ck_assert_uint_eq(r2->stop, 0);
     ck_assert_uint_eq(r2->t_ns, 200);
     ck_assert_uint_eq(osp_index_load_own(&shared->head), r->h.size + r2->h.size);
     /* Full: samples stop short of the end and say so; the caller decides what is lost (the
      * handler carries the weight to the thread's next sample). */
     int n = 0;
-    while (osp__emit_sample(&w, s, 300, OSP_STATE_ON_CPU, 2, pcs, 2) == 0 && n < 10000)
+    while (osp__emit_sample(&w, s, 300, OSP_STATE_ON_CPU, 2, pcs, 2, OSP_UNWIND_OUTERMOST) == 0 &&
+           n < 10000)
         n++;
     ck_assert_int_lt(n, 10000);
-    ck_assert_int_eq(osp__emit_sample(&w, s, 300, OSP_STATE_ON_CPU, 2, pcs, 2), -ENOSPC);
+    ck_assert_int_eq(
+        osp__emit_sample(&w, s, 300, OSP_STATE_ON_CPU, 2, pcs, 2, OSP_UNWIND_OUTERMOST), -ENOSPC);
     ck_assert_uint_le(osp_index_load_own(&shared->head), 4096);
     ck_assert_uint_eq(atomic_load(&reg_ring.h->dropped), 0);
     free(area);
@@ -769,7 +773,8 @@ START_TEST(samples_stop_short_of_a_full_event_ring)
     uint64_t pcs[OSP_MAX_DEPTH] = {1};
     pthread_mutex_lock(&reg.lock);
     int n = 0;
-    while (osp__emit_sample(reg.ring, s, 1, OSP_STATE_ON_CPU, 1, pcs, OSP_MAX_DEPTH) == 0 &&
+    while (osp__emit_sample(reg.ring, s, 1, OSP_STATE_ON_CPU, 1, pcs, OSP_MAX_DEPTH,
+                            OSP_UNWIND_DEPTH) == 0 &&
            n < 10000)
         n++;
     pthread_mutex_unlock(&reg.lock);

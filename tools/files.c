@@ -103,24 +103,15 @@ int osprey_is_static_elf(const char *path)
     if (fd < 0)
         return 0;
     Elf64_Ehdr header;
+    Elf64_Phdr *segments;
+    size_t count;
     int is_static = 0;
-    if (pread(fd, &header, sizeof header, 0) == (ssize_t)sizeof header &&
-        memcmp(header.e_ident, ELFMAG, SELFMAG) == 0 && header.e_ident[EI_CLASS] == ELFCLASS64 &&
-        (header.e_type == ET_EXEC || header.e_type == ET_DYN) &&
-        header.e_phentsize == sizeof(Elf64_Phdr) && header.e_phnum < 4096) {
-        int has_interpreter = 0, complete = 1;
-        for (unsigned i = 0; i < header.e_phnum; i++) {
-            Elf64_Phdr program_header;
-            off_t offset = (off_t)(header.e_phoff + (uint64_t)i * sizeof program_header);
-            if (pread(fd, &program_header, sizeof program_header, offset) !=
-                (ssize_t)sizeof program_header) {
-                complete = 0;
-                break;
-            }
-            if (program_header.p_type == PT_INTERP)
-                has_interpreter = 1;
-        }
-        is_static = complete && !has_interpreter;
+    if (ospc_elf_program_headers(fd, NULL, UINT64_MAX, &header, &segments, &count) == 0) {
+        is_static = header.e_type == ET_EXEC || header.e_type == ET_DYN;
+        for (size_t i = 0; i < count; i++)
+            if (segments[i].p_type == PT_INTERP)
+                is_static = 0;
+        free(segments);
     }
     close(fd);
     return is_static;

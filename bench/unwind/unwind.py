@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.dont_write_bytecode = True  # no __pycache__ left in tests/
 # The outermost frames of a whole stack (the program's entry, glibc's start-up, a thread's
 # start), and the sample weight rule: the end-to-end tests' own (tests/checks.py).
-from checks import ROOTS, on_cpu_rows, weight  # noqa: E402
+from checks import ROOTS, on_cpu, on_cpu_rows, stack_whole, weight  # noqa: E402
 CLONE_SUFFIX = re.compile(r"(\.(isra|part|constprop|cold|lto_priv|localalias)(\.\d+)?)+$")
 DEMANGLED_CLONE = re.compile(r"( \[clone [^\]]*\])+$")
 ALIASES = {"__libc_start_main_impl": "__libc_start_main", "__libc_start_main_alias_2":
@@ -306,6 +306,8 @@ def count_names(weighted_stacks):
 def analyse_osprey(raw_path, folded_path):
     raw = json.load(open(raw_path))
     rows = on_cpu_rows(raw)
+    # How each row's walk ended, where the raw file says (the names below are the fallback).
+    whole = [stack_whole(raw, row[2]) for row in raw["samples"] if on_cpu(row)]
     total = sum(w for w, _ in rows)
     sym = Symbolizer(raw)
 
@@ -315,9 +317,9 @@ def analyse_osprey(raw_path, folded_path):
     named = sym.names({pc for _, stack in rows for pc in outer_pcs(stack)})
     rooted = leaf_only = 0
     cut = collections.Counter()
-    for w, stack in rows:
+    for (w, stack), said in zip(rows, whole):
         outer = [named.get(pc, ("?", None)) for pc in outer_pcs(stack)]
-        if reaches_root([name for _, name in outer]):
+        if said if said is not None else reaches_root([name for _, name in outer]):
             rooted += w
         else:
             image, name = outer[0] if outer else ("?", None)
@@ -735,16 +737,19 @@ def section_cost(build, scratch, reps, rounds, emit):
 
 
 def osprey_rooted(raw):
-    """(share of on-CPU samples whose stack holds `main`, mean frames) of a raw profile."""
+    """(share of on-CPU samples whose stack reached its root — as its walk said, or in an older
+    file, holds `main` —, mean frames) of a raw profile."""
     rows = on_cpu_rows(raw)
+    whole = [stack_whole(raw, row[2]) for row in raw["samples"] if on_cpu(row)]
     total = sum(w for w, _ in rows)
     sym = Symbolizer(raw)
     pcs = {pc - (1 if i else 0) for _, s in rows for i, pc in enumerate(s)}
     names = sym.names(pcs)
     hit = 0
-    for w, s in rows:
-        if any(names.get(pc - (1 if i else 0), ("", None))[1] == "main"
-               for i, pc in enumerate(s)):
+    for (w, s), said in zip(rows, whole):
+        if said if said is not None else any(
+                names.get(pc - (1 if i else 0), ("", None))[1] == "main"
+                for i, pc in enumerate(s)):
             hit += w
     return (hit / total if total else 0, sum(w * len(s) for w, s in rows) / total
             if total else 0)

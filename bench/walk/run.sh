@@ -16,7 +16,8 @@ for variant in frameless fp; do
   flags=()
   [ "$variant" = fp ] && flags=(-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
   gcc -O2 -g "${flags[@]}" -D_GNU_SOURCE -I"$root/shim" -I"$root/shim/arch/$cpu" -I"$root/proto" \
-    -I"$root/daemon" "$here/walk.c" "$build/shim/libospreyprof-lower.a" "$build/daemon/libospd.a" \
+    -I"$root/daemon" -I"$root/common" -I"$build/common" "$here/walk.c" "$build/shim/libospreyprof-lower.a" \
+    "$build/daemon/libospd.a" "$build/common/libospcommon.a" \
     -ldw -lelf -lpthread -lrt -o "$work/walk-$variant"
   echo "== $variant (gcc -O2 ${flags[*]}), $depth frames deep"
   "$work/walk-$variant" "$depth" "$walks"

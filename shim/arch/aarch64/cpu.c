@@ -1,5 +1,6 @@
 /* cpu.c (aarch64) — the CPU-specific pieces of the shim (osp_cpu.h): registers from a
- * signal's context, the system-call instruction and the kernel's signal frame. Everything here
+ * signal's context and the system-call instruction (the kernel's signal frame is read by the
+ * shared step, proto/osp_unwind_step.h; its offsets are checked here). Everything here
  * is async-signal-safe.
  */
 #include <stddef.h>
@@ -32,13 +33,9 @@ void osp__cpu_syscall_state(const void *context, uint64_t *pc, uint64_t *result,
     *restarted_number = 1; /* x0 is the first argument again: nothing to tell by */
 }
 
-/* Async-signal-safe: reads the frame once it is known to lie below hi. */
-__attribute__((no_sanitize("address", "hwaddress"))) int
-osp__cpu_signal_frame_regs(uint64_t sp, uint64_t hi, struct osp__regs *out)
-{
-    uint64_t at = sp + 128; /* siginfo_t first */
-    if (sp & 15u || at < sp || at >= hi || hi - at < sizeof(ucontext_t))
-        return -1;
-    osp__cpu_regs((const ucontext_t *)(uintptr_t)at, out);
-    return 0;
-}
+/* The shared step reads the kernel's signal frame (struct rt_sigframe: siginfo_t, then the
+ * ucontext_t) at these offsets (proto/osp_unwind_step.h). */
+_Static_assert(OSP_UNWIND_SIGNAL_FP == 128 + offsetof(ucontext_t, uc_mcontext.regs[29]), "x29");
+_Static_assert(OSP_UNWIND_SIGNAL_LR == 128 + offsetof(ucontext_t, uc_mcontext.regs[30]), "x30");
+_Static_assert(OSP_UNWIND_SIGNAL_SP == 128 + offsetof(ucontext_t, uc_mcontext.sp), "sp");
+_Static_assert(OSP_UNWIND_SIGNAL_PC == 128 + offsetof(ucontext_t, uc_mcontext.pc), "pc");

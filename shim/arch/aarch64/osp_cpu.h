@@ -1,12 +1,14 @@
 /* osp_cpu.h (aarch64) — what the shim must know of the CPU it runs on, in one place: the
- * interrupted registers, the system-call instruction, the kernel's signal frame and pointer
- * authentication. The unwinder, the handler and the raw system call reach the CPU only
- * through this header (shim/arch/<cpu>/, chosen by meson).
+ * interrupted registers, the system-call instruction and pointer authentication (the kernel's
+ * signal frame is the shared step's, proto/osp_unwind_step.h). The unwinder, the handler and the
+ * raw system call reach the CPU only through this header (shim/arch/<cpu>/, chosen by meson).
  */
 #ifndef OSP_CPU_H
 #define OSP_CPU_H
 
 #include <stdint.h>
+
+#include "osp_unwind_step.h"
 
 #define OSP__CPU_NAME        "aarch64"
 #define OSP__CPU_PLATFORM    "linux-aarch64"
@@ -37,9 +39,7 @@ static inline long osp__cpu_syscall(long nr, long a, long b, long c, long d, lon
  * code address never needs it: it is cleared too. Async-signal-safe. */
 static inline uint64_t osp__cpu_strip_pac(uint64_t addr)
 {
-    register uint64_t x30 __asm__("x30") = addr;
-    __asm__("hint #7" : "+r"(x30));
-    return x30 & UINT64_C(0x00ffffffffffffff);
+    return osp_unwind_strip_pac(addr);
 }
 
 /* Code is never read as plain memory here: an execute-only page is possible. */
@@ -59,19 +59,6 @@ extern const unsigned char osp__cpu_syscall_insn[OSP__CPU_SYSCALL_INSN_SIZE];
  * nothing to tell by, so 1). Async-signal-safe. */
 void osp__cpu_syscall_state(const void *context, uint64_t *pc, uint64_t *result,
                             int *restarted_number);
-
-/* The registers saved in the kernel's signal frame when pc is in the signal trampoline
- * (__kernel_rt_sigreturn) with the stack at sp: struct rt_sigframe { siginfo_t (128 bytes);
- * ucontext_t; }. Reads only [sp, hi). Returns 0 or -1. Async-signal-safe. */
-int osp__cpu_signal_frame_regs(uint64_t sp, uint64_t hi, struct osp__regs *out);
-
-/* No lazy PLT rule on aarch64. */
-static inline uint64_t osp__cpu_plt_extra(uint64_t pc, unsigned threshold)
-{
-    (void)pc;
-    (void)threshold;
-    return 0;
-}
 
 /* No prologue patterns on aarch64: the leaf's caller is in lr. */
 static inline int osp__cpu_frameless_return_slot(uint64_t pc)

@@ -9,6 +9,7 @@
 
 #include "osp_base.h"
 #include "osp_cpu.h"
+#include "osp_unwind_step.h"
 
 const unsigned char osp__cpu_syscall_insn[OSP__CPU_SYSCALL_INSN_SIZE] = {0x0f, 0x05};
 
@@ -34,16 +35,10 @@ void osp__cpu_syscall_state(const void *context, uint64_t *pc, uint64_t *result,
     *restarted_number = *result < 4096;
 }
 
-/* Async-signal-safe: reads [sp, sp + sizeof(ucontext_t)) once it is known to be below hi. */
-__attribute__((no_sanitize("address", "hwaddress"))) int
-osp__cpu_signal_frame_regs(uint64_t sp, uint64_t hi, struct osp__regs *out)
-{
-    if (sp & 7u || sp >= hi || hi - sp < sizeof(ucontext_t))
-        return -1;
-    const ucontext_t *uc = (const ucontext_t *)(uintptr_t)sp;
-    osp__cpu_regs(uc, out);
-    return 0;
-}
+/* The shared step reads the kernel's signal frame at these offsets (proto/osp_unwind_step.h). */
+_Static_assert(OSP_UNWIND_SIGNAL_PC == offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), "rip");
+_Static_assert(OSP_UNWIND_SIGNAL_SP == offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), "rsp");
+_Static_assert(OSP_UNWIND_SIGNAL_FP == offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), "rbp");
 
 /* Do the n bytes at window[at] match expected, all inside the window? */
 static int code_matches(const unsigned char *window, long window_size, long at,

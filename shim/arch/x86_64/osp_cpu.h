@@ -1,7 +1,8 @@
 /* osp_cpu.h (x86_64) — what the shim must know of the CPU it runs on, in one place: the
- * interrupted registers, the system-call instruction, the kernel's signal frame, the
- * frame-pointer prologue and the lazy PLT. The unwinder, the handler and the raw system call
- * reach the CPU only through this header (shim/arch/<cpu>/, chosen by meson).
+ * interrupted registers, the system-call instruction and the frame-pointer prologue (the
+ * kernel's signal frame and the lazy PLT are the shared step's, proto/osp_unwind_step.h). The
+ * unwinder, the handler and the raw system call reach the CPU only through this header
+ * (shim/arch/<cpu>/, chosen by meson).
  */
 #ifndef OSP_CPU_H
 #define OSP_CPU_H
@@ -54,18 +55,6 @@ extern const unsigned char osp__cpu_syscall_insn[OSP__CPU_SYSCALL_INSN_SIZE];
  * the kernel rewinds a restartable call, a small nonnegative value). Async-signal-safe. */
 void osp__cpu_syscall_state(const void *context, uint64_t *pc, uint64_t *result,
                             int *restarted_number);
-
-/* The registers saved in the kernel's signal frame when pc is in the signal trampoline
- * (__restore_rt) with the stack at sp: the ucontext_t sits at sp. Reads only [sp, hi) after
- * checking it holds the whole ucontext_t. Returns 0, or -1 when it does not fit.
- * Async-signal-safe. */
-int osp__cpu_signal_frame_regs(uint64_t sp, uint64_t hi, struct osp__regs *out);
-
-/* The lazy PLT's CFA adjustment: 8 more once (pc & 15) >= threshold. */
-static inline uint64_t osp__cpu_plt_extra(uint64_t pc, unsigned threshold)
-{
-    return (pc & 15u) >= threshold ? 8u : 0u;
-}
 
 /* Strip pointer-authentication bits (none on x86_64). Async-signal-safe. */
 static inline uint64_t osp__cpu_strip_pac(uint64_t addr)

@@ -1,0 +1,345 @@
+/* osp_unwind_step.h — one step of a stack walk, and the walk made of them: the one unwinder
+ * that the shim's SIGPROF handler (shim/unwind.c, its own live stack) and ospreyd's walker of
+ * stack copies (daemon/stack-walk.c, the kernel's copy of a thread's stack) both execute, so
+ * a stack is unwound by the same rules wherever its words are.
+ *
+ * A step takes the row for the frame's pc (proto/osp_unwind.h; NULL when no published table
+ * covers the pc), the frame's registers and the caller's "read a word" callback, and gives the
+ * caller's registers, or why the walk cannot go on. The rules, each stated once (the list in
+ * proto/README.md, "One unwinder"):
+ *
+ *   - Every word read is 8-byte aligned and read through the callback, which alone knows
+ *     where the words are and checks [addr, addr + 8) against its bounds (the shim: [lo, hi)
+ *     of the live stack; ospreyd: the copy). A read it refuses ends the walk.
+ *   - The stack pointer rises at every step, by at most OSP_UNWIND_MAX_FRAME_BYTES; the one
+ *     exception is the first frame of an interrupted instant on aarch64 whose row says the
+ *     return address is still in the link register and nothing is pushed (CFA = sp).
+ *   - By a row: CFA = sp or fp + offset (the x86_64 lazy PLT adds 8 once (pc & 15) reaches
+ *     the row's threshold); the CFA 8-byte aligned; the return address at CFA + ra_offset, or
+ *     in lr at the first frame only; the caller's fp at CFA + fp_offset unless that slot is
+ *     below sp (an epilogue restored it: the register holds it), else unchanged.
+ *   - By the frame pointer (no row, or a row that says nothing): at the first frame, when the
+ *     walker can read code and the pc is at a prologue's push or mov or at a ret (x86_64), the
+ *     return address is at sp + 8 * slot; otherwise fp, 8-byte aligned, not below sp and at
+ *     most OSP_UNWIND_MAX_FRAME_BYTES above it, holds the caller's fp and the return address.
+ *   - A signal frame (the kernel's trampoline's row): the interrupted registers from the
+ *     ucontext_t at sp (x86_64) or sp + 128 (aarch64's rt_sigframe), the frame after it an
+ *     interrupted instant again; its sp must be above this one.
+ *   - A zero return address, or a row that says the return address is undefined, is the
+ *     outermost frame. A zero frame pointer is not: frameless code (a JIT's) may hold 0 in the
+ *     register, and a frame record read where there is none may hold 0 in its slot.
+ *   - Return addresses lose their pointer-authentication bits (aarch64).
+ *
+ * Header-only, no library beyond the compiler's own headers. Async-signal-safe when the
+ * callbacks are.
+ */
+#ifndef OSP_UNWIND_STEP_H
+#define OSP_UNWIND_STEP_H
+
+#include <stdint.h>
+
+#include "osp_unwind.h"
+
+/* Every function here is inlined into its walker, so the walker's callbacks become direct,
+ * inlined calls: the handler pays for no call through a pointer per word. */
+#if defined(__GNUC__)
+#define OSP_UNWIND_INLINE static inline __attribute__((always_inline))
+#else
+#define OSP_UNWIND_INLINE static inline
+#endif
+
+/* A step moves sp up by at most this. */
+#define OSP_UNWIND_MAX_FRAME_BYTES (UINT64_C(1) << 20)
+
+/* The registers a walk needs: pc, sp, the frame pointer (rbp, x29) and the link register (x30
+ * on aarch64; 0 on x86_64, and 0 above the first frame). */
+struct osp_unwind_regs {
+    uint64_t pc, sp, fp, lr;
+};
+
+/* Why a step could not give the caller's registers, and so why a walk ended. The values are
+ * the stop reason of the ring's samples and the raw file's stacks (proto/osp_ring.h,
+ * proto/raw-format.md): never renumbered. */
+enum osp_unwind_stop {
+    OSP_UNWIND_GO_ON = 0,     /* not stopped (a step: the caller's registers are in *next);
+                               * in a recorded sample: the walker did not say (an older shim) */
+    OSP_UNWIND_OUTERMOST = 1, /* the outermost frame: the root reached */
+    OSP_UNWIND_NO_ROW = 2,    /* no row for the pc, and its frame pointer failed the checks */
+    OSP_UNWIND_FAILED = 3,    /* a row's rule failed a check (a read refused, sp not rising) */
+    OSP_UNWIND_DEPTH = 4,     /* the depth cap */
+    OSP_UNWIND_GUESSED = 5,   /* the frame pointer was followed from code no published table
+                               * covers while rows were still being built: the stack may skip
+                               * frames, however it ended */
+};
+#define OSP_UNWIND_STOP_COUNT 6u
+
+/* Where the words are. read_word: the 8-byte word at addr (8-byte aligned) into *out, 0; or -1
+ * when [addr, addr + 8) is not inside the memory the walker may read. return_slot (may be
+ * NULL: a walker that cannot read code): where an interrupted instant's return address is when
+ * its pc sits where the frame pointer does not yet (or no longer) hold its frame, in words
+ * above sp (0 or 1), else -1. `context` is the walker's own. */
+struct osp_unwind_memory;
+typedef int (*osp_unwind_read_fn)(const struct osp_unwind_memory *m, uint64_t addr, uint64_t *out);
+typedef int (*osp_unwind_slot_fn)(const struct osp_unwind_memory *m, uint64_t pc);
+struct osp_unwind_memory {
+    osp_unwind_read_fn read_word;
+    osp_unwind_slot_fn return_slot;
+    const void *context;
+    uint64_t lo, hi;
+};
+
+/* The callbacks travel as arguments from the walk down (loaded once from the walker's
+ * struct, before anything could change it), so that once inlined they are known calls. */
+struct osp_unwind_access {
+    const struct osp_unwind_memory *m;
+    osp_unwind_read_fn read_word;
+    osp_unwind_slot_fn return_slot;
+};
+
+/* A code address without its pointer-authentication bits: XPACLRI (hint #7) on aarch64 (a
+ * no-op on cores without PAuth), the top byte cleared too (Linux ignores it in user addresses,
+ * TBI); the identity elsewhere. Async-signal-safe. */
+OSP_UNWIND_INLINE uint64_t osp_unwind_strip_pac(uint64_t addr)
+{
+#if defined(__aarch64__)
+    register uint64_t x30 __asm__("x30") = addr;
+    __asm__("hint #7" : "+r"(x30));
+    return x30 & UINT64_C(0x00ffffffffffffff);
+#else
+    return addr;
+#endif
+}
+
+/* The kernel's signal frame: where the interrupted registers are, from sp at the trampoline.
+ * x86_64: ucontext_t at sp, its gregs at 40 (REG_RBP 10, REG_RSP 15, REG_RIP 16). aarch64:
+ * struct rt_sigframe { siginfo_t (128 bytes); ucontext_t; }, the mcontext's regs[] at 184 in
+ * the ucontext_t (x29, x30, then sp and pc after the 31 registers). shim/arch/<cpu>/cpu.c and
+ * daemon/stack-walk.c check these against <ucontext.h>. */
+#if defined(__x86_64__)
+#define OSP_UNWIND_SIGNAL_PC (40u + 8u * 16u)
+#define OSP_UNWIND_SIGNAL_SP (40u + 8u * 15u)
+#define OSP_UNWIND_SIGNAL_FP (40u + 8u * 10u)
+#elif defined(__aarch64__)
+#define OSP_UNWIND_SIGNAL_REGS (128u + 184u)
+#define OSP_UNWIND_SIGNAL_FP   (OSP_UNWIND_SIGNAL_REGS + 8u * 29u)
+#define OSP_UNWIND_SIGNAL_LR   (OSP_UNWIND_SIGNAL_REGS + 8u * 30u)
+#define OSP_UNWIND_SIGNAL_SP   (OSP_UNWIND_SIGNAL_REGS + 8u * 31u)
+#define OSP_UNWIND_SIGNAL_PC   (OSP_UNWIND_SIGNAL_REGS + 8u * 32u)
+#endif
+
+/* The word at addr through the walker's callback, refused when misaligned. */
+OSP_UNWIND_INLINE int osp_unwind_read(struct osp_unwind_access a, uint64_t addr, uint64_t *out)
+{
+    if (addr & 7u)
+        return -1;
+    return a.read_word(a.m, addr, out);
+}
+
+/* The registers the kernel saved in its signal frame at r->sp. */
+OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_signal_frame(const struct osp_unwind_regs *r,
+                                                               struct osp_unwind_access m,
+                                                               struct osp_unwind_regs *next)
+{
+#if defined(OSP_UNWIND_SIGNAL_PC)
+    next->lr = 0;
+    if (osp_unwind_read(m, r->sp + OSP_UNWIND_SIGNAL_PC, &next->pc) != 0 ||
+        osp_unwind_read(m, r->sp + OSP_UNWIND_SIGNAL_SP, &next->sp) != 0 ||
+        osp_unwind_read(m, r->sp + OSP_UNWIND_SIGNAL_FP, &next->fp) != 0)
+        return OSP_UNWIND_FAILED;
+#if defined(OSP_UNWIND_SIGNAL_LR)
+    if (osp_unwind_read(m, r->sp + OSP_UNWIND_SIGNAL_LR, &next->lr) != 0)
+        return OSP_UNWIND_FAILED;
+    next->lr = osp_unwind_strip_pac(next->lr);
+#endif
+    if (next->sp <= r->sp)
+        return OSP_UNWIND_FAILED;
+    return next->pc != 0 ? OSP_UNWIND_GO_ON : OSP_UNWIND_OUTERMOST;
+#else
+    (void)r;
+    (void)m;
+    (void)next;
+    return OSP_UNWIND_FAILED;
+#endif
+}
+
+/* The lazy PLT's CFA adjustment (x86_64): 8 more once (pc & 15) >= threshold. */
+OSP_UNWIND_INLINE uint64_t osp_unwind_plt_extra(uint64_t pc, unsigned threshold)
+{
+#if defined(__x86_64__)
+    return (pc & 15u) >= threshold ? 8u : 0u;
+#else
+    (void)pc;
+    (void)threshold;
+    return 0;
+#endif
+}
+
+/* One frame by its row (cfa_rule not OSP_CFA_UNKNOWN). */
+OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step_by_row(const struct osp_unwind_row *row,
+                                                              const struct osp_unwind_regs *r,
+                                                              int first, struct osp_unwind_access m,
+                                                              struct osp_unwind_regs *next)
+{
+    uint64_t cfa;
+    switch (row->cfa_rule) {
+    case OSP_CFA_END:
+        return OSP_UNWIND_OUTERMOST;
+    case OSP_CFA_SIGNAL:
+        return osp_unwind_signal_frame(r, m, next);
+    case OSP_CFA_SP:
+        cfa = r->sp + (uint64_t)(int64_t)row->cfa_offset;
+        break;
+    case OSP_CFA_FP:
+        cfa = r->fp + (uint64_t)(int64_t)row->cfa_offset;
+        break;
+    case OSP_CFA_PLT:
+        cfa = r->sp + (uint64_t)(int64_t)row->cfa_offset +
+              osp_unwind_plt_extra(r->pc, row->plt_threshold);
+        break;
+    default:
+        return OSP_UNWIND_FAILED;
+    }
+    int in_lr = row->ra_rule == OSP_RA_IN_LR;
+    if (cfa < r->sp || (cfa == r->sp && !(first && in_lr)) ||
+        cfa - r->sp > OSP_UNWIND_MAX_FRAME_BYTES || (cfa & 7u))
+        return OSP_UNWIND_FAILED;
+    uint64_t ra;
+    if (row->ra_rule == OSP_RA_AT_CFA) {
+        if (osp_unwind_read(m, cfa + (uint64_t)(int64_t)row->ra_offset, &ra) != 0)
+            return OSP_UNWIND_FAILED;
+    } else if (in_lr && first) {
+        ra = r->lr;
+    } else {
+        return OSP_UNWIND_FAILED;
+    }
+    /* A saved frame pointer below the current sp was restored already (an epilogue's pops
+     * come before the CFA rule changes, and the rule still names the old slot, which a signal
+     * frame may have overwritten since): the register holds it. */
+    next->fp = r->fp;
+    uint64_t fp_at = cfa + (uint64_t)(int64_t)row->fp_offset;
+    if (row->fp_rule == OSP_FP_AT_CFA && fp_at >= r->sp &&
+        osp_unwind_read(m, fp_at, &next->fp) != 0)
+        return OSP_UNWIND_FAILED;
+    next->sp = cfa;
+    next->pc = osp_unwind_strip_pac(ra);
+    next->lr = 0;
+    return next->pc != 0 ? OSP_UNWIND_GO_ON : OSP_UNWIND_OUTERMOST;
+}
+
+/* One frame by the frame pointer: the prologue or ret case at the first frame, else the chain. */
+OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step_by_fp(const struct osp_unwind_regs *r,
+                                                             int first, struct osp_unwind_access m,
+                                                             struct osp_unwind_regs *next)
+{
+    if (first && m.return_slot != NULL) {
+        int slot = m.return_slot(m.m, r->pc);
+        uint64_t ra;
+        if (slot >= 0 && osp_unwind_read(m, r->sp + 8u * (uint64_t)slot, &ra) == 0) {
+            next->sp = r->sp + 8u * (uint64_t)(slot + 1);
+            next->fp = r->fp;
+            next->pc = osp_unwind_strip_pac(ra);
+            next->lr = 0;
+            return next->pc != 0 ? OSP_UNWIND_GO_ON : OSP_UNWIND_OUTERMOST;
+        }
+    }
+    uint64_t fp = r->fp, ra, caller_fp;
+    if (fp < r->sp || fp - r->sp > OSP_UNWIND_MAX_FRAME_BYTES ||
+        osp_unwind_read(m, fp, &caller_fp) != 0 || osp_unwind_read(m, fp + 8, &ra) != 0)
+        return OSP_UNWIND_NO_ROW;
+    next->sp = fp + 16;
+    next->fp = caller_fp;
+    next->pc = osp_unwind_strip_pac(ra);
+    next->lr = 0;
+    return next->pc != 0 ? OSP_UNWIND_GO_ON : OSP_UNWIND_OUTERMOST;
+}
+
+/* One step: from the frame r (its row, or NULL) to its caller's registers in *next
+ * (OSP_UNWIND_GO_ON), or why not. `first`: r holds every register of an interrupted instant
+ * (the leaf, or the frame a signal frame saved): its pc is exact and lr is valid.
+ * Async-signal-safe when m's callbacks are. */
+OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step_with(const struct osp_unwind_row *row,
+                                                            const struct osp_unwind_regs *r,
+                                                            int first, struct osp_unwind_access m,
+                                                            struct osp_unwind_regs *next)
+{
+    if (row != NULL && row->cfa_rule != OSP_CFA_UNKNOWN)
+        return osp_unwind_step_by_row(row, r, first, m, next);
+    return osp_unwind_step_by_fp(r, first, m, next);
+}
+
+OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step(const struct osp_unwind_row *row,
+                                                       const struct osp_unwind_regs *r, int first,
+                                                       const struct osp_unwind_memory *m,
+                                                       struct osp_unwind_regs *next)
+{
+    const struct osp_unwind_access a = {m, m->read_word, m->return_slot};
+    return osp_unwind_step_with(row, r, first, a, next);
+}
+
+/* Whether ospreyd is still building rows into the table object [map, map + size): builds under
+ * way, or no snapshot yet. Acquire: ospreyd drops the count with release after publishing an
+ * image's rows, so a snapshot read after a count of 0 includes them. Async-signal-safe. */
+OSP_UNWIND_INLINE int osp_unwind_building(const void *map, uint64_t size)
+{
+    const struct osp_unwind_header *h = (const struct osp_unwind_header *)map;
+    return atomic_load_explicit((_Atomic uint32_t *)&h->builds_pending, memory_order_acquire) !=
+               0 ||
+           osp_unwind_snapshot(map, size) == NULL;
+}
+
+/* The tables a walk reads: the object [map, map + size) and its snapshot ix (NULL: none, every
+ * frame by the frame pointer). `building`: the table object ospreyd is filling for this
+ * process (NULL: none), asked (osp_unwind_building) once a frame is found by the frame pointer
+ * for a pc no entry covers: while rows are being built, that pc may be in code whose rows are
+ * not yet published. */
+struct osp_unwind_tables {
+    const void *map;
+    uint64_t size;
+    const struct osp_unwind_index *ix;
+    const void *building;
+    uint64_t building_size;
+};
+
+/* The walk: from regs, leaf first, into out[0..cap), each frame by its row where the snapshot
+ * has one (looked up at the pc itself for an interrupted instant, at pc - 1 for a return
+ * address), else by the frame pointer; the first address stored whatever it is. `leaf`: regs
+ * are an interrupted instant's (0: regs->pc is a return address). Returns the depth; *stop
+ * says why the walk ended (never OSP_UNWIND_GO_ON when cap >= 1). Async-signal-safe when m's
+ * callbacks are. */
+OSP_UNWIND_INLINE uint32_t osp_unwind_walk(const struct osp_unwind_tables *t,
+                                           const struct osp_unwind_regs *regs, int leaf,
+                                           const struct osp_unwind_memory *m, uint64_t *out,
+                                           uint32_t cap, enum osp_unwind_stop *stop)
+{
+    const struct osp_unwind_access a = {m, m->read_word, m->return_slot};
+    struct osp_unwind_regs r = *regs;
+    int first = leaf;
+    int guessed = 0;
+    uint32_t depth = 0;
+    enum osp_unwind_stop why = OSP_UNWIND_DEPTH;
+    while (depth < cap) {
+        out[depth++] = r.pc;
+        if (depth == cap)
+            break;
+        const struct osp_unwind_row *row =
+            t->ix != NULL ? osp_unwind_find_row(t->map, t->size, t->ix, first ? r.pc : r.pc - 1)
+                          : NULL;
+        struct osp_unwind_regs next;
+        why = osp_unwind_step_with(row, &r, first, a, &next);
+        if (why != OSP_UNWIND_GO_ON) {
+            if (why == OSP_UNWIND_OUTERMOST && row == NULL && !guessed && t->building != NULL)
+                guessed = osp_unwind_building(t->building, t->building_size);
+            break;
+        }
+        why = OSP_UNWIND_DEPTH;
+        if (row == NULL && !guessed && t->building != NULL)
+            guessed = osp_unwind_building(t->building, t->building_size);
+        /* Past the kernel's signal frame, the registers are an interrupted instant again. */
+        first = row != NULL && row->cfa_rule == OSP_CFA_SIGNAL;
+        r = next;
+    }
+    *stop = guessed ? OSP_UNWIND_GUESSED : why;
+    return depth;
+}
+
+#endif /* OSP_UNWIND_STEP_H */

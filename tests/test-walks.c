@@ -1,0 +1,304 @@
+/* test-walks.c — the one unwinder (proto/osp_unwind_step.h) driven by both of its walkers with
+ * the same synthetic cases: the shim's walk of its live stack (shim/unwind.c, osp__unwind_why,
+ * reading [lo, hi) in place) and ospreyd's walk of a stack copy (daemon/stack-walk.c,
+ * ospd_walk_copy_why, reading the copy). For each case — frame-pointer chains, rows by sp and
+ * by fp, the lazy PLT, an epilogue, the kernel's signal frame, an outermost row, a hostile
+ * chain, a CFA past the stack, the depth cap, a guess while rows are still being built — both
+ * must find the same frames and say the same reason for stopping. */
+#include <check.h>
+#include <string.h>
+
+#include "osp_core.h"
+#include "osp_unwind.h"
+#include "osp_unwind_step.h"
+#include "ospd_attach.h"
+#include "ospd_unwind.h"
+
+#define WORDS 256u
+static uint64_t stack[WORDS] __attribute__((aligned(16)));
+static uint8_t object[OSP_UNWIND_HEADER_SIZE + 8192] __attribute__((aligned(4096)));
+
+/* The address of stack word i. */
+static uint64_t at(unsigned i)
+{
+    return (uint64_t)(uintptr_t)&stack[i];
+}
+
+static void set(unsigned i, uint64_t v)
+{
+    stack[i] = v;
+}
+
+/* A table object with one image at [IMAGE, IMAGE + 0x1000) and these rows. Every code
+ * address of the cases is below the lowest address a process may map (mmap_min_addr, 64 KiB):
+ * the shim's look at the leaf's code finds nothing there, as ospreyd, which reads no code. */
+#define IMAGE 0x1000u
+static void tables_with(const struct osp_unwind_row *rows, uint32_t count)
+{
+    memset(object, 0, sizeof object);
+    struct osp_unwind_header *h = (struct osp_unwind_header *)object;
+    h->magic = OSP_UNWIND_MAGIC;
+    h->abi_version = OSP_UNWIND_ABI_VERSION;
+    h->header_size = OSP_UNWIND_HEADER_SIZE;
+    h->size = sizeof object;
+    h->arch = OSP__CPU_ELF_MACHINE;
+    h->row_size = sizeof(struct osp_unwind_row);
+    struct ospd_unwind_region region;
+    char err[256];
+    ck_assert_int_eq(ospd_unwind_region_init(&region, object, sizeof object, -1, err, sizeof err),
+                     0);
+    struct ospd_unwind_rows table = {
+        (struct osp_unwind_row *)rows, count, IMAGE, IMAGE + 0x1000, 0, false};
+    ck_assert_int_eq(ospd_unwind_region_publish(&region, IMAGE, &table), 0);
+    ospd_unwind_region_free(&region);
+}
+
+/* What a walk found. */
+struct walked {
+    uint32_t depth;
+    enum osp_unwind_stop stop;
+    uint64_t pcs[OSP_MAX_DEPTH];
+};
+
+/* Both walkers from (pc, sp = word sp_at, fp) with the tables (or none), up to cap frames; the
+ * two must agree, and the shim's result is returned. */
+static struct walked both(int with_tables, uint64_t pc, unsigned sp_at, uint64_t fp, uint32_t cap)
+{
+    struct walked shim = {0}, daemon = {0};
+    uint64_t sp = at(sp_at), hi = at(WORDS);
+    struct osp__regs regs = {.pc = pc, .sp = sp, .fp = fp, .lr = 0};
+    osp__unwind_set_tables(with_tables ? object : NULL, sizeof object);
+    shim.depth = osp__unwind_why(&regs, 1, sp, hi, shim.pcs, cap, &shim.stop);
+    osp__unwind_set_tables(NULL, 0);
+    struct ospd_stack_copy copy = {sp, (const uint8_t *)&stack[sp_at], hi - sp};
+    daemon.depth = ospd_walk_copy_why(with_tables ? object : NULL, sizeof object, pc, sp, fp, &copy,
+                                      daemon.pcs, cap, &daemon.stop);
+    ck_assert_uint_eq(shim.depth, daemon.depth);
+    ck_assert_int_eq(shim.stop, daemon.stop);
+    for (uint32_t i = 0; i < shim.depth; i++)
+        ck_assert_uint_eq(shim.pcs[i], daemon.pcs[i]);
+    return shim;
+}
+
+START_TEST(a_frame_pointer_chain)
+{
+    memset(stack, 0, sizeof stack);
+    set(10, at(20)); /* records: caller's fp, return address */
+    set(11, 0x9000);
+    set(20, at(30));
+    set(21, 0xa000);
+    set(30, 0);
+    set(31, 0); /* a zero return address: the outermost frame */
+    struct walked w = both(0, 0x8010, 4, at(10), OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 3);
+    ck_assert_uint_eq(w.pcs[1], 0x9000);
+    ck_assert_uint_eq(w.pcs[2], 0xa000);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    /* A zero frame pointer, read from a record or in the register, is no outermost frame:
+     * frameless code (a JIT's) may hold 0 there, and a "record" read where there is none too. */
+    set(20, 0);
+    w = both(0, 0x8010, 4, at(10), OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 3);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    set(20, at(30));
+    w = both(0, 0x8010, 4, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 1);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    /* The depth cap. */
+    w = both(0, 0x8010, 4, at(10), 2);
+    ck_assert_uint_eq(w.depth, 2);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_DEPTH);
+    /* A chain that goes down, or a misaligned frame pointer: no row, and no frame. */
+    set(20, at(12));
+    w = both(0, 0x8010, 4, at(10), OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 3);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    w = both(0, 0x8010, 4, at(10) + 4, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 1);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    /* A frame pointer past the stack's end is never read. */
+    w = both(0, 0x8010, 4, at(WORDS - 1), OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 1);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+}
+END_TEST
+
+/* [0, 0x100) CFA = sp + 16; [0x100, 0x200) CFA = sp + 32, fp at CFA - 16; [0x200, 0x300) the
+ * outermost frame; [0x300, 0x400) no CFI; [0x400, 0x500) CFA = fp + 16, fp at CFA - 16;
+ * [0x500, 0x600) the lazy PLT (CFA = sp + 8, + 8 from (pc & 15) >= 11); [0x600, 0x700) the
+ * signal trampoline; [0x700, 0x800) CFA = sp + 8 (an epilogue: fp's slot at CFA - 16, below sp);
+ * [0x800, 0x900) CFA = sp (nothing pushed, the return address said to be at CFA - 8). */
+static const struct osp_unwind_row rows[] = {
+    {.pc_offset = 0, .cfa_offset = 16, .cfa_rule = OSP_CFA_SP, .ra_offset = -8},
+    {.pc_offset = 0x100,
+     .cfa_offset = 32,
+     .cfa_rule = OSP_CFA_SP,
+     .ra_offset = -8,
+     .fp_rule = OSP_FP_AT_CFA,
+     .fp_offset = -16},
+    {.pc_offset = 0x200, .cfa_rule = OSP_CFA_END},
+    {.pc_offset = 0x300, .cfa_rule = OSP_CFA_UNKNOWN},
+    {.pc_offset = 0x400,
+     .cfa_offset = 16,
+     .cfa_rule = OSP_CFA_FP,
+     .ra_offset = -8,
+     .fp_rule = OSP_FP_AT_CFA,
+     .fp_offset = -16},
+    {.pc_offset = 0x500,
+     .cfa_offset = 8,
+     .cfa_rule = OSP_CFA_PLT,
+     .plt_threshold = 11,
+     .ra_offset = -8},
+    {.pc_offset = 0x600, .cfa_rule = OSP_CFA_SIGNAL},
+    {.pc_offset = 0x700,
+     .cfa_offset = 8,
+     .cfa_rule = OSP_CFA_SP,
+     .ra_offset = -8,
+     .fp_rule = OSP_FP_AT_CFA,
+     .fp_offset = -16},
+    {.pc_offset = 0x800, .cfa_offset = 0, .cfa_rule = OSP_CFA_SP, .ra_offset = -8},
+    {.pc_offset = 0x900, .cfa_rule = OSP_CFA_UNKNOWN},
+};
+#define NROWS (sizeof rows / sizeof rows[0])
+
+START_TEST(rows_by_sp_and_fp_and_the_outermost_row)
+{
+    tables_with(rows, NROWS);
+    memset(stack, 0, sizeof stack);
+    /* leaf at +0x10, sp word 4: CFA word 6, ra at word 5 */
+    set(5, IMAGE + 0x180);
+    set(8, at(40)); /* its caller, CFA word 10: saved fp at word 8, ra at word 9 */
+    set(9, IMAGE + 0x410);
+    set(40, at(50)); /* CFA = fp (word 40) + 16 = word 42: fp at word 40, ra at 41 */
+    set(41, IMAGE + 0x250);
+    struct walked w = both(1, IMAGE + 0x10, 4, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 4);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x180);
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x410);
+    ck_assert_uint_eq(w.pcs[3], IMAGE + 0x250);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    /* A return address at a row's first byte is looked up at pc - 1: the row before. */
+    set(5, IMAGE + 0x100);
+    set(7, IMAGE + 0x250); /* by the first row: CFA word 8, ra at word 7 */
+    w = both(1, IMAGE + 0x10, 4, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 3);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x100);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    /* No CFI: the frame pointer the rows restored takes over. */
+    set(5, IMAGE + 0x180);
+    set(9, IMAGE + 0x310);
+    w = both(1, IMAGE + 0x10, 4, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 4);
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x310);
+    ck_assert_uint_eq(w.pcs[3], IMAGE + 0x250);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    /* A return address outside every image with a frame pointer that fails: no row, no frame. */
+    set(40, at(50) + 4);
+    set(41, 0x9000);
+    w = both(1, IMAGE + 0x10, 4, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 4);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    /* A CFA past the stack: the row's rule fails, nothing read beyond. */
+    w = both(1, IMAGE + 0x110, WORDS - 2, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 1);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_FAILED);
+}
+END_TEST
+
+START_TEST(the_plt_an_epilogue_and_a_cfa_that_does_not_rise)
+{
+    tables_with(rows, NROWS);
+    memset(stack, 0, sizeof stack);
+    /* The PLT below threshold: CFA word 5, ra at word 4; from pc & 15 == 11: word 6, ra at 5
+     * (x86_64's lazy PLT; aarch64 has no such rule, the CFA stays). */
+    set(4, IMAGE + 0x250);
+    set(5, IMAGE + 0x260);
+    struct walked w = both(1, IMAGE + 0x500, 4, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 2);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x250);
+    w = both(1, IMAGE + 0x50b, 4, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 2);
+#if defined(__x86_64__)
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x260);
+#else
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x250);
+#endif
+    ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    /* An epilogue: fp's slot (CFA - 16) is below sp, the register keeps the caller's fp. */
+    set(4, IMAGE + 0x310);
+    set(20, 0);
+    set(21, IMAGE + 0x250);
+    w = both(1, IMAGE + 0x710, 4, at(20), OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 3);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x310);
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x250);
+    /* CFA = sp with the return address in memory: not a frame (only an aarch64 leaf whose
+     * return address is still in lr may not rise). */
+    w = both(1, IMAGE + 0x810, 4, at(20), OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 1);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_FAILED);
+}
+END_TEST
+
+START_TEST(the_kernels_signal_frame)
+{
+    tables_with(rows, NROWS);
+    memset(stack, 0, sizeof stack);
+    /* The trampoline at sp word 4: the interrupted instant's registers in the frame above. */
+#if defined(OSP_UNWIND_SIGNAL_PC)
+    unsigned base = 4;
+    set(base + OSP_UNWIND_SIGNAL_PC / 8, IMAGE + 0x10);
+    set(base + OSP_UNWIND_SIGNAL_SP / 8, at(150));
+    set(base + OSP_UNWIND_SIGNAL_FP / 8, 0);
+    set(151, IMAGE + 0x250); /* the interrupted leaf's row: CFA word 152, ra at word 151 */
+    struct walked w = both(1, IMAGE + 0x610, base, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 3);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x10); /* looked up at the pc itself */
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x250);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    /* A saved sp that does not rise ends the walk. */
+    set(base + OSP_UNWIND_SIGNAL_SP / 8, at(base));
+    w = both(1, IMAGE + 0x610, base, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 1);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_FAILED);
+#endif
+}
+END_TEST
+
+START_TEST(a_frame_pointer_guess_while_rows_are_built_is_guessed)
+{
+    tables_with(rows, NROWS);
+    memset(stack, 0, sizeof stack);
+    set(10, at(20));
+    set(11, 0x9000); /* no image covers it */
+    set(20, 0);
+    set(21, 0);
+    struct walked w = both(1, 0x8010, 4, at(10), OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 2);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    struct osp_unwind_header *h = (struct osp_unwind_header *)object;
+    atomic_store_explicit(&h->builds_pending, 1, memory_order_relaxed);
+    w = both(1, 0x8010, 4, at(10), OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 2);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_GUESSED);
+    /* A row that says nothing is published: the frame pointer there is no guess. */
+    set(11, IMAGE + 0x250);
+    w = both(1, IMAGE + 0x310, 4, at(10), OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 2);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    atomic_store_explicit(&h->builds_pending, 0, memory_order_relaxed);
+}
+END_TEST
+
+Suite *walks_suite(void)
+{
+    Suite *s = suite_create("walks");
+    TCase *tc = tcase_create("walks");
+    tcase_add_test(tc, a_frame_pointer_chain);
+    tcase_add_test(tc, rows_by_sp_and_fp_and_the_outermost_row);
+    tcase_add_test(tc, the_plt_an_epilogue_and_a_cfa_that_does_not_rise);
+    tcase_add_test(tc, the_kernels_signal_frame);
+    tcase_add_test(tc, a_frame_pointer_guess_while_rows_are_built_is_guessed);
+    suite_add_tcase(s, tc);
+    return s;
+}
