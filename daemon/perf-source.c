@@ -302,6 +302,10 @@ int ospd_perf_open(struct ospd_perf_source *s, int32_t pid, uint32_t rate_hz, ch
     if (rc == 0 && threads == 0)
         rc = -ESRCH;
     if (rc != 0) {
+        /* The call itself refused (a seccomp filter's EACCES or EPERM, perf_event_paranoid 3,
+         * no perf events): ptrace, allowed above, may sample instead. */
+        s->refused =
+            rc == -EACCES || rc == -EPERM || rc == -ENOSYS || rc == -ENOENT || rc == -EOPNOTSUPP;
         refusal(pid, -rc, false, err, err_size);
         ospd_perf_close(s);
     }
@@ -326,17 +330,15 @@ void ospd_perf_enable(struct ospd_perf_source *s, bool on)
         ioctl(s->fds[i], request, 0);
 }
 
-/* The collector thread of tid, registered at its first record: fiber 0 and "main" for the
- * main thread, else the tid and the thread's name, as the preload library registers them. */
-static int64_t thread_of(struct ospd_perf_source *s, struct ospd_collector *c, int32_t tid)
+int64_t ospd_attach_thread(struct ospd_collector *c, int32_t pid, int32_t tid)
 {
     for (uint32_t i = c->thread_count; i-- > 0;)
         if (c->threads[i].tid == tid)
             return i;
     char label[OSP_MAX_LABEL + 1] = "main";
-    if (tid != s->pid) {
+    if (tid != pid) {
         char path[96];
-        snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)s->pid, (int)tid);
+        snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
         FILE *f = fopen(path, "re");
         if (f == NULL || fgets(label, sizeof label, f) == NULL)
             snprintf(label, sizeof label, "thread");
@@ -347,9 +349,14 @@ static int64_t thread_of(struct ospd_perf_source *s, struct ospd_collector *c, i
     char *copy = ospd_utf8_sanitize(label, strlen(label));
     if (copy == NULL)
         return -ENOMEM;
-    int64_t thread =
-        ospd_collector_thread(c, c->thread_count, 1, tid == s->pid ? 0 : tid, tid, copy);
-    if (thread < 0)
+    return ospd_collector_thread(c, c->thread_count, 1, tid == pid ? 0 : tid, tid, copy);
+}
+
+/* The collector thread of tid (ospd_attach_thread), with room for its site. */
+static int64_t thread_of(struct ospd_perf_source *s, struct ospd_collector *c, int32_t tid)
+{
+    int64_t thread = ospd_attach_thread(c, s->pid, tid);
+    if (thread < 0 || (uint64_t)thread < s->site_cap)
         return thread;
     uint64_t cap = s->site_cap;
     if (ospd_grow((void **)&s->site_of, &cap, (uint64_t)thread + 1, sizeof *s->site_of) != 0)
@@ -507,6 +514,8 @@ void ospd_perf_close(struct ospd_perf_source *s)
     s->fds = NULL;
     s->switch_ids = NULL;
     s->site_of = NULL;
+    s->clock_fds = NULL;
+    s->clock_fd_count = s->clock_fds_cap = 0;
     s->held = NULL;
     s->buffer = NULL;
     s->ring_count = s->fd_count = s->fds_cap = s->site_cap = 0;

@@ -1,0 +1,368 @@
+/* ptrace-source.c — the attach's sampler where the kernel refuses perf events (a seccomp
+ * filter, as container runtimes install, or kernel.perf_event_paranoid 3): the target sampled
+ * from outside with ptrace, as py-spy does, at OSPD_PTRACE_MAX_HZ rounds a second at most; and,
+ * for both samplers, the stack of a thread that stays blocked, read where it blocks.
+ *
+ * DESIGN. Each round reads every thread of /proc/PID/task: its state (stat) and its CPU time
+ * and run-queue delay (schedstat). The CPU time a thread used since the last round is its
+ * credit, paid in periods of 1 / rate as on-CPU samples when the thread is found running:
+ * then it is seized (PTRACE_SEIZE, which stops nothing), stopped (PTRACE_INTERRUPT), its
+ * registers read (PTRACE_GETREGSET), the top of its stack copied (process_vm_readv, at most
+ * OSPD_PERF_STACK_BYTES from sp, as the kernel copies one into a perf sample) and it is let go
+ * at once (PTRACE_DETACH): between rounds nothing of ours is attached, so a signal sent to the
+ * program meanwhile is delivered as without us, a new thread needs no following (the next
+ * round's scan finds it) and no exit path of ospreyd can leave a thread stopped (a signal
+ * that came while one was stopped is handed back by the detach). A thread found blocked is
+ * never stopped (a stop would interrupt its system call): /proc/PID/task/TID/syscall gives the
+ * sp and pc it blocked at, its stack is copied from there, and the time it spent blocked (the
+ * wall time less its CPU time and its run-queue delay) is paid as waiting periods at that
+ * site; the site is read again only when the thread has run since. Totals are exact, as the
+ * kernel's clocks are, whatever the rate: credit is never lost, only paid late; at the end
+ * what is left is paid at the thread's last stack.
+ * Alternatives: staying attached (PTRACE_O_TRACECLONE for new threads) saves the seize and
+ * detach of each sample but stops every thread at every signal the program gets until the
+ * collector's loop lets it go (a timer signal at 1 kHz waits for our loop each time), and a
+ * collector killed by SIGKILL leaves them to the kernel's detach; stopping blocked threads too
+ * gives their frame pointer but interrupts their system calls (epoll_wait, futex waits with a
+ * timeout return EINTR after a stop).
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ospc.h"
+#include "ospd_attach.h"
+#include "ospd_perf_source.h"
+#include "ospd_ptrace_source.h"
+
+#define STOP_WAIT_NS (UINT64_C(200) * 1000000u) /* a thread that will not stop: given up */
+
+int ospd_ptrace_open(struct ospd_ptrace_source *s, int32_t pid, uint32_t rate_hz, bool stop_threads)
+{
+    memset(s, 0, sizeof *s);
+    s->pid = pid;
+    s->period_ns = 1000000000u / (rate_hz > 0 ? rate_hz : 1);
+    s->stop_threads = stop_threads;
+    s->stack = malloc(OSPD_PERF_STACK_BYTES);
+    return s->stack != NULL ? 0 : -ENOMEM;
+}
+
+void ospd_ptrace_close(struct ospd_ptrace_source *s)
+{
+    free(s->threads);
+    free(s->stack);
+    s->threads = NULL;
+    s->stack = NULL;
+    s->count = s->cap = 0;
+}
+
+/* The state letter of a thread (R, S, D, T, Z...), and its schedstat: CPU time and run-queue
+ * delay. 0, or -1 when the thread is gone. */
+static int thread_status(int32_t pid, int32_t tid, char *state, uint64_t *run_ns,
+                         uint64_t *delay_ns)
+{
+    char path[96], text[512];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return -1;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *close_paren = strrchr(text, ')'); /* the name may hold anything */
+    if (close_paren == NULL || close_paren[1] != ' ')
+        return -1;
+    *state = close_paren[2];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return -1;
+    int ok = fscanf(f, "%" SCNu64 " %" SCNu64, run_ns, delay_ns) == 2;
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
+/* Copy [sp, sp + OSPD_PERF_STACK_BYTES) of tid's stack, page by page, up to the first page that
+ * cannot be read (the top of the stack). Returns the bytes copied. */
+static uint64_t copy_stack(struct ospd_ptrace_source *s, int32_t tid, uint64_t sp)
+{
+    enum { PAGE = 4096, PIECES = OSPD_PERF_STACK_BYTES / PAGE + 1 };
+    struct iovec local = {s->stack, OSPD_PERF_STACK_BYTES}, remote[PIECES];
+    uint64_t at = sp, left = OSPD_PERF_STACK_BYTES;
+    int pieces = 0;
+    while (left > 0 && pieces < PIECES) {
+        uint64_t piece = PAGE - (at & (PAGE - 1));
+        piece = piece < left ? piece : left;
+        remote[pieces++] = (struct iovec){(void *)(uintptr_t)at, piece};
+        at += piece;
+        left -= piece;
+    }
+    ssize_t n = process_vm_readv(tid, &local, 1, remote, (unsigned long)pieces, 0);
+    return n > 0 ? (uint64_t)n : 0;
+}
+
+/* Walk tid's stack from (pc, sp, fp) into pcs. Returns the depth (0: nothing to walk). */
+static uint32_t walk(struct ospd_ptrace_source *s, int32_t tid, uint64_t pc, uint64_t sp,
+                     uint64_t fp, uint64_t *pcs)
+{
+    if (pc == 0)
+        return 0;
+    struct ospd_stack_copy copy = {sp, s->stack, copy_stack(s, tid, sp)};
+    return ospd_walk_copy(s->tables, s->tables_size, pc, sp, fp, &copy, pcs, OSP_MAX_DEPTH);
+}
+
+/* Where a blocked thread waits, without stopping it: the sp and pc of /proc/.../syscall (the
+ * last two fields, for a thread in a system call or a page fault; "running" else), its stack
+ * copied from there. The frame pointer is not there: the walk starts by the unwind rows.
+ * Returns the depth, 0 when it is running or cannot be read. */
+static uint32_t blocked_stack(struct ospd_ptrace_source *s, int32_t tid, uint64_t *pcs)
+{
+    char path[96], text[512];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", (int)s->pid, (int)tid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    text[strcspn(text, "\n")] = '\0';
+    char *pc_text = strrchr(text, ' ');
+    if (pc_text == NULL || strncmp(text, "running", 7) == 0)
+        return 0;
+    *pc_text = '\0';
+    char *sp_text = strrchr(text, ' ');
+    if (sp_text == NULL)
+        return 0;
+    uint64_t pc = strtoull(pc_text + 1, NULL, 16), sp = strtoull(sp_text + 1, NULL, 16);
+    return sp != 0 ? walk(s, tid, pc, sp, 0, pcs) : 0;
+}
+
+/* Stop tid for an instant and walk its stack into pcs: seize, interrupt, wait for the stop,
+ * registers, stack, detach (handing back a signal that came meanwhile). Returns the depth, 0
+ * when it could not be stopped (another tracer holds it, it ended, or a job-control stop). */
+static uint32_t stopped_stack(struct ospd_ptrace_source *s, int32_t tid, uint64_t *pcs)
+{
+    if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
+        s->not_seized++;
+        return 0;
+    }
+    uint64_t t0 = ospc_clock_ns(CLOCK_MONOTONIC);
+    if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) {
+        ptrace(PTRACE_DETACH, tid, NULL, NULL);
+        s->not_seized++;
+        return 0;
+    }
+    int status = 0, deliver = 0;
+    bool stopped = false, regs_valid = false;
+    struct timespec nap = {0, 2000}; /* the stop takes microseconds; a loaded CPU, longer */
+    for (;;) {
+        pid_t r = waitpid(tid, &status, __WALL | WNOHANG);
+        if (r < 0 || (r == tid && !WIFSTOPPED(status)))
+            return 0; /* it ended: a traced thread's end is ours to see, nothing to detach */
+        if (r == tid) {
+            stopped = true;
+            int event = status >> 16, sig = WSTOPSIG(status);
+            if (event == 0) { /* a signal being delivered: handed back by the detach */
+                deliver = sig;
+                regs_valid = true;
+            } else if (event == PTRACE_EVENT_STOP && sig == SIGTRAP) {
+                regs_valid = true; /* our interrupt */
+            }                      /* else a job-control stop: it stays stopped as it was */
+            break;
+        }
+        if (ospc_clock_ns(CLOCK_MONOTONIC) - t0 > STOP_WAIT_NS)
+            break;
+        nanosleep(&nap, NULL);
+        if (nap.tv_nsec < 1000000)
+            nap.tv_nsec *= 2;
+    }
+    uint32_t depth = 0;
+    if (regs_valid) {
+        struct user_regs_struct regs;
+        struct iovec io = {&regs, sizeof regs};
+        if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_PRSTATUS, &io) == 0) {
+#if defined(__x86_64__)
+            uint64_t pc = regs.rip, sp = regs.rsp, fp = regs.rbp;
+#else
+            uint64_t pc = 0, sp = 0, fp = 0; /* the walk of copied stacks knows x86_64 only */
+#endif
+            depth = walk(s, tid, pc, sp, fp, pcs);
+        }
+    }
+    if (!stopped) {
+        /* Not stopped in STOP_WAIT_NS (a zombie leader): it cannot be detached until it stops;
+         * the interrupt is pending, and the wait below catches it at the end. */
+        waitpid(tid, &status, __WALL); /* blocks only until it stops or ends */
+        deliver = WIFSTOPPED(status) && (status >> 16) == 0 ? WSTOPSIG(status) : 0;
+    }
+    ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)deliver);
+    s->stops++;
+    s->stopped_ns += ospc_clock_ns(CLOCK_MONOTONIC) - t0;
+    return depth;
+}
+
+static struct ospd_ptrace_thread *find_thread(struct ospd_ptrace_source *s, int32_t tid)
+{
+    for (uint32_t i = 0; i < s->count; i++)
+        if (s->threads[i].tid == tid)
+            return &s->threads[i];
+    uint64_t cap = s->cap;
+    if (ospd_grow((void **)&s->threads, &cap, (uint64_t)s->count + 1, sizeof *s->threads) != 0)
+        return NULL;
+    s->cap = (uint32_t)cap;
+    struct ospd_ptrace_thread *t = &s->threads[s->count++];
+    *t = (struct ospd_ptrace_thread){.tid = tid, .thread = -1, .site = -1, .last_stack = -1};
+    return t;
+}
+
+/* Pay `weight` periods of tid at stack (an interned one) or pcs[0..depth). */
+static void pay(struct ospd_ptrace_source *s, struct ospd_collector *c,
+                struct ospd_ptrace_thread *t, uint64_t now_ns, uint32_t state, uint64_t weight,
+                int64_t stack)
+{
+    if (weight == 0 || stack < 0 || (uint64_t)stack >= c->stacks.count)
+        return;
+    uint32_t depth;
+    const uint64_t *pcs = ospd_stack_pcs(&c->stacks, (uint32_t)stack, &depth);
+    if (t->thread < 0)
+        t->thread = ospd_attach_thread(c, s->pid, t->tid);
+    if (t->thread < 0)
+        return;
+    ospd_collector_sample(c, now_ns, (uint32_t)t->thread, pcs, depth, state,
+                          weight > UINT32_MAX ? UINT32_MAX : (uint32_t)weight);
+}
+
+/* Read where t blocks, once since it last ran. */
+static void read_site(struct ospd_ptrace_source *s, struct ospd_collector *c,
+                      struct ospd_ptrace_thread *t)
+{
+    if (t->site >= 0 && t->site_run_ns == t->run_ns)
+        return;
+    uint64_t pcs[OSP_MAX_DEPTH];
+    uint32_t depth = blocked_stack(s, t->tid, pcs);
+    t->site_run_ns = t->run_ns;
+    if (depth > 0) {
+        t->site = ospd_intern(&c->stacks, pcs, depth);
+        s->sites++;
+    }
+}
+
+/* One thread in one round. */
+static void visit(struct ospd_ptrace_source *s, struct ospd_collector *c, int32_t tid,
+                  uint64_t now_ns, bool begin)
+{
+    char state;
+    uint64_t run, delay;
+    if (thread_status(s->pid, tid, &state, &run, &delay) != 0)
+        return;
+    struct ospd_ptrace_thread *t = find_thread(s, tid);
+    if (t == NULL)
+        return;
+    bool fresh = t->seen_ns == 0;
+    t->seen = true;
+    if (fresh && !begin) /* started in the window: all its time is the window's */
+        t->start_run_ns = t->run_ns = t->delay_ns = 0;
+    else if (fresh)
+        t->start_run_ns = t->run_ns = run, t->delay_ns = delay;
+    uint64_t ran = run - t->run_ns, queued = delay - t->delay_ns;
+    uint64_t wall = fresh && begin ? 0 : now_ns - (fresh ? s->start_ns : t->seen_ns);
+    t->run_ns = run;
+    t->delay_ns = delay;
+    t->seen_ns = now_ns;
+    s->cpu_ns += ran;
+    t->cpu_credit_ns += ran;
+    bool blocked = state == 'S' || state == 'D';
+    if (begin || !s->stop_threads) {
+        if (blocked)
+            read_site(s, c, t);
+        t->blocked_at_start = begin && blocked && t->site >= 0;
+        return;
+    }
+    if (state == 'R' && t->cpu_credit_ns >= s->period_ns) {
+        uint64_t pcs[OSP_MAX_DEPTH];
+        uint32_t depth = stopped_stack(s, tid, pcs);
+        if (depth > 0) {
+            t->last_stack = ospd_intern(&c->stacks, pcs, depth);
+            uint64_t periods = t->cpu_credit_ns / s->period_ns;
+            pay(s, c, t, now_ns, OSP_STATE_ON_CPU, periods, t->last_stack);
+            t->cpu_credit_ns -= periods * s->period_ns;
+        }
+    }
+    if (!blocked) {
+        t->wait_credit_ns = 0;
+        return;
+    }
+    read_site(s, c, t);
+    t->wait_credit_ns += wall > ran + queued ? wall - ran - queued : 0;
+    uint64_t periods = t->wait_credit_ns / s->period_ns;
+    if (periods > 0 && t->site >= 0) {
+        pay(s, c, t, now_ns, OSP_STATE_WAITING, periods, t->site);
+        t->wait_credit_ns -= periods * s->period_ns;
+    }
+}
+
+static void scan(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_t now_ns,
+                 bool begin)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)s->pid);
+    DIR *dir = s->stack != NULL ? opendir(path) : NULL;
+    if (dir == NULL)
+        return;
+    for (uint32_t i = 0; i < s->count; i++)
+        s->threads[i].seen = false;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        int32_t tid = (int32_t)atoi(e->d_name);
+        if (tid > 0)
+            visit(s, c, tid, now_ns, begin);
+    }
+    closedir(dir);
+    s->rounds++;
+}
+
+void ospd_ptrace_begin(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_t now_ns)
+{
+    s->start_ns = now_ns;
+    scan(s, c, now_ns, true);
+}
+
+void ospd_ptrace_round(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_t now_ns)
+{
+    scan(s, c, now_ns, false);
+}
+
+void ospd_ptrace_end(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_t now_ns)
+{
+    if (s->stop_threads) {
+        scan(s, c, now_ns, false);
+        for (uint32_t i = 0; i < s->count; i++) { /* the CPU credit left, at its latest stack */
+            struct ospd_ptrace_thread *t = &s->threads[i];
+            uint64_t periods = (t->cpu_credit_ns + s->period_ns / 2) / s->period_ns;
+            pay(s, c, t, now_ns, OSP_STATE_ON_CPU, periods,
+                t->last_stack >= 0 ? t->last_stack : t->site);
+        }
+        return;
+    }
+    /* Beside perf events: a thread blocked at the start that never ran since is seen by no
+     * event; it waited the whole window at its site. */
+    for (uint32_t i = 0; i < s->count; i++) {
+        struct ospd_ptrace_thread *t = &s->threads[i];
+        char state;
+        uint64_t run, delay;
+        if (!t->blocked_at_start || thread_status(s->pid, t->tid, &state, &run, &delay) != 0 ||
+            run != t->start_run_ns)
+            continue;
+        pay(s, c, t, now_ns, OSP_STATE_WAITING, (now_ns - s->start_ns) / s->period_ns, t->site);
+    }
+}
