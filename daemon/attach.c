@@ -188,8 +188,12 @@ static void finish(struct attach *a, enum ospd_exit_status status)
     drain(a, true);
     ospd_perf_close(&a->source); /* detached: nothing of ours is left on its threads */
     ospd_ptrace_end(&a->sites, c, ospc_clock_ns(CLOCK_MONOTONIC));
-    if (a->by_ptrace)
+    if (a->by_ptrace) {
         c->events_cpu_ns = a->sites.cpu_ns; /* the threads' CPU time, which the samples pay */
+        c->ptrace_rounds = a->sites.rounds;
+        c->ptrace_stops = a->sites.stops;
+        c->ptrace_stopped_ns = a->sites.stopped_ns;
+    }
     c->exit_status = status;
     c->end_unix_ns = ospc_clock_ns(CLOCK_REALTIME);
     if (cpu > a->cpu_at_start)

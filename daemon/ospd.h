@@ -252,6 +252,9 @@ struct ospd_collector {
     /* Attached (perf events): the CPU time the kernel's cpu-clock events counted, in
      * "collector" too when not 0 (the samples should add up to it, a period each). */
     uint64_t events_cpu_ns;
+    /* Attached by ptrace (perf events refused): its rounds, the threads it stopped for a
+     * sample and their time stopped in all; "collector"'s "ptrace" when rounds is not 0. */
+    uint64_t ptrace_rounds, ptrace_stops, ptrace_stopped_ns;
     struct ospd_waits waits;
 };
 

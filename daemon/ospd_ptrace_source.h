@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "ospd.h"
 
@@ -29,6 +30,7 @@ struct ospd_ptrace_thread {
     uint64_t start_run_ns;   /* run_ns when the window began (or 0 when it started later) */
     bool seen;               /* in /proc/PID/task at the latest round */
     bool blocked_at_start;   /* blocked when the window began, its site read then */
+    bool interrupted;        /* seized and asked to stop: its stop not taken yet */
 };
 
 struct ospd_ptrace_source {
@@ -40,6 +42,8 @@ struct ospd_ptrace_source {
     uint32_t count, cap;
     uint8_t *stack;    /* one copy of a stack top, OSPD_PERF_STACK_BYTES */
     bool stop_threads; /* the ptrace sampler; false: the blocked threads' sites only */
+    timer_t guard;     /* ends a wait for a stop that does not come (SIGALRM to this thread) */
+    bool has_guard, guard_armed;
     uint64_t start_ns;
     /* Figures for the raw file and the benchmarks. */
     uint64_t cpu_ns;     /* CPU time the threads used in the window (schedstat) */

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -46,7 +47,13 @@
 #include "ospd_perf_source.h"
 #include "ospd_ptrace_source.h"
 
-#define STOP_WAIT_NS (UINT64_C(200) * 1000000u) /* a thread that will not stop: given up */
+#define STOP_WAIT_MS 200u  /* a round waits this long at most for the threads to stop */
+#define END_WAIT_MS  1000u /* the end, for a thread that has not stopped yet */
+
+static void on_guard(int sig)
+{
+    (void)sig; /* only interrupts the wait for a stop (collect_stops) */
+}
 
 int ospd_ptrace_open(struct ospd_ptrace_source *s, int32_t pid, uint32_t rate_hz, bool stop_threads)
 {
@@ -55,11 +62,31 @@ int ospd_ptrace_open(struct ospd_ptrace_source *s, int32_t pid, uint32_t rate_hz
     s->period_ns = 1000000000u / (rate_hz > 0 ? rate_hz : 1);
     s->stop_threads = stop_threads;
     s->stack = malloc(OSPD_PERF_STACK_BYTES);
-    return s->stack != NULL ? 0 : -ENOMEM;
+    if (s->stack == NULL)
+        return -ENOMEM;
+    if (!stop_threads)
+        return 0;
+    /* The guard: a signal to this thread alone (the one that traces), whose handler does
+     * nothing, so that the wait for a stop returns EINTR. */
+    struct sigaction quiet = {.sa_handler = on_guard};
+    sigemptyset(&quiet.sa_mask);
+    sigaction(SIGALRM, &quiet, NULL);
+    struct sigevent to_us = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGALRM};
+    to_us._sigev_un._tid = (pid_t)syscall(SYS_gettid); /* sigev_notify_thread_id */
+    if (timer_create(CLOCK_MONOTONIC, &to_us, &s->guard) != 0) {
+        free(s->stack);
+        s->stack = NULL;
+        return -errno;
+    }
+    s->has_guard = true;
+    return 0;
 }
 
 void ospd_ptrace_close(struct ospd_ptrace_source *s)
 {
+    if (s->has_guard)
+        timer_delete(s->guard);
+    s->has_guard = false;
     free(s->threads);
     free(s->stack);
     s->threads = NULL;
@@ -148,68 +175,61 @@ static uint32_t blocked_stack(struct ospd_ptrace_source *s, int32_t tid, uint64_
     return sp != 0 ? walk(s, tid, pc, sp, 0, pcs) : 0;
 }
 
-/* Stop tid for an instant and walk its stack into pcs: seize, interrupt, wait for the stop,
- * registers, stack, detach (handing back a signal that came meanwhile). Returns the depth, 0
- * when it could not be stopped (another tracer holds it, it ended, or a job-control stop). */
-static uint32_t stopped_stack(struct ospd_ptrace_source *s, int32_t tid, uint64_t *pcs)
+/* Seize tid and ask it to stop (it stops as soon as it runs kernel code: at once when on a
+ * CPU). true when asked; its stop is collected by collect_stops. */
+static bool interrupt(struct ospd_ptrace_source *s, int32_t tid)
 {
     if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
-        s->not_seized++;
-        return 0;
+        s->not_seized++; /* another tracer holds it, or it ended */
+        return false;
     }
-    uint64_t t0 = ospc_clock_ns(CLOCK_MONOTONIC);
-    if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) {
-        ptrace(PTRACE_DETACH, tid, NULL, NULL);
-        s->not_seized++;
-        return 0;
-    }
-    int status = 0, deliver = 0;
-    bool stopped = false, regs_valid = false;
-    struct timespec nap = {0, 2000}; /* the stop takes microseconds; a loaded CPU, longer */
-    for (;;) {
-        pid_t r = waitpid(tid, &status, __WALL | WNOHANG);
-        if (r < 0 || (r == tid && !WIFSTOPPED(status)))
-            return 0; /* it ended: a traced thread's end is ours to see, nothing to detach */
-        if (r == tid) {
-            stopped = true;
-            int event = status >> 16, sig = WSTOPSIG(status);
-            if (event == 0) { /* a signal being delivered: handed back by the detach */
-                deliver = sig;
-                regs_valid = true;
-            } else if (event == PTRACE_EVENT_STOP && sig == SIGTRAP) {
-                regs_valid = true; /* our interrupt */
-            }                      /* else a job-control stop: it stays stopped as it was */
-            break;
-        }
-        if (ospc_clock_ns(CLOCK_MONOTONIC) - t0 > STOP_WAIT_NS)
-            break;
-        nanosleep(&nap, NULL);
-        if (nap.tv_nsec < 1000000)
-            nap.tv_nsec *= 2;
-    }
-    uint32_t depth = 0;
-    if (regs_valid) {
-        struct user_regs_struct regs;
-        struct iovec io = {&regs, sizeof regs};
-        if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_PRSTATUS, &io) == 0) {
+    if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) == 0)
+        return true;
+    ptrace(PTRACE_DETACH, tid, NULL, NULL);
+    s->not_seized++;
+    return false;
+}
+
+/* Arm (ms > 0) or disarm (0) the signal that ends a wait for a stop that does not come. */
+static void guard(struct ospd_ptrace_source *s, uint32_t ms)
+{
+    struct itimerspec when = {{0, 0}, {ms / 1000, (long)(ms % 1000) * 1000000L}};
+    if (s->guard_armed || ms > 0)
+        timer_settime(s->guard, 0, &when, NULL);
+    s->guard_armed = ms > 0;
+}
+
+/* The stop of an interrupted thread, reported by waitpid as `status`: its registers and stack
+ * top copied, then let go at once (handing back a signal that came meanwhile: its delivery stop
+ * is the sample), walked after. Returns the depth, 0 when it ended or is in a job-control
+ * stop (it stays stopped as it was). */
+static uint32_t take_stop(struct ospd_ptrace_source *s, int32_t tid, int status, uint64_t *pcs)
+{
+    if (!WIFSTOPPED(status))
+        return 0; /* it ended: a traced thread's end is ours to see, nothing to detach */
+    uint64_t stopped_at = ospc_clock_ns(CLOCK_MONOTONIC);
+    int event = status >> 16, sig = WSTOPSIG(status), deliver = 0;
+    bool sample = true;
+    if (event == 0)
+        deliver = sig; /* a signal being delivered */
+    else if (event != PTRACE_EVENT_STOP || sig != SIGTRAP)
+        sample = false; /* a job-control stop */
+    uint64_t pc = 0, sp = 0, fp = 0, size = 0;
+    struct user_regs_struct regs;
+    struct iovec io = {&regs, sizeof regs};
+    if (sample && ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_PRSTATUS, &io) == 0) {
 #if defined(__x86_64__)
-            uint64_t pc = regs.rip, sp = regs.rsp, fp = regs.rbp;
-#else
-            uint64_t pc = 0, sp = 0, fp = 0; /* the walk of copied stacks knows x86_64 only */
-#endif
-            depth = walk(s, tid, pc, sp, fp, pcs);
-        }
-    }
-    if (!stopped) {
-        /* Not stopped in STOP_WAIT_NS (a zombie leader): it cannot be detached until it stops;
-         * the interrupt is pending, and the wait below catches it at the end. */
-        waitpid(tid, &status, __WALL); /* blocks only until it stops or ends */
-        deliver = WIFSTOPPED(status) && (status >> 16) == 0 ? WSTOPSIG(status) : 0;
+        pc = regs.rip, sp = regs.rsp, fp = regs.rbp;
+#endif /* else pc 0: the walk of copied stacks knows x86_64 only */
+        size = pc != 0 ? copy_stack(s, tid, sp) : 0;
     }
     ptrace(PTRACE_DETACH, tid, NULL, (void *)(uintptr_t)deliver);
     s->stops++;
-    s->stopped_ns += ospc_clock_ns(CLOCK_MONOTONIC) - t0;
-    return depth;
+    s->stopped_ns += ospc_clock_ns(CLOCK_MONOTONIC) - stopped_at;
+    if (pc == 0)
+        return 0;
+    struct ospd_stack_copy copy = {sp, s->stack, size};
+    return ospd_walk_copy(s->tables, s->tables_size, pc, sp, fp, &copy, pcs, OSP_MAX_DEPTH);
 }
 
 static struct ospd_ptrace_thread *find_thread(struct ospd_ptrace_source *s, int32_t tid)
@@ -289,16 +309,8 @@ static void visit(struct ospd_ptrace_source *s, struct ospd_collector *c, int32_
         t->blocked_at_start = begin && blocked && t->site >= 0;
         return;
     }
-    if (state == 'R' && t->cpu_credit_ns >= s->period_ns) {
-        uint64_t pcs[OSP_MAX_DEPTH];
-        uint32_t depth = stopped_stack(s, tid, pcs);
-        if (depth > 0) {
-            t->last_stack = ospd_intern(&c->stacks, pcs, depth);
-            uint64_t periods = t->cpu_credit_ns / s->period_ns;
-            pay(s, c, t, now_ns, OSP_STATE_ON_CPU, periods, t->last_stack);
-            t->cpu_credit_ns -= periods * s->period_ns;
-        }
-    }
+    if (state == 'R' && t->cpu_credit_ns >= s->period_ns && !t->interrupted)
+        t->interrupted = interrupt(s, tid); /* its stop is taken by collect_stops */
     if (!blocked) {
         t->wait_credit_ns = 0;
         return;
@@ -310,6 +322,51 @@ static void visit(struct ospd_ptrace_source *s, struct ospd_collector *c, int32_
         pay(s, c, t, now_ns, OSP_STATE_WAITING, periods, t->site);
         t->wait_credit_ns -= periods * s->period_ns;
     }
+}
+
+/* The stops of the threads interrupted by this round, each taken as it comes (waitpid for any
+ * of them: a thread waits stopped only for its own registers and copy), at most `wait_ms`
+ * in all. Its CPU credit paid at the stack found. A thread that has not stopped by then stays
+ * interrupted for the next round (a thread runnable, not running, stops once it runs). */
+static void collect_stops(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_t now_ns,
+                          uint32_t wait_ms)
+{
+    uint32_t pending = 0;
+    for (uint32_t i = 0; i < s->count; i++)
+        pending += s->threads[i].interrupted;
+    if (pending == 0)
+        return;
+    guard(s, wait_ms);
+    while (pending > 0) {
+        int status;
+        pid_t tid = waitpid(-1, &status, __WALL);
+        if (tid < 0 && errno == EINTR && s->guard_armed) {
+            struct itimerspec left;
+            if (timer_gettime(s->guard, &left) == 0 && left.it_value.tv_sec == 0 &&
+                left.it_value.tv_nsec == 0)
+                break; /* the guard fired */
+            continue;
+        }
+        if (tid < 0)
+            break;
+        struct ospd_ptrace_thread *t = NULL;
+        for (uint32_t i = 0; i < s->count && t == NULL; i++)
+            if (s->threads[i].tid == tid && s->threads[i].interrupted)
+                t = &s->threads[i];
+        if (t == NULL)
+            continue; /* not one of ours */
+        t->interrupted = false;
+        pending--;
+        uint64_t pcs[OSP_MAX_DEPTH];
+        uint32_t depth = take_stop(s, tid, status, pcs);
+        if (depth == 0)
+            continue;
+        t->last_stack = ospd_intern(&c->stacks, pcs, depth);
+        uint64_t periods = t->cpu_credit_ns / s->period_ns;
+        pay(s, c, t, now_ns, OSP_STATE_ON_CPU, periods, t->last_stack);
+        t->cpu_credit_ns -= periods * s->period_ns;
+    }
+    guard(s, 0);
 }
 
 static void scan(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_t now_ns,
@@ -329,6 +386,7 @@ static void scan(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_
     }
     closedir(dir);
     s->rounds++;
+    collect_stops(s, c, now_ns, STOP_WAIT_MS);
 }
 
 void ospd_ptrace_begin(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_t now_ns)
@@ -346,6 +404,7 @@ void ospd_ptrace_end(struct ospd_ptrace_source *s, struct ospd_collector *c, uin
 {
     if (s->stop_threads) {
         scan(s, c, now_ns, false);
+        collect_stops(s, c, now_ns, END_WAIT_MS); /* one not stopped in its round */
         for (uint32_t i = 0; i < s->count; i++) { /* the CPU credit left, at its latest stack */
             struct ospd_ptrace_thread *t = &s->threads[i];
             uint64_t periods = (t->cpu_credit_ns + s->period_ns / 2) / s->period_ns;

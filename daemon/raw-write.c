@@ -298,6 +298,11 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
                       json_u64(c->unwind_longest_ms), "ready_ns", json_u64(c->unwind_ready_ns));
         if (collector != NULL && c->events_cpu_ns > 0)
             json_object_set_new(collector, "events_cpu_ns", json_u64(c->events_cpu_ns));
+        if (collector != NULL && c->ptrace_rounds > 0)
+            json_object_set_new(collector, "ptrace",
+                                json_pack("{s:o, s:o, s:o}", "rounds", json_u64(c->ptrace_rounds),
+                                          "stops", json_u64(c->ptrace_stops), "stopped_ns",
+                                          json_u64(c->ptrace_stopped_ns)));
         if (collector != NULL && c->spilled > 0) /* of the samples, those kept on disk */
             json_object_set_new(collector, "spilled_samples", json_u64(c->spilled));
         if (rc != 0)
