@@ -311,16 +311,20 @@ static void visit(struct ospd_ptrace_source *s, struct ospd_collector *c, int32_
     }
     if (state == 'R' && t->cpu_credit_ns >= s->period_ns && !t->interrupted)
         t->interrupted = interrupt(s, tid); /* its stop is taken by collect_stops */
-    if (!blocked) {
-        t->wait_credit_ns = 0;
-        return;
-    }
-    read_site(s, c, t);
-    t->wait_credit_ns += wall > ran + queued ? wall - ran - queued : 0;
-    uint64_t periods = t->wait_credit_ns / s->period_ns;
+    /* Blocked since the last round, for what it did not run or wait for a CPU: at the site
+     * where it blocks now, else where it last blocked (it ran since, and may block there
+     * again: a loop's nap). */
+    /* Signed: schedstat's CPU time of a running thread lags by up to a scheduler tick, which
+     * the next round's larger `ran` gives back. */
+    int64_t debt_floor = -4 * (int64_t)s->period_ns;
+    t->wait_credit_ns += (int64_t)wall - (int64_t)ran - (int64_t)queued;
+    t->wait_credit_ns = t->wait_credit_ns < debt_floor ? debt_floor : t->wait_credit_ns;
+    if (blocked)
+        read_site(s, c, t);
+    int64_t periods = t->wait_credit_ns / (int64_t)s->period_ns;
     if (periods > 0 && t->site >= 0) {
-        pay(s, c, t, now_ns, OSP_STATE_WAITING, periods, t->site);
-        t->wait_credit_ns -= periods * s->period_ns;
+        pay(s, c, t, now_ns, OSP_STATE_WAITING, (uint64_t)periods, t->site);
+        t->wait_credit_ns -= periods * (int64_t)s->period_ns;
     }
 }
 
