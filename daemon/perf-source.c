@@ -49,7 +49,7 @@
 
 #define SAMPLE_TYPE                                                                                \
     (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |                \
-     PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
+     PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
 #define RING_PAGES 512u    /* 2 MiB of data per CPU's ring: 128 samples */
 #define HOLD_NS    100000u /* switches this close to the read wait for the next one */
 
@@ -69,6 +69,10 @@ static void attr_common(struct perf_event_attr *a, bool user_only)
     /* In the kernel too, where allowed: CPU time a system call spends is charged to the user
      * stack that made it (the registers are the user ones either way), as the shim does. */
     a->exclude_kernel = user_only;
+    /* The kernel's frames where it allows them (perf_event_paranoid <= 1, CAP_PERFMON, root),
+     * below the user stack walked here from the copy: the kernel's part of the call chain only. */
+    a->exclude_callchain_user = 1;
+    a->exclude_callchain_kernel = user_only;
 }
 
 static int read_int_file(const char *path, long *out)
@@ -383,6 +387,27 @@ static bool is_site_event(const struct ospd_perf_source *s, uint64_t id)
     return bsearch(&id, s->switch_ids, s->switch_id_count, sizeof id, by_id) != NULL;
 }
 
+/* Put the sample's kernel frames (its call chain, markers dropped) before the `depth` user
+ * frames at pcs, as many as fit in OSP_MAX_DEPTH with them (a deep user stack loses its
+ * outermost frames). Returns the new depth. */
+static uint32_t with_kernel_frames(const struct ospd_perf_record *p, uint64_t *pcs, uint32_t depth)
+{
+    uint64_t kernel[OSP_MAX_DEPTH];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < p->kernel_count && count < OSP_MAX_DEPTH / 2; i++) {
+        uint64_t pc;
+        memcpy(&pc, p->kernel + 8u * i, 8);
+        if (pc < (uint64_t)PERF_CONTEXT_MAX) /* not a context marker */
+            kernel[count++] = pc;
+    }
+    if (count == 0)
+        return depth;
+    uint32_t keep = depth < OSP_MAX_DEPTH - count ? depth : OSP_MAX_DEPTH - count;
+    memmove(pcs + count, pcs, keep * sizeof *pcs);
+    memcpy(pcs, kernel, count * sizeof *pcs);
+    return count + keep;
+}
+
 /* One record. */
 static void handle(struct ospd_perf_source *s, struct ospd_collector *c, const uint8_t *rec,
                    size_t size)
@@ -426,6 +451,7 @@ static void handle(struct ospd_perf_source *s, struct ospd_collector *c, const u
         return;
     }
     s->samples++;
+    depth = with_kernel_frames(&p, pcs, depth);
     ospd_collector_sample(c, p.time_ns, (uint32_t)thread, pcs, depth, OSP_STATE_ON_CPU, 1);
 }
 

