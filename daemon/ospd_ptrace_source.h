@@ -42,6 +42,7 @@ struct ospd_ptrace_source {
     uint32_t count, cap;
     uint8_t *stack;    /* one copy of a stack top, OSPD_PERF_STACK_BYTES */
     bool stop_threads; /* the ptrace sampler; false: the blocked threads' sites only */
+    bool stop_all;     /* every thread at every round, as py-spy (OSPREYD_SAMPLER=ptrace-all) */
     timer_t guard;     /* ends a wait for a stop that does not come (SIGALRM to this thread) */
     bool has_guard, guard_armed;
     uint64_t start_ns;

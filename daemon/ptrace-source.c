@@ -325,7 +325,9 @@ static void visit(struct ospd_ptrace_source *s, struct ospd_collector *c, int32_
         t->blocked_at_start = begin && blocked && t->site >= 0;
         return;
     }
-    if (state == 'R' && t->cpu_credit_ns >= s->period_ns && !t->interrupted)
+    bool stop = (state == 'R' && t->cpu_credit_ns >= s->period_ns) ||
+                (s->stop_all && (state == 'R' || blocked)); /* py-spy's way, for comparison */
+    if (stop && !t->interrupted)
         t->interrupted = interrupt(s, tid); /* its stop is taken by collect_stops */
     /* Blocked since the last round, for what it did not run or wait for a CPU: at the site
      * where it blocks now, else where it last blocked (it ran since, and may block there

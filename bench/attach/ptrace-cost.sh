@@ -2,7 +2,8 @@
 # bench/attach/ptrace-cost.sh BUILD_DIR [SECONDS]: what sampling from outside costs, sampler by
 # sampler, on THREADS busy threads (bench/workloads/spin.c, built without frame pointers) and
 # on one busy and THREADS blocked ones: osprey's ptrace sampler (OSPREYD_SAMPLER=ptrace, what
-# attach falls back to where perf events are refused, 100 Hz), osprey's perf-event sampler
+# attach falls back to where perf events are refused, 100 Hz), the same stopping every thread
+# at every round as py-spy does (OSPREYD_SAMPLER=ptrace-all), osprey's perf-event sampler
 # (997 Hz), and `perf record -g` at 100 Hz (perf's way, for scale). Per row: the profiler's own
 # CPU per second of wall time, and for ptrace the threads' time stopped (per stop, and per
 # second of their CPU time: the share of the program's time taken from it). Figures come from
@@ -21,17 +22,17 @@ printf '#include <unistd.h>\n#include <pthread.h>\n#include <stdlib.h>\nstatic v
 gcc -O2 "$work/blocked.c" -lpthread -o "$work/blocked" || exit 1
 ticks=$(getconf CLK_TCK)
 cpu_of() { awk -v hz="$ticks" '{ sub(/.*\) /, ""); printf "%.0f", ($12 + $13) * 1000 / hz }' "/proc/$1/stat"; }
-printf '%-28s %-8s %12s %12s %14s\n' "program" "sampler" "cost ms/s" "stop us" "stopped ms/s"
+printf '%-28s %-10s %12s %12s %14s\n' "program" "sampler" "cost ms/s" "stop us" "stopped ms/s"
 for case in "spin 1" "spin 4" "spin 16" "blocked 16"; do
   set -- $case
-  for sampler in ptrace perf perf-record-100; do
+  for sampler in ptrace ptrace-all perf perf-record-100; do
     if [ "$1" = spin ]; then "$work/spin" "$2" $((seconds + 3)) >/dev/null & else "$work/blocked" "$2" & fi
     target=$!
     sleep 0.5
     case $sampler in
-    ptrace | perf)
+    ptrace | ptrace-all | perf)
       choice=()
-      [ "$sampler" = ptrace ] && choice=(OSPREYD_SAMPLER=ptrace)
+      [ "$sampler" != perf ] && choice=(OSPREYD_SAMPLER=$sampler)
       env "${choice[@]}" "$build/daemon/ospreyd" --attach-pid "$target" --out "$work/r.raw.json" \
         --duration "$seconds" 2>/dev/null
       python3 - "$work/r.raw.json" "$seconds" "$case" "$sampler" <<'PY'
@@ -44,7 +45,7 @@ stops = p.get("stops", 0)
 per_stop = p.get("stopped_ns", 0) / stops / 1e3 if stops else 0
 cpu = c.get("events_cpu_ns", 0) / 1e9
 share = p.get("stopped_ns", 0) / 1e6 / cpu if cpu else 0
-print(f"{sys.argv[3]:<28} {sys.argv[4]:<8} {c['cpu_ms'] / s:12.1f} {per_stop:12.1f} {share:14.2f}")
+print(f"{sys.argv[3]:<28} {sys.argv[4]:<10} {c['cpu_ms'] / s:12.1f} {per_stop:12.1f} {share:14.2f}")
 PY
       ;;
     perf-record-100)
@@ -54,7 +55,7 @@ PY
       used=$(cpu_of "$rec")
       kill -INT "$rec"
       wait "$rec" 2>/dev/null
-      printf '%-28s %-8s %12.1f %12s %14s\n' "$case" "perf -g" "$(awk -v u="$used" -v s="$seconds" 'BEGIN { print u / s }')" "-" "-"
+      printf '%-28s %-10s %12.1f %12s %14s\n' "$case" "perf -g" "$(awk -v u="$used" -v s="$seconds" 'BEGIN { print u / s }')" "-" "-"
       ;;
     esac
     kill "$target" 2>/dev/null
