@@ -13,7 +13,6 @@ set -uo pipefail
 build=${1:?usage: ptrace-cost.sh BUILD_DIR [SECONDS]}
 seconds=${2:-4}
 here=$(cd "$(dirname "$0")" && pwd)
-osprey=$build/tools/osprey
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-bench-ptrace.XXXXXX")
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 gcc -O2 -fomit-frame-pointer -I"$here/../workloads" "$here/../workloads/spin.c" -lpthread \
@@ -24,15 +23,15 @@ ticks=$(getconf CLK_TCK)
 cpu_of() { awk -v hz="$ticks" '{ sub(/.*\) /, ""); printf "%.0f", ($12 + $13) * 1000 / hz }' "/proc/$1/stat"; }
 printf '%-28s %-10s %12s %12s %14s\n' "program" "sampler" "cost ms/s" "stop us" "stopped ms/s"
 for case in "spin 1" "spin 4" "spin 16" "blocked 16"; do
-  set -- $case
+  read -r program threads <<<"$case"
   for sampler in ptrace ptrace-all perf perf-record-100; do
-    if [ "$1" = spin ]; then "$work/spin" "$2" $((seconds + 3)) >/dev/null & else "$work/blocked" "$2" & fi
+    if [ "$program" = spin ]; then "$work/spin" "$threads" $((seconds + 3)) >/dev/null & else "$work/blocked" "$threads" & fi
     target=$!
     sleep 0.5
     case $sampler in
     ptrace | ptrace-all | perf)
       choice=()
-      [ "$sampler" != perf ] && choice=(OSPREYD_SAMPLER=$sampler)
+      [ "$sampler" != perf ] && choice=("OSPREYD_SAMPLER=$sampler")
       env "${choice[@]}" "$build/daemon/ospreyd" --attach-pid "$target" --out "$work/r.raw.json" \
         --duration "$seconds" 2>/dev/null
       python3 - "$work/r.raw.json" "$seconds" "$case" "$sampler" <<'PY'
