@@ -84,6 +84,16 @@ int ospd_ptrace_open(struct ospd_ptrace_source *s, int32_t pid, uint32_t rate_hz
 
 void ospd_ptrace_close(struct ospd_ptrace_source *s)
 {
+    /* A thread interrupted that had not stopped by the end (ospd_ptrace_end waited a second):
+     * let go if it has stopped since; else the kernel lets it go when ospreyd exits. */
+    for (uint32_t i = 0; i < s->count; i++) {
+        int status;
+        if (s->threads[i].interrupted &&
+            waitpid(s->threads[i].tid, &status, __WALL | WNOHANG) == s->threads[i].tid &&
+            WIFSTOPPED(status))
+            ptrace(PTRACE_DETACH, s->threads[i].tid, NULL,
+                   (void *)(uintptr_t)((status >> 16) == 0 ? WSTOPSIG(status) : 0));
+    }
     if (s->has_guard)
         timer_delete(s->guard);
     s->has_guard = false;
