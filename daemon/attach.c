@@ -241,6 +241,7 @@ static void on_ring(uv_poll_t *p, int status, int events)
 static void on_flush(uv_timer_t *t)
 {
     struct attach *a = t->data;
+    ospd_ptrace_blocked(&a->sites, &a->collector, ospc_clock_ns(CLOCK_MONOTONIC));
     uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC) - a->collector.start_mono_ns;
     if (ospd_stream_flush(&a->live, &a->collector, now) != 0)
         finish(a, OSPD_EXIT_STOPPED);

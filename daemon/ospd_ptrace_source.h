@@ -63,6 +63,10 @@ void ospd_ptrace_begin(struct ospd_ptrace_source *s, struct ospd_collector *c, u
 /* One round: the threads that ran sampled (stop_threads), the blocked ones paid as waiting at
  * their sites; new threads from /proc/PID/task followed. */
 void ospd_ptrace_round(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_t now_ns);
+/* Beside perf events: each thread blocked since the window began, which no event sees,
+ * waits at its site for the time since it was last paid (the stream calls it every batch,
+ * the end once). A thread that has run since is the events' from then on. */
+void ospd_ptrace_blocked(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_t now_ns);
 /* The window ends: the credit left paid (a thread that never ran, blocked all the window,
  * waits there at its site for the whole of it). */
 void ospd_ptrace_end(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_t now_ns);

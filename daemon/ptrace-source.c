@@ -445,15 +445,23 @@ void ospd_ptrace_end(struct ospd_ptrace_source *s, struct ospd_collector *c, uin
         }
         return;
     }
-    /* Beside perf events: a thread blocked at the start that never ran since is seen by no
-     * event; it waited the whole window at its site. */
-    for (uint32_t i = 0; i < s->count; i++) {
+    ospd_ptrace_blocked(s, c, now_ns);
+}
+
+void ospd_ptrace_blocked(struct ospd_ptrace_source *s, struct ospd_collector *c, uint64_t now_ns)
+{
+    for (uint32_t i = 0; i < s->count && !s->stop_threads; i++) {
         struct ospd_ptrace_thread *t = &s->threads[i];
         char state;
         uint64_t run, delay;
         if (!t->blocked_at_start || thread_status(s->pid, t->tid, &state, &run, &delay) != 0 ||
-            run != t->start_run_ns)
+            run != t->start_run_ns) {
+            t->blocked_at_start = false; /* it ran: the events see it from then on */
             continue;
-        pay(s, c, t, now_ns, OSP_STATE_WAITING, (now_ns - s->start_ns) / s->period_ns, t->site);
+        }
+        uint64_t since = t->seen_ns > s->start_ns ? t->seen_ns : s->start_ns;
+        uint64_t periods = now_ns > since ? (now_ns - since) / s->period_ns : 0;
+        pay(s, c, t, now_ns, OSP_STATE_WAITING, periods, t->site);
+        t->seen_ns = since + periods * s->period_ns; /* paid until */
     }
 }

@@ -13,7 +13,8 @@
 #   - SIGINT to osprey ends the attach the same way, nothing left traced or stopped;
 #   - the process exits mid-attach: one line, the profile written;
 #   - `ospreyd --attach-pid --stream` (osprey top's source) streams samples the same way;
-#   - with perf events (where allowed), the thread blocked all the window is there too; and
+#   - with perf events (where allowed), the thread blocked all the window is there too (and in
+#     each batch of the stream osprey top reads, before its end); and
 #     where the kernel allows its frames (root, perf_event_paranoid <= 1), the time main spends
 #     reading /dev/zero has them below its user frames, named from /proc/kallsyms as perf names
 #     them (`[k] read_zero` under three_kernel_site), the report naming them too.
@@ -155,7 +156,7 @@ wait "$pid"
 # --- perf events: the thread blocked all the window is there too -----------------------------
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
 if [ "$paranoid" -le 2 ] || [ "$(id -u)" -eq 0 ]; then
-  start 4 "$work/out5"
+  start 6 "$work/out5"
   "$osprey" attach "$pid" --duration 2 -o "$work/perf" >"$work/perf.report" 2>"$work/perf.err"
   expect_status 0 $? "osprey attach with perf events"
   grep -q "by ptrace" "$work/perf.err" && fail "perf events allowed, and yet ptrace sampled"
@@ -191,6 +192,12 @@ if len(sys.argv) > 2:  # kernel frames allowed
     check(raw.get("kernel_symbols"), "no kernel_symbols in the raw file")
 finish()
 PY
+  # osprey top's stream: the blocked thread waits in every batch, not only at the end
+  "$ospreyd" --attach-pid "$pid" --stream --duration 1 >"$work/perf.stream" 2>&1
+  waited=$(awk '$1 == "thread" && $4 == "blocked" { b = $2 }
+    $1 == "sample" && $4 == 1 && $6 == b && $2 < 900000000 { w += $5 } END { print w + 0 }' \
+    "$work/perf.stream")
+  [ "$waited" -gt 0 ] || fail "the stream: the blocked thread waits nowhere in its first batches"
   wait "$pid"
 else
   skip_part "the blocked thread beside perf events" "perf_event_paranoid $paranoid"
