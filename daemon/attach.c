@@ -10,6 +10,9 @@
  * enabled → the rings drained on a tick and when one is a quarter full → stop: the events
  * disabled, drained and closed, the waits resolved, the raw file written ("exit": "stopped",
  * or how the process ended if it did). The target is never stopped, signalled or written to.
+ * Where perf_event_open is refused, the same lifecycle samples with ptrace instead
+ * (ptrace-source.c, 100 Hz: a running thread stopped for an instant per sample); beside perf
+ * events, ptrace-source.c reads the sites of the threads blocked when the window begins.
  * With --stream (`osprey top`), no raw file: every FLUSH_MS what was collected goes to stdout
  * (stream.c) and the collector keeps no samples; the reader closing the pipe ends it too.
  */

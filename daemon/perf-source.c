@@ -16,6 +16,8 @@
  * which gives a block its site. A thread's switch out and in may be in two CPUs' rings: the
  * switches and sites are held, sorted by time, and handed to waits.c once 100 us old, as
  * switch-source.c does with the shim's.
+ * Where the kernel allows it, each cpu-clock sample also carries the kernel's part of its call
+ * chain (PERF_SAMPLE_CALLCHAIN, exclude_callchain_user), put below the user frames.
  * Closing the descriptors removes every event, the inherited ones too: nothing of ours stays
  * in the target, which is never stopped, signalled or written to.
  */
