@@ -288,4 +288,9 @@ uint64_t ospc_hash_bytes(uint64_t hash, const void *data, size_t size);
  * chosen ones. */
 uint64_t ospc_checksum(uint64_t seed, const void *data, size_t size);
 
+/* kallsyms.c: names[i] (malloc'd, NULL when none) for each kernel pcs[i], the text symbol at
+ * or below it in the kallsyms file at `path` (/proc/kallsyms; addresses hidden by
+ * kptr_restrict, all 0, name nothing). 0 or a negative errno. */
+int ospc_kallsyms_name(const char *path, const uint64_t *pcs, uint32_t count, char **names);
+
 #endif /* OSPC_H */

@@ -10,6 +10,9 @@
  * enabled → the rings drained on a tick and when one is a quarter full → stop: the events
  * disabled, drained and closed, the waits resolved, the raw file written ("exit": "stopped",
  * or how the process ended if it did). The target is never stopped, signalled or written to.
+ * Where perf_event_open is refused, the same lifecycle samples with ptrace instead
+ * (ptrace-source.c, 100 Hz: a running thread stopped for an instant per sample); beside perf
+ * events, ptrace-source.c reads the sites of the threads blocked when the window begins.
  * With --stream (`osprey top`), no raw file: every FLUSH_MS what was collected goes to stdout
  * (stream.c) and the collector keeps no samples; the reader closing the pipe ends it too.
  */
@@ -33,6 +36,7 @@
 #include "ospc.h"
 #include "ospd_attach.h"
 #include "ospd_perf_source.h"
+#include "ospd_ptrace_source.h"
 #include "ospd_session.h"
 #include "ospd_target.h"
 #include "ospd_unwind_source.h"
@@ -52,6 +56,10 @@ struct attach {
     uv_timer_t flush_timer;
     struct ospd_collector collector;
     struct ospd_perf_source source;
+    /* Where perf events are refused, the ptrace sampler (by_ptrace); beside perf events, the
+     * sites of the threads blocked when the window begins (ptrace-source.c). */
+    struct ospd_ptrace_source sites;
+    bool by_ptrace;
     struct ospd_unwinder unwinder;
     uv_loop_t *loop;
     uv_timer_t tick, stop_timer;
@@ -155,7 +163,10 @@ static int make_tables(void)
 
 static void drain(struct attach *a, bool all)
 {
-    ospd_perf_drain(&a->source, &a->collector, ospc_clock_ns(CLOCK_MONOTONIC), all);
+    if (a->by_ptrace && !all)
+        ospd_ptrace_round(&a->sites, &a->collector, ospc_clock_ns(CLOCK_MONOTONIC));
+    else if (!a->by_ptrace)
+        ospd_perf_drain(&a->source, &a->collector, ospc_clock_ns(CLOCK_MONOTONIC), all);
     ospd_unwinder_check_stacks(&a->unwinder, &a->collector.stacks);
     if (a->collector.waits.since_ns != 0)
         ospd_waits_resolve(&a->collector, ospc_clock_ns(CLOCK_MONOTONIC), false);
@@ -179,6 +190,13 @@ static void finish(struct attach *a, enum ospd_exit_status status)
     c->events_cpu_ns = ospd_perf_clock_ns(&a->source);
     drain(a, true);
     ospd_perf_close(&a->source); /* detached: nothing of ours is left on its threads */
+    ospd_ptrace_end(&a->sites, c, ospc_clock_ns(CLOCK_MONOTONIC));
+    if (a->by_ptrace) {
+        c->events_cpu_ns = a->sites.cpu_ns; /* the threads' CPU time, which the samples pay */
+        c->ptrace_rounds = a->sites.rounds;
+        c->ptrace_stops = a->sites.stops;
+        c->ptrace_stopped_ns = a->sites.stopped_ns;
+    }
     c->exit_status = status;
     c->end_unix_ns = ospc_clock_ns(CLOCK_REALTIME);
     if (cpu > a->cpu_at_start)
@@ -190,6 +208,7 @@ static void finish(struct attach *a, enum ospd_exit_status status)
         ospd_code_names(c); /* the process is still there: its maps are */
     ospd_collector_note_cost(c, &a->unwinder);
     a->source.tables = NULL;
+    a->sites.tables = NULL;
     ospd_unwinder_close(&a->unwinder);
     char err[OSPD_ERROR_SIZE + OSP_MAX_PATH];
     if (a->stream) {
@@ -227,6 +246,7 @@ static void on_ring(uv_poll_t *p, int status, int events)
 static void on_flush(uv_timer_t *t)
 {
     struct attach *a = t->data;
+    ospd_ptrace_blocked(&a->sites, &a->collector, ospc_clock_ns(CLOCK_MONOTONIC));
     uint64_t now = ospc_clock_ns(CLOCK_MONOTONIC) - a->collector.start_mono_ns;
     if (ospd_stream_flush(&a->live, &a->collector, now) != 0)
         finish(a, OSPD_EXIT_STOPPED);
@@ -277,8 +297,46 @@ static void build_tables(struct attach *a)
     uint64_t until = ospc_clock_ns(CLOCK_MONOTONIC) + TABLES_WAIT_NS;
     while (a->unwinder.pending > 0 && ospc_clock_ns(CLOCK_MONOTONIC) < until)
         uv_run(a->loop, UV_RUN_ONCE);
-    a->source.tables = a->unwinder.map;
-    a->source.tables_size = a->unwinder.map_size;
+    a->source.tables = a->sites.tables = a->unwinder.map;
+    a->source.tables_size = a->sites.tables_size = a->unwinder.map_size;
+}
+
+/* perf_event_open refused where ptrace is allowed: the ptrace sampler, said in one line. 0, or
+ * 1 after one line. */
+static int fall_back_to_ptrace(struct attach *a, uint32_t *rate)
+{
+    long paranoid = -1;
+    FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+    if (f != NULL && fscanf(f, "%ld", &paranoid) != 1)
+        paranoid = -1;
+    if (f != NULL)
+        fclose(f);
+    char why[160];
+    if (paranoid > 2)
+        snprintf(why, sizeof why, "kernel.perf_event_paranoid is %ld", paranoid);
+    else if (getenv("OSPREYD_SAMPLER") != NULL)
+        snprintf(why, sizeof why, "OSPREYD_SAMPLER=%s", getenv("OSPREYD_SAMPLER"));
+    else
+        snprintf(why, sizeof why,
+                 "perf_event_open is refused to this process: a seccomp filter, as container "
+                 "runtimes install");
+    if (*rate > OSPD_PTRACE_MAX_HZ)
+        *rate = OSPD_PTRACE_MAX_HZ;
+    if (!a->stream)
+        fprintf(stderr,
+                "osprey: no perf events here (%s): sampling process %d from outside by ptrace "
+                "at %u Hz\n",
+                why, (int)a->pid, (unsigned)*rate);
+    a->by_ptrace = true;
+    a->source.waits = false; /* no switch records: the waits are the rounds' */
+    if (ospd_ptrace_open(&a->sites, a->pid, *rate, true) != 0) {
+        fprintf(stderr, "osprey: cannot attach: %s\n", strerror(ENOMEM));
+        return 1;
+    }
+    /* The benchmarks' comparison with py-spy's way: every thread stopped at every round. */
+    const char *sampler = getenv("OSPREYD_SAMPLER");
+    a->sites.stop_all = sampler != NULL && strcmp(sampler, "ptrace-all") == 0;
+    return 0;
 }
 
 /* The lock, the events, the images and their unwind rows, then sampling on. 0, or 1 after
@@ -294,15 +352,28 @@ static int perf_attach(void *source, uv_loop_t *loop)
     struct ospd_collector *c = &a->collector;
     if (!a->stream) /* the stream empties the samples every batch; a raw file spills them */
         ospd_spill_enable(c, a->out, ospd_spill_batch());
-    char platform[OSP_PLATFORM_SIZE] = "linux-x86_64";
-    ospd_collector_identity(c, a->pid, rate, ospc_clock_ns(CLOCK_REALTIME),
-                            ospc_clock_ns(CLOCK_MONOTONIC), platform);
     char err[512];
-    /* The events first: a refusal (no such process, not allowed) is said before any work. */
-    if (ospd_perf_open(&a->source, a->pid, rate, err, sizeof err) != 0) {
+    /* The events first: a refusal (no such process, not allowed) is said before any work.
+     * OSPREYD_SAMPLER=ptrace takes the ptrace sampler where perf events are allowed (the
+     * benchmarks compare the two on one machine). */
+    const char *sampler = getenv("OSPREYD_SAMPLER");
+    bool want_ptrace = sampler != NULL && strncmp(sampler, "ptrace", 6) == 0;
+    int rc = ospd_perf_open(&a->source, a->pid, rate, err, sizeof err);
+    if (rc == 0 && want_ptrace)
+        ospd_perf_close(&a->source); /* they were allowed: the check of who may attach */
+    if ((rc == 0 && want_ptrace) || (rc != 0 && a->source.refused)) {
+        if (fall_back_to_ptrace(a, &rate) != 0)
+            return 1;
+    } else if (rc != 0) {
         fprintf(stderr, "osprey: cannot attach: %s\n", err);
         return 1;
     }
+    if (!a->by_ptrace && ospd_ptrace_open(&a->sites, a->pid, rate, false) != 0)
+        fprintf(stderr, "osprey: warning: %s: threads blocked all the attach are left out\n",
+                strerror(ENOMEM));
+    char platform[OSP_PLATFORM_SIZE] = "linux-x86_64";
+    ospd_collector_identity(c, a->pid, rate, ospc_clock_ns(CLOCK_REALTIME),
+                            ospc_clock_ns(CLOCK_MONOTONIC), platform);
     if (ospd_maps_images(c, a->pid) <= 0)
         fprintf(stderr, "osprey: warning: no images of process %d could be read\n", (int)a->pid);
     char exe_link[64], exe[OSP_MAX_PATH + 1];
@@ -340,8 +411,10 @@ static int perf_attach(void *source, uv_loop_t *loop)
     if (a->source.waits)
         c->waits.since_ns = now;
     a->cpu_at_start = ospd_target_cpu_ns(a->pid);
+    ospd_ptrace_begin(&a->sites, c, now);
     ospd_perf_enable(&a->source, true);
-    uv_timer_start(&a->tick, on_tick, TICK_MS, TICK_MS);
+    uint64_t tick_ms = a->by_ptrace ? 1000u / rate : TICK_MS; /* a round, or a drain */
+    uv_timer_start(&a->tick, on_tick, tick_ms, tick_ms);
     if (a->o.duration > 0)
         uv_timer_start(&a->stop_timer, on_stop, (uint64_t)(a->o.duration * 1000.0), 0);
     if (a->stream && ospd_stream_begin(&a->live, stdout, a->pid, rate) == 0)
@@ -368,6 +441,7 @@ static int perf_close(void *source)
 {
     struct attach *a = source;
     free(a->polls);
+    ospd_ptrace_close(&a->sites);
     ospd_watch_free(&a->watch_pid);
     if (a->exit_code == 0 && a->o.export_formats != NULL && !a->stream &&
         ospd_session_export(a->out, a->o.export_formats) != 0)

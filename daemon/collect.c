@@ -340,9 +340,12 @@ static int on_thread_end(struct ospd_collector *c, const uint8_t *rec, uint32_t 
 /* The stack pcs[0..count) (count <= OSP_MAX_DEPTH) as an interned index, cut at the first
  * frame no user-space code can live at; -EINVAL when no frame is left, else -ENOMEM or, over
  * budget, -ENOENT (only stacks already known can be used then). */
-static int64_t intern_pcs(struct ospd_collector *c, const uint64_t *pcs, uint32_t count)
+static int64_t intern_pcs(struct ospd_collector *c, const uint64_t *pcs, uint32_t count,
+                          bool kernel_first)
 {
     uint32_t depth = 0;
+    while (kernel_first && depth < count && pcs[depth] >= OSPD_KERNEL_PC)
+        depth++; /* an attach's kernel frames, below the user ones */
     while (depth < count && pcs[depth] < ADDRESS_LIMIT)
         depth++;
     if (depth == 0)
@@ -356,8 +359,12 @@ static int64_t intern_record_pcs(struct ospd_collector *c, const uint8_t *at, ui
 {
     uint64_t pcs[OSP_MAX_DEPTH];
     memcpy(pcs, at, (size_t)count * sizeof *pcs);
-    return intern_pcs(c, pcs, count);
+    return intern_pcs(c, pcs, count, false);
 }
+
+static int64_t sample_pcs(struct ospd_collector *c, uint64_t t_ns, uint32_t thread,
+                          const uint64_t *pcs, uint32_t depth, uint32_t state, uint32_t weight,
+                          bool kernel_first);
 
 static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
 {
@@ -402,16 +409,19 @@ static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size
 
     uint64_t pcs[OSP_MAX_DEPTH];
     memcpy(pcs, rec + header, (size_t)r.depth * sizeof *pcs);
-    int64_t stack = ospd_collector_sample(c, r.t_ns, slot->thread, pcs, r.depth, r.state, weight);
+    int64_t stack = sample_pcs(c, r.t_ns, slot->thread, pcs, r.depth, r.state, weight, false);
     if (stack >= 0)
         ospd_stack_set_end(&c->stacks, (uint32_t)stack, stop);
     return 0;
 }
 
-int64_t ospd_collector_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread,
-                              const uint64_t *pcs, uint32_t depth, uint32_t state, uint32_t weight)
+/* A sample of `thread` (ospd_collector_sample); kernel_first: pcs may begin with kernel frames
+ * (an attach's), else the stack ends at the first address beyond user space (a ring's). */
+static int64_t sample_pcs(struct ospd_collector *c, uint64_t t_ns, uint32_t thread,
+                          const uint64_t *pcs, uint32_t depth, uint32_t state, uint32_t weight,
+                          bool kernel_first)
 {
-    int64_t stack = intern_pcs(c, pcs, depth);
+    int64_t stack = intern_pcs(c, pcs, depth, kernel_first);
     if (stack < 0) {
         c->lost += weight;
         if (stack != -EINVAL)
@@ -424,6 +434,12 @@ int64_t ospd_collector_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t 
         c->slots[t->slot].last_stack = stack;
     add_sample(c, t_ns, thread, (uint32_t)stack, state, weight);
     return stack;
+}
+
+int64_t ospd_collector_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread,
+                              const uint64_t *pcs, uint32_t depth, uint32_t state, uint32_t weight)
+{
+    return sample_pcs(c, t_ns, thread, pcs, depth, state, weight, true);
 }
 
 static int on_wait_span(struct ospd_collector *c, const uint8_t *rec, uint32_t size)

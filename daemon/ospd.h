@@ -37,6 +37,11 @@ int ospd_grow(void **array, uint64_t *cap, uint64_t need, size_t size);
 /* ------------------------------------------------------------------------------------------ */
 /* Stack interner (intern.c). */
 
+/* A pc at or above this is the kernel's (x86_64 and arm64 keep the kernel in the upper half):
+ * the kernel frames an attach records below the user ones. The raw file writes them as the
+ * negative numbers of the same 64 bits (proto/raw-format.md, "stacks[]"). */
+#define OSPD_KERNEL_PC (UINT64_C(1) << 63)
+
 /* One distinct pc sequence. Its pcs live in the interner's pool at [first, first + depth). */
 struct ospd_stack {
     uint64_t first;
@@ -269,6 +274,9 @@ struct ospd_collector {
     /* Attached (perf events): the CPU time the kernel's cpu-clock events counted, in
      * "collector" too when not 0 (the samples should add up to it, a period each). */
     uint64_t events_cpu_ns;
+    /* Attached by ptrace (perf events refused): its rounds, the threads it stopped for a
+     * sample and their time stopped in all; "collector"'s "ptrace" when rounds is not 0. */
+    uint64_t ptrace_rounds, ptrace_stops, ptrace_stopped_ns;
     struct ospd_waits waits;
     /* Code no object holds, named by the process's JIT maps when the profile is written
      * (jit-map.c): the symbols a sampled pc falls in, by start, and the maps read. */
@@ -331,8 +339,9 @@ struct ospd_image *ospd_collector_mapped_image(struct ospd_collector *c, uint64_
  * OSPD_MAX_ESCAPED, or out of memory, it is left out. */
 void ospd_collector_escaped(struct ospd_collector *c, int32_t pid, uint32_t reason, char *path);
 /* An on-CPU or waiting sample of collector thread `thread` standing for `weight` periods,
- * its stack pcs[0..depth) leaf first (depth <= OSP_MAX_DEPTH). Returns the stack's index, or
- * a negative errno (the sample is counted as lost). */
+ * its stack pcs[0..depth) leaf first (depth <= OSP_MAX_DEPTH; kernel frames, at or above
+ * OSPD_KERNEL_PC, first). Returns the stack's index, or a negative errno (the sample is
+ * counted as lost). */
 int64_t ospd_collector_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread,
                               const uint64_t *pcs, uint32_t depth, uint32_t state, uint32_t weight);
 

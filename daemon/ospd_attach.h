@@ -18,7 +18,8 @@
 /* ------------------------------------------------------------------------------------------ */
 /* The kernel's records (perf-records.c). Every event ospreyd opens has the same sample_type,
  * OSPD_PERF_SAMPLE_TYPE, and sample_id_all, so one parser reads every record of a ring:
- *   sample:  u64 identifier; u64 ip; u32 pid, tid; u64 time; u64 abi;
+ *   sample:  u64 identifier; u64 ip; u32 pid, tid; u64 time; u64 nr; u64 ips[nr] (the
+ *            kernel's part of the call chain, context markers included); u64 abi;
  *            u64 regs[OSPD_PERF_REGS] (if abi != 0); u64 size; u8 data[size];
  *            u64 dyn_size (if size != 0)
  *   others:  their body, then the sample id: u32 pid, tid; u64 time; u64 identifier
@@ -41,8 +42,11 @@ struct ospd_perf_record {
     /* SAMPLE */
     bool has_regs;
     uint64_t regs[OSPD_PERF_REGS];
-    const uint8_t *stack; /* the copy of the user stack from regs[SP] up, inside the record */
-    uint64_t stack_size;  /* bytes of it that are valid (dyn_size) */
+    const uint8_t *stack;  /* the copy of the user stack from regs[SP] up, inside the record */
+    uint64_t stack_size;   /* bytes of it that are valid (dyn_size) */
+    const uint8_t *kernel; /* kernel_count u64s: the kernel's call chain, leaf first, with the
+                              context markers (>= PERF_CONTEXT_MAX) the kernel puts in it */
+    uint32_t kernel_count;
     /* SWITCH */
     bool out, preempted;
     /* LOST */

@@ -42,6 +42,7 @@ struct ospd_perf_source {
     uint32_t switch_id_count, switch_ids_cap;
     bool waits;         /* the switch records and their sites were allowed */
     bool user_only;     /* perf_event_paranoid allowed user-space samples only */
+    bool refused;       /* ospd_perf_open failed: perf_event_open itself was refused */
     const void *tables; /* the unwind rows (proto/osp_unwind.h), or NULL */
     uint64_t tables_size;
     int64_t *site_of; /* per collector thread: the stack of its last switch out, or -1 */
@@ -66,6 +67,10 @@ void ospd_perf_drain(struct ospd_perf_source *s, struct ospd_collector *c, uint6
 /* The CPU time, in ns, the kernel's cpu-clock events counted on every thread (and the threads
  * they started): what the samples should add up to, a period each. */
 uint64_t ospd_perf_clock_ns(const struct ospd_perf_source *s);
+/* The collector thread of tid of process pid, registered at its first sample: fiber 0 and
+ * "main" for the main thread, else the tid and the thread's name, as the preload library
+ * registers them. Its index, or a negative errno. */
+int64_t ospd_attach_thread(struct ospd_collector *c, int32_t pid, int32_t tid);
 /* Close every event: nothing of ours is left on the target's threads. */
 void ospd_perf_close(struct ospd_perf_source *s);
 

@@ -53,6 +53,14 @@ static int parse_sample(const uint8_t *rec, size_t size, struct ospd_perf_record
     out->pid = (uint32_t)pid_tid;
     out->tid = (uint32_t)(pid_tid >> 32);
     out->time_ns = take64(&c);
+    /* The kernel's part of the call chain (exclude_callchain_user): context markers
+     * (PERF_CONTEXT_KERNEL...) among the addresses, dropped by the reader. */
+    uint64_t chain = take64(&c);
+    if (c.short_read || chain > (uint64_t)(c.end - c.at) / 8)
+        return -EPROTO;
+    out->kernel = c.at;
+    out->kernel_count = (uint32_t)chain;
+    c.at += chain * 8;
     uint64_t abi = take64(&c);
     out->has_regs = abi != PERF_SAMPLE_REGS_ABI_NONE;
     if (out->has_regs)

@@ -16,6 +16,8 @@
  * which gives a block its site. A thread's switch out and in may be in two CPUs' rings: the
  * switches and sites are held, sorted by time, and handed to waits.c once 100 us old, as
  * switch-source.c does with the shim's.
+ * Where the kernel allows it, each cpu-clock sample also carries the kernel's part of its call
+ * chain (PERF_SAMPLE_CALLCHAIN, exclude_callchain_user), put below the user frames.
  * Closing the descriptors removes every event, the inherited ones too: nothing of ours stays
  * in the target, which is never stopped, signalled or written to.
  */
@@ -49,7 +51,7 @@
 
 #define SAMPLE_TYPE                                                                                \
     (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |                \
-     PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
+     PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
 #define RING_PAGES 512u    /* 2 MiB of data per CPU's ring: 128 samples */
 #define HOLD_NS    100000u /* switches this close to the read wait for the next one */
 
@@ -69,6 +71,10 @@ static void attr_common(struct perf_event_attr *a, bool user_only)
     /* In the kernel too, where allowed: CPU time a system call spends is charged to the user
      * stack that made it (the registers are the user ones either way), as the shim does. */
     a->exclude_kernel = user_only;
+    /* The kernel's frames where it allows them (perf_event_paranoid <= 1, CAP_PERFMON, root),
+     * below the user stack walked here from the copy: the kernel's part of the call chain only. */
+    a->exclude_callchain_user = 1;
+    a->exclude_callchain_kernel = user_only;
 }
 
 static int read_int_file(const char *path, long *out)
@@ -302,6 +308,10 @@ int ospd_perf_open(struct ospd_perf_source *s, int32_t pid, uint32_t rate_hz, ch
     if (rc == 0 && threads == 0)
         rc = -ESRCH;
     if (rc != 0) {
+        /* The call itself refused (a seccomp filter's EACCES or EPERM, perf_event_paranoid 3,
+         * no perf events): ptrace, allowed above, may sample instead. */
+        s->refused =
+            rc == -EACCES || rc == -EPERM || rc == -ENOSYS || rc == -ENOENT || rc == -EOPNOTSUPP;
         refusal(pid, -rc, false, err, err_size);
         ospd_perf_close(s);
     }
@@ -326,17 +336,15 @@ void ospd_perf_enable(struct ospd_perf_source *s, bool on)
         ioctl(s->fds[i], request, 0);
 }
 
-/* The collector thread of tid, registered at its first record: fiber 0 and "main" for the
- * main thread, else the tid and the thread's name, as the preload library registers them. */
-static int64_t thread_of(struct ospd_perf_source *s, struct ospd_collector *c, int32_t tid)
+int64_t ospd_attach_thread(struct ospd_collector *c, int32_t pid, int32_t tid)
 {
     for (uint32_t i = c->thread_count; i-- > 0;)
         if (c->threads[i].tid == tid)
             return i;
     char label[OSP_MAX_LABEL + 1] = "main";
-    if (tid != s->pid) {
+    if (tid != pid) {
         char path[96];
-        snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)s->pid, (int)tid);
+        snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
         FILE *f = fopen(path, "re");
         if (f == NULL || fgets(label, sizeof label, f) == NULL)
             snprintf(label, sizeof label, "thread");
@@ -347,9 +355,14 @@ static int64_t thread_of(struct ospd_perf_source *s, struct ospd_collector *c, i
     char *copy = ospd_utf8_sanitize(label, strlen(label));
     if (copy == NULL)
         return -ENOMEM;
-    int64_t thread =
-        ospd_collector_thread(c, c->thread_count, 1, tid == s->pid ? 0 : tid, tid, copy);
-    if (thread < 0)
+    return ospd_collector_thread(c, c->thread_count, 1, tid == pid ? 0 : tid, tid, copy);
+}
+
+/* The collector thread of tid (ospd_attach_thread), with room for its site. */
+static int64_t thread_of(struct ospd_perf_source *s, struct ospd_collector *c, int32_t tid)
+{
+    int64_t thread = ospd_attach_thread(c, s->pid, tid);
+    if (thread < 0 || (uint64_t)thread < s->site_cap)
         return thread;
     uint64_t cap = s->site_cap;
     if (ospd_grow((void **)&s->site_of, &cap, (uint64_t)thread + 1, sizeof *s->site_of) != 0)
@@ -374,6 +387,27 @@ static void hold(struct ospd_perf_source *s, struct ospd_perf_held h)
 static bool is_site_event(const struct ospd_perf_source *s, uint64_t id)
 {
     return bsearch(&id, s->switch_ids, s->switch_id_count, sizeof id, by_id) != NULL;
+}
+
+/* Put the sample's kernel frames (its call chain, markers dropped) before the `depth` user
+ * frames at pcs, as many as fit in OSP_MAX_DEPTH with them (a deep user stack loses its
+ * outermost frames). Returns the new depth. */
+static uint32_t with_kernel_frames(const struct ospd_perf_record *p, uint64_t *pcs, uint32_t depth)
+{
+    uint64_t kernel[OSP_MAX_DEPTH];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < p->kernel_count && count < OSP_MAX_DEPTH / 2; i++) {
+        uint64_t pc;
+        memcpy(&pc, p->kernel + 8u * i, 8);
+        if (pc < (uint64_t)PERF_CONTEXT_MAX) /* not a context marker */
+            kernel[count++] = pc;
+    }
+    if (count == 0)
+        return depth;
+    uint32_t keep = depth < OSP_MAX_DEPTH - count ? depth : OSP_MAX_DEPTH - count;
+    memmove(pcs + count, pcs, keep * sizeof *pcs);
+    memcpy(pcs, kernel, count * sizeof *pcs);
+    return count + keep;
 }
 
 /* One record. */
@@ -420,6 +454,7 @@ static void handle(struct ospd_perf_source *s, struct ospd_collector *c, const u
         return;
     }
     s->samples++;
+    depth = with_kernel_frames(&p, pcs, depth);
     int64_t stack =
         ospd_collector_sample(c, p.time_ns, (uint32_t)thread, pcs, depth, OSP_STATE_ON_CPU, 1);
     if (stack >= 0)
@@ -511,6 +546,8 @@ void ospd_perf_close(struct ospd_perf_source *s)
     s->fds = NULL;
     s->switch_ids = NULL;
     s->site_of = NULL;
+    s->clock_fds = NULL;
+    s->clock_fd_count = s->clock_fds_cap = 0;
     s->held = NULL;
     s->buffer = NULL;
     s->ring_count = s->fd_count = s->fds_cap = s->site_cap = 0;

@@ -53,6 +53,53 @@ static int put_field(FILE *f, bool first, const char *key, json_t *value)
     return put_json(f, first ? "" : ",\n", key, value);
 }
 
+static int by_pc(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* `kernel_symbols`: [pc, name] for each distinct kernel pc of the stacks that
+ * /proc/kallsyms names (pc as the stacks write it), or NULL when there is none. */
+static json_t *kernel_symbols(const struct ospd_collector *c)
+{
+    uint64_t *pcs = NULL, count = 0, cap = 0;
+    for (uint32_t i = 0; i < c->stacks.count; i++) {
+        uint32_t depth;
+        const uint64_t *stack = ospd_stack_pcs(&c->stacks, i, &depth);
+        for (uint32_t k = 0; k < depth && stack[k] >= OSPD_KERNEL_PC; k++) {
+            if (ospd_grow((void **)&pcs, &cap, count + 1, sizeof *pcs) != 0)
+                break;
+            pcs[count++] = stack[k];
+        }
+    }
+    if (count == 0 || count > UINT32_MAX) {
+        free(pcs);
+        return NULL;
+    }
+    qsort(pcs, count, sizeof *pcs, by_pc);
+    uint64_t distinct = 0;
+    for (uint64_t i = 0; i < count; i++)
+        if (distinct == 0 || pcs[distinct - 1] != pcs[i])
+            pcs[distinct++] = pcs[i];
+    char **names = calloc(distinct, sizeof *names);
+    json_t *out = names != NULL ? json_array() : NULL;
+    if (out != NULL && ospc_kallsyms_name("/proc/kallsyms", pcs, (uint32_t)distinct, names) == 0)
+        for (uint64_t i = 0; i < distinct; i++)
+            if (names[i] != NULL)
+                json_array_append_new(out,
+                                      json_pack("[I, s]", (json_int_t)(int64_t)pcs[i], names[i]));
+    for (uint64_t i = 0; names != NULL && i < distinct; i++)
+        free(names[i]);
+    free(names);
+    free(pcs);
+    if (out != NULL && json_array_size(out) == 0) {
+        json_decref(out);
+        out = NULL;
+    }
+    return out;
+}
+
 /* Write one element of a streamed array. */
 static int put_element(FILE *f, bool first, json_t *value)
 {
@@ -233,7 +280,9 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         for (uint32_t k = 0; k < depth; k++) {
             if (k != 0)
                 *p++ = ',';
-            p = format_u64(p, pcs[k]);
+            if (pcs[k] >= OSPD_KERNEL_PC) /* the negative number of the same 64 bits */
+                *p++ = '-';
+            p = format_u64(p, pcs[k] >= OSPD_KERNEL_PC ? 0 - pcs[k] : pcs[k]);
         }
         *p++ = ']';
         fwrite(row, 1, (size_t)(p - row), f);
@@ -254,6 +303,9 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     fputs(",\n\"samples\":[", f);
     rc = write_samples(f, c);
     fputs("]", f);
+    json_t *kernel = kernel_symbols(c);
+    if (kernel != NULL)
+        rc = rc ? rc : put_field(f, false, "kernel_symbols", kernel);
     rc = rc ? rc : put_field(f, false, "dropped", json_u64(ospd_dropped_total(c)));
     if (ospd_dropped_total(c) > 0) {
         /* Why: the reasons add up to "dropped". */
@@ -335,6 +387,11 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
                       json_u64(c->unwind_longest_ms), "ready_ns", json_u64(c->unwind_ready_ns));
         if (collector != NULL && c->events_cpu_ns > 0)
             json_object_set_new(collector, "events_cpu_ns", json_u64(c->events_cpu_ns));
+        if (collector != NULL && c->ptrace_rounds > 0)
+            json_object_set_new(collector, "ptrace",
+                                json_pack("{s:o, s:o, s:o}", "rounds", json_u64(c->ptrace_rounds),
+                                          "stops", json_u64(c->ptrace_stops), "stopped_ns",
+                                          json_u64(c->ptrace_stopped_ns)));
         if (collector != NULL && c->spilled > 0) /* of the samples, those kept on disk */
             json_object_set_new(collector, "spilled_samples", json_u64(c->spilled));
         if (rc != 0)

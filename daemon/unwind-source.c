@@ -94,6 +94,8 @@ int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32
 /* Is pc inside a range we know (published, being built, or failed)? */
 static bool known(const struct ospd_unwinder *u, uint64_t pc)
 {
+    if (pc >= OSPD_KERNEL_PC)
+        return true; /* a kernel frame (attach): no object of the process's */
     for (uint32_t i = 0; i < u->range_count; i++)
         if (pc >= u->ranges[i].start && pc < u->ranges[i].end)
             return true;

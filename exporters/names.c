@@ -246,6 +246,10 @@ static void short_name(char *out, size_t size, const char *name, bool arguments)
     if (size == 0)
         return;
     out[0] = '\0';
+    if (strncmp(name, "[k] ", 4) == 0) { /* a kernel frame, "[k] NAME" as perf shows it */
+        snprintf(out, size, "%s", name);
+        return;
+    }
     if (name == NULL)
         return;
     size_t length = strlen(name);

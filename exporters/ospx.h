@@ -111,6 +111,12 @@ struct ospx_exit {
     int left_session;
 };
 
+/* A kernel frame's name (the raw file's optional "kernel_symbols", from /proc/kallsyms). */
+struct ospx_kernel_symbol {
+    uint64_t pc; /* as in the stacks: the kernel's address (upper half) */
+    char *name;
+};
+
 /* A process this one started that ran unprofiled (the raw file's optional "escaped": its
  * environment dropped the profiler). */
 struct ospx_escaped {
@@ -194,6 +200,8 @@ struct ospx_raw {
     size_t jit_count;
     char **jit_notes; /* the raw files' jit.notes: a JIT map refused or cut short */
     size_t jit_note_count;
+    struct ospx_kernel_symbol *kernel_symbols; /* sorted by pc; the kernel frames' names */
+    size_t kernel_symbol_count;
     /* Set by ospx_filter_samples when its rows are a view of the run (--fiber, --pid,
      * --focus, ...): the whole run's on-CPU periods and the CPU time measured for it, taken
      * before any row was dropped, so the sampling line speaks of the run, not of the view.

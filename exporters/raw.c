@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,6 +306,24 @@ static struct ospx_stack *raw_new_stack(struct raw_reader *reader, struct ospx_r
     return stack;
 }
 
+/* Element k of stack i, `pc` as the file has it: a negative one is a kernel frame (the same
+ * 64 bits; proto/raw-format.md, "stacks[]"), which comes before every user frame. */
+static int raw_stack_pc(struct raw_reader *reader, size_t i, size_t k, json_int_t pc,
+                        bool *user_seen, uint64_t *out)
+{
+    if (pc < 0 && *user_seen) {
+        char pc_path[96];
+        snprintf(pc_path, sizeof pc_path, "stacks[%zu][%zu]", i, k);
+        return raw_fail(reader, pc_path,
+                        "negative value %" JSON_INTEGER_FORMAT
+                        " after a user frame (kernel frames come first)",
+                        pc);
+    }
+    *user_seen = *user_seen || pc >= 0;
+    *out = (uint64_t)pc;
+    return 0;
+}
+
 /* The stacks the fast path read (raw-scan.c's scan_stacks), with the checks raw_read_stacks makes.
  */
 static int raw_store_fast_stacks(struct raw_reader *reader, struct ospx_raw *out)
@@ -319,13 +338,11 @@ static int raw_store_fast_stacks(struct raw_reader *reader, struct ospx_raw *out
         struct ospx_stack *stack = raw_new_stack(reader, out, i, depth);
         if (stack == NULL)
             return -ENOMEM;
+        bool user_seen = false;
         for (size_t k = 0; k < depth; k++) {
-            if (pcs[k] < 0) {
-                char pc_path[96];
-                snprintf(pc_path, sizeof pc_path, "stacks[%zu][%zu]", i, k);
-                return raw_fail(reader, pc_path, "negative value %" JSON_INTEGER_FORMAT, pcs[k]);
-            }
-            stack->pcs[k] = (uint64_t)pcs[k];
+            int rc = raw_stack_pc(reader, i, k, pcs[k], &user_seen, &stack->pcs[k]);
+            if (rc < 0)
+                return rc;
         }
         stack->depth = depth;
     }
@@ -353,15 +370,17 @@ static int raw_read_stacks(struct raw_reader *reader, const json_t *stacks, stru
         struct ospx_stack *stack = raw_new_stack(reader, out, i, depth);
         if (stack == NULL)
             return -ENOMEM;
+        bool user_seen = false;
         for (size_t k = 0; k < depth; k++) {
             char pc_path[96];
             snprintf(pc_path, sizeof pc_path, "%s[%zu]", path, k);
             json_int_t pc = 0;
-            int rc =
-                raw_integer_value(reader, json_array_get(entry, k), pc_path, 0, INT64_MAX, &pc);
+            int rc = raw_integer_value(reader, json_array_get(entry, k), pc_path, INT64_MIN,
+                                       INT64_MAX, &pc);
+            if (rc == 0)
+                rc = raw_stack_pc(reader, i, k, pc, &user_seen, &stack->pcs[k]);
             if (rc < 0)
                 return rc;
-            stack->pcs[k] = (uint64_t)pc;
         }
         stack->depth = depth;
     }
@@ -646,6 +665,46 @@ static int raw_read_jit(struct raw_reader *reader, const json_t *jit, struct osp
     return 0;
 }
 
+static int by_kernel_pc(const void *x, const void *y)
+{
+    const struct ospx_kernel_symbol *a = x, *b = y;
+    return a->pc < b->pc ? -1 : a->pc > b->pc;
+}
+
+/* The optional "kernel_symbols" array: [[pc, "name"], ...], the kernel frames' names, kept
+ * sorted by pc. */
+static int raw_read_kernel_symbols(struct raw_reader *reader, const json_t *symbols,
+                                   struct ospx_raw *out)
+{
+    size_t count = json_array_size(symbols);
+    out->kernel_symbols = raw_table(reader, count, sizeof *out->kernel_symbols);
+    if (out->kernel_symbols == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < count; i++) {
+        char path[64];
+        json_t *entry;
+        int rc =
+            raw_entry(reader, symbols, "kernel_symbols", i, JSON_ARRAY, path, sizeof path, &entry);
+        if (rc < 0)
+            return rc;
+        json_int_t pc = 0;
+        const char *name = json_string_value(json_array_get(entry, 1));
+        if (json_array_size(entry) != 2 || name == NULL)
+            return raw_fail(reader, path, "expected [pc, \"name\"]");
+        rc = raw_integer_value(reader, json_array_get(entry, 0), path, INT64_MIN, -1, &pc);
+        if (rc < 0)
+            return rc;
+        struct ospx_kernel_symbol *symbol = &out->kernel_symbols[i];
+        symbol->pc = (uint64_t)pc;
+        symbol->name = strdup(name);
+        out->kernel_symbol_count = i + 1;
+        if (symbol->name == NULL)
+            return raw_out_of_memory(reader);
+    }
+    qsort(out->kernel_symbols, count, sizeof *out->kernel_symbols, by_kernel_pc);
+    return 0;
+}
+
 /* The file's one process (run.c appends the run's others). */
 static int raw_read_process(struct raw_reader *reader, const json_t *root, struct ospx_raw *out)
 {
@@ -674,6 +733,11 @@ static int raw_read_process(struct raw_reader *reader, const json_t *root, struc
         rc = raw_member(reader, root, "", "escaped", JSON_ARRAY, 0, &escaped);
     if (rc == 0 && escaped != NULL)
         rc = raw_read_escaped(reader, escaped, out);
+    json_t *kernel = NULL;
+    if (rc == 0)
+        rc = raw_member(reader, root, "", "kernel_symbols", JSON_ARRAY, 0, &kernel);
+    if (rc == 0 && kernel != NULL)
+        rc = raw_read_kernel_symbols(reader, kernel, out);
     if (rc < 0)
         return rc;
     out->processes = raw_table(reader, 1, sizeof *out->processes);
@@ -841,6 +905,9 @@ void ospx_raw_free(struct ospx_raw *raw)
     for (size_t i = 0; i < raw->jit_note_count; i++)
         free(raw->jit_notes[i]);
     free(raw->jit_notes);
+    for (size_t i = 0; i < raw->kernel_symbol_count; i++)
+        free(raw->kernel_symbols[i].name);
+    free(raw->kernel_symbols);
     free(raw->images);
     free(raw->threads);
     free(raw->stacks);

@@ -96,6 +96,23 @@ void ospx__symbolize_progress(struct ospx__symbolizer *state, int final)
 /* ---- choosing the backend ---- */
 
 /* The full path of an executable `name` (common/'s PATH search), malloc'd; NULL when none. */
+
+/* The name /proc/kallsyms gave the kernel frame at pc (the raw file's kernel_symbols), or
+ * NULL. */
+static const char *kernel_name(const struct ospx_raw *raw, uint64_t pc)
+{
+    size_t low = 0, high = raw->kernel_symbol_count;
+    while (low < high) {
+        size_t mid = low + (high - low) / 2;
+        if (raw->kernel_symbols[mid].pc == pc)
+            return raw->kernel_symbols[mid].name;
+        if (raw->kernel_symbols[mid].pc < pc)
+            low = mid + 1;
+        else
+            high = mid;
+    }
+    return NULL;
+}
 static char *find_executable(const char *name)
 {
     return ospc_find_on_path(name);
@@ -361,7 +378,9 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
     for (size_t k = 0; k < stack->depth; k++) {
         uint64_t pc = ospx__lookup_pc(stack, k);
         uint32_t image = ospx__stack_image(raw, stack, k);
-        const char *image_path = image != NO_IMAGE ? raw->images[image].path : "";
+        const char *image_path = image != NO_IMAGE     ? raw->images[image].path
+                                 : stack->pcs[k] >> 63 ? "[kernel.kallsyms]" /* as perf names it */
+                                                       : "";
         struct ospx__answer *answer =
             image != NO_IMAGE ? find_answer(&state->work[image], pc - raw->images[image].slide)
                               : NULL;
@@ -408,6 +427,12 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
                 named ? NULL : function_span(state, image, pc - raw->images[image].slide);
             snprintf(hex, sizeof hex, "%.256s+0x%" PRIx64, ospx__basename(image_path),
                      span != NULL ? span->start : address);
+        } else if (stack->pcs[k] >> 63) { /* a kernel frame (an attach's), named as perf does */
+            const char *kernel = kernel_name(raw, stack->pcs[k]);
+            if (kernel != NULL)
+                snprintf(hex, sizeof hex, "[k] %.250s", kernel);
+            else
+                snprintf(hex, sizeof hex, "[k] 0x%" PRIx64, stack->pcs[k]);
         } else {
             snprintf(hex, sizeof hex, "0x%" PRIx64, stack->pcs[k]);
             /* Code no object holds, named by the JIT's own map: marked so in every output,

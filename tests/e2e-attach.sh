@@ -36,15 +36,6 @@ fi
 gcc -O2 -g -fomit-frame-pointer "$src/target.c" -lpthread -o "$work/target" 2>"$work/build" ||
   fail "build failed: $(cat "$work/build")"
 
-# snapshot PID FILE: what of the process a profiler could leave behind.
-snapshot() {
-  {
-    ls "/proc/$1/task"
-    cat "/proc/$1/maps"
-    for fd in /proc/"$1"/fd/*; do echo "$fd $(readlink "$fd")"; done
-    grep -E '^Sig(Blk|Ign|Cgt)' "/proc/$1/status"
-  } >"$2"
-}
 # cpu_ticks PID: utime + stime, in clock ticks.
 cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
 # steal_ticks: the time the hypervisor ran something else while this machine's CPUs had work,

@@ -93,3 +93,13 @@ finish() {
   fi
   echo "$1"
 }
+# snapshot PID FILE (the attach tests): what of a process a profiler could leave behind, its
+# threads, mappings, descriptors and signal masks.
+snapshot() {
+  {
+    ls "/proc/$1/task"
+    cat "/proc/$1/maps"
+    for fd in /proc/"$1"/fd/*; do echo "$fd $(readlink "$fd")"; done
+    grep -E '^Sig(Blk|Ign|Cgt)' "/proc/$1/status"
+  } >"$2"
+}

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "ospc.h"
 #include "ospd_attach.h"
 
 /* A record being built: a perf_event_header, then words. */
@@ -47,11 +49,15 @@ START_TEST(a_sample_gives_its_registers_and_stack)
     put64(&r, 0xffffffff81000000u);         /* ip (the kernel's) */
     put64(&r, (uint64_t)4321 << 32 | 1234); /* pid 1234, tid 4321 */
     put64(&r, 5000);                        /* time */
-    put64(&r, PERF_SAMPLE_REGS_ABI_64);     /* abi */
-    put64(&r, 0x7ff0);                      /* fp */
-    put64(&r, 0x7f00);                      /* sp */
-    put64(&r, 0x401000);                    /* pc */
-    put64(&r, 32);                          /* size of the copy */
+    put64(&r, 3);                           /* the kernel's call chain: 3 entries */
+    put64(&r, (uint64_t)PERF_CONTEXT_KERNEL);
+    put64(&r, 0xffffffff81000010u);
+    put64(&r, 0xffffffff81000020u);
+    put64(&r, PERF_SAMPLE_REGS_ABI_64); /* abi */
+    put64(&r, 0x7ff0);                  /* fp */
+    put64(&r, 0x7f00);                  /* sp */
+    put64(&r, 0x401000);                /* pc */
+    put64(&r, 32);                      /* size of the copy */
     for (int i = 0; i < 4; i++)
         put64(&r, 0x1111u * (uint64_t)(i + 1));
     put64(&r, 24); /* dyn_size */
@@ -68,6 +74,10 @@ START_TEST(a_sample_gives_its_registers_and_stack)
     ck_assert_uint_eq(p.regs[OSPD_REG_SP], 0x7f00);
     ck_assert_uint_eq(p.regs[OSPD_REG_PC], 0x401000);
     ck_assert_uint_eq(p.stack_size, 24); /* dyn_size, not the size reserved */
+    ck_assert_uint_eq(p.kernel_count, 3);
+    uint64_t kernel_pc;
+    memcpy(&kernel_pc, p.kernel + 16, 8);
+    ck_assert_uint_eq(kernel_pc, 0xffffffff81000020u);
     uint64_t word;
     memcpy(&word, p.stack + 8, 8);
     ck_assert_uint_eq(word, 0x2222);
@@ -224,6 +234,36 @@ START_TEST(the_stream_sends_each_thing_once)
 }
 END_TEST
 
+/* Kernel frames are named by the text symbol at or below them, in a kallsyms file whatever
+ * its order; data symbols and hidden addresses (0: kptr_restrict) name nothing. */
+START_TEST(kernel_pcs_are_named_from_kallsyms)
+{
+    char path[] = "/tmp/osprey-kallsyms-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("ffffffff81000200 T vfs_read\n"
+          "ffffffff81000100 t read_zero\n"
+          "ffffffff81000180 D some_data\n"
+          "0000000000000000 T hidden\n"
+          "ffffffffc0000000 t module_function\t[some_module]\n",
+          f);
+    fclose(f);
+    uint64_t pcs[] = {UINT64_C(0xffffffff81000150), UINT64_C(0xffffffff81000200),
+                      UINT64_C(0xffffffff81000050), UINT64_C(0xffffffffc0000010)};
+    char *names[4];
+    ck_assert_int_eq(ospc_kallsyms_name(path, pcs, 4, names), 0);
+    ck_assert_str_eq(names[0], "read_zero"); /* not some_data, a data symbol */
+    ck_assert_str_eq(names[1], "vfs_read");
+    ck_assert_ptr_null(names[2]); /* below every symbol */
+    ck_assert_str_eq(names[3], "module_function");
+    for (int i = 0; i < 4; i++)
+        free(names[i]);
+    unlink(path);
+    ck_assert_int_eq(ospc_kallsyms_name(path, pcs, 4, names), -ENOENT);
+}
+END_TEST
+
 Suite *attach_suite(void)
 {
     Suite *s = suite_create("attach");
@@ -238,5 +278,8 @@ Suite *attach_suite(void)
     TCase *stream = tcase_create("stream");
     tcase_add_test(stream, the_stream_sends_each_thing_once);
     suite_add_tcase(s, stream);
+    TCase *kernel = tcase_create("kernel");
+    tcase_add_test(kernel, kernel_pcs_are_named_from_kallsyms);
+    suite_add_tcase(s, kernel);
     return s;
 }

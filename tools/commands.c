@@ -90,7 +90,8 @@ const struct osprey_command_row osprey_commands[] = {
                  "stopped), until --duration ends or Ctrl-C, then prints the report and writes "
                  "the\n"
                  "outputs as --profile does. It needs what ptrace needs (the same user, or\n"
-                 "CAP_SYS_PTRACE) and kernel.perf_event_paranoid 2 or less.\n",
+                 "CAP_SYS_PTRACE). Where perf events are refused (perf_event_paranoid 3, a\n"
+                 "container's seccomp filter) it samples by ptrace at 100 Hz instead.\n",
         .run = osprey_cmd_attach,
     },
     {

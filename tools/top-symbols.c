@@ -362,6 +362,40 @@ static int add_chain(struct osprey_top_symbols *s, uint64_t address, const struc
     return address_put(s, address, (uint32_t)s->chain_count++);
 }
 
+static int by_address(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The names of the kernel frames among `addresses` (/proc/kallsyms), sorted by address, as
+ * the raw file's kernel_symbols: the symbolizer shows them as `[k] NAME`. *named of them. */
+static struct ospx_kernel_symbol *kernel_symbols(const uint64_t *addresses, size_t count,
+                                                 size_t *named)
+{
+    *named = 0;
+    uint64_t *pcs = malloc(count * sizeof *pcs + 1);
+    size_t n = 0;
+    for (size_t i = 0; pcs != NULL && i < count; i++)
+        if (addresses[i] >> 63)
+            pcs[n++] = addresses[i];
+    char **names = n > 0 ? calloc(n, sizeof *names) : NULL;
+    struct ospx_kernel_symbol *out = names != NULL ? calloc(n, sizeof *out) : NULL;
+    if (out != NULL) {
+        qsort(pcs, n, sizeof *pcs, by_address);
+        if (ospc_kallsyms_name("/proc/kallsyms", pcs, (uint32_t)n, names) == 0)
+            for (size_t i = 0; i < n; i++) {
+                if (names[i] != NULL && (*named == 0 || out[*named - 1].pc != pcs[i]))
+                    out[(*named)++] = (struct ospx_kernel_symbol){pcs[i], names[i]};
+                else
+                    free(names[i]);
+            }
+    }
+    free(names);
+    free(pcs);
+    return out;
+}
+
 /* Symbolize the `count` addresses at `addresses` in one run and keep their chains. */
 static int symbolize(struct osprey_top_symbols *s, const uint64_t *addresses, size_t count)
 {
@@ -377,6 +411,7 @@ static int symbolize(struct osprey_top_symbols *s, const uint64_t *addresses, si
     raw.image_count = s->image_count;
     raw.stacks = stacks;
     raw.stack_count = count;
+    raw.kernel_symbols = kernel_symbols(addresses, count, &raw.kernel_symbol_count);
     raw.start_unix_ns = ospc_clock_ns(CLOCK_REALTIME); /* recorded by this kernel: its vDSO */
     raw.end_unix_ns = raw.start_unix_ns;
     raw.process_cpu_ns = -1;
@@ -393,6 +428,9 @@ static int symbolize(struct osprey_top_symbols *s, const uint64_t *addresses, si
         rc = add_chain(s, addresses[i], ok ? &symbols : NULL, i);
     if (ok)
         ospx_symbols_free(&symbols);
+    for (size_t i = 0; i < raw.kernel_symbol_count; i++)
+        free(raw.kernel_symbols[i].name);
+    free(raw.kernel_symbols);
     free(stacks);
     return rc;
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/attach/run.sh BUILD_DIR [SECONDS]: osprey attach beside perf record -p on a live
 # redis-server driven by redis-benchmark: throughput unattached, attached to osprey, attached
-# to perf (-g, and --call-graph dwarf), all at 997 Hz; and osprey's attach and detach latency
+# to perf (-g, and --call-graph dwarf), all at 997 Hz; osprey's ptrace sampler (what attach
+# falls back to where perf events are refused: OSPREYD_SAMPLER=ptrace, 100 Hz) beside perf -g at
+# 100 Hz; and osprey's attach and detach latency
 # (from the command's start to sampling, and from the stop to the raw file). Prints one table.
 set -uo pipefail
 build=${1:?usage: run.sh BUILD_DIR [SECONDS]}
@@ -22,11 +24,13 @@ row() { printf '%-34s %10s %8s\n' "$1" "$2" "$3"; }
 base=$(bench)
 row "configuration" "req/s" "ratio"
 row "unattached" "$base" "1.000"
-for mode in osprey perf-fp perf-dwarf; do
+for mode in osprey perf-fp perf-dwarf osprey-ptrace perf-fp-100; do
   case $mode in
   osprey) "$osprey" attach "$server" -o "$work/o" >"$work/$mode.log" 2>&1 & ;;
   perf-fp) perf record -F 997 -g -p "$server" -o "$work/perf.data" >"$work/$mode.log" 2>&1 & ;;
   perf-dwarf) perf record -F 997 --call-graph dwarf -p "$server" -o "$work/perf.data" >"$work/$mode.log" 2>&1 & ;;
+  osprey-ptrace) OSPREYD_SAMPLER=ptrace "$osprey" attach "$server" -o "$work/o" >"$work/$mode.log" 2>&1 & ;;
+  perf-fp-100) perf record -F 100 -g -p "$server" -o "$work/perf.data" >"$work/$mode.log" 2>&1 & ;;
   esac
   prof=$!
   sleep 1
