@@ -340,7 +340,8 @@ START_TEST(speedscope_stacks_are_root_first)
 END_TEST
 
 /* V8 profile invariants: ids 1..N in pre-order with (root) first, children after their parent,
- * hitCount = samples naming the node, deltas non-negative and summing within the run. */
+ * hitCount = samples naming the node (absent: 0), deltas non-negative and summing within the
+ * run. */
 START_TEST(cpuprofile_tree_and_samples_are_consistent)
 {
     struct fixture fixture;
@@ -367,6 +368,14 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
         ck_assert(json_is_string(json_object_get(call, "url")));
         ck_assert_int_ge(json_integer_value(json_object_get(call, "lineNumber")), -1);
         ck_assert(json_is_integer(json_object_get(call, "columnNumber")));
+        /* V8's optional fields only when they say something: a hitCount when not 0 (the
+         * root's always: DevTools counts samples instead when it has none), children when
+         * there are some */
+        json_t *hit_count = json_object_get(node, "hitCount");
+        ck_assert(i == 0 ? json_is_integer(hit_count)
+                         : hit_count == NULL || json_integer_value(hit_count) > 0);
+        ck_assert(json_object_get(node, "children") == NULL ||
+                  json_array_size(json_object_get(node, "children")) > 0);
         size_t c;
         json_t *child;
         json_array_foreach(json_object_get(node, "children"), c, child)
