@@ -328,14 +328,19 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     uint32_t *fiber_nodes = malloc((raw->thread_count + 1) * sizeof *fiber_nodes);
     uint32_t *leaves = malloc((raw->sample_count + 1) * sizeof *leaves);
     uint32_t *idle_nodes = malloc((raw->thread_count + 1) * sizeof *idle_nodes);
-    /* at most two points per row (a sample and the idle gap before it), and a last idle */
-    struct point *points = malloc((2 * raw->sample_count + 1) * sizeof *points);
     struct wait_texts waits = {calloc(raw->stack_count + 1, sizeof(char *)),
                                calloc(raw->stack_count + 1, sizeof(size_t)),
                                calloc(raw->stack_count + 1, sizeof(size_t)),
                                calloc(raw->stack_count + 1, sizeof(uint32_t)), raw->stack_count};
     const size_t *order = NULL, *first = NULL;
     int rc = ospx__model_thread_order(model, &order, &first);
+    /* One thread's points at a time: at most two per row (a sample and the idle gap before
+     * it), and a last idle (sized by the largest thread, not the run: 32 MB of pages to fault
+     * in for the benchmark's million rows, 4 MB so). */
+    size_t most_rows = 0;
+    for (size_t t = 0; rc == 0 && t < raw->thread_count; t++)
+        most_rows = first[t + 1] - first[t] > most_rows ? first[t + 1] - first[t] : most_rows;
+    struct point *points = malloc((2 * most_rows + 1) * sizeof *points);
     struct ospx__quoted_functions quoted;
     if (ospx__quote_functions(model, &quoted) != 0)
         rc = -ENOMEM;
