@@ -192,15 +192,23 @@ static void write_node(FILE *stream, const struct ospx__tree *tree, const struct
     fputs_unlocked("{\"id\":", stream);
     ospx__put_uint(stream, node->id);
     ospx__put_call_frame(stream, model, quoted, scripts, node, name, 0);
-    fputs_unlocked(",\"hitCount\":", stream);
-    ospx__put_uint(stream, node->hits);
-    fputs_unlocked(",\"children\":[", stream);
-    for (uint32_t c = node->first_child; c != OSPX_NO_NODE; c = tree->nodes[c].next_sibling) {
-        ospx__put_uint(stream, tree->nodes[c].id);
-        if (tree->nodes[c].next_sibling != OSPX_NO_NODE)
-            putc_unlocked(',', stream);
+    /* hitCount and children are optional in V8's ProfileNode: written when not 0 and not
+     * empty, and the root's hitCount always (DevTools counts the samples instead when the
+     * first node has none, which would make each node's hits its samples, not its periods). */
+    if (node->hits > 0 || node->id == 1) {
+        fputs_unlocked(",\"hitCount\":", stream);
+        ospx__put_uint(stream, node->hits);
     }
-    fputs_unlocked("]}", stream);
+    if (node->first_child != OSPX_NO_NODE) {
+        fputs_unlocked(",\"children\":[", stream);
+        for (uint32_t c = node->first_child; c != OSPX_NO_NODE; c = tree->nodes[c].next_sibling) {
+            ospx__put_uint(stream, tree->nodes[c].id);
+            if (tree->nodes[c].next_sibling != OSPX_NO_NODE)
+                putc_unlocked(',', stream);
+        }
+        putc_unlocked(']', stream);
+    }
+    putc_unlocked('}', stream);
     free(fiber_quoted);
 }
 

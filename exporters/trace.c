@@ -9,7 +9,8 @@
  *     thread was not on a CPU) is the thread's `(idle)` node, so the time a reader sums per
  *     function is the sampled CPU time, and a wait is never counted as CPU;
  *   - one complete event (`"ph":"X"`, category `osprey.waiting`) per wait, named
- *     `waiting in <function>` with the blocked stack in its args: a weighted waiting row is one
+ *     `waiting in <function>` with its site (the raw stack's index) in its args, and the blocked
+ *     stack there too the first time the track waits at that site: a weighted waiting row is one
  *     wait; consecutive waiting rows of weight 1 and one stack (a tick's each) are one wait.
  * Timestamps are µs after the run's start. Keys of the format: the Trace Event Format document
  * (docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU). */
@@ -207,19 +208,30 @@ static void write_samples(FILE *stream, const struct ospx_model *model, size_t t
 
 /* What a wait's event says after its times, per raw stack (made the first time a wait blocks
  * in it: a million rows wait in a few thousand stacks): `"name":"waiting in <leaf>",
- * "cat":"osprey.waiting","args":{"stack":[<the innermost frames, root first>]}}`. */
+ * "cat":"osprey.waiting","args":{"site":<the raw stack's index>,"stack":[<the innermost
+ * frames, root first>]}}` for the first wait at that site on a track; the later ones there
+ * end after the site (`"args":{"site":N}}`): the stack once per site and track, not once per
+ * wait (the benchmark's trace: 41 MB of stacks in 99,845 waits at 9,009 sites). */
 struct wait_texts {
     char **text;
-    size_t *length;
+    size_t *length;      /* the whole text */
+    size_t *site_length; /* up to the end of `"site":N`: what a later wait at it says */
+    uint32_t *track;     /* the last track (tid) whose wait at the stack carried it whole */
     size_t count;
 };
 
 static void put_wait_text(FILE *stream, struct wait_texts *texts, const struct ospx_model *model,
-                          uint32_t stack, const uint32_t *function_of,
+                          uint32_t stack, uint32_t tid, const uint32_t *function_of,
                           const struct ospx__quoted_functions *quoted)
 {
     if (texts->text[stack] != NULL) {
-        fwrite_unlocked(texts->text[stack], 1, texts->length[stack], stream);
+        if (texts->track[stack] == tid) {
+            fwrite_unlocked(texts->text[stack], 1, texts->site_length[stack], stream);
+            fputs_unlocked("}}", stream);
+        } else {
+            fwrite_unlocked(texts->text[stack], 1, texts->length[stack], stream);
+            texts->track[stack] = tid;
+        }
         return;
     }
     size_t depth;
@@ -230,13 +242,16 @@ static void put_wait_text(FILE *stream, struct wait_texts *texts, const struct o
     char *quoted_name = ospx__json_quote(name);
     /* root first, the innermost STACK_ARGUMENT_FRAMES at most (where it blocked) */
     size_t shown = depth < STACK_ARGUMENT_FRAMES ? depth : STACK_ARGUMENT_FRAMES;
-    size_t length = strlen(quoted_name != NULL ? quoted_name : "\"waiting\"") + 64;
+    size_t length = strlen(quoted_name != NULL ? quoted_name : "\"waiting\"") + 80;
     for (size_t k = 0; k < shown; k++)
         length += quoted->name_lengths[function_of[slots[k].frame]] + 1;
     char *text = malloc(length), *at = text;
     if (text != NULL) {
-        at += sprintf(at, "\"name\":%s,\"cat\":\"osprey.waiting\",\"args\":{\"stack\":[",
-                      quoted_name != NULL ? quoted_name : "\"waiting\"");
+        at += sprintf(at, "\"name\":%s,\"cat\":\"osprey.waiting\",\"args\":{\"site\":%u",
+                      quoted_name != NULL ? quoted_name : "\"waiting\"", stack);
+        texts->site_length[stack] = (size_t)(at - text);
+        texts->track[stack] = tid;
+        at = stpcpy(at, ",\"stack\":[");
         for (size_t k = shown; k-- > 0;) {
             uint32_t f = function_of[slots[k].frame];
             if (k + 1 < shown)
@@ -298,7 +313,7 @@ static void write_waits(FILE *stream, const struct ospx_model *model, size_t t, 
         fputs_unlocked(",\"dur\":", stream);
         ospx__put_uint(stream, end - begin);
         putc_unlocked(',', stream);
-        put_wait_text(stream, texts, model, sample->stack, function_of, quoted);
+        put_wait_text(stream, texts, model, sample->stack, (uint32_t)t + 1, function_of, quoted);
         i = j > i ? j : i + 1;
     }
 }
@@ -313,18 +328,25 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     uint32_t *fiber_nodes = malloc((raw->thread_count + 1) * sizeof *fiber_nodes);
     uint32_t *leaves = malloc((raw->sample_count + 1) * sizeof *leaves);
     uint32_t *idle_nodes = malloc((raw->thread_count + 1) * sizeof *idle_nodes);
-    /* at most two points per row (a sample and the idle gap before it), and a last idle */
-    struct point *points = malloc((2 * raw->sample_count + 1) * sizeof *points);
     struct wait_texts waits = {calloc(raw->stack_count + 1, sizeof(char *)),
-                               calloc(raw->stack_count + 1, sizeof(size_t)), raw->stack_count};
+                               calloc(raw->stack_count + 1, sizeof(size_t)),
+                               calloc(raw->stack_count + 1, sizeof(size_t)),
+                               calloc(raw->stack_count + 1, sizeof(uint32_t)), raw->stack_count};
     const size_t *order = NULL, *first = NULL;
     int rc = ospx__model_thread_order(model, &order, &first);
+    /* One thread's points at a time: at most two per row (a sample and the idle gap before
+     * it), and a last idle (sized by the largest thread, not the run: 32 MB of pages to fault
+     * in for the benchmark's million rows, 4 MB so). */
+    size_t most_rows = 0;
+    for (size_t t = 0; rc == 0 && t < raw->thread_count; t++)
+        most_rows = first[t + 1] - first[t] > most_rows ? first[t + 1] - first[t] : most_rows;
+    struct point *points = malloc((2 * most_rows + 1) * sizeof *points);
     struct ospx__quoted_functions quoted;
     if (ospx__quote_functions(model, &quoted) != 0)
         rc = -ENOMEM;
     if (tree_rc != 0 || function_of == NULL || scripts == NULL || fiber_nodes == NULL ||
         leaves == NULL || idle_nodes == NULL || points == NULL || waits.text == NULL ||
-        waits.length == NULL)
+        waits.length == NULL || waits.site_length == NULL || waits.track == NULL)
         rc = -ENOMEM;
     /* The tree: root → one node per fiber → its functions, and its (idle). */
     for (size_t t = 0; rc == 0 && t < raw->thread_count; t++) {
@@ -403,5 +425,7 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
         free(waits.text[k]);
     free(waits.text);
     free(waits.length);
+    free(waits.site_length);
+    free(waits.track);
     return rc;
 }

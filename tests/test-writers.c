@@ -340,7 +340,8 @@ START_TEST(speedscope_stacks_are_root_first)
 END_TEST
 
 /* V8 profile invariants: ids 1..N in pre-order with (root) first, children after their parent,
- * hitCount = samples naming the node, deltas non-negative and summing within the run. */
+ * hitCount = samples naming the node (absent: 0), deltas non-negative and summing within the
+ * run. */
 START_TEST(cpuprofile_tree_and_samples_are_consistent)
 {
     struct fixture fixture;
@@ -367,6 +368,14 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
         ck_assert(json_is_string(json_object_get(call, "url")));
         ck_assert_int_ge(json_integer_value(json_object_get(call, "lineNumber")), -1);
         ck_assert(json_is_integer(json_object_get(call, "columnNumber")));
+        /* V8's optional fields only when they say something: a hitCount when not 0 (the
+         * root's always: DevTools counts samples instead when it has none), children when
+         * there are some */
+        json_t *hit_count = json_object_get(node, "hitCount");
+        ck_assert(i == 0 ? json_is_integer(hit_count)
+                         : hit_count == NULL || json_integer_value(hit_count) > 0);
+        ck_assert(json_object_get(node, "children") == NULL ||
+                  json_array_size(json_object_get(node, "children")) > 0);
         size_t c;
         json_t *child;
         json_array_foreach(json_object_get(node, "children"), c, child)
@@ -819,6 +828,60 @@ START_TEST(trace_puts_samples_on_real_time)
 }
 END_TEST
 
+/* trace.json: a wait names its site (the raw stack); the stack it blocked in is written with the
+ * first wait at that site on each track, the later ones there carry the site alone. */
+START_TEST(trace_writes_a_wait_stack_once_per_site_and_track)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    /* thread 0 waits at stack 1 three times (work between), thread 1 once; stack 2 once */
+    fixture_parse(&fixture, "exe /w/w\npid 7\nrate 1000\nstart 1764410000000000000\n"
+                            "end 1764410000009000000\nthread 0 main\nthread 1 worker\n"
+                            "frame main /w/w.c\nframe work /w/w.c\nframe nanosleep -\n"
+                            "stack 1@5 0@9\nstack 2 0@12\nstack 2 1@7 0@9\n"
+                            "sample 1000000 0 0 0\nsample 2000000 0 1 1\nsample 3000000 0 0 0\n"
+                            "sample 4000000 0 1 1\nsample 5000000 0 0 0\nsample 6000000 0 1 1\n"
+                            "sample 7000000 0 2 1\nsample 1000000 1 1 1\nsample 2000000 1 0 0\n"
+                            "dropped 0\n");
+    struct ospx_error err = {0};
+    ck_assert_msg(ospx_model_build(&fixture.raw, &fixture.symbols, &model, &err) == 0, "%s",
+                  err.text);
+    json_t *root = load_json(write_output(&model, &writers[6]));
+    size_t i, carried[2][3] = {{0}}, waits[2][3] = {{0}};
+    json_t *event;
+    json_array_foreach(json_object_get(root, "traceEvents"), i, event)
+    {
+        if (strcmp(json_string_value(json_object_get(event, "ph")), "X") != 0)
+            continue;
+        json_int_t tid = json_integer_value(json_object_get(event, "tid"));
+        json_t *args = json_object_get(event, "args");
+        json_int_t site = json_integer_value(json_object_get(args, "site"));
+        ck_assert(tid >= 1 && tid <= 2 && site >= 1 && site <= 2);
+        json_t *stack = json_object_get(args, "stack");
+        /* the first at a site on a track carries the stack, root first; the later ones not */
+        ck_assert_int_eq(stack != NULL, waits[tid - 1][site] == 0);
+        if (stack != NULL) {
+            carried[tid - 1][site]++;
+            ck_assert_str_eq(json_string_value(json_array_get(stack, 0)), "main");
+            ck_assert_str_eq(json_string_value(json_array_get(stack, json_array_size(stack) - 1)),
+                             "nanosleep");
+        }
+        waits[tid - 1][site]++;
+    }
+    ck_assert_uint_eq(waits[0][1], 3);
+    ck_assert_uint_eq(carried[0][1], 1);
+    ck_assert_uint_eq(waits[0][2], 1);
+    ck_assert_uint_eq(carried[0][2], 1);
+    ck_assert_uint_eq(waits[1][1], 1);
+    ck_assert_uint_eq(carried[1][1], 1); /* another track: its own copy */
+    json_decref(root);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
 /* profile.json: figures over on-CPU samples, percentages rounded to 0.1, documented key order. */
 START_TEST(profile_json_totals_and_percentages)
 {
@@ -1116,6 +1179,7 @@ Suite *writers_suite(void)
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
     tcase_add_loop_test(tc, pprof_agrees_with_the_model, 0, CASE_COUNT);
     tcase_add_loop_test(tc, trace_puts_samples_on_real_time, 0, CASE_COUNT);
+    tcase_add_test(tc, trace_writes_a_wait_stack_once_per_site_and_track);
     tcase_add_test(tc, folded_names_lose_separators);
     tcase_add_test(tc, profile_json_totals_and_percentages);
     tcase_add_test(tc, empty_profile_writes_valid_files);

@@ -97,6 +97,19 @@ test('per track: timestamps in order, waits never overlap, samples well formed',
     for (let i = 1; i < waits.length; i++)
       assert.ok(waits[i - 1].ts + waits[i - 1].dur <= waits[i].ts,
                 `${key}: wait at ${waits[i - 1].ts} overlaps the one at ${waits[i].ts}`);
+    // A wait names its site; the first wait at a site on a track carries its stack, the later
+    // ones there the site alone (the stack once per site and track, not once per wait).
+    const sites = new Set();
+    for (const wait of waits) {
+      assert.ok(Number.isInteger(wait.args?.site), `${key}: a wait's site`);
+      if (sites.has(wait.args.site)) {
+        assert.equal(wait.args.stack, undefined, `${key}: site ${wait.args.site}'s stack again`);
+      } else {
+        assert.ok(Array.isArray(wait.args.stack) && wait.args.stack.length > 0,
+                  `${key}: the first wait at site ${wait.args.site} carries its stack`);
+        sites.add(wait.args.site);
+      }
+    }
     // The V8 profile: one Profile, then its chunks under the same id.
     const profiles = list.filter(e => e.ph === 'P');
     if (profiles.length === 0) continue;
