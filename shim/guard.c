@@ -24,6 +24,7 @@
 #include <linux/close_range.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -132,6 +133,16 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
  * few instructions with no frame to set up, and the guarded part is still the only frame of
  * ours between the wait and its caller (what slot.c leaves out of a guarded wait's stack). */
 #define OSP__WRAPPER(ret, name, params, args, pass, blocks, fail, after)                           \
+    OSP__GUARDED_PART(ret, name, params, args, blocks, fail, after)                                \
+    __attribute__((visibility("default"))) ret name params                                         \
+    {                                                                                              \
+        if (pass)                                                                                  \
+            return OSP__CALL_REAL(name, args);                                                     \
+        return osp__guarded_##name args;                                                           \
+    }
+/* The C library's function and the guarded part alone: a wrapper written out by hand jumps to
+ * osp__guarded_<name> (the futex-based waits below). */
+#define OSP__GUARDED_PART(ret, name, params, args, blocks, fail, after)                            \
     OSP__REAL(ret, name, params, args, fail)                                                       \
     static __attribute__((noinline)) ret osp__guarded_##name params                                \
     {                                                                                              \
@@ -148,12 +159,6 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
         after;                                                                                     \
         errno = osp__errno;                                                                        \
         return osp__result;                                                                        \
-    }                                                                                              \
-    __attribute__((visibility("default"))) ret name params                                         \
-    {                                                                                              \
-        if (pass)                                                                                  \
-            return OSP__CALL_REAL(name, args);                                                     \
-        return osp__guarded_##name args;                                                           \
     }
 /* Off, passed on (`after` too: it keeps the set of timeouts, kept only while profiled). */
 #define OSP__GUARDED_THEN(ret, name, params, args, blocks, fail, after)                            \
@@ -570,3 +575,47 @@ syscall(long nr, ...)
     osp__guard_end(guarded, &old);
     return r;
 }
+
+/* The futex-based waits of the pthread API: where the kernel's context-switch records are
+ * refused (perf_event_paranoid 3, a container's seccomp profile), a wait in one of them was
+ * seen only when a signal of ours happened to land in it, and timed from there to the thread's
+ * next sample: late by up to a period at its start, two waits with a short wake between them
+ * one wait at the first site. So, only then, a call that blocks is guarded as the calls above
+ * are: its wait is the call, from entry to return, at the caller's stack taken at entry. With
+ * the kernel's records (they time every block), or off, each is passed on. A mutex is tried
+ * first: an uncontended one takes its fast path (trylock does what lock does when it is free),
+ * and only a lock that would block pays the guard (bench/waits/mutex.c). */
+static int shim_times_waits(void)
+{
+    return !osp__kernel_waits();
+}
+
+OSP__GUARDED_PART(int, pthread_mutex_lock, (pthread_mutex_t * m), (m), shim_times_waits(), EINVAL,
+                  (void)0)
+OSP__REAL(int, pthread_mutex_trylock, (pthread_mutex_t * m), (m), EINVAL)
+__attribute__((visibility("default"))) int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    if (OSP__OFF())
+        return OSP__CALL_REAL(pthread_mutex_lock, (m));
+    /* EBUSY only where lock would block (held by another thread; an error-checking mutex held
+     * by this one gives EDEADLK from lock, after the guard); anything else is lock's answer:
+     * taken, taken from a dead owner (EOWNERDEAD), or an error. */
+    int r = OSP__CALL_REAL(pthread_mutex_trylock, (m));
+    if (r != EBUSY)
+        return r;
+    return osp__guarded_pthread_mutex_lock(m);
+}
+OSP__GUARDED(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m), (c, m),
+             shim_times_waits(), EINVAL)
+OSP__GUARDED(int, pthread_cond_timedwait,
+             (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t), (c, m, t),
+             shim_times_waits(), EINVAL)
+OSP__GUARDED(int, pthread_cond_clockwait,
+             (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clock, const struct timespec *t),
+             (c, m, clock, t), shim_times_waits(), EINVAL)
+OSP__GUARDED(int, pthread_join, (pthread_t t, void **ret), (t, ret), shim_times_waits(), EINVAL)
+OSP__GUARDED(int, pthread_timedjoin_np, (pthread_t t, void **ret, const struct timespec *at),
+             (t, ret, at), shim_times_waits(), EINVAL)
+OSP__GUARDED(int, pthread_clockjoin_np,
+             (pthread_t t, void **ret, clockid_t clock, const struct timespec *at),
+             (t, ret, clock, at), shim_times_waits(), EINVAL)

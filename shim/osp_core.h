@@ -240,7 +240,8 @@ struct osp__slot {
     int in_guard;      /* inside a guarded call (osp__guard_wait_begin .. _end) */
     uint64_t guard_sp; /* the stack pointer there: a frame above it means the call is gone */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
-    uint32_t wait_flags;             /* OSP_SPAN_* of the open wait, for ospreyd's timing */
+    int64_t wait_carry_ns; /* the part of the shim's waits no WAITING sample stood for yet */
+    uint32_t wait_flags;   /* OSP_SPAN_* of the open wait, for ospreyd's timing */
     uint64_t guard_cpu_ns; /* the CPU clock as a guarded call began, when a sample was due */
     /* The sites of the last short waits written (slot.c's emit_span): a site's short waits
      * are written again once they add up to half a period. */

@@ -229,8 +229,8 @@ void osp__close_wait(struct osp__event_ring *w, struct osp__slot *s, uint64_t no
         emit_span(w, s, now_ns);
         return;
     }
-    uint32_t weight =
-        osp__wait_weight(s->wait_t_ns, now_ns, s->wait_cpu_ns, cpu_ns, osp__period_ns);
+    uint32_t weight = osp__wait_weight_carry(s->wait_t_ns, now_ns, s->wait_cpu_ns, cpu_ns,
+                                             osp__period_ns, &s->wait_carry_ns);
     if (weight == 0)
         return;
     if (osp__emit_sample(w, s, s->wait_t_ns, OSP_STATE_WAITING, weight, s->wait_pcs,

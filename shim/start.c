@@ -65,10 +65,10 @@ void osp__images_refresh(void)
     if (!osp__is_active() || getpid() != osp__booted_pid)
         return;
     /* Threads register at once: the image table is one. Lock order: images, then registry. */
-    pthread_mutex_lock(&osp__images_lock);
+    osp__mutex_lock(&osp__images_lock);
     if (osp__images_changed(&osp__image_table)) {
         osp__images_scan(&osp__image_table); /* the loader lock, never under the registry lock */
-        pthread_mutex_lock(&osp__the_registry.lock);
+        osp__mutex_lock(&osp__the_registry.lock);
         if (!osp__the_registry.stopped)
             osp__images_emit(&osp__image_table, &osp__events);
         pthread_mutex_unlock(&osp__the_registry.lock);
@@ -136,7 +136,7 @@ int osp__profile_start(const struct osp__start *start)
     if (err == 0) {
         if (forked)
             osp__images_unsend(&osp__image_table); /* osp__images_lock held by the caller */
-        pthread_mutex_lock(&osp__the_registry.lock);
+        osp__mutex_lock(&osp__the_registry.lock);
         osp__images_emit(&osp__image_table, &osp__events);
         pthread_mutex_unlock(&osp__the_registry.lock);
         if (!forked)
