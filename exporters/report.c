@@ -251,6 +251,7 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
     ospx__report_achieved_rate(out, notes, model, warn, process);
     ospx__report_cut_stacks(out, notes, model, warn);
     ospx__report_names_hint(out, notes, model, warn);
+    ospx__report_wait_source(out, notes, model, warn, process);
     if (model->dropped > 0) {
         const struct ospx_raw *raw = model->raw;
         int used = snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",

@@ -116,9 +116,11 @@ int osp__profile_start(const struct osp__start *start)
     /* The kernel allocates and clears an event ring's pages as it is mapped: an image that
      * does not reserve its ring gets a forked child's quarter, read at every drain as a forked
      * worker's are (shim/README.md, "Measuring"). */
-    osp__switch_count =
-        osp__switches_open(osp__switch_fds, OSP_MAX_SWITCH_FDS,
-                           start->reserve ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES);
+    int refused = 0;
+    osp__switch_count = osp__switches_open(
+        osp__switch_fds, OSP_MAX_SWITCH_FDS,
+        start->reserve ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES, &refused);
+    osp__ring_header->switches_refused = refused; /* for the report: how waits were timed */
     if (forked)
         osp__timer_ids_after_fork();
     err = osp__registry_init(&osp__the_registry, &osp__events, OSP__MAX_SLOTS);
