@@ -582,40 +582,51 @@ syscall(long nr, ...)
  * next sample: late by up to a period at its start, two waits with a short wake between them
  * one wait at the first site. So, only then, a call that blocks is guarded as the calls above
  * are: its wait is the call, from entry to return, at the caller's stack taken at entry. With
- * the kernel's records (they time every block), or off, each is passed on. A mutex is tried
- * first: an uncontended one takes its fast path (trylock does what lock does when it is free),
- * and only a lock that would block pays the guard (bench/waits/mutex.c). */
+ * the kernel's records (they time every block), or off, each is passed on for the load of
+ * one flag, with no frame of ours. A mutex whose lock word (glibc's pthread_mutex_t, public in
+ * its headers) says it is free goes straight to the C library's lock, as plain; a held one is
+ * tried, and only a lock that would block pays the guard (bench/waits/mutex.sh: +4
+ * instructions a lock and unlock where calls are timed, where trying every lock first was
+ * +20). A mutex taken by another thread between the look and the lock blocks unguarded: the
+ * handler still finds that wait, as it finds any. */
 static int shim_times_waits(void)
 {
     return !osp__kernel_waits();
 }
+#define OSP__CALLS_UNTIMED()                                                                       \
+    (!atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed) || OSP__OFF())
+#define OSP__TIMED(ret, name, params, args, fail)                                                  \
+    OSP__WRAPPER(ret, name, params, args, OSP__CALLS_UNTIMED(), shim_times_waits(), fail, (void)0)
 
 OSP__GUARDED_PART(int, pthread_mutex_lock, (pthread_mutex_t * m), (m), shim_times_waits(), EINVAL,
                   (void)0)
 OSP__REAL(int, pthread_mutex_trylock, (pthread_mutex_t * m), (m), EINVAL)
-__attribute__((visibility("default"))) int pthread_mutex_lock(pthread_mutex_t *m)
+/* EBUSY only where lock would block (held by another thread; an error-checking mutex held by
+ * this one gives EDEADLK from lock, after the guard); anything else is lock's answer: taken,
+ * taken from a dead owner (EOWNERDEAD), or an error. */
+static __attribute__((noinline)) int osp__tried_pthread_mutex_lock(pthread_mutex_t *m)
 {
-    if (OSP__OFF())
-        return OSP__CALL_REAL(pthread_mutex_lock, (m));
-    /* EBUSY only where lock would block (held by another thread; an error-checking mutex held
-     * by this one gives EDEADLK from lock, after the guard); anything else is lock's answer:
-     * taken, taken from a dead owner (EOWNERDEAD), or an error. */
     int r = OSP__CALL_REAL(pthread_mutex_trylock, (m));
     if (r != EBUSY)
         return r;
     return osp__guarded_pthread_mutex_lock(m);
 }
-OSP__GUARDED(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m), (c, m),
-             shim_times_waits(), EINVAL)
-OSP__GUARDED(int, pthread_cond_timedwait,
-             (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t), (c, m, t),
-             shim_times_waits(), EINVAL)
-OSP__GUARDED(int, pthread_cond_clockwait,
-             (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clock, const struct timespec *t),
-             (c, m, clock, t), shim_times_waits(), EINVAL)
-OSP__GUARDED(int, pthread_join, (pthread_t t, void **ret), (t, ret), shim_times_waits(), EINVAL)
-OSP__GUARDED(int, pthread_timedjoin_np, (pthread_t t, void **ret, const struct timespec *at),
-             (t, ret, at), shim_times_waits(), EINVAL)
-OSP__GUARDED(int, pthread_clockjoin_np,
-             (pthread_t t, void **ret, clockid_t clock, const struct timespec *at),
-             (t, ret, clock, at), shim_times_waits(), EINVAL)
+__attribute__((visibility("default"))) int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    if (OSP__CALLS_UNTIMED() ||
+        atomic_load_explicit((_Atomic int *)&m->__data.__lock, memory_order_relaxed) == 0)
+        return OSP__CALL_REAL(pthread_mutex_lock, (m));
+    return osp__tried_pthread_mutex_lock(m);
+}
+OSP__TIMED(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m), (c, m), EINVAL)
+OSP__TIMED(int, pthread_cond_timedwait,
+           (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t), (c, m, t), EINVAL)
+OSP__TIMED(int, pthread_cond_clockwait,
+           (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clock, const struct timespec *t),
+           (c, m, clock, t), EINVAL)
+OSP__TIMED(int, pthread_join, (pthread_t t, void **ret), (t, ret), EINVAL)
+OSP__TIMED(int, pthread_timedjoin_np, (pthread_t t, void **ret, const struct timespec *at),
+           (t, ret, at), EINVAL)
+OSP__TIMED(int, pthread_clockjoin_np,
+           (pthread_t t, void **ret, clockid_t clock, const struct timespec *at),
+           (t, ret, clock, at), EINVAL)

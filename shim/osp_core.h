@@ -281,6 +281,12 @@ void osp__switch_maps_release(void);
 /* No ospreyd will read the records (it could not be started, a forked child): the shim times
  * waits itself again. Async-signal-safe. */
 void osp__kernel_waits_off(void);
+/* 1 from a start whose switch records were refused (or after osp__kernel_waits_off): the
+ * futex-based waits' interposers (guard.c) time their calls; 0 and they pass every call on
+ * at the cost of this load. Relaxed: set at a start, before the program's threads run, and by
+ * kernel_waits_off. */
+extern _Atomic int osp__calls_timed_flag __attribute__((visibility("hidden")));
+void osp__calls_timed_set(int on);
 
 /* registry.c: the lock around the window in which the kernel takes our timers' ids from us
  * (the program's timer_create waits for it). Not async-signal-safe. */

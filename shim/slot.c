@@ -66,8 +66,16 @@ void osp__switch_maps_set(void *const *maps, int n, size_t size)
     atomic_store_explicit(&switches_on, n > 0, memory_order_release);
 }
 
+_Atomic int osp__calls_timed_flag;
+
+void osp__calls_timed_set(int on)
+{
+    atomic_store_explicit(&osp__calls_timed_flag, on, memory_order_relaxed);
+}
+
 void osp__kernel_waits_off(void)
 {
+    osp__calls_timed_set(1);
     atomic_store_explicit(&switches_on, 0, memory_order_release);
     osp__switch_maps_release();
 }

@@ -121,6 +121,7 @@ int osp__profile_start(const struct osp__start *start)
         osp__switch_fds, OSP_MAX_SWITCH_FDS,
         start->reserve ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES, &refused);
     osp__ring_header->switches_refused = refused; /* for the report: how waits were timed */
+    osp__calls_timed_set(osp__switch_count == 0);
     if (forked)
         osp__timer_ids_after_fork();
     err = osp__registry_init(&osp__the_registry, &osp__events, OSP__MAX_SLOTS);
