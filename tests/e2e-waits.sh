@@ -132,6 +132,21 @@ for name in runs:
               "%s: %s waited %.3f s, truth %.3f s (preempted %.3f s; cut stacks %.3f s of "
               "waits, of those begun in the first %.3f s, before the unwind tables were ready)" %
               (name, site, got, want, preempted, early, window))
+    # Each thread on the contended mutex (noperf: the shim's own timing, 10% a thread).
+    for line in open("%s/%s.out" % (work, name)) if noperf else []:
+        if not line.startswith("thread_truth "):
+            continue
+        _, site, tid, seconds, _ = line.split()
+        want, got = float(seconds), 0
+        for row in open("%s/%s.offcpu.folded" % (work, name)):
+            frames, count = row.rsplit(" ", 1)
+            f = frames.split(";")
+            if f[0].endswith("-" + tid) and any(x == site or x.startswith(site + ".") for x in f):
+                got += int(count)
+        got /= raw["rate_hz"]
+        tol = 0.10 * want + 1.5 / raw["rate_hz"]
+        check(want - early - tol <= got <= want + tol,
+              "%s: thread %s waited %.3f s at %s, truth %.3f s" % (name, tid, got, site, want))
     if name.startswith("sites"):
         t = truth(name)
         a, _ = waited(name, "site_short")
