@@ -133,7 +133,9 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
  * few instructions with no frame to set up, and the guarded part is still the only frame of
  * ours between the wait and its caller (what slot.c leaves out of a guarded wait's stack). */
 #define OSP__WRAPPER(ret, name, params, args, pass, blocks, fail, after)                           \
-    OSP__GUARDED_PART(ret, name, params, args, blocks, fail, after)                                \
+    OSP__WRAPPER_BEGIN(osp__guard_begin, ret, name, params, args, pass, blocks, fail, after)
+#define OSP__WRAPPER_BEGIN(begin, ret, name, params, args, pass, blocks, fail, after)              \
+    OSP__GUARDED_PART_BEGIN(begin, ret, name, params, args, blocks, fail, after)                   \
     __attribute__((visibility("default"))) ret name params                                         \
     {                                                                                              \
         if (pass)                                                                                  \
@@ -143,6 +145,8 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
 /* The C library's function and the guarded part alone: a wrapper written out by hand jumps to
  * osp__guarded_<name> (the futex-based waits below). */
 #define OSP__GUARDED_PART(ret, name, params, args, blocks, fail, after)                            \
+    OSP__GUARDED_PART_BEGIN(osp__guard_begin, ret, name, params, args, blocks, fail, after)
+#define OSP__GUARDED_PART_BEGIN(begin, ret, name, params, args, blocks, fail, after)               \
     OSP__REAL(ret, name, params, args, fail)                                                       \
     static __attribute__((noinline)) ret osp__guarded_##name params                                \
     {                                                                                              \
@@ -151,7 +155,7 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
             return fail;                                                                           \
         sigset_t old;                                                                              \
         int can_block = (blocks);                                                                  \
-        int guarded = can_block ? osp__guard_begin(&old, (const void *)real) : 0;                  \
+        int guarded = can_block ? begin(&old, (const void *)real) : 0;                             \
         ret osp__result;                                                                           \
         OSP__CALL_UNCUT(can_block, real args);                                                     \
         osp__guard_end(guarded, &old);                                                             \
@@ -596,10 +600,11 @@ static int shim_times_waits(void)
 #define OSP__CALLS_UNTIMED()                                                                       \
     (!atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed) || OSP__OFF())
 #define OSP__TIMED(ret, name, params, args, fail)                                                  \
-    OSP__WRAPPER(ret, name, params, args, OSP__CALLS_UNTIMED(), shim_times_waits(), fail, (void)0)
+    OSP__WRAPPER_BEGIN(osp__guard_begin_futex, ret, name, params, args, OSP__CALLS_UNTIMED(),      \
+                       shim_times_waits(), fail, (void)0)
 
-OSP__GUARDED_PART(int, pthread_mutex_lock, (pthread_mutex_t * m), (m), shim_times_waits(), EINVAL,
-                  (void)0)
+OSP__GUARDED_PART_BEGIN(osp__guard_begin_futex, int, pthread_mutex_lock, (pthread_mutex_t * m), (m),
+                        shim_times_waits(), EINVAL, (void)0)
 OSP__REAL(int, pthread_mutex_trylock, (pthread_mutex_t * m), (m), EINVAL)
 /* EBUSY only where lock would block (held by another thread; an error-checking mutex held by
  * this one gives EDEADLK from lock, after the guard); anything else is lock's answer: taken,

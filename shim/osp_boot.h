@@ -339,6 +339,16 @@ static inline int osp__guard_begin(sigset_t *old, const void *fn)
     return 1;
 }
 
+/* osp__guard_begin for a futex wait: the sampling timer is held while it blocks
+ * (osp__guard_hold_sampling). */
+static inline int osp__guard_begin_futex(sigset_t *old, const void *fn)
+{
+    int guarded = osp__guard_begin(old, fn);
+    if (guarded)
+        osp__guard_hold_sampling(osp__tls_slot);
+    return guarded;
+}
+
 /* End the guard osp__guard_begin began: write the wait, restore the mask (a signal of ours
  * held back lands now). errno is kept. */
 static inline void osp__guard_end(int guarded, const sigset_t *old)

@@ -238,6 +238,7 @@ struct osp__slot {
     int guard_leaving; /* between a guarded call's return and SIGPROF's unblocking */
     uint32_t rephased; /* sampling timer landings moved on in a row (handler.c: preempted) */
     int in_guard;      /* inside a guarded call (osp__guard_wait_begin .. _end) */
+    int sampling_held; /* a guarded futex wait disarmed the sampling timer (..._hold_sampling) */
     uint64_t guard_sp; /* the stack pointer there: a frame above it means the call is gone */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     int64_t wait_carry_ns; /* the part of the shim's waits no WAITING sample stood for yet */
@@ -326,6 +327,10 @@ void osp__slot_arm_cpu_timer(struct osp__slot *s, uint64_t cpu_ns);
 void osp__guard_wait_begin(struct osp__slot *s, const void *fn);
 /* ... and the call returned: write its wait when it lasted long enough. SIGPROF still blocked. */
 void osp__guard_wait_end(struct osp__slot *s);
+/* A guarded futex wait (a lock, a condition variable, a join: no CPU time of the thread's in
+ * it) holds the sampling timer, so that no signal of ours is held back to land at its end,
+ * and osp__guard_wait_end arms it again. SIGPROF blocked. */
+void osp__guard_hold_sampling(struct osp__slot *s);
 
 /* ---- registry.c -------------------------------------------------------------------------- */
 
