@@ -69,6 +69,8 @@ static const char *const interposed[] = {
     "socketpair",
     "sigsuspend",
     "pthread_mutex_lock",
+    "pipe",
+    "pipe2",
 };
 #define OSP__INTERPOSED (sizeof(interposed) / sizeof(interposed[0]))
 /* Written by the constructor before the program's main runs; read-only afterwards. */
