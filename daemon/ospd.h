@@ -175,7 +175,13 @@ struct ospd_wait_thread {
 enum { OSPD_KSTATE_UNKNOWN = 0, OSPD_KSTATE_RUNNING, OSPD_KSTATE_BLOCKED, OSPD_KSTATE_PREEMPTED };
 
 struct ospd_waits {
-    uint64_t since_ns;                  /* header.kernel_waits_ns; 0 when waits are the shim's */
+    uint64_t since_ns; /* header.kernel_waits_ns; 0 when waits are the shim's */
+    /* The shim timed them because perf_event_open was refused: the errno it got (0: not said,
+     * an older shim), kernel.perf_event_paranoid then (INT32_MIN: unknown), and what refused
+     * it ("perf_event_paranoid", "seccomp", "kernel"; switch-refused.c). */
+    int32_t refused_errno;
+    int32_t refused_paranoid;
+    const char *refused_by;
     struct ospd_wait_thread *by_thread; /* indexed like the collector's threads */
     uint32_t cap;
     uint32_t *tid_slots; /* open addressing: tid -> thread index + 1 (the latest of the tid) */
@@ -285,6 +291,15 @@ struct ospd_collector {
     char *jit_maps[OSPD_JIT_MAPS];
     char *jit_notes[OSPD_JIT_MAPS]; /* a map refused or cut short, one sentence each */
 };
+
+/* switch-refused.c: the shim of process pid could not open the switch records (perf_event_open
+ * gave it err, positive): w's refused_* say what refused them, from /proc as it is now. */
+void ospd_switches_refused(struct ospd_waits *w, int32_t pid, int32_t err);
+/* What refused them, from err, kernel.perf_event_paranoid (INT32_MIN: unknown), the process's
+ * Seccomp mode (2: a filter; -1 unknown) and effective capabilities (CapEff; -1 unknown):
+ * "perf_event_paranoid" (above 2, without CAP_PERFMON or CAP_SYS_ADMIN), "seccomp" (EACCES or
+ * EPERM under a filter where the setting allows them), else "kernel". */
+const char *ospd_refused_by(int32_t err, int32_t paranoid, int64_t seccomp, int64_t caps);
 
 /* waits.c. A context switch of thread `tid` of the target at t_ns (CLOCK_MONOTONIC): out
  * (blocked, or preempted) or in. Records of one thread must come in time order. */

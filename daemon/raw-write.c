@@ -187,6 +187,32 @@ static int write_samples(FILE *f, const struct ospd_collector *c)
     return 0;
 }
 
+/* The "waits" object of a profile whose waits the shim timed because perf_event_open was
+ * refused: {"timed_by":"shim","refused":"EACCES","refused_by":"seccomp",
+ * "perf_event_paranoid":2} (the setting left out when it could not be read). */
+static json_t *waits_refused(const struct ospd_waits *w)
+{
+    static const struct {
+        int err;
+        const char *name;
+    } names[] = {{EACCES, "EACCES"}, {EPERM, "EPERM"},   {ENOSYS, "ENOSYS"}, {ENOENT, "ENOENT"},
+                 {ENODEV, "ENODEV"}, {ENOMEM, "ENOMEM"}, {EINVAL, "EINVAL"}, {EMFILE, "EMFILE"}};
+    char other[16];
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && name == NULL; i++)
+        if (names[i].err == w->refused_errno)
+            name = names[i].name;
+    if (name == NULL) {
+        snprintf(other, sizeof other, "%d", (int)w->refused_errno);
+        name = other;
+    }
+    json_t *o = json_pack("{s:s, s:s, s:s}", "timed_by", "shim", "refused", name, "refused_by",
+                          w->refused_by != NULL ? w->refused_by : "kernel");
+    if (o != NULL && w->refused_paranoid != INT32_MIN)
+        json_object_set_new(o, "perf_event_paranoid", json_integer(w->refused_paranoid));
+    return o;
+}
+
 /* Stream the whole profile to f. Returns 0 or a negative errno (-ENOMEM, or a spilled
  * sample that could not be read back; I/O errors show in ferror(f)). */
 static int write_profile(FILE *f, const struct ospd_collector *c)
@@ -369,13 +395,15 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         else
             rc = put_field(f, false, "jit", jit);
     }
-    if (c->waits.since_ns != 0) /* absent: the shim timed the waits */
+    if (c->waits.since_ns != 0)
         rc = rc ? rc
                 : put_field(f, false, "waits",
                             json_pack("{s:s, s:o, s:o, s:o, s:o}", "timed_by", "kernel", "blocks",
                                       json_u64(c->waits.blocks), "asked", json_u64(c->waits.asked),
                                       "lost_records", json_u64(c->waits.lost_records),
                                       "unattributed", json_u64(c->waits.unattributed)));
+    else if (c->waits.refused_errno > 0) /* the shim timed them: why */
+        rc = rc ? rc : put_field(f, false, "waits", waits_refused(&c->waits));
     if (c->peak_rss_kb > 0) {
         json_t *collector =
             json_pack("{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o, s:o, s:o}}", "peak_rss_kb",

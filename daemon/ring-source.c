@@ -233,6 +233,8 @@ static int attach(struct ospd_daemon *d)
         d->collector.waits.since_ns = since;
         /* Release: the shim that sees it unmaps its own copies of the rings. */
         atomic_store_explicit(&h->kernel_waits_ns, since, memory_order_release);
+    } else if (h->switches_refused > 0) {
+        ospd_switches_refused(&d->collector.waits, d->collector.pid, h->switches_refused);
     }
     /* Release: the pid store above is visible to a shim that acquires ATTACHED. */
     atomic_store_explicit(&h->daemon_state, OSP_DAEMON_ATTACHED, memory_order_release);

@@ -156,6 +156,12 @@ struct ospx_process {
     int64_t unwind_ready_ns;
     uint64_t dropped;
     struct ospx_exit exit;
+    /* "waits": timed by the shim because the kernel refused its records: what refused them
+     * ("perf_event_paranoid", "seccomp", "kernel"; "" when timed by the kernel or not said),
+     * the errno ("EACCES"), and kernel.perf_event_paranoid then (INT64_MIN: not said) */
+    char waits_refused_by[24];
+    char waits_refused[16];
+    int64_t waits_paranoid;
     size_t first_image, image_count; /* its images: images[first_image ..] */
     /* after ospx_run_merge_processes: the process whose row this one's threads are shown in
      * (the first of its command), and in that one how many processes the row stands for */

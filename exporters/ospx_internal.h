@@ -353,6 +353,10 @@ void ospx__emit(FILE *out, size_t width, const char *color, const char *text);
  * lines at a terminal when it alone is wider) when one would be wider than the width (text.c). */
 void ospx__emit_pair(FILE *out, size_t width, const char *color, const char *first,
                      const char *second);
+/* How the waits were timed, in one line, when the kernel's records were refused (the raw
+ * file's "waits"; `process` -1: any of the run's, else that one) (report-waits.c). */
+void ospx__report_wait_source(FILE *out, size_t width, const struct ospx_model *model,
+                              const char *warn, long process);
 /* A function's LOCATION (report.c). */
 void ospx__report_location(char *out, size_t size, const struct ospx_model *model,
                            const struct ospx_function_stat *fn, const char *cwd);

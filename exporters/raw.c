@@ -705,6 +705,36 @@ static int raw_read_kernel_symbols(struct raw_reader *reader, const json_t *symb
     return 0;
 }
 
+/* The optional "waits" object: when its timed_by is "shim", what refused the kernel's records
+ * (refused_by, refused, perf_event_paranoid) into process. Older files have none. */
+static int raw_read_waits(struct raw_reader *reader, const json_t *root,
+                          struct ospx_process *process)
+{
+    process->waits_paranoid = INT64_MIN;
+    json_t *waits = NULL, *timed_by = NULL, *by = NULL, *refused = NULL, *paranoid = NULL;
+    int rc = raw_member(reader, root, "", "waits", JSON_OBJECT, 0, &waits);
+    if (rc < 0)
+        return rc;
+    rc = waits == NULL ? 0
+                       : raw_member(reader, waits, "waits", "timed_by", JSON_STRING, 0, &timed_by);
+    if (rc < 0 || timed_by == NULL || strcmp(json_string_value(timed_by), "shim") != 0)
+        return rc;
+    rc = raw_member(reader, waits, "waits", "refused_by", JSON_STRING, 0, &by);
+    if (rc == 0)
+        rc = raw_member(reader, waits, "waits", "refused", JSON_STRING, 0, &refused);
+    if (rc == 0)
+        rc = raw_member(reader, waits, "waits", "perf_event_paranoid", JSON_INTEGER, 0, &paranoid);
+    if (rc < 0)
+        return rc;
+    snprintf(process->waits_refused_by, sizeof process->waits_refused_by, "%s",
+             by != NULL ? json_string_value(by) : "kernel");
+    snprintf(process->waits_refused, sizeof process->waits_refused, "%s",
+             refused != NULL ? json_string_value(refused) : "");
+    if (paranoid != NULL)
+        process->waits_paranoid = json_integer_value(paranoid);
+    return 0;
+}
+
 /* The file's one process (run.c appends the run's others). */
 static int raw_read_process(struct raw_reader *reader, const json_t *root, struct ospx_raw *out)
 {
@@ -760,7 +790,7 @@ static int raw_read_process(struct raw_reader *reader, const json_t *root, struc
     process->dropped = out->dropped;
     process->exit = out->exit;
     process->image_count = out->image_count;
-    return 0;
+    return raw_read_waits(reader, root, process);
 }
 
 /* Everything after parsing: the document's fields into *out. */

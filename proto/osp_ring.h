@@ -138,7 +138,11 @@ struct osp_ring_header {
     /* Shim: OSP_REC_ESCAPED records written (relaxed increments): a forked child that
      * recorded no sample but named a process that escaped still has something to say. */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t escapes;
-    uint8_t reserved2[OSP_RING_CACHE_LINE - 4];
+    /* Shim, at start: 0, or the errno perf_event_open gave for the context-switch records
+     * (EACCES where perf_event_paranoid or a seccomp filter refuses them): the shim times
+     * waits itself, and the profile says why (raw `waits.refused`). Zero in older shims. */
+    int32_t switches_refused;
+    uint8_t reserved2[OSP_RING_CACHE_LINE - 8];
 
     /* --- sampling control (cache line 7) --- */
     /* Nonzero while nobody may send the target a SIGPROF of ours: a thread is inside execve

@@ -57,7 +57,7 @@ void osp__exec_naming(int begin)
     struct osp_ring_header *h = osp__header;
     if (h == NULL || !(h->ring_flags & OSP_RING_FORKED) || root_entry[0] == '\0')
         return;
-    pthread_mutex_lock(&osp__the_registry.lock);
+    osp__mutex_lock(&osp__the_registry.lock);
     int recorded = osp__registry_recorded(&osp__the_registry);
     pthread_mutex_unlock(&osp__the_registry.lock);
     osp__bookkeeping_set(root_kept, begin && !recorded ? 0 : (long)getpid());
@@ -95,7 +95,7 @@ void osp__note_escape(long pid, const char *path, char *const envp[])
     size_t len = strnlen(path, OSP_MAX_PATH);
     struct osp_rec_escaped rec = {
         .pid = (int32_t)pid, .reason = (uint32_t)reason, .path_len = (uint32_t)len};
-    pthread_mutex_lock(&osp__the_registry.lock);
+    osp__mutex_lock(&osp__the_registry.lock);
     if (!osp__the_registry.stopped &&
         osp__event_ring_write(osp__the_registry.ring, OSP_REC_ESCAPED, &rec, sizeof rec, path,
                               (uint32_t)len) == 0 &&

@@ -80,7 +80,7 @@ static void shadow_write_blocked(const struct sigaction *in)
 void osp__sigprof_shadow_write(const struct sigaction *in)
 {
     sigset_t old;
-    pthread_mutex_lock(&shadow_writers);
+    osp__mutex_lock(&shadow_writers);
     osp__sigprof_mask_raw(SIG_BLOCK, &old);
     shadow_write_blocked(in);
     osp__sigmask_raw(SIG_SETMASK, &old, NULL);

@@ -24,6 +24,7 @@
 #include <linux/close_range.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -132,6 +133,20 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
  * few instructions with no frame to set up, and the guarded part is still the only frame of
  * ours between the wait and its caller (what slot.c leaves out of a guarded wait's stack). */
 #define OSP__WRAPPER(ret, name, params, args, pass, blocks, fail, after)                           \
+    OSP__WRAPPER_BEGIN(osp__guard_begin, ret, name, params, args, pass, blocks, fail, after)
+#define OSP__WRAPPER_BEGIN(begin, ret, name, params, args, pass, blocks, fail, after)              \
+    OSP__GUARDED_PART_BEGIN(begin, ret, name, params, args, blocks, fail, after)                   \
+    __attribute__((visibility("default"))) ret name params                                         \
+    {                                                                                              \
+        if (pass)                                                                                  \
+            return OSP__CALL_REAL(name, args);                                                     \
+        return osp__guarded_##name args;                                                           \
+    }
+/* The C library's function and the guarded part alone: a wrapper written out by hand jumps to
+ * osp__guarded_<name> (the futex-based waits below). */
+#define OSP__GUARDED_PART(ret, name, params, args, blocks, fail, after)                            \
+    OSP__GUARDED_PART_BEGIN(osp__guard_begin, ret, name, params, args, blocks, fail, after)
+#define OSP__GUARDED_PART_BEGIN(begin, ret, name, params, args, blocks, fail, after)               \
     OSP__REAL(ret, name, params, args, fail)                                                       \
     static __attribute__((noinline)) ret osp__guarded_##name params                                \
     {                                                                                              \
@@ -140,7 +155,7 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
             return fail;                                                                           \
         sigset_t old;                                                                              \
         int can_block = (blocks);                                                                  \
-        int guarded = can_block ? osp__guard_begin(&old, (const void *)real) : 0;                  \
+        int guarded = can_block ? begin(&old, (const void *)real) : 0;                             \
         ret osp__result;                                                                           \
         OSP__CALL_UNCUT(can_block, real args);                                                     \
         osp__guard_end(guarded, &old);                                                             \
@@ -148,12 +163,6 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
         after;                                                                                     \
         errno = osp__errno;                                                                        \
         return osp__result;                                                                        \
-    }                                                                                              \
-    __attribute__((visibility("default"))) ret name params                                         \
-    {                                                                                              \
-        if (pass)                                                                                  \
-            return OSP__CALL_REAL(name, args);                                                     \
-        return osp__guarded_##name args;                                                           \
     }
 /* Off, passed on (`after` too: it keeps the set of timeouts, kept only while profiled). */
 #define OSP__GUARDED_THEN(ret, name, params, args, blocks, fail, after)                            \
@@ -382,6 +391,22 @@ OSP__GUARDED_THEN(int, dup2, (int fd, int to), (fd, to), 0, -1,
 OSP__GUARDED_THEN(int, dup3, (int fd, int to, int flags), (fd, to, flags), 0, -1,
                   if (osp__result >= 0) osp__fd_timed_set(to, osp__fd_timed(fd)))
 
+/* Where the shim times waits itself (the kernel's records refused), a pipe made by pipe or
+ * pipe2 (blocking) is guarded as a socket with a timeout is: a read or write that waits in it
+ * is timed by the call, at its caller's stack, one wait each (a reader woken every 10 ms lost
+ * 1-6% of its waits under load when only the handler's captures timed them: a wait begins at
+ * the first signal that lands in it, and one after a running sample often gets none). */
+static void piped(const int fds[2], int flags)
+{
+    if ((flags & O_NONBLOCK) || !atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed))
+        return;
+    osp__fd_timed_set(fds[0], 1);
+    osp__fd_timed_set(fds[1], 1);
+}
+OSP__GUARDED_THEN(int, pipe, (int fds[2]), (fds), 0, -1, if (osp__result == 0) piped(fds, 0))
+OSP__GUARDED_THEN(int, pipe2, (int fds[2], int flags), (fds, flags), 0, -1,
+                  if (osp__result == 0) piped(fds, flags))
+
 /* close forgets the descriptor before it is free to be handed out again. */
 OSP__REAL(int, close, (int fd), (fd), -1)
 __attribute__((visibility("default"))) int close(int fd)
@@ -570,3 +595,59 @@ syscall(long nr, ...)
     osp__guard_end(guarded, &old);
     return r;
 }
+
+/* The futex-based waits of the pthread API: where the kernel's context-switch records are
+ * refused (perf_event_paranoid 3, a container's seccomp profile), a wait in one of them was
+ * seen only when a signal of ours happened to land in it, and timed from there to the thread's
+ * next sample: late by up to a period at its start, two waits with a short wake between them
+ * one wait at the first site. So, only then, a call that blocks is guarded as the calls above
+ * are: its wait is the call, from entry to return, at the caller's stack taken at entry. With
+ * the kernel's records (they time every block), or off, each is passed on for the load of
+ * one flag, with no frame of ours. A mutex whose lock word (glibc's pthread_mutex_t, public in
+ * its headers) says it is free goes straight to the C library's lock, as plain; a held one is
+ * tried, and only a lock that would block pays the guard (bench/waits/mutex.sh: +4
+ * instructions a lock and unlock where calls are timed, where trying every lock first was
+ * +20). A mutex taken by another thread between the look and the lock blocks unguarded: the
+ * handler still finds that wait, as it finds any. */
+static int shim_times_waits(void)
+{
+    return !osp__kernel_waits();
+}
+#define OSP__CALLS_UNTIMED()                                                                       \
+    (!atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed) || OSP__OFF())
+#define OSP__TIMED(ret, name, params, args, fail)                                                  \
+    OSP__WRAPPER_BEGIN(osp__guard_begin_futex, ret, name, params, args, OSP__CALLS_UNTIMED(),      \
+                       shim_times_waits(), fail, (void)0)
+
+OSP__GUARDED_PART_BEGIN(osp__guard_begin_futex, int, pthread_mutex_lock, (pthread_mutex_t * m), (m),
+                        shim_times_waits(), EINVAL, (void)0)
+OSP__REAL(int, pthread_mutex_trylock, (pthread_mutex_t * m), (m), EINVAL)
+/* EBUSY only where lock would block (held by another thread; an error-checking mutex held by
+ * this one gives EDEADLK from lock, after the guard); anything else is lock's answer: taken,
+ * taken from a dead owner (EOWNERDEAD), or an error. */
+static __attribute__((noinline)) int osp__tried_pthread_mutex_lock(pthread_mutex_t *m)
+{
+    int r = OSP__CALL_REAL(pthread_mutex_trylock, (m));
+    if (r != EBUSY)
+        return r;
+    return osp__guarded_pthread_mutex_lock(m);
+}
+__attribute__((visibility("default"))) int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    if (OSP__CALLS_UNTIMED() ||
+        atomic_load_explicit((_Atomic int *)&m->__data.__lock, memory_order_relaxed) == 0)
+        return OSP__CALL_REAL(pthread_mutex_lock, (m));
+    return osp__tried_pthread_mutex_lock(m);
+}
+OSP__TIMED(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m), (c, m), EINVAL)
+OSP__TIMED(int, pthread_cond_timedwait,
+           (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *t), (c, m, t), EINVAL)
+OSP__TIMED(int, pthread_cond_clockwait,
+           (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clock, const struct timespec *t),
+           (c, m, clock, t), EINVAL)
+OSP__TIMED(int, pthread_join, (pthread_t t, void **ret), (t, ret), EINVAL)
+OSP__TIMED(int, pthread_timedjoin_np, (pthread_t t, void **ret, const struct timespec *at),
+           (t, ret, at), EINVAL)
+OSP__TIMED(int, pthread_clockjoin_np,
+           (pthread_t t, void **ret, clockid_t clock, const struct timespec *at),
+           (t, ret, clock, at), EINVAL)

@@ -11,6 +11,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "osp_base.h"
@@ -67,6 +68,9 @@ static const char *const interposed[] = {
     "socket",
     "socketpair",
     "sigsuspend",
+    "pthread_mutex_lock",
+    "pipe",
+    "pipe2",
 };
 #define OSP__INTERPOSED (sizeof(interposed) / sizeof(interposed[0]))
 /* Written by the constructor before the program's main runs; read-only afterwards. */
@@ -93,6 +97,17 @@ void *osp__next_symbol_lookup(_Atomic(void *) *cache, const char *name)
     else
         atomic_store_explicit(cache, sym, memory_order_relaxed);
     return sym;
+}
+
+int osp__mutex_lock(pthread_mutex_t *m)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "pthread_mutex_lock");
+    int (*fn)(pthread_mutex_t *);
+    if (sym == NULL)
+        return ENOSYS;
+    memcpy(&fn, &sym, sizeof(fn));
+    return fn(m);
 }
 
 osp__sigaction_fn osp__libc_sigaction(void)

@@ -17,6 +17,7 @@
 #define OSP_BASE_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -106,6 +107,9 @@ static inline void *osp__next_symbol(_Atomic(void *) *cache, const char *name)
     void *sym = atomic_load_explicit(cache, memory_order_relaxed);
     return sym != NULL ? sym : osp__next_symbol_lookup(cache, name);
 }
+/* The C library's pthread_mutex_lock, for the shim's own locks: the shim interposes it (guard.c,
+ * the waits it times where the kernel's records are refused). */
+int osp__mutex_lock(pthread_mutex_t *m);
 /* The C library's sigaction (the shim interposes it). NULL only if the loader cannot find it. */
 typedef int (*osp__sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 osp__sigaction_fn osp__libc_sigaction(void);

@@ -46,8 +46,10 @@
  * "OSPREY_PROFILE_LAST_PID=..."), kept out of the program's environment (set once at boot). */
 /* switches.c: the kernel's context-switch events for ospreyd, one per CPU, opened on the
  * booting thread with inherit (proto/osp_ring.h, "Waits from the kernel"). Returns how many
- * went into fds (at most max), 0 when the kernel refuses them. Not async-signal-safe. */
-int osp__switches_open(int *fds, int max, uint32_t pages);
+ * went into fds (at most max), 0 when the kernel refuses them, with *refused the errno it
+ * gave (EACCES: perf_event_paranoid, or a seccomp filter; ENOSYS, ENOENT: no perf events;
+ * ENOMEM: no ring could be mapped). Not async-signal-safe. */
+int osp__switches_open(int *fds, int max, uint32_t pages, int *refused);
 /* A forked child's rings: a quarter of an image's. Their pages are allocated and cleared as
  * the child forks (0.3 ms for two CPUs' full rings here, most of what a fork cost); a worker
  * is read at every drain, well before 16 pages fill. */
@@ -335,6 +337,16 @@ static inline int osp__guard_begin(sigset_t *old, const void *fn)
     }
     osp__guard_wait_begin(osp__tls_slot, fn);
     return 1;
+}
+
+/* osp__guard_begin for a futex wait: the sampling timer is held while it blocks
+ * (osp__guard_hold_sampling). */
+static inline int osp__guard_begin_futex(sigset_t *old, const void *fn)
+{
+    int guarded = osp__guard_begin(old, fn);
+    if (guarded)
+        osp__guard_hold_sampling(osp__tls_slot);
+    return guarded;
 }
 
 /* End the guard osp__guard_begin began: write the wait, restore the mask (a signal of ours

@@ -246,9 +246,11 @@ struct osp__slot {
     int guard_leaving; /* between a guarded call's return and SIGPROF's unblocking */
     uint32_t rephased; /* sampling timer landings moved on in a row (handler.c: preempted) */
     int in_guard;      /* inside a guarded call (osp__guard_wait_begin .. _end) */
+    int sampling_held; /* a guarded futex wait disarmed the sampling timer (..._hold_sampling) */
     uint64_t guard_sp; /* the stack pointer there: a frame above it means the call is gone */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
-    uint32_t wait_flags;             /* OSP_SPAN_* of the open wait, for ospreyd's timing */
+    int64_t wait_carry_ns; /* the part of the shim's waits no WAITING sample stood for yet */
+    uint32_t wait_flags;   /* OSP_SPAN_* of the open wait, for ospreyd's timing */
     uint64_t guard_cpu_ns; /* the CPU clock as a guarded call began, when a sample was due */
     /* The sites of the last short waits written (slot.c's emit_span): a site's short waits
      * are written again once they add up to half a period. */
@@ -290,6 +292,12 @@ void osp__switch_maps_release(void);
 /* No ospreyd will read the records (it could not be started, a forked child): the shim times
  * waits itself again. Async-signal-safe. */
 void osp__kernel_waits_off(void);
+/* 1 from a start whose switch records were refused (or after osp__kernel_waits_off): the
+ * futex-based waits' interposers (guard.c) time their calls; 0 and they pass every call on
+ * at the cost of this load. Relaxed: set at a start, before the program's threads run, and by
+ * kernel_waits_off. */
+extern _Atomic int osp__calls_timed_flag __attribute__((visibility("hidden")));
+void osp__calls_timed_set(int on);
 
 /* registry.c: the lock around the window in which the kernel takes our timers' ids from us
  * (the program's timer_create waits for it). Not async-signal-safe. */
@@ -329,6 +337,10 @@ void osp__slot_arm_cpu_timer(struct osp__slot *s, uint64_t cpu_ns);
 void osp__guard_wait_begin(struct osp__slot *s, const void *fn);
 /* ... and the call returned: write its wait when it lasted long enough. SIGPROF still blocked. */
 void osp__guard_wait_end(struct osp__slot *s);
+/* A guarded futex wait (a lock, a condition variable, a join: no CPU time of the thread's in
+ * it) holds the sampling timer, so that no signal of ours is held back to land at its end,
+ * and osp__guard_wait_end arms it again. SIGPROF blocked. */
+void osp__guard_hold_sampling(struct osp__slot *s);
 
 /* ---- registry.c -------------------------------------------------------------------------- */
 

@@ -65,5 +65,11 @@ uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024)
  * clocks that went backwards count as no time. Async-signal-safe. */
 uint32_t osp__wait_weight(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns, uint64_t cpu1_ns,
                           uint64_t period_ns);
+/* The same, with the rounding carried from one wait of a thread to its next in *carry_ns
+ * (start at 0; it stays within half a period either way): waits shorter than half a period
+ * are counted, and a thread's waits add up to their length however each one rounds (100
+ * naps of 15 ms at 100 Hz were 2 periods each, 2.0 s for 1.5 s). Async-signal-safe. */
+uint32_t osp__wait_weight_carry(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns, uint64_t cpu1_ns,
+                                uint64_t period_ns, int64_t *carry_ns);
 
 #endif /* OSP_POLICY_H */

@@ -108,9 +108,29 @@ uint64_t osp__due_time(uint64_t now_ns, uint64_t needed_ns, uint32_t share_1024)
 uint32_t osp__wait_weight(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns, uint64_t cpu1_ns,
                           uint64_t period)
 {
+    int64_t none = 0;
+    return osp__wait_weight_carry(t0_ns, t1_ns, cpu0_ns, cpu1_ns, period, &none);
+}
+
+uint32_t osp__wait_weight_carry(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns, uint64_t cpu1_ns,
+                                uint64_t period, int64_t *carry_ns)
+{
     uint64_t wall = t1_ns > t0_ns ? t1_ns - t0_ns : 0;
     uint64_t used = cpu1_ns > cpu0_ns ? cpu1_ns - cpu0_ns : 0;
     uint64_t waited = wall > used ? wall - used : 0;
-    uint64_t weight = (waited + period / 2) / period;
-    return weight > UINT32_MAX ? UINT32_MAX : (uint32_t)weight;
+    int64_t carry = *carry_ns;
+    if (period == 0 || carry < -(int64_t)period || carry > (int64_t)period)
+        carry = 0; /* never more than half a period: a slot's leftover, or a new period */
+    if (waited / period >= UINT32_MAX) {
+        *carry_ns = 0;
+        return UINT32_MAX;
+    }
+    int64_t total = (int64_t)waited + carry;
+    if (total < 0) {
+        *carry_ns = total;
+        return 0;
+    }
+    uint64_t weight = ((uint64_t)total + period / 2) / period;
+    *carry_ns = total - (int64_t)(weight * period);
+    return (uint32_t)weight;
 }

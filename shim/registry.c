@@ -105,7 +105,7 @@ static int next_timer_id = INT32_MAX - 1;   /* under timer_ids_lock */
 
 void osp__timer_ids_lock(void)
 {
-    pthread_mutex_lock(&timer_ids_lock);
+    osp__mutex_lock(&timer_ids_lock);
 }
 
 void osp__timer_ids_unlock(void)
@@ -135,7 +135,7 @@ static int thread_timer_create(clockid_t clock)
     /* The raw call: the C library's timer_create starts a helper thread for SIGEV_THREAD, and
      * we want nothing of it. */
     if (atomic_load_explicit(&timer_ids_choosable, memory_order_relaxed)) {
-        pthread_mutex_lock(&timer_ids_lock);
+        osp__mutex_lock(&timer_ids_lock);
         int chose = osp__sys(SYS_prctl, OSP__PR_TIMER_CREATE_RESTORE_IDS, 1, 0, 0, 0) == 0;
         int made = -1;
         for (int attempt = 0; chose && made != 0 && attempt < 8 && next_timer_id > 1 << 30;
@@ -341,12 +341,12 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     }
     struct osp__slot *spare = NULL;
 
-    pthread_mutex_lock(&reg->lock);
+    osp__mutex_lock(&reg->lock);
     struct osp__slot *s = slot_free(reg);
     if (s == NULL && reg->count < reg->capacity) {
         pthread_mutex_unlock(&reg->lock);
         spare = slot_new();
-        pthread_mutex_lock(&reg->lock);
+        osp__mutex_lock(&reg->lock);
         s = slot_free(reg); /* another thread may have freed one meanwhile */
         if (s == NULL && spare != NULL && reg->count < reg->capacity) {
             s = spare;
@@ -394,7 +394,9 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->credit.paid_ns = s->last_cpu_ns; /* CPU time before registration is not ours to count */
     s->registered_cpu_ns = s->last_cpu_ns;
     s->wait_open = 0;
+    s->wait_carry_ns = 0;
     s->in_guard = 0;
+    s->sampling_held = 0;
     s->guard_leaving = 0;
     s->automatic = 0;
     s->start_pc = 0;
@@ -507,7 +509,7 @@ void osp__registry_unregister(struct osp__registry *reg)
         pay_rest(s, now, cpu, NULL, 0);
     }
 
-    pthread_mutex_lock(&reg->lock);
+    osp__mutex_lock(&reg->lock);
     if (s->active) {
         if (s->shared != NULL)
             atomic_store_explicit(&s->shared->state, OSP_SLOT_FREE, memory_order_relaxed);
@@ -523,7 +525,7 @@ void osp__registry_mark_automatic(struct osp__registry *reg, uint64_t start_pc)
     if (s == NULL)
         return;
     s->start_pc = start_pc; /* the thread's own: read by itself only */
-    pthread_mutex_lock(&reg->lock);
+    osp__mutex_lock(&reg->lock);
     s->automatic = 1;
     pthread_mutex_unlock(&reg->lock);
     /* Born under our pthread_create: all of its CPU time is its own, the start and the
@@ -543,7 +545,7 @@ void osp__registry_mark_automatic(struct osp__registry *reg, uint64_t start_pc)
 int osp__registry_rename(struct osp__registry *reg, pthread_t thread, const char *label)
 {
     int renamed = 0;
-    pthread_mutex_lock(&reg->lock);
+    osp__mutex_lock(&reg->lock);
     for (uint32_t i = 0; i < reg->count && !renamed; i++) {
         struct osp__slot *s = reg->slots[i];
         if (!s->active || !s->automatic || !pthread_equal(s->thread, thread))

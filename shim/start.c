@@ -65,10 +65,10 @@ void osp__images_refresh(void)
     if (!osp__is_active() || getpid() != osp__booted_pid)
         return;
     /* Threads register at once: the image table is one. Lock order: images, then registry. */
-    pthread_mutex_lock(&osp__images_lock);
+    osp__mutex_lock(&osp__images_lock);
     if (osp__images_changed(&osp__image_table)) {
         osp__images_scan(&osp__image_table); /* the loader lock, never under the registry lock */
-        pthread_mutex_lock(&osp__the_registry.lock);
+        osp__mutex_lock(&osp__the_registry.lock);
         if (!osp__the_registry.stopped)
             osp__images_emit(&osp__image_table, &osp__events);
         pthread_mutex_unlock(&osp__the_registry.lock);
@@ -116,9 +116,12 @@ int osp__profile_start(const struct osp__start *start)
     /* The kernel allocates and clears an event ring's pages as it is mapped: an image that
      * does not reserve its ring gets a forked child's quarter, read at every drain as a forked
      * worker's are (shim/README.md, "Measuring"). */
-    osp__switch_count =
-        osp__switches_open(osp__switch_fds, OSP_MAX_SWITCH_FDS,
-                           start->reserve ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES);
+    int refused = 0;
+    osp__switch_count = osp__switches_open(
+        osp__switch_fds, OSP_MAX_SWITCH_FDS,
+        start->reserve ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES, &refused);
+    osp__ring_header->switches_refused = refused; /* for the report: how waits were timed */
+    osp__calls_timed_set(osp__switch_count == 0);
     if (forked)
         osp__timer_ids_after_fork();
     err = osp__registry_init(&osp__the_registry, &osp__events, OSP__MAX_SLOTS);
@@ -136,7 +139,7 @@ int osp__profile_start(const struct osp__start *start)
     if (err == 0) {
         if (forked)
             osp__images_unsend(&osp__image_table); /* osp__images_lock held by the caller */
-        pthread_mutex_lock(&osp__the_registry.lock);
+        osp__mutex_lock(&osp__the_registry.lock);
         osp__images_emit(&osp__image_table, &osp__events);
         pthread_mutex_unlock(&osp__the_registry.lock);
         if (!forked)

@@ -28,8 +28,9 @@
 #include "osp_core.h"
 #include "osp_ring.h"
 
-int osp__switches_open(int *fds, int max, uint32_t pages)
+int osp__switches_open(int *fds, int max, uint32_t pages, int *refused)
 {
+    *refused = EINVAL;
     long cpus = sysconf(_SC_NPROCESSORS_CONF);
     if (cpus <= 0 || cpus > max || cpus > (long)OSP_MAX_SWITCH_FDS)
         return 0;
@@ -65,6 +66,7 @@ int osp__switches_open(int *fds, int max, uint32_t pages)
         if (fd < 0 && (errno == ENODEV || errno == ENOENT))
             continue; /* an offline CPU */
         if (fd < 0) {
+            *refused = errno;
             osp__switches_close(fds, n);
             return 0;
         }
@@ -85,12 +87,14 @@ int osp__switches_open(int *fds, int max, uint32_t pages)
         }
         if (i == n) {
             osp__switch_maps_set(maps, n, size);
+            *refused = 0;
             return n;
         }
         for (int j = 0; j < i; j++)
             munmap(maps[j], size);
     }
-    osp__switches_close(fds, n); /* no ring at all: no records */
+    osp__switches_close(fds, n);        /* no ring at all: no records */
+    *refused = n > 0 ? ENOMEM : ENOENT; /* no CPU online gave one */
     return 0;
 }
 

@@ -241,6 +241,41 @@ START_TEST(header_says_the_collectors_cpu_over_one_percent_of_a_core)
 }
 END_TEST
 
+/* Waits the program's calls timed (the kernel's records refused): one line says so, what refused
+ * them and how to allow them; none when the kernel timed them (or an older file does not say). */
+START_TEST(the_waits_line_says_what_refused_the_kernels_records)
+{
+    struct built built;
+    char *profile = strdup("rate 100\nstart 0\nend 2500000000\ndropped 0\nprocess 42 /w/demo\n"
+                           "thread 0 main\nframe main /w/main.c\nstack 0@5\nsample 1000 0 0 0\n"
+                           "sample 2000 0 0 1\n");
+    build(&built, profile);
+    struct ospx_process *p = &built.fixture.raw.processes[0];
+    char *text = render(&built.model, 0, 200);
+    ck_assert_ptr_null(line_with(text, "waits timed"));
+    free(text);
+    strcpy(p->waits_refused_by, "seccomp");
+    strcpy(p->waits_refused, "EACCES");
+    p->waits_paranoid = 2;
+    text = render(&built.model, 0, 200);
+    ck_assert_str_eq(line_with(text, "waits timed"),
+                     "waits timed by the program's calls: perf events refused by a seccomp filter "
+                     "(EACCES); for the kernel's timing, allow perf_event_open (docker run "
+                     "--cap-add PERFMON)");
+    free(text);
+    strcpy(p->waits_refused_by, "perf_event_paranoid");
+    p->waits_paranoid = 3;
+    text = render(&built.model, 0, 100); /* two lines: the setting, then how to change it */
+    ck_assert_str_eq(line_with(text, "waits timed"),
+                     "waits timed by the program's calls: perf "
+                     "events refused by kernel.perf_event_paranoid=3;");
+    ck_assert_ptr_nonnull(line_with(text, "  for the kernel's timing: sudo sysctl "
+                                          "kernel.perf_event_paranoid=2"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
 START_TEST(bars_are_eighth_blocks_proportional_to_self)
 {
     /* 64 on-CPU samples: a full gutter (8 cells) is 100%, one eighth of a cell 1/64. */
@@ -1180,6 +1215,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, short_names_are_not_cut);
     tcase_add_test(tc, location_is_relative_to_the_working_directory_or_a_base_name);
     tcase_add_test(tc, header_says_the_collectors_cpu_over_one_percent_of_a_core);
+    tcase_add_test(tc, the_waits_line_says_what_refused_the_kernels_records);
     tcase_add_test(tc, header_names_the_columns_and_the_run);
     tcase_add_test(tc, bars_are_eighth_blocks_proportional_to_self);
     tcase_add_test(tc, colour_only_when_asked);

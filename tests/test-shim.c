@@ -1012,6 +1012,34 @@ START_TEST(wait_weight_is_wall_time_less_cpu_time_in_periods)
 }
 END_TEST
 
+START_TEST(wait_weight_carries_its_rounding_to_the_next_wait)
+{
+    const uint64_t p = 10000000; /* 100 Hz */
+    int64_t carry = 0;
+    uint32_t total = 0;
+    /* 100 naps of 15 ms: 150 periods, not 200 (each alone rounds to 2). */
+    for (int i = 0; i < 100; i++)
+        total += osp__wait_weight_carry(0, 15000000, 0, 0, p, &carry);
+    ck_assert_uint_eq(total, 150);
+    ck_assert(carry >= -(int64_t)p / 2 && carry < (int64_t)p / 2);
+    /* 1,000 waits of 0.3 ms: 30 periods, where each alone is too short to record. */
+    carry = 0;
+    total = 0;
+    for (int i = 0; i < 1000; i++)
+        total += osp__wait_weight_carry(5, 5 + 300000, 0, 0, p, &carry);
+    ck_assert_uint_eq(total, 30);
+    /* CPU time used is no wait; a carry out of range (a reused slot) starts again at 0. */
+    carry = 3 * (int64_t)p;
+    ck_assert_uint_eq(osp__wait_weight_carry(0, 4 * p, 0, p, p, &carry), 3);
+    ck_assert_int_eq(carry, 0);
+    carry = -(int64_t)p / 2;
+    ck_assert_uint_eq(osp__wait_weight_carry(0, p / 4, 0, 0, p, &carry), 0);
+    ck_assert_int_eq(carry, -(int64_t)p / 4);
+    carry = 0;
+    ck_assert_uint_eq(osp__wait_weight_carry(0, UINT64_MAX / 2, 0, 0, 1000, &carry), UINT32_MAX);
+}
+END_TEST
+
 START_TEST(cpu_share_and_period_of_rate)
 {
     ck_assert_uint_eq(osp__cpu_share(0, 0), 1024);          /* no time passed: a whole CPU */
@@ -1148,6 +1176,7 @@ Suite *shim_suite(void)
     tcase_add_test(parsers, credit_rule_pays_nothing_for_a_clock_behind_what_is_paid);
     tcase_add_test(parsers, credit_needed_is_what_take_reports_without_paying);
     tcase_add_test(parsers, wait_weight_is_wall_time_less_cpu_time_in_periods);
+    tcase_add_test(parsers, wait_weight_carries_its_rounding_to_the_next_wait);
     tcase_add_test(parsers, cpu_share_and_period_of_rate);
     tcase_add_test(parsers, open_shared_takes_only_a_regular_file_of_ours);
 #if defined(__x86_64__)

@@ -5,6 +5,8 @@
  * profile: each wait's time at its own site, exact to half a period.
  */
 #include <check.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "ospd.h"
@@ -224,6 +226,25 @@ START_TEST(waits_end_at_the_exit_record)
 }
 END_TEST
 
+/* Where perf_event_open was refused, the profile says what refused it. */
+START_TEST(what_refused_the_switch_records)
+{
+    const int64_t none = 0, perfmon = INT64_C(1) << 38, sys_admin = INT64_C(1) << 21;
+    /* Debian's perf_event_paranoid 3 refuses a user, filter or not (and must change first). */
+    ck_assert_str_eq(ospd_refused_by(EACCES, 3, 0, none), "perf_event_paranoid");
+    ck_assert_str_eq(ospd_refused_by(EACCES, 4, 2, none), "perf_event_paranoid");
+    /* Where the setting allows the process its own events, the filter refused them. */
+    ck_assert_str_eq(ospd_refused_by(EACCES, 2, 2, none), "seccomp");
+    ck_assert_str_eq(ospd_refused_by(EPERM, 3, 2, perfmon), "seccomp");
+    ck_assert_str_eq(ospd_refused_by(EACCES, 3, 2, sys_admin), "seccomp");
+    ck_assert_str_eq(ospd_refused_by(EACCES, INT32_MIN, 2, -1), "seccomp");
+    /* Neither (a security module), or a kernel without perf events. */
+    ck_assert_str_eq(ospd_refused_by(EACCES, 2, 0, none), "kernel");
+    ck_assert_str_eq(ospd_refused_by(ENOSYS, 3, 2, none), "kernel");
+    ck_assert_str_eq(ospd_refused_by(ENOENT, 1, 0, none), "kernel");
+}
+END_TEST
+
 Suite *waits_suite(void)
 {
     Suite *s = suite_create("waits");
@@ -236,6 +257,7 @@ Suite *waits_suite(void)
     tcase_add_test(tc, a_streak_asks_less_but_a_long_wait_is_asked);
     tcase_add_test(tc, two_threads_keep_their_own_waits);
     tcase_add_test(tc, waits_end_at_the_exit_record);
+    tcase_add_test(tc, what_refused_the_switch_records);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,19 +1,21 @@
 /* loop.c — one round: a read of one byte from /dev/zero and an uncontended mutex locked and
- * unlocked; ROUNDS rounds (argv[1], default 200000) in rounds(), the function callgrind counts. */
+ * unlocked; ROUNDS rounds (argv[1], default 200000) in rounds(), the function callgrind counts.
+ * With argv[2] "mutex", a round is the mutex alone (bench/waits/mutex.sh). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-__attribute__((noinline)) long rounds(int fd, long n)
+__attribute__((noinline)) long rounds(int fd, long n, int mutex_only)
 {
     char c;
     long got = 0;
     for (long i = 0; i < n; i++) {
-        got += read(fd, &c, 1);
+        got += mutex_only ? 1 : read(fd, &c, 1);
         pthread_mutex_lock(&lock);
         pthread_mutex_unlock(&lock);
     }
@@ -28,7 +30,7 @@ int main(int argc, char **argv)
         perror("/dev/zero");
         return 1;
     }
-    long got = rounds(fd, n);
+    long got = rounds(fd, n, argc > 2 && strcmp(argv[2], "mutex") == 0);
     close(fd);
     return got == n ? 0 : 1;
 }

@@ -5,12 +5,16 @@
 # (off), with the archive and OSPREY_PROFILE set (on), and plain under the preload shim off and
 # on. Prints instructions per round (rounds() inclusive, the SIGPROF handler's samples left
 # out: callgrind counts a signal handler apart) and the ratio to plain.
-# Usage: bash bench/guard/run.sh [BUILD_DIR] [ROUNDS]
+# With MODE "mutex" a round is the mutex alone, and with NOPERF (tests/noperf, which refuses
+# perf_event_open: the shim then times the futex-based waits itself) two more rows run under it.
+# Usage: bash bench/guard/run.sh [BUILD_DIR] [ROUNDS] [MODE] [NOPERF]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 rounds=${2:-200000}
+mode=${3:-read+mutex}
+noperf=${4:-}
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-guard.XXXXXX")
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 cc -O2 -g -fno-omit-frame-pointer "$here/loop.c" -o "$work/plain" -lpthread
@@ -20,8 +24,10 @@ cc -O2 -g -fno-omit-frame-pointer "$here/loop.c" -o "$work/archive" \
 count() { # count NAME ENV...: instructions of rounds(), inclusive, per round
   local name=$1
   shift
-  env "$@" valgrind --tool=callgrind --callgrind-out-file="$work/$name.out" \
-    --toggle-collect=rounds "$work/${name%%-*}" "$rounds" >/dev/null 2>"$work/$name.err" ||
+  local launch=()
+  if [ "${name##*-}" = noperf ]; then launch=("$noperf"); fi
+  env "$@" "${launch[@]}" valgrind --tool=callgrind --callgrind-out-file="$work/$name.out" \
+    --toggle-collect=rounds "$work/${name%%-*}" "$rounds" "$mode" >/dev/null 2>"$work/$name.err" ||
     { echo "$name failed:" >&2; cat "$work/$name.err" >&2; exit 1; }
   local ir
   ir=$(callgrind_annotate "$work/$name.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
@@ -45,3 +51,8 @@ row "archive, off" "$off"
 row "archive, on" "$on"
 row "preload, off" "$poff"
 row "preload, on" "$pon"
+if [ -n "$noperf" ]; then
+  row "archive, on, noperf" "$(count archive-on-noperf "${daemon[@]}" OSPREY_PROFILE="$work/onn.json")"
+  row "preload, on, noperf" "$(count plain-preload-on-noperf \
+    LD_PRELOAD="$build/shim/libospreyprof.so" "${daemon[@]}" OSPREY_PROFILE="$work/ponn.json")"
+fi

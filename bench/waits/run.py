@@ -5,7 +5,11 @@ reads, the program prints its truth) profiled by osprey, and recorded by
 preemption to its next switch in). Prints a Markdown table: truth, osprey's time at the site,
 perf's blocked time of the threads that wait there.
 
-Usage: python3 bench/waits/run.py [BUILD_DIR] [--hz N]   (BUILD_DIR default: build)
+With --noperf LAUNCHER (tests/noperf: perf_event_open refused by a seccomp filter) osprey's runs
+go through it, so the shim times the waits itself; perf's runs do not.
+
+Usage: python3 bench/waits/run.py [BUILD_DIR] [--hz N] [--noperf LAUNCHER]
+(BUILD_DIR default: build)
 """
 import collections
 import json
@@ -59,7 +63,11 @@ def perf_blocked(data, pid):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = [a for i, a in enumerate(sys.argv[1:]) if not a.startswith("--") and
+            (i == 0 or sys.argv[i] not in ("--hz", "--noperf"))]
+    launch = []
+    if "--noperf" in sys.argv:
+        launch = [os.path.abspath(sys.argv[sys.argv.index("--noperf") + 1])]
     build = os.path.abspath(args[0] if args else os.path.join(ROOT, "build"))
     hz = 997
     if "--hz" in sys.argv:
@@ -70,8 +78,9 @@ def main():
     subprocess.run(["gcc", "-O2", "-g", "-fomit-frame-pointer",
                     os.path.join(ROOT, "tests", "waits", "waits.c"), "-lpthread", "-o", prog],
                    check=True)
-    print("## Waits: `tests/waits/waits.c` at %d Hz, against each wait's own clock reads and "
-          "`perf record -e sched:sched_switch`" % hz)
+    print("## Waits: `tests/waits/waits.c` at %d Hz%s, against each wait's own clock reads and "
+          "`perf record -e sched:sched_switch`" %
+          (hz, " (osprey with perf_event_open refused)" if launch else ""))
     print()
     print("| case | site | truth s | osprey s | osprey error | perf sched_switch s | perf error "
           "| osprey timed by |")
@@ -79,7 +88,7 @@ def main():
     for case in CASES:
         stem = os.path.join(work, case)
         env = dict(os.environ, OSPREY_PROFILE_HZ=str(hz))
-        res = subprocess.run([osprey, prog, "--profile", "-o", stem, "--", case],
+        res = subprocess.run(launch + [osprey, prog, "--profile", "-o", stem, "--", case],
                              capture_output=True, text=True, env=env)
         truth = {l.split()[1]: float(l.split()[2]) for l in res.stdout.splitlines()
                  if l.startswith("truth ")}

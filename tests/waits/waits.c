@@ -6,7 +6,8 @@
  *   sites   one thread waits on a condition variable (timed) at two sites, 0.6 s then 1.8 s;
  *   pipe    a reader blocks in read() on a pipe written every 10 ms, 150 times;
  *   nap     100 rounds of 50 us of work and a 15 ms nanosleep;
- *   mutex   3 threads take turns on a contended mutex, holding it 5 ms each time, 1.5 s;
+ *   mutex   3 threads take turns on a contended mutex, holding it 5 ms each time, 1.5 s (and
+ *           each thread's own: thread_truth lock_site TID SECONDS WAITS);
  *   pingpong  a client sends a byte and waits for its echo, over and over for 1.5 s, on a
  *           socket with both timeouts set (as clients set them): two guarded calls, one after
  *           the other, 100,000 times a second and more.
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -130,6 +132,7 @@ static double mutex_end;
 struct locker {
     double waited;
     int waits;
+    pid_t tid;
 };
 __attribute__((noinline)) static void lock_site(struct locker *l)
 {
@@ -142,6 +145,7 @@ __attribute__((noinline)) static void lock_site(struct locker *l)
 static void *locker(void *arg)
 {
     struct locker *l = arg;
+    l->tid = (pid_t)syscall(SYS_gettid);
     while (now() < mutex_end) {
         lock_site(l);
         struct timespec ts = {0, 5000000};
@@ -237,7 +241,7 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "mutex") == 0) {
         mutex_end = now() + 1.5;
         pthread_t t[3];
-        struct locker l[3] = {{0, 0}};
+        struct locker l[3] = {{0, 0, 0}};
         for (int i = 0; i < 3; i++)
             pthread_create(&t[i], NULL, locker, &l[i]);
         double total = 0;
@@ -246,6 +250,7 @@ int main(int argc, char **argv)
             pthread_join(t[i], NULL);
             total += l[i].waited;
             waits += l[i].waits;
+            printf("thread_truth lock_site %d %.6f %d\n", (int)l[i].tid, l[i].waited, l[i].waits);
         }
         printf("truth lock_site %.6f %d\n", total, waits);
     } else if (strcmp(mode, "pingpong") == 0) {
