@@ -233,7 +233,6 @@ START_TEST(the_rings_behind_the_interface_refuse_a_missing_ring)
     char path[128];
     snprintf(path, sizeof path, "%s/p.raw.json", dir);
     struct ospd_ring_options o = {.ring_name = "/osprey-no-such-ring",
-                                  .ring_named = true,
                                   .out_path = path,
                                   .unwind_fd = -1,
                                   .ring_fd = -1,
