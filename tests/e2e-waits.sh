@@ -23,11 +23,9 @@ set -uo pipefail
 osprey=${1:?usage: e2e-waits.sh OSPREY SOURCE_DIR}
 src=${2:?}
 examples=${3:?}
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-waits.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$(realpath "$0")")/lib.sh"
+scratch_dir waits
 
 gcc -O2 -g -fomit-frame-pointer "$src/waits.c" -lpthread -o "$work/waits" 2>"$work/build" ||
   fail "build failed: $(cat "$work/build")"

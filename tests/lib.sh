@@ -93,3 +93,9 @@ finish() {
   fi
   echo "$1"
 }
+# scratch_dir NAME: a fresh directory for the test's files, $work (osprey-NAME.XXXXXX under
+# $TMPDIR or /tmp), removed when the test ends.
+scratch_dir() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-$1.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+}
