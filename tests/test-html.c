@@ -13,20 +13,18 @@
 #include <unistd.h>
 
 #include "ospx_html.h"
+#include "scratch.h"
 
-static char dir[] = "/tmp/osprey-test-html-XXXXXX";
+static char dir[128];
 
 static void setup(void)
 {
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    scratch_make(dir, sizeof dir, "html");
 }
 
 static void teardown(void)
 {
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(command), 0);
-    strcpy(dir, "/tmp/osprey-test-html-XXXXXX");
+    scratch_remove(dir);
 }
 
 static void write_file(const char *path, const char *text)

@@ -22,6 +22,7 @@
 #include "ospx.h"
 #include "ospx_version.h"
 #include "pprof_profile.pb-c.h"
+#include "scratch.h"
 
 /* ospx_internal.h's thread grouping, which the cpuprofile writer orders its samples by. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
@@ -48,30 +49,16 @@ static const struct writer writers[] = {
 #define WRITER_COUNT (sizeof writers / sizeof writers[0])
 
 /* A scratch directory per test, removed with everything in it. */
-static char scratch[64];
+static char scratch[256];
 
 static void make_scratch(void)
 {
-    snprintf(scratch, sizeof scratch, "/tmp/ospx-writers-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(scratch));
+    scratch_make(scratch, sizeof scratch, "writers");
 }
 
 static void remove_scratch(void)
 {
-    DIR *dir = opendir(scratch);
-    if (dir == NULL)
-        return;
-    struct dirent *entry;
-    char path[512];
-    while ((entry = readdir(dir)) != NULL) {
-        if (entry->d_name[0] == '.' && (entry->d_name[1] == '\0' || entry->d_name[1] == '.'))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", scratch, entry->d_name);
-        if (unlink(path) != 0)
-            rmdir(path);
-    }
-    closedir(dir);
-    rmdir(scratch);
+    scratch_remove(scratch);
 }
 
 static char *read_text(const char *path)
