@@ -79,7 +79,7 @@ char *ospc_find_on_path(const char *name);
  * itself ("out/run.raw.json" → "out/run"). Into `stem`; returns its length, or -ENAMETOOLONG
  * (stem then holds a cut copy). */
 int ospc_raw_stem(const char *raw_path, char *stem, size_t size);
-/* The last component of `path` ("" stays ""). */
+/* The last component of `path` ("" stays ""; a path ending in '/' is kept whole). */
 const char *ospc_basename(const char *path);
 /* mkdir -p of `directory` itself. 0 or -errno. */
 int ospc_make_directories(const char *directory, mode_t mode);
