@@ -164,12 +164,7 @@ START_TEST(rows_unwind_frames_without_frame_pointers)
     static uint8_t object[OSP_UNWIND_HEADER_SIZE + 4096] __attribute__((aligned(4096)));
     memset(object, 0, sizeof object);
     struct osp_unwind_header *h = (struct osp_unwind_header *)object;
-    h->magic = OSP_UNWIND_MAGIC;
-    h->abi_version = OSP_UNWIND_ABI_VERSION;
-    h->header_size = OSP_UNWIND_HEADER_SIZE;
-    h->size = sizeof object;
-    h->arch = 62;
-    h->row_size = sizeof(struct osp_unwind_row);
+    osp_unwind_header_init(h, sizeof object, 62);
     struct ospd_unwind_region region;
     char err[256];
     ck_assert_int_eq(ospd_unwind_region_init(&region, object, sizeof object, -1, err, sizeof err),
