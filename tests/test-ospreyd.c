@@ -21,6 +21,7 @@
 
 #include "daemon-fixture.h"
 #include "osp_daemon_args.h"
+#include "ospc.h"
 #include "ospd.h"
 
 extern char **environ;
@@ -61,21 +62,9 @@ static void shm_ring_create(struct shm_ring *s, uint64_t data_size)
 /* Fill the header as the shim does before it starts ospreyd. */
 static void shm_ring_init_header(struct shm_ring *s, pid_t pid)
 {
-    struct osp_ring_header *h = s->header;
-    h->magic = OSP_RING_MAGIC;
-    h->abi_version = OSP_RING_ABI_VERSION;
-    h->header_size = OSP_RING_HEADER_SIZE;
-    h->data_offset = OSP_RING_HEADER_SIZE;
-    h->data_size = s->ring.size;
-    h->pid = pid;
-    h->rate_hz = 997;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    h->start_unix_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    h->start_mono_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    strcpy(h->platform, "linux-x86_64");
-    atomic_store_explicit(&h->shim_state, OSP_SHIM_RUNNING, memory_order_release);
+    osp_ring_header_init(s->header, s->ring.size, pid, 997, ospc_clock_ns(CLOCK_REALTIME),
+                         ospc_clock_ns(CLOCK_MONOTONIC), "linux-x86_64");
+    atomic_store_explicit(&s->header->shim_state, OSP_SHIM_RUNNING, memory_order_release);
 }
 
 /* Start ospreyd with the shim's command line (proto/osp_daemon_args.h), the ring at 3. In
