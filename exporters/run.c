@@ -199,17 +199,7 @@ int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_er
                                ? into->process_cpu_ns + from->process_cpu_ns
                                : -1;
     /* Everything is into's now: free only from's own tables and fields. */
-    free(from->processes);
-    free(from->images);
-    free(from->threads);
-    free(from->stacks);
-    free(from->samples);
-    free(from->escaped);
-    free(from->drops);
-    free(from->source_path);
-    free(from->exe);
-    free(from->platform);
-    memset(from, 0, sizeof *from);
+    ospx__raw_free_tables(from);
     return 0;
 }
 
