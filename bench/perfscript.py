@@ -20,12 +20,19 @@ def perf_samples(data):
             continue
         if current is None:
             continue
-        text = line.strip()
-        ip_text, _, rest = text.partition(" ")
-        dso = rest[rest.rfind("(") + 1:-1] if rest.endswith(")") else ""
-        sym = rest[:rest.rfind("(")].strip() if "(" in rest else rest
-        try:
-            current[2].append((int(ip_text, 16), sym, dso))
-        except ValueError:
-            pass
+        frame = perf_frame(line)
+        if frame is not None:
+            current[2].append(frame)
     return samples
+
+
+def perf_frame(line):
+    """One call-chain line of perf script ("\tIP SYM+OFF (DSO)"): (ip, sym, dso), or None when
+    its address is not a number."""
+    ip_text, _, rest = line.strip().partition(" ")
+    dso = rest[rest.rfind("(") + 1:-1] if rest.endswith(")") else ""
+    sym = rest[:rest.rfind("(")].strip() if "(" in rest else rest
+    try:
+        return int(ip_text, 16), sym, dso
+    except ValueError:
+        return None

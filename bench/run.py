@@ -25,7 +25,6 @@ import argparse
 import collections
 import json
 import os
-import platform
 import shutil
 import statistics
 import struct
@@ -34,6 +33,7 @@ import sys
 import tempfile
 import time
 
+from machine import first, machine_lines
 from perfscript import perf_samples
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -602,26 +602,8 @@ def section_observer(progs, osprey, floor, reps, hz, names, scratch, emit):
 
 def machine_header(argv):
     """Date, machine, versions and the exact command, for the top of a results file."""
-    def first(cmd):
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
-            return out.splitlines()[0] if out else "?"
-        except OSError:
-            return "?"
-    model = "?"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo") as f:
-        mem_kb = int(f.readline().split()[1])
     commit = first(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
-    return [f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
-            f"- machine: {os.cpu_count()} × {model}, {mem_kb // 1024} MiB, Linux "
-            f"{platform.release()} ({platform.machine()})",
-            f"- load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
-            "(the machine is shared with other work: every figure is a median)",
+    return machine_lines(" (the machine is shared with other work: every figure is a median)") + [
             f"- tree: {commit}; {first(['perf', '--version'])}; "
             f"{first(['clang', '--version'])}; gperftools "
             f"{first(['dpkg-query', '-W', '-f', '${Version}', 'libgoogle-perftools4'])}",

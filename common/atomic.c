@@ -124,6 +124,21 @@ static void sync_directory(const char *path)
     }
 }
 
+/* The end of a commit or publish: `failed` (the step, or NULL) to *step; on an error the file
+ * is abandoned, else the temporary name is forgotten (it is the destination's now). */
+static int renamed(struct ospc_atomic *file, int code, const char *failed, const char **step)
+{
+    if (step != NULL)
+        *step = failed;
+    if (code != 0) {
+        ospc_atomic_abort(file);
+        return code;
+    }
+    free(file->temp_path);
+    file->temp_path = NULL;
+    return 0;
+}
+
 int ospc_atomic_commit(struct ospc_atomic *file, const char **step)
 {
     const char *failed = NULL;
@@ -144,16 +159,10 @@ int ospc_atomic_commit(struct ospc_atomic *file, const char **step)
         code = -errno;
         failed = "rename";
     }
-    if (step != NULL)
-        *step = failed;
-    if (code != 0) {
-        ospc_atomic_abort(file);
-        return code;
-    }
-    free(file->temp_path);
-    file->temp_path = NULL;
-    ospc_atomic_sync(file); /* the directory's fsync; the file's was before the rename */
-    return 0;
+    code = renamed(file, code, failed, step);
+    if (code == 0)
+        ospc_atomic_sync(file); /* the directory's fsync; the file's was before the rename */
+    return code;
 }
 
 int ospc_atomic_publish(struct ospc_atomic *file, const char **step)
@@ -167,15 +176,7 @@ int ospc_atomic_publish(struct ospc_atomic *file, const char **step)
         code = -errno;
         failed = "rename";
     }
-    if (step != NULL)
-        *step = failed;
-    if (code != 0) {
-        ospc_atomic_abort(file);
-        return code;
-    }
-    free(file->temp_path);
-    file->temp_path = NULL; /* fd and path stay, for ospc_atomic_sync */
-    return 0;
+    return renamed(file, code, failed, step); /* fd and path stay, for ospc_atomic_sync */
 }
 
 void ospc_atomic_sync(struct ospc_atomic *file)

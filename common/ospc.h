@@ -11,6 +11,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -79,7 +80,7 @@ char *ospc_find_on_path(const char *name);
  * itself ("out/run.raw.json" → "out/run"). Into `stem`; returns its length, or -ENAMETOOLONG
  * (stem then holds a cut copy). */
 int ospc_raw_stem(const char *raw_path, char *stem, size_t size);
-/* The last component of `path` ("" stays ""). */
+/* The last component of `path` ("" stays ""; a path ending in '/' is kept whole). */
 const char *ospc_basename(const char *path);
 /* mkdir -p of `directory` itself. 0 or -errno. */
 int ospc_make_directories(const char *directory, mode_t mode);
@@ -101,6 +102,14 @@ int ospc_make_directories(const char *directory, mode_t mode);
  * or a negative errno: -ELOOP for a symbolic link, -OSPC_ENOTREG, -OSPC_ENOTOWNER; never
  * blocks. */
 int ospc_open_shared(const char *path, int flags, mode_t mode, uid_t owner);
+/* The check both ospc_open_shared and ospc_private_open make, once: `name` under `directory`
+ * (AT_FDCWD, or a descriptor) opened with `flags` plus O_NOFOLLOW, O_NONBLOCK (cleared after),
+ * O_NOCTTY and O_CLOEXEC, kept only when a regular file owned by `owner` (OSPC_ANY_OWNER: any;
+ * `root_too`: root as well); its fstat into *info (may be NULL). The descriptor, or -ELOOP,
+ * -OSPC_ENOTREG, -OSPC_ENOTOWNER, -errno. */
+struct stat;
+int ospc_open_regular(int directory, const char *name, int flags, mode_t mode, uid_t owner,
+                      bool root_too, struct stat *info);
 /* The reason ospc_open_shared gave, as a phrase after the path ("is a symbolic link", "is not
  * a regular file", "belongs to another user", else strerror). */
 const char *ospc_shared_strerror(int rc);
@@ -177,7 +186,6 @@ int ospc_eh_frame_hdr_table(const uint8_t *data, size_t size, uint64_t vaddr,
  * effective user owns; one with group or other bits is narrowed to 0700), and what is in it
  * is reached relative to that descriptor. */
 
-struct stat;
 /* The private directory at `path` (made, parents included, 0700, when `create`): its
  * descriptor (O_DIRECTORY, close-on-exec), or -ENOTDIR (not a directory, or a link),
  * -EPERM (another user's), -ENOENT... */

@@ -60,7 +60,7 @@ int ospc_raw_stem(const char *raw_path, char *stem, size_t size)
 const char *ospc_basename(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    return slash != NULL ? slash + 1 : path;
+    return slash != NULL && slash[1] != '\0' ? slash + 1 : path;
 }
 
 int ospc_make_directories(const char *directory, mode_t mode)

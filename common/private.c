@@ -70,21 +70,8 @@ int ospc_private_subdirectory(int parent, const char *name, int create)
 
 int ospc_private_open(int directory, const char *name, struct stat *info)
 {
-    int fd = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat own;
-    if (info == NULL)
-        info = &own;
-    int rc = fstat(fd, info) != 0        ? -errno
-             : !S_ISREG(info->st_mode)   ? -EINVAL
-             : info->st_uid != geteuid() ? -EPERM
-                                         : 0;
-    if (rc != 0) {
-        close(fd);
-        return rc;
-    }
-    return fd;
+    int fd = ospc_open_regular(directory, name, O_RDONLY, 0, geteuid(), false, info);
+    return fd == -OSPC_ENOTREG ? -EINVAL : fd; /* -OSPC_ENOTOWNER is -EPERM */
 }
 
 int ospc_private_temp(int directory, const char *name, char *temp, size_t temp_size)

@@ -15,16 +15,19 @@
 
 #include "ospc.h"
 
-int ospc_open_shared(const char *path, int flags, mode_t mode, uid_t owner)
+int ospc_open_regular(int directory, const char *name, int flags, mode_t mode, uid_t owner,
+                      bool root_too, struct stat *info)
 {
-    int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
+    int fd = openat(directory, name, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, mode);
     if (fd < 0)
         return errno == ENXIO ? -OSPC_ENOTREG : -errno; /* ENXIO: a FIFO with no reader */
-    struct stat info;
-    int rc = fstat(fd, &info) != 0                                                 ? -errno
-             : !S_ISREG(info.st_mode)                                              ? -OSPC_ENOTREG
-             : owner != OSPC_ANY_OWNER && info.st_uid != owner && info.st_uid != 0 ? -OSPC_ENOTOWNER
-                                                                                   : 0;
+    struct stat own;
+    if (info == NULL)
+        info = &own;
+    int rc = fstat(fd, info) != 0 ? -errno : !S_ISREG(info->st_mode) ? -OSPC_ENOTREG : 0;
+    if (rc == 0 && owner != OSPC_ANY_OWNER && info->st_uid != owner &&
+        !(root_too && info->st_uid == 0))
+        rc = -OSPC_ENOTOWNER;
     if (rc != 0) {
         close(fd);
         return rc;
@@ -32,6 +35,11 @@ int ospc_open_shared(const char *path, int flags, mode_t mode, uid_t owner)
     /* Regular files ignore O_NONBLOCK, but whoever reads on should not inherit it. */
     (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
+}
+
+int ospc_open_shared(const char *path, int flags, mode_t mode, uid_t owner)
+{
+    return ospc_open_regular(AT_FDCWD, path, flags, mode, owner, true, NULL);
 }
 
 const char *ospc_shared_strerror(int rc)

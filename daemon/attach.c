@@ -146,13 +146,7 @@ static int make_tables(void)
     if (fd < 0)
         return -1;
     struct osp_unwind_header h;
-    memset(&h, 0, sizeof h);
-    h.magic = OSP_UNWIND_MAGIC;
-    h.abi_version = OSP_UNWIND_ABI_VERSION;
-    h.header_size = OSP_UNWIND_HEADER_SIZE;
-    h.size = OSP_UNWIND_DEFAULT_SIZE;
-    h.arch = OSPD_OWN_MACHINE;
-    h.row_size = sizeof(struct osp_unwind_row);
+    osp_unwind_header_init(&h, OSP_UNWIND_DEFAULT_SIZE, OSPD_OWN_MACHINE);
     if (ftruncate(fd, (off_t)OSP_UNWIND_DEFAULT_SIZE) != 0 ||
         pwrite(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
         close(fd);

@@ -10,9 +10,9 @@
  * tick nothing. Each greeting is checked (its size, magic and ABI, the pid it names against
  * the peer's, its descriptors: one ring and the switch events it counts, its names) and, for
  * each child, a collector of its own started: this executable again, `--ring-fd 3
- * --ring-name NAME --out PATH --switch-fds N --forks-fd M`, the descriptors placed at 3, 4..
- * and M, in a process group of its own. A greeting that fails a check is dropped with its
- * descriptors (the child's profile is lost, one line says so).
+ * --ring-name NAME --out PATH --switch-fd 4 ... --forks-fd M` (proto/osp_daemon_args.h), the
+ * descriptors placed at 3, 4.. and M, in a process group of its own. A greeting that fails a check
+ * is dropped with its descriptors (the child's profile is lost, one line says so).
  *
  * DESIGN. One collector per process, as for an exec'd image: a collector knows one ring, one
  * pid, one raw file, and everything it does (liveness, waits, asks) is per process. The
@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "osp_daemon_args.h"
 #include "osp_ring.h"
 #include "ospd.h"
 #include "ospd_forks.h"
@@ -114,43 +115,20 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF);
-    int switch_count = (int)hello->switch_fds;
-    char switches[16], forks[16];
-    snprintf(switches, sizeof switches, "%d", switch_count);
-    snprintf(forks, sizeof forks, "%d", 4 + switch_count);
-    char *argv[22] = {"ospreyd",
-                      "--ring-fd",
-                      "3",
-                      "--ring-name",
-                      (char *)hello->ring_name,
-                      "--out",
-                      (char *)hello->out_path};
-    int argc = 7;
-    if (switch_count > 0) {
-        argv[argc++] = "--switch-fds";
-        argv[argc++] = switches;
-    }
-    if (hello->listener) {
-        argv[argc++] = "--forks-fd";
-        argv[argc++] = forks;
-    }
-    char unwind[16];
-    snprintf(unwind, sizeof unwind, "%d", 4 + switch_count + (int)hello->listener);
-    if (hello->unwind) {
-        argv[argc++] = "--unwind-fd";
-        argv[argc++] = unwind;
-    }
-    char lock[16];
-    snprintf(lock, sizeof lock, "%d", 3 + n);
-    if (lock_high >= 0) {
-        argv[argc++] = "--run-lock-fd";
-        argv[argc++] = lock;
-    }
-    if (f->export_formats != NULL) {
-        argv[argc++] = "--export";
-        argv[argc++] = (char *)f->export_formats;
-    }
-    argv[argc] = NULL;
+    /* As the greeting laid them out (ring, switch events, socket, tables), then the lock. */
+    struct osp_daemon_fds at = {.ring = 3, .forks = -1, .unwind = -1, .run_lock = -1};
+    int next = 4;
+    for (; at.switch_count < (int)hello->switch_fds; at.switch_count++)
+        at.switches[at.switch_count] = next++;
+    if (hello->listener)
+        at.forks = next++;
+    if (hello->unwind)
+        at.unwind = next++;
+    if (lock_high >= 0)
+        at.run_lock = 3 + n;
+    static struct osp_daemon_args args; /* the loop's thread only */
+    osp_daemon_args_build(&args, &at, hello->ring_name, hello->out_path, false, f->export_formats);
+    char **argv = args.argv;
     pid_t pid = -1;
     if (err == 0)
         err = posix_spawn(&pid, f->self, &actions, &attr, argv, environ);

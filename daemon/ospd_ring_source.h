@@ -8,18 +8,19 @@
 
 #include "ospd_session.h"
 
-/* What ospreyd's command line says of the ring (ospreyd.c, usage). */
+/* What ospreyd's command line says of the ring (ospreyd.c, usage; written by
+ * proto/osp_daemon_args.h). */
 struct ospd_ring_options {
-    const char *ring_name;       /* --attach-ring's, or --ring-name's */
-    bool ring_named;             /* an object in /dev/shm, unlinked once mapped */
+    const char *ring_name;       /* --ring-name: the ring's name, which its children greet */
     const char *out_path;        /* absolute */
     const char *export_formats;  /* --export: outputs to write after the raw file, or NULL */
     char self[OSP_MAX_PATH + 1]; /* this executable, for the forked children's collectors */
     int unwind_fd;               /* --unwind-fd: the shim's unwind tables (a memfd), or -1 */
-    int switch_fds; /* --switch-fds N: the kernel's context-switch events, fds 4 .. 4 + N - 1 */
-    int ring_fd;    /* --ring-fd N: a forked child's ring (a memfd), or -1 */
-    int forks_fd;   /* --forks-fd N: the socket the target's forked children greet, or -1 */
-    int run_lock;   /* the run's lock, held shared for this process's life, or -1 */
+    const int *switch_fds;       /* --switch-fd, once a CPU: the kernel's context-switch events */
+    int switch_count;
+    int ring_fd;  /* --ring-fd N: the program's ring (a memfd) */
+    int forks_fd; /* --forks-fd N: the socket the target's forked children greet, or -1 */
+    int run_lock; /* the run's lock, held shared for this process's life, or -1 */
 };
 
 /* A ring source for ospd_session_run, or NULL when out of memory. */

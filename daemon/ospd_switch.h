@@ -25,9 +25,9 @@ struct ospd_switches {
     uint64_t lost; /* PERF_RECORD_LOST: records the kernel could not write */
 };
 
-/* Map the rings of descriptors first_fd .. first_fd + count - 1. 0, or -errno (every
+/* Map the rings of the `count` descriptors `fds` (--switch-fd). 0, or -errno (every
  * descriptor closed then). */
-int ospd_switches_attach(struct ospd_switches *sw, int first_fd, int count);
+int ospd_switches_attach(struct ospd_switches *sw, const int *fds, int count);
 void ospd_switches_close(struct ospd_switches *sw);
 /* Read every ring and hand the target's switches to waits.c in time order; those within
  * 100 us of now_ns wait for the next call unless `all`. */

@@ -1,7 +1,7 @@
 /* ospreyd.c — the collector process's command line and dispatch: which source the session
- * runs (session.c), the shim's rings (ring-source.c: `--attach-ring`, `--ring-fd`) or perf
- * events (attach.c: `--attach-pid`), and, for the rings, detaching into the background with
- * only the descriptors handed over kept.
+ * runs (session.c), the shim's rings (ring-source.c: `--ring-fd`, every descriptor named by its
+ * role, as proto/osp_daemon_args.h writes the line) or perf events (attach.c: `--attach-pid`),
+ * and, for the rings, only the descriptors handed over kept.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,27 +22,28 @@
 
 /* The command line's descriptors, kept across the detach (ospd_ring_options says what each
  * holds); every other inherited one is closed. */
-static int kept_fd = -1, switch_fds, ring_fd = -1, forks_fd = -1, run_lock = -1;
+static int kept_fd = -1, ring_fd = -1, forks_fd = -1, run_lock = -1;
+static int switch_fds[OSP_MAX_SWITCH_FDS], switch_count;
 
 static void usage(FILE *f)
 {
     fprintf(
         f,
-        "usage: ospreyd --attach-ring NAME --out PATH [--detach] [--unwind-fd N] [--export LIST]\n"
-        "       ospreyd --ring-fd N --ring-name NAME --out PATH [--switch-fds N] [--export LIST]\n"
+        "usage: ospreyd --ring-fd N --ring-name NAME --out PATH [--detached] [--switch-fd N]...\n"
+        "               [--forks-fd N] [--unwind-fd N] [--run-lock-fd N] [--export LIST]\n"
         "       ospreyd --attach-pid PID --out PATH [--rate N] [--duration SECONDS] [--export "
         "LIST]\n"
-        "Collect the samples a profiled program posts to the shared-memory ring NAME\n"
-        "and write its raw profile to PATH when the program ends.\n"
-        "  --attach-ring NAME  the ring's POSIX shared-memory name (\"/osprey-...\")\n"
+        "Collect the samples a profiled program posts to its shared-memory ring and write\n"
+        "its raw profile to PATH when the program ends. Started by the shim (or by ospreyd\n"
+        "for a forked child), every descriptor named by its role:\n"
+        "  --ring-fd N         the program's ring (proto/osp_ring.h) on descriptor N\n"
+        "  --ring-name NAME    its name (\"/osprey-...\"), under which its children greet us\n"
         "  --out PATH          where to write the raw profile (JSON, version 1)\n"
-        "  --detach            run in the background, in a process group of its own\n"
         "  --detached          in a process group of its own, started in the background already\n"
-        "  --unwind-fd N       the shim's unwind tables (proto/osp_unwind.h) on descriptor N\n"
-        "  --ring-fd N         a forked child's ring on descriptor N (with --ring-name NAME:\n"
-        "                      its name, under which the child's own children greet us)\n"
-        "  --switch-fds N      the kernel's context-switch events on descriptors 4..4+N-1\n"
+        "  --switch-fd N       one CPU's context-switch events (perf) on descriptor N; once a CPU\n"
         "  --forks-fd N        the socket the target's forked children greet (bound by the shim)\n"
+        "  --unwind-fd N       the shim's unwind tables (proto/osp_unwind.h) on descriptor N\n"
+        "  --run-lock-fd N     the run's lock (held shared while this collector lives)\n"
         "  --export LIST       then write these outputs beside PATH (comma list of\n"
         "                      speedscope,cpuprofile,folded,profile,pprof,trace,html\n"
         "                      or all), as `osprey report` would\n"
@@ -129,8 +130,22 @@ static int parse_attach(int argc, char **argv, struct ospd_perf_options *a)
  * the daemon never holds a reader's end of file back after the program is gone. */
 static bool fd_kept(int fd)
 {
-    return fd == kept_fd || fd == ring_fd || fd == forks_fd || fd == run_lock ||
-           (fd >= 4 && fd < 4 + switch_fds);
+    for (int i = 0; i < switch_count; i++)
+        if (fd == switch_fds[i])
+            return true;
+    return fd == kept_fd || fd == ring_fd || fd == forks_fd || fd == run_lock;
+}
+
+/* The highest descriptor handed over. */
+static int highest_kept(void)
+{
+    int highest = kept_fd;
+    int named[] = {ring_fd, forks_fd, run_lock};
+    for (size_t i = 0; i < sizeof named / sizeof *named; i++)
+        highest = named[i] > highest ? named[i] : highest;
+    for (int i = 0; i < switch_count; i++)
+        highest = switch_fds[i] > highest ? switch_fds[i] : highest;
+    return highest;
 }
 
 static void close_inherited_fds(void)
@@ -140,9 +155,7 @@ static void close_inherited_fds(void)
     int highest = 2;
     for (int fd = 3; fd_kept(fd); fd++)
         highest = fd;
-    bool above = !fd_kept(highest + 1) && kept_fd <= highest && ring_fd <= highest &&
-                 forks_fd <= highest && run_lock <= highest;
-    if (above && syscall(SYS_close_range, (unsigned)highest + 1, ~0u, 0u) == 0)
+    if (highest_kept() <= highest && syscall(SYS_close_range, (unsigned)highest + 1, ~0u, 0u) == 0)
         return;
 #endif
     DIR *dir = opendir("/proc/self/fd");
@@ -157,10 +170,9 @@ static void close_inherited_fds(void)
     closedir(dir);
 }
 
-/* Fork into the background: the parent exits 0 at once (its caller waits for it), the child
- * leaves the caller's process group and directories. stderr stays so warnings reach the user.
- * Started in the background already (--detached: the shim's grandchild, whose parent has
- * exited), no fork: one process creation less for every profiled image.
+/* Leave the caller's process group and directories (--detached: the shim's grandchild, whose
+ * parent has exited, so no fork: one process creation less for every profiled image). stderr
+ * stays so warnings reach the user.
  *
  * A process group of its own, not a session: the terminal's ^C and ^Z go to the foreground
  * group, not to ospreyd, and a hangup or a stopped job's SIGTTOU (it writes warnings to the
@@ -170,16 +182,9 @@ static void close_inherited_fds(void)
  * whatever its nice value: beside two CPU hogs and a test suite on 2 cores, 50-640 ms late
  * (runnable, not running) and the 4 KiB rings of a 997 Hz client full for 200 ms of it; in
  * the program's group it is 0.1-7 ms late (daemon/README.md, "Scheduling"). */
-static int detach(bool fork_first)
+static int detach(void)
 {
     close_inherited_fds();
-    pid_t pid = fork_first ? fork() : 0;
-    if (pid < 0) {
-        fprintf(stderr, "osprey: ospreyd: cannot fork: %s\n", strerror(errno));
-        return -1;
-    }
-    if (pid > 0)
-        _exit(0);
     setpgid(0, 0); /* run() ignores SIGHUP and SIGTTOU */
     if (chdir("/") != 0)
         return -1;
@@ -213,20 +218,12 @@ static char *absolute_path(const char *path)
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"attach-ring", required_argument, NULL, 'r'},
-        {"out", required_argument, NULL, 'o'},
-        {"detach", no_argument, NULL, 'd'},
-        {"detached", no_argument, NULL, 'D'},
-        {"unwind-fd", required_argument, NULL, 'u'},
-        {"switch-fds", required_argument, NULL, 's'},
-        {"ring-fd", required_argument, NULL, 'f'},
-        {"ring-name", required_argument, NULL, 'n'},
-        {"forks-fd", required_argument, NULL, 'F'},
-        {"run-lock-fd", required_argument, NULL, 'L'},
-        {"export", required_argument, NULL, 'e'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"ring-fd", required_argument, NULL, 'f'},   {"ring-name", required_argument, NULL, 'n'},
+        {"out", required_argument, NULL, 'o'},       {"detached", no_argument, NULL, 'D'},
+        {"switch-fd", required_argument, NULL, 's'}, {"forks-fd", required_argument, NULL, 'F'},
+        {"unwind-fd", required_argument, NULL, 'u'}, {"run-lock-fd", required_argument, NULL, 'L'},
+        {"export", required_argument, NULL, 'e'},    {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0},
     };
     /* A process started without the profiler, profiled from outside (attach.c). */
     for (int i = 1; i < argc; i++)
@@ -240,16 +237,12 @@ int main(int argc, char **argv)
             return source != NULL ? ospd_session_run(&ospd_perf_events, source) : 1;
         }
     struct ospd_ring_options o = {.ring_name = NULL};
-    bool detached = false, fork_first = false;
+    bool detached = false;
     const char *out = NULL;
     opterr = 0;
-    int opt;
-    while ((opt = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+    int opt, index = 0;
+    while ((opt = getopt_long(argc, argv, ":", options, &index)) != -1) {
         switch (opt) {
-        case 'r':
-            o.ring_name = optarg;
-            o.ring_named = true;
-            break;
         case 'n':
             o.ring_name = optarg;
             break;
@@ -259,39 +252,31 @@ int main(int argc, char **argv)
         case 'u':
         case 'f':
         case 'F':
-        case 'L': {
+        case 'L':
+        case 's': {
             char *end;
             long fd = strtol(optarg, &end, 10);
             if (*optarg == '\0' || *end != '\0' || fd < 3 || fd > 1 << 20) {
                 fprintf(stderr, "osprey: ospreyd: --%s %s: not a descriptor number\n",
-                        opt == 'u'   ? "unwind-fd"
-                        : opt == 'f' ? "ring-fd"
-                        : opt == 'F' ? "forks-fd"
-                                     : "run-lock-fd",
-                        optarg);
+                        options[index].name, optarg);
                 return 2;
             }
-            *(opt == 'u'   ? &kept_fd
-              : opt == 'f' ? &ring_fd
-              : opt == 'F' ? &forks_fd
-                           : &run_lock) = (int)fd;
-            break;
-        }
-        case 's': {
-            char *end;
-            long n = strtol(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0' || n < 0 || n > (long)OSP_MAX_SWITCH_FDS) {
-                fprintf(stderr, "osprey: ospreyd: --switch-fds %s: not a count of 0..%u\n", optarg,
+            if (opt == 's' && switch_count == (int)OSP_MAX_SWITCH_FDS) {
+                fprintf(stderr, "osprey: ospreyd: --switch-fd %s: more than %u\n", optarg,
                         OSP_MAX_SWITCH_FDS);
                 return 2;
             }
-            switch_fds = (int)n;
+            if (opt == 's')
+                switch_fds[switch_count++] = (int)fd;
+            else
+                *(opt == 'u'   ? &kept_fd
+                  : opt == 'f' ? &ring_fd
+                  : opt == 'F' ? &forks_fd
+                               : &run_lock) = (int)fd;
             break;
         }
-        case 'd':
         case 'D':
             detached = true;
-            fork_first = opt == 'd';
             break;
         case 'e':
             o.export_formats = optarg;
@@ -315,9 +300,9 @@ int main(int argc, char **argv)
         return 2;
     }
     if (o.ring_name == NULL || out == NULL || o.ring_name[0] == '\0' || out[0] == '\0' ||
-        (ring_fd >= 0) == o.ring_named) {
-        fprintf(stderr, "ospreyd: --attach-ring NAME (or --ring-fd N --ring-name NAME) and --out "
-                        "PATH are required (try --help)\n");
+        ring_fd < 0) {
+        fprintf(stderr, "ospreyd: --ring-fd N, --ring-name NAME and --out PATH are required (try "
+                        "--help)\n");
         return 2;
     }
     char *out_path = absolute_path(out);
@@ -328,19 +313,20 @@ int main(int argc, char **argv)
     o.out_path = out_path;
     signal(SIGPIPE, SIG_IGN);
     run_lock = ospd_session_run_lock(run_lock, out_path);
-    if (detached && detach(fork_first) != 0) {
+    if (detached && detach() != 0) {
         free(out_path);
         return 1;
     }
     /* Ours alone: a forked child's collector gets only its own descriptors. */
     if (kept_fd >= 0)
         fcntl(kept_fd, F_SETFD, FD_CLOEXEC);
-    for (int i = 0; i < switch_fds; i++)
-        fcntl(4 + i, F_SETFD, FD_CLOEXEC);
+    for (int i = 0; i < switch_count; i++)
+        fcntl(switch_fds[i], F_SETFD, FD_CLOEXEC);
     ssize_t self = readlink("/proc/self/exe", o.self, sizeof o.self - 1);
     o.self[self > 0 ? self : 0] = '\0';
     o.unwind_fd = kept_fd;
     o.switch_fds = switch_fds;
+    o.switch_count = switch_count;
     o.ring_fd = ring_fd;
     o.forks_fd = forks_fd;
     o.run_lock = run_lock;

@@ -151,21 +151,6 @@ static int attach(struct ospd_daemon *d)
 {
     int fd = d->o.ring_fd;
     d->o.ring_fd = -1; /* closed below whatever happens */
-    if (fd < 0) {
-        /* By name, in /dev/shm (shm_open's directory, which every user may write): never a
-         * FIFO's blocking open, a link, or another user's object. */
-        const char *name = d->o.ring_name + (d->o.ring_name[0] == '/');
-        char path[OSP_MAX_PATH];
-        fd = name[0] == '\0' || strchr(name, '/') != NULL ||
-                     snprintf(path, sizeof path, "/dev/shm/%s", name) >= (int)sizeof path
-                 ? -EINVAL
-                 : ospc_open_shared(path, O_RDWR, 0, geteuid());
-    }
-    if (fd < 0) {
-        fprintf(stderr, "osprey: ospreyd: cannot open ring %s: %s\n", d->o.ring_name,
-                ospc_shared_strerror(fd));
-        return -1;
-    }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         fprintf(stderr, "osprey: ospreyd: ring %s: %s\n", d->o.ring_name, strerror(errno));
@@ -199,17 +184,11 @@ static int attach(struct ospd_daemon *d)
     char err[OSPD_ERROR_SIZE];
     if (ospd_ring_validate(&identity, size, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: ospreyd: ring %s rejected: %s\n", d->o.ring_name, err);
-        if (identity.magic == OSP_RING_MAGIC) {
-            if (d->o.ring_named)
-                shm_unlink(d->o.ring_name);
+        if (identity.magic == OSP_RING_MAGIC)
             publish_failure(h, err);
-        }
         munmap(map, (size_t)size);
         return -1;
     }
-    /* Attached: from now on only the two mappings keep the object alive. */
-    if (d->o.ring_named)
-        shm_unlink(d->o.ring_name);
     d->header = h;
     d->data = (const uint8_t *)map + identity.data_offset;
     d->data_size = identity.data_size;
@@ -228,7 +207,8 @@ static int attach(struct ospd_daemon *d)
     atomic_store_explicit(&h->asking, OSP_ASKING_IDLE, memory_order_release);
     /* The switch records' rings before ATTACHED: a shim that sees ATTACHED without
      * kernel_waits_ns times its waits itself from then on, and none is counted twice. */
-    if (d->o.switch_fds > 0 && ospd_switches_attach(&d->switches, 4, d->o.switch_fds) == 0) {
+    if (d->o.switch_count > 0 &&
+        ospd_switches_attach(&d->switches, d->o.switch_fds, d->o.switch_count) == 0) {
         uint64_t since = ospc_clock_ns(CLOCK_MONOTONIC);
         d->collector.waits.since_ns = since;
         /* Release: the shim that sees it unmaps its own copies of the rings. */

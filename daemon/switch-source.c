@@ -34,7 +34,7 @@ struct switch_rec {
     uint16_t misc;
 };
 
-int ospd_switches_attach(struct ospd_switches *sw, int first_fd, int count)
+int ospd_switches_attach(struct ospd_switches *sw, const int *fds, int count)
 {
     memset(sw, 0, sizeof *sw);
     long page = sysconf(_SC_PAGESIZE);
@@ -42,19 +42,19 @@ int ospd_switches_attach(struct ospd_switches *sw, int first_fd, int count)
         /* The ring the shim mapped: the full size, else the quarter it fell back to (a
          * mapping of another size than the kernel's ring is refused). */
         size_t size = (size_t)(1 + OSP_SWITCH_RING_PAGES) * (size_t)page;
-        void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, first_fd + i, 0);
+        void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
         if (map == MAP_FAILED) {
             size = (size_t)(1 + OSP_SWITCH_RING_PAGES / 4) * (size_t)page;
-            map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, first_fd + i, 0);
+            map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
         }
         if (map == MAP_FAILED) {
             int err = errno;
             ospd_switches_close(sw);
             for (int j = i; j < count; j++)
-                close(first_fd + j);
+                close(fds[j]);
             return -err;
         }
-        sw->rings[sw->count++] = (struct ospd_switch_ring){first_fd + i, map, size};
+        sw->rings[sw->count++] = (struct ospd_switch_ring){fds[i], map, size};
     }
     return sw->count > 0 ? 0 : -ENOENT;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # embed.py INPUT OUTPUT NAME — a C header holding INPUT's bytes as `static const char NAME[]`
-# (NUL-terminated) and `NAME_size`, so a file generated elsewhere (viewer-template.html) is
+# (NUL-terminated) and `NAME_size`, so a file generated at build time (viewer-template.html) is
 # compiled into the library rather than looked up at run time.
 import sys
 

@@ -1,6 +1,7 @@
 /* html.c — `<stem>.html`: the flame graph and hot table as one offline page, for people without
  * VS Code. The page is viewer-template.html (the extension's own renderer and styles, inline,
- * under a policy that fetches nothing), compiled in by embed.py; this file fills in its two
+ * under a policy that fetches nothing), generated at build time from vscode/src by
+ * viewer-page.py and compiled in by embed.py; this file fills in its two
  * markers — the title, HTML-escaped, and the profile, a JSON object
  * {"title": …, "speedscope": <stem>.speedscope.json, "summary": <stem>.profile.json or null}
  * with every '<' written as \u003c so no file content can close the page's <script>. The files

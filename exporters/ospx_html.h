@@ -1,6 +1,6 @@
 /* ospx_html.h — `<stem>.html`, the flame graph as one self-contained offline page: the VS Code
- * extension's viewer (vscode/src/webview, built into viewer-template.html by
- * `npm run template` in vscode/) with the profile embedded. */
+ * extension's viewer (vscode/src/webview, built into viewer-template.html at build time by
+ * viewer-page.py) with the profile embedded. */
 #ifndef OSPX_HTML_H
 #define OSPX_HTML_H
 

@@ -111,6 +111,9 @@ void ospx__object_free(struct ospx__object *object);
 /* ospx_raw_read of a file already open (a sibling opened by ospc_open_shared): `fd` is the
  * reader's from here on, closed whatever happens; `path` names it in errors. */
 int ospx__raw_read_fd(int fd, const char *path, struct ospx_raw *out, struct ospx_error *err);
+/* Free raw's tables and its own strings, not what their rows point at (freed, or moved into
+ * another raw, by the caller), and zero it: the one list of what a raw holds. */
+void ospx__raw_free_tables(struct ospx_raw *raw);
 
 /* ---- elf.c ---- */
 

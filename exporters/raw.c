@@ -918,30 +918,35 @@ void ospx_raw_free(struct ospx_raw *raw)
         free(raw->stacks[i].pcs);
     for (size_t i = 0; i < raw->drop_count; i++)
         free(raw->drops[i].reason);
-    free(raw->drops);
     for (size_t i = 0; i < raw->process_count; i++) {
         free(raw->processes[i].exe);
         free(raw->processes[i].source_path);
     }
-    free(raw->processes);
     for (size_t i = 0; i < raw->escaped_count; i++) {
         free(raw->escaped[i].exe);
         free(raw->escaped[i].reason);
     }
-    free(raw->escaped);
     for (size_t i = 0; i < raw->jit_count; i++)
         free(raw->jit[i].name);
-    free(raw->jit);
     for (size_t i = 0; i < raw->jit_note_count; i++)
         free(raw->jit_notes[i]);
-    free(raw->jit_notes);
     for (size_t i = 0; i < raw->kernel_symbol_count; i++)
         free(raw->kernel_symbols[i].name);
+    ospx__raw_free_tables(raw);
+}
+
+void ospx__raw_free_tables(struct ospx_raw *raw)
+{
+    free(raw->jit);
+    free(raw->jit_notes);
     free(raw->kernel_symbols);
+    free(raw->processes);
     free(raw->images);
     free(raw->threads);
     free(raw->stacks);
     free(raw->samples);
+    free(raw->escaped);
+    free(raw->drops);
     free(raw->source_path);
     free(raw->exe);
     free(raw->platform);

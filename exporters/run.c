@@ -109,6 +109,12 @@ int ospx_run_siblings(const char *path, char ***paths, size_t *count)
 }
 
 /* Grow *array (of `count` elements of `size` bytes) by `more`, zeroed; 0 or -ENOMEM. */
+static int by_kernel_pc(const void *x, const void *y)
+{
+    const struct ospx_kernel_symbol *a = x, *b = y;
+    return a->pc < b->pc ? -1 : a->pc > b->pc;
+}
+
 static int grow(void *array, size_t count, size_t more, size_t size)
 {
     void **pointer = array;
@@ -134,7 +140,9 @@ int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_er
         grow(&into->drops, into->drop_count, from->drop_count, sizeof *into->drops) != 0 ||
         grow(&into->jit, into->jit_count, from->jit_count, sizeof *into->jit) != 0 ||
         grow(&into->jit_notes, into->jit_note_count, from->jit_note_count,
-             sizeof *into->jit_notes) != 0)
+             sizeof *into->jit_notes) != 0 ||
+        grow(&into->kernel_symbols, into->kernel_symbol_count, from->kernel_symbol_count,
+             sizeof *into->kernel_symbols) != 0)
         return ospx_error_set(err, ENOMEM, ospx__str(from->source_path), 0, 0, "out of memory");
 
     /* One time axis, from the earliest start. */
@@ -191,6 +199,12 @@ int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_er
     }
     for (size_t i = 0; i < from->jit_note_count; i++)
         into->jit_notes[into->jit_note_count++] = from->jit_notes[i];
+    /* The kernel's names: one kernel, so one table, kept sorted by pc. */
+    for (size_t i = 0; i < from->kernel_symbol_count; i++)
+        into->kernel_symbols[into->kernel_symbol_count++] = from->kernel_symbols[i];
+    if (from->kernel_symbol_count > 0)
+        qsort(into->kernel_symbols, into->kernel_symbol_count, sizeof *into->kernel_symbols,
+              by_kernel_pc);
     for (size_t i = 0; i < from->drop_count; i++) {
         size_t k = 0;
         while (k < into->drop_count && strcmp(into->drops[k].reason, from->drops[i].reason) != 0)
@@ -208,19 +222,7 @@ int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_er
                                ? into->process_cpu_ns + from->process_cpu_ns
                                : -1;
     /* Everything is into's now: free only from's own tables and fields. */
-    free(from->processes);
-    free(from->images);
-    free(from->threads);
-    free(from->stacks);
-    free(from->samples);
-    free(from->escaped);
-    free(from->jit);
-    free(from->jit_notes);
-    free(from->drops);
-    free(from->source_path);
-    free(from->exe);
-    free(from->platform);
-    memset(from, 0, sizeof *from);
+    ospx__raw_free_tables(from);
     return 0;
 }
 

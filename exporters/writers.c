@@ -18,8 +18,7 @@ double ospx__round1(double value)
 
 const char *ospx__basename(const char *path)
 {
-    const char *slash = strrchr(ospx__str(path), '/');
-    return slash != NULL && slash[1] != '\0' ? slash + 1 : ospx__str(path);
+    return ospc_basename(ospx__str(path));
 }
 
 const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process)

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "osp_ring_write.h"
 #include "ospd.h"
 #include "ospx.h"
 
@@ -185,15 +186,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size)
     struct osp_ring_header *header = calloc(1, OSP_RING_HEADER_SIZE);
     uint8_t *data = calloc(1, data_size);
     FUZZ_CHECK(header != NULL && data != NULL, "out of memory");
-    header->magic = OSP_RING_MAGIC;
-    header->abi_version = OSP_RING_ABI_VERSION;
-    header->header_size = OSP_RING_HEADER_SIZE;
-    header->data_offset = OSP_RING_HEADER_SIZE;
-    header->data_size = data_size;
-    header->pid = 4242;
-    header->rate_hz = 997;
-    header->start_unix_ns = UINT64_C(1764410000000000000);
-    header->start_mono_ns = load_le(input + 2, 8);
+    osp_ring_header_init(header, data_size, 4242, 997, UINT64_C(1764410000000000000),
+                         load_le(input + 2, 8), "");
     uint64_t tail = load_le(input + 10, 8);
     memcpy(header->platform, input + 18, sizeof header->platform);
 

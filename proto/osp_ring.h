@@ -5,8 +5,7 @@
  * in /dev/shm, so nothing is ever left behind and a small /dev/shm is no limit), sized
  * OSP_RING_HEADER_SIZE + data_size, and hands to ospreyd as its fd 3 (`--ring-fd 3
  * --ring-name NAME`). ospreyd maps it and checks the header; from then on the mappings and
- * ospreyd's descriptor keep it alive. (`--attach-ring NAME` still attaches to a POSIX
- * shared-memory object of that name, and unlinks it.)
+ * ospreyd's descriptor keep it alive.
  *
  * Layout (like perf_event_mmap_page: version and sizes first, reserved space for growth):
  *
@@ -400,7 +399,7 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
  * Where perf_event_open allows it (perf_event_paranoid <= 2 for one's own process), the shim
  * opens at boot, for each CPU, a software dummy event on itself with context_switch, inherit
  * (so every thread it starts is covered), sample_id_all with TID and TIME on CLOCK_MONOTONIC,
- * and remove_on_exec; it hands their descriptors to ospreyd (fds 4.., `--switch-fds N`) and
+ * and remove_on_exec; it hands their descriptors to ospreyd (`--switch-fd N` once a CPU) and
  * closes its own. ospreyd maps each one's ring (1 + OSP_SWITCH_RING_PAGES pages) and reads
  * PERF_RECORD_SWITCH records: a thread switched out (blocked, or preempted:
  * PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) and in, to the nanosecond. Waits are then timed by
@@ -428,11 +427,11 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
  * name while the image lives.
  * The child sends only to a listener of its own user (SO_PEERCRED of the connected socket).
  * That ospreyd checks the sender before reading (same user, then SO_PEERCRED pid ==
- * hello.pid; another user's connection is closed unread) and starts a
- * collector for the child (`ospreyd --ring-fd 3 --ring-name NAME --switch-fds N
- * --forks-fd M --unwind-fd K`), which takes the child's own children's greetings in turn. A
- * forked image that recorded no sample (it exec'd or ended at once: a shell's fork before
- * exec) leaves no raw file. */
+ * hello.pid; another user's connection is closed unread) and starts a collector for the
+ * child (`ospreyd --ring-fd 3 --ring-name NAME --switch-fd 4 ... --forks-fd M --unwind-fd K`,
+ * osp_daemon_args.h), which takes the child's own children's greetings in turn. A forked
+ * image that recorded no sample (it exec'd or ended at once: a shell's fork before exec)
+ * leaves no raw file. */
 /* A file of this name beside the raw profile (the osprey CLI makes one in its scratch
  * directory) is held with a shared flock by every collector of the run for its life, handed
  * on to the collectors it starts: the CLI's exclusive flock then says every one has ended. */

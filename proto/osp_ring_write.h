@@ -30,6 +30,28 @@ static inline uint64_t osp_ring_pad_before(uint8_t *data, uint64_t size, uint64_
     return to_end;
 }
 
+/* The header a ring starts with, as the shim fills it before it starts ospreyd: the identity
+ * and the data area right after the header page, the rest zero (shim_state is the caller's
+ * store, with the ordering it needs). `platform` is copied NUL-padded, cut to fit. One writer
+ * for the shim, the daemon tests and the fuzz target. */
+static inline void osp_ring_header_init(struct osp_ring_header *h, uint64_t data_size, int32_t pid,
+                                        uint32_t rate_hz, uint64_t start_unix_ns,
+                                        uint64_t start_mono_ns, const char *platform)
+{
+    memset(h, 0, OSP_RING_HEADER_SIZE);
+    h->magic = OSP_RING_MAGIC;
+    h->abi_version = OSP_RING_ABI_VERSION;
+    h->header_size = OSP_RING_HEADER_SIZE;
+    h->data_offset = OSP_RING_HEADER_SIZE;
+    h->data_size = data_size;
+    h->pid = pid;
+    h->rate_hz = rate_hz;
+    h->start_unix_ns = start_unix_ns;
+    h->start_mono_ns = start_mono_ns;
+    size_t n = strlen(platform);
+    memcpy(h->platform, platform, n < sizeof h->platform - 1 ? n : sizeof h->platform - 1);
+}
+
 /* The whole record of `type` at dst: `body` (a record struct, whose header is set here) of
  * body_len bytes, then tail_len bytes of `tail` (label, path or pcs), then zeros up to the
  * 8-byte alignment. Returns its size, osp_rec_align(body_len + tail_len). Async-signal-safe. */

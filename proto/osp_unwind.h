@@ -55,6 +55,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define OSP_UNWIND_MAGIC       UINT64_C(0x31444e5750534f) /* "OSPWND1\0" as little-endian */
 #define OSP_UNWIND_ABI_VERSION 1u
@@ -128,6 +129,19 @@ struct osp_unwind_row {
 };
 _Static_assert(sizeof(struct osp_unwind_row) == 16, "row");
 _Static_assert(offsetof(struct osp_unwind_row, cfa_rule) == 8, "rules after offsets");
+
+/* A table object's header as the shim writes it before ospreyd starts: its fields above
+ * ospreyd's line, the rest zero. One writer for the shim, ospreyd's attach and the tests. */
+static inline void osp_unwind_header_init(struct osp_unwind_header *h, uint64_t size, uint32_t arch)
+{
+    memset(h, 0, sizeof *h);
+    h->magic = OSP_UNWIND_MAGIC;
+    h->abi_version = OSP_UNWIND_ABI_VERSION;
+    h->header_size = OSP_UNWIND_HEADER_SIZE;
+    h->size = size;
+    h->arch = arch;
+    h->row_size = sizeof(struct osp_unwind_row);
+}
 
 /* One image in a snapshot: its executable range and its rows. */
 struct osp_unwind_entry {

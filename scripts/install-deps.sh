@@ -15,6 +15,7 @@ packages=(
   libbz2-dev  # libdw's archive needs it (ospreyd links its libraries' archives: prefer_static)
   gcc-mingw-w64-x86-64 wasi-libc
   nodejs npm chromium
+  esbuild  # the offline page (exporters/viewer-page.py) is bundled from vscode/src at build time
   libkrb5-dev  # code-server's kerberos module, built for the real-editor test (vscode/test-editor)
   linux-perf google-perftools libgoogle-perftools-dev
   libprotobuf-c-dev protobuf-c-compiler zlib1g-dev  # the pprof output

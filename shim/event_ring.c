@@ -32,17 +32,8 @@
 void osp__event_ring_init_header(struct osp_ring_header *h, uint64_t data_size, uint32_t rate_hz,
                                  uint64_t start_unix_ns, uint64_t start_mono_ns)
 {
-    memset(h, 0, OSP_RING_HEADER_SIZE);
-    h->magic = OSP_RING_MAGIC;
-    h->abi_version = OSP_RING_ABI_VERSION;
-    h->header_size = OSP_RING_HEADER_SIZE;
-    h->data_offset = OSP_RING_HEADER_SIZE;
-    h->data_size = data_size;
-    h->pid = (int32_t)getpid();
-    h->rate_hz = rate_hz;
-    h->start_unix_ns = start_unix_ns;
-    h->start_mono_ns = start_mono_ns;
-    strcpy(h->platform, OSP__CPU_PLATFORM);
+    osp_ring_header_init(h, data_size, (int32_t)getpid(), rate_hz, start_unix_ns, start_mono_ns,
+                         OSP__CPU_PLATFORM);
     /* The header is complete before ospreyd is started (posix_spawn orders it); relaxed. */
     atomic_store_explicit(&h->shim_state, OSP_SHIM_RUNNING, memory_order_relaxed);
 }

@@ -112,12 +112,8 @@ void osp__unwind_create(void)
 {
     int fd = (int)osp__sys(SYS_memfd_create, (long)"osprey-unwind", MFD_CLOEXEC, 0, 0, 0);
     int err = fd < 0 ? -errno : 0;
-    struct osp_unwind_header h = {.magic = OSP_UNWIND_MAGIC,
-                                  .abi_version = OSP_UNWIND_ABI_VERSION,
-                                  .header_size = OSP_UNWIND_HEADER_SIZE,
-                                  .size = OSP_UNWIND_DEFAULT_SIZE,
-                                  .arch = OSP__CPU_ELF_MACHINE,
-                                  .row_size = sizeof(struct osp_unwind_row)};
+    struct osp_unwind_header h;
+    osp_unwind_header_init(&h, OSP_UNWIND_DEFAULT_SIZE, OSP__CPU_ELF_MACHINE);
     if (err == 0 && ftruncate(fd, (off_t)OSP_UNWIND_DEFAULT_SIZE) != 0)
         err = -errno;
     /* The header's page is reserved: it is the one page the program reads before ospreyd

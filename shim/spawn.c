@@ -25,6 +25,7 @@
 
 #include "osp_base.h"
 #include "osp_boot.h"
+#include "osp_daemon_args.h"
 
 #ifndef OSPREY_INSTALL_DAEMON
 #define OSPREY_INSTALL_DAEMON "/usr/local/bin/ospreyd"
@@ -154,9 +155,9 @@ static int spawn_child(void *p)
     return 127;
 }
 
-/* Start ospreyd --ring-fd 3 --ring-name NAME --out PATH --detached from a grandchild (spawn_child)
- * and reap the short-lived child right away, so the daemon is never the program's child. Does not
- * wait for the daemon. */
+/* Start ospreyd --ring-fd 3 --ring-name NAME --out PATH --detached (and the other descriptors,
+ * proto/osp_daemon_args.h) from a grandchild (spawn_child) and reap the short-lived child right
+ * away, so the daemon is never the program's child. Does not wait for the daemon. */
 int osp__spawn_daemon(const struct osp__boot_env *env)
 {
     char daemon[PATH_MAX];
@@ -171,44 +172,34 @@ int osp__spawn_daemon(const struct osp__boot_env *env)
                   osp__out_path);
         return -err;
     }
-    char *argv[22] = {"ospreyd",     "--ring-fd", "3",           "--ring-name",
-                      osp__shm_name, "--out",     osp__out_path, "--detached"};
-    int argc = 8;
+    /* The descriptors at 3 and up, in this order, each named by its role on the command line
+     * (proto/osp_daemon_args.h). Static: one collector is started at a time, as with
+     * child_stack below, and the program's stack is spared 7 KiB. */
+    static struct osp_daemon_fds at;
+    static struct osp_daemon_args args;
     int fds[OSP__SPAWN_FDS];
     int count = 0;
+    at = (struct osp_daemon_fds){.ring = 3, .forks = -1, .unwind = -1, .run_lock = -1};
     fds[count++] = osp__ring_fd;
-    for (int i = 0; i < osp__switch_count; i++)
+    for (int i = 0; i < osp__switch_count; i++) {
+        at.switches[at.switch_count++] = 3 + count;
         fds[count++] = osp__switch_fds[i];
-    char switches[16], forks[16], unwind[16];
-    if (osp__switch_count > 0) {
-        snprintf(switches, sizeof switches, "%d", osp__switch_count);
-        argv[argc++] = "--switch-fds";
-        argv[argc++] = switches;
     }
     if (osp__forks_fd >= 0) {
-        snprintf(forks, sizeof forks, "%d", 3 + count);
+        at.forks = 3 + count;
         fds[count++] = osp__forks_fd;
-        argv[argc++] = "--forks-fd";
-        argv[argc++] = forks;
     }
     if (osp__unwind_fd >= 0) {
-        snprintf(unwind, sizeof unwind, "%d", 3 + count);
+        at.unwind = 3 + count;
         fds[count++] = osp__unwind_fd;
-        argv[argc++] = "--unwind-fd";
-        argv[argc++] = unwind;
     }
-    char lock[16];
     if (osp__run_lock_fd >= 0) {
-        snprintf(lock, sizeof lock, "%d", 3 + count);
+        at.run_lock = 3 + count;
         fds[count++] = osp__run_lock_fd;
-        argv[argc++] = "--run-lock-fd";
-        argv[argc++] = lock;
     }
-    if (env->has_export) {
-        argv[argc++] = "--export";
-        argv[argc++] = (char *)env->export_formats;
-    }
-    argv[argc] = NULL;
+    osp_daemon_args_build(&args, &at, osp__shm_name, osp__out_path, true,
+                          env->has_export ? env->export_formats : NULL);
+    char **argv = args.argv;
     char **envp = daemon_environment();
     if (envp == NULL)
         return -ENOMEM;

@@ -1,6 +1,7 @@
 /* daemon-fixture.c — the daemon tests' shared fixture (daemon-fixture.h): the ring writer,
  * scratch directories, the raw file read back. */
 #include "daemon-fixture.h"
+#include "scratch.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -48,8 +49,9 @@ struct osp_ring_cursor ring_new(uint64_t size, uint64_t start)
 
 char *temp_dir(void)
 {
-    char *dir = strdup("/tmp/osprey-test-daemon-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char *dir = malloc(256);
+    ck_assert_ptr_nonnull(dir);
+    scratch_make(dir, 256, "daemon");
     return dir;
 }
 
@@ -74,18 +76,7 @@ int count_entries(const char *dir)
 
 void remove_dir(char *dir)
 {
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        for (struct dirent *e; (e = readdir(d)) != NULL;) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char *p = join(dir, e->d_name);
-            unlink(p);
-            free(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
+    scratch_remove(dir);
     free(dir);
 }
 

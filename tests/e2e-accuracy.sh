@@ -15,11 +15,9 @@ set -uo pipefail
 
 osprey=${1:?usage: e2e-accuracy.sh OSPREY PROGRAMS_DIR}
 programs=${2:?usage: e2e-accuracy.sh OSPREY PROGRAMS_DIR}
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-accuracy.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
+. "$(dirname "$(realpath "$0")")/lib.sh"
+scratch_dir accuracy
 
 for name in threads leafloop clock_calls compute_read; do
   "$osprey" "$programs/$name.c" --profile -o "$work/$name" >"$work/$name.out" 2>"$work/$name.err" ||

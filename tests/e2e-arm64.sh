@@ -15,11 +15,9 @@ set -uo pipefail
 arm64=$(cd "${1:?usage: e2e-arm64.sh ARM64_BUILD_DIR NATIVE_BUILD_DIR SOURCE_DIR}" && pwd)
 native=$(cd "${2:?}" && pwd)
 src=$(cd "${3:?}" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-arm64.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$(realpath "$0")")/lib.sh"
+scratch_dir arm64
 qemu=$(command -v qemu-aarch64 || command -v qemu-aarch64-static) ||
   skip "qemu-aarch64 is not installed (scripts/install-deps.sh installs qemu-user)"
 

@@ -21,9 +21,8 @@ set -uo pipefail
 osprey=${1:?usage: e2e-attach.sh OSPREY SOURCE_DIR}
 osprey=$(cd "$(dirname "$osprey")" && pwd)/$(basename "$osprey")
 src=${2:?}
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
+. "$(dirname "$(realpath "$0")")/lib.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-attach.XXXXXX")
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT

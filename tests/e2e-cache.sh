@@ -22,9 +22,8 @@ osprey=${1:?usage: e2e-cache.sh OSPREY SOURCE_DIR PROGRAMS_DIR}
 osprey=$(cd "$(dirname "$osprey")" && pwd)/$(basename "$osprey")
 src=${2:?}
 programs=${3:?}
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
+. "$(dirname "$(realpath "$0")")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || [ ! -x /usr/bin/python3 ]; then
   skip "needs root, setpriv and /usr/bin/python3 (a process of nobody's against root's cache)"

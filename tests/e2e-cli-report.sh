@@ -8,8 +8,7 @@ set -uo pipefail
 . "$(dirname "$(realpath "$0")")/lib.sh"
 
 osprey=$(realpath "${1:?usage: e2e-cli-report.sh path/to/osprey}")
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cli-report.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+scratch_dir cli-report
 cd "$work" || exit 1
 
 # table_rows FILE: the function names of the report's table, in order.

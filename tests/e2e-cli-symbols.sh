@@ -11,8 +11,7 @@ osprey=$(realpath "${1:?usage: e2e-cli-symbols.sh path/to/osprey}")
 build=$(dirname "$(dirname "$osprey")")
 shim="$build/shim/libospreyprof.so"
 daemon="$build/daemon/ospreyd"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cli-symbols.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+scratch_dir cli-symbols
 mkdir -p "$work/a" "$work/b" "$work/symfs"
 export XDG_CACHE_HOME="$work/cache"
 unset OSPREY_BUILDID_CACHE OSPREY_BUILDID_CACHE_MAX

@@ -8,8 +8,7 @@ set -uo pipefail
 . "$(dirname "$(realpath "$0")")/lib.sh"
 
 osprey=$(realpath "${1:?usage: e2e-cli.sh path/to/osprey}")
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cli-test.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+scratch_dir cli-test
 cd "$work" || exit 1
 
 

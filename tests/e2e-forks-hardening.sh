@@ -31,11 +31,9 @@ osprey=$(cd "$(dirname "$osprey")" && pwd)/$(basename "$osprey")
 shim=${2:?}
 daemon=${3:?}
 src=${4:?}
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-forks-hardening.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$(realpath "$0")")/lib.sh"
+scratch_dir forks-hardening
 
 build_forks "$src" "$work"
 

@@ -32,11 +32,9 @@ target=${1:?usage: e2e-hardening.sh TARGET SHIM_SO OSPREYD}
 shim=${2:?}
 daemon=${3:?}
 static_target=${4:?}
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-hardening.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$(realpath "$0")")/lib.sh"
+scratch_dir hardening
 
 profiled() { # profiled NAME ARGS...: stdout, stderr and status of a profiled run
   local name=$1

@@ -16,9 +16,8 @@ set -uo pipefail
 
 osprey=${1:?usage: e2e-longrun.sh OSPREY HOTSPOT_EXE}
 hotspot=${2:?usage: e2e-longrun.sh OSPREY HOTSPOT_EXE}
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
+. "$(dirname "$(realpath "$0")")/lib.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-longrun.XXXXXX")
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT

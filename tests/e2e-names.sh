@@ -11,8 +11,7 @@ set -uo pipefail
 
 osprey=$(realpath "${1:?usage: e2e-names.sh path/to/osprey}")
 command -v g++ >/dev/null 2>&1 || skip "g++ is not installed"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-names.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+scratch_dir names
 cd "$work" || exit 1
 
 # table_names FILE: the FUNCTION cells of the report's table (the text between the TOTAL time

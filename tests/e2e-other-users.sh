@@ -26,9 +26,8 @@ osprey=${1:?usage: e2e-other-users.sh OSPREY SHIM_SO OSPREYD}
 osprey=$(cd "$(dirname "$osprey")" && pwd)/$(basename "$osprey")
 shim=${2:?}
 daemon=${3:?}
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
+. "$(dirname "$(realpath "$0")")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || ! id nobody >/dev/null 2>&1; then
   skip "needs root, setpriv and the user nobody (the attacks are nobody's, against root)"

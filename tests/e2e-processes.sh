@@ -9,8 +9,7 @@ set -uo pipefail
 . "$(dirname "$(realpath "$0")")/lib.sh"
 
 osprey=$(realpath "${1:?usage: e2e-processes.sh path/to/osprey}")
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-processes.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+scratch_dir processes
 cd "$work" || exit 1
 
 # parent_spin in the program, child_spin in the copy it forks and execs (--child).

@@ -9,12 +9,10 @@ set -uo pipefail
 osprey=${1:?usage: e2e-profile.sh OSPREY HOTSPOT_C HOTSPOT_EXE}
 hotspot_c=${2:?usage: e2e-profile.sh OSPREY HOTSPOT_C HOTSPOT_EXE}
 hotspot_exe=${3:?usage: e2e-profile.sh OSPREY HOTSPOT_C HOTSPOT_EXE}
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-e2e.XXXXXX")
-trap 'rm -rf "$work"' EXIT
 blocks=8000
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
+. "$(dirname "$(realpath "$0")")/lib.sh"
+scratch_dir e2e
 
 # check_exports STEM WHAT: parse every output written at STEM and check its structure.
 check_exports() {

@@ -10,11 +10,9 @@ set -uo pipefail
 
 osprey=$(realpath "${1:?usage: e2e-reload.sh path/to/osprey SOURCE_DIR}")
 src=$(realpath "${2:?}")
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-reload.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$(realpath "$0")")/lib.sh"
+scratch_dir reload
 
 flags=(-O2 -g -fno-omit-frame-pointer)
 for lib in a b; do

@@ -25,11 +25,9 @@ set -uo pipefail
 shim=${1:?usage: e2e-spawn.sh SHIM_SO OSPREYD STATIC}
 daemon=${2:?}
 static=${3:?}
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-spawn.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$(realpath "$0")")/lib.sh"
+scratch_dir spawn
 
 if [ "$static" = 1 ] && readelf -l "$daemon" | grep -q 'INTERP'; then
   fail "static: $daemon has a program interpreter: $(readelf -l "$daemon" | grep -A1 INTERP)"

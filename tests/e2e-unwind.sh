@@ -22,11 +22,9 @@ osprey=${1:?usage: e2e-unwind.sh OSPREY SHIM_ARCHIVE OSPREYD SOURCE_DIR}
 archive=${2:?}
 daemon=${3:?}
 src=${4:?}
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-unwind.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$(realpath "$0")")/lib.sh"
+scratch_dir unwind
 
 build() { # build OUT COMPILER FLAGS... -- SOURCES...
   local out=$1 compiler=$2

@@ -32,11 +32,9 @@ examples=${3:?}
 noperf=${4:-}
 launch=()
 if [ -n "$noperf" ]; then launch=("$noperf"); fi
-here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
-. "$here/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-waits.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$(realpath "$0")")/lib.sh"
+scratch_dir waits
 
 gcc -O2 -g -fomit-frame-pointer "$src/waits.c" -lpthread -o "$work/waits" 2>"$work/build" ||
   fail "build failed: $(cat "$work/build")"

@@ -103,3 +103,10 @@ snapshot() {
     grep -E '^Sig(Blk|Ign|Cgt)' "/proc/$1/status"
   } >"$2"
 }
+
+# scratch_dir NAME: a fresh directory for the test's files, $work (osprey-NAME.XXXXXX under
+# $TMPDIR or /tmp), removed when the test ends.
+scratch_dir() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-$1.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+}

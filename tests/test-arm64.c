@@ -397,12 +397,7 @@ static void publish_own_rows(struct ospd_unwind_rows *own, uint64_t *own_start, 
 {
     memset(region_mem, 0, sizeof region_mem);
     struct osp_unwind_header *h = (struct osp_unwind_header *)region_mem;
-    h->magic = OSP_UNWIND_MAGIC;
-    h->abi_version = OSP_UNWIND_ABI_VERSION;
-    h->header_size = OSP_UNWIND_HEADER_SIZE;
-    h->size = REGION_SIZE;
-    h->arch = EM_AARCH64;
-    h->row_size = sizeof(struct osp_unwind_row);
+    osp_unwind_header_init(h, REGION_SIZE, EM_AARCH64);
     struct ospd_unwind_region region;
     char err[256] = "";
     ck_assert_int_eq(ospd_unwind_region_init(&region, region_mem, REGION_SIZE, -1, err, sizeof err),

@@ -16,6 +16,7 @@
 
 #include "osprey_cli.h"
 #include "osprey_top.h"
+#include "scratch.h"
 
 extern char **environ;
 static char error[1024];
@@ -212,15 +213,12 @@ static char scratch[256];
 
 static void scratch_setup(void)
 {
-    const char *tmpdir = getenv("TMPDIR");
-    snprintf(scratch, sizeof scratch, "%s/osprey-test-XXXXXX",
-             tmpdir != NULL && tmpdir[0] != '\0' ? tmpdir : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(scratch));
+    scratch_make(scratch, sizeof scratch, "cli");
 }
 
 static void scratch_teardown(void)
 {
-    osprey_remove_tree(scratch);
+    scratch_remove(scratch);
 }
 
 static void write_file(const char *name, const char *text, mode_t mode)

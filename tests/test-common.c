@@ -15,20 +15,18 @@
 #include <unistd.h>
 
 #include "ospc.h"
+#include "scratch.h"
 
 static char scratch[256];
 
 static void make_scratch(void)
 {
-    snprintf(scratch, sizeof scratch, "/tmp/osprey-test-common.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(scratch));
+    scratch_make(scratch, sizeof scratch, "common");
 }
 
 static void remove_scratch(void)
 {
-    char command[512];
-    snprintf(command, sizeof command, "rm -rf '%s'", scratch);
-    ck_assert_int_eq(system(command), 0);
+    scratch_remove(scratch);
 }
 
 static size_t entries_in(const char *directory)

@@ -24,6 +24,7 @@
 #include "osp_unwind_step.h"
 #include "ospd.h"
 #include "ospx.h"
+#include "scratch.h"
 
 extern char **environ;
 
@@ -697,25 +698,9 @@ static struct ospx_raw read_with_exporters(const char *path)
 /* The whole content of a file, NUL-terminated (free it). */
 static char *slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t cap = 0;
-    *len = 0;
-    for (;;) {
-        if (*len + 4096 + 1 > cap) {
-            cap = cap * 2 + 8192;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-        size_t got = fread(buf + *len, 1, 4096, f);
-        *len += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    buf[*len] = '\0';
-    return buf;
+    char *text = scratch_read(path, len);
+    ck_assert_msg(text != NULL, "%s: %s", path, strerror(errno));
+    return text;
 }
 
 /* The raw file matches tests/data/daemon/<name>/expected byte for byte (the format is a

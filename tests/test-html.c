@@ -13,42 +13,18 @@
 #include <unistd.h>
 
 #include "ospx_html.h"
+#include "scratch.h"
 
-static char dir[] = "/tmp/osprey-test-html-XXXXXX";
+static char dir[128];
 
 static void setup(void)
 {
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    scratch_make(dir, sizeof dir, "html");
 }
 
 static void teardown(void)
 {
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(command), 0);
-    strcpy(dir, "/tmp/osprey-test-html-XXXXXX");
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *out = fopen(path, "w");
-    ck_assert_ptr_nonnull(out);
-    fputs(text, out);
-    fclose(out);
-}
-
-static char *read_file(const char *path)
-{
-    FILE *in = fopen(path, "rb");
-    if (in == NULL)
-        return NULL;
-    fseek(in, 0, SEEK_END);
-    long size = ftell(in);
-    fseek(in, 0, SEEK_SET);
-    char *text = calloc(1, (size_t)size + 1);
-    ck_assert_int_eq(fread(text, 1, (size_t)size, in), (size_t)size);
-    fclose(in);
-    return text;
+    scratch_remove(dir);
 }
 
 /* The JSON object between the data script's tags. */
@@ -77,15 +53,15 @@ static char *page_for(const char *name, const char *speedscope, const char *summ
     char stem[256], path[300];
     snprintf(stem, sizeof stem, "%s/%s", dir, name);
     snprintf(path, sizeof path, "%s.speedscope.json", stem);
-    write_file(path, speedscope);
+    scratch_write(path, speedscope);
     if (summary != NULL) {
         snprintf(path, sizeof path, "%s.profile.json", stem);
-        write_file(path, summary);
+        scratch_write(path, summary);
     }
     struct ospx_error error = {0};
     ck_assert_int_eq(ospx_html_write(stem, &error), 0);
     snprintf(path, sizeof path, "%s.html", stem);
-    char *page = read_file(path);
+    char *page = scratch_read(path, NULL);
     ck_assert_ptr_nonnull(page);
     return page;
 }
@@ -131,7 +107,7 @@ START_TEST(fresh_page_takes_the_summary_only_when_written)
     snprintf(path, sizeof path, "%s.html", stem);
     struct ospx_error error = {0};
     ck_assert_int_eq(ospx_html_write_fresh(stem, 0, &error), 0);
-    page = read_file(path);
+    page = scratch_read(path, NULL);
     json_t *data = embedded_data(page);
     ck_assert(json_is_null(json_object_get(data, "summary")));
     json_t *frame = json_array_get(
@@ -141,7 +117,7 @@ START_TEST(fresh_page_takes_the_summary_only_when_written)
     json_decref(data);
     free(page);
     ck_assert_int_eq(ospx_html_write_fresh(stem, 1, &error), 0);
-    page = read_file(path);
+    page = scratch_read(path, NULL);
     data = embedded_data(page);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(data, "summary"), "note")),
                      "old");
@@ -155,7 +131,7 @@ START_TEST(bad_speedscope_is_one_error_and_no_page)
     char stem[256], path[300];
     snprintf(stem, sizeof stem, "%s/bad", dir);
     snprintf(path, sizeof path, "%s.speedscope.json", stem);
-    write_file(path, "{\"shared\": [1,\n 2,,]}");
+    scratch_write(path, "{\"shared\": [1,\n 2,,]}");
     struct ospx_error error = {0};
     ck_assert_int_eq(ospx_html_write(stem, &error), -EINVAL);
     ck_assert_str_eq(error.file, path);

@@ -20,19 +20,22 @@
 #include <unistd.h>
 
 #include "daemon-fixture.h"
+#include "osp_daemon_args.h"
+#include "ospc.h"
 #include "ospd.h"
 
 extern char **environ;
 
 /* ------------------------------------------------------------------------------------------ */
-/* The daemon binary, against a ring made exactly as the shim makes it. */
+/* The daemon binary, against a ring made exactly as the shim makes it, on the command line the
+ * shim gives it. */
 
 struct shm_ring {
     char name[64];
     struct osp_ring_header *header;
     struct osp_ring_cursor ring;
     size_t size;
-    int fd; /* kept open: a test may resize the object after the name is gone */
+    int fd; /* a memfd, as the shim's, kept open: a test may resize it */
 };
 
 static void shm_ring_create(struct shm_ring *s, uint64_t data_size)
@@ -40,8 +43,12 @@ static void shm_ring_create(struct shm_ring *s, uint64_t data_size)
     static unsigned counter;
     snprintf(s->name, sizeof s->name, "/osprey-test-%d-%u-%lx", (int)getpid(), counter++,
              (unsigned long)time(NULL));
-    int fd = shm_open(s->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    /* A memfd, as the shim's, above the descriptors ospreyd is handed (3 and up). */
+    int anon = memfd_create(s->name + 1, MFD_CLOEXEC);
+    ck_assert_int_ge(anon, 0);
+    int fd = fcntl(anon, F_DUPFD_CLOEXEC, 64);
     ck_assert_int_ge(fd, 0);
+    close(anon);
     s->size = OSP_RING_HEADER_SIZE + data_size;
     ck_assert_int_eq(ftruncate(fd, (off_t)s->size), 0);
     void *map = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -55,32 +62,33 @@ static void shm_ring_create(struct shm_ring *s, uint64_t data_size)
 /* Fill the header as the shim does before it starts ospreyd. */
 static void shm_ring_init_header(struct shm_ring *s, pid_t pid)
 {
-    struct osp_ring_header *h = s->header;
-    h->magic = OSP_RING_MAGIC;
-    h->abi_version = OSP_RING_ABI_VERSION;
-    h->header_size = OSP_RING_HEADER_SIZE;
-    h->data_offset = OSP_RING_HEADER_SIZE;
-    h->data_size = s->ring.size;
-    h->pid = pid;
-    h->rate_hz = 997;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    h->start_unix_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    h->start_mono_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    strcpy(h->platform, "linux-x86_64");
-    atomic_store_explicit(&h->shim_state, OSP_SHIM_RUNNING, memory_order_release);
+    osp_ring_header_init(s->header, s->ring.size, pid, 997, ospc_clock_ns(CLOCK_REALTIME),
+                         ospc_clock_ns(CLOCK_MONOTONIC), "linux-x86_64");
+    atomic_store_explicit(&s->header->shim_state, OSP_SHIM_RUNNING, memory_order_release);
 }
 
-/* Start ospreyd as the shim does (posix_spawn, wait for the intermediate). Returns the exit
- * status of the process spawned. */
-static int spawn_daemon(const char *ring, const char *out, bool detach)
+/* Start ospreyd with the shim's command line (proto/osp_daemon_args.h), the ring at 3. In
+ * the background (`detach`), as the shim does: from a child that exits at once, the daemon
+ * --detached; returns that child's exit status. Otherwise the daemon's own. */
+static int spawn_daemon(const struct shm_ring *s, const char *out, bool detach)
 {
-    char *argv[] = {OSPREYD_PATH, "--attach-ring", (char *)ring,
-                    "--out",      (char *)out,     detach ? "--detach" : NULL,
-                    NULL};
-    pid_t pid;
-    ck_assert_int_eq(posix_spawn(&pid, OSPREYD_PATH, NULL, NULL, argv, environ), 0);
+    struct osp_daemon_fds fds = {.ring = 3, .forks = -1, .unwind = -1, .run_lock = -1};
+    struct osp_daemon_args args;
+    osp_daemon_args_build(&args, &fds, s->name, out, detach, NULL);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, s->fd, 3);
+    pid_t pid = detach ? fork() : 0;
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        pid_t daemon;
+        int err = posix_spawn(&daemon, OSPREYD_PATH, &actions, NULL, args.argv, environ);
+        if (detach)
+            _exit(err == 0 ? 0 : 127);
+        ck_assert_int_eq(err, 0);
+        pid = daemon;
+    }
+    posix_spawn_file_actions_destroy(&actions);
     int status;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     return status;
@@ -163,7 +171,7 @@ static uint32_t e2e_exit(struct e2e *e)
 static void e2e_start(struct e2e *e, const char *out_name)
 {
     e2e_begin(e, out_name, getpid());
-    ck_assert_int_eq(spawn_daemon(e->s.name, e->out, true), 0);
+    ck_assert_int_eq(spawn_daemon(&e->s, e->out, true), 0);
     post_program(&e->s);
 }
 
@@ -184,6 +192,7 @@ START_TEST(daemon_does_not_hold_inherited_descriptors)
     ck_assert_int_eq(pipe(fds), 0); /* not close-on-exec: inherited */
     struct e2e e;
     e2e_start(&e, "raw.json");
+    wait_drained(&e); /* attached: what it inherited was closed before */
     close(fds[1]);
     ck_assert_int_eq(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
     char byte;
@@ -201,9 +210,6 @@ START_TEST(daemon_collects_until_the_exit_record)
     ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_DONE);
     ck_assert_int_gt(atomic_load_explicit(&e.s.header->daemon_pid, memory_order_relaxed), 0);
     ck_assert_uint_eq(osp_ring_load_tail_acquire(e.s.header), e.s.ring.head);
-    /* the name was unlinked at attach */
-    ck_assert_int_eq(shm_open(e.s.name, O_RDWR, 0), -1);
-    ck_assert_int_eq(errno, ENOENT);
 
     json_t *root = load_json(e.out);
     ck_assert_int_eq(int_at(root, "version"), 1);
@@ -258,7 +264,7 @@ static pid_t fork_producer(struct e2e *e)
     ck_assert_int_ge(child, 0);
     if (child == 0) {
         shm_ring_init_header(&e->s, getpid());
-        if (spawn_daemon(e->s.name, e->out, true) != 0)
+        if (spawn_daemon(&e->s, e->out, true) != 0)
             _exit(3);
         post_program(&e->s);
     }
@@ -308,13 +314,12 @@ START_TEST(daemon_rejects_a_bad_header_and_says_why)
     struct e2e e;
     e2e_begin(&e, "raw.json", getpid());
     e.s.header->abi_version = 9;
-    int status = spawn_daemon(e.s.name, e.out, false);
+    int status = spawn_daemon(&e.s, e.out, false);
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0);
     ck_assert_uint_eq(atomic_load_explicit(&e.s.header->daemon_state, memory_order_acquire),
                       OSP_DAEMON_FAILED);
     ck_assert_ptr_nonnull(strstr(e.s.header->daemon_error, "ABI version 9"));
     ck_assert_int_eq(count_entries(e.dir), 0);
-    shm_unlink(e.s.name);
     e2e_end(&e);
 }
 END_TEST
@@ -419,7 +424,7 @@ START_TEST(daemon_handles_a_target_already_gone)
     struct e2e e;
     e2e_begin(&e, "raw.json", gone);
     post_program(&e.s);
-    ck_assert_int_eq(spawn_daemon(e.s.name, e.out, true), 0);
+    ck_assert_int_eq(spawn_daemon(&e.s, e.out, true), 0);
     ck_assert_uint_eq(wait_daemon_final(e.s.header), OSP_DAEMON_DONE);
     json_t *root = load_json(e.out);
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(root, "exit"), "status")),
@@ -492,11 +497,20 @@ START_TEST(command_line)
     char *missing_arg[] = {OSPREYD_PATH, "--out", NULL};
     ck_assert_int_eq(run_daemon(missing_arg, line, sizeof line), 2);
     ck_assert_ptr_nonnull(strstr(line, "--out"));
-    char *extra[] = {OSPREYD_PATH, "--attach-ring", "/x", "--out", "/tmp/x", "stray", NULL};
+    char *extra[] = {OSPREYD_PATH, "--ring-fd", "3",     "--ring-name", "/x",
+                     "--out",      "/tmp/x",    "stray", NULL};
     ck_assert_int_eq(run_daemon(extra, line, sizeof line), 2);
     ck_assert_ptr_nonnull(strstr(line, "stray"));
-    char *no_ring[] = {OSPREYD_PATH, "--attach-ring", "/osprey-no-such-ring",
-                       "--out",      "/tmp/x",        NULL};
+    char *no_name[] = {OSPREYD_PATH, "--ring-fd", "3", "--out", "/tmp/x", NULL};
+    ck_assert_int_eq(run_daemon(no_name, line, sizeof line), 2);
+    ck_assert_ptr_nonnull(strstr(line, "--ring-name"));
+    char *bad_switch[] = {OSPREYD_PATH, "--ring-fd", "3",           "--ring-name", "/x",
+                          "--out",      "/tmp/x",    "--switch-fd", "4x",          NULL};
+    ck_assert_int_eq(run_daemon(bad_switch, line, sizeof line), 2);
+    ck_assert_ptr_nonnull(strstr(line, "--switch-fd 4x: not a descriptor number"));
+    /* A descriptor that is not open: one line naming the ring. */
+    char *no_ring[] = {OSPREYD_PATH,           "--ring-fd", "999",    "--ring-name",
+                       "/osprey-no-such-ring", "--out",     "/tmp/x", NULL};
     ck_assert_int_eq(run_daemon(no_ring, line, sizeof line), 1);
     ck_assert_ptr_nonnull(strstr(line, "/osprey-no-such-ring"));
 }

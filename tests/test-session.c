@@ -18,6 +18,7 @@
 #include "ospd_ring_source.h"
 #include "ospd_session.h"
 #include "ospd_target.h"
+#include "scratch.h"
 
 /* A source that records its calls and ends by itself on a timer. */
 struct fake {
@@ -160,15 +161,12 @@ static char dir[64];
 
 static void make_dir(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/osprey-session-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    scratch_make(dir, sizeof dir, "session");
 }
 
 static void remove_dir(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    scratch_remove(dir);
 }
 
 START_TEST(the_raw_file_goes_to_its_path_then_beside_it)
@@ -233,7 +231,6 @@ START_TEST(the_rings_behind_the_interface_refuse_a_missing_ring)
     char path[128];
     snprintf(path, sizeof path, "%s/p.raw.json", dir);
     struct ospd_ring_options o = {.ring_name = "/osprey-no-such-ring",
-                                  .ring_named = true,
                                   .out_path = path,
                                   .unwind_fd = -1,
                                   .ring_fd = -1,

@@ -1,8 +1,8 @@
 /* test-shim-consumer.c — a minimal stand-in for ospreyd, for the shim's end-to-end tests.
  *
- * Accepts the daemon's command line (--attach-ring NAME --out PATH --detach), detaches the
- * way ospreyd does (fork; the intermediate exits at once; the grandchild calls setsid), maps
- * the ring, marks itself ATTACHED and unlinks the name, drains every record through the
+ * Accepts the command line the shim starts ospreyd with (--ring-fd N --ring-name NAME --out
+ * PATH --detached, the other descriptors ignored), leaves the program's session as ospreyd
+ * leaves its group, maps the ring, marks itself ATTACHED, drains every record through the
  * daemon's reader (ospd_ring_walk: the framing checked as ospreyd checks it) with the checks a
  * consumer must make, and when the shim has published EXITED (or the target is gone) writes
  * a plain-text summary to PATH (temp file + rename) and stores DONE — or, with
@@ -358,36 +358,24 @@ static int maps_ring(int32_t pid, const char *name)
 int main(int argc, char **argv)
 {
     const char *ring = NULL, *out = NULL;
-    int detach = 0, ring_fd = -1;
+    int detached = 0, ring_fd = -1;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--attach-ring") == 0 && i + 1 < argc)
-            ring = argv[++i];
-        else if (strcmp(argv[i], "--ring-fd") == 0 && i + 1 < argc)
+        if (strcmp(argv[i], "--ring-fd") == 0 && i + 1 < argc)
             ring_fd = atoi(argv[++i]);
         else if (strcmp(argv[i], "--ring-name") == 0 && i + 1 < argc)
             ring = argv[++i];
         else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out = argv[++i];
-        else if (strcmp(argv[i], "--detach") == 0)
-            detach = 1;
         else if (strcmp(argv[i], "--detached") == 0)
-            detach = 2; /* in the background already: no fork */
+            detached = 1; /* in the background already: no fork */
     }
-    if (ring == NULL || out == NULL) {
-        fprintf(stderr,
-                "usage: %s --attach-ring NAME | --ring-fd N --ring-name NAME --out PATH "
-                "[--detach | --detached]\n",
+    if (ring == NULL || out == NULL || ring_fd < 0) {
+        fprintf(stderr, "usage: %s --ring-fd N --ring-name NAME --out PATH [--detached]\n",
                 argv[0]);
         return 2;
     }
-    if (detach) {
-        pid_t pid = detach == 1 ? fork() : 0;
-        if (pid < 0)
-            return 1;
-        if (pid > 0)
-            _exit(0);
+    if (detached)
         setsid();
-    }
     /* SHIM_CONSUMER_LATE=MS: live that long without attaching, then end (a collector that
      * never attaches while its program runs and exits). */
     const char *late = getenv("SHIM_CONSUMER_LATE");
@@ -398,9 +386,7 @@ int main(int argc, char **argv)
     /* As ospreyd does where it may: a tick that waits behind busy threads lets rings fill. */
     if (setpriority(PRIO_PROCESS, 0, -10) != 0)
         errno = 0;
-    int fd = ring_fd >= 0 ? ring_fd : shm_open(ring, O_RDWR, 0);
-    if (fd < 0)
-        return 1;
+    int fd = ring_fd;
     struct stat st;
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < OSP_RING_HEADER_SIZE)
         return 1;
@@ -422,8 +408,6 @@ int main(int argc, char **argv)
     uint64_t period = 1000000000u / h->rate_hz;
     atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
     atomic_store_explicit(&h->daemon_state, OSP_DAEMON_ATTACHED, memory_order_release);
-    if (ring_fd < 0)
-        shm_unlink(ring);
     const uint8_t *data = map + h->data_offset;
     struct timespec mono;
     clock_gettime(CLOCK_MONOTONIC, &mono);

@@ -22,6 +22,7 @@
 #include "ospc.h"
 #include "ospx.h"
 #include "ospx_internal.h"
+#include "scratch.h"
 
 #define FAKE_TOOLS OSP_TEST_SOURCE_DIR "/fake-tools"
 
@@ -687,14 +688,6 @@ static uint64_t symbol_address(const char *object, const char *symbol)
     return address;
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *file = fopen(path, "w");
-    ck_assert_ptr_nonnull(file);
-    fputs(text, file);
-    fclose(file);
-}
-
 static const char known_program[] = "#include <stdio.h>\n"                           /* 1 */
                                     "\n"                                             /* 2 */
                                     "__attribute__((noinline)) int\n"                /* 3 */
@@ -720,7 +713,7 @@ START_TEST(test_real_llvm_symbolizer)
     char source[128], program[128], command[512];
     snprintf(source, sizeof source, "%s/known.c", fixture.dir);
     snprintf(program, sizeof program, "%s/known", fixture.dir);
-    write_file(source, known_program);
+    scratch_write(source, known_program);
     snprintf(command, sizeof command, "clang -g -O0 -o '%s' '%s'", program, source);
     ck_assert_int_eq(system(command), 0);
     uint64_t function = symbol_address(program, "known_function");
@@ -756,11 +749,11 @@ START_TEST(test_split_debug_info)
     snprintf(source, sizeof source, "%s/split.c", fixture.dir);
     snprintf(library, sizeof library, "%s/libsplit.so", fixture.dir);
     snprintf(debug, sizeof debug, "%s/libsplit.so.debug", fixture.dir);
-    write_file(source, "static int __attribute__((noinline)) hidden_helper(int x)\n"
-                       "{\n"
-                       "    return x * 3 + 1;\n"
-                       "}\n"
-                       "int exported_entry(int x) { return hidden_helper(x) + 2; }\n");
+    scratch_write(source, "static int __attribute__((noinline)) hidden_helper(int x)\n"
+                          "{\n"
+                          "    return x * 3 + 1;\n"
+                          "}\n"
+                          "int exported_entry(int x) { return hidden_helper(x) + 2; }\n");
     snprintf(command, sizeof command,
              "cd '%s' && cc -g -O1 -fPIC -shared -o libsplit.so split.c && "
              "objcopy --only-keep-debug libsplit.so libsplit.so.debug && "
@@ -896,7 +889,7 @@ START_TEST(test_real_unreadable_object)
     fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
     char object[128];
     snprintf(object, sizeof object, "%s/not-an-object.so", fixture.dir);
-    write_file(object, "this is text, not ELF\n");
+    scratch_write(object, "this is text, not ELF\n");
     struct test_raw test;
     init_raw(&test, "/app/main");
     add_image(&test, object, 0x1000, 0, 0x1000, 0x1000, "x86_64");

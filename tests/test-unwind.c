@@ -529,12 +529,7 @@ static void region_setup(struct ospd_unwind_region *r)
 {
     memset(region_mem, 0, sizeof region_mem);
     struct osp_unwind_header *h = (struct osp_unwind_header *)region_mem;
-    h->magic = OSP_UNWIND_MAGIC;
-    h->abi_version = OSP_UNWIND_ABI_VERSION;
-    h->header_size = OSP_UNWIND_HEADER_SIZE;
-    h->size = REGION_SIZE;
-    h->arch = MACHINE;
-    h->row_size = sizeof(struct osp_unwind_row);
+    osp_unwind_header_init(h, REGION_SIZE, MACHINE);
     char err[256];
     ck_assert_int_eq(ospd_unwind_region_init(r, region_mem, REGION_SIZE, -1, err, sizeof err), 0);
 }

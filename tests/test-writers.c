@@ -22,6 +22,7 @@
 #include "ospx.h"
 #include "ospx_version.h"
 #include "pprof_profile.pb-c.h"
+#include "scratch.h"
 
 /* ospx_internal.h's thread grouping, which the cpuprofile writer orders its samples by. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
@@ -48,47 +49,16 @@ static const struct writer writers[] = {
 #define WRITER_COUNT (sizeof writers / sizeof writers[0])
 
 /* A scratch directory per test, removed with everything in it. */
-static char scratch[64];
+static char scratch[256];
 
 static void make_scratch(void)
 {
-    snprintf(scratch, sizeof scratch, "/tmp/ospx-writers-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(scratch));
+    scratch_make(scratch, sizeof scratch, "writers");
 }
 
 static void remove_scratch(void)
 {
-    DIR *dir = opendir(scratch);
-    if (dir == NULL)
-        return;
-    struct dirent *entry;
-    char path[512];
-    while ((entry = readdir(dir)) != NULL) {
-        if (entry->d_name[0] == '.' && (entry->d_name[1] == '\0' || entry->d_name[1] == '.'))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", scratch, entry->d_name);
-        if (unlink(path) != 0)
-            rmdir(path);
-    }
-    closedir(dir);
-    rmdir(scratch);
-}
-
-static char *read_text(const char *path)
-{
-    FILE *file = fopen(path, "rb");
-    if (file == NULL)
-        return NULL;
-    char *text = NULL;
-    size_t size = 0;
-    FILE *memory = open_memstream(&text, &size);
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, file)) > 0)
-        fwrite(chunk, 1, n, memory);
-    fclose(memory);
-    fclose(file);
-    return text;
+    scratch_remove(scratch);
 }
 
 static void load_case(const char *name, struct fixture *fixture, struct ospx_model *model)
@@ -181,7 +151,7 @@ START_TEST(outputs_match_golden_files)
         if (writers[w].write == ospx_write_pprof)
             continue; /* binary: pprof_agrees_with_the_model decodes it instead */
         const char *path = write_output(&model, &writers[w]);
-        char *actual = read_text(path);
+        char *actual = scratch_read(path, NULL);
         ck_assert_ptr_nonnull(actual);
         actual = golden_version(actual);
         char golden[512];
@@ -193,7 +163,7 @@ START_TEST(outputs_match_golden_files)
             fputs(actual, file);
             fclose(file);
         }
-        char *expected = read_text(golden);
+        char *expected = scratch_read(golden, NULL);
         ck_assert_msg(expected != NULL, "missing %s (run with OSPX_UPDATE_GOLDEN=1)", golden);
         ck_assert_msg(strcmp(actual, expected) == 0, "%s differs from %s", path, golden);
         free(actual);
@@ -551,7 +521,7 @@ START_TEST(folded_lines_follow_the_grammar)
     struct ospx_model model;
     make_scratch();
     load_case(cases[_i], &fixture, &model);
-    char *text = read_text(write_output(&model, &writers[2]));
+    char *text = scratch_read(write_output(&model, &writers[2]), NULL);
     ck_assert_ptr_nonnull(text);
     unsigned long long total = 0;
     size_t expected_frames = 0;
@@ -599,13 +569,13 @@ START_TEST(folded_names_lose_separators)
     struct ospx_model model;
     make_scratch();
     load_case("odd-names", &fixture, &model);
-    char *text = read_text(write_output(&model, &writers[2]));
+    char *text = scratch_read(write_output(&model, &writers[2]), NULL);
     ck_assert_ptr_nonnull(strstr(text, "odd-9;main;operator: weird 2\n"));
     ck_assert_ptr_nonnull(strstr(text, "effect--1;main;two lines 1\n"));
     ck_assert_ptr_null(strstr(text, "(waiting)"));
     free(text);
     /* The waiting sample is in the off-CPU file, the stack it blocked in without a marker. */
-    text = read_text(write_output(&model, &writers[4]));
+    text = scratch_read(write_output(&model, &writers[4]), NULL);
     ck_assert_str_eq(text, "effect--1;main;two lines 1\n");
     free(text);
     ospx_model_free(&model);
@@ -930,7 +900,7 @@ START_TEST(empty_profile_writes_valid_files)
     for (size_t w = 0; w < WRITER_COUNT; w++) {
         const char *path = write_output(&model, &writers[w]);
         if (writers[w].write == ospx_write_folded || writers[w].write == ospx_write_offcpu_folded) {
-            char *text = read_text(path);
+            char *text = scratch_read(path, NULL);
             ck_assert_str_eq(text, "");
             free(text);
         } else if (writers[w].write == ospx_write_pprof) {
@@ -1004,7 +974,7 @@ START_TEST(write_replaces_an_existing_file_whole)
     fclose(old);
     struct ospx_error err = {0};
     ck_assert_int_eq(ospx_write_folded(&model, path, &err), 0);
-    char *text = read_text(path);
+    char *text = scratch_read(path, NULL);
     ck_assert_ptr_null(strstr(text, "older"));
     ck_assert_uint_eq(files_in_scratch(), 1);
     struct stat info;
@@ -1095,7 +1065,7 @@ START_TEST(process_writes_four_files_and_the_report)
     ck_assert_ptr_nonnull(strstr(report, "100.0%"));
     ck_assert_ptr_null(strstr(report, "low confidence"));
     snprintf(path, sizeof path, "%s.folded", stem);
-    char *folded = read_text(path);
+    char *folded = scratch_read(path, NULL);
     ck_assert_str_eq(folded, "test-writers-1;process_hot_function 150\n");
     free(folded);
     free(report);

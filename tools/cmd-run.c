@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "osprey_cli.h"
 #include "osprey_commands.h"
 
@@ -50,11 +51,9 @@ static char **profile_environment(const struct osprey_paths *paths, const char *
         with_daemon = with_seconds;
         /* And as one instant for every image of the run (a launcher that execs the program
          * must not restart the clock): the program starts now. */
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
         char until[32];
         snprintf(until, sizeof until, "%llu",
-                 (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec +
+                 (unsigned long long)ospc_clock_ns(CLOCK_MONOTONIC) +
                      (unsigned long long)(duration * 1e9));
         char **with_until = with_daemon != NULL
                                 ? osprey_env_set(with_daemon, "OSPREY_PROFILE_UNTIL_NS", until, 0)

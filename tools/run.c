@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "osprey_cli.h"
 
 /* The child signals are forwarded to; 0 when none. Written only by osprey_run_child on the
@@ -49,9 +50,7 @@ int osprey_run_child(const char *path, char *const argv[], char *const envp[], i
 
 static double mono_seconds(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)ospc_clock_ns(CLOCK_MONOTONIC) / 1e9;
 }
 
 int osprey_run_child_until(const char *path, char *const argv[], char *const envp[],

@@ -17,7 +17,6 @@ import argparse
 import collections
 import json
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -38,6 +37,9 @@ sys.dont_write_bytecode = True  # no __pycache__ left in tests/
 # The outermost frames of a whole stack (the program's entry, glibc's start-up, a thread's
 # start), and the sample weight rule: the end-to-end tests' own (tests/checks.py).
 from checks import ROOTS, on_cpu, on_cpu_rows, stack_whole, weight  # noqa: E402
+sys.path.insert(0, os.path.dirname(HERE))
+from machine import first, machine_lines  # noqa: E402  (bench/machine.py)
+from perfscript import perf_frame  # noqa: E402  (bench/perfscript.py)
 CLONE_SUFFIX = re.compile(r"(\.(isra|part|constprop|cold|lto_priv|localalias)(\.\d+)?)+$")
 DEMANGLED_CLONE = re.compile(r"( \[clone [^\]]*\])+$")
 ALIASES = {"__libc_start_main_impl": "__libc_start_main", "__libc_start_main_alias_2":
@@ -386,14 +388,10 @@ def perf_script(data):
             continue
         if frames is None:
             continue
-        text_ = line.strip()
-        ip_text, _, rest = text_.partition(" ")
-        dso = rest[rest.rfind("(") + 1:-1] if rest.endswith(")") else ""
-        symbol = rest[:rest.rfind("(")].strip() if "(" in rest else rest
-        try:
-            ip = int(ip_text, 16)
-        except ValueError:
+        frame = perf_frame(line)
+        if frame is None:
             continue
+        ip, symbol, dso = frame
         if ip >= 0xffff800000000000 or dso.startswith("[kernel") or dso.startswith("[guest"):
             continue
         frames.append((symbol, dso, dso == "inlined"))
@@ -758,20 +756,6 @@ def osprey_rooted(raw):
 # --- main --------------------------------------------------------------------------------------
 
 def header(argv, build):
-    def first(cmd):
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
-            return out.splitlines()[0] if out else "?"
-        except OSError:
-            return "?"
-    model = "?"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo") as f:
-        mem_kb = int(f.readline().split()[1])
     versions = "; ".join(filter(None, [
         first(["perf", "--version"]), first(["gcc", "--version"]),
         "python " + first(["/usr/bin/python3.11", "--version"]).split()[-1]
@@ -780,10 +764,7 @@ def header(argv, build):
         else None,
         first(["lua5.4", "-v"]) if shutil.which("lua5.4") else None,
         first(["redis-server", "--version"]) if shutil.which("redis-server") else None]))
-    return [f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
-            f"- machine: {os.cpu_count()} × {model}, {mem_kb // 1024} MiB, Linux "
-            f"{platform.release()} ({platform.machine()})",
-            f"- load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+    return machine_lines() + [
             f"- tree: {first(['git', '-C', ROOT, 'rev-parse', '--short', 'HEAD'])}, built in "
             f"`{os.path.relpath(build, ROOT)}`",
             f"- versions: {versions}",

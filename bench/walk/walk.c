@@ -50,13 +50,7 @@ static int compare(const void *a, const void *b)
 static uint64_t publish_own_tables(struct ospd_unwind_region *r, uint8_t *map, uint64_t size)
 {
     struct osp_unwind_header *h = (struct osp_unwind_header *)map;
-    memset(h, 0, sizeof *h);
-    h->magic = OSP_UNWIND_MAGIC;
-    h->abi_version = OSP_UNWIND_ABI_VERSION;
-    h->header_size = OSP_UNWIND_HEADER_SIZE;
-    h->size = size;
-    h->arch = OSP__CPU_ELF_MACHINE;
-    h->row_size = sizeof(struct osp_unwind_row);
+    osp_unwind_header_init(h, size, OSP__CPU_ELF_MACHINE);
     char err[256];
     if (ospd_unwind_region_init(r, map, size, -1, err, sizeof err) != 0) {
         fprintf(stderr, "walk: %s\n", err);

@@ -9,60 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static volatile double sink;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-__attribute__((noinline)) static double leaf_a(double x)
-{
-    for (int i = 0; i < 4000; i++)
-        x = x * 1.0000001 + 0.5 / (x + 1.0);
-    return x;
-}
-
-__attribute__((noinline)) static double leaf_b(double x)
-{
-    for (int i = 0; i < 4000; i++)
-        x = x * 0.9999999 + 0.25 / (x + 2.0);
-    return x;
-}
-
-/* Three parts leaf_a, one part leaf_b; the sink after each call keeps them calls, not jumps. */
-__attribute__((noinline)) static double middle(double x)
-{
-    x = leaf_a(x);
-    sink = x;
-    x = leaf_a(x);
-    sink = x;
-    x = leaf_a(x);
-    sink = x;
-    x = leaf_b(x);
-    sink = x;
-    return x;
-}
-
-__attribute__((noinline)) static long run_for(double seconds)
-{
-    double end = now() + seconds, x = 1.0;
-    long rounds = 0;
-    while (now() < end) {
-        x = middle(x);
-        rounds++;
-    }
-    sink = x;
-    return rounds;
-}
-
-static void *worker(void *arg)
-{
-    run_for(*(double *)arg);
-    return NULL;
-}
+#include "../unwind/chain.h"
 
 int main(int argc, char **argv)
 {

@@ -11,57 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-static volatile double sink;
-
 /* The thread's own CPU time: the work is the same however loaded the machine is. */
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-__attribute__((noinline)) static double leaf_a(double x)
-{
-    for (int i = 0; i < 20000; i++)
-        x = x * 1.0000001 + 0.5 / (x + 1.0);
-    return x;
-}
-
-__attribute__((noinline)) static double leaf_b(double x)
-{
-    for (int i = 0; i < 20000; i++)
-        x = x * 0.9999999 + 0.25 / (x + 2.0);
-    return x;
-}
-
-/* Three parts leaf_a, one part leaf_b; the sink after each call keeps them calls, not jumps. */
-__attribute__((noinline)) static double middle(double x)
-{
-    x = leaf_a(x);
-    sink = x;
-    x = leaf_a(x);
-    sink = x;
-    x = leaf_a(x);
-    sink = x;
-    x = leaf_b(x);
-    sink = x;
-    return x;
-}
-
-__attribute__((noinline)) static void run_for(double seconds)
-{
-    double end = now() + seconds, x = 1.0;
-    while (now() < end)
-        x = middle(x);
-    sink = x;
-}
-
-static void *worker(void *arg)
-{
-    run_for(*(double *)arg);
-    return NULL;
-}
+#define CHAIN_CLOCK      CLOCK_THREAD_CPUTIME_ID
+#define CHAIN_LEAF_STEPS 20000
+#include "chain.h"
 
 __attribute__((noinline)) static void run_plugin(const char *path, double seconds)
 {
@@ -87,7 +40,7 @@ int main(int argc, char **argv)
     pthread_t thread;
     double half = seconds / 2;
     pthread_create(&thread, NULL, worker, &half);
-    run_for(seconds);
+    sink = (double)run_for(seconds); /* its rounds used: gcc keeps the name run_for (no .isra) */
     pthread_join(thread, NULL);
     printf("done\n");
     return 0;

@@ -2,10 +2,10 @@
 // then bundle the renderer (src/webview/main.ts and the pure modules it uses) into one file,
 // out/webview/flamegraph.js, that the webview loads under its content-security policy, and
 // wrap the same bundle into the offline page template, out/viewer-template.html (one renderer,
-// two hosts). With --template the template is also written to exporters/viewer-template.html,
-// the copy `osprey` builds into <stem>.html; a test fails when that copy is stale.
+// two hosts). The C build makes the same page from these sources for `osprey`'s <stem>.html
+// (exporters/viewer-page.py), so no copy of it is kept in the tree.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,9 +29,3 @@ await esbuild.build({
 const { renderOfflineTemplate } = require(join(root, 'out/webviewHtml.js'));
 const template = renderOfflineTemplate(readFileSync(join(root, 'out/webview/flamegraph.js'), 'utf8'));
 writeFileSync(join(root, 'out/viewer-template.html'), template);
-if (process.argv.includes('--template')) {
-  const target = join(root, '..', 'exporters', 'viewer-template.html');
-  writeFileSync(`${target}.tmp`, template);
-  renameSync(`${target}.tmp`, target);
-  console.log(`wrote ${target}`);
-}

@@ -2,8 +2,8 @@
  * The flame graph's HTML, for both hosts: the VS Code webview (a strict content-security
  * policy: only the one nonced script runs, styles are the one nonced <style> block; the script
  * sets individual style properties through the CSSOM, which the policy allows) and the offline
- * page template `osprey` fills in (`exporters/viewer-template.html`: the same markup, styles
- * and bundled script inline, the profile at the @OSPREY_DATA@ marker, no network at all).
+ * page template `osprey` fills in (built from these sources by `exporters/viewer-page.py`
+ * with the C build: the same markup, styles and bundled script inline, the profile at the @OSPREY_DATA@ marker, no network at all).
  * Colours are VS Code's theme variables, including the extension's contributed ThemeColors
  * (`osprey.*`, defined for light, dark and both High Contrast themes in package.json), with
  * dark fallbacks so the page renders outside the editor too.
@@ -182,7 +182,7 @@ export function renderOfflineTemplate(script: string): string {
 <meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="${escapeHtml(policy)}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<meta name="generator" content="osprey (vscode/scripts/build.mjs; do not edit)">
+<meta name="generator" content="osprey (built from vscode/src; do not edit)">
 <title>Osprey: ${TEMPLATE_TITLE_MARKER}</title>
 <style>${STYLE}</style>
 </head>

@@ -2,13 +2,12 @@
  * chain of non-inlined functions (main → outer → middle → leaf_a / leaf_b, 3:1), built twice by
  * bench/unwind/unwind.py: `gcc -O2` (GCC omits the frame pointer: every frame needs .eh_frame
  * to be walked) and `gcc -O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer`. Usage:
- * frameless ROUNDS. Prints a checksum and the program's own CPU time at the end of main, from
- * getrusage: `cpu_ns PROCESS MAIN_THREAD`, as bench/workloads/fixed.c does. */
+ * frameless ROUNDS. Prints a checksum and the program's own CPU time at the end of main, as
+ * bench/workloads/fixed.c does (bench/workloads/fixed_main.h). */
 #define _GNU_SOURCE
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/resource.h>
+
+#include "../../workloads/fixed_main.h"
 
 static __attribute__((noinline)) uint64_t leaf_a(uint64_t x)
 {
@@ -38,26 +37,7 @@ static __attribute__((noinline)) uint64_t outer(uint64_t x)
     return x;
 }
 
-static long long usage_ns(int who)
-{
-    struct rusage ru;
-    if (getrusage(who, &ru) != 0)
-        return -1;
-    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
-           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
-}
-
 int main(int argc, char **argv)
 {
-    long rounds = argc > 1 ? atol(argv[1]) : 1000;
-    if (rounds < 1) {
-        fprintf(stderr, "usage: frameless ROUNDS\n");
-        return 2;
-    }
-    uint64_t x = 1;
-    for (long r = 0; r < rounds; r++)
-        x = outer(x);
-    printf("checksum %llu\n", (unsigned long long)(x & 0xffff));
-    printf("cpu_ns %lld %lld\n", usage_ns(RUSAGE_SELF), usage_ns(RUSAGE_THREAD));
-    return 0;
+    return fixed_main(argc, argv, "frameless", 1000, outer);
 }
