@@ -45,6 +45,7 @@ static _Atomic int program_signals_warned;
 
 __thread int osp__view_active __attribute__((tls_model("initial-exec")));
 __thread int osp__view_blocked __attribute__((tls_model("initial-exec")));
+__thread uint64_t osp__view_real __attribute__((tls_model("initial-exec")));
 __thread unsigned osp__sigprof_ours_seen __attribute__((tls_model("initial-exec")));
 
 static struct sigaction shadow;
@@ -164,7 +165,13 @@ int osp__sigprof_claim_warning(void)
 void osp__sigprof_forward(int sig, siginfo_t *info, void *context)
 {
     atomic_store_explicit(&program_signals, 1, memory_order_relaxed);
-    if (osp__view_active && osp__view_blocked && context != NULL && info != NULL) {
+    /* Where the interrupted mask unblocks a signal the view's does not, the program set it
+     * behind the C library (Go's runtime unblocks SIGPROF on each thread it starts with a raw
+     * rt_sigprocmask) or waits with a mask of its own: there SIGPROF is unblocked, as the
+     * kernel's mask says. Held to the view, its own signal would stay pending, blocked for
+     * good, and ours with it. A handler's mask only adds signals. */
+    if (osp__view_active && osp__view_blocked && context != NULL && info != NULL &&
+        (osp__view_real & ~osp__sigmask_word(&((ucontext_t *)context)->uc_sigmask)) == 0) {
         /* The program blocked SIGPROF here: it stays pending, as it would have, and blocked
          * for real once this handler returns. */
         sigaddset(&((ucontext_t *)context)->uc_sigmask, SIGPROF);

@@ -57,6 +57,7 @@ void osp__sigmask_adopt(int inherited_blocked)
         return;
     osp__view_blocked = 1;
     osp__view_active = 1;
+    osp__view_real = osp__sigmask_word(&cur);
     prof_only(&prof);
     osp__sigmask_raw(SIG_UNBLOCK, &prof, NULL);
 }
@@ -92,9 +93,18 @@ const sigset_t *osp__sigmask_view_before(int how, const sigset_t *set, sigset_t 
     return copy;
 }
 
-void osp__sigmask_view_after(sigset_t *old, int shown)
+void osp__sigmask_view_after(int how, const sigset_t *passed, sigset_t *old, int shown)
 {
-    if (old == NULL || shown < 0)
+    if (osp__view_active) {
+        /* The kernel's mask now, as the handler compares it (disposition.c). */
+        uint64_t was = osp__sigmask_word(old);
+        uint64_t set = passed != NULL ? osp__sigmask_word(passed) : 0;
+        osp__view_real = passed == NULL       ? was
+                         : how == SIG_SETMASK ? set
+                         : how == SIG_BLOCK   ? was | set
+                                              : was & ~set;
+    }
+    if (shown < 0)
         return;
     if (shown)
         sigaddset(old, SIGPROF);

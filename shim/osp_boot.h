@@ -111,6 +111,10 @@ void osp__sandbox_begin(void);
 /* The program is about to send or arm SIGPROF (or to wait for it): stop ours first, and say
  * so in one line. */
 void osp__program_will_signal(int sig);
+/* The program arms a timer of its own that sends SIGPROF (setitimer(ITIMER_PROF)): ours go
+ * on beside it (shim/README.md, "A program that profiles itself"); the program's masks become
+ * the kernel's from now on. */
+void osp__program_arms_sigprof(void);
 /* Wait (at most ~50 ms) until ospreyd has finished two rounds of signals since the call: no
  * round that began before the caller's change of state can still be sending. Returns at once
  * when ospreyd is not attached. */
@@ -134,7 +138,9 @@ int osp__sigmask_virtualizing(void);
  * program's view of SIGPROF before the call (-1: the kernel's answer is already the program's
  * view); after a call that succeeded, the old mask the program gets back. */
 const sigset_t *osp__sigmask_view_before(int how, const sigset_t *set, sigset_t *copy, int *shown);
-void osp__sigmask_view_after(sigset_t *old, int shown);
+/* `passed` is what view_before returned, `old` the kernel's old mask (never NULL: the wrapper
+ * asks for it even where the program did not), changed into the program's view. */
+void osp__sigmask_view_after(int how, const sigset_t *passed, sigset_t *old, int shown);
 /* Around an exec or a spawn: the kernel mask the child inherits is the program's view.
  * begin returns whether it blocked SIGPROF; end takes that back (not in a vfork child). */
 int osp__sigmask_child_begin(void);

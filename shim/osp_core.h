@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "osp_base.h"
@@ -169,6 +170,20 @@ int osp__sigprof_claim_warning(void);
  * reads them. */
 extern __thread int osp__view_active __attribute__((tls_model("initial-exec")));
 extern __thread int osp__view_blocked __attribute__((tls_model("initial-exec")));
+/* The kernel's mask of the thread (signals 1-64, SIGPROF left out: osp__sigmask_word) as the
+ * shim last set or saw it while keeping the view. A delivery that finds a signal of it
+ * unblocked was interrupted where the program set its mask behind the C library (a raw
+ * rt_sigprocmask, as Go's runtime does on each thread it starts) or waits with a mask of its
+ * own (sigsuspend): there the kernel's mask, SIGPROF unblocked, is the program's. */
+extern __thread uint64_t osp__view_real __attribute__((tls_model("initial-exec")));
+/* The first word of a signal set (signals 1-64, the kernel's), SIGPROF left out.
+ * Async-signal-safe. */
+static inline uint64_t osp__sigmask_word(const sigset_t *set)
+{
+    uint64_t word;
+    memcpy(&word, set, sizeof(word));
+    return word & ~(UINT64_C(1) << (SIGPROF - 1));
+}
 /* How many signals of ours this thread's handler has taken (any that carried our cookie):
  * the guard reads it around a call it does not block SIGPROF for, to tell our EINTR from
  * the program's. Written only by the handler on its own thread. */
