@@ -12,7 +12,9 @@
  * would take our signals for the program's); a set of SIGPROF alone means the program uses it,
  * and we stop. An exec or a spawned child inherits the mask the program asked for. Once the
  * program uses SIGPROF itself, each thread's next mask call makes its real mask the program's
- * again.
+ * again. The kernel's mask as the view left it is kept too (osp__view_real): a thread whose
+ * program changes its mask without the C library (Go's runtime) is told by the handler from
+ * one the view holds.
  */
 #include <signal.h>
 #include <unistd.h>

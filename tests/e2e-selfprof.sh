@@ -9,8 +9,9 @@
 #   go             a Go program built with cgo running runtime/pprof (Debian's golang-go,
 #                  offline); its CPU profile's total read back with `go tool pprof -top`.
 # Checks: the share of its CPU time the program's own profile saw (its ticks at 100 Hz, or
-# pprof's total) profiled within 10% of its plain run's; Osprey's on-CPU time at least 90% of the CPU time the program
-# used; no line saying sampling stopped.
+# pprof's total) profiled within 10% of its plain run's; Osprey's on-CPU time at least 90% of
+# the CPU time the program used; no line saying sampling stopped. A pair of runs whose figures
+# stray is run again, twice at most (see `each`).
 # Usage: e2e-selfprof.sh TEST_SELFPROF SHIM_SO OSPREYD GO_SOURCE_DIR
 set -uo pipefail
 
@@ -32,49 +33,87 @@ profiled() { # profiled NAME PROGRAM ARGS...: stdout and stderr of a profiled ru
   echo $? >"$work/$name.status"
 }
 
-# compare NAME PLAIN_OWN PROFILED_OWN PROFILED_CPU_S: the share of its CPU time the program's
-# own profile saw (PLAIN_OWN, PROFILED_OWN), and Osprey's on-CPU time against PROFILED_CPU_S.
-compare() {
-  python3 - "$work/$1.raw.json" "$@" <<'PY' || fail "$1: a profile lost samples (above)"
-import sys
-from checks import check, finish, load_raw, on_cpu_seconds
-raw, name = sys.argv[1], sys.argv[2]
-plain_own, profiled_own, cpu = (float(v) for v in sys.argv[3:6])
-kept = on_cpu_seconds(load_raw(raw))
-check(0.90 * plain_own <= profiled_own <= 1.10 * plain_own,
-      "%s: its own profile saw %.3f of its CPU time profiled, %.3f plain" %
-      (name, profiled_own, plain_own))
-check(kept >= 0.90 * cpu, "%s: Osprey's profile %.3f s on CPU of the %.3f s it used" %
-      (name, kept, cpu))
-finish()
-PY
-}
+field() { sed -n "s/^$1 //p" "$2"; }
 
-no_stop_line() { # no_stop_line NAME: profiling went on, nothing said it stopped
-  expect_status 0 "$(cat "$work/$1.status")" "$1 profiled"
-  if grep -q "sampling stopped\|profiling is off" "$work/$1.err"; then
-    fail "$1: profiling stopped:"
-    cat "$work/$1.err" >&2
+# seen NAME OUT: the share of its CPU time the program's own profile saw in a run whose
+# output is OUT: its ticks at 100 Hz, or the Go program's pprof total (`go tool pprof -top`).
+seen() {
+  if [ "$1" = go ]; then
+    go tool pprof -top "$work/selfprof-go" "${2%.*}.pprof" 2>/dev/null | python3 -c '
+import re, sys
+units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "mins": 60.0, "hrs": 3600.0}
+m = re.search(r"Total samples = ([0-9.]+)(\w+)", sys.stdin.read())
+print(float(m.group(1)) * units[m.group(2)] / (int(sys.argv[1]) / 1e9) if m else 0)' \
+      "$(field cpu_ns "$2")"
+  else
+    awk -v t="$(field ticks "$2")" -v e="$(field expected "$2")" 'BEGIN { print t / e }'
   fi
 }
 
-field() { sed -n "s/^$1 //p" "$2"; }
+# attempt NAME FINAL PROGRAM ARGS...: a plain run, then a profiled one (the Go program's
+# profile file is its run's name with .pprof). The checks pass, or fail when FINAL is 1; a
+# failure before the last attempt says so and returns 1 (another pair is run).
+attempt() {
+  local name=$1 final=$2
+  shift 2
+  local -a plain_args=("$@") profiled_args=("$@")
+  if [ "$name" = go ]; then
+    plain_args=("$1" "$work/$name.plain.pprof" "${@:3}")
+    profiled_args=("$1" "$work/$name.pprof" "${@:3}")
+  fi
+  if ! "${plain_args[@]}" >"$work/$name.plain" 2>"$work/$name.plain-err"; then
+    fail "$name: the plain run failed:"
+    cat "$work/$name.plain-err" >&2
+    return 0
+  fi
+  profiled "$name" "${profiled_args[@]}"
+  expect_status 0 "$(cat "$work/$name.status")" "$name profiled"
+  if grep -q "sampling stopped\|profiling is off" "$work/$name.err"; then
+    fail "$name: profiling stopped:"
+    cat "$work/$name.err" >&2
+    return 0 # said, not noise: no other pair
+  fi
+  python3 - "$work/$name.raw.json" "$name" "$final" "$(seen "$name" "$work/$name.plain")" \
+    "$(seen "$name" "$work/$name.out")" "$(field cpu_ns "$work/$name.out")" <<'PY'
+import sys
+from checks import check, finish, load_raw, on_cpu_seconds
+raw, name, final = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+plain_own, profiled_own, cpu = float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6]) / 1e9
+kept = on_cpu_seconds(load_raw(raw))
+own = "%s: its own profile saw %.3f of its CPU time profiled, %.3f plain" % (
+    name, profiled_own, plain_own)
+osprey = "%s: Osprey's profile %.3f s on CPU of the %.3f s it used" % (name, kept, cpu)
+own_ok = 0.90 * plain_own <= profiled_own <= 1.10 * plain_own
+osprey_ok = kept >= 0.90 * cpu
+if not final and not (own_ok and osprey_ok):
+    print("  again (a loaded machine's noise, or a loss): " + (own if not own_ok else osprey))
+    sys.exit(1)
+check(own_ok, own)
+check(osprey_ok, osprey)
+finish()
+PY
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ "$final" = 1 ]; then fail "$name: a profile lost samples (above)"; fi
+  return "$rc"
+}
+
+# each NAME PROGRAM ARGS...: up to three pairs of runs. The program's own count of a
+# setitimer(ITIMER_PROF) is the kernel's tick-sampled CPU time, and under load it strays from
+# the CPU clock by up to 15% between two plain runs (1.10-1.30 of it in one run of
+# bench/selfprof/run.sh beside six builds): a pair that strays is run again; a lost profile
+# (0.05 of Osprey's, half of Go's own) fails every pair.
+each() {
+  local name=$1
+  shift
+  attempt "$name" 0 "$@" || attempt "$name" 0 "$@" || attempt "$name" 1 "$@"
+}
 
 # A process-directed timer's signal still pending when the next is due merges with it (a
 # loaded machine leaves the thread it picked waiting for a CPU while the other runs on): one
 # burning thread there, two for the per-thread timers.
-for mode in itimer:1 process-timer:1 thread-timer:2; do
-  threads=${mode#*:}
-  mode=${mode%:*}
-  "$target" "$mode" 2 "$threads" >"$work/$mode.plain" || fail "$mode: the plain run failed"
-  profiled "$mode" "$target" "$mode" 2 "$threads"
-  no_stop_line "$mode"
-  seen() { # the share of its CPU time its ticks stand for
-    awk -v t="$(field ticks "$1")" -v e="$(field expected "$1")" 'BEGIN { print t / e }'
-  }
-  compare "$mode" "$(seen "$work/$mode.plain")" "$(seen "$work/$mode.out")" \
-    "$(awk -v c="$(field cpu_ns "$work/$mode.out")" 'BEGIN { print c / 1e9 }')"
-done
+each itimer "$target" itimer 2 1
+each process-timer "$target" process-timer 2 1
+each thread-timer "$target" thread-timer 2 2
 
 if ! command -v go >/dev/null; then
   skip_part "Go's runtime/pprof" "no go on PATH (Debian's golang-go, scripts/install-deps.sh)"
@@ -87,18 +126,6 @@ if ! go build -o "$work/selfprof-go" "$go_src/selfprof.go" 2>"$work/go-build.err
   fail "go build of $go_src/selfprof.go failed:"
   cat "$work/go-build.err" >&2
 else
-  pprof_seen() { # PROFILE CPU_NS: the share of the CPU time the profile's samples stand for
-    go tool pprof -top "$work/selfprof-go" "$1" 2>/dev/null | python3 -c '
-import re, sys
-units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "mins": 60.0, "hrs": 3600.0}
-m = re.search(r"Total samples = ([0-9.]+)(\w+)", sys.stdin.read())
-print(float(m.group(1)) * units[m.group(2)] / (int(sys.argv[1]) / 1e9) if m else 0)' "$2"
-  }
-  "$work/selfprof-go" "$work/plain.pprof" 1 >"$work/go.plain" || fail "go: the plain run failed"
-  profiled go "$work/selfprof-go" "$work/profiled.pprof" 1
-  no_stop_line go
-  compare go "$(pprof_seen "$work/plain.pprof" "$(field cpu_ns "$work/go.plain")")" \
-    "$(pprof_seen "$work/profiled.pprof" "$(field cpu_ns "$work/go.out")")" \
-    "$(awk -v c="$(field cpu_ns "$work/go.out")" 'BEGIN { print c / 1e9 }')"
+  each go "$work/selfprof-go" PROFILE 1
 fi
 finish "a program's own SIGPROF timers (setitimer, POSIX CPU timers, Go's runtime/pprof) and Osprey's profile kept side by side"
