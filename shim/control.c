@@ -118,6 +118,7 @@ void osp__program_will_signal(int sig)
 {
     if (sig != SIGPROF || !osp__sigprof_installed())
         return;
+    osp__sigprof_mark_wakes();
     if (osp__sigprof_mark_program_signals())
         osp__sigprof_back_off();
     if (osp__is_active() && osp__sigprof_claim_warning())
@@ -130,8 +131,24 @@ void osp__program_arms_sigprof(void)
      * in a set of its own and neither swallows the other. Only the masks change: a thread
      * that blocks SIGPROF from now on blocks it in the kernel, so that the program's signal
      * goes to another thread as it would have (mask.c). */
-    if (osp__sigprof_installed())
-        osp__sigprof_mark_program_signals();
+    if (!osp__sigprof_installed())
+        return;
+    osp__sigprof_mark_program_signals();
+    osp__sigprof_mark_cpu_timer(); /* the guard goes on (disposition.c) */
+}
+
+void osp__program_arms_sigprof_timer(clockid_t clock, const struct sigevent *sev)
+{
+    if (sev == NULL || sev->sigev_signo != SIGPROF ||
+        (sev->sigev_notify != SIGEV_SIGNAL && sev->sigev_notify != SIGEV_THREAD_ID) ||
+        !osp__sigprof_installed())
+        return;
+    osp__sigprof_mark_program_signals();
+    /* A CPU-time clock: the two named ones, or one of clock_getcpuclockid's (negative). */
+    if (clock == CLOCK_PROCESS_CPUTIME_ID || clock == CLOCK_THREAD_CPUTIME_ID || clock < 0)
+        osp__sigprof_mark_cpu_timer();
+    else
+        osp__sigprof_mark_wakes(); /* it fires while the program sleeps: the guard stands aside */
 }
 
 void osp__sandbox_begin(void)

@@ -143,6 +143,9 @@ int osp__sigprof_installed(void);
 /* Nonzero when the kernel's SIGPROF handler is neither ours nor SIG_DFL/SIG_IGN (before
  * install: the program has a handler; after: it replaced ours behind libc's back). */
 int osp__sigprof_foreign(void);
+/* Has the program replaced our handler behind the C library (a raw rt_sigaction)? Then its
+ * action goes into the shadow and ours is installed again in front of it; returns 1. */
+int osp__sigprof_reclaim(void);
 /* The si_value every SIGPROF of ours carries (ospreyd's and the CPU-time timers'). */
 void *osp__sigprof_cookie(void);
 /* Is this delivery one of ours? Async-signal-safe. */
@@ -160,6 +163,17 @@ int osp__sigprof_program_signals(void);
 /* The program sends, arms or received a SIGPROF of its own: from now on we send no more.
  * Returns 1 for the first caller only, who stops ours. */
 int osp__sigprof_mark_program_signals(void);
+/* The program armed a CPU-time timer of its own that sends SIGPROF (setitimer(ITIMER_PROF), a
+ * POSIX timer on a CPU-time clock). */
+void osp__sigprof_mark_cpu_timer(void);
+/* The program may expect a SIGPROF to end a wait: it sends one, waits for one, or arms a timer
+ * on another clock that sends it. */
+void osp__sigprof_mark_wakes(void);
+/* Does the guard leave SIGPROF unblocked in a blocking call? Where the program has a SIGPROF
+ * handler and may expect a SIGPROF to end the call: it has one and has armed no CPU-time timer
+ * of its own (nothing tells what it waits for: GNU sort's handler, a signal from outside), or
+ * it sends, waits for, or arms another timer with SIGPROF. */
+int osp__sigprof_guard_stands_aside(void);
 /* 1 for the first caller only: that caller writes the warning line about it. */
 int osp__sigprof_claim_warning(void);
 /* The program's view of SIGPROF in the calling thread's mask (boot's mask.c keeps it): the

@@ -6,9 +6,11 @@
 #   itimer         setitimer(ITIMER_PROF) and a signal() handler counting ticks at 100 Hz;
 #   process-timer  timer_create(CLOCK_PROCESS_CPUTIME_ID, SIGEV_SIGNAL SIGPROF), SA_SIGINFO;
 #   thread-timer   timer_create(CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID SIGPROF) per thread;
+#   raw-handler    the same, its handler installed by a raw rt_sigaction system call;
 #   go             a Go program built with cgo running runtime/pprof (Debian's golang-go,
 #                  offline); its CPU profile's total read back with `go tool pprof -top`.
-# Checks: the share of its CPU time the program's own profile saw (its ticks at 100 Hz, or
+# Checks: the program's sleeping thread (nanosleep, 2 ms at a time, beside the work) has no
+# more sleeps cut short (EINTR) profiled than plain (none); the share of its CPU time the program's own profile saw (its ticks at 100 Hz, or
 # pprof's total) profiled within 10% of its plain run's; Osprey's on-CPU time at least 90% of
 # the CPU time the program used; no line saying sampling stopped. A pair of runs whose figures
 # stray is run again, twice at most (see `each`).
@@ -73,6 +75,16 @@ attempt() {
     cat "$work/$name.err" >&2
     return 0 # said, not noise: no other pair
   fi
+  if [ "$name" != go ]; then
+    # The program's own CPU-time timers never fire on its sleeping thread; ours must not either.
+    local cut_plain cut_profiled
+    cut_plain=$(field cut "$work/$name.plain")
+    cut_profiled=$(field cut "$work/$name.out")
+    if [ "${cut_profiled%% *}" -gt "${cut_plain%% *}" ]; then
+      fail "$name: sleeps cut short (EINTR): $cut_profiled profiled, $cut_plain plain"
+      return 0
+    fi
+  fi
   python3 - "$work/$name.raw.json" "$name" "$final" "$(seen "$name" "$work/$name.plain")" \
     "$(seen "$name" "$work/$name.out")" "$(field cpu_ns "$work/$name.out")" <<'PY'
 import sys
@@ -114,6 +126,16 @@ each() {
 each itimer "$target" itimer 2 1
 each process-timer "$target" process-timer 2 1
 each thread-timer "$target" thread-timer 2 2
+# A handler installed behind the C library (a raw rt_sigaction, as Go's runtime does where cgo
+# gives it no sigaction): put behind ours at the next thread's start, and one line says so.
+if "$target" raw-handler 0.01 1 >/dev/null 2>&1; then
+  each raw-handler "$target" raw-handler 2 2
+  expect_one_line "$work/raw-handler.err" "set its SIGPROF handler without the C library" \
+    "raw-handler: the line"
+else
+  skip_part "a handler installed by a raw rt_sigaction" "no inline system call for this machine" \
+    "only x86-64 and arm64 have one in test-selfprof.c"
+fi
 
 if ! command -v go >/dev/null; then
   skip_part "Go's runtime/pprof" "no go on PATH (Debian's golang-go, scripts/install-deps.sh)"

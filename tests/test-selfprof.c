@@ -7,13 +7,21 @@
  *   process-timer  timer_create(CLOCK_PROCESS_CPUTIME_ID, SIGEV_SIGNAL SIGPROF), sigaction
  *                  with SA_SIGINFO (process-directed, queued as a POSIX timer's);
  *   thread-timer   timer_create(CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID SIGPROF) on each
- *                  thread, as Go's runtime does since 1.18.
- * It prints `ticks N` (a POSIX timer's overruns counted), `cpu_ns C` (the process's CPU time
- * over the work) and `expected E` (C at 100 Hz): a run that gets its own signals has N close
- * to E.
+ *                  thread, as Go's runtime does since 1.18;
+ *   raw-handler    the same, its handler installed by an rt_sigaction system call made
+ *                  without the C library (an inline syscall instruction), as Go's runtime
+ *                  does where cgo gives it no sigaction (x86-64 and arm64; elsewhere it
+ *                  prints `unsupported` and exits 3).
+ * Meanwhile another thread sleeps 2 ms at a time in nanosleep. It prints `ticks N` (a POSIX
+ * timer's overruns counted), `cpu_ns C` (the process's CPU time over the work), `expected E`
+ * (C at 100 Hz: a run that gets its own signals has N close to E) and `cut K of S` (the sleeps
+ * a signal cut short, EINTR: the program's own CPU-time timers fire on a thread that runs,
+ * never on the sleeper, so K is 0 plain).
  * Usage: test-selfprof MODE [SECONDS [THREADS]]
  */
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -47,6 +55,63 @@ static void on_tick_info(int sig, siginfo_t *info, void *context)
     atomic_fetch_add(&ticks, 1 + (info->si_code == SI_TIMER ? info->si_overrun : 0));
 }
 
+/* The kernel's struct sigaction (the C library's differs). */
+struct kernel_sigaction {
+    void (*handler)(int, siginfo_t *, void *);
+    unsigned long flags;
+    void (*restorer)(void);
+    unsigned long mask;
+};
+
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000
+#endif
+
+/* rt_sigaction without the C library (its syscall() is interposed by the preload shim). */
+static long raw_rt_sigaction(long sig, const struct kernel_sigaction *act,
+                             struct kernel_sigaction *old)
+{
+#if defined(__x86_64__)
+    long ret;
+    register long r10 __asm__("r10") = sizeof(unsigned long);
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "0"((long)SYS_rt_sigaction), "D"(sig), "S"(act), "d"(old), "r"(r10)
+                     : "rcx", "r11", "memory");
+    return ret;
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = SYS_rt_sigaction;
+    register long x0 __asm__("x0") = sig;
+    register long x1 __asm__("x1") = (long)act;
+    register long x2 __asm__("x2") = (long)old;
+    register long x3 __asm__("x3") = sizeof(unsigned long);
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
+    return x0;
+#else
+    (void)sig;
+    (void)act;
+    (void)old;
+    return -ENOSYS;
+#endif
+}
+
+/* The handler installed as a runtime that bypasses the C library does: the C library's
+ * signal return trampoline read back from an action it set for another signal. */
+static int install_raw(void)
+{
+    struct sigaction ign;
+    memset(&ign, 0, sizeof(ign));
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    struct kernel_sigaction k;
+    if (sigaction(SIGURG, &ign, NULL) != 0 || raw_rt_sigaction(SIGURG, NULL, &k) != 0)
+        return -1;
+    k.handler = on_tick_info;
+    k.flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK | SA_RESTORER;
+    k.mask = 0;
+    return raw_rt_sigaction(SIGPROF, &k, NULL) == 0 ? 0 : -1;
+}
+
 static long long cpu_ns(clockid_t clock)
 {
     struct timespec ts;
@@ -71,12 +136,26 @@ static void thread_timer(void)
 }
 
 static volatile unsigned long sink;
+static atomic_int working, armed;
+
+static void *sleeper(void *arg)
+{
+    int *cut = arg;
+    while (atomic_load(&working)) {
+        struct timespec ts = {0, 2000000};
+        if (nanosleep(&ts, NULL) != 0 && errno == EINTR)
+            cut[0]++;
+        cut[1]++;
+    }
+    return NULL;
+}
 
 static void *burn(void *arg)
 {
     (void)arg;
-    if (strcmp(mode, "thread-timer") == 0)
+    if (strcmp(mode, "thread-timer") == 0 || strcmp(mode, "raw-handler") == 0)
         thread_timer();
+    atomic_fetch_add(&armed, 1);
     long long end = cpu_ns(CLOCK_THREAD_CPUTIME_ID) + (long long)(seconds / threads * 1e9);
     unsigned long x = 1;
     while (cpu_ns(CLOCK_THREAD_CPUTIME_ID) < end)
@@ -90,7 +169,8 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr,
-                "usage: test-selfprof itimer|process-timer|thread-timer [SECONDS [THREADS]]\n");
+                "usage: test-selfprof itimer|process-timer|thread-timer|raw-handler [SECONDS "
+                "[THREADS]]\n");
         return 2;
     }
     mode = argv[1];
@@ -108,6 +188,11 @@ int main(int argc, char **argv)
     sa.sa_flags = SA_RESTART;
     if (strcmp(mode, "itimer") == 0) {
         signal(SIGPROF, on_tick);
+    } else if (strcmp(mode, "raw-handler") == 0) {
+        if (install_raw() != 0) {
+            printf("unsupported\n");
+            return 3;
+        }
     } else {
         sa.sa_sigaction = on_tick_info;
         sa.sa_flags |= SA_SIGINFO;
@@ -129,15 +214,22 @@ int main(int argc, char **argv)
             return 2;
         }
         timer_settime(process_timer, 0, &its, NULL);
-    } else if (strcmp(mode, "thread-timer") != 0) {
+    } else if (strcmp(mode, "thread-timer") != 0 && strcmp(mode, "raw-handler") != 0) {
         fprintf(stderr, "test-selfprof: unknown mode %s\n", mode);
         return 2;
     }
-    pthread_t workers[64];
+    pthread_t workers[64], sleeping;
+    int cut[2] = {0, 0};
+    atomic_store(&working, 1);
     for (int i = 0; i < threads; i++)
         pthread_create(&workers[i], NULL, burn, NULL);
+    while (atomic_load(&armed) < threads) /* the sleeper starts once every timer is armed */
+        sched_yield();
+    pthread_create(&sleeping, NULL, sleeper, cut);
     for (int i = 0; i < threads; i++)
         pthread_join(workers[i], NULL);
+    atomic_store(&working, 0);
+    pthread_join(sleeping, NULL);
     long long used = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - start;
     if (strcmp(mode, "itimer") == 0) {
         struct itimerval off;
@@ -146,7 +238,8 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "process-timer") == 0) {
         timer_delete(process_timer);
     }
-    printf("ticks %ld\ncpu_ns %lld\nexpected %lld\nforeign %ld\n", atomic_load(&ticks), used,
-           used * HZ / 1000000000LL, atomic_load(&foreign));
+    printf("ticks %ld\ncpu_ns %lld\nexpected %lld\nforeign %ld\ncut %d of %d\n",
+           atomic_load(&ticks), used, used * HZ / 1000000000LL, atomic_load(&foreign), cut[0],
+           cut[1]);
     return 0;
 }

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Programs that profile themselves with SIGPROF, plain and profiled by each BUILD given (a
-# build before a change beside one after it, in the same run): tests/test-selfprof.c's three
+# build before a change beside one after it, in the same run): tests/test-selfprof.c's four
 # modes (setitimer(ITIMER_PROF) on one thread, a CLOCK_PROCESS_CPUTIME_ID timer on one thread,
-# CLOCK_THREAD_CPUTIME_ID timers on two) and tests/selfprof-go (Go with cgo, runtime/pprof, two
+# CLOCK_THREAD_CPUTIME_ID timers on two, the same with the handler installed by a raw
+# rt_sigaction) and tests/selfprof-go (Go with cgo, runtime/pprof, two
 # goroutines), 2 s of CPU time each. Prints, per run, the share of its CPU time the program's
 # own profile saw (its ticks at 100 Hz; pprof's total from `go tool pprof -top`) and Osprey's
-# on-CPU seconds against the CPU time the program used. Ratios of CPU time, never wall time.
+# on-CPU seconds against the CPU time the program used, and for the C programs the sleeps of
+# their sleeping thread cut short (EINTR). Ratios of CPU time, never wall time.
 # Usage: bash bench/selfprof/run.sh RUNS BUILD_DIR [BUILD_DIR...]
 #        (test-selfprof is taken from the first BUILD_DIR)
 set -euo pipefail
@@ -45,7 +47,7 @@ one() {
   local -a cmd env=()
   case $name in
   itimer | process-timer) cmd=("$target" "$name" 2 1) ;;
-  thread-timer) cmd=("$target" "$name" 2 2) ;;
+  thread-timer | raw-handler) cmd=("$target" "$name" 2 2) ;;
   go) cmd=("$work/selfprof-go" "$work/p.pprof" 1) ;;
   esac
   [ "$build" = plain ] || env=(OSPREY_DAEMON="$build/daemon/ospreyd" OSPREY_PROFILE="$raw"
@@ -59,14 +61,17 @@ one() {
   else
     own=$(awk -v t="$(field ticks "$out")" -v e="$(field expected "$out")" 'BEGIN { printf "%.3f", t / e }')
   fi
+  local cut=""
+  [ "$name" = go ] || cut=", sleeps cut short $(field cut "$out")"
   if [ "$build" = plain ]; then
-    echo "own $own of cpu $cpu s"
+    echo "own $own of cpu $cpu s$cut"
   else
     sleep 0.3 # the collector writes the raw file as the program exits
-    echo "own $own of cpu $cpu s, osprey $(kept "$raw") s$(grep -q 'sampling stopped' "$work/err" && echo ', "sampling stopped"')"
+    echo "own $own of cpu $cpu s, osprey $(kept "$raw") s$cut$(grep -q 'sampling stopped' "$work/err" && echo ', "sampling stopped"')"
   fi
 }
 programs=(itimer process-timer thread-timer)
+"$target" raw-handler 0.01 1 >/dev/null 2>&1 && programs+=(raw-handler)
 [ "$have_go" = 1 ] && programs+=(go)
 for name in "${programs[@]}"; do
   for ((i = 1; i <= runs; i++)); do
