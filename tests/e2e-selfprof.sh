@@ -85,12 +85,14 @@ attempt() {
       return 0
     fi
   fi
-  python3 - "$work/$name.raw.json" "$name" "$final" "$(seen "$name" "$work/$name.plain")" \
+  seen "$name" "$work/$name.plain" >>"$work/$name.plains"
+  python3 - "$work/$name.raw.json" "$name" "$final" "$work/$name.plains" \
     "$(seen "$name" "$work/$name.out")" "$(field cpu_ns "$work/$name.out")" <<'PY'
 import sys
 from checks import check, finish, load_raw, on_cpu_seconds
 raw, name, final = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
-plain_own, profiled_own, cpu = float(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6]) / 1e9
+plains = [float(line) for line in open(sys.argv[4])]
+plain_own, profiled_own, cpu = plains[-1], float(sys.argv[5]), int(sys.argv[6]) / 1e9
 kept = on_cpu_seconds(load_raw(raw))
 own = "%s: its own profile saw %.3f of its CPU time profiled, %.3f plain" % (
     name, profiled_own, plain_own)
@@ -100,20 +102,34 @@ osprey_ok = kept >= 0.90 * cpu
 if not final and not (own_ok and osprey_ok):
     print("  again (a loaded machine's noise, or a loss): " + (own if not own_ok else osprey))
     sys.exit(1)
+# The plain runs themselves further apart than the margin: the machine's accounting, not the
+# profiler, decides; the program's own figure cannot be judged here (said, not failed).
+noisy = max(plains) > 1.10 * min(plains)
+if not own_ok and noisy:
+    print("  unjudged: %s (plain runs %s)" % (own, ", ".join("%.3f" % v for v in plains)))
+    check(osprey_ok, osprey)
+    sys.exit(3 if osprey_ok else 1)
 check(own_ok, own)
 check(osprey_ok, osprey)
 finish()
 PY
   local rc=$?
+  if [ "$rc" -eq 3 ]; then
+    skip_part "$name: its own profile against plain" "the plain runs strayed more than 10% apart" \
+      "the kernel's tick-sampled CPU time on a loaded machine"
+    return 0
+  fi
   if [ "$rc" -ne 0 ] && [ "$final" = 1 ]; then fail "$name: a profile lost samples (above)"; fi
   return "$rc"
 }
 
 # each NAME PROGRAM ARGS...: up to three pairs of runs. The program's own count of a
 # setitimer(ITIMER_PROF) is the kernel's tick-sampled CPU time, and under load it strays from
-# the CPU clock by up to 15% between two plain runs (1.10-1.30 of it in one run of
-# bench/selfprof/run.sh beside six builds): a pair that strays is run again; a lost profile
-# (0.05 of Osprey's, half of Go's own) fails every pair.
+# the CPU clock (plain runs 0.53-1.15 of it in runs of bench/selfprof/run.sh beside other
+# builds; 0.995 on a quiet machine), as Go's own profile does (0.71-0.98): a pair that strays
+# is run again, and where the plain runs themselves are more than 10% apart the program's own
+# figure is left unjudged (said). Osprey's figure and the cut sleeps are judged every time: a
+# lost profile (0.05 of Osprey's, a tenth of Go's) fails every pair.
 each() {
   local name=$1
   shift
