@@ -66,6 +66,14 @@ void osp__sigmask_adopt(int inherited_blocked)
 
 const sigset_t *osp__sigmask_view_before(int how, const sigset_t *set, sigset_t *copy, int *shown)
 {
+    sigset_t cur;
+    /* A view of SIGPROF blocked on a thread whose program has since unblocked a signal behind
+     * the C library (Go's runtime, on each thread it starts): SIGPROF is unblocked, as the
+     * kernel's mask says (disposition.c tells the same in the handler). Held to it, the old
+     * mask given back would show SIGPROF blocked, and the program would restore it so. */
+    if (osp__view_active && osp__view_blocked && osp__sigmask_raw(SIG_BLOCK, NULL, &cur) == 0 &&
+        (osp__view_real & ~osp__sigmask_word(&cur)) != 0)
+        osp__view_blocked = 0;
     *shown = osp__view_active ? osp__view_blocked : -1;
     if (!virtualizing()) {
         if (osp__view_active && osp__is_active() && getpid() == osp__boot_pid()) {

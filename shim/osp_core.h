@@ -190,13 +190,16 @@ extern __thread int osp__view_blocked __attribute__((tls_model("initial-exec")))
  * rt_sigprocmask, as Go's runtime does on each thread it starts) or waits with a mask of its
  * own (sigsuspend): there the kernel's mask, SIGPROF unblocked, is the program's. */
 extern __thread uint64_t osp__view_real __attribute__((tls_model("initial-exec")));
-/* The first word of a signal set (signals 1-64, the kernel's), SIGPROF left out.
- * Async-signal-safe. */
+/* The first word of a signal set (signals 1-64, the kernel's), with what a set asks and the
+ * kernel's mask does not hold left out: SIGPROF (the view's), SIGKILL and SIGSTOP (never
+ * blocked), and the C library's own two below SIGRTMIN (32 and 33: pthread_sigmask takes them
+ * out). Async-signal-safe. */
 static inline uint64_t osp__sigmask_word(const sigset_t *set)
 {
     uint64_t word;
     memcpy(&word, set, sizeof(word));
-    return word & ~(UINT64_C(1) << (SIGPROF - 1));
+    return word & ~((UINT64_C(1) << (SIGPROF - 1)) | (UINT64_C(1) << (SIGKILL - 1)) |
+                    (UINT64_C(1) << (SIGSTOP - 1)) | (UINT64_C(1) << 31) | (UINT64_C(1) << 32));
 }
 /* How many signals of ours this thread's handler has taken (any that carried our cookie):
  * the guard reads it around a call it does not block SIGPROF for, to tell our EINTR from

@@ -11,7 +11,9 @@
  *   raw-handler    the same, its handler installed by an rt_sigaction system call made
  *                  without the C library (an inline syscall instruction), as Go's runtime
  *                  does where cgo gives it no sigaction (x86-64 and arm64; elsewhere it
- *                  prints `unsupported` and exits 3).
+ *                  prints `unsupported` and exits 3);
+ *   raw-mask       thread-timer's, each thread started with every signal blocked, then its
+ *                  mask set as Go's runtime sets it (go_like_mask; x86-64 and arm64).
  * Meanwhile another thread sleeps 2 ms at a time in nanosleep. It prints `ticks N` (a POSIX
  * timer's overruns counted), `cpu_ns C` (the process's CPU time over the work), `expected E`
  * (C at 100 Hz: a run that gets its own signals has N close to E) and `cut K of S` (the sleeps
@@ -67,32 +69,39 @@ struct kernel_sigaction {
 #define SA_RESTORER 0x04000000
 #endif
 
-/* rt_sigaction without the C library (its syscall() is interposed by the preload shim). */
-static long raw_rt_sigaction(long sig, const struct kernel_sigaction *act,
-                             struct kernel_sigaction *old)
+/* A system call without the C library (its syscall() is interposed by the preload shim). */
+static long raw_syscall4(long nr, long a, long b, long c, long d)
 {
 #if defined(__x86_64__)
     long ret;
-    register long r10 __asm__("r10") = sizeof(unsigned long);
+    register long r10 __asm__("r10") = d;
     __asm__ volatile("syscall"
                      : "=a"(ret)
-                     : "0"((long)SYS_rt_sigaction), "D"(sig), "S"(act), "d"(old), "r"(r10)
+                     : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
                      : "rcx", "r11", "memory");
     return ret;
 #elif defined(__aarch64__)
-    register long x8 __asm__("x8") = SYS_rt_sigaction;
-    register long x0 __asm__("x0") = sig;
-    register long x1 __asm__("x1") = (long)act;
-    register long x2 __asm__("x2") = (long)old;
-    register long x3 __asm__("x3") = sizeof(unsigned long);
+    register long x8 __asm__("x8") = nr;
+    register long x0 __asm__("x0") = a;
+    register long x1 __asm__("x1") = b;
+    register long x2 __asm__("x2") = c;
+    register long x3 __asm__("x3") = d;
     __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
     return x0;
 #else
-    (void)sig;
-    (void)act;
-    (void)old;
+    (void)nr;
+    (void)a;
+    (void)b;
+    (void)c;
+    (void)d;
     return -ENOSYS;
 #endif
+}
+
+static long raw_rt_sigaction(long sig, const struct kernel_sigaction *act,
+                             struct kernel_sigaction *old)
+{
+    return raw_syscall4(SYS_rt_sigaction, sig, (long)act, (long)old, sizeof(unsigned long));
 }
 
 /* The handler installed as a runtime that bypasses the C library does: the C library's
@@ -150,10 +159,26 @@ static void *sleeper(void *arg)
     return NULL;
 }
 
+/* What Go's runtime does on each thread cgo starts with every signal blocked: its own mask set
+ * by a raw rt_sigprocmask (SIGPROF unblocked), then, to start another thread through cgo, every
+ * signal blocked and the old mask restored through the C library. */
+static void go_like_mask(void)
+{
+    unsigned long none = 0;
+    raw_syscall4(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, sizeof(none));
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static void *burn(void *arg)
 {
     (void)arg;
-    if (strcmp(mode, "thread-timer") == 0 || strcmp(mode, "raw-handler") == 0)
+    if (strcmp(mode, "raw-mask") == 0)
+        go_like_mask();
+    if (strcmp(mode, "thread-timer") == 0 || strcmp(mode, "raw-handler") == 0 ||
+        strcmp(mode, "raw-mask") == 0)
         thread_timer();
     atomic_fetch_add(&armed, 1);
     long long end = cpu_ns(CLOCK_THREAD_CPUTIME_ID) + (long long)(seconds / threads * 1e9);
@@ -169,8 +194,8 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr,
-                "usage: test-selfprof itimer|process-timer|thread-timer|raw-handler [SECONDS "
-                "[THREADS]]\n");
+                "usage: test-selfprof itimer|process-timer|thread-timer|raw-handler|raw-mask "
+                "[SECONDS [THREADS]]\n");
         return 2;
     }
     mode = argv[1];
@@ -214,15 +239,28 @@ int main(int argc, char **argv)
             return 2;
         }
         timer_settime(process_timer, 0, &its, NULL);
-    } else if (strcmp(mode, "thread-timer") != 0 && strcmp(mode, "raw-handler") != 0) {
+    } else if (strcmp(mode, "thread-timer") != 0 && strcmp(mode, "raw-handler") != 0 &&
+               strcmp(mode, "raw-mask") != 0) {
         fprintf(stderr, "test-selfprof: unknown mode %s\n", mode);
         return 2;
     }
     pthread_t workers[64], sleeping;
     int cut[2] = {0, 0};
     atomic_store(&working, 1);
+    sigset_t all, before;
+    sigfillset(&all);
+    int raw_mask = strcmp(mode, "raw-mask") == 0;
+    if (raw_mask) { /* the workers start with every signal blocked, as cgo starts them */
+        if (raw_syscall4(SYS_getpid, 0, 0, 0, 0) < 0) {
+            printf("unsupported\n");
+            return 3;
+        }
+        pthread_sigmask(SIG_SETMASK, &all, &before);
+    }
     for (int i = 0; i < threads; i++)
         pthread_create(&workers[i], NULL, burn, NULL);
+    if (raw_mask)
+        pthread_sigmask(SIG_SETMASK, &before, NULL);
     while (atomic_load(&armed) < threads) /* the sleeper starts once every timer is armed */
         sched_yield();
     pthread_create(&sleeping, NULL, sleeper, cut);

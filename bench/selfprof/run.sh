@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Programs that profile themselves with SIGPROF, plain and profiled by each BUILD given (a
-# build before a change beside one after it, in the same run): tests/test-selfprof.c's four
+# build before a change beside one after it, in the same run): tests/test-selfprof.c's five
 # modes (setitimer(ITIMER_PROF) on one thread, a CLOCK_PROCESS_CPUTIME_ID timer on one thread,
 # CLOCK_THREAD_CPUTIME_ID timers on two, the same with the handler installed by a raw
-# rt_sigaction) and tests/selfprof-go (Go with cgo, runtime/pprof, two
+# rt_sigaction, and with the threads' masks set as Go's runtime sets them) and tests/selfprof-go (Go with cgo, runtime/pprof, two
 # goroutines), 2 s of CPU time each. Prints, per run, the share of its CPU time the program's
 # own profile saw (its ticks at 100 Hz; pprof's total from `go tool pprof -top`) and Osprey's
 # on-CPU seconds against the CPU time the program used, and for the C programs the sleeps of
@@ -47,7 +47,7 @@ one() {
   local -a cmd env=()
   case $name in
   itimer | process-timer) cmd=("$target" "$name" 2 1) ;;
-  thread-timer | raw-handler) cmd=("$target" "$name" 2 2) ;;
+  thread-timer | raw-handler | raw-mask) cmd=("$target" "$name" 2 2) ;;
   go) cmd=("$work/selfprof-go" "$work/p.pprof" 1) ;;
   esac
   [ "$build" = plain ] || env=(OSPREY_DAEMON="$build/daemon/ospreyd" OSPREY_PROFILE="$raw"
@@ -71,7 +71,7 @@ one() {
   fi
 }
 programs=(itimer process-timer thread-timer)
-"$target" raw-handler 0.01 1 >/dev/null 2>&1 && programs+=(raw-handler)
+"$target" raw-handler 0.01 1 >/dev/null 2>&1 && programs+=(raw-handler raw-mask)
 [ "$have_go" = 1 ] && programs+=(go)
 for name in "${programs[@]}"; do
   for ((i = 1; i <= runs; i++)); do
