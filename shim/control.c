@@ -2,13 +2,13 @@
  *
  * Owns the pause of our SIGPROFs: around execve (a SIGPROF of ours still pending when the new
  * image starts would kill it, its SIGPROF being SIG_DFL again), and for good once the program
- * uses SIGPROF itself (standard signals do not queue: one of ours pending would swallow the
- * program's), and for good before a seccomp sandbox (strict mode, or a filter) takes effect:
- * the handler's clock reads and timer calls are system calls the sandbox may kill the program
- * for. ospreyd checks header.signals_paused before each round of signals, says in
- * header.asking whether one is under way (and counts rounds in header.tick_seq, what a shim
- * waits for when its collector does not say); the CPU-time timers are process-wide ids any
- * thread may disarm.
+ * sends SIGPROF itself (standard signals do not queue: one of ours pending on a thread would
+ * swallow one the program sends it; a timer of the program's does not stop ours), and for good
+ * before a seccomp sandbox (strict mode, or a filter) takes effect: the handler's clock reads and
+ * timer calls are system calls the sandbox may kill the program for. ospreyd checks
+ * header.signals_paused before each round of signals, says in header.asking whether one is under
+ * way (and counts rounds in header.tick_seq, what a shim waits for when its collector does not
+ * say); the CPU-time timers are process-wide ids any thread may disarm.
  */
 #include <errno.h>
 #include <signal.h>
@@ -118,10 +118,37 @@ void osp__program_will_signal(int sig)
 {
     if (sig != SIGPROF || !osp__sigprof_installed())
         return;
+    osp__sigprof_mark_wakes();
     if (osp__sigprof_mark_program_signals())
         osp__sigprof_back_off();
     if (osp__is_active() && osp__sigprof_claim_warning())
         osp__warn("the program uses SIGPROF itself; sampling stopped");
+}
+
+void osp__program_arms_sigprof(void)
+{
+    /* Its timer's signals are process-directed, ours thread-directed: each kind is pending
+     * in a set of its own and neither swallows the other. Only the masks change: a thread
+     * that blocks SIGPROF from now on blocks it in the kernel, so that the program's signal
+     * goes to another thread as it would have (mask.c). */
+    if (!osp__sigprof_installed())
+        return;
+    osp__sigprof_mark_program_signals();
+    osp__sigprof_mark_cpu_timer(); /* the guard goes on (disposition.c) */
+}
+
+void osp__program_arms_sigprof_timer(clockid_t clock, const struct sigevent *sev)
+{
+    if (sev == NULL || sev->sigev_signo != SIGPROF ||
+        (sev->sigev_notify != SIGEV_SIGNAL && sev->sigev_notify != SIGEV_THREAD_ID) ||
+        !osp__sigprof_installed())
+        return;
+    osp__sigprof_mark_program_signals();
+    /* A CPU-time clock: the two named ones, or one of clock_getcpuclockid's (negative). */
+    if (clock == CLOCK_PROCESS_CPUTIME_ID || clock == CLOCK_THREAD_CPUTIME_ID || clock < 0)
+        osp__sigprof_mark_cpu_timer();
+    else
+        osp__sigprof_mark_wakes(); /* it fires while the program sleeps: the guard stands aside */
 }
 
 void osp__sandbox_begin(void)

@@ -16,8 +16,10 @@
  * one of our signals. The shadow disposition is read by the handler, so it is published under
  * a sequence counter (a seqlock): a writer blocks SIGPROF on its own thread (a handler cannot
  * interrupt it there) and makes the count odd while it copies, readers retry until they see the
- * same even count before and after. A program that bypasses libc (a raw rt_sigaction syscall)
- * replaces our handler for real (osp__sigprof_foreign tells).
+ * same even count before and after. A program that bypasses libc (a raw rt_sigaction syscall,
+ * as Go's runtime does where cgo gives it no sigaction) replaces our handler for real: each
+ * thread's registration looks (osp__sigprof_reclaim), and puts the program's action into the
+ * shadow and ours back in front of it.
  */
 #include <errno.h>
 #include <signal.h>
@@ -42,9 +44,16 @@ static const char cookie = 'o';
 static _Atomic int program_signals;
 /* Whether the one warning line about it has been written (whoever exchanges it first). */
 static _Atomic int program_signals_warned;
+/* Set once the program arms a CPU-time timer of its own that sends SIGPROF (setitimer
+ * ITIMER_PROF, a POSIX timer on a CPU-time clock), and once it may expect a SIGPROF to end a
+ * wait (it sends one, waits for one, or arms a timer on another clock). Relaxed: one-way
+ * flags, read by the guard. */
+static _Atomic int program_cpu_timer;
+static _Atomic int program_wakes;
 
 __thread int osp__view_active __attribute__((tls_model("initial-exec")));
 __thread int osp__view_blocked __attribute__((tls_model("initial-exec")));
+__thread uint64_t osp__view_real __attribute__((tls_model("initial-exec")));
 __thread unsigned osp__sigprof_ours_seen __attribute__((tls_model("initial-exec")));
 
 static struct sigaction shadow;
@@ -104,29 +113,58 @@ int osp__sigprof_foreign(void)
     return cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
 }
 
+/* Our handler's action. */
+static void our_action(struct sigaction *sa, handler_fn handler)
+{
+    memset(sa, 0, sizeof(*sa));
+    sa->sa_sigaction = handler;
+    /* SA_ONSTACK: on the signal stack the registry gives each thread without one (or the
+     * program's own), never on a small thread stack. */
+    sa->sa_flags = SA_RESTART | SA_SIGINFO | SA_ONSTACK;
+    /* Every other signal waits the few microseconds the handler runs: a program's handler
+     * that ran inside ours would find SIGPROF blocked and take it for the program's own block
+     * (the mask tracker). The synchronous ones (a fault) cannot wait. */
+    sigfillset(&sa->sa_mask);
+    static const int synchronous[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof synchronous / sizeof synchronous[0]; i++)
+        sigdelset(&sa->sa_mask, synchronous[i]);
+}
+
 int osp__sigprof_install(handler_fn handler)
 {
     osp__sigaction_fn real = osp__libc_sigaction();
     if (real == NULL)
         return -ENOSYS;
     struct sigaction sa, before;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = handler;
-    /* SA_ONSTACK: on the signal stack the registry gives each thread without one (or the
-     * program's own), never on a small thread stack. */
-    sa.sa_flags = SA_RESTART | SA_SIGINFO | SA_ONSTACK;
-    /* Every other signal waits the few microseconds the handler runs: a program's handler
-     * that ran inside ours would find SIGPROF blocked and take it for the program's own block
-     * (the mask tracker). The synchronous ones (a fault) cannot wait. */
-    sigfillset(&sa.sa_mask);
-    static const int synchronous[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS};
-    for (size_t i = 0; i < sizeof synchronous / sizeof synchronous[0]; i++)
-        sigdelset(&sa.sa_mask, synchronous[i]);
+    our_action(&sa, handler);
     if (real(SIGPROF, &sa, &before) != 0)
         return -errno;
     osp__sigprof_shadow_write(&before); /* SIG_DFL or SIG_IGN: boot refuses to run over a handler */
     atomic_store_explicit(&installed, handler, memory_order_relaxed);
     return 0;
+}
+
+int osp__sigprof_reclaim(void)
+{
+    handler_fn ours = atomic_load_explicit(&installed, memory_order_relaxed);
+    osp__sigaction_fn real = osp__libc_sigaction();
+    struct sigaction cur, sa;
+    if (ours == NULL || real == NULL || real(SIGPROF, NULL, &cur) != 0 ||
+        ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == ours))
+        return 0;
+    /* The program set SIGPROF's action without the C library (a raw rt_sigaction): its action
+     * goes into the shadow and ours back in front of it, as if it had called sigaction.
+     * Writers of the shadow hold the lock, so the program's own sigaction cannot land
+     * between. */
+    our_action(&sa, ours);
+    sigset_t old;
+    pthread_mutex_lock(&shadow_writers);
+    osp__sigprof_mask_raw(SIG_BLOCK, &old);
+    shadow_write_blocked(&cur);
+    int err = real(SIGPROF, &sa, NULL);
+    osp__sigmask_raw(SIG_SETMASK, &old, NULL);
+    pthread_mutex_unlock(&shadow_writers);
+    return err == 0 ? 1 : 0;
 }
 
 void *osp__sigprof_cookie(void)
@@ -154,6 +192,27 @@ int osp__sigprof_mark_program_signals(void)
     return atomic_exchange_explicit(&program_signals, 1, memory_order_relaxed) == 0;
 }
 
+void osp__sigprof_mark_cpu_timer(void)
+{
+    atomic_store_explicit(&program_cpu_timer, 1, memory_order_relaxed);
+}
+
+void osp__sigprof_mark_wakes(void)
+{
+    atomic_store_explicit(&program_wakes, 1, memory_order_relaxed);
+}
+
+int osp__sigprof_guard_stands_aside(void)
+{
+    /* A CPU-time timer fires while the process runs, and the kernel gives its signal to a
+     * thread that runs: never one asleep in a guarded call. So SIGPROF blocked there keeps
+     * ours from cutting the sleep short and none of the program's from ending it. */
+    if (!osp__sigprof_program_handles())
+        return 0;
+    return !atomic_load_explicit(&program_cpu_timer, memory_order_relaxed) ||
+           atomic_load_explicit(&program_wakes, memory_order_relaxed);
+}
+
 int osp__sigprof_claim_warning(void)
 {
     /* Relaxed: a one-way flag; only which caller writes the line depends on it. */
@@ -164,7 +223,13 @@ int osp__sigprof_claim_warning(void)
 void osp__sigprof_forward(int sig, siginfo_t *info, void *context)
 {
     atomic_store_explicit(&program_signals, 1, memory_order_relaxed);
-    if (osp__view_active && osp__view_blocked && context != NULL && info != NULL) {
+    /* Where the interrupted mask unblocks a signal the view's does not, the program set it
+     * behind the C library (Go's runtime unblocks SIGPROF on each thread it starts with a raw
+     * rt_sigprocmask) or waits with a mask of its own: there SIGPROF is unblocked, as the
+     * kernel's mask says. Held to the view, its own signal would stay pending, blocked for
+     * good, and ours with it. A handler's mask only adds signals. */
+    if (osp__view_active && osp__view_blocked && context != NULL && info != NULL &&
+        (osp__view_real & ~osp__sigmask_word(&((ucontext_t *)context)->uc_sigmask)) == 0) {
         /* The program blocked SIGPROF here: it stays pending, as it would have, and blocked
          * for real once this handler returns. */
         sigaddset(&((ucontext_t *)context)->uc_sigmask, SIGPROF);

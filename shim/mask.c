@@ -12,7 +12,9 @@
  * would take our signals for the program's); a set of SIGPROF alone means the program uses it,
  * and we stop. An exec or a spawned child inherits the mask the program asked for. Once the
  * program uses SIGPROF itself, each thread's next mask call makes its real mask the program's
- * again.
+ * again. The kernel's mask as the view left it is kept too (osp__view_real): a thread whose
+ * program changes its mask without the C library (Go's runtime) is told by the handler from
+ * one the view holds.
  */
 #include <signal.h>
 #include <unistd.h>
@@ -57,12 +59,21 @@ void osp__sigmask_adopt(int inherited_blocked)
         return;
     osp__view_blocked = 1;
     osp__view_active = 1;
+    osp__view_real = osp__sigmask_word(&cur);
     prof_only(&prof);
     osp__sigmask_raw(SIG_UNBLOCK, &prof, NULL);
 }
 
 const sigset_t *osp__sigmask_view_before(int how, const sigset_t *set, sigset_t *copy, int *shown)
 {
+    sigset_t cur;
+    /* A view of SIGPROF blocked on a thread whose program has since unblocked a signal behind
+     * the C library (Go's runtime, on each thread it starts): SIGPROF is unblocked, as the
+     * kernel's mask says (disposition.c tells the same in the handler). Held to it, the old
+     * mask given back would show SIGPROF blocked, and the program would restore it so. */
+    if (osp__view_active && osp__view_blocked && osp__sigmask_raw(SIG_BLOCK, NULL, &cur) == 0 &&
+        (osp__view_real & ~osp__sigmask_word(&cur)) != 0)
+        osp__view_blocked = 0;
     *shown = osp__view_active ? osp__view_blocked : -1;
     if (!virtualizing()) {
         if (osp__view_active && osp__is_active() && getpid() == osp__boot_pid()) {
@@ -92,9 +103,18 @@ const sigset_t *osp__sigmask_view_before(int how, const sigset_t *set, sigset_t 
     return copy;
 }
 
-void osp__sigmask_view_after(sigset_t *old, int shown)
+void osp__sigmask_view_after(int how, const sigset_t *passed, sigset_t *old, int shown)
 {
-    if (old == NULL || shown < 0)
+    if (osp__view_active) {
+        /* The kernel's mask now, as the handler compares it (disposition.c). */
+        uint64_t was = osp__sigmask_word(old);
+        uint64_t set = passed != NULL ? osp__sigmask_word(passed) : 0;
+        osp__view_real = passed == NULL       ? was
+                         : how == SIG_SETMASK ? set
+                         : how == SIG_BLOCK   ? was | set
+                                              : was & ~set;
+    }
+    if (shown < 0)
         return;
     if (shown)
         sigaddset(old, SIGPROF);

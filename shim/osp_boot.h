@@ -113,6 +113,13 @@ void osp__sandbox_begin(void);
 /* The program is about to send or arm SIGPROF (or to wait for it): stop ours first, and say
  * so in one line. */
 void osp__program_will_signal(int sig);
+/* The program arms a timer of its own that sends SIGPROF (setitimer(ITIMER_PROF)): ours go
+ * on beside it (shim/README.md, "A program that profiles itself"); the program's masks become
+ * the kernel's from now on. */
+void osp__program_arms_sigprof(void);
+/* The same for a POSIX timer (timer_create) whose signal is SIGPROF: on a CPU-time clock the
+ * guard goes on, on another the guard stands aside (it may end a wait). */
+void osp__program_arms_sigprof_timer(clockid_t clock, const struct sigevent *sev);
 /* Wait (at most ~50 ms) until ospreyd has finished two rounds of signals since the call: no
  * round that began before the caller's change of state can still be sending. Returns at once
  * when ospreyd is not attached. */
@@ -136,7 +143,9 @@ int osp__sigmask_virtualizing(void);
  * program's view of SIGPROF before the call (-1: the kernel's answer is already the program's
  * view); after a call that succeeded, the old mask the program gets back. */
 const sigset_t *osp__sigmask_view_before(int how, const sigset_t *set, sigset_t *copy, int *shown);
-void osp__sigmask_view_after(sigset_t *old, int shown);
+/* `passed` is what view_before returned, `old` the kernel's old mask (never NULL: the wrapper
+ * asks for it even where the program did not), changed into the program's view. */
+void osp__sigmask_view_after(int how, const sigset_t *passed, sigset_t *old, int shown);
 /* Around an exec or a spawn: the kernel mask the child inherits is the program's view.
  * begin returns whether it blocked SIGPROF; end takes that back (not in a vfork child). */
 int osp__sigmask_child_begin(void);
@@ -318,14 +327,15 @@ void osp__at_fork_child(void);
 
 /* The guard (guard.c's wrappers, and boot's own naps on the program's thread): block SIGPROF on
  * this thread around a call a signal would cut short, if the guard applies (a registered thread,
- * profiling active, no SIGPROF handler of the program's, SIGPROF not already blocked); *old
+ * profiling active, no SIGPROF of the program's that could end the call: guard_stands_aside,
+ * SIGPROF not already blocked); *old
  * receives the previous mask; fn is the C library's function the call goes to (the wait's leaf
  * frame). Returns 1 when the caller must end the guard. Inline, so that in an
  * optimised build the wrapper is the only frame of ours between the wait and its caller (slot.c
  * leaves two frames out of a guarded wait's stack: osp__guard_wait_begin's and the wrapper's). */
 static inline int osp__guard_begin(sigset_t *old, const void *fn)
 {
-    if (osp__tls_slot == NULL || !osp__is_active() || osp__sigprof_program_handles())
+    if (osp__tls_slot == NULL || !osp__is_active() || osp__sigprof_guard_stands_aside())
         return 0;
     /* A guarded call this thread left by longjmp: its block of SIGPROF is undone first. */
     osp__guard_repair_if_left(osp__tls_slot, (uint64_t)(uintptr_t)__builtin_frame_address(0));

@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "osp_base.h"
@@ -150,6 +151,9 @@ int osp__sigprof_installed(void);
 /* Nonzero when the kernel's SIGPROF handler is neither ours nor SIG_DFL/SIG_IGN (before
  * install: the program has a handler; after: it replaced ours behind libc's back). */
 int osp__sigprof_foreign(void);
+/* Has the program replaced our handler behind the C library (a raw rt_sigaction)? Then its
+ * action goes into the shadow and ours is installed again in front of it; returns 1. */
+int osp__sigprof_reclaim(void);
 /* The si_value every SIGPROF of ours carries (ospreyd's and the CPU-time timers'). */
 void *osp__sigprof_cookie(void);
 /* Is this delivery one of ours? Async-signal-safe. */
@@ -167,6 +171,17 @@ int osp__sigprof_program_signals(void);
 /* The program sends, arms or received a SIGPROF of its own: from now on we send no more.
  * Returns 1 for the first caller only, who stops ours. */
 int osp__sigprof_mark_program_signals(void);
+/* The program armed a CPU-time timer of its own that sends SIGPROF (setitimer(ITIMER_PROF), a
+ * POSIX timer on a CPU-time clock). */
+void osp__sigprof_mark_cpu_timer(void);
+/* The program may expect a SIGPROF to end a wait: it sends one, waits for one, or arms a timer
+ * on another clock that sends it. */
+void osp__sigprof_mark_wakes(void);
+/* Does the guard leave SIGPROF unblocked in a blocking call? Where the program has a SIGPROF
+ * handler and may expect a SIGPROF to end the call: it has one and has armed no CPU-time timer
+ * of its own (nothing tells what it waits for: GNU sort's handler, a signal from outside), or
+ * it sends, waits for, or arms another timer with SIGPROF. */
+int osp__sigprof_guard_stands_aside(void);
 /* 1 for the first caller only: that caller writes the warning line about it. */
 int osp__sigprof_claim_warning(void);
 /* The program's view of SIGPROF in the calling thread's mask (boot's mask.c keeps it): the
@@ -177,6 +192,23 @@ int osp__sigprof_claim_warning(void);
  * reads them. */
 extern __thread int osp__view_active __attribute__((tls_model("initial-exec")));
 extern __thread int osp__view_blocked __attribute__((tls_model("initial-exec")));
+/* The kernel's mask of the thread (signals 1-64, SIGPROF left out: osp__sigmask_word) as the
+ * shim last set or saw it while keeping the view. A delivery that finds a signal of it
+ * unblocked was interrupted where the program set its mask behind the C library (a raw
+ * rt_sigprocmask, as Go's runtime does on each thread it starts) or waits with a mask of its
+ * own (sigsuspend): there the kernel's mask, SIGPROF unblocked, is the program's. */
+extern __thread uint64_t osp__view_real __attribute__((tls_model("initial-exec")));
+/* The first word of a signal set (signals 1-64, the kernel's), with what a set asks and the
+ * kernel's mask does not hold left out: SIGPROF (the view's), SIGKILL and SIGSTOP (never
+ * blocked), and the C library's own two below SIGRTMIN (32 and 33: pthread_sigmask takes them
+ * out). Async-signal-safe. */
+static inline uint64_t osp__sigmask_word(const sigset_t *set)
+{
+    uint64_t word;
+    memcpy(&word, set, sizeof(word));
+    return word & ~((UINT64_C(1) << (SIGPROF - 1)) | (UINT64_C(1) << (SIGKILL - 1)) |
+                    (UINT64_C(1) << (SIGSTOP - 1)) | (UINT64_C(1) << 31) | (UINT64_C(1) << 32));
+}
 /* How many signals of ours this thread's handler has taken (any that carried our cookie):
  * the guard reads it around a call it does not block SIGPROF for, to tell our EINTR from
  * the program's. Written only by the handler on its own thread. */

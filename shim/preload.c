@@ -387,6 +387,7 @@ __attribute__((visibility("default"))) int timer_create(clockid_t clock, struct 
     }
     int (*real)(clockid_t, struct sigevent *, timer_t *);
     memcpy(&real, &sym, sizeof(real));
+    osp__program_arms_sigprof_timer(clock, sevp);
     if (sevp == NULL || sevp->sigev_notify != SIGEV_THREAD || sevp->sigev_notify_function == NULL ||
         !osp__is_active()) {
         /* Never while the kernel takes a timer's id from its caller (registry.c). */

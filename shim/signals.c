@@ -151,7 +151,7 @@ setitimer(__itimer_which_t which, const struct itimerval *value, struct itimerva
         return -1;
     if (which == ITIMER_PROF && value != NULL &&
         (value->it_value.tv_sec != 0 || value->it_value.tv_usec != 0))
-        osp__program_will_signal(SIGPROF);
+        osp__program_arms_sigprof();
     return real(which, value, old);
 }
 
@@ -211,11 +211,14 @@ __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset
     /* A guarded call this thread left by longjmp: the mask it sees is without the guard's
      * block of SIGPROF. */
     osp__guard_repair_if_left(osp__tls_slot, (uint64_t)(uintptr_t)__builtin_frame_address(0));
-    sigset_t copy;
+    sigset_t copy, was;
     int shown;
-    int err = real(how, osp__sigmask_view_before(how, set, &copy, &shown), old);
+    const sigset_t *passed = osp__sigmask_view_before(how, set, &copy, &shown);
+    int err = real(how, passed, &was);
     if (err == 0)
-        osp__sigmask_view_after(old, shown);
+        osp__sigmask_view_after(how, passed, &was, shown);
+    if (err == 0 && old != NULL)
+        *old = was;
     if (err == 0 && set != NULL && !osp__sigmask_virtualizing())
         track_sigprof_mask();
     return err;
@@ -230,11 +233,14 @@ __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t *
     /* A guarded call this thread left by longjmp: the mask it sees is without the guard's
      * block of SIGPROF. */
     osp__guard_repair_if_left(osp__tls_slot, (uint64_t)(uintptr_t)__builtin_frame_address(0));
-    sigset_t copy;
+    sigset_t copy, was;
     int shown;
-    int r = real(how, osp__sigmask_view_before(how, set, &copy, &shown), old);
+    const sigset_t *passed = osp__sigmask_view_before(how, set, &copy, &shown);
+    int r = real(how, passed, &was);
     if (r == 0)
-        osp__sigmask_view_after(old, shown);
+        osp__sigmask_view_after(how, passed, &was, shown);
+    if (r == 0 && old != NULL)
+        *old = was;
     if (r == 0 && set != NULL && !osp__sigmask_virtualizing()) {
         int saved = errno;
         track_sigprof_mask();

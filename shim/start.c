@@ -4,7 +4,8 @@
  * (fork.c) run: the ring, the unwind tables, the switch events, the registry, the image list,
  * the run published as active, the collector (started or greeted), and the descriptors handed
  * over. Also the public osp_prof_thread_register/unregister, the pthread key that unregisters
- * a thread however it ends, and the image list refreshed as threads register.
+ * a thread however it ends, and the image list refreshed as threads register (and our SIGPROF
+ * handler put back in front of one the program set behind the C library).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -57,6 +58,14 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label)
         thread_key_mark();
         osp__sigmask_adopt(0); /* sampled even where the program blocks every signal */
     }
+    /* A runtime that set SIGPROF's action behind the C library did so before starting its
+     * threads (Go's, where cgo gives it no sigaction): ours goes back in front of it. */
+    static _Atomic int reclaimed_said;
+    if (osp__sigprof_reclaim() == 1 &&
+        atomic_exchange_explicit(&reclaimed_said, 1, memory_order_relaxed) == 0)
+        osp__warn("the program set its SIGPROF handler without the C library; it runs behind "
+                  "Osprey's from now on (signals of each sent before may have reached the "
+                  "other)");
     osp__images_refresh();
 }
 
