@@ -158,7 +158,7 @@ int osp__sigprof_reclaim(void)
      * between. */
     our_action(&sa, ours);
     sigset_t old;
-    pthread_mutex_lock(&shadow_writers);
+    osp__mutex_lock(&shadow_writers);
     osp__sigprof_mask_raw(SIG_BLOCK, &old);
     shadow_write_blocked(&cur);
     int err = real(SIGPROF, &sa, NULL);
