@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "osp_ring.h"
 #include "osp_unwind_step.h"
 #include "ospc.h"
 #include "ospx_internal.h"
@@ -133,7 +134,7 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
     const struct ospx_symbols *sym = model->symbols;
     if (model->on_cpu_samples == 0 || sym == NULL)
         return;
-    uint64_t cut = 0, early = 0;
+    uint64_t cut = 0, early = 0, by_end[OSP_UNWIND_STOP_COUNT] = {0};
     /* Per stack: 0 not looked at, 1 whole, 2 cut; and the weight of its cut samples. */
     unsigned char *seen = calloc(sym->stack_count ? sym->stack_count : 1, 1);
     uint64_t *stack_cut = calloc(sym->stack_count ? sym->stack_count : 1, sizeof *stack_cut);
@@ -166,6 +167,7 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
             continue;
         cut += s->weight;
         stack_cut[s->stack] += s->weight;
+        by_end[end < OSP_UNWIND_STOP_COUNT ? end : 0] += s->weight;
         if (s->t_rel_ns < unwind_ready(raw, s))
             early += s->weight;
         if (s->thread < raw->thread_count && raw->threads[s->thread].process < raw->process_count)
@@ -197,7 +199,7 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
             at->members += process_cut[p] > 0;
             at->weight += process_cut[p];
         }
-    size_t size = 256 + 96 * (image_count + command_count);
+    size_t size = 512 + 96 * (image_count + command_count);
     second = malloc(size);
     if (second == NULL)
         goto done;
@@ -213,6 +215,21 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         append_tally(second, size, &n, " in processes", commands, command_count, cut,
                      model->on_cpu_samples, 1);
     }
+    /* How the walks said they ended, where the raw file says (stack_ends). */
+    char depth_cap[48];
+    snprintf(depth_cap, sizeof depth_cap, "the depth cap (%u frames)", OSP_MAX_DEPTH);
+    const char *ends[OSP_UNWIND_STOP_COUNT] = {
+        [OSP_UNWIND_NO_ROW] = "no unwind row and no frame pointer",
+        [OSP_UNWIND_FAILED] = "a check that failed",
+        [OSP_UNWIND_DEPTH] = depth_cap,
+        [OSP_UNWIND_GUESSED] = "frame pointers guessed before the rows were ready"};
+    const char *lead = "; walks ended at";
+    for (unsigned e = 1; e < OSP_UNWIND_STOP_COUNT && n > 0 && (size_t)n < size; e++)
+        if (by_end[e] > 0 && ends[e] != NULL) {
+            n += snprintf(second + n, size - (size_t)n, "%s %s %.1f%%", lead, ends[e],
+                          100.0 * (double)by_end[e] / (double)model->on_cpu_samples);
+            lead = ",";
+        }
     double early_share = 100.0 * (double)early / (double)model->on_cpu_samples;
     if (early_share >= 0.05 && n > 0 && (size_t)n < size) {
         /* In a profile of one process, when: the startup window a longer run outgrows. */

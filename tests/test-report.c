@@ -980,6 +980,10 @@ START_TEST(cut_stacks_are_told_by_how_their_walks_ended)
     char *text = render(&built.model, 0, 200);
     ck_assert_msg(line_with(text, "stacks: 40.0% of on-CPU samples end before main") != NULL, "%s",
                   text);
+    /* The note says how the walks that said so ended: the guessed one. */
+    ck_assert_msg(strstr(text, "walks ended at frame pointers guessed before the rows were ready "
+                               "30.0%") != NULL,
+                  "%s", text);
     free(text);
     release(&built);
 }
