@@ -125,11 +125,40 @@ int osp__unwind_settling(void);
 uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
                      uint64_t *out, uint32_t cap);
 
+/* A stack the walk may read: the words of [lo, hi), read in place, or from `copy`, which holds
+ * the stack's bytes from address `base` on as they were when copied (a stack that may be
+ * unmapped at any time, read once without faulting). */
+struct osp__stack_span {
+    uint64_t lo, hi;
+    const uint8_t *copy; /* NULL: read in place */
+    uint64_t base;       /* the address copy[0] holds */
+};
+
+/* osp__unwind over several stacks: spans[0] holds regs->sp; the walk moves to another of the
+ * n spans (each walked once at most, n <= 32) only at a kernel signal frame whose interrupted
+ * stack pointer lies in it. Async-signal-safe. */
+uint32_t osp__unwind_spans(const struct osp__regs *regs, int leaf,
+                           const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
+                           uint32_t cap);
+
 /* The stack of whoever called our own code: `own_frames` frame records of ours (built with
  * frame pointers) are stepped over from `fp`, then osp__unwind goes on from the caller's
  * return address. 0 when our own records fail the checks. Async-signal-safe. */
 uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
                             uint64_t *out, uint32_t cap);
+
+/* ---- stacks.c ---------------------------------------------------------------------------- */
+
+struct osp__slot;
+
+/* How much of a stack no one vouched for the handler copies (from sp's page on). */
+#define OSP__STACK_COPY_BYTES (32u << 10)
+
+/* The stacks the walk from stack pointer sp may read, into out[0..4), the one holding sp
+ * first: the thread's own; the fiber stack its runtime declared; the signal stack, when sp is
+ * on it; else the memory above sp copied without faulting, up to OSP__STACK_COPY_BYTES or the
+ * first unreadable page. 0 when sp is in none. Async-signal-safe. */
+uint32_t osp__stack_spans(struct osp__slot *s, uint64_t sp, struct osp__stack_span *out);
 
 /* ---- disposition.c ----------------------------------------------------------------------- */
 
@@ -261,6 +290,11 @@ struct osp__slot {
      * since reused for a wait's capture): where a thread that exits was last seen running. */
     uint32_t sample_depth;
     uint64_t start_pc; /* the start routine of a thread pthread_create started, else 0 */
+    /* The stack the thread runs on now as its runtime said (osp_prof_fiber_switch), [lo, hi);
+     * hi 0: none said. Written by the thread, read by its handler (stacks.c). */
+    uint64_t fiber_lo, fiber_hi;
+    /* The handler's copy of a stack no one vouched for (stacks.c), mapped at its first use. */
+    uint8_t *stack_copy;
 };
 
 /* Write one SAMPLE_WEIGHTED record to `w` for slot s. Returns 0, or -ENOSPC when the ring is

@@ -12,12 +12,16 @@
  * read (a saved return address, a saved frame pointer, a frame record, the kernel's signal
  * frame) must lie inside [lo, hi): the callers pass lo = max(stack low bound, the interrupted
  * sp), and everything in [sp, hi) is mapped (the main thread's stack mapping grows down to
- * cover sp; pthread stacks are mapped whole), so no read can fault. A frame pointer is
- * 8-byte aligned, its 16-byte record inside [lo, hi) above the current sp. Every offset and
- * count read from the tables is checked against the mapping's size. The walk ends at the
- * first check that fails, at an outermost frame (the CFI says the return address is
- * undefined, or a zero return address), or after `cap` addresses. The CPU's part (registers,
- * the signal frame, the x86_64 prologue and PLT) is in shim/arch/<cpu>/osp_cpu.h.
+ * cover sp; pthread stacks are mapped whole), so no read can fault. A stack not known to stay
+ * mapped is walked in a copy (osp__stack_span.copy, taken by stacks.c without faulting), at
+ * its own addresses. A walk may cross from one stack to another only at the kernel's signal
+ * frame (a handler on a sigaltstack, the interrupted stack below it), onto one of the spans it
+ * was given and has not walked yet; within a stack the stack pointer rises strictly. A frame
+ * pointer is 8-byte aligned, its 16-byte record inside [lo, hi) above the current sp. Every offset
+ * and count read from the tables is checked against the mapping's size. The walk ends at the first
+ * check that fails, at an outermost frame (the CFI says the return address is undefined, or a zero
+ * return address), or after `cap` addresses. The CPU's part (registers, the signal frame, the
+ * x86_64 prologue and PLT) is in shim/arch/<cpu>/osp_cpu.h.
  */
 #include <stdint.h>
 
@@ -177,30 +181,42 @@ static const struct osp_unwind_row *find_row(const struct osp_unwind_index *ix,
     return osp_unwind_find_row(t->base, t->size, ix, pc);
 }
 
-/* The stack word at addr if [addr, addr + 8) is an aligned word inside [lo, hi). */
-OSP__READS_FOREIGN_STACK
-static int read_word(uint64_t addr, uint64_t lo, uint64_t hi, uint64_t *out)
+/* Where the word at addr of span m is: in place, or in the span's copy. */
+static const uint8_t *span_at(const struct osp__stack_span *m, uint64_t addr)
 {
-    if (addr & 7u || addr < lo || hi < 8 || addr > hi - 8)
+    return m->copy != NULL ? m->copy + (addr - m->base) : (const uint8_t *)(uintptr_t)addr;
+}
+
+/* The stack word at addr if [addr, addr + 8) is an aligned word inside the span's [lo, hi). */
+OSP__READS_FOREIGN_STACK
+static int read_word(uint64_t addr, const struct osp__stack_span *m, uint64_t *out)
+{
+    if (addr & 7u || addr < m->lo || m->hi < 8 || addr > m->hi - 8)
         return -1;
-    *out = *(const uint64_t *)(uintptr_t)addr;
+    *out = *(const uint64_t *)(const void *)span_at(m, addr);
     return 0;
 }
 
-enum step { STEP_FAILED = -1, STEP_OUTERMOST = 0, STEP_DONE = 1 };
+/* STEP_SWITCH: a signal frame whose interrupted stack pointer is outside the span walked. */
+enum step { STEP_FAILED = -1, STEP_OUTERMOST = 0, STEP_DONE = 1, STEP_SWITCH = 2 };
 
 /* One frame by its row. `first`: r holds every register of the interrupted instant (the leaf,
  * or the frame below a signal frame), so lr is valid. Async-signal-safe. */
 static enum step step_by_row(const struct osp_unwind_row *row, const struct osp__regs *r, int first,
-                             uint64_t lo, uint64_t hi, struct osp__regs *next)
+                             const struct osp__stack_span *m, struct osp__regs *next)
 {
+    uint64_t hi = m->hi;
     if (row->cfa_rule == OSP_CFA_END)
         return STEP_OUTERMOST;
     if (row->cfa_rule == OSP_CFA_SIGNAL) {
-        if (osp__cpu_signal_frame_regs(r->sp, hi, next) != 0 || next->sp <= r->sp || next->sp >= hi)
+        if (r->sp < m->lo || r->sp >= hi ||
+            osp__cpu_signal_frame_regs((uint64_t)(uintptr_t)span_at(m, r->sp),
+                                       (uint64_t)(uintptr_t)span_at(m, hi), next) != 0)
             return STEP_FAILED;
         next->lr = osp__cpu_strip_pac(next->lr);
-        return STEP_DONE;
+        if (next->sp >= m->lo && next->sp < hi) /* the same stack: it must rise */
+            return next->sp > r->sp ? STEP_DONE : STEP_FAILED;
+        return STEP_SWITCH; /* interrupted on another stack (a handler on a sigaltstack) */
     }
     uint64_t cfa;
     if (row->cfa_rule == OSP_CFA_SP)
@@ -219,7 +235,7 @@ static enum step step_by_row(const struct osp_unwind_row *row, const struct osp_
         return STEP_FAILED;
     uint64_t ra;
     if (row->ra_rule == OSP_RA_AT_CFA) {
-        if (read_word(cfa + (uint64_t)(int64_t)row->ra_offset, lo, hi, &ra) != 0)
+        if (read_word(cfa + (uint64_t)(int64_t)row->ra_offset, m, &ra) != 0)
             return STEP_FAILED;
     } else if (row->ra_rule == OSP_RA_IN_LR && first) {
         ra = r->lr;
@@ -231,7 +247,7 @@ static enum step step_by_row(const struct osp_unwind_row *row, const struct osp_
      * signal frame may have overwritten since): the register holds it. */
     next->fp = r->fp;
     uint64_t fp_at = cfa + (uint64_t)(int64_t)row->fp_offset;
-    if (row->fp_rule == OSP_FP_AT_CFA && fp_at >= r->sp && read_word(fp_at, lo, hi, &next->fp) != 0)
+    if (row->fp_rule == OSP_FP_AT_CFA && fp_at >= r->sp && read_word(fp_at, m, &next->fp) != 0)
         return STEP_FAILED;
     next->sp = cfa;
     next->pc = osp__cpu_strip_pac(ra);
@@ -242,7 +258,7 @@ static enum step step_by_row(const struct osp_unwind_row *row, const struct osp_
 /* One frame by the frame-pointer chain. `leaf`: r.pc is the interrupted pc itself, whose
  * page is mapped (its code bytes may be read directly). Async-signal-safe. */
 OSP__READS_FOREIGN_STACK
-static enum step step_by_fp(const struct osp__regs *r, int leaf, uint64_t lo, uint64_t hi,
+static enum step step_by_fp(const struct osp__regs *r, int leaf, const struct osp__stack_span *m,
                             struct osp__regs *next)
 {
     if (leaf) {
@@ -250,7 +266,7 @@ static enum step step_by_fp(const struct osp__regs *r, int leaf, uint64_t lo, ui
          * the frame pointer, which still holds the caller's frame. */
         int slot = osp__cpu_frameless_return_slot(r->pc);
         uint64_t ra;
-        if (slot >= 0 && read_word(r->sp + 8u * (uint64_t)slot, lo, hi, &ra) == 0) {
+        if (slot >= 0 && read_word(r->sp + 8u * (uint64_t)slot, m, &ra) == 0) {
             next->sp = r->sp + 8u * (uint64_t)(slot + 1);
             next->fp = r->fp;
             next->pc = ra;
@@ -259,8 +275,8 @@ static enum step step_by_fp(const struct osp__regs *r, int leaf, uint64_t lo, ui
         }
     }
     uint64_t fp = r->fp, ra, caller_fp;
-    if (fp < r->sp || fp - r->sp > OSP__MAX_FRAME_BYTES || read_word(fp, lo, hi, &caller_fp) != 0 ||
-        read_word(fp + 8, lo, hi, &ra) != 0)
+    if (fp < r->sp || fp - r->sp > OSP__MAX_FRAME_BYTES || read_word(fp, m, &caller_fp) != 0 ||
+        read_word(fp + 8, m, &ra) != 0)
         return STEP_FAILED;
     next->sp = fp + 16;
     next->fp = caller_fp;
@@ -270,15 +286,19 @@ static enum step step_by_fp(const struct osp__regs *r, int leaf, uint64_t lo, ui
 }
 
 /* Async-signal-safe. */
-uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
-                     uint64_t *out, uint32_t cap)
+uint32_t osp__unwind_spans(const struct osp__regs *regs, int leaf,
+                           const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
+                           uint32_t cap)
 {
-    if (cap == 0)
+    if (cap == 0 || n == 0)
         return 0;
     struct tables t;
     const struct osp_unwind_index *ix = active_index(&t);
-    if (ix == NULL && regs->lr != 0 && leaf) /* aarch64 without tables: lr, then the chain */
-        return osp__unwind_walk_lr(regs->pc, regs->lr, regs->fp, lo, hi, out, cap);
+    if (ix == NULL && regs->lr != 0 && leaf && spans[0].copy == NULL) /* aarch64, no tables */
+        return osp__unwind_walk_lr(regs->pc, regs->lr, regs->fp, spans[0].lo, spans[0].hi, out,
+                                   cap);
+    struct osp__stack_span m = spans[0]; /* the stack walked now */
+    uint32_t entered = 1;                /* the spans walked: each once, so no walk loops */
     struct osp__regs r = *regs;
     int precise = leaf; /* r.pc is the instant's own pc, not a return address */
     uint32_t depth = 0;
@@ -290,10 +310,23 @@ uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64
         const struct osp_unwind_row *row = ix ? find_row(ix, &t, precise ? r.pc : r.pc - 1) : NULL;
         struct osp__regs next;
         enum step step = row != NULL && row->cfa_rule != OSP_CFA_UNKNOWN
-                             ? step_by_row(row, &r, precise, lo, hi, &next)
-                             : step_by_fp(&r, leaf && depth == 1, lo, hi, &next);
-        if (step != STEP_DONE)
+                             ? step_by_row(row, &r, precise, &m, &next)
+                             : step_by_fp(&r, leaf && depth == 1, &m, &next);
+        if (step == STEP_SWITCH) {
+            /* The bounds switch at the kernel's signal frame: the walk goes on from the
+             * interrupted stack pointer up, on a stack it has not walked yet. */
+            uint32_t k = 0;
+            while (k < n &&
+                   ((entered >> k & 1u) || next.sp < spans[k].lo || next.sp >= spans[k].hi))
+                k++;
+            if (k == n)
+                break;
+            entered |= 1u << k;
+            m = spans[k];
+            m.lo = next.sp;
+        } else if (step != STEP_DONE) {
             break;
+        }
         /* Past the kernel's signal frame, the registers are an interrupted instant again. */
         precise = row != NULL && row->cfa_rule == OSP_CFA_SIGNAL;
         r = next;
@@ -302,13 +335,22 @@ uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64
 }
 
 /* Async-signal-safe. */
+uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
+                     uint64_t *out, uint32_t cap)
+{
+    struct osp__stack_span span = {.lo = lo, .hi = hi, .copy = NULL, .base = 0};
+    return osp__unwind_spans(regs, leaf, &span, 1, out, cap);
+}
+
+/* Async-signal-safe. */
 uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
                             uint64_t *out, uint32_t cap)
 {
     struct osp__regs r = {.pc = 0, .sp = lo, .fp = fp, .lr = 0};
+    struct osp__stack_span span = {.lo = lo, .hi = hi, .copy = NULL, .base = 0};
     for (uint32_t i = 0; i < own_frames; i++) {
         struct osp__regs next;
-        if (step_by_fp(&r, 0, lo, hi, &next) != STEP_DONE)
+        if (step_by_fp(&r, 0, &span, &next) != STEP_DONE)
             return 0;
         r = next;
     }
