@@ -152,13 +152,17 @@ uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint6
 struct osp__slot;
 
 /* How much of a stack no one vouched for the handler copies (from sp's page on). */
-#define OSP__STACK_COPY_BYTES (32u << 10)
+#define OSP__STACK_COPY_BYTES (16u << 10)
 
 /* The stacks the walk from stack pointer sp may read, into out[0..4), the one holding sp
  * first: the thread's own; the fiber stack its runtime declared; the signal stack, when sp is
  * on it; else the memory above sp copied without faulting, up to OSP__STACK_COPY_BYTES or the
  * first unreadable page. 0 when sp is in none. Async-signal-safe. */
 uint32_t osp__stack_spans(struct osp__slot *s, uint64_t sp, struct osp__stack_span *out);
+/* The stack read in place that holds addr (a frame of the calling thread's): the thread's own
+ * or the fiber's its runtime declared; its top, and its bottom in *lo; 0 and 0 for neither
+ * (then nothing may be read). Async-signal-safe. */
+uint64_t osp__stack_in_place(const struct osp__slot *s, uint64_t addr, uint64_t *lo);
 
 /* ---- disposition.c ----------------------------------------------------------------------- */
 

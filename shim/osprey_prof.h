@@ -52,9 +52,9 @@ OSP_PROF_API void osp_prof_thread_unregister(void);
  * back to the thread's own stack. Samples taken while the thread runs on that stack are then
  * walked inside those bounds, in place, to the fiber's entry function. The runtime vouches
  * that the range stays mapped while the fiber runs on it. Without the call a fiber's stack is
- * still walked (from a copy of it taken in the handler, up to 32 KiB above the stack pointer),
- * at a system call per sample. The id and label are taken for the fiber's attribution; for now
- * a sample stays its thread's. Costs a few stores: no system call, no lock. Async-signal-safe.
+ * still walked (from a copy of it taken in the handler, up to 16 KiB from the stack pointer's
+ * page), at a system call per sample. The id and label are taken for the fiber's attribution; for
+ * now a sample stays its thread's. Costs a few stores: no system call, no lock. Async-signal-safe.
  * No-op when inactive or the thread is not registered. */
 OSP_PROF_API void osp_prof_fiber_switch(int64_t fiber_id, const char *label, const void *stack,
                                         size_t stack_size);

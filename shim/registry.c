@@ -473,9 +473,9 @@ static void pay_rest(struct osp__slot *s, uint64_t now, uint64_t cpu, const uint
         depth = 1;
         s->sample_pcs[0] = s->start_pc;
         if (s->start_pc == 0) {
-            uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-            depth = osp__unwind_caller(fp, 0, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
-                                       s->sample_pcs, OSP_MAX_DEPTH);
+            uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0), lo;
+            uint64_t hi = osp__stack_in_place(s, fp, &lo);
+            depth = osp__unwind_caller(fp, 0, fp < lo ? lo : fp, hi, s->sample_pcs, OSP_MAX_DEPTH);
             /* A frame whose return address could not be read (an exit handler called by the
              * loader through a pointer) is left out, not named 0. */
             uint32_t kept = 0;

@@ -71,3 +71,20 @@ uint32_t osp__stack_spans(struct osp__slot *s, uint64_t sp, struct osp__stack_sp
     out[0] = (struct osp__stack_span){sp, base + got, s->stack_copy, base};
     return n + 1;
 }
+
+/* Async-signal-safe. */
+uint64_t osp__stack_in_place(const struct osp__slot *s, uint64_t addr, uint64_t *lo)
+{
+    uint64_t fiber_hi = s->fiber_hi, fiber_lo = s->fiber_lo;
+    atomic_signal_fence(memory_order_acquire);
+    if (holds(s->stack_lo, s->stack_hi, addr)) {
+        *lo = s->stack_lo;
+        return s->stack_hi;
+    }
+    if (holds(fiber_lo, fiber_hi, addr)) {
+        *lo = fiber_lo;
+        return fiber_hi;
+    }
+    *lo = 0;
+    return 0;
+}
