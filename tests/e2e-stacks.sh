@@ -12,7 +12,8 @@
 #   go          tests/stacks/goprog (cgo, two goroutines, main.run -> hotA/hotB/hotC 5:3:2):
 #               >= 95% of on-CPU samples reach runtime.goexit, runtime.main or runtime.mstart,
 #               main.run holds >= 98% of main.spin's samples, the split within 3 points; no
-#               "stacks:" line (skipped without go, never in CI: install-deps installs it).
+#               "stacks:" line (skipped without go, never in CI: install-deps installs it);
+#               the same attached (osprey attach): the same shares of roots and of main.run.
 # Usage: e2e-stacks.sh OSPREY SOURCE_ROOT
 set -uo pipefail
 
@@ -136,6 +137,25 @@ else
   done
   ! grep -q "^stacks:" "$work/go.out" "$work/go.err" ||
     fail "go: the report says stacks were cut: $(grep -h '^stacks:' "$work/go.out" "$work/go.err")"
+
+  # The same program attached (the kernel's copy of each stack, daemon/stack-walk.c).
+  paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
+  if [ "$paranoid" -gt 2 ] && [ "$(id -u)" -ne 0 ]; then
+    skip_part "go attached" "perf events are not allowed here (perf_event_paranoid $paranoid)"
+  else
+    "$work/goprog.bin" 6 >"$work/go-attach.prog" 2>&1 &
+    pid=$!
+    sleep 0.5
+    "$osprey" attach "$pid" --duration 2 -o "$work/go-attach" >"$work/go-attach.out" 2>&1 ||
+      fail "go attached: osprey attach exited $? ($(tail -n 3 "$work/go-attach.out"))"
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    read -r rooted n < <(share "$work/go-attach.folded" '.*' 'runtime\.(goexit|main|mstart)(\.abi0)?')
+    read -r run _ < <(share "$work/go-attach.folded" 'main\.spin' 'main\.run')
+    echo "go attached: $rooted of $n on-CPU samples reach a Go root; main.run holds $run of main.spin's"
+    at_least "go attached: samples reaching runtime.goexit/main/mstart" "$rooted" 0.95
+    at_least "go attached: main.run's share of main.spin's samples" "$run" 0.98
+  fi
 fi
 
 finish "stacks: coroutines (with and without frame pointers and the API), a sigaltstack handler, hostile chains, Go"
