@@ -30,6 +30,15 @@ static int holds(uint64_t lo, uint64_t hi, uint64_t sp)
     return lo < hi && sp >= lo && sp < hi;
 }
 
+/* The copy buffer as a spare span after out[0..n): a handler on the signal stack may have
+ * interrupted a stack no one vouched for (a goroutine's, a coroutine's). */
+static uint32_t spare(const struct osp__slot *s, struct osp__stack_span *out, uint32_t n)
+{
+    if (s->stack_copy != NULL)
+        out[n++] = (struct osp__stack_span){0, 0, s->stack_copy, 0};
+    return n;
+}
+
 /* Async-signal-safe: sigaltstack and process_vm_readv are plain system calls. */
 uint32_t osp__stack_spans(struct osp__slot *s, uint64_t sp, struct osp__stack_span *out)
 {
@@ -49,7 +58,7 @@ uint32_t osp__stack_spans(struct osp__slot *s, uint64_t sp, struct osp__stack_sp
     if (on_own || on_fiber) {
         if (out[0].lo < sp)
             out[0].lo = sp;
-        return n;
+        return spare(s, out, n);
     }
     /* A handler on the signal stack: the walk crosses to the stack it interrupted at the
      * kernel's frame. */
@@ -58,7 +67,7 @@ uint32_t osp__stack_spans(struct osp__slot *s, uint64_t sp, struct osp__stack_sp
         holds((uint64_t)(uintptr_t)ss.ss_sp, (uint64_t)(uintptr_t)ss.ss_sp + ss.ss_size, sp)) {
         out[n] = out[0];
         out[0] = (struct osp__stack_span){sp, (uint64_t)(uintptr_t)ss.ss_sp + ss.ss_size, NULL, 0};
-        return n + 1;
+        return spare(s, out, n + 1);
     }
     /* A stack no one vouched for: copied. */
     if (s->stack_copy == NULL)

@@ -16,7 +16,8 @@
  * mapped is walked in a copy (osp__stack_span.copy, taken by stacks.c without faulting), at
  * its own addresses. A walk may cross from one stack to another only at the kernel's signal
  * frame (a handler on a sigaltstack, the interrupted stack below it), onto one of the spans it
- * was given and has not walked yet; within a stack the stack pointer rises strictly. A frame
+ * was given and has not walked yet, or onto a stack copied there into a spare span's buffer
+ * (hi 0); within a stack the stack pointer rises strictly. A frame
  * pointer is 8-byte aligned, its 16-byte record inside [lo, hi) above the current sp. Every offset
  * and count read from the tables is checked against the mapping's size. The walk ends at the first
  * check that fails, at an outermost frame (the CFI says the return address is undefined, or a zero
@@ -319,11 +320,23 @@ uint32_t osp__unwind_spans(const struct osp__regs *regs, int leaf,
             while (k < n &&
                    ((entered >> k & 1u) || next.sp < spans[k].lo || next.sp >= spans[k].hi))
                 k++;
-            if (k == n)
-                break;
+            if (k < n) {
+                m = spans[k];
+                m.lo = next.sp;
+            } else { /* on a stack no one vouched for: copied now, into a spare span's buffer */
+                k = 0;
+                while (k < n && ((entered >> k & 1u) || spans[k].copy == NULL || spans[k].hi != 0))
+                    k++;
+                if (k == n)
+                    break;
+                uint64_t base = next.sp & ~(uint64_t)4095;
+                size_t got =
+                    osp__read_pages(base, (void *)(uintptr_t)spans[k].copy, OSP__STACK_COPY_BYTES);
+                if (got < next.sp - base + 8)
+                    break;
+                m = (struct osp__stack_span){next.sp, base + got, spans[k].copy, base};
+            }
             entered |= 1u << k;
-            m = spans[k];
-            m.lo = next.sp;
         } else if (step != STEP_DONE) {
             break;
         }

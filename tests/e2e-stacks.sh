@@ -6,7 +6,9 @@
 #               (--no-api: the stack copied): >= 95% of burn's samples once the rows were
 #               published reach their coroutine's entry, coro_heavy's share of them 0.65-0.85;
 #   sigalt      a handler on a sigaltstack doing three units of work for each of main's: >= 90%
-#               of handler_work's samples are walked through the signal frame to main;
+#               of handler_work's samples are walked through the signal frame to main; and
+#               with the loop on a coroutine's stack nothing declares (copied at the signal
+#               frame), >= 90% of burn's samples reach the coroutine's entry;
 #   corrupt     hostile frame chains on the thread's stack, on a copied coroutine stack and
 #               into a page another thread maps and unmaps: output and status unchanged;
 #   go          tests/stacks/goprog (cgo, two goroutines, main.run -> hotA/hotB/hotC 5:3:2):
@@ -107,6 +109,13 @@ for line in open(sys.argv[1]):
 print(f"sigalt: {k} of {n} handler_work samples reach main through the signal frame")
 sys.exit(0 if n and k >= 0.9 * n else 1)
 PY
+# The same on a coroutine's stack nothing declares: copied at the signal frame.
+profile sigalt-coroutine "$work/sigalt" 1.5 coroutine
+after_ready sigalt-coroutine
+read -r whole n < <(share "$work/sigalt-coroutine-ready.folded" burn 'handler_work')
+read -r entry _ < <(share "$work/sigalt-coroutine-ready.folded" burn 'coro_entry')
+echo "sigalt-coroutine: handler_work $whole of $n burn samples; $entry of them reach coro_entry"
+at_least "sigalt-coroutine: burn samples reaching coro_entry" "$entry" 0.90
 
 if [ "$(uname -m)" = x86_64 ]; then
   OSPREY_PROFILE_HZ=10000 profile corrupt "$work/corrupt" 1.5

@@ -97,16 +97,18 @@ START_TEST(spans_name_the_stack_sp_is_on)
     s->stack_lo = 0x1000;
     s->stack_hi = 0x2000;
 
-    /* The thread's own stack. */
-    ck_assert_uint_eq(osp__stack_spans(s, 0x1800, out), 1);
+    /* The thread's own stack, and the copy buffer as a spare. */
+    ck_assert_uint_eq(osp__stack_spans(s, 0x1800, out), 2);
     ck_assert_uint_eq(out[0].lo, 0x1800);
     ck_assert_uint_eq(out[0].hi, 0x2000);
     ck_assert_ptr_null(out[0].copy);
+    ck_assert_ptr_eq(out[1].copy, s->stack_copy);
+    ck_assert_uint_eq(out[1].hi, 0);
 
     /* A fiber's stack its runtime declared: in place, the thread's next. */
     s->fiber_lo = lo;
     s->fiber_hi = lo + 2 * PAGE;
-    ck_assert_uint_eq(osp__stack_spans(s, sp, out), 2);
+    ck_assert_uint_eq(osp__stack_spans(s, sp, out), 3);
     ck_assert_uint_eq(out[0].lo, sp);
     ck_assert_uint_eq(out[0].hi, lo + 2 * PAGE);
     ck_assert_ptr_null(out[0].copy);
@@ -130,7 +132,7 @@ START_TEST(spans_name_the_stack_sp_is_on)
     /* On the signal stack: in place, to its top. */
     stack_t ss = {.ss_sp = region, .ss_size = 3 * PAGE, .ss_flags = 0}, old;
     ck_assert_int_eq(sigaltstack(&ss, &old), 0);
-    ck_assert_uint_eq(osp__stack_spans(s, sp, out), 2);
+    ck_assert_uint_eq(osp__stack_spans(s, sp, out), 3);
     ck_assert_ptr_null(out[0].copy);
     ck_assert_uint_eq(out[0].hi, (uint64_t)(uintptr_t)region + 3 * PAGE);
     ck_assert_uint_eq(out[1].lo, 0x1000);

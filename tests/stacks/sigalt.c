@@ -2,13 +2,17 @@
  * main_loop raises SIGUSR1 over and over; its handler (on a 256 KiB signal stack of the
  * program's own) spends three units of work in handler_work for each unit main_work spends on
  * the thread's stack. A sample in handler_work is walked through the kernel's signal frame onto
- * the interrupted stack, to main. Exits 1 if the handler did not run on its signal stack.
- * Usage: sigalt [SECONDS] */
+ * the interrupted stack, to main. With `coroutine`, main_loop runs on a makecontext stack from
+ * the heap that nothing declares, entered by coro_entry: the walk copies that stack at the
+ * signal frame and reaches coro_entry. Exits 1 if the handler did not run on its signal stack.
+ * Usage: sigalt [SECONDS] [coroutine] */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <ucontext.h>
 
 #define ALT_SIZE (256u << 10)
 
@@ -61,6 +65,15 @@ static __attribute__((noinline)) void main_loop(double seconds)
     }
 }
 
+static ucontext_t main_ctx, coro_ctx;
+static double seconds = 1.0;
+
+static __attribute__((noinline)) void coro_entry(void)
+{
+    main_loop(seconds);
+    sink += 1; /* not a tail call: coro_entry stays on the stack */
+}
+
 int main(int argc, char **argv)
 {
     alt = malloc(ALT_SIZE);
@@ -71,7 +84,20 @@ int main(int argc, char **argv)
         perror("sigalt");
         return 2;
     }
-    main_loop(argc > 1 ? atof(argv[1]) : 1.0);
+    if (argc > 1)
+        seconds = atof(argv[1]);
+    if (argc > 2 && strcmp(argv[2], "coroutine") == 0) {
+        char *stack = malloc(256u << 10);
+        if (stack == NULL || getcontext(&coro_ctx) != 0)
+            return 2;
+        coro_ctx.uc_stack.ss_sp = stack;
+        coro_ctx.uc_stack.ss_size = 256u << 10;
+        coro_ctx.uc_link = &main_ctx;
+        makecontext(&coro_ctx, coro_entry, 0);
+        swapcontext(&main_ctx, &coro_ctx);
+    } else {
+        main_loop(seconds);
+    }
     printf("done%s\n", sink == 42 ? "!" : "");
     return off_stack;
 }
