@@ -950,6 +950,33 @@ START_TEST(cut_stacks_are_told_by_how_their_walks_ended)
 }
 END_TEST
 
+/* Go's roots (a goroutine's runtime.goexit, a runtime thread's runtime.mstart, with Go's
+ * ".abi0" suffix or without), Rust's (std::rt::lang_start's closure) and a makecontext
+ * coroutine's (__start_context) are roots: only the stack that reaches none is cut. */
+START_TEST(go_rust_and_coroutine_roots_are_roots)
+{
+    struct built built;
+    fixture_model(&built.fixture,
+                  "rate 1000\nstart 0\nend 1000000000\n"
+                  "frame runtime.goexit.abi0 - /w/goprog\nframe main.run /w/main.go\n"
+                  "frame main.spin /w/main.go\nframe runtime.mstart - /w/goprog\n"
+                  "frame runtime.sysmon - /w/goprog\n"
+                  "frame std::rt::lang_start::{{closure}} - /w/rustprog\n"
+                  "frame rust_hot - /w/rustprog\nframe __start_context - /lib/libc.so.6\n"
+                  "frame coro_heavy /w/coro.c\n"
+                  "process 42 /w/goprog\nthread 0 main\n"
+                  "stack 2 1 0\nstack 4 3\nstack 6 5\nstack 8 7\nstack 2 1\n"
+                  "sample 1000 0 0 0 400\nsample 2000 0 1 0 300\nsample 3000 0 2 0 200\n"
+                  "sample 4000 0 3 0 90\nsample 5000 0 4 0 10\n",
+                  &built.model);
+    char *text = render(&built.model, 0, 200);
+    ck_assert_msg(line_with(text, "stacks: 1.0% of on-CPU samples end before main") != NULL, "%s",
+                  text);
+    free(text);
+    release(&built);
+}
+END_TEST
+
 /* A run of three processes: a shell (pid 100) that waits, and two workers (101, 102) of one
  * program, `crunch` hot in 101 and `hash` in 102, both with `main` under them; the shell
  * started one more that ran unprofiled, and 102 four more. */
@@ -1210,6 +1237,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, a_stripped_programs_stacks_are_whole);
     tcase_add_test(tc, cut_stacks_name_every_object_and_process);
     tcase_add_test(tc, cut_stacks_are_told_by_how_their_walks_ended);
+    tcase_add_test(tc, go_rust_and_coroutine_roots_are_roots);
     suite_add_tcase(suite, tc);
     return suite;
 }
