@@ -215,33 +215,48 @@ static void enter(struct walk_stacks *w, uint64_t sp, uint64_t hi, const uint8_t
     w->delta = copy != NULL ? (uint64_t)(uintptr_t)copy - base : 0;
 }
 
+/* The stack a walk moves to at a signal frame whose interrupted stack pointer is sp: one of
+ * the n spans it has not walked yet (`entered`) that holds sp, else a copy of sp's stack taken
+ * now into a spare span's buffer; its index, its bounds from sp up in *to; -1 when neither.
+ * Kept out of line: the walker's state never has its address taken by a call, so the stores
+ * of the walk's frames need not reload it. Async-signal-safe (process_vm_readv). */
+__attribute__((noinline)) static int find_stack(const struct osp__stack_span *spans, uint32_t n,
+                                                uint32_t entered, uint64_t sp,
+                                                struct osp__stack_span *to)
+{
+    uint32_t k = 0;
+    while (k < n && ((entered >> k & 1u) || sp < spans[k].lo || sp >= spans[k].hi))
+        k++;
+    if (k < n) {
+        *to = (struct osp__stack_span){sp, spans[k].hi, spans[k].copy, spans[k].base};
+        return (int)k;
+    }
+    k = 0; /* on a stack no one vouched for: copied now, into a spare span's buffer */
+    while (k < n && ((entered >> k & 1u) || spans[k].copy == NULL || spans[k].hi != 0))
+        k++;
+    if (k == n)
+        return -1;
+    uint64_t base = sp & ~(uint64_t)4095;
+    size_t got = osp__read_pages(base, (void *)(uintptr_t)spans[k].copy, OSP__STACK_COPY_BYTES);
+    if (got < sp - base + 8)
+        return -1;
+    *to = (struct osp__stack_span){sp, base + got, spans[k].copy, base};
+    return (int)k;
+}
+
 /* At a kernel signal frame whose interrupted stack pointer is sp: 0 when sp is on the stack
  * walked now (the step then wants it to rise); 1 when the walk moved onto another stack that
- * holds sp, one of the spans it has not walked yet, else a copy of sp's stack taken now into a
- * spare span's buffer; -1 when neither. Async-signal-safe (process_vm_readv). */
-static int switch_stack(const struct osp_unwind_memory *m, uint64_t sp)
+ * holds sp (find_stack); -1 when there is none. Async-signal-safe. */
+static inline int switch_stack(const struct osp_unwind_memory *m, uint64_t sp)
 {
     struct walk_stacks *w = (struct walk_stacks *)(uintptr_t)m;
     if (sp >= w->memory.lo && sp < w->memory.hi)
         return 0;
-    const struct osp__stack_span *spans = w->spans;
-    uint32_t k = 0, n = w->n;
-    while (k < n && ((w->entered >> k & 1u) || sp < spans[k].lo || sp >= spans[k].hi))
-        k++;
-    if (k < n) {
-        enter(w, sp, spans[k].hi, spans[k].copy, spans[k].base);
-    } else { /* on a stack no one vouched for: copied now, into a spare span's buffer */
-        k = 0;
-        while (k < n && ((w->entered >> k & 1u) || spans[k].copy == NULL || spans[k].hi != 0))
-            k++;
-        if (k == n)
-            return -1;
-        uint64_t base = sp & ~(uint64_t)4095;
-        size_t got = osp__read_pages(base, (void *)(uintptr_t)spans[k].copy, OSP__STACK_COPY_BYTES);
-        if (got < sp - base + 8)
-            return -1;
-        enter(w, sp, base + got, spans[k].copy, base);
-    }
+    struct osp__stack_span to;
+    int k = find_stack(w->spans, w->n, w->entered, sp, &to);
+    if (k < 0)
+        return -1;
+    enter(w, to.lo, to.hi, to.copy, to.base);
     w->entered |= 1u << k;
     return 1;
 }
