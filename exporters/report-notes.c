@@ -157,9 +157,13 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         size_t depth = sym->stack_depths[s->stack];
         unsigned end = s->stack < raw->stack_count ? raw->stacks[s->stack].end : 0;
         if (seen[s->stack] == 0 && end != 0) {
-            /* The walker said why it stopped: whole when it reached the outermost frame; a
-             * guess (frames skipped while rows were being built) is cut however it ended. */
-            seen[s->stack] = end == OSP_UNWIND_OUTERMOST ? 1 : 2;
+            /* The walker said why it stopped: whole when it reached the outermost frame, or
+             * when it stopped there for want of a row or a frame record at a root by name (a Go
+             * goroutine's runtime.goexit, whose caller neither names); a guess (frames skipped
+             * while rows were being built) or the depth cap is cut however it ended. */
+            int at_root = (end == OSP_UNWIND_NO_ROW || end == OSP_UNWIND_FAILED) &&
+                          is_root(sym->frames[sym->stack_slots[s->stack][depth - 1].frame].name);
+            seen[s->stack] = end == OSP_UNWIND_OUTERMOST || at_root ? 1 : 2;
         } else if (seen[s->stack] == 0) {
             /* An older file: whole when any frame is a root. In a stripped executable, main
              * and _start have no names, but the C library's start of main does. */

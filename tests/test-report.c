@@ -928,22 +928,27 @@ END_TEST
 /* A raw file that says why each stack's walk ended is asked instead of the names: a stack
  * through main that was guessed (the frame pointer followed while rows were being built) is
  * cut; one that reached its outermost frame without a root's name (a Go program's
- * runtime.goexit) is whole; one that says nothing falls back to the names. */
+ * runtime.goexit) is whole; one that says nothing falls back to the names. A walk that found
+ * no row or frame record past its last frame is whole when that frame is a root by name (a
+ * goroutine's runtime.goexit, walked from a stack copy) and cut anywhere else. */
 START_TEST(cut_stacks_are_told_by_how_their_walks_ended)
 {
     struct built built;
     fixture_model(&built.fixture,
                   "rate 1000\nstart 0\nend 1000000000\n"
                   "frame main /w/w.c /w/demo\nframe crunch /w/w.c /w/demo\n"
-                  "frame runtime.goexit - /w/demo\n"
+                  "frame runtime.goexit - /w/demo\nframe hot /w/w.c /w/demo\n"
                   "process 42 /w/demo\nthread 0 main\n"
                   "stack 1 0\nstack_end 5\n"
                   "stack 1 2\nstack_end 1\n"
                   "stack 1\n"
-                  "sample 1000 0 0 0 30\nsample 2000 0 1 0 60\nsample 3000 0 2 0 10\n",
+                  "stack 3 2\nstack_end 2\n"
+                  "stack 3\nstack_end 2\n"
+                  "sample 1000 0 0 0 30\nsample 2000 0 1 0 60\nsample 3000 0 2 0 10\n"
+                  "sample 4000 0 3 0 80\nsample 5000 0 4 0 20\n",
                   &built.model);
     char *text = render(&built.model, 0, 200);
-    ck_assert_msg(line_with(text, "stacks: 40.0% of on-CPU samples end before main") != NULL, "%s",
+    ck_assert_msg(line_with(text, "stacks: 30.0% of on-CPU samples end before main") != NULL, "%s",
                   text);
     free(text);
     release(&built);
