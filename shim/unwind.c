@@ -193,7 +193,10 @@ static int read_word(const struct osp_unwind_memory *m, uint64_t addr, uint64_t 
 {
     if (addr < m->lo || m->hi < 8 || addr > m->hi - 8)
         return -1;
-    *out = *(const uint64_t *)(uintptr_t)(addr + ((const struct walk_stacks *)m)->delta);
+    uint64_t delta = ((const struct walk_stacks *)m)->delta;
+    if (__builtin_expect(delta != 0, 0)) /* a copy's: the add kept off an in-place walk's loads */
+        addr += delta;
+    *out = *(const uint64_t *)(uintptr_t)addr;
     return 0;
 }
 
