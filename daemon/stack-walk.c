@@ -44,8 +44,8 @@ uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t p
     const struct osp_unwind_tables t = {
         tables, tables_size, tables != NULL ? osp_unwind_snapshot(tables, tables_size) : NULL,
         tables, tables_size};
-    const struct osp_unwind_memory memory = {read_word, NULL, stack->bytes, stack->sp,
-                                             stack->sp + stack->size};
+    const struct osp_unwind_memory memory = {read_word,    NULL,      NULL,
+                                             stack->bytes, stack->sp, stack->sp + stack->size};
     const struct osp_unwind_regs r = {pc, sp, fp, 0};
     *stop = OSP_UNWIND_DEPTH;
     return osp_unwind_walk(&t, &r, 1, &memory, out, cap, stop);

@@ -14,20 +14,26 @@
 #define MOSTLY_UNNAMED 50.0 /* percent of CPU time in unnamed code: say how to name it */
 
 /* Is `name` a root of stacks: the program's start (_start, the C library's start of main,
- * main itself) or a thread's (start_thread, clone3, clone)? For raw files that do not say why
- * each stack's walk ended (stack_ends, written since the walk says it): those that do are
- * asked instead. */
+ * main itself) or a thread's (start_thread, clone3, clone); a makecontext coroutine's
+ * (__start_context); Go's (a goroutine's runtime.goexit, the main goroutine's runtime.main,
+ * a runtime thread's runtime.mstart, each also with Go's ".abi0" suffix); Rust's
+ * (std::rt::lang_start and its closures)? For raw files that do not say why each stack's walk
+ * ended (stack_ends, written since the walk says it): those that do are asked instead. */
 static int is_root(const char *name)
 {
     static const char *const roots[] = {
-        "_start",      "__libc_start_main", "__libc_start_call_main",
-        "main",        "start_thread",      "clone3",
-        "clone",       "__clone",           "__clone3",
-        "thread_start"};
+        "_start",       "__libc_start_main", "__libc_start_call_main",
+        "main",         "start_thread",      "clone3",
+        "clone",        "__clone",           "__clone3",
+        "thread_start", "__start_context",   "runtime.goexit",
+        "runtime.main", "runtime.mstart"};
+    size_t len = strlen(name);
+    if (len > 5 && strcmp(name + len - 5, ".abi0") == 0)
+        len -= 5;
     for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++)
-        if (strcmp(name, roots[i]) == 0)
+        if (strlen(roots[i]) == len && strncmp(name, roots[i], len) == 0)
             return 1;
-    return 0;
+    return strncmp(name, "std::rt::lang_start", 19) == 0;
 }
 
 /* When sample s's process had the unwind rows of every object mapped at its start, on the
@@ -152,9 +158,13 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         size_t depth = sym->stack_depths[s->stack];
         unsigned end = s->stack < raw->stack_count ? raw->stacks[s->stack].end : 0;
         if (seen[s->stack] == 0 && end != 0) {
-            /* The walker said why it stopped: whole when it reached the outermost frame; a
-             * guess (frames skipped while rows were being built) is cut however it ended. */
-            seen[s->stack] = end == OSP_UNWIND_OUTERMOST ? 1 : 2;
+            /* The walker said why it stopped: whole when it reached the outermost frame, or
+             * when it stopped there for want of a row or a frame record at a root by name (a Go
+             * goroutine's runtime.goexit, whose caller neither names); a guess (frames skipped
+             * while rows were being built) or the depth cap is cut however it ended. */
+            int at_root = (end == OSP_UNWIND_NO_ROW || end == OSP_UNWIND_FAILED) &&
+                          is_root(sym->frames[sym->stack_slots[s->stack][depth - 1].frame].name);
+            seen[s->stack] = end == OSP_UNWIND_OUTERMOST || at_root ? 1 : 2;
         } else if (seen[s->stack] == 0) {
             /* An older file: whole when any frame is a root. In a stripped executable, main
              * and _start have no names, but the C library's start of main does. */

@@ -12,11 +12,15 @@
  *   8       2     sp, as a byte offset into the stack area (taken modulo its size)
  *   10      2     fp, as a byte offset into the stack area (any value: may point outside)
  *   12      1     flags: bit 0 the leaf's lr is set (aarch64's form), bit 1 regs are a
- *                 caller's (leaf = 0)
+ *                 caller's (leaf = 0), bit 2 the walk is given several stacks
+ *                 (osp__unwind_spans): the stack area's first half in place, its second half
+ *                 as the copy of a stack at the address of a PROT_NONE mapping (a read in place
+ *                 there faults), and a spare copy buffer for a stack reached through a signal
+ *                 frame (shim/stacks.c)
  *   13      S     the stack area, S = STACK_BYTES (zero-filled when the input ends early);
  *                 a word whose top 16 bits are 0xfeed is rewritten to the stack's own address
- *                 plus its low bits, so chains of frame records and CFAs inside the stack are
- *                 easy to reach
+ *                 plus its low bits, and 0xfeee to the unreadable copied stack's, so chains of
+ *                 frame records and CFAs inside the stacks are easy to reach
  *   13+S    T     the table object's first T bytes (the rest of TABLE_BYTES zero): header,
  *                 index snapshot, entries, rows, at whatever offsets the input says
  *
@@ -59,11 +63,15 @@ static uint64_t little(const uint8_t *p, unsigned bytes)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static uint8_t *stack, *table;
+    static uint8_t *stack, *table, *unreadable, *spare;
     if (stack == NULL) {
         stack = guarded(STACK_BYTES);
         table = guarded(TABLE_BYTES);
+        spare = guarded(OSP__STACK_COPY_BYTES);
+        unreadable = mmap(NULL, STACK_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        FUZZ_CHECK(unreadable != MAP_FAILED, "mmap");
     }
+    uint64_t away = (uint64_t)(uintptr_t)unreadable;
     uint8_t prefix[PREFIX_SIZE] = {0};
     memcpy(prefix, data, size < PREFIX_SIZE ? size : PREFIX_SIZE);
     size_t rest = size > PREFIX_SIZE ? size - PREFIX_SIZE : 0;
@@ -74,8 +82,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t at = 0; at + 8 <= STACK_BYTES; at += 8) {
         uint64_t word;
         memcpy(&word, stack + at, 8);
-        if (word >> 48 == 0xfeed) {
-            word = base + (word & 0xffff);
+        if (word >> 48 == 0xfeed || word >> 48 == 0xfeee) {
+            word = (word >> 48 == 0xfeed ? base : away) + (word & 0xffff);
             memcpy(stack + at, &word, 8);
         }
     }
@@ -94,8 +102,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int leaf = !(prefix[12] & 2);
     uint64_t out[OSP_MAX_DEPTH];
     enum osp_unwind_stop stop;
-    uint32_t depth =
-        osp__unwind_why(&regs, leaf, regs.sp, base + STACK_BYTES, out, OSP_MAX_DEPTH, &stop);
+    uint32_t depth;
+    if (prefix[12] & 4) {
+        /* The stacks: sp's (in place, or the copy when sp is in the second half), the other,
+         * and the spare buffer. */
+        struct osp__regs at = regs;
+        uint64_t half = STACK_BYTES / 2, off = regs.sp - base;
+        struct osp__stack_span first = {base, base + half, NULL, 0};
+        struct osp__stack_span copied = {away + half, away + STACK_BYTES, stack + half,
+                                         away + half};
+        if (at.fp >= base + half && at.fp < base + STACK_BYTES)
+            at.fp = away + (at.fp - base); /* the second half's frames are at away's */
+        if (off >= half) {
+            at.sp = away + off;
+            copied.lo = at.sp;
+        } else {
+            first.lo = at.sp;
+        }
+        struct osp__stack_span spans[3] = {
+            off >= half ? copied : first, off >= half ? first : copied, {0, 0, spare, 0}};
+        depth = osp__unwind_spans_why(&at, leaf, spans, 3, out, OSP_MAX_DEPTH, &stop);
+    } else {
+        depth =
+            osp__unwind_why(&regs, leaf, regs.sp, base + STACK_BYTES, out, OSP_MAX_DEPTH, &stop);
+    }
     FUZZ_CHECK(depth >= 1 && depth <= OSP_MAX_DEPTH, "depth %u", depth);
     FUZZ_CHECK(out[0] == regs.pc, "the leaf is the pc");
     FUZZ_CHECK(stop > OSP_UNWIND_GO_ON && stop < OSP_UNWIND_STOP_COUNT, "stop %d", (int)stop);

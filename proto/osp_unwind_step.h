@@ -24,7 +24,9 @@
  *     most OSP_UNWIND_MAX_FRAME_BYTES above it, holds the caller's fp and the return address.
  *   - A signal frame (the kernel's trampoline's row): the interrupted registers from the
  *     ucontext_t at sp (x86_64) or sp + 128 (aarch64's rt_sigframe), the frame after it an
- *     interrupted instant again; its sp must be above this one.
+ *     interrupted instant again; its sp must be above this one, unless the walker moves onto
+ *     another stack that holds it (switch_stack: the shim's walk from a sigaltstack to the
+ *     stack the handler interrupted); a signal frame is the only place a walk changes stack.
  *   - A zero return address, or a row that says the return address is undefined, is the
  *     outermost frame. A zero frame pointer is not: frameless code (a JIT's) may hold 0 in the
  *     register, and a frame record read where there is none may hold 0 in its slot.
@@ -77,13 +79,20 @@ enum osp_unwind_stop {
  * when [addr, addr + 8) is not inside the memory the walker may read. return_slot (may be
  * NULL: a walker that cannot read code): where an interrupted instant's return address is when
  * its pc sits where the frame pointer does not yet (or no longer) hold its frame, in words
- * above sp (0 or 1), else -1. `context` is the walker's own. */
+ * above sp (0 or 1), else -1. switch_stack (may be NULL: a walker of one stack, whose signal
+ * frames must be on it): at a kernel signal frame whose interrupted stack pointer is sp, 0
+ * when sp is on the stack walked now (it must then rise, as at every step); 1 when the walker
+ * moved its reads onto another stack that holds sp (a handler on a sigaltstack interrupted
+ * that stack: sp need not rise, the walker keeps each stack walked once); -1 when it cannot.
+ * `context` is the walker's own. */
 struct osp_unwind_memory;
 typedef int (*osp_unwind_read_fn)(const struct osp_unwind_memory *m, uint64_t addr, uint64_t *out);
 typedef int (*osp_unwind_slot_fn)(const struct osp_unwind_memory *m, uint64_t pc);
+typedef int (*osp_unwind_switch_fn)(const struct osp_unwind_memory *m, uint64_t sp);
 struct osp_unwind_memory {
     osp_unwind_read_fn read_word;
     osp_unwind_slot_fn return_slot;
+    osp_unwind_switch_fn switch_stack;
     const void *context;
     uint64_t lo, hi;
 };
@@ -94,6 +103,7 @@ struct osp_unwind_access {
     const struct osp_unwind_memory *m;
     osp_unwind_read_fn read_word;
     osp_unwind_slot_fn return_slot;
+    osp_unwind_switch_fn switch_stack;
 };
 
 /* A code address without its pointer-authentication bits: XPACLRI (hint #7) on aarch64 (a
@@ -151,7 +161,8 @@ OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_signal_frame(const struct osp_
         return OSP_UNWIND_FAILED;
     next->lr = osp_unwind_strip_pac(next->lr);
 #endif
-    if (next->sp <= r->sp)
+    int moved = m.switch_stack != NULL ? m.switch_stack(m.m, next->sp) : 0;
+    if (moved < 0 || (moved == 0 && next->sp <= r->sp))
         return OSP_UNWIND_FAILED;
     return next->pc != 0 ? OSP_UNWIND_GO_ON : OSP_UNWIND_OUTERMOST;
 #else
@@ -272,7 +283,7 @@ OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step(const struct osp_unwind_r
                                                        const struct osp_unwind_memory *m,
                                                        struct osp_unwind_regs *next)
 {
-    const struct osp_unwind_access a = {m, m->read_word, m->return_slot};
+    const struct osp_unwind_access a = {m, m->read_word, m->return_slot, m->switch_stack};
     return osp_unwind_step_with(row, r, first, a, next);
 }
 
@@ -311,7 +322,7 @@ OSP_UNWIND_INLINE uint32_t osp_unwind_walk(const struct osp_unwind_tables *t,
                                            const struct osp_unwind_memory *m, uint64_t *out,
                                            uint32_t cap, enum osp_unwind_stop *stop)
 {
-    const struct osp_unwind_access a = {m, m->read_word, m->return_slot};
+    const struct osp_unwind_access a = {m, m->read_word, m->return_slot, m->switch_stack};
     struct osp_unwind_regs r = *regs;
     int first = leaf;
     int guessed = 0;

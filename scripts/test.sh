@@ -79,7 +79,8 @@ echo "== arm64: cross-built (cross/aarch64-linux-gnu.ini), run under qemu-aarch6
 # emulated program (shim/README.md, "arm64").
 setup build-arm64 --cross-file cross/aarch64-linux-gnu.ini
 meson test -C build-arm64 --print-errorlogs arm64 shim unwind proto raw model writers report \
-  html cli symbolize waits daemon fuzz-raw fuzz-ring fuzz-walk shim-layers example-hotspot
+  html cli symbolize waits daemon fuzz-raw fuzz-ring fuzz-walk shim-layers example-hotspot stacks \
+  example-coroutines walks
 bash tests/e2e-arm64.sh build-arm64 build-test tests/arm64
 
 echo "== the outputs of a real profiled run in the tools that read them"

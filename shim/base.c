@@ -42,6 +42,19 @@ int osp__read_code(uint64_t addr, void *out, size_t n)
     return process_vm_readv(pid ? pid : getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
+/* Async-signal-safe, as osp__read_code. One remote piece per page: the kernel copies the
+ * pieces in order and stops at the first it cannot read. */
+size_t osp__read_pages(uint64_t addr, void *out, size_t n)
+{
+    struct iovec local = {out, n}, remote[16];
+    size_t pages = n / 4096u < 16u ? n / 4096u : 16u;
+    for (size_t i = 0; i < pages; i++)
+        remote[i] = (struct iovec){(void *)(uintptr_t)(addr + 4096u * i), 4096u};
+    pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    ssize_t got = process_vm_readv(pid ? pid : getpid(), &local, 1, remote, pages, 0);
+    return got > 0 ? (size_t)got : 0;
+}
+
 /* Reads code the thread was running: not the program's memory to instrument. */
 __attribute__((no_sanitize("address", "hwaddress"))) int
 osp__read_pc_code(uint64_t pc, uint64_t addr, void *out, size_t n)

@@ -89,22 +89,25 @@ enum osp__instant osp__context_instant(const void *context)
     return OSP__INSTANT_RUNNING;
 }
 
-/* The interrupted thread's stack, leaf first, and why its walk ended. Async-signal-safe. */
-static uint32_t capture_why(const struct osp__slot *s, const void *context, uint64_t *pcs,
+/* The interrupted thread's stack, leaf first, on whichever stack it was running (stacks.c),
+ * and why its walk ended. Async-signal-safe. */
+static uint32_t capture_why(struct osp__slot *s, const void *context, uint64_t *pcs,
                             enum osp_unwind_stop *stop)
 {
     struct osp__regs regs;
     osp__cpu_regs(context, &regs);
-    if (regs.sp < s->stack_lo || regs.sp >= s->stack_hi) {
-        pcs[0] = regs.pc; /* on another stack (sigaltstack): the pc alone */
+    struct osp__stack_span spans[4];
+    uint32_t n = osp__stack_spans(s, regs.sp, spans);
+    if (n == 0) {
+        pcs[0] = regs.pc; /* on a stack that cannot be read: the pc alone */
         *stop = OSP_UNWIND_FAILED;
         return 1;
     }
-    return osp__unwind_why(&regs, 1, regs.sp, s->stack_hi, pcs, OSP_MAX_DEPTH, stop);
+    return osp__unwind_spans_why(&regs, 1, spans, n, pcs, OSP_MAX_DEPTH, stop);
 }
 
 /* The interrupted thread's stack, leaf first. Async-signal-safe. */
-static uint32_t capture(const struct osp__slot *s, const void *context, uint64_t *pcs)
+static uint32_t capture(struct osp__slot *s, const void *context, uint64_t *pcs)
 {
     enum osp_unwind_stop stop;
     return capture_why(s, context, pcs, &stop);

@@ -62,6 +62,10 @@ static inline uint64_t osp__mono_ns(void)
 /* Read n code bytes at addr without faulting (process_vm_readv). Returns 0 or -1.
  * Async-signal-safe. */
 int osp__read_code(uint64_t addr, void *out, size_t n);
+/* Copy the memory from addr on into out[0..n) without faulting, page by page (addr and n
+ * multiples of 4096, n at most 64 KiB): the bytes copied, up to the first page that cannot be
+ * read. One process_vm_readv. Async-signal-safe. */
+size_t osp__read_pages(uint64_t addr, void *out, size_t n);
 /* Remember the process's id for osp__read_code (at boot, and in a forked child): one system
  * call less per sample; and whether code the CPU runs is readable as plain memory. */
 void osp__read_code_init(void);

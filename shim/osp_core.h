@@ -134,11 +134,53 @@ uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64
 uint32_t osp__unwind_why(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
                          uint64_t *out, uint32_t cap, enum osp_unwind_stop *stop);
 
+/* A stack the walk may read: the words of [lo, hi), read in place, or from `copy`, which holds
+ * the stack's bytes from address `base` on as they were when copied (a stack that may be
+ * unmapped at any time, read once without faulting). */
+struct osp__stack_span {
+    uint64_t lo, hi;
+    const uint8_t *copy; /* NULL: read in place */
+    uint64_t base;       /* the address copy[0] holds */
+};
+
+/* osp__unwind over several stacks: spans[0] holds regs->sp; the walk moves to another of the
+ * n spans (each walked once at most, n <= 32) only at a kernel signal frame whose interrupted
+ * stack pointer lies in it; where none holds it, a spare span (a writable `copy` buffer of
+ * OSP__STACK_COPY_BYTES, hi 0) takes a copy of that stack from its sp on. 0 when n is 0.
+ * Async-signal-safe. */
+uint32_t osp__unwind_spans(const struct osp__regs *regs, int leaf,
+                           const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
+                           uint32_t cap);
+/* osp__unwind_spans, saying why the walk ended (*stop, as osp__unwind_why's; a stack it could
+ * not move to at a signal frame is OSP_UNWIND_FAILED). Async-signal-safe. */
+uint32_t osp__unwind_spans_why(const struct osp__regs *regs, int leaf,
+                               const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
+                               uint32_t cap, enum osp_unwind_stop *stop);
+
 /* The stack of whoever called our own code: `own_frames` frame records of ours (built with
  * frame pointers) are stepped over from `fp`, then osp__unwind goes on from the caller's
  * return address. 0 when our own records fail the checks. Async-signal-safe. */
 uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
                             uint64_t *out, uint32_t cap);
+
+/* ---- stacks.c ---------------------------------------------------------------------------- */
+
+struct osp__slot;
+
+/* How much of a stack no one vouched for the handler copies (from sp's page on). */
+#define OSP__STACK_COPY_BYTES (16u << 10)
+
+/* The stacks the walk from stack pointer sp may read, into out[0..4), the one holding sp
+ * first: the thread's own; the fiber stack its runtime declared; the signal stack, when sp is
+ * on it; else the memory above sp copied without faulting, up to OSP__STACK_COPY_BYTES or the
+ * first unreadable page. When sp's stack is read in place, the copy buffer comes last as a
+ * spare (hi 0), for a stack the walk reaches through a signal frame. 0 when sp is in none.
+ * Async-signal-safe. */
+uint32_t osp__stack_spans(struct osp__slot *s, uint64_t sp, struct osp__stack_span *out);
+/* The stack read in place that holds addr (a frame of the calling thread's): the thread's own
+ * or the fiber's its runtime declared; its top, and its bottom in *lo; 0 and 0 for neither
+ * (then nothing may be read). Async-signal-safe. */
+uint64_t osp__stack_in_place(const struct osp__slot *s, uint64_t addr, uint64_t *lo);
 
 /* ---- disposition.c ----------------------------------------------------------------------- */
 
@@ -303,6 +345,11 @@ struct osp__slot {
      * since reused for a wait's capture): where a thread that exits was last seen running. */
     uint32_t sample_depth;
     uint64_t start_pc; /* the start routine of a thread pthread_create started, else 0 */
+    /* The stack the thread runs on now as its runtime said (osp_prof_fiber_switch), [lo, hi);
+     * hi 0: none said. Written by the thread, read by its handler (stacks.c). */
+    uint64_t fiber_lo, fiber_hi;
+    /* The handler's copy of a stack no one vouched for (stacks.c), mapped at its first use. */
+    uint8_t *stack_copy;
 };
 
 /* Write one SAMPLE_WEIGHTED record to `w` for slot s, with why its stack's walk ended

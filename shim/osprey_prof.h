@@ -13,6 +13,7 @@
 #ifndef OSPREY_PROF_H
 #define OSPREY_PROF_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -44,6 +45,19 @@ OSP_PROF_API void osp_prof_thread_register(int64_t fiber_id, const char *label);
 /* Stop sampling the calling thread. When it returns no sample of the thread is taken any
  * more. No-op when inactive or not registered. */
 OSP_PROF_API void osp_prof_thread_unregister(void);
+
+/* For a runtime that switches stacks itself (coroutines, fibers, green threads): call this on
+ * the thread right before it switches to the fiber `fiber_id` (label "coroutine", "task", ...),
+ * whose stack is [stack, stack + stack_size); and with stack NULL right before it switches
+ * back to the thread's own stack. Samples taken while the thread runs on that stack are then
+ * walked inside those bounds, in place, to the fiber's entry function. The runtime vouches
+ * that the range stays mapped while the fiber runs on it. Without the call a fiber's stack is
+ * still walked (from a copy of it taken in the handler, up to 16 KiB from the stack pointer's
+ * page), at a system call per sample. The id and label are taken for the fiber's attribution; for
+ * now a sample stays its thread's. Costs a few stores: no system call, no lock. Async-signal-safe.
+ * No-op when inactive or the thread is not registered. */
+OSP_PROF_API void osp_prof_fiber_switch(int64_t fiber_id, const char *label, const void *stack,
+                                        size_t stack_size);
 
 #ifdef __cplusplus
 }

@@ -64,10 +64,12 @@ static struct osp_slot *shared_slot(struct osp__registry *reg, uint32_t index)
                        reg->header->slot_ring_size, index);
 }
 
+static void slot_drop(struct osp__slot *s);
+
 void osp__registry_destroy(struct osp__registry *reg)
 {
     for (uint32_t i = 0; i < reg->count; i++)
-        free(reg->slots[i]);
+        slot_drop(reg->slots[i]);
     free(reg->slots);
     pthread_mutex_destroy(&reg->lock);
     memset(reg, 0, sizeof(*reg));
@@ -208,9 +210,23 @@ static struct osp__slot *slot_new(void)
 {
     size_t size = (sizeof(struct osp__slot) + OSP_RING_CACHE_LINE - 1) & ~(OSP_RING_CACHE_LINE - 1);
     struct osp__slot *s = aligned_alloc(OSP_RING_CACHE_LINE, size);
-    if (s)
-        memset(s, 0, size);
+    if (s == NULL)
+        return NULL;
+    memset(s, 0, size);
+    /* The handler's copy of a stack that is not the thread's (stacks.c): address space only
+     * until a sample is taken on one. Without it such samples keep their pc alone. */
+    void *copy = mmap(NULL, OSP__STACK_COPY_BYTES, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    s->stack_copy = copy != MAP_FAILED ? copy : NULL;
     return s;
+}
+
+/* A slot made and not used. */
+static void slot_drop(struct osp__slot *s)
+{
+    if (s != NULL && s->stack_copy != NULL)
+        munmap(s->stack_copy, OSP__STACK_COPY_BYTES);
+    free(s);
 }
 
 /* Called with the registry lock held. A free slot, or NULL. */
@@ -370,7 +386,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
         reg->full_warned = 1;
         uint32_t cap = reg->capacity;
         pthread_mutex_unlock(&reg->lock);
-        free(spare);
+        slot_drop(spare);
         thread_timer_delete(timer);
         thread_timer_delete(wall_timer);
         if (warn)
@@ -418,7 +434,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->active = 1;
     osp__slot_wants_attention(s);
     pthread_mutex_unlock(&reg->lock);
-    free(spare);
+    slot_drop(spare);
 
     if (reg->header != NULL)
         altstack_take();
@@ -459,9 +475,9 @@ static void pay_rest(struct osp__slot *s, uint64_t now, uint64_t cpu, const uint
         depth = 1;
         s->sample_pcs[0] = s->start_pc;
         if (s->start_pc == 0) {
-            uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-            depth = osp__unwind_caller(fp, 0, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
-                                       s->sample_pcs, OSP_MAX_DEPTH);
+            uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0), lo;
+            uint64_t hi = osp__stack_in_place(s, fp, &lo);
+            depth = osp__unwind_caller(fp, 0, fp < lo ? lo : fp, hi, s->sample_pcs, OSP_MAX_DEPTH);
             /* A frame whose return address could not be read (an exit handler called by the
              * loader through a pointer) is left out, not named 0. */
             uint32_t kept = 0;

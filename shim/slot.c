@@ -324,10 +324,11 @@ void osp__guard_wait_begin(struct osp__slot *s, const void *fn)
          * C library's, at its entry), as a sample taken inside it would show. The stack goes
          * straight into the slot: a blocking call on a small thread stack needs no more of it
          * than plain. */
-        uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+        uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0), lo;
+        uint64_t hi = osp__stack_in_place(s, fp, &lo); /* a fiber's stack, or the thread's */
         s->wait_pcs[0] = (uint64_t)(uintptr_t)fn;
-        s->wait_depth = osp__unwind_caller(fp, 2, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
-                                           s->wait_pcs + 1, OSP_MAX_DEPTH - 1);
+        s->wait_depth =
+            osp__unwind_caller(fp, 2, fp < lo ? lo : fp, hi, s->wait_pcs + 1, OSP_MAX_DEPTH - 1);
         s->wait_depth = s->wait_depth > 0 ? s->wait_depth + 1 : 0;
         s->wait_generation = osp__unwind_generation();
         s->wait_t_ns = now;
@@ -378,9 +379,10 @@ void osp__guard_wait_end(struct osp__slot *s)
     if (s->wait_open && s->wait_generation != osp__unwind_generation()) {
         /* Rows were published during the call: its caller's stack taken again, whole. The
          * frames are the same as at its start (this function, then the interposer). */
-        uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-        uint32_t depth = osp__unwind_caller(fp, 2, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
-                                            s->sample_pcs, OSP_MAX_DEPTH - 1);
+        uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0), lo;
+        uint64_t hi = osp__stack_in_place(s, fp, &lo);
+        uint32_t depth =
+            osp__unwind_caller(fp, 2, fp < lo ? lo : fp, hi, s->sample_pcs, OSP_MAX_DEPTH - 1);
         if (depth + 1 > s->wait_depth) { /* after its leaf, the function called */
             memcpy(s->wait_pcs + 1, s->sample_pcs, depth * sizeof(uint64_t));
             s->wait_depth = depth + 1;

@@ -16,3 +16,12 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label)
 }
 
 void osp_prof_thread_unregister(void) {}
+
+void osp_prof_fiber_switch(int64_t fiber_id, const char *label, const void *stack,
+                           size_t stack_size)
+{
+    (void)fiber_id;
+    (void)label;
+    (void)stack;
+    (void)stack_size;
+}

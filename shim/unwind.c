@@ -15,13 +15,18 @@
  * read (a saved return address, a saved frame pointer, a frame record, the kernel's signal
  * frame) must lie inside [lo, hi): the callers pass lo = max(stack low bound, the interrupted
  * sp), and everything in [sp, hi) is mapped (the main thread's stack mapping grows down to
- * cover sp; pthread stacks are mapped whole), so no read can fault. A frame pointer is
- * 8-byte aligned, its 16-byte record inside [lo, hi) above the current sp. Every offset and
- * count read from the tables is checked against the mapping's size. The walk ends at the
- * first check that fails, at an outermost frame (the CFI says the return address is
- * undefined, or a zero return address), or after `cap` addresses. The CPU's part (registers,
- * the x86_64 prologue) is in shim/arch/<cpu>/osp_cpu.h; the signal frame and the lazy PLT are
- * the step's.
+ * cover sp; pthread stacks are mapped whole), so no read can fault. A stack not known to stay
+ * mapped is walked in a copy (osp__stack_span.copy, taken by stacks.c without faulting), at
+ * its own addresses: the read callback adds the copy's offset. A walk may cross from one stack
+ * to another only at the kernel's signal frame (a handler on a sigaltstack, the interrupted
+ * stack below it: the step asks the walker's switch_stack callback), onto one of the spans it
+ * was given and has not walked yet, or onto a stack copied there into a spare span's buffer
+ * (hi 0); within a stack the stack pointer rises strictly. A frame pointer is 8-byte aligned,
+ * its 16-byte record inside [lo, hi) above the current sp. Every offset and count read from
+ * the tables is checked against the mapping's size. The walk ends at the first check that
+ * fails, at an outermost frame (the CFI says the return address is undefined, or a zero
+ * return address), or after `cap` addresses. The CPU's part (registers, the x86_64 prologue)
+ * is in shim/arch/<cpu>/osp_cpu.h; the signal frame and the lazy PLT are the step's.
  */
 #include <stdint.h>
 
@@ -168,13 +173,29 @@ int osp__unwind_settling(void)
     return own.base != NULL && osp_unwind_building(own.base, own.size);
 }
 
-/* The stack word at addr if [addr, addr + 8) is inside [lo, hi): the bounds check of the
- * shared step's reads (proto/osp_unwind_step.h), on the live stack. Async-signal-safe. */
+/* The walker's memory: the stack walked now, [memory.lo, memory.hi), its words at their
+ * address plus `delta` (0 in place; a copy's offset from the stack's address), and the other
+ * stacks it may move to at a signal frame (`entered`: those walked, each once at most). The
+ * callbacks are given &memory, the first member, and find the rest around it; switch_stack
+ * moves memory's bounds (the walker's own object, not const). */
+struct walk_stacks {
+    struct osp_unwind_memory memory;
+    uint64_t delta;
+    const struct osp__stack_span *spans;
+    uint32_t n, entered;
+};
+
+/* The stack word at addr if [addr, addr + 8) is inside the stack walked now: the bounds check
+ * of the shared step's reads (proto/osp_unwind_step.h), in place or in the stack's copy.
+ * Async-signal-safe. */
 OSP__READS_FOREIGN_STACK
 static int read_word(const struct osp_unwind_memory *m, uint64_t addr, uint64_t *out)
 {
     if (addr < m->lo || m->hi < 8 || addr > m->hi - 8)
         return -1;
+    uint64_t delta = ((const struct walk_stacks *)m)->delta;
+    if (__builtin_expect(delta != 0, 0)) /* a copy's: the add kept off an in-place walk's loads */
+        addr += delta;
     *out = *(const uint64_t *)(uintptr_t)addr;
     return 0;
 }
@@ -187,25 +208,108 @@ static int return_slot(const struct osp_unwind_memory *m, uint64_t pc)
     return osp__cpu_frameless_return_slot(pc);
 }
 
+/* The walk reads a stack from sp up to hi, its words at `copy` (the bytes from address base
+ * on) when not NULL, in place otherwise. */
+static void enter(struct walk_stacks *w, uint64_t sp, uint64_t hi, const uint8_t *copy,
+                  uint64_t base)
+{
+    w->memory.lo = sp;
+    w->memory.hi = hi;
+    w->delta = copy != NULL ? (uint64_t)(uintptr_t)copy - base : 0;
+}
+
+/* The stack a walk moves to at a signal frame whose interrupted stack pointer is sp: one of
+ * the n spans it has not walked yet (`entered`) that holds sp, else a copy of sp's stack taken
+ * now into a spare span's buffer; its index, its bounds from sp up in *to; -1 when neither.
+ * Kept out of line: the walker's state never has its address taken by a call, so the stores
+ * of the walk's frames need not reload it. Async-signal-safe (process_vm_readv). */
+__attribute__((noinline)) static int find_stack(const struct osp__stack_span *spans, uint32_t n,
+                                                uint32_t entered, uint64_t sp,
+                                                struct osp__stack_span *to)
+{
+    uint32_t k = 0;
+    while (k < n && ((entered >> k & 1u) || sp < spans[k].lo || sp >= spans[k].hi))
+        k++;
+    if (k < n) {
+        *to = (struct osp__stack_span){sp, spans[k].hi, spans[k].copy, spans[k].base};
+        return (int)k;
+    }
+    k = 0; /* on a stack no one vouched for: copied now, into a spare span's buffer */
+    while (k < n && ((entered >> k & 1u) || spans[k].copy == NULL || spans[k].hi != 0))
+        k++;
+    if (k == n)
+        return -1;
+    uint64_t base = sp & ~(uint64_t)4095;
+    size_t got = osp__read_pages(base, (void *)(uintptr_t)spans[k].copy, OSP__STACK_COPY_BYTES);
+    if (got < sp - base + 8)
+        return -1;
+    *to = (struct osp__stack_span){sp, base + got, spans[k].copy, base};
+    return (int)k;
+}
+
+/* At a kernel signal frame whose interrupted stack pointer is sp: 0 when sp is on the stack
+ * walked now (the step then wants it to rise); 1 when the walk moved onto another stack that
+ * holds sp (find_stack); -1 when there is none. Async-signal-safe. */
+static inline int switch_stack(const struct osp_unwind_memory *m, uint64_t sp)
+{
+    struct walk_stacks *w = (struct walk_stacks *)(uintptr_t)m;
+    if (sp >= w->memory.lo && sp < w->memory.hi)
+        return 0;
+    struct osp__stack_span to;
+    int k = find_stack(w->spans, w->n, w->entered, sp, &to);
+    if (k < 0)
+        return -1;
+    enter(w, to.lo, to.hi, to.copy, to.base);
+    w->entered |= 1u << k;
+    return 1;
+}
+
 /* Async-signal-safe. */
 OSP__READS_FOREIGN_STACK
-uint32_t osp__unwind_why(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
-                         uint64_t *out, uint32_t cap, enum osp_unwind_stop *stop)
+uint32_t osp__unwind_spans_why(const struct osp__regs *regs, int leaf,
+                               const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
+                               uint32_t cap, enum osp_unwind_stop *stop)
 {
     *stop = OSP_UNWIND_DEPTH;
     if (cap == 0)
         return 0;
+    if (n == 0) {
+        *stop = OSP_UNWIND_FAILED;
+        return 0;
+    }
+    if (n > 32)
+        n = 32; /* `entered` has a bit for each */
     struct tables t;
     const struct osp_unwind_index *ix = active_index(&t);
-    if (ix == NULL && regs->lr != 0 && leaf) { /* aarch64 without tables: lr, then the chain */
-        uint32_t depth = osp__unwind_walk_lr(regs->pc, regs->lr, regs->fp, lo, hi, out, cap);
+    if (ix == NULL && regs->lr != 0 && leaf && spans[0].copy == NULL) {
+        /* aarch64 without tables: lr, then the chain */
+        uint32_t depth =
+            osp__unwind_walk_lr(regs->pc, regs->lr, regs->fp, spans[0].lo, spans[0].hi, out, cap);
         *stop = depth < cap ? OSP_UNWIND_NO_ROW : OSP_UNWIND_DEPTH;
         return depth;
     }
     const struct osp_unwind_tables tables = {t.base, t.size, ix, own.base, own.size};
-    const struct osp_unwind_memory memory = {read_word, return_slot, NULL, lo, hi};
+    struct walk_stacks w = {{read_word, return_slot, switch_stack, NULL, 0, 0}, 0, spans, n, 1};
+    enter(&w, spans[0].lo, spans[0].hi, spans[0].copy, spans[0].base);
     const struct osp_unwind_regs r = {regs->pc, regs->sp, regs->fp, regs->lr};
-    return osp_unwind_walk(&tables, &r, leaf, &memory, out, cap, stop);
+    return osp_unwind_walk(&tables, &r, leaf, &w.memory, out, cap, stop);
+}
+
+/* Async-signal-safe. */
+uint32_t osp__unwind_spans(const struct osp__regs *regs, int leaf,
+                           const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
+                           uint32_t cap)
+{
+    enum osp_unwind_stop stop;
+    return osp__unwind_spans_why(regs, leaf, spans, n, out, cap, &stop);
+}
+
+/* Async-signal-safe. */
+uint32_t osp__unwind_why(const struct osp__regs *regs, int leaf, uint64_t lo, uint64_t hi,
+                         uint64_t *out, uint32_t cap, enum osp_unwind_stop *stop)
+{
+    const struct osp__stack_span span = {.lo = lo, .hi = hi, .copy = NULL, .base = 0};
+    return osp__unwind_spans_why(regs, leaf, &span, 1, out, cap, stop);
 }
 
 /* Async-signal-safe. */
@@ -220,11 +324,11 @@ uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64
 uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
                             uint64_t *out, uint32_t cap)
 {
-    const struct osp_unwind_memory memory = {read_word, NULL, NULL, lo, hi};
+    const struct walk_stacks w = {{read_word, NULL, NULL, NULL, lo, hi}, 0, NULL, 0, 0};
     struct osp_unwind_regs r = {.pc = 0, .sp = lo, .fp = fp, .lr = 0};
     for (uint32_t i = 0; i < own_frames; i++) {
         struct osp_unwind_regs next;
-        if (osp_unwind_step(NULL, &r, 0, &memory, &next) != OSP_UNWIND_GO_ON)
+        if (osp_unwind_step(NULL, &r, 0, &w.memory, &next) != OSP_UNWIND_GO_ON)
             return 0;
         r = next;
     }

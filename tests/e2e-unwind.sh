@@ -63,25 +63,8 @@ python=/usr/bin/python3
 [ -x "$python" ] || python=$(command -v python3)
 profile python "$python" "$src/script.py"
 
-# The samples taken once ospreyd had published the rows of every object mapped at start
-# (collector.unwind.ready_ns): before that, stacks follow frame pointers only and end in libc,
-# for a window that a loaded machine stretches (10.8% of throw's samples once). The checks of
-# reaching main hold for these; the whole run's share is printed beside them.
-after_ready() { # after_ready NAME: NAME.raw.json's samples from ready_ns on -> NAME-ready.folded
-  python3 - "$work/$1.raw.json" "$work/$1-ready.raw.json" <<'PY' || fail "$1: no raw file of the samples after ready_ns"
-import json, sys
-from checks import load_raw
-raw = load_raw(sys.argv[1])
-ready = raw.get("collector", {}).get("unwind", {}).get("ready_ns", 0)
-if not ready:
-    sys.exit("no collector.unwind.ready_ns: the unwind rows were never all published")
-raw["samples"] = [s for s in raw["samples"] if s[0] >= ready]
-with open(sys.argv[2], "w") as f:
-    json.dump(raw, f)
-PY
-  "$osprey" report "$work/$1-ready.raw.json" -o "$work/$1-ready" --format folded >/dev/null \
-    2>"$work/$1-ready.err" || fail "$1: osprey report exited $? ($(tail -n 3 "$work/$1-ready.err"))"
-}
+# The checks of reaching main hold for the samples after the rows were published (lib.sh,
+# after_ready); the whole run's share is printed beside them.
 after_ready throw
 after_ready python
 

@@ -110,3 +110,24 @@ scratch_dir() {
   work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-$1.XXXXXX")
   trap 'rm -rf "$work"' EXIT
 }
+
+# The samples taken once ospreyd had published the rows of every object mapped at start
+# (collector.unwind.ready_ns): before that, stacks follow frame pointers only and end in libc,
+# for a window that a loaded machine stretches (10.8% of throw's samples once). Uses the test's
+# $osprey and $work.
+# shellcheck disable=SC2154 # $osprey and $work are the sourcing test's
+after_ready() { # after_ready NAME: NAME.raw.json's samples from ready_ns on -> NAME-ready.folded
+  python3 - "$work/$1.raw.json" "$work/$1-ready.raw.json" <<'PY' || fail "$1: no raw file of the samples after ready_ns"
+import json, sys
+from checks import load_raw
+raw = load_raw(sys.argv[1])
+ready = raw.get("collector", {}).get("unwind", {}).get("ready_ns", 0)
+if not ready:
+    sys.exit("no collector.unwind.ready_ns: the unwind rows were never all published")
+raw["samples"] = [s for s in raw["samples"] if s[0] >= ready]
+with open(sys.argv[2], "w") as f:
+    json.dump(raw, f)
+PY
+  "$osprey" report "$work/$1-ready.raw.json" -o "$work/$1-ready" --format folded >/dev/null \
+    2>"$work/$1-ready.err" || fail "$1: osprey report exited $? ($(tail -n 3 "$work/$1-ready.err"))"
+}

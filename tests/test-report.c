@@ -963,27 +963,59 @@ END_TEST
 /* A raw file that says why each stack's walk ended is asked instead of the names: a stack
  * through main that was guessed (the frame pointer followed while rows were being built) is
  * cut; one that reached its outermost frame without a root's name (a Go program's
- * runtime.goexit) is whole; one that says nothing falls back to the names. */
+ * runtime.goexit) is whole; one that says nothing falls back to the names. A walk that found
+ * no row or frame record past its last frame is whole when that frame is a root by name (a
+ * goroutine's runtime.goexit, walked from a stack copy) and cut anywhere else. */
 START_TEST(cut_stacks_are_told_by_how_their_walks_ended)
 {
     struct built built;
     fixture_model(&built.fixture,
                   "rate 1000\nstart 0\nend 1000000000\n"
                   "frame main /w/w.c /w/demo\nframe crunch /w/w.c /w/demo\n"
-                  "frame runtime.goexit - /w/demo\n"
+                  "frame runtime.goexit - /w/demo\nframe hot /w/w.c /w/demo\n"
                   "process 42 /w/demo\nthread 0 main\n"
                   "stack 1 0\nstack_end 5\n"
                   "stack 1 2\nstack_end 1\n"
                   "stack 1\n"
-                  "sample 1000 0 0 0 30\nsample 2000 0 1 0 60\nsample 3000 0 2 0 10\n",
+                  "stack 3 2\nstack_end 2\n"
+                  "stack 3\nstack_end 2\n"
+                  "sample 1000 0 0 0 30\nsample 2000 0 1 0 60\nsample 3000 0 2 0 10\n"
+                  "sample 4000 0 3 0 80\nsample 5000 0 4 0 20\n",
                   &built.model);
     char *text = render(&built.model, 0, 200);
-    ck_assert_msg(line_with(text, "stacks: 40.0% of on-CPU samples end before main") != NULL, "%s",
+    ck_assert_msg(line_with(text, "stacks: 30.0% of on-CPU samples end before main") != NULL, "%s",
                   text);
-    /* The note says how the walks that said so ended: the guessed one. */
-    ck_assert_msg(strstr(text, "walks ended at frame pointers guessed before the rows were ready "
-                               "30.0%") != NULL,
+    /* The note says how the walks that said so ended (the one that said nothing is in neither). */
+    ck_assert_msg(strstr(text, "walks ended at no unwind row and no frame pointer 10.0%, frame "
+                               "pointers guessed before the rows were ready 15.0%") != NULL,
                   "%s", text);
+    free(text);
+    release(&built);
+}
+END_TEST
+
+/* Go's roots (a goroutine's runtime.goexit, a runtime thread's runtime.mstart, with Go's
+ * ".abi0" suffix or without), Rust's (std::rt::lang_start's closure) and a makecontext
+ * coroutine's (__start_context) are roots: only the stack that reaches none is cut. */
+START_TEST(go_rust_and_coroutine_roots_are_roots)
+{
+    struct built built;
+    fixture_model(&built.fixture,
+                  "rate 1000\nstart 0\nend 1000000000\n"
+                  "frame runtime.goexit.abi0 - /w/goprog\nframe main.run /w/main.go\n"
+                  "frame main.spin /w/main.go\nframe runtime.mstart - /w/goprog\n"
+                  "frame runtime.sysmon - /w/goprog\n"
+                  "frame std::rt::lang_start::{{closure}} - /w/rustprog\n"
+                  "frame rust_hot - /w/rustprog\nframe __start_context - /lib/libc.so.6\n"
+                  "frame coro_heavy /w/coro.c\n"
+                  "process 42 /w/goprog\nthread 0 main\n"
+                  "stack 2 1 0\nstack 4 3\nstack 6 5\nstack 8 7\nstack 2 1\n"
+                  "sample 1000 0 0 0 400\nsample 2000 0 1 0 300\nsample 3000 0 2 0 200\n"
+                  "sample 4000 0 3 0 90\nsample 5000 0 4 0 10\n",
+                  &built.model);
+    char *text = render(&built.model, 0, 200);
+    ck_assert_msg(line_with(text, "stacks: 1.0% of on-CPU samples end before main") != NULL, "%s",
+                  text);
     free(text);
     release(&built);
 }
@@ -1250,6 +1282,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, a_stripped_programs_stacks_are_whole);
     tcase_add_test(tc, cut_stacks_name_every_object_and_process);
     tcase_add_test(tc, cut_stacks_are_told_by_how_their_walks_ended);
+    tcase_add_test(tc, go_rust_and_coroutine_roots_are_roots);
     suite_add_tcase(suite, tc);
     return suite;
 }

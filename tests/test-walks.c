@@ -4,7 +4,9 @@
  * ospd_walk_copy_why, reading the copy). For each case — frame-pointer chains, rows by sp and
  * by fp, the lazy PLT, an epilogue, the kernel's signal frame, an outermost row, a hostile
  * chain, a CFA past the stack, the depth cap, a guess while rows are still being built — both
- * must find the same frames and say the same reason for stopping. */
+ * must find the same frames and say the same reason for stopping. The shim's move to another
+ * stack at a signal frame (osp__unwind_spans_why), which ospreyd's walker of one copy has no
+ * use for, is checked beside the case it changes. */
 #include <check.h>
 #include <string.h>
 
@@ -261,6 +263,36 @@ START_TEST(the_kernels_signal_frame)
     w = both(1, IMAGE + 0x610, base, 0, OSP_MAX_DEPTH);
     ck_assert_uint_eq(w.depth, 1);
     ck_assert_int_eq(w.stop, OSP_UNWIND_FAILED);
+
+    /* A handler on a signal stack above the stack it interrupted (words 128 on, the
+     * interrupted leaf at word 20): one stack, the saved sp does not rise and the walk ends
+     * there, for both walkers; the shim given the two stacks (osp__unwind_spans_why, as
+     * shim/stacks.c gives them) moves onto the other at the signal frame, and only there. */
+    memset(stack, 0, sizeof stack);
+    base = 128;
+    set(base + OSP_UNWIND_SIGNAL_PC / 8, IMAGE + 0x10);
+    set(base + OSP_UNWIND_SIGNAL_SP / 8, at(20));
+    set(base + OSP_UNWIND_SIGNAL_FP / 8, 0);
+    set(21, IMAGE + 0x250);
+    w = both(1, IMAGE + 0x610, base, 0, OSP_MAX_DEPTH);
+    ck_assert_uint_eq(w.depth, 1);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_FAILED);
+    struct osp__stack_span spans[2] = {{at(base), at(WORDS), NULL, 0}, {at(0), at(base), NULL, 0}};
+    struct osp__regs regs = {.pc = IMAGE + 0x610, .sp = at(base), .fp = 0, .lr = 0};
+    osp__unwind_set_tables(object, sizeof object);
+    w.depth = osp__unwind_spans_why(&regs, 1, spans, 2, w.pcs, OSP_MAX_DEPTH, &w.stop);
+    ck_assert_uint_eq(w.depth, 3);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x10);
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x250);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    /* A stack is walked once: a second signal frame back onto the first ends the walk. */
+    set(21, IMAGE + 0x610);
+    set(22 + OSP_UNWIND_SIGNAL_PC / 8, IMAGE + 0x10);
+    set(22 + OSP_UNWIND_SIGNAL_SP / 8, at(base + 64));
+    w.depth = osp__unwind_spans_why(&regs, 1, spans, 2, w.pcs, OSP_MAX_DEPTH, &w.stop);
+    ck_assert_uint_eq(w.depth, 3);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_FAILED);
+    osp__unwind_set_tables(NULL, 0);
 #endif
 }
 END_TEST

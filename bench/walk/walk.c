@@ -14,6 +14,7 @@
 #include "osp_core.h"
 #include "osp_unwind.h"
 #include "ospd_unwind.h"
+#include "timing.h"
 
 static ucontext_t captured;
 static volatile int sink;
@@ -31,19 +32,6 @@ __attribute__((noinline)) static int descend(int n)
     int r = next(n - 1);
     sink = r;
     return r + 1;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int compare(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* Rows for every executable mapping of this process, as unwind-source.c builds them. */
