@@ -18,14 +18,45 @@
 #include "osp_boot.h"
 #include "osp_core.h"
 #include "osp_policy.h"
+#include "osp_ring_named.h"
 #include "osprey_prof.h"
 
 static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
 
+/* OSPREY_RING=NAME: a collector started apart (`ospreyd --attach-ring NAME --out PATH`)
+ * profiles this one process image, whose ring is /dev/shm/osprey-ring-NAME; OSPREY_PROFILE is
+ * not needed (the profile is the collector's --out) and nothing is started. Its new images
+ * (exec'd, or started by its children) are not profiled: OSPREY_RING_PID marks them. 0 when
+ * this image is profiled so. */
+static int ring_named_boot(void)
+{
+    const char *name = osp__boot_env.ring;
+    if (osp__boot_env.ring_pid != 0) {
+        osp__warn("process %d is a new image of process %ld, profiled with OSPREY_RING=%s: a "
+                  "collector started apart follows one process image; this one is not profiled",
+                  (int)getpid(), osp__boot_env.ring_pid, name);
+        return -1;
+    }
+    char path[128];
+    if (osp_ring_named_path(path, sizeof path, name, "") != 0) {
+        osp__warn("OSPREY_RING=%s is not a name of up to %zu letters, digits, '-' or '_'; "
+                  "profiling is off",
+                  name, OSP_RING_NAMED_MAX);
+        return -1;
+    }
+    char pid[24];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    setenv("OSPREY_RING_PID", pid, 1);
+    snprintf(osp__out_path, sizeof osp__out_path, "the profile of ring %s", name);
+    osp__run_root_pid = (long)getpid();
+    osp__boot_session = getsid(0);
+    return 0;
+}
+
 static void boot(void)
 {
     osp__read_env(&osp__boot_env);
-    if (!osp__boot_env.has_profile)
+    if (!osp__boot_env.has_profile && !osp__boot_env.has_ring)
         return;
     osp__warn_remember_stderr();
     /* Secure mode (setuid, setgid, file capabilities: AT_SECURE): the caller's environment is
@@ -54,7 +85,9 @@ static void boot(void)
 
     osp__boot_rate = rate;
     uint64_t random_bits = osp__random64();
-    int err = osp__resolve_out_path(&osp__boot_env, random_bits);
+    if (osp__boot_env.has_ring && ring_named_boot() != 0)
+        return;
+    int err = osp__boot_env.has_ring ? 0 : osp__resolve_out_path(&osp__boot_env, random_bits);
     if (err) {
         osp__warn("cannot use OSPREY_PROFILE=%s: %s; profiling is off", osp__boot_env.profile,
                   strerror(-err));

@@ -113,12 +113,22 @@ int osp__profile_start(const struct osp__start *start)
             osp__ring_header->stop_at_ns = stop_at;
     }
     osp__unwind_create();
+    if (!forked && osp__boot_env.has_ring && osp__ring_publish() != 0) {
+        osp__warn("/dev/shm/osprey-ring-%s is there already (OSPREY_RING): profiling is off",
+                  osp__boot_env.ring);
+        osp__ring_destroy();
+        return -EEXIST;
+    }
     /* The kernel allocates and clears an event ring's pages as it is mapped: an image that
      * does not reserve its ring gets a forked child's quarter, read at every drain as a forked
      * worker's are (shim/README.md, "Measuring"). */
+    /* Not for a collector started apart: nobody would map them in time (its waits are the
+     * shim's own, osp__kernel_waits_off below). */
     osp__switch_count =
-        osp__switches_open(osp__switch_fds, OSP_MAX_SWITCH_FDS,
-                           start->reserve ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES);
+        osp__boot_env.has_ring
+            ? 0
+            : osp__switches_open(osp__switch_fds, OSP_MAX_SWITCH_FDS,
+                                 start->reserve ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES);
     if (forked)
         osp__timer_ids_after_fork();
     err = osp__registry_init(&osp__the_registry, &osp__events, OSP__MAX_SLOTS);
@@ -165,8 +175,11 @@ int osp__profile_start(const struct osp__start *start)
     atomic_store_explicit(&osp__active_flag, 1, memory_order_release);
     if (!forked && gettid() == pid)
         osp_prof_thread_register(0, "main");
-    osp__forks_listen();
-    if (!forked) {
+    if (!osp__boot_env.has_ring)
+        osp__forks_listen();
+    if (!forked && osp__boot_env.has_ring) {
+        osp__daemon_spawned = 0; /* a collector started apart attaches by the ring's name */
+    } else if (!forked) {
         osp__run_lock_take();
         osp__run_locked = osp__run_lock_fd >= 0;
         osp__daemon_spawned = osp__spawn_daemon(&osp__boot_env) == 0;
