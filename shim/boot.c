@@ -32,8 +32,8 @@ static int ring_named_boot(void)
 {
     const char *name = osp__boot_env.ring;
     if (osp__boot_env.ring_pid != 0) {
-        osp__warn("process %d is a new image of process %ld, profiled with OSPREY_RING=%s: a "
-                  "collector started apart follows one process image; this one is not profiled",
+        osp__warn("process %d is not profiled: a new image after process %ld's, profiled with "
+                  "OSPREY_RING=%s (a collector started apart follows one process image)",
                   (int)getpid(), osp__boot_env.ring_pid, name);
         return -1;
     }

@@ -63,6 +63,8 @@ static void ring_init(void *map, uint32_t rate_hz, uint32_t slot_ring)
 
 /* With OSPREY_RING=NAME, /dev/shm/osprey-ring-NAME<suffix> (proto/osp_ring_named.h): this
  * user's only (0600), never an object already there (O_EXCL) nor through a link. */
+static pid_t named_by; /* the process that made the names: a vfork child shares this memory */
+
 static int named_path(char *out, size_t size, const char *suffix)
 {
     return osp_ring_named_path(out, size, osp__boot_env.ring, suffix);
@@ -77,6 +79,8 @@ static int object_create(const char *name, const char *suffix)
                   ? (errno = ENAMETOOLONG, -1)
                   : osp__sys(SYS_openat, AT_FDCWD, (long)path,
                              O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600, 0);
+    if (fd >= 0 && osp__boot_env.has_ring)
+        named_by = getpid();
     return fd < 0 ? -errno : (int)fd;
 }
 
@@ -102,8 +106,9 @@ int osp__ring_publish(void)
 void osp__ring_unlink(void)
 {
     char path[128];
-    /* A forked child's name is empty (fork.c), as is one that found the name taken. */
-    if (!osp__boot_env.has_ring || osp__shm_name[0] == '\0')
+    /* A forked child's name is empty (fork.c), as is one that found the name taken; a vfork
+     * child about to exec shares ours, not its pid. */
+    if (!osp__boot_env.has_ring || osp__shm_name[0] == '\0' || getpid() != named_by)
         return;
     if (named_path(path, sizeof path, ".new") == 0)
         osp__sys(SYS_unlink, (long)path, 0, 0, 0, 0);

@@ -7,6 +7,7 @@
 #   after      ospreyd started once the program runs: the profile written;
 #   alone      nobody attaches: one line says no profile was written;
 #   exec       the image a profiled shell exec's says in one line it is not profiled;
+#   fork       a forked child says in one line it is not profiled;
 #   noexec     a program under a seccomp filter that forbids execve (tests/noexec.c): with
 #              OSPREY_PROFILE its collector cannot start (no profile); with OSPREY_RING and
 #              ospreyd started apart, its profile is written, its exit status (3) unchanged;
@@ -106,10 +107,20 @@ name="$tag-exec"
 OSPREY_RING=$name LD_PRELOAD=$shim bash -c "exec $hotspot 3000" >"$work/exec.out" \
   2>"$work/exec.err"
 same_run exec "$work/exec.out" $?
-grep -Eq "new image of process [0-9]+, profiled with OSPREY_RING=$name" "$work/exec.err" ||
+grep -Eq "not profiled: a new image after process [0-9]+'s, profiled with OSPREY_RING=$name" "$work/exec.err" ||
   fail "exec: no line for the exec'd image: $(cat "$work/exec.err")"
 [ "$(grep -c 'new image' "$work/exec.err")" -eq 1 ] || fail "exec: $(cat "$work/exec.err")"
 no_leftovers exec "$name"
+
+# fork: a forked child is not profiled, and says so in one line.
+name="$tag-fork"
+OSPREY_RING=$name LD_PRELOAD=$shim bash -c '(echo child); echo parent' >"$work/fork.out" \
+  2>"$work/fork.err"
+expect_status 0 $? "fork: the program"
+[ "$(cat "$work/fork.out")" = "$(printf 'child\nparent')" ] || fail "fork: output changed"
+[ "$(grep -c "forked by a process profiled with OSPREY_RING=$name, is not profiled" \
+  "$work/fork.err")" -eq 1 ] || fail "fork: $(cat "$work/fork.err")"
+no_leftovers fork "$name"
 
 # noexec: the sandbox forbids execve. Its collector cannot be started by the shim ...
 "$noexec" "OSPREY_PROFILE=$work/sandboxed.json" "LD_PRELOAD=$shim" "$hotspot" 3000 \
@@ -122,6 +133,7 @@ grep -q "ospreyd ended before it attached" "$work/sandboxed.err" ||
 name="$tag-noexec"
 "$daemon" --attach-ring "$name" --out "$work/noexec.json" --timeout 60 2>"$work/noexec.daemon" &
 collector=$!
+# shellcheck disable=SC2016 # the loop is the inner shell's
 "$noexec" "OSPREY_RING=$name" "LD_PRELOAD=$shim" /bin/bash -c \
   'i=0; while [ $i -lt 100000 ]; do i=$((i + 1)); done; echo $i; exit 3' \
   >"$work/noexec.out" 2>"$work/noexec.err"
@@ -166,4 +178,4 @@ fi
 expect_status 1 $? "never: ospreyd"
 expect_one_line "$work/never.daemon" "no ring .*osprey-ring-$tag-never within 0.2 s" "never: ospreyd"
 
-finish "attach-ring: before, after, alone, exec, noexec, nobody and timeout cases pass"
+finish "attach-ring: before, after, alone, exec, fork, noexec, nobody and timeout cases pass"
