@@ -135,6 +135,11 @@ int osp__ring_create(uint32_t rate_hz, uint64_t random_bits, int reserve)
     /* Named as the ring is, so that ospreyd finds it in the process's maps; with OSPREY_RING
      * under a temporary name until its header is written (osp__ring_publish). */
     int fd = object_create(osp__shm_name + 1, ".new");
+    if (fd == -EEXIST) { /* another start of the same name, now or killed while it made it */
+        osp__warn("/dev/shm/osprey-ring-%s.new is there already (OSPREY_RING): profiling is off",
+                  osp__boot_env.ring);
+        return -ECANCELED;
+    }
     if (fd < 0)
         return fd;
     uint32_t slot_ring = reserve ? OSP_SLOT_RING_SIZE : OSP__FORK_SLOT_RING;
