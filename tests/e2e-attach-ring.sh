@@ -4,7 +4,8 @@
 # (proto/osp_ring_named.h). Every case checks the program's output and exit status against a
 # plain run's and that nothing is left in /dev/shm:
 #   before     ospreyd started first (it waits for the ring): the profile written, whole;
-#   after      ospreyd started once the program runs: the profile written;
+#   after      ospreyd started once the program (a shell that waits for it) runs: the
+#              profile written, the exit status (3) kept;
 #   alone      nobody attaches: one line says no profile was written;
 #   exec       the image a profiled shell exec's says in one line it is not profiled;
 #   fork       a forked child says in one line it is not profiled;
@@ -60,6 +61,21 @@ if hot * 2 < total or whole * 10 < hot * 8:
     sys.exit(1)
 PY
 }
+# waiting CASE PID: ospreyd PID is in its wait for the ring (asleep between two looks), so
+# that a program started now is attached to however loaded the machine is.
+waiting() {
+  for _ in $(seq 500); do
+    grep -q nanosleep "/proc/$2/wchan" 2>/dev/null && return 0
+    sleep 0.02
+  done
+  fail "$1: ospreyd $2 is not waiting for the ring"
+}
+# exited CASE RAW: RAW is a profile with samples, of a program that exited.
+exited() {
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1]))
+sys.exit(0 if len(r['samples']) >= 10 and r['exit']['status'] == 'exited' else 1)" "$2" ||
+    fail "$1: the profile holds too few samples, or no exit"
+}
 # same_run CASE OUT STATUS: the program printed what a plain run does and exited 0.
 same_run() {
   [ "$(cat "$2")" = "$plain" ] || fail "$1: output changed: $(cat "$2")"
@@ -70,6 +86,7 @@ same_run() {
 name="$tag-before"
 "$daemon" --attach-ring "$name" --out "$work/before.json" --timeout 60 2>"$work/before.daemon" &
 collector=$!
+waiting before "$collector"
 OSPREY_RING=$name LD_PRELOAD=$shim "$hotspot" 3000 >"$work/before.out" 2>"$work/before.err"
 same_run before "$work/before.out" $?
 wait "$collector"
@@ -78,21 +95,26 @@ expect_status 0 $? "before: ospreyd ($(cat "$work/before.daemon"))"
 profiled before "$work/before.json"
 no_leftovers before "$name"
 
-# after: the program first; ospreyd once its ring is there.
+# after: the program first (a shell, which waits, with its builtins only, until a collector
+# has taken its ring's name, then works and exits 3); ospreyd once its ring is there.
 name="$tag-after"
-OSPREY_RING=$name LD_PRELOAD=$shim "$hotspot" 6000 >"$work/after.out" 2>"$work/after.err" &
+mkfifo "$work/never"
+# shellcheck disable=SC2016 # the script is the inner shell's
+OSPREY_RING=$name LD_PRELOAD=$shim bash -c 'while [ -e "$1" ]; do read -rt 0.05 _ <>"$2"; done
+  i=0; while [ $i -lt 50000 ]; do i=$((i + 1)); done; echo $i; exit 3' \
+  after "/dev/shm/osprey-ring-$name" "$work/never" >"$work/after.out" 2>"$work/after.err" &
 program=$!
-for _ in $(seq 200); do
+for _ in $(seq 500); do
   [ -e "/dev/shm/osprey-ring-$name" ] && break
   sleep 0.02
 done
 "$daemon" --attach-ring "$name" --out "$work/after.json" 2>"$work/after.daemon"
 expect_status 0 $? "after: ospreyd ($(cat "$work/after.daemon"))"
 wait "$program"
-status=$?
-[ "$(cat "$work/after.out")" = "$("$hotspot" 6000)" ] || fail "after: output changed"
-expect_status 0 "$status" "after: the program"
-profiled after "$work/after.json"
+expect_status 3 $? "after: the program"
+[ "$(cat "$work/after.out")" = 50000 ] || fail "after: output changed: $(cat "$work/after.out")"
+[ -s "$work/after.err" ] && fail "after: the program said: $(cat "$work/after.err")"
+exited after "$work/after.json"
 no_leftovers after "$name"
 
 # alone: nobody attaches.
@@ -133,6 +155,7 @@ grep -q "ospreyd ended before it attached" "$work/sandboxed.err" ||
 name="$tag-noexec"
 "$daemon" --attach-ring "$name" --out "$work/noexec.json" --timeout 60 2>"$work/noexec.daemon" &
 collector=$!
+waiting noexec "$collector"
 # shellcheck disable=SC2016 # the loop is the inner shell's
 "$noexec" "OSPREY_RING=$name" "LD_PRELOAD=$shim" /bin/bash -c \
   'i=0; while [ $i -lt 100000 ]; do i=$((i + 1)); done; echo $i; exit 3' \
@@ -144,9 +167,7 @@ expect_status 3 "$status" "noexec: the program"
 wait "$collector"
 expect_status 0 $? "noexec: ospreyd ($(cat "$work/noexec.daemon"))"
 [ -s "$work/noexec.json" ] || fail "noexec: no profile"
-python3 -c "import json,sys; r=json.load(open(sys.argv[1]))
-sys.exit(0 if len(r['samples']) >= 20 and r['exit']['status'] == 'exited' else 1)" \
-  "$work/noexec.json" || fail "noexec: the profile holds too few samples, or no exit"
+exited noexec "$work/noexec.json"
 no_leftovers noexec "$name"
 
 # nobody: another user's object, or link, at the name.
