@@ -26,15 +26,18 @@ static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
 /* OSPREY_RING=NAME: a collector started apart (`ospreyd --attach-ring NAME --out PATH`)
  * profiles this one process image, whose ring is /dev/shm/osprey-ring-NAME; OSPREY_PROFILE is
  * not needed (the profile is the collector's --out) and nothing is started. Its new images
- * (exec'd, or started by its children) are not profiled: OSPREY_RING_PID marks them. 0 when
- * this image is profiled so. */
+ * (exec'd, or started by its children) are not profiled: the bookkeeping handed to them
+ * (descendants.c) says they are not the first. 0 when this image is profiled so. */
 static int ring_named_boot(void)
 {
     const char *name = osp__boot_env.ring;
-    if (osp__boot_env.ring_pid != 0) {
+    long first = osp__boot_env.root_pid;
+    unsetenv("OSPREY_PROFILE_ROOT_PID");
+    unsetenv("OSPREY_PROFILE_LAST_PID");
+    if (first != 0 || osp__boot_env.last_pid != 0) {
         osp__warn("process %d is not profiled: a new image after process %ld's, profiled with "
                   "OSPREY_RING=%s (a collector started apart follows one process image)",
-                  (int)getpid(), osp__boot_env.ring_pid, name);
+                  (int)getpid(), first != 0 ? first : osp__boot_env.last_pid, name);
         return -1;
     }
     char path[128];
@@ -44,12 +47,10 @@ static int ring_named_boot(void)
                   name, OSP_RING_NAMED_MAX);
         return -1;
     }
-    char pid[24];
-    snprintf(pid, sizeof pid, "%d", (int)getpid());
-    setenv("OSPREY_RING_PID", pid, 1);
     snprintf(osp__out_path, sizeof osp__out_path, "the profile of ring %s", name);
     osp__run_root_pid = (long)getpid();
     osp__boot_session = getsid(0);
+    osp__bookkeeping_set(osp__run_root_pid, osp__run_root_pid);
     return 0;
 }
 

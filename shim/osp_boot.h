@@ -194,7 +194,6 @@ struct osp__boot_env {
     int has_profile, has_hz, has_daemon, has_export, has_seconds, has_until;
     char ring[OSP_RING_NAME_SIZE]; /* OSPREY_RING: a collector started apart attaches by name */
     int has_ring;
-    long ring_pid; /* OSPREY_RING_PID: the process whose image made that ring, 0 when unset */
     int forks_off; /* OSPREY_PROFILE_FORKS=0: forked children are not profiled */
 };
 /* What boot read and decided, kept for a forked child, which boots from the same: the
