@@ -262,9 +262,10 @@ void osp__handover_close(void);
 /* The ring and tables unmapped, every descriptor closed: a start that failed. */
 void osp__ring_destroy(void);
 /* With OSPREY_RING: the ring and the tables under their names at last (renamed from the ring's
- * temporary name), or -EEXIST when the name is taken; osp__ring_unlink removes both names. */
+ * temporary name), or -EEXIST when the name is taken; osp__ring_unlink removes the names
+ * (once; again it does nothing) and says whether a collector had taken the ring's already. */
 int osp__ring_publish(void);
-void osp__ring_unlink(void);
+int osp__ring_unlink(void);
 
 /* ---- spawn.c ----------------------------------------------------------------------------- */
 

@@ -103,19 +103,24 @@ int osp__ring_publish(void)
     return err;
 }
 
-void osp__ring_unlink(void)
+int osp__ring_unlink(void)
 {
+    static int taken = -1; /* once removed: whether a collector had removed the ring's name */
     char path[128];
     /* A forked child's name is empty (fork.c), as is one that found the name taken; a vfork
      * child about to exec shares ours, not its pid. */
     if (!osp__boot_env.has_ring || osp__shm_name[0] == '\0' || getpid() != named_by)
-        return;
+        return 0;
+    if (taken >= 0)
+        return taken;
     if (named_path(path, sizeof path, ".new") == 0)
         osp__sys(SYS_unlink, (long)path, 0, 0, 0, 0);
-    if (named_path(path, sizeof path, "") == 0)
-        osp__sys(SYS_unlink, (long)path, 0, 0, 0, 0);
+    /* Gone already: a collector opened the ring (and removed its names) before we got here. */
+    taken = named_path(path, sizeof path, "") == 0 &&
+            osp__sys(SYS_unlink, (long)path, 0, 0, 0, 0) != 0 && errno == ENOENT;
     if (osp__unwind_map != MAP_FAILED && named_path(path, sizeof path, ".unwind") == 0)
         osp__sys(SYS_unlink, (long)path, 0, 0, 0, 0);
+    return taken;
 }
 
 /* The ring: a memfd (nothing named in /dev/shm, so nothing is left behind however the
