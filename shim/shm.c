@@ -95,9 +95,9 @@ int osp__ring_publish(void)
         osp__sys(SYS_renameat2, AT_FDCWD, (long)from, AT_FDCWD, (long)to, RENAME_NOREPLACE) != 0)
         err = -errno;
     if (err != 0) {
-        osp__sys(SYS_unlink, (long)from, 0, 0, 0, 0);
+        osp__sys(SYS_unlinkat, AT_FDCWD, (long)from, 0, 0, 0);
         if (named_path(to, sizeof to, ".unwind") == 0 && osp__unwind_fd >= 0)
-            osp__sys(SYS_unlink, (long)to, 0, 0, 0, 0);
+            osp__sys(SYS_unlinkat, AT_FDCWD, (long)to, 0, 0, 0);
         osp__shm_name[0] = '\0'; /* nothing of ours to unlink any more */
     }
     return err;
@@ -114,12 +114,12 @@ int osp__ring_unlink(void)
     if (taken >= 0)
         return taken;
     if (named_path(path, sizeof path, ".new") == 0)
-        osp__sys(SYS_unlink, (long)path, 0, 0, 0, 0);
+        osp__sys(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0);
     /* Gone already: a collector opened the ring (and removed its names) before we got here. */
     taken = named_path(path, sizeof path, "") == 0 &&
-            osp__sys(SYS_unlink, (long)path, 0, 0, 0, 0) != 0 && errno == ENOENT;
+            osp__sys(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0) != 0 && errno == ENOENT;
     if (osp__unwind_map != MAP_FAILED && named_path(path, sizeof path, ".unwind") == 0)
-        osp__sys(SYS_unlink, (long)path, 0, 0, 0, 0);
+        osp__sys(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0);
     return taken;
 }
 
