@@ -91,6 +91,7 @@ int osp__profile_start(const struct osp__start *start)
     pid_t pid = getpid();
     int err = osp__ring_create(start->rate, start->random_bits, start->reserve);
     if (err != 0) {
+        osp__ring_unlink(); /* with OSPREY_RING, the temporary name it made */
         if (forked)
             osp__warn("cannot create the shared-memory ring of forked process %d: %s; it is not "
                       "profiled",
@@ -113,11 +114,17 @@ int osp__profile_start(const struct osp__start *start)
             osp__ring_header->stop_at_ns = stop_at;
     }
     osp__unwind_create();
-    if (!forked && osp__boot_env.has_ring && osp__ring_publish() != 0) {
-        osp__warn("/dev/shm/osprey-ring-%s is there already (OSPREY_RING): profiling is off",
-                  osp__boot_env.ring);
+    err = !forked && osp__boot_env.has_ring ? osp__ring_publish() : 0;
+    if (err != 0) {
+        if (err == -EEXIST)
+            osp__warn("/dev/shm/osprey-ring-%s is there already (OSPREY_RING): profiling is off",
+                      osp__boot_env.ring);
+        else
+            osp__warn("cannot name the ring /dev/shm/osprey-ring-%s (OSPREY_RING): %s; profiling "
+                      "is off",
+                      osp__boot_env.ring, strerror(-err));
         osp__ring_destroy();
-        return -EEXIST;
+        return err;
     }
     /* The kernel allocates and clears an event ring's pages as it is mapped: an image that
      * does not reserve its ring gets a forked child's quarter, read at every drain as a forked
