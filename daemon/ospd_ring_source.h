@@ -27,4 +27,11 @@ struct ospd_ring_options {
 void *ospd_ring_source_new(const struct ospd_ring_options *o);
 extern const struct ospd_source_ops ospd_ring_source;
 
+/* --attach-ring NAME (ring-named.c): the ring /dev/shm/osprey-ring-NAME, waited for up to
+ * timeout_s seconds, and its unwind tables (-1 when there are none) opened, their names
+ * removed; the ring's name ("/osprey-ring-NAME") into ring_name. 0, or -errno once one line
+ * has said why. */
+int ospd_ring_named_open(const char *name, double timeout_s, int *ring_fd, int *unwind_fd,
+                         char *ring_name, size_t ring_name_size);
+
 #endif /* OSPD_RING_SOURCE_H */

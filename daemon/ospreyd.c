@@ -31,6 +31,7 @@ static void usage(FILE *f)
         f,
         "usage: ospreyd --ring-fd N --ring-name NAME --out PATH [--detached] [--switch-fd N]...\n"
         "               [--forks-fd N] [--unwind-fd N] [--run-lock-fd N] [--export LIST]\n"
+        "       ospreyd --attach-ring NAME --out PATH [--timeout SECONDS] [--export LIST]\n"
         "       ospreyd --attach-pid PID --out PATH [--rate N] [--duration SECONDS] [--export "
         "LIST]\n"
         "Collect the samples a profiled program posts to its shared-memory ring and write\n"
@@ -44,6 +45,9 @@ static void usage(FILE *f)
         "  --forks-fd N        the socket the target's forked children greet (bound by the shim)\n"
         "  --unwind-fd N       the shim's unwind tables (proto/osp_unwind.h) on descriptor N\n"
         "  --run-lock-fd N     the run's lock (held shared while this collector lives)\n"
+        "Started apart, by the user, for a program started with OSPREY_RING=NAME:\n"
+        "  --attach-ring NAME  its ring /dev/shm/osprey-ring-NAME (this user's own only)\n"
+        "  --timeout SECONDS   how long to wait for that ring to appear (default 30)\n"
         "  --export LIST       then write these outputs beside PATH (comma list of\n"
         "                      speedscope,cpuprofile,folded,profile,pprof,trace,html\n"
         "                      or all), as `osprey report` would\n"
@@ -223,7 +227,8 @@ int main(int argc, char **argv)
         {"switch-fd", required_argument, NULL, 's'}, {"forks-fd", required_argument, NULL, 'F'},
         {"unwind-fd", required_argument, NULL, 'u'}, {"run-lock-fd", required_argument, NULL, 'L'},
         {"export", required_argument, NULL, 'e'},    {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, 'V'},         {"attach-ring", required_argument, NULL, 'r'},
+        {"timeout", required_argument, NULL, 't'},   {NULL, 0, NULL, 0},
     };
     /* A process started without the profiler, profiled from outside (attach.c). */
     for (int i = 1; i < argc; i++)
@@ -238,7 +243,9 @@ int main(int argc, char **argv)
         }
     struct ospd_ring_options o = {.ring_name = NULL};
     bool detached = false;
-    const char *out = NULL;
+    const char *out = NULL, *attach_ring = NULL;
+    double timeout = 30;
+    char ring_named[OSP_RING_NAME_SIZE];
     opterr = 0;
     int opt, index = 0;
     while ((opt = getopt_long(argc, argv, ":", options, &index)) != -1) {
@@ -246,6 +253,18 @@ int main(int argc, char **argv)
         case 'n':
             o.ring_name = optarg;
             break;
+        case 'r':
+            attach_ring = optarg;
+            break;
+        case 't': {
+            char *end;
+            timeout = strtod(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(timeout >= 0 && timeout <= 1e6)) {
+                fprintf(stderr, "ospreyd: --timeout %s: not a number of seconds\n", optarg);
+                return 2;
+            }
+            break;
+        }
         case 'o':
             out = optarg;
             break;
@@ -299,10 +318,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "ospreyd: unexpected argument %s (try --help)\n", argv[optind]);
         return 2;
     }
+    if (attach_ring != NULL && (ring_fd >= 0 || o.ring_name != NULL || detached)) {
+        fprintf(stderr, "ospreyd: --attach-ring NAME finds the ring by its name: no --ring-fd, "
+                        "--ring-name or --detached (try --help)\n");
+        return 2;
+    }
+    if (attach_ring != NULL && out != NULL && out[0] != '\0') {
+        int rc = ospd_ring_named_open(attach_ring, timeout, &ring_fd, &kept_fd, ring_named,
+                                      sizeof ring_named);
+        if (rc != 0)
+            return rc == -EINVAL ? 2 : 1;
+        o.ring_name = ring_named;
+    }
     if (o.ring_name == NULL || out == NULL || o.ring_name[0] == '\0' || out[0] == '\0' ||
         ring_fd < 0) {
-        fprintf(stderr, "ospreyd: --ring-fd N, --ring-name NAME and --out PATH are required (try "
-                        "--help)\n");
+        fprintf(stderr, "ospreyd: --ring-fd N and --ring-name NAME (or --attach-ring NAME) and "
+                        "--out PATH are required (try --help)\n");
         return 2;
     }
     char *out_path = absolute_path(out);

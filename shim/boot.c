@@ -18,14 +18,46 @@
 #include "osp_boot.h"
 #include "osp_core.h"
 #include "osp_policy.h"
+#include "osp_ring_named.h"
 #include "osprey_prof.h"
 
 static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
 
+/* OSPREY_RING=NAME: a collector started apart (`ospreyd --attach-ring NAME --out PATH`)
+ * profiles this one process image, whose ring is /dev/shm/osprey-ring-NAME; OSPREY_PROFILE is
+ * not needed (the profile is the collector's --out) and nothing is started. Its new images
+ * (exec'd, or started by its children) are not profiled: the bookkeeping handed to them
+ * (descendants.c) says they are not the first. 0 when this image is profiled so. */
+static int ring_named_boot(void)
+{
+    const char *name = osp__boot_env.ring;
+    long first = osp__boot_env.root_pid;
+    unsetenv("OSPREY_PROFILE_ROOT_PID");
+    unsetenv("OSPREY_PROFILE_LAST_PID");
+    if (first != 0 || osp__boot_env.last_pid != 0) {
+        osp__warn("process %d is not profiled: a new image after process %ld's, profiled with "
+                  "OSPREY_RING=%s (a collector started apart follows one process image)",
+                  (int)getpid(), first != 0 ? first : osp__boot_env.last_pid, name);
+        return -1;
+    }
+    char path[128];
+    if (osp_ring_named_path(path, sizeof path, name, "") != 0) {
+        osp__warn("OSPREY_RING=%s is not a name of up to %zu letters, digits, '-' or '_'; "
+                  "profiling is off",
+                  name, OSP_RING_NAMED_MAX);
+        return -1;
+    }
+    snprintf(osp__out_path, sizeof osp__out_path, "the profile of ring %s", name);
+    osp__run_root_pid = (long)getpid();
+    osp__boot_session = getsid(0);
+    osp__bookkeeping_set(osp__run_root_pid, osp__run_root_pid);
+    return 0;
+}
+
 static void boot(void)
 {
     osp__read_env(&osp__boot_env);
-    if (!osp__boot_env.has_profile)
+    if (!osp__boot_env.has_profile && !osp__boot_env.has_ring)
         return;
     osp__warn_remember_stderr();
     /* Secure mode (setuid, setgid, file capabilities: AT_SECURE): the caller's environment is
@@ -54,7 +86,9 @@ static void boot(void)
 
     osp__boot_rate = rate;
     uint64_t random_bits = osp__random64();
-    int err = osp__resolve_out_path(&osp__boot_env, random_bits);
+    if (osp__boot_env.has_ring && ring_named_boot() != 0)
+        return;
+    int err = osp__boot_env.has_ring ? 0 : osp__resolve_out_path(&osp__boot_env, random_bits);
     if (err) {
         osp__warn("cannot use OSPREY_PROFILE=%s: %s; profiling is off", osp__boot_env.profile,
                   strerror(-err));

@@ -5,7 +5,8 @@
  * booted in this process: an image that replaces it by exec writes "<out>.<pid>-<random>.json").
  * Boot takes both out of the program's environment, so the program never sees them; the exec
  * and spawn interposers add them only to the environment they hand to a new image that will be
- * profiled (OSPREY_PROFILE set in it), built on the caller's stack: exec runs in forked
+ * profiled (OSPREY_PROFILE or OSPREY_RING set in it; with OSPREY_RING they only tell a new
+ * image it is not the ring's, boot.c), built on the caller's stack: exec runs in forked
  * children of threaded programs, where malloc's lock may be held by a thread that is gone.
  */
 #include <stdio.h>
@@ -38,7 +39,8 @@ char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **stor
 {
     int profiled = 0;
     for (size_t i = 0; i < n && !profiled; i++)
-        profiled = strncmp(envp[i], "OSPREY_PROFILE=", 15) == 0;
+        profiled = strncmp(envp[i], "OSPREY_PROFILE=", 15) == 0 ||
+                   strncmp(envp[i], "OSPREY_RING=", 12) == 0;
     if (!profiled || root_entry[0] == '\0')
         return envp;
     size_t k = 0;
@@ -106,7 +108,8 @@ void osp__note_escape(long pid, const char *path, char *const envp[])
 
 int osp__bookkeeping_export(void)
 {
-    if (root_entry[0] == '\0' || getenv("OSPREY_PROFILE") == NULL)
+    if (root_entry[0] == '\0' ||
+        (getenv("OSPREY_PROFILE") == NULL && getenv("OSPREY_RING") == NULL))
         return 0;
     putenv(root_entry);
     putenv(last_entry);

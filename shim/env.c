@@ -63,6 +63,7 @@ void osp__read_env(struct osp__boot_env *env)
     env->has_until = copy_env("OSPREY_PROFILE_UNTIL_NS", env->until, sizeof(env->until));
     env->has_daemon = copy_env("OSPREY_DAEMON", env->daemon, sizeof(env->daemon));
     env->has_export = copy_env("OSPREY_EXPORT", env->export_formats, sizeof(env->export_formats));
+    env->has_ring = copy_env("OSPREY_RING", env->ring, sizeof(env->ring));
     const char *forks = getenv("OSPREY_PROFILE_FORKS");
     env->forks_off = forks != NULL && strcmp(forks, "0") == 0;
     const char *root = getenv("OSPREY_PROFILE_ROOT_PID");

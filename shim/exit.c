@@ -161,6 +161,8 @@ void osp__at_exit(void)
     if (getpid() != osp__booted_pid)
         return;
     atomic_store_explicit(&osp__active_flag, 0, memory_order_release);
+    /* OSPREY_RING: no collector may attach once we are gone (one that did holds the ring). */
+    int ring_taken = osp__ring_unlink();
     osp__registry_disarm_timers(&osp__the_registry);
     /* Bounded, like the registry lock below: without it the final image list is skipped. */
     int have_images = lock_bounded(&osp__images_lock) == 0;
@@ -225,6 +227,20 @@ void osp__at_exit(void)
         (osp__run_locked || atomic_load_explicit(&osp__ring_header->daemon_state,
                                                  memory_order_acquire) == OSP_DAEMON_NONE))
         osp__daemon_spawned = 0;
+    /* A collector started apart is waited for as a spawned one once it has attached (or
+     * opened the ring: its name was gone); without
+     * one, what the ring held is lost, and one line says so (not what it dropped). */
+    if (osp__boot_env.has_ring) {
+        osp__daemon_spawned =
+            ring_taken || atomic_load_explicit(&osp__ring_header->daemon_state,
+                                               memory_order_acquire) != OSP_DAEMON_NONE;
+        if (!osp__daemon_spawned) {
+            osp__warn("no collector attached to ring %s before the program ended (ospreyd "
+                      "--attach-ring %s --out PATH); no profile was written",
+                      osp__boot_env.ring, osp__boot_env.ring);
+            return;
+        }
+    }
     if (osp__daemon_spawned && !stopped) {
         /* ospreyd reads the rings on a tick: wake it now rather than at its next one (SIGURG,
          * whose default action is to ignore it, so an ospreyd still starting is not hurt). */
@@ -248,6 +264,8 @@ void osp__at_exit(void)
                   (unsigned long long)lost,
                   atomic_load_explicit(&osp__ring_header->daemon_dropped, memory_order_relaxed) > 0
                       ? "ospreyd's memory budget"
+                  : osp__boot_env.has_ring
+                      ? "the shared rings were full: ospreyd attached late or fell behind"
                       : "the shared rings were full: ospreyd fell behind");
 }
 

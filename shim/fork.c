@@ -70,6 +70,12 @@ static void fork_child(int allowed)
         !atomic_load_explicit(&osp__ring_header->stopped, memory_order_acquire) &&
         atomic_load_explicit(&osp__ring_header->signals_paused, memory_order_acquire) == 0 &&
         !osp__boot_env.forks_off;
+    if (profiled && osp__boot_env.has_ring) {
+        osp__warn("process %d, forked by a process profiled with OSPREY_RING=%s, is not "
+                  "profiled: a collector started apart follows one process",
+                  (int)getpid(), osp__boot_env.ring);
+        profiled = 0;
+    }
     uint64_t stop_at_ns = osp__ring_header != NULL ? osp__ring_header->stop_at_ns : 0;
     int64_t fiber = 0;
     char label[OSP_MAX_LABEL + 1] = "main";

@@ -555,6 +555,7 @@ syscall(long nr, ...)
         int at = nr == SYS_execve ? 2 : 3; /* which argument is envp */
         OSP__ENV(env, (char *const *)a[at]);
         a[at] = (long)env;
+        osp__ring_unlink(); /* OSPREY_RING: as preload.c's exec family */
         osp__exec_begin();
         long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
         int saved = errno;

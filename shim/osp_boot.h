@@ -203,6 +203,8 @@ struct osp__boot_env {
     long root_pid;            /* OSPREY_PROFILE_ROOT_PID, 0 when unset */
     long last_pid; /* OSPREY_PROFILE_LAST_PID: the latest process image that booted here */
     int has_profile, has_hz, has_daemon, has_export, has_seconds, has_until;
+    char ring[OSP_RING_NAME_SIZE]; /* OSPREY_RING: a collector started apart attaches by name */
+    int has_ring;
     int forks_off; /* OSPREY_PROFILE_FORKS=0: forked children are not profiled */
 };
 /* What boot read and decided, kept for a forked child, which boots from the same: the
@@ -270,6 +272,11 @@ void osp__unwind_create(void);
 void osp__handover_close(void);
 /* The ring and tables unmapped, every descriptor closed: a start that failed. */
 void osp__ring_destroy(void);
+/* With OSPREY_RING: the ring and the tables under their names at last (renamed from the ring's
+ * temporary name), or -EEXIST when the name is taken; osp__ring_unlink removes the names
+ * (once; again it does nothing) and says whether a collector had taken the ring's already. */
+int osp__ring_publish(void);
+int osp__ring_unlink(void);
 
 /* ---- spawn.c ----------------------------------------------------------------------------- */
 

@@ -140,6 +140,7 @@ typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int)
             return -1;                                                                             \
         }                                                                                          \
         memcpy(&real, &sym, sizeof(real));                                                         \
+        osp__ring_unlink(); /* OSPREY_RING: no collector attaches to an image exec'd away */       \
         osp__exec_begin();                                                                         \
         int masked = osp__sigmask_child_begin();                                                   \
         int ret = real(__VA_ARGS__);                                                               \

@@ -16,6 +16,7 @@
 #include "osp_base.h"
 #include "osp_boot.h"
 #include "osp_core.h"
+#include "osp_ring_named.h"
 #include "osp_unwind.h"
 
 /* The event ring carries thread, image and exit records, and the waits still open at exit;
@@ -60,6 +61,68 @@ static void ring_init(void *map, uint32_t rate_hz, uint32_t slot_ring)
     osp__event_ring_attach(&osp__events, osp__ring_header);
 }
 
+/* With OSPREY_RING=NAME, /dev/shm/osprey-ring-NAME<suffix> (proto/osp_ring_named.h): this
+ * user's only (0600), never an object already there (O_EXCL) nor through a link. */
+static pid_t named_by; /* the process that made the names: a vfork child shares this memory */
+
+static int named_path(char *out, size_t size, const char *suffix)
+{
+    return osp_ring_named_path(out, size, osp__boot_env.ring, suffix);
+}
+
+/* A memfd named `name`, or with OSPREY_RING the object of `suffix` (named_path). */
+static int object_create(const char *name, const char *suffix)
+{
+    char path[128];
+    long fd = !osp__boot_env.has_ring ? osp__sys(SYS_memfd_create, (long)name, MFD_CLOEXEC, 0, 0, 0)
+              : named_path(path, sizeof path, suffix) != 0
+                  ? (errno = ENAMETOOLONG, -1)
+                  : osp__sys(SYS_openat, AT_FDCWD, (long)path,
+                             O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600, 0);
+    if (fd >= 0 && osp__boot_env.has_ring)
+        named_by = getpid();
+    return fd < 0 ? -errno : (int)fd;
+}
+
+int osp__ring_publish(void)
+{
+    char from[128], to[128];
+    int err = named_path(from, sizeof from, ".new") == 0 && named_path(to, sizeof to, "") == 0
+                  ? 0
+                  : -ENAMETOOLONG;
+    /* The collector may map it as soon as it has this name: the header is written already. */
+    if (err == 0 &&
+        osp__sys(SYS_renameat2, AT_FDCWD, (long)from, AT_FDCWD, (long)to, RENAME_NOREPLACE) != 0)
+        err = -errno;
+    if (err != 0) {
+        osp__sys(SYS_unlinkat, AT_FDCWD, (long)from, 0, 0, 0);
+        if (named_path(to, sizeof to, ".unwind") == 0 && osp__unwind_fd >= 0)
+            osp__sys(SYS_unlinkat, AT_FDCWD, (long)to, 0, 0, 0);
+        osp__shm_name[0] = '\0'; /* nothing of ours to unlink any more */
+    }
+    return err;
+}
+
+int osp__ring_unlink(void)
+{
+    static int taken = -1; /* once removed: whether a collector had removed the ring's name */
+    char path[128];
+    /* A forked child's name is empty (fork.c), as is one that found the name taken; a vfork
+     * child about to exec shares ours, not its pid. */
+    if (!osp__boot_env.has_ring || osp__shm_name[0] == '\0' || getpid() != named_by)
+        return 0;
+    if (taken >= 0)
+        return taken;
+    if (named_path(path, sizeof path, ".new") == 0)
+        osp__sys(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0);
+    /* Gone already: a collector opened the ring (and removed its names) before we got here. */
+    taken = named_path(path, sizeof path, "") == 0 &&
+            osp__sys(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0) != 0 && errno == ENOENT;
+    if (osp__unwind_map != MAP_FAILED && named_path(path, sizeof path, ".unwind") == 0)
+        osp__sys(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0);
+    return taken;
+}
+
 /* The ring: a memfd (nothing named in /dev/shm, so nothing is left behind however the
  * program or ospreyd ends, and a small /dev/shm — a container's 64 MiB — is no limit), handed
  * to ospreyd by descriptor; shm_name only names it (in the maps, for ospreyd's checks).
@@ -69,12 +132,21 @@ static void ring_init(void *map, uint32_t rate_hz, uint32_t slot_ring)
  * cheap), with slot rings sixteen times larger. */
 int osp__ring_create(uint32_t rate_hz, uint64_t random_bits, int reserve)
 {
-    snprintf(osp__shm_name, sizeof(osp__shm_name), "/osprey-%d-%016llx", (int)getpid(),
-             (unsigned long long)random_bits);
-    /* Named as the ring is, so that ospreyd finds it in the process's maps. */
-    int fd = (int)osp__sys(SYS_memfd_create, (long)(osp__shm_name + 1), MFD_CLOEXEC, 0, 0, 0);
+    if (osp__boot_env.has_ring)
+        snprintf(osp__shm_name, sizeof(osp__shm_name), "/osprey-ring-%.50s", osp__boot_env.ring);
+    else
+        snprintf(osp__shm_name, sizeof(osp__shm_name), "/osprey-%d-%016llx", (int)getpid(),
+                 (unsigned long long)random_bits);
+    /* Named as the ring is, so that ospreyd finds it in the process's maps; with OSPREY_RING
+     * under a temporary name until its header is written (osp__ring_publish). */
+    int fd = object_create(osp__shm_name + 1, ".new");
+    if (fd == -EEXIST) { /* another start of the same name, now or killed while it made it */
+        osp__warn("/dev/shm/osprey-ring-%s.new is there already (OSPREY_RING): profiling is off",
+                  osp__boot_env.ring);
+        return -ECANCELED;
+    }
     if (fd < 0)
-        return -errno;
+        return fd;
     uint32_t slot_ring = reserve ? OSP_SLOT_RING_SIZE : OSP__FORK_SLOT_RING;
     osp__ring_bytes = ring_size(slot_ring);
     int err = ftruncate(fd, (off_t)osp__ring_bytes) == 0 ? 0 : -errno;
@@ -110,8 +182,8 @@ int osp__ring_create(uint32_t rate_hz, uint64_t random_bits, int reserve)
  * stacks come from frame pointers alone, and one line says so. */
 void osp__unwind_create(void)
 {
-    int fd = (int)osp__sys(SYS_memfd_create, (long)"osprey-unwind", MFD_CLOEXEC, 0, 0, 0);
-    int err = fd < 0 ? -errno : 0;
+    int fd = object_create("osprey-unwind", ".unwind");
+    int err = fd < 0 ? fd : 0;
     struct osp_unwind_header h;
     osp_unwind_header_init(&h, OSP_UNWIND_DEFAULT_SIZE, OSP__CPU_ELF_MACHINE);
     if (err == 0 && ftruncate(fd, (off_t)OSP_UNWIND_DEFAULT_SIZE) != 0)
@@ -171,6 +243,7 @@ static void unwind_destroy(void)
 
 void osp__ring_destroy(void)
 {
+    osp__ring_unlink();
     unwind_destroy();
     if (osp__ring_header) {
         munmap(osp__ring_header, osp__ring_bytes);

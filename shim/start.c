@@ -119,6 +119,7 @@ int osp__profile_start(const struct osp__start *start)
     pid_t pid = getpid();
     int err = osp__ring_create(start->rate, start->random_bits, start->reserve);
     if (err != 0) {
+        osp__ring_unlink(); /* with OSPREY_RING, the temporary name it made */
         if (forked)
             osp__warn("cannot create the shared-memory ring of forked process %d: %s; it is not "
                       "profiled",
@@ -141,13 +142,30 @@ int osp__profile_start(const struct osp__start *start)
             osp__ring_header->stop_at_ns = stop_at;
     }
     osp__unwind_create();
+    err = !forked && osp__boot_env.has_ring ? osp__ring_publish() : 0;
+    if (err != 0) {
+        if (err == -EEXIST)
+            osp__warn("/dev/shm/osprey-ring-%s is there already (OSPREY_RING): profiling is off",
+                      osp__boot_env.ring);
+        else
+            osp__warn("cannot name the ring /dev/shm/osprey-ring-%s (OSPREY_RING): %s; profiling "
+                      "is off",
+                      osp__boot_env.ring, strerror(-err));
+        osp__ring_destroy();
+        return err;
+    }
     /* The kernel allocates and clears an event ring's pages as it is mapped: an image that
      * does not reserve its ring gets a forked child's quarter, read at every drain as a forked
      * worker's are (shim/README.md, "Measuring"). */
+    /* Not for a collector started apart: nobody would map them in time (its waits are the
+     * shim's own, osp__kernel_waits_off below). */
     int refused = 0;
-    osp__switch_count = osp__switches_open(
-        osp__switch_fds, OSP_MAX_SWITCH_FDS,
-        start->reserve ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES, &refused);
+    osp__switch_count =
+        osp__boot_env.has_ring
+            ? 0
+            : osp__switches_open(osp__switch_fds, OSP_MAX_SWITCH_FDS,
+                                 start->reserve ? OSP_SWITCH_RING_PAGES : OSP__SWITCH_FORK_PAGES,
+                                 &refused);
     osp__ring_header->switches_refused = refused; /* for the report: how waits were timed */
     osp__calls_timed_set(osp__switch_count == 0);
     if (forked)
@@ -196,8 +214,11 @@ int osp__profile_start(const struct osp__start *start)
     atomic_store_explicit(&osp__active_flag, 1, memory_order_release);
     if (!forked && gettid() == pid)
         osp_prof_thread_register(0, "main");
-    osp__forks_listen();
-    if (!forked) {
+    if (!osp__boot_env.has_ring)
+        osp__forks_listen();
+    if (!forked && osp__boot_env.has_ring) {
+        osp__daemon_spawned = 0; /* a collector started apart attaches by the ring's name */
+    } else if (!forked) {
         osp__run_lock_take();
         osp__run_locked = osp__run_lock_fd >= 0;
         osp__daemon_spawned = osp__spawn_daemon(&osp__boot_env) == 0;
