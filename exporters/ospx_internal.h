@@ -387,6 +387,9 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
                              const char *warn);
 void ospx__report_achieved_rate(FILE *out, size_t width, const struct ospx_model *model,
                                 const char *warn, long process);
+/* "kernel: N% of on-CPU time was inside system calls" and how to see their kernel frames, when a
+ * profile without kernel frames spent that much there (report-notes.c). */
+void ospx__report_kernel_hint(FILE *out, size_t width, const struct ospx_model *model);
 void ospx__report_names_hint(FILE *out, size_t width, const struct ospx_model *model,
                              const char *warn);
 

@@ -2,8 +2,10 @@
  * applies: stacks that end before main or a thread's start (and how many came before the unwind
  * tables were ready), the sampling rate achieved against the one requested, and how to name
  * code that most of the CPU time went to unnamed. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "osp_ring.h"
 #include "osp_unwind_step.h"
@@ -358,4 +360,69 @@ void ospx__report_names_hint(FILE *out, size_t width, const struct ospx_model *m
     if (objects[0].name != NULL && used > 0 && (size_t)used < sizeof line)
         snprintf(line + used, sizeof line - (size_t)used, ")");
     ospx__emit_pair(out, width, warn, line, "install -dbgsym packages or set DEBUGINFOD_URLS");
+}
+
+/* 1 when the code at file offset `offset` of `path` just before pc is a system call
+ * instruction (x86_64's `syscall`, aarch64's `svc #0`): a thread interrupted there was inside
+ * the kernel, and its user pc is the instruction after the call. 0 when not or unreadable. */
+static int after_syscall(const char *path, uint64_t offset, const char *arch)
+{
+    int aarch64 = arch != NULL && strcmp(arch, "aarch64") == 0;
+    unsigned need = aarch64 ? 4 : 2;
+    if (path == NULL || path[0] != '/' || offset < need)
+        return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    unsigned char code[4];
+    ssize_t got = pread(fd, code, need, (off_t)(offset - need));
+    close(fd);
+    if (got != (ssize_t)need)
+        return 0;
+    return aarch64 ? code[0] == 0x01 && code[1] == 0x00 && code[2] == 0x00 && code[3] == 0xd4
+                   : code[0] == 0x0f && code[1] == 0x05;
+}
+
+/* "kernel: N% of on-CPU time was inside system calls; ...": said when a profile without kernel
+ * frames (a --profile run: the shim sees user space only; an attach the kernel refused them)
+ * spent at least KERNEL_SAY of its on-CPU samples interrupted right after a system call
+ * instruction, with how to see the kernel's part (osprey attach where perf events with kernel
+ * call chains are allowed). */
+#define KERNEL_SAY 5.0
+void ospx__report_kernel_hint(FILE *out, size_t width, const struct ospx_model *model)
+{
+    const struct ospx_raw *raw = model->raw;
+    if (model->on_cpu_samples == 0 || raw->kernel_symbol_count > 0 || raw->stack_count == 0)
+        return;
+    /* Per stack: 0 not looked at, 1 in a system call, 2 not. */
+    unsigned char *in_call = calloc(raw->stack_count, 1);
+    if (in_call == NULL)
+        return;
+    uint64_t inside = 0;
+    for (size_t i = 0; i < raw->sample_count; i++) {
+        const struct ospx_sample *s = &raw->samples[i];
+        if (s->state != 0 || s->stack >= raw->stack_count)
+            continue;
+        if (in_call[s->stack] == 0) {
+            const struct ospx_stack *stack = &raw->stacks[s->stack];
+            uint32_t at = stack->depth > 0 ? ospx__stack_image(raw, stack, 0) : UINT32_MAX;
+            const struct ospx_image *image = at < raw->image_count ? &raw->images[at] : NULL;
+            in_call[s->stack] = 2;
+            if (image != NULL && image->has_text_offset && stack->pcs[0] >= image->text &&
+                after_syscall(image->path, image->text_offset + (stack->pcs[0] - image->text),
+                              image->arch))
+                in_call[s->stack] = 1;
+        }
+        if (in_call[s->stack] == 1)
+            inside += s->weight;
+    }
+    free(in_call);
+    double share = 100.0 * (double)inside / (double)model->on_cpu_samples;
+    if (share < KERNEL_SAY)
+        return;
+    char first[128];
+    snprintf(first, sizeof first, "kernel: %.1f%% of on-CPU time was inside system calls", share);
+    ospx__emit_pair(out, width, NULL, first,
+                    "their kernel frames: `osprey attach PID` as root, or where "
+                    "kernel.perf_event_paranoid <= 1 (or with CAP_PERFMON)");
 }

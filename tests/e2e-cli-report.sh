@@ -192,4 +192,29 @@ for f in spin part_a part_b main; do
   [ "$(awk -v f="$f" 'NF > 1 && $(NF-1) == f' out | wc -l)" -eq 1 ] || fail "diff across a rename: $f: $(cat out)"
 done
 
+# A program whose CPU time goes to system calls (reads of /dev/zero): one line says so and how
+# to see the kernel's frames; the CPU-bound shape run says nothing of the kernel.
+cat >calls.c <<'EOF2'
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void)
+{
+    int fd = open("/dev/zero", O_RDONLY);
+    char buf[64];
+    long total = 0;
+    for (long i = 0; i < 1500000; i++)
+        total += read(fd, buf, sizeof buf);
+    printf("%ld\n", total);
+    return 0;
+}
+EOF2
+"$osprey" calls.c --profile -o calls >out 2>err
+expect_status 0 $? "the system-call program"
+grep -Eq "^kernel: [0-9.]+% of on-CPU time was inside system calls" err ||
+  fail "no kernel: line for a program in read(2): $(cat err)"
+grep -q "perf_event_paranoid <= 1" err || fail "the kernel: line says not how: $(cat err)"
+"$osprey" report run.raw.json -o shape-again --format folded >out 2>err
+if grep -q "^kernel:" out err; then fail "a kernel: line for a CPU-bound program: $(cat out err)"; fi
+
 finish "all osprey report and diff checks passed"
