@@ -5,7 +5,8 @@
  * binary directories, and of the other machine's library directory when a cross toolchain
  * installed one, the translator's rows are libdw's (cfi-compare.c: libdw's row at sampled
  * addresses of each object, and every row of the C library); a hand-built `.debug_frame`
- * (Go's form) gives its rows, and they fill `.eh_frame`'s gaps and nothing else. */
+ * (Go's form) gives its rows, and they fill `.eh_frame`'s gaps and nothing else; an object with a
+ * function in `.debug_frame` alone gets its rows from both builders, the same. */
 #include <check.h>
 #include <dlfcn.h>
 #include <elf.h>
@@ -333,6 +334,48 @@ START_TEST(debug_frame_fills_gaps)
 }
 END_TEST
 
+/* test-cfi-mixed.so (built beside this test): osp_cfi_with_eh in .eh_frame, osp_cfi_debug_only
+ * built without unwind tables, in .debug_frame alone. Both builders give the second a row
+ * from .debug_frame (it was UNKNOWN), and every row the same. */
+START_TEST(eh_frame_and_debug_frame_object)
+{
+    char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 64);
+    ck_assert_int_gt(n, 0);
+    path[n] = '\0';
+    strcpy(strrchr(path, '/'), "/test-cfi-mixed.so");
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(handle != NULL, "%s", dlerror());
+    Dl_info info;
+    void *fn = dlsym(handle, "osp_cfi_debug_only");
+    ck_assert(fn != NULL && dladdr(fn, &info) != 0);
+    uint64_t vaddr = (uint64_t)((uintptr_t)fn - (uintptr_t)info.dli_fbase); /* first load at 0 */
+    dlclose(handle);
+    for (int libdw = 0; libdw < 2; libdw++) {
+        struct ospd_unwind_source src = {.path = path, .machine = OSPD_OWN_MACHINE, .libdw = libdw};
+        struct ospd_unwind_rows rows;
+        char err[256];
+        ck_assert_msg(ospd_unwind_build(&src, &rows, err, sizeof err) == 0, "%s", err);
+        ck_assert(vaddr >= rows.start_vaddr && vaddr < rows.end_vaddr);
+        const struct osp_unwind_row *at = NULL;
+        for (uint32_t i = 0; i < rows.count && rows.rows[i].pc_offset <= vaddr - rows.start_vaddr;
+             i++)
+            at = &rows.rows[i];
+        ck_assert_msg(at != NULL && at->cfa_rule == OSP_CFA_SP,
+                      "%s builder: osp_cfi_debug_only at %#lx has rule %u%+d",
+                      libdw ? "libdw's" : "the translator's", (unsigned long)vaddr,
+                      at ? at->cfa_rule : 99, at ? at->cfa_offset : 0);
+        ospd_unwind_rows_free(&rows);
+    }
+    struct cfi_compare_options options = {.full = true};
+    struct cfi_compare_totals t = {0};
+    cfi_compare_object(path, &options, &t, stderr);
+    ck_assert_uint_eq(t.translated, 1);
+    ck_assert_msg(t.differing == 0, "%lu rows differ: %s", (unsigned long)t.differing,
+                  t.first_difference);
+}
+END_TEST
+
 START_TEST(libc_every_row_as_libdw)
 {
     char libc[4096] = "";
@@ -404,6 +447,7 @@ Suite *cfi_suite(void)
     tcase_add_test(tc, libc_every_row_as_libdw);
     tcase_add_test(tc, system_objects_as_libdw);
     tcase_add_test(tc, debug_frame_fills_gaps);
+    tcase_add_test(tc, eh_frame_and_debug_frame_object);
     suite_add_tcase(s, tc);
     return s;
 }
