@@ -5,7 +5,8 @@
 # three leaf loops with no frame (main.hotA/B/C, no rbp pushed) under main.spin, built 3:2:1,
 # on two goroutines, cgo on so the preload shim applies.
 #   rows     cfi-compare --full: the translator's rows are libdw's, and more of them than the
-#            same binary's without `.debug_frame` (both builders fill the gaps);
+#            same binary's without `.debug_frame` (both builders fill the gaps); the same for
+#            gofmt built without cgo (`.debug_frame` alone);
 #   caller   main.spin's inclusive share of the on-CPU samples within 3 points of its truth
 #            (the share whose leaf is one of the three or spin: each of them is spin's), and
 #            >= 95% of the leaves' samples reach main.spin and runtime.goexit;
@@ -38,6 +39,16 @@ rows_of() { "$compare" --full --verbose "$1" | sed -n 's/^.*: \([0-9]*\) rows, .
 "$compare" --full "$work/goleaf" >"$work/compare.out" 2>&1
 if ! grep -q "translated 1," "$work/compare.out" || ! grep -q ", differing 0$" "$work/compare.out"; then
   fail "rows: the translator's rows are not libdw's: $(cat "$work/compare.out")"
+fi
+# A Go program without cgo has .debug_frame alone (Go's gofmt, from the toolchain's sources).
+if CGO_ENABLED=0 go build -o "$work/gofmt" cmd/gofmt 2>"$work/gofmt-build.err"; then
+  "$compare" --full "$work/gofmt" >"$work/compare-gofmt.out" 2>&1
+  if ! grep -q "translated 1," "$work/compare-gofmt.out" ||
+    ! grep -q ", differing 0$" "$work/compare-gofmt.out"; then
+    fail "rows of gofmt (.debug_frame alone): $(cat "$work/compare-gofmt.out")"
+  fi
+else
+  fail "go build cmd/gofmt failed: $(cat "$work/gofmt-build.err")"
 fi
 objcopy --remove-section .debug_frame "$work/goleaf" "$work/goleaf-eh"
 with=$(rows_of "$work/goleaf")
