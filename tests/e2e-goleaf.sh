@@ -65,7 +65,8 @@ cat "$work/split"
 v() { sed -n "s/^$1 //p" "$work/split"; }
 # A shim that walks no goroutine's stack ends every stack at its leaf, whatever the rows say.
 if ! grep -q "runtime\.goexit" "$work/goleaf.folded"; then
-  skip "no stack reaches runtime.goexit: this shim does not walk goroutine stacks"
+  skip_part "the caller and the split" "no stack reaches runtime.goexit: this shim does not walk goroutine stacks"
+  finish "the rows of a cgo Go program and of gofmt"
 fi
 python3 - "$work/split" <<'PY' || fail "the caller or the split (above)"
 import sys
