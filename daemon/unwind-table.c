@@ -405,10 +405,11 @@ static int fde_starts_from_debug_frame(Elf *elf, const uint8_t *bytes, size_t si
     size_t n = 0;
     Dwarf_Off offset = 0, next = 0;
     Dwarf_CFI_Entry entry;
-    while (ident != NULL && dwarf_next_cfi(ident, &data, false, offset, &next, &entry) == 0) {
+    bool wide = ident != NULL && ident[EI_CLASS] == ELFCLASS64; /* 8-byte addresses */
+    while (wide && dwarf_next_cfi(ident, &data, false, offset, &next, &entry) == 0) {
         if (!dwarf_cfi_cie_p(&entry) && entry.fde.start + 8 <= entry.fde.end) {
             uint64_t start;
-            memcpy(&start, entry.fde.start, 8); /* an address: 8 bytes in a 64-bit object */
+            memcpy(&start, entry.fde.start, 8);
             if (ospd_grow((void **)&out, &cap, n + 1, sizeof *out) != 0) {
                 free(out);
                 return -ENOMEM;
