@@ -1,4 +1,5 @@
-/* cfi-rows.c — an object's `.eh_frame` translated into unwind rows in one pass.
+/* cfi-rows.c — an object's `.eh_frame` translated into unwind rows in one pass, and its
+ * `.debug_frame` where `.eh_frame` leaves gaps.
  *
  * Owns decoding `.eh_frame` (CIEs, FDEs, their pointer encodings and augmentations) and running
  * each FDE's CFA program once, from its first instruction to its last, into the rows of
@@ -17,7 +18,12 @@
  * replayed over that list with a cursor, since its pcs only grow. Anything the rows cannot express
  * becomes UNKNOWN exactly where libdw's would. Left to libdw (-ENOENT): objects without an
  * `.eh_frame_hdr` table in the form linkers write (datarel sdata4 pairs), without section
- * headers, big-endian or 32-bit. Where libdw keeps several FDEs covering one pc (overlapping
+ * headers, big-endian or 32-bit. `.debug_frame` (CIE id all ones, an FDE's CIE pointer a
+ * section offset, absolute 8-byte addresses, no augmentation) is read by the same code with
+ * the entries in section order (libdw has no search table for it either), into rows over the
+ * same span that fill the UNKNOWN ranges of `.eh_frame`'s (ospd_unwind_rows_fill): a cgo Go
+ * program's `.eh_frame` covers its C parts only, its Go functions are in `.debug_frame`. Where
+ * libdw keeps several FDEs covering one pc (overlapping
  * FDEs), its choice depends on the shape of its search tree; here the last one read that still
  * covers the pc stands for them (no row of Debian's /usr/lib and /usr/bin differs for it).
  *
@@ -104,6 +110,7 @@ struct section {
     const uint8_t *bytes;
     size_t size;
     uint64_t vaddr;
+    bool debug; /* .debug_frame: CIE id all ones, an FDE's CIE pointer a section offset */
 };
 
 /* An encoded pointer at *p inside s (libdw's read_encoded_value with .eh_frame's bases:
@@ -215,8 +222,12 @@ static int read_entry(const struct section *s, uint64_t off, struct entry *e)
     const uint8_t *pointer_at = bytes;
     uint64_t id = load(bytes, offset_size);
     bytes += offset_size;
-    e->is_cie = id == 0;
-    if (!e->is_cie) {
+    e->is_cie = s->debug ? id == (offset_size == 4 ? UINT32_MAX : UINT64_MAX) : id == 0;
+    if (!e->is_cie && s->debug) {
+        if (id >= s->size)
+            return -1;
+        e->cie_offset = id;
+    } else if (!e->is_cie) {
         uint64_t pos = (uint64_t)(pointer_at - s->bytes);
         if (id > pos || pos <= offset_size)
             return -1;
@@ -990,60 +1001,25 @@ static uint64_t search(const struct search_table *st, uint64_t frame_vaddr, uint
     return UINT64_MAX;
 }
 
-static int compare_u64(const void *a, const void *b)
+int ospd_compare_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
-int ospd_cfi_rows(const struct ospd_cfi_input *in, struct ospd_unwind_rows *out)
+/* The rows over [lo, hi) from the FDEs starting at starts[0..count) (sorted), each FDE found
+ * in st when there is one (libdw's search), else in index; one row per range, as
+ * unwind-table.c's rows loop makes them. */
+static int rows_over(struct translator *t, const uint64_t *starts, size_t count,
+                     const struct search_table *st, const struct fde_index *index, uint64_t lo,
+                     uint64_t hi, struct ospd_unwind_rows *out)
 {
-    out->rows = NULL; /* the caller's other fields (the bias) stay */
-    out->count = 0;
-    const struct ospd_unwind_arch *arch = ospd_unwind_arch_of(in->machine);
-    if (arch == NULL)
-        return -ENOTSUP;
-    /* The header as libdw's parse_eh_frame_hdr reads it, for the one table form linkers
-     * write (datarel sdata4 pairs); anything else is left to libdw. */
-    const uint8_t *h = in->hdr;
-    if (h == NULL || in->hdr_size < 4 || h[0] != 1 || in->eh_frame == NULL || in->hi <= in->lo ||
-        in->hi - in->lo > UINT32_MAX)
-        return -ENOENT;
-    uint8_t ptr_enc = h[1], count_enc = h[2], table_enc = h[3];
-    struct section hdr = {in->hdr, in->hdr_size, in->hdr_vaddr};
-    const uint8_t *p = h + 4;
-    uint64_t frame_ptr = 0, count = 0;
-    if (ptr_enc == DW_EH_PE_omit || count_enc == DW_EH_PE_omit ||
-        table_enc != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || (ptr_enc & 0x70) == DW_EH_PE_datarel ||
-        (count_enc & 0x70) == DW_EH_PE_datarel ||
-        read_encoded(&hdr, ptr_enc, &p, &frame_ptr) != 0 ||
-        read_encoded(&hdr, count_enc, &p, &count) != 0 || count == 0 ||
-        count > (uint64_t)(in->hdr + in->hdr_size - p) / 8)
-        return -ENOENT;
-    /* libdw searches the table when the header comes before .eh_frame and points at it; else
-     * it reads .eh_frame's entries in order until one covers the pc (an index of them here). */
-    bool searched = in->hdr_searched && frame_ptr == in->eh_frame_vaddr;
-    struct search_table st = {p, (size_t)count, in->hdr_vaddr};
-
-    /* The FDE starts, as unwind-table.c reads them: sorted, each once. */
-    uint64_t *starts = malloc((size_t)count * sizeof *starts);
-    if (starts == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < count; i++)
-        starts[i] = table_value(&st, i, 0);
-    qsort(starts, (size_t)count, sizeof *starts, compare_u64);
-
-    struct section frame = {in->eh_frame, in->eh_frame_size, in->eh_frame_vaddr};
-    struct translator t = {.frame = &frame, .arch = arch, .run_fde = UINT64_MAX};
-    uint64_t cap = 0, lo = in->lo, hi = in->hi;
+    uint64_t cap = 0;
     struct osp_unwind_row unknown = {.cfa_rule = OSP_CFA_UNKNOWN};
     int rc = ospd_unwind_push_row(out, &cap, &unknown); /* below the first FDE */
     /* libdw keeps the FDEs it has read and answers from them first: the one read last that
      * still covers pc stands for them (the pcs only grow). */
     struct fde interned = {.start = 1, .end = 0}, f;
-    struct fde_index index = {0};
-    if (!searched)
-        rc = index_fdes(&t, &index);
     for (size_t i = 0; i < count && rc == 0; i++) {
         uint64_t pc = starts[i];
         uint64_t limit = i + 1 < count && starts[i + 1] < hi ? starts[i + 1] : hi;
@@ -1051,14 +1027,14 @@ int ospd_cfi_rows(const struct ospd_cfi_input *in, struct ospd_unwind_rows *out)
             continue;
         while (pc < limit && rc == 0) {
             bool found = false;
-            if (!searched) {
-                found = index_find(&index, pc, &f);
+            if (st == NULL) {
+                found = index_find(index, pc, &f);
             } else if (interned.start <= pc && pc < interned.end) {
                 f = interned;
                 found = true;
             } else {
-                uint64_t offset = search(&st, frame.vaddr, pc);
-                if (offset != UINT64_MAX && fde_at(&t, offset, &f, &rc) == 0) {
+                uint64_t offset = search(st, t->frame->vaddr, pc);
+                if (offset != UINT64_MAX && fde_at(t, offset, &f, &rc) == 0) {
                     if (interned.start >= f.start && interned.start < f.end)
                         f = interned; /* libdw keeps the one it had for this range */
                     else if (interned.end <= interned.start || f.end > interned.end)
@@ -1070,14 +1046,14 @@ int ospd_cfi_rows(const struct ospd_cfi_input *in, struct ospd_unwind_rows *out)
                 break;
             struct osp_unwind_row row = unknown;
             uint64_t end = pc;
-            if (found && (rc = run_fde(&t, &f)) == 0) {
+            if (found && (rc = run_fde(t, &f)) == 0) {
                 /* The row in force at pc: the one before the first advance past it. */
-                struct program_rows *run = &t.run;
-                while (t.cursor < run->count && run->locs[t.cursor] <= pc)
-                    t.cursor++;
-                if (t.cursor < run->count) {
-                    row = run->rows[t.cursor];
-                    end = run->locs[t.cursor];
+                struct program_rows *run = &t->run;
+                while (t->cursor < run->count && run->locs[t->cursor] <= pc)
+                    t->cursor++;
+                if (t->cursor < run->count) {
+                    row = run->rows[t->cursor];
+                    end = run->locs[t->cursor];
                 } else if (!run->failed) {
                     row = run->final;
                     end = f.end;
@@ -1099,14 +1075,12 @@ int ospd_cfi_rows(const struct ospd_cfi_input *in, struct ospd_unwind_rows *out)
             pc = end;
         }
     }
-    for (size_t i = 0; i < t.ncies; i++)
-        free(t.cies[i].initial_rules);
-    free(t.cies);
-    free(t.cie_slots);
-    free(t.run.locs);
-    free(t.run.rows);
-    free(index.fdes);
-    free(starts);
+    return rc;
+}
+
+/* A builder's end: out's span set, or out freed on an error. rc. */
+static int rows_done(struct ospd_unwind_rows *out, int rc, uint64_t lo, uint64_t hi)
+{
     if (rc != 0) {
         ospd_unwind_rows_free(out);
         return rc;
@@ -1114,6 +1088,121 @@ int ospd_cfi_rows(const struct ospd_cfi_input *in, struct ospd_unwind_rows *out)
     out->start_vaddr = lo;
     out->end_vaddr = hi;
     return 0;
+}
+
+static void translator_free(struct translator *t)
+{
+    for (size_t i = 0; i < t->ncies; i++)
+        free(t->cies[i].initial_rules);
+    free(t->cies);
+    free(t->cie_slots);
+    free(t->run.locs);
+    free(t->run.rows);
+}
+
+int ospd_cfi_rows(const struct ospd_cfi_input *in, struct ospd_unwind_rows *out)
+{
+    out->rows = NULL; /* the caller's other fields (the bias) stay */
+    out->count = 0;
+    const struct ospd_unwind_arch *arch = ospd_unwind_arch_of(in->machine);
+    if (arch == NULL)
+        return -ENOTSUP;
+    /* The header as libdw's parse_eh_frame_hdr reads it, for the one table form linkers
+     * write (datarel sdata4 pairs); anything else is left to libdw. */
+    const uint8_t *h = in->hdr;
+    if (h == NULL || in->hdr_size < 4 || h[0] != 1 || in->eh_frame == NULL || in->hi <= in->lo ||
+        in->hi - in->lo > UINT32_MAX)
+        return -ENOENT;
+    uint8_t ptr_enc = h[1], count_enc = h[2], table_enc = h[3];
+    struct section hdr = {.bytes = in->hdr, .size = in->hdr_size, .vaddr = in->hdr_vaddr};
+    const uint8_t *p = h + 4;
+    uint64_t frame_ptr = 0, count = 0;
+    if (ptr_enc == DW_EH_PE_omit || count_enc == DW_EH_PE_omit ||
+        table_enc != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || (ptr_enc & 0x70) == DW_EH_PE_datarel ||
+        (count_enc & 0x70) == DW_EH_PE_datarel ||
+        read_encoded(&hdr, ptr_enc, &p, &frame_ptr) != 0 ||
+        read_encoded(&hdr, count_enc, &p, &count) != 0 || count == 0 ||
+        count > (uint64_t)(in->hdr + in->hdr_size - p) / 8)
+        return -ENOENT;
+    /* libdw searches the table when the header comes before .eh_frame and points at it; else
+     * it reads .eh_frame's entries in order until one covers the pc (an index of them here). */
+    bool searched = in->hdr_searched && frame_ptr == in->eh_frame_vaddr;
+    struct search_table st = {p, (size_t)count, in->hdr_vaddr};
+
+    /* The FDE starts, as unwind-table.c reads them: sorted, each once. */
+    uint64_t *starts = malloc((size_t)count * sizeof *starts);
+    if (starts == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < count; i++)
+        starts[i] = table_value(&st, i, 0);
+    qsort(starts, (size_t)count, sizeof *starts, ospd_compare_u64);
+
+    struct section frame = {
+        .bytes = in->eh_frame, .size = in->eh_frame_size, .vaddr = in->eh_frame_vaddr};
+    struct translator t = {.frame = &frame, .arch = arch, .run_fde = UINT64_MAX};
+    struct fde_index index = {0};
+    int rc = searched ? 0 : index_fdes(&t, &index);
+    if (rc == 0)
+        rc = rows_over(&t, starts, (size_t)count, searched ? &st : NULL, &index, in->lo, in->hi,
+                       out);
+    translator_free(&t);
+    free(index.fdes);
+    free(starts);
+    return rows_done(out, rc, in->lo, in->hi);
+}
+
+int ospd_cfi_debug_rows(const uint8_t *bytes, size_t size, uint16_t machine, uint64_t lo,
+                        uint64_t hi, struct ospd_unwind_rows *out)
+{
+    out->rows = NULL;
+    out->count = 0;
+    const struct ospd_unwind_arch *arch = ospd_unwind_arch_of(machine);
+    if (arch == NULL)
+        return -ENOTSUP;
+    if (hi <= lo || hi - lo > UINT32_MAX)
+        return -EINVAL;
+    struct section frame = {.bytes = bytes, .size = size, .debug = true};
+    struct translator t = {.frame = &frame, .arch = arch, .run_fde = UINT64_MAX};
+    struct fde_index index = {0};
+    uint64_t *starts = NULL;
+    int rc = index_fdes(&t, &index);
+    if (rc == 0 && index.count > 0 && (starts = malloc(index.count * sizeof *starts)) == NULL)
+        rc = -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < index.count; i++)
+        starts[i] = index.fdes[i].start; /* sorted with the index */
+    if (rc == 0)
+        rc = rows_over(&t, starts, index.count, NULL, &index, lo, hi, out);
+    translator_free(&t);
+    free(index.fdes);
+    free(starts);
+    return rows_done(out, rc, lo, hi);
+}
+
+const uint8_t *ospd_debug_frame_of(Elf *elf, size_t *size)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return NULL;
+    for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
+        GElf_Shdr sh;
+        const char *name;
+        if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type == SHT_NOBITS ||
+            (name = elf_strptr(elf, shstrndx, sh.sh_name)) == NULL)
+            continue;
+        bool gnu = strcmp(name, ".zdebug_frame") == 0;
+        if (!gnu && strcmp(name, ".debug_frame") != 0)
+            continue;
+        /* Compressed (Go's linker compresses its DWARF): inflated in place, as libdw does. */
+        if ((gnu && elf_compress_gnu(scn, 0, 0) < 0) ||
+            (!gnu && (sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0))
+            return NULL;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        if (data == NULL || data->d_buf == NULL || data->d_size == 0)
+            return NULL;
+        *size = data->d_size;
+        return data->d_buf;
+    }
+    return NULL;
 }
 
 int ospd_cfi_rows_elf(Elf *elf, uint16_t machine, uint64_t lo, uint64_t hi,
@@ -1154,10 +1243,30 @@ int ospd_cfi_rows_elf(Elf *elf, uint16_t machine, uint64_t lo, uint64_t hi,
             frame_vaddr = sh.sh_addr;
         }
     }
-    if (frame == NULL)
+    /* .debug_frame's rows where .eh_frame's leave UNKNOWN (a cgo Go program's Go functions). */
+    size_t debug_size = 0;
+    const uint8_t *debug = ospd_debug_frame_of(elf, &debug_size);
+    if (frame == NULL && debug == NULL)
         return -ENOENT;
-    in.eh_frame = frame;
-    in.eh_frame_size = frame_size;
-    in.eh_frame_vaddr = frame_vaddr;
-    return ospd_cfi_rows(&in, out);
+    int rc;
+    if (frame != NULL) {
+        in.eh_frame = frame;
+        in.eh_frame_size = frame_size;
+        in.eh_frame_vaddr = frame_vaddr;
+        rc = ospd_cfi_rows(&in, out);
+    } else {
+        uint64_t cap = 0;
+        struct osp_unwind_row unknown = {.cfa_rule = OSP_CFA_UNKNOWN};
+        out->rows = NULL;
+        out->count = 0;
+        rc = ospd_unwind_push_row(out, &cap, &unknown);
+    }
+    if (rc != 0 || debug == NULL)
+        return rc;
+    struct ospd_unwind_rows fill = {0};
+    rc = ospd_cfi_debug_rows(debug, debug_size, machine, lo, hi, &fill);
+    if (rc == 0)
+        rc = ospd_unwind_rows_fill(out, &fill);
+    ospd_unwind_rows_free(&fill);
+    return rows_done(out, rc, lo, hi);
 }

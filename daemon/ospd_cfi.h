@@ -72,8 +72,27 @@ struct ospd_cfi_input {
  * from the bytes is checked. */
 int ospd_cfi_rows(const struct ospd_cfi_input *in, struct ospd_unwind_rows *out);
 
-/* The same from an ELF handle: the sections found as libdw finds them. */
+/* The same from an ELF handle: the sections found as libdw finds them, and the UNKNOWN ranges
+ * filled from `.debug_frame` where there is one (ospd_cfi_debug_rows, ospd_unwind_rows_fill);
+ * without `.eh_frame`, all from `.debug_frame`. */
 int ospd_cfi_rows_elf(Elf *elf, uint16_t machine, uint64_t lo, uint64_t hi,
                       struct ospd_unwind_rows *out);
+
+/* The rows of a `.debug_frame` (its uncompressed bytes: CIE id all ones, absolute
+ * addresses, no augmentation) over [lo, hi), UNKNOWN where no FDE covers a pc. 0, -EINVAL,
+ * -E2BIG, -ENOMEM. */
+int ospd_cfi_debug_rows(const uint8_t *bytes, size_t size, uint16_t machine, uint64_t lo,
+                        uint64_t hi, struct ospd_unwind_rows *out);
+
+/* elf's `.debug_frame` (or `.zdebug_frame`), inflated in place when compressed; NULL when
+ * there is none or it cannot be read. */
+const uint8_t *ospd_debug_frame_of(Elf *elf, size_t *size);
+
+/* base's UNKNOWN ranges given fill's rows there (both over the same span, from pc_offset 0):
+ * base replaced by the merged table. 0, -E2BIG, -ENOMEM (base unchanged). */
+int ospd_unwind_rows_fill(struct ospd_unwind_rows *base, const struct ospd_unwind_rows *fill);
+
+/* qsort's order of two uint64_t. */
+int ospd_compare_u64(const void *a, const void *b);
 
 #endif /* OSPD_CFI_H */

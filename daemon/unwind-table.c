@@ -8,6 +8,9 @@
  * frame-pointer walk.
  * cfi-rows.c builds the same rows from the `.eh_frame` bytes in one pass, and is asked first;
  * the libdw builder here takes what it leaves (and everything on OSPREYD_UNWIND_BUILDER=libdw).
+ * Both fill the UNKNOWN ranges of `.eh_frame`'s rows from `.debug_frame` where there is one
+ * (ospd_unwind_rows_fill, here; libdw's FDE starts from dwarf_next_cfi): a cgo Go program's
+ * Go functions have only `.debug_frame`. An object without `.eh_frame` is all filled.
  *
  * DESIGN. The FDEs' start addresses come from `.eh_frame_hdr`'s sorted search table (every
  * object GNU ld or lld links with --eh-frame-hdr, the default), else from a walk of the
@@ -88,6 +91,43 @@ int ospd_unwind_push_row(struct ospd_unwind_rows *out, uint64_t *cap,
     if (ospd_grow((void **)&out->rows, cap, (uint64_t)out->count + 1, sizeof *out->rows) != 0)
         return -ENOMEM;
     out->rows[out->count++] = *row;
+    return 0;
+}
+
+int ospd_unwind_rows_fill(struct ospd_unwind_rows *base, const struct ospd_unwind_rows *fill)
+{
+    struct ospd_unwind_rows merged = *base;
+    merged.rows = NULL;
+    merged.count = 0;
+    uint64_t cap = 0;
+    int rc = 0;
+    size_t i = 0, j = 0;
+    /* Both are step functions of the pc: at each step of either, base's row unless UNKNOWN. */
+    while (rc == 0 && (i < base->count || j < fill->count)) {
+        uint32_t pc;
+        if (j >= fill->count ||
+            (i < base->count && base->rows[i].pc_offset <= fill->rows[j].pc_offset))
+            pc = base->rows[i].pc_offset;
+        else
+            pc = fill->rows[j].pc_offset;
+        while (i < base->count && base->rows[i].pc_offset <= pc)
+            i++;
+        while (j < fill->count && fill->rows[j].pc_offset <= pc)
+            j++;
+        struct osp_unwind_row row = {.cfa_rule = OSP_CFA_UNKNOWN};
+        if (i > 0 && base->rows[i - 1].cfa_rule != OSP_CFA_UNKNOWN)
+            row = base->rows[i - 1];
+        else if (j > 0)
+            row = fill->rows[j - 1];
+        row.pc_offset = pc;
+        rc = ospd_unwind_push_row(&merged, &cap, &row);
+    }
+    if (rc != 0) {
+        free(merged.rows);
+        return rc;
+    }
+    free(base->rows);
+    *base = merged;
     return 0;
 }
 
@@ -355,6 +395,55 @@ static int fde_starts_from_probes(Dwarf_CFI *cfi, uint64_t lo, uint64_t hi, uint
     return 0;
 }
 
+/* The FDEs' starts in a .debug_frame, as libdw reads its entries (dwarf_next_cfi), sorted. */
+static int fde_starts_from_debug_frame(Elf *elf, const uint8_t *bytes, size_t size,
+                                       uint64_t **starts, size_t *count)
+{
+    const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
+    Elf_Data data = {.d_buf = (void *)bytes, .d_size = size, .d_type = ELF_T_BYTE};
+    uint64_t cap = 0, *out = NULL;
+    size_t n = 0;
+    Dwarf_Off offset = 0, next = 0;
+    Dwarf_CFI_Entry entry;
+    bool wide = ident != NULL && ident[EI_CLASS] == ELFCLASS64; /* 8-byte addresses */
+    while (wide && dwarf_next_cfi(ident, &data, false, offset, &next, &entry) == 0) {
+        if (!dwarf_cfi_cie_p(&entry) && entry.fde.start + 8 <= entry.fde.end) {
+            uint64_t start;
+            memcpy(&start, entry.fde.start, 8);
+            if (ospd_grow((void **)&out, &cap, n + 1, sizeof *out) != 0) {
+                free(out);
+                return -ENOMEM;
+            }
+            out[n++] = start;
+        }
+        if (next <= offset)
+            break;
+        offset = next;
+    }
+    qsort(out, n, sizeof *out, ospd_compare_u64);
+    *starts = out;
+    *count = n;
+    return 0;
+}
+
+/* out's UNKNOWN ranges given the rows of the .debug_frame `bytes` (libdw's `cfi`). */
+static int fill_from_debug_frame(Elf *elf, Dwarf_CFI *cfi, const uint8_t *bytes, size_t size,
+                                 const struct ospd_unwind_arch *arch, uint64_t lo, uint64_t hi,
+                                 struct ospd_unwind_rows *out)
+{
+    uint64_t *starts = NULL;
+    size_t n = 0;
+    struct ospd_unwind_rows fill = {0};
+    int rc = fde_starts_from_debug_frame(elf, bytes, size, &starts, &n);
+    if (rc == 0)
+        rc = rows_from_fdes(cfi, arch, starts, n, lo, hi, &fill);
+    if (rc == 0)
+        rc = ospd_unwind_rows_fill(out, &fill);
+    free(starts);
+    ospd_unwind_rows_free(&fill);
+    return rc;
+}
+
 /* ---- the rows of an object kept between runs, by build id ------------------------------- */
 
 /* A cache file: the header, then the rows. The header names what the rows were built from —
@@ -363,8 +452,8 @@ static int fde_starts_from_probes(Dwarf_CFI *cfi, uint64_t lo, uint64_t hi, uint
  * of another object of the same build id (an .eh_frame altered, the build id kept) are
  * refused and built again. */
 #define CACHE_MAGIC   UINT64_C(0x3253574f5250534f) /* "OSPROWS2" */
-#define CACHE_VERSION 2u
-#define CACHE_LIMIT   (UINT64_C(256) << 20) /* the cache directory's size bound */
+#define CACHE_VERSION 3u                           /* 3: .debug_frame's rows in .eh_frame's gaps */
+#define CACHE_LIMIT   (UINT64_C(256) << 20)        /* the cache directory's size bound */
 
 struct cache_header {
     uint64_t magic;
@@ -673,25 +762,34 @@ int ospd_unwind_build(const struct ospd_unwind_source *src, struct ospd_unwind_r
         rc = 0;
     }
     Dwarf_CFI *cfi = dwarf_getcfi_elf(elf); /* .eh_frame: ours to end */
-    bool from_eh_frame = cfi != NULL;
     eh_cfi = cfi;
-    if (cfi == NULL) {
-        dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-        cfi = dwarf ? dwarf_getcfi(dwarf) : NULL; /* .debug_frame */
-    }
-    if (cfi == NULL) {
+    Dwarf_CFI *debug_cfi = NULL;
+    size_t debug_size = 0;
+    const uint8_t *debug = NULL;
+    if ((dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL)) != NULL &&
+        (debug_cfi = dwarf_getcfi(dwarf)) != NULL) /* .debug_frame, inflated by libdw */
+        debug = ospd_debug_frame_of(elf, &debug_size);
+    if (cfi == NULL && debug == NULL) {
         set_error(err, errsz, "%s: no .eh_frame or .debug_frame", path);
         rc = -ENODATA;
         goto done;
     }
-    rc = from_eh_frame ? fde_starts_from_header(elf, &starts, &nstarts) : -ENOENT;
-    if (rc == -ENOENT)
-        rc = fde_starts_from_probes(cfi, lo, hi, &starts, &nstarts);
-    if (rc != 0) {
-        set_error(err, errsz, "%s: %s", path, strerror(-rc));
-        goto done;
+    if (cfi != NULL) {
+        rc = fde_starts_from_header(elf, &starts, &nstarts);
+        if (rc == -ENOENT)
+            rc = fde_starts_from_probes(cfi, lo, hi, &starts, &nstarts);
+        if (rc != 0) {
+            set_error(err, errsz, "%s: %s", path, strerror(-rc));
+            goto done;
+        }
+        rc = rows_from_fdes(cfi, arch, starts, nstarts, lo, hi, out);
+    } else {
+        uint64_t cap = 0;
+        struct osp_unwind_row unknown = {.cfa_rule = OSP_CFA_UNKNOWN};
+        rc = ospd_unwind_push_row(out, &cap, &unknown);
     }
-    rc = rows_from_fdes(cfi, arch, starts, nstarts, lo, hi, out);
+    if (rc == 0 && debug != NULL) /* .debug_frame's rows where .eh_frame's are UNKNOWN */
+        rc = fill_from_debug_frame(elf, debug_cfi, debug, debug_size, arch, lo, hi, out);
     if (rc != 0) {
         set_error(err, errsz, "%s: %s", path,
                   rc == -E2BIG ? "more unwind rows than a table holds" : strerror(-rc));

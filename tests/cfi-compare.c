@@ -6,7 +6,8 @@
  * merged, so two builders that give every address the same row give the same table), and the
  * CPU time each took. Sampled: the translator's table, against libdw's row at a sample of
  * addresses (dwarf_cfi_addrframe at each, translated as libdw's builder translates it): the
- * start of randomly chosen rows, the byte before it, and addresses anywhere in the code.
+ * start of randomly chosen rows, the byte before it, and addresses anywhere in the code;
+ * where `.eh_frame`'s row is UNKNOWN, `.debug_frame`'s (the rows fill those ranges from it).
  */
 #include <dwarf.h>
 #include <elf.h>
@@ -81,7 +82,10 @@ static void compare_sampled(const char *path, uint16_t machine, const struct osp
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
     Dwarf_CFI *cfi = elf ? dwarf_getcfi_elf(elf) : NULL;
-    if (cfi == NULL) {
+    /* .debug_frame, where .eh_frame has no row (a cgo Go program's Go functions) */
+    Dwarf *dwarf = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+    Dwarf_CFI *debug_cfi = dwarf ? dwarf_getcfi(dwarf) : NULL;
+    if (cfi == NULL && debug_cfi == NULL) {
         t->failed++;
         if (log != NULL)
             fprintf(log, "%s: libdw has no CFI for it\n", path);
@@ -108,7 +112,10 @@ static void compare_sampled(const char *path, uint16_t machine, const struct osp
         uint64_t vaddr = mine->start_vaddr + offset;
         struct osp_unwind_row want = {.pc_offset = offset, .cfa_rule = OSP_CFA_UNKNOWN};
         Dwarf_Frame *frame = NULL;
-        if (dwarf_cfi_addrframe(cfi, vaddr, &frame) == 0) {
+        for (int k = 0; k < 2 && want.cfa_rule == OSP_CFA_UNKNOWN; k++) {
+            Dwarf_CFI *from = k == 0 ? cfi : debug_cfi;
+            if (from == NULL || dwarf_cfi_addrframe(from, vaddr, &frame) != 0)
+                continue;
             bool signal_frame = false;
             dwarf_frame_info(frame, NULL, NULL, &signal_frame);
             want = ospd_unwind_libdw_row(frame, arch, offset, signal_frame);
@@ -128,6 +135,8 @@ static void compare_sampled(const char *path, uint16_t machine, const struct osp
 done:
     if (cfi)
         dwarf_cfi_end(cfi);
+    if (dwarf)
+        dwarf_end(dwarf);
     if (elf)
         elf_end(elf);
     if (fd >= 0)

@@ -4,7 +4,9 @@
  * sorted rows, never a read outside them; and on every object of this system's library and
  * binary directories, and of the other machine's library directory when a cross toolchain
  * installed one, the translator's rows are libdw's (cfi-compare.c: libdw's row at sampled
- * addresses of each object, and every row of the C library). */
+ * addresses of each object, and every row of the C library); a hand-built `.debug_frame`
+ * (Go's form) gives its rows, and they fill `.eh_frame`'s gaps and nothing else; an object with a
+ * function in `.debug_frame` alone gets its rows from both builders, the same. */
 #include <check.h>
 #include <dlfcn.h>
 #include <elf.h>
@@ -238,6 +240,142 @@ static int find_libc(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
+/* A .debug_frame as Go's linker writes it: a CIE (id all ones, version 3, no augmentation;
+ * CFA rsp+8, return address at CFA-8), an FDE for a frameless leaf [0x1060, 0x1070) and one
+ * for [0x1080, 0x10a0) whose frame grows by 24 at 0x1084; and one for [0x1000, 0x1010), which
+ * .eh_frame covers too (with other rules: .eh_frame's stay). Absolute 8-byte addresses. */
+static void build_debug(struct bytes *frame)
+{
+    memset(frame, 0, sizeof *frame);
+    static const uint8_t cie[] = {
+        0x10, 0,    0,    0, 0xff, 0xff, 0xff, 0xff, /* length 16, CIE id all ones */
+        3,    0,                                     /* version 3, augmentation "" */
+        0x01, 0x78, 0x10,                            /* code align 1, data align -8, r16 */
+        0x0c, 0x07, 0x08,                            /* def_cfa rsp, 8 */
+        0x90, 0x01,                                  /* offset r16 at cfa-8 */
+        0x00, 0x00,                                  /* padding */
+    };
+    put(frame, cie, sizeof cie);
+    static const uint8_t leaf[] = {0x00, 0x00, 0x00, 0x00};
+    static const uint8_t grows[] = {0x44, 0x0e, 0x20, 0x00}; /* advance 4, def_cfa_offset 32 */
+    static const uint8_t other[] = {0x0e, 0x30, 0x00, 0x00}; /* def_cfa_offset 48 */
+    const struct {
+        uint64_t start, size;
+        const uint8_t *program;
+    } fdes[] = {{0x1060, 0x10, leaf}, {0x1080, 0x20, grows}, {0x1000, 0x10, other}};
+    for (size_t i = 0; i < 3; i++) {
+        put32(frame, 4 + 8 + 8 + 4);
+        put32(frame, 0); /* the CIE's offset in the section */
+        put(frame, &fdes[i].start, 8);
+        put(frame, &fdes[i].size, 8);
+        put(frame, fdes[i].program, 4);
+    }
+}
+
+START_TEST(debug_frame_fills_gaps)
+{
+    struct bytes debug, frame, hdr;
+    build_debug(&debug);
+    struct ospd_unwind_rows fill = {0};
+    ck_assert_int_eq(ospd_cfi_debug_rows(debug.b, debug.n, EM_X86_64, LO, HI, &fill), 0);
+    const struct osp_unwind_row want_debug[] = {
+        {.pc_offset = 0x00, .cfa_rule = OSP_CFA_SP, .cfa_offset = 48, .ra_offset = -8},
+        {.pc_offset = 0x10, .cfa_rule = OSP_CFA_UNKNOWN},
+        {.pc_offset = 0x60, .cfa_rule = OSP_CFA_SP, .cfa_offset = 8, .ra_offset = -8},
+        {.pc_offset = 0x70, .cfa_rule = OSP_CFA_UNKNOWN},
+        {.pc_offset = 0x80, .cfa_rule = OSP_CFA_SP, .cfa_offset = 8, .ra_offset = -8},
+        {.pc_offset = 0x84, .cfa_rule = OSP_CFA_SP, .cfa_offset = 32, .ra_offset = -8},
+        {.pc_offset = 0xa0, .cfa_rule = OSP_CFA_UNKNOWN},
+    };
+    ck_assert_uint_eq(fill.count, sizeof want_debug / sizeof want_debug[0]);
+    for (uint32_t i = 0; i < fill.count; i++)
+        ck_assert_msg(memcmp(&fill.rows[i], &want_debug[i], sizeof want_debug[i]) == 0,
+                      "row %u at %#x: cfa %u%+d", i, fill.rows[i].pc_offset, fill.rows[i].cfa_rule,
+                      fill.rows[i].cfa_offset);
+
+    /* .eh_frame's rows, their gaps given .debug_frame's. */
+    build(&frame, &hdr);
+    struct ospd_cfi_input in = input(&frame, &hdr);
+    struct ospd_unwind_rows rows = {0};
+    ck_assert_int_eq(ospd_cfi_rows(&in, &rows), 0);
+    uint32_t eh_count = rows.count;
+    struct osp_unwind_row eh_first = rows.rows[0];
+    ck_assert_int_eq(ospd_unwind_rows_fill(&rows, &fill), 0);
+    ck_assert_uint_eq(rows.count, eh_count + 5); /* 0x60, 0x70 (a gap), 0x80, 0x84, 0xa0 */
+    ck_assert_mem_eq(&rows.rows[0], &eh_first, sizeof eh_first); /* .eh_frame's, not 48 */
+    const struct osp_unwind_row *leaf = NULL, *grown = NULL;
+    for (uint32_t i = 0; i < rows.count; i++) {
+        ck_assert(i == 0 || rows.rows[i].pc_offset > rows.rows[i - 1].pc_offset);
+        if (rows.rows[i].pc_offset == 0x60)
+            leaf = &rows.rows[i];
+        if (rows.rows[i].pc_offset == 0x84)
+            grown = &rows.rows[i];
+    }
+    ck_assert(leaf != NULL && leaf->cfa_rule == OSP_CFA_SP && leaf->cfa_offset == 8);
+    ck_assert(grown != NULL && grown->cfa_rule == OSP_CFA_SP && grown->cfa_offset == 32);
+    ospd_unwind_rows_free(&rows);
+    ospd_unwind_rows_free(&fill);
+
+    /* Cut short anywhere, or an FDE pointing at no CIE: an error or sorted rows, never a read
+     * past the bytes. */
+    for (size_t n = 0; n <= debug.n; n++) {
+        uint8_t *map;
+        size_t map_size;
+        uint8_t *at = fenced(debug.b, n, &map, &map_size);
+        if (n > 24)
+            at[24] ^= 0x40; /* the first FDE's CIE pointer */
+        int rc = ospd_cfi_debug_rows(at, n, EM_X86_64, LO, HI, &fill);
+        if (rc == 0)
+            for (uint32_t i = 1; i < fill.count; i++)
+                ck_assert_uint_gt(fill.rows[i].pc_offset, fill.rows[i - 1].pc_offset);
+        ospd_unwind_rows_free(&fill);
+        munmap(map, map_size);
+    }
+}
+END_TEST
+
+/* test-cfi-mixed.so (built beside this test): osp_cfi_with_eh in .eh_frame, osp_cfi_debug_only
+ * built without unwind tables, in .debug_frame alone. Both builders give the second a row
+ * from .debug_frame (it was UNKNOWN), and every row the same. */
+START_TEST(eh_frame_and_debug_frame_object)
+{
+    char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 64);
+    ck_assert_int_gt(n, 0);
+    path[n] = '\0';
+    strcpy(strrchr(path, '/'), "/test-cfi-mixed.so");
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(handle != NULL, "%s", dlerror());
+    Dl_info info;
+    void *fn = dlsym(handle, "osp_cfi_debug_only");
+    ck_assert(fn != NULL && dladdr(fn, &info) != 0);
+    uint64_t vaddr = (uint64_t)((uintptr_t)fn - (uintptr_t)info.dli_fbase); /* first load at 0 */
+    dlclose(handle);
+    for (int libdw = 0; libdw < 2; libdw++) {
+        struct ospd_unwind_source src = {.path = path, .machine = OSPD_OWN_MACHINE, .libdw = libdw};
+        struct ospd_unwind_rows rows;
+        char err[256];
+        ck_assert_msg(ospd_unwind_build(&src, &rows, err, sizeof err) == 0, "%s", err);
+        ck_assert(vaddr >= rows.start_vaddr && vaddr < rows.end_vaddr);
+        const struct osp_unwind_row *at = NULL;
+        for (uint32_t i = 0; i < rows.count && rows.rows[i].pc_offset <= vaddr - rows.start_vaddr;
+             i++)
+            at = &rows.rows[i];
+        ck_assert_msg(at != NULL && at->cfa_rule == OSP_CFA_SP,
+                      "%s builder: osp_cfi_debug_only at %#lx has rule %u%+d",
+                      libdw ? "libdw's" : "the translator's", (unsigned long)vaddr,
+                      at ? at->cfa_rule : 99, at ? at->cfa_offset : 0);
+        ospd_unwind_rows_free(&rows);
+    }
+    struct cfi_compare_options options = {.full = true};
+    struct cfi_compare_totals t = {0};
+    cfi_compare_object(path, &options, &t, stderr);
+    ck_assert_uint_eq(t.translated, 1);
+    ck_assert_msg(t.differing == 0, "%lu rows differ: %s", (unsigned long)t.differing,
+                  t.first_difference);
+}
+END_TEST
+
 START_TEST(libc_every_row_as_libdw)
 {
     char libc[4096] = "";
@@ -308,6 +446,8 @@ Suite *cfi_suite(void)
     tcase_add_test(tc, damaged_bytes_stay_inside);
     tcase_add_test(tc, libc_every_row_as_libdw);
     tcase_add_test(tc, system_objects_as_libdw);
+    tcase_add_test(tc, debug_frame_fills_gaps);
+    tcase_add_test(tc, eh_frame_and_debug_frame_object);
     suite_add_tcase(s, tc);
     return s;
 }
