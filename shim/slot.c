@@ -329,6 +329,7 @@ void osp__guard_wait_begin(struct osp__slot *s, const void *fn)
         s->wait_depth = osp__unwind_caller(fp, 2, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
                                            s->wait_pcs + 1, OSP_MAX_DEPTH - 1);
         s->wait_depth = s->wait_depth > 0 ? s->wait_depth + 1 : 0;
+        s->wait_depth = osp__python_frames(s->wait_pcs, s->wait_depth, OSP_MAX_DEPTH);
         s->wait_generation = osp__unwind_generation();
         s->wait_t_ns = now;
         s->wait_flags = OSP_SPAN_GUARDED;
@@ -381,6 +382,7 @@ void osp__guard_wait_end(struct osp__slot *s)
         uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
         uint32_t depth = osp__unwind_caller(fp, 2, fp < s->stack_lo ? s->stack_lo : fp, s->stack_hi,
                                             s->sample_pcs, OSP_MAX_DEPTH - 1);
+        depth = osp__python_frames(s->sample_pcs, depth, OSP_MAX_DEPTH - 1);
         if (depth + 1 > s->wait_depth) { /* after its leaf, the function called */
             memcpy(s->wait_pcs + 1, s->sample_pcs, depth * sizeof(uint64_t));
             s->wait_depth = depth + 1;
