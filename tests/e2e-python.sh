@@ -5,6 +5,8 @@
 #   tests/python/split.py): the report's outputs name them "qualname (file:line) [py]" above the
 #   _PyEval_EvalFrameDefault frame they ran in, with that split within 5 points;
 # - a thread blocked in time.sleep and one in queue.get: their waits show their Python sites;
+# - Python calling a C extension built here (tests/python/callback.c) calling back into Python
+#   (tests/python/nested.py): outer_site [py], the C functions, then inner_site [py], in order;
 # - the program's output and exit status unchanged;
 # - a program that looks like another Python version (tests/python/fakepy.c, 3.12): refused in
 #   one line, profiled as plain;
@@ -65,6 +67,20 @@ assert all(s["start"] >> 62 == 1 and s["size"] == 1 for s in symbols)
 names = {s["name"].split(" ")[0] for s in symbols}
 assert {"alpha", "beta", "gamma", "work", "main"} <= names, names
 PY
+
+# --- Python calling C calling Python ----------------------------------------------------
+if cflags=$(pkg-config --cflags python-3.11 2>/dev/null); then
+  # shellcheck disable=SC2086
+  cc -O1 -g -fno-omit-frame-pointer -shared -fPIC $cflags "$here/python/callback.c" \
+    -o callback.so || fail "cannot build callback.c"
+  cp "$here/python/nested.py" .
+  "$osprey" "$python" --profile -o "$work/nested" -- nested.py 1.5 >nested.out 2>&1
+  expect_status 0 $? "python3.11 nested.py"
+  grep -Eq 'outer_site \(.*nested\.py:[0-9]+\) \[py\];([^;]*;)*callback_call;call_back;([^;]*;)*_PyEval_EvalFrameDefault;inner_site \(.*nested\.py:[0-9]+\) \[py\]' \
+    nested.folded || fail "no stack reads outer_site [py] -> callback_call -> inner_site [py]"
+else
+  skip_part "a C extension calling back into Python" "python3.11-dev is not installed"
+fi
 
 # --- off: OSPREY_PYTHON=0 -----------------------------------------------------------------
 OSPREY_PYTHON=0 "$osprey" "$python" --profile -o "$work/off" -- split.py 0.5 >off.out 2>&1
