@@ -6,16 +6,12 @@
 # the added CPU over the unprofiled run, on against off.
 # Usage: bash bench/python/run.sh [BUILD_DIR] [RUNS] [ROUNDS]
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
-runs=${2:-5}
-rounds=${3:-4000}
 python=/usr/bin/python3.11
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-$here/../../build}" && pwd) runs=${2:-5} rounds=${3:-4000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-python-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-cp "$here/work.py" "$work/"
-cd "$work"
+cp "$here/work.py" "$work/" && cd "$work"
 
 cpu() { # MODE: the run's CPU seconds
   case $1 in
