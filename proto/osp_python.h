@@ -31,9 +31,15 @@
 /* PyInterpreterState */
 #define OSP_PY_INTERP_THREADS_HEAD 16u
 /* PyThreadState */
-#define OSP_PY_TSTATE_NEXT      8u
-#define OSP_PY_TSTATE_CFRAME    56u
-#define OSP_PY_TSTATE_THREAD_ID 152u
+#define OSP_PY_TSTATE_NEXT            8u
+#define OSP_PY_TSTATE_CFRAME          56u
+#define OSP_PY_TSTATE_THREAD_ID       152u
+#define OSP_PY_TSTATE_DATASTACK_CHUNK 296u
+#define OSP_PY_TSTATE_READ            304u /* bytes read of a thread state: the fields above */
+/* _PyStackChunk: where a thread's frames live (the frames of a generator live in it) */
+#define OSP_PY_CHUNK_SIZE 8u
+#define OSP_PY_CHUNK_DATA 24u
+#define OSP_PY_CHUNK_MAX  (UINT64_C(4) << 20) /* a larger chunk is not read directly */
 /* _PyCFrame */
 #define OSP_PY_CFRAME_CURRENT_FRAME 8u
 /* _PyInterpreterFrame */

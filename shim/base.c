@@ -42,6 +42,12 @@ int osp__read_code(uint64_t addr, void *out, size_t n)
     return process_vm_readv(pid ? pid : getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
+ssize_t osp__read_iov(const struct iovec *local, const struct iovec *remote, unsigned long n)
+{
+    pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    return process_vm_readv(pid ? pid : getpid(), local, n, remote, n, 0);
+}
+
 /* Reads code the thread was running: not the program's memory to instrument. */
 __attribute__((no_sanitize("address", "hwaddress"))) int
 osp__read_pc_code(uint64_t pc, uint64_t addr, void *out, size_t n)

@@ -22,6 +22,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "osp_cpu.h"
@@ -62,6 +64,9 @@ static inline uint64_t osp__mono_ns(void)
 /* Read n code bytes at addr without faulting (process_vm_readv). Returns 0 or -1.
  * Async-signal-safe. */
 int osp__read_code(uint64_t addr, void *out, size_t n);
+/* process_vm_readv of our own memory, n iovecs each side: the bytes read (they stop at the
+ * first remote iovec that cannot be read), or -1. Async-signal-safe. */
+ssize_t osp__read_iov(const struct iovec *local, const struct iovec *remote, unsigned long n);
 /* Remember the process's id for osp__read_code (at boot, and in a forked child): one system
  * call less per sample; and whether code the CPU runs is readable as plain memory. */
 void osp__read_code_init(void);

@@ -147,7 +147,8 @@ uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint6
  * in one line that another version's functions are not shown. At start, not in the handler. */
 void osp__python_detect(void);
 /* Read the Python of `runtime` (&_PyRuntime, 0: none) whose _PyEval_EvalFrameDefault is
- * [eval_lo, eval_hi): what detect found, or a test's own. */
+ * [eval_lo, eval_hi): what detect found, or a test's own; the calling thread's thread state and
+ * stack chunk are looked for anew. */
 void osp__python_use(uint64_t runtime, uint64_t eval_lo, uint64_t eval_hi);
 /* Whether Python frames are read. */
 int osp__python_on(void);

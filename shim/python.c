@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "osp_base.h"
 #include "osp_core.h"
@@ -31,6 +32,9 @@
 static uint64_t py_runtime;             /* &_PyRuntime, 0: no Python 3.11 to read */
 static uint64_t py_eval_lo, py_eval_hi; /* _PyEval_EvalFrameDefault's code */
 static __thread uint64_t py_tstate __attribute__((tls_model("initial-exec")));
+/* The thread's stack chunk last seen readable whole: [lo, hi). */
+static __thread uint64_t py_chunk_lo __attribute__((tls_model("initial-exec")));
+static __thread uint64_t py_chunk_hi __attribute__((tls_model("initial-exec")));
 
 void osp__python_detect(void)
 {
@@ -69,6 +73,7 @@ void osp__python_use(uint64_t runtime, uint64_t eval_lo, uint64_t eval_hi)
     py_eval_lo = eval_lo;
     py_eval_hi = eval_hi;
     py_runtime = runtime;
+    py_tstate = py_chunk_lo = py_chunk_hi = 0; /* the calling thread's: looked for anew */
 }
 
 int osp__python_on(void)
@@ -84,26 +89,68 @@ static int read_word(uint64_t addr, uint64_t *out)
     return osp__read_code(addr, out, sizeof *out);
 }
 
-/* The calling thread's PyThreadState, 0 when it has none (yet). Async-signal-safe. */
-static uint64_t thread_state(void)
+/* The calling thread's PyThreadState, its first OSP_PY_TSTATE_READ bytes in words; 0 when it
+ * has none (yet). Async-signal-safe. */
+static uint64_t thread_state(uint64_t *words)
 {
-    uint64_t self = (uint64_t)pthread_self(), id;
-    if (py_tstate != 0 && read_word(py_tstate + OSP_PY_TSTATE_THREAD_ID, &id) == 0 && id == self)
+    uint64_t self = (uint64_t)pthread_self();
+    if (py_tstate != 0 && osp__read_code(py_tstate, words, OSP_PY_TSTATE_READ) == 0 &&
+        words[OSP_PY_TSTATE_THREAD_ID / 8] == self)
         return py_tstate;
     py_tstate = 0;
+    py_chunk_lo = py_chunk_hi = 0; /* a thread state found anew: its stack checked anew */
     uint64_t interp, t;
     if (read_word(py_runtime + OSP_PY_RUNTIME_INTERPRETERS_HEAD, &interp) != 0 ||
         read_word(interp + OSP_PY_INTERP_THREADS_HEAD, &t) != 0)
         return 0;
-    uint64_t words[OSP_PY_TSTATE_THREAD_ID / 8 + 1];
     for (uint32_t n = 0; t != 0 && n < OSP_PY_MAX_THREADS; n++) {
-        if ((t & 7) != 0 || osp__read_code(t, words, sizeof words) != 0)
+        if ((t & 7) != 0 || osp__read_code(t, words, OSP_PY_TSTATE_READ) != 0)
             return 0;
         if (words[OSP_PY_TSTATE_THREAD_ID / 8] == self)
             return py_tstate = t;
         t = words[OSP_PY_TSTATE_NEXT / 8];
     }
     return 0;
+}
+
+/* Whether every page of [lo, hi) is mapped and readable: one byte of each read with
+ * process_vm_readv, 16 pages a call. Async-signal-safe. */
+static int pages_readable(uint64_t lo, uint64_t hi)
+{
+    char byte;
+    struct iovec local[16], remote[16];
+    for (uint64_t page = lo & ~UINT64_C(4095); page < hi;) {
+        int n = 0;
+        for (; n < 16 && page < hi; n++, page += 4096) {
+            local[n] = (struct iovec){&byte, 1};
+            remote[n] = (struct iovec){(void *)(uintptr_t)(page < lo ? lo : page), 1};
+        }
+        if (osp__read_iov(local, remote, (unsigned long)n) != n)
+            return 0;
+    }
+    return 1;
+}
+
+/* The thread's current stack chunk, where its frames are, in [*lo, *hi): read directly once
+ * every page of it was seen readable (kept per thread, checked when the chunk changes). The
+ * thread is interrupted: its chunk is not freed under the handler, and one being freed is
+ * unlinked from the thread state first. 0 and 0 when there is none to trust. */
+static void stack_chunk(const uint64_t *tstate_words, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t chunk = tstate_words[OSP_PY_TSTATE_DATASTACK_CHUNK / 8], size;
+    *lo = *hi = 0;
+    if (read_word(chunk + OSP_PY_CHUNK_SIZE, &size) != 0 || size <= OSP_PY_CHUNK_DATA ||
+        size > OSP_PY_CHUNK_MAX)
+        return;
+    if (chunk != py_chunk_lo || chunk + size != py_chunk_hi) {
+        py_chunk_lo = py_chunk_hi = 0;
+        if (!pages_readable(chunk, chunk + size))
+            return;
+        py_chunk_lo = chunk;
+        py_chunk_hi = chunk + size;
+    }
+    *lo = chunk + OSP_PY_CHUNK_DATA;
+    *hi = chunk + size;
 }
 
 /* Whether the i-th pc of a stack (leaf first: the first exact, the others return addresses)
@@ -119,10 +166,14 @@ struct py_frame {
     uint64_t code, previous, index;
     int entry;
 };
-static int read_frame(uint64_t frame, struct py_frame *f)
+static int read_frame(uint64_t frame, uint64_t lo, uint64_t hi, struct py_frame *f)
 {
     uint64_t w[OSP_PY_FRAME_READ / 8];
-    if (frame == 0 || (frame & 7) != 0 || osp__read_code(frame, w, sizeof w) != 0)
+    if (frame == 0 || (frame & 7) != 0)
+        return -1;
+    if (frame >= lo && frame < hi && hi - frame >= sizeof w)
+        memcpy(w, (const void *)(uintptr_t)frame, sizeof w); /* in the thread's own chunk */
+    else if (osp__read_code(frame, w, sizeof w) != 0)
         return -1;
     unsigned char entry = (unsigned char)(w[OSP_PY_FRAME_IS_ENTRY / 8] >> 32);
     unsigned char owner = (unsigned char)(w[OSP_PY_FRAME_OWNER / 8] >> 40);
@@ -146,10 +197,11 @@ uint32_t osp__python_frames(uint64_t *pcs, uint32_t depth, uint32_t cap)
         i++;
     if (i == depth)
         return depth; /* no Python running on this stack */
-    uint64_t t = thread_state(), cframe, frame;
-    if (t == 0 || read_word(t + OSP_PY_TSTATE_CFRAME, &cframe) != 0 ||
-        read_word(cframe + OSP_PY_CFRAME_CURRENT_FRAME, &frame) != 0)
+    uint64_t words[OSP_PY_TSTATE_READ / 8], frame, lo, hi;
+    if (thread_state(words) == 0 ||
+        read_word(words[OSP_PY_TSTATE_CFRAME / 8] + OSP_PY_CFRAME_CURRENT_FRAME, &frame) != 0)
         return depth;
+    stack_chunk(words, &lo, &hi);
     uint32_t total = 0;
     for (; i < depth && frame != 0 && total < OSP_PY_MAX_FRAMES; i++) {
         if (!in_eval(pcs, i))
@@ -160,7 +212,7 @@ uint32_t osp__python_frames(uint64_t *pcs, uint32_t depth, uint32_t cap)
         struct py_frame f;
         int entry = 0;
         while (!entry && frame != 0 && total < OSP_PY_MAX_FRAMES && i < cap) {
-            if (read_frame(frame, &f) != 0)
+            if (read_frame(frame, lo, hi, &f) != 0)
                 return depth; /* a frame that fails a check ends the Python walk */
             uint32_t keep = depth < cap ? depth - i : depth - i - 1;
             memmove(&pcs[i + 1], &pcs[i], keep * sizeof *pcs);

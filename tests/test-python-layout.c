@@ -30,6 +30,11 @@ int main(void)
     SAME(PyThreadState, next, OSP_PY_TSTATE_NEXT);
     SAME(PyThreadState, cframe, OSP_PY_TSTATE_CFRAME);
     SAME(PyThreadState, thread_id, OSP_PY_TSTATE_THREAD_ID);
+    SAME(PyThreadState, datastack_chunk, OSP_PY_TSTATE_DATASTACK_CHUNK);
+    same("thread state bytes read",
+         offsetof(PyThreadState, datastack_chunk) + 8 <= OSP_PY_TSTATE_READ, 1);
+    SAME(_PyStackChunk, size, OSP_PY_CHUNK_SIZE);
+    SAME(_PyStackChunk, data, OSP_PY_CHUNK_DATA);
     SAME(_PyCFrame, current_frame, OSP_PY_CFRAME_CURRENT_FRAME);
     SAME(_PyInterpreterFrame, f_code, OSP_PY_FRAME_F_CODE);
     SAME(_PyInterpreterFrame, previous, OSP_PY_FRAME_PREVIOUS);

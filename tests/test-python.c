@@ -21,7 +21,7 @@
 struct fake {
     _Alignas(16) uint8_t runtime[64];
     _Alignas(16) uint8_t interp[64];
-    _Alignas(16) uint8_t tstate[256];
+    _Alignas(16) uint8_t tstate[OSP_PY_TSTATE_READ + 16];
     _Alignas(16) uint8_t cframe[32];
     _Alignas(16) uint8_t frames[4][OSP_PY_FRAME_READ + 8];
     _Alignas(16) uint8_t code[4][256];
@@ -96,6 +96,40 @@ static void native_kept(const uint64_t *pcs, uint32_t depth, const uint64_t *nat
         }
 }
 
+/* The frames in a stack chunk of the thread (read directly), the chunk's pages checked: a
+ * chunk with a page gone is read frame by frame, without a fault. */
+START_TEST(frames_in_the_thread_chunk_are_read_in_place)
+{
+    static struct fake f;
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *chunk =
+        mmap(NULL, 4 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(chunk, MAP_FAILED);
+    for (int round = 0; round < 2; round++) {
+        build(&f);
+        memset(chunk, 0, 2 * (size_t)page);
+        put(chunk + OSP_PY_CHUNK_SIZE, 4 * (uint64_t)page);
+        put(f.tstate + OSP_PY_TSTATE_DATASTACK_CHUNK, (uint64_t)(uintptr_t)chunk);
+        /* The three frames moved into the chunk (frame 1 at the end of its first page). */
+        uint8_t *at[3] = {chunk + 64, chunk + page - 80, chunk + page + 128};
+        for (int k = 0; k < 3; k++)
+            memcpy(at[k], f.frames[k], OSP_PY_FRAME_READ);
+        put(at[0] + OSP_PY_FRAME_PREVIOUS, (uint64_t)(uintptr_t)at[1]);
+        put(at[1] + OSP_PY_FRAME_PREVIOUS, (uint64_t)(uintptr_t)at[2]);
+        put(f.cframe + OSP_PY_CFRAME_CURRENT_FRAME, (uint64_t)(uintptr_t)at[0]);
+        if (round == 1) /* its last page gone: the chunk is not trusted */
+            munmap(chunk + 3 * page, (size_t)page);
+        uint64_t pcs[OSP_MAX_DEPTH] = {0x500, 0x1801, 0x900, 0x1901, 0x950};
+        ck_assert_uint_eq(osp__python_frames(pcs, 5, OSP_MAX_DEPTH), 8);
+        ck_assert_uint_eq(pcs[1], pc_of(&f, 0));
+        ck_assert_uint_eq(pcs[2], pc_of(&f, 1));
+        ck_assert_uint_eq(pcs[5], pc_of(&f, 2));
+    }
+    munmap(chunk, 3 * (size_t)page);
+    osp__python_use(0, 0, 0);
+}
+END_TEST
+
 START_TEST(hostile_chains_end_the_python_walk)
 {
     static struct fake f;
@@ -160,6 +194,8 @@ START_TEST(hostile_chains_end_the_python_walk)
                               ((uint64_t)rand() << 33) ^ (uint64_t)rand(),
                               UINT64_MAX - 7};
         uint8_t *areas[] = {f.tstate, f.cframe, f.frames[0], f.frames[1], f.frames[2], f.frames[3]};
+        if (rand() % 4 == 0) /* a thread state naming a chunk: one of ours, or wild */
+            put(f.tstate + OSP_PY_TSTATE_DATASTACK_CHUNK, choices[rand() % 7]);
         for (int n = rand() % 12; n > 0; n--) {
             uint8_t *area = areas[rand() % 6];
             size_t size = area == f.tstate   ? sizeof f.tstate
@@ -186,6 +222,7 @@ Suite *python_suite(void)
     Suite *s = suite_create("python");
     TCase *walk = tcase_create("walk");
     tcase_add_test(walk, frames_sit_above_the_eval_frame_they_ran_in);
+    tcase_add_test(walk, frames_in_the_thread_chunk_are_read_in_place);
     tcase_add_test(walk, hostile_chains_end_the_python_walk);
     suite_add_tcase(s, walk);
     return s;
