@@ -35,6 +35,10 @@ static __thread uint64_t py_tstate __attribute__((tls_model("initial-exec")));
 /* The thread's stack chunk last seen readable whole: [lo, hi). */
 static __thread uint64_t py_chunk_lo __attribute__((tls_model("initial-exec")));
 static __thread uint64_t py_chunk_hi __attribute__((tls_model("initial-exec")));
+/* The thread state's words as last read: kept off the stack (the handler may run on a small
+ * signal stack of the program's); SIGPROF is blocked wherever it is used. */
+static __thread uint64_t py_words[OSP_PY_TSTATE_READ / 8]
+    __attribute__((tls_model("initial-exec")));
 
 void osp__python_detect(void)
 {
@@ -114,14 +118,14 @@ static uint64_t thread_state(uint64_t *words)
 }
 
 /* Whether every page of [lo, hi) is mapped and readable: one byte of each read with
- * process_vm_readv, 16 pages a call. Async-signal-safe. */
+ * process_vm_readv, 4 pages a call. Async-signal-safe. */
 static int pages_readable(uint64_t lo, uint64_t hi)
 {
     char byte;
-    struct iovec local[16], remote[16];
+    struct iovec local[4], remote[4];
     for (uint64_t page = lo & ~UINT64_C(4095); page < hi;) {
         int n = 0;
-        for (; n < 16 && page < hi; n++, page += 4096) {
+        for (; n < 4 && page < hi; n++, page += 4096) {
             local[n] = (struct iovec){&byte, 1};
             remote[n] = (struct iovec){(void *)(uintptr_t)(page < lo ? lo : page), 1};
         }
@@ -197,11 +201,11 @@ uint32_t osp__python_frames(uint64_t *pcs, uint32_t depth, uint32_t cap)
         i++;
     if (i == depth)
         return depth; /* no Python running on this stack */
-    uint64_t words[OSP_PY_TSTATE_READ / 8], frame, lo, hi;
-    if (thread_state(words) == 0 ||
-        read_word(words[OSP_PY_TSTATE_CFRAME / 8] + OSP_PY_CFRAME_CURRENT_FRAME, &frame) != 0)
+    uint64_t frame, lo, hi;
+    if (thread_state(py_words) == 0 ||
+        read_word(py_words[OSP_PY_TSTATE_CFRAME / 8] + OSP_PY_CFRAME_CURRENT_FRAME, &frame) != 0)
         return depth;
-    stack_chunk(words, &lo, &hi);
+    stack_chunk(py_words, &lo, &hi);
     uint32_t total = 0;
     for (; i < depth && frame != 0 && total < OSP_PY_MAX_FRAMES; i++) {
         if (!in_eval(pcs, i))
