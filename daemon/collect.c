@@ -57,6 +57,9 @@ void ospd_collector_free(struct ospd_collector *c)
     for (uint32_t i = 0; i < c->jit_count; i++)
         free(c->jit[i].name);
     free(c->jit);
+    for (uint32_t i = 0; i < c->py_count; i++)
+        free(c->py[i].name);
+    free(c->py);
     for (uint32_t i = 0; i < c->jit_map_count; i++)
         free(c->jit_maps[i]);
     for (uint32_t i = 0; i < c->jit_note_count; i++)

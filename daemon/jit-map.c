@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "osp_python.h"
 #include "ospc.h"
 #include "ospd.h"
 #include "ospd_attach.h"
@@ -111,7 +112,7 @@ static int wanted_collect(const struct ospd_collector *c, struct ospd_jit_wanted
         const uint64_t *pcs = ospd_stack_pcs(&c->stacks, i, &depth);
         for (uint32_t k = 0; k < depth; k++) {
             uint64_t lookup = k == 0 || pcs[k] == 0 ? pcs[k] : pcs[k] - 1;
-            if (lookup == 0 || in_spans(&spans, lookup))
+            if (lookup == 0 || osp_py_pc_is(lookup) || in_spans(&spans, lookup))
                 continue;
             if (w->count == cap) {
                 cap = cap ? cap * 2 : 256;
@@ -534,6 +535,7 @@ void ospd_code_names(struct ospd_collector *c)
     if (c->pid <= 0 || c->stacks.count == 0)
         return;
     ospd_maps_code(c, c->pid, NULL);
+    ospd_python_names(c); /* python.c: the Python frames' names, while the process is there */
     struct ospd_jit_reader r;
     if (ospd_jit_begin(c, &r) != 0 || r.wanted->count == 0) {
         ospd_jit_end(&r);

@@ -290,6 +290,10 @@ struct ospd_collector {
     uint32_t jit_count, jit_map_count, jit_note_count;
     char *jit_maps[OSPD_JIT_MAPS];
     char *jit_notes[OSPD_JIT_MAPS]; /* a map refused or cut short, one sentence each */
+    /* The Python frames' names (python.c): start the pseudo-pc (proto/osp_python.h), size 1,
+     * by start. */
+    struct ospd_jit_symbol *py; /* name NULL: the code object could not be read */
+    uint32_t py_count, py_cap, py_stacks_checked;
 };
 
 /* switch-refused.c: the shim of process pid could not open the switch records (perf_event_open
@@ -455,6 +459,13 @@ int ospd_jit_perf_map(struct ospd_jit_reader *r, const char *text, size_t size);
 int ospd_jit_dump(struct ospd_jit_reader *r, const uint8_t *data, size_t size);
 int ospd_jit_keep(struct ospd_collector *c, struct ospd_jit_reader *r);
 void ospd_jit_end(struct ospd_jit_reader *r);
+
+/* Names for the Python frames of the stacks interned since the last call (python.c), read
+ * from process c->pid's memory into c->py. Touches the process. */
+void ospd_python_names(struct ospd_collector *c);
+/* The line of code unit `index` in CPython 3.11's location table t[0..n), starting from the
+ * function's first line `line`. */
+int ospd_python_line(const uint8_t *t, size_t n, uint64_t index, int line);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The sampling tick (tick.c). */

@@ -395,6 +395,23 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         else
             rc = put_field(f, false, "jit", jit);
     }
+    if (c->py_count > 0) {
+        /* The Python frames' names (python.c), by pseudo-pc. */
+        json_t *py = json_pack("{s:[]}", "symbols");
+        json_t *symbols = json_object_get(py, "symbols");
+        for (uint32_t i = 0; py != NULL && i < c->py_count; i++) {
+            if (c->py[i].name == NULL)
+                continue;
+            json_t *one = json_pack("{s:o, s:o, s:s}", "start", json_u64(c->py[i].start), "size",
+                                    json_u64(c->py[i].size), "name", c->py[i].name);
+            if (one == NULL || json_array_append_new(symbols, one) != 0)
+                rc = rc ? rc : -ENOMEM;
+        }
+        if (py == NULL || rc != 0)
+            json_decref(py);
+        else
+            rc = put_field(f, false, "python", py);
+    }
     if (c->waits.since_ns != 0)
         rc = rc ? rc
                 : put_field(f, false, "waits",

@@ -430,6 +430,7 @@ static bool drain_once(struct ospd_daemon *d)
         osp_ring_store_tail_release(h, new_tail); /* (D) pairs with (A) */
     }
     ospd_unwinder_check_stacks(&d->unwinder, &d->collector.stacks);
+    ospd_python_names(&d->collector); /* python.c: new Python frames named while they live */
     /* The unwinder found executable mappings it did not know (it reads the maps again for a
      * pc in no known range): an object's code mapped a second time becomes an image while it
      * is mapped (V8 unmaps node's builtins before exit). */

@@ -240,6 +240,25 @@ static void shorten(const char *s, size_t from, size_t to, struct buffer *out, b
     }
 }
 
+/* A name that ends with `mark`: written whole but for the directories of the path after the
+ * last `before` in it, the mark after it. Returns whether the name had the mark. */
+static bool marked_name(char *out, size_t size, const char *name, size_t length, const char *mark,
+                        char before)
+{
+    size_t mark_length = strlen(mark);
+    if (length <= mark_length || strcmp(name + length - mark_length, mark) != 0)
+        return false;
+    int body = (int)(length - mark_length);
+    const char *start = memrchr(name, before, (size_t)body);
+    const char *slash = start != NULL ? memrchr(start, '/', (size_t)(name + body - start)) : NULL;
+    if (slash != NULL)
+        snprintf(out, size, "%.*s%.*s%s", (int)(start + 1 - name), name,
+                 (int)(name + body - slash - 1), slash + 1, mark);
+    else
+        snprintf(out, size, "%.*s%s", body, name, mark);
+    return true;
+}
+
 /* The short name; with `arguments`, template and generic arguments kept. */
 static void short_name(char *out, size_t size, const char *name, bool arguments)
 {
@@ -255,20 +274,11 @@ static void short_name(char *out, size_t size, const char *name, bool arguments)
     size_t length = strlen(name);
     /* A JIT's own name (symbolize.c marks it " [jit]"): not C++, kept whole but for the
      * directories of a source path that ends it (node's "JS:*sortArr /srv/app.js:2:17" is
-     * "JS:*sortArr app.js:2:17"), the mark after it. */
-    size_t mark = strlen(OSPX_JIT_MARK);
-    if (length > mark && strcmp(name + length - mark, OSPX_JIT_MARK) == 0) {
-        int body = (int)(length - mark);
-        const char *space = memrchr(name, ' ', (size_t)body);
-        const char *slash =
-            space != NULL ? memrchr(space, '/', (size_t)(name + body - space)) : NULL;
-        if (slash != NULL)
-            snprintf(out, size, "%.*s%.*s%s", (int)(space + 1 - name), name,
-                     (int)(name + body - slash - 1), slash + 1, OSPX_JIT_MARK);
-        else
-            snprintf(out, size, "%.*s%s", body, name, OSPX_JIT_MARK);
+     * "JS:*sortArr app.js:2:17"), the mark after it. A Python frame's (" [py]"):
+     * "qualname (PATH:LINE)", the same but for the path after the parenthesis. */
+    if (marked_name(out, size, name, length, OSPX_JIT_MARK, ' ') ||
+        marked_name(out, size, name, length, OSPX_PY_MARK, '('))
         return;
-    }
     /* A GCC clone suffix (" [clone .cold]", llvm's " (.isra.0)") is kept as it is, after
      * the rest: a function's cold part is a row of its own. */
     const char *clone = strstr(name, " [clone ");

@@ -16,6 +16,7 @@
 #ifndef OSPX_H
 #define OSPX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -130,10 +131,15 @@ struct ospx_escaped {
  * a jitdump), kept by the collector for the pcs in no image. Frames it names are marked [jit]. */
 #define OSPX_JIT_IMAGE "[jit]"  /* the image of a frame a JIT symbol names */
 #define OSPX_JIT_MARK  " [jit]" /* and the end of its name */
+/* A Python function (the raw file's "python", proto/osp_python.h) is kept among them: its
+ * frames are marked [py]. */
+#define OSPX_PY_IMAGE "[py]"
+#define OSPX_PY_MARK  " [py]"
 struct ospx_jit_symbol {
     uint64_t start, size;
     char *name;
     uint32_t process; /* index into ospx_raw.processes */
+    bool python;      /* a Python frame's name: [py] */
 };
 
 /* One process of a run: one raw file (run.c reads a run's files as one struct ospx_raw). The

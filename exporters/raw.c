@@ -608,6 +608,44 @@ static int compare_jit(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
+/* Symbols [{"start": N, "size": N, "name": "..."}] appended to out->jit (sorted by start);
+ * `python`: Python frames, each named at its pseudo-pc and at the pc one byte back. */
+static int raw_read_symbols(struct raw_reader *reader, const json_t *symbols, const char *where,
+                            bool python, struct ospx_raw *out)
+{
+    size_t count = json_array_size(symbols), had = out->jit_count;
+    struct ospx_jit_symbol *grown = realloc(out->jit, (had + count + 1) * sizeof *grown);
+    if (grown == NULL)
+        return raw_out_of_memory(reader);
+    out->jit = grown;
+    memset(&out->jit[had], 0, (count + 1) * sizeof *grown);
+    for (size_t i = 0; i < count; i++) {
+        char path[64];
+        json_t *entry;
+        int rc = raw_entry(reader, symbols, where, i, JSON_OBJECT, path, sizeof path, &entry);
+        if (rc < 0)
+            return rc;
+        struct ospx_jit_symbol *symbol = &out->jit[had + i];
+        out->jit_count = had + i + 1;
+        json_int_t start = 0, size = 0;
+        rc = raw_integer(reader, entry, path, "start", python ? 1 : 0, INT64_MAX, &start);
+        if (rc == 0)
+            rc = raw_integer(reader, entry, path, "size", 1, INT64_MAX, &size);
+        if (rc == 0)
+            rc = raw_string(reader, entry, path, "name", 1, &symbol->name);
+        if (rc < 0)
+            return rc;
+        if ((uint64_t)start + (uint64_t)size > (uint64_t)INT64_MAX)
+            return raw_fail(reader, path, "range 0x%" PRIx64 " + %" PRIu64 " overflows",
+                            (uint64_t)start, (uint64_t)size);
+        symbol->start = (uint64_t)start - (python ? 1 : 0);
+        symbol->size = (uint64_t)size + (python ? 1 : 0);
+        symbol->python = python;
+    }
+    qsort(out->jit, out->jit_count, sizeof *out->jit, compare_jit);
+    return 0;
+}
+
 /* The optional "jit" object: {"maps": [path, ...], "notes": [text, ...], "symbols": [{"start":
  * N, "size": N, "name": "..."}]}, the JIT symbols the collector kept (sorted by start here) and
  * what it could not read. */
@@ -635,34 +673,18 @@ static int raw_read_jit(struct raw_reader *reader, const json_t *jit, struct osp
         rc = raw_member(reader, jit, "jit", "symbols", JSON_ARRAY, 0, &symbols);
     if (rc < 0 || symbols == NULL)
         return rc;
-    size_t count = json_array_size(symbols);
-    out->jit = raw_table(reader, count, sizeof *out->jit);
-    if (out->jit == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < count; i++) {
-        char path[64];
-        json_t *entry;
-        rc = raw_entry(reader, symbols, "jit.symbols", i, JSON_OBJECT, path, sizeof path, &entry);
-        if (rc < 0)
-            return rc;
-        struct ospx_jit_symbol *symbol = &out->jit[i];
-        out->jit_count = i + 1;
-        json_int_t start = 0, size = 0;
-        rc = raw_integer(reader, entry, path, "start", 0, INT64_MAX, &start);
-        if (rc == 0)
-            rc = raw_integer(reader, entry, path, "size", 1, INT64_MAX, &size);
-        if (rc == 0)
-            rc = raw_string(reader, entry, path, "name", 1, &symbol->name);
-        if (rc < 0)
-            return rc;
-        if ((uint64_t)start + (uint64_t)size > (uint64_t)INT64_MAX)
-            return raw_fail(reader, path, "range 0x%" PRIx64 " + %" PRIu64 " overflows",
-                            (uint64_t)start, (uint64_t)size);
-        symbol->start = (uint64_t)start;
-        symbol->size = (uint64_t)size;
-    }
-    qsort(out->jit, out->jit_count, sizeof *out->jit, compare_jit);
-    return 0;
+    return raw_read_symbols(reader, symbols, "jit.symbols", false, out);
+}
+
+/* The optional "python" object: {"symbols": [{"start": pseudo-pc, "size": 1, "name": "..."}]},
+ * the Python frames' names (proto/osp_python.h), kept among the JIT symbols, marked [py]. */
+static int raw_read_python(struct raw_reader *reader, const json_t *python, struct ospx_raw *out)
+{
+    json_t *symbols = NULL;
+    int rc = raw_member(reader, python, "python", "symbols", JSON_ARRAY, 0, &symbols);
+    if (rc < 0 || symbols == NULL)
+        return rc;
+    return raw_read_symbols(reader, symbols, "python.symbols", true, out);
 }
 
 static int by_kernel_pc(const void *x, const void *y)
@@ -759,6 +781,11 @@ static int raw_read_process(struct raw_reader *reader, const json_t *root, struc
         rc = raw_member(reader, root, "", "jit", JSON_OBJECT, 0, &jit);
     if (rc == 0 && jit != NULL)
         rc = raw_read_jit(reader, jit, out);
+    json_t *python = NULL;
+    if (rc == 0)
+        rc = raw_member(reader, root, "", "python", JSON_OBJECT, 0, &python);
+    if (rc == 0 && python != NULL)
+        rc = raw_read_python(reader, python, out);
     if (rc == 0)
         rc = raw_member(reader, root, "", "escaped", JSON_ARRAY, 0, &escaped);
     if (rc == 0 && escaped != NULL)

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "osp_python.h"
 #include "ospc.h"
 #include "symbolize_internal.h"
 
@@ -439,8 +440,12 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
              * its object "[jit]". */
             const struct ospx_jit_symbol *jit = jit_symbol(raw, stack->process, pc);
             if (jit != NULL) {
-                snprintf(hex, sizeof hex, "%.1000s%s", jit->name, OSPX_JIT_MARK);
-                image_path = OSPX_JIT_IMAGE;
+                snprintf(hex, sizeof hex, "%.1000s%s", jit->name,
+                         jit->python ? OSPX_PY_MARK : OSPX_JIT_MARK);
+                image_path = jit->python ? OSPX_PY_IMAGE : OSPX_JIT_IMAGE;
+            } else if (osp_py_pc_is(stack->pcs[k])) {
+                snprintf(hex, sizeof hex, "[py] 0x%" PRIx64, osp_py_pc_code(stack->pcs[k]));
+                image_path = OSPX_PY_IMAGE;
             }
         }
         for (size_t level = 0; level < levels; level++) {

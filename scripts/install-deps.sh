@@ -27,6 +27,7 @@ packages=(
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
   libuv1-dev:arm64 libjansson-dev:arm64 libdw-dev:arm64 libelf-dev:arm64 check:arm64
   zlib1g-dev:arm64 libprotobuf-c-dev:arm64 libbz2-dev:arm64
+  python3.11-dev  # tests/test-python-layout.c: proto/osp_python.h against CPython 3.11's headers
 )
 
 missing=()

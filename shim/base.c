@@ -55,6 +55,13 @@ size_t osp__read_pages(uint64_t addr, void *out, size_t n)
     return got > 0 ? (size_t)got : 0;
 }
 
+/* Async-signal-safe. */
+ssize_t osp__read_iov(const struct iovec *local, const struct iovec *remote, unsigned long n)
+{
+    pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    return process_vm_readv(pid ? pid : getpid(), local, n, remote, n, 0);
+}
+
 /* Reads code the thread was running: not the program's memory to instrument. */
 __attribute__((no_sanitize("address", "hwaddress"))) int
 osp__read_pc_code(uint64_t pc, uint64_t addr, void *out, size_t n)

@@ -103,7 +103,8 @@ static uint32_t capture_why(struct osp__slot *s, const void *context, uint64_t *
         *stop = OSP_UNWIND_FAILED;
         return 1;
     }
-    return osp__unwind_spans_why(&regs, 1, spans, n, pcs, OSP_MAX_DEPTH, stop);
+    uint32_t depth = osp__unwind_spans_why(&regs, 1, spans, n, pcs, OSP_MAX_DEPTH, stop);
+    return osp__python_frames(pcs, depth, OSP_MAX_DEPTH); /* python.c: none unless CPython 3.11 */
 }
 
 /* The interrupted thread's stack, leaf first. Async-signal-safe. */

@@ -22,6 +22,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "osp_cpu.h"
@@ -66,6 +68,9 @@ int osp__read_code(uint64_t addr, void *out, size_t n);
  * multiples of 4096, n at most 64 KiB): the bytes copied, up to the first page that cannot be
  * read. One process_vm_readv. Async-signal-safe. */
 size_t osp__read_pages(uint64_t addr, void *out, size_t n);
+/* process_vm_readv of our own memory, n iovecs each side: the bytes read (they stop at the
+ * first remote iovec that cannot be read), or -1. Async-signal-safe. */
+ssize_t osp__read_iov(const struct iovec *local, const struct iovec *remote, unsigned long n);
 /* Remember the process's id for osp__read_code (at boot, and in a forked child): one system
  * call less per sample; and whether code the CPU runs is readable as plain memory. */
 void osp__read_code_init(void);

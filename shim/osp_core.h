@@ -3,6 +3,7 @@
  *
  *   event_ring.c   writer side of the shared event ring and of each slot's sample ring
  *   unwind.c       the pure frame-pointer walk
+ *   python.c       CPython 3.11 found at start; a stack's Python frames (proto/osp_python.h)
  *   disposition.c  SIGPROF: our tag, our handler's installation, the program's disposition
  *                  kept in a shadow, the program's view of SIGPROF in a thread's mask, and
  *                  forwarding a delivery that is not ours
@@ -181,6 +182,22 @@ uint32_t osp__stack_spans(struct osp__slot *s, uint64_t sp, struct osp__stack_sp
  * or the fiber's its runtime declared; its top, and its bottom in *lo; 0 and 0 for neither
  * (then nothing may be read). Async-signal-safe. */
 uint64_t osp__stack_in_place(const struct osp__slot *s, uint64_t addr, uint64_t *lo);
+
+/* ---- python.c ---------------------------------------------------------------------------- */
+
+/* Find CPython 3.11 in the process (_PyRuntime, Py_Version, _PyEval_EvalFrameDefault), or say
+ * in one line that another version's functions are not shown. At start, not in the handler. */
+void osp__python_detect(void);
+/* Read the Python of `runtime` (&_PyRuntime, 0: none) whose _PyEval_EvalFrameDefault is
+ * [eval_lo, eval_hi): what detect found, or a test's own; the calling thread's thread state and
+ * stack chunk are looked for anew. */
+void osp__python_use(uint64_t runtime, uint64_t eval_lo, uint64_t eval_hi);
+/* Whether Python frames are read. */
+int osp__python_on(void);
+/* Put the thread's Python frames (pseudo-pcs, proto/osp_python.h) into the native stack
+ * pcs[0..depth), each group just above the _PyEval_EvalFrameDefault frame it ran in; at most
+ * cap entries. Returns the new depth. Async-signal-safe. */
+uint32_t osp__python_frames(uint64_t *pcs, uint32_t depth, uint32_t cap);
 
 /* ---- disposition.c ----------------------------------------------------------------------- */
 

@@ -330,6 +330,7 @@ void osp__guard_wait_begin(struct osp__slot *s, const void *fn)
         s->wait_depth =
             osp__unwind_caller(fp, 2, fp < lo ? lo : fp, hi, s->wait_pcs + 1, OSP_MAX_DEPTH - 1);
         s->wait_depth = s->wait_depth > 0 ? s->wait_depth + 1 : 0;
+        s->wait_depth = osp__python_frames(s->wait_pcs, s->wait_depth, OSP_MAX_DEPTH);
         s->wait_generation = osp__unwind_generation();
         s->wait_t_ns = now;
         s->wait_flags = OSP_SPAN_GUARDED;
@@ -383,6 +384,7 @@ void osp__guard_wait_end(struct osp__slot *s)
         uint64_t hi = osp__stack_in_place(s, fp, &lo);
         uint32_t depth =
             osp__unwind_caller(fp, 2, fp < lo ? lo : fp, hi, s->sample_pcs, OSP_MAX_DEPTH - 1);
+        depth = osp__python_frames(s->sample_pcs, depth, OSP_MAX_DEPTH - 1);
         if (depth + 1 > s->wait_depth) { /* after its leaf, the function called */
             memcpy(s->wait_pcs + 1, s->sample_pcs, depth * sizeof(uint64_t));
             s->wait_depth = depth + 1;

@@ -182,6 +182,8 @@ int osp__profile_start(const struct osp__start *start)
         err = osp__images_init(&osp__image_table);
     if (err == 0 && !forked)
         err = osp__images_scan(&osp__image_table);
+    if (err == 0 && !forked)
+        osp__python_detect();
     if (err == 0) {
         if (forked)
             osp__images_unsend(&osp__image_table); /* osp__images_lock held by the caller */
