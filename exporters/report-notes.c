@@ -193,8 +193,12 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
             continue;
         const struct ospx_frame *outer =
             &sym->frames[sym->stack_slots[st][sym->stack_depths[st] - 1].frame];
-        const char *image =
-            outer->image[0] ? base_name(outer->image) : "code in no object (a JIT's)";
+        /* An address in no object: a JIT's code, unless a frame-pointer guess reached it
+         * (then it is a word of the stack, not code). */
+        unsigned end = st < raw->stack_count ? raw->stacks[st].end : 0;
+        const char *image = outer->image[0]             ? base_name(outer->image)
+                            : end == OSP_UNWIND_GUESSED ? "an address a guess reached"
+                                                        : "code in no object (a JIT's)";
         struct cut_tally *at = tally_at(&images, &image_count, &image_cap, image);
         if (at == NULL)
             goto done;
