@@ -48,7 +48,8 @@
 
 #define IDLE_TICK_NS         4000000ull    /* the tick when no thread is running */
 #define DRAIN_MIN_NS         250000ull     /* the rings are read at most this often */
-#define DRAIN_MAX_NS         8000000ull    /* and at least this often */
+#define DRAIN_MAX_NS         16000000ull   /* and at least this often */
+#define TICK_MS_MIN_NS       2000000ull    /* ticks this far apart on the loop's timer */
 #define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
 
 struct ospd_daemon {
@@ -67,8 +68,9 @@ struct ospd_daemon {
     struct ospd_forks forks; /* the target's forked children greet us here */
 
     uv_loop_t *loop;
-    uv_poll_t tick; /* on timer_fd: the sampling tick */
+    uv_poll_t tick; /* on timer_fd: the sampling tick, at intervals under TICK_MS_MIN_NS */
     int timer_fd;
+    uv_timer_t tick_ms;   /* the same tick at longer intervals: the loop's own timeout */
     uint64_t deadline_ns; /* the tick's next absolute deadline */
     uint8_t *slots;       /* the slot table, or NULL */
     uint32_t slot_count, slot_ring_size;
@@ -243,6 +245,8 @@ static void close_handles(struct ospd_daemon *d)
     ospd_forks_close(&d->forks);
     uv_poll_stop(&d->tick);
     uv_close((uv_handle_t *)&d->tick, NULL);
+    uv_timer_stop(&d->tick_ms);
+    uv_close((uv_handle_t *)&d->tick_ms, NULL);
     uv_signal_stop(&d->sigterm);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_signal_stop(&d->sigurg);
@@ -543,24 +547,39 @@ static void check_liveness(struct ospd_daemon *d, uint64_t now)
 }
 
 /* How often the rings are read, from how full the fullest was: half full or more, twice as
- * often (down to 250 us); under an eighth, half as often again, up to four times the interval
- * in which a thread sampled at the rate fills a quarter of its ring with samples of 256 bytes
- * (that interval, drain_max_ns, is where the tick starts: 4 ms at the default rate, 0.4 ms at
- * 10 kHz), and 8 ms at most. A read that found the fullest ring under an eighth full allows
- * twice the interval, which leaves it under a quarter at the same pace: the samples may grow
- * fourfold between two reads before one is lost, and a half-full ring halves it again. */
+ * often (down to 250 us); otherwise the interval at which that ring, at the pace it filled,
+ * is a quarter full when read — at most twice the last interval, up to four times the
+ * interval in which a thread sampled at the rate fills a quarter of its ring with samples of
+ * 256 bytes (that interval, drain_max_ns, is where the tick starts: 4 ms at the default rate,
+ * 0.4 ms at 10 kHz), and DRAIN_MAX_NS at most. A ring read a quarter full leaves room for its
+ * samples to grow fourfold between two reads before one is lost, and a half-full ring halves
+ * the interval at once. (Doubling only while the fullest was under an eighth kept the same
+ * bound but stopped short of it: one busy thread at 997 Hz, 70-byte samples, was read every
+ * 8 ms a seventh full, 125 wake-ups a second; README.md, "The tick's pace".) */
+static void on_tick_ms(uv_timer_t *timer);
+
 static void adapt_drain(struct ospd_daemon *d)
 {
-    if (d->fullest >= 128 && d->drain_ns > DRAIN_MIN_NS)
-        d->drain_ns = d->drain_ns / 2 > DRAIN_MIN_NS ? d->drain_ns / 2 : DRAIN_MIN_NS;
-    else if (d->fullest < 32 && d->drain_ns < d->drain_ceil_ns)
-        d->drain_ns = d->drain_ns * 2 < d->drain_ceil_ns ? d->drain_ns * 2 : d->drain_ceil_ns;
+    uint64_t next = d->drain_ns * 2;
+    if (d->fullest >= 128)
+        next = d->drain_ns / 2;
+    else if (d->fullest > 32)
+        next = d->drain_ns * 64 / d->fullest;
+    if (next < DRAIN_MIN_NS)
+        next = DRAIN_MIN_NS;
+    if (next > d->drain_ceil_ns)
+        next = d->drain_ceil_ns;
+    d->drain_ns = next;
     d->fullest = 0;
 }
 
 /* Arm the tick for its next absolute deadline: the drain interval, or a longer nap while no
  * thread is running. The program's threads sample themselves (each arms its own timer, with
- * its own jitter); the tick only reads what they wrote, so it needs no jitter of its own. */
+ * its own jitter); the tick only reads what they wrote, so it needs no jitter of its own.
+ * Intervals of TICK_MS_MIN_NS or more go to libuv's timer, whose milliseconds become the
+ * epoll_wait timeout: a tick is then one system call, not three (epoll_wait, the timerfd's
+ * read and its re-arm), at most a millisecond off the deadline, which the next deadline does
+ * not inherit. Shorter ones (0.4 ms at 10 kHz) keep the timerfd's nanoseconds. */
 static void arm_tick(struct ospd_daemon *d, uint64_t now, bool idle)
 {
     /* Idle: a thread that runs again fills its ring no faster than at the rate. */
@@ -569,6 +588,13 @@ static void arm_tick(struct ospd_daemon *d, uint64_t now, bool idle)
     d->deadline_ns += period;
     if (d->deadline_ns + 10 * period < now)
         d->deadline_ns = now; /* after a stall, do not burst to catch up */
+    if (period >= TICK_MS_MIN_NS) {
+        uv_update_time(d->loop);
+        uint64_t fresh = ospc_clock_ns(CLOCK_MONOTONIC);
+        uint64_t wait = d->deadline_ns > fresh ? d->deadline_ns - fresh : 0;
+        uv_timer_start(&d->tick_ms, on_tick_ms, (wait + 999999u) / 1000000u, 0);
+        return;
+    }
     struct itimerspec its = {
         .it_value = {(time_t)(d->deadline_ns / 1000000000u), (long)(d->deadline_ns % 1000000000u)}};
     timerfd_settime(d->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
@@ -651,14 +677,9 @@ static void on_switches(uv_poll_t *poll, int status, int events)
     ospd_switches_drain(&d->switches, &d->collector, now, false);
 }
 
-static void on_tick(uv_poll_t *poll, int status, int events)
+/* The tick, from either timer (arm_tick). */
+static void tick(struct ospd_daemon *d)
 {
-    (void)status;
-    (void)events;
-    struct ospd_daemon *d = poll->data;
-    uint64_t expirations;
-    if (read(d->timer_fd, &expirations, sizeof expirations) < 0 && errno == EAGAIN)
-        return;
     uint64_t tick_now = ospc_clock_ns(CLOCK_MONOTONIC);
     /* How late the tick came: the machine's load keeping ospreyd off a CPU, or its own work. */
     if (tick_now > d->deadline_ns &&
@@ -689,6 +710,22 @@ static void on_tick(uv_poll_t *poll, int status, int events)
         d->next_liveness_ns = now + LIVENESS_INTERVAL_NS;
         check_liveness(d, now);
     }
+}
+
+static void on_tick(uv_poll_t *poll, int status, int events)
+{
+    (void)status;
+    (void)events;
+    struct ospd_daemon *d = poll->data;
+    uint64_t expirations;
+    if (read(d->timer_fd, &expirations, sizeof expirations) < 0 && errno == EAGAIN)
+        return;
+    tick(d);
+}
+
+static void on_tick_ms(uv_timer_t *timer)
+{
+    tick(timer->data);
 }
 
 /* The shim posted its exit record and waits: read the rings now, not at the next tick. */
@@ -781,6 +818,8 @@ static int start(struct ospd_daemon *d, uv_loop_t *loop)
         return 1;
     }
     d->tick.data = d;
+    uv_timer_init(d->loop, &d->tick_ms);
+    d->tick_ms.data = d;
     uv_signal_init(d->loop, &d->sigterm);
     d->sigterm.data = d;
     uv_signal_start(&d->sigterm, on_sigterm, SIGTERM);
