@@ -550,31 +550,64 @@ static bool alive(pid_t pid)
     return state != 0 && state != 'Z' && state != 'X';
 }
 
+/* The pending greeting of `pid`, or NULL. */
+static struct pending *pending_of(struct ospd_forks *f, pid_t pid)
+{
+    for (struct pending *p = f->pending; p != NULL; p = p->next)
+        if (p->hello.pid == pid)
+            return p;
+    return NULL;
+}
+
 /* The target exec'd (alive, our ring gone from its maps) and its next image is to greet this
- * collector (next_image_greets): wait for that greeting to queue, while the process lives, up
- * to GREETING_MS, so that the image need not start a collector of its own. Else nothing. */
-static void wait_for_next_image(struct ospd_forks *f)
+ * collector (next_image_greets): wait for that greeting, while the process lives, up to
+ * GREETING_MS, and start its collector at once, so that the image need not start one of its
+ * own. Else nothing. Once. */
+static void next_image(struct ospd_forks *f)
 {
     pid_t pid = f->collector != NULL ? f->collector->pid : 0;
     char ring[OSP_RING_NAME_SIZE];
+    if (f->next_image_done || f->fd < 0)
+        return;
+    f->next_image_done = true;
     if (pid <= 0 || !alive(pid) || !listener_ring(f, ring) || ospd_target_maps_ring(pid, ring) != 0)
         return;
     uint64_t end_ns = uv_hrtime() + GREETING_MS * 1000000ull;
     int greets;
     while ((greets = next_image_greets(pid, ring)) < 0 && uv_hrtime() < end_ns && alive(pid))
         poll(NULL, 0, 1);
-    while (greets == 1) {
-        struct pollfd ready = {.fd = f->fd, .events = POLLIN};
-        if (poll(&ready, 1, 5) > 0 || uv_hrtime() >= end_ns || !alive(pid))
-            return;
+    while (greets == 1 && pending_of(f, pid) == NULL && uv_hrtime() < end_ns && alive(pid)) {
+        take_connections(f, f->fd); /* a greeting there already is taken */
+        struct pollfd ready[2] = {{.fd = f->fd, .events = POLLIN}, {.fd = -1}};
+        for (struct connection *c = f->connections; c != NULL; c = c->next)
+            if (c->peer.pid == pid) {
+                if (take_greeting(f, c->fd, &c->peer) != -EAGAIN) {
+                    connection_end(c);
+                    break;
+                }
+                ready[1] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+                break;
+            }
+        if (pending_of(f, pid) == NULL)
+            poll(ready, 2, 5);
     }
+    struct pending *p = pending_of(f, pid);
+    if (p != NULL) {
+        uv_timer_stop(&p->timer);
+        settle(p);
+    }
+}
+
+void ospd_forks_next_image(struct ospd_forks *f)
+{
+    next_image(f);
 }
 
 void ospd_forks_close(struct ospd_forks *f)
 {
     if (f->fd < 0)
         return;
-    wait_for_next_image(f);
+    next_image(f);
     /* Stopped, the descriptor is out of libuv's poll set and may go. */
     uv_poll_stop(&f->poll);
     uv_close((uv_handle_t *)&f->poll, NULL);
