@@ -104,6 +104,17 @@ snapshot() {
   } >"$2"
 }
 
+# unchanged_since PID BEFORE (the attach tests): the process's snapshot now is the one in the
+# file BEFORE, or the test fails showing the difference.
+# shellcheck disable=SC2154 # $work is the sourcing test's
+unchanged_since() {
+  snapshot "$1" "$work/after"
+  if ! diff "$2" "$work/after" >"$work/diff"; then
+    fail "the process is not as it was before the attach:"
+    cat "$work/diff" >&2
+  fi
+}
+
 # scratch_dir NAME: a fresh directory for the test's files, $work (osprey-NAME.XXXXXX under
 # $TMPDIR or /tmp), removed when the test ends.
 scratch_dir() {
