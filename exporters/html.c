@@ -51,16 +51,44 @@ static int open_json_file(const char *path, int optional, int check, FILE **in,
     return 0;
 }
 
-/* JSON text with '<' as \u003c (outside strings JSON has no '<', so this is always valid). */
-static void put_script_safe(FILE *out, const char *text, size_t length)
+/* Where a JSON text being copied stands, from one chunk to the next. */
+struct json_copy {
+    int in_string; /* inside a string */
+    int escaped;   /* after a backslash inside a string */
+};
+
+/* JSON text as the page holds it: '<' as \u003c (inside a string; outside strings JSON has no
+ * '<', so this is always valid), and the whitespace between tokens left out — the summary file
+ * is indented for people who read it, the page's parser needs none of it (a third of the
+ * benchmark's summary: 1.6 MB of the 4.4 MB page). A string's own spaces are kept. */
+static void put_script_safe(FILE *out, const char *text, size_t length, struct json_copy *state)
 {
-    const char *end = text + length;
-    for (const char *less; (less = memchr(text, '<', (size_t)(end - text))) != NULL;
-         text = less + 1) {
-        fwrite(text, 1, (size_t)(less - text), out);
-        fputs("\\u003c", out);
+    const char *run = text; /* the bytes not yet written */
+    for (size_t i = 0; i < length; i++) {
+        char c = text[i];
+        const char *instead = NULL;
+        if (state->in_string) {
+            if (state->escaped)
+                state->escaped = 0;
+            else if (c == '\\')
+                state->escaped = 1;
+            else if (c == '"')
+                state->in_string = 0;
+            else if (c == '<')
+                instead = "\\u003c";
+        } else if (c == '"')
+            state->in_string = 1;
+        else if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+            instead = "";
+        else if (c == '<')
+            instead = "\\u003c";
+        if (instead == NULL)
+            continue;
+        fwrite(run, 1, (size_t)(text + i - run), out);
+        fputs(instead, out);
+        run = text + i + 1;
     }
-    fwrite(text, 1, (size_t)(end - text), out);
+    fwrite(run, 1, (size_t)(text + length - run), out);
 }
 
 /* A whole file through put_script_safe, a megabyte at a time (the speedscope file of a long
@@ -72,8 +100,9 @@ static int copy_script_safe(FILE *out, FILE *in, const char *path, struct ospx_e
     if (chunk == NULL)
         return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     size_t got;
+    struct json_copy state = {0};
     while ((got = fread(chunk, 1, CHUNK, in)) > 0)
-        put_script_safe(out, chunk, got);
+        put_script_safe(out, chunk, got, &state);
     int failed = ferror(in);
     free(chunk);
     return failed ? ospx_error_set(err, EIO, path, 0, 0, "read error: %s", strerror(EIO)) : 0;
@@ -166,7 +195,8 @@ static int html_write(const char *stem, int check, int summary, struct ospx_erro
         goto done;
     }
     fputs("{\"title\":", file.stream);
-    put_script_safe(file.stream, title_json, strlen(title_json));
+    struct json_copy title_state = {0};
+    put_script_safe(file.stream, title_json, strlen(title_json), &title_state);
     fputs(",\"speedscope\":", file.stream);
     result = copy_script_safe(file.stream, speedscope, speedscope_path, err);
     fputs(",\"summary\":", file.stream);
