@@ -181,6 +181,7 @@ struct ospx__atomic_file {
     struct ospc_atomic file;
     const char *path;       /* borrowed; must outlive the atomic file */
     off_t written, flushed; /* bytes written, and how far writeback has been started */
+    char *buffer;           /* the stream's buffer (NULL: stdio's own) */
 };
 
 int ospx__atomic_open(struct ospx__atomic_file *file, const char *path, struct ospx_error *err);
