@@ -59,36 +59,39 @@ struct json_copy {
 
 /* JSON text as the page holds it: '<' as \u003c (inside a string; outside strings JSON has no
  * '<', so this is always valid), and the whitespace between tokens left out — the summary file
- * is indented for people who read it, the page's parser needs none of it (a third of the
- * benchmark's summary: 1.6 MB of the 4.4 MB page). A string's own spaces are kept. */
+ * is indented for people who read it, the page's parser needs none of it (the benchmark's
+ * page: 4.44 -> 3.85 MB). A string's own spaces are kept. `text` ends with a NUL at
+ * text[length] (JSON has none of its own: one inside is copied like any other byte). The bytes
+ * between the ones that matter are found by strcspn, so the copy stays a block copy. */
 static void put_script_safe(FILE *out, const char *text, size_t length, struct json_copy *state)
 {
-    const char *run = text; /* the bytes not yet written */
-    for (size_t i = 0; i < length; i++) {
-        char c = text[i];
-        const char *instead = NULL;
-        if (state->in_string) {
-            if (state->escaped)
-                state->escaped = 0;
-            else if (c == '\\')
-                state->escaped = 1;
-            else if (c == '"')
-                state->in_string = 0;
-            else if (c == '<')
-                instead = "\\u003c";
-        } else if (c == '"')
-            state->in_string = 1;
-        else if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-            instead = "";
-        else if (c == '<')
-            instead = "\\u003c";
-        if (instead == NULL)
+    const char *run = text, *end = text + length; /* run: the bytes not yet written */
+    for (const char *p = text; p < end;) {
+        if (state->escaped) { /* the byte after a backslash, whatever it is */
+            state->escaped = 0;
+            p++;
             continue;
-        fwrite(run, 1, (size_t)(text + i - run), out);
-        fputs(instead, out);
-        run = text + i + 1;
+        }
+        p += strcspn(p, state->in_string ? "\\\"<" : "\" \n\r\t<");
+        if (p >= end)
+            break;
+        const char *instead = NULL;
+        if (*p == '<')
+            instead = "\\u003c";
+        else if (*p == '\\')
+            state->escaped = 1;
+        else if (*p == '"')
+            state->in_string = !state->in_string;
+        else if (*p != '\0') /* a NUL is not JSON's: copied */
+            instead = "";    /* whitespace between tokens */
+        if (instead != NULL) {
+            fwrite(run, 1, (size_t)(p - run), out);
+            fputs(instead, out);
+            run = p + 1;
+        }
+        p++;
     }
-    fwrite(run, 1, (size_t)(text + length - run), out);
+    fwrite(run, 1, (size_t)(end - run), out);
 }
 
 /* A whole file through put_script_safe, a megabyte at a time (the speedscope file of a long
@@ -96,13 +99,15 @@ static void put_script_safe(FILE *out, const char *text, size_t length, struct j
 static int copy_script_safe(FILE *out, FILE *in, const char *path, struct ospx_error *err)
 {
     enum { CHUNK = 1 << 20 };
-    char *chunk = malloc(CHUNK);
+    char *chunk = malloc(CHUNK + 1);
     if (chunk == NULL)
         return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     size_t got;
     struct json_copy state = {0};
-    while ((got = fread(chunk, 1, CHUNK, in)) > 0)
+    while ((got = fread(chunk, 1, CHUNK, in)) > 0) {
+        chunk[got] = '\0';
         put_script_safe(out, chunk, got, &state);
+    }
     int failed = ferror(in);
     free(chunk);
     return failed ? ospx_error_set(err, EIO, path, 0, 0, "read error: %s", strerror(EIO)) : 0;
