@@ -18,6 +18,8 @@
 /* How much written data the disk may be behind by: past this, its writeback is started, so
  * that the disk writes while the next bytes are made and the closing fsync has little left. */
 #define WRITEBACK_STEP (8 << 20)
+/* The stream's buffer: what one write(2) carries. */
+#define ATOMIC_BUFFER (1 << 20)
 
 /* The stream's writes: to the file descriptor, starting the writeback of each WRITEBACK_STEP
  * written (sync_file_range only starts it; fsync at commit still waits for all of it). */
@@ -40,6 +42,7 @@ int ospx__atomic_open(struct ospx__atomic_file *file, const char *path, struct o
     file->stream = NULL;
     file->path = path;
     file->written = file->flushed = 0;
+    file->buffer = NULL;
     if (path == NULL || path[0] == '\0')
         return ospx_error_set(err, EINVAL, "", 0, 0, "no output path given");
     int rc = ospc_atomic_open(&file->file, path);
@@ -53,8 +56,12 @@ int ospx__atomic_open(struct ospx__atomic_file *file, const char *path, struct o
         return ospx_error_set(err, code, path, 0, 0, "cannot open for writing: %s", strerror(code));
     }
     /* The big outputs are hundreds of megabytes written a number at a time: 1 MiB writes, and
-     * no lock taken per call (one thread writes each output). */
-    (void)setvbuf(file->stream, NULL, _IOFBF, 1 << 20);
+     * no lock taken per call (one thread writes each output). The buffer is ours: glibc's
+     * setvbuf keeps its own size (BUFSIZ, 8 KiB, for a cookie stream) when handed none, which made
+     * the benchmark's 111 MB of outputs 13,000 writes of 8 KiB. */
+    file->buffer = malloc(ATOMIC_BUFFER);
+    (void)setvbuf(file->stream, file->buffer, _IOFBF,
+                  file->buffer != NULL ? ATOMIC_BUFFER : BUFSIZ);
     (void)__fsetlocking(file->stream, FSETLOCKING_BYCALLER);
     return 0;
 }
@@ -64,6 +71,8 @@ void ospx__atomic_abort(struct ospx__atomic_file *file)
     if (file->stream != NULL)
         fclose(file->stream); /* its writes go nowhere once the file is removed */
     file->stream = NULL;
+    free(file->buffer);
+    file->buffer = NULL;
     ospc_atomic_abort(&file->file);
 }
 
@@ -76,6 +85,8 @@ int ospx__atomic_commit(struct ospx__atomic_file *file, struct ospx_error *err)
         code = errno != 0 ? errno : EIO;
     fclose(file->stream);
     file->stream = NULL;
+    free(file->buffer);
+    file->buffer = NULL;
     if (code != 0) {
         ospc_atomic_abort(&file->file);
         return ospx_error_set(err, code, file->path, 0, 0, "cannot write: %s", strerror(code));

@@ -181,6 +181,7 @@ struct ospx__atomic_file {
     struct ospc_atomic file;
     const char *path;       /* borrowed; must outlive the atomic file */
     off_t written, flushed; /* bytes written, and how far writeback has been started */
+    char *buffer;           /* the stream's buffer (NULL: stdio's own) */
 };
 
 int ospx__atomic_open(struct ospx__atomic_file *file, const char *path, struct ospx_error *err);
@@ -271,6 +272,15 @@ static inline int ospx__grow(void *array, size_t *capacity, size_t count, size_t
 }
 
 /* ---- writers.c: what the writers share beside the model ---- */
+
+/* A table of texts made once and written many times (a stack's frame list, a function's name
+ * as a frame), each with its length. ospx__texts_free frees what was made, whole or not. */
+struct ospx__texts {
+    char **text;
+    size_t *length;
+    size_t count; /* made so far */
+};
+void ospx__texts_free(struct ospx__texts *texts);
 
 /* For each frame of model->symbols, the index of its function in model->functions
  * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure. */

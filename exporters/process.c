@@ -368,6 +368,7 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
         if (options->reported != NULL)
             *options->reported = 1;
         fflush(options->report);
+        stage_done(clock, "report");
     }
     for (size_t i = 0; i < count; i++)
         free(paths[i]);

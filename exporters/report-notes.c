@@ -38,6 +38,18 @@ static int is_root(const char *name)
     return strncmp(name, "std::rt::lang_start", 19) == 0;
 }
 
+/* is_root of frame f, asked once per frame: stacks share their frames (ten thousand stacks of
+ * a run are a few hundred thousand slots over tens of thousands of frames). `known` holds per
+ * frame 0 (not asked yet), 1 (a root) or 2 (not one); without it, is_root is asked each time. */
+static int frame_is_root(const struct ospx_symbols *sym, unsigned char *known, uint32_t f)
+{
+    if (known == NULL)
+        return is_root(sym->frames[f].name);
+    if (known[f] == 0)
+        known[f] = is_root(sym->frames[f].name) ? 1 : 2;
+    return known[f] == 1;
+}
+
 /* When sample s's process had the unwind rows of every object mapped at its start, on the
  * run's t_rel_ns axis: UINT64_MAX when they never were, 0 when the raw file does not say. */
 static uint64_t unwind_ready(const struct ospx_raw *raw, const struct ospx_sample *s)
@@ -145,6 +157,7 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
     uint64_t cut = 0, early = 0, by_end[OSP_UNWIND_STOP_COUNT] = {0};
     /* Per stack: 0 not looked at, 1 whole, 2 cut; and the weight of its cut samples. */
     unsigned char *seen = calloc(sym->stack_count ? sym->stack_count : 1, 1);
+    unsigned char *root_known = calloc(sym->frame_count ? sym->frame_count : 1, 1);
     uint64_t *stack_cut = calloc(sym->stack_count ? sym->stack_count : 1, sizeof *stack_cut);
     uint64_t *process_cut =
         calloc(raw->process_count ? raw->process_count : 1, sizeof *process_cut);
@@ -164,15 +177,16 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
              * when it stopped there for want of a row or a frame record at a root by name (a Go
              * goroutine's runtime.goexit, whose caller neither names); a guess (frames skipped
              * while rows were being built) or the depth cap is cut however it ended. */
-            int at_root = (end == OSP_UNWIND_NO_ROW || end == OSP_UNWIND_FAILED) &&
-                          is_root(sym->frames[sym->stack_slots[s->stack][depth - 1].frame].name);
+            int at_root =
+                (end == OSP_UNWIND_NO_ROW || end == OSP_UNWIND_FAILED) &&
+                frame_is_root(sym, root_known, sym->stack_slots[s->stack][depth - 1].frame);
             seen[s->stack] = end == OSP_UNWIND_OUTERMOST || at_root ? 1 : 2;
         } else if (seen[s->stack] == 0) {
             /* An older file: whole when any frame is a root. In a stripped executable, main
              * and _start have no names, but the C library's start of main does. */
             seen[s->stack] = 2;
             for (size_t k = depth; k-- > 0 && seen[s->stack] == 2;)
-                if (is_root(sym->frames[sym->stack_slots[s->stack][k].frame].name))
+                if (frame_is_root(sym, root_known, sym->stack_slots[s->stack][k].frame))
                     seen[s->stack] = 1;
         }
         if (seen[s->stack] == 1)
@@ -267,6 +281,7 @@ done:
     free(commands);
     free(process_cut);
     free(stack_cut);
+    free(root_known);
     free(seen);
 }
 

@@ -86,21 +86,7 @@ static void format_number(char *out, size_t size, double value)
 
 /* Each raw stack's frame list as speedscope wants it, root first and without brackets
  * ("12,7,3"), made once: a million samples repeat a few thousand stacks. */
-struct stack_texts {
-    char **text;
-    size_t *length;
-    size_t count;
-};
-
-static void stack_texts_free(struct stack_texts *texts)
-{
-    for (size_t s = 0; texts->text != NULL && s < texts->count; s++)
-        free(texts->text[s]);
-    free(texts->text);
-    free(texts->length);
-}
-
-static int stack_texts_make(struct stack_texts *texts, const struct ospx_model *model,
+static int stack_texts_make(struct ospx__texts *texts, const struct ospx_model *model,
                             const uint32_t *function_of)
 {
     size_t count = model->raw->stack_count;
@@ -150,7 +136,7 @@ static int compare_paths(const void *a, const void *b)
  * order of their frames' texts from the root: a stack and the stacks under it are neighbours,
  * as the call tree holds them (two raw stacks that name the same functions are one). Returns
  * the count. `slot` (stack_count × 2, all UINT32_MAX) is left so. */
-static size_t fiber_paths(const struct ospx_model *model, const struct stack_texts *texts,
+static size_t fiber_paths(const struct ospx_model *model, const struct ospx__texts *texts,
                           const size_t *order, size_t count, uint32_t *slot, struct path *paths)
 {
     const struct ospx_raw *raw = model->raw;
@@ -221,7 +207,7 @@ int ospx_write_speedscope(const struct ospx_model *model, const char *path, stru
     const struct ospx_raw *raw = model->raw;
     uint32_t *function_of = ospx__frame_functions(model);
     const size_t *order = NULL, *first = NULL;
-    struct stack_texts texts = {0};
+    struct ospx__texts texts = {0};
     uint32_t *slot = malloc((2 * raw->stack_count + 1) * sizeof *slot);
     size_t most = 0;
     struct path *paths = NULL;
@@ -260,12 +246,12 @@ int ospx_write_speedscope(const struct ospx_model *model, const char *path, stru
     free(function_of);
     free(slot);
     free(paths);
-    stack_texts_free(&texts);
+    ospx__texts_free(&texts);
     return rc;
 no_memory:
     free(function_of);
     free(slot);
     free(paths);
-    stack_texts_free(&texts);
+    ospx__texts_free(&texts);
     return ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
 }

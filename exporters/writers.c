@@ -276,3 +276,14 @@ int ospx__group_samples(const struct ospx_raw *raw, uint8_t state, struct ospx__
     *count = n;
     return rc;
 }
+
+void ospx__texts_free(struct ospx__texts *texts)
+{
+    for (size_t i = 0; texts->text != NULL && i < texts->count; i++)
+        free(texts->text[i]);
+    free(texts->text);
+    free(texts->length);
+    texts->text = NULL;
+    texts->length = NULL;
+    texts->count = 0;
+}

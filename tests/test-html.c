@@ -2,8 +2,8 @@
  * title and the profile, every '<' of the profile is written \u003c so it cannot close the
  * page's <script>, a missing profile.json is `null`, and a speedscope file that is not JSON is
  * one error naming it with nothing left behind; from a run's own files, its profile.json only
- * when the run wrote one. The page itself is drawn in Chromium by
- * vscode/test-browser/offline-page.test.mjs. */
+ * when the run wrote one; the whitespace between the JSON's tokens is left out, a string's kept.
+ * The page itself is drawn in Chromium by vscode/test-browser/offline-page.test.mjs. */
 #include <check.h>
 #include <errno.h>
 #include <jansson.h>
@@ -126,6 +126,23 @@ START_TEST(fresh_page_takes_the_summary_only_when_written)
 }
 END_TEST
 
+/* An indented summary (profile.json is written so, for people) goes into the page without the
+ * whitespace between its tokens; its strings keep theirs, an escaped quote does not end one. */
+START_TEST(indentation_is_left_out_strings_kept)
+{
+    char *page = page_for("indented", SPEEDSCOPE,
+                          "{\n  \"version\": 1,\n  \"note\": \"a \\\" b  <c \",\n"
+                          "  \"list\": [\n    1,\n    2\n  ]\n}\n");
+    ck_assert_ptr_nonnull(strstr(page, "\"summary\":{\"version\":1,\"note\":\"a \\\" "
+                                       "b  \\u003cc \",\"list\":[1,2]}}"));
+    json_t *data = embedded_data(page);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(data, "summary"), "note")),
+                     "a \" b  <c ");
+    json_decref(data);
+    free(page);
+}
+END_TEST
+
 START_TEST(bad_speedscope_is_one_error_and_no_page)
 {
     char stem[256], path[300];
@@ -156,6 +173,7 @@ Suite *html_suite(void)
     tcase_add_test(tc, no_profile_json_is_null);
     tcase_add_test(tc, fresh_page_takes_the_summary_only_when_written);
     tcase_add_test(tc, bad_speedscope_is_one_error_and_no_page);
+    tcase_add_test(tc, indentation_is_left_out_strings_kept);
     suite_add_tcase(suite, tc);
     return suite;
 }
