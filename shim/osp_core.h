@@ -365,6 +365,13 @@ struct osp__slot {
     /* The stack the thread runs on now as its runtime said (osp_prof_fiber_switch), [lo, hi);
      * hi 0: none said. Written by the thread, read by its handler (stacks.c). */
     uint64_t fiber_lo, fiber_hi;
+    /* The fiber it runs on now as its runtime said, valid while fiber_hi is nonzero (written
+     * before it): the id (0: the thread's own) and a copy of the label. */
+    int64_t fiber_id;
+    uint32_t fiber_label_len;
+    char fiber_label[OSP_MAX_LABEL];
+    /* The fiber the thread last wrote to its ring (OSP_REC_FIBER); 0 at registration. */
+    int64_t fiber_written;
     /* The handler's copy of a stack no one vouched for (stacks.c), mapped at its first use. */
     uint8_t *stack_copy;
 };
@@ -372,9 +379,13 @@ struct osp__slot {
 /* Write one SAMPLE_WEIGHTED record to `w` for slot s, with why its stack's walk ended
  * (OSP_UNWIND_GO_ON: not said). Returns 0, or -ENOSPC when the ring is full (the caller counts
  * the drop, or carries the weight). Async-signal-safe. */
-int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
-                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth,
+int osp__emit_sample(struct osp__event_ring *w, struct osp__slot *s, uint64_t t_ns, uint32_t state,
+                     uint32_t weight, const uint64_t *pcs, uint32_t depth,
                      enum osp_unwind_stop stop);
+/* fibers.c: before a sample in the slot's own ring, an OSP_REC_FIBER record when the fiber
+ * its runtime declared is not the one the ring last said (and the reader takes them). 0, or
+ * -ENOSPC when the ring is full. Async-signal-safe. */
+int osp__fiber_note(struct osp__event_ring *w, struct osp__slot *s);
 /* Does ospreyd time this run's waits from the kernel's context-switch records (the shim opened
  * and mapped them at boot, and handed them on)? Then a wait is written as its site
  * (OSP_REC_WAIT_SPAN), from the start of the run. Async-signal-safe. */

@@ -53,9 +53,12 @@ OSP_PROF_API void osp_prof_thread_unregister(void);
  * walked inside those bounds, in place, to the fiber's entry function. The runtime vouches
  * that the range stays mapped while the fiber runs on it. Without the call a fiber's stack is
  * still walked (from a copy of it taken in the handler, up to 16 KiB from the stack pointer's
- * page), at a system call per sample. The id and label are taken for the fiber's attribution; for
- * now a sample stays its thread's. Costs a few stores: no system call, no lock. Async-signal-safe.
- * No-op when inactive or the thread is not registered. */
+ * page), at a system call per sample. Samples taken while a fiber with a nonzero id runs are
+ * that fiber's: the profile has a fiber per id and thread it ran on, under `label` (copied here,
+ * up to 64 bytes; the runtime's string need not outlive the call). Id 0 or a NULL stack: the
+ * samples are the thread's own again. An id names one fiber (the last label given is its). Costs
+ * a few stores and the label's copy: no system call, no lock. Async-signal-safe. No-op when
+ * inactive or the thread is not registered. */
 OSP_PROF_API void osp_prof_fiber_switch(int64_t fiber_id, const char *label, const void *stack,
                                         size_t stack_size);
 
