@@ -147,7 +147,7 @@ struct osp__stack_span {
 /* osp__unwind over several stacks: spans[0] holds regs->sp; the walk moves to another of the
  * n spans (each walked once at most, n <= 32) only at a kernel signal frame whose interrupted
  * stack pointer lies in it; where none holds it, a spare span (a writable `copy` buffer of
- * OSP__STACK_COPY_BYTES, hi 0) takes a copy of that stack from its sp on. 0 when n is 0.
+ * OSP__STACK_COPY_MAX, hi 0) takes a copy of that stack from its sp on. 0 when n is 0.
  * Async-signal-safe. */
 uint32_t osp__unwind_spans(const struct osp__regs *regs, int leaf,
                            const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
@@ -168,15 +168,18 @@ uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint6
 
 struct osp__slot;
 
-/* How much of a stack no one vouched for the handler copies (from sp's page on). */
+/* How much of a stack no one vouched for the handler copies first (from sp's page on), and
+ * how far the copy is read further when the walk reaches its end (unwind.c, copy_further):
+ * the size of each slot's copy buffer (address space only until used). */
 #define OSP__STACK_COPY_BYTES (16u << 10)
+#define OSP__STACK_COPY_MAX   (256u << 10)
 
 /* The stacks the walk from stack pointer sp may read, into out[0..4), the one holding sp
  * first: the thread's own; the fiber stack its runtime declared; the signal stack, when sp is
  * on it; else the memory above sp copied without faulting, up to OSP__STACK_COPY_BYTES or the
- * first unreadable page. When sp's stack is read in place, the copy buffer comes last as a
- * spare (hi 0), for a stack the walk reaches through a signal frame. 0 when sp is in none.
- * Async-signal-safe. */
+ * first unreadable page (read further by the walk, up to OSP__STACK_COPY_MAX). When sp's
+ * stack is read in place, the copy buffer comes last as a spare (hi 0), for a stack the walk
+ * reaches through a signal frame. 0 when sp is in none. Async-signal-safe. */
 uint32_t osp__stack_spans(struct osp__slot *s, uint64_t sp, struct osp__stack_span *out);
 /* The stack read in place that holds addr (a frame of the calling thread's): the thread's own
  * or the fiber's its runtime declared; its top, and its bottom in *lo; 0 and 0 for neither

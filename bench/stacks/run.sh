@@ -16,6 +16,7 @@ gcc -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE -I"$root/shim" -I"$root/shim/ar
   -I"$root/proto" "$here/stacks.c" "$build/shim/libospreyprof-lower.a" -lpthread -lrt \
   -o "$work/stacks"
 "$work/stacks" 30 50000
+"$work/stacks" 30 50000 1024 # 30+ KiB: past the first copy
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 gcc -O2 -g -fomit-frame-pointer -I"$root/shim" "$root/examples/coroutines.c" -o "$work/coroutines"
 cp -r "$root/tests/stacks/goprog" "$work/goprog"
