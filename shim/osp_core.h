@@ -304,6 +304,8 @@ void osp__set_period(uint32_t rate_hz);
 
 /* Short-wait sites a thread remembers (a loop alternating a few blocking calls). */
 #define OSP__SPAN_SITES 4
+/* Declared fibers' labels a thread remembers (fibers.c: a runtime alternating a few). */
+#define OSP__FIBER_NAMES 4
 /* A sampling timer's signal this late found the thread off its CPU (preempted): a running
  * thread's lands within microseconds, and the scheduler's slices are longer. */
 #define OSP__PREEMPTED_NS 200000u
@@ -369,12 +371,20 @@ struct osp__slot {
      * hi 0: none said. Written by the thread, read by its handler (stacks.c). */
     uint64_t fiber_lo, fiber_hi;
     /* The fiber it runs on now as its runtime said, valid while fiber_hi is nonzero (written
-     * before it): the id (0: the thread's own) and a copy of the label. */
+     * before it): the id (0: the thread's own) and the runtime's label, not read until a
+     * sample is taken on the fiber (fibers.c). */
     int64_t fiber_id;
-    uint32_t fiber_label_len;
-    char fiber_label[OSP_MAX_LABEL];
+    const char *fiber_label;
     /* The fiber the thread last wrote to its ring (OSP_REC_FIBER); 0 at registration. */
     int64_t fiber_written;
+    /* The labels of the last fibers written, read once each (fibers.c): by id and pointer. */
+    struct osp__fiber_name {
+        int64_t id;
+        const char *label;
+        uint32_t len;
+        char bytes[OSP_MAX_LABEL];
+    } fiber_names[OSP__FIBER_NAMES];
+    uint32_t fiber_names_next;
     /* The handler's copy of a stack no one vouched for (stacks.c), mapped at its first use. */
     uint8_t *stack_copy;
 };

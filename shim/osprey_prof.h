@@ -54,11 +54,11 @@ OSP_PROF_API void osp_prof_thread_unregister(void);
  * mapped while the fiber runs on it. Without the call a fiber's stack is still walked (from a copy
  * of it taken in the handler, up to 256 KiB from the stack pointer's page), at a system call per
  * sample (more for one deeper than 16 KiB). Samples taken while a fiber with a nonzero id runs are
- * that fiber's: the profile has a fiber per id and thread it ran on, under `label` (copied here,
- * up to 64 bytes; the runtime's string need not outlive the call). Id 0 or a NULL stack: the
- * samples are the thread's own again. An id names one fiber (the last label given is its). Costs a
- * few stores and the label's copy: no system call, no lock. Async-signal-safe. No-op when inactive
- * or the thread is not registered. */
+ * that fiber's: the profile has a fiber per id and thread it ran on, under `label` (up to 64
+ * bytes, read when a sample is first taken on the fiber: keep it valid while the fiber runs; a
+ * string that is gone reads as no label, never a fault). Id 0 or a NULL stack: the samples are the
+ * thread's own again. An id names one fiber (the last label given is its). Costs a few stores: no
+ * system call, no lock. Async-signal-safe. No-op when inactive or the thread is not registered. */
 OSP_PROF_API void osp_prof_fiber_switch(int64_t fiber_id, const char *label, const void *stack,
                                         size_t stack_size);
 

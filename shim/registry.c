@@ -417,6 +417,7 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->automatic = 0;
     s->start_pc = 0;
     s->fiber_written = 0; /* a registration starts on the thread's own stack (fibers.c) */
+    memset(s->fiber_names, 0, sizeof s->fiber_names);
     emit_thread_start(reg, s);
     if (s->shared != NULL) {
         struct osp_slot *c = s->shared;

@@ -79,18 +79,12 @@ void osp_prof_fiber_switch(int64_t fiber_id, const char *label, const void *stac
     uint64_t hi = stack != NULL && stack_size <= UINT64_MAX - lo ? lo + stack_size : 0;
     /* The thread's own handler reads the bounds, id and label (stacks.c, fibers.c): hi
      * cleared first and set last, so a sample between the stores sees none rather than half
-     * of one. The label is copied: the runtime's string may be gone when a sample is taken. */
+     * of one. The label is read only when a sample is taken on the fiber, without faulting. */
     s->fiber_hi = 0;
     atomic_signal_fence(memory_order_release);
     s->fiber_lo = lo;
     s->fiber_id = hi != 0 ? fiber_id : 0;
-    uint32_t n = 0;
-    if (hi != 0 && fiber_id != 0 && label != NULL)
-        while (n < OSP_MAX_LABEL && label[n] != '\0') {
-            s->fiber_label[n] = label[n];
-            n++;
-        }
-    s->fiber_label_len = n;
+    s->fiber_label = label;
     atomic_signal_fence(memory_order_release);
     s->fiber_hi = hi;
 }
