@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,20 +261,37 @@ static void add_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread,
         .t_rel_ns = t_rel, .thread = thread, .stack_state = stack << 1 | state, .weight = weight};
 }
 
+/* A record of `fixed` bytes then a label (its length at `len_at`, its slot at `slot_at`)
+ * copied into `r` and checked: its size, the label's length, the slot number. */
+static int copy_labelled(struct ospd_collector *c, const char *what, const uint8_t *rec,
+                         uint32_t size, void *r, uint32_t fixed, size_t len_at, size_t slot_at)
+{
+    if (size < fixed)
+        return reject(c, "%s record of %" PRIu32 " bytes, shorter than its header", what, size);
+    memcpy(r, rec, fixed);
+    uint32_t label_len, slot;
+    memcpy(&label_len, rec + len_at, sizeof label_len);
+    memcpy(&slot, rec + slot_at, sizeof slot);
+    if (label_len > OSP_MAX_LABEL)
+        return reject(c, "%s label_len %" PRIu32 " exceeds %u", what, label_len, OSP_MAX_LABEL);
+    if (size != osp_rec_align(fixed + label_len))
+        return reject(c, "%s record of %" PRIu32 " bytes for a %" PRIu32 "-byte label", what, size,
+                      label_len);
+    if (slot >= OSPD_MAX_SLOTS)
+        return reject(c, "%s slot %" PRIu32 " exceeds %u", what, slot, OSPD_MAX_SLOTS);
+    return 0;
+}
+
+#define COPY_LABELLED(c, what, rec, size, r)                                                       \
+    copy_labelled(c, what, rec, size, &(r), sizeof(r), offsetof(__typeof__(r), label_len),         \
+                  offsetof(__typeof__(r), slot))
+
 static int on_thread_start(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
 {
     struct osp_rec_thread_start r;
-    if (size < sizeof r)
-        return reject(c, "thread-start record of %" PRIu32 " bytes, shorter than its header", size);
-    memcpy(&r, rec, sizeof r);
-    if (r.label_len > OSP_MAX_LABEL)
-        return reject(c, "thread-start label_len %" PRIu32 " exceeds %u", r.label_len,
-                      OSP_MAX_LABEL);
-    if (size != osp_rec_align((uint32_t)sizeof r + r.label_len))
-        return reject(c, "thread-start record of %" PRIu32 " bytes for a %" PRIu32 "-byte label",
-                      size, r.label_len);
-    if (r.slot >= OSPD_MAX_SLOTS)
-        return reject(c, "thread-start slot %" PRIu32 " exceeds %u", r.slot, OSPD_MAX_SLOTS);
+    int rc = COPY_LABELLED(c, "thread-start", rec, size, r);
+    if (rc != 0)
+        return rc;
     /* The shim writes gettid(); a negative one is a corrupt record, and the raw format (and
      * so the exporters' reader) has no room for it. */
     if (r.tid < 0)
@@ -315,11 +333,76 @@ int64_t ospd_collector_thread(struct ospd_collector *c, uint32_t slot_number, ui
     c->threads_cap = (uint32_t)threads_cap;
     c->threads[c->thread_count] = (struct ospd_thread){
         .fiber = fiber, .tid = tid, .slot = slot_number, .generation = generation, .label = label};
-    *slot = (struct ospd_slot){
-        .generation = generation, .thread = c->thread_count, .last_stack = -1, .used = true};
+    *slot = (struct ospd_slot){.generation = generation,
+                               .thread = c->thread_count,
+                               .on_thread = c->thread_count,
+                               .last_stack = -1,
+                               .used = true};
     c->thread_count++;
     ospd_waits_thread_started(c, c->thread_count - 1);
     return c->thread_count - 1;
+}
+
+/* The entry of fiber `fiber` declared on the registration of `slot` (made the first time),
+ * which takes `label`; the registration's own when none can be made. */
+static uint32_t declared_fiber(struct ospd_collector *c, const struct ospd_slot *slot,
+                               int64_t fiber, char *label)
+{
+    const struct ospd_thread *own = &c->threads[slot->thread];
+    for (uint32_t i = slot->thread + 1; i < c->thread_count; i++) {
+        struct ospd_thread *t = &c->threads[i];
+        if (t->declared && t->fiber == fiber && t->slot == own->slot &&
+            t->generation == own->generation) {
+            free(t->label); /* an id names one fiber: the last label given is its */
+            t->label = label;
+            return i;
+        }
+    }
+    uint64_t threads_cap = c->threads_cap;
+    if (c->thread_count >= OSPD_MAX_THREADS ||
+        ospd_grow((void **)&c->threads, &threads_cap, (uint64_t)c->thread_count + 1,
+                  sizeof *c->threads) != 0) {
+        free(label);
+        return slot->thread;
+    }
+    c->threads_cap = (uint32_t)threads_cap;
+    own = &c->threads[slot->thread];
+    c->threads[c->thread_count] = (struct ospd_thread){.fiber = fiber,
+                                                       .tid = own->tid,
+                                                       .slot = own->slot,
+                                                       .generation = own->generation,
+                                                       .label = label,
+                                                       .declared = true};
+    return c->thread_count++;
+}
+
+static int on_fiber(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
+{
+    struct osp_rec_fiber r;
+    int rc = COPY_LABELLED(c, "fiber", rec, size, r);
+    if (rc != 0)
+        return rc;
+    if (r.slot >= c->slots_cap || !c->slots[r.slot].used ||
+        c->slots[r.slot].generation != r.generation) {
+        /* A newer registration than the one known: its THREAD_START comes later. Else the
+         * samples that follow name no live registration and are counted there. */
+        if (c->slot_mode && (r.slot >= c->slots_cap || !c->slots[r.slot].used ||
+                             (int32_t)(r.generation - c->slots[r.slot].generation) > 0))
+            c->deferred = true;
+        return 0;
+    }
+    struct ospd_slot *slot = &c->slots[r.slot];
+    if (r.fiber == 0) {
+        slot->on_thread = slot->thread;
+        return 0;
+    }
+    char *label = ospd_utf8_sanitize((const char *)rec + sizeof r, r.label_len);
+    if (label == NULL) {
+        slot->on_thread = slot->thread;
+        return 0;
+    }
+    slot->on_thread = declared_fiber(c, slot, r.fiber, label);
+    return 0;
 }
 
 static int on_thread_end(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
@@ -412,7 +495,7 @@ static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size
 
     uint64_t pcs[OSP_MAX_DEPTH];
     memcpy(pcs, rec + header, (size_t)r.depth * sizeof *pcs);
-    int64_t stack = sample_pcs(c, r.t_ns, slot->thread, pcs, r.depth, r.state, weight, false);
+    int64_t stack = sample_pcs(c, r.t_ns, slot->on_thread, pcs, r.depth, r.state, weight, false);
     if (stack >= 0)
         ospd_stack_set_end(&c->stacks, (uint32_t)stack, stop);
     return 0;
@@ -484,7 +567,7 @@ static int on_repeat(struct ospd_collector *c, const uint8_t *rec, uint32_t size
         c->lost++;
         return 0;
     }
-    add_sample(c, r.t_ns, slot->thread, (uint32_t)slot->last_stack, r.state, 1);
+    add_sample(c, r.t_ns, slot->on_thread, (uint32_t)slot->last_stack, r.state, 1);
     return 0;
 }
 
@@ -761,6 +844,7 @@ static int (*const record_handlers[])(struct ospd_collector *, const uint8_t *, 
     [OSP_REC_IMAGE] = on_image,
     [OSP_REC_ESCAPED] = on_escaped,
     [OSP_REC_EXIT] = on_exit_record,
+    [OSP_REC_FIBER] = on_fiber,
 };
 
 /* ospd_parse's visitor: one record into the collector. */

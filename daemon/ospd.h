@@ -85,6 +85,9 @@ struct ospd_thread {
     int32_t tid;
     uint32_t slot, generation;
     char *label; /* valid UTF-8, NUL-terminated */
+    /* A fiber a runtime declared (OSP_REC_FIBER) on the registration (slot, generation), whose
+     * thread `tid` it ran on: its samples, not the kernel thread's waits and CPU time. */
+    bool declared;
 };
 
 /* A reason of ospreyd's own beside the shim's (enum osp_escape): a forked child that runs as
@@ -119,6 +122,7 @@ struct ospd_sample {
 struct ospd_slot {
     uint32_t generation;
     uint32_t thread;    /* index into threads; valid when `used` */
+    uint32_t on_thread; /* where its samples go now: `thread`, or a declared fiber's entry */
     int64_t last_stack; /* the slot's last sampled stack for REPEAT, -1 when none */
     bool used;
 };

@@ -282,7 +282,7 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         json_t *o = json_pack("{s:I, s:s, s:i}", "fiber", (json_int_t)t->fiber, "label", t->label,
                               "tid", t->tid);
         /* Timed from the kernel's switches: the thread's time off a CPU, blocked and runnable. */
-        if (o != NULL && c->waits.since_ns != 0 && i < c->waits.cap) {
+        if (o != NULL && c->waits.since_ns != 0 && i < c->waits.cap && !t->declared) {
             json_object_set_new(o, "waited_ns", json_u64(c->waits.by_thread[i].waited_ns));
             json_object_set_new(o, "preempted_ns", json_u64(c->waits.by_thread[i].preempted_ns));
         }

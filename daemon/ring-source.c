@@ -218,6 +218,8 @@ static int attach(struct ospd_daemon *d)
     } else if (h->switches_refused > 0) {
         ospd_switches_refused(&d->collector.waits, d->collector.pid, h->switches_refused);
     }
+    /* The records beyond the first ABI's that the collector reads (collect.c): fibers. */
+    atomic_fetch_or_explicit(&h->reader_features, OSP_READER_FIBERS, memory_order_release);
     /* Release: the pid store above is visible to a shim that acquires ATTACHED. */
     atomic_store_explicit(&h->daemon_state, OSP_DAEMON_ATTACHED, memory_order_release);
     return 0;

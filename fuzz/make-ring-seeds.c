@@ -204,6 +204,21 @@ int main(int argc, char **argv)
     osp_put_exit(c, END, 0);
     err |= finish(&s, out, "seed-stop", NULL, 0);
 
+    /* Fibers a runtime declared (OSP_REC_FIBER): two, one met again, back to the thread. */
+    c = begin(&s, 5, 0, MONO, 0);
+    put_main(c);
+    put_thread(c, 0, 1, 0, 4242, "main");
+    osp_put_fiber(c, 0, 1, 1, "heavy", 5);
+    osp_put_sample_weighted(c, MONO + 1000, 0, 1, 0, 3, OSP_UNWIND_OUTERMOST, 3, stack_a);
+    osp_put_fiber(c, 0, 1, 2, "light", 5);
+    osp_put_sample_weighted(c, MONO + 2000, 0, 1, 0, 1, OSP_UNWIND_OUTERMOST, 3, stack_b);
+    osp_put_fiber(c, 0, 1, 1, "heavy", 5);
+    osp_put_repeat(c, MONO + 3000, 0, 1);
+    osp_put_fiber(c, 0, 1, 0, NULL, 0);
+    osp_put_sample(c, MONO + 4000, 0, 1, 0, 3, stack_a);
+    osp_put_exit(c, END, 0);
+    err |= finish(&s, out, "seed-fibers", NULL, 0);
+
     /* A sample record of 4400 bytes, longer than any valid record, in an 8 KiB data area. */
     static const uint8_t zeros[4392];
     struct osp_rec_header bare = {0};

@@ -141,7 +141,12 @@ struct osp_ring_header {
      * (EACCES where perf_event_paranoid or a seccomp filter refuses them): the shim times
      * waits itself, and the profile says why (raw `waits.refused`). Zero in older shims. */
     int32_t switches_refused;
-    uint8_t reserved2[OSP_RING_CACHE_LINE - 8];
+    /* ospreyd, at attach (release, before ATTACHED): the records beyond the first ABI's it
+     * reads (OSP_READER_*). The shim writes such a record only to a reader that says so (an
+     * acquire load): an older ospreyd, which rejects a record type it does not know, reads
+     * 0 and gets the rings it always had. Zero in the rings of older shims' too. */
+    _Atomic uint32_t reader_features;
+    uint8_t reserved2[OSP_RING_CACHE_LINE - 12];
 
     /* --- sampling control (cache line 7) --- */
     /* Nonzero while nobody may send the target a SIGPROF of ours: a thread is inside execve
@@ -200,7 +205,11 @@ enum osp_rec_type {
     OSP_REC_SAMPLE_WEIGHTED = 7, /* struct osp_rec_sample_weighted + depth * uint64_t pcs */
     OSP_REC_WAIT_SPAN = 8,       /* struct osp_rec_wait_span + depth * uint64_t pcs */
     OSP_REC_ESCAPED = 9,         /* struct osp_rec_escaped + path bytes */
+    OSP_REC_FIBER = 10,          /* struct osp_rec_fiber + label bytes (OSP_READER_FIBERS) */
 };
+
+/* header.reader_features bits. */
+#define OSP_READER_FIBERS 1u /* OSP_REC_FIBER records in the slot rings */
 
 struct osp_rec_header {
     uint32_t type; /* enum osp_rec_type */
@@ -285,6 +294,23 @@ struct osp_rec_wait_span {
     /* uint64_t pcs[depth]; */
 };
 
+/* In a slot's ring only, written by its thread when the fiber a runtime declared with
+ * osp_prof_fiber_switch differs from the one it last wrote there, and only to a reader that
+ * set OSP_READER_FIBERS: the samples that follow it in this ring, up to the next such record,
+ * ran on fiber `fiber` (label `label`) on the thread of (slot, generation). Fiber 0 with no
+ * label: on the thread's own stack again, its samples the registration's. A registration
+ * starts on its own stack. An id names one fiber: the shim writes the label with each record,
+ * and the last one read is the fiber's. */
+struct osp_rec_fiber {
+    struct osp_rec_header h;
+    uint32_t slot;
+    uint32_t generation;
+    int64_t fiber;      /* the runtime's id; 0: the thread's own stack */
+    uint32_t label_len; /* <= OSP_MAX_LABEL; label bytes follow, not NUL-terminated */
+    uint32_t reserved;  /* 0 */
+    /* char label[label_len]; padding to 8 */
+};
+
 struct osp_rec_image {
     struct osp_rec_header h;
     uint64_t base;            /* ELF load base (address of the ELF header in memory) */
@@ -333,6 +359,7 @@ _Static_assert(sizeof(struct osp_rec_repeat) == 32, "repeat record");
 _Static_assert(sizeof(struct osp_rec_sample_weighted) == 40, "weighted sample record");
 _Static_assert(sizeof(struct osp_rec_wait_span) == 40, "wait span record");
 _Static_assert(sizeof(struct osp_rec_image) % 8 == 0, "aligned");
+_Static_assert(sizeof(struct osp_rec_fiber) == 32, "fiber record");
 _Static_assert(sizeof(struct osp_rec_exit) == 24, "exit record");
 
 /* ---- Slots -------------------------------------------------------------------------------

@@ -132,6 +132,15 @@ static inline void osp_put_repeat(struct osp_ring_cursor *c, uint64_t t_ns, uint
     osp_ring_put(c, OSP_REC_REPEAT, &rec, sizeof rec, NULL, 0);
 }
 
+/* From here on the slot's samples are fiber `fiber`'s (0: the thread's own again). */
+static inline void osp_put_fiber(struct osp_ring_cursor *c, uint32_t slot, uint32_t generation,
+                                 int64_t fiber, const char *label, uint32_t label_len)
+{
+    struct osp_rec_fiber rec = {
+        .slot = slot, .generation = generation, .fiber = fiber, .label_len = label_len};
+    osp_ring_put(c, OSP_REC_FIBER, &rec, sizeof rec, label, label_len);
+}
+
 static inline void osp_put_image(struct osp_ring_cursor *c, uint64_t base, uint64_t slide,
                                  uint64_t text, uint64_t text_size, const char *arch,
                                  uint32_t flags, const char *path)

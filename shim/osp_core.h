@@ -147,7 +147,7 @@ struct osp__stack_span {
 /* osp__unwind over several stacks: spans[0] holds regs->sp; the walk moves to another of the
  * n spans (each walked once at most, n <= 32) only at a kernel signal frame whose interrupted
  * stack pointer lies in it; where none holds it, a spare span (a writable `copy` buffer of
- * OSP__STACK_COPY_BYTES, hi 0) takes a copy of that stack from its sp on. 0 when n is 0.
+ * OSP__STACK_COPY_MAX, hi 0) takes a copy of that stack from its sp on. 0 when n is 0.
  * Async-signal-safe. */
 uint32_t osp__unwind_spans(const struct osp__regs *regs, int leaf,
                            const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
@@ -168,15 +168,18 @@ uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint6
 
 struct osp__slot;
 
-/* How much of a stack no one vouched for the handler copies (from sp's page on). */
+/* How much of a stack no one vouched for the handler copies first (from sp's page on), and
+ * how far the copy is read further when the walk reaches its end (unwind.c, copy_further):
+ * the size of each slot's copy buffer (address space only until used). */
 #define OSP__STACK_COPY_BYTES (16u << 10)
+#define OSP__STACK_COPY_MAX   (256u << 10)
 
 /* The stacks the walk from stack pointer sp may read, into out[0..4), the one holding sp
  * first: the thread's own; the fiber stack its runtime declared; the signal stack, when sp is
  * on it; else the memory above sp copied without faulting, up to OSP__STACK_COPY_BYTES or the
- * first unreadable page. When sp's stack is read in place, the copy buffer comes last as a
- * spare (hi 0), for a stack the walk reaches through a signal frame. 0 when sp is in none.
- * Async-signal-safe. */
+ * first unreadable page (read further by the walk, up to OSP__STACK_COPY_MAX). When sp's
+ * stack is read in place, the copy buffer comes last as a spare (hi 0), for a stack the walk
+ * reaches through a signal frame. 0 when sp is in none. Async-signal-safe. */
 uint32_t osp__stack_spans(struct osp__slot *s, uint64_t sp, struct osp__stack_span *out);
 /* The stack read in place that holds addr (a frame of the calling thread's): the thread's own
  * or the fiber's its runtime declared; its top, and its bottom in *lo; 0 and 0 for neither
@@ -301,6 +304,8 @@ void osp__set_period(uint32_t rate_hz);
 
 /* Short-wait sites a thread remembers (a loop alternating a few blocking calls). */
 #define OSP__SPAN_SITES 4
+/* Declared fibers' labels a thread remembers (fibers.c: a runtime alternating a few). */
+#define OSP__FIBER_NAMES 4
 /* A sampling timer's signal this late found the thread off its CPU (preempted): a running
  * thread's lands within microseconds, and the scheduler's slices are longer. */
 #define OSP__PREEMPTED_NS 200000u
@@ -365,6 +370,21 @@ struct osp__slot {
     /* The stack the thread runs on now as its runtime said (osp_prof_fiber_switch), [lo, hi);
      * hi 0: none said. Written by the thread, read by its handler (stacks.c). */
     uint64_t fiber_lo, fiber_hi;
+    /* The fiber it runs on now as its runtime said, valid while fiber_hi is nonzero (written
+     * before it): the id (0: the thread's own) and the runtime's label, not read until a
+     * sample is taken on the fiber (fibers.c). */
+    int64_t fiber_id;
+    const char *fiber_label;
+    /* The fiber the thread last wrote to its ring (OSP_REC_FIBER); 0 at registration. */
+    int64_t fiber_written;
+    /* The labels of the last fibers written, read once each (fibers.c): by id and pointer. */
+    struct osp__fiber_name {
+        int64_t id;
+        const char *label;
+        uint32_t len;
+        char bytes[OSP_MAX_LABEL];
+    } fiber_names[OSP__FIBER_NAMES];
+    uint32_t fiber_names_next;
     /* The handler's copy of a stack no one vouched for (stacks.c), mapped at its first use. */
     uint8_t *stack_copy;
 };
@@ -372,9 +392,13 @@ struct osp__slot {
 /* Write one SAMPLE_WEIGHTED record to `w` for slot s, with why its stack's walk ended
  * (OSP_UNWIND_GO_ON: not said). Returns 0, or -ENOSPC when the ring is full (the caller counts
  * the drop, or carries the weight). Async-signal-safe. */
-int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
-                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth,
+int osp__emit_sample(struct osp__event_ring *w, struct osp__slot *s, uint64_t t_ns, uint32_t state,
+                     uint32_t weight, const uint64_t *pcs, uint32_t depth,
                      enum osp_unwind_stop stop);
+/* fibers.c: before a sample in the slot's own ring, an OSP_REC_FIBER record when the fiber
+ * its runtime declared is not the one the ring last said (and the reader takes them). 0, or
+ * -ENOSPC when the ring is full. Async-signal-safe. */
+int osp__fiber_note(struct osp__event_ring *w, struct osp__slot *s);
 /* Does ospreyd time this run's waits from the kernel's context-switch records (the shim opened
  * and mapped them at boot, and handed them on)? Then a wait is written as its site
  * (OSP_REC_WAIT_SPAN), from the start of the run. Async-signal-safe. */

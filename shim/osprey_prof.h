@@ -46,16 +46,19 @@ OSP_PROF_API void osp_prof_thread_register(int64_t fiber_id, const char *label);
  * more. No-op when inactive or not registered. */
 OSP_PROF_API void osp_prof_thread_unregister(void);
 
-/* For a runtime that switches stacks itself (coroutines, fibers, green threads): call this on
- * the thread right before it switches to the fiber `fiber_id` (label "coroutine", "task", ...),
- * whose stack is [stack, stack + stack_size); and with stack NULL right before it switches
- * back to the thread's own stack. Samples taken while the thread runs on that stack are then
- * walked inside those bounds, in place, to the fiber's entry function. The runtime vouches
- * that the range stays mapped while the fiber runs on it. Without the call a fiber's stack is
- * still walked (from a copy of it taken in the handler, up to 16 KiB from the stack pointer's
- * page), at a system call per sample. The id and label are taken for the fiber's attribution; for
- * now a sample stays its thread's. Costs a few stores: no system call, no lock. Async-signal-safe.
- * No-op when inactive or the thread is not registered. */
+/* For a runtime that switches stacks itself (coroutines, fibers, green threads): call this on the
+ * thread right before it switches to the fiber `fiber_id` (label "coroutine", "task", ...), whose
+ * stack is [stack, stack + stack_size); and with stack NULL right before it switches back to the
+ * thread's own stack. Samples taken while the thread runs on that stack are then walked inside
+ * those bounds, in place, to the fiber's entry function. The runtime vouches that the range stays
+ * mapped while the fiber runs on it. Without the call a fiber's stack is still walked (from a copy
+ * of it taken in the handler, up to 256 KiB from the stack pointer's page), at a system call per
+ * sample (more for one deeper than 16 KiB). Samples taken while a fiber with a nonzero id runs are
+ * that fiber's: the profile has a fiber per id and thread it ran on, under `label` (up to 64
+ * bytes, read when a sample is first taken on the fiber: keep it valid while the fiber runs; a
+ * string that is gone reads as no label, never a fault). Id 0 or a NULL stack: the samples are the
+ * thread's own again. An id names one fiber (the last label given is its). Costs a few stores: no
+ * system call, no lock. Async-signal-safe. No-op when inactive or the thread is not registered. */
 OSP_PROF_API void osp_prof_fiber_switch(int64_t fiber_id, const char *label, const void *stack,
                                         size_t stack_size);
 

@@ -215,7 +215,7 @@ static struct osp__slot *slot_new(void)
     memset(s, 0, size);
     /* The handler's copy of a stack that is not the thread's (stacks.c): address space only
      * until a sample is taken on one. Without it such samples keep their pc alone. */
-    void *copy = mmap(NULL, OSP__STACK_COPY_BYTES, PROT_READ | PROT_WRITE,
+    void *copy = mmap(NULL, OSP__STACK_COPY_MAX, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     s->stack_copy = copy != MAP_FAILED ? copy : NULL;
     return s;
@@ -225,7 +225,7 @@ static struct osp__slot *slot_new(void)
 static void slot_drop(struct osp__slot *s)
 {
     if (s != NULL && s->stack_copy != NULL)
-        munmap(s->stack_copy, OSP__STACK_COPY_BYTES);
+        munmap(s->stack_copy, OSP__STACK_COPY_MAX);
     free(s);
 }
 
@@ -416,6 +416,8 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->guard_leaving = 0;
     s->automatic = 0;
     s->start_pc = 0;
+    s->fiber_written = 0; /* a registration starts on the thread's own stack (fibers.c) */
+    memset(s->fiber_names, 0, sizeof s->fiber_names);
     emit_thread_start(reg, s);
     if (s->shared != NULL) {
         struct osp_slot *c = s->shared;

@@ -21,12 +21,14 @@
 #include "osp_core.h"
 #include "osp_policy.h"
 
-int osp__emit_sample(struct osp__event_ring *w, const struct osp__slot *s, uint64_t t_ns,
-                     uint32_t state, uint32_t weight, const uint64_t *pcs, uint32_t depth,
+int osp__emit_sample(struct osp__event_ring *w, struct osp__slot *s, uint64_t t_ns, uint32_t state,
+                     uint32_t weight, const uint64_t *pcs, uint32_t depth,
                      enum osp_unwind_stop stop)
 {
     if (w->data == NULL || depth == 0 || weight == 0)
         return 0;
+    if (osp__fiber_note(w, s) != 0)
+        return -ENOSPC;
     if (depth > OSP_MAX_DEPTH)
         depth = OSP_MAX_DEPTH;
     uint32_t size = (uint32_t)sizeof(struct osp_rec_sample_weighted) + depth * 8u;

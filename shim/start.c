@@ -72,18 +72,19 @@ void osp_prof_thread_register(int64_t fiber_id, const char *label)
 void osp_prof_fiber_switch(int64_t fiber_id, const char *label, const void *stack,
                            size_t stack_size)
 {
-    (void)fiber_id;
-    (void)label;
     struct osp__slot *s = osp__tls_slot;
     if (s == NULL)
         return;
     uint64_t lo = (uint64_t)(uintptr_t)stack;
     uint64_t hi = stack != NULL && stack_size <= UINT64_MAX - lo ? lo + stack_size : 0;
-    /* The thread's own handler reads the pair (stacks.c): hi cleared first and set last, so a
-     * sample between the stores sees none rather than half of one. */
+    /* The thread's own handler reads the bounds, id and label (stacks.c, fibers.c): hi
+     * cleared first and set last, so a sample between the stores sees none rather than half
+     * of one. The label is read only when a sample is taken on the fiber, without faulting. */
     s->fiber_hi = 0;
     atomic_signal_fence(memory_order_release);
     s->fiber_lo = lo;
+    s->fiber_id = hi != 0 ? fiber_id : 0;
+    s->fiber_label = label;
     atomic_signal_fence(memory_order_release);
     s->fiber_hi = hi;
 }

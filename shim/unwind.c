@@ -183,16 +183,53 @@ struct walk_stacks {
     uint64_t delta;
     const struct osp__stack_span *spans;
     uint32_t n, entered;
+    uint64_t base; /* the address a copy's first byte holds */
+    /* A copy whose first read was whole (the stack goes on above it): how far it may still
+     * be read, when the walk reaches its end (copy_further); memory.hi otherwise. */
+    uint64_t grow_to;
 };
+
+/* The copy of a stack, [base, hi) at base + delta, read further from hi: at least to
+ * [addr, addr + 8), doubling, to grow_to at most, a piece of up to 64 KiB a system call. The
+ * new end (hi when nothing more could be read). Out of line: the walk's reads of words it
+ * has stay as they were. Async-signal-safe (process_vm_readv). */
+__attribute__((noinline)) static uint64_t copy_further(uint64_t base, uint64_t hi, uint64_t delta,
+                                                       uint64_t addr, uint64_t grow_to)
+{
+    uint64_t end = base + 2 * (hi - base);
+    if (end < addr + 8)
+        end = (addr + 8 + 4095) & ~(uint64_t)4095;
+    if (end > grow_to)
+        end = grow_to;
+    while (hi < end) {
+        size_t n = end - hi < (64u << 10) ? (size_t)(end - hi) : (64u << 10);
+        size_t got = osp__read_pages(hi, (void *)(uintptr_t)(hi + delta), n);
+        hi += got;
+        if (got < n)
+            break;
+    }
+    return hi;
+}
 
 /* The stack word at addr if [addr, addr + 8) is inside the stack walked now: the bounds check
  * of the shared step's reads (proto/osp_unwind_step.h), in place or in the stack's copy.
  * Async-signal-safe. */
 OSP__READS_FOREIGN_STACK
-static int read_word(const struct osp_unwind_memory *m, uint64_t addr, uint64_t *out)
+static inline __attribute__((always_inline)) int read_word(const struct osp_unwind_memory *m,
+                                                           uint64_t addr, uint64_t *out)
 {
-    if (addr < m->lo || m->hi < 8 || addr > m->hi - 8)
-        return -1;
+    if (__builtin_expect(addr < m->lo || m->hi < 8 || addr > m->hi - 8, 0)) {
+        /* Past the end of a copy of a stack that goes on above: read further. */
+        struct walk_stacks *w = (struct walk_stacks *)(uintptr_t)m;
+        if (addr < m->lo || w->grow_to <= m->hi || addr > w->grow_to - 8)
+            return -1;
+        uint64_t hi = copy_further(w->base, m->hi, w->delta, addr, w->grow_to);
+        w->memory.hi = hi;
+        if (addr > hi - 8) { /* an unreadable page before addr: the copy ends there */
+            w->grow_to = hi;
+            return -1;
+        }
+    }
     uint64_t delta = ((const struct walk_stacks *)m)->delta;
     if (__builtin_expect(delta != 0, 0)) /* a copy's: the add kept off an in-place walk's loads */
         addr += delta;
@@ -216,6 +253,10 @@ static void enter(struct walk_stacks *w, uint64_t sp, uint64_t hi, const uint8_t
     w->memory.lo = sp;
     w->memory.hi = hi;
     w->delta = copy != NULL ? (uint64_t)(uintptr_t)copy - base : 0;
+    w->base = base;
+    /* A copy as long as its first read asked for: the stack may go on above it. */
+    w->grow_to =
+        copy != NULL && hi - base == OSP__STACK_COPY_BYTES ? base + OSP__STACK_COPY_MAX : hi;
 }
 
 /* The stack a walk moves to at a signal frame whose interrupted stack pointer is sp: one of
@@ -289,7 +330,8 @@ uint32_t osp__unwind_spans_why(const struct osp__regs *regs, int leaf,
         return depth;
     }
     const struct osp_unwind_tables tables = {t.base, t.size, ix, own.base, own.size};
-    struct walk_stacks w = {{read_word, return_slot, switch_stack, NULL, 0, 0}, 0, spans, n, 1};
+    struct walk_stacks w = {
+        {read_word, return_slot, switch_stack, NULL, 0, 0}, 0, spans, n, 1, 0, 0};
     enter(&w, spans[0].lo, spans[0].hi, spans[0].copy, spans[0].base);
     const struct osp_unwind_regs r = {regs->pc, regs->sp, regs->fp, regs->lr};
     return osp_unwind_walk(&tables, &r, leaf, &w.memory, out, cap, stop);
@@ -324,7 +366,7 @@ uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64
 uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
                             uint64_t *out, uint32_t cap)
 {
-    const struct walk_stacks w = {{read_word, NULL, NULL, NULL, lo, hi}, 0, NULL, 0, 0};
+    const struct walk_stacks w = {{read_word, NULL, NULL, NULL, lo, hi}, 0, NULL, 0, 0, 0, 0};
     struct osp_unwind_regs r = {.pc = 0, .sp = lo, .fp = fp, .lr = 0};
     for (uint32_t i = 0; i < own_frames; i++) {
         struct osp_unwind_regs next;

@@ -5,6 +5,8 @@
 #               3:1), with and without frame pointers, with osp_prof_fiber_switch and without
 #               (--no-api: the stack copied): >= 95% of burn's samples once the rows were
 #               published reach their coroutine's entry, coro_heavy's share of them 0.65-0.85;
+#               with the API each coroutine is a fiber of its own (fiber 1 "heavy", fiber 2
+#               "light", on the main thread) in the raw file and every output, 0.65-0.85 heavy;
 #   sigalt      a handler on a sigaltstack doing three units of work for each of main's: >= 90%
 #               of handler_work's samples are walked through the signal frame to main; and
 #               with the loop on a coroutine's stack nothing declares (copied at the signal
@@ -72,6 +74,54 @@ between() { # between WHAT GOT LO HI
     fail "$1: $2 (want $3-$4)"
 }
 
+# fibers NAME api|no-api: with the API, each coroutine a fiber of its own under the label the
+# program gave (raw threads, folded roots, speedscope profiles, trace tracks, the report), on
+# the main thread, holding its coroutine's samples, 3:1; without it, the thread's alone.
+fibers() {
+  python3 - "$work/$1" "$2" <<'PY' || fail "$1: the coroutines are not their fibers"
+import json, sys
+from collections import Counter
+stem, api = sys.argv[1], sys.argv[2] == "api"
+raw = json.load(open(stem + ".raw.json"))
+threads = raw["threads"]
+main = [t for t in threads if t["fiber"] == 0][0]
+declared = {(t["fiber"], t["label"]): t["tid"] for t in threads if t["fiber"] != 0}
+if not api:
+    sys.exit(f"fibers without the API: {declared}" if declared else 0)
+want = {(1, "heavy"), (2, "light")}
+if set(declared) != want or set(declared.values()) != {main["tid"]}:
+    sys.exit(f"raw threads {threads}: want fibers 1 heavy and 2 light on tid {main['tid']}")
+roots, under = Counter(), Counter()
+for line in open(stem + ".folded"):
+    stack, _, count = line.rstrip("\n").rpartition(" ")
+    frames = stack.split(";")
+    roots[frames[0]] += int(count)
+    for coro in ("coro_heavy", "coro_light"):
+        if coro in frames:
+            under[coro, frames[0]] += int(count)
+heavy, light = roots["heavy-1"], roots["light-2"]
+share = heavy / max(heavy + light, 1)
+print(f"fibers: heavy-1 {heavy}, light-2 {light} ({share:.3f} heavy); roots {dict(roots)}")
+if not 0.65 <= share <= 0.85:
+    sys.exit(f"heavy-1's share of the two fibers' samples {share:.3f} (want 0.65-0.85)")
+for coro, root in (("coro_heavy", "heavy-1"), ("coro_light", "light-2")):
+    n = sum(v for (c, _), v in under.items() if c == coro)
+    if under[coro, root] < 0.98 * n:
+        sys.exit(f"{coro}: {under[coro, root]} of {n} samples under {root}")
+names = {p["name"] for p in json.load(open(stem + ".speedscope.json"))["profiles"]}
+if not {"heavy-1", "light-2"} <= names:
+    sys.exit(f"speedscope profiles {names}")
+trace = json.load(open(stem + ".trace.json"))
+events = trace["traceEvents"] if isinstance(trace, dict) else trace
+tracks = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+if not {"fiber 1 (heavy)", "fiber 2 (light)"} <= tracks:
+    sys.exit(f"trace tracks {tracks}")
+report = open(stem + ".out").read() + open(stem + ".err").read()
+if "fiber 1 (heavy)" not in report or "fiber 2 (light)" not in report:
+    sys.exit("the report has no line for fiber 1 (heavy) and fiber 2 (light)")
+PY
+}
+
 for variant in fp nofp; do
   for api in api no-api; do
     name=coro-$variant-$api
@@ -87,6 +137,7 @@ for variant in fp nofp; do
     at_least "$name: burn samples reaching coro_heavy or coro_light" "$whole" 0.95
     read -r heavy _ < <(share "$work/$name-ready.folded" burn 'coro_heavy')
     between "$name: coro_heavy's share of burn" "$(python3 -c "print(round($heavy / max($whole, 1e-9), 3))")" 0.65 0.85
+    fibers "$name" "$api"
   done
 done
 

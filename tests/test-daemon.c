@@ -218,6 +218,60 @@ START_TEST(slot_reuse_makes_a_new_thread)
 }
 END_TEST
 
+/* A fiber its runtime declared takes the samples after its FIBER record: an entry per declared
+ * id on the registration (its label, the thread's tid), met again when the runtime switches
+ * back to it; fiber 0 gives the samples back to the thread; a record naming no live
+ * registration changes nothing; a bad label length rejects the ring. */
+START_TEST(declared_fibers_take_their_samples)
+{
+    struct osp_ring_cursor r = ring_new(4096, 0);
+    uint64_t pcs[] = {0x401000};
+    put_thread_start(&r, 0, 1, 0, 100, "main");
+    osp_put_sample(&r, 10, 0, 1, 0, 1, pcs);
+    osp_put_fiber(&r, 0, 1, 1, "heavy", 5);
+    osp_put_sample(&r, 11, 0, 1, 0, 1, pcs);
+    osp_put_sample(&r, 12, 0, 1, 0, 1, pcs);
+    osp_put_fiber(&r, 0, 1, 2, "light", 5);
+    osp_put_sample(&r, 13, 0, 1, 0, 1, pcs);
+    osp_put_fiber(&r, 0, 1, 1, "heavy", 5);
+    osp_put_repeat(&r, 14, 0, 1);
+    osp_put_fiber(&r, 0, 1, 0, NULL, 0);
+    osp_put_sample(&r, 15, 0, 1, 0, 1, pcs);
+    osp_put_fiber(&r, 3, 1, 9, "nobody", 6); /* no such registration */
+    osp_put_sample(&r, 16, 0, 1, 0, 1, pcs);
+
+    struct ospd_collector c;
+    collector_new(&c);
+    parse_ok(&c, &r, 0);
+    ck_assert_uint_eq(c.thread_count, 3);
+    ck_assert_int_eq(c.threads[1].fiber, 1);
+    ck_assert_str_eq(c.threads[1].label, "heavy");
+    ck_assert_int_eq(c.threads[1].tid, 100);
+    ck_assert(c.threads[1].declared && !c.threads[0].declared);
+    ck_assert_int_eq(c.threads[2].fiber, 2);
+    ck_assert_str_eq(c.threads[2].label, "light");
+    uint32_t expect[] = {0, 1, 1, 2, 1, 0, 0};
+    ck_assert_uint_eq(c.sample_count, 7);
+    for (uint32_t i = 0; i < 7; i++)
+        ck_assert_uint_eq(c.samples[i].thread, expect[i]);
+    ck_assert_uint_eq(c.lost, 0);
+    ospd_collector_free(&c);
+    free(r.data);
+
+    r = ring_new(1024, 0);
+    put_thread_start(&r, 0, 1, 0, 100, "main");
+    struct osp_rec_fiber bad = {.slot = 0, .generation = 1, .fiber = 1, .label_len = 65};
+    char label[72] = {0};
+    osp_ring_put(&r, OSP_REC_FIBER, &bad, sizeof bad, label, 65);
+    collector_new(&c);
+    uint64_t tail;
+    ck_assert_int_eq(ospd_parse(&c, r.data, r.size, 0, r.head, &tail), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(c.error, "fiber label_len 65"));
+    ospd_collector_free(&c);
+    free(r.data);
+}
+END_TEST
+
 START_TEST(images_dedupe_and_main_names_exe)
 {
     struct osp_ring_cursor r = ring_new(8192, 0);
@@ -1171,6 +1225,7 @@ Suite *daemon_suite(void)
     tcase_add_test(parse, stacks_keep_why_their_walks_ended);
     tcase_add_test(parse, repeat_without_sample_is_dropped);
     tcase_add_test(parse, slot_reuse_makes_a_new_thread);
+    tcase_add_test(parse, declared_fibers_take_their_samples);
     tcase_add_test(parse, images_dedupe_and_main_names_exe);
     tcase_add_test(parse, images_unloaded_and_replaced_carry_times);
     tcase_add_test(parse, escapes_are_kept_and_written);

@@ -155,6 +155,31 @@ START_TEST(fibers_split_running_and_waiting)
 }
 END_TEST
 
+/* Fibers a runtime declared on a thread (their own entries, the thread's tid, no preempted_ns)
+ * take their share of the thread's preempted periods, by their on-CPU samples. */
+START_TEST(declared_fibers_share_their_threads_preemption)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_parse(&fixture, "rate 100\nthread 0 main -1 10\nthread 1 heavy -1 10\n"
+                            "thread 2 light -1 10\nthread 11 other -1 11\n"
+                            "frame work /w/a.c\nstack 0@3\n"
+                            "sample 1 0 0 0\nsample 2 1 0 0 6\nsample 3 2 0 0 2\n"
+                            "sample 4 3 0 0 5\n");
+    fixture.raw.threads[0].preempted_ns = 90000000; /* 9 periods at 100 Hz */
+    fixture.raw.threads[1].preempted_ns = fixture.raw.threads[2].preempted_ns = -1;
+    fixture.raw.threads[3].preempted_ns = 20000000;
+    struct ospx_error err = {0};
+    ck_assert_int_eq(ospx_model_build(&fixture.raw, &fixture.symbols, &model, &err), 0);
+    ck_assert_uint_eq(model.fibers[0].preempted, 1);
+    ck_assert_uint_eq(model.fibers[1].preempted, 6);
+    ck_assert_uint_eq(model.fibers[2].preempted, 2);
+    ck_assert_uint_eq(model.fibers[3].preempted, 2); /* another thread's own, as it was */
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
 START_TEST(function_identity_is_name_and_file)
 {
     struct fixture fixture;
@@ -361,6 +386,7 @@ Suite *model_suite(void)
     tcase_add_test(tc, lines_count_once_per_sample_and_self_at_the_leaf);
     tcase_add_test(tc, wall_and_cpu_time);
     tcase_add_test(tc, fibers_split_running_and_waiting);
+    tcase_add_test(tc, declared_fibers_share_their_threads_preemption);
     tcase_add_test(tc, function_identity_is_name_and_file);
     tcase_add_test(tc, inline_frames_take_self_at_the_innermost);
     tcase_add_test(tc, frames_without_file_have_functions_but_no_lines);

@@ -766,6 +766,92 @@ START_TEST(samples_go_to_the_slot_ring_with_their_weight)
 }
 END_TEST
 
+/* A fiber its runtime declared reaches the thread's ring as a FIBER record before the first
+ * sample taken on it, once (not before each sample), and fiber 0 when the thread is back on its
+ * own stack; never to a reader that did not ask for them (an older ospreyd rejects the type). */
+START_TEST(fiber_records_precede_a_declared_fibers_samples)
+{
+    ck_assert_int_eq(osp__registry_register(&reg, 0, "main"), 0);
+    struct osp__slot *s = osp__tls_slot;
+    uint8_t *area = aligned_alloc(64, sizeof(struct osp_slot) + 4096);
+    memset(area, 0, sizeof(struct osp_slot) + 4096);
+    reg_ring.h->slot_ring_size = 4096;
+    struct osp__event_ring saved = s->ring;
+    osp__slot_ring_attach(&s->ring, reg_ring.h, (struct osp_slot *)area);
+    static char stack[4096];
+    s->fiber_lo = (uint64_t)(uintptr_t)stack;
+    s->fiber_id = 7;
+    s->fiber_label = "task";
+    s->fiber_hi = s->fiber_lo + sizeof stack;
+    uint64_t pcs[1] = {0x10};
+    const uint8_t *at = area + sizeof(struct osp_slot);
+    atomic_store(&reg_ring.h->reader_features, 0u);
+    ck_assert_int_eq(osp__emit_sample(&s->ring, s, 1, OSP_STATE_ON_CPU, 1, pcs, 1, 0), 0);
+    ck_assert_uint_eq(((const struct osp_rec_header *)at)->type, OSP_REC_SAMPLE_WEIGHTED);
+    at += ((const struct osp_rec_header *)at)->size;
+
+    atomic_store(&reg_ring.h->reader_features, OSP_READER_FIBERS);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(osp__emit_sample(&s->ring, s, 2, OSP_STATE_ON_CPU, 1, pcs, 1, 0), 0);
+    const struct osp_rec_fiber *f = (const void *)at;
+    ck_assert_uint_eq(f->h.type, OSP_REC_FIBER);
+    ck_assert_uint_eq(f->h.size, sizeof *f + 8);
+    ck_assert_int_eq(f->fiber, 7);
+    ck_assert_uint_eq(f->slot, s->index);
+    ck_assert_uint_eq(f->generation, s->generation);
+    /* The label is read from the runtime's string without faulting (where process_vm_readv
+     * works: qemu-user, which runs the arm64 tests, has none, and the label is then empty). */
+    uint64_t probe;
+    if (osp__read_code((uint64_t)(uintptr_t)s->fiber_label, &probe, 1) == 0) {
+        ck_assert_uint_eq(f->label_len, 4);
+        ck_assert_mem_eq(f + 1, "task", 4);
+    }
+    at += f->h.size;
+    for (int i = 0; i < 2; i++) {
+        ck_assert_uint_eq(((const struct osp_rec_header *)at)->type, OSP_REC_SAMPLE_WEIGHTED);
+        at += ((const struct osp_rec_header *)at)->size;
+    }
+    /* Back on the thread's own stack. */
+    s->fiber_hi = 0;
+    ck_assert_int_eq(osp__emit_sample(&s->ring, s, 3, OSP_STATE_ON_CPU, 1, pcs, 1, 0), 0);
+    f = (const void *)at;
+    ck_assert_uint_eq(f->h.type, OSP_REC_FIBER);
+    ck_assert_int_eq(f->fiber, 0);
+    ck_assert_uint_eq(f->label_len, 0);
+    ck_assert_uint_eq(f->h.size, sizeof *f);
+    at += f->h.size;
+    ck_assert_uint_eq(((const struct osp_rec_header *)at)->type, OSP_REC_SAMPLE_WEIGHTED);
+    at += ((const struct osp_rec_header *)at)->size;
+    /* A label that runs into a page that cannot be read, and one that is no memory at all:
+     * read as far as they go, never a fault. */
+    char *pages = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(pages, MAP_FAILED);
+    ck_assert_int_eq(mprotect(pages + 4096, 4096, PROT_NONE), 0);
+    memcpy(pages + 4096 - 2, "ab", 2);
+    const char *labels[] = {pages + 4096 - 2, (const char *)16};
+    for (int i = 0; i < 2; i++) {
+        s->fiber_hi = 0;
+        s->fiber_id = 8 + i;
+        s->fiber_label = labels[i];
+        s->fiber_hi = s->fiber_lo + sizeof stack;
+        ck_assert_int_eq(osp__emit_sample(&s->ring, s, 4, OSP_STATE_ON_CPU, 1, pcs, 1, 0), 0);
+        f = (const void *)at;
+        ck_assert_uint_eq(f->h.type, OSP_REC_FIBER);
+        ck_assert_int_eq(f->fiber, 8 + i);
+        if (osp__read_code((uint64_t)(uintptr_t)pages, &probe, 1) == 0)
+            ck_assert_uint_eq(f->label_len, i == 0 ? 2 : 0);
+        at += f->h.size;
+        at += ((const struct osp_rec_header *)at)->size;
+    }
+    munmap(pages, 2 * 4096);
+    atomic_store(&reg_ring.h->reader_features, 0u);
+    s->fiber_lo = 0;
+    s->ring = saved;
+    free(area);
+    osp__registry_unregister(&reg);
+}
+END_TEST
+
 START_TEST(samples_stop_short_of_a_full_event_ring)
 {
     ck_assert_int_eq(osp__registry_register(&reg, 0, "main"), 0);
@@ -1161,6 +1247,7 @@ Suite *shim_suite(void)
     tcase_add_test(registry, registry_renames_only_automatic_registrations);
     tcase_add_test(registry, registry_gives_concurrent_threads_distinct_slots_up_to_capacity);
     tcase_add_test(registry, samples_go_to_the_slot_ring_with_their_weight);
+    tcase_add_test(registry, fiber_records_precede_a_declared_fibers_samples);
     tcase_add_test(registry, samples_stop_short_of_a_full_event_ring);
     suite_add_tcase(s, registry);
 

@@ -3,7 +3,8 @@
  * gave in place, even once the stack itself is gone; a hostile chain in a copy ends inside it;
  * the spans found for a stack pointer on the thread's stack, on a declared fiber's, on the
  * signal stack, on memory no one declared (copied up to the first unreadable page) and on no
- * memory at all. Linked with the shim's layers 1-4 (no tables: the frame-pointer walk). */
+ * memory at all; a copy read further when the walk reaches its end. Linked with the shim's layers
+ * 1-4 (no tables: the frame-pointer walk). */
 #include <check.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -80,8 +81,8 @@ END_TEST
 static struct osp__slot *slot_with_copy(void)
 {
     struct osp__slot *s = calloc(1, sizeof *s);
-    s->stack_copy = mmap(NULL, OSP__STACK_COPY_BYTES, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    s->stack_copy =
+        mmap(NULL, OSP__STACK_COPY_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ck_assert_ptr_ne(s->stack_copy, MAP_FAILED);
     return s;
 }
@@ -146,7 +147,54 @@ START_TEST(spans_name_the_stack_sp_is_on)
     ck_assert_int_eq(sigaltstack(&old, NULL), 0);
 
     munmap(region, 4 * PAGE);
-    munmap(s->stack_copy, OSP__STACK_COPY_BYTES);
+    munmap(s->stack_copy, OSP__STACK_COPY_MAX);
+    free(s);
+}
+END_TEST
+
+/* A stack no one declared that goes on past the first copy (OSP__STACK_COPY_BYTES): read
+ * further when the walk reaches the copy's end, to its outermost frame 80 KiB up; a chain that
+ * runs into a page that cannot be read ends there. */
+START_TEST(a_deep_copied_stack_is_read_further)
+{
+    enum { PAGES = 24, GAP = 8192 / 8, RECORDS = 10 };
+    struct osp__slot *s = slot_with_copy();
+    s->stack_lo = 0x1000;
+    s->stack_hi = 0x2000;
+    uint64_t *w =
+        mmap(NULL, (PAGES + 1) * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(w, MAP_FAILED);
+    ck_assert_int_eq(mprotect((char *)w + PAGES * PAGE, PAGE, PROT_NONE), 0);
+    uint64_t base = (uint64_t)(uintptr_t)w, sp = base + 64;
+    for (size_t r = 0; r < RECORDS; r++) {
+        size_t i = 16 + r * GAP;
+        w[i] = r + 1 < RECORDS ? (uint64_t)(uintptr_t)&w[i + GAP] : 0;
+        w[i + 1] = r + 1 < RECORDS ? 0x1000 + r : 0; /* the last: outermost */
+    }
+    uint64_t probe, out[OSP_MAX_DEPTH];
+    struct osp__stack_span spans[4];
+    if (osp__read_code(base, &probe, sizeof probe) != 0) {
+        ck_assert_uint_eq(osp__stack_spans(s, sp, spans), 0); /* no process_vm_readv (qemu) */
+    } else {
+        uint32_t n = osp__stack_spans(s, sp, spans);
+        ck_assert_uint_ge(n, 1);
+        ck_assert_uint_eq(spans[0].hi - spans[0].base, OSP__STACK_COPY_BYTES);
+        struct osp__regs regs = {.pc = 0xabc, .sp = sp, .fp = base + 16 * 8, .lr = 0};
+        enum osp_unwind_stop stop;
+        uint32_t depth = osp__unwind_spans_why(&regs, 0, spans, n, out, OSP_MAX_DEPTH, &stop);
+        ck_assert_uint_eq(depth, RECORDS); /* pc and RECORDS - 1 return addresses */
+        ck_assert_uint_eq(out[RECORDS - 1], 0x1000 + RECORDS - 2);
+        ck_assert_int_eq(stop, OSP_UNWIND_OUTERMOST);
+        /* The chain's last record now points into the page that cannot be read. */
+        w[16 + (RECORDS - 1) * GAP] = base + PAGES * PAGE + 64;
+        w[16 + (RECORDS - 1) * GAP + 1] = 0x2000;
+        n = osp__stack_spans(s, sp, spans);
+        depth = osp__unwind_spans_why(&regs, 0, spans, n, out, OSP_MAX_DEPTH, &stop);
+        ck_assert_uint_eq(depth, RECORDS + 1);
+        ck_assert_int_ne(stop, OSP_UNWIND_OUTERMOST);
+    }
+    munmap(w, (PAGES + 1) * PAGE);
+    munmap(s->stack_copy, OSP__STACK_COPY_MAX);
     free(s);
 }
 END_TEST
@@ -158,6 +206,7 @@ Suite *stacks_suite(void)
     tcase_add_test(tc, a_copied_stack_walks_as_in_place_even_once_gone);
     tcase_add_test(tc, a_hostile_chain_in_a_copy_ends_inside_it);
     tcase_add_test(tc, spans_name_the_stack_sp_is_on);
+    tcase_add_test(tc, a_deep_copied_stack_is_read_further);
     suite_add_tcase(s, tc);
     return s;
 }

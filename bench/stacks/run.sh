@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stacks that are not the thread's own (shim/README.md): the handler's cost per sample on a
-# coroutine's stack, in place and from a copy (stacks.c); then one run each of Osprey and
+# coroutine's stack, in place and from a copy (stacks.c); what a declared switch costs the
+# program (switch.c); then one run each of Osprey and
 # perf --call-graph dwarf on examples/coroutines.c (frameless, with and without the fiber API)
 # and tests/stacks/goprog (cgo), the shares of whole stacks and the splits (shares.py).
 # Usage: bash bench/stacks/run.sh [BUILD_DIR] [SECONDS]
@@ -16,6 +17,9 @@ gcc -O2 -g -fno-omit-frame-pointer -D_GNU_SOURCE -I"$root/shim" -I"$root/shim/ar
   -I"$root/proto" "$here/stacks.c" "$build/shim/libospreyprof-lower.a" -lpthread -lrt \
   -o "$work/stacks"
 "$work/stacks" 30 50000
+"$work/stacks" 30 50000 1024 # 30+ KiB: past the first copy
+gcc -O2 -I"$root/shim" "$here/switch.c" -o "$work/switch"
+"$build/tools/osprey" "$work/switch" --profile -o "$work/switch" -- 2>/dev/null | grep "a switch"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 gcc -O2 -g -fomit-frame-pointer -I"$root/shim" "$root/examples/coroutines.c" -o "$work/coroutines"
 cp -r "$root/tests/stacks/goprog" "$work/goprog"

@@ -3,9 +3,10 @@
  * captured with getcontext at its deepest frame, its bounds found (osp__stack_spans) and walked
  * (osp__unwind_spans) again and again: in place, as when the runtime declared the stack
  * (osp_prof_fiber_switch); and from a copy, as when nothing said where the stack is (a
- * sigaltstack query, then process_vm_readv of up to OSP__STACK_COPY_BYTES). Prints the median
- * and 99th percentile per sample and the frames found. Usage: stacks [DEPTH] [WALKS]. Built and
- * run by run.sh. */
+ * sigaltstack query, then process_vm_readv of OSP__STACK_COPY_BYTES, more as the walk needs).
+ * Prints the median and 99th percentile per sample and the frames found. FRAME_BYTES gives each
+ * frame that much of the stack more (30 frames of 1 KiB: deeper than the first copy's 16 KiB, which
+ * the walk reads further). Usage: stacks [DEPTH] [WALKS] [FRAME_BYTES]. Built and run by run.sh. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,14 @@
 #include "osp_core.h"
 
 #define STACK_SIZE (256u << 10)
+#ifndef OSP__STACK_COPY_MAX /* a tree from before the copy was read further */
+#define OSP__STACK_COPY_MAX OSP__STACK_COPY_BYTES
+#endif
 
 static ucontext_t captured, scheduler, coroutine;
 static volatile int sink;
 static int (*volatile next)(int); /* through a pointer: the recursion stays calls */
-static int depth = 30, walks = 100000;
+static int depth = 30, walks = 100000, frame_bytes;
 static char *stack;
 static struct osp__slot *slot;
 
@@ -46,6 +50,9 @@ static void measure(const char *what)
 
 __attribute__((noinline)) static int descend(int n)
 {
+    volatile char *pad = frame_bytes > 0 ? __builtin_alloca((size_t)frame_bytes) : NULL;
+    if (pad != NULL)
+        pad[0] = (char)n;
     if (n == 0) {
         getcontext(&captured);
         slot->fiber_lo = (uint64_t)(uintptr_t)stack;
@@ -71,11 +78,13 @@ int main(int argc, char **argv)
         depth = atoi(argv[1]);
     if (argc > 2)
         walks = atoi(argv[2]);
+    if (argc > 3)
+        frame_bytes = atoi(argv[3]);
     next = descend;
     slot = calloc(1, sizeof *slot);
     stack = malloc(STACK_SIZE);
-    slot->stack_copy = mmap(NULL, OSP__STACK_COPY_BYTES, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    slot->stack_copy =
+        mmap(NULL, OSP__STACK_COPY_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (slot == NULL || stack == NULL || slot->stack_copy == MAP_FAILED ||
         getcontext(&coroutine) != 0)
         return 1;
@@ -84,8 +93,9 @@ int main(int argc, char **argv)
     coroutine.uc_stack.ss_size = STACK_SIZE;
     coroutine.uc_link = &scheduler;
     makecontext(&coroutine, entry, 0);
-    printf("a coroutine's stack, %d frames deep (frame pointers), %d samples each:\n", depth,
-           walks);
+    printf("a coroutine's stack, %d frames deep (frame pointers, %d bytes more each), %d samples "
+           "each:\n",
+           depth, frame_bytes, walks);
     swapcontext(&scheduler, &coroutine);
     return 0;
 }
