@@ -22,6 +22,7 @@
 #include "cfi-compare.h"
 #include "ospd_cfi.h"
 #include "ospd_unwind_source.h"
+#include "suite.h"
 
 /* ---- hand-built sections ------------------------------------------------------------- */
 
@@ -440,14 +441,8 @@ END_TEST
 Suite *cfi_suite(void)
 {
     Suite *s = suite_create("cfi");
-    TCase *tc = tcase_create("translator");
-    tcase_set_timeout(tc, 280);
-    tcase_add_test(tc, hand_built_rows);
-    tcase_add_test(tc, damaged_bytes_stay_inside);
-    tcase_add_test(tc, libc_every_row_as_libdw);
-    tcase_add_test(tc, system_objects_as_libdw);
-    tcase_add_test(tc, debug_frame_fills_gaps);
-    tcase_add_test(tc, eh_frame_and_debug_frame_object);
-    suite_add_tcase(s, tc);
+    SUITE_CASE(s, "translator", 280, hand_built_rows, damaged_bytes_stay_inside,
+               libc_every_row_as_libdw, system_objects_as_libdw, debug_frame_fills_gaps,
+               eh_frame_and_debug_frame_object);
     return s;
 }

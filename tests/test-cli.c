@@ -17,6 +17,7 @@
 #include "osprey_cli.h"
 #include "osprey_top.h"
 #include "scratch.h"
+#include "suite.h"
 
 extern char **environ;
 static char error[1024];
@@ -1110,50 +1111,23 @@ END_TEST
 
 Suite *cli_suite(void)
 {
-    Suite *suite = suite_create("cli");
-    TCase *parsing = tcase_create("parsing");
-    tcase_add_test(parsing, parse_run_with_everything);
-    tcase_add_test(parsing, parse_option_spellings);
-    tcase_add_test(parsing, parse_help_and_version);
-    tcase_add_test(parsing, parse_report);
-    tcase_add_test(parsing, parse_report_views_and_diff);
-    tcase_add_test(parsing, other_tools_habits_get_a_way_forward);
-    tcase_add_test(parsing, parse_symbols_options_and_cache);
-    tcase_add_test(parsing, parse_errors_name_the_problem);
-    tcase_add_test(parsing, default_stems);
-    tcase_add_test(parsing, parse_frequency);
-    tcase_add_test(parsing, parse_command_help_and_typos);
-    tcase_add_test(parsing, command_table_drives_parsing_help_and_typos);
-    suite_add_tcase(suite, parsing);
-
-    TCase *files = tcase_create("files");
+    Suite *s = suite_create("cli");
+    SUITE_CASE(s, "parsing", 0, parse_run_with_everything, parse_option_spellings,
+               parse_help_and_version, parse_report, parse_report_views_and_diff,
+               other_tools_habits_get_a_way_forward, parse_symbols_options_and_cache,
+               parse_errors_name_the_problem, default_stems, parse_frequency,
+               parse_command_help_and_typos, command_table_drives_parsing_help_and_typos);
+    TCase *files = SUITE_CASE(s, "files", 0, classify_files, classify_bare_name_searches_path,
+                              locate_in_build_tree_and_installed, file_helpers,
+                              output_place_checked, profile_kinds_are_recognised);
     tcase_add_checked_fixture(files, scratch_setup, scratch_teardown);
-    tcase_add_test(files, classify_files);
-    tcase_add_test(files, classify_bare_name_searches_path);
-    tcase_add_test(files, locate_in_build_tree_and_installed);
-    tcase_add_test(files, file_helpers);
-    tcase_add_test(files, output_place_checked);
-    tcase_add_test(files, profile_kinds_are_recognised);
-    suite_add_tcase(suite, files);
-
-    TCase *running = tcase_create("running");
+    TCase *running =
+        SUITE_CASE(s, "running", 120, environment_for_the_program, run_passes_exit_codes_through,
+                   run_reports_what_cannot_start, run_forwards_sigterm_to_the_child,
+                   compile_success_and_failure, static_executables_are_recognised);
     tcase_add_checked_fixture(running, scratch_setup, scratch_teardown);
-    tcase_set_timeout(running, 120);
-    tcase_add_test(running, environment_for_the_program);
-    tcase_add_test(running, run_passes_exit_codes_through);
-    tcase_add_test(running, run_reports_what_cannot_start);
-    tcase_add_test(running, run_forwards_sigterm_to_the_child);
-    tcase_add_test(running, compile_success_and_failure);
-    tcase_add_test(running, static_executables_are_recognised);
-    suite_add_tcase(suite, running);
-
-    TCase *top = tcase_create("top");
-    tcase_add_test(top, parse_top);
-    tcase_add_test(top, parse_dump);
-    tcase_add_test(top, top_stream_names_the_threads);
-    tcase_add_test(top, top_window_counts_the_last_seconds);
-    tcase_add_test(top, top_sorts_by_total_and_adds_up_threads);
-    tcase_add_test(top, top_screen_fits_the_terminal);
-    suite_add_tcase(suite, top);
-    return suite;
+    SUITE_CASE(s, "top", 0, parse_top, parse_dump, top_stream_names_the_threads,
+               top_window_counts_the_last_seconds, top_sorts_by_total_and_adds_up_threads,
+               top_screen_fits_the_terminal);
+    return s;
 }

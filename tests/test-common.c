@@ -16,6 +16,7 @@
 
 #include "ospc.h"
 #include "scratch.h"
+#include "suite.h"
 
 static char scratch[256];
 
@@ -650,24 +651,13 @@ END_TEST
 
 Suite *common_suite(void)
 {
-    Suite *suite = suite_create("common");
-    TCase *tc = tcase_create("common");
-    tcase_add_test(tc, atomic_write_keeps_umask_and_leaves_nothing_on_abort);
-    tcase_add_test(tc, atomic_publish_is_whole_before_its_sync);
-    tcase_add_test(tc, path_search_policy);
-    tcase_add_test(tc, raw_stems);
-    tcase_add_test(tc, elf_identity_of_this_program);
-    tcase_add_test(tc, cache_add_find_prune);
-    tcase_add_test(tc, prune_never_leaves_the_cache);
-    tcase_add_test(tc, the_cache_trusts_no_other_user);
-    tcase_add_test(tc, checksum_sees_a_flipped_bit);
-    tcase_add_test(tc, sizes);
-    tcase_add_test(tc, index_finds_every_key);
-    tcase_add_test(tc, clock_moves);
-    tcase_add_test(tc, printable_text);
-    tcase_add_test(tc, shared_open_refuses_what_is_not_ours);
-    tcase_add_test(tc, eh_frame_hdr_table);
-    tcase_add_test(tc, elf_program_headers_of_this_program);
-    suite_add_tcase(suite, tc);
-    return suite;
+    Suite *s = suite_create("common");
+    SUITE_CASE(s, "common", 0, atomic_write_keeps_umask_and_leaves_nothing_on_abort,
+               atomic_publish_is_whole_before_its_sync, path_search_policy, raw_stems,
+               elf_identity_of_this_program, cache_add_find_prune, prune_never_leaves_the_cache,
+               the_cache_trusts_no_other_user, checksum_sees_a_flipped_bit, sizes,
+               index_finds_every_key, clock_moves, printable_text,
+               shared_open_refuses_what_is_not_ours, eh_frame_hdr_table,
+               elf_program_headers_of_this_program);
+    return s;
 }

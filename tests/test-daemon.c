@@ -25,6 +25,7 @@
 #include "ospd.h"
 #include "ospx.h"
 #include "scratch.h"
+#include "suite.h"
 
 extern char **environ;
 
@@ -1166,38 +1167,19 @@ END_TEST
 Suite *daemon_suite(void)
 {
     Suite *s = suite_create("daemon");
-    TCase *parse = tcase_create("parse");
-    tcase_add_test(parse, threads_samples_and_repeats);
-    tcase_add_test(parse, stacks_keep_why_their_walks_ended);
-    tcase_add_test(parse, repeat_without_sample_is_dropped);
-    tcase_add_test(parse, slot_reuse_makes_a_new_thread);
-    tcase_add_test(parse, images_dedupe_and_main_names_exe);
-    tcase_add_test(parse, images_unloaded_and_replaced_carry_times);
-    tcase_add_test(parse, escapes_are_kept_and_written);
-    tcase_add_test(parse, pad_and_wrap_across_the_end);
-    tcase_add_test(parse, exit_record_ends_the_stream);
-    tcase_add_test(parse, interning_is_stable_across_growth);
-    tcase_add_test(parse, addresses_beyond_user_space_end_the_stack);
-    tcase_add_test(parse, memory_budget_drops_and_counts);
-    tcase_add_test(parse, labels_become_valid_utf8);
-    suite_add_tcase(s, parse);
-
-    TCase *hostile = tcase_create("hostile");
-    tcase_add_test(hostile, corrupt_record_sizes_are_rejected);
-    tcase_add_test(hostile, corrupt_depths_lengths_and_fields_are_rejected);
-    tcase_add_test(hostile, corrupt_head_and_tail_are_rejected);
-    tcase_add_test(hostile, fuzzed_rings_never_crash);
-    tcase_add_test(hostile, header_validation);
-    tcase_set_timeout(hostile, 120);
-    suite_add_tcase(s, hostile);
-
-    TCase *raw = tcase_create("raw");
-    tcase_add_test(raw, raw_profile_is_valid_json_version_1);
-    tcase_add_test(raw, exit_objects_say_how_it_ended);
-    tcase_add_test(raw, unwritable_path_is_a_clear_error);
-    tcase_add_test(raw, spilled_samples_write_the_same_raw_file);
-    tcase_add_test(raw, samples_stay_in_memory_when_they_cannot_be_spilled);
-    tcase_add_test(raw, jit_maps_keep_the_symbols_sampled);
-    suite_add_tcase(s, raw);
+    SUITE_CASE(s, "parse", 0, threads_samples_and_repeats, stacks_keep_why_their_walks_ended,
+               repeat_without_sample_is_dropped, slot_reuse_makes_a_new_thread,
+               images_dedupe_and_main_names_exe, images_unloaded_and_replaced_carry_times,
+               escapes_are_kept_and_written, pad_and_wrap_across_the_end,
+               exit_record_ends_the_stream, interning_is_stable_across_growth,
+               addresses_beyond_user_space_end_the_stack, memory_budget_drops_and_counts,
+               labels_become_valid_utf8);
+    SUITE_CASE(s, "hostile", 120, corrupt_record_sizes_are_rejected,
+               corrupt_depths_lengths_and_fields_are_rejected, corrupt_head_and_tail_are_rejected,
+               fuzzed_rings_never_crash, header_validation);
+    SUITE_CASE(s, "raw", 0, raw_profile_is_valid_json_version_1, exit_objects_say_how_it_ended,
+               unwritable_path_is_a_clear_error, spilled_samples_write_the_same_raw_file,
+               samples_stay_in_memory_when_they_cannot_be_spilled,
+               jit_maps_keep_the_symbols_sampled);
     return s;
 }

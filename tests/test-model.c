@@ -6,6 +6,7 @@
 
 #include "ospx-fixture.h"
 #include "ospx.h"
+#include "suite.h"
 
 static const struct ospx_function_stat *function_named(const struct ospx_model *model,
                                                        const char *name, const char *file)
@@ -354,22 +355,15 @@ END_TEST
 
 Suite *model_suite(void)
 {
-    Suite *suite = suite_create("model");
-    TCase *tc = tcase_create("model");
-    tcase_add_test(tc, recursive_function_counts_once_per_sample);
-    tcase_add_test(tc, location_is_the_hottest_line);
-    tcase_add_test(tc, lines_count_once_per_sample_and_self_at_the_leaf);
-    tcase_add_test(tc, wall_and_cpu_time);
-    tcase_add_test(tc, fibers_split_running_and_waiting);
-    tcase_add_test(tc, function_identity_is_name_and_file);
-    tcase_add_test(tc, inline_frames_take_self_at_the_innermost);
-    tcase_add_test(tc, frames_without_file_have_functions_but_no_lines);
-    tcase_add_test(tc, functions_sort_by_self_then_total_then_name);
-    tcase_add_test(tc, out_of_range_indices_are_an_error_naming_the_file);
-    tcase_add_test(tc, empty_profile_builds);
-    tcase_add_test(tc, weights_count_as_repeated_rows);
-    tcase_add_test(tc, measured_cpu_time);
-    tcase_add_test(tc, implausible_end_time_falls_back_to_the_samples);
-    suite_add_tcase(suite, tc);
-    return suite;
+    Suite *s = suite_create("model");
+    SUITE_CASE(s, "model", 0, recursive_function_counts_once_per_sample,
+               location_is_the_hottest_line, lines_count_once_per_sample_and_self_at_the_leaf,
+               wall_and_cpu_time, fibers_split_running_and_waiting,
+               function_identity_is_name_and_file, inline_frames_take_self_at_the_innermost,
+               frames_without_file_have_functions_but_no_lines,
+               functions_sort_by_self_then_total_then_name,
+               out_of_range_indices_are_an_error_naming_the_file, empty_profile_builds,
+               weights_count_as_repeated_rows, measured_cpu_time,
+               implausible_end_time_falls_back_to_the_samples);
+    return s;
 }

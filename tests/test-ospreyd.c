@@ -23,6 +23,7 @@
 #include "osp_daemon_args.h"
 #include "ospc.h"
 #include "ospd.h"
+#include "suite.h"
 
 extern char **environ;
 
@@ -647,26 +648,14 @@ END_TEST
 Suite *ospreyd_suite(void)
 {
     Suite *s = suite_create("ospreyd");
-
-    TCase *binary = tcase_create("binary");
-    tcase_add_test(binary, command_line);
-    tcase_add_test(binary, daemon_collects_until_the_exit_record);
-    tcase_add_test(binary, daemon_spills_samples_and_writes_the_same_profile);
-    tcase_add_test(binary, daemon_writes_what_it_has_when_the_target_is_killed);
-    tcase_add_test(binary, daemon_rejects_a_bad_header_and_says_why);
-    tcase_add_test(binary, daemon_reports_an_unwritable_output);
-    tcase_add_test(binary, daemon_rejects_a_corrupt_ring_but_keeps_what_it_had);
-    tcase_add_test(binary, daemon_survives_a_truncated_ring);
-    tcase_add_test(binary, daemon_notices_a_target_that_execs_away);
-    tcase_add_test(binary, daemon_handles_a_target_already_gone);
-    tcase_add_test(binary, daemon_does_not_hold_inherited_descriptors);
-    tcase_add_test(binary, daemon_writes_what_it_has_on_sigterm);
-    tcase_set_timeout(binary, 120);
-    suite_add_tcase(s, binary);
-
-    TCase *real = tcase_create("real");
-    tcase_add_test(real, real_program_under_the_preload_shim);
-    tcase_set_timeout(real, 120);
-    suite_add_tcase(s, real);
+    SUITE_CASE(s, "binary", 120, command_line, daemon_collects_until_the_exit_record,
+               daemon_spills_samples_and_writes_the_same_profile,
+               daemon_writes_what_it_has_when_the_target_is_killed,
+               daemon_rejects_a_bad_header_and_says_why, daemon_reports_an_unwritable_output,
+               daemon_rejects_a_corrupt_ring_but_keeps_what_it_had,
+               daemon_survives_a_truncated_ring, daemon_notices_a_target_that_execs_away,
+               daemon_handles_a_target_already_gone, daemon_does_not_hold_inherited_descriptors,
+               daemon_writes_what_it_has_on_sigterm);
+    SUITE_CASE(s, "real", 120, real_program_under_the_preload_shim);
     return s;
 }

@@ -12,6 +12,7 @@
 
 #include "ospx.h"
 #include "ospx_internal.h"
+#include "suite.h"
 
 #define RAW_DATA_DIR OSP_TEST_SOURCE_DIR "/data/raw"
 
@@ -560,20 +561,11 @@ END_TEST
 
 Suite *raw_suite(void)
 {
-    Suite *suite = suite_create("raw");
-    TCase *tcase = tcase_create("reader");
-    tcase_add_test(tcase, test_valid_fields);
-    tcase_add_test(tcase, test_valid_weighted);
-    tcase_add_test(tcase, test_fast_and_jansson_paths_agree);
-    tcase_add_test(tcase, test_valid_minimal);
-    tcase_add_test(tcase, test_build_ids_and_renamed_threads);
-    tcase_add_test(tcase, test_valid_killed);
-    tcase_add_test(tcase, test_golden_errors);
-    tcase_add_test(tcase, test_error_codes);
-    tcase_add_test(tcase, test_huge_file_refused);
-    tcase_add_test(tcase, test_run_merges_siblings);
-    tcase_add_test(tcase, test_process_fields_optional);
-    tcase_add_test(tcase, test_reloaded_images_split_stacks);
-    suite_add_tcase(suite, tcase);
-    return suite;
+    Suite *s = suite_create("raw");
+    SUITE_CASE(s, "reader", 0, test_valid_fields, test_valid_weighted,
+               test_fast_and_jansson_paths_agree, test_valid_minimal,
+               test_build_ids_and_renamed_threads, test_valid_killed, test_golden_errors,
+               test_error_codes, test_huge_file_refused, test_run_merges_siblings,
+               test_process_fields_optional, test_reloaded_images_split_stacks);
+    return s;
 }

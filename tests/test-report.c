@@ -10,6 +10,7 @@
 #include "ospx-fixture.h"
 #include "ospx.h"
 #include "ospx_internal.h"
+#include "suite.h"
 
 /* A profile text: `count` functions, function i with self[i] on-CPU samples under main. */
 static char *profile_text(const char *names_prefix, const char *file, size_t count,
@@ -1245,44 +1246,28 @@ END_TEST
 
 Suite *report_suite(void)
 {
-    Suite *suite = suite_create("report");
-    TCase *tc = tcase_create("report");
+    Suite *s = suite_create("report");
+    TCase *tc = SUITE_CASE(
+        s, "report", 0, short_names_are_not_cut,
+        location_is_relative_to_the_working_directory_or_a_base_name,
+        header_says_the_collectors_cpu_over_one_percent_of_a_core,
+        the_waits_line_says_what_refused_the_kernels_records, header_names_the_columns_and_the_run,
+        bars_are_eighth_blocks_proportional_to_self, colour_only_when_asked,
+        low_confidence_below_one_hundred_samples, dropped_line_only_when_samples_were_dropped,
+        dropped_line_names_the_reasons, achieved_rate_against_the_measured_cpu_time,
+        achieved_rate_of_a_view_is_the_whole_runs, notes_are_whole_when_the_output_is_no_terminal,
+        diff_shows_total_and_self_with_times, diff_matches_a_function_across_a_renamed_file,
+        escape_sequences_in_names_are_not_printed, table_stops_at_ten_functions,
+        written_paths_come_last, header_and_low_confidence_count_the_same_samples,
+        threads_and_runtime_fibers_are_named_apart,
+        sampling_line_without_samples_and_after_a_signal, missing_and_replaced_outputs_are_said,
+        only_waiting_samples_says_so, listing_says_how_much_time_had_no_line,
+        a_view_says_nothing_was_written, several_processes_get_a_process_column_and_lines,
+        one_process_kept_by_pid_looks_like_a_profile_of_one, per_process_sections_follow_the_run,
+        merged_processes_are_one_row_per_command, inverted_shows_whole_caller_chains_as_a_tree,
+        cut_stacks_say_how_many_came_before_the_unwind_tables, a_stripped_programs_stacks_are_whole,
+        cut_stacks_name_every_object_and_process, cut_stacks_are_told_by_how_their_walks_ended,
+        go_rust_and_coroutine_roots_are_roots);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
-    tcase_add_test(tc, short_names_are_not_cut);
-    tcase_add_test(tc, location_is_relative_to_the_working_directory_or_a_base_name);
-    tcase_add_test(tc, header_says_the_collectors_cpu_over_one_percent_of_a_core);
-    tcase_add_test(tc, the_waits_line_says_what_refused_the_kernels_records);
-    tcase_add_test(tc, header_names_the_columns_and_the_run);
-    tcase_add_test(tc, bars_are_eighth_blocks_proportional_to_self);
-    tcase_add_test(tc, colour_only_when_asked);
-    tcase_add_test(tc, low_confidence_below_one_hundred_samples);
-    tcase_add_test(tc, dropped_line_only_when_samples_were_dropped);
-    tcase_add_test(tc, dropped_line_names_the_reasons);
-    tcase_add_test(tc, achieved_rate_against_the_measured_cpu_time);
-    tcase_add_test(tc, achieved_rate_of_a_view_is_the_whole_runs);
-    tcase_add_test(tc, notes_are_whole_when_the_output_is_no_terminal);
-    tcase_add_test(tc, diff_shows_total_and_self_with_times);
-    tcase_add_test(tc, diff_matches_a_function_across_a_renamed_file);
-    tcase_add_test(tc, escape_sequences_in_names_are_not_printed);
-    tcase_add_test(tc, table_stops_at_ten_functions);
-    tcase_add_test(tc, written_paths_come_last);
-    tcase_add_test(tc, header_and_low_confidence_count_the_same_samples);
-    tcase_add_test(tc, threads_and_runtime_fibers_are_named_apart);
-    tcase_add_test(tc, sampling_line_without_samples_and_after_a_signal);
-    tcase_add_test(tc, missing_and_replaced_outputs_are_said);
-    tcase_add_test(tc, only_waiting_samples_says_so);
-    tcase_add_test(tc, listing_says_how_much_time_had_no_line);
-    tcase_add_test(tc, a_view_says_nothing_was_written);
-    tcase_add_test(tc, several_processes_get_a_process_column_and_lines);
-    tcase_add_test(tc, one_process_kept_by_pid_looks_like_a_profile_of_one);
-    tcase_add_test(tc, per_process_sections_follow_the_run);
-    tcase_add_test(tc, merged_processes_are_one_row_per_command);
-    tcase_add_test(tc, inverted_shows_whole_caller_chains_as_a_tree);
-    tcase_add_test(tc, cut_stacks_say_how_many_came_before_the_unwind_tables);
-    tcase_add_test(tc, a_stripped_programs_stacks_are_whole);
-    tcase_add_test(tc, cut_stacks_name_every_object_and_process);
-    tcase_add_test(tc, cut_stacks_are_told_by_how_their_walks_ended);
-    tcase_add_test(tc, go_rust_and_coroutine_roots_are_roots);
-    suite_add_tcase(suite, tc);
-    return suite;
+    return s;
 }

@@ -18,6 +18,7 @@
 #include "osp_handler.h"
 #include "osp_policy.h"
 #include "osp_unwind.h"
+#include "suite.h"
 
 /* ---- frame-pointer walk --------------------------------------------------------------- */
 
@@ -1128,60 +1129,40 @@ END_TEST
 Suite *shim_suite(void)
 {
     Suite *s = suite_create("shim");
-    TCase *unwind = tcase_create("unwind");
-    tcase_add_test(unwind, walk_follows_planted_chain);
-    tcase_add_test(unwind, walk_stops_at_zero_return_address);
-    tcase_add_test(unwind, walk_stops_at_misaligned_frame_pointer);
-    tcase_add_test(unwind, walk_stops_when_not_increasing);
-    tcase_add_test(unwind, walk_stops_outside_stack_bounds);
-    tcase_add_test(unwind, walk_stops_at_oversized_frame);
-    tcase_add_test(unwind, walk_stops_at_depth_cap);
-    tcase_add_test(unwind, walk_with_link_register_drops_duplicate);
+    TCase *unwind =
+        SUITE_CASE(s, "unwind", 0, walk_follows_planted_chain, walk_stops_at_zero_return_address,
+                   walk_stops_at_misaligned_frame_pointer, walk_stops_when_not_increasing,
+                   walk_stops_outside_stack_bounds, walk_stops_at_oversized_frame,
+                   walk_stops_at_depth_cap, walk_with_link_register_drops_duplicate,
+                   rows_walk_frameless_then_frame_pointer_frames_to_the_outermost,
+                   rows_fall_back_to_frame_pointers_and_back,
+                   rows_that_lead_off_the_stack_end_the_walk, corrupt_tables_are_no_tables);
 #if defined(__x86_64__)
     tcase_add_test(unwind, frameless_return_in_prologue_and_at_ret);
-#endif
-    tcase_add_test(unwind, rows_walk_frameless_then_frame_pointer_frames_to_the_outermost);
-    tcase_add_test(unwind, rows_fall_back_to_frame_pointers_and_back);
-    tcase_add_test(unwind, rows_that_lead_off_the_stack_end_the_walk);
-    tcase_add_test(unwind, corrupt_tables_are_no_tables);
-#if defined(__x86_64__)
     tcase_add_test(unwind, rows_walk_through_a_signal_frame);
 #endif
-    suite_add_tcase(s, unwind);
-
-    TCase *rings = tcase_create("rings");
-    tcase_add_test(rings, event_ring_round_trips_records);
-    tcase_add_test(rings, event_ring_pads_at_the_end_and_wraps);
-    tcase_add_test(rings, event_ring_full_drops_and_never_overwrites);
-    suite_add_tcase(s, rings);
-
-    TCase *registry = tcase_create("registry");
+    SUITE_CASE(s, "rings", 0, event_ring_round_trips_records, event_ring_pads_at_the_end_and_wraps,
+               event_ring_full_drops_and_never_overwrites);
+    TCase *registry = SUITE_CASE(
+        s, "registry", 0, registry_registers_and_reuses_slots_with_new_generations,
+        registry_renames_only_automatic_registrations,
+        registry_gives_concurrent_threads_distinct_slots_up_to_capacity,
+        samples_go_to_the_slot_ring_with_their_weight, samples_stop_short_of_a_full_event_ring);
     tcase_add_checked_fixture(registry, registry_setup, registry_teardown);
-    tcase_add_test(registry, registry_registers_and_reuses_slots_with_new_generations);
-    tcase_add_test(registry, registry_renames_only_automatic_registrations);
-    tcase_add_test(registry, registry_gives_concurrent_threads_distinct_slots_up_to_capacity);
-    tcase_add_test(registry, samples_go_to_the_slot_ring_with_their_weight);
-    tcase_add_test(registry, samples_stop_short_of_a_full_event_ring);
-    suite_add_tcase(s, registry);
-
-    TCase *parsers = tcase_create("parsers");
-    tcase_add_test(parsers, rate_is_clamped_and_defaults);
-    tcase_add_test(parsers, per_pid_path_inserts_before_extension);
-    tcase_add_test(parsers, credit_rule_pays_whole_periods_of_cpu_time);
-    tcase_add_test(parsers, due_time_follows_the_share_of_a_cpu);
-    tcase_add_test(parsers, credit_rule_first_sample_counts_only_cpu_time_since_registration);
-    tcase_add_test(parsers, credit_rule_at_a_calls_end_pays_only_the_recent_cpu_time);
-    tcase_add_test(parsers, credit_rule_rounds_periods_to_the_nearest);
-    tcase_add_test(parsers, credit_rule_caps_a_backlog_at_100_ms_or_16_periods);
-    tcase_add_test(parsers, credit_rule_pays_nothing_for_a_clock_behind_what_is_paid);
-    tcase_add_test(parsers, credit_needed_is_what_take_reports_without_paying);
-    tcase_add_test(parsers, wait_weight_is_wall_time_less_cpu_time_in_periods);
-    tcase_add_test(parsers, wait_weight_carries_its_rounding_to_the_next_wait);
-    tcase_add_test(parsers, cpu_share_and_period_of_rate);
-    tcase_add_test(parsers, open_shared_takes_only_a_regular_file_of_ours);
+    TCase *parsers = SUITE_CASE(
+        s, "parsers", 0, rate_is_clamped_and_defaults, per_pid_path_inserts_before_extension,
+        credit_rule_pays_whole_periods_of_cpu_time, due_time_follows_the_share_of_a_cpu,
+        credit_rule_first_sample_counts_only_cpu_time_since_registration,
+        credit_rule_at_a_calls_end_pays_only_the_recent_cpu_time,
+        credit_rule_rounds_periods_to_the_nearest,
+        credit_rule_caps_a_backlog_at_100_ms_or_16_periods,
+        credit_rule_pays_nothing_for_a_clock_behind_what_is_paid,
+        credit_needed_is_what_take_reports_without_paying,
+        wait_weight_is_wall_time_less_cpu_time_in_periods,
+        wait_weight_carries_its_rounding_to_the_next_wait, cpu_share_and_period_of_rate,
+        open_shared_takes_only_a_regular_file_of_ours);
 #if defined(__x86_64__)
     tcase_add_test(parsers, context_at_a_rewound_syscall_is_blocked);
 #endif
-    suite_add_tcase(s, parsers);
     return s;
 }

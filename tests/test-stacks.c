@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "osp_core.h"
+#include "suite.h"
 
 #define PAGE 4096u
 
@@ -154,10 +155,7 @@ END_TEST
 Suite *stacks_suite(void)
 {
     Suite *s = suite_create("stacks");
-    TCase *tc = tcase_create("stacks");
-    tcase_add_test(tc, a_copied_stack_walks_as_in_place_even_once_gone);
-    tcase_add_test(tc, a_hostile_chain_in_a_copy_ends_inside_it);
-    tcase_add_test(tc, spans_name_the_stack_sp_is_on);
-    suite_add_tcase(s, tc);
+    SUITE_CASE(s, "stacks", 0, a_copied_stack_walks_as_in_place_even_once_gone,
+               a_hostile_chain_in_a_copy_ends_inside_it, spans_name_the_stack_sp_is_on);
     return s;
 }

@@ -23,6 +23,7 @@
 #include "ospx.h"
 #include "ospx_internal.h"
 #include "scratch.h"
+#include "suite.h"
 
 #define FAKE_TOOLS OSP_TEST_SOURCE_DIR "/fake-tools"
 
@@ -1297,37 +1298,19 @@ END_TEST
 
 Suite *symbolize_suite(void)
 {
-    Suite *suite = suite_create("symbolize");
-    TCase *fake = tcase_create("fake-tools");
-    tcase_add_test(fake, test_text_range_not_header_order);
-    tcase_add_test(fake, test_text_size_zero_fallback);
-    tcase_add_test(fake, test_return_address_adjustment);
-    tcase_add_test(fake, test_inline_expansion_and_interning);
-    tcase_add_test(fake, test_answer_lines_read_exactly);
-    tcase_add_test(fake, test_profiler_frames_left_out);
-    tcase_add_test(fake, test_only_regular_elf_files_are_symbolized);
-    tcase_add_test(fake, test_frames_from_shim_sources_left_out);
-    tcase_add_test(fake, test_binary_substitutes_main_image_only);
-    tcase_add_test(fake, test_atos_arch_pinning);
-    tcase_add_test(fake, test_no_tool_hex_and_one_warning);
-    tcase_add_test(fake, test_missing_objects_one_warning);
-    tcase_add_test(fake, test_explicit_symbolizer);
-    tcase_add_test(fake, test_tool_failure_mid_image);
-    tcase_add_test(fake, test_progress_only_when_asked);
-    tcase_add_test(fake, test_no_progress_for_a_quick_run);
-    tcase_add_test(fake, test_objects_found_by_build_id_only);
-    tcase_add_test(fake, test_rust_legacy_names_as_rustc_prints_them);
-    tcase_add_test(fake, test_short_names_for_tables);
-    tcase_add_test(fake, test_leftover_mangled_names);
-    suite_add_tcase(suite, fake);
-    TCase *real = tcase_create("llvm-symbolizer");
-    tcase_set_timeout(real, 120);
-    tcase_add_test(real, test_real_llvm_symbolizer);
-    tcase_add_test(real, test_split_debug_info);
-    tcase_add_test(real, test_libc_debug_by_build_id);
-    tcase_add_test(real, test_real_own_stack);
-    tcase_add_test(real, test_real_unreadable_object);
-    tcase_add_test(real, test_real_vdso);
-    suite_add_tcase(suite, real);
-    return suite;
+    Suite *s = suite_create("symbolize");
+    SUITE_CASE(s, "fake-tools", 0, test_text_range_not_header_order, test_text_size_zero_fallback,
+               test_return_address_adjustment, test_inline_expansion_and_interning,
+               test_answer_lines_read_exactly, test_profiler_frames_left_out,
+               test_only_regular_elf_files_are_symbolized, test_frames_from_shim_sources_left_out,
+               test_binary_substitutes_main_image_only, test_atos_arch_pinning,
+               test_no_tool_hex_and_one_warning, test_missing_objects_one_warning,
+               test_explicit_symbolizer, test_tool_failure_mid_image, test_progress_only_when_asked,
+               test_no_progress_for_a_quick_run, test_objects_found_by_build_id_only,
+               test_rust_legacy_names_as_rustc_prints_them, test_short_names_for_tables,
+               test_leftover_mangled_names);
+    SUITE_CASE(s, "llvm-symbolizer", 120, test_real_llvm_symbolizer, test_split_debug_info,
+               test_libc_debug_by_build_id, test_real_own_stack, test_real_unreadable_object,
+               test_real_vdso);
+    return s;
 }

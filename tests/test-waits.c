@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "ospd.h"
+#include "suite.h"
 
 #define MS 1000000ull
 #define US 1000ull
@@ -248,16 +249,10 @@ END_TEST
 Suite *waits_suite(void)
 {
     Suite *s = suite_create("waits");
-    TCase *tc = tcase_create("waits");
-    tcase_add_test(tc, each_block_at_the_span_over_it);
-    tcase_add_test(tc, the_handlers_wake_up_does_not_end_a_wait);
-    tcase_add_test(tc, a_wake_up_of_the_programs_own_ends_it);
-    tcase_add_test(tc, preempted_time_is_no_wait);
-    tcase_add_test(tc, short_blocks_add_up_and_stay_bounded);
-    tcase_add_test(tc, a_streak_asks_less_but_a_long_wait_is_asked);
-    tcase_add_test(tc, two_threads_keep_their_own_waits);
-    tcase_add_test(tc, waits_end_at_the_exit_record);
-    tcase_add_test(tc, what_refused_the_switch_records);
-    suite_add_tcase(s, tc);
+    SUITE_CASE(s, "waits", 0, each_block_at_the_span_over_it,
+               the_handlers_wake_up_does_not_end_a_wait, a_wake_up_of_the_programs_own_ends_it,
+               preempted_time_is_no_wait, short_blocks_add_up_and_stay_bounded,
+               a_streak_asks_less_but_a_long_wait_is_asked, two_threads_keep_their_own_waits,
+               waits_end_at_the_exit_record, what_refused_the_switch_records);
     return s;
 }

@@ -15,6 +15,7 @@
 #include "osp_unwind_step.h"
 #include "ospd_attach.h"
 #include "ospd_unwind.h"
+#include "suite.h"
 
 #define WORDS 256u
 static uint64_t stack[WORDS] __attribute__((aligned(16)));
@@ -325,12 +326,8 @@ END_TEST
 Suite *walks_suite(void)
 {
     Suite *s = suite_create("walks");
-    TCase *tc = tcase_create("walks");
-    tcase_add_test(tc, a_frame_pointer_chain);
-    tcase_add_test(tc, rows_by_sp_and_fp_and_the_outermost_row);
-    tcase_add_test(tc, the_plt_an_epilogue_and_a_cfa_that_does_not_rise);
-    tcase_add_test(tc, the_kernels_signal_frame);
-    tcase_add_test(tc, a_frame_pointer_guess_while_rows_are_built_is_guessed);
-    suite_add_tcase(s, tc);
+    SUITE_CASE(s, "walks", 0, a_frame_pointer_chain, rows_by_sp_and_fp_and_the_outermost_row,
+               the_plt_an_epilogue_and_a_cfa_that_does_not_rise, the_kernels_signal_frame,
+               a_frame_pointer_guess_while_rows_are_built_is_guessed);
     return s;
 }

@@ -23,6 +23,7 @@
 #include "ospx_version.h"
 #include "pprof_profile.pb-c.h"
 #include "scratch.h"
+#include "suite.h"
 
 /* ospx_internal.h's thread grouping, which the cpuprofile writer orders its samples by. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
@@ -1138,29 +1139,20 @@ END_TEST
 
 Suite *writers_suite(void)
 {
-    Suite *suite = suite_create("writers");
-    TCase *tc = tcase_create("writers");
+    Suite *s = suite_create("writers");
+    TCase *tc = SUITE_CASE(
+        s, "writers", 0, every_output_holds_every_process, speedscope_stacks_are_root_first,
+        cpuprofile_gives_each_fiber_its_own_time, trace_writes_a_wait_stack_once_per_site_and_track,
+        folded_names_lose_separators, profile_json_totals_and_percentages,
+        empty_profile_writes_valid_files, failed_write_names_the_path_and_leaves_nothing,
+        write_replaces_an_existing_file_whole);
     tcase_add_loop_test(tc, outputs_match_golden_files, 0, CASE_COUNT);
     tcase_add_loop_test(tc, speedscope_follows_the_file_format_schema, 0, CASE_COUNT);
-    tcase_add_test(tc, every_output_holds_every_process);
-    tcase_add_test(tc, speedscope_stacks_are_root_first);
     tcase_add_loop_test(tc, cpuprofile_tree_and_samples_are_consistent, 0, CASE_COUNT);
-    tcase_add_test(tc, cpuprofile_gives_each_fiber_its_own_time);
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
     tcase_add_loop_test(tc, pprof_agrees_with_the_model, 0, CASE_COUNT);
     tcase_add_loop_test(tc, trace_puts_samples_on_real_time, 0, CASE_COUNT);
-    tcase_add_test(tc, trace_writes_a_wait_stack_once_per_site_and_track);
-    tcase_add_test(tc, folded_names_lose_separators);
-    tcase_add_test(tc, profile_json_totals_and_percentages);
-    tcase_add_test(tc, empty_profile_writes_valid_files);
-    tcase_add_test(tc, failed_write_names_the_path_and_leaves_nothing);
-    tcase_add_test(tc, write_replaces_an_existing_file_whole);
-    suite_add_tcase(suite, tc);
-    TCase *process = tcase_create("process");
-    tcase_add_test(process, process_writes_four_files_and_the_report);
-    tcase_add_test(process, process_stops_at_the_first_error);
-    tcase_add_test(process, export_files_writes_the_formats_asked_for);
-    tcase_set_timeout(process, 60);
-    suite_add_tcase(suite, process);
-    return suite;
+    SUITE_CASE(s, "process", 60, process_writes_four_files_and_the_report,
+               process_stops_at_the_first_error, export_files_writes_the_formats_asked_for);
+    return s;
 }
