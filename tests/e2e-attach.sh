@@ -23,9 +23,7 @@ osprey=$(cd "$(dirname "$osprey")" && pwd)/$(basename "$osprey")
 src=${2:?}
 # shellcheck source=tests/lib.sh
 . "$(dirname "$(realpath "$0")")/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-attach.XXXXXX")
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
+scratch_dir attach
 
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
 if [ "$paranoid" -gt 2 ] && [ "$(id -u)" -ne 0 ]; then

@@ -115,11 +115,20 @@ unchanged_since() {
   fi
 }
 
-# scratch_dir NAME: a fresh directory for the test's files, $work (osprey-NAME.XXXXXX under
-# $TMPDIR or /tmp), removed when the test ends.
+# scratch_dir NAME [CLEANUP]: a fresh directory for the test's files, $work (osprey-NAME.XXXXXX
+# under $TMPDIR or /tmp). When the test ends, each process whose id the test added to `pids` is
+# killed, CLEANUP runs (the test's function stopping, closing or removing what else it must),
+# and $work is removed.
+pids=()
 scratch_dir() {
   work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-$1.XXXXXX")
-  trap 'rm -rf "$work"' EXIT
+  scratch_cleanup=${2:-}
+  trap scratch_end EXIT
+}
+scratch_end() {
+  if [ "${#pids[@]}" -ne 0 ]; then kill "${pids[@]}" 2>/dev/null; fi
+  if [ -n "$scratch_cleanup" ]; then "$scratch_cleanup"; fi
+  rm -rf "$work"
 }
 
 # The samples taken once ospreyd had published the rows of every object mapped at start
