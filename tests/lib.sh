@@ -115,6 +115,19 @@ unchanged_since() {
   fi
 }
 
+# outlived_attach STATUS LOG PID WANT (the attach tests): an attach to PID, which exits
+# mid-profile, ended with STATUS 0, said so in one line of LOG and wrote $work/gone.raw.json;
+# PID's own exit status stays WANT.
+# shellcheck disable=SC2154 # $work is the sourcing test's
+outlived_attach() {
+  expect_status 0 "$1" "attach to a process that exits mid-profile"
+  [ "$(grep -c "ended .* into the profile" "$2")" -eq 1 ] ||
+    { fail "a process that exits mid-profile: no one line saying so"; cat "$2" >&2; }
+  [ -s "$work/gone.raw.json" ] || fail "a process that exits mid-profile: no raw profile"
+  wait "$3"
+  expect_status "$4" $? "the exiting program's exit status"
+}
+
 # scratch_dir NAME [CLEANUP]: a fresh directory for the test's files, $work (osprey-NAME.XXXXXX
 # under $TMPDIR or /tmp). When the test ends, each process whose id the test added to `pids` is
 # killed, CLEANUP runs (the test's function stopping, closing or removing what else it must),

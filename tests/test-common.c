@@ -41,6 +41,22 @@ static size_t entries_in(const char *directory)
     return count;
 }
 
+/* `text` written to path through ospc_atomic, then committed or (publish) published: the
+ * step that failed NULL, the file's status into *info. */
+static void write_atomically(struct ospc_atomic *file, const char *path, const char *text,
+                             int publish, struct stat *info)
+{
+    ck_assert_int_eq(ospc_atomic_open(file, path), 0);
+    ck_assert_int_eq(access(path, F_OK), -1); /* not there before the commit */
+    ck_assert_int_eq(ospc_write_all(file->fd, text, strlen(text)), 0);
+    const char *step = "unset";
+    ck_assert_int_eq(publish ? ospc_atomic_publish(file, &step) : ospc_atomic_commit(file, &step),
+                     0);
+    ck_assert_ptr_null(step);
+    ck_assert_int_eq(stat(path, info), 0);
+    ck_assert_int_eq(info->st_size, (off_t)strlen(text));
+}
+
 START_TEST(atomic_write_keeps_umask_and_leaves_nothing_on_abort)
 {
     make_scratch();
@@ -48,15 +64,8 @@ START_TEST(atomic_write_keeps_umask_and_leaves_nothing_on_abort)
     char path[512];
     snprintf(path, sizeof path, "%s/out.txt", scratch);
     struct ospc_atomic file;
-    ck_assert_int_eq(ospc_atomic_open(&file, path), 0);
-    ck_assert_int_eq(ospc_write_all(file.fd, "hello\n", 6), 0);
-    ck_assert_int_eq(access(path, F_OK), -1); /* not there before the commit */
-    const char *step = "unset";
-    ck_assert_int_eq(ospc_atomic_commit(&file, &step), 0);
-    ck_assert_ptr_null(step);
     struct stat info;
-    ck_assert_int_eq(stat(path, &info), 0);
-    ck_assert_int_eq(info.st_size, 6);
+    write_atomically(&file, path, "hello\n", 0, &info);
     /* ospc_umask read the mask once; 0666 less it, not mkstemp's 0600. */
     ck_assert_int_eq(info.st_mode & 0777, 0666 & ~ospc_umask());
     ck_assert_int_ne(info.st_mode & 0777, 0600);
@@ -84,14 +93,8 @@ START_TEST(atomic_publish_is_whole_before_its_sync)
     char path[512];
     snprintf(path, sizeof path, "%s/raw.json", scratch);
     struct ospc_atomic file;
-    ck_assert_int_eq(ospc_atomic_open(&file, path), 0);
-    ck_assert_int_eq(ospc_write_all(file.fd, "{\"version\":1}\n", 14), 0);
-    const char *step = "unset";
-    ck_assert_int_eq(ospc_atomic_publish(&file, &step), 0);
-    ck_assert_ptr_null(step);
     struct stat info;
-    ck_assert_int_eq(stat(path, &info), 0);
-    ck_assert_int_eq(info.st_size, 14);
+    write_atomically(&file, path, "{\"version\":1}\n", 1, &info);
     ck_assert_int_eq(entries_in(scratch), 1); /* no temporary file left beside it */
     ck_assert_int_ge(file.fd, 0);             /* still open, for the fsync */
     ospc_atomic_sync(&file);
@@ -108,6 +111,7 @@ START_TEST(atomic_publish_is_whole_before_its_sync)
     char target[800];
     snprintf(target, sizeof target, "%s/x", into_dir);
     ck_assert_int_eq(ospc_atomic_open(&file, target), 0);
+    const char *step = "unset";
     ck_assert_int_lt(ospc_atomic_publish(&file, &step), 0);
     ck_assert_str_eq(step, "rename");
     ck_assert_int_eq(entries_in(into_dir), 1); /* the directory x only */
@@ -571,11 +575,9 @@ START_TEST(eh_frame_hdr_table)
     size_t count;
     ck_assert_int_eq(ospc_eh_frame_hdr_table(hdr, n, 0x2000, &e, &count), 0);
     ck_assert_uint_eq(count, 3);
-    ck_assert_uint_eq(e[0].start, 0x800);
-    ck_assert_uint_eq(e[0].fde, 0x2020);
-    ck_assert_uint_eq(e[1].start, 0x1000);
-    ck_assert_uint_eq(e[2].start, 0x2010);
-    ck_assert_uint_eq(e[2].fde, 0x2060);
+    const struct ospc_eh_frame_entry by_start[] = {
+        {0x800, 0x2020}, {0x1000, 0x2040}, {0x2010, 0x2060}};
+    ck_assert_mem_eq(e, by_start, sizeof by_start);
     free(e);
     for (size_t cut = 0; cut < n; cut++) /* every truncation is refused, nothing read past */
         ck_assert_int_eq(ospc_eh_frame_hdr_table(hdr, cut, 0x2000, &e, &count), -ENOENT);
