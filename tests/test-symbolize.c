@@ -72,18 +72,8 @@ static const char *fixture_object(struct fixture *fixture, const char *name, cha
 /* The fake tool's log so far (malloc'd, "" when it never ran). */
 static char *fixture_log(const struct fixture *fixture)
 {
-    FILE *file = fopen(fixture->log, "r");
-    if (file == NULL)
-        return strdup("");
-    char *text = NULL;
-    size_t size = 0;
-    FILE *copy = open_memstream(&text, &size);
-    int c;
-    while ((c = fgetc(file)) != EOF)
-        fputc(c, copy);
-    fclose(copy);
-    fclose(file);
-    return text;
+    char *text = scratch_read(fixture->log, NULL);
+    return text != NULL ? text : strdup("");
 }
 
 /* Check that the fake tool's log holds (present) or lacks (!present) a text, printf-style. */
