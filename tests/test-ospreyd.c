@@ -349,36 +349,50 @@ static void expect_ring_rejected(struct e2e *e, const char *what)
     json_decref(root);
 }
 
-START_TEST(daemon_rejects_a_corrupt_ring_but_keeps_what_it_had)
+/* The ring damaged by `damage` once the daemon runs, then published: rejected as
+ * expect_ring_rejected says, naming `what`. */
+static void expect_damage_rejected(void (*damage)(struct e2e *), const char *what)
 {
     struct e2e e;
     e2e_start(&e, "raw.json");
+    damage(&e);
+    publish(&e.s);
+    expect_ring_rejected(&e, what);
+    e2e_end(&e);
+}
+
+/* A sample whose depth is 0. */
+static void write_a_sample_of_depth_zero(struct e2e *e)
+{
     uint64_t bad[] = {1};
-    osp_put_sample(&e.s.ring, 5, 0, 1, 0, 1, bad);
-    uint8_t *at = e.s.ring.data + ((e.s.ring.head - 40) & (e.s.ring.size - 1));
+    osp_put_sample(&e->s.ring, 5, 0, 1, 0, 1, bad);
+    uint8_t *at = e->s.ring.data + ((e->s.ring.head - 40) & (e->s.ring.size - 1));
     struct osp_rec_sample rec;
     memcpy(&rec, at, sizeof rec);
     rec.depth = 0;
     memcpy(at, &rec, sizeof rec);
-    publish(&e.s);
-    expect_ring_rejected(&e, "depth 0");
-    e2e_end(&e);
+}
+
+START_TEST(daemon_rejects_a_corrupt_ring_but_keeps_what_it_had)
+{
+    expect_damage_rejected(write_a_sample_of_depth_zero, "depth 0");
 }
 END_TEST
 
 /* The target shrinks the shared-memory object under the daemon's mapping: reading the lost
  * pages would be SIGBUS; the daemon rejects the ring instead and still writes what it had. */
+/* A sample written once the daemon has drained the ring, then the object cut to its header. */
+static void truncate_under_a_sample(struct e2e *e)
+{
+    wait_drained(e);
+    uint64_t pcs[] = {0x401000};
+    osp_put_sample(&e->s.ring, 5, 0, 1, 0, 1, pcs); /* written, then cut off */
+    ck_assert_int_eq(ftruncate(e->s.fd, OSP_RING_HEADER_SIZE), 0);
+}
+
 START_TEST(daemon_survives_a_truncated_ring)
 {
-    struct e2e e;
-    e2e_start(&e, "raw.json");
-    wait_drained(&e);
-    uint64_t pcs[] = {0x401000};
-    osp_put_sample(&e.s.ring, 5, 0, 1, 0, 1, pcs); /* written, then cut off */
-    ck_assert_int_eq(ftruncate(e.s.fd, OSP_RING_HEADER_SIZE), 0);
-    publish(&e.s);
-    expect_ring_rejected(&e, "truncated");
-    e2e_end(&e);
+    expect_damage_rejected(truncate_under_a_sample, "truncated");
 }
 END_TEST
 
@@ -480,40 +494,31 @@ static int run_daemon(char *const argv[], char *line, size_t line_size)
     return WEXITSTATUS(status);
 }
 
-START_TEST(command_line)
+/* ospreyd run with the arguments `argv` ends `rc` and its first line holds `needle`. */
+static void daemon_says(int rc, const char *needle, char *const argv[])
 {
     char line[512];
-    char *version[] = {OSPREYD_PATH, "--version", NULL};
-    ck_assert_int_eq(run_daemon(version, line, sizeof line), 0);
-    ck_assert_ptr_nonnull(strstr(line, "ospreyd "));
-    char *help[] = {OSPREYD_PATH, "--help", NULL};
-    ck_assert_int_eq(run_daemon(help, line, sizeof line), 0);
-    ck_assert_ptr_nonnull(strstr(line, "usage: ospreyd"));
-    char *none[] = {OSPREYD_PATH, NULL};
-    ck_assert_int_eq(run_daemon(none, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "required"));
-    char *unknown[] = {OSPREYD_PATH, "--frobnicate", NULL};
-    ck_assert_int_eq(run_daemon(unknown, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "--frobnicate"));
-    char *missing_arg[] = {OSPREYD_PATH, "--out", NULL};
-    ck_assert_int_eq(run_daemon(missing_arg, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "--out"));
-    char *extra[] = {OSPREYD_PATH, "--ring-fd", "3",     "--ring-name", "/x",
-                     "--out",      "/tmp/x",    "stray", NULL};
-    ck_assert_int_eq(run_daemon(extra, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "stray"));
-    char *no_name[] = {OSPREYD_PATH, "--ring-fd", "3", "--out", "/tmp/x", NULL};
-    ck_assert_int_eq(run_daemon(no_name, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "--ring-name"));
-    char *bad_switch[] = {OSPREYD_PATH, "--ring-fd", "3",           "--ring-name", "/x",
-                          "--out",      "/tmp/x",    "--switch-fd", "4x",          NULL};
-    ck_assert_int_eq(run_daemon(bad_switch, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "--switch-fd 4x: not a descriptor number"));
+    ck_assert_int_eq(run_daemon(argv, line, sizeof line), rc);
+    ck_assert_msg(strstr(line, needle) != NULL, "no \"%s\" in: %s", needle, line);
+}
+/* DAEMON_SAYS(rc, needle, argument...): daemon_says of ospreyd with the arguments listed. */
+#define DAEMON_SAYS(rc, needle, ...)                                                               \
+    daemon_says((rc), (needle), (char *[]){OSPREYD_PATH, __VA_ARGS__, NULL})
+
+START_TEST(command_line)
+{
+    DAEMON_SAYS(0, "ospreyd ", "--version");
+    DAEMON_SAYS(0, "usage: ospreyd", "--help");
+    daemon_says(2, "required", (char *[]){OSPREYD_PATH, NULL});
+    DAEMON_SAYS(2, "--frobnicate", "--frobnicate");
+    DAEMON_SAYS(2, "--out", "--out");
+    DAEMON_SAYS(2, "stray", "--ring-fd", "3", "--ring-name", "/x", "--out", "/tmp/x", "stray");
+    DAEMON_SAYS(2, "--ring-name", "--ring-fd", "3", "--out", "/tmp/x");
+    DAEMON_SAYS(2, "--switch-fd 4x: not a descriptor number", "--ring-fd", "3", "--ring-name", "/x",
+                "--out", "/tmp/x", "--switch-fd", "4x");
     /* A descriptor that is not open: one line naming the ring. */
-    char *no_ring[] = {OSPREYD_PATH,           "--ring-fd", "999",    "--ring-name",
-                       "/osprey-no-such-ring", "--out",     "/tmp/x", NULL};
-    ck_assert_int_eq(run_daemon(no_ring, line, sizeof line), 1);
-    ck_assert_ptr_nonnull(strstr(line, "/osprey-no-such-ring"));
+    DAEMON_SAYS(1, "/osprey-no-such-ring", "--ring-fd", "999", "--ring-name",
+                "/osprey-no-such-ring", "--out", "/tmp/x");
 }
 END_TEST
 
