@@ -111,17 +111,22 @@ static void build(struct bytes *frame, struct bytes *hdr)
 
 static struct ospd_cfi_input input(const struct bytes *frame, const struct bytes *hdr)
 {
-    return (struct ospd_cfi_input){.eh_frame = frame->b,
-                                   .eh_frame_size = frame->n,
-                                   .eh_frame_vaddr = FRAME_VADDR,
-                                   .hdr = hdr->b,
-                                   .hdr_size = hdr->n,
-                                   .hdr_vaddr = HDR_VADDR,
-                                   .hdr_searched = true,
-                                   .machine = EM_X86_64,
-                                   .lo = LO,
-                                   .hi = HI};
+    struct ospd_cfi_input in = {.hdr_searched = true, .machine = EM_X86_64, .lo = LO, .hi = HI};
+    in.eh_frame = frame->b;
+    in.eh_frame_size = frame->n;
+    in.eh_frame_vaddr = FRAME_VADDR;
+    in.hdr = hdr->b;
+    in.hdr_size = hdr->n;
+    in.hdr_vaddr = HDR_VADDR;
+    return in;
 }
+
+/* A row of the hand-built FDEs: the return address at CFA-8, the frame pointer at CFA-16. */
+#define FRAMED(pc, rule, offset)                                                                   \
+    {                                                                                              \
+        .pc_offset = (pc), .cfa_rule = (rule), .cfa_offset = (offset), .ra_offset = -8,            \
+        .fp_rule = OSP_FP_AT_CFA, .fp_offset = -16                                                 \
+    }
 
 START_TEST(hand_built_rows)
 {
@@ -132,30 +137,10 @@ START_TEST(hand_built_rows)
     ck_assert_int_eq(ospd_cfi_rows(&in, &rows), 0);
     const struct osp_unwind_row want[] = {
         {.pc_offset = 0x00, .cfa_rule = OSP_CFA_SP, .cfa_offset = 8, .ra_offset = -8},
-        {.pc_offset = 0x01,
-         .cfa_rule = OSP_CFA_SP,
-         .cfa_offset = 16,
-         .ra_offset = -8,
-         .fp_rule = OSP_FP_AT_CFA,
-         .fp_offset = -16},
-        {.pc_offset = 0x04,
-         .cfa_rule = OSP_CFA_FP,
-         .cfa_offset = 16,
-         .ra_offset = -8,
-         .fp_rule = OSP_FP_AT_CFA,
-         .fp_offset = -16},
-        {.pc_offset = 0x0e,
-         .cfa_rule = OSP_CFA_SP,
-         .cfa_offset = 8,
-         .ra_offset = -8,
-         .fp_rule = OSP_FP_AT_CFA,
-         .fp_offset = -16},
-        {.pc_offset = 0x0f,
-         .cfa_rule = OSP_CFA_FP,
-         .cfa_offset = 16,
-         .ra_offset = -8,
-         .fp_rule = OSP_FP_AT_CFA,
-         .fp_offset = -16},
+        FRAMED(0x01, OSP_CFA_SP, 16),
+        FRAMED(0x04, OSP_CFA_FP, 16),
+        FRAMED(0x0e, OSP_CFA_SP, 8),
+        FRAMED(0x0f, OSP_CFA_FP, 16),
         {.pc_offset = 0x20, .cfa_rule = OSP_CFA_UNKNOWN}, /* the gap after the first FDE */
         {.pc_offset = 0x40, .cfa_rule = OSP_CFA_END},
         {.pc_offset = 0x50, .cfa_rule = OSP_CFA_UNKNOWN},
