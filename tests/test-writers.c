@@ -62,6 +62,12 @@ static void remove_scratch(void)
     scratch_remove(scratch);
 }
 
+/* NAME in the scratch directory, into path[size]. */
+static void scratch_file(char *path, size_t size, const char *name)
+{
+    snprintf(path, size, "%s/%s", scratch, name);
+}
+
 static void load_case(const char *name, struct fixture *fixture, struct ospx_model *model)
 {
     char path[512];
@@ -968,7 +974,7 @@ START_TEST(write_replaces_an_existing_file_whole)
     make_scratch();
     load_case("odd-names", &fixture, &model);
     char path[512];
-    snprintf(path, sizeof path, "%s/out.folded", scratch);
+    scratch_file(path, sizeof path, "out.folded");
     FILE *old = fopen(path, "w");
     for (int i = 0; i < 1000; i++)
         fputs("an older and much longer profile line 1\n", old);
@@ -1042,13 +1048,20 @@ static void write_own_raw(const char *path)
     fclose(raw);
 }
 
-START_TEST(process_writes_four_files_and_the_report)
+/* A scratch directory holding this program's own raw file, raw[size] its path and stem[size]
+ * the outputs' stem beside it. */
+static void own_run(char *raw, char *stem, size_t size)
 {
     make_scratch();
-    char raw[512], stem[512], path[600];
-    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
-    snprintf(stem, sizeof stem, "%s/run", scratch);
+    scratch_file(raw, size, "run.raw.json");
+    scratch_file(stem, size, "run");
     write_own_raw(raw);
+}
+
+START_TEST(process_writes_four_files_and_the_report)
+{
+    char raw[512], stem[512], path[600];
+    own_run(raw, stem, sizeof raw);
     char *report = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&report, &size);
@@ -1077,11 +1090,8 @@ END_TEST
 /* The daemon's entry point: exactly the formats asked for, nothing on an unknown one. */
 START_TEST(export_files_writes_the_formats_asked_for)
 {
-    make_scratch();
     char raw[512], stem[512], path[600];
-    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
-    snprintf(stem, sizeof stem, "%s/run", scratch);
-    write_own_raw(raw);
+    own_run(raw, stem, sizeof raw);
     struct ospx_error err = {0};
     ck_assert_int_eq(ospx_export_files(raw, stem, "speedscope,pprof", &err), 0);
     for (size_t w = 0; w < WRITER_COUNT; w++) {
@@ -1117,17 +1127,17 @@ START_TEST(process_stops_at_the_first_error)
 {
     make_scratch();
     char raw[512], stem[512];
-    snprintf(raw, sizeof raw, "%s/missing.raw.json", scratch);
-    snprintf(stem, sizeof stem, "%s/run", scratch);
+    scratch_file(raw, sizeof raw, "missing.raw.json");
+    scratch_file(stem, sizeof stem, "run");
     struct ospx_process_options options = {.raw_path = raw, .stem = stem};
     struct ospx_error err = {0};
     ck_assert_int_lt(ospx_process(&options, &err), 0);
     ck_assert_str_eq(err.file, raw);
 
     /* a good raw file, an output directory that does not exist */
-    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
+    scratch_file(raw, sizeof raw, "run.raw.json");
     write_own_raw(raw);
-    snprintf(stem, sizeof stem, "%s/no/such/dir/run", scratch);
+    scratch_file(stem, sizeof stem, "no/such/dir/run");
     memset(&err, 0, sizeof err);
     ck_assert_int_eq(ospx_process(&options, &err), -ENOENT);
     /* the outputs are written two at a time, longest first: it names the first that failed */
