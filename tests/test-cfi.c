@@ -23,6 +23,7 @@
 #include "ospd_cfi.h"
 #include "ospd_unwind_source.h"
 #include "suite.h"
+#include "unwind-rows.h"
 
 /* ---- hand-built sections ------------------------------------------------------------- */
 
@@ -121,13 +122,6 @@ static struct ospd_cfi_input input(const struct bytes *frame, const struct bytes
     return in;
 }
 
-/* A row of the hand-built FDEs: the return address at CFA-8, the frame pointer at CFA-16. */
-#define FRAMED(pc, rule, offset)                                                                   \
-    {                                                                                              \
-        .pc_offset = (pc), .cfa_rule = (rule), .cfa_offset = (offset), .ra_offset = -8,            \
-        .fp_rule = OSP_FP_AT_CFA, .fp_offset = -16                                                 \
-    }
-
 START_TEST(hand_built_rows)
 {
     struct bytes frame, hdr;
@@ -137,10 +131,10 @@ START_TEST(hand_built_rows)
     ck_assert_int_eq(ospd_cfi_rows(&in, &rows), 0);
     const struct osp_unwind_row want[] = {
         {.pc_offset = 0x00, .cfa_rule = OSP_CFA_SP, .cfa_offset = 8, .ra_offset = -8},
-        FRAMED(0x01, OSP_CFA_SP, 16),
-        FRAMED(0x04, OSP_CFA_FP, 16),
-        FRAMED(0x0e, OSP_CFA_SP, 8),
-        FRAMED(0x0f, OSP_CFA_FP, 16),
+        ROW_FP_SAVED(0x01, OSP_CFA_SP, 16),
+        ROW_FP_SAVED(0x04, OSP_CFA_FP, 16),
+        ROW_FP_SAVED(0x0e, OSP_CFA_SP, 8),
+        ROW_FP_SAVED(0x0f, OSP_CFA_FP, 16),
         {.pc_offset = 0x20, .cfa_rule = OSP_CFA_UNKNOWN}, /* the gap after the first FDE */
         {.pc_offset = 0x40, .cfa_rule = OSP_CFA_END},
         {.pc_offset = 0x50, .cfa_rule = OSP_CFA_UNKNOWN},
