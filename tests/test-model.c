@@ -269,14 +269,14 @@ END_TEST
  * weights reads as before. */
 START_TEST(weights_count_as_repeated_rows)
 {
-    static const char common[] = "rate 1000\nstart 1000000000\nend 1100000000\n"
-                                 "thread 0 main\nthread 7 worker\n"
-                                 "frame main /w/a.c\nframe spin /w/a.c\n"
-                                 "stack 1@5 0@20\nstack 0@21\n";
-    char weighted[1024], expanded[4096];
-    snprintf(weighted, sizeof weighted,
-             "%ssample 1000 1 0 0 7\nsample 1000 0 1 1 30\nsample 9000 1 0 0\n", common);
-    size_t used = (size_t)snprintf(expanded, sizeof expanded, "%s", common);
+#define COMMON                                                                                     \
+    "rate 1000\nstart 1000000000\nend 1100000000\nthread 0 main\nthread 7 worker\n"                \
+    "frame main /w/a.c\nframe spin /w/a.c\nstack 1@5 0@20\nstack 0@21\n"
+    static const char weighted[] =
+        COMMON "sample 1000 1 0 0 7\nsample 1000 0 1 1 30\nsample 9000 1 0 0\n";
+    char expanded[4096];
+    size_t used = (size_t)snprintf(expanded, sizeof expanded, "%s", COMMON);
+#undef COMMON
     for (int i = 0; i < 8; i++)
         used += (size_t)snprintf(expanded + used, sizeof expanded - used, "sample %d 1 0 0\n",
                                  1000 + i);
