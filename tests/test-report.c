@@ -149,6 +149,14 @@ static char *report_taking(char *profile, int width)
     return text;
 }
 
+/* REPORT_OF(prefix, width, rate, dropped, self...): the report at `width` of a profile_text of
+ * /w/x.c whose functions PREFIX0, PREFIX1... have the self counts listed. */
+#define REPORT_OF(prefix, width, rate, dropped, ...)                                               \
+    report_taking(profile_text((prefix), "/w/x.c",                                                 \
+                               sizeof((unsigned[]){__VA_ARGS__}) / sizeof(unsigned),               \
+                               (unsigned[]){__VA_ARGS__}, (rate), (dropped)),                      \
+                  (width))
+
 /* Each NULL-ended needle is in text (present) or none is (!present); text shown when not. */
 static void expect_in(const char *text, int present, const char *const *needles)
 {
@@ -158,6 +166,15 @@ static void expect_in(const char *text, int present, const char *const *needles)
 }
 #define HAS(text, ...)   expect_in((text), 1, (const char *const[]){__VA_ARGS__, NULL})
 #define LACKS(text, ...) expect_in((text), 0, (const char *const[]){__VA_ARGS__, NULL})
+
+/* EXPECT_REPORT(width, profile, needle...): the report of the profile text at `width` holds
+ * each needle. */
+#define EXPECT_REPORT(width, profile, ...)                                                         \
+    do {                                                                                           \
+        char *report_ = report_of((profile), (width));                                             \
+        HAS(report_, __VA_ARGS__);                                                                 \
+        free(report_);                                                                             \
+    } while (0)
 
 /* The line of text with `line_needle` holds `needle` (a failed check naming both when not). */
 static void line_has(const char *text, const char *line_needle, const char *needle)
@@ -191,8 +208,7 @@ END_TEST
 
 START_TEST(short_names_are_not_cut)
 {
-    static const unsigned self[] = {150, 50};
-    char *text = report_taking(profile_text("f", "/w/x.c", 2, self, 100, 0), 80);
+    char *text = REPORT_OF("f", 80, 100, 0, 150, 50);
     LACKS(text, "…");
     line_has(text, "f0 ", "x.c:10");
     free(text);
@@ -216,8 +232,7 @@ END_TEST
 
 START_TEST(header_names_the_columns_and_the_run)
 {
-    static const unsigned self[] = {170, 35};
-    char *text = report_taking(profile_text("f", "/w/x.c", 2, self, 100, 0), 100);
+    char *text = REPORT_OF("f", 100, 100, 0, 170, 35);
     const char *header = line_with(text, "osprey:");
     ck_assert_ptr_nonnull(header);
     HAS(header, "2.50s wall", "2.05s CPU", "206 samples (205 on-CPU)", "100 Hz", "2 threads");
@@ -298,8 +313,7 @@ END_TEST
 START_TEST(bars_are_eighth_blocks_proportional_to_self)
 {
     /* 64 on-CPU samples: a full gutter (8 cells) is 100%, one eighth of a cell 1/64. */
-    static const unsigned self[] = {32, 20, 8, 3, 1};
-    char *text = report_taking(profile_text("g", "/w/x.c", 5, self, 1000, 0), 100);
+    char *text = REPORT_OF("g", 100, 1000, 0, 32, 20, 8, 3, 1);
     static const char *const expected[] = {"████     ", "██▌      ", "█        ", "▍        ",
                                            "▏        "};
     for (size_t i = 0; i < 5; i++) {
@@ -334,13 +348,11 @@ END_TEST
 
 START_TEST(low_confidence_below_one_hundred_samples)
 {
-    static const unsigned few[] = {30, 7};
-    char *text = report_taking(profile_text("f", "/w/x.c", 2, few, 997, 0), 100);
+    char *text = REPORT_OF("f", 100, 997, 0, 30, 7);
     line_has(text, "low confidence", "only 37 on-CPU samples");
     line_has(text, "low confidence", "raise the rate with -F N");
     free(text);
-    static const unsigned enough[] = {60, 40};
-    text = report_taking(profile_text("f", "/w/x.c", 2, enough, 997, 0), 100);
+    text = REPORT_OF("f", 100, 997, 0, 60, 40);
     LACKS(text, "low confidence");
     free(text);
 }
@@ -348,11 +360,10 @@ END_TEST
 
 START_TEST(dropped_line_only_when_samples_were_dropped)
 {
-    static const unsigned self[] = {100};
-    char *text = report_taking(profile_text("f", "/w/x.c", 1, self, 997, 17), 100);
+    char *text = REPORT_OF("f", 100, 997, 17, 100);
     HAS(text, "dropped: 17 samples");
     free(text);
-    text = report_taking(profile_text("f", "/w/x.c", 1, self, 997, 0), 100);
+    text = REPORT_OF("f", 100, 997, 0, 100);
     LACKS(text, "dropped");
     free(text);
 }
@@ -537,8 +548,7 @@ END_TEST
 
 START_TEST(table_stops_at_ten_functions)
 {
-    static const unsigned self[] = {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
-    char *text = report_taking(profile_text("fn_", "/w/x.c", 15, self, 997, 0), 100);
+    char *text = REPORT_OF("fn_", 100, 997, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1);
     ck_assert_uint_eq(count_lines_with(text, "x.c:"), 10);
     HAS(text, "fn_9 ");
     LACKS(text, "fn_10 ");
@@ -548,8 +558,7 @@ END_TEST
 
 START_TEST(written_paths_come_last)
 {
-    static const unsigned self[] = {100};
-    char *text = report_taking(profile_text("f", "/w/x.c", 1, self, 997, 0), 100);
+    char *text = REPORT_OF("f", 100, 997, 0, 100);
     const char *speedscope = strstr(text, "/tmp/out/hotspot.speedscope.json");
     ck_assert_ptr_nonnull(speedscope);
     HAS(speedscope, "/tmp/out/hotspot.folded\n");
@@ -873,17 +882,16 @@ END_TEST
  * library's start of main does; they are whole, and no stacks: line is said. */
 START_TEST(a_stripped_programs_stacks_are_whole)
 {
-    char *text =
-        report_of("rate 1000\nstart 0\nend 1000000000\n"
+    EXPECT_REPORT(200,
+                  "rate 1000\nstart 0\nend 1000000000\n"
                   "frame xz+0x3ae1 - /usr/bin/xz\nframe __libc_start_main - /lib/libc.so.6\n"
                   "frame __libc_start_call_main - /lib/libc.so.6\nframe xz+0x37e7 - /usr/bin/xz\n"
                   "frame lzma_code - /lib/liblzma.so.5\n"
                   "process 42 /usr/bin/xz\nthread 0 main\n"
                   "stack 4 3 2 1 0\nstack 4\n"
                   "sample 1000 0 0 0 990\nsample 2000 0 1 0 10\n",
-                  200);
-    HAS(text, "stacks: 1.0% of on-CPU samples end before main", "they end in liblzma.so.5 1.0%");
-    free(text);
+                  "stacks: 1.0% of on-CPU samples end before main",
+                  "they end in liblzma.so.5 1.0%");
 }
 END_TEST
 
@@ -895,23 +903,23 @@ END_TEST
  * goroutine's runtime.goexit, walked from a stack copy) and cut anywhere else. */
 START_TEST(cut_stacks_are_told_by_how_their_walks_ended)
 {
-    char *text = report_of("rate 1000\nstart 0\nend 1000000000\n"
-                           "frame main /w/w.c /w/demo\nframe crunch /w/w.c /w/demo\n"
-                           "frame runtime.goexit - /w/demo\nframe hot /w/w.c /w/demo\n"
-                           "process 42 /w/demo\nthread 0 main\n"
-                           "stack 1 0\nstack_end 5\n"
-                           "stack 1 2\nstack_end 1\n"
-                           "stack 1\n"
-                           "stack 3 2\nstack_end 2\n"
-                           "stack 3\nstack_end 2\n"
-                           "sample 1000 0 0 0 30\nsample 2000 0 1 0 60\nsample 3000 0 2 0 10\n"
-                           "sample 4000 0 3 0 80\nsample 5000 0 4 0 20\n",
-                           200);
     /* The note says how the walks that said so ended (the one that said nothing is in neither). */
-    HAS(text, "stacks: 30.0% of on-CPU samples end before main",
+    EXPECT_REPORT(
+        200,
+        "rate 1000\nstart 0\nend 1000000000\n"
+        "frame main /w/w.c /w/demo\nframe crunch /w/w.c /w/demo\n"
+        "frame runtime.goexit - /w/demo\nframe hot /w/w.c /w/demo\n"
+        "process 42 /w/demo\nthread 0 main\n"
+        "stack 1 0\nstack_end 5\n"
+        "stack 1 2\nstack_end 1\n"
+        "stack 1\n"
+        "stack 3 2\nstack_end 2\n"
+        "stack 3\nstack_end 2\n"
+        "sample 1000 0 0 0 30\nsample 2000 0 1 0 60\nsample 3000 0 2 0 10\n"
+        "sample 4000 0 3 0 80\nsample 5000 0 4 0 20\n",
+        "stacks: 30.0% of on-CPU samples end before main",
         "walks ended at no unwind row and no frame pointer 10.0%, frame pointers guessed before "
         "the rows were ready 15.0%");
-    free(text);
 }
 END_TEST
 
@@ -920,20 +928,19 @@ END_TEST
  * coroutine's (__start_context) are roots: only the stack that reaches none is cut. */
 START_TEST(go_rust_and_coroutine_roots_are_roots)
 {
-    char *text = report_of("rate 1000\nstart 0\nend 1000000000\n"
-                           "frame runtime.goexit.abi0 - /w/goprog\nframe main.run /w/main.go\n"
-                           "frame main.spin /w/main.go\nframe runtime.mstart - /w/goprog\n"
-                           "frame runtime.sysmon - /w/goprog\n"
-                           "frame std::rt::lang_start::{{closure}} - /w/rustprog\n"
-                           "frame rust_hot - /w/rustprog\nframe __start_context - /lib/libc.so.6\n"
-                           "frame coro_heavy /w/coro.c\n"
-                           "process 42 /w/goprog\nthread 0 main\n"
-                           "stack 2 1 0\nstack 4 3\nstack 6 5\nstack 8 7\nstack 2 1\n"
-                           "sample 1000 0 0 0 400\nsample 2000 0 1 0 300\nsample 3000 0 2 0 200\n"
-                           "sample 4000 0 3 0 90\nsample 5000 0 4 0 10\n",
-                           200);
-    HAS(text, "stacks: 1.0% of on-CPU samples end before main");
-    free(text);
+    EXPECT_REPORT(200,
+                  "rate 1000\nstart 0\nend 1000000000\n"
+                  "frame runtime.goexit.abi0 - /w/goprog\nframe main.run /w/main.go\n"
+                  "frame main.spin /w/main.go\nframe runtime.mstart - /w/goprog\n"
+                  "frame runtime.sysmon - /w/goprog\n"
+                  "frame std::rt::lang_start::{{closure}} - /w/rustprog\n"
+                  "frame rust_hot - /w/rustprog\nframe __start_context - /lib/libc.so.6\n"
+                  "frame coro_heavy /w/coro.c\n"
+                  "process 42 /w/goprog\nthread 0 main\n"
+                  "stack 2 1 0\nstack 4 3\nstack 6 5\nstack 8 7\nstack 2 1\n"
+                  "sample 1000 0 0 0 400\nsample 2000 0 1 0 300\nsample 3000 0 2 0 200\n"
+                  "sample 4000 0 3 0 90\nsample 5000 0 4 0 10\n",
+                  "stacks: 1.0% of on-CPU samples end before main");
 }
 END_TEST
 
