@@ -47,6 +47,19 @@ static uint64_t hi_of(void)
     return addr_of(STACK_WORDS);
 }
 
+/* The walk found `depth` frames, exactly the pcs given (NULL-free list of `count`). */
+static void expect_pcs(const uint64_t *out, uint32_t depth, const uint64_t *want, uint32_t count)
+{
+    ck_assert_uint_eq(depth, count);
+    for (uint32_t i = 0; i < count; i++)
+        ck_assert_msg(out[i] == want[i], "frame %u: %#llx, not %#llx", i,
+                      (unsigned long long)out[i], (unsigned long long)want[i]);
+}
+/* EXPECT_PCS(out, depth, pc...): expect_pcs of the pcs listed. */
+#define EXPECT_PCS(out, depth, ...)                                                                \
+    expect_pcs((out), (depth), (const uint64_t[]){__VA_ARGS__},                                    \
+               sizeof((const uint64_t[]){__VA_ARGS__}) / sizeof(uint64_t))
+
 START_TEST(walk_follows_planted_chain)
 {
     memset(fake, 0, sizeof(fake));
@@ -56,11 +69,7 @@ START_TEST(walk_follows_planted_chain)
     uint64_t out[OSP_MAX_DEPTH];
     uint32_t depth = osp__unwind_walk(0xabc, addr_of(10), lo_of(), hi_of(), out, OSP_MAX_DEPTH);
     /* The last record's next pointer is 0: the walk stops when it checks it. */
-    ck_assert_uint_eq(depth, 4);
-    ck_assert_uint_eq(out[0], 0xabc);
-    ck_assert_uint_eq(out[1], 0x1111);
-    ck_assert_uint_eq(out[2], 0x2222);
-    ck_assert_uint_eq(out[3], 0x3333);
+    EXPECT_PCS(out, depth, 0xabc, 0x1111, 0x2222, 0x3333);
 }
 END_TEST
 
@@ -291,10 +300,7 @@ START_TEST(rows_walk_frameless_then_frame_pointer_frames_to_the_outermost)
     struct osp__regs regs = {.pc = IMAGE_START + 0x10, .sp = addr_of(100), .fp = addr_of(110)};
     uint64_t out[OSP_MAX_DEPTH];
     uint32_t depth = osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH);
-    ck_assert_uint_eq(depth, 3);
-    ck_assert_uint_eq(out[0], IMAGE_START + 0x10);
-    ck_assert_uint_eq(out[1], IMAGE_START + 0x110);
-    ck_assert_uint_eq(out[2], IMAGE_START + 0x201);
+    EXPECT_PCS(out, depth, IMAGE_START + 0x10, IMAGE_START + 0x110, IMAGE_START + 0x201);
     /* A return address is looked up at address - 1: 0x200 ends the range of 0x100's row, so a
      * return to IMAGE_START + 0x200 still unwinds by the caller's row (a call that ends its
      * function, the next function's first byte after it). */
@@ -327,10 +333,7 @@ START_TEST(rows_fall_back_to_frame_pointers_and_back)
     uint32_t depth = osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH);
     /* 0x999 (fp) -> +0x10 (row: sp + 16) -> +0x150 (UNKNOWN: fp chain from rbp = [104]) ->
      * +0x250 (END) */
-    ck_assert_uint_eq(depth, 4);
-    ck_assert_uint_eq(out[1], IMAGE_START + 0x10);
-    ck_assert_uint_eq(out[2], IMAGE_START + 0x150);
-    ck_assert_uint_eq(out[3], IMAGE_START + 0x250);
+    EXPECT_PCS(out, depth, 0x999, IMAGE_START + 0x10, IMAGE_START + 0x150, IMAGE_START + 0x250);
     osp__unwind_set_tables(NULL, 0);
 }
 END_TEST
@@ -797,28 +800,28 @@ END_TEST
 
 /* ---- parsers ----------------------------------------------------------------------------- */
 
+/* OSPREY_PROFILE_HZ's rate from text; what it said of the text is `bad` (-1: not checked). */
+static uint32_t rate_of(const char *text, int bad)
+{
+    int said = -1;
+    uint32_t rate = osp__parse_rate(text, &said);
+    ck_assert_msg(bad < 0 || said == bad, "\"%s\": bad %d, not %d", text ? text : "(null)", said,
+                  bad);
+    return rate;
+}
+
 START_TEST(rate_is_clamped_and_defaults)
 {
-    int bad;
-    ck_assert_uint_eq(osp__parse_rate(NULL, &bad), 997);
-    ck_assert_int_eq(bad, 0);
-    ck_assert_uint_eq(osp__parse_rate("", &bad), 997);
-    ck_assert_uint_eq(osp__parse_rate("250", &bad), 250);
-    ck_assert_int_eq(bad, 0);
-    ck_assert_uint_eq(osp__parse_rate("10000", &bad), 10000);
-    ck_assert_int_eq(bad, 0);
-    ck_assert_uint_eq(osp__parse_rate("3", &bad), 10);
-    ck_assert_int_eq(bad, 2);
-    ck_assert_uint_eq(osp__parse_rate("-5", &bad), 10);
-    ck_assert_int_eq(bad, 2);
-    ck_assert_uint_eq(osp__parse_rate("50000", &bad), 10000);
-    ck_assert_int_eq(bad, 2);
-    ck_assert_uint_eq(osp__parse_rate("99999999999999999999999", &bad), 10000);
-    ck_assert_int_eq(bad, 2);
-    ck_assert_uint_eq(osp__parse_rate("fast", &bad), 997);
-    ck_assert_int_eq(bad, 1);
-    ck_assert_uint_eq(osp__parse_rate("100x", &bad), 997);
-    ck_assert_int_eq(bad, 1);
+    ck_assert_uint_eq(rate_of(NULL, 0), 997);
+    ck_assert_uint_eq(rate_of("", -1), 997);
+    ck_assert_uint_eq(rate_of("250", 0), 250);
+    ck_assert_uint_eq(rate_of("10000", 0), 10000);
+    ck_assert_uint_eq(rate_of("3", 2), 10);
+    ck_assert_uint_eq(rate_of("-5", 2), 10);
+    ck_assert_uint_eq(rate_of("50000", 2), 10000);
+    ck_assert_uint_eq(rate_of("99999999999999999999999", 2), 10000);
+    ck_assert_uint_eq(rate_of("fast", 1), 997);
+    ck_assert_uint_eq(rate_of("100x", 1), 997);
 }
 END_TEST
 
