@@ -176,6 +176,13 @@ static void e2e_start(struct e2e *e, const char *out_name)
     post_program(&e->s);
 }
 
+/* e2e_start, then e2e_exit, whose verdict is `state`. */
+static void e2e_start_to_end(struct e2e *e, const char *out_name, uint32_t state)
+{
+    e2e_start(e, out_name);
+    ck_assert_uint_eq(e2e_exit(e), state);
+}
+
 /* Wait until the daemon has consumed everything published so far. */
 static void wait_drained(struct e2e *e)
 {
@@ -207,8 +214,7 @@ END_TEST
 START_TEST(daemon_collects_until_the_exit_record)
 {
     struct e2e e;
-    e2e_start(&e, "raw.json");
-    ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_DONE);
+    e2e_start_to_end(&e, "raw.json", OSP_DAEMON_DONE);
     ck_assert_int_gt(atomic_load_explicit(&e.s.header->daemon_pid, memory_order_relaxed), 0);
     ck_assert_uint_eq(osp_ring_load_tail_acquire(e.s.header), e.s.ring.head);
 
@@ -259,8 +265,9 @@ END_TEST
 /* Fork a producer that, like a profiled program, fills the header with its own pid, starts
  * the daemon and posts post_program's records. Returns the child's pid in the parent and 0 in
  * the child, which goes on with the caller's ending. */
-static pid_t fork_producer(struct e2e *e)
+static pid_t fork_producer(struct e2e *e, int ready[2])
 {
+    ck_assert_int_eq(pipe(ready), 0);
     pid_t child = fork();
     ck_assert_int_ge(child, 0);
     if (child == 0) {
@@ -277,8 +284,7 @@ START_TEST(daemon_writes_what_it_has_when_the_target_is_killed)
     struct e2e e;
     e2e_begin(&e, "raw.json", 0);
     int ready[2];
-    ck_assert_int_eq(pipe(ready), 0);
-    pid_t child = fork_producer(&e);
+    pid_t child = fork_producer(&e, ready);
     if (child == 0) {
         /* killed before it can post an exit record */
         (void)!write(ready[1], "x", 1);
@@ -328,8 +334,7 @@ END_TEST
 START_TEST(daemon_reports_an_unwritable_output)
 {
     struct e2e e;
-    e2e_start(&e, "missing/raw.json");
-    ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_FAILED);
+    e2e_start_to_end(&e, "missing/raw.json", OSP_DAEMON_FAILED);
     ck_assert_ptr_nonnull(strstr(e.s.header->daemon_error, e.out));
     ck_assert_ptr_nonnull(strstr(e.s.header->daemon_error, strerror(ENOENT)));
     e2e_end(&e);
@@ -403,8 +408,7 @@ START_TEST(daemon_notices_a_target_that_execs_away)
     struct e2e e;
     e2e_begin(&e, "raw.json", 0);
     int ready[2];
-    ck_assert_int_eq(pipe(ready), 0);
-    pid_t child = fork_producer(&e);
+    pid_t child = fork_producer(&e, ready);
     if (child == 0) {
         dup2(ready[0], STDIN_FILENO);
         close(ready[1]);
