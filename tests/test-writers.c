@@ -97,6 +97,20 @@ static json_t *load_json(const char *path)
     return root;
 }
 
+/* OUTPUT_OF(case, writer): in a fresh scratch directory, the test's `fixture` and `model` of
+ * the case and `root`, the JSON the writer wrote of it; OUTPUT_FREE() frees them all. */
+#define OUTPUT_OF(name, writer)                                                                    \
+    struct fixture fixture;                                                                        \
+    struct ospx_model model;                                                                       \
+    make_scratch();                                                                                \
+    load_case((name), &fixture, &model);                                                           \
+    json_t *root = load_json(write_output(&model, (writer)))
+#define OUTPUT_FREE()                                                                              \
+    json_decref(root);                                                                             \
+    ospx_model_free(&model);                                                                       \
+    fixture_free(&fixture);                                                                        \
+    remove_scratch()
+
 /* The .pb.gz, gunzipped and decoded with protobuf-c: its samples add up to the model's on-CPU
  * periods (and periods × 1e9 / rate nanoseconds), each function's self (the leaf location's
  * innermost line) is the model's, and every sample carries its fiber and thread labels. */
@@ -196,11 +210,7 @@ static int is_speedscope_unit(const char *unit)
  * file of sampled profiles, and that every sample of the raw profile is there exactly once. */
 START_TEST(speedscope_follows_the_file_format_schema)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case(cases[_i], &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[0]));
+    OUTPUT_OF(cases[_i], &writers[0]);
 
     ck_assert_str_eq(json_string_value(json_object_get(root, "$schema")),
                      "https://www.speedscope.app/file-format-schema.json");
@@ -283,21 +293,14 @@ START_TEST(speedscope_follows_the_file_format_schema)
                   "%.6f periods in the weights, %llu in the rows", total_periods,
                   (unsigned long long)periods);
     ck_assert_uint_eq(waiting_leaves, model.waiting_samples);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
 /* Stacks are root first: the two-fibers worker's samples start at `worker`. */
 START_TEST(speedscope_stacks_are_root_first)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case("two-fibers", &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[0]));
+    OUTPUT_OF("two-fibers", &writers[0]);
     json_t *frames = json_object_get(json_object_get(root, "shared"), "frames");
     json_t *worker = json_array_get(json_object_get(root, "profiles"), 1);
     ck_assert_str_eq(json_string_value(json_object_get(worker, "name")), "hotspot-4243 (thread)");
@@ -309,10 +312,7 @@ START_TEST(speedscope_stacks_are_root_first)
     frame = json_array_get(frames, (size_t)json_integer_value(json_array_get(first, 1)));
     ck_assert_str_eq(json_string_value(json_object_get(frame, "name")), "checksum_block");
     ck_assert_int_eq(json_integer_value(json_object_get(frame, "line")), 26); /* lowest line */
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
@@ -321,11 +321,7 @@ END_TEST
  * run. */
 START_TEST(cpuprofile_tree_and_samples_are_consistent)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case(cases[_i], &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[1]));
+    OUTPUT_OF(cases[_i], &writers[1]);
     json_t *nodes = json_object_get(root, "nodes");
     size_t count = json_array_size(nodes);
     ck_assert_uint_gt(count, 0);
@@ -428,10 +424,7 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
     ck_assert_uint_eq(hit_sum, periods + mean); /* sampleTime: (end - start) / hits, a period */
     free(lasting);
     free(hits);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
@@ -441,11 +434,7 @@ END_TEST
  * time. Waiting samples are V8's (idle). Lines 0-based; a scriptId per file. */
 START_TEST(cpuprofile_gives_each_fiber_its_own_time)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case("two-fibers", &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[1]));
+    OUTPUT_OF("two-fibers", &writers[1]);
     json_t *nodes = json_object_get(root, "nodes");
     size_t count = json_array_size(nodes);
     /* fiber_of[id - 1]: the name of the fiber subtree a node belongs to, or "(idle)" */
@@ -513,10 +502,7 @@ START_TEST(cpuprofile_gives_each_fiber_its_own_time)
                      (json_int_t)(period_us / 2) + 1);
     ck_assert_int_eq(idle_us - closing_us, (json_int_t)(model.waiting_samples * period_us));
     free(fiber_of);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
@@ -722,11 +708,7 @@ END_TEST
  * periods. */
 START_TEST(trace_puts_samples_on_real_time)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case(cases[_i], &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[6]));
+    OUTPUT_OF(cases[_i], &writers[6]);
     json_t *events = json_object_get(root, "traceEvents");
     ck_assert(json_is_array(events));
     double wait_us = 0, period_us = 1e6 / fixture.raw.rate_hz;
@@ -798,10 +780,7 @@ START_TEST(trace_puts_samples_on_real_time)
     if (model.waiting_samples > 0)
         ck_assert(wait_us > 0);
     ck_assert_uint_ge(profiles, 1);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
@@ -852,21 +831,14 @@ START_TEST(trace_writes_a_wait_stack_once_per_site_and_track)
     ck_assert_uint_eq(carried[0][2], 1);
     ck_assert_uint_eq(waits[1][1], 1);
     ck_assert_uint_eq(carried[1][1], 1); /* another track: its own copy */
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
 /* profile.json: figures over on-CPU samples, percentages rounded to 0.1, documented key order. */
 START_TEST(profile_json_totals_and_percentages)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case("two-fibers", &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[3]));
+    OUTPUT_OF("two-fibers", &writers[3]);
     static const char *const keys[] = {"version", "exe",       "pid",  "totals",
                                        "fibers",  "functions", "lines"};
     size_t k = 0;
@@ -890,10 +862,7 @@ START_TEST(profile_json_totals_and_percentages)
     json_t *line = json_array_get(json_object_get(root, "lines"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(line, "line")), 40);
     ck_assert_double_eq(json_real_value(json_object_get(line, "percent")), 66.7);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
@@ -920,10 +889,7 @@ START_TEST(empty_profile_writes_valid_files)
     }
     json_t *root = load_json(write_output(&model, &writers[0]));
     ck_assert_uint_eq(json_array_size(json_object_get(root, "profiles")), 2);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
