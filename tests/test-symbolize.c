@@ -200,6 +200,24 @@ static void expect_names(const struct ospx_symbols *symbols, size_t stack, const
 }
 #define EXPECT_NAMES(symbols, stack, ...)                                                          \
     expect_names((symbols), (stack), (const char *const[]){__VA_ARGS__, NULL})
+/* EXPECT_STACK(symbols, stack, name...): the stack is exactly the frames named. */
+#define EXPECT_STACK(symbols, stack, ...)                                                          \
+    do {                                                                                           \
+        const char *const names_[] = {__VA_ARGS__, NULL};                                          \
+        ck_assert_uint_eq((symbols)->stack_depths[(stack)], sizeof names_ / sizeof *names_ - 1);   \
+        expect_names((symbols), (stack), names_);                                                  \
+    } while (0)
+
+/* The frame at `position` of stack `stack`: its name, file, line (the slot's) and column. */
+static void expect_frame(const struct ospx_symbols *symbols, size_t stack, size_t position,
+                         const char *name, const char *file, int line, int column)
+{
+    const struct ospx_frame *frame = frame_at(symbols, stack, position);
+    ck_assert_str_eq(frame->name, name);
+    ck_assert_str_eq(frame->file, file);
+    ck_assert_int_eq(symbols->stack_slots[stack][position].line, line);
+    ck_assert_int_eq(frame->column, column);
+}
 
 /* The test's fixture with the real tools of PATH. */
 static void fixture_open_real(struct fixture *fixture)
@@ -285,11 +303,9 @@ START_TEST(test_text_size_zero_fallback)
     add_image(&test, fixture_object(&fixture, "libD.so", d, sizeof d), 0x400000, 0x400000, 0x400000,
               0x10, "");
     uint64_t in_c[] = {0x500100};
-    uint64_t beside_d[] = {0x450000};
-    add_stack(&test, in_c, 1);
-    add_stack(&test, beside_d, 1);
+    add_stack(&test, in_c, sizeof in_c / sizeof *in_c);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x450000);
 
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libC.so:0x100");
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, c);
@@ -308,8 +324,7 @@ START_TEST(test_return_address_adjustment)
 {
     WITH_LIB_A();
     SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x1200, 0x1300);
-    ck_assert_uint_eq(symbols.stack_depths[0], 3);
-    EXPECT_NAMES(&symbols, 0, "libA.so:0x1100", "libA.so:0x11ff", "libA.so:0x12ff");
+    EXPECT_STACK(&symbols, 0, "libA.so:0x1100", "libA.so:0x11ff", "libA.so:0x12ff");
     ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x11ff % 1000 + 1);
     fixture_log_has(&fixture, 1, "address: 0x1100\naddress: 0x11ff\naddress: 0x12ff\n");
     LOG_LACKS(&fixture, "0x1200", "0x10ff");
@@ -323,13 +338,10 @@ END_TEST
 START_TEST(test_profiler_frames_left_out)
 {
     struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
-    setenv("OSPREY_FAKE_PLUMBING", "0x11ff", 1);
     char a[128], shim[128];
     struct test_raw test;
-    init_raw(&test, "/app/main");
-    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
-              "");
+    fixture_with_lib_a(&fixture, &test, a, sizeof a);
+    setenv("OSPREY_FAKE_PLUMBING", "0x11ff", 1);
     add_image(&test, fixture_object(&fixture, "libospreyprof.so", shim, sizeof shim), 0x9000, 0,
               0x9000, 0x1000, "");
     uint64_t through[] = {0x1100, 0x1200, 0x1300};
@@ -341,13 +353,10 @@ START_TEST(test_profiler_frames_left_out)
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
     unsetenv("OSPREY_FAKE_PLUMBING");
-    ck_assert_uint_eq(symbols.stack_depths[0], 2);
-    EXPECT_NAMES(&symbols, 0, "libA.so:0x1100", "libA.so:0x12ff");
+    EXPECT_STACK(&symbols, 0, "libA.so:0x1100", "libA.so:0x12ff");
     ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x12ff % 1000 + 1);
-    ck_assert_uint_eq(symbols.stack_depths[1], 1);
-    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so:0x12ff");
-    ck_assert_uint_eq(symbols.stack_depths[2], 1);
-    ck_assert_str_eq(frame_at(&symbols, 2, 0)->name, "libA.so:0x12ff");
+    EXPECT_STACK(&symbols, 1, "libA.so:0x12ff");
+    EXPECT_STACK(&symbols, 2, "libA.so:0x12ff");
     for (size_t f = 0; f < symbols.frame_count; f++)
         ck_assert_msg(strstr(symbols.frames[f].name, "osp") == NULL, "%s", symbols.frames[f].name);
     fixture_and_symbols_close(&fixture, &symbols);
@@ -371,8 +380,7 @@ START_TEST(test_frames_from_shim_sources_left_out)
     SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x1200, 0x1300);
     unsetenv("OSPREY_FAKE_SHIM_ADDRESS");
     unsetenv("OSPREY_FAKE_SHIM_FILE");
-    ck_assert_uint_eq(symbols.stack_depths[0], 2);
-    EXPECT_NAMES(&symbols, 0, "main:0x1100", "main:0x12ff");
+    EXPECT_STACK(&symbols, 0, "main:0x1100", "main:0x12ff");
     fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
@@ -422,18 +430,13 @@ START_TEST(test_inline_expansion_and_interning)
     fixture_with_lib_a(&fixture, &test, a, sizeof a);
     setenv("OSPREY_FAKE_INLINE", "0x1100", 1);
     uint64_t first[] = {0x1100, 0x1201};
-    uint64_t second[] = {0x1050, 0x1201};
-    add_stack(&test, first, 2);
-    add_stack(&test, second, 2);
+    add_stack(&test, first, sizeof first / sizeof *first);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1050, 0x1201);
 
     ck_assert_uint_eq(symbols.stack_count, 2);
     ck_assert_uint_eq(symbols.stack_depths[0], 3);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "inlined_0x1100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "/src/inline.h");
-    ck_assert_int_eq(symbols.stack_slots[0][0].line, 7);
-    ck_assert_int_eq(frame_at(&symbols, 0, 0)->column, 9);
+    expect_frame(&symbols, 0, 0, "inlined_0x1100", "/src/inline.h", 7, 9);
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x1100");
     ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x1100 % 1000 + 1);
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "libA.so:0x1200");
@@ -468,20 +471,16 @@ START_TEST(test_answer_lines_read_exactly)
     setenv("OSPREY_FAKE_EXTRA", "0x1200", 1);
     setenv("OSPREY_FAKE_UNKNOWN", "0x1300", 1);
     uint64_t first[] = {0x1100, 0x1201, 0x1300};
-    uint64_t second[] = {0x1300, 0x1301};
-    add_stack(&test, first, 3);
-    add_stack(&test, second, 2);
+    add_stack(&test, first, sizeof first / sizeof *first);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1300, 0x1301);
     unsetenv("OSPREY_FAKE_ESCAPED");
     unsetenv("OSPREY_FAKE_EXTRA");
     unsetenv("OSPREY_FAKE_UNKNOWN");
 
     ck_assert_uint_eq(symbols.stack_depths[0], 3);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "op<< \"q\" \\ \xc3\xa9 \xf0\x9f\x98\x80");
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "/src/\xc3\xa9.c");
-    ck_assert_int_eq(symbols.stack_slots[0][0].line, 5);
-    ck_assert_int_eq(frame_at(&symbols, 0, 0)->column, 2);
+    expect_frame(&symbols, 0, 0, "op<< \"q\" \\ \xc3\xa9 \xf0\x9f\x98\x80", "/src/\xc3\xa9.c", 5,
+                 2);
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x1200");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->file, "/src/libA.so.c");
     /* 0x1300 as a return address looks up 0x12ff; in the second stack, 0x1301 looks up 0x1300
