@@ -9,19 +9,19 @@
 #   alone      nobody attaches: one line says no profile was written;
 #   exec       the image a profiled shell exec's says in one line it is not profiled;
 #   fork       a forked child says in one line it is not profiled;
-#   noexec     a program under a seccomp filter that forbids execve (tests/noexec.c): with
+#   noexec     a program under a seccomp filter that forbids execve (tests/refuse.c): with
 #              OSPREY_PROFILE its collector cannot start (no profile); with OSPREY_RING and
 #              ospreyd started apart, its profile is written, its exit status (3) unchanged;
 #   nobody     (as root) the name taken by nobody's object: the program runs on, one line,
 #              unprofiled; ospreyd refuses nobody's object and a link, one line each.
-# Usage: e2e-attach-ring.sh OSPREY SHIM_SO OSPREYD HOTSPOT NOEXEC
+# Usage: e2e-attach-ring.sh OSPREY SHIM_SO OSPREYD HOTSPOT REFUSE (tests/refuse.c)
 set -uo pipefail
 
-osprey=${1:?usage: e2e-attach-ring.sh OSPREY SHIM_SO OSPREYD HOTSPOT NOEXEC}
+osprey=${1:?usage: e2e-attach-ring.sh OSPREY SHIM_SO OSPREYD HOTSPOT REFUSE}
 shim=${2:?}
 daemon=${3:?}
 hotspot=${4:?}
-noexec=${5:?}
+noexec=("${5:?}" execve)
 # shellcheck source=tests/lib.sh
 . "$(dirname "$(realpath "$0")")/lib.sh"
 scratch_dir attach-ring
@@ -145,7 +145,7 @@ expect_status 0 $? "fork: the program"
 no_leftovers fork "$name"
 
 # noexec: the sandbox forbids execve. Its collector cannot be started by the shim ...
-"$noexec" "OSPREY_PROFILE=$work/sandboxed.json" "LD_PRELOAD=$shim" "$hotspot" 3000 \
+"${noexec[@]}" "OSPREY_PROFILE=$work/sandboxed.json" "LD_PRELOAD=$shim" "$hotspot" 3000 \
   >"$work/sandboxed.out" 2>"$work/sandboxed.err"
 same_run sandboxed "$work/sandboxed.out" $?
 [ -e "$work/sandboxed.json" ] && fail "sandboxed: ospreyd was started despite the filter"
@@ -157,7 +157,7 @@ name="$tag-noexec"
 collector=$!
 waiting noexec "$collector"
 # shellcheck disable=SC2016 # the loop is the inner shell's
-"$noexec" "OSPREY_RING=$name" "LD_PRELOAD=$shim" /bin/bash -c \
+"${noexec[@]}" "OSPREY_RING=$name" "LD_PRELOAD=$shim" /bin/bash -c \
   'i=0; while [ $i -lt 100000 ]; do i=$((i + 1)); done; echo $i; exit 3' \
   >"$work/noexec.out" 2>"$work/noexec.err"
 status=$?

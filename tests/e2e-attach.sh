@@ -23,9 +23,7 @@ osprey=$(cd "$(dirname "$osprey")" && pwd)/$(basename "$osprey")
 src=${2:?}
 # shellcheck source=tests/lib.sh
 . "$(dirname "$(realpath "$0")")/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-attach.XXXXXX")
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
+scratch_dir attach
 
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
 if [ "$paranoid" -gt 2 ] && [ "$(id -u)" -ne 0 ]; then
@@ -134,12 +132,7 @@ pid3=$!
 pids+=("$pid3")
 for _ in $(seq 100); do grep -q ready "$work/out3" && break; sleep 0.05; done
 "$osprey" attach "$pid3" --duration 10 -o "$work/gone" >"$work/gone.log" 2>&1
-expect_status 0 $? "attach to a process that exits mid-profile"
-[ "$(grep -c "ended .* into the profile" "$work/gone.log")" -eq 1 ] ||
-  { fail "a process that exits mid-profile: no one line saying so"; cat "$work/gone.log" >&2; }
-[ -s "$work/gone.raw.json" ] || fail "a process that exits mid-profile: no raw profile"
-wait "$pid3"
-expect_status 3 $? "the exiting program's exit status"
+outlived_attach $? "$work/gone.log" "$pid3" 3
 
 # --- who may attach: who may ptrace the process ------------------------------------------------
 # As root, with nobody for the other user: nobody attaching to root's process, and to a process

@@ -28,9 +28,7 @@ programs=${3:?}
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null || [ ! -x /usr/bin/python3 ]; then
   skip "needs root, setpriv and /usr/bin/python3 (a process of nobody's against root's cache)"
 fi
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-cache.XXXXXX")
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
+scratch_dir cache
 chmod 755 "$work"
 
 gcc -O2 -g "$programs/libc_heavy.c" -o "$work/libc_heavy" 2>"$work/build" ||

@@ -16,9 +16,12 @@ for tool in debuginfod curl objcopy strip clang; do
     skip "$tool is not installed (scripts/install-deps.sh installs it)"
   fi
 done
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-debuginfod.XXXXXX")
 server=
-trap '[ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+cleanup() {
+  [ -n "$server" ] && kill "$server" 2>/dev/null
+  wait 2>/dev/null
+}
+scratch_dir debuginfod cleanup
 mkdir -p "$work/debug"
 unset DEBUGINFOD_URLS
 export DEBUGINFOD_CACHE_PATH="$work/llvm-debuginfod" OSPREY_BUILDID_CACHE="$work/buildid"

@@ -20,9 +20,12 @@ if [ "$paranoid" -gt 2 ] && [ "$(id -u)" -ne 0 ]; then
   skip "perf events are not allowed here (perf_event_paranoid $paranoid)"
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-dump.XXXXXX")
 pid=
-trap 'exec 3>&- 2>/dev/null; [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+cleanup() {
+  exec 3>&- 2>/dev/null
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null
+}
+scratch_dir dump cleanup
 cd "$work" || exit 1
 
 gcc -O2 -g -fno-omit-frame-pointer -pthread "$src/threads.c" -o "$work/threads" 2>"$work/build" ||

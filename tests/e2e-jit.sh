@@ -19,13 +19,9 @@ set -uo pipefail
 
 osprey=$(realpath "${1:?usage: e2e-jit.sh path/to/osprey}")
 here=$(dirname "$(realpath "$0")")
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-jit.XXXXXX")
 maps=()
-cleanup() {
-  rm -rf "$work"
-  for m in "${maps[@]}"; do rm -f "$m" "$m.real"; done
-}
-trap cleanup EXIT
+cleanup() { for m in "${maps[@]}"; do rm -f "$m" "$m.real"; done; }
+scratch_dir jit cleanup
 chmod 755 "$work"
 cd "$work" || exit 1
 cc -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer "$here/jit/jitlike.c" \

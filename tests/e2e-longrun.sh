@@ -18,9 +18,7 @@ osprey=${1:?usage: e2e-longrun.sh OSPREY HOTSPOT_EXE}
 hotspot=${2:?usage: e2e-longrun.sh OSPREY HOTSPOT_EXE}
 # shellcheck source=tests/lib.sh
 . "$(dirname "$(realpath "$0")")/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-longrun.XXXXXX")
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$work"' EXIT
+scratch_dir longrun
 blocks=4000
 
 # rows_and_spilled RAW: "ROWS PERIODS SPILLED" of a raw file.

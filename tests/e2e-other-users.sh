@@ -41,18 +41,15 @@ hold_as_nobody() {
     sh -c 'exec 9<"$1" && flock -x 9 && exec sleep 120' sh "$1" </dev/null >/dev/null 2>&1 &
 }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-others.XXXXXX")   # root's own
 shared=$(mktemp -d "${TMPDIR:-/tmp}/osprey-shared.XXXXXX") # everyone's, as /tmp
 chmod 1777 "$shared"
-pids=()
 attach_lock=
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   wait 2>/dev/null
-  rm -rf "$work" "$shared"
+  rm -rf "$shared"
   [ -n "$attach_lock" ] && rm -f "$attach_lock"
 }
-trap cleanup EXIT
+scratch_dir others cleanup
 
 cat >"$work/prog.c" <<'EOF'
 #include <stdio.h>

@@ -19,8 +19,7 @@ osprey=$(realpath "${1:?usage: e2e-python.sh path/to/osprey}")
 here=$(dirname "$(realpath "$0")")
 python=/usr/bin/python3.11 # Debian 12's python3 itself (not a wrapper in PATH: pyenv's shims)
 [ -x "$python" ] || skip "$python is not installed (Debian 12's python3)"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-python.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+scratch_dir python
 chmod 755 "$work"
 cd "$work" || exit 1
 cp "$here/python/split.py" .

@@ -26,8 +26,7 @@ go_src=${4:?}
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
 . "$here/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-selfprof.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+scratch_dir selfprof
 
 profiled() { # profiled NAME PROGRAM ARGS...: stdout and stderr of a profiled run
   local name=$1

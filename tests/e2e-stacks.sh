@@ -27,8 +27,7 @@ src=$root/tests/stacks
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/lib.sh
 . "$here/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-stacks.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+scratch_dir stacks
 
 build() { # build OUT FLAGS... SOURCES...
   local out=$1

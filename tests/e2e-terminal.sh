@@ -14,10 +14,10 @@ osprey=$(realpath "${1:?usage: e2e-terminal.sh OSPREY HOTSPOT_C}")
 hotspot_c=$(realpath "${2:?usage: e2e-terminal.sh OSPREY HOTSPOT_C}")
 require_tmux
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-terminal.XXXXXX")
 socket="osprey-test-$$"
 tmux_() { tmux -L "$socket" -f /dev/null "$@"; }
-trap 'tmux_ kill-server 2>/dev/null; rm -rf "$work"' EXIT
+cleanup() { tmux_ kill-server 2>/dev/null; }
+scratch_dir terminal cleanup
 cd "$work" || exit 1
 
 # A plain interactive shell, 120x50, colour terminal, NO_COLOR unset, a prompt of its own.

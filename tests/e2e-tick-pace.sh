@@ -13,8 +13,7 @@ set -uo pipefail
 osprey=${1:?usage: e2e-tick-pace.sh OSPREY}
 # shellcheck source=tests/lib.sh
 . "$(dirname "$(realpath "$0")")/lib.sh"
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-tick-pace.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+scratch_dir tick-pace
 
 # descendants PID: every process under PID.
 descendants() {

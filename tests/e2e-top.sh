@@ -24,11 +24,14 @@ if [ "$paranoid" -gt 2 ] && [ "$(id -u)" -ne 0 ]; then
   skip "perf events are not allowed here (perf_event_paranoid $paranoid)"
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-top.XXXXXX")
 socket="osprey-top-$$"
 burn_pid=
 tmux_() { tmux -L "$socket" -f /dev/null "$@"; }
-trap 'tmux_ kill-server 2>/dev/null; [ -n "$burn_pid" ] && kill "$burn_pid" 2>/dev/null; rm -rf "$work"' EXIT
+cleanup() {
+  tmux_ kill-server 2>/dev/null
+  [ -n "$burn_pid" ] && kill "$burn_pid" 2>/dev/null
+}
+scratch_dir top cleanup
 cd "$work" || exit 1
 
 gcc -O2 -g -fomit-frame-pointer "$src/burn.c" -o "$work/burn" 2>"$work/build" ||

@@ -17,13 +17,14 @@
 # CI is a failure.
 # And the README's example (examples/hotspot.c): its main thread waits in pthread_join, under
 # main, for as long as the worker runs.
-# With NOPERF (tests/noperf.c: perf_event_open refused by a seccomp filter, EACCES) every run
+# With REFUSE (tests/refuse.c, as `refuse perf_event_open`: perf_event_open refused by a seccomp
+# filter, EACCES) every run
 # goes through it, and the waits are the shim's own (shim/README.md, "Without the kernel's
 # records"), held to: each site within 5% of the truth (the mutex 10%) plus one and a half
 # periods, at 100 Hz, 997 Hz and 10 kHz (join at 997 Hz); the two sites' split within 5 points;
 # one slice per nap; the raw file says the shim timed them, refused by seccomp, and the report
 # says so in one line. pingpong is the kernel's case (its checks read the kernel's waited_ns).
-# Usage: e2e-waits.sh OSPREY SOURCE_DIR EXAMPLES_DIR [NOPERF]
+# Usage: e2e-waits.sh OSPREY SOURCE_DIR EXAMPLES_DIR [REFUSE]
 set -uo pipefail
 
 osprey=${1:?usage: e2e-waits.sh OSPREY SOURCE_DIR}
@@ -31,7 +32,7 @@ src=${2:?}
 examples=${3:?}
 noperf=${4:-}
 launch=()
-if [ -n "$noperf" ]; then launch=("$noperf"); fi
+if [ -n "$noperf" ]; then launch=("$noperf" perf_event_open); fi
 # shellcheck source=tests/lib.sh
 . "$(dirname "$(realpath "$0")")/lib.sh"
 scratch_dir waits

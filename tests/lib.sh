@@ -115,11 +115,33 @@ unchanged_since() {
   fi
 }
 
-# scratch_dir NAME: a fresh directory for the test's files, $work (osprey-NAME.XXXXXX under
-# $TMPDIR or /tmp), removed when the test ends.
+# outlived_attach STATUS LOG PID WANT (the attach tests): an attach to PID, which exits
+# mid-profile, ended with STATUS 0, said so in one line of LOG and wrote $work/gone.raw.json;
+# PID's own exit status stays WANT.
+# shellcheck disable=SC2154 # $work is the sourcing test's
+outlived_attach() {
+  expect_status 0 "$1" "attach to a process that exits mid-profile"
+  [ "$(grep -c "ended .* into the profile" "$2")" -eq 1 ] ||
+    { fail "a process that exits mid-profile: no one line saying so"; cat "$2" >&2; }
+  [ -s "$work/gone.raw.json" ] || fail "a process that exits mid-profile: no raw profile"
+  wait "$3"
+  expect_status "$4" $? "the exiting program's exit status"
+}
+
+# scratch_dir NAME [CLEANUP]: a fresh directory for the test's files, $work (osprey-NAME.XXXXXX
+# under $TMPDIR or /tmp). When the test ends, each process whose id the test added to `pids` is
+# killed, CLEANUP runs (the test's function stopping, closing or removing what else it must),
+# and $work is removed.
+pids=()
 scratch_dir() {
   work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-$1.XXXXXX")
-  trap 'rm -rf "$work"' EXIT
+  scratch_cleanup=${2:-}
+  trap scratch_end EXIT
+}
+scratch_end() {
+  if [ "${#pids[@]}" -ne 0 ]; then kill "${pids[@]}" 2>/dev/null; fi
+  if [ -n "$scratch_cleanup" ]; then "$scratch_cleanup"; fi
+  rm -rf "$work"
 }
 
 # The samples taken once ospreyd had published the rows of every object mapped at start

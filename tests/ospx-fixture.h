@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "ospx.h"
+#include "scratch.h"
 
 struct fixture {
     struct ospx_raw raw;
@@ -190,16 +191,8 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
 /* Read a fixture from a file (aborts the test when it cannot). */
 static inline void fixture_load(struct fixture *fixture, const char *path)
 {
-    FILE *file = fopen(path, "r");
-    ck_assert_msg(file != NULL, "cannot open %s", path);
-    char *text = NULL;
-    size_t size = 0;
-    FILE *memory = open_memstream(&text, &size);
-    int c;
-    while ((c = fgetc(file)) != EOF)
-        fputc(c, memory);
-    fclose(memory);
-    fclose(file);
+    char *text = scratch_read(path, NULL);
+    ck_assert_msg(text != NULL, "cannot open %s", path);
     fixture_parse(fixture, text);
     free(text);
 }

@@ -31,6 +31,7 @@
 #include "osp_core.h"
 #include "osp_unwind.h"
 #include "ospd_unwind.h"
+#include "suite.h"
 
 #ifndef HWCAP_PACA
 #define HWCAP_PACA (1ul << 30)
@@ -554,21 +555,12 @@ END_TEST
 Suite *arm64_suite(void)
 {
     Suite *s = suite_create("arm64");
-    TCase *walk = tcase_create("walk");
-    tcase_set_timeout(walk, 60);
-    tcase_add_test(walk, lr_is_recorded_for_a_leaf_that_has_not_saved_it);
-    tcase_add_test(walk, lr_equal_to_the_first_chained_return_address_is_recorded_once);
-    suite_add_tcase(s, walk);
-    TCase *pac = tcase_create("pac");
-    tcase_set_timeout(pac, 60);
-    tcase_add_test(pac, pac_bits_are_stripped);
-    tcase_add_test(pac, signed_return_addresses_in_frame_records_are_stripped);
-    suite_add_tcase(s, pac);
-    TCase *rows = tcase_create("rows");
-    tcase_set_timeout(rows, 120);
-    tcase_add_test(rows, rows_of_arm64_code_say_where_x30_is);
-    tcase_add_test(rows, rows_walk_a_frameless_function_that_the_chain_skips);
-    tcase_add_test(rows, rows_walk_through_the_kernels_signal_frame);
-    suite_add_tcase(s, rows);
+    SUITE_CASE(s, "walk", 60, lr_is_recorded_for_a_leaf_that_has_not_saved_it,
+               lr_equal_to_the_first_chained_return_address_is_recorded_once);
+    SUITE_CASE(s, "pac", 60, pac_bits_are_stripped,
+               signed_return_addresses_in_frame_records_are_stripped);
+    SUITE_CASE(s, "rows", 120, rows_of_arm64_code_say_where_x30_is,
+               rows_walk_a_frameless_function_that_the_chain_skips,
+               rows_walk_through_the_kernels_signal_frame);
     return s;
 }

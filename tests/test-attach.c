@@ -14,6 +14,7 @@
 
 #include "ospc.h"
 #include "ospd_attach.h"
+#include "suite.h"
 
 /* A record being built: a perf_event_header, then words. */
 struct rec {
@@ -267,19 +268,10 @@ END_TEST
 Suite *attach_suite(void)
 {
     Suite *s = suite_create("attach");
-    TCase *records = tcase_create("records");
-    tcase_add_test(records, a_sample_gives_its_registers_and_stack);
-    tcase_add_test(records, switches_and_lost_records_carry_their_sample_id);
-    suite_add_tcase(s, records);
-    TCase *maps = tcase_create("maps");
-    tcase_add_test(maps, maps_lines_are_parsed);
-    tcase_add_test(maps, images_are_described_as_the_shim_does);
-    suite_add_tcase(s, maps);
-    TCase *stream = tcase_create("stream");
-    tcase_add_test(stream, the_stream_sends_each_thing_once);
-    suite_add_tcase(s, stream);
-    TCase *kernel = tcase_create("kernel");
-    tcase_add_test(kernel, kernel_pcs_are_named_from_kallsyms);
-    suite_add_tcase(s, kernel);
+    SUITE_CASE(s, "records", 0, a_sample_gives_its_registers_and_stack,
+               switches_and_lost_records_carry_their_sample_id);
+    SUITE_CASE(s, "maps", 0, maps_lines_are_parsed, images_are_described_as_the_shim_does);
+    SUITE_CASE(s, "stream", 0, the_stream_sends_each_thing_once);
+    SUITE_CASE(s, "kernel", 0, kernel_pcs_are_named_from_kallsyms);
     return s;
 }

@@ -22,6 +22,8 @@
 #include "cfi-compare.h"
 #include "ospd_cfi.h"
 #include "ospd_unwind_source.h"
+#include "suite.h"
+#include "unwind-rows.h"
 
 /* ---- hand-built sections ------------------------------------------------------------- */
 
@@ -110,16 +112,14 @@ static void build(struct bytes *frame, struct bytes *hdr)
 
 static struct ospd_cfi_input input(const struct bytes *frame, const struct bytes *hdr)
 {
-    return (struct ospd_cfi_input){.eh_frame = frame->b,
-                                   .eh_frame_size = frame->n,
-                                   .eh_frame_vaddr = FRAME_VADDR,
-                                   .hdr = hdr->b,
-                                   .hdr_size = hdr->n,
-                                   .hdr_vaddr = HDR_VADDR,
-                                   .hdr_searched = true,
-                                   .machine = EM_X86_64,
-                                   .lo = LO,
-                                   .hi = HI};
+    struct ospd_cfi_input in = {.hdr_searched = true, .machine = EM_X86_64, .lo = LO, .hi = HI};
+    in.eh_frame = frame->b;
+    in.eh_frame_size = frame->n;
+    in.eh_frame_vaddr = FRAME_VADDR;
+    in.hdr = hdr->b;
+    in.hdr_size = hdr->n;
+    in.hdr_vaddr = HDR_VADDR;
+    return in;
 }
 
 START_TEST(hand_built_rows)
@@ -131,30 +131,10 @@ START_TEST(hand_built_rows)
     ck_assert_int_eq(ospd_cfi_rows(&in, &rows), 0);
     const struct osp_unwind_row want[] = {
         {.pc_offset = 0x00, .cfa_rule = OSP_CFA_SP, .cfa_offset = 8, .ra_offset = -8},
-        {.pc_offset = 0x01,
-         .cfa_rule = OSP_CFA_SP,
-         .cfa_offset = 16,
-         .ra_offset = -8,
-         .fp_rule = OSP_FP_AT_CFA,
-         .fp_offset = -16},
-        {.pc_offset = 0x04,
-         .cfa_rule = OSP_CFA_FP,
-         .cfa_offset = 16,
-         .ra_offset = -8,
-         .fp_rule = OSP_FP_AT_CFA,
-         .fp_offset = -16},
-        {.pc_offset = 0x0e,
-         .cfa_rule = OSP_CFA_SP,
-         .cfa_offset = 8,
-         .ra_offset = -8,
-         .fp_rule = OSP_FP_AT_CFA,
-         .fp_offset = -16},
-        {.pc_offset = 0x0f,
-         .cfa_rule = OSP_CFA_FP,
-         .cfa_offset = 16,
-         .ra_offset = -8,
-         .fp_rule = OSP_FP_AT_CFA,
-         .fp_offset = -16},
+        ROW_FP_SAVED(0x01, OSP_CFA_SP, 16),
+        ROW_FP_SAVED(0x04, OSP_CFA_FP, 16),
+        ROW_FP_SAVED(0x0e, OSP_CFA_SP, 8),
+        ROW_FP_SAVED(0x0f, OSP_CFA_FP, 16),
         {.pc_offset = 0x20, .cfa_rule = OSP_CFA_UNKNOWN}, /* the gap after the first FDE */
         {.pc_offset = 0x40, .cfa_rule = OSP_CFA_END},
         {.pc_offset = 0x50, .cfa_rule = OSP_CFA_UNKNOWN},
@@ -440,14 +420,8 @@ END_TEST
 Suite *cfi_suite(void)
 {
     Suite *s = suite_create("cfi");
-    TCase *tc = tcase_create("translator");
-    tcase_set_timeout(tc, 280);
-    tcase_add_test(tc, hand_built_rows);
-    tcase_add_test(tc, damaged_bytes_stay_inside);
-    tcase_add_test(tc, libc_every_row_as_libdw);
-    tcase_add_test(tc, system_objects_as_libdw);
-    tcase_add_test(tc, debug_frame_fills_gaps);
-    tcase_add_test(tc, eh_frame_and_debug_frame_object);
-    suite_add_tcase(s, tc);
+    SUITE_CASE(s, "translator", 280, hand_built_rows, damaged_bytes_stay_inside,
+               libc_every_row_as_libdw, system_objects_as_libdw, debug_frame_fills_gaps,
+               eh_frame_and_debug_frame_object);
     return s;
 }

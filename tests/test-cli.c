@@ -17,6 +17,7 @@
 #include "osprey_cli.h"
 #include "osprey_top.h"
 #include "scratch.h"
+#include "suite.h"
 
 extern char **environ;
 static char error[1024];
@@ -29,6 +30,20 @@ static int parse(struct osprey_options *options, char **argv)
     error[0] = '\0';
     return osprey_parse_args(argc, argv, options, error, sizeof error);
 }
+/* PARSES(options, rc, word...): the command line of the words listed parses to rc. */
+#define PARSES(options, rc, ...)                                                                   \
+    ck_assert_int_eq(parse((options), (char *[]){__VA_ARGS__, NULL}), (rc))
+
+/* The command line is refused (-EINVAL) with an error holding `needle` (NULL: any error). */
+static void refused(const char *needle, char **argv)
+{
+    struct osprey_options options;
+    ck_assert_int_eq(parse(&options, argv), -EINVAL);
+    ck_assert_msg(needle == NULL || strstr(error, needle) != NULL, "no \"%s\" in: %s", needle,
+                  error);
+}
+/* REFUSED(needle, word...): refused of the words listed. */
+#define REFUSED(needle, ...) refused((needle), (char *[]){__VA_ARGS__, NULL})
 
 START_TEST(parse_run_with_everything)
 {
@@ -49,11 +64,9 @@ END_TEST
 START_TEST(parse_option_spellings)
 {
     struct osprey_options options;
-    char *joined[] = {"osprey", "a.c", "-ostem", NULL};
-    ck_assert_int_eq(parse(&options, joined), 0);
+    PARSES(&options, 0, "osprey", "a.c", "-ostem");
     ck_assert_str_eq(options.stem, "stem");
-    char *equals[] = {"osprey", "--output=s2", "--run", "a.c", NULL};
-    ck_assert_int_eq(parse(&options, equals), 0);
+    PARSES(&options, 0, "osprey", "--output=s2", "--run", "a.c");
     ck_assert_str_eq(options.stem, "s2");
     ck_assert_int_eq(options.profile, 0);
     ck_assert_int_eq(options.program_argc, 0);
@@ -64,11 +77,9 @@ END_TEST
 START_TEST(parse_help_and_version)
 {
     struct osprey_options options;
-    char *help[] = {"osprey", "a.c", "--help", NULL};
-    ck_assert_int_eq(parse(&options, help), 0);
+    PARSES(&options, 0, "osprey", "a.c", "--help");
     ck_assert_int_eq(options.command, OSPREY_COMMAND_HELP);
-    char *version[] = {"osprey", "-V", NULL};
-    ck_assert_int_eq(parse(&options, version), 0);
+    PARSES(&options, 0, "osprey", "-V");
     ck_assert_int_eq(options.command, OSPREY_COMMAND_VERSION);
 }
 END_TEST
@@ -106,38 +117,23 @@ START_TEST(parse_report_views_and_diff)
     ck_assert_str_eq(options.file2, "b.raw.json");
     ck_assert_uint_eq(options.top, 5);
 
-    char *run_format[] = {"osprey", "a.c", "--profile", "--format", "speedscope", NULL};
-    ck_assert_int_eq(parse(&options, run_format), 0);
+    PARSES(&options, 0, "osprey", "a.c", "--profile", "--format", "speedscope");
     ck_assert_str_eq(options.formats, "speedscope");
 
-    char *top_zero[] = {"osprey", "report", "x.raw.json", "--top", "0", NULL};
-    ck_assert_int_eq(parse(&options, top_zero), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(error, "--top"));
-    char *view_on_run[] = {"osprey", "a.c", "--focus", "x", NULL};
-    ck_assert_int_eq(parse(&options, view_on_run), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(error, "belongs to 'osprey report RAW'"));
-    char *view_on_diff[] = {"osprey", "diff", "a", "b", "--inverted", NULL};
-    ck_assert_int_eq(parse(&options, view_on_diff), -EINVAL);
+    REFUSED("--top", "osprey", "report", "x.raw.json", "--top", "0");
+    REFUSED("belongs to 'osprey report RAW'", "osprey", "a.c", "--focus", "x");
+    REFUSED(NULL, "osprey", "diff", "a", "b", "--inverted");
     /* --merge-processes: of a report and of a profiled run, not of a diff or an attach */
-    char *merge_report[] = {"osprey", "report", "x.raw.json", "--merge-processes", NULL};
-    ck_assert_int_eq(parse(&options, merge_report), 0);
+    PARSES(&options, 0, "osprey", "report", "x.raw.json", "--merge-processes");
     ck_assert_int_eq(options.merge_processes, 1);
-    char *merge_run[] = {"osprey", "./build.sh", "--profile", "--merge-processes", NULL};
-    ck_assert_int_eq(parse(&options, merge_run), 0);
+    PARSES(&options, 0, "osprey", "./build.sh", "--profile", "--merge-processes");
     ck_assert_int_eq(options.merge_processes, 1);
-    char *merge_diff[] = {"osprey", "diff", "a", "b", "--merge-processes", NULL};
-    ck_assert_int_eq(parse(&options, merge_diff), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(error, "belongs to 'osprey report RAW' and 'osprey FILE"));
-    char *merge_attach[] = {"osprey", "attach", "1", "--merge-processes", NULL};
-    ck_assert_int_eq(parse(&options, merge_attach), -EINVAL);
-    char *diff_one[] = {"osprey", "diff", "a", NULL};
-    ck_assert_int_eq(parse(&options, diff_one), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(error, "missing BASE and NEW"));
-    char *diff_three[] = {"osprey", "diff", "a", "b", "c", NULL};
-    ck_assert_int_eq(parse(&options, diff_three), -EINVAL);
-    char *list_without[] = {"osprey", "report", "x", "--list", NULL};
-    ck_assert_int_eq(parse(&options, list_without), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(error, "'--list' needs"));
+    REFUSED("belongs to 'osprey report RAW' and 'osprey FILE", "osprey", "diff", "a", "b",
+            "--merge-processes");
+    REFUSED(NULL, "osprey", "attach", "1", "--merge-processes");
+    REFUSED("missing BASE and NEW", "osprey", "diff", "a");
+    REFUSED(NULL, "osprey", "diff", "a", "b", "c");
+    REFUSED("'--list' needs", "osprey", "report", "x", "--list");
 }
 END_TEST
 
@@ -154,11 +150,8 @@ START_TEST(parse_symbols_options_and_cache)
     ck_assert_int_eq(parse(&options, diff), 0);
     ck_assert_str_eq(options.symfs, "/s");
     ck_assert_int_eq(options.ignore_build_id, 0);
-    char *on_run[] = {"osprey", "a.c", "--symfs", "/s", NULL};
-    ck_assert_int_eq(parse(&options, on_run), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(error, "belongs to 'osprey report' and 'osprey diff'"));
-    char *ignore_on_run[] = {"osprey", "a.c", "--ignore-build-id", NULL};
-    ck_assert_int_eq(parse(&options, ignore_on_run), -EINVAL);
+    REFUSED("belongs to 'osprey report' and 'osprey diff'", "osprey", "a.c", "--symfs", "/s");
+    REFUSED(NULL, "osprey", "a.c", "--ignore-build-id");
 
     char *cache[] = {"osprey", "cache", NULL};
     ck_assert_int_eq(parse(&options, cache), 0);
@@ -171,8 +164,7 @@ START_TEST(parse_symbols_options_and_cache)
     char *unknown[] = {"osprey", "cache", "clean", NULL};
     ck_assert_int_eq(parse(&options, unknown), -EINVAL);
     ck_assert_ptr_nonnull(strstr(error, "'clean'"));
-    char *no_size[] = {"osprey", "cache", "prune", "--max-size", NULL};
-    ck_assert_int_eq(parse(&options, no_size), -EINVAL);
+    REFUSED(NULL, "osprey", "cache", "prune", "--max-size");
 }
 END_TEST
 
@@ -187,23 +179,15 @@ START_TEST(parse_errors_name_the_problem)
     ck_assert_int_eq(parse(&options, missing), -EINVAL);
     ck_assert_ptr_nonnull(strstr(error, "missing FILE"));
 
-    char *extra[] = {"osprey", "a.c", "b.c", NULL};
-    ck_assert_int_eq(parse(&options, extra), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(error, "'b.c'"));
+    REFUSED("'b.c'", "osprey", "a.c", "b.c");
 
-    char *no_value[] = {"osprey", "a.c", "-o", NULL};
-    ck_assert_int_eq(parse(&options, no_value), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(error, "needs a STEM"));
+    REFUSED("needs a STEM", "osprey", "a.c", "-o");
 
-    char *binary_on_run[] = {"osprey", "a.c", "--binary", "x", NULL};
-    ck_assert_int_eq(parse(&options, binary_on_run), -EINVAL);
+    REFUSED(NULL, "osprey", "a.c", "--binary", "x");
 
-    char *run_on_report[] = {"osprey", "report", "r.json", "--profile", NULL};
-    ck_assert_int_eq(parse(&options, run_on_report), -EINVAL);
+    REFUSED(NULL, "osprey", "report", "r.json", "--profile");
 
-    char *report_without_raw[] = {"osprey", "report", NULL};
-    ck_assert_int_eq(parse(&options, report_without_raw), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(error, "missing RAW"));
+    REFUSED("missing RAW", "osprey", "report");
     ck_assert_ptr_null(strchr(error, '\n'));
 }
 END_TEST
@@ -324,29 +308,29 @@ START_TEST(static_executables_are_recognised)
 }
 END_TEST
 
+/* The default stem of a run of `file` or of a report of it (a static buffer). */
+static const char *stem_of(void (*stem_for)(const char *, char *, size_t), const char *file)
+{
+    static char stem[256];
+    stem_for(file, stem, sizeof stem);
+    return stem;
+}
+
 START_TEST(default_stems)
 {
-    char stem[256];
-    osprey_default_run_stem("examples/hotspot.c", stem, sizeof stem);
-    ck_assert_str_eq(stem, "./hotspot");
-    osprey_default_run_stem("/usr/bin/sort", stem, sizeof stem);
-    ck_assert_str_eq(stem, "./sort");
-    osprey_default_run_stem("x.cpp", stem, sizeof stem);
-    ck_assert_str_eq(stem, "./x");
-    osprey_default_report_stem("out/hot.raw.json", stem, sizeof stem);
-    ck_assert_str_eq(stem, "out/hot");
-    osprey_default_report_stem("hot.json", stem, sizeof stem);
-    ck_assert_str_eq(stem, "hot");
-    osprey_default_report_stem("profile", stem, sizeof stem);
-    ck_assert_str_eq(stem, "profile");
+    ck_assert_str_eq(stem_of(osprey_default_run_stem, "examples/hotspot.c"), "./hotspot");
+    ck_assert_str_eq(stem_of(osprey_default_run_stem, "/usr/bin/sort"), "./sort");
+    ck_assert_str_eq(stem_of(osprey_default_run_stem, "x.cpp"), "./x");
+    ck_assert_str_eq(stem_of(osprey_default_report_stem, "out/hot.raw.json"), "out/hot");
+    ck_assert_str_eq(stem_of(osprey_default_report_stem, "hot.json"), "hot");
+    ck_assert_str_eq(stem_of(osprey_default_report_stem, "profile"), "profile");
 
     struct osprey_options options;
-    char *report[] = {"osprey", "report", "d/x.raw.json", NULL};
-    ck_assert_int_eq(parse(&options, report), 0);
+    char stem[256];
+    PARSES(&options, 0, "osprey", "report", "d/x.raw.json");
     osprey_output_stem(&options, stem, sizeof stem);
     ck_assert_str_eq(stem, "d/x");
-    char *run[] = {"osprey", "d/x.c", "-o", "elsewhere/y", NULL};
-    ck_assert_int_eq(parse(&options, run), 0);
+    PARSES(&options, 0, "osprey", "d/x.c", "-o", "elsewhere/y");
     osprey_output_stem(&options, stem, sizeof stem);
     ck_assert_str_eq(stem, "elsewhere/y");
 }
@@ -530,18 +514,14 @@ END_TEST
 START_TEST(parse_frequency)
 {
     struct osprey_options options;
-    char *short_form[] = {"osprey", "-F", "99", "prog.c", "--profile", "--", "-F", "5", NULL};
-    ck_assert_int_eq(parse(&options, short_form), 0);
+    PARSES(&options, 0, "osprey", "-F", "99", "prog.c", "--profile", "--", "-F", "5");
     ck_assert_uint_eq(options.frequency, 99);
     ck_assert_str_eq(options.program_args[0], "-F"); /* after --: the program's */
-    char *joined[] = {"osprey", "prog.c", "--profile", "-F10000", NULL};
-    ck_assert_int_eq(parse(&options, joined), 0);
+    PARSES(&options, 0, "osprey", "prog.c", "--profile", "-F10000");
     ck_assert_uint_eq(options.frequency, 10000);
-    char *long_form[] = {"osprey", "prog.c", "--frequency=10", "--profile", NULL};
-    ck_assert_int_eq(parse(&options, long_form), 0);
+    PARSES(&options, 0, "osprey", "prog.c", "--frequency=10", "--profile");
     ck_assert_uint_eq(options.frequency, 10);
-    char *unset[] = {"osprey", "prog.c", "--profile", NULL};
-    ck_assert_int_eq(parse(&options, unset), 0);
+    PARSES(&options, 0, "osprey", "prog.c", "--profile");
     ck_assert_uint_eq(options.frequency, 0);
 
     /* Out of range, not a number, missing: one line naming the range. */
@@ -556,9 +536,7 @@ START_TEST(parse_frequency)
     ck_assert_int_eq(parse(&options, missing), -EINVAL);
     ck_assert_ptr_nonnull(strstr(error, "'--frequency' needs a rate from 10 to 10000"));
     /* Meaningless without --profile, and for a recorded profile. */
-    char *run[] = {"osprey", "prog.c", "-F", "99", NULL};
-    ck_assert_int_eq(parse(&options, run), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(error, "add --profile"));
+    REFUSED("add --profile", "osprey", "prog.c", "-F", "99");
     char *report[] = {"osprey", "report", "p.raw.json", "-F", "99", NULL};
     ck_assert_int_eq(parse(&options, report), -EINVAL);
     ck_assert_ptr_nonnull(strstr(error, "'-F' belongs to 'osprey FILE --profile'"));
@@ -572,20 +550,16 @@ START_TEST(parse_command_help_and_typos)
     const enum osprey_command expected[] = {OSPREY_COMMAND_REPORT, OSPREY_COMMAND_DIFF,
                                             OSPREY_COMMAND_CACHE};
     for (size_t i = 0; i < 3; i++) {
-        char *argv[] = {"osprey", (char *)commands[i], "--help", NULL};
-        ck_assert_int_eq(parse(&options, argv), 0);
+        PARSES(&options, 0, "osprey", (char *)commands[i], "--help");
         ck_assert_int_eq(options.command, OSPREY_COMMAND_HELP);
         ck_assert_int_eq(options.help_for, expected[i]);
     }
-    char *general[] = {"osprey", "--help", NULL};
-    ck_assert_int_eq(parse(&options, general), 0);
+    PARSES(&options, 0, "osprey", "--help");
     ck_assert_int_eq(options.help_for, OSPREY_COMMAND_RUN);
 
-    char *typo[] = {"osprey", "reprot", "p.raw.json", NULL};
-    ck_assert_int_eq(parse(&options, typo), -EINVAL);
+    REFUSED(NULL, "osprey", "reprot", "p.raw.json");
     ck_assert_str_eq(error, "unknown command 'reprot': did you mean 'osprey report'?");
-    char *after_options[] = {"osprey", "--profile", "dif", NULL};
-    ck_assert_int_eq(parse(&options, after_options), -EINVAL);
+    REFUSED(NULL, "osprey", "--profile", "dif");
     ck_assert_str_eq(error, "unknown command 'dif': did you mean 'osprey diff'?");
     /* mistakes inside a command point to its own help */
     char *missing[] = {"osprey", "report", NULL};
@@ -663,36 +637,29 @@ START_TEST(other_tools_habits_get_a_way_forward)
     ck_assert_int_eq(parse(&options, p), -EINVAL);
     ck_assert_msg(strncmp(error, "unknown option '-p': ", 21) == 0 && strstr(error, attach), "%s",
                   error);
-    char *joined[] = {"osprey", "-p1234", NULL};
-    ck_assert_int_eq(parse(&options, joined), -EINVAL);
+    REFUSED(NULL, "osprey", "-p1234");
     ck_assert_msg(strstr(error, attach) != NULL, "%s", error);
-    char *pyspy[] = {"osprey", "--pid", "1234", NULL};
-    ck_assert_int_eq(parse(&options, pyspy), -EINVAL);
+    REFUSED(NULL, "osprey", "--pid", "1234");
     ck_assert_msg(strstr(error, attach) != NULL, "%s", error);
-    char *bare[] = {"osprey", "-p", NULL};
-    ck_assert_int_eq(parse(&options, bare), -EINVAL);
+    REFUSED(NULL, "osprey", "-p");
     ck_assert_msg(strstr(error, "'osprey attach PID'") != NULL, "%s", error);
     char *top[] = {"osprey", "top", "-p", "1234", NULL};
     ck_assert_int_eq(parse(&options, top), -EINVAL);
     ck_assert_str_eq(error, "'osprey top' takes the PID as it is: 'osprey top 1234'");
     /* a report's --pid is its own option, and -pthread no PID */
-    char *report[] = {"osprey", "report", "r.raw.json", "--pid", "1234", NULL};
-    ck_assert_int_eq(parse(&options, report), 0);
+    PARSES(&options, 0, "osprey", "report", "r.raw.json", "--pid", "1234");
     ck_assert_str_eq(options.pid, "1234");
-    char *other[] = {"osprey", "prog.c", "-pthread", NULL};
-    ck_assert_int_eq(parse(&options, other), -EINVAL);
+    REFUSED(NULL, "osprey", "prog.c", "-pthread");
     ck_assert_str_eq(error, "unknown option '-pthread' (try 'osprey --help')");
 
     char *record[] = {"osprey", "record", "./prog", NULL};
     ck_assert_int_eq(parse(&options, record), -EINVAL);
     ck_assert_str_eq(error, "unknown command 'record': to run and profile a program, 'osprey "
                             "./prog --profile'");
-    char *record_args[] = {"osprey", "record", "-g", "-F", "99", "--", "./prog", "x", NULL};
-    ck_assert_int_eq(parse(&options, record_args), -EINVAL);
+    REFUSED(NULL, "osprey", "record", "-g", "-F", "99", "--", "./prog", "x");
     ck_assert_str_eq(error, "unknown command 'record': to run and profile a program, 'osprey "
                             "./prog --profile -F 99 -- ARGS'");
-    char *record_pid[] = {"osprey", "record", "-g", "-p", "77", NULL};
-    ck_assert_int_eq(parse(&options, record_pid), -EINVAL);
+    REFUSED(NULL, "osprey", "record", "-g", "-p", "77");
     ck_assert_str_eq(error, "unknown command 'record': to profile the running process 77, 'osprey "
                             "attach 77'");
 }
@@ -802,6 +769,47 @@ static void top_add(struct osprey_top_window *w, uint64_t t_ns, uint32_t stack, 
     ck_assert_int_eq(osprey_top_window_add(w, &sample), 0);
 }
 
+/* The screen of process 4242 (server) sampled at 100 Hz over a second, its functions' names
+ * and locations given; the rest for the test to fill. */
+static struct osprey_top_screen server_screen(const char *const *names,
+                                              const char *const *locations)
+{
+    return (struct osprey_top_screen){.pid = 4242,
+                                      .command = "server",
+                                      .rate_hz = 100,
+                                      .seconds = 1.0,
+                                      .names = names,
+                                      .locations = locations,
+                                      .line_end = "\n"};
+}
+
+/* The screen drawn (malloc'd), the lines it took into *lines. */
+static char *screen_text(const struct osprey_top_screen *screen, size_t *lines)
+{
+    char *text = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream(&text, &length);
+    *lines = osprey_top_render(out, screen);
+    fclose(out);
+    return text;
+}
+
+/* A row of the top table: its function and self periods. */
+static void expect_top_row(const struct osprey_top_row *row, uint32_t function, uint64_t self)
+{
+    ck_assert_uint_eq(row->function, function);
+    ck_assert_uint_eq(row->self, self);
+}
+
+/* A row of the threads view: its thread, on-CPU periods and hottest function. */
+static void expect_thread_row(const struct osprey_top_thread_row *row, uint32_t thread,
+                              uint64_t on_cpu, uint32_t hottest)
+{
+    ck_assert_uint_eq(row->thread, thread);
+    ck_assert_uint_eq(row->on_cpu, on_cpu);
+    ck_assert_uint_eq(row->hottest, hottest);
+}
+
 /* Sorted by total, main (in every stack) leads; per thread, each thread's time and its
  * hottest leaf, the busiest thread first. */
 START_TEST(top_sorts_by_total_and_adds_up_threads)
@@ -833,53 +841,37 @@ START_TEST(top_sorts_by_total_and_adds_up_threads)
     struct osprey_top_thread_row *threads;
     ck_assert_int_eq(osprey_top_threads(&w, 3 * SECOND, 4, top_stacks, NULL, &threads, &count), 0);
     ck_assert_uint_eq(count, 3);
-    ck_assert_uint_eq(threads[0].thread, 1);
-    ck_assert_uint_eq(threads[0].on_cpu, 7);
-    ck_assert_uint_eq(threads[0].hottest, 0);
-    ck_assert_uint_eq(threads[1].thread, 0);
-    ck_assert_uint_eq(threads[1].on_cpu, 3);
+    expect_thread_row(&threads[0], 1, 7, 0);
+    expect_thread_row(&threads[1], 0, 3, 1);
+    expect_thread_row(&threads[2], 2, 0, UINT32_MAX);
     ck_assert_uint_eq(threads[1].waiting, 7);
-    ck_assert_uint_eq(threads[1].hottest, 1);
-    ck_assert_uint_eq(threads[2].thread, 2);
-    ck_assert_uint_eq(threads[2].on_cpu, 0);
-    ck_assert_uint_eq(threads[2].hottest, UINT32_MAX);
 
     /* the threads view and the keys: their names on the screen, the view in the header */
     static const char *const names[] = {"hot", "warm", "recurse", "main"};
     static const char *const locations[] = {"hot.c", "warm.c", "recurse.c", "main.c"};
     static const int32_t tids[] = {4242, 4243, 4244};
     static const char *const labels[] = {"main", "worker", "sleeper"};
-    struct osprey_top_screen screen = {.pid = 4242,
-                                       .command = "server",
-                                       .rate_hz = 100,
-                                       .seconds = 1.0,
-                                       .totals = {10, 11, 5},
-                                       .names = names,
-                                       .locations = locations,
-                                       .width = 100,
-                                       .height = 30,
-                                       .line_end = "\n",
-                                       .view = OSPREY_TOP_THREADS,
-                                       .paused = 1,
-                                       .threads = threads,
-                                       .thread_row_count = count,
-                                       .tids = tids,
-                                       .thread_labels = labels,
-                                       .thread_count = 3};
-    char *text = NULL;
-    size_t length = 0;
-    FILE *out = open_memstream(&text, &length);
-    ck_assert_uint_eq(osprey_top_render(out, &screen), 7); /* 3 of header, titles, 3 threads */
-    fclose(out);
+    struct osprey_top_screen screen = server_screen(names, locations);
+    screen.totals = (struct osprey_top_totals){10, 11, 5};
+    screen.width = 100;
+    screen.height = 30;
+    screen.view = OSPREY_TOP_THREADS;
+    screen.paused = 1;
+    screen.threads = threads;
+    screen.thread_row_count = count;
+    screen.tids = tids;
+    screen.thread_labels = labels;
+    screen.thread_count = 3;
+    size_t lines;
+    char *text = screen_text(&screen, &lines);
+    ck_assert_uint_eq(lines, 7); /* 3 of header, titles, 3 threads */
     ck_assert_ptr_nonnull(strstr(text, "threads  PAUSED"));
     ck_assert_ptr_nonnull(strstr(text, "    7%   0.0%     4243  worker           hot"));
     ck_assert_ptr_nonnull(strstr(text, "    3%  70.0%     4242  main             warm"));
     ck_assert_ptr_nonnull(strstr(text, "    0% 100.0%     4244  sleeper          -"));
     free(text);
     screen.view = OSPREY_TOP_HELP;
-    out = open_memstream(&text, &length);
-    osprey_top_render(out, &screen);
-    fclose(out);
+    text = screen_text(&screen, &lines);
     ck_assert_ptr_nonnull(strstr(text, "by TOTAL%"));
     ck_assert_ptr_nonnull(strstr(text, "pause"));
     free(text);
@@ -908,15 +900,11 @@ START_TEST(top_window_counts_the_last_seconds)
     ck_assert_uint_eq(totals.samples, 4);
     ck_assert_uint_eq(count, 4);
     /* by self, then total: hot 6, recurse 3, warm 2, main 0 (total 11) */
-    ck_assert_uint_eq(rows[0].function, 0);
-    ck_assert_uint_eq(rows[0].self, 6);
-    ck_assert_uint_eq(rows[1].function, 2);
-    ck_assert_uint_eq(rows[1].self, 3);
+    expect_top_row(&rows[0], 0, 6);
+    expect_top_row(&rows[1], 2, 3);
+    expect_top_row(&rows[2], 1, 2);
+    expect_top_row(&rows[3], 3, 0);
     ck_assert_uint_eq(rows[1].total, 3);
-    ck_assert_uint_eq(rows[2].function, 1);
-    ck_assert_uint_eq(rows[2].self, 2);
-    ck_assert_uint_eq(rows[3].function, 3);
-    ck_assert_uint_eq(rows[3].self, 0);
     ck_assert_uint_eq(rows[3].total, 11);
     free(rows);
 
@@ -957,25 +945,14 @@ static char *top_draw(size_t width, size_t height, int color, size_t *lines)
     static const char *const locations[] = {"/some/deep/directory/of/sources/hot.c", "warm.c",
                                             "recurse.c", "main.c"};
     static const struct osprey_top_row rows[] = {{0, 60, 60}, {2, 30, 30}, {1, 9, 9}, {3, 1, 100}};
-    struct osprey_top_screen screen = {.pid = 4242,
-                                       .command = "server",
-                                       .rate_hz = 100,
-                                       .seconds = 1.0,
-                                       .totals = {100, 0, 100},
-                                       .rows = rows,
-                                       .row_count = 4,
-                                       .names = names,
-                                       .locations = locations,
-                                       .width = width,
-                                       .height = height,
-                                       .color = color,
-                                       .line_end = "\n"};
-    char *text = NULL;
-    size_t length = 0;
-    FILE *out = open_memstream(&text, &length);
-    *lines = osprey_top_render(out, &screen);
-    fclose(out);
-    return text;
+    struct osprey_top_screen screen = server_screen(names, locations);
+    screen.totals = (struct osprey_top_totals){100, 0, 100};
+    screen.rows = rows;
+    screen.row_count = 4;
+    screen.width = width;
+    screen.height = height;
+    screen.color = color;
+    return screen_text(&screen, lines);
 }
 
 START_TEST(top_screen_fits_the_terminal)
@@ -1110,50 +1087,23 @@ END_TEST
 
 Suite *cli_suite(void)
 {
-    Suite *suite = suite_create("cli");
-    TCase *parsing = tcase_create("parsing");
-    tcase_add_test(parsing, parse_run_with_everything);
-    tcase_add_test(parsing, parse_option_spellings);
-    tcase_add_test(parsing, parse_help_and_version);
-    tcase_add_test(parsing, parse_report);
-    tcase_add_test(parsing, parse_report_views_and_diff);
-    tcase_add_test(parsing, other_tools_habits_get_a_way_forward);
-    tcase_add_test(parsing, parse_symbols_options_and_cache);
-    tcase_add_test(parsing, parse_errors_name_the_problem);
-    tcase_add_test(parsing, default_stems);
-    tcase_add_test(parsing, parse_frequency);
-    tcase_add_test(parsing, parse_command_help_and_typos);
-    tcase_add_test(parsing, command_table_drives_parsing_help_and_typos);
-    suite_add_tcase(suite, parsing);
-
-    TCase *files = tcase_create("files");
+    Suite *s = suite_create("cli");
+    SUITE_CASE(s, "parsing", 0, parse_run_with_everything, parse_option_spellings,
+               parse_help_and_version, parse_report, parse_report_views_and_diff,
+               other_tools_habits_get_a_way_forward, parse_symbols_options_and_cache,
+               parse_errors_name_the_problem, default_stems, parse_frequency,
+               parse_command_help_and_typos, command_table_drives_parsing_help_and_typos);
+    TCase *files = SUITE_CASE(s, "files", 0, classify_files, classify_bare_name_searches_path,
+                              locate_in_build_tree_and_installed, file_helpers,
+                              output_place_checked, profile_kinds_are_recognised);
     tcase_add_checked_fixture(files, scratch_setup, scratch_teardown);
-    tcase_add_test(files, classify_files);
-    tcase_add_test(files, classify_bare_name_searches_path);
-    tcase_add_test(files, locate_in_build_tree_and_installed);
-    tcase_add_test(files, file_helpers);
-    tcase_add_test(files, output_place_checked);
-    tcase_add_test(files, profile_kinds_are_recognised);
-    suite_add_tcase(suite, files);
-
-    TCase *running = tcase_create("running");
+    TCase *running =
+        SUITE_CASE(s, "running", 120, environment_for_the_program, run_passes_exit_codes_through,
+                   run_reports_what_cannot_start, run_forwards_sigterm_to_the_child,
+                   compile_success_and_failure, static_executables_are_recognised);
     tcase_add_checked_fixture(running, scratch_setup, scratch_teardown);
-    tcase_set_timeout(running, 120);
-    tcase_add_test(running, environment_for_the_program);
-    tcase_add_test(running, run_passes_exit_codes_through);
-    tcase_add_test(running, run_reports_what_cannot_start);
-    tcase_add_test(running, run_forwards_sigterm_to_the_child);
-    tcase_add_test(running, compile_success_and_failure);
-    tcase_add_test(running, static_executables_are_recognised);
-    suite_add_tcase(suite, running);
-
-    TCase *top = tcase_create("top");
-    tcase_add_test(top, parse_top);
-    tcase_add_test(top, parse_dump);
-    tcase_add_test(top, top_stream_names_the_threads);
-    tcase_add_test(top, top_window_counts_the_last_seconds);
-    tcase_add_test(top, top_sorts_by_total_and_adds_up_threads);
-    tcase_add_test(top, top_screen_fits_the_terminal);
-    suite_add_tcase(suite, top);
-    return suite;
+    SUITE_CASE(s, "top", 0, parse_top, parse_dump, top_stream_names_the_threads,
+               top_window_counts_the_last_seconds, top_sorts_by_total_and_adds_up_threads,
+               top_screen_fits_the_terminal);
+    return s;
 }

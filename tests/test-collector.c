@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "suite.h"
+
 extern char **environ;
 
 static char dir[PATH_MAX]; /* build/tests */
@@ -880,36 +882,24 @@ END_TEST
 Suite *collector_suite(void)
 {
     Suite *s = suite_create("collector");
-    TCase *tc = tcase_create("process");
+    TCase *tc = SUITE_CASE(
+        s, "process", 240, preload_keeps_stdout_and_exit_status, profile_records_every_thread,
+        sleeping_thread_is_not_woken_early, thread_churn_at_10khz_completes, off_means_off,
+        program_sigprof_handler_is_kept, static_archive_profiles_like_the_preload,
+        descendants_write_beside_and_a_forked_child_leaves_the_parent_alone,
+        thread_named_after_start_is_relabelled, objects_loaded_later_reach_the_image_list,
+        exec_replacing_a_profiled_image_survives_and_writes_beside,
+        relative_profile_path_is_resolved_at_start,
+        daemon_failure_or_absence_is_one_line_and_never_a_hang,
+        thread_that_blocks_sigprof_never_finds_ours_pending,
+        thread_that_blocks_every_signal_is_sampled, bad_rate_warns_once_and_uses_default,
+        busy_threads_lose_no_samples, blocking_calls_never_return_early,
+        single_threaded_program_stays_single_threaded,
+        pthread_exit_from_main_ends_with_the_last_thread,
+        raw_execve_is_never_killed_by_a_leftover_signal, idle_threads_cost_a_record_per_wait,
+        small_dev_shm_is_no_limit, warnings_never_go_into_a_data_file_on_fd_2,
+        two_roots_with_one_path_keep_both_profiles,
+        bookkeeping_stays_out_of_the_program_environment, ospreyd_writes_the_outputs_asked_for);
     tcase_add_checked_fixture(tc, find_paths, remove_scratch);
-    tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, preload_keeps_stdout_and_exit_status);
-    tcase_add_test(tc, profile_records_every_thread);
-    tcase_add_test(tc, sleeping_thread_is_not_woken_early);
-    tcase_add_test(tc, thread_churn_at_10khz_completes);
-    tcase_add_test(tc, off_means_off);
-    tcase_add_test(tc, program_sigprof_handler_is_kept);
-    tcase_add_test(tc, static_archive_profiles_like_the_preload);
-    tcase_add_test(tc, descendants_write_beside_and_a_forked_child_leaves_the_parent_alone);
-    tcase_add_test(tc, thread_named_after_start_is_relabelled);
-    tcase_add_test(tc, objects_loaded_later_reach_the_image_list);
-    tcase_add_test(tc, exec_replacing_a_profiled_image_survives_and_writes_beside);
-    tcase_add_test(tc, relative_profile_path_is_resolved_at_start);
-    tcase_add_test(tc, daemon_failure_or_absence_is_one_line_and_never_a_hang);
-    tcase_add_test(tc, thread_that_blocks_sigprof_never_finds_ours_pending);
-    tcase_add_test(tc, thread_that_blocks_every_signal_is_sampled);
-    tcase_add_test(tc, bad_rate_warns_once_and_uses_default);
-    tcase_add_test(tc, busy_threads_lose_no_samples);
-    tcase_add_test(tc, blocking_calls_never_return_early);
-    tcase_add_test(tc, single_threaded_program_stays_single_threaded);
-    tcase_add_test(tc, pthread_exit_from_main_ends_with_the_last_thread);
-    tcase_add_test(tc, raw_execve_is_never_killed_by_a_leftover_signal);
-    tcase_add_test(tc, idle_threads_cost_a_record_per_wait);
-    tcase_add_test(tc, small_dev_shm_is_no_limit);
-    tcase_add_test(tc, warnings_never_go_into_a_data_file_on_fd_2);
-    tcase_add_test(tc, two_roots_with_one_path_keep_both_profiles);
-    tcase_add_test(tc, bookkeeping_stays_out_of_the_program_environment);
-    tcase_add_test(tc, ospreyd_writes_the_outputs_asked_for);
-    suite_add_tcase(s, tc);
     return s;
 }

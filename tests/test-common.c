@@ -16,6 +16,7 @@
 
 #include "ospc.h"
 #include "scratch.h"
+#include "suite.h"
 
 static char scratch[256];
 
@@ -40,6 +41,22 @@ static size_t entries_in(const char *directory)
     return count;
 }
 
+/* `text` written to path through ospc_atomic, then committed or (publish) published: the
+ * step that failed NULL, the file's status into *info. */
+static void write_atomically(struct ospc_atomic *file, const char *path, const char *text,
+                             int publish, struct stat *info)
+{
+    ck_assert_int_eq(ospc_atomic_open(file, path), 0);
+    ck_assert_int_eq(access(path, F_OK), -1); /* not there before the commit */
+    ck_assert_int_eq(ospc_write_all(file->fd, text, strlen(text)), 0);
+    const char *step = "unset";
+    ck_assert_int_eq(publish ? ospc_atomic_publish(file, &step) : ospc_atomic_commit(file, &step),
+                     0);
+    ck_assert_ptr_null(step);
+    ck_assert_int_eq(stat(path, info), 0);
+    ck_assert_int_eq(info->st_size, (off_t)strlen(text));
+}
+
 START_TEST(atomic_write_keeps_umask_and_leaves_nothing_on_abort)
 {
     make_scratch();
@@ -47,15 +64,8 @@ START_TEST(atomic_write_keeps_umask_and_leaves_nothing_on_abort)
     char path[512];
     snprintf(path, sizeof path, "%s/out.txt", scratch);
     struct ospc_atomic file;
-    ck_assert_int_eq(ospc_atomic_open(&file, path), 0);
-    ck_assert_int_eq(ospc_write_all(file.fd, "hello\n", 6), 0);
-    ck_assert_int_eq(access(path, F_OK), -1); /* not there before the commit */
-    const char *step = "unset";
-    ck_assert_int_eq(ospc_atomic_commit(&file, &step), 0);
-    ck_assert_ptr_null(step);
     struct stat info;
-    ck_assert_int_eq(stat(path, &info), 0);
-    ck_assert_int_eq(info.st_size, 6);
+    write_atomically(&file, path, "hello\n", 0, &info);
     /* ospc_umask read the mask once; 0666 less it, not mkstemp's 0600. */
     ck_assert_int_eq(info.st_mode & 0777, 0666 & ~ospc_umask());
     ck_assert_int_ne(info.st_mode & 0777, 0600);
@@ -83,14 +93,8 @@ START_TEST(atomic_publish_is_whole_before_its_sync)
     char path[512];
     snprintf(path, sizeof path, "%s/raw.json", scratch);
     struct ospc_atomic file;
-    ck_assert_int_eq(ospc_atomic_open(&file, path), 0);
-    ck_assert_int_eq(ospc_write_all(file.fd, "{\"version\":1}\n", 14), 0);
-    const char *step = "unset";
-    ck_assert_int_eq(ospc_atomic_publish(&file, &step), 0);
-    ck_assert_ptr_null(step);
     struct stat info;
-    ck_assert_int_eq(stat(path, &info), 0);
-    ck_assert_int_eq(info.st_size, 14);
+    write_atomically(&file, path, "{\"version\":1}\n", 1, &info);
     ck_assert_int_eq(entries_in(scratch), 1); /* no temporary file left beside it */
     ck_assert_int_ge(file.fd, 0);             /* still open, for the fsync */
     ospc_atomic_sync(&file);
@@ -107,6 +111,7 @@ START_TEST(atomic_publish_is_whole_before_its_sync)
     char target[800];
     snprintf(target, sizeof target, "%s/x", into_dir);
     ck_assert_int_eq(ospc_atomic_open(&file, target), 0);
+    const char *step = "unset";
     ck_assert_int_lt(ospc_atomic_publish(&file, &step), 0);
     ck_assert_str_eq(step, "rename");
     ck_assert_int_eq(entries_in(into_dir), 1); /* the directory x only */
@@ -570,11 +575,9 @@ START_TEST(eh_frame_hdr_table)
     size_t count;
     ck_assert_int_eq(ospc_eh_frame_hdr_table(hdr, n, 0x2000, &e, &count), 0);
     ck_assert_uint_eq(count, 3);
-    ck_assert_uint_eq(e[0].start, 0x800);
-    ck_assert_uint_eq(e[0].fde, 0x2020);
-    ck_assert_uint_eq(e[1].start, 0x1000);
-    ck_assert_uint_eq(e[2].start, 0x2010);
-    ck_assert_uint_eq(e[2].fde, 0x2060);
+    const struct ospc_eh_frame_entry by_start[] = {
+        {0x800, 0x2020}, {0x1000, 0x2040}, {0x2010, 0x2060}};
+    ck_assert_mem_eq(e, by_start, sizeof by_start);
     free(e);
     for (size_t cut = 0; cut < n; cut++) /* every truncation is refused, nothing read past */
         ck_assert_int_eq(ospc_eh_frame_hdr_table(hdr, cut, 0x2000, &e, &count), -ENOENT);
@@ -650,24 +653,13 @@ END_TEST
 
 Suite *common_suite(void)
 {
-    Suite *suite = suite_create("common");
-    TCase *tc = tcase_create("common");
-    tcase_add_test(tc, atomic_write_keeps_umask_and_leaves_nothing_on_abort);
-    tcase_add_test(tc, atomic_publish_is_whole_before_its_sync);
-    tcase_add_test(tc, path_search_policy);
-    tcase_add_test(tc, raw_stems);
-    tcase_add_test(tc, elf_identity_of_this_program);
-    tcase_add_test(tc, cache_add_find_prune);
-    tcase_add_test(tc, prune_never_leaves_the_cache);
-    tcase_add_test(tc, the_cache_trusts_no_other_user);
-    tcase_add_test(tc, checksum_sees_a_flipped_bit);
-    tcase_add_test(tc, sizes);
-    tcase_add_test(tc, index_finds_every_key);
-    tcase_add_test(tc, clock_moves);
-    tcase_add_test(tc, printable_text);
-    tcase_add_test(tc, shared_open_refuses_what_is_not_ours);
-    tcase_add_test(tc, eh_frame_hdr_table);
-    tcase_add_test(tc, elf_program_headers_of_this_program);
-    suite_add_tcase(suite, tc);
-    return suite;
+    Suite *s = suite_create("common");
+    SUITE_CASE(s, "common", 0, atomic_write_keeps_umask_and_leaves_nothing_on_abort,
+               atomic_publish_is_whole_before_its_sync, path_search_policy, raw_stems,
+               elf_identity_of_this_program, cache_add_find_prune, prune_never_leaves_the_cache,
+               the_cache_trusts_no_other_user, checksum_sees_a_flipped_bit, sizes,
+               index_finds_every_key, clock_moves, printable_text,
+               shared_open_refuses_what_is_not_ours, eh_frame_hdr_table,
+               elf_program_headers_of_this_program);
+    return s;
 }

@@ -25,6 +25,7 @@
 #include "ospd.h"
 #include "ospx.h"
 #include "scratch.h"
+#include "suite.h"
 
 extern char **environ;
 
@@ -46,6 +47,25 @@ static uint64_t parse_ok(struct ospd_collector *c, const struct osp_ring_cursor 
     int rc = ospd_parse(c, r->data, r->size, tail, r->head, &new_tail);
     ck_assert_msg(rc == 0, "parse failed: %s", c->error);
     return new_tail;
+}
+
+static void expect_rejected(const struct osp_ring_cursor *r, uint64_t tail, const char *what);
+
+/* A ring of 1024 bytes whose thread `main` (tid 1) registered at `slot`, `generation`. */
+static struct osp_ring_cursor ring_of_main(uint32_t slot, uint32_t generation)
+{
+    struct osp_ring_cursor r = ring_new(1024, 0);
+    put_thread_start(&r, slot, generation, 0, 1, "main");
+    return r;
+}
+
+/* A new collector that parsed the whole ring, whose memory is freed. */
+static void parse_ring(struct ospd_collector *c, struct osp_ring_cursor *r)
+{
+    collector_new(c);
+    parse_ok(c, r, 0);
+    free(r->data);
+    r->data = NULL;
 }
 
 static uint32_t sample_stack(const struct ospd_collector *c, uint64_t i)
@@ -157,20 +177,15 @@ START_TEST(stacks_keep_why_their_walks_ended)
     r = ring_new(4096, 0);
     put_thread_start(&r, 0, 1, 0, 100, "main");
     osp_put_sample_weighted(&r, 2000000, 0, 1, 0, 1, OSP_UNWIND_STOP_COUNT, 3, busy);
-    collector_new(&c);
-    uint64_t tail = 0;
-    ck_assert_int_lt(ospd_parse(&c, r.data, r.size, 0, r.head, &tail), 0);
-    ck_assert_ptr_nonnull(strstr(c.error, "stop reason 6"));
-    ospd_collector_free(&c);
+    expect_rejected(&r, 0, "stop reason 6");
     free(r.data);
 }
 END_TEST
 
 START_TEST(repeat_without_sample_is_dropped)
 {
-    struct osp_ring_cursor r = ring_new(1024, 0);
+    struct osp_ring_cursor r = ring_of_main(3, 7);
     uint64_t pcs[] = {0x401000};
-    put_thread_start(&r, 3, 7, 0, 1, "main");
     osp_put_repeat(&r, 5, 3, 7);
     osp_put_sample(&r, 6, 9, 1, 0, 1, pcs); /* slot 9 never registered */
     osp_put_sample(&r, 7, 3, 6, 0, 1, pcs); /* stale generation */
@@ -178,8 +193,7 @@ START_TEST(repeat_without_sample_is_dropped)
     osp_put_repeat(&r, 9, 3, 7);
 
     struct ospd_collector c;
-    collector_new(&c);
-    parse_ok(&c, &r, 0);
+    parse_ring(&c, &r);
     ck_assert_uint_eq(c.orphan_repeats, 1);
     ck_assert_uint_eq(c.unknown_thread, 2);
     ck_assert_uint_eq(c.lost, 3);
@@ -187,7 +201,6 @@ START_TEST(repeat_without_sample_is_dropped)
     c.shim_dropped = 5;
     ck_assert_uint_eq(ospd_dropped_total(&c), 8);
     ospd_collector_free(&c);
-    free(r.data);
 }
 END_TEST
 
@@ -205,8 +218,7 @@ START_TEST(slot_reuse_makes_a_new_thread)
     osp_put_sample(&r, 14, 0, 1, 0, 1, pcs); /* the old generation is gone now */
 
     struct ospd_collector c;
-    collector_new(&c);
-    parse_ok(&c, &r, 0);
+    parse_ring(&c, &r);
     ck_assert_uint_eq(c.thread_count, 2);
     ck_assert_int_eq(c.threads[1].fiber, 6);
     ck_assert_uint_eq(c.sample_count, 3);
@@ -214,7 +226,6 @@ START_TEST(slot_reuse_makes_a_new_thread)
     ck_assert_uint_eq(c.samples[2].thread, 1);
     ck_assert_uint_eq(c.lost, 2);
     ospd_collector_free(&c);
-    free(r.data);
 }
 END_TEST
 
@@ -281,15 +292,13 @@ START_TEST(images_dedupe_and_main_names_exe)
     put_image(&r, 0x7e0000000000, 0x7e0000001000, 0x1000, 0, "/lib/libc.so.6"); /* reloaded */
 
     struct ospd_collector c;
-    collector_new(&c);
-    parse_ok(&c, &r, 0);
+    parse_ring(&c, &r);
     ck_assert_uint_eq(c.image_count, 3);
     ck_assert(c.images[1].main);
     ck_assert_str_eq(c.images[1].path, "/usr/bin/prog");
     ck_assert_str_eq(c.images[1].arch, "x86_64");
     ck_assert_uint_eq(c.images[1].text_size, 0x2000);
     ospd_collector_free(&c);
-    free(r.data);
 }
 END_TEST
 
@@ -324,8 +333,7 @@ START_TEST(images_unloaded_and_replaced_carry_times)
     put_timed_image(&r, base, 0, start + 9700, "/lib/liba.so");
 
     struct ospd_collector c;
-    collector_new(&c);
-    parse_ok(&c, &r, 0);
+    parse_ring(&c, &r);
     ck_assert_uint_eq(c.image_count, 3);
     ck_assert_str_eq(c.images[0].path, "/lib/liba.so");
     ck_assert_uint_eq(c.images[0].loaded_ns, 0);
@@ -337,7 +345,6 @@ START_TEST(images_unloaded_and_replaced_carry_times)
     ck_assert_uint_eq(c.images[2].loaded_ns, 9000);
     ck_assert_uint_eq(c.images[2].unloaded_ns, 0);
     ospd_collector_free(&c);
-    free(r.data);
 }
 END_TEST
 
@@ -379,9 +386,8 @@ END_TEST
 
 START_TEST(exit_record_ends_the_stream)
 {
-    struct osp_ring_cursor r = ring_new(1024, 0);
+    struct osp_ring_cursor r = ring_of_main(0, 1);
     uint64_t pcs[] = {0x401000};
-    put_thread_start(&r, 0, 1, 0, 1, "main");
     osp_put_exit(&r, 1700000001000000000, 17);
     uint64_t after_exit = r.head;
     osp_put_sample(&r, 10, 0, 1, 0, 1, pcs); /* nothing follows an exit record */
@@ -454,15 +460,13 @@ START_TEST(addresses_beyond_user_space_end_the_stack)
     osp_put_sample(&r, 10, 0, 1, 0, 4, pcs);
     osp_put_sample(&r, 11, 0, 1, 0, 1, kernel);
     struct ospd_collector c;
-    collector_new(&c);
-    parse_ok(&c, &r, 0);
+    parse_ring(&c, &r);
     ck_assert_uint_eq(c.sample_count, 1);
     uint32_t depth;
     ospd_stack_pcs(&c.stacks, 0, &depth);
     ck_assert_uint_eq(depth, 2);
     ck_assert_uint_eq(c.lost, 1);
     ospd_collector_free(&c);
-    free(r.data);
 }
 END_TEST
 
@@ -501,6 +505,18 @@ static struct osp_ring_cursor ring_with_raw(const void *rec, uint32_t size, uint
     return r;
 }
 
+/* A ring holding one record, `record` (its first `size` bytes) at the start of buf[buf_size]
+ * and `used` bytes written: rejected as expect_rejected says, naming `what`. */
+static void record_rejected(uint8_t *buf, size_t buf_size, const void *record, size_t size,
+                            uint64_t used, const char *what)
+{
+    ck_assert_uint_le(size, buf_size);
+    memcpy(buf, record, size);
+    struct osp_ring_cursor r = ring_with_raw(buf, used, used);
+    expect_rejected(&r, 0, what);
+    free(r.data);
+}
+
 START_TEST(corrupt_record_sizes_are_rejected)
 {
     struct osp_rec_sample s = {.h = {OSP_REC_SAMPLE, 40}, .slot = 0, .generation = 1, .depth = 1};
@@ -534,60 +550,35 @@ START_TEST(corrupt_depths_lengths_and_fields_are_rejected)
 {
     uint8_t buf[sizeof(struct osp_rec_image) + 64] = {0};
     struct osp_rec_sample s = {.h = {OSP_REC_SAMPLE, 40}, .generation = 1, .depth = 0};
-    memcpy(buf, &s, sizeof s);
-    struct osp_ring_cursor r = ring_with_raw(buf, 40, 40);
-    expect_rejected(&r, 0, "depth 0");
-    free(r.data);
+    record_rejected(buf, sizeof buf, &s, sizeof s, 40, "depth 0");
 
     s.depth = 1000;
-    memcpy(buf, &s, sizeof s);
-    r = ring_with_raw(buf, 40, 40);
-    expect_rejected(&r, 0, "depth 1000");
-    free(r.data);
+    record_rejected(buf, sizeof buf, &s, sizeof s, 40, "depth 1000");
 
     s.depth = 1;
     s.state = 7;
-    memcpy(buf, &s, sizeof s);
-    r = ring_with_raw(buf, 40, 40);
-    expect_rejected(&r, 0, "state 7");
-    free(r.data);
+    record_rejected(buf, sizeof buf, &s, sizeof s, 40, "state 7");
 
     s.state = 0;
     s.slot = OSPD_MAX_SLOTS + 5;
-    memcpy(buf, &s, sizeof s);
-    r = ring_with_raw(buf, 40, 40);
-    expect_rejected(&r, 0, "slot");
-    free(r.data);
+    record_rejected(buf, sizeof buf, &s, sizeof s, 40, "slot");
 
     struct osp_rec_thread_start t = {.h = {OSP_REC_THREAD_START, 32}, .label_len = 65};
     memset(buf, 0, sizeof buf);
-    memcpy(buf, &t, sizeof t);
-    r = ring_with_raw(buf, 32, 32);
-    expect_rejected(&r, 0, "label_len 65");
-    free(r.data);
+    record_rejected(buf, sizeof buf, &t, sizeof t, 32, "label_len 65");
 
     t.label_len = 9; /* needs 40 bytes, claims 32 */
-    memcpy(buf, &t, sizeof t);
-    r = ring_with_raw(buf, 32, 32);
-    expect_rejected(&r, 0, "9-byte label");
-    free(r.data);
+    record_rejected(buf, sizeof buf, &t, sizeof t, 32, "9-byte label");
 
     struct osp_rec_image im = {.h = {OSP_REC_IMAGE, sizeof im}, .path_len = 5000};
     memset(buf, 0, sizeof buf);
-    memcpy(buf, &im, sizeof im);
-    r = ring_with_raw(buf, sizeof im, sizeof im);
-    expect_rejected(&r, 0, "path_len 5000");
-    free(r.data);
+    record_rejected(buf, sizeof buf, &im, sizeof im, sizeof im, "path_len 5000");
 
     struct osp_rec_header unknown = {.type = 99, .size = 8};
-    r = ring_with_raw(&unknown, 8, 8);
-    expect_rejected(&r, 0, "unknown type 99");
-    free(r.data);
+    record_rejected(buf, sizeof buf, &unknown, sizeof unknown, 8, "unknown type 99");
 
     struct osp_rec_exit e = {.h = {OSP_REC_EXIT, 16}};
-    r = ring_with_raw(&e, 16, 16);
-    expect_rejected(&r, 0, "exit record of 16 bytes");
-    free(r.data);
+    record_rejected(buf, sizeof buf, &e, sizeof e, 16, "exit record of 16 bytes");
 }
 END_TEST
 
@@ -676,6 +667,23 @@ START_TEST(fuzzed_rings_never_crash)
 }
 END_TEST
 
+/* The header h is refused (-EPROTO) in an object of `object` bytes, with an error naming
+ * `needle` (NULL: any). */
+static void header_refused(const struct osp_ring_header *h, uint64_t object, const char *needle)
+{
+    char err[OSPD_ERROR_SIZE];
+    ck_assert_int_eq(ospd_ring_validate(h, object, err, sizeof err), -EPROTO);
+    ck_assert_msg(needle == NULL || strstr(err, needle) != NULL, "no \"%s\" in: %s", needle, err);
+}
+/* REFUSED_HEADER(field, value, needle): in header_validation, the good header with `field` set
+ * to value is refused, naming `needle`. */
+#define REFUSED_HEADER(field, value, needle)                                                       \
+    do {                                                                                           \
+        memcpy(&h, &good, sizeof h);                                                               \
+        h.field = (value);                                                                         \
+        header_refused(&h, object, (needle));                                                      \
+    } while (0)
+
 START_TEST(header_validation)
 {
     static struct osp_ring_header h;
@@ -691,35 +699,14 @@ START_TEST(header_validation)
     memcpy(&h, &good, sizeof h);
     ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), 0);
 
-    h.magic = 0x1234;
-    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
-    ck_assert_ptr_nonnull(strstr(err, "magic"));
-    memcpy(&h, &good, sizeof h);
-    h.abi_version = 2;
-    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
-    ck_assert_ptr_nonnull(strstr(err, "ABI version 2"));
-    memcpy(&h, &good, sizeof h);
-    h.data_size = 65536 + 8;
-    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
-    ck_assert_ptr_nonnull(strstr(err, "power of two"));
-    memcpy(&h, &good, sizeof h);
-    h.data_size = UINT64_C(1) << 40;
-    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
-    memcpy(&h, &good, sizeof h);
-    h.data_size = 131072; /* does not fit the object */
-    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
-    ck_assert_ptr_nonnull(strstr(err, "exceeds"));
-    memcpy(&h, &good, sizeof h);
-    h.data_offset = 8;
-    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
-    ck_assert_ptr_nonnull(strstr(err, "data_offset"));
-    memcpy(&h, &good, sizeof h);
-    h.header_size = 64;
-    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
-    memcpy(&h, &good, sizeof h);
-    h.rate_hz = 0;
-    ck_assert_int_eq(ospd_ring_validate(&h, object, err, sizeof err), -EPROTO);
-    ck_assert_ptr_nonnull(strstr(err, "rate_hz"));
+    REFUSED_HEADER(magic, 0x1234, "magic");
+    REFUSED_HEADER(abi_version, 2, "ABI version 2");
+    REFUSED_HEADER(data_size, 65536 + 8, "power of two");
+    REFUSED_HEADER(data_size, UINT64_C(1) << 40, NULL);
+    REFUSED_HEADER(data_size, 131072, "exceeds"); /* does not fit the object */
+    REFUSED_HEADER(data_offset, 8, "data_offset");
+    REFUSED_HEADER(header_size, 64, NULL);
+    REFUSED_HEADER(rate_hz, 0, "rate_hz");
     memcpy(&h, &good, sizeof h);
     ck_assert_int_eq(ospd_ring_validate(&h, 100, err, sizeof err), -EPROTO);
 }
@@ -1220,39 +1207,19 @@ END_TEST
 Suite *daemon_suite(void)
 {
     Suite *s = suite_create("daemon");
-    TCase *parse = tcase_create("parse");
-    tcase_add_test(parse, threads_samples_and_repeats);
-    tcase_add_test(parse, stacks_keep_why_their_walks_ended);
-    tcase_add_test(parse, repeat_without_sample_is_dropped);
-    tcase_add_test(parse, slot_reuse_makes_a_new_thread);
-    tcase_add_test(parse, declared_fibers_take_their_samples);
-    tcase_add_test(parse, images_dedupe_and_main_names_exe);
-    tcase_add_test(parse, images_unloaded_and_replaced_carry_times);
-    tcase_add_test(parse, escapes_are_kept_and_written);
-    tcase_add_test(parse, pad_and_wrap_across_the_end);
-    tcase_add_test(parse, exit_record_ends_the_stream);
-    tcase_add_test(parse, interning_is_stable_across_growth);
-    tcase_add_test(parse, addresses_beyond_user_space_end_the_stack);
-    tcase_add_test(parse, memory_budget_drops_and_counts);
-    tcase_add_test(parse, labels_become_valid_utf8);
-    suite_add_tcase(s, parse);
-
-    TCase *hostile = tcase_create("hostile");
-    tcase_add_test(hostile, corrupt_record_sizes_are_rejected);
-    tcase_add_test(hostile, corrupt_depths_lengths_and_fields_are_rejected);
-    tcase_add_test(hostile, corrupt_head_and_tail_are_rejected);
-    tcase_add_test(hostile, fuzzed_rings_never_crash);
-    tcase_add_test(hostile, header_validation);
-    tcase_set_timeout(hostile, 120);
-    suite_add_tcase(s, hostile);
-
-    TCase *raw = tcase_create("raw");
-    tcase_add_test(raw, raw_profile_is_valid_json_version_1);
-    tcase_add_test(raw, exit_objects_say_how_it_ended);
-    tcase_add_test(raw, unwritable_path_is_a_clear_error);
-    tcase_add_test(raw, spilled_samples_write_the_same_raw_file);
-    tcase_add_test(raw, samples_stay_in_memory_when_they_cannot_be_spilled);
-    tcase_add_test(raw, jit_maps_keep_the_symbols_sampled);
-    suite_add_tcase(s, raw);
+    SUITE_CASE(s, "parse", 0, threads_samples_and_repeats, stacks_keep_why_their_walks_ended,
+               repeat_without_sample_is_dropped, slot_reuse_makes_a_new_thread,
+               declared_fibers_take_their_samples, images_dedupe_and_main_names_exe,
+               images_unloaded_and_replaced_carry_times, escapes_are_kept_and_written,
+               pad_and_wrap_across_the_end, exit_record_ends_the_stream,
+               interning_is_stable_across_growth, addresses_beyond_user_space_end_the_stack,
+               memory_budget_drops_and_counts, labels_become_valid_utf8);
+    SUITE_CASE(s, "hostile", 120, corrupt_record_sizes_are_rejected,
+               corrupt_depths_lengths_and_fields_are_rejected, corrupt_head_and_tail_are_rejected,
+               fuzzed_rings_never_crash, header_validation);
+    SUITE_CASE(s, "raw", 0, raw_profile_is_valid_json_version_1, exit_objects_say_how_it_ended,
+               unwritable_path_is_a_clear_error, spilled_samples_write_the_same_raw_file,
+               samples_stay_in_memory_when_they_cannot_be_spilled,
+               jit_maps_keep_the_symbols_sampled);
     return s;
 }

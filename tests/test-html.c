@@ -14,6 +14,7 @@
 
 #include "ospx_html.h"
 #include "scratch.h"
+#include "suite.h"
 
 static char dir[128];
 
@@ -166,14 +167,11 @@ END_TEST
 
 Suite *html_suite(void)
 {
-    Suite *suite = suite_create("html");
-    TCase *tc = tcase_create("html");
+    Suite *s = suite_create("html");
+    TCase *tc =
+        SUITE_CASE(s, "html", 0, fills_title_and_profile_with_no_raw_less_than,
+                   no_profile_json_is_null, fresh_page_takes_the_summary_only_when_written,
+                   bad_speedscope_is_one_error_and_no_page, indentation_is_left_out_strings_kept);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, fills_title_and_profile_with_no_raw_less_than);
-    tcase_add_test(tc, no_profile_json_is_null);
-    tcase_add_test(tc, fresh_page_takes_the_summary_only_when_written);
-    tcase_add_test(tc, bad_speedscope_is_one_error_and_no_page);
-    tcase_add_test(tc, indentation_is_left_out_strings_kept);
-    suite_add_tcase(suite, tc);
-    return suite;
+    return s;
 }

@@ -6,6 +6,7 @@
 
 #include "ospx-fixture.h"
 #include "ospx.h"
+#include "suite.h"
 
 static const struct ospx_function_stat *function_named(const struct ospx_model *model,
                                                        const char *name, const char *file)
@@ -28,6 +29,26 @@ static const struct ospx_line_stat *line_at(const struct ospx_model *model, cons
 }
 
 /* main → fib → fib → fib: fib recursive, three deep. */
+/* MODEL_OF(text): `fixture` parsed from the text and its `model` built, for the test. */
+#define MODEL_OF(text)                                                                             \
+    struct fixture fixture;                                                                        \
+    struct ospx_model model;                                                                       \
+    fixture_model(&fixture, (text), &model)
+
+/* MODEL_FREE(): what MODEL_OF made, freed. */
+#define MODEL_FREE()                                                                               \
+    ospx_model_free(&model);                                                                       \
+    fixture_free(&fixture)
+
+/* The model's samples: on-CPU, waiting and all. */
+static void expect_samples(const struct ospx_model *model, uint64_t on_cpu, uint64_t waiting,
+                           uint64_t total)
+{
+    ck_assert_uint_eq(model->on_cpu_samples, on_cpu);
+    ck_assert_uint_eq(model->waiting_samples, waiting);
+    ck_assert_uint_eq(model->total_samples, total);
+}
+
 static const char recursion[] = "rate 100\n"
                                 "start 1000000000\n"
                                 "end 3500000000\n"
@@ -62,23 +83,18 @@ static const char hot_lines[] = "rate 100\n"
 
 START_TEST(location_is_the_hottest_line)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    fixture_model(&fixture, hot_lines, &model);
+    MODEL_OF(hot_lines);
     const struct ospx_function_stat *leaf = function_named(&model, "leaf", "/w/h.c");
     const struct ospx_function_stat *outer = function_named(&model, "outer", "/w/h.c");
     ck_assert_int_eq(leaf->line, 6);   /* 3 self samples; line 5 has 1, the waiting 7 none */
     ck_assert_int_eq(outer->line, 30); /* no self time: 3 samples pass line 30, 1 line 31 */
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
 START_TEST(recursive_function_counts_once_per_sample)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    fixture_model(&fixture, recursion, &model);
+    MODEL_OF(recursion);
     const struct ospx_function_stat *fib = function_named(&model, "fib", "/w/a.c");
     const struct ospx_function_stat *main_fn = function_named(&model, "main", "/w/a.c");
     ck_assert_uint_eq(fib->self, 3);
@@ -87,19 +103,14 @@ START_TEST(recursive_function_counts_once_per_sample)
     ck_assert_uint_eq(main_fn->total, 4); /* the waiting sample does not count */
     ck_assert_int_eq(fib->line, 12);      /* where its self time is */
     ck_assert_int_eq(main_fn->line, 62);  /* its self sample, not its call line's 3 */
-    ck_assert_uint_eq(model.on_cpu_samples, 4);
-    ck_assert_uint_eq(model.waiting_samples, 1);
-    ck_assert_uint_eq(model.total_samples, 5);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    expect_samples(&model, 4, 1, 5);
+    MODEL_FREE();
 }
 END_TEST
 
 START_TEST(lines_count_once_per_sample_and_self_at_the_leaf)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    fixture_model(&fixture, recursion, &model);
+    MODEL_OF(recursion);
     const struct ospx_line_stat *line12 = line_at(&model, "/w/a.c", 12);
     const struct ospx_line_stat *line14 = line_at(&model, "/w/a.c", 14);
     const struct ospx_line_stat *line62 = line_at(&model, "/w/a.c", 62);
@@ -115,20 +126,16 @@ START_TEST(lines_count_once_per_sample_and_self_at_the_leaf)
     /* sorted by samples desc, then self desc */
     ck_assert_int_eq(model.lines[0].line, 12);
     ck_assert_int_eq(model.lines[model.line_count - 1].line, 62);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
 START_TEST(wall_and_cpu_time)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    fixture_model(&fixture, recursion, &model);
+    MODEL_OF(recursion);
     ck_assert_double_eq_tol(model.wall_seconds, 2.5, 1e-9);
     ck_assert_double_eq_tol(model.cpu_seconds, 0.04, 1e-9); /* 4 on-CPU samples at 100 Hz */
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
@@ -150,8 +157,7 @@ START_TEST(fibers_split_running_and_waiting)
     ck_assert_uint_eq(model.fibers[1].on_cpu, 1);
     ck_assert_uint_eq(model.fibers[1].waiting, 2);
     ck_assert_uint_eq(model.fibers[2].on_cpu + model.fibers[2].waiting, 0);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
@@ -201,8 +207,7 @@ START_TEST(function_identity_is_name_and_file)
     ck_assert_uint_eq(b->self, 1);
     ck_assert_uint_eq(model.functions[0].self, 2); /* sorted by self desc */
     ck_assert_str_eq(model.functions[0].file, "/w/a.c");
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
@@ -222,8 +227,7 @@ START_TEST(inline_frames_take_self_at_the_innermost)
     ck_assert_uint_eq(line_at(&model, "/w/h.c", 20)->samples, 2);
     ck_assert_uint_eq(line_at(&model, "/w/h.c", 20)->self, 0);
     ck_assert_uint_eq(line_at(&model, "/w/h.h", 4)->self, 2);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
@@ -239,8 +243,7 @@ START_TEST(frames_without_file_have_functions_but_no_lines)
     ck_assert_int_eq(function_named(&model, "0x7f0012", "")->line, 0);
     ck_assert_uint_eq(model.line_count, 1);
     ck_assert_int_eq(model.lines[0].line, 9);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
@@ -259,8 +262,7 @@ START_TEST(functions_sort_by_self_then_total_then_name)
     ck_assert_str_eq(model.functions[1].name, "b");
     ck_assert_str_eq(model.functions[2].name, "c");
     ck_assert_str_eq(model.functions[3].name, "top");
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
@@ -273,22 +275,18 @@ START_TEST(out_of_range_indices_are_an_error_naming_the_file)
     ck_assert_int_lt(ospx_model_build(&fixture.raw, &fixture.symbols, &model, &err), 0);
     ck_assert_str_eq(err.file, "fixture.json");
     ck_assert_ptr_nonnull(strstr(err.text, "thread 3"));
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
 START_TEST(empty_profile_builds)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    fixture_model(&fixture, "thread 0 main\n", &model);
+    MODEL_OF("thread 0 main\n");
     ck_assert_uint_eq(model.total_samples, 0);
     ck_assert_uint_eq(model.function_count, 0);
     ck_assert_uint_eq(model.line_count, 0);
     ck_assert_double_eq(model.cpu_seconds, 0);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
@@ -296,14 +294,14 @@ END_TEST
  * weights reads as before. */
 START_TEST(weights_count_as_repeated_rows)
 {
-    static const char common[] = "rate 1000\nstart 1000000000\nend 1100000000\n"
-                                 "thread 0 main\nthread 7 worker\n"
-                                 "frame main /w/a.c\nframe spin /w/a.c\n"
-                                 "stack 1@5 0@20\nstack 0@21\n";
-    char weighted[1024], expanded[4096];
-    snprintf(weighted, sizeof weighted,
-             "%ssample 1000 1 0 0 7\nsample 1000 0 1 1 30\nsample 9000 1 0 0\n", common);
-    size_t used = (size_t)snprintf(expanded, sizeof expanded, "%s", common);
+#define COMMON                                                                                     \
+    "rate 1000\nstart 1000000000\nend 1100000000\nthread 0 main\nthread 7 worker\n"                \
+    "frame main /w/a.c\nframe spin /w/a.c\nstack 1@5 0@20\nstack 0@21\n"
+    static const char weighted[] =
+        COMMON "sample 1000 1 0 0 7\nsample 1000 0 1 1 30\nsample 9000 1 0 0\n";
+    char expanded[4096];
+    size_t used = (size_t)snprintf(expanded, sizeof expanded, "%s", COMMON);
+#undef COMMON
     for (int i = 0; i < 8; i++)
         used += (size_t)snprintf(expanded + used, sizeof expanded - used, "sample %d 1 0 0\n",
                                  1000 + i);
@@ -314,9 +312,7 @@ START_TEST(weights_count_as_repeated_rows)
     struct ospx_model x, y;
     fixture_model(&a, weighted, &x);
     fixture_model(&b, expanded, &y);
-    ck_assert_uint_eq(x.on_cpu_samples, 8);
-    ck_assert_uint_eq(x.waiting_samples, 30);
-    ck_assert_uint_eq(x.total_samples, y.total_samples);
+    expect_samples(&x, 8, 30, y.total_samples);
     ck_assert_uint_eq(x.on_cpu_samples, y.on_cpu_samples);
     ck_assert_double_eq(x.cpu_seconds, y.cpu_seconds);
     for (size_t t = 0; t < 2; t++) {
@@ -343,20 +339,15 @@ END_TEST
 /* The measured CPU time: the process's clock, else the sum of the threads' when all have one. */
 START_TEST(measured_cpu_time)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    fixture_model(&fixture, "thread 0 main 3000\nthread 1 w 4000\n", &model);
+    MODEL_OF("thread 0 main 3000\nthread 1 w 4000\n");
     ck_assert_int_eq(model.measured_cpu_ns, 7000);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
     fixture_model(&fixture, "thread 0 main 3000\nthread 1 w\n", &model);
     ck_assert_int_eq(model.measured_cpu_ns, -1);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
     fixture_model(&fixture, "process_cpu_ns 9000\nthread 0 main 3000\n", &model);
     ck_assert_int_eq(model.measured_cpu_ns, 9000);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
@@ -372,30 +363,22 @@ START_TEST(implausible_end_time_falls_back_to_the_samples)
                   "sample 1000000 0 0 0\nsample 2000000 0 0 1 500\n",
                   &model);
     ck_assert_double_eq_tol(model.wall_seconds, 0.502, 1e-9);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
+    MODEL_FREE();
 }
 END_TEST
 
 Suite *model_suite(void)
 {
-    Suite *suite = suite_create("model");
-    TCase *tc = tcase_create("model");
-    tcase_add_test(tc, recursive_function_counts_once_per_sample);
-    tcase_add_test(tc, location_is_the_hottest_line);
-    tcase_add_test(tc, lines_count_once_per_sample_and_self_at_the_leaf);
-    tcase_add_test(tc, wall_and_cpu_time);
-    tcase_add_test(tc, fibers_split_running_and_waiting);
-    tcase_add_test(tc, declared_fibers_share_their_threads_preemption);
-    tcase_add_test(tc, function_identity_is_name_and_file);
-    tcase_add_test(tc, inline_frames_take_self_at_the_innermost);
-    tcase_add_test(tc, frames_without_file_have_functions_but_no_lines);
-    tcase_add_test(tc, functions_sort_by_self_then_total_then_name);
-    tcase_add_test(tc, out_of_range_indices_are_an_error_naming_the_file);
-    tcase_add_test(tc, empty_profile_builds);
-    tcase_add_test(tc, weights_count_as_repeated_rows);
-    tcase_add_test(tc, measured_cpu_time);
-    tcase_add_test(tc, implausible_end_time_falls_back_to_the_samples);
-    suite_add_tcase(suite, tc);
-    return suite;
+    Suite *s = suite_create("model");
+    SUITE_CASE(s, "model", 0, recursive_function_counts_once_per_sample,
+               location_is_the_hottest_line, lines_count_once_per_sample_and_self_at_the_leaf,
+               wall_and_cpu_time, fibers_split_running_and_waiting,
+               declared_fibers_share_their_threads_preemption, function_identity_is_name_and_file,
+               inline_frames_take_self_at_the_innermost,
+               frames_without_file_have_functions_but_no_lines,
+               functions_sort_by_self_then_total_then_name,
+               out_of_range_indices_are_an_error_naming_the_file, empty_profile_builds,
+               weights_count_as_repeated_rows, measured_cpu_time,
+               implausible_end_time_falls_back_to_the_samples);
+    return s;
 }

@@ -23,6 +23,7 @@
 #include "osp_daemon_args.h"
 #include "ospc.h"
 #include "ospd.h"
+#include "suite.h"
 
 extern char **environ;
 
@@ -175,6 +176,13 @@ static void e2e_start(struct e2e *e, const char *out_name)
     post_program(&e->s);
 }
 
+/* e2e_start, then e2e_exit, whose verdict is `state`. */
+static void e2e_start_to_end(struct e2e *e, const char *out_name, uint32_t state)
+{
+    e2e_start(e, out_name);
+    ck_assert_uint_eq(e2e_exit(e), state);
+}
+
 /* Wait until the daemon has consumed everything published so far. */
 static void wait_drained(struct e2e *e)
 {
@@ -206,8 +214,7 @@ END_TEST
 START_TEST(daemon_collects_until_the_exit_record)
 {
     struct e2e e;
-    e2e_start(&e, "raw.json");
-    ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_DONE);
+    e2e_start_to_end(&e, "raw.json", OSP_DAEMON_DONE);
     ck_assert_int_gt(atomic_load_explicit(&e.s.header->daemon_pid, memory_order_relaxed), 0);
     ck_assert_uint_eq(osp_ring_load_tail_acquire(e.s.header), e.s.ring.head);
 
@@ -258,8 +265,9 @@ END_TEST
 /* Fork a producer that, like a profiled program, fills the header with its own pid, starts
  * the daemon and posts post_program's records. Returns the child's pid in the parent and 0 in
  * the child, which goes on with the caller's ending. */
-static pid_t fork_producer(struct e2e *e)
+static pid_t fork_producer(struct e2e *e, int ready[2])
 {
+    ck_assert_int_eq(pipe(ready), 0);
     pid_t child = fork();
     ck_assert_int_ge(child, 0);
     if (child == 0) {
@@ -276,8 +284,7 @@ START_TEST(daemon_writes_what_it_has_when_the_target_is_killed)
     struct e2e e;
     e2e_begin(&e, "raw.json", 0);
     int ready[2];
-    ck_assert_int_eq(pipe(ready), 0);
-    pid_t child = fork_producer(&e);
+    pid_t child = fork_producer(&e, ready);
     if (child == 0) {
         /* killed before it can post an exit record */
         (void)!write(ready[1], "x", 1);
@@ -327,8 +334,7 @@ END_TEST
 START_TEST(daemon_reports_an_unwritable_output)
 {
     struct e2e e;
-    e2e_start(&e, "missing/raw.json");
-    ck_assert_uint_eq(e2e_exit(&e), OSP_DAEMON_FAILED);
+    e2e_start_to_end(&e, "missing/raw.json", OSP_DAEMON_FAILED);
     ck_assert_ptr_nonnull(strstr(e.s.header->daemon_error, e.out));
     ck_assert_ptr_nonnull(strstr(e.s.header->daemon_error, strerror(ENOENT)));
     e2e_end(&e);
@@ -348,36 +354,50 @@ static void expect_ring_rejected(struct e2e *e, const char *what)
     json_decref(root);
 }
 
-START_TEST(daemon_rejects_a_corrupt_ring_but_keeps_what_it_had)
+/* The ring damaged by `damage` once the daemon runs, then published: rejected as
+ * expect_ring_rejected says, naming `what`. */
+static void expect_damage_rejected(void (*damage)(struct e2e *), const char *what)
 {
     struct e2e e;
     e2e_start(&e, "raw.json");
+    damage(&e);
+    publish(&e.s);
+    expect_ring_rejected(&e, what);
+    e2e_end(&e);
+}
+
+/* A sample whose depth is 0. */
+static void write_a_sample_of_depth_zero(struct e2e *e)
+{
     uint64_t bad[] = {1};
-    osp_put_sample(&e.s.ring, 5, 0, 1, 0, 1, bad);
-    uint8_t *at = e.s.ring.data + ((e.s.ring.head - 40) & (e.s.ring.size - 1));
+    osp_put_sample(&e->s.ring, 5, 0, 1, 0, 1, bad);
+    uint8_t *at = e->s.ring.data + ((e->s.ring.head - 40) & (e->s.ring.size - 1));
     struct osp_rec_sample rec;
     memcpy(&rec, at, sizeof rec);
     rec.depth = 0;
     memcpy(at, &rec, sizeof rec);
-    publish(&e.s);
-    expect_ring_rejected(&e, "depth 0");
-    e2e_end(&e);
+}
+
+START_TEST(daemon_rejects_a_corrupt_ring_but_keeps_what_it_had)
+{
+    expect_damage_rejected(write_a_sample_of_depth_zero, "depth 0");
 }
 END_TEST
 
 /* The target shrinks the shared-memory object under the daemon's mapping: reading the lost
  * pages would be SIGBUS; the daemon rejects the ring instead and still writes what it had. */
+/* A sample written once the daemon has drained the ring, then the object cut to its header. */
+static void truncate_under_a_sample(struct e2e *e)
+{
+    wait_drained(e);
+    uint64_t pcs[] = {0x401000};
+    osp_put_sample(&e->s.ring, 5, 0, 1, 0, 1, pcs); /* written, then cut off */
+    ck_assert_int_eq(ftruncate(e->s.fd, OSP_RING_HEADER_SIZE), 0);
+}
+
 START_TEST(daemon_survives_a_truncated_ring)
 {
-    struct e2e e;
-    e2e_start(&e, "raw.json");
-    wait_drained(&e);
-    uint64_t pcs[] = {0x401000};
-    osp_put_sample(&e.s.ring, 5, 0, 1, 0, 1, pcs); /* written, then cut off */
-    ck_assert_int_eq(ftruncate(e.s.fd, OSP_RING_HEADER_SIZE), 0);
-    publish(&e.s);
-    expect_ring_rejected(&e, "truncated");
-    e2e_end(&e);
+    expect_damage_rejected(truncate_under_a_sample, "truncated");
 }
 END_TEST
 
@@ -388,8 +408,7 @@ START_TEST(daemon_notices_a_target_that_execs_away)
     struct e2e e;
     e2e_begin(&e, "raw.json", 0);
     int ready[2];
-    ck_assert_int_eq(pipe(ready), 0);
-    pid_t child = fork_producer(&e);
+    pid_t child = fork_producer(&e, ready);
     if (child == 0) {
         dup2(ready[0], STDIN_FILENO);
         close(ready[1]);
@@ -479,40 +498,31 @@ static int run_daemon(char *const argv[], char *line, size_t line_size)
     return WEXITSTATUS(status);
 }
 
-START_TEST(command_line)
+/* ospreyd run with the arguments `argv` ends `rc` and its first line holds `needle`. */
+static void daemon_says(int rc, const char *needle, char *const argv[])
 {
     char line[512];
-    char *version[] = {OSPREYD_PATH, "--version", NULL};
-    ck_assert_int_eq(run_daemon(version, line, sizeof line), 0);
-    ck_assert_ptr_nonnull(strstr(line, "ospreyd "));
-    char *help[] = {OSPREYD_PATH, "--help", NULL};
-    ck_assert_int_eq(run_daemon(help, line, sizeof line), 0);
-    ck_assert_ptr_nonnull(strstr(line, "usage: ospreyd"));
-    char *none[] = {OSPREYD_PATH, NULL};
-    ck_assert_int_eq(run_daemon(none, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "required"));
-    char *unknown[] = {OSPREYD_PATH, "--frobnicate", NULL};
-    ck_assert_int_eq(run_daemon(unknown, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "--frobnicate"));
-    char *missing_arg[] = {OSPREYD_PATH, "--out", NULL};
-    ck_assert_int_eq(run_daemon(missing_arg, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "--out"));
-    char *extra[] = {OSPREYD_PATH, "--ring-fd", "3",     "--ring-name", "/x",
-                     "--out",      "/tmp/x",    "stray", NULL};
-    ck_assert_int_eq(run_daemon(extra, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "stray"));
-    char *no_name[] = {OSPREYD_PATH, "--ring-fd", "3", "--out", "/tmp/x", NULL};
-    ck_assert_int_eq(run_daemon(no_name, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "--ring-name"));
-    char *bad_switch[] = {OSPREYD_PATH, "--ring-fd", "3",           "--ring-name", "/x",
-                          "--out",      "/tmp/x",    "--switch-fd", "4x",          NULL};
-    ck_assert_int_eq(run_daemon(bad_switch, line, sizeof line), 2);
-    ck_assert_ptr_nonnull(strstr(line, "--switch-fd 4x: not a descriptor number"));
+    ck_assert_int_eq(run_daemon(argv, line, sizeof line), rc);
+    ck_assert_msg(strstr(line, needle) != NULL, "no \"%s\" in: %s", needle, line);
+}
+/* DAEMON_SAYS(rc, needle, argument...): daemon_says of ospreyd with the arguments listed. */
+#define DAEMON_SAYS(rc, needle, ...)                                                               \
+    daemon_says((rc), (needle), (char *[]){OSPREYD_PATH, __VA_ARGS__, NULL})
+
+START_TEST(command_line)
+{
+    DAEMON_SAYS(0, "ospreyd ", "--version");
+    DAEMON_SAYS(0, "usage: ospreyd", "--help");
+    daemon_says(2, "required", (char *[]){OSPREYD_PATH, NULL});
+    DAEMON_SAYS(2, "--frobnicate", "--frobnicate");
+    DAEMON_SAYS(2, "--out", "--out");
+    DAEMON_SAYS(2, "stray", "--ring-fd", "3", "--ring-name", "/x", "--out", "/tmp/x", "stray");
+    DAEMON_SAYS(2, "--ring-name", "--ring-fd", "3", "--out", "/tmp/x");
+    DAEMON_SAYS(2, "--switch-fd 4x: not a descriptor number", "--ring-fd", "3", "--ring-name", "/x",
+                "--out", "/tmp/x", "--switch-fd", "4x");
     /* A descriptor that is not open: one line naming the ring. */
-    char *no_ring[] = {OSPREYD_PATH,           "--ring-fd", "999",    "--ring-name",
-                       "/osprey-no-such-ring", "--out",     "/tmp/x", NULL};
-    ck_assert_int_eq(run_daemon(no_ring, line, sizeof line), 1);
-    ck_assert_ptr_nonnull(strstr(line, "/osprey-no-such-ring"));
+    DAEMON_SAYS(1, "/osprey-no-such-ring", "--ring-fd", "999", "--ring-name",
+                "/osprey-no-such-ring", "--out", "/tmp/x");
 }
 END_TEST
 
@@ -647,26 +657,14 @@ END_TEST
 Suite *ospreyd_suite(void)
 {
     Suite *s = suite_create("ospreyd");
-
-    TCase *binary = tcase_create("binary");
-    tcase_add_test(binary, command_line);
-    tcase_add_test(binary, daemon_collects_until_the_exit_record);
-    tcase_add_test(binary, daemon_spills_samples_and_writes_the_same_profile);
-    tcase_add_test(binary, daemon_writes_what_it_has_when_the_target_is_killed);
-    tcase_add_test(binary, daemon_rejects_a_bad_header_and_says_why);
-    tcase_add_test(binary, daemon_reports_an_unwritable_output);
-    tcase_add_test(binary, daemon_rejects_a_corrupt_ring_but_keeps_what_it_had);
-    tcase_add_test(binary, daemon_survives_a_truncated_ring);
-    tcase_add_test(binary, daemon_notices_a_target_that_execs_away);
-    tcase_add_test(binary, daemon_handles_a_target_already_gone);
-    tcase_add_test(binary, daemon_does_not_hold_inherited_descriptors);
-    tcase_add_test(binary, daemon_writes_what_it_has_on_sigterm);
-    tcase_set_timeout(binary, 120);
-    suite_add_tcase(s, binary);
-
-    TCase *real = tcase_create("real");
-    tcase_add_test(real, real_program_under_the_preload_shim);
-    tcase_set_timeout(real, 120);
-    suite_add_tcase(s, real);
+    SUITE_CASE(s, "binary", 120, command_line, daemon_collects_until_the_exit_record,
+               daemon_spills_samples_and_writes_the_same_profile,
+               daemon_writes_what_it_has_when_the_target_is_killed,
+               daemon_rejects_a_bad_header_and_says_why, daemon_reports_an_unwritable_output,
+               daemon_rejects_a_corrupt_ring_but_keeps_what_it_had,
+               daemon_survives_a_truncated_ring, daemon_notices_a_target_that_execs_away,
+               daemon_handles_a_target_already_gone, daemon_does_not_hold_inherited_descriptors,
+               daemon_writes_what_it_has_on_sigterm);
+    SUITE_CASE(s, "real", 120, real_program_under_the_preload_shim);
     return s;
 }

@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #include "osp_ring.h"
+#include "suite.h"
 
 START_TEST(header_layout_is_stable)
 {
@@ -40,10 +41,7 @@ END_TEST
 Suite *proto_suite(void)
 {
     Suite *s = suite_create("proto");
-    TCase *tc = tcase_create("abi");
-    tcase_add_test(tc, header_layout_is_stable);
-    tcase_add_test(tc, records_round_up_to_eight_bytes);
-    tcase_add_test(tc, magic_spells_the_ring_name);
-    suite_add_tcase(s, tc);
+    SUITE_CASE(s, "abi", 0, header_layout_is_stable, records_round_up_to_eight_bytes,
+               magic_spells_the_ring_name);
     return s;
 }

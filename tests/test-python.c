@@ -13,6 +13,7 @@
 #include "osp_base.h"
 #include "osp_core.h"
 #include "osp_python.h"
+#include "suite.h"
 
 #define EVAL_LO 0x1000u
 #define EVAL_HI 0x2000u
@@ -220,10 +221,7 @@ END_TEST
 Suite *python_suite(void)
 {
     Suite *s = suite_create("python");
-    TCase *walk = tcase_create("walk");
-    tcase_add_test(walk, frames_sit_above_the_eval_frame_they_ran_in);
-    tcase_add_test(walk, frames_in_the_thread_chunk_are_read_in_place);
-    tcase_add_test(walk, hostile_chains_end_the_python_walk);
-    suite_add_tcase(s, walk);
+    SUITE_CASE(s, "walk", 0, frames_sit_above_the_eval_frame_they_ran_in,
+               frames_in_the_thread_chunk_are_read_in_place, hostile_chains_end_the_python_walk);
     return s;
 }

@@ -12,6 +12,7 @@
 
 #include "ospx.h"
 #include "ospx_internal.h"
+#include "suite.h"
 
 #define RAW_DATA_DIR OSP_TEST_SOURCE_DIR "/data/raw"
 
@@ -23,13 +24,50 @@ static void read_case(const char *name, struct ospx_raw *raw, struct ospx_error 
     *rc = ospx_raw_read(path, raw, err);
 }
 
-START_TEST(test_valid_fields)
+/* The case `name` read whole: a failed check when it does not read. */
+static void read_valid(const char *name, struct ospx_raw *raw)
 {
-    struct ospx_raw raw;
     struct ospx_error err;
     int rc;
-    read_case("valid", &raw, &err, &rc);
-    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+    read_case(name, raw, &err, &rc);
+    ck_assert_msg(rc == 0, "%s: rc %d: %s", name, rc, err.text);
+}
+/* RAW_OF(name): the test's `raw`, the case `name` read whole. */
+#define RAW_OF(name)                                                                               \
+    struct ospx_raw raw;                                                                           \
+    read_valid((name), &raw)
+
+/* How the run ended: known, normally, by signal. */
+static void expect_exit(const struct ospx_raw *raw, int known, int normal, int signal)
+{
+    ck_assert_int_eq(raw->exit.known, known);
+    ck_assert_int_eq(raw->exit.normal, normal);
+    ck_assert_int_eq(raw->exit.signal, signal);
+}
+
+/* How many images, threads, stacks and samples were read. */
+static void expect_counts(const struct ospx_raw *raw, size_t images, size_t threads, size_t stacks,
+                          size_t samples)
+{
+    ck_assert_uint_eq(raw->image_count, images);
+    ck_assert_uint_eq(raw->thread_count, threads);
+    ck_assert_uint_eq(raw->stack_count, stacks);
+    ck_assert_uint_eq(raw->sample_count, samples);
+}
+
+/* A sample row: its time, thread, stack and state. */
+static void expect_sample(const struct ospx_sample *sample, uint64_t t_rel_ns, uint32_t thread,
+                          uint32_t stack, uint32_t state)
+{
+    ck_assert_uint_eq(sample->t_rel_ns, t_rel_ns);
+    ck_assert_uint_eq(sample->thread, thread);
+    ck_assert_uint_eq(sample->stack, stack);
+    ck_assert_uint_eq(sample->state, state);
+}
+
+START_TEST(test_valid_fields)
+{
+    RAW_OF("valid");
     ck_assert_int_eq(raw.version, 1);
     ck_assert_int_eq(raw.pid, 4242);
     ck_assert_str_eq(raw.exe, "/home/u/hotspot");
@@ -66,20 +104,12 @@ START_TEST(test_valid_fields)
     ck_assert_uint_eq(raw.stacks[1].pcs[0], 93824992236100ULL);
 
     ck_assert_uint_eq(raw.sample_count, 3);
-    ck_assert_uint_eq(raw.samples[0].t_rel_ns, 1003000);
-    ck_assert_uint_eq(raw.samples[0].thread, 1);
-    ck_assert_uint_eq(raw.samples[0].stack, 0);
-    ck_assert_uint_eq(raw.samples[0].state, 0);
-    ck_assert_uint_eq(raw.samples[1].t_rel_ns, 1004100);
-    ck_assert_uint_eq(raw.samples[1].thread, 0);
-    ck_assert_uint_eq(raw.samples[1].stack, 1);
-    ck_assert_uint_eq(raw.samples[1].state, 1);
+    expect_sample(&raw.samples[0], 1003000, 1, 0, 0);
+    expect_sample(&raw.samples[1], 1004100, 0, 1, 1);
     ck_assert_uint_eq(raw.samples[2].thread, 2);
 
     ck_assert_uint_eq(raw.dropped, 7);
-    ck_assert_int_eq(raw.exit.known, 1);
-    ck_assert_int_eq(raw.exit.normal, 1);
-    ck_assert_int_eq(raw.exit.signal, 0);
+    expect_exit(&raw, 1, 1, 0);
     ospx_raw_free(&raw);
 }
 END_TEST
@@ -89,16 +119,12 @@ END_TEST
  * recorded". */
 START_TEST(test_valid_weighted)
 {
-    struct ospx_raw raw;
-    struct ospx_error err;
-    int rc;
-    read_case("valid-weighted", &raw, &err, &rc);
-    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+    RAW_OF("valid-weighted");
     ck_assert_uint_eq(raw.sample_count, 3);
-    ck_assert_uint_eq(raw.samples[0].weight, 1990);
+    static const uint64_t weights[] = {1990, 1, 3};
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_uint_eq(raw.samples[i].weight, weights[i]);
     ck_assert_uint_eq(raw.samples[0].state, 1);
-    ck_assert_uint_eq(raw.samples[1].weight, 1);
-    ck_assert_uint_eq(raw.samples[2].weight, 3);
     ck_assert_int_eq(raw.process_cpu_ns, 1210000000);
     ck_assert_int_eq(raw.processes[0].unwind_ready_ns, 52512953);
     ck_assert_int_eq(raw.threads[0].cpu_ns, 10000000);
@@ -115,8 +141,7 @@ START_TEST(test_valid_weighted)
     ck_assert_uint_eq(sum, raw.dropped);
     ospx_raw_free(&raw);
 
-    read_case("valid", &raw, &err, &rc);
-    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+    read_valid("valid", &raw);
     for (size_t i = 0; i < raw.sample_count; i++)
         ck_assert_uint_eq(raw.samples[i].weight, 1);
     ck_assert_int_eq(raw.process_cpu_ns, -1);
@@ -189,11 +214,7 @@ END_TEST
  * its last name, its samples with it; entries without a tid stay apart. */
 START_TEST(test_build_ids_and_renamed_threads)
 {
-    struct ospx_raw raw;
-    struct ospx_error err;
-    int rc;
-    read_case("renamed-and-build-ids", &raw, &err, &rc);
-    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+    RAW_OF("renamed-and-build-ids");
     ck_assert_str_eq(raw.images[0].build_id, "2cdf9ab8ba1e3d48a446cce482ed888f7acd8bbd");
     ck_assert_int_eq(raw.images[0].has_text_offset, 1);
     ck_assert_uint_eq(raw.images[0].text_offset, 4096);
@@ -214,8 +235,7 @@ START_TEST(test_build_ids_and_renamed_threads)
         ck_assert_uint_eq(raw.samples[i].thread, thread_of_sample[i]);
     ospx_raw_free(&raw);
 
-    read_case("valid", &raw, &err, &rc); /* older: no build ids, no offsets */
-    ck_assert_int_eq(rc, 0);
+    read_valid("valid", &raw); /* older: no build ids, no offsets */
     ck_assert_str_eq(raw.images[0].build_id, "");
     ck_assert_int_eq(raw.images[0].has_text_offset, 0);
     ospx_raw_free(&raw);
@@ -224,17 +244,10 @@ END_TEST
 
 START_TEST(test_valid_minimal)
 {
-    struct ospx_raw raw;
-    struct ospx_error err;
-    int rc;
-    read_case("valid-minimal", &raw, &err, &rc);
-    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
+    RAW_OF("valid-minimal");
     ck_assert_int_eq(raw.pid, 0);
     ck_assert_uint_eq(raw.rate_hz, 10);
-    ck_assert_uint_eq(raw.image_count, 0);
-    ck_assert_uint_eq(raw.thread_count, 0);
-    ck_assert_uint_eq(raw.stack_count, 0);
-    ck_assert_uint_eq(raw.sample_count, 0);
+    expect_counts(&raw, 0, 0, 0, 0);
     ck_assert_int_eq(raw.exit.known, 0);
     ospx_raw_free(&raw);
 }
@@ -242,14 +255,8 @@ END_TEST
 
 START_TEST(test_valid_killed)
 {
-    struct ospx_raw raw;
-    struct ospx_error err;
-    int rc;
-    read_case("valid-killed", &raw, &err, &rc);
-    ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
-    ck_assert_int_eq(raw.exit.known, 1);
-    ck_assert_int_eq(raw.exit.normal, 0);
-    ck_assert_int_eq(raw.exit.signal, 9);
+    RAW_OF("valid-killed");
+    expect_exit(&raw, 1, 0, 9);
     ck_assert_uint_eq(raw.start_unix_ns, 5);
     ck_assert_uint_eq(raw.end_unix_ns, 9);
     ospx_raw_free(&raw);
@@ -431,9 +438,7 @@ START_TEST(test_run_merges_siblings)
     ck_assert_uint_eq(raw.end_unix_ns, 1007000000);
     ck_assert_uint_eq(raw.dropped, 3);
     /* each process's image, thread and stack are its own; the samples on one time axis */
-    ck_assert_uint_eq(raw.image_count, 3);
-    ck_assert_uint_eq(raw.thread_count, 3);
-    ck_assert_uint_eq(raw.sample_count, 3);
+    expect_counts(&raw, 3, 3, 3, 3);
     for (uint32_t p = 0; p < 3; p++) {
         ck_assert_uint_eq(raw.processes[p].first_image, p);
         ck_assert_uint_eq(raw.images[p].process, p);
@@ -560,20 +565,11 @@ END_TEST
 
 Suite *raw_suite(void)
 {
-    Suite *suite = suite_create("raw");
-    TCase *tcase = tcase_create("reader");
-    tcase_add_test(tcase, test_valid_fields);
-    tcase_add_test(tcase, test_valid_weighted);
-    tcase_add_test(tcase, test_fast_and_jansson_paths_agree);
-    tcase_add_test(tcase, test_valid_minimal);
-    tcase_add_test(tcase, test_build_ids_and_renamed_threads);
-    tcase_add_test(tcase, test_valid_killed);
-    tcase_add_test(tcase, test_golden_errors);
-    tcase_add_test(tcase, test_error_codes);
-    tcase_add_test(tcase, test_huge_file_refused);
-    tcase_add_test(tcase, test_run_merges_siblings);
-    tcase_add_test(tcase, test_process_fields_optional);
-    tcase_add_test(tcase, test_reloaded_images_split_stacks);
-    suite_add_tcase(suite, tcase);
-    return suite;
+    Suite *s = suite_create("raw");
+    SUITE_CASE(s, "reader", 0, test_valid_fields, test_valid_weighted,
+               test_fast_and_jansson_paths_agree, test_valid_minimal,
+               test_build_ids_and_renamed_threads, test_valid_killed, test_golden_errors,
+               test_error_codes, test_huge_file_refused, test_run_merges_siblings,
+               test_process_fields_optional, test_reloaded_images_split_stacks);
+    return s;
 }

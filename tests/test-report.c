@@ -10,6 +10,8 @@
 #include "ospx-fixture.h"
 #include "ospx.h"
 #include "ospx_internal.h"
+#include "scratch.h"
+#include "suite.h"
 
 /* A profile text: `count` functions, function i with self[i] on-CPU samples under main. */
 static char *profile_text(const char *names_prefix, const char *file, size_t count,
@@ -129,6 +131,59 @@ static void release(struct built *built)
     fixture_free(&built->fixture);
 }
 
+/* The report of a profile text at `width` columns, without colour (malloc'd). */
+static char *report_of(const char *profile, int width)
+{
+    struct built built;
+    fixture_model(&built.fixture, profile, &built.model);
+    char *text = render(&built.model, 0, width);
+    release(&built);
+    return text;
+}
+
+/* The same of a malloc'd profile text, freed. */
+static char *report_taking(char *profile, int width)
+{
+    char *text = report_of(profile, width);
+    free(profile);
+    return text;
+}
+
+/* REPORT_OF(prefix, width, rate, dropped, self...): the report at `width` of a profile_text of
+ * /w/x.c whose functions PREFIX0, PREFIX1... have the self counts listed. */
+#define REPORT_OF(prefix, width, rate, dropped, ...)                                               \
+    report_taking(profile_text((prefix), "/w/x.c",                                                 \
+                               sizeof((unsigned[]){__VA_ARGS__}) / sizeof(unsigned),               \
+                               (unsigned[]){__VA_ARGS__}, (rate), (dropped)),                      \
+                  (width))
+
+/* Each NULL-ended needle is in text (present) or none is (!present); text shown when not. */
+static void expect_in(const char *text, int present, const char *const *needles)
+{
+    for (; *needles != NULL; needles++)
+        ck_assert_msg((strstr(text, *needles) != NULL) == present, "%s \"%s\" in:\n%s",
+                      present ? "no" : "unexpected", *needles, text);
+}
+#define HAS(text, ...)   expect_in((text), 1, (const char *const[]){__VA_ARGS__, NULL})
+#define LACKS(text, ...) expect_in((text), 0, (const char *const[]){__VA_ARGS__, NULL})
+
+/* EXPECT_REPORT(width, profile, needle...): the report of the profile text at `width` holds
+ * each needle. */
+#define EXPECT_REPORT(width, profile, ...)                                                         \
+    do {                                                                                           \
+        char *report_ = report_of((profile), (width));                                             \
+        HAS(report_, __VA_ARGS__);                                                                 \
+        free(report_);                                                                             \
+    } while (0)
+
+/* The line of text with `line_needle` holds `needle` (a failed check naming both when not). */
+static void line_has(const char *text, const char *line_needle, const char *needle)
+{
+    const char *line = line_with(text, line_needle);
+    ck_assert_msg(line != NULL && strstr(line, needle) != NULL,
+                  "no \"%s\" on the line of \"%s\" in:\n%s", needle, line_needle, text);
+}
+
 static const int widths[] = {60, 80, 120};
 
 START_TEST(no_line_is_wider_than_the_width)
@@ -144,8 +199,7 @@ START_TEST(no_line_is_wider_than_the_width)
         if (getenv("OSPX_SHOW_REPORT") != NULL)
             fputs(text, stderr);
         ck_assert_msg(widest_line(text) <= (size_t)widths[_i], "width %d:\n%s", widths[_i], text);
-        ck_assert_ptr_nonnull(strstr(text, "…")); /* names were cut, visibly */
-        ck_assert_ptr_nonnull(line_with(text, "SELF%"));
+        HAS(text, "…" /* names were cut, visibly */, "SELF%");
         free(text);
     }
     release(&built);
@@ -154,15 +208,10 @@ END_TEST
 
 START_TEST(short_names_are_not_cut)
 {
-    static const unsigned self[] = {150, 50};
-    struct built built;
-    build(&built, profile_text("f", "/w/x.c", 2, self, 100, 0));
-    char *text = render(&built.model, 0, 80);
-    ck_assert_ptr_null(strstr(text, "…"));
-    ck_assert_ptr_nonnull(line_with(text, "f0 "));
-    ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "x.c:10"));
+    char *text = REPORT_OF("f", 80, 100, 0, 150, 50);
+    LACKS(text, "…");
+    line_has(text, "f0 ", "x.c:10");
     free(text);
-    release(&built);
 }
 END_TEST
 
@@ -172,34 +221,21 @@ START_TEST(location_is_relative_to_the_working_directory_or_a_base_name)
     ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
     snprintf(inside, sizeof inside, "%s/build/./../src/x.c", strcmp(cwd, "/") == 0 ? "" : cwd);
     static const unsigned self[] = {10};
-    struct built built;
-    build(&built, profile_text("f", inside, 1, self, 100, 0));
-    char *text = render(&built.model, 0, 200);
-    ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "  src/x.c:10"));
+    char *text = report_taking(profile_text("f", inside, 1, self, 100, 0), 200);
+    line_has(text, "f0 ", "  src/x.c:10");
     free(text);
-    release(&built);
-
-    build(&built, profile_text("f", "/nowhere/near/here/y.c", 1, self, 100, 0));
-    text = render(&built.model, 0, 200);
-    ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "  y.c:10"));
+    text = report_taking(profile_text("f", "/nowhere/near/here/y.c", 1, self, 100, 0), 200);
+    line_has(text, "f0 ", "  y.c:10");
     free(text);
-    release(&built);
 }
 END_TEST
 
 START_TEST(header_names_the_columns_and_the_run)
 {
-    static const unsigned self[] = {170, 35};
-    struct built built;
-    build(&built, profile_text("f", "/w/x.c", 2, self, 100, 0));
-    char *text = render(&built.model, 0, 100);
+    char *text = REPORT_OF("f", 100, 100, 0, 170, 35);
     const char *header = line_with(text, "osprey:");
     ck_assert_ptr_nonnull(header);
-    ck_assert_ptr_nonnull(strstr(header, "2.50s wall"));
-    ck_assert_ptr_nonnull(strstr(header, "2.05s CPU"));
-    ck_assert_ptr_nonnull(strstr(header, "206 samples (205 on-CPU)"));
-    ck_assert_ptr_nonnull(strstr(header, "100 Hz"));
-    ck_assert_ptr_nonnull(strstr(header, "2 threads"));
+    HAS(header, "2.50s wall", "2.05s CPU", "206 samples (205 on-CPU)", "100 Hz", "2 threads");
     /* columns in order, no calls column */
     const char *columns = line_with(text, "SELF%");
     const char *order[] = {"SELF%", "TOTAL%", "SELF ", "TOTAL ", "FUNCTION", "LOCATION"};
@@ -208,15 +244,14 @@ START_TEST(header_names_the_columns_and_the_run)
         at = strstr(at, order[i]);
         ck_assert_msg(at != NULL, "column %s missing in: %s", order[i], columns);
     }
-    ck_assert_ptr_null(strstr(text, "CALLS"));
+    LACKS(text, "CALLS");
     /* durations from samples / rate */
-    ck_assert_ptr_nonnull(strstr(line_with(text, "f0 "), "1.70s"));
-    ck_assert_ptr_nonnull(strstr(line_with(text, "f1 "), "350ms"));
+    line_has(text, "f0 ", "1.70s");
+    line_has(text, "f1 ", "350ms");
     /* the state split */
-    ck_assert_ptr_nonnull(strstr(line_with(text, "thread 0 (main)"), "waiting"));
-    ck_assert_ptr_nonnull(strstr(line_with(text, "thread 12 (worker)"), "running 100.0%"));
+    line_has(text, "thread 0 (main)", "waiting");
+    line_has(text, "thread 12 (worker)", "running 100.0%");
     free(text);
-    release(&built);
 }
 END_TEST
 
@@ -231,8 +266,7 @@ START_TEST(header_says_the_collectors_cpu_over_one_percent_of_a_core)
     free(text);
     built.fixture.raw.collector_cpu_ms = 35; /* 14 ms per second */
     text = render(&built.model, 0, 120);
-    const char *header = line_with(text, "osprey:");
-    ck_assert_msg(strstr(header, ", 2 threads; collector 14 ms CPU/s") != NULL, "%s", header);
+    line_has(text, "osprey:", ", 2 threads; collector 14 ms CPU/s");
     free(text);
     text = render(&built.model, 0, 60);
     ck_assert_str_eq(line_with(text, "collector"), "  collector 14 ms CPU/s");
@@ -246,13 +280,14 @@ END_TEST
 START_TEST(the_waits_line_says_what_refused_the_kernels_records)
 {
     struct built built;
-    char *profile = strdup("rate 100\nstart 0\nend 2500000000\ndropped 0\nprocess 42 /w/demo\n"
-                           "thread 0 main\nframe main /w/main.c\nstack 0@5\nsample 1000 0 0 0\n"
-                           "sample 2000 0 0 1\n");
-    build(&built, profile);
+    fixture_model(&built.fixture,
+                  "rate 100\nstart 0\nend 2500000000\ndropped 0\nprocess 42 /w/demo\n"
+                  "thread 0 main\nframe main /w/main.c\nstack 0@5\nsample 1000 0 0 0\n"
+                  "sample 2000 0 0 1\n",
+                  &built.model);
     struct ospx_process *p = &built.fixture.raw.processes[0];
     char *text = render(&built.model, 0, 200);
-    ck_assert_ptr_null(line_with(text, "waits timed"));
+    LACKS(text, "waits timed");
     free(text);
     strcpy(p->waits_refused_by, "seccomp");
     strcpy(p->waits_refused, "EACCES");
@@ -269,8 +304,7 @@ START_TEST(the_waits_line_says_what_refused_the_kernels_records)
     ck_assert_str_eq(line_with(text, "waits timed"),
                      "waits timed by the program's calls: perf "
                      "events refused by kernel.perf_event_paranoid=3;");
-    ck_assert_ptr_nonnull(line_with(text, "  for the kernel's timing: sudo sysctl "
-                                          "kernel.perf_event_paranoid=2"));
+    HAS(text, "  for the kernel's timing: sudo sysctl kernel.perf_event_paranoid=2");
     free(text);
     release(&built);
 }
@@ -279,10 +313,7 @@ END_TEST
 START_TEST(bars_are_eighth_blocks_proportional_to_self)
 {
     /* 64 on-CPU samples: a full gutter (8 cells) is 100%, one eighth of a cell 1/64. */
-    static const unsigned self[] = {32, 20, 8, 3, 1};
-    struct built built;
-    build(&built, profile_text("g", "/w/x.c", 5, self, 1000, 0));
-    char *text = render(&built.model, 0, 100);
+    char *text = REPORT_OF("g", 100, 1000, 0, 32, 20, 8, 3, 1);
     static const char *const expected[] = {"████     ", "██▌      ", "█        ", "▍        ",
                                            "▏        "};
     for (size_t i = 0; i < 5; i++) {
@@ -293,7 +324,6 @@ START_TEST(bars_are_eighth_blocks_proportional_to_self)
         ck_assert_msg(strncmp(row, expected[i], strlen(expected[i])) == 0, "row %zu: '%s'", i, row);
     }
     free(text);
-    release(&built);
 }
 END_TEST
 
@@ -306,10 +336,10 @@ START_TEST(colour_only_when_asked)
     char *plain = render(&built.model, 0, 100);
     ck_assert_ptr_null(strstr(plain, "\033["));
     char *coloured = render(&built.model, 1, 100);
-    ck_assert_ptr_nonnull(strstr(line_with(coloured, "g0 "), "\033[1;31m"));
-    ck_assert_ptr_nonnull(strstr(line_with(coloured, "g1 "), "\033[33m"));
+    line_has(coloured, "g0 ", "\033[1;31m");
+    line_has(coloured, "g1 ", "\033[33m");
     ck_assert_ptr_null(strstr(line_with(coloured, "g2 "), "\033["));
-    ck_assert_ptr_nonnull(strstr(line_with(coloured, "g0 "), "\033[0m"));
+    line_has(coloured, "g0 ", "\033[0m");
     free(plain);
     free(coloured);
     release(&built);
@@ -318,41 +348,24 @@ END_TEST
 
 START_TEST(low_confidence_below_one_hundred_samples)
 {
-    static const unsigned few[] = {30, 7};
-    struct built built;
-    build(&built, profile_text("f", "/w/x.c", 2, few, 997, 0));
-    char *text = render(&built.model, 0, 100);
-    const char *line = line_with(text, "low confidence");
-    ck_assert_ptr_nonnull(line);
-    ck_assert_ptr_nonnull(strstr(line, "only 37 on-CPU samples"));
-    ck_assert_ptr_nonnull(strstr(line, "raise the rate with -F N"));
+    char *text = REPORT_OF("f", 100, 997, 0, 30, 7);
+    line_has(text, "low confidence", "only 37 on-CPU samples");
+    line_has(text, "low confidence", "raise the rate with -F N");
     free(text);
-    release(&built);
-
-    static const unsigned enough[] = {60, 40};
-    build(&built, profile_text("f", "/w/x.c", 2, enough, 997, 0));
-    text = render(&built.model, 0, 100);
-    ck_assert_ptr_null(line_with(text, "low confidence"));
+    text = REPORT_OF("f", 100, 997, 0, 60, 40);
+    LACKS(text, "low confidence");
     free(text);
-    release(&built);
 }
 END_TEST
 
 START_TEST(dropped_line_only_when_samples_were_dropped)
 {
-    static const unsigned self[] = {100};
-    struct built built;
-    build(&built, profile_text("f", "/w/x.c", 1, self, 997, 17));
-    char *text = render(&built.model, 0, 100);
-    ck_assert_ptr_nonnull(line_with(text, "dropped: 17 samples"));
+    char *text = REPORT_OF("f", 100, 997, 17, 100);
+    HAS(text, "dropped: 17 samples");
     free(text);
-    release(&built);
-
-    build(&built, profile_text("f", "/w/x.c", 1, self, 997, 0));
-    text = render(&built.model, 0, 100);
-    ck_assert_ptr_null(line_with(text, "dropped"));
+    text = REPORT_OF("f", 100, 997, 0, 100);
+    LACKS(text, "dropped");
     free(text);
-    release(&built);
 }
 END_TEST
 
@@ -360,18 +373,13 @@ END_TEST
 START_TEST(dropped_line_names_the_reasons)
 {
     static const unsigned self[] = {100};
-    struct built built;
     char *text = profile_text("f", "/w/x.c", 1, self, 997, 17);
     char *with_reasons = malloc(strlen(text) + 64);
     sprintf(with_reasons, "%sdrop ring_full 15\ndrop collector_memory 2\n", text);
     free(text);
-    build(&built, with_reasons);
-    text = render(&built.model, 0, 120);
-    ck_assert_ptr_nonnull(line_with(text,
-                                    "dropped: 17 samples could not be recorded (ring_full 15, "
-                                    "collector_memory 2)"));
+    text = report_taking(with_reasons, 120);
+    HAS(text, "dropped: 17 samples could not be recorded (ring_full 15, collector_memory 2)");
     free(text);
-    release(&built);
 }
 END_TEST
 
@@ -382,33 +390,21 @@ START_TEST(achieved_rate_against_the_measured_cpu_time)
                                   "process_cpu_ns %s\nthread 0 main\n"
                                   "frame main /w/main.c\nstack 0@5\nsample 1000 0 0 0 950\n";
     char text[512];
-    struct built built;
     snprintf(text, sizeof text, profile, "1000000000");
-    build(&built, strdup(text));
-    char *report = render(&built.model, 0, 120);
-    ck_assert_ptr_nonnull(line_with(report, "sampling: achieved 950 samples/s of 1000 requested "
-                                            "(95.0%) over 1.00s CPU measured"));
-    ck_assert_ptr_null(line_with(report, "warning"));
+    char *report = report_of(text, 120);
+    HAS(report,
+        "sampling: achieved 950 samples/s of 1000 requested (95.0%) over 1.00s CPU measured");
+    LACKS(report, "warning");
     free(report);
-    release(&built);
-
     snprintf(text, sizeof text, profile, "2000000000"); /* half the periods were sampled */
-    build(&built, strdup(text));
-    report = render(&built.model, 0, 120);
-    ck_assert_ptr_nonnull(
-        line_with(report, "warning: achieved 475 samples/s of 1000 requested (47.5%)"));
-    ck_assert_ptr_nonnull(line_with(report, "CPU times undercount (2.00s measured)"));
+    report = report_of(text, 120);
+    HAS(report, "warning: achieved 475 samples/s of 1000 requested (47.5%)",
+        "CPU times undercount (2.00s measured)");
     free(report);
-    release(&built);
-
-    snprintf(text, sizeof text, "%s",
-             "rate 1000\nthread 0 main\nframe main /w/main.c\n"
-             "stack 0@5\nsample 1000 0 0 0\n");
-    build(&built, strdup(text));
-    report = render(&built.model, 0, 120);
-    ck_assert_ptr_null(line_with(report, "achieved"));
+    report = report_of(
+        "rate 1000\nthread 0 main\nframe main /w/main.c\nstack 0@5\nsample 1000 0 0 0\n", 120);
+    LACKS(report, "achieved");
     free(report);
-    release(&built);
 }
 END_TEST
 
@@ -433,10 +429,9 @@ START_TEST(achieved_rate_of_a_view_is_the_whole_runs)
         ck_assert_int_eq(ospx_model_build(&fixture.raw, &fixture.symbols, &model, &err), 0);
         ck_assert_uint_eq(model.on_cpu_samples, 250);
         char *report = render(&model, 0, 120);
-        ck_assert_msg(line_with(report, "sampling: achieved 950 samples/s of 1000 requested "
-                                        "(95.0%) over 1.00s CPU measured (the whole run)") != NULL,
-                      "view %zu: %s", v, report);
-        ck_assert_msg(line_with(report, "warning") == NULL, "view %zu: %s", v, report);
+        HAS(report, "sampling: achieved 950 samples/s of 1000 requested (95.0%) over 1.00s CPU "
+                    "measured (the whole run)");
+        LACKS(report, "warning");
         /* a view of the view keeps the run's figures */
         ck_assert_int_eq(ospx_filter_samples(&fixture.raw, &fixture.symbols,
                                              &(struct ospx_filter){.ignore = "^nothing$"}, &err),
@@ -453,14 +448,12 @@ END_TEST
  * those the on-CPU ones the figures are over. */
 START_TEST(header_and_low_confidence_count_the_same_samples)
 {
-    struct built built;
-    build(&built, strdup("rate 1000\nthread 0 main\nframe main /w/main.c\nframe wait /w/main.c\n"
-                         "stack 0@5\nstack 1@9\nsample 1000 0 0 0 10\nsample 2000 0 1 1 2\n"));
-    char *text = render(&built.model, 0, 120);
-    ck_assert_ptr_nonnull(strstr(line_with(text, "osprey:"), "12 samples (10 on-CPU)"));
-    ck_assert_ptr_nonnull(strstr(line_with(text, "low confidence"), "only 10 on-CPU samples"));
+    char *text = report_of("rate 1000\nthread 0 main\nframe main /w/main.c\nframe wait /w/main.c\n"
+                           "stack 0@5\nstack 1@9\nsample 1000 0 0 0 10\nsample 2000 0 1 1 2\n",
+                           120);
+    line_has(text, "osprey:", "12 samples (10 on-CPU)");
+    line_has(text, "low confidence", "only 10 on-CPU samples");
     free(text);
-    release(&built);
 }
 END_TEST
 
@@ -468,19 +461,15 @@ END_TEST
  * threads. */
 START_TEST(threads_and_runtime_fibers_are_named_apart)
 {
-    struct built built;
-    build(&built, strdup("rate 1000\nthread 0 main -1 40\nthread 41 worker -1 41\n"
-                         "thread 7 fiber -1 40\nthread -1 effect -1 42\nframe main /w/main.c\n"
-                         "stack 0@5\nsample 1000 0 0 0 50\nsample 1000 1 0 0 40\n"
-                         "sample 1000 2 0 0 30\nsample 1000 3 0 0 20\n"));
-    char *text = render(&built.model, 0, 120);
-    ck_assert_ptr_nonnull(strstr(line_with(text, "osprey:"), "2 threads, 2 fibers"));
-    ck_assert_ptr_nonnull(line_with(text, "  thread 0 (main)"));
-    ck_assert_ptr_nonnull(line_with(text, "  thread 41 (worker)"));
-    ck_assert_ptr_nonnull(line_with(text, "  fiber 7 (fiber)"));
-    ck_assert_ptr_nonnull(line_with(text, "  fiber -1 (effect)"));
+    char *text = report_of("rate 1000\nthread 0 main -1 40\nthread 41 worker -1 41\n"
+                           "thread 7 fiber -1 40\nthread -1 effect -1 42\nframe main /w/main.c\n"
+                           "stack 0@5\nsample 1000 0 0 0 50\nsample 1000 1 0 0 40\n"
+                           "sample 1000 2 0 0 30\nsample 1000 3 0 0 20\n",
+                           120);
+    line_has(text, "osprey:", "2 threads, 2 fibers");
+    HAS(text, "  thread 0 (main)", "  thread 41 (worker)", "  fiber 7 (fiber)",
+        "  fiber -1 (effect)");
     free(text);
-    release(&built);
 
     /* past eight lines, the rest share one, which says what they are */
     char many[4096] = "rate 1000\nframe main /w/main.c\nstack 0@5\n";
@@ -490,13 +479,10 @@ START_TEST(threads_and_runtime_fibers_are_named_apart)
     for (int i = 0; i < 12; i++)
         snprintf(many + strlen(many), sizeof many - strlen(many), "sample 1000 %d 0 0 %d\n", i,
                  50 - i);
-    build(&built, strdup(many));
-    text = render(&built.model, 0, 120);
-    ck_assert_ptr_nonnull(strstr(line_with(text, "osprey:"), "10 threads, 2 fibers"));
-    ck_assert_msg(line_with(text, "  … 4 more (2 threads, 2 fibers): running 100.0%") != NULL, "%s",
-                  text);
+    text = report_of(many, 120);
+    line_has(text, "osprey:", "10 threads, 2 fibers");
+    HAS(text, "  … 4 more (2 threads, 2 fibers): running 100.0%");
     free(text);
-    release(&built);
 }
 END_TEST
 
@@ -504,22 +490,17 @@ END_TEST
  * cannot check the rate rather than vanishing. */
 START_TEST(sampling_line_without_samples_and_after_a_signal)
 {
-    struct built built;
-    build(&built, strdup("rate 1000\nprocess_cpu_ns 20000000\nthread 0 main\n"
-                         "frame wait /w/main.c\nstack 0@5\nsample 1000 0 0 1 3\n"));
-    char *text = render(&built.model, 0, 120);
-    ck_assert_ptr_nonnull(line_with(text, "warning: achieved 0 samples/s"));
-    ck_assert_ptr_null(strstr(text, "shares hold"));
+    char *text = report_of("rate 1000\nprocess_cpu_ns 20000000\nthread 0 main\n"
+                           "frame wait /w/main.c\nstack 0@5\nsample 1000 0 0 1 3\n",
+                           120);
+    HAS(text, "warning: achieved 0 samples/s");
+    LACKS(text, "shares hold");
     free(text);
-    release(&built);
-
-    build(&built, strdup("rate 1000\nkilled 9\nthread 0 main\nframe main /w/main.c\n"
-                         "stack 0@5\nsample 1000 0 0 0 30\n"));
-    text = render(&built.model, 0, 120);
-    ck_assert_ptr_nonnull(
-        line_with(text, "sampling: not checked: the program was killed by signal 9"));
+    text = report_of("rate 1000\nkilled 9\nthread 0 main\nframe main /w/main.c\n"
+                     "stack 0@5\nsample 1000 0 0 0 30\n",
+                     120);
+    HAS(text, "sampling: not checked: the program was killed by signal 9");
     free(text);
-    release(&built);
 }
 END_TEST
 
@@ -540,17 +521,13 @@ START_TEST(missing_and_replaced_outputs_are_said)
                                           .missing_reason = "cannot write: No space left on device",
                                           .replaced_count = 2};
     char *text = render_with(&built.model, &options);
-    ck_assert_msg(line_with(text, "not written: out/p.pb.gz, .trace.json, .html; cannot write: "
-                                  "No space left on device") != NULL,
-                  "%s", text);
-    ck_assert_ptr_nonnull(line_with(text, "replaced 2 files from an earlier run at this stem"));
-    ck_assert_ptr_nonnull(line_with(text, "  out/p.raw.json"));
+    HAS(text, "not written: out/p.pb.gz, .trace.json, .html; cannot write: No space left on device",
+        "replaced 2 files from an earlier run at this stem", "  out/p.raw.json");
     free(text);
     options.missing_count = 0;
     options.replaced_count = 0;
     text = render_with(&built.model, &options);
-    ck_assert_ptr_null(strstr(text, "not written"));
-    ck_assert_ptr_null(strstr(text, "replaced"));
+    LACKS(text, "not written", "replaced");
     free(text);
     release(&built);
 }
@@ -559,45 +536,34 @@ END_TEST
 /* Names from the profile never put an escape sequence on the terminal. */
 START_TEST(escape_sequences_in_names_are_not_printed)
 {
-    struct built built;
-    build(&built, strdup("rate 1000\nthread 0 \033]0;owned\007\n"
-                         "frame 0x1234 - /lib/\033[2Jevil.so\nstack 0\n"
-                         "sample 1000 0 0 0\ndropped 1\ndrop \033[31mred 1\n"));
-    char *report = render(&built.model, 0, 120);
-    ck_assert_ptr_null(strchr(report, '\033'));
-    ck_assert_ptr_null(strchr(report, '\007'));
-    ck_assert_ptr_nonnull(strstr(report, "?[2Jevil.so"));
+    char *report = report_of("rate 1000\nthread 0 \033]0;owned\007\n"
+                             "frame 0x1234 - /lib/\033[2Jevil.so\nstack 0\n"
+                             "sample 1000 0 0 0\ndropped 1\ndrop \033[31mred 1\n",
+                             120);
+    LACKS(report, "\033", "\007");
+    HAS(report, "?[2Jevil.so");
     free(report);
-    release(&built);
 }
 END_TEST
 
 START_TEST(table_stops_at_ten_functions)
 {
-    static const unsigned self[] = {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1};
-    struct built built;
-    build(&built, profile_text("fn_", "/w/x.c", 15, self, 997, 0));
-    char *text = render(&built.model, 0, 100);
+    char *text = REPORT_OF("fn_", 100, 997, 0, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1);
     ck_assert_uint_eq(count_lines_with(text, "x.c:"), 10);
-    ck_assert_ptr_nonnull(line_with(text, "fn_9 "));
-    ck_assert_ptr_null(line_with(text, "fn_10 "));
+    HAS(text, "fn_9 ");
+    LACKS(text, "fn_10 ");
     free(text);
-    release(&built);
 }
 END_TEST
 
 START_TEST(written_paths_come_last)
 {
-    static const unsigned self[] = {100};
-    struct built built;
-    build(&built, profile_text("f", "/w/x.c", 1, self, 997, 0));
-    char *text = render(&built.model, 0, 100);
+    char *text = REPORT_OF("f", 100, 997, 0, 100);
     const char *speedscope = strstr(text, "/tmp/out/hotspot.speedscope.json");
     ck_assert_ptr_nonnull(speedscope);
-    ck_assert_ptr_nonnull(strstr(speedscope, "/tmp/out/hotspot.folded\n"));
+    HAS(speedscope, "/tmp/out/hotspot.folded\n");
     ck_assert_ptr_nonnull(strstr(text, "x.c:10") < speedscope ? speedscope : NULL);
     free(text);
-    release(&built);
 }
 END_TEST
 
@@ -613,11 +579,8 @@ START_TEST(listing_says_how_much_time_had_no_line)
                   &built.model);
     struct ospx_report_options options = {.width = 100, .list = "^leaf$"};
     char *text = render_with(&built.model, &options);
-    ck_assert_msg(line_with(text, "ROUTINE ======================== leaf in /w/l.c") != NULL, "%s",
-                  text);
-    const char *unlined = line_with(text, "(no line: 25.0% of this function's time)");
-    ck_assert_msg(unlined != NULL, "%s", text);
-    ck_assert_ptr_nonnull(strstr(unlined, "1ms        1ms      ?:"));
+    HAS(text, "ROUTINE ======================== leaf in /w/l.c");
+    line_has(text, "(no line: 25.0% of this function's time)", "1ms        1ms      ?:");
     free(text);
     release(&built);
     /* a function whose every sample has a line says nothing of the kind */
@@ -625,7 +588,7 @@ START_TEST(listing_says_how_much_time_had_no_line)
                   "rate 1000\nthread 0 main\nframe leaf /w/l.c\nstack 0@5\nsample 1 0 0 0\n",
                   &built.model);
     text = render_with(&built.model, &options);
-    ck_assert_ptr_null(strstr(text, "no line"));
+    LACKS(text, "no line");
     free(text);
     release(&built);
 }
@@ -639,12 +602,11 @@ START_TEST(a_view_says_nothing_was_written)
     build(&built, profile_text("f", "/w/x.c", 1, self, 997, 0));
     struct ospx_report_options options = {.width = 100, .view_only = 1};
     char *text = render_with(&built.model, &options);
-    ck_assert_msg(line_with(text, "written: nothing (a view of the profile); -o STEM or --format "
-                                  "LIST writes its outputs") != NULL,
-                  "%s", text);
+    HAS(text,
+        "written: nothing (a view of the profile); -o STEM or --format LIST writes its outputs");
     free(text);
     text = render(&built.model, 0, 100);
-    ck_assert_ptr_null(strstr(text, "written: nothing"));
+    LACKS(text, "written: nothing");
     free(text);
     release(&built);
 }
@@ -652,17 +614,13 @@ END_TEST
 
 START_TEST(only_waiting_samples_says_so)
 {
-    struct built built;
-    fixture_model(&built.fixture,
-                  "thread 0 main\nthread 3 idle\nframe wait /w/x.c\nstack 0@3\nsample 1 0 0 1\n",
-                  &built.model);
-    char *text = render(&built.model, 0, 80);
-    ck_assert_ptr_nonnull(strstr(line_with(text, "thread 0 (main)"), "waiting 100.0%"));
-    ck_assert_ptr_nonnull(strstr(line_with(text, "thread 3 (idle)"), "no samples"));
-    ck_assert_ptr_nonnull(line_with(text, "no on-CPU samples"));
-    ck_assert_ptr_null(line_with(text, "FUNCTION"));
+    char *text = report_of(
+        "thread 0 main\nthread 3 idle\nframe wait /w/x.c\nstack 0@3\nsample 1 0 0 1\n", 80);
+    line_has(text, "thread 0 (main)", "waiting 100.0%");
+    line_has(text, "thread 3 (idle)", "no samples");
+    HAS(text, "no on-CPU samples");
+    LACKS(text, "FUNCTION");
     free(text);
-    release(&built);
 }
 END_TEST
 
@@ -680,32 +638,25 @@ static char *cut_stacks_report(const char *ready_line)
              "sample 10000000 0 1 0 30\n"
              "sample 70000000 0 1 0 10\n",
              ready_line);
-    struct built built;
-    fixture_model(&built.fixture, text, &built.model);
-    char *report = render(&built.model, 0, 200);
-    release(&built);
-    return report;
+    return report_of(text, 200);
 }
 
 START_TEST(cut_stacks_say_how_many_came_before_the_unwind_tables)
 {
     char *text = cut_stacks_report("unwind_ready_ns 50000000\n");
-    const char *line = line_with(text, "stacks: 16.7% of on-CPU samples end before main");
-    ck_assert_msg(line != NULL, "%s", text);
-    ck_assert_msg(strstr(line, "they end in demo 16.7%; 12.5% came in the first 50ms, before "
-                               "the unwind tables were ready") != NULL,
-                  "%s", text);
+    line_has(text, "stacks: 16.7% of on-CPU samples end before main",
+             "they end in demo 16.7%; 12.5% came in the first 50ms, before the unwind tables were "
+             "ready");
     free(text);
     /* Never ready: every cut stack came before them, and no window is named. */
     text = cut_stacks_report("unwind_ready_ns 0\n");
-    ck_assert_msg(strstr(text, "; 16.7% came, before") == NULL, "%s", text);
-    ck_assert_msg(strstr(text, "; 16.7% came before the unwind tables were ready") != NULL, "%s",
-                  text);
+    LACKS(text, "; 16.7% came, before");
+    HAS(text, "; 16.7% came before the unwind tables were ready");
     free(text);
     /* Not recorded (an older raw file): nothing said of them. */
     text = cut_stacks_report("");
-    ck_assert_msg(line_with(text, "stacks: 16.7%") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, "unwind tables") == NULL, "%s", text);
+    HAS(text, "stacks: 16.7%");
+    LACKS(text, "unwind tables");
     free(text);
 }
 END_TEST
@@ -734,20 +685,17 @@ START_TEST(cut_stacks_name_every_object_and_process)
                   "sample 1000 3 8 0 1\n",
                   &built.model);
     char *text = render(&built.model, 0, 200);
-    ck_assert_msg(line_with(text, "stacks: 20.1% of on-CPU samples end before main") != NULL, "%s",
-                  text);
-    ck_assert_msg(strstr(text, "they end in libaaaa.so 6.0%, libbbbb.so 5.0%, libcccc.so 4.0%, "
-                               "libdddd.so 3.0%, libeeee.so 2.0%, elsewhere 0.1%") != NULL,
-                  "%s", text);
-    ck_assert_msg(strstr(text, "in processes cc1 20.0% (1 of 2), elsewhere 0.1%") != NULL, "%s",
-                  text);
+    HAS(text, "stacks: 20.1% of on-CPU samples end before main",
+        "they end in libaaaa.so 6.0%, libbbbb.so 5.0%, libcccc.so 4.0%, libdddd.so 3.0%, "
+        "libeeee.so 2.0%, elsewhere 0.1%",
+        "in processes cc1 20.0% (1 of 2), elsewhere 0.1%");
     free(text);
     /* At a terminal 60 columns wide: every object still there, on lines of their own. */
     text = render(&built.model, 0, 60);
     for (const char *o = "abcde"; *o; o++) {
         char name[32];
         snprintf(name, sizeof name, "lib%c%c%c%c.so", *o, *o, *o, *o);
-        ck_assert_msg(strstr(text, name) != NULL, "%s missing:\n%s", name, text);
+        HAS(text, name);
     }
     /* The note's lines, from "stacks:" to the next line not indented, each within 60. */
     const char *line = strstr(text, "stacks:");
@@ -839,10 +787,8 @@ START_TEST(diff_shows_total_and_self_with_times)
     /* the moved ones first */
     ck_assert_msg(strcmp(rows[0].name, "part_a") == 0 || strcmp(rows[0].name, "part_b") == 0, "%s",
                   text);
-    ck_assert_msg(strstr(text, "  75.0%  750ms    25.0%  250ms   -50.0  part_a (split.c)") != NULL,
-                  "%s", text);
-    ck_assert_msg(strstr(text, "100.0%  1.00s   100.0%  1.00s    +0.0  spin (split.c)") != NULL,
-                  "%s", text);
+    HAS(text, "  75.0%  750ms    25.0%  250ms   -50.0  part_a (split.c)",
+        "100.0%  1.00s   100.0%  1.00s    +0.0  spin (split.c)");
     free(text);
     free_rows(rows, count);
 }
@@ -921,17 +867,12 @@ START_TEST(notes_are_whole_when_the_output_is_no_terminal)
         "7.7%, libthird-library-name.so.2 3.8%; 19.2% came in the first "
         "50ms, before the unwind tables were ready";
     char *text = render(&built.model, 0, 0);
-    ck_assert_msg(strstr(text, whole) != NULL, "%s", text);
-    ck_assert_msg(strstr(text, "…") == NULL, "%s", text);
+    HAS(text, whole);
+    LACKS(text, "…");
     free(text);
     text = render(&built.model, 0, 100);
-    ck_assert_msg(strstr(text, whole) == NULL, "%s", text);
-    for (const char *line = text; *line != '\0';) {
-        const char *end = strchr(line, '\n');
-        size_t length = end != NULL ? (size_t)(end - line) : strlen(line);
-        ck_assert_msg(display_columns(line, length) <= 100, "%.*s", (int)length, line);
-        line += length + (end != NULL);
-    }
+    LACKS(text, whole);
+    ck_assert_msg(widest_line(text) <= 100, "%s", text);
     free(text);
     release(&built);
 }
@@ -941,8 +882,7 @@ END_TEST
  * library's start of main does; they are whole, and no stacks: line is said. */
 START_TEST(a_stripped_programs_stacks_are_whole)
 {
-    struct built built;
-    fixture_model(&built.fixture,
+    EXPECT_REPORT(200,
                   "rate 1000\nstart 0\nend 1000000000\n"
                   "frame xz+0x3ae1 - /usr/bin/xz\nframe __libc_start_main - /lib/libc.so.6\n"
                   "frame __libc_start_call_main - /lib/libc.so.6\nframe xz+0x37e7 - /usr/bin/xz\n"
@@ -950,13 +890,8 @@ START_TEST(a_stripped_programs_stacks_are_whole)
                   "process 42 /usr/bin/xz\nthread 0 main\n"
                   "stack 4 3 2 1 0\nstack 4\n"
                   "sample 1000 0 0 0 990\nsample 2000 0 1 0 10\n",
-                  &built.model);
-    char *text = render(&built.model, 0, 200);
-    ck_assert_msg(line_with(text, "stacks: 1.0% of on-CPU samples end before main") != NULL, "%s",
-                  text);
-    ck_assert_msg(strstr(text, "they end in liblzma.so.5 1.0%") != NULL, "%s", text);
-    free(text);
-    release(&built);
+                  "stacks: 1.0% of on-CPU samples end before main",
+                  "they end in liblzma.so.5 1.0%");
 }
 END_TEST
 
@@ -968,29 +903,23 @@ END_TEST
  * goroutine's runtime.goexit, walked from a stack copy) and cut anywhere else. */
 START_TEST(cut_stacks_are_told_by_how_their_walks_ended)
 {
-    struct built built;
-    fixture_model(&built.fixture,
-                  "rate 1000\nstart 0\nend 1000000000\n"
-                  "frame main /w/w.c /w/demo\nframe crunch /w/w.c /w/demo\n"
-                  "frame runtime.goexit - /w/demo\nframe hot /w/w.c /w/demo\n"
-                  "process 42 /w/demo\nthread 0 main\n"
-                  "stack 1 0\nstack_end 5\n"
-                  "stack 1 2\nstack_end 1\n"
-                  "stack 1\n"
-                  "stack 3 2\nstack_end 2\n"
-                  "stack 3\nstack_end 2\n"
-                  "sample 1000 0 0 0 30\nsample 2000 0 1 0 60\nsample 3000 0 2 0 10\n"
-                  "sample 4000 0 3 0 80\nsample 5000 0 4 0 20\n",
-                  &built.model);
-    char *text = render(&built.model, 0, 200);
-    ck_assert_msg(line_with(text, "stacks: 30.0% of on-CPU samples end before main") != NULL, "%s",
-                  text);
     /* The note says how the walks that said so ended (the one that said nothing is in neither). */
-    ck_assert_msg(strstr(text, "walks ended at no unwind row and no frame pointer 10.0%, frame "
-                               "pointers guessed before the rows were ready 15.0%") != NULL,
-                  "%s", text);
-    free(text);
-    release(&built);
+    EXPECT_REPORT(
+        200,
+        "rate 1000\nstart 0\nend 1000000000\n"
+        "frame main /w/w.c /w/demo\nframe crunch /w/w.c /w/demo\n"
+        "frame runtime.goexit - /w/demo\nframe hot /w/w.c /w/demo\n"
+        "process 42 /w/demo\nthread 0 main\n"
+        "stack 1 0\nstack_end 5\n"
+        "stack 1 2\nstack_end 1\n"
+        "stack 1\n"
+        "stack 3 2\nstack_end 2\n"
+        "stack 3\nstack_end 2\n"
+        "sample 1000 0 0 0 30\nsample 2000 0 1 0 60\nsample 3000 0 2 0 10\n"
+        "sample 4000 0 3 0 80\nsample 5000 0 4 0 20\n",
+        "stacks: 30.0% of on-CPU samples end before main",
+        "walks ended at no unwind row and no frame pointer 10.0%, frame pointers guessed before "
+        "the rows were ready 15.0%");
 }
 END_TEST
 
@@ -999,8 +928,7 @@ END_TEST
  * coroutine's (__start_context) are roots: only the stack that reaches none is cut. */
 START_TEST(go_rust_and_coroutine_roots_are_roots)
 {
-    struct built built;
-    fixture_model(&built.fixture,
+    EXPECT_REPORT(200,
                   "rate 1000\nstart 0\nend 1000000000\n"
                   "frame runtime.goexit.abi0 - /w/goprog\nframe main.run /w/main.go\n"
                   "frame main.spin /w/main.go\nframe runtime.mstart - /w/goprog\n"
@@ -1012,12 +940,7 @@ START_TEST(go_rust_and_coroutine_roots_are_roots)
                   "stack 2 1 0\nstack 4 3\nstack 6 5\nstack 8 7\nstack 2 1\n"
                   "sample 1000 0 0 0 400\nsample 2000 0 1 0 300\nsample 3000 0 2 0 200\n"
                   "sample 4000 0 3 0 90\nsample 5000 0 4 0 10\n",
-                  &built.model);
-    char *text = render(&built.model, 0, 200);
-    ck_assert_msg(line_with(text, "stacks: 1.0% of on-CPU samples end before main") != NULL, "%s",
-                  text);
-    free(text);
-    release(&built);
+                  "stacks: 1.0% of on-CPU samples end before main");
 }
 END_TEST
 
@@ -1055,29 +978,22 @@ START_TEST(several_processes_get_a_process_column_and_lines)
     if (getenv("OSPX_SHOW") != NULL)
         fputs(text, stderr);
     ck_assert_msg(strstr(text, "osprey: 3 processes, ") == text, "header: %s", text);
-    ck_assert_msg(strstr(text, "1000 samples (1000 on-CPU)") == NULL, "%s", text);
-    ck_assert_msg(strstr(text, "1900 samples (1000 on-CPU)") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, "  process 100 (sh) ") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, "  process 101 (worker) ") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, "  101 thread 0 (main)") != NULL, "%s", text);
+    LACKS(text, "1000 samples (1000 on-CPU)");
     /* the column, and one row per (process, function): crunch in 101, then hash in 102, then
      * crunch in 102 */
-    ck_assert_msg(strstr(text, "PROCESS") != NULL, "%s", text);
+    HAS(text, "1900 samples (1000 on-CPU)", "  process 100 (sh) ", "  process 101 (worker) ",
+        "  101 thread 0 (main)", "PROCESS");
     const char *first = strstr(text, "101 worker  crunch");
     const char *second = strstr(text, "102 worker  hash");
     const char *third = strstr(text, "102 worker  crunch");
     ck_assert_msg(first != NULL && second != NULL && third != NULL, "%s", text);
     ck_assert_msg(first < second && second < third, "rows out of order: %s", text);
-    ck_assert_msg(strstr(text, " 60.0%  60.0%  600ms  600ms  101 worker  crunch") != NULL, "%s",
-                  text);
     /* the processes that ran unprofiled: three named, the rest counted */
-    ck_assert_msg(
-        strstr(text, "process 200 (/usr/bin/env) ran unprofiled: environment cleared\n") != NULL,
-        "%s", text);
-    ck_assert_msg(strstr(text, "process 201 (/bin/a) ran unprofiled\n") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, "process 202 (/bin/b) ran unprofiled\n") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, "process 203") == NULL, "%s", text);
-    ck_assert_msg(strstr(text, "… and 2 more processes ran unprofiled\n") != NULL, "%s", text);
+    HAS(text, " 60.0%  60.0%  600ms  600ms  101 worker  crunch",
+        "process 200 (/usr/bin/env) ran unprofiled: environment cleared\n",
+        "process 201 (/bin/a) ran unprofiled\n", "process 202 (/bin/b) ran unprofiled\n",
+        "… and 2 more processes ran unprofiled\n");
+    LACKS(text, "process 203");
     free(text);
     ospx_model_free(&model);
     fixture_free(&fixture);
@@ -1098,10 +1014,9 @@ START_TEST(one_process_kept_by_pid_looks_like_a_profile_of_one)
     char *text = render(&model, 0, 120);
     ck_assert_msg(strstr(text, "osprey: 1.00s wall, 400ms CPU, 400 samples (400 on-CPU)") == text,
                   "%s", text);
-    ck_assert_msg(strstr(text, "PROCESS") == NULL, "%s", text);
-    ck_assert_msg(strstr(text, "  thread 0 (main) ") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, "1 thread\n") != NULL, "other processes' threads counted: %s", text);
-    ck_assert_msg(strstr(text, " 75.0%  75.0%  300ms  300ms  hash") != NULL, "%s", text);
+    LACKS(text, "PROCESS");
+    HAS(text, "  thread 0 (main) ", "1 thread\n" /* not other processes' */,
+        " 75.0%  75.0%  300ms  300ms  hash");
     free(text);
     ospx_model_free(&model);
     /* a pid or command the run does not have names the ones it has */
@@ -1138,9 +1053,8 @@ START_TEST(per_process_sections_follow_the_run)
                   text);
     ck_assert_msg(sh < one && one < two && two < written, "%s", text);
     /* a section is its process alone: its own samples, no PROCESS column, its escapes */
-    ck_assert_msg(strstr(two, "400 samples (400 on-CPU)") != NULL, "%s", two);
-    ck_assert_msg(strstr(sh, "PROCESS") == NULL, "%s", sh);
-    ck_assert_msg(strstr(two, "… and 1 more processes ran unprofiled") != NULL, "%s", two);
+    HAS(two, "400 samples (400 on-CPU)", "… and 1 more processes ran unprofiled");
+    LACKS(sh, "PROCESS");
     ck_assert_msg(strstr(sh, "no on-CPU samples") != NULL && strstr(sh, "no on-CPU") < one, "%s",
                   sh);
     free(text);
@@ -1208,12 +1122,11 @@ START_TEST(merged_processes_are_one_row_per_command)
     if (getenv("OSPX_SHOW") != NULL)
         fputs(text, stderr);
     ck_assert_msg(strstr(text, "osprey: 3 processes of 2 commands, ") == text, "%s", text);
-    ck_assert_msg(strstr(text, "  worker (2 processes) ") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, "  sh (1 process) ") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, " 70.0%  70.0%  700ms  700ms  worker   crunch") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, " 30.0%  30.0%  300ms  300ms  worker   hash") != NULL, "%s", text);
+    HAS(text, "  worker (2 processes) ", "  sh (1 process) ",
+        " 70.0%  70.0%  700ms  700ms  worker   crunch",
+        " 30.0%  30.0%  300ms  300ms  worker   hash");
     ck_assert_uint_eq(count_lines_with(text, "crunch"), 1);
-    ck_assert_msg(strstr(text, "102") == NULL, "a merged pid shown: %s", text);
+    LACKS(text, "102" /* a merged pid */);
     free(text);
 
     /* folded: the command, then the stack (its processes' threads merged); profile.json: one
@@ -1223,21 +1136,15 @@ START_TEST(merged_processes_are_one_row_per_command)
     ck_assert_int_ge(fd, 0);
     close(fd);
     ck_assert_int_eq(ospx_write_folded(&model, folded, &err), 0);
-    FILE *in = fopen(folded, "r");
-    char lines[4096] = "";
-    size_t length = fread(lines, 1, sizeof lines - 1, in);
-    lines[length] = '\0';
-    fclose(in);
+    char *lines = scratch_read(folded, NULL);
     ck_assert_str_eq(lines, "worker;main;crunch 700\nworker;main;hash 300\n");
+    free(lines);
     ck_assert_int_eq(ospx_write_profile_json(&model, folded, &err), 0);
-    in = fopen(folded, "r");
-    length = fread(lines, 1, sizeof lines - 1, in);
-    lines[length] = '\0';
-    fclose(in);
+    lines = scratch_read(folded, NULL);
     unlink(folded);
-    ck_assert_msg(strstr(lines, "\"processes\": 2,\n      \"exe\": \"/w/worker\"") != NULL, "%s",
-                  lines);
+    HAS(lines, "\"processes\": 2,\n      \"exe\": \"/w/worker\"");
     ck_assert_msg(strstr(lines, "\"pid\": 10") == strstr(lines, "\"pid\": 100,"), "%s", lines);
+    free(lines);
     ospx_model_free(&model);
     fixture_free(&fixture);
 }
@@ -1245,44 +1152,28 @@ END_TEST
 
 Suite *report_suite(void)
 {
-    Suite *suite = suite_create("report");
-    TCase *tc = tcase_create("report");
+    Suite *s = suite_create("report");
+    TCase *tc = SUITE_CASE(
+        s, "report", 0, short_names_are_not_cut,
+        location_is_relative_to_the_working_directory_or_a_base_name,
+        header_says_the_collectors_cpu_over_one_percent_of_a_core,
+        the_waits_line_says_what_refused_the_kernels_records, header_names_the_columns_and_the_run,
+        bars_are_eighth_blocks_proportional_to_self, colour_only_when_asked,
+        low_confidence_below_one_hundred_samples, dropped_line_only_when_samples_were_dropped,
+        dropped_line_names_the_reasons, achieved_rate_against_the_measured_cpu_time,
+        achieved_rate_of_a_view_is_the_whole_runs, notes_are_whole_when_the_output_is_no_terminal,
+        diff_shows_total_and_self_with_times, diff_matches_a_function_across_a_renamed_file,
+        escape_sequences_in_names_are_not_printed, table_stops_at_ten_functions,
+        written_paths_come_last, header_and_low_confidence_count_the_same_samples,
+        threads_and_runtime_fibers_are_named_apart,
+        sampling_line_without_samples_and_after_a_signal, missing_and_replaced_outputs_are_said,
+        only_waiting_samples_says_so, listing_says_how_much_time_had_no_line,
+        a_view_says_nothing_was_written, several_processes_get_a_process_column_and_lines,
+        one_process_kept_by_pid_looks_like_a_profile_of_one, per_process_sections_follow_the_run,
+        merged_processes_are_one_row_per_command, inverted_shows_whole_caller_chains_as_a_tree,
+        cut_stacks_say_how_many_came_before_the_unwind_tables, a_stripped_programs_stacks_are_whole,
+        cut_stacks_name_every_object_and_process, cut_stacks_are_told_by_how_their_walks_ended,
+        go_rust_and_coroutine_roots_are_roots);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
-    tcase_add_test(tc, short_names_are_not_cut);
-    tcase_add_test(tc, location_is_relative_to_the_working_directory_or_a_base_name);
-    tcase_add_test(tc, header_says_the_collectors_cpu_over_one_percent_of_a_core);
-    tcase_add_test(tc, the_waits_line_says_what_refused_the_kernels_records);
-    tcase_add_test(tc, header_names_the_columns_and_the_run);
-    tcase_add_test(tc, bars_are_eighth_blocks_proportional_to_self);
-    tcase_add_test(tc, colour_only_when_asked);
-    tcase_add_test(tc, low_confidence_below_one_hundred_samples);
-    tcase_add_test(tc, dropped_line_only_when_samples_were_dropped);
-    tcase_add_test(tc, dropped_line_names_the_reasons);
-    tcase_add_test(tc, achieved_rate_against_the_measured_cpu_time);
-    tcase_add_test(tc, achieved_rate_of_a_view_is_the_whole_runs);
-    tcase_add_test(tc, notes_are_whole_when_the_output_is_no_terminal);
-    tcase_add_test(tc, diff_shows_total_and_self_with_times);
-    tcase_add_test(tc, diff_matches_a_function_across_a_renamed_file);
-    tcase_add_test(tc, escape_sequences_in_names_are_not_printed);
-    tcase_add_test(tc, table_stops_at_ten_functions);
-    tcase_add_test(tc, written_paths_come_last);
-    tcase_add_test(tc, header_and_low_confidence_count_the_same_samples);
-    tcase_add_test(tc, threads_and_runtime_fibers_are_named_apart);
-    tcase_add_test(tc, sampling_line_without_samples_and_after_a_signal);
-    tcase_add_test(tc, missing_and_replaced_outputs_are_said);
-    tcase_add_test(tc, only_waiting_samples_says_so);
-    tcase_add_test(tc, listing_says_how_much_time_had_no_line);
-    tcase_add_test(tc, a_view_says_nothing_was_written);
-    tcase_add_test(tc, several_processes_get_a_process_column_and_lines);
-    tcase_add_test(tc, one_process_kept_by_pid_looks_like_a_profile_of_one);
-    tcase_add_test(tc, per_process_sections_follow_the_run);
-    tcase_add_test(tc, merged_processes_are_one_row_per_command);
-    tcase_add_test(tc, inverted_shows_whole_caller_chains_as_a_tree);
-    tcase_add_test(tc, cut_stacks_say_how_many_came_before_the_unwind_tables);
-    tcase_add_test(tc, a_stripped_programs_stacks_are_whole);
-    tcase_add_test(tc, cut_stacks_name_every_object_and_process);
-    tcase_add_test(tc, cut_stacks_are_told_by_how_their_walks_ended);
-    tcase_add_test(tc, go_rust_and_coroutine_roots_are_roots);
-    suite_add_tcase(suite, tc);
-    return suite;
+    return s;
 }

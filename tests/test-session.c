@@ -19,6 +19,7 @@
 #include "ospd_session.h"
 #include "ospd_target.h"
 #include "scratch.h"
+#include "suite.h"
 
 /* A source that records its calls and ends by itself on a timer. */
 struct fake {
@@ -281,21 +282,12 @@ END_TEST
 Suite *session_suite(void)
 {
     Suite *s = suite_create("session");
-    TCase *run = tcase_create("run");
-    tcase_add_test(run, a_source_is_attached_run_stopped_and_closed);
-    tcase_add_test(run, a_source_that_cannot_attach_is_closed_only);
-    suite_add_tcase(s, run);
-    TCase *watch = tcase_create("watch");
-    tcase_add_test(watch, the_targets_end_is_told_from_its_pidfd);
-    suite_add_tcase(s, watch);
-    TCase *files = tcase_create("files");
-    tcase_add_test(files, the_raw_file_goes_to_its_path_then_beside_it);
-    tcase_add_test(files, the_run_lock_is_held_shared_when_there_and_free);
-    suite_add_tcase(s, files);
-    TCase *sources = tcase_create("sources");
-    tcase_set_timeout(sources, 60);
-    tcase_add_test(sources, the_rings_behind_the_interface_refuse_a_missing_ring);
-    tcase_add_test(sources, perf_events_behind_the_interface_profile_a_running_process);
-    suite_add_tcase(s, sources);
+    SUITE_CASE(s, "run", 0, a_source_is_attached_run_stopped_and_closed,
+               a_source_that_cannot_attach_is_closed_only);
+    SUITE_CASE(s, "watch", 0, the_targets_end_is_told_from_its_pidfd);
+    SUITE_CASE(s, "files", 0, the_raw_file_goes_to_its_path_then_beside_it,
+               the_run_lock_is_held_shared_when_there_and_free);
+    SUITE_CASE(s, "sources", 60, the_rings_behind_the_interface_refuse_a_missing_ring,
+               perf_events_behind_the_interface_profile_a_running_process);
     return s;
 }

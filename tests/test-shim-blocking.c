@@ -29,26 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#define SPIN_ROUNDS 200
+#include "spin.h"
+
 #define WAIT_MS 3
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static volatile uint64_t sink;
-
-static __attribute__((noinline)) void spin_for(uint64_t ns)
-{
-    uint64_t end = now_ns() + ns;
-    uint64_t x = 1;
-    while (now_ns() < end)
-        for (int i = 0; i < 200; i++)
-            x = x * 6364136223846793005u + 1442695040888963407u;
-    sink = x;
-}
 
 static struct timespec wait_ts(void)
 {

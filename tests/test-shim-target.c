@@ -91,30 +91,13 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static volatile uint64_t sink;
+#include "spin.h"
 
 static uint64_t cpu_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static __attribute__((noinline)) void spin_for(uint64_t ns)
-{
-    uint64_t end = now_ns() + ns;
-    uint64_t x = 1;
-    while (now_ns() < end)
-        for (int i = 0; i < 1000; i++)
-            x = x * 6364136223846793005u + 1442695040888963407u;
-    sink = x;
 }
 
 static void *printer(void *arg)
@@ -880,6 +863,11 @@ __attribute__((constructor(101))) static void early_sigprof(void)
         signal(SIGPROF, own_handler);
 }
 
+/* MODE(name, call): in main, the mode named on the command line runs as `call` says. */
+#define MODE(name, call)                                                                           \
+    if (strcmp(mode, (name)) == 0)                                                                 \
+    return (call)
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -887,69 +875,37 @@ int main(int argc, char **argv)
     const char *mode = argv[1];
     int a = argc > 2 ? atoi(argv[2]) : 0;
     int b = argc > 3 ? atoi(argv[3]) : 0;
-    if (strcmp(mode, "print") == 0)
-        return mode_print(a);
-    if (strcmp(mode, "busy") == 0)
-        return mode_busy(a, b);
-    if (strcmp(mode, "sleep") == 0)
-        return mode_sleep(a);
-    if (strcmp(mode, "churn") == 0)
-        return mode_churn(a);
-    if (strcmp(mode, "sigprof") == 0)
-        return mode_sigprof();
-    if (strcmp(mode, "tasks") == 0)
-        return mode_tasks();
-    if (strcmp(mode, "named") == 0)
-        return mode_named();
-    if (strcmp(mode, "spawn") == 0)
-        return mode_spawn();
-    if (strcmp(mode, "fork") == 0)
-        return mode_fork();
-    if (strcmp(mode, "exec") == 0)
-        return mode_exec();
-    if (strcmp(mode, "chdir") == 0)
-        return mode_chdir();
-    if (strcmp(mode, "masked") == 0)
-        return mode_masked();
-    if (strcmp(mode, "allblocked") == 0)
-        return mode_all_blocked();
-    if (strcmp(mode, "itimer") == 0)
-        return mode_itimer();
-    if (strcmp(mode, "killed") == 0)
-        return mode_killed();
-    if (strcmp(mode, "dlopen") == 0)
-        return mode_dlopen();
-    if (strcmp(mode, "single") == 0)
-        return mode_single();
-    if (strcmp(mode, "unshare") == 0)
-        return mode_unshare();
-    if (strcmp(mode, "mainexit") == 0)
-        return mode_mainexit();
-    if (strcmp(mode, "rawexec") == 0)
-        return mode_rawexec();
-    if (strcmp(mode, "idle") == 0)
-        return mode_idle(a, b);
-    if (strcmp(mode, "smallstack") == 0)
-        return mode_small_stack();
-    if (strcmp(mode, "coroutine") == 0)
-        return mode_coroutine();
-    if (strcmp(mode, "shortthreads") == 0)
-        return mode_short_threads(a, b);
-    if (strcmp(mode, "seccomp") == 0 && argc > 2)
-        return mode_seccomp(argv[2]);
-    if (strcmp(mode, "alarmpoll") == 0)
-        return mode_alarm_poll();
-    if (strcmp(mode, "longjmp") == 0)
-        return mode_longjmp();
-    if (strcmp(mode, "sigevthread") == 0)
-        return mode_sigev_thread();
-    if (strcmp(mode, "timerids") == 0)
-        return mode_timer_ids();
-    if (strcmp(mode, "environment") == 0)
-        return mode_environment();
-    if (strcmp(mode, "zerotimeouts") == 0 && argc > 2)
-        return mode_zero_timeouts(atoi(argv[2]));
-    if (strcmp(mode, "stderrfile") == 0 && argc > 2)
-        return mode_stderrfile(argv[2]);
+    MODE("print", mode_print(a));
+    MODE("busy", mode_busy(a, b));
+    MODE("sleep", mode_sleep(a));
+    MODE("churn", mode_churn(a));
+    MODE("sigprof", mode_sigprof());
+    MODE("tasks", mode_tasks());
+    MODE("named", mode_named());
+    MODE("spawn", mode_spawn());
+    MODE("fork", mode_fork());
+    MODE("exec", mode_exec());
+    MODE("chdir", mode_chdir());
+    MODE("masked", mode_masked());
+    MODE("allblocked", mode_all_blocked());
+    MODE("itimer", mode_itimer());
+    MODE("killed", mode_killed());
+    MODE("dlopen", mode_dlopen());
+    MODE("single", mode_single());
+    MODE("unshare", mode_unshare());
+    MODE("mainexit", mode_mainexit());
+    MODE("rawexec", mode_rawexec());
+    MODE("idle", mode_idle(a, b));
+    MODE("smallstack", mode_small_stack());
+    MODE("coroutine", mode_coroutine());
+    MODE("shortthreads", mode_short_threads(a, b));
+    MODE("seccomp", argc > 2 ? mode_seccomp(argv[2]) : 2);
+    MODE("alarmpoll", mode_alarm_poll());
+    MODE("longjmp", mode_longjmp());
+    MODE("sigevthread", mode_sigev_thread());
+    MODE("timerids", mode_timer_ids());
+    MODE("environment", mode_environment());
+    MODE("zerotimeouts", argc > 2 ? mode_zero_timeouts(atoi(argv[2])) : 2);
+    MODE("stderrfile", argc > 2 ? mode_stderrfile(argv[2]) : 2);
     return 2;
 }

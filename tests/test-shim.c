@@ -18,6 +18,7 @@
 #include "osp_handler.h"
 #include "osp_policy.h"
 #include "osp_unwind.h"
+#include "suite.h"
 
 /* ---- frame-pointer walk --------------------------------------------------------------- */
 
@@ -46,6 +47,19 @@ static uint64_t hi_of(void)
     return addr_of(STACK_WORDS);
 }
 
+/* The walk found `depth` frames, exactly the pcs given (NULL-free list of `count`). */
+static void expect_pcs(const uint64_t *out, uint32_t depth, const uint64_t *want, uint32_t count)
+{
+    ck_assert_uint_eq(depth, count);
+    for (uint32_t i = 0; i < count; i++)
+        ck_assert_msg(out[i] == want[i], "frame %u: %#llx, not %#llx", i,
+                      (unsigned long long)out[i], (unsigned long long)want[i]);
+}
+/* EXPECT_PCS(out, depth, pc...): expect_pcs of the pcs listed. */
+#define EXPECT_PCS(out, depth, ...)                                                                \
+    expect_pcs((out), (depth), (const uint64_t[]){__VA_ARGS__},                                    \
+               sizeof((const uint64_t[]){__VA_ARGS__}) / sizeof(uint64_t))
+
 START_TEST(walk_follows_planted_chain)
 {
     memset(fake, 0, sizeof(fake));
@@ -55,11 +69,7 @@ START_TEST(walk_follows_planted_chain)
     uint64_t out[OSP_MAX_DEPTH];
     uint32_t depth = osp__unwind_walk(0xabc, addr_of(10), lo_of(), hi_of(), out, OSP_MAX_DEPTH);
     /* The last record's next pointer is 0: the walk stops when it checks it. */
-    ck_assert_uint_eq(depth, 4);
-    ck_assert_uint_eq(out[0], 0xabc);
-    ck_assert_uint_eq(out[1], 0x1111);
-    ck_assert_uint_eq(out[2], 0x2222);
-    ck_assert_uint_eq(out[3], 0x3333);
+    EXPECT_PCS(out, depth, 0xabc, 0x1111, 0x2222, 0x3333);
 }
 END_TEST
 
@@ -290,10 +300,7 @@ START_TEST(rows_walk_frameless_then_frame_pointer_frames_to_the_outermost)
     struct osp__regs regs = {.pc = IMAGE_START + 0x10, .sp = addr_of(100), .fp = addr_of(110)};
     uint64_t out[OSP_MAX_DEPTH];
     uint32_t depth = osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH);
-    ck_assert_uint_eq(depth, 3);
-    ck_assert_uint_eq(out[0], IMAGE_START + 0x10);
-    ck_assert_uint_eq(out[1], IMAGE_START + 0x110);
-    ck_assert_uint_eq(out[2], IMAGE_START + 0x201);
+    EXPECT_PCS(out, depth, IMAGE_START + 0x10, IMAGE_START + 0x110, IMAGE_START + 0x201);
     /* A return address is looked up at address - 1: 0x200 ends the range of 0x100's row, so a
      * return to IMAGE_START + 0x200 still unwinds by the caller's row (a call that ends its
      * function, the next function's first byte after it). */
@@ -326,10 +333,7 @@ START_TEST(rows_fall_back_to_frame_pointers_and_back)
     uint32_t depth = osp__unwind(&regs, 1, regs.sp, hi_of(), out, OSP_MAX_DEPTH);
     /* 0x999 (fp) -> +0x10 (row: sp + 16) -> +0x150 (UNKNOWN: fp chain from rbp = [104]) ->
      * +0x250 (END) */
-    ck_assert_uint_eq(depth, 4);
-    ck_assert_uint_eq(out[1], IMAGE_START + 0x10);
-    ck_assert_uint_eq(out[2], IMAGE_START + 0x150);
-    ck_assert_uint_eq(out[3], IMAGE_START + 0x250);
+    EXPECT_PCS(out, depth, 0x999, IMAGE_START + 0x10, IMAGE_START + 0x150, IMAGE_START + 0x250);
     osp__unwind_set_tables(NULL, 0);
 }
 END_TEST
@@ -882,28 +886,28 @@ END_TEST
 
 /* ---- parsers ----------------------------------------------------------------------------- */
 
+/* OSPREY_PROFILE_HZ's rate from text; what it said of the text is `bad` (-1: not checked). */
+static uint32_t rate_of(const char *text, int bad)
+{
+    int said = -1;
+    uint32_t rate = osp__parse_rate(text, &said);
+    ck_assert_msg(bad < 0 || said == bad, "\"%s\": bad %d, not %d", text ? text : "(null)", said,
+                  bad);
+    return rate;
+}
+
 START_TEST(rate_is_clamped_and_defaults)
 {
-    int bad;
-    ck_assert_uint_eq(osp__parse_rate(NULL, &bad), 997);
-    ck_assert_int_eq(bad, 0);
-    ck_assert_uint_eq(osp__parse_rate("", &bad), 997);
-    ck_assert_uint_eq(osp__parse_rate("250", &bad), 250);
-    ck_assert_int_eq(bad, 0);
-    ck_assert_uint_eq(osp__parse_rate("10000", &bad), 10000);
-    ck_assert_int_eq(bad, 0);
-    ck_assert_uint_eq(osp__parse_rate("3", &bad), 10);
-    ck_assert_int_eq(bad, 2);
-    ck_assert_uint_eq(osp__parse_rate("-5", &bad), 10);
-    ck_assert_int_eq(bad, 2);
-    ck_assert_uint_eq(osp__parse_rate("50000", &bad), 10000);
-    ck_assert_int_eq(bad, 2);
-    ck_assert_uint_eq(osp__parse_rate("99999999999999999999999", &bad), 10000);
-    ck_assert_int_eq(bad, 2);
-    ck_assert_uint_eq(osp__parse_rate("fast", &bad), 997);
-    ck_assert_int_eq(bad, 1);
-    ck_assert_uint_eq(osp__parse_rate("100x", &bad), 997);
-    ck_assert_int_eq(bad, 1);
+    ck_assert_uint_eq(rate_of(NULL, 0), 997);
+    ck_assert_uint_eq(rate_of("", -1), 997);
+    ck_assert_uint_eq(rate_of("250", 0), 250);
+    ck_assert_uint_eq(rate_of("10000", 0), 10000);
+    ck_assert_uint_eq(rate_of("3", 2), 10);
+    ck_assert_uint_eq(rate_of("-5", 2), 10);
+    ck_assert_uint_eq(rate_of("50000", 2), 10000);
+    ck_assert_uint_eq(rate_of("99999999999999999999999", 2), 10000);
+    ck_assert_uint_eq(rate_of("fast", 1), 997);
+    ck_assert_uint_eq(rate_of("100x", 1), 997);
 }
 END_TEST
 
@@ -1214,61 +1218,41 @@ END_TEST
 Suite *shim_suite(void)
 {
     Suite *s = suite_create("shim");
-    TCase *unwind = tcase_create("unwind");
-    tcase_add_test(unwind, walk_follows_planted_chain);
-    tcase_add_test(unwind, walk_stops_at_zero_return_address);
-    tcase_add_test(unwind, walk_stops_at_misaligned_frame_pointer);
-    tcase_add_test(unwind, walk_stops_when_not_increasing);
-    tcase_add_test(unwind, walk_stops_outside_stack_bounds);
-    tcase_add_test(unwind, walk_stops_at_oversized_frame);
-    tcase_add_test(unwind, walk_stops_at_depth_cap);
-    tcase_add_test(unwind, walk_with_link_register_drops_duplicate);
+    TCase *unwind =
+        SUITE_CASE(s, "unwind", 0, walk_follows_planted_chain, walk_stops_at_zero_return_address,
+                   walk_stops_at_misaligned_frame_pointer, walk_stops_when_not_increasing,
+                   walk_stops_outside_stack_bounds, walk_stops_at_oversized_frame,
+                   walk_stops_at_depth_cap, walk_with_link_register_drops_duplicate,
+                   rows_walk_frameless_then_frame_pointer_frames_to_the_outermost,
+                   rows_fall_back_to_frame_pointers_and_back,
+                   rows_that_lead_off_the_stack_end_the_walk, corrupt_tables_are_no_tables);
 #if defined(__x86_64__)
     tcase_add_test(unwind, frameless_return_in_prologue_and_at_ret);
-#endif
-    tcase_add_test(unwind, rows_walk_frameless_then_frame_pointer_frames_to_the_outermost);
-    tcase_add_test(unwind, rows_fall_back_to_frame_pointers_and_back);
-    tcase_add_test(unwind, rows_that_lead_off_the_stack_end_the_walk);
-    tcase_add_test(unwind, corrupt_tables_are_no_tables);
-#if defined(__x86_64__)
     tcase_add_test(unwind, rows_walk_through_a_signal_frame);
 #endif
-    suite_add_tcase(s, unwind);
-
-    TCase *rings = tcase_create("rings");
-    tcase_add_test(rings, event_ring_round_trips_records);
-    tcase_add_test(rings, event_ring_pads_at_the_end_and_wraps);
-    tcase_add_test(rings, event_ring_full_drops_and_never_overwrites);
-    suite_add_tcase(s, rings);
-
-    TCase *registry = tcase_create("registry");
+    SUITE_CASE(s, "rings", 0, event_ring_round_trips_records, event_ring_pads_at_the_end_and_wraps,
+               event_ring_full_drops_and_never_overwrites);
+    TCase *registry = SUITE_CASE(
+        s, "registry", 0, registry_registers_and_reuses_slots_with_new_generations,
+        registry_renames_only_automatic_registrations,
+        registry_gives_concurrent_threads_distinct_slots_up_to_capacity,
+        samples_go_to_the_slot_ring_with_their_weight,
+        fiber_records_precede_a_declared_fibers_samples, samples_stop_short_of_a_full_event_ring);
     tcase_add_checked_fixture(registry, registry_setup, registry_teardown);
-    tcase_add_test(registry, registry_registers_and_reuses_slots_with_new_generations);
-    tcase_add_test(registry, registry_renames_only_automatic_registrations);
-    tcase_add_test(registry, registry_gives_concurrent_threads_distinct_slots_up_to_capacity);
-    tcase_add_test(registry, samples_go_to_the_slot_ring_with_their_weight);
-    tcase_add_test(registry, fiber_records_precede_a_declared_fibers_samples);
-    tcase_add_test(registry, samples_stop_short_of_a_full_event_ring);
-    suite_add_tcase(s, registry);
-
-    TCase *parsers = tcase_create("parsers");
-    tcase_add_test(parsers, rate_is_clamped_and_defaults);
-    tcase_add_test(parsers, per_pid_path_inserts_before_extension);
-    tcase_add_test(parsers, credit_rule_pays_whole_periods_of_cpu_time);
-    tcase_add_test(parsers, due_time_follows_the_share_of_a_cpu);
-    tcase_add_test(parsers, credit_rule_first_sample_counts_only_cpu_time_since_registration);
-    tcase_add_test(parsers, credit_rule_at_a_calls_end_pays_only_the_recent_cpu_time);
-    tcase_add_test(parsers, credit_rule_rounds_periods_to_the_nearest);
-    tcase_add_test(parsers, credit_rule_caps_a_backlog_at_100_ms_or_16_periods);
-    tcase_add_test(parsers, credit_rule_pays_nothing_for_a_clock_behind_what_is_paid);
-    tcase_add_test(parsers, credit_needed_is_what_take_reports_without_paying);
-    tcase_add_test(parsers, wait_weight_is_wall_time_less_cpu_time_in_periods);
-    tcase_add_test(parsers, wait_weight_carries_its_rounding_to_the_next_wait);
-    tcase_add_test(parsers, cpu_share_and_period_of_rate);
-    tcase_add_test(parsers, open_shared_takes_only_a_regular_file_of_ours);
+    TCase *parsers = SUITE_CASE(
+        s, "parsers", 0, rate_is_clamped_and_defaults, per_pid_path_inserts_before_extension,
+        credit_rule_pays_whole_periods_of_cpu_time, due_time_follows_the_share_of_a_cpu,
+        credit_rule_first_sample_counts_only_cpu_time_since_registration,
+        credit_rule_at_a_calls_end_pays_only_the_recent_cpu_time,
+        credit_rule_rounds_periods_to_the_nearest,
+        credit_rule_caps_a_backlog_at_100_ms_or_16_periods,
+        credit_rule_pays_nothing_for_a_clock_behind_what_is_paid,
+        credit_needed_is_what_take_reports_without_paying,
+        wait_weight_is_wall_time_less_cpu_time_in_periods,
+        wait_weight_carries_its_rounding_to_the_next_wait, cpu_share_and_period_of_rate,
+        open_shared_takes_only_a_regular_file_of_ours);
 #if defined(__x86_64__)
     tcase_add_test(parsers, context_at_a_rewound_syscall_is_blocked);
 #endif
-    suite_add_tcase(s, parsers);
     return s;
 }

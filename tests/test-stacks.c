@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "osp_core.h"
+#include "suite.h"
 
 #define PAGE 4096u
 
@@ -202,11 +203,8 @@ END_TEST
 Suite *stacks_suite(void)
 {
     Suite *s = suite_create("stacks");
-    TCase *tc = tcase_create("stacks");
-    tcase_add_test(tc, a_copied_stack_walks_as_in_place_even_once_gone);
-    tcase_add_test(tc, a_hostile_chain_in_a_copy_ends_inside_it);
-    tcase_add_test(tc, spans_name_the_stack_sp_is_on);
-    tcase_add_test(tc, a_deep_copied_stack_is_read_further);
-    suite_add_tcase(s, tc);
+    SUITE_CASE(s, "stacks", 0, a_copied_stack_walks_as_in_place_even_once_gone,
+               a_hostile_chain_in_a_copy_ends_inside_it, a_deep_copied_stack_is_read_further,
+               spans_name_the_stack_sp_is_on);
     return s;
 }

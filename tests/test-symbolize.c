@@ -23,6 +23,7 @@
 #include "ospx.h"
 #include "ospx_internal.h"
 #include "scratch.h"
+#include "suite.h"
 
 #define FAKE_TOOLS OSP_TEST_SOURCE_DIR "/fake-tools"
 
@@ -71,18 +72,8 @@ static const char *fixture_object(struct fixture *fixture, const char *name, cha
 /* The fake tool's log so far (malloc'd, "" when it never ran). */
 static char *fixture_log(const struct fixture *fixture)
 {
-    FILE *file = fopen(fixture->log, "r");
-    if (file == NULL)
-        return strdup("");
-    char *text = NULL;
-    size_t size = 0;
-    FILE *copy = open_memstream(&text, &size);
-    int c;
-    while ((c = fgetc(file)) != EOF)
-        fputc(c, copy);
-    fclose(copy);
-    fclose(file);
-    return text;
+    char *text = scratch_read(fixture->log, NULL);
+    return text != NULL ? text : strdup("");
 }
 
 /* Check that the fake tool's log holds (present) or lacks (!present) a text, printf-style. */
@@ -99,6 +90,14 @@ __attribute__((format(printf, 3, 4))) static void fixture_log_has(const struct f
                   present ? "no" : "unexpected", text, log);
     free(log);
 }
+
+/* LOG_LACKS(fixture, text...): the fake tool's log holds none of the texts listed. */
+#define LOG_LACKS(fixture, ...)                                                                    \
+    do {                                                                                           \
+        const char *const lacked_[] = {__VA_ARGS__};                                               \
+        for (size_t i_ = 0; i_ < sizeof lacked_ / sizeof *lacked_; i_++)                           \
+            fixture_log_has((fixture), 0, "%s", lacked_[i_]);                                      \
+    } while (0)
 
 /* Check that exactly `expected_lines` warning lines were written; returns them. */
 static const char *fixture_warnings(struct fixture *fixture, int expected_lines)
@@ -179,6 +178,78 @@ static void run_symbolize(struct test_raw *test, struct fixture *fixture,
     ck_assert_msg(rc == 0, "rc %d: %s", rc, err.text);
 }
 
+/* One stack of `depth` pcs added to the profile, then the profile symbolized. */
+static void symbolize_stack(struct test_raw *test, struct fixture *fixture,
+                            struct ospx_symbols *symbols, uint64_t *pcs, size_t depth)
+{
+    add_stack(test, pcs, depth);
+    run_symbolize(test, fixture, symbols);
+}
+/* SYMBOLIZE(test, fixture, symbols, pc...): symbolize_stack of the pcs listed. */
+#define SYMBOLIZE(test, fixture, symbols, ...)                                                     \
+    symbolize_stack((test), (fixture), (symbols), (uint64_t[]){__VA_ARGS__},                       \
+                    sizeof((uint64_t[]){__VA_ARGS__}) / sizeof(uint64_t))
+
+/* The names of stack `stack`'s frames from its leaf on, as many as given (NULL-ended). */
+static void expect_names(const struct ospx_symbols *symbols, size_t stack, const char *const *names)
+{
+    for (size_t i = 0; names[i] != NULL; i++)
+        ck_assert_msg(strcmp(frame_at(symbols, stack, i)->name, names[i]) == 0,
+                      "stack %zu frame %zu: \"%s\", not \"%s\"", stack, i,
+                      frame_at(symbols, stack, i)->name, names[i]);
+}
+#define EXPECT_NAMES(symbols, stack, ...)                                                          \
+    expect_names((symbols), (stack), (const char *const[]){__VA_ARGS__, NULL})
+/* EXPECT_STACK(symbols, stack, name...): the stack is exactly the frames named. */
+#define EXPECT_STACK(symbols, stack, ...)                                                          \
+    do {                                                                                           \
+        const char *const names_[] = {__VA_ARGS__, NULL};                                          \
+        ck_assert_uint_eq((symbols)->stack_depths[(stack)], sizeof names_ / sizeof *names_ - 1);   \
+        expect_names((symbols), (stack), names_);                                                  \
+    } while (0)
+
+/* The frame at `position` of stack `stack`: its name, file, line (the slot's) and column. */
+static void expect_frame(const struct ospx_symbols *symbols, size_t stack, size_t position,
+                         const char *name, const char *file, int line, int column)
+{
+    const struct ospx_frame *frame = frame_at(symbols, stack, position);
+    ck_assert_str_eq(frame->name, name);
+    ck_assert_str_eq(frame->file, file);
+    ck_assert_int_eq(symbols->stack_slots[stack][position].line, line);
+    ck_assert_int_eq(frame->column, column);
+}
+
+/* The test's fixture with the real tools of PATH. */
+static void fixture_open_real(struct fixture *fixture)
+{
+    const char *path = getenv("PATH");
+    fixture_open(fixture, path != NULL ? path : "/usr/bin:/bin");
+}
+
+/* The fake llvm-symbolizer's fixture and a profile of /app/main with one object, libA.so, at
+ * 0x1000 (its text 0x1000 bytes there, no slide), its path into a[size]. */
+static void fixture_with_lib_a(struct fixture *fixture, struct test_raw *test, char *a, size_t size)
+{
+    fixture_open(fixture, FAKE_TOOLS "/llvm");
+    init_raw(test, "/app/main");
+    add_image(test, fixture_object(fixture, "libA.so", a, size), 0x1000, 0, 0x1000, 0x1000, "");
+}
+
+/* WITH_LIB_A(): the test's `fixture` of the fake llvm-symbolizer, `test` (a profile of
+ * /app/main with libA.so, its path in `a`) and its `symbols` to come. */
+#define WITH_LIB_A()                                                                               \
+    struct fixture fixture;                                                                        \
+    char a[128];                                                                                   \
+    struct test_raw test;                                                                          \
+    fixture_with_lib_a(&fixture, &test, a, sizeof a);                                              \
+    struct ospx_symbols symbols
+
+static void fixture_and_symbols_close(struct fixture *fixture, struct ospx_symbols *symbols)
+{
+    ospx_symbols_free(symbols);
+    fixture_close(fixture);
+}
+
 /* The dyld shared cache case: image A's header is below B's, but A's code is above B's. A pc
  * in A's text must go to A, unslid with A's slide — not to B, the greatest base below it. */
 START_TEST(test_text_range_not_header_order)
@@ -192,10 +263,8 @@ START_TEST(test_text_range_not_header_order)
               0x1000, "");
     add_image(&test, fixture_object(&fixture, "libB.so", b, sizeof b), 0x20000, 0x2000, 0x800000,
               0x1000, "");
-    uint64_t stack[] = {0x900010, 0x800101};
-    add_stack(&test, stack, 2);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x900010, 0x800101);
 
     /* leaf: 0x900010 - 0x1000; caller: 0x800101 - 1 - 0x2000 */
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x8ff010");
@@ -216,8 +285,7 @@ START_TEST(test_text_range_not_header_order)
     ck_assert_ptr_null(strstr(strstr(log, "argv:") + 1, "argv:"));
     free(log);
     fixture_warnings(&fixture, 0);
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -235,11 +303,9 @@ START_TEST(test_text_size_zero_fallback)
     add_image(&test, fixture_object(&fixture, "libD.so", d, sizeof d), 0x400000, 0x400000, 0x400000,
               0x10, "");
     uint64_t in_c[] = {0x500100};
-    uint64_t beside_d[] = {0x450000};
-    add_stack(&test, in_c, 1);
-    add_stack(&test, beside_d, 1);
+    add_stack(&test, in_c, sizeof in_c / sizeof *in_c);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x450000);
 
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libC.so:0x100");
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, c);
@@ -249,35 +315,20 @@ START_TEST(test_text_size_zero_fallback)
     ck_assert_str_eq(frame_at(&symbols, 1, 0)->file, "");
     ck_assert_int_eq(frame_at(&symbols, 1, 0)->line, 0);
     fixture_log_has(&fixture, 0, "libD.so");
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
 /* The leaf is looked up as recorded; every return address one byte back. */
 START_TEST(test_return_address_adjustment)
 {
-    struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
-    char a[128];
-    struct test_raw test;
-    init_raw(&test, "/app/main");
-    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
-              "");
-    uint64_t stack[] = {0x1100, 0x1200, 0x1300};
-    add_stack(&test, stack, 3);
-    struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
-    ck_assert_uint_eq(symbols.stack_depths[0], 3);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x1100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x11ff");
-    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "libA.so:0x12ff");
+    WITH_LIB_A();
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x1200, 0x1300);
+    EXPECT_STACK(&symbols, 0, "libA.so:0x1100", "libA.so:0x11ff", "libA.so:0x12ff");
     ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x11ff % 1000 + 1);
     fixture_log_has(&fixture, 1, "address: 0x1100\naddress: 0x11ff\naddress: 0x12ff\n");
-    fixture_log_has(&fixture, 0, "0x1200");
-    fixture_log_has(&fixture, 0, "0x10ff");
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    LOG_LACKS(&fixture, "0x1200", "0x10ff");
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -287,13 +338,10 @@ END_TEST
 START_TEST(test_profiler_frames_left_out)
 {
     struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
-    setenv("OSPREY_FAKE_PLUMBING", "0x11ff", 1);
     char a[128], shim[128];
     struct test_raw test;
-    init_raw(&test, "/app/main");
-    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
-              "");
+    fixture_with_lib_a(&fixture, &test, a, sizeof a);
+    setenv("OSPREY_FAKE_PLUMBING", "0x11ff", 1);
     add_image(&test, fixture_object(&fixture, "libospreyprof.so", shim, sizeof shim), 0x9000, 0,
               0x9000, 0x1000, "");
     uint64_t through[] = {0x1100, 0x1200, 0x1300};
@@ -305,18 +353,13 @@ START_TEST(test_profiler_frames_left_out)
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
     unsetenv("OSPREY_FAKE_PLUMBING");
-    ck_assert_uint_eq(symbols.stack_depths[0], 2);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x1100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x12ff");
+    EXPECT_STACK(&symbols, 0, "libA.so:0x1100", "libA.so:0x12ff");
     ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x12ff % 1000 + 1);
-    ck_assert_uint_eq(symbols.stack_depths[1], 1);
-    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so:0x12ff");
-    ck_assert_uint_eq(symbols.stack_depths[2], 1);
-    ck_assert_str_eq(frame_at(&symbols, 2, 0)->name, "libA.so:0x12ff");
+    EXPECT_STACK(&symbols, 1, "libA.so:0x12ff");
+    EXPECT_STACK(&symbols, 2, "libA.so:0x12ff");
     for (size_t f = 0; f < symbols.frame_count; f++)
         ck_assert_msg(strstr(symbols.frames[f].name, "osp") == NULL, "%s", symbols.frames[f].name);
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -333,17 +376,12 @@ START_TEST(test_frames_from_shim_sources_left_out)
     struct test_raw test;
     init_raw(&test, "/app/main");
     add_image(&test, fixture_object(&fixture, "main", a, sizeof a), 0x1000, 0, 0x1000, 0x1000, "");
-    uint64_t stack[] = {0x1100, 0x1200, 0x1300}; /* leaf, the wrapper, its caller */
-    add_stack(&test, stack, 3);
-    struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    struct ospx_symbols symbols; /* leaf, the wrapper, its caller */
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x1200, 0x1300);
     unsetenv("OSPREY_FAKE_SHIM_ADDRESS");
     unsetenv("OSPREY_FAKE_SHIM_FILE");
-    ck_assert_uint_eq(symbols.stack_depths[0], 2);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "main:0x1100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "main:0x12ff");
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    EXPECT_STACK(&symbols, 0, "main:0x1100", "main:0x12ff");
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -368,23 +406,17 @@ START_TEST(test_only_regular_elf_files_are_symbolized)
     add_image(&test, text, 0x5000, 0, 0x5000, 0x1000, "");
     add_image(&test, fixture_object(&fixture, "libA.so", good, sizeof good), 0x7000, 0, 0x7000,
               0x1000, "");
-    uint64_t stack[] = {0x1100, 0x3100, 0x5100, 0x7100};
-    add_stack(&test, stack, 4);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "pipe.so+0x1100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "zero+0x3100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "notes.so+0x5100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 3)->name, "libA.so:0x70ff");
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x3100, 0x5100, 0x7100);
+    EXPECT_NAMES(&symbols, 0, "pipe.so+0x1100", "zero+0x3100", "notes.so+0x5100", "libA.so:0x70ff");
     const char *warnings = fixture_warnings(&fixture, 3);
-    ck_assert_ptr_nonnull(strstr(warnings, "pipe.so: not a regular file"));
-    ck_assert_ptr_nonnull(strstr(warnings, "/dev/zero: not a regular file"));
-    ck_assert_ptr_nonnull(strstr(warnings, "notes.so: not an ELF file"));
-    fixture_log_has(&fixture, 0, "pipe.so");
-    fixture_log_has(&fixture, 0, "/dev/zero");
-    fixture_log_has(&fixture, 0, "notes.so");
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    for (const char *const *line =
+             (const char *const[]){"pipe.so: not a regular file", "/dev/zero: not a regular file",
+                                   "notes.so: not an ELF file", NULL};
+         *line != NULL; line++)
+        ck_assert_msg(strstr(warnings, *line) != NULL, "no \"%s\" in: %s", *line, warnings);
+    LOG_LACKS(&fixture, "pipe.so", "/dev/zero", "notes.so");
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -393,26 +425,18 @@ END_TEST
 START_TEST(test_inline_expansion_and_interning)
 {
     struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
-    setenv("OSPREY_FAKE_INLINE", "0x1100", 1);
     char a[128];
     struct test_raw test;
-    init_raw(&test, "/app/main");
-    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
-              "");
+    fixture_with_lib_a(&fixture, &test, a, sizeof a);
+    setenv("OSPREY_FAKE_INLINE", "0x1100", 1);
     uint64_t first[] = {0x1100, 0x1201};
-    uint64_t second[] = {0x1050, 0x1201};
-    add_stack(&test, first, 2);
-    add_stack(&test, second, 2);
+    add_stack(&test, first, sizeof first / sizeof *first);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1050, 0x1201);
 
     ck_assert_uint_eq(symbols.stack_count, 2);
     ck_assert_uint_eq(symbols.stack_depths[0], 3);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "inlined_0x1100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "/src/inline.h");
-    ck_assert_int_eq(symbols.stack_slots[0][0].line, 7);
-    ck_assert_int_eq(frame_at(&symbols, 0, 0)->column, 9);
+    expect_frame(&symbols, 0, 0, "inlined_0x1100", "/src/inline.h", 7, 9);
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x1100");
     ck_assert_int_eq(symbols.stack_slots[0][1].line, 0x1100 % 1000 + 1);
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "libA.so:0x1200");
@@ -429,8 +453,7 @@ START_TEST(test_inline_expansion_and_interning)
     /* one process for the image */
     ck_assert_ptr_null(strstr(strstr(log, "argv:") + 1, "argv:"));
     free(log);
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -441,39 +464,30 @@ END_TEST
 START_TEST(test_answer_lines_read_exactly)
 {
     struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    char a[128];
+    struct test_raw test;
+    fixture_with_lib_a(&fixture, &test, a, sizeof a);
     setenv("OSPREY_FAKE_ESCAPED", "0x1100", 1);
     setenv("OSPREY_FAKE_EXTRA", "0x1200", 1);
     setenv("OSPREY_FAKE_UNKNOWN", "0x1300", 1);
-    char a[128];
-    struct test_raw test;
-    init_raw(&test, "/app/main");
-    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
-              "");
     uint64_t first[] = {0x1100, 0x1201, 0x1300};
-    uint64_t second[] = {0x1300, 0x1301};
-    add_stack(&test, first, 3);
-    add_stack(&test, second, 2);
+    add_stack(&test, first, sizeof first / sizeof *first);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1300, 0x1301);
     unsetenv("OSPREY_FAKE_ESCAPED");
     unsetenv("OSPREY_FAKE_EXTRA");
     unsetenv("OSPREY_FAKE_UNKNOWN");
 
     ck_assert_uint_eq(symbols.stack_depths[0], 3);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "op<< \"q\" \\ \xc3\xa9 \xf0\x9f\x98\x80");
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "/src/\xc3\xa9.c");
-    ck_assert_int_eq(symbols.stack_slots[0][0].line, 5);
-    ck_assert_int_eq(frame_at(&symbols, 0, 0)->column, 2);
+    expect_frame(&symbols, 0, 0, "op<< \"q\" \\ \xc3\xa9 \xf0\x9f\x98\x80", "/src/\xc3\xa9.c", 5,
+                 2);
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libA.so:0x1200");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->file, "/src/libA.so.c");
     /* 0x1300 as a return address looks up 0x12ff; in the second stack, 0x1301 looks up 0x1300
      * like the leaf 0x1300 does, and is still named for itself */
-    ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, "libA.so+0x1300");
-    ck_assert_str_eq(frame_at(&symbols, 1, 1)->name, "libA.so+0x1301");
+    EXPECT_NAMES(&symbols, 1, "libA.so+0x1300", "libA.so+0x1301");
     ck_assert_uint_ne(symbols.stack_slots[1][0].frame, symbols.stack_slots[1][1].frame);
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -504,8 +518,7 @@ START_TEST(test_binary_substitutes_main_image_only)
     fixture_log_has(&fixture, 1, "--obj=%s\n", moved);
     fixture_log_has(&fixture, 1, "--obj=%s\n", other);
     fixture_log_has(&fixture, 0, "--obj=%s\n", main_path);
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -522,10 +535,8 @@ START_TEST(test_atos_arch_pinning)
     add_image(&test, "/usr/lib/system/libsystem_kernel.dylib", 0x180000000, 0x100000, 0x180001000,
               0x8000, "arm64e");
     add_image(&test, "/Users/u/app", 0x100000000, 0x0, 0x100004000, 0x4000, "arm64");
-    uint64_t stack[] = {0x180001100, 0x100004101, 0x180002011};
-    add_stack(&test, stack, 3);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x180001100, 0x100004101, 0x180002011);
 
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "atos_0x180001100");
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, "libsystem_kernel.dylib.c");
@@ -540,8 +551,7 @@ START_TEST(test_atos_arch_pinning)
                     "-l 0x180000000 0x180001100 0x180002010\n");
     fixture_log_has(&fixture, 1, "argv: -o /Users/u/app -arch arm64 -l 0x100000000 0x100004100\n");
     fixture_warnings(&fixture, 0);
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -554,10 +564,8 @@ START_TEST(test_no_tool_hex_and_one_warning)
     init_raw(&test, "/app/main");
     add_image(&test, "/app/main", 0x1000, 0, 0x1000, 0x1000, "");
     add_image(&test, "/lib/libz.so", 0x9000, 0, 0x9000, 0x1000, "");
-    uint64_t stack[] = {0x1100, 0x9201, 0x20};
-    add_stack(&test, stack, 3);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x9201, 0x20);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "main+0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, "/app/main");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libz.so+0x9201");
@@ -566,8 +574,7 @@ START_TEST(test_no_tool_hex_and_one_warning)
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->image, "");
     const char *warnings = fixture_warnings(&fixture, 1);
     ck_assert_msg(strncmp(warnings, "osprey: no llvm-symbolizer or atos", 34) == 0, "%s", warnings);
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -585,23 +592,17 @@ START_TEST(test_missing_objects_one_warning)
     add_image(&test, "[vdso]", 0x5000, 0, 0x5000, 0x1000, "");
     add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x9000, 0, 0x9000, 0x1000,
               "");
-    uint64_t stack[] = {0x1100, 0x3201, 0x5001, 0x9101};
-    add_stack(&test, stack, 4);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "one.so+0x1100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "two.so+0x3201");
-    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "[vdso]+0x5001");
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x3201, 0x5001, 0x9101);
+    EXPECT_NAMES(&symbols, 0, "one.so+0x1100", "two.so+0x3201", "[vdso]+0x5001");
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->image, "[vdso]");
     ck_assert_str_eq(frame_at(&symbols, 0, 3)->name, "libA.so:0x9100");
     const char *warnings = fixture_warnings(&fixture, 1);
     ck_assert_str_eq(warnings, "osprey: 2 object files not found (first: /nonexistent/one.so); "
                                "their frames are shown as object+0xOFFSET (--binary or --symfs "
                                "DIR finds a moved one)\n");
-    fixture_log_has(&fixture, 0, "nonexistent");
-    fixture_log_has(&fixture, 0, "vdso");
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    LOG_LACKS(&fixture, "nonexistent", "vdso");
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -611,19 +612,14 @@ START_TEST(test_tool_failure_mid_image)
 {
     for (int garbage = 0; garbage <= 1; garbage++) {
         struct fixture fixture;
-        fixture_open(&fixture, FAKE_TOOLS "/llvm");
+        char a[128];
+        struct test_raw test;
+        fixture_with_lib_a(&fixture, &test, a, sizeof a);
         setenv(garbage ? "OSPREY_FAKE_GARBAGE" : "OSPREY_FAKE_EXIT_AFTER", garbage ? "0x1200" : "1",
                1);
         setenv("OSPREY_FAKE_UNKNOWN", "0x1100", 1);
-        char a[128];
-        struct test_raw test;
-        init_raw(&test, "/app/main");
-        add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000,
-                  0x1000, "");
-        uint64_t stack[] = {0x1100, 0x1201, 0x1301};
-        add_stack(&test, stack, 3);
         struct ospx_symbols symbols;
-        run_symbolize(&test, &fixture, &symbols);
+        SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x1201, 0x1301);
         /* 0x1100: answered, but nothing known */
         ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so+0x1100");
         ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, a);
@@ -634,8 +630,7 @@ START_TEST(test_tool_failure_mid_image)
         snprintf(expected, sizeof expected, "osprey: %s: %s; 2 addresses stay hex\n", a,
                  garbage ? "unexpected answer from the symbolizer" : "the symbolizer exited early");
         ck_assert_str_eq(warnings, expected);
-        ospx_symbols_free(&symbols);
-        fixture_close(&fixture);
+        fixture_and_symbols_close(&fixture, &symbols);
     }
 }
 END_TEST
@@ -651,13 +646,10 @@ START_TEST(test_explicit_symbolizer)
     init_raw(&test, "/app/main");
     add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x1000, 0, 0x1000, 0x1000,
               "");
-    uint64_t stack[] = {0x1100};
-    add_stack(&test, stack, 1);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1100);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "libA.so:0x1100");
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -708,8 +700,7 @@ static const char known_program[] = "#include <stdio.h>\n"                      
 START_TEST(test_real_llvm_symbolizer)
 {
     struct fixture fixture;
-    const char *path = getenv("PATH");
-    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    fixture_open_real(&fixture);
     char source[128], program[128], command[512];
     snprintf(source, sizeof source, "%s/known.c", fixture.dir);
     snprintf(program, sizeof program, "%s/known", fixture.dir);
@@ -722,18 +713,15 @@ START_TEST(test_real_llvm_symbolizer)
     struct test_raw test;
     init_raw(&test, program);
     add_image(&test, program, slide, slide, slide + (function & ~0xfffULL), 0x2000, "x86_64");
-    uint64_t stack[] = {slide + function};
-    add_stack(&test, stack, 1);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, slide + function);
     const struct ospx_frame *frame = frame_at(&symbols, 0, 0);
     ck_assert_str_eq(frame->name, "known_function");
     ck_assert_str_eq(frame->file, source);
     ck_assert_int_eq(frame->line, 5);
     ck_assert_str_eq(frame->image, program);
     fixture_warnings(&fixture, 0);
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -743,8 +731,7 @@ END_TEST
 START_TEST(test_split_debug_info)
 {
     struct fixture fixture;
-    const char *path = getenv("PATH");
-    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    fixture_open_real(&fixture);
     char source[128], library[128], debug[128], command[1024];
     snprintf(source, sizeof source, "%s/split.c", fixture.dir);
     snprintf(library, sizeof library, "%s/libsplit.so", fixture.dir);
@@ -772,10 +759,8 @@ START_TEST(test_split_debug_info)
     struct test_raw test;
     init_raw(&test, "/app/main");
     add_image(&test, library, base, base, base + (helper & ~0xfffULL), 0x1000, "x86_64");
-    uint64_t stack[] = {base + helper};
-    add_stack(&test, stack, 1);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, base + helper);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "hidden_helper");
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->file, source);
     /* lines 1-3 are the function; which one its first instruction carries is the
@@ -794,8 +779,7 @@ START_TEST(test_split_debug_info)
     snprintf(start, sizeof start, "libsplit.so+0x%" PRIx64, helper);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, start);
     ck_assert_str_eq(frame_at(&symbols, 1, 0)->name, start);
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -814,21 +798,17 @@ START_TEST(test_libc_debug_by_build_id)
     if (debug[0] == '\0' || access(debug, R_OK) != 0)
         return; /* no libc6-dbg here: nothing to check */
     struct fixture fixture;
-    const char *path = getenv("PATH");
-    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    fixture_open_real(&fixture);
     uint64_t cleanup = symbol_address(debug, "_IO_cleanup");
     uint64_t base = 0x7f1000000000ULL;
     struct test_raw test;
     init_raw(&test, "/app/main");
     add_image(&test, libc, base, base, base, 0x1000000, "x86_64");
-    uint64_t stack[] = {base + cleanup + 1};
-    add_stack(&test, stack, 1);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
+    SYMBOLIZE(&test, &fixture, &symbols, base + cleanup + 1);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "_IO_cleanup");
     ck_assert_int_gt(frame_at(&symbols, 0, 0)->line, 0);
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -853,8 +833,7 @@ START_TEST(test_real_vdso)
     }
     ck_assert_uint_ne(text_lo, UINT64_MAX);
     struct fixture fixture;
-    const char *path = getenv("PATH");
-    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    fixture_open_real(&fixture);
     uint64_t base = (uint64_t)(uintptr_t)vdso;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -864,10 +843,8 @@ START_TEST(test_real_vdso)
         test.raw.start_unix_ns = recent ? (uint64_t)now.tv_sec * 1000000000u : 0;
         add_image(&test, "[vdso]", base, base, base + text_lo, text_hi - text_lo, "");
         /* the middle of the text: inside one of its functions */
-        uint64_t stack[] = {base + text_lo + (text_hi - text_lo) / 2};
-        add_stack(&test, stack, 1);
         struct ospx_symbols symbols;
-        run_symbolize(&test, &fixture, &symbols);
+        SYMBOLIZE(&test, &fixture, &symbols, base + text_lo + (text_hi - text_lo) / 2);
         const struct ospx_frame *frame = frame_at(&symbols, 0, 0);
         ck_assert_str_eq(frame->image, "[vdso]");
         if (recent)
@@ -885,28 +862,23 @@ END_TEST
 START_TEST(test_real_unreadable_object)
 {
     struct fixture fixture;
-    const char *path = getenv("PATH");
-    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    fixture_open_real(&fixture);
     char object[128];
     snprintf(object, sizeof object, "%s/not-an-object.so", fixture.dir);
     scratch_write(object, "this is text, not ELF\n");
     struct test_raw test;
     init_raw(&test, "/app/main");
     add_image(&test, object, 0x1000, 0, 0x1000, 0x1000, "x86_64");
-    uint64_t stack[] = {0x1100, 0x1201};
-    add_stack(&test, stack, 2);
     struct ospx_symbols symbols;
-    run_symbolize(&test, &fixture, &symbols);
-    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "not-an-object.so+0x1100");
-    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "not-an-object.so+0x1201");
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x1201);
+    EXPECT_NAMES(&symbols, 0, "not-an-object.so+0x1100", "not-an-object.so+0x1201");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, object);
     const char *warnings = fixture_warnings(&fixture, 1);
     char expected[256];
     snprintf(expected, sizeof expected, "osprey: %s: ", object);
     ck_assert_msg(strncmp(warnings, expected, strlen(expected)) == 0, "%s", warnings);
     ck_assert_msg(strstr(warnings, "frames are shown as hex addresses") != NULL, "%s", warnings);
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -980,8 +952,7 @@ static __attribute__((noinline)) void capture_stack_here(size_t capacity)
 START_TEST(test_real_own_stack)
 {
     struct fixture fixture;
-    const char *path = getenv("PATH");
-    fixture_open(&fixture, path != NULL ? path : "/usr/bin:/bin");
+    fixture_open_real(&fixture);
     int call_line = __LINE__ + 1;
     capture_stack_here(capture_capacity);
     size_t depth = captured_depth;
@@ -1005,8 +976,7 @@ START_TEST(test_real_own_stack)
         ck_assert_str_eq(file != NULL ? file + 1 : caller->file, "test-symbolize.c");
         ck_assert_int_eq(symbols.stack_slots[0][1].line, call_line);
     }
-    ospx_symbols_free(&symbols);
-    fixture_close(&fixture);
+    fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
 
@@ -1297,37 +1267,19 @@ END_TEST
 
 Suite *symbolize_suite(void)
 {
-    Suite *suite = suite_create("symbolize");
-    TCase *fake = tcase_create("fake-tools");
-    tcase_add_test(fake, test_text_range_not_header_order);
-    tcase_add_test(fake, test_text_size_zero_fallback);
-    tcase_add_test(fake, test_return_address_adjustment);
-    tcase_add_test(fake, test_inline_expansion_and_interning);
-    tcase_add_test(fake, test_answer_lines_read_exactly);
-    tcase_add_test(fake, test_profiler_frames_left_out);
-    tcase_add_test(fake, test_only_regular_elf_files_are_symbolized);
-    tcase_add_test(fake, test_frames_from_shim_sources_left_out);
-    tcase_add_test(fake, test_binary_substitutes_main_image_only);
-    tcase_add_test(fake, test_atos_arch_pinning);
-    tcase_add_test(fake, test_no_tool_hex_and_one_warning);
-    tcase_add_test(fake, test_missing_objects_one_warning);
-    tcase_add_test(fake, test_explicit_symbolizer);
-    tcase_add_test(fake, test_tool_failure_mid_image);
-    tcase_add_test(fake, test_progress_only_when_asked);
-    tcase_add_test(fake, test_no_progress_for_a_quick_run);
-    tcase_add_test(fake, test_objects_found_by_build_id_only);
-    tcase_add_test(fake, test_rust_legacy_names_as_rustc_prints_them);
-    tcase_add_test(fake, test_short_names_for_tables);
-    tcase_add_test(fake, test_leftover_mangled_names);
-    suite_add_tcase(suite, fake);
-    TCase *real = tcase_create("llvm-symbolizer");
-    tcase_set_timeout(real, 120);
-    tcase_add_test(real, test_real_llvm_symbolizer);
-    tcase_add_test(real, test_split_debug_info);
-    tcase_add_test(real, test_libc_debug_by_build_id);
-    tcase_add_test(real, test_real_own_stack);
-    tcase_add_test(real, test_real_unreadable_object);
-    tcase_add_test(real, test_real_vdso);
-    suite_add_tcase(suite, real);
-    return suite;
+    Suite *s = suite_create("symbolize");
+    SUITE_CASE(s, "fake-tools", 0, test_text_range_not_header_order, test_text_size_zero_fallback,
+               test_return_address_adjustment, test_inline_expansion_and_interning,
+               test_answer_lines_read_exactly, test_profiler_frames_left_out,
+               test_only_regular_elf_files_are_symbolized, test_frames_from_shim_sources_left_out,
+               test_binary_substitutes_main_image_only, test_atos_arch_pinning,
+               test_no_tool_hex_and_one_warning, test_missing_objects_one_warning,
+               test_explicit_symbolizer, test_tool_failure_mid_image, test_progress_only_when_asked,
+               test_no_progress_for_a_quick_run, test_objects_found_by_build_id_only,
+               test_rust_legacy_names_as_rustc_prints_them, test_short_names_for_tables,
+               test_leftover_mangled_names);
+    SUITE_CASE(s, "llvm-symbolizer", 120, test_real_llvm_symbolizer, test_split_debug_info,
+               test_libc_debug_by_build_id, test_real_own_stack, test_real_unreadable_object,
+               test_real_vdso);
+    return s;
 }

@@ -23,6 +23,7 @@
 
 #include "ospd.h"
 #include "ospd_unwind.h"
+#include "suite.h"
 
 #if defined(__x86_64__)
 #define MACHINE EM_X86_64
@@ -610,22 +611,15 @@ END_TEST
 Suite *unwind_suite(void)
 {
     Suite *s = suite_create("unwind");
-    TCase *build = tcase_create("build");
-    tcase_set_timeout(build, 120);
-    tcase_add_test(build, libc_rows_follow_its_cfi);
-    tcase_add_test(build, own_rows_see_the_frame_pointer_prologue);
-    tcase_add_test(build, mapped_source_finds_the_load_bias);
-    tcase_add_test(build, rows_come_back_from_the_cache_and_a_damaged_one_is_rebuilt);
-    tcase_add_test(build, rewritten_cached_rows_are_refused_and_rebuilt);
-    tcase_add_test(build, an_object_of_the_same_build_id_with_other_frames_gets_its_own_rows);
-    tcase_add_test(build, another_users_object_and_files_are_never_trusted);
-    tcase_add_test(build, a_fifo_is_not_waited_on);
-    tcase_add_test(build, not_an_object_is_one_line_naming_it);
-    tcase_add_test(build, corrupt_call_frame_sections_never_crash);
-    suite_add_tcase(s, build);
-    TCase *publish = tcase_create("publish");
-    tcase_add_test(publish, snapshots_are_sorted_replace_unloaded_images_and_survive_a_full_object);
-    tcase_add_test(publish, region_rejects_a_foreign_header);
-    suite_add_tcase(s, publish);
+    SUITE_CASE(s, "build", 120, libc_rows_follow_its_cfi, own_rows_see_the_frame_pointer_prologue,
+               mapped_source_finds_the_load_bias,
+               rows_come_back_from_the_cache_and_a_damaged_one_is_rebuilt,
+               rewritten_cached_rows_are_refused_and_rebuilt,
+               an_object_of_the_same_build_id_with_other_frames_gets_its_own_rows,
+               another_users_object_and_files_are_never_trusted, a_fifo_is_not_waited_on,
+               not_an_object_is_one_line_naming_it, corrupt_call_frame_sections_never_crash);
+    SUITE_CASE(s, "publish", 0,
+               snapshots_are_sorted_replace_unloaded_images_and_survive_a_full_object,
+               region_rejects_a_foreign_header);
     return s;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "ospd.h"
+#include "suite.h"
 
 #define MS 1000000ull
 #define US 1000ull
@@ -56,10 +57,23 @@ static void capture(struct ospd_collector *c, uint32_t thread, uint64_t t, uint3
     ospd_waits_span(c, thread, t, t, OSP_SPAN_CAPTURED_START, stack);
 }
 
+/* The collector of each test (a checked fixture): one thread, or two (case "two"). */
+static struct ospd_collector c;
+static void one_thread(void)
+{
+    setup(&c, 1);
+}
+static void two_threads(void)
+{
+    setup(&c, 2);
+}
+static void collector_free(void)
+{
+    ospd_collector_free(&c);
+}
+
 START_TEST(each_block_at_the_span_over_it)
 {
-    struct ospd_collector c;
-    setup(&c, 1);
     /* A guarded call (its span covers the block), then a wait the handler captured. */
     ospd_waits_span(&c, 0, 9 * MS, 31 * MS, OSP_SPAN_GUARDED, 5);
     block(&c, 100, 10 * MS, 30 * MS);
@@ -70,14 +84,11 @@ START_TEST(each_block_at_the_span_over_it)
     ck_assert_uint_eq(waited(&c, 0, 7), 12);
     ck_assert_uint_eq(c.waits.blocks, 2);
     ck_assert_uint_eq(c.waits.unattributed, 0);
-    ospd_collector_free(&c);
 }
 END_TEST
 
 START_TEST(the_handlers_wake_up_does_not_end_a_wait)
 {
-    struct ospd_collector c;
-    setup(&c, 1);
     ospd_waits_switch(&c, 100, 10 * MS, true, false);
     /* Our signal wakes it at 20 ms; the handler captures its stack and it sleeps again. */
     ospd_waits_switch(&c, 100, 20 * MS, false, false);
@@ -87,14 +98,11 @@ START_TEST(the_handlers_wake_up_does_not_end_a_wait)
     ospd_waits_resolve(&c, 60 * MS, true);
     ck_assert_uint_eq(c.waits.blocks, 1);
     ck_assert_uint_eq(waited(&c, 0, 3), 40);
-    ospd_collector_free(&c);
 }
 END_TEST
 
 START_TEST(a_wake_up_of_the_programs_own_ends_it)
 {
-    struct ospd_collector c;
-    setup(&c, 1);
     capture(&c, 0, 10 * MS, 3);
     block(&c, 100, 9 * MS, 20 * MS);
     /* It runs 5 ms (longer than a handler's wake-up), then waits somewhere else. */
@@ -105,20 +113,16 @@ START_TEST(a_wake_up_of_the_programs_own_ends_it)
     ck_assert_uint_eq(c.waits.blocks, 2);
     ck_assert_uint_eq(waited(&c, 0, 3), 11);
     ck_assert_uint_eq(waited(&c, 0, 4), 20);
-    ospd_collector_free(&c);
 }
 END_TEST
 
 START_TEST(preempted_time_is_no_wait)
 {
-    struct ospd_collector c;
-    setup(&c, 1);
     ospd_waits_switch(&c, 100, 10 * MS, true, true);
     ospd_waits_switch(&c, 100, 30 * MS, false, false);
     ospd_waits_resolve(&c, 40 * MS, true);
     ck_assert_uint_eq(waited(&c, 0, -1), 0);
     ck_assert_uint_eq(c.waits.by_thread[0].preempted_ns, 20 * MS);
-    ospd_collector_free(&c);
 }
 END_TEST
 
@@ -126,8 +130,6 @@ END_TEST
  * call's span only now and then: 20,000 blocks, more than are kept waiting for their sites. */
 START_TEST(short_blocks_add_up_and_stay_bounded)
 {
-    struct ospd_collector c;
-    setup(&c, 1);
     ospd_waits_span(&c, 0, 0, 1 * MS, OSP_SPAN_GUARDED, 9);
     uint64_t t = 2 * MS, truth = 0;
     uint32_t most = 0;
@@ -146,7 +148,6 @@ START_TEST(short_blocks_add_up_and_stay_bounded)
     /* 0.5 s of waiting: 500 periods, within half a period, all at the one site known. */
     ck_assert_uint_eq(waited(&c, 0, 9), (truth + MS / 2) / MS);
     ck_assert_uint_eq(waited(&c, 0, -1), waited(&c, 0, 9));
-    ospd_collector_free(&c);
 }
 END_TEST
 
@@ -162,8 +163,6 @@ static void ask(void *ctx, uint32_t thread)
  * once took theirs). */
 START_TEST(a_streak_asks_less_but_a_long_wait_is_asked)
 {
-    struct ospd_collector c;
-    setup(&c, 1);
     uint64_t t = 10 * MS;
     for (int i = 0; i < 6; i++) { /* six waits, each captured at the same site */
         ospd_waits_switch(&c, 100, t, true, false);
@@ -182,14 +181,11 @@ START_TEST(a_streak_asks_less_but_a_long_wait_is_asked)
     ck_assert_uint_eq(asked[0], 1);
     ospd_waits_to_ask(&c, t + 400 * MS, MS, ask, NULL);
     ck_assert_uint_eq(asked[0], 1);
-    ospd_collector_free(&c);
 }
 END_TEST
 
 START_TEST(two_threads_keep_their_own_waits)
 {
-    struct ospd_collector c;
-    setup(&c, 2);
     ospd_waits_span(&c, 0, 0, 100 * MS, OSP_SPAN_GUARDED, 1);
     ospd_waits_span(&c, 1, 0, 100 * MS, OSP_SPAN_GUARDED, 2);
     block(&c, 100, 10 * MS, 40 * MS);
@@ -198,7 +194,6 @@ START_TEST(two_threads_keep_their_own_waits)
     ck_assert_uint_eq(waited(&c, 0, 1), 30);
     ck_assert_uint_eq(waited(&c, 1, 2), 10);
     ck_assert_uint_eq(waited(&c, 0, 2) + waited(&c, 1, 1), 0);
-    ospd_collector_free(&c);
 }
 END_TEST
 
@@ -207,8 +202,6 @@ END_TEST
  * exit record; a wait open at the exit lasts until it. */
 START_TEST(waits_end_at_the_exit_record)
 {
-    struct ospd_collector c;
-    setup(&c, 2);
     c.start_mono_ns = 5 * MS;
     c.start_unix_ns = 1000000 * MS; /* the realtime clock, the same instant */
     ospd_waits_span(&c, 0, 10 * MS, 40 * MS, OSP_SPAN_GUARDED, 1);
@@ -222,7 +215,6 @@ START_TEST(waits_end_at_the_exit_record)
     ck_assert_uint_eq(waited(&c, 0, 1), 30);
     ck_assert_uint_eq(waited(&c, 0, -1), 30);
     ck_assert_uint_eq(waited(&c, 1, 2), 35);
-    ospd_collector_free(&c);
 }
 END_TEST
 
@@ -248,16 +240,14 @@ END_TEST
 Suite *waits_suite(void)
 {
     Suite *s = suite_create("waits");
-    TCase *tc = tcase_create("waits");
-    tcase_add_test(tc, each_block_at_the_span_over_it);
-    tcase_add_test(tc, the_handlers_wake_up_does_not_end_a_wait);
-    tcase_add_test(tc, a_wake_up_of_the_programs_own_ends_it);
-    tcase_add_test(tc, preempted_time_is_no_wait);
-    tcase_add_test(tc, short_blocks_add_up_and_stay_bounded);
-    tcase_add_test(tc, a_streak_asks_less_but_a_long_wait_is_asked);
-    tcase_add_test(tc, two_threads_keep_their_own_waits);
-    tcase_add_test(tc, waits_end_at_the_exit_record);
-    tcase_add_test(tc, what_refused_the_switch_records);
-    suite_add_tcase(s, tc);
+    TCase *one =
+        SUITE_CASE(s, "waits", 0, each_block_at_the_span_over_it,
+                   the_handlers_wake_up_does_not_end_a_wait, a_wake_up_of_the_programs_own_ends_it,
+                   preempted_time_is_no_wait, short_blocks_add_up_and_stay_bounded,
+                   a_streak_asks_less_but_a_long_wait_is_asked, what_refused_the_switch_records);
+    tcase_add_checked_fixture(one, one_thread, collector_free);
+    TCase *two = SUITE_CASE(s, "two threads", 0, two_threads_keep_their_own_waits,
+                            waits_end_at_the_exit_record);
+    tcase_add_checked_fixture(two, two_threads, collector_free);
     return s;
 }

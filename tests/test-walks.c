@@ -15,6 +15,8 @@
 #include "osp_unwind_step.h"
 #include "ospd_attach.h"
 #include "ospd_unwind.h"
+#include "suite.h"
+#include "unwind-rows.h"
 
 #define WORDS 256u
 static uint64_t stack[WORDS] __attribute__((aligned(16)));
@@ -62,6 +64,13 @@ struct walked {
     uint64_t pcs[OSP_MAX_DEPTH];
 };
 
+/* The walk found `depth` frames and ended for `stop`. */
+static void expect_walked(const struct walked *w, uint32_t depth, enum osp_unwind_stop stop)
+{
+    ck_assert_uint_eq(w->depth, depth);
+    ck_assert_int_eq(w->stop, stop);
+}
+
 /* Both walkers from (pc, sp = word sp_at, fp) with the tables (or none), up to cap frames; the
  * two must agree, and the shim's result is returned. */
 static struct walked both(int with_tables, uint64_t pc, unsigned sp_at, uint64_t fp, uint32_t cap)
@@ -100,28 +109,22 @@ START_TEST(a_frame_pointer_chain)
      * frameless code (a JIT's) may hold 0 there, and a "record" read where there is none too. */
     set(20, 0);
     w = both(0, 0x8010, 4, at(10), OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 3);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    expect_walked(&w, 3, OSP_UNWIND_NO_ROW);
     set(20, at(30));
     w = both(0, 0x8010, 4, 0, OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 1);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    expect_walked(&w, 1, OSP_UNWIND_NO_ROW);
     /* The depth cap. */
     w = both(0, 0x8010, 4, at(10), 2);
-    ck_assert_uint_eq(w.depth, 2);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_DEPTH);
+    expect_walked(&w, 2, OSP_UNWIND_DEPTH);
     /* A chain that goes down, or a misaligned frame pointer: no row, and no frame. */
     set(20, at(12));
     w = both(0, 0x8010, 4, at(10), OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 3);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    expect_walked(&w, 3, OSP_UNWIND_NO_ROW);
     w = both(0, 0x8010, 4, at(10) + 4, OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 1);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    expect_walked(&w, 1, OSP_UNWIND_NO_ROW);
     /* A frame pointer past the stack's end is never read. */
     w = both(0, 0x8010, 4, at(WORDS - 1), OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 1);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    expect_walked(&w, 1, OSP_UNWIND_NO_ROW);
 }
 END_TEST
 
@@ -132,41 +135,31 @@ END_TEST
  * [0x800, 0x900) CFA = sp (nothing pushed, the return address said to be at CFA - 8). */
 static const struct osp_unwind_row rows[] = {
     {.pc_offset = 0, .cfa_offset = 16, .cfa_rule = OSP_CFA_SP, .ra_offset = -8},
-    {.pc_offset = 0x100,
-     .cfa_offset = 32,
-     .cfa_rule = OSP_CFA_SP,
-     .ra_offset = -8,
-     .fp_rule = OSP_FP_AT_CFA,
-     .fp_offset = -16},
+    ROW_FP_SAVED(0x100, OSP_CFA_SP, 32),
     {.pc_offset = 0x200, .cfa_rule = OSP_CFA_END},
     {.pc_offset = 0x300, .cfa_rule = OSP_CFA_UNKNOWN},
-    {.pc_offset = 0x400,
-     .cfa_offset = 16,
-     .cfa_rule = OSP_CFA_FP,
-     .ra_offset = -8,
-     .fp_rule = OSP_FP_AT_CFA,
-     .fp_offset = -16},
+    ROW_FP_SAVED(0x400, OSP_CFA_FP, 16),
     {.pc_offset = 0x500,
      .cfa_offset = 8,
      .cfa_rule = OSP_CFA_PLT,
      .plt_threshold = 11,
      .ra_offset = -8},
     {.pc_offset = 0x600, .cfa_rule = OSP_CFA_SIGNAL},
-    {.pc_offset = 0x700,
-     .cfa_offset = 8,
-     .cfa_rule = OSP_CFA_SP,
-     .ra_offset = -8,
-     .fp_rule = OSP_FP_AT_CFA,
-     .fp_offset = -16},
+    ROW_FP_SAVED(0x700, OSP_CFA_SP, 8),
     {.pc_offset = 0x800, .cfa_offset = 0, .cfa_rule = OSP_CFA_SP, .ra_offset = -8},
     {.pc_offset = 0x900, .cfa_rule = OSP_CFA_UNKNOWN},
 };
 #define NROWS (sizeof rows / sizeof rows[0])
 
-START_TEST(rows_by_sp_and_fp_and_the_outermost_row)
+/* The fixture of the cases by rows: these rows published, the stack zeroed. */
+static void rows_and_a_clear_stack(void)
 {
     tables_with(rows, NROWS);
     memset(stack, 0, sizeof stack);
+}
+
+START_TEST(rows_by_sp_and_fp_and_the_outermost_row)
+{
     /* leaf at +0x10, sp word 4: CFA word 6, ra at word 5 */
     set(5, IMAGE + 0x180);
     set(8, at(40)); /* its caller, CFA word 10: saved fp at word 8, ra at word 9 */
@@ -198,19 +191,15 @@ START_TEST(rows_by_sp_and_fp_and_the_outermost_row)
     set(40, at(50) + 4);
     set(41, 0x9000);
     w = both(1, IMAGE + 0x10, 4, 0, OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 4);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_NO_ROW);
+    expect_walked(&w, 4, OSP_UNWIND_NO_ROW);
     /* A CFA past the stack: the row's rule fails, nothing read beyond. */
     w = both(1, IMAGE + 0x110, WORDS - 2, 0, OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 1);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_FAILED);
+    expect_walked(&w, 1, OSP_UNWIND_FAILED);
 }
 END_TEST
 
 START_TEST(the_plt_an_epilogue_and_a_cfa_that_does_not_rise)
 {
-    tables_with(rows, NROWS);
-    memset(stack, 0, sizeof stack);
     /* The PLT below threshold: CFA word 5, ra at word 4; from pc & 15 == 11: word 6, ra at 5
      * (x86_64's lazy PLT; aarch64 has no such rule, the CFA stays). */
     set(4, IMAGE + 0x250);
@@ -237,15 +226,12 @@ START_TEST(the_plt_an_epilogue_and_a_cfa_that_does_not_rise)
     /* CFA = sp with the return address in memory: not a frame (only an aarch64 leaf whose
      * return address is still in lr may not rise). */
     w = both(1, IMAGE + 0x810, 4, at(20), OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 1);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_FAILED);
+    expect_walked(&w, 1, OSP_UNWIND_FAILED);
 }
 END_TEST
 
 START_TEST(the_kernels_signal_frame)
 {
-    tables_with(rows, NROWS);
-    memset(stack, 0, sizeof stack);
     /* The trampoline at sp word 4: the interrupted instant's registers in the frame above. */
 #if defined(OSP_UNWIND_SIGNAL_PC)
     unsigned base = 4;
@@ -261,8 +247,7 @@ START_TEST(the_kernels_signal_frame)
     /* A saved sp that does not rise ends the walk. */
     set(base + OSP_UNWIND_SIGNAL_SP / 8, at(base));
     w = both(1, IMAGE + 0x610, base, 0, OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 1);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_FAILED);
+    expect_walked(&w, 1, OSP_UNWIND_FAILED);
 
     /* A handler on a signal stack above the stack it interrupted (words 128 on, the
      * interrupted leaf at word 20): one stack, the saved sp does not rise and the walk ends
@@ -275,8 +260,7 @@ START_TEST(the_kernels_signal_frame)
     set(base + OSP_UNWIND_SIGNAL_FP / 8, 0);
     set(21, IMAGE + 0x250);
     w = both(1, IMAGE + 0x610, base, 0, OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 1);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_FAILED);
+    expect_walked(&w, 1, OSP_UNWIND_FAILED);
     struct osp__stack_span spans[2] = {{at(base), at(WORDS), NULL, 0}, {at(0), at(base), NULL, 0}};
     struct osp__regs regs = {.pc = IMAGE + 0x610, .sp = at(base), .fp = 0, .lr = 0};
     osp__unwind_set_tables(object, sizeof object);
@@ -290,8 +274,7 @@ START_TEST(the_kernels_signal_frame)
     set(22 + OSP_UNWIND_SIGNAL_PC / 8, IMAGE + 0x10);
     set(22 + OSP_UNWIND_SIGNAL_SP / 8, at(base + 64));
     w.depth = osp__unwind_spans_why(&regs, 1, spans, 2, w.pcs, OSP_MAX_DEPTH, &w.stop);
-    ck_assert_uint_eq(w.depth, 3);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_FAILED);
+    expect_walked(&w, 3, OSP_UNWIND_FAILED);
     osp__unwind_set_tables(NULL, 0);
 #endif
 }
@@ -299,25 +282,20 @@ END_TEST
 
 START_TEST(a_frame_pointer_guess_while_rows_are_built_is_guessed)
 {
-    tables_with(rows, NROWS);
-    memset(stack, 0, sizeof stack);
     set(10, at(20));
     set(11, 0x9000); /* no image covers it */
     set(20, 0);
     set(21, 0);
     struct walked w = both(1, 0x8010, 4, at(10), OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 2);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    expect_walked(&w, 2, OSP_UNWIND_OUTERMOST);
     struct osp_unwind_header *h = (struct osp_unwind_header *)object;
     atomic_store_explicit(&h->builds_pending, 1, memory_order_relaxed);
     w = both(1, 0x8010, 4, at(10), OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 2);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_GUESSED);
+    expect_walked(&w, 2, OSP_UNWIND_GUESSED);
     /* A row that says nothing is published: the frame pointer there is no guess. */
     set(11, IMAGE + 0x250);
     w = both(1, IMAGE + 0x310, 4, at(10), OSP_MAX_DEPTH);
-    ck_assert_uint_eq(w.depth, 2);
-    ck_assert_int_eq(w.stop, OSP_UNWIND_OUTERMOST);
+    expect_walked(&w, 2, OSP_UNWIND_OUTERMOST);
     atomic_store_explicit(&h->builds_pending, 0, memory_order_relaxed);
 }
 END_TEST
@@ -325,12 +303,11 @@ END_TEST
 Suite *walks_suite(void)
 {
     Suite *s = suite_create("walks");
-    TCase *tc = tcase_create("walks");
-    tcase_add_test(tc, a_frame_pointer_chain);
-    tcase_add_test(tc, rows_by_sp_and_fp_and_the_outermost_row);
-    tcase_add_test(tc, the_plt_an_epilogue_and_a_cfa_that_does_not_rise);
-    tcase_add_test(tc, the_kernels_signal_frame);
-    tcase_add_test(tc, a_frame_pointer_guess_while_rows_are_built_is_guessed);
-    suite_add_tcase(s, tc);
+    SUITE_CASE(s, "frame pointers", 0, a_frame_pointer_chain);
+    TCase *by_rows =
+        SUITE_CASE(s, "rows", 0, rows_by_sp_and_fp_and_the_outermost_row,
+                   the_plt_an_epilogue_and_a_cfa_that_does_not_rise, the_kernels_signal_frame,
+                   a_frame_pointer_guess_while_rows_are_built_is_guessed);
+    tcase_add_checked_fixture(by_rows, rows_and_a_clear_stack, NULL);
     return s;
 }

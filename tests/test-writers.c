@@ -23,6 +23,7 @@
 #include "ospx_version.h"
 #include "pprof_profile.pb-c.h"
 #include "scratch.h"
+#include "suite.h"
 
 /* ospx_internal.h's thread grouping, which the cpuprofile writer orders its samples by. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
@@ -61,6 +62,12 @@ static void remove_scratch(void)
     scratch_remove(scratch);
 }
 
+/* NAME in the scratch directory, into path[size]. */
+static void scratch_file(char *path, size_t size, const char *name)
+{
+    snprintf(path, size, "%s/%s", scratch, name);
+}
+
 static void load_case(const char *name, struct fixture *fixture, struct ospx_model *model)
 {
     char path[512];
@@ -89,6 +96,20 @@ static json_t *load_json(const char *path)
     ck_assert_msg(root != NULL, "%s:%d: %s", path, error.line, error.text);
     return root;
 }
+
+/* OUTPUT_OF(case, writer): in a fresh scratch directory, the test's `fixture` and `model` of
+ * the case and `root`, the JSON the writer wrote of it; OUTPUT_FREE() frees them all. */
+#define OUTPUT_OF(name, writer)                                                                    \
+    struct fixture fixture;                                                                        \
+    struct ospx_model model;                                                                       \
+    make_scratch();                                                                                \
+    load_case((name), &fixture, &model);                                                           \
+    json_t *root = load_json(write_output(&model, (writer)))
+#define OUTPUT_FREE()                                                                              \
+    json_decref(root);                                                                             \
+    ospx_model_free(&model);                                                                       \
+    fixture_free(&fixture);                                                                        \
+    remove_scratch()
 
 /* The .pb.gz, gunzipped and decoded with protobuf-c: its samples add up to the model's on-CPU
  * periods (and periods × 1e9 / rate nanoseconds), each function's self (the leaf location's
@@ -189,11 +210,7 @@ static int is_speedscope_unit(const char *unit)
  * file of sampled profiles, and that every sample of the raw profile is there exactly once. */
 START_TEST(speedscope_follows_the_file_format_schema)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case(cases[_i], &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[0]));
+    OUTPUT_OF(cases[_i], &writers[0]);
 
     ck_assert_str_eq(json_string_value(json_object_get(root, "$schema")),
                      "https://www.speedscope.app/file-format-schema.json");
@@ -276,21 +293,14 @@ START_TEST(speedscope_follows_the_file_format_schema)
                   "%.6f periods in the weights, %llu in the rows", total_periods,
                   (unsigned long long)periods);
     ck_assert_uint_eq(waiting_leaves, model.waiting_samples);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
 /* Stacks are root first: the two-fibers worker's samples start at `worker`. */
 START_TEST(speedscope_stacks_are_root_first)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case("two-fibers", &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[0]));
+    OUTPUT_OF("two-fibers", &writers[0]);
     json_t *frames = json_object_get(json_object_get(root, "shared"), "frames");
     json_t *worker = json_array_get(json_object_get(root, "profiles"), 1);
     ck_assert_str_eq(json_string_value(json_object_get(worker, "name")), "hotspot-4243 (thread)");
@@ -302,10 +312,7 @@ START_TEST(speedscope_stacks_are_root_first)
     frame = json_array_get(frames, (size_t)json_integer_value(json_array_get(first, 1)));
     ck_assert_str_eq(json_string_value(json_object_get(frame, "name")), "checksum_block");
     ck_assert_int_eq(json_integer_value(json_object_get(frame, "line")), 26); /* lowest line */
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
@@ -314,11 +321,7 @@ END_TEST
  * run. */
 START_TEST(cpuprofile_tree_and_samples_are_consistent)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case(cases[_i], &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[1]));
+    OUTPUT_OF(cases[_i], &writers[1]);
     json_t *nodes = json_object_get(root, "nodes");
     size_t count = json_array_size(nodes);
     ck_assert_uint_gt(count, 0);
@@ -421,10 +424,7 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
     ck_assert_uint_eq(hit_sum, periods + mean); /* sampleTime: (end - start) / hits, a period */
     free(lasting);
     free(hits);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
@@ -434,11 +434,7 @@ END_TEST
  * time. Waiting samples are V8's (idle). Lines 0-based; a scriptId per file. */
 START_TEST(cpuprofile_gives_each_fiber_its_own_time)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case("two-fibers", &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[1]));
+    OUTPUT_OF("two-fibers", &writers[1]);
     json_t *nodes = json_object_get(root, "nodes");
     size_t count = json_array_size(nodes);
     /* fiber_of[id - 1]: the name of the fiber subtree a node belongs to, or "(idle)" */
@@ -506,10 +502,7 @@ START_TEST(cpuprofile_gives_each_fiber_its_own_time)
                      (json_int_t)(period_us / 2) + 1);
     ck_assert_int_eq(idle_us - closing_us, (json_int_t)(model.waiting_samples * period_us));
     free(fiber_of);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
@@ -715,11 +708,7 @@ END_TEST
  * periods. */
 START_TEST(trace_puts_samples_on_real_time)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case(cases[_i], &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[6]));
+    OUTPUT_OF(cases[_i], &writers[6]);
     json_t *events = json_object_get(root, "traceEvents");
     ck_assert(json_is_array(events));
     double wait_us = 0, period_us = 1e6 / fixture.raw.rate_hz;
@@ -791,10 +780,7 @@ START_TEST(trace_puts_samples_on_real_time)
     if (model.waiting_samples > 0)
         ck_assert(wait_us > 0);
     ck_assert_uint_ge(profiles, 1);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
@@ -845,21 +831,14 @@ START_TEST(trace_writes_a_wait_stack_once_per_site_and_track)
     ck_assert_uint_eq(carried[0][2], 1);
     ck_assert_uint_eq(waits[1][1], 1);
     ck_assert_uint_eq(carried[1][1], 1); /* another track: its own copy */
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
 /* profile.json: figures over on-CPU samples, percentages rounded to 0.1, documented key order. */
 START_TEST(profile_json_totals_and_percentages)
 {
-    struct fixture fixture;
-    struct ospx_model model;
-    make_scratch();
-    load_case("two-fibers", &fixture, &model);
-    json_t *root = load_json(write_output(&model, &writers[3]));
+    OUTPUT_OF("two-fibers", &writers[3]);
     static const char *const keys[] = {"version", "exe",       "pid",  "totals",
                                        "fibers",  "functions", "lines"};
     size_t k = 0;
@@ -883,10 +862,7 @@ START_TEST(profile_json_totals_and_percentages)
     json_t *line = json_array_get(json_object_get(root, "lines"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(line, "line")), 40);
     ck_assert_double_eq(json_real_value(json_object_get(line, "percent")), 66.7);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
@@ -913,10 +889,7 @@ START_TEST(empty_profile_writes_valid_files)
     }
     json_t *root = load_json(write_output(&model, &writers[0]));
     ck_assert_uint_eq(json_array_size(json_object_get(root, "profiles")), 2);
-    json_decref(root);
-    ospx_model_free(&model);
-    fixture_free(&fixture);
-    remove_scratch();
+    OUTPUT_FREE();
 }
 END_TEST
 
@@ -967,7 +940,7 @@ START_TEST(write_replaces_an_existing_file_whole)
     make_scratch();
     load_case("odd-names", &fixture, &model);
     char path[512];
-    snprintf(path, sizeof path, "%s/out.folded", scratch);
+    scratch_file(path, sizeof path, "out.folded");
     FILE *old = fopen(path, "w");
     for (int i = 0; i < 1000; i++)
         fputs("an older and much longer profile line 1\n", old);
@@ -1041,13 +1014,20 @@ static void write_own_raw(const char *path)
     fclose(raw);
 }
 
-START_TEST(process_writes_four_files_and_the_report)
+/* A scratch directory holding this program's own raw file, raw[size] its path and stem[size]
+ * the outputs' stem beside it. */
+static void own_run(char *raw, char *stem, size_t size)
 {
     make_scratch();
-    char raw[512], stem[512], path[600];
-    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
-    snprintf(stem, sizeof stem, "%s/run", scratch);
+    scratch_file(raw, size, "run.raw.json");
+    scratch_file(stem, size, "run");
     write_own_raw(raw);
+}
+
+START_TEST(process_writes_four_files_and_the_report)
+{
+    char raw[512], stem[512], path[600];
+    own_run(raw, stem, sizeof raw);
     char *report = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&report, &size);
@@ -1076,11 +1056,8 @@ END_TEST
 /* The daemon's entry point: exactly the formats asked for, nothing on an unknown one. */
 START_TEST(export_files_writes_the_formats_asked_for)
 {
-    make_scratch();
     char raw[512], stem[512], path[600];
-    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
-    snprintf(stem, sizeof stem, "%s/run", scratch);
-    write_own_raw(raw);
+    own_run(raw, stem, sizeof raw);
     struct ospx_error err = {0};
     ck_assert_int_eq(ospx_export_files(raw, stem, "speedscope,pprof", &err), 0);
     for (size_t w = 0; w < WRITER_COUNT; w++) {
@@ -1116,17 +1093,17 @@ START_TEST(process_stops_at_the_first_error)
 {
     make_scratch();
     char raw[512], stem[512];
-    snprintf(raw, sizeof raw, "%s/missing.raw.json", scratch);
-    snprintf(stem, sizeof stem, "%s/run", scratch);
+    scratch_file(raw, sizeof raw, "missing.raw.json");
+    scratch_file(stem, sizeof stem, "run");
     struct ospx_process_options options = {.raw_path = raw, .stem = stem};
     struct ospx_error err = {0};
     ck_assert_int_lt(ospx_process(&options, &err), 0);
     ck_assert_str_eq(err.file, raw);
 
     /* a good raw file, an output directory that does not exist */
-    snprintf(raw, sizeof raw, "%s/run.raw.json", scratch);
+    scratch_file(raw, sizeof raw, "run.raw.json");
     write_own_raw(raw);
-    snprintf(stem, sizeof stem, "%s/no/such/dir/run", scratch);
+    scratch_file(stem, sizeof stem, "no/such/dir/run");
     memset(&err, 0, sizeof err);
     ck_assert_int_eq(ospx_process(&options, &err), -ENOENT);
     /* the outputs are written two at a time, longest first: it names the first that failed */
@@ -1138,29 +1115,20 @@ END_TEST
 
 Suite *writers_suite(void)
 {
-    Suite *suite = suite_create("writers");
-    TCase *tc = tcase_create("writers");
+    Suite *s = suite_create("writers");
+    TCase *tc = SUITE_CASE(
+        s, "writers", 0, every_output_holds_every_process, speedscope_stacks_are_root_first,
+        cpuprofile_gives_each_fiber_its_own_time, trace_writes_a_wait_stack_once_per_site_and_track,
+        folded_names_lose_separators, profile_json_totals_and_percentages,
+        empty_profile_writes_valid_files, failed_write_names_the_path_and_leaves_nothing,
+        write_replaces_an_existing_file_whole);
     tcase_add_loop_test(tc, outputs_match_golden_files, 0, CASE_COUNT);
     tcase_add_loop_test(tc, speedscope_follows_the_file_format_schema, 0, CASE_COUNT);
-    tcase_add_test(tc, every_output_holds_every_process);
-    tcase_add_test(tc, speedscope_stacks_are_root_first);
     tcase_add_loop_test(tc, cpuprofile_tree_and_samples_are_consistent, 0, CASE_COUNT);
-    tcase_add_test(tc, cpuprofile_gives_each_fiber_its_own_time);
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
     tcase_add_loop_test(tc, pprof_agrees_with_the_model, 0, CASE_COUNT);
     tcase_add_loop_test(tc, trace_puts_samples_on_real_time, 0, CASE_COUNT);
-    tcase_add_test(tc, trace_writes_a_wait_stack_once_per_site_and_track);
-    tcase_add_test(tc, folded_names_lose_separators);
-    tcase_add_test(tc, profile_json_totals_and_percentages);
-    tcase_add_test(tc, empty_profile_writes_valid_files);
-    tcase_add_test(tc, failed_write_names_the_path_and_leaves_nothing);
-    tcase_add_test(tc, write_replaces_an_existing_file_whole);
-    suite_add_tcase(suite, tc);
-    TCase *process = tcase_create("process");
-    tcase_add_test(process, process_writes_four_files_and_the_report);
-    tcase_add_test(process, process_stops_at_the_first_error);
-    tcase_add_test(process, export_files_writes_the_formats_asked_for);
-    tcase_set_timeout(process, 60);
-    suite_add_tcase(suite, process);
-    return suite;
+    SUITE_CASE(s, "process", 60, process_writes_four_files_and_the_report,
+               process_stops_at_the_first_error, export_files_writes_the_formats_asked_for);
+    return s;
 }

@@ -5,9 +5,9 @@
 # (off), with the archive and OSPREY_PROFILE set (on), and plain under the preload shim off and
 # on. Prints instructions per round (rounds() inclusive, the SIGPROF handler's samples left
 # out: callgrind counts a signal handler apart) and the ratio to plain.
-# With MODE "mutex" a round is the mutex alone, and with NOPERF (tests/noperf, which refuses
-# perf_event_open: the shim then times the futex-based waits itself) two more rows run under it.
-# Usage: bash bench/guard/run.sh [BUILD_DIR] [ROUNDS] [MODE] [NOPERF]
+# With MODE "mutex" a round is the mutex alone, and with REFUSE (tests/refuse, run as `refuse
+# perf_event_open`, which refuses perf_event_open: the shim then times the futex-based waits itself) two more rows run under it.
+# Usage: bash bench/guard/run.sh [BUILD_DIR] [ROUNDS] [MODE] [REFUSE]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -25,7 +25,7 @@ count() { # count NAME ENV...: instructions of rounds(), inclusive, per round
   local name=$1
   shift
   local launch=()
-  if [ "${name##*-}" = noperf ]; then launch=("$noperf"); fi
+  if [ "${name##*-}" = noperf ]; then launch=("$noperf" perf_event_open); fi
   env "$@" "${launch[@]}" valgrind --tool=callgrind --callgrind-out-file="$work/$name.out" \
     --toggle-collect=rounds "$work/${name%%-*}" "$rounds" "$mode" >/dev/null 2>"$work/$name.err" ||
     { echo "$name failed:" >&2; cat "$work/$name.err" >&2; exit 1; }

@@ -5,10 +5,11 @@ reads, the program prints its truth) profiled by osprey, and recorded by
 preemption to its next switch in). Prints a Markdown table: truth, osprey's time at the site,
 perf's blocked time of the threads that wait there.
 
-With --noperf LAUNCHER (tests/noperf: perf_event_open refused by a seccomp filter) osprey's runs
+With --noperf REFUSE (tests/refuse, run as `refuse perf_event_open`: perf_event_open refused by
+a seccomp filter) osprey's runs
 go through it, so the shim times the waits itself; perf's runs do not.
 
-Usage: python3 bench/waits/run.py [BUILD_DIR] [--hz N] [--noperf LAUNCHER]
+Usage: python3 bench/waits/run.py [BUILD_DIR] [--hz N] [--noperf REFUSE]
 (BUILD_DIR default: build)
 """
 import collections
@@ -67,7 +68,7 @@ def main():
             (i == 0 or sys.argv[i] not in ("--hz", "--noperf"))]
     launch = []
     if "--noperf" in sys.argv:
-        launch = [os.path.abspath(sys.argv[sys.argv.index("--noperf") + 1])]
+        launch = [os.path.abspath(sys.argv[sys.argv.index("--noperf") + 1]), "perf_event_open"]
     build = os.path.abspath(args[0] if args else os.path.join(ROOT, "build"))
     hz = 997
     if "--hz" in sys.argv:

@@ -66,56 +66,48 @@ static void burn(double seconds)
             sink += i * 0.5;
 }
 
-__attribute__((noinline)) static void work_a(double s)
-{
-    burn(s);
-}
-__attribute__((noinline)) static void work_b(double s)
-{
-    burn(s);
-}
-__attribute__((noinline)) static void work_grandchild(double s)
-{
-    burn(s);
-}
-__attribute__((noinline)) static void work_parent(double s)
-{
-    burn(s);
-}
+/* WORKER(name): a function of its own that burns its argument's seconds, so that the profile
+ * names it. */
+#define WORKER(name)                                                                               \
+    __attribute__((noinline)) static void name(double s)                                           \
+    {                                                                                              \
+        burn(s);                                                                                   \
+    }
+WORKER(work_a)
+WORKER(work_b)
+WORKER(work_grandchild)
+WORKER(work_parent)
+WORKER(work_orphan)
+WORKER(work_daemon)
+WORKER(work_short)
+
 __attribute__((noinline)) static void serve_request(void)
 {
     burn(0.010);
 }
-__attribute__((noinline)) static void work_orphan(double s)
-{
-    burn(s);
-}
-__attribute__((noinline)) static void work_daemon(double s)
-{
-    burn(s);
-}
-
-__attribute__((noinline)) static void work_short(double s)
-{
-    burn(s);
-}
-
 static void say(const char *role)
 {
     printf("%s %d %.4f\n", role, (int)getpid(), cpu_seconds());
     fflush(stdout);
 }
 
+/* A child that burns `seconds` in `work`, says it is `role` and exits; its pid. */
+static pid_t fork_to(void (*work)(double), double seconds, const char *role)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        work(seconds);
+        say(role);
+        exit(0);
+    }
+    return child;
+}
+
 static int workers(void)
 {
     pid_t a = fork();
     if (a == 0) {
-        pid_t g = fork();
-        if (g == 0) {
-            work_grandchild(0.2);
-            say("grandchild");
-            exit(0);
-        }
+        pid_t g = fork_to(work_grandchild, 0.2, "grandchild");
         work_a(0.4);
         waitpid(g, NULL, 0);
         say("worker_a");
@@ -285,12 +277,7 @@ int main(int argc, char **argv)
         struct rlimit eight = {8, 8};
         if (setrlimit(RLIMIT_NOFILE, &eight) != 0)
             return 1;
-        pid_t child = fork();
-        if (child == 0) {
-            work_a(0.3);
-            say("child");
-            exit(0);
-        }
+        pid_t child = fork_to(work_a, 0.3, "child");
         waitpid(child, NULL, 0);
         say("parent");
         return 0;
@@ -300,12 +287,7 @@ int main(int argc, char **argv)
         if (worker == 0) {
             if (setgid(65534) != 0 || setuid(65534) != 0)
                 _exit(1);
-            pid_t child = fork();
-            if (child == 0) {
-                work_b(0.5);
-                say("child");
-                exit(0);
-            }
+            pid_t child = fork_to(work_b, 0.5, "child");
             waitpid(child, NULL, 0);
             say("worker");
             exit(0);

@@ -1,0 +1,109 @@
+/* refuse.c — runs a command with one system call refused, as a sandbox refuses it: a seccomp
+ * filter (raw BPF, so the tests need no libseccomp), inherited by the command and everything it
+ * starts, every other call allowed.
+ *
+ * Usage: refuse SYSCALL [VAR=VALUE]... COMMAND [ARG...], SYSCALL one of
+ *   perf_event_open  fails with EACCES, what Docker's and Kubernetes' default profiles return
+ *                    and what perf_event_paranoid 3 looks like (e2e-waits-noperf,
+ *                    e2e-attach-ptrace);
+ *   execve           execve and execveat fail with EPERM, but for this launcher's own exec of
+ *                    COMMAND (the one whose path is at the very address argv holds): a program
+ *                    whose sandbox forbids execve, whose shim cannot start ospreyd
+ *                    (e2e-attach-ring).
+ * COMMAND without a slash is looked up in PATH (not under execve: its exec is of a path built
+ * apart, refused). Each VAR=VALUE is added to COMMAND's environment (LD_PRELOAD, OSPREY_RING: the
+ * launcher itself is not profiled). A call made through another ABI (x86_64's x32 or i386 numbers:
+ * not ours to read) is refused with the same errno. no_new_privs is set first, as an unprivileged
+ * filter needs. Exit status 2 on a bad command line, 126 when the filter cannot be installed, 127
+ * when COMMAND cannot be run, else COMMAND's.
+ */
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define REFUSE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define REFUSE_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "refuse.c: no audit architecture for this CPU"
+#endif
+
+/* The low and high words of a system call's first argument (little-endian). */
+#define ARG0_LOW  offsetof(struct seccomp_data, args[0])
+#define ARG0_HIGH (offsetof(struct seccomp_data, args[0]) + 4)
+
+#define LOAD(what)      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (what))
+#define RETURN(what)    BPF_STMT(BPF_RET | BPF_K, (what))
+#define REFUSED         (SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA))
+#define IF_EQ(k, t, f)  BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (f))
+#define IF_GE(k, t, f)  BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (k), (t), (f))
+#define ALWAYS(forward) BPF_JUMP(BPF_JMP | BPF_JA, (forward), 0, 0)
+
+/* The filter: another ABI refused, then `nr` (and `also`, when not -1) refused with `err`, but
+ * for a call whose first argument is `allowed_arg0` (when `exempt`); every other call allowed. */
+static int install(long nr, long also, int err, int exempt, uint64_t allowed_arg0)
+{
+    struct sock_filter code[] = {
+        LOAD(offsetof(struct seccomp_data, arch)),
+        IF_EQ(REFUSE_ARCH, 1, 0),
+        RETURN(REFUSED),
+        LOAD(offsetof(struct seccomp_data, nr)),
+#if defined(__x86_64__)
+        IF_GE(0x40000000u, 3, 0), /* x32 numbers carry bit 30 on x86_64's audit architecture */
+#else
+        ALWAYS(0),
+#endif
+        IF_EQ((uint32_t)nr, 3, 0),
+        IF_EQ((uint32_t)also, also >= 0 ? 2 : 0, 0),
+        RETURN(SECCOMP_RET_ALLOW),
+        RETURN(REFUSED),
+        ALWAYS(exempt ? 1 : 0), /* the refused call: allowed only for its exempt argument */
+        RETURN(REFUSED),
+        LOAD(ARG0_LOW),
+        IF_EQ((uint32_t)allowed_arg0, 1, 0),
+        RETURN(REFUSED),
+        LOAD(ARG0_HIGH),
+        IF_EQ((uint32_t)(allowed_arg0 >> 32), 1, 0),
+        RETURN(REFUSED),
+        RETURN(SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = (unsigned short)(sizeof code / sizeof *code), .filter = code};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -errno;
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+        return -errno;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int first = 2;
+    for (; first < argc && strchr(argv[first], '=') != NULL; first++)
+        putenv(argv[first]);
+    int known =
+        argc > 1 && (strcmp(argv[1], "perf_event_open") == 0 || strcmp(argv[1], "execve") == 0);
+    if (!known || first >= argc) {
+        fprintf(stderr, "usage: refuse perf_event_open|execve [VAR=VALUE]... COMMAND [ARG...]\n");
+        return 2;
+    }
+    int rc = strcmp(argv[1], "execve") == 0
+                 ? install(SYS_execve, SYS_execveat, EPERM, 1, (uint64_t)(uintptr_t)argv[first])
+                 : install(SYS_perf_event_open, -1, EACCES, 0, 0);
+    if (rc != 0) {
+        fprintf(stderr, "refuse: cannot install the seccomp filter: %s\n", strerror(-rc));
+        return 126;
+    }
+    execvp(argv[first], argv + first); /* a path: the very pointer execve is given */
+    fprintf(stderr, "refuse: %s: %s\n", argv[first], strerror(errno));
+    return 127;
+}
