@@ -159,19 +159,20 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
      * here afterwards; it must make no system call (clock reads, timers). */
     if (atomic_load_explicit(&osp__sandboxed, memory_order_relaxed))
         return;
-    /* The profile has ended (its duration); the program runs on. Relaxed: a one-way flag. */
-    if (osp__header != NULL && atomic_load_explicit(&osp__header->stopped, memory_order_relaxed))
-        return;
     int saved_errno = errno;
     uint64_t period_ns = osp__period_ns;
     struct osp__slot *s = osp__tls_slot;
+    /* The profile has ended (its duration); the program runs on, and a periodic sampling
+     * timer is stopped. Relaxed: a one-way flag. */
+    if (osp__header != NULL && atomic_load_explicit(&osp__header->stopped, memory_order_relaxed)) {
+        if (s != NULL)
+            osp__slot_sampling_stopped(s);
+        errno = saved_errno;
+        return;
+    }
     if (s != NULL && s->shared != NULL && context != NULL) {
         uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
-        uint64_t cpu = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
         uint64_t needed = 0;
-        uint64_t prev_run_ns = s->last_run_ns, prev_cpu_ns = s->last_cpu_ns;
-        s->last_run_ns = now;
-        s->last_cpu_ns = cpu;
         /* Which of the thread's timers: the sampling timer (wall), or the CPU-time one. */
         int from_wall =
             info->si_code == SI_TIMER && s->wall_timer >= 0 && info->si_timerid == s->wall_timer;
@@ -181,6 +182,26 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         else if (info->si_code == SI_TIMER)
             s->timer_expiry_cpu_ns = 0; /* it fired: no longer armed */
         enum osp__instant instant = osp__context_instant(context);
+        /* The periodic sampling timer landing on time in the program's own running, none
+         * missed, nothing else to settle (no wait open, no guarded call just left): the thread
+         * has run since the handler last did, so its CPU clock is reckoned from the wall
+         * clock instead of read (a system call). The last of a run of OSP__PERIODIC_RUN reads
+         * it, and pays what the reckoning got wrong (time the thread spent off its CPU
+         * between two landings): the credit is the clock's, only later. */
+        int reckoned = from_wall && s->wall_periodic && s->periodic_left > 0 &&
+                       info->si_overrun == 0 && instant == OSP__INSTANT_RUNNING &&
+                       !s->guard_leaving && !s->wait_open && now >= wall_due &&
+                       now - wall_due < OSP__LANDED_LATE_NS && now >= s->last_run_ns;
+        uint64_t cpu = reckoned ? s->last_cpu_ns + (now - s->last_run_ns)
+                                : osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        /* The last reading of the clock, not a reckoning: what the thread can have run since. */
+        uint64_t prev_run_ns = s->read_run_ns, prev_cpu_ns = s->read_cpu_ns;
+        s->last_run_ns = now;
+        s->last_cpu_ns = cpu;
+        if (!reckoned) {
+            s->read_run_ns = now;
+            s->read_cpu_ns = cpu;
+        }
         if (instant == OSP__INSTANT_BLOCKED) {
             /* Blocked in the kernel: no on-CPU time here. The wait's stack, once. */
             uint64_t generation = osp__unwind_generation();
@@ -215,6 +236,8 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             if (now - s->wait_t_ns < 2000000000u &&
                 (osp__unwind_settling() || osp__unwind_generation() != generation))
                 osp__slot_arm_sampling(s, now + 10000000u);
+            else /* a periodic sampling timer would fire into the wait every period */
+                osp__slot_sampling_once(s, from_wall);
             osp__slot_publish(s, OSP_SLOT_BLOCKED, UINT64_MAX);
         } else {
             osp__close_wait(&s->ring, s, now, cpu);
@@ -303,20 +326,33 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                  * used that CPU time gets no CPU-time signal, and its wait would never be
                  * seen (a main thread that goes from a deferred delivery into pthread_join). */
                 osp__slot_arm_sampling(s, now + (needed > period_ns ? needed : period_ns));
+            } else if (reckoned) {
+                /* The periodic timer goes on: its next landing is a period on. */
+                osp__slot_sampling_goes_on(s, wall_due + period_ns);
+                osp__slot_publish(s, OSP_SLOT_RUNNING, wall_due + period_ns);
             } else {
                 /* Credit left due (a sample at a call's end, above) is paid at a random
                  * instant of the next period's running, not as this handler returns. */
                 if (needed == 0)
                     needed = 1 + osp__slot_random(s) % period_ns;
                 /* Its recent share of a CPU says when the next sample will be due. */
-                uint32_t share = osp__cpu_share(now - prev_run_ns, cpu - prev_cpu_ns);
+                uint32_t share =
+                    osp__cpu_share(now - prev_run_ns, cpu > prev_cpu_ns ? cpu - prev_cpu_ns : 0);
                 uint64_t due = osp__due_time(now, needed, share);
                 osp__slot_publish(s, OSP_SLOT_RUNNING, due);
-                osp__slot_arm_sampling(s, due);
+                /* A thread that had its CPU to itself: every period from then on, reckoned
+                 * (above) until the run's last landing. Otherwise once, re-armed each sample
+                 * for its share. */
+                if (share >= OSP__PERIODIC_SHARE)
+                    osp__slot_arm_sampling_periodic(s, due);
+                else
+                    osp__slot_arm_sampling(s, due);
+            }
+            if (!preempted && !defer) {
                 /* A net under ospreyd: the timer fires if several periods pass unsampled.
                  * Moved forward only now and then: a system call saved on most samples. */
                 if (s->timer_expiry_cpu_ns < cpu + needed + 2 * period_ns)
-                    osp__slot_arm_cpu_timer(s, needed + 6 * period_ns);
+                    osp__slot_arm_cpu_timer(s, needed + (OSP__PERIODIC_RUN + 2) * period_ns);
             }
         }
         if (info->si_code == SI_QUEUE) /* ospreyd's, not the timer's */
