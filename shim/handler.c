@@ -10,9 +10,11 @@
  * the shim calls into this file but boot, which installs the handler.
  *
  * DESIGN. No thread of ours lives in the program, and nobody else signals it: each thread
- * samples itself. Its sampling timer (timer_create(CLOCK_MONOTONIC), SIGEV_THREAD_ID, one
- * shot) is armed by the handler itself for when the next sample will be due, jittered, so the
- * kernel's timer sits on the CPU the thread runs on and interrupts it in place. (Signals sent
+ * samples itself. Its sampling timer (timer_create(CLOCK_MONOTONIC), SIGEV_THREAD_ID) is
+ * armed by the handler itself for when the next sample will be due, jittered, so the kernel's
+ * timer sits on the CPU the thread runs on and interrupts it in place; for a thread that had
+ * its CPU to itself it then fires every period by itself for the next OSP__PERIODIC_RUN - 1
+ * samples, which arm nothing. (Signals sent
  * from another CPU arrive one interrupt between CPUs later: a thread that makes many short
  * system calls is then found at the return of one far more often than it is inside them —
  * SQLite's pwrite at 29% of its samples where perf says 10%.) The due time comes from the
@@ -22,8 +24,9 @@
  * the sampling of a thread found blocked, once it has used the CPU time its next sample
  * needs. A thread that only sleeps costs nothing: no signal, no record, no wake-up.
  *
- * When a signal lands, the handler reads the thread's CPU clock and looks at the interrupted
- * context. A pc sitting at a `syscall` instruction the kernel rewound for a restart (or just
+ * When a signal lands, the handler reads the thread's CPU clock (or, for the periodic timer's
+ * on-time landings, reckons it from the wall clock: shim/README.md, "The handler's own system
+ * calls") and looks at the interrupted context. A pc sitting at a `syscall` instruction the kernel rewound for a restart (or just
  * after one that returns EINTR) means the thread was blocked in the kernel: that instant is
  * not on-CPU time. Its stack is kept as the stack of a wait (once per wait), the slot says
  * BLOCKED, and the CPU timer is armed for when the thread has used the CPU time its next
