@@ -1,7 +1,10 @@
 #!/bin/bash
 # bench/collector/handler.sh [BUILD] [RUNS] [HZ] — what the handler costs a busy thread per
-# signal, beside the timer floor, in two measures the machine's load does not blur (CPU time of
-# a whole run does: plain `busy` moves by more than the floor costs on a loaded 2-core machine).
+# signal, beside the timer floor, in two measures other than a whole run's CPU time (plain
+# `busy` moves by more than the floor costs on a loaded 2-core machine): the count of system
+# calls, which the load does not blur, and the share of the thread's time outside its loop,
+# which it does less but still does (interrupts and preemptions land there too: the floor's
+# share went from 2.6% to 4.2% in five runs at load 10-16).
 #
 # One busy thread (busy.c, WORK rounds, default 4e9) run RUNS times (default 3) each: alone,
 # under the timer floor (bench/floor/sigfloor.c, SIGFLOOR_TIMER=1) and under `osprey --profile
