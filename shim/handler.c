@@ -26,15 +26,15 @@
  *
  * When a signal lands, the handler reads the thread's CPU clock (or, for the periodic timer's
  * on-time landings, reckons it from the wall clock: shim/README.md, "The handler's own system
- * calls") and looks at the interrupted context. A pc sitting at a `syscall` instruction the kernel rewound for a restart (or just
- * after one that returns EINTR) means the thread was blocked in the kernel: that instant is
- * not on-CPU time. Its stack is kept as the stack of a wait (once per wait), the slot says
- * BLOCKED, and the CPU timer is armed for when the thread has used the CPU time its next
- * sample needs. Any other instant is a running one: an open wait is written as one WAITING
- * sample whose weight is the wait's length in periods (wall time minus CPU time used), and the
- * credit rule pays whole periods of CPU time used since the last sample as one ON_CPU sample
- * of that weight; the sampling timer is armed for the next. A sample the thread's ring has no
- * room for (ospreyd late) is carried: its CPU time goes to the thread's next sample.
+ * calls") and looks at the interrupted context. A pc sitting at a `syscall` instruction the kernel
+ * rewound for a restart (or just after one that returns EINTR) means the thread was blocked in the
+ * kernel: that instant is not on-CPU time. Its stack is kept as the stack of a wait (once per
+ * wait), the slot says BLOCKED, and the CPU timer is armed for when the thread has used the CPU
+ * time its next sample needs. Any other instant is a running one: an open wait is written as one
+ * WAITING sample whose weight is the wait's length in periods (wall time minus CPU time used), and
+ * the credit rule pays whole periods of CPU time used since the last sample as one ON_CPU sample of
+ * that weight; the sampling timer is armed for the next. A sample the thread's ring has no room for
+ * (ospreyd late) is carried: its CPU time goes to the thread's next sample.
  *
  * Async-signal-safe throughout: clock_gettime, timer_settime and process_vm_readv are plain
  * system calls (clock_gettime and timer_settime are on POSIX's list, XSH 2.4.3); the walk is a
