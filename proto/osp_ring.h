@@ -365,9 +365,10 @@ _Static_assert(sizeof(struct osp_rec_exit) == 24, "exit record");
 /* ---- Slots -------------------------------------------------------------------------------
  *
  * No thread of ours runs inside the program, and no process signals it: each registered
- * thread samples itself, with a one-shot timer on CLOCK_MONOTONIC that its SIGPROF handler
- * arms for the thread's next sample (SIGEV_THREAD_ID, so the kernel interrupts the thread in
- * place on its own CPU), and a timer on its own CPU clock that restarts the sampling of a
+ * thread samples itself, with a timer on CLOCK_MONOTONIC (SIGEV_THREAD_ID, so the kernel
+ * interrupts the thread in place on its own CPU) that its SIGPROF handler arms for the thread's
+ * next sample, and for a thread with a CPU to itself every period after it, a few samples at a
+ * time; and a timer on its own CPU clock that restarts the sampling of a
  * thread that was found blocked once it runs again. Each thread owns one slot: a control
  * block and a sample ring of header.slot_ring_size bytes right after it (the same record
  * format and (A)..(D) orderings as the event ring; producer: that thread alone — its SIGPROF

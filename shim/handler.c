@@ -10,9 +10,11 @@
  * the shim calls into this file but boot, which installs the handler.
  *
  * DESIGN. No thread of ours lives in the program, and nobody else signals it: each thread
- * samples itself. Its sampling timer (timer_create(CLOCK_MONOTONIC), SIGEV_THREAD_ID, one
- * shot) is armed by the handler itself for when the next sample will be due, jittered, so the
- * kernel's timer sits on the CPU the thread runs on and interrupts it in place. (Signals sent
+ * samples itself. Its sampling timer (timer_create(CLOCK_MONOTONIC), SIGEV_THREAD_ID) is
+ * armed by the handler itself for when the next sample will be due, jittered, so the kernel's
+ * timer sits on the CPU the thread runs on and interrupts it in place; for a thread that had
+ * its CPU to itself it then fires every period by itself for the next OSP__PERIODIC_RUN - 1
+ * samples, which arm nothing. (Signals sent
  * from another CPU arrive one interrupt between CPUs later: a thread that makes many short
  * system calls is then found at the return of one far more often than it is inside them —
  * SQLite's pwrite at 29% of its samples where perf says 10%.) The due time comes from the
@@ -22,16 +24,17 @@
  * the sampling of a thread found blocked, once it has used the CPU time its next sample
  * needs. A thread that only sleeps costs nothing: no signal, no record, no wake-up.
  *
- * When a signal lands, the handler reads the thread's CPU clock and looks at the interrupted
- * context. A pc sitting at a `syscall` instruction the kernel rewound for a restart (or just
- * after one that returns EINTR) means the thread was blocked in the kernel: that instant is
- * not on-CPU time. Its stack is kept as the stack of a wait (once per wait), the slot says
- * BLOCKED, and the CPU timer is armed for when the thread has used the CPU time its next
- * sample needs. Any other instant is a running one: an open wait is written as one WAITING
- * sample whose weight is the wait's length in periods (wall time minus CPU time used), and the
- * credit rule pays whole periods of CPU time used since the last sample as one ON_CPU sample
- * of that weight; the sampling timer is armed for the next. A sample the thread's ring has no
- * room for (ospreyd late) is carried: its CPU time goes to the thread's next sample.
+ * When a signal lands, the handler reads the thread's CPU clock (or, for the periodic timer's
+ * on-time landings, reckons it from the wall clock: shim/README.md, "The handler's own system
+ * calls") and looks at the interrupted context. A pc sitting at a `syscall` instruction the kernel
+ * rewound for a restart (or just after one that returns EINTR) means the thread was blocked in the
+ * kernel: that instant is not on-CPU time. Its stack is kept as the stack of a wait (once per
+ * wait), the slot says BLOCKED, and the CPU timer is armed for when the thread has used the CPU
+ * time its next sample needs. Any other instant is a running one: an open wait is written as one
+ * WAITING sample whose weight is the wait's length in periods (wall time minus CPU time used), and
+ * the credit rule pays whole periods of CPU time used since the last sample as one ON_CPU sample of
+ * that weight; the sampling timer is armed for the next. A sample the thread's ring has no room for
+ * (ospreyd late) is carried: its CPU time goes to the thread's next sample.
  *
  * Async-signal-safe throughout: clock_gettime, timer_settime and process_vm_readv are plain
  * system calls (clock_gettime and timer_settime are on POSIX's list, XSH 2.4.3); the walk is a
@@ -159,19 +162,20 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
      * here afterwards; it must make no system call (clock reads, timers). */
     if (atomic_load_explicit(&osp__sandboxed, memory_order_relaxed))
         return;
-    /* The profile has ended (its duration); the program runs on. Relaxed: a one-way flag. */
-    if (osp__header != NULL && atomic_load_explicit(&osp__header->stopped, memory_order_relaxed))
-        return;
     int saved_errno = errno;
     uint64_t period_ns = osp__period_ns;
     struct osp__slot *s = osp__tls_slot;
+    /* The profile has ended (its duration); the program runs on, and a periodic sampling
+     * timer is stopped. Relaxed: a one-way flag. */
+    if (osp__header != NULL && atomic_load_explicit(&osp__header->stopped, memory_order_relaxed)) {
+        if (s != NULL)
+            osp__slot_sampling_stopped(s);
+        errno = saved_errno;
+        return;
+    }
     if (s != NULL && s->shared != NULL && context != NULL) {
         uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
-        uint64_t cpu = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
         uint64_t needed = 0;
-        uint64_t prev_run_ns = s->last_run_ns, prev_cpu_ns = s->last_cpu_ns;
-        s->last_run_ns = now;
-        s->last_cpu_ns = cpu;
         /* Which of the thread's timers: the sampling timer (wall), or the CPU-time one. */
         int from_wall =
             info->si_code == SI_TIMER && s->wall_timer >= 0 && info->si_timerid == s->wall_timer;
@@ -181,6 +185,26 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         else if (info->si_code == SI_TIMER)
             s->timer_expiry_cpu_ns = 0; /* it fired: no longer armed */
         enum osp__instant instant = osp__context_instant(context);
+        /* The periodic sampling timer landing on time in the program's own running, none
+         * missed, nothing else to settle (no wait open, no guarded call just left): the thread
+         * has run since the handler last did, so its CPU clock is reckoned from the wall
+         * clock instead of read (a system call). The last of a run of OSP__PERIODIC_RUN reads
+         * it, and pays what the reckoning got wrong (time the thread spent off its CPU
+         * between two landings): the credit is the clock's, only later. */
+        int reckoned = from_wall && s->wall_periodic && s->periodic_left > 0 &&
+                       info->si_overrun == 0 && instant == OSP__INSTANT_RUNNING &&
+                       !s->guard_leaving && !s->wait_open && now >= wall_due &&
+                       now - wall_due < OSP__LANDED_LATE_NS && now >= s->last_run_ns;
+        uint64_t cpu = reckoned ? s->last_cpu_ns + (now - s->last_run_ns)
+                                : osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        /* The last reading of the clock, not a reckoning: what the thread can have run since. */
+        uint64_t prev_run_ns = s->read_run_ns, prev_cpu_ns = s->read_cpu_ns;
+        s->last_run_ns = now;
+        s->last_cpu_ns = cpu;
+        if (!reckoned) {
+            s->read_run_ns = now;
+            s->read_cpu_ns = cpu;
+        }
         if (instant == OSP__INSTANT_BLOCKED) {
             /* Blocked in the kernel: no on-CPU time here. The wait's stack, once. */
             uint64_t generation = osp__unwind_generation();
@@ -215,6 +239,8 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             if (now - s->wait_t_ns < 2000000000u &&
                 (osp__unwind_settling() || osp__unwind_generation() != generation))
                 osp__slot_arm_sampling(s, now + 10000000u);
+            else /* a periodic sampling timer would fire into the wait every period */
+                osp__slot_sampling_once(s, from_wall);
             osp__slot_publish(s, OSP_SLOT_BLOCKED, UINT64_MAX);
         } else {
             osp__close_wait(&s->ring, s, now, cpu);
@@ -303,20 +329,33 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                  * used that CPU time gets no CPU-time signal, and its wait would never be
                  * seen (a main thread that goes from a deferred delivery into pthread_join). */
                 osp__slot_arm_sampling(s, now + (needed > period_ns ? needed : period_ns));
+            } else if (reckoned) {
+                /* The periodic timer goes on: its next landing is a period on. */
+                osp__slot_sampling_goes_on(s, wall_due + period_ns);
+                osp__slot_publish(s, OSP_SLOT_RUNNING, wall_due + period_ns);
             } else {
                 /* Credit left due (a sample at a call's end, above) is paid at a random
                  * instant of the next period's running, not as this handler returns. */
                 if (needed == 0)
                     needed = 1 + osp__slot_random(s) % period_ns;
                 /* Its recent share of a CPU says when the next sample will be due. */
-                uint32_t share = osp__cpu_share(now - prev_run_ns, cpu - prev_cpu_ns);
+                uint32_t share =
+                    osp__cpu_share(now - prev_run_ns, cpu > prev_cpu_ns ? cpu - prev_cpu_ns : 0);
                 uint64_t due = osp__due_time(now, needed, share);
                 osp__slot_publish(s, OSP_SLOT_RUNNING, due);
-                osp__slot_arm_sampling(s, due);
+                /* A thread that had its CPU to itself: every period from then on, reckoned
+                 * (above) until the run's last landing. Otherwise once, re-armed each sample
+                 * for its share. */
+                if (share >= OSP__PERIODIC_SHARE)
+                    osp__slot_arm_sampling_periodic(s, due);
+                else
+                    osp__slot_arm_sampling(s, due);
+            }
+            if (!preempted && !defer) {
                 /* A net under ospreyd: the timer fires if several periods pass unsampled.
                  * Moved forward only now and then: a system call saved on most samples. */
                 if (s->timer_expiry_cpu_ns < cpu + needed + 2 * period_ns)
-                    osp__slot_arm_cpu_timer(s, needed + 6 * period_ns);
+                    osp__slot_arm_cpu_timer(s, needed + (OSP__PERIODIC_RUN + 2) * period_ns);
             }
         }
         if (info->si_code == SI_QUEUE) /* ospreyd's, not the timer's */

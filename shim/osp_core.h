@@ -330,13 +330,18 @@ struct osp__slot {
     uint64_t stack_lo, stack_hi;
     int timer;                    /* kernel id of the thread's CPU-time timer, -1 when none */
     uint64_t timer_expiry_cpu_ns; /* the thread CPU time it is armed for, 0 when not armed */
-    int wall_timer;        /* kernel id of the thread's sampling timer (CLOCK_MONOTONIC), or -1 */
-    uint64_t wall_due_ns;  /* the monotonic time it is armed for, 0 when not armed */
+    int wall_timer;       /* kernel id of the thread's sampling timer (CLOCK_MONOTONIC), or -1 */
+    uint64_t wall_due_ns; /* the monotonic time it is armed for, 0 when not armed */
+    /* It runs on by itself every period (osp__slot_arm_sampling_periodic): the handler's
+     * samples left before it reads the CPU clock and arms it again (handler.c). */
+    int wall_periodic;
+    uint32_t periodic_left;
     uint64_t jitter_state; /* xorshift state of the sampling timer's jitter */
     /* The handler's own state: only the thread touches it (handler, or its code with SIGPROF
      * blocked), except at exit (see exit.c). */
     struct osp__credit credit;
     uint64_t last_run_ns, last_cpu_ns; /* when the handler last ran, and the CPU clock then */
+    uint64_t read_run_ns, read_cpu_ns; /* ... as of the CPU clock's last reading (not reckoned) */
     uint64_t registered_cpu_ns;        /* the CPU clock as it registered (mark_automatic's) */
     int wait_open;                     /* a wait has been captured and not yet written */
     int guard_leaving; /* between a guarded call's return and SIGPROF's unblocking */
@@ -447,6 +452,24 @@ void osp__slot_wants_attention(const struct osp__slot *s);
  * to 60% of a period; the thread itself calls it, so the kernel's timer sits on its CPU and
  * interrupts it in place. Nothing while our signals are paused. Async-signal-safe. */
 void osp__slot_arm_sampling(struct osp__slot *s, uint64_t due_ns);
+/* Samples a periodic sampling timer takes before the handler reads the CPU clock and arms it
+ * again (handler.c). */
+#define OSP__PERIODIC_RUN 8u
+/* The share of a CPU (of 1024) since the last reading above which the sampling timer runs
+ * every period: a thread this close to running throughout lands on time. */
+#define OSP__PERIODIC_SHARE 1000u
+/* ... the same, and then every period on its own (it_interval), for a thread that has a CPU
+ * to itself: the next OSP__PERIODIC_RUN - 1 samples of a running thread arm nothing. */
+void osp__slot_arm_sampling_periodic(struct osp__slot *s, uint64_t due_ns);
+/* The sampling timer after a landing that found the thread blocked: as a one-shot timer would
+ * be (spent when it was the one that fired, else due when it was due), not every period.
+ * Async-signal-safe. */
+void osp__slot_sampling_once(struct osp__slot *s, int it_fired);
+/* A periodic sampling timer's landing that arms nothing: it fires again at next_ns (or is
+ * disarmed, our signals paused). Async-signal-safe. */
+void osp__slot_sampling_goes_on(struct osp__slot *s, uint64_t next_ns);
+/* The profile has ended: a periodic sampling timer is disarmed. Async-signal-safe. */
+void osp__slot_sampling_stopped(struct osp__slot *s);
 /* The next number of the slot's own generator (its jitter_state, xorshift64*): the sampling
  * timer's jitter, and the handler's draws. Async-signal-safe. */
 uint64_t osp__slot_random(struct osp__slot *s);

@@ -407,6 +407,9 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->wall_due_ns = 0;
     s->last_run_ns = osp__clock_ns(CLOCK_MONOTONIC);
     s->last_cpu_ns = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    s->read_run_ns = s->last_run_ns;
+    s->read_cpu_ns = s->last_cpu_ns;
+    s->wall_periodic = 0;
     s->credit.paid_ns = s->last_cpu_ns; /* CPU time before registration is not ours to count */
     s->registered_cpu_ns = s->last_cpu_ns;
     s->wait_open = 0;
@@ -632,6 +635,7 @@ void osp__registry_disarm_timers(struct osp__registry *reg)
             osp__sys(SYS_timer_settime, s->timer, 0, (long)&off, 0, 0);
         if (s->active && s->wall_timer >= 0)
             osp__sys(SYS_timer_settime, s->wall_timer, 0, (long)&off, 0, 0);
+        s->wall_periodic = 0; /* a handler that still sees 1 arms nothing: the net does */
     }
     pthread_mutex_unlock(&reg->lock);
 }
@@ -646,6 +650,7 @@ void osp__registry_rearm_sampling(struct osp__registry *reg)
         struct osp__slot *s = reg->slots[i];
         if (s->active && s->wall_timer >= 0)
             osp__sys(SYS_timer_settime, s->wall_timer, TIMER_ABSTIME, (long)&its, 0, 0);
+        s->wall_periodic = 0; /* once, as osp__slot_arm_sampling arms it */
     }
     pthread_mutex_unlock(&reg->lock);
 }

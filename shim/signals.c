@@ -195,6 +195,7 @@ static void track_sigprof_mask(void)
             osp__sys(SYS_timer_settime, slot->timer, 0, (long)&off, 0, 0);
         if (slot->wall_timer >= 0)
             osp__sys(SYS_timer_settime, slot->wall_timer, 0, (long)&off, 0, 0);
+        slot->wall_periodic = 0;
         /* Wait out a round of signals that may not have seen the flag, then take ours. */
         osp__wait_for_round(0);
         osp__take_pending_sigprof();

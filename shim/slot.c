@@ -267,14 +267,71 @@ uint64_t osp__slot_random(struct osp__slot *s)
     return x * UINT64_C(2685821657736338717);
 }
 
-void osp__slot_arm_sampling(struct osp__slot *s, uint64_t due_ns)
+/* Arm the sampling timer for `at`, and every `every_ns` after it (0: once). Async-signal-safe. */
+static void sampling_at(struct osp__slot *s, uint64_t at, uint64_t every_ns)
 {
+    s->wall_due_ns = at;
+    s->wall_periodic = every_ns != 0;
+    s->periodic_left = every_ns != 0 ? OSP__PERIODIC_RUN - 1 : 0;
+    struct itimerspec its = {
+        .it_interval = {(time_t)(every_ns / 1000000000u), (long)(every_ns % 1000000000u)},
+        .it_value = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)}};
+    osp__sys(SYS_timer_settime, s->wall_timer, TIMER_ABSTIME, (long)&its, 0, 0);
+}
+
+/* Disarm a periodic sampling timer (a one-shot one stops by itself). Async-signal-safe. */
+static void stop_periodic(struct osp__slot *s)
+{
+    if (!s->wall_periodic || s->wall_timer < 0)
+        return;
+    struct itimerspec off = {{0, 0}, {0, 0}};
+    osp__sys(SYS_timer_settime, s->wall_timer, 0, (long)&off, 0, 0);
+    s->wall_due_ns = 0;
+    s->wall_periodic = 0;
+}
+
+static void arm_sampling(struct osp__slot *s, uint64_t due_ns, uint64_t every_ns)
+{
+    if (signals_paused())
+        stop_periodic(s); /* no timer of ours fires again */
     if (s->wall_timer < 0 || signals_paused())
         return;
-    uint64_t at = due_ns + (osp__slot_random(s) >> 11) % (osp__period_ns * 6 / 10 + 1);
-    s->wall_due_ns = at;
-    struct itimerspec its = {.it_value = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)}};
-    osp__sys(SYS_timer_settime, s->wall_timer, TIMER_ABSTIME, (long)&its, 0, 0);
+    sampling_at(s, due_ns + (osp__slot_random(s) >> 11) % (osp__period_ns * 6 / 10 + 1), every_ns);
+}
+
+void osp__slot_arm_sampling(struct osp__slot *s, uint64_t due_ns)
+{
+    arm_sampling(s, due_ns, 0);
+}
+
+void osp__slot_arm_sampling_periodic(struct osp__slot *s, uint64_t due_ns)
+{
+    arm_sampling(s, due_ns, osp__period_ns);
+}
+
+void osp__slot_sampling_once(struct osp__slot *s, int it_fired)
+{
+    if (!s->wall_periodic || s->wall_timer < 0)
+        return;
+    if (it_fired || s->wall_due_ns == 0 || signals_paused())
+        stop_periodic(s);
+    else
+        sampling_at(s, s->wall_due_ns, 0);
+}
+
+void osp__slot_sampling_goes_on(struct osp__slot *s, uint64_t next_ns)
+{
+    if (signals_paused()) {
+        stop_periodic(s);
+        return;
+    }
+    s->wall_due_ns = next_ns;
+    s->periodic_left--;
+}
+
+void osp__slot_sampling_stopped(struct osp__slot *s)
+{
+    stop_periodic(s);
 }
 
 void osp__slot_arm_cpu_timer(struct osp__slot *s, uint64_t cpu_ns)
@@ -349,6 +406,8 @@ void osp__guard_wait_begin(struct osp__slot *s, const void *fn)
                           : 0;
     s->guard_sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
     s->in_guard = 1;
+    /* The thread may sleep here: its next landing reads the CPU clock, not reckons it. */
+    s->periodic_left = 0;
     osp__slot_publish(s, OSP_SLOT_GUARDED, UINT64_MAX);
 }
 
@@ -364,6 +423,7 @@ void osp__guard_hold_sampling(struct osp__slot *s)
     struct itimerspec off = {{0, 0}, {0, 0}};
     osp__sys(SYS_timer_settime, s->wall_timer, 0, (long)&off, 0, 0);
     s->wall_due_ns = 0;
+    s->wall_periodic = 0;
     s->sampling_held = 1;
 }
 
