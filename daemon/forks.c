@@ -14,6 +14,11 @@
  * descriptors placed at 3, 4.. and M, in a process group of its own. A greeting that fails a check
  * is dropped with its descriptors (the child's profile is lost, one line says so).
  *
+ * A later image (exec'd or spawned by a profiled process: a ring without OSP_RING_FORKED)
+ * greets the same way instead of starting a collector itself, and always gets one; after the
+ * target exec'd, the socket stays open (bounded) for its next image's greeting when the
+ * environment it was handed names this socket.
+ *
  * DESIGN. One collector per process, as for an exec'd image: a collector knows one ring, one
  * pid, one raw file, and everything it does (liveness, waits, asks) is per process. The
  * child pays for a ring and one message (no process start, no exec, tens of microseconds);
@@ -31,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -129,9 +135,19 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
     static struct osp_daemon_args args; /* the loop's thread only */
     osp_daemon_args_build(&args, &at, hello->ring_name, hello->out_path, false, f->export_formats);
     char **argv = args.argv;
+    /* The new collector starts (exec, the C library's start) at the program's nice value, as
+     * one the shim starts does, not at this one's (10 below the program's where allowed,
+     * ring-source.c): each image's would take a core from the program on a busy machine. It
+     * sets its own once it runs. Back to ours after: allowed, as lowering it was. */
+    errno = 0;
+    int own = getpriority(PRIO_PROCESS, 0);
+    int program = ospd_target_nice(hello->pid);
+    bool lowered = errno == 0 && program > own && setpriority(PRIO_PROCESS, 0, program) == 0;
     pid_t pid = -1;
     if (err == 0)
         err = posix_spawn(&pid, f->self, &actions, &attr, argv, environ);
+    if (lowered)
+        setpriority(PRIO_PROCESS, 0, own);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     close_all(high, moved);
@@ -151,7 +167,9 @@ static bool still_there(const struct osp_fork_hello *hello)
     return ospd_target_maps_ring(hello->pid, hello->ring_name) == 1;
 }
 
-/* Did the child record anything (a slot's ring written to)? */
+/* Did the child record anything (a slot's ring written to)? A later image's ring (exec'd, or
+ * spawned: not a forked child's) counts as recorded: its collector writes its raw file whatever
+ * it holds, as the one it would have started itself did. */
 static bool sampled(int ring)
 {
     struct stat st;
@@ -163,7 +181,8 @@ static bool sampled(int ring)
         return true; /* cannot tell: let a collector look */
     struct osp_ring_header h;
     memcpy(&h, map, offsetof(struct osp_ring_header, shim_state));
-    bool any = h.magic != OSP_RING_MAGIC || /* not ours to judge: a collector says why */
+    bool any = h.magic != OSP_RING_MAGIC ||         /* not ours to judge: a collector says why */
+               !(h.ring_flags & OSP_RING_FORKED) || /* a later image's: its raw file, as ever */
                atomic_load_explicit(&((const struct osp_ring_header *)map)->escapes,
                                     memory_order_relaxed) != 0;
     uint64_t stride = osp_slot_stride(h.slot_ring_size);
@@ -476,10 +495,119 @@ void ospd_forks_reap(struct ospd_forks *f)
     }
 }
 
+/* The ring whose socket `f` listens on (its abstract name after OSP_FORKS_SOCKET), in `ring`;
+ * false when it cannot be told. */
+static bool listener_ring(const struct ospd_forks *f, char ring[OSP_RING_NAME_SIZE])
+{
+    struct sockaddr_un addr;
+    socklen_t length = sizeof addr;
+    size_t prefix = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(OSP_FORKS_SOCKET);
+    if (getsockname(f->fd, (struct sockaddr *)&addr, &length) != 0 || length <= prefix ||
+        length - prefix >= OSP_RING_NAME_SIZE ||
+        memcmp(addr.sun_path + 1, OSP_FORKS_SOCKET, strlen(OSP_FORKS_SOCKET)) != 0)
+        return false;
+    memcpy(ring, addr.sun_path + 1 + strlen(OSP_FORKS_SOCKET), length - prefix);
+    ring[length - prefix] = '\0';
+    return true;
+}
+
+/* Will the target's next image greet us (the environment it was handed by exec names this
+ * socket in OSPREY_PROFILE_GREET, shim/descendants.c)? Read where the kernel put it: the shim
+ * takes the entry out of the program's view, not out of that memory. A process of another
+ * user's or group's now (a setuid or setgid image: /proc/PID is then root's) will not. 1 or
+ * 0; -1 while the exec has not laid the environment out yet (nothing to read). */
+static int next_image_greets(pid_t pid, const char *ring)
+{
+    char want[48 + OSP_RING_NAME_SIZE];
+    int n = snprintf(want, sizeof want, "OSPREY_PROFILE_GREET=%u:%s", (unsigned)getuid(), ring);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    struct stat st;
+    if (n <= 0 || (size_t)n >= sizeof want || stat(path, &st) != 0 || st.st_uid != getuid() ||
+        st.st_gid != getgid())
+        return 0;
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    static char env[65536]; /* the loop's thread only; an entry past it is not looked for */
+    ssize_t got = read(fd, env, sizeof env);
+    close(fd);
+    for (ssize_t at = 0; got > 0 && at < got;) {
+        const char *entry = env + at;
+        size_t len = strnlen(entry, (size_t)(got - at));
+        if (len == (size_t)n && memcmp(entry, want, len) == 0)
+            return 1;
+        at += (ssize_t)len + 1;
+    }
+    return got == 0 ? -1 : 0;
+}
+
+static bool alive(pid_t pid)
+{
+    int status;
+    char state = ospd_target_state(pid, &status);
+    return state != 0 && state != 'Z' && state != 'X';
+}
+
+/* The pending greeting of `pid`, or NULL. */
+static struct pending *pending_of(struct ospd_forks *f, pid_t pid)
+{
+    for (struct pending *p = f->pending; p != NULL; p = p->next)
+        if (p->hello.pid == pid)
+            return p;
+    return NULL;
+}
+
+/* The target exec'd (alive, our ring gone from its maps) and its next image is to greet this
+ * collector (next_image_greets): wait for that greeting, while the process lives, up to
+ * GREETING_MS, and start its collector at once, so that the image need not start one of its
+ * own. Else nothing. Once. */
+static void next_image(struct ospd_forks *f)
+{
+    pid_t pid = f->collector != NULL ? f->collector->pid : 0;
+    char ring[OSP_RING_NAME_SIZE];
+    if (f->next_image_done || f->fd < 0)
+        return;
+    f->next_image_done = true;
+    if (pid <= 0 || !alive(pid) || !listener_ring(f, ring) || ospd_target_maps_ring(pid, ring) != 0)
+        return;
+    uint64_t end_ns = uv_hrtime() + GREETING_MS * 1000000ull;
+    int greets;
+    while ((greets = next_image_greets(pid, ring)) < 0 && uv_hrtime() < end_ns && alive(pid))
+        poll(NULL, 0, 1);
+    while (greets == 1 && pending_of(f, pid) == NULL && uv_hrtime() < end_ns && alive(pid)) {
+        take_connections(f, f->fd); /* a greeting there already is taken */
+        struct pollfd ready[2] = {{.fd = f->fd, .events = POLLIN}, {.fd = -1}};
+        for (struct connection *c = f->connections; c != NULL; c = c->next)
+            if (c->peer.pid == pid) {
+                if (take_greeting(f, c->fd, &c->peer) != -EAGAIN) {
+                    connection_end(c);
+                    break;
+                }
+                ready[1] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+                break;
+            }
+        if (pending_of(f, pid) == NULL)
+            poll(ready, 2, 5);
+    }
+    struct pending *p = pending_of(f, pid);
+    if (p != NULL) {
+        uv_timer_stop(&p->timer);
+        settle(p);
+    }
+}
+
+void ospd_forks_next_image(struct ospd_forks *f)
+{
+    next_image(f);
+}
+
 void ospd_forks_close(struct ospd_forks *f)
 {
     if (f->fd < 0)
         return;
+    next_image(f);
     /* Stopped, the descriptor is out of libuv's poll set and may go. */
     uv_poll_stop(&f->poll);
     uv_close((uv_handle_t *)&f->poll, NULL);

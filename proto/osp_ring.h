@@ -431,7 +431,8 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
  * child (`ospreyd --ring-fd 3 --ring-name NAME --switch-fd 4 ... --forks-fd M --unwind-fd K`,
  * osp_daemon_args.h), which takes the child's own children's greetings in turn. A forked
  * image that recorded no sample (it exec'd or ended at once: a shell's fork before exec)
- * leaves no raw file. */
+ * leaves no raw file. A later image (exec'd or spawned: no OSP_RING_FORKED) greets the same
+ * way the collector OSPREY_PROFILE_GREET names ("<uid>:<ring>"), and always gets one. */
 /* A file of this name beside the raw profile (the osprey CLI makes one in its scratch
  * directory) is held with a shared flock by every collector of the run for its life, handed
  * on to the collectors it starts: the CLI's exclusive flock then says every one has ended. */

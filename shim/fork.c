@@ -52,6 +52,7 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
         .greeting = greeting,
         .fiber = fiber,
         .label = label,
+        .parent_ring = parent_ring,
     };
     osp__profile_start(&start); /* releases osp__images_lock */
 }
