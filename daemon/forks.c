@@ -245,9 +245,13 @@ static void on_settled(uv_timer_t *timer)
 }
 
 /* Read the greeting of `conn` (non-blocking), from `peer`, already checked as this user.
- * Returns -EAGAIN when nothing has come yet; else 0, the greeting taken or refused. */
-static int take_greeting(struct ospd_forks *f, int conn, const struct ucred *peer)
+ * Returns -EAGAIN when nothing has come yet; else 0, with the greeting checked in `*taken`
+ * (its collector not started: follow() does, once the greeter confirms) or NULL (refused, or
+ * the peer closed: it starts a collector of its own). */
+static int take_greeting(struct ospd_forks *f, int conn, const struct ucred *peer,
+                         struct pending **taken)
 {
+    *taken = NULL;
     static struct osp_fork_hello hello;
     static union {
         struct cmsghdr header;
@@ -280,7 +284,9 @@ static int take_greeting(struct ospd_forks *f, int conn, const struct ucred *pee
             }
         }
     const char *why = NULL;
-    if (got != (ssize_t)sizeof hello || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+    if (got == 0 && n == 0) { /* closed before its greeting: it gave up, and starts its own */
+        return 0;
+    } else if (got != (ssize_t)sizeof hello || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
         why = "not a greeting";
     else if (hello.magic != OSP_FORK_HELLO_MAGIC || hello.abi_version != OSP_RING_ABI_VERSION)
         why = "another version of the profiler";
@@ -309,20 +315,98 @@ static int take_greeting(struct ospd_forks *f, int conn, const struct ucred *pee
     memcpy(p->fds, fds, sizeof(int) * (size_t)n);
     p->n = n;
     p->timer.data = p;
-    p->next = f->pending;
-    f->pending = p;
-    uv_timer_start(&p->timer, on_settled, SETTLE_MS, 0);
+    *taken = p;
     return 0;
 }
 
-/* A connection whose greeting has not come yet: watched on the loop until it comes or its
- * deadline passes, never waited for. */
+/* Is `ring` a forked child's (OSP_RING_FORKED)? Else a later image's. */
+static bool ring_forked(int ring)
+{
+    uint32_t flags = 0;
+    return pread(ring, &flags, sizeof flags, offsetof(struct osp_ring_header, ring_flags)) !=
+               (ssize_t)sizeof flags ||
+           (flags & OSP_RING_FORKED) != 0;
+}
+
+/* The greeter confirmed: its collector starts, a forked child's once it has settled
+ * (SETTLE_MS: it may exec or end at once), a later image's now (it has a profile whatever it
+ * does, and an image that execs at once greets that collector next). */
+static void follow(struct ospd_forks *f, struct pending *p)
+{
+    p->next = f->pending;
+    f->pending = p;
+    if (f->collector != NULL && p->hello.pid == f->collector->pid)
+        f->next_image_followed = true; /* the target's next image: next_image waits no more */
+    if (ring_forked(p->fds[0]))
+        uv_timer_start(&p->timer, on_settled, SETTLE_MS, 0);
+    else
+        settle(p);
+}
+
+/* A greeting answered and not confirmed (the greeter gave up waiting, or went): dropped with
+ * its descriptors, and nothing said: the greeter starts a collector of its own. */
+static void drop(struct pending *p)
+{
+    close_all(p->fds, p->n);
+    uv_close((uv_handle_t *)&p->timer, pending_free);
+}
+
+/* One step of the exchange on `conn` (non-blocking; proto/osp_ring.h, "Forked children"):
+ * the greeting read and checked, then answered OSP_FORK_TAKEN, then the greeter's
+ * OSP_FORK_CONFIRM read, and only then followed; EOF or anything else instead drops it.
+ * Returns -EAGAIN while the greeter has yet to send; 0 once the connection is done with. */
+static int exchange(struct ospd_forks *f, int conn, const struct ucred *peer,
+                    struct pending **taken)
+{
+    if (*taken == NULL) {
+        int err = take_greeting(f, conn, peer, taken);
+        if (err != 0 || *taken == NULL)
+            return err;
+        char answer = OSP_FORK_TAKEN;
+        if (send(conn, &answer, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
+            drop(*taken); /* gone already, or a full queue from a greeter that sends twice */
+            *taken = NULL;
+            return 0;
+        }
+    }
+    char confirm = 0;
+    ssize_t got;
+    do
+        got = recv(conn, &confirm, 1, MSG_DONTWAIT);
+    while (got < 0 && errno == EINTR);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return -EAGAIN;
+    if (got == 1 && confirm == OSP_FORK_CONFIRM)
+        follow(f, *taken);
+    else
+        drop(*taken);
+    *taken = NULL;
+    return 0;
+}
+
+/* The end of an exchange not finished in time: no more from the greeter (shutdown(SHUT_RD),
+ * after which its send fails with EPIPE and it starts its own collector), then what it sent
+ * before that taken: the two sides never disagree on who follows it. */
+static void exchange_end(struct ospd_forks *f, int conn, const struct ucred *peer,
+                         struct pending **taken)
+{
+    shutdown(conn, SHUT_RD);
+    if (*taken != NULL && exchange(f, conn, peer, taken) == -EAGAIN) {
+        drop(*taken);
+        *taken = NULL;
+    }
+}
+
+/* A connection whose exchange has not ended: watched on the loop until it ends or its
+ * deadline passes (GREETING_MS for the greeting, then as long again for the confirm), never
+ * waited for. */
 struct connection {
     uv_poll_t poll;
     uv_timer_t deadline;
     struct ospd_forks *forks;
     struct connection *next;
     struct ucred peer;
+    struct pending *taken; /* the greeting, answered: its confirm awaited */
     int fd;
     int open_handles; /* freed once both handles are closed */
 };
@@ -334,9 +418,12 @@ static void connection_free(uv_handle_t *handle)
         free(c);
 }
 
+/* Done with `c`: an exchange not finished ends here (exchange_end). */
 static void connection_end(struct connection *c)
 {
     struct ospd_forks *f = c->forks;
+    if (c->taken != NULL)
+        exchange_end(f, c->fd, &c->peer, &c->taken);
     for (struct connection **at = &f->connections; *at != NULL; at = &(*at)->next)
         if (*at == c) {
             *at = c->next;
@@ -350,25 +437,34 @@ static void connection_end(struct connection *c)
     close(c->fd);
 }
 
+static void on_deadline(uv_timer_t *timer);
+
 static void on_greeting(uv_poll_t *poll, int status, int events)
 {
     (void)events;
     struct connection *c = poll->data;
-    if (status == 0 && take_greeting(c->forks, c->fd, &c->peer) == -EAGAIN)
-        return; /* woken for nothing */
+    bool greeted = c->taken != NULL;
+    if (status == 0 && exchange(c->forks, c->fd, &c->peer, &c->taken) == -EAGAIN) {
+        if (!greeted && c->taken != NULL) /* answered: the confirm has as long */
+            uv_timer_start(&c->deadline, on_deadline, GREETING_MS, 0);
+        return;
+    }
+    if (status != 0)
+        exchange_end(c->forks, c->fd, &c->peer, &c->taken);
     connection_end(c);
 }
 
 static void on_deadline(uv_timer_t *timer)
 {
     struct connection *c = timer->data;
-    if (take_greeting(c->forks, c->fd, &c->peer) == -EAGAIN) /* one that just came is taken */
-        refuse(c->forks, "nothing sent in time");
+    exchange_end(c->forks, c->fd, &c->peer, &c->taken);
     connection_end(c);
 }
 
-/* Watch `conn` until its greeting comes. Returns 0, or -errno (`conn` is then the caller's). */
-static int connection_watch(struct ospd_forks *f, int conn, const struct ucred *peer)
+/* Watch `conn` until its exchange ends (`taken`: its greeting answered already). Returns 0,
+ * or -errno (`conn` and `taken` are then the caller's). */
+static int connection_watch(struct ospd_forks *f, int conn, const struct ucred *peer,
+                            struct pending *taken)
 {
     if (f->connection_count >= OSPD_MAX_FORK_CONNECTIONS)
         return -EMFILE;
@@ -382,6 +478,7 @@ static int connection_watch(struct ospd_forks *f, int conn, const struct ucred *
     uv_timer_init(f->loop, &c->deadline);
     c->forks = f;
     c->peer = *peer;
+    c->taken = taken;
     c->fd = conn;
     c->open_handles = 2;
     c->poll.data = c;
@@ -435,13 +532,16 @@ static int take_connections(struct ospd_forks *f, int listener)
             close(conn);
             continue;
         }
-        int err = take_greeting(f, conn, &peer);
+        struct pending *taken = NULL;
+        int err = exchange(f, conn, &peer, &taken);
         if (err == -EAGAIN)
-            err = connection_watch(f, conn, &peer);
+            err = connection_watch(f, conn, &peer, taken);
         else
-            err = -EALREADY; /* taken or refused */
+            err = -EALREADY; /* followed, refused or dropped */
         if (err == 0)
             continue; /* the loop has it now */
+        if (taken != NULL)
+            exchange_end(f, conn, &peer, &taken);
         if (err == -EMFILE)
             refuse(f, "too many greetings at once");
         else if (err != -EALREADY)
@@ -482,6 +582,7 @@ int ospd_forks_adopt(struct ospd_forks *f, uv_loop_t *loop, int fd, const char *
     f->loop = loop;
     f->poll.data = f;
     uv_poll_start(&f->poll, UV_READABLE, on_connection);
+    take_connections(f, fd); /* greeters queued while this collector started wait for it */
     return 0;
 }
 
@@ -576,19 +677,19 @@ static void next_image(struct ospd_forks *f)
     int greets;
     while ((greets = next_image_greets(pid, ring)) < 0 && uv_hrtime() < end_ns && alive(pid))
         poll(NULL, 0, 1);
-    while (greets == 1 && pending_of(f, pid) == NULL && uv_hrtime() < end_ns && alive(pid)) {
+    while (greets == 1 && !f->next_image_followed && uv_hrtime() < end_ns && alive(pid)) {
         take_connections(f, f->fd); /* a greeting there already is taken */
         struct pollfd ready[2] = {{.fd = f->fd, .events = POLLIN}, {.fd = -1}};
         for (struct connection *c = f->connections; c != NULL; c = c->next)
             if (c->peer.pid == pid) {
-                if (take_greeting(f, c->fd, &c->peer) != -EAGAIN) {
+                if (exchange(f, c->fd, &c->peer, &c->taken) != -EAGAIN) {
                     connection_end(c);
                     break;
                 }
                 ready[1] = (struct pollfd){.fd = c->fd, .events = POLLIN};
                 break;
             }
-        if (pending_of(f, pid) == NULL)
+        if (!f->next_image_followed)
             poll(ready, 2, 5);
     }
     struct pending *p = pending_of(f, pid);
@@ -615,8 +716,8 @@ void ospd_forks_close(struct ospd_forks *f)
         ;
     close(f->fd);
     f->fd = -1;
-    /* A greeting on its way is waited for briefly, all of them together, now that the loop
-     * ends; a settled child's backlog may add more of both. */
+    /* An exchange under way is waited for briefly, all of them together, now that the loop
+     * ends (then ended: exchange_end); a settled child's backlog may add more of both. */
     uint64_t end_ns = uv_hrtime() + GREETING_END_MS * 1000000ull;
     while (f->connections != NULL || f->pending != NULL) {
         if (f->pending != NULL) { /* now rather than never */
@@ -627,8 +728,9 @@ void ospd_forks_close(struct ospd_forks *f)
         struct connection *c = f->connections;
         uint64_t now = uv_hrtime();
         struct pollfd ready = {.fd = c->fd, .events = POLLIN};
-        if (now < end_ns && poll(&ready, 1, (int)((end_ns - now) / 1000000u) + 1) > 0)
-            take_greeting(f, c->fd, &c->peer);
+        if (now < end_ns && poll(&ready, 1, (int)((end_ns - now) / 1000000u) + 1) > 0 &&
+            exchange(f, c->fd, &c->peer, &c->taken) == -EAGAIN)
+            continue; /* answered: the confirm next */
         connection_end(c);
     }
     ospd_forks_reap(f);

@@ -33,6 +33,7 @@ struct ospd_forks {
     uint64_t skipped;          /* children gone before their first sample: no collector */
     uint64_t strangers;        /* connections of another user's, closed unread */
     bool next_image_done;      /* the target exec'd: its next image's greeting waited for */
+    bool next_image_followed;  /* the target's next image greeted (it exec'd): followed */
 };
 
 /* Take the listening socket `fd` the shim handed over (the target's children that changed

@@ -58,8 +58,9 @@ void osp__switches_close(int *fds, int n);
 
 void osp__bookkeeping_set(long root_pid, long last_pid);
 /* The collector a new image started from here greets (OSPREY_PROFILE_GREET): the one listening
- * on the forks socket of ring `ring`; NULL or "": none, the new image starts its own. */
-void osp__greet_set(const char *ring);
+ * on the forks socket of ring `ring`; NULL or "": none, the new image starts its own. `own`:
+ * this image's own collector, named only once it has attached. */
+void osp__greet_set(const char *ring, int own);
 /* Processes that escape the profile (OSP_REC_ESCAPED): whether this image was preloaded (set
  * at boot), why a new image with environment `envp` would run unprofiled (enum osp_escape, 0
  * when it would not), and the record that says so, for `pid` running `path` (NULL: unknown).
@@ -295,8 +296,9 @@ void osp__forks_listen(void);
 /* A forked child's connection to the collector of the parent whose ring is parent_ring:
  * a descriptor; -EPERM when the listener is another user's; else negative errno. */
 long osp__greeting_connect(const char *parent_ring);
-/* Hand this child's ring and events to its parent's collector on sock (closed here). 0 once
- * sent; sock itself when negative. */
+/* Hand this process's ring and events to the collector on sock (closed here), and wait
+ * (bounded) for its answer: 0 once confirmed (it follows this process); sock itself when
+ * negative; else negative errno (it does not: no answer in time, or refused). */
 int osp__greet_parent(long sock);
 
 /* ---- exit.c ------------------------------------------------------------------------------ */

@@ -254,7 +254,8 @@ int osp__profile_start(const struct osp__start *start)
     osp__greet_set(greeted_parent ? start->parent_ring
                    : osp__daemon_spawned && osp__forks_fd >= 0 && !osp__boot_env.has_ring
                        ? osp__shm_name
-                       : NULL);
+                       : NULL,
+                   !greeted_parent);
     osp__handover_close(); /* the ring, the switch events: the collector's now */
     if (!osp__daemon_spawned)
         osp__kernel_waits_off(); /* nobody will read them */
