@@ -20,9 +20,14 @@
 #             execve); the new image runs as plain;
 #   greet     a later image (spawned, or exec'd in the same pid) greets the collector of the
 #             process that started it, or of its pid's previous image, with its ring, and that
-#             collector starts its collector: of a shell's 5 commands and 3 execs, only the
-#             shell's own collector is started by the shim (OSPREY_DAEMON, a wrapper that
-#             counts), and every image has its complete profile; before, each image started its own;
+#             collector, once the greeting is answered and confirmed, starts its collector: of
+#             a shell's 5 commands and 3 execs (each image waiting for its collector before it
+#             execs), only the shell's own collector is started by the shim (OSPREY_DAEMON, a
+#             wrapper that counts), and every image has its complete profile; before, each
+#             image started its own;
+#   at-once   images that exec at once (their collector not attached yet, so not named to the
+#             next image, which starts its own rather than wait for it) have their complete
+#             profiles;
 #   orphan    an image started by a process that has ended (its collector gone) starts one
 #             of its own, and its profile is written;
 #   the program's output and exit status are as plain.
@@ -154,9 +159,13 @@ for f in glob.glob(os.path.join(sys.argv[1], "p.raw*.json")):
     print(os.path.basename(raw["exe"]), raw.get("exit", {}).get("status"))
 EOF
 }
+# level.sh N: waits for its collector, then execs level N-1; level 0 execs /bin/true.
+# shellcheck disable=SC2016 # expanded by level.sh
+printf '%s\n' "$wait_collector" '[ "$1" -gt 0 ] && exec sh "$0" $(($1 - 1))' 'exec /bin/true' \
+  >"$work/level.sh"
 # shellcheck disable=SC2016 # the $ expand in the shell's script, not here
 greet_run greet "$wait_collector"'; for i in 1 2 3 4 5; do /bin/true; done;
-  exec sh -c "exec sh -c \"exec /bin/true\""'
+  exec sh '"'$work/level.sh'"' 1'
 [ "$(wc -l <"$work/started")" = 1 ] ||
   fail "greet: $(wc -l <"$work/started") collectors started by the shim, expected the shell's only"
 got=$(profiles "$work/greet" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
@@ -164,6 +173,14 @@ got=$(profiles "$work/greet" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
 [ "$got" = "3 dash vanished;6 true exited;" ] || [ "$got" = "3 sh vanished;6 true exited;" ] ||
   fail "greet: profiles (count, image, end): $got"
 [ ! -s "$work/greet.err" ] || fail "greet: said: $(cat "$work/greet.err")"
+
+# --- at-once ------------------------------------------------------------------------------
+greet_run at-once 'exec sh -c "exec sh -c \"exec /bin/true\""'
+got=$(profiles "$work/at-once" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
+  awk '{print $1, $2, $3}' | tr '\n' ';')
+[ "$got" = "3 dash vanished;1 true exited;" ] || [ "$got" = "3 sh vanished;1 true exited;" ] ||
+  fail "at-once: profiles (count, image, end): $got"
+[ ! -s "$work/at-once.err" ] || fail "at-once: said: $(cat "$work/at-once.err")"
 
 # --- orphan -------------------------------------------------------------------------------
 # The shell ends at once; its background child starts /bin/true 0.5 s later, when the shell's
