@@ -19,6 +19,11 @@
  * target exec'd, the socket stays open (bounded) for its next image's greeting when the
  * environment it was handed names this socket.
  *
+ * A greeting is an exchange (exchange()): checked, it is answered OSP_FORK_TAKEN; the greeter
+ * confirms (OSP_FORK_CONFIRM) and only then is it followed. EOF instead drops it: the greeter
+ * had no answer in time and starts its own collector. A confirm not come in time ends with
+ * shutdown(SHUT_RD) and a last read (exchange_end), so that both sides agree.
+ *
  * DESIGN. One collector per process, as for an exec'd image: a collector knows one ring, one
  * pid, one raw file, and everything it does (liveness, waits, asks) is per process. The
  * child pays for a ring and one message (no process start, no exec, tens of microseconds);
