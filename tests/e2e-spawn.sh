@@ -28,6 +28,11 @@
 #   at-once   images that exec at once (their collector not attached yet, so not named to the
 #             next image, which starts its own rather than wait for it) have their complete
 #             profiles;
+#   exchange  a collector follows a greeter only once it confirmed the answer: of three
+#             greetings made to a profiled shell's collector from outside (tests/forks/
+#             exchange.py, each with a file for a ring, into which a collector started for it
+#             writes why it rejects it), one that read the answer and closed, one that closed
+#             without reading it and one that confirmed, only the last is followed;
 #   orphan    an image started by a process that has ended (its collector gone) starts one
 #             of its own, and its profile is written;
 #   the program's output and exit status are as plain.
@@ -181,6 +186,21 @@ got=$(profiles "$work/at-once" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
 [ "$got" = "3 dash vanished;1 true exited;" ] || [ "$got" = "3 sh vanished;1 true exited;" ] ||
   fail "at-once: profiles (count, image, end): $got"
 [ ! -s "$work/at-once.err" ] || fail "at-once: said: $(cat "$work/at-once.err")"
+
+# --- exchange -----------------------------------------------------------------------------
+here=$(dirname "$(realpath "$0")")
+mkdir -p "$work/exchange"
+: >"$work/exchange/.osprey-run.lock"
+OSPREY_DAEMON="$daemon" OSPREY_PROFILE="$work/exchange/p.raw.json" LD_PRELOAD="$shim" \
+  sh -c "$wait_collector; sleep 1" >"$work/exchange.out" 2>"$work/exchange.err" &
+target=$!
+python3 "$here/forks/exchange.py" "$target" "$here/../proto/osp_ring.h" "$work/exchange" \
+  >"$work/exchange.said" 2>&1 || fail "exchange: $(cat "$work/exchange.said")"
+wait "$target"
+expect_status 0 $? "exchange: exit status"
+flock -w 60 "$work/exchange/.osprey-run.lock" true || fail "exchange: the run's lock still held"
+[ "$(tr '\n' ';' <"$work/exchange.said")" = "gaveup T left;noread unread left;confirmed T followed;" ] ||
+  fail "exchange: (greeting, answer, followed): $(cat "$work/exchange.said")"
 
 # --- orphan -------------------------------------------------------------------------------
 # The shell ends at once; its background child starts /bin/true 0.5 s later, when the shell's
