@@ -164,13 +164,19 @@ for f in glob.glob(os.path.join(sys.argv[1], "p.raw*.json")):
     print(os.path.basename(raw["exe"]), raw.get("exit", {}).get("status"))
 EOF
 }
-# level.sh N: waits for its collector, then execs level N-1; level 0 execs /bin/true.
-# shellcheck disable=SC2016 # expanded by level.sh
-printf '%s\n' "$wait_collector" '[ "$1" -gt 0 ] && exec sh "$0" $(($1 - 1))' 'exec /bin/true' \
-  >"$work/level.sh"
+# $work/level N: waits for its own collector (the one named with its ring, in its maps), then
+# execs level N-1; level 0 execs /bin/true.
+# shellcheck disable=SC2016 # expanded by the level script
+# Builtins only, but for pgrep and sleep: a forked shell would be an image of its own.
+printf '%s\n' 'while read -r _ _ _ _ _ path; do' \
+  '  case "$path" in */osprey-$$-*) ring=${path##*/}; ring=${ring%% *}; break ;; esac' \
+  'done </proc/$$/maps' \
+  'i=0; while [ $i -lt 600 ] && ! pgrep -f "ring-name /$ring" >/dev/null; do' \
+  '  sleep 0.05; i=$((i + 1)); done' \
+  'sleep 0.3' '[ "$1" -gt 0 ] && exec sh "$0" $(($1 - 1))' 'exec /bin/true' >"$work/level"
 # shellcheck disable=SC2016 # the $ expand in the shell's script, not here
 greet_run greet "$wait_collector"'; for i in 1 2 3 4 5; do /bin/true; done;
-  exec sh '"'$work/level.sh'"' 1'
+  exec sh '"'$work/level'"' 1'
 [ "$(wc -l <"$work/started")" = 1 ] ||
   fail "greet: $(wc -l <"$work/started") collectors started by the shim, expected the shell's only"
 got=$(profiles "$work/greet" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
