@@ -298,10 +298,8 @@ long osp__greeting_connect(const char *parent_ring)
 }
 
 /* How long a greeter waits for the collector's answer before it starts its own (README.md,
- * "Later images greet too": the answers' times measured under load). */
-#ifndef OSP__GREETING_ANSWER_MS
+ * "The collector's answer": twenty times the slowest answer measured under load). */
 #define OSP__GREETING_ANSWER_MS 100
-#endif
 
 /* One byte on `sock`, sent (`out`) or received without waiting; 1, 0 at EOF, or -errno. */
 static long one_byte(long sock, char *byte, int out)
