@@ -14,6 +14,16 @@
  * descriptors placed at 3, 4.. and M, in a process group of its own. A greeting that fails a check
  * is dropped with its descriptors (the child's profile is lost, one line says so).
  *
+ * A later image (exec'd or spawned by a profiled process: a ring without OSP_RING_FORKED)
+ * greets the same way instead of starting a collector itself, and always gets one; after the
+ * target exec'd, the socket stays open (bounded) for its next image's greeting when the
+ * environment it was handed names this socket.
+ *
+ * A greeting is an exchange (exchange()): checked, it is answered OSP_FORK_TAKEN; the greeter
+ * confirms (OSP_FORK_CONFIRM) and only then is it followed. EOF instead drops it: the greeter
+ * had no answer in time and starts its own collector. A confirm not come in time ends with
+ * shutdown(SHUT_RD) and a last read (exchange_end), so that both sides agree.
+ *
  * DESIGN. One collector per process, as for an exec'd image: a collector knows one ring, one
  * pid, one raw file, and everything it does (liveness, waits, asks) is per process. The
  * child pays for a ring and one message (no process start, no exec, tens of microseconds);
@@ -31,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -129,9 +140,19 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
     static struct osp_daemon_args args; /* the loop's thread only */
     osp_daemon_args_build(&args, &at, hello->ring_name, hello->out_path, false, f->export_formats);
     char **argv = args.argv;
+    /* The new collector starts (exec, the C library's start) at the program's nice value, as
+     * one the shim starts does, not at this one's (10 below the program's where allowed,
+     * ring-source.c): each image's would take a core from the program on a busy machine. It
+     * sets its own once it runs. Back to ours after: allowed, as lowering it was. */
+    errno = 0;
+    int own = getpriority(PRIO_PROCESS, 0);
+    int program = ospd_target_nice(hello->pid);
+    bool lowered = errno == 0 && program > own && setpriority(PRIO_PROCESS, 0, program) == 0;
     pid_t pid = -1;
     if (err == 0)
         err = posix_spawn(&pid, f->self, &actions, &attr, argv, environ);
+    if (lowered)
+        setpriority(PRIO_PROCESS, 0, own);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     close_all(high, moved);
@@ -151,7 +172,9 @@ static bool still_there(const struct osp_fork_hello *hello)
     return ospd_target_maps_ring(hello->pid, hello->ring_name) == 1;
 }
 
-/* Did the child record anything (a slot's ring written to)? */
+/* Did the child record anything (a slot's ring written to)? A later image's ring (exec'd, or
+ * spawned: not a forked child's) counts as recorded: its collector writes its raw file whatever
+ * it holds, as the one it would have started itself did. */
 static bool sampled(int ring)
 {
     struct stat st;
@@ -163,7 +186,8 @@ static bool sampled(int ring)
         return true; /* cannot tell: let a collector look */
     struct osp_ring_header h;
     memcpy(&h, map, offsetof(struct osp_ring_header, shim_state));
-    bool any = h.magic != OSP_RING_MAGIC || /* not ours to judge: a collector says why */
+    bool any = h.magic != OSP_RING_MAGIC ||         /* not ours to judge: a collector says why */
+               !(h.ring_flags & OSP_RING_FORKED) || /* a later image's: its raw file, as ever */
                atomic_load_explicit(&((const struct osp_ring_header *)map)->escapes,
                                     memory_order_relaxed) != 0;
     uint64_t stride = osp_slot_stride(h.slot_ring_size);
@@ -226,9 +250,13 @@ static void on_settled(uv_timer_t *timer)
 }
 
 /* Read the greeting of `conn` (non-blocking), from `peer`, already checked as this user.
- * Returns -EAGAIN when nothing has come yet; else 0, the greeting taken or refused. */
-static int take_greeting(struct ospd_forks *f, int conn, const struct ucred *peer)
+ * Returns -EAGAIN when nothing has come yet; else 0, with the greeting checked in `*taken`
+ * (its collector not started: follow() does, once the greeter confirms) or NULL (refused, or
+ * the peer closed: it starts a collector of its own). */
+static int take_greeting(struct ospd_forks *f, int conn, const struct ucred *peer,
+                         struct pending **taken)
 {
+    *taken = NULL;
     static struct osp_fork_hello hello;
     static union {
         struct cmsghdr header;
@@ -261,7 +289,9 @@ static int take_greeting(struct ospd_forks *f, int conn, const struct ucred *pee
             }
         }
     const char *why = NULL;
-    if (got != (ssize_t)sizeof hello || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+    if (got == 0 && n == 0) { /* closed before its greeting: it gave up, and starts its own */
+        return 0;
+    } else if (got != (ssize_t)sizeof hello || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
         why = "not a greeting";
     else if (hello.magic != OSP_FORK_HELLO_MAGIC || hello.abi_version != OSP_RING_ABI_VERSION)
         why = "another version of the profiler";
@@ -290,20 +320,98 @@ static int take_greeting(struct ospd_forks *f, int conn, const struct ucred *pee
     memcpy(p->fds, fds, sizeof(int) * (size_t)n);
     p->n = n;
     p->timer.data = p;
-    p->next = f->pending;
-    f->pending = p;
-    uv_timer_start(&p->timer, on_settled, SETTLE_MS, 0);
+    *taken = p;
     return 0;
 }
 
-/* A connection whose greeting has not come yet: watched on the loop until it comes or its
- * deadline passes, never waited for. */
+/* Is `ring` a forked child's (OSP_RING_FORKED)? Else a later image's. */
+static bool ring_forked(int ring)
+{
+    uint32_t flags = 0;
+    return pread(ring, &flags, sizeof flags, offsetof(struct osp_ring_header, ring_flags)) !=
+               (ssize_t)sizeof flags ||
+           (flags & OSP_RING_FORKED) != 0;
+}
+
+/* The greeter confirmed: its collector starts, a forked child's once it has settled
+ * (SETTLE_MS: it may exec or end at once), a later image's now (it has a profile whatever it
+ * does, and an image that execs at once greets that collector next). */
+static void follow(struct ospd_forks *f, struct pending *p)
+{
+    p->next = f->pending;
+    f->pending = p;
+    if (f->collector != NULL && p->hello.pid == f->collector->pid)
+        f->next_image_followed = true; /* the target's next image: next_image waits no more */
+    if (ring_forked(p->fds[0]))
+        uv_timer_start(&p->timer, on_settled, SETTLE_MS, 0);
+    else
+        settle(p);
+}
+
+/* A greeting answered and not confirmed (the greeter gave up waiting, or went): dropped with
+ * its descriptors, and nothing said: the greeter starts a collector of its own. */
+static void drop(struct pending *p)
+{
+    close_all(p->fds, p->n);
+    uv_close((uv_handle_t *)&p->timer, pending_free);
+}
+
+/* One step of the exchange on `conn` (non-blocking; proto/osp_ring.h, "Forked children"):
+ * the greeting read and checked, then answered OSP_FORK_TAKEN, then the greeter's
+ * OSP_FORK_CONFIRM read, and only then followed; EOF or anything else instead drops it.
+ * Returns -EAGAIN while the greeter has yet to send; 0 once the connection is done with. */
+static int exchange(struct ospd_forks *f, int conn, const struct ucred *peer,
+                    struct pending **taken)
+{
+    if (*taken == NULL) {
+        int err = take_greeting(f, conn, peer, taken);
+        if (err != 0 || *taken == NULL)
+            return err;
+        char answer = OSP_FORK_TAKEN;
+        if (send(conn, &answer, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
+            drop(*taken); /* gone already, or a full queue from a greeter that sends twice */
+            *taken = NULL;
+            return 0;
+        }
+    }
+    char confirm = 0;
+    ssize_t got;
+    do
+        got = recv(conn, &confirm, 1, MSG_DONTWAIT);
+    while (got < 0 && errno == EINTR);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return -EAGAIN;
+    if (got == 1 && confirm == OSP_FORK_CONFIRM)
+        follow(f, *taken);
+    else
+        drop(*taken);
+    *taken = NULL;
+    return 0;
+}
+
+/* The end of an exchange not finished in time: no more from the greeter (shutdown(SHUT_RD),
+ * after which its send fails with EPIPE and it starts its own collector), then what it sent
+ * before that taken: the two sides never disagree on who follows it. */
+static void exchange_end(struct ospd_forks *f, int conn, const struct ucred *peer,
+                         struct pending **taken)
+{
+    shutdown(conn, SHUT_RD);
+    if (*taken != NULL && exchange(f, conn, peer, taken) == -EAGAIN) {
+        drop(*taken);
+        *taken = NULL;
+    }
+}
+
+/* A connection whose exchange has not ended: watched on the loop until it ends or its
+ * deadline passes (GREETING_MS for the greeting, then as long again for the confirm), never
+ * waited for. */
 struct connection {
     uv_poll_t poll;
     uv_timer_t deadline;
     struct ospd_forks *forks;
     struct connection *next;
     struct ucred peer;
+    struct pending *taken; /* the greeting, answered: its confirm awaited */
     int fd;
     int open_handles; /* freed once both handles are closed */
 };
@@ -315,9 +423,12 @@ static void connection_free(uv_handle_t *handle)
         free(c);
 }
 
+/* Done with `c`: an exchange not finished ends here (exchange_end). */
 static void connection_end(struct connection *c)
 {
     struct ospd_forks *f = c->forks;
+    if (c->taken != NULL)
+        exchange_end(f, c->fd, &c->peer, &c->taken);
     for (struct connection **at = &f->connections; *at != NULL; at = &(*at)->next)
         if (*at == c) {
             *at = c->next;
@@ -331,25 +442,34 @@ static void connection_end(struct connection *c)
     close(c->fd);
 }
 
+static void on_deadline(uv_timer_t *timer);
+
 static void on_greeting(uv_poll_t *poll, int status, int events)
 {
     (void)events;
     struct connection *c = poll->data;
-    if (status == 0 && take_greeting(c->forks, c->fd, &c->peer) == -EAGAIN)
-        return; /* woken for nothing */
+    bool greeted = c->taken != NULL;
+    if (status == 0 && exchange(c->forks, c->fd, &c->peer, &c->taken) == -EAGAIN) {
+        if (!greeted && c->taken != NULL) /* answered: the confirm has as long */
+            uv_timer_start(&c->deadline, on_deadline, GREETING_MS, 0);
+        return;
+    }
+    if (status != 0)
+        exchange_end(c->forks, c->fd, &c->peer, &c->taken);
     connection_end(c);
 }
 
 static void on_deadline(uv_timer_t *timer)
 {
     struct connection *c = timer->data;
-    if (take_greeting(c->forks, c->fd, &c->peer) == -EAGAIN) /* one that just came is taken */
-        refuse(c->forks, "nothing sent in time");
+    exchange_end(c->forks, c->fd, &c->peer, &c->taken);
     connection_end(c);
 }
 
-/* Watch `conn` until its greeting comes. Returns 0, or -errno (`conn` is then the caller's). */
-static int connection_watch(struct ospd_forks *f, int conn, const struct ucred *peer)
+/* Watch `conn` until its exchange ends (`taken`: its greeting answered already). Returns 0,
+ * or -errno (`conn` and `taken` are then the caller's). */
+static int connection_watch(struct ospd_forks *f, int conn, const struct ucred *peer,
+                            struct pending *taken)
 {
     if (f->connection_count >= OSPD_MAX_FORK_CONNECTIONS)
         return -EMFILE;
@@ -363,6 +483,7 @@ static int connection_watch(struct ospd_forks *f, int conn, const struct ucred *
     uv_timer_init(f->loop, &c->deadline);
     c->forks = f;
     c->peer = *peer;
+    c->taken = taken;
     c->fd = conn;
     c->open_handles = 2;
     c->poll.data = c;
@@ -416,13 +537,16 @@ static int take_connections(struct ospd_forks *f, int listener)
             close(conn);
             continue;
         }
-        int err = take_greeting(f, conn, &peer);
+        struct pending *taken = NULL;
+        int err = exchange(f, conn, &peer, &taken);
         if (err == -EAGAIN)
-            err = connection_watch(f, conn, &peer);
+            err = connection_watch(f, conn, &peer, taken);
         else
-            err = -EALREADY; /* taken or refused */
+            err = -EALREADY; /* followed, refused or dropped */
         if (err == 0)
             continue; /* the loop has it now */
+        if (taken != NULL)
+            exchange_end(f, conn, &peer, &taken);
         if (err == -EMFILE)
             refuse(f, "too many greetings at once");
         else if (err != -EALREADY)
@@ -463,6 +587,7 @@ int ospd_forks_adopt(struct ospd_forks *f, uv_loop_t *loop, int fd, const char *
     f->loop = loop;
     f->poll.data = f;
     uv_poll_start(&f->poll, UV_READABLE, on_connection);
+    take_connections(f, fd); /* greeters queued while this collector started wait for it */
     return 0;
 }
 
@@ -476,10 +601,119 @@ void ospd_forks_reap(struct ospd_forks *f)
     }
 }
 
+/* The ring whose socket `f` listens on (its abstract name after OSP_FORKS_SOCKET), in `ring`;
+ * false when it cannot be told. */
+static bool listener_ring(const struct ospd_forks *f, char ring[OSP_RING_NAME_SIZE])
+{
+    struct sockaddr_un addr;
+    socklen_t length = sizeof addr;
+    size_t prefix = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(OSP_FORKS_SOCKET);
+    if (getsockname(f->fd, (struct sockaddr *)&addr, &length) != 0 || length <= prefix ||
+        length - prefix >= OSP_RING_NAME_SIZE ||
+        memcmp(addr.sun_path + 1, OSP_FORKS_SOCKET, strlen(OSP_FORKS_SOCKET)) != 0)
+        return false;
+    memcpy(ring, addr.sun_path + 1 + strlen(OSP_FORKS_SOCKET), length - prefix);
+    ring[length - prefix] = '\0';
+    return true;
+}
+
+/* Will the target's next image greet us (the environment it was handed by exec names this
+ * socket in OSPREY_PROFILE_GREET, shim/descendants.c)? Read where the kernel put it: the shim
+ * takes the entry out of the program's view, not out of that memory. A process of another
+ * user's or group's now (a setuid or setgid image: /proc/PID is then root's) will not. 1 or
+ * 0; -1 while the exec has not laid the environment out yet (nothing to read). */
+static int next_image_greets(pid_t pid, const char *ring)
+{
+    char want[48 + OSP_RING_NAME_SIZE];
+    int n = snprintf(want, sizeof want, "OSPREY_PROFILE_GREET=%u:%s", (unsigned)getuid(), ring);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    struct stat st;
+    if (n <= 0 || (size_t)n >= sizeof want || stat(path, &st) != 0 || st.st_uid != getuid() ||
+        st.st_gid != getgid())
+        return 0;
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    static char env[65536]; /* the loop's thread only; an entry past it is not looked for */
+    ssize_t got = read(fd, env, sizeof env);
+    close(fd);
+    for (ssize_t at = 0; got > 0 && at < got;) {
+        const char *entry = env + at;
+        size_t len = strnlen(entry, (size_t)(got - at));
+        if (len == (size_t)n && memcmp(entry, want, len) == 0)
+            return 1;
+        at += (ssize_t)len + 1;
+    }
+    return got == 0 ? -1 : 0;
+}
+
+static bool alive(pid_t pid)
+{
+    int status;
+    char state = ospd_target_state(pid, &status);
+    return state != 0 && state != 'Z' && state != 'X';
+}
+
+/* The pending greeting of `pid`, or NULL. */
+static struct pending *pending_of(struct ospd_forks *f, pid_t pid)
+{
+    for (struct pending *p = f->pending; p != NULL; p = p->next)
+        if (p->hello.pid == pid)
+            return p;
+    return NULL;
+}
+
+/* The target exec'd (alive, our ring gone from its maps) and its next image is to greet this
+ * collector (next_image_greets): wait for that greeting, while the process lives, up to
+ * GREETING_MS, and start its collector at once, so that the image need not start one of its
+ * own. Else nothing. Once. */
+static void next_image(struct ospd_forks *f)
+{
+    pid_t pid = f->collector != NULL ? f->collector->pid : 0;
+    char ring[OSP_RING_NAME_SIZE];
+    if (f->next_image_done || f->fd < 0)
+        return;
+    f->next_image_done = true;
+    if (pid <= 0 || !alive(pid) || !listener_ring(f, ring) || ospd_target_maps_ring(pid, ring) != 0)
+        return;
+    uint64_t end_ns = uv_hrtime() + GREETING_MS * 1000000ull;
+    int greets;
+    while ((greets = next_image_greets(pid, ring)) < 0 && uv_hrtime() < end_ns && alive(pid))
+        poll(NULL, 0, 1);
+    while (greets == 1 && !f->next_image_followed && uv_hrtime() < end_ns && alive(pid)) {
+        take_connections(f, f->fd); /* a greeting there already is taken */
+        struct pollfd ready[2] = {{.fd = f->fd, .events = POLLIN}, {.fd = -1}};
+        for (struct connection *c = f->connections; c != NULL; c = c->next)
+            if (c->peer.pid == pid) {
+                if (exchange(f, c->fd, &c->peer, &c->taken) != -EAGAIN) {
+                    connection_end(c);
+                    break;
+                }
+                ready[1] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+                break;
+            }
+        if (!f->next_image_followed)
+            poll(ready, 2, 5);
+    }
+    struct pending *p = pending_of(f, pid);
+    if (p != NULL) {
+        uv_timer_stop(&p->timer);
+        settle(p);
+    }
+}
+
+void ospd_forks_next_image(struct ospd_forks *f)
+{
+    next_image(f);
+}
+
 void ospd_forks_close(struct ospd_forks *f)
 {
     if (f->fd < 0)
         return;
+    next_image(f);
     /* Stopped, the descriptor is out of libuv's poll set and may go. */
     uv_poll_stop(&f->poll);
     uv_close((uv_handle_t *)&f->poll, NULL);
@@ -487,8 +721,8 @@ void ospd_forks_close(struct ospd_forks *f)
         ;
     close(f->fd);
     f->fd = -1;
-    /* A greeting on its way is waited for briefly, all of them together, now that the loop
-     * ends; a settled child's backlog may add more of both. */
+    /* An exchange under way is waited for briefly, all of them together, now that the loop
+     * ends (then ended: exchange_end); a settled child's backlog may add more of both. */
     uint64_t end_ns = uv_hrtime() + GREETING_END_MS * 1000000ull;
     while (f->connections != NULL || f->pending != NULL) {
         if (f->pending != NULL) { /* now rather than never */
@@ -499,8 +733,9 @@ void ospd_forks_close(struct ospd_forks *f)
         struct connection *c = f->connections;
         uint64_t now = uv_hrtime();
         struct pollfd ready = {.fd = c->fd, .events = POLLIN};
-        if (now < end_ns && poll(&ready, 1, (int)((end_ns - now) / 1000000u) + 1) > 0)
-            take_greeting(f, c->fd, &c->peer);
+        if (now < end_ns && poll(&ready, 1, (int)((end_ns - now) / 1000000u) + 1) > 0 &&
+            exchange(f, c->fd, &c->peer, &c->taken) == -EAGAIN)
+            continue; /* answered: the confirm next */
         connection_end(c);
     }
     ospd_forks_reap(f);

@@ -32,6 +32,8 @@ struct ospd_forks {
     uint64_t started, refused; /* greetings acted on, and refused (one line each, up to 3) */
     uint64_t skipped;          /* children gone before their first sample: no collector */
     uint64_t strangers;        /* connections of another user's, closed unread */
+    bool next_image_done;      /* the target exec'd: its next image's greeting waited for */
+    bool next_image_followed;  /* the target's next image greeted (it exec'd): followed */
 };
 
 /* Take the listening socket `fd` the shim handed over (the target's children that changed
@@ -41,6 +43,10 @@ int ospd_forks_adopt(struct ospd_forks *f, uv_loop_t *loop, int fd, const char *
                      const char *export_formats, int run_lock, struct ospd_collector *collector);
 /* Reap the collectors that have ended (never blocks). */
 void ospd_forks_reap(struct ospd_forks *f);
+/* The target exec'd away: when its next image is to greet this collector
+ * (OSPREY_PROFILE_GREET), wait for that greeting (bounded) and start its collector now, before
+ * this one writes its file. Once; ospd_forks_close does it otherwise. */
+void ospd_forks_next_image(struct ospd_forks *f);
 /* Stop listening (the collectors started run on). */
 void ospd_forks_close(struct ospd_forks *f);
 

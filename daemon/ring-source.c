@@ -267,6 +267,8 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     if (d->finished)
         return;
     d->finished = true;
+    if (status == OSPD_EXIT_VANISHED)
+        ospd_forks_next_image(&d->forks); /* its collector starts now, not after this file */
     struct ospd_collector *c = &d->collector;
     c->exit_status = status;
     if (!c->exit_seen || c->end_unix_ns == 0)

@@ -459,15 +459,29 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
  * child (`ospreyd --ring-fd 3 --ring-name NAME --switch-fd 4 ... --forks-fd M --unwind-fd K`,
  * osp_daemon_args.h), which takes the child's own children's greetings in turn. A forked
  * image that recorded no sample (it exec'd or ended at once: a shell's fork before exec)
- * leaves no raw file. */
+ * leaves no raw file. A later image (exec'd or spawned: no OSP_RING_FORKED) greets the same
+ * way the collector OSPREY_PROFILE_GREET names ("<uid>:<ring>"), and always gets one.
+ * The greeting is an exchange of three messages: the greeting; the collector's answer, one
+ * byte OSP_FORK_TAKEN, once the greeting is checked and the process set up; the greeter's
+ * confirm, one byte OSP_FORK_CONFIRM. The collector follows the process only once it has read
+ * the confirm, and drops it on EOF (the greeter closes when no answer came in time) or when
+ * the greeter is too slow (shutdown(SHUT_RD) first: a confirm sent after it fails with EPIPE,
+ * one sent before it is read); the greeter starts a collector of its own unless its confirm
+ * was sent. So a collector that takes no greeting (another version's, or none: a socket whose
+ * listener nobody accepts on) costs an image the answer's wait, not its profile. */
 /* A file of this name beside the raw profile (the osprey CLI makes one in its scratch
  * directory) is held with a shared flock by every collector of the run for its life, handed
  * on to the collectors it starts: the CLI's exclusive flock then says every one has ended. */
 #define OSP_RUN_LOCK         ".osprey-run.lock"
 #define OSP_FORKS_SOCKET     "osprey-forks:"
 #define OSP_RING_FORKED      1u          /* ring_flags: the ring of a forked child */
-#define OSP_FORK_HELLO_MAGIC 0x4f535046u /* "OSPF" */
+#define OSP_FORK_HELLO_MAGIC 0x4f535047u /* "OSPG" (below) */
 #define OSP_RING_NAME_SIZE   64u         /* bytes of a ring's name, NUL included */
+/* The answer and the confirm (above). "OSPF" was a greeting with no answer, followed at once:
+ * its collectors refuse an "OSPG" one and close, and the greeter starts its own at once,
+ * rather than both following it. */
+#define OSP_FORK_TAKEN   'T' /* the collector's answer to a greeting */
+#define OSP_FORK_CONFIRM 'C' /* the greeter's to the answer: it starts no collector */
 
 struct osp_fork_hello {
     uint32_t magic;       /* OSP_FORK_HELLO_MAGIC */

@@ -34,6 +34,7 @@ static int ring_named_boot(void)
     long first = osp__boot_env.root_pid;
     unsetenv("OSPREY_PROFILE_ROOT_PID");
     unsetenv("OSPREY_PROFILE_LAST_PID");
+    unsetenv("OSPREY_PROFILE_GREET");
     if (first != 0 || osp__boot_env.last_pid != 0) {
         osp__warn("process %d is not profiled: a new image after process %ld's, profiled with "
                   "OSPREY_RING=%s (a collector started apart follows one process image)",
@@ -52,6 +53,31 @@ static int ring_named_boot(void)
     osp__boot_session = getsid(0);
     osp__bookkeeping_set(osp__run_root_pid, osp__run_root_pid);
     return 0;
+}
+
+/* A later image of the run (exec'd, or started by a profiled process) greets the collector
+ * OSPREY_PROFILE_GREET names ("<uid>:<ring>": its pid's previous image's, or the one of the
+ * process that started it) with its ring, as a forked child greets its parent's, rather than
+ * starting one (start.c). Only an image that runs as that user, real and effective, with its
+ * real group: one of another user's connects to nothing and starts its own as before. The
+ * connected socket, or -1 (none named, or none listening: it starts its own). */
+static long image_greeting(int first_image)
+{
+    const char *greet = getenv("OSPREY_PROFILE_GREET");
+    char ring[OSP_RING_NAME_SIZE] = "";
+    unsigned long uid = ~0ul;
+    if (greet != NULL) {
+        char *end;
+        uid = strtoul(greet, &end, 10);
+        if (end != greet && *end == ':')
+            snprintf(ring, sizeof ring, "%s", end + 1);
+    }
+    unsetenv("OSPREY_PROFILE_GREET"); /* the program never sees it */
+    if (first_image || ring[0] == '\0' || uid != (unsigned long)getuid() ||
+        uid != (unsigned long)geteuid() || getgid() != getegid())
+        return -1;
+    long sock = osp__greeting_connect(ring);
+    return sock >= 0 ? sock : -1;
 }
 
 static void boot(void)
@@ -101,7 +127,7 @@ static void boot(void)
         .rate = rate,
         .random_bits = random_bits,
         .reserve = osp__run_root_pid == (long)getpid() && osp__boot_env.last_pid == 0,
-        .greeting = -1,
+        .greeting = image_greeting(first_image),
         .at_fork = osp__at_fork_child,
     };
     if (osp__profile_start(&start) != 0)

@@ -2,7 +2,9 @@
  *
  * Owns OSPREY_PROFILE_ROOT_PID (the process that started profiling: descendants write
  * "<out>.<pid>.json" beside its profile) and OSPREY_PROFILE_LAST_PID (the latest image that
- * booted in this process: an image that replaces it by exec writes "<out>.<pid>-<random>.json").
+ * booted in this process: an image that replaces it by exec writes "<out>.<pid>-<random>.json")
+ * and OSPREY_PROFILE_GREET ("<uid>:<ring>": the collector a new image greets with its ring
+ * instead of starting one, start.c).
  * Boot takes both out of the program's environment, so the program never sees them; the exec
  * and spawn interposers add them only to the environment they hand to a new image that will be
  * profiled (OSPREY_PROFILE or OSPREY_RING set in it; with OSPREY_RING they only tell a new
@@ -18,7 +20,34 @@
 #include "osp_core.h"
 
 static char root_entry[48], last_entry[48]; /* static: still there in a forked child */
+static char greet_entry[48 + OSP_RING_NAME_SIZE];
+static int greet_own; /* greet_entry names this image's own collector */
 static long root_kept;
+
+void osp__greet_set(const char *ring, int own)
+{
+    greet_entry[0] = '\0';
+    greet_own = own;
+    if (ring != NULL && ring[0] != '\0')
+        snprintf(greet_entry, sizeof greet_entry, "OSPREY_PROFILE_GREET=%u:%s", (unsigned)getuid(),
+                 ring);
+}
+
+/* Is the greeting entry handed on? This image's own collector once it has attached (the
+ * ring's daemon_state): one still starting would keep the new image waiting for its answer
+ * (an image that execs at once: its collector's start, 3-15 ms on a loaded machine, against
+ * a start of its own that the image does not wait for), so the new image starts its own.
+ * A forked child's parent's collector, which answered it, always; and in a forked child not
+ * profiled (its ring let go), its parent's entry as it was. Async-signal-safe (an atomic
+ * load): exec runs in forked children. */
+static int greet_handed_on(void)
+{
+    const struct osp_ring_header *h = osp__header;
+    return greet_entry[0] != '\0' &&
+           (!greet_own || h == NULL ||
+            atomic_load_explicit(&h->daemon_state, memory_order_acquire) ==
+                OSP_DAEMON_ATTACHED); /* pairs with ospreyd's release store */
+}
 
 void osp__bookkeeping_set(long root_pid, long last_pid)
 {
@@ -46,10 +75,13 @@ char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **stor
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (strncmp(envp[i], "OSPREY_PROFILE_ROOT_PID=", 24) != 0 &&
-            strncmp(envp[i], "OSPREY_PROFILE_LAST_PID=", 24) != 0)
+            strncmp(envp[i], "OSPREY_PROFILE_LAST_PID=", 24) != 0 &&
+            strncmp(envp[i], "OSPREY_PROFILE_GREET=", 21) != 0)
             store[k++] = envp[i];
     store[k++] = root_entry;
     store[k++] = last_entry;
+    if (greet_handed_on())
+        store[k++] = greet_entry;
     store[k] = NULL;
     return store;
 }
@@ -113,6 +145,8 @@ int osp__bookkeeping_export(void)
         return 0;
     putenv(root_entry);
     putenv(last_entry);
+    if (greet_handed_on())
+        putenv(greet_entry);
     return 1;
 }
 
@@ -121,5 +155,6 @@ void osp__bookkeeping_withdraw(int exported)
     if (exported) {
         unsetenv("OSPREY_PROFILE_ROOT_PID");
         unsetenv("OSPREY_PROFILE_LAST_PID");
+        unsetenv("OSPREY_PROFILE_GREET");
     }
 }

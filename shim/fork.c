@@ -19,7 +19,8 @@
  * (osp__profile_start), from what boot read and decided; the images are the parent's at the
  * fork, the unwind tables the parent's (still mapped: the address space is the same), the
  * thread the one that forked, under its name. Its collector is started by the parent's,
- * greeted with the ring; when that one cannot be reached, one is started as boot starts one. */
+ * greeted with the ring; when that one cannot be reached or does not answer (spawn.c), one is
+ * started as boot starts one. */
 static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t stop_at_ns,
                         const char *parent_ring)
 {
@@ -52,6 +53,7 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
         .greeting = greeting,
         .fiber = fiber,
         .label = label,
+        .parent_ring = parent_ring,
     };
     osp__profile_start(&start); /* releases osp__images_lock */
 }

@@ -57,6 +57,10 @@ int osp__switches_open(int *fds, int max, uint32_t pages, int *refused);
 void osp__switches_close(int *fds, int n);
 
 void osp__bookkeeping_set(long root_pid, long last_pid);
+/* The collector a new image started from here greets (OSPREY_PROFILE_GREET): the one listening
+ * on the forks socket of ring `ring`; NULL or "": none, the new image starts its own. `own`:
+ * this image's own collector, named only once it has attached. */
+void osp__greet_set(const char *ring, int own);
 /* Processes that escape the profile (OSP_REC_ESCAPED): whether this image was preloaded (set
  * at boot), why a new image with environment `envp` would run unprofiled (enum osp_escape, 0
  * when it would not), and the record that says so, for `pid` running `path` (NULL: unknown).
@@ -65,13 +69,13 @@ void osp__escape_set_preloaded(int preloaded);
 int osp__env_escapes(char *const envp[]);
 void osp__note_escape(long pid, const char *path, char *const envp[]);
 size_t osp__env_count(char *const envp[]);
-/* envp with the bookkeeping entries, built in `store` (n + 3 entries, on the caller's stack:
+/* envp with the bookkeeping entries, built in `store` (n + 4 entries, on the caller's stack:
  * no malloc in a forked child), when the new image will be profiled; else envp itself. */
 char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **store);
 /* Declare `name`: envp plus the bookkeeping, on this stack frame. */
 #define OSP__ENV(name, envp)                                                                       \
     size_t name##_n = osp__env_count(envp);                                                        \
-    char *name##_store[name##_n + 3];                                                              \
+    char *name##_store[name##_n + 4];                                                              \
     char *const *name = osp__env_with_bookkeeping(envp, name##_n, name##_store)
 /* system() and popen() start their child through the C library's own posix_spawn, with the
  * environment as it is: put the bookkeeping there for the call only. Returns 1 when it did
@@ -292,8 +296,9 @@ void osp__forks_listen(void);
 /* A forked child's connection to the collector of the parent whose ring is parent_ring:
  * a descriptor; -EPERM when the listener is another user's; else negative errno. */
 long osp__greeting_connect(const char *parent_ring);
-/* Hand this child's ring and events to its parent's collector on sock (closed here). 0 once
- * sent; sock itself when negative. */
+/* Hand this process's ring and events to the collector on sock (closed here), and wait
+ * (bounded) for its answer: 0 once confirmed (it follows this process); sock itself when
+ * negative; else negative errno (it does not: no answer in time, or refused). */
 int osp__greet_parent(long sock);
 
 /* ---- exit.c ------------------------------------------------------------------------------ */
@@ -311,10 +316,12 @@ struct osp__start {
     int reserve;           /* the run's first image: every page of its ring allocated now */
     pid_t parent;          /* a forked child's parent; 0 at a process's boot */
     uint64_t stop_at_ns;   /* a forked child's end: its parent's */
-    long greeting;         /* a forked child's osp__greeting_connect, or negative */
+    long greeting;         /* osp__greeting_connect's (a forked child's, or a later image's
+                            * with OSPREY_PROFILE_GREET), or negative */
     void (*at_fork)(void); /* a process's fork handler (pthread_atfork), installed at start */
     int64_t fiber;         /* a forked child's thread, registered last */
     const char *label;
+    const char *parent_ring; /* a forked child's parent's ring (the collector it greets) */
 };
 /* The one start of a profile: the ring, the unwind tables, the switch events, the registry,
  * the image list (a forked child's is its parent's, sent again: the caller holds

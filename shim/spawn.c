@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dlfcn.h>
@@ -295,9 +297,56 @@ long osp__greeting_connect(const char *parent_ring)
     return sock;
 }
 
-/* A forked child greets its parent's collector (see "Forked children" in proto/osp_ring.h):
- * one message on `sock` (osp__greeting_connect's, closed here) with the ring's descriptor and the
- * switch events'. 0 once the message is sent. */
+/* How long a greeter waits for the collector's answer before it starts its own (README.md,
+ * "The collector's answer": twenty times the slowest answer measured under load). */
+#define OSP__GREETING_ANSWER_MS 100
+
+/* One byte on `sock`, sent (`out`) or received without waiting; 1, 0 at EOF, or -errno. */
+static long one_byte(long sock, char *byte, int out)
+{
+    struct iovec iov = {byte, 1};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    long got;
+    do
+        got = osp__sys(out ? SYS_sendmsg : SYS_recvmsg, sock, (long)&msg,
+                       MSG_DONTWAIT | (out ? MSG_NOSIGNAL : 0), 0, 0);
+    while (got < 0 && errno == EINTR);
+    return got < 0 ? -errno : got;
+}
+
+/* The collector's answer to the greeting just sent on `sock`, waited for up to
+ * OSP__GREETING_ANSWER_MS, then the greeter's confirm (proto/osp_ring.h, "Forked children"):
+ * 0 once the confirm is sent (the collector follows this process); else negative, and the
+ * collector does not (no answer in time: the caller closes `sock`, which drops the greeting;
+ * EPIPE: it gave up on the confirm first). A signal (our own SIGPROF) restarts the wait
+ * with what is left of it. */
+static int greeting_answered(long sock)
+{
+    uint64_t end_ns = osp__mono_ns() + OSP__GREETING_ANSWER_MS * 1000000ull;
+    char answer = 0;
+    long got;
+    for (;;) {
+        got = one_byte(sock, &answer, 0);
+        uint64_t now = osp__mono_ns();
+        if (got != -EAGAIN || now >= end_ns)
+            break;
+        struct pollfd ready = {.fd = (int)sock, .events = POLLIN};
+        struct timespec left = {.tv_sec = (time_t)((end_ns - now) / 1000000000u),
+                                .tv_nsec = (long)((end_ns - now) % 1000000000u)};
+        osp__sys(SYS_ppoll, (long)&ready, 1, (long)&left, 0, 0);
+    }
+    if (got != 1 || answer != OSP_FORK_TAKEN)
+        return got < 0 ? (int)got : -ECONNREFUSED;
+    char confirm = OSP_FORK_CONFIRM;
+    got = one_byte(sock, &confirm, 1);
+    return got == 1 ? 0 : got < 0 ? (int)got : -EPIPE;
+}
+
+/* A forked child, or a later image, greets a collector (see "Forked children" in
+ * proto/osp_ring.h): one message on `sock` (osp__greeting_connect's, closed here) with the
+ * ring's descriptor and the switch events', then the answer and the confirm
+ * (greeting_answered). 0 once confirmed: the collector follows this process; else it does
+ * not, and the caller starts one of its own or says what is lost. */
 int osp__greet_parent(long sock)
 {
     if (sock < 0)
@@ -339,6 +388,8 @@ int osp__greet_parent(long sock)
     memcpy(CMSG_DATA(c), fds, fd_bytes);
     if (err == 0 && osp__sys(SYS_sendmsg, sock, (long)&msg, MSG_NOSIGNAL, 0, 0) < 0)
         err = -errno;
+    if (err == 0)
+        err = greeting_answered(sock);
     osp__sys(SYS_close, sock, 0, 0, 0, 0);
     return err;
 }

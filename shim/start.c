@@ -219,16 +219,24 @@ int osp__profile_start(const struct osp__start *start)
         osp_prof_thread_register(0, "main");
     if (!osp__boot_env.has_ring)
         osp__forks_listen();
+    int greeted_parent = 0;
     if (!forked && osp__boot_env.has_ring) {
         osp__daemon_spawned = 0; /* a collector started apart attaches by the ring's name */
     } else if (!forked) {
+        /* A later image greets the collector it was pointed to (boot.c), as a forked child
+         * does, and starts one only when that one is gone or refuses: no process start here.
+         * The run's lock either way: a greeted collector holds the one its greeter handed on,
+         * and the image need not wait at its exit for its profile (exit.c). */
         osp__run_lock_take();
         osp__run_locked = osp__run_lock_fd >= 0;
-        osp__daemon_spawned = osp__spawn_daemon(&osp__boot_env) == 0;
+        osp__daemon_spawned_pid = 0;
+        osp__daemon_spawned = (start->greeting >= 0 && osp__greet_parent(start->greeting) == 0) ||
+                              osp__spawn_daemon(&osp__boot_env) == 0;
     } else {
         osp__daemon_spawned_pid =
             0; /* the parent's; a collector the parent's hands over has none */
         err = osp__greet_parent(start->greeting);
+        greeted_parent = err == 0 && start->parent_ring != NULL;
         /* A child in a session of its own whose parent's collector is gone is a daemon whose
          * middle process has ended: a collector of its own would be in its session, not the
          * program's, and would hold the run's lock as long as the daemon runs (osprey would
@@ -242,6 +250,13 @@ int osp__profile_start(const struct osp__start *start)
             osp__daemon_spawned = err == 0 || osp__spawn_daemon(&osp__boot_env) == 0;
         }
     }
+    /* The images this one starts greet its collector on its socket; a forked child's, the
+     * parent's collector it greeted (its own starts only once it has sampled). */
+    osp__greet_set(greeted_parent ? start->parent_ring
+                   : osp__daemon_spawned && osp__forks_fd >= 0 && !osp__boot_env.has_ring
+                       ? osp__shm_name
+                       : NULL,
+                   !greeted_parent);
     osp__handover_close(); /* the ring, the switch events: the collector's now */
     if (!osp__daemon_spawned)
         osp__kernel_waits_off(); /* nobody will read them */

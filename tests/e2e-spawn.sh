@@ -18,6 +18,23 @@
 #             (SIGURG) nor wait for two of its rounds: it reads that no round of signals is
 #             under way (`asking`, proto/osp_ring.h) and goes on (strace: no kill before the
 #             execve); the new image runs as plain;
+#   greet     a later image (spawned, or exec'd in the same pid) greets the collector of the
+#             process that started it, or of its pid's previous image, with its ring, and that
+#             collector, once the greeting is answered and confirmed, starts its collector: of
+#             a shell's 5 commands and 3 execs (each image waiting for its collector before it
+#             execs), only the shell's own collector is started by the shim (OSPREY_DAEMON, a
+#             wrapper that counts), and every image has its complete profile; before, each
+#             image started its own;
+#   at-once   images that exec at once (their collector not attached yet, so not named to the
+#             next image, which starts its own rather than wait for it) have their complete
+#             profiles;
+#   exchange  a collector follows a greeter only once it confirmed the answer: of three
+#             greetings made to a profiled shell's collector from outside (tests/forks/
+#             exchange.py, each with a file for a ring, into which a collector started for it
+#             writes why it rejects it), one that read the answer and closed, one that closed
+#             without reading it and one that confirmed, only the last is followed;
+#   orphan    an image started by a process that has ended (its collector gone) starts one
+#             of its own, and its profile is written;
 #   the program's output and exit status are as plain.
 # Usage: e2e-spawn.sh SHIM_SO OSPREYD STATIC
 set -uo pipefail
@@ -125,6 +142,80 @@ if rows(first) != 0:
 if len(later) != 1 or not rows(later[0]):
     sys.exit("the sleep image's collector: %s" % [(r["exe"], rows(r)) for r in later])
 EOF
+
+# --- greet --------------------------------------------------------------------------------
+counting="$work/counting-ospreyd"
+printf '#!/bin/sh\necho started >>"%s"\nexec %s "$@"\n' "$work/started" "$daemon" >"$counting"
+chmod +x "$counting"
+greet_run() { # greet_run NAME SCRIPT: profiled with the counting collector, the run waited for
+  mkdir -p "$work/$1"
+  : >"$work/$1/.osprey-run.lock"
+  : >"$work/started"
+  OSPREY_DAEMON="$counting" OSPREY_PROFILE="$work/$1/p.raw.json" LD_PRELOAD="$shim" \
+    sh -c "$2" >"$work/$1.out" 2>"$work/$1.err"
+  expect_status 0 $? "$1: exit status"
+  flock -w 60 "$work/$1/.osprey-run.lock" true || fail "$1: the run's lock still held after 60 s"
+}
+profiles() { # profiles DIR: "exe status" of each profile
+  python3 - "$1" <<'EOF'
+import glob, json, os, sys
+for f in glob.glob(os.path.join(sys.argv[1], "p.raw*.json")):
+    raw = json.load(open(f))
+    print(os.path.basename(raw["exe"]), raw.get("exit", {}).get("status"))
+EOF
+}
+# $work/level N: waits for its own collector (the one named with its ring, in its maps), then
+# execs level N-1; level 0 execs /bin/true.
+# shellcheck disable=SC2016 # expanded by the level script
+# Builtins only, but for pgrep and sleep: a forked shell would be an image of its own.
+printf '%s\n' 'while read -r _ _ _ _ _ path; do' \
+  '  case "$path" in */osprey-$$-*) ring=${path##*/}; ring=${ring%% *}; break ;; esac' \
+  'done </proc/$$/maps' \
+  'i=0; while [ $i -lt 600 ] && ! pgrep -f "ring-name /$ring" >/dev/null; do' \
+  '  sleep 0.05; i=$((i + 1)); done' \
+  'sleep 0.3' '[ "$1" -gt 0 ] && exec sh "$0" $(($1 - 1))' 'exec /bin/true' >"$work/level"
+# shellcheck disable=SC2016 # the $ expand in the shell's script, not here
+greet_run greet "$wait_collector"'; for i in 1 2 3 4 5; do /bin/true; done;
+  exec sh '"'$work/level'"' 1'
+[ "$(wc -l <"$work/started")" = 1 ] ||
+  fail "greet: $(wc -l <"$work/started") collectors started by the shim, expected the shell's only"
+got=$(profiles "$work/greet" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
+  awk '{print $1, $2, $3}' | tr '\n' ';')
+[ "$got" = "3 dash vanished;6 true exited;" ] || [ "$got" = "3 sh vanished;6 true exited;" ] ||
+  fail "greet: profiles (count, image, end): $got"
+[ ! -s "$work/greet.err" ] || fail "greet: said: $(cat "$work/greet.err")"
+
+# --- at-once ------------------------------------------------------------------------------
+greet_run at-once 'exec sh -c "exec sh -c \"exec /bin/true\""'
+got=$(profiles "$work/at-once" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
+  awk '{print $1, $2, $3}' | tr '\n' ';')
+[ "$got" = "3 dash vanished;1 true exited;" ] || [ "$got" = "3 sh vanished;1 true exited;" ] ||
+  fail "at-once: profiles (count, image, end): $got"
+[ ! -s "$work/at-once.err" ] || fail "at-once: said: $(cat "$work/at-once.err")"
+
+# --- exchange -----------------------------------------------------------------------------
+here=$(dirname "$(realpath "$0")")
+mkdir -p "$work/exchange"
+: >"$work/exchange/.osprey-run.lock"
+OSPREY_DAEMON="$daemon" OSPREY_PROFILE="$work/exchange/p.raw.json" LD_PRELOAD="$shim" \
+  sh -c "$wait_collector; sleep 1" >"$work/exchange.out" 2>"$work/exchange.err" &
+target=$!
+python3 "$here/forks/exchange.py" "$target" "$here/../proto/osp_ring.h" "$work/exchange" \
+  >"$work/exchange.said" 2>&1 || fail "exchange: $(cat "$work/exchange.said")"
+wait "$target"
+expect_status 0 $? "exchange: exit status"
+flock -w 60 "$work/exchange/.osprey-run.lock" true || fail "exchange: the run's lock still held"
+[ "$(tr '\n' ';' <"$work/exchange.said")" = "gaveup T left;noread unread left;confirmed T followed;" ] ||
+  fail "exchange: (greeting, answer, followed): $(cat "$work/exchange.said")"
+
+# --- orphan -------------------------------------------------------------------------------
+# The shell ends at once; its background child starts /bin/true 0.5 s later, when the shell's
+# collector has written its profile and gone.
+greet_run orphan '(sleep 0.5; /bin/true; touch '"'$work/orphan.done'"') & exit 0'
+for _ in $(seq 200); do [ -e "$work/orphan.done" ] && break; sleep 0.05; done
+flock -w 60 "$work/orphan/.osprey-run.lock" true || fail "orphan: the run's lock still held"
+got=$(profiles "$work/orphan" | tr '\n' ';')
+[[ ";$got" == *";true exited;"* ]] || fail "orphan: no complete profile of /bin/true: $got"
 
 # --- pause --------------------------------------------------------------------------------
 if ! command -v strace >/dev/null 2>&1 || ! strace -qq -o /dev/null true 2>/dev/null; then

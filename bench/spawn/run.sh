@@ -2,8 +2,8 @@
 # What a profiler adds to each process image: 200 posix_spawns of /bin/true, 300 self-execs,
 # 300 forks that end at once and 200 forks that exec /bin/true, as a shell runs commands
 # (spawner.c), unprofiled, under Osprey's preload shim (each exec'd image boots the shim and
-# its own ospreyd, and its profile is written before it exits; each fork profiles itself and
-# greets its parent's collector), and under `perf record -e cpu-clock -F 997 -g` (which
+# greets the collector of the image that started it, which starts the image's own; each fork
+# profiles itself and greets its parent's collector), and under `perf record -e cpu-clock -F 997 -g` (which
 # follows the children), in one run, interleaved, median of REPS. Prints ms per image added
 # over the unprofiled run. With BEFORE_DIR (another build: its shim/libospreyprof.so and
 # daemon/ospreyd are all it needs), that build runs too, interleaved, as "before". With CPU=1,
