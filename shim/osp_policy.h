@@ -71,5 +71,14 @@ uint32_t osp__wait_weight(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns, uint
  * naps of 15 ms at 100 Hz were 2 periods each, 2.0 s for 1.5 s). Async-signal-safe. */
 uint32_t osp__wait_weight_carry(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns, uint64_t cpu1_ns,
                                 uint64_t period_ns, int64_t *carry_ns);
+/* The weight of a wait a call timed (osp__timed_call_end): a wait of a period or more as
+ * osp__wait_weight_carry counts it (wall time, carry in *carry_ns); a shorter one is one period
+ * with the odds length/period (draw: 64 uniform bits), else 0 and the carry left alone, as Go's
+ * block profile samples short blocks. So each site's waits are right in expectation whatever
+ * order they come in (a carry shared by the sites of a thread gave every short wait's rounding
+ * to whichever site its sum crossed a period at), and a wait whose weight is 0 needs no stack.
+ * Async-signal-safe. */
+uint32_t osp__call_wait_weight(uint64_t length_ns, uint64_t period_ns, uint64_t draw,
+                               int64_t *carry_ns);
 
 #endif /* OSP_POLICY_H */

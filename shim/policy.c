@@ -134,3 +134,13 @@ uint32_t osp__wait_weight_carry(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns
     *carry_ns = total - (int64_t)(weight * period);
     return (uint32_t)weight;
 }
+
+uint32_t osp__call_wait_weight(uint64_t length_ns, uint64_t period, uint64_t draw,
+                               int64_t *carry_ns)
+{
+    if (period == 0)
+        return 0;
+    if (length_ns >= period)
+        return osp__wait_weight_carry(0, length_ns, 0, 0, period, carry_ns);
+    return draw % period < length_ns ? 1 : 0;
+}

@@ -1040,6 +1040,54 @@ START_TEST(wait_weight_carries_its_rounding_to_the_next_wait)
 }
 END_TEST
 
+/* A call's wait (osp__call_wait_weight): a short one is a whole period with the odds of its
+ * length, so two sites whose short waits alternate each get their share; with the thread's
+ * carry, the site whose wait made the sum cross a period took them all. */
+START_TEST(call_wait_weight_samples_short_waits_by_their_length)
+{
+    const uint64_t p = 1000000; /* 997 Hz, about */
+    int64_t carry = 0, carried = 0;
+    uint64_t x = 88172645463325252ull; /* xorshift64*, as the slot's draws */
+    uint32_t a = 0, b = 0, carried_a = 0, carried_b = 0;
+    for (int i = 0; i < 100000; i++) {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        uint64_t draw = x * 2685821657736338717ull;
+        /* site A waits half a period, then site B half a period, over and over: 1:1 */
+        uint32_t w = osp__call_wait_weight(p / 2, p, draw, &carry);
+        uint32_t c = osp__wait_weight_carry(0, p / 2, 0, 0, p, &carried);
+        if (i % 2 == 0) {
+            a += w;
+            carried_a += c;
+        } else {
+            b += w;
+            carried_b += c;
+        }
+    }
+    /* 25,000 periods each in expectation (a standard deviation of 112): within 2%. */
+    ck_assert_uint_ge(a, 24500);
+    ck_assert_uint_le(a, 25500);
+    ck_assert_uint_ge(b, 24500);
+    ck_assert_uint_le(b, 25500);
+    ck_assert_uint_eq(carried_a + carried_b, 50000); /* the carry: the total, all at one site */
+    ck_assert(carried_a == 0 || carried_b == 0);
+    /* A wait of a period or more is counted whole, its rounding carried; never drawn. */
+    carry = 0;
+    uint32_t total = 0;
+    for (int i = 0; i < 100; i++)
+        total += osp__call_wait_weight(p + p / 2, p, 0, &carry);
+    ck_assert_uint_eq(total, 150);
+    /* The draw's bounds: below the length a period, at or above it none; no carry moved. */
+    carry = 0;
+    ck_assert_uint_eq(osp__call_wait_weight(p / 4, p, p / 4 - 1, &carry), 1);
+    ck_assert_uint_eq(osp__call_wait_weight(p / 4, p, p / 4, &carry), 0);
+    ck_assert_uint_eq(osp__call_wait_weight(0, p, 0, &carry), 0);
+    ck_assert_int_eq(carry, 0);
+    ck_assert_uint_eq(osp__call_wait_weight(5, 0, 0, &carry), 0);
+}
+END_TEST
+
 START_TEST(cpu_share_and_period_of_rate)
 {
     ck_assert_uint_eq(osp__cpu_share(0, 0), 1024);          /* no time passed: a whole CPU */
@@ -1177,6 +1225,7 @@ Suite *shim_suite(void)
     tcase_add_test(parsers, credit_needed_is_what_take_reports_without_paying);
     tcase_add_test(parsers, wait_weight_is_wall_time_less_cpu_time_in_periods);
     tcase_add_test(parsers, wait_weight_carries_its_rounding_to_the_next_wait);
+    tcase_add_test(parsers, call_wait_weight_samples_short_waits_by_their_length);
     tcase_add_test(parsers, cpu_share_and_period_of_rate);
     tcase_add_test(parsers, open_shared_takes_only_a_regular_file_of_ours);
 #if defined(__x86_64__)
