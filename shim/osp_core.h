@@ -344,6 +344,7 @@ struct osp__slot {
      * when it is done). Read by the handler on the same thread: volatile. */
     volatile int timing;
     volatile int timing_deferred;
+    uint64_t timed_end_ns;           /* when its last timed call returned (0: none yet) */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     int64_t wait_carry_ns; /* the part of the shim's waits no WAITING sample stood for yet */
     uint32_t wait_flags;   /* OSP_SPAN_* of the open wait, for ospreyd's timing */

@@ -432,14 +432,21 @@ static void timing_set(struct osp__slot *s, int state)
 }
 
 /* Done writing: a signal of ours that came meanwhile took nothing; the sampling timer is armed
- * again in its place, half a period on (as a held-back delivery arms it), and so is one held
- * by a futex wait. */
-static void timing_done(struct osp__slot *s, int state, uint64_t now)
+ * again in its place, half a period on (as a held-back delivery arms it). So is one a futex wait
+ * held, when it is likely to fire before the thread blocks again: when the thread ran half a
+ * period or more (wall time) between its last timed call and this one. A thread that wakes for
+ * microseconds between waits (a pool's timed condvar waits) would have it disarmed again by its
+ * next wait, two timer settings for nothing at every wait (1000 threads on 100 ms waits: 0.70-
+ * 0.74 s of CPU over 4 s, against 0.51-0.63 s without, and 0.53-0.69 s before such waits were
+ * timed); its CPU-time timer, armed meanwhile, samples it. (Time it spent in another wait, one
+ * not timed so, counts as running here: such a wait still finds the timer armed.) */
+static void timing_done(struct osp__slot *s, int state, uint64_t now, uint64_t ran_ns)
 {
     timing_set(s, state);
-    if (s->timing_deferred || s->sampling_held) {
+    int held = s->sampling_held;
+    s->sampling_held = 0;
+    if (s->timing_deferred || (held && ran_ns >= osp__period_ns / 2)) {
         s->timing_deferred = 0;
-        s->sampling_held = 0;
         osp__slot_arm_sampling(s, now + osp__period_ns / 2);
     }
 }
@@ -495,6 +502,9 @@ void osp__timed_call_end(struct osp__slot *s, uint64_t t0_ns, const void *fn, in
     /* Running again: ospreyd looks at the ring (the sample) and the slot again. */
     if (weight > 0 || s->sampling_held)
         osp__slot_publish(s, OSP_SLOT_RUNNING, now + osp__period_ns / 2);
-    timing_done(s, OSP__TIMING_NONE, now);
+    uint64_t ran =
+        s->timed_end_ns != 0 && t0_ns > s->timed_end_ns ? t0_ns - s->timed_end_ns : UINT64_MAX;
+    s->timed_end_ns = now;
+    timing_done(s, OSP__TIMING_NONE, now, ran);
     errno = saved;
 }
