@@ -202,9 +202,15 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
         uint64_t t0 = osp__timed_call_applies(s) ? osp__timed_call_begin(s, hold) : 0;             \
         ret osp__result = real args;                                                               \
         if (t0 != 0)                                                                               \
-            osp__timed_call_end(s, t0, (const void *)real, fd_call);                               \
+            osp__timed_call_end(s, t0, (const void *)real, osp__call_site(), fd_call);             \
         return osp__result;                                                                        \
     }
+
+/* The site of the call a timed part serves: its return address (into the program: the wrapper
+ * jumped there) and its frame (the caller's depth), hashed. A macro: the timed part's own. */
+#define osp__call_site()                                                                           \
+    (((uint64_t)(uintptr_t)__builtin_return_address(0) * UINT64_C(0x9e3779b97f4a7c15)) ^           \
+     (uint64_t)(uintptr_t)__builtin_frame_address(0))
 
 /* Does a call of this thread's get timed by its clock reads (OSP__TIMED_PART)? As the guard
  * applies (osp__guard_begin), less its mask: and only while the shim times waits. */

@@ -301,6 +301,7 @@ void osp__set_period(uint32_t rate_hz);
 
 /* Short-wait sites a thread remembers (a loop alternating a few blocking calls). */
 #define OSP__SPAN_SITES 4
+#define OSP__CALL_SITES 8 /* sites of calls timed by their clock reads, a thread */
 /* A sampling timer's signal this late found the thread off its CPU (preempted): a running
  * thread's lands within microseconds, and the scheduler's slices are longer. */
 #define OSP__PREEMPTED_NS 200000u
@@ -344,7 +345,14 @@ struct osp__slot {
      * when it is done). Read by the handler on the same thread: volatile. */
     volatile int timing;
     volatile int timing_deferred;
-    uint64_t timed_end_ns;           /* when its last timed call returned (0: none yet) */
+    uint64_t timed_end_ns; /* when its last timed call returned (0: none yet) */
+    /* The sites of its last calls timed so (their return address and frame), each with the
+     * time until its next sampling point (osp__call_wait_weight). */
+    struct {
+        uint64_t key;
+        uint64_t until_ns;
+    } call_sites[OSP__CALL_SITES];
+    uint32_t call_site_next;         /* the entry the next new site takes */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     int64_t wait_carry_ns; /* the part of the shim's waits no WAITING sample stood for yet */
     uint32_t wait_flags;   /* OSP_SPAN_* of the open wait, for ospreyd's timing */
@@ -455,9 +463,11 @@ enum { OSP__TIMING_NONE, OSP__TIMING_IN_CALL, OSP__TIMING_WRITING };
  * is held while it blocks (osp__guard_hold_sampling). Returns the clock at its start. */
 uint64_t osp__timed_call_begin(struct osp__slot *s, int hold);
 /* ... and returned: its wait written at the caller of the function that called this one (fn,
- * the C library's, its leaf), when drawn; fd_call: a read or write, written only if the thread
- * gave up its CPU (a call with room or data waiting is no wait). errno is kept. */
-void osp__timed_call_end(struct osp__slot *s, uint64_t t0_ns, const void *fn, int fd_call);
+ * the C library's, its leaf), when it weighs a period or more at its site (site: the call's
+ * return address and frame, hashed); fd_call: a read or write, written only if the thread gave
+ * up its CPU (a call with room or data waiting is no wait). errno is kept. */
+void osp__timed_call_end(struct osp__slot *s, uint64_t t0_ns, const void *fn, uint64_t site,
+                         int fd_call);
 
 /* ---- registry.c -------------------------------------------------------------------------- */
 

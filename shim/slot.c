@@ -473,14 +473,28 @@ uint64_t osp__timed_call_begin(struct osp__slot *s, int hold)
     return now;
 }
 
-void osp__timed_call_end(struct osp__slot *s, uint64_t t0_ns, const void *fn, int fd_call)
+/* The time until the next sampling point of a site's waits: a new site (or one the table let go
+ * of) starts at a point drawn uniformly in its first period, so each of its waits weighs its
+ * length in expectation, and a site seen again goes on from where it was. */
+static uint64_t *call_site_until(struct osp__slot *s, uint64_t site)
+{
+    for (uint32_t i = 0; i < OSP__CALL_SITES; i++)
+        if (s->call_sites[i].key == site)
+            return &s->call_sites[i].until_ns;
+    uint32_t i = s->call_site_next++ % OSP__CALL_SITES;
+    s->call_sites[i].key = site;
+    s->call_sites[i].until_ns = 1 + osp__slot_random(s) % (osp__period_ns ? osp__period_ns : 1);
+    return &s->call_sites[i].until_ns;
+}
+
+void osp__timed_call_end(struct osp__slot *s, uint64_t t0_ns, const void *fn, uint64_t site,
+                         int fd_call)
 {
     int saved = errno;
     timing_set(s, OSP__TIMING_WRITING);
     uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
     uint64_t length = now > t0_ns ? now - t0_ns : 0;
-    uint32_t weight =
-        osp__call_wait_weight(length, osp__period_ns, osp__slot_random(s), &s->wait_carry_ns);
+    uint32_t weight = osp__call_wait_weight(length, osp__period_ns, call_site_until(s, site));
     /* A read or write that never gave up the CPU waited for nothing: its time was the
      * kernel's work (or a preemption), which the CPU samples count. One system call, for the
      * calls drawn only. */
