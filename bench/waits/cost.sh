@@ -7,16 +7,17 @@
 #   pipe    200,000 writes of 4 KiB from one thread to another through the program's own pipe
 #           (bench/workloads/pipe_stream.c: pipe_cpu_ns);
 # unprofiled, under Osprey at 997 Hz with the kernel's records, under Osprey with
-# perf_event_open refused (tests/noperf), and under `perf record -g -F 997`; with BEFORE (a
-# directory holding another build's libospreyprof.so and ospreyd), refused with that one too,
-# interleaved in each round. Prints one line per run and a table of min-max per column.
-# Usage: bash bench/waits/cost.sh [BUILD_DIR] [ROUNDS] [BEFORE_DIR]
+# perf_event_open refused (tests/noperf), and under `perf record -g -F 997`; with BEFORE_DIRs
+# (each a directory holding another build's libospreyprof.so and ospreyd), refused with each of
+# those too (a column named after the directory), interleaved in each round. Prints one line
+# per run and a table of min-max per column.
+# Usage: [CASES="timed pipe"] bash bench/waits/cost.sh [BUILD_DIR] [ROUNDS] [BEFORE_DIR...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 rounds=${2:-3}
-before=${3:-}
+befores=("${@:3}")
 work=$(mktemp -d /tmp/osprey-waitcost.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 gcc -O2 -g -o "$work/idle" "$root/bench/workloads/idle.c" -lpthread
@@ -35,9 +36,14 @@ osprey_run() {
 cpu_of() { awk '$1 ~ /_cpu_ns$/ { printf "%.3f", $2 / 1e9 }'; }
 
 variants=(plain osprey refused perf)
-if [ -n "$before" ]; then variants+=(before-refused); fi
+declare -A before_dir
+for dir in "${befores[@]}"; do
+  label="refused:$(basename "$dir")"
+  before_dir[$label]=$(cd "$dir" && pwd)
+  variants+=("$label")
+done
 declare -A got
-for case in timed pipe; do
+for case in ${CASES:-timed pipe}; do
   if [ "$case" = timed ]; then prog=("$work/idle" 1000 4 timed); else prog=("$work/pipe" 200000); fi
   for ((r = 1; r <= rounds; r++)); do
     for v in "${variants[@]}"; do
@@ -46,8 +52,8 @@ for case in timed pipe; do
         osprey) out=$(osprey_run "$build/shim/libospreyprof.so" "$build/daemon/ospreyd" -- "${prog[@]}") ;;
         refused) out=$(osprey_run "$build/shim/libospreyprof.so" "$build/daemon/ospreyd" \
                          "$build/tests/noperf" -- "${prog[@]}") ;;
-        before-refused) out=$(osprey_run "$before/libospreyprof.so" "$before/ospreyd" \
-                                "$build/tests/noperf" -- "${prog[@]}") ;;
+        refused:*) out=$(osprey_run "${before_dir[$v]}/libospreyprof.so" "${before_dir[$v]}/ospreyd" \
+                           "$build/tests/noperf" -- "${prog[@]}") ;;
         perf) out=$(perf record -q -g -F 997 -o "$work/perf.data" -- "${prog[@]}" 2>/dev/null) ;;
       esac
       cpu=$(cpu_of <<<"$out")
@@ -61,7 +67,7 @@ echo
 header="| case |"
 for v in "${variants[@]}"; do header+=" $v |"; done
 echo "$header"
-for case in timed pipe; do
+for case in ${CASES:-timed pipe}; do
   row="| $case |"
   for v in "${variants[@]}"; do
     # shellcheck disable=SC2086
