@@ -455,6 +455,17 @@ uint64_t osp__timed_call_begin(struct osp__slot *s, int hold)
 {
     if (s->shared == NULL)
         return 0;
+    /* Already in one: a handler of the program's (a self-pipe's write) runs on top of a timed
+     * call, whose writing must not be interleaved with another's; that call is not timed.
+     * Unless the one we are in was left by a longjmp out of such a handler (this frame is not
+     * below its frame on the thread's stack, as a handler's on top of it would be): then it is
+     * over. */
+    if (s->timing != OSP__TIMING_NONE) {
+        uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+        if (sp < s->stack_lo || sp >= s->stack_hi || sp < s->timing_sp)
+            return 0;
+    }
+    s->timing_sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
     timing_set(s, OSP__TIMING_WRITING);
     uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
     /* A wait the handler captured before this call (one of a call not timed so) ended as the
