@@ -16,7 +16,9 @@
  * sigprocmask calls around a call that blocks anyway. A call it stands aside from costs a few
  * instructions: not profiled, or a read or write while no descriptor has a socket timeout, a
  * wrapper is a test and a jump to the C library's function, looked up at its first call
- * (bench/guard/: 3 instructions more than a plain call, 4 preloaded).
+ * (bench/guard/: 3 instructions more than a plain call, 4 preloaded). Where the shim times waits
+ * itself, the futex-based waits of the pthread API and the reads and writes of a pipe the
+ * program made are not guarded but timed by their clock reads (OSP__TIMED_PART, below).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -172,9 +174,10 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
  * returned EINTR about 100 times a second at 10 kHz, where a plain run never does. */
 #define OSP__GUARDED(ret, name, params, args, blocks, fail)                                        \
     OSP__WRAPPER(ret, name, params, args, OSP__OFF(), blocks, fail, (void)0)
-/* Guarded on a descriptor known to have a timeout. The bound is tested first, before whether
- * the process is profiled: while no descriptor has a timeout (and always when off: the set is
- * kept only while profiled) the wrapper is a compare and the jump. */
+/* Guarded on a descriptor known to have a timeout; timed by its clock reads on a pipe of ours
+ * (osp__fd_piped: no mask, a pipe's call resumes after our handler). The bound is tested first,
+ * before whether the process is profiled: while no descriptor has a timeout (and always when
+ * off: the set is kept only while profiled) the wrapper is a compare and the jump. */
 #define OSP__GUARDED_FD(ret, name, params, args, fd, fail)                                         \
     OSP__GUARDED_PART(ret, name, params, args, 1, fail, (void)0)                                   \
     OSP__TIMED_PART(ret, name, params, args, 0, 1, fail)                                           \
@@ -433,10 +436,10 @@ OSP__GUARDED_THEN(int, dup3, (int fd, int to, int flags), (fd, to, flags), 0, -1
                   if (osp__result >= 0) osp__fd_timed_copy(fd, to))
 
 /* Where the shim times waits itself (the kernel's records refused), a pipe made by pipe or
- * pipe2 (blocking) is guarded as a socket with a timeout is: a read or write that waits in it
- * is timed by the call, at its caller's stack, one wait each (a reader woken every 10 ms lost
- * 1-6% of its waits under load when only the handler's captures timed them: a wait begins at
- * the first signal that lands in it, and one after a running sample often gets none). */
+ * pipe2 (blocking) joins the set of timeouts.c as a pipe of ours: a read or write on it is timed
+ * by its clock reads (OSP__TIMED_PART), at its caller's stack, one wait each (a reader woken every
+ * 10 ms lost 1-6% of its waits under load when only the handler's captures timed them: a wait
+ * begins at the first signal that lands in it, and one after a running sample often gets none). */
 static void piped(const int fds[2], int flags)
 {
     if ((flags & O_NONBLOCK) || !atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed))
