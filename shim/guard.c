@@ -16,7 +16,9 @@
  * sigprocmask calls around a call that blocks anyway. A call it stands aside from costs a few
  * instructions: not profiled, or a read or write while no descriptor has a socket timeout, a
  * wrapper is a test and a jump to the C library's function, looked up at its first call
- * (bench/guard/: 3 instructions more than a plain call, 4 preloaded).
+ * (bench/guard/: 3 instructions more than a plain call, 4 preloaded). Where the shim times waits
+ * itself, the futex-based waits of the pthread API and the reads and writes of a pipe the
+ * program made are not guarded but timed by their clock reads (OSP__TIMED_PART, below).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -172,12 +174,55 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
  * returned EINTR about 100 times a second at 10 kHz, where a plain run never does. */
 #define OSP__GUARDED(ret, name, params, args, blocks, fail)                                        \
     OSP__WRAPPER(ret, name, params, args, OSP__OFF(), blocks, fail, (void)0)
-/* Guarded on a descriptor known to have a timeout. The bound is tested first, before whether
- * the process is profiled: while no descriptor has a timeout (and always when off: the set is
- * kept only while profiled) the wrapper is a compare and the jump. */
+/* Guarded on a descriptor known to have a timeout; timed by its clock reads on a pipe of ours
+ * (osp__fd_piped: no mask, a pipe's call resumes after our handler). The bound is tested first,
+ * before whether the process is profiled: while no descriptor has a timeout (and always when
+ * off: the set is kept only while profiled) the wrapper is a compare and the jump. */
 #define OSP__GUARDED_FD(ret, name, params, args, fd, fail)                                         \
-    OSP__WRAPPER(ret, name, params, args,                                                          \
-                 osp__fd_surely_untimed(fd) || OSP__OFF() || !osp__fd_timed(fd), 1, fail, (void)0)
+    OSP__GUARDED_PART(ret, name, params, args, 1, fail, (void)0)                                   \
+    OSP__TIMED_PART(ret, name, params, args, 0, 1, fail)                                           \
+    __attribute__((visibility("default"))) ret name params                                         \
+    {                                                                                              \
+        if (osp__fd_surely_untimed(fd) || OSP__OFF() || !osp__fd_timed(fd))                        \
+            return OSP__CALL_REAL(name, args);                                                     \
+        if (osp__fd_piped(fd))                                                                     \
+            return osp__timed_##name args;                                                         \
+        return osp__guarded_##name args;                                                           \
+    }
+
+/* A call timed by its clock reads alone (slot.c, "A call timed by its clock"), SIGPROF left
+ * deliverable: where the shim times waits, a pipe's read or write (fd_call: written only if the
+ * thread gave up its CPU) and the futex-based waits below (hold: the sampling timer held while
+ * it blocks). The part of its own the wrapper jumps to, as a guarded part: the only frame of
+ * ours between the wait and its caller. */
+#define OSP__TIMED_PART(ret, name, params, args, hold, fd_call, fail)                              \
+    static __attribute__((noinline)) ret osp__timed_##name params                                  \
+    {                                                                                              \
+        osp__fn_##name real = osp__real_lookup_##name();                                           \
+        if (real == NULL)                                                                          \
+            return fail;                                                                           \
+        struct osp__slot *s = osp__tls_slot;                                                       \
+        uint64_t t0 = osp__timed_call_applies(s) ? osp__timed_call_begin(s, hold) : 0;             \
+        ret osp__result = real args;                                                               \
+        if (t0 != 0)                                                                               \
+            osp__timed_call_end(s, t0, (const void *)real, osp__call_site(), fd_call);             \
+        return osp__result;                                                                        \
+    }
+
+/* The site of the call a timed part serves: its return address (into the program: the wrapper
+ * jumped there) and its frame (the caller's depth), hashed. A macro: the timed part's own. */
+#define osp__call_site()                                                                           \
+    (((uint64_t)(uintptr_t)__builtin_return_address(0) * UINT64_C(0x9e3779b97f4a7c15)) ^           \
+     (uint64_t)(uintptr_t)__builtin_frame_address(0))
+
+/* Does a call of this thread's get timed by its clock reads (OSP__TIMED_PART)? As the guard
+ * applies (osp__guard_begin), less its mask: and only while the shim times waits. */
+static int osp__timed_call_applies(const struct osp__slot *s)
+{
+    return s != NULL && osp__is_active() && !osp__sigprof_guard_stands_aside() &&
+           atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed) &&
+           !osp__kernel_waits();
+}
 
 static int is_timeout_option(int name)
 {
@@ -384,24 +429,23 @@ OSP__GUARDED_THEN(
         osp__fd_timed_set(sv[0], 0);
         osp__fd_timed_set(sv[1], 0);
     })
-OSP__GUARDED_THEN(int, dup, (int fd), (fd), 0, -1,
-                  osp__fd_timed_set(osp__result, osp__fd_timed(fd)))
+OSP__GUARDED_THEN(int, dup, (int fd), (fd), 0, -1, osp__fd_timed_copy(fd, osp__result))
 OSP__GUARDED_THEN(int, dup2, (int fd, int to), (fd, to), 0, -1,
-                  if (osp__result >= 0 && fd != to) osp__fd_timed_set(to, osp__fd_timed(fd)))
+                  if (osp__result >= 0 && fd != to) osp__fd_timed_copy(fd, to))
 OSP__GUARDED_THEN(int, dup3, (int fd, int to, int flags), (fd, to, flags), 0, -1,
-                  if (osp__result >= 0) osp__fd_timed_set(to, osp__fd_timed(fd)))
+                  if (osp__result >= 0) osp__fd_timed_copy(fd, to))
 
 /* Where the shim times waits itself (the kernel's records refused), a pipe made by pipe or
- * pipe2 (blocking) is guarded as a socket with a timeout is: a read or write that waits in it
- * is timed by the call, at its caller's stack, one wait each (a reader woken every 10 ms lost
- * 1-6% of its waits under load when only the handler's captures timed them: a wait begins at
- * the first signal that lands in it, and one after a running sample often gets none). */
+ * pipe2 (blocking) joins the set of timeouts.c as a pipe of ours: a read or write on it is timed
+ * by its clock reads (OSP__TIMED_PART), at its caller's stack, one wait each (a reader woken every
+ * 10 ms lost 1-6% of its waits under load when only the handler's captures timed them: a wait
+ * begins at the first signal that lands in it, and one after a running sample often gets none). */
 static void piped(const int fds[2], int flags)
 {
     if ((flags & O_NONBLOCK) || !atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed))
         return;
-    osp__fd_timed_set(fds[0], 1);
-    osp__fd_timed_set(fds[1], 1);
+    osp__fd_piped_set(fds[0]);
+    osp__fd_piped_set(fds[1]);
 }
 OSP__GUARDED_THEN(int, pipe, (int fds[2]), (fds), 0, -1, if (osp__result == 0) piped(fds, 0))
 OSP__GUARDED_THEN(int, pipe2, (int fds[2], int flags), (fds, flags), 0, -1,
@@ -444,7 +488,7 @@ static int fcntl_as(int (*real)(int, int, ...), int fd, int cmd, void *arg)
     int r = real(fd, cmd, arg);
     if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && !OSP__OFF()) {
         int saved = errno;
-        osp__fd_timed_set(r, osp__fd_timed(fd));
+        osp__fd_timed_copy(fd, r);
         errno = saved;
     }
     return r;
@@ -601,27 +645,30 @@ syscall(long nr, ...)
  * refused (perf_event_paranoid 3, a container's seccomp profile), a wait in one of them was
  * seen only when a signal of ours happened to land in it, and timed from there to the thread's
  * next sample: late by up to a period at its start, two waits with a short wake between them
- * one wait at the first site. So, only then, a call that blocks is guarded as the calls above
- * are: its wait is the call, from entry to return, at the caller's stack taken at entry. With
+ * one wait at the first site. So, only then, each call is timed by its clock reads
+ * (OSP__TIMED_PART): its wait is the call, from entry to return, at its caller's stack, taken
+ * after the call for a wait that is written; the sampling timer is held while it blocks. With
  * the kernel's records (they time every block), or off, each is passed on for the load of
  * one flag, with no frame of ours. A mutex whose lock word (glibc's pthread_mutex_t, public in
  * its headers) says it is free goes straight to the C library's lock, as plain; a held one is
- * tried, and only a lock that would block pays the guard (bench/waits/mutex.sh: +4
+ * tried, and only a lock that would block is timed (bench/waits/mutex.sh: +4
  * instructions a lock and unlock where calls are timed, where trying every lock first was
  * +20). A mutex taken by another thread between the look and the lock blocks unguarded: the
  * handler still finds that wait, as it finds any. */
-static int shim_times_waits(void)
-{
-    return !osp__kernel_waits();
-}
 #define OSP__CALLS_UNTIMED()                                                                       \
     (!atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed) || OSP__OFF())
 #define OSP__TIMED(ret, name, params, args, fail)                                                  \
-    OSP__WRAPPER_BEGIN(osp__guard_begin_futex, ret, name, params, args, OSP__CALLS_UNTIMED(),      \
-                       shim_times_waits(), fail, (void)0)
+    OSP__REAL(ret, name, params, args, fail)                                                       \
+    OSP__TIMED_PART(ret, name, params, args, 1, 0, fail)                                           \
+    __attribute__((visibility("default"))) ret name params                                         \
+    {                                                                                              \
+        if (OSP__CALLS_UNTIMED())                                                                  \
+            return OSP__CALL_REAL(name, args);                                                     \
+        return osp__timed_##name args;                                                             \
+    }
 
-OSP__GUARDED_PART_BEGIN(osp__guard_begin_futex, int, pthread_mutex_lock, (pthread_mutex_t * m), (m),
-                        shim_times_waits(), EINVAL, (void)0)
+OSP__REAL(int, pthread_mutex_lock, (pthread_mutex_t * m), (m), EINVAL)
+OSP__TIMED_PART(int, pthread_mutex_lock, (pthread_mutex_t * m), (m), 1, 0, EINVAL)
 OSP__REAL(int, pthread_mutex_trylock, (pthread_mutex_t * m), (m), EINVAL)
 /* EBUSY only where lock would block (held by another thread; an error-checking mutex held by
  * this one gives EDEADLK from lock, after the guard); anything else is lock's answer: taken,
@@ -631,7 +678,7 @@ static __attribute__((noinline)) int osp__tried_pthread_mutex_lock(pthread_mutex
     int r = OSP__CALL_REAL(pthread_mutex_trylock, (m));
     if (r != EBUSY)
         return r;
-    return osp__guarded_pthread_mutex_lock(m);
+    return osp__timed_pthread_mutex_lock(m);
 }
 __attribute__((visibility("default"))) int pthread_mutex_lock(pthread_mutex_t *m)
 {

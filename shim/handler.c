@@ -173,7 +173,13 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
         errno = saved_errno;
         return;
     }
-    if (s != NULL && s->shared != NULL && context != NULL) {
+    if (s != NULL && s->shared != NULL && context != NULL && s->timing == OSP__TIMING_WRITING) {
+        /* The thread is writing the wait of a call it timed (slot.c): the ring is its own
+         * code's for now. Taken up when it is done (the sampling timer armed again). */
+        s->timing_deferred = 1;
+        if (info->si_code == SI_QUEUE) /* ospreyd's: answered, as below */
+            atomic_fetch_add_explicit(&s->shared->signals_handled, 1, memory_order_release);
+    } else if (s != NULL && s->shared != NULL && context != NULL) {
         uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
         uint64_t needed = 0;
         /* Which of the thread's timers: the sampling timer (wall), or the CPU-time one. */
@@ -217,7 +223,8 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                 s->sample_depth = 0;
                 osp__wait_captured(s, now, s->sample_pcs, depth);
                 s->wait_generation = generation;
-            } else if (!s->wait_open) {
+            } else if (!s->wait_open && s->timing != OSP__TIMING_IN_CALL) {
+                /* (Inside a call timed by its clock reads, the call times this wait.) */
                 s->wait_depth = capture(s, context, s->wait_pcs);
                 s->wait_generation = generation;
                 s->wait_t_ns = now;

@@ -186,6 +186,21 @@ static inline int osp__fd_timed(int fd)
     return (int)((word >> (fd % 64)) & 1);
 }
 void osp__fd_timed_set(int fd, int timed);
+/* Of those, the pipes the program made where the shim times waits (guard.c's pipe): their
+ * reads and writes are timed by their clock reads, not guarded (a pipe's call resumes after
+ * our handler). Kept with the set: osp__fd_timed_set clears a descriptor's bit, and
+ * osp__fd_piped_set sets both. */
+extern _Atomic uint64_t osp__piped_fds[OSP__TIMED_FDS / 64] __attribute__((visibility("hidden")));
+static inline int osp__fd_piped(int fd)
+{
+    if (fd < 0 || fd >= OSP__TIMED_FDS)
+        return 0;
+    uint64_t word = atomic_load_explicit(&osp__piped_fds[fd / 64], memory_order_relaxed);
+    return (int)((word >> (fd % 64)) & 1);
+}
+void osp__fd_piped_set(int fd);
+/* to becomes a copy of fd (the dup family): its timeout, and whether it is a pipe of ours. */
+void osp__fd_timed_copy(int fd, int to);
 /* Ask the kernel whether fd has a timeout now (getsockopt), and remember. errno is kept. */
 void osp__fd_timed_ask(int fd);
 /* At boot: ask of every descriptor the process holds (inherited across exec). */
@@ -361,16 +376,6 @@ static inline int osp__guard_begin(sigset_t *old, const void *fn)
     }
     osp__guard_wait_begin(osp__tls_slot, fn);
     return 1;
-}
-
-/* osp__guard_begin for a futex wait: the sampling timer is held while it blocks
- * (osp__guard_hold_sampling). */
-static inline int osp__guard_begin_futex(sigset_t *old, const void *fn)
-{
-    int guarded = osp__guard_begin(old, fn);
-    if (guarded)
-        osp__guard_hold_sampling(osp__tls_slot);
-    return guarded;
 }
 
 /* End the guard osp__guard_begin began: write the wait, restore the mask (a signal of ours

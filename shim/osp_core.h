@@ -306,6 +306,7 @@ void osp__set_period(uint32_t rate_hz);
 #define OSP__SPAN_SITES 4
 /* Declared fibers' labels a thread remembers (fibers.c: a runtime alternating a few). */
 #define OSP__FIBER_NAMES 4
+#define OSP__CALL_SITES 8 /* sites of calls timed by their clock reads, a thread */
 /* A sampling timer's signal this late found the thread off its CPU (preempted): a running
  * thread's lands within microseconds, and the scheduler's slices are longer. */
 #define OSP__PREEMPTED_NS 200000u
@@ -347,8 +348,22 @@ struct osp__slot {
     int guard_leaving; /* between a guarded call's return and SIGPROF's unblocking */
     uint32_t rephased; /* sampling timer landings moved on in a row (handler.c: preempted) */
     int in_guard;      /* inside a guarded call (osp__guard_wait_begin .. _end) */
-    int sampling_held; /* a guarded futex wait disarmed the sampling timer (..._hold_sampling) */
+    int sampling_held; /* a timed futex wait disarmed the sampling timer (..._hold_sampling) */
     uint64_t guard_sp; /* the stack pointer there: a frame above it means the call is gone */
+    /* A call timed by its clock reads, SIGPROF deliverable (osp__timed_call_begin .. _end):
+     * OSP__TIMING_*, and a signal of ours that found the thread writing its wait (taken up
+     * when it is done). Read by the handler on the same thread: volatile. */
+    volatile int timing;
+    volatile int timing_deferred;
+    uint64_t timed_end_ns; /* when its last timed call returned (0: none yet) */
+    uint64_t timing_sp;    /* osp__timed_call_begin's frame as the call began */
+    /* The sites of its last calls timed so (their return address and frame), each with the
+     * time until its next sampling point (osp__call_wait_weight). */
+    struct {
+        uint64_t key;
+        uint64_t until_ns;
+    } call_sites[OSP__CALL_SITES];
+    uint32_t call_site_next;         /* the entry the next new site takes */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     int64_t wait_carry_ns; /* the part of the shim's waits no WAITING sample stood for yet */
     uint32_t wait_flags;   /* OSP_SPAN_* of the open wait, for ospreyd's timing */
@@ -480,10 +495,27 @@ void osp__slot_arm_cpu_timer(struct osp__slot *s, uint64_t cpu_ns);
 void osp__guard_wait_begin(struct osp__slot *s, const void *fn);
 /* ... and the call returned: write its wait when it lasted long enough. SIGPROF still blocked. */
 void osp__guard_wait_end(struct osp__slot *s);
-/* A guarded futex wait (a lock, a condition variable, a join: no CPU time of the thread's in
- * it) holds the sampling timer, so that no signal of ours is held back to land at its end,
- * and osp__guard_wait_end arms it again. SIGPROF blocked. */
+/* A timed futex wait (a lock, a condition variable, a join: no CPU time of the thread's in
+ * it) holds the sampling timer, so that no signal of ours lands in it, and
+ * osp__timed_call_end arms it again. */
 void osp__guard_hold_sampling(struct osp__slot *s);
+
+/* A call timed by its clock reads alone, SIGPROF left deliverable (guard.c's futex-based waits,
+ * and the reads and writes of a pipe the program made, which SA_RESTART resumes after our
+ * handler): where the shim times waits. The stack is walked only for a wait that is written:
+ * one of a period or more (weighed with the thread's carry), a shorter one with the odds of
+ * its length in periods (one period's weight), so totals and sites stay right in expectation
+ * and a call that did not wait costs two clock reads. slot.c, "A call timed by its clock". */
+enum { OSP__TIMING_NONE, OSP__TIMING_IN_CALL, OSP__TIMING_WRITING };
+/* The call begins: a wait captured before it is over; hold: a futex wait, whose sampling timer
+ * is held while it blocks (osp__guard_hold_sampling). Returns the clock at its start. */
+uint64_t osp__timed_call_begin(struct osp__slot *s, int hold);
+/* ... and returned: its wait written at the caller of the function that called this one (fn,
+ * the C library's, its leaf), when it weighs a period or more at its site (site: the call's
+ * return address and frame, hashed); fd_call: a read or write, written only if the thread gave
+ * up its CPU (a call with room or data waiting is no wait). errno is kept. */
+void osp__timed_call_end(struct osp__slot *s, uint64_t t0_ns, const void *fn, uint64_t site,
+                         int fd_call);
 
 /* ---- registry.c -------------------------------------------------------------------------- */
 

@@ -71,5 +71,14 @@ uint32_t osp__wait_weight(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns, uint
  * naps of 15 ms at 100 Hz were 2 periods each, 2.0 s for 1.5 s). Async-signal-safe. */
 uint32_t osp__wait_weight_carry(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns, uint64_t cpu1_ns,
                                 uint64_t period_ns, int64_t *carry_ns);
+/* The weight of a wait a call timed (osp__timed_call_end), in periods: the sampling points a
+ * period apart that fall in it, along its site's own time line of waits (*until_ns: how long
+ * until the site's next point, in (0, period]; a new site's drawn uniformly, so that each wait
+ * has its length in periods in expectation whatever its order among the site's waits). A site's
+ * waits add up to their length within a period, two sites of a thread are weighed apart (a
+ * thread's carry rounded to the nearest period gave all the rounding of short waits
+ * alternating between two sites to one of them), a wait of a period or more weighs one at
+ * least, and most short waits weigh 0 and need no stack. Async-signal-safe. */
+uint32_t osp__call_wait_weight(uint64_t length_ns, uint64_t period_ns, uint64_t *until_ns);
 
 #endif /* OSP_POLICY_H */

@@ -134,3 +134,23 @@ uint32_t osp__wait_weight_carry(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns
     *carry_ns = total - (int64_t)(weight * period);
     return (uint32_t)weight;
 }
+
+uint32_t osp__call_wait_weight(uint64_t length_ns, uint64_t period, uint64_t *until_ns)
+{
+    if (period == 0)
+        return 0;
+    uint64_t until = *until_ns;
+    if (until == 0 || until > period)
+        until = period; /* a new site's is drawn by the caller; a stale one starts whole */
+    if (length_ns < until) {
+        *until_ns = until - length_ns;
+        return 0;
+    }
+    uint64_t past = length_ns - until;
+    if (past / period >= UINT32_MAX - 1) {
+        *until_ns = period;
+        return UINT32_MAX;
+    }
+    *until_ns = period - past % period;
+    return (uint32_t)(1 + past / period);
+}

@@ -415,6 +415,9 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->wait_open = 0;
     s->wait_carry_ns = 0;
     s->in_guard = 0;
+    s->timing = OSP__TIMING_NONE;
+    s->timing_deferred = 0;
+    s->timed_end_ns = 0;
     s->sampling_held = 0;
     s->guard_leaving = 0;
     s->automatic = 0;

@@ -411,11 +411,12 @@ void osp__guard_wait_begin(struct osp__slot *s, const void *fn)
     osp__slot_publish(s, OSP_SLOT_GUARDED, UINT64_MAX);
 }
 
-/* The sampling timer armed when a thread blocks fires into the wait, and its signal, held back
- * by the guard, landed as the call returned: for a futex wait (no CPU time to charge to the
- * call) that was a delivery, two timer settings and a code read for nothing, at every wait (1000
- * threads on 100 ms timed condvar waits: 1.00-1.09 s of CPU over 4 s, against 0.47-0.54 s when
- * such waits were not guarded). One timer setting each way instead. */
+/* The sampling timer armed when a thread blocks fires into the wait: for a futex wait timed by
+ * its call (no CPU time to charge to it) that was a delivery, two timer settings and a code
+ * read for nothing, at every wait (1000 threads on 100 ms timed condvar waits, guarded: 1.00-1.09
+ * s of CPU over 4 s, against 0.47-0.54 s when such waits were not timed). One timer setting
+ * each way instead: osp__timed_call_end arms it again, half a period on, so that a wait the
+ * thread makes next outside our calls is still seen. */
 void osp__guard_hold_sampling(struct osp__slot *s)
 {
     if (s->shared == NULL || s->wall_timer < 0 || s->wall_due_ns == 0)
@@ -433,12 +434,6 @@ void osp__guard_wait_end(struct osp__slot *s)
         return;
     uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
     s->in_guard = 0;
-    if (s->sampling_held) {
-        /* As a delivery held back by the call would have armed it: half a period on, so a
-         * wait the thread makes next outside our calls is still seen. */
-        s->sampling_held = 0;
-        osp__slot_arm_sampling(s, now + osp__period_ns / 2);
-    }
     if (s->wait_open && s->wait_generation != osp__unwind_generation()) {
         /* Rows were published during the call: its caller's stack taken again, whole. The
          * frames are the same as at its start (this function, then the interposer). */
@@ -473,4 +468,132 @@ int osp__guard_repair_if_left(struct osp__slot *s, uint64_t sp)
     }
     osp__sigprof_mask_raw(SIG_UNBLOCK, NULL); /* the guard's block: never the program's */
     return 1;
+}
+
+/* ---- A call timed by its clock reads ------------------------------------------------------
+ * Where the shim times waits, a futex-based wait of the pthread API and a read or write on a
+ * pipe the program made are timed by two clock reads around the call, with SIGPROF left
+ * deliverable: a futex wait resumes after our handler, and so does a pipe's read or write
+ * (SA_RESTART; a socket with a timeout would not, and stays guarded). The caller's stack is
+ * the same after the call as before it, so it is walked after, and only for a wait that is
+ * written (osp__call_wait_weight): a call that waited long, or a short one drawn with the
+ * odds of its length. The guard's two mask changes, its stack walk at every call and the
+ * signal it held back to land at the return were most of what such calls cost (shim/README.md,
+ * "Without the kernel's records").
+ *
+ * The slot's ring has one producer, the thread: while the thread writes here (timing is
+ * OSP__TIMING_WRITING) a signal of ours takes nothing (handler.c) and is taken up as this is
+ * done, by arming the sampling timer again (timing_deferred); while it is inside the call
+ * (OSP__TIMING_IN_CALL) a blocked instant opens no wait of the handler's (the call times it).
+ * A signal fence orders the flag with the code around it: the handler runs on this thread. */
+static void timing_set(struct osp__slot *s, int state)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    s->timing = state;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* Done writing: a signal of ours that came meanwhile took nothing; the sampling timer is armed
+ * again in its place, half a period on (as a held-back delivery arms it). So is one a futex wait
+ * held, when it is likely to fire before the thread blocks again: when the thread ran half a
+ * period or more (wall time) between its last timed call and this one. A thread that wakes for
+ * microseconds between waits (a pool's timed condvar waits) would have it disarmed again by its
+ * next wait, two timer settings for nothing at every wait (1000 threads on 100 ms waits: 0.70-
+ * 0.74 s of CPU over 4 s, against 0.51-0.63 s without, and 0.53-0.69 s before such waits were
+ * timed); its CPU-time timer, armed meanwhile, samples it. (Time it spent in another wait, one
+ * not timed so, counts as running here: such a wait still finds the timer armed.) */
+static void timing_done(struct osp__slot *s, int state, uint64_t now, uint64_t ran_ns)
+{
+    timing_set(s, state);
+    int held = s->sampling_held;
+    s->sampling_held = 0;
+    if (s->timing_deferred || (held && ran_ns >= osp__period_ns / 2)) {
+        s->timing_deferred = 0;
+        osp__slot_arm_sampling(s, now + osp__period_ns / 2);
+    }
+}
+
+uint64_t osp__timed_call_begin(struct osp__slot *s, int hold)
+{
+    if (s->shared == NULL)
+        return 0;
+    /* Already in one: a handler of the program's (a self-pipe's write) runs on top of a timed
+     * call, whose writing must not be interleaved with another's; that call is not timed.
+     * Unless the one we are in was left by a longjmp out of such a handler (this frame is not
+     * below its frame on the thread's stack, as a handler's on top of it would be): then it is
+     * over. */
+    if (s->timing != OSP__TIMING_NONE) {
+        uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+        if (sp < s->stack_lo || sp >= s->stack_hi || sp < s->timing_sp)
+            return 0;
+    }
+    s->timing_sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+    timing_set(s, OSP__TIMING_WRITING);
+    /* The thread may sleep in the call: its next landing reads the CPU clock, not reckons it. */
+    s->periodic_left = 0;
+    uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
+    /* A wait the handler captured before this call (one of a call not timed so) ended as the
+     * thread ran again: written now, less the CPU time since. A system call, but rare. */
+    if (s->wait_open)
+        osp__close_wait(&s->ring, s, now, osp__clock_ns(CLOCK_THREAD_CPUTIME_ID));
+    if (hold) {
+        osp__guard_hold_sampling(s);
+        osp__slot_publish(s, OSP_SLOT_GUARDED, UINT64_MAX);
+    }
+    if (s->timing_deferred && !s->sampling_held) {
+        s->timing_deferred = 0;
+        osp__slot_arm_sampling(s, now + osp__period_ns / 2);
+    }
+    timing_set(s, OSP__TIMING_IN_CALL);
+    return now;
+}
+
+/* The time until the next sampling point of a site's waits: a new site (or one the table let go
+ * of) starts at a point drawn uniformly in its first period, so each of its waits weighs its
+ * length in expectation, and a site seen again goes on from where it was. */
+static uint64_t *call_site_until(struct osp__slot *s, uint64_t site)
+{
+    for (uint32_t i = 0; i < OSP__CALL_SITES; i++)
+        if (s->call_sites[i].key == site)
+            return &s->call_sites[i].until_ns;
+    uint32_t i = s->call_site_next++ % OSP__CALL_SITES;
+    s->call_sites[i].key = site;
+    s->call_sites[i].until_ns = 1 + osp__slot_random(s) % (osp__period_ns ? osp__period_ns : 1);
+    return &s->call_sites[i].until_ns;
+}
+
+void osp__timed_call_end(struct osp__slot *s, uint64_t t0_ns, const void *fn, uint64_t site,
+                         int fd_call)
+{
+    int saved = errno;
+    timing_set(s, OSP__TIMING_WRITING);
+    uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
+    uint64_t length = now > t0_ns ? now - t0_ns : 0;
+    uint32_t weight = osp__call_wait_weight(length, osp__period_ns, call_site_until(s, site));
+    /* A read or write that never gave up the CPU waited for nothing: its time was the
+     * kernel's work (or a preemption), which the CPU samples count. One system call, for the
+     * calls drawn only. */
+    if (weight > 0 && fd_call && !blocked_since_last(s))
+        weight = 0;
+    if (weight > 0 && !osp__kernel_waits()) {
+        /* Our own frames (this function and the interposer's) are left out, as
+         * osp__guard_wait_begin leaves them: the leaf is the function called. */
+        uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0), lo;
+        uint64_t hi = osp__stack_in_place(s, fp, &lo);
+        s->wait_pcs[0] = (uint64_t)(uintptr_t)fn;
+        uint32_t depth =
+            osp__unwind_caller(fp, 2, fp < lo ? lo : fp, hi, s->wait_pcs + 1, OSP_MAX_DEPTH - 1);
+        depth = depth > 0 ? osp__python_frames(s->wait_pcs, depth + 1, OSP_MAX_DEPTH) : 0;
+        if (depth > 0 && osp__emit_sample(&s->ring, s, t0_ns, OSP_STATE_WAITING, weight,
+                                          s->wait_pcs, depth, OSP_UNWIND_GO_ON) != 0)
+            osp__event_ring_count_drops(&s->ring, weight);
+    }
+    /* Running again: ospreyd looks at the ring (the sample) and the slot again. */
+    if (weight > 0 || s->sampling_held)
+        osp__slot_publish(s, OSP_SLOT_RUNNING, now + osp__period_ns / 2);
+    uint64_t ran =
+        s->timed_end_ns != 0 && t0_ns > s->timed_end_ns ? t0_ns - s->timed_end_ns : UINT64_MAX;
+    s->timed_end_ns = now;
+    timing_done(s, OSP__TIMING_NONE, now, ran);
+    errno = saved;
 }

@@ -12,6 +12,8 @@
  * cannot hold (beyond its size) counts as having a timeout: guarded for nothing costs two
  * mask changes, unguarded may cost the program an EINTR. A count of the bits set lets read
  * and write pass on at a glance (osp__timed_below) while no descriptor has one, the common case.
+ * Beside it, the pipes the program made where the shim times waits (osp__piped_fds): in the set
+ * too, so that read and write look further, then timed by their clock reads, not guarded.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 #include "osp_boot.h"
 
 _Atomic uint64_t osp__timed_fds[OSP__TIMED_FDS / 64];
+_Atomic uint64_t osp__piped_fds[OSP__TIMED_FDS / 64];
 _Atomic uint32_t osp__timed_below = OSP__TIMED_FDS;
 static _Atomic uint32_t timed_count; /* bits set: counted before, uncounted after */
 
@@ -54,6 +57,10 @@ void osp__fd_timed_set(int fd, int timed)
         return;
     uint64_t bit = 1ull << (fd % 64);
     _Atomic uint64_t *word = &osp__timed_fds[fd / 64];
+    _Atomic uint64_t *piped = &osp__piped_fds[fd / 64];
+    /* Whatever it is now, no longer a pipe of ours (a new descriptor, a socket's timeout). */
+    if (atomic_load_explicit(piped, memory_order_relaxed) & bit)
+        atomic_fetch_and_explicit(piped, ~bit, memory_order_relaxed);
     /* Read first: most descriptors never had a timeout, and their page stays untouched. */
     uint64_t now = atomic_load_explicit(word, memory_order_relaxed);
     /* The count never falls below the bits set: counted before a bit is set, uncounted after
@@ -66,6 +73,22 @@ void osp__fd_timed_set(int fd, int timed)
         if (atomic_fetch_and_explicit(word, ~bit, memory_order_relaxed) & bit)
             count_add(-1);
     }
+}
+
+void osp__fd_piped_set(int fd)
+{
+    if (fd < 0 || fd >= OSP__TIMED_FDS)
+        return;
+    osp__fd_timed_set(fd, 1);
+    atomic_fetch_or_explicit(&osp__piped_fds[fd / 64], 1ull << (fd % 64), memory_order_relaxed);
+}
+
+void osp__fd_timed_copy(int fd, int to)
+{
+    if (osp__fd_piped(fd))
+        osp__fd_piped_set(to);
+    else
+        osp__fd_timed_set(to, osp__fd_timed(fd));
 }
 
 /* Does the socket have a timeout of this kind? Not a socket, or unknown: no. */
@@ -132,6 +155,8 @@ void osp__fds_timed_forget(unsigned int first, unsigned int last)
     for (unsigned int fd = first; fd <= last;) {
         _Atomic uint64_t *word = &osp__timed_fds[fd / 64];
         if (fd % 64 == 0 && last - fd >= 63) {
+            if (atomic_load_explicit(&osp__piped_fds[fd / 64], memory_order_relaxed) != 0)
+                atomic_store_explicit(&osp__piped_fds[fd / 64], 0, memory_order_relaxed);
             if (atomic_load_explicit(word, memory_order_relaxed) != 0) {
                 uint64_t was = atomic_exchange_explicit(word, 0, memory_order_relaxed);
                 if (was != 0)

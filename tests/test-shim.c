@@ -1130,6 +1130,76 @@ START_TEST(wait_weight_carries_its_rounding_to_the_next_wait)
 }
 END_TEST
 
+/* A call's wait (osp__call_wait_weight): the sampling points a period apart along its site's
+ * own time line of waits. Two sites whose short waits alternate each get their share, exact
+ * within a period; with one carry for the thread, rounded to the nearest period, the site
+ * whose wait made the sum cross one could take them all. And from a point drawn uniformly, a single
+ * short wait weighs its length in expectation. */
+START_TEST(call_wait_weight_samples_short_waits_by_their_length)
+{
+    const uint64_t p = 1000000; /* 997 Hz, about */
+    uint64_t until_a = p / 3, until_b = p, x = 88172645463325252ull;
+    uint32_t a = 0, b = 0;
+    for (int i = 0; i < 100000; i++) {
+        /* site A waits a tenth of a period, then site B 0.6 period, over and over: 1:6 */
+        int at_a = i % 2 == 0;
+        uint64_t length = at_a ? p / 10 : p * 6 / 10;
+        *(at_a ? &a : &b) += osp__call_wait_weight(length, p, at_a ? &until_a : &until_b);
+        ck_assert_uint_ge(at_a ? until_a : until_b, 1);
+        ck_assert_uint_le(at_a ? until_a : until_b, p);
+    }
+    ck_assert_uint_ge(a, 4999); /* 5,000 and 30,000 periods */
+    ck_assert_uint_le(a, 5001);
+    ck_assert_uint_ge(b, 29999);
+    ck_assert_uint_le(b, 30001);
+    /* One carry for the thread, half a period at A then half at B: all at one site. */
+    int64_t carried = 0;
+    uint32_t carried_a = 0, carried_b = 0;
+    for (int i = 0; i < 1000; i++)
+        *(i % 2 == 0 ? &carried_a : &carried_b) +=
+            osp__wait_weight_carry(0, p / 2, 0, 0, p, &carried);
+    ck_assert_uint_eq(carried_a + carried_b, 500);
+    ck_assert(carried_a == 0 || carried_b == 0);
+    /* A wait of 0.3 period from a uniform point: weighs one 30% of the time (20,000 draws: a
+     * standard deviation of 0.3 point). */
+    uint32_t hits = 0;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        uint64_t until = 1 + x * 2685821657736338717ull % p;
+        hits += osp__call_wait_weight(p * 3 / 10, p, &until);
+    }
+    ck_assert_uint_ge(hits, 5800);
+    ck_assert_uint_le(hits, 6200);
+    /* A wait of a period or more weighs one at least; 100 of 1.5 periods weigh 150, within 1. */
+    uint64_t until = 1;
+    uint32_t total = 0;
+    for (int i = 0; i < 100; i++) {
+        uint32_t w = osp__call_wait_weight(p + p / 2, p, &until);
+        ck_assert_uint_ge(w, 1);
+        total += w;
+    }
+    ck_assert_uint_ge(total, 149);
+    ck_assert_uint_le(total, 151);
+    /* Bounds: a wait reaching the point weighs one, the next point a period on; a shorter one
+     * brings it nearer; a point out of range (0, a slot's leftover at another rate) is a
+     * period away; no period, nothing; a wait too long for the field, the most it holds. */
+    until = p / 4;
+    ck_assert_uint_eq(osp__call_wait_weight(p / 4, p, &until), 1);
+    ck_assert_uint_eq(until, p);
+    ck_assert_uint_eq(osp__call_wait_weight(p / 4 - 1, p, &until), 0);
+    ck_assert_uint_eq(until, p * 3 / 4 + 1);
+    until = 0;
+    ck_assert_uint_eq(osp__call_wait_weight(p - 1, p, &until), 0);
+    ck_assert_uint_eq(until, 1);
+    until = 5 * p;
+    ck_assert_uint_eq(osp__call_wait_weight(p, p, &until), 1);
+    ck_assert_uint_eq(osp__call_wait_weight(5, 0, &until), 0);
+    ck_assert_uint_eq(osp__call_wait_weight(UINT64_MAX / 2, 1000, &until), UINT32_MAX);
+}
+END_TEST
+
 START_TEST(cpu_share_and_period_of_rate)
 {
     ck_assert_uint_eq(osp__cpu_share(0, 0), 1024);          /* no time passed: a whole CPU */
@@ -1249,7 +1319,8 @@ Suite *shim_suite(void)
         credit_rule_pays_nothing_for_a_clock_behind_what_is_paid,
         credit_needed_is_what_take_reports_without_paying,
         wait_weight_is_wall_time_less_cpu_time_in_periods,
-        wait_weight_carries_its_rounding_to_the_next_wait, cpu_share_and_period_of_rate,
+        wait_weight_carries_its_rounding_to_the_next_wait,
+        call_wait_weight_samples_short_waits_by_their_length, cpu_share_and_period_of_rate,
         open_shared_takes_only_a_regular_file_of_ours);
 #if defined(__x86_64__)
     tcase_add_test(parsers, context_at_a_rewound_syscall_is_blocked);

@@ -5,8 +5,10 @@
 # (off), with the archive and OSPREY_PROFILE set (on), and plain under the preload shim off and
 # on. Prints instructions per round (rounds() inclusive, the SIGPROF handler's samples left
 # out: callgrind counts a signal handler apart) and the ratio to plain.
-# With MODE "mutex" a round is the mutex alone, and with REFUSE (tests/refuse, run as `refuse
-# perf_event_open`, which refuses perf_event_open: the shim then times the futex-based waits itself) two more rows run under it.
+# With MODE "mutex" a round is the mutex alone, with "pipe" a byte written to the program's own
+# pipe and read back; with REFUSE (tests/refuse, run as `refuse perf_event_open`, which refuses
+# perf_event_open: the shim then times the futex-based waits and the pipe's calls itself) two more
+# rows run under it.
 # Usage: bash bench/guard/run.sh [BUILD_DIR] [ROUNDS] [MODE] [REFUSE]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

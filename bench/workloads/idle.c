@@ -16,25 +16,12 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "own_clocks.h"
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static atomic_int stop;
 static int use_sleep, use_timed;
-
-static long long usage_ns(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
-           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
-}
-
-static long long mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void *waiter(void *arg)
 {

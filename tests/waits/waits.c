@@ -10,7 +10,10 @@
  *           each thread's own: thread_truth lock_site TID SECONDS WAITS);
  *   pingpong  a client sends a byte and waits for its echo, over and over for 1.5 s, on a
  *           socket with both timeouts set (as clients set them): two guarded calls, one after
- *           the other, 100,000 times a second and more.
+ *           the other, 100,000 times a second and more;
+ *   calls   20,000 rounds of a byte written to the program's own pipe and read back (neither
+ *           call waits), then 200 timed waits of 1 ms on a condition variable nobody signals:
+ *           what the shim's timing of such calls costs in system calls (e2e-waits-noperf).
  * Built without frame pointers, as distributions build. */
 #include <pthread.h>
 #include <stdio.h>
@@ -215,6 +218,32 @@ static void pingpong(void)
     printf("offcpu recv_site %.6f %d\n", waited, waits);
 }
 
+static void calls(void)
+{
+    if (pipe(fds) != 0)
+        exit(1);
+    char c = 'x';
+    long moved = 0;
+    for (int i = 0; i < 20000; i++)
+        if (write(fds[1], &c, 1) == 1)
+            moved += read(fds[0], &c, 1);
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+    pthread_mutex_lock(&m);
+    for (int i = 0; i < 200; i++) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&never, &m, &until);
+    }
+    pthread_mutex_unlock(&m);
+    printf("calls %ld\n", moved);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -255,8 +284,10 @@ int main(int argc, char **argv)
         printf("truth lock_site %.6f %d\n", total, waits);
     } else if (strcmp(mode, "pingpong") == 0) {
         pingpong();
+    } else if (strcmp(mode, "calls") == 0) {
+        calls();
     } else {
-        fprintf(stderr, "usage: waits join|sites|pipe|nap|mutex|pingpong\n");
+        fprintf(stderr, "usage: waits join|sites|pipe|nap|mutex|pingpong|calls\n");
         return 2;
     }
     return 0;
