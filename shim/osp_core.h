@@ -306,7 +306,7 @@ void osp__set_period(uint32_t rate_hz);
 #define OSP__SPAN_SITES 4
 /* Declared fibers' labels a thread remembers (fibers.c: a runtime alternating a few). */
 #define OSP__FIBER_NAMES 4
-#define OSP__CALL_SITES 8 /* sites of calls timed by their clock reads, a thread */
+#define OSP__CALL_SITES  8 /* sites of calls timed by their clock reads, a thread */
 /* A sampling timer's signal this late found the thread off its CPU (preempted): a running
  * thread's lands within microseconds, and the scheduler's slices are longer. */
 #define OSP__PREEMPTED_NS 200000u

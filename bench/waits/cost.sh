@@ -7,7 +7,7 @@
 #   pipe    200,000 writes of 4 KiB from one thread to another through the program's own pipe
 #           (bench/workloads/pipe_stream.c: pipe_cpu_ns);
 # unprofiled, under Osprey at 997 Hz with the kernel's records, under Osprey with
-# perf_event_open refused (tests/noperf), and under `perf record -g -F 997`; with BEFORE_DIRs
+# perf_event_open refused (tests/refuse perf_event_open), and under `perf record -g -F 997`; with BEFORE_DIRs
 # (each a directory holding another build's libospreyprof.so and ospreyd), refused with each of
 # those too (a column named after the directory), interleaved in each round. Prints one line
 # per run and a table of min-max per column.
@@ -23,12 +23,12 @@ trap 'rm -rf "$work"' EXIT
 gcc -O2 -g -o "$work/idle" "$root/bench/workloads/idle.c" -lpthread
 gcc -O2 -g -o "$work/pipe" "$root/bench/workloads/pipe_stream.c" -lpthread
 
-# osprey_run LIB DAEMON [NOPERF] -- PROGRAM...: noperf outside the preloaded environment (its
+# osprey_run LIB DAEMON [REFUSE] -- PROGRAM...: `REFUSE perf_event_open` outside the preloaded environment (its
 # own seccomp filter would otherwise stop the profile of its own image).
 osprey_run() {
   local lib=$1 daemon=$2 launch=()
   shift 2
-  if [ "$1" != -- ]; then launch=("$1"); shift; fi
+  if [ "$1" != -- ]; then launch=("$1" perf_event_open); shift; fi
   shift
   "${launch[@]}" env OSPREY_PROFILE="$work/out.raw.json" OSPREY_PROFILE_HZ=997 \
     OSPREY_DAEMON="$daemon" LD_PRELOAD="$lib" "$@"
@@ -51,9 +51,9 @@ for case in ${CASES:-timed pipe}; do
         plain) out=$("${prog[@]}") ;;
         osprey) out=$(osprey_run "$build/shim/libospreyprof.so" "$build/daemon/ospreyd" -- "${prog[@]}") ;;
         refused) out=$(osprey_run "$build/shim/libospreyprof.so" "$build/daemon/ospreyd" \
-                         "$build/tests/noperf" -- "${prog[@]}") ;;
+                         "$build/tests/refuse" -- "${prog[@]}") ;;
         refused:*) out=$(osprey_run "${before_dir[$v]}/libospreyprof.so" "${before_dir[$v]}/ospreyd" \
-                           "$build/tests/noperf" -- "${prog[@]}") ;;
+                           "$build/tests/refuse" -- "${prog[@]}") ;;
         perf) out=$(perf record -q -g -F 997 -o "$work/perf.data" -- "${prog[@]}" 2>/dev/null) ;;
       esac
       cpu=$(cpu_of <<<"$out")
