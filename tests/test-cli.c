@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -321,6 +322,35 @@ START_TEST(static_executables_are_recognised)
     if (osprey_exit_code(status) != 0)
         return; /* no static libc installed */
     ck_assert_int_eq(osprey_is_static_elf(in_scratch("static")), 1);
+}
+END_TEST
+
+START_TEST(privileged_executables_are_recognised)
+{
+    char how[128] = "";
+    ck_assert_int_eq(osprey_gains_privileges("/bin/sh", how, sizeof how), 0);
+    ck_assert_int_eq(osprey_gains_privileges(in_scratch("absent"), how, sizeof how), 0);
+    /* Set-user-ID to oneself raises nothing. */
+    write_file("own", "#!/bin/sh\n", 0755);
+    ck_assert_int_eq(chmod(in_scratch("own"), 04755), 0);
+    ck_assert_int_eq(osprey_gains_privileges(in_scratch("own"), how, sizeof how), 0);
+
+    struct statvfs fs;
+    if (geteuid() != 0 || (statvfs(scratch, &fs) == 0 && (fs.f_flag & ST_NOSUID)))
+        return; /* only root makes a file of another user's; a nosuid mount honours no bit */
+    write_file("other", "#!/bin/sh\n", 0755);
+    ck_assert_int_eq(chown(in_scratch("other"), 65534, (gid_t)-1), 0);
+    ck_assert_int_eq(chmod(in_scratch("other"), 04755), 0);
+    ck_assert_int_eq(osprey_gains_privileges(in_scratch("other"), how, sizeof how), 1);
+    ck_assert_ptr_nonnull(strstr(how, "set-user-ID "));
+    write_file("group", "#!/bin/sh\n", 0755);
+    ck_assert_int_eq(chown(in_scratch("group"), 0, 65534), 0);
+    ck_assert_int_eq(chmod(in_scratch("group"), 02755), 0);
+    ck_assert_int_eq(osprey_gains_privileges(in_scratch("group"), how, sizeof how), 1);
+    ck_assert_ptr_nonnull(strstr(how, "set-group-ID "));
+    /* A group's bit without its execute bit is mandatory locking, not set-group-ID. */
+    ck_assert_int_eq(chmod(in_scratch("group"), 02745), 0);
+    ck_assert_int_eq(osprey_gains_privileges(in_scratch("group"), how, sizeof how), 0);
 }
 END_TEST
 
@@ -1145,6 +1175,7 @@ Suite *cli_suite(void)
     tcase_add_test(running, run_forwards_sigterm_to_the_child);
     tcase_add_test(running, compile_success_and_failure);
     tcase_add_test(running, static_executables_are_recognised);
+    tcase_add_test(running, privileged_executables_are_recognised);
     suite_add_tcase(suite, running);
 
     TCase *top = tcase_create("top");
