@@ -980,7 +980,7 @@ static size_t top_columns(const char *line)
     return n;
 }
 
-static char *top_draw(size_t width, size_t height, int color, size_t *lines)
+static char *top_draw_over(double seconds, size_t width, size_t height, int color, size_t *lines)
 {
     static const char *const names[] = {"hot_function_with_a_rather_long_name_indeed", "warm",
                                         "recurse", "main"};
@@ -990,7 +990,7 @@ static char *top_draw(size_t width, size_t height, int color, size_t *lines)
     struct osprey_top_screen screen = {.pid = 4242,
                                        .command = "server",
                                        .rate_hz = 100,
-                                       .seconds = 1.0,
+                                       .seconds = seconds,
                                        .totals = {100, 0, 100},
                                        .rows = rows,
                                        .row_count = 4,
@@ -1007,6 +1007,24 @@ static char *top_draw(size_t width, size_t height, int color, size_t *lines)
     fclose(out);
     return text;
 }
+
+static char *top_draw(size_t width, size_t height, int color, size_t *lines)
+{
+    return top_draw_over(1.0, width, height, color, lines);
+}
+
+START_TEST(top_window_under_a_second)
+{
+    /* The first refreshes cover less than a second: said in tenths, not "last 0 s". */
+    size_t lines;
+    char *text = top_draw_over(0.4, 120, 30, 0, &lines);
+    ck_assert_ptr_nonnull(strstr(text, "last 0.4 s: 100 samples"));
+    free(text);
+    text = top_draw_over(5.0, 120, 30, 0, &lines);
+    ck_assert_ptr_nonnull(strstr(text, "last 5 s: 100 samples"));
+    free(text);
+}
+END_TEST
 
 START_TEST(top_screen_fits_the_terminal)
 {
@@ -1185,6 +1203,7 @@ Suite *cli_suite(void)
     tcase_add_test(top, top_window_counts_the_last_seconds);
     tcase_add_test(top, top_sorts_by_total_and_adds_up_threads);
     tcase_add_test(top, top_screen_fits_the_terminal);
+    tcase_add_test(top, top_window_under_a_second);
     suite_add_tcase(suite, top);
     return suite;
 }
