@@ -85,6 +85,17 @@ const char *ospc_basename(const char *path);
 /* mkdir -p of `directory` itself. 0 or -errno. */
 int ospc_make_directories(const char *directory, mode_t mode);
 
+/* ---- attach-check.c: may this process attach to another ---- */
+
+/* Who may attach is who may ptrace the process: the kernel's own check (ptrace's attach mode,
+ * Yama's ptrace_scope included), without stopping or reading it. 0, or the errno of the
+ * refusal (ESRCH: no such process). */
+int ospc_ptrace_refused(int32_t pid);
+
+/* One line saying why the kernel refused an event on pid with errno e (ptrace: refused by
+ * ptrace's check, where perf_event_paranoid plays no part). */
+void ospc_attach_refusal(int32_t pid, int e, bool ptrace, char *err, size_t err_size);
+
 /* ---- shared.c: files in directories other users can write ---- */
 
 /* What ospc_open_shared found instead of a regular file of the expected owner. */

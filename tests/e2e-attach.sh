@@ -173,6 +173,12 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && chmod 755 "$work" &&
   expect_status 1 $? "attach to another user's process"
   expect_one_line "$work/other" "process $pid4 belongs to another user .*CAP_SYS_PTRACE" \
     "attach to another user's process"
+  # The process is said first: from a directory nobody cannot write, without -o, the refusal
+  # still names the process, not where the outputs would have gone.
+  (cd / && as_nobody "$nobody_osprey" attach "$pid4" --duration 1) >"$work/other-here" 2>&1
+  expect_status 1 $? "attach to another user's process, outputs in an unwritable place"
+  expect_one_line "$work/other-here" "process $pid4 belongs to another user .*CAP_SYS_PTRACE" \
+    "attach to another user's process, outputs in an unwritable place"
   (cd / && as_nobody "$nobody_osprey" attach "$pid5" --duration 1 -o /tmp/never) >"$work/undump" 2>&1
   expect_status 1 $? "attach to a process that is not dumpable"
   expect_one_line "$work/undump" "not allowed to attach to process $pid5 .*not dumpable" \
