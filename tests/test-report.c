@@ -666,6 +666,25 @@ START_TEST(only_waiting_samples_says_so)
 }
 END_TEST
 
+/* CPU time measured and no on-CPU sample: the sampling stopped (a seccomp sandbox entered at
+ * the start of main), which is not a program that waited. */
+START_TEST(unsampled_cpu_is_not_waiting)
+{
+    struct built built;
+    fixture_model(&built.fixture,
+                  "rate 997\nprocess_cpu_ns 444000000\nthread 0 main\nframe wait /w/x.c\n"
+                  "stack 0\nsample 1 0 0 1\n",
+                  &built.model);
+    char *text = render(&built.model, 0, 200);
+    ck_assert_msg(strstr(text, "no on-CPU samples, though the collector measured 444ms of CPU; "
+                               "sampling stopped early") != NULL,
+                  "%s", text);
+    ck_assert_ptr_null(line_with(text, "the program waited all the time"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
 /* A program whose stacks are cut (crunch alone, not under main) in 40 of its 240 on-CPU
  * periods, 30 of them in the first 50 ms; the unwind tables' readiness as the raw file said. */
 static char *cut_stacks_report(const char *ready_line)
@@ -1271,6 +1290,7 @@ Suite *report_suite(void)
     tcase_add_test(tc, sampling_line_without_samples_and_after_a_signal);
     tcase_add_test(tc, missing_and_replaced_outputs_are_said);
     tcase_add_test(tc, only_waiting_samples_says_so);
+    tcase_add_test(tc, unsampled_cpu_is_not_waiting);
     tcase_add_test(tc, listing_says_how_much_time_had_no_line);
     tcase_add_test(tc, a_view_says_nothing_was_written);
     tcase_add_test(tc, several_processes_get_a_process_column_and_lines);
