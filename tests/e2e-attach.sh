@@ -189,4 +189,31 @@ else
   skip_part "who may attach" "needs root, setpriv, and osprey reachable by nobody"
 fi
 
-finish "e2e-attach: whole stacks, CPU, a late thread, the wait's site, nothing left behind, who may attach"
+# --- a process in another mount namespace (a container's) ------------------------------------
+# Its program is on a tmpfs only its namespace has: the host has nothing at that path. The
+# report names its functions through /proc/PID/root while it runs, and from the build-id cache
+# once it has ended.
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && mkdir -p "$work/ns" &&
+  unshare -m --propagation private true 2>/dev/null; then
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  unshare -m --propagation private sh -c \
+    'mount -t tmpfs none "$1" && cp "$2" "$1/target" && exec "$1/target" "$3" 60' \
+    sh "$work/ns" "$work/target" "$work/never" >"$work/ns-out" 2>&1 &
+  pid6=$!
+  pids+=("$pid6")
+  for _ in $(seq 100); do grep -q ready "$work/ns-out" && break; sleep 0.05; done
+  [ ! -e "$work/ns/target" ] || fail "the namespace's tmpfs is seen from outside it"
+  "$osprey" attach "$pid6" --duration 1 -o "$work/ns-p" >"$work/ns-report" 2>&1
+  expect_status 0 $? "attach to a process in another mount namespace"
+  grep -q attach_hot_leaf "$work/ns-report" ||
+    fail "another mount namespace: attach_hot_leaf not named: $(cat "$work/ns-report")"
+  kill "$pid6" 2>/dev/null
+  wait "$pid6" 2>/dev/null
+  "$osprey" report "$work/ns-p.raw.json" --top 5 >"$work/ns-again" 2>&1
+  grep -q attach_hot_leaf "$work/ns-again" ||
+    fail "another mount namespace, once it ended: attach_hot_leaf not named: $(cat "$work/ns-again")"
+else
+  skip_part "another mount namespace" "needs root and unshare"
+fi
+
+finish "e2e-attach: whole stacks, CPU, a late thread, the wait's site, nothing left behind, who may attach, another mount namespace"
