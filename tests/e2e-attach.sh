@@ -191,8 +191,8 @@ fi
 
 # --- a process in another mount namespace (a container's) ------------------------------------
 # Its program is on a tmpfs only its namespace has: the host has nothing at that path. The
-# report names its functions through /proc/PID/root while it runs, and from the build-id cache
-# once it has ended.
+# report and `osprey dump` name its functions through /proc/PID/root while it runs, the report
+# from the build-id cache once it has ended.
 if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && mkdir -p "$work/ns" &&
   unshare -m --propagation private true 2>/dev/null; then
   # shellcheck disable=SC2016 # expanded by the inner shell
@@ -207,6 +207,10 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && mkdir -p "$work/ns" &&
   expect_status 0 $? "attach to a process in another mount namespace"
   grep -q attach_hot_leaf "$work/ns-report" ||
     fail "another mount namespace: attach_hot_leaf not named: $(cat "$work/ns-report")"
+  "$osprey" dump "$pid6" >"$work/ns-dump" 2>&1
+  expect_status 0 $? "dump of a process in another mount namespace"
+  grep -Eq '^    main \(' "$work/ns-dump" ||
+    fail "another mount namespace: dump does not name main: $(cat "$work/ns-dump")"
   kill "$pid6" 2>/dev/null
   wait "$pid6" 2>/dev/null
   "$osprey" report "$work/ns-p.raw.json" --top 5 >"$work/ns-again" 2>&1
