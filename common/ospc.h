@@ -84,6 +84,21 @@ int ospc_raw_stem(const char *raw_path, char *stem, size_t size);
 const char *ospc_basename(const char *path);
 /* mkdir -p of `directory` itself. 0 or -errno. */
 int ospc_make_directories(const char *directory, mode_t mode);
+/* `path` as process pid sees it, through its root: "/proc/PID/root/PATH" (a process in
+ * another mount namespace, a container's, maps files the host does not have at their path).
+ * 0, or -ENAMETOOLONG, or -EINVAL for a pid <= 0 or a relative path. */
+int ospc_path_in_root(int32_t pid, const char *path, char *out, size_t size);
+
+/* ---- attach-check.c: may this process attach to another ---- */
+
+/* Who may attach is who may ptrace the process: the kernel's own check (ptrace's attach mode,
+ * Yama's ptrace_scope included), without stopping or reading it. 0, or the errno of the
+ * refusal (ESRCH: no such process). */
+int ospc_ptrace_refused(int32_t pid);
+
+/* One line saying why the kernel refused an event on pid with errno e (ptrace: refused by
+ * ptrace's check, where perf_event_paranoid plays no part). */
+void ospc_attach_refusal(int32_t pid, int e, bool ptrace, char *err, size_t err_size);
 
 /* ---- shared.c: files in directories other users can write ---- */
 

@@ -1,5 +1,6 @@
 /* path.c — names of things on disk: a command looked up on PATH (as execvp would, with one
- * policy for an unset PATH), the stem of a raw profile's name, base names, mkdir -p. */
+ * policy for an unset PATH), the stem of a raw profile's name, base names, mkdir -p, a path
+ * as another process sees it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,4 +84,12 @@ int ospc_make_directories(const char *directory, mode_t mode)
     if (stat(buffer, &info) != 0)
         return -errno;
     return S_ISDIR(info.st_mode) ? 0 : -ENOTDIR;
+}
+
+int ospc_path_in_root(int32_t pid, const char *path, char *out, size_t size)
+{
+    if (pid <= 0 || path[0] != '/')
+        return -EINVAL;
+    int n = snprintf(out, size, "/proc/%d/root%s", (int)pid, path);
+    return n >= 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
 }

@@ -259,9 +259,15 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         }
         struct ospc_elf_identity identity;
         /* "[vdso]" and the like name no file. A file whose code is not where this image's
-         * was (replaced during the run) is not described as this image. */
+         * was (replaced during the run) is not described as this image. Read through the
+         * process's root while it lives (an attached process in another mount namespace). */
+        char rooted[OSP_MAX_PATH + 64];
+        const char *file = ospc_path_in_root(c->pid, im->path, rooted, sizeof rooted) == 0 &&
+                                   access(rooted, F_OK) == 0
+                               ? rooted
+                               : im->path;
         if (im->path[0] != '[' && im->text_size > 0 &&
-            ospc_elf_identity(im->path, &identity, NULL, 0) == 0 && identity.has_text &&
+            ospc_elf_identity(file, &identity, NULL, 0) == 0 && identity.has_text &&
             identity.text_vaddr + im->slide == im->text) {
             json_object_set_new(o, "text_offset", json_u64(identity.text_offset));
             fields++;

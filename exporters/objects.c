@@ -7,7 +7,9 @@
  *   2. else, by build id: each `--symfs` directory as DIR/<id>/<name> (the layout pprof's
  *      PPROF_BINARY_PATH and the build-id cache use), DIR/.build-id/<xx>/<rest> (perf's and
  *      Debian's), then by name, DIR/<recorded path> and DIR/<base name>; then the build-id
- *      cache (common/buildid.c), where `osprey` keeps the binaries that ran;
+ *      cache (common/buildid.c), where `osprey` keeps the binaries that ran; before those,
+ *      the path through the process's root (/proc/PID/root/PATH) while the process lives,
+ *      for a process in another mount namespace;
  *   3. else nothing: a file found at step 1 with another build id was rebuilt or replaced
  *      since the run, and resolving the profile's addresses against it would name the wrong
  *      functions. The caller says so in one line and the image's frames stay hex — unless
@@ -107,7 +109,14 @@ int ospx__find_object(const struct ospx_raw *raw, size_t index, const char *bina
         }
     }
     char path[4096];
-    if (find_in_symfs(symfs, image, want, path, sizeof path) ||
+    /* First the object as its process sees it, while that process lives: one in another mount
+     * namespace (a container) maps files the host has elsewhere or not at all. Only by build
+     * id, which says it is the object that ran. */
+    if ((want[0] != '\0' &&
+         ospc_path_in_root((int32_t)ospx__process_pid(raw, image->process), image->path, path,
+                           sizeof path) == 0 &&
+         object_matches(path, want, NULL, 0)) ||
+        find_in_symfs(symfs, image, want, path, sizeof path) ||
         (want[0] != '\0' && ospc_cache_find(want, image->path, path, sizeof path) == 0)) {
         out->owned = strdup(path);
         if (out->owned == NULL)

@@ -75,10 +75,17 @@ static int keep_main_object(const struct ospx_raw *raw, const char *exe)
         if (strcmp(image->path, exe) != 0 || id[0] == '\0')
             continue;
         struct ospc_elf_identity identity;
-        if (ospc_elf_identity(image->path, &identity, NULL, 0) != 0 ||
-            strcmp(identity.build_id, id) != 0)
+        /* As its process sees it while it lives (attached in another mount namespace). */
+        char rooted[4096];
+        const char *file = image->path;
+        if (ospc_path_in_root((int32_t)ospx__process_pid(raw, image->process), image->path, rooted,
+                              sizeof rooted) == 0 &&
+            ospc_elf_identity(rooted, &identity, NULL, 0) == 0 &&
+            strcmp(identity.build_id, id) == 0)
+            file = rooted;
+        if (ospc_elf_identity(file, &identity, NULL, 0) != 0 || strcmp(identity.build_id, id) != 0)
             return 0; /* gone or rebuilt already: nothing right to keep */
-        int rc = ospc_cache_add(image->path, id);
+        int rc = ospc_cache_add(file, id);
         /* 1: another user's, not kept (not ours to vouch for); -EFBIG: too big to copy */
         return rc < 0 && rc != -EFBIG ? rc : 0;
     }

@@ -423,6 +423,11 @@ int ospx__raw_parse(int fd, const char *path, struct ospx__raw_fast *fast, json_
     json_error_t parse_error;
     json_t *root = json_loadb(rest != NULL ? rest : document, rest != NULL ? rest_size : size,
                               JSON_REJECT_DUPLICATES, &parse_error);
+    size_t first = 0; /* the value's first byte: a file of blanks has none to cut short */
+    while (root == NULL && first < size &&
+           (document[first] == ' ' || document[first] == '\t' || document[first] == '\r' ||
+            document[first] == '\n'))
+        first++;
     free(rest);
     free(text);
     if (mapped != NULL)
@@ -435,8 +440,14 @@ int ospx__raw_parse(int fd, const char *path, struct ospx__raw_fast *fast, json_
         for (size_t i = 0; i < span_count; i++)
             if (parse_error.line == shifts[i].line && parse_error.column > shifts[i].column)
                 column += shifts[i].shift;
+        /* A file that stops inside its value was cut short (a run that did not finish, a copy
+         * in part): said in words, beside jansson's text. */
+        int cut_short =
+            json_error_code(&parse_error) == json_error_premature_end_of_input && first < size;
         return ospx_error_set(err, EINVAL, path, parse_error.line > 0 ? parse_error.line : 0,
-                              parse_error.line > 0 ? column : 0, "%s", parse_error.text);
+                              parse_error.line > 0 ? column : 0, "%s%s%s",
+                              cut_short ? "the file ends early, cut short (" : "", parse_error.text,
+                              cut_short ? ")" : "");
     }
 
     *root_out = root;

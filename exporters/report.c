@@ -228,7 +228,21 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
     ospx__report_escaped(out, width, model, process, warn);
     ospx__report_left_session(out, width, model, warn);
     fputc('\n', out);
-    if (model->on_cpu_samples == 0) {
+    /* CPU time measured where no sample was taken (five periods or more, of the whole run):
+     * the sampling stopped or never began (a seccomp sandbox entered early, the program's own
+     * SIGPROF), not a program that waited. */
+    int unsampled_cpu = model->on_cpu_samples == 0 && process < 0 && !model->raw->whole.view &&
+                        model->raw->rate_hz > 0 &&
+                        (double)model->measured_cpu_ns * model->raw->rate_hz >= 5e9;
+    if (unsampled_cpu) {
+        char measured[32];
+        ospx__format_duration(measured, sizeof measured, (double)model->measured_cpu_ns / 1e9);
+        snprintf(line, sizeof line, "no on-CPU samples, though the collector measured %s of CPU",
+                 measured);
+        ospx__emit_pair(out, notes, warn, line,
+                        "sampling stopped early or never began (a seccomp sandbox it entered, a "
+                        "SIGPROF of its own)");
+    } else if (model->on_cpu_samples == 0) {
         ospx__emit(out, width, warn,
                    "no on-CPU samples: the program waited all the time or ended "
                    "before the first sample");

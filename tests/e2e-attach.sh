@@ -166,6 +166,12 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && chmod 755 "$work" &&
   expect_status 1 $? "attach to another user's process"
   expect_one_line "$work/other" "process $pid4 belongs to another user .*CAP_SYS_PTRACE" \
     "attach to another user's process"
+  # The process is said first: from a directory nobody cannot write, without -o, the refusal
+  # still names the process, not where the outputs would have gone.
+  (cd / && as_nobody "$nobody_osprey" attach "$pid4" --duration 1) >"$work/other-here" 2>&1
+  expect_status 1 $? "attach to another user's process, outputs in an unwritable place"
+  expect_one_line "$work/other-here" "process $pid4 belongs to another user .*CAP_SYS_PTRACE" \
+    "attach to another user's process, outputs in an unwritable place"
   (cd / && as_nobody "$nobody_osprey" attach "$pid5" --duration 1 -o /tmp/never) >"$work/undump" 2>&1
   expect_status 1 $? "attach to a process that is not dumpable"
   expect_one_line "$work/undump" "not allowed to attach to process $pid5 .*not dumpable" \
@@ -176,4 +182,35 @@ else
   skip_part "who may attach" "needs root, setpriv, and osprey reachable by nobody"
 fi
 
-finish "e2e-attach: whole stacks, CPU, a late thread, the wait's site, nothing left behind, who may attach"
+# --- a process in another mount namespace (a container's) ------------------------------------
+# Its program is on a tmpfs only its namespace has: the host has nothing at that path. The
+# report and `osprey dump` name its functions through /proc/PID/root while it runs, the report
+# from the build-id cache once it has ended.
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && mkdir -p "$work/ns" &&
+  unshare -m --propagation private true 2>/dev/null; then
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  unshare -m --propagation private sh -c \
+    'mount -t tmpfs none "$1" && cp "$2" "$1/target" && exec "$1/target" "$3" 60' \
+    sh "$work/ns" "$work/target" "$work/never" >"$work/ns-out" 2>&1 &
+  pid6=$!
+  pids+=("$pid6")
+  for _ in $(seq 100); do grep -q ready "$work/ns-out" && break; sleep 0.05; done
+  [ ! -e "$work/ns/target" ] || fail "the namespace's tmpfs is seen from outside it"
+  "$osprey" attach "$pid6" --duration 1 -o "$work/ns-p" >"$work/ns-report" 2>&1
+  expect_status 0 $? "attach to a process in another mount namespace"
+  grep -q attach_hot_leaf "$work/ns-report" ||
+    fail "another mount namespace: attach_hot_leaf not named: $(cat "$work/ns-report")"
+  "$osprey" dump "$pid6" >"$work/ns-dump" 2>&1
+  expect_status 0 $? "dump of a process in another mount namespace"
+  grep -Eq '^    main \(' "$work/ns-dump" ||
+    fail "another mount namespace: dump does not name main: $(cat "$work/ns-dump")"
+  kill "$pid6" 2>/dev/null
+  wait "$pid6" 2>/dev/null
+  "$osprey" report "$work/ns-p.raw.json" --top 5 >"$work/ns-again" 2>&1
+  grep -q attach_hot_leaf "$work/ns-again" ||
+    fail "another mount namespace, once it ended: attach_hot_leaf not named: $(cat "$work/ns-again")"
+else
+  skip_part "another mount namespace" "needs root and unshare"
+fi
+
+finish "e2e-attach: whole stacks, CPU, a late thread, the wait's site, nothing left behind, who may attach, another mount namespace"

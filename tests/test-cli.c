@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -315,6 +316,35 @@ static const char *stem_of(void (*stem_for)(const char *, char *, size_t), const
     stem_for(file, stem, sizeof stem);
     return stem;
 }
+
+START_TEST(privileged_executables_are_recognised)
+{
+    char how[128] = "";
+    ck_assert_int_eq(osprey_gains_privileges("/bin/sh", how, sizeof how), 0);
+    ck_assert_int_eq(osprey_gains_privileges(in_scratch("absent"), how, sizeof how), 0);
+    /* Set-user-ID to oneself raises nothing. */
+    write_file("own", "#!/bin/sh\n", 0755);
+    ck_assert_int_eq(chmod(in_scratch("own"), 04755), 0);
+    ck_assert_int_eq(osprey_gains_privileges(in_scratch("own"), how, sizeof how), 0);
+
+    struct statvfs fs;
+    if (geteuid() != 0 || (statvfs(scratch, &fs) == 0 && (fs.f_flag & ST_NOSUID)))
+        return; /* only root makes a file of another user's; a nosuid mount honours no bit */
+    write_file("other", "#!/bin/sh\n", 0755);
+    ck_assert_int_eq(chown(in_scratch("other"), 65534, (gid_t)-1), 0);
+    ck_assert_int_eq(chmod(in_scratch("other"), 04755), 0);
+    ck_assert_int_eq(osprey_gains_privileges(in_scratch("other"), how, sizeof how), 1);
+    ck_assert_ptr_nonnull(strstr(how, "set-user-ID "));
+    write_file("group", "#!/bin/sh\n", 0755);
+    ck_assert_int_eq(chown(in_scratch("group"), 0, 65534), 0);
+    ck_assert_int_eq(chmod(in_scratch("group"), 02755), 0);
+    ck_assert_int_eq(osprey_gains_privileges(in_scratch("group"), how, sizeof how), 1);
+    ck_assert_ptr_nonnull(strstr(how, "set-group-ID "));
+    /* A group's bit without its execute bit is mandatory locking, not set-group-ID. */
+    ck_assert_int_eq(chmod(in_scratch("group"), 02745), 0);
+    ck_assert_int_eq(osprey_gains_privileges(in_scratch("group"), how, sizeof how), 0);
+}
+END_TEST
 
 START_TEST(default_stems)
 {
@@ -852,6 +882,7 @@ START_TEST(top_sorts_by_total_and_adds_up_threads)
     static const int32_t tids[] = {4242, 4243, 4244};
     static const char *const labels[] = {"main", "worker", "sleeper"};
     struct osprey_top_screen screen = server_screen(names, locations);
+    screen.seconds = seconds;
     screen.totals = (struct osprey_top_totals){10, 11, 5};
     screen.width = 100;
     screen.height = 30;
@@ -938,7 +969,7 @@ static size_t top_columns(const char *line)
     return n;
 }
 
-static char *top_draw(size_t width, size_t height, int color, size_t *lines)
+static char *top_draw_over(double seconds, size_t width, size_t height, int color, size_t *lines)
 {
     static const char *const names[] = {"hot_function_with_a_rather_long_name_indeed", "warm",
                                         "recurse", "main"};
@@ -954,6 +985,24 @@ static char *top_draw(size_t width, size_t height, int color, size_t *lines)
     screen.color = color;
     return screen_text(&screen, lines);
 }
+
+static char *top_draw(size_t width, size_t height, int color, size_t *lines)
+{
+    return top_draw_over(1.0, width, height, color, lines);
+}
+
+START_TEST(top_window_under_a_second)
+{
+    /* The first refreshes cover less than a second: said in tenths, not "last 0 s". */
+    size_t lines;
+    char *text = top_draw_over(0.4, 120, 30, 0, &lines);
+    ck_assert_ptr_nonnull(strstr(text, "last 0.4 s: 100 samples"));
+    free(text);
+    text = top_draw_over(5.0, 120, 30, 0, &lines);
+    ck_assert_ptr_nonnull(strstr(text, "last 5 s: 100 samples"));
+    free(text);
+}
+END_TEST
 
 START_TEST(top_screen_fits_the_terminal)
 {
@@ -1100,10 +1149,11 @@ Suite *cli_suite(void)
     TCase *running =
         SUITE_CASE(s, "running", 120, environment_for_the_program, run_passes_exit_codes_through,
                    run_reports_what_cannot_start, run_forwards_sigterm_to_the_child,
-                   compile_success_and_failure, static_executables_are_recognised);
+                   compile_success_and_failure, static_executables_are_recognised,
+                   privileged_executables_are_recognised);
     tcase_add_checked_fixture(running, scratch_setup, scratch_teardown);
     SUITE_CASE(s, "top", 0, parse_top, parse_dump, top_stream_names_the_threads,
                top_window_counts_the_last_seconds, top_sorts_by_total_and_adds_up_threads,
-               top_screen_fits_the_terminal);
+               top_screen_fits_the_terminal, top_window_under_a_second);
     return s;
 }

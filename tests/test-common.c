@@ -159,6 +159,13 @@ START_TEST(raw_stems)
     ck_assert_int_eq(ospc_raw_stem("a-long-name.raw.json", stem, 4), -ENAMETOOLONG);
     ck_assert_str_eq(ospc_basename("/a/b/c"), "c");
     ck_assert_str_eq(ospc_basename("c"), "c");
+    char rooted[32];
+    ck_assert_int_eq(ospc_path_in_root(42, "/usr/bin/x", rooted, sizeof rooted), 0);
+    ck_assert_str_eq(rooted, "/proc/42/root/usr/bin/x");
+    ck_assert_int_eq(ospc_path_in_root(0, "/usr/bin/x", rooted, sizeof rooted), -EINVAL);
+    ck_assert_int_eq(ospc_path_in_root(42, "x", rooted, sizeof rooted), -EINVAL);
+    ck_assert_int_eq(ospc_path_in_root(42, "/a/very/long/path/indeed/x", rooted, sizeof rooted),
+                     -ENAMETOOLONG);
 }
 END_TEST
 

@@ -624,6 +624,25 @@ START_TEST(only_waiting_samples_says_so)
 }
 END_TEST
 
+/* CPU time measured and no on-CPU sample: the sampling stopped (a seccomp sandbox entered at
+ * the start of main), which is not a program that waited. */
+START_TEST(unsampled_cpu_is_not_waiting)
+{
+    struct built built;
+    fixture_model(&built.fixture,
+                  "rate 997\nprocess_cpu_ns 444000000\nthread 0 main\nframe wait /w/x.c\n"
+                  "stack 0\nsample 1 0 0 1\n",
+                  &built.model);
+    char *text = render(&built.model, 0, 200);
+    ck_assert_msg(strstr(text, "no on-CPU samples, though the collector measured 444ms of CPU; "
+                               "sampling stopped early") != NULL,
+                  "%s", text);
+    ck_assert_ptr_null(line_with(text, "the program waited all the time"));
+    free(text);
+    release(&built);
+}
+END_TEST
+
 /* A program whose stacks are cut (crunch alone, not under main) in 40 of its 240 on-CPU
  * periods, 30 of them in the first 50 ms; the unwind tables' readiness as the raw file said. */
 static char *cut_stacks_report(const char *ready_line)
@@ -1167,8 +1186,9 @@ Suite *report_suite(void)
         written_paths_come_last, header_and_low_confidence_count_the_same_samples,
         threads_and_runtime_fibers_are_named_apart,
         sampling_line_without_samples_and_after_a_signal, missing_and_replaced_outputs_are_said,
-        only_waiting_samples_says_so, listing_says_how_much_time_had_no_line,
-        a_view_says_nothing_was_written, several_processes_get_a_process_column_and_lines,
+        only_waiting_samples_says_so, unsampled_cpu_is_not_waiting,
+        listing_says_how_much_time_had_no_line, a_view_says_nothing_was_written,
+        several_processes_get_a_process_column_and_lines,
         one_process_kept_by_pid_looks_like_a_profile_of_one, per_process_sections_follow_the_run,
         merged_processes_are_one_row_per_command, inverted_shows_whole_caller_chains_as_a_tree,
         cut_stacks_say_how_many_came_before_the_unwind_tables, a_stripped_programs_stacks_are_whole,

@@ -1,12 +1,15 @@
 /* cmd-attach.c — `osprey attach PID`: ospreyd profiles a running process from outside
  * (daemon/attach.c) into a scratch directory; then the same outputs and report as a profiled
- * run (pipeline.c), at ./COMMAND-PID by default.
+ * run (pipeline.c), at ./COMMAND-PID by default. A process it may not attach to is said first,
+ * before where the outputs go.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ospc.h"
 #include "osprey_cli.h"
 #include "osprey_commands.h"
 
@@ -33,6 +36,14 @@ int osprey_cmd_attach(const struct osprey_options *options)
             fclose(f);
         snprintf(stem, sizeof stem, "./%s-%s", comm[0] ? comm : "process", options->file);
         attach.stem = stem;
+    }
+    /* The process first: where the outputs go matters once it may be attached to. */
+    int32_t pid = (int32_t)strtol(options->file, NULL, 10);
+    int refused = ospc_ptrace_refused(pid);
+    if (refused != 0) {
+        ospc_attach_refusal(pid, refused, true, error, sizeof error);
+        fprintf(stderr, "osprey: cannot attach: %s\n", error);
+        return OSPREY_EXIT_FAILURE;
     }
     if (osprey_check_output_place(attach.stem, error, sizeof error) != 0) {
         fprintf(stderr, "osprey: %s\n", error);

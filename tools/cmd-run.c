@@ -209,6 +209,13 @@ int osprey_cmd_run(const struct osprey_options *options)
                 "into it, so it runs unprofiled; profile it from outside while it runs with "
                 "'osprey attach PID' (or link it dynamically, or with libospreyprof.a)\n",
                 options->file);
+    char how[128];
+    if (options->profile && !source && osprey_gains_privileges(program, how, sizeof how))
+        fprintf(stderr,
+                "osprey: warning: %s is %s: the loader keeps the preload library out of a "
+                "program that raises its privileges, so it runs unprofiled and as it is; "
+                "profile it from outside while it runs with 'osprey attach PID' as root\n",
+                options->file, how);
 
     char scratch[PATH_MAX];
     int result = osprey_make_scratch(scratch, sizeof scratch);

@@ -8,12 +8,17 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,6 +120,42 @@ int osprey_is_static_elf(const char *path)
     }
     close(fd);
     return is_static;
+}
+
+static void name_or_id(char *out, size_t size, const char *what, const char *name, unsigned id)
+{
+    if (name != NULL)
+        snprintf(out, size, "%s %s", what, name);
+    else
+        snprintf(out, size, "%s %u", what, id);
+}
+
+int osprey_gains_privileges(const char *path, char *how, size_t how_size)
+{
+    struct stat st;
+    struct statvfs fs;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    /* Neither a nosuid mount nor a process that may gain no privileges honours the bits. */
+    if ((statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID)) ||
+        prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1)
+        return 0;
+    if ((st.st_mode & S_ISUID) && st.st_uid != geteuid()) {
+        const struct passwd *owner = getpwuid(st.st_uid);
+        name_or_id(how, how_size, "set-user-ID", owner != NULL ? owner->pw_name : NULL, st.st_uid);
+        return 1;
+    }
+    if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getegid()) {
+        const struct group *group = getgrgid(st.st_gid);
+        name_or_id(how, how_size, "set-group-ID", group != NULL ? group->gr_name : NULL, st.st_gid);
+        return 1;
+    }
+    /* File capabilities raise a user's; root has them all already. */
+    if (geteuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0) {
+        snprintf(how, how_size, "given capabilities by the file");
+        return 1;
+    }
+    return 0;
 }
 
 void osprey_default_run_stem(const char *file, char *stem, size_t size)

@@ -152,6 +152,13 @@ int osprey_check_output_place(const char *stem, char *error, size_t error_size);
  * and for anything it cannot read). */
 int osprey_is_static_elf(const char *path);
 
+/* 1 when running path raises the caller's privileges — set-user-ID or set-group-ID to
+ * another user or group, or file capabilities for a user other than root — so that the
+ * loader runs it in secure mode and ignores LD_PRELOAD: the program runs unprofiled. how
+ * gets "set-user-ID root", "set-group-ID shadow" or "given capabilities by the file". 0
+ * otherwise (also where the bits are not honoured: a nosuid mount, no_new_privs). */
+int osprey_gains_privileges(const char *path, char *how, size_t how_size);
+
 /* Look a bare command name up on PATH, like execvp would. Returns 0 and the path in
  * resolved when an executable regular file is found, -ENOENT otherwise. */
 int osprey_find_on_path(const char *name, char *resolved, size_t size);

@@ -129,6 +129,9 @@ struct osprey_top_symbols; /* opaque */
 
 struct osprey_top_symbols *osprey_top_symbols_new(void);
 void osprey_top_symbols_free(struct osprey_top_symbols *symbols);
+/* The process the stream is of: its objects are read through its root (/proc/PID/root), so
+ * one in another mount namespace (a container's) is named; by build id. */
+void osprey_top_symbols_target(struct osprey_top_symbols *symbols, int32_t pid);
 /* Read one line of the stream (daemon/stream.c): an image, a stack or a thread is kept, a
  * sample is given to `window` (none: dropped); "flush" sets *now_ns (none: not); "end" sets
  * *ended and *how (the rest of its line, in a buffer of how_size). Unknown lines are

@@ -243,6 +243,8 @@ int osprey_dump(const struct osprey_options *options, const char *daemon)
     osprey_top_command(pid, 0, command, sizeof command);
     double seconds = options->duration > 0 ? options->duration : DUMP_SECONDS;
     struct osprey_top_symbols *symbols = osprey_top_symbols_new();
+    if (symbols != NULL)
+        osprey_top_symbols_target(symbols, pid);
     struct osprey_top_window window = {.span_ns = UINT64_MAX};
     if (symbols == NULL) {
         fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));

@@ -32,6 +32,7 @@ struct chain {
 };
 
 struct osprey_top_symbols {
+    int32_t pid; /* the target, 0 when not said */
     struct ospx_image *images;
     size_t image_count, images_cap;
     struct top_stack *stacks;
@@ -176,6 +177,7 @@ void osprey_top_symbols_free(struct osprey_top_symbols *s)
     for (size_t i = 0; i < s->image_count; i++) {
         free(s->images[i].path);
         free(s->images[i].arch);
+        free(s->images[i].build_id);
     }
     for (size_t i = 0; i < s->stack_count; i++) {
         free(s->stacks[i].pcs);
@@ -206,6 +208,24 @@ void osprey_top_symbols_free(struct osprey_top_symbols *s)
     free(s);
 }
 
+void osprey_top_symbols_target(struct osprey_top_symbols *s, int32_t pid)
+{
+    s->pid = pid;
+}
+
+/* The image's build id, read as its process sees the file (the report's symbolizer then finds
+ * the object through /proc/PID/root); only a file whose code is where the image's is. */
+static char *image_build_id(const struct osprey_top_symbols *s, const struct ospx_image *image)
+{
+    char rooted[4096];
+    struct ospc_elf_identity identity;
+    if (ospc_path_in_root(s->pid, image->path, rooted, sizeof rooted) != 0 ||
+        ospc_elf_identity(rooted, &identity, NULL, 0) != 0 || !identity.has_text ||
+        identity.build_id[0] == '\0' || identity.text_vaddr + image->slide != image->text)
+        return NULL;
+    return strdup(identity.build_id);
+}
+
 static int add_image(struct osprey_top_symbols *s, const char *rest)
 {
     struct ospx_image image;
@@ -224,6 +244,7 @@ static int add_image(struct osprey_top_symbols *s, const char *rest)
         free(image.arch);
         return -ENOMEM;
     }
+    image.build_id = image_build_id(s, &image);
     s->images[s->image_count++] = image;
     return 0;
 }
@@ -407,6 +428,7 @@ static int symbolize(struct osprey_top_symbols *s, const uint64_t *addresses, si
     struct ospx_raw raw;
     memset(&raw, 0, sizeof raw);
     raw.version = OSPX_RAW_VERSION;
+    raw.pid = s->pid;
     raw.images = s->images;
     raw.image_count = s->image_count;
     raw.stacks = stacks;

@@ -277,9 +277,10 @@ size_t osprey_top_render(FILE *out, const struct osprey_top_screen *screen)
                      ? 100.0 * (double)t->on_cpu / screen->rate_hz / screen->seconds
                      : 0.0;
     static const char *const views[] = {"", "  threads", "  keys"};
-    snprintf(text, sizeof text, "osprey top  pid %d (%s)  %u Hz  last %.0f s: %llu samples%s%s%s",
-             (int)screen->pid, screen->command, screen->rate_hz, screen->seconds,
-             (unsigned long long)t->samples,
+    /* Under a second (the first refreshes) in tenths: not "last 0 s" beside its samples. */
+    snprintf(text, sizeof text, "osprey top  pid %d (%s)  %u Hz  last %.*f s: %llu samples%s%s%s",
+             (int)screen->pid, screen->command, screen->rate_hz, screen->seconds < 0.95 ? 1 : 0,
+             screen->seconds, (unsigned long long)t->samples,
              screen->view == OSPREY_TOP_FUNCTIONS && screen->sort == OSPREY_TOP_BY_TOTAL
                  ? "  by TOTAL%"
                  : "",

@@ -424,6 +424,8 @@ int osprey_top(const struct osprey_options *options, const char *daemon)
     top.pid = (int32_t)atoi(options->file);
     top.window.span_ns = OSPREY_TOP_WINDOW_NS;
     top.symbols = osprey_top_symbols_new();
+    if (top.symbols != NULL)
+        osprey_top_symbols_target(top.symbols, top.pid);
     if (top.symbols == NULL || pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         fprintf(stderr, "osprey: %s\n", strerror(ENOMEM));
         return OSPREY_EXIT_FAILURE;

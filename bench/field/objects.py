@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""bench/field/objects.py RAW.json... — each raw profile's on-CPU samples by the object of
+their leaf (the image whose text holds the first pc), in percent: the figure to set beside
+`perf report --sort dso`. A system call's time stays on its user leaf here (the shim samples
+user space), where perf gives it to [kernel.kallsyms]."""
+import collections
+import json
+import sys
+
+for path in sys.argv[1:]:
+    with open(path) as f:
+        raw = json.load(f)
+    texts = [(i["text"], i["text"] + i["text_size"], i["path"].rsplit("/", 1)[-1])
+             for i in raw["images"]]
+    counts = collections.Counter()
+    total = 0
+    for sample in raw["samples"]:
+        if sample[3] != 0:  # on-CPU only
+            continue
+        weight = sample[4] if len(sample) > 4 else 1
+        stack = raw["stacks"][sample[2]]
+        name = "(empty stack)"
+        if stack:
+            name = next((n for lo, hi, n in texts if lo <= stack[0] < hi), "(no object)")
+        counts[name] += weight
+        total += weight
+    shares = ", ".join(f"{n} {100.0 * c / total:.1f}%" for n, c in counts.most_common(4))
+    print(f"{path}: {total} on-CPU samples: {shares}")
