@@ -882,7 +882,6 @@ START_TEST(top_sorts_by_total_and_adds_up_threads)
     static const int32_t tids[] = {4242, 4243, 4244};
     static const char *const labels[] = {"main", "worker", "sleeper"};
     struct osprey_top_screen screen = server_screen(names, locations);
-    screen.seconds = seconds;
     screen.totals = (struct osprey_top_totals){10, 11, 5};
     screen.width = 100;
     screen.height = 30;
@@ -977,6 +976,7 @@ static char *top_draw_over(double seconds, size_t width, size_t height, int colo
                                             "recurse.c", "main.c"};
     static const struct osprey_top_row rows[] = {{0, 60, 60}, {2, 30, 30}, {1, 9, 9}, {3, 1, 100}};
     struct osprey_top_screen screen = server_screen(names, locations);
+    screen.seconds = seconds;
     screen.totals = (struct osprey_top_totals){100, 0, 100};
     screen.rows = rows;
     screen.row_count = 4;
