@@ -337,7 +337,7 @@ OSP_UNWIND_INLINE uint32_t osp_unwind_walk_resume(const struct osp_unwind_tables
     const struct osp_unwind_access a = {m, m->read_word, m->return_slot, m->switch_stack};
     struct osp_unwind_regs r = *regs;
     int first = leaf;
-    int building = -1; /* asked once, at the first frame with no row */
+    int building = -1;
     int guessed = 0;
     uint32_t depth = 0;
     enum osp_unwind_stop why = OSP_UNWIND_DEPTH;
@@ -350,23 +350,20 @@ OSP_UNWIND_INLINE uint32_t osp_unwind_walk_resume(const struct osp_unwind_tables
         const struct osp_unwind_row *row =
             t->ix != NULL ? osp_unwind_find_row(t->map, t->size, t->ix, first ? r.pc : r.pc - 1)
                           : NULL;
-        if (row == NULL && t->building != NULL) {
-            if (building < 0) {
+        struct osp_unwind_regs next;
+        why = osp_unwind_step_with(row, &r, first, a, &next);
+        if (__builtin_expect(row == NULL, 0) && t->building != NULL) {
+            if (building < 0) { /* asked once, at the first frame with no row */
                 building = osp_unwind_building(t->building, t->building_size);
                 if (building && resume != NULL)
                     *resume = (struct osp_unwind_resume){r, depth, first};
             }
-        }
-        struct osp_unwind_regs next;
-        why = osp_unwind_step_with(row, &r, first, a, &next);
-        if (why != OSP_UNWIND_GO_ON) {
-            if (why == OSP_UNWIND_OUTERMOST && row == NULL && building > 0)
+            if (building && (why == OSP_UNWIND_GO_ON || why == OSP_UNWIND_OUTERMOST))
                 guessed = 1;
-            break;
         }
+        if (why != OSP_UNWIND_GO_ON)
+            break;
         why = OSP_UNWIND_DEPTH;
-        if (row == NULL && building > 0)
-            guessed = 1;
         /* Past the kernel's signal frame, the registers are an interrupted instant again. */
         first = row != NULL && row->cfa_rule == OSP_CFA_SIGNAL;
         r = next;
