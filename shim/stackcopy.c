@@ -14,7 +14,9 @@
  * copies_busy and freed by ospreyd as it reads each record (or here, when the record found
  * no room): a thread cannot fill the ring with copies, and no buffer is ever overwritten
  * before ospreyd copied it out. Every buffer busy (ospreyd late): the sample goes as the
- * handler walked it, counted in copies_refused. The bytes are read with process_vm_readv
+ * handler walked it, counted in copies_refused. Nor is a copy's record (56 bytes more than the
+ * sample's) written into a ring more than half full (a quarter before the collector attached):
+ * copies never make a ring drop samples. The bytes are read with process_vm_readv
  * (osp__read_iov), page by page: a stack page that cannot be read ends the copy, never
  * faults.
  */
@@ -46,16 +48,19 @@ static size_t copy_stack(uint64_t sp, uint8_t *buf, uint32_t size)
     return got > 0 ? (size_t)got : 0;
 }
 
-/* Whether the collector reads copies: it said so at its attach; or it has not attached yet
- * (the ospreyd the shim started, on a loaded machine 100 ms and more after the first samples:
- * a consumer that turns out not to read them is never sent another, and the pool bounds what
- * it was sent). Async-signal-safe. */
-static int copies_read(struct osp_ring_header *h)
+/* How much of the thread's ring a copy's record may find used: half while the collector reads
+ * copies (it said so at its attach); a quarter before any collector attached (the ospreyd the
+ * shim started, on a loaded machine 100 ms and more after the first samples, whose ring fills
+ * meanwhile: records of copies, 56 bytes longer, must not make it drop samples); 0 (no copy)
+ * once a collector that does not read them attached. Async-signal-safe. */
+static uint64_t room_for_copies(struct osp_ring_header *h, const struct osp__event_ring *w)
 {
     /* Acquire: pairs with ospreyd's release after it read the pool's fields. */
     if (atomic_load_explicit(&h->copies_read, memory_order_acquire))
-        return 1;
-    return atomic_load_explicit(&h->daemon_state, memory_order_acquire) == OSP_DAEMON_NONE;
+        return w->size / 2;
+    if (atomic_load_explicit(&h->daemon_state, memory_order_acquire) == OSP_DAEMON_NONE)
+        return w->size / 4;
+    return 0;
 }
 
 /* Async-signal-safe: one compare-exchange, process_vm_readv, the slot ring. */
@@ -65,9 +70,13 @@ int osp__emit_stack_copy(struct osp__event_ring *w, const struct osp__slot *s, u
 {
     struct osp_ring_header *h = osp__header;
     if (h == NULL || w->data == NULL || h->copy_count == 0 || h->copy_size < 4096u ||
-        !copies_read(h) || resume->depth == 0 || resume->depth > depth || depth > OSP_MAX_DEPTH ||
-        weight == 0)
+        resume->depth == 0 || resume->depth > depth || depth > OSP_MAX_DEPTH || weight == 0)
         return -EBUSY;
+    uint32_t rec_size = (uint32_t)sizeof(struct osp_rec_stack_copy) + depth * 8u;
+    /* Acquire: (A), the bytes ospreyd read are free. */
+    uint64_t used = osp_index_load_own(w->head) - osp_index_load_acquire(w->tail);
+    if (used + rec_size > room_for_copies(h, w))
+        return -EBUSY; /* the sample as it is: the ring's room is for samples */
     uint32_t count = h->copy_count < OSP_COPY_MAX_COUNT ? h->copy_count : OSP_COPY_MAX_COUNT;
     uint32_t size = h->copy_size < OSP_COPY_MAX_SIZE ? h->copy_size : OSP_COPY_MAX_SIZE;
     uint64_t all = count == 64u ? ~UINT64_C(0) : (UINT64_C(1) << count) - 1u;
@@ -87,7 +96,6 @@ int osp__emit_stack_copy(struct osp__event_ring *w, const struct osp__slot *s, u
     }
     uint8_t *buf = (uint8_t *)h + h->copies_offset + (uint64_t)k * size;
     size_t got = copy_stack(resume->regs.sp, buf, size);
-    uint32_t rec_size = (uint32_t)sizeof(struct osp_rec_stack_copy) + depth * 8u;
     uint64_t new_head;
     struct osp_rec_stack_copy *rec =
         got >= 8 ? osp__event_ring_reserve(w, rec_size, &new_head) : NULL;
