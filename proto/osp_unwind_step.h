@@ -350,7 +350,7 @@ OSP_UNWIND_INLINE uint32_t osp_unwind_walk_resume(const struct osp_unwind_tables
         const struct osp_unwind_row *row =
             t->ix != NULL ? osp_unwind_find_row(t->map, t->size, t->ix, first ? r.pc : r.pc - 1)
                           : NULL;
-        struct osp_unwind_regs next;
+        struct osp_unwind_regs next = r; /* set by a step that goes on (said so to gcc 12) */
         why = osp_unwind_step_with(row, &r, first, a, &next);
         if (__builtin_expect(row == NULL, 0) && t->building != NULL) {
             if (building < 0) { /* asked once, at the first frame with no row */

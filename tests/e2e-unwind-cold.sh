@@ -6,9 +6,9 @@
 # large object's on a loaded machine): the samples of the first 100 ms, all taken before any
 # row was published, are walked by ospreyd from the copies of their stacks once the rows come.
 # Of the on-CPU samples in run_for/middle/leaf_a/leaf_b in the first 100 ms (>= 3: a loaded
-# machine gives few) and in all the time before the rows were ready (>= 20), >= 97% reach main
-# or worker, and >= 97% of the on-CPU periods there say their walk reached the outermost frame
-# (stack_ends 1). Before the copies, they ended at the leaf (no row) or guessed.
+# machine gives few) and in all the time before the rows were ready (>= 20), >= 90% and >= 95%
+# reach main or worker, and as many of the on-CPU periods there say their walk reached the
+# outermost frame (stack_ends 1). Before the copies, 11-72% did (the leaf alone, or guessed).
 # Usage: e2e-unwind-cold.sh OSPREY SOURCE_DIR
 set -uo pipefail
 
@@ -59,10 +59,12 @@ from checks import check, finish, load_raw, on_cpu, read_folded, weight
 
 work = sys.argv[1]
 ours = ("leaf_a", "leaf_b", "middle", "run_for")
-# The first 100 ms hold few samples on a loaded machine: at least 3 there, 20 before the rows.
+# The first 100 ms hold few samples on a loaded machine: at least 3 there, 20 before the rows;
+# one sample the shim could not copy (its ring a quarter full before a late ospreyd attached)
+# is a tenth of ten, hence 90% there (the tree before the copies: 11-72%).
 for name in ("gcc", "clang"):
-    for stem, label, want in (("early", "in the first 100 ms", 3),
-                              ("cold", "before the rows were ready", 20)):
+    for stem, label, want, share in (("early", "in the first 100 ms", 3, 0.90),
+                                     ("cold", "before the rows were ready", 20, 0.95)):
         rows = [([fr.split(" ")[0] for fr in frames[1:]], count)
                 for frames, count in read_folded(os.path.join(work, "%s-%s.folded" % (name, stem)))]
         mine = [(fr, c) for fr, c in rows if any(f in ours for f in fr)]
@@ -70,17 +72,18 @@ for name in ("gcc", "clang"):
         rooted = sum(c for fr, c in mine if "main" in fr or "worker" in fr)
         check(total >= want, "%s: %d on-CPU samples in the program's functions %s (want >= %d)"
               % (name, total, label, want))
-        check(total and rooted / total >= 0.97,
-              "%s: %.1f%% of them reach main or worker (want >= 97%%)"
-              % (name, 100.0 * rooted / total if total else 0))
+        check(total and rooted / total >= share,
+              "%s: %.1f%% of them reach main or worker (want >= %.0f%%)"
+              % (name, 100.0 * rooted / total if total else 0, 100 * share))
         raw = load_raw(os.path.join(work, "%s-%s.raw.json" % (name, stem)))
         ends = raw.get("stack_ends", [])
         cpu = [s for s in raw["samples"] if on_cpu(s)]
         outer = sum(weight(s) for s in cpu if s[2] < len(ends) and ends[s[2]] == 1)
         all_cpu = sum(weight(s) for s in cpu)
-        check(all_cpu and outer / all_cpu >= 0.97,
+        check(all_cpu and outer / all_cpu >= share,
               "%s: %.1f%% of the on-CPU periods %s say the walk reached the outermost frame "
-              "(want >= 97%%)" % (name, 100.0 * outer / all_cpu if all_cpu else 0, label))
+              "(want >= %.0f%%)" % (name, 100.0 * outer / all_cpu if all_cpu else 0, label,
+                                   100 * share))
 finish()
 PY
 
