@@ -292,6 +292,7 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                 uint32_t depth =
                     in_call ? s->wait_depth : capture_resume(s, context, pcs, &stop, &resume);
                 s->sample_depth = in_call ? 0 : depth;
+                s->sample_stop = stop;
                 /* A walk that met code whose rows are not published yet: the stack copied
                  * for ospreyd to walk again once they are (stackcopy.c). */
                 int rc = resume.depth == 0 ? -EBUSY

@@ -373,6 +373,7 @@ struct osp__slot {
     /* The depth of the latest on-CPU sample's stack in sample_pcs (0: none, or sample_pcs
      * since reused for a wait's capture): where a thread that exits was last seen running. */
     uint32_t sample_depth;
+    enum osp_unwind_stop sample_stop; /* why that stack's walk ended */
     uint64_t start_pc; /* the start routine of a thread pthread_create started, else 0 */
     /* The stack the thread runs on now as its runtime said (osp_prof_fiber_switch), [lo, hi);
      * hi 0: none said. Written by the thread, read by its handler (stacks.c). */
