@@ -53,6 +53,27 @@ PY
   done
 done
 
+# A compiler driver (gcc -c: the driver, cc1, as), whose only on-CPU row may be the CPU time
+# its exit pays: every process's on-CPU rows say why their walks ended.
+"$osprey" gcc --profile -o "$work/driver" -- -O2 -c "$src/frameless.c" -I"$src" -o "$work/f.o" \
+  >"$work/driver.out" 2>"$work/driver.err" ||
+  fail "driver: osprey exited $? ($(tail -n 3 "$work/driver.err"))"
+python3 - "$work" <<'PY' || fail "a process's on-CPU rows say no stop reason (see above)"
+import glob, os, sys
+from checks import check, finish, load_raw, on_cpu
+files = glob.glob(os.path.join(sys.argv[1], "driver.raw*.json"))
+check(len(files) >= 2, "driver: %d raw files (want the driver's and cc1's at least)" % len(files))
+for path in files:
+    raw = load_raw(path)
+    ends = raw.get("stack_ends") or []
+    cpu = [s for s in raw["samples"] if on_cpu(s)]
+    if cpu:
+        said = sum(1 for s in cpu if s[2] < len(ends) and ends[s[2]] != 0)
+        check(said == len(cpu), "%s (%s): %d of %d on-CPU rows say why their walk ended"
+              % (os.path.basename(path), os.path.basename(raw.get("exe", "?")), said, len(cpu)))
+finish()
+PY
+
 python3 - "$work" <<'PY' || fail "stacks of the first 100 ms cut (see above)"
 import os, sys
 from checks import check, finish, load_raw, on_cpu, read_folded, weight
@@ -87,4 +108,4 @@ for name in ("gcc", "clang"):
 finish()
 PY
 
-finish "whole stacks in the first 100 ms, before the unwind rows were published: gcc, clang"
+finish "whole stacks in the first 100 ms, before the unwind rows were published: gcc, clang; a compiler driver's rows say why they ended"
