@@ -218,7 +218,7 @@ enum osp_rec_type {
     OSP_REC_SAMPLE_WEIGHTED = 7, /* struct osp_rec_sample_weighted + depth * uint64_t pcs */
     OSP_REC_WAIT_SPAN = 8,       /* struct osp_rec_wait_span + depth * uint64_t pcs */
     OSP_REC_ESCAPED = 9,         /* struct osp_rec_escaped + path bytes */
-    OSP_REC_STACK_COPY = 10,     /* struct osp_rec_stack_copy + depth * uint64_t pcs */
+    OSP_REC_STACK_COPY = 11,     /* struct osp_rec_stack_copy + depth * uint64_t pcs */
 };
 
 struct osp_rec_header {
