@@ -48,6 +48,7 @@ static uint64_t table_bytes(const struct ospd_collector *c)
 
 void ospd_collector_free(struct ospd_collector *c)
 {
+    ospd_copies_free(&c->copies);
     for (uint32_t i = 0; i < c->thread_count; i++)
         free(c->threads[i].label);
     for (uint32_t i = 0; i < c->image_count; i++)
@@ -501,6 +502,89 @@ static int on_sample(struct ospd_collector *c, const uint8_t *rec, uint32_t size
     return 0;
 }
 
+/* A record of `what` whose fixed part of `fixed` bytes is followed by `depth` pcs: 0, or the
+ * ring rejected when the depth or the size does not hold. */
+static int check_pcs(struct ospd_collector *c, const char *what, uint32_t size, size_t fixed,
+                     uint32_t depth)
+{
+    if (depth < 1 || depth > OSP_MAX_DEPTH)
+        return reject(c, "%s depth %" PRIu32 " outside 1..%u", what, depth, OSP_MAX_DEPTH);
+    if (size != fixed + (size_t)depth * sizeof(uint64_t))
+        return reject(c, "%s record of %" PRIu32 " bytes for depth %" PRIu32, what, size, depth);
+    return 0;
+}
+
+/* A buffer of the pool read: the shim may take it again. Release: the bytes were read before. */
+static void free_copy(struct ospd_collector *c, uint32_t index)
+{
+    if (c->copies_busy != NULL && index < 64u)
+        atomic_fetch_and_explicit(c->copies_busy, ~(UINT64_C(1) << index), memory_order_release);
+}
+
+/* A sample with a copy of its stack (proto/osp_ring.h, "Stack copies"): kept as the handler
+ * walked it, and held with the copy's bytes (copies.c) until its rows are published. */
+static int on_stack_copy(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
+{
+    struct osp_rec_stack_copy r;
+    if (size < sizeof r)
+        return reject(c, "stack-copy record of %" PRIu32 " bytes, shorter than its header", size);
+    memcpy(&r, rec, sizeof r);
+    int rc = check_pcs(c, "stack-copy", size, sizeof r, r.sample.depth);
+    if (rc != 0)
+        return rc;
+    if (r.sample.state != OSP_STATE_ON_CPU)
+        return reject(c, "stack-copy state %" PRIu32 " is not on-CPU", r.sample.state);
+    if (r.sample.weight == 0)
+        return reject(c, "stack-copy weight 0");
+    if (r.sample.stop >= OSP_UNWIND_STOP_COUNT)
+        return reject(c, "stack-copy stop reason %" PRIu32 " outside 0..%u", r.sample.stop,
+                      OSP_UNWIND_STOP_COUNT - 1);
+    if (r.resume >= r.sample.depth)
+        return reject(c, "stack-copy resume frame %" PRIu32 " past depth %" PRIu32, r.resume,
+                      r.sample.depth);
+    if (r.sample.slot >= OSPD_MAX_SLOTS)
+        return reject(c, "stack-copy slot %" PRIu32 " exceeds %u", r.sample.slot, OSPD_MAX_SLOTS);
+    if (c->copy_pool != NULL && (r.copy_index >= c->copy_count || r.copy_len > c->copy_size))
+        return reject(c,
+                      "stack copy %" PRIu32 " of %" PRIu32 " bytes outside the pool's %" PRIu32
+                      " buffers of %" PRIu32,
+                      r.copy_index, r.copy_len, c->copy_count, c->copy_size);
+    struct ospd_slot *slot = sample_slot(c, r.sample.slot, r.sample.generation);
+    if (slot == NULL) {
+        if (!c->deferred) /* read again later, when its thread is known: the buffer too */
+            free_copy(c, r.copy_index);
+        return 0;
+    }
+    c->copies.taken++;
+    uint64_t pcs[OSP_MAX_DEPTH];
+    memcpy(pcs, rec + sizeof r, (size_t)r.sample.depth * sizeof *pcs);
+    uint64_t before = c->spilled + c->sample_count;
+    int64_t stack = sample_pcs(c, r.sample.t_ns, slot->on_thread, pcs, r.sample.depth,
+                               OSP_STATE_ON_CPU, r.sample.weight, false);
+    if (stack >= 0)
+        ospd_stack_set_end(&c->stacks, (uint32_t)stack, r.sample.stop);
+    if (stack >= 0 && c->spilled + c->sample_count == before + 1 && c->copy_pool != NULL &&
+        r.copy_base == r.sp)
+        ospd_copies_hold(c, before, &r, pcs, c->copy_pool + (uint64_t)r.copy_index * c->copy_size,
+                         r.copy_len);
+    free_copy(c, r.copy_index);
+    return 0;
+}
+
+int ospd_collector_restack(struct ospd_collector *c, uint64_t sample, const uint64_t *pcs,
+                           uint32_t depth, uint32_t stop)
+{
+    if (sample < c->spilled || sample - c->spilled >= c->sample_count)
+        return -ENOENT;
+    int64_t stack = intern_pcs(c, pcs, depth, false);
+    if (stack < 0)
+        return -ENOENT;
+    ospd_stack_set_end(&c->stacks, (uint32_t)stack, stop);
+    struct ospd_sample *s = &c->samples[sample - c->spilled];
+    s->stack_state = (uint32_t)stack << 1 | (s->stack_state & 1u);
+    return 0;
+}
+
 /* A sample of `thread` (ospd_collector_sample); kernel_first: pcs may begin with kernel frames
  * (an attach's), else the stack ends at the first address beyond user space (a ring's). */
 static int64_t sample_pcs(struct ospd_collector *c, uint64_t t_ns, uint32_t thread,
@@ -534,10 +618,9 @@ static int on_wait_span(struct ospd_collector *c, const uint8_t *rec, uint32_t s
     if (size < sizeof r)
         return reject(c, "wait-span record of %" PRIu32 " bytes, shorter than its header", size);
     memcpy(&r, rec, sizeof r);
-    if (r.depth < 1 || r.depth > OSP_MAX_DEPTH)
-        return reject(c, "wait-span depth %" PRIu32 " outside 1..%u", r.depth, OSP_MAX_DEPTH);
-    if (size != sizeof r + (size_t)r.depth * sizeof(uint64_t))
-        return reject(c, "wait-span record of %" PRIu32 " bytes for depth %" PRIu32, size, r.depth);
+    int rc = check_pcs(c, "wait-span", size, sizeof r, r.depth);
+    if (rc != 0)
+        return rc;
     if (r.slot >= OSPD_MAX_SLOTS)
         return reject(c, "wait-span slot %" PRIu32 " exceeds %u", r.slot, OSPD_MAX_SLOTS);
     struct ospd_slot *slot = sample_slot(c, r.slot, r.generation);
@@ -845,6 +928,7 @@ static int (*const record_handlers[])(struct ospd_collector *, const uint8_t *, 
     [OSP_REC_ESCAPED] = on_escaped,
     [OSP_REC_EXIT] = on_exit_record,
     [OSP_REC_FIBER] = on_fiber,
+    [OSP_REC_STACK_COPY] = on_stack_copy,
 };
 
 /* ospd_parse's visitor: one record into the collector. */

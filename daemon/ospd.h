@@ -208,6 +208,31 @@ struct ospd_jit_symbol {
 #define OSPD_JIT_MAP_MAX (UINT64_C(256) << 20) /* bytes of one JIT map read */
 #define OSPD_JIT_MAPS    8u                    /* maps named in the raw file */
 
+/* A sample held with a copy of its stack until the rows its walk needs are published
+ * (copies.c, proto/osp_ring.h "Stack copies"). */
+struct ospd_held_copy {
+    uint64_t sample; /* its index among the collector's samples, spilled ones included */
+    uint32_t resume; /* pcs[resume] is the frame the copy's walk starts at */
+    uint32_t depth;  /* pcs[0..depth): the handler's walk */
+    uint32_t stop;   /* and why it ended */
+    bool first;      /* the resume frame is an interrupted instant's */
+    uint64_t pc, sp, fp, lr;
+    uint64_t pcs[OSP_MAX_DEPTH];
+    uint8_t *bytes; /* [sp, sp + len) of the stack, as it was */
+    uint32_t len;
+};
+struct ospd_copies {
+    struct ospd_held_copy *held;
+    uint32_t count, cap;
+    uint64_t bytes;       /* held copies' bytes, bounded by OSPD_COPIES_MAX_BYTES */
+    uint64_t tables_seen; /* the table generation the held ones were last looked at with */
+    /* Records read with a copy; copies walked again (their samples changed); copies whose
+     * sample kept the handler's stack (let go past the bound, or spilled); samples the shim
+     * could not copy (header.copies_refused, read at the end). */
+    uint64_t taken, walked, kept, refused;
+};
+#define OSPD_COPIES_MAX_BYTES (48u << 20)
+
 struct ospd_collector {
     /* Identity, copied from the ring header at attach (or set by a test). */
     int32_t pid;
@@ -298,7 +323,32 @@ struct ospd_collector {
      * by start. */
     struct ospd_jit_symbol *py; /* name NULL: the code object could not be read */
     uint32_t py_count, py_cap, py_stacks_checked;
+    /* The ring's pool of stack copies (NULL: none; a test's memory), its busy bits, and the
+     * samples held with their copies (copies.c). */
+    const uint8_t *copy_pool;
+    uint32_t copy_count, copy_size;
+    _Atomic uint64_t *copies_busy;
+    struct ospd_copies copies;
 };
+
+/* copies.c. Hold the sample `sample` (an index as ospd_held_copy's) with its STACK_COPY
+ * record r, its pcs and the copy's bytes[0..len) (copied here). Over OSPD_COPIES_MAX_BYTES
+ * the oldest held are walked first with the rows there are. 0, or -ENOMEM (the sample keeps
+ * the handler's stack). */
+int ospd_copies_hold(struct ospd_collector *c, uint64_t sample, const struct osp_rec_stack_copy *r,
+                     const uint64_t *pcs, const uint8_t *bytes, uint32_t len);
+/* Walk the held copies with the table object [tables, +size) when it has new rows: each whose
+ * walk meets no code whose rows are still being built (every one once no build is pending, or
+ * `all`: the profile ends) lets go of its copy, its sample's stack becoming pcs[0..resume)
+ * and the copy's walk from there, with that walk's stop reason. Returns the copies let go. */
+uint32_t ospd_copies_walk(struct ospd_collector *c, const void *tables, uint64_t tables_size,
+                          bool all);
+void ospd_copies_free(struct ospd_copies *h);
+/* collect.c: sample `sample` (an index as ospd_held_copy's) takes the stack pcs[0..depth)
+ * ending for reason `stop`. 0; -ENOENT when it is no longer in memory (spilled), or the stack
+ * cannot be kept. */
+int ospd_collector_restack(struct ospd_collector *c, uint64_t sample, const uint64_t *pcs,
+                           uint32_t depth, uint32_t stop);
 
 /* switch-refused.c: the shim of process pid could not open the switch records (perf_event_open
  * gave it err, positive): w's refused_* say what refused them, from /proc as it is now. */

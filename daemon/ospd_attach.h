@@ -77,6 +77,15 @@ struct ospd_stack_copy {
 uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t pc, uint64_t sp,
                             uint64_t fp, const struct ospd_stack_copy *stack, uint64_t *out,
                             uint32_t cap, enum osp_unwind_stop *stop);
+/* The same walk from any frame's registers: `leaf` says they are an interrupted instant's (its
+ * pc looked up as it is), else regs->pc is a return address (looked up at pc - 1). `resume`
+ * (may be NULL): the first frame it met with no row while rows were being built. */
+struct osp_unwind_regs;
+struct osp_unwind_resume;
+uint32_t ospd_walk_copy_regs(const void *tables, uint64_t tables_size,
+                             const struct osp_unwind_regs *regs, int leaf,
+                             const struct ospd_stack_copy *stack, uint64_t *out, uint32_t cap,
+                             enum osp_unwind_stop *stop, struct osp_unwind_resume *resume);
 
 /* ------------------------------------------------------------------------------------------ */
 /* /proc/PID/maps (proc-maps.c). */

@@ -445,6 +445,12 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
                                           json_u64(c->ptrace_stopped_ns)));
         if (collector != NULL && c->spilled > 0) /* of the samples, those kept on disk */
             json_object_set_new(collector, "spilled_samples", json_u64(c->spilled));
+        if (collector != NULL && c->copies.taken + c->copies.refused > 0) /* copies.c */
+            json_object_set_new(
+                collector, "stack_copies",
+                json_pack("{s:o, s:o, s:o, s:o}", "taken", json_u64(c->copies.taken), "walked",
+                          json_u64(c->copies.walked), "kept", json_u64(c->copies.kept), "refused",
+                          json_u64(c->copies.refused)));
         if (rc != 0)
             json_decref(collector);
         else

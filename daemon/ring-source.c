@@ -149,6 +149,24 @@ static void publish_failure(struct osp_ring_header *h, const char *message)
 
 /* Map and check the ring. Returns 0, or -1 after one line on stderr (and daemon_error when
  * the object is recognisably an osprey ring). */
+/* The pool of stack copies the shim's header names (proto/osp_ring.h, "Stack copies"), read
+ * once: used only when it lies inside the mapping, after the slot table (slots_end). */
+static void attach_copies(struct ospd_daemon *d, struct osp_ring_header *h, uint64_t slots_end)
+{
+    uint64_t offset = h->copies_offset;
+    uint32_t count = h->copy_count, size = h->copy_size;
+    if (count == 0 || count > OSP_COPY_MAX_COUNT || size == 0 || size > OSP_COPY_MAX_SIZE ||
+        offset % 8 != 0 || offset < slots_end || offset > d->map_size ||
+        (uint64_t)count * size > d->map_size - offset)
+        return;
+    d->collector.copy_pool = (const uint8_t *)h + offset;
+    d->collector.copy_count = count;
+    d->collector.copy_size = size;
+    d->collector.copies_busy = &h->copies_busy;
+    /* Release: the pool's fields above were read before the shim writes its first copy. */
+    atomic_store_explicit(&h->copies_read, 1, memory_order_release);
+}
+
 static int attach(struct ospd_daemon *d)
 {
     int fd = d->o.ring_fd;
@@ -202,6 +220,9 @@ static int attach(struct ospd_daemon *d)
         d->slot_ring_size = identity.slot_ring_size;
     }
     ospd_collector_set_identity(&d->collector, &identity);
+    attach_copies(d, h,
+                  identity.slots_offset +
+                      (uint64_t)identity.slot_count * osp_slot_stride(identity.slot_ring_size));
     /* Informational only: nothing synchronises on it, so relaxed. */
     atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
     /* Release (with ATTACHED's below): a shim that pauses our signals from now on needs to
@@ -278,6 +299,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     if (dropped > c->shim_dropped)
         c->shim_dropped = dropped;
     c->ring_full = atomic_load_explicit(&d->header->ring_full_drops, memory_order_relaxed);
+    c->copies.refused = atomic_load_explicit(&d->header->copies_refused, memory_order_relaxed);
 
     uint64_t kept_out = c->lost - c->orphan_repeats - c->unknown_thread;
     if (kept_out > 0)
@@ -289,6 +311,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     /* One line says what went wrong, in daemon_error for the shim (which prints it when it
      * is waiting at exit) and on stderr when nothing else will print it: the program did
      * not reach its exit handler, or the ring broke while it ran. */
+    ospd_copies_walk(c, d->unwinder.map, d->unwinder.map_size, true); /* the rows there are */
     ospd_collector_note_cost(c, &d->unwinder);
     ospd_unwinder_close(&d->unwinder);
     if (c->waits.since_ns != 0) {
@@ -438,6 +461,8 @@ static bool drain_once(struct ospd_daemon *d)
         osp_ring_store_tail_release(h, new_tail); /* (D) pairs with (A) */
     }
     ospd_unwinder_check_stacks(&d->unwinder, &d->collector.stacks);
+    /* copies.c: held samples whose rows came since, walked */
+    ospd_copies_walk(&d->collector, d->unwinder.map, d->unwinder.map_size, false);
     ospd_python_names(&d->collector); /* python.c: new Python frames named while they live */
     /* The unwinder found executable mappings it did not know (it reads the maps again for a
      * pc in no known range): an object's code mapped a second time becomes an image while it

@@ -10,7 +10,9 @@
  * copy of [sp, sp + size) taken at the sample, so the read callback turns an address into an
  * offset into the copy, checked, and a word above the copy ends the walk (a deep stack is
  * cut, never read past). No code bytes: the leaf's prologue is not looked at (the chain from
- * fp). x86_64 only (the registers asked of the kernel are x86_64's).
+ * fp). x86_64 only (the registers asked of the kernel are x86_64's). The same walk from any
+ * frame's registers (ospd_walk_copy_regs) walks the shim's copies of stacks whose rows were not
+ * published yet (copies.c), from the frame where the handler's walk found none.
  */
 #include <stddef.h>
 #include <string.h>
@@ -37,16 +39,24 @@ static int read_word(const struct osp_unwind_memory *m, uint64_t addr, uint64_t 
     return 0;
 }
 
-uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t pc, uint64_t sp,
-                            uint64_t fp, const struct ospd_stack_copy *stack, uint64_t *out,
-                            uint32_t cap, enum osp_unwind_stop *stop)
+uint32_t ospd_walk_copy_regs(const void *tables, uint64_t tables_size,
+                             const struct osp_unwind_regs *regs, int leaf,
+                             const struct ospd_stack_copy *stack, uint64_t *out, uint32_t cap,
+                             enum osp_unwind_stop *stop, struct osp_unwind_resume *resume)
 {
     const struct osp_unwind_tables t = {
         tables, tables_size, tables != NULL ? osp_unwind_snapshot(tables, tables_size) : NULL,
         tables, tables_size};
     const struct osp_unwind_memory memory = {read_word,    NULL,      NULL,
                                              stack->bytes, stack->sp, stack->sp + stack->size};
-    const struct osp_unwind_regs r = {pc, sp, fp, 0};
     *stop = OSP_UNWIND_DEPTH;
-    return osp_unwind_walk(&t, &r, 1, &memory, out, cap, stop);
+    return osp_unwind_walk_resume(&t, regs, leaf, &memory, out, cap, stop, resume);
+}
+
+uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t pc, uint64_t sp,
+                            uint64_t fp, const struct ospd_stack_copy *stack, uint64_t *out,
+                            uint32_t cap, enum osp_unwind_stop *stop)
+{
+    const struct osp_unwind_regs r = {pc, sp, fp, 0};
+    return ospd_walk_copy_regs(tables, tables_size, &r, 1, stack, out, cap, stop, NULL);
 }

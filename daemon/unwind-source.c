@@ -124,6 +124,11 @@ static void build_work(uv_work_t *req)
         scheduled = true;
         ospd_sched_self(job->u->worker_nice, 0);
     }
+    /* OSPREYD_UNWIND_DELAY_MS: every build that long late, as a large object's on a loaded
+     * machine (the tests' cold start, whose own objects build in milliseconds). */
+    const char *delay = getenv("OSPREYD_UNWIND_DELAY_MS");
+    if (delay != NULL && atoi(delay) > 0 && atoi(delay) <= 10000)
+        uv_sleep((unsigned)atoi(delay));
     job->rc = ospd_unwind_build(&job->src, &job->rows, job->err, sizeof job->err);
     if (job->rc == -EACCES || job->rc == -EPERM || job->rc == -ENOENT) {
         if (job->src.open_path != NULL) { /* map_files refused: the path, then */

@@ -21,7 +21,8 @@
  * returned last time. The parser must reject (-EPROTO with a reason) or accept (every byte up to
  * head consumed unless an exit record ended the stream), never crash or read outside the data
  * area, and what it keeps must be consistent: every sample names a kept thread and an interned
- * stack, every stack has depth 1..OSP_MAX_DEPTH. Then the collector is written as a raw profile
+ * stack, every stack has depth 1..OSP_MAX_DEPTH (a sample with a copy of its stack walked again
+ * from the copy's hostile bytes included). Then the collector is written as a raw profile
  * (ospd_raw_write) and read back with ospx_raw_read: whatever the daemon writes, the exporters
  * must accept, with the same counts.
  */
@@ -140,6 +141,7 @@ static int drain(struct ospd_collector *c, const uint8_t *data, uint64_t data_si
                        again == new_tail,
                    "a rejected ring was parsed again");
     }
+    ospd_copies_walk(c, NULL, 0, false); /* no tables: each held copy walked at once */
     check_collector(c);
     *tail = new_tail;
     return rc == 0 && !c->exit_seen;
@@ -205,6 +207,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size)
     ospd_collector_set_identity(&c, header);
     if (flags & 2)
         c.memory_limit = UINT64_C(1024) << ((flags >> 2) & 15);
+    /* A pool of two stack copies holding the data area's bytes again (proto/osp_ring.h, "Stack
+     * copies"): the copies' walks over hostile stacks, and the samples they change. */
+    static uint8_t pool[2 * 4096];
+    static _Atomic uint64_t busy;
+    for (size_t i = 0; i < sizeof pool; i++)
+        pool[i] = data[i % data_size];
+    c.copy_pool = pool;
+    c.copy_count = 2;
+    c.copy_size = 4096;
+    c.copies_busy = &busy;
 
     if (step_count == 0) {
         drain(&c, data, data_size, &tail, tail + (supplied & ~(size_t)7));

@@ -219,6 +219,32 @@ int main(int argc, char **argv)
     osp_put_exit(c, END, 0);
     err |= finish(&s, out, "seed-fibers", NULL, 0);
 
+    /* Samples with a copy of their stack (proto/osp_ring.h, "Stack copies"): one kept as the
+     * handler walked it (the fuzzer's collector has no pool), then one whose resume frame is
+     * past its depth (refused). */
+    c = begin(&s, 6, 0, MONO, 0);
+    put_main(c);
+    put_thread(c, 0, 1, 0, 4242, "main");
+    struct osp_rec_stack_copy copy = {.sample.t_ns = MONO + 1000,
+                                      .sample.slot = 0,
+                                      .sample.generation = 1,
+                                      .sample.state = OSP_STATE_ON_CPU,
+                                      .sample.depth = 3,
+                                      .sample.weight = 1,
+                                      .sample.stop = OSP_UNWIND_GUESSED,
+                                      .resume = 1,
+                                      .pc = stack_b[1],
+                                      .sp = 0x7ffd0000,
+                                      .fp = 0x7ffd0040,
+                                      .copy_len = 4096,
+                                      .copy_base = 0x7ffd0000};
+    osp_put_stack_copy(c, &copy, stack_b);
+    copy.sample.t_ns = MONO + 2000;
+    copy.resume = 3;
+    osp_put_stack_copy(c, &copy, stack_b);
+    osp_put_exit(c, END, 0);
+    err |= finish(&s, out, "seed-stack-copy", NULL, 0);
+
     /* A sample record of 4400 bytes, longer than any valid record, in an 8 KiB data area. */
     static const uint8_t zeros[4392];
     struct osp_rec_header bare = {0};

@@ -180,6 +180,24 @@ struct osp_ring_header {
      * neither running nor holding samples. So a tick costs ospreyd the running threads, not
      * the registered ones: a thousand sleeping threads are never looked at. */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint64_t attention[OSP_ATTENTION_WORDS];
+
+    /* --- stack copies (see "Stack copies" below): 0 in a shim that takes none --- */
+    alignas(OSP_RING_CACHE_LINE) uint64_t copies_offset; /* the pool: after the slot table */
+    uint32_t copy_count;                                 /* buffers, <= OSP_COPY_MAX_COUNT */
+    uint32_t copy_size;                                  /* bytes each, <= OSP_COPY_MAX_SIZE */
+    /* Bit i: buffer i holds a copy ospreyd has not read yet. Set by the handler that took it
+     * (compare-exchange, acquire: the bytes ospreyd read before it cleared the bit are read);
+     * cleared by ospreyd (fetch_and, release) once it has copied the bytes out, or by the
+     * handler when its record found no room. */
+    _Atomic uint64_t copies_busy;
+    /* Shim: samples whose stack could not be copied (every buffer busy, or no room for the
+     * record): they carry the handler's frame-pointer guess (relaxed increments). */
+    _Atomic uint64_t copies_refused;
+    /* ospreyd: 1 once it reads STACK_COPY records and frees the pool's buffers (stored release
+     * at attach, before ATTACHED); the handler takes copies before any collector attached, and
+     * after only when this says so (acquire): a collector that does not know the record is sent
+     * at most those its ring already held, and no more once attached. */
+    _Atomic uint32_t copies_read;
 };
 
 _Static_assert(sizeof(struct osp_ring_header) <= OSP_RING_HEADER_SIZE, "header fits its page");
@@ -206,6 +224,7 @@ enum osp_rec_type {
     OSP_REC_WAIT_SPAN = 8,       /* struct osp_rec_wait_span + depth * uint64_t pcs */
     OSP_REC_ESCAPED = 9,         /* struct osp_rec_escaped + path bytes */
     OSP_REC_FIBER = 10,          /* struct osp_rec_fiber + label bytes (OSP_READER_FIBERS) */
+    OSP_REC_STACK_COPY = 11,     /* struct osp_rec_stack_copy + depth * uint64_t pcs */
 };
 
 /* header.reader_features bits. */
@@ -345,6 +364,36 @@ enum osp_escape {
     OSP_ESCAPE_PRELOAD = 2,     /* OSPREY_PROFILE kept, but not the shim in LD_PRELOAD */
 };
 
+/* ---- Stack copies ------------------------------------------------------------------------
+ *
+ * An on-CPU sample whose walk reached code no published row covers while ospreyd was still
+ * building rows (the first second of a big program's first run) cannot be walked whole yet.
+ * The handler then copies the stack from the frame it reached (sp up, at most copy_size
+ * bytes, without faulting) into a free buffer of the pool (claimed in copies_busy) and writes
+ * this record into its slot ring in place of the SAMPLE_WEIGHTED: the sample as the handler
+ * walked it (pcs, the frame-pointer guess through that code, stop OSP_UNWIND_GUESSED or what
+ * it was), plus where that walk may resume — the frame's registers, its index in pcs and
+ * the copy. ospreyd copies the bytes out and frees the buffer at once, keeps the sample with
+ * the handler's stack, and once the frame's rows are published (or no build is left) walks
+ * the copy from the resume frame by the same step (proto/osp_unwind_step.h) and replaces
+ * pcs[resume..] with that walk's frames and its stop reason. Copies ospreyd cannot hold
+ * (its bound) or whose rows never come keep the handler's stack and stop reason. */
+#define OSP_COPY_MAX_COUNT 64u /* bits of copies_busy */
+#define OSP_COPY_MAX_SIZE  (32u << 10)
+#define OSP_COPY_FIRST     1u /* flags: the resume frame is an interrupted instant (the leaf) */
+struct osp_rec_stack_copy {
+    /* The sample as a SAMPLE_WEIGHTED record says it (its h.type OSP_REC_STACK_COPY, state
+     * OSP_STATE_ON_CPU, stop the handler's walk's); its pcs follow this whole struct. */
+    struct osp_rec_sample_weighted sample;
+    uint32_t resume;         /* < depth: pcs[resume] is the frame the copy's walk starts at */
+    uint32_t flags;          /* OSP_COPY_FIRST */
+    uint64_t pc, sp, fp, lr; /* that frame's registers (osp_unwind_regs) */
+    uint32_t copy_index;     /* < header.copy_count: the buffer */
+    uint32_t copy_len;       /* bytes of it that hold the stack, <= header.copy_size */
+    uint64_t copy_base;      /* the stack address of the buffer's first byte (<= sp) */
+    /* uint64_t pcs[sample.depth]; */
+};
+
 struct osp_rec_exit {
     struct osp_rec_header h;
     uint64_t end_unix_ns; /* CLOCK_REALTIME when the shim stopped sampling */
@@ -361,6 +410,7 @@ _Static_assert(sizeof(struct osp_rec_wait_span) == 40, "wait span record");
 _Static_assert(sizeof(struct osp_rec_image) % 8 == 0, "aligned");
 _Static_assert(sizeof(struct osp_rec_fiber) == 32, "fiber record");
 _Static_assert(sizeof(struct osp_rec_exit) == 24, "exit record");
+_Static_assert(sizeof(struct osp_rec_stack_copy) == 96, "stack copy record");
 
 /* ---- Slots -------------------------------------------------------------------------------
  *

@@ -124,6 +124,14 @@ static inline void osp_put_sample_weighted(struct osp_ring_cursor *c, uint64_t t
     osp_ring_put(c, OSP_REC_SAMPLE_WEIGHTED, &rec, sizeof rec, pcs, depth * 8u);
 }
 
+/* A sample with a copy of its stack (osp_ring.h, "Stack copies"): rec's fields from t_ns on
+ * (its header is set here), then its pcs. */
+static inline void osp_put_stack_copy(struct osp_ring_cursor *c,
+                                      const struct osp_rec_stack_copy *rec, const uint64_t *pcs)
+{
+    osp_ring_put(c, OSP_REC_STACK_COPY, rec, sizeof *rec, pcs, rec->sample.depth * 8u);
+}
+
 static inline void osp_put_repeat(struct osp_ring_cursor *c, uint64_t t_ns, uint32_t slot,
                                   uint32_t generation)
 {

@@ -311,23 +311,38 @@ struct osp_unwind_tables {
     uint64_t building_size;
 };
 
+/* Where a walk reached code no published row covers while rows were still being built (the
+ * frame a stack copy lets ospreyd walk again once its rows exist, proto/osp_ring.h "Stack
+ * copies"): that frame's registers, its index in out (0: none reached) plus one, and whether
+ * they are an interrupted instant's. */
+struct osp_unwind_resume {
+    struct osp_unwind_regs regs;
+    uint32_t depth; /* out[depth - 1] is the frame; 0: the walk met no such frame */
+    int first;
+};
+
 /* The walk: from regs, leaf first, into out[0..cap), each frame by its row where the snapshot
  * has one (looked up at the pc itself for an interrupted instant, at pc - 1 for a return
  * address), else by the frame pointer; the first address stored whatever it is. `leaf`: regs
  * are an interrupted instant's (0: regs->pc is a return address). Returns the depth; *stop
- * says why the walk ended (never OSP_UNWIND_GO_ON when cap >= 1). Async-signal-safe when m's
- * callbacks are. */
-OSP_UNWIND_INLINE uint32_t osp_unwind_walk(const struct osp_unwind_tables *t,
-                                           const struct osp_unwind_regs *regs, int leaf,
-                                           const struct osp_unwind_memory *m, uint64_t *out,
-                                           uint32_t cap, enum osp_unwind_stop *stop)
+ * says why the walk ended (never OSP_UNWIND_GO_ON when cap >= 1). `resume` (may be NULL): the
+ * first frame with no row while rows were being built, depth 0 when none. Async-signal-safe
+ * when m's callbacks are. */
+OSP_UNWIND_INLINE uint32_t osp_unwind_walk_resume(const struct osp_unwind_tables *t,
+                                                  const struct osp_unwind_regs *regs, int leaf,
+                                                  const struct osp_unwind_memory *m, uint64_t *out,
+                                                  uint32_t cap, enum osp_unwind_stop *stop,
+                                                  struct osp_unwind_resume *resume)
 {
     const struct osp_unwind_access a = {m, m->read_word, m->return_slot, m->switch_stack};
     struct osp_unwind_regs r = *regs;
     int first = leaf;
+    int building = -1;
     int guessed = 0;
     uint32_t depth = 0;
     enum osp_unwind_stop why = OSP_UNWIND_DEPTH;
+    if (resume != NULL)
+        resume->depth = 0;
     while (depth < cap) {
         out[depth++] = r.pc;
         if (depth == cap)
@@ -335,22 +350,35 @@ OSP_UNWIND_INLINE uint32_t osp_unwind_walk(const struct osp_unwind_tables *t,
         const struct osp_unwind_row *row =
             t->ix != NULL ? osp_unwind_find_row(t->map, t->size, t->ix, first ? r.pc : r.pc - 1)
                           : NULL;
-        struct osp_unwind_regs next;
+        struct osp_unwind_regs next = r; /* set by a step that goes on (said so to gcc 12) */
         why = osp_unwind_step_with(row, &r, first, a, &next);
-        if (why != OSP_UNWIND_GO_ON) {
-            if (why == OSP_UNWIND_OUTERMOST && row == NULL && !guessed && t->building != NULL)
-                guessed = osp_unwind_building(t->building, t->building_size);
-            break;
+        if (__builtin_expect(row == NULL, 0) && t->building != NULL) {
+            if (building < 0) { /* asked once, at the first frame with no row */
+                building = osp_unwind_building(t->building, t->building_size);
+                if (building && resume != NULL)
+                    *resume = (struct osp_unwind_resume){r, depth, first};
+            }
+            if (building && (why == OSP_UNWIND_GO_ON || why == OSP_UNWIND_OUTERMOST))
+                guessed = 1;
         }
+        if (why != OSP_UNWIND_GO_ON)
+            break;
         why = OSP_UNWIND_DEPTH;
-        if (row == NULL && !guessed && t->building != NULL)
-            guessed = osp_unwind_building(t->building, t->building_size);
         /* Past the kernel's signal frame, the registers are an interrupted instant again. */
         first = row != NULL && row->cfa_rule == OSP_CFA_SIGNAL;
         r = next;
     }
     *stop = guessed ? OSP_UNWIND_GUESSED : why;
     return depth;
+}
+
+/* osp_unwind_walk_resume without the resume frame. */
+OSP_UNWIND_INLINE uint32_t osp_unwind_walk(const struct osp_unwind_tables *t,
+                                           const struct osp_unwind_regs *regs, int leaf,
+                                           const struct osp_unwind_memory *m, uint64_t *out,
+                                           uint32_t cap, enum osp_unwind_stop *stop)
+{
+    return osp_unwind_walk_resume(t, regs, leaf, m, out, cap, stop, NULL);
 }
 
 #endif /* OSP_UNWIND_STEP_H */

@@ -93,28 +93,35 @@ enum osp__instant osp__context_instant(const void *context)
 }
 
 /* The interrupted thread's stack, leaf first, on whichever stack it was running (stacks.c),
- * and why its walk ended. Async-signal-safe. */
-static uint32_t capture_why(struct osp__slot *s, const void *context, uint64_t *pcs,
-                            enum osp_unwind_stop *stop)
+ * why its walk ended, and (resume not NULL) the frame a copy of the stack would let ospreyd
+ * walk on from once its rows are published (none when Python frames were put among the
+ * native ones: ospreyd's walk would not have them). Async-signal-safe. */
+static uint32_t capture_resume(struct osp__slot *s, const void *context, uint64_t *pcs,
+                               enum osp_unwind_stop *stop, struct osp_unwind_resume *resume)
 {
     struct osp__regs regs;
     osp__cpu_regs(context, &regs);
     struct osp__stack_span spans[4];
     uint32_t n = osp__stack_spans(s, regs.sp, spans);
+    if (resume != NULL)
+        resume->depth = 0;
     if (n == 0) {
         pcs[0] = regs.pc; /* on a stack that cannot be read: the pc alone */
         *stop = OSP_UNWIND_FAILED;
         return 1;
     }
-    uint32_t depth = osp__unwind_spans_why(&regs, 1, spans, n, pcs, OSP_MAX_DEPTH, stop);
-    return osp__python_frames(pcs, depth, OSP_MAX_DEPTH); /* python.c: none unless CPython 3.11 */
+    uint32_t depth = osp__unwind_spans_resume(&regs, 1, spans, n, pcs, OSP_MAX_DEPTH, stop, resume);
+    uint32_t with_python = osp__python_frames(pcs, depth, OSP_MAX_DEPTH); /* CPython 3.11's */
+    if (resume != NULL && with_python != depth)
+        resume->depth = 0;
+    return with_python;
 }
 
-/* The interrupted thread's stack, leaf first. Async-signal-safe. */
-static uint32_t capture(struct osp__slot *s, const void *context, uint64_t *pcs)
+/* The same, without the resume frame. Async-signal-safe. */
+static uint32_t capture_why(struct osp__slot *s, const void *context, uint64_t *pcs,
+                            enum osp_unwind_stop *stop)
 {
-    enum osp_unwind_stop stop;
-    return capture_why(s, context, pcs, &stop);
+    return capture_resume(s, context, pcs, stop, NULL);
 }
 
 /* A signal of ours held back by the guarded call just left: was the thread running inside the
@@ -219,13 +226,15 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             if (osp__kernel_waits()) {
                 /* ospreyd times the waits from the kernel's records; each capture gives the
                  * site of the wait it falls in (a wait since the last one may be another). */
-                uint32_t depth = capture(s, context, s->sample_pcs);
+                enum osp_unwind_stop stop;
+                uint32_t depth = capture_why(s, context, s->sample_pcs, &stop);
                 s->sample_depth = 0;
                 osp__wait_captured(s, now, s->sample_pcs, depth);
+                s->wait_stop = stop;
                 s->wait_generation = generation;
             } else if (!s->wait_open && s->timing != OSP__TIMING_IN_CALL) {
                 /* (Inside a call timed by its clock reads, the call times this wait.) */
-                s->wait_depth = capture(s, context, s->wait_pcs);
+                s->wait_depth = capture_why(s, context, s->wait_pcs, &s->wait_stop);
                 s->wait_generation = generation;
                 s->wait_t_ns = now;
                 s->wait_cpu_ns = cpu;
@@ -234,7 +243,7 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
             } else if (s->wait_generation != generation) {
                 /* Rows were published since its stack was taken: the same wait, seen whole
                  * (a main thread that joins at once waits where libc has no frame pointers). */
-                s->wait_depth = capture(s, context, s->wait_pcs);
+                s->wait_depth = capture_why(s, context, s->wait_pcs, &s->wait_stop);
                 s->wait_generation = generation;
             }
             needed = osp__credit_needed(&s->credit, cpu, period_ns);
@@ -311,11 +320,21 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                              : osp__credit_take(&s->credit, cpu, period_ns, &needed);
             if (weight > 0) {
                 uint64_t *pcs = in_call ? s->wait_pcs : s->sample_pcs;
-                enum osp_unwind_stop stop = OSP_UNWIND_GO_ON; /* a wait's stack: not said */
-                uint32_t depth = in_call ? s->wait_depth : capture_why(s, context, pcs, &stop);
+                enum osp_unwind_stop stop = s->wait_stop; /* the call's stack, as walked */
+                struct osp_unwind_resume resume = {.depth = 0};
+                uint32_t depth =
+                    in_call ? s->wait_depth : capture_resume(s, context, pcs, &stop, &resume);
                 s->sample_depth = in_call ? 0 : depth;
-                if (osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth,
-                                     stop) != 0) {
+                s->sample_stop = stop;
+                /* A walk that met code whose rows are not published yet: the stack copied
+                 * for ospreyd to walk again once they are (stackcopy.c). */
+                int rc = resume.depth == 0 ? -EBUSY
+                                           : osp__emit_stack_copy(&s->ring, s, now, weight, pcs,
+                                                                  depth, stop, &resume);
+                if (rc == -EBUSY)
+                    rc = osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth,
+                                          stop);
+                if (rc != 0) {
                     /* The ring is full (ospreyd is late): the CPU time is carried to the next
                      * sample, unless it has been waiting as long as one sample may stand for. */
                     if (weight < osp__credit_cap(period_ns))

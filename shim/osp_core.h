@@ -157,12 +157,23 @@ uint32_t osp__unwind_spans(const struct osp__regs *regs, int leaf,
 uint32_t osp__unwind_spans_why(const struct osp__regs *regs, int leaf,
                                const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
                                uint32_t cap, enum osp_unwind_stop *stop);
+/* osp__unwind_spans_why, and where a stack copy would let ospreyd walk on (*resume: the first
+ * frame reached with no row while rows were being built, on the first span read in place;
+ * depth 0 when none; NULL: not asked). Async-signal-safe. */
+uint32_t osp__unwind_spans_resume(const struct osp__regs *regs, int leaf,
+                                  const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
+                                  uint32_t cap, enum osp_unwind_stop *stop,
+                                  struct osp_unwind_resume *resume);
 
 /* The stack of whoever called our own code: `own_frames` frame records of ours (built with
  * frame pointers) are stepped over from `fp`, then osp__unwind goes on from the caller's
  * return address. 0 when our own records fail the checks. Async-signal-safe. */
 uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
                             uint64_t *out, uint32_t cap);
+/* osp__unwind_caller, saying why the walk ended (OSP_UNWIND_FAILED when our own records failed
+ * the checks). Async-signal-safe. */
+uint32_t osp__unwind_caller_why(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
+                                uint64_t *out, uint32_t cap, enum osp_unwind_stop *stop);
 
 /* ---- stacks.c ---------------------------------------------------------------------------- */
 
@@ -377,7 +388,8 @@ struct osp__slot {
     uint32_t span_next;          /* the entry the next new site takes */
     uint64_t voluntary_switches; /* the thread's, at its last short wait (emit_span) */
     uint32_t wait_depth;
-    uint64_t wait_generation; /* of the unwind snapshot its stack was taken with */
+    enum osp_unwind_stop wait_stop; /* why the walk of wait_pcs ended */
+    uint64_t wait_generation;       /* of the unwind snapshot its stack was taken with */
     uint64_t wait_pcs[OSP_MAX_DEPTH];
     /* The handler's scratch for a sample's stack: here, not in its frame, so the handler
      * needs little of a thread's stack (16 KiB thread stacks, coroutines). The handler does
@@ -386,6 +398,7 @@ struct osp__slot {
     /* The depth of the latest on-CPU sample's stack in sample_pcs (0: none, or sample_pcs
      * since reused for a wait's capture): where a thread that exits was last seen running. */
     uint32_t sample_depth;
+    enum osp_unwind_stop sample_stop; /* why that stack's walk ended */
     uint64_t start_pc; /* the start routine of a thread pthread_create started, else 0 */
     /* The stack the thread runs on now as its runtime said (osp_prof_fiber_switch), [lo, hi);
      * hi 0: none said. Written by the thread, read by its handler (stacks.c). */
@@ -409,6 +422,11 @@ struct osp__slot {
     uint8_t *stack_copy;
 };
 
+/* The fields of a SAMPLE_WEIGHTED record (or of a STACK_COPY's first part) of slot s, its
+ * header saying `type` and `size`. Async-signal-safe. */
+void osp__sample_record(struct osp_rec_sample_weighted *rec, uint32_t type, uint32_t size,
+                        const struct osp__slot *s, uint64_t t_ns, uint32_t state, uint32_t weight,
+                        uint32_t depth, enum osp_unwind_stop stop);
 /* Write one SAMPLE_WEIGHTED record to `w` for slot s, with why its stack's walk ended
  * (OSP_UNWIND_GO_ON: not said). Returns 0, or -ENOSPC when the ring is full (the caller counts
  * the drop, or carries the weight). Async-signal-safe. */
@@ -419,6 +437,14 @@ int osp__emit_sample(struct osp__event_ring *w, struct osp__slot *s, uint64_t t_
  * its runtime declared is not the one the ring last said (and the reader takes them). 0, or
  * -ENOSPC when the ring is full. Async-signal-safe. */
 int osp__fiber_note(struct osp__event_ring *w, struct osp__slot *s);
+/* stackcopy.c: write the sample as one STACK_COPY record (proto/osp_ring.h, "Stack copies"):
+ * the stack copied from resume's frame on into a free buffer of the ring's pool, with the
+ * handler's pcs[0..depth) and stop. Returns 0; -ENOSPC when the ring is full (as
+ * osp__emit_sample); -EBUSY when no copy could be taken (no pool, every buffer busy, the stack
+ * unreadable): the caller writes the sample as it is. Async-signal-safe. */
+int osp__emit_stack_copy(struct osp__event_ring *w, struct osp__slot *s, uint64_t t_ns,
+                         uint32_t weight, const uint64_t *pcs, uint32_t depth,
+                         enum osp_unwind_stop stop, const struct osp_unwind_resume *resume);
 /* Does ospreyd time this run's waits from the kernel's context-switch records (the shim opened
  * and mapped them at boot, and handed them on)? Then a wait is written as its site
  * (OSP_REC_WAIT_SPAN), from the start of the run. Async-signal-safe. */

@@ -469,11 +469,11 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
 /* The CPU time the timers of slot `s` (the calling thread's, its handler out of the way)
  * had no chance to sample (a thread shorter than a period, or one that ended before its next
  * sample), paid now, rounded by the credit rule: with the random phase it started at, a thread
- * is paid its CPU time in expectation. The stack is `depth` pcs of `pcs`; with none (NULL),
- * the thread's start routine (ours is no place for it), or ours when it has none (the
- * exporters leave the profiler's frames out). */
+ * is paid its CPU time in expectation. The stack is `depth` pcs of `pcs`, whose walk ended for
+ * `stop`; with none (NULL), the thread's start routine (ours is no place for it; its walk not
+ * said), or ours when it has none (the exporters leave the profiler's frames out). */
 static void pay_rest(struct osp__slot *s, uint64_t now, uint64_t cpu, const uint64_t *pcs,
-                     uint32_t depth)
+                     uint32_t depth, enum osp_unwind_stop stop)
 {
     uint64_t needed;
     uint32_t weight = osp__credit_take(&s->credit, cpu, osp__period_ns, &needed);
@@ -482,10 +482,12 @@ static void pay_rest(struct osp__slot *s, uint64_t now, uint64_t cpu, const uint
     if (pcs == NULL) {
         depth = 1;
         s->sample_pcs[0] = s->start_pc;
+        stop = OSP_UNWIND_GO_ON;
         if (s->start_pc == 0) {
             uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0), lo;
             uint64_t hi = osp__stack_in_place(s, fp, &lo);
-            depth = osp__unwind_caller(fp, 0, fp < lo ? lo : fp, hi, s->sample_pcs, OSP_MAX_DEPTH);
+            depth = osp__unwind_caller_why(fp, 0, fp < lo ? lo : fp, hi, s->sample_pcs,
+                                           OSP_MAX_DEPTH, &stop);
             /* A frame whose return address could not be read (an exit handler called by the
              * loader through a pointer) is left out, not named 0. */
             uint32_t kept = 0;
@@ -496,8 +498,8 @@ static void pay_rest(struct osp__slot *s, uint64_t now, uint64_t cpu, const uint
         }
         pcs = s->sample_pcs;
     }
-    if (depth > 0 && osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth,
-                                      OSP_UNWIND_GO_ON) != 0)
+    if (depth > 0 &&
+        osp__emit_sample(&s->ring, s, now, OSP_STATE_ON_CPU, weight, pcs, depth, stop) != 0)
         osp__event_ring_count_drops(&s->ring, weight);
 }
 
@@ -508,7 +510,7 @@ void osp__registry_pay_at_exit(struct osp__registry *reg)
      * that called exit (ours first, which the exporters leave out). */
     if (s != NULL && s->active && !reg->stopped && s->shared != NULL)
         pay_rest(s, osp__clock_ns(CLOCK_MONOTONIC), osp__clock_ns(CLOCK_THREAD_CPUTIME_ID),
-                 s->sample_depth > 0 ? s->sample_pcs : NULL, s->sample_depth);
+                 s->sample_depth > 0 ? s->sample_pcs : NULL, s->sample_depth, s->sample_stop);
 }
 
 void osp__registry_unregister(struct osp__registry *reg)
@@ -530,7 +532,7 @@ void osp__registry_unregister(struct osp__registry *reg)
     if (!reg->stopped && s->shared != NULL) {
         uint64_t now = osp__clock_ns(CLOCK_MONOTONIC), cpu = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
         osp__close_wait(&s->ring, s, now, cpu);
-        pay_rest(s, now, cpu, NULL, 0);
+        pay_rest(s, now, cpu, NULL, 0, OSP_UNWIND_GO_ON);
     }
 
     osp__mutex_lock(&reg->lock);

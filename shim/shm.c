@@ -42,10 +42,25 @@ void *osp__unwind_map = MAP_FAILED;
  * their own, which a loaded machine lets run less often (shim/README.md, "Measuring"). */
 #define OSP__FORK_SLOT_RING (16u * OSP_SLOT_RING_SIZE)
 
-static size_t ring_size(uint32_t slot_ring)
+/* The pool of stack copies after the slot table (proto/osp_ring.h, "Stack copies"): 32 buffers
+ * of OSP__COPY_BYTES, 1 MiB (shim/README.md, "Stack copies while rows are built": 8, 16 and
+ * 32 KiB measured; clang-14's stacks outgrow 16). */
+#ifndef OSP__COPY_BYTES
+#define OSP__COPY_BYTES (32u << 10)
+#endif
+#define OSP__COPY_COUNT 32u
+_Static_assert(OSP__COPY_BYTES % 4096u == 0 && OSP__COPY_BYTES <= OSP_COPY_MAX_SIZE, "copy size");
+_Static_assert(OSP__COPY_COUNT <= OSP_COPY_MAX_COUNT, "copy count");
+
+static size_t slots_end(uint32_t slot_ring)
 {
     return OSP_RING_HEADER_SIZE + OSP__EVENT_RING_SIZE +
            (size_t)OSP_DEFAULT_SLOTS * osp_slot_stride(slot_ring);
+}
+
+static size_t ring_size(uint32_t slot_ring)
+{
+    return slots_end(slot_ring) + (size_t)OSP__COPY_COUNT * OSP__COPY_BYTES;
 }
 
 /* The header of a ring just mapped, and the event ring's writer on it. */
@@ -58,6 +73,9 @@ static void ring_init(void *map, uint32_t rate_hz, uint32_t slot_ring)
     osp__ring_header->slot_count = OSP_DEFAULT_SLOTS;
     osp__ring_header->slot_ring_size = slot_ring;
     osp__ring_header->signal_cookie = (uint64_t)(uintptr_t)osp__sigprof_cookie();
+    osp__ring_header->copies_offset = slots_end(slot_ring);
+    osp__ring_header->copy_count = OSP__COPY_COUNT;
+    osp__ring_header->copy_size = OSP__COPY_BYTES;
     osp__event_ring_attach(&osp__events, osp__ring_header);
 }
 

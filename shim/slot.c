@@ -21,6 +21,21 @@
 #include "osp_core.h"
 #include "osp_policy.h"
 
+void osp__sample_record(struct osp_rec_sample_weighted *rec, uint32_t type, uint32_t size,
+                        const struct osp__slot *s, uint64_t t_ns, uint32_t state, uint32_t weight,
+                        uint32_t depth, enum osp_unwind_stop stop)
+{
+    rec->h.type = type;
+    rec->h.size = size;
+    rec->t_ns = t_ns;
+    rec->slot = s->index;
+    rec->generation = s->generation;
+    rec->state = state;
+    rec->depth = depth;
+    rec->weight = weight;
+    rec->stop = (uint32_t)stop;
+}
+
 int osp__emit_sample(struct osp__event_ring *w, struct osp__slot *s, uint64_t t_ns, uint32_t state,
                      uint32_t weight, const uint64_t *pcs, uint32_t depth,
                      enum osp_unwind_stop stop)
@@ -39,15 +54,7 @@ int osp__emit_sample(struct osp__event_ring *w, struct osp__slot *s, uint64_t t_
                                               : osp__event_ring_reserve(w, size, &new_head);
     if (rec == NULL)
         return -ENOSPC;
-    rec->h.type = OSP_REC_SAMPLE_WEIGHTED;
-    rec->h.size = size;
-    rec->t_ns = t_ns;
-    rec->slot = s->index;
-    rec->generation = s->generation;
-    rec->state = state;
-    rec->depth = depth;
-    rec->weight = weight;
-    rec->stop = (uint32_t)stop;
+    osp__sample_record(rec, OSP_REC_SAMPLE_WEIGHTED, size, s, t_ns, state, weight, depth, stop);
     memcpy(rec + 1, pcs, depth * 8u);
     osp__event_ring_commit(w, new_head);
     return 0;
@@ -386,8 +393,8 @@ void osp__guard_wait_begin(struct osp__slot *s, const void *fn)
         uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0), lo;
         uint64_t hi = osp__stack_in_place(s, fp, &lo); /* a fiber's stack, or the thread's */
         s->wait_pcs[0] = (uint64_t)(uintptr_t)fn;
-        s->wait_depth =
-            osp__unwind_caller(fp, 2, fp < lo ? lo : fp, hi, s->wait_pcs + 1, OSP_MAX_DEPTH - 1);
+        s->wait_depth = osp__unwind_caller_why(fp, 2, fp < lo ? lo : fp, hi, s->wait_pcs + 1,
+                                               OSP_MAX_DEPTH - 1, &s->wait_stop);
         s->wait_depth = s->wait_depth > 0 ? s->wait_depth + 1 : 0;
         s->wait_depth = osp__python_frames(s->wait_pcs, s->wait_depth, OSP_MAX_DEPTH);
         s->wait_generation = osp__unwind_generation();
@@ -439,12 +446,14 @@ void osp__guard_wait_end(struct osp__slot *s)
          * frames are the same as at its start (this function, then the interposer). */
         uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0), lo;
         uint64_t hi = osp__stack_in_place(s, fp, &lo);
-        uint32_t depth =
-            osp__unwind_caller(fp, 2, fp < lo ? lo : fp, hi, s->sample_pcs, OSP_MAX_DEPTH - 1);
+        enum osp_unwind_stop stop;
+        uint32_t depth = osp__unwind_caller_why(fp, 2, fp < lo ? lo : fp, hi, s->sample_pcs,
+                                                OSP_MAX_DEPTH - 1, &stop);
         depth = osp__python_frames(s->sample_pcs, depth, OSP_MAX_DEPTH - 1);
         if (depth + 1 > s->wait_depth) { /* after its leaf, the function called */
             memcpy(s->wait_pcs + 1, s->sample_pcs, depth * sizeof(uint64_t));
             s->wait_depth = depth + 1;
+            s->wait_stop = stop;
         }
     }
     osp__close_wait(&s->ring, s, now, 0);

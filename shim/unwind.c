@@ -306,11 +306,22 @@ static inline int switch_stack(const struct osp_unwind_memory *m, uint64_t sp)
 }
 
 /* Async-signal-safe. */
-OSP__READS_FOREIGN_STACK
 uint32_t osp__unwind_spans_why(const struct osp__regs *regs, int leaf,
                                const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
                                uint32_t cap, enum osp_unwind_stop *stop)
 {
+    return osp__unwind_spans_resume(regs, leaf, spans, n, out, cap, stop, NULL);
+}
+
+/* Async-signal-safe. */
+OSP__READS_FOREIGN_STACK
+uint32_t osp__unwind_spans_resume(const struct osp__regs *regs, int leaf,
+                                  const struct osp__stack_span *spans, uint32_t n, uint64_t *out,
+                                  uint32_t cap, enum osp_unwind_stop *stop,
+                                  struct osp_unwind_resume *resume)
+{
+    if (resume != NULL)
+        resume->depth = 0;
     *stop = OSP_UNWIND_DEPTH;
     if (cap == 0)
         return 0;
@@ -334,7 +345,14 @@ uint32_t osp__unwind_spans_why(const struct osp__regs *regs, int leaf,
         {read_word, return_slot, switch_stack, NULL, 0, 0}, 0, spans, n, 1, 0, 0};
     enter(&w, spans[0].lo, spans[0].hi, spans[0].copy, spans[0].base);
     const struct osp_unwind_regs r = {regs->pc, regs->sp, regs->fp, regs->lr};
-    return osp_unwind_walk(&tables, &r, leaf, &w.memory, out, cap, stop);
+    uint32_t depth = osp_unwind_walk_resume(&tables, &r, leaf, &w.memory, out, cap, stop, resume);
+    /* A frame the walk reached on another stack than the first, or in a copy of one, is not
+     * where a copy of the thread's stack would start. */
+    if (resume != NULL && resume->depth > 0 &&
+        (w.entered != 1u || spans[0].copy != NULL || resume->regs.sp < spans[0].lo ||
+         resume->regs.sp >= spans[0].hi))
+        resume->depth = 0;
+    return depth;
 }
 
 /* Async-signal-safe. */
@@ -366,6 +384,15 @@ uint32_t osp__unwind(const struct osp__regs *regs, int leaf, uint64_t lo, uint64
 uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
                             uint64_t *out, uint32_t cap)
 {
+    enum osp_unwind_stop stop;
+    return osp__unwind_caller_why(fp, own_frames, lo, hi, out, cap, &stop);
+}
+
+/* Async-signal-safe. */
+uint32_t osp__unwind_caller_why(uint64_t fp, uint32_t own_frames, uint64_t lo, uint64_t hi,
+                                uint64_t *out, uint32_t cap, enum osp_unwind_stop *stop)
+{
+    *stop = OSP_UNWIND_FAILED;
     const struct walk_stacks w = {{read_word, NULL, NULL, NULL, lo, hi}, 0, NULL, 0, 0, 0, 0};
     struct osp_unwind_regs r = {.pc = 0, .sp = lo, .fp = fp, .lr = 0};
     for (uint32_t i = 0; i < own_frames; i++) {
@@ -375,5 +402,5 @@ uint32_t osp__unwind_caller(uint64_t fp, uint32_t own_frames, uint64_t lo, uint6
         r = next;
     }
     const struct osp__regs caller = {r.pc, r.sp, r.fp, r.lr};
-    return osp__unwind(&caller, 0, lo, hi, out, cap);
+    return osp__unwind_why(&caller, 0, lo, hi, out, cap, stop);
 }

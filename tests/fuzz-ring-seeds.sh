@@ -7,5 +7,5 @@ replay=$2
 dir=$(mktemp -d /tmp/osprey-ring-seeds-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 "$gen" "$dir"
-test "$(find "$dir" -type f | wc -l)" -eq 11
+test "$(find "$dir" -type f | wc -l)" -eq 12
 "$replay" "$dir"

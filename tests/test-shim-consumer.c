@@ -196,13 +196,16 @@ static int consume_record(void *ctx, uint64_t pos, const uint8_t *rec, uint32_t 
             errors++;
         break;
     }
+    case OSP_REC_STACK_COPY: /* a shim's before it saw this consumer attach: the sample */
     case OSP_REC_SAMPLE_WEIGHTED:
     case OSP_REC_SAMPLE: {
-        /* A plain sample is the weighted record's first 32 bytes, of weight 1. */
+        /* A plain sample is the weighted record's first 32 bytes, of weight 1; a stack copy's
+         * first 40 bytes are the weighted record's, its pcs after its own fixed part. */
         struct osp_rec_sample_weighted w = {.weight = 1};
-        uint32_t fixed =
-            type == OSP_REC_SAMPLE ? (uint32_t)sizeof(struct osp_rec_sample) : (uint32_t)sizeof w;
-        memcpy(&w, rec, fixed);
+        uint32_t fixed = type == OSP_REC_SAMPLE       ? (uint32_t)sizeof(struct osp_rec_sample)
+                         : type == OSP_REC_STACK_COPY ? (uint32_t)sizeof(struct osp_rec_stack_copy)
+                                                      : (uint32_t)sizeof w;
+        memcpy(&w, rec, sizeof w < fixed ? sizeof w : fixed);
         if (w.depth < 1 || w.depth > OSP_MAX_DEPTH || fixed + w.depth * 8u != size ||
             w.weight == 0) {
             errors++;

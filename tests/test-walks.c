@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "osp_core.h"
+#include "osp_ring_write.h"
 #include "osp_unwind.h"
 #include "osp_unwind_step.h"
+#include "ospd.h"
 #include "ospd_attach.h"
 #include "ospd_unwind.h"
 #include "suite.h"
@@ -33,11 +35,13 @@ static void set(unsigned i, uint64_t v)
     stack[i] = v;
 }
 
-/* A table object with one image at [IMAGE, IMAGE + 0x1000) and these rows. Every code
+/* A table object with the image at [start, start + 0x1000) and these rows, and (then not 0)
+ * the same rows for a second image at `then`, published after. Every code
  * address of the cases is below the lowest address a process may map (mmap_min_addr, 64 KiB):
  * the shim's look at the leaf's code finds nothing there, as ospreyd, which reads no code. */
 #define IMAGE 0x1000u
-static void tables_with(const struct osp_unwind_row *rows, uint32_t count)
+static void tables_at(uint64_t start, const struct osp_unwind_row *rows, uint32_t count,
+                      uint64_t then)
 {
     memset(object, 0, sizeof object);
     struct osp_unwind_header *h = (struct osp_unwind_header *)object;
@@ -52,9 +56,20 @@ static void tables_with(const struct osp_unwind_row *rows, uint32_t count)
     ck_assert_int_eq(ospd_unwind_region_init(&region, object, sizeof object, -1, err, sizeof err),
                      0);
     struct ospd_unwind_rows table = {
-        (struct osp_unwind_row *)rows, count, IMAGE, IMAGE + 0x1000, 0, false};
-    ck_assert_int_eq(ospd_unwind_region_publish(&region, IMAGE, &table), 0);
+        (struct osp_unwind_row *)rows, count, start, start + 0x1000, 0, false};
+    ck_assert_int_eq(ospd_unwind_region_publish(&region, start, &table), 0);
+    if (then != 0) { /* a second image, a later snapshot */
+        table.start_vaddr = then;
+        table.end_vaddr = then + 0x1000;
+        ck_assert_int_eq(ospd_unwind_region_publish(&region, then, &table), 0);
+    }
     ospd_unwind_region_free(&region);
+}
+
+/* A table object with one image at [IMAGE, IMAGE + 0x1000) and these rows. */
+static void tables_with(const struct osp_unwind_row *rows, uint32_t count)
+{
+    tables_at(IMAGE, rows, count, 0);
 }
 
 /* What a walk found. */
@@ -300,6 +315,143 @@ START_TEST(a_frame_pointer_guess_while_rows_are_built_is_guessed)
 }
 END_TEST
 
+/* A sample whose leaf's rows are not published yet (another image's are, more are being
+ * built): the shim's walk guesses through it by the frame pointer and says where a copy of the
+ * stack would let ospreyd walk on (osp__unwind_spans_resume); ospreyd keeps the sample as the
+ * handler walked it, holds the copy (copies.c) while the rows are missing, and walks it by the
+ * same step once they are published: the sample's stack becomes the whole one, its stop the
+ * outermost frame. A copy whose rows never come keeps the guess. */
+static void put_copy(struct osp_ring_cursor *cur, const struct osp_unwind_resume *resume,
+                     const struct walked *w, uint64_t t_ns, uint32_t index, uint32_t len)
+{
+    struct osp_rec_stack_copy rec = {.sample.t_ns = t_ns,
+                                     .sample.slot = 0,
+                                     .sample.generation = 1,
+                                     .sample.state = OSP_STATE_ON_CPU,
+                                     .sample.depth = w->depth,
+                                     .sample.weight = 1,
+                                     .sample.stop = w->stop,
+                                     .resume = resume->depth - 1,
+                                     .flags = resume->first ? OSP_COPY_FIRST : 0,
+                                     .pc = resume->regs.pc,
+                                     .sp = resume->regs.sp,
+                                     .fp = resume->regs.fp,
+                                     .lr = resume->regs.lr,
+                                     .copy_index = index,
+                                     .copy_len = len,
+                                     .copy_base = resume->regs.sp};
+    osp_put_stack_copy(cur, &rec, w->pcs);
+}
+
+/* Sample i's stack and its end. */
+static uint32_t sample_stack(const struct ospd_collector *c, uint64_t i, const uint64_t **pcs,
+                             uint32_t *end)
+{
+    uint32_t stack = c->samples[i].stack_state >> 1, depth;
+    *pcs = ospd_stack_pcs(&c->stacks, stack, &depth);
+    *end = ospd_stack_end(&c->stacks, stack);
+    return depth;
+}
+
+START_TEST(a_copy_is_held_until_its_rows_are_published)
+{
+    /* The stack of rows_by_sp_and_fp_and_the_outermost_row, fp holding the frame record of an
+     * ancestor (the frameless frames' callers keep it). */
+    memset(stack, 0, sizeof stack);
+    set(5, IMAGE + 0x180);
+    set(8, at(40));
+    set(9, IMAGE + 0x410);
+    set(40, at(50));
+    set(41, IMAGE + 0x250);
+    tables_at(0x5000, rows, NROWS, 0); /* another image's rows only */
+    struct osp_unwind_header *h = (struct osp_unwind_header *)object;
+    atomic_store_explicit(&h->builds_pending, 1, memory_order_relaxed);
+
+    struct walked w = {0};
+    struct osp_unwind_resume resume;
+    struct osp__regs regs = {.pc = IMAGE + 0x10, .sp = at(4), .fp = at(40), .lr = 0};
+    const struct osp__stack_span span = {at(4), at(WORDS), NULL, 0};
+    osp__unwind_set_tables(object, sizeof object);
+    w.depth = osp__unwind_spans_resume(&regs, 1, &span, 1, w.pcs, OSP_MAX_DEPTH, &w.stop, &resume);
+    ck_assert_uint_eq(w.depth, 2); /* the leaf, then the ancestor's caller: a guess */
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x250);
+    ck_assert_int_eq(w.stop, OSP_UNWIND_GUESSED);
+    ck_assert_uint_eq(resume.depth, 1); /* the leaf itself, an interrupted instant */
+    ck_assert(resume.first);
+    ck_assert_uint_eq(resume.regs.sp, at(4));
+    /* Once rows are published for every frame, the walk meets no such frame. */
+    atomic_store_explicit(&h->builds_pending, 0, memory_order_relaxed);
+    osp__unwind_spans_resume(&regs, 1, &span, 1, w.pcs, OSP_MAX_DEPTH, &w.stop, &resume);
+    ck_assert_uint_eq(resume.depth, 0);
+    atomic_store_explicit(&h->builds_pending, 1, memory_order_relaxed);
+    w.depth = osp__unwind_spans_resume(&regs, 1, &span, 1, w.pcs, OSP_MAX_DEPTH, &w.stop, &resume);
+    osp__unwind_set_tables(NULL, 0);
+
+    /* The pool: the stack from the resume frame's sp, as the handler copies it. */
+    static uint8_t pool[2][4096];
+    uint32_t len = (uint32_t)(at(WORDS) - at(4));
+    memcpy(pool[0], &stack[4], len);
+    memcpy(pool[1], &stack[4], len);
+    _Atomic uint64_t busy = 3;
+    static uint8_t data[4096];
+    memset(data, 0, sizeof data);
+    struct osp_ring_cursor cur = {data, sizeof data, 0};
+    osp_put_thread_start(&cur, 0, 1, 0, 4242, "main", 4);
+    put_copy(&cur, &resume, &w, 1000, 0, len);
+    put_copy(&cur, &resume, &w, 2000, 1, len);
+
+    struct ospd_collector c;
+    ospd_collector_init(&c);
+    c.copy_pool = &pool[0][0];
+    c.copy_count = 2;
+    c.copy_size = sizeof pool[0];
+    c.copies_busy = &busy;
+    uint64_t tail;
+    ck_assert_int_eq(ospd_parse(&c, data, sizeof data, 0, cur.head, &tail), 0);
+    ck_assert_uint_eq(tail, cur.head);
+    ck_assert_uint_eq(atomic_load(&busy), 0); /* both buffers read and handed back */
+    ck_assert_uint_eq(c.sample_count, 2);
+    ck_assert_uint_eq(c.copies.count, 2);
+    const uint64_t *pcs;
+    uint32_t end;
+    ck_assert_uint_eq(sample_stack(&c, 0, &pcs, &end), 2); /* as the handler walked it */
+    ck_assert_uint_eq(end, OSP_UNWIND_GUESSED);
+
+    /* Nothing published for the leaf: held. */
+    ck_assert_uint_eq(ospd_copies_walk(&c, object, sizeof object, false), 0);
+    ck_assert_uint_eq(c.copies.count, 2);
+    /* The leaf's rows published (a later snapshot), others still being built: walked. */
+    tables_at(0x5000, rows, NROWS, IMAGE);
+    atomic_store_explicit(&h->builds_pending, 1, memory_order_relaxed);
+    ck_assert_uint_eq(ospd_copies_walk(&c, object, sizeof object, false), 2);
+    ck_assert_uint_eq(c.copies.count, 0);
+    ck_assert_uint_eq(c.copies.walked, 2);
+    ck_assert_uint_eq(sample_stack(&c, 0, &pcs, &end), 4);
+    ck_assert_uint_eq(pcs[0], IMAGE + 0x10);
+    ck_assert_uint_eq(pcs[1], IMAGE + 0x180);
+    ck_assert_uint_eq(pcs[2], IMAGE + 0x410);
+    ck_assert_uint_eq(pcs[3], IMAGE + 0x250);
+    ck_assert_uint_eq(end, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(c.samples[1].stack_state, c.samples[0].stack_state);
+
+    /* A copy whose rows never come: at the profile's end it is walked with the rows there
+     * are, and the stop says the guess. */
+    tables_at(0x5000, rows, NROWS, 0);
+    atomic_store_explicit(&h->builds_pending, 1, memory_order_relaxed);
+    busy = 1;
+    cur = (struct osp_ring_cursor){data, sizeof data, cur.head};
+    put_copy(&cur, &resume, &w, 3000, 0, len);
+    ck_assert_int_eq(ospd_parse(&c, data, sizeof data, tail, cur.head, &tail), 0);
+    ck_assert_uint_eq(atomic_load(&busy), 0);
+    ck_assert_uint_eq(ospd_copies_walk(&c, object, sizeof object, false), 0);
+    ck_assert_uint_eq(ospd_copies_walk(&c, object, sizeof object, true), 1);
+    ck_assert_uint_eq(sample_stack(&c, 2, &pcs, &end), 2);
+    ck_assert_uint_eq(end, OSP_UNWIND_GUESSED);
+    atomic_store_explicit(&h->builds_pending, 0, memory_order_relaxed);
+    ospd_collector_free(&c);
+}
+END_TEST
+
 Suite *walks_suite(void)
 {
     Suite *s = suite_create("walks");
@@ -309,5 +461,6 @@ Suite *walks_suite(void)
                    the_plt_an_epilogue_and_a_cfa_that_does_not_rise, the_kernels_signal_frame,
                    a_frame_pointer_guess_while_rows_are_built_is_guessed);
     tcase_add_checked_fixture(by_rows, rows_and_a_clear_stack, NULL);
+    SUITE_CASE(s, "copies", 0, a_copy_is_held_until_its_rows_are_published);
     return s;
 }
