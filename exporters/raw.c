@@ -934,25 +934,18 @@ void ospx_raw_free(struct ospx_raw *raw)
 {
     if (raw == NULL)
         return;
-    for (size_t i = 0; i < raw->image_count; i++) {
-        free(raw->images[i].path);
-        free(raw->images[i].arch);
-        free(raw->images[i].build_id);
-    }
+    for (size_t i = 0; i < raw->image_count; i++)
+        OSPC_FREE_ALL(raw->images[i].path, raw->images[i].arch, raw->images[i].build_id);
     for (size_t i = 0; i < raw->thread_count; i++)
         free(raw->threads[i].label);
     for (size_t i = 0; i < raw->stack_count; i++)
         free(raw->stacks[i].pcs);
     for (size_t i = 0; i < raw->drop_count; i++)
         free(raw->drops[i].reason);
-    for (size_t i = 0; i < raw->process_count; i++) {
-        free(raw->processes[i].exe);
-        free(raw->processes[i].source_path);
-    }
-    for (size_t i = 0; i < raw->escaped_count; i++) {
-        free(raw->escaped[i].exe);
-        free(raw->escaped[i].reason);
-    }
+    for (size_t i = 0; i < raw->process_count; i++)
+        OSPC_FREE_ALL(raw->processes[i].exe, raw->processes[i].source_path);
+    for (size_t i = 0; i < raw->escaped_count; i++)
+        OSPC_FREE_ALL(raw->escaped[i].exe, raw->escaped[i].reason);
     for (size_t i = 0; i < raw->jit_count; i++)
         free(raw->jit[i].name);
     for (size_t i = 0; i < raw->jit_note_count; i++)
@@ -964,18 +957,8 @@ void ospx_raw_free(struct ospx_raw *raw)
 
 void ospx__raw_free_tables(struct ospx_raw *raw)
 {
-    free(raw->jit);
-    free(raw->jit_notes);
-    free(raw->kernel_symbols);
-    free(raw->processes);
-    free(raw->images);
-    free(raw->threads);
-    free(raw->stacks);
-    free(raw->samples);
-    free(raw->escaped);
-    free(raw->drops);
-    free(raw->source_path);
-    free(raw->exe);
-    free(raw->platform);
+    OSPC_FREE_ALL(raw->jit, raw->jit_notes, raw->kernel_symbols, raw->processes, raw->images,
+                  raw->threads, raw->stacks, raw->samples, raw->escaped, raw->drops,
+                  raw->source_path, raw->exe, raw->platform);
     memset(raw, 0, sizeof *raw);
 }

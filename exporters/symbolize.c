@@ -619,17 +619,10 @@ void ospx_symbols_free(struct ospx_symbols *symbols)
 {
     if (symbols == NULL)
         return;
-    for (size_t i = 0; i < symbols->frame_count; i++) {
-        free(symbols->frames[i].name);
-        free(symbols->frames[i].file);
-        free(symbols->frames[i].image);
-    }
-    for (size_t i = 0; i < symbols->stack_count; i++) {
-        if (symbols->stack_slots != NULL)
-            free(symbols->stack_slots[i]);
-    }
-    free(symbols->frames);
-    free(symbols->stack_slots);
-    free(symbols->stack_depths);
+    for (size_t i = 0; i < symbols->frame_count; i++)
+        OSPC_FREE_ALL(symbols->frames[i].name, symbols->frames[i].file, symbols->frames[i].image);
+    for (size_t i = 0; symbols->stack_slots != NULL && i < symbols->stack_count; i++)
+        free(symbols->stack_slots[i]);
+    OSPC_FREE_ALL(symbols->frames, symbols->stack_slots, symbols->stack_depths);
     memset(symbols, 0, sizeof *symbols);
 }
