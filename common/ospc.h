@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -300,6 +301,8 @@ uint64_t ospc_checksum(uint64_t seed, const void *data, size_t size);
  *
  * free() of each of the `count` pointers (any may be NULL). */
 void ospc_free_all(void *const *pointers, size_t count);
+/* The `count` values sorted, each kept once: how many are left. */
+size_t ospc_sort_unique(uint64_t *values, size_t count);
 /* OSPC_FREE_ALL(a, b, c...): ospc_free_all over the pointers listed. */
 #define OSPC_FREE_ALL(...)                                                                         \
     ospc_free_all((void *const[]){__VA_ARGS__},                                                    \
@@ -329,6 +332,25 @@ static inline int ospc_hottest_first(uint64_t a_first, uint64_t b_first, uint64_
 {
     int c = ospc_larger_first_by(a_first, b_first, a_second, b_second);
     return c != 0 ? c : ospc_smaller_first(a_index, b_index);
+}
+/* A binary search over `count` rows of `size` bytes from `rows`, sorted by the uint64_t at
+ * `offset` in each: how many rows come before `key`, those whose key is below it (`at_most`
+ * false: the index of the first row at `key`, when one is) or at most it (`at_most` true: the
+ * row at or below `key` is the one before that index). Inline, for the constants to fold. */
+static inline size_t ospc_rows_before(const void *rows, size_t count, size_t size, size_t offset,
+                                      uint64_t key, bool at_most)
+{
+    size_t low = 0, high = count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        uint64_t row_key;
+        memcpy(&row_key, (const char *)rows + middle * size + offset, sizeof row_key);
+        if (row_key < key || (at_most && row_key == key))
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low;
 }
 
 /* kallsyms.c: names[i] (malloc'd, NULL when none) for each kernel pcs[i], the text symbol at
