@@ -236,6 +236,16 @@ void ospx__tree_free(struct ospx__tree *tree);
 /* Per model function, its V8 scriptId: 0 without a file, else 1 + the file's rank among the
  * profile's sorted files. Caller frees; NULL when out of memory. */
 uint32_t *ospx__script_ids(const struct ospx_model *model);
+/* What the V8 writers (.cpuprofile, trace) build a model's nodes from (calltree.c): an empty
+ * call tree sized for the model, each frame's function and each function's script id.
+ * ospx__v8_tree_init returns 0 or -ENOMEM; free with ospx__v8_tree_free either way. */
+struct ospx__v8_tree {
+    struct ospx__tree tree;
+    uint32_t *function_of;
+    uint32_t *scripts;
+};
+int ospx__v8_tree_init(struct ospx__v8_tree *v8, const struct ospx_model *model);
+void ospx__v8_tree_free(struct ospx__v8_tree *v8);
 /* Quoted JSON strings per model function (name, file), made once: a function appears in many
  * nodes. ospx__quote_functions returns 0 or -ENOMEM; free with ospx__quoted_free either way. */
 struct ospx__quoted_functions {
