@@ -173,8 +173,10 @@ void osprey_top_symbols_free(struct osprey_top_symbols *s)
 {
     if (s == NULL)
         return;
-    for (size_t i = 0; i < s->image_count; i++)
-        OSPC_FREE_ALL(s->images[i].path, s->images[i].arch);
+    for (size_t i = 0; i < s->image_count; i++) {
+        free(s->images[i].path);
+        free(s->images[i].arch);
+    }
     for (size_t i = 0; i < s->stack_count; i++)
         OSPC_FREE_ALL(s->stacks[i].pcs, s->stacks[i].functions);
     for (size_t f = 0; f < s->function_count; f++)
