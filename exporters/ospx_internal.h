@@ -309,12 +309,8 @@ static inline const struct ospx_slot *ospx__stack_slots(const struct ospx_model 
     return model->symbols->stack_slots[stack];
 }
 
-/* Sample indices ordered by t_rel_ns (ties keep file order). Caller frees; NULL on failure
- * or when there are no samples. */
-size_t *ospx__samples_in_time_order(const struct ospx_raw *raw);
-
-/* The same, grouped by thread: thread t's samples, in time order, are
- * order[first[t]] .. order[first[t + 1] - 1]. `first` has thread_count + 1 entries. Both
+/* Sample indices grouped by thread, each thread's ordered by t_rel_ns (ties keep file
+ * order): thread t's samples are order[first[t]] .. order[first[t + 1] - 1]. `first` has thread_count + 1 entries. Both
  * malloc'd; returns 0 or -ENOMEM. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
 
