@@ -124,10 +124,25 @@ static void sync_directory(const char *path)
     }
 }
 
-/* The end of a commit or publish: `failed` (the step, or NULL) to *step; on an error the file
- * is abandoned, else the temporary name is forgotten (it is the destination's now). */
+/* The start of a commit or publish: 0, or -EINVAL with "open" in *failed when the file is not
+ * open. */
+static int open_or_invalid(const struct ospc_atomic *file, const char **failed)
+{
+    if (file->fd >= 0 && file->temp_path != NULL)
+        return 0;
+    *failed = "open";
+    return -EINVAL;
+}
+
+/* The end of a commit or publish: while `code` is 0 the temporary file renamed to its
+ * destination; `failed` (the step, or NULL) to *step; on an error the file is abandoned, else
+ * the temporary name is forgotten (it is the destination's now). */
 static int renamed(struct ospc_atomic *file, int code, const char *failed, const char **step)
 {
+    if (code == 0 && rename(file->temp_path, file->path) != 0) {
+        code = -errno;
+        failed = "rename";
+    }
     if (step != NULL)
         *step = failed;
     if (code != 0) {
@@ -142,11 +157,8 @@ static int renamed(struct ospc_atomic *file, int code, const char *failed, const
 int ospc_atomic_commit(struct ospc_atomic *file, const char **step)
 {
     const char *failed = NULL;
-    int code = 0;
-    if (file->fd < 0 || file->temp_path == NULL) {
-        code = -EINVAL;
-        failed = "open";
-    } else if (fsync(file->fd) != 0) {
+    int code = open_or_invalid(file, &failed);
+    if (code == 0 && fsync(file->fd) != 0) {
         code = -errno;
         failed = "write";
     }
@@ -155,10 +167,6 @@ int ospc_atomic_commit(struct ospc_atomic *file, const char **step)
         failed = "write";
     }
     file->fd = -1;
-    if (code == 0 && rename(file->temp_path, file->path) != 0) {
-        code = -errno;
-        failed = "rename";
-    }
     code = renamed(file, code, failed, step);
     if (code == 0)
         ospc_atomic_sync(file); /* the directory's fsync; the file's was before the rename */
@@ -168,14 +176,7 @@ int ospc_atomic_commit(struct ospc_atomic *file, const char **step)
 int ospc_atomic_publish(struct ospc_atomic *file, const char **step)
 {
     const char *failed = NULL;
-    int code = 0;
-    if (file->fd < 0 || file->temp_path == NULL) {
-        code = -EINVAL;
-        failed = "open";
-    } else if (rename(file->temp_path, file->path) != 0) {
-        code = -errno;
-        failed = "rename";
-    }
+    int code = open_or_invalid(file, &failed);
     return renamed(file, code, failed, step); /* fd and path stay, for ospc_atomic_sync */
 }
 

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,15 +70,9 @@ int ospc_kallsyms_name(const char *path, const uint64_t *pcs, uint32_t count, ch
     if (rc == 0 && symbol_count > 1)
         qsort(symbols, symbol_count, sizeof *symbols, by_address);
     for (uint32_t i = 0; rc == 0 && i < count; i++) {
-        uint64_t low = 0, high = symbol_count; /* the last symbol at or below the pc */
-        while (low < high) {
-            uint64_t mid = low + (high - low) / 2;
-            if (symbols[mid].address <= pcs[i])
-                low = mid + 1;
-            else
-                high = mid;
-        }
-        if (low > 0 && (names[i] = strdup(symbols[low - 1].name)) == NULL)
+        size_t after = ospc_rows_before(symbols, symbol_count, sizeof *symbols,
+                                        offsetof(struct symbol, address), pcs[i], true);
+        if (after > 0 && (names[i] = strdup(symbols[after - 1].name)) == NULL)
             rc = -ENOMEM;
     }
     free_symbols(symbols, symbol_count);

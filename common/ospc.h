@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -310,6 +311,62 @@ uint64_t ospc_hash_bytes(uint64_t hash, const void *data, size_t size);
  * sections): it tells damaged or rewritten bytes from the ones checksummed, not an adversary's
  * chosen ones. */
 uint64_t ospc_checksum(uint64_t seed, const void *data, size_t size);
+
+/* ---- memory.c: what an owner holds, freed and ordered in one line ----
+ *
+ * free() of each of the `count` pointers (any may be NULL). */
+void ospc_free_all(void *const *pointers, size_t count);
+/* The `count` values sorted, each kept once: how many are left. */
+size_t ospc_sort_unique(uint64_t *values, size_t count);
+/* OSPC_FREE_ALL(a, b, c...): ospc_free_all over the pointers listed. */
+#define OSPC_FREE_ALL(...)                                                                         \
+    ospc_free_all((void *const[]){__VA_ARGS__},                                                    \
+                  sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
+/* The order of two counts for qsort, the larger first: -1, 0 or 1. */
+static inline int ospc_larger_first(uint64_t a, uint64_t b)
+{
+    return a > b ? -1 : a < b;
+}
+/* The same, the smaller first (an index breaking a tie). */
+static inline int ospc_smaller_first(uint64_t a, uint64_t b)
+{
+    return -ospc_larger_first(a, b);
+}
+/* The order of two (first, second) pairs of counts for qsort, the larger first by `first`,
+ * then by `second`: a hottest-first table's (self, total) or (on CPU, waiting). */
+static inline int ospc_larger_first_by(uint64_t a_first, uint64_t b_first, uint64_t a_second,
+                                       uint64_t b_second)
+{
+    int c = ospc_larger_first(a_first, b_first);
+    return c != 0 ? c : ospc_larger_first(a_second, b_second);
+}
+/* A hottest-first table's order: by `first`, then `second`, the larger first, then by `index`
+ * (a function's or a thread's), the smaller first. */
+static inline int ospc_hottest_first(uint64_t a_first, uint64_t b_first, uint64_t a_second,
+                                     uint64_t b_second, uint64_t a_index, uint64_t b_index)
+{
+    int c = ospc_larger_first_by(a_first, b_first, a_second, b_second);
+    return c != 0 ? c : ospc_smaller_first(a_index, b_index);
+}
+/* A binary search over `count` rows of `size` bytes from `rows`, sorted by the uint64_t at
+ * `offset` in each: how many rows come before `key`, those whose key is below it (`at_most`
+ * false: the index of the first row at `key`, when one is) or at most it (`at_most` true: the
+ * row at or below `key` is the one before that index). Inline, for the constants to fold. */
+static inline size_t ospc_rows_before(const void *rows, size_t count, size_t size, size_t offset,
+                                      uint64_t key, bool at_most)
+{
+    size_t low = 0, high = count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        uint64_t row_key;
+        memcpy(&row_key, (const char *)rows + middle * size + offset, sizeof row_key);
+        if (row_key < key || (at_most && row_key == key))
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low;
+}
 
 /* kallsyms.c: names[i] (malloc'd, NULL when none) for each kernel pcs[i], the text symbol at
  * or below it in the kallsyms file at `path` (/proc/kallsyms; addresses hidden by

@@ -72,3 +72,17 @@ size_t ospx__tree_estimate(const struct ospx_model *model)
         frames += model->symbols->stack_depths[s];
     return frames + 2 * model->raw->thread_count + 2;
 }
+
+int ospx__v8_tree_init(struct ospx__v8_tree *v8, const struct ospx_model *model)
+{
+    int rc = ospx__tree_init(&v8->tree, ospx__tree_estimate(model));
+    v8->function_of = ospx__frame_functions(model);
+    v8->scripts = ospx__script_ids(model);
+    return rc == 0 && v8->function_of != NULL && v8->scripts != NULL ? 0 : -ENOMEM;
+}
+
+void ospx__v8_tree_free(struct ospx__v8_tree *v8)
+{
+    ospx__tree_free(&v8->tree);
+    OSPC_FREE_ALL(v8->function_of, v8->scripts);
+}

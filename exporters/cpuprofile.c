@@ -310,10 +310,8 @@ static int write_profile(FILE *stream, const struct ospx__tree *tree,
 int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, struct ospx_error *err)
 {
     const struct ospx_raw *raw = model->raw;
-    struct ospx__tree tree;
-    int tree_rc = ospx__tree_init(&tree, ospx__tree_estimate(model));
-    uint32_t *function_of = ospx__frame_functions(model);
-    uint32_t *scripts = ospx__script_ids(model);
+    struct ospx__v8_tree v8;
+    int tree_rc = ospx__v8_tree_init(&v8, model);
     const size_t *order = NULL, *first = NULL;
     int order_rc = ospx__model_thread_order(model, &order, &first);
     /* On-CPU samples on the same stack and thread share a leaf: remember the last one per
@@ -324,7 +322,7 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
     struct run *runs = NULL;
     size_t run_count = 0;
     int rc = -ENOMEM;
-    if (tree_rc != 0 || order_rc != 0 || function_of == NULL || scripts == NULL || cache == NULL)
+    if (tree_rc != 0 || order_rc != 0 || cache == NULL)
         goto out;
     for (size_t s = 0; s < raw->stack_count; s++)
         cache[s].node = OSPX_NO_NODE;
@@ -334,7 +332,7 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
         uint32_t leaf = sample->state != 0 ? idle : cache[sample->stack].node;
         if (leaf == OSPX_NO_NODE ||
             (sample->state == 0 && cache[sample->stack].thread != sample->thread)) {
-            leaf = sample_leaf(&tree, model, function_of, sample);
+            leaf = sample_leaf(&v8.tree, model, v8.function_of, sample);
             if (leaf == OSPX_NO_NODE)
                 goto out;
             if (sample->state != 0)
@@ -342,15 +340,15 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
             else
                 cache[sample->stack] = (struct leaf_cache){sample->thread, leaf};
         }
-        tree.nodes[leaf].hits += sample->weight;
+        v8.tree.nodes[leaf].hits += sample->weight;
     }
     /* The closing sample (see write_profile): the (idle) node, made if no wait made it. */
-    idle = ospx__tree_child(&tree, 0, OSPX_NODE_WAITING, 0);
-    if (idle == OSPX_NO_NODE || number_nodes(&tree) != 0)
+    idle = ospx__tree_child(&v8.tree, 0, OSPX_NODE_WAITING, 0);
+    if (idle == OSPX_NO_NODE || number_nodes(&v8.tree) != 0)
         goto out;
     /* at most one sample per node, one (idle) per fiber and the closing one */
-    runs = malloc((tree.count + model->fiber_count + 1) * sizeof *runs);
-    run_count = runs != NULL ? tree_runs(&tree, model, idle, runs) : 0;
+    runs = malloc((v8.tree.count + model->fiber_count + 1) * sizeof *runs);
+    run_count = runs != NULL ? tree_runs(&v8.tree, model, idle, runs) : 0;
     if (run_count == 0)
         goto out;
     /* The closing sample lasts DevTools' mean interval, which it gives the last sample: in
@@ -360,14 +358,14 @@ int ospx_write_cpuprofile(const struct ospx_model *model, const char *path, stru
         all += runs[i].periods;
     if (run_count > 1) {
         runs[run_count - 1].periods = (all + (run_count - 1) / 2) / (run_count - 1);
-        tree.nodes[idle].hits += runs[run_count - 1].periods;
+        v8.tree.nodes[idle].hits += runs[run_count - 1].periods;
     }
 
     struct ospx__atomic_file file;
     rc = ospx__atomic_open(&file, path, err);
     if (rc != 0)
         goto out;
-    rc = write_profile(file.stream, &tree, model, scripts, runs, run_count);
+    rc = write_profile(file.stream, &v8.tree, model, v8.scripts, runs, run_count);
     if (rc == 0)
         rc = ospx__atomic_commit(&file, err);
     else
@@ -376,9 +374,7 @@ out:
     if (rc == -ENOMEM)
         ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     free(cache);
-    ospx__tree_free(&tree);
-    free(function_of);
-    free(scripts);
+    ospx__v8_tree_free(&v8);
     free(runs);
     return rc;
 }

@@ -9,6 +9,7 @@
  * hundred megabytes); files of unknown origin are parsed once first, to refuse one that is not
  * JSON, files the run has just written are not. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,23 +116,13 @@ static int copy_script_safe(FILE *out, FILE *in, const char *path, struct ospx_e
 
 static void put_html_escaped(FILE *out, const char *text)
 {
-    for (const char *p = text; *p != '\0'; p++) {
-        switch (*p) {
-        case '&':
-            fputs("&amp;", out);
-            break;
-        case '<':
-            fputs("&lt;", out);
-            break;
-        case '>':
-            fputs("&gt;", out);
-            break;
-        case '"':
-            fputs("&quot;", out);
-            break;
-        default:
+    static const char *const entities[UCHAR_MAX + 1] = {
+        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;"};
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
+        if (entities[*p] != NULL)
+            fputs(entities[*p], out);
+        else
             fputc(*p, out);
-        }
     }
 }
 

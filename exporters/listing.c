@@ -153,9 +153,7 @@ void ospx__callers_free(struct ospx__callers *callers)
 {
     if (callers == NULL)
         return;
-    free(callers->entries);
-    free(callers->pool);
-    free(callers);
+    OSPC_FREE_ALL(callers->entries, callers->pool, callers);
 }
 
 /* ---- --list ---- */

@@ -34,22 +34,16 @@ static int compare_frame_indices(const void *a, const void *b, void *context)
 static int compare_functions(const void *a, const void *b)
 {
     const struct ospx_function_stat *x = a, *y = b;
-    if (x->self != y->self)
-        return x->self > y->self ? -1 : 1;
-    if (x->total != y->total)
-        return x->total > y->total ? -1 : 1;
-    int c = strcmp(x->name, y->name);
+    int c = ospc_larger_first_by(x->self, y->self, x->total, y->total);
+    c = c != 0 ? c : strcmp(x->name, y->name);
     return c != 0 ? c : strcmp(x->file, y->file);
 }
 
 static int compare_lines(const void *a, const void *b)
 {
     const struct ospx_line_stat *x = a, *y = b;
-    if (x->samples != y->samples)
-        return x->samples > y->samples ? -1 : 1;
-    if (x->self != y->self)
-        return x->self > y->self ? -1 : 1;
-    int c = strcmp(x->file, y->file);
+    int c = ospc_larger_first_by(x->samples, y->samples, x->self, y->self);
+    c = c != 0 ? c : strcmp(x->file, y->file);
     return c != 0 ? c : (x->line > y->line) - (x->line < y->line);
 }
 
@@ -201,11 +195,7 @@ static int group_lines_add(struct group_lines *table, uint32_t group, int line, 
 static void group_lines_free(struct group_lines *table)
 {
     ospc_index_free(&table->index);
-    free(table->groups);
-    free(table->lines);
-    free(table->periods);
-    free(table->self);
-    free(table->stamps);
+    OSPC_FREE_ALL(table->groups, table->lines, table->periods, table->self, table->stamps);
 }
 
 static int build_functions(struct ospx_model *model, const uint64_t *on_cpu_per_stack,
@@ -357,13 +347,8 @@ static int build_lines(struct ospx_model *model, const uint64_t *on_cpu_per_stac
 static int compare_process_functions(const void *a, const void *b)
 {
     const struct ospx_process_function *x = a, *y = b;
-    if (x->self != y->self)
-        return x->self > y->self ? -1 : 1;
-    if (x->total != y->total)
-        return x->total > y->total ? -1 : 1;
-    if (x->function != y->function)
-        return x->function < y->function ? -1 : 1;
-    return (x->process > y->process) - (x->process < y->process);
+    int c = ospc_hottest_first(x->self, y->self, x->total, y->total, x->function, y->function);
+    return c != 0 ? c : ospc_smaller_first(x->process, y->process);
 }
 
 /* With several processes sampled: each function's self and total in each process, counted as
@@ -636,12 +621,7 @@ void ospx_model_free(struct ospx_model *model)
 {
     if (model == NULL)
         return;
-    free(model->fibers);
-    free(model->functions);
-    free(model->lines);
-    free(model->processes);
-    free(model->process_functions);
-    free(model->thread_order);
-    free(model->thread_first);
+    OSPC_FREE_ALL(model->fibers, model->functions, model->lines, model->processes,
+                  model->process_functions, model->thread_order, model->thread_first);
     memset(model, 0, sizeof *model);
 }

@@ -236,6 +236,16 @@ void ospx__tree_free(struct ospx__tree *tree);
 /* Per model function, its V8 scriptId: 0 without a file, else 1 + the file's rank among the
  * profile's sorted files. Caller frees; NULL when out of memory. */
 uint32_t *ospx__script_ids(const struct ospx_model *model);
+/* What the V8 writers (.cpuprofile, trace) build a model's nodes from (calltree.c): an empty
+ * call tree sized for the model, each frame's function and each function's script id.
+ * ospx__v8_tree_init returns 0 or -ENOMEM; free with ospx__v8_tree_free either way. */
+struct ospx__v8_tree {
+    struct ospx__tree tree;
+    uint32_t *function_of;
+    uint32_t *scripts;
+};
+int ospx__v8_tree_init(struct ospx__v8_tree *v8, const struct ospx_model *model);
+void ospx__v8_tree_free(struct ospx__v8_tree *v8);
 /* Quoted JSON strings per model function (name, file), made once: a function appears in many
  * nodes. ospx__quote_functions returns 0 or -ENOMEM; free with ospx__quoted_free either way. */
 struct ospx__quoted_functions {
@@ -299,12 +309,8 @@ static inline const struct ospx_slot *ospx__stack_slots(const struct ospx_model 
     return model->symbols->stack_slots[stack];
 }
 
-/* Sample indices ordered by t_rel_ns (ties keep file order). Caller frees; NULL on failure
- * or when there are no samples. */
-size_t *ospx__samples_in_time_order(const struct ospx_raw *raw);
-
-/* The same, grouped by thread: thread t's samples, in time order, are
- * order[first[t]] .. order[first[t + 1] - 1]. `first` has thread_count + 1 entries. Both
+/* Sample indices grouped by thread, each thread's ordered by t_rel_ns (ties keep file
+ * order): thread t's samples are order[first[t]] .. order[first[t + 1] - 1]. `first` has thread_count + 1 entries. Both
  * malloc'd; returns 0 or -ENOMEM. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
 

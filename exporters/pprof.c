@@ -474,28 +474,16 @@ static void pprof_build_free(struct pprof_build *build)
 {
     const struct ospx_raw *raw = build->model->raw;
     strings_free(&build->strings);
-    free(build->function_of);
-    free(build->functions);
-    free(build->function_pointers);
-    free(build->mappings);
-    free(build->mapping_pointers);
-    free(build->mapping_used);
     for (size_t i = 0; i < build->location_count; i++)
         free(build->locations[i]);
-    free(build->locations);
-    free(build->location_keys);
-    free(build->location_images);
-    free(build->location_processes);
     ospc_index_free(&build->location_index);
     for (size_t s = 0; build->stack_locations != NULL && s < raw->stack_count; s++)
         free(build->stack_locations[s]);
-    free(build->stack_locations);
-    free(build->stack_location_counts);
-    free(build->labels);
-    free(build->label_pointers);
-    free(build->samples);
-    free(build->sample_pointers);
-    free(build->values);
+    OSPC_FREE_ALL(build->function_of, build->functions, build->function_pointers, build->mappings,
+                  build->mapping_pointers, build->mapping_used, build->locations,
+                  build->location_keys, build->location_images, build->location_processes,
+                  build->stack_locations, build->stack_location_counts, build->labels,
+                  build->label_pointers, build->samples, build->sample_pointers, build->values);
 }
 
 /* gzip `data` into the stream. */

@@ -28,11 +28,10 @@ int ospx_write_profile_json(const struct ospx_model *model, const char *path,
     json_t *fibers = json_array();
     for (size_t i = 0; i < model->fiber_count; i++) {
         const struct ospx_fiber_stat *fiber = &model->fibers[i];
-        json_t *object = json_object();
-        json_object_set_new(object, "fiber", json_integer(fiber->fiber));
-        json_object_set_new(object, "label", ospx__json_string(fiber->label));
-        json_object_set_new(object, "on_cpu", json_integer((json_int_t)fiber->on_cpu));
-        json_object_set_new(object, "waiting", json_integer((json_int_t)fiber->waiting));
+        json_t *object =
+            json_pack("{s:I, s:o, s:I, s:I}", "fiber", (json_int_t)fiber->fiber, "label",
+                      ospx__json_string(fiber->label), "on_cpu", (json_int_t)fiber->on_cpu,
+                      "waiting", (json_int_t)fiber->waiting);
         uint32_t process = model->raw->threads[i].process;
         if (ospx__several_processes(model->raw) && model->raw->merged_processes)
             json_object_set_new(object, "comm",
@@ -70,30 +69,23 @@ int ospx_write_profile_json(const struct ospx_model *model, const char *path,
         const struct ospx_function_stat *fn = &model->functions[i];
         if (fn->total == 0)
             continue;
-        json_t *object = json_object();
-        json_object_set_new(object, "name", ospx__json_string(fn->name));
-        json_object_set_new(object, "file", ospx__json_string(fn->file));
-        json_object_set_new(object, "line", json_integer(fn->line));
-        json_object_set_new(object, "self", json_integer((json_int_t)fn->self));
-        json_object_set_new(object, "total", json_integer((json_int_t)fn->total));
-        json_object_set_new(object, "self_pct",
-                            json_real(percent(fn->self, model->on_cpu_samples)));
-        json_object_set_new(object, "total_pct",
-                            json_real(percent(fn->total, model->on_cpu_samples)));
-        json_array_append_new(functions, object);
+        json_array_append_new(
+            functions,
+            json_pack("{s:o, s:o, s:I, s:I, s:I, s:f, s:f}", "name", ospx__json_string(fn->name),
+                      "file", ospx__json_string(fn->file), "line", (json_int_t)fn->line, "self",
+                      (json_int_t)fn->self, "total", (json_int_t)fn->total, "self_pct",
+                      percent(fn->self, model->on_cpu_samples), "total_pct",
+                      percent(fn->total, model->on_cpu_samples)));
     }
 
     json_t *lines = json_array();
     for (size_t i = 0; i < model->line_count; i++) {
         const struct ospx_line_stat *line = &model->lines[i];
-        json_t *object = json_object();
-        json_object_set_new(object, "file", ospx__json_string(line->file));
-        json_object_set_new(object, "line", json_integer(line->line));
-        json_object_set_new(object, "samples", json_integer((json_int_t)line->samples));
-        json_object_set_new(object, "self", json_integer((json_int_t)line->self));
-        json_object_set_new(object, "percent",
-                            json_real(percent(line->samples, model->on_cpu_samples)));
-        json_array_append_new(lines, object);
+        json_array_append_new(
+            lines, json_pack("{s:o, s:I, s:I, s:I, s:f}", "file", ospx__json_string(line->file),
+                             "line", (json_int_t)line->line, "samples", (json_int_t)line->samples,
+                             "self", (json_int_t)line->self, "percent",
+                             percent(line->samples, model->on_cpu_samples)));
     }
 
     json_t *root = json_object();

@@ -190,104 +190,110 @@ static void *raw_table(struct raw_reader *reader, size_t count, size_t element_s
     return table;
 }
 
-static int raw_read_images(struct raw_reader *reader, const json_t *images, struct ospx_raw *out)
+/* Reads entry i of a table (raw_read_rows), at `path`, into its zeroed row of out. */
+typedef int (*raw_row_reader)(struct raw_reader *reader, const json_t *entry, const char *path,
+                              size_t i, struct ospx_raw *out);
+
+/* The array `name` (`array`), each entry of the JSON type `type`, read by `read_row` into row i
+ * of a new table at *(void **)table of `size`-byte rows; *count is i + 1 once row i is begun, so
+ * that ospx_raw_free releases what a row read halfway holds. */
+static int raw_read_rows(struct raw_reader *reader, const json_t *array, const char *name,
+                         json_type type, void *table, size_t size, size_t *count,
+                         raw_row_reader read_row, struct ospx_raw *out)
 {
-    size_t count = json_array_size(images);
-    out->images = raw_table(reader, count, sizeof *out->images);
-    if (out->images == NULL)
+    size_t n = json_array_size(array);
+    void **rows = table;
+    *rows = raw_table(reader, n, size);
+    if (*rows == NULL)
         return -ENOMEM;
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < n; i++) {
         char path[64];
         json_t *entry;
-        int entry_rc =
-            raw_entry(reader, images, "images", i, JSON_OBJECT, path, sizeof path, &entry);
-        if (entry_rc < 0)
-            return entry_rc;
-        struct ospx_image *image = &out->images[i];
-        out->image_count = i + 1; /* so ospx_raw_free releases what this entry holds */
-        json_int_t base = 0, slide = 0, text = 0, text_size = 0;
-        int rc = raw_string(reader, entry, path, "path", 1, &image->path);
-        if (rc == 0)
-            rc = raw_integer(reader, entry, path, "base", 0, INT64_MAX, &base);
-        /* The slide is an offset, not an address: a negative one is legal, and unsigned
-         * arithmetic (pc - slide) gives the right file address either way. */
-        if (rc == 0)
-            rc = raw_integer(reader, entry, path, "slide", INT64_MIN, INT64_MAX, &slide);
-        if (rc == 0)
-            rc = raw_integer(reader, entry, path, "text", 0, INT64_MAX, &text);
-        if (rc == 0)
-            rc = raw_integer(reader, entry, path, "text_size", 0, INT64_MAX, &text_size);
-        if (rc == 0)
-            rc = raw_string(reader, entry, path, "arch", 0, &image->arch);
-        if (rc == 0)
-            rc = raw_string(reader, entry, path, "build_id", 0, &image->build_id);
-        json_int_t text_offset = -1;
-        if (rc == 0)
-            rc = raw_optional_integer(reader, entry, path, "text_offset", &text_offset);
+        int rc = raw_entry(reader, array, name, i, type, path, sizeof path, &entry);
         if (rc < 0)
             return rc;
-        json_int_t loaded_ns = 0, unloaded_ns = 0;
-        if (rc == 0)
-            rc = raw_optional_integer(reader, entry, path, "loaded_ns", &loaded_ns);
-        if (rc == 0)
-            rc = raw_optional_integer(reader, entry, path, "unloaded_ns", &unloaded_ns);
+        *count = i + 1;
+        rc = read_row(reader, entry, path, i, out);
         if (rc < 0)
             return rc;
-        image->loaded_ns = (uint64_t)loaded_ns;
-        image->unloaded_ns = (uint64_t)unloaded_ns;
-        image->has_text_offset = text_offset >= 0;
-        image->text_offset = text_offset >= 0 ? (uint64_t)text_offset : 0;
-        /* A build id is hex digits: anything else (a hand-edited file) is no build id. */
-        for (char *c = image->build_id; *c != '\0'; c++) {
-            if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'))) {
-                image->build_id[0] = '\0';
-                break;
-            }
-        }
-        if ((uint64_t)text + (uint64_t)text_size > (uint64_t)INT64_MAX)
-            return raw_fail(reader, path, "text range 0x%" PRIx64 " + %" PRIu64 " overflows",
-                            (uint64_t)text, (uint64_t)text_size);
-        image->base = (uint64_t)base;
-        image->slide = (uint64_t)slide;
-        image->text = (uint64_t)text;
-        image->text_size = (uint64_t)text_size;
     }
     return 0;
 }
 
-static int raw_read_threads(struct raw_reader *reader, const json_t *threads, struct ospx_raw *out)
+static int raw_read_image(struct raw_reader *reader, const json_t *entry, const char *path,
+                          size_t i, struct ospx_raw *out)
 {
-    size_t count = json_array_size(threads);
-    out->threads = raw_table(reader, count, sizeof *out->threads);
-    if (out->threads == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < count; i++) {
-        char path[64];
-        json_t *entry;
-        int entry_rc =
-            raw_entry(reader, threads, "threads", i, JSON_OBJECT, path, sizeof path, &entry);
-        if (entry_rc < 0)
-            return entry_rc;
-        struct ospx_thread *thread = &out->threads[i];
-        out->thread_count = i + 1;
-        json_int_t fiber = 0, tid = 0, cpu_ns = -1, preempted_ns = -1;
-        int rc = raw_integer(reader, entry, path, "fiber", INT64_MIN, INT64_MAX, &fiber);
-        if (rc == 0)
-            rc = raw_string(reader, entry, path, "label", 1, &thread->label);
-        /* tid is optional and not kept, but a present one must still be a thread id. */
-        if (rc == 0)
-            rc = raw_optional_integer(reader, entry, path, "tid", &tid);
-        if (rc == 0)
-            rc = raw_optional_integer(reader, entry, path, "cpu_ns", &cpu_ns);
-        if (rc == 0)
-            rc = raw_optional_integer(reader, entry, path, "preempted_ns", &preempted_ns);
-        if (rc < 0)
-            return rc;
-        thread->fiber = fiber;
-        thread->cpu_ns = cpu_ns;
-        thread->preempted_ns = preempted_ns;
-        thread->tid = tid;
+    struct ospx_image *image = &out->images[i];
+    json_int_t base = 0, slide = 0, text = 0, text_size = 0;
+    int rc = raw_string(reader, entry, path, "path", 1, &image->path);
+    if (rc == 0)
+        rc = raw_integer(reader, entry, path, "base", 0, INT64_MAX, &base);
+    /* The slide is an offset, not an address: a negative one is legal, and unsigned
+     * arithmetic (pc - slide) gives the right file address either way. */
+    if (rc == 0)
+        rc = raw_integer(reader, entry, path, "slide", INT64_MIN, INT64_MAX, &slide);
+    if (rc == 0)
+        rc = raw_integer(reader, entry, path, "text", 0, INT64_MAX, &text);
+    if (rc == 0)
+        rc = raw_integer(reader, entry, path, "text_size", 0, INT64_MAX, &text_size);
+    if (rc == 0)
+        rc = raw_string(reader, entry, path, "arch", 0, &image->arch);
+    if (rc == 0)
+        rc = raw_string(reader, entry, path, "build_id", 0, &image->build_id);
+    json_int_t text_offset = -1;
+    if (rc == 0)
+        rc = raw_optional_integer(reader, entry, path, "text_offset", &text_offset);
+    if (rc < 0)
+        return rc;
+    json_int_t loaded_ns = 0, unloaded_ns = 0;
+    if (rc == 0)
+        rc = raw_optional_integer(reader, entry, path, "loaded_ns", &loaded_ns);
+    if (rc == 0)
+        rc = raw_optional_integer(reader, entry, path, "unloaded_ns", &unloaded_ns);
+    if (rc < 0)
+        return rc;
+    image->loaded_ns = (uint64_t)loaded_ns;
+    image->unloaded_ns = (uint64_t)unloaded_ns;
+    image->has_text_offset = text_offset >= 0;
+    image->text_offset = text_offset >= 0 ? (uint64_t)text_offset : 0;
+    /* A build id is hex digits: anything else (a hand-edited file) is no build id. */
+    for (char *c = image->build_id; *c != '\0'; c++) {
+        if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'))) {
+            image->build_id[0] = '\0';
+            break;
+        }
     }
+    if ((uint64_t)text + (uint64_t)text_size > (uint64_t)INT64_MAX)
+        return raw_fail(reader, path, "text range 0x%" PRIx64 " + %" PRIu64 " overflows",
+                        (uint64_t)text, (uint64_t)text_size);
+    image->base = (uint64_t)base;
+    image->slide = (uint64_t)slide;
+    image->text = (uint64_t)text;
+    image->text_size = (uint64_t)text_size;
+    return 0;
+}
+
+static int raw_read_thread(struct raw_reader *reader, const json_t *entry, const char *path,
+                           size_t i, struct ospx_raw *out)
+{
+    struct ospx_thread *thread = &out->threads[i];
+    json_int_t fiber = 0, tid = 0, cpu_ns = -1, preempted_ns = -1;
+    int rc = raw_integer(reader, entry, path, "fiber", INT64_MIN, INT64_MAX, &fiber);
+    if (rc == 0)
+        rc = raw_string(reader, entry, path, "label", 1, &thread->label);
+    /* tid is optional and not kept, but a present one must still be a thread id. */
+    if (rc == 0)
+        rc = raw_optional_integer(reader, entry, path, "tid", &tid);
+    if (rc == 0)
+        rc = raw_optional_integer(reader, entry, path, "cpu_ns", &cpu_ns);
+    if (rc == 0)
+        rc = raw_optional_integer(reader, entry, path, "preempted_ns", &preempted_ns);
+    if (rc < 0)
+        return rc;
+    thread->fiber = fiber;
+    thread->cpu_ns = cpu_ns;
+    thread->preempted_ns = preempted_ns;
+    thread->tid = tid;
     return 0;
 }
 
@@ -349,42 +355,37 @@ static int raw_store_fast_stacks(struct raw_reader *reader, struct ospx_raw *out
     return 0;
 }
 
+static int raw_read_stack(struct raw_reader *reader, const json_t *entry, const char *path,
+                          size_t i, struct ospx_raw *out)
+{
+    size_t depth = json_array_size(entry);
+    if (depth == 0)
+        return raw_fail(reader, path, "empty stack (a stack holds at least its leaf pc)");
+    struct ospx_stack *stack = raw_new_stack(reader, out, i, depth);
+    if (stack == NULL)
+        return -ENOMEM;
+    bool user_seen = false;
+    for (size_t k = 0; k < depth; k++) {
+        char pc_path[96];
+        snprintf(pc_path, sizeof pc_path, "%s[%zu]", path, k);
+        json_int_t pc = 0;
+        int rc =
+            raw_integer_value(reader, json_array_get(entry, k), pc_path, INT64_MIN, INT64_MAX, &pc);
+        if (rc == 0)
+            rc = raw_stack_pc(reader, i, k, pc, &user_seen, &stack->pcs[k]);
+        if (rc < 0)
+            return rc;
+    }
+    stack->depth = depth;
+    return 0;
+}
+
 static int raw_read_stacks(struct raw_reader *reader, const json_t *stacks, struct ospx_raw *out)
 {
     if (reader->fast.stack_start != NULL)
         return raw_store_fast_stacks(reader, out);
-    size_t count = json_array_size(stacks);
-    out->stacks = raw_table(reader, count, sizeof *out->stacks);
-    if (out->stacks == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < count; i++) {
-        char path[64];
-        json_t *entry;
-        int entry_rc =
-            raw_entry(reader, stacks, "stacks", i, JSON_ARRAY, path, sizeof path, &entry);
-        if (entry_rc < 0)
-            return entry_rc;
-        size_t depth = json_array_size(entry);
-        if (depth == 0)
-            return raw_fail(reader, path, "empty stack (a stack holds at least its leaf pc)");
-        struct ospx_stack *stack = raw_new_stack(reader, out, i, depth);
-        if (stack == NULL)
-            return -ENOMEM;
-        bool user_seen = false;
-        for (size_t k = 0; k < depth; k++) {
-            char pc_path[96];
-            snprintf(pc_path, sizeof pc_path, "%s[%zu]", path, k);
-            json_int_t pc = 0;
-            int rc = raw_integer_value(reader, json_array_get(entry, k), pc_path, INT64_MIN,
-                                       INT64_MAX, &pc);
-            if (rc == 0)
-                rc = raw_stack_pc(reader, i, k, pc, &user_seen, &stack->pcs[k]);
-            if (rc < 0)
-                return rc;
-        }
-        stack->depth = depth;
-    }
-    return 0;
+    return raw_read_rows(reader, stacks, "stacks", JSON_ARRAY, &out->stacks, sizeof *out->stacks,
+                         &out->stack_count, raw_read_stack, out);
 }
 
 /* The optional "stack_ends": one integer per stack, why its walk ended (proto/raw-format.md). */
@@ -460,6 +461,28 @@ static int raw_store_sample(struct raw_reader *reader, struct ospx_raw *out, siz
     return 0;
 }
 
+static int raw_read_sample(struct raw_reader *reader, const json_t *row, const char *path, size_t i,
+                           struct ospx_raw *out)
+{
+    size_t elements = json_array_size(row);
+    if (elements != 4 && elements != 5)
+        return raw_fail(reader, path,
+                        "expected 4 or 5 elements [t_rel_ns, thread, stack, state, weight], "
+                        "found %zu",
+                        elements);
+    json_int_t values[5] = {0, 0, 0, 0, 1};
+    for (size_t k = 0; k < elements; k++) {
+        char element_path[96];
+        snprintf(element_path, sizeof element_path, "%s[%zu]", path, k);
+        json_t *element = json_array_get(row, k);
+        if (!json_is_integer(element))
+            return raw_fail(reader, element_path, "expected an integer, found %s",
+                            json_type_name(element));
+        values[k] = json_integer_value(element);
+    }
+    return raw_store_sample(reader, out, i, values);
+}
+
 static int raw_read_samples(struct raw_reader *reader, const json_t *samples, struct ospx_raw *out)
 {
     /* Read beforehand by the fast path (raw-scan.c)? */
@@ -478,38 +501,8 @@ static int raw_read_samples(struct raw_reader *reader, const json_t *samples, st
         out->sample_count = reader->fast.count;
         return 0;
     }
-    size_t count = json_array_size(samples);
-    out->samples = raw_table(reader, count, sizeof *out->samples);
-    if (out->samples == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < count; i++) {
-        char path[64];
-        json_t *row;
-        int entry_rc =
-            raw_entry(reader, samples, "samples", i, JSON_ARRAY, path, sizeof path, &row);
-        if (entry_rc < 0)
-            return entry_rc;
-        size_t elements = json_array_size(row);
-        if (elements != 4 && elements != 5)
-            return raw_fail(reader, path,
-                            "expected 4 or 5 elements [t_rel_ns, thread, stack, state, weight], "
-                            "found %zu",
-                            elements);
-        json_int_t values[5] = {0, 0, 0, 0, 1};
-        for (size_t k = 0; k < elements; k++) {
-            char element_path[96];
-            snprintf(element_path, sizeof element_path, "%s[%zu]", path, k);
-            json_t *element = json_array_get(row, k);
-            if (!json_is_integer(element))
-                return raw_fail(reader, element_path, "expected an integer, found %s",
-                                json_type_name(element));
-            values[k] = json_integer_value(element);
-        }
-        int rc = raw_store_sample(reader, out, i, values);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
+    return raw_read_rows(reader, samples, "samples", JSON_ARRAY, &out->samples,
+                         sizeof *out->samples, &out->sample_count, raw_read_sample, out);
 }
 
 /* The optional "exit" object: {"status":"exited"} | {"status":"killed","signal":N} |
@@ -573,32 +566,21 @@ static int raw_read_drops(struct raw_reader *reader, const json_t *drops, struct
     return 0;
 }
 
-/* The optional "escaped" array: [{"pid": N, "exe": "...", "reason": "..."}], processes this
- * one started that ran unprofiled. */
-static int raw_read_escaped(struct raw_reader *reader, const json_t *escaped, struct ospx_raw *out)
+/* An entry of the optional "escaped" array: [{"pid": N, "exe": "...", "reason": "..."}],
+ * processes this one started that ran unprofiled. */
+static int raw_read_escaped(struct raw_reader *reader, const json_t *entry, const char *path,
+                            size_t i, struct ospx_raw *out)
 {
-    size_t count = json_array_size(escaped);
-    out->escaped = raw_table(reader, count, sizeof *out->escaped);
-    if (out->escaped == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < count; i++) {
-        char path[64];
-        json_t *entry;
-        int rc = raw_entry(reader, escaped, "escaped", i, JSON_OBJECT, path, sizeof path, &entry);
-        if (rc < 0)
-            return rc;
-        struct ospx_escaped *process = &out->escaped[i];
-        out->escaped_count = i + 1;
-        json_int_t pid = 0;
-        rc = raw_integer(reader, entry, path, "pid", 0, INT64_MAX, &pid);
-        if (rc == 0)
-            rc = raw_string(reader, entry, path, "exe", 0, &process->exe);
-        if (rc == 0)
-            rc = raw_string(reader, entry, path, "reason", 0, &process->reason);
-        if (rc < 0)
-            return rc;
-        process->pid = pid;
-    }
+    struct ospx_escaped *process = &out->escaped[i];
+    json_int_t pid = 0;
+    int rc = raw_integer(reader, entry, path, "pid", 0, INT64_MAX, &pid);
+    if (rc == 0)
+        rc = raw_string(reader, entry, path, "exe", 0, &process->exe);
+    if (rc == 0)
+        rc = raw_string(reader, entry, path, "reason", 0, &process->reason);
+    if (rc < 0)
+        return rc;
+    process->pid = pid;
     return 0;
 }
 
@@ -693,38 +675,35 @@ static int by_kernel_pc(const void *x, const void *y)
     return a->pc < b->pc ? -1 : a->pc > b->pc;
 }
 
+/* One [pc, "name"] of "kernel_symbols". */
+static int raw_read_kernel_symbol(struct raw_reader *reader, const json_t *entry, const char *path,
+                                  size_t i, struct ospx_raw *out)
+{
+    struct ospx_kernel_symbol *symbol = &out->kernel_symbols[i];
+    json_int_t pc = 0;
+    const char *name = json_string_value(json_array_get(entry, 1));
+    if (json_array_size(entry) != 2 || name == NULL)
+        return raw_fail(reader, path, "expected [pc, \"name\"]");
+    int rc = raw_integer_value(reader, json_array_get(entry, 0), path, INT64_MIN, -1, &pc);
+    if (rc < 0)
+        return rc;
+    symbol->pc = (uint64_t)pc;
+    symbol->name = strdup(name);
+    return symbol->name == NULL ? raw_out_of_memory(reader) : 0;
+}
+
 /* The optional "kernel_symbols" array: [[pc, "name"], ...], the kernel frames' names, kept
  * sorted by pc. */
 static int raw_read_kernel_symbols(struct raw_reader *reader, const json_t *symbols,
                                    struct ospx_raw *out)
 {
-    size_t count = json_array_size(symbols);
-    out->kernel_symbols = raw_table(reader, count, sizeof *out->kernel_symbols);
-    if (out->kernel_symbols == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < count; i++) {
-        char path[64];
-        json_t *entry;
-        int rc =
-            raw_entry(reader, symbols, "kernel_symbols", i, JSON_ARRAY, path, sizeof path, &entry);
-        if (rc < 0)
-            return rc;
-        json_int_t pc = 0;
-        const char *name = json_string_value(json_array_get(entry, 1));
-        if (json_array_size(entry) != 2 || name == NULL)
-            return raw_fail(reader, path, "expected [pc, \"name\"]");
-        rc = raw_integer_value(reader, json_array_get(entry, 0), path, INT64_MIN, -1, &pc);
-        if (rc < 0)
-            return rc;
-        struct ospx_kernel_symbol *symbol = &out->kernel_symbols[i];
-        symbol->pc = (uint64_t)pc;
-        symbol->name = strdup(name);
-        out->kernel_symbol_count = i + 1;
-        if (symbol->name == NULL)
-            return raw_out_of_memory(reader);
-    }
-    qsort(out->kernel_symbols, count, sizeof *out->kernel_symbols, by_kernel_pc);
-    return 0;
+    int rc = raw_read_rows(reader, symbols, "kernel_symbols", JSON_ARRAY, &out->kernel_symbols,
+                           sizeof *out->kernel_symbols, &out->kernel_symbol_count,
+                           raw_read_kernel_symbol, out);
+    if (rc == 0)
+        qsort(out->kernel_symbols, out->kernel_symbol_count, sizeof *out->kernel_symbols,
+              by_kernel_pc);
+    return rc;
 }
 
 /* The optional "waits" object: when its timed_by is "shim", what refused the kernel's records
@@ -789,7 +768,8 @@ static int raw_read_process(struct raw_reader *reader, const json_t *root, struc
     if (rc == 0)
         rc = raw_member(reader, root, "", "escaped", JSON_ARRAY, 0, &escaped);
     if (rc == 0 && escaped != NULL)
-        rc = raw_read_escaped(reader, escaped, out);
+        rc = raw_read_rows(reader, escaped, "escaped", JSON_OBJECT, &out->escaped,
+                           sizeof *out->escaped, &out->escaped_count, raw_read_escaped, out);
     json_t *kernel = NULL;
     if (rc == 0)
         rc = raw_member(reader, root, "", "kernel_symbols", JSON_ARRAY, 0, &kernel);
@@ -879,9 +859,11 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
     out->end_unix_ns = (uint64_t)end_ns;
     out->dropped = (uint64_t)dropped;
 
-    rc = raw_read_images(reader, images, out);
+    rc = raw_read_rows(reader, images, "images", JSON_OBJECT, &out->images, sizeof *out->images,
+                       &out->image_count, raw_read_image, out);
     if (rc == 0)
-        rc = raw_read_threads(reader, threads, out);
+        rc = raw_read_rows(reader, threads, "threads", JSON_OBJECT, &out->threads,
+                           sizeof *out->threads, &out->thread_count, raw_read_thread, out);
     if (rc == 0)
         rc = raw_read_stacks(reader, stacks, out);
     if (rc == 0)
@@ -934,25 +916,18 @@ void ospx_raw_free(struct ospx_raw *raw)
 {
     if (raw == NULL)
         return;
-    for (size_t i = 0; i < raw->image_count; i++) {
-        free(raw->images[i].path);
-        free(raw->images[i].arch);
-        free(raw->images[i].build_id);
-    }
+    for (size_t i = 0; i < raw->image_count; i++)
+        OSPC_FREE_ALL(raw->images[i].path, raw->images[i].arch, raw->images[i].build_id);
     for (size_t i = 0; i < raw->thread_count; i++)
         free(raw->threads[i].label);
     for (size_t i = 0; i < raw->stack_count; i++)
         free(raw->stacks[i].pcs);
     for (size_t i = 0; i < raw->drop_count; i++)
         free(raw->drops[i].reason);
-    for (size_t i = 0; i < raw->process_count; i++) {
-        free(raw->processes[i].exe);
-        free(raw->processes[i].source_path);
-    }
-    for (size_t i = 0; i < raw->escaped_count; i++) {
-        free(raw->escaped[i].exe);
-        free(raw->escaped[i].reason);
-    }
+    for (size_t i = 0; i < raw->process_count; i++)
+        OSPC_FREE_ALL(raw->processes[i].exe, raw->processes[i].source_path);
+    for (size_t i = 0; i < raw->escaped_count; i++)
+        OSPC_FREE_ALL(raw->escaped[i].exe, raw->escaped[i].reason);
     for (size_t i = 0; i < raw->jit_count; i++)
         free(raw->jit[i].name);
     for (size_t i = 0; i < raw->jit_note_count; i++)
@@ -964,18 +939,8 @@ void ospx_raw_free(struct ospx_raw *raw)
 
 void ospx__raw_free_tables(struct ospx_raw *raw)
 {
-    free(raw->jit);
-    free(raw->jit_notes);
-    free(raw->kernel_symbols);
-    free(raw->processes);
-    free(raw->images);
-    free(raw->threads);
-    free(raw->stacks);
-    free(raw->samples);
-    free(raw->escaped);
-    free(raw->drops);
-    free(raw->source_path);
-    free(raw->exe);
-    free(raw->platform);
+    OSPC_FREE_ALL(raw->jit, raw->jit_notes, raw->kernel_symbols, raw->processes, raw->images,
+                  raw->threads, raw->stacks, raw->samples, raw->escaped, raw->drops,
+                  raw->source_path, raw->exe, raw->platform);
     memset(raw, 0, sizeof *raw);
 }

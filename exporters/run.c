@@ -126,6 +126,16 @@ static int grow(void *array, size_t count, size_t more, size_t size)
     return 0;
 }
 
+/* In ospx_raw_append: from's rows of `table` after into's, each row's process counted after
+ * into's `processes`. */
+#define APPEND_SHIFTED(table, count)                                                               \
+    do {                                                                                           \
+        for (size_t i = 0; i < from->count; i++) {                                                 \
+            into->table[into->count] = from->table[i];                                             \
+            into->table[into->count++].process += (uint32_t)processes;                             \
+        }                                                                                          \
+    } while (0)
+
 int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_error *err)
 {
     size_t processes = into->process_count, images = into->image_count;
@@ -161,18 +171,9 @@ int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_er
         *process = from->processes[i];
         process->first_image += images;
     }
-    for (size_t i = 0; i < from->image_count; i++) {
-        into->images[into->image_count] = from->images[i];
-        into->images[into->image_count++].process += (uint32_t)processes;
-    }
-    for (size_t i = 0; i < from->thread_count; i++) {
-        into->threads[into->thread_count] = from->threads[i];
-        into->threads[into->thread_count++].process += (uint32_t)processes;
-    }
-    for (size_t i = 0; i < from->stack_count; i++) {
-        into->stacks[into->stack_count] = from->stacks[i];
-        into->stacks[into->stack_count++].process += (uint32_t)processes;
-    }
+    APPEND_SHIFTED(images, image_count);
+    APPEND_SHIFTED(threads, thread_count);
+    APPEND_SHIFTED(stacks, stack_count);
     /* A process profiled at another rate (its environment changed OSPREY_PROFILE_HZ): its
      * periods in the run's, at least one a row. */
     double scale = from->rate_hz > 0 && into->rate_hz > 0 && from->rate_hz != into->rate_hz
@@ -189,14 +190,8 @@ int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_er
         }
         into->samples[into->sample_count++] = sample;
     }
-    for (size_t i = 0; i < from->escaped_count; i++) {
-        into->escaped[into->escaped_count] = from->escaped[i];
-        into->escaped[into->escaped_count++].process += (uint32_t)processes;
-    }
-    for (size_t i = 0; i < from->jit_count; i++) {
-        into->jit[into->jit_count] = from->jit[i];
-        into->jit[into->jit_count++].process += (uint32_t)processes;
-    }
+    APPEND_SHIFTED(escaped, escaped_count);
+    APPEND_SHIFTED(jit, jit_count);
     for (size_t i = 0; i < from->jit_note_count; i++)
         into->jit_notes[into->jit_note_count++] = from->jit_notes[i];
     /* The kernel's names: one kernel, so one table, kept sorted by pc. */

@@ -10,6 +10,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -225,17 +226,11 @@ int ospx__spans_read(const char *path, struct ospx__spans *out)
 
 const struct ospx__span *ospx__spans_find(const struct ospx__spans *spans, uint64_t address)
 {
-    size_t lo = 0, hi = spans->count;
-    while (lo < hi) { /* the first span starting after address */
-        size_t mid = lo + (hi - lo) / 2;
-        if (spans->spans[mid].start <= address)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0)
+    size_t after = ospc_rows_before(spans->spans, spans->count, sizeof *spans->spans,
+                                    offsetof(struct ospx__span, start), address, true);
+    if (after == 0)
         return NULL;
-    const struct ospx__span *span = &spans->spans[lo - 1];
+    const struct ospx__span *span = &spans->spans[after - 1];
     return address < span->end ? span : NULL;
 }
 

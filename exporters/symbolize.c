@@ -24,6 +24,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,17 +103,12 @@ void ospx__symbolize_progress(struct ospx__symbolizer *state, int final)
  * NULL. */
 static const char *kernel_name(const struct ospx_raw *raw, uint64_t pc)
 {
-    size_t low = 0, high = raw->kernel_symbol_count;
-    while (low < high) {
-        size_t mid = low + (high - low) / 2;
-        if (raw->kernel_symbols[mid].pc == pc)
-            return raw->kernel_symbols[mid].name;
-        if (raw->kernel_symbols[mid].pc < pc)
-            low = mid + 1;
-        else
-            high = mid;
-    }
-    return NULL;
+    size_t at =
+        ospc_rows_before(raw->kernel_symbols, raw->kernel_symbol_count, sizeof *raw->kernel_symbols,
+                         offsetof(struct ospx_kernel_symbol, pc), pc, false);
+    return at < raw->kernel_symbol_count && raw->kernel_symbols[at].pc == pc
+               ? raw->kernel_symbols[at].name
+               : NULL;
 }
 static char *find_executable(const char *name)
 {
@@ -153,12 +149,9 @@ void ospx__choose_backend(struct ospx__symbolizer *state)
 
 void ospx__answer_free(struct ospx__answer *answer)
 {
-    for (size_t i = 0; i < answer->count; i++) {
-        free(answer->chain[i].name);
-        free(answer->chain[i].file);
-    }
-    free(answer->chain);
-    free(answer->interned);
+    for (size_t i = 0; i < answer->count; i++)
+        OSPC_FREE_ALL(answer->chain[i].name, answer->chain[i].file);
+    OSPC_FREE_ALL(answer->chain, answer->interned);
     answer->chain = NULL;
     answer->interned = NULL;
     answer->count = 0;
@@ -189,12 +182,6 @@ int ospx__answer_add(struct ospx__answer *answer, const char *name, const char *
 
 /* Which image a pc belongs to (ospx__image_of, ospx__stack_image): raw-generations.c. */
 
-static int compare_addresses(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Collect each image's distinct file addresses, sorted. */
 static int collect_addresses(struct ospx__symbolizer *state)
 {
@@ -217,12 +204,7 @@ static int collect_addresses(struct ospx__symbolizer *state)
         struct ospx__image_work *work = &state->work[i];
         if (work->count == 0)
             continue;
-        qsort(work->addresses, work->count, sizeof *work->addresses, compare_addresses);
-        size_t unique = 1;
-        for (size_t k = 1; k < work->count; k++)
-            if (work->addresses[k] != work->addresses[unique - 1])
-                work->addresses[unique++] = work->addresses[k];
-        work->count = unique;
+        size_t unique = work->count = ospc_sort_unique(work->addresses, work->count);
         work->answers = calloc(unique, sizeof *work->answers);
         if (work->answers == NULL)
             return -ENOMEM;
@@ -233,15 +215,9 @@ static int collect_addresses(struct ospx__symbolizer *state)
 
 static struct ospx__answer *find_answer(struct ospx__image_work *work, uint64_t address)
 {
-    size_t low = 0, high = work->count;
-    while (low < high) {
-        size_t middle = low + (high - low) / 2;
-        if (work->addresses[middle] < address)
-            low = middle + 1;
-        else
-            high = middle;
-    }
-    return low < work->count && work->addresses[low] == address ? &work->answers[low] : NULL;
+    size_t at =
+        ospc_rows_before(work->addresses, work->count, sizeof *work->addresses, 0, address, false);
+    return at < work->count && work->addresses[at] == address ? &work->answers[at] : NULL;
 }
 
 /* ---- interning frames ---- */
@@ -619,17 +595,10 @@ void ospx_symbols_free(struct ospx_symbols *symbols)
 {
     if (symbols == NULL)
         return;
-    for (size_t i = 0; i < symbols->frame_count; i++) {
-        free(symbols->frames[i].name);
-        free(symbols->frames[i].file);
-        free(symbols->frames[i].image);
-    }
-    for (size_t i = 0; i < symbols->stack_count; i++) {
-        if (symbols->stack_slots != NULL)
-            free(symbols->stack_slots[i]);
-    }
-    free(symbols->frames);
-    free(symbols->stack_slots);
-    free(symbols->stack_depths);
+    for (size_t i = 0; i < symbols->frame_count; i++)
+        OSPC_FREE_ALL(symbols->frames[i].name, symbols->frames[i].file, symbols->frames[i].image);
+    for (size_t i = 0; symbols->stack_slots != NULL && i < symbols->stack_count; i++)
+        free(symbols->stack_slots[i]);
+    OSPC_FREE_ALL(symbols->frames, symbols->stack_slots, symbols->stack_depths);
     memset(symbols, 0, sizeof *symbols);
 }

@@ -321,10 +321,8 @@ static void write_waits(FILE *stream, const struct ospx_model *model, size_t t, 
 int ospx_write_trace(const struct ospx_model *model, const char *path, struct ospx_error *err)
 {
     const struct ospx_raw *raw = model->raw;
-    struct ospx__tree tree;
-    int tree_rc = ospx__tree_init(&tree, ospx__tree_estimate(model));
-    uint32_t *function_of = ospx__frame_functions(model);
-    uint32_t *scripts = ospx__script_ids(model);
+    struct ospx__v8_tree v8;
+    int tree_rc = ospx__v8_tree_init(&v8, model);
     uint32_t *fiber_nodes = malloc((raw->thread_count + 1) * sizeof *fiber_nodes);
     uint32_t *leaves = malloc((raw->sample_count + 1) * sizeof *leaves);
     uint32_t *idle_nodes = malloc((raw->thread_count + 1) * sizeof *idle_nodes);
@@ -344,15 +342,15 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     struct ospx__quoted_functions quoted;
     if (ospx__quote_functions(model, &quoted) != 0)
         rc = -ENOMEM;
-    if (tree_rc != 0 || function_of == NULL || scripts == NULL || fiber_nodes == NULL ||
-        leaves == NULL || idle_nodes == NULL || points == NULL || waits.text == NULL ||
-        waits.length == NULL || waits.site_length == NULL || waits.track == NULL)
+    if (tree_rc != 0 || fiber_nodes == NULL || leaves == NULL || idle_nodes == NULL ||
+        points == NULL || waits.text == NULL || waits.length == NULL || waits.site_length == NULL ||
+        waits.track == NULL)
         rc = -ENOMEM;
     /* The tree: root → one node per fiber → its functions, and its (idle). */
     for (size_t t = 0; rc == 0 && t < raw->thread_count; t++) {
-        fiber_nodes[t] = ospx__tree_child(&tree, 0, OSPX_NODE_FIBER, (uint32_t)t);
+        fiber_nodes[t] = ospx__tree_child(&v8.tree, 0, OSPX_NODE_FIBER, (uint32_t)t);
         idle_nodes[t] = fiber_nodes[t] != OSPX_NO_NODE
-                            ? ospx__tree_child(&tree, fiber_nodes[t], OSPX_NODE_WAITING, 0)
+                            ? ospx__tree_child(&v8.tree, fiber_nodes[t], OSPX_NODE_WAITING, 0)
                             : OSPX_NO_NODE;
         if (idle_nodes[t] == OSPX_NO_NODE)
             rc = -ENOMEM;
@@ -377,8 +375,8 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
             size_t depth;
             const struct ospx_slot *slots = ospx__stack_slots(model, sample->stack, &depth);
             for (size_t k = depth; k-- > 0 && node != OSPX_NO_NODE;)
-                node =
-                    ospx__tree_child(&tree, node, OSPX_NODE_FUNCTION, function_of[slots[k].frame]);
+                node = ospx__tree_child(&v8.tree, node, OSPX_NODE_FUNCTION,
+                                        v8.function_of[slots[k].frame]);
             cache[sample->stack] = (struct leaf_cache){sample->thread, node};
         }
         if (node == OSPX_NO_NODE)
@@ -395,9 +393,9 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
                 uint64_t pid = trace_pid(raw, raw->threads[t].process);
                 size_t n = sample_points(model, order + first[t], first[t + 1] - first[t],
                                          leaves + first[t], idle_nodes[t], points);
-                write_samples(file.stream, model, t, pid, &tree, fiber_nodes[t], scripts, &quoted,
-                              points, n);
-                write_waits(file.stream, model, t, pid, &waits, function_of, &quoted,
+                write_samples(file.stream, model, t, pid, &v8.tree, fiber_nodes[t], v8.scripts,
+                              &quoted, points, n);
+                write_waits(file.stream, model, t, pid, &waits, v8.function_of, &quoted,
                             order + first[t], first[t + 1] - first[t]);
             }
             char *exe = ospx__json_quote(raw->exe);
@@ -412,20 +410,11 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     } else {
         ospx_error_set(err, ENOMEM, path, 0, 0, "out of memory");
     }
-    ospx__tree_free(&tree);
+    ospx__v8_tree_free(&v8);
     ospx__quoted_free(&quoted);
-    free(function_of);
-    free(scripts);
-    free(fiber_nodes);
-    free(leaves);
-    free(idle_nodes);
-    free(points);
-    free(cache);
     for (size_t k = 0; waits.text != NULL && k < waits.count; k++)
         free(waits.text[k]);
-    free(waits.text);
-    free(waits.length);
-    free(waits.site_length);
-    free(waits.track);
+    OSPC_FREE_ALL(fiber_nodes, leaves, idle_nodes, points, cache, waits.text, waits.length,
+                  waits.site_length, waits.track);
     return rc;
 }

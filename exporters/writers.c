@@ -168,19 +168,6 @@ static int compare_sample_times(const void *a, const void *b, void *context)
     return (x > y) - (x < y);
 }
 
-size_t *ospx__samples_in_time_order(const struct ospx_raw *raw)
-{
-    if (raw->sample_count == 0)
-        return NULL;
-    size_t *order = malloc(raw->sample_count * sizeof *order);
-    if (order == NULL)
-        return NULL;
-    for (size_t i = 0; i < raw->sample_count; i++)
-        order[i] = i;
-    qsort_r(order, raw->sample_count, sizeof *order, compare_sample_times, raw->samples);
-    return order;
-}
-
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first)
 {
     *order = malloc((raw->sample_count + 1) * sizeof **order);

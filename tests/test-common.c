@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -658,6 +659,36 @@ START_TEST(elf_program_headers_of_this_program)
 }
 END_TEST
 
+/* A search finds the first row at a key or the first after it, in rows of any size; a table
+ * is sorted with its repeats left out; a hottest-first order breaks its ties by index. */
+START_TEST(rows_searched_sorted_and_ordered)
+{
+    struct row {
+        char name;
+        uint64_t key;
+    } rows[] = {{'a', 10}, {'b', 20}, {'c', 20}, {'d', 30}};
+    size_t key = offsetof(struct row, key), n = sizeof rows / sizeof rows[0];
+    ck_assert_uint_eq(ospc_rows_before(rows, n, sizeof *rows, key, 20, false), 1);
+    ck_assert_uint_eq(ospc_rows_before(rows, n, sizeof *rows, key, 20, true), 3);
+    ck_assert_uint_eq(ospc_rows_before(rows, n, sizeof *rows, key, 5, true), 0);
+    ck_assert_uint_eq(ospc_rows_before(rows, n, sizeof *rows, key, 99, false), 4);
+    ck_assert_uint_eq(ospc_rows_before(rows, 0, sizeof *rows, key, 20, true), 0);
+
+    uint64_t values[] = {7, 3, 7, 1, 3, 3};
+    ck_assert_uint_eq(ospc_sort_unique(values, 6), 3);
+    ck_assert(values[0] == 1 && values[1] == 3 && values[2] == 7);
+    ck_assert_uint_eq(ospc_sort_unique(values, 0), 0);
+
+    ck_assert_int_eq(ospc_hottest_first(5, 4, 0, 9, 1, 0), -1); /* the larger first count */
+    ck_assert_int_eq(ospc_hottest_first(5, 5, 1, 2, 0, 1), 1);  /* then the larger second */
+    ck_assert_int_eq(ospc_hottest_first(5, 5, 2, 2, 0, 1), -1); /* then the smaller index */
+    ck_assert_int_eq(ospc_hottest_first(5, 5, 2, 2, 1, 1), 0);
+
+    char *a = malloc(8), *b = NULL, *c = malloc(8);
+    OSPC_FREE_ALL(a, b, c); /* NULL among them; valgrind's setup sees nothing leak */
+}
+END_TEST
+
 Suite *common_suite(void)
 {
     Suite *s = suite_create("common");
@@ -667,6 +698,6 @@ Suite *common_suite(void)
                the_cache_trusts_no_other_user, checksum_sees_a_flipped_bit, sizes,
                index_finds_every_key, clock_moves, printable_text,
                shared_open_refuses_what_is_not_ours, eh_frame_hdr_table,
-               elf_program_headers_of_this_program);
+               elf_program_headers_of_this_program, rows_searched_sorted_and_ordered);
     return s;
 }

@@ -138,6 +138,7 @@ static void post_program(struct shm_ring *s)
 struct e2e {
     char *dir, *out;
     struct shm_ring s;
+    int ready[2]; /* fork_producer's pipe between the test and its producer */
 };
 
 static void e2e_begin(struct e2e *e, const char *out_name, pid_t pid)
@@ -262,12 +263,14 @@ START_TEST(daemon_spills_samples_and_writes_the_same_profile)
 }
 END_TEST
 
-/* Fork a producer that, like a profiled program, fills the header with its own pid, starts
- * the daemon and posts post_program's records. Returns the child's pid in the parent and 0 in
- * the child, which goes on with the caller's ending. */
-static pid_t fork_producer(struct e2e *e, int ready[2])
+/* A case begun (its daemon writing `out_name`) with a producer forked that, like a profiled
+ * program, fills the header with its own pid, starts the daemon and posts post_program's
+ * records; e->ready is a pipe between them. Returns the child's pid in the parent and 0 in the
+ * child, which goes on with the caller's ending. */
+static pid_t fork_producer(struct e2e *e, const char *out_name)
 {
-    ck_assert_int_eq(pipe(ready), 0);
+    e2e_begin(e, out_name, 0);
+    ck_assert_int_eq(pipe(e->ready), 0);
     pid_t child = fork();
     ck_assert_int_ge(child, 0);
     if (child == 0) {
@@ -282,19 +285,17 @@ static pid_t fork_producer(struct e2e *e, int ready[2])
 START_TEST(daemon_writes_what_it_has_when_the_target_is_killed)
 {
     struct e2e e;
-    e2e_begin(&e, "raw.json", 0);
-    int ready[2];
-    pid_t child = fork_producer(&e, ready);
+    pid_t child = fork_producer(&e, "raw.json");
     if (child == 0) {
         /* killed before it can post an exit record */
-        (void)!write(ready[1], "x", 1);
+        (void)!write(e.ready[1], "x", 1);
         for (;;)
             pause();
     }
-    close(ready[1]);
+    close(e.ready[1]);
     char byte;
-    ck_assert_int_eq(read(ready[0], &byte, 1), 1);
-    close(ready[0]);
+    ck_assert_int_eq(read(e.ready[0], &byte, 1), 1);
+    close(e.ready[0]);
     kill(child, SIGKILL);
     /* The child stays a zombie (not reaped) until the daemon is done. */
     ck_assert_uint_eq(wait_daemon_final(e.s.header), OSP_DAEMON_DONE);
@@ -406,16 +407,14 @@ END_TEST
 START_TEST(daemon_notices_a_target_that_execs_away)
 {
     struct e2e e;
-    e2e_begin(&e, "raw.json", 0);
-    int ready[2];
-    pid_t child = fork_producer(&e, ready);
+    pid_t child = fork_producer(&e, "raw.json");
     if (child == 0) {
-        dup2(ready[0], STDIN_FILENO);
-        close(ready[1]);
+        dup2(e.ready[0], STDIN_FILENO);
+        close(e.ready[1]);
         execl("/bin/sh", "sh", "-c", "read line", (char *)NULL); /* waits for the pipe */
         _exit(4);
     }
-    close(ready[0]);
+    close(e.ready[0]);
     ck_assert_uint_eq(wait_daemon_final(e.s.header), OSP_DAEMON_DONE);
     json_t *root = load_json(e.out);
     json_t *exit_obj = json_object_get(root, "exit");
@@ -424,7 +423,7 @@ START_TEST(daemon_notices_a_target_that_execs_away)
     ck_assert_uint_eq(json_array_size(json_object_get(root, "samples")), 200);
     json_decref(root);
     ck_assert_int_eq(waitpid(child, NULL, WNOHANG), 0);
-    close(ready[1]); /* the shell's read sees end of file and it exits */
+    close(e.ready[1]); /* the shell's read sees end of file and it exits */
     int status;
     ck_assert_int_eq(waitpid(child, &status, 0), child);
     e2e_end(&e);

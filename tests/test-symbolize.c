@@ -235,6 +235,11 @@ static void fixture_with_lib_a(struct fixture *fixture, struct test_raw *test, c
     add_image(test, fixture_object(fixture, "libA.so", a, size), 0x1000, 0, 0x1000, 0x1000, "");
 }
 
+/* FAKE_LLVM_FIXTURE(): the test's `fixture`, opened on the fake llvm-symbolizer. */
+#define FAKE_LLVM_FIXTURE()                                                                        \
+    struct fixture fixture;                                                                        \
+    fixture_open(&fixture, FAKE_TOOLS "/llvm")
+
 /* WITH_LIB_A(): the test's `fixture` of the fake llvm-symbolizer, `test` (a profile of
  * /app/main with libA.so, its path in `a`) and its `symbols` to come. */
 #define WITH_LIB_A()                                                                               \
@@ -254,8 +259,7 @@ static void fixture_and_symbols_close(struct fixture *fixture, struct ospx_symbo
  * in A's text must go to A, unslid with A's slide — not to B, the greatest base below it. */
 START_TEST(test_text_range_not_header_order)
 {
-    struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    FAKE_LLVM_FIXTURE();
     char a[128], b[128];
     struct test_raw test;
     init_raw(&test, "/app/main");
@@ -293,8 +297,7 @@ END_TEST
  * range; a pc outside every range and below every such base has no image. */
 START_TEST(test_text_size_zero_fallback)
 {
-    struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    FAKE_LLVM_FIXTURE();
     char c[128], d[128];
     struct test_raw test;
     init_raw(&test, "/app/main");
@@ -367,8 +370,7 @@ END_TEST
  * image and its wrappers carry libc's names (`nanosleep`): its own source files give it away. */
 START_TEST(test_frames_from_shim_sources_left_out)
 {
-    struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    FAKE_LLVM_FIXTURE();
     setenv("OSPREY_FAKE_SHIM_ADDRESS", "0x11ff", 1);
     /* as debug info often spells it: through the build directory */
     setenv("OSPREY_FAKE_SHIM_FILE", OSP_TEST_SOURCE_DIR "/../build/../shim/guard.c", 1);
@@ -390,8 +392,7 @@ END_TEST
  * file of another kind get one warning each and hex frames, and the tool never sees them. */
 START_TEST(test_only_regular_elf_files_are_symbolized)
 {
-    struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    FAKE_LLVM_FIXTURE();
     char fifo[160], text[160], good[128];
     snprintf(fifo, sizeof fifo, "%s/pipe.so", fixture.dir);
     ck_assert_int_eq(mkfifo(fifo, 0600), 0);
@@ -424,14 +425,10 @@ END_TEST
  * line; equal frames are interned once; every distinct address is asked once. */
 START_TEST(test_inline_expansion_and_interning)
 {
-    struct fixture fixture;
-    char a[128];
-    struct test_raw test;
-    fixture_with_lib_a(&fixture, &test, a, sizeof a);
+    WITH_LIB_A();
     setenv("OSPREY_FAKE_INLINE", "0x1100", 1);
     uint64_t first[] = {0x1100, 0x1201};
     add_stack(&test, first, sizeof first / sizeof *first);
-    struct ospx_symbols symbols;
     SYMBOLIZE(&test, &fixture, &symbols, 0x1050, 0x1201);
 
     ck_assert_uint_eq(symbols.stack_count, 2);
@@ -463,16 +460,12 @@ END_TEST
  * return address look up the same address. */
 START_TEST(test_answer_lines_read_exactly)
 {
-    struct fixture fixture;
-    char a[128];
-    struct test_raw test;
-    fixture_with_lib_a(&fixture, &test, a, sizeof a);
+    WITH_LIB_A();
     setenv("OSPREY_FAKE_ESCAPED", "0x1100", 1);
     setenv("OSPREY_FAKE_EXTRA", "0x1200", 1);
     setenv("OSPREY_FAKE_UNKNOWN", "0x1300", 1);
     uint64_t first[] = {0x1100, 0x1201, 0x1300};
     add_stack(&test, first, sizeof first / sizeof *first);
-    struct ospx_symbols symbols;
     SYMBOLIZE(&test, &fixture, &symbols, 0x1300, 0x1301);
     unsetenv("OSPREY_FAKE_ESCAPED");
     unsetenv("OSPREY_FAKE_EXTRA");
@@ -495,8 +488,7 @@ END_TEST
  * and frames keep the recorded image path. */
 START_TEST(test_binary_substitutes_main_image_only)
 {
-    struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    FAKE_LLVM_FIXTURE();
     char main_path[128], moved[128], other[128];
     fixture_object(&fixture, "main", main_path, sizeof main_path);
     fixture_object(&fixture, "moved-main", moved, sizeof moved);
@@ -582,8 +574,7 @@ END_TEST
  * are hex, and one warning line covers them all. A pseudo image ([vdso]) is not warned of. */
 START_TEST(test_missing_objects_one_warning)
 {
-    struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    FAKE_LLVM_FIXTURE();
     char a[128];
     struct test_raw test;
     init_raw(&test, "/app/main");
@@ -1038,8 +1029,7 @@ END_TEST
 /* With the default delay, a symbolization that takes milliseconds says nothing. */
 START_TEST(test_no_progress_for_a_quick_run)
 {
-    struct fixture fixture;
-    fixture_open(&fixture, FAKE_TOOLS "/llvm");
+    FAKE_LLVM_FIXTURE();
     fixture.options.progress = 1;
     char *text = stderr_of_symbolizing(&fixture);
     ck_assert_str_eq(text, "");

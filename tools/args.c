@@ -4,6 +4,7 @@
  * one line the caller prefixes with "osprey: ".
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,24 @@ static int usage_error(char *error, size_t size, const char *fmt, const char *wh
 {
     snprintf(error, size, fmt, what);
     return -EINVAL;
+}
+
+/* Where an option belongs: everywhere, the commands that read raw files (report, diff), the
+ * report alone, or the report and a profiled run. */
+enum belongs { ANYWHERE, READING_RAW, REPORT, REPORT_OR_RUN };
+
+static bool belongs_to(enum belongs where, enum osprey_command command, bool reads_raw)
+{
+    switch (where) {
+    case READING_RAW:
+        return reads_raw;
+    case REPORT:
+        return command == OSPREY_COMMAND_REPORT;
+    case REPORT_OR_RUN:
+        return command == OSPREY_COMMAND_REPORT || command == OSPREY_COMMAND_RUN;
+    default:
+        return true;
+    }
 }
 
 /* Match "--name VALUE" or "--name=VALUE" (and "-o VALUE" / "-oVALUE" for the short form).
@@ -227,37 +246,6 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
                          arg, pid, pid, pid);
             return -EINVAL;
         }
-        if ((matched = option_with_value(argc, argv, &i, "--output", "-o", &value)) != 0) {
-            if (matched < 0)
-                return usage_error(error, error_size, "option '%s' needs a STEM", arg);
-            out->stem = value;
-            continue;
-        }
-        if ((matched = option_with_value(argc, argv, &i, "--binary", NULL, &value)) != 0) {
-            if (matched < 0)
-                return usage_error(error, error_size, "option '%s' needs a PATH", arg);
-            if (!report)
-                return usage_error(error, error_size,
-                                   "'%s' belongs to 'osprey report RAW --binary PATH'", "--binary");
-            out->binary = value;
-            continue;
-        }
-        if ((matched = option_with_value(argc, argv, &i, "--symfs", NULL, &value)) != 0) {
-            if (matched < 0)
-                return usage_error(error, error_size, "option '%s' needs a DIR", arg);
-            if (!report)
-                return usage_error(error, error_size,
-                                   "'%s' belongs to 'osprey report' and 'osprey diff'", "--symfs");
-            out->symfs = value;
-            continue;
-        }
-        if ((matched = option_with_value(argc, argv, &i, "--format", NULL, &value)) != 0) {
-            if (matched < 0)
-                return usage_error(error, error_size,
-                                   "option '%s' needs a LIST (e.g. speedscope,pprof)", arg);
-            out->formats = value;
-            continue;
-        }
         if ((matched = option_with_value(argc, argv, &i, "--frequency", "-F", &value)) != 0) {
             char *end;
             unsigned long hz = matched > 0 ? strtoul(value, &end, 10) : 0;
@@ -307,63 +295,59 @@ int osprey_parse_args(int argc, char **argv, struct osprey_options *out, char *e
             out->top = top;
             continue;
         }
-        /* The report's view: which samples, and how the table is shown. */
+        /* The options that take a word (what it needs) or none, and where each belongs (the
+         * report's view: which samples, and how the table is shown). */
         static const struct {
-            const char *name, *what;
-        } views[] = {{"--fiber", "a fiber id or label"},
-                     {"--focus", "a REGEX"},
-                     {"--ignore", "a REGEX"},
-                     {"--list", "a FUNCTION regex"},
-                     {"--pid", "a PID (or a comma list)"},
-                     {"--comm", "a COMMAND (or a comma list)"}};
-        const char **targets[] = {&out->fiber, &out->focus, &out->ignore,
-                                  &out->list,  &out->pid,   &out->comm};
-        int viewed = 0;
-        for (size_t v = 0; v < sizeof views / sizeof views[0] && !viewed; v++) {
-            if ((matched = option_with_value(argc, argv, &i, views[v].name, NULL, &value)) == 0)
+            const char *name, *short_name, *what, *belongs;
+            enum belongs where;
+        } rows[] = {
+            {"--output", "-o", "a STEM", NULL, ANYWHERE},
+            {"--binary", NULL, "a PATH", "'osprey report RAW --binary PATH'", READING_RAW},
+            {"--symfs", NULL, "a DIR", "'osprey report' and 'osprey diff'", READING_RAW},
+            {"--format", NULL, "a LIST (e.g. speedscope,pprof)", NULL, ANYWHERE},
+            {"--fiber", NULL, "a fiber id or label", "'osprey report RAW'", REPORT},
+            {"--focus", NULL, "a REGEX", "'osprey report RAW'", REPORT},
+            {"--ignore", NULL, "a REGEX", "'osprey report RAW'", REPORT},
+            {"--list", NULL, "a FUNCTION regex", "'osprey report RAW'", REPORT},
+            {"--pid", NULL, "a PID (or a comma list)", "'osprey report RAW'", REPORT},
+            {"--comm", NULL, "a COMMAND (or a comma list)", "'osprey report RAW'", REPORT},
+            {"--ignore-build-id", NULL, NULL, "'osprey report' and 'osprey diff'", READING_RAW},
+            {"--per-process", NULL, NULL, "'osprey report RAW'", REPORT},
+            /* A run's processes by command, in the report and every output: a view of a
+             * report, and what a profiled run writes. */
+            {"--merge-processes", NULL, NULL, "'osprey report RAW' and 'osprey FILE --profile'",
+             REPORT_OR_RUN},
+            {"--inverted", NULL, NULL, "'osprey report RAW'", REPORT}};
+        const char **words[] = {&out->stem,  &out->binary, &out->symfs, &out->formats, &out->fiber,
+                                &out->focus, &out->ignore, &out->list,  &out->pid,     &out->comm};
+        int *flags[] = {&out->ignore_build_id, &out->per_process, &out->merge_processes,
+                        &out->inverted};
+        size_t word_count = sizeof words / sizeof words[0];
+        int taken = 0;
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0] && !taken; r++) {
+            if (rows[r].what != NULL)
+                matched =
+                    option_with_value(argc, argv, &i, rows[r].name, rows[r].short_name, &value);
+            else
+                matched = strcmp(arg, rows[r].name) == 0;
+            if (matched == 0)
                 continue;
             if (matched < 0) {
-                snprintf(error, error_size, "option '%s' needs %s", views[v].name, views[v].what);
+                snprintf(error, error_size, "option '%s' needs %s", arg, rows[r].what);
                 return -EINVAL;
             }
-            if (out->command != OSPREY_COMMAND_REPORT)
-                return usage_error(error, error_size, "'%s' belongs to 'osprey report RAW'",
-                                   views[v].name);
-            *targets[v] = value;
-            viewed = 1;
+            if (!belongs_to(rows[r].where, out->command, report)) {
+                snprintf(error, error_size, "'%s' belongs to %s", rows[r].name, rows[r].belongs);
+                return -EINVAL;
+            }
+            if (r < word_count)
+                *words[r] = value;
+            else
+                *flags[r - word_count] = 1;
+            taken = 1;
         }
-        if (viewed)
+        if (taken)
             continue;
-        if (strcmp(arg, "--ignore-build-id") == 0) {
-            if (!report)
-                return usage_error(error, error_size,
-                                   "'%s' belongs to 'osprey report' and 'osprey diff'", arg);
-            out->ignore_build_id = 1;
-            continue;
-        }
-        if (strcmp(arg, "--per-process") == 0) {
-            if (out->command != OSPREY_COMMAND_REPORT)
-                return usage_error(error, error_size, "'%s' belongs to 'osprey report RAW'", arg);
-            out->per_process = 1;
-            continue;
-        }
-        /* A run's processes by command, in the report and every output: a view of a report, and
-         * what a profiled run writes. */
-        if (strcmp(arg, "--merge-processes") == 0) {
-            if (out->command != OSPREY_COMMAND_REPORT && out->command != OSPREY_COMMAND_RUN)
-                return usage_error(error, error_size,
-                                   "'%s' belongs to 'osprey report RAW' and 'osprey FILE "
-                                   "--profile'",
-                                   arg);
-            out->merge_processes = 1;
-            continue;
-        }
-        if (strcmp(arg, "--inverted") == 0) {
-            if (out->command != OSPREY_COMMAND_REPORT)
-                return usage_error(error, error_size, "'%s' belongs to 'osprey report RAW'", arg);
-            out->inverted = 1;
-            continue;
-        }
         /* Running is what `osprey FILE` does anyway: --run only says so explicitly. */
         if (strcmp(arg, "--run") == 0 || strcmp(arg, "--profile") == 0) {
             if (attach) {

@@ -179,30 +179,16 @@ void osprey_top_symbols_free(struct osprey_top_symbols *s)
         free(s->images[i].arch);
         free(s->images[i].build_id);
     }
-    for (size_t i = 0; i < s->stack_count; i++) {
-        free(s->stacks[i].pcs);
-        free(s->stacks[i].functions);
-    }
-    for (size_t f = 0; f < s->function_count; f++) {
-        free(s->function_keys[f]);
-        free(s->names[f]);
-        free(s->locations[f]);
-    }
+    for (size_t i = 0; i < s->stack_count; i++)
+        OSPC_FREE_ALL(s->stacks[i].pcs, s->stacks[i].functions);
+    for (size_t f = 0; f < s->function_count; f++)
+        OSPC_FREE_ALL(s->function_keys[f], s->names[f], s->locations[f]);
     for (size_t t = 0; t < s->thread_count; t++)
         free(s->thread_labels[t]);
-    free(s->tids);
-    free(s->thread_labels);
-    free(s->images);
-    free(s->stacks);
-    free(s->addresses);
-    free(s->address_chains);
     ospc_index_free(&s->address_index);
     ospc_index_free(&s->function_index);
-    free(s->chains);
-    free(s->function_pool);
-    free(s->function_keys);
-    free(s->names);
-    free(s->locations);
+    OSPC_FREE_ALL(s->tids, s->thread_labels, s->images, s->stacks, s->addresses, s->address_chains,
+                  s->chains, s->function_pool, s->function_keys, s->names, s->locations);
     if (s->quiet != NULL)
         fclose(s->quiet);
     free(s);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ospc.h"
 #include "osprey_top.h"
 #include "ospx.h"
 
@@ -53,11 +54,7 @@ static int in_window(const struct osprey_top_window *w, const struct osprey_top_
 static int by_share(const void *x, const void *y)
 {
     const struct osprey_top_row *a = x, *b = y;
-    if (a->self != b->self)
-        return a->self > b->self ? -1 : 1;
-    if (a->total != b->total)
-        return a->total > b->total ? -1 : 1;
-    return a->function < b->function ? -1 : a->function > b->function;
+    return ospc_hottest_first(a->self, b->self, a->total, b->total, a->function, b->function);
 }
 
 int osprey_top_aggregate(const struct osprey_top_window *w, uint64_t now_ns, size_t function_count,
@@ -115,9 +112,8 @@ int osprey_top_aggregate(const struct osprey_top_window *w, uint64_t now_ns, siz
 static int by_total(const void *x, const void *y)
 {
     const struct osprey_top_row *a = x, *b = y;
-    if (a->total != b->total)
-        return a->total > b->total ? -1 : 1;
-    return by_share(x, y);
+    int c = ospc_larger_first(a->total, b->total);
+    return c != 0 ? c : by_share(x, y);
 }
 
 void osprey_top_sort(struct osprey_top_row *rows, size_t count, enum osprey_top_sort by)
@@ -143,11 +139,7 @@ static int by_thread_function(const void *x, const void *y)
 static int by_busy(const void *x, const void *y)
 {
     const struct osprey_top_thread_row *a = x, *b = y;
-    if (a->on_cpu != b->on_cpu)
-        return a->on_cpu > b->on_cpu ? -1 : 1;
-    if (a->waiting != b->waiting)
-        return a->waiting > b->waiting ? -1 : 1;
-    return a->thread < b->thread ? -1 : a->thread > b->thread;
+    return ospc_hottest_first(a->on_cpu, b->on_cpu, a->waiting, b->waiting, a->thread, b->thread);
 }
 
 int osprey_top_threads(const struct osprey_top_window *w, uint64_t now_ns, size_t function_count,

@@ -6,9 +6,9 @@
 # -F 997`, read while its map is still there. With BEFORE_BUILD, the same for that build.
 # Usage: bash bench/jit/run.sh [BUILD_DIR] [RUNS] [MILLISECONDS]
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
+bench_dirs "${1:-}"
 runs=${2:-3}
 ms=${3:-3000}
 node=$(command -v node) || { echo "node is not installed" >&2; exit 1; }

@@ -11,9 +11,9 @@
 #   env: THREADS=8 RATE=997 STEP=(SECONDS/40, at least 2) PERF=1 OSPREYD_SPILL_SAMPLES=...
 #        KEEP=PATH (the raw file is copied there, for bench/longrun/aggregate.py)
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
+bench_dirs "${1:-}"
 seconds=${2:-120}
 threads=${THREADS:-8}
 rate=${RATE:-997}

@@ -12,9 +12,9 @@
 # time hides on an idle machine and not on a busy one).
 # Usage: [CPU=1] bash bench/spawn/run.sh [BUILD_DIR] [REPS] [BEFORE_DIR]
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
+bench_dirs "${1:-}"
 reps=${2:-5}
 before=${3:+$(cd "$3" && pwd)}
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-spawn.XXXXXX")

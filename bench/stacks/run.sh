@@ -6,9 +6,9 @@
 # and tests/stacks/goprog (cgo), the shares of whole stacks and the splits (shares.py).
 # Usage: bash bench/stacks/run.sh [BUILD_DIR] [SECONDS]
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
+bench_dirs "${1:-}"
 seconds=${2:-2}
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-stacks.XXXXXX")
 trap 'rm -rf "$work"' EXIT

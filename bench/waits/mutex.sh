@@ -7,7 +7,7 @@
 # being the mutex alone.
 # Usage: bash bench/waits/mutex.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
+bench_dirs "${1:-}"
 exec bash "$root/bench/guard/run.sh" "$build" "${2:-200000}" mutex "$build/tests/refuse"

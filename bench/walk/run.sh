@@ -2,9 +2,9 @@
 # The handler's walk timed alone (walk.c): by unwind rows through frameless code, and by the
 # frame-pointer walk. Usage: bash bench/walk/run.sh [BUILD_DIR] [DEPTH] [WALKS]
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
+bench_dirs "${1:-}"
 depth=${2:-30}
 walks=${3:-200000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/osprey-walk.XXXXXX")
