@@ -799,7 +799,6 @@ START_TEST(fiber_records_precede_a_declared_fibers_samples)
         ck_assert_int_eq(osp__emit_sample(&s->ring, s, 2, OSP_STATE_ON_CPU, 1, pcs, 1, 0), 0);
     const struct osp_rec_fiber *f = (const void *)at;
     ck_assert_uint_eq(f->h.type, OSP_REC_FIBER);
-    ck_assert_uint_eq(f->h.size, sizeof *f + 8);
     ck_assert_int_eq(f->fiber, 7);
     ck_assert_uint_eq(f->slot, s->index);
     ck_assert_uint_eq(f->generation, s->generation);
@@ -807,8 +806,12 @@ START_TEST(fiber_records_precede_a_declared_fibers_samples)
      * works: qemu-user, which runs the arm64 tests, has none, and the label is then empty). */
     uint64_t probe;
     if (osp__read_code((uint64_t)(uintptr_t)s->fiber_label, &probe, 1) == 0) {
+        ck_assert_uint_eq(f->h.size, sizeof *f + 8);
         ck_assert_uint_eq(f->label_len, 4);
         ck_assert_mem_eq(f + 1, "task", 4);
+    } else {
+        ck_assert_uint_eq(f->h.size, sizeof *f);
+        ck_assert_uint_eq(f->label_len, 0);
     }
     at += f->h.size;
     for (int i = 0; i < 2; i++) {
@@ -1325,5 +1328,7 @@ Suite *shim_suite(void)
 #if defined(__x86_64__)
     tcase_add_test(parsers, context_at_a_rewound_syscall_is_blocked);
 #endif
+    (void)unwind; /* more cases on x86_64 only */
+    (void)parsers;
     return s;
 }
