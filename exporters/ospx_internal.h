@@ -310,8 +310,8 @@ static inline const struct ospx_slot *ospx__stack_slots(const struct ospx_model 
 }
 
 /* Sample indices grouped by thread, each thread's ordered by t_rel_ns (ties keep file
- * order): thread t's samples are order[first[t]] .. order[first[t + 1] - 1]. `first` has thread_count + 1 entries. Both
- * malloc'd; returns 0 or -ENOMEM. */
+ * order): thread t's samples are order[first[t]] .. order[first[t + 1] - 1]. `first` has
+ * thread_count + 1 entries. Both malloc'd; returns 0 or -ENOMEM. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
 
 /* ospx__samples_by_thread's answer for the model's raw profile, made once and kept in the
