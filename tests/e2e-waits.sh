@@ -150,7 +150,13 @@ for name in runs:
     for site, want in truth(name).items():
         got, period = waited(name, site)
         # The shim's own timing (noperf): 5% (the contended mutex 10%), as the waits' target.
-        share = 0.03 if not noperf else 0.10 if site == "lock_site" else 0.05
+        # The kernel's records: 3%, but 5% for the contended mutex, whose threads alternate
+        # between the lock and a nap: a block shorter than the drain interval (paced up to 16 ms
+        # when the rings are quiet) gets the site of the span before it (shim/README.md, "Known
+        # limits with the records"), here now and then the nap's, the thread totals staying
+        # exact: lock_site 0.5-3.4% short beside other builds, as much at 153d9d6 as since.
+        share = (0.05 if site == "lock_site" else 0.03) if not noperf else \
+            0.10 if site == "lock_site" else 0.05
         tol = share * want + 1.5 * period
         check(want - preempted - early - tol <= got <= want + tol,
               "%s: %s waited %.3f s, truth %.3f s (preempted %.3f s; cut stacks %.3f s of "
