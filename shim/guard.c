@@ -601,6 +601,7 @@ syscall(long nr, ...)
         a[at] = (long)env;
         osp__ring_unlink(); /* OSPREY_RING: as preload.c's exec family */
         osp__exec_begin();
+        osp__forked_exec();
         long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
         int saved = errno;
         osp__exec_failed();
