@@ -610,10 +610,10 @@ syscall(long nr, ...)
     }
 #ifdef SYS_seccomp
     if (nr == SYS_seccomp && (a[0] == SECCOMP_SET_MODE_STRICT || a[0] == SECCOMP_SET_MODE_FILTER))
-        osp__sandbox_begin(); /* before it takes effect: control.c */
+        osp__forked_exec(), osp__sandbox_begin(); /* before it takes effect: control.c */
 #endif
     if (nr == SYS_prctl && a[0] == PR_SET_SECCOMP)
-        osp__sandbox_begin();
+        osp__forked_exec(), osp__sandbox_begin();
     /* clone and clone3 called directly make a process no fork handler of ours sees. One that
      * copies the address space (neither CLONE_VM nor CLONE_THREAD nor CLONE_VFORK; clone3's
      * flags are the first field of its struct clone_args) boots in the child as a forked child

@@ -364,9 +364,10 @@ void osp__images_refresh(void);
 
 /* pthread_atfork child handler: the parent's profile let go of, the child's own started. */
 void osp__at_fork_child(void);
-/* Before an exec (the exec interposers, after osp__exec_begin): a forked child's greeting not
- * answered yet is settled, waited for when the child recorded something (its profile is
- * kept), else given up (its next image greets the same collector: one exchange). */
+/* Before an exec (the exec interposers, after osp__exec_begin) or a seccomp sandbox (whose
+ * filter may forbid the calls of a later settle): a forked child's greeting not answered yet
+ * is settled, waited for when the child recorded something (its profile is kept), else given
+ * up (an exec's next image greets the same collector: one exchange). */
 void osp__forked_exec(void);
 
 /* The guard (guard.c's wrappers, and boot's own naps on the program's thread): block SIGPROF on
@@ -383,7 +384,8 @@ static inline int osp__guard_begin(sigset_t *old, const void *fn)
         return 0;
     /* A forked child about to wait with its greeting unanswered (README.md, "The collector's
      * answer"): the answer waited for first, so that the collector follows what it waits. */
-    if (osp__greeting_pending() && getpid() == osp__booted_pid)
+    if (osp__greeting_pending() && !atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) &&
+        getpid() == osp__booted_pid)
         osp__forked_settle(1);
     /* A guarded call this thread left by longjmp: its block of SIGPROF is undone first. */
     osp__guard_repair_if_left(osp__tls_slot, (uint64_t)(uintptr_t)__builtin_frame_address(0));

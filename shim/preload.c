@@ -355,7 +355,7 @@ __attribute__((visibility("default"))) int prctl(int option, ...)
         return -1;
     }
     if (option == PR_SET_SECCOMP)
-        osp__sandbox_begin();
+        osp__forked_exec(), osp__sandbox_begin();
     int (*real)(int, ...);
     memcpy(&real, &sym, sizeof(real));
     return real(option, a[0], a[1], a[2], a[3]);
