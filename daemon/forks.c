@@ -67,6 +67,12 @@ extern char **environ;
 #define GREETING_MS 1000
 /* At the end, what a connection just accepted still waits for its greeting. */
 #define GREETING_END_MS 20
+/* At the end, what a greeting answered still waits for its confirm. A forked child confirms
+ * at its first sample, its first guarded wait, its exec or its exit (shim/README.md, "The
+ * collector's answer"), not at the fork: a millisecond of its CPU, more when it waits for a
+ * CPU on a loaded machine (a daemon's grandchild, whose middle process ended the run,
+ * confirmed after more than 20 ms in 1 run of 7 at load 6 on 2 cores). */
+#define CONFIRM_END_MS 100
 
 /* A greeting taken, its collector not started yet. */
 struct pending {
@@ -722,8 +728,11 @@ void ospd_forks_close(struct ospd_forks *f)
     close(f->fd);
     f->fd = -1;
     /* An exchange under way is waited for briefly, all of them together, now that the loop
-     * ends (then ended: exchange_end); a settled child's backlog may add more of both. */
-    uint64_t end_ns = uv_hrtime() + GREETING_END_MS * 1000000ull;
+     * ends (then ended: exchange_end): a greeting GREETING_END_MS, a confirm CONFIRM_END_MS;
+     * a settled child's backlog may add more of both. */
+    uint64_t start_ns = uv_hrtime();
+    uint64_t greeting_end_ns = start_ns + GREETING_END_MS * 1000000ull;
+    uint64_t confirm_end_ns = start_ns + CONFIRM_END_MS * 1000000ull;
     while (f->connections != NULL || f->pending != NULL) {
         if (f->pending != NULL) { /* now rather than never */
             uv_timer_stop(&f->pending->timer);
@@ -732,6 +741,7 @@ void ospd_forks_close(struct ospd_forks *f)
         }
         struct connection *c = f->connections;
         uint64_t now = uv_hrtime();
+        uint64_t end_ns = c->taken != NULL ? confirm_end_ns : greeting_end_ns;
         struct pollfd ready = {.fd = c->fd, .events = POLLIN};
         if (now < end_ns && poll(&ready, 1, (int)((end_ns - now) / 1000000u) + 1) > 0 &&
             exchange(f, c->fd, &c->peer, &c->taken) == -EAGAIN)

@@ -518,7 +518,9 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
  * the greeter is too slow (shutdown(SHUT_RD) first: a confirm sent after it fails with EPIPE,
  * one sent before it is read); the greeter starts a collector of its own unless its confirm
  * was sent. So a collector that takes no greeting (another version's, or none: a socket whose
- * listener nobody accepts on) costs an image the answer's wait, not its profile. */
+ * listener nobody accepts on) costs an image the answer's wait, not its profile. A forked
+ * child may read the answer and confirm well after its greeting (within the collector's 1 s
+ * for the confirm), or close without confirming: the messages are the same. */
 /* A file of this name beside the raw profile (the osprey CLI makes one in its scratch
  * directory) is held with a shared flock by every collector of the run for its life, handed
  * on to the collectors it starts: the CLI's exclusive flock then says every one has ended. */

@@ -160,6 +160,8 @@ void osp__at_exit(void)
     }
     if (getpid() != osp__booted_pid)
         return;
+    /* A forked child's greeting not answered yet: answered now, or its own collector. */
+    osp__forked_settle(1);
     atomic_store_explicit(&osp__active_flag, 0, memory_order_release);
     /* OSPREY_RING: no collector may attach once we are gone (one that did holds the ring). */
     int ring_taken = osp__ring_unlink();
@@ -276,6 +278,7 @@ void osp__pay_before_exit(void)
     if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) ||
         getpid() != osp__booted_pid)
         return;
+    osp__forked_settle(1); /* a forked child's greeting not answered yet, as at exit */
     sigset_t old;
     if (osp__sigprof_mask_raw(SIG_BLOCK, &old) != 0) /* no handler of ours from here on */
         return;

@@ -22,7 +22,7 @@
  * greeted with the ring; when that one cannot be reached or does not answer (spawn.c), one is
  * started as boot starts one. */
 static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t stop_at_ns,
-                        const char *parent_ring)
+                        const char *parent_ring, int parent_attached)
 {
     pid_t pid = getpid();
     /* A thread of the parent's that held this lock at the fork was reading the loaded objects
@@ -54,6 +54,7 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
         .fiber = fiber,
         .label = label,
         .parent_ring = parent_ring,
+        .defer_answer = parent_attached,
     };
     osp__profile_start(&start); /* releases osp__images_lock */
 }
@@ -79,6 +80,11 @@ static void fork_child(int allowed)
         profiled = 0;
     }
     uint64_t stop_at_ns = osp__ring_header != NULL ? osp__ring_header->stop_at_ns : 0;
+    /* Acquire: pairs with ospreyd's release store. A collector still starting answers only
+     * once it has: the child waits for it at the fork, as its image would at boot. */
+    int parent_attached = osp__ring_header != NULL &&
+                          atomic_load_explicit(&osp__ring_header->daemon_state,
+                                               memory_order_acquire) == OSP_DAEMON_ATTACHED;
     int64_t fiber = 0;
     char label[OSP_MAX_LABEL + 1] = "main";
     struct osp__slot *self = osp__tls_slot;
@@ -109,10 +115,11 @@ static void fork_child(int allowed)
         osp__unwind_fork();           /* the parent's tables, until the child's own are published */
         osp__unwind_map = MAP_FAILED; /* mapped still, and read */
     }
+    osp__greeting_forget(); /* the parent's, and its descriptors (below) */
     osp__handover_close();
     osp__kernel_waits_off(); /* the parent's */
     if (profiled)
-        boot_forked(parent, fiber, label, stop_at_ns, parent_ring);
+        boot_forked(parent, fiber, label, stop_at_ns, parent_ring, parent_attached);
 }
 
 /* pthread_atfork child. */
@@ -131,4 +138,17 @@ void osp__cloned_child(int single_threaded)
                   "is not profiled",
                   (int)getpid());
     fork_child(single_threaded);
+}
+
+void osp__forked_exec(void)
+{
+    struct osp_ring_header *h = osp__header;
+    if (!osp__is_active() || getpid() != osp__booted_pid || h == NULL ||
+        !(h->ring_flags & OSP_RING_FORKED))
+        return; /* a vfork child shares our memory: never its business */
+    osp__mutex_lock(&osp__the_registry.lock);
+    int recorded = osp__registry_recorded(&osp__the_registry);
+    pthread_mutex_unlock(&osp__the_registry.lock);
+    recorded = recorded || atomic_load_explicit(&h->escapes, memory_order_relaxed) != 0;
+    osp__forked_settle(recorded ? 1 : -1);
 }

@@ -601,6 +601,7 @@ syscall(long nr, ...)
         a[at] = (long)env;
         osp__ring_unlink(); /* OSPREY_RING: as preload.c's exec family */
         osp__exec_begin();
+        osp__forked_exec();
         long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
         int saved = errno;
         osp__exec_failed();
@@ -609,10 +610,10 @@ syscall(long nr, ...)
     }
 #ifdef SYS_seccomp
     if (nr == SYS_seccomp && (a[0] == SECCOMP_SET_MODE_STRICT || a[0] == SECCOMP_SET_MODE_FILTER))
-        osp__sandbox_begin(); /* before it takes effect: control.c */
+        osp__forked_exec(), osp__sandbox_begin(); /* before it takes effect: control.c */
 #endif
     if (nr == SYS_prctl && a[0] == PR_SET_SECCOMP)
-        osp__sandbox_begin();
+        osp__forked_exec(), osp__sandbox_begin();
     /* clone and clone3 called directly make a process no fork handler of ours sees. One that
      * copies the address space (neither CLONE_VM nor CLONE_THREAD nor CLONE_VFORK; clone3's
      * flags are the first field of its struct clone_args) boots in the child as a forked child

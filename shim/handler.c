@@ -170,6 +170,7 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
     if (atomic_load_explicit(&osp__sandboxed, memory_order_relaxed))
         return;
     int saved_errno = errno;
+    osp__greeting_poll(); /* a forked child's greeting, answered since: confirmed */
     uint64_t period_ns = osp__period_ns;
     struct osp__slot *s = osp__tls_slot;
     /* The profile has ended (its duration); the program runs on, and a periodic sampling

@@ -315,6 +315,15 @@ long osp__greeting_connect(const char *parent_ring);
  * (bounded) for its answer: 0 once confirmed (it follows this process); sock itself when
  * negative; else negative errno (it does not: no answer in time, or refused). */
 int osp__greet_parent(long sock);
+/* A forked child's greeting: sent on sock, its answer left for later (osp__forked_settle; the
+ * handler confirms it once it has come, osp__greeting_poll). 0 once sent (sock kept open);
+ * else negative errno (sock closed: the child starts its own collector). */
+int osp__greet_deferred(long sock);
+/* A forked child's deferred greeting settled, at its exec or exit: `wait` >= 0: the answer
+ * waited for (bounded), and without one the child's own collector started as boot starts
+ * one; < 0: given up (an exec with nothing recorded: the next image greets). Then the
+ * descriptors handed over. 1 when nothing was deferred; 0 when followed; else negative. */
+int osp__forked_settle(int wait);
 
 /* ---- exit.c ------------------------------------------------------------------------------ */
 
@@ -337,6 +346,8 @@ struct osp__start {
     int64_t fiber;         /* a forked child's thread, registered last */
     const char *label;
     const char *parent_ring; /* a forked child's parent's ring (the collector it greets) */
+    int defer_answer;        /* a forked child's: its greeting's answer not waited for at the
+                              * fork (its parent's collector had attached: osp__greet_deferred) */
 };
 /* The one start of a profile: the ring, the unwind tables, the switch events, the registry,
  * the image list (a forked child's is its parent's, sent again: the caller holds
@@ -353,6 +364,11 @@ void osp__images_refresh(void);
 
 /* pthread_atfork child handler: the parent's profile let go of, the child's own started. */
 void osp__at_fork_child(void);
+/* Before an exec (the exec interposers, after osp__exec_begin) or a seccomp sandbox (whose
+ * filter may forbid the calls of a later settle): a forked child's greeting not answered yet
+ * is settled, waited for when the child recorded something (its profile is kept), else given
+ * up (an exec's next image greets the same collector: one exchange). */
+void osp__forked_exec(void);
 
 /* The guard (guard.c's wrappers, and boot's own naps on the program's thread): block SIGPROF on
  * this thread around a call a signal would cut short, if the guard applies (a registered thread,
@@ -366,6 +382,11 @@ static inline int osp__guard_begin(sigset_t *old, const void *fn)
 {
     if (osp__tls_slot == NULL || !osp__is_active() || osp__sigprof_guard_stands_aside())
         return 0;
+    /* A forked child about to wait with its greeting unanswered (README.md, "The collector's
+     * answer"): the answer waited for first, so that the collector follows what it waits. */
+    if (osp__greeting_pending() && !atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) &&
+        getpid() == osp__booted_pid)
+        osp__forked_settle(1);
     /* A guarded call this thread left by longjmp: its block of SIGPROF is undone first. */
     osp__guard_repair_if_left(osp__tls_slot, (uint64_t)(uintptr_t)__builtin_frame_address(0));
     if (osp__sigprof_mask_raw(SIG_BLOCK, old) != 0) /* raw: not a mask the program set */

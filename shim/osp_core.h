@@ -634,4 +634,34 @@ int osp__images_scan(struct osp__images *im);
 void osp__images_emit(struct osp__images *im, struct osp__event_ring *w);
 void osp__images_unsend(struct osp__images *im);
 
+/* ---- greeting.c -------------------------------------------------------------------------- */
+
+/* How long a greeter waits for the collector's answer before it starts its own (README.md,
+ * "The collector's answer": twenty times the slowest answer measured under load). */
+#define OSP__GREETING_ANSWER_MS 100
+
+/* The collector's answer to the greeting sent on `sock`, waited for until `end_ns`
+ * (CLOCK_MONOTONIC; a signal restarts the wait with what is left), then the greeter's confirm
+ * (proto/osp_ring.h, "Forked children"): 0 once the confirm is sent (the collector follows
+ * this process); else negative, and the collector does not (no answer in time: the caller
+ * closes `sock`, which drops the greeting; EPIPE: it gave up on the confirm first). */
+int osp__greeting_answered_by(long sock, uint64_t end_ns);
+/* A forked child's greeting, just sent on `sock` (kept here), left open: its answer is
+ * looked for later (osp__greeting_poll, osp__greeting_settle). 0, or -errno (`sock` the
+ * caller's). */
+int osp__greeting_defer(long sock);
+/* Is a greeting deferred and not yet settled? A relaxed load. Async-signal-safe. */
+int osp__greeting_pending(void);
+/* From the handler: the deferred greeting's answer, if it has come, confirmed. Never waits.
+ * Async-signal-safe. */
+void osp__greeting_poll(void);
+/* The deferred greeting settled: `wait` >= 0: its answer waited for up to the end of its
+ * OSP__GREETING_ANSWER_MS, then confirmed; < 0: given up (closed: the collector drops it).
+ * 1 when none was deferred (or it was settled already), 0 when the collector follows this
+ * process, else negative (it does not). */
+int osp__greeting_settle(int wait);
+/* In a forked child: its parent's deferred greeting, the parent's to settle (its copy of
+ * the socket closed). */
+void osp__greeting_forget(void);
+
 #endif /* OSP_CORE_H */

@@ -142,6 +142,7 @@ typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int)
         memcpy(&real, &sym, sizeof(real));                                                         \
         osp__ring_unlink(); /* OSPREY_RING: no collector attaches to an image exec'd away */       \
         osp__exec_begin();                                                                         \
+        osp__forked_exec();                                                                        \
         int masked = osp__sigmask_child_begin();                                                   \
         int ret = real(__VA_ARGS__);                                                               \
         int saved = errno;                                                                         \
@@ -354,7 +355,7 @@ __attribute__((visibility("default"))) int prctl(int option, ...)
         return -1;
     }
     if (option == PR_SET_SECCOMP)
-        osp__sandbox_begin();
+        osp__forked_exec(), osp__sandbox_begin();
     int (*real)(int, ...);
     memcpy(&real, &sym, sizeof(real));
     return real(option, a[0], a[1], a[2], a[3]);

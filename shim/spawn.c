@@ -297,49 +297,11 @@ long osp__greeting_connect(const char *parent_ring)
     return sock;
 }
 
-/* How long a greeter waits for the collector's answer before it starts its own (README.md,
- * "The collector's answer": twenty times the slowest answer measured under load). */
-#define OSP__GREETING_ANSWER_MS 100
-
-/* One byte on `sock`, sent (`out`) or received without waiting; 1, 0 at EOF, or -errno. */
-static long one_byte(long sock, char *byte, int out)
-{
-    struct iovec iov = {byte, 1};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-    long got;
-    do
-        got = osp__sys(out ? SYS_sendmsg : SYS_recvmsg, sock, (long)&msg,
-                       MSG_DONTWAIT | (out ? MSG_NOSIGNAL : 0), 0, 0);
-    while (got < 0 && errno == EINTR);
-    return got < 0 ? -errno : got;
-}
-
-/* The collector's answer to the greeting just sent on `sock`, waited for up to
- * OSP__GREETING_ANSWER_MS, then the greeter's confirm (proto/osp_ring.h, "Forked children"):
- * 0 once the confirm is sent (the collector follows this process); else negative, and the
- * collector does not (no answer in time: the caller closes `sock`, which drops the greeting;
- * EPIPE: it gave up on the confirm first). A signal (our own SIGPROF) restarts the wait
- * with what is left of it. */
+/* The collector's answer, waited for up to OSP__GREETING_ANSWER_MS, and the confirm
+ * (osp__greeting_answered_by). */
 static int greeting_answered(long sock)
 {
-    uint64_t end_ns = osp__mono_ns() + OSP__GREETING_ANSWER_MS * 1000000ull;
-    char answer = 0;
-    long got;
-    for (;;) {
-        got = one_byte(sock, &answer, 0);
-        uint64_t now = osp__mono_ns();
-        if (got != -EAGAIN || now >= end_ns)
-            break;
-        struct pollfd ready = {.fd = (int)sock, .events = POLLIN};
-        struct timespec left = {.tv_sec = (time_t)((end_ns - now) / 1000000000u),
-                                .tv_nsec = (long)((end_ns - now) % 1000000000u)};
-        osp__sys(SYS_ppoll, (long)&ready, 1, (long)&left, 0, 0);
-    }
-    if (got != 1 || answer != OSP_FORK_TAKEN)
-        return got < 0 ? (int)got : -ECONNREFUSED;
-    char confirm = OSP_FORK_CONFIRM;
-    got = one_byte(sock, &confirm, 1);
-    return got == 1 ? 0 : got < 0 ? (int)got : -EPIPE;
+    return osp__greeting_answered_by(sock, osp__mono_ns() + OSP__GREETING_ANSWER_MS * 1000000ull);
 }
 
 /* A forked child, or a later image, greets a collector (see "Forked children" in
@@ -347,10 +309,8 @@ static int greeting_answered(long sock)
  * ring's descriptor and the switch events', then the answer and the confirm
  * (greeting_answered). 0 once confirmed: the collector follows this process; else it does
  * not, and the caller starts one of its own or says what is lost. */
-int osp__greet_parent(long sock)
+static int greeting_send(long sock)
 {
-    if (sock < 0)
-        return (int)sock;
     int err = 0;
     static struct osp_fork_hello hello; /* static: 4 KiB, and one child boots once */
     memset(&hello, 0, sizeof hello);
@@ -388,8 +348,51 @@ int osp__greet_parent(long sock)
     memcpy(CMSG_DATA(c), fds, fd_bytes);
     if (err == 0 && osp__sys(SYS_sendmsg, sock, (long)&msg, MSG_NOSIGNAL, 0, 0) < 0)
         err = -errno;
+    return err;
+}
+
+int osp__greet_parent(long sock)
+{
+    if (sock < 0)
+        return (int)sock;
+    int err = greeting_send(sock);
     if (err == 0)
         err = greeting_answered(sock);
     osp__sys(SYS_close, sock, 0, 0, 0, 0);
+    return err;
+}
+
+int osp__greet_deferred(long sock)
+{
+    if (sock < 0)
+        return (int)sock;
+    int err = greeting_send(sock);
+    if (err == 0)
+        err = osp__greeting_defer(sock);
+    if (err != 0)
+        osp__sys(SYS_close, sock, 0, 0, 0, 0);
+    return err;
+}
+
+int osp__forked_settle(int wait)
+{
+    int err = osp__greeting_settle(wait);
+    if (err == 1)
+        return 1; /* nothing deferred: settled at the start, or not a forked child */
+    if (err != 0 && wait < 0) {
+        osp__daemon_spawned = 0; /* its next image greets; nothing recorded here is lost */
+    } else if (err != 0 && osp__boot_session > 0 && getsid(0) != osp__boot_session) {
+        osp__warn("process %d left the session (a daemon) and its parent's collector did not "
+                  "answer; it is not profiled",
+                  (int)getpid());
+        osp__daemon_spawned = 0;
+    } else if (err != 0) {
+        osp__daemon_spawned_pid = 0;
+        osp__daemon_spawned = osp__spawn_daemon(&osp__boot_env) == 0;
+        osp__greet_set(osp__daemon_spawned && osp__forks_fd >= 0 ? osp__shm_name : NULL, 1);
+    }
+    osp__handover_close(); /* the ring, the switch events: the collector's now */
+    if (!osp__daemon_spawned)
+        osp__kernel_waits_off(); /* nobody will read them */
     return err;
 }

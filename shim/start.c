@@ -235,7 +235,13 @@ int osp__profile_start(const struct osp__start *start)
     } else {
         osp__daemon_spawned_pid =
             0; /* the parent's; a collector the parent's hands over has none */
-        err = osp__greet_parent(start->greeting);
+        /* Where the parent's collector had attached, the greeting sent and its answer not
+         * waited for: the handler confirms it once it has come, the first guarded wait, the
+         * exec or the exit settles it (osp__forked_settle), and the descriptors stay until
+         * then (a child without an answer starts its own collector with them). Else (a
+         * collector still starting answers once it has) waited for here, as an image does. */
+        err = start->defer_answer ? osp__greet_deferred(start->greeting)
+                                  : osp__greet_parent(start->greeting);
         greeted_parent = err == 0 && start->parent_ring != NULL;
         /* A child in a session of its own whose parent's collector is gone is a daemon whose
          * middle process has ended: a collector of its own would be in its session, not the
@@ -257,9 +263,11 @@ int osp__profile_start(const struct osp__start *start)
                        ? osp__shm_name
                        : NULL,
                    !greeted_parent);
-    osp__handover_close(); /* the ring, the switch events: the collector's now */
-    if (!osp__daemon_spawned)
-        osp__kernel_waits_off(); /* nobody will read them */
+    if (!(forked && start->defer_answer && err == 0)) {
+        osp__handover_close(); /* the ring, the switch events: the collector's now */
+        if (!osp__daemon_spawned)
+            osp__kernel_waits_off(); /* nobody will read them */
+    }
     /* A forked child's thread last: its timers start sampling now, and none of this start's
      * CPU is the program's. */
     if (forked)

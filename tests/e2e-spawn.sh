@@ -35,6 +35,11 @@
 #             without reading it and one that confirmed, only the last is followed;
 #   orphan    an image started by a process that has ended (its collector gone) starts one
 #             of its own, and its profile is written;
+#   once      a shell's command (bash: a fork that execs at once, nothing recorded) makes
+#             one exchange with the shell's collector, its image's: the forked child sends
+#             its greeting without waiting and gives it up at the exec, so of 3 commands each
+#             pid confirms once (strace: sendmsg of "C"), and each image has its profile;
+#             before, each confirmed twice (at the fork, then as the image);
 #   the program's output and exit status are as plain.
 # Usage: e2e-spawn.sh SHIM_SO OSPREYD STATIC
 set -uo pipefail
@@ -246,5 +251,27 @@ fi
 # (strace pads a pid to five columns: a shorter one is followed by more than one space)
 grep -Eq "^$shell +execve\\(\"/bin/true\"" "$work/pause.trace" ||
   fail "pause: no exec of /bin/true in the trace: $(head -5 "$work/pause.trace")"
+
+# --- once ---------------------------------------------------------------------------------
+# At 10 Hz no child is sampled before its exec (a sample there would be a record, kept).
+mkdir -p "$work/once" "$work/once.trace"
+: >"$work/once/.osprey-run.lock"
+strace -ff -qq -e trace=sendmsg,execve -e signal=none -s 4 -o "$work/once.trace/t" \
+  -E OSPREY_PROFILE_HZ=10 -E OSPREY_DAEMON="$daemon" -E OSPREY_PROFILE="$work/once/p.raw.json" \
+  -E LD_PRELOAD="$shim" bash -c "$wait_collector; /bin/true; /bin/true; /bin/true; exit 0" \
+  >"$work/once.out" 2>"$work/once.err"
+expect_status 0 $? "once: exit status"
+flock -w 60 "$work/once/.osprey-run.lock" true ||
+  fail "once: the run's lock still held after 60 s"
+# One file a pid: the confirms of each pid that became /bin/true, before and after its exec.
+once=""
+for f in $(grep -l 'execve("/bin/true".* = 0$' "$work/once.trace"/t.*); do
+  once+="$(grep -c 'iov_base="C", iov_len=1' "$f") "
+done
+[ "$(echo "$once" | wc -w)" = 3 ] || fail "once: not 3 images of /bin/true traced: $once"
+echo "$once" | tr ' ' '\n' | grep -q '^[2-9]' &&
+  fail "once: a command confirmed more than once (confirms per command: $once)"
+n=$(find "$work/once" -name 'p.raw.*.json' | wc -l)
+[ "$n" -ge 3 ] || fail "once: $n profiles of the shell's 3 commands"
 
 finish "e2e-spawn: ok"
