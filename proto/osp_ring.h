@@ -443,6 +443,8 @@ enum osp_slot_state {
     OSP_SLOT_RUNNING = 1, /* last seen running: its ring is read every tick */
     OSP_SLOT_BLOCKED = 2, /* found blocked: its CPU-time timer says when it runs again */
     OSP_SLOT_GUARDED = 3, /* inside a blocking call with SIGPROF blocked */
+    OSP_SLOT_TIMED = 4,   /* inside a wait timed by its call, SIGPROF deliverable (the shim
+                           * times waits): at a --duration stop ospreyd asks it for the wait */
 };
 #define OSP_SLOT_PROF_BLOCKED 1u /* flags: the program blocked SIGPROF on this thread */
 

@@ -368,6 +368,7 @@ struct osp__slot {
     volatile int timing_deferred;
     uint64_t timed_end_ns; /* when its last timed call returned (0: none yet) */
     uint64_t timing_sp;    /* osp__timed_call_begin's frame as the call began */
+    uint64_t timed_t0_ns;  /* when the call timed now began (a wait flushed at a stop) */
     /* The sites of its last calls timed so (their return address and frame), each with the
      * time until its next sampling point (osp__call_wait_weight). */
     struct {

@@ -545,9 +545,10 @@ uint64_t osp__timed_call_begin(struct osp__slot *s, int hold)
      * thread ran again: written now, less the CPU time since. A system call, but rare. */
     if (s->wait_open)
         osp__close_wait(&s->ring, s, now, osp__clock_ns(CLOCK_THREAD_CPUTIME_ID));
+    s->timed_t0_ns = now;
     if (hold) {
         osp__guard_hold_sampling(s);
-        osp__slot_publish(s, OSP_SLOT_GUARDED, UINT64_MAX);
+        osp__slot_publish(s, OSP_SLOT_TIMED, UINT64_MAX);
     }
     if (s->timing_deferred && !s->sampling_held) {
         s->timing_deferred = 0;
