@@ -288,6 +288,7 @@ struct ospd_collector {
     bool exit_seen;
     uint64_t end_unix_ns; /* from the exit record, else set when the end is noticed */
     enum ospd_exit_status exit_status;
+    uint64_t sandboxed_rel_ns;   /* 0, or when the program entered a seccomp sandbox (from start) */
     int exit_signal;             /* with OSPD_EXIT_KILLED */
     int exit_code;               /* -1 unknown; else the code of a normal exit seen in /proc */
     char error[OSPD_ERROR_SIZE]; /* why the ring was rejected */

@@ -300,6 +300,10 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         c->shim_dropped = dropped;
     c->ring_full = atomic_load_explicit(&d->header->ring_full_drops, memory_order_relaxed);
     c->copies.refused = atomic_load_explicit(&d->header->copies_refused, memory_order_relaxed);
+    /* Acquire: pairs with the shim's release store as the program entered its sandbox. */
+    uint64_t sandboxed = atomic_load_explicit(&d->header->sandboxed_ns, memory_order_acquire);
+    if (sandboxed != 0)
+        c->sandboxed_rel_ns = sandboxed > c->start_mono_ns ? sandboxed - c->start_mono_ns : 1;
 
     uint64_t kept_out = c->lost - c->orphan_repeats - c->unknown_thread;
     if (kept_out > 0)

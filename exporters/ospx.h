@@ -110,6 +110,11 @@ struct ospx_exit {
     /* 1: a forked child that left the program's session (a daemon): profiled until then, it
      * ran on unprofiled ("left-session") */
     int left_session;
+    /* "sampling_ended": sampling stopped for good before the program ended, at this time of the
+     * profile (ns after its start; 0 not said), for `sampling_ended_reason` ("seccomp": the
+     * program entered a seccomp sandbox; a reason this reader does not know kept as it is) */
+    uint64_t sampling_ended_ns;
+    char sampling_ended_reason[24];
 };
 
 /* A kernel frame's name (the raw file's optional "kernel_symbols", from /proc/kallsyms). */

@@ -385,6 +385,11 @@ void ospx__report_process_title(char *out, size_t size, const struct ospx_model 
 void ospx__report_processes(FILE *out, size_t width, const struct ospx_model *model);
 void ospx__report_left_session(FILE *out, size_t width, const struct ospx_model *model,
                                const char *warn);
+/* "sampling stopped at 0.12 s: the program entered a seccomp sandbox": one line for the
+ * profile (`process` >= 0: a --per-process section's), or each process whose sampling ended
+ * before it did. Returns the lines said. */
+int ospx__report_sampling_ended(FILE *out, size_t width, const struct ospx_model *model,
+                                long process, const char *warn);
 void ospx__report_escaped(FILE *out, size_t width, const struct ospx_model *model, long process,
                           const char *warn);
 void ospx__report_fibers(FILE *out, size_t width, const struct ospx_model *model);

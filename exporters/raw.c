@@ -515,7 +515,9 @@ static int raw_read_samples(struct raw_reader *reader, const json_t *samples, st
 /* The optional "exit" object: {"status":"exited"} | {"status":"killed","signal":N} |
  * {"status":"vanished"} | {"status":"ring-rejected"} | {"status":"stopped"} (the profile's
  * duration ended, complete for its window) | {"status":"left-session"} (a forked child became
- * a daemon: profiled until then); a bare {"signal":N} also means killed.
+ * a daemon: profiled until then); a bare {"signal":N} also means killed. Any of them may say
+ * when and why sampling ended before the program did: "sampling_ended":{"at_ns":N,
+ * "reason":"seccomp"}.
  * A status this reader does not know is kept as "known, not normal": writers may add some. */
 static int raw_read_exit(struct raw_reader *reader, const json_t *exit_object, struct ospx_raw *out)
 {
@@ -532,6 +534,23 @@ static int raw_read_exit(struct raw_reader *reader, const json_t *exit_object, s
         if (rc < 0)
             return rc;
         out->exit.signal = (int)signal_number;
+    }
+    json_t *ended, *at = NULL, *reason = NULL;
+    rc = raw_member(reader, exit_object, "exit", "sampling_ended", JSON_OBJECT, 0, &ended);
+    if (rc == 0 && ended != NULL)
+        rc = raw_member(reader, ended, "exit.sampling_ended", "at_ns", JSON_INTEGER, 1, &at);
+    if (rc == 0 && ended != NULL)
+        rc = raw_member(reader, ended, "exit.sampling_ended", "reason", JSON_STRING, 1, &reason);
+    if (rc < 0)
+        return rc;
+    if (ended != NULL) {
+        json_int_t at_ns = 0;
+        rc = raw_integer_value(reader, at, "exit.sampling_ended.at_ns", 0, INT64_MAX, &at_ns);
+        if (rc < 0)
+            return rc;
+        out->exit.sampling_ended_ns = at_ns > 0 ? (uint64_t)at_ns : 1;
+        snprintf(out->exit.sampling_ended_reason, sizeof out->exit.sampling_ended_reason, "%s",
+                 json_string_value(reason));
     }
     out->exit.left_session =
         status != NULL && strcmp(json_string_value(status), "left-session") == 0;

@@ -316,3 +316,39 @@ void ospx__report_fibers(FILE *out, size_t width, const struct ospx_model *model
     }
     free(sorted);
 }
+
+/* What stopped the sampling for good before the program ended ("sampling_ended"), in words. */
+static const char *sampling_ended_why(const char *reason)
+{
+    return strcmp(reason, "seccomp") == 0 ? "the program entered a seccomp sandbox" : reason;
+}
+
+int ospx__report_sampling_ended(FILE *out, size_t width, const struct ospx_model *model,
+                                long process, const char *warn)
+{
+    const struct ospx_raw *raw = model->raw;
+    char line[700];
+    if (process >= 0 || raw->process_count <= 1) {
+        if (raw->exit.sampling_ended_ns == 0)
+            return 0;
+        snprintf(line, sizeof line, "sampling stopped at %.2f s: %s",
+                 (double)raw->exit.sampling_ended_ns / 1e9,
+                 sampling_ended_why(raw->exit.sampling_ended_reason));
+        ospx__emit(out, width, warn, line);
+        return 1;
+    }
+    int said = 0;
+    for (uint32_t p = 0; p < raw->process_count && p < model->process_count; p++) {
+        const struct ospx_exit *exit = &raw->processes[p].exit;
+        if (exit->sampling_ended_ns == 0)
+            continue;
+        char title[600];
+        ospx__report_process_title(title, sizeof title, model, p);
+        snprintf(line, sizeof line, "%s: sampling stopped at %.2f s: %s", title,
+                 (double)exit->sampling_ended_ns / 1e9,
+                 sampling_ended_why(exit->sampling_ended_reason));
+        ospx__emit(out, width, warn, line);
+        said++;
+    }
+    return said;
+}

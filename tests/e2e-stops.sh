@@ -8,6 +8,7 @@
 #   - sandbox: a program that enters a seccomp filter 0.3 s in (refusing execve and kill): the
 #     raw file's exit object says sampling ended there, why and when (proto/raw-format.md), the
 #     report says so in one line, and the status (7) passes through.
+#     (Before: the raw file did not say it, the report only that sampling stopped early.)
 # Usage: e2e-stops.sh OSPREY SOURCE_DIR REFUSE
 set -uo pipefail
 
@@ -41,4 +42,24 @@ grep -Eq 'thread [0-9]+ \(thread\) +running +[0-9.]+% +waiting +([5-9][0-9]|100)
 grep -q 'pthread_cond_wait' "$work/wait.offcpu.folded" ||
   fail "wait: no wait under pthread_cond_wait in wait.offcpu.folded"
 
-finish "a wait in progress at a --duration stop is in the profile"
+# sandbox: the raw file and the report say when sampling stopped, and why.
+"$osprey" "$work/stops" --profile -o "$work/sandbox" -- sandbox >"$work/sandbox.out" \
+  2>"$work/sandbox.err"
+expect_status 7 $? "sandbox: osprey"
+grep -qx sandboxed "$work/sandbox.out" || fail "sandbox: the program did not run to its end"
+python3 - "$work/sandbox.raw.json" <<'PY' || failures=$((failures + 1))
+import sys
+from checks import check, finish, load_raw
+ended = load_raw(sys.argv[1])["exit"].get("sampling_ended", {})
+check(ended.get("reason") == "seccomp", f"sandbox: exit.sampling_ended says seccomp ({ended})")
+# 0.3 s of spinning before the sandbox: the instant after it, well before the program's end.
+at = ended.get("at_ns", 0) / 1e9
+check(0.3 <= at < 5, f"sandbox: sampling ended at {at:.2f} s (0.3 s or later)")
+finish()
+PY
+grep 'sampling stopped' "$work/sandbox.err" >"$work/sandbox.line"
+expect_one_line "$work/sandbox.line" \
+  '^sampling stopped at [0-9]+\.[0-9]{2} s: the program entered a seccomp sandbox$' \
+  "sandbox: the report's line"
+
+finish "a wait in progress at a --duration stop is in the profile; a seccomp sandbox's stop recorded"
