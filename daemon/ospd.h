@@ -244,6 +244,7 @@ struct ospd_collector {
     uint64_t start_unix_ns, start_mono_ns;
     char platform[OSP_PLATFORM_SIZE]; /* NUL-terminated */
     char *exe_fallback; /* exe when no image is flagged main (e.g. /proc/<pid>/exe), or NULL */
+    char *comm;         /* the process's name as the kernel gives it (/proc/<pid>/comm), or NULL */
 
     struct ospd_thread *threads;
     uint32_t thread_count, threads_cap;

@@ -236,6 +236,8 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     rc = rc ? rc : put_field(f, true, "version", json_integer(1));
     rc = rc ? rc : put_field(f, false, "pid", json_integer(c->pid));
     rc = rc ? rc : put_field(f, false, "exe", json_string(exe_path(c)));
+    if (c->comm != NULL)
+        rc = rc ? rc : put_field(f, false, "comm", json_string(c->comm));
     if (c->parent_pid > 0)
         rc = rc ? rc : put_field(f, false, "parent_pid", json_integer(c->parent_pid));
     if (c->forked)

@@ -936,6 +936,7 @@ static int ring_attach(void *source, uv_loop_t *loop)
     if (attach(d) != 0)
         return 1;
     read_exe_fallback(d);
+    d->collector.comm = ospd_target_comm(d->collector.pid);
     return start(d, loop);
 }
 

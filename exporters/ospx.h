@@ -152,6 +152,7 @@ struct ospx_jit_symbol {
 struct ospx_process {
     int64_t pid;
     char *exe;
+    char *comm; /* the raw file's "comm" (the kernel's name of the process); "" when not said */
     char *source_path;  /* the raw file it came from */
     int64_t parent_pid; /* the raw file's "parent_pid"; -1 when not recorded */
     int forked;         /* 1: forked from a profiled process and did not exec ("forked") */
@@ -184,6 +185,7 @@ struct ospx_raw {
     int version;
     int64_t pid;
     char *exe;
+    char *comm; /* the raw file's optional "comm"; "" when not said (then exe's base name) */
     uint32_t rate_hz;
     char *platform;
     uint64_t start_unix_ns, end_unix_ns;

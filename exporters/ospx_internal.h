@@ -50,7 +50,9 @@ static inline uint32_t ospx__process_row(const struct ospx_raw *raw, uint32_t pr
                ? raw->processes[process].merged_into
                : process;
 }
-/* The process's command, as perf's comm: its exe's base name ("?" when none). */
+/* The process's command, as perf's comm: the raw file's "comm" (the kernel's name: a link's
+ * name, redis-server, where exe is the file it points to, redis-check-rdb), else its exe's base
+ * name ("?" when none); `process` past the processes: the raw file's own. */
 const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process);
 /* 1 when the outputs name processes: the raw profile holds more than one. */
 static inline int ospx__several_processes(const struct ospx_raw *raw)

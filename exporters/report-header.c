@@ -179,8 +179,7 @@ void ospx__report_left_session(FILE *out, size_t width, const struct ospx_model 
         const struct ospx_process *process = &raw->processes[p];
         if (!process->exit.left_session)
             continue;
-        const char *exe = process->exe != NULL ? process->exe : "?";
-        const char *name = strrchr(exe, '/') != NULL ? strrchr(exe, '/') + 1 : exe;
+        const char *name = ospx__process_comm(raw, (uint32_t)p);
         char line[600];
         snprintf(line, sizeof line, "process %lld (%s) left the session (a daemon)",
                  (long long)process->pid, name);

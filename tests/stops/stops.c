@@ -1,7 +1,8 @@
 /* stops.c — programs whose profile ends before they do (tests/e2e-stops.sh).
  *   stops wait:    a thread waits in pthread_cond_wait while main runs 3 s, then is woken
  *   stops sandbox: main runs 0.3 s, enters a seccomp filter that refuses execve and kill
- *                  (EPERM), runs 0.3 s more and exits 7 */
+ *                  (EPERM), runs 0.3 s more and exits 7
+ *   stops spin:    main runs 0.3 s (e2e-comm: run through a link of another name) */
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -85,6 +86,10 @@ int main(int argc, char **argv)
         puts("sandboxed");
         return 7;
     }
-    fprintf(stderr, "usage: stops wait|sandbox\n");
+    if (argc == 2 && strcmp(argv[1], "spin") == 0) {
+        spin(0.3);
+        return 0;
+    }
+    fprintf(stderr, "usage: stops wait|sandbox|spin\n");
     return 2;
 }
