@@ -254,9 +254,8 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                 /* ospreyd times the waits from the kernel's records; each capture gives the
                  * site of the wait it falls in (a wait since the last one may be another). */
                 enum osp_unwind_stop stop;
-                uint32_t depth = capture_why(s, context, s->sample_pcs, &stop);
-                s->sample_depth = 0;
-                osp__wait_captured(s, now, s->sample_pcs, depth);
+                uint32_t depth = capture_why(s, context, s->capture_pcs, &stop);
+                osp__wait_captured(s, now, s->capture_pcs, depth);
                 s->wait_stop = stop;
                 s->wait_generation = generation;
             } else if (!s->wait_open && s->timing != OSP__TIMING_IN_CALL) {
