@@ -36,9 +36,11 @@ const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process)
 {
     const char *comm =
         ospx__str(process < raw->process_count ? raw->processes[process].comm : raw->comm);
-    /* An older raw file, or a name that says nothing: the executable's base name. */
-    if (comm[0] == '\0' || comm_names_no_program(comm))
-        comm = ospx__basename(ospx__process_exe(raw, process));
+    const char *base = ospx__basename(ospx__process_exe(raw, process));
+    /* An older raw file, a name that says nothing, or the start of the executable's base name
+     * (the kernel keeps 15 bytes: test-shim-target-static is test-shim-targe): that name. */
+    if (comm[0] == '\0' || comm_names_no_program(comm) || strncmp(base, comm, strlen(comm)) == 0)
+        comm = base;
     return comm[0] != '\0' ? comm : "?";
 }
 

@@ -45,7 +45,7 @@ gcc -O1 -g -fno-omit-frame-pointer "$work/forks.c" -o "$work/forks" 2>"$work/bui
 OSPREY_PROFILE_FORKS=0 "$osprey" "$work/forks" --profile -o "$work/p" --format folded \
   >"$work/out" 2>"$work/err"
 expect_status 0 $? "osprey"
-grep -qx done "$work/out" || fail "the program's output changed: $(cat "$work/out")"
+grep -qx 'done' "$work/out" || fail "the program's output changed: $(cat "$work/out")"
 python3 - "$work/p.folded" <<'PY' || failures=$((failures + 1))
 import sys
 from checks import check, finish, read_folded
