@@ -822,9 +822,9 @@ static int raw_read_process(struct raw_reader *reader, const json_t *root, struc
     out->process_count = 1;
     struct ospx_process *process = &out->processes[0];
     process->exe = strdup(out->exe);
-    process->comm = strdup(out->comm);
+    memcpy(process->comm, out->comm, sizeof process->comm);
     process->source_path = strdup(reader->path);
-    if (process->exe == NULL || process->comm == NULL || process->source_path == NULL)
+    if (process->exe == NULL || process->source_path == NULL)
         return raw_out_of_memory(reader);
     process->pid = out->pid;
     process->parent_pid = parent_pid;
@@ -862,8 +862,11 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
     rc = raw_integer(reader, root, "", "pid", 0, INT64_MAX, &pid);
     if (rc == 0)
         rc = raw_string(reader, root, "", "exe", 1, &out->exe);
+    json_t *comm;
     if (rc == 0)
-        rc = raw_string(reader, root, "", "comm", 0, &out->comm);
+        rc = raw_member(reader, root, "", "comm", JSON_STRING, 0, &comm);
+    if (rc == 0 && comm != NULL && strlen(json_string_value(comm)) < sizeof out->comm)
+        memcpy(out->comm, json_string_value(comm), strlen(json_string_value(comm)) + 1);
     if (rc == 0)
         rc = raw_integer(reader, root, "", "rate_hz", 1, UINT32_MAX, &rate_hz);
     if (rc == 0)
@@ -969,7 +972,6 @@ void ospx_raw_free(struct ospx_raw *raw)
         free(raw->drops[i].reason);
     for (size_t i = 0; i < raw->process_count; i++) {
         free(raw->processes[i].exe);
-        free(raw->processes[i].comm);
         free(raw->processes[i].source_path);
     }
     for (size_t i = 0; i < raw->escaped_count; i++) {
@@ -999,7 +1001,6 @@ void ospx__raw_free_tables(struct ospx_raw *raw)
     free(raw->drops);
     free(raw->source_path);
     free(raw->exe);
-    free(raw->comm);
     free(raw->platform);
     memset(raw, 0, sizeof *raw);
 }

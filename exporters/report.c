@@ -312,7 +312,7 @@ static int print_sections(FILE *out, size_t width, const struct ospx_model *mode
                 samples[alone.sample_count++] = raw->samples[i];
         alone.pid = process->pid;
         alone.exe = process->exe;
-        alone.comm = process->comm;
+        memcpy(alone.comm, process->comm, sizeof alone.comm);
         alone.start_unix_ns = process->start_unix_ns;
         alone.end_unix_ns = process->end_unix_ns;
         alone.dropped = process->dropped;

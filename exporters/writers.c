@@ -34,8 +34,7 @@ static int comm_names_no_program(const char *comm)
 
 const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process)
 {
-    const char *comm =
-        ospx__str(process < raw->process_count ? raw->processes[process].comm : raw->comm);
+    const char *comm = process < raw->process_count ? raw->processes[process].comm : raw->comm;
     const char *base = ospx__basename(ospx__process_exe(raw, process));
     /* An older raw file, a name that says nothing, or the start of the executable's base name
      * (the kernel keeps 15 bytes: test-shim-target-static is test-shim-targe): that name. */
