@@ -375,6 +375,7 @@ static int perf_attach(void *source, uv_loop_t *loop)
     ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
     if (n > 0)
         c->exe_fallback = ospd_utf8_sanitize(exe, (size_t)n);
+    c->comm = ospd_target_comm(a->pid);
     build_tables(a);
 
     uv_timer_init(a->loop, &a->tick);

@@ -71,6 +71,7 @@ void ospd_collector_free(struct ospd_collector *c)
     free(c->images);
     free(c->samples);
     free(c->exe_fallback);
+    free(c->comm);
     ospd_spill_free(c);
     ospd_interner_free(&c->stacks);
     ospd_waits_free(&c->waits);

@@ -244,6 +244,7 @@ struct ospd_collector {
     uint64_t start_unix_ns, start_mono_ns;
     char platform[OSP_PLATFORM_SIZE]; /* NUL-terminated */
     char *exe_fallback; /* exe when no image is flagged main (e.g. /proc/<pid>/exe), or NULL */
+    char *comm;         /* the process's name as the kernel gives it (/proc/<pid>/comm), or NULL */
 
     struct ospd_thread *threads;
     uint32_t thread_count, threads_cap;
@@ -288,6 +289,7 @@ struct ospd_collector {
     bool exit_seen;
     uint64_t end_unix_ns; /* from the exit record, else set when the end is noticed */
     enum ospd_exit_status exit_status;
+    uint64_t sandboxed_rel_ns;   /* 0, or when the program entered a seccomp sandbox (from start) */
     int exit_signal;             /* with OSPD_EXIT_KILLED */
     int exit_code;               /* -1 unknown; else the code of a normal exit seen in /proc */
     char error[OSPD_ERROR_SIZE]; /* why the ring was rejected */

@@ -28,4 +28,9 @@ int ospd_target_nice(int32_t pid);
  * the one it has needs CAP_SYS_NICE or RLIMIT_NICE). */
 int ospd_sched_self(int nice, uint64_t slice_ns);
 
+/* The target's command name, as perf names a process: /proc/PID/comm (the name it was exec'd
+ * by, a link's: redis-server where /proc/PID/exe is redis-check-rdb). A new string, or NULL
+ * when it cannot be read (the raw file then says none). */
+char *ospd_target_comm(int32_t pid);
+
 #endif /* OSPD_TARGET_H */

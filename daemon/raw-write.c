@@ -128,7 +128,21 @@ static const char *exe_path(const struct ospd_collector *c)
     return c->exe_fallback ? c->exe_fallback : "";
 }
 
+static json_t *exit_status_object(const struct ospd_collector *c);
+
+/* The exit object, and when sampling ended before the program did, and why (a seccomp
+ * sandbox: proto/raw-format.md, "exit"). */
 static json_t *exit_object(const struct ospd_collector *c)
+{
+    json_t *o = exit_status_object(c);
+    if (o != NULL && c->sandboxed_rel_ns != 0)
+        json_object_set_new(
+            o, "sampling_ended",
+            json_pack("{s:o, s:s}", "at_ns", json_u64(c->sandboxed_rel_ns), "reason", "seccomp"));
+    return o;
+}
+
+static json_t *exit_status_object(const struct ospd_collector *c)
 {
     switch (c->exit_status) {
     case OSPD_EXIT_EXITED:
@@ -222,6 +236,8 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
     rc = rc ? rc : put_field(f, true, "version", json_integer(1));
     rc = rc ? rc : put_field(f, false, "pid", json_integer(c->pid));
     rc = rc ? rc : put_field(f, false, "exe", json_string(exe_path(c)));
+    if (c->comm != NULL)
+        rc = rc ? rc : put_field(f, false, "comm", json_string(c->comm));
     if (c->parent_pid > 0)
         rc = rc ? rc : put_field(f, false, "parent_pid", json_integer(c->parent_pid));
     if (c->forked)

@@ -300,6 +300,10 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         c->shim_dropped = dropped;
     c->ring_full = atomic_load_explicit(&d->header->ring_full_drops, memory_order_relaxed);
     c->copies.refused = atomic_load_explicit(&d->header->copies_refused, memory_order_relaxed);
+    /* Acquire: pairs with the shim's release store as the program entered its sandbox. */
+    uint64_t sandboxed = atomic_load_explicit(&d->header->sandboxed_ns, memory_order_acquire);
+    if (sandboxed != 0)
+        c->sandboxed_rel_ns = sandboxed > c->start_mono_ns ? sandboxed - c->start_mono_ns : 1;
 
     uint64_t kept_out = c->lost - c->orphan_repeats - c->unknown_thread;
     if (kept_out > 0)
@@ -648,8 +652,10 @@ static void ask_one(void *ctx, uint32_t thread)
     struct ospd_daemon *d = ctx;
     const struct ospd_thread *t = &d->collector.threads[thread];
     if (d->slots != NULL && t->slot < d->slot_count &&
-        atomic_load_explicit(&slot_at(d, t->slot)->state, memory_order_relaxed) == OSP_SLOT_GUARDED)
-        return; /* inside a guarded call: the shim knows its site */
+        (atomic_load_explicit(&slot_at(d, t->slot)->state, memory_order_relaxed) ==
+             OSP_SLOT_GUARDED ||
+         atomic_load_explicit(&slot_at(d, t->slot)->state, memory_order_relaxed) == OSP_SLOT_TIMED))
+        return; /* inside a guarded or timed call: the shim knows its site */
     if (ospd_switches_may_ask(d->collector.pid, t->tid))
         ospd_switches_ask(d->collector.pid, t->tid, d->header->signal_cookie);
 }
@@ -672,6 +678,64 @@ static void ask_for_sites(struct ospd_daemon *d, uint64_t now)
     atomic_store_explicit(&h->asking, OSP_ASKING_IDLE, memory_order_release);
 }
 
+/* Where the shim times waits (no kernel records), a thread still inside a wait its call times
+ * (OSP_SLOT_TIMED: a condvar, a lock, a join) writes that wait only when the call returns, after
+ * the profile: a thread that waited the whole run had no samples. Each is asked, once the shim
+ * can see the profile has stopped, for the wait so far (handler.c, flush_timed_call), and
+ * answers (signals_handled) within the bound below; one that does not (never scheduled in
+ * time) loses its wait, as before. Under the `asking` protocol, as ask_for_sites: never while
+ * our signals are paused (an exec under way). */
+#define TIMED_WAITS_ANSWER_NS 500000000u
+static void ask_timed_waits(struct ospd_daemon *d)
+{
+    struct osp_ring_header *h = d->header;
+    if (d->collector.waits.since_ns != 0 || d->slots == NULL)
+        return;
+    uint32_t used = osp_slots_in_use(h, d->slot_count), asked = 0;
+    uint32_t *before = calloc(used ? used : 1, sizeof *before);
+    uint8_t *pending = calloc(used ? used : 1, 1);
+    if (before == NULL || pending == NULL) {
+        free(before);
+        free(pending);
+        return;
+    }
+    /* Seq_cst, as in ask_for_sites: a shim raising signals_paused sees ASKING and waits. */
+    atomic_store_explicit(&h->asking, OSP_ASKING, memory_order_seq_cst);
+    if (atomic_load_explicit(&h->signals_paused, memory_order_seq_cst) == 0) {
+        /* Release: a handler that takes our signal sees the profile stopped (its relaxed load
+         * comes after the signal's delivery). */
+        atomic_store_explicit(&h->stopped, 1, memory_order_release);
+        for (uint32_t i = 0; i < used; i++) {
+            struct osp_slot *s = slot_at(d, i);
+            if (atomic_load_explicit(&s->state, memory_order_relaxed) != OSP_SLOT_TIMED ||
+                (atomic_load_explicit(&s->flags, memory_order_relaxed) & OSP_SLOT_PROF_BLOCKED))
+                continue;
+            /* Acquire (F): pairs with the handler's release (E). */
+            before[i] = atomic_load_explicit(&s->signals_handled, memory_order_acquire);
+            int32_t tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
+            if (tid > 0 && ospd_switches_ask(d->collector.pid, tid, h->signal_cookie) == 0) {
+                pending[i] = 1;
+                asked++;
+            }
+        }
+    }
+    /* Release: the signals sent above are queued before a shim that sees IDLE goes on. */
+    atomic_store_explicit(&h->asking, OSP_ASKING_IDLE, memory_order_release);
+    uint64_t limit = ospc_clock_ns(CLOCK_MONOTONIC) + TIMED_WAITS_ANSWER_NS;
+    while (asked > 0 && ospc_clock_ns(CLOCK_MONOTONIC) < limit) {
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+        for (uint32_t i = 0; i < used; i++)
+            if (pending[i] && atomic_load_explicit(&slot_at(d, i)->signals_handled,
+                                                   memory_order_acquire) != before[i]) {
+                pending[i] = 0;
+                asked--;
+            }
+    }
+    free(before);
+    free(pending);
+}
+
 /* The profile's duration is over (stop_at_ns, from the shim; `status` OSPD_EXIT_STOPPED), or
  * a forked child left the session (OSPD_EXIT_LEFT_SESSION): pause our signals (no thread
  * arms a timer again), say so (the handler returns at once from then on), read everything,
@@ -679,6 +743,7 @@ static void ask_for_sites(struct ospd_daemon *d, uint64_t now)
 static void stop_now(struct ospd_daemon *d, enum ospd_exit_status status)
 {
     struct osp_ring_header *h = d->header;
+    ask_timed_waits(d);
     atomic_fetch_add_explicit(&h->signals_paused, 1, memory_order_seq_cst);
     atomic_store_explicit(&h->stopped, 1, memory_order_release);
     if (drain(d))
@@ -871,6 +936,7 @@ static int ring_attach(void *source, uv_loop_t *loop)
     if (attach(d) != 0)
         return 1;
     read_exe_fallback(d);
+    d->collector.comm = ospd_target_comm(d->collector.pid);
     return start(d, loop);
 }
 

@@ -1,7 +1,7 @@
 /* target.c — what /proc and a pidfd say of a target process: whether it is there, how it
  * ended, whether a thread of it other than a zombie main thread still runs; and the nice
- * value ospreyd's threads take beside it. Shared by the ring collector (ospreyd.c) and the
- * attach collector (attach.c).
+ * value ospreyd's threads take beside it; its command name. Shared by the ring collector
+ * (ospreyd.c) and the attach collector (attach.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "ospd.h"
 #include "ospd_target.h"
 
 /* /proc/<pid>/stat into `buf`: the fields after comm (from the state, field 3), or NULL when
@@ -164,4 +165,18 @@ int ospd_sched_self(int nice, uint64_t slice_ns)
     attr.nice = nice < -20 ? -20 : nice > 19 ? 19 : nice;
     attr.runtime = slice_ns;
     return syscall(SYS_sched_setattr, 0, &attr, 0u) == 0 ? 0 : -1;
+}
+
+char *ospd_target_comm(int32_t pid)
+{
+    char path[64], name[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    ssize_t n = read(fd, name, sizeof name - 1);
+    close(fd);
+    while (n > 0 && name[n - 1] == '\n')
+        n--;
+    return n > 0 ? ospd_utf8_sanitize(name, (size_t)n) : NULL;
 }

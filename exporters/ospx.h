@@ -110,6 +110,11 @@ struct ospx_exit {
     /* 1: a forked child that left the program's session (a daemon): profiled until then, it
      * ran on unprofiled ("left-session") */
     int left_session;
+    /* "sampling_ended": sampling stopped for good before the program ended, at this time of the
+     * profile (ns after its start; 0 not said), for `sampling_ended_reason` ("seccomp": the
+     * program entered a seccomp sandbox; a reason this reader does not know kept as it is) */
+    uint64_t sampling_ended_ns;
+    char sampling_ended_reason[24];
 };
 
 /* A kernel frame's name (the raw file's optional "kernel_symbols", from /proc/kallsyms). */
@@ -142,11 +147,17 @@ struct ospx_jit_symbol {
     bool python;      /* a Python frame's name: [py] */
 };
 
+/* Room for a process's command name (the kernel's are 15 bytes at most): a longer one in a
+ * raw file is not cut (it could end inside a character) but left out. */
+#define OSPX_COMM_SIZE 64
+
 /* One process of a run: one raw file (run.c reads a run's files as one struct ospx_raw). The
  * images, threads and stacks of process p are those whose `process` is p. */
 struct ospx_process {
     int64_t pid;
     char *exe;
+    /* the raw file's "comm" (the kernel's name of the process); "" when not said */
+    char comm[OSPX_COMM_SIZE];
     char *source_path;  /* the raw file it came from */
     int64_t parent_pid; /* the raw file's "parent_pid"; -1 when not recorded */
     int forked;         /* 1: forked from a profiled process and did not exec ("forked") */
@@ -179,6 +190,9 @@ struct ospx_raw {
     int version;
     int64_t pid;
     char *exe;
+    /* the raw file's optional "comm"; "" when not said, or longer than fits (then the base
+     * name of exe) */
+    char comm[OSPX_COMM_SIZE];
     uint32_t rate_hz;
     char *platform;
     uint64_t start_unix_ns, end_unix_ns;

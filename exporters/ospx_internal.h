@@ -50,7 +50,9 @@ static inline uint32_t ospx__process_row(const struct ospx_raw *raw, uint32_t pr
                ? raw->processes[process].merged_into
                : process;
 }
-/* The process's command, as perf's comm: its exe's base name ("?" when none). */
+/* The process's command, as perf's comm: the raw file's "comm" (the kernel's name: a link's
+ * name, redis-server, where exe is the file it points to, redis-check-rdb), else its exe's base
+ * name ("?" when none); `process` past the processes: the raw file's own. */
 const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process);
 /* 1 when the outputs name processes: the raw profile holds more than one. */
 static inline int ospx__several_processes(const struct ospx_raw *raw)
@@ -391,6 +393,11 @@ void ospx__report_process_title(char *out, size_t size, const struct ospx_model 
 void ospx__report_processes(FILE *out, size_t width, const struct ospx_model *model);
 void ospx__report_left_session(FILE *out, size_t width, const struct ospx_model *model,
                                const char *warn);
+/* "sampling stopped at 0.12 s: the program entered a seccomp sandbox": one line for the
+ * profile (`process` >= 0: a --per-process section's), or each process whose sampling ended
+ * before it did. Returns the lines said. */
+int ospx__report_sampling_ended(FILE *out, size_t width, const struct ospx_model *model,
+                                long process, const char *warn);
 void ospx__report_escaped(FILE *out, size_t width, const struct ospx_model *model, long process,
                           const char *warn);
 void ospx__report_fibers(FILE *out, size_t width, const struct ospx_model *model);

@@ -508,7 +508,9 @@ static int raw_read_samples(struct raw_reader *reader, const json_t *samples, st
 /* The optional "exit" object: {"status":"exited"} | {"status":"killed","signal":N} |
  * {"status":"vanished"} | {"status":"ring-rejected"} | {"status":"stopped"} (the profile's
  * duration ended, complete for its window) | {"status":"left-session"} (a forked child became
- * a daemon: profiled until then); a bare {"signal":N} also means killed.
+ * a daemon: profiled until then); a bare {"signal":N} also means killed. Any of them may say
+ * when and why sampling ended before the program did: "sampling_ended":{"at_ns":N,
+ * "reason":"seccomp"}.
  * A status this reader does not know is kept as "known, not normal": writers may add some. */
 static int raw_read_exit(struct raw_reader *reader, const json_t *exit_object, struct ospx_raw *out)
 {
@@ -525,6 +527,23 @@ static int raw_read_exit(struct raw_reader *reader, const json_t *exit_object, s
         if (rc < 0)
             return rc;
         out->exit.signal = (int)signal_number;
+    }
+    json_t *ended, *at = NULL, *reason = NULL;
+    rc = raw_member(reader, exit_object, "exit", "sampling_ended", JSON_OBJECT, 0, &ended);
+    if (rc == 0 && ended != NULL)
+        rc = raw_member(reader, ended, "exit.sampling_ended", "at_ns", JSON_INTEGER, 1, &at);
+    if (rc == 0 && ended != NULL)
+        rc = raw_member(reader, ended, "exit.sampling_ended", "reason", JSON_STRING, 1, &reason);
+    if (rc < 0)
+        return rc;
+    if (ended != NULL) {
+        json_int_t at_ns = 0;
+        rc = raw_integer_value(reader, at, "exit.sampling_ended.at_ns", 0, INT64_MAX, &at_ns);
+        if (rc < 0)
+            return rc;
+        out->exit.sampling_ended_ns = at_ns > 0 ? (uint64_t)at_ns : 1;
+        snprintf(out->exit.sampling_ended_reason, sizeof out->exit.sampling_ended_reason, "%s",
+                 json_string_value(reason));
     }
     out->exit.left_session =
         status != NULL && strcmp(json_string_value(status), "left-session") == 0;
@@ -783,6 +802,7 @@ static int raw_read_process(struct raw_reader *reader, const json_t *root, struc
     out->process_count = 1;
     struct ospx_process *process = &out->processes[0];
     process->exe = strdup(out->exe);
+    memcpy(process->comm, out->comm, sizeof process->comm);
     process->source_path = strdup(reader->path);
     if (process->exe == NULL || process->source_path == NULL)
         return raw_out_of_memory(reader);
@@ -822,6 +842,11 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
     rc = raw_integer(reader, root, "", "pid", 0, INT64_MAX, &pid);
     if (rc == 0)
         rc = raw_string(reader, root, "", "exe", 1, &out->exe);
+    json_t *comm;
+    if (rc == 0)
+        rc = raw_member(reader, root, "", "comm", JSON_STRING, 0, &comm);
+    if (rc == 0 && comm != NULL && strlen(json_string_value(comm)) < sizeof out->comm)
+        memcpy(out->comm, json_string_value(comm), strlen(json_string_value(comm)) + 1);
     if (rc == 0)
         rc = raw_integer(reader, root, "", "rate_hz", 1, UINT32_MAX, &rate_hz);
     if (rc == 0)

@@ -179,8 +179,7 @@ void ospx__report_left_session(FILE *out, size_t width, const struct ospx_model 
         const struct ospx_process *process = &raw->processes[p];
         if (!process->exit.left_session)
             continue;
-        const char *exe = process->exe != NULL ? process->exe : "?";
-        const char *name = strrchr(exe, '/') != NULL ? strrchr(exe, '/') + 1 : exe;
+        const char *name = ospx__process_comm(raw, (uint32_t)p);
         char line[600];
         snprintf(line, sizeof line, "process %lld (%s) left the session (a daemon)",
                  (long long)process->pid, name);
@@ -315,4 +314,40 @@ void ospx__report_fibers(FILE *out, size_t width, const struct ospx_model *model
         ospx__emit(out, width, NULL, line);
     }
     free(sorted);
+}
+
+/* What stopped the sampling for good before the program ended ("sampling_ended"), in words. */
+static const char *sampling_ended_why(const char *reason)
+{
+    return strcmp(reason, "seccomp") == 0 ? "the program entered a seccomp sandbox" : reason;
+}
+
+int ospx__report_sampling_ended(FILE *out, size_t width, const struct ospx_model *model,
+                                long process, const char *warn)
+{
+    const struct ospx_raw *raw = model->raw;
+    char line[700];
+    if (process >= 0 || raw->process_count <= 1) {
+        if (raw->exit.sampling_ended_ns == 0)
+            return 0;
+        snprintf(line, sizeof line, "sampling stopped at %.2f s: %s",
+                 (double)raw->exit.sampling_ended_ns / 1e9,
+                 sampling_ended_why(raw->exit.sampling_ended_reason));
+        ospx__emit(out, width, warn, line);
+        return 1;
+    }
+    int said = 0;
+    for (uint32_t p = 0; p < raw->process_count && p < model->process_count; p++) {
+        const struct ospx_exit *exit = &raw->processes[p].exit;
+        if (exit->sampling_ended_ns == 0)
+            continue;
+        char title[600];
+        ospx__report_process_title(title, sizeof title, model, p);
+        snprintf(line, sizeof line, "%s: sampling stopped at %.2f s: %s", title,
+                 (double)exit->sampling_ended_ns / 1e9,
+                 sampling_ended_why(exit->sampling_ended_reason));
+        ospx__emit(out, width, warn, line);
+        said++;
+    }
+    return said;
 }

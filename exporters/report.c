@@ -227,6 +227,7 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
     ospx__report_fibers(out, width, model);
     ospx__report_escaped(out, width, model, process, warn);
     ospx__report_left_session(out, width, model, warn);
+    int ended = ospx__report_sampling_ended(out, width, model, process, warn);
     fputc('\n', out);
     /* CPU time measured where no sample was taken (five periods or more, of the whole run):
      * the sampling stopped or never began (a seccomp sandbox entered early, the program's own
@@ -234,7 +235,9 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
     int unsampled_cpu = model->on_cpu_samples == 0 && process < 0 && !model->raw->whole.view &&
                         model->raw->rate_hz > 0 &&
                         (double)model->measured_cpu_ns * model->raw->rate_hz >= 5e9;
-    if (unsampled_cpu) {
+    if (unsampled_cpu && ended > 0) {
+        /* said above, with when and why */
+    } else if (unsampled_cpu) {
         char measured[32];
         ospx__format_duration(measured, sizeof measured, (double)model->measured_cpu_ns / 1e9);
         snprintf(line, sizeof line, "no on-CPU samples, though the collector measured %s of CPU",
@@ -309,6 +312,7 @@ static int print_sections(FILE *out, size_t width, const struct ospx_model *mode
                 samples[alone.sample_count++] = raw->samples[i];
         alone.pid = process->pid;
         alone.exe = process->exe;
+        memcpy(alone.comm, process->comm, sizeof alone.comm);
         alone.start_unix_ns = process->start_unix_ns;
         alone.end_unix_ns = process->end_unix_ns;
         alone.dropped = process->dropped;

@@ -61,7 +61,8 @@ static int write_head(FILE *stream, const struct ospx_model *model)
     json_object_set_new(head, "$schema",
                         json_string("https://www.speedscope.app/file-format-schema.json"));
     json_object_set_new(head, "exporter", json_string(OSPX_EXPORTER_NAME));
-    json_object_set_new(head, "name", ospx__json_string(ospx__basename(model->raw->exe)));
+    json_object_set_new(head, "name",
+                        ospx__json_string(ospx__process_comm(model->raw, UINT32_MAX)));
     json_object_set_new(head, "activeProfileIndex", json_integer((json_int_t)busiest_fiber(model)));
     json_object_set_new(head, "shared", shared);
     char *text = json_dumps(head, JSON_COMPACT);

@@ -54,11 +54,11 @@ static void write_metadata(FILE *stream, const struct ospx_model *model)
         if (named_before)
             continue;
         if (raw->merged_processes)
-            snprintf(name, sizeof name, "%s (%u %s)", ospx__basename(ospx__process_exe(raw, p)),
+            snprintf(name, sizeof name, "%s (%u %s)", ospx__process_comm(raw, p),
                      raw->processes[p].merged_count,
                      raw->processes[p].merged_count == 1 ? "process" : "processes");
         else
-            snprintf(name, sizeof name, "%s (pid %lld)", ospx__basename(ospx__process_exe(raw, p)),
+            snprintf(name, sizeof name, "%s (pid %lld)", ospx__process_comm(raw, p),
                      (long long)ospx__process_pid(raw, p));
         char *quoted = ospx__json_quote(name);
         fprintf(stream,

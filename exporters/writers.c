@@ -21,9 +21,25 @@ const char *ospx__basename(const char *path)
     return ospc_basename(ospx__str(path));
 }
 
+/* A command name the kernel took from a path that does not name the program: `exe` (an exec of
+ * /proc/self/exe, as a program that runs itself again does, or runc) or a number (fexecve's
+ * /dev/fd/N). */
+static int comm_names_no_program(const char *comm)
+{
+    if (strcmp(comm, "exe") == 0)
+        return 1;
+    size_t digits = strspn(comm, "0123456789");
+    return digits > 0 && comm[digits] == '\0';
+}
+
 const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process)
 {
-    const char *comm = ospx__basename(ospx__process_exe(raw, process));
+    const char *comm = process < raw->process_count ? raw->processes[process].comm : raw->comm;
+    const char *base = ospx__basename(ospx__process_exe(raw, process));
+    /* An older raw file, a name that says nothing, or the start of the executable's base name
+     * (the kernel keeps 15 bytes: test-shim-target-static is test-shim-targe): that name. */
+    if (comm[0] == '\0' || comm_names_no_program(comm) || strncmp(base, comm, strlen(comm)) == 0)
+        comm = base;
     return comm[0] != '\0' ? comm : "?";
 }
 

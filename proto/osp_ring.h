@@ -146,7 +146,12 @@ struct osp_ring_header {
      * acquire load): an older ospreyd, which rejects a record type it does not know, reads
      * 0 and gets the rings it always had. Zero in the rings of older shims' too. */
     _Atomic uint32_t reader_features;
-    uint8_t reserved2[OSP_RING_CACHE_LINE - 12];
+    uint32_t reserved1;
+    /* Shim: 0, or the CLOCK_MONOTONIC instant at which the program entered a seccomp sandbox
+     * and sampling stopped for good (stored release before the sandbox takes effect; ospreyd
+     * loads it acquire as it finishes): the raw `exit.sampling_ended`. Zero in older shims. */
+    _Atomic uint64_t sandboxed_ns;
+    uint8_t reserved2[OSP_RING_CACHE_LINE - 24];
 
     /* --- sampling control (cache line 7) --- */
     /* Nonzero while nobody may send the target a SIGPROF of ours: a thread is inside execve
@@ -443,6 +448,8 @@ enum osp_slot_state {
     OSP_SLOT_RUNNING = 1, /* last seen running: its ring is read every tick */
     OSP_SLOT_BLOCKED = 2, /* found blocked: its CPU-time timer says when it runs again */
     OSP_SLOT_GUARDED = 3, /* inside a blocking call with SIGPROF blocked */
+    OSP_SLOT_TIMED = 4,   /* inside a wait timed by its call, SIGPROF deliverable (the shim
+                           * times waits): at a --duration stop ospreyd asks it for the wait */
 };
 #define OSP_SLOT_PROF_BLOCKED 1u /* flags: the program blocked SIGPROF on this thread */
 

@@ -124,6 +124,27 @@ static uint32_t capture_why(struct osp__slot *s, const void *context, uint64_t *
     return capture_resume(s, context, pcs, stop, NULL);
 }
 
+/* ospreyd's last question as the profile stops at its duration, to a thread inside a wait a
+ * call of the program's times (OSP_SLOT_TIMED): the wait so far, at the stack it waits at,
+ * written now (the call may outlast the profile, and its end would write it into a ring nobody
+ * reads any more). The thread is inside the call (OSP__TIMING_IN_CALL): its own code is not
+ * writing the ring or the wait's fields, the handler, on the same thread, may. Once a call.
+ * Async-signal-safe. */
+static void flush_timed_call(struct osp__slot *s, const void *context)
+{
+    if (s->timing != OSP__TIMING_IN_CALL || s->timed_t0_ns == 0 || s->wait_open)
+        return;
+    uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
+    s->wait_depth = capture_why(s, context, s->wait_pcs, &s->wait_stop);
+    s->wait_generation = osp__unwind_generation();
+    s->wait_t_ns = s->timed_t0_ns;
+    s->wait_cpu_ns = 0;
+    s->wait_flags = 0;
+    s->wait_open = s->wait_depth > 0;
+    s->timed_t0_ns = 0;
+    osp__close_wait(&s->ring, s, now, 0);
+}
+
 /* A signal of ours held back by the guarded call just left: was the thread running inside the
  * call when it fired (the kernel working on its behalf, as in a busy epoll_wait), or asleep in
  * it? The CPU-time timer fires only while the thread runs. The sampling timer may have fired
@@ -176,8 +197,14 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
     /* The profile has ended (its duration); the program runs on, and a periodic sampling
      * timer is stopped. Relaxed: a one-way flag. */
     if (osp__header != NULL && atomic_load_explicit(&osp__header->stopped, memory_order_relaxed)) {
-        if (s != NULL)
+        if (s != NULL) {
             osp__slot_sampling_stopped(s);
+            if (s->shared != NULL && context != NULL && info->si_code == SI_QUEUE) {
+                flush_timed_call(s, context);
+                /* Release (E): the wait written above is seen with the answer. */
+                atomic_fetch_add_explicit(&s->shared->signals_handled, 1, memory_order_release);
+            }
+        }
         errno = saved_errno;
         return;
     }
@@ -228,9 +255,8 @@ void osp__sigprof_handler(int sig, siginfo_t *info, void *context)
                 /* ospreyd times the waits from the kernel's records; each capture gives the
                  * site of the wait it falls in (a wait since the last one may be another). */
                 enum osp_unwind_stop stop;
-                uint32_t depth = capture_why(s, context, s->sample_pcs, &stop);
-                s->sample_depth = 0;
-                osp__wait_captured(s, now, s->sample_pcs, depth);
+                uint32_t depth = capture_why(s, context, s->capture_pcs, &stop);
+                osp__wait_captured(s, now, s->capture_pcs, depth);
                 s->wait_stop = stop;
                 s->wait_generation = generation;
             } else if (!s->wait_open && s->timing != OSP__TIMING_IN_CALL) {

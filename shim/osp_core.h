@@ -368,6 +368,7 @@ struct osp__slot {
     volatile int timing_deferred;
     uint64_t timed_end_ns; /* when its last timed call returned (0: none yet) */
     uint64_t timing_sp;    /* osp__timed_call_begin's frame as the call began */
+    uint64_t timed_t0_ns;  /* when the call timed now began (a wait flushed at a stop) */
     /* The sites of its last calls timed so (their return address and frame), each with the
      * time until its next sampling point (osp__call_wait_weight). */
     struct {
@@ -391,12 +392,17 @@ struct osp__slot {
     enum osp_unwind_stop wait_stop; /* why the walk of wait_pcs ended */
     uint64_t wait_generation;       /* of the unwind snapshot its stack was taken with */
     uint64_t wait_pcs[OSP_MAX_DEPTH];
+    /* The handler's scratch for a wait's capture (the wait's stack before wait_pcs takes it,
+     * wait_pcs still holding the previous wait's until it is written): not sample_pcs, which
+     * keeps the latest on-CPU sample's stack. */
+    uint64_t capture_pcs[OSP_MAX_DEPTH];
     /* The handler's scratch for a sample's stack: here, not in its frame, so the handler
      * needs little of a thread's stack (16 KiB thread stacks, coroutines). The handler does
      * not nest on its thread (SIGPROF is blocked while it runs). */
     uint64_t sample_pcs[OSP_MAX_DEPTH];
-    /* The depth of the latest on-CPU sample's stack in sample_pcs (0: none, or sample_pcs
-     * since reused for a wait's capture): where a thread that exits was last seen running. */
+    /* The depth of the latest on-CPU sample's stack in sample_pcs (0: none, or that sample was
+     * a guarded call's, at the wait's stack): where a thread that exits was last seen running,
+     * and where the CPU time its timers missed since is paid (registry.c). */
     uint32_t sample_depth;
     enum osp_unwind_stop sample_stop; /* why that stack's walk ended */
     uint64_t start_pc; /* the start routine of a thread pthread_create started, else 0 */

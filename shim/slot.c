@@ -447,11 +447,11 @@ void osp__guard_wait_end(struct osp__slot *s)
         uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0), lo;
         uint64_t hi = osp__stack_in_place(s, fp, &lo);
         enum osp_unwind_stop stop;
-        uint32_t depth = osp__unwind_caller_why(fp, 2, fp < lo ? lo : fp, hi, s->sample_pcs,
+        uint32_t depth = osp__unwind_caller_why(fp, 2, fp < lo ? lo : fp, hi, s->capture_pcs,
                                                 OSP_MAX_DEPTH - 1, &stop);
-        depth = osp__python_frames(s->sample_pcs, depth, OSP_MAX_DEPTH - 1);
+        depth = osp__python_frames(s->capture_pcs, depth, OSP_MAX_DEPTH - 1);
         if (depth + 1 > s->wait_depth) { /* after its leaf, the function called */
-            memcpy(s->wait_pcs + 1, s->sample_pcs, depth * sizeof(uint64_t));
+            memcpy(s->wait_pcs + 1, s->capture_pcs, depth * sizeof(uint64_t));
             s->wait_depth = depth + 1;
             s->wait_stop = stop;
         }
@@ -545,9 +545,10 @@ uint64_t osp__timed_call_begin(struct osp__slot *s, int hold)
      * thread ran again: written now, less the CPU time since. A system call, but rare. */
     if (s->wait_open)
         osp__close_wait(&s->ring, s, now, osp__clock_ns(CLOCK_THREAD_CPUTIME_ID));
+    s->timed_t0_ns = now;
     if (hold) {
         osp__guard_hold_sampling(s);
-        osp__slot_publish(s, OSP_SLOT_GUARDED, UINT64_MAX);
+        osp__slot_publish(s, OSP_SLOT_TIMED, UINT64_MAX);
     }
     if (s->timing_deferred && !s->sampling_held) {
         s->timing_deferred = 0;

@@ -263,6 +263,28 @@ START_TEST(test_valid_killed)
 }
 END_TEST
 
+/* The optional "comm" and exit.sampling_ended (a program that entered a seccomp sandbox, run
+ * through a link); the process and the report name it by its command. A file without them
+ * reads as before (valid: no comm, no sampling_ended). */
+START_TEST(test_comm_and_sampling_ended)
+{
+    RAW_OF("valid-sandboxed");
+    ck_assert_str_eq(raw.comm, "redis-server");
+    ck_assert_str_eq(raw.processes[0].comm, "redis-server");
+    ck_assert_str_eq(ospx__process_comm(&raw, 0), "redis-server");
+    expect_exit(&raw, 1, 1, 0);
+    ck_assert_uint_eq(raw.exit.sampling_ended_ns, 313871296);
+    ck_assert_str_eq(raw.exit.sampling_ended_reason, "seccomp");
+    ospx_raw_free(&raw);
+
+    read_valid("valid", &raw);
+    ck_assert_str_eq(raw.comm, "");
+    ck_assert_str_eq(ospx__process_comm(&raw, 0), "hotspot");
+    ck_assert_uint_eq(raw.exit.sampling_ended_ns, 0);
+    ospx_raw_free(&raw);
+}
+END_TEST
+
 /* Read a golden file's first line without its newline. */
 static void read_expected(const char *path, char *buf, size_t size)
 {
@@ -570,6 +592,7 @@ Suite *raw_suite(void)
                test_fast_and_jansson_paths_agree, test_valid_minimal,
                test_build_ids_and_renamed_threads, test_valid_killed, test_golden_errors,
                test_error_codes, test_huge_file_refused, test_run_merges_siblings,
-               test_process_fields_optional, test_reloaded_images_split_stacks);
+               test_process_fields_optional, test_reloaded_images_split_stacks,
+               test_comm_and_sampling_ended);
     return s;
 }

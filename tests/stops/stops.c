@@ -1,0 +1,95 @@
+/* stops.c — programs whose profile ends before they do (tests/e2e-stops.sh).
+ *   stops wait:    a thread waits in pthread_cond_wait while main runs 3 s, then is woken
+ *   stops sandbox: main runs 0.3 s, enters a seccomp filter that refuses execve and kill
+ *                  (EPERM), runs 0.3 s more and exits 7
+ *   stops spin:    main runs 0.3 s (e2e-comm: run through a link of another name) */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t woken = PTHREAD_COND_INITIALIZER;
+static int go;
+
+static __attribute__((noinline)) void *waiter(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&lock);
+    while (!go)
+        pthread_cond_wait(&woken, &lock);
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static volatile unsigned long sink;
+
+static __attribute__((noinline)) void spin(double seconds)
+{
+    double end = now() + seconds;
+    while (now() < end)
+        for (int i = 0; i < 10000; i++)
+            sink += (unsigned long)i;
+}
+
+static int sandbox(void)
+{
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execve, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_kill, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    };
+    struct sock_fprog prog = {.len = sizeof code / sizeof code[0], .filter = code};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+        perror("stops: seccomp");
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "wait") == 0) {
+        pthread_t t;
+        pthread_create(&t, NULL, waiter, NULL);
+        spin(3.0);
+        pthread_mutex_lock(&lock);
+        go = 1;
+        pthread_cond_signal(&woken);
+        pthread_mutex_unlock(&lock);
+        pthread_join(t, NULL);
+        puts("woken");
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "sandbox") == 0) {
+        spin(0.3);
+        if (sandbox() != 0)
+            return 1;
+        spin(0.3);
+        puts("sandboxed");
+        return 7;
+    }
+    if (argc == 2 && strcmp(argv[1], "spin") == 0) {
+        spin(0.3);
+        return 0;
+    }
+    fprintf(stderr, "usage: stops wait|sandbox|spin\n");
+    return 2;
+}
