@@ -34,9 +34,8 @@
 #include "ospd_target.h"
 #include "ospd_unwind_source.h"
 
-    /* The ring mapping, for the SIGBUS handler. */
-    static uintptr_t ring_map_start,
-    ring_map_end;
+/* The ring mapping, for the SIGBUS handler. */
+static uintptr_t ring_map_start, ring_map_end;
 static long page_size;
 /* Set by the SIGBUS handler, read by drain(); lock-free atomics are async-signal-safe. */
 atomic_int ospd_ring_truncated;
