@@ -13,6 +13,10 @@
  * another). A structural violation rejects the ring (ospd_parse returns -EPROTO with one line in
  * c->error); a record the daemon merely cannot keep (memory, limits, a sample naming no live
  * registration) is counted as lost and parsing goes on.
+ *
+ * The rooms: this file reads the records into the collector; ring-walk.c checks the header and
+ * frames the records, collector.c sets up, names and frees the collector; ospd_collect.h holds
+ * what they share.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,197 +28,10 @@
 
 #include "osp_unwind_step.h"
 #include "ospd.h"
+#include "ospd_collect.h"
 
-/* The largest record body any valid type can have: an image with the longest path. */
-#define RECORD_BUFFER_SIZE (sizeof(struct osp_rec_image) + OSP_MAX_PATH + 8)
 /* A user-space code address is below 2^63 on every 64-bit Linux target. */
 #define ADDRESS_LIMIT (UINT64_C(1) << 63)
-
-void ospd_collector_init(struct ospd_collector *c)
-{
-    memset(c, 0, sizeof *c);
-    ospd_interner_init(&c->stacks);
-    c->exit_code = -1;
-    c->memory_limit = OSPD_DEFAULT_MEMORY_LIMIT;
-}
-
-/* Bytes held by the growing tables: samples, and the interner's pool, index and hash table. */
-static uint64_t table_bytes(const struct ospd_collector *c)
-{
-    const struct ospd_interner *in = &c->stacks;
-    return c->samples_cap * sizeof *c->samples + in->pool_cap * sizeof *in->pool +
-           (uint64_t)in->stacks_cap * sizeof *in->stacks + (uint64_t)in->slots_cap * 4u;
-}
-
-void ospd_collector_free(struct ospd_collector *c)
-{
-    ospd_copies_free(&c->copies);
-    for (uint32_t i = 0; i < c->thread_count; i++)
-        free(c->threads[i].label);
-    for (uint32_t i = 0; i < c->image_count; i++)
-        free(c->images[i].path);
-    for (uint32_t i = 0; i < c->escaped_count; i++)
-        free(c->escaped[i].path);
-    free(c->escaped);
-    for (uint32_t i = 0; i < c->jit_count; i++)
-        free(c->jit[i].name);
-    free(c->jit);
-    for (uint32_t i = 0; i < c->py_count; i++)
-        free(c->py[i].name);
-    free(c->py);
-    for (uint32_t i = 0; i < c->jit_map_count; i++)
-        free(c->jit_maps[i]);
-    for (uint32_t i = 0; i < c->jit_note_count; i++)
-        free(c->jit_notes[i]);
-    free(c->threads);
-    free(c->slots);
-    free(c->images);
-    free(c->samples);
-    free(c->exe_fallback);
-    free(c->comm);
-    ospd_spill_free(c);
-    ospd_interner_free(&c->stacks);
-    ospd_waits_free(&c->waits);
-    memset(c, 0, sizeof *c);
-}
-
-/* Copy a NUL-padded fixed-size field into dst as printable ASCII ('?' for anything else). */
-static void copy_ascii_field(char *dst, const char *src, size_t size)
-{
-    size_t i = 0;
-    for (; i + 1 < size && src[i] != '\0'; i++)
-        dst[i] = (src[i] >= 0x20 && src[i] < 0x7f) ? src[i] : '?';
-    dst[i] = '\0';
-}
-
-void ospd_collector_set_identity(struct ospd_collector *c, const struct osp_ring_header *h)
-{
-    char platform[OSP_PLATFORM_SIZE];
-    memcpy(platform, h->platform, sizeof platform); /* one read of shared bytes */
-    ospd_collector_identity(c, h->pid, h->rate_hz, h->start_unix_ns, h->start_mono_ns, platform);
-    c->parent_pid = h->parent_pid > 0 ? h->parent_pid : 0;
-    c->forked = (h->ring_flags & OSP_RING_FORKED) != 0;
-}
-
-void ospd_collector_identity(struct ospd_collector *c, int32_t pid, uint32_t rate_hz,
-                             uint64_t start_unix_ns, uint64_t start_mono_ns,
-                             const char platform[OSP_PLATFORM_SIZE])
-{
-    c->pid = pid;
-    c->rate_hz = rate_hz;
-    c->start_unix_ns = start_unix_ns;
-    c->start_mono_ns = start_mono_ns;
-    copy_ascii_field(c->platform, platform, OSP_PLATFORM_SIZE);
-}
-
-uint64_t ospd_dropped_total(const struct ospd_collector *c)
-{
-    uint64_t total = c->shim_dropped + c->lost;
-    return total < c->lost ? UINT64_MAX : total;
-}
-
-int ospd_ring_validate(const struct osp_ring_header *h, uint64_t object_size, char *err,
-                       size_t err_size)
-{
-    /* The caller mapped at least OSP_RING_HEADER_SIZE bytes; read each field once. */
-    uint64_t magic = h->magic, data_offset = h->data_offset, data_size = h->data_size;
-    uint32_t abi = h->abi_version, header_size = h->header_size, rate_hz = h->rate_hz;
-    int32_t pid = h->pid;
-    if (object_size < OSP_RING_HEADER_SIZE)
-        snprintf(err, err_size, "shared memory is %" PRIu64 " bytes, smaller than a ring header",
-                 object_size);
-    else if (magic != OSP_RING_MAGIC)
-        snprintf(err, err_size, "bad magic 0x%016" PRIx64 " (not an osprey ring)", magic);
-    else if (abi != OSP_RING_ABI_VERSION)
-        snprintf(err, err_size, "ring ABI version %" PRIu32 ", this ospreyd speaks %u", abi,
-                 OSP_RING_ABI_VERSION);
-    else if (header_size != OSP_RING_HEADER_SIZE)
-        snprintf(err, err_size, "header_size %" PRIu32 ", expected %u", header_size,
-                 OSP_RING_HEADER_SIZE);
-    else if (data_offset != OSP_RING_HEADER_SIZE)
-        snprintf(err, err_size, "data_offset %" PRIu64 ", expected %u", data_offset,
-                 OSP_RING_HEADER_SIZE);
-    else if (data_size < 64 || data_size > OSP_RING_MAX_DATA_SIZE ||
-             (data_size & (data_size - 1)) != 0)
-        snprintf(err, err_size, "data_size %" PRIu64 " is not a power of two in 64..%u", data_size,
-                 OSP_RING_MAX_DATA_SIZE);
-    else if (data_offset + data_size > object_size)
-        snprintf(err, err_size,
-                 "data area [%" PRIu64 ", %" PRIu64 ") exceeds the %" PRIu64
-                 "-byte shared memory object",
-                 data_offset, data_offset + data_size, object_size);
-    else if (rate_hz == 0)
-        snprintf(err, err_size, "rate_hz is 0");
-    else if (h->slot_count > 0 &&
-             (h->slot_count > OSPD_MAX_SLOTS || h->slot_count > OSP_ATTENTION_WORDS * 64 ||
-              h->slot_ring_size < 64 || h->slot_ring_size > OSP_MAX_SLOT_RING ||
-              (h->slot_ring_size & (h->slot_ring_size - 1)) != 0 ||
-              h->slots_offset != data_offset + data_size ||
-              h->slots_offset + (uint64_t)h->slot_count * osp_slot_stride(h->slot_ring_size) >
-                  object_size))
-        snprintf(err, err_size,
-                 "slot table (%" PRIu32 " slots of %" PRIu32 " bytes at %" PRIu64
-                 ") does not fit the %" PRIu64 "-byte shared memory object",
-                 h->slot_count, h->slot_ring_size, h->slots_offset, object_size);
-    else if (pid <= 0)
-        snprintf(err, err_size, "target pid %" PRId32 " is not a process id", pid);
-    else
-        return 0;
-    return -EPROTO;
-}
-
-/* Record in error[size] why the ring is rejected (first reason wins) and return -EPROTO. */
-__attribute__((format(printf, 3, 4))) static int reject_into(char *error, size_t size,
-                                                             const char *fmt, ...)
-{
-    if (error[0] == '\0') {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(error, size, fmt, ap);
-        va_end(ap);
-    }
-    return -EPROTO;
-}
-#define reject(c, ...) reject_into((c)->error, sizeof(c)->error, __VA_ARGS__)
-
-char *ospd_utf8_sanitize(const char *bytes, size_t len)
-{
-    static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
-    const unsigned char *s = (const unsigned char *)bytes;
-    char *out = malloc(len * 3 + 1);
-    if (out == NULL)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < len;) {
-        unsigned char b = s[i];
-        size_t n = 0; /* length of a well-formed sequence starting at i, 0 if none */
-        if (b >= 0x01 && b <= 0x7f) {
-            n = 1;
-        } else if (b >= 0xc2 && b <= 0xdf) {
-            n = (i + 1 < len && (s[i + 1] & 0xc0) == 0x80) ? 2 : 0;
-        } else if (b >= 0xe0 && b <= 0xef && i + 2 < len) {
-            unsigned char lo = b == 0xe0 ? 0xa0 : 0x80, hi = b == 0xed ? 0x9f : 0xbf;
-            n = (s[i + 1] >= lo && s[i + 1] <= hi && (s[i + 2] & 0xc0) == 0x80) ? 3 : 0;
-        } else if (b >= 0xf0 && b <= 0xf4 && i + 3 < len) {
-            unsigned char lo = b == 0xf0 ? 0x90 : 0x80, hi = b == 0xf4 ? 0x8f : 0xbf;
-            n = (s[i + 1] >= lo && s[i + 1] <= hi && (s[i + 2] & 0xc0) == 0x80 &&
-                 (s[i + 3] & 0xc0) == 0x80)
-                    ? 4
-                    : 0;
-        }
-        if (n == 0) {
-            memcpy(out + o, replacement, 3);
-            o += 3;
-            i += 1;
-        } else {
-            memcpy(out + o, s + i, n);
-            o += n;
-            i += n;
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
 
 /* The registration a sample names, or NULL (counted as lost) when none is live. */
 static struct ospd_slot *sample_slot(struct ospd_collector *c, uint32_t slot, uint32_t generation)
@@ -249,7 +66,8 @@ static void add_sample(struct ospd_collector *c, uint64_t t_ns, uint32_t thread,
     if (c->spill_batch > 0 && c->sample_count >= c->spill_batch)
         ospd_spill_flush(c);
     bool must_grow = c->sample_count == c->samples_cap;
-    if (c->sample_count >= OSPD_MAX_SAMPLES || (must_grow && table_bytes(c) >= c->memory_limit) ||
+    if (c->sample_count >= OSPD_MAX_SAMPLES ||
+        (must_grow && ospd_collector_table_bytes(c) >= c->memory_limit) ||
         ospd_grow((void **)&c->samples, &c->samples_cap, c->sample_count + 1, sizeof *c->samples) !=
             0) {
         c->lost += weight;
@@ -438,8 +256,9 @@ static int64_t intern_pcs(struct ospd_collector *c, const uint64_t *pcs, uint32_
         depth++;
     if (depth == 0)
         return -EINVAL;
-    return table_bytes(c) >= c->memory_limit ? ospd_intern_lookup(&c->stacks, pcs, depth)
-                                             : ospd_intern(&c->stacks, pcs, depth);
+    return ospd_collector_table_bytes(c) >= c->memory_limit
+               ? ospd_intern_lookup(&c->stacks, pcs, depth)
+               : ospd_intern(&c->stacks, pcs, depth);
 }
 
 /* The same for a record's `count` pcs (count checked by the caller). */
@@ -736,7 +555,7 @@ static int on_image(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
     if (path == NULL)
         return 0;
     char arch[OSP_ARCH_SIZE];
-    copy_ascii_field(arch, r.arch, sizeof arch);
+    ospd_copy_ascii_field(arch, r.arch, sizeof arch);
     /* On the samples' axis; a time at or before the start is 1, since 0 means "unknown". */
     uint64_t at = 0;
     if (r.at_mono_ns != 0)
@@ -813,7 +632,7 @@ int ospd_collector_image(struct ospd_collector *c, uint64_t base, uint64_t slide
                               .text_size = text_size,
                               .path = path,
                               .main = main};
-    copy_ascii_field(im->arch, arch, sizeof im->arch);
+    ospd_copy_ascii_field(im->arch, arch, sizeof im->arch);
     return 0;
 }
 
@@ -828,93 +647,6 @@ static int on_exit_record(struct ospd_collector *c, const uint8_t *rec, uint32_t
     if (r.dropped > c->shim_dropped)
         c->shim_dropped = r.dropped;
     return 0;
-}
-
-/* The span data[tail .. head) a walk may read: head not behind tail, at most the data area
- * ahead, both 8-byte aligned. */
-static int check_span(uint64_t data_size, uint64_t tail, uint64_t head, char *error,
-                      size_t error_size)
-{
-    if (head < tail)
-        return reject_into(error, error_size, "head %" PRIu64 " is behind tail %" PRIu64, head,
-                           tail);
-    if (head - tail > data_size)
-        return reject_into(error, error_size,
-                           "head %" PRIu64 " is %" PRIu64 " bytes ahead of tail %" PRIu64
-                           ", more than the %" PRIu64 "-byte data area",
-                           head, head - tail, tail, data_size);
-    if ((head | tail) % 8 != 0)
-        return reject_into(error, error_size,
-                           "head %" PRIu64 " or tail %" PRIu64 " is not 8-byte aligned", head,
-                           tail);
-    return 0;
-}
-
-int ospd_ring_walk(const uint8_t *data, uint64_t data_size, uint64_t tail, uint64_t head,
-                   ospd_record_visitor visit, void *ctx, char *error, size_t error_size,
-                   uint64_t *new_tail)
-{
-    _Alignas(8) uint8_t buffer[RECORD_BUFFER_SIZE];
-    uint64_t mask = data_size - 1;
-    *new_tail = tail;
-    int rc = check_span(data_size, tail, head, error, error_size);
-    if (rc != 0)
-        return rc;
-    uint64_t pos = tail;
-    while (pos < head) {
-        uint64_t offset = pos & mask, to_end = data_size - offset;
-        struct osp_rec_header rh;
-        if (head - pos < sizeof rh) {
-            rc = reject_into(error, error_size, "record at %" PRIu64 " is cut off by head %" PRIu64,
-                             pos, head);
-            break;
-        }
-        memcpy(&rh, data + offset, sizeof rh); /* offset is 8-aligned, data_size >= 64 */
-        if (rh.size < sizeof rh || rh.size % 8 != 0) {
-            rc = reject_into(error, error_size,
-                             "record at %" PRIu64 " has size %" PRIu32
-                             " (not a multiple of 8 of at least 8)",
-                             pos, rh.size);
-            break;
-        }
-        if (rh.size > to_end) {
-            rc = reject_into(error, error_size,
-                             "record at %" PRIu64 " of %" PRIu32 " bytes crosses the end of the "
-                             "data area",
-                             pos, rh.size);
-            break;
-        }
-        if (rh.size > head - pos) {
-            rc = reject_into(error, error_size,
-                             "record at %" PRIu64 " of %" PRIu32 " bytes runs past head %" PRIu64,
-                             pos, rh.size, head);
-            break;
-        }
-        const uint8_t *rec = buffer;
-        if (rh.type == OSP_REC_PAD) {
-            rec = (const uint8_t *)&rh; /* nothing past its header is read */
-        } else if (rh.size > sizeof buffer) {
-            rc = reject_into(error, error_size,
-                             "record at %" PRIu64 " of type %" PRIu32 " is %" PRIu32
-                             " bytes, larger than any valid record",
-                             pos, rh.type, rh.size);
-            break;
-        } else {
-            /* Copy once, then work only on the copy: the writer may change the ring under us. */
-            memcpy(buffer, data + offset, rh.size);
-            memcpy(buffer, &rh, sizeof rh);
-        }
-        int v = visit(ctx, pos, rec, rh.type, rh.size);
-        if (v < 0)
-            rc = v;
-        if (v < 0 || v == OSPD_VISIT_AGAIN)
-            break;
-        pos += rh.size;
-        if (v == OSPD_VISIT_STOP)
-            break;
-    }
-    *new_tail = pos;
-    return rc;
 }
 
 /* The collector's handler of each record type (PAD has none: it carries nothing). */
@@ -958,7 +690,7 @@ int ospd_parse(struct ospd_collector *c, const uint8_t *data, uint64_t data_size
         return -EPROTO; /* a rejected ring stays rejected */
     if (head < c->last_head)
         return reject(c, "head moved backwards from %" PRIu64 " to %" PRIu64, c->last_head, head);
-    int rc = check_span(data_size, tail, head, c->error, sizeof c->error);
+    int rc = ospd_ring_check_span(data_size, tail, head, c->error, sizeof c->error);
     if (rc != 0)
         return rc;
     c->last_head = head;

@@ -78,7 +78,7 @@ void ospd_stack_set_end(struct ospd_interner *in, uint32_t index, uint32_t stop)
 uint32_t ospd_stack_end(const struct ospd_interner *in, uint32_t index);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Collector (collect.c). */
+/* Collector (collect.c; set up and freed in collector.c, the ring framed in ring-walk.c). */
 
 struct ospd_thread {
     int64_t fiber;

@@ -15,6 +15,9 @@
  *   4. the ring breaks the protocol                         → "ring-rejected"
  * In every case the raw file is written with what was collected; daemon_state then says DONE
  * (file in place) or FAILED (daemon_error says why).
+ *
+ * The attach (mapping, validating and answering the ring) is ring-attach.c's; the state both
+ * files share, struct ospd_daemon, is in ospd_ring_daemon.h.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +43,7 @@
 #include "ospd.h"
 #include "ospd_attach.h"
 #include "ospd_forks.h"
+#include "ospd_ring_daemon.h"
 #include "ospd_ring_source.h"
 #include "ospd_session.h"
 #include "ospd_switch.h"
@@ -51,210 +55,6 @@
 #define DRAIN_MAX_NS         16000000ull   /* and at least this often */
 #define TICK_MS_MIN_NS       2000000ull    /* ticks this far apart on the loop's timer */
 #define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
-
-struct ospd_daemon {
-    struct ospd_ring_options o;           /* the command line's */
-    char written_path[OSP_MAX_PATH + 64]; /* where the raw file went */
-    struct osp_ring_header *header;
-    const uint8_t *data;
-    uint64_t data_size;   /* validated at attach; never reread from the shared header */
-    uint32_t code_ranges; /* the unwinder's ranges when ospd_maps_code last looked */
-    uint64_t tail;        /* our consumer index; the shared copy is only ever written */
-    size_t map_size;
-    struct ospd_collector collector;
-    struct ospd_unwinder unwinder; /* the unwind tables for the target's frameless code */
-    struct ospd_switches switches; /* the kernel's context switches, for the waits */
-    uv_poll_t switch_polls[OSP_MAX_SWITCH_FDS];
-    struct ospd_forks forks; /* the target's forked children greet us here */
-
-    uv_loop_t *loop;
-    uv_poll_t tick; /* on timer_fd: the sampling tick, at intervals under TICK_MS_MIN_NS */
-    int timer_fd;
-    uv_timer_t tick_ms;   /* the same tick at longer intervals: the loop's own timeout */
-    uint64_t deadline_ns; /* the tick's next absolute deadline */
-    uint8_t *slots;       /* the slot table, or NULL */
-    uint32_t slot_count, slot_ring_size;
-    uint64_t watch[OSP_ATTENTION_WORDS]; /* slots to look at: running, or holding samples */
-    uint64_t drain_ns, drain_max_ns;     /* the tick: how often the rings are read */
-    uint64_t drain_ceil_ns;              /* the longest drain interval the fill may reach */
-    uint32_t fullest;                    /* the fullest ring at the last read, in 1/256ths */
-    struct ospd_watch watch_pid;         /* the target's pidfd */
-    uv_signal_t sigterm;
-    uv_signal_t sigurg; /* the shim's "read the rings now" at exit */
-    uint64_t attach_mono_ns;
-    uint64_t next_liveness_ns;
-    bool finished;
-    int exit_code; /* of ospreyd itself */
-};
-
-/* The ring mapping, for the SIGBUS handler. */
-static uintptr_t ring_map_start, ring_map_end;
-static long page_size;
-/* Set by the SIGBUS handler, read by drain(); lock-free atomics are async-signal-safe. */
-static atomic_int ring_truncated;
-
-/* SIGBUS: the target shrank the shared-memory object under our mapping, and touching a page
- * past its new end faulted. Put a page of zeros there (the parser rejects what it then reads)
- * and note it, so the ring is rejected with the real reason instead of the daemon dying. Any
- * other SIGBUS takes the default action. mmap is not on POSIX's async-signal-safe list, but on
- * Linux it is a bare system call that touches no user-space state. */
-static void on_sigbus(int signum, siginfo_t *info, void *context)
-{
-    (void)context;
-    uintptr_t addr = (uintptr_t)info->si_addr;
-    if (addr >= ring_map_start && addr < ring_map_end) {
-        void *page = (void *)(addr & ~((uintptr_t)page_size - 1));
-        if (mmap(page, (size_t)page_size, PROT_READ | PROT_WRITE,
-                 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
-            /* Relaxed: the flag is read by the same thread after the faulting access. */
-            atomic_store_explicit(&ring_truncated, 1, memory_order_relaxed);
-            return;
-        }
-    }
-    signal(signum, SIG_DFL);
-    raise(signum);
-}
-
-static void install_sigbus_handler(const void *map, size_t size)
-{
-    page_size = sysconf(_SC_PAGESIZE);
-    ring_map_start = (uintptr_t)map;
-    ring_map_end = ring_map_start + size;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_sigbus;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, NULL);
-}
-
-/* Publish a failure to the shim: daemon_error first, then FAILED with release ordering so a
- * shim that acquires FAILED also sees the whole message. */
-/* The shim waits on daemon_state as a futex (shared: both processes map it): wake it. */
-static void wake_shim(struct osp_ring_header *h)
-{
-    syscall(SYS_futex, &h->daemon_state, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
-}
-
-static void publish_failure(struct osp_ring_header *h, const char *message)
-{
-    if (h == NULL)
-        return;
-    size_t n = strnlen(message, sizeof h->daemon_error - 1);
-    memcpy(h->daemon_error, message, n);
-    h->daemon_error[n] = '\0';
-    atomic_store_explicit(&h->daemon_state, OSP_DAEMON_FAILED, memory_order_release);
-    wake_shim(h);
-}
-
-/* Map and check the ring. Returns 0, or -1 after one line on stderr (and daemon_error when
- * the object is recognisably an osprey ring). */
-/* The pool of stack copies the shim's header names (proto/osp_ring.h, "Stack copies"), read
- * once: used only when it lies inside the mapping, after the slot table (slots_end). */
-static void attach_copies(struct ospd_daemon *d, struct osp_ring_header *h, uint64_t slots_end)
-{
-    uint64_t offset = h->copies_offset;
-    uint32_t count = h->copy_count, size = h->copy_size;
-    if (count == 0 || count > OSP_COPY_MAX_COUNT || size == 0 || size > OSP_COPY_MAX_SIZE ||
-        offset % 8 != 0 || offset < slots_end || offset > d->map_size ||
-        (uint64_t)count * size > d->map_size - offset)
-        return;
-    d->collector.copy_pool = (const uint8_t *)h + offset;
-    d->collector.copy_count = count;
-    d->collector.copy_size = size;
-    d->collector.copies_busy = &h->copies_busy;
-    /* Release: the pool's fields above were read before the shim writes its first copy. */
-    atomic_store_explicit(&h->copies_read, 1, memory_order_release);
-}
-
-static int attach(struct ospd_daemon *d)
-{
-    int fd = d->o.ring_fd;
-    d->o.ring_fd = -1; /* closed below whatever happens */
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        fprintf(stderr, "osprey: ospreyd: ring %s: %s\n", d->o.ring_name, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    if ((uint64_t)st.st_size < OSP_RING_HEADER_SIZE) {
-        fprintf(stderr, "osprey: ospreyd: ring %s: %jd bytes, smaller than a ring header\n",
-                d->o.ring_name, (intmax_t)st.st_size);
-        close(fd);
-        return -1;
-    }
-    uint64_t size = (uint64_t)st.st_size;
-    uint64_t largest = (uint64_t)OSP_RING_HEADER_SIZE + OSP_RING_MAX_DATA_SIZE +
-                       (uint64_t)OSPD_MAX_SLOTS * osp_slot_stride(OSP_MAX_SLOT_RING);
-    if (size > largest)
-        size = largest;
-    void *map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        fprintf(stderr, "osprey: ospreyd: cannot map ring %s: %s\n", d->o.ring_name,
-                strerror(errno));
-        return -1;
-    }
-    install_sigbus_handler(map, (size_t)size);
-    struct osp_ring_header *h = map;
-    /* Check and use a private copy of the identity fields: the target can rewrite the shared
-     * header at any time, so nothing validated is ever read from it again. */
-    static struct osp_ring_header identity;
-    memcpy(&identity, h, offsetof(struct osp_ring_header, shim_state));
-    char err[OSPD_ERROR_SIZE];
-    if (ospd_ring_validate(&identity, size, err, sizeof err) != 0) {
-        fprintf(stderr, "osprey: ospreyd: ring %s rejected: %s\n", d->o.ring_name, err);
-        if (identity.magic == OSP_RING_MAGIC)
-            publish_failure(h, err);
-        munmap(map, (size_t)size);
-        return -1;
-    }
-    d->header = h;
-    d->data = (const uint8_t *)map + identity.data_offset;
-    d->data_size = identity.data_size;
-    d->map_size = (size_t)size;
-    d->tail = osp_ring_load_tail_own(h); /* 0 unless a previous consumer left it elsewhere */
-    if (identity.slot_count > 0) {
-        d->slots = (uint8_t *)map + identity.slots_offset;
-        d->slot_count = identity.slot_count;
-        d->slot_ring_size = identity.slot_ring_size;
-    }
-    ospd_collector_set_identity(&d->collector, &identity);
-    attach_copies(d, h,
-                  identity.slots_offset +
-                      (uint64_t)identity.slot_count * osp_slot_stride(identity.slot_ring_size));
-    /* Informational only: nothing synchronises on it, so relaxed. */
-    atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
-    /* Release (with ATTACHED's below): a shim that pauses our signals from now on needs to
-     * wait only for a round under way. */
-    atomic_store_explicit(&h->asking, OSP_ASKING_IDLE, memory_order_release);
-    /* The switch records' rings before ATTACHED: a shim that sees ATTACHED without
-     * kernel_waits_ns times its waits itself from then on, and none is counted twice. */
-    if (d->o.switch_count > 0 &&
-        ospd_switches_attach(&d->switches, d->o.switch_fds, d->o.switch_count) == 0) {
-        uint64_t since = ospc_clock_ns(CLOCK_MONOTONIC);
-        d->collector.waits.since_ns = since;
-        /* Release: the shim that sees it unmaps its own copies of the rings. */
-        atomic_store_explicit(&h->kernel_waits_ns, since, memory_order_release);
-    } else if (h->switches_refused > 0) {
-        ospd_switches_refused(&d->collector.waits, d->collector.pid, h->switches_refused);
-    }
-    /* The records beyond the first ABI's that the collector reads (collect.c): fibers. */
-    atomic_fetch_or_explicit(&h->reader_features, OSP_READER_FIBERS, memory_order_release);
-    /* Release: the pid store above is visible to a shim that acquires ATTACHED. */
-    atomic_store_explicit(&h->daemon_state, OSP_DAEMON_ATTACHED, memory_order_release);
-    return 0;
-}
-
-/* The target's exe from /proc, used when no image is flagged main. */
-static void read_exe_fallback(struct ospd_daemon *d)
-{
-    char link[64], buf[OSP_MAX_PATH + 1];
-    snprintf(link, sizeof link, "/proc/%d/exe", (int)d->collector.pid);
-    ssize_t n = readlink(link, buf, sizeof buf - 1);
-    if (n > 0)
-        d->collector.exe_fallback = ospd_utf8_sanitize(buf, (size_t)n);
-}
 
 /* Whether the target's memory map still holds our ring (false when it exec'd away). When
  * the maps file cannot be read the answer is "yes": only positive evidence ends a profile. */
@@ -332,7 +132,7 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         /* A fork that exec'd or ended before its first sample (a shell's, a daemon's
          * double fork): no file. */
         atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
-        wake_shim(d->header);
+        ospd_ring_wake_shim(d->header);
         close_handles(d);
         return;
     }
@@ -356,13 +156,13 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
     if (rc != 0 || status == OSPD_EXIT_RING_REJECTED) {
         if (status != OSPD_EXIT_EXITED)
             fprintf(stderr, "osprey: %s\n", line);
-        publish_failure(d->header, line);
+        ospd_ring_publish_failure(d->header, line);
         d->exit_code = 1;
     } else {
         atomic_store_explicit(&d->header->daemon_dropped, c->lost, memory_order_relaxed);
         /* Release: pairs with the shim's acquire load; the file is renamed into place. */
         atomic_store_explicit(&d->header->daemon_state, OSP_DAEMON_DONE, memory_order_release);
-        wake_shim(d->header);
+        ospd_ring_wake_shim(d->header);
     }
     /* A published file is made durable whatever was said — unless it is in an osprey run's
      * scratch directory (the run's lock is beside it), which osprey empties once the run is
@@ -489,7 +289,7 @@ static bool drain_once(struct ospd_daemon *d)
         ospd_waits_resolve(&d->collector, now, false);
     }
     /* Relaxed: set by a signal handler on this same thread. */
-    if (atomic_load_explicit(&ring_truncated, memory_order_relaxed)) {
+    if (atomic_load_explicit(&ospd_ring_truncated, memory_order_relaxed)) {
         snprintf(d->collector.error, sizeof d->collector.error,
                  "the shared memory object was truncated under the mapping");
         rc = -EPROTO;
@@ -933,9 +733,9 @@ static int start(struct ospd_daemon *d, uv_loop_t *loop)
 static int ring_attach(void *source, uv_loop_t *loop)
 {
     struct ospd_daemon *d = source;
-    if (attach(d) != 0)
+    if (ospd_ring_daemon_attach(d) != 0)
         return 1;
-    read_exe_fallback(d);
+    ospd_ring_read_exe_fallback(d);
     d->collector.comm = ospd_target_comm(d->collector.pid);
     return start(d, loop);
 }

@@ -9,7 +9,8 @@
  * downstream checks again. Unknown fields are ignored, so writers may add fields.
  *
  * The file's text and its fast path for the plain sample rows and stacks are raw-scan.c's;
- * folding a renamed thread's entries into one is raw-threads.c's.
+ * the stacks and the sample rows are read by raw-samples.c, each member checked through
+ * raw_reader.h; folding a renamed thread's entries into one is raw-threads.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,198 +28,7 @@
 #include "ospc.h"
 #include "ospx.h"
 #include "ospx_internal.h"
-#include "raw_internal.h"
-
-/* What the reader is working on, so that each check can name the file. */
-struct raw_reader {
-    const char *path;
-    struct ospx_error *err;
-    /* what the fast path (raw-scan.c) read */
-    struct ospx__raw_fast fast;
-};
-
-/* Record a semantic error at a JSON path: "FILE: PATH: text". Returns -EINVAL. */
-__attribute__((format(printf, 3, 4))) static int
-raw_fail(struct raw_reader *reader, const char *json_path, const char *fmt, ...)
-{
-    char text[400];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(text, sizeof text, fmt, args);
-    va_end(args);
-    if (json_path[0] == '\0')
-        return ospx_error_set(reader->err, EINVAL, reader->path, 0, 0, "%s", text);
-    return ospx_error_set(reader->err, EINVAL, reader->path, 0, 0, "%s: %s", json_path, text);
-}
-
-static int raw_out_of_memory(struct raw_reader *reader)
-{
-    return ospx_error_set(reader->err, ENOMEM, reader->path, 0, 0, "out of memory");
-}
-
-static const char *json_type_name(const json_t *value)
-{
-    switch (json_typeof(value)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "something else";
-}
-
-/* Look up `key` in `object` (at `object_path`) and check its JSON type. Sets *value to NULL
- * without an error when the member is absent and not required. */
-static int raw_member(struct raw_reader *reader, const json_t *object, const char *object_path,
-                      const char *key, json_type type, int required, json_t **value)
-{
-    char path[256];
-    if (object_path[0] == '\0')
-        snprintf(path, sizeof path, "%s", key);
-    else
-        snprintf(path, sizeof path, "%s.%s", object_path, key);
-    json_t *member = json_object_get(object, key);
-    *value = member;
-    if (member == NULL) {
-        if (!required)
-            return 0;
-        if (object_path[0] == '\0')
-            return raw_fail(reader, "", "missing required field \"%s\"", key);
-        return raw_fail(reader, object_path, "missing required field \"%s\"", key);
-    }
-    if (json_typeof(member) != type) {
-        static const char *const expected[] = {
-            [JSON_OBJECT] = "an object",   [JSON_ARRAY] = "an array",
-            [JSON_STRING] = "a string",    [JSON_INTEGER] = "an integer",
-            [JSON_REAL] = "a real number", [JSON_TRUE] = "a boolean",
-            [JSON_FALSE] = "a boolean",    [JSON_NULL] = "null",
-        };
-        return raw_fail(reader, path, "expected %s, found %s", expected[type],
-                        json_type_name(member));
-    }
-    return 0;
-}
-
-/* An integer value at `path` that must lie in [min, max]; `what` names it in the message. */
-static int raw_integer_value(struct raw_reader *reader, const json_t *value, const char *path,
-                             json_int_t min, json_int_t max, json_int_t *out)
-{
-    if (!json_is_integer(value))
-        return raw_fail(reader, path, "expected an integer, found %s", json_type_name(value));
-    json_int_t number = json_integer_value(value);
-    if (number < min) {
-        if (min == 0)
-            return raw_fail(reader, path, "negative value %" JSON_INTEGER_FORMAT, number);
-        return raw_fail(reader, path, "value %" JSON_INTEGER_FORMAT " below %" JSON_INTEGER_FORMAT,
-                        number, min);
-    }
-    if (number > max)
-        return raw_fail(reader, path, "value %" JSON_INTEGER_FORMAT " above %" JSON_INTEGER_FORMAT,
-                        number, max);
-    *out = number;
-    return 0;
-}
-
-static int raw_integer(struct raw_reader *reader, const json_t *object, const char *object_path,
-                       const char *key, json_int_t min, json_int_t max, json_int_t *out)
-{
-    json_t *member;
-    int rc = raw_member(reader, object, object_path, key, JSON_INTEGER, 1, &member);
-    if (rc < 0)
-        return rc;
-    char path[256];
-    snprintf(path, sizeof path, "%s%s%s", object_path, object_path[0] ? "." : "", key);
-    return raw_integer_value(reader, member, path, min, max, out);
-}
-
-/* An optional non-negative integer member; *out keeps its value when the member is absent. */
-static int raw_optional_integer(struct raw_reader *reader, const json_t *object,
-                                const char *object_path, const char *key, json_int_t *out)
-{
-    json_t *member;
-    int rc = raw_member(reader, object, object_path, key, JSON_INTEGER, 0, &member);
-    if (rc < 0 || member == NULL)
-        return rc;
-    char path[256];
-    snprintf(path, sizeof path, "%s%s%s", object_path, object_path[0] ? "." : "", key);
-    return raw_integer_value(reader, member, path, 0, INT64_MAX, out);
-}
-
-/* A string member, duplicated into *out (owned by the caller). Absent and optional: "". */
-static int raw_string(struct raw_reader *reader, const json_t *object, const char *object_path,
-                      const char *key, int required, char **out)
-{
-    json_t *member;
-    int rc = raw_member(reader, object, object_path, key, JSON_STRING, required, &member);
-    if (rc < 0)
-        return rc;
-    *out = strdup(member != NULL ? json_string_value(member) : "");
-    return *out == NULL ? raw_out_of_memory(reader) : 0;
-}
-
-/* Entry i of the array `array_name`: writes its JSON path ("stacks[3]") into path and checks
- * that it has the JSON type `type`. */
-static int raw_entry(struct raw_reader *reader, const json_t *array, const char *array_name,
-                     size_t i, json_type type, char *path, size_t path_size, json_t **entry)
-{
-    snprintf(path, path_size, "%s[%zu]", array_name, i);
-    *entry = json_array_get(array, i);
-    if (json_typeof(*entry) != type)
-        return raw_fail(reader, path, "expected %s, found %s",
-                        type == JSON_OBJECT ? "an object" : "an array", json_type_name(*entry));
-    return 0;
-}
-
-/* A zeroed table for the `count` entries of a JSON array (one element when it is empty, so
- * that a NULL pointer always means "not read"). */
-static void *raw_table(struct raw_reader *reader, size_t count, size_t element_size)
-{
-    void *table = calloc(count > 0 ? count : 1, element_size);
-    if (table == NULL)
-        raw_out_of_memory(reader);
-    return table;
-}
-
-/* Reads entry i of a table (raw_read_rows), at `path`, into its zeroed row of out. */
-typedef int (*raw_row_reader)(struct raw_reader *reader, const json_t *entry, const char *path,
-                              size_t i, struct ospx_raw *out);
-
-/* The array `name` (`array`), each entry of the JSON type `type`, read by `read_row` into row i
- * of a new table at *(void **)table of `size`-byte rows; *count is i + 1 once row i is begun, so
- * that ospx_raw_free releases what a row read halfway holds. */
-static int raw_read_rows(struct raw_reader *reader, const json_t *array, const char *name,
-                         json_type type, void *table, size_t size, size_t *count,
-                         raw_row_reader read_row, struct ospx_raw *out)
-{
-    size_t n = json_array_size(array);
-    void **rows = table;
-    *rows = raw_table(reader, n, size);
-    if (*rows == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        char path[64];
-        json_t *entry;
-        int rc = raw_entry(reader, array, name, i, type, path, sizeof path, &entry);
-        if (rc < 0)
-            return rc;
-        *count = i + 1;
-        rc = read_row(reader, entry, path, i, out);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
-}
+#include "raw_reader.h"
 
 static int raw_read_image(struct raw_reader *reader, const json_t *entry, const char *path,
                           size_t i, struct ospx_raw *out)
@@ -295,214 +105,6 @@ static int raw_read_thread(struct raw_reader *reader, const json_t *entry, const
     thread->preempted_ns = preempted_ns;
     thread->tid = tid;
     return 0;
-}
-
-/* Stack i of out, with room for `depth` pcs (freed with out); NULL when out of memory. */
-static struct ospx_stack *raw_new_stack(struct raw_reader *reader, struct ospx_raw *out, size_t i,
-                                        size_t depth)
-{
-    struct ospx_stack *stack = &out->stacks[i];
-    out->stack_count = i + 1;
-    stack->pcs = malloc(depth * sizeof *stack->pcs);
-    if (stack->pcs == NULL) {
-        raw_out_of_memory(reader);
-        return NULL;
-    }
-    stack->depth = depth;
-    return stack;
-}
-
-/* Element k of stack i, `pc` as the file has it: a negative one is a kernel frame (the same
- * 64 bits; proto/raw-format.md, "stacks[]"), which comes before every user frame. */
-static int raw_stack_pc(struct raw_reader *reader, size_t i, size_t k, json_int_t pc,
-                        bool *user_seen, uint64_t *out)
-{
-    if (pc < 0 && *user_seen) {
-        char pc_path[96];
-        snprintf(pc_path, sizeof pc_path, "stacks[%zu][%zu]", i, k);
-        return raw_fail(reader, pc_path,
-                        "negative value %" JSON_INTEGER_FORMAT
-                        " after a user frame (kernel frames come first)",
-                        pc);
-    }
-    *user_seen = *user_seen || pc >= 0;
-    *out = (uint64_t)pc;
-    return 0;
-}
-
-/* The stacks the fast path read (raw-scan.c's scan_stacks), with the checks raw_read_stacks makes.
- */
-static int raw_store_fast_stacks(struct raw_reader *reader, struct ospx_raw *out)
-{
-    size_t count = reader->fast.stack_count;
-    out->stacks = raw_table(reader, count, sizeof *out->stacks);
-    if (out->stacks == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < count; i++) {
-        const json_int_t *pcs = reader->fast.pcs + reader->fast.stack_start[i];
-        size_t depth = reader->fast.stack_start[i + 1] - reader->fast.stack_start[i];
-        struct ospx_stack *stack = raw_new_stack(reader, out, i, depth);
-        if (stack == NULL)
-            return -ENOMEM;
-        bool user_seen = false;
-        for (size_t k = 0; k < depth; k++) {
-            int rc = raw_stack_pc(reader, i, k, pcs[k], &user_seen, &stack->pcs[k]);
-            if (rc < 0)
-                return rc;
-        }
-        stack->depth = depth;
-    }
-    return 0;
-}
-
-static int raw_read_stack(struct raw_reader *reader, const json_t *entry, const char *path,
-                          size_t i, struct ospx_raw *out)
-{
-    size_t depth = json_array_size(entry);
-    if (depth == 0)
-        return raw_fail(reader, path, "empty stack (a stack holds at least its leaf pc)");
-    struct ospx_stack *stack = raw_new_stack(reader, out, i, depth);
-    if (stack == NULL)
-        return -ENOMEM;
-    bool user_seen = false;
-    for (size_t k = 0; k < depth; k++) {
-        char pc_path[96];
-        snprintf(pc_path, sizeof pc_path, "%s[%zu]", path, k);
-        json_int_t pc = 0;
-        int rc =
-            raw_integer_value(reader, json_array_get(entry, k), pc_path, INT64_MIN, INT64_MAX, &pc);
-        if (rc == 0)
-            rc = raw_stack_pc(reader, i, k, pc, &user_seen, &stack->pcs[k]);
-        if (rc < 0)
-            return rc;
-    }
-    stack->depth = depth;
-    return 0;
-}
-
-static int raw_read_stacks(struct raw_reader *reader, const json_t *stacks, struct ospx_raw *out)
-{
-    if (reader->fast.stack_start != NULL)
-        return raw_store_fast_stacks(reader, out);
-    return raw_read_rows(reader, stacks, "stacks", JSON_ARRAY, &out->stacks, sizeof *out->stacks,
-                         &out->stack_count, raw_read_stack, out);
-}
-
-/* The optional "stack_ends": one integer per stack, why its walk ended (proto/raw-format.md). */
-static int raw_read_stack_ends(struct raw_reader *reader, const json_t *root, struct ospx_raw *out)
-{
-    json_t *ends;
-    int rc = raw_member(reader, root, "", "stack_ends", JSON_ARRAY, 0, &ends);
-    if (rc < 0 || ends == NULL)
-        return rc;
-    if (json_array_size(ends) != out->stack_count)
-        return raw_fail(reader, "stack_ends", "%zu entries for %zu stacks", json_array_size(ends),
-                        out->stack_count);
-    for (size_t i = 0; i < out->stack_count; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "stack_ends[%zu]", i);
-        json_int_t end = 0;
-        rc = raw_integer_value(reader, json_array_get(ends, i), path, 0, OSP_UNWIND_STOP_COUNT - 1,
-                               &end);
-        if (rc < 0)
-            return rc;
-        out->stacks[i].end = (unsigned)end;
-    }
-    return 0;
-}
-
-/* A failed check of element k of sample row i: "samples[i][k]: text". Returns -EINVAL. */
-__attribute__((format(printf, 4, 5))) static int
-raw_sample_fail(struct raw_reader *reader, size_t i, int k, const char *fmt, ...)
-{
-    char path[96], text[300];
-    snprintf(path, sizeof path, "samples[%zu][%d]", i, k);
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(text, sizeof text, fmt, args);
-    va_end(args);
-    return raw_fail(reader, path, "%s", text);
-}
-
-/* Check one sample row (its `elements` values, the 5th defaulting to 1) and store it as
- * out->samples[i]. The paths of a message are made only when a check fails: this runs once
- * per row, millions of times. */
-static int raw_store_sample(struct raw_reader *reader, struct ospx_raw *out, size_t i,
-                            const json_int_t values[5])
-{
-    if (values[0] < 0)
-        return raw_sample_fail(reader, i, 0, "negative time %" JSON_INTEGER_FORMAT, values[0]);
-    if (values[1] < 0 || (uint64_t)values[1] >= out->thread_count)
-        return raw_sample_fail(reader, i, 1,
-                               "thread index %" JSON_INTEGER_FORMAT " out of range (%zu threads)",
-                               values[1], out->thread_count);
-    if (values[2] < 0 || (uint64_t)values[2] >= out->stack_count)
-        return raw_sample_fail(reader, i, 2,
-                               "stack index %" JSON_INTEGER_FORMAT " out of range (%zu stacks)",
-                               values[2], out->stack_count);
-    if (values[3] != 0 && values[3] != 1)
-        return raw_sample_fail(
-            reader, i, 3, "state %" JSON_INTEGER_FORMAT " is neither 0 (on-CPU) nor 1 (waiting)",
-            values[3]);
-    if (values[4] < 1)
-        return raw_sample_fail(reader, i, 4,
-                               "weight %" JSON_INTEGER_FORMAT
-                               " below 1 (a row stands for at least one period)",
-                               values[4]);
-    if (values[4] > OSPX_RAW_MAX_WEIGHT)
-        return raw_sample_fail(
-            reader, i, 4, "weight %" JSON_INTEGER_FORMAT " above 2^40 sampling periods", values[4]);
-    out->samples[i] = (struct ospx_sample){.t_rel_ns = (uint64_t)values[0],
-                                           .thread = (uint32_t)values[1],
-                                           .stack = (uint32_t)values[2],
-                                           .state = (uint8_t)values[3],
-                                           .weight = (uint64_t)values[4]};
-    out->sample_count = i + 1;
-    return 0;
-}
-
-static int raw_read_sample(struct raw_reader *reader, const json_t *row, const char *path, size_t i,
-                           struct ospx_raw *out)
-{
-    size_t elements = json_array_size(row);
-    if (elements != 4 && elements != 5)
-        return raw_fail(reader, path,
-                        "expected 4 or 5 elements [t_rel_ns, thread, stack, state, weight], "
-                        "found %zu",
-                        elements);
-    json_int_t values[5] = {0, 0, 0, 0, 1};
-    for (size_t k = 0; k < elements; k++) {
-        char element_path[96];
-        snprintf(element_path, sizeof element_path, "%s[%zu]", path, k);
-        json_t *element = json_array_get(row, k);
-        if (!json_is_integer(element))
-            return raw_fail(reader, element_path, "expected an integer, found %s",
-                            json_type_name(element));
-        values[k] = json_integer_value(element);
-    }
-    return raw_store_sample(reader, out, i, values);
-}
-
-static int raw_read_samples(struct raw_reader *reader, const json_t *samples, struct ospx_raw *out)
-{
-    /* Read beforehand by the fast path (raw-scan.c)? */
-    if (reader->fast.rows != NULL) {
-        /* Times, states and weights were checked while scanning; the indexes need the tables. */
-        out->samples = reader->fast.rows;
-        reader->fast.rows = NULL;
-        for (size_t i = 0; i < reader->fast.count; i++) {
-            const struct ospx_sample *sample = &out->samples[i];
-            if (sample->thread >= out->thread_count || sample->stack >= out->stack_count) {
-                json_int_t values[5] = {(json_int_t)sample->t_rel_ns, sample->thread, sample->stack,
-                                        sample->state, (json_int_t)sample->weight};
-                return raw_store_sample(reader, out, i, values);
-            }
-        }
-        out->sample_count = reader->fast.count;
-        return 0;
-    }
-    return raw_read_rows(reader, samples, "samples", JSON_ARRAY, &out->samples,
-                         sizeof *out->samples, &out->sample_count, raw_read_sample, out);
 }
 
 /* The optional "exit" object: {"status":"exited"} | {"status":"killed","signal":N} |
@@ -837,7 +439,8 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
                               version, OSPX_RAW_VERSION);
     out->version = (int)version;
 
-    json_t *images, *threads, *stacks, *samples, *exit_object, *drops;
+    json_t *images = NULL, *threads = NULL, *stacks = NULL, *samples = NULL, *exit_object = NULL,
+           *drops = NULL;
     json_int_t process_cpu_ns = -1;
     rc = raw_integer(reader, root, "", "pid", 0, INT64_MAX, &pid);
     if (rc == 0)
@@ -890,11 +493,11 @@ static int raw_read_document(struct raw_reader *reader, const json_t *root, stru
         rc = raw_read_rows(reader, threads, "threads", JSON_OBJECT, &out->threads,
                            sizeof *out->threads, &out->thread_count, raw_read_thread, out);
     if (rc == 0)
-        rc = raw_read_stacks(reader, stacks, out);
+        rc = ospx__raw_read_stacks(reader, stacks, out);
     if (rc == 0)
-        rc = raw_read_stack_ends(reader, root, out);
+        rc = ospx__raw_read_stack_ends(reader, root, out);
     if (rc == 0)
-        rc = raw_read_samples(reader, samples, out);
+        rc = ospx__raw_read_samples(reader, samples, out);
     if (rc == 0)
         rc = ospx__raw_merge_renamed_threads(out) == 0 ? 0 : raw_out_of_memory(reader);
     if (rc == 0)

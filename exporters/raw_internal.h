@@ -1,7 +1,7 @@
-/* raw_internal.h — what the raw reader's three files share: raw.c (the document, checked
- * member by member through jansson), raw-scan.c (the file's text: loaded, its plain sample rows
- * and stacks read by the fast path, the rest parsed by jansson) and raw-threads.c (one thread
- * per kernel thread). Nothing outside these files includes it. */
+/* raw_internal.h — what the raw reader's files share: raw.c (the document, checked
+ * member by member through jansson, with raw-samples.c and raw_reader.h), raw-scan.c (the file's
+ * text: loaded, its plain sample rows and stacks read by the fast path, the rest parsed by jansson)
+ * and raw-threads.c (one thread per kernel thread). Nothing outside these files includes it. */
 #ifndef OSPX_RAW_INTERNAL_H
 #define OSPX_RAW_INTERNAL_H
 
