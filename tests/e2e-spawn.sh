@@ -265,9 +265,9 @@ flock -w 60 "$work/once/.osprey-run.lock" true ||
   fail "once: the run's lock still held after 60 s"
 # One file a pid: the confirms of each pid that became /bin/true, before and after its exec.
 once=""
-for f in $(grep -l 'execve("/bin/true".* = 0$' "$work/once.trace"/t.*); do
+while IFS= read -r f; do
   once+="$(grep -c 'iov_base="C", iov_len=1' "$f") "
-done
+done < <(grep -l 'execve("/bin/true".* = 0$' "$work/once.trace"/t.*)
 [ "$(echo "$once" | wc -w)" = 3 ] || fail "once: not 3 images of /bin/true traced: $once"
 echo "$once" | tr ' ' '\n' | grep -q '^[2-9]' &&
   fail "once: a command confirmed more than once (confirms per command: $once)"
