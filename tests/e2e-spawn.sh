@@ -182,7 +182,9 @@ printf '%s\n' 'while read -r _ _ _ _ _ path; do' \
 # shellcheck disable=SC2016 # the $ expand in the shell's script, not here
 greet_run greet "$wait_collector"'; for i in 1 2 3 4 5; do /bin/true; done;
   exec sh '"'$work/level'"' 1'
-[ "$(wc -l <"$work/started")" = 1 ] ||
+# One collector, the shell's; a second only where a greeting's answer missed its 100 ms (a
+# loaded machine: the image then starts its own, and its profile is whole all the same).
+[ "$(wc -l <"$work/started")" -le 2 ] ||
   fail "greet: $(wc -l <"$work/started") collectors started by the shim, expected the shell's only"
 got=$(profiles "$work/greet" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
   awk '{print $1, $2, $3}' | tr '\n' ';')
@@ -253,12 +255,15 @@ grep -Eq "^$shell +execve\\(\"/bin/true\"" "$work/pause.trace" ||
   fail "pause: no exec of /bin/true in the trace: $(head -5 "$work/pause.trace")"
 
 # --- once ---------------------------------------------------------------------------------
-# At 10 Hz no child is sampled before its exec (a sample there would be a record, kept).
+# At 10 Hz a child is seldom sampled before its exec (its first sample is due after a
+# random 0-100 ms of CPU; one there is a record, kept, and its greeting confirmed before the
+# exec): of five commands at most one may confirm twice, where waiting at the fork made all
+# five confirm twice.
 mkdir -p "$work/once" "$work/once.trace"
 : >"$work/once/.osprey-run.lock"
 strace -ff -qq -e trace=sendmsg,execve -e signal=none -s 4 -o "$work/once.trace/t" \
   -E OSPREY_PROFILE_HZ=10 -E OSPREY_DAEMON="$daemon" -E OSPREY_PROFILE="$work/once/p.raw.json" \
-  -E LD_PRELOAD="$shim" bash -c "$wait_collector; /bin/true; /bin/true; /bin/true; exit 0" \
+  -E LD_PRELOAD="$shim" bash -c "$wait_collector; /bin/true; /bin/true; /bin/true; /bin/true; /bin/true; exit 0" \
   >"$work/once.out" 2>"$work/once.err"
 expect_status 0 $? "once: exit status"
 flock -w 60 "$work/once/.osprey-run.lock" true ||
@@ -268,10 +273,10 @@ once=""
 while IFS= read -r f; do
   once+="$(grep -c 'iov_base="C", iov_len=1' "$f") "
 done < <(grep -l 'execve("/bin/true".* = 0$' "$work/once.trace"/t.*)
-[ "$(echo "$once" | wc -w)" = 3 ] || fail "once: not 3 images of /bin/true traced: $once"
-echo "$once" | tr ' ' '\n' | grep -q '^[2-9]' &&
-  fail "once: a command confirmed more than once (confirms per command: $once)"
+[ "$(echo "$once" | wc -w)" = 5 ] || fail "once: not 5 images of /bin/true traced: $once"
+[ "$(echo "$once" | tr ' ' '\n' | grep -c '^[2-9]')" -le 1 ] ||
+  fail "once: commands confirmed more than once (confirms per command: $once)"
 n=$(find "$work/once" -name 'p.raw.*.json' | wc -l)
-[ "$n" -ge 3 ] || fail "once: $n profiles of the shell's 3 commands"
+[ "$n" -ge 5 ] || fail "once: $n profiles of the shell's 5 commands"
 
 finish "e2e-spawn: ok"
