@@ -116,7 +116,7 @@ static int raw_read_thread(struct raw_reader *reader, const json_t *entry, const
  * A status this reader does not know is kept as "known, not normal": writers may add some. */
 static int raw_read_exit(struct raw_reader *reader, const json_t *exit_object, struct ospx_raw *out)
 {
-    json_t *status, *signal_value;
+    json_t *status = NULL, *signal_value = NULL;
     int rc = raw_member(reader, exit_object, "exit", "status", JSON_STRING, 0, &status);
     if (rc == 0)
         rc = raw_member(reader, exit_object, "exit", "signal", JSON_INTEGER, 0, &signal_value);
