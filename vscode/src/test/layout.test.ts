@@ -175,6 +175,12 @@ test('hot functions: on-CPU only, self at the leaf, total once per sample, share
   assert.ok(!rows.some((row) => row.name === '(waiting)'), 'waiting is not a hot function');
   const recursive = hotFunctions(document.frames, { stacks: [[0, 0, 0]], weights: [1], waiting: Uint8Array.of(0), onCpuWeight: 1, waitingWeight: 0 });
   assert.deepEqual(recursive.map((row) => [row.name, row.self, row.total]), [['main', 1, 1]]);
+  // A share at a tenth's half in samples rounds up, as profile.json's does (63 of 1008 periods
+  // of 1000/997 ms, summed as a profile's weights are: 6.3%, where the weights' ratio alone gave 6.2).
+  const period = 1000 / 997;
+  const sum = (n: number) => Array.from({ length: n }, () => period).reduce((a, b) => a + b, 0);
+  const tie = hotFunctions(document.frames, { stacks: [[0], [1]], weights: [sum(63), sum(945)], waiting: Uint8Array.of(0, 0), onCpuWeight: sum(1008), waitingWeight: 0 });
+  assert.equal(tie.find((row) => row.self === sum(63))?.selfPercent, 6.3);
   const byTotal = sortHotFunctions(rows, 'total');
   // Equal totals fall back to self, then to the name.
   assert.deepEqual(byTotal.slice(0, 4).map((row) => [row.name, row.total]), [
