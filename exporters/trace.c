@@ -128,7 +128,9 @@ struct point {
  * an on-CPU row of weight w covers the w periods of CPU it paid for, ending at its time (from
  * max(t - w periods, the previous point)); the thread is (idle) from the end of that until
  * its next row, and from a waiting row until its next row. So the CPU time a reader sums per
- * function is the report's, and the gaps (preempted, blocked) are idle. Returns the count. */
+ * function is the report's, and the gaps (preempted, blocked) are idle. Rows that follow each
+ * other without a gap in one node are one point (a hot loop's ticks: one sample lasting them
+ * all, as the `.cpuprofile`'s runs are). Returns the count. */
 static size_t sample_points(const struct ospx_model *model, const size_t *order, size_t count,
                             const uint32_t *leaves, uint32_t idle, struct point *points)
 {
@@ -154,7 +156,10 @@ static size_t sample_points(const struct ospx_model *model, const size_t *order,
         double start = t - length > previous_ns ? t - length : previous_ns;
         if (n > 0 && start > previous_ns && points[n - 1].node != idle)
             points[n++] = (struct point){(uint64_t)llround(previous_ns / 1000.0), idle};
-        points[n++] = (struct point){(uint64_t)llround(start / 1000.0), leaves[i]};
+        /* a row that goes on where the one before it ended, in the same node, goes on in its
+         * point (a point lasts until the next one: the same time, a point less) */
+        if (n == 0 || points[n - 1].node != leaves[i] || start > previous_ns)
+            points[n++] = (struct point){(uint64_t)llround(start / 1000.0), leaves[i]};
         previous_ns = start + length;
     }
     if (n > 0 && points[n - 1].node != idle)
