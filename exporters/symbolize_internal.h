@@ -25,11 +25,17 @@ struct ospx__location {
 struct ospx__answer {
     struct ospx__location *chain;
     size_t count;
-    /* per level, the interned frame (OSPX_SKIPPED_FRAME: the profiler's own), once a stack has used
-     * the answer; NULL before. A level without a name is named by the pc in hex: those frames
-     * hold for interned_pc only. */
-    uint32_t *interned;
+    /* per level, the interned frame (OSPX_SKIPPED_FRAME: the profiler's own) and its line, once
+     * a stack has used the answer (interned_ready): in `one` for an answer of one level (most:
+     * no inlining), so that a stack's slot reads the answer alone, not two arrays more (the
+     * cache misses were most of building the stacks), else in `interned`. A level without a
+     * name is named by the pc in hex: those frames hold for interned_pc only. */
+    struct ospx__interned {
+        uint32_t frame;
+        int line;
+    } * interned, one;
     uint64_t interned_pc;
+    bool interned_ready;
     bool interned_named; /* every level has a name: the frames hold for any pc */
 };
 #define OSPX_SKIPPED_FRAME UINT32_MAX
