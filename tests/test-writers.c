@@ -713,7 +713,8 @@ END_TEST
 /* trace.json: per fiber a Profile and ProfileChunks on the run's timeline, in which the time a
  * reader gives the non-idle samples (each lasting until the next) is the fiber's on-CPU
  * periods, consecutive rows in one node are one sample (two-fibers' worker: 9,9,9,9 was four
- * points of one tick each, now one of four), and one "waiting in" complete event per wait,
+ * points of one tick each, now one of four), each fiber's nodes are numbered 1.. on their own,
+ * and one "waiting in" complete event per wait,
  * their durations at most the waiting periods. */
 START_TEST(trace_puts_samples_on_real_time)
 {
@@ -742,8 +743,14 @@ START_TEST(trace_puts_samples_on_real_time)
             }
             if (strcmp(name, "ProfileChunk") == 0) {
                 json_t *profile = json_object_get(data, "cpuProfile");
-                if (json_object_get(profile, "nodes") != NULL)
+                if (json_object_get(profile, "nodes") != NULL) {
                     nodes = json_object_get(profile, "nodes");
+                    /* a profile's own ids, 1.. as written: the shortest numbers it can have */
+                    size_t n;
+                    json_t *node;
+                    json_array_foreach(nodes, n, node) ck_assert_int_eq(
+                        json_integer_value(json_object_get(node, "id")), (json_int_t)n + 1);
+                }
                 json_t *samples = json_object_get(profile, "samples");
                 json_t *deltas = json_object_get(data, "timeDeltas");
                 ck_assert_uint_eq(json_array_size(samples), json_array_size(deltas));
