@@ -560,8 +560,8 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
         rc = state.backend->symbolize_image(&state, &raw->images[i], &state.work[i],
                                             object_of(&state, i));
     }
-    if (state.backend != NULL && state.backend->finish != NULL)
-        state.backend->finish(&state);
+    if (state.backend != NULL && state.backend->close_input != NULL)
+        state.backend->close_input(&state);
     ospx__symbolize_progress(&state, 1);
     if (rc == 0 && state.missing_objects > 0)
         ospx__symbolize_warn(&state,
@@ -572,6 +572,8 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
                              state.missing_objects == 1 ? "its" : "their");
     if (rc == 0)
         rc = build_symbols(&state, out);
+    if (state.backend != NULL && state.backend->finish != NULL)
+        state.backend->finish(&state);
     out->unresolved_images = state.missing_objects;
     for (size_t i = 0; state.objects != NULL && i < raw->image_count; i++)
         out->unresolved_images += state.work[i].count > 0 && state.objects[i].path == NULL;

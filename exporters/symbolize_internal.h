@@ -92,7 +92,10 @@ struct ospx__backend {
                            struct ospx__image_work *work, const char *object);
     /* Before the first image, once the objects are known (NULL: nothing to do). */
     void (*begin)(struct ospx__symbolizer *state);
-    /* After the last image: end what the backend kept running (NULL: nothing). */
+    /* After the last image: tell what the backend kept running that nothing more comes, so
+     * it ends while the stacks are built (NULL: nothing). */
+    void (*close_input)(struct ospx__symbolizer *state);
+    /* After the stacks are built: end what the backend kept running (NULL: nothing). */
     void (*finish)(struct ospx__symbolizer *state);
 };
 
