@@ -295,8 +295,14 @@ struct ospx__texts {
 void ospx__texts_free(struct ospx__texts *texts);
 
 /* For each frame of model->symbols, the index of its function in model->functions
- * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure. */
+ * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure.
+ * A copy of the model's own once ospx__model_frame_functions made it. */
 uint32_t *ospx__frame_functions(const struct ospx_model *model);
+
+/* Make the model's frame → function map once (a sort of the functions by name and a search per
+ * frame, which six writers did each), so that ospx__frame_functions copies it. Before writers
+ * share the model from several threads. Returns 0 or -ENOMEM. */
+int ospx__model_frame_functions(const struct ospx_model *model);
 
 /* The model's function indices (room for one more) sorted by `compare`, which qsort_r hands
  * model->functions. Caller frees. NULL on allocation failure. */

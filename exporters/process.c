@@ -310,7 +310,8 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
     }
     /* What several writers share, made before they start: the model is read-only after. */
     const size_t *order, *first;
-    int rc = ospx__model_thread_order(model, &order, &first) != 0
+    int rc = ospx__model_thread_order(model, &order, &first) != 0 ||
+                     ospx__model_frame_functions(model) != 0
                  ? ospx_error_set(err, ENOMEM, options->stem, 0, 0, "out of memory")
                  : 0;
     if (rc == 0) {

@@ -28,6 +28,9 @@
 /* ospx_internal.h's thread grouping, which the cpuprofile writer orders its samples by. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
 #define ospx__samples_by_thread_for_test ospx__samples_by_thread
+/* ospx_internal.h's frame → function map, made once for the writers and copied by each. */
+uint32_t *ospx__frame_functions(const struct ospx_model *model);
+int ospx__model_frame_functions(const struct ospx_model *model);
 
 static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names",
                                     "weighted",   "processes",        "waiting-fiber"};
@@ -1133,6 +1136,35 @@ START_TEST(process_stops_at_the_first_error)
 }
 END_TEST
 
+/* The frame → function map made once for the writers (before they share the model) is the
+ * one each writer made for itself, and every writer's copy is its own. */
+START_TEST(frame_functions_made_once_are_each_writers)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(cases[_i], &fixture, &model);
+    uint32_t *own = ospx__frame_functions(&model);
+    ck_assert_ptr_nonnull(own);
+    ck_assert_ptr_null(model.frame_function);
+    ck_assert_int_eq(ospx__model_frame_functions(&model), 0);
+    uint32_t *copy = ospx__frame_functions(&model), *kept = model.frame_function;
+    ck_assert_ptr_nonnull(copy);
+    ck_assert_ptr_ne(copy, kept);
+    for (size_t f = 0; f < fixture.symbols.frame_count; f++) {
+        ck_assert_uint_eq(copy[f], own[f]);
+        ck_assert_uint_eq(kept[f], own[f]);
+    }
+    ck_assert_int_eq(ospx__model_frame_functions(&model), 0);
+    ck_assert_ptr_eq(model.frame_function, kept); /* made once */
+    free(own);
+    free(copy);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
 Suite *writers_suite(void)
 {
     Suite *s = suite_create("writers");
@@ -1148,6 +1180,7 @@ Suite *writers_suite(void)
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
     tcase_add_loop_test(tc, pprof_agrees_with_the_model, 0, CASE_COUNT);
     tcase_add_loop_test(tc, trace_puts_samples_on_real_time, 0, CASE_COUNT);
+    tcase_add_loop_test(tc, frame_functions_made_once_are_each_writers, 0, CASE_COUNT);
     SUITE_CASE(s, "process", 60, process_writes_four_files_and_the_report,
                process_stops_at_the_first_error, export_files_writes_the_formats_asked_for);
     return s;
