@@ -384,6 +384,13 @@ void ospx__emit_pair(FILE *out, size_t width, const char *color, const char *fir
  * file's "waits"; `process` -1: any of the run's, else that one) (report-waits.c). */
 void ospx__report_wait_source(FILE *out, size_t width, const struct ospx_model *model,
                               const char *warn, long process);
+/* The terminal report in two parts (report.c), as ospx_report_print prints them: the body
+ * (header, table, notes, per-process sections: the model's alone, so it may be made while
+ * the outputs are written) and the outcome (what was written, what was not, what was
+ * replaced). 0 or a negative errno. */
+int ospx__report_print_body(const struct ospx_model *model,
+                            const struct ospx_report_options *options, FILE *out);
+int ospx__report_print_outcome(const struct ospx_report_options *options, FILE *out);
 /* A function's LOCATION (report.c). */
 void ospx__report_location(char *out, size_t size, const struct ospx_model *model,
                            const struct ospx_function_stat *fn, const char *cwd);
