@@ -3,9 +3,9 @@
  * sample's leaf node with the gaps between samples in integer microseconds. Each fiber is a
  * synthetic child of the root named `fiber <id> (<label>)`; every waiting sample is the one
  * `(idle)` node under the root, V8's own name for time no code ran, which DevTools leaves out of
- * its CPU figures. Lines and columns are 0-based (-1 unknown); scriptId is "0" for frames
- * without a file, else the file's position in the sorted list of files, so it is the same for
- * the same profile every time.
+ * its CPU figures. Lines and columns are 0-based (-1 unknown; a column only beside a known
+ * line); scriptId is "0" for frames without a file, else the file's position in the sorted
+ * list of files, so it is the same for the same profile every time.
  *
  * DESIGN: every reader of this format (DevTools, speedscope, cpupro, flamebearer) gives a sample
  * the time up to the next sample, and DevTools' trees give a node hitCount times the profile's
@@ -114,11 +114,15 @@ void ospx__quoted_free(struct ospx__quoted_functions *quoted)
     free(quoted->url_lengths);
 }
 
-/* A node's callFrame. In a `.cpuprofile` every field, as V8's inspector writes them
- * (`scriptId` a string, `url` "" and `lineNumber`/`columnNumber` -1 when unknown); `in_trace`:
- * as V8 writes a ProfileChunk's nodes into a trace (`scriptId` a number, `url` and
- * `lineNumber` only when known, no column), which DevTools' trace model reads — 43 bytes less
- * per node of an object without line tables, a tenth of a trace's size. */
+/* A node's callFrame. In a `.cpuprofile` the fields its readers need: `scriptId` a string ("0"
+ * without a file: DevTools colours such a frame by its name and offers no source to jump to),
+ * `url` always a string ("" unknown: VS Code's profile model calls `url.startsWith` on every
+ * frame), `lineNumber` always (-1 unknown: VS Code files such a frame as system code), and
+ * `columnNumber` -1 only beside a known line (where an editor opens it; every reader takes a
+ * missing one: 18 bytes of each node without a line); `in_trace`: as V8 writes a
+ * ProfileChunk's nodes into a trace (`scriptId` a number, `url` and `lineNumber` only when
+ * known, no column), which DevTools' trace model reads — 43 bytes less per node of an object
+ * without line tables, a tenth of a trace's size. */
 void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
                           const struct ospx__quoted_functions *quoted, const uint32_t *scripts,
                           const struct ospx__node *node, const char *other_name, int in_trace)
@@ -127,8 +131,7 @@ void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
     if (node->kind != OSPX_NODE_FUNCTION) {
         fputs_unlocked(other_name, stream);
         fputs_unlocked(in_trace ? ",\"scriptId\":0}"
-                                : ",\"scriptId\":\"0\",\"url\":\"\",\"lineNumber\":-1,"
-                                  "\"columnNumber\":-1}",
+                                : ",\"scriptId\":\"0\",\"url\":\"\",\"lineNumber\":-1}",
                        stream);
         return;
     }
@@ -149,7 +152,7 @@ void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
     if (line < 0)
         putc_unlocked('-', stream);
     ospx__put_uint(stream, line < 0 ? -(uint64_t)line : (uint64_t)line);
-    fputs_unlocked(in_trace ? "}" : ",\"columnNumber\":-1}", stream);
+    fputs_unlocked(in_trace || line < 0 ? "}" : ",\"columnNumber\":-1}", stream);
 }
 
 int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_functions *quoted)

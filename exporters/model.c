@@ -622,6 +622,7 @@ void ospx_model_free(struct ospx_model *model)
     if (model == NULL)
         return;
     OSPC_FREE_ALL(model->fibers, model->functions, model->lines, model->processes,
-                  model->process_functions, model->thread_order, model->thread_first);
+                  model->process_functions, model->thread_order, model->thread_first,
+                  model->frame_function);
     memset(model, 0, sizeof *model);
 }

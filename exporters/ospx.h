@@ -429,6 +429,9 @@ struct ospx_model {
     /* the samples grouped by thread in time order, made on first use by the writers that
      * need it (ospx__model_thread_order); freed with the model */
     size_t *thread_order, *thread_first;
+    /* each frame's function, made once for the writers (ospx__model_frame_functions), which
+     * copy it; freed with the model */
+    uint32_t *frame_function;
 };
 
 int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symbols,

@@ -295,8 +295,14 @@ struct ospx__texts {
 void ospx__texts_free(struct ospx__texts *texts);
 
 /* For each frame of model->symbols, the index of its function in model->functions
- * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure. */
+ * (OSPX_NO_FUNCTION for frames no sample reached). Caller frees. NULL on allocation failure.
+ * A copy of the model's own once ospx__model_frame_functions made it. */
 uint32_t *ospx__frame_functions(const struct ospx_model *model);
+
+/* Make the model's frame → function map once (a sort of the functions by name and a search per
+ * frame, which six writers did each), so that ospx__frame_functions copies it. Before writers
+ * share the model from several threads. Returns 0 or -ENOMEM. */
+int ospx__model_frame_functions(const struct ospx_model *model);
 
 /* The model's function indices (room for one more) sorted by `compare`, which qsort_r hands
  * model->functions. Caller frees. NULL on allocation failure. */
@@ -378,6 +384,13 @@ void ospx__emit_pair(FILE *out, size_t width, const char *color, const char *fir
  * file's "waits"; `process` -1: any of the run's, else that one) (report-waits.c). */
 void ospx__report_wait_source(FILE *out, size_t width, const struct ospx_model *model,
                               const char *warn, long process);
+/* The terminal report in two parts (report.c), as ospx_report_print prints them: the body
+ * (header, table, notes, per-process sections: the model's alone, so it may be made while
+ * the outputs are written) and the outcome (what was written, what was not, what was
+ * replaced). 0 or a negative errno. */
+int ospx__report_print_body(const struct ospx_model *model,
+                            const struct ospx_report_options *options, FILE *out);
+int ospx__report_print_outcome(const struct ospx_report_options *options, FILE *out);
 /* A function's LOCATION (report.c). */
 void ospx__report_location(char *out, size_t size, const struct ospx_model *model,
                            const struct ospx_function_stat *fn, const char *cwd);

@@ -201,7 +201,36 @@ struct writers {
     unsigned finished;              /* mask over the outputs */
     int rc[MAX_OUTPUTS];            /* each output's result */
     struct ospx_error errors[MAX_OUTPUTS];
+    /* the report's body, the last job: made into `body` by the thread that runs out of
+     * outputs first (the model's alone; what was written is printed after it) */
+    const struct ospx_report_options *report;
+    int report_taken, report_rc;
+    char *body;
+    size_t body_size;
 };
+
+/* The report's body into memory, when no thread has taken it yet. */
+static void write_report_body(struct writers *writers)
+{
+    pthread_mutex_lock(&writers->lock);
+    int mine = writers->report != NULL && !writers->report_taken;
+    writers->report_taken |= mine;
+    pthread_mutex_unlock(&writers->lock);
+    if (!mine)
+        return;
+    uint64_t start = ospc_clock_ns(CLOCK_MONOTONIC);
+    uint64_t start_cpu = ospc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    FILE *memory = open_memstream(&writers->body, &writers->body_size);
+    int rc =
+        memory != NULL ? ospx__report_print_body(writers->model, writers->report, memory) : -ENOMEM;
+    if (memory != NULL && fclose(memory) != 0 && rc == 0)
+        rc = -ENOMEM;
+    writers->report_rc = rc; /* read after both threads are joined */
+    if (writers->timing)
+        fprintf(stderr, "osprey: timing: %-18s %7.3f s  (this thread's CPU %.3f s)\n",
+                "report (body)", ospc_seconds_between(start, ospc_clock_ns(CLOCK_MONOTONIC)),
+                ospc_seconds_between(start_cpu, ospc_clock_ns(CLOCK_THREAD_CPUTIME_ID)));
+}
 
 /* The selected outputs of format `format`, as a mask. */
 static unsigned rows_of(const struct writers *writers, const char *format)
@@ -251,8 +280,10 @@ static void *run_writer(void *argument)
                 i = candidate;
         }
         pthread_mutex_unlock(&writers->lock);
-        if (i == writers->count) /* none left, or one failed */
+        if (i == writers->count) { /* none left, or one failed: the report all the same */
+            write_report_body(writers);
             return NULL;
+        }
         uint64_t start = ospc_clock_ns(CLOCK_MONOTONIC);
         uint64_t start_cpu = ospc_clock_ns(CLOCK_THREAD_CPUTIME_ID);
         struct ospx_error err = {0};
@@ -308,9 +339,27 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
         if (access(paths[i], F_OK) == 0)
             existed |= 1u << i;
     }
+    /* The report's options: what was written is filled in once it is known. */
+    char reason[sizeof err->text + 8] = "";
+    struct ospx_report_options report = {
+        .color = options->color,
+        .width = options->report != NULL ? report_width(options->report) : 0,
+        .written_paths = listed,
+        .top = options->top,
+        .inverted = options->inverted,
+        .list = options->list,
+        .view_only = options->no_outputs,
+        .kept_better = kept_better,
+        .missing_paths = missing,
+        .missing_reason = reason,
+        .per_process = options->per_process,
+        .more_raw_count = options->raw_more_kept,
+        .more_raw_pattern = options->raw_more_pattern};
+    writers.report = options->report != NULL ? &report : NULL;
     /* What several writers share, made before they start: the model is read-only after. */
     const size_t *order, *first;
-    int rc = ospx__model_thread_order(model, &order, &first) != 0
+    int rc = ospx__model_thread_order(model, &order, &first) != 0 ||
+                     ospx__model_frame_functions(model) != 0
                  ? ospx_error_set(err, ENOMEM, options->stem, 0, 0, "out of memory")
                  : 0;
     if (rc == 0) {
@@ -350,28 +399,20 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
     }
     if (options->raw_written != NULL)
         listed[written++] = options->raw_written;
-    char reason[sizeof err->text + 8] = "";
     if (rc != 0 && err != NULL)
         snprintf(reason, sizeof reason, "%s", err->text);
-    /* The report of a run whose outputs were not all written is still the run's report. */
+    report.written_count = written;
+    report.missing_count = missed;
+    report.replaced_count = replaced;
+    /* The report of a run whose outputs were not all written is still the run's report. Its
+     * body was made by a writer thread when one ran out of outputs (the model's alone). */
     if (options->report != NULL && (rc == 0 || missed > 0)) {
-        struct ospx_report_options report = {.color = options->color,
-                                             .width = report_width(options->report),
-                                             .written_paths = listed,
-                                             .written_count = written,
-                                             .top = options->top,
-                                             .inverted = options->inverted,
-                                             .list = options->list,
-                                             .view_only = options->no_outputs,
-                                             .kept_better = kept_better,
-                                             .missing_paths = missing,
-                                             .missing_count = missed,
-                                             .missing_reason = reason,
-                                             .replaced_count = replaced,
-                                             .per_process = options->per_process,
-                                             .more_raw_count = options->raw_more_kept,
-                                             .more_raw_pattern = options->raw_more_pattern};
-        ospx_report_print(model, &report, options->report);
+        if (writers.report_taken && writers.report_rc == 0) {
+            fwrite(writers.body, 1, writers.body_size, options->report);
+            ospx__report_print_outcome(&report, options->report);
+        } else {
+            ospx_report_print(model, &report, options->report);
+        }
         if (options->reported != NULL)
             *options->reported = 1;
         fflush(options->report);
@@ -379,6 +420,7 @@ static int write_outputs(const struct ospx_model *model, const struct ospx_proce
     }
     for (size_t i = 0; i < count; i++)
         free(paths[i]);
+    free(writers.body);
     return rc;
 }
 

@@ -332,21 +332,21 @@ static int print_sections(FILE *out, size_t width, const struct ospx_model *mode
     return rc;
 }
 
-int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
-                      FILE *out)
+int ospx__report_print_body(const struct ospx_model *model,
+                            const struct ospx_report_options *options, FILE *out)
 {
-    struct ospx_report_options defaults = {0};
-    if (options == NULL)
-        options = &defaults;
     size_t width = options->width > 0 ? (size_t)options->width : OSPX__DEFAULT_WIDTH;
-    const char *warn = options->color ? OSPX__COLOR_WARN : NULL;
-    char line[512];
-
     int rc = print_body(out, width, model, options, "osprey", -1);
     if (rc == 0 && options->per_process && model->processes_sampled > 1)
         rc = print_sections(out, width, model, options);
-    if (rc != 0)
-        return rc;
+    return rc;
+}
+
+int ospx__report_print_outcome(const struct ospx_report_options *options, FILE *out)
+{
+    size_t width = options->width > 0 ? (size_t)options->width : OSPX__DEFAULT_WIDTH;
+    const char *warn = options->color ? OSPX__COLOR_WARN : NULL;
+    char line[512];
     if (options->written_count == 0 && options->kept_better) {
         fputc('\n', out);
         ospx__emit_pair(out, width, NULL,
@@ -406,4 +406,14 @@ int ospx_report_print(const struct ospx_model *model, const struct ospx_report_o
         ospx__emit(out, width, NULL, line);
     }
     return ferror(out) ? -EIO : 0;
+}
+
+int ospx_report_print(const struct ospx_model *model, const struct ospx_report_options *options,
+                      FILE *out)
+{
+    struct ospx_report_options defaults = {0};
+    if (options == NULL)
+        options = &defaults;
+    int rc = ospx__report_print_body(model, options, out);
+    return rc != 0 ? rc : ospx__report_print_outcome(options, out);
 }

@@ -576,6 +576,16 @@ static void llvm_begin(struct ospx__symbolizer *state)
     }
 }
 
+/* llvm-symbolizer frees what it read of every object as it exits (6-22 ms for the benchmark's
+ * 50 libraries): its input closed, it does so on the other CPU while the stacks are built. */
+static void llvm_close_input(struct ospx__symbolizer *state)
+{
+    if (state->llvm_running && state->llvm.input >= 0) {
+        close(state->llvm.input);
+        state->llvm.input = -1;
+    }
+}
+
 static void llvm_finish(struct ospx__symbolizer *state)
 {
     if (state->llvm_running)
@@ -587,5 +597,6 @@ const struct ospx__backend ospx__backend_llvm = {
     .name = "llvm-symbolizer",
     .symbolize_image = llvm_symbolize_image,
     .begin = llvm_begin,
+    .close_input = llvm_close_input,
     .finish = llvm_finish,
 };

@@ -154,6 +154,7 @@ void ospx__answer_free(struct ospx__answer *answer)
     OSPC_FREE_ALL(answer->chain, answer->interned);
     answer->chain = NULL;
     answer->interned = NULL;
+    answer->interned_ready = false;
     answer->count = 0;
 }
 
@@ -371,14 +372,14 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
         }
         /* An answer seen before gives the same frames (hundreds of stacks share a pc):
          * interned once, not hashed and compared again per stack. */
-        if (answer != NULL && answer->interned != NULL &&
+        if (answer != NULL && answer->interned_ready &&
             (answer->interned_named || answer->interned_pc == stack->pcs[k])) {
+            const struct ospx__interned *known = levels == 1 ? &answer->one : answer->interned;
             for (size_t level = 0; level < levels; level++) {
-                if (answer->interned[level] == OSPX_SKIPPED_FRAME)
+                if (known[level].frame == OSPX_SKIPPED_FRAME)
                     continue;
-                slots[count++] = (struct ospx_slot){
-                    answer->interned[level], answer->count > 0 ? answer->chain[level].line : 0,
-                    (uint32_t)k};
+                slots[count++] =
+                    (struct ospx_slot){known[level].frame, known[level].line, (uint32_t)k};
             }
             symbols->stack_depths[i] = count;
             continue;
@@ -386,11 +387,12 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
         bool named = answer != NULL && answer->count > 0;
         for (size_t level = 0; named && level < levels; level++)
             named = answer->chain[level].name != NULL;
-        uint32_t *interned = NULL;
+        struct ospx__interned *interned = NULL;
         if (answer != NULL) {
             free(answer->interned);
             answer->interned = NULL;
-            interned = malloc(levels * sizeof *interned);
+            answer->interned_ready = false;
+            interned = levels == 1 ? &answer->one : malloc(levels * sizeof *interned);
         }
         /* A frame nothing names is its object and the object's own address, as perf prints
          * it ("libc.so.6+0x2ab18b", what addr2line -e takes), the same in every run whatever
@@ -443,7 +445,7 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
              * so a wrapper's time goes to its caller and the shim's start-up never shows. */
             if (is_profiler_frame(name, image_path, location != NULL ? location->file : NULL)) {
                 if (interned != NULL)
-                    interned[level] = OSPX_SKIPPED_FRAME;
+                    interned[level] = (struct ospx__interned){OSPX_SKIPPED_FRAME, 0};
                 continue;
             }
             const char *file = location != NULL ? location->file : "";
@@ -453,15 +455,17 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
             int rc =
                 intern_frame(table, name, file, line, column, image_path, stack->pcs[k], &frame);
             if (rc < 0) {
-                free(interned);
+                if (answer != NULL && interned != &answer->one)
+                    free(interned);
                 return rc;
             }
             if (interned != NULL)
-                interned[level] = frame;
+                interned[level] = (struct ospx__interned){frame, line};
             slots[count++] = (struct ospx_slot){frame, line, (uint32_t)k};
         }
         if (interned != NULL) {
-            answer->interned = interned;
+            answer->interned = interned != &answer->one ? interned : NULL;
+            answer->interned_ready = true;
             answer->interned_pc = stack->pcs[k];
             answer->interned_named = named;
         }
@@ -556,8 +560,8 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
         rc = state.backend->symbolize_image(&state, &raw->images[i], &state.work[i],
                                             object_of(&state, i));
     }
-    if (state.backend != NULL && state.backend->finish != NULL)
-        state.backend->finish(&state);
+    if (state.backend != NULL && state.backend->close_input != NULL)
+        state.backend->close_input(&state);
     ospx__symbolize_progress(&state, 1);
     if (rc == 0 && state.missing_objects > 0)
         ospx__symbolize_warn(&state,
@@ -568,6 +572,8 @@ int ospx_symbolize(const struct ospx_raw *raw, const struct ospx_symbolize_optio
                              state.missing_objects == 1 ? "its" : "their");
     if (rc == 0)
         rc = build_symbols(&state, out);
+    if (state.backend != NULL && state.backend->finish != NULL)
+        state.backend->finish(&state);
     out->unresolved_images = state.missing_objects;
     for (size_t i = 0; state.objects != NULL && i < raw->image_count; i++)
         out->unresolved_images += state.work[i].count > 0 && state.objects[i].path == NULL;

@@ -25,11 +25,17 @@ struct ospx__location {
 struct ospx__answer {
     struct ospx__location *chain;
     size_t count;
-    /* per level, the interned frame (OSPX_SKIPPED_FRAME: the profiler's own), once a stack has used
-     * the answer; NULL before. A level without a name is named by the pc in hex: those frames
-     * hold for interned_pc only. */
-    uint32_t *interned;
+    /* per level, the interned frame (OSPX_SKIPPED_FRAME: the profiler's own) and its line, once
+     * a stack has used the answer (interned_ready): in `one` for an answer of one level (most:
+     * no inlining), so that a stack's slot reads the answer alone, not two arrays more (the
+     * cache misses were most of building the stacks), else in `interned`. A level without a
+     * name is named by the pc in hex: those frames hold for interned_pc only. */
+    struct ospx__interned {
+        uint32_t frame;
+        int line;
+    } * interned, one;
     uint64_t interned_pc;
+    bool interned_ready;
     bool interned_named; /* every level has a name: the frames hold for any pc */
 };
 #define OSPX_SKIPPED_FRAME UINT32_MAX
@@ -86,7 +92,10 @@ struct ospx__backend {
                            struct ospx__image_work *work, const char *object);
     /* Before the first image, once the objects are known (NULL: nothing to do). */
     void (*begin)(struct ospx__symbolizer *state);
-    /* After the last image: end what the backend kept running (NULL: nothing). */
+    /* After the last image: tell what the backend kept running that nothing more comes, so
+     * it ends while the stacks are built (NULL: nothing). */
+    void (*close_input)(struct ospx__symbolizer *state);
+    /* After the stacks are built: end what the backend kept running (NULL: nothing). */
     void (*finish)(struct ospx__symbolizer *state);
 };
 

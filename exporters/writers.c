@@ -141,7 +141,26 @@ uint32_t *ospx__functions_sorted(const struct ospx_model *model,
     return order;
 }
 
+static uint32_t *frame_functions_made(const struct ospx_model *model);
+
 uint32_t *ospx__frame_functions(const struct ospx_model *model)
+{
+    if (model->frame_function == NULL)
+        return frame_functions_made(model);
+    size_t size = model->symbols->frame_count * sizeof *model->frame_function;
+    uint32_t *copy = malloc(size + sizeof *copy);
+    return copy != NULL ? memcpy(copy, model->frame_function, size) : NULL;
+}
+
+int ospx__model_frame_functions(const struct ospx_model *model)
+{
+    struct ospx_model *cache = (struct ospx_model *)model; /* a cache, not a change */
+    if (cache->frame_function == NULL)
+        cache->frame_function = frame_functions_made(model);
+    return cache->frame_function != NULL ? 0 : -ENOMEM;
+}
+
+static uint32_t *frame_functions_made(const struct ospx_model *model)
 {
     const struct ospx_symbols *symbols = model->symbols;
     uint32_t *map = malloc((symbols->frame_count + 1) * sizeof *map);

@@ -59,8 +59,10 @@ nodes = {node["id"]: node for node in cpuprofile["nodes"]}
 check(len(nodes) == len(cpuprofile["nodes"]), "cpuprofile: duplicate node ids")
 for node in cpuprofile["nodes"]:
     frame = node["callFrame"]
-    for key in ("functionName", "scriptId", "url", "lineNumber", "columnNumber"):
+    for key in ("functionName", "scriptId", "url", "lineNumber"):
         check(key in frame, "cpuprofile: callFrame without " + key)
+    check(("columnNumber" in frame) == (frame["lineNumber"] >= 0),
+          "cpuprofile: a columnNumber without a line, or a line without one")
     check(all(child in nodes for child in node.get("children", [])),
           "cpuprofile: child id not a node")
 check(any(n["callFrame"]["functionName"] == "checksum_block" for n in cpuprofile["nodes"]),

@@ -454,6 +454,34 @@ START_TEST(test_inline_expansion_and_interning)
 }
 END_TEST
 
+/* An answer of several levels used by a second stack gives it the same frames and lines as
+ * the first (the answer's interned levels, kept with their lines); one of one level too. */
+START_TEST(test_inline_answer_reused_with_its_lines)
+{
+    WITH_LIB_A();
+    setenv("OSPREY_FAKE_INLINE", "0x1100", 1);
+    uint64_t first[] = {0x1100, 0x1201};
+    add_stack(&test, first, sizeof first / sizeof *first);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x1301, 0x1201);
+
+    ck_assert_uint_eq(symbols.stack_depths[0], 3);
+    ck_assert_uint_eq(symbols.stack_depths[1], 4);
+    for (size_t k = 0; k < 2; k++) {
+        ck_assert_uint_eq(symbols.stack_slots[1][k].frame, symbols.stack_slots[0][k].frame);
+        ck_assert_int_eq(symbols.stack_slots[1][k].line, symbols.stack_slots[0][k].line);
+        ck_assert_uint_eq(symbols.stack_slots[1][k].position, 0);
+    }
+    ck_assert_int_eq(symbols.stack_slots[1][0].line, 7);
+    ck_assert_int_eq(symbols.stack_slots[1][1].line, 0x1100 % 1000 + 1);
+    ck_assert_str_eq(frame_at(&symbols, 1, 2)->name, "libA.so:0x1300");
+    /* the one-level answer of 0x1201, at another position */
+    ck_assert_uint_eq(symbols.stack_slots[1][3].frame, symbols.stack_slots[0][2].frame);
+    ck_assert_int_eq(symbols.stack_slots[1][3].line, symbols.stack_slots[0][2].line);
+    ck_assert_uint_eq(symbols.stack_slots[1][3].position, 2);
+    fixture_and_symbols_close(&fixture, &symbols);
+}
+END_TEST
+
 /* The answer lines are read without jansson: escapes decode as JSON says (a surrogate pair to
  * one UTF-8 character), a line of another shape still reads (through jansson), and a pc the
  * symbolizer knows nothing about is its own hex frame for each pc, even when a leaf and a
@@ -1267,7 +1295,7 @@ Suite *symbolize_suite(void)
                test_explicit_symbolizer, test_tool_failure_mid_image, test_progress_only_when_asked,
                test_no_progress_for_a_quick_run, test_objects_found_by_build_id_only,
                test_rust_legacy_names_as_rustc_prints_them, test_short_names_for_tables,
-               test_leftover_mangled_names);
+               test_leftover_mangled_names, test_inline_answer_reused_with_its_lines);
     SUITE_CASE(s, "llvm-symbolizer", 120, test_real_llvm_symbolizer, test_split_debug_info,
                test_libc_debug_by_build_id, test_real_own_stack, test_real_unreadable_object,
                test_real_vdso);

@@ -28,6 +28,9 @@
 /* ospx_internal.h's thread grouping, which the cpuprofile writer orders its samples by. */
 int ospx__samples_by_thread(const struct ospx_raw *raw, size_t **order, size_t **first);
 #define ospx__samples_by_thread_for_test ospx__samples_by_thread
+/* ospx_internal.h's frame → function map, made once for the writers and copied by each. */
+uint32_t *ospx__frame_functions(const struct ospx_model *model);
+int ospx__model_frame_functions(const struct ospx_model *model);
 
 static const char *const cases[] = {"two-fibers", "recursion-inline", "odd-names",
                                     "weighted",   "processes",        "waiting-fiber"};
@@ -317,8 +320,8 @@ START_TEST(speedscope_stacks_are_root_first)
 END_TEST
 
 /* V8 profile invariants: ids 1..N in pre-order with (root) first, children after their parent,
- * hitCount = samples naming the node (absent: 0), deltas non-negative and summing within the
- * run. */
+ * call frames with the fields their readers need and no more, hitCount = samples naming the
+ * node (absent: 0), deltas non-negative and summing within the run. */
 START_TEST(cpuprofile_tree_and_samples_are_consistent)
 {
     OUTPUT_OF(cases[_i], &writers[1]);
@@ -338,9 +341,17 @@ START_TEST(cpuprofile_tree_and_samples_are_consistent)
         json_t *call = json_object_get(node, "callFrame");
         ck_assert(json_is_string(json_object_get(call, "functionName")));
         ck_assert(json_is_string(json_object_get(call, "scriptId")));
+        /* what the readers need (exporters/README.md): a url string on every frame (VS
+         * Code's model calls url.startsWith), a lineNumber always (-1: VS Code's system
+         * code), a columnNumber only beside a known line (18 bytes of every other node) */
         ck_assert(json_is_string(json_object_get(call, "url")));
-        ck_assert_int_ge(json_integer_value(json_object_get(call, "lineNumber")), -1);
-        ck_assert(json_is_integer(json_object_get(call, "columnNumber")));
+        ck_assert(json_is_integer(json_object_get(call, "lineNumber")));
+        json_int_t line = json_integer_value(json_object_get(call, "lineNumber"));
+        ck_assert_int_ge(line, -1);
+        if (line >= 0)
+            ck_assert(json_is_integer(json_object_get(call, "columnNumber")));
+        else
+            ck_assert(json_object_get(call, "columnNumber") == NULL);
         /* V8's optional fields only when they say something: a hitCount when not 0 (the
          * root's always: DevTools counts samples instead when it has none), children when
          * there are some */
@@ -704,8 +715,10 @@ END_TEST
 
 /* trace.json: per fiber a Profile and ProfileChunks on the run's timeline, in which the time a
  * reader gives the non-idle samples (each lasting until the next) is the fiber's on-CPU
- * periods, and one "waiting in" complete event per wait, their durations at most the waiting
- * periods. */
+ * periods, consecutive rows in one node are one sample (two-fibers' worker: 9,9,9,9 was four
+ * points of one tick each, now one of four), each fiber's nodes are numbered 1.. on their own,
+ * and one "waiting in" complete event per wait,
+ * their durations at most the waiting periods. */
 START_TEST(trace_puts_samples_on_real_time)
 {
     OUTPUT_OF(cases[_i], &writers[6]);
@@ -715,7 +728,7 @@ START_TEST(trace_puts_samples_on_real_time)
     size_t i, profiles = 0;
     json_t *event;
     for (size_t t = 0; t < fixture.raw.thread_count; t++) {
-        json_int_t tid = (json_int_t)t + 1, at = -1, previous = -1, busy_us = 0;
+        json_int_t tid = (json_int_t)t + 1, at = -1, previous = -1, busy_us = 0, previous_id = -1;
         int previous_idle = 1;
         size_t points = 0, thread_names = 0;
         json_t *nodes = NULL;
@@ -733,8 +746,14 @@ START_TEST(trace_puts_samples_on_real_time)
             }
             if (strcmp(name, "ProfileChunk") == 0) {
                 json_t *profile = json_object_get(data, "cpuProfile");
-                if (json_object_get(profile, "nodes") != NULL)
+                if (json_object_get(profile, "nodes") != NULL) {
                     nodes = json_object_get(profile, "nodes");
+                    /* a profile's own ids, 1.. as written: the shortest numbers it can have */
+                    size_t n;
+                    json_t *node;
+                    json_array_foreach(nodes, n, node) ck_assert_int_eq(
+                        json_integer_value(json_object_get(node, "id")), (json_int_t)n + 1);
+                }
                 json_t *samples = json_object_get(profile, "samples");
                 json_t *deltas = json_object_get(data, "timeDeltas");
                 ck_assert_uint_eq(json_array_size(samples), json_array_size(deltas));
@@ -758,6 +777,10 @@ START_TEST(trace_puts_samples_on_real_time)
                                    "(idle)") == 0;
                     }
                     ck_assert(found);
+                    /* rows going on in one node are one point: none repeats the one before */
+                    ck_assert_msg(id != previous_id, "fiber %zu: node %lld twice in a row", t,
+                                  (long long)id);
+                    previous_id = id;
                     previous = at;
                     points++;
                 }
@@ -1113,6 +1136,35 @@ START_TEST(process_stops_at_the_first_error)
 }
 END_TEST
 
+/* The frame → function map made once for the writers (before they share the model) is the
+ * one each writer made for itself, and every writer's copy is its own. */
+START_TEST(frame_functions_made_once_are_each_writers)
+{
+    struct fixture fixture;
+    struct ospx_model model;
+    make_scratch();
+    load_case(cases[_i], &fixture, &model);
+    uint32_t *own = ospx__frame_functions(&model);
+    ck_assert_ptr_nonnull(own);
+    ck_assert_ptr_null(model.frame_function);
+    ck_assert_int_eq(ospx__model_frame_functions(&model), 0);
+    uint32_t *copy = ospx__frame_functions(&model), *kept = model.frame_function;
+    ck_assert_ptr_nonnull(copy);
+    ck_assert_ptr_ne(copy, kept);
+    for (size_t f = 0; f < fixture.symbols.frame_count; f++) {
+        ck_assert_uint_eq(copy[f], own[f]);
+        ck_assert_uint_eq(kept[f], own[f]);
+    }
+    ck_assert_int_eq(ospx__model_frame_functions(&model), 0);
+    ck_assert_ptr_eq(model.frame_function, kept); /* made once */
+    free(own);
+    free(copy);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+    remove_scratch();
+}
+END_TEST
+
 Suite *writers_suite(void)
 {
     Suite *s = suite_create("writers");
@@ -1128,6 +1180,7 @@ Suite *writers_suite(void)
     tcase_add_loop_test(tc, folded_lines_follow_the_grammar, 0, CASE_COUNT);
     tcase_add_loop_test(tc, pprof_agrees_with_the_model, 0, CASE_COUNT);
     tcase_add_loop_test(tc, trace_puts_samples_on_real_time, 0, CASE_COUNT);
+    tcase_add_loop_test(tc, frame_functions_made_once_are_each_writers, 0, CASE_COUNT);
     SUITE_CASE(s, "process", 60, process_writes_four_files_and_the_report,
                process_stops_at_the_first_error, export_files_writes_the_formats_asked_for);
     return s;

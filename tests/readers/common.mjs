@@ -28,7 +28,8 @@ export function report() {
                         selfPercent: parseFloat(row[1])});
   }
   assert.ok(rows.length >= 3, `report rows in:\n${text}`);
-  return {cpu: seconds(header[2]), rate: parseInt(header[4], 10), rows, text};
+  return {cpu: seconds(header[2]), samples: parseInt(header[3], 10), rate: parseInt(header[4], 10),
+          rows, text};
 }
 
 // Each report row's self time against a reader's, within 1% of the run's CPU time.

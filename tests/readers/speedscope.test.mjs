@@ -24,11 +24,11 @@ function seconds(text) {
   return parseFloat(match[1]) * scale;
 }
 
-// Open `document` (a speedscope file's JSON) and return the profile shown and its Sandwich
-// table as [name, self seconds].
-async function openInSpeedscope(browser, document, scratch) {
-  const name = 'run.speedscope.json';
-  const loader = path.join(scratch, `load-${document.activeProfileIndex}.js`);
+// Open `document` (a speedscope file's JSON, or another format speedscope imports, named
+// `name`) and return the profile shown and its Sandwich table as [name, self seconds].
+async function openInSpeedscope(browser, document, scratch, name = 'run.speedscope.json',
+                                shownPattern = /^\S+-\d+ (\((main|thread)\) )?\(\d+\/\d+\)$/) {
+  const loader = path.join(scratch, `load-${name}-${document.activeProfileIndex}.js`);
   const base64 = Buffer.from(JSON.stringify(document)).toString('base64');
   fs.writeFileSync(loader, `speedscope.loadFileFromBase64(${JSON.stringify(name)}, ` +
                            `${JSON.stringify(base64)})`);
@@ -36,7 +36,8 @@ async function openInSpeedscope(browser, document, scratch) {
   const index = path.join(speedscopeDir, 'dist', 'release', 'index.html');
   await page.goto(`file://${index}#localProfilePath=${loader}`);
   await page.getByText('Sandwich').first().waitFor({timeout: 30000});
-  const shown = await page.getByText(/^\S+-\d+ (\((main|thread)\) )?\(\d+\/\d+\)$/).first().innerText();
+  // A file of one profile (an imported .cpuprofile) has no profile name of its own to show.
+  const shown = shownPattern ? await page.getByText(shownPattern).first().innerText() : '';
   await page.getByText('Sandwich').first().click();
   await page.getByText('Symbol Name').waitFor({timeout: 30000});
   const text = await page.evaluate(() => document.body.innerText);
@@ -77,6 +78,23 @@ test('speedscope opens on the busiest fiber and its self times are the report\'s
         if (name !== '(waiting)') self.set(name, (self.get(name) ?? 0) + seconds);
     }
     assertSelfTimes(`speedscope ${speedscopeVersion} Sandwich`, self, expected);
+  } finally {
+    await browser.close();
+    fs.rmSync(scratch, {recursive: true, force: true});
+  }
+});
+
+// The .cpuprofile through speedscope's Chrome importer: its call frames as written (no column
+// where there is no line) give every function the report's self time.
+test('speedscope imports the .cpuprofile with the report\'s self times', async () => {
+  const expected = report();
+  const profile = JSON.parse(fs.readFileSync(output('.cpuprofile')));
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'osprey-speedscope-'));
+  const browser = await chromium.launch({executablePath: '/usr/bin/chromium', args: chromiumArgs});
+  try {
+    const {rows} = await openInSpeedscope(browser, profile, scratch, 'run.cpuprofile', null);
+    assertSelfTimes(`speedscope ${speedscopeVersion} Sandwich of the .cpuprofile`,
+                    new Map(rows), expected);
   } finally {
     await browser.close();
     fs.rmSync(scratch, {recursive: true, force: true});
