@@ -341,6 +341,25 @@ static const struct ospx_jit_symbol *jit_symbol(const struct ospx_raw *raw, uint
     return NULL;
 }
 
+/* Whether the collector named any Python frame of process `process`: only then is a pc with
+ * the pseudo-pc's bit that no symbol names one of its Python frames (its code object freed
+ * before it was read). Elsewhere it is a word a walk read past the stack's real end (bzip2's
+ * outermost "return address" 0x6964517257384266, ASCII from its stack), shown as the number.
+ * The Python names sort after every JIT symbol of their process (bit 62), so the process's
+ * last symbol says. */
+static bool process_has_python(const struct ospx_raw *raw, uint32_t process)
+{
+    size_t low = 0, high = raw->jit_count;
+    while (low < high) { /* the first symbol of a later process */
+        size_t middle = low + (high - low) / 2;
+        if (raw->jit[middle].process <= process)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low > 0 && raw->jit[low - 1].process == process && raw->jit[low - 1].python;
+}
+
 /* Expand raw stack i into frames, leaf first, inline levels innermost first. */
 static int build_stack(struct ospx__symbolizer *state, struct frame_table *table, size_t i)
 {
@@ -419,7 +438,7 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
                 snprintf(hex, sizeof hex, "%.1000s%s", jit->name,
                          jit->python ? OSPX_PY_MARK : OSPX_JIT_MARK);
                 image_path = jit->python ? OSPX_PY_IMAGE : OSPX_JIT_IMAGE;
-            } else if (osp_py_pc_is(stack->pcs[k])) {
+            } else if (osp_py_pc_is(stack->pcs[k]) && process_has_python(raw, stack->process)) {
                 snprintf(hex, sizeof hex, "[py] 0x%" PRIx64, osp_py_pc_code(stack->pcs[k]));
                 image_path = OSPX_PY_IMAGE;
             }

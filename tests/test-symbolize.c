@@ -547,14 +547,20 @@ START_TEST(test_atos_arch_pinning)
 }
 END_TEST
 
+/* No symbolizer on PATH, and a profile of /app/main, its text 0x1000 bytes at 0x1000. */
+static void no_tool_fixture(struct fixture *fixture, struct test_raw *test)
+{
+    fixture_open(fixture, "/nonexistent-osprey-test-dir");
+    init_raw(test, "/app/main");
+    add_image(test, "/app/main", 0x1000, 0, 0x1000, 0x1000, "");
+}
+
 /* No tool at all: hex names, the image still named, and exactly one warning line. */
 START_TEST(test_no_tool_hex_and_one_warning)
 {
     struct fixture fixture;
-    fixture_open(&fixture, "/nonexistent-osprey-test-dir");
     struct test_raw test;
-    init_raw(&test, "/app/main");
-    add_image(&test, "/app/main", 0x1000, 0, 0x1000, 0x1000, "");
+    no_tool_fixture(&fixture, &test);
     add_image(&test, "/lib/libz.so", 0x9000, 0, 0x9000, 0x1000, "");
     struct ospx_symbols symbols;
     SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x9201, 0x20);
@@ -566,6 +572,37 @@ START_TEST(test_no_tool_hex_and_one_warning)
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->image, "");
     const char *warnings = fixture_warnings(&fixture, 1);
     ck_assert_msg(strncmp(warnings, "osprey: no llvm-symbolizer or atos", 34) == 0, "%s", warnings);
+    fixture_and_symbols_close(&fixture, &symbols);
+}
+END_TEST
+
+/* A pc with the Python pseudo-pc's bit that no Python name covers reads "[py] 0x<code>" only in
+ * a process the collector named Python frames of (a code object freed before it was read); in
+ * another (bzip2's outermost word past its stack, 0x6964517257384266) it is the number. */
+START_TEST(test_python_mark_only_where_python_ran)
+{
+    struct fixture fixture;
+    struct test_raw test;
+    no_tool_fixture(&fixture, &test);
+    struct ospx_jit_symbol named = {.start = 0x4000700000001000 - 1,
+                                    .size = 2,
+                                    .name = "work (/w/a.py:3)",
+                                    .process = 1,
+                                    .python = true};
+    test.raw.jit = &named;
+    test.raw.jit_count = 1;
+    uint64_t plain[] = {0x1100, 0x6964517257384266};
+    uint64_t python[] = {0x4000700000002000, 0x4000700000001000};
+    add_stack(&test, plain, 2);
+    add_stack(&test, python, 2);
+    test.stacks[1].process = 1;
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    EXPECT_STACK(&symbols, 0, "main+0x1100", "0x6964517257384266");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, "");
+    EXPECT_STACK(&symbols, 1, "[py] 0x700000002000", "work (/w/a.py:3) [py]");
+    ck_assert_str_eq(frame_at(&symbols, 1, 0)->image, OSPX_PY_IMAGE);
+    fixture_warnings(&fixture, 1);
     fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
@@ -1267,7 +1304,7 @@ Suite *symbolize_suite(void)
                test_explicit_symbolizer, test_tool_failure_mid_image, test_progress_only_when_asked,
                test_no_progress_for_a_quick_run, test_objects_found_by_build_id_only,
                test_rust_legacy_names_as_rustc_prints_them, test_short_names_for_tables,
-               test_leftover_mangled_names);
+               test_leftover_mangled_names, test_python_mark_only_where_python_ran);
     SUITE_CASE(s, "llvm-symbolizer", 120, test_real_llvm_symbolizer, test_split_debug_info,
                test_libc_debug_by_build_id, test_real_own_stack, test_real_unreadable_object,
                test_real_vdso);
