@@ -360,7 +360,20 @@ static bool process_has_python(const struct ospx_raw *raw, uint32_t process)
     return low > 0 && raw->jit[low - 1].process == process && raw->jit[low - 1].python;
 }
 
-/* Expand raw stack i into frames, leaf first, inline levels innermost first. */
+/* Whether return address k of a stack is a word no walk should have taken for one: above every
+ * user address space (2^56: x86_64's five-level tables, aarch64's 52 bits), no kernel frame
+ * (bit 63) and no Python frame of a process with Python. Seen: the strings above main's frame
+ * read as its return address, bzip2's 0x6964517257384266 ("fB8WrQdi"), a Go program's
+ * 0x67636e6970736f67 ("gospincg"). */
+static bool past_the_frames(const struct ospx_raw *raw, const struct ospx_stack *stack, size_t k)
+{
+    uint64_t pc = stack->pcs[k];
+    return k > 0 && (pc >> 56) != 0 && (pc >> 63) == 0 &&
+           !(osp_py_pc_is(pc) && process_has_python(raw, stack->process));
+}
+
+/* Expand raw stack i into frames, leaf first, inline levels innermost first. A stack ends before
+ * a return address that cannot be one (past_the_frames): the walk had left the frames there. */
 static int build_stack(struct ospx__symbolizer *state, struct frame_table *table, size_t i)
 {
     const struct ospx_raw *raw = state->raw;
@@ -371,7 +384,7 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
     symbols->stack_slots[i] = slots;
     if (slots == NULL)
         return -ENOMEM;
-    for (size_t k = 0; k < stack->depth; k++) {
+    for (size_t k = 0; k < stack->depth && !past_the_frames(raw, stack, k); k++) {
         uint64_t pc = ospx__lookup_pc(stack, k);
         uint32_t image = ospx__stack_image(raw, stack, k);
         const char *image_path = image != NO_IMAGE     ? raw->images[image].path

@@ -578,7 +578,7 @@ END_TEST
 
 /* A pc with the Python pseudo-pc's bit that no Python name covers reads "[py] 0x<code>" only in
  * a process the collector named Python frames of (a code object freed before it was read); in
- * another (bzip2's outermost word past its stack, 0x6964517257384266) it is the number. */
+ * another (bzip2's outermost word past its stack, 0x6964517257384266) it is no frame. */
 START_TEST(test_python_mark_only_where_python_ran)
 {
     struct fixture fixture;
@@ -598,10 +598,32 @@ START_TEST(test_python_mark_only_where_python_ran)
     test.stacks[1].process = 1;
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
-    EXPECT_STACK(&symbols, 0, "main+0x1100", "0x6964517257384266");
-    ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, "");
+    EXPECT_STACK(&symbols, 0, "main+0x1100");
     EXPECT_STACK(&symbols, 1, "[py] 0x700000002000", "work (/w/a.py:3) [py]");
     ck_assert_str_eq(frame_at(&symbols, 1, 0)->image, OSPX_PY_IMAGE);
+    fixture_warnings(&fixture, 1);
+    fixture_and_symbols_close(&fixture, &symbols);
+}
+END_TEST
+
+/* A return address above every user address space, no kernel frame and no Python frame (a Go
+ * program's "gospincg", the strings above main's frame read as its return address) ends the
+ * stack there: it and what the walk found past it are no frames. A kernel return address, a
+ * leaf pc and a JIT's address are kept. */
+START_TEST(test_words_past_the_frames_end_the_stack)
+{
+    struct fixture fixture;
+    struct test_raw test;
+    no_tool_fixture(&fixture, &test);
+    uint64_t past[] = {0x1100, 0x1200, 0x67636e6970736f67, 0x1300};
+    uint64_t kernel[] = {0x6964517257384266, 0xffffffff81000010, 0x7f0000001000, 0x1300};
+    add_stack(&test, past, 4);
+    add_stack(&test, kernel, 4);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    EXPECT_STACK(&symbols, 0, "main+0x1100", "main+0x1200");
+    EXPECT_STACK(&symbols, 1, "0x6964517257384266", "[k] 0xffffffff81000010", "0x7f0000001000",
+                 "main+0x1300");
     fixture_warnings(&fixture, 1);
     fixture_and_symbols_close(&fixture, &symbols);
 }
@@ -1304,7 +1326,8 @@ Suite *symbolize_suite(void)
                test_explicit_symbolizer, test_tool_failure_mid_image, test_progress_only_when_asked,
                test_no_progress_for_a_quick_run, test_objects_found_by_build_id_only,
                test_rust_legacy_names_as_rustc_prints_them, test_short_names_for_tables,
-               test_leftover_mangled_names, test_python_mark_only_where_python_ran);
+               test_leftover_mangled_names, test_python_mark_only_where_python_ran,
+               test_words_past_the_frames_end_the_stack);
     SUITE_CASE(s, "llvm-symbolizer", 120, test_real_llvm_symbolizer, test_split_debug_info,
                test_libc_debug_by_build_id, test_real_own_stack, test_real_unreadable_object,
                test_real_vdso);
