@@ -11,6 +11,7 @@
  *   sample 1000000 0 0 0         t_rel_ns thread stack state (0 on-CPU, 1 waiting)
  *   sample 1000000 0 0 1 40      ... and an optional weight (sampling periods; default 1)
  *   process_cpu_ns 9000000       the raw file's process_cpu_ns (default: not recorded)
+ *   events_cpu_ns 9000000        an attach's collector.events_cpu_ns (default: not recorded)
  *   drop ring_full 2             one reason of the raw file's "drops"
  *   killed 9                     the program was killed by this signal (the raw "exit")
  *   process 42 /w/demo           a process of a run: pid, exe; the threads and stacks after
@@ -96,6 +97,8 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
             raw->rate_hz = (uint32_t)strtoul(words[0], NULL, 10);
         } else if (strcmp(key, "process_cpu_ns") == 0) {
             raw->process_cpu_ns = strtoll(words[0], NULL, 10);
+        } else if (strcmp(key, "events_cpu_ns") == 0) {
+            raw->events_cpu_ns = strtoull(words[0], NULL, 10);
         } else if (strcmp(key, "drop") == 0) {
             raw->drops = fixture_grow(raw->drops, raw->drop_count, sizeof *raw->drops);
             raw->drops[raw->drop_count].reason = fixture_word(words[0]);
