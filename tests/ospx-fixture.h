@@ -14,6 +14,7 @@
  *   events_cpu_ns 9000000        an attach's collector.events_cpu_ns (default: not recorded)
  *   drop ring_full 2             one reason of the raw file's "drops"
  *   killed 9                     the program was killed by this signal (the raw "exit")
+ *   left_session                 the last process left the program's session (its "exit")
  *   process 42 /w/demo           a process of a run: pid, exe; the threads and stacks after
  *                                it are its own (without one: a profile of one process)
  *   unwind_ready_ns 50000000     the last process's collector.unwind.ready_ns (default: not
@@ -122,6 +123,8 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
                 free(raw->exe);
                 raw->exe = fixture_word(n > 1 ? words[1] : "-");
             }
+        } else if (strcmp(key, "left_session") == 0 && raw->process_count > 0) {
+            raw->processes[raw->process_count - 1].exit.left_session = 1;
         } else if (strcmp(key, "unwind_ready_ns") == 0 && raw->process_count > 0) {
             raw->processes[raw->process_count - 1].unwind_ready_ns = strtoll(words[0], NULL, 10);
         } else if (strcmp(key, "escaped") == 0) {

@@ -673,6 +673,26 @@ START_TEST(an_attach_without_kernel_frames_says_their_samples_are_missing)
 }
 END_TEST
 
+/* A server whose five children each left its session (postgres calls setsid in every one):
+ * three named, the other two counted, not left unsaid. */
+START_TEST(every_process_that_left_the_session_is_told)
+{
+    char profile[2048] = "rate 1000\nframe main /w/pg.c\n";
+    for (int p = 1; p <= 6; p++) {
+        size_t used = strlen(profile);
+        snprintf(profile + used, sizeof profile - used,
+                 "process %d /w/pg\n%sthread 0 main\nstack 0\nsample 1000000 0 0 0 %d\n", 100 + p,
+                 p > 1 ? "left_session\n" : "", 10 * p);
+    }
+    char *text = report_of(profile, 200);
+    ck_assert_ptr_nonnull(line_with(text, "process 102 (pg) left the session (a daemon)"));
+    ck_assert_ptr_nonnull(line_with(text, "process 104 (pg) left the session (a daemon)"));
+    ck_assert_ptr_null(line_with(text, "process 105 (pg) left the session"));
+    ck_assert_ptr_nonnull(line_with(text, "… and 2 more processes left the session, likewise"));
+    free(text);
+}
+END_TEST
+
 /* A program whose stacks are cut (crunch alone, not under main) in 40 of its 240 on-CPU
  * periods, 30 of them in the first 50 ms; the unwind tables' readiness as the raw file said. */
 static char *cut_stacks_report(const char *ready_line)
@@ -1224,7 +1244,8 @@ Suite *report_suite(void)
         cut_stacks_say_how_many_came_before_the_unwind_tables, a_stripped_programs_stacks_are_whole,
         cut_stacks_name_every_object_and_process, cut_stacks_are_told_by_how_their_walks_ended,
         go_rust_and_coroutine_roots_are_roots,
-        an_attach_without_kernel_frames_says_their_samples_are_missing);
+        an_attach_without_kernel_frames_says_their_samples_are_missing,
+        every_process_that_left_the_session_is_told);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
