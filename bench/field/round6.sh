@@ -20,7 +20,7 @@ if [ ! -x "$bin/gospincgo" ]; then
     GO111MODULE=off go build -o "$bin/gospincgo" spin.go spincgo.go)
   g++ -O2 -g -pthread -o "$bin/cxxthreads" "$progs/threads.cc"
   /usr/bin/rustc -O -g -o "$bin/rsthreads" "$progs/rsthreads.rs"
-  cp "$progs"/*.py "$progs"/*.pl "$progs"/*.lua "$bin/"
+  cp "$progs"/*.py "$progs"/*.pl "$progs"/*.lua "$progs"/*.tcl "$bin/"
   head -c 6000000 /dev/urandom | base64 -w 76 >"$bin/big.txt"
   head -c 1500000 "$bin/big.txt" >"$bin/mid.txt"
   printf 'scale=2000\n4*a(1)\nquit\n' >"$bin/pi.bc"
@@ -36,7 +36,8 @@ if [ ! -x "$bin/gospincgo" ]; then
   chmod -R a+rwX "$bin"
 fi
 
-cases=(xzT2 bzip2 lz4 gzip sort find tar bc openssl-multi pythreads perl lua jq gospincgo rsthreads cxxthreads make)
+cases=(xzT2 bzip2 lz4 gzip sort find tar bc openssl-multi pythreads perl lua jq gospincgo rsthreads
+  cxxthreads make tcl bashloop valgrind xargs)
 [ $# -gt 0 ] && cases=("$@")
 command_of() {
   case $1 in
@@ -55,6 +56,8 @@ command_of() {
   rsthreads) echo "$bin/rsthreads" 10 ;;
   cxxthreads) echo "$bin/cxxthreads" 60000 ;;
   make) echo make -s -C "$bin/proj" -B CC=gcc ;;
+  tcl) echo tclsh "$bin/loop.tcl" ;;
+  valgrind) echo valgrind -q --tool=none /bin/ls /usr ;;
   esac
 }
 for c in "${cases[@]}"; do
@@ -62,6 +65,9 @@ for c in "${cases[@]}"; do
   # These two have arguments with spaces or a pattern: given as words here.
   [ "$c" = find ] && cmd=(find /usr/share -size +20k -name '*.gz')
   [ "$c" = jq ] && cmd=(jq -c '[.[] | select(.a % 3 == 0) | .b] | unique | length' "$bin/rows.json")
+  # shellcheck disable=SC2016 # the inner shell's variables
+  [ "$c" = bashloop ] && cmd=(bash -c 'i=0; s=0; while [ $i -lt 60000 ]; do s=$(( (s + i*i) % 1000003 )); i=$((i+1)); done; echo $s')
+  [ "$c" = xargs ] && cmd=(sh -c "seq 1 40 | xargs -P2 -n1 sh -c 'b2sum $bin/mid.txt >/dev/null; echo \$0' | sort -n")
   case $(id -u) in
   0)
     FIELD_OUT=$out/root bash "$here/run.sh" "$c" "$build" -- "${cmd[@]}" | sed 's/^/root   /'
