@@ -18,17 +18,29 @@
 /* Is `name` a root of stacks: the program's start (_start, the C library's start of main,
  * main itself) or a thread's (start_thread, clone3, clone); a makecontext coroutine's
  * (__start_context); Go's (a goroutine's runtime.goexit, the main goroutine's runtime.main,
- * a runtime thread's runtime.mstart, each also with Go's ".abi0" suffix); Rust's
- * (std::rt::lang_start and its closures)? For raw files that do not say why each stack's walk
- * ended (stack_ends, written since the walk says it): those that do are asked instead. */
+ * a runtime thread's runtime.mstart, and the stack switches a g0 stack's walk ends at,
+ * runtime.mcall, runtime.systemstack and runtime.morestack, each also with Go's ".abi0" suffix);
+ * Rust's (std::rt::lang_start and its closures)? For raw files that do not say why each stack's
+ * walk ended (stack_ends, written since the walk says it): those that do are asked instead. */
 static int is_root(const char *name)
 {
-    static const char *const roots[] = {
-        "_start",       "__libc_start_main", "__libc_start_call_main",
-        "main",         "start_thread",      "clone3",
-        "clone",        "__clone",           "__clone3",
-        "thread_start", "__start_context",   "runtime.goexit",
-        "runtime.main", "runtime.mstart"};
+    static const char *const roots[] = {"_start",
+                                        "__libc_start_main",
+                                        "__libc_start_call_main",
+                                        "main",
+                                        "start_thread",
+                                        "clone3",
+                                        "clone",
+                                        "__clone",
+                                        "__clone3",
+                                        "thread_start",
+                                        "__start_context",
+                                        "runtime.goexit",
+                                        "runtime.main",
+                                        "runtime.mstart",
+                                        "runtime.mcall",
+                                        "runtime.systemstack",
+                                        "runtime.morestack"};
     size_t len = strlen(name);
     if (len > 5 && strcmp(name + len - 5, ".abi0") == 0)
         len -= 5;

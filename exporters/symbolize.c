@@ -360,20 +360,38 @@ static bool process_has_python(const struct ospx_raw *raw, uint32_t process)
     return low > 0 && raw->jit[low - 1].process == process && raw->jit[low - 1].python;
 }
 
-/* Whether return address k of a stack is a word no walk should have taken for one: above every
- * user address space (2^56: x86_64's five-level tables, aarch64's 52 bits), no kernel frame
- * (bit 63) and no Python frame of a process with Python. Seen: the strings above main's frame
- * read as its return address, bzip2's 0x6964517257384266 ("fB8WrQdi"), a Go program's
+/* Whether return address k of a stack is a word no walk should have taken for one: in the first
+ * page, or above every user address space (2^56: x86_64's five-level tables, aarch64's 52 bits), no
+ * kernel frame (bit 63) and no Python frame of a process with Python. Seen: the strings above
+ * main's frame read as its return address, bzip2's 0x6964517257384266 ("fB8WrQdi"), a Go program's
  * 0x67636e6970736f67 ("gospincg"). */
 static bool past_the_frames(const struct ospx_raw *raw, const struct ospx_stack *stack, size_t k)
 {
     uint64_t pc = stack->pcs[k];
+    if (k > 0 && pc < 4096) /* the first page, never mapped for code: Go's sigreturn's "0x7" */
+        return true;
     return k > 0 && (pc >> 56) != 0 && (pc >> 63) == 0 &&
            !(osp_py_pc_is(pc) && process_has_python(raw, stack->process));
 }
 
+/* Whether a frame is one of Go's stack switches, runtime.mcall, runtime.systemstack or
+ * runtime.morestack (".abi0" or not): they write the stack pointer, and Go's own traceback ends at
+ * them (SPWRITE). What a walk found past one on a thread's g0 stack is the words above it:
+ * runtime.newproc.abi0, then &runtime.g0 (a data address) as a return address, in 0.7-2.2% of a Go
+ * program's stacks. */
+static bool go_stack_switch(const char *name)
+{
+    size_t length = strlen(name);
+    if (length > 5 && strcmp(name + length - 5, ".abi0") == 0)
+        length -= 5;
+    return (length == 13 && strncmp(name, "runtime.mcall", 13) == 0) ||
+           (length == 19 && strncmp(name, "runtime.systemstack", 19) == 0) ||
+           (length == 17 && strncmp(name, "runtime.morestack", 17) == 0);
+}
+
 /* Expand raw stack i into frames, leaf first, inline levels innermost first. A stack ends before
- * a return address that cannot be one (past_the_frames): the walk had left the frames there. */
+ * a return address that cannot be one (past_the_frames): the walk had left the frames there;
+ * and after one of Go's stack switches (go_stack_switch), where Go's traceback ends too. */
 static int build_stack(struct ospx__symbolizer *state, struct frame_table *table, size_t i)
 {
     const struct ospx_raw *raw = state->raw;
@@ -385,6 +403,8 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
     if (slots == NULL)
         return -ENOMEM;
     for (size_t k = 0; k < stack->depth && !past_the_frames(raw, stack, k); k++) {
+        if (count > 0 && go_stack_switch(symbols->frames[slots[count - 1].frame].name))
+            break;
         uint64_t pc = ospx__lookup_pc(stack, k);
         uint32_t image = ospx__stack_image(raw, stack, k);
         const char *image_path = image != NO_IMAGE     ? raw->images[image].path
