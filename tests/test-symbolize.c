@@ -652,6 +652,18 @@ START_TEST(test_go_stack_switches_end_the_stack)
 }
 END_TEST
 
+/* A leaf at Go's runtime.asyncPreempt is the preempted code's sample (Go pushed its pc and
+ * resumed there; our signal came at that handler's return): left out, its caller the leaf. */
+START_TEST(test_go_async_preempt_leaf_is_its_callers)
+{
+    WITH_LIB_A();
+    setenv("OSPREY_FAKE_RENAME", "0x1100 runtime.asyncPreempt.abi0", 1);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x1200, 0x1300);
+    EXPECT_STACK(&symbols, 0, "libA.so:0x11ff", "libA.so:0x12ff");
+    fixture_and_symbols_close(&fixture, &symbols);
+}
+END_TEST
+
 /* llvm-symbolizer present, objects missing: the tool is not asked about them, their frames
  * are hex, and one warning line covers them all. A pseudo image ([vdso]) is not warned of. */
 START_TEST(test_missing_objects_one_warning)
@@ -1350,7 +1362,8 @@ Suite *symbolize_suite(void)
                test_no_progress_for_a_quick_run, test_objects_found_by_build_id_only,
                test_rust_legacy_names_as_rustc_prints_them, test_short_names_for_tables,
                test_leftover_mangled_names, test_python_mark_only_where_python_ran,
-               test_words_past_the_frames_end_the_stack, test_go_stack_switches_end_the_stack);
+               test_words_past_the_frames_end_the_stack, test_go_stack_switches_end_the_stack,
+               test_go_async_preempt_leaf_is_its_callers);
     SUITE_CASE(s, "llvm-symbolizer", 120, test_real_llvm_symbolizer, test_split_debug_info,
                test_libc_debug_by_build_id, test_real_own_stack, test_real_unreadable_object,
                test_real_vdso);
