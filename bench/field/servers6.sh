@@ -2,7 +2,8 @@
 # bench/field/servers6.sh BUILD [OUT] — round 6's long-running programs, as root and as nobody:
 # a static Go program (CGO_ENABLED=0: no dynamic loader, so `osprey attach`), attached for 3 s
 # by its own user and its output compared with a plain run's; PostgreSQL 15 (run as nobody: it
-# refuses root) under `pgbench`, one backend attached for 3 s by root and then by nobody, the
+# refuses root) under `pgbench`, one backend attached for 3 s by root, by nobody, and by nobody
+# with perf events refused (the ptrace sampler), the
 # server then started under `osprey postgres --profile --duration 8` as nobody with `pgbench`
 # running 4 s of it, and a last `pgbench -t 20` after the report (the server ran on). Needs
 # root, Go, and Debian's postgresql-15 (initdb, pg_ctl, pgbench). Outputs under OUT.
@@ -44,20 +45,26 @@ bench() { "${nb[@]}" pgbench -h "$out/pg" -p 5499 "$@" postgres 2>&1 | grep -E '
 "${nb[@]}" "$pg/postgres" "${server[@]}" >"$out/pg/server.log" 2>&1 &
 sleep 3
 "${nb[@]}" pgbench -i -s 3 -h "$out/pg" -p 5499 postgres >"$out/pg/init.log" 2>&1
-for who in root nobody; do
+for who in root nobody ptrace; do
   bench -c 2 -j 1 -T 6 >"$out/pg/bench-$who.log" &
   b=$!
   sleep 1.5
   backend=$(pgrep -u nobody -f "postgres: nobody postgres" | head -1)
+  # ptrace: nobody again, perf_event_open refused (tests/refuse): the ptrace sampler.
   run=()
   [ $who = nobody ] && run=("${nb[@]}")
-  (cd "$out/$who" && NO_COLOR=1 "${run[@]}" "$osprey" attach "$backend" --duration 3 \
-    -o "$out/$who/pg-attach" >/dev/null 2>"$out/$who/pg-attach.err")
+  [ $who = ptrace ] && run=("${nb[@]}" "$build/tests/refuse" perf_event_open)
+  stem=$out/nobody/pg-$who
+  [ $who = root ] && stem=$out/root/pg-attach
+  [ $who = nobody ] && stem=$out/nobody/pg-attach
+  (cd "$out/nobody" && NO_COLOR=1 "${run[@]}" "$osprey" attach "$backend" --duration 3 \
+    -o "$stem" >/dev/null 2>"$stem.err")
   echo "$who: attach to backend $backend exit $?"
   wait "$b"
   sed "s/^/$who: pgbench /" "$out/pg/bench-$who.log"
-  grep -A1 '^sampling\|^warning' "$out/$who/pg-attach.err"
-  bash "$here/check.sh" "$build" "$out/$who/pg-attach"
+  grep -A1 '^sampling\|^warning' "$stem.err"
+  grep -A3 'SELF%' "$stem.err"
+  bash "$here/check.sh" "$build" "$stem"
 done
 "${nb[@]}" "$pg/pg_ctl" -D "$db" stop -m fast >/dev/null
 (NO_COLOR=1 "${nb[@]}" "$osprey" "$pg/postgres" --profile --duration 8 -o "$out/nobody/pg" -- \
