@@ -1,8 +1,9 @@
 /* attach-check.c — whether this process may attach to another, and the one line that says
  * why not: the kernel's own ptrace check (Yama's ptrace_scope included), and the words for a
- * refused perf event or ptrace (no such process, another user's, perf_event_paranoid, a
- * setuid or undumpable program). ospreyd's attach asks before it opens anything; osprey
- * attach asks before it checks where its outputs go, so the more basic refusal comes first.
+ * refused perf event or ptrace (no such process, a kernel thread or a zombie, another user's,
+ * perf_event_paranoid, a setuid or undumpable program). ospreyd's attach asks before it opens
+ * anything; osprey attach asks before it checks where its outputs go, so the more basic refusal
+ * comes first.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,6 +39,33 @@ static long owner_of(int32_t pid)
     return uid;
 }
 
+/* For a pid the kernel refuses with ESRCH: whether it is there all the same, without memory to
+ * read. 'K' a kernel thread (PF_KTHREAD among /proc/PID/stat's flags: kthreadd, a kworker),
+ * 'Z' a process that ended and was not reaped yet, 0 no such process (or one that is neither);
+ * its command into comm. */
+static char memoryless(int32_t pid, char *comm, size_t comm_size)
+{
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return 0;
+    char *read = fgets(line, sizeof line, f); /* one line */
+    fclose(f);
+    /* "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ...": COMM may hold anything, so the
+     * fields are read after its last ')'. */
+    char *open = read != NULL ? strchr(line, '(') : NULL;
+    char *close = open != NULL ? strrchr(open, ')') : NULL;
+    char state;
+    unsigned long flags;
+    if (close == NULL || sscanf(close + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+        return 0;
+    snprintf(comm, comm_size, "%.*s", (int)(close - open - 1), open + 1);
+    if (flags & 0x00200000ul) /* PF_KTHREAD */
+        return 'K';
+    return state == 'Z' ? 'Z' : 0;
+}
+
 /* Who may attach is who may ptrace the process: the kernel's own check (ptrace's attach mode,
  * Yama's ptrace_scope included), which process_vm_readv makes before it reads anything, here
  * at an address never mapped (EFAULT: allowed). The perf events' own check is a weaker one
@@ -60,7 +88,17 @@ void ospc_attach_refusal(int32_t pid, int e, bool ptrace, char *err, size_t err_
     if (geteuid() != 0)
         read_int_file("/proc/sys/kernel/yama/ptrace_scope", &scope);
     long uid = owner_of(pid);
-    if (e == ESRCH)
+    char comm[64] = "", there = e == ESRCH ? memoryless(pid, comm, sizeof comm) : 0;
+    if (there == 'K')
+        snprintf(err, err_size,
+                 "process %d (%s) is a kernel thread: it runs no user code to sample", (int)pid,
+                 comm);
+    else if (there == 'Z')
+        snprintf(err, err_size,
+                 "process %d (%s) has ended (its parent has not reaped it yet): nothing is left "
+                 "to sample",
+                 (int)pid, comm);
+    else if (e == ESRCH)
         snprintf(err, err_size, "no process %d", (int)pid);
     else if ((e == EACCES || e == EPERM) && paranoid > 2 && !ptrace)
         snprintf(err, err_size,

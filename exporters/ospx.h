@@ -211,6 +211,10 @@ struct ospx_raw {
     /* collector.cpu_ms: ospreyd's own CPU time, summed over the run's processes; 0 when not
      * recorded */
     uint64_t collector_cpu_ms;
+    /* collector.events_cpu_ns of an attach with perf events: the CPU time the kernel's events
+     * counted, its time in system calls included, summed over the run's processes; 0 when not
+     * recorded, or attached by ptrace */
+    uint64_t events_cpu_ns;
     struct ospx_exit exit;
     /* The run's processes: one per raw file, the program the user meant first (for a program
      * that replaced itself by exec, its last image). The fields above are the first one's,

@@ -374,6 +374,13 @@ static int raw_read_process(struct raw_reader *reader, const json_t *root, struc
     if (rc == 0 && collector != NULL)
         rc = raw_optional_integer(reader, collector, "collector", "cpu_ms", &collector_cpu_ms);
     out->collector_cpu_ms = collector_cpu_ms > 0 ? (uint64_t)collector_cpu_ms : 0;
+    json_int_t events_cpu_ns = -1;
+    if (rc == 0 && collector != NULL)
+        rc = raw_optional_integer(reader, collector, "collector", "events_cpu_ns", &events_cpu_ns);
+    /* An attach by ptrace counts the threads' schedstat there: its samples are not perf's. */
+    out->events_cpu_ns = events_cpu_ns > 0 && json_object_get(collector, "ptrace") == NULL
+                             ? (uint64_t)events_cpu_ns
+                             : 0;
     if (rc == 0 && unwind != NULL)
         rc = raw_optional_integer(reader, unwind, "collector.unwind", "ready_ns", &ready_ns);
     json_t *jit = NULL;

@@ -170,14 +170,17 @@ void ospx__report_processes(FILE *out, size_t width, const struct ospx_model *mo
 #define ESCAPED_LINES 3
 
 /* The forked children that left the program's session (daemons): their profile ends there,
- * and they ran on unprofiled, which one line each says. */
+ * and they ran on unprofiled, which one line each says; the first few, the rest counted (a
+ * server whose every child calls setsid: postgres's seven, its two busy backends not among the
+ * first three). */
 void ospx__report_left_session(FILE *out, size_t width, const struct ospx_model *model,
                                const char *warn)
 {
     const struct ospx_raw *raw = model->raw;
-    for (size_t p = 0, shown = 0; p < raw->process_count && shown < ESCAPED_LINES; p++) {
+    size_t count = 0;
+    for (size_t p = 0; p < raw->process_count; p++) {
         const struct ospx_process *process = &raw->processes[p];
-        if (!process->exit.left_session)
+        if (!process->exit.left_session || ++count > ESCAPED_LINES)
             continue;
         const char *name = ospx__process_comm(raw, (uint32_t)p);
         char line[600];
@@ -186,7 +189,12 @@ void ospx__report_left_session(FILE *out, size_t width, const struct ospx_model 
         ospx__emit_pair(
             out, width, warn, line,
             "profiled until its collector saw it (within a second), then ran on unprofiled");
-        shown++;
+    }
+    if (count > ESCAPED_LINES) {
+        char line[160];
+        snprintf(line, sizeof line, "… and %zu more processes left the session, likewise",
+                 count - ESCAPED_LINES);
+        ospx__emit(out, width, warn, line);
     }
 }
 

@@ -213,6 +213,7 @@ int ospx_raw_append(struct ospx_raw *into, struct ospx_raw *from, struct ospx_er
     }
     into->dropped += from->dropped;
     into->collector_cpu_ms += from->collector_cpu_ms;
+    into->events_cpu_ns += from->events_cpu_ns;
     into->process_cpu_ns = into->process_cpu_ns >= 0 && from->process_cpu_ns >= 0
                                ? into->process_cpu_ns + from->process_cpu_ns
                                : -1;

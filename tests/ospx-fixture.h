@@ -11,8 +11,10 @@
  *   sample 1000000 0 0 0         t_rel_ns thread stack state (0 on-CPU, 1 waiting)
  *   sample 1000000 0 0 1 40      ... and an optional weight (sampling periods; default 1)
  *   process_cpu_ns 9000000       the raw file's process_cpu_ns (default: not recorded)
+ *   events_cpu_ns 9000000        an attach's collector.events_cpu_ns (default: not recorded)
  *   drop ring_full 2             one reason of the raw file's "drops"
  *   killed 9                     the program was killed by this signal (the raw "exit")
+ *   left_session                 the last process left the program's session (its "exit")
  *   process 42 /w/demo           a process of a run: pid, exe; the threads and stacks after
  *                                it are its own (without one: a profile of one process)
  *   unwind_ready_ns 50000000     the last process's collector.unwind.ready_ns (default: not
@@ -96,6 +98,8 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
             raw->rate_hz = (uint32_t)strtoul(words[0], NULL, 10);
         } else if (strcmp(key, "process_cpu_ns") == 0) {
             raw->process_cpu_ns = strtoll(words[0], NULL, 10);
+        } else if (strcmp(key, "events_cpu_ns") == 0) {
+            raw->events_cpu_ns = strtoull(words[0], NULL, 10);
         } else if (strcmp(key, "drop") == 0) {
             raw->drops = fixture_grow(raw->drops, raw->drop_count, sizeof *raw->drops);
             raw->drops[raw->drop_count].reason = fixture_word(words[0]);
@@ -119,6 +123,8 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
                 free(raw->exe);
                 raw->exe = fixture_word(n > 1 ? words[1] : "-");
             }
+        } else if (strcmp(key, "left_session") == 0 && raw->process_count > 0) {
+            raw->processes[raw->process_count - 1].exit.left_session = 1;
         } else if (strcmp(key, "unwind_ready_ns") == 0 && raw->process_count > 0) {
             raw->processes[raw->process_count - 1].unwind_ready_ns = strtoll(words[0], NULL, 10);
         } else if (strcmp(key, "escaped") == 0) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ospc.h"
@@ -689,6 +690,40 @@ START_TEST(rows_searched_sorted_and_ordered)
 }
 END_TEST
 
+/* A pid whose memory cannot be read is named for what it is: a process that ended and was not
+ * reaped, a kernel thread (kthreadd, pid 2 where the machine's pid namespace shows it), or none
+ * ("no process"), not "no process" for all three. */
+START_TEST(attach_refusal_names_zombies_and_kernel_threads)
+{
+    char err[256];
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0)
+        _exit(0);
+    /* Ended, not reaped: ESRCH once its memory is gone (waitid with WNOWAIT leaves it so). */
+    siginfo_t info;
+    ck_assert_int_eq(waitid(P_PID, (id_t)child, &info, WEXITED | WNOWAIT), 0);
+    ck_assert_int_eq(ospc_ptrace_refused(child), ESRCH);
+    ospc_attach_refusal(child, ESRCH, true, err, sizeof err);
+    ck_assert_msg(strstr(err, "has ended (its parent has not reaped it yet)") != NULL, "%s", err);
+    ck_assert_int_eq(waitpid(child, NULL, 0), child);
+    ospc_attach_refusal(child, ESRCH, true, err, sizeof err);
+    char expected[64];
+    snprintf(expected, sizeof expected, "no process %d", (int)child);
+    ck_assert_str_eq(err, expected);
+    char comm[64] = "";
+    FILE *f = fopen("/proc/2/comm", "re");
+    if (f != NULL && fgets(comm, sizeof comm, f) != NULL && strcmp(comm, "kthreadd\n") == 0) {
+        ck_assert_int_eq(ospc_ptrace_refused(2), ESRCH);
+        ospc_attach_refusal(2, ESRCH, true, err, sizeof err);
+        ck_assert_str_eq(err, "process 2 (kthreadd) is a kernel thread: it runs no user code to "
+                              "sample");
+    }
+    if (f != NULL)
+        fclose(f);
+}
+END_TEST
+
 Suite *common_suite(void)
 {
     Suite *s = suite_create("common");
@@ -698,6 +733,7 @@ Suite *common_suite(void)
                the_cache_trusts_no_other_user, checksum_sees_a_flipped_bit, sizes,
                index_finds_every_key, clock_moves, printable_text,
                shared_open_refuses_what_is_not_ours, eh_frame_hdr_table,
-               elf_program_headers_of_this_program, rows_searched_sorted_and_ordered);
+               elf_program_headers_of_this_program, rows_searched_sorted_and_ordered,
+               attach_refusal_names_zombies_and_kernel_threads);
     return s;
 }

@@ -643,6 +643,56 @@ START_TEST(unsampled_cpu_is_not_waiting)
 }
 END_TEST
 
+/* An attach as a user the kernel shows no kernel frames: its events counted 460ms of CPU, the
+ * samples outside the kernel are 216 periods of the 410ms measured. The line says the time in
+ * system calls is what is missing, not that shares hold; with a kernel frame, they hold. */
+static char *attach_report(const char *leaf)
+{
+    char *profile = NULL;
+    ck_assert_int_gt(asprintf(&profile,
+                              "rate 1000\nprocess_cpu_ns 410000000\nevents_cpu_ns 460000000\n"
+                              "frame %s\nframe main /w/pg.c\nthread 0 main\nstack 0 1\n"
+                              "sample 1000000 0 0 0 216\n",
+                              leaf),
+                     0);
+    return report_taking(profile, 300);
+}
+
+START_TEST(an_attach_without_kernel_frames_says_their_samples_are_missing)
+{
+    char *text = attach_report("parse /w/pg.c");
+    ck_assert_ptr_nonnull(line_with(text, "warning: achieved 527 samples/s of 1000 requested"));
+    line_has(text, "CPU times undercount",
+             "CPU times undercount (410ms measured): the kernel gives an attach without its frames "
+             "(not root, kernel.perf_event_paranoid >= 2) no sample inside a system call; shares "
+             "are of the time outside the kernel, as root they include it");
+    free(text);
+    text = attach_report("do_sys_poll - [kernel.kallsyms]");
+    line_has(text, "CPU times undercount", "CPU times undercount (410ms measured); shares hold");
+    free(text);
+}
+END_TEST
+
+/* A server whose five children each left its session (postgres calls setsid in every one):
+ * three named, the other two counted, not left unsaid. */
+START_TEST(every_process_that_left_the_session_is_told)
+{
+    char profile[2048] = "rate 1000\nframe main /w/pg.c\n";
+    for (int p = 1; p <= 6; p++) {
+        size_t used = strlen(profile);
+        snprintf(profile + used, sizeof profile - used,
+                 "process %d /w/pg\n%sthread 0 main\nstack 0\nsample 1000000 0 0 0 %d\n", 100 + p,
+                 p > 1 ? "left_session\n" : "", 10 * p);
+    }
+    char *text = report_of(profile, 200);
+    ck_assert_ptr_nonnull(line_with(text, "process 102 (pg) left the session (a daemon)"));
+    ck_assert_ptr_nonnull(line_with(text, "process 104 (pg) left the session (a daemon)"));
+    ck_assert_ptr_null(line_with(text, "process 105 (pg) left the session"));
+    ck_assert_ptr_nonnull(line_with(text, "… and 2 more processes left the session, likewise"));
+    free(text);
+}
+END_TEST
+
 /* A program whose stacks are cut (crunch alone, not under main) in 40 of its 240 on-CPU
  * periods, 30 of them in the first 50 ms; the unwind tables' readiness as the raw file said. */
 static char *cut_stacks_report(const char *ready_line)
@@ -1193,7 +1243,9 @@ Suite *report_suite(void)
         merged_processes_are_one_row_per_command, inverted_shows_whole_caller_chains_as_a_tree,
         cut_stacks_say_how_many_came_before_the_unwind_tables, a_stripped_programs_stacks_are_whole,
         cut_stacks_name_every_object_and_process, cut_stacks_are_told_by_how_their_walks_ended,
-        go_rust_and_coroutine_roots_are_roots);
+        go_rust_and_coroutine_roots_are_roots,
+        an_attach_without_kernel_frames_says_their_samples_are_missing,
+        every_process_that_left_the_session_is_told);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }

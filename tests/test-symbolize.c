@@ -49,6 +49,7 @@ static void fixture_open(struct fixture *fixture, const char *path_variable)
     unsetenv("OSPREY_FAKE_UNKNOWN");
     unsetenv("OSPREY_FAKE_GARBAGE");
     unsetenv("OSPREY_FAKE_EXIT_AFTER");
+    unsetenv("OSPREY_FAKE_RENAME");
     const char *old_path = getenv("PATH");
     fixture->saved_path = strdup(old_path != NULL ? old_path : "");
     setenv("PATH", path_variable, 1);
@@ -575,25 +576,118 @@ START_TEST(test_atos_arch_pinning)
 }
 END_TEST
 
+/* No symbolizer on PATH, and a profile of /app/main, its text 0x1000 bytes at 0x1000. */
+static void no_tool_fixture(struct fixture *fixture, struct test_raw *test)
+{
+    fixture_open(fixture, "/nonexistent-osprey-test-dir");
+    init_raw(test, "/app/main");
+    add_image(test, "/app/main", 0x1000, 0, 0x1000, 0x1000, "");
+}
+
 /* No tool at all: hex names, the image still named, and exactly one warning line. */
 START_TEST(test_no_tool_hex_and_one_warning)
 {
     struct fixture fixture;
-    fixture_open(&fixture, "/nonexistent-osprey-test-dir");
     struct test_raw test;
-    init_raw(&test, "/app/main");
-    add_image(&test, "/app/main", 0x1000, 0, 0x1000, 0x1000, "");
+    no_tool_fixture(&fixture, &test);
     add_image(&test, "/lib/libz.so", 0x9000, 0, 0x9000, 0x1000, "");
     struct ospx_symbols symbols;
-    SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x9201, 0x20);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x9201, 0x20000);
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, "main+0x1100");
     ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, "/app/main");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "libz.so+0x9201");
     ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, "/lib/libz.so");
-    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x20");
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x20000");
     ck_assert_str_eq(frame_at(&symbols, 0, 2)->image, "");
     const char *warnings = fixture_warnings(&fixture, 1);
     ck_assert_msg(strncmp(warnings, "osprey: no llvm-symbolizer or atos", 34) == 0, "%s", warnings);
+    fixture_and_symbols_close(&fixture, &symbols);
+}
+END_TEST
+
+/* A pc with the Python pseudo-pc's bit that no Python name covers reads "[py] 0x<code>" only in
+ * a process the collector named Python frames of (a code object freed before it was read); in
+ * another (bzip2's outermost word past its stack, 0x6964517257384266) it is no frame. */
+START_TEST(test_python_mark_only_where_python_ran)
+{
+    struct fixture fixture;
+    struct test_raw test;
+    no_tool_fixture(&fixture, &test);
+    struct ospx_jit_symbol named = {.start = 0x4000700000001000 - 1,
+                                    .size = 2,
+                                    .name = "work (/w/a.py:3)",
+                                    .process = 1,
+                                    .python = true};
+    test.raw.jit = &named;
+    test.raw.jit_count = 1;
+    uint64_t plain[] = {0x1100, 0x6964517257384266};
+    uint64_t python[] = {0x4000700000002000, 0x4000700000001000};
+    add_stack(&test, plain, 2);
+    add_stack(&test, python, 2);
+    test.stacks[1].process = 1;
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    EXPECT_STACK(&symbols, 0, "main+0x1100");
+    EXPECT_STACK(&symbols, 1, "[py] 0x700000002000", "work (/w/a.py:3) [py]");
+    ck_assert_str_eq(frame_at(&symbols, 1, 0)->image, OSPX_PY_IMAGE);
+    fixture_warnings(&fixture, 1);
+    fixture_and_symbols_close(&fixture, &symbols);
+}
+END_TEST
+
+/* A return address above every user address space, no kernel frame and no Python frame (a Go
+ * program's "gospincg", the strings above main's frame read as its return address) ends the
+ * stack there: it and what the walk found past it are no frames. A kernel return address, a
+ * leaf pc and a JIT's address are kept. */
+START_TEST(test_words_past_the_frames_end_the_stack)
+{
+    struct fixture fixture;
+    struct test_raw test;
+    no_tool_fixture(&fixture, &test);
+    uint64_t past[] = {0x1100, 0x1200, 0x67636e6970736f67, 0x1300};
+    uint64_t kernel[] = {0x6964517257384266, 0xffffffff81000010, 0x7f0000001000, 0x1300};
+    uint64_t low[] = {0x1100, 0x7, 0x1200}; /* the first page is never code */
+    add_stack(&test, past, 4);
+    add_stack(&test, kernel, 4);
+    add_stack(&test, low, 3);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    EXPECT_STACK(&symbols, 0, "main+0x1100", "main+0x1200");
+    EXPECT_STACK(&symbols, 1, "0x6964517257384266", "[k] 0xffffffff81000010", "0x7f0000001000",
+                 "main+0x1300");
+    EXPECT_STACK(&symbols, 2, "main+0x1100");
+    fixture_warnings(&fixture, 1);
+    fixture_and_symbols_close(&fixture, &symbols);
+}
+END_TEST
+
+/* Go's stack switches (runtime.mcall, runtime.systemstack, runtime.morestack, ".abi0" or not)
+ * end a stack as Go's own traceback ends there: past one on a g0 stack are the words above it
+ * (runtime.newproc.abi0, then &runtime.g0 as a return address). */
+START_TEST(test_go_stack_switches_end_the_stack)
+{
+    static const char *const switches[] = {"runtime.mcall", "runtime.systemstack.abi0",
+                                           "runtime.morestack.abi0"};
+    for (size_t i = 0; i < sizeof switches / sizeof *switches; i++) {
+        WITH_LIB_A();
+        char rename[64];
+        snprintf(rename, sizeof rename, "0x11ff %s", switches[i]);
+        setenv("OSPREY_FAKE_RENAME", rename, 1);
+        SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x1200, 0x1300, 0x1400);
+        EXPECT_STACK(&symbols, 0, "libA.so:0x1100", switches[i]);
+        fixture_and_symbols_close(&fixture, &symbols);
+    }
+}
+END_TEST
+
+/* A leaf at Go's runtime.asyncPreempt is the preempted code's sample (Go pushed its pc and
+ * resumed there; our signal came at that handler's return): left out, its caller the leaf. */
+START_TEST(test_go_async_preempt_leaf_is_its_callers)
+{
+    WITH_LIB_A();
+    setenv("OSPREY_FAKE_RENAME", "0x1100 runtime.asyncPreempt.abi0", 1);
+    SYMBOLIZE(&test, &fixture, &symbols, 0x1100, 0x1200, 0x1300);
+    EXPECT_STACK(&symbols, 0, "libA.so:0x11ff", "libA.so:0x12ff");
     fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
@@ -1295,7 +1389,9 @@ Suite *symbolize_suite(void)
                test_explicit_symbolizer, test_tool_failure_mid_image, test_progress_only_when_asked,
                test_no_progress_for_a_quick_run, test_objects_found_by_build_id_only,
                test_rust_legacy_names_as_rustc_prints_them, test_short_names_for_tables,
-               test_leftover_mangled_names, test_inline_answer_reused_with_its_lines);
+               test_leftover_mangled_names, test_inline_answer_reused_with_its_lines,
+               test_python_mark_only_where_python_ran, test_words_past_the_frames_end_the_stack,
+               test_go_stack_switches_end_the_stack, test_go_async_preempt_leaf_is_its_callers);
     SUITE_CASE(s, "llvm-symbolizer", 120, test_real_llvm_symbolizer, test_split_debug_info,
                test_libc_debug_by_build_id, test_real_own_stack, test_real_unreadable_object,
                test_real_vdso);

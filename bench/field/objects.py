@@ -2,7 +2,8 @@
 """bench/field/objects.py RAW.json... — each raw profile's on-CPU samples by the object of
 their leaf (the image whose text holds the first pc), in percent: the figure to set beside
 `perf report --sort dso`. A system call's time stays on its user leaf here (the shim samples
-user space), where perf gives it to [kernel.kallsyms]."""
+user space), where perf gives it to [kernel.kallsyms]. A Python frame at the leaf (the eval
+loop's own time, given to the Python function that ran) is "[py]", perf's python3.11."""
 import collections
 import json
 import sys
@@ -22,6 +23,8 @@ for path in sys.argv[1:]:
         name = "(empty stack)"
         if stack:
             name = next((n for lo, hi, n in texts if lo <= stack[0] < hi), "(no object)")
+            if name == "(no object)" and (stack[0] >> 62) == 1 and raw.get("python"):
+                name = "[py]"
         counts[name] += weight
         total += weight
     shares = ", ".join(f"{n} {100.0 * c / total:.1f}%" for n, c in counts.most_common(4))
