@@ -202,7 +202,10 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
         if (real == NULL)                                                                          \
             return fail;                                                                           \
         struct osp__slot *s = osp__tls_slot;                                                       \
-        uint64_t t0 = osp__timed_call_applies(s) ? osp__timed_call_begin(s, hold) : 0;             \
+        uint64_t t0 =                                                                              \
+            osp__timed_call_applies(s)                                                             \
+                ? osp__timed_call_begin(s, hold, (uint64_t)(uintptr_t)__builtin_frame_address(0))  \
+                : 0;                                                                               \
         ret osp__result = real args;                                                               \
         if (t0 != 0)                                                                               \
             osp__timed_call_end(s, t0, (const void *)real, osp__call_site(), fd_call);             \
@@ -216,11 +219,14 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
      (uint64_t)(uintptr_t)__builtin_frame_address(0))
 
 /* Does a call of this thread's get timed by its clock reads (OSP__TIMED_PART)? As the guard
- * applies (osp__guard_begin), less its mask: and only while the shim times waits. */
-static int osp__timed_call_applies(const struct osp__slot *s)
+ * applies (osp__guard_begin), less its mask: and only while the shim times waits. The cheap
+ * tests first: every wrapper that jumps here has seen the process profiled and calls timed. */
+static inline int osp__timed_call_applies(const struct osp__slot *s)
 {
-    return s != NULL && osp__is_active() && !osp__sigprof_guard_stands_aside() &&
+    return s != NULL && !OSP__OFF() &&
            atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed) &&
+           !(atomic_load_explicit(&osp__sigprof_handles_flag, memory_order_relaxed) &&
+             osp__sigprof_guard_stands_aside()) &&
            !osp__kernel_waits();
 }
 
