@@ -92,6 +92,7 @@ void osp__exec_begin(void)
         return; /* inactive, a forked child, or a vfork child sharing our memory */
     pause_signals();
     osp__take_pending_sigprof();
+    osp__stamp_calibrate(); /* its one system call, while allowed (stamp.c) */
     osp__exec_naming(1);
 }
 
@@ -161,6 +162,7 @@ void osp__sandbox_begin(void)
      * already fired on another thread finds the handler returning at once. */
     pause_signals();
     osp__take_pending_sigprof();
+    osp__stamp_calibrate(); /* its one system call, while allowed (stamp.c) */
     /* Release: pairs with ospreyd's acquire load as it finishes (the raw file says when). */
     atomic_store_explicit(&osp__header->sandboxed_ns, osp__mono_ns(), memory_order_release);
     atomic_store_explicit(&osp__sandboxed, 1, memory_order_relaxed);

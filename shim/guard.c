@@ -183,10 +183,12 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
     OSP__TIMED_PART(ret, name, params, args, 0, 1, fail)                                           \
     __attribute__((visibility("default"))) ret name params                                         \
     {                                                                                              \
-        if (osp__fd_surely_untimed(fd) || OSP__OFF() || !osp__fd_timed(fd))                        \
+        if (osp__fd_surely_untimed(fd) || OSP__OFF())                                              \
             return OSP__CALL_REAL(name, args);                                                     \
-        if (osp__fd_piped(fd))                                                                     \
+        if (osp__fd_piped(fd)) /* in the set of timeouts too: osp__fd_piped_set */                 \
             return osp__timed_##name args;                                                         \
+        if (!osp__fd_timed(fd))                                                                    \
+            return OSP__CALL_REAL(name, args);                                                     \
         return osp__guarded_##name args;                                                           \
     }
 
@@ -219,15 +221,15 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
      (uint64_t)(uintptr_t)__builtin_frame_address(0))
 
 /* Does a call of this thread's get timed by its clock reads (OSP__TIMED_PART)? As the guard
- * applies (osp__guard_begin), less its mask: and only while the shim times waits. The cheap
- * tests first: every wrapper that jumps here has seen the process profiled and calls timed. */
+ * applies (osp__guard_begin), less its mask: and only while the shim times waits. Every wrapper
+ * that jumps here has just seen the process profiled (OSP__OFF); the program's SIGPROF and the
+ * kernel's records are one load each while it has no handler and there are none. */
 static inline int osp__timed_call_applies(const struct osp__slot *s)
 {
-    return s != NULL && !OSP__OFF() &&
-           atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed) &&
+    return s != NULL && atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed) &&
            !(atomic_load_explicit(&osp__sigprof_handles_flag, memory_order_relaxed) &&
              osp__sigprof_guard_stands_aside()) &&
-           !osp__kernel_waits();
+           !(atomic_load_explicit(&osp__switches_on, memory_order_relaxed) && osp__kernel_waits());
 }
 
 static int is_timeout_option(int name)
@@ -620,6 +622,8 @@ syscall(long nr, ...)
 #endif
     if (nr == SYS_prctl && a[0] == PR_SET_SECCOMP)
         osp__forked_exec(), osp__sandbox_begin();
+    if (nr == SYS_prctl && a[0] == PR_SET_TSC)
+        osp__stamp_off(); /* as preload.c's prctl */
     /* clone and clone3 called directly make a process no fork handler of ours sees. One that
      * copies the address space (neither CLONE_VM nor CLONE_THREAD nor CLONE_VFORK; clone3's
      * flags are the first field of its struct clone_args) boots in the child as a forked child

@@ -72,6 +72,9 @@ extern struct osp__stamp_scale osp__stamp_scale __attribute__((visibility("hidde
 /* A step of measuring the scale (nothing once it is known, or known to be out of reach).
  * Async-signal-safe. */
 void osp__stamp_calibrate(void);
+/* Stamps are CLOCK_MONOTONIC from now on: a thread is about to make its counter fault
+ * (prctl PR_SET_TSC, PR_TSC_SIGSEGV). Async-signal-safe. */
+void osp__stamp_off(void);
 /* CLOCK_MONOTONIC, after a step of measuring the scale: a stamp while the scale is unknown.
  * errno is kept. Async-signal-safe. */
 uint64_t osp__stamp_unscaled(void);

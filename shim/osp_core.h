@@ -458,6 +458,9 @@ int osp__emit_stack_copy(struct osp__event_ring *w, struct osp__slot *s, uint64_
  * and mapped them at boot, and handed them on)? Then a wait is written as its site
  * (OSP_REC_WAIT_SPAN), from the start of the run. Async-signal-safe. */
 int osp__kernel_waits(void);
+/* Were the switch events opened and handed on (osp__kernel_waits is 0 without)? One load for
+ * the wrappers that ask at every call (guard.c). */
+extern _Atomic int osp__switches_on __attribute__((visibility("hidden")));
 /* The context-switch events' rings, mapped by the shim from their opening (switches.c) until
  * ospreyd has mapped them too: the kernel keeps a record only once a ring is mapped. The
  * first osp__kernel_waits() that sees ospreyd's mark unmaps them, as do exit and fork's
@@ -587,7 +590,7 @@ static inline void osp__timed_call_end(struct osp__slot *s, uint64_t t0, const v
                                        uint64_t site, int fd_call)
 {
     uint64_t now = osp__stamp_ns();
-    uint64_t length = now > t0 ? now - t0 : 0;
+    uint64_t length = now - t0; /* a stamp behind t0 (another core's counter): the slow way's */
     if (!s->sampling_held) {
         for (uint32_t i = 0; i < OSP__CALL_SITES; i++) {
             if (s->call_sites[i].key != site)

@@ -65,7 +65,7 @@ static size_t switch_map_size;
 static _Atomic int switch_maps_held;
 /* The run's waits are ospreyd's to time: the shim opened and mapped the switch events at boot,
  * and handed them on. Set once, before the first thread runs; cleared when no ospreyd came. */
-static _Atomic int switches_on;
+_Atomic int osp__switches_on;
 
 void osp__switch_maps_set(void *const *maps, int n, size_t size)
 {
@@ -73,7 +73,7 @@ void osp__switch_maps_set(void *const *maps, int n, size_t size)
         switch_maps[i] = maps[i];
     switch_map_size = size;
     atomic_store_explicit(&switch_maps_held, n, memory_order_release);
-    atomic_store_explicit(&switches_on, n > 0, memory_order_release);
+    atomic_store_explicit(&osp__switches_on, n > 0, memory_order_release);
 }
 
 _Atomic int osp__calls_timed_flag;
@@ -86,7 +86,7 @@ void osp__calls_timed_set(int on)
 void osp__kernel_waits_off(void)
 {
     osp__calls_timed_set(1);
-    atomic_store_explicit(&switches_on, 0, memory_order_release);
+    atomic_store_explicit(&osp__switches_on, 0, memory_order_release);
     osp__switch_maps_release();
 }
 
@@ -102,7 +102,7 @@ void osp__switch_maps_release(void)
 int osp__kernel_waits(void)
 {
     /* Relaxed: set before any thread of the program ran (boot), cleared only at boot too. */
-    if (!atomic_load_explicit(&switches_on, memory_order_relaxed))
+    if (!atomic_load_explicit(&osp__switches_on, memory_order_relaxed))
         return 0;
     struct osp_ring_header *h = osp__header;
     if (h == NULL)

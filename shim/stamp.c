@@ -15,6 +15,12 @@
  *
  * Async-signal-safe throughout: the measuring thread holds it with one atomic exchange, and a
  * stamp asked for meanwhile (another thread, or a handler on this one) reads CLOCK_MONOTONIC.
+ * Its one system call (PR_GET_TSC) is made by the first step, which a sandbox's start takes
+ * (control.c) while every call is still allowed; a thread that makes its counter fault
+ * (prctl PR_SET_TSC, interposed) turns the stamps back to CLOCK_MONOTONIC first. (Where the
+ * kernel's clocksource is the TSC, the vDSO's clock_gettime reads it too and faults then as
+ * well, in the program's own clock reads and the handler's: profiled or not, such a thread
+ * cannot read CLOCK_MONOTONIC without a signal.)
  */
 #include <errno.h>
 #include <sys/prctl.h>
@@ -119,6 +125,12 @@ void osp__stamp_calibrate(void)
         }
     }
     atomic_store_explicit(&stamp_state, next, memory_order_release);
+}
+
+void osp__stamp_off(void)
+{
+    atomic_store_explicit(&stamp_state, STAMP_OFF, memory_order_relaxed);
+    atomic_store_explicit(&osp__stamp_scale.ready, 0, memory_order_relaxed);
 }
 
 uint64_t osp__stamp_unscaled(void)
