@@ -543,7 +543,8 @@ void osp__guard_hold_sampling(struct osp__slot *s);
  * handler): where the shim times waits. The stack is walked only for a wait that is written:
  * one of a period or more (weighed with the thread's carry), a shorter one with the odds of
  * its length in periods (one period's weight), so totals and sites stay right in expectation
- * and a call that did not wait costs two clock reads. slot.c, "A call timed by its clock". */
+ * and a call that did not wait costs two stamps (stamp.c: the CPU's counter) and a look at its
+ * site. slot.c, "A call timed by its clock". */
 enum { OSP__TIMING_NONE, OSP__TIMING_IN_CALL, OSP__TIMING_WRITING };
 /* The call begins (the slow way: a wait captured before it is over; hold: a futex wait, whose
  * sampling timer is held while it blocks, osp__guard_hold_sampling); sp: the frame of the

@@ -481,7 +481,7 @@ int osp__guard_repair_if_left(struct osp__slot *s, uint64_t sp)
 
 /* ---- A call timed by its clock reads ------------------------------------------------------
  * Where the shim times waits, a futex-based wait of the pthread API and a read or write on a
- * pipe the program made are timed by two clock reads around the call, with SIGPROF left
+ * pipe the program made are timed by two clock reads (stamps) around the call, with SIGPROF left
  * deliverable: a futex wait resumes after our handler, and so does a pipe's read or write
  * (SA_RESTART; a socket with a timeout would not, and stays guarded). The caller's stack is
  * the same after the call as before it, so it is walked after, and only for a wait that is
