@@ -1156,6 +1156,13 @@ START_TEST(stamp_scale_agrees_with_clock_monotonic)
         ck_assert_msg(ratio > 0.99 && ratio < 1.01, "200 ms: %.4f of CLOCK_MONOTONIC in stamps",
                       ratio);
     }
+    /* Turned off (a thread about to make its counter fault): CLOCK_MONOTONIC itself. */
+    osp__stamp_off();
+    ck_assert(!atomic_load(&osp__stamp_scale.ready));
+    uint64_t before = osp__clock_ns(CLOCK_MONOTONIC), stamp = osp__stamp_ns();
+    ck_assert_uint_ge(stamp, before);
+    ck_assert_uint_le(stamp, osp__clock_ns(CLOCK_MONOTONIC));
+    ck_assert(!atomic_load(&osp__stamp_scale.ready)); /* and measured no more */
     /* The scale of a 3 GHz counter; none for a counter that stood still or is no counter's. */
     ck_assert_uint_eq(osp__stamp_mult_of(1000000000u, 3000000000u), (UINT64_C(1) << 32) / 3);
     ck_assert_uint_eq(osp__stamp_mult_of(1000000000u, 0), 0);
