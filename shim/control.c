@@ -92,7 +92,6 @@ void osp__exec_begin(void)
         return; /* inactive, a forked child, or a vfork child sharing our memory */
     pause_signals();
     osp__take_pending_sigprof();
-    osp__stamp_calibrate(); /* its one system call, while allowed (stamp.c) */
     osp__exec_naming(1);
 }
 

@@ -76,13 +76,13 @@ void osp__sigprof_shadow_read(struct sigaction *out)
     }
 }
 
-/* Async-signal-safe when called from the SIGPROF handler (SIGPROF is blocked there). */
 /* Whether the shadow holds a handler of the program's (osp__sigprof_program_handles): kept with
  * it, so that the wrappers that ask at every call (guard.c) load one word, not the sequence
  * lock's copy of a whole sigaction (about 50 instructions a call). The shadow is written first
  * as ours is installed, so it says nothing of the program's before. */
 _Atomic int osp__sigprof_handles_flag;
 
+/* Async-signal-safe when called from the SIGPROF handler (SIGPROF is blocked there). */
 static void shadow_write_blocked(const struct sigaction *in)
 {
     uint32_t seq = atomic_load_explicit(&shadow_seq, memory_order_relaxed);

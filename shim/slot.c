@@ -503,7 +503,9 @@ int osp__guard_repair_if_left(struct osp__slot *s, uint64_t sp)
  * block, but for the odds of its length) moves that point and is done. CLOCK_MONOTONIC is read
  * only on the slow ways here, for the times the ring and the slot are told. Two clock_gettime
  * calls, the applies' look at the program's SIGPROF disposition and these functions' calls were
- * +304-313 instructions a pipe's write and read (bench/guard/run.sh ... pipe ... refuse). */
+ * +304-319 instructions a call of a pipe's, now +138 (bench/guard/run.sh BUILD 200000 pipe
+ * BUILD/tests/refuse: a write and a read a round). */
+
 /* Done writing: a signal of ours that came meanwhile took nothing; the sampling timer is armed
  * again in its place, half a period on (as a held-back delivery arms it). So is one a futex wait
  * held, when it is likely to fire before the thread blocks again: when the thread ran half a
