@@ -11,3 +11,16 @@ bench_dirs() {
   root=$(cd "$here/../.." && pwd)
   build=$(cd "${1:-$root/build}" && pwd)
 }
+
+# bench_befores DIR...: each DIR (another build's libospreyprof.so and ospreyd) as a variant
+# "refused:NAME" appended to the caller's `variants`, its absolute path in `before_dir[...]`
+# (the caller declares `declare -A before_dir` first).
+# shellcheck disable=SC2034,SC2004 # variants and before_dir (associative) are the calling script's
+bench_befores() {
+  local dir label
+  for dir in "$@"; do
+    label="refused:$(basename "$dir")"
+    before_dir[$label]=$(cd "$dir" && pwd)
+    variants+=("$label")
+  done
+}

@@ -161,6 +161,7 @@ void osp__sandbox_begin(void)
      * already fired on another thread finds the handler returning at once. */
     pause_signals();
     osp__take_pending_sigprof();
+    osp__stamp_calibrate(); /* its one system call, while allowed (stamp.c) */
     /* Release: pairs with ospreyd's acquire load as it finishes (the raw file says when). */
     atomic_store_explicit(&osp__header->sandboxed_ns, osp__mono_ns(), memory_order_release);
     atomic_store_explicit(&osp__sandboxed, 1, memory_order_relaxed);

@@ -183,10 +183,12 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
     OSP__TIMED_PART(ret, name, params, args, 0, 1, fail)                                           \
     __attribute__((visibility("default"))) ret name params                                         \
     {                                                                                              \
-        if (osp__fd_surely_untimed(fd) || OSP__OFF() || !osp__fd_timed(fd))                        \
+        if (osp__fd_surely_untimed(fd) || OSP__OFF())                                              \
             return OSP__CALL_REAL(name, args);                                                     \
-        if (osp__fd_piped(fd))                                                                     \
+        if (osp__fd_piped(fd)) /* in the set of timeouts too: osp__fd_piped_set */                 \
             return osp__timed_##name args;                                                         \
+        if (!osp__fd_timed(fd))                                                                    \
+            return OSP__CALL_REAL(name, args);                                                     \
         return osp__guarded_##name args;                                                           \
     }
 
@@ -202,7 +204,10 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
         if (real == NULL)                                                                          \
             return fail;                                                                           \
         struct osp__slot *s = osp__tls_slot;                                                       \
-        uint64_t t0 = osp__timed_call_applies(s) ? osp__timed_call_begin(s, hold) : 0;             \
+        uint64_t t0 =                                                                              \
+            osp__timed_call_applies(s)                                                             \
+                ? osp__timed_call_begin(s, hold, (uint64_t)(uintptr_t)__builtin_frame_address(0))  \
+                : 0;                                                                               \
         ret osp__result = real args;                                                               \
         if (t0 != 0)                                                                               \
             osp__timed_call_end(s, t0, (const void *)real, osp__call_site(), fd_call);             \
@@ -216,12 +221,15 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
      (uint64_t)(uintptr_t)__builtin_frame_address(0))
 
 /* Does a call of this thread's get timed by its clock reads (OSP__TIMED_PART)? As the guard
- * applies (osp__guard_begin), less its mask: and only while the shim times waits. */
-static int osp__timed_call_applies(const struct osp__slot *s)
+ * applies (osp__guard_begin), less its mask: and only while the shim times waits. Every wrapper
+ * that jumps here has just seen the process profiled (OSP__OFF); the program's SIGPROF and the
+ * kernel's records are one load each while it has no handler and there are none. */
+static inline int osp__timed_call_applies(const struct osp__slot *s)
 {
-    return s != NULL && osp__is_active() && !osp__sigprof_guard_stands_aside() &&
-           atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed) &&
-           !osp__kernel_waits();
+    return s != NULL && atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed) &&
+           !(atomic_load_explicit(&osp__sigprof_handles_flag, memory_order_relaxed) &&
+             osp__sigprof_guard_stands_aside()) &&
+           !(atomic_load_explicit(&osp__switches_on, memory_order_relaxed) && osp__kernel_waits());
 }
 
 static int is_timeout_option(int name)
@@ -614,6 +622,8 @@ syscall(long nr, ...)
 #endif
     if (nr == SYS_prctl && a[0] == PR_SET_SECCOMP)
         osp__forked_exec(), osp__sandbox_begin();
+    if (nr == SYS_prctl && a[0] == PR_SET_TSC)
+        osp__stamp_off(); /* as preload.c's prctl */
     /* clone and clone3 called directly make a process no fork handler of ours sees. One that
      * copies the address space (neither CLONE_VM nor CLONE_THREAD nor CLONE_VFORK; clone3's
      * flags are the first field of its struct clone_args) boots in the child as a forked child
@@ -652,10 +662,11 @@ syscall(long nr, ...)
  * the kernel's records (they time every block), or off, each is passed on for the load of
  * one flag, with no frame of ours. A mutex whose lock word (glibc's pthread_mutex_t, public in
  * its headers) says it is free goes straight to the C library's lock, as plain; a held one is
- * tried, and only a lock that would block is timed (bench/waits/mutex.sh: +4
- * instructions a lock and unlock where calls are timed, where trying every lock first was
- * +20). A mutex taken by another thread between the look and the lock blocks unguarded: the
- * handler still finds that wait, as it finds any. */
+ * tried, and only a lock that would block is timed (bench/waits/mutex.sh: +3 instructions a
+ * lock and unlock where calls are timed, +4 preloaded, as off; +9/+10 when the flags were
+ * tested before the lock word, +20 when every lock was tried first). A mutex taken by another
+ * thread between the look and the lock blocks unguarded: the handler still finds that wait, as it
+ * finds any. */
 #define OSP__CALLS_UNTIMED()                                                                       \
     (!atomic_load_explicit(&osp__calls_timed_flag, memory_order_relaxed) || OSP__OFF())
 #define OSP__TIMED(ret, name, params, args, fail)                                                  \
@@ -681,10 +692,12 @@ static __attribute__((noinline)) int osp__tried_pthread_mutex_lock(pthread_mutex
         return r;
     return osp__timed_pthread_mutex_lock(m);
 }
+/* The lock word first: a free mutex goes straight to the C library's lock whether calls are
+ * timed or not, for the cost of any wrapper (one load and a test before the jump). */
 __attribute__((visibility("default"))) int pthread_mutex_lock(pthread_mutex_t *m)
 {
-    if (OSP__CALLS_UNTIMED() ||
-        atomic_load_explicit((_Atomic int *)&m->__data.__lock, memory_order_relaxed) == 0)
+    if (atomic_load_explicit((_Atomic int *)&m->__data.__lock, memory_order_relaxed) == 0 ||
+        OSP__CALLS_UNTIMED())
         return OSP__CALL_REAL(pthread_mutex_lock, (m));
     return osp__tried_pthread_mutex_lock(m);
 }

@@ -137,7 +137,9 @@ static void flush_timed_call(struct osp__slot *s, const void *context)
     uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
     s->wait_depth = capture_why(s, context, s->wait_pcs, &s->wait_stop);
     s->wait_generation = osp__unwind_generation();
-    s->wait_t_ns = s->timed_t0_ns;
+    uint64_t stamp = osp__stamp_ns(); /* the call's start is a stamp: its length before now */
+    uint64_t length = stamp > s->timed_t0_ns ? stamp - s->timed_t0_ns : 0;
+    s->wait_t_ns = now > length ? now - length : 0;
     s->wait_cpu_ns = 0;
     s->wait_flags = 0;
     s->wait_open = s->wait_depth > 0;

@@ -3,7 +3,7 @@
  * (libc.c). Uses nothing of the shim's; every other file may use it. The layers, bottom to
  * top (each file includes only its own layer's header and those below; shim/README.md):
  *
- *   1 osp_base.h     base.c libc.c
+ *   1 osp_base.h     base.c libc.c stamp.c
  *   2 osp_policy.h   policy.c
  *   3 osp_core.h     event_ring.c unwind.c disposition.c run.c slot.c registry.c images.c
  *   4 osp_handler.h  handler.c
@@ -57,6 +57,39 @@ static inline uint64_t osp__clock_ns(clockid_t clock)
 static inline uint64_t osp__mono_ns(void)
 {
     return osp__clock_ns(CLOCK_MONOTONIC);
+}
+
+/* ---- stamp.c ----------------------------------------------------------------------------- */
+
+/* The scale from the CPU's counter to nanoseconds (stamp.c): a stamp is (ticks * mult) >> 32,
+ * plus offset (modulo 2^64: CLOCK_MONOTONIC's origin). Set once, then ready. Hidden in the
+ * archive too: one load each, not its address first. */
+struct osp__stamp_scale {
+    _Atomic int ready;
+    uint64_t mult, offset;
+};
+extern struct osp__stamp_scale osp__stamp_scale __attribute__((visibility("hidden")));
+/* A step of measuring the scale (nothing once it is known, or known to be out of reach).
+ * Async-signal-safe. */
+void osp__stamp_calibrate(void);
+/* Stamps are CLOCK_MONOTONIC from now on: a thread is about to make its counter fault
+ * (prctl PR_SET_TSC, PR_TSC_SIGSEGV). Async-signal-safe. */
+void osp__stamp_off(void);
+/* CLOCK_MONOTONIC, after a step of measuring the scale: a stamp while the scale is unknown.
+ * errno is kept. Async-signal-safe. */
+uint64_t osp__stamp_unscaled(void);
+/* ns * 2^32 / ticks, or 0 when that is no counter's rate (below 1 MHz or above 100 GHz). */
+uint64_t osp__stamp_mult_of(uint64_t ns, uint64_t ticks);
+
+/* A stamp: nanoseconds at CLOCK_MONOTONIC's rate from the CPU's counter (a handful of
+ * instructions), CLOCK_MONOTONIC itself until the scale is known or where the counter cannot
+ * be used. For lengths only: the difference of two stamps. Async-signal-safe. */
+static inline uint64_t osp__stamp_ns(void)
+{
+    if (!atomic_load_explicit(&osp__stamp_scale.ready, memory_order_acquire))
+        return osp__stamp_unscaled();
+    unsigned __int128 ns = (unsigned __int128)osp__cpu_ticks() * osp__stamp_scale.mult;
+    return (uint64_t)(ns >> 32) + osp__stamp_scale.offset;
 }
 
 /* ---- base.c ------------------------------------------------------------------------------ */

@@ -255,6 +255,9 @@ void osp__sigprof_mark_wakes(void);
  * of its own (nothing tells what it waits for: GNU sort's handler, a signal from outside), or
  * it sends, waits for, or arms another timer with SIGPROF. */
 int osp__sigprof_guard_stands_aside(void);
+/* Does the program have a SIGPROF handler of its own (osp__sigprof_program_handles, as one
+ * load)? Hidden: the wrappers test it at every call timed by its clock reads. */
+extern _Atomic int osp__sigprof_handles_flag __attribute__((visibility("hidden")));
 /* 1 for the first caller only: that caller writes the warning line about it. */
 int osp__sigprof_claim_warning(void);
 /* The program's view of SIGPROF in the calling thread's mask (boot's mask.c keeps it): the
@@ -366,9 +369,9 @@ struct osp__slot {
      * when it is done). Read by the handler on the same thread: volatile. */
     volatile int timing;
     volatile int timing_deferred;
-    uint64_t timed_end_ns; /* when its last timed call returned (0: none yet) */
+    uint64_t timed_end_ns; /* when its last timed call returned, a stamp (0: none yet) */
     uint64_t timing_sp;    /* osp__timed_call_begin's frame as the call began */
-    uint64_t timed_t0_ns;  /* when the call timed now began (a wait flushed at a stop) */
+    uint64_t timed_t0_ns;  /* when the call timed now began, a stamp (a wait flushed at a stop) */
     /* The sites of its last calls timed so (their return address and frame), each with the
      * time until its next sampling point (osp__call_wait_weight). */
     struct {
@@ -455,6 +458,9 @@ int osp__emit_stack_copy(struct osp__event_ring *w, struct osp__slot *s, uint64_
  * and mapped them at boot, and handed them on)? Then a wait is written as its site
  * (OSP_REC_WAIT_SPAN), from the start of the run. Async-signal-safe. */
 int osp__kernel_waits(void);
+/* Were the switch events opened and handed on (osp__kernel_waits is 0 without)? One load for
+ * the wrappers that ask at every call (guard.c). */
+extern _Atomic int osp__switches_on __attribute__((visibility("hidden")));
 /* The context-switch events' rings, mapped by the shim from their opening (switches.c) until
  * ospreyd has mapped them too: the kernel keeps a record only once a ring is mapped. The
  * first osp__kernel_waits() that sees ospreyd's mark unmaps them, as do exit and fork's
@@ -537,17 +543,71 @@ void osp__guard_hold_sampling(struct osp__slot *s);
  * handler): where the shim times waits. The stack is walked only for a wait that is written:
  * one of a period or more (weighed with the thread's carry), a shorter one with the odds of
  * its length in periods (one period's weight), so totals and sites stay right in expectation
- * and a call that did not wait costs two clock reads. slot.c, "A call timed by its clock". */
+ * and a call that did not wait costs two stamps (stamp.c: the CPU's counter) and a look at its
+ * site. slot.c, "A call timed by its clock". */
 enum { OSP__TIMING_NONE, OSP__TIMING_IN_CALL, OSP__TIMING_WRITING };
-/* The call begins: a wait captured before it is over; hold: a futex wait, whose sampling timer
- * is held while it blocks (osp__guard_hold_sampling). Returns the clock at its start. */
-uint64_t osp__timed_call_begin(struct osp__slot *s, int hold);
-/* ... and returned: its wait written at the caller of the function that called this one (fn,
- * the C library's, its leaf), when it weighs a period or more at its site (site: the call's
- * return address and frame, hashed); fd_call: a read or write, written only if the thread gave
- * up its CPU (a call with room or data waiting is no wait). errno is kept. */
-void osp__timed_call_end(struct osp__slot *s, uint64_t t0_ns, const void *fn, uint64_t site,
-                         int fd_call);
+/* The call begins (the slow way: a wait captured before it is over; hold: a futex wait, whose
+ * sampling timer is held while it blocks, osp__guard_hold_sampling); sp: the frame of the
+ * caller's part that times it. Returns the stamp at its start (osp__stamp_ns), 0: not timed. */
+uint64_t osp__timed_call_begin_slow(struct osp__slot *s, int hold, uint64_t sp);
+/* ... and returned (the slow way): its wait written at the caller of the function that called
+ * this one (fn, the C library's, its leaf), when it weighs a period or more at its site (site:
+ * the call's return address and frame, hashed); fd_call: a read or write, written only if the
+ * thread gave up its CPU (a call with room or data waiting is no wait). now: the stamp at its
+ * return. errno is kept. */
+void osp__timed_call_end_slow(struct osp__slot *s, uint64_t t0, uint64_t now, const void *fn,
+                              uint64_t site, int fd_call);
+
+/* The state of the thread's timing, ordered with the code around it for the handler (which
+ * runs on this thread) by signal fences. */
+static inline void osp__timing_set(struct osp__slot *s, int state)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    s->timing = state;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* The call begins. A call that needs nothing settled first (no futex wait's timer to hold, no
+ * wait captured before it, no signal taken up, not inside another timed call) takes a stamp and
+ * says it is in the call: a dozen instructions, no system call. */
+static inline uint64_t osp__timed_call_begin(struct osp__slot *s, int hold, uint64_t sp)
+{
+    if (hold || s->timing != OSP__TIMING_NONE || s->wait_open || s->timing_deferred ||
+        s->shared == NULL)
+        return osp__timed_call_begin_slow(s, hold, sp);
+    uint64_t now = osp__stamp_ns();
+    s->timing_sp = sp;
+    s->timed_t0_ns = now;
+    /* The thread may sleep in the call: its next landing reads the CPU clock, not reckons it. */
+    s->periodic_left = 0;
+    osp__timing_set(s, OSP__TIMING_IN_CALL);
+    return now;
+}
+
+/* ... and returned. A call short of its site's next sampling point (osp__call_wait_weight: most
+ * of them, and every call that did not block) moves that point by its length and is done: a
+ * stamp, the site looked up, two stores. Anything else goes the slow way. */
+static inline void osp__timed_call_end(struct osp__slot *s, uint64_t t0, const void *fn,
+                                       uint64_t site, int fd_call)
+{
+    uint64_t now = osp__stamp_ns();
+    uint64_t length = now - t0; /* a stamp behind t0 (another core's counter): the slow way's */
+    if (!s->sampling_held) {
+        for (uint32_t i = 0; i < OSP__CALL_SITES; i++) {
+            if (s->call_sites[i].key != site)
+                continue;
+            uint64_t until = s->call_sites[i].until_ns;
+            if (until != 0 && until <= osp__period_ns && length < until) {
+                s->call_sites[i].until_ns = until - length;
+                s->timed_end_ns = now;
+                osp__timing_set(s, OSP__TIMING_NONE);
+                return;
+            }
+            break;
+        }
+    }
+    osp__timed_call_end_slow(s, t0, now, fn, site, fd_call);
+}
 
 /* ---- registry.c -------------------------------------------------------------------------- */
 

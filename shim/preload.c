@@ -339,7 +339,8 @@ __attribute__((visibility("default"))) int dlclose(void *handle)
 }
 
 /* A seccomp sandbox (strict mode or a filter) may forbid the system calls our handler makes:
- * profiling stops before it takes effect (control.c). */
+ * profiling stops before it takes effect (control.c). A thread that makes the CPU's counter
+ * fault (PR_SET_TSC) gets stamps from CLOCK_MONOTONIC first. */
 __attribute__((visibility("default"))) int prctl(int option, ...)
 {
     static _Atomic(void *) cache;
@@ -356,6 +357,8 @@ __attribute__((visibility("default"))) int prctl(int option, ...)
     }
     if (option == PR_SET_SECCOMP)
         osp__forked_exec(), osp__sandbox_begin();
+    if (option == PR_SET_TSC) /* the counter may fault from now on: stamp.c */
+        osp__stamp_off();
     int (*real)(int, ...);
     memcpy(&real, &sym, sizeof(real));
     return real(option, a[0], a[1], a[2], a[3]);

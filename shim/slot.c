@@ -65,7 +65,7 @@ static size_t switch_map_size;
 static _Atomic int switch_maps_held;
 /* The run's waits are ospreyd's to time: the shim opened and mapped the switch events at boot,
  * and handed them on. Set once, before the first thread runs; cleared when no ospreyd came. */
-static _Atomic int switches_on;
+_Atomic int osp__switches_on;
 
 void osp__switch_maps_set(void *const *maps, int n, size_t size)
 {
@@ -73,7 +73,7 @@ void osp__switch_maps_set(void *const *maps, int n, size_t size)
         switch_maps[i] = maps[i];
     switch_map_size = size;
     atomic_store_explicit(&switch_maps_held, n, memory_order_release);
-    atomic_store_explicit(&switches_on, n > 0, memory_order_release);
+    atomic_store_explicit(&osp__switches_on, n > 0, memory_order_release);
 }
 
 _Atomic int osp__calls_timed_flag;
@@ -86,7 +86,7 @@ void osp__calls_timed_set(int on)
 void osp__kernel_waits_off(void)
 {
     osp__calls_timed_set(1);
-    atomic_store_explicit(&switches_on, 0, memory_order_release);
+    atomic_store_explicit(&osp__switches_on, 0, memory_order_release);
     osp__switch_maps_release();
 }
 
@@ -102,7 +102,7 @@ void osp__switch_maps_release(void)
 int osp__kernel_waits(void)
 {
     /* Relaxed: set before any thread of the program ran (boot), cleared only at boot too. */
-    if (!atomic_load_explicit(&switches_on, memory_order_relaxed))
+    if (!atomic_load_explicit(&osp__switches_on, memory_order_relaxed))
         return 0;
     struct osp_ring_header *h = osp__header;
     if (h == NULL)
@@ -481,7 +481,7 @@ int osp__guard_repair_if_left(struct osp__slot *s, uint64_t sp)
 
 /* ---- A call timed by its clock reads ------------------------------------------------------
  * Where the shim times waits, a futex-based wait of the pthread API and a read or write on a
- * pipe the program made are timed by two clock reads around the call, with SIGPROF left
+ * pipe the program made are timed by two clock reads (stamps) around the call, with SIGPROF left
  * deliverable: a futex wait resumes after our handler, and so does a pipe's read or write
  * (SA_RESTART; a socket with a timeout would not, and stays guarded). The caller's stack is
  * the same after the call as before it, so it is walked after, and only for a wait that is
@@ -494,13 +494,17 @@ int osp__guard_repair_if_left(struct osp__slot *s, uint64_t sp)
  * OSP__TIMING_WRITING) a signal of ours takes nothing (handler.c) and is taken up as this is
  * done, by arming the sampling timer again (timing_deferred); while it is inside the call
  * (OSP__TIMING_IN_CALL) a blocked instant opens no wait of the handler's (the call times it).
- * A signal fence orders the flag with the code around it: the handler runs on this thread. */
-static void timing_set(struct osp__slot *s, int state)
-{
-    atomic_signal_fence(memory_order_seq_cst);
-    s->timing = state;
-    atomic_signal_fence(memory_order_seq_cst);
-}
+ * A signal fence orders the flag with the code around it: the handler runs on this thread
+ * (osp__timing_set).
+ *
+ * Its clock is a stamp (stamp.c: the CPU's counter, scaled), and most calls go no further than
+ * the inline halves in osp_core.h: a call that needs nothing settled takes a stamp as it
+ * begins, and one that ends short of its site's next sampling point (every call that did not
+ * block, but for the odds of its length) moves that point and is done. CLOCK_MONOTONIC is read
+ * only on the slow ways here, for the times the ring and the slot are told. Two clock_gettime
+ * calls, the applies' look at the program's SIGPROF disposition and these functions' calls were
+ * +304-319 instructions a call of a pipe's, now +138 (bench/guard/run.sh BUILD 200000 pipe
+ * BUILD/tests/refuse: a write and a read a round). */
 
 /* Done writing: a signal of ours that came meanwhile took nothing; the sampling timer is armed
  * again in its place, half a period on (as a held-back delivery arms it). So is one a futex wait
@@ -513,7 +517,7 @@ static void timing_set(struct osp__slot *s, int state)
  * not timed so, counts as running here: such a wait still finds the timer armed.) */
 static void timing_done(struct osp__slot *s, int state, uint64_t now, uint64_t ran_ns)
 {
-    timing_set(s, state);
+    osp__timing_set(s, state);
     int held = s->sampling_held;
     s->sampling_held = 0;
     if (s->timing_deferred || (held && ran_ns >= osp__period_ns / 2)) {
@@ -522,7 +526,7 @@ static void timing_done(struct osp__slot *s, int state, uint64_t now, uint64_t r
     }
 }
 
-uint64_t osp__timed_call_begin(struct osp__slot *s, int hold)
+uint64_t osp__timed_call_begin_slow(struct osp__slot *s, int hold, uint64_t sp)
 {
     if (s->shared == NULL)
         return 0;
@@ -532,12 +536,11 @@ uint64_t osp__timed_call_begin(struct osp__slot *s, int hold)
      * below its frame on the thread's stack, as a handler's on top of it would be): then it is
      * over. */
     if (s->timing != OSP__TIMING_NONE) {
-        uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
         if (sp < s->stack_lo || sp >= s->stack_hi || sp < s->timing_sp)
             return 0;
     }
-    s->timing_sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-    timing_set(s, OSP__TIMING_WRITING);
+    s->timing_sp = sp;
+    osp__timing_set(s, OSP__TIMING_WRITING);
     /* The thread may sleep in the call: its next landing reads the CPU clock, not reckons it. */
     s->periodic_left = 0;
     uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
@@ -545,7 +548,6 @@ uint64_t osp__timed_call_begin(struct osp__slot *s, int hold)
      * thread ran again: written now, less the CPU time since. A system call, but rare. */
     if (s->wait_open)
         osp__close_wait(&s->ring, s, now, osp__clock_ns(CLOCK_THREAD_CPUTIME_ID));
-    s->timed_t0_ns = now;
     if (hold) {
         osp__guard_hold_sampling(s);
         osp__slot_publish(s, OSP_SLOT_TIMED, UINT64_MAX);
@@ -554,8 +556,10 @@ uint64_t osp__timed_call_begin(struct osp__slot *s, int hold)
         s->timing_deferred = 0;
         osp__slot_arm_sampling(s, now + osp__period_ns / 2);
     }
-    timing_set(s, OSP__TIMING_IN_CALL);
-    return now;
+    uint64_t t0 = osp__stamp_ns();
+    s->timed_t0_ns = t0;
+    osp__timing_set(s, OSP__TIMING_IN_CALL);
+    return t0;
 }
 
 /* The time until the next sampling point of a site's waits: a new site (or one the table let go
@@ -572,19 +576,21 @@ static uint64_t *call_site_until(struct osp__slot *s, uint64_t site)
     return &s->call_sites[i].until_ns;
 }
 
-void osp__timed_call_end(struct osp__slot *s, uint64_t t0_ns, const void *fn, uint64_t site,
-                         int fd_call)
+void osp__timed_call_end_slow(struct osp__slot *s, uint64_t t0, uint64_t now, const void *fn,
+                              uint64_t site, int fd_call)
 {
     int saved = errno;
-    timing_set(s, OSP__TIMING_WRITING);
-    uint64_t now = osp__clock_ns(CLOCK_MONOTONIC);
-    uint64_t length = now > t0_ns ? now - t0_ns : 0;
+    osp__timing_set(s, OSP__TIMING_WRITING);
+    uint64_t length = now > t0 ? now - t0 : 0;
     uint32_t weight = osp__call_wait_weight(length, osp__period_ns, call_site_until(s, site));
     /* A read or write that never gave up the CPU waited for nothing: its time was the
      * kernel's work (or a preemption), which the CPU samples count. One system call, for the
      * calls drawn only. */
     if (weight > 0 && fd_call && !blocked_since_last(s))
         weight = 0;
+    /* The times the ring and the slot are told are CLOCK_MONOTONIC's: the wait began its
+     * length (in stamps) before this reading. */
+    uint64_t mono = osp__clock_ns(CLOCK_MONOTONIC);
     if (weight > 0 && !osp__kernel_waits()) {
         /* Our own frames (this function and the interposer's) are left out, as
          * osp__guard_wait_begin leaves them: the leaf is the function called. */
@@ -594,16 +600,16 @@ void osp__timed_call_end(struct osp__slot *s, uint64_t t0_ns, const void *fn, ui
         uint32_t depth =
             osp__unwind_caller(fp, 2, fp < lo ? lo : fp, hi, s->wait_pcs + 1, OSP_MAX_DEPTH - 1);
         depth = depth > 0 ? osp__python_frames(s->wait_pcs, depth + 1, OSP_MAX_DEPTH) : 0;
-        if (depth > 0 && osp__emit_sample(&s->ring, s, t0_ns, OSP_STATE_WAITING, weight,
+        uint64_t began = mono > length ? mono - length : 0;
+        if (depth > 0 && osp__emit_sample(&s->ring, s, began, OSP_STATE_WAITING, weight,
                                           s->wait_pcs, depth, OSP_UNWIND_GO_ON) != 0)
             osp__event_ring_count_drops(&s->ring, weight);
     }
     /* Running again: ospreyd looks at the ring (the sample) and the slot again. */
     if (weight > 0 || s->sampling_held)
-        osp__slot_publish(s, OSP_SLOT_RUNNING, now + osp__period_ns / 2);
-    uint64_t ran =
-        s->timed_end_ns != 0 && t0_ns > s->timed_end_ns ? t0_ns - s->timed_end_ns : UINT64_MAX;
+        osp__slot_publish(s, OSP_SLOT_RUNNING, mono + osp__period_ns / 2);
+    uint64_t ran = s->timed_end_ns != 0 && t0 > s->timed_end_ns ? t0 - s->timed_end_ns : UINT64_MAX;
     s->timed_end_ns = now;
-    timing_done(s, OSP__TIMING_NONE, now, ran);
+    timing_done(s, OSP__TIMING_NONE, mono, ran);
     errno = saved;
 }

@@ -1133,6 +1133,44 @@ START_TEST(wait_weight_carries_its_rounding_to_the_next_wait)
 }
 END_TEST
 
+/* The clock a call timed by its clock reads is timed with (stamp.c): the CPU's counter, scaled
+ * by a measure against CLOCK_MONOTONIC taken by the stamps asked for while it is unknown. Once
+ * known, a 200 ms sleep lasts the same in stamps as in CLOCK_MONOTONIC, within 1% (the measure
+ * itself is within 0.05%: two pairs of readings 20 ms apart, each within 10 us). Where the
+ * counter cannot be used, stamps are CLOCK_MONOTONIC's and agree all the more. */
+START_TEST(stamp_scale_agrees_with_clock_monotonic)
+{
+    for (int i = 0; i < 400 && !atomic_load(&osp__stamp_scale.ready); i++) {
+        (void)osp__stamp_ns();
+        osp__nap_us(1000);
+    }
+    if (osp__cpu_ticks_constant())
+        ck_assert(atomic_load(&osp__stamp_scale.ready)); /* measured within 400 ms */
+    for (int round = 0; round < 2; round++) {
+        uint64_t m0 = osp__clock_ns(CLOCK_MONOTONIC), s0 = osp__stamp_ns();
+        struct timespec nap = {0, 200000000};
+        nanosleep(&nap, NULL);
+        uint64_t s1 = osp__stamp_ns(), m1 = osp__clock_ns(CLOCK_MONOTONIC);
+        ck_assert_uint_gt(m1, m0);
+        double ratio = (double)(s1 - s0) / (double)(m1 - m0);
+        ck_assert_msg(ratio > 0.99 && ratio < 1.01, "200 ms: %.4f of CLOCK_MONOTONIC in stamps",
+                      ratio);
+    }
+    /* Turned off (a thread about to make its counter fault): CLOCK_MONOTONIC itself. */
+    osp__stamp_off();
+    ck_assert(!atomic_load(&osp__stamp_scale.ready));
+    uint64_t before = osp__clock_ns(CLOCK_MONOTONIC), stamp = osp__stamp_ns();
+    ck_assert_uint_ge(stamp, before);
+    ck_assert_uint_le(stamp, osp__clock_ns(CLOCK_MONOTONIC));
+    ck_assert(!atomic_load(&osp__stamp_scale.ready)); /* and measured no more */
+    /* The scale of a 3 GHz counter; none for a counter that stood still or is no counter's. */
+    ck_assert_uint_eq(osp__stamp_mult_of(1000000000u, 3000000000u), (UINT64_C(1) << 32) / 3);
+    ck_assert_uint_eq(osp__stamp_mult_of(1000000000u, 0), 0);
+    ck_assert_uint_eq(osp__stamp_mult_of(1000000000u, 100), 0);              /* 100 Hz */
+    ck_assert_uint_eq(osp__stamp_mult_of(1000, UINT64_C(1000000000000)), 0); /* 1 THz */
+}
+END_TEST
+
 /* A call's wait (osp__call_wait_weight): the sampling points a period apart along its site's
  * own time line of waits. Two sites whose short waits alternate each get their share, exact
  * within a period; with one carry for the thread, rounded to the nearest period, the site
@@ -1324,7 +1362,7 @@ Suite *shim_suite(void)
         wait_weight_is_wall_time_less_cpu_time_in_periods,
         wait_weight_carries_its_rounding_to_the_next_wait,
         call_wait_weight_samples_short_waits_by_their_length, cpu_share_and_period_of_rate,
-        open_shared_takes_only_a_regular_file_of_ours);
+        open_shared_takes_only_a_regular_file_of_ours, stamp_scale_agrees_with_clock_monotonic);
 #if defined(__x86_64__)
     tcase_add_test(parsers, context_at_a_rewound_syscall_is_blocked);
 #endif

@@ -13,9 +13,9 @@
 # per run and a table of min-max per column.
 # Usage: [CASES="timed pipe"] bash bench/waits/cost.sh [BUILD_DIR] [ROUNDS] [BEFORE_DIR...]
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/../lib.sh"
+bench_dirs "${1:-}"
 rounds=${2:-3}
 befores=("${@:3}")
 work=$(mktemp -d /tmp/osprey-waitcost.XXXXXX)
@@ -37,11 +37,7 @@ cpu_of() { awk '$1 ~ /_cpu_ns$/ { printf "%.3f", $2 / 1e9 }'; }
 
 variants=(plain osprey refused perf)
 declare -A before_dir
-for dir in "${befores[@]}"; do
-  label="refused:$(basename "$dir")"
-  before_dir[$label]=$(cd "$dir" && pwd)
-  variants+=("$label")
-done
+bench_befores "${befores[@]}"
 declare -A got
 for case in ${CASES:-timed pipe}; do
   if [ "$case" = timed ]; then prog=("$work/idle" 1000 4 timed); else prog=("$work/pipe" 200000); fi

@@ -48,6 +48,29 @@ static inline int osp__cpu_code_readable(void)
     return 0;
 }
 
+/* The generic timer's virtual count (CNTVCT_EL0, which Linux lets user space read: the vDSO's
+ * clock reads it): one instruction, no system call. Async-signal-safe. */
+static inline uint64_t osp__cpu_ticks(void)
+{
+    uint64_t v;
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+}
+
+/* Its rate, which the architecture states (CNTFRQ_EL0). */
+static inline uint64_t osp__cpu_ticks_hz(void)
+{
+    uint64_t hz;
+    __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(hz));
+    return hz;
+}
+
+/* The generic timer runs at its one rate by the architecture's definition. */
+static inline int osp__cpu_ticks_constant(void)
+{
+    return 1;
+}
+
 /* The interrupted registers from a signal's ucontext_t (lr PAC-stripped). Async-signal-safe. */
 void osp__cpu_regs(const void *context, struct osp__regs *out);
 

@@ -43,6 +43,30 @@ static inline int osp__cpu_code_readable(void)
     return !keys;
 }
 
+/* The CPU's time-stamp counter (rdtsc): a few instructions, no system call, where the vDSO's
+ * clock_gettime is a call, a sequence lock and a conversion around the same read. Not ordered
+ * with the code around it: it times system calls, hundreds of nanoseconds. Async-signal-safe. */
+static inline uint64_t osp__cpu_ticks(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+/* The counter's rate where the CPU states it (0: measured against CLOCK_MONOTONIC, stamp.c). */
+static inline uint64_t osp__cpu_ticks_hz(void)
+{
+    return 0;
+}
+
+/* Does the counter tick at one rate whatever the core's frequency and through its sleep states
+ * (CPUID.80000007H:EDX bit 8, the invariant TSC: the kernel's constant_tsc and nonstop_tsc)? */
+static inline int osp__cpu_ticks_constant(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000007u, &a, &b, &c, &d) && (d & (1u << 8));
+}
+
 /* The interrupted registers from a signal's ucontext_t. Async-signal-safe. */
 void osp__cpu_regs(const void *context, struct osp__regs *out);
 
