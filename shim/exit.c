@@ -132,7 +132,7 @@ static void wait_for_daemon(void)
 static int lock_bounded(pthread_mutex_t *lock)
 {
     struct timespec limit;
-    clock_gettime(CLOCK_REALTIME, &limit);
+    osp__clock_read(CLOCK_REALTIME, &limit);
     limit.tv_sec += 1;
     return pthread_mutex_timedlock(lock, &limit);
 }

@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -43,12 +44,25 @@ static inline long osp__sys(long nr, long a, long b, long c, long d, long e)
     return ret;
 }
 
-/* A clock's reading in ns (0 when it cannot be read). Async-signal-safe: clock_gettime is on
- * POSIX's list (XSH 2.4.3). */
+/* Set once the process may no longer read the CPU's counter (prctl PR_SET_TSC, stamp.c): the
+ * C library's clock_gettime reads it in the vDSO where the kernel's clocksource is the TSC, and
+ * the read would fault, so ours are made as system calls from then on. */
+extern _Atomic int osp__clock_by_call __attribute__((visibility("hidden")));
+
+/* clock_gettime, by the system call once the counter may fault. Async-signal-safe:
+ * clock_gettime is on POSIX's list (XSH 2.4.3). */
+static inline int osp__clock_read(clockid_t clock, struct timespec *ts)
+{
+    if (__builtin_expect(atomic_load_explicit(&osp__clock_by_call, memory_order_relaxed), 0))
+        return (int)osp__sys(SYS_clock_gettime, clock, (long)ts, 0, 0, 0);
+    return clock_gettime(clock, ts);
+}
+
+/* A clock's reading in ns (0 when it cannot be read). Async-signal-safe. */
 static inline uint64_t osp__clock_ns(clockid_t clock)
 {
     struct timespec ts;
-    if (clock_gettime(clock, &ts) != 0)
+    if (osp__clock_read(clock, &ts) != 0)
         return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
@@ -75,6 +89,9 @@ void osp__stamp_calibrate(void);
 /* Stamps are CLOCK_MONOTONIC from now on: a thread is about to make its counter fault
  * (prctl PR_SET_TSC, PR_TSC_SIGSEGV). Async-signal-safe. */
 void osp__stamp_off(void);
+/* The counter may fault from now on (prctl PR_SET_TSC, PR_TSC_SIGSEGV): stamps and every clock
+ * read of ours without it. Async-signal-safe. */
+void osp__stamp_no_counter(void);
 /* CLOCK_MONOTONIC, after a step of measuring the scale: a stamp while the scale is unknown.
  * errno is kept. Async-signal-safe. */
 uint64_t osp__stamp_unscaled(void);

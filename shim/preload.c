@@ -357,8 +357,8 @@ __attribute__((visibility("default"))) int prctl(int option, ...)
     }
     if (option == PR_SET_SECCOMP)
         osp__forked_exec(), osp__sandbox_begin();
-    if (option == PR_SET_TSC) /* the counter may fault from now on: stamp.c */
-        osp__stamp_off();
+    if (option == PR_SET_TSC && a[0] == PR_TSC_SIGSEGV) /* the counter may fault: stamp.c */
+        osp__stamp_no_counter();
     int (*real)(int, ...);
     memcpy(&real, &sym, sizeof(real));
     return real(option, a[0], a[1], a[2], a[3]);

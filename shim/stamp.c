@@ -127,6 +127,14 @@ void osp__stamp_calibrate(void)
     atomic_store_explicit(&stamp_state, next, memory_order_release);
 }
 
+_Atomic int osp__clock_by_call;
+
+void osp__stamp_no_counter(void)
+{
+    atomic_store_explicit(&osp__clock_by_call, 1, memory_order_relaxed);
+    osp__stamp_off();
+}
+
 void osp__stamp_off(void)
 {
     atomic_store_explicit(&stamp_state, STAMP_OFF, memory_order_relaxed);

@@ -23,6 +23,8 @@
 #   setuid        a setuid-root copy of the target built with the archive, run by nobody with
 #                 OSPREY_DAEMON naming a program and OSPREY_PROFILE a path: neither is used,
 #                 one line says so, nothing is left in /dev/shm (needs root; said when skipped);
+#   notsc         a program that makes the CPU's counter fault (prctl PR_SET_TSC): runs as
+#                 plain (the handler's clock reads become system calls);
 #   sched         ospreyd in the program's session, a process group of its own, its tick
 #                 below the program's nice value (root) and its unwind builds at it.
 # Usage: e2e-hardening.sh TARGET SHIM_SO OSPREYD STATIC_TARGET
@@ -64,6 +66,9 @@ same_as_plain() { # same_as_plain NAME ARGS...: the program's own status 0, the 
 }
 same_as_plain smallstack smallstack
 same_as_plain coroutine coroutine
+# notsc: a program that makes the CPU's counter fault: the handler's clock reads are system
+# calls from then on (the vDSO's read the counter: the program was killed by SIGSEGV).
+same_as_plain notsc notsc
 same_as_plain seccomp-strict seccomp strict
 same_as_plain seccomp-filter seccomp filter
 # zerotimeouts: nanosleep, poll and select with zero timeouts for 1.5 s at 10 kHz: none cut

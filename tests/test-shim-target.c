@@ -57,6 +57,9 @@
  *                         of the callback ("cpu_ns N")
  *   environment          prints whether any OSPREY_PROFILE_* bookkeeping is in its environment,
  *                         then runs itself ("print 0") through system(3)
+ *   notsc                 makes the CPU's counter fault (prctl PR_SET_TSC, PR_TSC_SIGSEGV: every
+ *                         rdtsc, the vDSO's clock_gettime's too, is a SIGSEGV), spins about
+ *                         0.3 s of arithmetic without a clock, prints its result
  *   zerotimeouts MS      nanosleep, poll, select, ppoll and pselect with zero timeouts in a
  *                         loop for MS ms; prints how many returned EINTR (a plain run: none)
  *
@@ -863,6 +866,21 @@ __attribute__((constructor(101))) static void early_sigprof(void)
         signal(SIGPROF, own_handler);
 }
 
+static int mode_no_tsc(void)
+{
+#if defined(__x86_64__) && defined(PR_SET_TSC)
+    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) {
+        perror("prctl");
+        return 1;
+    }
+#endif
+    uint64_t x = 1;
+    for (long i = 0; i < 300000000L; i++)
+        x = x * 6364136223846793005u + 1442695040888963407u;
+    printf("notsc %llu\n", (unsigned long long)x);
+    return 0;
+}
+
 /* MODE(name, call): in main, the mode named on the command line runs as `call` says. */
 #define MODE(name, call)                                                                           \
     if (strcmp(mode, (name)) == 0)                                                                 \
@@ -905,6 +923,7 @@ int main(int argc, char **argv)
     MODE("sigevthread", mode_sigev_thread());
     MODE("timerids", mode_timer_ids());
     MODE("environment", mode_environment());
+    MODE("notsc", mode_no_tsc());
     MODE("zerotimeouts", argc > 2 ? mode_zero_timeouts(atoi(argv[2])) : 2);
     MODE("stderrfile", argc > 2 ? mode_stderrfile(argv[2]) : 2);
     return 2;
