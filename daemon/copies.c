@@ -77,17 +77,20 @@ int ospd_copies_hold(struct ospd_collector *c, uint64_t sample, const struct osp
 static bool walk_one(struct ospd_collector *c, struct ospd_held_copy *k, const void *tables,
                      uint64_t tables_size, bool wait)
 {
-    uint64_t out[OSP_MAX_DEPTH];
+    /* Walked as deep as the handler walks (OSP_UNWIND_MAX_STEPS frames), kept as it keeps a
+     * stack deeper than a record. */
+    uint64_t out[OSP_UNWIND_MAX_STEPS];
     memcpy(out, k->pcs, (size_t)k->resume * sizeof *out);
     const struct ospd_stack_copy copy = {k->sp, k->bytes, k->len};
     const struct osp_unwind_regs regs = {k->pc, k->sp, k->fp, k->lr};
     enum osp_unwind_stop stop;
     struct osp_unwind_resume again;
     uint32_t n = ospd_walk_copy_regs(tables, tables_size, &regs, k->first, &copy, out + k->resume,
-                                     OSP_MAX_DEPTH - k->resume, &stop, &again);
+                                     OSP_UNWIND_MAX_STEPS - k->resume, &stop, &again);
     if (wait && again.depth > 0)
         return false;
-    if (ospd_collector_restack(c, k->sample, out, k->resume + n, stop) == 0)
+    uint32_t depth = ospd_stack_keep_ends(out, k->resume + n, OSP_MAX_DEPTH);
+    if (ospd_collector_restack(c, k->sample, out, depth, stop) == 0)
         c->copies.walked++;
     else
         c->copies.kept++;

@@ -12,7 +12,8 @@
  * cut, never read past). No code bytes: the leaf's prologue is not looked at (the chain from
  * fp). x86_64 only (the registers asked of the kernel are x86_64's). The same walk from any
  * frame's registers (ospd_walk_copy_regs) walks the shim's copies of stacks whose rows were not
- * published yet (copies.c), from the frame where the handler's walk found none.
+ * published yet (copies.c), from the frame where the handler's walk found none; a stack deeper
+ * than a record is folded to one as the handler's walk keeps it (ospd_stack_keep_ends).
  */
 #include <stddef.h>
 #include <string.h>
@@ -59,4 +60,17 @@ uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t p
 {
     const struct osp_unwind_regs r = {pc, sp, fp, 0};
     return ospd_walk_copy_regs(tables, tables_size, &r, 1, stack, out, cap, stop, NULL);
+}
+
+uint32_t ospd_stack_keep_ends(uint64_t *pcs, uint32_t depth, uint32_t cap)
+{
+    if (depth <= cap)
+        return depth;
+    if (cap < OSP_UNWIND_OUTER_FRAMES + 2)
+        return cap; /* too short for a marker: cut */
+    uint32_t inner = cap - 1 - OSP_UNWIND_OUTER_FRAMES;
+    pcs[inner] = osp_unwind_left_out_pc(depth - (cap - 1));
+    memmove(pcs + inner + 1, pcs + depth - OSP_UNWIND_OUTER_FRAMES,
+            OSP_UNWIND_OUTER_FRAMES * sizeof *pcs);
+    return cap;
 }

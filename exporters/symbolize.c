@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "osp_python.h"
+#include "osp_unwind_step.h"
 #include "ospc.h"
 #include "symbolize_internal.h"
 
@@ -419,6 +420,10 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
                 snprintf(hex, sizeof hex, "%.1000s%s", jit->name,
                          jit->python ? OSPX_PY_MARK : OSPX_JIT_MARK);
                 image_path = jit->python ? OSPX_PY_IMAGE : OSPX_JIT_IMAGE;
+            } else if (osp_unwind_left_out_is(stack->pcs[k])) {
+                /* The frames a walk deeper than its record left out, as one frame. */
+                snprintf(hex, sizeof hex, "[\u2026 %" PRIu64 " frames]",
+                         osp_unwind_left_out_count(stack->pcs[k]));
             } else if (osp_py_pc_is(stack->pcs[k])) {
                 snprintf(hex, sizeof hex, "[py] 0x%" PRIx64, osp_py_pc_code(stack->pcs[k]));
                 image_path = OSPX_PY_IMAGE;

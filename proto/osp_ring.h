@@ -267,8 +267,17 @@ struct osp_rec_sample {
     uint32_t generation;
     uint32_t state; /* enum osp_thread_state */
     uint32_t depth; /* 1..OSP_MAX_DEPTH */
-    /* uint64_t pcs[depth]; leaf first; pcs[0] is the precise pc, the rest return addresses */
+    /* uint64_t pcs[depth]; leaf first; pcs[0] is the precise pc, the rest return addresses
+     * (one of them may be the marker of frames left out: "Frames left out" below) */
 };
+
+/* Frames left out. A stack deeper than OSP_MAX_DEPTH frames is walked on to its root (at most
+ * OSP_UNWIND_MAX_STEPS frames, proto/osp_unwind_step.h) and recorded as its innermost
+ * OSP_MAX_DEPTH - 1 - OSP_UNWIND_OUTER_FRAMES frames, one marker, and its
+ * OSP_UNWIND_OUTER_FRAMES outermost frames: the marker is OSP_UNWIND_LEFT_OUT_MARK (bit 61)
+ * | the count of frames left out (bits 0..31), an address no code has (osp_unwind_left_out_is).
+ * The stop reason is the whole walk's: OSP_UNWIND_OUTERMOST when it reached the root past the
+ * marker, OSP_UNWIND_DEPTH when OSP_UNWIND_MAX_STEPS frames did not. */
 
 /* A sample that stands for `weight` sampling periods: ON_CPU, `weight` periods of the
  * thread's CPU time paid at once; WAITING, one wait of `weight` periods starting at t_ns. */

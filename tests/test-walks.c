@@ -86,6 +86,15 @@ static void expect_walked(const struct walked *w, uint32_t depth, enum osp_unwin
     ck_assert_int_eq(w->stop, stop);
 }
 
+/* The shim's walk and ospreyd's found the same frames and said the same reason. */
+static void expect_same(const struct walked *shim, const struct walked *daemon)
+{
+    ck_assert_uint_eq(shim->depth, daemon->depth);
+    ck_assert_int_eq(shim->stop, daemon->stop);
+    for (uint32_t i = 0; i < shim->depth; i++)
+        ck_assert_uint_eq(shim->pcs[i], daemon->pcs[i]);
+}
+
 /* Both walkers from (pc, sp = word sp_at, fp) with the tables (or none), up to cap frames; the
  * two must agree, and the shim's result is returned. */
 static struct walked both(int with_tables, uint64_t pc, unsigned sp_at, uint64_t fp, uint32_t cap)
@@ -99,10 +108,7 @@ static struct walked both(int with_tables, uint64_t pc, unsigned sp_at, uint64_t
     struct ospd_stack_copy copy = {sp, (const uint8_t *)&stack[sp_at], hi - sp};
     daemon.depth = ospd_walk_copy_why(with_tables ? object : NULL, sizeof object, pc, sp, fp, &copy,
                                       daemon.pcs, cap, &daemon.stop);
-    ck_assert_uint_eq(shim.depth, daemon.depth);
-    ck_assert_int_eq(shim.stop, daemon.stop);
-    for (uint32_t i = 0; i < shim.depth; i++)
-        ck_assert_uint_eq(shim.pcs[i], daemon.pcs[i]);
+    expect_same(&shim, &daemon);
     return shim;
 }
 
@@ -452,6 +458,86 @@ START_TEST(a_copy_is_held_until_its_rows_are_published)
 }
 END_TEST
 
+/* A frame-pointer chain of `frames` frames in deep_stack from word 4 up, the outermost with a
+ * zero return address: frame i (i >= 1) returns to 0x10000 + 16 * i. */
+#define DEEP_WORDS 2400u
+static uint64_t deep_stack[DEEP_WORDS] __attribute__((aligned(16)));
+static void deep_chain(unsigned frames)
+{
+    memset(deep_stack, 0, sizeof deep_stack);
+    for (unsigned i = 0; i + 1 < frames; i++) {
+        deep_stack[4 + 2 * i] = (uint64_t)(uintptr_t)&deep_stack[6 + 2 * i];
+        deep_stack[5 + 2 * i] = 0x10000 + 16 * (uint64_t)(i + 1);
+    }
+    /* The last record, words 4 + 2 * (frames - 1) on, stays zero: the outermost frame. */
+}
+
+/* The shim's walk of deep_stack, and ospreyd's walk of it as a copy folded to a record
+ * (copies.c): the same frames, the same stop. */
+static struct walked deep_both(void)
+{
+    struct walked shim = {0}, daemon = {0};
+    uint64_t sp = (uint64_t)(uintptr_t)&deep_stack[4];
+    uint64_t hi = (uint64_t)(uintptr_t)&deep_stack[DEEP_WORDS];
+    struct osp__regs regs = {.pc = 0x8010, .sp = sp, .fp = sp, .lr = 0};
+    osp__unwind_set_tables(NULL, 0);
+    shim.depth = osp__unwind_why(&regs, 1, sp, hi, shim.pcs, OSP_MAX_DEPTH, &shim.stop);
+    static uint64_t all[OSP_UNWIND_MAX_STEPS];
+    struct ospd_stack_copy copy = {sp, (const uint8_t *)&deep_stack[4], hi - sp};
+    uint32_t n =
+        ospd_walk_copy_why(NULL, 0, 0x8010, sp, sp, &copy, all, OSP_UNWIND_MAX_STEPS, &daemon.stop);
+    daemon.depth = ospd_stack_keep_ends(all, n, OSP_MAX_DEPTH);
+    memcpy(daemon.pcs, all, daemon.depth * sizeof *all);
+    expect_same(&shim, &daemon);
+    return shim;
+}
+
+START_TEST(a_stack_deeper_than_a_record_keeps_its_root)
+{
+    /* 300 frames: the innermost 95, a marker for the 173 left out, the outermost 32. */
+    deep_chain(300);
+    struct walked w = deep_both();
+    expect_walked(&w, OSP_MAX_DEPTH, OSP_UNWIND_OUTERMOST);
+    const uint32_t inner = OSP_MAX_DEPTH - 1 - OSP_UNWIND_OUTER_FRAMES;
+    ck_assert_uint_eq(w.pcs[0], 0x8010);
+    for (uint32_t i = 1; i < inner; i++)
+        ck_assert_uint_eq(w.pcs[i], 0x10000 + 16 * i);
+    ck_assert(osp_unwind_left_out_is(w.pcs[inner]));
+    ck_assert_uint_eq(osp_unwind_left_out_count(w.pcs[inner]), 300 - (OSP_MAX_DEPTH - 1));
+    for (uint32_t i = 0; i < OSP_UNWIND_OUTER_FRAMES; i++)
+        ck_assert_uint_eq(w.pcs[inner + 1 + i], 0x10000 + 16 * (300 - OSP_UNWIND_OUTER_FRAMES + i));
+    /* One frame more than a record holds; exactly as many: no marker. */
+    deep_chain(OSP_MAX_DEPTH + 1);
+    w = deep_both();
+    expect_walked(&w, OSP_MAX_DEPTH, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(osp_unwind_left_out_count(w.pcs[inner]), 2);
+    ck_assert_uint_eq(w.pcs[OSP_MAX_DEPTH - 1], 0x10000 + 16 * OSP_MAX_DEPTH);
+    deep_chain(OSP_MAX_DEPTH);
+    w = deep_both();
+    expect_walked(&w, OSP_MAX_DEPTH, OSP_UNWIND_OUTERMOST);
+    ck_assert(!osp_unwind_left_out_is(w.pcs[inner]));
+    /* Deeper than the walk's bound: the frames it reached, and the depth cap. */
+    deep_chain(1100);
+    w = deep_both();
+    expect_walked(&w, OSP_MAX_DEPTH, OSP_UNWIND_DEPTH);
+    ck_assert_uint_eq(osp_unwind_left_out_count(w.pcs[inner]),
+                      OSP_UNWIND_MAX_STEPS - (OSP_MAX_DEPTH - 1));
+    ck_assert_uint_eq(w.pcs[OSP_MAX_DEPTH - 1], 0x10000 + 16 * (OSP_UNWIND_MAX_STEPS - 1));
+    /* A record too short for a marker is cut at its cap, as before. */
+    uint64_t pcs[8];
+    enum osp_unwind_stop stop;
+    struct osp__regs regs = {.pc = 0x8010,
+                             .sp = (uint64_t)(uintptr_t)&deep_stack[4],
+                             .fp = (uint64_t)(uintptr_t)&deep_stack[4],
+                             .lr = 0};
+    ck_assert_uint_eq(osp__unwind_why(&regs, 1, regs.sp,
+                                      (uint64_t)(uintptr_t)&deep_stack[DEEP_WORDS], pcs, 8, &stop),
+                      8);
+    ck_assert_int_eq(stop, OSP_UNWIND_DEPTH);
+    ck_assert(!osp_unwind_left_out_is(pcs[7]));
+}
+END_TEST
+
 Suite *walks_suite(void)
 {
     Suite *s = suite_create("walks");
@@ -462,5 +548,6 @@ Suite *walks_suite(void)
                    a_frame_pointer_guess_while_rows_are_built_is_guessed);
     tcase_add_checked_fixture(by_rows, rows_and_a_clear_stack, NULL);
     SUITE_CASE(s, "copies", 0, a_copy_is_held_until_its_rows_are_published);
+    SUITE_CASE(s, "deep", 0, a_stack_deeper_than_a_record_keeps_its_root);
     return s;
 }
