@@ -49,6 +49,12 @@
 #else
 #define OSP_UNWIND_INLINE static inline
 #endif
+/* The walk's part past a record's cap, out of line: the common walk's loop stays as small. */
+#if defined(__GNUC__)
+#define OSP_UNWIND_COLD static __attribute__((noinline, cold, unused))
+#else
+#define OSP_UNWIND_COLD static
+#endif
 
 /* A step moves sp up by at most this. */
 #define OSP_UNWIND_MAX_FRAME_BYTES (UINT64_C(1) << 20)
@@ -403,42 +409,41 @@ OSP_UNWIND_INLINE void osp_unwind_reverse(uint64_t *pcs, uint32_t n)
 
 /* The walk past out[cap - 1] (s at that frame), up to `steps` frames in all: the outermost
  * OSP_UNWIND_OUTER_FRAMES kept in out[cap - OSP_UNWIND_OUTER_FRAMES, cap) (a ring while the
- * walk goes on, put in order at its end), the marker in the slot before them. Not when the
- * record is too short for it, or when the frame a stack copy resumes from is among those the
- * marker and the ring overwrite (ospreyd's walk of the copy goes deep itself): the stack then
- * stays cut at the cap. Returns the depth (cap); *why the walk's end. */
-OSP_UNWIND_INLINE uint32_t osp_unwind_walk_on(const struct osp_unwind_tables *t,
-                                              struct osp_unwind_access a,
-                                              struct osp_unwind_state *s, uint64_t *out,
-                                              uint32_t cap, uint32_t steps,
-                                              const struct osp_unwind_resume *resume,
-                                              enum osp_unwind_stop *why)
+ * walk goes on, put in order at its end), the marker in the slot before them; the depth stays
+ * cap. Not when the record is too short for it, or when the frame a stack copy resumes from
+ * is among those the marker and the ring overwrite (ospreyd's walk of the copy goes deep
+ * itself): the stack then stays cut at the cap. Returns why the walk ended (the walk's stop
+ * reason, OSP_UNWIND_GUESSED when a frame was guessed). Out of line, s taken by value: the
+ * common walk's state never has its address taken. */
+OSP_UNWIND_COLD enum osp_unwind_stop osp_unwind_walk_on(const struct osp_unwind_tables *t,
+                                                        struct osp_unwind_access a,
+                                                        struct osp_unwind_state s, uint64_t *out,
+                                                        uint32_t cap, uint32_t steps,
+                                                        const struct osp_unwind_resume *resume)
 {
     const uint32_t ring = OSP_UNWIND_OUTER_FRAMES, inner = cap - 1 - ring;
-    if (cap < ring + 2 || (resume != NULL && resume->depth > inner))
-        return cap;
+    enum osp_unwind_stop why = OSP_UNWIND_DEPTH;
     uint32_t total = cap;
-    *why = OSP_UNWIND_DEPTH;
-    while (total < steps) {
-        enum osp_unwind_stop step = osp_unwind_next(t, a, s, NULL, 0);
+    while (cap >= ring + 2 && (resume == NULL || resume->depth <= inner) && total < steps) {
+        enum osp_unwind_stop step = osp_unwind_next(t, a, &s, NULL, 0);
         if (step != OSP_UNWIND_GO_ON) {
-            *why = step;
+            why = step;
             break;
         }
-        out[inner + 1 + (total - inner - 1) % ring] = s->r.pc;
+        out[inner + 1 + (total - inner - 1) % ring] = s.r.pc;
         total++;
     }
-    if (total == cap)
-        return cap; /* the frame at the cap was the last: nothing left out */
-    /* The ring's oldest frame first: rotated left by `by`, as three reversals. */
-    uint32_t by = (total - inner - 1) % ring;
-    if (by != 0) {
-        osp_unwind_reverse(out + inner + 1, by);
-        osp_unwind_reverse(out + inner + 1 + by, ring - by);
-        osp_unwind_reverse(out + inner + 1, ring);
+    if (total > cap) {
+        /* The ring's oldest frame first: rotated left by `by`, as three reversals. */
+        uint32_t by = (total - inner - 1) % ring;
+        if (by != 0) {
+            osp_unwind_reverse(out + inner + 1, by);
+            osp_unwind_reverse(out + inner + 1 + by, ring - by);
+            osp_unwind_reverse(out + inner + 1, ring);
+        }
+        out[inner] = osp_unwind_left_out_pc(total - (cap - 1));
     }
-    out[inner] = osp_unwind_left_out_pc(total - (cap - 1));
-    return cap;
+    return s.guessed ? OSP_UNWIND_GUESSED : why;
 }
 
 /* The walk: from regs, leaf first, into out[0..cap), each frame by its row where the snapshot
@@ -472,8 +477,9 @@ OSP_UNWIND_INLINE uint32_t osp_unwind_walk_deep(const struct osp_unwind_tables *
         why = OSP_UNWIND_DEPTH;
     }
     if (__builtin_expect(why == OSP_UNWIND_DEPTH && depth == cap && steps > cap, 0))
-        depth = osp_unwind_walk_on(t, a, &s, out, cap, steps, resume, &why);
-    *stop = s.guessed ? OSP_UNWIND_GUESSED : why;
+        *stop = osp_unwind_walk_on(t, a, s, out, cap, steps, resume);
+    else
+        *stop = s.guessed ? OSP_UNWIND_GUESSED : why;
     return depth;
 }
 
