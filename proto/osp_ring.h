@@ -392,8 +392,8 @@ enum osp_escape {
  * the copy from the resume frame by the same step (proto/osp_unwind_step.h) and replaces
  * pcs[resume..] with that walk's frames and its stop reason. Copies ospreyd cannot hold
  * (its bound) or whose rows never come keep the handler's stack and stop reason. */
-#define OSP_COPY_MAX_COUNT 64u /* bits of copies_busy */
-#define OSP_COPY_MAX_SIZE  (32u << 10)
+#define OSP_COPY_MAX_COUNT 64u          /* bits of copies_busy */
+#define OSP_COPY_MAX_SIZE  (256u << 10) /* a buffer's bytes at most (the shim's: 64 KiB) */
 #define OSP_COPY_FIRST     1u /* flags: the resume frame is an interrupted instant (the leaf) */
 struct osp_rec_stack_copy {
     /* The sample as a SAMPLE_WEIGHTED record says it (its h.type OSP_REC_STACK_COPY, state
