@@ -17,6 +17,7 @@
  */
 #include <stddef.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 
 #include "osp_unwind.h"
@@ -73,4 +74,29 @@ uint32_t ospd_stack_keep_ends(uint64_t *pcs, uint32_t depth, uint32_t cap)
     memmove(pcs + inner + 1, pcs + depth - OSP_UNWIND_OUTER_FRAMES,
             OSP_UNWIND_OUTER_FRAMES * sizeof *pcs);
     return cap;
+}
+
+uint64_t ospd_read_stack(int32_t pid, uint64_t addr, uint8_t *out, uint64_t size)
+{
+    enum { PAGE = 4096, PIECES = 64 };
+    uint64_t done = 0;
+    while (done < size) {
+        struct iovec remote[PIECES];
+        uint64_t at = addr + done, asked = 0;
+        int pieces = 0;
+        while (done + asked < size && pieces < PIECES) {
+            uint64_t piece = PAGE - (at & (PAGE - 1));
+            piece = piece < size - done - asked ? piece : size - done - asked;
+            remote[pieces++] = (struct iovec){(void *)(uintptr_t)at, piece};
+            at += piece;
+            asked += piece;
+        }
+        struct iovec local = {out + done, asked};
+        ssize_t n = process_vm_readv(pid, &local, 1, remote, (unsigned long)pieces, 0);
+        if (n > 0)
+            done += (uint64_t)n;
+        if (n < 0 || (uint64_t)n < asked)
+            break; /* a page that cannot be read: the stack ends there */
+    }
+    return done;
 }

@@ -390,10 +390,12 @@ enum osp_escape {
  * the copy. ospreyd copies the bytes out and frees the buffer at once, keeps the sample with
  * the handler's stack, and once the frame's rows are published (or no build is left) walks
  * the copy from the resume frame by the same step (proto/osp_unwind_step.h) and replaces
- * pcs[resume..] with that walk's frames and its stop reason. Copies ospreyd cannot hold
+ * pcs[resume..] with that walk's frames and its stop reason. A copy of copy_size bytes (its
+ * stack goes on above) ospreyd reads on from the live stack as it reads the record, when the
+ * copy's last bytes are still the live ones. Copies ospreyd cannot hold
  * (its bound) or whose rows never come keep the handler's stack and stop reason. */
 #define OSP_COPY_MAX_COUNT 64u          /* bits of copies_busy */
-#define OSP_COPY_MAX_SIZE  (256u << 10) /* a buffer's bytes at most (the shim's: 64 KiB) */
+#define OSP_COPY_MAX_SIZE  (256u << 10) /* a buffer's bytes at most (the shim's: 32 KiB) */
 #define OSP_COPY_FIRST     1u /* flags: the resume frame is an interrupted instant (the leaf) */
 struct osp_rec_stack_copy {
     /* The sample as a SAMPLE_WEIGHTED record says it (its h.type OSP_REC_STACK_COPY, state

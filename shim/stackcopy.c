@@ -9,7 +9,7 @@
  * no such frame and nothing here runs.
  *
  * DESIGN (figures in shim/README.md, "Stack copies while rows are built"). The copy is not in
- * the slot ring: a slot's ring is 4 KiB, a useful copy 64 KiB. The pool is OSP_COPY_MAX_COUNT
+ * the slot ring: a slot's ring is 4 KiB, a useful copy 32 KiB. The pool is OSP_COPY_MAX_COUNT
  * buffers at most, shared by the process's threads, claimed with one compare-exchange on
  * copies_busy and freed by ospreyd as it reads each record (or here, when the record found
  * no room): a thread cannot fill the ring with copies, and no buffer is ever overwritten
@@ -18,7 +18,9 @@
  * sample's) written into a ring more than half full (a quarter before the collector attached):
  * copies never make a ring drop samples. The bytes are read with process_vm_readv
  * (osp__read_iov), page by page, 32 KiB a call, no further than the thread's stack goes: a
- * stack page that cannot be read ends the copy, never faults.
+ * stack page that cannot be read ends the copy, never faults. A copy that fills its buffer is
+ * read on by ospreyd from the live stack (daemon/copies.c), not made larger here: the program
+ * pays for no more memory and no longer reads.
  */
 #include <errno.h>
 #include <string.h>
