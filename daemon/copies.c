@@ -15,6 +15,8 @@
  * The held bytes are bounded (OSPD_COPIES_MAX_BYTES): past it the oldest are let go, their
  * samples keeping the handler's stack and its stop reason (a guess, said so). The
  * held ones are looked at again only when the table's generation moved or no build is left.
+ * A copy that filled its buffer (its stack goes on above) is read on from the live stack as
+ * its record is read, when the copy's last bytes are still the live ones (read_on).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,12 +27,42 @@
 #include "ospd.h"
 #include "ospd_attach.h"
 
+/* The copy copy[0..len) of process pid's stack from sp, which filled its buffer, read on from
+ * the live stack into copy[len..len + OSPD_COPY_READ_ON): only when the copy's last
+ * OSPD_COPY_READ_ON_CHECK bytes are still the live ones (the frame the copy ends in has not
+ * returned since the sample, so the frames above it are the sample's callers); up to the
+ * first page that cannot be read. The bytes added (0: none, and *moved when the check failed). */
+static uint32_t read_on(int32_t pid, uint64_t sp, uint8_t *copy, uint32_t len, uint64_t *moved)
+{
+    uint8_t live[OSPD_COPY_READ_ON_CHECK];
+    if (pid <= 0 || len < sizeof live ||
+        ospd_read_stack(pid, sp + len - sizeof live, live, sizeof live) != sizeof live)
+        return 0;
+    if (memcmp(live, copy + len - sizeof live, sizeof live) != 0) {
+        (*moved)++;
+        return 0;
+    }
+    return (uint32_t)ospd_read_stack(pid, sp + len, copy + len, OSPD_COPY_READ_ON);
+}
+
 int ospd_copies_hold(struct ospd_collector *c, uint64_t sample, const struct osp_rec_stack_copy *r,
                      const uint64_t *pcs, const uint8_t *bytes, uint32_t len)
 {
     struct ospd_copies *h = &c->copies;
     if (len < 8 || r->sample.depth > OSP_MAX_DEPTH || r->resume >= r->sample.depth)
         return -EINVAL;
+    bool full = len == c->copy_size;
+    uint8_t *copy = malloc((size_t)len + (full ? OSPD_COPY_READ_ON : 0));
+    if (copy == NULL)
+        return -ENOMEM;
+    memcpy(copy, bytes, len);
+    if (full) {
+        uint32_t on = read_on(c->pid, r->sp, copy, len, &h->moved);
+        h->read_on += on > 0;
+        len += on;
+        uint8_t *fit = realloc(copy, len); /* what was not read given back */
+        copy = fit != NULL ? fit : copy;
+    }
     if (h->count > 0 && h->bytes + len > OSPD_COPIES_MAX_BYTES) {
         /* The oldest let go: their samples keep the handler's stack (a guess, and said so). */
         uint32_t drop = 0;
@@ -46,15 +78,13 @@ int ospd_copies_hold(struct ospd_collector *c, uint64_t sample, const struct osp
     if (h->count == h->cap) {
         uint32_t cap = h->cap ? 2 * h->cap : 16;
         struct ospd_held_copy *held = realloc(h->held, (size_t)cap * sizeof *held);
-        if (held == NULL)
+        if (held == NULL) {
+            free(copy);
             return -ENOMEM;
+        }
         h->held = held;
         h->cap = cap;
     }
-    uint8_t *copy = malloc(len);
-    if (copy == NULL)
-        return -ENOMEM;
-    memcpy(copy, bytes, len);
     struct ospd_held_copy *k = &h->held[h->count++];
     *k = (struct ospd_held_copy){.sample = sample,
                                  .resume = r->resume,
@@ -77,17 +107,20 @@ int ospd_copies_hold(struct ospd_collector *c, uint64_t sample, const struct osp
 static bool walk_one(struct ospd_collector *c, struct ospd_held_copy *k, const void *tables,
                      uint64_t tables_size, bool wait)
 {
-    uint64_t out[OSP_MAX_DEPTH];
+    /* Walked as deep as the handler walks (OSP_UNWIND_MAX_STEPS frames), kept as it keeps a
+     * stack deeper than a record. */
+    uint64_t out[OSP_UNWIND_MAX_STEPS];
     memcpy(out, k->pcs, (size_t)k->resume * sizeof *out);
     const struct ospd_stack_copy copy = {k->sp, k->bytes, k->len};
     const struct osp_unwind_regs regs = {k->pc, k->sp, k->fp, k->lr};
     enum osp_unwind_stop stop;
     struct osp_unwind_resume again;
     uint32_t n = ospd_walk_copy_regs(tables, tables_size, &regs, k->first, &copy, out + k->resume,
-                                     OSP_MAX_DEPTH - k->resume, &stop, &again);
+                                     OSP_UNWIND_MAX_STEPS - k->resume, &stop, &again);
     if (wait && again.depth > 0)
         return false;
-    if (ospd_collector_restack(c, k->sample, out, k->resume + n, stop) == 0)
+    uint32_t depth = ospd_stack_keep_ends(out, k->resume + n, OSP_MAX_DEPTH);
+    if (ospd_collector_restack(c, k->sample, out, depth, stop) == 0)
         c->copies.walked++;
     else
         c->copies.kept++;

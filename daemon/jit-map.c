@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "osp_python.h"
+#include "osp_unwind_step.h"
 #include "ospc.h"
 #include "ospd.h"
 #include "ospd_attach.h"
@@ -112,7 +113,8 @@ static int wanted_collect(const struct ospd_collector *c, struct ospd_jit_wanted
         const uint64_t *pcs = ospd_stack_pcs(&c->stacks, i, &depth);
         for (uint32_t k = 0; k < depth; k++) {
             uint64_t lookup = k == 0 || pcs[k] == 0 ? pcs[k] : pcs[k] - 1;
-            if (lookup == 0 || osp_py_pc_is(lookup) || in_spans(&spans, lookup))
+            if (lookup == 0 || osp_py_pc_is(lookup) || osp_unwind_left_out_is(lookup) ||
+                in_spans(&spans, lookup))
                 continue;
             if (w->count == cap) {
                 cap = cap ? cap * 2 : 256;

@@ -228,10 +228,15 @@ struct ospd_copies {
     uint64_t tables_seen; /* the table generation the held ones were last looked at with */
     /* Records read with a copy; copies walked again (their samples changed); copies whose
      * sample kept the handler's stack (let go past the bound, or spilled); samples the shim
-     * could not copy (header.copies_refused, read at the end). */
-    uint64_t taken, walked, kept, refused;
+     * could not copy (header.copies_refused, read at the end); copies that filled their
+     * buffer and were read on from the live stack, or were not because it had moved. */
+    uint64_t taken, walked, kept, refused, read_on, moved;
 };
 #define OSPD_COPIES_MAX_BYTES (48u << 20)
+/* A copy that filled its buffer is read on from the live stack (copies.c): this far at most,
+ * once its last OSPD_COPY_READ_ON_CHECK bytes are found still there. */
+#define OSPD_COPY_READ_ON       (192u << 10)
+#define OSPD_COPY_READ_ON_CHECK 64u
 
 struct ospd_collector {
     /* Identity, copied from the ring header at attach (or set by a test). */

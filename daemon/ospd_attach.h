@@ -86,6 +86,14 @@ uint32_t ospd_walk_copy_regs(const void *tables, uint64_t tables_size,
                              const struct osp_unwind_regs *regs, int leaf,
                              const struct ospd_stack_copy *stack, uint64_t *out, uint32_t cap,
                              enum osp_unwind_stop *stop, struct osp_unwind_resume *resume);
+/* pcs[0..depth), a walk deeper than a record of cap frames, made one as the handler's walk
+ * keeps it (proto/osp_unwind_step.h, osp_unwind_walk_on): the innermost cap - 1 -
+ * OSP_UNWIND_OUTER_FRAMES frames, the marker of those left out, the outermost
+ * OSP_UNWIND_OUTER_FRAMES. The new depth (depth itself when it is within cap). */
+uint32_t ospd_stack_keep_ends(uint64_t *pcs, uint32_t depth, uint32_t cap);
+/* [addr, addr + size) of process pid's memory into out, page by page (process_vm_readv), up to
+ * the first page that cannot be read (a stack's top). Returns the bytes read. */
+uint64_t ospd_read_stack(int32_t pid, uint64_t addr, uint8_t *out, uint64_t size);
 
 /* ------------------------------------------------------------------------------------------ */
 /* /proc/PID/maps (proc-maps.c). */

@@ -134,19 +134,7 @@ static int thread_status(int32_t pid, int32_t tid, char *state, uint64_t *run_ns
  * cannot be read (the top of the stack). Returns the bytes copied. */
 static uint64_t copy_stack(struct ospd_ptrace_source *s, int32_t tid, uint64_t sp)
 {
-    enum { PAGE = 4096, PIECES = OSPD_PERF_STACK_BYTES / PAGE + 1 };
-    struct iovec local = {s->stack, OSPD_PERF_STACK_BYTES}, remote[PIECES];
-    uint64_t at = sp, left = OSPD_PERF_STACK_BYTES;
-    int pieces = 0;
-    while (left > 0 && pieces < PIECES) {
-        uint64_t piece = PAGE - (at & (PAGE - 1));
-        piece = piece < left ? piece : left;
-        remote[pieces++] = (struct iovec){(void *)(uintptr_t)at, piece};
-        at += piece;
-        left -= piece;
-    }
-    ssize_t n = process_vm_readv(tid, &local, 1, remote, (unsigned long)pieces, 0);
-    return n > 0 ? (uint64_t)n : 0;
+    return ospd_read_stack(tid, sp, s->stack, OSPD_PERF_STACK_BYTES);
 }
 
 /* A blocked thread's walk without its frame pointer, which /proc does not give: code built with

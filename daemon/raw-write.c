@@ -464,9 +464,10 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
         if (collector != NULL && c->copies.taken + c->copies.refused > 0) /* copies.c */
             json_object_set_new(
                 collector, "stack_copies",
-                json_pack("{s:o, s:o, s:o, s:o}", "taken", json_u64(c->copies.taken), "walked",
-                          json_u64(c->copies.walked), "kept", json_u64(c->copies.kept), "refused",
-                          json_u64(c->copies.refused)));
+                json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "taken", json_u64(c->copies.taken),
+                          "walked", json_u64(c->copies.walked), "kept", json_u64(c->copies.kept),
+                          "refused", json_u64(c->copies.refused), "read_on",
+                          json_u64(c->copies.read_on), "moved", json_u64(c->copies.moved)));
         if (rc != 0)
             json_decref(collector);
         else

@@ -12,10 +12,12 @@
  * cut, never read past). No code bytes: the leaf's prologue is not looked at (the chain from
  * fp). x86_64 only (the registers asked of the kernel are x86_64's). The same walk from any
  * frame's registers (ospd_walk_copy_regs) walks the shim's copies of stacks whose rows were not
- * published yet (copies.c), from the frame where the handler's walk found none.
+ * published yet (copies.c), from the frame where the handler's walk found none; a stack deeper
+ * than a record is folded to one as the handler's walk keeps it (ospd_stack_keep_ends).
  */
 #include <stddef.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 
 #include "osp_unwind.h"
@@ -59,4 +61,42 @@ uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t p
 {
     const struct osp_unwind_regs r = {pc, sp, fp, 0};
     return ospd_walk_copy_regs(tables, tables_size, &r, 1, stack, out, cap, stop, NULL);
+}
+
+uint32_t ospd_stack_keep_ends(uint64_t *pcs, uint32_t depth, uint32_t cap)
+{
+    if (depth <= cap)
+        return depth;
+    if (cap < OSP_UNWIND_OUTER_FRAMES + 2)
+        return cap; /* too short for a marker: cut */
+    uint32_t inner = cap - 1 - OSP_UNWIND_OUTER_FRAMES;
+    pcs[inner] = osp_unwind_left_out_pc(depth - (cap - 1));
+    memmove(pcs + inner + 1, pcs + depth - OSP_UNWIND_OUTER_FRAMES,
+            OSP_UNWIND_OUTER_FRAMES * sizeof *pcs);
+    return cap;
+}
+
+uint64_t ospd_read_stack(int32_t pid, uint64_t addr, uint8_t *out, uint64_t size)
+{
+    enum { PAGE = 4096, PIECES = 64 };
+    uint64_t done = 0;
+    while (done < size) {
+        struct iovec remote[PIECES];
+        uint64_t at = addr + done, asked = 0;
+        int pieces = 0;
+        while (done + asked < size && pieces < PIECES) {
+            uint64_t piece = PAGE - (at & (PAGE - 1));
+            piece = piece < size - done - asked ? piece : size - done - asked;
+            remote[pieces++] = (struct iovec){(void *)(uintptr_t)at, piece};
+            at += piece;
+            asked += piece;
+        }
+        struct iovec local = {out + done, asked};
+        ssize_t n = process_vm_readv(pid, &local, 1, remote, (unsigned long)pieces, 0);
+        if (n > 0)
+            done += (uint64_t)n;
+        if (n < 0 || (uint64_t)n < asked)
+            break; /* a page that cannot be read: the stack ends there */
+    }
+    return done;
 }

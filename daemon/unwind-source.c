@@ -28,6 +28,7 @@
 #include <link.h>
 
 #include "osp_python.h"
+#include "osp_unwind_step.h"
 #include "ospc.h"
 #include "ospd_target.h"
 #include "ospd_unwind_source.h"
@@ -319,7 +320,8 @@ void ospd_unwinder_check_stacks(struct ospd_unwinder *u, const struct ospd_inter
         uint32_t depth;
         const uint64_t *pcs = ospd_stack_pcs(stacks, u->stacks_checked, &depth);
         for (uint32_t i = 0; i < depth && !unknown; i++)
-            unknown = !osp_py_pc_is(pcs[i]) && !known(u, pcs[i]); /* a Python frame: none */
+            unknown = !osp_py_pc_is(pcs[i]) && !osp_unwind_left_out_is(pcs[i]) &&
+                      !known(u, pcs[i]); /* a Python frame or frames left out: no object */
     }
     u->stacks_checked = stacks->count;
     /* A pc in no known range: maybe an object loaded since (dlopen). */

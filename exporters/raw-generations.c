@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "osp_unwind_step.h"
 #include "ospx_internal.h"
 #include "raw_internal.h"
 
@@ -38,10 +39,13 @@ static void process_images(const struct ospx_raw *raw, uint32_t process, size_t 
 }
 
 /* The image a pc belongs to: the one whose text range holds it, else, among images with no
- * range, the one with the greatest base at or below it. NONE when none. */
+ * range, the one with the greatest base at or below it. NONE when none, and for the marker
+ * of frames left out (proto/osp_unwind_step.h), which no image holds. */
 uint32_t ospx__image_of(const struct ospx_raw *raw, uint32_t process, uint64_t pc)
 {
     uint32_t fallback = NONE;
+    if (osp_unwind_left_out_is(pc))
+        return NONE;
     size_t first, end;
     process_images(raw, process, &first, &end);
     for (size_t i = first; i < end; i++) {

@@ -257,9 +257,11 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         append_tally(second, size, &n, " in processes", commands, command_count, cut,
                      model->on_cpu_samples, 1);
     }
-    /* How the walks said they ended, where the raw file says (stack_ends). */
+    /* How the walks said they ended, where the raw file says (stack_ends). The depth cap: a
+     * walk of OSP_UNWIND_MAX_STEPS frames (a shim before stacks deeper than a record were
+     * walked on: of OSP_MAX_DEPTH). */
     char depth_cap[48];
-    snprintf(depth_cap, sizeof depth_cap, "the depth cap (%u frames)", OSP_MAX_DEPTH);
+    snprintf(depth_cap, sizeof depth_cap, "the depth cap (%u frames walked)", OSP_UNWIND_MAX_STEPS);
     const char *ends[OSP_UNWIND_STOP_COUNT] = {
         [OSP_UNWIND_NO_ROW] = "no unwind row and no frame pointer",
         [OSP_UNWIND_FAILED] = "a check that failed",

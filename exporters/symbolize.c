@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "osp_python.h"
+#include "osp_unwind_step.h"
 #include "ospc.h"
 #include "symbolize_internal.h"
 
@@ -363,7 +364,8 @@ static bool process_has_python(const struct ospx_raw *raw, uint32_t process)
 
 /* Whether return address k of a stack is a word no walk should have taken for one: in the first
  * page, or above every user address space (2^56: x86_64's five-level tables, aarch64's 52 bits), no
- * kernel frame (bit 63) and no Python frame of a process with Python. Seen: the strings above
+ * kernel frame (bit 63), no marker of frames left out and no Python frame of a process with
+ * Python. Seen: the strings above
  * main's frame read as its return address, bzip2's 0x6964517257384266 ("fB8WrQdi"), a Go program's
  * 0x67636e6970736f67 ("gospincg"). */
 static bool past_the_frames(const struct ospx_raw *raw, const struct ospx_stack *stack, size_t k)
@@ -371,7 +373,7 @@ static bool past_the_frames(const struct ospx_raw *raw, const struct ospx_stack 
     uint64_t pc = stack->pcs[k];
     if (k > 0 && pc < 4096) /* the first page, never mapped for code: Go's sigreturn's "0x7" */
         return true;
-    return k > 0 && (pc >> 56) != 0 && (pc >> 63) == 0 &&
+    return k > 0 && (pc >> 56) != 0 && (pc >> 63) == 0 && !osp_unwind_left_out_is(pc) &&
            !(osp_py_pc_is(pc) && process_has_python(raw, stack->process));
 }
 
@@ -487,6 +489,10 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
                 snprintf(hex, sizeof hex, "%.1000s%s", jit->name,
                          jit->python ? OSPX_PY_MARK : OSPX_JIT_MARK);
                 image_path = jit->python ? OSPX_PY_IMAGE : OSPX_JIT_IMAGE;
+            } else if (osp_unwind_left_out_is(stack->pcs[k])) {
+                /* The frames a walk deeper than its record left out, as one frame. */
+                snprintf(hex, sizeof hex, "[\u2026 %" PRIu64 " frames]",
+                         osp_unwind_left_out_count(stack->pcs[k]));
             } else if (osp_py_pc_is(stack->pcs[k]) && process_has_python(raw, stack->process)) {
                 snprintf(hex, sizeof hex, "[py] 0x%" PRIx64, osp_py_pc_code(stack->pcs[k]));
                 image_path = OSPX_PY_IMAGE;

@@ -267,8 +267,17 @@ struct osp_rec_sample {
     uint32_t generation;
     uint32_t state; /* enum osp_thread_state */
     uint32_t depth; /* 1..OSP_MAX_DEPTH */
-    /* uint64_t pcs[depth]; leaf first; pcs[0] is the precise pc, the rest return addresses */
+    /* uint64_t pcs[depth]; leaf first; pcs[0] is the precise pc, the rest return addresses
+     * (one of them may be the marker of frames left out: "Frames left out" below) */
 };
+
+/* Frames left out. A stack deeper than OSP_MAX_DEPTH frames is walked on to its root (at most
+ * OSP_UNWIND_MAX_STEPS frames, proto/osp_unwind_step.h) and recorded as its innermost
+ * OSP_MAX_DEPTH - 1 - OSP_UNWIND_OUTER_FRAMES frames, one marker, and its
+ * OSP_UNWIND_OUTER_FRAMES outermost frames: the marker is OSP_UNWIND_LEFT_OUT_MARK (bit 61)
+ * | the count of frames left out (bits 0..31), an address no code has (osp_unwind_left_out_is).
+ * The stop reason is the whole walk's: OSP_UNWIND_OUTERMOST when it reached the root past the
+ * marker, OSP_UNWIND_DEPTH when OSP_UNWIND_MAX_STEPS frames did not. */
 
 /* A sample that stands for `weight` sampling periods: ON_CPU, `weight` periods of the
  * thread's CPU time paid at once; WAITING, one wait of `weight` periods starting at t_ns. */
@@ -381,10 +390,12 @@ enum osp_escape {
  * the copy. ospreyd copies the bytes out and frees the buffer at once, keeps the sample with
  * the handler's stack, and once the frame's rows are published (or no build is left) walks
  * the copy from the resume frame by the same step (proto/osp_unwind_step.h) and replaces
- * pcs[resume..] with that walk's frames and its stop reason. Copies ospreyd cannot hold
+ * pcs[resume..] with that walk's frames and its stop reason. A copy of copy_size bytes (its
+ * stack goes on above) ospreyd reads on from the live stack as it reads the record, when the
+ * copy's last bytes are still the live ones. Copies ospreyd cannot hold
  * (its bound) or whose rows never come keep the handler's stack and stop reason. */
-#define OSP_COPY_MAX_COUNT 64u /* bits of copies_busy */
-#define OSP_COPY_MAX_SIZE  (32u << 10)
+#define OSP_COPY_MAX_COUNT 64u          /* bits of copies_busy */
+#define OSP_COPY_MAX_SIZE  (256u << 10) /* a buffer's bytes at most (the shim's: 32 KiB) */
 #define OSP_COPY_FIRST     1u /* flags: the resume frame is an interrupted instant (the leaf) */
 struct osp_rec_stack_copy {
     /* The sample as a SAMPLE_WEIGHTED record says it (its h.type OSP_REC_STACK_COPY, state

@@ -49,6 +49,12 @@
 #else
 #define OSP_UNWIND_INLINE static inline
 #endif
+/* The walk's part past a record's cap, out of line: the common walk's loop stays as small. */
+#if defined(__GNUC__)
+#define OSP_UNWIND_COLD static __attribute__((noinline, cold, unused))
+#else
+#define OSP_UNWIND_COLD static
+#endif
 
 /* A step moves sp up by at most this. */
 #define OSP_UNWIND_MAX_FRAME_BYTES (UINT64_C(1) << 20)
@@ -321,55 +327,170 @@ struct osp_unwind_resume {
     int first;
 };
 
+/* A stack deeper than the record: the walk goes on past `cap` up to OSP_UNWIND_MAX_STEPS
+ * frames in all (a bounded cost: at most that many steps, each bounded), and the record keeps
+ * its innermost cap - 1 - OSP_UNWIND_OUTER_FRAMES frames, one marker frame saying how many
+ * were left out, and its OSP_UNWIND_OUTER_FRAMES outermost ones: a stack 300 deep still ends
+ * at main, and its stop reason is the walk's (the outermost frame reached, or the depth cap
+ * when OSP_UNWIND_MAX_STEPS frames did not reach it). */
+#define OSP_UNWIND_MAX_STEPS    1024u
+#define OSP_UNWIND_OUTER_FRAMES 32u
+
+/* The marker frame: bit 61 set, the count of frames left out in bits 0..31 (proto/osp_ring.h,
+ * "Frames left out"): above every user address, below the Python frames' pseudo-pcs (bit 62,
+ * proto/osp_python.h) and the kernel's (bit 63). Readers draw it as one frame named
+ * "[… N frames]". */
+#define OSP_UNWIND_LEFT_OUT_MARK (UINT64_C(1) << 61)
+
+OSP_UNWIND_INLINE uint64_t osp_unwind_left_out_pc(uint64_t frames)
+{
+    return OSP_UNWIND_LEFT_OUT_MARK | (frames & UINT32_MAX);
+}
+
+/* Whether pc is the marker (a reader's pc - 1 included: the count is at least 1). */
+OSP_UNWIND_INLINE int osp_unwind_left_out_is(uint64_t pc)
+{
+    return (pc >> 61) == 1;
+}
+
+/* The frames a marker (or a reader's pc - 1 of it) says were left out. */
+OSP_UNWIND_INLINE uint64_t osp_unwind_left_out_count(uint64_t pc)
+{
+    return pc & UINT32_MAX;
+}
+
+/* A walk's state between steps: the frame reached, whether its registers are an interrupted
+ * instant's, whether ospreyd was still building rows (-1: not asked yet) and whether a frame
+ * was guessed. Local to the walk (inlined: kept in registers). */
+struct osp_unwind_state {
+    struct osp_unwind_regs r;
+    int first, building, guessed;
+};
+
+/* From the frame s->r (the walk's frame `depth`, one-based) to its caller: s moved on
+ * (OSP_UNWIND_GO_ON), or why not. `resume` (may be NULL): set at the first frame with no row
+ * while rows are being built. */
+OSP_UNWIND_INLINE enum osp_unwind_stop
+osp_unwind_next(const struct osp_unwind_tables *t, struct osp_unwind_access a,
+                struct osp_unwind_state *s, struct osp_unwind_resume *resume, uint32_t depth)
+{
+    const struct osp_unwind_row *row =
+        t->ix != NULL
+            ? osp_unwind_find_row(t->map, t->size, t->ix, s->first ? s->r.pc : s->r.pc - 1)
+            : NULL;
+    struct osp_unwind_regs next = s->r; /* set by a step that goes on (said so to gcc 12) */
+    enum osp_unwind_stop why = osp_unwind_step_with(row, &s->r, s->first, a, &next);
+    if (__builtin_expect(row == NULL, 0) && t->building != NULL) {
+        if (s->building < 0) { /* asked once, at the first frame with no row */
+            s->building = osp_unwind_building(t->building, t->building_size);
+            if (s->building && resume != NULL)
+                *resume = (struct osp_unwind_resume){s->r, depth, s->first};
+        }
+        if (s->building && (why == OSP_UNWIND_GO_ON || why == OSP_UNWIND_OUTERMOST))
+            s->guessed = 1;
+    }
+    if (why == OSP_UNWIND_GO_ON) {
+        /* Past the kernel's signal frame, the registers are an interrupted instant again. */
+        s->first = row != NULL && row->cfa_rule == OSP_CFA_SIGNAL;
+        s->r = next;
+    }
+    return why;
+}
+
+/* pcs[0..n) in reverse order. */
+OSP_UNWIND_INLINE void osp_unwind_reverse(uint64_t *pcs, uint32_t n)
+{
+    for (uint32_t lo = 0, hi = n; lo + 1 < hi; lo++, hi--) {
+        uint64_t x = pcs[lo];
+        pcs[lo] = pcs[hi - 1];
+        pcs[hi - 1] = x;
+    }
+}
+
+/* The walk past out[cap - 1] (s at that frame), up to `steps` frames in all: the outermost
+ * OSP_UNWIND_OUTER_FRAMES kept in out[cap - OSP_UNWIND_OUTER_FRAMES, cap) (a ring while the
+ * walk goes on, put in order at its end), the marker in the slot before them; the depth stays
+ * cap. Not when the record is too short for it, or when the frame a stack copy resumes from
+ * is among those the marker and the ring overwrite (ospreyd's walk of the copy goes deep
+ * itself): the stack then stays cut at the cap. Returns why the walk ended (the walk's stop
+ * reason, OSP_UNWIND_GUESSED when a frame was guessed). Out of line, s taken by value: the
+ * common walk's state never has its address taken. */
+OSP_UNWIND_COLD enum osp_unwind_stop osp_unwind_walk_on(const struct osp_unwind_tables *t,
+                                                        struct osp_unwind_access a,
+                                                        struct osp_unwind_state s, uint64_t *out,
+                                                        uint32_t cap, uint32_t steps,
+                                                        const struct osp_unwind_resume *resume)
+{
+    const uint32_t ring = OSP_UNWIND_OUTER_FRAMES, inner = cap - 1 - ring;
+    enum osp_unwind_stop why = OSP_UNWIND_DEPTH;
+    uint32_t total = cap;
+    while (cap >= ring + 2 && (resume == NULL || resume->depth <= inner) && total < steps) {
+        enum osp_unwind_stop step = osp_unwind_next(t, a, &s, NULL, 0);
+        if (step != OSP_UNWIND_GO_ON) {
+            why = step;
+            break;
+        }
+        out[inner + 1 + (total - inner - 1) % ring] = s.r.pc;
+        total++;
+    }
+    if (total > cap) {
+        /* The ring's oldest frame first: rotated left by `by`, as three reversals. */
+        uint32_t by = (total - inner - 1) % ring;
+        if (by != 0) {
+            osp_unwind_reverse(out + inner + 1, by);
+            osp_unwind_reverse(out + inner + 1 + by, ring - by);
+            osp_unwind_reverse(out + inner + 1, ring);
+        }
+        out[inner] = osp_unwind_left_out_pc(total - (cap - 1));
+    }
+    return s.guessed ? OSP_UNWIND_GUESSED : why;
+}
+
 /* The walk: from regs, leaf first, into out[0..cap), each frame by its row where the snapshot
  * has one (looked up at the pc itself for an interrupted instant, at pc - 1 for a return
  * address), else by the frame pointer; the first address stored whatever it is. `leaf`: regs
- * are an interrupted instant's (0: regs->pc is a return address). Returns the depth; *stop
- * says why the walk ended (never OSP_UNWIND_GO_ON when cap >= 1). `resume` (may be NULL): the
- * first frame with no row while rows were being built, depth 0 when none. Async-signal-safe
- * when m's callbacks are. */
+ * are an interrupted instant's (0: regs->pc is a return address). A stack deeper than cap is
+ * walked on up to `steps` frames (no further than cap when steps <= cap), its outermost frames
+ * kept after a marker (osp_unwind_walk_on). Returns the depth; *stop says why the walk ended
+ * (never OSP_UNWIND_GO_ON when cap >= 1). `resume` (may be NULL): the first frame with no row
+ * while rows were being built, depth 0 when none. Async-signal-safe when m's callbacks are. */
+OSP_UNWIND_INLINE uint32_t osp_unwind_walk_deep(const struct osp_unwind_tables *t,
+                                                const struct osp_unwind_regs *regs, int leaf,
+                                                const struct osp_unwind_memory *m, uint64_t *out,
+                                                uint32_t cap, uint32_t steps,
+                                                enum osp_unwind_stop *stop,
+                                                struct osp_unwind_resume *resume)
+{
+    const struct osp_unwind_access a = {m, m->read_word, m->return_slot, m->switch_stack};
+    struct osp_unwind_state s = {*regs, leaf, -1, 0};
+    uint32_t depth = 0;
+    enum osp_unwind_stop why = OSP_UNWIND_DEPTH;
+    if (resume != NULL)
+        resume->depth = 0;
+    while (depth < cap) {
+        out[depth++] = s.r.pc;
+        if (depth == cap)
+            break;
+        why = osp_unwind_next(t, a, &s, resume, depth);
+        if (why != OSP_UNWIND_GO_ON)
+            break;
+        why = OSP_UNWIND_DEPTH;
+    }
+    if (__builtin_expect(why == OSP_UNWIND_DEPTH && depth == cap && steps > cap, 0))
+        *stop = osp_unwind_walk_on(t, a, s, out, cap, steps, resume);
+    else
+        *stop = s.guessed ? OSP_UNWIND_GUESSED : why;
+    return depth;
+}
+
+/* osp_unwind_walk_deep cut at cap: a stack deeper than cap ends there (OSP_UNWIND_DEPTH). */
 OSP_UNWIND_INLINE uint32_t osp_unwind_walk_resume(const struct osp_unwind_tables *t,
                                                   const struct osp_unwind_regs *regs, int leaf,
                                                   const struct osp_unwind_memory *m, uint64_t *out,
                                                   uint32_t cap, enum osp_unwind_stop *stop,
                                                   struct osp_unwind_resume *resume)
 {
-    const struct osp_unwind_access a = {m, m->read_word, m->return_slot, m->switch_stack};
-    struct osp_unwind_regs r = *regs;
-    int first = leaf;
-    int building = -1;
-    int guessed = 0;
-    uint32_t depth = 0;
-    enum osp_unwind_stop why = OSP_UNWIND_DEPTH;
-    if (resume != NULL)
-        resume->depth = 0;
-    while (depth < cap) {
-        out[depth++] = r.pc;
-        if (depth == cap)
-            break;
-        const struct osp_unwind_row *row =
-            t->ix != NULL ? osp_unwind_find_row(t->map, t->size, t->ix, first ? r.pc : r.pc - 1)
-                          : NULL;
-        struct osp_unwind_regs next = r; /* set by a step that goes on (said so to gcc 12) */
-        why = osp_unwind_step_with(row, &r, first, a, &next);
-        if (__builtin_expect(row == NULL, 0) && t->building != NULL) {
-            if (building < 0) { /* asked once, at the first frame with no row */
-                building = osp_unwind_building(t->building, t->building_size);
-                if (building && resume != NULL)
-                    *resume = (struct osp_unwind_resume){r, depth, first};
-            }
-            if (building && (why == OSP_UNWIND_GO_ON || why == OSP_UNWIND_OUTERMOST))
-                guessed = 1;
-        }
-        if (why != OSP_UNWIND_GO_ON)
-            break;
-        why = OSP_UNWIND_DEPTH;
-        /* Past the kernel's signal frame, the registers are an interrupted instant again. */
-        first = row != NULL && row->cfa_rule == OSP_CFA_SIGNAL;
-        r = next;
-    }
-    *stop = guessed ? OSP_UNWIND_GUESSED : why;
-    return depth;
+    return osp_unwind_walk_deep(t, regs, leaf, m, out, cap, cap, stop, resume);
 }
 
 /* osp_unwind_walk_resume without the resume frame. */

@@ -111,9 +111,14 @@ static uint32_t capture_resume(struct osp__slot *s, const void *context, uint64_
         return 1;
     }
     uint32_t depth = osp__unwind_spans_resume(&regs, 1, spans, n, pcs, OSP_MAX_DEPTH, stop, resume);
+    uint64_t outermost = pcs[depth - 1];
     uint32_t with_python = osp__python_frames(pcs, depth, OSP_MAX_DEPTH); /* CPython 3.11's */
     if (resume != NULL && with_python != depth)
         resume->depth = 0;
+    /* Python frames put into a full record push its outermost native frames out: the stack no
+     * longer reaches the root it reached. */
+    if (pcs[with_python - 1] != outermost && *stop == OSP_UNWIND_OUTERMOST)
+        *stop = OSP_UNWIND_DEPTH;
     return with_python;
 }
 

@@ -446,6 +446,10 @@ int osp__emit_sample(struct osp__event_ring *w, struct osp__slot *s, uint64_t t_
  * its runtime declared is not the one the ring last said (and the reader takes them). 0, or
  * -ENOSPC when the ring is full. Async-signal-safe. */
 int osp__fiber_note(struct osp__event_ring *w, struct osp__slot *s);
+/* stackcopy.c: the stack from sp up into buf[0..size), as a stack copy reads it (pieces of
+ * 32 KiB, page by page: the first unreadable page ends it, nothing faults); the bytes read.
+ * Async-signal-safe. */
+size_t osp__stack_copy_read(uint64_t sp, uint8_t *buf, uint32_t size);
 /* stackcopy.c: write the sample as one STACK_COPY record (proto/osp_ring.h, "Stack copies"):
  * the stack copied from resume's frame on into a free buffer of the ring's pool, with the
  * handler's pcs[0..depth) and stop. Returns 0; -ENOSPC when the ring is full (as

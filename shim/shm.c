@@ -43,12 +43,15 @@ void *osp__unwind_map = MAP_FAILED;
 #define OSP__FORK_SLOT_RING (16u * OSP_SLOT_RING_SIZE)
 
 /* The pool of stack copies after the slot table (proto/osp_ring.h, "Stack copies"): 32 buffers
- * of OSP__COPY_BYTES, 1 MiB (shim/README.md, "Stack copies while rows are built": 8, 16 and
- * 32 KiB measured; clang-14's stacks outgrow 16). */
+ * of OSP__COPY_BYTES, 1 MiB (shim/README.md, "Stack copies while rows are built": 8, 16, 32,
+ * 64 and 128 KiB measured; clang-14's stacks outgrow 16; a copy that fills its 32 is read on
+ * by ospreyd from the live stack). */
 #ifndef OSP__COPY_BYTES
 #define OSP__COPY_BYTES (32u << 10)
 #endif
+#ifndef OSP__COPY_COUNT
 #define OSP__COPY_COUNT 32u
+#endif
 _Static_assert(OSP__COPY_BYTES % 4096u == 0 && OSP__COPY_BYTES <= OSP_COPY_MAX_SIZE, "copy size");
 _Static_assert(OSP__COPY_COUNT <= OSP_COPY_MAX_COUNT, "copy count");
 

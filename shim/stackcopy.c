@@ -9,7 +9,7 @@
  * no such frame and nothing here runs.
  *
  * DESIGN (figures in shim/README.md, "Stack copies while rows are built"). The copy is not in
- * the slot ring: a slot's ring is 4 KiB, a useful copy 16 KiB. The pool is OSP_COPY_MAX_COUNT
+ * the slot ring: a slot's ring is 4 KiB, a useful copy 32 KiB. The pool is OSP_COPY_MAX_COUNT
  * buffers at most, shared by the process's threads, claimed with one compare-exchange on
  * copies_busy and freed by ospreyd as it reads each record (or here, when the record found
  * no room): a thread cannot fill the ring with copies, and no buffer is ever overwritten
@@ -17,8 +17,10 @@
  * handler walked it, counted in copies_refused. Nor is a copy's record (56 bytes more than the
  * sample's) written into a ring more than half full (a quarter before the collector attached):
  * copies never make a ring drop samples. The bytes are read with process_vm_readv
- * (osp__read_iov), page by page: a stack page that cannot be read ends the copy, never
- * faults.
+ * (osp__read_iov), page by page, 32 KiB a call, no further than the thread's stack goes: a
+ * stack page that cannot be read ends the copy, never faults. A copy that fills its buffer is
+ * read on by ospreyd from the live stack (daemon/copies.c), not made larger here: the program
+ * pays for no more memory and no longer reads.
  */
 #include <errno.h>
 #include <string.h>
@@ -27,25 +29,36 @@
 #include "osp_base.h"
 #include "osp_core.h"
 
-/* The stack from sp up into buf[0..size): one piece to sp's page end, then whole pages, so
- * that an unreadable page ends the copy there. Returns the bytes read. Async-signal-safe. */
-static size_t copy_stack(uint64_t sp, uint8_t *buf, uint32_t size)
+/* Bytes one system call of osp__stack_copy_read reads at most: its vectors are on the handler's
+ * stack (a program's signal stack may be small), a page each. */
+#define OSP__COPY_PIECE (32u << 10)
+
+/* Pieces of OSP__COPY_PIECE, each one piece to a page end then whole pages, so that an
+ * unreadable page ends the copy there. Async-signal-safe. */
+size_t osp__stack_copy_read(uint64_t sp, uint8_t *buf, uint32_t size)
 {
-    struct iovec local[OSP_COPY_MAX_SIZE / 4096u + 1], remote[OSP_COPY_MAX_SIZE / 4096u + 1];
-    unsigned long n = 0;
-    uint64_t at = sp, done = 0;
-    while (done < size && n < sizeof local / sizeof *local) {
-        uint64_t piece = 4096u - (at & 4095u);
-        if (piece > size - done)
-            piece = size - done;
-        local[n] = (struct iovec){buf + done, piece};
-        remote[n] = (struct iovec){(void *)(uintptr_t)at, piece};
-        n++;
-        at += piece;
-        done += piece;
+    struct iovec local[OSP__COPY_PIECE / 4096u + 1], remote[OSP__COPY_PIECE / 4096u + 1];
+    uint64_t done = 0;
+    while (done < size) {
+        unsigned long n = 0;
+        uint64_t at = sp + done, asked = 0;
+        while (done + asked < size && asked < OSP__COPY_PIECE && n < sizeof local / sizeof *local) {
+            uint64_t piece = 4096u - (at & 4095u);
+            if (piece > size - done - asked)
+                piece = size - done - asked;
+            local[n] = (struct iovec){buf + done + asked, piece};
+            remote[n] = (struct iovec){(void *)(uintptr_t)at, piece};
+            n++;
+            at += piece;
+            asked += piece;
+        }
+        ssize_t got = osp__read_iov(local, remote, n);
+        if (got > 0)
+            done += (uint64_t)got;
+        if (got < 0 || (uint64_t)got < asked)
+            break; /* an unreadable page: the copy ends there */
     }
-    ssize_t got = osp__read_iov(local, remote, n);
-    return got > 0 ? (size_t)got : 0;
+    return (size_t)done;
 }
 
 /* How much of the thread's ring a copy's record may find used: half while the collector reads
@@ -99,7 +112,13 @@ int osp__emit_stack_copy(struct osp__event_ring *w, struct osp__slot *s, uint64_
         return -ENOSPC;
     }
     uint8_t *buf = (uint8_t *)h + h->copies_offset + (uint64_t)k * size;
-    size_t got = copy_stack(resume->regs.sp, buf, size);
+    /* No further than the thread's stack goes, when the frame is on it: what lies above is no
+     * frame's (a pthread's stack is followed by other memory, readable). */
+    uint64_t sp = resume->regs.sp;
+    uint32_t want = size;
+    if (sp >= s->stack_lo && sp < s->stack_hi && s->stack_hi - sp < want)
+        want = (uint32_t)(s->stack_hi - sp);
+    size_t got = osp__stack_copy_read(sp, buf, want);
     uint64_t new_head;
     struct osp_rec_stack_copy *rec =
         got >= 8 ? osp__event_ring_reserve(w, rec_size, &new_head) : NULL;

@@ -25,7 +25,9 @@
  * its 16-byte record inside [lo, hi) above the current sp. Every offset and count read from
  * the tables is checked against the mapping's size. The walk ends at the first check that
  * fails, at an outermost frame (the CFI says the return address is undefined, or a zero
- * return address), or after `cap` addresses. The CPU's part (registers, the x86_64 prologue)
+ * return address), or after OSP_UNWIND_MAX_STEPS frames (a stack deeper than `cap` keeps its
+ * innermost and outermost frames and a marker for those between, proto/osp_unwind_step.h).
+ * The CPU's part (registers, the x86_64 prologue)
  * is in shim/arch/<cpu>/osp_cpu.h; the signal frame and the lazy PLT are the step's.
  */
 #include <stdint.h>
@@ -345,7 +347,10 @@ uint32_t osp__unwind_spans_resume(const struct osp__regs *regs, int leaf,
         {read_word, return_slot, switch_stack, NULL, 0, 0}, 0, spans, n, 1, 0, 0};
     enter(&w, spans[0].lo, spans[0].hi, spans[0].copy, spans[0].base);
     const struct osp_unwind_regs r = {regs->pc, regs->sp, regs->fp, regs->lr};
-    uint32_t depth = osp_unwind_walk_resume(&tables, &r, leaf, &w.memory, out, cap, stop, resume);
+    /* A stack deeper than cap walked on to its root (OSP_UNWIND_MAX_STEPS frames at most),
+     * its outermost frames kept after a marker. */
+    uint32_t depth = osp_unwind_walk_deep(&tables, &r, leaf, &w.memory, out, cap,
+                                          OSP_UNWIND_MAX_STEPS, stop, resume);
     /* A frame the walk reached on another stack than the first, or in a copy of one, is not
      * where a copy of the thread's stack would start. */
     if (resume != NULL && resume->depth > 0 &&

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "osp_unwind_step.h"
 #include "ospc.h"
 #include "ospx.h"
 #include "ospx_internal.h"
@@ -319,6 +320,26 @@ START_TEST(test_text_size_zero_fallback)
     ck_assert_str_eq(frame_at(&symbols, 1, 0)->file, "");
     ck_assert_int_eq(frame_at(&symbols, 1, 0)->line, 0);
     fixture_log_has(&fixture, 0, "libD.so");
+    fixture_and_symbols_close(&fixture, &symbols);
+}
+END_TEST
+
+/* The marker of frames a walk deeper than its record left out (proto/osp_unwind_step.h) is one
+ * frame "[… N frames]" in no object, even beside an image with no text range (whose fallback
+ * takes every pc above its base), and no symbolizer is asked about it. */
+START_TEST(test_frames_left_out_marker)
+{
+    FAKE_LLVM_FIXTURE();
+    char c[128];
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, fixture_object(&fixture, "libC.so", c, sizeof c), 0x500000, 0x500000, 0, 0,
+              "");
+    struct ospx_symbols symbols;
+    SYMBOLIZE(&test, &fixture, &symbols, 0x500100, osp_unwind_left_out_pc(182), 0x500201);
+    EXPECT_STACK(&symbols, 0, "libC.so:0x100", "[\u2026 182 frames]", "libC.so:0x200");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, "");
+    LOG_LACKS(&fixture, "0x2000000000");
     fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
@@ -1391,7 +1412,8 @@ Suite *symbolize_suite(void)
                test_rust_legacy_names_as_rustc_prints_them, test_short_names_for_tables,
                test_leftover_mangled_names, test_inline_answer_reused_with_its_lines,
                test_python_mark_only_where_python_ran, test_words_past_the_frames_end_the_stack,
-               test_go_stack_switches_end_the_stack, test_go_async_preempt_leaf_is_its_callers);
+               test_go_stack_switches_end_the_stack, test_go_async_preempt_leaf_is_its_callers,
+               test_frames_left_out_marker);
     SUITE_CASE(s, "llvm-symbolizer", 120, test_real_llvm_symbolizer, test_split_debug_info,
                test_libc_debug_by_build_id, test_real_own_stack, test_real_unreadable_object,
                test_real_vdso);

@@ -9,6 +9,7 @@
  * use for, is checked beside the case it changes. */
 #include <check.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "osp_core.h"
 #include "osp_ring_write.h"
@@ -86,6 +87,15 @@ static void expect_walked(const struct walked *w, uint32_t depth, enum osp_unwin
     ck_assert_int_eq(w->stop, stop);
 }
 
+/* The shim's walk and ospreyd's found the same frames and said the same reason. */
+static void expect_same(const struct walked *shim, const struct walked *daemon)
+{
+    ck_assert_uint_eq(shim->depth, daemon->depth);
+    ck_assert_int_eq(shim->stop, daemon->stop);
+    for (uint32_t i = 0; i < shim->depth; i++)
+        ck_assert_uint_eq(shim->pcs[i], daemon->pcs[i]);
+}
+
 /* Both walkers from (pc, sp = word sp_at, fp) with the tables (or none), up to cap frames; the
  * two must agree, and the shim's result is returned. */
 static struct walked both(int with_tables, uint64_t pc, unsigned sp_at, uint64_t fp, uint32_t cap)
@@ -99,10 +109,7 @@ static struct walked both(int with_tables, uint64_t pc, unsigned sp_at, uint64_t
     struct ospd_stack_copy copy = {sp, (const uint8_t *)&stack[sp_at], hi - sp};
     daemon.depth = ospd_walk_copy_why(with_tables ? object : NULL, sizeof object, pc, sp, fp, &copy,
                                       daemon.pcs, cap, &daemon.stop);
-    ck_assert_uint_eq(shim.depth, daemon.depth);
-    ck_assert_int_eq(shim.stop, daemon.stop);
-    for (uint32_t i = 0; i < shim.depth; i++)
-        ck_assert_uint_eq(shim.pcs[i], daemon.pcs[i]);
+    expect_same(&shim, &daemon);
     return shim;
 }
 
@@ -353,16 +360,45 @@ static uint32_t sample_stack(const struct ospd_collector *c, uint64_t i, const u
     return depth;
 }
 
-START_TEST(a_copy_is_held_until_its_rows_are_published)
+/* The stack of rows_by_sp_and_fp_and_the_outermost_row from word 4, fp holding the frame
+ * record of an ancestor at word 40 (the frameless frames' callers keep it). */
+static void copied_stack(void)
 {
-    /* The stack of rows_by_sp_and_fp_and_the_outermost_row, fp holding the frame record of an
-     * ancestor (the frameless frames' callers keep it). */
     memset(stack, 0, sizeof stack);
     set(5, IMAGE + 0x180);
     set(8, at(40));
     set(9, IMAGE + 0x410);
     set(40, at(50));
     set(41, IMAGE + 0x250);
+}
+
+/* A slot ring in data[0..size) that starts with thread 4242's start. */
+static struct osp_ring_cursor ring_with_a_thread(uint8_t *data, uint32_t size)
+{
+    memset(data, 0, size);
+    struct osp_ring_cursor cur = {data, size, 0};
+    osp_put_thread_start(&cur, 0, 1, 0, 4242, "main", 4);
+    return cur;
+}
+
+/* A collector whose ring's pool is `count` buffers of `size` bytes at pool, each holding len
+ * bytes of the stack from word 4 on, as the handler copies it, and every buffer busy. */
+static void collector_with_copies(struct ospd_collector *c, uint8_t *pool, uint32_t count,
+                                  uint32_t size, uint32_t len, _Atomic uint64_t *busy)
+{
+    for (uint32_t i = 0; i < count; i++)
+        memcpy(pool + (size_t)i * size, &stack[4], len);
+    atomic_store(busy, (UINT64_C(1) << count) - 1);
+    ospd_collector_init(c);
+    c->copy_pool = pool;
+    c->copy_count = count;
+    c->copy_size = size;
+    c->copies_busy = busy;
+}
+
+START_TEST(a_copy_is_held_until_its_rows_are_published)
+{
+    copied_stack();
     tables_at(0x5000, rows, NROWS, 0); /* another image's rows only */
     struct osp_unwind_header *h = (struct osp_unwind_header *)object;
     atomic_store_explicit(&h->builds_pending, 1, memory_order_relaxed);
@@ -390,22 +426,13 @@ START_TEST(a_copy_is_held_until_its_rows_are_published)
     /* The pool: the stack from the resume frame's sp, as the handler copies it. */
     static uint8_t pool[2][4096];
     uint32_t len = (uint32_t)(at(WORDS) - at(4));
-    memcpy(pool[0], &stack[4], len);
-    memcpy(pool[1], &stack[4], len);
-    _Atomic uint64_t busy = 3;
+    _Atomic uint64_t busy;
+    struct ospd_collector c;
+    collector_with_copies(&c, &pool[0][0], 2, sizeof pool[0], len, &busy);
     static uint8_t data[4096];
-    memset(data, 0, sizeof data);
-    struct osp_ring_cursor cur = {data, sizeof data, 0};
-    osp_put_thread_start(&cur, 0, 1, 0, 4242, "main", 4);
+    struct osp_ring_cursor cur = ring_with_a_thread(data, sizeof data);
     put_copy(&cur, &resume, &w, 1000, 0, len);
     put_copy(&cur, &resume, &w, 2000, 1, len);
-
-    struct ospd_collector c;
-    ospd_collector_init(&c);
-    c.copy_pool = &pool[0][0];
-    c.copy_count = 2;
-    c.copy_size = sizeof pool[0];
-    c.copies_busy = &busy;
     uint64_t tail;
     ck_assert_int_eq(ospd_parse(&c, data, sizeof data, 0, cur.head, &tail), 0);
     ck_assert_uint_eq(tail, cur.head);
@@ -452,6 +479,129 @@ START_TEST(a_copy_is_held_until_its_rows_are_published)
 }
 END_TEST
 
+START_TEST(a_copy_that_filled_its_buffer_is_read_on_from_the_live_stack)
+{
+    /* The stack of the test above, copied 256 bytes from sp (words 4-35): the frame record at
+     * words 40-41 is past the copy's end, in this process's live stack. */
+    copied_stack();
+    tables_at(0x5000, rows, NROWS, IMAGE);
+    struct osp_unwind_resume resume = {{IMAGE + 0x10, at(4), at(40), 0}, 1, 1};
+    struct walked w = {.depth = 1, .stop = OSP_UNWIND_GUESSED, .pcs = {IMAGE + 0x10}};
+    enum { SIZE = 256 };
+    static uint8_t pool[2][SIZE];
+    _Atomic uint64_t busy;
+    struct ospd_collector c;
+    collector_with_copies(&c, &pool[0][0], 2, SIZE, SIZE, &busy);
+    c.pid = (int32_t)getpid(); /* the live stack is this process's */
+    static uint8_t data[4096];
+    struct osp_ring_cursor cur = ring_with_a_thread(data, sizeof data);
+    put_copy(&cur, &resume, &w, 1000, 0, SIZE);
+    uint64_t tail;
+    ck_assert_int_eq(ospd_parse(&c, data, sizeof data, 0, cur.head, &tail), 0);
+    /* The copy's last 64 bytes still live: read on, to the end of the live stack's mapping. */
+    ck_assert_uint_eq(c.copies.read_on, 1);
+    ck_assert_uint_gt(c.copies.held[0].len, SIZE);
+    /* The live stack moved since the second sample (a word of the copy's last 64 bytes
+     * changed): not read on. */
+    set(34, 0x1234);
+    cur = (struct osp_ring_cursor){data, sizeof data, cur.head};
+    put_copy(&cur, &resume, &w, 2000, 1, SIZE);
+    ck_assert_int_eq(ospd_parse(&c, data, sizeof data, tail, cur.head, &tail), 0);
+    ck_assert_uint_eq(c.copies.moved, 1);
+    ck_assert_uint_eq(c.copies.held[1].len, SIZE);
+
+    ck_assert_uint_eq(ospd_copies_walk(&c, object, sizeof object, true), 2);
+    const uint64_t *pcs;
+    uint32_t end;
+    ck_assert_uint_eq(sample_stack(&c, 0, &pcs, &end), 4); /* whole, past the copy's end */
+    ck_assert_uint_eq(pcs[3], IMAGE + 0x250);
+    ck_assert_uint_eq(end, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(sample_stack(&c, 1, &pcs, &end), 3); /* cut where the copy ends */
+    ck_assert_uint_eq(end, OSP_UNWIND_FAILED);
+    ospd_collector_free(&c);
+}
+END_TEST
+
+/* A frame-pointer chain of `frames` frames in deep_stack from word 4 up, the outermost with a
+ * zero return address: frame i (i >= 1) returns to 0x10000 + 16 * i. */
+#define DEEP_WORDS 2400u
+static uint64_t deep_stack[DEEP_WORDS] __attribute__((aligned(16)));
+static void deep_chain(unsigned frames)
+{
+    memset(deep_stack, 0, sizeof deep_stack);
+    for (unsigned i = 0; i + 1 < frames; i++) {
+        deep_stack[4 + 2 * i] = (uint64_t)(uintptr_t)&deep_stack[6 + 2 * i];
+        deep_stack[5 + 2 * i] = 0x10000 + 16 * (uint64_t)(i + 1);
+    }
+    /* The last record, words 4 + 2 * (frames - 1) on, stays zero: the outermost frame. */
+}
+
+/* The shim's walk of deep_stack, and ospreyd's walk of it as a copy folded to a record
+ * (copies.c): the same frames, the same stop. */
+static struct walked deep_both(void)
+{
+    struct walked shim = {0}, daemon = {0};
+    uint64_t sp = (uint64_t)(uintptr_t)&deep_stack[4];
+    uint64_t hi = (uint64_t)(uintptr_t)&deep_stack[DEEP_WORDS];
+    struct osp__regs regs = {.pc = 0x8010, .sp = sp, .fp = sp, .lr = 0};
+    osp__unwind_set_tables(NULL, 0);
+    shim.depth = osp__unwind_why(&regs, 1, sp, hi, shim.pcs, OSP_MAX_DEPTH, &shim.stop);
+    static uint64_t all[OSP_UNWIND_MAX_STEPS];
+    struct ospd_stack_copy copy = {sp, (const uint8_t *)&deep_stack[4], hi - sp};
+    uint32_t n =
+        ospd_walk_copy_why(NULL, 0, 0x8010, sp, sp, &copy, all, OSP_UNWIND_MAX_STEPS, &daemon.stop);
+    daemon.depth = ospd_stack_keep_ends(all, n, OSP_MAX_DEPTH);
+    memcpy(daemon.pcs, all, daemon.depth * sizeof *all);
+    expect_same(&shim, &daemon);
+    return shim;
+}
+
+START_TEST(a_stack_deeper_than_a_record_keeps_its_root)
+{
+    /* 300 frames: the innermost 95, a marker for the 173 left out, the outermost 32. */
+    deep_chain(300);
+    struct walked w = deep_both();
+    expect_walked(&w, OSP_MAX_DEPTH, OSP_UNWIND_OUTERMOST);
+    const uint32_t inner = OSP_MAX_DEPTH - 1 - OSP_UNWIND_OUTER_FRAMES;
+    ck_assert_uint_eq(w.pcs[0], 0x8010);
+    for (uint32_t i = 1; i < inner; i++)
+        ck_assert_uint_eq(w.pcs[i], 0x10000 + 16 * i);
+    ck_assert(osp_unwind_left_out_is(w.pcs[inner]));
+    ck_assert_uint_eq(osp_unwind_left_out_count(w.pcs[inner]), 300 - (OSP_MAX_DEPTH - 1));
+    for (uint32_t i = 0; i < OSP_UNWIND_OUTER_FRAMES; i++)
+        ck_assert_uint_eq(w.pcs[inner + 1 + i], 0x10000 + 16 * (300 - OSP_UNWIND_OUTER_FRAMES + i));
+    /* One frame more than a record holds; exactly as many: no marker. */
+    deep_chain(OSP_MAX_DEPTH + 1);
+    w = deep_both();
+    expect_walked(&w, OSP_MAX_DEPTH, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(osp_unwind_left_out_count(w.pcs[inner]), 2);
+    ck_assert_uint_eq(w.pcs[OSP_MAX_DEPTH - 1], 0x10000 + 16 * OSP_MAX_DEPTH);
+    deep_chain(OSP_MAX_DEPTH);
+    w = deep_both();
+    expect_walked(&w, OSP_MAX_DEPTH, OSP_UNWIND_OUTERMOST);
+    ck_assert(!osp_unwind_left_out_is(w.pcs[inner]));
+    /* Deeper than the walk's bound: the frames it reached, and the depth cap. */
+    deep_chain(1100);
+    w = deep_both();
+    expect_walked(&w, OSP_MAX_DEPTH, OSP_UNWIND_DEPTH);
+    ck_assert_uint_eq(osp_unwind_left_out_count(w.pcs[inner]),
+                      OSP_UNWIND_MAX_STEPS - (OSP_MAX_DEPTH - 1));
+    ck_assert_uint_eq(w.pcs[OSP_MAX_DEPTH - 1], 0x10000 + 16 * (OSP_UNWIND_MAX_STEPS - 1));
+    /* A record too short for a marker is cut at its cap, as before. */
+    uint64_t pcs[8];
+    enum osp_unwind_stop stop;
+    struct osp__regs regs = {.pc = 0x8010,
+                             .sp = (uint64_t)(uintptr_t)&deep_stack[4],
+                             .fp = (uint64_t)(uintptr_t)&deep_stack[4],
+                             .lr = 0};
+    ck_assert_uint_eq(osp__unwind_why(&regs, 1, regs.sp,
+                                      (uint64_t)(uintptr_t)&deep_stack[DEEP_WORDS], pcs, 8, &stop),
+                      8);
+    ck_assert_int_eq(stop, OSP_UNWIND_DEPTH);
+    ck_assert(!osp_unwind_left_out_is(pcs[7]));
+}
+END_TEST
+
 Suite *walks_suite(void)
 {
     Suite *s = suite_create("walks");
@@ -461,6 +611,8 @@ Suite *walks_suite(void)
                    the_plt_an_epilogue_and_a_cfa_that_does_not_rise, the_kernels_signal_frame,
                    a_frame_pointer_guess_while_rows_are_built_is_guessed);
     tcase_add_checked_fixture(by_rows, rows_and_a_clear_stack, NULL);
-    SUITE_CASE(s, "copies", 0, a_copy_is_held_until_its_rows_are_published);
+    SUITE_CASE(s, "copies", 0, a_copy_is_held_until_its_rows_are_published,
+               a_copy_that_filled_its_buffer_is_read_on_from_the_live_stack);
+    SUITE_CASE(s, "deep", 0, a_stack_deeper_than_a_record_keeps_its_root);
     return s;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The handler's walk timed alone (walk.c): by unwind rows through frameless code, and by the
-# frame-pointer walk. Usage: bash bench/walk/run.sh [BUILD_DIR] [DEPTH] [WALKS]
+# frame-pointer walk; and what a stack copy costs by size (copy.c). Usage: bash bench/walk/run.sh
+# [BUILD_DIR] [DEPTH] [WALKS]
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -22,3 +23,8 @@ for variant in frameless fp; do
   echo "== $variant (gcc -O2 ${flags[*]}), $depth frames deep"
   "$work/walk-$variant" "$depth" "$walks"
 done
+# What a stack copy's read costs the handler, by size (copy.c).
+gcc -O2 -g -D_GNU_SOURCE -I"$root/shim" -I"$root/shim/arch/$cpu" -I"$root/proto" "$here/copy.c" \
+  "$build/shim/libospreyprof-lower.a" -lpthread -lrt -o "$work/copy"
+echo "== stack copies (osp__stack_copy_read)"
+"$work/copy"
