@@ -23,6 +23,9 @@
 #             (it does not wait for it), its work_daemon is in the report and one line says
 #             it left the session, or (its middle process's collector gone before it greeted)
 #             one line says it was not profiled.
+#   setsid-worker  through osprey, `forks setsid-worker` (a child calls setsid and burns 1.5 s
+#             in work_b; its parent waits for it): still its parent's child, it is no daemon:
+#             the report gives it at least 80% of the CPU it used and no line says it left.
 # Usage: e2e-forks-hardening.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR
 set -uo pipefail
 
@@ -200,5 +203,19 @@ else
     fail "setsid: no line says the daemon left the session: $(cat "$work/setsid-run.err")"
 fi
 for pid in $daemon_pid $plain_daemon; do kill "$pid" 2>/dev/null; done
+
+# --- setsid-worker: a child that calls setsid while its parent waits for it ----------------
+# Still its parent's child (a PostgreSQL backend), so not a daemon: profiled to its end.
+through setsid-worker
+worker=$(awk '/^worker/ {print $2}' "$work/setsid-worker-run.out")
+used=$(awk '/^worker/ {print $3}' "$work/setsid-worker-run.out")
+python3 - "$work/setsid-worker-run.err" "$worker" "$used" <<'PY' || fail "setsid-worker: the worker was not profiled to its end: $(cat "$work/setsid-worker-run.err")"
+import re, sys
+report, worker, used = open(sys.argv[1]).read(), sys.argv[2], float(sys.argv[3])
+m = re.search(r"process %s \(forks\) +([0-9.]+)(ms|s) CPU" % worker, report)
+cpu = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1) if m else 0
+print("setsid-worker: the worker's CPU in the report: %.3f s of %.3f s" % (cpu, used))
+sys.exit(cpu < 0.8 * used or ("process %s (forks) left the session" % worker) in report)
+PY
 
 finish "forked children: other users, many processes, unusual runs handled"
