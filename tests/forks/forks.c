@@ -25,6 +25,9 @@
  *                   parent ends once the middle process has.
  *   forks setsid-worker  a worker as PostgreSQL forks its backends: it calls setsid, burns
  *                   1.5 s in work_b; the parent waits for it.
+ *   forks setsid-orphan  a child calls setsid, says its pid, burns 0.3 s in work_daemon and
+ *                   sleeps 30 s (the test kills it); the parent burns 0.3 s in work_parent and
+ *                   ends without waiting for it: the child outlives it, reparented.
  *   forks clone3    a child made by calling the clone3 system call directly (syscall(2))
  *                   burns 0.3 s in work_b; the parent waits for it.
  *   forks burn      burns 1.5 s in work_parent, alone (e2e-forks-hardening's flood).
@@ -328,6 +331,18 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "setsid-orphan") == 0) {
+        if (fork() == 0) {
+            setsid();
+            say("daemon");
+            work_daemon(0.3);
+            sleep(30);
+            exit(0);
+        }
+        work_parent(0.3);
+        say("parent");
+        return 0;
+    }
     if (argc == 2 && strcmp(argv[1], "clone3") == 0) {
         struct clone_args args = {.exit_signal = SIGCHLD};
         long child = syscall(SYS_clone3, &args, sizeof args);
@@ -362,9 +377,8 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
-    fprintf(
-        stderr,
-        "usage: forks workers|prefork|orphan|daemon|many|lowfd|setuid|setsid|setsid-worker|clone3|"
-        "burn|escape\n");
+    fprintf(stderr,
+            "usage: forks workers|prefork|orphan|daemon|many|lowfd|setuid|setsid|setsid-worker|"
+            "setsid-orphan|clone3|burn|escape\n");
     return 2;
 }
