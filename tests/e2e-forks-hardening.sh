@@ -27,9 +27,10 @@
 #             in work_b; its parent waits for it): still its parent's child, it is no daemon:
 #             the report gives it at least 80% of the CPU it used and no line says it left.
 #   setsid-orphan  through osprey, `forks setsid-orphan` (a child calls setsid, burns 0.3 s in
-#             work_daemon and sleeps 30 s; its parent burns 0.3 s and ends without waiting):
-#             reparented, a daemon: osprey returns while it still runs, the report gives it
-#             at least 80% of its 0.3 s and one line says it left the session.
+#             work_daemon and sleeps 30 s; its parent ends once that work is done, without
+#             waiting for the child): reparented, a daemon: osprey returns while it still
+#             runs, the report gives it at least 80% of its 0.3 s and one line says it left
+#             the session.
 # Usage: e2e-forks-hardening.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR
 set -uo pipefail
 

@@ -26,8 +26,8 @@
  *   forks setsid-worker  a worker as PostgreSQL forks its backends: it calls setsid, burns
  *                   1.5 s in work_b; the parent waits for it.
  *   forks setsid-orphan  a child calls setsid, says its pid, burns 0.3 s in work_daemon and
- *                   sleeps 30 s (the test kills it); the parent burns 0.3 s in work_parent and
- *                   ends without waiting for it: the child outlives it, reparented.
+ *                   sleeps 30 s (the test kills it); the parent ends once the child's work is
+ *                   done (a pipe), without waiting for it: the child outlives it, reparented.
  *   forks clone3    a child made by calling the clone3 system call directly (syscall(2))
  *                   burns 0.3 s in work_b; the parent waits for it.
  *   forks burn      burns 1.5 s in work_parent, alone (e2e-forks-hardening's flood).
@@ -332,14 +332,21 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "setsid-orphan") == 0) {
+        int done[2];
+        if (pipe(done) != 0)
+            return 1;
         if (fork() == 0) {
             setsid();
             say("daemon");
             work_daemon(0.3);
+            close(done[1]); /* the parent ends once the work is done, however loaded */
             sleep(30);
             exit(0);
         }
-        work_parent(0.3);
+        close(done[1]);
+        char byte;
+        while (read(done[0], &byte, 1) < 0 && errno == EINTR) {
+        }
         say("parent");
         return 0;
     }
