@@ -367,15 +367,20 @@ static void check_liveness(struct ospd_daemon *d, uint64_t now)
         finish(d, OSPD_EXIT_VANISHED); /* exec'd away from the ring */
         return;
     }
-    /* A forked child in a session of its own (setsid: a daemon's double fork) is not the
-     * program's any more: it may run for days, and the run (osprey waits for every
-     * collector's end) ends without it. Its profile ends here, written now, and it runs on
-     * unprofiled. Collectors stay in the program's session (README.md, "Scheduling"). A
-     * session whose leader is still there and not the child (a program that called setsid
-     * itself, then forked its workers) is the program's own. */
+    /* A forked child in a session of its own whose parent has gone (setsid and a double
+     * fork, or a parent that did not wait: reparented, its PPid no longer the pid that forked
+     * it) is a daemon, not the program's any more: it may run for days, and the run (osprey
+     * waits for every collector's end) ends without it. Its profile ends here, written now,
+     * and it runs on unprofiled. Collectors stay in the program's session (README.md,
+     * "Scheduling"). A child that only called setsid (a PostgreSQL backend) while its parent
+     * is still its parent is followed to its end; once that parent exits, it is reparented
+     * and let go at the next check. A session whose leader is still there and not the child
+     * (a program that called setsid itself, then forked its workers) is the program's own. */
     pid_t session = getsid(d->collector.pid);
     if (d->collector.forked && session > 0 && session != getsid(0) &&
-        (session == d->collector.pid || (kill(session, 0) != 0 && errno == ESRCH)))
+        (session == d->collector.pid || (kill(session, 0) != 0 && errno == ESRCH)) &&
+        (d->collector.parent_pid <= 0 ||
+         ospd_target_parent(d->collector.pid) != d->collector.parent_pid))
         stop_now(d, OSPD_EXIT_LEFT_SESSION);
 }
 

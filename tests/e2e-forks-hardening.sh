@@ -23,6 +23,14 @@
 #             (it does not wait for it), its work_daemon is in the report and one line says
 #             it left the session, or (its middle process's collector gone before it greeted)
 #             one line says it was not profiled.
+#   setsid-worker  through osprey, `forks setsid-worker` (a child calls setsid and burns 1.5 s
+#             in work_b; its parent waits for it): still its parent's child, it is no daemon:
+#             the report gives it at least 80% of the CPU it used and no line says it left.
+#   setsid-orphan  through osprey, `forks setsid-orphan` (a child calls setsid, burns 0.3 s in
+#             work_daemon and sleeps 30 s; its parent ends once that work is done, without
+#             waiting for the child): reparented, a daemon: osprey returns while it still
+#             runs, the report gives it at least 80% of its 0.3 s and one line says it left
+#             the session.
 # Usage: e2e-forks-hardening.sh OSPREY SHIM_SO OSPREYD SOURCE_DIR
 set -uo pipefail
 
@@ -200,5 +208,43 @@ else
     fail "setsid: no line says the daemon left the session: $(cat "$work/setsid-run.err")"
 fi
 for pid in $daemon_pid $plain_daemon; do kill "$pid" 2>/dev/null; done
+
+# --- setsid-worker: a child that calls setsid while its parent waits for it ----------------
+# Still its parent's child (a PostgreSQL backend), so not a daemon: profiled to its end.
+through setsid-worker
+worker=$(awk '/^worker/ {print $2}' "$work/setsid-worker-run.out")
+used=$(awk '/^worker/ {print $3}' "$work/setsid-worker-run.out")
+python3 - "$work/setsid-worker-run.err" "$worker" "$used" <<'PY' || fail "setsid-worker: the worker was not profiled to its end: $(cat "$work/setsid-worker-run.err")"
+import re, sys
+report, worker, used = open(sys.argv[1]).read(), sys.argv[2], float(sys.argv[3])
+m = re.search(r"process %s \(forks\) +([0-9.]+)(ms|s) CPU" % worker, report)
+cpu = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1) if m else 0
+print("setsid-worker: the worker's CPU in the report: %.3f s of %.3f s" % (cpu, used))
+sys.exit(cpu < 0.8 * used or ("process %s (forks) left the session" % worker) in report)
+PY
+
+# --- setsid-orphan: a setsid'd child that outlives its parent -------------------------------
+# Reparented once its parent ends: a daemon by the rule, let go; osprey does not wait for it.
+(cd "$work" && ./forks setsid-orphan >"$work/setsid-orphan-plain.out" 2>/dev/null)
+plain=$?
+(cd "$work" && "$osprey" ./forks --profile -o "$work/setsid-orphan-run" -- setsid-orphan) \
+  >"$work/setsid-orphan-run.out" 2>"$work/setsid-orphan-run.err"
+expect_status "$plain" $? "setsid-orphan: through osprey"
+orphan=$(awk '/^daemon/ {print $2}' "$work/setsid-orphan-run.out")
+plain_orphan=$(awk '/^daemon/ {print $2}' "$work/setsid-orphan-plain.out")
+if [ -z "$orphan" ] || ! kill -0 "$orphan" 2>/dev/null; then
+  fail "setsid-orphan: the child had ended when osprey returned: osprey waited for it"
+fi
+python3 - "$work/setsid-orphan-run.err" "$orphan" <<'PY' || fail "setsid-orphan: the child's 0.3 s is not in the report: $(cat "$work/setsid-orphan-run.err")"
+import re, sys
+report, child = open(sys.argv[1]).read(), sys.argv[2]
+m = re.search(r"process %s \(forks\) +([0-9.]+)(ms|s) CPU" % child, report)
+cpu = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1) if m else 0
+print("setsid-orphan: the child's CPU in the report: %.3f s of 0.3 s" % cpu)
+sys.exit(cpu < 0.8 * 0.3)
+PY
+grep -q "^process $orphan (forks) left the session (a daemon)" "$work/setsid-orphan-run.err" ||
+  fail "setsid-orphan: no line says the child left the session: $(cat "$work/setsid-orphan-run.err")"
+for pid in $orphan $plain_orphan; do kill "$pid" 2>/dev/null; done
 
 finish "forked children: other users, many processes, unusual runs handled"

@@ -23,6 +23,11 @@
  *   forks setsid    daemonizes with a double fork and setsid: the daemon says its pid at once,
  *                   burns 0.2 s in work_daemon and sleeps 30 s (the test kills it); the
  *                   parent ends once the middle process has.
+ *   forks setsid-worker  a worker as PostgreSQL forks its backends: it calls setsid, burns
+ *                   1.5 s in work_b; the parent waits for it.
+ *   forks setsid-orphan  a child calls setsid, says its pid, burns 0.3 s in work_daemon and
+ *                   sleeps 30 s (the test kills it); the parent ends once the child's work is
+ *                   done (a pipe), without waiting for it: the child outlives it, reparented.
  *   forks clone3    a child made by calling the clone3 system call directly (syscall(2))
  *                   burns 0.3 s in work_b; the parent waits for it.
  *   forks burn      burns 1.5 s in work_parent, alone (e2e-forks-hardening's flood).
@@ -314,6 +319,37 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "setsid-worker") == 0) {
+        pid_t worker = fork();
+        if (worker == 0) {
+            setsid();
+            work_b(1.5);
+            say("worker");
+            exit(0);
+        }
+        waitpid(worker, NULL, 0);
+        say("parent");
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "setsid-orphan") == 0) {
+        int done[2];
+        if (pipe(done) != 0)
+            return 1;
+        if (fork() == 0) {
+            setsid();
+            say("daemon");
+            work_daemon(0.3);
+            close(done[1]); /* the parent ends once the work is done, however loaded */
+            sleep(30);
+            exit(0);
+        }
+        close(done[1]);
+        char byte;
+        while (read(done[0], &byte, 1) < 0 && errno == EINTR) {
+        }
+        say("parent");
+        return 0;
+    }
     if (argc == 2 && strcmp(argv[1], "clone3") == 0) {
         struct clone_args args = {.exit_signal = SIGCHLD};
         long child = syscall(SYS_clone3, &args, sizeof args);
@@ -348,8 +384,8 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
-    fprintf(
-        stderr,
-        "usage: forks workers|prefork|orphan|daemon|many|lowfd|setuid|setsid|clone3|burn|escape\n");
+    fprintf(stderr,
+            "usage: forks workers|prefork|orphan|daemon|many|lowfd|setuid|setsid|setsid-worker|"
+            "setsid-orphan|clone3|burn|escape\n");
     return 2;
 }
