@@ -169,10 +169,9 @@ void ospx__report_processes(FILE *out, size_t width, const struct ospx_model *mo
 
 #define ESCAPED_LINES 3
 
-/* The forked children that left the program's session (daemons): their profile ends there,
- * and they ran on unprofiled, which one line each says; the first few, the rest counted (a
- * server whose every child calls setsid: postgres's seven, its two busy backends not among the
- * first three). */
+/* The forked children that left the program's session and their parent (daemons): their
+ * profile ends there, and they ran on unprofiled, which one line each says; the first few, the
+ * rest counted (a server's children that outlive it by a double fork, many at a time). */
 void ospx__report_left_session(FILE *out, size_t width, const struct ospx_model *model,
                                const char *warn)
 {
