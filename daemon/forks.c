@@ -51,6 +51,7 @@
 #include "osp_daemon_args.h"
 #include "osp_ring.h"
 #include "ospd.h"
+#include "ospd_follow.h"
 #include "ospd_forks.h"
 #include "ospd_target.h"
 
@@ -103,6 +104,13 @@ static void close_all(const int *fds, int n)
 static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *hello, const int *fds,
                            int n)
 {
+    /* Followed here, in this process and loop (follow.c), unless it follows its most already. */
+    int followed = ospd_follow(f->loop, hello, fds, n, f->self, f->export_formats, f->run_lock);
+    if (followed != -EBUSY) {
+        if (followed == 0)
+            f->started++;
+        return followed;
+    }
     int high[3 + OSP_MAX_SWITCH_FDS];
     int moved = 0, err = 0;
     for (; moved < n; moved++) {

@@ -288,8 +288,7 @@ static bool drain_once(struct ospd_daemon *d)
         ospd_switches_drain(&d->switches, &d->collector, now, false);
         ospd_waits_resolve(&d->collector, now, false);
     }
-    /* Relaxed: set by a signal handler on this same thread. */
-    if (atomic_load_explicit(&ospd_ring_truncated, memory_order_relaxed)) {
+    if (ospd_ring_truncated(d->header)) {
         snprintf(d->collector.error, sizeof d->collector.error,
                  "the shared memory object was truncated under the mapping");
         rc = -EPROTO;
@@ -674,6 +673,13 @@ static int start(struct ospd_daemon *d, uv_loop_t *loop)
     int program_nice = ospd_target_nice(d->collector.pid);
     ospd_sched_self(program_nice, 0);
     d->loop = loop;
+    /* First, before any other handle: a start that fails leaves none in the loop (an image
+     * followed in a collector's process, follow.c, is then freed with the loop running on). */
+    d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (d->timer_fd < 0 || uv_poll_init(d->loop, &d->tick, d->timer_fd) != 0) {
+        fprintf(stderr, "osprey: ospreyd: cannot create the sampling timer: %s\n", strerror(errno));
+        return 1;
+    }
     d->attach_mono_ns = ospc_clock_ns(CLOCK_MONOTONIC);
     d->next_liveness_ns = d->attach_mono_ns + LIVENESS_INTERVAL_NS;
     uint64_t quarter_ring = (uint64_t)d->slot_ring_size * 1000000000u / 4 / 256u;
@@ -706,11 +712,6 @@ static int start(struct ospd_daemon *d, uv_loop_t *loop)
     if (d->o.forks_fd >= 0)
         ospd_forks_adopt(&d->forks, d->loop, d->o.forks_fd, d->o.self, d->o.export_formats,
                          d->o.run_lock, &d->collector);
-    d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (d->timer_fd < 0 || uv_poll_init(d->loop, &d->tick, d->timer_fd) != 0) {
-        fprintf(stderr, "osprey: ospreyd: cannot create the sampling timer: %s\n", strerror(errno));
-        return 1;
-    }
     d->tick.data = d;
     uv_timer_init(d->loop, &d->tick_ms);
     d->tick_ms.data = d;
@@ -762,7 +763,7 @@ static int ring_close(void *source)
     if (d->timer_fd >= 0)
         close(d->timer_fd);
     if (d->header != NULL)
-        munmap(d->header, d->map_size);
+        ospd_ring_unmap(d->header, d->map_size);
     export_outputs(d);
     int rc = d->exit_code;
     ospd_collector_free(&d->collector);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ospd_follow.h"
 #include "ospd_session.h"
 #include "ospd_target.h"
 #include "ospx.h"
@@ -177,9 +178,11 @@ int ospd_session_run(const struct ospd_source_ops *ops, void *source)
     if (rc == 0) {
         uv_run(loop, UV_RUN_DEFAULT);
         ops->stop(source, OSPD_EXIT_STOPPED); /* nothing when it has ended */
+        ospd_follow_stop();                   /* the images followed here, likewise */
         uv_run(loop, UV_RUN_DEFAULT);         /* the handles' closes */
         uv_loop_close(loop);
     }
     int code = ops->close(source);
+    ospd_follow_close();
     return rc != 0 ? rc : code;
 }

@@ -40,6 +40,9 @@
 #             its greeting without waiting and gives it up at the exec, so of 3 commands each
 #             pid confirms once (strace: sendmsg of "C"), and each image has its profile;
 #             before, each confirmed twice (at the fork, then as the image);
+#   follow    the greeted collector follows the later images in its own process: a shell's 5
+#             commands and a 2-deep exec chain make one ospreyd process in all (strace), each
+#             image's profile whole; before, one per image;
 #   the program's output and exit status are as plain.
 # Usage: e2e-spawn.sh SHIM_SO OSPREYD STATIC
 set -uo pipefail
@@ -278,5 +281,30 @@ done < <(grep -l 'execve("/bin/true".* = 0$' "$work/once.trace"/t.*)
   fail "once: commands confirmed more than once (confirms per command: $once)"
 n=$(find "$work/once" -name 'p.raw.*.json' | wc -l)
 [ "$n" -ge 5 ] || fail "once: $n profiles of the shell's 5 commands"
+
+# --- follow -------------------------------------------------------------------------------
+# The collector greeted follows each later image in its own process: a shell's 5 commands
+# and a 2-deep exec chain (each level waiting for its collector) make one ospreyd process in
+# all (strace: the execs of ospreyd, the shim's and any ospreyd's own), or two where a
+# greeting's answer missed its 100 ms on a loaded machine (that image then starts its own);
+# every image has its whole profile, and the run's lock is held until the last is written.
+# Before, the greeted collector started an ospreyd for each image (the waits' pgrep and sleep
+# included): 16 in all.
+mkdir -p "$work/follow"
+: >"$work/follow/.osprey-run.lock"
+strace -f -qq -e trace=execve -e signal=none -o "$work/follow.trace" \
+  -E OSPREY_DAEMON="$daemon" -E OSPREY_PROFILE="$work/follow/p.raw.json" -E LD_PRELOAD="$shim" \
+  sh -c "$wait_collector"'; for i in 1 2 3 4 5; do /bin/true; done;
+  exec sh '"'$work/level'"' 1' >"$work/follow.out" 2>"$work/follow.err"
+expect_status 0 $? "follow: exit status"
+flock -w 60 "$work/follow/.osprey-run.lock" true ||
+  fail "follow: the run's lock still held after 60 s"
+started=$(grep -c 'execve("[^"]*/ospreyd".* = 0$' "$work/follow.trace")
+{ [ "$started" -ge 1 ] && [ "$started" -le 2 ]; } ||
+  fail "follow: $started ospreyd processes for the shell and its later images, expected 1"
+got=$(profiles "$work/follow" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
+  awk '{print $1, $2, $3}' | tr '\n' ';')
+[ "$got" = "3 dash vanished;6 true exited;" ] || [ "$got" = "3 sh vanished;6 true exited;" ] ||
+  fail "follow: profiles (count, image, end): $got"
 
 finish "e2e-spawn: ok"
