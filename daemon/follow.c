@@ -8,19 +8,21 @@
  * same switch events, its own fork socket (its children greet it here), its own unwind
  * tables, the same raw file (path, content, "beside" rule), the run's lock this process
  * holds. It attaches at once, watches its own target, ticks on its own timer, and finishes by
- * itself; the reaper (a prepare handle, unreferenced: it never keeps the loop alive) frees it
- * once its handles are closed and its unwind builds have come back, its outputs exported
- * first when asked. The process ends, and its run lock goes, only when every image it follows
- * has its file written.
+ * itself, its raw file written on libuv's pool (the loop answers the other images' greetings
+ * meanwhile: written on the loop, the file of the image that just ended held up the next
+ * one's answer); the reaper (a prepare handle, unreferenced: it never keeps the loop alive)
+ * frees it once its handles are closed, its file written and its unwind builds back, its
+ * outputs exported first when asked. The process ends, and its run lock goes, only when every image
+ * it follows has its file written.
  *
  * DESIGN. A collector process per image cost 2.3 ms of CPU per shell command at load 5 (its
  * start: clone, exec, the C library's start, the loop's handles; its end: the address space
  * torn down), more than the image itself; a session is a struct and a few handles. Bounded:
  * at most OSPD_MAX_FOLLOWED images at once in one process (a program that keeps more alive
  * gets a collector process for each one beyond, as before: forks.c). What the sessions share
- * is the loop's thread: one image's blocking work (its raw file written, its exports, its
- * fork socket's last 100 ms at its end) delays the others' ticks by as much, which their
- * rings' sizes absorb (a quarter of a ring is read per tick at 4-16 ms). Loop's thread only.
+ * is the loop's thread: one image's blocking work (its exports, its fork socket's last 100 ms
+ * at its end) delays the others' ticks by as much, which their rings' sizes absorb (a quarter
+ * of a ring is read per tick at 4-16 ms). Loop's thread only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +35,7 @@
 #include "ospd_follow.h"
 #include "ospd_ring_daemon.h"
 #include "ospd_ring_source.h"
+#include "ospd_target.h"
 
 /* One image followed: its options and the storage they point into. */
 struct follower {
@@ -65,7 +68,7 @@ static void on_reap(uv_prepare_t *handle)
     (void)handle;
     for (struct follower **at = &followed.list; *at != NULL;) {
         struct follower *f = *at;
-        if (!f->d->finished || f->d->unwinder.pending > 0) {
+        if (!f->d->finished || f->d->publishing || f->d->unwinder.pending > 0) {
             at = &f->next;
             continue;
         }
@@ -97,7 +100,14 @@ static int dup_all(const int *fds, int n, int *out)
 int ospd_follow(uv_loop_t *loop, const struct osp_fork_hello *hello, const int *fds, int n,
                 const char *self, const char *export_formats, int run_lock)
 {
-    if (followed.count >= OSPD_MAX_FOLLOWED)
+    /* OSPREYD_FOLLOW=0 (ospreyd's environment): a collector process per image, as before, for
+     * comparisons. */
+    static int off = -1;
+    if (off < 0) {
+        const char *knob = getenv("OSPREYD_FOLLOW");
+        off = knob != NULL && strcmp(knob, "0") == 0;
+    }
+    if (off || followed.count >= OSPD_MAX_FOLLOWED)
         return -EBUSY;
     if (n > 3 + (int)OSP_MAX_SWITCH_FDS ||
         n != 1 + (int)hello->switch_fds + (int)hello->listener + (int)hello->unwind)
@@ -128,7 +138,8 @@ int ospd_follow(uv_loop_t *loop, const struct osp_fork_hello *hello, const int *
                                   .switch_fds = f->switch_fds,
                                   .ring_fd = own[0],
                                   .forks_fd = -1,
-                                  .run_lock = run_lock};
+                                  .run_lock = run_lock,
+                                  .publish_apart = true};
     snprintf(o.self, sizeof o.self, "%s", self);
     int next = 1;
     for (; o.switch_count < (int)hello->switch_fds; o.switch_count++)
@@ -144,6 +155,10 @@ int ospd_follow(uv_loop_t *loop, const struct osp_fork_hello *hello, const int *
         free(f);
         return -ENOMEM;
     }
+    /* The attach at the program's nice value, as a collector process started for the image
+     * ran its start (forks.c): at this one's, 10 below the program's where allowed, it took a
+     * core from the new image on a busy machine. The session's start sets ours again. */
+    ospd_sched_self(ospd_target_nice(hello->pid), 0);
     if (ospd_ring_source.attach(f->d, loop) != 0) {
         /* Refused (one line said why, and the shim reads daemon_error), as a collector process
          * of its own would have been. The ring's descriptor is closed by the attach; the

@@ -50,6 +50,14 @@ struct ospd_daemon {
     uint64_t next_liveness_ns;
     bool finished;
     int exit_code; /* of ospreyd itself */
+    /* The raw file being written on the pool (o.publish_apart): what the write says back. */
+    uv_work_t publish;
+    bool publishing;
+    int publish_rc;
+    bool beside;
+    enum ospd_exit_status publish_status;
+    struct ospc_atomic pending;
+    char publish_err[OSPD_ERROR_SIZE + OSP_MAX_PATH];
 };
 
 /* ring-attach.c */

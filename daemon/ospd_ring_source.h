@@ -21,6 +21,9 @@ struct ospd_ring_options {
     int ring_fd;  /* --ring-fd N: the program's ring (a memfd) */
     int forks_fd; /* --forks-fd N: the socket the target's forked children greet, or -1 */
     int run_lock; /* the run's lock, held shared for this process's life, or -1 */
+    /* The raw file written on libuv's pool, not the loop's thread (an image followed in a
+     * collector's process, follow.c: the loop answers the others' greetings meanwhile). */
+    bool publish_apart;
 };
 
 /* A ring source for ospd_session_run, or NULL when out of memory. */

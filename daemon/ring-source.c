@@ -82,6 +82,10 @@ static void close_handles(struct ospd_daemon *d)
         }
 }
 
+static void publish_work(uv_work_t *work);
+static void publish_done(uv_work_t *work, int status);
+static void published(struct ospd_daemon *d);
+
 /* Write the raw file and tell the shim how it went. Runs once. */
 static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
 {
@@ -136,15 +140,51 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
         close_handles(d);
         return;
     }
-    char err[OSPD_ERROR_SIZE + OSP_MAX_PATH], line[sizeof err + 512];
-    /* Renamed into place now, fsync'd once the program has been let go (below): the program
-     * waits for the file to be there, not for the disk (an fsync took 4-22 ms here). */
-    struct ospc_atomic pending = {.fd = -1};
-    bool beside;
-    int rc = ospd_session_publish(c, d->o.out_path, d->written_path, sizeof d->written_path,
-                                  &beside, &pending, err, sizeof err);
+    d->publish_status = status;
+    d->pending = (struct ospc_atomic){.fd = -1};
+    if (d->o.publish_apart) {
+        /* Nothing of this session runs on the loop from here: its handles closed first. */
+        close_handles(d);
+        d->publishing = true;
+        if (uv_queue_work(d->loop, &d->publish, publish_work, publish_done) == 0)
+            return;
+        d->publishing = false;
+    }
+    publish_work(&d->publish);
+    published(d);
+}
+
+/* Write the raw file (the loop's thread, or the pool's for an image followed). */
+static void publish_work(uv_work_t *work)
+{
+    struct ospd_daemon *d =
+        (struct ospd_daemon *)((char *)work - offsetof(struct ospd_daemon, publish));
+    /* Renamed into place now, fsync'd once the program has been let go (published): the
+     * program waits for the file to be there, not for the disk (an fsync took 4-22 ms here). */
+    d->publish_rc =
+        ospd_session_publish(&d->collector, d->o.out_path, d->written_path, sizeof d->written_path,
+                             &d->beside, &d->pending, d->publish_err, sizeof d->publish_err);
+}
+
+static void publish_done(uv_work_t *work, int status)
+{
+    (void)status;
+    struct ospd_daemon *d =
+        (struct ospd_daemon *)((char *)work - offsetof(struct ospd_daemon, publish));
+    d->publishing = false;
+    published(d);
+}
+
+/* The raw file written (or not): tell the shim how it went, and close the handles (once). */
+static void published(struct ospd_daemon *d)
+{
+    struct ospd_collector *c = &d->collector;
+    enum ospd_exit_status status = d->publish_status;
+    int rc = d->publish_rc;
+    const char *err = d->publish_err;
+    char line[sizeof d->publish_err + 512];
     const char *out_path = d->written_path;
-    if (beside)
+    if (d->beside)
         atomic_store_explicit(&d->header->wrote_beside, 1, memory_order_relaxed);
     if (rc != 0)
         snprintf(line, sizeof line, "ospreyd could not write the profile: %s", err);
@@ -168,10 +208,11 @@ static void finish(struct ospd_daemon *d, enum ospd_exit_status status)
      * scratch directory (the run's lock is beside it), which osprey empties once the run is
      * over: there an fsync (11-45 ms here) would only keep osprey waiting for the lock. */
     if (d->o.run_lock >= 0)
-        ospc_atomic_release(&pending);
+        ospc_atomic_release(&d->pending);
     else
-        ospc_atomic_sync(&pending);
-    close_handles(d);
+        ospc_atomic_sync(&d->pending);
+    if (!d->o.publish_apart)
+        close_handles(d);
 }
 
 /* After the program has been let go (DONE): the outputs OSPREY_EXPORT asked for, beside the

@@ -93,7 +93,7 @@ int ospd_session_publish(const struct ospd_collector *c, const char *out_path, c
                          size_t written_size, bool *beside, struct ospc_atomic *pending, char *err,
                          size_t err_size)
 {
-    static char beside_path[OSP_MAX_PATH + 64];
+    char beside_path[OSP_MAX_PATH + 64]; /* not static: images followed publish on the pool */
     *beside = false;
     /* Two collectors finishing at once must not both find the path free: they take turns on
      * a lock of its directory, only around this check and the rename. */
