@@ -45,6 +45,8 @@
 #   follow    the greeted collector follows the later images in its own process: a shell's 5
 #             commands and a 2-deep exec chain make one ospreyd process in all (strace), each
 #             image's profile whole; before, one per image;
+#   beyond    40 images at once: 32 followed in one process, a collector process for each
+#             one beyond, every profile whole;
 #   the program's output and exit status are as plain.
 # Usage: e2e-spawn.sh SHIM_SO OSPREYD STATIC
 set -uo pipefail
@@ -310,5 +312,27 @@ got=$(profiles "$work/follow" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
   awk '{print $1, $2, $3}' | tr '\n' ';')
 [ "$got" = "3 dash vanished;6 true exited;" ] || [ "$got" = "3 sh vanished;6 true exited;" ] ||
   fail "follow: profiles (count, image, end): $got"
+
+# --- beyond -------------------------------------------------------------------------------
+# More images at once than one collector follows (OSPD_MAX_FOLLOWED, 32): a shell's 40
+# background sleeps, alive together; the first 32 are followed in the shell's collector's
+# process, each one beyond gets a collector process of its own (their command lines name the
+# run's output), and every image has its whole profile.
+mkdir -p "$work/beyond"
+: >"$work/beyond/.osprey-run.lock"
+# shellcheck disable=SC2016 # the $ expand in the shell's script, not here
+OSPREY_DAEMON="$daemon" OSPREY_PROFILE="$work/beyond/p.raw.json" LD_PRELOAD="$shim" \
+  sh -c "$wait_collector"'; for i in $(seq 40); do sleep 3 & done; sleep 1.5;
+  pgrep -fc -- "--out '"$work/beyond/"'" >'"'$work/beyond.count'"'; wait' \
+  >"$work/beyond.out" 2>"$work/beyond.err"
+expect_status 0 $? "beyond: exit status"
+flock -w 60 "$work/beyond/.osprey-run.lock" true ||
+  fail "beyond: the run's lock still held after 60 s"
+[ "$(cat "$work/beyond.count")" -ge 2 ] ||
+  fail "beyond: $(cat "$work/beyond.count") collector processes for 40 images at once, expected more than one"
+# The 40, the shell's sleep 1.5 and its waits' own.
+got=$(profiles "$work/beyond" | grep -E '^sleep ' | sort | uniq -c | awk '{print $1, $2, $3}')
+{ [ "$(echo "$got" | wc -l)" = 1 ] && [ "${got%% *}" -ge 41 ] && [ "${got#* }" = "sleep exited" ]; } ||
+  fail "beyond: profiles of sleep (count, image, end): $got"
 
 finish "e2e-spawn: ok"
