@@ -1,28 +1,32 @@
-/* follow.c — later images followed in this collector's own process: a greeting taken by
- * forks.c (an exec'd or spawned image, a forked child) becomes a second session of this
- * ospreyd, in its loop, instead of a new ospreyd started for it.
+/* follow.c — later images followed in this collector's own process: the greeting of an
+ * exec'd or spawned image, taken by forks.c, becomes a second session of this ospreyd, in its
+ * loop, instead of a new ospreyd started for it (a forked child still gets a process: forks.c).
  *
  * Owns the list of images followed and their reaper. Each image is a ring source
  * (ring-source.c) of its own, made from the descriptors its greeting carried, exactly as the
  * command line of a collector process started for it would have made it: the same ring, the
  * same switch events, its own fork socket (its children greet it here), its own unwind
  * tables, the same raw file (path, content, "beside" rule), the run's lock this process
- * holds. It attaches at once, watches its own target, ticks on its own timer, and finishes by
- * itself, its raw file written on libuv's pool (the loop answers the other images' greetings
- * meanwhile: written on the loop, the file of the image that just ended held up the next
- * one's answer); the reaper (a prepare handle, unreferenced: it never keeps the loop alive)
- * frees it once its handles are closed, its file written and its unwind builds back, its
- * outputs exported first when asked. The process ends, and its run lock goes, only when every image
- * it follows has its file written.
+ * holds. Its ring and switch events are mapped on libuv's pool (held since its greeting,
+ * forks.c), its handles then started on the loop; it watches its own target, ticks on its own
+ * timer and finishes by itself, its raw file written on the pool; the reaper (a prepare
+ * handle, unreferenced: it never keeps the loop alive) lets it go on the pool once its
+ * handles are closed, its file written and its unwind builds back (its outputs exported first
+ * when asked). The process ends, and its run lock goes, only when every image it follows has
+ * its file written.
  *
- * DESIGN. A collector process per image cost 2.3 ms of CPU per shell command at load 5 (its
- * start: clone, exec, the C library's start, the loop's handles; its end: the address space
- * torn down), more than the image itself; a session is a struct and a few handles. Bounded:
- * at most OSPD_MAX_FOLLOWED images at once in one process (a program that keeps more alive
- * gets a collector process for each one beyond, as before: forks.c). What the sessions share
- * is the loop's thread: one image's blocking work (its exports, its fork socket's last 100 ms
- * at its end) delays the others' ticks by as much, which their rings' sizes absorb (a quarter
- * of a ring is read per tick at 4-16 ms). Loop's thread only.
+ * DESIGN. A collector process per image cost more CPU than the image itself (its start:
+ * clone, exec, the C library's start, the loop's handles; its end: the address space torn
+ * down); a session is a struct and a few handles. What the sessions share is the loop's
+ * thread, which answers every greeting: whatever waits on it holds up the next image. So the
+ * kernel's slow parts go to the pool (a switch ring of an ended process maps in 15-23 ms with
+ * the memory map locked; closing one can wait as long), the file too, and the thread runs at
+ * the program's nice value once it follows an image (ring-source.c). Bounded: at most
+ * OSPD_MAX_FOLLOWED images at once in one process (a program that keeps more alive gets a
+ * collector process for each one beyond, as before: forks.c). One image's remaining blocking
+ * work (its fork socket's last waits at its end, the wait for its next image's greeting
+ * after an exec) delays the others' ticks by as much, which their rings' sizes absorb (a
+ * quarter of a ring is read per tick at 4-16 ms). The list: the loop's thread only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +46,13 @@ struct follower {
     struct follower *next;
     struct ospd_daemon *d;
     bool seen_finished; /* the reaper saw it finished once: its closes ran since */
+    bool mapping;       /* its ring being mapped on the pool (map_work) */
+    uv_work_t map;
+    uv_loop_t *loop;
+    int map_rc;
+    int own[3 + OSP_MAX_SWITCH_FDS]; /* the descriptors handed to its session */
+    struct ospd_switch_hold hold;    /* its switch events, mapped since its greeting */
+    int n;
     int switch_fds[OSP_MAX_SWITCH_FDS];
     char ring_name[OSP_RING_NAME_SIZE];
     char out_path[OSP_MAX_PATH + 1];
@@ -50,6 +61,7 @@ struct follower {
 static struct {
     uv_prepare_t reaper;
     bool reaping;
+    bool ever; /* an image followed once */
     struct follower *list;
     unsigned count;
 } followed;
@@ -57,6 +69,23 @@ static struct {
 static void close_follower(struct follower *f)
 {
     ospd_ring_source.close(f->d);
+    free(f);
+}
+
+/* Its ring, switch events and tables let go, its outputs exported (libuv's pool: closing an
+ * ended process's switch events can wait for the kernel as long as mapping them). */
+static void close_work(uv_work_t *work)
+{
+    struct follower *f = work->data;
+    ospd_ring_source.close(f->d);
+    f->d = NULL;
+}
+
+static void close_done(uv_work_t *work, int status)
+{
+    (void)status;
+    struct follower *f = work->data;
+    followed.count--;
     free(f);
 }
 
@@ -68,7 +97,7 @@ static void on_reap(uv_prepare_t *handle)
     (void)handle;
     for (struct follower **at = &followed.list; *at != NULL;) {
         struct follower *f = *at;
-        if (!f->d->finished || f->d->publishing || f->d->unwinder.pending > 0) {
+        if (f->mapping || !f->d->finished || f->d->publishing || f->d->unwinder.pending > 0) {
             at = &f->next;
             continue;
         }
@@ -78,9 +107,46 @@ static void on_reap(uv_prepare_t *handle)
             continue;
         }
         *at = f->next;
-        followed.count--;
-        close_follower(f);
+        f->map.data = f;
+        if (uv_queue_work(f->loop, &f->map, close_work, close_done) != 0) {
+            followed.count--;
+            close_follower(f);
+        }
     }
+}
+
+/* The ring and the switch events mapped, ATTACHED answered (libuv's pool). */
+static void map_work(uv_work_t *work)
+{
+    struct follower *f = work->data;
+    f->map_rc = ospd_ring_source_map(f->d);
+}
+
+/* Mapped: the session's handles started (the loop's thread), or, refused, freed. */
+static void map_done(uv_work_t *work, int status)
+{
+    (void)status;
+    struct follower *f = work->data;
+    f->mapping = false;
+    ospd_switches_release(&f->hold);
+    if (f->map_rc == 0 && ospd_ring_source_start(f->d, f->loop) == 0)
+        return;
+    /* Refused (one line said why, and the shim reads daemon_error), as a collector process of
+     * its own would have been. The ring's descriptor is closed by the map; the others are
+     * still ours when the ring was not mapped. */
+    if (f->d->header == NULL)
+        for (int i = 1; i < f->n; i++)
+            close(f->own[i]);
+    else /* mapped, then no timer: the process lives on, so the shim must be told */
+        ospd_ring_publish_failure(f->d->header, "ospreyd could not follow this process");
+    f->d->finished = true;
+    for (struct follower **at = &followed.list; *at != NULL; at = &(*at)->next)
+        if (*at == f) {
+            *at = f->next;
+            break;
+        }
+    followed.count--;
+    close_follower(f);
 }
 
 static int dup_all(const int *fds, int n, int *out)
@@ -98,7 +164,8 @@ static int dup_all(const int *fds, int n, int *out)
 }
 
 int ospd_follow(uv_loop_t *loop, const struct osp_fork_hello *hello, const int *fds, int n,
-                const char *self, const char *export_formats, int run_lock)
+                struct ospd_switch_hold *hold, const char *self, const char *export_formats,
+                int run_lock)
 {
     /* OSPREYD_FOLLOW=0 (ospreyd's environment): a collector process per image, as before, for
      * comparisons. */
@@ -155,27 +222,37 @@ int ospd_follow(uv_loop_t *loop, const struct osp_fork_hello *hello, const int *
         free(f);
         return -ENOMEM;
     }
-    /* The attach at the program's nice value, as a collector process started for the image
-     * ran its start (forks.c): at this one's, 10 below the program's where allowed, it took a
-     * core from the new image on a busy machine. The session's start sets ours again. */
-    ospd_sched_self(ospd_target_nice(hello->pid), 0);
-    if (ospd_ring_source.attach(f->d, loop) != 0) {
-        /* Refused (one line said why, and the shim reads daemon_error), as a collector process
-         * of its own would have been. The ring's descriptor is closed by the attach; the
-         * others are still ours when the ring was not mapped. */
-        if (f->d->header == NULL)
-            for (int i = 1; i < n; i++)
-                close(own[i]);
-        else /* mapped, then no timer: the process lives on, so the shim must be told */
-            ospd_ring_publish_failure(f->d->header, "ospreyd could not follow this process");
-        f->d->finished = true;
-        close_follower(f);
-        return 0;
+    if (!followed.ever) {
+        /* From now on at the program's nice value, not below it (ring-source.c's
+         * request_short_slice): the images' starts and ends run on this thread. */
+        followed.ever = true;
+        ospd_sched_self(ospd_target_nice(hello->pid), 100000);
     }
+    memcpy(f->own, own, sizeof(int) * (size_t)n);
+    f->n = n;
+    f->loop = loop;
     f->next = followed.list;
     followed.list = f;
     followed.count++;
+    /* Mapped on the pool, at the program's nice value (the pool's threads run at it), so that
+     * the loop answers the next image's greeting meanwhile; its switch events held since its
+     * greeting (forks.c) until then, so that they map at once: the events of a process that
+     * has ended take 15-23 ms to map, the process's memory map locked all along, which held
+     * up every other image's session (ospd_switch.h). */
+    f->hold = *hold;
+    memset(hold, 0, sizeof *hold);
+    f->mapping = true;
+    f->map.data = f;
+    if (uv_queue_work(loop, &f->map, map_work, map_done) != 0) {
+        map_work(&f->map);
+        map_done(&f->map, 0);
+    }
     return 0;
+}
+
+bool ospd_following(void)
+{
+    return followed.ever;
 }
 
 void ospd_follow_stop(void)

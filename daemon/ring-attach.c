@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -35,12 +36,16 @@
 #include "ospd_unwind_source.h"
 
 /* The rings mapped, for the SIGBUS handler: one collector process may follow several images
- * (follow.c), each ring its own entry and its own mark. Written on the loop's thread only;
- * the handler runs on that thread too (the rings are read nowhere else). */
+ * (follow.c), each ring its own entry and its own mark. The rings are read on the loop's
+ * thread only, where the handler then runs. */
 static struct {
-    uintptr_t start, end;
-    atomic_int truncated; /* set by the handler; lock-free atomics are async-signal-safe */
+    atomic_uintptr_t start, end; /* start 0: a free entry */
+    atomic_int truncated;        /* set by the handler; lock-free atomics are async-signal-safe */
 } ring_maps[OSPD_MAX_RING_MAPS];
+/* Taken to fill or free an entry: an image followed maps its ring on libuv's pool (follow.c)
+ * while the loop's thread may unmap another's. The handler takes nothing: it reads an
+ * entry's start (acquire, after its end was stored) and skips a free one. */
+static pthread_mutex_t ring_maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static long page_size;
 
 /* SIGBUS: the target shrank the shared-memory object under our mapping, and touching a page
@@ -53,7 +58,10 @@ static void on_sigbus(int signum, siginfo_t *info, void *context)
     (void)context;
     uintptr_t addr = (uintptr_t)info->si_addr;
     for (int i = 0; i < OSPD_MAX_RING_MAPS; i++) {
-        if (addr < ring_maps[i].start || addr >= ring_maps[i].end)
+        /* Acquire: pairs with the release store of start after end (install_sigbus_handler). */
+        uintptr_t start = atomic_load_explicit(&ring_maps[i].start, memory_order_acquire);
+        if (start == 0 || addr < start ||
+            addr >= atomic_load_explicit(&ring_maps[i].end, memory_order_relaxed))
             continue;
         void *page = (void *)(addr & ~((uintptr_t)page_size - 1));
         if (mmap(page, (size_t)page_size, PROT_READ | PROT_WRITE,
@@ -73,15 +81,20 @@ static void on_sigbus(int signum, siginfo_t *info, void *context)
 static int install_sigbus_handler(const void *map, size_t size)
 {
     int free_entry = -1;
+    pthread_mutex_lock(&ring_maps_lock);
     for (int i = 0; i < OSPD_MAX_RING_MAPS && free_entry < 0; i++)
-        if (ring_maps[i].start == 0)
+        if (atomic_load_explicit(&ring_maps[i].start, memory_order_relaxed) == 0)
             free_entry = i;
-    if (free_entry < 0)
+    if (free_entry < 0) {
+        pthread_mutex_unlock(&ring_maps_lock);
         return -ENOSPC;
+    }
     page_size = sysconf(_SC_PAGESIZE);
     atomic_store_explicit(&ring_maps[free_entry].truncated, 0, memory_order_relaxed);
-    ring_maps[free_entry].end = (uintptr_t)map + size;
-    ring_maps[free_entry].start = (uintptr_t)map;
+    atomic_store_explicit(&ring_maps[free_entry].end, (uintptr_t)map + size, memory_order_relaxed);
+    /* Release: the handler that sees start sees end (and the cleared mark). */
+    atomic_store_explicit(&ring_maps[free_entry].start, (uintptr_t)map, memory_order_release);
+    pthread_mutex_unlock(&ring_maps_lock);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigbus;
@@ -94,7 +107,8 @@ static int install_sigbus_handler(const void *map, size_t size)
 bool ospd_ring_truncated(const void *map)
 {
     for (int i = 0; i < OSPD_MAX_RING_MAPS; i++)
-        if (ring_maps[i].start == (uintptr_t)map && map != NULL)
+        if (map != NULL &&
+            atomic_load_explicit(&ring_maps[i].start, memory_order_relaxed) == (uintptr_t)map)
             /* Relaxed: set by a signal handler on this same thread. */
             return atomic_load_explicit(&ring_maps[i].truncated, memory_order_relaxed) != 0;
     return false;
@@ -102,9 +116,12 @@ bool ospd_ring_truncated(const void *map)
 
 void ospd_ring_unmap(void *map, size_t size)
 {
+    pthread_mutex_lock(&ring_maps_lock);
     for (int i = 0; i < OSPD_MAX_RING_MAPS; i++)
-        if (ring_maps[i].start == (uintptr_t)map && map != NULL)
-            ring_maps[i].start = ring_maps[i].end = 0;
+        if (map != NULL &&
+            atomic_load_explicit(&ring_maps[i].start, memory_order_relaxed) == (uintptr_t)map)
+            atomic_store_explicit(&ring_maps[i].start, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&ring_maps_lock);
     munmap(map, size);
 }
 
@@ -184,7 +201,7 @@ int ospd_ring_daemon_attach(struct ospd_daemon *d)
     struct osp_ring_header *h = map;
     /* Check and use a private copy of the identity fields: the target can rewrite the shared
      * header at any time, so nothing validated is ever read from it again. */
-    static struct osp_ring_header identity;
+    struct osp_ring_header identity; /* not static: an image followed attaches on the pool */
     memcpy(&identity, h, offsetof(struct osp_ring_header, shim_state));
     char err[OSPD_ERROR_SIZE];
     if (ospd_ring_validate(&identity, size, err, sizeof err) != 0) {

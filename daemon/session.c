@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +141,13 @@ int ospd_session_export(const char *raw_path, const char *formats)
     }
     struct ospx_error err;
     memset(&err, 0, sizeof err);
-    if (ospx_export_files(raw_path, stem, formats, &err) != 0) {
+    /* One at a time: the images a collector follows export on libuv's pool (follow.c), and
+     * the exporters keep state of their own (the symbolizer's). */
+    static pthread_mutex_t exporting = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&exporting);
+    int rc = ospx_export_files(raw_path, stem, formats, &err);
+    pthread_mutex_unlock(&exporting);
+    if (rc != 0) {
         fprintf(stderr, "osprey: ospreyd: exporting %s: %s%s%s\n", raw_path,
                 err.file[0] ? err.file : "", err.file[0] ? ": " : "", err.text);
         return -1;
