@@ -51,7 +51,9 @@
 #include "osp_daemon_args.h"
 #include "osp_ring.h"
 #include "ospd.h"
+#include "ospd_follow.h"
 #include "ospd_forks.h"
+#include "ospd_switch.h"
 #include "ospd_target.h"
 
 extern char **environ;
@@ -82,6 +84,7 @@ struct pending {
     struct osp_fork_hello hello;
     int fds[3 + OSP_MAX_SWITCH_FDS];
     int n;
+    struct ospd_switch_hold hold; /* a later image's switch events, mapped while it lives */
 };
 
 static void refuse(struct ospd_forks *f, const char *why)
@@ -99,10 +102,25 @@ static void close_all(const int *fds, int n)
         close(fds[i]);
 }
 
+static bool ring_forked(int ring);
+
 /* Start the child's collector with `fds` (the ring, the switch events, its socket). */
 static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *hello, const int *fds,
-                           int n)
+                           int n, struct ospd_switch_hold *hold)
 {
+    /* A later image is followed here, in this process and loop (follow.c), unless it follows
+     * its most already. A forked child has a collector process of its own, as before: most of
+     * those followed here had ended by the time they settled, and mapping an ended process's
+     * switch events waits 15-23 ms in the kernel with the process's memory map locked, which
+     * stalled every other image's session (1 fork in 10 took 12 ms or more to reap). */
+    int followed = ring_forked(fds[0]) ? -EBUSY
+                                       : ospd_follow(f->loop, hello, fds, n, hold, f->self,
+                                                     f->export_formats, f->run_lock);
+    if (followed != -EBUSY) {
+        if (followed == 0)
+            f->started++;
+        return followed;
+    }
     int high[3 + OSP_MAX_SWITCH_FDS];
     int moved = 0, err = 0;
     for (; moved < n; moved++) {
@@ -237,7 +255,7 @@ static void settle(struct pending *p)
             break;
         }
     if (still_there(&p->hello) || sampled(p->fds[0])) {
-        int err = start_collector(f, &p->hello, p->fds, p->n);
+        int err = start_collector(f, &p->hello, p->fds, p->n, &p->hold);
         if (err != 0)
             refuse(f, strerror(-err));
     } else {
@@ -245,6 +263,7 @@ static void settle(struct pending *p)
         if (p->hello.listener)
             adopt_backlog(f, p->fds[1 + p->hello.switch_fds]);
     }
+    ospd_switches_release(&p->hold);
     close_all(p->fds, p->n);
     p->timer.data = p;
     uv_close((uv_handle_t *)&p->timer, pending_free);
@@ -322,6 +341,7 @@ static int take_greeting(struct ospd_forks *f, int conn, const struct ucred *pee
         return 0;
     }
     p->forks = f;
+    memset(&p->hold, 0, sizeof p->hold);
     p->hello = hello;
     memcpy(p->fds, fds, sizeof(int) * (size_t)n);
     p->n = n;
@@ -358,6 +378,7 @@ static void follow(struct ospd_forks *f, struct pending *p)
  * its descriptors, and nothing said: the greeter starts a collector of its own. */
 static void drop(struct pending *p)
 {
+    ospd_switches_release(&p->hold);
     close_all(p->fds, p->n);
     uv_close((uv_handle_t *)&p->timer, pending_free);
 }
@@ -373,6 +394,10 @@ static int exchange(struct ospd_forks *f, int conn, const struct ucred *peer,
         int err = take_greeting(f, conn, peer, taken);
         if (err != 0 || *taken == NULL)
             return err;
+        /* A later image's switch events mapped now, while it waits for the answer (alive, its
+         * shim's ring there): its session maps them quickly after (ospd_switch.h). */
+        if (!ring_forked((*taken)->fds[0]))
+            ospd_switches_hold(&(*taken)->hold, (*taken)->fds + 1, (int)(*taken)->hello.switch_fds);
         char answer = OSP_FORK_TAKEN;
         if (send(conn, &answer, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
             drop(*taken); /* gone already, or a full queue from a greeter that sends twice */

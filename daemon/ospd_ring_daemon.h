@@ -50,11 +50,23 @@ struct ospd_daemon {
     uint64_t next_liveness_ns;
     bool finished;
     int exit_code; /* of ospreyd itself */
+    /* The raw file being written on the pool (o.publish_apart): what the write says back. */
+    uv_work_t publish;
+    bool publishing;
+    int publish_rc;
+    bool beside;
+    enum ospd_exit_status publish_status;
+    struct ospc_atomic pending;
+    char publish_err[OSPD_ERROR_SIZE + OSP_MAX_PATH];
 };
 
 /* ring-attach.c */
-/* Set by the SIGBUS handler when the target shrank the ring under the mapping. */
-extern atomic_int ospd_ring_truncated;
+/* Rings mapped at once in one collector process (follow.c keeps its images below it). */
+#define OSPD_MAX_RING_MAPS 64
+/* Did the SIGBUS handler find the target shrank the ring mapped at `map` under the mapping? */
+bool ospd_ring_truncated(const void *map);
+/* Unmap the ring at `map` (its SIGBUS entry freed). */
+void ospd_ring_unmap(void *map, size_t size);
 /* The shim waits on daemon_state as a futex: wake it. */
 void ospd_ring_wake_shim(struct osp_ring_header *h);
 /* Publish a failure to the shim: daemon_error first, then FAILED. */

@@ -21,11 +21,19 @@ struct ospd_ring_options {
     int ring_fd;  /* --ring-fd N: the program's ring (a memfd) */
     int forks_fd; /* --forks-fd N: the socket the target's forked children greet, or -1 */
     int run_lock; /* the run's lock, held shared for this process's life, or -1 */
+    /* The raw file written on libuv's pool, not the loop's thread (an image followed in a
+     * collector's process, follow.c: the loop answers the others' greetings meanwhile). */
+    bool publish_apart;
 };
 
 /* A ring source for ospd_session_run, or NULL when out of memory. */
 void *ospd_ring_source_new(const struct ospd_ring_options *o);
 extern const struct ospd_source_ops ospd_ring_source;
+/* The attach in two halves (follow.c): the ring and the switch events mapped and answered
+ * ATTACHED (any thread: mapping a dead task's switch events waits 15-23 ms for the kernel),
+ * then the loop's handles started (the loop's thread). Each 0, or 1 after one line. */
+int ospd_ring_source_map(void *source);
+int ospd_ring_source_start(void *source, uv_loop_t *loop);
 
 /* --attach-ring NAME (ring-named.c): the ring /dev/shm/osprey-ring-NAME, waited for up to
  * timeout_s seconds, and its unwind tables (-1 when there are none) opened, their names

@@ -28,6 +28,16 @@ struct ospd_switches {
 /* Map the rings of the `count` descriptors `fds` (--switch-fd). 0, or -errno (every
  * descriptor closed then). */
 int ospd_switches_attach(struct ospd_switches *sw, const int *fds, int count);
+/* The rings of `fds` mapped and kept while a greeting is taken (forks.c): mapped while the
+ * process lives, a ring is the one its shim made; once it has ended or exec'd, the kernel
+ * makes another, after an RCU grace period (15-23 ms here) with the mapper's memory map
+ * locked. Held, the session's own mapping of it is quick. NULL where one could not be. */
+struct ospd_switch_hold {
+    void *maps[OSP_MAX_SWITCH_FDS];
+    size_t sizes[OSP_MAX_SWITCH_FDS];
+};
+void ospd_switches_hold(struct ospd_switch_hold *h, const int *fds, int count);
+void ospd_switches_release(struct ospd_switch_hold *h);
 void ospd_switches_close(struct ospd_switches *sw);
 /* Read every ring and hand the target's switches to waits.c in time order; those within
  * 100 us of now_ns wait for the next call unless `all`. */

@@ -69,7 +69,8 @@ void ospd_unwinder_scan(struct ospd_unwinder *u);
 void ospd_unwinder_check_stacks(struct ospd_unwinder *u, const struct ospd_interner *stacks);
 void ospd_unwinder_close(struct ospd_unwinder *u);
 /* The collector's "collector" figures, just before the raw file is written: ospreyd's own
- * peak memory and CPU time, and what the unwinder built. */
+ * peak memory and CPU time (since the last file this process wrote: it may follow several
+ * images, follow.c), and what the unwinder built. */
 void ospd_collector_note_cost(struct ospd_collector *c, const struct ospd_unwinder *u);
 
 #endif /* OSPD_UNWIND_SOURCE_H */

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -34,11 +35,18 @@
 #include "ospd_target.h"
 #include "ospd_unwind_source.h"
 
-/* The ring mapping, for the SIGBUS handler. */
-static uintptr_t ring_map_start, ring_map_end;
+/* The rings mapped, for the SIGBUS handler: one collector process may follow several images
+ * (follow.c), each ring its own entry and its own mark. The rings are read on the loop's
+ * thread only, where the handler then runs. */
+static struct {
+    atomic_uintptr_t start, end; /* start 0: a free entry */
+    atomic_int truncated;        /* set by the handler; lock-free atomics are async-signal-safe */
+} ring_maps[OSPD_MAX_RING_MAPS];
+/* Taken to fill or free an entry: an image followed maps its ring on libuv's pool (follow.c)
+ * while the loop's thread may unmap another's. The handler takes nothing: it reads an
+ * entry's start (acquire, after its end was stored) and skips a free one. */
+static pthread_mutex_t ring_maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static long page_size;
-/* Set by the SIGBUS handler, read by drain(); lock-free atomics are async-signal-safe. */
-atomic_int ospd_ring_truncated;
 
 /* SIGBUS: the target shrank the shared-memory object under our mapping, and touching a page
  * past its new end faulted. Put a page of zeros there (the parser rejects what it then reads)
@@ -49,30 +57,72 @@ static void on_sigbus(int signum, siginfo_t *info, void *context)
 {
     (void)context;
     uintptr_t addr = (uintptr_t)info->si_addr;
-    if (addr >= ring_map_start && addr < ring_map_end) {
+    for (int i = 0; i < OSPD_MAX_RING_MAPS; i++) {
+        /* Acquire: pairs with the release store of start after end (install_sigbus_handler). */
+        uintptr_t start = atomic_load_explicit(&ring_maps[i].start, memory_order_acquire);
+        if (start == 0 || addr < start ||
+            addr >= atomic_load_explicit(&ring_maps[i].end, memory_order_relaxed))
+            continue;
         void *page = (void *)(addr & ~((uintptr_t)page_size - 1));
         if (mmap(page, (size_t)page_size, PROT_READ | PROT_WRITE,
                  MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED) {
             /* Relaxed: the flag is read by the same thread after the faulting access. */
-            atomic_store_explicit(&ospd_ring_truncated, 1, memory_order_relaxed);
+            atomic_store_explicit(&ring_maps[i].truncated, 1, memory_order_relaxed);
             return;
         }
+        break;
     }
     signal(signum, SIG_DFL);
     raise(signum);
 }
 
-static void install_sigbus_handler(const void *map, size_t size)
+/* Note the mapping for the handler. -ENOSPC when every entry is taken (follow.c keeps fewer
+ * rings than that at once: the caller then does not map). */
+static int install_sigbus_handler(const void *map, size_t size)
 {
+    int free_entry = -1;
+    pthread_mutex_lock(&ring_maps_lock);
+    for (int i = 0; i < OSPD_MAX_RING_MAPS && free_entry < 0; i++)
+        if (atomic_load_explicit(&ring_maps[i].start, memory_order_relaxed) == 0)
+            free_entry = i;
+    if (free_entry < 0) {
+        pthread_mutex_unlock(&ring_maps_lock);
+        return -ENOSPC;
+    }
     page_size = sysconf(_SC_PAGESIZE);
-    ring_map_start = (uintptr_t)map;
-    ring_map_end = ring_map_start + size;
+    atomic_store_explicit(&ring_maps[free_entry].truncated, 0, memory_order_relaxed);
+    atomic_store_explicit(&ring_maps[free_entry].end, (uintptr_t)map + size, memory_order_relaxed);
+    /* Release: the handler that sees start sees end (and the cleared mark). */
+    atomic_store_explicit(&ring_maps[free_entry].start, (uintptr_t)map, memory_order_release);
+    pthread_mutex_unlock(&ring_maps_lock);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigbus;
     sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGBUS, &sa, NULL);
+    return 0;
+}
+
+bool ospd_ring_truncated(const void *map)
+{
+    for (int i = 0; i < OSPD_MAX_RING_MAPS; i++)
+        if (map != NULL &&
+            atomic_load_explicit(&ring_maps[i].start, memory_order_relaxed) == (uintptr_t)map)
+            /* Relaxed: set by a signal handler on this same thread. */
+            return atomic_load_explicit(&ring_maps[i].truncated, memory_order_relaxed) != 0;
+    return false;
+}
+
+void ospd_ring_unmap(void *map, size_t size)
+{
+    pthread_mutex_lock(&ring_maps_lock);
+    for (int i = 0; i < OSPD_MAX_RING_MAPS; i++)
+        if (map != NULL &&
+            atomic_load_explicit(&ring_maps[i].start, memory_order_relaxed) == (uintptr_t)map)
+            atomic_store_explicit(&ring_maps[i].start, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&ring_maps_lock);
+    munmap(map, size);
 }
 
 /* Publish a failure to the shim: daemon_error first, then FAILED with release ordering so a
@@ -142,18 +192,23 @@ int ospd_ring_daemon_attach(struct ospd_daemon *d)
                 strerror(errno));
         return -1;
     }
-    install_sigbus_handler(map, (size_t)size);
+    if (install_sigbus_handler(map, (size_t)size) != 0) {
+        fprintf(stderr, "osprey: ospreyd: cannot map ring %s: %d rings mapped already\n",
+                d->o.ring_name, OSPD_MAX_RING_MAPS);
+        munmap(map, (size_t)size);
+        return -1;
+    }
     struct osp_ring_header *h = map;
     /* Check and use a private copy of the identity fields: the target can rewrite the shared
      * header at any time, so nothing validated is ever read from it again. */
-    static struct osp_ring_header identity;
+    struct osp_ring_header identity; /* not static: an image followed attaches on the pool */
     memcpy(&identity, h, offsetof(struct osp_ring_header, shim_state));
     char err[OSPD_ERROR_SIZE];
     if (ospd_ring_validate(&identity, size, err, sizeof err) != 0) {
         fprintf(stderr, "osprey: ospreyd: ring %s rejected: %s\n", d->o.ring_name, err);
         if (identity.magic == OSP_RING_MAGIC)
             ospd_ring_publish_failure(h, err);
-        munmap(map, (size_t)size);
+        ospd_ring_unmap(map, (size_t)size);
         return -1;
     }
     d->header = h;

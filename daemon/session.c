@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ospd_follow.h"
 #include "ospd_session.h"
 #include "ospd_target.h"
 #include "ospx.h"
@@ -92,7 +94,7 @@ int ospd_session_publish(const struct ospd_collector *c, const char *out_path, c
                          size_t written_size, bool *beside, struct ospc_atomic *pending, char *err,
                          size_t err_size)
 {
-    static char beside_path[OSP_MAX_PATH + 64];
+    char beside_path[OSP_MAX_PATH + 64]; /* not static: images followed publish on the pool */
     *beside = false;
     /* Two collectors finishing at once must not both find the path free: they take turns on
      * a lock of its directory, only around this check and the rename. */
@@ -139,7 +141,13 @@ int ospd_session_export(const char *raw_path, const char *formats)
     }
     struct ospx_error err;
     memset(&err, 0, sizeof err);
-    if (ospx_export_files(raw_path, stem, formats, &err) != 0) {
+    /* One at a time: the images a collector follows export on libuv's pool (follow.c), and
+     * the exporters keep state of their own (the symbolizer's). */
+    static pthread_mutex_t exporting = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&exporting);
+    int rc = ospx_export_files(raw_path, stem, formats, &err);
+    pthread_mutex_unlock(&exporting);
+    if (rc != 0) {
         fprintf(stderr, "osprey: ospreyd: exporting %s: %s%s%s\n", raw_path,
                 err.file[0] ? err.file : "", err.file[0] ? ": " : "", err.text);
         return -1;
@@ -177,9 +185,11 @@ int ospd_session_run(const struct ospd_source_ops *ops, void *source)
     if (rc == 0) {
         uv_run(loop, UV_RUN_DEFAULT);
         ops->stop(source, OSPD_EXIT_STOPPED); /* nothing when it has ended */
+        ospd_follow_stop();                   /* the images followed here, likewise */
         uv_run(loop, UV_RUN_DEFAULT);         /* the handles' closes */
         uv_loop_close(loop);
     }
     int code = ops->close(source);
+    ospd_follow_close();
     return rc != 0 ? rc : code;
 }

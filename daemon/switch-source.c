@@ -34,19 +34,44 @@ struct switch_rec {
     uint16_t misc;
 };
 
+/* Map the ring the shim mapped on `fd`: the full size, else the quarter it fell back to (a
+ * mapping of another size than the kernel's ring is refused). MAP_FAILED, or the map. */
+static void *map_ring(int fd, size_t *size)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    *size = (size_t)(1 + OSP_SWITCH_RING_PAGES) * (size_t)page;
+    void *map = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        *size = (size_t)(1 + OSP_SWITCH_RING_PAGES / 4) * (size_t)page;
+        map = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    return map;
+}
+
+void ospd_switches_hold(struct ospd_switch_hold *h, const int *fds, int count)
+{
+    memset(h, 0, sizeof *h);
+    for (int i = 0; i < count && i < (int)OSP_MAX_SWITCH_FDS; i++) {
+        h->maps[i] = map_ring(fds[i], &h->sizes[i]);
+        if (h->maps[i] == MAP_FAILED)
+            h->maps[i] = NULL;
+    }
+}
+
+void ospd_switches_release(struct ospd_switch_hold *h)
+{
+    for (int i = 0; i < (int)OSP_MAX_SWITCH_FDS; i++)
+        if (h->maps[i] != NULL)
+            munmap(h->maps[i], h->sizes[i]);
+    memset(h, 0, sizeof *h);
+}
+
 int ospd_switches_attach(struct ospd_switches *sw, const int *fds, int count)
 {
     memset(sw, 0, sizeof *sw);
-    long page = sysconf(_SC_PAGESIZE);
     for (int i = 0; i < count && i < (int)OSP_MAX_SWITCH_FDS; i++) {
-        /* The ring the shim mapped: the full size, else the quarter it fell back to (a
-         * mapping of another size than the kernel's ring is refused). */
-        size_t size = (size_t)(1 + OSP_SWITCH_RING_PAGES) * (size_t)page;
-        void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
-        if (map == MAP_FAILED) {
-            size = (size_t)(1 + OSP_SWITCH_RING_PAGES / 4) * (size_t)page;
-            map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
-        }
+        size_t size;
+        void *map = map_ring(fds[i], &size);
         if (map == MAP_FAILED) {
             int err = errno;
             ospd_switches_close(sw);

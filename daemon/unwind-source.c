@@ -346,11 +346,17 @@ void ospd_unwinder_close(struct ospd_unwinder *u)
 
 void ospd_collector_note_cost(struct ospd_collector *c, const struct ospd_unwinder *u)
 {
+    /* The process's CPU not yet counted in a profile it wrote: one collector process may follow
+     * several images (follow.c), and the files of a run add their cpu_ms up. The loop's thread
+     * only. */
+    static uint64_t counted_ms;
     struct rusage usage;
     if (getrusage(RUSAGE_SELF, &usage) == 0) {
         c->peak_rss_kb = (uint64_t)usage.ru_maxrss;
-        c->cpu_ms = (uint64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000 +
-                    (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
+        uint64_t ms = (uint64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000 +
+                      (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
+        c->cpu_ms = ms > counted_ms ? ms - counted_ms : 0;
+        counted_ms = ms > counted_ms ? ms : counted_ms;
     }
     c->unwind_images = u->images_ready;
     c->unwind_failed = u->images_failed;

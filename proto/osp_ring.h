@@ -528,7 +528,9 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
  * osp_daemon_args.h), which takes the child's own children's greetings in turn. A forked
  * image that recorded no sample (it exec'd or ended at once: a shell's fork before exec)
  * leaves no raw file. A later image (exec'd or spawned: no OSP_RING_FORKED) greets the same
- * way the collector OSPREY_PROFILE_GREET names ("<uid>:<ring>"), and always gets one.
+ * way the collector OSPREY_PROFILE_GREET names ("<uid>:<ring>"), and always gets one: that
+ * ospreyd follows it itself, as a session of its own in its process (daemon/follow.c), up to
+ * a bound beyond which it starts one as for a forked child.
  * The greeting is an exchange of three messages: the greeting; the collector's answer, one
  * byte OSP_FORK_TAKEN, once the greeting is checked and the process set up; the greeter's
  * confirm, one byte OSP_FORK_CONFIRM. The collector follows the process only once it has read

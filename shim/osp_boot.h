@@ -58,9 +58,8 @@ void osp__switches_close(int *fds, int n);
 
 void osp__bookkeeping_set(long root_pid, long last_pid);
 /* The collector a new image started from here greets (OSPREY_PROFILE_GREET): the one listening
- * on the forks socket of ring `ring`; NULL or "": none, the new image starts its own. `own`:
- * this image's own collector, named only once it has attached. */
-void osp__greet_set(const char *ring, int own);
+ * on the forks socket of ring `ring`; NULL or "": none, the new image starts its own. */
+void osp__greet_set(const char *ring);
 /* Processes that escape the profile (OSP_REC_ESCAPED): whether this image was preloaded (set
  * at boot), why a new image with environment `envp` would run unprofiled (enum osp_escape, 0
  * when it would not), and the record that says so, for `pid` running `path` (NULL: unknown).

@@ -389,7 +389,7 @@ int osp__forked_settle(int wait)
     } else if (err != 0) {
         osp__daemon_spawned_pid = 0;
         osp__daemon_spawned = osp__spawn_daemon(&osp__boot_env) == 0;
-        osp__greet_set(osp__daemon_spawned && osp__forks_fd >= 0 ? osp__shm_name : NULL, 1);
+        osp__greet_set(osp__daemon_spawned && osp__forks_fd >= 0 ? osp__shm_name : NULL);
     }
     osp__handover_close(); /* the ring, the switch events: the collector's now */
     if (!osp__daemon_spawned)

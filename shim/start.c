@@ -261,8 +261,7 @@ int osp__profile_start(const struct osp__start *start)
     osp__greet_set(greeted_parent ? start->parent_ring
                    : osp__daemon_spawned && osp__forks_fd >= 0 && !osp__boot_env.has_ring
                        ? osp__shm_name
-                       : NULL,
-                   !greeted_parent);
+                       : NULL);
     if (!(forked && start->defer_answer && err == 0)) {
         osp__handover_close(); /* the ring, the switch events: the collector's now */
         if (!osp__daemon_spawned)

@@ -25,9 +25,11 @@
 #             execs), only the shell's own collector is started by the shim (OSPREY_DAEMON, a
 #             wrapper that counts), and every image has its complete profile; before, each
 #             image started its own;
-#   at-once   images that exec at once (their collector not attached yet, so not named to the
-#             next image, which starts its own rather than wait for it) have their complete
-#             profiles;
+#   at-once   images that exec at once (their collector still starting when the next image
+#             greets it, which waits for its answer through the rest of that start) have their
+#             complete profiles, and one collector in all (the shim started one only, the
+#             counting wrapper says; or two where an answer missed its 100 ms); before, each
+#             image started its own;
 #   exchange  a collector follows a greeter only once it confirmed the answer: of three
 #             greetings made to a profiled shell's collector from outside (tests/forks/
 #             exchange.py, each with a file for a ring, into which a collector started for it
@@ -40,6 +42,11 @@
 #             its greeting without waiting and gives it up at the exec, so of 3 commands each
 #             pid confirms once (strace: sendmsg of "C"), and each image has its profile;
 #             before, each confirmed twice (at the fork, then as the image);
+#   follow    the greeted collector follows the later images in its own process: a shell's 5
+#             commands and a 2-deep exec chain make one ospreyd process in all (strace), each
+#             image's profile whole; before, one per image;
+#   beyond    40 images at once: 32 followed in one process, a collector process for each
+#             one beyond, every profile whole;
 #   the program's output and exit status are as plain.
 # Usage: e2e-spawn.sh SHIM_SO OSPREYD STATIC
 set -uo pipefail
@@ -199,6 +206,8 @@ got=$(profiles "$work/at-once" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
 [ "$got" = "3 dash vanished;1 true exited;" ] || [ "$got" = "3 sh vanished;1 true exited;" ] ||
   fail "at-once: profiles (count, image, end): $got"
 [ ! -s "$work/at-once.err" ] || fail "at-once: said: $(cat "$work/at-once.err")"
+[ "$(wc -l <"$work/started")" -le 2 ] ||
+  fail "at-once: $(wc -l <"$work/started") collectors started by the shim for 4 images, expected 1"
 
 # --- exchange -----------------------------------------------------------------------------
 here=$(dirname "$(realpath "$0")")
@@ -278,5 +287,52 @@ done < <(grep -l 'execve("/bin/true".* = 0$' "$work/once.trace"/t.*)
   fail "once: commands confirmed more than once (confirms per command: $once)"
 n=$(find "$work/once" -name 'p.raw.*.json' | wc -l)
 [ "$n" -ge 5 ] || fail "once: $n profiles of the shell's 5 commands"
+
+# --- follow -------------------------------------------------------------------------------
+# The collector greeted follows each later image in its own process: a shell's 5 commands
+# and a 2-deep exec chain (each level waiting for its collector) make one ospreyd process in
+# all (strace: the execs of ospreyd, the shim's and any ospreyd's own), or two where a
+# greeting's answer missed its 100 ms on a loaded machine (that image then starts its own);
+# every image has its whole profile, and the run's lock is held until the last is written.
+# Before, the greeted collector started an ospreyd for each image (the waits' pgrep and sleep
+# included): 16 in all.
+mkdir -p "$work/follow"
+: >"$work/follow/.osprey-run.lock"
+strace -f -qq -e trace=execve -e signal=none -o "$work/follow.trace" \
+  -E OSPREY_DAEMON="$daemon" -E OSPREY_PROFILE="$work/follow/p.raw.json" -E LD_PRELOAD="$shim" \
+  sh -c "$wait_collector"'; for i in 1 2 3 4 5; do /bin/true; done;
+  exec sh '"'$work/level'"' 1' >"$work/follow.out" 2>"$work/follow.err"
+expect_status 0 $? "follow: exit status"
+flock -w 60 "$work/follow/.osprey-run.lock" true ||
+  fail "follow: the run's lock still held after 60 s"
+started=$(grep -c 'execve("[^"]*/ospreyd".* = 0$' "$work/follow.trace")
+{ [ "$started" -ge 1 ] && [ "$started" -le 2 ]; } ||
+  fail "follow: $started ospreyd processes for the shell and its later images, expected 1"
+got=$(profiles "$work/follow" | grep -E '^(dash|sh|true) ' | sort | uniq -c |
+  awk '{print $1, $2, $3}' | tr '\n' ';')
+[ "$got" = "3 dash vanished;6 true exited;" ] || [ "$got" = "3 sh vanished;6 true exited;" ] ||
+  fail "follow: profiles (count, image, end): $got"
+
+# --- beyond -------------------------------------------------------------------------------
+# More images at once than one collector follows (OSPD_MAX_FOLLOWED, 32): a shell's 40
+# background sleeps, alive together; the first 32 are followed in the shell's collector's
+# process, each one beyond gets a collector process of its own (their command lines name the
+# run's output), and every image has its whole profile.
+mkdir -p "$work/beyond"
+: >"$work/beyond/.osprey-run.lock"
+# shellcheck disable=SC2016 # the $ expand in the shell's script, not here
+OSPREY_DAEMON="$daemon" OSPREY_PROFILE="$work/beyond/p.raw.json" LD_PRELOAD="$shim" \
+  sh -c "$wait_collector"'; for i in $(seq 40); do sleep 3 & done; sleep 1.5;
+  pgrep -fc -- "--out '"$work/beyond/"'" >'"'$work/beyond.count'"'; wait' \
+  >"$work/beyond.out" 2>"$work/beyond.err"
+expect_status 0 $? "beyond: exit status"
+flock -w 60 "$work/beyond/.osprey-run.lock" true ||
+  fail "beyond: the run's lock still held after 60 s"
+[ "$(cat "$work/beyond.count")" -ge 2 ] ||
+  fail "beyond: $(cat "$work/beyond.count") collector processes for 40 images at once, expected more than one"
+# The 40, the shell's sleep 1.5 and its waits' own.
+got=$(profiles "$work/beyond" | grep -E '^sleep ' | sort | uniq -c | awk '{print $1, $2, $3}')
+{ [ "$(echo "$got" | wc -l)" = 1 ] && [ "${got%% *}" -ge 41 ] && [ "${got#* }" = "sleep exited" ]; } ||
+  fail "beyond: profiles of sleep (count, image, end): $got"
 
 finish "e2e-spawn: ok"
