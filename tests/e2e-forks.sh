@@ -123,6 +123,9 @@ if sleeper is not None:
           (waited, slept, preempted, waits.get("timed_by")))
     site = folded_share("workers", w["sleeper"][0][0], "nanosleep", "offcpu.folded")
     check(site >= 0.95, "sleeper: %.0f%% of its waiting at clock_nanosleep" % (100 * site))
+    if site < 0.95:
+        os.system("sort -t' ' -k2 -n -r '%s' | head -5 >&2" % os.path.join(
+            work, "workers", "p.raw.%d.offcpu.folded" % w["sleeper"][0][0]))
 # A fork that ends or execs at once records at most the CPU it used before (a sample or
 # two at a random phase of the first period), usually nothing and then no file: the exec'd
 # image then has the plain name, else <pid>-<hex>.
