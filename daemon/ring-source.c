@@ -55,7 +55,7 @@
 #define DRAIN_MAX_NS         16000000ull   /* and at least this often */
 #define TICK_MS_MIN_NS       2000000ull    /* ticks this far apart on the loop's timer */
 #define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
-#define NAP_NS               100000000ull  /* the tick while the shim wakes us at half full */
+#define NAP_NS               250000000ull  /* the tick while the shim wakes us at half full */
 #define NAP_RATE_NS          2000000ull    /* naps only where drain_max_ns is this or more */
 
 /* Whether the target's memory map still holds our ring (false when it exec'd away). When

@@ -87,10 +87,7 @@ void *osp__event_ring_reserve_sample(struct osp__event_ring *w, uint32_t size, u
     return reserve(w, size, headroom, new_head);
 }
 
-/* A napping collector (proto/osp_ring.h, "Waking the collector"), once this producer's ring
- * is half full: the producer that takes `napping` sends the one SIGURG of the nap. The raw
- * system call, which leaves errno as the interrupted code had it. Async-signal-safe. */
-static void wake_collector(struct osp_ring_header *h)
+void osp__ring_wake_collector(struct osp_ring_header *h)
 {
     /* Seq_cst: the head store before the load of napping, against ospreyd's store of
      * OSP_NAPPING before it reads the fills again. Only past the mark: a ring under it costs
@@ -114,7 +111,7 @@ void osp__event_ring_commit(struct osp__event_ring *w, uint64_t new_head)
     osp_index_store_release(w->head, new_head); /* (B) */
     if (w->header != NULL &&
         osp_ring_past_mark(new_head, atomic_load_explicit(w->tail, memory_order_relaxed), w->size))
-        wake_collector(w->header);
+        osp__ring_wake_collector(w->header);
 }
 
 int osp__event_ring_write(struct osp__event_ring *w, uint32_t type, const void *body,

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# End-to-end: ospreyd sleeps until there is work (daemon/README.md, "The tick's pace"). One
-# thread busy for 3.5 s at 997 Hz: its ring is read when half full (the shim's wake-up) or at
-# the 100 ms nap, so ospreyd wakes about 10-15 times a second (52-59 before, on a tick paced
-# by the fill, every 14-16 ms). Counted from /proc/PID/status (voluntary context switches of
-# its main thread) over 2 s of the run: a loaded machine runs the program less, which fills
-# its ring more slowly and lowers the count; the bound, 25 a second, leaves that margin and
-# fails the paced tick. Then 64 busy threads (bench/collector/threads.c, depths 0-23) at 997 Hz
+# End-to-end: ospreyd sleeps until there is work (daemon/README.md, "Napping until there is
+# work"). One thread busy for 3.5 s at 997 Hz: its ring is read when half full (the shim's
+# wake-up) or at the 250 ms nap, so ospreyd wakes about 13-21 times a second (59-64 before, on
+# a tick paced by the fill, every 14-16 ms). Counted from /proc/PID/status (voluntary context
+# switches of its main thread) over 2 s of the run. A loaded machine preempts the program more
+# (its samples then repeat less and fill the ring faster: 27 a second once beside the test
+# suite with a 100 ms nap) and runs it less; the bound, 35 a second, leaves that margin and
+# fails the paced tick (49-80 a second at load 10). Then 64 busy threads (bench/collector/threads.c, depths 0-23) at 997 Hz
 # (napping) and 10 kHz (paced: no nap above about 2 kHz): no sample lost (the raw file's
 # `dropped` 0), every thread there.
 # Usage: e2e-collector-wakes.sh OSPREY BENCH_COLLECTOR_DIR
@@ -60,8 +61,8 @@ else
   last=$(wakeups "$daemon")
   if [ -z "$first" ] || [ -z "$last" ]; then
     fail "ospreyd ended before the program did"
-  elif [ $(((last - first) / 2)) -gt 25 ]; then
-    fail "ospreyd woke $(((last - first) / 2)) times a second for one thread at 997 Hz (at most 25)"
+  elif [ $(((last - first) / 2)) -gt 35 ]; then
+    fail "ospreyd woke $(((last - first) / 2)) times a second for one thread at 997 Hz (at most 35)"
   else
     echo "ospreyd woke $(((last - first) / 2)) times a second for one thread at 997 Hz"
   fi
