@@ -378,8 +378,10 @@ void ospd_waits_resolve(struct ospd_collector *c, uint64_t now_ns, bool final);
 /* The profile is over at now_ns: every block resolved, final, none past the program's exit
  * record when there is one (its end_unix_ns, on the monotonic clock by the start's pair). */
 void ospd_waits_finish(struct ospd_collector *c, uint64_t now_ns);
-/* Whether a thread is blocked with no capture of the shim's in its block and was not asked
- * yet (ospd_waits_to_ask will ask it): the collector's tick does not nap meanwhile. */
+/* Whether the waits want the rings read soon: a thread's blocks wait for the shim's spans or
+ * for their wake-up to be decided, or a thread is blocked with no capture of the shim's in its
+ * block and was not asked yet (ospd_waits_to_ask will ask it). The collector's tick does not
+ * nap meanwhile. */
 bool ospd_waits_asking_soon(const struct ospd_collector *c);
 /* Threads blocked since before now_ns - min_ns with no capture of the shim's in that block
  * and not yet asked: calls ask(ctx, thread) for each and marks it asked. */

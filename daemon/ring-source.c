@@ -425,8 +425,9 @@ static void adapt_drain(struct ospd_daemon *d)
  * while the kernel's records time the waits, threads that blocked since the last tick (a
  * block gets the site of the shim's capture inside it, which the thread's next capture
  * replaces: read late, a contended mutex's blocks took the span before's site, lock_site
- * 2.64 s of 3.01) or a thread blocked that is to be asked for its site (asked a nap late,
- * its wait may be over before the ask lands). */
+ * 2.64 s of 3.01), blocks still waiting for the spans of the shim's that give their site,
+ * or a thread blocked that is to be asked for its site (asked a nap late, its wait may be
+ * over before the ask lands). */
 static bool may_nap(const struct ospd_daemon *d)
 {
     const struct ospd_collector *c = &d->collector;

@@ -391,9 +391,13 @@ static bool wants_site(const struct ospd_waits *w, uint32_t i, const struct ospd
 bool ospd_waits_asking_soon(const struct ospd_collector *c)
 {
     const struct ospd_waits *w = &c->waits;
-    for (uint32_t i = 0; i < w->cap && i < c->thread_count; i++)
-        if (wants_site(w, i, &w->by_thread[i]))
+    for (uint32_t i = 0; i < w->cap && i < c->thread_count; i++) {
+        const struct ospd_wait_thread *wt = &w->by_thread[i];
+        /* Blocks waiting for the shim's spans (read from the thread's ring) or for their
+         * wake-up to be decided, or a block whose site is still to be asked for. */
+        if (wt->block_count > 0 || wt->tentative || wants_site(w, i, wt))
             return true;
+    }
     return false;
 }
 
