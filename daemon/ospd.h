@@ -383,6 +383,11 @@ void ospd_waits_resolve(struct ospd_collector *c, uint64_t now_ns, bool final);
 /* The profile is over at now_ns: every block resolved, final, none past the program's exit
  * record when there is one (its end_unix_ns, on the monotonic clock by the start's pair). */
 void ospd_waits_finish(struct ospd_collector *c, uint64_t now_ns);
+/* Whether the waits want the rings read soon: a thread's blocks wait for the shim's spans or
+ * for their wake-up to be decided, or a thread is blocked with no capture of the shim's in its
+ * block and was not asked yet (ospd_waits_to_ask will ask it). The collector's tick does not
+ * nap meanwhile. */
+bool ospd_waits_asking_soon(const struct ospd_collector *c);
 /* Threads blocked since before now_ns - min_ns with no capture of the shim's in that block
  * and not yet asked: calls ask(ctx, thread) for each and marks it asked. */
 void ospd_waits_to_ask(struct ospd_collector *c, uint64_t now_ns, uint64_t min_ns,
@@ -540,6 +545,13 @@ uint32_t ospd_tick_round(struct osp_ring_header *h, uint8_t *slots, uint32_t slo
  * samples (after they were drained). */
 void ospd_watch_take(struct osp_ring_header *h, uint64_t *watch);
 void ospd_watch_settle(uint8_t *slots, uint32_t slot_ring_size, uint64_t *watch);
+/* Say the collector naps (header.napping, proto/osp_ring.h "Waking the collector"), then
+ * look at the fills once more: false (and awake again) when the event ring or a slot on the
+ * watch list is half full already, or a wake failed once (OSP_NAP_REFUSED). */
+bool ospd_nap_begin(struct osp_ring_header *h, uint64_t data_size, uint8_t *slots,
+                    uint32_t slot_count, uint32_t slot_ring_size, uint64_t *watch);
+/* Awake: no producer need wake us (from OSP_NAPPING only). */
+void ospd_nap_end(struct osp_ring_header *h);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Raw profile writer (raw-write.c). */

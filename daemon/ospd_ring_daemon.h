@@ -43,7 +43,9 @@ struct ospd_daemon {
     uint64_t drain_ns, drain_max_ns;     /* the tick: how often the rings are read */
     uint64_t drain_ceil_ns;              /* the longest drain interval the fill may reach */
     uint32_t fullest;                    /* the fullest ring at the last read, in 1/256ths */
-    struct ospd_watch watch_pid;         /* the target's pidfd */
+    bool wakes;           /* the shim wakes us at half full (OSP_RING_WAKES): the tick may nap */
+    uint64_t blocks_seen; /* waits.blocks at the last tick: none since, the tick may nap */
+    struct ospd_watch watch_pid; /* the target's pidfd */
     uv_signal_t sigterm;
     uv_signal_t sigurg; /* the shim's "read the rings now" at exit */
     uint64_t attach_mono_ns;

@@ -221,6 +221,7 @@ int ospd_ring_daemon_attach(struct ospd_daemon *d)
         d->slot_count = identity.slot_count;
         d->slot_ring_size = identity.slot_ring_size;
     }
+    d->wakes = (identity.ring_flags & OSP_RING_WAKES) != 0; /* the tick may nap */
     ospd_collector_set_identity(&d->collector, &identity);
     attach_copies(d, h,
                   identity.slots_offset +

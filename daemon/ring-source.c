@@ -56,6 +56,8 @@
 #define DRAIN_MAX_NS         16000000ull   /* and at least this often */
 #define TICK_MS_MIN_NS       2000000ull    /* ticks this far apart on the loop's timer */
 #define LIVENESS_INTERVAL_NS 1000000000ull /* how often the target's liveness is checked */
+#define NAP_NS               250000000ull  /* the tick while the shim wakes us at half full */
+#define NAP_RATE_NS          2000000ull    /* naps only where drain_max_ns is this or more */
 
 /* Whether the target's memory map still holds our ring (false when it exec'd away). When
  * the maps file cannot be read the answer is "yes": only positive evidence ends a profile. */
@@ -459,11 +461,53 @@ static void adapt_drain(struct ospd_daemon *d)
  * epoll_wait timeout: a tick is then one system call, not three (epoll_wait, the timerfd's
  * read and its re-arm), at most a millisecond off the deadline, which the next deadline does
  * not inherit. Shorter ones (0.4 ms at 10 kHz) keep the timerfd's nanoseconds. */
+/* Whether the tick may nap until a producer wakes us (proto/osp_ring.h, "Waking the
+ * collector"): a shim that wakes (OSP_RING_WAKES, read at attach), a rate at which what a
+ * ring holds past its mark lasts (drain_max_ns, a quarter ring of 256-byte samples, 2 ms or
+ * more: up to about 2 kHz; at 10 kHz 64 busy threads lost 41 samples to full rings on a
+ * loaded machine, the wake come too late), and nothing that wants
+ * reading sooner than a ring's fill says — an unwind build pending, a stack copy held or in
+ * the pool (its sample waits for rows; the pool's 32 buffers are freed as they are read), or,
+ * while the kernel's records time the waits, threads that blocked since the last tick (a
+ * block gets the site of the shim's capture inside it, which the thread's next capture
+ * replaces: read late, a contended mutex's blocks took the span before's site, lock_site
+ * 2.64 s of 3.01), blocks still waiting for the spans of the shim's that give their site,
+ * or a thread blocked that is to be asked for its site (asked a nap late, its wait may be
+ * over before the ask lands). */
+static bool may_nap(const struct ospd_daemon *d)
+{
+    const struct ospd_collector *c = &d->collector;
+    return d->wakes && d->slots != NULL && d->unwinder.pending == 0 &&
+           d->drain_max_ns >= NAP_RATE_NS &&
+           (c->waits.since_ns == 0 ||
+            (c->waits.blocks == d->blocks_seen && !ospd_waits_asking_soon(c))) &&
+           atomic_load_explicit(&d->header->napping, memory_order_relaxed) != OSP_NAP_REFUSED &&
+           d->collector.copies.count == 0 &&
+           /* Relaxed: a hint; a copy taken after it is read at its ring's mark or the nap. */
+           atomic_load_explicit(&d->header->copies_busy, memory_order_relaxed) == 0;
+}
+
 static void arm_tick(struct ospd_daemon *d, uint64_t now, bool idle)
 {
     /* Idle: a thread that runs again fills its ring no faster than at the rate. */
     uint64_t nap = IDLE_TICK_NS < 4 * d->drain_max_ns ? IDLE_TICK_NS : 4 * d->drain_max_ns;
     uint64_t period = idle && nap > d->drain_ns ? nap : d->drain_ns;
+    if (may_nap(d) && ospd_nap_begin(d->header, d->data_size, d->slots, d->slot_count,
+                                     d->slot_ring_size, d->watch)) {
+        /* Until a ring is half full (the shim's SIGURG, on_wake), the liveness check, or the
+         * profile's end, whichever comes first. */
+        period = NAP_NS;
+        d->deadline_ns = now;
+        /* Read from the shared header, so never trusted beyond "now or later". */
+        uint64_t stop_at = d->header->stop_at_ns;
+        if (stop_at > now && stop_at < now + period)
+            period = stop_at - now;
+        if (d->next_liveness_ns > now && d->next_liveness_ns < now + period)
+            period = d->next_liveness_ns - now;
+    } else if (may_nap(d)) {
+        period = DRAIN_MIN_NS; /* a ring past its mark as we went to sleep: read it now */
+    }
+    d->blocks_seen = d->collector.waits.blocks;
     d->deadline_ns += period;
     if (d->deadline_ns + 10 * period < now)
         d->deadline_ns = now; /* after a stall, do not burst to catch up */
@@ -474,6 +518,7 @@ static void arm_tick(struct ospd_daemon *d, uint64_t now, bool idle)
         uv_timer_start(&d->tick_ms, on_tick_ms, (wait + 999999u) / 1000000u, 0);
         return;
     }
+    uv_timer_stop(&d->tick_ms); /* a nap's deadline, when a wake came before it */
     struct itimerspec its = {
         .it_value = {(time_t)(d->deadline_ns / 1000000000u), (long)(d->deadline_ns % 1000000000u)}};
     timerfd_settime(d->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
@@ -620,6 +665,8 @@ static void on_switches(uv_poll_t *poll, int status, int events)
 /* The tick, from either timer (arm_tick). */
 static void tick(struct ospd_daemon *d)
 {
+    if (d->wakes)
+        ospd_nap_end(d->header); /* reading now: no producer need wake us */
     uint64_t tick_now = ospc_clock_ns(CLOCK_MONOTONIC);
     /* How late the tick came: the machine's load keeping ospreyd off a CPU, or its own work. */
     if (tick_now > d->deadline_ns &&
@@ -668,7 +715,9 @@ static void on_tick_ms(uv_timer_t *timer)
     tick(timer->data);
 }
 
-/* The shim posted its exit record and waits: read the rings now, not at the next tick. */
+/* The shim posted its exit record and waits, or a ring passed its mark while we napped (the
+ * shim's SIGURG, proto/osp_ring.h "Waking the collector"): read the rings now, not at the
+ * next tick. */
 static void on_wake(uv_signal_t *handle, int signum)
 {
     (void)signum;
@@ -678,7 +727,9 @@ static void on_wake(uv_signal_t *handle, int signum)
      * before the signal), so two rounds are as good as done. */
     if (!d->finished && atomic_load_explicit(&d->header->signals_paused, memory_order_acquire) != 0)
         atomic_fetch_add_explicit(&d->header->tick_seq, 2, memory_order_release);
-    drain(d);
+    /* Or a ring is half full while we napped: a round of the tick, which naps again. */
+    if (!d->finished)
+        tick(d);
 }
 
 static void on_sigterm(uv_signal_t *handle, int signum)

@@ -379,18 +379,36 @@ void ospd_waits_finish(struct ospd_collector *c, uint64_t now_ns)
     ospd_waits_resolve(c, now_ns, true);
 }
 
+/* Thread i is blocked with no site of the shim's in its block and was not asked yet. */
+static bool wants_site(const struct ospd_waits *w, uint32_t i, const struct ospd_wait_thread *wt)
+{
+    if (wt->state != OSPD_KSTATE_BLOCKED || wt->ended || wt->poked_for == wt->block_start)
+        return false;
+    uint64_t capture = w->capture_of != NULL ? w->capture_of(w->capture_ctx, i) : 0;
+    return capture < wt->block_start; /* else the shim has its site already */
+}
+
+bool ospd_waits_asking_soon(const struct ospd_collector *c)
+{
+    const struct ospd_waits *w = &c->waits;
+    for (uint32_t i = 0; i < w->cap && i < c->thread_count; i++) {
+        const struct ospd_wait_thread *wt = &w->by_thread[i];
+        /* Blocks waiting for the shim's spans (read from the thread's ring) or for their
+         * wake-up to be decided, or a block whose site is still to be asked for. */
+        if (wt->block_count > 0 || wt->tentative || wants_site(w, i, wt))
+            return true;
+    }
+    return false;
+}
+
 void ospd_waits_to_ask(struct ospd_collector *c, uint64_t now_ns, uint64_t min_ns,
                        void (*ask)(void *ctx, uint32_t thread), void *ctx)
 {
     struct ospd_waits *w = &c->waits;
     for (uint32_t i = 0; i < w->cap && i < c->thread_count; i++) {
         struct ospd_wait_thread *wt = &w->by_thread[i];
-        if (wt->state != OSPD_KSTATE_BLOCKED || wt->ended || wt->block_start + min_ns > now_ns ||
-            wt->poked_for == wt->block_start)
+        if (wt->block_start + min_ns > now_ns || !wants_site(w, i, wt))
             continue;
-        uint64_t capture = w->capture_of != NULL ? w->capture_of(w->capture_ctx, i) : 0;
-        if (capture >= wt->block_start)
-            continue; /* the shim has its site already */
         /* A thread found at one site several times running waits there again, most likely
          * (a pool's worker, a loop's timed wait): asked every 2nd, 4th ... 16th block only,
          * the others take the site of the span before them. Not a long wait: a 1.8 s wait

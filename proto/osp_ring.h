@@ -44,6 +44,7 @@
 #include <errno.h>
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -146,7 +147,11 @@ struct osp_ring_header {
      * acquire load): an older ospreyd, which rejects a record type it does not know, reads
      * 0 and gets the rings it always had. Zero in the rings of older shims' too. */
     _Atomic uint32_t reader_features;
-    uint32_t reserved1;
+    /* ospreyd (enum osp_napping): OSP_NAPPING while it sleeps until a producer wakes it (a
+     * ring with OSP_RING_WAKES; "Waking the collector" below), else OSP_AWAKE; the shim stores
+     * OSP_NAP_REFUSED once a wake could not be sent (ospreyd then reads on its tick). Zero
+     * (awake) in older collectors' rings. */
+    _Atomic uint32_t napping;
     /* Shim: 0, or the CLOCK_MONOTONIC instant at which the program entered a seccomp sandbox
      * and sampling stopped for good (stored release before the sandbox takes effect; ospreyd
      * loads it acquire as it finishes): the raw `exit.sampling_ended`. Zero in older shims. */
@@ -547,6 +552,7 @@ _Static_assert(sizeof(struct osp_slot) == 4 * OSP_RING_CACHE_LINE, "slot control
 #define OSP_RUN_LOCK         ".osprey-run.lock"
 #define OSP_FORKS_SOCKET     "osprey-forks:"
 #define OSP_RING_FORKED      1u          /* ring_flags: the ring of a forked child */
+#define OSP_RING_WAKES       2u          /* ring_flags: its producers wake a napping collector */
 #define OSP_FORK_HELLO_MAGIC 0x4f535047u /* "OSPG" (below) */
 #define OSP_RING_NAME_SIZE   64u         /* bytes of a ring's name, NUL included */
 /* The answer and the confirm (above). "OSPF" was a greeting with no answer, followed at once:
@@ -611,6 +617,26 @@ static inline int osp_per_pid_path(const char *path, long pid, const char *extra
 static inline uint32_t osp_rec_align(uint32_t n)
 {
     return (n + 7u) & ~7u;
+}
+
+/* Waking the collector. A collector of a ring with OSP_RING_WAKES may sleep for long (its
+ * liveness tick) instead of reading the rings on a tick paced by their fill: it stores
+ * `napping` OSP_NAPPING (seq_cst), then reads every ring's fill once more (a ring already
+ * half full: it reads now). A producer that leaves its ring (a slot's, or the event ring)
+ * half full or more, after its release store of head, loads `napping` (after a seq_cst
+ * fence): OSP_NAPPING, it takes it (compare-exchange to OSP_AWAKE) and the one that took it
+ * sends the collector (daemon_pid) SIGURG; a send that fails stores OSP_NAP_REFUSED. One of
+ * the two sides sees the other's store (as in Dekker's), so a ring half full is never left to
+ * a sleeping collector; one wake a nap, whatever the number of rings past their mark. A
+ * ring under half full costs its producer one relaxed load of its own tail per record. */
+enum osp_napping {
+    OSP_AWAKE = 0,
+    OSP_NAPPING = 1,
+    OSP_NAP_REFUSED = 2,
+};
+static inline bool osp_ring_past_mark(uint64_t head, uint64_t tail, uint64_t size)
+{
+    return head - tail >= size / 2;
 }
 
 /* The only accessors of a ring's indices (the header's head and tail, or a slot's). See the

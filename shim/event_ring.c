@@ -23,7 +23,9 @@
  * seeds.
  */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "osp_core.h"
@@ -85,10 +87,31 @@ void *osp__event_ring_reserve_sample(struct osp__event_ring *w, uint32_t size, u
     return reserve(w, size, headroom, new_head);
 }
 
-/* Async-signal-safe (lock-free atomics and plain stores only), as is reserve. */
+void osp__ring_wake_collector(struct osp_ring_header *h)
+{
+    /* Seq_cst: the head store before the load of napping, against ospreyd's store of
+     * OSP_NAPPING before it reads the fills again. Only past the mark: a ring under it costs
+     * nothing more. */
+    atomic_thread_fence(memory_order_seq_cst);
+    uint32_t napping = OSP_NAPPING;
+    if (atomic_load_explicit(&h->napping, memory_order_relaxed) != OSP_NAPPING ||
+        !atomic_compare_exchange_strong_explicit(&h->napping, &napping, OSP_AWAKE,
+                                                 memory_order_seq_cst, memory_order_relaxed))
+        return;
+    int32_t dpid = atomic_load_explicit(&h->daemon_pid, memory_order_relaxed);
+    if (dpid <= 0 || osp__cpu_syscall(SYS_kill, dpid, SIGURG, 0, 0, 0) != 0)
+        atomic_store_explicit(&h->napping, OSP_NAP_REFUSED, memory_order_relaxed);
+}
+
+/* Async-signal-safe (lock-free atomics, plain stores and the one wake above), as is reserve.
+ * Below half full (the common case) it adds one relaxed load of the ring's tail, whose line
+ * reserve has just read. */
 void osp__event_ring_commit(struct osp__event_ring *w, uint64_t new_head)
 {
     osp_index_store_release(w->head, new_head); /* (B) */
+    if (w->header != NULL &&
+        osp_ring_past_mark(new_head, atomic_load_explicit(w->tail, memory_order_relaxed), w->size))
+        osp__ring_wake_collector(w->header);
 }
 
 int osp__event_ring_write(struct osp__event_ring *w, uint32_t type, const void *body,

@@ -64,8 +64,13 @@ void *osp__event_ring_reserve(struct osp__event_ring *w, uint32_t size, uint64_t
 /* Reserve for a SAMPLE or REPEAT record: like osp__event_ring_reserve, but fails while less
  * than the control headroom would remain free. */
 void *osp__event_ring_reserve_sample(struct osp__event_ring *w, uint32_t size, uint64_t *new_head);
-/* Publish everything up to new_head (pad included): (B). */
+/* Publish everything up to new_head (pad included): (B); a napping collector is woken once the
+ * ring is half full. */
 void osp__event_ring_commit(struct osp__event_ring *w, uint64_t new_head);
+/* A napping collector (proto/osp_ring.h, "Waking the collector"), once a ring is half full or
+ * the slot table is (registry.c): whoever takes `napping` sends the one SIGURG of the nap. The
+ * raw system call, which leaves errno as the interrupted code had it. Async-signal-safe. */
+void osp__ring_wake_collector(struct osp_ring_header *h);
 /* Write one whole record (the record header is filled in here). Returns 0 or -ENOSPC. */
 int osp__event_ring_write(struct osp__event_ring *w, uint32_t type, const void *body,
                           uint32_t body_len, const void *tail, uint32_t tail_len);

@@ -383,10 +383,15 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
                 osp__slot_ring_attach(&s->ring, reg->header, s->shared);
             }
             reg->slots[reg->count++] = s;
-            if (reg->header != NULL)
+            if (reg->header != NULL) {
                 /* Release: ospreyd that sees the mark sees the slot's pointers set. */
                 atomic_store_explicit(&reg->header->slot_high_water, reg->count,
                                       memory_order_release);
+                /* Half the table made: an ended thread's slot is handed out again only once
+                 * ospreyd has read its ring, which a napping one does up to 250 ms late. */
+                if (reg->count >= reg->capacity / 2)
+                    osp__ring_wake_collector(reg->header);
+            }
         }
     }
     if (s == NULL) {

@@ -79,6 +79,8 @@ static void ring_init(void *map, uint32_t rate_hz, uint32_t slot_ring)
     osp__ring_header->copies_offset = slots_end(slot_ring);
     osp__ring_header->copy_count = OSP__COPY_COUNT;
     osp__ring_header->copy_size = OSP__COPY_BYTES;
+    /* Its producers wake a collector that naps (event_ring.c, proto/osp_ring.h). */
+    osp__ring_header->ring_flags = OSP_RING_WAKES;
     osp__event_ring_attach(&osp__events, osp__ring_header);
 }
 

@@ -136,7 +136,7 @@ int osp__profile_start(const struct osp__start *start)
     if (forked) {
         osp__ring_header->stop_at_ns = start->stop_at_ns;
         osp__ring_header->parent_pid = (int32_t)start->parent;
-        osp__ring_header->ring_flags = OSP_RING_FORKED;
+        osp__ring_header->ring_flags |= OSP_RING_FORKED;
     } else {
         uint64_t stop_at = osp__stop_at_from_env(osp__ring_header->start_mono_ns);
         if (stop_at != 0)

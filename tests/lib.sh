@@ -164,3 +164,24 @@ PY
   "$osprey" report "$work/$1-ready.raw.json" -o "$work/$1-ready" --format folded >/dev/null \
     2>"$work/$1-ready.err" || fail "$1: osprey report exited $? ($(tail -n 3 "$work/$1-ready.err"))"
 }
+# ospreyd_under PID: the pid of the ospreyd under PID (every thread's children: an orphan goes
+# to whichever thread of a subreaper), waited for up to 2 s; nothing when none came.
+ospreyd_under() {
+  local k
+  for _ in $(seq 100); do
+    for k in $(descendants_of "$1"); do
+      [ "$(cat "/proc/$k/comm" 2>/dev/null)" = ospreyd ] && echo "$k" && return 0
+    done
+    sleep 0.02
+  done
+}
+descendants_of() { # descendants_of PID: every process under PID
+  local k kids
+  kids=$(cat /proc/"$1"/task/*/children 2>/dev/null)
+  for k in $kids; do
+    echo "$k"
+    descendants_of "$k"
+  done
+}
+# wakeups PID: its main thread's voluntary context switches so far.
+wakeups() { awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$1/status" 2>/dev/null; }

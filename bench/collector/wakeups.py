@@ -15,8 +15,10 @@ def descendants(pid):
     out, todo = [], [pid]
     while todo:
         q = todo.pop()
-        try:
-            kids = open(f"/proc/{q}/task/{q}/children").read().split()
+        kids = []
+        try:  # every thread's: an orphan goes to whichever thread of a subreaper
+            for task in os.listdir(f"/proc/{q}/task"):
+                kids += open(f"/proc/{q}/task/{task}/children").read().split()
         except OSError:
             continue
         out += kids

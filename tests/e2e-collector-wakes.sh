@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# End-to-end: ospreyd sleeps until there is work (daemon/README.md, "Napping until there is
+# work"). One thread busy for 3.5 s at 997 Hz: its ring is read when half full (the shim's
+# wake-up) or at the 250 ms nap, so ospreyd wakes about 13-21 times a second (59-64 before, on
+# a tick paced by the fill, every 14-16 ms). Counted from /proc/PID/status (voluntary context
+# switches of its main thread) over 2 s of the run. A loaded machine preempts the program more
+# (its samples then repeat less and fill the ring faster: 27 a second once beside the test
+# suite with a 100 ms nap) and runs it less; the bound, 35 a second, leaves that margin and
+# fails the paced tick (49-80 a second at load 10). Then 64 busy threads (bench/collector/threads.c, depths 0-23) at 997 Hz
+# (napping) and 10 kHz (paced: no nap above about 2 kHz): no sample lost (the raw file's
+# `dropped` 0), every thread there.
+# Usage: e2e-collector-wakes.sh OSPREY BENCH_COLLECTOR_DIR
+set -uo pipefail
+
+osprey=${1:?usage: e2e-collector-wakes.sh OSPREY BENCH_COLLECTOR_DIR}
+bench=${2:?usage: e2e-collector-wakes.sh OSPREY BENCH_COLLECTOR_DIR}
+# shellcheck source=tests/lib.sh
+. "$(dirname "$(realpath "$0")")/lib.sh"
+scratch_dir collector-wakes
+
+cat >"$work/spin.c" <<'EOF'
+#include <stdio.h>
+#include <time.h>
+static volatile unsigned long sink;
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+int main(void)
+{
+    double end = now() + 3.5;
+    while (now() < end)
+        for (int i = 0; i < 100000; i++)
+            sink += i;
+    printf("%lu\n", sink & 1);
+    return 0;
+}
+EOF
+cc -O2 -g -fno-omit-frame-pointer "$work/spin.c" -o "$work/spin" 2>"$work/build" ||
+  { fail "cannot build spin.c: $(cat "$work/build")"; finish "no"; }
+cc -O2 -g -fno-omit-frame-pointer -pthread "$bench/threads.c" -o "$work/threads" 2>"$work/build" ||
+  { fail "cannot build threads.c: $(cat "$work/build")"; finish "no"; }
+
+# dropped RAW: the raw file's `dropped`, or nothing.
+dropped() {
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("dropped", 0))' "$1" \
+    2>/dev/null
+}
+
+"$osprey" "$work/spin" --profile -F 997 -o "$work/busy" --format folded >/dev/null 2>"$work/err" &
+run=$!
+daemon=$(ospreyd_under "$run")
+if [ -z "$daemon" ]; then
+  fail "no ospreyd under osprey's run: $(cat "$work/err")"
+else
+  sleep 0.7 # past the unwind tables' builds (the tick is paced by the fill while they run)
+  first=$(wakeups "$daemon")
+  sleep 2
+  last=$(wakeups "$daemon")
+  if [ -z "$first" ] || [ -z "$last" ]; then
+    fail "ospreyd ended before the program did"
+  elif [ $(((last - first) / 2)) -gt 35 ]; then
+    fail "ospreyd woke $(((last - first) / 2)) times a second for one thread at 997 Hz (at most 35)"
+  else
+    echo "ospreyd woke $(((last - first) / 2)) times a second for one thread at 997 Hz"
+  fi
+fi
+wait "$run"
+expect_status 0 $? "osprey spin"
+got=$(dropped "$work/busy.raw.json")
+[ "$got" = 0 ] || fail "one thread: the raw file says dropped ${got:-(no raw file)}"
+
+for hz in 997 10000; do
+  "$osprey" "$work/threads" --profile -F "$hz" -o "$work/threads-$hz" --format folded >/dev/null \
+    2>"$work/err"
+  expect_status 0 $? "osprey threads -F $hz"
+  got=$(dropped "$work/threads-$hz.raw.json")
+  [ "$got" = 0 ] || fail "64 threads at $hz Hz: the raw file says dropped ${got:-(no raw file)}"
+  threads=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["threads"]))' \
+    "$work/threads-$hz.raw.json" 2>/dev/null)
+  [ "${threads:-0}" -ge 65 ] || fail "64 threads at $hz Hz: ${threads:-no} threads in the raw file"
+done
+finish "ok: ospreyd sleeps until a ring is half full; 64 threads at 997 Hz and 10 kHz lose nothing"
