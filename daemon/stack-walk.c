@@ -57,6 +57,6 @@ uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t p
                             uint64_t fp, const struct ospd_stack_copy *stack, uint64_t *out,
                             uint32_t cap, enum osp_unwind_stop *stop)
 {
-    const struct osp_unwind_regs r = {pc, sp, fp, 0};
+    const struct osp_unwind_regs r = {pc, sp, fp, 0, NULL};
     return ospd_walk_copy_regs(tables, tables_size, &r, 1, stack, out, cap, stop, NULL);
 }

@@ -15,7 +15,13 @@
  *     exception is the first frame of an interrupted instant on aarch64 whose row says the
  *     return address is still in the link register and nothing is pushed (CFA = sp).
  *   - By a row: CFA = sp or fp + offset (the x86_64 lazy PLT adds 8 once (pc & 15) reaches
- *     the row's threshold); the CFA 8-byte aligned; the return address at CFA + ra_offset, or
+ *     the row's threshold), or another register + offset where the walk knows that register:
+ *     the interrupted instant's registers the walker was handed (iregs), which keep their
+ *     values up through frames unwound by rows (DWARF's "same value", as libunwind and perf
+ *     take it: a caller whose CFA is in a register needs its callees to keep it) until a row
+ *     whose CFA is in a register (that frame set it), a frame by the frame pointer or a signal
+ *     frame; where the walk no longer knows it, such a row fails its check; the CFA 8-byte
+ *     aligned; the return address at CFA + ra_offset, or
  *     in lr at the first frame only; the caller's fp at CFA + fp_offset unless that slot is
  *     below sp (an epilogue restored it: the register holds it), else unchanged.
  *   - By the frame pointer (no row, or a row that says nothing): at the first frame, when the
@@ -54,9 +60,14 @@
 #define OSP_UNWIND_MAX_FRAME_BYTES (UINT64_C(1) << 20)
 
 /* The registers a walk needs: pc, sp, the frame pointer (rbp, x29) and the link register (x30
- * on aarch64; 0 on x86_64, and 0 above the first frame). */
+ * on aarch64; 0 on x86_64, and 0 above the first frame); and iregs, every general register of
+ * an interrupted instant as the kernel's signal frame stores them (x86_64: mcontext gregs[];
+ * aarch64: regs[]), readable in place, for a row whose CFA is in another register
+ * (OSP_CFA_REG): the handler's own signal context from its leaf up through frames unwound by
+ * rows, NULL where the walk no longer knows them (above, "By a row"). */
 struct osp_unwind_regs {
     uint64_t pc, sp, fp, lr;
+    const void *iregs;
 };
 
 /* Why a step could not give the caller's registers, and so why a walk ended. The values are
@@ -152,6 +163,7 @@ OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_signal_frame(const struct osp_
 {
 #if defined(OSP_UNWIND_SIGNAL_PC)
     next->lr = 0;
+    next->iregs = NULL;
     if (osp_unwind_read(m, r->sp + OSP_UNWIND_SIGNAL_PC, &next->pc) != 0 ||
         osp_unwind_read(m, r->sp + OSP_UNWIND_SIGNAL_SP, &next->sp) != 0 ||
         osp_unwind_read(m, r->sp + OSP_UNWIND_SIGNAL_FP, &next->fp) != 0)
@@ -207,6 +219,12 @@ OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step_by_row(const struct osp_u
         cfa = r->sp + (uint64_t)(int64_t)row->cfa_offset +
               osp_unwind_plt_extra(r->pc, row->plt_threshold);
         break;
+    case OSP_CFA_REG: /* only where the walk knows the register (iregs) */
+        if (r->iregs == NULL || row->cfa_reg >= OSP_UNWIND_CFA_REGS)
+            return OSP_UNWIND_FAILED;
+        __builtin_memcpy(&cfa, (const uint8_t *)r->iregs + 8u * row->cfa_reg, 8);
+        cfa += (uint64_t)(int64_t)row->cfa_offset;
+        break;
     default:
         return OSP_UNWIND_FAILED;
     }
@@ -234,6 +252,7 @@ OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step_by_row(const struct osp_u
     next->sp = cfa;
     next->pc = osp_unwind_strip_pac(ra);
     next->lr = 0;
+    next->iregs = row->cfa_rule != OSP_CFA_REG ? r->iregs : NULL; /* "same value" */
     return next->pc != 0 ? OSP_UNWIND_GO_ON : OSP_UNWIND_OUTERMOST;
 }
 
@@ -250,6 +269,7 @@ OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step_by_fp(const struct osp_un
             next->fp = r->fp;
             next->pc = osp_unwind_strip_pac(ra);
             next->lr = 0;
+            next->iregs = NULL;
             return next->pc != 0 ? OSP_UNWIND_GO_ON : OSP_UNWIND_OUTERMOST;
         }
     }
@@ -261,6 +281,7 @@ OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step_by_fp(const struct osp_un
     next->fp = caller_fp;
     next->pc = osp_unwind_strip_pac(ra);
     next->lr = 0;
+    next->iregs = NULL;
     return next->pc != 0 ? OSP_UNWIND_GO_ON : OSP_UNWIND_OUTERMOST;
 }
 

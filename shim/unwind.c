@@ -344,7 +344,9 @@ uint32_t osp__unwind_spans_resume(const struct osp__regs *regs, int leaf,
     struct walk_stacks w = {
         {read_word, return_slot, switch_stack, NULL, 0, 0}, 0, spans, n, 1, 0, 0};
     enter(&w, spans[0].lo, spans[0].hi, spans[0].copy, spans[0].base);
-    const struct osp_unwind_regs r = {regs->pc, regs->sp, regs->fp, regs->lr};
+    /* A leaf's other registers: for a row whose CFA is in one of them (OSP_CFA_REG). */
+    const struct osp_unwind_regs r = {regs->pc, regs->sp, regs->fp, regs->lr,
+                                      leaf ? regs->iregs : NULL};
     uint32_t depth = osp_unwind_walk_resume(&tables, &r, leaf, &w.memory, out, cap, stop, resume);
     /* A frame the walk reached on another stack than the first, or in a copy of one, is not
      * where a copy of the thread's stack would start. */
@@ -394,13 +396,13 @@ uint32_t osp__unwind_caller_why(uint64_t fp, uint32_t own_frames, uint64_t lo, u
 {
     *stop = OSP_UNWIND_FAILED;
     const struct walk_stacks w = {{read_word, NULL, NULL, NULL, lo, hi}, 0, NULL, 0, 0, 0, 0};
-    struct osp_unwind_regs r = {.pc = 0, .sp = lo, .fp = fp, .lr = 0};
+    struct osp_unwind_regs r = {.pc = 0, .sp = lo, .fp = fp, .lr = 0, .iregs = NULL};
     for (uint32_t i = 0; i < own_frames; i++) {
         struct osp_unwind_regs next;
         if (osp_unwind_step(NULL, &r, 0, &w.memory, &next) != OSP_UNWIND_GO_ON)
             return 0;
         r = next;
     }
-    const struct osp__regs caller = {r.pc, r.sp, r.fp, r.lr};
+    const struct osp__regs caller = {r.pc, r.sp, r.fp, r.lr, NULL};
     return osp__unwind_why(&caller, 0, lo, hi, out, cap, stop);
 }

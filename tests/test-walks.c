@@ -452,6 +452,84 @@ START_TEST(a_copy_is_held_until_its_rows_are_published)
 }
 END_TEST
 
+/* A CFA in another register (OSP_CFA_REG, OpenSSL's AES-GCM): [0, 0x100) CFA = the register +
+ * 8 (rax on x86_64, x9 on aarch64), the return address at CFA - 8; [0x100, 0x200) an ordinary
+ * callee, CFA = sp + 8; [0x200, 0x300) the outermost frame. The shim knows the register from
+ * the signal context (iregs) at the leaf and, unchanged, through the rows above it until the
+ * frame that set it; ospreyd's walk of a copy, which has no such registers, fails the row. */
+#if defined(__x86_64__)
+#define CFA_SLOT 13u /* REG_RAX */
+#else
+#define CFA_SLOT 9u
+#endif
+static const struct osp_unwind_row register_rows[] = {
+    {.pc_offset = 0,
+     .cfa_offset = 8,
+     .cfa_rule = OSP_CFA_REG,
+     .cfa_reg = CFA_SLOT,
+     .ra_offset = -8},
+    {.pc_offset = 0x100, .cfa_offset = 8, .cfa_rule = OSP_CFA_SP, .ra_offset = -8},
+    {.pc_offset = 0x200, .cfa_rule = OSP_CFA_END},
+};
+
+/* The shim's walk from the leaf (pc, sp = word sp_at) with these interrupted registers. */
+static struct walked shim_walk(uint64_t pc, unsigned sp_at, const uint64_t *iregs)
+{
+    struct walked w = {0};
+    struct osp__regs regs = {.pc = pc, .sp = at(sp_at), .fp = 0, .lr = 0, .iregs = iregs};
+    osp__unwind_set_tables(object, sizeof object);
+    w.depth = osp__unwind_why(&regs, 1, at(sp_at), at(WORDS), w.pcs, OSP_MAX_DEPTH, &w.stop);
+    osp__unwind_set_tables(NULL, 0);
+    return w;
+}
+
+START_TEST(a_cfa_in_another_register)
+{
+    tables_with(register_rows, sizeof register_rows / sizeof register_rows[0]);
+    memset(stack, 0, sizeof stack);
+    uint64_t iregs[OSP_UNWIND_CFA_REGS] = {0};
+    iregs[CFA_SLOT] = at(20); /* CFA word 21: the return address at word 20 */
+    set(20, IMAGE + 0x250);
+    /* The leaf in the register frame, sp realigned below (word 4, nothing there). */
+    struct walked w = shim_walk(IMAGE + 0x10, 4, iregs);
+    expect_walked(&w, 2, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x250);
+    /* Without the registers (a copy's walk, a frame after the first): the row fails. */
+    w = shim_walk(IMAGE + 0x10, 4, NULL);
+    expect_walked(&w, 1, OSP_UNWIND_FAILED);
+    struct walked d = {0};
+    struct ospd_stack_copy copy = {at(4), (const uint8_t *)&stack[4], at(WORDS) - at(4)};
+    d.depth = ospd_walk_copy_why(object, sizeof object, IMAGE + 0x10, at(4), 0, &copy, d.pcs,
+                                 OSP_MAX_DEPTH, &d.stop);
+    expect_walked(&d, 1, OSP_UNWIND_FAILED);
+    /* The leaf in an ordinary callee (its return address at word 4, into the register frame):
+     * the register keeps its value through the callee's row. */
+    set(4, IMAGE + 0x20);
+    w = shim_walk(IMAGE + 0x110, 4, iregs);
+    expect_walked(&w, 3, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x20);
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x250);
+    /* A register frame called from another: the inner one set the register, the outer one's
+     * value is not known. */
+    set(20, IMAGE + 0x30);
+    w = shim_walk(IMAGE + 0x10, 4, iregs);
+    expect_walked(&w, 2, OSP_UNWIND_FAILED);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x30);
+    /* A CFA below sp, or a register number past the registers: the row fails. */
+    set(20, IMAGE + 0x250);
+    iregs[CFA_SLOT] = at(2);
+    w = shim_walk(IMAGE + 0x10, 4, iregs);
+    expect_walked(&w, 1, OSP_UNWIND_FAILED);
+    struct osp_unwind_row bad[sizeof register_rows / sizeof register_rows[0]];
+    memcpy(bad, register_rows, sizeof bad);
+    bad[0].cfa_reg = OSP_UNWIND_CFA_REGS;
+    tables_with(bad, sizeof bad / sizeof bad[0]);
+    iregs[CFA_SLOT] = at(20);
+    w = shim_walk(IMAGE + 0x10, 4, iregs);
+    expect_walked(&w, 1, OSP_UNWIND_FAILED);
+}
+END_TEST
+
 Suite *walks_suite(void)
 {
     Suite *s = suite_create("walks");
@@ -462,5 +540,6 @@ Suite *walks_suite(void)
                    a_frame_pointer_guess_while_rows_are_built_is_guessed);
     tcase_add_checked_fixture(by_rows, rows_and_a_clear_stack, NULL);
     SUITE_CASE(s, "copies", 0, a_copy_is_held_until_its_rows_are_published);
+    SUITE_CASE(s, "register CFA", 0, a_cfa_in_another_register);
     return s;
 }

@@ -21,6 +21,7 @@ void osp__cpu_regs(const void *context, struct osp__regs *out)
     out->sp = uc->uc_mcontext.sp;
     out->fp = uc->uc_mcontext.regs[29];
     out->lr = osp__cpu_strip_pac(uc->uc_mcontext.regs[30]);
+    out->iregs = uc->uc_mcontext.regs; /* x0..x30: OSP_CFA_REG's numbers */
 }
 
 /* Async-signal-safe. */
