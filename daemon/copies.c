@@ -80,7 +80,7 @@ static bool walk_one(struct ospd_collector *c, struct ospd_held_copy *k, const v
     uint64_t out[OSP_MAX_DEPTH];
     memcpy(out, k->pcs, (size_t)k->resume * sizeof *out);
     const struct ospd_stack_copy copy = {k->sp, k->bytes, k->len};
-    const struct osp_unwind_regs regs = {k->pc, k->sp, k->fp, k->lr, NULL};
+    const struct osp_unwind_regs regs = {k->pc, k->sp, k->fp, k->lr};
     enum osp_unwind_stop stop;
     struct osp_unwind_resume again;
     uint32_t n = ospd_walk_copy_regs(tables, tables_size, &regs, k->first, &copy, out + k->resume,

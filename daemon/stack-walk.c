@@ -50,13 +50,13 @@ uint32_t ospd_walk_copy_regs(const void *tables, uint64_t tables_size,
     const struct osp_unwind_memory memory = {read_word,    NULL,      NULL,
                                              stack->bytes, stack->sp, stack->sp + stack->size};
     *stop = OSP_UNWIND_DEPTH;
-    return osp_unwind_walk_resume(&t, regs, leaf, &memory, out, cap, stop, resume);
+    return osp_unwind_walk_resume(&t, regs, leaf, 0, &memory, out, cap, stop, resume);
 }
 
 uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t pc, uint64_t sp,
                             uint64_t fp, const struct ospd_stack_copy *stack, uint64_t *out,
                             uint32_t cap, enum osp_unwind_stop *stop)
 {
-    const struct osp_unwind_regs r = {pc, sp, fp, 0, NULL};
+    const struct osp_unwind_regs r = {pc, sp, fp, 0};
     return ospd_walk_copy_regs(tables, tables_size, &r, 1, stack, out, cap, stop, NULL);
 }

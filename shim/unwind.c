@@ -345,9 +345,10 @@ uint32_t osp__unwind_spans_resume(const struct osp__regs *regs, int leaf,
         {read_word, return_slot, switch_stack, NULL, 0, 0}, 0, spans, n, 1, 0, 0};
     enter(&w, spans[0].lo, spans[0].hi, spans[0].copy, spans[0].base);
     /* A leaf's other registers: for a row whose CFA is in one of them (OSP_CFA_REG). */
-    const struct osp_unwind_regs r = {regs->pc, regs->sp, regs->fp, regs->lr,
-                                      leaf ? regs->iregs : NULL};
-    uint32_t depth = osp_unwind_walk_resume(&tables, &r, leaf, &w.memory, out, cap, stop, resume);
+    const struct osp_unwind_regs r = {regs->pc, regs->sp, regs->fp, regs->lr};
+    const uint64_t iregs = leaf ? (uint64_t)(uintptr_t)regs->iregs : 0;
+    uint32_t depth =
+        osp_unwind_walk_resume(&tables, &r, leaf, iregs, &w.memory, out, cap, stop, resume);
     /* A frame the walk reached on another stack than the first, or in a copy of one, is not
      * where a copy of the thread's stack would start. */
     if (resume != NULL && resume->depth > 0 &&
@@ -396,7 +397,7 @@ uint32_t osp__unwind_caller_why(uint64_t fp, uint32_t own_frames, uint64_t lo, u
 {
     *stop = OSP_UNWIND_FAILED;
     const struct walk_stacks w = {{read_word, NULL, NULL, NULL, lo, hi}, 0, NULL, 0, 0, 0, 0};
-    struct osp_unwind_regs r = {.pc = 0, .sp = lo, .fp = fp, .lr = 0, .iregs = NULL};
+    struct osp_unwind_regs r = {.pc = 0, .sp = lo, .fp = fp, .lr = 0};
     for (uint32_t i = 0; i < own_frames; i++) {
         struct osp_unwind_regs next;
         if (osp_unwind_step(NULL, &r, 0, &w.memory, &next) != OSP_UNWIND_GO_ON)

@@ -454,9 +454,11 @@ END_TEST
 
 /* A CFA in another register (OSP_CFA_REG, OpenSSL's AES-GCM): [0, 0x100) CFA = the register +
  * 8 (rax on x86_64, x9 on aarch64), the return address at CFA - 8; [0x100, 0x200) an ordinary
- * callee, CFA = sp + 8; [0x200, 0x300) the outermost frame. The shim knows the register from
- * the signal context (iregs) at the leaf and, unchanged, through the rows above it until the
- * frame that set it; ospreyd's walk of a copy, which has no such registers, fails the row. */
+ * callee, CFA = sp + 8; [0x200, 0x300) the outermost frame; [0x300, 0x400) the signal
+ * trampoline. The shim knows the register from the signal context (iregs) at the leaf and,
+ * unchanged, through the rows above it until the frame that set it; ospreyd's walk of a copy,
+ * which has no such registers, fails the row; both know it below a signal frame on the stack
+ * (the kernel saved it there). */
 #if defined(__x86_64__)
 #define CFA_SLOT 13u /* REG_RAX */
 #else
@@ -470,6 +472,7 @@ static const struct osp_unwind_row register_rows[] = {
      .ra_offset = -8},
     {.pc_offset = 0x100, .cfa_offset = 8, .cfa_rule = OSP_CFA_SP, .ra_offset = -8},
     {.pc_offset = 0x200, .cfa_rule = OSP_CFA_END},
+    {.pc_offset = 0x300, .cfa_rule = OSP_CFA_SIGNAL},
 };
 
 /* The shim's walk from the leaf (pc, sp = word sp_at) with these interrupted registers. */
@@ -527,6 +530,28 @@ START_TEST(a_cfa_in_another_register)
     iregs[CFA_SLOT] = at(20);
     w = shim_walk(IMAGE + 0x10, 4, iregs);
     expect_walked(&w, 1, OSP_UNWIND_FAILED);
+#if defined(OSP_UNWIND_SIGNAL_REGS)
+    /* Below the kernel's signal frame (the trampoline at sp word 4): the interrupted instant's
+     * register from the frame, for both walkers; its leaf in the register frame, CFA word 161. */
+    tables_with(register_rows, sizeof register_rows / sizeof register_rows[0]);
+    memset(stack, 0, sizeof stack);
+    set(4 + OSP_UNWIND_SIGNAL_PC / 8, IMAGE + 0x10);
+    set(4 + OSP_UNWIND_SIGNAL_SP / 8, at(150));
+    set(4 + OSP_UNWIND_SIGNAL_REGS / 8 + CFA_SLOT, at(160));
+    set(160, IMAGE + 0x250);
+    w = both(1, IMAGE + 0x310, 4, 0, OSP_MAX_DEPTH);
+    expect_walked(&w, 3, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x10);
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x250);
+    /* ... and through an ordinary callee the signal interrupted (its return address at word
+     * 150, into the register frame). */
+    set(4 + OSP_UNWIND_SIGNAL_PC / 8, IMAGE + 0x110);
+    set(150, IMAGE + 0x20);
+    w = both(1, IMAGE + 0x310, 4, 0, OSP_MAX_DEPTH);
+    expect_walked(&w, 4, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x20);
+    ck_assert_uint_eq(w.pcs[3], IMAGE + 0x250);
+#endif
 }
 END_TEST
 

@@ -40,6 +40,7 @@ void osp__cpu_syscall_state(const void *context, uint64_t *pc, uint64_t *result,
 _Static_assert(OSP_UNWIND_SIGNAL_PC == offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), "rip");
 _Static_assert(OSP_UNWIND_SIGNAL_SP == offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), "rsp");
 _Static_assert(OSP_UNWIND_SIGNAL_FP == offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), "rbp");
+_Static_assert(OSP_UNWIND_SIGNAL_REGS == offsetof(ucontext_t, uc_mcontext.gregs[0]), "gregs");
 /* OSP_CFA_REG's register numbers are these slots (proto/osp_unwind.h; daemon/unwind-table.c). */
 _Static_assert(REG_R8 == 0 && REG_R15 == 7 && REG_RDI == 8 && REG_RSI == 9 && REG_RBP == 10 &&
                    REG_RBX == 11 && REG_RDX == 12 && REG_RAX == 13 && REG_RCX == 14 &&
