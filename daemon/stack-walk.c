@@ -52,7 +52,7 @@ uint32_t ospd_walk_copy_regs(const void *tables, uint64_t tables_size,
     const struct osp_unwind_memory memory = {read_word,    NULL,      NULL,
                                              stack->bytes, stack->sp, stack->sp + stack->size};
     *stop = OSP_UNWIND_DEPTH;
-    return osp_unwind_walk_resume(&t, regs, leaf, &memory, out, cap, stop, resume);
+    return osp_unwind_walk_resume(&t, regs, leaf, 0, &memory, out, cap, stop, resume);
 }
 
 uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t pc, uint64_t sp,

@@ -162,6 +162,22 @@ static int match_plt(const Dwarf_Op *ops, size_t nops, int32_t *offset, uint8_t 
     return 1;
 }
 
+/* DWARF register regno's slot among the registers the kernel's signal frame saves (the
+ * numbers of OSP_CFA_REG, proto/osp_unwind.h), or -1: x86_64's mcontext gregs[] (the order
+ * shim/arch/x86_64/cpu.c checks against <ucontext.h>), aarch64's regs[] (x0..x30). */
+static int signal_register(const struct ospd_unwind_arch *arch, int regno)
+{
+    /* DWARF rax, rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8..r15 */
+    static const int8_t x86_64_gregs[16] = {13, 12, 14, 11, 9, 8, 10, 15, 0, 1, 2, 3, 4, 5, 6, 7};
+    if (regno < 0 || regno == arch->sp || regno == arch->fp)
+        return -1;
+    if (arch->machine == EM_X86_64 && regno < 16)
+        return x86_64_gregs[regno];
+    if (arch->machine == EM_AARCH64 && regno <= 30)
+        return regno;
+    return -1;
+}
+
 /* Where a register is saved, as CFA + offset: 1 and *offset; 0 when it is unchanged ("same
  * value"); -1 when it is undefined; -2 for any other rule. From dwarf_frame_register's
  * answer: its return value, ops and nops. */
@@ -226,8 +242,13 @@ struct osp_unwind_row ospd_unwind_row_of(const struct ospd_unwind_arch *arch, ui
         row.cfa_rule = OSP_CFA_PLT;
         row.cfa_offset = plt_offset;
         row.plt_threshold = threshold;
+    } else if (signal_register(arch, reg) >= 0 && cfa_offset >= INT32_MIN &&
+               cfa_offset <= INT32_MAX) {
+        row.cfa_rule = OSP_CFA_REG; /* OpenSSL's: the caller's sp kept in rax while rsp aligns */
+        row.cfa_offset = (int32_t)cfa_offset;
+        row.cfa_reg = (uint8_t)signal_register(arch, reg);
     } else {
-        return row; /* CFA in another register, or an expression */
+        return row; /* an expression */
     }
     if (ra == 1 && ra_offset >= INT16_MIN && ra_offset <= INT16_MAX) {
         row.ra_rule = OSP_RA_AT_CFA;

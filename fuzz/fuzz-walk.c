@@ -16,7 +16,8 @@
  *                 (osp__unwind_spans): the stack area's first half in place, its second half
  *                 as the copy of a stack at the address of a PROT_NONE mapping (a read in place
  *                 there faults), and a spare copy buffer for a stack reached through a signal
- *                 frame (shim/stacks.c)
+ *                 frame (shim/stacks.c); bit 3 the leaf's other registers (iregs, for a
+ *                 row whose CFA is in one: OSP_CFA_REG) are the stack area's first words
  *   13      S     the stack area, S = STACK_BYTES (zero-filled when the input ends early);
  *                 a word whose top 16 bits are 0xfeed is rewritten to the stack's own address
  *                 plus its low bits, and 0xfeee to the unreadable copied stack's, so chains of
@@ -99,6 +100,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .lr = (prefix[12] & 1) ? little(prefix, 8) + 4 : 0,
     };
     regs.sp &= ~(uint64_t)7;
+    static uint64_t iregs[OSP_UNWIND_CFA_REGS];
+    memcpy(iregs, stack, sizeof iregs); /* after the rewrites: registers into the stacks */
+    if (prefix[12] & 8)
+        regs.iregs = iregs;
     int leaf = !(prefix[12] & 2);
     uint64_t out[OSP_MAX_DEPTH];
     enum osp_unwind_stop stop;

@@ -47,6 +47,10 @@
  *            caller's rbp unchanged or at CFA + fp_offset.
  *   aarch64: CFA = sp or x29 + cfa_offset; return address in x30 (the leaf, before it is
  *            saved) or at CFA + ra_offset; caller's x29 unchanged or at CFA + fp_offset.
+ *   both:    CFA = another register + cfa_offset (OSP_CFA_REG: code that keeps the caller's sp
+ *            in a scratch register while it realigns its own, as OpenSSL's AES-GCM does with
+ *            rax), usable only where that register's value is known: the interrupted instant
+ *            the handler's signal context holds (proto/osp_unwind_step.h).
  */
 #ifndef OSP_UNWIND_H
 #define OSP_UNWIND_H
@@ -102,7 +106,20 @@ enum osp_unwind_cfa {
                          * ucontext_t at sp (x86_64) or sp + 128 + 8 (aarch64 rt_sigframe) */
     OSP_CFA_END = 5,    /* the return address is undefined: the outermost frame (_start,
                          * a thread's first frame) */
+    OSP_CFA_REG = 6,    /* CFA = register cfa_reg + cfa_offset, cfa_reg an index into the
+                         * registers as the kernel's signal frame stores them: x86_64's
+                         * mcontext gregs[] (REG_R8 0 .. REG_R15 7, REG_RDI 8, REG_RSI 9,
+                         * REG_RBX 11, REG_RDX 12, REG_RAX 13, REG_RCX 14), aarch64's regs[]
+                         * (x0 .. x28); below OSP_UNWIND_CFA_REGS */
 };
+
+/* OSP_CFA_REG's cfa_reg is below this: x86_64's 16 general registers' slots in gregs[],
+ * aarch64's x0..x30. */
+#if defined(__aarch64__)
+#define OSP_UNWIND_CFA_REGS 31u
+#else
+#define OSP_UNWIND_CFA_REGS 16u
+#endif
 
 /* Where the return address is. */
 enum osp_unwind_ra {
@@ -118,14 +135,17 @@ enum osp_unwind_fp {
 
 /* One row: the rule for pcs in [image start + pc_offset, the next row's pc_offset). */
 struct osp_unwind_row {
-    uint32_t pc_offset;    /* from the image entry's start */
-    int32_t cfa_offset;    /* enum osp_unwind_cfa's offset */
-    uint8_t cfa_rule;      /* enum osp_unwind_cfa */
-    uint8_t ra_rule;       /* enum osp_unwind_ra */
-    uint8_t fp_rule;       /* enum osp_unwind_fp */
-    uint8_t plt_threshold; /* OSP_CFA_PLT's (pc & 15) threshold; 0 otherwise */
-    int16_t ra_offset;     /* OSP_RA_AT_CFA: the return address at CFA + ra_offset */
-    int16_t fp_offset;     /* OSP_FP_AT_CFA: the caller's fp at CFA + fp_offset */
+    uint32_t pc_offset; /* from the image entry's start */
+    int32_t cfa_offset; /* enum osp_unwind_cfa's offset */
+    uint8_t cfa_rule;   /* enum osp_unwind_cfa */
+    uint8_t ra_rule;    /* enum osp_unwind_ra */
+    uint8_t fp_rule;    /* enum osp_unwind_fp */
+    union {
+        uint8_t plt_threshold; /* OSP_CFA_PLT's (pc & 15) threshold */
+        uint8_t cfa_reg;       /* OSP_CFA_REG's register (enum osp_unwind_cfa) */
+    };                         /* 0 for the other rules */
+    int16_t ra_offset;         /* OSP_RA_AT_CFA: the return address at CFA + ra_offset */
+    int16_t fp_offset;         /* OSP_FP_AT_CFA: the caller's fp at CFA + fp_offset */
 };
 _Static_assert(sizeof(struct osp_unwind_row) == 16, "row");
 _Static_assert(offsetof(struct osp_unwind_row, cfa_rule) == 8, "rules after offsets");

@@ -15,9 +15,15 @@
  *     exception is the first frame of an interrupted instant on aarch64 whose row says the
  *     return address is still in the link register and nothing is pushed (CFA = sp).
  *   - By a row: CFA = sp or fp + offset (the x86_64 lazy PLT adds 8 once (pc & 15) reaches
- *     the row's threshold); the CFA 8-byte aligned; the return address at CFA + ra_offset, or
- *     in lr at the first frame only; the caller's fp at CFA + fp_offset unless that slot is
- *     below sp (an epilogue restored it: the register holds it), else unchanged.
+ *     the row's threshold), or another register + offset where the walk knows that register:
+ *     the interrupted instant's registers (iregs: the walker's, or a signal frame's), which
+ *     keep their values up through the frames above (DWARF's "same value", as libunwind and
+ *     perf take it: a caller whose CFA is in a register needs its callees to keep it) until a
+ *     row whose CFA is in a register (that frame set it) or the next signal frame; where the
+ *     walk does not know it, such a row fails its check; the CFA 8-byte aligned; the return
+ *     address at CFA + ra_offset, or in lr at the first frame only; the caller's fp at
+ *     CFA + fp_offset unless that slot is below sp (an epilogue restored it: the register
+ *     holds it), else unchanged.
  *   - By the frame pointer (no row, or a row that says nothing): at the first frame, when the
  *     walker can read code and the pc is at a prologue's push or mov or at a ret (x86_64), the
  *     return address is at sp + 8 * slot; otherwise fp, 8-byte aligned, not below sp and at
@@ -64,6 +70,15 @@
 struct osp_unwind_regs {
     uint64_t pc, sp, fp, lr;
 };
+
+/* Every general register of an interrupted instant as the kernel's signal frame stores them
+ * (x86_64: mcontext gregs[]; aarch64: regs[]), for a row whose CFA is in another register
+ * (OSP_CFA_REG), known from that instant up to the frame whose CFA was in one (above, "By a
+ * row"): their address, readable in place (the handler's own signal context), or with
+ * OSP_UNWIND_IREGS_READ set read through the walker's callback (a signal frame on the stack
+ * walked); 0 where the walk does not know them. The walk keeps it beside the registers, not
+ * in them (the step copies those at every frame). */
+#define OSP_UNWIND_IREGS_READ UINT64_C(1) /* bit 0: an address in the walked memory */
 
 /* Why a step could not give the caller's registers, and so why a walk ended. The values are
  * the stop reason of the ring's samples and the raw file's stacks (proto/osp_ring.h,
@@ -132,9 +147,10 @@ OSP_UNWIND_INLINE uint64_t osp_unwind_strip_pac(uint64_t addr)
  * the ucontext_t (x29, x30, then sp and pc after the 31 registers). shim/arch/<cpu>/cpu.c and
  * daemon/stack-walk.c check these against <ucontext.h>. */
 #if defined(__x86_64__)
-#define OSP_UNWIND_SIGNAL_PC (40u + 8u * 16u)
-#define OSP_UNWIND_SIGNAL_SP (40u + 8u * 15u)
-#define OSP_UNWIND_SIGNAL_FP (40u + 8u * 10u)
+#define OSP_UNWIND_SIGNAL_REGS 40u
+#define OSP_UNWIND_SIGNAL_PC   (40u + 8u * 16u)
+#define OSP_UNWIND_SIGNAL_SP   (40u + 8u * 15u)
+#define OSP_UNWIND_SIGNAL_FP   (40u + 8u * 10u)
 #elif defined(__aarch64__)
 #define OSP_UNWIND_SIGNAL_REGS (128u + 184u)
 #define OSP_UNWIND_SIGNAL_FP   (OSP_UNWIND_SIGNAL_REGS + 8u * 29u)
@@ -154,10 +170,12 @@ OSP_UNWIND_INLINE int osp_unwind_read(struct osp_unwind_access a, uint64_t addr,
 /* The registers the kernel saved in its signal frame at r->sp. */
 OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_signal_frame(const struct osp_unwind_regs *r,
                                                                struct osp_unwind_access m,
-                                                               struct osp_unwind_regs *next)
+                                                               struct osp_unwind_regs *next,
+                                                               uint64_t *iregs)
 {
 #if defined(OSP_UNWIND_SIGNAL_PC)
     next->lr = 0;
+    *iregs = (r->sp + OSP_UNWIND_SIGNAL_REGS) | OSP_UNWIND_IREGS_READ; /* the kernel's */
     if (osp_unwind_read(m, r->sp + OSP_UNWIND_SIGNAL_PC, &next->pc) != 0 ||
         osp_unwind_read(m, r->sp + OSP_UNWIND_SIGNAL_SP, &next->sp) != 0 ||
         osp_unwind_read(m, r->sp + OSP_UNWIND_SIGNAL_FP, &next->fp) != 0)
@@ -175,6 +193,7 @@ OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_signal_frame(const struct osp_
     (void)r;
     (void)m;
     (void)next;
+    (void)iregs;
     return OSP_UNWIND_FAILED;
 #endif
 }
@@ -191,18 +210,35 @@ OSP_UNWIND_INLINE uint64_t osp_unwind_plt_extra(uint64_t pc, unsigned threshold)
 #endif
 }
 
-/* One frame by its row (cfa_rule not OSP_CFA_UNKNOWN). */
-OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step_by_row(const struct osp_unwind_row *row,
-                                                              const struct osp_unwind_regs *r,
-                                                              int first, struct osp_unwind_access m,
-                                                              struct osp_unwind_regs *next)
+/* OSP_CFA_REG's CFA from the registers at `at` (0: not known) into *cfa: 0, or -1. Out of
+ * line, a rare row's: inlined into the walk, the walk by rows took 691-701 ns for 35 frames
+ * in bench/walk against 681. */
+static __attribute__((noinline, unused)) int
+osp_unwind_register_cfa(const struct osp_unwind_row *row, uint64_t at, struct osp_unwind_access m,
+                        uint64_t *cfa)
+{
+    if (row->cfa_reg >= OSP_UNWIND_CFA_REGS || at == 0)
+        return -1;
+    if (!(at & OSP_UNWIND_IREGS_READ))
+        __builtin_memcpy(cfa, (const uint8_t *)(uintptr_t)at + 8u * row->cfa_reg, 8);
+    else if (osp_unwind_read(m, (at & ~OSP_UNWIND_IREGS_READ) + 8u * row->cfa_reg, cfa) != 0)
+        return -1;
+    *cfa += (uint64_t)(int64_t)row->cfa_offset;
+    return 0;
+}
+
+/* One frame by its row (cfa_rule not OSP_CFA_UNKNOWN); *iregs the interrupted instant's
+ * registers this frame knows, then its caller's. */
+OSP_UNWIND_INLINE enum osp_unwind_stop
+osp_unwind_step_by_row(const struct osp_unwind_row *row, const struct osp_unwind_regs *r, int first,
+                       struct osp_unwind_access m, struct osp_unwind_regs *next, uint64_t *iregs)
 {
     uint64_t cfa;
     switch (row->cfa_rule) {
     case OSP_CFA_END:
         return OSP_UNWIND_OUTERMOST;
     case OSP_CFA_SIGNAL:
-        return osp_unwind_signal_frame(r, m, next);
+        return osp_unwind_signal_frame(r, m, next, iregs);
     case OSP_CFA_SP:
         cfa = r->sp + (uint64_t)(int64_t)row->cfa_offset;
         break;
@@ -213,6 +249,13 @@ OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step_by_row(const struct osp_u
         cfa = r->sp + (uint64_t)(int64_t)row->cfa_offset +
               osp_unwind_plt_extra(r->pc, row->plt_threshold);
         break;
+    case OSP_CFA_REG: { /* only where the walk knows the register (iregs) */
+        uint64_t at = *iregs;
+        *iregs = 0; /* this frame set it: its callers' value is not known */
+        if (osp_unwind_register_cfa(row, at, m, &cfa) != 0)
+            return OSP_UNWIND_FAILED;
+        break;
+    }
     default:
         return OSP_UNWIND_FAILED;
     }
@@ -272,15 +315,15 @@ OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step_by_fp(const struct osp_un
 
 /* One step: from the frame r (its row, or NULL) to its caller's registers in *next
  * (OSP_UNWIND_GO_ON), or why not. `first`: r holds every register of an interrupted instant
- * (the leaf, or the frame a signal frame saved): its pc is exact and lr is valid.
- * Async-signal-safe when m's callbacks are. */
-OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step_with(const struct osp_unwind_row *row,
-                                                            const struct osp_unwind_regs *r,
-                                                            int first, struct osp_unwind_access m,
-                                                            struct osp_unwind_regs *next)
+ * (the leaf, or the frame a signal frame saved): its pc is exact and lr is valid. *iregs: the
+ * interrupted instant's other registers as the frame knows them (OSP_UNWIND_IREGS_READ), then
+ * as its caller does. Async-signal-safe when m's callbacks are. */
+OSP_UNWIND_INLINE enum osp_unwind_stop
+osp_unwind_step_with(const struct osp_unwind_row *row, const struct osp_unwind_regs *r, int first,
+                     struct osp_unwind_access m, struct osp_unwind_regs *next, uint64_t *iregs)
 {
     if (row != NULL && row->cfa_rule != OSP_CFA_UNKNOWN)
-        return osp_unwind_step_by_row(row, r, first, m, next);
+        return osp_unwind_step_by_row(row, r, first, m, next, iregs);
     return osp_unwind_step_by_fp(r, first, m, next);
 }
 
@@ -290,7 +333,8 @@ OSP_UNWIND_INLINE enum osp_unwind_stop osp_unwind_step(const struct osp_unwind_r
                                                        struct osp_unwind_regs *next)
 {
     const struct osp_unwind_access a = {m, m->read_word, m->return_slot, m->switch_stack};
-    return osp_unwind_step_with(row, r, first, a, next);
+    uint64_t iregs = 0;
+    return osp_unwind_step_with(row, r, first, a, next, &iregs);
 }
 
 /* Whether ospreyd is still building rows into the table object [map, map + size): builds under
@@ -360,11 +404,13 @@ OSP_UNWIND_INLINE uint64_t osp_unwind_left_out_count(uint64_t pc)
 }
 
 /* A walk's state between steps: the frame reached, whether its registers are an interrupted
- * instant's, whether ospreyd was still building rows (-1: not asked yet) and whether a frame
- * was guessed. Local to the walk (inlined: kept in registers). */
+ * instant's, whether ospreyd was still building rows (-1: not asked yet), whether a frame was
+ * guessed, and the interrupted instant's other registers as the frame knows them (iregs,
+ * OSP_UNWIND_IREGS_READ; 0: not known). Local to the walk (inlined: kept in registers). */
 struct osp_unwind_state {
     struct osp_unwind_regs r;
     int first, building, guessed;
+    uint64_t iregs;
 };
 
 /* From the frame s->r (the walk's frame `depth`, one-based) to its caller: s moved on
@@ -379,7 +425,7 @@ osp_unwind_next(const struct osp_unwind_tables *t, struct osp_unwind_access a,
             ? osp_unwind_find_row(t->map, t->size, t->ix, s->first ? s->r.pc : s->r.pc - 1)
             : NULL;
     struct osp_unwind_regs next = s->r; /* set by a step that goes on (said so to gcc 12) */
-    enum osp_unwind_stop why = osp_unwind_step_with(row, &s->r, s->first, a, &next);
+    enum osp_unwind_stop why = osp_unwind_step_with(row, &s->r, s->first, a, &next, &s->iregs);
     if (__builtin_expect(row == NULL, 0) && t->building != NULL) {
         if (s->building < 0) { /* asked once, at the first frame with no row */
             s->building = osp_unwind_building(t->building, t->building_size);
@@ -449,20 +495,21 @@ OSP_UNWIND_COLD enum osp_unwind_stop osp_unwind_walk_on(const struct osp_unwind_
 /* The walk: from regs, leaf first, into out[0..cap), each frame by its row where the snapshot
  * has one (looked up at the pc itself for an interrupted instant, at pc - 1 for a return
  * address), else by the frame pointer; the first address stored whatever it is. `leaf`: regs
- * are an interrupted instant's (0: regs->pc is a return address). A stack deeper than cap is
+ * are an interrupted instant's (0: regs->pc is a return address); `iregs`: its other registers
+ * (OSP_UNWIND_IREGS_READ), 0 when not known. A stack deeper than cap is
  * walked on up to `steps` frames (no further than cap when steps <= cap), its outermost frames
  * kept after a marker (osp_unwind_walk_on). Returns the depth; *stop says why the walk ended
  * (never OSP_UNWIND_GO_ON when cap >= 1). `resume` (may be NULL): the first frame with no row
  * while rows were being built, depth 0 when none. Async-signal-safe when m's callbacks are. */
 OSP_UNWIND_INLINE uint32_t osp_unwind_walk_deep(const struct osp_unwind_tables *t,
                                                 const struct osp_unwind_regs *regs, int leaf,
-                                                const struct osp_unwind_memory *m, uint64_t *out,
-                                                uint32_t cap, uint32_t steps,
+                                                uint64_t iregs, const struct osp_unwind_memory *m,
+                                                uint64_t *out, uint32_t cap, uint32_t steps,
                                                 enum osp_unwind_stop *stop,
                                                 struct osp_unwind_resume *resume)
 {
     const struct osp_unwind_access a = {m, m->read_word, m->return_slot, m->switch_stack};
-    struct osp_unwind_state s = {*regs, leaf, -1, 0};
+    struct osp_unwind_state s = {*regs, leaf, -1, 0, iregs};
     uint32_t depth = 0;
     enum osp_unwind_stop why = OSP_UNWIND_DEPTH;
     if (resume != NULL)
@@ -486,11 +533,12 @@ OSP_UNWIND_INLINE uint32_t osp_unwind_walk_deep(const struct osp_unwind_tables *
 /* osp_unwind_walk_deep cut at cap: a stack deeper than cap ends there (OSP_UNWIND_DEPTH). */
 OSP_UNWIND_INLINE uint32_t osp_unwind_walk_resume(const struct osp_unwind_tables *t,
                                                   const struct osp_unwind_regs *regs, int leaf,
-                                                  const struct osp_unwind_memory *m, uint64_t *out,
-                                                  uint32_t cap, enum osp_unwind_stop *stop,
+                                                  uint64_t iregs, const struct osp_unwind_memory *m,
+                                                  uint64_t *out, uint32_t cap,
+                                                  enum osp_unwind_stop *stop,
                                                   struct osp_unwind_resume *resume)
 {
-    return osp_unwind_walk_deep(t, regs, leaf, m, out, cap, cap, stop, resume);
+    return osp_unwind_walk_deep(t, regs, leaf, iregs, m, out, cap, cap, stop, resume);
 }
 
 /* osp_unwind_walk_resume without the resume frame. */
@@ -499,7 +547,7 @@ OSP_UNWIND_INLINE uint32_t osp_unwind_walk(const struct osp_unwind_tables *t,
                                            const struct osp_unwind_memory *m, uint64_t *out,
                                            uint32_t cap, enum osp_unwind_stop *stop)
 {
-    return osp_unwind_walk_resume(t, regs, leaf, m, out, cap, stop, NULL);
+    return osp_unwind_walk_resume(t, regs, leaf, 0, m, out, cap, stop, NULL);
 }
 
 #endif /* OSP_UNWIND_STEP_H */

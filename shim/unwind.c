@@ -346,10 +346,12 @@ uint32_t osp__unwind_spans_resume(const struct osp__regs *regs, int leaf,
     struct walk_stacks w = {
         {read_word, return_slot, switch_stack, NULL, 0, 0}, 0, spans, n, 1, 0, 0};
     enter(&w, spans[0].lo, spans[0].hi, spans[0].copy, spans[0].base);
+    /* A leaf's other registers: for a row whose CFA is in one of them (OSP_CFA_REG). */
     const struct osp_unwind_regs r = {regs->pc, regs->sp, regs->fp, regs->lr};
     /* A stack deeper than cap walked on to its root (OSP_UNWIND_MAX_STEPS frames at most),
      * its outermost frames kept after a marker. */
-    uint32_t depth = osp_unwind_walk_deep(&tables, &r, leaf, &w.memory, out, cap,
+    const uint64_t iregs = leaf ? (uint64_t)(uintptr_t)regs->iregs : 0;
+    uint32_t depth = osp_unwind_walk_deep(&tables, &r, leaf, iregs, &w.memory, out, cap,
                                           OSP_UNWIND_MAX_STEPS, stop, resume);
     /* A frame the walk reached on another stack than the first, or in a copy of one, is not
      * where a copy of the thread's stack would start. */
@@ -406,6 +408,6 @@ uint32_t osp__unwind_caller_why(uint64_t fp, uint32_t own_frames, uint64_t lo, u
             return 0;
         r = next;
     }
-    const struct osp__regs caller = {r.pc, r.sp, r.fp, r.lr};
+    const struct osp__regs caller = {r.pc, r.sp, r.fp, r.lr, NULL};
     return osp__unwind_why(&caller, 0, lo, hi, out, cap, stop);
 }

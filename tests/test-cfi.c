@@ -9,6 +9,7 @@
  * function in `.debug_frame` alone gets its rows from both builders, the same. */
 #include <check.h>
 #include <dlfcn.h>
+#include <dwarf.h>
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
@@ -199,7 +200,7 @@ START_TEST(damaged_bytes_stay_inside)
                 ck_assert_uint_gt(rows.rows[i].pc_offset, rows.rows[i - 1].pc_offset);
             ck_assert_uint_lt(rows.rows[rows.count - 1].pc_offset, HI - LO);
             for (uint32_t i = 0; i < rows.count; i++)
-                ck_assert_uint_le(rows.rows[i].cfa_rule, OSP_CFA_END);
+                ck_assert_uint_le(rows.rows[i].cfa_rule, OSP_CFA_REG);
         }
         ospd_unwind_rows_free(&rows);
         munmap(fmap, fsize);
@@ -417,11 +418,76 @@ START_TEST(system_objects_as_libdw)
 }
 END_TEST
 
+/* A CFA in another register (OpenSSL's AES-GCM: `def_cfa_register rax`, then rax + 8): the
+ * register's slot in the kernel's signal frame (OSP_CFA_REG), x86_64's gregs[] and aarch64's
+ * regs[]; sp and the frame pointer keep their own rules, an expression stays UNKNOWN. */
+START_TEST(a_cfa_in_another_register)
+{
+    /* The return address at CFA - 8, as libdw says it: call_frame_cfa; consts -8; plus. */
+    const Dwarf_Op ra_minus8[3] = {{.atom = DW_OP_call_frame_cfa},
+                                   {.atom = DW_OP_consts, .number = (Dwarf_Word)-8},
+                                   {.atom = DW_OP_plus}};
+    static const struct {
+        uint32_t machine;
+        int dwarf;
+        int slot; /* -1: not OSP_CFA_REG */
+    } cases[] = {
+        {EM_X86_64, 0, 13},  /* rax: REG_RAX */
+        {EM_X86_64, 1, 12},  /* rdx */
+        {EM_X86_64, 2, 14},  /* rcx */
+        {EM_X86_64, 3, 11},  /* rbx */
+        {EM_X86_64, 4, 9},   /* rsi */
+        {EM_X86_64, 5, 8},   /* rdi */
+        {EM_X86_64, 8, 0},   /* r8 */
+        {EM_X86_64, 10, 2},  /* r10: OpenSSL's other choice */
+        {EM_X86_64, 15, 7},  /* r15 */
+        {EM_X86_64, 16, -1}, /* the return-address column: no register */
+        {EM_AARCH64, 0, 0},  {EM_AARCH64, 9, 9}, {EM_AARCH64, 28, 28}, {EM_AARCH64, 32, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct ospd_unwind_arch *arch = ospd_unwind_arch_of(cases[i].machine);
+        ck_assert_ptr_nonnull(arch);
+        Dwarf_Op cfa = {.atom = DW_OP_bregx, .number = (Dwarf_Word)cases[i].dwarf, .number2 = 8};
+        struct ospd_frame_rules f = {.cfa = &cfa, .ncfa = 1};
+        f.ra = (struct ospd_frame_register){0, ra_minus8, 3};
+        f.fp = (struct ospd_frame_register){0, NULL, 0};
+        if (cases[i].machine == EM_AARCH64)
+            f.ra = (struct ospd_frame_register){0, NULL, 0}; /* x30 still in the register */
+        struct osp_unwind_row row = ospd_unwind_row_of(arch, 0x40, &f);
+        if (cases[i].slot < 0) {
+            ck_assert_uint_eq(row.cfa_rule, OSP_CFA_UNKNOWN);
+            continue;
+        }
+        ck_assert_msg(row.cfa_rule == OSP_CFA_REG, "case %zu: rule %u", i, row.cfa_rule);
+        ck_assert_uint_eq(row.cfa_reg, (unsigned)cases[i].slot);
+        ck_assert_uint_lt(row.cfa_reg, cases[i].machine == EM_X86_64 ? 16 : 31);
+        ck_assert_int_eq(row.cfa_offset, 8);
+        ck_assert_uint_eq(row.ra_rule,
+                          cases[i].machine == EM_X86_64 ? OSP_RA_AT_CFA : OSP_RA_IN_LR);
+        if (cases[i].machine == EM_X86_64)
+            ck_assert_int_eq(row.ra_offset, -8);
+    }
+    /* sp and the frame pointer keep their rules. */
+    const struct ospd_unwind_arch *x86 = ospd_unwind_arch_of(EM_X86_64);
+    Dwarf_Op cfa = {.atom = DW_OP_breg6, .number = 16};
+    struct ospd_frame_rules f = {.cfa = &cfa, .ncfa = 1};
+    f.ra = (struct ospd_frame_register){0, ra_minus8, 3};
+    ck_assert_uint_eq(ospd_unwind_row_of(x86, 0, &f).cfa_rule, OSP_CFA_FP);
+    cfa = (Dwarf_Op){.atom = DW_OP_breg7, .number = 8};
+    ck_assert_uint_eq(ospd_unwind_row_of(x86, 0, &f).cfa_rule, OSP_CFA_SP);
+    /* A register's value read through memory (an expression): no row form. */
+    const Dwarf_Op deref[2] = {{.atom = DW_OP_breg0, .number = 8}, {.atom = DW_OP_deref}};
+    f.cfa = deref;
+    f.ncfa = 2;
+    ck_assert_uint_eq(ospd_unwind_row_of(x86, 0, &f).cfa_rule, OSP_CFA_UNKNOWN);
+}
+END_TEST
+
 Suite *cfi_suite(void)
 {
     Suite *s = suite_create("cfi");
     SUITE_CASE(s, "translator", 280, hand_built_rows, damaged_bytes_stay_inside,
                libc_every_row_as_libdw, system_objects_as_libdw, debug_frame_fills_gaps,
-               eh_frame_and_debug_frame_object);
+               eh_frame_and_debug_frame_object, a_cfa_in_another_register);
     return s;
 }

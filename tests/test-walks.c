@@ -615,6 +615,110 @@ START_TEST(a_stack_deeper_than_a_record_keeps_its_root)
 }
 END_TEST
 
+/* A CFA in another register (OSP_CFA_REG, OpenSSL's AES-GCM): [0, 0x100) CFA = the register +
+ * 8 (rax on x86_64, x9 on aarch64), the return address at CFA - 8; [0x100, 0x200) an ordinary
+ * callee, CFA = sp + 8; [0x200, 0x300) the outermost frame; [0x300, 0x400) the signal
+ * trampoline. The shim knows the register from the signal context (iregs) at the leaf and,
+ * unchanged, through the rows above it until the frame that set it; ospreyd's walk of a copy,
+ * which has no such registers, fails the row; both know it below a signal frame on the stack
+ * (the kernel saved it there). */
+#if defined(__x86_64__)
+#define CFA_SLOT 13u /* REG_RAX */
+#else
+#define CFA_SLOT 9u
+#endif
+static const struct osp_unwind_row register_rows[] = {
+    {.pc_offset = 0,
+     .cfa_offset = 8,
+     .cfa_rule = OSP_CFA_REG,
+     .cfa_reg = CFA_SLOT,
+     .ra_offset = -8},
+    {.pc_offset = 0x100, .cfa_offset = 8, .cfa_rule = OSP_CFA_SP, .ra_offset = -8},
+    {.pc_offset = 0x200, .cfa_rule = OSP_CFA_END},
+    {.pc_offset = 0x300, .cfa_rule = OSP_CFA_SIGNAL},
+};
+
+/* The shim's walk from the leaf (pc, sp = word sp_at) with these interrupted registers. */
+static struct walked shim_walk(uint64_t pc, unsigned sp_at, const uint64_t *iregs)
+{
+    struct walked w = {0};
+    struct osp__regs regs = {.pc = pc, .sp = at(sp_at), .fp = 0, .lr = 0, .iregs = iregs};
+    osp__unwind_set_tables(object, sizeof object);
+    w.depth = osp__unwind_why(&regs, 1, at(sp_at), at(WORDS), w.pcs, OSP_MAX_DEPTH, &w.stop);
+    osp__unwind_set_tables(NULL, 0);
+    return w;
+}
+
+START_TEST(a_cfa_in_another_register)
+{
+    tables_with(register_rows, sizeof register_rows / sizeof register_rows[0]);
+    memset(stack, 0, sizeof stack);
+    uint64_t iregs[OSP_UNWIND_CFA_REGS] = {0};
+    iregs[CFA_SLOT] = at(20); /* CFA word 21: the return address at word 20 */
+    set(20, IMAGE + 0x250);
+    /* The leaf in the register frame, sp realigned below (word 4, nothing there). */
+    struct walked w = shim_walk(IMAGE + 0x10, 4, iregs);
+    expect_walked(&w, 2, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x250);
+    /* Without the registers (a copy's walk, a frame after the first): the row fails. */
+    w = shim_walk(IMAGE + 0x10, 4, NULL);
+    expect_walked(&w, 1, OSP_UNWIND_FAILED);
+    struct walked d = {0};
+    struct ospd_stack_copy copy = {at(4), (const uint8_t *)&stack[4], at(WORDS) - at(4)};
+    d.depth = ospd_walk_copy_why(object, sizeof object, IMAGE + 0x10, at(4), 0, &copy, d.pcs,
+                                 OSP_MAX_DEPTH, &d.stop);
+    expect_walked(&d, 1, OSP_UNWIND_FAILED);
+    /* The leaf in an ordinary callee (its return address at word 4, into the register frame):
+     * the register keeps its value through the callee's row. */
+    set(4, IMAGE + 0x20);
+    w = shim_walk(IMAGE + 0x110, 4, iregs);
+    expect_walked(&w, 3, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x20);
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x250);
+    /* A register frame called from another: the inner one set the register, the outer one's
+     * value is not known. */
+    set(20, IMAGE + 0x30);
+    w = shim_walk(IMAGE + 0x10, 4, iregs);
+    expect_walked(&w, 2, OSP_UNWIND_FAILED);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x30);
+    /* A CFA below sp, or a register number past the registers: the row fails. */
+    set(20, IMAGE + 0x250);
+    iregs[CFA_SLOT] = at(2);
+    w = shim_walk(IMAGE + 0x10, 4, iregs);
+    expect_walked(&w, 1, OSP_UNWIND_FAILED);
+    struct osp_unwind_row bad[sizeof register_rows / sizeof register_rows[0]];
+    memcpy(bad, register_rows, sizeof bad);
+    bad[0].cfa_reg = OSP_UNWIND_CFA_REGS;
+    tables_with(bad, sizeof bad / sizeof bad[0]);
+    iregs[CFA_SLOT] = at(20);
+    w = shim_walk(IMAGE + 0x10, 4, iregs);
+    expect_walked(&w, 1, OSP_UNWIND_FAILED);
+#if defined(OSP_UNWIND_SIGNAL_REGS)
+    /* Below the kernel's signal frame (the trampoline at sp word 4): the interrupted instant's
+     * register from the frame, for both walkers; its leaf in the register frame, CFA word 161.
+     */
+    tables_with(register_rows, sizeof register_rows / sizeof register_rows[0]);
+    memset(stack, 0, sizeof stack);
+    set(4 + OSP_UNWIND_SIGNAL_PC / 8, IMAGE + 0x10);
+    set(4 + OSP_UNWIND_SIGNAL_SP / 8, at(150));
+    set(4 + OSP_UNWIND_SIGNAL_REGS / 8 + CFA_SLOT, at(160));
+    set(160, IMAGE + 0x250);
+    w = both(1, IMAGE + 0x310, 4, 0, OSP_MAX_DEPTH);
+    expect_walked(&w, 3, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x10);
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x250);
+    /* ... and through an ordinary callee the signal interrupted (its return address at word
+     * 150, into the register frame). */
+    set(4 + OSP_UNWIND_SIGNAL_PC / 8, IMAGE + 0x110);
+    set(150, IMAGE + 0x20);
+    w = both(1, IMAGE + 0x310, 4, 0, OSP_MAX_DEPTH);
+    expect_walked(&w, 4, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x20);
+    ck_assert_uint_eq(w.pcs[3], IMAGE + 0x250);
+#endif
+}
+END_TEST
+
 Suite *walks_suite(void)
 {
     Suite *s = suite_create("walks");
@@ -627,5 +731,6 @@ Suite *walks_suite(void)
     SUITE_CASE(s, "copies", 0, a_copy_is_held_until_its_rows_are_published,
                a_copy_that_filled_its_buffer_is_read_on_from_the_live_stack);
     SUITE_CASE(s, "deep", 0, a_stack_deeper_than_a_record_keeps_its_root);
+    SUITE_CASE(s, "register CFA", 0, a_cfa_in_another_register);
     return s;
 }

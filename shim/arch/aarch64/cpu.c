@@ -21,6 +21,7 @@ void osp__cpu_regs(const void *context, struct osp__regs *out)
     out->sp = uc->uc_mcontext.sp;
     out->fp = uc->uc_mcontext.regs[29];
     out->lr = osp__cpu_strip_pac(uc->uc_mcontext.regs[30]);
+    out->iregs = uc->uc_mcontext.regs; /* x0..x30: OSP_CFA_REG's numbers */
 }
 
 /* Async-signal-safe. */
@@ -35,6 +36,7 @@ void osp__cpu_syscall_state(const void *context, uint64_t *pc, uint64_t *result,
 
 /* The shared step reads the kernel's signal frame (struct rt_sigframe: siginfo_t, then the
  * ucontext_t) at these offsets (proto/osp_unwind_step.h). */
+_Static_assert(OSP_UNWIND_SIGNAL_REGS == 128 + offsetof(ucontext_t, uc_mcontext.regs[0]), "x0");
 _Static_assert(OSP_UNWIND_SIGNAL_FP == 128 + offsetof(ucontext_t, uc_mcontext.regs[29]), "x29");
 _Static_assert(OSP_UNWIND_SIGNAL_LR == 128 + offsetof(ucontext_t, uc_mcontext.regs[30]), "x30");
 _Static_assert(OSP_UNWIND_SIGNAL_SP == 128 + offsetof(ucontext_t, uc_mcontext.sp), "sp");

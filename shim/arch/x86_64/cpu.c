@@ -21,6 +21,7 @@ void osp__cpu_regs(const void *context, struct osp__regs *out)
     out->sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
     out->fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
     out->lr = 0;
+    out->iregs = uc->uc_mcontext.gregs;
 }
 
 /* Async-signal-safe. */
@@ -39,6 +40,12 @@ void osp__cpu_syscall_state(const void *context, uint64_t *pc, uint64_t *result,
 _Static_assert(OSP_UNWIND_SIGNAL_PC == offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), "rip");
 _Static_assert(OSP_UNWIND_SIGNAL_SP == offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), "rsp");
 _Static_assert(OSP_UNWIND_SIGNAL_FP == offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), "rbp");
+_Static_assert(OSP_UNWIND_SIGNAL_REGS == offsetof(ucontext_t, uc_mcontext.gregs[0]), "gregs");
+/* OSP_CFA_REG's register numbers are these slots (proto/osp_unwind.h; daemon/unwind-table.c). */
+_Static_assert(REG_R8 == 0 && REG_R15 == 7 && REG_RDI == 8 && REG_RSI == 9 && REG_RBP == 10 &&
+                   REG_RBX == 11 && REG_RDX == 12 && REG_RAX == 13 && REG_RCX == 14 &&
+                   REG_RSP == 15 && sizeof(greg_t) == 8,
+               "gregs");
 
 /* Do the n bytes at window[at] match expected, all inside the window? */
 static int code_matches(const unsigned char *window, long window_size, long at,

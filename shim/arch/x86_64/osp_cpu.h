@@ -17,6 +17,7 @@
 /* The registers an unwind needs. lr is 0: x86_64 has no link register. */
 struct osp__regs {
     uint64_t pc, sp, fp, lr;
+    const void *iregs; /* a signal context's registers (osp_unwind_regs), or NULL */
 };
 
 /* A system call with up to five arguments, made directly. Returns what the kernel returned
