@@ -20,7 +20,9 @@
  *     keep their values up through the frames above (DWARF's "same value", as libunwind and
  *     perf take it: a caller whose CFA is in a register needs its callees to keep it) until a
  *     row whose CFA is in a register (that frame set it) or the next signal frame; where the
- *     walk does not know it, such a row fails its check; the CFA 8-byte aligned; the return
+ *     walk does not know it, such a row fails its check; or the word at sp or fp + offset
+ *     plus a small addend (the caller's sp saved in the frame), read through the callback, a
+ *     refused read failing the row's check; the CFA 8-byte aligned; the return
  *     address at CFA + ra_offset, or in lr at the first frame only; the caller's fp at
  *     CFA + fp_offset unless that slot is below sp (an epilogue restored it: the register
  *     holds it), else unchanged.
@@ -227,6 +229,21 @@ osp_unwind_register_cfa(const struct osp_unwind_row *row, uint64_t at, struct os
     return 0;
 }
 
+/* OSP_CFA_DEREF's CFA into *cfa: the word at sp or fp + cfa_offset, read through the walker's
+ * callback, plus the row's addend; 0, or -1 when the read is refused. Out of line, a rare
+ * row's, as the register's. */
+static __attribute__((noinline, unused)) int osp_unwind_deref_cfa(const struct osp_unwind_row *row,
+                                                                  const struct osp_unwind_regs *r,
+                                                                  struct osp_unwind_access m,
+                                                                  uint64_t *cfa)
+{
+    uint64_t base = (row->cfa_deref & OSP_CFA_DEREF_FP) ? r->fp : r->sp;
+    if (osp_unwind_read(m, base + (uint64_t)(int64_t)row->cfa_offset, cfa) != 0)
+        return -1;
+    *cfa += 8u * (uint64_t)(row->cfa_deref & OSP_CFA_DEREF_WORDS);
+    return 0;
+}
+
 /* One frame by its row (cfa_rule not OSP_CFA_UNKNOWN); *iregs the interrupted instant's
  * registers this frame knows, then its caller's. */
 OSP_UNWIND_INLINE enum osp_unwind_stop
@@ -256,6 +273,10 @@ osp_unwind_step_by_row(const struct osp_unwind_row *row, const struct osp_unwind
             return OSP_UNWIND_FAILED;
         break;
     }
+    case OSP_CFA_DEREF: /* the caller's sp saved in the frame */
+        if (osp_unwind_deref_cfa(row, r, m, &cfa) != 0)
+            return OSP_UNWIND_FAILED;
+        break;
     default:
         return OSP_UNWIND_FAILED;
     }
