@@ -721,8 +721,10 @@ END_TEST
 
 /* A CFA read from the frame (OSP_CFA_DEREF, OpenSSL's SHA/AES/bignum assembly: breg7 N;
  * deref; plus_uconst 8; GCC's DRAP: breg6 -8; deref): [0, 0x100) CFA = the word at sp + 16,
- * plus 8; [0x100, 0x200) CFA = the word at fp - 8, plus 0; [0x200, 0x300) the outermost frame.
- * Both walkers read the word through their callbacks: the same stack either way. */
+ * plus 8; [0x100, 0x200) CFA = the word at fp - 8, plus 0; [0x200, 0x300) the outermost frame;
+ * [0x300, 0x400) CFA = the word at sp - 8, plus 8 (OpenSSL's SHA-512 AVX2 loop: x86_64's red
+ * zone). Both walkers read the word through their callbacks: the same stack either way, but
+ * below sp, where only the shim's walk of the leaf on its live stack reads. */
 static const struct osp_unwind_row deref_rows[] = {
     {.pc_offset = 0, .cfa_offset = 16, .cfa_rule = OSP_CFA_DEREF, .cfa_deref = 1, .ra_offset = -8},
     {.pc_offset = 0x100,
@@ -733,6 +735,11 @@ static const struct osp_unwind_row deref_rows[] = {
      .fp_rule = OSP_FP_AT_CFA,
      .fp_offset = -16},
     {.pc_offset = 0x200, .cfa_rule = OSP_CFA_END},
+    {.pc_offset = 0x300,
+     .cfa_offset = -8,
+     .cfa_rule = OSP_CFA_DEREF,
+     .cfa_deref = 1,
+     .ra_offset = -8},
 };
 
 START_TEST(a_cfa_read_from_the_frame)
@@ -772,6 +779,34 @@ START_TEST(a_cfa_read_from_the_frame)
     set(6, at(30));
     w = both(1, IMAGE + 0x10, WORDS - 1, 0, OSP_MAX_DEPTH); /* sp + 16 past the stack */
     expect_walked(&w, 1, OSP_UNWIND_FAILED);
+    /* Below sp: the leaf's red zone (x86_64), read by the shim's walk within sp's page. */
+    unsigned sp_at = 40;
+    while ((at(sp_at) & 4095u) < 16u)
+        sp_at++;
+    memset(stack, 0, sizeof stack);
+    set(sp_at - 1, at(70));
+    set(70, IMAGE + 0x250);
+    w = shim_walk(IMAGE + 0x310, sp_at, NULL);
+    if (OSP_UNWIND_RED_ZONE > 0) {
+        expect_walked(&w, 2, OSP_UNWIND_OUTERMOST);
+        ck_assert_uint_eq(w.pcs[1], IMAGE + 0x250);
+    } else {
+        expect_walked(&w, 1, OSP_UNWIND_FAILED);
+    }
+    /* ospreyd's copy starts at sp: the row fails there. */
+    struct walked d = {0};
+    struct ospd_stack_copy copy = {at(sp_at), (const uint8_t *)&stack[sp_at],
+                                   at(WORDS) - at(sp_at)};
+    d.depth = ospd_walk_copy_why(object, sizeof object, IMAGE + 0x310, at(sp_at), 0, &copy, d.pcs,
+                                 OSP_MAX_DEPTH, &d.stop);
+    expect_walked(&d, 1, OSP_UNWIND_FAILED);
+    /* Not the leaf (a frame the leaf returns to): the word below its sp is a callee's since. */
+    set(sp_at - 8, IMAGE + 0x310); /* the leaf's return address, its CFA = its sp (word
+                                    * sp_at - 9) + 16 + 8 */
+    set(sp_at - 9 + 2, at(sp_at - 8) + 0);
+    w = shim_walk(IMAGE + 0x10, sp_at - 9, NULL);
+    expect_walked(&w, 2, OSP_UNWIND_FAILED);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x310);
 }
 END_TEST
 
