@@ -62,7 +62,8 @@ static size_t decode_ops(const uint8_t *p, const uint8_t *end, uint8_t first, ui
         } else if (atom == DW_OP_consts) {
             op.number = (uint64_t)read_sleb(&p, end);
         } else if (!((atom >= DW_OP_lit0 && atom <= DW_OP_lit31) || atom == DW_OP_and ||
-                     atom == DW_OP_ge || atom == DW_OP_shl || atom == DW_OP_plus)) {
+                     atom == DW_OP_ge || atom == DW_OP_shl || atom == DW_OP_plus ||
+                     atom == DW_OP_deref)) {
             return MAX_EXPR_OPS + 1;
         }
         ops[n++] = op;

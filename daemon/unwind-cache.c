@@ -26,9 +26,11 @@
 #include "ospd_unwind.h"
 #include "ospd_unwind_cache.h"
 
-#define CACHE_MAGIC   UINT64_C(0x3253574f5250534f) /* "OSPROWS2" */
-#define CACHE_VERSION 4u /* 3: .debug_frame's rows in .eh_frame's gaps; 4: OSP_CFA_REG rows */
-#define CACHE_LIMIT   (UINT64_C(256) << 20) /* the cache directory's size bound */
+#define CACHE_MAGIC UINT64_C(0x3253574f5250534f) /* "OSPROWS2" */
+#define CACHE_VERSION                                                                              \
+    5u /* 3: .debug_frame's rows in .eh_frame's gaps; 4: OSP_CFA_REG rows;                         \
+        * 5: OSP_CFA_DEREF rows */
+#define CACHE_LIMIT (UINT64_C(256) << 20) /* the cache directory's size bound */
 
 void ospd_unwind_frames_identity(Elf *elf, struct frames_identity *out)
 {

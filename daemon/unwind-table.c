@@ -162,6 +162,30 @@ static int match_plt(const Dwarf_Op *ops, size_t nops, int32_t *offset, uint8_t 
     return 1;
 }
 
+/* The caller's sp saved in the frame (OpenSSL's SHA/AES/bignum assembly that aligns rsp, GCC's
+ * realignment through a DRAP register): breg(sp or fp) N; deref; and plus_uconst M (M a
+ * multiple of 8, at most 8 * OSP_CFA_DEREF_WORDS) or nothing. 1 with the row's offset and
+ * cfa_deref byte, else 0. */
+static int match_deref(const struct ospd_unwind_arch *arch, const Dwarf_Op *ops, size_t nops,
+                       int32_t *offset, uint8_t *deref)
+{
+    int64_t base_offset = 0;
+    int reg = nops >= 2 ? op_register(&ops[0], &base_offset) : -1;
+    if ((reg != arch->sp && reg != arch->fp) || ops[1].atom != DW_OP_deref ||
+        base_offset < INT32_MIN || base_offset > INT32_MAX)
+        return 0;
+    uint64_t addend = 0;
+    if (nops == 3 && ops[2].atom == DW_OP_plus_uconst)
+        addend = ops[2].number;
+    else if (nops != 2)
+        return 0;
+    if (addend % 8u || addend / 8u > OSP_CFA_DEREF_WORDS)
+        return 0;
+    *offset = (int32_t)base_offset;
+    *deref = (uint8_t)((reg == arch->fp ? OSP_CFA_DEREF_FP : 0u) | addend / 8u);
+    return 1;
+}
+
 /* DWARF register regno's slot among the registers the kernel's signal frame saves (the
  * numbers of OSP_CFA_REG, proto/osp_unwind.h), or -1: x86_64's mcontext gregs[] (the order
  * shim/arch/x86_64/cpu.c checks against <ucontext.h>), aarch64's regs[] (x0..x30). */
@@ -231,8 +255,8 @@ struct osp_unwind_row ospd_unwind_row_of(const struct ospd_unwind_arch *arch, ui
         return row;
     int64_t cfa_offset = 0;
     int reg = nops == 1 ? op_register(&ops[0], &cfa_offset) : -1;
-    int32_t plt_offset = 0;
-    uint8_t threshold = 0;
+    int32_t plt_offset = 0, deref_offset = 0;
+    uint8_t threshold = 0, deref = 0;
     if (reg == arch->sp || reg == arch->fp) {
         if (cfa_offset < INT32_MIN || cfa_offset > INT32_MAX)
             return row;
@@ -247,6 +271,10 @@ struct osp_unwind_row ospd_unwind_row_of(const struct ospd_unwind_arch *arch, ui
         row.cfa_rule = OSP_CFA_REG; /* OpenSSL's: the caller's sp kept in rax while rsp aligns */
         row.cfa_offset = (int32_t)cfa_offset;
         row.cfa_reg = (uint8_t)signal_register(arch, reg);
+    } else if (match_deref(arch, ops, nops, &deref_offset, &deref)) {
+        row.cfa_rule = OSP_CFA_DEREF; /* the caller's sp saved in the frame while rsp aligns */
+        row.cfa_offset = deref_offset;
+        row.cfa_deref = deref;
     } else {
         return row; /* an expression */
     }

@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(i == 0 || rows.rows[i].pc_offset > rows.rows[i - 1].pc_offset,
                        "row %u not after the one before", i);
             FUZZ_CHECK(rows.rows[i].pc_offset < HI - LO, "row %u outside the code", i);
-            FUZZ_CHECK(rows.rows[i].cfa_rule <= OSP_CFA_REG, "row %u: rule %u", i,
+            FUZZ_CHECK(rows.rows[i].cfa_rule <= OSP_CFA_DEREF, "row %u: rule %u", i,
                        rows.rows[i].cfa_rule);
         }
         FUZZ_CHECK(rows.start_vaddr == LO && rows.end_vaddr == HI, "span");

@@ -51,6 +51,10 @@
  *            in a scratch register while it realigns its own, as OpenSSL's AES-GCM does with
  *            rax), usable only where that register's value is known: the interrupted instant
  *            the handler's signal context holds (proto/osp_unwind_step.h).
+ *   both:    CFA = the word at sp or fp + cfa_offset, plus a small addend (OSP_CFA_DEREF: code
+ *            that saves the caller's sp in its own frame while it realigns rsp, as OpenSSL's
+ *            SHA, AES and bignum assembly does, and GCC's stack realignment through a DRAP
+ *            register: DW_OP_bregN off; DW_OP_deref; DW_OP_plus_uconst addend).
  */
 #ifndef OSP_UNWIND_H
 #define OSP_UNWIND_H
@@ -111,7 +115,14 @@ enum osp_unwind_cfa {
                          * mcontext gregs[] (REG_R8 0 .. REG_R15 7, REG_RDI 8, REG_RSI 9,
                          * REG_RBX 11, REG_RDX 12, REG_RAX 13, REG_RCX 14), aarch64's regs[]
                          * (x0 .. x28); below OSP_UNWIND_CFA_REGS */
+    OSP_CFA_DEREF = 7,  /* CFA = the word at (fp if cfa_deref & OSP_CFA_DEREF_FP, else sp) +
+                         * cfa_offset, + 8 * (cfa_deref & OSP_CFA_DEREF_WORDS) */
 };
+
+/* OSP_CFA_DEREF's cfa_deref: the base register, and the addend in 8-byte words (0..1016 bytes:
+ * the expressions seen add 0, 8, 56 or 64). */
+#define OSP_CFA_DEREF_FP    0x80u
+#define OSP_CFA_DEREF_WORDS 0x7fu
 
 /* OSP_CFA_REG's cfa_reg is below this: x86_64's 16 general registers' slots in gregs[],
  * aarch64's x0..x30. */
@@ -143,6 +154,7 @@ struct osp_unwind_row {
     union {
         uint8_t plt_threshold; /* OSP_CFA_PLT's (pc & 15) threshold */
         uint8_t cfa_reg;       /* OSP_CFA_REG's register (enum osp_unwind_cfa) */
+        uint8_t cfa_deref;     /* OSP_CFA_DEREF's base and addend (OSP_CFA_DEREF_FP, _WORDS) */
     };                         /* 0 for the other rules */
     int16_t ra_offset;         /* OSP_RA_AT_CFA: the return address at CFA + ra_offset */
     int16_t fp_offset;         /* OSP_FP_AT_CFA: the caller's fp at CFA + fp_offset */

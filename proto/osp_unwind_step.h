@@ -20,7 +20,11 @@
  *     keep their values up through the frames above (DWARF's "same value", as libunwind and
  *     perf take it: a caller whose CFA is in a register needs its callees to keep it) until a
  *     row whose CFA is in a register (that frame set it) or the next signal frame; where the
- *     walk does not know it, such a row fails its check; the CFA 8-byte aligned; the return
+ *     walk does not know it, such a row fails its check; or the word at sp or fp + offset
+ *     plus a small addend (the caller's sp saved in the frame), read through the callback, a
+ *     refused read failing the row's check, a word below sp only at the first frame and in
+ *     x86_64's red zone (the walker's bounds must reach there: the shim's do on the live
+ *     stack, a copy's do not); the CFA 8-byte aligned; the return
  *     address at CFA + ra_offset, or in lr at the first frame only; the caller's fp at
  *     CFA + fp_offset unless that slot is below sp (an epilogue restored it: the register
  *     holds it), else unchanged.
@@ -227,6 +231,33 @@ osp_unwind_register_cfa(const struct osp_unwind_row *row, uint64_t at, struct os
     return 0;
 }
 
+/* How far below an interrupted instant's sp its code may keep words: x86_64's red zone, which
+ * the kernel leaves intact when it delivers a signal (OpenSSL's SHA-512 AVX2 loop keeps the
+ * caller's rsp at rsp - 8); none on aarch64. */
+#if defined(__x86_64__)
+#define OSP_UNWIND_RED_ZONE 128u
+#else
+#define OSP_UNWIND_RED_ZONE 0u
+#endif
+
+/* OSP_CFA_DEREF's CFA into *cfa: the word at sp or fp + cfa_offset, read through the walker's
+ * callback, plus the row's addend; 0, or -1 when the read is refused or the word is below sp
+ * (stale: a callee's since), save in the red zone of the interrupted instant (`first`). Out of
+ * line, a rare row's, as the register's. */
+static __attribute__((noinline, unused)) int
+osp_unwind_deref_cfa(const struct osp_unwind_row *row, const struct osp_unwind_regs *r, int first,
+                     struct osp_unwind_access m, uint64_t *cfa)
+{
+    uint64_t base = (row->cfa_deref & OSP_CFA_DEREF_FP) ? r->fp : r->sp;
+    uint64_t addr = base + (uint64_t)(int64_t)row->cfa_offset;
+    if (addr < r->sp && (!first || r->sp - addr > OSP_UNWIND_RED_ZONE))
+        return -1;
+    if (osp_unwind_read(m, addr, cfa) != 0)
+        return -1;
+    *cfa += 8u * (uint64_t)(row->cfa_deref & OSP_CFA_DEREF_WORDS);
+    return 0;
+}
+
 /* One frame by its row (cfa_rule not OSP_CFA_UNKNOWN); *iregs the interrupted instant's
  * registers this frame knows, then its caller's. */
 OSP_UNWIND_INLINE enum osp_unwind_stop
@@ -256,6 +287,10 @@ osp_unwind_step_by_row(const struct osp_unwind_row *row, const struct osp_unwind
             return OSP_UNWIND_FAILED;
         break;
     }
+    case OSP_CFA_DEREF: /* the caller's sp saved in the frame */
+        if (osp_unwind_deref_cfa(row, r, first, m, &cfa) != 0)
+            return OSP_UNWIND_FAILED;
+        break;
     default:
         return OSP_UNWIND_FAILED;
     }

@@ -200,7 +200,7 @@ START_TEST(damaged_bytes_stay_inside)
                 ck_assert_uint_gt(rows.rows[i].pc_offset, rows.rows[i - 1].pc_offset);
             ck_assert_uint_lt(rows.rows[rows.count - 1].pc_offset, HI - LO);
             for (uint32_t i = 0; i < rows.count; i++)
-                ck_assert_uint_le(rows.rows[i].cfa_rule, OSP_CFA_REG);
+                ck_assert_uint_le(rows.rows[i].cfa_rule, OSP_CFA_DEREF);
         }
         ospd_unwind_rows_free(&rows);
         munmap(fmap, fsize);
@@ -483,11 +483,138 @@ START_TEST(a_cfa_in_another_register)
 }
 END_TEST
 
+/* A CFA read from the frame (OpenSSL's SHA/AES/bignum assembly: breg7 N; deref; plus_uconst 8;
+ * GCC's stack realignment through a DRAP register: breg6 -8; deref): OSP_CFA_DEREF, its base
+ * (sp or fp) and addend (8-byte words) in cfa_deref; other shapes stay UNKNOWN. And from the
+ * bytes: an FDE whose program says it (DW_CFA_def_cfa_expression), through the translator. */
+START_TEST(a_cfa_read_from_the_frame)
+{
+    const Dwarf_Op ra_minus8[3] = {{.atom = DW_OP_call_frame_cfa},
+                                   {.atom = DW_OP_consts, .number = (Dwarf_Word)-8},
+                                   {.atom = DW_OP_plus}};
+    const struct ospd_unwind_arch *x86 = ospd_unwind_arch_of(EM_X86_64);
+    static const struct {
+        Dwarf_Op ops[3];
+        size_t nops;
+        int32_t offset;
+        int deref; /* -1: UNKNOWN */
+    } cases[] = {
+        {{{.atom = DW_OP_breg7, .number = 40},
+          {.atom = DW_OP_deref},
+          {.atom = DW_OP_plus_uconst, .number = 8}},
+         3,
+         40,
+         1},
+        {{{.atom = DW_OP_breg7, .number = (Dwarf_Word)-8},
+          {.atom = DW_OP_deref},
+          {.atom = DW_OP_plus_uconst, .number = 64}},
+         3,
+         -8,
+         8},
+        {{{.atom = DW_OP_breg6, .number = (Dwarf_Word)-8}, {.atom = DW_OP_deref}},
+         2,
+         -8,
+         OSP_CFA_DEREF_FP},
+        {{{.atom = DW_OP_bregx, .number = 6, .number2 = 16},
+          {.atom = DW_OP_deref},
+          {.atom = DW_OP_plus_uconst, .number = 8}},
+         3,
+         16,
+         OSP_CFA_DEREF_FP | 1},
+        {{{.atom = DW_OP_breg7, .number = 0},
+          {.atom = DW_OP_deref},
+          {.atom = DW_OP_plus_uconst, .number = 1016}},
+         3,
+         0,
+         127},
+        {{{.atom = DW_OP_breg7, .number = 0},
+          {.atom = DW_OP_deref},
+          {.atom = DW_OP_plus_uconst, .number = 1024}},
+         3,
+         0,
+         -1},
+        {{{.atom = DW_OP_breg7, .number = 0},
+          {.atom = DW_OP_deref},
+          {.atom = DW_OP_plus_uconst, .number = 4}},
+         3,
+         0,
+         -1},
+        {{{.atom = DW_OP_breg0, .number = 8}, {.atom = DW_OP_deref}}, 2, 0, -1}, /* rax: no base */
+        {{{.atom = DW_OP_breg7, .number = 8}, {.atom = DW_OP_deref}, {.atom = DW_OP_lit8}},
+         3,
+         0,
+         -1},
+        {{{.atom = DW_OP_breg7, .number = 8}, {.atom = DW_OP_plus_uconst, .number = 8}}, 2, 0, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct ospd_frame_rules f = {.cfa = cases[i].ops, .ncfa = cases[i].nops};
+        f.ra = (struct ospd_frame_register){0, ra_minus8, 3};
+        f.fp = (struct ospd_frame_register){0, NULL, 0};
+        struct osp_unwind_row row = ospd_unwind_row_of(x86, 0x40, &f);
+        if (cases[i].deref < 0) {
+            ck_assert_msg(row.cfa_rule == OSP_CFA_UNKNOWN, "case %zu: rule %u", i, row.cfa_rule);
+            continue;
+        }
+        ck_assert_msg(row.cfa_rule == OSP_CFA_DEREF, "case %zu: rule %u", i, row.cfa_rule);
+        ck_assert_int_eq(row.cfa_offset, cases[i].offset);
+        ck_assert_uint_eq(row.cfa_deref, (unsigned)cases[i].deref);
+        ck_assert_uint_eq(row.ra_rule, OSP_RA_AT_CFA);
+        ck_assert_int_eq(row.ra_offset, -8);
+    }
+
+    /* The bytes: build()'s CIE and FDEs, then one for [0x1060, 0x1080), the only one its
+     * search table names: mov %rsp,%rax (CFA rax + 8) at 0x1063, the expression at 0x1070. */
+    struct bytes frame, hdr;
+    build(&frame, &hdr);
+    frame.n -= 4; /* the terminator */
+    uint32_t fde = (uint32_t)frame.n;
+    static const uint8_t program[] = {
+        0x43,       /* advance 3 */
+        0x0d, 0x00, /* def_cfa_register rax */
+        0x4d,       /* advance 13 */
+        0x0f, 0x05, 0x77, 0x28,
+        0x06, 0x23, 0x08, /* def_cfa_expression breg7 40; deref;
+                           * plus_uconst 8 */
+        0x00,
+    };
+    put32(&frame, (uint32_t)(4 + 4 + 4 + 1 + sizeof program));
+    put32(&frame, fde + 4);
+    put32(&frame, (uint32_t)(0x1060 - (FRAME_VADDR + frame.n)));
+    put32(&frame, 0x20);
+    put8(&frame, 0);
+    put(&frame, program, sizeof program);
+    put32(&frame, 0);
+    memset(&hdr, 0, sizeof hdr);
+    put8(&hdr, 1);
+    put8(&hdr, 0x1b);
+    put8(&hdr, 0x03);
+    put8(&hdr, 0x3b);
+    put32(&hdr, (uint32_t)(FRAME_VADDR - (HDR_VADDR + hdr.n)));
+    put32(&hdr, 1);
+    put32(&hdr, 0x1060 - HDR_VADDR);
+    put32(&hdr, FRAME_VADDR + fde - HDR_VADDR);
+    struct ospd_cfi_input in = input(&frame, &hdr);
+    struct ospd_unwind_rows rows = {0};
+    ck_assert_int_eq(ospd_cfi_rows(&in, &rows), 0);
+    const struct osp_unwind_row *found = NULL;
+    for (uint32_t i = 0; i < rows.count; i++)
+        if (rows.rows[i].pc_offset == 0x1070 - LO)
+            found = &rows.rows[i];
+    ck_assert_ptr_nonnull(found);
+    ck_assert_uint_eq(found->cfa_rule, OSP_CFA_DEREF);
+    ck_assert_int_eq(found->cfa_offset, 40);
+    ck_assert_uint_eq(found->cfa_deref, 1);
+    ck_assert_int_eq(found->ra_offset, -8);
+    ospd_unwind_rows_free(&rows);
+}
+END_TEST
+
 Suite *cfi_suite(void)
 {
     Suite *s = suite_create("cfi");
     SUITE_CASE(s, "translator", 280, hand_built_rows, damaged_bytes_stay_inside,
                libc_every_row_as_libdw, system_objects_as_libdw, debug_frame_fills_gaps,
-               eh_frame_and_debug_frame_object, a_cfa_in_another_register);
+               eh_frame_and_debug_frame_object, a_cfa_in_another_register,
+               a_cfa_read_from_the_frame);
     return s;
 }

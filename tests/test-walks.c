@@ -719,6 +719,97 @@ START_TEST(a_cfa_in_another_register)
 }
 END_TEST
 
+/* A CFA read from the frame (OSP_CFA_DEREF, OpenSSL's SHA/AES/bignum assembly: breg7 N;
+ * deref; plus_uconst 8; GCC's DRAP: breg6 -8; deref): [0, 0x100) CFA = the word at sp + 16,
+ * plus 8; [0x100, 0x200) CFA = the word at fp - 8, plus 0; [0x200, 0x300) the outermost frame;
+ * [0x300, 0x400) CFA = the word at sp - 8, plus 8 (OpenSSL's SHA-512 AVX2 loop: x86_64's red
+ * zone). Both walkers read the word through their callbacks: the same stack either way, but
+ * below sp, where only the shim's walk of the leaf on its live stack reads. */
+static const struct osp_unwind_row deref_rows[] = {
+    {.pc_offset = 0, .cfa_offset = 16, .cfa_rule = OSP_CFA_DEREF, .cfa_deref = 1, .ra_offset = -8},
+    {.pc_offset = 0x100,
+     .cfa_offset = -8,
+     .cfa_rule = OSP_CFA_DEREF,
+     .cfa_deref = OSP_CFA_DEREF_FP,
+     .ra_offset = -8,
+     .fp_rule = OSP_FP_AT_CFA,
+     .fp_offset = -16},
+    {.pc_offset = 0x200, .cfa_rule = OSP_CFA_END},
+    {.pc_offset = 0x300,
+     .cfa_offset = -8,
+     .cfa_rule = OSP_CFA_DEREF,
+     .cfa_deref = 1,
+     .ra_offset = -8},
+};
+
+START_TEST(a_cfa_read_from_the_frame)
+{
+    tables_with(deref_rows, sizeof deref_rows / sizeof deref_rows[0]);
+    memset(stack, 0, sizeof stack);
+    /* The leaf at sp word 4 (realigned): the caller's sp saved at word 6 (sp + 16) points at
+     * word 30, its return address there (CFA word 31 = the saved sp + 8). */
+    set(6, at(30));
+    set(30, IMAGE + 0x250);
+    struct walked w = both(1, IMAGE + 0x10, 4, 0, OSP_MAX_DEPTH);
+    expect_walked(&w, 2, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x250);
+    /* By the frame pointer (word 10): the CFA at word 9, the caller's rbp below the return
+     * address; its caller a frame of the first kind, its saved sp at its sp (word 40) + 16. */
+    memset(stack, 0, sizeof stack);
+    set(9, at(40));
+    set(38, at(50)); /* the caller's fp at CFA - 16 */
+    set(39, IMAGE + 0x20);
+    set(60, IMAGE + 0x250);
+    w = both(1, IMAGE + 0x110, 4, at(10), OSP_MAX_DEPTH);
+    expect_walked(&w, 2, OSP_UNWIND_FAILED); /* its caller's sp is word 40: no saved sp there */
+    set(42, at(60));
+    w = both(1, IMAGE + 0x110, 4, at(10), OSP_MAX_DEPTH);
+    expect_walked(&w, 3, OSP_UNWIND_OUTERMOST);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x20);
+    ck_assert_uint_eq(w.pcs[2], IMAGE + 0x250);
+    /* A saved sp below sp, misaligned, past the stack, or a read outside it: the row fails. */
+    memset(stack, 0, sizeof stack);
+    set(30, IMAGE + 0x250);
+    const uint64_t bad[] = {at(1), at(30) + 4, at(WORDS) + 64, 0};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        set(6, bad[i]);
+        w = both(1, IMAGE + 0x10, 4, 0, OSP_MAX_DEPTH);
+        expect_walked(&w, 1, OSP_UNWIND_FAILED);
+    }
+    set(6, at(30));
+    w = both(1, IMAGE + 0x10, WORDS - 1, 0, OSP_MAX_DEPTH); /* sp + 16 past the stack */
+    expect_walked(&w, 1, OSP_UNWIND_FAILED);
+    /* Below sp: the leaf's red zone (x86_64), read by the shim's walk within sp's page. */
+    unsigned sp_at = 40;
+    while ((at(sp_at) & 4095u) < 16u)
+        sp_at++;
+    memset(stack, 0, sizeof stack);
+    set(sp_at - 1, at(70));
+    set(70, IMAGE + 0x250);
+    w = shim_walk(IMAGE + 0x310, sp_at, NULL);
+    if (OSP_UNWIND_RED_ZONE > 0) {
+        expect_walked(&w, 2, OSP_UNWIND_OUTERMOST);
+        ck_assert_uint_eq(w.pcs[1], IMAGE + 0x250);
+    } else {
+        expect_walked(&w, 1, OSP_UNWIND_FAILED);
+    }
+    /* ospreyd's copy starts at sp: the row fails there. */
+    struct walked d = {0};
+    struct ospd_stack_copy copy = {at(sp_at), (const uint8_t *)&stack[sp_at],
+                                   at(WORDS) - at(sp_at)};
+    d.depth = ospd_walk_copy_why(object, sizeof object, IMAGE + 0x310, at(sp_at), 0, &copy, d.pcs,
+                                 OSP_MAX_DEPTH, &d.stop);
+    expect_walked(&d, 1, OSP_UNWIND_FAILED);
+    /* Not the leaf (a frame the leaf returns to): the word below its sp is a callee's since. */
+    set(sp_at - 8, IMAGE + 0x310); /* the leaf's return address, its CFA = its sp (word
+                                    * sp_at - 9) + 16 + 8 */
+    set(sp_at - 9 + 2, at(sp_at - 8) + 0);
+    w = shim_walk(IMAGE + 0x10, sp_at - 9, NULL);
+    expect_walked(&w, 2, OSP_UNWIND_FAILED);
+    ck_assert_uint_eq(w.pcs[1], IMAGE + 0x310);
+}
+END_TEST
+
 Suite *walks_suite(void)
 {
     Suite *s = suite_create("walks");
@@ -732,5 +823,6 @@ Suite *walks_suite(void)
                a_copy_that_filled_its_buffer_is_read_on_from_the_live_stack);
     SUITE_CASE(s, "deep", 0, a_stack_deeper_than_a_record_keeps_its_root);
     SUITE_CASE(s, "register CFA", 0, a_cfa_in_another_register);
+    SUITE_CASE(s, "CFA read from the frame", 0, a_cfa_read_from_the_frame);
     return s;
 }
