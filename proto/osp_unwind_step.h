@@ -426,10 +426,12 @@ OSP_UNWIND_INLINE uint64_t osp_unwind_left_out_pc(uint64_t frames)
     return OSP_UNWIND_LEFT_OUT_MARK | (frames & UINT32_MAX);
 }
 
-/* Whether pc is the marker (a reader's pc - 1 included: the count is at least 1). */
+/* Whether pc is the marker (a reader's pc - 1 included: the count is at least 1): its high
+ * half exactly the mark's, so that a word a walk took for a return address past the frames
+ * (a string, a stale value) is not read as one. */
 OSP_UNWIND_INLINE int osp_unwind_left_out_is(uint64_t pc)
 {
-    return (pc >> 61) == 1;
+    return (pc >> 32) == (OSP_UNWIND_LEFT_OUT_MARK >> 32);
 }
 
 /* The frames a marker (or a reader's pc - 1 of it) says were left out. */

@@ -668,15 +668,20 @@ START_TEST(test_words_past_the_frames_end_the_stack)
     uint64_t past[] = {0x1100, 0x1200, 0x67636e6970736f67, 0x1300};
     uint64_t kernel[] = {0x6964517257384266, 0xffffffff81000010, 0x7f0000001000, 0x1300};
     uint64_t low[] = {0x1100, 0x7, 0x1200}; /* the first page is never code */
+    /* A word with the marker's bit 61 but not its high half: no marker of frames left out
+     * (sha512's frame-pointer guesses once read "[… 1086792851 frames]"). */
+    uint64_t marked[] = {0x1100, 0x2000abcd40c6d993, 0x1200};
     add_stack(&test, past, 4);
     add_stack(&test, kernel, 4);
     add_stack(&test, low, 3);
+    add_stack(&test, marked, 3);
     struct ospx_symbols symbols;
     run_symbolize(&test, &fixture, &symbols);
     EXPECT_STACK(&symbols, 0, "main+0x1100", "main+0x1200");
     EXPECT_STACK(&symbols, 1, "0x6964517257384266", "[k] 0xffffffff81000010", "0x7f0000001000",
                  "main+0x1300");
     EXPECT_STACK(&symbols, 2, "main+0x1100");
+    EXPECT_STACK(&symbols, 3, "main+0x1100");
     fixture_warnings(&fixture, 1);
     fixture_and_symbols_close(&fixture, &symbols);
 }
