@@ -18,19 +18,23 @@
 /* One thread of the target, as the rounds have seen it. */
 struct ospd_ptrace_thread {
     int32_t tid;
-    int64_t thread;         /* the collector's, registered at its first sample; -1 before */
-    uint64_t run_ns;        /* schedstat: CPU time so far */
-    uint64_t delay_ns;      /* schedstat: time runnable, waiting for a CPU */
-    uint64_t seen_ns;       /* when run_ns was read */
-    uint64_t cpu_credit_ns; /* CPU time not yet paid as on-CPU periods */
-    int64_t wait_credit_ns; /* blocked time not yet paid as waiting periods */
-    uint64_t site_run_ns;   /* run_ns when the site was read (it ran since: read again) */
-    int64_t site;           /* the interned stack where it blocks, or -1 */
-    int64_t last_stack;     /* its latest on-CPU stack, or -1 */
-    uint64_t start_run_ns;  /* run_ns when the window began (or 0 when it started later) */
-    bool seen;              /* in /proc/PID/task at the latest round */
-    bool blocked_at_start;  /* blocked when the window began, its site read then */
-    bool interrupted;       /* seized and asked to stop: its stop not taken yet */
+    int64_t thread;          /* the collector's, registered at its first sample; -1 before */
+    uint64_t run_ns;         /* schedstat: CPU time so far */
+    uint64_t delay_ns;       /* schedstat: time runnable, waiting for a CPU */
+    uint64_t seen_ns;        /* when run_ns was read */
+    uint64_t cpu_credit_ns;  /* CPU time not yet paid as on-CPU periods */
+    int64_t sys_credit_ns;   /* the part of it spent in the kernel (paid at stops in a syscall) */
+    uint64_t sys_ns;         /* its CPU time in the kernel so far, as the ticks split run_ns */
+    uint64_t utime0, stime0; /* stat's user and system ticks when first seen (0: started later) */
+    int64_t wait_credit_ns;  /* blocked time not yet paid as waiting periods */
+    uint64_t site_run_ns;    /* run_ns when the site was read (it ran since: read again) */
+    int64_t site;            /* the interned stack where it blocks, or -1 */
+    int64_t last_stack;      /* its latest on-CPU stack in user code, or -1 */
+    int64_t last_sys_stack;  /* its latest on-CPU stack stopped in a system call, or -1 */
+    uint64_t start_run_ns;   /* run_ns when the window began (or 0 when it started later) */
+    bool seen;               /* in /proc/PID/task at the latest round */
+    bool blocked_at_start;   /* blocked when the window began, its site read then */
+    bool interrupted;        /* seized and asked to stop: its stop not taken yet */
 };
 
 struct ospd_ptrace_source {

@@ -3,22 +3,25 @@
  * from outside with ptrace, as py-spy does, at OSPD_PTRACE_MAX_HZ rounds a second at most; and,
  * for both samplers, the stack of a thread that stays blocked, read where it blocks.
  *
- * DESIGN. Each round reads every thread of /proc/PID/task: its state (stat) and its CPU time
- * and run-queue delay (schedstat). The CPU time a thread used since the last round is its
- * credit, paid in periods of 1 / rate as on-CPU samples when the thread is found running:
- * then it is seized (PTRACE_SEIZE, which stops nothing), stopped (PTRACE_INTERRUPT), its
- * registers read (PTRACE_GETREGSET), the top of its stack copied (process_vm_readv, at most
- * OSPD_PERF_STACK_BYTES from sp, as the kernel copies one into a perf sample) and it is let go
- * at once (PTRACE_DETACH): between rounds nothing of ours is attached, so a signal sent to the
- * program meanwhile is delivered as without us, a new thread needs no following (the next
- * round's scan finds it) and no exit path of ospreyd can leave a thread stopped (a signal
- * that came while one was stopped is handed back by the detach). A thread found blocked is
- * never stopped (a stop would interrupt its system call): /proc/PID/task/TID/syscall gives the
- * sp and pc it blocked at, its stack is copied from there, and the time it spent blocked (the
- * wall time less its CPU time and its run-queue delay) is paid as waiting periods at that
- * site; the site is read again only when the thread has run since. Totals are exact, as the
- * kernel's clocks are, whatever the rate: credit is never lost, only paid late; at the end
- * what is left is paid at the thread's last stack.
+ * DESIGN. Each round reads every thread of /proc/PID/task: its state and user and system ticks
+ * (stat), its CPU time and run-queue delay (schedstat). The CPU time a thread used since the
+ * last round is its credit, paid in periods of 1 / rate as on-CPU samples when the thread is
+ * found running (state R, and its CPU time moved since the last round): then it is seized
+ * (PTRACE_SEIZE, which stops nothing), stopped (PTRACE_INTERRUPT), its registers read
+ * (PTRACE_GETREGSET), the top of its stack copied (process_vm_readv, at most OSPD_PERF_STACK_BYTES
+ * from sp, as the kernel copies one into a perf sample) and it is let go at once (PTRACE_DETACH):
+ * between rounds nothing of ours is attached, so a signal sent to the program meanwhile is
+ * delivered as without us, a new thread needs no following (the next round's scan finds it) and no
+ * exit path of ospreyd can leave a thread stopped (a signal that came while one was stopped is
+ * handed back by the detach). A thread found blocked is never stopped (a stop would interrupt its
+ * system call): /proc/PID/task/TID/syscall gives the sp and pc it blocked at, its stack is copied
+ * from there, and the time it spent blocked (the wall time less its CPU time and its run-queue
+ * delay) is paid as waiting periods at that site; the site is read again only when the thread has
+ * run since. Totals are exact, as the kernel's clocks are, whatever the rate: credit is never lost,
+ * only paid late; at the end what is left is paid at the thread's last stack. A stop inside a
+ * system call says where the thread waited more often than where its CPU went (it blocked, or was
+ * woken, between our read of its state and its stop): the credit's kernel part (its system ticks'
+ * share) is paid only at such stops, the rest only at stops in its own code (daemon/README.md).
  * Alternatives: staying attached (PTRACE_O_TRACECLONE for new threads) saves the seize and
  * detach of each sample but stops every thread at every signal the program gets until the
  * collector's loop lets it go (a timer signal at 1 kHz waits for our loop each time), and a
@@ -104,9 +107,9 @@ void ospd_ptrace_close(struct ospd_ptrace_source *s)
     s->count = s->cap = 0;
 }
 
-/* The state letter of a thread (R, S, D, T, Z...), and its schedstat: CPU time and run-queue
- * delay. 0, or -1 when the thread is gone. */
-static int thread_status(int32_t pid, int32_t tid, char *state, uint64_t *run_ns,
+/* The state letter of a thread (R, S, D, T, Z...), its user and system time in clock ticks
+ * (stat), and its schedstat: CPU time and run-queue delay. 0, or -1 when the thread is gone. */
+static int thread_status(int32_t pid, int32_t tid, char *state, uint64_t ticks[2], uint64_t *run_ns,
                          uint64_t *delay_ns)
 {
     char path[96], text[512];
@@ -121,6 +124,10 @@ static int thread_status(int32_t pid, int32_t tid, char *state, uint64_t *run_ns
     if (close_paren == NULL || close_paren[1] != ' ')
         return -1;
     *state = close_paren[2];
+    /* after the state: ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt */
+    if (sscanf(close_paren + 3, "%*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %" SCNu64 " %" SCNu64,
+               &ticks[0], &ticks[1]) != 2)
+        return -1;
     snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
     f = fopen(path, "re");
     if (f == NULL)
@@ -219,11 +226,13 @@ static void guard(struct ospd_ptrace_source *s, uint32_t ms)
 
 /* The stop of an interrupted thread, reported by waitpid as `status`: its registers and stack
  * top copied, then let go at once (handing back a signal that came meanwhile: its delivery stop
- * is the sample), walked after. Returns the depth, 0 when it ended or is in a job-control
- * stop (it stays stopped as it was). */
+ * is the sample), walked after. *in_syscall: it stopped inside (or at the end of) a system
+ * call, not in its own code (orig_rax holds the call's number then, -1 else). Returns the
+ * depth, 0 when it ended or is in a job-control stop (it stays stopped as it was). */
 static uint32_t take_stop(struct ospd_ptrace_source *s, int32_t tid, int status, uint64_t *pcs,
-                          enum osp_unwind_stop *stop)
+                          enum osp_unwind_stop *stop, bool *in_syscall)
 {
+    *in_syscall = false;
     if (!WIFSTOPPED(status))
         return 0; /* it ended: a traced thread's end is ours to see, nothing to detach */
     uint64_t stopped_at = ospc_clock_ns(CLOCK_MONOTONIC);
@@ -239,6 +248,7 @@ static uint32_t take_stop(struct ospd_ptrace_source *s, int32_t tid, int status,
     if (sample && ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_PRSTATUS, &io) == 0) {
 #if defined(__x86_64__)
         pc = regs.rip, sp = regs.rsp, fp = regs.rbp;
+        *in_syscall = (int64_t)regs.orig_rax >= 0;
 #endif /* else pc 0: the walk of copied stacks knows x86_64 only */
         size = pc != 0 ? copy_stack(s, tid, sp) : 0;
     }
@@ -262,7 +272,8 @@ static struct ospd_ptrace_thread *find_thread(struct ospd_ptrace_source *s, int3
         return NULL;
     s->cap = (uint32_t)cap;
     struct ospd_ptrace_thread *t = &s->threads[s->count++];
-    *t = (struct ospd_ptrace_thread){.tid = tid, .thread = -1, .site = -1, .last_stack = -1};
+    *t = (struct ospd_ptrace_thread){
+        .tid = tid, .thread = -1, .site = -1, .last_stack = -1, .last_sys_stack = -1};
     return t;
 }
 
@@ -306,8 +317,8 @@ static void visit(struct ospd_ptrace_source *s, struct ospd_collector *c, int32_
                   uint64_t now_ns, bool begin)
 {
     char state;
-    uint64_t run, delay;
-    if (thread_status(s->pid, tid, &state, &run, &delay) != 0)
+    uint64_t run, delay, ticks[2];
+    if (thread_status(s->pid, tid, &state, ticks, &run, &delay) != 0)
         return;
     struct ospd_ptrace_thread *t = find_thread(s, tid);
     if (t == NULL)
@@ -315,9 +326,10 @@ static void visit(struct ospd_ptrace_source *s, struct ospd_collector *c, int32_
     bool fresh = t->seen_ns == 0;
     t->seen = true;
     if (fresh && !begin) /* started in the window: all its time is the window's */
-        t->start_run_ns = t->run_ns = t->delay_ns = 0;
+        t->start_run_ns = t->run_ns = t->delay_ns = t->utime0 = t->stime0 = 0;
     else if (fresh)
-        t->start_run_ns = t->run_ns = run, t->delay_ns = delay;
+        t->start_run_ns = t->run_ns = run, t->delay_ns = delay, t->utime0 = ticks[0],
+        t->stime0 = ticks[1];
     uint64_t ran = run - t->run_ns, queued = delay - t->delay_ns;
     uint64_t wall = fresh && begin ? 0 : now_ns - (fresh ? s->start_ns : t->seen_ns);
     t->run_ns = run;
@@ -325,6 +337,16 @@ static void visit(struct ospd_ptrace_source *s, struct ospd_collector *c, int32_
     t->seen_ns = now_ns;
     s->cpu_ns += ran;
     t->cpu_credit_ns += ran;
+    /* The kernel's share of its CPU time in the window, as its user and system ticks split it
+     * (the ticks are coarse, schedstat's time exact): credit paid only at stops in a system
+     * call, the rest only at stops in its own code. */
+    uint64_t user_ticks = ticks[0] - t->utime0, sys_ticks = ticks[1] - t->stime0;
+    uint64_t sys_ns = user_ticks + sys_ticks == 0
+                          ? 0
+                          : (uint64_t)((double)(run - t->start_run_ns) * (double)sys_ticks /
+                                       (double)(user_ticks + sys_ticks));
+    t->sys_credit_ns += (int64_t)sys_ns - (int64_t)t->sys_ns;
+    t->sys_ns = sys_ns;
     bool blocked = state == 'S' || state == 'D';
     if (begin || !s->stop_threads) {
         if (blocked)
@@ -332,7 +354,9 @@ static void visit(struct ospd_ptrace_source *s, struct ospd_collector *c, int32_
         t->blocked_at_start = begin && blocked && t->site >= 0;
         return;
     }
-    bool stop = (state == 'R' && t->cpu_credit_ns >= s->period_ns) ||
+    /* Running: state R and its CPU time moved since the last round (R is also a thread woken
+     * and not yet on a CPU, still in the system call it waited in). */
+    bool stop = (state == 'R' && ran > 0 && t->cpu_credit_ns >= s->period_ns) ||
                 (s->stop_all && (state == 'R' || blocked)); /* py-spy's way, for comparison */
     if (stop && !t->interrupted)
         t->interrupted = interrupt(s, tid); /* its stop is taken by collect_stops */
@@ -388,15 +412,24 @@ static void collect_stops(struct ospd_ptrace_source *s, struct ospd_collector *c
         pending--;
         uint64_t pcs[OSP_MAX_DEPTH];
         enum osp_unwind_stop stop = OSP_UNWIND_GO_ON;
-        uint32_t depth = take_stop(s, tid, status, pcs, &stop);
+        bool in_syscall;
+        uint32_t depth = take_stop(s, tid, status, pcs, &stop, &in_syscall);
         if (depth == 0)
             continue;
-        t->last_stack = ospd_intern(&c->stacks, pcs, depth);
-        if (t->last_stack >= 0)
-            ospd_stack_set_end(&c->stacks, (uint32_t)t->last_stack, stop);
-        uint64_t periods = t->cpu_credit_ns / s->period_ns;
-        pay(s, c, t, now_ns, OSP_STATE_ON_CPU, periods, t->last_stack);
+        int64_t stack = ospd_intern(&c->stacks, pcs, depth);
+        if (stack >= 0)
+            ospd_stack_set_end(&c->stacks, (uint32_t)stack, stop);
+        /* A stop in a system call is paid the kernel's share of the credit only: a thread
+         * found there mostly waited there (it blocked, or woke, between our read of its state
+         * and its stop), and its code's CPU time is its code's. */
+        uint64_t sys = t->sys_credit_ns > 0 ? (uint64_t)t->sys_credit_ns : 0;
+        sys = sys < t->cpu_credit_ns ? sys : t->cpu_credit_ns;
+        uint64_t periods = (in_syscall ? sys : t->cpu_credit_ns - sys) / s->period_ns;
+        *(in_syscall ? &t->last_sys_stack : &t->last_stack) = stack;
+        pay(s, c, t, now_ns, OSP_STATE_ON_CPU, periods, stack);
         t->cpu_credit_ns -= periods * s->period_ns;
+        if (in_syscall)
+            t->sys_credit_ns -= (int64_t)(periods * s->period_ns);
     }
     guard(s, 0);
 }
@@ -437,11 +470,16 @@ void ospd_ptrace_end(struct ospd_ptrace_source *s, struct ospd_collector *c, uin
     if (s->stop_threads) {
         scan(s, c, now_ns, false);
         collect_stops(s, c, now_ns, END_WAIT_MS); /* one not stopped in its round */
-        for (uint32_t i = 0; i < s->count; i++) { /* the CPU credit left, at its latest stack */
+        for (uint32_t i = 0; i < s->count; i++) { /* the CPU credit left, at its latest stacks */
             struct ospd_ptrace_thread *t = &s->threads[i];
             uint64_t periods = (t->cpu_credit_ns + s->period_ns / 2) / s->period_ns;
-            pay(s, c, t, now_ns, OSP_STATE_ON_CPU, periods,
-                t->last_stack >= 0 ? t->last_stack : t->site);
+            uint64_t sys = t->sys_credit_ns > 0 ? (uint64_t)t->sys_credit_ns : 0;
+            sys = (sys + s->period_ns / 2) / s->period_ns;
+            sys = sys < periods ? sys : periods;
+            int64_t user_at = t->last_stack >= 0 ? t->last_stack : t->last_sys_stack;
+            int64_t sys_at = t->last_sys_stack >= 0 ? t->last_sys_stack : t->last_stack;
+            pay(s, c, t, now_ns, OSP_STATE_ON_CPU, periods - sys, user_at >= 0 ? user_at : t->site);
+            pay(s, c, t, now_ns, OSP_STATE_ON_CPU, sys, sys_at >= 0 ? sys_at : t->site);
         }
         return;
     }
@@ -453,8 +491,9 @@ void ospd_ptrace_blocked(struct ospd_ptrace_source *s, struct ospd_collector *c,
     for (uint32_t i = 0; i < s->count && !s->stop_threads; i++) {
         struct ospd_ptrace_thread *t = &s->threads[i];
         char state;
-        uint64_t run, delay;
-        if (!t->blocked_at_start || thread_status(s->pid, t->tid, &state, &run, &delay) != 0 ||
+        uint64_t run, delay, ticks[2];
+        if (!t->blocked_at_start ||
+            thread_status(s->pid, t->tid, &state, ticks, &run, &delay) != 0 ||
             run != t->start_run_ns) {
             t->blocked_at_start = false; /* it ran: the events see it from then on */
             continue;

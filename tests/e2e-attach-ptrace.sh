@@ -12,6 +12,8 @@
 #     is traced or stopped and /proc/PID/task, maps, fd and signal masks are as before;
 #   - SIGINT to osprey ends the attach the same way, nothing left traced or stopped;
 #   - the process exits mid-attach: one line, the profile written;
+#   - a thread alternating 5 ms of CPU with 5 ms waits in system calls (tests/attach/alternate.c)
+#     has its on-CPU samples in its code (>= 85%), its waits at the calls' sites;
 #   - `ospreyd --attach-pid --stream` (osprey top's source) streams samples the same way;
 #   - with perf events (where allowed), the thread blocked all the window is there too (and in
 #     each batch of the stream osprey top reads, before its end); and
@@ -140,6 +142,49 @@ head -1 "$work/stream" | grep -q "^osprey-stream 1 $pid 100$" ||
 grep -q '^sample ' "$work/stream" || fail "the stream has no sample"
 untraced "$pid" "after the stream"
 wait "$pid"
+
+# --- a thread alternating CPU with waits in system calls --------------------------------------
+# Its on-CPU samples follow its CPU time (schedstat's, split by the kernel's user and system
+# time): alternate_work has >= 85% of them, its sites of fdatasync and of a pipe's read, where
+# it uses next to no CPU, within 5 points of their share of its CPU time (its system time at
+# most); its waits are at those sites.
+gcc -O2 -g -fomit-frame-pointer "$src/alternate.c" -lpthread -o "$work/alternate" 2>"$work/build" ||
+  fail "build failed: $(cat "$work/build")"
+"$work/alternate" 4 "$work/alternate.data" >"$work/alt.out" 2>&1 &
+pid=$!
+pids+=("$pid")
+for _ in $(seq 100); do grep -q ready "$work/alt.out" && break; sleep 0.05; done
+sleep 0.2
+"${no_perf[@]}" "$osprey" attach "$pid" --duration 2 -o "$work/alt" >"$work/alt.report" 2>"$work/alt.err"
+expect_status 0 $? "osprey attach (alternating thread)"
+wait "$pid"
+expect_status 0 $? "the alternating program's exit status"
+python3 - "$work/alt" "$(cat "$work/alt.out")" <<'PY' || fail "profile checks (alternating thread)"
+import sys
+from checks import check, finish, load_raw, read_folded
+stem, out = sys.argv[1], sys.argv[2].split()
+user, system = float(out[out.index("user") + 1]), float(out[out.index("sys") + 1])
+truth = system / (user + system)  # the most its syscall sites can use of its CPU
+raw = load_raw(stem + ".raw.json")
+window = (raw["end_unix_ns"] - raw["start_unix_ns"]) / 1e9
+sites = ("alternate_sync", "alternate_pipe")
+cpu = [(f, n) for f, n in read_folded(stem + ".folded") if f[0].startswith("alternator-")]
+total = sum(n for f, n in cpu)
+work = sum(n for f, n in cpu if "alternate_work" in f)
+at_sites = sum(n for f, n in cpu if any(s in f for s in sites))
+check(total > 0 and work >= 0.85 * total,
+      f"alternate_work has {work} of the thread's {total} on-CPU periods")
+check(total > 0 and at_sites / total <= truth + 0.05,
+      f"its syscall sites have {at_sites} of {total} on-CPU periods, "
+      f"their CPU share is {100 * truth:.1f}% at most")
+off = [(f, n) for f, n in read_folded(stem + ".offcpu.folded") if f[0].startswith("alternator-")]
+waits = sum(n for f, n in off if any(s in f for s in sites))
+# (a loaded machine keeps it runnable, neither running nor waiting, for a share of the window)
+check(waits >= 0.05 * window * raw["rate_hz"] and waits >= 0.9 * sum(n for f, n in off),
+      f"the thread waits {waits} periods at its sites in {window:.2f} s, "
+      f"of {sum(n for f, n in off)} in all")
+finish()
+PY
 
 # --- perf events: the thread blocked all the window is there too -----------------------------
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)
