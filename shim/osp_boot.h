@@ -382,19 +382,26 @@ static inline int osp__guard_begin(sigset_t *old, const void *fn)
     if (osp__tls_slot == NULL || !osp__is_active() || osp__sigprof_guard_stands_aside())
         return 0;
     /* A forked child about to wait with its greeting unanswered (README.md, "The collector's
-     * answer"): the answer waited for first, so that the collector follows what it waits. */
-    if (osp__greeting_pending() && !atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) &&
-        getpid() == osp__booted_pid)
-        osp__forked_settle(1);
+     * answer"): the answer waited for first, so that the collector follows what it waits. That
+     * wait is the call's (guard_wait_begin writes it at the call's site): SIGPROF is blocked
+     * over it, or a capture in it would name our own poll (the caller's stack, without the
+     * call: 10 ms of a forked sleeper's 0.31 s beside two CPU hogs). */
+    int settle = osp__greeting_pending() &&
+                 !atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) &&
+                 getpid() == osp__booted_pid;
+    uint64_t called_ns = settle ? osp__mono_ns() : 0;
     /* A guarded call this thread left by longjmp: its block of SIGPROF is undone first. */
     osp__guard_repair_if_left(osp__tls_slot, (uint64_t)(uintptr_t)__builtin_frame_address(0));
-    if (osp__sigprof_mask_raw(SIG_BLOCK, old) != 0) /* raw: not a mask the program set */
+    int masked = osp__sigprof_mask_raw(SIG_BLOCK, old) == 0; /* raw: not a mask the program set */
+    if (settle)
+        osp__forked_settle(1);
+    if (!masked)
         return 0;
     if (sigismember(old, SIGPROF)) {
         osp__sigmask_raw(SIG_SETMASK, old, NULL);
         return 0;
     }
-    osp__guard_wait_begin(osp__tls_slot, fn);
+    osp__guard_wait_begin(osp__tls_slot, fn, called_ns);
     return 1;
 }
 

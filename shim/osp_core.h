@@ -538,8 +538,9 @@ uint64_t osp__slot_random(struct osp__slot *s);
 /* Arm the thread's CPU-time timer to fire once it has used cpu_ns more CPU time (from
  * last_cpu_ns). Nothing while our signals are paused. Async-signal-safe. */
 void osp__slot_arm_cpu_timer(struct osp__slot *s, uint64_t cpu_ns);
-/* A registered thread's guard (guard.c): it blocks now in a call with SIGPROF blocked. */
-void osp__guard_wait_begin(struct osp__slot *s, const void *fn);
+/* A registered thread's guard (guard.c): it blocks now in a call with SIGPROF blocked; the call
+ * began at called_ns (CLOCK_MONOTONIC; 0: now), where the guard waited before. */
+void osp__guard_wait_begin(struct osp__slot *s, const void *fn, uint64_t called_ns);
 /* ... and the call returned: write its wait when it lasted long enough. SIGPROF still blocked. */
 void osp__guard_wait_end(struct osp__slot *s);
 /* A timed futex wait (a lock, a condition variable, a join: no CPU time of the thread's in

@@ -218,6 +218,27 @@ START_TEST(waits_end_at_the_exit_record)
 }
 END_TEST
 
+/* A forked child sleeps 300 ms, its exit record written at 312 ms; then the shim waits for its
+ * collector in naps (the exit's handshake, 44 ms of them beside two CPU hogs): the naps are no
+ * wait of the program's, though no span after them says where they were (they would take the
+ * sleep's site: a sleeper of 0.326 s waited 0.370 s at its nanosleep once). */
+START_TEST(naps_after_the_exit_record_are_no_wait)
+{
+    c.start_mono_ns = 0;
+    c.start_unix_ns = 1000000 * MS;
+    ospd_waits_span(&c, 0, 10 * MS, 310 * MS, OSP_SPAN_GUARDED, 1);
+    block(&c, 100, 10 * MS, 310 * MS);
+    c.exit_seen = true;
+    c.end_unix_ns = c.start_unix_ns + 312 * MS;
+    for (uint64_t t = 311 * MS; t < 355 * MS; t += 2 * MS)
+        block(&c, 100, t, t + 1 * MS + 500 * US); /* the first straddles the exit record */
+    ospd_waits_resolve(&c, 340 * MS, false);
+    ospd_waits_finish(&c, 400 * MS);
+    ck_assert_uint_eq(waited(&c, 0, 1), 301); /* the sleep, and the nap begun before the exit */
+    ck_assert_uint_eq(waited(&c, 0, -1), 301);
+}
+END_TEST
+
 /* Where perf_event_open was refused, the profile says what refused it. */
 START_TEST(what_refused_the_switch_records)
 {
@@ -240,11 +261,11 @@ END_TEST
 Suite *waits_suite(void)
 {
     Suite *s = suite_create("waits");
-    TCase *one =
-        SUITE_CASE(s, "waits", 0, each_block_at_the_span_over_it,
-                   the_handlers_wake_up_does_not_end_a_wait, a_wake_up_of_the_programs_own_ends_it,
-                   preempted_time_is_no_wait, short_blocks_add_up_and_stay_bounded,
-                   a_streak_asks_less_but_a_long_wait_is_asked, what_refused_the_switch_records);
+    TCase *one = SUITE_CASE(
+        s, "waits", 0, each_block_at_the_span_over_it, the_handlers_wake_up_does_not_end_a_wait,
+        a_wake_up_of_the_programs_own_ends_it, preempted_time_is_no_wait,
+        short_blocks_add_up_and_stay_bounded, a_streak_asks_less_but_a_long_wait_is_asked,
+        what_refused_the_switch_records, naps_after_the_exit_record_are_no_wait);
     tcase_add_checked_fixture(one, one_thread, collector_free);
     TCase *two = SUITE_CASE(s, "two threads", 0, two_threads_keep_their_own_waits,
                             waits_end_at_the_exit_record);
