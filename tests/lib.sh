@@ -185,3 +185,16 @@ descendants_of() { # descendants_of PID: every process under PID
 }
 # wakeups PID: its main thread's voluntary context switches so far.
 wakeups() { awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$1/status" 2>/dev/null; }
+# wakes_per_second PID: its wake-ups a second over the next 2 s, or nothing when it ended.
+wakes_per_second() {
+  local first last
+  first=$(wakeups "$1")
+  sleep 2
+  last=$(wakeups "$1")
+  [ -n "$first" ] && [ -n "$last" ] && echo $(((last - first) / 2))
+}
+# raw_dropped RAW: the raw file's `dropped`, or nothing.
+raw_dropped() {
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("dropped", 0))' "$1" \
+    2>/dev/null
+}
