@@ -69,23 +69,33 @@ struct ospd_stack_copy {
 
 /* Walk from (pc, sp, fp) through the copy: each frame by its row in the unwind table object
  * [tables, tables + tables_size) (proto/osp_unwind.h; NULL for none), else by the frame
- * pointer chain, by the walk the shim's handler runs on its own stack (osp_unwind_walk). Every
- * word read must lie inside the copy; each step must move sp up (at most 1 MiB); the walk ends
- * at the first check that fails, an outermost frame, or `cap` addresses, and *stop says which
- * (proto/osp_unwind_step.h). Returns the count written to out (>= 1 when cap >= 1: the pc
- * itself). */
+ * pointer chain, by the walk the shim's handler runs on its own stack (osp_unwind_walk_deep).
+ * Every word read must lie inside the copy; each step must move sp up (at most 1 MiB); the walk
+ * ends at the first check that fails, an outermost frame, or OSP_UNWIND_MAX_STEPS frames, and
+ * *stop says which (proto/osp_unwind_step.h). A stack deeper than cap is folded into cap as the
+ * handler folds it: its innermost frames, one marker of those left out, its
+ * OSP_UNWIND_OUTER_FRAMES outermost (cut at cap when cap is too short for that). Returns the
+ * count written to out (>= 1 when cap >= 1: the pc itself). */
 uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t pc, uint64_t sp,
                             uint64_t fp, const struct ospd_stack_copy *stack, uint64_t *out,
                             uint32_t cap, enum osp_unwind_stop *stop);
-/* The same walk from any frame's registers: `leaf` says they are an interrupted instant's (its
- * pc looked up as it is), else regs->pc is a return address (looked up at pc - 1). `resume`
- * (may be NULL): the first frame it met with no row while rows were being built. */
+/* The same walk from any frame's registers, cut at cap (the caller folds: copies.c puts the
+ * handler's frames before it): `leaf` says they are an interrupted instant's (its pc looked up
+ * as it is), else regs->pc is a return address (looked up at pc - 1). `resume` (may be NULL):
+ * the first frame it met with no row while rows were being built. */
 struct osp_unwind_regs;
 struct osp_unwind_resume;
 uint32_t ospd_walk_copy_regs(const void *tables, uint64_t tables_size,
                              const struct osp_unwind_regs *regs, int leaf,
                              const struct ospd_stack_copy *stack, uint64_t *out, uint32_t cap,
                              enum osp_unwind_stop *stop, struct osp_unwind_resume *resume);
+/* A perf sample's stack into pcs (OSP_MAX_DEPTH of them), leaf first: with_kernel, its kernel
+ * frames (its call chain, context markers dropped; at most OSP_MAX_DEPTH / 2), then its user
+ * stack walked from the copy (ospd_walk_copy_why) and folded into the frames the kernel's
+ * leave (at least 64: room for the marker and the outermost ones). Returns the depth; *stop
+ * says why the user walk ended. */
+uint32_t ospd_perf_stack(const void *tables, uint64_t tables_size, const struct ospd_perf_record *p,
+                         bool with_kernel, uint64_t *pcs, enum osp_unwind_stop *stop);
 /* pcs[0..depth), a walk deeper than a record of cap frames, made one as the handler's walk
  * keeps it (proto/osp_unwind_step.h, osp_unwind_walk_on): the innermost cap - 1 -
  * OSP_UNWIND_OUTER_FRAMES frames, the marker of those left out, the outermost

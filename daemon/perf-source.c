@@ -18,6 +18,8 @@
  * switch-source.c does with the shim's.
  * Where the kernel allows it, each cpu-clock sample also carries the kernel's part of its call
  * chain (PERF_SAMPLE_CALLCHAIN, exclude_callchain_user), put below the user frames.
+ * A user stack deeper than a record is walked on to its root, as far as the copy
+ * (OSPD_PERF_STACK_BYTES) reaches, and folded as the shim's handler folds it (stack-walk.c).
  * Closing the descriptors removes every event, the inherited ones too: nothing of ours stays
  * in the target, which is never stopped, signalled or written to.
  */
@@ -311,27 +313,6 @@ static bool is_site_event(const struct ospd_perf_source *s, uint64_t id)
     return bsearch(&id, s->switch_ids, s->switch_id_count, sizeof id, by_id) != NULL;
 }
 
-/* Put the sample's kernel frames (its call chain, markers dropped) before the `depth` user
- * frames at pcs, as many as fit in OSP_MAX_DEPTH with them (a deep user stack loses its
- * outermost frames). Returns the new depth. */
-static uint32_t with_kernel_frames(const struct ospd_perf_record *p, uint64_t *pcs, uint32_t depth)
-{
-    uint64_t kernel[OSP_MAX_DEPTH];
-    uint32_t count = 0;
-    for (uint32_t i = 0; i < p->kernel_count && count < OSP_MAX_DEPTH / 2; i++) {
-        uint64_t pc;
-        memcpy(&pc, p->kernel + 8u * i, 8);
-        if (pc < (uint64_t)PERF_CONTEXT_MAX) /* not a context marker */
-            kernel[count++] = pc;
-    }
-    if (count == 0)
-        return depth;
-    uint32_t keep = depth < OSP_MAX_DEPTH - count ? depth : OSP_MAX_DEPTH - count;
-    memmove(pcs + count, pcs, keep * sizeof *pcs);
-    memcpy(pcs, kernel, count * sizeof *pcs);
-    return count + keep;
-}
-
 /* One record. */
 static void handle(struct ospd_perf_source *s, struct ospd_collector *c, const uint8_t *rec,
                    size_t size)
@@ -362,12 +343,10 @@ static void handle(struct ospd_perf_source *s, struct ospd_collector *c, const u
     if (!p.has_regs)
         return; /* a kernel thread's instant: no user stack */
     uint64_t pcs[OSP_MAX_DEPTH];
-    struct ospd_stack_copy copy = {p.regs[OSPD_REG_SP], p.stack, p.stack_size};
+    bool site = is_site_event(s, p.id);
     enum osp_unwind_stop stop;
-    uint32_t depth =
-        ospd_walk_copy_why(s->tables, s->tables_size, p.regs[OSPD_REG_PC], p.regs[OSPD_REG_SP],
-                           p.regs[OSPD_REG_FP], &copy, pcs, OSP_MAX_DEPTH, &stop);
-    if (is_site_event(s, p.id)) {
+    uint32_t depth = ospd_perf_stack(s->tables, s->tables_size, &p, !site, pcs, &stop);
+    if (site) {
         /* The stack at a switch out: the site of the block that follows, if it is one. */
         int64_t stack = ospd_intern(&c->stacks, pcs, depth);
         if (stack >= 0 && s->waits && c->waits.since_ns != 0)
@@ -376,7 +355,6 @@ static void handle(struct ospd_perf_source *s, struct ospd_collector *c, const u
         return;
     }
     s->samples++;
-    depth = with_kernel_frames(&p, pcs, depth);
     int64_t stack =
         ospd_collector_sample(c, p.time_ns, (uint32_t)thread, pcs, depth, OSP_STATE_ON_CPU, 1);
     if (stack >= 0)

@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "osp_unwind_step.h"
 #include "ospc.h"
 #include "ospd_attach.h"
 #include "ospd_perf_source.h"
@@ -144,16 +145,28 @@ static uint64_t copy_stack(struct ospd_ptrace_source *s, int32_t tid, uint64_t s
     return ospd_read_stack(tid, sp, s->stack, OSPD_PERF_STACK_BYTES);
 }
 
+/* The frames a walk of OSP_MAX_DEPTH went through: its depth, plus those its marker says
+ * were left out when it was folded. */
+static uint64_t frames_walked(const uint64_t *pcs, uint32_t depth)
+{
+    const uint32_t marker = OSP_MAX_DEPTH - 1 - OSP_UNWIND_OUTER_FRAMES;
+    if (depth == OSP_MAX_DEPTH && osp_unwind_left_out_is(pcs[marker]))
+        return depth - 1 + osp_unwind_left_out_count(pcs[marker]);
+    return depth;
+}
+
 /* A blocked thread's walk without its frame pointer, which /proc does not give: code built with
  * frame pointers describes its frames from it, so the walk is tried again from each word of
  * the copy's first 4 KiB that could be a frame record (the caller's saved frame pointer,
- * higher in the copy or 0, beside a return address), and the deepest walk is kept. */
+ * higher in the copy or 0, beside a return address), and the deepest walk is kept (the frames
+ * it went through, a folded one's left out counted). */
 static uint32_t walk_without_fp(struct ospd_ptrace_source *s, int32_t tid, uint64_t pc, uint64_t sp,
                                 uint64_t *pcs, enum osp_unwind_stop *stop)
 {
     struct ospd_stack_copy copy = {sp, s->stack, copy_stack(s, tid, sp)};
     uint32_t best =
         ospd_walk_copy_why(s->tables, s->tables_size, pc, sp, 0, &copy, pcs, OSP_MAX_DEPTH, stop);
+    uint64_t best_frames = frames_walked(pcs, best);
     uint64_t trial[OSP_MAX_DEPTH];
     for (uint64_t off = 0; off + 16 <= copy.size && off < 4096; off += 8) {
         uint64_t saved, ra, at = sp + off;
@@ -164,8 +177,10 @@ static uint32_t walk_without_fp(struct ospd_ptrace_source *s, int32_t tid, uint6
         enum osp_unwind_stop why = OSP_UNWIND_GO_ON;
         uint32_t depth = ospd_walk_copy_why(s->tables, s->tables_size, pc, sp, at, &copy, trial,
                                             OSP_MAX_DEPTH, &why);
-        if (depth > best) {
+        uint64_t frames = frames_walked(trial, depth);
+        if (frames > best_frames) {
             best = depth;
+            best_frames = frames;
             *stop = why;
             memcpy(pcs, trial, depth * sizeof *pcs);
         }

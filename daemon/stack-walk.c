@@ -13,8 +13,12 @@
  * fp). x86_64 only (the registers asked of the kernel are x86_64's). The same walk from any
  * frame's registers (ospd_walk_copy_regs) walks the shim's copies of stacks whose rows were not
  * published yet (copies.c), from the frame where the handler's walk found none; a stack deeper
- * than a record is folded to one as the handler's walk keeps it (ospd_stack_keep_ends).
+ * than a record is folded to one as the handler's walk keeps it (ospd_stack_keep_ends, after
+ * the handler's frames). The attach's samplers' walk (ospd_walk_copy_why: perf events, ptrace,
+ * a blocked thread's site) goes on past a record's cap as the handler's does and is folded by
+ * the same code (osp_unwind_walk_deep), as far as the copy reaches.
  */
+#include <linux/perf_event.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -41,10 +45,12 @@ static int read_word(const struct osp_unwind_memory *m, uint64_t addr, uint64_t 
     return 0;
 }
 
-uint32_t ospd_walk_copy_regs(const void *tables, uint64_t tables_size,
-                             const struct osp_unwind_regs *regs, int leaf,
-                             const struct ospd_stack_copy *stack, uint64_t *out, uint32_t cap,
-                             enum osp_unwind_stop *stop, struct osp_unwind_resume *resume)
+/* The walk of the copy from regs, up to `steps` frames, folded into cap (osp_unwind_walk_deep). */
+static uint32_t walk_copy(const void *tables, uint64_t tables_size,
+                          const struct osp_unwind_regs *regs, int leaf,
+                          const struct ospd_stack_copy *stack, uint64_t *out, uint32_t cap,
+                          uint32_t steps, enum osp_unwind_stop *stop,
+                          struct osp_unwind_resume *resume)
 {
     const struct osp_unwind_tables t = {
         tables, tables_size, tables != NULL ? osp_unwind_snapshot(tables, tables_size) : NULL,
@@ -52,7 +58,15 @@ uint32_t ospd_walk_copy_regs(const void *tables, uint64_t tables_size,
     const struct osp_unwind_memory memory = {read_word,    NULL,      NULL,
                                              stack->bytes, stack->sp, stack->sp + stack->size};
     *stop = OSP_UNWIND_DEPTH;
-    return osp_unwind_walk_resume(&t, regs, leaf, 0, &memory, out, cap, stop, resume);
+    return osp_unwind_walk_deep(&t, regs, leaf, 0, &memory, out, cap, steps, stop, resume);
+}
+
+uint32_t ospd_walk_copy_regs(const void *tables, uint64_t tables_size,
+                             const struct osp_unwind_regs *regs, int leaf,
+                             const struct ospd_stack_copy *stack, uint64_t *out, uint32_t cap,
+                             enum osp_unwind_stop *stop, struct osp_unwind_resume *resume)
+{
+    return walk_copy(tables, tables_size, regs, leaf, stack, out, cap, cap, stop, resume);
 }
 
 uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t pc, uint64_t sp,
@@ -60,7 +74,31 @@ uint32_t ospd_walk_copy_why(const void *tables, uint64_t tables_size, uint64_t p
                             uint32_t cap, enum osp_unwind_stop *stop)
 {
     const struct osp_unwind_regs r = {pc, sp, fp, 0};
-    return ospd_walk_copy_regs(tables, tables_size, &r, 1, stack, out, cap, stop, NULL);
+    return walk_copy(tables, tables_size, &r, 1, stack, out, cap, OSP_UNWIND_MAX_STEPS, stop, NULL);
+}
+
+/* The sample's kernel frames (its call chain, markers dropped) into pcs, at most
+ * OSP_MAX_DEPTH / 2 of them. Returns their count. */
+static uint32_t kernel_frames(const struct ospd_perf_record *p, uint64_t *pcs)
+{
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < p->kernel_count && count < OSP_MAX_DEPTH / 2; i++) {
+        uint64_t pc;
+        memcpy(&pc, p->kernel + 8u * i, 8);
+        if (pc < (uint64_t)PERF_CONTEXT_MAX) /* not a context marker */
+            pcs[count++] = pc;
+    }
+    return count;
+}
+
+uint32_t ospd_perf_stack(const void *tables, uint64_t tables_size, const struct ospd_perf_record *p,
+                         bool with_kernel, uint64_t *pcs, enum osp_unwind_stop *stop)
+{
+    uint32_t kernel = with_kernel ? kernel_frames(p, pcs) : 0;
+    const struct ospd_stack_copy copy = {p->regs[OSPD_REG_SP], p->stack, p->stack_size};
+    return kernel + ospd_walk_copy_why(tables, tables_size, p->regs[OSPD_REG_PC],
+                                       p->regs[OSPD_REG_SP], p->regs[OSPD_REG_FP], &copy,
+                                       pcs + kernel, OSP_MAX_DEPTH - kernel, stop);
 }
 
 uint32_t ospd_stack_keep_ends(uint64_t *pcs, uint32_t depth, uint32_t cap)

@@ -9,11 +9,14 @@ it (lib.sh puts tests/ on PYTHONPATH), and so does bench/unwind/unwind.py.
   `periods(raw, keep)`, `on_cpu_seconds(raw)`, `waiting_seconds(raw)`, `on_cpu_rows(raw)`.
 - Folded files (`STEM.folded`, `STEM.offcpu.folded`): `read_folded(path)`, each line's frames
   root first (the thread's `NAME-TID` frame included) and its count.
+- Stacks deeper than a record: `rooted_past_marker(path, leaf, least, most)`, of a folded
+  file's samples through `leaf`, those that reach main past one `[… N frames]` frame.
 - Whole stacks: `THREAD_STARTS`, the outermost frame of a stack walked to its end (a program's
   entry or a thread's start); `ROOTS`, those and the start-up frames a tool that stops early
   (perf's frame-pointer walk) leaves outermost.
 """
 import json
+import re
 import sys
 
 # The sample row's fields (proto/raw-format.md, "samples").
@@ -110,3 +113,22 @@ def read_folded(path):
             stack, _, count = line.rstrip("\n").rpartition(" ")
             rows.append((stack.split(";"), int(count)))
     return rows
+
+
+LEFT_OUT = re.compile(r"\[\u2026 (\d+) frames\]")
+
+
+def rooted_past_marker(path, leaf, least, most):
+    """Of a folded file's samples whose stack goes through the function `leaf`: (all of them,
+    those that reach main past exactly one "[… N frames]" frame with least <= N <= most), a
+    stack deeper than a record folded as its walker keeps it."""
+    total = rooted = 0
+    for frames, count in read_folded(path):
+        names = [fr.split(" ")[0] for fr in frames[1:]]
+        if leaf not in names:
+            continue
+        total += count
+        marks = [int(m.group(1)) for fr in frames for m in [LEFT_OUT.fullmatch(fr)] if m]
+        if "main" in names and len(marks) == 1 and least <= marks[0] <= most:
+            rooted += count
+    return total, rooted

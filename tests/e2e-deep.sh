@@ -38,8 +38,8 @@ profile warm
 # many say their walk reached the outermost frame.
 check_deep() {
   python3 - "$work" "$@" <<'PY'
-import json, os, re, subprocess, sys
-from checks import check, finish, load_raw, on_cpu, periods, read_folded, stack_whole
+import json, os, subprocess, sys
+from checks import check, finish, load_raw, on_cpu, periods, rooted_past_marker, stack_whole
 work, name, window, share = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 osprey = os.environ["OSPREY"]
 raw = load_raw(os.path.join(work, name + ".raw.json"))
@@ -52,16 +52,7 @@ with open(stem + ".raw.json", "w") as f:
     json.dump(raw, f)
 subprocess.run([osprey, "report", stem + ".raw.json", "-o", stem, "--format", "folded"],
                check=True, stdout=subprocess.DEVNULL)
-marker = re.compile(r"\[\u2026 (\d+) frames\]")
-total = rooted = 0
-for frames, count in read_folded(stem + ".folded"):
-    names = [fr.split(" ")[0] for fr in frames[1:]]
-    if "run_for" not in names:
-        continue
-    total += count
-    marks = [int(m.group(1)) for fr in frames for m in [marker.fullmatch(fr)] if m]
-    if "main" in names and len(marks) == 1 and 150 <= marks[0] <= 200:
-        rooted += count
+total, rooted = rooted_past_marker(stem + ".folded", "run_for", 150, 200)
 want = 3 if window == "cold" else 100
 check(total >= want, "%s %s: %d on-CPU samples in run_for (want >= %d)" % (name, window, total, want))
 check(total and rooted / total >= share,

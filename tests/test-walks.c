@@ -8,6 +8,7 @@
  * stack at a signal frame (osp__unwind_spans_why), which ospreyd's walker of one copy has no
  * use for, is checked beside the case it changes. */
 #include <check.h>
+#include <linux/perf_event.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -549,11 +550,13 @@ static void deep_chain(unsigned frames)
     /* The last record, words 4 + 2 * (frames - 1) on, stays zero: the outermost frame. */
 }
 
-/* The shim's walk of deep_stack, and ospreyd's walk of it as a copy folded to a record
- * (copies.c): the same frames, the same stop. */
+/* The shim's walk of deep_stack (the ring's samples), ospreyd's walk of it as a held copy
+ * folded to a record (copies.c: ospd_walk_copy_regs, then ospd_stack_keep_ends) and the
+ * attach's walk of it as a sample's copy (perf events, ptrace, osprey dump:
+ * ospd_walk_copy_why into a record): the same frames, the same stop. */
 static struct walked deep_both(void)
 {
-    struct walked shim = {0}, daemon = {0};
+    struct walked shim = {0}, copies = {0}, attach = {0};
     uint64_t sp = (uint64_t)(uintptr_t)&deep_stack[4];
     uint64_t hi = (uint64_t)(uintptr_t)&deep_stack[DEEP_WORDS];
     struct osp__regs regs = {.pc = 0x8010, .sp = sp, .fp = sp, .lr = 0};
@@ -561,11 +564,15 @@ static struct walked deep_both(void)
     shim.depth = osp__unwind_why(&regs, 1, sp, hi, shim.pcs, OSP_MAX_DEPTH, &shim.stop);
     static uint64_t all[OSP_UNWIND_MAX_STEPS];
     struct ospd_stack_copy copy = {sp, (const uint8_t *)&deep_stack[4], hi - sp};
-    uint32_t n =
-        ospd_walk_copy_why(NULL, 0, 0x8010, sp, sp, &copy, all, OSP_UNWIND_MAX_STEPS, &daemon.stop);
-    daemon.depth = ospd_stack_keep_ends(all, n, OSP_MAX_DEPTH);
-    memcpy(daemon.pcs, all, daemon.depth * sizeof *all);
-    expect_same(&shim, &daemon);
+    const struct osp_unwind_regs leaf = {0x8010, sp, sp, 0};
+    uint32_t n = ospd_walk_copy_regs(NULL, 0, &leaf, 1, &copy, all, OSP_UNWIND_MAX_STEPS,
+                                     &copies.stop, NULL);
+    copies.depth = ospd_stack_keep_ends(all, n, OSP_MAX_DEPTH);
+    memcpy(copies.pcs, all, copies.depth * sizeof *all);
+    expect_same(&shim, &copies);
+    attach.depth =
+        ospd_walk_copy_why(NULL, 0, 0x8010, sp, sp, &copy, attach.pcs, OSP_MAX_DEPTH, &attach.stop);
+    expect_same(&shim, &attach);
     return shim;
 }
 
@@ -612,6 +619,49 @@ START_TEST(a_stack_deeper_than_a_record_keeps_its_root)
                       8);
     ck_assert_int_eq(stop, OSP_UNWIND_DEPTH);
     ck_assert(!osp_unwind_left_out_is(pcs[7]));
+}
+END_TEST
+
+/* A perf sample 300 frames deep with 3 kernel frames (ospd_perf_stack, perf-source.c): the
+ * kernel's frames first, then the user stack as the shim's walk folds it into the 125 frames
+ * they leave, its outermost frame the root; a switch's sample (no kernel frames) as the
+ * attach's walk into a whole record. */
+START_TEST(a_deep_perf_sample_keeps_its_kernel_frames_and_its_root)
+{
+    deep_chain(300);
+    uint64_t sp = (uint64_t)(uintptr_t)&deep_stack[4];
+    uint64_t hi = (uint64_t)(uintptr_t)&deep_stack[DEEP_WORDS];
+    const uint64_t chain[] = {PERF_CONTEXT_KERNEL, 0xffffffff81000010u, 0xffffffff81000020u,
+                              0xffffffff81000030u};
+    struct ospd_perf_record p = {
+        .kind = OSPD_PERF_SAMPLE,
+        .has_regs = true,
+        .regs = {[OSPD_REG_FP] = sp, [OSPD_REG_SP] = sp, [OSPD_REG_PC] = 0x8010},
+        .stack = (const uint8_t *)&deep_stack[4],
+        .stack_size = hi - sp,
+        .kernel = (const uint8_t *)chain,
+        .kernel_count = 4};
+    struct walked shim = {0}, perf = {0};
+    struct osp__regs regs = {.pc = 0x8010, .sp = sp, .fp = sp, .lr = 0};
+    osp__unwind_set_tables(NULL, 0);
+    shim.depth = osp__unwind_why(&regs, 1, sp, hi, shim.pcs, OSP_MAX_DEPTH - 3, &shim.stop);
+    perf.depth = ospd_perf_stack(NULL, 0, &p, true, perf.pcs, &perf.stop);
+    ck_assert_uint_eq(perf.depth, OSP_MAX_DEPTH);
+    ck_assert_int_eq(perf.stop, OSP_UNWIND_OUTERMOST);
+    for (uint32_t i = 0; i < 3; i++)
+        ck_assert_uint_eq(perf.pcs[i], chain[i + 1]);
+    ck_assert_uint_eq(shim.depth, OSP_MAX_DEPTH - 3);
+    for (uint32_t i = 0; i < shim.depth; i++)
+        ck_assert_uint_eq(perf.pcs[3 + i], shim.pcs[i]);
+    const uint32_t marker = OSP_MAX_DEPTH - 1 - OSP_UNWIND_OUTER_FRAMES;
+    ck_assert_uint_eq(osp_unwind_left_out_count(perf.pcs[marker]), 300 - (OSP_MAX_DEPTH - 4));
+    ck_assert_uint_eq(perf.pcs[OSP_MAX_DEPTH - 1], 0x10000 + 16 * 299);
+    /* No kernel frames: the record holds the whole walk, as the attach's walk keeps it. */
+    struct walked site = {0};
+    site.depth = ospd_perf_stack(NULL, 0, &p, false, site.pcs, &site.stop);
+    shim.depth = osp__unwind_why(&regs, 1, sp, hi, shim.pcs, OSP_MAX_DEPTH, &shim.stop);
+    expect_same(&shim, &site);
+    ck_assert_uint_eq(osp_unwind_left_out_count(site.pcs[marker]), 300 - (OSP_MAX_DEPTH - 1));
 }
 END_TEST
 
@@ -822,6 +872,7 @@ Suite *walks_suite(void)
     SUITE_CASE(s, "copies", 0, a_copy_is_held_until_its_rows_are_published,
                a_copy_that_filled_its_buffer_is_read_on_from_the_live_stack);
     SUITE_CASE(s, "deep", 0, a_stack_deeper_than_a_record_keeps_its_root);
+    SUITE_CASE(s, "deep perf sample", 0, a_deep_perf_sample_keeps_its_kernel_frames_and_its_root);
     SUITE_CASE(s, "register CFA", 0, a_cfa_in_another_register);
     SUITE_CASE(s, "CFA read from the frame", 0, a_cfa_read_from_the_frame);
     return s;
