@@ -122,17 +122,38 @@ char *ospx__json_quote(const char *text)
     return quoted;
 }
 
+/* Millions of numbers (the trace's samples and time deltas, every node's id): two digits per
+ * division, and the digits copied into the stream's buffer at once where it has room, as
+ * putc_unlocked stores one (glibc's FILE; elsewhere, or at the buffer's end, fwrite_unlocked).
+ * Per digit, a division and a putc_unlocked were 14% of `osprey report`'s instructions. */
 void ospx__put_uint(FILE *stream, uint64_t value)
 {
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                   "25262728293031323334353637383940414243444546474849"
+                                   "50515253545556575859606162636465666768697071727374"
+                                   "75767778798081828384858687888990919293949596979899";
     char digits[24];
-    size_t n = sizeof digits;
-    do {
-        digits[--n] = (char)('0' + value % 10);
-        value /= 10;
-    } while (value != 0);
-    /* putc_unlocked: one stream per writer, and the lock per call was most of the cost. */
-    for (; n < sizeof digits; n++)
-        putc_unlocked(digits[n], stream);
+    char *end = digits + sizeof digits, *at = end;
+    while (value >= 100) {
+        at -= 2;
+        memcpy(at, &pairs[2 * (value % 100)], 2);
+        value /= 100;
+    }
+    if (value >= 10) {
+        at -= 2;
+        memcpy(at, &pairs[2 * value], 2);
+    } else {
+        *--at = (char)('0' + value);
+    }
+    size_t length = (size_t)(end - at);
+#ifdef __GLIBC__
+    if ((size_t)(stream->_IO_write_end - stream->_IO_write_ptr) >= length) {
+        memcpy(stream->_IO_write_ptr, at, length);
+        stream->_IO_write_ptr += length;
+        return;
+    }
+#endif
+    fwrite_unlocked(at, 1, length, stream);
 }
 
 int ospx__write_json(json_t *root, const char *path, size_t flags, struct ospx_error *err)

@@ -104,14 +104,22 @@ uint32_t *ospx__script_ids(const struct ospx_model *model)
 
 void ospx__quoted_free(struct ospx__quoted_functions *quoted)
 {
-    for (size_t i = 0; i < quoted->count; i++) {
-        free(quoted->names[i]);
-        free(quoted->urls[i]);
-    }
-    free(quoted->names);
-    free(quoted->urls);
-    free(quoted->name_lengths);
-    free(quoted->url_lengths);
+    for (size_t i = 0; i < quoted->count; i++)
+        OSPC_FREE_ALL(quoted->names[i], quoted->urls[i], quoted->frames[i]);
+    OSPC_FREE_ALL(quoted->names, quoted->urls, quoted->frames, quoted->name_lengths,
+                  quoted->url_lengths, quoted->frame_lengths);
+}
+
+/* `value`'s decimal digits at `at`; returns their end. */
+static char *put_decimal(char *at, uint64_t value)
+{
+    char digits[24];
+    size_t n = sizeof digits;
+    do {
+        digits[--n] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    return mempcpy(at, digits + n, sizeof digits - n);
 }
 
 /* A node's callFrame. In a `.cpuprofile` the fields its readers need: `scriptId` a string ("0"
@@ -123,47 +131,63 @@ void ospx__quoted_free(struct ospx__quoted_functions *quoted)
  * ProfileChunk's nodes into a trace (`scriptId` a number, `url` and `lineNumber` only when
  * known, no column), which DevTools' trace model reads — 43 bytes less per node of an object
  * without line tables, a tenth of a trace's size. */
-void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
-                          const struct ospx__quoted_functions *quoted, const uint32_t *scripts,
+void ospx__put_call_frame(FILE *stream, const struct ospx__quoted_functions *quoted,
                           const struct ospx__node *node, const char *other_name, int in_trace)
 {
+    if (node->kind == OSPX_NODE_FUNCTION) {
+        fwrite_unlocked(quoted->frames[node->value], 1, quoted->frame_lengths[node->value], stream);
+        return;
+    }
     fputs_unlocked(",\"callFrame\":{\"functionName\":", stream);
-    if (node->kind != OSPX_NODE_FUNCTION) {
-        fputs_unlocked(other_name, stream);
-        fputs_unlocked(in_trace ? ",\"scriptId\":0}"
-                                : ",\"scriptId\":\"0\",\"url\":\"\",\"lineNumber\":-1}",
-                       stream);
-        return;
-    }
-    uint32_t f = node->value;
-    int line = model->functions[f].line - 1; /* 0-based; unknown (0) gives -1 */
-    fwrite_unlocked(quoted->names[f], 1, quoted->name_lengths[f], stream);
-    fputs_unlocked(in_trace ? ",\"scriptId\":" : ",\"scriptId\":\"", stream);
-    ospx__put_uint(stream, scripts[f]);
-    if (!in_trace || quoted->url_lengths[f] > 2) { /* "" is 2 bytes quoted */
-        fputs_unlocked(in_trace ? ",\"url\":" : "\",\"url\":", stream);
-        fwrite_unlocked(quoted->urls[f], 1, quoted->url_lengths[f], stream);
-    }
-    if (in_trace && line < 0) {
-        putc_unlocked('}', stream);
-        return;
-    }
-    fputs_unlocked(",\"lineNumber\":", stream);
-    if (line < 0)
-        putc_unlocked('-', stream);
-    ospx__put_uint(stream, line < 0 ? -(uint64_t)line : (uint64_t)line);
-    fputs_unlocked(in_trace || line < 0 ? "}" : ",\"columnNumber\":-1}", stream);
+    fputs_unlocked(other_name, stream);
+    fputs_unlocked(in_trace ? ",\"scriptId\":0}"
+                            : ",\"scriptId\":\"0\",\"url\":\"\",\"lineNumber\":-1}",
+                   stream);
 }
 
-int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_functions *quoted)
+/* Function f's callFrame text (see ospx__put_call_frame), malloc'd, its length in *length. */
+static char *format_call_frame(const struct ospx_model *model,
+                               const struct ospx__quoted_functions *quoted, const uint32_t *scripts,
+                               uint32_t f, int in_trace, size_t *length)
+{
+    char *text = malloc(quoted->name_lengths[f] + quoted->url_lengths[f] + 128), *at = text;
+    if (text == NULL)
+        return NULL;
+    int line = model->functions[f].line - 1; /* 0-based; unknown (0) gives -1 */
+    at = stpcpy(at, ",\"callFrame\":{\"functionName\":");
+    at = mempcpy(at, quoted->names[f], quoted->name_lengths[f]);
+    at = stpcpy(at, in_trace ? ",\"scriptId\":" : ",\"scriptId\":\"");
+    at = put_decimal(at, scripts[f]);
+    if (!in_trace || quoted->url_lengths[f] > 2) { /* "" is 2 bytes quoted */
+        at = stpcpy(at, in_trace ? ",\"url\":" : "\",\"url\":");
+        at = mempcpy(at, quoted->urls[f], quoted->url_lengths[f]);
+    }
+    if (in_trace && line < 0) {
+        at = stpcpy(at, "}");
+    } else {
+        at = stpcpy(at, ",\"lineNumber\":");
+        if (line < 0)
+            *at++ = '-';
+        at = put_decimal(at, line < 0 ? -(uint64_t)line : (uint64_t)line);
+        at = stpcpy(at, in_trace || line < 0 ? "}" : ",\"columnNumber\":-1}");
+    }
+    *length = (size_t)(at - text);
+    return text;
+}
+
+int ospx__quote_functions(const struct ospx_model *model, const uint32_t *scripts, int in_trace,
+                          struct ospx__quoted_functions *quoted)
 {
     quoted->count = 0;
     quoted->names = calloc(model->function_count + 1, sizeof *quoted->names);
     quoted->urls = calloc(model->function_count + 1, sizeof *quoted->urls);
+    quoted->frames = calloc(model->function_count + 1, sizeof *quoted->frames);
     quoted->name_lengths = calloc(model->function_count + 1, sizeof *quoted->name_lengths);
     quoted->url_lengths = calloc(model->function_count + 1, sizeof *quoted->url_lengths);
-    if (quoted->names == NULL || quoted->urls == NULL || quoted->name_lengths == NULL ||
-        quoted->url_lengths == NULL)
+    quoted->frame_lengths = calloc(model->function_count + 1, sizeof *quoted->frame_lengths);
+    if (quoted->names == NULL || quoted->urls == NULL || quoted->frames == NULL ||
+        quoted->name_lengths == NULL || quoted->url_lengths == NULL ||
+        quoted->frame_lengths == NULL)
         return -ENOMEM;
     for (; quoted->count < model->function_count; quoted->count++) {
         const struct ospx_function_stat *fn = &model->functions[quoted->count];
@@ -175,13 +199,19 @@ int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_fu
         }
         quoted->name_lengths[quoted->count] = strlen(quoted->names[quoted->count]);
         quoted->url_lengths[quoted->count] = strlen(quoted->urls[quoted->count]);
+        quoted->frames[quoted->count] =
+            format_call_frame(model, quoted, scripts, (uint32_t)quoted->count, in_trace,
+                              &quoted->frame_lengths[quoted->count]);
+        if (quoted->frames[quoted->count] == NULL) {
+            quoted->count++;
+            return -ENOMEM;
+        }
     }
     return 0;
 }
 
 static void write_node(FILE *stream, const struct ospx__tree *tree, const struct ospx__node *node,
-                       const struct ospx_model *model, const uint32_t *scripts,
-                       const struct ospx__quoted_functions *quoted)
+                       const struct ospx_model *model, const struct ospx__quoted_functions *quoted)
 {
     char fiber_name[512], *fiber_quoted = NULL;
     const char *name = "\"(root)\"";
@@ -194,7 +224,7 @@ static void write_node(FILE *stream, const struct ospx__tree *tree, const struct
     }
     fputs_unlocked("{\"id\":", stream);
     ospx__put_uint(stream, node->id);
-    ospx__put_call_frame(stream, model, quoted, scripts, node, name, 0);
+    ospx__put_call_frame(stream, quoted, node, name, 0);
     /* hitCount and children are optional in V8's ProfileNode: written when not 0 and not
      * empty, and the root's hitCount always (DevTools counts the samples instead when the
      * first node has none, which would make each node's hits its samples, not its periods). */
@@ -260,7 +290,7 @@ static int write_profile(FILE *stream, const struct ospx__tree *tree,
     const struct ospx_raw *raw = model->raw;
     struct ospx__quoted_functions quoted;
     uint32_t *by_id = malloc(tree->count * sizeof *by_id);
-    int rc = ospx__quote_functions(model, &quoted);
+    int rc = ospx__quote_functions(model, scripts, 0, &quoted);
     if (by_id == NULL || rc != 0) {
         free(by_id);
         ospx__quoted_free(&quoted);
@@ -272,7 +302,7 @@ static int write_profile(FILE *stream, const struct ospx__tree *tree,
     for (size_t i = 0; i < tree->count; i++) {
         if (i > 0)
             fputc(',', stream);
-        write_node(stream, tree, &tree->nodes[by_id[i]], model, scripts, &quoted);
+        write_node(stream, tree, &tree->nodes[by_id[i]], model, &quoted);
     }
     free(by_id);
     ospx__quoted_free(&quoted);

@@ -248,19 +248,21 @@ struct ospx__v8_tree {
 };
 int ospx__v8_tree_init(struct ospx__v8_tree *v8, const struct ospx_model *model);
 void ospx__v8_tree_free(struct ospx__v8_tree *v8);
-/* Quoted JSON strings per model function (name, file), made once: a function appears in many
- * nodes. ospx__quote_functions returns 0 or -ENOMEM; free with ospx__quoted_free either way. */
+/* Quoted JSON strings per model function (name, file), and its whole callFrame text (the
+ * `.cpuprofile`'s or the trace's form, with `scripts`' ids), made once: a function appears in
+ * many nodes, each of which copies it. ospx__quote_functions returns 0 or -ENOMEM; free with
+ * ospx__quoted_free either way. */
 struct ospx__quoted_functions {
-    char **names, **urls;
-    size_t *name_lengths, *url_lengths;
+    char **names, **urls, **frames;
+    size_t *name_lengths, *url_lengths, *frame_lengths;
     size_t count;
 };
-int ospx__quote_functions(const struct ospx_model *model, struct ospx__quoted_functions *quoted);
+int ospx__quote_functions(const struct ospx_model *model, const uint32_t *scripts, int in_trace,
+                          struct ospx__quoted_functions *quoted);
 /* `,"callFrame":{…}` of a V8 profile node: a function node's name, file (its url), scriptId
- * and 0-based line (-1 unknown); any other node's `other_name` (quoted) with no script. The
- * `.cpuprofile` and the trace write one per node. */
-void ospx__put_call_frame(FILE *stream, const struct ospx_model *model,
-                          const struct ospx__quoted_functions *quoted, const uint32_t *scripts,
+ * and 0-based line (-1 unknown), as ospx__quote_functions made it; any other node's
+ * `other_name` (quoted) with no script. The `.cpuprofile` and the trace write one per node. */
+void ospx__put_call_frame(FILE *stream, const struct ospx__quoted_functions *quoted,
                           const struct ospx__node *node, const char *other_name, int in_trace);
 void ospx__quoted_free(struct ospx__quoted_functions *quoted);
 

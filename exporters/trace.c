@@ -93,7 +93,6 @@ static void write_metadata(FILE *stream, const struct ospx_model *model)
  * each fiber's are as short as its subtree allows (the benchmark's trace 0.5 MB less than the
  * run's tree's numbers). */
 static void write_nodes(FILE *stream, const struct ospx__tree *tree, uint32_t fiber_node,
-                        const struct ospx_model *model, const uint32_t *scripts,
                         const struct ospx__quoted_functions *quoted, uint32_t *ids)
 {
     uint32_t *pending = malloc((tree->count + 1) * sizeof *pending);
@@ -108,7 +107,7 @@ static void write_nodes(FILE *stream, const struct ospx__tree *tree, uint32_t fi
         fputs_unlocked(next_id == 1 ? "{\"id\":" : ",{\"id\":", stream);
         ids[n] = next_id++;
         ospx__put_uint(stream, ids[n]);
-        ospx__put_call_frame(stream, model, quoted, scripts, node,
+        ospx__put_call_frame(stream, quoted, node,
                              node->kind == OSPX_NODE_WAITING ? "\"(idle)\"" : "\"(root)\"", 1);
         if (n != fiber_node) {
             fputs_unlocked(",\"parent\":", stream);
@@ -171,9 +170,8 @@ static size_t sample_points(const struct ospx_model *model, const size_t *order,
 }
 
 /* Thread t's Profile and ProfileChunk events. */
-static void write_samples(FILE *stream, const struct ospx_model *model, size_t t, uint64_t pid,
-                          const struct ospx__tree *tree, uint32_t fiber_node,
-                          const uint32_t *scripts, const struct ospx__quoted_functions *quoted,
+static void write_samples(FILE *stream, size_t t, uint64_t pid, const struct ospx__tree *tree,
+                          uint32_t fiber_node, const struct ospx__quoted_functions *quoted,
                           const struct point *points, size_t count, uint32_t *ids)
 {
     if (count == 0)
@@ -194,7 +192,7 @@ static void write_samples(FILE *stream, const struct ospx_model *model, size_t t
                 (unsigned long long)pid, t + 1, (unsigned long long)points[first].at_us, t + 1);
         if (first == 0) {
             fputs("\"nodes\":[", stream);
-            write_nodes(stream, tree, fiber_node, model, scripts, quoted, ids);
+            write_nodes(stream, tree, fiber_node, quoted, ids);
             fputs("],", stream);
         }
         fputs("\"samples\":[", stream);
@@ -347,8 +345,8 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
     for (size_t t = 0; rc == 0 && t < raw->thread_count; t++)
         most_rows = first[t + 1] - first[t] > most_rows ? first[t + 1] - first[t] : most_rows;
     struct point *points = malloc((2 * most_rows + 1) * sizeof *points);
-    struct ospx__quoted_functions quoted;
-    if (ospx__quote_functions(model, &quoted) != 0)
+    struct ospx__quoted_functions quoted = {0};
+    if (tree_rc != 0 || ospx__quote_functions(model, v8.scripts, 1, &quoted) != 0)
         rc = -ENOMEM;
     if (tree_rc != 0 || fiber_nodes == NULL || leaves == NULL || idle_nodes == NULL ||
         points == NULL || waits.text == NULL || waits.length == NULL || waits.site_length == NULL ||
@@ -404,8 +402,8 @@ int ospx_write_trace(const struct ospx_model *model, const char *path, struct os
                 uint64_t pid = trace_pid(raw, raw->threads[t].process);
                 size_t n = sample_points(model, order + first[t], first[t + 1] - first[t],
                                          leaves + first[t], idle_nodes[t], points);
-                write_samples(file.stream, model, t, pid, &v8.tree, fiber_nodes[t], v8.scripts,
-                              &quoted, points, n, ids);
+                write_samples(file.stream, t, pid, &v8.tree, fiber_nodes[t], &quoted, points, n,
+                              ids);
                 write_waits(file.stream, model, t, pid, &waits, v8.function_of, &quoted,
                             order + first[t], first[t + 1] - first[t]);
             }

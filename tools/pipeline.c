@@ -5,6 +5,7 @@
  * attaches. Nothing here changes the program's exit code: what fails is one warning line.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +37,24 @@ static FILE *run_report_stream(void)
 {
     return isatty(STDOUT_FILENO) ? stdout : stderr;
 }
+/* The post-processing allocates and frees tables of megabytes stage after stage (the call
+ * trees, each writer's sample orders and leaves, the outputs' buffers). glibc serves each
+ * with a fresh mmap and unmaps it when freed, so every stage faults its pages in again, and
+ * zeroes them: a third of the benchmark's page faults and a sixth of its CPU. This process
+ * ends once the outputs are written, so it keeps what it freed for the next stage instead:
+ * large blocks from the heap, which is never trimmed. */
+static void keep_freed_memory(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
+
 int osprey_post_process(const char *raw, const char *stem, const struct osprey_options *view,
                         const char *raw_written, int raw_replaced,
                         const struct osprey_more_raw *more, int no_outputs, int keep_better,
                         FILE *report, int *reported, char *message, size_t message_size)
 {
+    keep_freed_memory();
     int result = no_outputs ? 0 : osprey_make_parent_dirs(stem);
     if (result != 0) {
         snprintf(message, message_size, "%s: cannot create its directory: %s", stem,
