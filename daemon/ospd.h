@@ -175,6 +175,7 @@ struct ospd_wait_thread {
     uint32_t site_streak;  /* captures in a row, in blocks of their own, at that same site (<= 4) */
     uint64_t streak_block; /* the block the last of them fell in */
     uint32_t since_asked;  /* blocks since the thread was last asked for its site */
+    uint64_t from_ns;      /* its registration: the switches of its tid before are not its */
 };
 enum { OSPD_KSTATE_UNKNOWN = 0, OSPD_KSTATE_RUNNING, OSPD_KSTATE_BLOCKED, OSPD_KSTATE_PREEMPTED };
 
@@ -196,6 +197,8 @@ struct ospd_waits {
     uint64_t blocks;       /* blocks timed */
     /* The last instant the shim's handler found thread i blocked (its slot's capture_ns). */
     uint64_t (*capture_of)(void *ctx, uint32_t thread);
+    /* When thread i registered (its slot's registered_ns; 0: not known), with capture_ctx. */
+    uint64_t (*registered_of)(void *ctx, uint32_t thread);
     void *capture_ctx;
 };
 

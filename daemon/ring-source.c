@@ -538,6 +538,18 @@ static uint64_t capture_of(void *ctx, uint32_t thread)
     return atomic_load_explicit(&s->capture_ns, memory_order_relaxed);
 }
 
+/* waits.c: when the thread registered (its slot's registered_ns), read as its THREAD_START
+ * record is: its slot cannot have been handed to another registration yet (that waits until
+ * this thread's end is drained), and its generation is stored only after the record. */
+static uint64_t registered_of(void *ctx, uint32_t thread)
+{
+    struct ospd_daemon *d = ctx;
+    const struct ospd_thread *t = &d->collector.threads[thread];
+    if (d->slots == NULL || t->slot >= d->slot_count)
+        return 0;
+    return atomic_load_explicit(&slot_at(d, t->slot)->registered_ns, memory_order_relaxed);
+}
+
 static void ask_one(void *ctx, uint32_t thread)
 {
     struct ospd_daemon *d = ctx;
@@ -802,6 +814,7 @@ static int start(struct ospd_daemon *d, uv_loop_t *loop)
     }
     request_short_slice(program_nice); /* this thread only, now that the pool has its threads */
     d->collector.waits.capture_of = capture_of;
+    d->collector.waits.registered_of = registered_of;
     d->collector.waits.capture_ctx = d;
     for (int i = 0; i < d->switches.count; i++)
         if (uv_poll_init(d->loop, &d->switch_polls[i], d->switches.rings[i].fd) == 0) {

@@ -82,6 +82,7 @@ void ospd_waits_thread_started(struct ospd_collector *c, uint32_t thread)
     if (wt == NULL)
         return;
     wt->tid = c->threads[thread].tid;
+    wt->from_ns = w->registered_of != NULL ? w->registered_of(w->capture_ctx, thread) : 0;
     if ((thread + 1) * 2 > w->tid_cap) { /* keep the table at most half full */
         uint32_t cap = w->tid_cap ? w->tid_cap * 2 : 64;
         while ((thread + 1) * 2 > cap)
@@ -274,7 +275,9 @@ void ospd_waits_switch(struct ospd_collector *c, int32_t tid, uint64_t t_ns, boo
         return;
     uint32_t thread = (uint32_t)found;
     struct ospd_wait_thread *wt = thread_of(c, thread);
-    if (wt == NULL)
+    /* Before its registration the tid was the shim's, starting (the main thread's vfork of
+     * ospreyd and its reap, a later image's greeting), not the program's: no wait of its. */
+    if (wt == NULL || t_ns < wt->from_ns)
         return;
     if (!out) {
         if (wt->state == OSPD_KSTATE_BLOCKED) {

@@ -483,6 +483,11 @@ struct osp_slot {
      * stack (a SIGPROF of ours, SI_QUEUE) and knows the wake-up that follows for the
      * handler's. */
     _Atomic uint64_t capture_ns;
+    /* CLOCK_MONOTONIC at the thread's registration (relaxed: stored before its THREAD_START
+     * record, whose commit publishes it). The kernel's switch records of its tid from before
+     * are not its waits: ospreyd times them from here (for the main thread, the shim's own
+     * start came before: ospreyd's spawn, a greeting's answer). 0 from an older shim. */
+    _Atomic uint64_t registered_ns;
     /* --- written by ospreyd --- */
     alignas(OSP_RING_CACHE_LINE) _Atomic uint32_t signals_sent;
     _Atomic uint32_t drained_generation;

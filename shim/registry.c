@@ -437,6 +437,10 @@ int osp__registry_register(struct osp__registry *reg, int64_t fiber, const char 
     s->start_pc = 0;
     s->fiber_written = 0; /* a registration starts on the thread's own stack (fibers.c) */
     memset(s->fiber_names, 0, sizeof s->fiber_names);
+    /* Relaxed: the THREAD_START record's commit (release) publishes it to ospreyd, which
+     * counts the thread's waits from here. */
+    if (s->shared != NULL)
+        atomic_store_explicit(&s->shared->registered_ns, s->last_run_ns, memory_order_relaxed);
     emit_thread_start(reg, s);
     if (s->shared != NULL) {
         struct osp_slot *c = s->shared;

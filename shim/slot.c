@@ -182,8 +182,11 @@ static void emit_span(struct osp__event_ring *w, struct osp__slot *s, uint64_t e
     int captured = (s->wait_flags & OSP_SPAN_CAPTURED_START) != 0;
     /* A call that never blocked is no wait however long it took: under load a send preempted
      * in the middle lasted milliseconds, and as a long span it named the recv waits after it
-     * (a pingpong client beside two CPU hogs: 2-11% of its recv waits given to send). */
-    int blocked = captured || blocked_since_last(s);
+     * (a pingpong client beside two CPU hogs: 2-11% of its recv waits given to send). The
+     * switches are read for a captured wait too (it blocked the thread as well): skipped
+     * there, the next guarded call took that wait's block for its own. */
+    int switched = blocked_since_last(s);
+    int blocked = captured || switched;
     int is_short = !captured && (length < span_unit_ns() / 2 || !blocked);
     if (is_short && !short_span_due(s, hash, blocked ? length : 0))
         return;

@@ -11,7 +11,8 @@
 #   - the raw file says the waits were timed from the kernel's records;
 #   - pingpong (997 Hz, 10 kHz): at most 1% of the periods dropped, the on-CPU total within
 #     5% of the process's CPU time, and the client's waiting under recv_site (95% of it at
-#     least; its sends never block, and a send preempted in the middle is no wait).
+#     least, less its final pthread_join; its sends never block, and a send preempted in the
+#     middle is no wait).
 # Where the kernel refuses perf events to this user (perf_event_paranoid 3, a container), the
 # waits are the shim's own: only the join is checked and the test ends skipped (77), which in
 # CI is a failure.
@@ -203,8 +204,14 @@ for name in ["pingpong-997", "pingpong-10000"] if kernel else []:
     check(abs(on - cpu) <= 0.05 * cpu, "%s: %.3f s on the CPU recorded of %.3f s" % (name, on, cpu))
     main = [t for t in raw["threads"] if t["fiber"] == 0][0]["waited_ns"] / 1e9
     at_recv, _ = waited(name, "recv_site")
-    check(at_recv >= 0.95 * main, "%s: recv_site has %.3f s of the client's %.3f s waiting" %
-          (name, at_recv, main))
+    # Less its final pthread_join, a wait of its own at its own site: the echo thread, woken
+    # by the last byte, ends before it returns, 0.06-0.10 s beside 8 busy loops on 2 cores.
+    joined = sum(int(line.rsplit(" ", 1)[1]) for line in open("%s/%s.offcpu.folded" % (work, name))
+                 if any("pthread_join" in f or "clockjoin" in f
+                        for f in line.rsplit(" ", 1)[0].split(";"))) / raw["rate_hz"]
+    check(at_recv >= 0.95 * (main - joined),
+          "%s: recv_site has %.3f s of the client's %.3f s waiting (%.3f s in its final join)" %
+          (name, at_recv, main, joined))
 raw = load_raw(work + "/hotspot.raw.json")
 main = [i for i, t in enumerate(raw["threads"]) if t["fiber"] == 0]
 waited = periods(raw, lambda s: s[1] in main and waiting(s))

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "osp_core.h"
@@ -770,6 +771,19 @@ START_TEST(samples_go_to_the_slot_ring_with_their_weight)
 }
 END_TEST
 
+/* The registered thread's slot ring moved to a 4 KiB ring of the test's (its records read
+ * from the returned area, after the struct osp_slot); `saved` keeps the ring it had. */
+static uint8_t *slot_ring_of_the_test(struct osp__slot *s, struct osp__event_ring *saved)
+{
+    uint8_t *area = aligned_alloc(64, sizeof(struct osp_slot) + 4096);
+    ck_assert_ptr_nonnull(area);
+    memset(area, 0, sizeof(struct osp_slot) + 4096);
+    reg_ring.h->slot_ring_size = 4096;
+    *saved = s->ring;
+    osp__slot_ring_attach(&s->ring, reg_ring.h, (struct osp_slot *)area);
+    return area;
+}
+
 /* A fiber its runtime declared reaches the thread's ring as a FIBER record before the first
  * sample taken on it, once (not before each sample), and fiber 0 when the thread is back on its
  * own stack; never to a reader that did not ask for them (an older ospreyd rejects the type). */
@@ -777,11 +791,8 @@ START_TEST(fiber_records_precede_a_declared_fibers_samples)
 {
     ck_assert_int_eq(osp__registry_register(&reg, 0, "main"), 0);
     struct osp__slot *s = osp__tls_slot;
-    uint8_t *area = aligned_alloc(64, sizeof(struct osp_slot) + 4096);
-    memset(area, 0, sizeof(struct osp_slot) + 4096);
-    reg_ring.h->slot_ring_size = 4096;
-    struct osp__event_ring saved = s->ring;
-    osp__slot_ring_attach(&s->ring, reg_ring.h, (struct osp_slot *)area);
+    struct osp__event_ring saved;
+    uint8_t *area = slot_ring_of_the_test(s, &saved);
     static char stack[4096];
     s->fiber_lo = (uint64_t)(uintptr_t)stack;
     s->fiber_id = 7;
@@ -1326,6 +1337,87 @@ START_TEST(open_shared_takes_only_a_regular_file_of_ours)
 }
 END_TEST
 
+/* One guarded call of the program's, at one site: SLEEP_NS blocked in it (0: none), then SPIN_NS
+ * of running as the call goes on (a send preempted in the middle). */
+static __attribute__((noinline)) void guarded_call(struct osp__slot *s, long sleep_ns, long spin_ns)
+{
+    osp__guard_wait_begin(s, (const void *)guarded_call, 0);
+    struct timespec nap = {0, sleep_ns};
+    if (sleep_ns > 0)
+        nanosleep(&nap, NULL);
+    uint64_t until = osp__clock_ns(CLOCK_MONOTONIC) + (uint64_t)spin_ns;
+    while (osp__clock_ns(CLOCK_MONOTONIC) < until)
+        ;
+    osp__guard_wait_end(s);
+    __asm__ volatile("" ::: "memory"); /* not a tail call: the site stays on the stack */
+}
+
+/* Where ospreyd times the waits, a wait the handler captured blocked the thread too: a guarded
+ * call after it that never blocked (a send, 1 ms long as a loaded machine preempted it) is no
+ * wait. Its voluntary switches were not read for a captured wait's spans, and the call after
+ * took the captured wait's block for its own: written as a wait of a unit, its site named the
+ * short blocks after it (ospreyd gives a block no span covers the site of the span before). */
+START_TEST(a_guarded_call_after_a_captured_wait_counts_only_its_own_blocks)
+{
+    ck_assert_int_eq(osp__registry_register(&reg, 0, "main"), 0);
+    struct osp__slot *s = osp__tls_slot;
+    struct osp__event_ring saved;
+    uint8_t *area = slot_ring_of_the_test(s, &saved);
+    struct osp_slot *saved_shared = s->shared;
+    s->shared = (struct osp_slot *)area; /* the slot's published state, beside its ring */
+    uint64_t saved_period = osp__period_ns;
+    osp__set_period(1000); /* a unit of 1 ms: a span of 0.5 ms or more is a long one */
+    atomic_store(&reg_ring.h->signals_paused, 1u); /* no timer of ours armed here */
+    atomic_store(&reg_ring.h->daemon_state, (uint32_t)OSP_DAEMON_ATTACHED);
+    atomic_store(&reg_ring.h->kernel_waits_ns, (uint64_t)1);
+    atomic_store(&osp__switches_on, 1);
+    osp__header = reg_ring.h;
+    const uint8_t *at = area + sizeof(struct osp_slot);
+    const struct osp_rec_wait_span *span;
+
+    /* A call that blocked (its span), one that did not (its site new: a span all the same),
+     * then a wait elsewhere that the handler captures, then a call at the first site that does
+     * not block but lasts 1 ms. */
+    long sleeps[4] = {2000000, 0, 0, 0}, spins[4] = {0, 0, 0, 1000000};
+    for (int i = 0; i < 4; i++) {
+        if (i == 2) {
+            uint64_t pcs[1] = {0x40};
+            osp__wait_captured(s, osp__clock_ns(CLOCK_MONOTONIC), pcs, 1);
+            struct timespec nap = {0, 1000000};
+            nanosleep(&nap, NULL);
+            continue;
+        }
+        guarded_call(s, sleeps[i], spins[i]);
+        if (i < 2) {
+            span = (const void *)at;
+            ck_assert_uint_eq(span->h.type, OSP_REC_WAIT_SPAN);
+            ck_assert_uint_eq(span->flags, OSP_SPAN_GUARDED);
+            at += span->h.size;
+        }
+    }
+    /* The capture, as it happened and as it closed when the next call began. */
+    span = (const void *)at;
+    ck_assert_uint_eq(span->flags, OSP_SPAN_CAPTURED_START);
+    ck_assert_uint_eq(span->end_ns, span->t_ns);
+    at += span->h.size;
+    span = (const void *)at;
+    ck_assert_uint_eq(span->flags, OSP_SPAN_CAPTURED_START);
+    ck_assert_uint_gt(span->end_ns, span->t_ns);
+    at += span->h.size;
+    /* And nothing of the call that did not block. */
+    ck_assert_uint_eq(osp_index_load_own(&s->shared->head),
+                      (uint64_t)(at - (area + sizeof(struct osp_slot))));
+
+    osp__header = NULL;
+    atomic_store(&osp__switches_on, 0);
+    osp__period_ns = saved_period;
+    s->ring = saved;
+    s->shared = saved_shared;
+    free(area);
+    osp__registry_unregister(&reg);
+}
+END_TEST
+
 Suite *shim_suite(void)
 {
     Suite *s = suite_create("shim");
@@ -1348,7 +1440,8 @@ Suite *shim_suite(void)
         registry_renames_only_automatic_registrations,
         registry_gives_concurrent_threads_distinct_slots_up_to_capacity,
         samples_go_to_the_slot_ring_with_their_weight,
-        fiber_records_precede_a_declared_fibers_samples, samples_stop_short_of_a_full_event_ring);
+        fiber_records_precede_a_declared_fibers_samples, samples_stop_short_of_a_full_event_ring,
+        a_guarded_call_after_a_captured_wait_counts_only_its_own_blocks);
     tcase_add_checked_fixture(registry, registry_setup, registry_teardown);
     TCase *parsers = SUITE_CASE(
         s, "parsers", 0, rate_is_clamped_and_defaults, per_pid_path_inserts_before_extension,

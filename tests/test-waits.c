@@ -258,6 +258,36 @@ START_TEST(what_refused_the_switch_records)
 }
 END_TEST
 
+/* The main thread's tid, before it registered, was the shim's own start: its vfork of ospreyd
+ * and the reap of that short-lived child blocked it (0.10-0.30 s beside 8 busy loops on 2
+ * cores), and those blocks, with no span before them, went to whatever stack came next or to
+ * none. A thread's waits count from its registration. */
+static uint64_t registered_at_50_ms(void *ctx, uint32_t thread)
+{
+    (void)ctx;
+    (void)thread;
+    return 50 * MS;
+}
+START_TEST(the_shims_start_before_the_registration_is_no_wait)
+{
+    c.waits.registered_of = registered_at_50_ms;
+    ospd_waits_thread_started(&c, 0);
+    block(&c, 100, 10 * MS, 40 * MS); /* the vfork of ospreyd */
+    block(&c, 100, 41 * MS, 48 * MS); /* the reap of its child */
+    ospd_waits_switch(&c, 100, 49 * MS, true, true);
+    ospd_waits_switch(&c, 100, 49 * MS + 200 * US, false, false);
+    /* Registered at 50 ms; the program's first wait, a guarded call. */
+    ospd_waits_span(&c, 0, 60 * MS, 80 * MS, OSP_SPAN_GUARDED, 5);
+    block(&c, 100, 61 * MS, 79 * MS);
+    ospd_waits_resolve(&c, 100 * MS, true);
+    ck_assert_uint_eq(waited(&c, 0, 5), 18);
+    ck_assert_uint_eq(waited(&c, 0, -1), 18);
+    ck_assert_uint_eq(c.waits.by_thread[0].waited_ns, 18 * MS);
+    ck_assert_uint_eq(c.waits.by_thread[0].preempted_ns, 0);
+    ck_assert_uint_eq(c.waits.unattributed, 0);
+}
+END_TEST
+
 Suite *waits_suite(void)
 {
     Suite *s = suite_create("waits");
@@ -265,7 +295,8 @@ Suite *waits_suite(void)
         s, "waits", 0, each_block_at_the_span_over_it, the_handlers_wake_up_does_not_end_a_wait,
         a_wake_up_of_the_programs_own_ends_it, preempted_time_is_no_wait,
         short_blocks_add_up_and_stay_bounded, a_streak_asks_less_but_a_long_wait_is_asked,
-        what_refused_the_switch_records, naps_after_the_exit_record_are_no_wait);
+        what_refused_the_switch_records, naps_after_the_exit_record_are_no_wait,
+        the_shims_start_before_the_registration_is_no_wait);
     tcase_add_checked_fixture(one, one_thread, collector_free);
     TCase *two = SUITE_CASE(s, "two threads", 0, two_threads_keep_their_own_waits,
                             waits_end_at_the_exit_record);
