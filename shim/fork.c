@@ -20,9 +20,10 @@
 /* In a forked child, before fork returns: a profile of its own, started as boot starts one
  * (osp__profile_start), from what boot read and decided; the images are the parent's at the
  * fork, the unwind tables the parent's (still mapped: the address space is the same), the
- * thread the one that forked, under its name. Its collector is started by the parent's,
- * greeted with the ring; when that one cannot be reached or does not answer (spawn.c), one is
- * started as boot starts one. */
+ * thread the one that forked, under its name. Its collector is started by the one greeted
+ * with the ring (`parent_ring`: the parent's, or where that has not attached, the one the
+ * parent greeted, osp__fork_greets; the parent's, `own_ring`, when that one is gone); when
+ * none can be reached or answers (spawn.c), one is started as boot starts one. */
 static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t stop_at_ns,
                         const char *parent_ring, int parent_attached, const char *own_ring,
                         int own_attached)
@@ -44,14 +45,21 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
         return;
     }
     long greeting = osp__greeting_connect(parent_ring);
-    /* That collector gone already (its program ended at once, as daemon(3)'s caller does):
-     * the parent's own socket, as before, whose greetings its parent's collector takes when
-     * the parent ends having recorded nothing (daemon/forks.c). */
-    if (greeting < 0 && greeting != -EPERM && strcmp(parent_ring, own_ring) != 0) {
+    /* That collector gone already (its program ended at once, as daemon(3)'s caller does), or
+     * of another user's (this process changed its user): the parent's own socket, as before,
+     * whose greetings its parent's collector takes when the parent ends having recorded
+     * nothing (daemon/forks.c), and whose collector names a child of another user's. */
+    if (greeting < 0 && strcmp(parent_ring, own_ring) != 0) {
         parent_ring = own_ring;
         parent_attached = own_attached;
         greeting = osp__greeting_connect(parent_ring);
     }
+    /* A child in another session than the run's (a daemon: its parent called setsid) cannot
+     * start a collector of its own (start.c): it never gives up at the fork on a collector
+     * still starting, whose answer comes once it has (its socket queues the greeting), but
+     * looks for it later, as where that collector had attached. */
+    if (osp__boot_session > 0 && getsid(0) != osp__boot_session)
+        parent_attached = 1;
     if (greeting == -EPERM) { /* its parent's collector names it */
         pthread_mutex_unlock(&osp__images_lock);
         return;
