@@ -67,14 +67,18 @@ extern char **environ;
  * more on a loaded machine): one that has not come in this long will not (a process stopped
  * or killed between the two). */
 #define GREETING_MS 1000
-/* At the end, what a connection just accepted still waits for its greeting. */
-#define GREETING_END_MS 20
+/* At the end, what a connection just accepted still waits for its greeting: a child connects
+ * first and makes its ring, then greets (more than 20 ms at load 30 on 2 cores, a daemon's
+ * grandchild whose program ended at once). */
+#define GREETING_END_MS 250
 /* At the end, what a greeting answered still waits for its confirm. A forked child confirms
  * at its first sample, its first guarded wait, its exec or its exit (shim/README.md, "The
  * collector's answer"), not at the fork: a millisecond of its CPU, more when it waits for a
  * CPU on a loaded machine (a daemon's grandchild, whose middle process ended the run,
- * confirmed after more than 20 ms in 1 run of 7 at load 6 on 2 cores). */
-#define CONFIRM_END_MS 100
+ * confirmed after more than 20 ms in 1 run of 7 at load 6 on 2 cores, after more than 100 ms
+ * at load 30). As long as the confirm has while the collector runs: a child that confirms
+ * ends the wait at once, and only one that neither samples, waits nor ends costs it all. */
+#define CONFIRM_END_MS GREETING_MS
 
 /* A greeting taken, its collector not started yet. */
 struct pending {

@@ -21,14 +21,23 @@
 
 static char root_entry[48], last_entry[48]; /* static: still there in a forked child */
 static char greet_entry[48 + OSP_RING_NAME_SIZE];
+static char greet_ring[OSP_RING_NAME_SIZE];
 static long root_kept;
 
 void osp__greet_set(const char *ring)
 {
     greet_entry[0] = '\0';
-    if (ring != NULL && ring[0] != '\0')
+    greet_ring[0] = '\0';
+    if (ring != NULL && ring[0] != '\0') {
         snprintf(greet_entry, sizeof greet_entry, "OSPREY_PROFILE_GREET=%u:%s", (unsigned)getuid(),
                  ring);
+        snprintf(greet_ring, sizeof greet_ring, "%s", ring);
+    }
+}
+
+const char *osp__greet_ring(void)
+{
+    return greet_ring[0] != '\0' ? greet_ring : NULL;
 }
 
 /* Is the greeting entry handed on? Whenever there is one: this image's own collector, a

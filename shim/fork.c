@@ -7,22 +7,26 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "osp_base.h"
 #include "osp_boot.h"
 #include "osp_core.h"
+#include "osp_policy.h"
 #include "osp_unwind.h"
 
 /* In a forked child, before fork returns: a profile of its own, started as boot starts one
  * (osp__profile_start), from what boot read and decided; the images are the parent's at the
  * fork, the unwind tables the parent's (still mapped: the address space is the same), the
- * thread the one that forked, under its name. Its collector is started by the parent's,
- * greeted with the ring; when that one cannot be reached or does not answer (spawn.c), one is
- * started as boot starts one. */
+ * thread the one that forked, under its name. Its collector is started by the one greeted
+ * with the ring (`parent_ring`: the parent's, or where that has not attached, the one the
+ * parent greeted, osp__fork_greets; the parent's, `own_ring`, when that one is gone); when
+ * none can be reached or answers (spawn.c), one is started as boot starts one. */
 static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t stop_at_ns,
-                        const char *parent_ring, int parent_attached)
+                        const char *parent_ring, int parent_attached, const char *own_ring,
+                        int own_attached)
 {
     pid_t pid = getpid();
     /* A thread of the parent's that held this lock at the fork was reading the loaded objects
@@ -41,6 +45,21 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
         return;
     }
     long greeting = osp__greeting_connect(parent_ring);
+    /* That collector gone already (its program ended at once, as daemon(3)'s caller does), or
+     * of another user's (this process changed its user): the parent's own socket, as before,
+     * whose greetings its parent's collector takes when the parent ends having recorded
+     * nothing (daemon/forks.c), and whose collector names a child of another user's. */
+    if (greeting < 0 && strcmp(parent_ring, own_ring) != 0) {
+        parent_ring = own_ring;
+        parent_attached = own_attached;
+        greeting = osp__greeting_connect(parent_ring);
+    }
+    /* A child in another session than the run's (a daemon: its parent called setsid) cannot
+     * start a collector of its own (start.c): it never gives up at the fork on a collector
+     * still starting, whose answer comes once it has (its socket queues the greeting), but
+     * looks for it later, as where that collector had attached. */
+    if (osp__boot_session > 0 && getsid(0) != osp__boot_session)
+        parent_attached = 1;
     if (greeting == -EPERM) { /* its parent's collector names it */
         pthread_mutex_unlock(&osp__images_lock);
         return;
@@ -82,9 +101,9 @@ static void fork_child(int allowed)
     uint64_t stop_at_ns = osp__ring_header != NULL ? osp__ring_header->stop_at_ns : 0;
     /* Acquire: pairs with ospreyd's release store. A collector still starting answers only
      * once it has: the child waits for it at the fork, as its image would at boot. */
-    int parent_attached = osp__ring_header != NULL &&
-                          atomic_load_explicit(&osp__ring_header->daemon_state,
-                                               memory_order_acquire) == OSP_DAEMON_ATTACHED;
+    int own_attached = osp__ring_header != NULL &&
+                       atomic_load_explicit(&osp__ring_header->daemon_state,
+                                            memory_order_acquire) == OSP_DAEMON_ATTACHED;
     int64_t fiber = 0;
     char label[OSP_MAX_LABEL + 1] = "main";
     struct osp__slot *self = osp__tls_slot;
@@ -92,8 +111,14 @@ static void fork_child(int allowed)
         fiber = self->fiber;
         snprintf(label, sizeof label, "%s", self->label);
     }
-    char parent_ring[OSP_RING_NAME_SIZE];
-    snprintf(parent_ring, sizeof parent_ring, "%s", osp__shm_name);
+    /* A parent whose own collector has not attached, having greeted its parent's (a forked
+     * child itself), has its children greet that one: a daemon's middle process forks and
+     * ends at once, and its own collector never starts (osp__fork_greets). */
+    int parent_attached = 0;
+    char parent_ring[OSP_RING_NAME_SIZE], own_ring[OSP_RING_NAME_SIZE];
+    snprintf(own_ring, sizeof own_ring, "%s", osp__shm_name);
+    snprintf(parent_ring, sizeof parent_ring, "%s",
+             osp__fork_greets(own_ring, own_attached, osp__greet_ring(), &parent_attached));
     atomic_store_explicit(&osp__active_flag, 0, memory_order_relaxed);
     atomic_store_explicit(&osp__registry_ready, 0, memory_order_relaxed);
     osp__tls_slot = NULL;
@@ -119,7 +144,8 @@ static void fork_child(int allowed)
     osp__handover_close();
     osp__kernel_waits_off(); /* the parent's */
     if (profiled)
-        boot_forked(parent, fiber, label, stop_at_ns, parent_ring, parent_attached);
+        boot_forked(parent, fiber, label, stop_at_ns, parent_ring, parent_attached, own_ring,
+                    own_attached);
 }
 
 /* pthread_atfork child. */

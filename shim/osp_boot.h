@@ -60,6 +60,9 @@ void osp__bookkeeping_set(long root_pid, long last_pid);
 /* The collector a new image started from here greets (OSPREY_PROFILE_GREET): the one listening
  * on the forks socket of ring `ring`; NULL or "": none, the new image starts its own. */
 void osp__greet_set(const char *ring);
+/* The ring whose collector osp__greet_set named (the forks socket a new image greets), or NULL.
+ * Async-signal-safe. */
+const char *osp__greet_ring(void);
 /* Processes that escape the profile (OSP_REC_ESCAPED): whether this image was preloaded (set
  * at boot), why a new image with environment `envp` would run unprofiled (enum osp_escape, 0
  * when it would not), and the record that says so, for `pid` running `path` (NULL: unknown).

@@ -1,8 +1,8 @@
 /* osp_policy.h — layer 2 of the shim (see osp_base.h for the list): the sampling policy, as
  * pure functions of their arguments (policy.c). What rate a run samples at, how many sampling
  * periods of CPU time a running instant pays for, how many periods a wait is worth, and when
- * a thread's next sample is due. No state, no system call: unit-tested case by case
- * (tests/test-shim.c). Uses nothing of the shim's.
+ * a thread's next sample is due; which collector a forked child greets. No state, no system call:
+ * unit-tested case by case (tests/test-shim.c). Uses nothing of the shim's.
  */
 #ifndef OSP_POLICY_H
 #define OSP_POLICY_H
@@ -80,5 +80,15 @@ uint32_t osp__wait_weight_carry(uint64_t t0_ns, uint64_t t1_ns, uint64_t cpu0_ns
  * alternating between two sites to one of them), a wait of a period or more weighs one at
  * least, and most short waits weigh 0 and need no stack. Async-signal-safe. */
 uint32_t osp__call_wait_weight(uint64_t length_ns, uint64_t period_ns, uint64_t *until_ns);
+
+/* Which collector a forked child greets (shim/README.md, "Forked children"): the one whose ring
+ * is `own` (its parent's) once that has attached (`own_attached`), or where the parent greeted
+ * no other (`greeted`, the ring whose collector the parent's new images greet, NULL or `own`);
+ * else `greeted`, the collector that took the parent's own greeting, which answers: a daemon's
+ * grandchild, forked by a middle process whose collector has not started and never will (it
+ * ends at once), is not left to that process's socket. *attached: whether the collector chosen
+ * answers now (the child's answer is then looked for later, not waited for at the fork).
+ * Async-signal-safe. */
+const char *osp__fork_greets(const char *own, int own_attached, const char *greeted, int *attached);
 
 #endif /* OSP_POLICY_H */

@@ -4,11 +4,12 @@
  * rule that turns the CPU time a thread used into weighted ON_CPU samples (perf's cpu-clock
  * counting: one sample per period of the thread's CPU time, paid when the thread is found
  * running), the weight of a wait, and when the next sample of a thread with a given share of
- * a CPU will be due. Every function here is async-signal-safe (arithmetic only) except
- * osp__parse_rate.
+ * a CPU will be due; and which collector a forked child greets. Every function here is
+ * async-signal-safe (arithmetic only) except osp__parse_rate.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "osp_policy.h"
 
@@ -153,4 +154,17 @@ uint32_t osp__call_wait_weight(uint64_t length_ns, uint64_t period, uint64_t *un
     }
     *until_ns = period - past % period;
     return (uint32_t)(1 + past / period);
+}
+
+const char *osp__fork_greets(const char *own, int own_attached, const char *greeted, int *attached)
+{
+    /* A collector greeted answers: it took the parent's greeting (waited for at the parent's
+     * fork when it had not attached then, and answered), or the parent's own spawned one,
+     * which is `own`. */
+    if (own_attached || greeted == NULL || greeted[0] == '\0' || strcmp(greeted, own) == 0) {
+        *attached = own_attached;
+        return own;
+    }
+    *attached = 1;
+    return greeted;
 }

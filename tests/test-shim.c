@@ -1252,6 +1252,29 @@ START_TEST(call_wait_weight_samples_short_waits_by_their_length)
 }
 END_TEST
 
+/* A forked child greets its parent's collector once that has attached, or where the parent
+ * greeted no other; else the collector the parent greeted (a daemon's grandchild, whose middle
+ * process's collector never starts), whose answer it need not wait for. */
+START_TEST(fork_greets_the_collector_that_took_its_parent)
+{
+    int attached = -1;
+    /* The parent's own collector attached: its socket, answered later. */
+    ck_assert_str_eq(osp__fork_greets("/osprey-m", 1, "/osprey-p", &attached), "/osprey-m");
+    ck_assert_int_eq(attached, 1);
+    /* Not attached, the parent greeted its own parent's: that one, which answers. */
+    ck_assert_str_eq(osp__fork_greets("/osprey-m", 0, "/osprey-p", &attached), "/osprey-p");
+    ck_assert_int_eq(attached, 1);
+    /* Not attached, no other greeted (the run's first image, or a collector of its own still
+     * starting): its own socket, the answer waited for at the fork. */
+    ck_assert_str_eq(osp__fork_greets("/osprey-m", 0, NULL, &attached), "/osprey-m");
+    ck_assert_int_eq(attached, 0);
+    ck_assert_str_eq(osp__fork_greets("/osprey-m", 0, "", &attached), "/osprey-m");
+    ck_assert_int_eq(attached, 0);
+    ck_assert_str_eq(osp__fork_greets("/osprey-m", 0, "/osprey-m", &attached), "/osprey-m");
+    ck_assert_int_eq(attached, 0);
+}
+END_TEST
+
 START_TEST(cpu_share_and_period_of_rate)
 {
     ck_assert_uint_eq(osp__cpu_share(0, 0), 1024);          /* no time passed: a whole CPU */
@@ -1455,7 +1478,8 @@ Suite *shim_suite(void)
         wait_weight_is_wall_time_less_cpu_time_in_periods,
         wait_weight_carries_its_rounding_to_the_next_wait,
         call_wait_weight_samples_short_waits_by_their_length, cpu_share_and_period_of_rate,
-        open_shared_takes_only_a_regular_file_of_ours, stamp_scale_agrees_with_clock_monotonic);
+        open_shared_takes_only_a_regular_file_of_ours, stamp_scale_agrees_with_clock_monotonic,
+        fork_greets_the_collector_that_took_its_parent);
 #if defined(__x86_64__)
     tcase_add_test(parsers, context_at_a_rewound_syscall_is_blocked);
 #endif

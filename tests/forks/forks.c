@@ -23,6 +23,12 @@
  *   forks setsid    daemonizes with a double fork and setsid: the daemon says its pid at once,
  *                   burns 0.2 s in work_daemon and sleeps 30 s (the test kills it); the
  *                   parent ends once the middle process has.
+ *   forks daemons   daemonizes 4 times in a row, as daemon(3) with a double fork does: a child
+ *                   calls setsid, forks a grandchild and ends at once (by _exit, and every
+ *                   other time by the exit_group system call, no exit handler of any library
+ *                   run); each grandchild burns 0.1 s in work_daemon and says "daemon"; the
+ *                   parent burns 0.1 s in work_parent first and ends once every grandchild
+ *                   has said so (a pipe).
  *   forks setsid-worker  a worker as PostgreSQL forks its backends: it calls setsid, burns
  *                   1.5 s in work_b; the parent waits for it.
  *   forks setsid-orphan  a child calls setsid, says its pid, burns 0.3 s in work_daemon and
@@ -319,6 +325,42 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "daemons") == 0) {
+        int done[2];
+        if (pipe(done) != 0)
+            return 1;
+        work_parent(0.1);
+        for (int round = 0; round < 4; round++) {
+            pid_t middle = fork();
+            if (middle == 0) {
+                setsid();
+                if (fork() == 0) {
+                    close(done[0]);
+                    work_daemon(0.1);
+                    say("daemon");
+                    char byte = 'd';
+                    if (write(done[1], &byte, 1) != 1)
+                        _exit(1);
+                    exit(0);
+                }
+                if (round % 2 == 1)
+                    syscall(SYS_exit_group, 0);
+                _exit(0);
+            }
+            waitpid(middle, NULL, 0);
+        }
+        close(done[1]);
+        char byte;
+        for (int said = 0; said < 4;) {
+            ssize_t got = read(done[0], &byte, 1);
+            if (got == 1)
+                said++;
+            else if (got == 0 || errno != EINTR)
+                break;
+        }
+        say("parent");
+        return 0;
+    }
     if (argc == 2 && strcmp(argv[1], "setsid-worker") == 0) {
         pid_t worker = fork();
         if (worker == 0) {
@@ -384,8 +426,9 @@ int main(int argc, char **argv)
         say("parent");
         return 0;
     }
-    fprintf(stderr,
-            "usage: forks workers|prefork|orphan|daemon|many|lowfd|setuid|setsid|setsid-worker|"
-            "setsid-orphan|clone3|burn|escape\n");
+    fprintf(
+        stderr,
+        "usage: forks workers|prefork|orphan|daemon|daemons|many|lowfd|setuid|setsid|setsid-worker|"
+        "setsid-orphan|clone3|burn|escape\n");
     return 2;
 }
