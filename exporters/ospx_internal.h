@@ -430,6 +430,9 @@ void ospx__report_achieved_rate(FILE *out, size_t width, const struct ospx_model
 /* "kernel: N% of on-CPU time was inside system calls" and how to see their kernel frames, when a
  * profile without kernel frames spent that much there (report-notes.c). */
 void ospx__report_kernel_hint(FILE *out, size_t width, const struct ospx_model *model);
+/* 1 for an attach with perf events whose profile has no kernel frame: the kernel refused them
+ * (not root, kernel.perf_event_paranoid >= 2), and with them every sample inside the kernel. */
+int ospx__kernel_samples_withheld(const struct ospx_model *model);
 void ospx__report_names_hint(FILE *out, size_t width, const struct ospx_model *model,
                              const char *warn);
 
