@@ -588,8 +588,8 @@ void osp__registry_unregister(struct osp__registry *reg)
      * CPU time its timers had no chance to sample is paid (pay_rest) where the thread was last
      * seen running, its latest on-CPU sample's stack, as at the program's exit; its start
      * routine only when it has none. A worker that runs in bursts its timers seldom see
-     * (ffmpeg's slice threads under load: 9-35 periods each) had all of it as the start
-     * routine's own time, a frame that runs nothing itself (21% of ffmpeg's samples). */
+     * (ffmpeg's slice threads under load) had it as the start routine's own time, a frame
+     * that runs nothing itself; one its timers never saw at all still has it there. */
     if (!reg->stopped && s->shared != NULL) {
         uint64_t now = osp__clock_ns(CLOCK_MONOTONIC), cpu = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
         osp__close_wait(&s->ring, s, now, cpu);

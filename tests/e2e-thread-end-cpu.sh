@@ -2,9 +2,9 @@
 # End-to-end: a thread's CPU time its timers missed is paid at its end where it was last seen
 # running (its latest on-CPU sample's stack, as at the program's exit), not as its start
 # routine's own time. A worker that runs in bursts its timers seldom see (ffmpeg's slice
-# threads under load: 9-35 periods each) had it all on the start routine alone, a frame that
-# runs nothing itself: 21% of ffmpeg's samples at `libavutil.so.57+0x71440` where perf has
-# the work in libswscale. Here the worker spins 50 ms sampled (spin_seen), then 80 ms with
+# threads under load: 6-35 periods each) had it all on the start routine alone, a frame that
+# runs nothing itself: ffmpeg's `libavutil.so.57+0x71440` at 21% self where perf has the
+# work in libswscale (a thread with no sample at all still pays it there). Here the worker spins 50 ms sampled (spin_seen), then 80 ms with
 # SIGPROF blocked by the raw system call (spin_unseen: its timers fire, nothing is delivered)
 # and ends: those ~80 periods were the start routine's (`worker` alone, 76-80 before), now
 # spin_seen's stack's.
