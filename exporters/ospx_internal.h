@@ -137,9 +137,13 @@ struct ospx__span {
 struct ospx__spans {
     struct ospx__span *spans; /* sorted by start */
     size_t count;
+    /* An executable's entry point (e_entry of ET_EXEC, or of ET_DYN with PT_INTERP): the C
+     * runtime's `_start`, which a stripped executable keeps no symbol for; 0 for a library. */
+    uint64_t entry;
 };
-/* The function spans of the ELF object at `path` from its .eh_frame_hdr table: 0 (count 0
- * when the file is not there, not an ELF object this reads, or has no table) or -ENOMEM. */
+/* The function spans of the ELF object at `path` from its .eh_frame_hdr table, and its entry
+ * point if it is an executable: 0 (count 0 when the file is not there, not an ELF object this
+ * reads, or has no table) or -ENOMEM. */
 int ospx__spans_read(const char *path, struct ospx__spans *out);
 /* The span holding `address`, or NULL. */
 const struct ospx__span *ospx__spans_find(const struct ospx__spans *spans, uint64_t address);
@@ -428,6 +432,9 @@ void ospx__report_achieved_rate(FILE *out, size_t width, const struct ospx_model
 /* "kernel: N% of on-CPU time was inside system calls" and how to see their kernel frames, when a
  * profile without kernel frames spent that much there (report-notes.c). */
 void ospx__report_kernel_hint(FILE *out, size_t width, const struct ospx_model *model);
+/* 1 for an attach with perf events whose profile has no kernel frame: the kernel refused them
+ * (not root, kernel.perf_event_paranoid >= 2), and with them every sample inside the kernel. */
+int ospx__kernel_samples_withheld(const struct ospx_model *model);
 void ospx__report_names_hint(FILE *out, size_t width, const struct ospx_model *model,
                              const char *warn);
 

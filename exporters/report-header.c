@@ -275,14 +275,31 @@ void ospx__report_fibers(FILE *out, size_t width, const struct ospx_model *model
             ospx_text_columns(names[i]) > name_width ? ospx_text_columns(names[i]) : name_width;
     }
     int any_preempted = 0;
-    for (size_t i = 0; i < model->fiber_count; i++)
+    uint64_t any_waiting = 0;
+    for (size_t i = 0; i < model->fiber_count; i++) {
         any_preempted |= model->fibers[i].preempted > 0;
+        any_waiting += model->fibers[i].waiting;
+    }
+    /* An attach the kernel gave no frames of its own records no waits either: "waiting 0.0%"
+     * would read as a thread that never waited (an nginx worker attached by its own user:
+     * "running 100.0%", where root's attach of it waited 53.8%). */
+    int waits_unknown = any_waiting == 0 && ospx__kernel_samples_withheld(model);
     for (size_t i = 0; i < shown; i++) {
         const struct ospx_fiber_stat *fiber = sorted[i];
         uint64_t all = fiber->on_cpu + fiber->waiting;
         if (all == 0) {
             snprintf(line, sizeof line, "  %-*s  no samples",
                      (int)(name_width + strlen(names[i]) - ospx_text_columns(names[i])), names[i]);
+            ospx__emit(out, width, NULL, line);
+            continue;
+        }
+        if (waits_unknown) {
+            int length = snprintf(
+                line, sizeof line, "  %-*s  on-CPU samples only",
+                (int)(name_width + strlen(names[i]) - ospx_text_columns(names[i])), names[i]);
+            if (length > 0 && (size_t)length < sizeof line && ospx_text_columns(line) + 24 <= width)
+                snprintf(line + length, sizeof line - (size_t)length, "  (%llu samples)",
+                         (unsigned long long)fiber->on_cpu);
             ospx__emit(out, width, NULL, line);
             continue;
         }
@@ -320,6 +337,10 @@ void ospx__report_fibers(FILE *out, size_t width, const struct ospx_model *model
                  ospx__percent_of(waiting, on_cpu + waiting));
         ospx__emit(out, width, NULL, line);
     }
+    if (waits_unknown)
+        ospx__emit(out, width, NULL,
+                   "  waits: not recorded without the kernel's records (not root, "
+                   "perf_event_paranoid >= 2)");
     free(sorted);
 }
 

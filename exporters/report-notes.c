@@ -303,7 +303,7 @@ done:
  * kernel frame: the kernel left its frames out (not root, perf_event_paranoid >= 2), and with
  * them every sample that fell inside the kernel. The time in system calls is missing from the
  * profile then, not undercounted evenly (postgres attached as its own user: 52% of the rate). */
-static int kernel_samples_withheld(const struct ospx_model *model)
+int ospx__kernel_samples_withheld(const struct ospx_model *model)
 {
     if (model->raw->events_cpu_ns == 0 || model->symbols == NULL)
         return 0;
@@ -353,7 +353,7 @@ void ospx__report_achieved_rate(FILE *out, size_t width, const struct ospx_model
     /* With no on-CPU sample there is no share to hold. */
     snprintf(second, sizeof second, "CPU times undercount (%s measured)%s", measured,
              model->sampled_on_cpu > 0 ? "; shares hold" : "");
-    if (kernel_samples_withheld(model))
+    if (ospx__kernel_samples_withheld(model))
         snprintf(second, sizeof second,
                  "CPU times undercount (%s measured): the kernel gives an attach without its "
                  "frames (not root, kernel.perf_event_paranoid >= 2) no sample inside a system "

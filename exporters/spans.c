@@ -3,13 +3,16 @@
  * each FDE's start, the FDE its length. A stripped object's local functions have no symbol, but
  * every function the compiler emitted has an FDE (Debian builds with unwind tables on): their code
  * is named by the function's start (object+0xSTART) rather than by each pc, so a function's samples
- * add up to one row, as they do for named code. 64-bit little-endian objects (x86_64, arm64);
- * anything else, or a table this does not read, gives no spans. The file comes from a
- * profile: every offset is checked against its size.
+ * add up to one row, as they do for named code. An executable's entry point is its C runtime's
+ * `_start`, the outermost frame of every main thread's stack: the symbolizer names it so when
+ * no symbol does (a stripped program's stacks would end at `program+0xENTRY`). 64-bit little-endian
+ * objects (x86_64, arm64); anything else, or a table this does not read, gives no spans. The file
+ * comes from a profile: every offset is checked against its size.
  */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +198,13 @@ static int spans_of(const struct object *o, struct ospx__spans *out)
     if (rc != 0)
         return rc == -ENOMEM ? rc : 0;
     rc = spans_by_headers(o, ph, phnum, out);
+    /* A program's entry: an ET_EXEC object, or a PIE (ET_DYN asking for an interpreter); a
+     * library's e_entry is 0 or a function its symbols name. */
+    bool program = eh.e_type == ET_EXEC;
+    for (size_t i = 0; i < phnum && !program; i++)
+        program = ph[i].p_type == PT_INTERP;
+    if (rc == 0 && program)
+        out->entry = eh.e_entry;
     free(ph);
     return rc;
 }

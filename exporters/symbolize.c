@@ -474,6 +474,10 @@ static int build_stack(struct ospx__symbolizer *state, struct frame_table *table
                 named ? NULL : function_span(state, image, pc - raw->images[image].slide);
             snprintf(hex, sizeof hex, "%.256s+0x%" PRIx64, ospx__basename(image_path),
                      span != NULL ? span->start : address);
+            /* A stripped program's entry point: the C runtime's `_start`, as it is named where
+             * the symbols were kept (the root of every main thread's stack). */
+            if (span != NULL && span->start != 0 && span->start == state->work[image].spans.entry)
+                snprintf(hex, sizeof hex, "_start");
         } else if (stack->pcs[k] >> 63) { /* a kernel frame (an attach's), named as perf does */
             const char *kernel = kernel_name(raw, stack->pcs[k]);
             if (kernel != NULL)

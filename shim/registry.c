@@ -589,11 +589,16 @@ void osp__registry_unregister(struct osp__registry *reg)
     s->wall_timer = -1;
     altstack_give_back();
     /* The handler no longer runs for this slot: its ring and wait are ours to finish, and the
-     * CPU time its timers had no chance to sample is paid (pay_rest). */
+     * CPU time its timers had no chance to sample is paid (pay_rest) where the thread was last
+     * seen running, its latest on-CPU sample's stack, as at the program's exit; its start
+     * routine only when it has none. A worker that runs in bursts its timers seldom see
+     * (ffmpeg's slice threads under load) had it as the start routine's own time, a frame
+     * that runs nothing itself; one its timers never saw at all still has it there. */
     if (!reg->stopped && s->shared != NULL) {
         uint64_t now = osp__clock_ns(CLOCK_MONOTONIC), cpu = osp__clock_ns(CLOCK_THREAD_CPUTIME_ID);
         osp__close_wait(&s->ring, s, now, cpu);
-        pay_rest(s, now, cpu, NULL, 0, OSP_UNWIND_GO_ON);
+        pay_rest(s, now, cpu, s->sample_depth > 0 ? s->sample_pcs : NULL, s->sample_depth,
+                 s->sample_stop);
     }
 
     osp__mutex_lock(&reg->lock);

@@ -673,6 +673,24 @@ START_TEST(an_attach_without_kernel_frames_says_their_samples_are_missing)
 }
 END_TEST
 
+/* The same attach records no waits: its thread is not said to have waited 0.0% of the time
+ * (an nginx worker attached by its own user read "running 100.0%  waiting 0.0%", where root's
+ * attach of it waited 53.8%); an attach with the kernel's frames has its thread line as before. */
+START_TEST(an_attach_without_kernel_records_says_its_waits_are_not_recorded)
+{
+    char *text = attach_report("parse /w/pg.c");
+    line_has(text, "thread 0 (main)", "  thread 0 (main)  on-CPU samples only  (216 samples)");
+    line_has(text, "waits:",
+             "  waits: not recorded without the kernel's records (not root, perf_event_paranoid "
+             ">= 2)");
+    free(text);
+    text = attach_report("do_sys_poll - [kernel.kallsyms]");
+    ck_assert_ptr_nonnull(line_with(text, "running 100.0%"));
+    ck_assert_ptr_null(line_with(text, "waits: not recorded"));
+    free(text);
+}
+END_TEST
+
 /* A server whose five children each left its session (postgres calls setsid in every one):
  * three named, the other two counted, not left unsaid. */
 START_TEST(every_process_that_left_the_session_is_told)
@@ -1245,7 +1263,8 @@ Suite *report_suite(void)
         cut_stacks_name_every_object_and_process, cut_stacks_are_told_by_how_their_walks_ended,
         go_rust_and_coroutine_roots_are_roots,
         an_attach_without_kernel_frames_says_their_samples_are_missing,
-        every_process_that_left_the_session_is_told);
+        every_process_that_left_the_session_is_told,
+        an_attach_without_kernel_records_says_its_waits_are_not_recorded);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }

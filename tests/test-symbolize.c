@@ -922,6 +922,64 @@ START_TEST(test_split_debug_info)
 }
 END_TEST
 
+/* A stripped program (Debian's unbound, memcached): its entry point is the C runtime's
+ * `_start`, the outermost frame of its main thread, named so as an unstripped one is; its
+ * other local functions keep their starts, and a library's e_entry names nothing. */
+START_TEST(test_stripped_program_entry_is_start)
+{
+    struct fixture fixture;
+    fixture_open_real(&fixture);
+    char source[128], program[128], command[1024];
+    snprintf(source, sizeof source, "%s/entry.c", fixture.dir);
+    snprintf(program, sizeof program, "%s/entry", fixture.dir);
+    scratch_write(source, "static int __attribute__((noinline)) helper(int x) { return x * 3; }\n"
+                          "int main(int argc, char **argv) { (void)argv; return helper(argc); }\n");
+    snprintf(command, sizeof command,
+             "cd '%s' && cc -O1 -o entry entry.c && cp entry entry.unstripped && "
+             "strip --strip-all entry && cc -O1 -fPIC -shared -o libentry.so entry.c && "
+             "strip --strip-all libentry.so",
+             fixture.dir);
+    ck_assert_int_eq(system(command), 0);
+    snprintf(command, sizeof command, "readelf -h '%s' | awk '/Entry point/ { print $4 }'",
+             program);
+    char *entry_text = command_output(command);
+    uint64_t entry = strtoull(entry_text, NULL, 16);
+    free(entry_text);
+    snprintf(command, sizeof command, "%s.unstripped", program);
+    uint64_t helper = symbol_address(command, "helper");
+    ck_assert_uint_ne(entry, 0);
+    ck_assert_uint_ne(helper, 0);
+
+    uint64_t base = 0x555555554000ULL, library_base = 0x7f0000000000ULL;
+    struct test_raw test;
+    init_raw(&test, program);
+    add_image(&test, program, base, base, base, 0x100000, "x86_64");
+    char library[128];
+    snprintf(library, sizeof library, "%s/libentry.so", fixture.dir);
+    add_image(&test, library, library_base, library_base, library_base, 0x100000, "x86_64");
+    /* helper, then _start's return address from __libc_start_main's call: a caller's pc. */
+    uint64_t pcs[] = {base + helper + 1, base + entry + 0x10};
+    add_stack(&test, pcs, 2);
+    /* The library's own e_entry (0 for one built so) is no _start. */
+    snprintf(command, sizeof command, "readelf -h '%s' | awk '/Entry point/ { print $4 }'",
+             library);
+    entry_text = command_output(command);
+    uint64_t library_entry = strtoull(entry_text, NULL, 16);
+    free(entry_text);
+    uint64_t in_library[] = {library_base + library_entry + 1};
+    add_stack(&test, in_library, 1);
+    struct ospx_symbols symbols;
+    run_symbolize(&test, &fixture, &symbols);
+    char helper_name[64];
+    snprintf(helper_name, sizeof helper_name, "entry+0x%" PRIx64, helper);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->name, helper_name);
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->name, "_start");
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, program);
+    ck_assert_str_ne(frame_at(&symbols, 1, 0)->name, "_start");
+    fixture_and_symbols_close(&fixture, &symbols);
+}
+END_TEST
+
 /* The C library's internal functions, named from Debian's libc6-dbg through the build-id
  * tree in /usr/lib/debug. Skipped where that package is not installed. */
 START_TEST(test_libc_debug_by_build_id)
@@ -1421,6 +1479,6 @@ Suite *symbolize_suite(void)
                test_frames_left_out_marker);
     SUITE_CASE(s, "llvm-symbolizer", 120, test_real_llvm_symbolizer, test_split_debug_info,
                test_libc_debug_by_build_id, test_real_own_stack, test_real_unreadable_object,
-               test_real_vdso);
+               test_real_vdso, test_stripped_program_entry_is_start);
     return s;
 }
