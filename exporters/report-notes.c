@@ -372,27 +372,34 @@ static int frame_unnamed(const struct ospx_frame *frame)
             strncmp(frame->name + length, "+0x", 3) == 0);
 }
 
-/* When most of the CPU time is in code nothing named (stripped objects: Debian's gzip, git,
- * openssl) and no debuginfod server is set, one line says how to get the names: the objects'
- * -dbgsym packages, or DEBUGINFOD_URLS (llvm-symbolizer fetches debug information from it). */
+/* When most of the CPU time is in code nothing named, one line says how to get the names. In
+ * objects (stripped: Debian's gzip, git, openssl) with no debuginfod server set: the objects'
+ * -dbgsym packages, or DEBUGINFOD_URLS (llvm-symbolizer fetches debug information from it). In
+ * no object (a JIT's code: a JVM without a map, a runtime that wrote none) neither helps: the
+ * runtime's map for perf names it, so the line says how the common runtimes write one. */
 void ospx__report_names_hint(FILE *out, size_t width, const struct ospx_model *model,
                              const char *warn)
 {
-    const char *urls = getenv("DEBUGINFOD_URLS");
-    if (model->on_cpu_samples == 0 || (urls != NULL && urls[0] != '\0'))
+    if (model->on_cpu_samples == 0)
         return;
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    int debuginfod = urls != NULL && urls[0] != '\0';
     struct {
         const char *name;
         uint64_t self;
     } objects[3] = {{0}};
-    uint64_t unnamed = 0;
+    uint64_t unnamed = 0, in_no_object = 0;
     for (size_t i = 0; i < model->function_count; i++) {
         const struct ospx_function_stat *fn = &model->functions[i];
         const struct ospx_frame *frame = &model->symbols->frames[fn->frame];
         if (fn->self == 0 || !frame_unnamed(frame))
             continue;
-        unnamed += fn->self;
         const char *object = ospx__basename(frame->image);
+        if (object[0] == '\0')
+            in_no_object += fn->self;
+        else if (debuginfod)
+            continue; /* the server was asked: nothing more to say of objects */
+        unnamed += fn->self;
         size_t k = 0;
         while (k < 3 && objects[k].name != NULL && strcmp(objects[k].name, object) != 0)
             k++;
@@ -409,10 +416,14 @@ void ospx__report_names_hint(FILE *out, size_t width, const struct ospx_model *m
     for (size_t k = 0; k < 3 && objects[k].name != NULL && used > 0 && (size_t)used < sizeof line;
          k++)
         used += snprintf(line + used, sizeof line - (size_t)used, "%s%s", k == 0 ? " (" : ", ",
-                         objects[k].name[0] != '\0' ? objects[k].name : "no object");
+                         objects[k].name[0] != '\0' ? objects[k].name : "no object: a JIT's");
     if (objects[0].name != NULL && used > 0 && (size_t)used < sizeof line)
         snprintf(line + used, sizeof line - (size_t)used, ")");
-    ospx__emit_pair(out, width, warn, line, "install -dbgsym packages or set DEBUGINFOD_URLS");
+    const char *how = "install -dbgsym packages or set DEBUGINFOD_URLS";
+    if (2 * in_no_object >= unnamed)
+        how = "a JIT's code is named by the map its runtime writes for perf: java "
+              "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, node --perf-basic-prof";
+    ospx__emit_pair(out, width, warn, line, how);
 }
 
 /* 1 when the code at file offset `offset` of `path` just before pc is a system call

@@ -1219,6 +1219,44 @@ START_TEST(merged_processes_are_one_row_per_command)
 }
 END_TEST
 
+/* Most of the CPU time in code nothing named: in a stripped object the line asks for its
+ * -dbgsym package or a debuginfod server; in no object (a JIT's) for the runtime's map for perf,
+ * which a debuginfod server set does not replace. */
+static const char names_profile[] =
+    "rate 1000\nstart 0\nend 1000000000\n"
+    "frame main /w/w.c /w/demo\nframe 0x7f0000001234 - -\nframe demo+0x10 - /w/demo\n"
+    "process 42 /w/demo\nthread 0 main\n"
+    "stack 1 0\nstack 2 0\nstack 0\n"
+    "sample 1000 0 %d 0 60\nsample 2000 0 %d 0 30\nsample 3000 0 2 0 10\n";
+
+START_TEST(unnamed_code_in_no_object_asks_for_the_runtimes_map)
+{
+    char profile[sizeof names_profile + 16];
+    unsetenv("DEBUGINFOD_URLS");
+    snprintf(profile, sizeof profile, names_profile, 0, 1);
+    char *text = report_of(profile, 200);
+    HAS(text, "names: 90% of CPU time without symbols (no object: a JIT's, demo)",
+        "java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit");
+    LACKS(text, "dbgsym");
+    free(text);
+    setenv("DEBUGINFOD_URLS", "http://127.0.0.1:1", 1);
+    text = report_of(profile, 200);
+    HAS(text, "names: 60% of CPU time without symbols (no object: a JIT's)", "DumpPerfMapAtExit");
+    free(text);
+    /* A stripped object's code: the same line as before, and none with a server set. */
+    snprintf(profile, sizeof profile, names_profile, 1, 0);
+    text = report_of(profile, 200);
+    LACKS(text, "names:");
+    free(text);
+    unsetenv("DEBUGINFOD_URLS");
+    text = report_of(profile, 200);
+    HAS(text, "names: 90% of CPU time without symbols (demo, no object: a JIT's)",
+        "install -dbgsym packages or set DEBUGINFOD_URLS");
+    LACKS(text, "DumpPerfMapAtExit");
+    free(text);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
     Suite *s = suite_create("report");
@@ -1245,7 +1283,8 @@ Suite *report_suite(void)
         cut_stacks_name_every_object_and_process, cut_stacks_are_told_by_how_their_walks_ended,
         go_rust_and_coroutine_roots_are_roots,
         an_attach_without_kernel_frames_says_their_samples_are_missing,
-        every_process_that_left_the_session_is_told);
+        every_process_that_left_the_session_is_told,
+        unnamed_code_in_no_object_asks_for_the_runtimes_map);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
