@@ -419,10 +419,16 @@ void ospx__report_names_hint(FILE *out, size_t width, const struct ospx_model *m
                          objects[k].name[0] != '\0' ? objects[k].name : "no object: a JIT's");
     if (objects[0].name != NULL && used > 0 && (size_t)used < sizeof line)
         snprintf(line + used, sizeof line - (size_t)used, ")");
-    const char *how = "install -dbgsym packages or set DEBUGINFOD_URLS";
-    if (2 * in_no_object >= unnamed)
-        how = "a JIT's code is named by the map its runtime writes for perf: java "
-              "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, node --perf-basic-prof";
+    /* Each way named when its code holds a tenth of the unnamed time or more. */
+    char how[384] = "";
+    if (10 * (unnamed - in_no_object) >= unnamed)
+        snprintf(how, sizeof how, "install -dbgsym packages or set DEBUGINFOD_URLS");
+    if (10 * in_no_object >= unnamed)
+        snprintf(how + strlen(how), sizeof how - strlen(how),
+                 "%sa JIT's code is named by the map its runtime writes for perf (java "
+                 "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, erl +JPperf map, node "
+                 "--perf-basic-prof)",
+                 how[0] != '\0' ? "; " : "");
     ospx__emit_pair(out, width, warn, line, how);
 }
 
