@@ -158,7 +158,8 @@ static void append_tally(char *text, size_t size, int *n, const char *lead, stru
  * says when it had). Every object holding at least CUT_NAME percent of the cut samples is
  * named, and for a run of several processes every command; the note wraps rather than cut
  * them. Said when at least CUT_SAY of the on-CPU samples are cut; --inverted shows where. */
-#define CUT_SAY 1.0
+#define CUT_SAY     1.0
+#define JIT_CUT_SAY 5.0 /* percent of on-CPU samples cut in a JIT's code: say how to walk it */
 void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *model,
                              const char *warn)
 {
@@ -166,7 +167,7 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
     const struct ospx_symbols *sym = model->symbols;
     if (model->on_cpu_samples == 0 || sym == NULL)
         return;
-    uint64_t cut = 0, early = 0, by_end[OSP_UNWIND_STOP_COUNT] = {0};
+    uint64_t cut = 0, early = 0, in_jit = 0, by_end[OSP_UNWIND_STOP_COUNT] = {0};
     /* Per stack: 0 not looked at, 1 whole, 2 cut; and the weight of its cut samples. */
     unsigned char *seen = calloc(sym->stack_count ? sym->stack_count : 1, 1);
     unsigned char *root_known = calloc(sym->frame_count ? sym->frame_count : 1, 1);
@@ -229,6 +230,9 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         if (at == NULL)
             goto done;
         at->weight += stack_cut[st];
+        if ((outer->image[0] == '\0' && end != OSP_UNWIND_GUESSED) ||
+            strcmp(outer->image, "[jit]") == 0)
+            in_jit += stack_cut[st];
     }
     if (raw->process_count > 1)
         for (size_t p = 0; p < raw->process_count; p++) {
@@ -285,9 +289,16 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
                                   (double)process->unwind_ready_ns / 1e9);
             snprintf(window, sizeof window, " in the first %s,", duration);
         }
-        snprintf(second + n, size - (size_t)n,
-                 "; %.1f%% came%s before the unwind tables were ready", early_share, window);
+        n += snprintf(second + n, size - (size_t)n,
+                      "; %.1f%% came%s before the unwind tables were ready", early_share, window);
     }
+    /* A JIT's code has no unwind rows: its own frame pointers are the walk's way through it
+     * (a JVM's stacks, 43% cut without them, 1.9% with). */
+    if (100.0 * (double)in_jit / (double)model->on_cpu_samples >= JIT_CUT_SAY && n > 0 &&
+        (size_t)n < size)
+        snprintf(second + n, size - (size_t)n,
+                 "; a JIT's frames are walked through where it keeps frame pointers (java "
+                 "-XX:+PreserveFramePointer)");
     ospx__emit_pair(out, width, warn, first, second);
 done:
     free(second);

@@ -1268,6 +1268,35 @@ START_TEST(unnamed_code_in_no_object_asks_for_the_runtimes_map)
 }
 END_TEST
 
+/* Stacks cut in a JIT's code (in no object, or named by its map: "[jit]") say how the walk
+ * gets through it; cut elsewhere, or a frame-pointer guess's word, they do not. */
+START_TEST(stacks_cut_in_a_jits_code_say_how_to_walk_it)
+{
+    static const char profile[] =
+        "rate 1000\nstart 0\nend 1000000000\n"
+        "frame main /w/w.c /w/demo\nframe 0x7f0000001234 - -\nframe hot - [jit]\n"
+        "frame work /w/w.c /w/demo\n"
+        "process 42 /w/demo\nthread 0 main\n"
+        "stack 3 0\nstack_end 1\nstack 3 1\nstack_end %d\nstack 3 2\nstack_end 2\nstack 3\n"
+        "stack_end 2\n"
+        "sample 1000 0 0 0 80\nsample 2000 0 1 0 %d\nsample 3000 0 2 0 %d\n"
+        "sample 4000 0 3 0 %d\n";
+    char text[sizeof profile + 32];
+    snprintf(text, sizeof text, profile, 2, 10, 5, 5);
+    char *report = report_of(text, 200);
+    HAS(report, "they end in code in no object (a JIT's) 10.0%, [jit] 5.0%, demo 5.0%",
+        "a JIT's frames are walked through where it keeps frame pointers (java "
+        "-XX:+PreserveFramePointer)");
+    free(report);
+    /* Cut in the program's own code, and a guess that reached a word in no object: no hint. */
+    snprintf(text, sizeof text, profile, 5, 10, 0, 10);
+    report = report_of(text, 200);
+    HAS(report, "they end in an address a guess reached");
+    LACKS(report, "PreserveFramePointer");
+    free(report);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
     Suite *s = suite_create("report");
@@ -1295,7 +1324,8 @@ Suite *report_suite(void)
         go_rust_and_coroutine_roots_are_roots,
         an_attach_without_kernel_frames_says_their_samples_are_missing,
         every_process_that_left_the_session_is_told,
-        unnamed_code_in_no_object_asks_for_the_runtimes_map);
+        unnamed_code_in_no_object_asks_for_the_runtimes_map,
+        stacks_cut_in_a_jits_code_say_how_to_walk_it);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
