@@ -128,17 +128,5 @@ for c in "${cases[@]}"; do
     done
     continue
   fi
-  case $(id -u) in
-  0)
-    FIELD_OUT=$out/root bash "$here/run.sh" "$c" "$build" -- "${cmd[@]}" | sed 's/^/root   /'
-    bash "$here/check.sh" "$build" "$out/root/$c"
-    setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=/tmp FIELD_OUT="$out/nobody" \
-      bash "$here/run.sh" "$c" "$build" -- "${cmd[@]}" | sed 's/^/nobody /'
-    bash "$here/check.sh" "$build" "$out/nobody/$c"
-    ;;
-  *)
-    FIELD_OUT=$out/nobody bash "$here/run.sh" "$c" "$build" -- "${cmd[@]}"
-    bash "$here/check.sh" "$build" "$out/nobody/$c"
-    ;;
-  esac
+  bash "$here/both.sh" "$c" "$build" "$out" -- "${cmd[@]}"
 done
