@@ -693,7 +693,8 @@ END_TEST
 START_TEST(test_go_stack_switches_end_the_stack)
 {
     static const char *const switches[] = {"runtime.mcall", "runtime.systemstack.abi0",
-                                           "runtime.morestack.abi0"};
+                                           "runtime.morestack.abi0", "time.now",
+                                           "runtime.nanotime1.abi0"};
     for (size_t i = 0; i < sizeof switches / sizeof *switches; i++) {
         WITH_LIB_A();
         char rename[64];
