@@ -1,4 +1,4 @@
-{ Free Pascal: a sieve and a recursive fib, nested procedures. }
+{ Free Pascal: a sieve run SCALE times and a recursive fib; statically linked, so attached to. }
 program spin;
 uses SysUtils;
 var scale, i: longint; total: int64;
