@@ -1,6 +1,8 @@
 /* names.c — function names as their authors wrote them, and short for tables.
  *
- * Owns two rewrites of a symbolizer's demangled name. ospx__name_as_written: a Rust legacy
+ * Owns two rewrites of a symbolizer's demangled name. ospx__name_as_written: an OCaml native
+ * symbol as perf's demangler writes it (`camlStdlib__Hashtbl__find_996`:
+ * `Stdlib.Hashtbl.find_996`); a Rust legacy
  * symbol (`_ZN...17h<hash>E`) comes out of an Itanium demangler (llvm-symbolizer's) as
  * `rusty::main::_$u7b$$u7b$closure$u7d$$u7d$::h004013894672dc6a`; rustc's own demangler
  * (rustc-demangle) drops the hash and decodes the escapes: `rusty::main::{{closure}}`. This
@@ -112,9 +114,42 @@ static char *llvm_suffix(char *name)
     return p > at + strlen(" (.llvm.") && p[0] == ')' && p[1] == '\0' ? at : NULL;
 }
 
+/* ---- OCaml names ---- */
+
+/* An OCaml native symbol (`camlStdlib__Hashtbl__find_996`: "caml", the module path with "__"
+ * between its parts, the function and its stamp; other characters as "$XX" in hex) as perf's
+ * OCaml demangler writes it: `Stdlib.Hashtbl.find_996` (the stamp kept: it tells a closure from
+ * its function). Only a name of "caml", an upper-case letter and symbol characters after it:
+ * the runtime's C functions (`caml_c_call`) and C++ or Rust names are left as they are. */
+static bool ocaml_name_as_written(char *name)
+{
+    if (strncmp(name, "caml", 4) != 0 || !isupper((unsigned char)name[4]))
+        return false;
+    for (const char *p = name + 4; *p != '\0'; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '$')
+            return false;
+    char *out = name;
+    for (const char *in = name + 4; *in != '\0';) {
+        if (in[0] == '_' && in[1] == '_' && in[2] != '\0') {
+            *out++ = '.';
+            in += 2;
+        } else if (in[0] == '$' && isxdigit((unsigned char)in[1]) &&
+                   isxdigit((unsigned char)in[2])) {
+            char hex[3] = {in[1], in[2], '\0'};
+            char c = (char)strtoul(hex, NULL, 16);
+            *out++ = c != '\0' ? c : '?';
+            in += 3;
+        } else {
+            *out++ = *in++;
+        }
+    }
+    *out = '\0';
+    return true;
+}
+
 void ospx__name_as_written(char *name)
 {
-    if (name == NULL)
+    if (name == NULL || ocaml_name_as_written(name))
         return;
     /* rustc-demangle drops such a suffix with the hash: cut off here, put back if this is not a
      * Rust legacy name. */

@@ -158,7 +158,8 @@ static void append_tally(char *text, size_t size, int *n, const char *lead, stru
  * says when it had). Every object holding at least CUT_NAME percent of the cut samples is
  * named, and for a run of several processes every command; the note wraps rather than cut
  * them. Said when at least CUT_SAY of the on-CPU samples are cut; --inverted shows where. */
-#define CUT_SAY 1.0
+#define CUT_SAY     1.0
+#define JIT_CUT_SAY 5.0 /* percent of on-CPU samples cut in a JIT's code: say how to walk it */
 void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *model,
                              const char *warn)
 {
@@ -166,7 +167,7 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
     const struct ospx_symbols *sym = model->symbols;
     if (model->on_cpu_samples == 0 || sym == NULL)
         return;
-    uint64_t cut = 0, early = 0, by_end[OSP_UNWIND_STOP_COUNT] = {0};
+    uint64_t cut = 0, early = 0, in_jit = 0, by_end[OSP_UNWIND_STOP_COUNT] = {0};
     /* Per stack: 0 not looked at, 1 whole, 2 cut; and the weight of its cut samples. */
     unsigned char *seen = calloc(sym->stack_count ? sym->stack_count : 1, 1);
     unsigned char *root_known = calloc(sym->frame_count ? sym->frame_count : 1, 1);
@@ -229,6 +230,9 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
         if (at == NULL)
             goto done;
         at->weight += stack_cut[st];
+        if ((outer->image[0] == '\0' && end != OSP_UNWIND_GUESSED) ||
+            strcmp(outer->image, "[jit]") == 0)
+            in_jit += stack_cut[st];
     }
     if (raw->process_count > 1)
         for (size_t p = 0; p < raw->process_count; p++) {
@@ -285,9 +289,16 @@ void ospx__report_cut_stacks(FILE *out, size_t width, const struct ospx_model *m
                                   (double)process->unwind_ready_ns / 1e9);
             snprintf(window, sizeof window, " in the first %s,", duration);
         }
-        snprintf(second + n, size - (size_t)n,
-                 "; %.1f%% came%s before the unwind tables were ready", early_share, window);
+        n += snprintf(second + n, size - (size_t)n,
+                      "; %.1f%% came%s before the unwind tables were ready", early_share, window);
     }
+    /* A JIT's code has no unwind rows: its own frame pointers are the walk's way through it
+     * (a JVM's stacks, 43% cut without them, 1.9% with). */
+    if (100.0 * (double)in_jit / (double)model->on_cpu_samples >= JIT_CUT_SAY && n > 0 &&
+        (size_t)n < size)
+        snprintf(second + n, size - (size_t)n,
+                 "; a JIT's frames are walked through where it keeps frame pointers (java "
+                 "-XX:+PreserveFramePointer)");
     ospx__emit_pair(out, width, warn, first, second);
 done:
     free(second);
@@ -372,27 +383,34 @@ static int frame_unnamed(const struct ospx_frame *frame)
             strncmp(frame->name + length, "+0x", 3) == 0);
 }
 
-/* When most of the CPU time is in code nothing named (stripped objects: Debian's gzip, git,
- * openssl) and no debuginfod server is set, one line says how to get the names: the objects'
- * -dbgsym packages, or DEBUGINFOD_URLS (llvm-symbolizer fetches debug information from it). */
+/* When most of the CPU time is in code nothing named, one line says how to get the names. In
+ * objects (stripped: Debian's gzip, git, openssl) with no debuginfod server set: the objects'
+ * -dbgsym packages, or DEBUGINFOD_URLS (llvm-symbolizer fetches debug information from it). In
+ * no object (a JIT's code: a JVM without a map, a runtime that wrote none) neither helps: the
+ * runtime's map for perf names it, so the line says how the common runtimes write one. */
 void ospx__report_names_hint(FILE *out, size_t width, const struct ospx_model *model,
                              const char *warn)
 {
-    const char *urls = getenv("DEBUGINFOD_URLS");
-    if (model->on_cpu_samples == 0 || (urls != NULL && urls[0] != '\0'))
+    if (model->on_cpu_samples == 0)
         return;
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    int debuginfod = urls != NULL && urls[0] != '\0';
     struct {
         const char *name;
         uint64_t self;
     } objects[3] = {{0}};
-    uint64_t unnamed = 0;
+    uint64_t unnamed = 0, in_no_object = 0;
     for (size_t i = 0; i < model->function_count; i++) {
         const struct ospx_function_stat *fn = &model->functions[i];
         const struct ospx_frame *frame = &model->symbols->frames[fn->frame];
         if (fn->self == 0 || !frame_unnamed(frame))
             continue;
-        unnamed += fn->self;
         const char *object = ospx__basename(frame->image);
+        if (object[0] == '\0')
+            in_no_object += fn->self;
+        else if (debuginfod)
+            continue; /* the server was asked: nothing more to say of objects */
+        unnamed += fn->self;
         size_t k = 0;
         while (k < 3 && objects[k].name != NULL && strcmp(objects[k].name, object) != 0)
             k++;
@@ -409,10 +427,20 @@ void ospx__report_names_hint(FILE *out, size_t width, const struct ospx_model *m
     for (size_t k = 0; k < 3 && objects[k].name != NULL && used > 0 && (size_t)used < sizeof line;
          k++)
         used += snprintf(line + used, sizeof line - (size_t)used, "%s%s", k == 0 ? " (" : ", ",
-                         objects[k].name[0] != '\0' ? objects[k].name : "no object");
+                         objects[k].name[0] != '\0' ? objects[k].name : "no object: a JIT's");
     if (objects[0].name != NULL && used > 0 && (size_t)used < sizeof line)
         snprintf(line + used, sizeof line - (size_t)used, ")");
-    ospx__emit_pair(out, width, warn, line, "install -dbgsym packages or set DEBUGINFOD_URLS");
+    /* Each way named when its code holds a tenth of the unnamed time or more. */
+    char how[384] = "";
+    if (10 * (unnamed - in_no_object) >= unnamed)
+        snprintf(how, sizeof how, "install -dbgsym packages or set DEBUGINFOD_URLS");
+    if (10 * in_no_object >= unnamed)
+        snprintf(how + strlen(how), sizeof how - strlen(how),
+                 "%sa JIT's code is named by the map its runtime writes for perf (java "
+                 "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, erl +JPperf map, node "
+                 "--perf-basic-prof)",
+                 how[0] != '\0' ? "; " : "");
+    ospx__emit_pair(out, width, warn, line, how);
 }
 
 /* 1 when the code at file offset `offset` of `path` just before pc is a system call

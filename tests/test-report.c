@@ -1237,6 +1237,84 @@ START_TEST(merged_processes_are_one_row_per_command)
 }
 END_TEST
 
+/* Most of the CPU time in code nothing named: in a stripped object the line asks for its
+ * -dbgsym package or a debuginfod server; in no object (a JIT's) for the runtime's map for perf,
+ * which a debuginfod server set does not replace. */
+static const char names_profile[] =
+    "rate 1000\nstart 0\nend 1000000000\n"
+    "frame main /w/w.c /w/demo\nframe 0x7f0000001234 - -\nframe demo+0x10 - /w/demo\n"
+    "process 42 /w/demo\nthread 0 main\n"
+    "stack 1 0\nstack 2 0\nstack 0\n"
+    "sample 1000 0 0 0 %d\nsample 2000 0 1 0 %d\nsample 3000 0 2 0 10\n";
+
+/* The report of names_profile with `jit` samples in no object, `stripped` in demo+0x10. */
+static char *names_report(int jit, int stripped)
+{
+    char profile[sizeof names_profile + 16];
+    snprintf(profile, sizeof profile, names_profile, jit, stripped);
+    return report_of(profile, 200);
+}
+
+START_TEST(unnamed_code_in_no_object_asks_for_the_runtimes_map)
+{
+    unsetenv("DEBUGINFOD_URLS");
+    char *text = names_report(85, 5);
+    HAS(text, "names: 90% of CPU time without symbols (no object: a JIT's, demo)",
+        "java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit", "erl +JPperf map");
+    LACKS(text, "dbgsym");
+    free(text);
+    /* Both kinds, each a tenth or more of the unnamed time: both ways are said. */
+    text = names_report(40, 45);
+    HAS(text, "names: 89% of CPU time without symbols (demo, no object: a JIT's)",
+        "install -dbgsym packages or set DEBUGINFOD_URLS; a JIT's code is named by the map");
+    free(text);
+    /* A stripped object's code: the same line as before. */
+    text = names_report(5, 85);
+    HAS(text, "names: 90% of CPU time without symbols (demo, no object: a JIT's)",
+        "install -dbgsym packages or set DEBUGINFOD_URLS");
+    LACKS(text, "DumpPerfMapAtExit");
+    free(text);
+    /* A debuginfod server set names the objects' code, not the JIT's. */
+    setenv("DEBUGINFOD_URLS", "http://127.0.0.1:1", 1);
+    text = names_report(85, 5);
+    HAS(text, "names: 85% of CPU time without symbols (no object: a JIT's)", "DumpPerfMapAtExit");
+    free(text);
+    text = names_report(5, 85);
+    LACKS(text, "names:");
+    free(text);
+    unsetenv("DEBUGINFOD_URLS");
+}
+END_TEST
+
+/* Stacks cut in a JIT's code (in no object, or named by its map: "[jit]") say how the walk
+ * gets through it; cut elsewhere, or a frame-pointer guess's word, they do not. */
+START_TEST(stacks_cut_in_a_jits_code_say_how_to_walk_it)
+{
+    static const char profile[] =
+        "rate 1000\nstart 0\nend 1000000000\n"
+        "frame main /w/w.c /w/demo\nframe 0x7f0000001234 - -\nframe hot - [jit]\n"
+        "frame work /w/w.c /w/demo\n"
+        "process 42 /w/demo\nthread 0 main\n"
+        "stack 3 0\nstack_end 1\nstack 3 1\nstack_end %d\nstack 3 2\nstack_end 2\nstack 3\n"
+        "stack_end 2\n"
+        "sample 1000 0 0 0 80\nsample 2000 0 1 0 %d\nsample 3000 0 2 0 %d\n"
+        "sample 4000 0 3 0 %d\n";
+    char text[sizeof profile + 32];
+    snprintf(text, sizeof text, profile, 2, 10, 5, 5);
+    char *report = report_of(text, 200);
+    HAS(report, "they end in code in no object (a JIT's) 10.0%, [jit] 5.0%, demo 5.0%",
+        "a JIT's frames are walked through where it keeps frame pointers (java "
+        "-XX:+PreserveFramePointer)");
+    free(report);
+    /* Cut in the program's own code, and a guess that reached a word in no object: no hint. */
+    snprintf(text, sizeof text, profile, 5, 10, 0, 10);
+    report = report_of(text, 200);
+    HAS(report, "they end in an address a guess reached");
+    LACKS(report, "PreserveFramePointer");
+    free(report);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
     Suite *s = suite_create("report");
@@ -1264,7 +1342,9 @@ Suite *report_suite(void)
         go_rust_and_coroutine_roots_are_roots,
         an_attach_without_kernel_frames_says_their_samples_are_missing,
         every_process_that_left_the_session_is_told,
-        an_attach_without_kernel_records_says_its_waits_are_not_recorded);
+        an_attach_without_kernel_records_says_its_waits_are_not_recorded,
+        unnamed_code_in_no_object_asks_for_the_runtimes_map,
+        stacks_cut_in_a_jits_code_say_how_to_walk_it);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }

@@ -693,7 +693,8 @@ END_TEST
 START_TEST(test_go_stack_switches_end_the_stack)
 {
     static const char *const switches[] = {"runtime.mcall", "runtime.systemstack.abi0",
-                                           "runtime.morestack.abi0"};
+                                           "runtime.morestack.abi0", "time.now",
+                                           "runtime.nanotime1.abi0"};
     for (size_t i = 0; i < sizeof switches / sizeof *switches; i++) {
         WITH_LIB_A();
         char rename[64];
@@ -1350,7 +1351,7 @@ START_TEST(test_objects_found_by_build_id_only)
 END_TEST
 
 /* Names as their authors wrote them: a Rust legacy symbol as rustc-demangle prints it (no
- * hash, no escapes); anything else as the demangler gave it. */
+ * hash, no escapes), an OCaml one as perf prints it; anything else as the demangler gave it. */
 START_TEST(test_rust_legacy_names_as_rustc_prints_them)
 {
     static const char *const cases[][2] = {
@@ -1375,6 +1376,16 @@ START_TEST(test_rust_legacy_names_as_rustc_prints_them)
          "std::vector<int, std::allocator<int> >::push_back(int const&)"},
         {"a::$bogus$::h0123456789abcdef", "a::$bogus$"},
         {"main", "main"},
+        /* OCaml native symbols, as perf's demangler writes them; its C runtime's names kept */
+        {"camlStdlib__Hashtbl__find_996", "Stdlib.Hashtbl.find_996"},
+        {"camlSpin__collatz_81", "Spin.collatz_81"},
+        {"camlSpin__fun_1234", "Spin.fun_1234"},
+        {"camlStdlib__$5e_136", "Stdlib.^_136"},
+        {"camlSpin__entry", "Spin.entry"},
+        {"caml_c_call", "caml_c_call"},
+        {"caml_page_table_lookup", "caml_page_table_lookup"},
+        {"camlfoo(int)", "camlfoo(int)"},
+        {"camlX::y::h0123456789abcdef", "camlX::y"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[256];

@@ -3,17 +3,27 @@
 their leaf (the image whose text holds the first pc), in percent: the figure to set beside
 `perf report --sort dso`. A system call's time stays on its user leaf here (the shim samples
 user space), where perf gives it to [kernel.kallsyms]. A Python frame at the leaf (the eval
-loop's own time, given to the Python function that ran) is "[py]", perf's python3.11."""
+loop's own time, given to the Python function that ran) is "[py]", perf's python3.11. A run
+of several images has a raw file per image beside STEM.raw.json (STEM.raw.PID-ID.json): given
+STEM.raw.json, they are counted with it, as `osprey report` reads them."""
 import collections
+import glob
 import json
 import sys
 
-for path in sys.argv[1:]:
-    with open(path) as f:
-        raw = json.load(f)
+
+def shares(path, raws):
+    counts = collections.Counter()
+    total = 0
+    for raw in raws:
+        total += count(raw, counts)
+    top = ", ".join(f"{n} {100.0 * c / max(total, 1):.1f}%" for n, c in counts.most_common(4))
+    print(f"{path}: {total} on-CPU samples: {top}")
+
+
+def count(raw, counts):
     texts = [(i["text"], i["text"] + i["text_size"], i["path"].rsplit("/", 1)[-1])
              for i in raw["images"]]
-    counts = collections.Counter()
     total = 0
     for sample in raw["samples"]:
         if sample[3] != 0:  # on-CPU only
@@ -27,5 +37,15 @@ for path in sys.argv[1:]:
                 name = "[py]"
         counts[name] += weight
         total += weight
-    shares = ", ".join(f"{n} {100.0 * c / total:.1f}%" for n, c in counts.most_common(4))
-    print(f"{path}: {total} on-CPU samples: {shares}")
+    return total
+
+
+for path in sys.argv[1:]:
+    paths = [path]
+    if path.endswith(".raw.json"):
+        paths += sorted(glob.glob(glob.escape(path[:-len("json")]) + "*-*.json"))
+    raws = []
+    for p in paths:
+        with open(p) as f:
+            raws.append(json.load(f))
+    shares(path, raws)

@@ -68,17 +68,5 @@ for c in "${cases[@]}"; do
   # shellcheck disable=SC2016 # the inner shell's variables
   [ "$c" = bashloop ] && cmd=(bash -c 'i=0; s=0; while [ $i -lt 60000 ]; do s=$(( (s + i*i) % 1000003 )); i=$((i+1)); done; echo $s')
   [ "$c" = xargs ] && cmd=(sh -c "seq 1 40 | xargs -P2 -n1 sh -c 'b2sum $bin/mid.txt >/dev/null; echo \$0' | sort -n")
-  case $(id -u) in
-  0)
-    FIELD_OUT=$out/root bash "$here/run.sh" "$c" "$build" -- "${cmd[@]}" | sed 's/^/root   /'
-    bash "$here/check.sh" "$build" "$out/root/$c"
-    setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=/tmp FIELD_OUT="$out/nobody" \
-      bash "$here/run.sh" "$c" "$build" -- "${cmd[@]}" | sed 's/^/nobody /'
-    bash "$here/check.sh" "$build" "$out/nobody/$c"
-    ;;
-  *)
-    FIELD_OUT=$out/nobody bash "$here/run.sh" "$c" "$build" -- "${cmd[@]}"
-    bash "$here/check.sh" "$build" "$out/nobody/$c"
-    ;;
-  esac
+  bash "$here/both.sh" "$c" "$build" "$out" -- "${cmd[@]}"
 done
