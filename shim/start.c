@@ -247,7 +247,7 @@ int osp__profile_start(const struct osp__start *start)
          * middle process has ended: a collector of its own would be in its session, not the
          * program's, and would hold the run's lock as long as the daemon runs (osprey would
          * wait for it); its parent's collector would have ended its profile (ospreyd.c). */
-        if (err != 0 && osp__boot_session > 0 && getsid(0) != osp__boot_session) {
+        if (err != 0 && osp__left_session()) {
             osp__warn("process %d left the session (a daemon) after its parent's collector "
                       "ended; it is not profiled",
                       (int)pid);
