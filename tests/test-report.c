@@ -693,6 +693,26 @@ START_TEST(every_process_that_left_the_session_is_told)
 }
 END_TEST
 
+/* A sandbox's launcher (deny: a seccomp filter, then exec bc): its image's sampling stopped at
+ * the filter, and its pid's next image, bc, was profiled from its start. The launcher's image is
+ * named by its own executable, not by the name its collector read after the exec. */
+START_TEST(an_image_that_execs_after_its_sandbox_is_named_and_told)
+{
+    char *text = report_of("rate 1000\nframe main /w/bc.c\n"
+                           "process 31 /w/deny\ncomm bc\nstart_ns 1000\nsandboxed 40000000\n"
+                           "execd\nthread 0 main\nstack 0\nsample 1000000 0 0 0 2\n"
+                           "process 31 /w/bc\ncomm bc\nstart_ns 2000\nthread 0 main\nstack 0\n"
+                           "sample 2000000 0 0 0 500\n",
+                           200);
+    line_has(text,
+             "process 31 (deny): sampling stopped at 0.04 s: the program entered a seccomp "
+             "sandbox",
+             "the program it exec'd next was profiled anew");
+    ck_assert_ptr_null(line_with(text, "process 31 (bc): sampling stopped"));
+    free(text);
+}
+END_TEST
+
 /* A program whose stacks are cut (crunch alone, not under main) in 40 of its 240 on-CPU
  * periods, 30 of them in the first 50 ms; the unwind tables' readiness as the raw file said. */
 static char *cut_stacks_report(const char *ready_line)
@@ -1245,7 +1265,8 @@ Suite *report_suite(void)
         cut_stacks_name_every_object_and_process, cut_stacks_are_told_by_how_their_walks_ended,
         go_rust_and_coroutine_roots_are_roots,
         an_attach_without_kernel_frames_says_their_samples_are_missing,
-        every_process_that_left_the_session_is_told);
+        every_process_that_left_the_session_is_told,
+        an_image_that_execs_after_its_sandbox_is_named_and_told);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
