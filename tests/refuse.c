@@ -52,6 +52,17 @@
 #define IF_GE(k, t, f)  BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (k), (t), (f))
 #define ALWAYS(forward) BPF_JUMP(BPF_JMP | BPF_JA, (forward), 0, 0)
 
+/* no_new_privs, then the filter of `count` instructions: 0, or -errno. */
+static int load(struct sock_filter *code, size_t count)
+{
+    struct sock_fprog prog = {.len = (unsigned short)count, .filter = code};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -errno;
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+        return -errno;
+    return 0;
+}
+
 /* The filter: another ABI refused, then `nr` (and `also`, when not -1) refused with `err`, but
  * for a call whose first argument is `allowed_arg0` (when `exempt`); every other call allowed. */
 static int install(long nr, long also, int err, int exempt, uint64_t allowed_arg0)
@@ -80,12 +91,7 @@ static int install(long nr, long also, int err, int exempt, uint64_t allowed_arg
         RETURN(REFUSED),
         RETURN(SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog prog = {.len = (unsigned short)(sizeof code / sizeof *code), .filter = code};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return -errno;
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
-        return -errno;
-    return 0;
+    return load(code, sizeof code / sizeof *code);
 }
 
 /* rt_sigaction(SIGPROF, act != NULL, …) refused with EPERM; every other call allowed. */
@@ -109,12 +115,7 @@ static int install_sigprof(void)
         RETURN(SECCOMP_RET_ERRNO | EPERM),
         RETURN(SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog prog = {.len = (unsigned short)(sizeof code / sizeof *code), .filter = code};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return -errno;
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
-        return -errno;
-    return 0;
+    return load(code, sizeof code / sizeof *code);
 }
 
 int main(int argc, char **argv)
