@@ -94,10 +94,8 @@ static void wait_for_daemon(void)
             return;
         }
         int32_t dpid = atomic_load_explicit(&osp__ring_header->daemon_pid, memory_order_relaxed);
-        /* Looked for every 16 ms; a zombie is gone too (killed, its reaper, osprey, waiting
-         * for the program first): else the exit waited the whole limit for it. */
-        int gone =
-            state == OSP_DAEMON_ATTACHED && dpid > 0 && (waits++ & 15) == 0 && process_ended(dpid);
+        int gone = state == OSP_DAEMON_ATTACHED && dpid > 0 &&
+                   osp__sys(SYS_kill, dpid, 0, 0, 0, 0) != 0 && errno == ESRCH;
         if (gone) {
             osp__warn("ospreyd ended before writing %s; the profile is missing", osp__out_path);
             return;
