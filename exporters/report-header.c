@@ -371,10 +371,15 @@ int ospx__report_sampling_ended(FILE *out, size_t width, const struct ospx_model
             continue;
         char title[600];
         ospx__report_process_title(title, sizeof title, model, p);
+        /* An image that exec'd the next (a sandbox's launcher: the filter, then the program):
+         * the sampling stopped for that image only, and its next image was profiled anew. */
         snprintf(line, sizeof line, "%s: sampling stopped at %.2f s: %s", title,
                  (double)exit->sampling_ended_ns / 1e9,
                  sampling_ended_why(exit->sampling_ended_reason));
-        ospx__emit(out, width, warn, line);
+        if (raw->processes[p].execd)
+            ospx__emit_pair(out, width, warn, line, "the program it exec'd next was profiled anew");
+        else
+            ospx__emit(out, width, warn, line);
         said++;
     }
     return said;

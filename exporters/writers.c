@@ -36,6 +36,17 @@ const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process)
 {
     const char *comm = process < raw->process_count ? raw->processes[process].comm : raw->comm;
     const char *base = ospx__basename(ospx__process_exe(raw, process));
+    /* An image that exec'd the next: its collector read the name once the process had exec'd,
+     * so a name the next image of its pid has too is that image's (a sandbox's launcher,
+     * `unshare`, `deny`, read `bc`): its own executable's name instead. */
+    if (process < raw->process_count && raw->processes[process].execd && comm[0] != '\0')
+        for (size_t next = 0; next < raw->process_count; next++)
+            if (next != process && raw->processes[next].pid == raw->processes[process].pid &&
+                raw->processes[next].start_unix_ns > raw->processes[process].start_unix_ns &&
+                strcmp(raw->processes[next].comm, comm) == 0) {
+                comm = base;
+                break;
+            }
     /* An older raw file, a name that says nothing, or the start of the executable's base name
      * (the kernel keeps 15 bytes: test-shim-target-static is test-shim-targe): that name. */
     if (comm[0] == '\0' || comm_names_no_program(comm) || strncmp(base, comm, strlen(comm)) == 0)

@@ -165,6 +165,8 @@ void osp__sandbox_begin(void)
     /* Release: pairs with ospreyd's acquire load as it finishes (the raw file says when). */
     atomic_store_explicit(&osp__header->sandboxed_ns, osp__mono_ns(), memory_order_release);
     atomic_store_explicit(&osp__sandboxed, 1, memory_order_relaxed);
+    /* This image's profile: a program it execs next (a sandbox's launcher's) boots anew, and
+     * is profiled under the filter if the filter lets it. */
     osp__warn("the program entered a seccomp sandbox: profiling stopped there (the profile "
-              "holds what ran before)");
+              "holds what ran before; a program it execs next is profiled anew)");
 }

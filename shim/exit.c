@@ -224,8 +224,11 @@ void osp__at_exit(void)
      * the run (OSP_RUN_LOCK). Nor does one whose collector holds the run's lock, attached or
      * not: osprey waits for it (a short command's collector, started faster, attached before
      * it ended, and it waited for its profile to be written). The run's first process waits,
-     * so that its profile is there when it has ended. */
-    if (osp__run_root_pid != 0 && osp__run_root_pid != (long)getpid() &&
+     * so that its profile is there when it has ended; and so does a process in a pid namespace
+     * made during the run (its session's leader outside it: getsid says 0; unshare --pid
+     * --fork, bwrap), whose first process's end kills every other process of the namespace,
+     * the collector started in it among them. */
+    if (osp__run_root_pid != 0 && osp__run_root_pid != (long)getpid() && getsid(0) != 0 &&
         (osp__run_locked || atomic_load_explicit(&osp__ring_header->daemon_state,
                                                  memory_order_acquire) == OSP_DAEMON_NONE))
         osp__daemon_spawned = 0;

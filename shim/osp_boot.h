@@ -239,6 +239,10 @@ extern uint32_t osp__boot_rate;
 extern char osp__profile_absolute[PATH_MAX];
 extern long osp__run_root_pid;
 extern pid_t osp__boot_session;
+/* Did this process leave the session it booted in (setsid: a daemon)? Not when getsid says 0:
+ * its session's leader is outside its pid namespace (unshare --pid --fork, bwrap), which a
+ * child of a process that made one is in without having called setsid. */
+int osp__left_session(void);
 extern char osp__out_path[PATH_MAX];
 /* The run's lock, a descriptor held shared (-1: none) until handed over (osp__handover_close);
  * osp__run_locked: this image handed it to its collector, so its exit need not wait. */

@@ -374,6 +374,12 @@ int osp__greet_deferred(long sock)
     return err;
 }
 
+int osp__left_session(void)
+{
+    pid_t session = getsid(0);
+    return osp__boot_session > 0 && session > 0 && session != osp__boot_session;
+}
+
 int osp__forked_settle(int wait)
 {
     int err = osp__greeting_settle(wait);
@@ -381,7 +387,7 @@ int osp__forked_settle(int wait)
         return 1; /* nothing deferred: settled at the start, or not a forked child */
     if (err != 0 && wait < 0) {
         osp__daemon_spawned = 0; /* its next image greets; nothing recorded here is lost */
-    } else if (err != 0 && osp__boot_session > 0 && getsid(0) != osp__boot_session) {
+    } else if (err != 0 && osp__left_session()) {
         osp__warn("process %d left the session (a daemon) and its parent's collector did not "
                   "answer; it is not profiled",
                   (int)getpid());

@@ -118,6 +118,7 @@ int osp__profile_start(const struct osp__start *start)
 {
     int forked = start->parent != 0;
     pid_t pid = getpid();
+    const char *step = "start profiling"; /* what failed, for the line that says so */
     int err = osp__ring_create(start->rate, start->random_bits, start->reserve);
     if (err != 0) {
         osp__ring_unlink(); /* with OSPREY_RING, the temporary name it made */
@@ -191,14 +192,14 @@ int osp__profile_start(const struct osp__start *start)
         osp__mutex_lock(&osp__the_registry.lock);
         osp__images_emit(&osp__image_table, &osp__events);
         pthread_mutex_unlock(&osp__the_registry.lock);
-        if (!forked)
-            err = osp__sigprof_install(osp__sigprof_handler);
+        if (!forked && (err = osp__sigprof_install(osp__sigprof_handler)) != 0)
+            step = "install the SIGPROF handler (rt_sigaction)";
     }
     if (forked)
         pthread_mutex_unlock(&osp__images_lock);
     if (err != 0) {
         if (!forked)
-            osp__warn("cannot start profiling: %s; profiling is off", strerror(-err));
+            osp__warn("cannot %s: %s; profiling is off", step, strerror(-err));
         osp__ring_destroy();
         if (start->greeting >= 0)
             osp__sys(SYS_close, start->greeting, 0, 0, 0, 0);
@@ -245,7 +246,7 @@ int osp__profile_start(const struct osp__start *start)
          * middle process has ended: a collector of its own would be in its session, not the
          * program's, and would hold the run's lock as long as the daemon runs (osprey would
          * wait for it); its parent's collector would have ended its profile (ospreyd.c). */
-        if (err != 0 && osp__boot_session > 0 && getsid(0) != osp__boot_session) {
+        if (err != 0 && osp__left_session()) {
             osp__warn("process %d left the session (a daemon) after its parent's collector "
                       "ended; it is not profiled",
                       (int)pid);

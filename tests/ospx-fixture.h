@@ -15,6 +15,11 @@
  *   drop ring_full 2             one reason of the raw file's "drops"
  *   killed 9                     the program was killed by this signal (the raw "exit")
  *   left_session                 the last process left the program's session (its "exit")
+ *   sandboxed 40000000           the last process's sampling ended then: it entered a seccomp
+ *                                sandbox (its exit.sampling_ended)
+ *   comm bc                      the last process's comm (the kernel's name)
+ *   start_ns 1000                the last process's start_unix_ns (a later image: a larger one)
+ *   execd                        the last process exec'd the next image of its pid
  *   process 42 /w/demo           a process of a run: pid, exe; the threads and stacks after
  *                                it are its own (without one: a profile of one process)
  *   unwind_ready_ns 50000000     the last process's collector.unwind.ready_ns (default: not
@@ -125,6 +130,17 @@ static inline void fixture_parse(struct fixture *fixture, const char *text)
             }
         } else if (strcmp(key, "left_session") == 0 && raw->process_count > 0) {
             raw->processes[raw->process_count - 1].exit.left_session = 1;
+        } else if (strcmp(key, "sandboxed") == 0 && raw->process_count > 0) {
+            struct ospx_exit *exit = &raw->processes[raw->process_count - 1].exit;
+            exit->sampling_ended_ns = strtoull(words[0], NULL, 10);
+            snprintf(exit->sampling_ended_reason, sizeof exit->sampling_ended_reason, "seccomp");
+        } else if (strcmp(key, "comm") == 0 && raw->process_count > 0) {
+            snprintf(raw->processes[raw->process_count - 1].comm,
+                     sizeof raw->processes[raw->process_count - 1].comm, "%s", words[0]);
+        } else if (strcmp(key, "start_ns") == 0 && raw->process_count > 0) {
+            raw->processes[raw->process_count - 1].start_unix_ns = strtoull(words[0], NULL, 10);
+        } else if (strcmp(key, "execd") == 0 && raw->process_count > 0) {
+            raw->processes[raw->process_count - 1].execd = 1;
         } else if (strcmp(key, "unwind_ready_ns") == 0 && raw->process_count > 0) {
             raw->processes[raw->process_count - 1].unwind_ready_ns = strtoll(words[0], NULL, 10);
         } else if (strcmp(key, "escaped") == 0) {

@@ -10,6 +10,8 @@
  *                    COMMAND (the one whose path is at the very address argv holds): a program
  *                    whose sandbox forbids execve, whose shim cannot start ospreyd
  *                    (e2e-attach-ring).
+ *   sigprof          rt_sigaction(SIGPROF, act, …) with an action fails with EPERM, as a sandbox
+ *                    that keeps the program's signals to itself refuses it (e2e-sandbox).
  * COMMAND without a slash is looked up in PATH (not under execve: its exec is of a path built
  * apart, refused). Each VAR=VALUE is added to COMMAND's environment (LD_PRELOAD, OSPREY_RING: the
  * launcher itself is not profiled). A call made through another ABI (x86_64's x32 or i386 numbers:
@@ -21,6 +23,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +51,17 @@
 #define IF_EQ(k, t, f)  BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (f))
 #define IF_GE(k, t, f)  BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (k), (t), (f))
 #define ALWAYS(forward) BPF_JUMP(BPF_JMP | BPF_JA, (forward), 0, 0)
+
+/* no_new_privs, then the filter of `count` instructions: 0, or -errno. */
+static int load(struct sock_filter *code, size_t count)
+{
+    struct sock_fprog prog = {.len = (unsigned short)count, .filter = code};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return -errno;
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+        return -errno;
+    return 0;
+}
 
 /* The filter: another ABI refused, then `nr` (and `also`, when not -1) refused with `err`, but
  * for a call whose first argument is `allowed_arg0` (when `exempt`); every other call allowed. */
@@ -77,12 +91,31 @@ static int install(long nr, long also, int err, int exempt, uint64_t allowed_arg
         RETURN(REFUSED),
         RETURN(SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog prog = {.len = (unsigned short)(sizeof code / sizeof *code), .filter = code};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return -errno;
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
-        return -errno;
-    return 0;
+    return load(code, sizeof code / sizeof *code);
+}
+
+/* rt_sigaction(SIGPROF, act != NULL, …) refused with EPERM; every other call allowed. */
+static int install_sigprof(void)
+{
+    struct sock_filter code[] = {
+        LOAD(offsetof(struct seccomp_data, arch)),
+        IF_EQ(REFUSE_ARCH, 1, 0),
+        RETURN(SECCOMP_RET_ERRNO | EPERM),
+        LOAD(offsetof(struct seccomp_data, nr)),
+        IF_EQ(SYS_rt_sigaction, 1, 0),
+        RETURN(SECCOMP_RET_ALLOW),
+        LOAD(ARG0_LOW),
+        IF_EQ(SIGPROF, 1, 0),
+        RETURN(SECCOMP_RET_ALLOW),
+        LOAD(offsetof(struct seccomp_data, args[1])),
+        IF_EQ(0, 1, 0),
+        RETURN(SECCOMP_RET_ERRNO | EPERM),
+        LOAD(offsetof(struct seccomp_data, args[1]) + 4),
+        IF_EQ(0, 1, 0),
+        RETURN(SECCOMP_RET_ERRNO | EPERM),
+        RETURN(SECCOMP_RET_ALLOW),
+    };
+    return load(code, sizeof code / sizeof *code);
 }
 
 int main(int argc, char **argv)
@@ -90,13 +123,15 @@ int main(int argc, char **argv)
     int first = 2;
     for (; first < argc && strchr(argv[first], '=') != NULL; first++)
         putenv(argv[first]);
-    int known =
-        argc > 1 && (strcmp(argv[1], "perf_event_open") == 0 || strcmp(argv[1], "execve") == 0);
+    int known = argc > 1 && (strcmp(argv[1], "perf_event_open") == 0 ||
+                             strcmp(argv[1], "execve") == 0 || strcmp(argv[1], "sigprof") == 0);
     if (!known || first >= argc) {
-        fprintf(stderr, "usage: refuse perf_event_open|execve [VAR=VALUE]... COMMAND [ARG...]\n");
+        fprintf(stderr,
+                "usage: refuse perf_event_open|execve|sigprof [VAR=VALUE]... COMMAND [ARG...]\n");
         return 2;
     }
-    int rc = strcmp(argv[1], "execve") == 0
+    int rc = strcmp(argv[1], "sigprof") == 0 ? install_sigprof()
+             : strcmp(argv[1], "execve") == 0
                  ? install(SYS_execve, SYS_execveat, EPERM, 1, (uint64_t)(uintptr_t)argv[first])
                  : install(SYS_perf_event_open, -1, EACCES, 0, 0);
     if (rc != 0) {

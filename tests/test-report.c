@@ -711,6 +711,26 @@ START_TEST(every_process_that_left_the_session_is_told)
 }
 END_TEST
 
+/* A sandbox's launcher (deny: a seccomp filter, then exec bc): its image's sampling stopped at
+ * the filter, and its pid's next image, bc, was profiled from its start. The launcher's image is
+ * named by its own executable, not by the name its collector read after the exec. */
+START_TEST(an_image_that_execs_after_its_sandbox_is_named_and_told)
+{
+    char *text = report_of("rate 1000\nframe main /w/bc.c\n"
+                           "process 31 /w/deny\ncomm bc\nstart_ns 1000\nsandboxed 40000000\n"
+                           "execd\nthread 0 main\nstack 0\nsample 1000000 0 0 0 2\n"
+                           "process 31 /w/bc\ncomm bc\nstart_ns 2000\nthread 0 main\nstack 0\n"
+                           "sample 2000000 0 0 0 500\n",
+                           200);
+    line_has(text,
+             "process 31 (deny): sampling stopped at 0.04 s: the program entered a seccomp "
+             "sandbox",
+             "the program it exec'd next was profiled anew");
+    ck_assert_ptr_null(line_with(text, "process 31 (bc): sampling stopped"));
+    free(text);
+}
+END_TEST
+
 /* A program whose stacks are cut (crunch alone, not under main) in 40 of its 240 on-CPU
  * periods, 30 of them in the first 50 ms; the unwind tables' readiness as the raw file said. */
 static char *cut_stacks_report(const char *ready_line)
@@ -1344,7 +1364,8 @@ Suite *report_suite(void)
         every_process_that_left_the_session_is_told,
         an_attach_without_kernel_records_says_its_waits_are_not_recorded,
         unnamed_code_in_no_object_asks_for_the_runtimes_map,
-        stacks_cut_in_a_jits_code_say_how_to_walk_it);
+        stacks_cut_in_a_jits_code_say_how_to_walk_it,
+        an_image_that_execs_after_its_sandbox_is_named_and_told);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
