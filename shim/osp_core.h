@@ -611,8 +611,9 @@ static inline uint64_t osp__timed_call_enter(struct osp__slot *s, uint64_t sp, u
     return now;
 }
 
-/* The call begins. A call that needs nothing settled first (no futex wait's timer to hold, no
- * wait captured before it, no signal taken up, not inside another timed call) takes a stamp and
+/* The call begins (the timed part's slow way, whose quick way is osp__timed_call_quick and
+ * _enter). A call that needs nothing settled first (no futex wait's timer to hold, no wait
+ * captured before it, no signal taken up, not inside another timed call) takes a stamp and
  * says it is in the call: a dozen instructions, no system call. */
 static inline uint64_t osp__timed_call_begin(struct osp__slot *s, int hold, uint64_t sp)
 {

@@ -512,13 +512,15 @@ int osp__guard_repair_if_left(struct osp__slot *s, uint64_t sp)
  * (osp__timing_set).
  *
  * Its clock is a stamp (stamp.c: the CPU's counter, scaled), and most calls go no further than
- * the inline halves in osp_core.h: a call that needs nothing settled takes a stamp as it
- * begins, and one that ends short of its site's next sampling point (every call that did not
- * block, but for the odds of its length) moves that point and is done. CLOCK_MONOTONIC is read
- * only on the slow ways here, for the times the ring and the slot are told. Two clock_gettime
- * calls, the applies' look at the program's SIGPROF disposition and these functions' calls were
- * +304-319 instructions a call of a pipe's, now +138 (bench/guard/run.sh BUILD 200000 pipe
- * BUILD/tests/refuse: a write and a read a round). */
+ * the inline halves in osp_core.h, in guard.c's quick timed part: a call that needs nothing
+ * settled (osp__timed_call_quick: one word for the process, three fields of the thread's) takes
+ * a stamp as it begins, and one that ends short of its site's next sampling point (every call
+ * that did not block, but for the odds of its length) moves that point and is done.
+ * CLOCK_MONOTONIC is read only on the slow ways here, for the times the ring and the slot are
+ * told. Two clock_gettime calls, the applies' look at the program's SIGPROF disposition and
+ * these functions' calls were +304-319 instructions a call of a pipe's, the inline halves +138,
+ * the quick part about +100 (bench/guard/run.sh BUILD 200000 pipe BUILD/tests/refuse: a write
+ * and a read a round; shim/README.md, "The quick way of a timed call"). */
 
 /* Done writing: a signal of ours that came meanwhile took nothing; the sampling timer is armed
  * again in its place, half a period on (as a held-back delivery arms it). So is one a futex wait
