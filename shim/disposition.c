@@ -92,6 +92,7 @@ static void shadow_write_blocked(const struct sigaction *in)
     int handles = (in->sa_flags & SA_SIGINFO) != 0 ||
                   (in->sa_handler != SIG_DFL && in->sa_handler != SIG_IGN);
     atomic_store_explicit(&osp__sigprof_handles_flag, handles, memory_order_relaxed);
+    osp__timed_gate_set(OSP__GATE_HANDLES, handles);
     atomic_store_explicit(&shadow_seq, seq + 2, memory_order_release);
 }
 

@@ -198,7 +198,7 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
  * it blocks). The part of its own the wrapper jumps to, as a guarded part: the only frame of
  * ours between the wait and its caller. */
 #define OSP__TIMED_PART(ret, name, params, args, hold, fd_call, fail)                              \
-    static __attribute__((noinline)) ret osp__timed_##name params                                  \
+    static __attribute__((noinline)) ret osp__timed_slow_##name params                             \
     {                                                                                              \
         osp__fn_##name real = osp__real_lookup_##name();                                           \
         if (real == NULL)                                                                          \
@@ -212,13 +212,29 @@ static const sigset_t *guard_mask(int guarded, const sigset_t *mask, sigset_t *c
         if (t0 != 0)                                                                               \
             osp__timed_call_end(s, t0, (const void *)real, osp__call_site(), fd_call);             \
         return osp__result;                                                                        \
+    }                                                                                              \
+    static __attribute__((noinline)) ret osp__timed_##name params                                  \
+    {                                                                                              \
+        struct osp__slot *s = osp__tls_slot;                                                       \
+        if ((hold) || s == NULL || !osp__timed_call_quick(s))                                      \
+            return osp__timed_slow_##name args;                                                    \
+        uint64_t t0 = osp__timed_call_enter(s, (uint64_t)(uintptr_t)__builtin_frame_address(0),    \
+                                            osp__stamp_scaled());                                  \
+        ret osp__result = OSP__CALL_REAL(name, args);                                              \
+        /* Resolved by now (the resolver's first call): the leaf is the C library's. */            \
+        osp__timed_call_end(                                                                       \
+            s, t0, (const void *)atomic_load_explicit(&osp__real_##name, memory_order_relaxed),    \
+            osp__call_site(), fd_call);                                                            \
+        return osp__result;                                                                        \
     }
 
 /* The site of the call a timed part serves: its return address (into the program: the wrapper
- * jumped there) and its frame (the caller's depth), hashed. A macro: the timed part's own. */
+ * jumped there) and its frame (the caller's depth), hashed; its top bits pick its set of the
+ * thread's table (osp__call_site_set). A macro: the timed part's own. */
 #define osp__call_site()                                                                           \
-    (((uint64_t)(uintptr_t)__builtin_return_address(0) * UINT64_C(0x9e3779b97f4a7c15)) ^           \
-     (uint64_t)(uintptr_t)__builtin_frame_address(0))
+    (((uint64_t)(uintptr_t)__builtin_return_address(0) ^                                           \
+      (uint64_t)(uintptr_t)__builtin_frame_address(0)) *                                           \
+     UINT64_C(0x9e3779b97f4a7c15))
 
 /* Does a call of this thread's get timed by its clock reads (OSP__TIMED_PART)? As the guard
  * applies (osp__guard_begin), less its mask: and only while the shim times waits. Every wrapper

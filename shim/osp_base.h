@@ -83,6 +83,27 @@ struct osp__stamp_scale {
     uint64_t mult, offset;
 };
 extern struct osp__stamp_scale osp__stamp_scale __attribute__((visibility("hidden")));
+/* Why a call of the program's may not be timed the quick way (osp_core.h,
+ * osp__timed_call_quick), a bit each, kept beside the flag each stands for by the code that
+ * sets it: calls not timed by the shim (osp__calls_timed_flag clear), a handler of SIGPROF's in
+ * the program (osp__sigprof_handles_flag), the kernel's records mapped (osp__switches_on), the
+ * stamps' scale not known (osp__stamp_scale.ready clear). 0: the quick way, for one load. */
+enum {
+    OSP__GATE_UNTIMED = 1u,
+    OSP__GATE_HANDLES = 2u,
+    OSP__GATE_SWITCHES = 4u,
+    OSP__GATE_UNSCALED = 8u,
+};
+extern _Atomic uint32_t osp__timed_gate __attribute__((visibility("hidden")));
+/* Set (on) or clear one of those bits. Release: what the flag guards is seen with it.
+ * Async-signal-safe. */
+static inline void osp__timed_gate_set(uint32_t bit, int on)
+{
+    if (on)
+        atomic_fetch_or_explicit(&osp__timed_gate, bit, memory_order_release);
+    else
+        atomic_fetch_and_explicit(&osp__timed_gate, ~bit, memory_order_release);
+}
 /* A step of measuring the scale (nothing once it is known, or known to be out of reach).
  * Async-signal-safe. */
 void osp__stamp_calibrate(void);
@@ -98,6 +119,13 @@ uint64_t osp__stamp_unscaled(void);
 /* ns * 2^32 / ticks, or 0 when that is no counter's rate (below 1 MHz or above 100 GHz). */
 uint64_t osp__stamp_mult_of(uint64_t ns, uint64_t ticks);
 
+/* A stamp from the counter, the scale known (osp__stamp_scale.ready seen). */
+static inline uint64_t osp__stamp_scaled(void)
+{
+    unsigned __int128 ns = (unsigned __int128)osp__cpu_ticks() * osp__stamp_scale.mult;
+    return (uint64_t)(ns >> 32) + osp__stamp_scale.offset;
+}
+
 /* A stamp: nanoseconds at CLOCK_MONOTONIC's rate from the CPU's counter (a handful of
  * instructions), CLOCK_MONOTONIC itself until the scale is known or where the counter cannot
  * be used. For lengths only: the difference of two stamps. Async-signal-safe. */
@@ -105,8 +133,7 @@ static inline uint64_t osp__stamp_ns(void)
 {
     if (!atomic_load_explicit(&osp__stamp_scale.ready, memory_order_acquire))
         return osp__stamp_unscaled();
-    unsigned __int128 ns = (unsigned __int128)osp__cpu_ticks() * osp__stamp_scale.mult;
-    return (uint64_t)(ns >> 32) + osp__stamp_scale.offset;
+    return osp__stamp_scaled();
 }
 
 /* ---- base.c ------------------------------------------------------------------------------ */

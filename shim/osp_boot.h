@@ -195,10 +195,13 @@ void osp__fd_timed_set(int fd, int timed);
 extern _Atomic uint64_t osp__piped_fds[OSP__TIMED_FDS / 64] __attribute__((visibility("hidden")));
 static inline int osp__fd_piped(int fd)
 {
-    if (fd < 0 || fd >= OSP__TIMED_FDS)
+    /* Unsigned: a negative fd is out of range too, and the word and bit take a shift and a
+     * mask (a pipe's read or write asks this at every call). */
+    unsigned int u = (unsigned int)fd;
+    if (u >= OSP__TIMED_FDS)
         return 0;
-    uint64_t word = atomic_load_explicit(&osp__piped_fds[fd / 64], memory_order_relaxed);
-    return (int)((word >> (fd % 64)) & 1);
+    uint64_t word = atomic_load_explicit(&osp__piped_fds[u / 64], memory_order_relaxed);
+    return (int)((word >> (u % 64)) & 1);
 }
 void osp__fd_piped_set(int fd);
 /* to becomes a copy of fd (the dup family): its timeout, and whether it is a pipe of ours. */

@@ -325,7 +325,10 @@ void osp__set_period(uint32_t rate_hz);
 #define OSP__SPAN_SITES 4
 /* Declared fibers' labels a thread remembers (fibers.c: a runtime alternating a few). */
 #define OSP__FIBER_NAMES 4
-#define OSP__CALL_SITES  8 /* sites of calls timed by their clock reads, a thread */
+/* Sites of calls timed by their clock reads a thread remembers: OSP__CALL_SETS sets of two, a
+ * site's set the top bits of its key (osp__call_site_entry). */
+#define OSP__CALL_SETS_LOG 3
+#define OSP__CALL_SITES    (2u << OSP__CALL_SETS_LOG)
 /* A sampling timer's signal this late found the thread off its CPU (preempted): a running
  * thread's lands within microseconds, and the scheduler's slices are longer. */
 #define OSP__PREEMPTED_NS 200000u
@@ -377,13 +380,13 @@ struct osp__slot {
     uint64_t timed_end_ns; /* when its last timed call returned, a stamp (0: none yet) */
     uint64_t timing_sp;    /* osp__timed_call_begin's frame as the call began */
     uint64_t timed_t0_ns;  /* when the call timed now began, a stamp (a wait flushed at a stop) */
-    /* The sites of its last calls timed so (their return address and frame), each with the
-     * time until its next sampling point (osp__call_wait_weight). */
-    struct {
+    /* The sites of its last calls timed so (their return address and frame, hashed), each
+     * with the time until its next sampling point (osp__call_wait_weight): two ways a set,
+     * the latest new site of a set first. */
+    struct osp__call_site {
         uint64_t key;
         uint64_t until_ns;
     } call_sites[OSP__CALL_SITES];
-    uint32_t call_site_next;         /* the entry the next new site takes */
     uint64_t wait_t_ns, wait_cpu_ns; /* when it was captured, and the CPU clock then */
     int64_t wait_carry_ns; /* the part of the shim's waits no WAITING sample stood for yet */
     uint32_t wait_flags;   /* OSP_SPAN_* of the open wait, for ospreyd's timing */
@@ -577,15 +580,29 @@ static inline void osp__timing_set(struct osp__slot *s, int state)
     atomic_signal_fence(memory_order_seq_cst);
 }
 
-/* The call begins. A call that needs nothing settled first (no futex wait's timer to hold, no
- * wait captured before it, no signal taken up, not inside another timed call) takes a stamp and
- * says it is in the call: a dozen instructions, no system call. */
-static inline uint64_t osp__timed_call_begin(struct osp__slot *s, int hold, uint64_t sp)
+/* The first of the two entries of a site's set (the top bits of its key). */
+static inline struct osp__call_site *osp__call_site_set(struct osp__slot *s, uint64_t site)
 {
-    if (hold || s->timing != OSP__TIMING_NONE || s->wait_open || s->timing_deferred ||
-        s->shared == NULL)
-        return osp__timed_call_begin_slow(s, hold, sp);
-    uint64_t now = osp__stamp_ns();
+    return &s->call_sites[(site >> (64 - OSP__CALL_SETS_LOG)) * 2];
+}
+
+/* May a call of this thread's be timed the quick way (guard.c's OSP__TIMED_PART)? Where the
+ * shim times waits, with no program handler of SIGPROF and no kernel records to ask about, the
+ * stamps' scale known (osp__timed_gate: one load; the long way asks osp__timed_call_applies),
+ * and nothing to settle as it begins: no wait captured before it, not inside another timed call
+ * (and so no signal to take up: timing_deferred is set only while the thread writes, and
+ * cleared before it says it is done, or left set only while sampling_held sends its end the
+ * slow way). */
+static inline int osp__timed_call_quick(const struct osp__slot *s)
+{
+    return atomic_load_explicit(&osp__timed_gate, memory_order_acquire) == 0 &&
+           s->timing == OSP__TIMING_NONE && !s->wait_open && s->shared != NULL;
+}
+
+/* The call begins at stamp now (osp__timed_call_quick held: osp__stamp_scaled): the thread
+ * says it is in the call. */
+static inline uint64_t osp__timed_call_enter(struct osp__slot *s, uint64_t sp, uint64_t now)
+{
     s->timing_sp = sp;
     s->timed_t0_ns = now;
     /* The thread may sleep in the call: its next landing reads the CPU clock, not reckons it. */
@@ -594,28 +611,37 @@ static inline uint64_t osp__timed_call_begin(struct osp__slot *s, int hold, uint
     return now;
 }
 
+/* The call begins (the timed part's slow way, whose quick way is osp__timed_call_quick and
+ * _enter). A call that needs nothing settled first (no futex wait's timer to hold, no wait
+ * captured before it, no signal taken up, not inside another timed call) takes a stamp and
+ * says it is in the call: a dozen instructions, no system call. */
+static inline uint64_t osp__timed_call_begin(struct osp__slot *s, int hold, uint64_t sp)
+{
+    if (hold || s->timing != OSP__TIMING_NONE || s->wait_open || s->timing_deferred ||
+        s->shared == NULL)
+        return osp__timed_call_begin_slow(s, hold, sp);
+    return osp__timed_call_enter(s, sp, osp__stamp_ns());
+}
+
 /* ... and returned. A call short of its site's next sampling point (osp__call_wait_weight: most
  * of them, and every call that did not block) moves that point by its length and is done: a
- * stamp, the site looked up, two stores. Anything else goes the slow way. */
+ * stamp, the site's two entries looked at, three stores. Anything else goes the slow way. */
 static inline void osp__timed_call_end(struct osp__slot *s, uint64_t t0, const void *fn,
                                        uint64_t site, int fd_call)
 {
     uint64_t now = osp__stamp_ns();
     uint64_t length = now - t0; /* a stamp behind t0 (another core's counter): the slow way's */
-    if (!s->sampling_held) {
-        for (uint32_t i = 0; i < OSP__CALL_SITES; i++) {
-            if (s->call_sites[i].key != site)
-                continue;
-            uint64_t until = s->call_sites[i].until_ns;
-            if (until != 0 && until <= osp__period_ns && length < until) {
-                s->call_sites[i].until_ns = until - length;
-                s->timed_end_ns = now;
-                osp__timing_set(s, OSP__TIMING_NONE);
-                return;
-            }
-            break;
-        }
+    struct osp__call_site *e = osp__call_site_set(s, site);
+    if (e->key != site && (++e)->key != site)
+        goto slow;
+    uint64_t until = e->until_ns;
+    if (length < until && until <= osp__period_ns && !s->sampling_held) {
+        e->until_ns = until - length;
+        s->timed_end_ns = now;
+        osp__timing_set(s, OSP__TIMING_NONE);
+        return;
     }
+slow:
     osp__timed_call_end_slow(s, t0, now, fn, site, fd_call);
 }
 

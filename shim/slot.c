@@ -74,6 +74,7 @@ void osp__switch_maps_set(void *const *maps, int n, size_t size)
     switch_map_size = size;
     atomic_store_explicit(&switch_maps_held, n, memory_order_release);
     atomic_store_explicit(&osp__switches_on, n > 0, memory_order_release);
+    osp__timed_gate_set(OSP__GATE_SWITCHES, n > 0);
 }
 
 _Atomic int osp__calls_timed_flag;
@@ -81,12 +82,14 @@ _Atomic int osp__calls_timed_flag;
 void osp__calls_timed_set(int on)
 {
     atomic_store_explicit(&osp__calls_timed_flag, on, memory_order_relaxed);
+    osp__timed_gate_set(OSP__GATE_UNTIMED, !on);
 }
 
 void osp__kernel_waits_off(void)
 {
     osp__calls_timed_set(1);
     atomic_store_explicit(&osp__switches_on, 0, memory_order_release);
+    osp__timed_gate_set(OSP__GATE_SWITCHES, 0);
     osp__switch_maps_release();
 }
 
@@ -512,13 +515,15 @@ int osp__guard_repair_if_left(struct osp__slot *s, uint64_t sp)
  * (osp__timing_set).
  *
  * Its clock is a stamp (stamp.c: the CPU's counter, scaled), and most calls go no further than
- * the inline halves in osp_core.h: a call that needs nothing settled takes a stamp as it
- * begins, and one that ends short of its site's next sampling point (every call that did not
- * block, but for the odds of its length) moves that point and is done. CLOCK_MONOTONIC is read
- * only on the slow ways here, for the times the ring and the slot are told. Two clock_gettime
- * calls, the applies' look at the program's SIGPROF disposition and these functions' calls were
- * +304-319 instructions a call of a pipe's, now +138 (bench/guard/run.sh BUILD 200000 pipe
- * BUILD/tests/refuse: a write and a read a round). */
+ * the inline halves in osp_core.h, in guard.c's quick timed part: a call that needs nothing
+ * settled (osp__timed_call_quick: one word for the process, three fields of the thread's) takes
+ * a stamp as it begins, and one that ends short of its site's next sampling point (every call
+ * that did not block, but for the odds of its length) moves that point and is done.
+ * CLOCK_MONOTONIC is read only on the slow ways here, for the times the ring and the slot are
+ * told. Two clock_gettime calls, the applies' look at the program's SIGPROF disposition and
+ * these functions' calls were +304-319 instructions a call of a pipe's, the inline halves +138,
+ * the quick part about +100 (bench/guard/run.sh BUILD 200000 pipe BUILD/tests/refuse: a write
+ * and a read a round; shim/README.md, "The quick way of a timed call"). */
 
 /* Done writing: a signal of ours that came meanwhile took nothing; the sampling timer is armed
  * again in its place, half a period on (as a held-back delivery arms it). So is one a futex wait
@@ -578,16 +583,18 @@ uint64_t osp__timed_call_begin_slow(struct osp__slot *s, int hold, uint64_t sp)
 
 /* The time until the next sampling point of a site's waits: a new site (or one the table let go
  * of) starts at a point drawn uniformly in its first period, so each of its waits weighs its
- * length in expectation, and a site seen again goes on from where it was. */
+ * length in expectation, and a site seen again goes on from where it was. A new site takes the
+ * first entry of its set; the one there moves to the second, whose site the table lets go of. */
 static uint64_t *call_site_until(struct osp__slot *s, uint64_t site)
 {
-    for (uint32_t i = 0; i < OSP__CALL_SITES; i++)
-        if (s->call_sites[i].key == site)
-            return &s->call_sites[i].until_ns;
-    uint32_t i = s->call_site_next++ % OSP__CALL_SITES;
-    s->call_sites[i].key = site;
-    s->call_sites[i].until_ns = 1 + osp__slot_random(s) % (osp__period_ns ? osp__period_ns : 1);
-    return &s->call_sites[i].until_ns;
+    struct osp__call_site *set = osp__call_site_set(s, site);
+    for (uint32_t i = 0; i < 2; i++)
+        if (set[i].key == site)
+            return &set[i].until_ns;
+    set[1] = set[0];
+    set[0].key = site;
+    set[0].until_ns = 1 + osp__slot_random(s) % (osp__period_ns ? osp__period_ns : 1);
+    return &set[0].until_ns;
 }
 
 void osp__timed_call_end_slow(struct osp__slot *s, uint64_t t0, uint64_t now, const void *fn,

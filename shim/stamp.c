@@ -29,6 +29,7 @@
 #include "osp_base.h"
 
 struct osp__stamp_scale osp__stamp_scale;
+_Atomic uint32_t osp__timed_gate = OSP__GATE_UNTIMED | OSP__GATE_UNSCALED;
 
 enum { STAMP_NONE, STAMP_BUSY, STAMP_FIRST, STAMP_DONE, STAMP_OFF };
 static _Atomic int stamp_state;
@@ -85,6 +86,7 @@ static void stamp_publish(uint64_t ns, uint64_t ticks, uint64_t mult)
     osp__stamp_scale.offset = ns - (uint64_t)(((unsigned __int128)ticks * mult) >> 32);
     /* Release: the two words above are seen with the flag. */
     atomic_store_explicit(&osp__stamp_scale.ready, 1, memory_order_release);
+    osp__timed_gate_set(OSP__GATE_UNSCALED, 0);
     atomic_store_explicit(&stamp_state, STAMP_DONE, memory_order_relaxed);
 }
 
@@ -138,6 +140,7 @@ void osp__stamp_no_counter(void)
 void osp__stamp_off(void)
 {
     atomic_store_explicit(&stamp_state, STAMP_OFF, memory_order_relaxed);
+    osp__timed_gate_set(OSP__GATE_UNSCALED, 1);
     atomic_store_explicit(&osp__stamp_scale.ready, 0, memory_order_relaxed);
 }
 

@@ -1182,6 +1182,34 @@ START_TEST(stamp_scale_agrees_with_clock_monotonic)
 }
 END_TEST
 
+/* The one word that lets a timed call go the quick way (osp__timed_gate): each of its bits
+ * follows the flag it stands for, so the quick way never times a call the long way would not
+ * (calls not timed, the kernel's records mapped, the stamps' scale unknown). */
+START_TEST(timed_gate_follows_its_flags)
+{
+    osp__calls_timed_set(1);
+    ck_assert(!(atomic_load(&osp__timed_gate) & OSP__GATE_UNTIMED));
+    osp__calls_timed_set(0);
+    ck_assert(atomic_load(&osp__timed_gate) & OSP__GATE_UNTIMED);
+    osp__calls_timed_set(1);
+    void *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(map != MAP_FAILED);
+    osp__switch_maps_set(&map, 1, 4096);
+    ck_assert(atomic_load(&osp__timed_gate) & OSP__GATE_SWITCHES);
+    osp__kernel_waits_off(); /* unmaps it */
+    ck_assert(!(atomic_load(&osp__timed_gate) & OSP__GATE_SWITCHES));
+    for (int i = 0; i < 400 && !atomic_load(&osp__stamp_scale.ready); i++) {
+        (void)osp__stamp_ns();
+        osp__nap_us(1000);
+    }
+    ck_assert_int_eq(!(atomic_load(&osp__timed_gate) & OSP__GATE_UNSCALED),
+                     atomic_load(&osp__stamp_scale.ready));
+    osp__stamp_off();
+    ck_assert(atomic_load(&osp__timed_gate) & OSP__GATE_UNSCALED);
+    osp__calls_timed_set(0);
+}
+END_TEST
+
 /* A call's wait (osp__call_wait_weight): the sampling points a period apart along its site's
  * own time line of waits. Two sites whose short waits alternate each get their share, exact
  * within a period; with one carry for the thread, rounded to the nearest period, the site
@@ -1479,7 +1507,7 @@ Suite *shim_suite(void)
         wait_weight_carries_its_rounding_to_the_next_wait,
         call_wait_weight_samples_short_waits_by_their_length, cpu_share_and_period_of_rate,
         open_shared_takes_only_a_regular_file_of_ours, stamp_scale_agrees_with_clock_monotonic,
-        fork_greets_the_collector_that_took_its_parent);
+        fork_greets_the_collector_that_took_its_parent, timed_gate_follows_its_flags);
 #if defined(__x86_64__)
     tcase_add_test(parsers, context_at_a_rewound_syscall_is_blocked);
 #endif

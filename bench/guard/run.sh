@@ -8,7 +8,8 @@
 # With MODE "mutex" a round is the mutex alone, with "pipe" a byte written to the program's own
 # pipe and read back; with REFUSE (tests/refuse, run as `refuse perf_event_open`, which refuses
 # perf_event_open: the shim then times the futex-based waits and the pipe's calls itself) two more
-# rows run under it.
+# rows run under it; with "pipe", a row for the least a wrapper timing each call costs
+# (loop.c's "floor" mode).
 # Usage: bash bench/guard/run.sh [BUILD_DIR] [ROUNDS] [MODE] [REFUSE]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,7 +30,8 @@ count() { # count NAME ENV...: instructions of rounds(), inclusive, per round
   local launch=()
   if [ "${name##*-}" = noperf ]; then launch=("$noperf" perf_event_open); fi
   env "$@" "${launch[@]}" valgrind --tool=callgrind --callgrind-out-file="$work/$name.out" \
-    --toggle-collect=rounds "$work/${name%%-*}" "$rounds" "$mode" >/dev/null 2>"$work/$name.err" ||
+    --toggle-collect=rounds "$work/${name%%-*}" "$rounds" "${round_mode:-$mode}" >/dev/null \
+    2>"$work/$name.err" ||
     { echo "$name failed:" >&2; cat "$work/$name.err" >&2; exit 1; }
   local ir
   ir=$(callgrind_annotate "$work/$name.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
@@ -53,6 +55,12 @@ row "archive, off" "$off"
 row "archive, on" "$on"
 row "preload, off" "$poff"
 row "preload, on" "$pon"
+# The least a wrapper that times each call by its clock reads can cost (loop.c's floor_read and
+# floor_write: two counter reads, a flag stored around the call, a compare and a store; no
+# site, no scale, no checks): the floor under the rows timed so.
+if [ "$mode" = pipe ]; then
+  row "timing floor, plain" "$(round_mode=floor count plain-floor)"
+fi
 if [ -n "$noperf" ]; then
   row "archive, on, noperf" "$(count archive-on-noperf "${daemon[@]}" OSPREY_PROFILE="$work/onn.json")"
   row "preload, on, noperf" "$(count plain-preload-on-noperf \
