@@ -8,9 +8,9 @@
 #             what it used, no period lost to full rings, its wall time within twice the
 #             run alone's (plus a second: the machine is shared); the attacker did connect.
 #   many      `forks many`: 600 children of 3 ms CPU each in work_short, 20 at a time, half
-#             ending with exit, half with _exit: output and status as plain, and the
-#             children's recorded CPU at least 90% of what the plain run's children used (each
-#             one's last period is paid at its exit or _exit, as a thread's is when it ends).
+#             ending with exit, half with _exit: output and status as plain, every child's
+#             profile, and the children's recorded CPU at least 90% of their work (each one's
+#             last period is paid at its exit or _exit, as a thread's is when it ends).
 #   lowfd     through osprey, `forks lowfd` (RLIMIT_NOFILE 8, a child burning 0.3 s in
 #             work_a): output and status as plain, the child in the report with its CPU.
 #   clone3    through osprey, `forks clone3` (a child made by syscall(SYS_clone3), burning
@@ -131,9 +131,14 @@ files = [load_raw(p) for p in glob.glob(sys.argv[1] + "/p.raw.*.json")]
 forked = [d for d in files if d.get("forked")]
 cpu = sum(on_cpu_seconds(d) for d in forked)
 plain = float(sys.argv[2])
-print("many: %d children with a profile of 600, %.3f s recorded of %.3f s their CPU plain (%.1f%%)"
-      % (len(forked), cpu, plain, 100 * cpu / plain))
-sys.exit(cpu < 0.9 * plain)
+# The bound is the children's work: each burns 3 ms of its own CPU clock in work_short. Their
+# CPU plain (RUSAGE_CHILDREN) also holds the kernel's fork and exit of 600 processes, which no
+# sampler inside a process sees after its exit record and which a virtual machine can make as
+# long as the work itself (3.0-3.5 s plain for 1.8 s of work on one).
+work = 600 * 0.003
+print("many: %d children with a profile of 600, %.3f s recorded of %.3f s their work, %.3f s "
+      "their CPU plain (%.1f%%)" % (len(forked), cpu, work, plain, 100 * cpu / plain))
+sys.exit(len(forked) < 600 or cpu < 0.9 * work)
 PY
 
 # through MODE: `forks MODE` plain and through osprey (into $work/MODE-run.*): output (the
@@ -202,8 +207,12 @@ if grep -q "^osprey: process $daemon_pid left the session (a daemon) after its p
   "$work/setsid-run.err"; then
   echo "setsid: the daemon was named as not profiled"
 else
-  grep -Eq "^ *[0-9.]+% +[0-9.]+%.* work_daemon " "$work/setsid-run.err" ||
-    fail "setsid: work_daemon is not in the report: $(cat "$work/setsid-run.err")"
+  # The report again with 40 rows: the parent's and the middle process's few samples (fork,
+  # the atfork handlers) are rows of their own and can push the daemon's caller out of ten.
+  "$osprey" report "$work/setsid-run.raw.json" -o "$work/setsid-top" --format folded --top 40 \
+    >"$work/setsid-top.out" 2>&1 || fail "setsid: osprey report setsid-run: exit $?"
+  grep -Eq "^ *[0-9.]+% +[0-9.]+%.* work_daemon " "$work/setsid-top.out" ||
+    fail "setsid: work_daemon is not in the report: $(cat "$work/setsid-run.err" "$work/setsid-top.out")"
   grep -q "^process $daemon_pid (forks) left the session (a daemon)" "$work/setsid-run.err" ||
     fail "setsid: no line says the daemon left the session: $(cat "$work/setsid-run.err")"
 fi
