@@ -159,7 +159,7 @@ sleep 0.2
 expect_status 0 $? "osprey attach (alternating thread)"
 wait "$pid"
 expect_status 0 $? "the alternating program's exit status"
-python3 - "$work/alt" "$(cat "$work/alt.out")" <<'PY' || fail "profile checks (alternating thread)"
+python3 - "$work/alt" "$(cat "$work/alt.out")" <<'PY' || fail "profile checks (alternating thread): $(cat "$work/alt.err" "$work/alt.report")"
 import sys
 from checks import check, finish, load_raw, read_folded
 stem, out = sys.argv[1], sys.argv[2].split()
