@@ -46,9 +46,12 @@ mapfile -t scripts < <(shell_scripts)
 shellcheck "${scripts[@]}"
 
 setup build-test
-# Suites by kind (tests/README.md): unit, e2e and lint side by side; then accuracy, whose
-# figures depend on the clock, one test at a time with nothing beside it.
-meson test -C build-test --print-errorlogs --no-suite accuracy
+# Suites by kind (tests/README.md): unit, lint and the examples side by side; then e2e one test at a time
+# (each profiles real programs and holds shares, paces and stacks to bounds: two beside each
+# other on a 2-core machine took each other's CPU); then accuracy, whose figures depend on the
+# clock, one test at a time with nothing beside it.
+meson test -C build-test --print-errorlogs --suite unit --suite lint --suite examples
+meson test -C build-test --print-errorlogs --suite e2e --num-processes 1
 meson test -C build-test --print-errorlogs --suite accuracy --num-processes 1
 meson test -C build-test --setup=valgrind --suite unit --print-errorlogs
 
