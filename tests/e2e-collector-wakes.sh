@@ -5,8 +5,9 @@
 # a tick paced by the fill, every 14-16 ms). Counted from /proc/PID/status (voluntary context
 # switches of its main thread) over 2 s of the run. A loaded machine preempts the program more
 # (its samples then repeat less and fill the ring faster: 27 a second once beside the test
-# suite with a 100 ms nap) and runs it less; the bound, 35 a second, leaves that margin and
-# fails the paced tick (49-80 a second at load 10). Then 64 busy threads (bench/collector/threads.c, depths 0-23) at 997 Hz
+# suite with a 100 ms nap) and runs it less. A virtual machine whose fork, page faults and
+# signals cost more (a PVM guest) gave 35-36 a second on an idle machine. The bound, 45 a
+# second, leaves that margin and fails the paced tick (49-80 a second at load 10). Then 64 busy threads (bench/collector/threads.c, depths 0-23) at 997 Hz
 # (napping) and 10 kHz (paced: no nap above about 2 kHz): no sample lost (the raw file's
 # `dropped` 0), every thread there.
 # Usage: e2e-collector-wakes.sh OSPREY BENCH_COLLECTOR_DIR
@@ -53,8 +54,8 @@ else
   rate=$(wakes_per_second "$daemon")
   if [ -z "$rate" ]; then
     fail "ospreyd ended before the program did"
-  elif [ "$rate" -gt 35 ]; then
-    fail "ospreyd woke $rate times a second for one thread at 997 Hz (at most 35)"
+  elif [ "$rate" -gt 45 ]; then
+    fail "ospreyd woke $rate times a second for one thread at 997 Hz (at most 45)"
   else
     echo "ospreyd woke $rate times a second for one thread at 997 Hz"
   fi
