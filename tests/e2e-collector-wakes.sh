@@ -10,6 +10,10 @@
 # second, leaves that margin and fails the paced tick (49-80 a second at load 10). Then 64 busy threads (bench/collector/threads.c, depths 0-23) at 997 Hz
 # (napping) and 10 kHz (paced: no nap above about 2 kHz): no sample lost (the raw file's
 # `dropped` 0), every thread there.
+# A thread that sleeps 0.3 s (ospreyd naps) and then runs 5 ms bursts between 2 ms sleeps, its
+# stacks seldom repeating: no sample lost (before: ospreyd woken at the ring's mark counted its
+# next read from the nap's end, a quarter second away, and 99 of about 320 periods were lost in
+# 3 runs of 4).
 # Usage: e2e-collector-wakes.sh OSPREY BENCH_COLLECTOR_DIR
 set -uo pipefail
 
@@ -65,6 +69,53 @@ expect_status 0 $? "osprey spin"
 got=$(raw_dropped "$work/busy.raw.json")
 [ "$got" = 0 ] || fail "one thread: the raw file says dropped ${got:-(no raw file)}"
 
+cat >"$work/burst.c" <<'EOF'
+#include <stdio.h>
+#include <time.h>
+static volatile unsigned long sink;
+static double cpu(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+/* Deeper and shallower stacks in turn, so that samples seldom repeat the one before. */
+__attribute__((noinline)) static void dive(int depth)
+{
+    if (depth > 0) {
+        dive(depth - 1);
+        sink++;
+        return;
+    }
+    for (int i = 0; i < 20000; i++)
+        sink += i;
+}
+int main(void)
+{
+    struct timespec idle = {0, 300000000}, gap = {0, 2000000};
+    nanosleep(&idle, NULL);
+    for (int round = 0; round < 60; round++) {
+        double end = cpu() + 0.005;
+        for (int depth = 0; cpu() < end; depth = (depth + 7) % 23)
+            dive(depth);
+        nanosleep(&gap, NULL);
+    }
+    printf("%lu\n", sink & 1);
+    return 0;
+}
+EOF
+if cc -O2 -g -fno-omit-frame-pointer "$work/burst.c" -o "$work/burst" 2>"$work/build"; then
+  for run in 1 2; do
+    "$osprey" "$work/burst" --profile -o "$work/burst-$run" --format folded >/dev/null 2>"$work/err"
+    expect_status 0 $? "osprey burst (run $run)"
+    got=$(raw_dropped "$work/burst-$run.raw.json")
+    [ "$got" = 0 ] ||
+      fail "bursts after a nap (run $run): the raw file says dropped ${got:-(no raw file)}"
+  done
+else
+  fail "cannot build burst.c: $(cat "$work/build")"
+fi
+
 for hz in 997 10000; do
   "$osprey" "$work/threads" --profile -F "$hz" -o "$work/threads-$hz" --format folded >/dev/null \
     2>"$work/err"
@@ -75,4 +126,4 @@ for hz in 997 10000; do
     "$work/threads-$hz.raw.json" 2>/dev/null)
   [ "${threads:-0}" -ge 65 ] || fail "64 threads at $hz Hz: ${threads:-no} threads in the raw file"
 done
-finish "ok: ospreyd sleeps until a ring is half full; 64 threads at 997 Hz and 10 kHz lose nothing"
+finish "ok: ospreyd sleeps until a ring is half full; bursts after a nap and 64 threads at 997 Hz and 10 kHz lose nothing"
