@@ -6,7 +6,8 @@
 # among them, so it waits for its profile as a run's first process does. PROG (tests/stops/stops.c,
 # `spin`: 0.3 s in spin) is in the report, its stdout and status unchanged. Before: `process 1
 # left the session (a daemon) after its parent's collector ended; it is not profiled`, only
-# unshare's own 10 ms in the profile. The same under bwrap (below). Root only (unshare --pid).
+# unshare's own 10 ms in the profile. The same under bwrap (below), and under bwrap with only
+# the output directory writable. Root only (unshare --pid).
 # Usage: e2e-pidns.sh OSPREY SOURCE_DIR
 set -uo pipefail
 
@@ -66,6 +67,23 @@ else
   settle_collectors "$work"
   grep -Eq 'process [0-9]+ \(bc\)' "$work/b.err" ||
     fail "bwrap: no process line for bc: $(grep -E '^ *process|^osprey:' "$work/b.err")"
+  # Only the output directory writable (a read-only root, /tmp included), as a sandbox that
+  # lets a program write its results and nothing else: the profile's scratch is beside the
+  # outputs, so bc's raw file is written. Before: `ospreyd could not write the profile:
+  # /tmp/osprey-…/profile.raw.4.json: Read-only file system`, no bc in the report.
+  mkdir -p "$work/only"
+  cp "$work/pi.bc" "$work/only/pi.bc"
+  "$osprey" "$(command -v bwrap)" --profile -o "$work/only/b" -- --ro-bind / / --dev /dev \
+    --proc /proc --bind "$work/only" "$work/only" --unshare-all --die-with-parent \
+    "$(command -v bc)" -lq "$work/only/pi.bc" >"$work/only.out" 2>"$work/only.err"
+  expect_status 0 $? "osprey bwrap (only the output directory writable) … bc"
+  cmp -s "$work/b-plain.out" "$work/only.out" ||
+    fail "bwrap, only the output directory writable: bc's stdout differs from the plain run's"
+  settle_collectors "$work/only"
+  grep -Eq 'process [0-9]+ \(bc\)' "$work/only.err" ||
+    fail "bwrap, only the output directory writable: no process line for bc: $(grep -E '^ *process|^osprey:' "$work/only.err")"
+  leftover=$(find "$work/only" -name '.osprey-*')
+  [ -z "$leftover" ] || fail "bwrap, only the output directory writable: scratch left: $leftover"
 fi
 
 finish "a program in a pid namespace of its own is profiled"
