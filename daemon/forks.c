@@ -197,7 +197,7 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
 /* Is the child still the image that greeted (alive, the ring in its maps)? */
 static bool still_there(const struct osp_fork_hello *hello)
 {
-    return ospd_target_maps_ring(hello->pid, hello->ring_name) == 1;
+    return ospd_target_maps_ring(ospd_proc_pid(hello->pid), hello->ring_name) == 1;
 }
 
 /* Did the child record anything (a slot's ring written to)? A later image's ring (exec'd, or
@@ -536,11 +536,12 @@ static int connection_watch(struct ospd_forks *f, int conn, const struct ucred *
  * in the profile as a process that ran unprofiled. Anyone else is no business of ours. */
 static void name_stranger(struct ospd_forks *f, const struct ucred *peer)
 {
-    if (f->collector == NULL || f->collector->pid <= 0 ||
-        ospd_target_parent(peer->pid) != f->collector->pid)
+    int32_t shown = ospd_proc_pid(peer->pid); /* the number /proc gives it (proc-view.c) */
+    if (f->collector == NULL || f->collector->proc_pid <= 0 || shown <= 0 ||
+        ospd_target_parent(shown) != f->collector->proc_pid)
         return;
     char link[64], exe[OSP_MAX_PATH + 1];
-    snprintf(link, sizeof link, "/proc/%d/exe", (int)peer->pid);
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)shown);
     ssize_t n = readlink(link, exe, sizeof exe - 1);
     char *path = ospd_utf8_sanitize(exe, n > 0 ? (size_t)n : 0);
     if (path != NULL)
@@ -662,12 +663,13 @@ static int next_image_greets(pid_t pid, const char *ring)
     char want[48 + OSP_RING_NAME_SIZE];
     int n = snprintf(want, sizeof want, "OSPREY_PROFILE_GREET=%u:%s", (unsigned)getuid(), ring);
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    int32_t shown = ospd_proc_pid(pid);
+    snprintf(path, sizeof path, "/proc/%d", (int)shown);
     struct stat st;
-    if (n <= 0 || (size_t)n >= sizeof want || stat(path, &st) != 0 || st.st_uid != getuid() ||
-        st.st_gid != getgid())
+    if (n <= 0 || (size_t)n >= sizeof want || shown <= 0 || stat(path, &st) != 0 ||
+        st.st_uid != getuid() || st.st_gid != getgid())
         return 0;
-    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)shown);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
@@ -687,7 +689,10 @@ static int next_image_greets(pid_t pid, const char *ring)
 static bool alive(pid_t pid)
 {
     int status;
-    char state = ospd_target_state(pid, &status);
+    int32_t shown = ospd_proc_pid(pid);
+    if (shown == 0) /* there, where /proc does not show it */
+        return true;
+    char state = shown > 0 ? ospd_target_state(shown, &status) : 0;
     return state != 0 && state != 'Z' && state != 'X';
 }
 
@@ -711,7 +716,8 @@ static void next_image(struct ospd_forks *f)
     if (f->next_image_done || f->fd < 0)
         return;
     f->next_image_done = true;
-    if (pid <= 0 || !alive(pid) || !listener_ring(f, ring) || ospd_target_maps_ring(pid, ring) != 0)
+    if (pid <= 0 || !alive(pid) || !listener_ring(f, ring) ||
+        ospd_target_maps_ring(f->collector->proc_pid, ring) != 0)
         return;
     uint64_t end_ns = uv_hrtime() + GREETING_MS * 1000000ull;
     int greets;
