@@ -83,6 +83,7 @@ uint32_t ospd_stack_end(const struct ospd_interner *in, uint32_t index);
 struct ospd_thread {
     int64_t fiber;
     int32_t tid;
+    int32_t proc_tid; /* the number /proc gives it (ospd_proc_tid), once asked; else 0 */
     uint32_t slot, generation;
     char *label; /* valid UTF-8, NUL-terminated */
     /* A fiber a runtime declared (OSP_REC_FIBER) on the registration (slot, generation), whose

@@ -571,14 +571,17 @@ static uint64_t registered_of(void *ctx, uint32_t thread)
 static void ask_one(void *ctx, uint32_t thread)
 {
     struct ospd_daemon *d = ctx;
-    const struct ospd_thread *t = &d->collector.threads[thread];
+    struct ospd_thread *t = &d->collector.threads[thread];
     if (d->slots != NULL && t->slot < d->slot_count &&
         (atomic_load_explicit(&slot_at(d, t->slot)->state, memory_order_relaxed) ==
              OSP_SLOT_GUARDED ||
          atomic_load_explicit(&slot_at(d, t->slot)->state, memory_order_relaxed) == OSP_SLOT_TIMED))
         return; /* inside a guarded or timed call: the shim knows its site */
+    /* The main thread's id is the process's pid, in /proc's numbers too. */
     int32_t proc_pid = d->collector.proc_pid;
-    if (ospd_switches_may_ask(proc_pid, ospd_proc_tid(proc_pid, t->tid)))
+    if (t->proc_tid == 0)
+        t->proc_tid = t->tid == d->collector.pid ? proc_pid : ospd_proc_tid(proc_pid, t->tid);
+    if (ospd_switches_may_ask(proc_pid, t->proc_tid))
         ospd_switches_ask(d->collector.pid, t->tid, d->header->signal_cookie);
 }
 
