@@ -6,7 +6,9 @@
 # among them, so it waits for its profile as a run's first process does. PROG (tests/stops/stops.c,
 # `spin`: 0.3 s in spin) is in the report, its stdout and status unchanged. Before: `process 1
 # left the session (a daemon) after its parent's collector ended; it is not profiled`, only
-# unshare's own 10 ms in the profile. The same under bwrap (below). Root only (unshare --pid).
+# unshare's own 10 ms in the profile. The same under bwrap (below); without --mount-proc, where
+# the collector's /proc is the host's (below); and `osprey attach` from outside into such a
+# namespace. Root only (unshare --pid).
 # Usage: e2e-pidns.sh OSPREY SOURCE_DIR
 set -uo pipefail
 
