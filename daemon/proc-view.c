@@ -139,7 +139,8 @@ void ospd_proc_unseen(const struct ospd_collector *c)
         (kill(c->pid, 0) != 0 && errno != EPERM))
         return; /* shown, or gone already (the profile says how it ended) */
     fprintf(stderr,
-            "osprey: ospreyd: process %d is not in this /proc (it is another pid namespace's): "
-            "its name, maps and unwind tables cannot be read; its stacks follow frame pointers\n",
+            "osprey: ospreyd: process %d is not in this /proc (another pid namespace's, or none "
+            "mounted): its name, maps and unwind tables cannot be read; its stacks follow frame "
+            "pointers\n",
             (int)c->pid);
 }
