@@ -47,12 +47,12 @@ struct build_job {
     uint64_t queued_ns, built_ns;
 };
 
-int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32_t pid,
+int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32_t proc_pid,
                          int worker_nice)
 {
     memset(u, 0, sizeof *u);
     u->loop = loop;
-    u->pid = pid;
+    u->pid = proc_pid;
     u->worker_nice = worker_nice;
     u->fd = -1;
     if (fd < 0)
