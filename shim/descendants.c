@@ -123,8 +123,12 @@ int osp__env_escapes(char *const envp[])
 
 void osp__note_escape(long pid, const char *path, char *const envp[])
 {
-    if (!osp__is_active() || getpid() != osp__boot_pid() || osp__the_registry.ring == NULL)
+    /* Relaxed: a one-way flag; inside a sandbox not even getpid (control.c). */
+    if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) ||
+        getpid() != osp__boot_pid() || osp__the_registry.ring == NULL)
         return;
+    if (pid == 0)
+        pid = (long)getpid();
     int reason = osp__env_escapes(envp);
     if (reason == 0)
         return;

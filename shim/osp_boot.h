@@ -1,5 +1,7 @@
 /* osp_boot.h — layer 5 of the shim (see osp_base.h for the list): the profiled run itself.
  *
+ *   seccomp.c      a seccomp filter the process boots under: the calls it kills tried first
+ *                  in a throwaway child, profiling off or a feature without them
  *   descendants.c  the bookkeeping a descendant's new image needs, kept out of the program's
  *                  environment and added only to what it hands to exec and spawn
  *   control.c      pausing our signals around execve and for good once the program uses
@@ -65,7 +67,8 @@ void osp__greet_set(const char *ring);
 const char *osp__greet_ring(void);
 /* Processes that escape the profile (OSP_REC_ESCAPED): whether this image was preloaded (set
  * at boot), why a new image with environment `envp` would run unprofiled (enum osp_escape, 0
- * when it would not), and the record that says so, for `pid` running `path` (NULL: unknown).
+ * when it would not), and the record that says so, for `pid` running `path` (NULL: unknown;
+ * pid 0: this process).
  * Only in the booted process, never in a vfork child. */
 void osp__escape_set_preloaded(int preloaded);
 int osp__env_escapes(char *const envp[]);
@@ -113,6 +116,12 @@ void osp__take_pending_sigprof(void);
 /* The program is about to send SIGPROF itself: pause our signals for good (every thread's
  * timers disarmed, none armed again). */
 void osp__sigprof_back_off(void);
+/* Where /proc/self/status says the process runs under a seccomp filter, the shim's calls
+ * made first in a throwaway child: 0 to go on (osp__forbidden says which features go without
+ * their call), -1 when profiling is off (said in one line). One read of /proc/self/status
+ * without a filter. */
+int osp__seccomp_check(void);
+
 /* The program is about to enter a seccomp sandbox (prctl(PR_SET_SECCOMP), seccomp(2)):
  * profiling stops for good first, with one line. */
 void osp__sandbox_begin(void);
