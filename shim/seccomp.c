@@ -591,7 +591,7 @@ static long probe_from(uint32_t first, int dumpable, volatile uint32_t *at)
         return -1;
     int status = 0;
     /* 2 s at most: the calls take well under a millisecond, even on a loaded machine. */
-    for (long waited_us = 0, step = 50;; waited_us += step, step = step < 5000 ? step * 2 : step) {
+    for (long waited_us = 0, step = 20;; waited_us += step, step = step < 1000 ? step * 2 : step) {
         long r = osp__sys(SYS_wait4, pid, (long)&status, __WALL | WNOHANG, 0, 0);
         if (r == pid)
             break;
