@@ -168,6 +168,9 @@ void osp__sandbox_begin(void)
     pause_signals();
     osp__take_pending_sigprof();
     osp__stamp_calibrate(); /* its one system call, while allowed (stamp.c) */
+    /* The program's blocking calls are no longer timed by us: a timed call holds and re-arms
+     * the thread's sampling timer (slot.c), a system call the sandbox may forbid. */
+    osp__calls_timed_set(0);
     /* Release: pairs with ospreyd's acquire load as it finishes (the raw file says when). */
     atomic_store_explicit(&osp__header->sandboxed_ns, osp__mono_ns(), memory_order_release);
     atomic_store_explicit(&osp__sandboxed, 1, memory_order_relaxed);

@@ -93,7 +93,9 @@ void osp_prof_fiber_switch(int64_t fiber_id, const char *label, const void *stac
 
 void osp__images_refresh(void)
 {
-    if (!osp__is_active() || getpid() != osp__booted_pid)
+    /* Relaxed: a one-way flag; inside a sandbox not even getpid (a dlclose's refresh). */
+    if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) ||
+        getpid() != osp__booted_pid)
         return;
     /* Threads register at once: the image table is one. Lock order: images, then registry. */
     osp__mutex_lock(&osp__images_lock);

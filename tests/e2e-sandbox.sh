@@ -62,15 +62,23 @@ for call in process_vm_readv kill socket perf_event_open; do
 done
 kill_case trap-timer_create "is off"
 
-# A filter the program enters itself, then a thread, a fork and an exec under it.
+# A filter the program enters itself, then a thread, a fork and an exec under it; again where
+# perf events are refused (the shim then times the program's blocking calls, pthread_join's).
 "$work/stops" strict >"$work/strict.plain" 2>/dev/null
 plain=$?
-LD_PRELOAD="$shim" OSPREY_PROFILE="$work/s.raw.json" OSPREY_DAEMON="$daemon" "$work/stops" strict \
-  >"$work/strict.out" 2>"$work/strict.err"
-expect_status "$plain" $? "stops strict"
-cmp -s "$work/strict.plain" "$work/strict.out" || fail "stops strict: stdout differs from the plain run's"
-grep -q 'entered a seccomp sandbox' "$work/strict.err" || fail "stops strict: no sandbox line"
-grep -q 'a seccomp filter forbids getpid; profiling is off' "$work/strict.err" ||
-  fail "stops strict: the exec'd image did not say what its filter forbids: $(cat "$work/strict.err")"
+for refused in none perf_event_open; do
+  wrap=()
+  [ "$refused" = none ] || wrap=("$refuse" "$refused")
+  "${wrap[@]}" env LD_PRELOAD="$shim" OSPREY_PROFILE="$work/s.raw.json" OSPREY_DAEMON="$daemon" \
+    "$work/stops" strict >"$work/strict.out" 2>"$work/strict.err"
+  expect_status "$plain" $? "stops strict ($refused refused)"
+  cmp -s "$work/strict.plain" "$work/strict.out" ||
+    fail "stops strict ($refused refused): stdout differs from the plain run's"
+  grep -q 'entered a seccomp sandbox' "$work/strict.err" ||
+    fail "stops strict ($refused refused): no sandbox line"
+  grep -q 'a seccomp filter forbids getpid; profiling is off' "$work/strict.err" ||
+    fail "stops strict ($refused refused): the exec'd image did not say what its filter forbids:" \
+      "$(cat "$work/strict.err")"
+done
 
 finish "a refused SIGPROF handler is named; a filter that kills on a call the shim makes kills nothing"
