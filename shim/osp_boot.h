@@ -80,7 +80,7 @@ char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **stor
 /* Declare `name`: envp plus the bookkeeping, on this stack frame. */
 #define OSP__ENV(name, envp)                                                                       \
     size_t name##_n = osp__env_count(envp);                                                        \
-    char *name##_store[name##_n + 4];                                                              \
+    char *name##_store[name##_n + 5];                                                              \
     char *const *name = osp__env_with_bookkeeping(envp, name##_n, name##_store)
 /* system() and popen() start their child through the C library's own posix_spawn, with the
  * environment as it is: put the bookkeeping there for the call only. Returns 1 when it did
@@ -121,6 +121,9 @@ void osp__sigprof_back_off(void);
  * their call), -1 when profiling is off (said in one line). One read of /proc/self/status
  * without a filter. */
 int osp__seccomp_check(void);
+/* "OSPREY_PROFILE_SECCOMP=<filters>:<forbidden>", the answer a new image of this one takes
+ * rather than trying again under the same filters (descendants.c), or NULL (no filter). */
+const char *osp__seccomp_entry(void);
 
 /* The program is about to enter a seccomp sandbox (prctl(PR_SET_SECCOMP), seccomp(2)):
  * profiling stops for good first, with one line. */

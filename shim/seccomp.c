@@ -27,6 +27,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -611,9 +613,24 @@ static long probe_from(uint32_t first, int dumpable, volatile uint32_t *at)
     return (long)*at;
 }
 
-/* The Seccomp: line of /proc/self/status (0 none, 1 strict, 2 filter), read with the calls
- * the loader itself made under the filter (openat, read, close); 0 when it cannot be read. */
-static int seccomp_mode(void)
+/* The integer after `key` in `text`, or -1. */
+static long status_field(const char *text, const char *key)
+{
+    const char *line = strstr(text, key);
+    if (line == NULL)
+        return -1;
+    line += strlen(key);
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (*line < '0' || *line > '9')
+        return -1;
+    return strtol(line, NULL, 10);
+}
+
+/* The Seccomp: line of /proc/self/status (0 none, 1 strict, 2 filter) and Seccomp_filters:
+ * (how many filters, -1 before Linux 5.9), read with the calls the loader itself made under
+ * the filter (openat, read, close); 0 when it cannot be read. */
+static int seccomp_mode(long *filters)
 {
     long fd = osp__sys(SYS_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY | O_CLOEXEC, 0, 0);
     if (fd < 0)
@@ -632,23 +649,56 @@ static int seccomp_mode(void)
     }
     osp__sys(SYS_close, fd, 0, 0, 0, 0);
     text[len] = '\0';
-    const char *line = strstr(text, "\nSeccomp:");
-    if (line == NULL)
-        return 0;
-    line += strlen("\nSeccomp:");
-    while (*line == ' ' || *line == '\t')
-        line++;
-    return *line >= '0' && *line <= '9' ? *line - '0' : 0;
+    long mode = status_field(text, "\nSeccomp:");
+    *filters = status_field(text, "\nSeccomp_filters:");
+    return mode > 0 ? (int)mode : 0;
+}
+
+/* OSPREY_PROFILE_SECCOMP=<filters>:<forbidden>: the answer of the image that exec'd or spawned
+ * this one, handed on (descendants.c) with the number of filters it was found under. Filters
+ * are never taken off, and a new image inherits its parent's: under as many, the same ones. */
+static char answer_entry[64];
+
+const char *osp__seccomp_entry(void)
+{
+    return answer_entry[0] != '\0' ? answer_entry : NULL;
+}
+
+/* The handed-on answer for `filters` filters, or -1 when there is none for as many. */
+static long handed_on(long filters)
+{
+    const char *entry = getenv("OSPREY_PROFILE_SECCOMP");
+    long answer = -1;
+    if (entry != NULL && filters >= 0) {
+        char *end;
+        long count = strtol(entry, &end, 10);
+        if (end != entry && *end == ':' && count == filters) {
+            char *last;
+            unsigned long mask = strtoul(end + 1, &last, 10);
+            if (last != end + 1 && *last == '\0' && mask < 256)
+                answer = (long)mask;
+        }
+    }
+    unsetenv("OSPREY_PROFILE_SECCOMP"); /* the program never sees it */
+    return answer;
 }
 
 int osp__seccomp_check(void)
 {
-    int mode = seccomp_mode();
+    long filters = -1;
+    int mode = seccomp_mode(&filters);
+    long known = handed_on(filters);
     if (mode == 0)
         return 0;
     if (mode == 1) { /* not at a boot (strict mode forbids execve), but for certain */
         osp__warn("the program runs in seccomp's strict mode; profiling is off");
         return -1;
+    }
+    if (known >= 0) { /* tried by the image before this one, under the same filters: said */
+        osp__forbidden = (unsigned)known;
+        snprintf(answer_entry, sizeof answer_entry, "OSPREY_PROFILE_SECCOMP=%ld:%ld", filters,
+                 known);
+        return 0;
     }
     void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     volatile uint32_t *at = page == MAP_FAILED ? NULL : page;
@@ -696,5 +746,8 @@ int osp__seccomp_check(void)
     if (off)
         return -1;
     osp__forbidden = forbidden;
+    if (filters >= 0)
+        snprintf(answer_entry, sizeof answer_entry, "OSPREY_PROFILE_SECCOMP=%ld:%u", filters,
+                 forbidden);
     return 0;
 }

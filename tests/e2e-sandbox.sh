@@ -61,6 +61,14 @@ for call in process_vm_readv kill socket perf_event_open; do
   kill_case "kill-$call" "goes on"
 done
 kill_case trap-timer_create "is off"
+# A new image under the same filter takes its parent's answer: the line once in the run.
+# shellcheck disable=SC2016 # $0 is the inner shell's
+"$refuse" kill-socket LD_PRELOAD="$shim" OSPREY_PROFILE="$work/h.raw.json" OSPREY_DAEMON="$daemon" \
+  sh -c 'exec "$0" spin' "$work/stops" >"$work/h.out" 2>"$work/h.err"
+expect_status "$spin_status" $? "refuse kill-socket sh -c 'exec stops spin'"
+grep 'seccomp filter forbids' "$work/h.err" >"$work/h.lines"
+expect_one_line "$work/h.lines" '^osprey: a seccomp filter forbids socket; profiling goes on' \
+  "an exec'd image under the same filter"
 
 # A filter the program enters itself, then a thread, a fork and an exec under it; again where
 # perf events are refused (the shim then times the program's blocking calls, pthread_join's).
