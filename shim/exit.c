@@ -63,12 +63,21 @@ static const char *proc_stat_fields(const char *path, char *buf, size_t size)
  * the run's subreaper)? Raw calls, at exit. */
 static int process_ended(long pid)
 {
+    if (osp__forbidden & OSP__FORBIDS_KILL)
+        return 0; /* a filter kills the check: the bounded wait decides */
     if (osp__sys(SYS_kill, pid, 0, 0, 0, 0) != 0)
         return errno == ESRCH;
     char path[48], stat[160];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     const char *fields = proc_stat_fields(path, stat, sizeof stat);
     return fields != NULL && (fields[0] == 'Z' || fields[0] == 'X');
+}
+
+/* No such process (a zombie is not gone here). */
+static int process_gone(long pid)
+{
+    return !(osp__forbidden & OSP__FORBIDS_KILL) && osp__sys(SYS_kill, pid, 0, 0, 0, 0) != 0 &&
+           errno == ESRCH;
 }
 
 static void wait_for_daemon(void)
@@ -94,8 +103,7 @@ static void wait_for_daemon(void)
             return;
         }
         int32_t dpid = atomic_load_explicit(&osp__ring_header->daemon_pid, memory_order_relaxed);
-        int gone = state == OSP_DAEMON_ATTACHED && dpid > 0 &&
-                   osp__sys(SYS_kill, dpid, 0, 0, 0, 0) != 0 && errno == ESRCH;
+        int gone = state == OSP_DAEMON_ATTACHED && dpid > 0 && process_gone(dpid);
         if (gone) {
             osp__warn("ospreyd ended before writing %s; the profile is missing", osp__out_path);
             return;
@@ -250,7 +258,7 @@ void osp__at_exit(void)
         /* ospreyd reads the rings on a tick: wake it now rather than at its next one (SIGURG,
          * whose default action is to ignore it, so an ospreyd still starting is not hurt). */
         int32_t dpid = atomic_load_explicit(&osp__ring_header->daemon_pid, memory_order_relaxed);
-        if (dpid > 0)
+        if (dpid > 0 && !(osp__forbidden & OSP__FORBIDS_KILL))
             osp__sys(SYS_kill, dpid, SIGURG, 0, 0, 0);
         wait_for_daemon();
     }
