@@ -217,4 +217,32 @@ grep -q "perf_event_paranoid <= 1" err || fail "the kernel: line says not how: $
 "$osprey" report run.raw.json -o shape-again --format folded >out 2>err
 if grep -q "^kernel:" out err; then fail "a kernel: line for a CPU-bound program: $(cat out err)"; fi
 
+# A program whose CPU time goes to a call the shim wraps (poll with a timeout on a pipe that is
+# always readable): the shim charges the call's CPU time to its stack with poll's first
+# instruction as the leaf, no instruction after a system call; the line counts it all the same
+# (before, it counted none and said nothing).
+cat >polls.c <<'EOF2'
+#include <poll.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void)
+{
+    int fds[2];
+    if (pipe(fds) != 0 || write(fds[1], "x", 1) != 1)
+        return 1;
+    struct pollfd p = {.fd = fds[0], .events = POLLIN};
+    long ready = 0;
+    for (long i = 0; i < 150000; i++)
+        ready += poll(&p, 1, 1000);
+    printf("%ld\n", ready);
+    return 0;
+}
+EOF2
+"$osprey" polls.c --profile -o polls >out 2>err
+expect_status 0 $? "the program in poll"
+share=$(sed -n 's/^kernel: \([0-9]*\)\.[0-9]% of on-CPU time was inside system calls.*/\1/p' err)
+if [ -z "$share" ] || [ "$share" -lt 50 ]; then
+  fail "poll's CPU time not counted inside system calls: $(cat err)"
+fi
+
 finish "all osprey report and diff checks passed"
