@@ -5,7 +5,7 @@
 # share), then under `osprey lighttpd --profile --duration 14` with perf recording that run too
 # (the shim's wrapper around each call it wraps is user time there); the second run's raw file
 # is reported again by BEFORE's osprey when given (a build of another tree). Root only (perf's
-# kernel samples; lighttpd drops to nobody).
+# kernel samples; lighttpd drops to nobody). KEEP=1 keeps the files (the raw profile, perf's data).
 set -u
 build=$1
 before=${2:-}
@@ -55,4 +55,4 @@ if [ -n "$before" ]; then
   "$before/tools/osprey" report "$dir/osprey.raw.json" --format folded -o "$dir/before" 2>&1 |
     grep '^kernel:' | sed 's/^/profiled, before: /'
 fi
-rm -rf "$dir"
+if [ "${KEEP:-0}" = 1 ]; then echo "kept: $dir"; else rm -rf "$dir"; fi
