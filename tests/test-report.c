@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "osp_unwind_step.h"
 #include "ospx-fixture.h"
 #include "ospx.h"
 #include "ospx_internal.h"
@@ -1335,6 +1336,31 @@ START_TEST(stacks_cut_in_a_jits_code_say_how_to_walk_it)
 }
 END_TEST
 
+/* The marker of frames a deep walk left out is one frame in no object: its caller line under
+ * --inverted shows no location for it (it showed "?", as for code in no object, which stays). */
+START_TEST(the_marker_of_left_out_frames_has_no_location)
+{
+    static const char text[] =
+        "rate 1000\nstart 0\nend 1000000000\nthread 0 main\n"
+        "frame hot /w/d.c\nframe [\u2026\\s150\\sframes]\nframe main /w/d.c\n"
+        "frame 0x7f0000001000\n"
+        "stack 0@5 1@0 2@9\nstack 0@5 3@0\n"
+        "sample 1000 0 0 0 60\nsample 2000 0 1 0 40\n";
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture, text, &model);
+    fixture.symbols.frames[1].address = osp_unwind_left_out_pc(150);
+    struct ospx_report_options options = {.width = 120, .inverted = 1, .top = 1};
+    char *out = render_with(&model, &options);
+    ck_assert_msg(strstr(out, "\n         ←  60.0%  [\u2026 150 frames]  ← main\n") != NULL, "%s",
+                  out);
+    ck_assert_msg(strstr(out, "\n         ←  40.0%  0x7f0000001000  ?\n") != NULL, "%s", out);
+    free(out);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
     Suite *s = suite_create("report");
@@ -1365,7 +1391,8 @@ Suite *report_suite(void)
         an_attach_without_kernel_records_says_its_waits_are_not_recorded,
         unnamed_code_in_no_object_asks_for_the_runtimes_map,
         stacks_cut_in_a_jits_code_say_how_to_walk_it,
-        an_image_that_execs_after_its_sandbox_is_named_and_told);
+        an_image_that_execs_after_its_sandbox_is_named_and_told,
+        the_marker_of_left_out_frames_has_no_location);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
