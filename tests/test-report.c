@@ -487,6 +487,25 @@ START_TEST(threads_and_runtime_fibers_are_named_apart)
 }
 END_TEST
 
+/* A thread that never named itself (the shim's "thread") goes by its process's command, as
+ * perf names it (its comm); several are told apart by their ids; a name of its own and a
+ * runtime's fiber labelled "thread" keep theirs. */
+START_TEST(unnamed_threads_go_by_the_process_command)
+{
+    char *text = report_of("rate 1000\nprocess 40 /usr/bin/gzip\nthread 0 main -1 40\n"
+                           "thread 41 thread -1 41\nthread 42 thread -1 42\n"
+                           "thread 43 reader -1 43\nthread 7 thread -1 40\n"
+                           "frame main /w/main.c\nstack 0@5\nsample 1000 0 0 0 50\n"
+                           "sample 1000 1 0 0 40\nsample 1000 2 0 0 30\nsample 1000 3 0 0 20\n"
+                           "sample 1000 4 0 0 10\n",
+                           120);
+    HAS(text, "  thread 0 (main)", "  thread 41 (gzip)", "  thread 42 (gzip)",
+        "  thread 43 (reader)", "  fiber 7 (thread)");
+    ck_assert_uint_eq(count_lines_with(text, "(thread)"), 1);
+    free(text);
+}
+END_TEST
+
 /* No "shares hold" without a sample to share; after a signal the sampling line says why it
  * cannot check the rate rather than vanishing. */
 START_TEST(sampling_line_without_samples_and_after_a_signal)
@@ -1392,7 +1411,7 @@ Suite *report_suite(void)
         unnamed_code_in_no_object_asks_for_the_runtimes_map,
         stacks_cut_in_a_jits_code_say_how_to_walk_it,
         an_image_that_execs_after_its_sandbox_is_named_and_told,
-        the_marker_of_left_out_frames_has_no_location);
+        the_marker_of_left_out_frames_has_no_location, unnamed_threads_go_by_the_process_command);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
