@@ -1,7 +1,8 @@
 /* report-notes.c — the terminal report's notes under the table, each said only when it
  * applies: stacks that end before main or a thread's start (and how many came before the unwind
- * tables were ready), the sampling rate achieved against the one requested, and how to name
- * code that most of the CPU time went to unnamed. */
+ * tables were ready), the sampling rate achieved against the one requested (and the CPU time of
+ * threads never sampled, shown where they ended), how to name code that most of the CPU time
+ * went to unnamed, and the share of on-CPU time inside system calls. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,93 @@ int ospx__kernel_samples_withheld(const struct ospx_model *model)
     return 1;
 }
 
+/* The on-CPU periods of threads that were never sampled while they ran: every period of such a
+ * thread is in one row of two periods or more, paid at one instant where the thread ended (the
+ * shim pays a thread's CPU time its timers did not sample when it ends: a thread whose timers
+ * could not be created, timer_create refused or RLIMIT_SIGPENDING spent, or one that ran in
+ * bursts shorter than a period). A sampled thread has a row per period or so; a thread too
+ * short for one has a single row of one period, which is no loss to say. Their count in
+ * *threads, the thread with the most in *heaviest, its row's stack in *stack. None in a view
+ * (--focus, --fiber, ...): the rows a view drops leave sampled threads with one; none in an
+ * attach. */
+static uint64_t unsampled_periods(const struct ospx_raw *raw, size_t *threads, size_t *heaviest,
+                                  uint32_t *stack)
+{
+    *threads = 0;
+    /* An attach samples each thread from outside (perf events, ptrace): no timer of its own. */
+    if (raw->whole.view || raw->thread_count == 0 || raw->events_cpu_ns > 0)
+        return 0;
+    uint32_t *rows = calloc(raw->thread_count, sizeof *rows);
+    uint64_t *periods = calloc(raw->thread_count, sizeof *periods);
+    uint32_t *stacks = calloc(raw->thread_count, sizeof *stacks);
+    uint64_t total = 0, most = 0;
+    if (rows != NULL && periods != NULL && stacks != NULL) {
+        for (size_t i = 0; i < raw->sample_count; i++) {
+            const struct ospx_sample *s = &raw->samples[i];
+            if (s->state != 0 || s->thread >= raw->thread_count)
+                continue;
+            rows[s->thread] += rows[s->thread] < 2;
+            periods[s->thread] += s->weight;
+            stacks[s->thread] = s->stack;
+        }
+        for (size_t t = 0; t < raw->thread_count; t++)
+            if (rows[t] == 1 && periods[t] >= 2) {
+                (*threads)++;
+                total += periods[t];
+                if (periods[t] > most) {
+                    most = periods[t];
+                    *heaviest = t;
+                    *stack = stacks[t];
+                }
+            }
+    }
+    free(stacks);
+    free(periods);
+    free(rows);
+    return total;
+}
+
+/* "not sampled: 99ms of CPU time of 1 thread (main) is shown where it ended, at
+ * __cxa_finalize; ...": the CPU time of threads never sampled while they ran (unsampled_periods),
+ * which the table shows at the stack where each ended, not where the time was spent. Said when
+ * it is at least UNSAMPLED_SAY percent of the on-CPU periods. */
+#define UNSAMPLED_SAY 1.0
+static void report_unsampled(FILE *out, size_t width, const struct ospx_model *model,
+                             const char *warn, uint64_t periods, size_t threads, size_t heaviest,
+                             uint32_t stack)
+{
+    const struct ospx_raw *raw = model->raw;
+    const struct ospx_symbols *sym = model->symbols;
+    if (periods == 0 || ospx__percent_of(periods, model->on_cpu_samples) < UNSAMPLED_SAY)
+        return;
+    char cpu[32], name[128] = "", at[160] = "", first[512];
+    ospx__format_duration(cpu, sizeof cpu, (double)periods / raw->rate_hz);
+    if (threads == 1) {
+        const struct ospx_thread *t = &raw->threads[heaviest];
+        const char *label = ospx__str(t->label);
+        snprintf(name, sizeof name, " (%.100s)",
+                 strcmp(label, "thread") == 0 ? ospx__process_comm(raw, t->process) : label);
+        ospc_printable(name);
+    }
+    if (sym != NULL && stack < sym->stack_count && sym->stack_depths[stack] > 0) {
+        char leaf[128];
+        ospx_short_name(leaf, sizeof leaf, sym->frames[sym->stack_slots[stack][0].frame].name);
+        snprintf(at, sizeof at, ", at %s", leaf);
+        ospc_printable(at);
+    }
+    snprintf(first, sizeof first,
+             "not sampled: %s of CPU time (%.1f%%) of %zu thread%s%s %s shown where %s ended%s",
+             cpu, ospx__percent_of(periods, model->on_cpu_samples), threads,
+             threads == 1 ? "" : "s", name, threads == 1 ? "is" : "are",
+             threads == 1 ? "it" : "they", threads == 1 ? at : "");
+    char second[256];
+    snprintf(second, sizeof second,
+             "no sample was taken while %s ran (a thread's sampling timers could not be created, "
+             "or it ran in bursts shorter than a period): where that time went is not known",
+             threads == 1 ? "it" : "they");
+    ospx__emit_pair(out, width, warn, first, second);
+}
+
 /* "sampling: achieved N samples/s of M requested": on-CPU periods over the CPU time the
  * collector measured, when it measured one. Below ACHIEVED_WARN of the rate asked for, a
  * warning: the CPU figures (times, not shares) then undercount. Always the whole run's: in a
@@ -335,6 +423,14 @@ void ospx__report_achieved_rate(FILE *out, size_t width, const struct ospx_model
     const char *whole = model->raw->whole.view ? " (the whole run)" : "";
     if (process >= 0 && model->raw->whole.view)
         return;
+    /* CPU time of threads never sampled, shown where they ended: said under the line, and no
+     * share holds for it. */
+    size_t unsampled_threads = 0, heaviest = 0;
+    uint32_t unsampled_stack = 0;
+    uint64_t unsampled =
+        unsampled_periods(model->raw, &unsampled_threads, &heaviest, &unsampled_stack);
+    int unsampled_said =
+        unsampled > 0 && ospx__percent_of(unsampled, model->on_cpu_samples) >= UNSAMPLED_SAY;
     if (model->measured_cpu_ns <= 0 && model->raw->exit.signal > 0) {
         char line[128];
         snprintf(line, sizeof line,
@@ -342,35 +438,39 @@ void ospx__report_achieved_rate(FILE *out, size_t width, const struct ospx_model
                  "collector read its CPU time",
                  model->raw->exit.signal);
         ospx__emit(out, width, NULL, line);
-        return;
+    } else if (model->measured_cpu_ns > 0 && model->raw->rate_hz > 0) {
+        double cpu = (double)model->measured_cpu_ns / 1e9;
+        double achieved = (double)model->sampled_on_cpu / cpu;
+        double share = 100.0 * achieved / model->raw->rate_hz;
+        char measured[32], line[512];
+        ospx__format_duration(measured, sizeof measured, cpu);
+        snprintf(line, sizeof line,
+                 "sampling: achieved %.0f samples/s of %u requested (%.1f%%) over %s CPU "
+                 "measured%s",
+                 achieved, model->raw->rate_hz, share, measured, whole);
+        if (share >= ACHIEVED_WARN) {
+            ospx__emit(out, width, NULL, line);
+        } else {
+            snprintf(line, sizeof line,
+                     "warning: achieved %.0f samples/s of %u requested (%.1f%%)%s", achieved,
+                     model->raw->rate_hz, share, whole);
+            char second[384];
+            /* With no on-CPU sample there is no share to hold. */
+            snprintf(second, sizeof second, "CPU times undercount (%s measured)%s", measured,
+                     model->sampled_on_cpu > 0 && !unsampled_said ? "; shares hold" : "");
+            if (ospx__kernel_samples_withheld(model))
+                snprintf(second, sizeof second,
+                         "CPU times undercount (%s measured): the kernel gives an attach "
+                         "without its frames (not root, kernel.perf_event_paranoid >= 2) no "
+                         "sample inside a system call; shares are of the time outside the "
+                         "kernel, as root they include it",
+                         measured);
+            ospx__emit_pair(out, width, warn, line, second);
+        }
     }
-    if (model->measured_cpu_ns <= 0 || model->raw->rate_hz == 0)
-        return;
-    double cpu = (double)model->measured_cpu_ns / 1e9;
-    double achieved = (double)model->sampled_on_cpu / cpu;
-    double share = 100.0 * achieved / model->raw->rate_hz;
-    char measured[32], line[512];
-    ospx__format_duration(measured, sizeof measured, cpu);
-    snprintf(line, sizeof line,
-             "sampling: achieved %.0f samples/s of %u requested (%.1f%%) over %s CPU measured%s",
-             achieved, model->raw->rate_hz, share, measured, whole);
-    if (share >= ACHIEVED_WARN) {
-        ospx__emit(out, width, NULL, line);
-        return;
-    }
-    snprintf(line, sizeof line, "warning: achieved %.0f samples/s of %u requested (%.1f%%)%s",
-             achieved, model->raw->rate_hz, share, whole);
-    char second[384];
-    /* With no on-CPU sample there is no share to hold. */
-    snprintf(second, sizeof second, "CPU times undercount (%s measured)%s", measured,
-             model->sampled_on_cpu > 0 ? "; shares hold" : "");
-    if (ospx__kernel_samples_withheld(model))
-        snprintf(second, sizeof second,
-                 "CPU times undercount (%s measured): the kernel gives an attach without its "
-                 "frames (not root, kernel.perf_event_paranoid >= 2) no sample inside a system "
-                 "call; shares are of the time outside the kernel, as root they include it",
-                 measured);
-    ospx__emit_pair(out, width, warn, line, second);
+    if (unsampled_said)
+        report_unsampled(out, width, model, warn, unsampled, unsampled_threads, heaviest,
+                         unsampled_stack);
 }
 
 /* 1 when the symbolizer named nothing at the frame: `object+0xOFFSET`, or the raw pc. */

@@ -506,6 +506,48 @@ START_TEST(unnamed_threads_go_by_the_process_command)
 }
 END_TEST
 
+/* A thread never sampled while it ran (its sampling timers refused: timer_create EPERM,
+ * RLIMIT_SIGPENDING spent) has its CPU time paid where it ended, in one row: the report says so
+ * rather than show it as sampled there (and no share holds for it); a sampled thread, and one
+ * too short for more than one period, say nothing. */
+START_TEST(cpu_time_of_unsampled_threads_is_said_to_be_shown_where_they_ended)
+{
+    char *text = report_of("rate 1000\nprocess_cpu_ns 349000000\nthread 0 main -1 40\n"
+                           "frame __cxa_finalize\nframe main /w/main.c\nstack 0 1@5\n"
+                           "sample 2083361613 0 0 0 99\n",
+                           300);
+    line_has(text, "not sampled:",
+             "not sampled: 99ms of CPU time (100.0%) of 1 thread (main) is shown where it ended, "
+             "at __cxa_finalize; no sample was taken while it ran (a thread's sampling timers "
+             "could not be created, or it ran in bursts shorter than a period): where that time "
+             "went is not known");
+    line_has(text, "warning: achieved", "CPU times undercount (349ms measured)");
+    ck_assert_ptr_null(line_with(text, "shares hold"));
+    free(text);
+    /* three of them, beside a sampled worker */
+    char profile[4096] = "rate 1000\nprocess_cpu_ns 400000000\nthread 0 main -1 40\n"
+                         "thread 41 thread -1 41\nthread 42 thread -1 42\n"
+                         "thread 43 worker -1 43\nframe work /w/w.c\nstack 0@5\n"
+                         "sample 5000000 0 0 0 12\nsample 6000000 1 0 0 6\n"
+                         "sample 7000000 2 0 0 9\n";
+    for (int i = 0; i < 300; i++)
+        snprintf(profile + strlen(profile), sizeof profile - strlen(profile), "sample %d 3 0 0\n",
+                 1000000 + i * 1000);
+    text = report_of(profile, 300);
+    line_has(text, "not sampled:",
+             "of 3 threads are shown where they ended; no sample was taken while they ran");
+    line_has(text, "not sampled:", "not sampled: 27ms of CPU time (");
+    free(text);
+    /* sampled threads, and a thread of one period, say nothing */
+    text = report_of("rate 1000\nthread 0 main -1 40\nthread 41 thread -1 41\n"
+                     "frame work /w/w.c\nstack 0@5\nsample 1000 0 0 0\nsample 2000 0 0 0 2\n"
+                     "sample 3000 1 0 0\n",
+                     300);
+    ck_assert_ptr_null(line_with(text, "not sampled"));
+    free(text);
+}
+END_TEST
+
 /* No "shares hold" without a sample to share; after a signal the sampling line says why it
  * cannot check the rate rather than vanishing. */
 START_TEST(sampling_line_without_samples_and_after_a_signal)
@@ -1088,7 +1130,8 @@ static const char three_processes[] = "rate 1000\nstart 0\nend 1000000000\n"
                                       "escaped 201 /bin/a -\nescaped 202 /bin/b -\n"
                                       "escaped 203 /bin/c -\nescaped 204 /bin/d -\n"
                                       "sample 1000 0 0 1 900\n"
-                                      "sample 1000 1 1 0 600\n"
+                                      "sample 1000 1 1 0 300\n"
+                                      "sample 1500 1 1 0 300\n"
                                       "sample 1000 2 2 0 300\n"
                                       "sample 2000 2 3 0 100\n";
 
@@ -1411,7 +1454,8 @@ Suite *report_suite(void)
         unnamed_code_in_no_object_asks_for_the_runtimes_map,
         stacks_cut_in_a_jits_code_say_how_to_walk_it,
         an_image_that_execs_after_its_sandbox_is_named_and_told,
-        the_marker_of_left_out_frames_has_no_location, unnamed_threads_go_by_the_process_command);
+        the_marker_of_left_out_frames_has_no_location, unnamed_threads_go_by_the_process_command,
+        cpu_time_of_unsampled_threads_is_said_to_be_shown_where_they_ended);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
