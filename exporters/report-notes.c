@@ -431,7 +431,31 @@ void ospx__report_achieved_rate(FILE *out, size_t width, const struct ospx_model
         unsampled_periods(model->raw, &unsampled_threads, &heaviest, &unsampled_stack);
     int unsampled_said =
         unsampled > 0 && ospx__percent_of(unsampled, model->on_cpu_samples) >= UNSAMPLED_SAY;
-    if (model->measured_cpu_ns <= 0 && model->raw->exit.signal > 0) {
+    /* Processes of a run whose CPU time was not read (killed first, or ended without an exit
+     * record): left out of the rate, and said. */
+    char left_out[256] = "", unread[192] = "";
+    const struct ospx_raw *raw = model->raw;
+    if (model->unmeasured_processes > 0 && model->unmeasured_first < raw->process_count) {
+        const struct ospx_process *first = &raw->processes[model->unmeasured_first];
+        char name[96], how[48] = "";
+        snprintf(name, sizeof name, "%lld (%.40s)", (long long)first->pid,
+                 ospx__process_comm(raw, model->unmeasured_first));
+        ospc_printable(name);
+        if (first->exit.signal > 0)
+            snprintf(how, sizeof how, ", killed by signal %d", first->exit.signal);
+        if (model->unmeasured_processes == 1)
+            snprintf(unread, sizeof unread, "process %s%s", name, how);
+        else
+            snprintf(unread, sizeof unread, "%u processes (the first: %s%s)",
+                     model->unmeasured_processes, name, how);
+        snprintf(left_out, sizeof left_out, "not counted: %s, whose CPU time was not read", unread);
+    }
+    if (model->measured_cpu_ns <= 0 && unread[0] != '\0') {
+        char line[320];
+        snprintf(line, sizeof line, "sampling: not checked: the CPU time of %s was not read",
+                 unread);
+        ospx__emit(out, width, NULL, line);
+    } else if (model->measured_cpu_ns <= 0 && model->raw->exit.signal > 0) {
         char line[128];
         snprintf(line, sizeof line,
                  "sampling: not checked: the program was killed by signal %d before the "
@@ -448,13 +472,15 @@ void ospx__report_achieved_rate(FILE *out, size_t width, const struct ospx_model
                  "sampling: achieved %.0f samples/s of %u requested (%.1f%%) over %s CPU "
                  "measured%s",
                  achieved, model->raw->rate_hz, share, measured, whole);
-        if (share >= ACHIEVED_WARN) {
+        if (share >= ACHIEVED_WARN && left_out[0] != '\0') {
+            ospx__emit_pair(out, width, NULL, line, left_out);
+        } else if (share >= ACHIEVED_WARN) {
             ospx__emit(out, width, NULL, line);
         } else {
             snprintf(line, sizeof line,
                      "warning: achieved %.0f samples/s of %u requested (%.1f%%)%s", achieved,
                      model->raw->rate_hz, share, whole);
-            char second[384];
+            char second[640];
             /* With no on-CPU sample there is no share to hold. */
             snprintf(second, sizeof second, "CPU times undercount (%s measured)%s", measured,
                      model->sampled_on_cpu > 0 && !unsampled_said ? "; shares hold" : "");
@@ -465,6 +491,8 @@ void ospx__report_achieved_rate(FILE *out, size_t width, const struct ospx_model
                          "sample inside a system call; shares are of the time outside the "
                          "kernel, as root they include it",
                          measured);
+            if (left_out[0] != '\0')
+                snprintf(second + strlen(second), sizeof second - strlen(second), "; %s", left_out);
             ospx__emit_pair(out, width, warn, line, second);
         }
     }

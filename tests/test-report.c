@@ -548,6 +548,33 @@ START_TEST(cpu_time_of_unsampled_threads_is_said_to_be_shown_where_they_ended)
 }
 END_TEST
 
+/* A run of several processes, one of which ended before its CPU time was read (a pipeline's
+ * gzip killed by SIGPIPE, a shell that ended without an exit record): the rate is the others',
+ * and the line says which was left out (there was no sampling line at all); with none read, it
+ * says it could not check. */
+START_TEST(a_process_whose_cpu_time_was_not_read_is_left_out_of_the_rate)
+{
+    static const char two[] = "rate 1000\nstart 0\nend 2000000000\nframe work /w/w.c\n"
+                              "process 100 /bin/xz\nthread 0 main %s 100\nstack 0@5\n"
+                              "process 101 /bin/gzip\nthread 0 main -1 101\nstack 0@5\n"
+                              "sample 1000 0 0 0 500\nsample 2000 0 0 0 500\n"
+                              "sample 3000 1 1 0 300\nsample 4000 1 1 0 200\n";
+    char *profile = NULL;
+    ck_assert_int_gt(asprintf(&profile, two, "1000000000"), 0);
+    char *text = report_taking(profile, 300);
+    line_has(text, "sampling:",
+             "sampling: achieved 1000 samples/s of 1000 requested (100.0%) over 1.00s CPU "
+             "measured; not counted: process 101 (gzip), whose CPU time was not read");
+    free(text);
+    ck_assert_int_gt(asprintf(&profile, two, "-1"), 0);
+    text = report_taking(profile, 300);
+    line_has(text, "sampling:",
+             "sampling: not checked: the CPU time of 2 processes (the first: 100 (xz)) was not "
+             "read");
+    free(text);
+}
+END_TEST
+
 /* No "shares hold" without a sample to share; after a signal the sampling line says why it
  * cannot check the rate rather than vanishing. */
 START_TEST(sampling_line_without_samples_and_after_a_signal)
@@ -1455,7 +1482,8 @@ Suite *report_suite(void)
         stacks_cut_in_a_jits_code_say_how_to_walk_it,
         an_image_that_execs_after_its_sandbox_is_named_and_told,
         the_marker_of_left_out_frames_has_no_location, unnamed_threads_go_by_the_process_command,
-        cpu_time_of_unsampled_threads_is_said_to_be_shown_where_they_ended);
+        cpu_time_of_unsampled_threads_is_said_to_be_shown_where_they_ended,
+        a_process_whose_cpu_time_was_not_read_is_left_out_of_the_rate);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
