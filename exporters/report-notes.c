@@ -344,18 +344,28 @@ static uint64_t unsampled_periods(const struct ospx_raw *raw, size_t *threads, s
     uint32_t *rows = calloc(raw->thread_count, sizeof *rows);
     uint64_t *periods = calloc(raw->thread_count, sizeof *periods);
     uint32_t *stacks = calloc(raw->thread_count, sizeof *stacks);
+    /* when its on-CPU row was paid, and its latest row of either state */
+    uint64_t *paid = calloc(raw->thread_count, sizeof *paid);
+    uint64_t *last = calloc(raw->thread_count, sizeof *last);
     uint64_t total = 0, most = 0;
-    if (rows != NULL && periods != NULL && stacks != NULL) {
+    if (rows != NULL && periods != NULL && stacks != NULL && paid != NULL && last != NULL) {
         for (size_t i = 0; i < raw->sample_count; i++) {
             const struct ospx_sample *s = &raw->samples[i];
-            if (s->state != 0 || s->thread >= raw->thread_count)
+            if (s->thread >= raw->thread_count)
+                continue;
+            if (s->t_rel_ns > last[s->thread])
+                last[s->thread] = s->t_rel_ns;
+            if (s->state != 0)
                 continue;
             rows[s->thread] += rows[s->thread] < 2;
             periods[s->thread] += s->weight;
             stacks[s->thread] = s->stack;
+            paid[s->thread] = s->t_rel_ns;
         }
+        /* Paid at its end: no later row (a thread that ran a while, then only waited, as a
+         * main thread joining its workers does, had its one row at a late tick, not its end). */
         for (size_t t = 0; t < raw->thread_count; t++)
-            if (rows[t] == 1 && periods[t] >= 2) {
+            if (rows[t] == 1 && periods[t] >= 2 && paid[t] >= last[t]) {
                 (*threads)++;
                 total += periods[t];
                 if (periods[t] > most) {
@@ -365,6 +375,8 @@ static uint64_t unsampled_periods(const struct ospx_raw *raw, size_t *threads, s
                 }
             }
     }
+    free(last);
+    free(paid);
     free(stacks);
     free(periods);
     free(rows);

@@ -538,10 +538,12 @@ START_TEST(cpu_time_of_unsampled_threads_is_said_to_be_shown_where_they_ended)
              "of 3 threads are shown where they ended; no sample was taken while they ran");
     line_has(text, "not sampled:", "not sampled: 27ms of CPU time (");
     free(text);
-    /* sampled threads, and a thread of one period, say nothing */
+    /* sampled threads, a thread of one period, and one whose one row came before it waited
+     * (a late tick, then a join), say nothing */
     text = report_of("rate 1000\nthread 0 main -1 40\nthread 41 thread -1 41\n"
-                     "frame work /w/w.c\nstack 0@5\nsample 1000 0 0 0\nsample 2000 0 0 0 2\n"
-                     "sample 3000 1 0 0\n",
+                     "thread 42 thread -1 42\nframe work /w/w.c\nstack 0@5\n"
+                     "sample 1000 0 0 0\nsample 2000 0 0 0 2\nsample 3000 1 0 0\n"
+                     "sample 1000 2 0 0 3\nsample 2000 2 0 1 90\n",
                      300);
     ck_assert_ptr_null(line_with(text, "not sampled"));
     free(text);
