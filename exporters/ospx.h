@@ -240,6 +240,10 @@ struct ospx_raw {
         int view;
         uint64_t on_cpu;
         int64_t measured_cpu_ns;
+        /* Of a run of several processes: those with samples whose CPU time was not measured
+         * (killed before the collector read it), left out of on_cpu and measured_cpu_ns, and
+         * the first of them (an index into processes) */
+        uint32_t unmeasured, unmeasured_first;
     } whole;
     /* 1: ospx_run_merge_processes made each command one row: the threads of every process of
      * a command are its first process's; stacks keep their own (their addresses are theirs) */
@@ -416,6 +420,8 @@ struct ospx_model {
      * whole run's, even when the rows are a view of it (raw->whole). */
     int64_t measured_cpu_ns;
     uint64_t sampled_on_cpu;
+    /* processes left out of both (their CPU time not measured), and the first of them */
+    uint32_t unmeasured_processes, unmeasured_first;
     struct ospx_fiber_stat *fibers;
     size_t fiber_count; /* one per raw thread */
     struct ospx_function_stat *functions;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "osp_unwind_step.h"
 #include "ospc.h"
 #include "ospx_internal.h"
 
@@ -49,13 +50,18 @@ static void format_bar(char *out, size_t size, double percent, int any)
 }
 
 /* file:line, with the file relative to the working directory when inside it, else its base
- * name; frames without a file show the image they belong to. */
+ * name; frames without a file show the image they belong to, and the marker of frames a deep
+ * walk left out (`[… N frames]`, no code of any object) shows none. */
 void ospx__report_location(char *out, size_t size, const struct ospx_model *model,
                            const struct ospx_function_stat *fn, const char *cwd)
 {
     if (fn->file[0] == '\0') {
-        const char *image = ospx__str(model->symbols->frames[fn->frame].image);
-        snprintf(out, size, "%s", image[0] != '\0' ? ospx__basename(image) : "?");
+        const struct ospx_frame *frame = &model->symbols->frames[fn->frame];
+        const char *image = ospx__str(frame->image);
+        snprintf(out, size, "%s",
+                 image[0] != '\0'                         ? ospx__basename(image)
+                 : osp_unwind_left_out_is(frame->address) ? ""
+                                                          : "?");
         return;
     }
     char normalized[1024];
