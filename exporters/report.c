@@ -275,6 +275,7 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
         ospx__emit(out, notes, warn, line);
     }
     ospx__report_wait_source(out, notes, model, warn, process);
+    ospx__report_waits_lost(out, notes, model, warn, process);
     if (model->dropped > 0) {
         const struct ospx_raw *raw = model->raw;
         int used = snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",

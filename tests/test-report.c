@@ -275,16 +275,22 @@ START_TEST(header_says_the_collectors_cpu_over_one_percent_of_a_core)
 }
 END_TEST
 
+/* One process of 2.5 s, a sample on CPU and one waiting: the waits' lines' tests. */
+static void waits_fixture(struct built *built)
+{
+    fixture_model(&built->fixture,
+                  "rate 100\nstart 0\nend 2500000000\ndropped 0\nprocess 42 /w/demo\n"
+                  "thread 0 main\nframe main /w/main.c\nstack 0@5\nsample 1000 0 0 0\n"
+                  "sample 2000 0 0 1\n",
+                  &built->model);
+}
+
 /* Waits the program's calls timed (the kernel's records refused): one line says so, what refused
  * them and how to allow them; none when the kernel timed them (or an older file does not say). */
 START_TEST(the_waits_line_says_what_refused_the_kernels_records)
 {
     struct built built;
-    fixture_model(&built.fixture,
-                  "rate 100\nstart 0\nend 2500000000\ndropped 0\nprocess 42 /w/demo\n"
-                  "thread 0 main\nframe main /w/main.c\nstack 0@5\nsample 1000 0 0 0\n"
-                  "sample 2000 0 0 1\n",
-                  &built.model);
+    waits_fixture(&built);
     struct ospx_process *p = &built.fixture.raw.processes[0];
     char *text = render(&built.model, 0, 200);
     LACKS(text, "waits timed");
@@ -305,6 +311,25 @@ START_TEST(the_waits_line_says_what_refused_the_kernels_records)
                      "waits timed by the program's calls: perf "
                      "events refused by kernel.perf_event_paranoid=3;");
     HAS(text, "  for the kernel's timing: sudo sysctl kernel.perf_event_paranoid=2");
+    free(text);
+    release(&built);
+}
+END_TEST
+
+/* The kernel's context-switch records lost (their ring full: ospreyd fell behind): one line
+ * says how many, so that the waits are not read as whole; none when none were lost. */
+START_TEST(lost_switch_records_are_told)
+{
+    struct built built;
+    waits_fixture(&built);
+    char *text = render(&built.model, 0, 200);
+    LACKS(text, "context-switch records");
+    free(text);
+    built.fixture.raw.processes[0].waits_lost = 232;
+    text = render(&built.model, 0, 200);
+    ck_assert_str_eq(line_with(text, "waits:"),
+                     "waits: 232 of the kernel's context-switch records lost (their ring was "
+                     "full: the collector fell behind); some waits are shorter or missing");
     free(text);
     release(&built);
 }
@@ -1365,7 +1390,7 @@ Suite *report_suite(void)
         an_attach_without_kernel_records_says_its_waits_are_not_recorded,
         unnamed_code_in_no_object_asks_for_the_runtimes_map,
         stacks_cut_in_a_jits_code_say_how_to_walk_it,
-        an_image_that_execs_after_its_sandbox_is_named_and_told);
+        an_image_that_execs_after_its_sandbox_is_named_and_told, lost_switch_records_are_told);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
