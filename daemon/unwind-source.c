@@ -56,7 +56,14 @@ struct build_job {
      * that failed) is queued on its own once this one is done. */
     struct mapping *others;
     uint32_t other_count;
+    uint8_t *copy_at; /* a large image's room in the object, filled on the pool (copy_work) */
+    int copy_rc;
 };
+
+/* Rows of this many bytes or more are copied into the object on libuv's pool, not on the loop
+ * thread: node's 372,203 rows (6 MB: the pages reserved in /dev/shm, then the copy) held the
+ * loop 165-190 ms on a loaded machine, and its tick as long. */
+#define COPY_APART_BYTES (1u << 20)
 
 int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32_t proc_pid,
                          int worker_nice)
@@ -154,40 +161,31 @@ static void build_work(uv_work_t *req)
 static struct build_job *queue(struct ospd_unwinder *u, uint64_t start, uint64_t end,
                                uint64_t offset, const char *path);
 
-static void build_done(uv_work_t *req, int status)
+/* The end of a job, on the loop thread: its rows published (or not: rc), the builds pending
+ * counted down, the object's other mappings its rows do not cover queued. */
+static void job_done(struct build_job *job, int rc)
 {
-    struct build_job *job = req->data;
     struct ospd_unwinder *u = job->u;
     /* The span the rows cover, where they were published: the object's other mappings
      * inside it need no build of their own. */
     uint64_t covered_start = 0, covered_end = 0;
-    if (status == 0 && job->rc == 0 && u->attached) {
+    if (rc == 0) {
         uint64_t start = job->rows.bias + job->rows.start_vaddr;
-        int rc = ospd_unwind_region_publish(&u->region, start, &job->rows);
-        if (rc == 0) {
-            covered_start = start;
-            covered_end = job->rows.bias + job->rows.end_vaddr;
-            u->images_ready++;
-            u->images_cached += job->rows.from_cache;
-            u->rows += job->rows.count;
-            uint64_t ms = (ospc_clock_ns(CLOCK_MONOTONIC) - job->queued_ns) / 1000000u;
-            if (ms > u->longest_build_ms)
-                u->longest_build_ms = ms;
-            remember(u, start, job->rows.bias + job->rows.end_vaddr);
-        } else if (!u->warned_full) {
-            u->warned_full = true;
-            fprintf(stderr,
-                    "osprey: ospreyd: no room for the unwind rows of %s (%s); its "
-                    "stacks follow frame pointers\n",
-                    job->path, strerror(-rc));
-        }
-    } else if (job->rc != 0 && !(u->emulated && job->rc == -ENOEXEC)) {
-        /* (An emulated target's maps hold the emulator's objects and its own data segments
-         * among the candidates: not code of its machine, not a failure.) */
-        u->images_failed++;
-        struct osp_unwind_header *h = (struct osp_unwind_header *)u->map;
-        if (u->attached)
-            atomic_fetch_add_explicit(&h->images_failed, 1, memory_order_relaxed);
+        covered_start = start;
+        covered_end = job->rows.bias + job->rows.end_vaddr;
+        u->images_ready++;
+        u->images_cached += job->rows.from_cache;
+        u->rows += job->rows.count;
+        uint64_t ms = (ospc_clock_ns(CLOCK_MONOTONIC) - job->queued_ns) / 1000000u;
+        if (ms > u->longest_build_ms)
+            u->longest_build_ms = ms;
+        remember(u, start, covered_end);
+    } else if (rc != -ECANCELED && !u->warned_full) {
+        u->warned_full = true;
+        fprintf(stderr,
+                "osprey: ospreyd: no room for the unwind rows of %s (%s); its "
+                "stacks follow frame pointers\n",
+                job->path, strerror(-rc));
     }
     /* Only now, with the rows published: a shim that reads no build pending takes its wait
      * stacks as final (shim/handler.c), and one taken between the two stores would be cut
@@ -207,6 +205,60 @@ static void build_done(uv_work_t *req, int status)
     free(job->others);
     ospd_unwind_rows_free(&job->rows);
     free(job);
+}
+
+/* The object's pages reserved and a large image's rows copied, on libuv's pool: the object
+ * stays mapped until copy_done (ospd_unwinder_close waits for it). */
+static void copy_work(uv_work_t *req)
+{
+    struct build_job *job = req->data;
+    job->copy_rc = ospd_unwind_region_fill(&job->u->region, job->copy_at, &job->rows);
+}
+
+static void release_map(struct ospd_unwinder *u);
+
+static void copy_done(uv_work_t *req, int status)
+{
+    struct build_job *job = req->data;
+    struct ospd_unwinder *u = job->u;
+    u->copying--;
+    int rc = status != 0 ? -ECANCELED : job->copy_rc;
+    if (!u->attached) {
+        rc = -ECANCELED;
+        if (u->copying == 0)
+            release_map(u); /* closed while we copied */
+    }
+    if (rc == 0)
+        rc = ospd_unwind_region_add(&u->region, job->rows.bias + job->rows.start_vaddr, &job->rows,
+                                    job->copy_at);
+    job_done(job, rc);
+}
+
+static void build_done(uv_work_t *req, int status)
+{
+    struct build_job *job = req->data;
+    struct ospd_unwinder *u = job->u;
+    if (status != 0 || job->rc != 0 || !u->attached) {
+        if (job->rc != 0 && !(u->emulated && job->rc == -ENOEXEC)) {
+            /* (An emulated target's maps hold the emulator's objects and its own data
+             * segments among the candidates: not code of its machine, not a failure.) */
+            u->images_failed++;
+            struct osp_unwind_header *h = (struct osp_unwind_header *)u->map;
+            if (u->attached)
+                atomic_fetch_add_explicit(&h->images_failed, 1, memory_order_relaxed);
+        }
+        job_done(job, -ECANCELED);
+        return;
+    }
+    if ((uint64_t)job->rows.count * sizeof *job->rows.rows >= COPY_APART_BYTES) {
+        job->copy_at = ospd_unwind_region_reserve(&u->region, &job->rows);
+        if (job->copy_at != NULL && uv_queue_work(u->loop, &job->req, copy_work, copy_done) == 0) {
+            u->copying++;
+            return;
+        }
+    }
+    uint64_t start = job->rows.bias + job->rows.start_vaddr;
+    job_done(job, ospd_unwind_region_publish(&u->region, start, &job->rows));
 }
 
 /* Queue the build of one executable mapping: the job, or NULL when none was queued. */
@@ -384,9 +436,9 @@ void ospd_unwinder_check_stacks(struct ospd_unwinder *u, const struct ospd_inter
         ospd_unwinder_scan(u);
 }
 
-void ospd_unwinder_close(struct ospd_unwinder *u)
+/* The table object unmapped and its descriptor closed. */
+static void release_map(struct ospd_unwinder *u)
 {
-    u->attached = false; /* builds still queued publish nothing */
     if (u->map != NULL)
         munmap(u->map, u->map_size);
     if (u->fd >= 0)
@@ -394,6 +446,13 @@ void ospd_unwinder_close(struct ospd_unwinder *u)
     u->map = NULL;
     u->fd = -1;
     ospd_unwind_region_free(&u->region);
+}
+
+void ospd_unwinder_close(struct ospd_unwinder *u)
+{
+    u->attached = false; /* builds still queued publish nothing */
+    if (u->copying == 0) /* else the last copy_done releases it: a copy writes there */
+        release_map(u);
     free(u->ranges);
     u->ranges = NULL;
     u->range_count = u->ranges_cap = 0;
