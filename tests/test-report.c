@@ -335,6 +335,35 @@ START_TEST(lost_switch_records_are_told)
 }
 END_TEST
 
+/* On-CPU time paid in rows of many periods (a thread's CPU time its timers missed, paid where
+ * a later signal landed: SQLite's fsyncs, 88.7%): one line says how much and what it means;
+ * none when such rows are a small part (a busy thread's reckoned clock pays up to 8). */
+START_TEST(cpu_paid_late_is_told)
+{
+    char *text = report_of("rate 1000\nframe main /w/db.c\nframe step /w/db.c\n"
+                           "process 7 /w/db\nthread 0 main\nstack 0\nstack 1 0\n"
+                           "sample 1000000 0 0 0 40\nsample 2000000 0 1 0 99\n"
+                           "sample 3000000 0 0 0 1\nsample 4000000 0 1 0 20\n",
+                           200);
+    ck_assert_str_eq(line_with(text, "sampling: "),
+                     "sampling: 99.4% of on-CPU time was paid late, 16 periods or more at once "
+                     "(up to 99);");
+    HAS(text, "  CPU time the timers missed (inside system calls that blocked, or bursts shorter "
+              "than a tick), paid where a later signal landed: self times there are not where "
+              "it was spent");
+    free(text);
+    /* Rows of 8 (a busy thread's reckoned clock): nothing said. */
+    text = report_of("rate 1000\nframe main /w/db.c\nprocess 7 /w/db\nthread 0 main\n"
+                     "stack 0\nsample 1000000 0 0 0 8\nsample 2000000 0 0 0 8\n"
+                     "sample 3000000 0 0 0 8\nsample 4000000 0 0 0 8\n"
+                     "sample 5000000 0 0 0 8\nsample 6000000 0 0 0 8\n"
+                     "sample 7000000 0 0 0 8\nsample 8000000 0 0 0 15\n",
+                     200);
+    ck_assert_ptr_null(line_with(text, "paid late"));
+    free(text);
+}
+END_TEST
+
 START_TEST(bars_are_eighth_blocks_proportional_to_self)
 {
     /* 64 on-CPU samples: a full gutter (8 cells) is 100%, one eighth of a cell 1/64. */
@@ -1390,7 +1419,8 @@ Suite *report_suite(void)
         an_attach_without_kernel_records_says_its_waits_are_not_recorded,
         unnamed_code_in_no_object_asks_for_the_runtimes_map,
         stacks_cut_in_a_jits_code_say_how_to_walk_it,
-        an_image_that_execs_after_its_sandbox_is_named_and_told, lost_switch_records_are_told);
+        an_image_that_execs_after_its_sandbox_is_named_and_told, lost_switch_records_are_told,
+        cpu_paid_late_is_told);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
