@@ -40,7 +40,8 @@ struct ospd_unwinder {
     struct ospd_unwind_range *ranges; /* every range seen: published, building or failed */
     uint32_t range_count, ranges_cap;
     uint32_t stacks_checked; /* interned stacks already looked at */
-    uint32_t pending;        /* builds queued */
+    uint32_t pending;        /* builds queued (and their copies, below) */
+    uint32_t copying;        /* large images' rows being copied on the pool (copy_work) */
     int worker_nice;         /* the nice value builds run at: the target's */
     uint64_t last_scan_ns;
     bool warned_full;

@@ -179,6 +179,9 @@ struct ospx_process {
     char waits_refused_by[24];
     char waits_refused[16];
     int64_t waits_paranoid;
+    /* "waits"."lost_records": the kernel's context-switch records it could not write (ospreyd
+     * fell behind reading them and their ring filled): some waits read shorter or not at all */
+    uint64_t waits_lost;
     size_t first_image, image_count; /* its images: images[first_image ..] */
     /* after ospx_run_merge_processes: the process whose row this one's threads are shown in
      * (the first of its command), and in that one how many processes the row stands for */

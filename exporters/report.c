@@ -275,12 +275,14 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
     ospx__report_cut_stacks(out, notes, model, warn);
     ospx__report_names_hint(out, notes, model, warn);
     ospx__report_kernel_hint(out, notes, model);
+    ospx__report_late_cpu(out, notes, model, warn);
     for (size_t i = 0; i < model->raw->jit_note_count; i++) {
         snprintf(line, sizeof line, "jit: %s", model->raw->jit_notes[i]);
         ospc_printable(line); /* a path the program chose */
         ospx__emit(out, notes, warn, line);
     }
     ospx__report_wait_source(out, notes, model, warn, process);
+    ospx__report_waits_lost(out, notes, model, warn, process);
     if (model->dropped > 0) {
         const struct ospx_raw *raw = model->raw;
         int used = snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",

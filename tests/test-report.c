@@ -276,16 +276,22 @@ START_TEST(header_says_the_collectors_cpu_over_one_percent_of_a_core)
 }
 END_TEST
 
+/* One process of 2.5 s, a sample on CPU and one waiting: the waits' lines' tests. */
+static void waits_fixture(struct built *built)
+{
+    fixture_model(&built->fixture,
+                  "rate 100\nstart 0\nend 2500000000\ndropped 0\nprocess 42 /w/demo\n"
+                  "thread 0 main\nframe main /w/main.c\nstack 0@5\nsample 1000 0 0 0\n"
+                  "sample 2000 0 0 1\n",
+                  &built->model);
+}
+
 /* Waits the program's calls timed (the kernel's records refused): one line says so, what refused
  * them and how to allow them; none when the kernel timed them (or an older file does not say). */
 START_TEST(the_waits_line_says_what_refused_the_kernels_records)
 {
     struct built built;
-    fixture_model(&built.fixture,
-                  "rate 100\nstart 0\nend 2500000000\ndropped 0\nprocess 42 /w/demo\n"
-                  "thread 0 main\nframe main /w/main.c\nstack 0@5\nsample 1000 0 0 0\n"
-                  "sample 2000 0 0 1\n",
-                  &built.model);
+    waits_fixture(&built);
     struct ospx_process *p = &built.fixture.raw.processes[0];
     char *text = render(&built.model, 0, 200);
     LACKS(text, "waits timed");
@@ -308,6 +314,54 @@ START_TEST(the_waits_line_says_what_refused_the_kernels_records)
     HAS(text, "  for the kernel's timing: sudo sysctl kernel.perf_event_paranoid=2");
     free(text);
     release(&built);
+}
+END_TEST
+
+/* The kernel's context-switch records lost (their ring full: ospreyd fell behind): one line
+ * says how many, so that the waits are not read as whole; none when none were lost. */
+START_TEST(lost_switch_records_are_told)
+{
+    struct built built;
+    waits_fixture(&built);
+    char *text = render(&built.model, 0, 200);
+    LACKS(text, "context-switch records");
+    free(text);
+    built.fixture.raw.processes[0].waits_lost = 232;
+    text = render(&built.model, 0, 200);
+    ck_assert_str_eq(line_with(text, "waits:"),
+                     "waits: 232 of the kernel's context-switch records lost (their ring was "
+                     "full: the collector fell behind); some waits are shorter or missing");
+    free(text);
+    release(&built);
+}
+END_TEST
+
+/* On-CPU time paid in rows of many periods (a thread's CPU time its timers missed, paid where
+ * a later signal landed: SQLite's fsyncs, 88.7%): one line says how much and what it means;
+ * none when such rows are a small part (a busy thread's reckoned clock pays up to 8). */
+START_TEST(cpu_paid_late_is_told)
+{
+    char *text = report_of("rate 1000\nframe main /w/db.c\nframe step /w/db.c\n"
+                           "process 7 /w/db\nthread 0 main\nstack 0\nstack 1 0\n"
+                           "sample 1000000 0 0 0 40\nsample 2000000 0 1 0 99\n"
+                           "sample 3000000 0 0 0 1\nsample 4000000 0 1 0 20\n",
+                           200);
+    ck_assert_str_eq(line_with(text, "sampling: "),
+                     "sampling: 99.4% of on-CPU time was paid late, 16 periods or more at once "
+                     "(up to 99);");
+    HAS(text, "  CPU time the timers missed (inside system calls that blocked, or bursts shorter "
+              "than a tick), paid where a later signal landed: self times there are not where "
+              "it was spent");
+    free(text);
+    /* Rows of 8 (a busy thread's reckoned clock): nothing said. */
+    text = report_of("rate 1000\nframe main /w/db.c\nprocess 7 /w/db\nthread 0 main\n"
+                     "stack 0\nsample 1000000 0 0 0 8\nsample 2000000 0 0 0 8\n"
+                     "sample 3000000 0 0 0 8\nsample 4000000 0 0 0 8\n"
+                     "sample 5000000 0 0 0 8\nsample 6000000 0 0 0 8\n"
+                     "sample 7000000 0 0 0 8\nsample 8000000 0 0 0 15\n",
+                     200);
+    ck_assert_ptr_null(line_with(text, "paid late"));
+    free(text);
 }
 END_TEST
 
@@ -1485,7 +1539,8 @@ Suite *report_suite(void)
         an_image_that_execs_after_its_sandbox_is_named_and_told,
         the_marker_of_left_out_frames_has_no_location, unnamed_threads_go_by_the_process_command,
         cpu_time_of_unsampled_threads_is_said_to_be_shown_where_they_ended,
-        a_process_whose_cpu_time_was_not_read_is_left_out_of_the_rate);
+        a_process_whose_cpu_time_was_not_read_is_left_out_of_the_rate, lost_switch_records_are_told,
+        cpu_paid_late_is_told);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }
