@@ -981,6 +981,86 @@ START_TEST(test_stripped_program_entry_is_start)
 }
 END_TEST
 
+/* llvm-symbolizer's own answer's function name for `address` of `object` ("" when none). */
+static char *real_tool_name(const char *object, uint64_t address)
+{
+    char command[1024];
+    snprintf(command, sizeof command,
+             "printf '\"%%s\" 0x%%x\\n' '%s' %" PRIu64 " | llvm-symbolizer --output-style=JSON "
+             "--inlining --functions=linkage --demangle | "
+             "sed -n 's/.*\"FunctionName\":\"\\([^\"]*\\)\".*/\\1/p'",
+             object, address);
+    char *name = command_output(command);
+    return name != NULL ? name : strdup("");
+}
+
+/* An object without debug information is named from its dynamic symbol table in this process,
+ * as llvm-symbolizer names it (here: checked against the real tool's answers, of a zero-size
+ * symbol written in assembly, two aliases of one function, and an address past a function's
+ * end): the tool (a fake one here) is asked only of the addresses whose name it would demangle. */
+START_TEST(test_symbol_table_names_without_the_tool)
+{
+    char dir[64] = "/tmp/osprey-test-symtab-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char source[128], library[160], command[1024];
+    snprintf(source, sizeof source, "%s/table.c", dir);
+    snprintf(library, sizeof library, "%s/libtable.so", dir);
+    scratch_write(source, "int plain_one(int x) { return x * 3 + 1; }\n"
+                          "int plain_two(int x) { return x * 5 + 2; }\n"
+                          "int alias_of_two(int x) __attribute__((alias(\"plain_two\")));\n"
+                          "int mangled(int x) __asm__(\"_Z7mangledi\");\n"
+                          "int mangled(int x) { return x * 7 + 3; }\n"
+                          "__asm__(\".text\\n.globl bare_entry\\nbare_entry:\\n"
+                          "nop\\nnop\\nnop\\nret\\n\");\n");
+    snprintf(command, sizeof command,
+             "cd '%s' && cc -O1 -fPIC -shared -o libtable.so table.c && "
+             "strip --strip-all libtable.so",
+             dir);
+    ck_assert_int_eq(system(command), 0);
+    const char *symbols_wanted[] = {"plain_one", "plain_two", "bare_entry", "_Z7mangledi"};
+    uint64_t at[4];
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(command, sizeof command, "nm -D '%s' | awk '$3 == \"%s\" { print $1 }'", library,
+                 symbols_wanted[i]);
+        char *text = command_output(command);
+        ck_assert_msg(text != NULL, "no %s in %s", symbols_wanted[i], library);
+        at[i] = strtoull(text, NULL, 16);
+        free(text);
+    }
+    /* leaf first (its pc as it is), then return addresses (one less is looked up) */
+    uint64_t addresses[] = {at[0] + 1, at[1] + 2, at[2] + 3, at[3] + 2};
+    char *expected[4];
+    for (size_t i = 0; i < 4; i++)
+        expected[i] = real_tool_name(library, addresses[i]);
+    ck_assert_str_eq(expected[3], "mangled(int)");
+
+    FAKE_LLVM_FIXTURE();
+    uint64_t base = 0x7f0000000000ULL;
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, library, base, base, base, 0x100000, "x86_64");
+    struct ospx_symbols symbols;
+    SYMBOLIZE(&test, &fixture, &symbols, base + addresses[0], base + addresses[1] + 1,
+              base + addresses[2] + 1, base + addresses[3] + 1);
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_str_ne(expected[i], "");
+        ck_assert_str_eq(frame_at(&symbols, 0, i)->name, expected[i]);
+        ck_assert_str_eq(frame_at(&symbols, 0, i)->file, "");
+        fixture_log_has(&fixture, 0, "address: 0x%" PRIx64 "\n", addresses[i]);
+    }
+    /* the mangled name is the tool's: the fake's made-up answer */
+    char fake[64];
+    snprintf(fake, sizeof fake, "libtable.so:0x%" PRIx64, addresses[3]);
+    ck_assert_str_eq(frame_at(&symbols, 0, 3)->name, fake);
+    fixture_log_has(&fixture, 1, "address: 0x%" PRIx64 "\n", addresses[3]);
+    for (size_t i = 0; i < 4; i++)
+        free(expected[i]);
+    fixture_and_symbols_close(&fixture, &symbols);
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
 /* The C library's internal functions, named from Debian's libc6-dbg through the build-id
  * tree in /usr/lib/debug. Skipped where that package is not installed. */
 START_TEST(test_libc_debug_by_build_id)
@@ -1490,6 +1570,7 @@ Suite *symbolize_suite(void)
                test_frames_left_out_marker);
     SUITE_CASE(s, "llvm-symbolizer", 120, test_real_llvm_symbolizer, test_split_debug_info,
                test_libc_debug_by_build_id, test_real_own_stack, test_real_unreadable_object,
-               test_real_vdso, test_stripped_program_entry_is_start);
+               test_real_vdso, test_stripped_program_entry_is_start,
+               test_symbol_table_names_without_the_tool);
     return s;
 }
