@@ -4,7 +4,10 @@
  * its JSON answers (one line per address, inline levels innermost first) are read back, so
  * neither side can fill a pipe and wait on the other. Answers are read by a small reader of
  * their own shape, jansson only for a line it does not know. The [vdso] image is described by
- * a copy of the running kernel's (elf.c) when the profile was recorded by this kernel. */
+ * a copy of the running kernel's (elf.c) when the profile was recorded by this kernel. An
+ * object whose answers would be its dynamic symbol table alone is answered in this process
+ * (elf-symbols.c), as the tool would answer it; the tool then hears only of its addresses whose
+ * names it would demangle. */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
