@@ -526,9 +526,10 @@ static int answer_from_table(struct ospx__symbolizer *state, struct ospx__image_
     for (size_t i = 0; i < work->count && rc == 0; i++) {
         const char *name = ospx__elf_symbols_name(table, work->addresses[i]);
         if (name != NULL && ospx__elf_symbols_mangled(name)) {
-            if (ospx__grow(&asked.addresses, &asked.capacity, asked.count, sizeof *asked.addresses,
-                           64) != 0 ||
-                (positions = realloc(positions, asked.capacity * sizeof *positions)) == NULL) {
+            if (positions == NULL) /* where each asked address's answer goes */
+                positions = malloc(work->count * sizeof *positions);
+            if (positions == NULL || ospx__grow(&asked.addresses, &asked.capacity, asked.count,
+                                                sizeof *asked.addresses, 64) != 0) {
                 rc = -ENOMEM;
                 break;
             }
