@@ -295,6 +295,29 @@ START_TEST(test_text_range_not_header_order)
 }
 END_TEST
 
+/* Two images whose text ranges overlap: a pc in both is the first image's (in the profile's
+ * order), one in the second's alone the second's, one past both no image's — as where the
+ * ranges are apart, which a binary search over them answers. */
+START_TEST(test_overlapping_text_ranges_first_wins)
+{
+    FAKE_LLVM_FIXTURE();
+    char a[128], b[128];
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x10000, 0x1000, 0x900000,
+              0x1000, "");
+    add_image(&test, fixture_object(&fixture, "libB.so", b, sizeof b), 0x20000, 0x2000, 0x8ff000,
+              0x2000, "");
+    struct ospx_symbols symbols;
+    /* leaf in both; callers (one less looked up) in B's alone, then past both */
+    SYMBOLIZE(&test, &fixture, &symbols, 0x900010, 0x8ff101, 0x902001);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, a);
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, b);
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x902001");
+    fixture_and_symbols_close(&fixture, &symbols);
+}
+END_TEST
+
 /* The greatest base at or below the pc applies only among images that reported no text
  * range; a pc outside every range and below every such base has no image. */
 START_TEST(test_text_size_zero_fallback)
@@ -1555,7 +1578,8 @@ END_TEST
 Suite *symbolize_suite(void)
 {
     Suite *s = suite_create("symbolize");
-    SUITE_CASE(s, "fake-tools", 0, test_text_range_not_header_order, test_text_size_zero_fallback,
+    SUITE_CASE(s, "fake-tools", 0, test_text_range_not_header_order,
+               test_overlapping_text_ranges_first_wins, test_text_size_zero_fallback,
                test_return_address_adjustment, test_inline_expansion_and_interning,
                test_answer_lines_read_exactly, test_profiler_frames_left_out,
                test_only_regular_elf_files_are_symbolized, test_frames_from_shim_sources_left_out,
