@@ -257,6 +257,18 @@ static void fixture_and_symbols_close(struct fixture *fixture, struct ospx_symbo
     fixture_close(fixture);
 }
 
+/* A profile of /app/main with libA.so (text 0x900000, 4 KiB, slide 0x1000) and libB.so (text
+ * b_text, b_size bytes, slide 0x2000), stand-in objects of the fixture at paths a and b. */
+static void two_libraries(struct fixture *fixture, struct test_raw *test, char *a, char *b,
+                          size_t size, uint64_t b_text, uint64_t b_size)
+{
+    init_raw(test, "/app/main");
+    add_image(test, fixture_object(fixture, "libA.so", a, size), 0x10000, 0x1000, 0x900000, 0x1000,
+              "");
+    add_image(test, fixture_object(fixture, "libB.so", b, size), 0x20000, 0x2000, b_text, b_size,
+              "");
+}
+
 /* The dyld shared cache case: image A's header is below B's, but A's code is above B's. A pc
  * in A's text must go to A, unslid with A's slide — not to B, the greatest base below it. */
 START_TEST(test_text_range_not_header_order)
@@ -264,11 +276,7 @@ START_TEST(test_text_range_not_header_order)
     FAKE_LLVM_FIXTURE();
     char a[128], b[128];
     struct test_raw test;
-    init_raw(&test, "/app/main");
-    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x10000, 0x1000, 0x900000,
-              0x1000, "");
-    add_image(&test, fixture_object(&fixture, "libB.so", b, sizeof b), 0x20000, 0x2000, 0x800000,
-              0x1000, "");
+    two_libraries(&fixture, &test, a, b, sizeof a, 0x800000, 0x1000);
     struct ospx_symbols symbols;
     SYMBOLIZE(&test, &fixture, &symbols, 0x900010, 0x800101);
 
@@ -303,11 +311,7 @@ START_TEST(test_overlapping_text_ranges_first_wins)
     FAKE_LLVM_FIXTURE();
     char a[128], b[128];
     struct test_raw test;
-    init_raw(&test, "/app/main");
-    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x10000, 0x1000, 0x900000,
-              0x1000, "");
-    add_image(&test, fixture_object(&fixture, "libB.so", b, sizeof b), 0x20000, 0x2000, 0x8ff000,
-              0x2000, "");
+    two_libraries(&fixture, &test, a, b, sizeof a, 0x8ff000, 0x2000);
     struct ospx_symbols symbols;
     /* leaf in both; callers (one less looked up) in B's alone, then past both */
     SYMBOLIZE(&test, &fixture, &symbols, 0x900010, 0x8ff101, 0x902001);
