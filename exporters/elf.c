@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +50,23 @@ int ospx__elf_check(const char *path, off_t *size, char *why, size_t why_size)
         return -1;
     close(fd);
     return 0;
+}
+
+void *ospx__map_file(const char *path, size_t *size)
+{
+    *size = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat info;
+    void *data = MAP_FAILED;
+    if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0)
+        data = mmap(NULL, (size_t)info.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (data == MAP_FAILED)
+        return NULL;
+    *size = (size_t)info.st_size;
+    return data;
 }
 
 /* When this machine booted, in ns since the epoch (/proc/stat btime); 0 when unknown. */

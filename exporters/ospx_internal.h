@@ -128,6 +128,32 @@ int ospx__vdso_copy(const struct ospx_raw *raw, const struct ospx_image *image, 
 /* 0 when `path` opens without blocking as a regular file that starts with an ELF
  * identification, and its size in *size; else -1 and why not, one short phrase, in `why`. */
 int ospx__elf_check(const char *path, off_t *size, char *why, size_t why_size);
+/* The regular file at `path` mapped read-only (opened without blocking), its size in *size;
+ * NULL when it cannot be, or is empty. munmap frees it. */
+void *ospx__map_file(const char *path, size_t *size);
+
+/* ---- elf-symbols.c: an object's names from its dynamic symbol table, in this process ---- */
+
+struct ospx__elf_symbol {
+    uint64_t address, size;
+    const char *name; /* in the mapped file */
+    size_t row;       /* in the table */
+};
+struct ospx__elf_symbols {
+    struct ospx__elf_symbol *symbols; /* one per address, sorted */
+    size_t count;
+    void *map; /* the object, mapped */
+    size_t map_size;
+};
+/* The symbols llvm-symbolizer would name the addresses of the object at `path` by, when its
+ * answers are those alone (no .symtab, no debug information anywhere llvm-symbolizer looks):
+ * 1; 0 when llvm-symbolizer must answer (out empty); -ENOMEM. */
+int ospx__elf_symbols_read(const char *path, struct ospx__elf_symbols *out);
+/* llvm-symbolizer's symbol name for `address`, or NULL when it names none. */
+const char *ospx__elf_symbols_name(const struct ospx__elf_symbols *symbols, uint64_t address);
+/* Whether llvm-symbolizer might demangle `name` (its answer is then its own). */
+bool ospx__elf_symbols_mangled(const char *name);
+void ospx__elf_symbols_free(struct ospx__elf_symbols *symbols);
 
 /* ---- spans.c: where an object's functions begin and end (its .eh_frame) ---- */
 

@@ -57,18 +57,18 @@ static const char *scan_integer(const char *p, const char *end, json_int_t *valu
     int negative = p < end && *p == '-';
     p += negative;
     const char *digits = p;
-    json_int_t number = 0;
-    while (p < end && *p >= '0' && *p <= '9') {
-        if (p - digits == 18)
-            return NULL; /* longer than any value this path takes: jansson decides */
-        number = number * 10 + (*p++ - '0');
-    }
+    /* At most 19 digits are read (one more than this path takes, so that a longer number is
+     * seen as one): one bound checked a digit, not two. */
+    const char *limit = end - p > 19 ? p + 19 : end;
+    uint64_t number = 0;
+    while (p < limit && (unsigned char)(*p - '0') <= 9)
+        number = number * 10 + (uint64_t)(*p++ - '0');
     size_t length = (size_t)(p - digits);
     if (length == 0 || length > 18 || (length > 1 && *digits == '0'))
-        return NULL;
+        return NULL; /* longer than any value this path takes: jansson decides */
     if (p < end && (*p == '.' || *p == 'e' || *p == 'E'))
         return NULL;
-    *value = negative ? -number : number;
+    *value = negative ? -(json_int_t)number : (json_int_t)number;
     return p;
 }
 

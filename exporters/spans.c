@@ -216,19 +216,13 @@ int ospx__spans_read(const char *path, struct ospx__spans *out)
     char why[128];
     if (path == NULL || ospx__elf_check(path, &size, why, sizeof why) != 0 || size <= 0)
         return 0;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
+    size_t mapped_size;
+    void *data = ospx__map_file(path, &mapped_size);
+    if (data == NULL)
         return 0;
-    struct stat info;
-    void *data = MAP_FAILED;
-    if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0)
-        data = mmap(NULL, (size_t)info.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (data == MAP_FAILED)
-        return 0;
-    struct object o = {.data = data, .size = (size_t)info.st_size};
+    struct object o = {.data = data, .size = mapped_size};
     int rc = spans_of(&o, out);
-    munmap(data, (size_t)info.st_size);
+    munmap(data, mapped_size);
     if (rc < 0)
         ospx__spans_free(out);
     return rc;

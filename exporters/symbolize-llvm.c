@@ -4,7 +4,10 @@
  * its JSON answers (one line per address, inline levels innermost first) are read back, so
  * neither side can fill a pipe and wait on the other. Answers are read by a small reader of
  * their own shape, jansson only for a line it does not know. The [vdso] image is described by
- * a copy of the running kernel's (elf.c) when the profile was recorded by this kernel. */
+ * a copy of the running kernel's (elf.c) when the profile was recorded by this kernel. An
+ * object whose answers would be its dynamic symbol table alone is answered in this process
+ * (elf-symbols.c), as the tool would answer it; the tool then hears only of its addresses whose
+ * names it would demangle. */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -506,6 +509,56 @@ void ospx__llvm_adopt_prestarted(struct ospx__symbolizer *state,
     ospx_symbolizer_prestart_free(started);
 }
 
+static int ask_llvm(struct ospx__symbolizer *state, struct ospx__image_work *work,
+                    const char *object, off_t object_size);
+
+/* The answers of an object whose names are its dynamic symbol table's (elf-symbols.c), made
+ * here as llvm-symbolizer makes them: a name and no file, put through ospx__answer_add twice
+ * as parse_llvm_answer does. The addresses whose symbol llvm-symbolizer would demangle are
+ * asked of it, those alone. 0 or -ENOMEM. */
+static int answer_from_table(struct ospx__symbolizer *state, struct ospx__image_work *work,
+                             const char *object, off_t object_size,
+                             const struct ospx__elf_symbols *table)
+{
+    struct ospx__image_work asked = {0};
+    size_t *positions = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < work->count && rc == 0; i++) {
+        const char *name = ospx__elf_symbols_name(table, work->addresses[i]);
+        if (name != NULL && ospx__elf_symbols_mangled(name)) {
+            if (positions == NULL) /* where each asked address's answer goes */
+                positions = malloc(work->count * sizeof *positions);
+            if (positions == NULL || ospx__grow(&asked.addresses, &asked.capacity, asked.count,
+                                                sizeof *asked.addresses, 64) != 0) {
+                rc = -ENOMEM;
+                break;
+            }
+            positions[asked.count] = i;
+            asked.addresses[asked.count++] = work->addresses[i];
+            continue;
+        }
+        if (name != NULL && name[0] != '\0') {
+            struct ospx__answer found = {0};
+            rc = ospx__answer_add(&found, name, "", 0, 0);
+            if (rc == 0)
+                rc = ospx__answer_add(&work->answers[i], found.chain[0].name, "", 0, 0);
+            ospx__answer_free(&found);
+        }
+        state->addresses_done++;
+        ospx__symbolize_progress(state, 0);
+    }
+    if (rc == 0 && asked.count > 0) {
+        asked.answers = calloc(asked.count, sizeof *asked.answers);
+        rc = asked.answers != NULL ? ask_llvm(state, &asked, object, object_size) : -ENOMEM;
+        for (size_t k = 0; asked.answers != NULL && k < asked.count; k++)
+            work->answers[positions[k]] = asked.answers[k];
+    }
+    free(asked.answers);
+    free(asked.addresses);
+    free(positions);
+    return rc;
+}
+
 /* llvm_symbolize_image for an object file (or a pseudo image: its addresses stay hex). */
 static int llvm_symbolize_object(struct ospx__symbolizer *state, struct ospx__image_work *work,
                                  const char *object, int pseudo_image)
@@ -535,6 +588,22 @@ static int llvm_symbolize_object(struct ospx__symbolizer *state, struct ospx__im
         state->addresses_done += work->count;
         return 0;
     }
+    struct ospx__elf_symbols table;
+    int in_process = ospx__elf_symbols_read(object, &table);
+    if (in_process < 0)
+        return in_process;
+    if (in_process > 0) {
+        int rc = answer_from_table(state, work, object, object_size, &table);
+        ospx__elf_symbols_free(&table);
+        return rc;
+    }
+    return ask_llvm(state, work, object, object_size);
+}
+
+/* Start the shared llvm-symbolizer if it is not running, and bound it before it reads an
+ * object. 0, or -1 with a warning given. */
+static int llvm_ready(struct ospx__symbolizer *state, off_t object_size)
+{
     if (!state->llvm_running) {
         /* Starting llvm-symbolizer costs about half a second here (it loads all of LLVM): one
          * process serves every image. */
@@ -542,8 +611,7 @@ static int llvm_symbolize_object(struct ospx__symbolizer *state, struct ospx__im
         if (rc < 0) {
             ospx__symbolize_warn(state, "cannot run %s: %s; frames are shown as hex addresses",
                                  state->tool_path, strerror(-rc));
-            state->addresses_done += work->count;
-            return 0;
+            return -1;
         }
         state->llvm_running = 1;
         state->llvm_bounded = 0;
@@ -554,6 +622,17 @@ static int llvm_symbolize_object(struct ospx__symbolizer *state, struct ospx__im
                                                        ? state->objects_size
                                                        : (uint64_t)object_size));
         state->llvm_bounded = 1;
+    }
+    return 0;
+}
+
+/* Every address of `work` answered by the shared llvm-symbolizer. 0 or -ENOMEM. */
+static int ask_llvm(struct ospx__symbolizer *state, struct ospx__image_work *work,
+                    const char *object, off_t object_size)
+{
+    if (llvm_ready(state, object_size) != 0) {
+        state->addresses_done += work->count;
+        return 0;
     }
     int rc = converse_llvm(state, &state->llvm, work, object);
     if (rc < 0) { /* a tool that broke the conversation is not asked again */

@@ -66,6 +66,7 @@ struct ospx__symbolizer {
     char *tool_path;                     /* the backend's tool; NULL for hex */
     struct ospx__image_work *work;       /* one per raw image */
     struct ospx__object *objects;        /* one per raw image: what describes it (objects.c) */
+    struct image_ranges *ranges;         /* symbolize.c's, per process: which image a pc is in */
     /* progress */
     struct timespec started;
     size_t addresses_total, addresses_done, progress_shown;

@@ -679,6 +679,23 @@ START_TEST(rows_searched_sorted_and_ordered)
     ck_assert_uint_eq(ospc_sort_unique(values, 6), 3);
     ck_assert(values[0] == 1 && values[1] == 3 && values[2] == 7);
     ck_assert_uint_eq(ospc_sort_unique(values, 0), 0);
+    /* a table long enough for the radix sort: values over every byte, repeats, the extremes */
+    enum { MANY = 5000 };
+    uint64_t *many = malloc(MANY * sizeof *many);
+    ck_assert_ptr_nonnull(many);
+    uint64_t state = 88172645463325252ULL;
+    for (size_t i = 0; i < MANY; i++) {
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        many[i] = i % 3 == 0 ? state : i % 3 == 1 ? state % 97 : 0x7f0000000000ULL + state % 4096;
+    }
+    many[10] = UINT64_MAX;
+    many[11] = 0;
+    many[12] = UINT64_MAX;
+    size_t kept = ospc_sort_unique(many, MANY);
+    ck_assert(kept > 100 && kept < MANY && many[0] == 0 && many[kept - 1] == UINT64_MAX);
+    for (size_t i = 1; i < kept; i++)
+        ck_assert(many[i - 1] < many[i]);
+    free(many);
 
     ck_assert_int_eq(ospc_hottest_first(5, 4, 0, 9, 1, 0), -1); /* the larger first count */
     ck_assert_int_eq(ospc_hottest_first(5, 5, 1, 2, 0, 1), 1);  /* then the larger second */

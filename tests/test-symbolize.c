@@ -257,6 +257,18 @@ static void fixture_and_symbols_close(struct fixture *fixture, struct ospx_symbo
     fixture_close(fixture);
 }
 
+/* A profile of /app/main with libA.so (text 0x900000, 4 KiB, slide 0x1000) and libB.so (text
+ * b_text, b_size bytes, slide 0x2000), stand-in objects of the fixture at paths a and b. */
+static void two_libraries(struct fixture *fixture, struct test_raw *test, char *a, char *b,
+                          size_t size, uint64_t b_text, uint64_t b_size)
+{
+    init_raw(test, "/app/main");
+    add_image(test, fixture_object(fixture, "libA.so", a, size), 0x10000, 0x1000, 0x900000, 0x1000,
+              "");
+    add_image(test, fixture_object(fixture, "libB.so", b, size), 0x20000, 0x2000, b_text, b_size,
+              "");
+}
+
 /* The dyld shared cache case: image A's header is below B's, but A's code is above B's. A pc
  * in A's text must go to A, unslid with A's slide — not to B, the greatest base below it. */
 START_TEST(test_text_range_not_header_order)
@@ -264,11 +276,7 @@ START_TEST(test_text_range_not_header_order)
     FAKE_LLVM_FIXTURE();
     char a[128], b[128];
     struct test_raw test;
-    init_raw(&test, "/app/main");
-    add_image(&test, fixture_object(&fixture, "libA.so", a, sizeof a), 0x10000, 0x1000, 0x900000,
-              0x1000, "");
-    add_image(&test, fixture_object(&fixture, "libB.so", b, sizeof b), 0x20000, 0x2000, 0x800000,
-              0x1000, "");
+    two_libraries(&fixture, &test, a, b, sizeof a, 0x800000, 0x1000);
     struct ospx_symbols symbols;
     SYMBOLIZE(&test, &fixture, &symbols, 0x900010, 0x800101);
 
@@ -291,6 +299,25 @@ START_TEST(test_text_range_not_header_order)
     ck_assert_ptr_null(strstr(strstr(log, "argv:") + 1, "argv:"));
     free(log);
     fixture_warnings(&fixture, 0);
+    fixture_and_symbols_close(&fixture, &symbols);
+}
+END_TEST
+
+/* Two images whose text ranges overlap: a pc in both is the first image's (in the profile's
+ * order), one in the second's alone the second's, one past both no image's — as where the
+ * ranges are apart, which a binary search over them answers. */
+START_TEST(test_overlapping_text_ranges_first_wins)
+{
+    FAKE_LLVM_FIXTURE();
+    char a[128], b[128];
+    struct test_raw test;
+    two_libraries(&fixture, &test, a, b, sizeof a, 0x8ff000, 0x2000);
+    struct ospx_symbols symbols;
+    /* leaf in both; callers (one less looked up) in B's alone, then past both */
+    SYMBOLIZE(&test, &fixture, &symbols, 0x900010, 0x8ff101, 0x902001);
+    ck_assert_str_eq(frame_at(&symbols, 0, 0)->image, a);
+    ck_assert_str_eq(frame_at(&symbols, 0, 1)->image, b);
+    ck_assert_str_eq(frame_at(&symbols, 0, 2)->name, "0x902001");
     fixture_and_symbols_close(&fixture, &symbols);
 }
 END_TEST
@@ -981,6 +1008,86 @@ START_TEST(test_stripped_program_entry_is_start)
 }
 END_TEST
 
+/* llvm-symbolizer's own answer's function name for `address` of `object` ("" when none). */
+static char *real_tool_name(const char *object, uint64_t address)
+{
+    char command[1024];
+    snprintf(command, sizeof command,
+             "printf '\"%%s\" 0x%%x\\n' '%s' %" PRIu64 " | llvm-symbolizer --output-style=JSON "
+             "--inlining --functions=linkage --demangle | "
+             "sed -n 's/.*\"FunctionName\":\"\\([^\"]*\\)\".*/\\1/p'",
+             object, address);
+    char *name = command_output(command);
+    return name != NULL ? name : strdup("");
+}
+
+/* An object without debug information is named from its dynamic symbol table in this process,
+ * as llvm-symbolizer names it (here: checked against the real tool's answers, of a zero-size
+ * symbol written in assembly, two aliases of one function, and an address past a function's
+ * end): the tool (a fake one here) is asked only of the addresses whose name it would demangle. */
+START_TEST(test_symbol_table_names_without_the_tool)
+{
+    char dir[64] = "/tmp/osprey-test-symtab-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char source[128], library[160], command[1024];
+    snprintf(source, sizeof source, "%s/table.c", dir);
+    snprintf(library, sizeof library, "%s/libtable.so", dir);
+    scratch_write(source, "int plain_one(int x) { return x * 3 + 1; }\n"
+                          "int plain_two(int x) { return x * 5 + 2; }\n"
+                          "int alias_of_two(int x) __attribute__((alias(\"plain_two\")));\n"
+                          "int mangled(int x) __asm__(\"_Z7mangledi\");\n"
+                          "int mangled(int x) { return x * 7 + 3; }\n"
+                          "__asm__(\".text\\n.globl bare_entry\\nbare_entry:\\n"
+                          "nop\\nnop\\nnop\\nret\\n\");\n");
+    snprintf(command, sizeof command,
+             "cd '%s' && cc -O1 -fPIC -shared -o libtable.so table.c && "
+             "strip --strip-all libtable.so",
+             dir);
+    ck_assert_int_eq(system(command), 0);
+    const char *symbols_wanted[] = {"plain_one", "plain_two", "bare_entry", "_Z7mangledi"};
+    uint64_t at[4];
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(command, sizeof command, "nm -D '%s' | awk '$3 == \"%s\" { print $1 }'", library,
+                 symbols_wanted[i]);
+        char *text = command_output(command);
+        ck_assert_msg(text != NULL, "no %s in %s", symbols_wanted[i], library);
+        at[i] = strtoull(text, NULL, 16);
+        free(text);
+    }
+    /* leaf first (its pc as it is), then return addresses (one less is looked up) */
+    uint64_t addresses[] = {at[0] + 1, at[1] + 2, at[2] + 3, at[3] + 2};
+    char *expected[4];
+    for (size_t i = 0; i < 4; i++)
+        expected[i] = real_tool_name(library, addresses[i]);
+    ck_assert_str_eq(expected[3], "mangled(int)");
+
+    FAKE_LLVM_FIXTURE();
+    uint64_t base = 0x7f0000000000ULL;
+    struct test_raw test;
+    init_raw(&test, "/app/main");
+    add_image(&test, library, base, base, base, 0x100000, "x86_64");
+    struct ospx_symbols symbols;
+    SYMBOLIZE(&test, &fixture, &symbols, base + addresses[0], base + addresses[1] + 1,
+              base + addresses[2] + 1, base + addresses[3] + 1);
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_str_ne(expected[i], "");
+        ck_assert_str_eq(frame_at(&symbols, 0, i)->name, expected[i]);
+        ck_assert_str_eq(frame_at(&symbols, 0, i)->file, "");
+        fixture_log_has(&fixture, 0, "address: 0x%" PRIx64 "\n", addresses[i]);
+    }
+    /* the mangled name is the tool's: the fake's made-up answer */
+    char fake[64];
+    snprintf(fake, sizeof fake, "libtable.so:0x%" PRIx64, addresses[3]);
+    ck_assert_str_eq(frame_at(&symbols, 0, 3)->name, fake);
+    fixture_log_has(&fixture, 1, "address: 0x%" PRIx64 "\n", addresses[3]);
+    for (size_t i = 0; i < 4; i++)
+        free(expected[i]);
+    fixture_and_symbols_close(&fixture, &symbols);
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
 /* The C library's internal functions, named from Debian's libc6-dbg through the build-id
  * tree in /usr/lib/debug. Skipped where that package is not installed. */
 START_TEST(test_libc_debug_by_build_id)
@@ -1475,7 +1582,8 @@ END_TEST
 Suite *symbolize_suite(void)
 {
     Suite *s = suite_create("symbolize");
-    SUITE_CASE(s, "fake-tools", 0, test_text_range_not_header_order, test_text_size_zero_fallback,
+    SUITE_CASE(s, "fake-tools", 0, test_text_range_not_header_order,
+               test_overlapping_text_ranges_first_wins, test_text_size_zero_fallback,
                test_return_address_adjustment, test_inline_expansion_and_interning,
                test_answer_lines_read_exactly, test_profiler_frames_left_out,
                test_only_regular_elf_files_are_symbolized, test_frames_from_shim_sources_left_out,
@@ -1490,6 +1598,7 @@ Suite *symbolize_suite(void)
                test_frames_left_out_marker);
     SUITE_CASE(s, "llvm-symbolizer", 120, test_real_llvm_symbolizer, test_split_debug_info,
                test_libc_debug_by_build_id, test_real_own_stack, test_real_unreadable_object,
-               test_real_vdso, test_stripped_program_entry_is_start);
+               test_real_vdso, test_stripped_program_entry_is_start,
+               test_symbol_table_names_without_the_tool);
     return s;
 }
