@@ -638,11 +638,12 @@ int ospd_collector_image(struct ospd_collector *c, uint64_t base, uint64_t slide
 
 static int on_exit_record(struct ospd_collector *c, const uint8_t *rec, uint32_t size)
 {
-    struct osp_rec_exit r;
-    if (size != sizeof r)
+    struct osp_rec_exit r = {0};
+    if (size != sizeof r && size != OSP_REC_EXIT_SIZE_V1)
         return reject(c, "exit record of %" PRIu32 " bytes, expected %zu", size, sizeof r);
-    memcpy(&r, rec, sizeof r);
+    memcpy(&r, rec, size);
     c->exit_seen = true;
+    c->exit_cpu_ns = r.process_cpu_ns;
     c->end_unix_ns = r.end_unix_ns;
     if (r.dropped > c->shim_dropped)
         c->shim_dropped = r.dropped;

@@ -284,6 +284,7 @@ struct ospd_collector {
     uint64_t unknown_thread; /* samples naming no live registration (also in lost) */
     uint64_t memory_lost;    /* samples lost to the memory budget or limits (also in lost) */
     uint64_t ring_full;      /* of shim_dropped: samples lost to a full ring in the target */
+    uint64_t exit_cpu_ns;    /* the process's CPU time in its exit record (0: not there) */
     uint64_t process_cpu_ns; /* the target's CPU time at its end, 0 when unknown */
 
     /* Parsing a slot's ring (ospd_parse_slot): a sample of a registration not known yet

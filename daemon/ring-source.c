@@ -287,9 +287,13 @@ static int drain_slots(struct ospd_daemon *d, bool all)
 }
 
 /* The target's CPU time so far, from its process CPU clock, while it is there. */
+/* The target's CPU time: its clock, read while it waits for us at its exit (its exit handlers
+ * included), else what its exit record says (a descendant that did not wait, gone by now). */
 static void read_target_cpu(struct ospd_daemon *d)
 {
     uint64_t cpu = ospd_target_cpu_ns(d->collector.pid);
+    if (cpu == 0 || cpu < d->collector.exit_cpu_ns)
+        cpu = d->collector.exit_cpu_ns;
     if (cpu != 0)
         d->collector.process_cpu_ns = cpu;
 }

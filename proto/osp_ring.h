@@ -419,7 +419,14 @@ struct osp_rec_exit {
     struct osp_rec_header h;
     uint64_t end_unix_ns; /* CLOCK_REALTIME when the shim stopped sampling */
     uint64_t dropped;     /* final value of header.dropped */
+    /* The process's CPU time (CLOCK_PROCESS_CPUTIME_ID) when the record was written, 0 when
+     * not read. Added after the first two: a reader takes a record of 24 bytes (without it)
+     * as well as of 32. A collector reads the clock itself while the process waits for it;
+     * a descendant that does not wait is often gone by then, and this is what is left. */
+    uint64_t process_cpu_ns;
 };
+/* The size of an exit record written before process_cpu_ns. */
+#define OSP_REC_EXIT_SIZE_V1 24u
 
 _Static_assert(sizeof(struct osp_rec_header) == 8, "record header");
 _Static_assert(sizeof(struct osp_rec_thread_start) % 8 == 0, "aligned");
@@ -430,7 +437,7 @@ _Static_assert(sizeof(struct osp_rec_sample_weighted) == 40, "weighted sample re
 _Static_assert(sizeof(struct osp_rec_wait_span) == 40, "wait span record");
 _Static_assert(sizeof(struct osp_rec_image) % 8 == 0, "aligned");
 _Static_assert(sizeof(struct osp_rec_fiber) == 32, "fiber record");
-_Static_assert(sizeof(struct osp_rec_exit) == 24, "exit record");
+_Static_assert(sizeof(struct osp_rec_exit) == 32, "exit record");
 _Static_assert(sizeof(struct osp_rec_stack_copy) == 96, "stack copy record");
 
 /* ---- Slots -------------------------------------------------------------------------------

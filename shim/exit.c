@@ -198,9 +198,12 @@ void osp__at_exit(void)
             if (have_images)
                 osp__images_emit(&osp__image_table, &osp__events);
         }
+        struct timespec cpu = {0, 0};
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
         struct osp_rec_exit rec = {
             .end_unix_ns = osp__unix_ns(),
             .dropped = atomic_load_explicit(&osp__ring_header->dropped, memory_order_relaxed),
+            .process_cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec,
         };
         int err = osp__event_ring_write(&osp__events, OSP_REC_EXIT, &rec, sizeof(rec), NULL, 0);
         if (err == 0 || attempt >= 200 || !attached) {

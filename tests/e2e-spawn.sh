@@ -5,7 +5,8 @@
 #   static    ospreyd maps no shared object (no program interpreter) when the build linked
 #             it whole (STATIC=1, meson's decision);
 #   complete  a shell that runs /bin/true 20 times: 20 profiles of /bin/true, each complete
-#             (its exit record read: "exit" exited) though none waited for its collector;
+#             (its exit record read: "exit" exited, its CPU time there) though none waited
+#             for its collector;
 #   nowait    a descendant whose collector holds the run's lock does not wait at its exit for
 #             its profile to be written: with the profile's directory locked (ospreyd takes
 #             that lock to write), a child that outlives its collector's attach ends at once,
@@ -98,6 +99,10 @@ for f in files:
         true_images += 1
         if raw.get("exit", {}).get("status") != "exited":
             bad.append("%s: exit %s" % (os.path.basename(f), raw.get("exit")))
+        # Its CPU time, which the report's sampling line checks the samples against: from its
+        # exit record, since it did not wait for its collector (before: none of the 20 had it).
+        if not raw.get("process_cpu_ns"):
+            bad.append("%s: no process_cpu_ns" % os.path.basename(f))
 if bad:
     sys.exit("incomplete profiles: " + "; ".join(bad))
 if true_images != 20:

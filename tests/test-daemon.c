@@ -577,7 +577,7 @@ START_TEST(corrupt_depths_lengths_and_fields_are_rejected)
     struct osp_rec_header unknown = {.type = 99, .size = 8};
     record_rejected(buf, sizeof buf, &unknown, sizeof unknown, 8, "unknown type 99");
 
-    struct osp_rec_exit e = {.h = {OSP_REC_EXIT, 16}};
+    struct osp_rec_exit e = {.h = {OSP_REC_EXIT, 16}}; /* neither 24 nor 32 */
     record_rejected(buf, sizeof buf, &e, sizeof e, 16, "exit record of 16 bytes");
 }
 END_TEST
