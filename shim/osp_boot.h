@@ -324,6 +324,10 @@ int osp__ring_unlink(void);
  * process that became ospreyd (0: none, or a parent's collector). */
 extern int osp__daemon_spawned;
 extern long osp__daemon_spawned_pid;
+/* The collector's pid when the program is its parent (spawn.c, program_reaps_orphans: the
+ * program is its pid namespace's init or a child subreaper), else 0: the wait family leaves it
+ * out of "any child" (preload.c). */
+extern long osp__collector_child;
 /* Start ospreyd for this image, detached, with its descriptors; does not wait for it. 0 or
  * negative errno (said in one line). */
 int osp__spawn_daemon(const struct osp__boot_env *env);

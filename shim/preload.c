@@ -25,6 +25,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -32,7 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -445,4 +448,204 @@ __attribute__((visibility("default"))) void _Exit(int status)
 {
     static _Atomic(void *) cache;
     exit_through(&cache, "_Exit", status);
+}
+
+/* The wait family. A program that is its pid namespace's init or a child subreaper is the
+ * parent of its collector, and of any collector a descendant started (spawn.c,
+ * program_reaps_orphans): a wait for any child (-1, P_ALL) with no child left but collectors
+ * answers ECHILD, as a plain run's would, instead of waiting for a collector that waits for the
+ * program's end. Async-signal-safe (a SIGCHLD handler's waitpid loop): raw system calls into
+ * buffers on the stack. Anything it cannot read leaves the call as it was. */
+static long read_small(const char *path, char *buf, size_t size)
+{
+    long fd = osp__sys(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0);
+    if (fd < 0)
+        return -1;
+    long n = osp__sys(SYS_read, fd, (long)buf, (long)size - 1, 0, 0);
+    osp__sys(SYS_close, fd, 0, 0, 0, 0);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
+}
+
+static size_t put_decimal(char *at, unsigned long v)
+{
+    char digits[24];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        at[i] = digits[n - 1 - i];
+    return n;
+}
+
+/* 1: a collector (ours, or a process named ospreyd: a descendant's, reparented here too). */
+static int is_collector(unsigned long pid)
+{
+    if ((long)pid == osp__collector_child)
+        return 1;
+    char path[48] = "/proc/";
+    size_t at = 6 + put_decimal(path + 6, pid);
+    memcpy(path + at, "/comm", 6);
+    char comm[32];
+    return read_small(path, comm, sizeof comm) > 0 && strcmp(comm, "ospreyd\n") == 0;
+}
+
+/* 1 when every child of every thread of the process is a collector, and there is one. */
+static int only_collectors_left(void)
+{
+    if (osp__collector_child <= 0)
+        return 0;
+    long dir = osp__sys(SYS_openat, AT_FDCWD, (long)"/proc/self/task",
+                        O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0);
+    if (dir < 0)
+        return 0;
+    char entries[2048] __attribute__((aligned(8)));
+    int collectors = 0, others = 0, unreadable = 0;
+    long n;
+    while ((n = osp__sys(SYS_getdents64, dir, (long)entries, sizeof entries, 0, 0)) > 0) {
+        for (long off = 0; off < n;) {
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(entries + off);
+            off += d->reclen;
+            if (d->name[0] < '0' || d->name[0] > '9')
+                continue;
+            char path[64] = "/proc/self/task/";
+            size_t len = strnlen(d->name, 20);
+            memcpy(path + 16, d->name, len);
+            memcpy(path + 16 + len, "/children", 10);
+            char list[512];
+            if (read_small(path, list, sizeof list) < 0) {
+                unreadable = 1;
+                continue;
+            }
+            for (char *c = list; *c != '\0';) {
+                if (*c < '0' || *c > '9') {
+                    c++;
+                    continue;
+                }
+                unsigned long pid = 0;
+                while (*c >= '0' && *c <= '9')
+                    pid = pid * 10 + (unsigned long)(*c++ - '0');
+                if (is_collector(pid))
+                    collectors++;
+                else
+                    others++;
+            }
+        }
+    }
+    osp__sys(SYS_close, dir, 0, 0, 0, 0);
+    return !unreadable && others == 0 && collectors > 0;
+}
+
+static pid_t real_wait4(pid_t pid, int *status, int options, struct rusage *usage)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "wait4");
+    pid_t (*real)(pid_t, int *, int, struct rusage *);
+    if (sym == NULL)
+        return (pid_t)osp__sys(SYS_wait4, pid, (long)status, options, (long)usage, 0);
+    memcpy(&real, &sym, sizeof(real));
+    return real(pid, status, options, usage);
+}
+
+static int real_waitid(idtype_t type, id_t id, siginfo_t *info, int options)
+{
+    static _Atomic(void *) cache;
+    void *sym = osp__next_symbol(&cache, "waitid");
+    int (*real)(idtype_t, id_t, siginfo_t *, int);
+    if (sym == NULL)
+        return (int)osp__sys(SYS_waitid, type, id, (long)info, options, 0);
+    memcpy(&real, &sym, sizeof(real));
+    return real(type, id, info, options);
+}
+
+/* A wait for any child where collectors may be among the children: ECHILD once only collectors
+ * are left; else polled (WNOHANG every 2 ms), since a collector a descendant is starting is not
+ * known as one until its exec, and a blocking wait would hang on it. A signal that cuts the nap
+ * short ends the wait with EINTR unless a child is ready, as a handler without SA_RESTART would;
+ * a signal of ours (osp__sigprof_ours_seen) does not. */
+static pid_t wait_any(int *status, int options, struct rusage *usage)
+{
+    if (osp__collector_child <= 0)
+        return real_wait4(-1, status, options, usage);
+    for (;;) {
+        if (only_collectors_left()) {
+            errno = ECHILD;
+            return -1;
+        }
+        pid_t got = real_wait4(-1, status, options | WNOHANG, usage);
+        if (got != 0 || (options & WNOHANG))
+            return got;
+        struct timespec nap = {0, 2000000};
+        unsigned ours = osp__sigprof_ours_seen;
+        if (osp__sys(SYS_nanosleep, (long)&nap, 0, 0, 0, 0) != 0 && errno == EINTR &&
+            osp__sigprof_ours_seen == ours) {
+            got = real_wait4(-1, status, options | WNOHANG, usage);
+            if (got == 0)
+                errno = EINTR;
+            return got != 0 ? got : -1;
+        }
+    }
+}
+
+__attribute__((visibility("default"))) pid_t wait(int *status)
+{
+    return wait_any(status, 0, NULL);
+}
+
+__attribute__((visibility("default"))) pid_t waitpid(pid_t pid, int *status, int options)
+{
+    return pid == -1 ? wait_any(status, options, NULL) : real_wait4(pid, status, options, NULL);
+}
+
+__attribute__((visibility("default"))) pid_t wait3(int *status, int options, struct rusage *usage)
+{
+    return wait_any(status, options, usage);
+}
+
+__attribute__((visibility("default"))) pid_t wait4(pid_t pid, int *status, int options,
+                                                   struct rusage *usage)
+{
+    return pid == -1 ? wait_any(status, options, usage) : real_wait4(pid, status, options, usage);
+}
+
+__attribute__((visibility("default"))) int waitid(idtype_t type, id_t id, siginfo_t *info,
+                                                  int options)
+{
+    if (type != P_ALL || osp__collector_child <= 0)
+        return real_waitid(type, id, info, options);
+    for (;;) {
+        if (only_collectors_left()) {
+            errno = ECHILD;
+            return -1;
+        }
+        if (info != NULL)
+            info->si_pid = 0;
+        int rc = real_waitid(type, id, info, options | WNOHANG);
+        if (rc != 0 || (options & WNOHANG) || (info != NULL && info->si_pid != 0))
+            return rc;
+        if (info == NULL) /* no way to tell "none ready" apart: as the program asked */
+            return real_waitid(type, id, info, options);
+        struct timespec nap = {0, 2000000};
+        unsigned ours = osp__sigprof_ours_seen;
+        if (osp__sys(SYS_nanosleep, (long)&nap, 0, 0, 0, 0) != 0 && errno == EINTR &&
+            osp__sigprof_ours_seen == ours) {
+            info->si_pid = 0;
+            rc = real_waitid(type, id, info, options | WNOHANG);
+            if (rc == 0 && info->si_pid == 0) {
+                errno = EINTR;
+                return -1;
+            }
+            return rc;
+        }
+    }
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -39,6 +40,7 @@ extern char **environ;
 
 int osp__daemon_spawned;
 long osp__daemon_spawned_pid;
+long osp__collector_child;
 
 static int executable(const char *path)
 {
@@ -151,6 +153,23 @@ static int spawn_child(void *p)
     return 127;
 }
 
+/* Whether ospreyd, the grandchild, is reparented to the program itself when its parent (the
+ * vfork child) exits: the program is its pid namespace's init (`unshare --pid --fork PROG`, a
+ * container's first process) or a child subreaper (a supervisor). The collector is then the
+ * program's child until the program's end, and a program that waits until no child is left
+ * (`while (wait(NULL) > 0)`) waited for it, which waits for the program: a hang that a
+ * namespace's init does not even let ^C end. The wait family leaves it out (preload.c). An
+ * exec would reset a child's exit signal to SIGCHLD, so a child without one (which wait
+ * ignores) cannot be ospreyd. */
+static int program_reaps_orphans(void)
+{
+    int subreaper = 0;
+    if (osp__sys(SYS_getpid, 0, 0, 0, 0, 0) == 1)
+        return 1;
+    return osp__sys(SYS_prctl, PR_GET_CHILD_SUBREAPER, (long)&subreaper, 0, 0, 0) == 0 &&
+           subreaper != 0;
+}
+
 /* Start ospreyd --ring-fd 3 --ring-name NAME --out PATH --detached (and the other descriptors,
  * proto/osp_daemon_args.h) from a grandchild (spawn_child) and reap the short-lived child right
  * away, so the daemon is never the program's child. Does not wait for the daemon. */
@@ -210,7 +229,7 @@ int osp__spawn_daemon(const struct osp__boot_env *env)
     int err = pid < 0 ? errno : 0;
     int status = 0;
     /* The child has exited by now (CLONE_VFORK): reap exactly it. */
-    while (pid > 0 && waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
+    while (pid > 0 && osp__sys(SYS_wait4, pid, (long)&status, __WALL, 0, 0) < 0 && errno == EINTR)
         ;
     osp__sigmask_raw(SIG_SETMASK, &old, NULL);
     free(envp);
@@ -220,6 +239,8 @@ int osp__spawn_daemon(const struct osp__boot_env *env)
         return err ? -err : -EAGAIN;
     }
     osp__daemon_spawned_pid = spawn.pid;
+    if (program_reaps_orphans())
+        osp__collector_child = spawn.pid;
     return 0;
 }
 
@@ -392,6 +413,7 @@ int osp__forked_settle(int wait)
         osp__daemon_spawned = 0;
     } else if (err != 0) {
         osp__daemon_spawned_pid = 0;
+        osp__collector_child = 0;
         osp__daemon_spawned = osp__spawn_daemon(&osp__boot_env) == 0;
         osp__greet_set(osp__daemon_spawned && osp__forks_fd >= 0 ? osp__shm_name : NULL);
     }

@@ -237,6 +237,7 @@ int osp__profile_start(const struct osp__start *start)
         osp__run_lock_take();
         osp__run_locked = osp__run_lock_fd >= 0;
         osp__daemon_spawned_pid = 0;
+        osp__collector_child = 0;
         osp__daemon_spawned = (start->greeting >= 0 && osp__greet_parent(start->greeting) == 0) ||
                               osp__spawn_daemon(&osp__boot_env) == 0;
     } else {

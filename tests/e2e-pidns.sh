@@ -8,8 +8,8 @@
 # left the session (a daemon) after its parent's collector ended; it is not profiled`, only
 # unshare's own 10 ms in the profile. The same under bwrap (below), and under bwrap with only
 # the output directory writable; without --mount-proc, where the collector's /proc is the
-# host's (below); and `osprey attach` from outside into such a namespace. Root only (unshare
-# --pid).
+# host's (below); `osprey attach` from outside into such a namespace; and an init that waits
+# for every child (no hang on its collector). Root only (unshare --pid).
 # Usage: e2e-pidns.sh OSPREY SOURCE_DIR
 set -uo pipefail
 
@@ -183,5 +183,28 @@ PY
   fi
   wait "$launcher"
 fi
+
+# The namespace's init waits until no child is left (forks workers: `while (wait(NULL) > 0)`):
+# its collector, reparented to it as every orphan of the namespace is, is a child it would
+# wait for, while the collector waits for its end. Before: a hang that SIGTERM and ^C cannot end
+# (a namespace's init ignores them), killed after 60 s here; now it ends as plain (status 3,
+# the same processes' lines).
+[ -x "$work/forks" ] || build_forks "$(dirname "$src")/forks" "$work"
+mkdir -p "$work/w"
+unshare --pid --fork --mount-proc "$work/forks" workers >"$work/w-plain.out" 2>/dev/null
+w_plain=$?
+timeout -s KILL 60 "$osprey" "$(command -v unshare)" --profile -o "$work/w/p" -- --pid --fork \
+  --mount-proc "$work/forks" workers >"$work/w.out" 2>"$work/w.err"
+w_status=$?
+if [ "$w_status" = 137 ]; then
+  fail "an init that waits for every child: the run hung (killed after 60 s)"
+  pkill -KILL -f "$work/forks workers" # the namespace's init, which SIGTERM does not end
+else
+  expect_status "$w_plain" "$w_status" "osprey unshare --pid --fork --mount-proc forks workers"
+  roles() { sed 's/[( ].*//' "$1" | sort; }
+  [ "$(roles "$work/w-plain.out")" = "$(roles "$work/w.out")" ] ||
+    fail "an init that waits for every child: its processes' lines differ: $(roles "$work/w.out" | tr '\n' ' ')"
+fi
+settle_collectors "$work/w"
 
 finish "a program in a pid namespace of its own is profiled"
