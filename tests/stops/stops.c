@@ -2,7 +2,10 @@
  *   stops wait:    a thread waits in pthread_cond_wait while main runs 3 s, then is woken
  *   stops sandbox: main runs 0.3 s, enters a seccomp filter that refuses execve and kill
  *                  (EPERM), runs 0.3 s more and exits 7
- *   stops spin:    main runs 0.3 s (e2e-comm: run through a link of another name) */
+ *   stops spin:    main runs 0.3 s (e2e-comm: run through a link of another name)
+ *   stops hold:    main runs 0.2 s, says "ready", waits until a byte (or EOF) comes on stdin,
+ *                  runs 0.1 s more, says "done" and exits 5 (e2e-stops: its collector killed
+ *                  or stopped meanwhile) */
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -90,6 +93,17 @@ int main(int argc, char **argv)
         spin(0.3);
         return 0;
     }
-    fprintf(stderr, "usage: stops wait|sandbox|spin\n");
+    if (argc == 2 && strcmp(argv[1], "hold") == 0) {
+        spin(0.2);
+        puts("ready");
+        fflush(stdout);
+        char byte;
+        while (read(0, &byte, 1) < 0 && errno == EINTR) {
+        }
+        spin(0.1);
+        puts("done");
+        return 5;
+    }
+    fprintf(stderr, "usage: stops wait|sandbox|spin|hold\n");
     return 2;
 }
