@@ -16,7 +16,9 @@
 #     zombie until osprey reaps it; stopped: `ospreyd (process N) was stopped (SIGSTOP)`, after
 #     a second of it), never `did not finish writing … within 5 s` (before: the whole limit,
 #     with that line, for both). The stopped collector, continued once the line is there,
-#     writes the profile. As root, and as nobody where setpriv is there.
+#     writes the profile. As root, and as nobody where setpriv is there. Left stopped, osprey
+#     stops waiting for it too, a second later, and says so (before: its 15 s, then `the
+#     collector did not finish in time`).
 # Usage: e2e-stops.sh OSPREY SOURCE_DIR REFUSE
 set -uo pipefail
 
@@ -95,9 +97,20 @@ collector_gone() {
     fail "$name: no attached collector under osprey $ospid: $(cat "$err")"
     return
   fi
-  kill -"$sig" "$collector"
+  kill -"${sig%-LEFT}" "$collector"
   echo go >&3
   exec 3>&-
+  if [ "$sig" = STOP-LEFT ]; then
+    # Left stopped: osprey too stops waiting for it (a second), then it is continued.
+    wait "$ospid"
+    expect_status "$plain" $? "$name: osprey"
+    kill -CONT "$collector"
+    grep -q "^osprey: warning: no profile was written (the collector, process $collector, is stopped: SIGSTOP)$" \
+      "$err" || fail "$name: osprey's line: $(grep '^osprey:' "$err")"
+    grep -q "^osprey: ospreyd (process $collector) was stopped (SIGSTOP) before writing " "$err" ||
+      fail "$name: no line saying the collector was stopped: $(grep '^osprey:' "$err")"
+    return
+  fi
   if [ "$sig" = STOP ]; then
     # The program's line, then the collector continued (or the shim's limit before: 5 s).
     for _ in $(seq 600); do
@@ -122,9 +135,10 @@ collector_gone() {
       fail "$name: the collector, continued, did not write the profile: $(grep '^osprey:' "$err")"
   fi
 }
-mkdir -p "$work/killed" "$work/stopped"
+mkdir -p "$work/killed" "$work/stopped" "$work/stopped-left"
 collector_gone killed KILL
 collector_gone stopped STOP
+collector_gone stopped-left STOP-LEFT
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
   mkdir -p "$work/killed-nobody" "$work/stopped-nobody"
   chmod 0777 "$work/killed-nobody" "$work/stopped-nobody"
