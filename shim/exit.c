@@ -91,12 +91,14 @@ static struct {
     long pidfd;          /* its pidfd, or -1 (not opened, an old kernel, a sandbox) */
     int known;           /* its /proc/PID/stat gave the header's start time: the pid is it */
     int legacy;          /* a collector that does not say who it is: by the pid alone */
+    int elsewhere;       /* a pid of another pid namespace than ours: never looked at */
+    int proc_ours;       /* /proc is our pid namespace's (/proc/self is us); -1: not read */
     char state;          /* the state letter last read, 0 when none */
     int exit_code;       /* a zombie's wait status, or -1 */
     uint64_t looked_ns;  /* CLOCK_MONOTONIC of the last look */
     uint64_t stopped_ns; /* of the first look of a stop still going on, 0 */
     enum osp__collector_seen seen;
-} collector = {.pidfd = -1, .exit_code = -1};
+} collector = {.pidfd = -1, .exit_code = -1, .proc_ours = -1};
 
 /* The number in a link's text ("pid:[4026531836]", "1234"), or 0. Raw calls. */
 static uint64_t link_number(const char *path)
@@ -136,26 +138,25 @@ static enum osp__collector_seen collector_look(void)
         collector.pidfd = -1;
         collector.known = 0;
         collector.stopped_ns = 0;
-        collector.legacy = started == 0 || pid_ns == 0;
         static uint64_t own_ns;
         if (own_ns == 0)
             own_ns = link_number("/proc/self/ns/pid");
-        if (!collector.legacy && own_ns != pid_ns)
-            collector.pid = -1; /* another namespace's pid: never looked at */
-        else {
+        /* Without the namespaces to compare, by the pid alone, as before. */
+        collector.legacy = started == 0 || pid_ns == 0 || own_ns == 0;
+        collector.elsewhere = !collector.legacy && own_ns != pid_ns;
+        if (!collector.elsewhere) {
             collector.pidfd = osp__sys(SYS_pidfd_open, pid, 0, 0, 0, 0);
             if (collector.pidfd < 0 && errno == ESRCH)
                 return OSP__COLLECTOR_ENDED; /* no such process in our namespace */
         }
     }
-    if (collector.pid < 0)
+    if (collector.elsewhere)
         return OSP__COLLECTOR_UNKNOWN;
     enum osp__collector_seen seen = OSP__COLLECTOR_UNKNOWN;
     /* /proc/PID/stat names our pid only where /proc is our namespace's (/proc/self is us). */
-    static int proc_ours = -1;
-    if (proc_ours < 0)
-        proc_ours = link_number("/proc/self") == (uint64_t)osp__booted_pid;
-    if (proc_ours && !collector.legacy) {
+    if (collector.proc_ours < 0)
+        collector.proc_ours = link_number("/proc/self") == (uint64_t)osp__booted_pid;
+    if (collector.proc_ours && !collector.legacy) {
         char path[48], stat[512];
         snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
         errno = 0;
@@ -203,15 +204,26 @@ static enum osp__collector_seen collector_verdict(void)
 }
 
 /* Wake the collector (SIGURG: ignored by default, so one still starting is not hurt) through
- * its pidfd once the pid is known to be it; by the pid where the collector does not say who it
- * is, as before; else not at all (its tick reads the ring all the same). */
+ * its pidfd once the pid is known to be it, or where nothing can tell (by the pid alone, as
+ * before: a collector that does not say who it is, or a /proc that is not our namespace's);
+ * not at all when the pid is known to be another process's (its tick reads the ring all the
+ * same). */
 static void collector_wake(void)
 {
-    collector_verdict();
-    if (collector.pidfd >= 0 && collector.known)
+    if (collector_verdict() == OSP__COLLECTOR_ENDED || collector.elsewhere || collector.pid <= 0)
+        return;
+    if (collector.pidfd >= 0 && (collector.known || collector.legacy || !collector.proc_ours))
         osp__sys(SYS_pidfd_send_signal, collector.pidfd, SIGURG, 0, 0, 0);
-    else if (collector.legacy && collector.pid > 0)
+    else if (collector.pidfd < 0 && collector.legacy)
         osp__sys(SYS_kill, collector.pid, SIGURG, 0, 0, 0);
+}
+
+/* The collector's pidfd closed, once the exit no longer looks at it. */
+static void collector_forget(void)
+{
+    if (collector.pidfd >= 0)
+        osp__sys(SYS_close, collector.pidfd, 0, 0, 0, 0);
+    collector.pidfd = -1;
 }
 
 /* The line for a collector that will not write the profile: ENDED or STOPPED. */
@@ -405,6 +417,7 @@ void osp__at_exit(void)
             ring_taken || atomic_load_explicit(&osp__ring_header->daemon_state,
                                                memory_order_acquire) != OSP_DAEMON_NONE;
         if (!osp__daemon_spawned) {
+            collector_forget();
             osp__warn("no collector attached to ring %s before the program ended (ospreyd "
                       "--attach-ring %s --out PATH); no profile was written",
                       osp__boot_env.ring, osp__boot_env.ring);
@@ -418,6 +431,7 @@ void osp__at_exit(void)
             collector_wake();
         wait_for_daemon();
     }
+    collector_forget();
     /* Relaxed: stored before DONE, whose acquire wait_for_daemon made. */
     if (atomic_load_explicit(&osp__ring_header->wrote_beside, memory_order_relaxed)) {
         char beside[PATH_MAX + 32];
