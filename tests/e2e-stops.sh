@@ -131,7 +131,9 @@ collector_gone() {
   else
     grep -q "^osprey: ospreyd (process $collector) was stopped (SIGSTOP) before writing " "$err" ||
       fail "$name: no line saying the collector was stopped: $(grep '^osprey:' "$err")"
-    [ -s "$work/$name/p.raw.json" ] ||
+    # Continued before osprey's second ran out (a loaded machine may take longer to look):
+    # the profile is there.
+    grep -q 'is stopped: SIGSTOP' "$err" || [ -s "$work/$name/p.raw.json" ] ||
       fail "$name: the collector, continued, did not write the profile: $(grep '^osprey:' "$err")"
   fi
 }
