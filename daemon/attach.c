@@ -263,11 +263,11 @@ static void on_pidfd(uv_poll_t *p, int status, int events)
     (void)status;
     (void)events;
     struct attach *a = p->data;
-    if (ospd_target_threads_alive(a->pid))
+    struct ospd_collector *c = &a->collector;
+    if (ospd_target_threads_alive(c->proc_pid))
         return; /* only its main thread ended (pthread_exit) */
     int wait_status;
-    char state = ospd_target_state(a->pid, &wait_status);
-    struct ospd_collector *c = &a->collector;
+    char state = ospd_target_state(c->proc_pid, &wait_status);
     enum ospd_exit_status how = ospd_watch_ended(&a->watch_pid, state, wait_status, c);
     double seconds = (double)(ospc_clock_ns(CLOCK_MONOTONIC) - c->start_mono_ns) / 1e9;
     if (!a->stream) /* the stream's reader says it, from the end line */
@@ -285,7 +285,8 @@ static void on_pidfd(uv_poll_t *p, int status, int events)
 static void build_tables(struct attach *a)
 {
     int fd = make_tables();
-    if (ospd_unwinder_attach(&a->unwinder, a->loop, fd, a->pid, ospd_target_nice(a->pid)) != 0)
+    if (ospd_unwinder_attach(&a->unwinder, a->loop, fd, a->collector.proc_pid,
+                             ospd_target_nice(a->pid)) != 0)
         return; /* frame pointers only */
     ospd_unwinder_scan(&a->unwinder);
     uint64_t until = ospc_clock_ns(CLOCK_MONOTONIC) + TABLES_WAIT_NS;
@@ -368,14 +369,15 @@ static int perf_attach(void *source, uv_loop_t *loop)
     char platform[OSP_PLATFORM_SIZE] = "linux-x86_64";
     ospd_collector_identity(c, a->pid, rate, ospc_clock_ns(CLOCK_REALTIME),
                             ospc_clock_ns(CLOCK_MONOTONIC), platform);
-    if (ospd_maps_images(c, a->pid) <= 0)
+    ospd_proc_unseen(c);
+    if (ospd_maps_images(c, c->proc_pid) <= 0)
         fprintf(stderr, "osprey: warning: no images of process %d could be read\n", (int)a->pid);
     char exe_link[64], exe[OSP_MAX_PATH + 1];
-    snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)a->pid);
-    ssize_t n = readlink(exe_link, exe, sizeof exe - 1);
+    snprintf(exe_link, sizeof exe_link, "/proc/%d/exe", (int)c->proc_pid);
+    ssize_t n = c->proc_pid > 0 ? readlink(exe_link, exe, sizeof exe - 1) : -1;
     if (n > 0)
         c->exe_fallback = ospd_utf8_sanitize(exe, (size_t)n);
-    c->comm = ospd_target_comm(a->pid);
+    c->comm = ospd_target_comm(c->proc_pid);
     build_tables(a);
 
     uv_timer_init(a->loop, &a->tick);

@@ -84,6 +84,8 @@ void ospd_collector_identity(struct ospd_collector *c, int32_t pid, uint32_t rat
                              const char platform[OSP_PLATFORM_SIZE])
 {
     c->pid = pid;
+    int32_t shown = ospd_proc_pid(pid);
+    c->proc_pid = shown > 0 ? shown : 0;
     c->rate_hz = rate_hz;
     c->start_unix_ns = start_unix_ns;
     c->start_mono_ns = start_mono_ns;

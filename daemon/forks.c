@@ -197,7 +197,7 @@ static int start_collector(struct ospd_forks *f, const struct osp_fork_hello *he
 /* Is the child still the image that greeted (alive, the ring in its maps)? */
 static bool still_there(const struct osp_fork_hello *hello)
 {
-    return ospd_target_maps_ring(hello->pid, hello->ring_name) == 1;
+    return ospd_target_maps_ring(ospd_proc_pid(hello->pid), hello->ring_name) == 1;
 }
 
 /* Did the child record anything (a slot's ring written to)? A later image's ring (exec'd, or
@@ -536,11 +536,12 @@ static int connection_watch(struct ospd_forks *f, int conn, const struct ucred *
  * in the profile as a process that ran unprofiled. Anyone else is no business of ours. */
 static void name_stranger(struct ospd_forks *f, const struct ucred *peer)
 {
-    if (f->collector == NULL || f->collector->pid <= 0 ||
-        ospd_target_parent(peer->pid) != f->collector->pid)
+    int32_t shown = ospd_proc_pid(peer->pid); /* the number /proc gives it (proc-view.c) */
+    if (f->collector == NULL || f->collector->proc_pid <= 0 || shown <= 0 ||
+        ospd_target_parent(shown) != f->collector->proc_pid)
         return;
     char link[64], exe[OSP_MAX_PATH + 1];
-    snprintf(link, sizeof link, "/proc/%d/exe", (int)peer->pid);
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)shown);
     ssize_t n = readlink(link, exe, sizeof exe - 1);
     char *path = ospd_utf8_sanitize(exe, n > 0 ? (size_t)n : 0);
     if (path != NULL)
@@ -656,18 +657,19 @@ static bool listener_ring(const struct ospd_forks *f, char ring[OSP_RING_NAME_SI
  * socket in OSPREY_PROFILE_GREET, shim/descendants.c)? Read where the kernel put it: the shim
  * takes the entry out of the program's view, not out of that memory. A process of another
  * user's or group's now (a setuid or setgid image: /proc/PID is then root's) will not. 1 or
- * 0; -1 while the exec has not laid the environment out yet (nothing to read). */
-static int next_image_greets(pid_t pid, const char *ring)
+ * 0; -1 while the exec has not laid the environment out yet (nothing to read). `shown`: the
+ * number /proc gives the process (ospd_proc_pid). */
+static int next_image_greets(int32_t shown, const char *ring)
 {
     char want[48 + OSP_RING_NAME_SIZE];
     int n = snprintf(want, sizeof want, "OSPREY_PROFILE_GREET=%u:%s", (unsigned)getuid(), ring);
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d", (int)shown);
     struct stat st;
-    if (n <= 0 || (size_t)n >= sizeof want || stat(path, &st) != 0 || st.st_uid != getuid() ||
-        st.st_gid != getgid())
+    if (n <= 0 || (size_t)n >= sizeof want || shown <= 0 || stat(path, &st) != 0 ||
+        st.st_uid != getuid() || st.st_gid != getgid())
         return 0;
-    snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)shown);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
@@ -684,10 +686,12 @@ static int next_image_greets(pid_t pid, const char *ring)
     return got == 0 ? -1 : 0;
 }
 
-static bool alive(pid_t pid)
+/* Whether the process /proc gives the number proc_pid (ospd_proc_pid) runs; 0: /proc shows
+ * none, it is taken for running. */
+static bool alive(int32_t proc_pid)
 {
     int status;
-    char state = ospd_target_state(pid, &status);
+    char state = proc_pid > 0 ? ospd_target_state(proc_pid, &status) : 'R';
     return state != 0 && state != 'Z' && state != 'X';
 }
 
@@ -711,13 +715,15 @@ static void next_image(struct ospd_forks *f)
     if (f->next_image_done || f->fd < 0)
         return;
     f->next_image_done = true;
-    if (pid <= 0 || !alive(pid) || !listener_ring(f, ring) || ospd_target_maps_ring(pid, ring) != 0)
+    int32_t shown = pid > 0 ? f->collector->proc_pid : 0;
+    if (pid <= 0 || !alive(shown) || !listener_ring(f, ring) ||
+        ospd_target_maps_ring(shown, ring) != 0)
         return;
     uint64_t end_ns = uv_hrtime() + GREETING_MS * 1000000ull;
     int greets;
-    while ((greets = next_image_greets(pid, ring)) < 0 && uv_hrtime() < end_ns && alive(pid))
+    while ((greets = next_image_greets(shown, ring)) < 0 && uv_hrtime() < end_ns && alive(shown))
         poll(NULL, 0, 1);
-    while (greets == 1 && !f->next_image_followed && uv_hrtime() < end_ns && alive(pid)) {
+    while (greets == 1 && !f->next_image_followed && uv_hrtime() < end_ns && alive(shown)) {
         take_connections(f, f->fd); /* a greeting there already is taken */
         struct pollfd ready[2] = {{.fd = f->fd, .events = POLLIN}, {.fd = -1}};
         for (struct connection *c = f->connections; c != NULL; c = c->next)

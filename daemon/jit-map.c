@@ -380,22 +380,10 @@ static int open_map(const char *path, uid_t owner, struct map_file *f, bool *cut
 /* The process's pid in its own namespace (the last NSpid), which names its perf map. */
 static int32_t own_pid(int32_t pid)
 {
-    char name[64], line[256];
+    char name[64];
     snprintf(name, sizeof name, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(name, "re");
-    int32_t inner = pid;
-    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
-        if (strncmp(line, "NSpid:", 6) != 0)
-            continue;
-        char *last = strrchr(line, '\t');
-        long v = last != NULL ? strtol(last + 1, NULL, 10) : 0;
-        if (v > 0 && v <= INT32_MAX)
-            inner = (int32_t)v;
-        break;
-    }
-    if (f != NULL)
-        fclose(f);
-    return inner;
+    int32_t inner = ospd_proc_innermost_id(name);
+    return inner > 0 ? inner : pid;
 }
 
 /* A map refused or cut short, said in the raw file (the report prints it: ospreyd's own
@@ -449,7 +437,7 @@ static void read_dumps(struct ospd_collector *c, struct ospd_jit_reader *r, uid_
                        int32_t inner)
 {
     char name[64], line[OSP_MAX_PATH + 256], suffix[64], path[OSP_MAX_PATH + 64];
-    snprintf(name, sizeof name, "/proc/%d/maps", (int)c->pid);
+    snprintf(name, sizeof name, "/proc/%d/maps", (int)c->proc_pid);
     snprintf(suffix, sizeof suffix, "/jit-%d.dump", (int)inner);
     FILE *f = fopen(name, "re");
     char seen[OSP_MAX_PATH + 1] = "";
@@ -463,7 +451,7 @@ static void read_dumps(struct ospd_collector *c, struct ospd_jit_reader *r, uid_
             continue;
         memcpy(seen, m.path, m.path_len);
         seen[m.path_len] = '\0';
-        snprintf(path, sizeof path, "/proc/%d/root%s", (int)c->pid, seen);
+        snprintf(path, sizeof path, "/proc/%d/root%s", (int)c->proc_pid, seen);
         read_one(c, r, path, seen, owner, true);
     }
     if (f != NULL)
@@ -536,7 +524,7 @@ void ospd_code_names(struct ospd_collector *c)
 {
     if (c->pid <= 0 || c->stacks.count == 0)
         return;
-    ospd_maps_code(c, c->pid, NULL);
+    ospd_maps_code(c, c->proc_pid, NULL);
     ospd_python_names(c); /* python.c: the Python frames' names, while the process is there */
     struct ospd_jit_reader r;
     if (ospd_jit_begin(c, &r) != 0 || r.wanted->count == 0) {
@@ -546,15 +534,15 @@ void ospd_code_names(struct ospd_collector *c)
     /* The maps are the process's user's (or root's): its /proc directory is owned by it. */
     char name[64];
     struct stat st;
-    snprintf(name, sizeof name, "/proc/%d", (int)c->pid);
+    snprintf(name, sizeof name, "/proc/%d", (int)c->proc_pid);
     if (stat(name, &st) != 0) {
         ospd_jit_end(&r);
         return;
     }
-    int32_t inner = own_pid(c->pid);
+    int32_t inner = own_pid(c->proc_pid);
     char path[128], shown[64];
     snprintf(shown, sizeof shown, "/tmp/perf-%d.map", (int)inner);
-    snprintf(path, sizeof path, "/proc/%d/root%s", (int)c->pid, shown);
+    snprintf(path, sizeof path, "/proc/%d/root%s", (int)c->proc_pid, shown);
     read_one(c, &r, path, shown, st.st_uid, false);
     read_dumps(c, &r, st.st_uid, inner);
     ospd_jit_keep(c, &r);

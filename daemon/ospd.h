@@ -83,6 +83,7 @@ uint32_t ospd_stack_end(const struct ospd_interner *in, uint32_t index);
 struct ospd_thread {
     int64_t fiber;
     int32_t tid;
+    int32_t proc_tid; /* the number /proc gives it (ospd_proc_tid), once asked; else 0 */
     uint32_t slot, generation;
     char *label; /* valid UTF-8, NUL-terminated */
     /* A fiber a runtime declared (OSP_REC_FIBER) on the registration (slot, generation), whose
@@ -243,7 +244,11 @@ struct ospd_copies {
 
 struct ospd_collector {
     /* Identity, copied from the ring header at attach (or set by a test). */
-    int32_t pid;
+    int32_t pid; /* in the collector's pid namespace, the program's own (getpid); the raw pid */
+    /* The number /proc gives it (ospd_proc_pid): pid, unless this /proc is another pid
+     * namespace's; 0 when /proc does not show it (then nothing is read from /proc). Every
+     * /proc path takes this one; kill, pidfd_open, process_vm_readv and the raw file pid. */
+    int32_t proc_pid;
     int32_t parent_pid;           /* the process that started it, 0 when unknown */
     bool forked;                  /* a forked child of a profiled process (its parent's image) */
     struct ospd_escaped *escaped; /* processes that ran unprofiled (OSP_REC_ESCAPED) */
@@ -508,6 +513,26 @@ uint64_t ospd_dropped_total(const struct ospd_collector *c);
 /* Copy `len` bytes into a new NUL-terminated string that is valid UTF-8: every byte that is
  * not part of a well-formed sequence (and every NUL) becomes U+FFFD. NULL when out of memory. */
 char *ospd_utf8_sanitize(const char *bytes, size_t len);
+
+/* ------------------------------------------------------------------------------------------ */
+/* The numbers /proc gives (proc-view.c): the same as the collector's pid namespace's unless
+ * its /proc is another namespace's (`unshare --pid --fork` without `--mount-proc`). */
+
+/* Whether /proc/self names getpid(): this /proc is our pid namespace's. Read once. */
+bool ospd_proc_ours(void);
+/* The number /proc gives process `pid` (a pid of our namespace): `pid` itself where /proc is
+ * ours; else read from a pidfd's fdinfo. 0 when this /proc does not show the process; -1 when
+ * it has ended or cannot be opened (no pidfd). */
+int32_t ospd_proc_pid(int32_t pid);
+/* The number /proc/<proc_pid>/task/ gives thread `tid` (an id of our namespace) of process
+ * proc_pid, or 0 when not found. */
+int32_t ospd_proc_tid(int32_t proc_pid, int32_t tid);
+/* The last number of the `NSpid:` line of a /proc/.../status file (the process's or thread's
+ * id in its own pid namespace), or 0. */
+int32_t ospd_proc_innermost_id(const char *status);
+/* One line on stderr when c's process is there but /proc does not show it (c->proc_pid 0
+ * while this /proc is another namespace's); nothing otherwise. */
+void ospd_proc_unseen(const struct ospd_collector *c);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Names for code no object holds (jit-map.c). */

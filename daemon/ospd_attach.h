@@ -132,10 +132,11 @@ int ospd_image_from_phdrs(const struct ospd_phdr *ph, uint32_t count, uint64_t l
                           uint64_t lowest_offset, uint64_t *base, uint64_t *slide, uint64_t *text,
                           uint64_t *text_size);
 
-/* Read /proc/PID/maps and give the collector every object mapped executable (and the
+/* Read /proc/PID/maps (PID: proc_pid, the number /proc gives the process, c->proc_pid) and
+ * give the collector every object mapped executable (and the
  * vDSO), main set on the one whose path is the executable's. Returns how many images are
  * known, or a negative errno when the maps cannot be read. Touches the system. */
-int ospd_maps_images(struct ospd_collector *c, int32_t pid);
+int ospd_maps_images(struct ospd_collector *c, int32_t proc_pid);
 /* Read /proc/PID/maps and give the collector an image for every executable mapping of a file
  * whose range no image still mapped meets in its code span, of a file an image is of at another
  * load bias: an object's code mapped a second time elsewhere (V8 maps node's embedded builtins
@@ -143,7 +144,7 @@ int ospd_maps_images(struct ospd_collector *c, int32_t pid);
  * address of the offset mapped at its start. With `ring` (the shim's ring's name), only while the
  * maps hold it (not after an exec). At most 16 a call. Returns how many were added, or a negative
  * errno when the maps cannot be read. Touches the system. */
-int ospd_maps_code(struct ospd_collector *c, int32_t pid, const char *ring);
+int ospd_maps_code(struct ospd_collector *c, int32_t proc_pid, const char *ring);
 
 /* ------------------------------------------------------------------------------------------ */
 /* The live stream (stream.c): `--stream` writes what was collected since the last flush as

@@ -72,5 +72,16 @@ void ospd_unwind_region_free(struct ospd_unwind_region *r);
  * OSP_UNWIND_MAX_ENTRIES images. */
 int ospd_unwind_region_publish(struct ospd_unwind_region *r, uint64_t start,
                                const struct ospd_unwind_rows *rows);
+/* The same in three steps, so that the copy of a large image's rows need not hold the thread
+ * that publishes (unwind-source.c): reserve their room (NULL when the object is full), fill it
+ * (reserve the pages in /dev/shm, copy the rows: any thread, while the object stays mapped;
+ * 0 or -ENOSPC), then add the image to a new snapshot and publish it (0, -E2BIG). Reserve and
+ * add run on one thread, the one that publishes. */
+uint8_t *ospd_unwind_region_reserve(struct ospd_unwind_region *r,
+                                    const struct ospd_unwind_rows *rows);
+int ospd_unwind_region_fill(const struct ospd_unwind_region *r, uint8_t *at,
+                            const struct ospd_unwind_rows *rows);
+int ospd_unwind_region_add(struct ospd_unwind_region *r, uint64_t start,
+                           const struct ospd_unwind_rows *rows, const uint8_t *at);
 
 #endif /* OSPD_UNWIND_H */

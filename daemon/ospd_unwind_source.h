@@ -27,7 +27,7 @@ struct ospd_unwind_range {
 struct ospd_unwinder {
     bool attached;
     uv_loop_t *loop;
-    int32_t pid;
+    int32_t pid; /* the number /proc gives the target (ospd_proc_pid); 0: /proc shows none */
     int fd;
     void *map;
     size_t map_size;
@@ -40,7 +40,8 @@ struct ospd_unwinder {
     struct ospd_unwind_range *ranges; /* every range seen: published, building or failed */
     uint32_t range_count, ranges_cap;
     uint32_t stacks_checked; /* interned stacks already looked at */
-    uint32_t pending;        /* builds queued */
+    uint32_t pending;        /* builds queued (and their copies, below) */
+    uint32_t copying;        /* large images' rows being copied on the pool (copy_work) */
     int worker_nice;         /* the nice value builds run at: the target's */
     uint64_t last_scan_ns;
     bool warned_full;
@@ -60,7 +61,7 @@ struct ospd_unwinder {
 /* Map the shim's table object, the memfd it handed over as descriptor fd (--unwind-fd; -1
  * for none), which is ours from then on; builds run at nice value worker_nice (the target's).
  * Returns 0, or a negative errno (no tables: the stacks follow frame pointers). */
-int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32_t pid,
+int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32_t proc_pid,
                          int worker_nice);
 /* Read the target's maps and queue a build for every executable mapping not seen before. */
 void ospd_unwinder_scan(struct ospd_unwinder *u);

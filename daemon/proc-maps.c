@@ -104,9 +104,10 @@ struct pending {
     bool exec, used;
 };
 
-/* The program headers of the object at `path` as process pid sees it (the vDSO: ours, the
- * kernel's one). 0, or -1 when it cannot be read or is not an ELF64 object. */
-static int object_phdrs(int32_t pid, const char *path, struct ospd_phdr *ph, uint32_t cap,
+/* The program headers of the object at `path` as process proc_pid (the number /proc gives
+ * it) sees it (the vDSO: ours, the kernel's one). 0, or -1 when it cannot be read or is not
+ * an ELF64 object. */
+static int object_phdrs(int32_t proc_pid, const char *path, struct ospd_phdr *ph, uint32_t cap,
                         uint32_t *count)
 {
     int rc = -1;
@@ -121,7 +122,7 @@ static int object_phdrs(int32_t pid, const char *path, struct ospd_phdr *ph, uin
      * objects. The path may be in /tmp and replaced since it was mapped: a FIFO there
      * would hold the collector in its open, so only a regular file, never blocking. */
     char root_path[OSP_MAX_PATH + 64];
-    snprintf(root_path, sizeof root_path, "/proc/%d/root%s", (int)pid, path);
+    snprintf(root_path, sizeof root_path, "/proc/%d/root%s", (int)proc_pid, path);
     int fd = ospc_open_shared(root_path, O_RDONLY, 0, OSPC_ANY_OWNER);
     if (fd == -ENOENT || fd == -EACCES)
         fd = ospc_open_shared(path, O_RDONLY, 0, OSPC_ANY_OWNER);
@@ -132,7 +133,7 @@ static int object_phdrs(int32_t pid, const char *path, struct ospd_phdr *ph, uin
     return rc;
 }
 
-static void give(struct ospd_collector *c, int32_t pid, struct pending *p, const char *exe)
+static void give(struct ospd_collector *c, int32_t proc_pid, struct pending *p, const char *exe)
 {
     if (!p->used || !p->exec)
         return;
@@ -140,7 +141,7 @@ static void give(struct ospd_collector *c, int32_t pid, struct pending *p, const
     struct ospd_phdr ph[64];
     uint32_t count = 0;
     uint64_t base, slide, text, text_size;
-    if (object_phdrs(pid, p->path, ph, 64, &count) != 0 ||
+    if (object_phdrs(proc_pid, p->path, ph, 64, &count) != 0 ||
         ospd_image_from_phdrs(ph, count, p->lowest_start, p->lowest_offset, &base, &slide, &text,
                               &text_size) != 0)
         return;
@@ -158,13 +159,13 @@ static void give(struct ospd_collector *c, int32_t pid, struct pending *p, const
                              strcmp(p->path, exe) == 0);
 }
 
-int ospd_maps_images(struct ospd_collector *c, int32_t pid)
+int ospd_maps_images(struct ospd_collector *c, int32_t proc_pid)
 {
     char name[64], exe[OSP_MAX_PATH + 1];
-    snprintf(name, sizeof name, "/proc/%d/exe", (int)pid);
+    snprintf(name, sizeof name, "/proc/%d/exe", (int)proc_pid);
     ssize_t n = readlink(name, exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
-    snprintf(name, sizeof name, "/proc/%d/maps", (int)pid);
+    snprintf(name, sizeof name, "/proc/%d/maps", (int)proc_pid);
     FILE *f = fopen(name, "re");
     if (f == NULL)
         return -errno;
@@ -179,7 +180,7 @@ int ospd_maps_images(struct ospd_collector *c, int32_t pid)
         if (!file && strncmp(m.path, "[vdso]", m.path_len) != 0)
             continue;
         if (!p.used || strncmp(p.path, m.path, m.path_len) != 0 || p.path[m.path_len] != '\0') {
-            give(c, pid, &p, exe);
+            give(c, proc_pid, &p, exe);
             memcpy(p.path, m.path, m.path_len);
             p.path[m.path_len] = '\0';
             p.used = true;
@@ -193,7 +194,7 @@ int ospd_maps_images(struct ospd_collector *c, int32_t pid)
             p.exec = true;
         }
     }
-    give(c, pid, &p, exe);
+    give(c, proc_pid, &p, exe);
     fclose(f);
     return (int)c->image_count;
 }
@@ -226,10 +227,10 @@ static bool mapped_elsewhere(const struct ospd_collector *c, uint64_t inode, uin
     return false;
 }
 
-int ospd_maps_code(struct ospd_collector *c, int32_t pid, const char *ring)
+int ospd_maps_code(struct ospd_collector *c, int32_t proc_pid, const char *ring)
 {
     char name[64];
-    snprintf(name, sizeof name, "/proc/%d/maps", (int)pid);
+    snprintf(name, sizeof name, "/proc/%d/maps", (int)proc_pid);
     FILE *f = fopen(name, "re");
     if (f == NULL)
         return -errno;
@@ -260,7 +261,8 @@ int ospd_maps_code(struct ospd_collector *c, int32_t pid, const char *ring)
         uint64_t base, slide, text, text_size;
         /* The mapping holds file offset m->offset at m->start: the file's address of a pc in
          * it is the one that offset has in the file, as for the object's first mapping. */
-        if (code_known(c, m->start, m->end) || object_phdrs(pid, paths[i], ph, 64, &phdrs) != 0 ||
+        if (code_known(c, m->start, m->end) ||
+            object_phdrs(proc_pid, paths[i], ph, 64, &phdrs) != 0 ||
             ospd_image_from_phdrs(ph, phdrs, m->start, m->offset, &base, &slide, &text,
                                   &text_size) != 0)
             continue;

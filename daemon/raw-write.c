@@ -278,7 +278,7 @@ static int write_profile(FILE *f, const struct ospd_collector *c)
          * was (replaced during the run) is not described as this image. Read through the
          * process's root while it lives (an attached process in another mount namespace). */
         char rooted[OSP_MAX_PATH + 64];
-        const char *file = ospc_path_in_root(c->pid, im->path, rooted, sizeof rooted) == 0 &&
+        const char *file = ospc_path_in_root(c->proc_pid, im->path, rooted, sizeof rooted) == 0 &&
                                    access(rooted, F_OK) == 0
                                ? rooted
                                : im->path;

@@ -271,7 +271,7 @@ int ospd_ring_daemon_attach(struct ospd_daemon *d)
         /* Release: the shim that sees it unmaps its own copies of the rings. */
         atomic_store_explicit(&h->kernel_waits_ns, since, memory_order_release);
     } else if (h->switches_refused > 0) {
-        ospd_switches_refused(&d->collector.waits, d->collector.pid, h->switches_refused);
+        ospd_switches_refused(&d->collector.waits, d->collector.proc_pid, h->switches_refused);
     }
     /* The records beyond the first ABI's that the collector reads (collect.c): fibers. */
     atomic_fetch_or_explicit(&h->reader_features, OSP_READER_FIBERS, memory_order_release);
@@ -284,7 +284,9 @@ int ospd_ring_daemon_attach(struct ospd_daemon *d)
 void ospd_ring_read_exe_fallback(struct ospd_daemon *d)
 {
     char link[64], buf[OSP_MAX_PATH + 1];
-    snprintf(link, sizeof link, "/proc/%d/exe", (int)d->collector.pid);
+    if (d->collector.proc_pid <= 0)
+        return;
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)d->collector.proc_pid);
     ssize_t n = readlink(link, buf, sizeof buf - 1);
     if (n > 0)
         d->collector.exe_fallback = ospd_utf8_sanitize(buf, (size_t)n);

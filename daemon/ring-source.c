@@ -63,7 +63,7 @@
  * the maps file cannot be read the answer is "yes": only positive evidence ends a profile. */
 static bool target_maps_ring(const struct ospd_daemon *d)
 {
-    return ospd_target_maps_ring(d->collector.pid, d->o.ring_name) != 0;
+    return ospd_target_maps_ring(d->collector.proc_pid, d->o.ring_name) != 0;
 }
 
 static void close_handles(struct ospd_daemon *d)
@@ -317,7 +317,7 @@ static bool drain_once(struct ospd_daemon *d)
      * is mapped (V8 unmaps node's builtins before exit). */
     if (d->unwinder.range_count != d->code_ranges) {
         d->code_ranges = d->unwinder.range_count;
-        ospd_maps_code(&d->collector, d->collector.pid, d->o.ring_name);
+        ospd_maps_code(&d->collector, d->collector.proc_pid, d->o.ring_name);
     }
     /* Samples of threads whose start was only now parsed, and those written after the
      * first pass. */
@@ -362,12 +362,23 @@ static bool drain(struct ospd_daemon *d)
     return done;
 }
 
+/* The target's state letter as /proc says (ospd_target_state), or 0 when it is gone. Where
+ * /proc does not show it (proc_pid 0: a /proc of a pid namespace above none of ours), 'R'
+ * while kill finds it: its pidfd tells its end. */
+static char target_state(const struct ospd_daemon *d, int *wait_status)
+{
+    if (d->collector.proc_pid > 0)
+        return ospd_target_state(d->collector.proc_pid, wait_status);
+    *wait_status = -1;
+    return kill(d->collector.pid, 0) == 0 || errno == EPERM ? 'R' : 0;
+}
+
 /* The target is gone (its pidfd fired, or /proc says so). */
 static void target_gone(struct ospd_daemon *d)
 {
     int wait_status;
     /* Read before anything else: the zombie's exit code is there only until it is reaped. */
-    char state = ospd_target_state(d->collector.pid, &wait_status);
+    char state = target_state(d, &wait_status);
     if (drain(d))
         return;
     /* Acquire: pairs with the shim's release store of EXITED after its last head store. */
@@ -382,7 +393,7 @@ static void on_pidfd(uv_poll_t *poll, int status, int events)
     (void)status;
     (void)events;
     struct ospd_daemon *d = poll->data;
-    if (ospd_target_threads_alive(d->collector.pid)) {
+    if (ospd_target_threads_alive(d->collector.proc_pid)) {
         /* Only the main thread ended (pthread_exit from main): its other threads run on.
          * The liveness check notices the real end. */
         ospd_watch_pause(&d->watch_pid);
@@ -399,9 +410,9 @@ static void check_liveness(struct ospd_daemon *d, uint64_t now)
     (void)now;
     ospd_forks_reap(&d->forks);
     int wait_status;
-    char state = ospd_target_state(d->collector.pid, &wait_status);
+    char state = target_state(d, &wait_status);
     if (state == 0 || state == 'X' ||
-        (state == 'Z' && !ospd_target_threads_alive(d->collector.pid))) {
+        (state == 'Z' && !ospd_target_threads_alive(d->collector.proc_pid))) {
         target_gone(d); /* also covers kernels without pidfd_open */
         return;
     }
@@ -423,7 +434,7 @@ static void check_liveness(struct ospd_daemon *d, uint64_t now)
     if (d->collector.forked && session > 0 && session != getsid(0) &&
         (session == d->collector.pid || (kill(session, 0) != 0 && errno == ESRCH)) &&
         (d->collector.parent_pid <= 0 ||
-         ospd_target_parent(d->collector.pid) != d->collector.parent_pid))
+         ospd_target_parent(d->collector.proc_pid) != ospd_proc_pid(d->collector.parent_pid)))
         stop_now(d, OSPD_EXIT_LEFT_SESSION);
 }
 
@@ -560,13 +571,17 @@ static uint64_t registered_of(void *ctx, uint32_t thread)
 static void ask_one(void *ctx, uint32_t thread)
 {
     struct ospd_daemon *d = ctx;
-    const struct ospd_thread *t = &d->collector.threads[thread];
+    struct ospd_thread *t = &d->collector.threads[thread];
     if (d->slots != NULL && t->slot < d->slot_count &&
         (atomic_load_explicit(&slot_at(d, t->slot)->state, memory_order_relaxed) ==
              OSP_SLOT_GUARDED ||
          atomic_load_explicit(&slot_at(d, t->slot)->state, memory_order_relaxed) == OSP_SLOT_TIMED))
         return; /* inside a guarded or timed call: the shim knows its site */
-    if (ospd_switches_may_ask(d->collector.pid, t->tid))
+    /* The main thread's id is the process's pid, in /proc's numbers too. */
+    int32_t proc_pid = d->collector.proc_pid;
+    if (t->proc_tid == 0)
+        t->proc_tid = t->tid == d->collector.pid ? proc_pid : ospd_proc_tid(proc_pid, t->tid);
+    if (ospd_switches_may_ask(proc_pid, t->proc_tid))
         ospd_switches_ask(d->collector.pid, t->tid, d->header->signal_cookie);
 }
 
@@ -814,7 +829,7 @@ static int start(struct ospd_daemon *d, uv_loop_t *loop)
     d->drain_ceil_ns = 4 * d->drain_max_ns < DRAIN_MAX_NS ? 4 * d->drain_max_ns : DRAIN_MAX_NS;
     if (d->drain_ceil_ns < d->drain_max_ns)
         d->drain_ceil_ns = d->drain_max_ns;
-    if (ospd_unwinder_attach(&d->unwinder, d->loop, d->o.unwind_fd, d->collector.pid,
+    if (ospd_unwinder_attach(&d->unwinder, d->loop, d->o.unwind_fd, d->collector.proc_pid,
                              program_nice) == 0) {
         d->unwinder.ring_name = d->o.ring_name;
         ospd_unwinder_scan(&d->unwinder);
@@ -859,8 +874,9 @@ int ospd_ring_source_map(void *source)
     struct ospd_daemon *d = source;
     if (ospd_ring_daemon_attach(d) != 0)
         return 1;
+    ospd_proc_unseen(&d->collector);
     ospd_ring_read_exe_fallback(d);
-    d->collector.comm = ospd_target_comm(d->collector.pid);
+    d->collector.comm = ospd_target_comm(d->collector.proc_pid);
     return 0;
 }
 

@@ -54,22 +54,67 @@ void ospd_unwind_region_free(struct ospd_unwind_region *r)
     r->fd = -1;
 }
 
-/* n bytes of the object, reserved in /dev/shm first. NULL when it does not fit. */
-static uint8_t *allocate(struct ospd_unwind_region *r, uint64_t n)
+/* n bytes of the object, not yet reserved in /dev/shm (fill does). NULL when they do not fit. */
+static uint8_t *bump(struct ospd_unwind_region *r, uint64_t n)
 {
     uint64_t at = (r->used + OSP_UNWIND_ALIGN - 1) & ~(uint64_t)(OSP_UNWIND_ALIGN - 1);
     if (at > r->size || r->size - at < n)
         return NULL;
-    if (r->fd >= 0 && posix_fallocate(r->fd, (off_t)at, (off_t)n) != 0)
-        return NULL; /* a full /dev/shm: writing would raise SIGBUS */
     r->used = at + n;
     struct osp_unwind_header *h = (struct osp_unwind_header *)r->map;
     atomic_store_explicit(&h->used, r->used, memory_order_relaxed); /* informational */
     return r->map + at;
 }
 
+/* n bytes at `at` reserved in /dev/shm: 0, or -ENOSPC (a full /dev/shm: writing would raise
+ * SIGBUS). */
+static int reserve_pages(const struct ospd_unwind_region *r, const uint8_t *at, uint64_t n)
+{
+    if (r->fd >= 0 && posix_fallocate(r->fd, (off_t)(at - r->map), (off_t)n) != 0)
+        return -ENOSPC;
+    return 0;
+}
+
+/* n bytes of the object, reserved in /dev/shm first. NULL when it does not fit. */
+static uint8_t *allocate(struct ospd_unwind_region *r, uint64_t n)
+{
+    uint8_t *at = bump(r, n);
+    return at != NULL && reserve_pages(r, at, n) == 0 ? at : NULL;
+}
+
+uint8_t *ospd_unwind_region_reserve(struct ospd_unwind_region *r,
+                                    const struct ospd_unwind_rows *rows)
+{
+    if (rows->count == 0)
+        return NULL;
+    return bump(r, (uint64_t)rows->count * sizeof *rows->rows);
+}
+
+int ospd_unwind_region_fill(const struct ospd_unwind_region *r, uint8_t *at,
+                            const struct ospd_unwind_rows *rows)
+{
+    uint64_t row_bytes = (uint64_t)rows->count * sizeof *rows->rows;
+    int rc = reserve_pages(r, at, row_bytes);
+    if (rc == 0)
+        memcpy(at, rows->rows, row_bytes);
+    return rc;
+}
+
 int ospd_unwind_region_publish(struct ospd_unwind_region *r, uint64_t start,
                                const struct ospd_unwind_rows *rows)
+{
+    uint64_t length = rows->end_vaddr - rows->start_vaddr;
+    if (rows->count == 0 || start + length < start)
+        return -EINVAL;
+    uint8_t *row_mem = ospd_unwind_region_reserve(r, rows);
+    if (row_mem == NULL)
+        return -ENOSPC;
+    int rc = ospd_unwind_region_fill(r, row_mem, rows);
+    return rc != 0 ? rc : ospd_unwind_region_add(r, start, rows, row_mem);
+}
+
+int ospd_unwind_region_add(struct ospd_unwind_region *r, uint64_t start,
+                           const struct ospd_unwind_rows *rows, const uint8_t *row_mem)
 {
     struct osp_unwind_header *h = (struct osp_unwind_header *)r->map;
     uint64_t length = rows->end_vaddr - rows->start_vaddr;
@@ -83,11 +128,6 @@ int ospd_unwind_region_publish(struct ospd_unwind_region *r, uint64_t start,
             keep++;
     if (keep + 1 > OSP_UNWIND_MAX_ENTRIES)
         return -E2BIG;
-    uint64_t row_bytes = (uint64_t)rows->count * sizeof *rows->rows;
-    uint8_t *row_mem = allocate(r, row_bytes);
-    if (row_mem == NULL)
-        return -ENOSPC;
-    memcpy(row_mem, rows->rows, row_bytes);
     struct osp_unwind_entry added = {.start = start,
                                      .end = end,
                                      .rows_offset = (uint64_t)(row_mem - r->map),

@@ -35,6 +35,11 @@
 
 #define RESCAN_NS 20000000ull /* the maps are read again at most this often */
 
+/* An executable mapping of an object: its range and the file offset it maps. */
+struct mapping {
+    uint64_t start, end, offset;
+};
+
 struct build_job {
     uv_work_t req;
     struct ospd_unwinder *u;
@@ -45,14 +50,27 @@ struct build_job {
     int rc;
     char err[OSPD_ERROR_SIZE];
     uint64_t queued_ns, built_ns;
+    /* The object's other executable mappings found in the same scan (its other PF_X
+     * segments): the rows cover all of them, so they wait for this build; one the rows turn
+     * out not to cover (the object mapped again elsewhere, a part of it remapped, or a build
+     * that failed) is queued on its own once this one is done. */
+    struct mapping *others;
+    uint32_t other_count;
+    uint8_t *copy_at; /* a large image's room in the object, filled on the pool (copy_work) */
+    int copy_rc;
 };
 
-int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32_t pid,
+/* Rows of this many bytes or more are copied into the object on libuv's pool, not on the loop
+ * thread: node's 372,203 rows (6 MB: the pages reserved in /dev/shm, then the copy) held the
+ * loop 165-190 ms on a loaded machine, and its tick as long. */
+#define COPY_APART_BYTES (1u << 20)
+
+int ospd_unwinder_attach(struct ospd_unwinder *u, uv_loop_t *loop, int fd, int32_t proc_pid,
                          int worker_nice)
 {
     memset(u, 0, sizeof *u);
     u->loop = loop;
-    u->pid = pid;
+    u->pid = proc_pid;
     u->worker_nice = worker_nice;
     u->fd = -1;
     if (fd < 0)
@@ -140,35 +158,34 @@ static void build_work(uv_work_t *req)
     job->built_ns = ospc_clock_ns(CLOCK_MONOTONIC);
 }
 
-static void build_done(uv_work_t *req, int status)
+static struct build_job *queue(struct ospd_unwinder *u, uint64_t start, uint64_t end,
+                               uint64_t offset, const char *path);
+
+/* The end of a job, on the loop thread: its rows published (or not: rc), the builds pending
+ * counted down, the object's other mappings its rows do not cover queued. */
+static void job_done(struct build_job *job, int rc)
 {
-    struct build_job *job = req->data;
     struct ospd_unwinder *u = job->u;
-    if (status == 0 && job->rc == 0 && u->attached) {
+    /* The span the rows cover, where they were published: the object's other mappings
+     * inside it need no build of their own. */
+    uint64_t covered_start = 0, covered_end = 0;
+    if (rc == 0) {
         uint64_t start = job->rows.bias + job->rows.start_vaddr;
-        int rc = ospd_unwind_region_publish(&u->region, start, &job->rows);
-        if (rc == 0) {
-            u->images_ready++;
-            u->images_cached += job->rows.from_cache;
-            u->rows += job->rows.count;
-            uint64_t ms = (ospc_clock_ns(CLOCK_MONOTONIC) - job->queued_ns) / 1000000u;
-            if (ms > u->longest_build_ms)
-                u->longest_build_ms = ms;
-            remember(u, start, job->rows.bias + job->rows.end_vaddr);
-        } else if (!u->warned_full) {
-            u->warned_full = true;
-            fprintf(stderr,
-                    "osprey: ospreyd: no room for the unwind rows of %s (%s); its "
-                    "stacks follow frame pointers\n",
-                    job->path, strerror(-rc));
-        }
-    } else if (job->rc != 0 && !(u->emulated && job->rc == -ENOEXEC)) {
-        /* (An emulated target's maps hold the emulator's objects and its own data segments
-         * among the candidates: not code of its machine, not a failure.) */
-        u->images_failed++;
-        struct osp_unwind_header *h = (struct osp_unwind_header *)u->map;
-        if (u->attached)
-            atomic_fetch_add_explicit(&h->images_failed, 1, memory_order_relaxed);
+        covered_start = start;
+        covered_end = job->rows.bias + job->rows.end_vaddr;
+        u->images_ready++;
+        u->images_cached += job->rows.from_cache;
+        u->rows += job->rows.count;
+        uint64_t ms = (ospc_clock_ns(CLOCK_MONOTONIC) - job->queued_ns) / 1000000u;
+        if (ms > u->longest_build_ms)
+            u->longest_build_ms = ms;
+        remember(u, start, covered_end);
+    } else if (rc != -ECANCELED && !u->warned_full) {
+        u->warned_full = true;
+        fprintf(stderr,
+                "osprey: ospreyd: no room for the unwind rows of %s (%s); its "
+                "stacks follow frame pointers\n",
+                job->path, strerror(-rc));
     }
     /* Only now, with the rows published: a shim that reads no build pending takes its wait
      * stacks as final (shim/handler.c), and one taken between the two stores would be cut
@@ -179,19 +196,80 @@ static void build_done(uv_work_t *req, int status)
     if (u->attached) /* release: pairs with the shim's acquire (shim/unwind.c) */
         atomic_store_explicit(&((struct osp_unwind_header *)u->map)->builds_pending, u->pending,
                               memory_order_release);
+    for (uint32_t i = 0; i < job->other_count && u->attached; i++) {
+        const struct mapping *m = &job->others[i];
+        /* (Its end is rounded up to a page, the rows' to the last instruction.) */
+        if (m->start < covered_start || m->start >= covered_end)
+            queue(u, m->start, m->end, m->offset, job->path);
+    }
+    free(job->others);
     ospd_unwind_rows_free(&job->rows);
     free(job);
 }
 
-/* Queue the build of one executable mapping. */
-static void queue(struct ospd_unwinder *u, uint64_t start, uint64_t end, uint64_t offset,
-                  const char *path)
+/* The object's pages reserved and a large image's rows copied, on libuv's pool: the object
+ * stays mapped until copy_done (ospd_unwinder_close waits for it). */
+static void copy_work(uv_work_t *req)
+{
+    struct build_job *job = req->data;
+    job->copy_rc = ospd_unwind_region_fill(&job->u->region, job->copy_at, &job->rows);
+}
+
+static void release_map(struct ospd_unwinder *u);
+
+static void copy_done(uv_work_t *req, int status)
+{
+    struct build_job *job = req->data;
+    struct ospd_unwinder *u = job->u;
+    u->copying--;
+    int rc = status != 0 ? -ECANCELED : job->copy_rc;
+    if (!u->attached) {
+        rc = -ECANCELED;
+        if (u->copying == 0)
+            release_map(u); /* closed while we copied */
+    }
+    if (rc == 0)
+        rc = ospd_unwind_region_add(&u->region, job->rows.bias + job->rows.start_vaddr, &job->rows,
+                                    job->copy_at);
+    job_done(job, rc);
+}
+
+static void build_done(uv_work_t *req, int status)
+{
+    struct build_job *job = req->data;
+    struct ospd_unwinder *u = job->u;
+    if (status != 0 || job->rc != 0 || !u->attached) {
+        if (job->rc != 0 && !(u->emulated && job->rc == -ENOEXEC)) {
+            /* (An emulated target's maps hold the emulator's objects and its own data
+             * segments among the candidates: not code of its machine, not a failure.) */
+            u->images_failed++;
+            struct osp_unwind_header *h = (struct osp_unwind_header *)u->map;
+            if (u->attached)
+                atomic_fetch_add_explicit(&h->images_failed, 1, memory_order_relaxed);
+        }
+        job_done(job, -ECANCELED);
+        return;
+    }
+    if ((uint64_t)job->rows.count * sizeof *job->rows.rows >= COPY_APART_BYTES) {
+        job->copy_at = ospd_unwind_region_reserve(&u->region, &job->rows);
+        if (job->copy_at != NULL && uv_queue_work(u->loop, &job->req, copy_work, copy_done) == 0) {
+            u->copying++;
+            return;
+        }
+    }
+    uint64_t start = job->rows.bias + job->rows.start_vaddr;
+    job_done(job, ospd_unwind_region_publish(&u->region, start, &job->rows));
+}
+
+/* Queue the build of one executable mapping: the job, or NULL when none was queued. */
+static struct build_job *queue(struct ospd_unwinder *u, uint64_t start, uint64_t end,
+                               uint64_t offset, const char *path)
 {
     if (remember(u, start, end) != 0)
-        return;
+        return NULL;
     struct build_job *job = calloc(1, sizeof *job);
     if (job == NULL)
-        return;
+        return NULL;
     job->u = u;
     job->req.data = job;
     snprintf(job->path, sizeof job->path, "%s", path);
@@ -205,7 +283,7 @@ static void queue(struct ospd_unwinder *u, uint64_t start, uint64_t end, uint64_
         const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)getauxval(AT_SYSINFO_EHDR);
         if (eh == NULL) {
             free(job);
-            return;
+            return NULL;
         }
         job->src.memory = eh;
         job->src.memory_size = (size_t)eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
@@ -219,18 +297,36 @@ static void queue(struct ospd_unwinder *u, uint64_t start, uint64_t end, uint64_
     job->queued_ns = ospc_clock_ns(CLOCK_MONOTONIC);
     if (uv_queue_work(u->loop, &job->req, build_work, build_done) != 0) {
         free(job);
-        return;
+        return NULL;
     }
     u->pending++;
     atomic_store_explicit(&((struct osp_unwind_header *)u->map)->builds_pending, u->pending,
                           memory_order_relaxed);
+    return job;
+}
+
+/* A later mapping of the object a job of this scan builds: it waits for that build
+ * (build_done). 0, or -ENOMEM and the caller queues it alone. */
+static int wait_for(struct ospd_unwinder *u, struct build_job *job, uint64_t start, uint64_t end,
+                    uint64_t offset)
+{
+    struct mapping *grown = realloc(job->others, ((size_t)job->other_count + 1) * sizeof *grown);
+    if (grown == NULL || remember(u, start, end) != 0) {
+        if (grown != NULL)
+            job->others = grown;
+        return -ENOMEM;
+    }
+    job->others = grown;
+    job->others[job->other_count++] = (struct mapping){start, end, offset};
+    return 0;
 }
 
 /* An executable mapping the scan found, queued once the whole maps file has been read. */
 struct candidate {
     uint64_t start, end, offset;
     char *path;
-    bool main; /* the target's executable */
+    bool main;             /* the target's executable */
+    struct build_job *job; /* queued by this scan */
 };
 
 /* The order builds start in (libuv's pool runs them first come, first served): the
@@ -292,7 +388,7 @@ void ospd_unwinder_scan(struct ospd_unwinder *u)
             free(copy);
             break;
         }
-        found[found_count++] = (struct candidate){start, end, offset, copy, false};
+        found[found_count++] = (struct candidate){start, end, offset, copy, false, NULL};
     }
     fclose(f);
     char exe[OSP_MAX_PATH + 1], link[64];
@@ -303,11 +399,22 @@ void ospd_unwinder_scan(struct ospd_unwinder *u)
         found[i].main = exe[0] != '\0' && strcmp(found[i].path, exe) == 0;
     if (found_count > 1)
         qsort(found, found_count, sizeof *found, build_order);
+    /* One build an object: its rows cover every PF_X segment, and a program with several
+     * (node: three, so three builds and three copies of 372,203 rows published, each
+     * ~190 ms of this thread on a loaded machine) maps each apart. The largest comes first
+     * (build_order); the object's other mappings wait for its build. */
     for (uint64_t i = 0; i < found_count; i++) {
-        if (ours && !known(u, found[i].start))
-            queue(u, found[i].start, found[i].end, found[i].offset, found[i].path);
-        free(found[i].path);
+        if (!ours || known(u, found[i].start))
+            continue;
+        struct build_job *first = NULL;
+        for (uint64_t j = 0; j < i && first == NULL; j++)
+            if (found[j].job != NULL && strcmp(found[j].path, found[i].path) == 0)
+                first = found[j].job;
+        if (first == NULL || wait_for(u, first, found[i].start, found[i].end, found[i].offset) != 0)
+            found[i].job = queue(u, found[i].start, found[i].end, found[i].offset, found[i].path);
     }
+    for (uint64_t i = 0; i < found_count; i++)
+        free(found[i].path);
     free(found);
 }
 
@@ -329,9 +436,9 @@ void ospd_unwinder_check_stacks(struct ospd_unwinder *u, const struct ospd_inter
         ospd_unwinder_scan(u);
 }
 
-void ospd_unwinder_close(struct ospd_unwinder *u)
+/* The table object unmapped and its descriptor closed. */
+static void release_map(struct ospd_unwinder *u)
 {
-    u->attached = false; /* builds still queued publish nothing */
     if (u->map != NULL)
         munmap(u->map, u->map_size);
     if (u->fd >= 0)
@@ -339,6 +446,13 @@ void ospd_unwinder_close(struct ospd_unwinder *u)
     u->map = NULL;
     u->fd = -1;
     ospd_unwind_region_free(&u->region);
+}
+
+void ospd_unwinder_close(struct ospd_unwinder *u)
+{
+    u->attached = false; /* builds still queued publish nothing */
+    if (u->copying == 0) /* else the last copy_done releases it: a copy writes there */
+        release_map(u);
     free(u->ranges);
     u->ranges = NULL;
     u->range_count = u->ranges_cap = 0;

@@ -481,8 +481,9 @@ static void print_caller_level(struct caller_tree *tree, size_t lo, size_t hi, s
         char name[1024];
         ospx_short_name(name, sizeof name, fn->name);
         ospx__report_location(location, sizeof location, tree->model, fn, tree->here);
-        used = snprintf(line, sizeof line, "%*s ← %5.1f%%  %s  %s", (int)indent, "",
-                        ospx__percent_of(group->self, tree->row_self), name, location);
+        used = snprintf(line, sizeof line, "%*s ← %5.1f%%  %s%s%s", (int)indent, "",
+                        ospx__percent_of(group->self, tree->row_self), name,
+                        location[0] != '\0' ? "  " : "", location);
         /* one way on: its callers on this line */
         size_t next = level + 1;
         for (;;) {

@@ -424,18 +424,25 @@ int ospx__run_sampling(const struct ospx_raw *raw, struct ospx_run_sampling *out
     }
     if (raw->process_count <= 1)
         return 0;
-    /* Several: the processes that have samples, each by its own clock, else its threads'. */
+    /* Several: the processes that have samples, each by its own clock, else its threads'; one
+     * whose CPU time was not measured (killed before the collector read it) is left out of both
+     * sides, so the rest still say the rate achieved (a pipeline whose gzip died of SIGPIPE had
+     * no sampling line at all). */
     size_t count = ospx__process_count(raw);
     int64_t *threads_cpu = calloc(count + 1, sizeof *threads_cpu);
     uint8_t *sampled = calloc(count + 1, 1);
-    if (threads_cpu == NULL || sampled == NULL) {
+    uint64_t *on_cpu = calloc(count + 1, sizeof *on_cpu);
+    if (threads_cpu == NULL || sampled == NULL || on_cpu == NULL) {
         free(threads_cpu);
         free(sampled);
+        free(on_cpu);
         return -ENOMEM;
     }
     for (size_t i = 0; i < raw->sample_count; i++) {
         uint32_t p = raw->threads[raw->samples[i].thread].process;
         sampled[p < count ? p : 0] = 1;
+        if (raw->samples[i].state == 0)
+            on_cpu[p < count ? p : 0] += raw->samples[i].weight;
     }
     for (size_t t = 0; t < raw->thread_count; t++) {
         uint32_t p = raw->threads[t].process < count ? raw->threads[t].process : 0;
@@ -448,14 +455,21 @@ int ospx__run_sampling(const struct ospx_raw *raw, struct ospx_run_sampling *out
     for (uint32_t p = 0; p < count; p++) {
         if (!sampled[p])
             continue;
-        processes++;
         int64_t own = p < raw->process_count ? raw->processes[p].process_cpu_ns : -1;
         int64_t cpu = own >= 0 ? own : threads_cpu[p];
-        measured = measured >= 0 && cpu >= 0 ? measured + cpu : -1;
+        if (cpu < 0) {
+            if (out->unmeasured++ == 0)
+                out->unmeasured_first = p;
+            out->on_cpu -= on_cpu[p];
+            continue;
+        }
+        processes++;
+        measured += cpu;
     }
     out->measured_cpu_ns = processes > 0 ? measured : -1;
     free(threads_cpu);
     free(sampled);
+    free(on_cpu);
     return 0;
 }
 
@@ -592,6 +606,8 @@ int ospx_model_build(const struct ospx_raw *raw, const struct ospx_symbols *symb
     rc = -ENOMEM;
     out->measured_cpu_ns = run.measured_cpu_ns;
     out->sampled_on_cpu = run.on_cpu;
+    out->unmeasured_processes = run.unmeasured;
+    out->unmeasured_first = run.unmeasured_first;
     out->dropped = raw->dropped;
     out->wall_seconds = wall_seconds(raw);
     out->cpu_seconds = raw->rate_hz > 0 ? (double)out->on_cpu_samples / raw->rate_hz : 0;

@@ -179,6 +179,9 @@ struct ospx_process {
     char waits_refused_by[24];
     char waits_refused[16];
     int64_t waits_paranoid;
+    /* "waits"."lost_records": the kernel's context-switch records it could not write (ospreyd
+     * fell behind reading them and their ring filled): some waits read shorter or not at all */
+    uint64_t waits_lost;
     size_t first_image, image_count; /* its images: images[first_image ..] */
     /* after ospx_run_merge_processes: the process whose row this one's threads are shown in
      * (the first of its command), and in that one how many processes the row stands for */
@@ -240,6 +243,10 @@ struct ospx_raw {
         int view;
         uint64_t on_cpu;
         int64_t measured_cpu_ns;
+        /* Of a run of several processes: those with samples whose CPU time was not measured
+         * (killed before the collector read it), left out of on_cpu and measured_cpu_ns, and
+         * the first of them (an index into processes) */
+        uint32_t unmeasured, unmeasured_first;
     } whole;
     /* 1: ospx_run_merge_processes made each command one row: the threads of every process of
      * a command are its first process's; stacks keep their own (their addresses are theirs) */
@@ -416,6 +423,8 @@ struct ospx_model {
      * whole run's, even when the rows are a view of it (raw->whole). */
     int64_t measured_cpu_ns;
     uint64_t sampled_on_cpu;
+    /* processes left out of both (their CPU time not measured), and the first of them */
+    uint32_t unmeasured_processes, unmeasured_first;
     struct ospx_fiber_stat *fibers;
     size_t fiber_count; /* one per raw thread */
     struct ospx_function_stat *functions;

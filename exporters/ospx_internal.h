@@ -390,6 +390,14 @@ void ospx__emit_pair(FILE *out, size_t width, const char *color, const char *fir
  * file's "waits"; `process` -1: any of the run's, else that one) (report-waits.c). */
 void ospx__report_wait_source(FILE *out, size_t width, const struct ospx_model *model,
                               const char *warn, long process);
+/* The kernel's context-switch records lost (the raw file's "waits"."lost_records"), in one
+ * line, when any were (`process` -1: the run's, else that one's) (report-waits.c). */
+void ospx__report_waits_lost(FILE *out, size_t width, const struct ospx_model *model,
+                             const char *warn, long process);
+/* On-CPU time paid late in rows of many periods, in one line, when it is a fifth of the
+ * on-CPU time or more (report-late.c). */
+void ospx__report_late_cpu(FILE *out, size_t width, const struct ospx_model *model,
+                           const char *warn);
 /* The terminal report in two parts (report.c), as ospx_report_print prints them: the body
  * (header, table, notes, per-process sections: the model's alone, so it may be made while
  * the outputs are written) and the outcome (what was written, what was not, what was

@@ -328,7 +328,8 @@ static int raw_read_kernel_symbols(struct raw_reader *reader, const json_t *symb
 }
 
 /* The optional "waits" object: when its timed_by is "shim", what refused the kernel's records
- * (refused_by, refused, perf_event_paranoid) into process. Older files have none. */
+ * (refused_by, refused, perf_event_paranoid) into process; when "kernel", how many of its
+ * records were lost (lost_records). Older files have none. */
 static int raw_read_waits(struct raw_reader *reader, const json_t *root,
                           struct ospx_process *process)
 {
@@ -339,6 +340,13 @@ static int raw_read_waits(struct raw_reader *reader, const json_t *root,
         return rc;
     rc = waits == NULL ? 0
                        : raw_member(reader, waits, "waits", "timed_by", JSON_STRING, 0, &timed_by);
+    if (rc == 0 && timed_by != NULL && strcmp(json_string_value(timed_by), "kernel") == 0) {
+        json_t *lost = NULL;
+        rc = raw_member(reader, waits, "waits", "lost_records", JSON_INTEGER, 0, &lost);
+        if (rc == 0 && lost != NULL && json_integer_value(lost) > 0)
+            process->waits_lost = (uint64_t)json_integer_value(lost);
+        return rc;
+    }
     if (rc < 0 || timed_by == NULL || strcmp(json_string_value(timed_by), "shim") != 0)
         return rc;
     rc = raw_member(reader, waits, "waits", "refused_by", JSON_STRING, 0, &by);

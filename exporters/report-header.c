@@ -266,9 +266,14 @@ void ospx__report_fibers(FILE *out, size_t width, const struct ospx_model *model
         else if (processes)
             snprintf(pid, sizeof pid, "%lld ",
                      (long long)ospx__process_pid(model->raw, model->raw->threads[t].process));
-        snprintf(name, sizeof name, "%s%s %lld (%s)", pid,
-                 is_runtime_fiber(model, t) ? "fiber" : "thread", (long long)sorted[i]->fiber,
-                 sorted[i]->label);
+        /* A thread that never named itself ("thread", the shim's word) goes by its process's
+         * command, as the kernel (its comm) and perf name it; the id tells several apart. */
+        int runtime_fiber = is_runtime_fiber(model, t);
+        const char *label = !runtime_fiber && strcmp(sorted[i]->label, "thread") == 0
+                                ? ospx__process_comm(model->raw, model->raw->threads[t].process)
+                                : sorted[i]->label;
+        snprintf(name, sizeof name, "%s%s %lld (%s)", pid, runtime_fiber ? "fiber" : "thread",
+                 (long long)sorted[i]->fiber, label);
         ospx_text_fit(names[i], sizeof names[i], name, FIBER_NAME_COLUMNS + (processes ? 8 : 0),
                       OSPX_CUT_END);
         name_width =

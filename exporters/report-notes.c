@@ -1,7 +1,8 @@
 /* report-notes.c — the terminal report's notes under the table, each said only when it
  * applies: stacks that end before main or a thread's start (and how many came before the unwind
- * tables were ready), the sampling rate achieved against the one requested, and how to name
- * code that most of the CPU time went to unnamed. */
+ * tables were ready), the sampling rate achieved against the one requested (and the CPU time of
+ * threads never sampled, shown where they ended), how to name code that most of the CPU time
+ * went to unnamed, and the share of on-CPU time inside system calls. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,105 @@ int ospx__kernel_samples_withheld(const struct ospx_model *model)
     return 1;
 }
 
+/* The on-CPU periods of threads that were never sampled while they ran: every period of such a
+ * thread is in one row of two periods or more, paid at one instant where the thread ended (the
+ * shim pays a thread's CPU time its timers did not sample when it ends: a thread whose timers
+ * could not be created, timer_create refused or RLIMIT_SIGPENDING spent, or one that ran in
+ * bursts shorter than a period). A sampled thread has a row per period or so; a thread too
+ * short for one has a single row of one period, which is no loss to say. Their count in
+ * *threads, the thread with the most in *heaviest, its row's stack in *stack. None in a view
+ * (--focus, --fiber, ...): the rows a view drops leave sampled threads with one; none in an
+ * attach. */
+static uint64_t unsampled_periods(const struct ospx_raw *raw, size_t *threads, size_t *heaviest,
+                                  uint32_t *stack)
+{
+    *threads = 0;
+    /* An attach samples each thread from outside (perf events, ptrace): no timer of its own. */
+    if (raw->whole.view || raw->thread_count == 0 || raw->events_cpu_ns > 0)
+        return 0;
+    uint32_t *rows = calloc(raw->thread_count, sizeof *rows);
+    uint64_t *periods = calloc(raw->thread_count, sizeof *periods);
+    uint32_t *stacks = calloc(raw->thread_count, sizeof *stacks);
+    /* when its on-CPU row was paid, and its latest row of either state */
+    uint64_t *paid = calloc(raw->thread_count, sizeof *paid);
+    uint64_t *last = calloc(raw->thread_count, sizeof *last);
+    uint64_t total = 0, most = 0;
+    if (rows != NULL && periods != NULL && stacks != NULL && paid != NULL && last != NULL) {
+        for (size_t i = 0; i < raw->sample_count; i++) {
+            const struct ospx_sample *s = &raw->samples[i];
+            if (s->thread >= raw->thread_count)
+                continue;
+            if (s->t_rel_ns > last[s->thread])
+                last[s->thread] = s->t_rel_ns;
+            if (s->state != 0)
+                continue;
+            rows[s->thread] += rows[s->thread] < 2;
+            periods[s->thread] += s->weight;
+            stacks[s->thread] = s->stack;
+            paid[s->thread] = s->t_rel_ns;
+        }
+        /* Paid at its end: no later row (a thread that ran a while, then only waited, as a
+         * main thread joining its workers does, had its one row at a late tick, not its end). */
+        for (size_t t = 0; t < raw->thread_count; t++)
+            if (rows[t] == 1 && periods[t] >= 2 && paid[t] >= last[t]) {
+                (*threads)++;
+                total += periods[t];
+                if (periods[t] > most) {
+                    most = periods[t];
+                    *heaviest = t;
+                    *stack = stacks[t];
+                }
+            }
+    }
+    free(last);
+    free(paid);
+    free(stacks);
+    free(periods);
+    free(rows);
+    return total;
+}
+
+/* "not sampled: 99ms of CPU time of 1 thread (main) is shown where it ended, at
+ * __cxa_finalize; ...": the CPU time of threads never sampled while they ran (unsampled_periods),
+ * which the table shows at the stack where each ended, not where the time was spent. Said when
+ * it is at least UNSAMPLED_SAY percent of the on-CPU periods. */
+#define UNSAMPLED_SAY 1.0
+static void report_unsampled(FILE *out, size_t width, const struct ospx_model *model,
+                             const char *warn, uint64_t periods, size_t threads, size_t heaviest,
+                             uint32_t stack)
+{
+    const struct ospx_raw *raw = model->raw;
+    const struct ospx_symbols *sym = model->symbols;
+    if (periods == 0 || ospx__percent_of(periods, model->on_cpu_samples) < UNSAMPLED_SAY)
+        return;
+    char cpu[32], name[128] = "", at[160] = "", first[512];
+    ospx__format_duration(cpu, sizeof cpu, (double)periods / raw->rate_hz);
+    if (threads == 1) {
+        const struct ospx_thread *t = &raw->threads[heaviest];
+        const char *label = ospx__str(t->label);
+        snprintf(name, sizeof name, " (%.100s)",
+                 strcmp(label, "thread") == 0 ? ospx__process_comm(raw, t->process) : label);
+        ospc_printable(name);
+    }
+    if (sym != NULL && stack < sym->stack_count && sym->stack_depths[stack] > 0) {
+        char leaf[128];
+        ospx_short_name(leaf, sizeof leaf, sym->frames[sym->stack_slots[stack][0].frame].name);
+        snprintf(at, sizeof at, ", at %s", leaf);
+        ospc_printable(at);
+    }
+    snprintf(first, sizeof first,
+             "not sampled: %s of CPU time (%.1f%%) of %zu thread%s%s %s shown where %s ended%s",
+             cpu, ospx__percent_of(periods, model->on_cpu_samples), threads,
+             threads == 1 ? "" : "s", name, threads == 1 ? "is" : "are",
+             threads == 1 ? "it" : "they", threads == 1 ? at : "");
+    char second[256];
+    snprintf(second, sizeof second,
+             "no sample was taken while %s ran (a thread's sampling timers could not be created, "
+             "or it ran in bursts shorter than a period): where that time went is not known",
+             threads == 1 ? "it" : "they");
+    ospx__emit_pair(out, width, warn, first, second);
+}
+
 /* "sampling: achieved N samples/s of M requested": on-CPU periods over the CPU time the
  * collector measured, when it measured one. Below ACHIEVED_WARN of the rate asked for, a
  * warning: the CPU figures (times, not shares) then undercount. Always the whole run's: in a
@@ -335,42 +435,82 @@ void ospx__report_achieved_rate(FILE *out, size_t width, const struct ospx_model
     const char *whole = model->raw->whole.view ? " (the whole run)" : "";
     if (process >= 0 && model->raw->whole.view)
         return;
-    if (model->measured_cpu_ns <= 0 && model->raw->exit.signal > 0) {
+    /* CPU time of threads never sampled, shown where they ended: said under the line, and no
+     * share holds for it. */
+    size_t unsampled_threads = 0, heaviest = 0;
+    uint32_t unsampled_stack = 0;
+    uint64_t unsampled =
+        unsampled_periods(model->raw, &unsampled_threads, &heaviest, &unsampled_stack);
+    int unsampled_said =
+        unsampled > 0 && ospx__percent_of(unsampled, model->on_cpu_samples) >= UNSAMPLED_SAY;
+    /* Processes of a run whose CPU time was not read (killed first, or ended without an exit
+     * record): left out of the rate, and said. */
+    char left_out[256] = "", unread[192] = "";
+    const struct ospx_raw *raw = model->raw;
+    if (model->unmeasured_processes > 0 && model->unmeasured_first < raw->process_count) {
+        const struct ospx_process *first = &raw->processes[model->unmeasured_first];
+        char name[96], how[48] = "";
+        snprintf(name, sizeof name, "%lld (%.40s)", (long long)first->pid,
+                 ospx__process_comm(raw, model->unmeasured_first));
+        ospc_printable(name);
+        if (first->exit.signal > 0)
+            snprintf(how, sizeof how, ", killed by signal %d", first->exit.signal);
+        if (model->unmeasured_processes == 1)
+            snprintf(unread, sizeof unread, "process %s%s", name, how);
+        else
+            snprintf(unread, sizeof unread, "%u processes (the first: %s%s)",
+                     model->unmeasured_processes, name, how);
+        snprintf(left_out, sizeof left_out, "not counted: %s, whose CPU time was not read", unread);
+    }
+    if (model->measured_cpu_ns <= 0 && unread[0] != '\0') {
+        char line[320];
+        snprintf(line, sizeof line, "sampling: not checked: the CPU time of %s was not read",
+                 unread);
+        ospx__emit(out, width, NULL, line);
+    } else if (model->measured_cpu_ns <= 0 && model->raw->exit.signal > 0) {
         char line[128];
         snprintf(line, sizeof line,
                  "sampling: not checked: the program was killed by signal %d before the "
                  "collector read its CPU time",
                  model->raw->exit.signal);
         ospx__emit(out, width, NULL, line);
-        return;
+    } else if (model->measured_cpu_ns > 0 && model->raw->rate_hz > 0) {
+        double cpu = (double)model->measured_cpu_ns / 1e9;
+        double achieved = (double)model->sampled_on_cpu / cpu;
+        double share = 100.0 * achieved / model->raw->rate_hz;
+        char measured[32], line[512];
+        ospx__format_duration(measured, sizeof measured, cpu);
+        snprintf(line, sizeof line,
+                 "sampling: achieved %.0f samples/s of %u requested (%.1f%%) over %s CPU "
+                 "measured%s",
+                 achieved, model->raw->rate_hz, share, measured, whole);
+        if (share >= ACHIEVED_WARN && left_out[0] != '\0') {
+            ospx__emit_pair(out, width, NULL, line, left_out);
+        } else if (share >= ACHIEVED_WARN) {
+            ospx__emit(out, width, NULL, line);
+        } else {
+            snprintf(line, sizeof line,
+                     "warning: achieved %.0f samples/s of %u requested (%.1f%%)%s", achieved,
+                     model->raw->rate_hz, share, whole);
+            char second[640];
+            /* With no on-CPU sample there is no share to hold. */
+            snprintf(second, sizeof second, "CPU times undercount (%s measured)%s", measured,
+                     model->sampled_on_cpu > 0 && !unsampled_said ? "; shares hold" : "");
+            if (ospx__kernel_samples_withheld(model))
+                snprintf(second, sizeof second,
+                         "CPU times undercount (%s measured): the kernel gives an attach "
+                         "without its frames (not root, kernel.perf_event_paranoid >= 2) no "
+                         "sample inside a system call; shares are of the time outside the "
+                         "kernel, as root they include it",
+                         measured);
+            if (left_out[0] != '\0')
+                snprintf(second + strlen(second), sizeof second - strlen(second), "; %s", left_out);
+            ospx__emit_pair(out, width, warn, line, second);
+        }
     }
-    if (model->measured_cpu_ns <= 0 || model->raw->rate_hz == 0)
-        return;
-    double cpu = (double)model->measured_cpu_ns / 1e9;
-    double achieved = (double)model->sampled_on_cpu / cpu;
-    double share = 100.0 * achieved / model->raw->rate_hz;
-    char measured[32], line[512];
-    ospx__format_duration(measured, sizeof measured, cpu);
-    snprintf(line, sizeof line,
-             "sampling: achieved %.0f samples/s of %u requested (%.1f%%) over %s CPU measured%s",
-             achieved, model->raw->rate_hz, share, measured, whole);
-    if (share >= ACHIEVED_WARN) {
-        ospx__emit(out, width, NULL, line);
-        return;
-    }
-    snprintf(line, sizeof line, "warning: achieved %.0f samples/s of %u requested (%.1f%%)%s",
-             achieved, model->raw->rate_hz, share, whole);
-    char second[384];
-    /* With no on-CPU sample there is no share to hold. */
-    snprintf(second, sizeof second, "CPU times undercount (%s measured)%s", measured,
-             model->sampled_on_cpu > 0 ? "; shares hold" : "");
-    if (ospx__kernel_samples_withheld(model))
-        snprintf(second, sizeof second,
-                 "CPU times undercount (%s measured): the kernel gives an attach without its "
-                 "frames (not root, kernel.perf_event_paranoid >= 2) no sample inside a system "
-                 "call; shares are of the time outside the kernel, as root they include it",
-                 measured);
-    ospx__emit_pair(out, width, warn, line, second);
+    if (unsampled_said)
+        report_unsampled(out, width, model, warn, unsampled, unsampled_threads, heaviest,
+                         unsampled_stack);
 }
 
 /* 1 when the symbolizer named nothing at the frame: `object+0xOFFSET`, or the raw pc. */
@@ -443,32 +583,94 @@ void ospx__report_names_hint(FILE *out, size_t width, const struct ospx_model *m
     ospx__emit_pair(out, width, warn, line, how);
 }
 
-/* 1 when the code at file offset `offset` of `path` just before pc is a system call
- * instruction (x86_64's `syscall`, aarch64's `svc #0`): a thread interrupted there was inside
- * the kernel, and its user pc is the instruction after the call. 0 when not or unreadable. */
-static int after_syscall(const char *path, uint64_t offset, const char *arch)
+/* Reads `size` bytes of `path` at file offset `offset` into `code`: 0, or -1 when the file does
+ * not open (as a regular path, without following a link or blocking) or is shorter. */
+static int read_code(const char *path, uint64_t offset, unsigned char *code, size_t size)
 {
-    int aarch64 = arch != NULL && strcmp(arch, "aarch64") == 0;
-    unsigned need = aarch64 ? 4 : 2;
-    if (path == NULL || path[0] != '/' || offset < need)
-        return 0;
+    if (path == NULL || path[0] != '/')
+        return -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0)
-        return 0;
-    unsigned char code[4];
-    ssize_t got = pread(fd, code, need, (off_t)(offset - need));
+        return -1;
+    ssize_t got = pread(fd, code, size, (off_t)offset);
     close(fd);
-    if (got != (ssize_t)need)
+    return got == (ssize_t)size ? 0 : -1;
+}
+
+/* Is the instruction at code[at] a system call (x86_64's `syscall`, aarch64's `svc #0`)? */
+static int is_system_call(const unsigned char *code, size_t at, int aarch64)
+{
+    return aarch64 ? code[at] == 0x01 && code[at + 1] == 0x00 && code[at + 2] == 0x00 &&
+                         code[at + 3] == 0xd4
+                   : code[at] == 0x0f && code[at + 1] == 0x05;
+}
+
+/* 1 when the instruction just before file offset `offset` of `path` is a system call: a thread
+ * interrupted there was inside the kernel, and its user pc is the instruction after the call.
+ * 0 when not or unreadable. */
+static int after_syscall(const char *path, uint64_t offset, int aarch64)
+{
+    unsigned need = aarch64 ? 4 : 2;
+    unsigned char code[4];
+    if (offset < need || read_code(path, offset - need, code, need) != 0)
         return 0;
-    return aarch64 ? code[0] == 0x01 && code[1] == 0x00 && code[2] == 0x00 && code[3] == 0xd4
-                   : code[0] == 0x0f && code[1] == 0x05;
+    return is_system_call(code, 0, aarch64);
+}
+
+/* 1 when the function that starts at file offset `offset` of `path` (`length` bytes, at most
+ * WRAPPER_SCAN read) makes a system call itself: a C library's wrapper (`read`, `accept4`,
+ * `epoll_wait`, `writev`, ... make theirs within their first 24 bytes, or a cancellable one
+ * within 90). x86_64's instructions are not aligned, so a `0f 05` inside another instruction
+ * would count too; only a sample at a function's first instruction is asked. */
+#define WRAPPER_SCAN 256
+static int wrapper_makes_system_call(const char *path, uint64_t offset, uint64_t length,
+                                     int aarch64)
+{
+    unsigned char code[WRAPPER_SCAN];
+    size_t size = length < sizeof code ? (size_t)length : sizeof code;
+    if (size < 4 || read_code(path, offset, code, size) != 0)
+        return 0;
+    for (size_t at = 0; at + (aarch64 ? 4 : 2) <= size; at += aarch64 ? 4 : 1)
+        if (is_system_call(code, at, aarch64))
+            return 1;
+    return 0;
+}
+
+/* Is an on-CPU sample of `stack` time inside a system call? Its leaf is right after a system
+ * call instruction (the CPU-time timer fired in the kernel and the signal landed as the call
+ * returned), or the first instruction of a function that makes one: the shim charges the CPU
+ * time a call it wraps (poll, epoll_wait, accept, a timed socket's read and write, ...) spent
+ * to the call's stack with the C library's function as its leaf, at its entry (lighttpd under
+ * load: 162 periods at accept4's first instruction, 41 at epoll_wait's, of 376, where only the
+ * first kind was counted: kernel 16.8%, perf 73.3%). `spans` caches each image's function
+ * spans, read when first needed. */
+static int in_system_call(const struct ospx_raw *raw, const struct ospx_stack *stack,
+                          struct ospx__spans *spans, unsigned char *spans_read)
+{
+    uint32_t at = stack->depth > 0 ? ospx__stack_image(raw, stack, 0) : UINT32_MAX;
+    const struct ospx_image *image = at < raw->image_count ? &raw->images[at] : NULL;
+    if (image == NULL || !image->has_text_offset || stack->pcs[0] < image->text)
+        return 0;
+    int aarch64 = image->arch != NULL && strcmp(image->arch, "aarch64") == 0;
+    uint64_t offset = image->text_offset + (stack->pcs[0] - image->text);
+    if (after_syscall(image->path, offset, aarch64))
+        return 1;
+    if (!spans_read[at]) {
+        spans_read[at] = 1;
+        if (ospx__spans_read(image->path, &spans[at]) != 0)
+            return 0;
+    }
+    uint64_t own = stack->pcs[0] - image->slide; /* the object's own address */
+    const struct ospx__span *span = ospx__spans_find(&spans[at], own);
+    return span != NULL && span->start == own &&
+           wrapper_makes_system_call(image->path, offset, span->end - span->start, aarch64);
 }
 
 /* "kernel: N% of on-CPU time was inside system calls; ...": said when a profile without kernel
  * frames (a --profile run: the shim sees user space only; an attach the kernel refused them)
- * spent at least KERNEL_SAY of its on-CPU samples interrupted right after a system call
- * instruction, with how to see the kernel's part (osprey attach where perf events with kernel
- * call chains are allowed). */
+ * spent at least KERNEL_SAY of its on-CPU samples inside system calls (in_system_call), with
+ * how to see the kernel's part (osprey attach where perf events with kernel call chains are
+ * allowed). */
 #define KERNEL_SAY 5.0
 void ospx__report_kernel_hint(FILE *out, size_t width, const struct ospx_model *model)
 {
@@ -477,33 +679,34 @@ void ospx__report_kernel_hint(FILE *out, size_t width, const struct ospx_model *
         return;
     /* Per stack: 0 not looked at, 1 in a system call, 2 not. */
     unsigned char *in_call = calloc(raw->stack_count, 1);
-    if (in_call == NULL)
-        return;
+    unsigned char *spans_read = calloc(raw->image_count ? raw->image_count : 1, 1);
+    struct ospx__spans *spans = calloc(raw->image_count ? raw->image_count : 1, sizeof *spans);
     uint64_t inside = 0;
+    if (in_call == NULL || spans_read == NULL || spans == NULL)
+        goto done;
     for (size_t i = 0; i < raw->sample_count; i++) {
         const struct ospx_sample *s = &raw->samples[i];
         if (s->state != 0 || s->stack >= raw->stack_count)
             continue;
-        if (in_call[s->stack] == 0) {
-            const struct ospx_stack *stack = &raw->stacks[s->stack];
-            uint32_t at = stack->depth > 0 ? ospx__stack_image(raw, stack, 0) : UINT32_MAX;
-            const struct ospx_image *image = at < raw->image_count ? &raw->images[at] : NULL;
-            in_call[s->stack] = 2;
-            if (image != NULL && image->has_text_offset && stack->pcs[0] >= image->text &&
-                after_syscall(image->path, image->text_offset + (stack->pcs[0] - image->text),
-                              image->arch))
-                in_call[s->stack] = 1;
-        }
+        if (in_call[s->stack] == 0)
+            in_call[s->stack] =
+                in_system_call(raw, &raw->stacks[s->stack], spans, spans_read) ? 1 : 2;
         if (in_call[s->stack] == 1)
             inside += s->weight;
     }
-    free(in_call);
     double share = 100.0 * (double)inside / (double)model->on_cpu_samples;
-    if (share < KERNEL_SAY)
-        return;
-    char first[128];
-    snprintf(first, sizeof first, "kernel: %.1f%% of on-CPU time was inside system calls", share);
-    ospx__emit_pair(out, width, NULL, first,
-                    "their kernel frames: `osprey attach PID` as root, or where "
-                    "kernel.perf_event_paranoid <= 1 (or with CAP_PERFMON)");
+    if (share >= KERNEL_SAY) {
+        char first[128];
+        snprintf(first, sizeof first, "kernel: %.1f%% of on-CPU time was inside system calls",
+                 share);
+        ospx__emit_pair(out, width, NULL, first,
+                        "their kernel frames: `osprey attach PID` as root, or where "
+                        "kernel.perf_event_paranoid <= 1 (or with CAP_PERFMON)");
+    }
+done:
+    for (size_t k = 0; spans != NULL && k < raw->image_count; k++)
+        ospx__spans_free(&spans[k]);
+    free(spans);
+    free(spans_read);
+    free(in_call);
 }

@@ -1,8 +1,9 @@
-/* report-waits.c — the terminal report's line on how the waits were timed, said only when the
+/* report-waits.c — the terminal report's lines on how the waits were timed, said only when the
  * kernel's context-switch records were refused (raw `waits.timed_by` "shim" with what refused
  * them): the program's own calls timed them then, and the line names the setting or filter
  * that refused the records and how to allow them. A profile whose waits the kernel timed, and
- * an older raw file that does not say, get no line. */
+ * an older raw file that does not say, get no line, unless some of the kernel's records were
+ * lost (`waits.lost_records`): then the waits undercount, and a line says how many. */
 #include <stdio.h>
 #include <string.h>
 
@@ -51,4 +52,28 @@ void ospx__report_wait_source(FILE *out, size_t width, const struct ospx_model *
         second = "this kernel gives the process no context-switch records";
     }
     ospx__emit_pair(out, width, warn, first, second);
+}
+
+void ospx__report_waits_lost(FILE *out, size_t width, const struct ospx_model *model,
+                             const char *warn, long process)
+{
+    const struct ospx_raw *raw = model->raw;
+    uint64_t lost = 0;
+    size_t processes = 0;
+    for (size_t i = 0; i < raw->process_count; i++) {
+        if ((process >= 0 && i != (size_t)process) || raw->processes[i].waits_lost == 0)
+            continue;
+        lost += raw->processes[i].waits_lost;
+        processes++;
+    }
+    if (lost == 0)
+        return;
+    char first[160], how[48] = "";
+    if (processes > 1)
+        snprintf(how, sizeof how, " (%zu processes)", processes);
+    snprintf(first, sizeof first,
+             "waits: %llu of the kernel's context-switch records lost%s (their ring was full: "
+             "the collector fell behind)",
+             (unsigned long long)lost, how);
+    ospx__emit_pair(out, width, warn, first, "some waits are shorter or missing");
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "osp_unwind_step.h"
 #include "ospc.h"
 #include "ospx_internal.h"
 
@@ -49,13 +50,18 @@ static void format_bar(char *out, size_t size, double percent, int any)
 }
 
 /* file:line, with the file relative to the working directory when inside it, else its base
- * name; frames without a file show the image they belong to. */
+ * name; frames without a file show the image they belong to, and the marker of frames a deep
+ * walk left out (`[… N frames]`, no code of any object) shows none. */
 void ospx__report_location(char *out, size_t size, const struct ospx_model *model,
                            const struct ospx_function_stat *fn, const char *cwd)
 {
     if (fn->file[0] == '\0') {
-        const char *image = ospx__str(model->symbols->frames[fn->frame].image);
-        snprintf(out, size, "%s", image[0] != '\0' ? ospx__basename(image) : "?");
+        const struct ospx_frame *frame = &model->symbols->frames[fn->frame];
+        const char *image = ospx__str(frame->image);
+        snprintf(out, size, "%s",
+                 image[0] != '\0'                         ? ospx__basename(image)
+                 : osp_unwind_left_out_is(frame->address) ? ""
+                                                          : "?");
         return;
     }
     char normalized[1024];
@@ -269,12 +275,14 @@ static int print_body(FILE *out, size_t width, const struct ospx_model *model,
     ospx__report_cut_stacks(out, notes, model, warn);
     ospx__report_names_hint(out, notes, model, warn);
     ospx__report_kernel_hint(out, notes, model);
+    ospx__report_late_cpu(out, notes, model, warn);
     for (size_t i = 0; i < model->raw->jit_note_count; i++) {
         snprintf(line, sizeof line, "jit: %s", model->raw->jit_notes[i]);
         ospc_printable(line); /* a path the program chose */
         ospx__emit(out, notes, warn, line);
     }
     ospx__report_wait_source(out, notes, model, warn, process);
+    ospx__report_waits_lost(out, notes, model, warn, process);
     if (model->dropped > 0) {
         const struct ospx_raw *raw = model->raw;
         int used = snprintf(line, sizeof line, "dropped: %llu samples could not be recorded",

@@ -26,9 +26,13 @@ static _Atomic pid_t self_pid;
  * use, where executable means readable. */
 static _Atomic int code_readable;
 
+unsigned osp__forbidden;
+
 void osp__read_code_init(void)
 {
-    atomic_store_explicit(&self_pid, getpid(), memory_order_relaxed);
+    /* -1: a filter kills process_vm_readv; every read fails as where it fails with EPERM. */
+    atomic_store_explicit(&self_pid, osp__forbidden & OSP__FORBIDS_VM_READ ? -1 : getpid(),
+                          memory_order_relaxed);
     atomic_store_explicit(&code_readable, osp__cpu_code_readable(), memory_order_relaxed);
 }
 
@@ -39,6 +43,8 @@ int osp__read_code(uint64_t addr, void *out, size_t n)
 {
     struct iovec local = {out, n}, remote = {(void *)(uintptr_t)addr, n};
     pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    if (pid < 0)
+        return -1;
     return process_vm_readv(pid ? pid : getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n ? 0 : -1;
 }
 
@@ -51,6 +57,8 @@ size_t osp__read_pages(uint64_t addr, void *out, size_t n)
     for (size_t i = 0; i < pages; i++)
         remote[i] = (struct iovec){(void *)(uintptr_t)(addr + 4096u * i), 4096u};
     pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    if (pid < 0)
+        return 0;
     ssize_t got = process_vm_readv(pid ? pid : getpid(), &local, 1, remote, pages, 0);
     return got > 0 ? (size_t)got : 0;
 }
@@ -59,6 +67,10 @@ size_t osp__read_pages(uint64_t addr, void *out, size_t n)
 ssize_t osp__read_iov(const struct iovec *local, const struct iovec *remote, unsigned long n)
 {
     pid_t pid = atomic_load_explicit(&self_pid, memory_order_relaxed);
+    if (pid < 0) {
+        errno = EPERM;
+        return -1;
+    }
     return process_vm_readv(pid ? pid : getpid(), local, n, remote, n, 0);
 }
 
@@ -83,6 +95,17 @@ void osp__nap_us(long us)
 {
     struct timespec t = {0, us * 1000};
     osp__sys(SYS_nanosleep, (long)&t, 0, 0, 0, 0);
+}
+
+void osp__signal_default_raw(int sig)
+{
+    struct {
+        void *handler;
+        unsigned long flags;
+        void *restorer;
+        uint64_t mask;
+    } dfl = {SIG_DFL, 0, NULL, 0};
+    osp__sys(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0);
 }
 
 int osp__sigmask_raw(int how, const sigset_t *set, sigset_t *old)

@@ -95,6 +95,10 @@ static void boot(void)
                   "profiling is off");
         return;
     }
+    /* Before any call a seccomp filter is likely to forbid: one that kills would kill the
+     * program (seccomp.c). */
+    if (osp__seccomp_check() != 0)
+        return;
     if (osp__sigprof_foreign()) {
         osp__warn("the program already has a SIGPROF handler; profiling is off");
         return;

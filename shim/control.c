@@ -48,7 +48,7 @@ void osp__wait_for_round(int wake)
     /* Wake it: between two of its callbacks no round is under way, and it counts two rounds
      * at once for a shim that paused our signals (rather than two ticks of up to 8 ms). */
     int32_t dpid = atomic_load_explicit(&h->daemon_pid, memory_order_relaxed);
-    if (wake && dpid > 0)
+    if (wake && dpid > 0 && !(osp__forbidden & OSP__FORBIDS_KILL))
         osp__sys(SYS_kill, dpid, SIGURG, 0, 0, 0);
     for (int waited = 0; waited < 250; waited++) {
         if (atomic_load_explicit(&h->tick_seq, memory_order_acquire) >= start + 2)
@@ -86,9 +86,15 @@ static void pause_signals(void)
     osp__wait_for_round(1);
 }
 
+/* Inside a sandbox (whose filter may kill getpid) nothing of ours runs: its signals stopped. */
+static int sandboxed(void)
+{
+    return atomic_load_explicit(&osp__sandboxed, memory_order_relaxed);
+}
+
 void osp__exec_begin(void)
 {
-    if (!osp__is_active() || getpid() != osp__boot_pid() || osp__header == NULL)
+    if (!osp__is_active() || sandboxed() || getpid() != osp__boot_pid() || osp__header == NULL)
         return; /* inactive, a forked child, or a vfork child sharing our memory */
     pause_signals();
     osp__take_pending_sigprof();
@@ -97,7 +103,7 @@ void osp__exec_begin(void)
 
 void osp__exec_failed(void)
 {
-    if (!osp__is_active() || getpid() != osp__boot_pid() || osp__header == NULL)
+    if (!osp__is_active() || sandboxed() || getpid() != osp__boot_pid() || osp__header == NULL)
         return;
     osp__exec_naming(0);
     /* Seq_cst: the handlers that see the count at 0 arm their timers again. */
@@ -107,7 +113,7 @@ void osp__exec_failed(void)
 
 void osp__sigprof_back_off(void)
 {
-    if (!osp__is_active() || getpid() != osp__boot_pid() || osp__header == NULL)
+    if (!osp__is_active() || sandboxed() || getpid() != osp__boot_pid() || osp__header == NULL)
         return;
     /* Never resumed: the program's SIGPROFs are its own from now on. One of our timers' that
      * already fired is directed at its thread and cannot merge with the program's. */
@@ -162,6 +168,9 @@ void osp__sandbox_begin(void)
     pause_signals();
     osp__take_pending_sigprof();
     osp__stamp_calibrate(); /* its one system call, while allowed (stamp.c) */
+    /* The program's blocking calls are no longer timed by us: a timed call holds and re-arms
+     * the thread's sampling timer (slot.c), a system call the sandbox may forbid. */
+    osp__calls_timed_set(0);
     /* Release: pairs with ospreyd's acquire load as it finishes (the raw file says when). */
     atomic_store_explicit(&osp__header->sandboxed_ns, osp__mono_ns(), memory_order_release);
     atomic_store_explicit(&osp__sandboxed, 1, memory_order_relaxed);

@@ -4,7 +4,8 @@
  * "<out>.<pid>.json" beside its profile) and OSPREY_PROFILE_LAST_PID (the latest image that
  * booted in this process: an image that replaces it by exec writes "<out>.<pid>-<random>.json")
  * and OSPREY_PROFILE_GREET ("<uid>:<ring>": the collector a new image greets with its ring
- * instead of starting one, start.c).
+ * instead of starting one, start.c), and hands on OSPREY_PROFILE_SECCOMP (what the filter this
+ * image booted under kills, seccomp.c).
  * Boot takes both out of the program's environment, so the program never sees them; the exec
  * and spawn interposers add them only to the environment they hand to a new image that will be
  * profiled (OSPREY_PROFILE or OSPREY_RING set in it; with OSPREY_RING they only tell a new
@@ -80,12 +81,16 @@ char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **stor
     for (size_t i = 0; i < n; i++)
         if (strncmp(envp[i], "OSPREY_PROFILE_ROOT_PID=", 24) != 0 &&
             strncmp(envp[i], "OSPREY_PROFILE_LAST_PID=", 24) != 0 &&
-            strncmp(envp[i], "OSPREY_PROFILE_GREET=", 21) != 0)
+            strncmp(envp[i], "OSPREY_PROFILE_GREET=", 21) != 0 &&
+            strncmp(envp[i], "OSPREY_PROFILE_SECCOMP=", 23) != 0)
             store[k++] = envp[i];
     store[k++] = root_entry;
     store[k++] = last_entry;
     if (greet_handed_on())
         store[k++] = greet_entry;
+    const char *seccomp = osp__seccomp_entry();
+    if (seccomp != NULL) /* static: seccomp.c's, set once at boot */
+        store[k++] = (char *)seccomp;
     store[k] = NULL;
     return store;
 }
@@ -123,8 +128,12 @@ int osp__env_escapes(char *const envp[])
 
 void osp__note_escape(long pid, const char *path, char *const envp[])
 {
-    if (!osp__is_active() || getpid() != osp__boot_pid() || osp__the_registry.ring == NULL)
+    /* Relaxed: a one-way flag; inside a sandbox not even getpid (control.c). */
+    if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) ||
+        getpid() != osp__boot_pid() || osp__the_registry.ring == NULL)
         return;
+    if (pid == 0)
+        pid = (long)getpid();
     int reason = osp__env_escapes(envp);
     if (reason == 0)
         return;
@@ -151,6 +160,8 @@ int osp__bookkeeping_export(void)
     putenv(last_entry);
     if (greet_handed_on())
         putenv(greet_entry);
+    if (osp__seccomp_entry() != NULL)
+        putenv((char *)osp__seccomp_entry()); /* static: seccomp.c's */
     return 1;
 }
 
@@ -160,5 +171,6 @@ void osp__bookkeeping_withdraw(int exported)
         unsetenv("OSPREY_PROFILE_ROOT_PID");
         unsetenv("OSPREY_PROFILE_LAST_PID");
         unsetenv("OSPREY_PROFILE_GREET");
+        unsetenv("OSPREY_PROFILE_SECCOMP");
     }
 }

@@ -99,7 +99,8 @@ void osp__ring_wake_collector(struct osp_ring_header *h)
                                                  memory_order_seq_cst, memory_order_relaxed))
         return;
     int32_t dpid = atomic_load_explicit(&h->daemon_pid, memory_order_relaxed);
-    if (dpid <= 0 || osp__cpu_syscall(SYS_kill, dpid, SIGURG, 0, 0, 0) != 0)
+    if (dpid <= 0 || (osp__forbidden & OSP__FORBIDS_KILL) ||
+        osp__cpu_syscall(SYS_kill, dpid, SIGURG, 0, 0, 0) != 0)
         atomic_store_explicit(&h->napping, OSP_NAP_REFUSED, memory_order_relaxed);
 }
 

@@ -29,13 +29,6 @@
 #endif
 /* The collector is looked at this often while the exit waits (ns). */
 #define COLLECTOR_LOOK_NS 16000000ull
-/* The same numbers on every architecture (the calls added since Linux 5.1 are). */
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 
 /* Sleep with the C library's nanosleep, guarded as the program's own sleeps are (guard.c):
  * the exit handler's naps run on the program's thread, where the guard stands aside once
@@ -75,12 +68,21 @@ static const char *proc_stat_fields(const char *path, char *buf, size_t size)
  * the run's subreaper)? Raw calls, at exit. */
 static int process_ended(long pid)
 {
+    if (osp__forbidden & OSP__FORBIDS_KILL)
+        return 0; /* a filter kills the check: the bounded wait decides */
     if (osp__sys(SYS_kill, pid, 0, 0, 0, 0) != 0)
         return errno == ESRCH;
     char path[48], stat[160];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     const char *fields = proc_stat_fields(path, stat, sizeof stat);
     return fields != NULL && (fields[0] == 'Z' || fields[0] == 'X');
+}
+
+/* No such process (a zombie is not gone here). */
+static int process_gone(long pid)
+{
+    return !(osp__forbidden & OSP__FORBIDS_KILL) && osp__sys(SYS_kill, pid, 0, 0, 0, 0) != 0 &&
+           errno == ESRCH;
 }
 
 /* The collector the exit waits for: the ring's current owner, the process daemon_pid names
@@ -104,7 +106,12 @@ static struct {
 static uint64_t link_number(const char *path)
 {
     char text[64];
+    /* The call's shape seccomp.c tries (readlink where there is one). */
+#ifdef SYS_readlink
+    long n = osp__sys(SYS_readlink, (long)path, (long)text, sizeof text - 1, 0, 0);
+#else
     long n = osp__sys(SYS_readlinkat, AT_FDCWD, (long)path, (long)text, sizeof text - 1, 0);
+#endif
     if (n <= 0)
         return 0;
     text[n] = '\0';
@@ -144,7 +151,7 @@ static enum osp__collector_seen collector_look(void)
         /* Without the namespaces to compare, by the pid alone, as before. */
         collector.legacy = started == 0 || pid_ns == 0 || own_ns == 0;
         collector.elsewhere = !collector.legacy && own_ns != pid_ns;
-        if (!collector.elsewhere) {
+        if (!collector.elsewhere && !(osp__forbidden & OSP__FORBIDS_PIDFD)) {
             collector.pidfd = osp__sys(SYS_pidfd_open, pid, 0, 0, 0, 0);
             if (collector.pidfd < 0 && errno == ESRCH)
                 return OSP__COLLECTOR_ENDED; /* no such process in our namespace */
@@ -170,12 +177,12 @@ static enum osp__collector_seen collector_look(void)
     }
     /* Readable once the process has ended, a zombie too; a pid taken since never made it so
      * while ours ran. */
-    if (collector.pidfd >= 0) {
+    if (collector.pidfd >= 0 && !(osp__forbidden & OSP__FORBIDS_SOCKETS)) { /* ppoll's flag */
         struct pollfd ended = {.fd = (int)collector.pidfd, .events = POLLIN};
         struct timespec now = {0, 0};
         if (osp__sys(SYS_ppoll, (long)&ended, 1, (long)&now, 0, 8) == 1)
             return OSP__COLLECTOR_ENDED;
-    } else if (osp__sys(SYS_kill, pid, 0, 0, 0, 0) != 0 && errno == ESRCH) {
+    } else if (collector.pidfd < 0 && process_gone(pid)) {
         return OSP__COLLECTOR_ENDED;
     }
     return seen;
@@ -214,7 +221,7 @@ static void collector_wake(void)
         return;
     if (collector.pidfd >= 0 && (collector.known || collector.legacy || !collector.proc_ours))
         osp__sys(SYS_pidfd_send_signal, collector.pidfd, SIGURG, 0, 0, 0);
-    else if (collector.pidfd < 0 && collector.legacy)
+    else if (collector.pidfd < 0 && collector.legacy && !(osp__forbidden & OSP__FORBIDS_KILL))
         osp__sys(SYS_kill, collector.pid, SIGURG, 0, 0, 0);
 }
 

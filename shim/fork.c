@@ -84,6 +84,15 @@ static void boot_forked(pid_t parent, int64_t fiber, const char *label, uint64_t
  * OSPREY_PROFILE_FORKS=0. Only the calling thread exists. */
 static void fork_child(int allowed)
 {
+    if (atomic_load_explicit(&osp__sandboxed, memory_order_relaxed)) {
+        /* Inside a sandbox, whose filter the child keeps: not profiled, and no system call of
+         * ours (the parent's ring stays mapped, unread; nothing writes to it from here). */
+        atomic_store_explicit(&osp__active_flag, 0, memory_order_relaxed);
+        atomic_store_explicit(&osp__registry_ready, 0, memory_order_relaxed);
+        osp__tls_slot = NULL;
+        osp__header = NULL;
+        return;
+    }
     osp__read_code_init();
     pid_t parent = osp__booted_pid;
     int profiled =
@@ -157,7 +166,8 @@ void osp__at_fork_child(void)
 void osp__cloned_child(int single_threaded)
 {
     /* A process our boot or fork_child saw already (a fork's handler ran), or none of ours. */
-    if (!osp__is_active() || getpid() == osp__booted_pid)
+    if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) ||
+        getpid() == osp__booted_pid)
         return;
     if (!single_threaded)
         osp__warn("process %d, made by calling clone directly in a program of several threads, "
@@ -169,8 +179,8 @@ void osp__cloned_child(int single_threaded)
 void osp__forked_exec(void)
 {
     struct osp_ring_header *h = osp__header;
-    if (!osp__is_active() || getpid() != osp__booted_pid || h == NULL ||
-        !(h->ring_flags & OSP_RING_FORKED))
+    if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) ||
+        getpid() != osp__booted_pid || h == NULL || !(h->ring_flags & OSP_RING_FORKED))
         return; /* a vfork child shares our memory: never its business */
     osp__mutex_lock(&osp__the_registry.lock);
     int recorded = osp__registry_recorded(&osp__the_registry);

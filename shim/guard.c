@@ -654,7 +654,9 @@ syscall(long nr, ...)
         cloning = 1;
     }
 #endif
-    if (cloning && osp__is_active() && !(flags & (CLONE_VM | CLONE_THREAD | CLONE_VFORK))) {
+    if (cloning && osp__is_active() &&
+        !atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) &&
+        !(flags & (CLONE_VM | CLONE_THREAD | CLONE_VFORK))) {
         int single = osp__threads_in_process() == 1;
         long r = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
         if (r == 0)

@@ -44,6 +44,29 @@ static inline long osp__sys(long nr, long a, long b, long c, long d, long e)
     return ret;
 }
 
+/* What a seccomp filter the process booted under kills, each a feature that goes without it
+ * (seccomp.c, osp__seccomp_check): set by boot before the handler is installed and before any
+ * thread of ours reads it, never changed after; a forked child keeps its parent's (its filter
+ * is the same). 0 without a filter. */
+#define OSP__FORBIDS_VM_READ   1u  /* process_vm_readv: no stack copies, no code reads */
+#define OSP__FORBIDS_KILL      2u  /* kill: the collector is not woken, nor checked at exit */
+#define OSP__FORBIDS_PERF      4u  /* perf_event_open: waits timed by the program's calls */
+#define OSP__FORBIDS_SOCKETS   8u  /* socket and its calls: no greeting of a collector */
+#define OSP__FORBIDS_TIMER_IDS 16u /* prctl(PR_TIMER_CREATE_RESTORE_IDS): the kernel's ids */
+#define OSP__FORBIDS_PIDFD     32u /* pidfd_open, pidfd_send_signal: the exit's collector by pid */
+extern unsigned osp__forbidden __attribute__((visibility("hidden")));
+
+/* The pidfd calls (Linux 5.1, 5.3): the same numbers on every architecture. */
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/* The prctl that lets a process choose its next timer's id (Linux 6.16; registry.c). */
+#define OSP__PR_TIMER_CREATE_RESTORE_IDS 77
+
 /* Set once the process may no longer read the CPU's counter (prctl PR_SET_TSC, stamp.c): the
  * C library's clock_gettime reads it in the vDSO where the kernel's clocksource is the TSC, and
  * the read would fault, so ours are made as system calls from then on. */
@@ -160,6 +183,9 @@ int osp__read_pc_code(uint64_t pc, uint64_t addr, void *out, size_t n);
 /* Sleep `us` microseconds (< 1 s) with the raw system call: never the interposed nanosleep.
  * Async-signal-safe. */
 void osp__nap_us(long us);
+/* Signal `sig`'s action back to SIG_DFL with the raw call (no interposer, no restorer needed).
+ * Async-signal-safe; safe in a vfork child. */
+void osp__signal_default_raw(int sig);
 /* Change the calling thread's signal mask with the raw syscall: for the shim's own, brief
  * mask changes, which the program's interposed pthread_sigmask must not see. Returns 0 or
  * -errno. Async-signal-safe. */

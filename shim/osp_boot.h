@@ -1,5 +1,7 @@
 /* osp_boot.h — layer 5 of the shim (see osp_base.h for the list): the profiled run itself.
  *
+ *   seccomp.c      a seccomp filter the process boots under: the calls it kills tried first
+ *                  in a throwaway child, profiling off or a feature without them
  *   descendants.c  the bookkeeping a descendant's new image needs, kept out of the program's
  *                  environment and added only to what it hands to exec and spawn
  *   control.c      pausing our signals around execve and for good once the program uses
@@ -65,7 +67,8 @@ void osp__greet_set(const char *ring);
 const char *osp__greet_ring(void);
 /* Processes that escape the profile (OSP_REC_ESCAPED): whether this image was preloaded (set
  * at boot), why a new image with environment `envp` would run unprofiled (enum osp_escape, 0
- * when it would not), and the record that says so, for `pid` running `path` (NULL: unknown).
+ * when it would not), and the record that says so, for `pid` running `path` (NULL: unknown;
+ * pid 0: this process).
  * Only in the booted process, never in a vfork child. */
 void osp__escape_set_preloaded(int preloaded);
 int osp__env_escapes(char *const envp[]);
@@ -77,7 +80,7 @@ char *const *osp__env_with_bookkeeping(char *const envp[], size_t n, char **stor
 /* Declare `name`: envp plus the bookkeeping, on this stack frame. */
 #define OSP__ENV(name, envp)                                                                       \
     size_t name##_n = osp__env_count(envp);                                                        \
-    char *name##_store[name##_n + 4];                                                              \
+    char *name##_store[name##_n + 5];                                                              \
     char *const *name = osp__env_with_bookkeeping(envp, name##_n, name##_store)
 /* system() and popen() start their child through the C library's own posix_spawn, with the
  * environment as it is: put the bookkeeping there for the call only. Returns 1 when it did
@@ -113,6 +116,15 @@ void osp__take_pending_sigprof(void);
 /* The program is about to send SIGPROF itself: pause our signals for good (every thread's
  * timers disarmed, none armed again). */
 void osp__sigprof_back_off(void);
+/* Where /proc/self/status says the process runs under a seccomp filter, the shim's calls
+ * made first in a throwaway child: 0 to go on (osp__forbidden says which features go without
+ * their call), -1 when profiling is off (said in one line). One read of /proc/self/status
+ * without a filter. */
+int osp__seccomp_check(void);
+/* "OSPREY_PROFILE_SECCOMP=<filters>:<forbidden>", the answer a new image of this one takes
+ * rather than trying again under the same filters (descendants.c), or NULL (no filter). */
+const char *osp__seccomp_entry(void);
+
 /* The program is about to enter a seccomp sandbox (prctl(PR_SET_SECCOMP), seccomp(2)):
  * profiling stops for good first, with one line. */
 void osp__sandbox_begin(void);

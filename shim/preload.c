@@ -80,7 +80,8 @@ static void *thread_trampoline(void *p)
 {
     struct start st = *(struct start *)p;
     free(p);
-    if (osp__is_active()) {
+    /* Relaxed: a one-way flag; after a sandbox began, nothing of ours (control.c). */
+    if (osp__is_active() && !atomic_load_explicit(&osp__sandboxed, memory_order_relaxed)) {
         auto_register(st.creator_name, st.fn);
         osp__sigmask_adopt(st.creator_blocked); /* the mask a new thread inherits */
     }
@@ -93,7 +94,7 @@ pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *
     pthread_create_fn real = real_pthread_create();
     if (real == NULL)
         return EAGAIN;
-    if (!osp__is_active())
+    if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed))
         return real(thread, attr, fn, arg);
     struct start *st = malloc(sizeof(*st));
     if (st == NULL)
@@ -156,21 +157,21 @@ __attribute__((visibility("default"))) int execve(const char *path, char *const 
                                                   char *const envp[])
 {
     OSP__ENV(env, envp);
-    osp__note_escape(getpid(), path, env);
+    osp__note_escape(0, path, env);
     OSP__CALL_REAL(execve_fn, "execve", path, argv, env);
 }
 
 __attribute__((visibility("default"))) int execv(const char *path, char *const argv[])
 {
     OSP__ENV(env, environ);
-    osp__note_escape(getpid(), path, env);
+    osp__note_escape(0, path, env);
     OSP__CALL_REAL(execve_fn, "execve", path, argv, env);
 }
 
 __attribute__((visibility("default"))) int execvp(const char *file, char *const argv[])
 {
     OSP__ENV(env, environ);
-    osp__note_escape(getpid(), file, env);
+    osp__note_escape(0, file, env);
     OSP__CALL_REAL(execve_fn, "execvpe", file, argv, env);
 }
 
@@ -178,14 +179,14 @@ __attribute__((visibility("default"))) int execvpe(const char *file, char *const
                                                    char *const envp[])
 {
     OSP__ENV(env, envp);
-    osp__note_escape(getpid(), file, env);
+    osp__note_escape(0, file, env);
     OSP__CALL_REAL(execve_fn, "execvpe", file, argv, env);
 }
 
 __attribute__((visibility("default"))) int fexecve(int fd, char *const argv[], char *const envp[])
 {
     OSP__ENV(env, envp);
-    osp__note_escape(getpid(), NULL, env); /* a descriptor: no path */
+    osp__note_escape(0, NULL, env); /* a descriptor: no path */
     OSP__CALL_REAL(fexecve_fn, "fexecve", fd, argv, env);
 }
 
@@ -193,7 +194,7 @@ __attribute__((visibility("default"))) int execveat(int dirfd, const char *path,
                                                     char *const envp[], int flags)
 {
     OSP__ENV(env, envp);
-    osp__note_escape(getpid(), path, env);
+    osp__note_escape(0, path, env);
     OSP__CALL_REAL(execveat_fn, "execveat", dirfd, path, argv, env, flags);
 }
 

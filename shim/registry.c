@@ -105,7 +105,6 @@ static void stack_bounds(uint64_t *lo, uint64_t *hi)
  * of the range down, and the kernel's cursor is put back at 0 by a timer made and deleted at
  * INT_MAX: the program's ids are then as without us. The window is closed to the program's
  * own timer_create (the interposer takes the same lock). */
-#define OSP__PR_TIMER_CREATE_RESTORE_IDS 77
 static pthread_mutex_t timer_ids_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Our timers that exist: each holds one of the user's queued signals (RLIMIT_SIGPENDING,
  * `ulimit -i`) for as long as it lives. */
@@ -144,7 +143,8 @@ static int thread_timer_create(clockid_t clock)
     int timer = -1;
     /* The raw call: the C library's timer_create starts a helper thread for SIGEV_THREAD, and
      * we want nothing of it. */
-    if (atomic_load_explicit(&timer_ids_choosable, memory_order_relaxed)) {
+    if (atomic_load_explicit(&timer_ids_choosable, memory_order_relaxed) &&
+        !(osp__forbidden & OSP__FORBIDS_TIMER_IDS)) {
         osp__mutex_lock(&timer_ids_lock);
         int chose = osp__sys(SYS_prctl, OSP__PR_TIMER_CREATE_RESTORE_IDS, 1, 0, 0, 0) == 0;
         int made = -1;

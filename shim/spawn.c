@@ -141,15 +141,9 @@ static int spawn_child(void *p)
     if (osp__sys(SYS_close_range, first_closed, ~0u, 0, 0, 0) != 0)
         for (long fd = first_closed; fd < 1024; fd++)
             osp__sys(SYS_close, fd, 0, 0, 0, 0);
-    struct {
-        void *handler;
-        unsigned long flags;
-        void *restorer;
-        uint64_t mask;
-    } dfl = {SIG_DFL, 0, NULL, 0};
-    for (long sig = 1; sig < 65; sig++)
+    for (int sig = 1; sig < 65; sig++)
         if (sig != SIGKILL && sig != SIGSTOP)
-            osp__sys(SYS_rt_sigaction, sig, (long)&dfl, 0, 8, 0);
+            osp__signal_default_raw(sig);
     uint64_t empty = 0;
     osp__sys(SYS_rt_sigprocmask, SIG_SETMASK, (long)&empty, 0, 8, 0);
     osp__sys(SYS_execve, (long)spawn->path, (long)spawn->argv, (long)spawn->envp, 0, 0);
@@ -246,6 +240,8 @@ void osp__forks_listen(void)
 {
     struct sockaddr_un addr;
     socklen_t length = forks_address(&addr, osp__shm_name);
+    if (osp__forbidden & OSP__FORBIDS_SOCKETS)
+        return;
     long sock = length == 0 ? -1
                             : osp__sys(SYS_socket, AF_UNIX,
                                        SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, 0, 0);
@@ -271,6 +267,8 @@ long osp__greeting_connect(const char *parent_ring)
     socklen_t length = forks_address(&addr, parent_ring);
     if (length == 0)
         return -ENAMETOOLONG;
+    if (osp__forbidden & OSP__FORBIDS_SOCKETS)
+        return -ECONNREFUSED; /* a filter kills it: as when no collector listens */
     long sock =
         osp__sys(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, 0, 0);
     if (sock < 0)

@@ -52,7 +52,9 @@ static void thread_key_mark(void)
 
 void osp_prof_thread_register(int64_t fiber_id, const char *label)
 {
-    if (!osp__is_active())
+    /* Relaxed: a one-way flag. A thread that starts inside a sandbox is not registered: its
+     * timers are system calls the sandbox may kill the program for. */
+    if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed))
         return;
     if (osp__registry_register(&osp__the_registry, fiber_id, label) == 0) {
         thread_key_mark();
@@ -91,7 +93,9 @@ void osp_prof_fiber_switch(int64_t fiber_id, const char *label, const void *stac
 
 void osp__images_refresh(void)
 {
-    if (!osp__is_active() || getpid() != osp__booted_pid)
+    /* Relaxed: a one-way flag; inside a sandbox not even getpid (a dlclose's refresh). */
+    if (!osp__is_active() || atomic_load_explicit(&osp__sandboxed, memory_order_relaxed) ||
+        getpid() != osp__booted_pid)
         return;
     /* Threads register at once: the image table is one. Lock order: images, then registry. */
     osp__mutex_lock(&osp__images_lock);
@@ -134,6 +138,10 @@ int osp__profile_start(const struct osp__start *start)
             pthread_mutex_unlock(&osp__images_lock);
         return err;
     }
+    /* A filter kills the collector's wake-up (seccomp.c): it reads on its tick from the start,
+     * as after a wake that failed. Relaxed: the collector attaches after this store. */
+    if (osp__forbidden & OSP__FORBIDS_KILL)
+        atomic_store_explicit(&osp__ring_header->napping, OSP_NAP_REFUSED, memory_order_relaxed);
     if (forked) {
         osp__ring_header->stop_at_ns = start->stop_at_ns;
         osp__ring_header->parent_pid = (int32_t)start->parent;

@@ -31,6 +31,10 @@
 int osp__switches_open(int *fds, int max, uint32_t pages, int *refused)
 {
     *refused = EINVAL;
+    if (osp__forbidden & OSP__FORBIDS_PERF) {
+        *refused = EPERM; /* a filter kills the call: as one that fails it */
+        return 0;
+    }
     long cpus = sysconf(_SC_NPROCESSORS_CONF);
     if (cpus <= 0 || cpus > max || cpus > (long)OSP_MAX_SWITCH_FDS)
         return 0;

@@ -9,7 +9,7 @@
 #           at 128, "depth cap").
 #   ptrace  the same attach under `refuse perf_event_open` (the ptrace sampler, 100 Hz, 3 s).
 #   dump    `osprey dump PID`: the running thread's stack is deep_spin, one "[… N frames]" line
-#           and main below it.
+#           (the marker alone, no location) and main below it.
 # Where perf events are refused (perf_event_paranoid 3), the perf and dump parts are skipped;
 # where ptrace is not allowed, the ptrace part.
 # Usage: e2e-attach-deep.sh OSPREY SOURCE_DIR REFUSE
@@ -89,6 +89,9 @@ else
     fail "dump: the stack does not start at deep_spin: $(head -n 3 "$work/dump.frames")"
   [ "$(grep -Ec '^\[… [0-9]+ frames\]$' "$work/dump.frames")" -eq 1 ] ||
     fail "dump: not one [… N frames] line: $(grep -c . "$work/dump.frames") frames"
+  # The marker is no code: no location after it (it was "(?)").
+  grep -Eq '^    \[… [0-9]+ frames\]$' "$work/dump.txt" ||
+    fail "dump: the [… N frames] line is not the marker alone: $(grep -F '[…' "$work/dump.txt")"
   sed -n '/^\[… /,$p' "$work/dump.frames" | grep -qx main ||
     fail "dump: main is not below the [… N frames] line: $(tail -n 5 "$work/dump.frames")"
   [ -s "$work/dump.err" ] && fail "dump: said on stderr: $(cat "$work/dump.err")"

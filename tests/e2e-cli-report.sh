@@ -58,6 +58,7 @@ clang -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread -o sh
 "$osprey" ./shape --profile -o run -- 60 >out 2>err
 expect_status 0 $? "profiling the program"
 [ -f run.raw.json ] || { echo "FAIL: no raw profile: $(cat err)" >&2; exit 1; }
+if grep -q "^not sampled:" err; then fail "a sampled run said not sampled: $(cat err)"; fi
 
 # --top N: N rows.
 "$osprey" report run.raw.json -o view --top 2 >out 2>err
@@ -216,5 +217,48 @@ grep -Eq "^kernel: [0-9.]+% of on-CPU time was inside system calls" err ||
 grep -q "perf_event_paranoid <= 1" err || fail "the kernel: line says not how: $(cat err)"
 "$osprey" report run.raw.json -o shape-again --format folded >out 2>err
 if grep -q "^kernel:" out err; then fail "a kernel: line for a CPU-bound program: $(cat out err)"; fi
+
+# A program whose CPU time goes to a call the shim wraps (poll with a timeout on a pipe that is
+# always readable): the shim charges the call's CPU time to its stack with poll's first
+# instruction as the leaf, no instruction after a system call; the line counts it all the same
+# (before, it counted none and said nothing).
+cat >polls.c <<'EOF2'
+#include <poll.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void)
+{
+    int fds[2];
+    if (pipe(fds) != 0 || write(fds[1], "x", 1) != 1)
+        return 1;
+    struct pollfd p = {.fd = fds[0], .events = POLLIN};
+    long ready = 0;
+    for (long i = 0; i < 150000; i++)
+        ready += poll(&p, 1, 1000);
+    printf("%ld\n", ready);
+    return 0;
+}
+EOF2
+"$osprey" polls.c --profile -o polls >out 2>err
+expect_status 0 $? "the program in poll"
+share=$(sed -n 's/^kernel: \([0-9]*\)\.[0-9]% of on-CPU time was inside system calls.*/\1/p' err)
+if [ -z "$share" ] || [ "$share" -lt 50 ]; then
+  fail "poll's CPU time not counted inside system calls: $(cat err)"
+fi
+
+# Threads whose sampling timers could not be created (RLIMIT_SIGPENDING of 1: every timer holds
+# a queued-signal slot) are not sampled, as the shim says; their CPU time, paid where each
+# ended, is said to be shown there, not shown as if sampled there, and no share is said to hold.
+if command -v prlimit >/dev/null; then
+  prlimit --sigpending=1 "$osprey" ./shape --profile -o nosig -- 20 >out 2>err
+  expect_status 0 $? "the program without its timers"
+  if grep -q "cannot create a thread's sampling timers" err; then
+    grep -Eq "^not sampled: .* of CPU time \([0-9.]+%\) of [12] threads? (is|are) shown where" err ||
+      fail "no not sampled: line for threads without timers: $(cat err)"
+    if grep -q "shares hold" err; then fail "shares said to hold without timers: $(cat err)"; fi
+  else
+    echo "SKIP: RLIMIT_SIGPENDING 1 left the timers: $(head -n 3 err)"
+  fi
+fi
 
 finish "all osprey report and diff checks passed"

@@ -47,8 +47,9 @@ waited = sum(weight(r) for r in raw["samples"] if waiting(r)) * period
 check(waited >= 0.5, f"wait: {waited:.2f} s waiting in a 1 s profile (at least 0.5 s)")
 finish()
 PY
-grep -Eq 'thread [0-9]+ \(thread\) +running +[0-9.]+% +waiting +([5-9][0-9]|100)\.[0-9]%' \
-  "$work/wait.err" || fail "wait: the waiting thread's line: $(grep -E 'thread [0-9]+ \(thread\)' "$work/wait.err")"
+# The waiter never named itself: the report names it by the process's command.
+grep -Eq 'thread [0-9]+ \(stops\) +running +[0-9.]+% +waiting +([5-9][0-9]|100)\.[0-9]%' \
+  "$work/wait.err" || fail "wait: the waiting thread's line: $(grep -E 'thread [0-9]+ ' "$work/wait.err")"
 grep -q 'pthread_cond_wait' "$work/wait.offcpu.folded" ||
   fail "wait: no wait under pthread_cond_wait in wait.offcpu.folded"
 

@@ -12,6 +12,11 @@
  *                    (e2e-attach-ring).
  *   sigprof          rt_sigaction(SIGPROF, act, …) with an action fails with EPERM, as a sandbox
  *                    that keeps the program's signals to itself refuses it (e2e-sandbox).
+ *   kill-CALL        CALL kills the process (SECCOMP_RET_KILL_PROCESS), as a strict allow-list
+ *                    kills on a call it does not list: CALL one of timer_create, timer_settime,
+ *                    process_vm_readv, kill, memfd_create, clone3, socket, perf_event_open, or
+ *                    sigprof (rt_sigaction(SIGPROF) with an action), (e2e-sandbox);
+ *   trap-CALL        CALL raises SIGSYS (SECCOMP_RET_TRAP), as Chromium's sandbox does.
  * COMMAND without a slash is looked up in PATH (not under execve: its exec is of a path built
  * apart, refused). Each VAR=VALUE is added to COMMAND's environment (LD_PRELOAD, OSPREY_RING: the
  * launcher itself is not profiled). A call made through another ABI (x86_64's x32 or i386 numbers:
@@ -94,8 +99,9 @@ static int install(long nr, long also, int err, int exempt, uint64_t allowed_arg
     return load(code, sizeof code / sizeof *code);
 }
 
-/* rt_sigaction(SIGPROF, act != NULL, …) refused with EPERM; every other call allowed. */
-static int install_sigprof(void)
+/* rt_sigaction(SIGPROF, act != NULL, …) answered with `action` (EPERM: SECCOMP_RET_ERRNO |
+ * EPERM); every other call allowed. */
+static int install_sigprof(uint32_t action)
 {
     struct sock_filter code[] = {
         LOAD(offsetof(struct seccomp_data, arch)),
@@ -109,13 +115,61 @@ static int install_sigprof(void)
         RETURN(SECCOMP_RET_ALLOW),
         LOAD(offsetof(struct seccomp_data, args[1])),
         IF_EQ(0, 1, 0),
-        RETURN(SECCOMP_RET_ERRNO | EPERM),
+        RETURN(action),
         LOAD(offsetof(struct seccomp_data, args[1]) + 4),
         IF_EQ(0, 1, 0),
-        RETURN(SECCOMP_RET_ERRNO | EPERM),
+        RETURN(action),
         RETURN(SECCOMP_RET_ALLOW),
     };
     return load(code, sizeof code / sizeof *code);
+}
+
+/* `nr` answered with `action` (a kill or a trap), every other call allowed; another ABI's
+ * calls are refused with EPERM. */
+static int install_action(long nr, uint32_t action)
+{
+    struct sock_filter code[] = {
+        LOAD(offsetof(struct seccomp_data, arch)),
+        IF_EQ(REFUSE_ARCH, 1, 0),
+        RETURN(SECCOMP_RET_ERRNO | EPERM),
+        LOAD(offsetof(struct seccomp_data, nr)),
+        IF_EQ((uint32_t)nr, 0, 1),
+        RETURN(action),
+        RETURN(SECCOMP_RET_ALLOW),
+    };
+    return load(code, sizeof code / sizeof *code);
+}
+
+/* kill-CALL, trap-CALL: 0 and the filter installed, -errno, or 1 when `what` is not one. */
+static int install_kill(const char *what)
+{
+    static const struct {
+        const char *name;
+        long nr;
+    } calls[] = {
+        {"timer_create", SYS_timer_create},
+        {"timer_settime", SYS_timer_settime},
+        {"process_vm_readv", SYS_process_vm_readv},
+        {"kill", SYS_kill},
+        {"memfd_create", SYS_memfd_create},
+#ifdef SYS_clone3
+        {"clone3", SYS_clone3},
+#endif
+        {"socket", SYS_socket},
+        {"perf_event_open", SYS_perf_event_open},
+        {"sigprof", -1},
+    };
+    uint32_t action;
+    if (strncmp(what, "kill-", 5) == 0)
+        action = SECCOMP_RET_KILL_PROCESS;
+    else if (strncmp(what, "trap-", 5) == 0)
+        action = SECCOMP_RET_TRAP;
+    else
+        return 1;
+    for (size_t i = 0; i < sizeof calls / sizeof *calls; i++)
+        if (strcmp(what + 5, calls[i].name) == 0)
+            return calls[i].nr < 0 ? install_sigprof(action) : install_action(calls[i].nr, action);
+    return 1;
 }
 
 int main(int argc, char **argv)
@@ -123,17 +177,25 @@ int main(int argc, char **argv)
     int first = 2;
     for (; first < argc && strchr(argv[first], '=') != NULL; first++)
         putenv(argv[first]);
-    int known = argc > 1 && (strcmp(argv[1], "perf_event_open") == 0 ||
-                             strcmp(argv[1], "execve") == 0 || strcmp(argv[1], "sigprof") == 0);
+    int known =
+        argc > 1 && (strcmp(argv[1], "perf_event_open") == 0 || strcmp(argv[1], "execve") == 0 ||
+                     strcmp(argv[1], "sigprof") == 0 || strncmp(argv[1], "kill-", 5) == 0 ||
+                     strncmp(argv[1], "trap-", 5) == 0);
     if (!known || first >= argc) {
-        fprintf(stderr,
-                "usage: refuse perf_event_open|execve|sigprof [VAR=VALUE]... COMMAND [ARG...]\n");
+        fprintf(stderr, "usage: refuse perf_event_open|execve|sigprof|kill-CALL|trap-CALL "
+                        "[VAR=VALUE]... COMMAND [ARG...]\n");
         return 2;
     }
-    int rc = strcmp(argv[1], "sigprof") == 0 ? install_sigprof()
+    int rc = strncmp(argv[1], "kill-", 5) == 0 || strncmp(argv[1], "trap-", 5) == 0
+                 ? install_kill(argv[1])
+             : strcmp(argv[1], "sigprof") == 0 ? install_sigprof(SECCOMP_RET_ERRNO | EPERM)
              : strcmp(argv[1], "execve") == 0
                  ? install(SYS_execve, SYS_execveat, EPERM, 1, (uint64_t)(uintptr_t)argv[first])
                  : install(SYS_perf_event_open, -1, EACCES, 0, 0);
+    if (rc == 1) {
+        fprintf(stderr, "refuse: %s: not a call this launcher knows\n", argv[1]);
+        return 2;
+    }
     if (rc != 0) {
         fprintf(stderr, "refuse: cannot install the seccomp filter: %s\n", strerror(-rc));
         return 126;

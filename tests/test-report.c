@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "osp_unwind_step.h"
 #include "ospx-fixture.h"
 #include "ospx.h"
 #include "ospx_internal.h"
@@ -275,16 +276,22 @@ START_TEST(header_says_the_collectors_cpu_over_one_percent_of_a_core)
 }
 END_TEST
 
+/* One process of 2.5 s, a sample on CPU and one waiting: the waits' lines' tests. */
+static void waits_fixture(struct built *built)
+{
+    fixture_model(&built->fixture,
+                  "rate 100\nstart 0\nend 2500000000\ndropped 0\nprocess 42 /w/demo\n"
+                  "thread 0 main\nframe main /w/main.c\nstack 0@5\nsample 1000 0 0 0\n"
+                  "sample 2000 0 0 1\n",
+                  &built->model);
+}
+
 /* Waits the program's calls timed (the kernel's records refused): one line says so, what refused
  * them and how to allow them; none when the kernel timed them (or an older file does not say). */
 START_TEST(the_waits_line_says_what_refused_the_kernels_records)
 {
     struct built built;
-    fixture_model(&built.fixture,
-                  "rate 100\nstart 0\nend 2500000000\ndropped 0\nprocess 42 /w/demo\n"
-                  "thread 0 main\nframe main /w/main.c\nstack 0@5\nsample 1000 0 0 0\n"
-                  "sample 2000 0 0 1\n",
-                  &built.model);
+    waits_fixture(&built);
     struct ospx_process *p = &built.fixture.raw.processes[0];
     char *text = render(&built.model, 0, 200);
     LACKS(text, "waits timed");
@@ -307,6 +314,54 @@ START_TEST(the_waits_line_says_what_refused_the_kernels_records)
     HAS(text, "  for the kernel's timing: sudo sysctl kernel.perf_event_paranoid=2");
     free(text);
     release(&built);
+}
+END_TEST
+
+/* The kernel's context-switch records lost (their ring full: ospreyd fell behind): one line
+ * says how many, so that the waits are not read as whole; none when none were lost. */
+START_TEST(lost_switch_records_are_told)
+{
+    struct built built;
+    waits_fixture(&built);
+    char *text = render(&built.model, 0, 200);
+    LACKS(text, "context-switch records");
+    free(text);
+    built.fixture.raw.processes[0].waits_lost = 232;
+    text = render(&built.model, 0, 200);
+    ck_assert_str_eq(line_with(text, "waits:"),
+                     "waits: 232 of the kernel's context-switch records lost (their ring was "
+                     "full: the collector fell behind); some waits are shorter or missing");
+    free(text);
+    release(&built);
+}
+END_TEST
+
+/* On-CPU time paid in rows of many periods (a thread's CPU time its timers missed, paid where
+ * a later signal landed: SQLite's fsyncs, 88.7%): one line says how much and what it means;
+ * none when such rows are a small part (a busy thread's reckoned clock pays up to 8). */
+START_TEST(cpu_paid_late_is_told)
+{
+    char *text = report_of("rate 1000\nframe main /w/db.c\nframe step /w/db.c\n"
+                           "process 7 /w/db\nthread 0 main\nstack 0\nstack 1 0\n"
+                           "sample 1000000 0 0 0 40\nsample 2000000 0 1 0 99\n"
+                           "sample 3000000 0 0 0 1\nsample 4000000 0 1 0 20\n",
+                           200);
+    ck_assert_str_eq(line_with(text, "sampling: "),
+                     "sampling: 99.4% of on-CPU time was paid late, 16 periods or more at once "
+                     "(up to 99);");
+    HAS(text, "  CPU time the timers missed (inside system calls that blocked, or bursts shorter "
+              "than a tick), paid where a later signal landed: self times there are not where "
+              "it was spent");
+    free(text);
+    /* Rows of 8 (a busy thread's reckoned clock): nothing said. */
+    text = report_of("rate 1000\nframe main /w/db.c\nprocess 7 /w/db\nthread 0 main\n"
+                     "stack 0\nsample 1000000 0 0 0 8\nsample 2000000 0 0 0 8\n"
+                     "sample 3000000 0 0 0 8\nsample 4000000 0 0 0 8\n"
+                     "sample 5000000 0 0 0 8\nsample 6000000 0 0 0 8\n"
+                     "sample 7000000 0 0 0 8\nsample 8000000 0 0 0 15\n",
+                     200);
+    ck_assert_ptr_null(line_with(text, "paid late"));
+    free(text);
 }
 END_TEST
 
@@ -482,6 +537,96 @@ START_TEST(threads_and_runtime_fibers_are_named_apart)
     text = report_of(many, 120);
     line_has(text, "osprey:", "10 threads, 2 fibers");
     HAS(text, "  … 4 more (2 threads, 2 fibers): running 100.0%");
+    free(text);
+}
+END_TEST
+
+/* A thread that never named itself (the shim's "thread") goes by its process's command, as
+ * perf names it (its comm); several are told apart by their ids; a name of its own and a
+ * runtime's fiber labelled "thread" keep theirs. */
+START_TEST(unnamed_threads_go_by_the_process_command)
+{
+    char *text = report_of("rate 1000\nprocess 40 /usr/bin/gzip\nthread 0 main -1 40\n"
+                           "thread 41 thread -1 41\nthread 42 thread -1 42\n"
+                           "thread 43 reader -1 43\nthread 7 thread -1 40\n"
+                           "frame main /w/main.c\nstack 0@5\nsample 1000 0 0 0 50\n"
+                           "sample 1000 1 0 0 40\nsample 1000 2 0 0 30\nsample 1000 3 0 0 20\n"
+                           "sample 1000 4 0 0 10\n",
+                           120);
+    HAS(text, "  thread 0 (main)", "  thread 41 (gzip)", "  thread 42 (gzip)",
+        "  thread 43 (reader)", "  fiber 7 (thread)");
+    ck_assert_uint_eq(count_lines_with(text, "(thread)"), 1);
+    free(text);
+}
+END_TEST
+
+/* A thread never sampled while it ran (its sampling timers refused: timer_create EPERM,
+ * RLIMIT_SIGPENDING spent) has its CPU time paid where it ended, in one row: the report says so
+ * rather than show it as sampled there (and no share holds for it); a sampled thread, and one
+ * too short for more than one period, say nothing. */
+START_TEST(cpu_time_of_unsampled_threads_is_said_to_be_shown_where_they_ended)
+{
+    char *text = report_of("rate 1000\nprocess_cpu_ns 349000000\nthread 0 main -1 40\n"
+                           "frame __cxa_finalize\nframe main /w/main.c\nstack 0 1@5\n"
+                           "sample 2083361613 0 0 0 99\n",
+                           300);
+    line_has(text, "not sampled:",
+             "not sampled: 99ms of CPU time (100.0%) of 1 thread (main) is shown where it ended, "
+             "at __cxa_finalize; no sample was taken while it ran (a thread's sampling timers "
+             "could not be created, or it ran in bursts shorter than a period): where that time "
+             "went is not known");
+    line_has(text, "warning: achieved", "CPU times undercount (349ms measured)");
+    ck_assert_ptr_null(line_with(text, "shares hold"));
+    free(text);
+    /* three of them, beside a sampled worker */
+    char profile[4096] = "rate 1000\nprocess_cpu_ns 400000000\nthread 0 main -1 40\n"
+                         "thread 41 thread -1 41\nthread 42 thread -1 42\n"
+                         "thread 43 worker -1 43\nframe work /w/w.c\nstack 0@5\n"
+                         "sample 5000000 0 0 0 12\nsample 6000000 1 0 0 6\n"
+                         "sample 7000000 2 0 0 9\n";
+    for (int i = 0; i < 300; i++)
+        snprintf(profile + strlen(profile), sizeof profile - strlen(profile), "sample %d 3 0 0\n",
+                 1000000 + i * 1000);
+    text = report_of(profile, 300);
+    line_has(text, "not sampled:",
+             "of 3 threads are shown where they ended; no sample was taken while they ran");
+    line_has(text, "not sampled:", "not sampled: 27ms of CPU time (");
+    free(text);
+    /* sampled threads, a thread of one period, and one whose one row came before it waited
+     * (a late tick, then a join), say nothing */
+    text = report_of("rate 1000\nthread 0 main -1 40\nthread 41 thread -1 41\n"
+                     "thread 42 thread -1 42\nframe work /w/w.c\nstack 0@5\n"
+                     "sample 1000 0 0 0\nsample 2000 0 0 0 2\nsample 3000 1 0 0\n"
+                     "sample 1000 2 0 0 3\nsample 2000 2 0 1 90\n",
+                     300);
+    ck_assert_ptr_null(line_with(text, "not sampled"));
+    free(text);
+}
+END_TEST
+
+/* A run of several processes, one of which ended before its CPU time was read (a pipeline's
+ * gzip killed by SIGPIPE, a shell that ended without an exit record): the rate is the others',
+ * and the line says which was left out (there was no sampling line at all); with none read, it
+ * says it could not check. */
+START_TEST(a_process_whose_cpu_time_was_not_read_is_left_out_of_the_rate)
+{
+    static const char two[] = "rate 1000\nstart 0\nend 2000000000\nframe work /w/w.c\n"
+                              "process 100 /bin/xz\nthread 0 main %s 100\nstack 0@5\n"
+                              "process 101 /bin/gzip\nthread 0 main -1 101\nstack 0@5\n"
+                              "sample 1000 0 0 0 500\nsample 2000 0 0 0 500\n"
+                              "sample 3000 1 1 0 300\nsample 4000 1 1 0 200\n";
+    char *profile = NULL;
+    ck_assert_int_gt(asprintf(&profile, two, "1000000000"), 0);
+    char *text = report_taking(profile, 300);
+    line_has(text, "sampling:",
+             "sampling: achieved 1000 samples/s of 1000 requested (100.0%) over 1.00s CPU "
+             "measured; not counted: process 101 (gzip), whose CPU time was not read");
+    free(text);
+    ck_assert_int_gt(asprintf(&profile, two, "-1"), 0);
+    text = report_taking(profile, 300);
+    line_has(text, "sampling:",
+             "sampling: not checked: the CPU time of 2 processes (the first: 100 (xz)) was not "
+             "read");
     free(text);
 }
 END_TEST
@@ -1068,7 +1213,8 @@ static const char three_processes[] = "rate 1000\nstart 0\nend 1000000000\n"
                                       "escaped 201 /bin/a -\nescaped 202 /bin/b -\n"
                                       "escaped 203 /bin/c -\nescaped 204 /bin/d -\n"
                                       "sample 1000 0 0 1 900\n"
-                                      "sample 1000 1 1 0 600\n"
+                                      "sample 1000 1 1 0 300\n"
+                                      "sample 1500 1 1 0 300\n"
                                       "sample 1000 2 2 0 300\n"
                                       "sample 2000 2 3 0 100\n";
 
@@ -1335,6 +1481,31 @@ START_TEST(stacks_cut_in_a_jits_code_say_how_to_walk_it)
 }
 END_TEST
 
+/* The marker of frames a deep walk left out is one frame in no object: its caller line under
+ * --inverted shows no location for it (it showed "?", as for code in no object, which stays). */
+START_TEST(the_marker_of_left_out_frames_has_no_location)
+{
+    static const char text[] =
+        "rate 1000\nstart 0\nend 1000000000\nthread 0 main\n"
+        "frame hot /w/d.c\nframe [\u2026\\s150\\sframes]\nframe main /w/d.c\n"
+        "frame 0x7f0000001000\n"
+        "stack 0@5 1@0 2@9\nstack 0@5 3@0\n"
+        "sample 1000 0 0 0 60\nsample 2000 0 1 0 40\n";
+    struct fixture fixture;
+    struct ospx_model model;
+    fixture_model(&fixture, text, &model);
+    fixture.symbols.frames[1].address = osp_unwind_left_out_pc(150);
+    struct ospx_report_options options = {.width = 120, .inverted = 1, .top = 1};
+    char *out = render_with(&model, &options);
+    ck_assert_msg(strstr(out, "\n         ←  60.0%  [\u2026 150 frames]  ← main\n") != NULL, "%s",
+                  out);
+    ck_assert_msg(strstr(out, "\n         ←  40.0%  0x7f0000001000  ?\n") != NULL, "%s", out);
+    free(out);
+    ospx_model_free(&model);
+    fixture_free(&fixture);
+}
+END_TEST
+
 Suite *report_suite(void)
 {
     Suite *s = suite_create("report");
@@ -1365,7 +1536,11 @@ Suite *report_suite(void)
         an_attach_without_kernel_records_says_its_waits_are_not_recorded,
         unnamed_code_in_no_object_asks_for_the_runtimes_map,
         stacks_cut_in_a_jits_code_say_how_to_walk_it,
-        an_image_that_execs_after_its_sandbox_is_named_and_told);
+        an_image_that_execs_after_its_sandbox_is_named_and_told,
+        the_marker_of_left_out_frames_has_no_location, unnamed_threads_go_by_the_process_command,
+        cpu_time_of_unsampled_threads_is_said_to_be_shown_where_they_ended,
+        a_process_whose_cpu_time_was_not_read_is_left_out_of_the_rate, lost_switch_records_are_told,
+        cpu_paid_late_is_told);
     tcase_add_loop_test(tc, no_line_is_wider_than_the_width, 0, 3);
     return s;
 }

@@ -583,6 +583,37 @@ START_TEST(snapshots_are_sorted_replace_unloaded_images_and_survive_a_full_objec
 }
 END_TEST
 
+/* A large image's rows are published in three steps (unwind-source.c copies them on libuv's
+ * pool): reserved, filled, then added. Until the add no snapshot names them; after it, the
+ * snapshot is the one a publish in one step makes. */
+START_TEST(rows_reserved_filled_then_added_are_published)
+{
+    struct ospd_unwind_region r;
+    region_setup(&r);
+    struct ospd_unwind_rows rows = two_rows(0x1000);
+    ck_assert_int_eq(ospd_unwind_region_publish(&r, 0x50000, &rows), 0);
+    uint8_t *at = ospd_unwind_region_reserve(&r, &rows);
+    ck_assert_ptr_nonnull(at);
+    ck_assert_int_eq(ospd_unwind_region_fill(&r, at, &rows), 0);
+    const struct osp_unwind_index *ix = osp_unwind_snapshot(region_mem, REGION_SIZE);
+    ck_assert_uint_eq(ix->count, 1); /* filled, not yet published */
+    ck_assert_int_eq(ospd_unwind_region_add(&r, 0x10000, &rows, at), 0);
+    ix = osp_unwind_snapshot(region_mem, REGION_SIZE);
+    ck_assert_uint_eq(ix->count, 2);
+    const struct osp_unwind_entry *e = osp_unwind_entries(ix);
+    ck_assert_uint_eq(e[0].start, 0x10000);
+    ck_assert_uint_eq(e[0].end, 0x11000);
+    ck_assert_uint_eq(e[0].rows_offset, (uint64_t)(at - region_mem));
+    const struct osp_unwind_row *stored = (const struct osp_unwind_row *)at;
+    ck_assert_int_eq(stored[1].cfa_offset, 16);
+    /* No room: reserve says so before anything is written. */
+    struct ospd_unwind_rows many = rows;
+    many.count = REGION_SIZE / sizeof *rows.rows;
+    ck_assert_ptr_null(ospd_unwind_region_reserve(&r, &many));
+    ospd_unwind_region_free(&r);
+}
+END_TEST
+
 START_TEST(region_rejects_a_foreign_header)
 {
     struct ospd_unwind_region r;
@@ -620,6 +651,6 @@ Suite *unwind_suite(void)
                not_an_object_is_one_line_naming_it, corrupt_call_frame_sections_never_crash);
     SUITE_CASE(s, "publish", 0,
                snapshots_are_sorted_replace_unloaded_images_and_survive_a_full_object,
-               region_rejects_a_foreign_header);
+               region_rejects_a_foreign_header, rows_reserved_filled_then_added_are_published);
     return s;
 }

@@ -219,12 +219,28 @@ int osprey_cmd_run(const struct osprey_options *options)
 
     char scratch[PATH_MAX];
     int result = osprey_make_scratch(scratch, sizeof scratch);
-    if (result == 0)
-        result = osprey_make_run_lock(scratch);
     if (result != 0) {
         fprintf(stderr, "osprey: cannot make a scratch directory in %s: %s\n",
                 getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp", strerror(-result));
         return OSPREY_EXIT_FAILURE;
+    }
+    /* The profile's own scratch (its raw files and the run's lock) beside the outputs: a
+     * sandbox that leaves only the output directory writable still lets it be written. */
+    char profile_scratch[PATH_MAX] = "";
+    if (options->profile) {
+        char stem[PATH_MAX];
+        osprey_output_stem(options, stem, sizeof stem);
+        result = osprey_make_scratch_beside(stem, profile_scratch, sizeof profile_scratch);
+        if (result == 0)
+            result = osprey_make_run_lock(profile_scratch);
+        if (result != 0) {
+            fprintf(stderr, "osprey: cannot make a scratch directory beside %s: %s\n", stem,
+                    strerror(-result));
+            if (profile_scratch[0] != '\0')
+                osprey_remove_tree(profile_scratch);
+            osprey_remove_tree(scratch);
+            return OSPREY_EXIT_FAILURE;
+        }
     }
 
     /* A built program is named after its source; an executable as the user named it. */
@@ -240,10 +256,16 @@ int osprey_cmd_run(const struct osprey_options *options)
     if (source && exit_code == 0)
         exit_code = build_source(options, kind, &paths, program);
     if (exit_code == 0)
-        exit_code = run_program(options, &paths, !source, program, program_name, scratch);
+        exit_code = run_program(options, &paths, !source, program, program_name,
+                                options->profile ? profile_scratch : scratch);
 
-    result = osprey_remove_tree(scratch);
-    if (result != 0)
-        fprintf(stderr, "osprey: warning: cannot remove %s: %s\n", scratch, strerror(-result));
+    const char *made[] = {scratch, profile_scratch};
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
+        if (made[i][0] == '\0')
+            continue;
+        result = osprey_remove_tree(made[i]);
+        if (result != 0)
+            fprintf(stderr, "osprey: warning: cannot remove %s: %s\n", made[i], strerror(-result));
+    }
     return exit_code;
 }

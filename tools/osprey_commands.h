@@ -45,6 +45,13 @@ void osprey_finish_profile(const char *scratch_raw, const char *stem,
 /* Make the scratch directory under $TMPDIR (or /tmp). Returns 0 or -errno. */
 int osprey_make_scratch(char *scratch, size_t size);
 
+/* Make the scratch directory where a profile is written first beside the outputs: a hidden
+ * `.osprey-XXXXXX` in the stem's directory (which the run checked it can write), so that a
+ * program in a sandbox that leaves only its output directory writable (a read-only root, a
+ * private /tmp) still writes its raw file there, and keeping it is a rename. Falls back to
+ * osprey_make_scratch. Returns 0 or -errno. */
+int osprey_make_scratch_beside(const char *stem, char *scratch, size_t size);
+
 /* A raw file named on the command line: 0 for a regular file that is not one of the outputs,
  * else -1 after one line. */
 int osprey_check_raw_argument(const char *path);

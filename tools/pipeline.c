@@ -262,6 +262,18 @@ int osprey_make_scratch(char *scratch, size_t size)
         return -ENAMETOOLONG;
     return mkdtemp(scratch) != NULL ? 0 : -errno;
 }
+
+int osprey_make_scratch_beside(const char *stem, char *scratch, size_t size)
+{
+    const char *slash = strrchr(stem, '/');
+    int length = slash == NULL ? 1 : slash == stem ? 1 : (int)(slash - stem);
+    if (snprintf(scratch, size, "%.*s/.osprey-XXXXXX", length, slash == NULL ? "." : stem) >=
+        (int)size)
+        return -ENAMETOOLONG;
+    if (mkdtemp(scratch) != NULL)
+        return 0;
+    return osprey_make_scratch(scratch, size);
+}
 const char *osprey_find_daemon(struct osprey_paths *paths)
 {
     char self[PATH_MAX], error[PATH_MAX + 256];

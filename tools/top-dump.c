@@ -222,7 +222,8 @@ static void describe_blocked(int32_t pid, struct dump_thread *t, struct osprey_t
         t->pc_stack = (int64_t)index;
 }
 
-/* A stack's frames, leaf first: "    function (location)". */
+/* A stack's frames, leaf first: "    function (location)", or the function alone where it has
+ * no location. */
 static void print_frames(const struct osprey_top_symbols *symbols, uint32_t stack)
 {
     const char *const *names, *const *locations;
@@ -232,8 +233,13 @@ static void print_frames(const struct osprey_top_symbols *symbols, uint32_t stac
     if (depth == 0)
         printf("    (no frames known)\n");
     for (size_t k = 0; k < depth; k++)
-        if (functions[k] < function_count)
-            printf("    %s (%s)\n", names[functions[k]], locations[functions[k]]);
+        if (functions[k] < function_count) {
+            const char *location = locations[functions[k]];
+            if (location[0] != '\0')
+                printf("    %s (%s)\n", names[functions[k]], location);
+            else /* the marker of frames a deep walk left out: no code, no location */
+                printf("    %s\n", names[functions[k]]);
+        }
 }
 
 int osprey_dump(const struct osprey_options *options, const char *daemon)

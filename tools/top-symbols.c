@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "osp_unwind_step.h"
 #include "ospc.h"
 #include "osprey_top.h"
 #include "ospx.h"
@@ -344,10 +345,12 @@ static int add_chain(struct osprey_top_symbols *s, uint64_t address, const struc
     for (size_t level = 0; level < depth; level++) {
         const struct ospx_frame *frame = &sy->frames[sy->stack_slots[i][level].frame];
         const char *image = frame->image != NULL ? frame->image : "";
+        /* The marker of frames a deep walk left out (`[… N frames]`) is no code: no location. */
         const char *location = frame->file != NULL && frame->file[0] != '\0'
                                    ? ospc_basename(frame->file)
-                               : image[0] != '\0' ? ospc_basename(image)
-                                                  : "?";
+                               : image[0] != '\0'                       ? ospc_basename(image)
+                               : osp_unwind_left_out_is(frame->address) ? ""
+                                                                        : "?";
         int64_t f = intern_function(s, frame->name, image, location);
         if (f < 0 ||
             grow((void **)&s->function_pool, &s->pool_cap, s->pool_count + 1, sizeof(uint32_t)))

@@ -4,7 +4,7 @@ their leaf (the image whose text holds the first pc), in percent: the figure to 
 `perf report --sort dso`. A system call's time stays on its user leaf here (the shim samples
 user space), where perf gives it to [kernel.kallsyms]. A Python frame at the leaf (the eval
 loop's own time, given to the Python function that ran) is "[py]", perf's python3.11. A run
-of several images has a raw file per image beside STEM.raw.json (STEM.raw.PID-ID.json): given
+of several images has a raw file per image beside STEM.raw.json (STEM.raw.PID.json): given
 STEM.raw.json, they are counted with it, as `osprey report` reads them."""
 import collections
 import glob
@@ -43,7 +43,7 @@ def count(raw, counts):
 for path in sys.argv[1:]:
     paths = [path]
     if path.endswith(".raw.json"):
-        paths += sorted(glob.glob(glob.escape(path[:-len("json")]) + "*-*.json"))
+        paths += sorted(glob.glob(glob.escape(path[:-len("json")]) + "[0-9]*.json"))
     raws = []
     for p in paths:
         with open(p) as f:

@@ -3,6 +3,9 @@
  *   stops sandbox: main runs 0.3 s, enters a seccomp filter that refuses execve and kill
  *                  (EPERM), runs 0.3 s more and exits 7
  *   stops spin:    main runs 0.3 s (e2e-comm: run through a link of another name)
+ *   stops strict:  main runs 0.2 s, enters a filter that kills on the calls the profiler makes
+ *                  and this program does not (a strict allow-list's way), then starts a thread,
+ *                  forks a child and execs `stops spin`: each runs 0.1-0.3 s (e2e-sandbox)
  *   stops hold:    main runs 0.2 s, says "ready", waits until a byte (or EOF) comes on stdin,
  *                  runs 0.1 s more, says "done" and exits 5 (e2e-stops: its collector killed
  *                  or stopped meanwhile) */
@@ -15,6 +18,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,6 +71,58 @@ static int sandbox(void)
     return 0;
 }
 
+static void *spinner(void *arg)
+{
+    (void)arg;
+    spin(0.1);
+    return NULL;
+}
+
+/* Every call of the shim's list that this program makes none of kills it. */
+static int strict(char **argv)
+{
+    static const long killed[] = {SYS_timer_create,     SYS_timer_settime, SYS_timer_delete,
+                                  SYS_process_vm_readv, SYS_kill,          SYS_tgkill,
+                                  SYS_memfd_create,     SYS_socket,        SYS_perf_event_open,
+                                  SYS_getrusage,        SYS_sigaltstack,   SYS_rt_sigtimedwait,
+                                  SYS_getpid,           SYS_getppid,       SYS_getsid,
+                                  SYS_sched_getaffinity};
+    enum { COUNT = sizeof killed / sizeof killed[0] };
+    struct sock_filter code[COUNT + 3];
+    unsigned n = 0;
+    code[n++] =
+        (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+    for (unsigned i = 0; i < COUNT; i++)
+        code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)killed[i],
+                                                 COUNT - i, 0);
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+    struct sock_fprog prog = {.len = (unsigned short)n, .filter = code};
+    spin(0.2);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+        perror("stops: seccomp");
+        return 1;
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, spinner, NULL) != 0)
+        return 1;
+    pthread_join(t, NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        spin(0.1);
+        _exit(3);
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child)
+        return 1;
+    printf("child %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status));
+    fflush(stdout);
+    char *spin_argv[] = {argv[0], "spin", NULL};
+    execv(argv[0], spin_argv);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "wait") == 0) {
@@ -89,6 +145,8 @@ int main(int argc, char **argv)
         puts("sandboxed");
         return 7;
     }
+    if (argc == 2 && strcmp(argv[1], "strict") == 0)
+        return strict(argv);
     if (argc == 2 && strcmp(argv[1], "spin") == 0) {
         spin(0.3);
         return 0;
@@ -104,6 +162,6 @@ int main(int argc, char **argv)
         puts("done");
         return 5;
     }
-    fprintf(stderr, "usage: stops wait|sandbox|spin|hold\n");
+    fprintf(stderr, "usage: stops wait|sandbox|spin|strict|hold\n");
     return 2;
 }
