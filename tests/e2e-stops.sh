@@ -19,6 +19,7 @@
 #     writes the profile. As root, and as nobody where setpriv is there. Left stopped, osprey
 #     stops waiting for it too, a second later, and says so (before: its 15 s, then `the
 #     collector did not finish in time`).
+#   - pidfd_open killed by a seccomp filter: the exit looks at the collector without it.
 # Usage: e2e-stops.sh OSPREY SOURCE_DIR REFUSE
 set -uo pipefail
 
@@ -154,5 +155,16 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null
 else
   skip_part "the collector killed and stopped as nobody" "needs root, setpriv and nobody"
 fi
+
+# pidfd_open killed by a filter the program boots under (`refuse kill-pidfd_open`): the exit
+# looks at its collector by its pid, never by the call (which would kill the program: 159), and
+# says why the profile is missing (the collector, under the same filter, dies of it).
+"$refuse" kill-pidfd_open "$osprey" "$work/stops" --profile -o "$work/pidfd" -- spin \
+  >"$work/pidfd.out" 2>"$work/pidfd.err"
+expect_status 0 $? "pidfd_open killed: osprey"
+grep -q '^osprey: a seccomp filter forbids pidfd_open; ' "$work/pidfd.err" ||
+  fail "pidfd_open killed: no line naming it: $(grep '^osprey:' "$work/pidfd.err")"
+grep -q '^osprey: ospreyd was killed by signal 31 .* before writing ' "$work/pidfd.err" ||
+  fail "pidfd_open killed: the collector's end: $(grep '^osprey:' "$work/pidfd.err")"
 
 finish "a wait in progress at a --duration stop is in the profile; a seccomp sandbox's stop recorded; a killed or stopped collector told at the program's exit"
