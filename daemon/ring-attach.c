@@ -35,6 +35,32 @@
 #include "ospd_target.h"
 #include "ospd_unwind_source.h"
 
+/* This process's start time (/proc/self/stat's field 22, clock ticks since boot) and the inode
+ * of its pid namespace, each 0 where /proc does not say: the ring's header names its collector
+ * by them (proto/osp_ring.h, daemon_started). Read at each attach: an image followed attaches
+ * on the pool's threads, and two reads cost less than one shared cache of them. */
+static void self_identity(uint64_t *started, uint64_t *pid_ns)
+{
+    struct stat ns;
+    if (stat("/proc/self/ns/pid", &ns) == 0)
+        *pid_ns = (uint64_t)ns.st_ino;
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* comm may itself contain ')' */
+    /* Fields after comm start at field 3 (the state); the start time is field 22. */
+    for (int field = 2; p != NULL && *p != '\0'; p++)
+        if (*p == ' ' && ++field == 22) {
+            *started = strtoull(p + 1, NULL, 10);
+            return;
+        }
+}
+
 /* The rings mapped, for the SIGBUS handler: one collector process may follow several images
  * (follow.c), each ring its own entry and its own mark. The rings are read on the loop's
  * thread only, where the handler then runs. */
@@ -226,8 +252,13 @@ int ospd_ring_daemon_attach(struct ospd_daemon *d)
     attach_copies(d, h,
                   identity.slots_offset +
                       (uint64_t)identity.slot_count * osp_slot_stride(identity.slot_ring_size));
-    /* Informational only: nothing synchronises on it, so relaxed. */
-    atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_relaxed);
+    /* Who this collector is, for the shim's exit (a process that took its pid since is not
+     * it); release: a shim that acquires the pid reads these. */
+    uint64_t started = 0, pid_ns = 0;
+    self_identity(&started, &pid_ns);
+    atomic_store_explicit(&h->daemon_started, started, memory_order_relaxed);
+    atomic_store_explicit(&h->daemon_pid_ns, pid_ns, memory_order_relaxed);
+    atomic_store_explicit(&h->daemon_pid, (int32_t)getpid(), memory_order_release);
     /* Release (with ATTACHED's below): a shim that pauses our signals from now on needs to
      * wait only for a round under way. */
     atomic_store_explicit(&h->asking, OSP_ASKING_IDLE, memory_order_release);

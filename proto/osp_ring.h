@@ -116,7 +116,8 @@ struct osp_ring_header {
         loads it acquire. */
     _Atomic uint32_t daemon_state;    /* enum osp_daemon_state; ospreyd stores release after
           the file is renamed (DONE) or daemon_error is written (FAILED); the shim loads acquire. */
-    _Atomic int32_t daemon_pid;       /* written by ospreyd at attach (relaxed; informational) */
+    _Atomic int32_t daemon_pid;       /* written by ospreyd at each attach (release, after
+          daemon_started and daemon_pid_ns); the shim's exit looks at that process */
     _Atomic uint32_t stopped;         /* ospreyd: 1 once it ended the profile at stop_at_ns
           (release, before DONE): the handler returns at once, exit waits for nothing */
     _Atomic uint64_t dropped;         /* samples lost inside the target (per-thread ring full,
@@ -156,7 +157,16 @@ struct osp_ring_header {
      * and sampling stopped for good (stored release before the sandbox takes effect; ospreyd
      * loads it acquire as it finishes): the raw `exit.sampling_ended`. Zero in older shims. */
     _Atomic uint64_t sandboxed_ns;
-    uint8_t reserved2[OSP_RING_CACHE_LINE - 24];
+    /* ospreyd, at each attach, before daemon_pid (which it stores release): who the collector
+     * is, so that the shim can tell it from a process that took its pid since (shim/README.md,
+     * "The exit's wait for its collector"): its start time as /proc/PID/stat's field 22 gives
+     * it (clock ticks since boot), and the inode of its pid namespace (/proc/self/ns/pid), in
+     * which daemon_pid is a pid. 0 where /proc did not say. The shim loads daemon_pid acquire,
+     * then these (relaxed), then daemon_pid again: a collector that attached meanwhile makes
+     * it look again. Zero in older collectors' rings: the shim then goes by the pid alone. */
+    _Atomic uint64_t daemon_started;
+    _Atomic uint64_t daemon_pid_ns;
+    uint8_t reserved2[OSP_RING_CACHE_LINE - 40];
 
     /* --- sampling control (cache line 7) --- */
     /* Nonzero while nobody may send the target a SIGPROF of ours: a thread is inside execve

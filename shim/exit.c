@@ -2,18 +2,21 @@
  *
  * Owns the exit handler (sampling stopped, the last CPU time paid, waits flushed, the final
  * image list and the EXIT record published, then a bounded wait for ospreyd, whose failure or
- * absence is said in one line), the CPU time paid before _exit, and reading /proc/PID/stat.
- * Never changes the program's exit status.
+ * absence is said in one line), the look at that collector while the exit waits (ended,
+ * stopped: shim/README.md, "The exit's wait for its collector"), the CPU time paid before
+ * _exit, and reading /proc/PID/stat. Never changes the program's exit status.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +27,8 @@
 #ifndef OSPREY_DAEMON_WAIT_MS
 #define OSPREY_DAEMON_WAIT_MS 5000
 #endif
+/* The collector is looked at this often while the exit waits (ns). */
+#define COLLECTOR_LOOK_NS 16000000ull
 
 /* Sleep with the C library's nanosleep, guarded as the program's own sleeps are (guard.c):
  * the exit handler's naps run on the program's thread, where the guard stands aside once
@@ -80,6 +85,171 @@ static int process_gone(long pid)
            errno == ESRCH;
 }
 
+/* The collector the exit waits for: the ring's current owner, the process daemon_pid names
+ * (each collector that attaches writes its own, after the start time and pid namespace that
+ * tell it from a process that took its pid since). */
+static struct {
+    int32_t pid;         /* daemon_pid when last looked at; 0: not looked at yet */
+    long pidfd;          /* its pidfd, or -1 (not opened, an old kernel, a sandbox) */
+    int known;           /* its /proc/PID/stat gave the header's start time: the pid is it */
+    int legacy;          /* a collector that does not say who it is: by the pid alone */
+    int elsewhere;       /* a pid of another pid namespace than ours: never looked at */
+    int proc_ours;       /* /proc is our pid namespace's (/proc/self is us); -1: not read */
+    char state;          /* the state letter last read, 0 when none */
+    int exit_code;       /* a zombie's wait status, or -1 */
+    uint64_t looked_ns;  /* CLOCK_MONOTONIC of the last look */
+    uint64_t stopped_ns; /* of the first look of a stop still going on, 0 */
+    enum osp__collector_seen seen;
+} collector = {.pidfd = -1, .exit_code = -1, .proc_ours = -1};
+
+/* The number in a link's text ("pid:[4026531836]", "1234"), or 0. Raw calls. */
+static uint64_t link_number(const char *path)
+{
+    char text[64];
+    /* The call's shape seccomp.c tries (readlink where there is one). */
+#ifdef SYS_readlink
+    long n = osp__sys(SYS_readlink, (long)path, (long)text, sizeof text - 1, 0, 0);
+#else
+    long n = osp__sys(SYS_readlinkat, AT_FDCWD, (long)path, (long)text, sizeof text - 1, 0);
+#endif
+    if (n <= 0)
+        return 0;
+    text[n] = '\0';
+    const char *p = text;
+    while (*p != '\0' && (*p < '0' || *p > '9'))
+        p++;
+    uint64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    return v;
+}
+
+/* Look at the collector (every COLLECTOR_LOOK_NS at most): its pidfd, /proc/PID/stat where
+ * /proc is this pid namespace's, else kill(pid, 0). A pid in another pid namespace than ours
+ * (a collector started apart, elsewhere) names nothing here: UNKNOWN. Raw calls, at exit. */
+static enum osp__collector_seen collector_look(void)
+{
+    struct osp_ring_header *h = osp__ring_header;
+    /* Acquire: pairs with ospreyd's release store of its pid, after its start and namespace;
+     * the fence and the second load: a collector that attached meanwhile is looked at next. */
+    int32_t pid = atomic_load_explicit(&h->daemon_pid, memory_order_acquire);
+    uint64_t started = atomic_load_explicit(&h->daemon_started, memory_order_relaxed);
+    uint64_t pid_ns = atomic_load_explicit(&h->daemon_pid_ns, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (pid <= 0 || atomic_load_explicit(&h->daemon_pid, memory_order_relaxed) != pid)
+        return OSP__COLLECTOR_UNKNOWN;
+    if (pid != collector.pid) { /* the first look, or another collector attached */
+        if (collector.pidfd >= 0)
+            osp__sys(SYS_close, collector.pidfd, 0, 0, 0, 0);
+        collector.pid = pid;
+        collector.pidfd = -1;
+        collector.known = 0;
+        collector.stopped_ns = 0;
+        static uint64_t own_ns;
+        if (own_ns == 0)
+            own_ns = link_number("/proc/self/ns/pid");
+        /* Without the namespaces to compare, by the pid alone, as before. */
+        collector.legacy = started == 0 || pid_ns == 0 || own_ns == 0;
+        collector.elsewhere = !collector.legacy && own_ns != pid_ns;
+        if (!collector.elsewhere && !(osp__forbidden & OSP__FORBIDS_PIDFD)) {
+            collector.pidfd = osp__sys(SYS_pidfd_open, pid, 0, 0, 0, 0);
+            if (collector.pidfd < 0 && errno == ESRCH)
+                return OSP__COLLECTOR_ENDED; /* no such process in our namespace */
+        }
+    }
+    if (collector.elsewhere)
+        return OSP__COLLECTOR_UNKNOWN;
+    enum osp__collector_seen seen = OSP__COLLECTOR_UNKNOWN;
+    /* /proc/PID/stat names our pid only where /proc is our namespace's (/proc/self is us). */
+    if (collector.proc_ours < 0)
+        collector.proc_ours = link_number("/proc/self") == (uint64_t)osp__booted_pid;
+    if (collector.proc_ours && !collector.legacy) {
+        char path[48], stat[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        errno = 0;
+        const char *fields = proc_stat_fields(path, stat, sizeof stat);
+        if (fields == NULL && errno == ENOENT)
+            return OSP__COLLECTOR_ENDED; /* ended and reaped */
+        seen = osp__collector_seen(fields, started, &collector.state, &collector.exit_code);
+        if (seen == OSP__COLLECTOR_ENDED)
+            return seen;
+        collector.known |= seen != OSP__COLLECTOR_UNKNOWN;
+    }
+    /* Readable once the process has ended, a zombie too; a pid taken since never made it so
+     * while ours ran. */
+    if (collector.pidfd >= 0 && !(osp__forbidden & OSP__FORBIDS_SOCKETS)) { /* ppoll's flag */
+        struct pollfd ended = {.fd = (int)collector.pidfd, .events = POLLIN};
+        struct timespec now = {0, 0};
+        if (osp__sys(SYS_ppoll, (long)&ended, 1, (long)&now, 0, 8) == 1)
+            return OSP__COLLECTOR_ENDED;
+    } else if (collector.pidfd < 0 && process_gone(pid)) {
+        return OSP__COLLECTOR_ENDED;
+    }
+    return seen;
+}
+
+/* What the exit goes by: ENDED, or STOPPED once the collector has been stopped at every look
+ * for OSP__COLLECTOR_STOPPED_NS; else RUNNING or UNKNOWN (waited for). Looks again only
+ * COLLECTOR_LOOK_NS after the last look. Raw calls, at exit. */
+static enum osp__collector_seen collector_verdict(void)
+{
+    uint64_t now = osp__mono_ns();
+    if (collector.looked_ns != 0 && now - collector.looked_ns < COLLECTOR_LOOK_NS)
+        return collector.seen;
+    collector.looked_ns = now;
+    enum osp__collector_seen seen = collector_look();
+    if (seen == OSP__COLLECTOR_STOPPED) {
+        if (collector.stopped_ns == 0)
+            collector.stopped_ns = now;
+        if (now - collector.stopped_ns < OSP__COLLECTOR_STOPPED_NS)
+            seen = OSP__COLLECTOR_RUNNING;
+    } else {
+        collector.stopped_ns = 0;
+    }
+    collector.seen = seen;
+    return seen;
+}
+
+/* Wake the collector (SIGURG: ignored by default, so one still starting is not hurt) through
+ * its pidfd once the pid is known to be it, or where nothing can tell (by the pid alone, as
+ * before: a collector that does not say who it is, or a /proc that is not our namespace's);
+ * not at all when the pid is known to be another process's (its tick reads the ring all the
+ * same). */
+static void collector_wake(void)
+{
+    if (collector_verdict() == OSP__COLLECTOR_ENDED || collector.elsewhere || collector.pid <= 0)
+        return;
+    if (collector.pidfd >= 0 && (collector.known || collector.legacy || !collector.proc_ours))
+        osp__sys(SYS_pidfd_send_signal, collector.pidfd, SIGURG, 0, 0, 0);
+    else if (collector.pidfd < 0 && collector.legacy && !(osp__forbidden & OSP__FORBIDS_KILL))
+        osp__sys(SYS_kill, collector.pid, SIGURG, 0, 0, 0);
+}
+
+/* The collector's pidfd closed, once the exit no longer looks at it. */
+static void collector_forget(void)
+{
+    if (collector.pidfd >= 0)
+        osp__sys(SYS_close, collector.pidfd, 0, 0, 0, 0);
+    collector.pidfd = -1;
+}
+
+/* The line for a collector that will not write the profile: ENDED or STOPPED. */
+static void collector_warn(enum osp__collector_seen seen)
+{
+    if (seen == OSP__COLLECTOR_STOPPED)
+        osp__warn("ospreyd (process %d) was stopped (%s) before writing %s; the program did "
+                  "not wait for it: the profile is written only if ospreyd is continued",
+                  (int)collector.pid, collector.state == 't' ? "by a debugger" : "SIGSTOP",
+                  osp__out_path);
+    else if (collector.state == 'Z' && collector.exit_code > 0 && WIFSIGNALED(collector.exit_code))
+        osp__warn("ospreyd was killed by signal %d (%s) before writing %s; the profile is "
+                  "missing",
+                  WTERMSIG(collector.exit_code), strsignal(WTERMSIG(collector.exit_code)),
+                  osp__out_path);
+    else
+        osp__warn("ospreyd ended before writing %s; the profile is missing", osp__out_path);
+}
+
 static void wait_for_daemon(void)
 {
     uint64_t limit = (uint64_t)OSPREY_DAEMON_WAIT_MS * 1000000u;
@@ -102,10 +272,13 @@ static void wait_for_daemon(void)
             osp__warn("%s", line);
             return;
         }
-        int32_t dpid = atomic_load_explicit(&osp__ring_header->daemon_pid, memory_order_relaxed);
-        int gone = state == OSP_DAEMON_ATTACHED && dpid > 0 && process_gone(dpid);
-        if (gone) {
-            osp__warn("ospreyd ended before writing %s; the profile is missing", osp__out_path);
+        /* The collector that attached, ended (a zombie too) or stopped for a second: one line,
+         * unless it wrote the profile just before (its DONE is stored before it ends). */
+        enum osp__collector_seen seen =
+            state == OSP_DAEMON_ATTACHED ? collector_verdict() : OSP__COLLECTOR_UNKNOWN;
+        if ((seen == OSP__COLLECTOR_ENDED || seen == OSP__COLLECTOR_STOPPED) &&
+            atomic_load_explicit(&osp__ring_header->daemon_state, memory_order_acquire) == state) {
+            collector_warn(seen);
             return;
         }
         /* One that ended before it attached (killed, or crashed at its start) is looked for
@@ -216,9 +389,12 @@ void osp__at_exit(void)
             break;
         }
         pthread_mutex_unlock(&reg->lock);
-        /* The ring is full and ospreyd is draining it: give it a moment. */
+        /* The ring is full and ospreyd is draining it: give it a moment — not when it has
+         * ended or stays stopped (the wait below says so). */
         attached = atomic_load_explicit(&osp__ring_header->daemon_state, memory_order_acquire) ==
                    OSP_DAEMON_ATTACHED;
+        enum osp__collector_seen seen = attached ? collector_verdict() : OSP__COLLECTOR_UNKNOWN;
+        attached &= seen != OSP__COLLECTOR_ENDED && seen != OSP__COLLECTOR_STOPPED;
         struct timespec nap = {0, 1000000};
         nap_guarded(&nap);
     }
@@ -251,6 +427,7 @@ void osp__at_exit(void)
             ring_taken || atomic_load_explicit(&osp__ring_header->daemon_state,
                                                memory_order_acquire) != OSP_DAEMON_NONE;
         if (!osp__daemon_spawned) {
+            collector_forget();
             osp__warn("no collector attached to ring %s before the program ended (ospreyd "
                       "--attach-ring %s --out PATH); no profile was written",
                       osp__boot_env.ring, osp__boot_env.ring);
@@ -258,13 +435,13 @@ void osp__at_exit(void)
         }
     }
     if (osp__daemon_spawned && !stopped) {
-        /* ospreyd reads the rings on a tick: wake it now rather than at its next one (SIGURG,
-         * whose default action is to ignore it, so an ospreyd still starting is not hurt). */
-        int32_t dpid = atomic_load_explicit(&osp__ring_header->daemon_pid, memory_order_relaxed);
-        if (dpid > 0 && !(osp__forbidden & OSP__FORBIDS_KILL))
-            osp__sys(SYS_kill, dpid, SIGURG, 0, 0, 0);
+        /* ospreyd reads the rings on a tick: wake it now rather than at its next one. */
+        if (atomic_load_explicit(&osp__ring_header->daemon_state, memory_order_acquire) ==
+            OSP_DAEMON_ATTACHED)
+            collector_wake();
         wait_for_daemon();
     }
+    collector_forget();
     /* Relaxed: stored before DONE, whose acquire wait_for_daemon made. */
     if (atomic_load_explicit(&osp__ring_header->wrote_beside, memory_order_relaxed)) {
         char beside[PATH_MAX + 32];

@@ -53,7 +53,16 @@ static inline long osp__sys(long nr, long a, long b, long c, long d, long e)
 #define OSP__FORBIDS_PERF      4u  /* perf_event_open: waits timed by the program's calls */
 #define OSP__FORBIDS_SOCKETS   8u  /* socket and its calls: no greeting of a collector */
 #define OSP__FORBIDS_TIMER_IDS 16u /* prctl(PR_TIMER_CREATE_RESTORE_IDS): the kernel's ids */
+#define OSP__FORBIDS_PIDFD     32u /* pidfd_open, pidfd_send_signal: the exit's collector by pid */
 extern unsigned osp__forbidden __attribute__((visibility("hidden")));
+
+/* The pidfd calls (Linux 5.1, 5.3): the same numbers on every architecture. */
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 /* The prctl that lets a process choose its next timer's id (Linux 6.16; registry.c). */
 #define OSP__PR_TIMER_CREATE_RESTORE_IDS 77

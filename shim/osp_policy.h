@@ -91,4 +91,24 @@ uint32_t osp__call_wait_weight(uint64_t length_ns, uint64_t period_ns, uint64_t 
  * Async-signal-safe. */
 const char *osp__fork_greets(const char *own, int own_attached, const char *greeted, int *attached);
 
+/* What the exit finds of the collector it waits for (exit.c, shim/README.md "The exit's wait
+ * for its collector"). */
+enum osp__collector_seen {
+    OSP__COLLECTOR_UNKNOWN = 0, /* nothing to go by: waited for as long as the limit */
+    OSP__COLLECTOR_RUNNING,     /* there and not stopped */
+    OSP__COLLECTOR_STOPPED,     /* stopped by a signal (SIGSTOP: state T) or a debugger (t) */
+    OSP__COLLECTOR_ENDED,       /* gone: ended (a zombie too), or its pid another process's */
+};
+/* What /proc/PID/stat's fields after comm (`fields`, from the state, field 3, on) say of the
+ * collector whose start time (field 22) is `started`: ENDED for a zombie, or when the start
+ * time is another (the collector ended and its pid was taken since); else STOPPED or RUNNING
+ * by the state. *state: the state letter; *exit_code: field 52 (a zombie's wait status), or
+ * -1. UNKNOWN for fields that do not parse, or `started` 0 (a collector that does not say).
+ * Async-signal-safe. */
+enum osp__collector_seen osp__collector_seen(const char *fields, uint64_t started, char *state,
+                                             int *exit_code);
+/* How long the collector may stay stopped before the exit no longer waits for it (ns): a
+ * stop that ends within it (a debugger's breakpoint, a checkpoint) is waited through. */
+#define OSP__COLLECTOR_STOPPED_NS 1000000000ull
+
 #endif /* OSP_POLICY_H */

@@ -168,3 +168,46 @@ const char *osp__fork_greets(const char *own, int own_attached, const char *gree
     *attached = 1;
     return greeted;
 }
+
+enum osp__collector_seen osp__collector_seen(const char *fields, uint64_t started, char *state,
+                                             int *exit_code)
+{
+    *state = 0;
+    *exit_code = -1;
+    if (fields == NULL || fields[0] == '\0' || fields[1] != ' ' || started == 0)
+        return OSP__COLLECTOR_UNKNOWN;
+    *state = fields[0];
+    uint64_t start = 0;
+    int have_start = 0;
+    /* fields is at field 3; each space begins the next field. */
+    int field = 3;
+    for (const char *p = fields; *p != '\0'; p++) {
+        if (*p != ' ')
+            continue;
+        field++;
+        if (field == 22 || field == 52) {
+            uint64_t v = 0;
+            const char *q = p + 1;
+            for (; *q >= '0' && *q <= '9'; q++)
+                v = v * 10 + (uint64_t)(*q - '0');
+            if (q == p + 1)
+                continue;
+            if (field == 22) {
+                start = v;
+                have_start = 1;
+            } else if (v <= 0xffff) {
+                *exit_code = (int)v;
+                break;
+            }
+        }
+    }
+    if (!have_start)
+        return OSP__COLLECTOR_UNKNOWN;
+    if (start != started)
+        return OSP__COLLECTOR_ENDED; /* another process has the pid now */
+    if (*state == 'Z' || *state == 'X')
+        return OSP__COLLECTOR_ENDED;
+    if (*state == 'T' || *state == 't')
+        return OSP__COLLECTOR_STOPPED;
+    return OSP__COLLECTOR_RUNNING;
+}

@@ -49,7 +49,7 @@
 /* What a child's calls share: descriptors and buffers of its own (its memory is a copy). */
 static struct {
     volatile uint32_t *at; /* the shared page: the index of the call being made */
-    long memfd, dir, listener, client;
+    long memfd, dir, listener, client, pidfd;
     void *map;
     int handler_set; /* SIGPROF's action ours: a SIGPROF sent is handled */
     char buf[4096] __attribute__((aligned(16)));
@@ -310,6 +310,17 @@ static void p_kill(void)
     osp__sys(SYS_kill, self, 0, 0, 0, 0);
 }
 
+/* The exit's look at its collector (exit.c): a pidfd of this child, a SIGURG through it. */
+static void p_pidfd_open(void)
+{
+    probe.pidfd = osp__sys(SYS_pidfd_open, osp__sys(SYS_getpid, 0, 0, 0, 0, 0), 0, 0, 0, 0);
+}
+
+static void p_pidfd_send_signal(void)
+{
+    osp__sys(SYS_pidfd_send_signal, probe.pidfd, SIGURG, 0, 0, 0);
+}
+
 static void p_perf_event_open(void)
 {
     struct perf_event_attr attr;
@@ -536,6 +547,8 @@ static const struct {
     {"nanosleep", 0, p_nanosleep, 0},
     {"process_vm_readv", OSP__FORBIDS_VM_READ, p_process_vm_readv, 0},
     {"kill", OSP__FORBIDS_KILL, p_kill, 0},
+    {"pidfd_open", OSP__FORBIDS_PIDFD, p_pidfd_open, 0},
+    {"pidfd_send_signal", OSP__FORBIDS_PIDFD, p_pidfd_send_signal, 0},
     {"perf_event_open", OSP__FORBIDS_PERF, p_perf_event_open, 0},
     {"socket", OSP__FORBIDS_SOCKETS, p_socket, 0},
     {"bind", OSP__FORBIDS_SOCKETS, p_bind, 0},
@@ -560,7 +573,7 @@ static const struct {
 /* The child: the setup calls, then every call from `first` on, each index written before. */
 static _Noreturn void probe_child(uint32_t first, int dumpable)
 {
-    probe.memfd = probe.dir = probe.listener = probe.client = -1;
+    probe.memfd = probe.dir = probe.listener = probe.client = probe.pidfd = -1;
     probe.map = NULL;
     for (uint32_t i = 0; i < PROBES; i++) {
         int setup = i < 4; /* signals blocked, SIGSYS default, not dumpable: always made */
@@ -729,6 +742,10 @@ int osp__seccomp_check(void)
             else if (forbids == OSP__FORBIDS_PERF)
                 osp__warn("a seccomp filter forbids perf_event_open; profiling goes on, waits "
                           "timed by the program's calls");
+            else if (forbids == OSP__FORBIDS_PIDFD)
+                osp__warn("a seccomp filter forbids %s; profiling goes on, the collector looked "
+                          "at by its pid at the program's exit",
+                          probes[killed].call);
             else if (forbids == OSP__FORBIDS_SOCKETS)
                 osp__warn("a seccomp filter forbids %s; profiling goes on, forked children and "
                           "programs it execs start collectors of their own",

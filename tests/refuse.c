@@ -157,6 +157,7 @@ static int install_kill(const char *what)
 #endif
         {"socket", SYS_socket},
         {"perf_event_open", SYS_perf_event_open},
+        {"pidfd_open", 434 /* SYS_pidfd_open, on every architecture */},
         {"sigprof", -1},
     };
     uint32_t action;

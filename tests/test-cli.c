@@ -533,8 +533,10 @@ START_TEST(file_helpers)
     }
 
     /* The file appears (or exists): found at once. Missing with nobody left to write it. */
-    ck_assert_int_eq(osprey_wait_for_file(in_scratch("a/b/kept.raw.json"), 1000), 0);
-    ck_assert_int_eq(osprey_wait_for_file(in_scratch("never.raw.json"), 60000), -ENOENT);
+    pid_t stopped = -1;
+    ck_assert_int_eq(osprey_wait_for_file(in_scratch("a/b/kept.raw.json"), 1000, &stopped), 0);
+    ck_assert_int_eq(osprey_wait_for_file(in_scratch("never.raw.json"), 60000, &stopped), -ENOENT);
+    ck_assert_int_eq(stopped, 0);
 
     ck_assert_int_eq(osprey_remove_tree(in_scratch("a")), 0);
     ck_assert_int_ne(access(in_scratch("a"), F_OK), 0);

@@ -1303,6 +1303,45 @@ START_TEST(fork_greets_the_collector_that_took_its_parent)
 }
 END_TEST
 
+/* What /proc/PID/stat says of the collector the exit waits for: its start time (field 22) is
+ * the header's, or the pid is another process's now; a zombie has ended (field 52 its wait
+ * status), T and t are stopped. */
+START_TEST(collector_seen_by_its_start_time_and_state)
+{
+    /* Fields from the state on: state ppid pgrp ... starttime (22) ... exit_code (52). */
+    char stat[512];
+    char state;
+    int code;
+#define STAT_OF(letter, start, exit_code)                                                          \
+    snprintf(stat, sizeof stat,                                                                    \
+             "%c 1 2 3 0 -1 4194560 10 0 0 0 1 2 0 0 20 0 1 0 %llu 1000 100 1844674407370955161"   \
+             "5 1 1 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 1 2 3 4 5 6 7 8 %d",                          \
+             letter, (unsigned long long)(start), exit_code)
+    STAT_OF('S', 4242, 0);
+    ck_assert_int_eq(osp__collector_seen(stat, 4242, &state, &code), OSP__COLLECTOR_RUNNING);
+    ck_assert_int_eq(state, 'S');
+    ck_assert_int_eq(code, 0);
+    STAT_OF('R', 4242, 0);
+    ck_assert_int_eq(osp__collector_seen(stat, 4242, &state, &code), OSP__COLLECTOR_RUNNING);
+    STAT_OF('T', 4242, 0);
+    ck_assert_int_eq(osp__collector_seen(stat, 4242, &state, &code), OSP__COLLECTOR_STOPPED);
+    STAT_OF('t', 4242, 0);
+    ck_assert_int_eq(osp__collector_seen(stat, 4242, &state, &code), OSP__COLLECTOR_STOPPED);
+    STAT_OF('Z', 4242, 9);
+    ck_assert_int_eq(osp__collector_seen(stat, 4242, &state, &code), OSP__COLLECTOR_ENDED);
+    ck_assert_int_eq(code, 9);
+    /* Another start time: the pid was taken since, stopped or not. */
+    STAT_OF('T', 4243, 0);
+    ck_assert_int_eq(osp__collector_seen(stat, 4242, &state, &code), OSP__COLLECTOR_ENDED);
+    /* A collector that does not say who it is, and fields that do not parse. */
+    STAT_OF('S', 4242, 0);
+    ck_assert_int_eq(osp__collector_seen(stat, 0, &state, &code), OSP__COLLECTOR_UNKNOWN);
+    ck_assert_int_eq(osp__collector_seen(NULL, 4242, &state, &code), OSP__COLLECTOR_UNKNOWN);
+    ck_assert_int_eq(osp__collector_seen("S 1 2", 4242, &state, &code), OSP__COLLECTOR_UNKNOWN);
+#undef STAT_OF
+}
+END_TEST
+
 START_TEST(cpu_share_and_period_of_rate)
 {
     ck_assert_uint_eq(osp__cpu_share(0, 0), 1024);          /* no time passed: a whole CPU */
@@ -1513,7 +1552,8 @@ Suite *shim_suite(void)
         wait_weight_carries_its_rounding_to_the_next_wait,
         call_wait_weight_samples_short_waits_by_their_length, cpu_share_and_period_of_rate,
         open_shared_takes_only_a_regular_file_of_ours, stamp_scale_agrees_with_clock_monotonic,
-        fork_greets_the_collector_that_took_its_parent, timed_gate_follows_its_flags);
+        fork_greets_the_collector_that_took_its_parent, timed_gate_follows_its_flags,
+        collector_seen_by_its_start_time_and_state);
 #if defined(__x86_64__)
     tcase_add_test(parsers, context_at_a_rewound_syscall_is_blocked);
 #endif

@@ -318,7 +318,44 @@ int osprey_make_run_lock(const char *scratch)
     return 0;
 }
 
-int osprey_wait_for_collectors(const char *scratch, int timeout_ms)
+/* How long a collector re-parented to us may stay stopped before we stop waiting for it (ms),
+ * as the program's exit does (shim/README.md, "The exit's wait for its collector"). */
+#define STOPPED_COLLECTOR_MS 1000
+
+/* A collector of the run that is our child (re-parented to us: we are the run's subreaper)
+ * and has been stopped (SIGSTOP) at every look for STOPPED_COLLECTOR_MS: its pid, else 0.
+ * `watch` keeps the first look at a stop. Nothing reaped: a stopped child stays ours, its pid
+ * not taken by another while we look at its name. */
+struct stop_watch {
+    pid_t pid;
+    int64_t since_ms;
+};
+static pid_t collector_stopped(struct stop_watch *watch, int64_t now_ms)
+{
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    char path[64], comm[32] = "";
+    if (waitid(P_ALL, 0, &info, WSTOPPED | WNOHANG | WNOWAIT) == 0 && info.si_pid > 0) {
+        snprintf(path, sizeof path, "/proc/%d/comm", (int)info.si_pid);
+        FILE *f = fopen(path, "re");
+        if (f != NULL) {
+            if (fgets(comm, sizeof comm, f) == NULL)
+                comm[0] = '\0';
+            fclose(f);
+        }
+    }
+    if (strcmp(comm, "ospreyd\n") != 0) {
+        watch->pid = 0;
+        return 0;
+    }
+    if (watch->pid != info.si_pid) {
+        watch->pid = info.si_pid;
+        watch->since_ms = now_ms;
+    }
+    return now_ms - watch->since_ms >= STOPPED_COLLECTOR_MS ? watch->pid : 0;
+}
+
+int osprey_wait_for_collectors(const char *scratch, int timeout_ms, pid_t *stopped)
 {
     char lock[PATH_MAX + sizeof OSP_RUN_LOCK + 2];
     snprintf(lock, sizeof lock, "%s/%s", scratch, OSP_RUN_LOCK);
@@ -327,6 +364,8 @@ int osprey_wait_for_collectors(const char *scratch, int timeout_ms)
         return 0; /* no lock (or not ours), nothing to wait for */
     const int step_ms = 20;
     int result = -ETIMEDOUT;
+    struct stop_watch watch = {0, 0};
+    *stopped = 0;
     for (int waited = 0; waited <= timeout_ms; waited += step_ms) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
             result = 0;
@@ -334,6 +373,10 @@ int osprey_wait_for_collectors(const char *scratch, int timeout_ms)
         }
         /* No reaping here: a collector re-parented to us lets go of the lock as it exits, and
          * under --duration the program, our child, runs on and is waited for later. */
+        if ((*stopped = collector_stopped(&watch, waited)) != 0) {
+            result = OSPREY_COLLECTOR_STOPPED;
+            break;
+        }
         struct timespec pause = {.tv_sec = 0, .tv_nsec = step_ms * 1000000L};
         nanosleep(&pause, NULL);
     }
@@ -341,9 +384,11 @@ int osprey_wait_for_collectors(const char *scratch, int timeout_ms)
     return result;
 }
 
-int osprey_wait_for_file(const char *path, int timeout_ms)
+int osprey_wait_for_file(const char *path, int timeout_ms, pid_t *stopped)
 {
     const int step_ms = 20;
+    struct stop_watch watch = {0, 0};
+    *stopped = 0;
     for (int waited = 0;; waited += step_ms) {
         if (access(path, F_OK) == 0)
             return 0;
@@ -355,6 +400,8 @@ int osprey_wait_for_file(const char *path, int timeout_ms)
             ;
         if (reaped < 0 && errno == ECHILD)
             return access(path, F_OK) == 0 ? 0 : -ENOENT;
+        if ((*stopped = collector_stopped(&watch, waited)) != 0)
+            return OSPREY_COLLECTOR_STOPPED;
         if (waited >= timeout_ms)
             return -ETIMEDOUT;
         struct timespec pause = {.tv_sec = 0, .tv_nsec = step_ms * 1000000L};

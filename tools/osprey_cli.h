@@ -216,17 +216,22 @@ int osprey_exit_code(int wait_status);
 char **osprey_env_set(char *const envp[], const char *name, const char *value, int prepend);
 void osprey_env_free(char **envp);
 
+/* What the waits below return once a collector of the run, re-parented to us, has been stopped
+ * (SIGSTOP) for a second: it writes nothing until it is continued. */
+#define OSPREY_COLLECTOR_STOPPED 1
 /* After the program exited: wait until path exists (ospreyd writes it with a rename, so it
  * exists only when complete). While it is missing, reap descendants that were re-parented
  * to us (we are a child subreaper) and stop early once none are left. Returns 0 when the
- * file exists, -ENOENT when no writer is left, -ETIMEDOUT after timeout_ms. */
-int osprey_wait_for_file(const char *path, int timeout_ms);
+ * file exists, -ENOENT when no writer is left, OSPREY_COLLECTOR_STOPPED (*stopped its pid),
+ * -ETIMEDOUT after timeout_ms. */
+int osprey_wait_for_file(const char *path, int timeout_ms, pid_t *stopped);
 /* The run's lock (OSP_RUN_LOCK in proto/osp_ring.h) in the scratch directory: made before the
  * program starts; every collector of the run holds it shared while it lives. */
 int osprey_make_run_lock(const char *scratch);
-/* Until every collector of the run has ended (the lock taken exclusively): 0, or -ETIMEDOUT
- * after timeout_ms. 0 without a lock. */
-int osprey_wait_for_collectors(const char *scratch, int timeout_ms);
+/* Until every collector of the run has ended (the lock taken exclusively): 0,
+ * OSPREY_COLLECTOR_STOPPED (*stopped its pid), or -ETIMEDOUT after timeout_ms. 0 without a
+ * lock. */
+int osprey_wait_for_collectors(const char *scratch, int timeout_ms, pid_t *stopped);
 
 /* Default output stem for `osprey FILE`: "./<name>" where name is FILE's basename without a
  * source extension. For `osprey report RAW`: RAW without ".raw.json" or ".json". */

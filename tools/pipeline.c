@@ -189,7 +189,15 @@ static void keep_descendant_profiles(const char *scratch_raw, const char *stem,
 void osprey_finish_profile(const char *scratch_raw, const char *stem,
                            const struct osprey_options *options)
 {
-    int found = osprey_wait_for_file(scratch_raw, RAW_WAIT_MS);
+    pid_t stopped;
+    int found = osprey_wait_for_file(scratch_raw, RAW_WAIT_MS, &stopped);
+    if (found == OSPREY_COLLECTOR_STOPPED) {
+        fprintf(stderr,
+                "osprey: warning: no profile was written (the collector, process %d, is stopped: "
+                "SIGSTOP)\n",
+                (int)stopped);
+        return;
+    }
     if (found != 0) {
         fprintf(stderr, "osprey: warning: no profile was written (%s)\n",
                 found == -ETIMEDOUT ? "the collector did not finish in time"
@@ -204,7 +212,14 @@ void osprey_finish_profile(const char *scratch_raw, const char *stem,
     char *slash = strrchr(scratch, '/');
     if (slash != NULL)
         *slash = '\0';
-    if (slash != NULL && osprey_wait_for_collectors(scratch, COLLECTORS_WAIT_MS) != 0)
+    int waited =
+        slash != NULL ? osprey_wait_for_collectors(scratch, COLLECTORS_WAIT_MS, &stopped) : 0;
+    if (waited == OSPREY_COLLECTOR_STOPPED)
+        fprintf(stderr,
+                "osprey: warning: a collector of the run (process %d) is stopped (SIGSTOP); the "
+                "profiles it writes are missing\n",
+                (int)stopped);
+    else if (waited != 0)
         fprintf(stderr,
                 "osprey: warning: processes of the run were still being profiled %d s after it "
                 "ended; their profiles are missing\n",

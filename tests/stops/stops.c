@@ -5,7 +5,10 @@
  *   stops spin:    main runs 0.3 s (e2e-comm: run through a link of another name)
  *   stops strict:  main runs 0.2 s, enters a filter that kills on the calls the profiler makes
  *                  and this program does not (a strict allow-list's way), then starts a thread,
- *                  forks a child and execs `stops spin`: each runs 0.1-0.3 s (e2e-sandbox) */
+ *                  forks a child and execs `stops spin`: each runs 0.1-0.3 s (e2e-sandbox)
+ *   stops hold:    main runs 0.2 s, says "ready", waits until a byte (or EOF) comes on stdin,
+ *                  runs 0.1 s more, says "done" and exits 5 (e2e-stops: its collector killed
+ *                  or stopped meanwhile) */
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -148,6 +151,17 @@ int main(int argc, char **argv)
         spin(0.3);
         return 0;
     }
-    fprintf(stderr, "usage: stops wait|sandbox|spin|strict\n");
+    if (argc == 2 && strcmp(argv[1], "hold") == 0) {
+        spin(0.2);
+        puts("ready");
+        fflush(stdout);
+        char byte;
+        while (read(0, &byte, 1) < 0 && errno == EINTR) {
+        }
+        spin(0.1);
+        puts("done");
+        return 5;
+    }
+    fprintf(stderr, "usage: stops wait|sandbox|spin|strict|hold\n");
     return 2;
 }
