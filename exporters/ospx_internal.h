@@ -54,6 +54,10 @@ static inline uint32_t ospx__process_row(const struct ospx_raw *raw, uint32_t pr
  * name, redis-server, where exe is the file it points to, redis-check-rdb), else its exe's base
  * name ("?" when none); `process` past the processes: the raw file's own. */
 const char *ospx__process_comm(const struct ospx_raw *raw, uint32_t process);
+/* The label a thread is shown by (the report's thread lines, the trace's tracks): its own, or,
+ * for a thread that never named itself ("thread", the shim's word), its process's command, as
+ * the kernel (its comm) and perf name it. A runtime's fiber keeps its label. */
+const char *ospx__fiber_label(const struct ospx_model *model, size_t index);
 /* 1 when the outputs name processes: the raw profile holds more than one. */
 static inline int ospx__several_processes(const struct ospx_raw *raw)
 {

@@ -22,6 +22,14 @@ static int is_runtime_fiber(const struct ospx_model *model, size_t index)
     return thread->fiber != 0 && thread->tid != 0 && thread->fiber != thread->tid;
 }
 
+const char *ospx__fiber_label(const struct ospx_model *model, size_t index)
+{
+    const char *label = model->fibers[index].label;
+    if (is_runtime_fiber(model, index) || strcmp(label, "thread") != 0)
+        return label;
+    return ospx__process_comm(model->raw, model->raw->threads[index].process);
+}
+
 /* "2 threads", "1 thread, 3 fibers", "3 fibers": how many of sorted[from..to) (NULL: of the
  * model's own order) are which. */
 static void count_threads(char *out, size_t size, const struct ospx_model *model,
@@ -266,12 +274,10 @@ void ospx__report_fibers(FILE *out, size_t width, const struct ospx_model *model
         else if (processes)
             snprintf(pid, sizeof pid, "%lld ",
                      (long long)ospx__process_pid(model->raw, model->raw->threads[t].process));
-        /* A thread that never named itself ("thread", the shim's word) goes by its process's
-         * command, as the kernel (its comm) and perf name it; the id tells several apart. */
+        /* A thread that never named itself goes by its process's command; the id tells several
+         * apart. */
         int runtime_fiber = is_runtime_fiber(model, t);
-        const char *label = !runtime_fiber && strcmp(sorted[i]->label, "thread") == 0
-                                ? ospx__process_comm(model->raw, model->raw->threads[t].process)
-                                : sorted[i]->label;
+        const char *label = ospx__fiber_label(model, t);
         snprintf(name, sizeof name, "%s%s %lld (%s)", pid, runtime_fiber ? "fiber" : "thread",
                  (long long)sorted[i]->fiber, label);
         ospx_text_fit(names[i], sizeof names[i], name, FIBER_NAME_COLUMNS + (processes ? 8 : 0),

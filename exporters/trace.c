@@ -76,7 +76,7 @@ static void write_metadata(FILE *stream, const struct ospx_model *model)
     for (size_t t = 0; t < model->fiber_count; t++) {
         uint64_t pid = trace_pid(raw, raw->threads[t].process);
         snprintf(name, sizeof name, "fiber %lld (%s)", (long long)model->fibers[t].fiber,
-                 model->fibers[t].label);
+                 ospx__fiber_label(model, t));
         char *quoted = ospx__json_quote(name);
         fprintf(stream,
                 ",\n{\"ph\":\"M\",\"pid\":%llu,\"tid\":%zu,\"name\":\"thread_name\",\"args\":{"
