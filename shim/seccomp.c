@@ -79,6 +79,13 @@ static void p_get_name(void)
     osp__sys(SYS_prctl, PR_GET_NAME, (long)probe.buf, 0, 0, 0);
 }
 
+/* spawn.c's question before it starts the collector (program_reaps_orphans): is the program a
+ * child subreaper? A filter may allow prctl for some options only. */
+static void p_get_subreaper(void)
+{
+    osp__sys(SYS_prctl, PR_GET_CHILD_SUBREAPER, (long)probe.buf, 0, 0, 0);
+}
+
 static void p_not_dumpable(void)
 {
     osp__sys(SYS_prctl, PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -559,6 +566,7 @@ static const struct {
     {"recvmsg", OSP__FORBIDS_SOCKETS, p_recvmsg, 0},
     {"ppoll", OSP__FORBIDS_SOCKETS, p_ppoll, 0},
     {"fstat", OSP__FORBIDS_SOCKETS, p_fstat, 0},
+    {"prctl", 0, p_get_subreaper, 0},
     {"clone", 0, p_clone, 0},
     {"wait4", 0, p_wait4, 0},
     {"clone", 0, p_fork, 0},
