@@ -171,6 +171,27 @@ void osp__warn(const char *fmt, ...)
     errno = saved;
 }
 
+long osp__read_text(const char *path, char *text, size_t size)
+{
+    long fd = osp__sys(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0);
+    if (fd < 0)
+        return -1;
+    size_t len = 0;
+    for (;;) {
+        long n = osp__sys(SYS_read, fd, (long)(text + len), (long)(size - 1 - len), 0, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        if (len == size - 1)
+            break;
+    }
+    osp__sys(SYS_close, fd, 0, 0, 0, 0);
+    text[len] = '\0';
+    return (long)len;
+}
+
 int osp__open_shared(const char *path)
 {
     long fd = osp__sys(SYS_openat, AT_FDCWD, (long)path,

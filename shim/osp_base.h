@@ -203,6 +203,18 @@ void osp__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * ospc_open_shared, which it may not link. Returns the descriptor, or -ELOOP (a symbolic link),
  * -EMEDIUMTYPE (not a regular file), -EPERM (another user's) or another negative errno. */
 int osp__open_shared(const char *path);
+/* A small text file (a /proc file) read whole into text (at most size - 1 bytes), NUL-ended,
+ * with openat, read and close only; async-signal-safe. Returns its length, or -1. */
+long osp__read_text(const char *path, char *text, size_t size);
+/* The kernel's directory entry, as getdents64 returns it (no libc wrapper before glibc 2.30,
+ * and opendir would allocate on the program's heap). */
+struct linux_dirent64 {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
 /* The phrase for osp__open_shared's result, after the path ("is not a regular file"). */
 const char *osp__shared_strerror(int rc);
 

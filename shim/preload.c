@@ -456,19 +456,6 @@ __attribute__((visibility("default"))) void _Exit(int status)
  * answers ECHILD, as a plain run's would, instead of waiting for a collector that waits for the
  * program's end. Async-signal-safe (a SIGCHLD handler's waitpid loop): raw system calls into
  * buffers on the stack. Anything it cannot read leaves the call as it was. */
-static long read_small(const char *path, char *buf, size_t size)
-{
-    long fd = osp__sys(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0);
-    if (fd < 0)
-        return -1;
-    long n = osp__sys(SYS_read, fd, (long)buf, (long)size - 1, 0, 0);
-    osp__sys(SYS_close, fd, 0, 0, 0, 0);
-    if (n < 0)
-        return -1;
-    buf[n] = '\0';
-    return n;
-}
-
 static size_t put_decimal(char *at, unsigned long v)
 {
     char digits[24];
@@ -491,7 +478,7 @@ static int is_collector(unsigned long pid)
     size_t at = 6 + put_decimal(path + 6, pid);
     memcpy(path + at, "/comm", 6);
     char comm[32];
-    return read_small(path, comm, sizeof comm) > 0 && strcmp(comm, "ospreyd\n") == 0;
+    return osp__read_text(path, comm, sizeof comm) > 0 && strcmp(comm, "ospreyd\n") == 0;
 }
 
 /* 1 when every child of every thread of the process is a collector, and there is one. */
@@ -508,22 +495,16 @@ static int only_collectors_left(void)
     long n;
     while ((n = osp__sys(SYS_getdents64, dir, (long)entries, sizeof entries, 0, 0)) > 0) {
         for (long off = 0; off < n;) {
-            struct {
-                uint64_t ino;
-                int64_t off;
-                unsigned short reclen;
-                unsigned char type;
-                char name[];
-            } *d = (void *)(entries + off);
-            off += d->reclen;
-            if (d->name[0] < '0' || d->name[0] > '9')
+            struct linux_dirent64 *d = (struct linux_dirent64 *)(void *)(entries + off);
+            off += d->d_reclen;
+            if (d->d_name[0] < '0' || d->d_name[0] > '9')
                 continue;
             char path[64] = "/proc/self/task/";
-            size_t len = strnlen(d->name, 20);
-            memcpy(path + 16, d->name, len);
+            size_t len = strnlen(d->d_name, 20);
+            memcpy(path + 16, d->d_name, len);
             memcpy(path + 16 + len, "/children", 10);
             char list[512];
-            if (read_small(path, list, sizeof list) < 0) {
+            if (osp__read_text(path, list, sizeof list) < 0) {
                 unreadable = 1;
                 continue;
             }
@@ -544,6 +525,16 @@ static int only_collectors_left(void)
     }
     osp__sys(SYS_close, dir, 0, 0, 0, 0);
     return !unreadable && others == 0 && collectors > 0;
+}
+
+/* A 2 ms nap between two looks at the children; 1 when a signal of the program's cut it short
+ * (one of ours, osp__sigprof_ours_seen, does not count). */
+static int nap_cut_by_the_program(void)
+{
+    struct timespec nap = {0, 2000000};
+    unsigned ours = osp__sigprof_ours_seen;
+    return osp__sys(SYS_nanosleep, (long)&nap, 0, 0, 0, 0) != 0 && errno == EINTR &&
+           osp__sigprof_ours_seen == ours;
 }
 
 static pid_t real_wait4(pid_t pid, int *status, int options, struct rusage *usage)
@@ -585,10 +576,7 @@ static pid_t wait_any(int *status, int options, struct rusage *usage)
         pid_t got = real_wait4(-1, status, options | WNOHANG, usage);
         if (got != 0 || (options & WNOHANG))
             return got;
-        struct timespec nap = {0, 2000000};
-        unsigned ours = osp__sigprof_ours_seen;
-        if (osp__sys(SYS_nanosleep, (long)&nap, 0, 0, 0, 0) != 0 && errno == EINTR &&
-            osp__sigprof_ours_seen == ours) {
+        if (nap_cut_by_the_program()) {
             got = real_wait4(-1, status, options | WNOHANG, usage);
             if (got == 0)
                 errno = EINTR;
@@ -635,10 +623,7 @@ __attribute__((visibility("default"))) int waitid(idtype_t type, id_t id, siginf
             return rc;
         if (info == NULL) /* no way to tell "none ready" apart: as the program asked */
             return real_waitid(type, id, info, options);
-        struct timespec nap = {0, 2000000};
-        unsigned ours = osp__sigprof_ours_seen;
-        if (osp__sys(SYS_nanosleep, (long)&nap, 0, 0, 0, 0) != 0 && errno == EINTR &&
-            osp__sigprof_ours_seen == ours) {
+        if (nap_cut_by_the_program()) {
             info->si_pid = 0;
             rc = real_waitid(type, id, info, options | WNOHANG);
             if (rc == 0 && info->si_pid == 0) {

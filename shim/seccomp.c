@@ -653,23 +653,9 @@ static long status_field(const char *text, const char *key)
  * the filter (openat, read, close); 0 when it cannot be read. */
 static int seccomp_mode(long *filters)
 {
-    long fd = osp__sys(SYS_openat, AT_FDCWD, (long)"/proc/self/status", O_RDONLY | O_CLOEXEC, 0, 0);
-    if (fd < 0)
-        return 0;
     char text[4096];
-    size_t len = 0;
-    for (;;) {
-        long n = osp__sys(SYS_read, fd, (long)(text + len), (long)(sizeof text - 1 - len), 0, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-        if (len == sizeof text - 1)
-            break;
-    }
-    osp__sys(SYS_close, fd, 0, 0, 0, 0);
-    text[len] = '\0';
+    if (osp__read_text("/proc/self/status", text, sizeof text) < 0)
+        return 0;
     long mode = status_field(text, "\nSeccomp:");
     *filters = status_field(text, "\nSeccomp_filters:");
     return mode > 0 ? (int)mode : 0;

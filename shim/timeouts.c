@@ -110,16 +110,6 @@ void osp__fd_timed_ask(int fd)
     errno = saved;
 }
 
-/* The kernel's directory entry, as getdents64 returns it (no libc wrapper before glibc 2.30,
- * and opendir would allocate on the program's heap). */
-struct linux_dirent64 {
-    uint64_t d_ino;
-    int64_t d_off;
-    unsigned short d_reclen;
-    unsigned char d_type;
-    char d_name[];
-};
-
 void osp__fds_timed_scan(void)
 {
     int saved = errno;
